@@ -1,0 +1,71 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Validator checks call arguments against a tool's input schema.
+// It is safe for concurrent use.
+type Validator struct {
+	resolved *jsonschema.Resolved
+}
+
+// NewValidator resolves schema once for repeated validation. A nil schema accepts
+// any JSON object. It returns an error when the schema itself is invalid.
+func NewValidator(schema *jsonschema.Schema) (*Validator, error) {
+	if schema == nil {
+		return &Validator{}, nil
+	}
+	r, err := schema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("invalid input schema: %w", err)
+	}
+	return &Validator{resolved: r}, nil
+}
+
+// ErrInvalidArguments is wrapped by every error [Validator.Validate] returns.
+var ErrInvalidArguments = errors.New("invalid arguments")
+
+// Validate checks that args is a JSON object (empty or null counts as {}) that
+// satisfies the schema. The error wraps [ErrInvalidArguments] and lists what is wrong.
+func (v *Validator) Validate(args json.RawMessage) error {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		trimmed = []byte("{}")
+	}
+	var inst any
+	if err := json.Unmarshal(trimmed, &inst); err != nil {
+		return fmt.Errorf("%w: not valid JSON: %v", ErrInvalidArguments, err)
+	}
+	if _, ok := inst.(map[string]any); !ok {
+		return fmt.Errorf("%w: arguments must be a JSON object, got %s", ErrInvalidArguments, jsonKind(inst))
+	}
+	if v == nil || v.resolved == nil {
+		return nil
+	}
+	if err := v.resolved.Validate(inst); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
+	}
+	return nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
