@@ -1,0 +1,64 @@
+// Package agent is tollgate's one agent loop: system prompt, user prompt, model
+// turn, the model's tool calls through the governed pipeline, repeat, until the
+// model answers without tool calls.
+//
+// # The tool-call pipeline
+//
+// Every tool call passes these steps in this order (ARCHITECTURE.md):
+//
+//  1. Resolve the tool by name; an unknown name is an error result naming it.
+//  2. Validate the arguments against the tool's input schema; invalid arguments
+//     are an error result listing the problems.
+//  3. The BeforeTool chain (seed 002, package hooks). A result short-circuits; a
+//     pending request suspends; rewritten arguments are validated again.
+//  4. Authorization: every [approval.Authorizer] on the final tool and
+//     arguments, with the hooks' allow votes, combined deny > ask > allow. A
+//     denial is an error result carrying the reason; ask suspends the call on
+//     an approval request bound to the arguments' digest.
+//  5. The tool call listener's PreToolUse (seed 000), on the call's goroutine.
+//  6. Execute with the call's context; an error or a panic is an error result.
+//  7. The listener's PostToolUse, then OnError when the call failed.
+//  8. The AfterTool chain; its final result is what the model, the transcript,
+//     the events, the records and the logs see.
+//  9. Record: a [ToolCallRecord] with both argument forms, the result, timings
+//     and the [Decision] with every vote and who decided.
+//
+// Steps 5 to 8 happen only when the tool really runs. A short-circuit, a
+// validation failure or a denial goes straight to step 9. A pending request is
+// not a result: nothing after it runs until it is answered.
+//
+// # Arguments: asked versus executed
+//
+// The transcript always keeps the model's original call. The tool, the
+// AfterTool hooks, the listener, events and records see the executed
+// arguments; the record keeps both ([ToolCallRecord].RequestedArgs and Args).
+// Hooks receive private copies: changing an event's Args in place has no
+// effect; only a returned override rewrites.
+//
+// # Concurrency
+//
+// The tool calls of one turn run concurrently, at most Options.MaxParallel at a
+// time, and their results enter the transcript in the model's call order. Hooks,
+// authorizers and the listener may therefore be called from several goroutines
+// at once.
+//
+// # Suspension
+//
+// A call that needs an answer (a BeforeTool hook's or a tool's
+// [tool.Pending], or an authorization "ask") suspends on a [tool.Request]. With
+// Options.WaitFor the call waits for the answer and is retried once with it
+// (hooks see it in the event and tools through [tool.AnswerFrom]); a second
+// pending request, or a declined answer, is an error result. Without WaitFor the
+// run halts with [StatusPending] once every call of the turn has finished or
+// suspended; the calls that were allowed have run and are not run again.
+// [Result].State serializes to JSON, and [Agent.Resume] continues the run with
+// answers, here or in another process. An approval answer covers the call only
+// for the arguments it was given for (their digest); an answer may carry edited
+// arguments, which are validated and authorized again (a deny still wins).
+//
+// # Streaming
+//
+// [Agent.Run] consumes [Agent.Stream]; both are the same loop. A BeforeLLM hook
+// that supplies a response means the model is not called, on Run, Stream and
+// Resume alike.
+package agent

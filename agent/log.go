@@ -1,0 +1,21 @@
+package agent
+
+import "log/slog"
+
+const slogInfo = slog.LevelInfo
+
+// attrs are the log attributes of a tool call decision. Argument values and
+// outputs are never logged (they may hold secrets); digests identify them.
+func attrs(runID string, rec *ToolCallRecord, d Decision) []slog.Attr {
+	return []slog.Attr{
+		slog.String("run", runID),
+		slog.String("call", rec.ID),
+		slog.String("tool", rec.Name),
+		slog.Int("turn", rec.Turn),
+		slog.String("outcome", string(d.Outcome)),
+		slog.String("by", d.By),
+		slog.String("argsDigest", rec.ArgsDigest),
+		slog.Bool("isError", rec.IsError),
+		slog.Duration("duration", rec.Duration),
+	}
+}

@@ -1,0 +1,382 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// callOutcome is what one pass of the pipeline yields: a finished record, a
+// pending call, or an error that fails the run (a hook error, cancellation).
+type callOutcome struct {
+	rec     *ToolCallRecord
+	pending *PendingCall
+	err     error
+}
+
+// processCall runs one call through the pipeline; with a WaitFor it waits for
+// the answer to a pending request and retries the call once with it.
+func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) callOutcome {
+	if prior == nil {
+		c := call
+		emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
+	}
+	oc := r.pipeline(ctx, call, prior, ans, emit)
+	wait := r.a.opts.WaitFor
+	if oc.pending == nil || wait == nil || ans != nil {
+		return oc
+	}
+	req := oc.pending.Request
+	answer, err := wait(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return callOutcome{err: ctx.Err()}
+		}
+		return r.finish(ctx, r.newRecord(call), tool.Errorf("no answer to request %s: %v", req.ID, err),
+			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: err.Error(), Votes: oc.pending.Votes}, false, emit)
+	}
+	if answer.ID == "" {
+		answer.ID = req.ID
+	}
+	if answer.ID != req.ID {
+		return r.finish(ctx, r.newRecord(call), tool.Errorf("the answer is for request %s, not %s", answer.ID, req.ID),
+			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: "misrouted answer", Votes: oc.pending.Votes}, false, emit)
+	}
+	return r.pipeline(ctx, call, oc.pending, &answer, emit)
+}
+
+func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
+	return &ToolCallRecord{
+		ID: call.ID, Name: call.Name, Turn: r.st.Turn,
+		RequestedArgs: call.Arguments, Args: call.Arguments,
+		RequestedDigest: approval.Digest(call.Arguments), ArgsDigest: approval.Digest(call.Arguments),
+		Started: r.a.opts.Now(),
+	}
+}
+
+func answerer(ans *tool.Answer) string {
+	if ans.By != "" {
+		return "person:" + ans.By
+	}
+	return "person"
+}
+
+// pipeline is one pass of ARCHITECTURE.md's tool-call pipeline. prior and ans
+// are set when the call is retried after an answer.
+func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) callOutcome {
+	rec := r.newRecord(call)
+	// On a retry every source is heard again; the votes heard before the
+	// request only matter when the call ends here (declined, expired).
+	var votes []Vote
+	if ans != nil {
+		if prior != nil {
+			votes = slices.Clone(prior.Votes)
+		}
+		by := answerer(ans)
+		if prior != nil && prior.Request.Expired(r.a.opts.Now()) {
+			return r.finish(ctx, rec, tool.Errorf("the request %s expired at %s before it was answered", prior.Request.ID, prior.Request.ExpiresAt.Format(time.RFC3339)),
+				Decision{Outcome: OutcomeExpired, By: "runtime", Votes: votes}, false, emit)
+		}
+		if !ans.OK {
+			reason := ans.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			votes = append(votes, Vote{Source: by, Decision: "deny", Reason: reason})
+			return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", strings.TrimPrefix(by, "person:"), reason),
+				Decision{Outcome: OutcomeDeclined, By: by, Reason: reason, Votes: votes}, false, emit)
+		}
+		votes = []Vote{{Source: by, Decision: "allow", Reason: ans.Reason}}
+		ctx = tool.WithAnswer(ctx, *ans)
+	}
+
+	// 1. Resolve.
+	t, ok := r.tools[call.Name]
+	if !ok {
+		return r.finish(ctx, rec, tool.Errorf("unknown tool %q; available tools: %s", call.Name, strings.Join(r.toolNames(), ", ")),
+			Decision{Outcome: OutcomeUnknownTool, By: "runtime", Reason: "no tool has this name", Votes: votes}, false, emit)
+	}
+	spec := t.Spec()
+	args := call.Arguments
+
+	// 2. Validate.
+	if err := r.a.validator(t).Validate(args); err != nil {
+		return r.finish(ctx, rec, tool.Errorf("%s: %v", call.Name, err),
+			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: err.Error(), Votes: votes}, false, emit)
+	}
+
+	// 3. BeforeTool chain.
+	hev := hooks.BeforeToolEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Answer: ans}
+	out, err := r.a.opts.Hooks.RunBeforeTool(ctx, hev)
+	if err != nil {
+		return callOutcome{err: err}
+	}
+	for _, v := range out.Votes {
+		votes = append(votes, Vote{Source: "hook:" + v.Hook, Decision: v.Decision, Reason: v.Reason})
+	}
+	if out.Rewritten {
+		args = out.Args
+		rec.Args, rec.ArgsDigest = args, approval.Digest(args)
+	}
+	if out.Result != nil {
+		res := *out.Result
+		last := votes[len(votes)-1]
+		if res.Pending != nil {
+			return r.suspend(ctx, rec, OriginHook, res.Pending, args, votes, ans, emit)
+		}
+		oc := OutcomeShortCircuit
+		if res.IsError {
+			oc = OutcomeDenied
+		}
+		return r.finish(ctx, rec, res, Decision{Outcome: oc, By: last.Source, Reason: last.Reason, Votes: votes}, false, emit)
+	}
+	if out.Rewritten {
+		if err := r.a.validator(t).Validate(args); err != nil {
+			return r.finish(ctx, rec, tool.Errorf("%s: arguments rewritten by a hook are invalid: %v", call.Name, err),
+				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: err.Error(), Votes: votes}, false, emit)
+		}
+	}
+
+	// 4. Authorization, on the final tool and arguments.
+	edited := false
+	if ans != nil && prior != nil && len(bytes.TrimSpace(ans.Data)) > 0 && prior.Request.Kind == tool.KindApproval {
+		if approval.Digest(args) != prior.Digest {
+			return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
+				Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
+		}
+		ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
+		if err != nil {
+			return r.finish(ctx, rec, tool.Errorf("the edited arguments from %s are not a JSON object: %v", answerer(ans), err),
+				Decision{Outcome: OutcomeInvalid, By: answerer(ans), Reason: err.Error(), Votes: votes}, false, emit)
+		}
+		args, edited = ed, true
+		rec.Args, rec.ArgsDigest = args, approval.Digest(args)
+		votes = append(votes, Vote{Source: answerer(ans), Decision: "rewrite", Reason: "edited the arguments"})
+		if err := r.a.validator(t).Validate(args); err != nil {
+			return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
+				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: err.Error(), Votes: votes}, false, emit)
+		}
+	}
+	verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)
+	votes = append(votes, avotes...)
+	// An approval answer covers this call when it was given for these arguments
+	// (or the person wrote them).
+	covered := ans != nil && prior != nil && prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(args) == prior.Digest)
+	decision := Decision{Outcome: OutcomeAllowed, By: verdict.By, Reason: verdict.Reason, Votes: votes}
+	switch verdict.Decision {
+	case approval.Deny:
+		return r.finish(ctx, rec, tool.Errorf("denied by %s: %s", verdict.By, orDefault(verdict.Reason, "no reason given")),
+			Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason, Votes: votes}, false, emit)
+	case approval.Ask:
+		if !covered {
+			req := r.approvalRequest(call, args, spec.Hints, verdict)
+			return r.suspend(ctx, rec, OriginAuthorization, &req, args, votes, ans, emit)
+		}
+		decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
+	default:
+		if ans != nil {
+			decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
+		}
+	}
+	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: call.ID, Decision: &decision})
+
+	// 5-7. Listener PRE, execute, listener POST / ON_ERROR.
+	l := r.a.ToolCallListener()
+	use := &hooks.ToolUse{Tool: call.Name, Args: slices.Clone(args), CallID: call.ID, Turn: r.st.Turn, AgentID: r.a.opts.ID, RunID: r.st.RunID}
+	if l != nil {
+		l.PreToolUse(ctx, use)
+	}
+	start := time.Now()
+	res := execute(ctx, t, args)
+	latency := time.Since(start)
+	if res.Pending != nil {
+		return r.suspend(ctx, rec, OriginTool, res.Pending, args, votes, ans, emit)
+	}
+	if l != nil {
+		post := *use
+		post.Latency, post.Success, post.OutputSize = latency, !res.IsError, len(res.Output)
+		if res.IsError {
+			post.Error = res.Output
+		}
+		l.PostToolUse(ctx, &post)
+		if res.IsError {
+			l.OnError(ctx, &post)
+		}
+	}
+
+	// 8. AfterTool chain.
+	final, by, err := r.a.opts.Hooks.RunAfterTool(ctx, hooks.AfterToolEvent{Name: call.Name, Args: args, Result: res, ID: call.ID, Turn: r.st.Turn})
+	if err != nil {
+		return callOutcome{err: err}
+	}
+	rec.ReplacedBy = by
+	// 9. Record.
+	return r.finish(ctx, rec, final, decision, true, emit)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// execute calls the tool, turning an error or a panic into an error result.
+func execute(ctx context.Context, t tool.Tool, args json.RawMessage) (res tool.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = tool.Recovered(t.Spec().Name, p)
+		}
+	}()
+	res, err := t.Call(ctx, args)
+	if err != nil {
+		return tool.Error(err.Error())
+	}
+	return res
+}
+
+func (r *runner) toolNames() []string {
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// authorize runs every authorizer and combines them with the hooks' allow votes
+// under deny > ask > allow.
+func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.RawMessage, hints *tool.Hints, votes []Vote) (approval.Verdict, []Vote) {
+	var verdicts []approval.Verdict
+	for _, v := range votes {
+		if v.Decision == "allow" && strings.HasPrefix(v.Source, "hook:") {
+			verdicts = append(verdicts, approval.Verdict{Decision: approval.Allow, Reason: v.Reason, By: v.Source})
+		}
+	}
+	var out []Vote
+	c := approval.Call{Tool: call.Name, CallID: call.ID, Args: slices.Clone(args), RunID: r.st.RunID}
+	if hints != nil {
+		h := *hints
+		c.Hints = &h
+	}
+	for i, az := range r.a.opts.Authorizers {
+		v, err := az.Authorize(ctx, c)
+		if v.By == "" {
+			v.By = fmt.Sprintf("authorizer#%d", i+1)
+		}
+		switch {
+		case err != nil:
+			v = approval.Verdict{Decision: approval.Deny, Reason: "authorization failed: " + err.Error(), By: v.By}
+		case !v.Decision.Valid():
+			v = approval.Verdict{Decision: approval.Deny, Reason: fmt.Sprintf("authorizer returned invalid decision %q", v.Decision), By: v.By}
+		}
+		verdicts = append(verdicts, v)
+		out = append(out, Vote{Source: v.By, Decision: string(v.Decision), Reason: v.Reason})
+	}
+	return approval.Strongest(verdicts...), out
+}
+
+func (r *runner) approvalRequest(call model.ToolCall, args json.RawMessage, hints *tool.Hints, v approval.Verdict) tool.Request {
+	data, _ := json.Marshal(approval.RequestData{Tool: call.Name, CallID: call.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: hints})
+	prompt := fmt.Sprintf("Allow %s %s?", call.Name, abbreviate(string(args), 200))
+	if v.Reason != "" {
+		prompt += " (" + v.By + ": " + v.Reason + ")"
+	}
+	req := tool.Request{ID: newID("req_"), Kind: tool.KindApproval, Prompt: prompt, Data: data}
+	if ttl := r.a.opts.ApprovalTTL; ttl > 0 {
+		exp := r.a.opts.Now().Add(ttl)
+		req.ExpiresAt = &exp
+	}
+	return req
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// suspend turns a pending request into a pending call, or into an error result
+// when the call was already retried after an answer (at most one retry).
+func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin, req *tool.Request, args json.RawMessage, votes []Vote, ans *tool.Answer, emit func(Event)) callOutcome {
+	if ans != nil {
+		return r.finish(ctx, rec, tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", origin, req.Prompt),
+			Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "second pending request", Votes: votes}, false, emit)
+	}
+	q := *req
+	if q.ID == "" {
+		q.ID = newID("req_")
+	}
+	if q.Kind == "" {
+		q.Kind = tool.KindApproval
+	}
+	if q.ExpiresAt == nil && r.a.opts.ApprovalTTL > 0 {
+		exp := r.a.opts.Now().Add(r.a.opts.ApprovalTTL)
+		q.ExpiresAt = &exp
+	}
+	pc := &PendingCall{Request: q, Origin: origin, Digest: approval.Digest(args), Args: slices.Clone(args), Votes: votes}
+	d := Decision{Outcome: OutcomePending, By: lastSource(votes, string(origin)), Reason: q.Prompt, Votes: votes}
+	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
+	emit(Event{Kind: EventPending, Turn: r.st.Turn, CallID: rec.ID, Request: &q})
+	r.a.log.LogAttrs(ctx, slogInfo, "tool call pending", attrs(r.st.RunID, rec, d)...)
+	return callOutcome{pending: pc}
+}
+
+func lastSource(votes []Vote, def string) string {
+	if len(votes) == 0 {
+		return def
+	}
+	return votes[len(votes)-1].Source
+}
+
+// finish completes the record, emits it and hands it to OnRecord.
+func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Result, d Decision, ran bool, emit func(Event)) callOutcome {
+	rec.Output, rec.IsError, rec.Metadata = res.Output, res.IsError, res.Metadata
+	rec.Ran, rec.Decision = ran, d
+	rec.Duration = r.a.opts.Now().Sub(rec.Started)
+	if !ran {
+		emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
+	}
+	c := *rec
+	emit(Event{Kind: EventToolResult, Turn: r.st.Turn, CallID: rec.ID, Record: &c})
+	r.a.log.LogAttrs(ctx, slogInfo, "tool call", attrs(r.st.RunID, rec, d)...)
+	if r.a.opts.OnRecord != nil {
+		r.a.opts.OnRecord(ctx, *rec)
+	}
+	return callOutcome{rec: rec}
+}
+
+type validatorKey struct {
+	name   string
+	schema *jsonschema.Schema
+}
+
+// validator returns the cached schema validator of t (by name and schema).
+func (a *Agent) validator(t tool.Tool) *tool.Validator {
+	spec := t.Spec()
+	key := validatorKey{spec.Name, spec.InputSchema}
+	if v, ok := a.validators.Load(key); ok {
+		return v.(*tool.Validator)
+	}
+	v, err := tool.NewValidator(spec.InputSchema)
+	if err != nil {
+		// A tool with a broken schema cannot be validated against; accept any
+		// object rather than fail every call, and say so once per tool.
+		a.log.Warn("tool has an invalid input schema; arguments are only checked to be an object", "tool", t.Spec().Name, "error", err)
+		v, _ = tool.NewValidator(nil)
+	}
+	a.validators.Store(key, v)
+	return v
+}

@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Status is how a run ended.
+type Status string
+
+// Run statuses.
+const (
+	// StatusDone: the model gave a final answer.
+	StatusDone Status = "done"
+	// StatusPending: the run halted on pending requests; see Result.State.
+	StatusPending Status = "pending"
+	// StatusIncomplete: the run stopped at MaxTurns before a final answer.
+	StatusIncomplete Status = "incomplete"
+	// StatusError: the run failed (a hook error, a model error, cancellation);
+	// the partial result is returned with the error.
+	StatusError Status = "error"
+)
+
+// Outcome classifies what happened to one tool call.
+type Outcome string
+
+// Tool call outcomes, in pipeline order (ARCHITECTURE.md).
+const (
+	// OutcomeUnknownTool: no tool has the name the model used (step 1).
+	OutcomeUnknownTool Outcome = "unknown_tool"
+	// OutcomeInvalid: the arguments failed the tool's input schema (step 2, and
+	// again after a rewrite or an edit).
+	OutcomeInvalid Outcome = "invalid"
+	// OutcomeShortCircuit: a BeforeTool hook supplied the result (step 3).
+	OutcomeShortCircuit Outcome = "short_circuit"
+	// OutcomeDenied: a hook result that is an error, or the authorization step, denied it.
+	OutcomeDenied Outcome = "denied"
+	// OutcomeDeclined: a person (or an answerer) declined a pending request.
+	OutcomeDeclined Outcome = "declined"
+	// OutcomeExpired: the pending request expired before it was answered.
+	OutcomeExpired Outcome = "expired"
+	// OutcomePending: the call waits for an answer (not a result).
+	OutcomePending Outcome = "pending"
+	// OutcomeAllowed: the tool ran, allowed without asking anyone.
+	OutcomeAllowed Outcome = "allowed"
+	// OutcomeApproved: the tool ran after an answer approved it.
+	OutcomeApproved Outcome = "approved"
+)
+
+// Vote is one source's say on a call, kept in the [Decision].
+type Vote struct {
+	// Source is "hook:<name>", "rule:<id>", "autonomy:<level>", "person:<who>", ...
+	Source string `json:"source"`
+	// Decision is "allow", "ask", "deny", "rewrite" or "result".
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Decision records who decided a call's fate and why (step 9 of the pipeline).
+type Decision struct {
+	Outcome Outcome `json:"outcome"`
+	// By names what decided: "hook:<name>", "rule:<id>", "autonomy:<level>",
+	// "person:<who>", "runtime" (unknown tool, invalid arguments) or "default"
+	// (nothing objected).
+	By string `json:"by"`
+	// Reason is the deciding source's reason.
+	Reason string `json:"reason,omitempty"`
+	// Votes lists every source that had a say, in the order they were heard.
+	Votes []Vote `json:"votes,omitempty"`
+}
+
+// ToolCallRecord is the record of one tool call: what the model asked, what ran,
+// what came back, and who decided.
+type ToolCallRecord struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Turn int    `json:"turn"`
+	// RequestedArgs are the arguments as the model wrote them (also what the
+	// transcript keeps).
+	RequestedArgs json.RawMessage `json:"requestedArgs"`
+	// Args are the arguments as executed, after rewrites and edits; equal to
+	// RequestedArgs when nothing changed them.
+	Args json.RawMessage `json:"args"`
+	// RequestedDigest and ArgsDigest are approval.Digest of the two.
+	RequestedDigest string `json:"requestedDigest"`
+	ArgsDigest      string `json:"argsDigest"`
+	// Output, IsError and Metadata are the final result, after the AfterTool chain.
+	Output   string         `json:"output"`
+	IsError  bool           `json:"isError,omitempty"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// Ran reports whether the tool itself executed.
+	Ran bool `json:"ran"`
+	// ReplacedBy names the AfterTool hooks that replaced the result, in order.
+	ReplacedBy []string `json:"replacedBy,omitempty"`
+	Decision   Decision `json:"decision"`
+	// Started is when the pipeline began for this call; Duration is how long the
+	// whole pipeline took (in JSON: nanoseconds).
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Result is the outcome of [Agent.Run] or [Agent.Resume].
+type Result struct {
+	RunID  string `json:"runId"`
+	Status Status `json:"status"`
+	// Text is the model's final answer (StatusDone).
+	Text string `json:"text,omitempty"`
+	// Reason says why a run is incomplete or failed.
+	Reason string `json:"reason,omitempty"`
+	// Transcript is every message of the run, tool calls as the model wrote them.
+	Transcript []model.Message `json:"transcript"`
+	// ToolCalls records every finished tool call, in the order they were asked.
+	ToolCalls []ToolCallRecord `json:"toolCalls"`
+	// Turns counts model turns (BeforeLLM short-circuits included).
+	Turns int         `json:"turns"`
+	Usage model.Usage `json:"usage"`
+	// Pending lists every pending request of the halted turn (StatusPending).
+	Pending []tool.Request `json:"pending,omitempty"`
+	// State is the halted run (StatusPending): serialize it, and pass it with the
+	// answers to Agent.Resume, in this process or another.
+	State *State `json:"state,omitempty"`
+}
+
+// Origin says which pipeline step raised a pending request.
+type Origin string
+
+// Origins of pending requests.
+const (
+	OriginHook          Origin = "hook"
+	OriginAuthorization Origin = "authorization"
+	OriginTool          Origin = "tool"
+)
+
+// PendingCall is a tool call suspended on a request.
+type PendingCall struct {
+	Request tool.Request `json:"request"`
+	Origin  Origin       `json:"origin"`
+	// Digest binds an authorization request to the arguments it was about.
+	Digest string `json:"digest,omitempty"`
+	// Args are the arguments at the time of the request.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Votes heard before the request was raised.
+	Votes []Vote `json:"votes,omitempty"`
+}
+
+// BatchCall is one tool call of the halted turn.
+type BatchCall struct {
+	Call model.ToolCall `json:"call"`
+	// Record is set once the call has finished (it is also in State.ToolCalls).
+	Record *ToolCallRecord `json:"record,omitempty"`
+	// Pending is set while the call waits for an answer.
+	Pending *PendingCall `json:"pending,omitempty"`
+}
+
+// StateVersion is the version of the [State] encoding written by this package.
+const StateVersion = 1
+
+// State is a halted run, as plain JSON-serializable data. Resume it with
+// [Agent.Resume]; the agent doing so must offer the same tools.
+type State struct {
+	Version int    `json:"version"`
+	RunID   string `json:"runId"`
+	AgentID string `json:"agentId"`
+	Model   string `json:"model"`
+	// Messages is the transcript up to and including the assistant message of
+	// the halted turn.
+	Messages  []model.Message  `json:"messages"`
+	Turn      int              `json:"turn"`
+	Usage     model.Usage      `json:"usage"`
+	ToolCalls []ToolCallRecord `json:"toolCalls"`
+	// Batch holds the halted turn's tool calls in the model's order.
+	Batch []BatchCall `json:"batch"`
+}
+
+// PendingRequests lists the requests still waiting in s, in call order.
+func (s *State) PendingRequests() []tool.Request {
+	var out []tool.Request
+	for _, b := range s.Batch {
+		if b.Pending != nil {
+			out = append(out, b.Pending.Request)
+		}
+	}
+	return out
+}
+
+// clone returns a deep copy of s through its JSON form, so that a failed resume
+// leaves the caller's state untouched.
+func (s *State) clone() (*State, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var c State
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// EventKind names an [Event].
+type EventKind string
+
+// Stream event kinds, in the order they occur within a turn.
+const (
+	// EventText carries a piece of assistant text (Delta).
+	EventText EventKind = "text"
+	// EventToolCall announces a tool call as the model wrote it, before anything runs (Call).
+	EventToolCall EventKind = "tool_call"
+	// EventDecision says how the call was decided (CallID, Decision), before it runs.
+	EventDecision EventKind = "decision"
+	// EventPending carries a pending request (CallID, Request); nothing of that call has run.
+	EventPending EventKind = "pending"
+	// EventToolResult carries a finished call's record (Record), after the AfterTool chain.
+	EventToolResult EventKind = "tool_result"
+	// EventUsage carries one model turn's usage (Usage).
+	EventUsage EventKind = "usage"
+	// EventDone carries the final result (Result); always the last event.
+	EventDone EventKind = "done"
+)
+
+// Event is one element of [Agent.Stream].
+type Event struct {
+	Kind     EventKind       `json:"kind"`
+	Turn     int             `json:"turn,omitempty"`
+	Delta    string          `json:"delta,omitempty"`
+	Call     *model.ToolCall `json:"call,omitempty"`
+	CallID   string          `json:"callId,omitempty"`
+	Decision *Decision       `json:"decision,omitempty"`
+	Request  *tool.Request   `json:"request,omitempty"`
+	Record   *ToolCallRecord `json:"record,omitempty"`
+	Usage    *model.Usage    `json:"usage,omitempty"`
+	Result   *Result         `json:"result,omitempty"`
+}

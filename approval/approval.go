@@ -1,0 +1,141 @@
+// Package approval decides whether a tool call may run: allow, deny or ask a
+// person (seed 000's "authorization check" and "approval policies"; seed 002's
+// permission gate). The agent runs every [Authorizer] it is given on the final
+// tool and arguments of each call (after the BeforeTool hooks) and combines
+// their verdicts with the hooks' votes: deny > ask > allow ([Stronger]).
+//
+// An "ask" becomes a pending [tool.Request] of kind approval, bound to the call by
+// its tool name, call ID and arguments [Digest]. An answer may approve, decline
+// with a reason the model sees, or approve edited arguments, which are validated
+// and authorized again before anything runs.
+package approval
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Decision is what an authorization source says about a call.
+type Decision string
+
+// The decisions, from weakest to strongest.
+const (
+	Allow Decision = "allow"
+	Ask   Decision = "ask"
+	Deny  Decision = "deny"
+)
+
+// Valid reports whether d is one of Allow, Ask, Deny.
+func (d Decision) Valid() bool { return d == Allow || d == Ask || d == Deny }
+
+func (d Decision) rank() int {
+	switch d {
+	case Deny:
+		return 3
+	case Ask:
+		return 2
+	case Allow:
+		return 1
+	}
+	return 0
+}
+
+// Stronger reports whether d takes precedence over o (deny > ask > allow).
+func (d Decision) Stronger(o Decision) bool { return d.rank() > o.rank() }
+
+// Call is what an [Authorizer] judges: the final tool and arguments of one call.
+type Call struct {
+	// Tool is the tool's name.
+	Tool string
+	// CallID is the tool call ID.
+	CallID string
+	// Args are the arguments that will execute (a JSON object).
+	Args json.RawMessage
+	// Hints are the tool's hints; nil means unknown (treat as mutating).
+	Hints *tool.Hints
+	// RunID names the run.
+	RunID string
+}
+
+// Verdict is an authorization source's decision with its reason and source.
+type Verdict struct {
+	Decision Decision `json:"decision"`
+	// Reason explains the decision; on deny, the model sees it.
+	Reason string `json:"reason,omitempty"`
+	// By identifies the source: "rule:<id>", "autonomy:<level>", "hook:<name>", ...
+	By string `json:"by,omitempty"`
+}
+
+// Authorizer decides about a call. It must be safe for concurrent use. A returned
+// error denies the call (fail closed) with the error's text as the reason.
+type Authorizer interface {
+	Authorize(ctx context.Context, c Call) (Verdict, error)
+}
+
+// AuthorizerFunc adapts a function to [Authorizer].
+type AuthorizerFunc func(ctx context.Context, c Call) (Verdict, error)
+
+// Authorize implements [Authorizer].
+func (f AuthorizerFunc) Authorize(ctx context.Context, c Call) (Verdict, error) { return f(ctx, c) }
+
+// Strongest returns the verdict that wins among vs under deny > ask > allow; among
+// equals, the first. With no verdicts it returns an Allow by "default".
+func Strongest(vs ...Verdict) Verdict {
+	best := Verdict{Decision: Allow, By: "default"}
+	found := false
+	for _, v := range vs {
+		if !found || v.Decision.Stronger(best.Decision) {
+			best, found = v, true
+		}
+	}
+	return best
+}
+
+// Digest returns "sha256:" and the hex SHA-256 of the canonical form of the JSON
+// value args (object keys sorted, no insignificant space), so that two encodings
+// of the same arguments have the same digest. Input that is not valid JSON is
+// hashed as is.
+func Digest(args json.RawMessage) string {
+	b := []byte(args)
+	var v any
+	if err := json.Unmarshal(args, &v); err == nil {
+		if c, err := json.Marshal(v); err == nil {
+			b = c
+		}
+	}
+	if len(args) == 0 {
+		b = []byte("{}")
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// RequestData is the Data of an approval [tool.Request] made by the agent: what
+// the person is asked to approve.
+type RequestData struct {
+	Tool   string          `json:"tool"`
+	CallID string          `json:"callId"`
+	Args   json.RawMessage `json:"args"`
+	Digest string          `json:"digest"`
+	// Reason and By say which source asked and why.
+	Reason string      `json:"reason,omitempty"`
+	By     string      `json:"by,omitempty"`
+	Hints  *tool.Hints `json:"hints,omitempty"`
+}
+
+// ParseRequestData decodes the Data of an approval request.
+func ParseRequestData(r tool.Request) (RequestData, error) {
+	var d RequestData
+	if len(r.Data) == 0 {
+		return d, fmt.Errorf("request %s has no data", r.ID)
+	}
+	if err := json.Unmarshal(r.Data, &d); err != nil {
+		return d, fmt.Errorf("request %s: data: %w", r.ID, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,430 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strconv"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Stage names one of the four lifecycle stages of seed 002.
+type Stage string
+
+// The lifecycle stages.
+const (
+	StageBeforeLLM  Stage = "before_llm"
+	StageAfterLLM   Stage = "after_llm"
+	StageBeforeTool Stage = "before_tool"
+	StageAfterTool  Stage = "after_tool"
+)
+
+// BeforeLLMEvent is passed to BeforeLLM hooks (seed 002 BeforeLlmEvent).
+type BeforeLLMEvent struct {
+	// Messages is the transcript about to be sent (a copy: edit it and return it
+	// in LLMOverride.Messages to change what is sent).
+	Messages []model.Message
+	// Tools is what the model will be offered.
+	Tools []model.ToolDef
+	// Model is the model ID about to be called.
+	Model string
+	// Turn counts model calls in this run, from 1.
+	Turn int
+}
+
+// LLMOverride is returned by a BeforeLLM hook (seed 002 LlmOverride). Each set
+// field replaces that value; a nil *LLMOverride changes nothing.
+type LLMOverride struct {
+	// Messages, when non-nil, replaces the messages sent for this turn (the run's
+	// transcript itself is not rewritten).
+	Messages []model.Message
+	// Tools, when non-nil, replaces the tools offered (an empty non-nil slice
+	// offers none).
+	Tools []model.ToolDef
+	// Model, when non-empty, replaces the model ID.
+	Model string
+	// Response, when non-nil, is used as the model's response: the model is not
+	// called at all for this turn, and the chain ends here.
+	Response *model.Response
+}
+
+// AfterLLMEvent is passed to AfterLLM hooks (seed 002 AfterLlmEvent).
+type AfterLLMEvent struct {
+	// Response is the decoded response, with usage. Treat it as read-only.
+	Response *model.Response
+	Model    string
+	Turn     int
+}
+
+// BeforeToolEvent is passed to BeforeTool hooks (seed 002 BeforeToolEvent).
+type BeforeToolEvent struct {
+	// Name is the tool's name.
+	Name string
+	// Args is a private copy of the arguments as rewritten so far.
+	Args json.RawMessage
+	// ID is the tool call ID.
+	ID string
+	// Turn is the model turn that asked for the call, from 1.
+	Turn int
+	// Hints are the tool's hints, nil when unknown (treat as mutating).
+	Hints *tool.Hints
+	// Answer is set when the call is retried after a pending request it raised
+	// was answered (see tool.AnswerFrom for the same value from the context).
+	Answer *tool.Answer
+}
+
+// AfterToolEvent is passed to AfterTool hooks (seed 002 AfterToolEvent).
+type AfterToolEvent struct {
+	Name string
+	// Args are the arguments the tool ran with (a copy).
+	Args json.RawMessage
+	// Result is the result as replaced so far (a copy).
+	Result tool.Result
+	ID     string
+	Turn   int
+}
+
+// ToolOverride is returned by BeforeTool and AfterTool hooks (seed 002
+// ToolOverride). A nil *ToolOverride means no opinion.
+//
+// In BeforeTool: Result short-circuits (the real tool never runs; use
+// tool.Pending for an approval), else Args rewrites the call, else Allow records
+// an explicit allow. In AfterTool: Result replaces the result; Args and Allow are
+// ignored.
+type ToolOverride struct {
+	// Result short-circuits (BeforeTool) or replaces the result (AfterTool).
+	Result *tool.Result
+	// Args rewrites the call's arguments (BeforeTool only); must be a JSON object.
+	// Rewritten arguments are validated against the tool's schema again.
+	Args json.RawMessage
+	// Allow records that this hook allows the call. It is a vote, not a bypass:
+	// the authorization step still runs, and deny > ask > allow.
+	Allow bool
+	// Reason explains the decision for the record.
+	Reason string
+}
+
+// Deny returns the override that short-circuits a call with an error result
+// carrying reason: the model sees reason and the run continues.
+func Deny(reason string) *ToolOverride {
+	r := tool.Error(reason)
+	return &ToolOverride{Result: &r, Reason: reason}
+}
+
+// Ask returns the override that suspends a call on a pending request (seed 002:
+// "ask = a pending(...) result").
+func Ask(req tool.Request) *ToolOverride {
+	r := tool.Pending(req)
+	return &ToolOverride{Result: &r, Reason: req.Prompt}
+}
+
+// Allow returns an explicit allow vote with a reason (see ToolOverride.Allow).
+func Allow(reason string) *ToolOverride { return &ToolOverride{Allow: true, Reason: reason} }
+
+// Rewrite returns the override that replaces the call's arguments.
+func Rewrite(args json.RawMessage) *ToolOverride { return &ToolOverride{Args: args} }
+
+// Replace returns the AfterTool override that replaces the result.
+func Replace(r tool.Result) *ToolOverride { return &ToolOverride{Result: &r} }
+
+// The hook function types. Each takes ctx first and may be called concurrently.
+type (
+	// BeforeLLMFunc may replace messages, tools and model, or supply a response.
+	BeforeLLMFunc func(ctx context.Context, ev *BeforeLLMEvent) (*LLMOverride, error)
+	// AfterLLMFunc observes a model response.
+	AfterLLMFunc func(ctx context.Context, ev *AfterLLMEvent) error
+	// BeforeToolFunc may rewrite, short-circuit or suspend a tool call.
+	BeforeToolFunc func(ctx context.Context, ev *BeforeToolEvent) (*ToolOverride, error)
+	// AfterToolFunc may replace a tool result.
+	AfterToolFunc func(ctx context.Context, ev *AfterToolEvent) (*ToolOverride, error)
+)
+
+type named[F any] struct {
+	name string
+	fn   F
+}
+
+// Hooks holds the chains of the four stages. The zero value has no hooks and is
+// ready to use. Register hooks before the run starts; a Hooks may then be shared
+// by several agents and runs. Names appear in decision records and errors; an
+// empty name becomes "<stage>#<n>" (n from 1 in registration order).
+type Hooks struct {
+	beforeLLM  []named[BeforeLLMFunc]
+	afterLLM   []named[AfterLLMFunc]
+	beforeTool []named[BeforeToolFunc]
+	afterTool  []named[AfterToolFunc]
+}
+
+func defName(s Stage, name string, n int) string {
+	if name != "" {
+		return name
+	}
+	return string(s) + "#" + strconv.Itoa(n)
+}
+
+// BeforeLLM appends a BeforeLLM hook and returns h for chaining.
+func (h *Hooks) BeforeLLM(name string, fn BeforeLLMFunc) *Hooks {
+	h.beforeLLM = append(h.beforeLLM, named[BeforeLLMFunc]{defName(StageBeforeLLM, name, len(h.beforeLLM)+1), fn})
+	return h
+}
+
+// AfterLLM appends an AfterLLM hook and returns h for chaining.
+func (h *Hooks) AfterLLM(name string, fn AfterLLMFunc) *Hooks {
+	h.afterLLM = append(h.afterLLM, named[AfterLLMFunc]{defName(StageAfterLLM, name, len(h.afterLLM)+1), fn})
+	return h
+}
+
+// BeforeTool appends a BeforeTool hook and returns h for chaining.
+func (h *Hooks) BeforeTool(name string, fn BeforeToolFunc) *Hooks {
+	h.beforeTool = append(h.beforeTool, named[BeforeToolFunc]{defName(StageBeforeTool, name, len(h.beforeTool)+1), fn})
+	return h
+}
+
+// AfterTool appends an AfterTool hook and returns h for chaining.
+func (h *Hooks) AfterTool(name string, fn AfterToolFunc) *Hooks {
+	h.afterTool = append(h.afterTool, named[AfterToolFunc]{defName(StageAfterTool, name, len(h.afterTool)+1), fn})
+	return h
+}
+
+// Merge appends every hook of o to h, stage by stage, after h's own, and returns h.
+func (h *Hooks) Merge(o *Hooks) *Hooks {
+	if o == nil {
+		return h
+	}
+	h.beforeLLM = append(h.beforeLLM, o.beforeLLM...)
+	h.afterLLM = append(h.afterLLM, o.afterLLM...)
+	h.beforeTool = append(h.beforeTool, o.beforeTool...)
+	h.afterTool = append(h.afterTool, o.afterTool...)
+	return h
+}
+
+// Len returns the number of hooks registered for stage s.
+func (h *Hooks) Len(s Stage) int {
+	if h == nil {
+		return 0
+	}
+	switch s {
+	case StageBeforeLLM:
+		return len(h.beforeLLM)
+	case StageAfterLLM:
+		return len(h.afterLLM)
+	case StageBeforeTool:
+		return len(h.beforeTool)
+	case StageAfterTool:
+		return len(h.afterTool)
+	}
+	return 0
+}
+
+// Error is the error a run fails with when a hook returns an error or panics
+// (seed 002: "an Err fails the run with ClientError::Hook"). Test for it with
+// errors.As.
+type Error struct {
+	// Stage is the stage of the failing hook.
+	Stage Stage
+	// Hook is the failing hook's name.
+	Hook string
+	// Err is the hook's error; nil when it panicked.
+	Err error
+	// Panic is the recovered panic value, if the hook panicked.
+	Panic any
+	// Stack is the goroutine stack at the panic, if the hook panicked.
+	Stack string
+}
+
+func (e *Error) Error() string {
+	if e.Panic != nil {
+		return fmt.Sprintf("%s hook %q panicked: %v", e.Stage, e.Hook, e.Panic)
+	}
+	return fmt.Sprintf("%s hook %q failed: %v", e.Stage, e.Hook, e.Err)
+}
+
+// Unwrap returns the hook's own error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// call runs fn, turning an error or a panic into *Error.
+func call[T any](stage Stage, name string, fn func() (T, error)) (out T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			out, err = zero, &Error{Stage: stage, Hook: name, Panic: p, Stack: string(debug.Stack())}
+		}
+	}()
+	out, err = fn()
+	if err != nil {
+		err = &Error{Stage: stage, Hook: name, Err: err}
+	}
+	return out, err
+}
+
+// LLMOutcome is the combined effect of a BeforeLLM chain.
+type LLMOutcome struct {
+	Messages []model.Message
+	Tools    []model.ToolDef
+	Model    string
+	// Response, when non-nil, is a canned response: do not call the model.
+	Response *model.Response
+	// By names the hook that supplied Response.
+	By string
+}
+
+// RunBeforeLLM runs the BeforeLLM chain on ev and returns the messages, tools and
+// model to use, each as replaced by the hooks in order, or a canned response.
+// ev is not modified. The error is an [*Error].
+func (h *Hooks) RunBeforeLLM(ctx context.Context, ev BeforeLLMEvent) (LLMOutcome, error) {
+	out := LLMOutcome{Messages: ev.Messages, Tools: ev.Tools, Model: ev.Model}
+	if h == nil {
+		return out, nil
+	}
+	for _, hk := range h.beforeLLM {
+		e := &BeforeLLMEvent{Messages: slices.Clone(out.Messages), Tools: slices.Clone(out.Tools), Model: out.Model, Turn: ev.Turn}
+		ov, err := call(StageBeforeLLM, hk.name, func() (*LLMOverride, error) { return hk.fn(ctx, e) })
+		if err != nil {
+			return out, err
+		}
+		if ov == nil {
+			continue
+		}
+		if ov.Messages != nil {
+			out.Messages = ov.Messages
+		}
+		if ov.Tools != nil {
+			out.Tools = ov.Tools
+		}
+		if ov.Model != "" {
+			out.Model = ov.Model
+		}
+		if ov.Response != nil {
+			out.Response, out.By = ov.Response, hk.name
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// RunAfterLLM runs every AfterLLM hook in order. The first error stops the
+// chain and is returned as an [*Error].
+func (h *Hooks) RunAfterLLM(ctx context.Context, ev AfterLLMEvent) error {
+	if h == nil {
+		return nil
+	}
+	for _, hk := range h.afterLLM {
+		e := ev
+		if _, err := call(StageAfterLLM, hk.name, func() (struct{}, error) { return struct{}{}, hk.fn(ctx, &e) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Vote is one hook's explicit say on a call, kept for the decision record.
+type Vote struct {
+	// Hook is the hook's name.
+	Hook string `json:"hook"`
+	// Decision is "allow", "rewrite", "deny" (an error result), "result" (a
+	// successful short-circuit) or "ask" (a pending request).
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ToolOutcome is the combined effect of a BeforeTool chain.
+type ToolOutcome struct {
+	// Args are the arguments after every rewrite (the input when none).
+	Args json.RawMessage
+	// Rewritten reports whether any hook rewrote the arguments.
+	Rewritten bool
+	// Result, when non-nil, short-circuits the call (it may be a pending request).
+	Result *tool.Result
+	// By names the hook that short-circuited.
+	By string
+	// Votes lists every hook that expressed an opinion, in order.
+	Votes []Vote
+}
+
+// RunBeforeTool runs the BeforeTool chain on ev. Each hook receives a fresh copy
+// of the arguments as rewritten so far; the first hook that returns a Result ends
+// the chain. ev is not modified. The error is an [*Error].
+func (h *Hooks) RunBeforeTool(ctx context.Context, ev BeforeToolEvent) (ToolOutcome, error) {
+	out := ToolOutcome{Args: ev.Args}
+	if h == nil {
+		return out, nil
+	}
+	for _, hk := range h.beforeTool {
+		e := ev
+		e.Args = slices.Clone(out.Args)
+		if ev.Hints != nil {
+			hc := *ev.Hints
+			e.Hints = &hc
+		}
+		if ev.Answer != nil {
+			ac := *ev.Answer
+			e.Answer = &ac
+		}
+		ov, err := call(StageBeforeTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, &e) })
+		if err != nil {
+			return out, err
+		}
+		if ov == nil {
+			continue
+		}
+		if ov.Result != nil {
+			r := ov.Result.Clone()
+			out.Result, out.By = &r, hk.name
+			d := "result"
+			switch {
+			case r.Pending != nil:
+				d = "ask"
+			case r.IsError:
+				d = "deny"
+			}
+			reason := ov.Reason
+			if reason == "" {
+				if r.Pending != nil {
+					reason = r.Pending.Prompt
+				} else {
+					reason = r.Output
+				}
+			}
+			out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: d, Reason: reason})
+			return out, nil
+		}
+		if ov.Args != nil {
+			out.Args = slices.Clone(ov.Args)
+			out.Rewritten = true
+			out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: "rewrite", Reason: ov.Reason})
+		}
+		if ov.Allow {
+			out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: "allow", Reason: ov.Reason})
+		}
+	}
+	return out, nil
+}
+
+// RunAfterTool runs the AfterTool chain: each hook sees the result as replaced by
+// the ones before it. It returns the final result and the names of the hooks
+// that replaced it, in order. ev is not modified. The error is an [*Error].
+func (h *Hooks) RunAfterTool(ctx context.Context, ev AfterToolEvent) (tool.Result, []string, error) {
+	res := ev.Result
+	if h == nil {
+		return res, nil, nil
+	}
+	var by []string
+	for _, hk := range h.afterTool {
+		e := ev
+		e.Args = slices.Clone(ev.Args)
+		e.Result = res.Clone()
+		ov, err := call(StageAfterTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, &e) })
+		if err != nil {
+			return res, by, err
+		}
+		if ov != nil && ov.Result != nil {
+			res = ov.Result.Clone()
+			by = append(by, hk.name)
+		}
+	}
+	return res, by, nil
+}
