@@ -1,0 +1,63 @@
+package scripted_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/scripted"
+)
+
+const script = `
+turns:
+  - text: "Reading."
+    toolCalls:
+      - name: read
+        args: {path: notes.txt}
+      - name: grep
+        id: g1
+  - text: "Done."
+`
+
+func TestReplayAndExhaustion(t *testing.T) {
+	s, err := scripted.Parse("s.yaml", strings.NewReader(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New("s.yaml", s)
+	ctx := context.Background()
+	req := &model.Request{Messages: []model.Message{model.User("go")}}
+	r1, err := m.Generate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r1.Message.ToolCalls) != 2 || r1.Message.ToolCalls[0].ID != "call_1_1" || string(r1.Message.ToolCalls[0].Arguments) != `{"path":"notes.txt"}` ||
+		r1.Message.ToolCalls[1].ID != "g1" || string(r1.Message.ToolCalls[1].Arguments) != "{}" || r1.FinishReason != model.FinishToolCalls {
+		t.Fatalf("turn 1 = %+v", r1)
+	}
+	req.Messages = append(req.Messages, r1.Message)
+	r2, err := m.Generate(ctx, req)
+	if err != nil || r2.Message.Content != "Done." || r2.FinishReason != model.FinishStop {
+		t.Fatalf("turn 2 = %+v, %v", r2, err)
+	}
+	req.Messages = append(req.Messages, r2.Message)
+	if _, err := m.Generate(ctx, req); !errors.Is(err, scripted.ErrScriptExhausted) {
+		t.Fatalf("turn 3 error = %v, want ErrScriptExhausted", err)
+	}
+}
+
+func TestParseErrorsNamePosition(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"turns:\n  - text: hi\n    tool_calls: []\n", "[3:5]"},
+		{"turns:\n  - toolCalls:\n      - args: {a: 1}\n", "toolCalls[0]: name is required"},
+		{"turns: []\n", "no turns"},
+		{"turns:\n  - {}\n", "needs text or toolCalls"},
+	} {
+		_, err := scripted.Parse("x.yaml", strings.NewReader(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "x.yaml") {
+			t.Errorf("Parse(%q) error = %v, want it to name x.yaml and contain %q", tc.src, err, tc.want)
+		}
+	}
+}
