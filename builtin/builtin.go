@@ -1,0 +1,165 @@
+package builtin
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// The names of the builtin tools, as the model calls them.
+const (
+	Bash  = "bash"
+	Read  = "read"
+	Write = "write"
+	Edit  = "edit"
+	Grep  = "grep"
+	Glob  = "glob"
+)
+
+// Source is the [tool.Spec] Source of every builtin tool.
+const Source = "builtin"
+
+// Defaults used when the corresponding [Options] field is zero.
+const (
+	DefaultBashTimeout    = 60 * time.Second
+	DefaultMaxBashTimeout = 10 * time.Minute
+	DefaultMaxOutputBytes = 64 << 10
+	DefaultReadLimit      = 2000
+	DefaultMaxLineBytes   = 2000
+	DefaultMaxGrepMatches = 100
+	DefaultMaxGlobResults = 1000
+)
+
+var names = []string{Bash, Read, Write, Edit, Grep, Glob}
+
+// Names returns the names of the builtin tools in the fixed order in which
+// [New] returns them: bash, read, write, edit, grep, glob. The slice is a copy.
+func Names() []string { return slices.Clone(names) }
+
+// IsBuiltin reports whether name is the name of a builtin tool.
+func IsBuiltin(name string) bool { return slices.Contains(names, name) }
+
+// Options configures [New]. A nil *Options, and every zero field, means the
+// default; negative values are an error.
+type Options struct {
+	// BashTimeout is bash's timeout when a call gives none (default 60 s).
+	BashTimeout time.Duration
+	// MaxBashTimeout is the longest timeout a call may ask for (default 10 min);
+	// the bash input schema's "timeout" maximum is derived from it.
+	MaxBashTimeout time.Duration
+	// MaxOutputBytes caps bash's captured stdout+stderr (default 64 KiB).
+	MaxOutputBytes int
+	// ReadLimit is how many lines read returns when a call gives no limit
+	// (default 2000).
+	ReadLimit int
+	// MaxLineBytes cuts longer lines in read and grep output (default 2000).
+	MaxLineBytes int
+	// MaxGrepMatches is how many matching lines grep reports (default 100).
+	MaxGrepMatches int
+	// MaxGlobResults is how many paths glob reports (default 1000).
+	MaxGlobResults int
+	// Env is bash's environment, as in [os/exec.Cmd.Env]; nil inherits the
+	// environment of the process.
+	Env []string
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+		c.Env = slices.Clone(o.Env)
+	}
+	if c.BashTimeout < 0 || c.MaxBashTimeout < 0 || c.MaxOutputBytes < 0 || c.ReadLimit < 0 ||
+		c.MaxLineBytes < 0 || c.MaxGrepMatches < 0 || c.MaxGlobResults < 0 {
+		return c, fmt.Errorf("builtin: negative value in Options: %+v", c)
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.BashTimeout == 0 {
+		c.BashTimeout = DefaultBashTimeout
+	}
+	if c.MaxBashTimeout == 0 {
+		c.MaxBashTimeout = DefaultMaxBashTimeout
+	}
+	if c.BashTimeout > c.MaxBashTimeout {
+		return c, fmt.Errorf("builtin: BashTimeout %v exceeds MaxBashTimeout %v", c.BashTimeout, c.MaxBashTimeout)
+	}
+	if c.MaxBashTimeout < time.Millisecond {
+		return c, fmt.Errorf("builtin: MaxBashTimeout %v is below one millisecond", c.MaxBashTimeout)
+	}
+	def(&c.MaxOutputBytes, DefaultMaxOutputBytes)
+	def(&c.ReadLimit, DefaultReadLimit)
+	def(&c.MaxLineBytes, DefaultMaxLineBytes)
+	def(&c.MaxGrepMatches, DefaultMaxGrepMatches)
+	def(&c.MaxGlobResults, DefaultMaxGlobResults)
+	return c, nil
+}
+
+// New returns the builtin tools, in the order of [Names], all confined to the
+// workspace root directory (see the package documentation). root may be
+// relative to the process's working directory; it is made absolute and its
+// symbolic links are resolved once, here.
+//
+// New returns an error when root does not exist or is not a directory, or when
+// opts holds a negative value or a BashTimeout above MaxBashTimeout. The tools
+// are safe for concurrent use; they open the root afresh for every call and
+// hold no file descriptors between calls.
+func New(root string, opts *Options) ([]tool.Tool, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWorkspace(root)
+	if err != nil {
+		return nil, err
+	}
+	b := &builtins{ws: w, opts: o}
+	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool}
+	tools := make([]tool.Tool, 0, len(ctors))
+	for _, c := range ctors {
+		t, err := c()
+		if err != nil {
+			return nil, fmt.Errorf("builtin: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// builtins holds what every builtin tool shares.
+type builtins struct {
+	ws   *workspace
+	opts Options
+}
+
+// readOnlyHints are the hints of read, grep and glob.
+func readOnlyHints() *tool.Hints { return &tool.Hints{ReadOnly: true, Idempotent: true} }
+
+func newWorkspace(root string) (*workspace, error) {
+	if root == "" {
+		return nil, fmt.Errorf("builtin: empty workspace root")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("builtin: workspace root %q: %w", root, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("builtin: workspace root: %w", err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("builtin: workspace root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("builtin: workspace root %s is not a directory", root)
+	}
+	return &workspace{abs: abs, real: real}, nil
+}

@@ -1,0 +1,307 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// GrepInput is the input of the grep tool.
+type GrepInput struct {
+	Pattern string `json:"pattern" jsonschema:"a regular expression in Go (RE2) syntax, matched against each line"`
+	Path    string `json:"path,omitempty" jsonschema:"the file or directory to search, relative to the workspace root (default: the root)"`
+	Include string `json:"include,omitempty" jsonschema:"only search files whose name matches this glob, e.g. *.go or *.{ts,tsx}; a glob containing / matches the path relative to path"`
+}
+
+// GlobInput is the input of the glob tool.
+type GlobInput struct {
+	Pattern string `json:"pattern" jsonschema:"a glob such as **/*.go or src/*.{ts,tsx}; * and ? do not cross /, ** matches any number of directories"`
+	Path    string `json:"path,omitempty" jsonschema:"the directory to search, relative to the workspace root (default: the root)"`
+}
+
+// isVCSDir reports whether name is a version-control directory, which grep
+// does not descend into unless asked to search inside it.
+func isVCSDir(name string) bool {
+	switch name {
+	case ".git", ".hg", ".svn":
+		return true
+	}
+	return false
+}
+
+// grepLineBytes is how much of each line grep matches against; the rest of a
+// longer line (minified code, data) is not searched.
+const grepLineBytes = 64 << 10
+
+func (b *builtins) grepTool() (tool.Tool, error) {
+	desc := fmt.Sprintf("Search the contents of the workspace's text files for a regular expression (Go RE2 "+
+		"syntax). Prints each matching line as `path:line: text` (path relative to the workspace root), "+
+		"at most %d matches. Skips binary files and .git, .hg and .svn directories. "+
+		"Use include to restrict the file names searched.", b.opts.MaxGrepMatches)
+	return tool.New(Grep, desc, b.grep, &tool.FuncOptions{Hints: readOnlyHints(), Source: Source})
+}
+
+func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) {
+	re, err := regexp.Compile(in.Pattern)
+	if err != nil {
+		return tool.Errorf("invalid pattern: %v", err), nil
+	}
+	var include *globPattern
+	if in.Include != "" {
+		if include, err = compileGlob(in.Include); err != nil {
+			return tool.Errorf("invalid include: %v", err), nil
+		}
+	}
+	base := in.Path
+	if base == "" {
+		base = "."
+	}
+	rel, err := b.ws.rel(base)
+	if err != nil {
+		return tool.Error(describe(base, err)), nil
+	}
+	root, err := b.ws.open()
+	if err != nil {
+		return tool.Error(err.Error()), nil
+	}
+	defer root.Close()
+	fi, err := root.Stat(rel)
+	if err != nil {
+		return tool.Error(describe(base, err)), nil
+	}
+	g := &grepper{re: re, limit: b.opts.MaxGrepMatches, lineMax: b.opts.MaxLineBytes}
+	fsys := root.FS()
+	start := filepath.ToSlash(rel)
+	if !fi.IsDir() {
+		if !fi.Mode().IsRegular() {
+			return tool.Errorf("%s is not a regular file", base), nil
+		}
+		// An explicitly named file is searched whatever include says.
+		if err := g.file(ctx, fsys, start); err != nil {
+			return tool.Error(describe(base, err)), nil
+		}
+	} else {
+		err = fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			if err != nil {
+				if p == start {
+					return err
+				}
+				return nil // unreadable entry: skip it
+			}
+			if d.IsDir() {
+				if p != start && isVCSDir(d.Name()) {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if include != nil && !include.matchFile(relTo(start, p)) {
+				return nil
+			}
+			if err := g.file(ctx, fsys, p); err != nil && ctx.Err() == nil {
+				return nil // unreadable, a directory behind a symlink, or leading out: skip it
+			}
+			if g.full() {
+				return fs.SkipAll
+			}
+			return ctx.Err()
+		})
+		if err != nil {
+			return tool.Error(describe(base, err)), nil
+		}
+	}
+	meta := map[string]any{"matches": len(g.out), "truncated": g.more}
+	if len(g.out) == 0 {
+		return tool.Result{Output: "no matches", Metadata: meta}, nil
+	}
+	out := strings.Join(g.out, "\n") + "\n"
+	if g.more {
+		out += fmt.Sprintf("[more matches not shown: the limit of %d was reached; narrow the pattern, path or include]\n", g.limit)
+	}
+	return tool.Result{Output: out, Metadata: meta}, nil
+}
+
+// matchFile matches a file path relative to the search directory: a
+// one-segment pattern (such as *.go) by the file's base name, any other by the
+// whole relative path.
+func (g *globPattern) matchFile(rel string) bool {
+	segs := strings.Split(rel, "/")
+	for _, p := range g.alts {
+		name := segs
+		if len(p) == 1 && p[0] != "**" {
+			name = segs[len(segs)-1:]
+		}
+		if matchSegments(p, name, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// relTo returns p relative to the walk's start directory (both fs paths).
+func relTo(start, p string) string {
+	if start == "." {
+		return p
+	}
+	return strings.TrimPrefix(p, start+"/")
+}
+
+// grepper collects matching lines up to a limit.
+type grepper struct {
+	re      *regexp.Regexp
+	limit   int
+	lineMax int
+	out     []string
+	more    bool // a match beyond the limit was seen
+}
+
+func (g *grepper) full() bool { return g.more }
+
+// file searches one file (an fs path); binary files are skipped silently.
+func (g *grepper) file(ctx context.Context, fsys fs.FS, p string) error {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", p)
+	}
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return err
+	}
+	if isBinary(head[:n]) {
+		return nil
+	}
+	lr := newLineReader(io.MultiReader(bytes.NewReader(head[:n]), f), grepLineBytes)
+	for lineNo := 1; ; lineNo++ {
+		if lineNo%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		line, cut, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !g.re.Match(line) {
+			continue
+		}
+		if len(g.out) == g.limit {
+			g.more = true
+			return nil
+		}
+		text, cut := clip(line, g.lineMax, cut)
+		entry := fmt.Sprintf("%s:%d: %s", p, lineNo, text)
+		if cut {
+			entry += lineCutMarker
+		}
+		g.out = append(g.out, entry)
+	}
+}
+
+func (b *builtins) globTool() (tool.Tool, error) {
+	desc := fmt.Sprintf("Find files of the workspace by name with a glob pattern (** matches any number of "+
+		"directories, {a,b} alternatives). Lists matching files (not directories) relative to the workspace "+
+		"root, sorted by path, at most %d.", b.opts.MaxGlobResults)
+	return tool.New(Glob, desc, b.glob, &tool.FuncOptions{Hints: readOnlyHints(), Source: Source})
+}
+
+func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) {
+	pat, err := compileGlob(in.Pattern)
+	if err != nil {
+		return tool.Errorf("invalid pattern: %v", err), nil
+	}
+	base := in.Path
+	if base == "" {
+		base = "."
+	}
+	rel, err := b.ws.rel(base)
+	if err != nil {
+		return tool.Error(describe(base, err)), nil
+	}
+	root, err := b.ws.open()
+	if err != nil {
+		return tool.Error(err.Error()), nil
+	}
+	defer root.Close()
+	fi, err := root.Stat(rel)
+	if err != nil {
+		return tool.Error(describe(base, err)), nil
+	}
+	if !fi.IsDir() {
+		return tool.Errorf("%s is not a directory", base), nil
+	}
+	start := filepath.ToSlash(rel)
+	var found []string
+	err = fs.WalkDir(root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			if p == start {
+				return err
+			}
+			return nil
+		}
+		r := relTo(start, p)
+		if d.IsDir() {
+			if p != start && !pat.mayMatchUnder(r) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if p == start || !pat.match(r) {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 && !linksToFile(root, p) {
+			return nil
+		}
+		found = append(found, p)
+		return nil
+	})
+	if err != nil {
+		return tool.Error(describe(base, err)), nil
+	}
+	slices.Sort(found)
+	meta := map[string]any{"files": len(found), "truncated": len(found) > b.opts.MaxGlobResults}
+	if len(found) == 0 {
+		return tool.Result{Output: "no files match", Metadata: meta}, nil
+	}
+	var out strings.Builder
+	for _, f := range found[:min(len(found), b.opts.MaxGlobResults)] {
+		out.WriteString(f)
+		out.WriteByte('\n')
+	}
+	if extra := len(found) - b.opts.MaxGlobResults; extra > 0 {
+		fmt.Fprintf(&out, "[%d more files not shown; narrow the pattern or path]\n", extra)
+	}
+	return tool.Result{Output: out.String(), Metadata: meta}, nil
+}
+
+// linksToFile reports whether the symbolic link p resolves, inside the root,
+// to something that is not a directory.
+func linksToFile(root *os.Root, p string) bool {
+	fi, err := root.Stat(filepath.FromSlash(p))
+	return err == nil && !fi.IsDir()
+}
