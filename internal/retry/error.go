@@ -86,8 +86,10 @@ func HTTPError(provider string, status int, header http.Header, typ, msg string,
 	return e
 }
 
-// NetworkError builds the [ProviderError] of a transport failure err; it is
-// retryable when [IsNetworkError] says so. secrets are redacted from its text.
+// NetworkError builds the [ProviderError] of a failure without an HTTP error
+// status: a transport failure, a stream cut short, an error event inside a
+// stream, an answer that does not decode. It is retryable when
+// [IsNetworkError] says so. secrets are redacted from its text.
 func NetworkError(provider string, err error, secrets ...string) *ProviderError {
 	return &ProviderError{
 		Provider:  provider,

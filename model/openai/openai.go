@@ -1,0 +1,489 @@
+// Package openai is tollgate's provider for the OpenAI Chat Completions API
+// and the servers that speak it (OpenRouter, Ollama, vLLM, LM Studio, ...),
+// built on the official SDK github.com/openai/openai-go/v3.
+//
+// It only translates: tollgate's [model.Request] becomes a Chat Completions
+// request (system, user, assistant messages with tool calls, tool messages
+// keyed by call ID, function tools whose parameters are the raw JSON Schema
+// of [model.ToolDef.InputSchema]), and the answer becomes a
+// [model.Response]. [Model.Stream] reads the server-sent events of a
+// streaming request (stream_options.include_usage set), assembles tool-call
+// arguments across chunks by their index and takes the usage from the last
+// chunk. Wire format: https://platform.openai.com/docs/api-reference/chat.
+//
+// Failures are retried by the shared policy of internal/retry (429, 500,
+// 502, 503, 504, network errors; Retry-After in seconds honoured); the SDK's
+// own retries are off. A failure is a *retry.ProviderError whose text never
+// contains the API key. The key is sent as "Authorization: Bearer <key>" and
+// comes only from [Options]; [KeyFromEnv] is the documented way to read it
+// from the environment. The package never reads other environment variables
+// (the SDK's OPENAI_BASE_URL and friends are not consulted).
+package openai
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/tollgate-dev/tollgate/internal/retry"
+	"github.com/tollgate-dev/tollgate/model"
+)
+
+// Provider is the name this package gives itself in errors and logs.
+const Provider = "openai"
+
+// Base URLs of well-known OpenAI-compatible services.
+const (
+	// DefaultBaseURL is OpenAI's API, used when [Options.BaseURL] is empty.
+	DefaultBaseURL = "https://api.openai.com/v1"
+	// OpenRouterBaseURL is OpenRouter's OpenAI-compatible API.
+	OpenRouterBaseURL = "https://openrouter.ai/api/v1"
+)
+
+// Options configure a [Model]. The zero value (or nil) talks to OpenAI with
+// no key, which only suits servers that need none (a local Ollama).
+type Options struct {
+	// BaseURL is the API root, the path before "/chat/completions"
+	// (default [DefaultBaseURL]); for Ollama, "http://localhost:11434/v1".
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <APIKey>" when not empty. It
+	// is never logged and is redacted from every error.
+	APIKey string
+	// Model is the model ID used when [model.Request.Model] is empty. Model
+	// IDs are sent verbatim.
+	Model string
+	// Headers are added to every request (OpenRouter's HTTP-Referer, a
+	// gateway's tenant header).
+	Headers http.Header
+	// HTTPClient sends the requests (default http.DefaultClient). Its
+	// Timeout, if any, bounds each attempt including a whole stream.
+	HTTPClient *http.Client
+	// MaxRetries is the number of retries after a transient failure: 0 means
+	// the default (2), a negative value means none.
+	MaxRetries int
+	// RetryBaseDelay is the backoff before the first retry, doubling after
+	// (0: 500ms). RetryMaxDelay caps every delay, Retry-After included
+	// (0: 30s).
+	RetryBaseDelay, RetryMaxDelay time.Duration
+	// Logger receives retries at level Warn and each call at Debug
+	// (default: discard). Credentials are never logged.
+	Logger *slog.Logger
+}
+
+// Model is an OpenAI Chat Completions model. It implements [model.Model] and
+// [model.Streamer] and is safe for concurrent use.
+type Model struct {
+	svc    oai.ChatCompletionService
+	model  string
+	key    string
+	policy retry.Policy
+	log    *slog.Logger
+}
+
+var (
+	_ model.Model    = (*Model)(nil)
+	_ model.Streamer = (*Model)(nil)
+)
+
+// New returns a Model configured by opts (nil means all defaults). It fails
+// when BaseURL is not an absolute http or https URL.
+func New(opts *Options) (*Model, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	base := cmp.Or(o.BaseURL, DefaultBaseURL)
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: base URL %q is not an absolute http(s) URL", retry.Redact(base, o.APIKey))
+	}
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	client := o.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ropts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(client),
+		option.WithMaxRetries(0), // one retry mechanism: internal/retry
+	}
+	if o.APIKey != "" {
+		ropts = append(ropts, option.WithAPIKey(o.APIKey))
+	}
+	for _, k := range slices.Sorted(mapsKeys(o.Headers)) {
+		for i, v := range o.Headers[k] {
+			if i == 0 {
+				ropts = append(ropts, option.WithHeader(k, v))
+			} else {
+				ropts = append(ropts, option.WithHeaderAdd(k, v))
+			}
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Model{
+		svc:    oai.NewChatCompletionService(ropts...),
+		model:  o.Model,
+		key:    o.APIKey,
+		policy: retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
+		log:    log.With(slog.String("provider", Provider)),
+	}, nil
+}
+
+func mapsKeys(h http.Header) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for k := range h {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// KeyFromEnv returns the API key for a server at baseURL from the
+// environment, and the name of the variable it read: OPENROUTER_API_KEY when
+// baseURL's host is openrouter.ai or one of its subdomains, OPENAI_API_KEY
+// otherwise (an empty baseURL means OpenAI). key is "" when the variable is
+// unset. The key is never logged; callers should not log it either.
+func KeyFromEnv(baseURL string) (key, envVar string) {
+	envVar = "OPENAI_API_KEY"
+	if u, err := url.Parse(baseURL); err == nil {
+		h := strings.ToLower(u.Hostname())
+		if h == "openrouter.ai" || strings.HasSuffix(h, ".openrouter.ai") {
+			envVar = "OPENROUTER_API_KEY"
+		}
+	}
+	return os.Getenv(envVar), envVar
+}
+
+// Generate implements [model.Model]: one Chat Completions call, retried on
+// transient failures. Errors are *retry.ProviderError, a request that cannot
+// be translated (an unknown role), or the context's error.
+func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	var out *oai.ChatCompletion
+	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
+		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
+		c, err := m.svc.New(ctx, params)
+		if err != nil {
+			return m.wrap(ctx, err)
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m.response(out)
+}
+
+// Stream implements [model.Streamer]: a streaming Chat Completions call.
+// Text deltas are yielded as they arrive; the last chunk carries the whole
+// response, tool-call arguments assembled across chunks by index, usage from
+// the final usage chunk. Transient failures are retried only until the
+// first event has arrived, before anything was yielded; a failure after that
+// ends the sequence with the error. Breaking out of the loop closes the
+// connection.
+func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		params, err := m.params(req)
+		if err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
+		var st interface {
+			Next() bool
+			Current() oai.ChatCompletionChunk
+			Err() error
+			Close() error
+		}
+		err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
+			m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
+			s := m.svc.NewStreaming(ctx, params)
+			if s.Next() {
+				st = s
+				return nil
+			}
+			err := s.Err()
+			_ = s.Close()
+			if err == nil {
+				err = errEmptyStream
+			}
+			return m.wrap(ctx, err)
+		})
+		if err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		defer st.Close()
+		var acc accumulator
+		for more := true; more; more = st.Next() {
+			if d := acc.add(st.Current()); d != "" && !yield(model.Chunk{Delta: d}, nil) {
+				return
+			}
+		}
+		if err := st.Err(); err != nil {
+			yield(model.Chunk{}, m.wrap(ctx, err))
+			return
+		}
+		resp, err := acc.response()
+		if err != nil {
+			yield(model.Chunk{}, m.wrap(ctx, err))
+			return
+		}
+		if resp.Model == "" {
+			resp.Model = string(params.Model)
+		}
+		yield(model.Chunk{Response: resp}, nil)
+	}
+}
+
+var errEmptyStream = errors.New("stream ended before its first event")
+
+// wrap turns an SDK failure into a *retry.ProviderError, or the context's
+// error when ctx has ended.
+func (m *Model) wrap(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" && !apiErr.JSON.Message.Valid() {
+			msg = truncate(apiErr.RawJSON(), 300)
+		}
+		var h http.Header
+		if apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
+		return retry.HTTPError(Provider, apiErr.StatusCode, h, cmp.Or(apiErr.Code, apiErr.Type), msg, m.key)
+	}
+	return retry.NetworkError(Provider, err, m.key)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// params translates a tollgate request into Chat Completions parameters.
+func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) {
+	var p oai.ChatCompletionNewParams
+	id := cmp.Or(req.Model, m.model)
+	if id == "" {
+		return p, errors.New("openai: no model ID: set Request.Model or Options.Model")
+	}
+	p.Model = shared.ChatModel(id)
+	for i, msg := range req.Messages {
+		switch msg.Role {
+		case model.RoleSystem:
+			p.Messages = append(p.Messages, oai.SystemMessage(msg.Content))
+		case model.RoleUser:
+			p.Messages = append(p.Messages, oai.UserMessage(msg.Content))
+		case model.RoleAssistant:
+			a := oai.ChatCompletionAssistantMessageParam{}
+			if msg.Content != "" || len(msg.ToolCalls) == 0 {
+				a.Content.OfString = oai.String(msg.Content)
+			}
+			for _, c := range msg.ToolCalls {
+				args := string(c.Arguments)
+				if args == "" {
+					args = "{}"
+				}
+				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       c.ID,
+						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args},
+					},
+				})
+			}
+			p.Messages = append(p.Messages, oai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case model.RoleTool:
+			p.Messages = append(p.Messages, oai.ToolMessage(msg.Content, msg.ToolCallID))
+		default:
+			return p, fmt.Errorf("openai: message %d has unknown role %q", i, msg.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		schema := map[string]any{"type": "object", "properties": map[string]any{}}
+		if len(t.InputSchema) > 0 {
+			schema = nil
+			if err := json.Unmarshal(t.InputSchema, &schema); err != nil || schema == nil {
+				return p, fmt.Errorf("openai: tool %q: input schema is not a JSON object", t.Name)
+			}
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+		if t.Description != "" {
+			fd.Description = oai.String(t.Description)
+		}
+		p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
+	}
+	if req.MaxTokens > 0 {
+		p.MaxCompletionTokens = oai.Int(int64(req.MaxTokens))
+	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	return p, nil
+}
+
+// response translates a chat completion into a tollgate response.
+func (m *Model) response(c *oai.ChatCompletion) (*model.Response, error) {
+	if len(c.Choices) == 0 {
+		return nil, &retry.ProviderError{Provider: Provider, Message: "response has no choices"}
+	}
+	ch := c.Choices[0]
+	msg := model.Message{Role: model.RoleAssistant, Content: ch.Message.Content}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: arguments(tc.Function.Arguments)})
+	}
+	return &model.Response{
+		Message:      msg,
+		Usage:        usage(c.Usage),
+		FinishReason: finishReason(ch.FinishReason, len(msg.ToolCalls) > 0),
+		Model:        c.Model,
+		Raw:          json.RawMessage(c.RawJSON()),
+	}, nil
+}
+
+// arguments keeps the model's arguments when they are valid JSON; an empty
+// string becomes {}, and text that is not JSON is passed on as a JSON string
+// so that argument validation reports it to the model.
+func arguments(s string) json.RawMessage {
+	if strings.TrimSpace(s) == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func usage(u oai.CompletionUsage) model.Usage {
+	out := model.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens), TotalTokens: int(u.TotalTokens)}
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.InputTokens + out.OutputTokens
+	}
+	return out
+}
+
+// finishReason maps OpenAI's finish_reason: stop, tool_calls (and the older
+// function_call), length, content_filter; anything else is other. Some
+// compatible servers report stop on a turn with tool calls; that is reported
+// as tool_calls.
+func finishReason(r string, hasCalls bool) model.FinishReason {
+	switch r {
+	case "stop", "":
+		if hasCalls {
+			return model.FinishToolCalls
+		}
+		return model.FinishStop
+	case "tool_calls", "function_call":
+		return model.FinishToolCalls
+	case "length":
+		return model.FinishLength
+	case "content_filter":
+		return model.FinishContentFilter
+	}
+	return model.FinishOther
+}
+
+// accumulator assembles a streamed chat completion.
+type accumulator struct {
+	text   strings.Builder
+	calls  []*callBuilder // in order of first appearance
+	byIdx  map[int64]*callBuilder
+	finish string
+	usage  oai.CompletionUsage
+	model  string
+}
+
+type callBuilder struct {
+	id, name string
+	args     strings.Builder
+}
+
+// add takes in one chunk and returns its text delta.
+func (a *accumulator) add(c oai.ChatCompletionChunk) string {
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	if c.JSON.Usage.Valid() && (c.Usage.PromptTokens != 0 || c.Usage.CompletionTokens != 0 || c.Usage.TotalTokens != 0) {
+		a.usage = c.Usage
+	}
+	var delta string
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		delta += ch.Delta.Content
+		for _, tc := range ch.Delta.ToolCalls {
+			if a.byIdx == nil {
+				a.byIdx = map[int64]*callBuilder{}
+			}
+			b := a.byIdx[tc.Index]
+			if b == nil {
+				b = &callBuilder{}
+				a.byIdx[tc.Index] = b
+				a.calls = append(a.calls, b)
+			}
+			if tc.ID != "" {
+				b.id = tc.ID
+			}
+			if b.name == "" {
+				b.name = tc.Function.Name
+			}
+			b.args.WriteString(tc.Function.Arguments)
+		}
+		if ch.FinishReason != "" {
+			a.finish = ch.FinishReason
+		}
+	}
+	a.text.WriteString(delta)
+	return delta
+}
+
+func (a *accumulator) response() (*model.Response, error) {
+	msg := model.Message{Role: model.RoleAssistant, Content: a.text.String()}
+	for i, b := range a.calls {
+		if b.id == "" || b.name == "" {
+			return nil, fmt.Errorf("streamed tool call %d has no id or name", i)
+		}
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: b.id, Name: b.name, Arguments: arguments(b.args.String())})
+	}
+	return &model.Response{
+		Message:      msg,
+		Usage:        usage(a.usage),
+		FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0),
+		Model:        a.model,
+	}, nil
+}
