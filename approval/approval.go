@@ -8,6 +8,28 @@
 // its tool name, call ID and arguments [Digest]. An answer may approve, decline
 // with a reason the model sees, or approve edited arguments, which are validated
 // and authorized again before anything runs.
+//
+// # Policy
+//
+// [Policy] is the built-in Authorizer, loaded from YAML with [LoadPolicy] or
+// [ParsePolicy] (problems come back as data with file:line:col) or built with
+// [NewPolicy]. It has two layers, combined deny > ask > allow with each other
+// and, in the agent, with every hook and other authorizer:
+//
+//   - risk against autonomy: each call has a [Risk] (from its tool's hints by
+//     [RiskOf], or declared for the tool in the policy) and the policy an
+//     [Autonomy] level; [AutonomyDecision] documents the matrix. Escalation is
+//     denied at every level.
+//   - rules: a tool glob (seed 000's matcher semantics: only '*' is special,
+//     case is ignored, no implicit prefix), conditions on the hints, the risk
+//     and argument values (equals, prefix, pathPrefix, regex), an id and a
+//     decision.
+//
+// Verdicts name their source as "rule:<id>" or "autonomy:<level>". A rule's
+// allow is a vote, never an exemption: it cannot lower an ask or a deny of
+// another rule or of the autonomy level. Durable stores for halted runs and
+// approvals live in the subpackage approval/store, which this package does not
+// import.
 package approval
 
 import (

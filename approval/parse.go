@@ -1,0 +1,697 @@
+package approval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	yaml "github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/tollgate-dev/tollgate/internal/glob"
+)
+
+// Severity says whether a [Problem] stops a policy from loading.
+type Severity string
+
+// The severities of a [Problem].
+const (
+	// SeverityError: the policy does not load.
+	SeverityError Severity = "error"
+	// SeverityWarning: the policy loads, but probably not as meant.
+	SeverityWarning Severity = "warning"
+)
+
+// Problem is one finding about a policy file, with its position (1-based line
+// and column; 0 when the problem concerns the whole file).
+type Problem struct {
+	File     string   `json:"file"`
+	Line     int      `json:"line"`
+	Col      int      `json:"col"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+}
+
+// String renders p as "file:line:col: severity: message", the form compilers
+// use and editors jump to.
+func (p Problem) String() string {
+	if p.Line == 0 {
+		return fmt.Sprintf("%s: %s: %s", p.File, p.Severity, p.Message)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s: %s", p.File, p.Line, p.Col, p.Severity, p.Message)
+}
+
+// PolicyError is the error of [ParsePolicy] and [LoadPolicy] when a policy
+// file has errors; Problems lists them (warnings excluded). Test for it with
+// errors.As.
+type PolicyError struct {
+	Problems []Problem
+}
+
+func (e *PolicyError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LoadPolicy reads the policy file at path; see [ParsePolicy].
+func LoadPolicy(path string) (*Policy, []Problem, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy: %w", err)
+	}
+	defer f.Close()
+	return ParsePolicy(path, f)
+}
+
+// ParsePolicy reads a policy in YAML from r; name (usually the file name)
+// appears in problems and as the policy's name.
+//
+// The format:
+//
+//	autonomy: supervised            # full_auto | supervised | cautious | manual; omit to use rules only
+//	risks:                          # declared risks, first matching glob wins over hints
+//	  - tool: "sudo*"
+//	    risk: escalation            # read_only | write | network | destructive | unknown | escalation
+//	rules:
+//	  - id: no-etc                  # required, unique
+//	    description: free text      # ignored
+//	    tool: ["write_*", "edit_*"] # glob or list of globs (seed 000 matcher); omit for every tool
+//	    hints: {destructive: true}  # readOnly, destructive, idempotent, openWorld: true | false
+//	    risk: [network]             # risk level or list of them
+//	    args:                       # conditions on argument values, all must hold
+//	      path: {pathPrefix: /etc}  # also: prefix, regex (RE2, unanchored), equals (any YAML value)
+//	    decision: deny              # allow | ask | deny
+//	    reason: the model sees this on deny
+//
+// Unknown keys, values of the wrong type, unknown decisions, risks and
+// autonomy levels, invalid globs, bad regular expressions, duplicate rule IDs,
+// YAML aliases and merge keys, and YAML syntax errors are errors; a rule with
+// no condition (it matches every call), a deny without a reason and a risk
+// declaration shadowed by an earlier one are warnings. Every problem carries
+// its file:line:col. Unlike seed 000's hook registry, which skips bad entries,
+// a policy with any error does not load: the result is nil, with every
+// problem and a [*PolicyError]; a policy that loads may still come with
+// warnings. The only other error is one reading r.
+func ParsePolicy(name string, r io.Reader) (*Policy, []Problem, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy %s: %w", name, err)
+	}
+	ps := &policyParser{name: name}
+	spec := ps.parse(src)
+	spec.Name = name
+	var pol *Policy
+	if !ps.failed() {
+		pol, err = NewPolicy(spec)
+		if err != nil {
+			ps.add(nil, SeverityError, "%v", err)
+		}
+	}
+	slices.SortStableFunc(ps.problems, func(a, b Problem) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	if ps.failed() {
+		var errs []Problem
+		for _, p := range ps.problems {
+			if p.Severity == SeverityError {
+				errs = append(errs, p)
+			}
+		}
+		return nil, ps.problems, &PolicyError{Problems: errs}
+	}
+	return pol, ps.problems, nil
+}
+
+type policyParser struct {
+	name     string
+	problems []Problem
+}
+
+func (ps *policyParser) failed() bool {
+	return slices.ContainsFunc(ps.problems, func(p Problem) bool { return p.Severity == SeverityError })
+}
+
+func (ps *policyParser) add(n ast.Node, sev Severity, format string, args ...any) {
+	p := Problem{File: ps.name, Severity: sev, Message: fmt.Sprintf(format, args...)}
+	// A mapping's own token is its first ':'; point at its first key instead.
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		if len(x.Values) > 0 && !x.IsFlowStyle {
+			n = x.Values[0].Key
+		}
+	case *ast.MappingValueNode:
+		n = x.Key
+	}
+	if n != nil {
+		if tk := n.GetToken(); tk != nil && tk.Position != nil {
+			p.Line, p.Col = tk.Position.Line, tk.Position.Column
+		}
+	}
+	ps.problems = append(ps.problems, p)
+}
+
+func (ps *policyParser) errorf(n ast.Node, format string, args ...any) {
+	ps.add(n, SeverityError, format, args...)
+}
+
+func (ps *policyParser) warnf(n ast.Node, format string, args ...any) {
+	ps.add(n, SeverityWarning, format, args...)
+}
+
+func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
+	f, err := parseYAML(src)
+	if err != nil {
+		p := Problem{File: ps.name, Severity: SeverityError, Message: err.Error()}
+		var se *yaml.SyntaxError
+		if errors.As(err, &se) {
+			p.Message = se.Message
+			if se.Token != nil && se.Token.Position != nil {
+				p.Line, p.Col = se.Token.Position.Line, se.Token.Position.Column
+			}
+		}
+		ps.problems = append(ps.problems, p)
+		return spec
+	}
+	var body ast.Node
+	for _, d := range f.Docs {
+		if d == nil || d.Body == nil || isComment(d.Body) {
+			continue
+		}
+		if body != nil {
+			ps.errorf(d.Body, "a policy file holds one YAML document")
+			continue
+		}
+		body = d.Body
+	}
+	if body == nil {
+		ps.warnf(nil, "empty policy: with no rules and no autonomy level every call is allowed")
+		return spec
+	}
+	top, ok := ps.mapping(body, "the policy")
+	if !ok {
+		return spec
+	}
+	for _, kv := range top {
+		key, kn := ps.key(kv)
+		switch key {
+		case "":
+		case "autonomy":
+			if s, ok := ps.str(kv.Value, "autonomy"); ok {
+				if a, err := ParseAutonomy(s); err != nil {
+					ps.errorf(kv.Value, "%v", err)
+				} else {
+					spec.Autonomy = a
+				}
+			}
+		case "risks":
+			spec.Risks = ps.risks(kv.Value)
+		case "rules":
+			spec.Rules = ps.rules(kv.Value)
+		default:
+			ps.errorf(kn, "unknown key %q (want autonomy, risks or rules)", key)
+		}
+	}
+	if spec.Autonomy == "" && len(spec.Rules) == 0 && !ps.failed() {
+		ps.warnf(body, "no rules and no autonomy level: every call is allowed")
+	}
+	return spec
+}
+
+// parseYAML parses src, turning a panic in the YAML parser into an error so
+// that no input can crash the caller.
+func parseYAML(src []byte) (f *ast.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, err = nil, fmt.Errorf("YAML parser failed: %v", p)
+		}
+	}()
+	return parser.ParseBytes(src, 0)
+}
+
+func isComment(n ast.Node) bool {
+	_, ok := n.(*ast.CommentGroupNode)
+	if !ok {
+		_, ok = n.(*ast.CommentNode)
+	}
+	return ok
+}
+
+// unwrap strips anchors and tags and rejects aliases (nil return).
+func (ps *policyParser) unwrap(n ast.Node) ast.Node {
+	for {
+		switch x := n.(type) {
+		case *ast.AnchorNode:
+			n = x.Value
+		case *ast.TagNode:
+			n = x.Value
+		case *ast.AliasNode:
+			ps.errorf(x, "YAML aliases are not supported in policy files; write the value out")
+			return nil
+		default:
+			return n
+		}
+	}
+}
+
+func (ps *policyParser) mapping(n ast.Node, what string) ([]*ast.MappingValueNode, bool) {
+	n = ps.unwrap(n)
+	switch x := n.(type) {
+	case nil:
+		return nil, false
+	case *ast.MappingNode:
+		return x.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{x}, true
+	case *ast.NullNode:
+		return nil, true
+	}
+	ps.errorf(n, "%s must be a mapping, not %s", what, describe(n))
+	return nil, false
+}
+
+func (ps *policyParser) sequence(n ast.Node, what string) ([]ast.Node, bool) {
+	n = ps.unwrap(n)
+	switch x := n.(type) {
+	case nil:
+		return nil, false
+	case *ast.SequenceNode:
+		return x.Values, true
+	case *ast.NullNode:
+		return nil, true
+	}
+	ps.errorf(n, "%s must be a list, not %s", what, describe(n))
+	return nil, false
+}
+
+func describe(n ast.Node) string {
+	switch n.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "a boolean"
+	case *ast.NullNode:
+		return "null"
+	}
+	return "a " + strings.ToLower(n.Type().String())
+}
+
+// key returns the text of a mapping key ("" after reporting a problem).
+func (ps *policyParser) key(kv *ast.MappingValueNode) (string, ast.Node) {
+	var k ast.Node = kv.Key
+	if mk, ok := k.(*ast.MappingKeyNode); ok {
+		k = mk.Value
+	}
+	if _, ok := k.(*ast.MergeKeyNode); ok {
+		ps.errorf(k, "YAML merge keys (<<) are not supported in policy files")
+		return "", k
+	}
+	k = ps.unwrap(k)
+	if k == nil {
+		return "", kv.Key
+	}
+	s, ok := scalarText(k)
+	if !ok {
+		ps.errorf(k, "a key must be a string, not %s", describe(k))
+		return "", k
+	}
+	return s, k
+}
+
+func scalarText(n ast.Node) (string, bool) {
+	switch x := n.(type) {
+	case *ast.StringNode:
+		return x.Value, true
+	case *ast.LiteralNode:
+		if x.Value == nil {
+			return "", true
+		}
+		return x.Value.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		if tk := n.GetToken(); tk != nil {
+			return tk.Value, true
+		}
+	}
+	return "", false
+}
+
+// str reads a string value; numbers and booleans are rejected so that
+// "decision: yes" or "id: 12" say what they are.
+func (ps *policyParser) str(n ast.Node, what string) (string, bool) {
+	n = ps.unwrap(n)
+	if n == nil {
+		return "", false
+	}
+	switch x := n.(type) {
+	case *ast.StringNode:
+		return x.Value, true
+	case *ast.LiteralNode:
+		s, _ := scalarText(x)
+		return s, true
+	}
+	ps.errorf(n, "%s must be a string, not %s", what, describe(n))
+	return "", false
+}
+
+// strs reads a string or a list of strings.
+func (ps *policyParser) strs(n ast.Node, what string) ([]string, []ast.Node) {
+	u := ps.unwrap(n)
+	if u == nil {
+		return nil, nil
+	}
+	if _, ok := u.(*ast.SequenceNode); !ok {
+		s, ok := ps.str(u, what)
+		if !ok {
+			return nil, nil
+		}
+		return []string{s}, []ast.Node{u}
+	}
+	items, _ := ps.sequence(u, what)
+	var out []string
+	var nodes []ast.Node
+	for _, it := range items {
+		if s, ok := ps.str(it, what); ok {
+			out = append(out, s)
+			nodes = append(nodes, it)
+		}
+	}
+	if len(items) == 0 {
+		ps.errorf(u, "%s: empty list", what)
+	}
+	return out, nodes
+}
+
+func (ps *policyParser) globs(n ast.Node) []string {
+	gs, nodes := ps.strs(n, "tool")
+	for i, g := range gs {
+		if !glob.Valid(g) {
+			ps.errorf(nodes[i], "invalid tool glob %q (empty or with control characters)", g)
+		}
+	}
+	return gs
+}
+
+func (ps *policyParser) riskList(n ast.Node) []Risk {
+	rs, nodes := ps.strs(n, "risk")
+	var out []Risk
+	for i, r := range rs {
+		if !Risk(r).Valid() {
+			ps.errorf(nodes[i], "%v", badRisk(Risk(r)))
+			continue
+		}
+		out = append(out, Risk(r))
+	}
+	return out
+}
+
+func (ps *policyParser) risks(n ast.Node) []RiskDeclaration {
+	items, _ := ps.sequence(n, "risks")
+	var out []RiskDeclaration
+	seen := map[string]int{}
+	for _, it := range items {
+		kvs, ok := ps.mapping(it, "a risk declaration")
+		if !ok {
+			continue
+		}
+		var d RiskDeclaration
+		var haveTool, haveRisk bool
+		for _, kv := range kvs {
+			key, kn := ps.key(kv)
+			switch key {
+			case "":
+			case "tool":
+				if s, ok := ps.str(kv.Value, "tool"); ok {
+					haveTool = true
+					d.Tool = s
+					if !glob.Valid(s) {
+						ps.errorf(kv.Value, "invalid tool glob %q (empty or with control characters)", s)
+					} else if line, dup := seen[strings.ToLower(s)]; dup {
+						ps.warnf(kv.Value, "risk declaration for %q is shadowed by the one on line %d", s, line)
+					} else if tk := kv.Value.GetToken(); tk != nil && tk.Position != nil {
+						seen[strings.ToLower(s)] = tk.Position.Line
+					}
+				}
+			case "risk":
+				if s, ok := ps.str(kv.Value, "risk"); ok {
+					haveRisk = true
+					d.Risk = Risk(s)
+					if !d.Risk.Valid() {
+						ps.errorf(kv.Value, "%v", badRisk(d.Risk))
+					}
+				}
+			default:
+				ps.errorf(kn, "unknown key %q in a risk declaration (want tool, risk)", key)
+			}
+		}
+		if !haveTool || !haveRisk {
+			ps.errorf(it, "a risk declaration needs tool and risk")
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (ps *policyParser) rules(n ast.Node) []Rule {
+	items, _ := ps.sequence(n, "rules")
+	var out []Rule
+	ids := map[string]int{}
+	for _, it := range items {
+		kvs, ok := ps.mapping(it, "a rule")
+		if !ok {
+			continue
+		}
+		var r Rule
+		var idNode, decNode ast.Node
+		conditions := 0
+		for _, kv := range kvs {
+			key, kn := ps.key(kv)
+			switch key {
+			case "":
+			case "id":
+				if s, ok := ps.str(kv.Value, "id"); ok {
+					r.ID, idNode = s, kv.Value
+					if s == "" {
+						ps.errorf(kv.Value, "empty rule id")
+					} else if line, dup := ids[s]; dup {
+						ps.errorf(kv.Value, "duplicate rule id %q (first on line %d)", s, line)
+					} else if tk := kv.Value.GetToken(); tk != nil && tk.Position != nil {
+						ids[s] = tk.Position.Line
+					}
+				}
+			case "description":
+				ps.str(kv.Value, "description")
+			case "tool":
+				r.Tools = ps.globs(kv.Value)
+				conditions++
+			case "hints":
+				r.Hints = ps.hints(kv.Value)
+				conditions++
+			case "risk":
+				r.Risks = ps.riskList(kv.Value)
+				conditions++
+			case "args":
+				r.Args = ps.args(kv.Value)
+				conditions++
+			case "decision":
+				if s, ok := ps.str(kv.Value, "decision"); ok {
+					r.Decision, decNode = Decision(s), kv.Value
+					if !r.Decision.Valid() {
+						ps.errorf(kv.Value, "%v", badDecision(s))
+					}
+				}
+			case "reason":
+				if s, ok := ps.str(kv.Value, "reason"); ok {
+					r.Reason = s
+				}
+			default:
+				ps.errorf(kn, "unknown key %q in a rule (want id, description, tool, hints, risk, args, decision, reason)", key)
+			}
+		}
+		if idNode == nil {
+			ps.errorf(it, "a rule needs an id")
+		}
+		if decNode == nil {
+			ps.errorf(it, "rule %q needs a decision (allow, ask or deny)", r.ID)
+		}
+		if conditions == 0 && idNode != nil {
+			ps.warnf(idNode, "rule %q has no condition (tool, hints, risk, args): it matches every call", r.ID)
+		}
+		if r.Decision == Deny && r.Reason == "" && decNode != nil {
+			ps.warnf(decNode, "rule %q denies without a reason: the model only learns that the rule denied the call", r.ID)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (ps *policyParser) hints(n ast.Node) HintConditions {
+	var h HintConditions
+	kvs, _ := ps.mapping(n, "hints")
+	for _, kv := range kvs {
+		key, kn := ps.key(kv)
+		var dst **bool
+		switch key {
+		case "":
+			continue
+		case "readOnly":
+			dst = &h.ReadOnly
+		case "destructive":
+			dst = &h.Destructive
+		case "idempotent":
+			dst = &h.Idempotent
+		case "openWorld":
+			dst = &h.OpenWorld
+		default:
+			ps.errorf(kn, "unknown hint %q (want readOnly, destructive, idempotent, openWorld)", key)
+			continue
+		}
+		v := ps.unwrap(kv.Value)
+		b, ok := v.(*ast.BoolNode)
+		if !ok {
+			if v != nil {
+				ps.errorf(v, "hint %s must be true or false, not %s", key, describe(v))
+			}
+			continue
+		}
+		val := b.Value
+		*dst = &val
+	}
+	return h
+}
+
+func (ps *policyParser) args(n ast.Node) []ArgCondition {
+	var out []ArgCondition
+	kvs, _ := ps.mapping(n, "args")
+	for _, kv := range kvs {
+		field, fn := ps.key(kv)
+		if field == "" {
+			continue
+		}
+		if slices.Contains(strings.Split(field, "."), "") {
+			ps.errorf(fn, "argument field %q has an empty path segment", field)
+			continue
+		}
+		c := ArgCondition{Field: field}
+		ops, ok := ps.mapping(kv.Value, fmt.Sprintf("the condition on %q", field))
+		if !ok {
+			continue
+		}
+		if len(ops) == 0 {
+			ps.errorf(kv.Value, "the condition on %q is empty (want equals, prefix, pathPrefix or regex)", field)
+			continue
+		}
+		for _, op := range ops {
+			key, kn := ps.key(op)
+			switch key {
+			case "":
+			case "equals":
+				v, err := ps.value(op.Value)
+				if err != nil {
+					ps.errorf(op.Value, "equals: %v", err)
+					continue
+				}
+				b, err := json.Marshal(v)
+				if err != nil {
+					ps.errorf(op.Value, "equals: %v", err)
+					continue
+				}
+				c.Equals = b
+			case "prefix", "pathPrefix":
+				s, ok := ps.str(op.Value, key)
+				if !ok {
+					continue
+				}
+				if s == "" {
+					ps.errorf(op.Value, "%s is empty: it would match every string", key)
+					continue
+				}
+				if key == "prefix" {
+					c.Prefix = s
+				} else {
+					c.PathPrefix = s
+				}
+			case "regex":
+				s, ok := ps.str(op.Value, key)
+				if !ok {
+					continue
+				}
+				if s == "" {
+					ps.errorf(op.Value, "regex is empty: it would match every string")
+					continue
+				}
+				if _, err := compileArg(ArgCondition{Field: field, Regex: s}); err != nil {
+					ps.errorf(op.Value, "%v", err)
+					continue
+				}
+				c.Regex = s
+			default:
+				ps.errorf(kn, "unknown condition %q on argument %q (want equals, prefix, pathPrefix, regex)", key, field)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// value converts a YAML node to a JSON-encodable Go value.
+func (ps *policyParser) value(n ast.Node) (any, error) {
+	n = ps.unwrap(n)
+	switch x := n.(type) {
+	case nil:
+		return nil, errors.New("unsupported value")
+	case *ast.NullNode:
+		return nil, nil
+	case *ast.StringNode:
+		return x.Value, nil
+	case *ast.LiteralNode:
+		s, _ := scalarText(x)
+		return s, nil
+	case *ast.BoolNode:
+		return x.Value, nil
+	case *ast.IntegerNode:
+		return x.Value, nil
+	case *ast.FloatNode:
+		return x.Value, nil
+	case *ast.InfinityNode, *ast.NanNode:
+		return nil, errors.New("infinity and NaN are not JSON numbers")
+	case *ast.SequenceNode:
+		out := []any{}
+		for _, it := range x.Values {
+			v, err := ps.value(it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case *ast.MappingNode, *ast.MappingValueNode:
+		kvs, _ := ps.mapping(x, "a value")
+		out := map[string]any{}
+		for _, kv := range kvs {
+			k, _ := ps.key(kv)
+			v, err := ps.value(kv.Value)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported value (%s)", describe(n))
+}

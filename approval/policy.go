@@ -1,0 +1,405 @@
+package approval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// PolicySpec is a policy as plain data: what a policy file holds (see
+// [ParsePolicy] for the YAML form) and what [NewPolicy] compiles.
+type PolicySpec struct {
+	// Name names the policy in errors, usually its file name.
+	Name string
+	// Autonomy is the autonomy level of the risk layer; empty turns that layer
+	// off (only rules decide).
+	Autonomy Autonomy
+	// Risks declare the risk of tools by name; the first declaration whose glob
+	// matches the tool wins over the risk derived from hints.
+	Risks []RiskDeclaration
+	// Rules are the rules, in file order.
+	Rules []Rule
+}
+
+// RiskDeclaration declares the risk of every tool whose name matches Tool.
+type RiskDeclaration struct {
+	// Tool is a glob with seed 000 matcher semantics (package internal/glob:
+	// only '*' is special, case is ignored, the whole name must match).
+	Tool string
+	Risk Risk
+}
+
+// Rule is one policy rule: when every condition holds, it votes Decision.
+// Conditions that are empty (nil, zero) always hold.
+type Rule struct {
+	// ID names the rule; verdicts say "rule:<ID>". Unique within a policy.
+	ID string
+	// Tools are globs on the tool name; the rule applies when any matches. Empty
+	// means every tool.
+	Tools []string
+	// Hints are conditions on the tool's hints. A tool without hints is judged
+	// by the MCP specification's defaults (readOnly false, destructive true,
+	// idempotent false, openWorld true), the strictest reading.
+	Hints HintConditions
+	// Risks, if not empty, require the call's risk to be one of them.
+	Risks []Risk
+	// Args are conditions on argument values; all must hold.
+	Args []ArgCondition
+	// Decision is what the rule votes when it matches.
+	Decision Decision
+	// Reason explains the vote; on deny the model sees it.
+	Reason string
+}
+
+// HintConditions requires hints to have the given values; a nil field is no
+// condition. The names are the JSON keys of [tool.Hints].
+type HintConditions struct {
+	ReadOnly    *bool
+	Destructive *bool
+	Idempotent  *bool
+	OpenWorld   *bool
+}
+
+// ArgCondition is a condition on one argument value. Every operator that is
+// set must hold. A condition on a field the call does not have never holds;
+// Prefix, PathPrefix and Regex never hold for a value that is not a string.
+type ArgCondition struct {
+	// Field is the argument's name, or a dotted path into nested objects
+	// ("options.mode"). Names that contain dots cannot be addressed.
+	Field string
+	// Equals, if set, is a JSON value the argument must equal (numbers compare
+	// by value, objects regardless of key order).
+	Equals json.RawMessage
+	// Prefix, if set, is a prefix the string argument must start with.
+	Prefix string
+	// PathPrefix, if set, is a slash-separated path the string argument must
+	// lie under, compared segment-wise after cleaning both with [path.Clean]:
+	// "/etc" matches "/etc", "/etc/passwd" and "/tmp/../etc/passwd", not
+	// "/etcetera". Relative paths stay relative ("../x" lies under "..").
+	PathPrefix string
+	// Regex, if set, is an RE2 expression ([regexp] syntax) the string argument
+	// must match somewhere (anchor it with ^ and $ to match the whole value).
+	Regex string
+}
+
+// Policy decides about tool calls from a risk layer (risk against autonomy,
+// [AutonomyDecision]) and rules, combining every source that has a say as
+// deny > ask > allow ([Strongest]): a rule's allow never lowers what the
+// autonomy level asks or denies, and every matching deny wins. It implements
+// [Authorizer]; verdicts name their source as "rule:<id>" or "autonomy:<level>".
+// When no rule matches and no autonomy level is set, it allows by "default".
+//
+// A Policy is immutable and safe for concurrent use.
+type Policy struct {
+	spec  PolicySpec
+	rules []compiledRule
+}
+
+type compiledRule struct {
+	Rule
+	args []compiledArg
+}
+
+type compiledArg struct {
+	ArgCondition
+	path   []string
+	equals string // canonical JSON, "" when unset
+	prefix string // cleaned PathPrefix
+	re     *regexp.Regexp
+}
+
+// NewPolicy checks spec and compiles it. The error lists every problem: an
+// invalid autonomy level, risk or decision, an empty or invalid glob, a
+// duplicate or empty rule ID, a bad regular expression, an Equals that is not
+// JSON, an empty field path.
+func NewPolicy(spec PolicySpec) (*Policy, error) {
+	var errs []error
+	if spec.Autonomy != "" && !spec.Autonomy.Valid() {
+		_, err := ParseAutonomy(string(spec.Autonomy))
+		errs = append(errs, err)
+	}
+	for i, d := range spec.Risks {
+		if !glob.Valid(d.Tool) {
+			errs = append(errs, fmt.Errorf("risk declaration %d: invalid tool glob %q", i+1, d.Tool))
+		}
+		if !d.Risk.Valid() {
+			errs = append(errs, fmt.Errorf("risk declaration %d: %w", i+1, badRisk(d.Risk)))
+		}
+	}
+	p := &Policy{spec: spec}
+	ids := map[string]bool{}
+	for i, r := range spec.Rules {
+		where := fmt.Sprintf("rule %d (%s)", i+1, r.ID)
+		if r.ID == "" {
+			errs = append(errs, fmt.Errorf("rule %d: missing id", i+1))
+		} else if ids[r.ID] {
+			errs = append(errs, fmt.Errorf("%s: duplicate id %q", where, r.ID))
+		}
+		ids[r.ID] = true
+		if !r.Decision.Valid() {
+			errs = append(errs, fmt.Errorf("%s: %w", where, badDecision(string(r.Decision))))
+		}
+		for _, g := range r.Tools {
+			if !glob.Valid(g) {
+				errs = append(errs, fmt.Errorf("%s: invalid tool glob %q", where, g))
+			}
+		}
+		for _, rk := range r.Risks {
+			if !rk.Valid() {
+				errs = append(errs, fmt.Errorf("%s: %w", where, badRisk(rk)))
+			}
+		}
+		cr := compiledRule{Rule: r}
+		for _, a := range r.Args {
+			ca, err := compileArg(a)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+				continue
+			}
+			cr.args = append(cr.args, ca)
+		}
+		p.rules = append(p.rules, cr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		name := spec.Name
+		if name == "" {
+			name = "policy"
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+func badRisk(r Risk) error {
+	return fmt.Errorf("unknown risk %q (want one of read_only, write, network, destructive, unknown, escalation)", r)
+}
+
+func badDecision(d string) error {
+	return fmt.Errorf("unknown decision %q (want allow, ask or deny)", d)
+}
+
+func compileArg(a ArgCondition) (compiledArg, error) {
+	ca := compiledArg{ArgCondition: a}
+	if a.Field == "" {
+		return ca, errors.New("argument condition without a field name")
+	}
+	ca.path = strings.Split(a.Field, ".")
+	if slices.Contains(ca.path, "") {
+		return ca, fmt.Errorf("argument field %q has an empty path segment", a.Field)
+	}
+	if a.Equals == nil && a.Prefix == "" && a.PathPrefix == "" && a.Regex == "" {
+		return ca, fmt.Errorf("argument %q: no condition (want equals, prefix, pathPrefix or regex)", a.Field)
+	}
+	if a.Equals != nil {
+		c, err := canonicalJSON(a.Equals)
+		if err != nil {
+			return ca, fmt.Errorf("argument %q: equals is not a JSON value: %v", a.Field, err)
+		}
+		ca.equals = c
+	}
+	if a.PathPrefix != "" {
+		ca.prefix = path.Clean(a.PathPrefix)
+	}
+	if a.Regex != "" {
+		re, err := regexp.Compile(a.Regex)
+		if err != nil {
+			return ca, fmt.Errorf("argument %q: bad regex: %v", a.Field, err)
+		}
+		ca.re = re
+	}
+	return ca, nil
+}
+
+func canonicalJSON(b json.RawMessage) (string, error) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&v); err != nil {
+		return "", err
+	}
+	if d.More() {
+		return "", errors.New("more than one value")
+	}
+	c, err := json.Marshal(v)
+	return string(c), err
+}
+
+// Name returns the policy's name (PolicySpec.Name).
+func (p *Policy) Name() string { return p.spec.Name }
+
+// Autonomy returns the autonomy level, or "" when the risk layer is off.
+func (p *Policy) Autonomy() Autonomy { return p.spec.Autonomy }
+
+// Spec returns a copy of the policy's specification.
+func (p *Policy) Spec() PolicySpec {
+	s := p.spec
+	s.Risks = slices.Clone(s.Risks)
+	s.Rules = slices.Clone(s.Rules)
+	return s
+}
+
+// WithAutonomy returns a copy of p with autonomy level a ("" turns the risk
+// layer off), or an error for an unknown level. The command line's --autonomy
+// uses it to override the policy file's level.
+func (p *Policy) WithAutonomy(a Autonomy) (*Policy, error) {
+	if a != "" && !a.Valid() {
+		_, err := ParseAutonomy(string(a))
+		return nil, err
+	}
+	c := *p
+	c.spec.Autonomy = a
+	return &c, nil
+}
+
+// Evaluation explains a policy's decision about one call.
+type Evaluation struct {
+	// Risk is the call's risk level.
+	Risk Risk
+	// RiskFrom says where the risk came from: "hints", or "declared:<glob>".
+	RiskFrom string
+	// Verdicts lists every source that had a say: the matching rules in
+	// policy order, then the autonomy level (when set).
+	Verdicts []Verdict
+	// Verdict is the strongest of Verdicts under deny > ask > allow (the first
+	// among equals), or an allow by "default" when Verdicts is empty.
+	Verdict Verdict
+}
+
+// Evaluate decides about c and says why. Arguments that are not a JSON object
+// are treated as an empty object (the agent validates them before this step).
+func (p *Policy) Evaluate(c Call) Evaluation {
+	ev := Evaluation{Risk: RiskOf(c.Hints), RiskFrom: "hints"}
+	for _, d := range p.spec.Risks {
+		if glob.Match(d.Tool, c.Tool) {
+			ev.Risk, ev.RiskFrom = d.Risk, "declared:"+d.Tool
+			break
+		}
+	}
+	var args map[string]any
+	if len(bytes.TrimSpace(c.Args)) > 0 {
+		d := json.NewDecoder(bytes.NewReader(c.Args))
+		d.UseNumber()
+		_ = d.Decode(&args)
+	}
+	for _, r := range p.rules {
+		if !r.matches(c, ev.Risk, args) {
+			continue
+		}
+		reason := r.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("policy rule %s says %s", r.ID, r.Decision)
+		}
+		ev.Verdicts = append(ev.Verdicts, Verdict{Decision: r.Decision, Reason: reason, By: "rule:" + r.ID})
+	}
+	if a := p.spec.Autonomy; a != "" {
+		d := AutonomyDecision(a, ev.Risk)
+		reason := fmt.Sprintf("%s risk at autonomy %s: %s", ev.Risk, a, d)
+		if ev.Risk == RiskEscalation {
+			reason = "escalation is denied at every autonomy level"
+		}
+		ev.Verdicts = append(ev.Verdicts, Verdict{Decision: d, Reason: reason, By: "autonomy:" + string(a)})
+	}
+	if len(ev.Verdicts) == 0 {
+		ev.Verdict = Verdict{Decision: Allow, By: "default", Reason: "no policy rule matched and no autonomy level is set"}
+	} else {
+		ev.Verdict = Strongest(ev.Verdicts...)
+	}
+	return ev
+}
+
+// Authorize implements [Authorizer]: the Verdict of [Policy.Evaluate]. It never
+// returns an error.
+func (p *Policy) Authorize(ctx context.Context, c Call) (Verdict, error) {
+	return p.Evaluate(c).Verdict, nil
+}
+
+// mcpDefaults are the MCP specification's defaults for missing annotations.
+var mcpDefaults = tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
+
+func (r *compiledRule) matches(c Call, risk Risk, args map[string]any) bool {
+	if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, c.Tool) }) {
+		return false
+	}
+	h := mcpDefaults
+	if c.Hints != nil {
+		h = *c.Hints
+	}
+	for _, hc := range []struct {
+		want *bool
+		got  bool
+	}{{r.Hints.ReadOnly, h.ReadOnly}, {r.Hints.Destructive, h.Destructive}, {r.Hints.Idempotent, h.Idempotent}, {r.Hints.OpenWorld, h.OpenWorld}} {
+		if hc.want != nil && *hc.want != hc.got {
+			return false
+		}
+	}
+	if len(r.Risks) > 0 && !slices.Contains(r.Risks, risk) {
+		return false
+	}
+	for i := range r.args {
+		if !r.args[i].holds(args) {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *compiledArg) holds(args map[string]any) bool {
+	var v any = args
+	for _, seg := range a.path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = m[seg]; !ok {
+			return false
+		}
+	}
+	if a.equals != "" {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return false
+		}
+		c, err := canonicalJSON(b)
+		if err != nil || c != a.equals {
+			return false
+		}
+	}
+	if a.Prefix == "" && a.PathPrefix == "" && a.re == nil {
+		return true
+	}
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	if a.Prefix != "" && !strings.HasPrefix(s, a.Prefix) {
+		return false
+	}
+	if a.PathPrefix != "" && !underPath(path.Clean(s), a.prefix) {
+		return false
+	}
+	if a.re != nil && !a.re.MatchString(s) {
+		return false
+	}
+	return true
+}
+
+// underPath reports whether the cleaned path p equals dir or lies below it.
+func underPath(p, dir string) bool {
+	switch {
+	case p == dir:
+		return true
+	case dir == "/":
+		return strings.HasPrefix(p, "/")
+	case dir == ".":
+		return !strings.HasPrefix(p, "/") && p != ".." && !strings.HasPrefix(p, "../")
+	}
+	return strings.HasPrefix(p, dir+"/")
+}
