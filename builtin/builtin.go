@@ -25,13 +25,13 @@ const Source = "builtin"
 
 // Defaults used when the corresponding [Options] field is zero.
 const (
-	DefaultBashTimeout    = 60 * time.Second
-	DefaultMaxBashTimeout = 10 * time.Minute
-	DefaultMaxOutputBytes = 64 << 10
-	DefaultReadLimit      = 2000
-	DefaultMaxLineBytes   = 2000
-	DefaultMaxGrepMatches = 100
-	DefaultMaxGlobResults = 1000
+	DefaultBashTimeout    = 60 * time.Second // bash's timeout when a call gives none
+	DefaultMaxBashTimeout = 10 * time.Minute // the longest timeout a call may ask for
+	DefaultMaxOutputBytes = 64 << 10         // bytes of bash output kept (64 KiB)
+	DefaultReadLimit      = 2000             // lines read returns when a call gives no limit
+	DefaultMaxLineBytes   = 2000             // bytes shown of one line by read and grep
+	DefaultMaxGrepMatches = 100              // matching lines grep reports
+	DefaultMaxGlobResults = 1000             // paths glob reports
 )
 
 var names = []string{Bash, Read, Write, Edit, Grep, Glob}
@@ -73,9 +73,14 @@ func (o *Options) withDefaults() (Options, error) {
 		c = *o
 		c.Env = slices.Clone(o.Env)
 	}
-	if c.BashTimeout < 0 || c.MaxBashTimeout < 0 || c.MaxOutputBytes < 0 || c.ReadLimit < 0 ||
-		c.MaxLineBytes < 0 || c.MaxGrepMatches < 0 || c.MaxGlobResults < 0 {
-		return c, fmt.Errorf("builtin: negative value in Options: %+v", c)
+	for name, v := range map[string]int64{
+		"BashTimeout": int64(c.BashTimeout), "MaxBashTimeout": int64(c.MaxBashTimeout),
+		"MaxOutputBytes": int64(c.MaxOutputBytes), "ReadLimit": int64(c.ReadLimit), "MaxLineBytes": int64(c.MaxLineBytes),
+		"MaxGrepMatches": int64(c.MaxGrepMatches), "MaxGlobResults": int64(c.MaxGlobResults),
+	} {
+		if v < 0 {
+			return c, fmt.Errorf("builtin: Options.%s is negative (%d); use 0 for the default", name, v)
+		}
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {

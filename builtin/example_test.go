@@ -36,5 +36,5 @@ func ExampleNew_confinement() {
 	// Output:
 	// read notes.txt: error=false "     1\tinside\n"
 	// read ../secret.txt: error=true "refused: path \"../secret.txt\" is outside the workspace"
-	// read shortcut: error=true "refused: path \"shortcut\" leads outside the workspace (through a symbolic link)"
+	// read shortcut: error=true "refused: path \"shortcut\" leads outside the workspace through a symbolic link (links must be relative and stay inside)"
 }

@@ -78,7 +78,7 @@ func describe(p string, err error) string {
 	case errors.As(err, &ref):
 		return ref.Error()
 	case escapes(err):
-		return fmt.Sprintf("refused: path %q leads outside the workspace (through a symbolic link)", p)
+		return fmt.Sprintf("refused: path %q leads outside the workspace through a symbolic link (links must be relative and stay inside)", p)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("%s: no such file or directory", p)
 	}
