@@ -1,0 +1,18 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/storetest"
+)
+
+func TestMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts *store.Options) store.Store { return store.NewMemory(opts) })
+}
+
+func TestAnswerOfPending(t *testing.T) {
+	if ans, ok := (store.Approval{ID: "x", Status: store.StatusPending}).Answer(); ok {
+		t.Errorf("a pending approval answered %+v", ans)
+	}
+}

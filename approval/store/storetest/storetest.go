@@ -1,0 +1,420 @@
+// Package storetest is the test suite every [store.Store] implementation must
+// pass, in the spirit of testing/slogtest: an implementation's tests call
+// [Run] with a constructor, and the suite checks the run and approval life
+// cycles, the status machine, single use, digest binding, expiry, and that
+// Decide, Consume and UpdateRun stay atomic under concurrent callers.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// NewFunc returns a new, empty store that uses opts (in particular its clock).
+// The suite closes it; the constructor should register any other clean-up
+// with t.Cleanup.
+type NewFunc func(t *testing.T, opts *store.Options) store.Store
+
+// Clock is a settable clock for the suite's stores.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Run runs the whole suite against the stores newStore makes, each in its own
+// subtest with its own store.
+func Run(t *testing.T, newStore NewFunc) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store, c *Clock)
+	}{
+		{"RunLifecycle", testRunLifecycle},
+		{"ApprovalsStoredWithRun", testApprovalsStoredWithRun},
+		{"CreateIsAtomic", testCreateIsAtomic},
+		{"SameRequestIDInTwoRuns", testSameRequestIDInTwoRuns},
+		{"DecideApprove", testDecideApprove},
+		{"DecideDeny", testDecideDeny},
+		{"DecideExpired", testDecideExpired},
+		{"ConsumeOnce", testConsumeOnce},
+		{"ConsumeRefusals", testConsumeRefusals},
+		{"ConcurrentDecide", testConcurrentDecide},
+		{"ConcurrentConsume", testConcurrentConsume},
+		{"ConcurrentUpdateRun", testConcurrentUpdateRun},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Clock{t: time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)}
+			s := newStore(t, &store.Options{Now: c.Now})
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tt.fn(t, s, c)
+		})
+	}
+}
+
+var ctx = context.Background()
+
+func mustErr(t *testing.T, err, want error, what string) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: err = %v, want %v", what, err, want)
+	}
+}
+
+func check(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// pendingApproval returns an approval record for request id of a call.
+func pendingApproval(id string, exp *time.Time) store.Approval {
+	args := json.RawMessage(`{"to":"bob","amount":10}`)
+	data, _ := json.Marshal(map[string]any{"tool": "transfer_funds", "callId": "call_" + id, "args": args, "digest": "sha256:" + id})
+	req := tool.Request{ID: id, Kind: tool.KindApproval, Prompt: "Allow transfer_funds?", Data: data, ExpiresAt: exp}
+	return store.Approval{ID: id, CallID: "call_" + id, Tool: "transfer_funds", Digest: "sha256:" + id, Kind: req.Kind, Prompt: req.Prompt, Request: req, ExpiresAt: exp}
+}
+
+func newRun(id string) store.Run {
+	return store.Run{
+		ID: id, Status: store.RunPending,
+		State:  json.RawMessage(`{"version":1,"runId":"` + id + `"}`),
+		Result: json.RawMessage(`{"status":"pending"}`),
+		Config: json.RawMessage(`{"args":["run","--policy","p.yaml"]}`),
+	}
+}
+
+func testRunLifecycle(t *testing.T, s store.Store, c *Clock) {
+	created := c.Now()
+	r := newRun("run_1")
+	check(t, s.CreateRun(ctx, r), "CreateRun")
+	mustErr(t, s.CreateRun(ctx, r), store.ErrExists, "CreateRun twice")
+	_, err := s.GetRun(ctx, "run_nope")
+	mustErr(t, err, store.ErrNotFound, "GetRun unknown")
+
+	got, err := s.GetRun(ctx, "run_1")
+	check(t, err, "GetRun")
+	want := r
+	want.CreatedAt, want.UpdatedAt = created, created
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("GetRun (-want +got):\n%s", d)
+	}
+
+	c.Advance(time.Minute)
+	upd := store.Run{ID: "run_1", Status: store.RunResuming, State: json.RawMessage(`{"v":2}`), Config: json.RawMessage(`{"ignored":true}`)}
+	mustErr(t, s.UpdateRun(ctx, upd, store.RunRunning), store.ErrConflict, "UpdateRun from the wrong status")
+	mustErr(t, s.UpdateRun(ctx, store.Run{ID: "run_nope", Status: store.RunDone}, store.RunPending), store.ErrNotFound, "UpdateRun unknown")
+	check(t, s.UpdateRun(ctx, upd, store.RunPending), "UpdateRun")
+	got, err = s.GetRun(ctx, "run_1")
+	check(t, err, "GetRun")
+	want = store.Run{ID: "run_1", Status: store.RunResuming, State: json.RawMessage(`{"v":2}`), Config: r.Config, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("after UpdateRun (-want +got); Config and CreatedAt must be kept, Result replaced:\n%s", d)
+	}
+
+	r2 := newRun("run_2")
+	r2.Status = store.RunDone
+	check(t, s.CreateRun(ctx, r2), "CreateRun 2")
+	r3 := newRun("run_3")
+	check(t, s.CreateRun(ctx, r3), "CreateRun 3")
+	ids := func(f store.RunFilter) []string {
+		rs, err := s.ListRuns(ctx, f)
+		check(t, err, "ListRuns")
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if d := cmp.Diff([]string{"run_1", "run_2", "run_3"}, ids(store.RunFilter{})); d != "" {
+		t.Errorf("ListRuns all (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"run_3"}, ids(store.RunFilter{Status: store.RunPending})); d != "" {
+		t.Errorf("ListRuns pending (-want +got):\n%s", d)
+	}
+}
+
+func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
+	exp := c.Now().Add(time.Hour)
+	a, b := pendingApproval("req_a", &exp), pendingApproval("req_b", nil)
+	a.Status, a.DecidedBy = store.StatusApproved, "mallory" // the store resets both
+	check(t, s.CreateRun(ctx, newRun("run_1"), a, b), "CreateRun")
+	got, err := s.GetApproval(ctx, "run_1", "req_a")
+	check(t, err, "GetApproval")
+	want := pendingApproval("req_a", &exp)
+	want.RunID, want.Status, want.CreatedAt, want.UpdatedAt = "run_1", store.StatusPending, c.Now(), c.Now()
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("GetApproval (-want +got):\n%s", d)
+	}
+	_, err = s.GetApproval(ctx, "run_1", "req_nope")
+	mustErr(t, err, store.ErrNotFound, "GetApproval unknown")
+	_, err = s.GetApproval(ctx, "run_2", "req_a")
+	mustErr(t, err, store.ErrNotFound, "GetApproval of another run")
+
+	c.Advance(time.Second)
+	check(t, s.UpdateRun(ctx, store.Run{ID: "run_1", Status: store.RunPending}, store.RunPending, pendingApproval("req_c", nil)), "UpdateRun adding an approval")
+	mustErr(t, s.UpdateRun(ctx, store.Run{ID: "run_1", Status: store.RunPending}, store.RunPending, pendingApproval("req_c", nil)), store.ErrExists, "UpdateRun adding a taken ID")
+	_, err = s.Decide(ctx, "run_1", "req_b", store.Decision{Approve: false, By: "alice", Reason: "no"})
+	check(t, err, "Decide")
+
+	list := func(f store.ApprovalFilter) []string {
+		as, err := s.ListApprovals(ctx, f)
+		check(t, err, "ListApprovals")
+		var out []string
+		for _, a := range as {
+			out = append(out, a.RunID+"/"+a.ID+":"+string(a.Status))
+		}
+		return out
+	}
+	check(t, s.CreateRun(ctx, newRun("run_2"), pendingApproval("req_z", nil)), "CreateRun 2")
+	for _, tt := range []struct {
+		f    store.ApprovalFilter
+		want []string
+	}{
+		{store.ApprovalFilter{}, []string{"run_1/req_a:pending", "run_1/req_b:denied", "run_1/req_c:pending", "run_2/req_z:pending"}},
+		{store.ApprovalFilter{RunID: "run_1"}, []string{"run_1/req_a:pending", "run_1/req_b:denied", "run_1/req_c:pending"}},
+		{store.ApprovalFilter{Status: store.StatusPending}, []string{"run_1/req_a:pending", "run_1/req_c:pending", "run_2/req_z:pending"}},
+		{store.ApprovalFilter{ID: "req_z"}, []string{"run_2/req_z:pending"}},
+		{store.ApprovalFilter{RunID: "run_2", Status: store.StatusDenied}, nil},
+	} {
+		if d := cmp.Diff(tt.want, list(tt.f)); d != "" {
+			t.Errorf("ListApprovals(%+v) (-want +got):\n%s", tt.f, d)
+		}
+	}
+}
+
+func testCreateIsAtomic(t *testing.T, s store.Store, c *Clock) {
+	err := s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil), pendingApproval("req_a", nil))
+	mustErr(t, err, store.ErrExists, "CreateRun with a duplicate approval ID")
+	_, err = s.GetRun(ctx, "run_1")
+	mustErr(t, err, store.ErrNotFound, "the run of a failed CreateRun")
+	as, err := s.ListApprovals(ctx, store.ApprovalFilter{})
+	check(t, err, "ListApprovals")
+	if len(as) != 0 {
+		t.Fatalf("a failed CreateRun left approvals: %+v", as)
+	}
+}
+
+func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("approve-transfer", nil)), "CreateRun 1")
+	check(t, s.CreateRun(ctx, newRun("run_2"), pendingApproval("approve-transfer", nil)), "CreateRun 2")
+	_, err := s.Decide(ctx, "run_2", "approve-transfer", store.Decision{Approve: true, By: "alice"})
+	check(t, err, "Decide")
+	a, err := s.GetApproval(ctx, "run_1", "approve-transfer")
+	check(t, err, "GetApproval")
+	if a.Status != store.StatusPending {
+		t.Fatalf("deciding run_2's approval changed run_1's: %s", a.Status)
+	}
+}
+
+func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	_, err := s.Decide(ctx, "run_1", "req_nope", store.Decision{Approve: true})
+	mustErr(t, err, store.ErrNotFound, "Decide unknown")
+	c.Advance(time.Minute)
+	edited := json.RawMessage(`{"to":"bob","amount":5}`)
+	got, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice", Reason: "fine", Data: edited})
+	check(t, err, "Decide")
+	now := c.Now()
+	want := pendingApproval("req_a", nil)
+	want.RunID, want.Status, want.DecidedBy, want.Reason, want.Data = "run_1", store.StatusApproved, "alice", "fine", edited
+	want.CreatedAt, want.UpdatedAt, want.DecidedAt = now.Add(-time.Minute), now, &now
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("Decide (-want +got):\n%s", d)
+	}
+	stored, err := s.GetApproval(ctx, "run_1", "req_a")
+	check(t, err, "GetApproval")
+	if d := cmp.Diff(want, stored); d != "" {
+		t.Fatalf("stored after Decide (-want +got):\n%s", d)
+	}
+	ans, ok := stored.Answer()
+	if !ok || !ans.OK || string(ans.Data) != string(edited) || ans.By != "alice" || ans.ID != "req_a" {
+		t.Errorf("Answer() = %+v, %v", ans, ok)
+	}
+	for _, d := range []store.Decision{{Approve: true, By: "alice"}, {Approve: false, By: "bob", Reason: "changed my mind"}} {
+		_, err := s.Decide(ctx, "run_1", "req_a", d)
+		mustErr(t, err, store.ErrDecided, "Decide twice")
+	}
+	stored, _ = s.GetApproval(ctx, "run_1", "req_a")
+	if stored.Status != store.StatusApproved || stored.DecidedBy != "alice" {
+		t.Fatalf("a refused second decision changed the approval: %+v", stored)
+	}
+}
+
+func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	got, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: false, By: "alice", Reason: "too much", Data: json.RawMessage(`{"x":1}`)})
+	check(t, err, "Decide")
+	if got.Status != store.StatusDenied || got.Reason != "too much" || got.Data != nil || got.DecidedAt == nil {
+		t.Fatalf("denied approval = %+v", got)
+	}
+	ans, ok := got.Answer()
+	if !ok || ans.OK || ans.Reason != "too much" {
+		t.Errorf("Answer() = %+v, %v", ans, ok)
+	}
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "bob"})
+	mustErr(t, err, store.ErrDecided, "approve after deny")
+}
+
+func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
+	exp := c.Now().Add(time.Minute)
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", &exp), pendingApproval("req_b", &exp)), "CreateRun")
+	c.Advance(59 * time.Second)
+	_, err := s.Decide(ctx, "run_1", "req_b", store.Decision{Approve: true, By: "alice"})
+	check(t, err, "Decide a second before expiry")
+	c.Advance(time.Second) // exactly at ExpiresAt: expired
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
+	mustErr(t, err, store.ErrExpired, "Decide at expiry")
+	a, err := s.GetApproval(ctx, "run_1", "req_a")
+	check(t, err, "GetApproval")
+	if a.Status != store.StatusExpired || a.DecidedBy != "" {
+		t.Fatalf("expired approval stored as %+v", a)
+	}
+	if ans, ok := a.Answer(); !ok || ans.OK {
+		t.Errorf("expired Answer() = %+v, %v; want a decline", ans, ok)
+	}
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true})
+	mustErr(t, err, store.ErrDecided, "Decide after expiry was recorded")
+}
+
+func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
+	mustErr(t, err, store.ErrNotApproved, "Consume pending")
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
+	check(t, err, "Decide")
+	_, err = s.Consume(ctx, "run_1", "req_a", "sha256:other")
+	mustErr(t, err, store.ErrDigestMismatch, "Consume with another digest")
+	if a, _ := s.GetApproval(ctx, "run_1", "req_a"); a.Status != store.StatusApproved {
+		t.Fatalf("a digest mismatch changed the approval to %s", a.Status)
+	}
+	c.Advance(time.Second)
+	got, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
+	check(t, err, "Consume")
+	if got.Status != store.StatusUsed || got.UsedAt == nil || !got.UsedAt.Equal(c.Now()) {
+		t.Fatalf("consumed approval = %+v", got)
+	}
+	_, err = s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
+	mustErr(t, err, store.ErrUsed, "Consume twice")
+	_, err = s.Consume(ctx, "run_1", "req_nope", "x")
+	mustErr(t, err, store.ErrNotFound, "Consume unknown")
+}
+
+func testConsumeRefusals(t *testing.T, s store.Store, c *Clock) {
+	exp := c.Now().Add(time.Minute)
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_denied", nil), pendingApproval("req_late", &exp)), "CreateRun")
+	_, err := s.Decide(ctx, "run_1", "req_denied", store.Decision{Approve: false, By: "alice", Reason: "no"})
+	check(t, err, "Decide deny")
+	_, err = s.Consume(ctx, "run_1", "req_denied", "sha256:req_denied")
+	mustErr(t, err, store.ErrNotApproved, "Consume denied")
+	_, err = s.Decide(ctx, "run_1", "req_late", store.Decision{Approve: true, By: "alice"})
+	check(t, err, "Decide approve")
+	c.Advance(2 * time.Minute)
+	_, err = s.Consume(ctx, "run_1", "req_late", "sha256:req_late")
+	mustErr(t, err, store.ErrExpired, "Consume after expiry")
+	a, _ := s.GetApproval(ctx, "run_1", "req_late")
+	if a.Status != store.StatusExpired {
+		t.Fatalf("approval consumed after expiry stored as %s, want expired", a.Status)
+	}
+	_, err = s.Consume(ctx, "run_1", "req_late", "sha256:req_late")
+	mustErr(t, err, store.ErrNotApproved, "Consume expired")
+}
+
+const racers = 12
+
+// race runs fn from racers goroutines at once and returns how many succeeded;
+// every failure must be one of allowed.
+func race(t *testing.T, fn func(i int) error, allowed ...error) int {
+	t.Helper()
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, racers)
+	for i := 0; i < racers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := fn(i)
+			if err == nil {
+				ok.Add(1)
+				return
+			}
+			for _, a := range allowed {
+				if errors.Is(err, a) {
+					return
+				}
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected error: %v", err)
+	}
+	return int(ok.Load())
+}
+
+func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	n := race(t, func(i int) error {
+		_, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: i%2 == 0, By: fmt.Sprintf("p%d", i)})
+		return err
+	}, store.ErrDecided)
+	if n != 1 {
+		t.Fatalf("%d concurrent decisions succeeded, want exactly 1", n)
+	}
+}
+
+func testConcurrentConsume(t *testing.T, s store.Store, c *Clock) {
+	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	_, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
+	check(t, err, "Decide")
+	n := race(t, func(int) error {
+		_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
+		return err
+	}, store.ErrUsed)
+	if n != 1 {
+		t.Fatalf("%d concurrent uses succeeded, want exactly 1", n)
+	}
+}
+
+func testConcurrentUpdateRun(t *testing.T, s store.Store, c *Clock) {
+	check(t, s.CreateRun(ctx, newRun("run_1")), "CreateRun")
+	n := race(t, func(i int) error {
+		return s.UpdateRun(ctx, store.Run{ID: "run_1", Status: store.RunResuming, State: json.RawMessage(fmt.Sprintf(`{"by":%d}`, i))}, store.RunPending)
+	}, store.ErrConflict)
+	if n != 1 {
+		t.Fatalf("%d concurrent claims of one run succeeded, want exactly 1", n)
+	}
+}
