@@ -1,0 +1,169 @@
+// Package records writes the decision record of every tool call (issue item 5,
+// ARCHITECTURE.md pipeline step 9) as JSON lines and to slog. A [Writer]'s
+// Record method has the shape of agent.Options.OnRecord.
+//
+// A line holds the call ID, the tool, the digests of the model's and of the
+// executed arguments, the outcome, who decided and why, every vote, and the
+// timings; never argument values or outputs, which may hold secrets (the
+// agent's transcript and state keep those).
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+)
+
+// Line is one JSON line: the decision record of one tool call.
+type Line struct {
+	// Time is when the line was written (RFC 3339 in JSON).
+	Time time.Time `json:"time"`
+	// Run is the run's ID when the writer knows it (Options.Run), else empty.
+	Run             string        `json:"run,omitempty"`
+	Call            string        `json:"call"`
+	Tool            string        `json:"tool"`
+	Turn            int           `json:"turn"`
+	RequestedDigest string        `json:"requestedDigest"`
+	ArgsDigest      string        `json:"argsDigest"`
+	Outcome         agent.Outcome `json:"outcome"`
+	By              string        `json:"by"`
+	Reason          string        `json:"reason,omitempty"`
+	Votes           []agent.Vote  `json:"votes,omitempty"`
+	Ran             bool          `json:"ran"`
+	IsError         bool          `json:"isError,omitempty"`
+	Started         time.Time     `json:"started"`
+	// Duration is the whole pipeline's duration; in JSON, nanoseconds (as in
+	// agent.ToolCallRecord).
+	Duration time.Duration `json:"duration"`
+}
+
+// LineOf returns the line for rec.
+func LineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
+	d := rec.Decision
+	return Line{
+		Time: now, Run: run, Call: rec.ID, Tool: rec.Name, Turn: rec.Turn,
+		RequestedDigest: rec.RequestedDigest, ArgsDigest: rec.ArgsDigest,
+		Outcome: d.Outcome, By: d.By, Reason: d.Reason, Votes: d.Votes,
+		Ran: rec.Ran, IsError: rec.IsError, Started: rec.Started, Duration: rec.Duration,
+	}
+}
+
+// Options configures a [Writer]; nil means defaults.
+type Options struct {
+	// Run, if set, is written as each line's run ID.
+	Run string
+	// Logger, if set, also receives each record at INFO as "tool call
+	// decision" (digests only, like the lines).
+	Logger *slog.Logger
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+}
+
+// Writer writes one JSON line per record to an io.Writer. It is safe for
+// concurrent use (the agent calls OnRecord from each call's goroutine): each
+// line is written with a single Write call under a lock, so lines never
+// interleave.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	c   io.Closer
+	err error
+	run string
+	log *slog.Logger
+	now func() time.Time
+}
+
+// NewWriter returns a writer of lines to w (which it does not close).
+func NewWriter(w io.Writer, opts *Options) *Writer {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{w: w, run: o.Run, log: o.Logger, now: o.Now}
+}
+
+// OpenFile opens path for appending (creating it with mode 0600) and returns
+// a writer to it; Close closes the file.
+func OpenFile(path string, opts *Options) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("records: %w", err)
+	}
+	w := NewWriter(f, opts)
+	w.c = f
+	return w, nil
+}
+
+// WithRun returns a writer to the same destination (sharing its lock) whose
+// lines carry run ID run, for a host that learns the run's ID (on resume, or
+// after the run halts).
+func (w *Writer) WithRun(run string) *RunWriter { return &RunWriter{w: w, run: run} }
+
+// Record writes rec's line and logs it; it has the signature of
+// agent.Options.OnRecord. The first write error is kept (see [Writer.Err]) and
+// later records are still attempted.
+func (w *Writer) Record(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, w.run, rec) }
+
+func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecord) {
+	line := LineOf(run, rec, w.now())
+	b, err := json.Marshal(line)
+	if err == nil {
+		b = append(b, '\n')
+		w.mu.Lock()
+		_, err = w.w.Write(b)
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+	}
+	w.log.LogAttrs(ctx, slog.LevelInfo, "tool call decision",
+		slog.String("run", run), slog.String("call", rec.ID), slog.String("tool", rec.Name),
+		slog.String("outcome", string(rec.Decision.Outcome)), slog.String("by", rec.Decision.By),
+		slog.String("requestedDigest", rec.RequestedDigest), slog.String("argsDigest", rec.ArgsDigest),
+		slog.Bool("ran", rec.Ran), slog.Bool("isError", rec.IsError), slog.Duration("duration", rec.Duration))
+	if err != nil {
+		w.log.LogAttrs(ctx, slog.LevelError, "writing decision record failed", slog.String("call", rec.ID), slog.String("error", err.Error()))
+	}
+}
+
+// Err returns the first error met writing a line, or nil.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close closes the file opened by [OpenFile] (nothing for [NewWriter]) and
+// returns the first write error or the close error.
+func (w *Writer) Close() error {
+	var cerr error
+	if w.c != nil {
+		cerr = w.c.Close()
+	}
+	if err := w.Err(); err != nil {
+		return err
+	}
+	return cerr
+}
+
+// RunWriter is a [Writer] whose lines carry one run's ID.
+type RunWriter struct {
+	w   *Writer
+	run string
+}
+
+// Record is like [Writer.Record] with the run ID of this RunWriter.
+func (r *RunWriter) Record(ctx context.Context, rec agent.ToolCallRecord) { r.w.record(ctx, r.run, rec) }

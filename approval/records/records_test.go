@@ -1,0 +1,128 @@
+package records_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/records"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+var at = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func rec(i int) agent.ToolCallRecord {
+	return agent.ToolCallRecord{
+		ID: fmt.Sprintf("c%d", i), Name: "transfer_funds", Turn: 1,
+		RequestedArgs: json.RawMessage(`{"secret":"hunter2"}`), Args: json.RawMessage(`{"secret":"hunter2"}`),
+		RequestedDigest: "sha256:aa", ArgsDigest: "sha256:bb", Output: "token=hunter2", Ran: true,
+		Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: "person:alice", Reason: "ok", Votes: []agent.Vote{{Source: "rule:ask", Decision: "ask"}}},
+		Started:  at, Duration: 1500 * time.Millisecond,
+	}
+}
+
+func TestLineContent(t *testing.T) {
+	var buf, logs bytes.Buffer
+	w := records.NewWriter(&buf, &records.Options{Run: "run_1", Now: func() time.Time { return at }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	w.Record(context.Background(), rec(1))
+	want := `{"time":"2030-01-01T00:00:00Z","run":"run_1","call":"c1","tool":"transfer_funds","turn":1,"requestedDigest":"sha256:aa","argsDigest":"sha256:bb","outcome":"approved","by":"person:alice","reason":"ok","votes":[{"source":"rule:ask","decision":"ask"}],"ran":true,"started":"2030-01-01T00:00:00Z","duration":1500000000}` + "\n"
+	if d := cmp.Diff(want, buf.String()); d != "" {
+		t.Errorf("line (-want +got):\n%s", d)
+	}
+	if strings.Contains(buf.String()+logs.String(), "hunter2") {
+		t.Errorf("an argument or output value leaked:\n%s\n%s", buf.String(), logs.String())
+	}
+	if !strings.Contains(logs.String(), `"argsDigest":"sha256:bb"`) || !strings.Contains(logs.String(), `"by":"person:alice"`) {
+		t.Errorf("log = %s", logs.String())
+	}
+	var r bytes.Buffer
+	records.NewWriter(&r, nil).WithRun("run_9").Record(context.Background(), rec(2))
+	if !strings.Contains(r.String(), `"run":"run_9"`) {
+		t.Errorf("WithRun line = %s", r.String())
+	}
+}
+
+// Concurrent records (as the agent's parallel calls make them) give one whole
+// line each, through a real agent run as Options.OnRecord.
+func TestConcurrentThroughAgent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "records.jsonl")
+	w, err := records.OpenFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	var calls []model.FuncCall
+	for i := 0; i < n; i++ {
+		calls = append(calls, model.FuncCall{ID: fmt.Sprintf("c%d", i), Name: "echo", Arguments: map[string]any{"v": strings.Repeat("x", 2000)}})
+	}
+	var once sync.Once
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		var rep model.Reply
+		once.Do(func() { rep.ToolCalls = calls })
+		if rep.ToolCalls == nil {
+			rep.Content = "done"
+		}
+		return rep, nil
+	})
+	echo := tool.Must("echo", "", func(ctx context.Context, in struct {
+		V string `json:"v"`
+	}) (string, error) {
+		return in.V, nil
+	}, nil)
+	a, err := agent.New(agent.Options{Model: m, Tools: agent.ToolList{echo}, OnRecord: w.Record, MaxParallel: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l records.Line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if l.Outcome != agent.OutcomeAllowed || !l.Ran || l.ArgsDigest == "" {
+			t.Errorf("line %+v", l)
+		}
+		seen[l.Call] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct calls recorded, want %d", len(seen), n)
+	}
+}
+
+type failing struct{}
+
+func (failing) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWriteErrorKept(t *testing.T) {
+	w := records.NewWriter(failing{}, nil)
+	w.Record(context.Background(), rec(1))
+	w.Record(context.Background(), rec(2))
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Close = %v, want the write error", err)
+	}
+}
