@@ -166,4 +166,6 @@ type RunWriter struct {
 }
 
 // Record is like [Writer.Record] with the run ID of this RunWriter.
-func (r *RunWriter) Record(ctx context.Context, rec agent.ToolCallRecord) { r.w.record(ctx, r.run, rec) }
+func (r *RunWriter) Record(ctx context.Context, rec agent.ToolCallRecord) {
+	r.w.record(ctx, r.run, rec)
+}
