@@ -5,8 +5,9 @@
 // It only translates: tollgate's [model.Request] becomes a Chat Completions
 // request (system, user, assistant messages with tool calls, tool messages
 // keyed by call ID, function tools whose parameters are the raw JSON Schema
-// of [model.ToolDef.InputSchema]), and the answer becomes a
-// [model.Response]. [Model.Stream] reads the server-sent events of a
+// of [model.ToolDef.InputSchema], MaxTokens as max_completion_tokens), and
+// the answer becomes a [model.Response]. OpenAI has no error flag on tool
+// messages: a failed tool result is sent as its text. [Model.Stream] reads the server-sent events of a
 // streaming request (stream_options.include_usage set), assembles tool-call
 // arguments across chunks by their index and takes the usage from the last
 // chunk. Wire format: https://platform.openai.com/docs/api-reference/chat.
