@@ -1,0 +1,95 @@
+package declarative
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestMatcher(t *testing.T) {
+	tests := []struct {
+		pattern Matcher
+		tool    string
+		want    bool
+	}{
+		// C12: case-insensitive, no implicit prefix.
+		{"Bash", "bash", true},
+		{"bash", "BASH", true},
+		{"mcp__github", "mcp__github__list_issues", false},
+		{"mcp__GitHub__*", "mcp__github__list_issues", true},
+		{"mcp__github__*", "mcp__github", false},
+		{"file_*", "file_read", true},
+		{"file_*", "file_", true},
+		{"file_*", "read_file", false},
+		{"*_file", "read_file", true},
+		{"*", "", true},
+		{"*", "anything", true},
+		{MatchAll, "x", true},
+		{"", "anything", true}, // no matcher
+		{"**", "abc", true},
+		{"a*b*c", "aXXbYYc", true},
+		{"a*b*c", "aXXbYY", false},
+		{"a*a*a", "aaa", true},
+		{"a*a*a", "aa", false},
+		{"*ab", "aab", true},
+		// Every other character is literal.
+		{"file.read", "fileXread", false},
+		{"file.read", "file.read", true},
+		{"file?", "files", false},
+		{"file?", "file?", true},
+		{"[ab]", "a", false},
+		{"[ab]", "[AB]", true},
+		{"f(x)", "f(x)", true},
+		{`a\*`, `a\anything`, true},
+		{`a\b`, `a\b`, true},
+		{"^bash$", "bash", false},
+		// Unicode case folding.
+		{"Kelvin", "\u212aelvin", true},
+		{"STRASSE", "stra\u017f\u017fe", true},
+		{"ÉTÉ", "été", true},
+		{"été*", "ÉTÉ_x", true},
+		{"x", "\xff", false},
+		{"\xff", "\xff", true},
+		{"\xfe", "\xff", false},
+	}
+	for _, tt := range tests {
+		if got := tt.pattern.Match(tt.tool); got != tt.want {
+			t.Errorf("Matcher(%q).Match(%q) = %v, want %v", tt.pattern, tt.tool, got, tt.want)
+		}
+	}
+}
+
+// globRegexp is the reference: the glob turned into a case-insensitive regexp.
+func globRegexp(p string) *regexp.Regexp {
+	parts := strings.Split(p, "*")
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile(`(?is)\A` + strings.Join(parts, ".*") + `\z`)
+}
+
+func FuzzMatcher(f *testing.F) {
+	for _, s := range [][2]string{
+		{"Bash", "bash"}, {"mcp__github", "mcp__github__list_issues"}, {"mcp__GitHub__*", "mcp__github__x"},
+		{"a*b*c", "abbbc"}, {"*", ""}, {"", "x"}, {"k*", "\u212a"}, {"*s", "\u017f"}, {"a.b", "axb"},
+		{"*a*a*a*", "aaaa"}, {"[x]", "[X]"}, {"ÉTÉ*", "été"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		got := Matcher(pattern).Match(name)
+		if pattern == "" {
+			if !got {
+				t.Fatalf("empty matcher did not match %q", name)
+			}
+			return
+		}
+		if !utf8.ValidString(pattern) || !utf8.ValidString(name) {
+			return // the regexp reference has no byte semantics
+		}
+		if want := globRegexp(pattern).MatchString(name); got != want {
+			t.Fatalf("Matcher(%q).Match(%q) = %v, reference %v", pattern, name, got, want)
+		}
+	})
+}
