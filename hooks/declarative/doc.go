@@ -1,0 +1,145 @@
+// Package declarative is the declarative tool call hook registry of seed 000
+// ("Tool call hooks"): hooks read from YAML or built in code, each an event, an
+// optional matcher on the tool name and an action (log or command), attached
+// to an agent as its one [hooks.ToolCallListener].
+//
+// The hooks are a library: nothing loads a hooks file or attaches hooks to an
+// agent unless the caller does ([Registry.ApplyTo]). The package does not
+// import package agent; anything with SetToolCallListener and ID is a
+// [Target].
+//
+// # YAML format
+//
+// [FromYAML] and [Load] read a top-level hooks list:
+//
+//	hooks:
+//	  - event: preToolUse          # or PRE_TOOL_USE
+//	    matcher: "file_*"          # optional; glob on the tool name
+//	    action:
+//	      type: log                # log or command, any letter case
+//	      message: "${tool} starting"
+//	  - event: onError
+//	    action:
+//	      type: command
+//	      command: "echo tool failed >> hooks.log"   # run with sh -c
+//	      timeout: 5s                                # optional, default 30s
+//	  - event: postToolUse
+//	    action:
+//	      type: command
+//	      argv: [notify-send, "tool ${tool} ran"]    # no shell
+//
+// Event names are camelCase (preToolUse, postToolUse, onStart, onStop,
+// onError) or UPPER_SNAKE (PRE_TOOL_USE, ...). A log action needs message; a
+// command action needs exactly one of command (a string for sh -c) and argv
+// (a list: program, then arguments; numbers are taken as written). timeout is
+// a Go duration with a unit ("500ms", "5s", "2m") between [MinTimeout] and
+// [MaxTimeout]; only command actions take it.
+//
+// Loading never fails. An entry with a missing, unknown or ill-typed event,
+// matcher, action, type or field, or a bad timeout, is skipped with a WARN log
+// naming FILE:LINE:COL; unknown top-level keys are ignored with a WARN; a
+// document that does not parse (or is not a mapping with a hooks list) logs an
+// ERROR and gives an empty registry. Loading also warns, keeping the hook, when
+// a matcher is given for an event that ignores it, when a shell command uses
+// ${tool}, ${args}, ${callId} or ${error}, and when an unquoted message,
+// command or argv element is followed by a comment on its line (YAML drops
+// " #..." from a plain scalar: `command: echo a #b` runs `echo a`; write
+// `command: "echo a #b"`). Every problem is kept as a [Diagnostic]. YAML
+// anchors and tags are accepted; aliases and merge keys are not (the entry is
+// skipped). Only the first YAML document of a stream is read.
+//
+// # Events and their context
+//
+// Every hook runs with a context: a map from key to value that templates
+// (${key}), the TOLLGATE_* environment variables, the JSON object on stdin and a
+// custom [Executor] all see. The agent fires the tool events for calls that
+// really run; a call that the BeforeTool hooks short-circuit, that fails
+// validation or that the authorization check denies fires no hooks.
+//
+//	key         type             events                          meaning
+//	event       string           all                             PRE_TOOL_USE, POST_TOOL_USE, ON_START, ON_STOP or ON_ERROR
+//	tool        string           PRE, POST, ON_ERROR (+FireToolEvent)  tool name, as the model wrote it
+//	args        json.RawMessage  PRE, POST, ON_ERROR             the arguments the tool runs with, a JSON object ({} if none)
+//	callId      string           PRE, POST, ON_ERROR             tool call ID, as the model (or provider) wrote it
+//	turn        int              PRE, POST, ON_ERROR             model turn of the call, from 1
+//	agent       string           PRE, POST, ON_ERROR, ON_START   agent ID
+//	runId       string           PRE, POST, ON_ERROR             run ID
+//	latencyMs   int64            POST, ON_ERROR                  how long the tool ran, in whole milliseconds
+//	success     bool             POST, ON_ERROR                  false for an error result, an error or a panic
+//	error       string           POST, ON_ERROR                  the error text ("" on success)
+//	outputSize  int              POST, ON_ERROR                  length of the tool's output, in bytes
+//
+// ON_STOP, and any event fired with [Registry.FireEvent], has exactly the keys
+// the caller passes (tollgate run passes agent, runId and status, the run's
+// final status such as "done" or "error"), plus event unless the caller set it.
+// [Registry.FireToolEvent] adds tool.
+//
+// In templates, and in environment variables, a value is formatted by
+// [FormatValue]: strings and args as their text, numbers in decimal, booleans as
+// true or false.
+//
+// # Matchers
+//
+// A [Matcher] is a glob on the tool name where * matches any run of characters
+// and every other character matches itself; case is ignored. There is no
+// implicit prefix. A hook with no matcher runs for every tool. Matchers apply to
+// PRE_TOOL_USE and POST_TOOL_USE only: ON_START, ON_STOP and ON_ERROR hooks
+// ignore them, so an ON_ERROR hook runs for every failing tool. Matchers are
+// compiled when the registry is built.
+//
+// # Actions
+//
+// The standard executor ([NewExecutor]) writes a log action's message at INFO,
+// prefixed "[HOOK] ", to the registry's logger, with logger=[ExecutorLoggerName].
+// It runs a command action with sh -c in the process working directory (or its
+// argv without a shell), waits up to its timeout (30 s by default), and then
+// kills the command's whole process group; it also kills it when the context
+// of the tool call (hence the run) is canceled. A non-zero exit, a timeout or a
+// failure to start is logged at WARN with up to 50 lines of the command's
+// combined output. Output is captured up to [OutputLimit] bytes and the rest is
+// drained, and stdin is written from a separate goroutine, so neither a command
+// that prints megabytes nor one that never reads stdin can block it beyond its
+// timeout. A failing action never stops the tool call or the other hooks.
+//
+// A hook cannot veto a call, and a command's output is never read: nothing it
+// prints (JSON, "allow", noise) changes the call. Use the BeforeTool hooks of
+// package hooks, tool approval or the approval policies to stop a call.
+//
+// # Timing
+//
+// Hooks run synchronously on the goroutine that runs the tool, one after the
+// other in registration order: the tool waits for every PRE_TOOL_USE hook, and
+// a slow command delays each matching call by up to its timeout. Tool calls of
+// one turn run concurrently, so hooks may run on several goroutines at once.
+//
+// # Values from the model are data
+//
+// As seed 000 warns, values substituted into a template are not quoted: in a
+// shell command, ${tool} and ${callId} come from the model's tool call, ${args}
+// from its arguments and ${error} from an error message, and any of them can
+// contain shell syntax. The loader warns about such commands. The same values
+// reach every command safely in three ways, none of which a shell parses unless
+// the command itself asks for it:
+//
+//   - Environment variables ([Environ]): TOLLGATE_EVENT, TOLLGATE_TOOL,
+//     TOLLGATE_ARGS, TOLLGATE_CALL_ID, TOLLGATE_TURN, TOLLGATE_AGENT,
+//     TOLLGATE_RUN_ID, TOLLGATE_LATENCY_MS, TOLLGATE_SUCCESS, TOLLGATE_ERROR,
+//     TOLLGATE_OUTPUT_SIZE, and for keys passed to FireEvent TOLLGATE_ and the
+//     key in upper snake case (status: TOLLGATE_STATUS). Use them quoted:
+//     command: 'echo "$TOLLGATE_TOOL" >> calls.log'.
+//   - Stdin: the whole context as one JSON object, args embedded as JSON:
+//     command: "jq -r .args.path >> paths.log".
+//   - The argv form, run without a shell, each element expanded on its own:
+//     argv: [logger, -t, tollgate, "tool ${tool} failed: ${error}"].
+//
+// # Attaching
+//
+// [Registry.ApplyTo] sets the agent's tool call listener, replacing any other
+// (an agent has one listener; a later SetToolCallListener removes the hooks),
+// and fires ON_START once per call. A registry with no hooks does nothing. One
+// registry can serve several agents. Applying a registry twice to one agent, or
+// applying two registries loaded from the same file, leaves one listener, so
+// each hook fires once per event; to apply several files at once, [Join] them.
+// The registry never fires ON_STOP: the caller does, with [Registry.FireEvent],
+// and each call runs each ON_STOP hook once.
+package declarative

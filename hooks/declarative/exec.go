@@ -1,0 +1,229 @@
+package declarative
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/proc"
+)
+
+// Limits of the standard executor.
+const (
+	// LogPrefix starts every message of a log action (seed 000: "prefixed
+	// with [HOOK]").
+	LogPrefix = "[HOOK] "
+	// MaxOutputLines is how many lines of a failing command's output are
+	// logged (seed 000: "up to 50 lines of output").
+	MaxOutputLines = 50
+	// OutputLimit is how many bytes of a command's combined stdout and stderr
+	// are kept; the rest is read and dropped, so a command that prints without
+	// end never blocks.
+	OutputLimit = 64 << 10
+	// EnvValueLimit is the longest value, in bytes, put in a TOLLGATE_*
+	// environment variable; a longer one is cut there (stdin has it whole).
+	EnvValueLimit = 32 << 10
+)
+
+// NewExecutor returns the standard executor (seed 000 "Actions"), which
+// [Registry] uses unless Options.Executor is set. Its records carry
+// logger=[ExecutorLoggerName]; logger nil discards.
+//
+// A log action writes LogPrefix + the expanded message at INFO.
+//
+// A command action runs `sh -c COMMAND` (or its argv, without a shell) in the
+// process working directory, with the environment of the process plus the
+// TOLLGATE_* variables and the context as one JSON object on stdin. It waits
+// until the command exits, its timeout passes, or ctx is done; then it kills
+// the command's whole process group. A non-zero exit, a timeout, a
+// cancellation or a failure to start is logged at WARN with up to
+// MaxOutputLines lines of the combined output; success is logged at DEBUG.
+// What the command prints is never read as a decision: a hook cannot veto.
+func NewExecutor(logger *slog.Logger) Executor { return newExecutor(logger) }
+
+type executor struct{ log *slog.Logger }
+
+func newExecutor(logger *slog.Logger) *executor {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &executor{log: logger.With("logger", ExecutorLoggerName)}
+}
+
+// Execute implements [Executor].
+func (x *executor) Execute(ctx context.Context, action Action, hctx map[string]any) {
+	name := hookSource(ctx)
+	if name == "" {
+		name = action.String()
+	}
+	x.execute(ctx, name, action, hctx)
+}
+
+func (x *executor) execute(ctx context.Context, name string, action Action, hctx map[string]any) {
+	switch action.Type {
+	case ActionLog:
+		if x.log.Enabled(ctx, slog.LevelInfo) {
+			x.log.InfoContext(ctx, LogPrefix+Expand(action.Message, hctx))
+		}
+	case ActionCommand:
+		x.command(ctx, name, action, hctx)
+	default:
+		x.log.WarnContext(ctx, "hook action of unknown type skipped", "hook", name, "type", action.Type.String())
+	}
+}
+
+func (x *executor) command(ctx context.Context, name string, action Action, hctx map[string]any) {
+	if err := ctx.Err(); err != nil {
+		x.log.WarnContext(ctx, "hook command not started: the run is canceled", "hook", name, "err", err)
+		return
+	}
+	timeout := action.timeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var cmd *exec.Cmd
+	if action.Argv != nil {
+		argv := make([]string, len(action.Argv))
+		for i, a := range action.Argv {
+			argv[i] = noNUL(Expand(a, hctx))
+		}
+		cmd = exec.CommandContext(cctx, argv[0], argv[1:]...)
+	} else {
+		cmd = exec.CommandContext(cctx, "sh", "-c", noNUL(Expand(action.Command, hctx)))
+	}
+	proc.Prepare(cmd)
+	cmd.Env = append(os.Environ(), Environ(hctx)...)
+	cmd.Stdin = bytes.NewReader(stdinJSON(hctx))
+	out := proc.NewLimitedBuffer(OutputLimit)
+	cmd.Stdout, cmd.Stderr = out, out
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	attrs := []any{"hook", name, "elapsed", elapsed.Round(time.Millisecond)}
+	switch {
+	case err == nil:
+		x.log.DebugContext(ctx, "hook command finished", attrs...)
+		return
+	case ctx.Err() != nil:
+		x.log.WarnContext(ctx, "hook command canceled with the run; its process group was killed", append(attrs, "output", outputLines(out))...)
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		x.log.WarnContext(ctx, fmt.Sprintf("hook command timed out after %s; its process group was killed", timeout), append(attrs, "output", outputLines(out))...)
+	default:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			x.log.WarnContext(ctx, fmt.Sprintf("hook command exited with status %d", ee.ExitCode()), append(attrs, "output", outputLines(out))...)
+		} else {
+			x.log.WarnContext(ctx, "hook command failed to run", append(attrs, "err", err.Error())...)
+		}
+	}
+}
+
+// outputLines returns up to MaxOutputLines lines of what was captured, with a
+// note of what was left out.
+func outputLines(b *proc.LimitedBuffer) string {
+	s := strings.TrimRight(b.String(), "\n")
+	lines := strings.Split(s, "\n")
+	var note string
+	if len(lines) > MaxOutputLines {
+		note = fmt.Sprintf("\n… %d more lines", len(lines)-MaxOutputLines)
+		lines = lines[:MaxOutputLines]
+	}
+	if d := b.Dropped(); d > 0 {
+		note += fmt.Sprintf("\n… %d more bytes not kept", d)
+	}
+	return strings.Join(lines, "\n") + note
+}
+
+// noNUL replaces NUL bytes, which no argument or environment value can carry.
+func noNUL(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// Environ returns the context as environment variables, "NAME=value", sorted
+// by key: each key becomes TOLLGATE_ and the key in upper snake case
+// (callId: TOLLGATE_CALL_ID, latencyMs: TOLLGATE_LATENCY_MS; '-' and '.' become
+// '_'), and each value is formatted by [FormatValue], with NUL bytes replaced
+// by U+FFFD and cut at EnvValueLimit bytes. A key with any other character is
+// left out (stdin still has it). Values are data: the command reads them from
+// its environment, and no shell parses them unless the command asks it to.
+func Environ(hctx map[string]any) []string {
+	keys := make([]string, 0, len(hctx))
+	for k := range hctx {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		name, ok := EnvName(k)
+		if !ok {
+			continue
+		}
+		v := noNUL(FormatValue(hctx[k]))
+		if len(v) > EnvValueLimit {
+			v = v[:EnvValueLimit]
+		}
+		out = append(out, name+"="+v)
+	}
+	return out
+}
+
+// EnvName returns the environment variable that carries the context key
+// ("runId": "TOLLGATE_RUN_ID"), and false when the key has a character other
+// than ASCII letters, digits, '_', '-' and '.', or is empty.
+func EnvName(key string) (string, bool) {
+	if key == "" {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("TOLLGATE_")
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			if i > 0 {
+				if p := key[i-1]; 'a' <= p && p <= 'z' || '0' <= p && p <= '9' {
+					b.WriteByte('_')
+				}
+			}
+			b.WriteByte(c)
+		case 'a' <= c && c <= 'z':
+			b.WriteByte(c - 'a' + 'A')
+		case '0' <= c && c <= '9', c == '_':
+			b.WriteByte(c)
+		case c == '-' || c == '.':
+			b.WriteByte('_')
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// stdinJSON encodes the context as one JSON object. A json.RawMessage value
+// (args) is embedded as JSON when it is valid; any value that does not encode
+// is given as its FormatValue string.
+func stdinJSON(hctx map[string]any) []byte {
+	m := make(map[string]json.RawMessage, len(hctx))
+	for k, v := range hctx {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b, _ = json.Marshal(FormatValue(v))
+		}
+		m[k] = b
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return []byte("{}")
+	}
+	return b
+}

@@ -1,0 +1,275 @@
+package declarative
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLogAction(t *testing.T) {
+	lg, h := newRecLogger()
+	r := Of([]Config{{Event: PostToolUse, Matcher: "file_*", Action: Log("${tool} took ${latencyMs} ms, success=${success}")}}, &Options{Logger: lg})
+	u := use("file_read")
+	u.Latency, u.Success = 42*time.Millisecond, true
+	r.PostToolUse(context.Background(), u)
+	r.PostToolUse(context.Background(), use("bash"))
+	recs := h.records()
+	if len(recs) != 1 || recs[0].Level != slog.LevelInfo || recs[0].Msg != "[HOOK] file_read took 42 ms, success=true" || recs[0].Attrs["logger"] != ExecutorLoggerName {
+		t.Errorf("records = %+v", recs)
+	}
+}
+
+// run fires one ON_ERROR hook with the action through the standard executor
+// and returns what was logged.
+func runAction(t *testing.T, ctx context.Context, a Action, hctx map[string]any) []logRec {
+	t.Helper()
+	lg, h := newRecLogger()
+	r := Of([]Config{{Event: OnStop, Action: a}}, &Options{Logger: lg})
+	if len(r.Hooks()) != 1 {
+		t.Fatalf("action %v not loaded: %v", a, r.Diagnostics())
+	}
+	r.FireEvent(ctx, OnStop, hctx)
+	return h.records()
+}
+
+func evilContext(dir string) map[string]any {
+	pwned := filepath.Join(dir, "pwned")
+	return map[string]any{
+		"tool":   "x; touch " + pwned + " $(touch " + pwned + ") `touch " + pwned + "` ${HOME}",
+		"args":   json.RawMessage(`{"path":"'; touch ` + pwned + `; '"}`),
+		"error":  "boom\"; touch " + pwned + "; echo \"",
+		"callId": "c1$(touch " + pwned + ")",
+		"turn":   3, "success": false, "latencyMs": int64(7), "outputSize": 0,
+		"agent": "ag", "runId": "r1", "status": "done",
+	}
+}
+
+// Values reach a command as environment variables, as JSON on stdin and as
+// argv elements, and never as shell syntax (the seed's warning, closed).
+func TestCommandSafeChannels(t *testing.T) {
+	dir := t.TempDir()
+	hctx := evilContext(dir)
+	out := func(name string) string { return filepath.Join(dir, name) }
+
+	recs := runAction(t, context.Background(), Command(`env | grep '^TOLLGATE_' | sort > `+out("env")+`; cat > `+out("stdin")), hctx)
+	if w := warnings(recs); len(w) != 0 {
+		t.Fatalf("warnings: %+v", w)
+	}
+	env := strings.Split(strings.TrimSpace(readFile(t, out("env"))), "\n")
+	want := []string{
+		"TOLLGATE_AGENT=ag",
+		`TOLLGATE_ARGS={"path":"'; touch ` + out("pwned") + `; '"}`,
+		"TOLLGATE_CALL_ID=c1$(touch " + out("pwned") + ")",
+		`TOLLGATE_ERROR=boom"; touch ` + out("pwned") + `; echo "`,
+		"TOLLGATE_EVENT=ON_STOP",
+		"TOLLGATE_LATENCY_MS=7",
+		"TOLLGATE_OUTPUT_SIZE=0",
+		"TOLLGATE_RUN_ID=r1",
+		"TOLLGATE_STATUS=done",
+		"TOLLGATE_SUCCESS=false",
+		"TOLLGATE_TOOL=" + hctx["tool"].(string),
+		"TOLLGATE_TURN=3",
+	}
+	if d := cmp.Diff(want, env); d != "" {
+		t.Errorf("environment (-want +got):\n%s", d)
+	}
+	var stdin map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, out("stdin"))), &stdin); err != nil {
+		t.Fatal(err)
+	}
+	if stdin["tool"] != hctx["tool"] || stdin["args"].(map[string]any)["path"] != "'; touch "+out("pwned")+"; '" || stdin["turn"] != 3.0 || stdin["success"] != false || stdin["event"] != "ON_STOP" {
+		t.Errorf("stdin = %v", stdin)
+	}
+
+	// Quoted environment variables in a shell command stay data.
+	runAction(t, context.Background(), Command(`printf '%s|%s|%s' "$TOLLGATE_TOOL" "$TOLLGATE_ERROR" "$TOLLGATE_ARGS" > `+out("quoted")), hctx)
+	if got, want := readFile(t, out("quoted")), hctx["tool"].(string)+"|"+hctx["error"].(string)+"|"+string(hctx["args"].(json.RawMessage)); got != want {
+		t.Errorf("quoted env = %q, want %q", got, want)
+	}
+	// argv: each element expanded on its own, no shell.
+	runAction(t, context.Background(), Argv("sh", "-c", `printf '%s|%s' "$1" "$2" > "$3"`, "sh", "${tool}", "${error}", out("argv")), hctx)
+	if got, want := readFile(t, out("argv")), hctx["tool"].(string)+"|"+hctx["error"].(string); got != want {
+		t.Errorf("argv = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(out("pwned")); err == nil {
+		t.Fatal("a value from the context ran as shell syntax")
+	}
+}
+
+// The shell form keeps the seed's documented behaviour: values are not quoted.
+func TestCommandTemplateIsNotQuoted(t *testing.T) {
+	dir := t.TempDir()
+	runAction(t, context.Background(), Command("echo ${tool}"), map[string]any{"tool": "x; touch " + filepath.Join(dir, "ran")})
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
+		t.Errorf("the unquoted ${tool} was not run by the shell: %v", err)
+	}
+}
+
+// C19: ${HOME} is not a context key, so it stays and the shell expands it;
+// $f is untouched.
+func TestC19ShellVariables(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", "/home/hooktest")
+	runAction(t, context.Background(), Command(`for f in one two; do echo "$f ${HOME} ${tool}"; done > `+filepath.Join(dir, "out")), map[string]any{"tool": "t"})
+	if got, want := readFile(t, filepath.Join(dir, "out")), "one /home/hooktest t\ntwo /home/hooktest t\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+}
+
+func TestCommandRunsInWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	runAction(t, context.Background(), Command("pwd > "+filepath.Join(dir, "pwd")), nil)
+	wd, _ := os.Getwd()
+	if got := strings.TrimSpace(readFile(t, filepath.Join(dir, "pwd"))); got != wd {
+		t.Errorf("pwd = %q, want %q", got, wd)
+	}
+}
+
+// A non-zero exit is logged at WARN with up to 50 lines of output.
+func TestCommandFailureIsLogged(t *testing.T) {
+	recs := runAction(t, context.Background(), Command("for i in $(seq 1 60); do echo line $i; done; echo oops >&2; exit 3"), nil)
+	w := warnings(recs)
+	if len(w) != 1 || w[0].Msg != "hook command exited with status 3" || w[0].Attrs["logger"] != ExecutorLoggerName {
+		t.Fatalf("warnings = %+v", w)
+	}
+	lines := strings.Split(w[0].Attrs["output"], "\n")
+	if len(lines) != 51 || lines[0] != "line 1" || lines[49] != "line 50" || lines[50] != "… 11 more lines" {
+		t.Errorf("output has %d lines: first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+	if !strings.HasPrefix(w[0].Attrs["hook"], "command ") {
+		t.Errorf("hook attribute %q does not name the hook", w[0].Attrs["hook"])
+	}
+	recs = runAction(t, context.Background(), Argv("/nonexistent/program"), nil)
+	if w := warnings(recs); len(w) != 1 || w[0].Msg != "hook command failed to run" {
+		t.Errorf("warnings = %+v", w)
+	}
+}
+
+// A timeout kills the whole process group, including a background grandchild.
+func TestCommandTimeoutKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	start := time.Now()
+	recs := runAction(t, context.Background(), Command("sleep 60 & echo $! > "+pidFile+"; wait").WithTimeout(300*time.Millisecond), nil)
+	if el := time.Since(start); el > 20*time.Second {
+		t.Fatalf("Execute returned after %s", el)
+	}
+	w := warnings(recs)
+	if len(w) != 1 || !strings.Contains(w[0].Msg, "timed out after 300ms; its process group was killed") {
+		t.Fatalf("warnings = %+v", w)
+	}
+	waitGone(t, pidFile)
+}
+
+// Cancelling the run's context kills a running hook process.
+func TestCommandCanceled(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	recs := runAction(t, ctx, Command("sleep 60 & echo $! > "+pidFile+"; wait"), nil)
+	if el := time.Since(start); el > 20*time.Second {
+		t.Fatalf("Execute returned after %s", el)
+	}
+	w := warnings(recs)
+	if len(w) != 1 || !strings.Contains(w[0].Msg, "canceled with the run") {
+		t.Fatalf("warnings = %+v", w)
+	}
+	waitGone(t, pidFile)
+	// An already canceled context starts nothing.
+	recs = runAction(t, ctx, Command("touch "+filepath.Join(dir, "late")), nil)
+	if _, err := os.Stat(filepath.Join(dir, "late")); err == nil || len(warnings(recs)) != 1 {
+		t.Errorf("a command started after cancellation; warnings %+v", warnings(recs))
+	}
+}
+
+// Megabytes of output, and a hook that never reads a large stdin, finish.
+func TestCommandLargeOutputAndUnreadStdin(t *testing.T) {
+	big := map[string]any{"args": json.RawMessage(`{"data":"` + strings.Repeat("x", 4<<20) + `"}`)}
+	recs := runAction(t, context.Background(), Command("head -c 8000000 /dev/zero | tr '\\0' 'y'; exit 1"), big)
+	w := warnings(recs)
+	if len(w) != 1 || w[0].Msg != "hook command exited with status 1" {
+		t.Fatalf("warnings = %+v", w)
+	}
+	if o := w[0].Attrs["output"]; len(o) > OutputLimit+200 || !strings.Contains(o, "more bytes not kept") {
+		t.Errorf("output is %d bytes, want at most about %d with a note", len(o), OutputLimit)
+	}
+	recs = runAction(t, context.Background(), Command("exit 0"), big)
+	if w := warnings(recs); len(w) != 0 {
+		t.Errorf("a command that ignores stdin: %+v", w)
+	}
+	recs = runAction(t, context.Background(), Command("true"), map[string]any{"error": "a\x00b", "args": strings.Repeat("z", EnvValueLimit+10)})
+	if w := warnings(recs); len(w) != 0 {
+		t.Errorf("NUL and long values: %+v", w)
+	}
+}
+
+func TestEnviron(t *testing.T) {
+	got := Environ(map[string]any{"callId": "c", "latencyMs": int64(5), "runID": "r", "exit-code": 2, "a.b": true, "bad key": 1, "": 1, "x\x00": 1, "long": strings.Repeat("v", EnvValueLimit+1)})
+	want := []string{"TOLLGATE_A_B=true", "TOLLGATE_CALL_ID=c", "TOLLGATE_EXIT_CODE=2", "TOLLGATE_LATENCY_MS=5", "TOLLGATE_LONG=" + strings.Repeat("v", EnvValueLimit), "TOLLGATE_RUN_ID=r"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Environ (-want +got):\n%s", d)
+	}
+}
+
+func warnings(recs []logRec) []logRec {
+	var out []logRec
+	for _, r := range recs {
+		if r.Level >= slog.LevelWarn {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// waitGone waits until the process whose pid is in pidFile is gone (or a
+// zombie waiting for a reaper), failing after 10 s.
+func waitGone(t *testing.T, pidFile string) {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("grandchild %d still runs", pid)
+}

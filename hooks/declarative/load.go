@@ -1,0 +1,555 @@
+package declarative
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// MaxDocumentSize is the largest hooks document [FromYAML] reads, in bytes; a
+// larger one is an ERROR and gives an empty registry.
+const MaxDocumentSize = 4 << 20
+
+// Diagnostic is one problem found while loading hooks: a skipped entry (WARN,
+// Skipped), a warning about an entry that was kept (WARN), or a document that
+// could not be read (ERROR, nothing loaded). Line and Col count from 1; they
+// are 0 when unknown (hooks built in code).
+type Diagnostic struct {
+	File      string
+	Line, Col int
+	// Severity is slog.LevelWarn or slog.LevelError.
+	Severity slog.Level
+	// Skipped is true when an entry was left out because of this problem.
+	Skipped bool
+	Message string
+}
+
+// String formats d as "FILE:LINE:COL: warning: MESSAGE" (or "error:"),
+// leaving out what is unknown.
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	if d.File != "" {
+		b.WriteString(d.File + ":")
+	}
+	if d.Line > 0 {
+		fmt.Fprintf(&b, "%d:%d:", d.Line, d.Col)
+	}
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	if d.Severity >= slog.LevelError {
+		b.WriteString("error: ")
+	} else {
+		b.WriteString("warning: ")
+	}
+	b.WriteString(d.Message)
+	return b.String()
+}
+
+// FromYAML reads hooks from a YAML document with a top-level hooks list (seed
+// 000 fromYaml; the format is in the package documentation). It never fails:
+// an entry with a missing, unknown or ill-typed event, matcher, action type or
+// field is skipped with a WARN log; a document that cannot be read or parsed,
+// or whose shape is not a mapping with a hooks list, logs an ERROR and gives an
+// empty registry. Every such problem is also kept, with its FILE:LINE:COL, in
+// [Registry.Diagnostics]; check [Registry.Hooks] if a missing hook would
+// matter. opts.File names the document (default "hooks").
+func FromYAML(r io.Reader, opts *Options) *Registry {
+	file := "hooks"
+	if opts != nil && opts.File != "" {
+		file = opts.File
+	}
+	var cfgs []Config
+	var diags []Diagnostic
+	src, err := io.ReadAll(io.LimitReader(r, MaxDocumentSize+1))
+	switch {
+	case err != nil:
+		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: "reading the hooks document: " + err.Error() + "; no hooks loaded"}}
+	case len(src) > MaxDocumentSize:
+		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize)}}
+	default:
+		cfgs, diags = parseHooks(src, file)
+	}
+	reg := newRegistry(cfgs, opts)
+	reg.report(diags)
+	return reg
+}
+
+// Load reads the hooks file at path with [FromYAML], naming it by path in
+// diagnostics and hook sources. The error is only for a file that cannot be
+// opened (it wraps the os error, e.g. fs.ErrNotExist); problems inside the file
+// never fail.
+func Load(path string, opts *Options) (*Registry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	defer f.Close()
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.File = path
+	return FromYAML(f, &o), nil
+}
+
+// loader walks the AST of one document.
+type loader struct {
+	file  string
+	diags []Diagnostic
+}
+
+func (l *loader) add(n ast.Node, sev slog.Level, skipped bool, format string, args ...any) {
+	line, col := position(n)
+	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: sev, Skipped: skipped, Message: fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) fatal(n ast.Node, format string, args ...any) {
+	l.add(n, slog.LevelError, false, format+"; no hooks loaded", args...)
+}
+
+// parseHooks turns a document into valid configs and diagnostics; on an
+// ERROR it returns no configs.
+func parseHooks(src []byte, file string) (cfgs []Config, diags []Diagnostic) {
+	l := &loader{file: file}
+	defer func() {
+		// The parser is third-party code; a document must never crash the host.
+		if p := recover(); p != nil {
+			cfgs = nil
+			diags = append(l.diags, Diagnostic{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the YAML parser failed on this document (%v); no hooks loaded", p)})
+		}
+	}()
+	f, err := parser.ParseBytes(src, parser.ParseComments, parser.AllowDuplicateMapKey())
+	if err != nil {
+		d := Diagnostic{File: file, Severity: slog.LevelError}
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+				d.Line, d.Col = tk.Position.Line, tk.Position.Column
+			}
+			d.Message = "the document does not parse as YAML: " + ye.GetMessage() + "; no hooks loaded"
+		} else {
+			d.Message = "the document does not parse as YAML: " + err.Error() + "; no hooks loaded"
+		}
+		return nil, []Diagnostic{d}
+	}
+	var body ast.Node
+	for _, doc := range f.Docs {
+		if doc == nil || doc.Body == nil || isNull(doc.Body) || isComment(doc.Body) {
+			continue
+		}
+		if body != nil {
+			l.add(doc.Body, slog.LevelWarn, false, "only the first YAML document is read; this one is ignored")
+			continue
+		}
+		body = doc.Body
+	}
+	if body == nil {
+		l.add(nil, slog.LevelWarn, false, "the document is empty: no hooks")
+		return nil, l.diags
+	}
+	top, ok := unwrap(body).(*ast.MappingNode)
+	if !ok {
+		l.fatal(body, "the document must be a mapping with a top-level hooks list, not %s", kind(body))
+		return nil, l.diags
+	}
+	var list ast.Node
+	seen := false
+	for _, mv := range top.Values {
+		key := keyString(mv)
+		if key != "hooks" {
+			l.add(mv, slog.LevelWarn, false, "unknown top-level key %q is ignored (want hooks)", key)
+			continue
+		}
+		if seen {
+			l.fatal(mv, "the key hooks appears twice")
+			return nil, l.diags
+		}
+		seen = true
+		list = mv.Value
+	}
+	if !seen {
+		l.add(body, slog.LevelWarn, false, "no top-level hooks list: no hooks")
+		return nil, l.diags
+	}
+	if list == nil || isNull(list) {
+		l.add(list, slog.LevelWarn, false, "the hooks list is empty")
+		return nil, l.diags
+	}
+	if _, isAlias := list.(*ast.AliasNode); isAlias {
+		l.fatal(list, "hooks is a YAML alias; aliases are not supported")
+		return nil, l.diags
+	}
+	seq, ok := unwrap(list).(*ast.SequenceNode)
+	if !ok {
+		l.fatal(list, "hooks must be a list, not %s", kind(list))
+		return nil, l.diags
+	}
+	for i, item := range seq.Values {
+		if c, ok := l.entry(i+1, item); ok {
+			cfgs = append(cfgs, c)
+		}
+	}
+	return cfgs, l.diags
+}
+
+// entry reads hook n (from 1); it reports and returns false when the entry is
+// skipped.
+func (l *loader) entry(n int, item ast.Node) (Config, bool) {
+	skip := func(at ast.Node, format string, args ...any) (Config, bool) {
+		l.add(at, slog.LevelWarn, true, fmt.Sprintf("skipped hook %d: ", n)+format, args...)
+		return Config{}, false
+	}
+	if _, isAlias := item.(*ast.AliasNode); isAlias {
+		return skip(item, "YAML aliases are not supported")
+	}
+	m, ok := unwrap(item).(*ast.MappingNode)
+	if !ok {
+		return skip(item, "a hook must be a mapping with event, matcher and action, not %s", kind(item))
+	}
+	line, col := position(item)
+	c := Config{Source: fmt.Sprintf("%s:%d:%d", l.file, line, col)}
+	fields, bad, at := l.fields(m, "event", "matcher", "action")
+	if bad != "" {
+		return skip(at, "%s", bad)
+	}
+	ev, ok := fields["event"]
+	if !ok || isNull(ev.Value) {
+		return skip(item, "missing event")
+	}
+	name, ok := scalarString(ev.Value)
+	if !ok {
+		return skip(ev.Value, "event must be a string, not %s", kind(ev.Value))
+	}
+	e, err := ParseEvent(name)
+	if err != nil {
+		return skip(ev.Value, "%v", err)
+	}
+	c.Event = e
+	var warnings []func()
+	if mv, ok := fields["matcher"]; ok {
+		if isNull(mv.Value) {
+			warnings = append(warnings, func() {
+				l.add(mv, slog.LevelWarn, false, "hook %d: matcher is null; the hook runs for every tool", n)
+			})
+		} else {
+			s, ok := scalarString(mv.Value)
+			if !ok {
+				return skip(mv.Value, "matcher must be a string glob, not %s", kind(mv.Value))
+			}
+			if s == "" {
+				warnings = append(warnings, func() {
+					l.add(mv.Value, slog.LevelWarn, false, "hook %d: matcher is empty; the hook runs for every tool (leave matcher out to say so)", n)
+				})
+			}
+			if !e.usesMatcher() {
+				warnings = append(warnings, func() {
+					l.add(mv.Value, slog.LevelWarn, false, "hook %d: matcher is ignored for %s: the hook runs for every tool", n, e.CamelName())
+				})
+			}
+			c.Matcher = Matcher(s)
+		}
+	}
+	av, ok := fields["action"]
+	if !ok || isNull(av.Value) {
+		return skip(item, "missing action")
+	}
+	if _, isAlias := av.Value.(*ast.AliasNode); isAlias {
+		return skip(av.Value, "YAML aliases are not supported")
+	}
+	am, ok := unwrap(av.Value).(*ast.MappingNode)
+	if !ok {
+		return skip(av.Value, "action must be a mapping with type and message or command, not %s", kind(av.Value))
+	}
+	afields, bad, at := l.fields(am, "type", "message", "command", "argv", "timeout")
+	if bad != "" {
+		return skip(at, "action: %s", bad)
+	}
+	tv, ok := afields["type"]
+	if !ok || isNull(tv.Value) {
+		return skip(av.Value, "action: missing type (log or command)")
+	}
+	ts, ok := scalarString(tv.Value)
+	if !ok {
+		return skip(tv.Value, "action: type must be a string, not %s", kind(tv.Value))
+	}
+	at2, err := ParseActionType(ts)
+	if err != nil {
+		return skip(tv.Value, "action: %v", err)
+	}
+	a := Action{Type: at2}
+	for _, k := range []string{"message", "command"} {
+		fv, ok := afields[k]
+		if !ok {
+			continue
+		}
+		s, ok := scalarString(fv.Value)
+		if !ok {
+			return skip(fv.Value, "action: %s must be a string, not %s", k, kind(fv.Value))
+		}
+		if k == "message" {
+			a.Message = s
+		} else {
+			a.Command = s
+			if s == "" {
+				return skip(fv.Value, "action: command is empty")
+			}
+		}
+		if w := cutByComment(fv); w != "" {
+			warnings = append(warnings, func() { l.add(fv.Value, slog.LevelWarn, false, "hook %d: %s %s", n, k, w) })
+		}
+	}
+	if fv, ok := afields["argv"]; ok {
+		if _, isAlias := fv.Value.(*ast.AliasNode); isAlias {
+			return skip(fv.Value, "YAML aliases are not supported")
+		}
+		seq, ok := unwrap(fv.Value).(*ast.SequenceNode)
+		if !ok {
+			return skip(fv.Value, "action: argv must be a list [program, arg, ...], not %s", kind(fv.Value))
+		}
+		a.Argv = []string{}
+		for j, el := range seq.Values {
+			s, ok := scalarText(el)
+			if !ok {
+				return skip(el, "action: argv[%d] must be a string, not %s", j, kind(el))
+			}
+			a.Argv = append(a.Argv, s)
+			if w := cutByComment(el); w != "" {
+				warnings = append(warnings, func() { l.add(el, slog.LevelWarn, false, "hook %d: argv[%d] %s", n, j, w) })
+			}
+		}
+		if len(a.Argv) > 0 && strings.Contains(a.Argv[0], "${") {
+			warnings = append(warnings, func() {
+				l.add(seq.Values[0], slog.LevelWarn, false, "hook %d: argv[0] uses a template: the program to run would come from the context", n)
+			})
+		}
+	}
+	if fv, ok := afields["timeout"]; ok {
+		s, ok := scalarString(fv.Value)
+		if !ok {
+			return skip(fv.Value, "action: timeout must be a Go duration with a unit such as \"5s\" or \"500ms\", not %s %q", kind(fv.Value), fv.Value.GetToken().Value)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return skip(fv.Value, "action: timeout %q is not a Go duration such as \"5s\" or \"500ms\"", s)
+		}
+		if d < MinTimeout || d > MaxTimeout {
+			return skip(fv.Value, "action: timeout %s is out of bounds (%s to %s)", d, MinTimeout, MaxTimeout)
+		}
+		if a.Type != ActionCommand {
+			return skip(fv.Value, "action: timeout applies to command actions only")
+		}
+		a.Timeout = d
+	}
+	if err := a.Validate(); err != nil {
+		return skip(av.Value, "action: %s", strings.TrimPrefix(err.Error(), ErrInvalidAction.Error()+": "))
+	}
+	if a.Type == ActionCommand && a.Command != "" {
+		for _, name := range templateNames(a.Command) {
+			if unsafeKey(name) {
+				cmdNode := afields["command"].Value
+				warnings = append(warnings, func() {
+					l.add(cmdNode, slog.LevelWarn, false, "hook %d: command uses ${%s}, whose value comes from the model or an error and is not quoted: the shell may run it; use $TOLLGATE_%s, stdin or argv instead", n, name, mustEnvSuffix(name))
+				})
+			}
+		}
+	}
+	c.Action = a
+	for _, w := range warnings {
+		w()
+	}
+	return c, true
+}
+
+// unsafeKey reports whether a context key's value is written by the model or
+// by an error: tool, args, callId, error.
+func unsafeKey(k string) bool { return k == "tool" || k == "args" || k == "error" || k == "callId" }
+
+func mustEnvSuffix(key string) string {
+	n, _ := EnvName(key)
+	return strings.TrimPrefix(n, "TOLLGATE_")
+}
+
+// fields indexes a mapping by key; it reports an unknown, duplicate or
+// non-string key as bad, with its node.
+func (l *loader) fields(m *ast.MappingNode, known ...string) (map[string]*ast.MappingValueNode, string, ast.Node) {
+	out := make(map[string]*ast.MappingValueNode, len(m.Values))
+	for _, mv := range m.Values {
+		k := keyString(mv)
+		if k == "<<" {
+			return nil, "YAML merge keys (<<) are not supported", mv
+		}
+		ok := false
+		for _, kn := range known {
+			ok = ok || k == kn
+		}
+		if !ok {
+			return nil, fmt.Sprintf("unknown field %q (want %s)", k, strings.Join(known, ", ")), mv
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Sprintf("field %q appears twice", k), mv
+		}
+		out[k] = mv
+	}
+	return out, "", nil
+}
+
+// cutByComment returns a warning when a plain (unquoted) scalar is followed by
+// a comment on its line: YAML ends the value where " #" begins, so
+// `command: echo a #b` runs `echo a`.
+func cutByComment(n ast.Node) string {
+	var val ast.Node = n
+	var cg *ast.CommentGroupNode
+	if mv, ok := n.(*ast.MappingValueNode); ok {
+		val = mv.Value
+		cg = mv.GetComment()
+	}
+	sn, ok := val.(*ast.StringNode)
+	if !ok || sn.Token == nil || sn.Token.Type != token.StringType || sn.Token.Position == nil {
+		return ""
+	}
+	if c := sn.GetComment(); c != nil {
+		cg = c
+	}
+	if cg == nil || cg.GetToken() == nil || cg.GetToken().Position == nil || cg.GetToken().Position.Line != sn.Token.Position.Line {
+		return ""
+	}
+	return fmt.Sprintf("is %q: the rest of the line, %q, is a YAML comment and was dropped; quote the whole value to keep it",
+		sn.Value, strings.TrimSpace(cg.String()))
+}
+
+// unwrap removes anchors and tags around a node.
+func unwrap(n ast.Node) ast.Node {
+	for range 8 {
+		switch x := n.(type) {
+		case *ast.AnchorNode:
+			n = x.Value
+		case *ast.TagNode:
+			n = x.Value
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+func isComment(n ast.Node) bool {
+	switch n.(type) {
+	case *ast.CommentNode, *ast.CommentGroupNode:
+		return true
+	}
+	return false
+}
+
+func isNull(n ast.Node) bool {
+	if n == nil {
+		return true
+	}
+	_, ok := unwrap(n).(*ast.NullNode)
+	return ok
+}
+
+// scalarString returns the text of a string scalar (plain, quoted or block).
+func scalarString(n ast.Node) (string, bool) {
+	switch x := unwrap(n).(type) {
+	case *ast.StringNode:
+		return x.Value, true
+	case *ast.LiteralNode:
+		if x.Value == nil {
+			return "", true
+		}
+		return x.Value.Value, true
+	}
+	return "", false
+}
+
+// scalarText is scalarString that also takes numbers and booleans as written
+// (argv: [sleep, 5]).
+func scalarText(n ast.Node) (string, bool) {
+	if s, ok := scalarString(n); ok {
+		return s, true
+	}
+	switch x := unwrap(n).(type) {
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		if tk := x.GetToken(); tk != nil {
+			return tk.Value, true
+		}
+	}
+	return "", false
+}
+
+func keyString(mv *ast.MappingValueNode) string {
+	if mv.Key == nil {
+		return ""
+	}
+	if s, ok := scalarString(mv.Key); ok {
+		return s
+	}
+	if tk := mv.Key.GetToken(); tk != nil {
+		return tk.Value
+	}
+	return ""
+}
+
+// kind names a node's type for messages.
+func kind(n ast.Node) string {
+	switch unwrap(n).(type) {
+	case nil, *ast.NullNode:
+		return "null"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode:
+		return "a number"
+	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "a boolean"
+	case *ast.MappingNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.AliasNode:
+		return "an alias"
+	}
+	return "a " + strconv.Quote(unwrap(n).Type().String())
+}
+
+// position returns where a node starts: for a mapping, its first key.
+func position(n ast.Node) (int, int) {
+	if n == nil {
+		return 0, 0
+	}
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		if !x.IsFlowStyle && len(x.Values) > 0 {
+			return position(x.Values[0])
+		}
+	case *ast.MappingValueNode:
+		if x.Key != nil {
+			return position(x.Key)
+		}
+	case *ast.AnchorNode:
+		if x.Start != nil && x.Start.Position != nil {
+			return x.Start.Position.Line, x.Start.Position.Column
+		}
+	case *ast.TagNode:
+		if x.Start != nil && x.Start.Position != nil {
+			return x.Start.Position.Line, x.Start.Position.Column
+		}
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil {
+		return 0, 0
+	}
+	return tk.Position.Line, tk.Position.Column
+}

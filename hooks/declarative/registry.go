@@ -1,0 +1,417 @@
+package declarative
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/tollgate-dev/tollgate/hooks"
+)
+
+// Logger names: the value of the "logger" attribute on every record the
+// package writes, so that a handler can route or filter them.
+const (
+	// RegistryLoggerName marks load diagnostics and failures of custom executors.
+	RegistryLoggerName = "tollgate/hooks/declarative.Registry"
+	// ExecutorLoggerName marks what the standard executor writes: log actions
+	// and command results (seed 000: the DeclarativeHookExecutor logger).
+	ExecutorLoggerName = "tollgate/hooks/declarative.Executor"
+)
+
+// Options configures a [Registry]; nil means all defaults. The registry keeps
+// its own copy.
+type Options struct {
+	// Logger receives load diagnostics, the log actions and command failures;
+	// default discards. Records carry a "logger" attribute set to
+	// [RegistryLoggerName] or [ExecutorLoggerName].
+	Logger *slog.Logger
+	// Executor, if set, replaces the standard executor (log and command
+	// actions, [NewExecutor]): it receives each matching action and its
+	// context (seed 000, "Custom executor").
+	Executor Executor
+	// File names the document in diagnostics and hook sources of
+	// [FromYAML]; [Load] sets it to the path. Empty means "hooks".
+	File string
+}
+
+// Executor runs the action of each matching hook (seed 000 HookExecutor). It
+// is called synchronously, on the goroutine that fired the event (for tool
+// events, the goroutine that runs the tool), once per matching hook, in
+// registration order, and may be called from several goroutines at once. It
+// returns nothing: an action cannot veto or change the tool call. A panic is
+// recovered and logged at WARN; the other hooks still run.
+//
+// hctx is the event context (see the package documentation for its keys); a
+// custom executor gets its own copy and may keep or change it.
+type Executor interface {
+	Execute(ctx context.Context, action Action, hctx map[string]any)
+}
+
+// ExecutorFunc adapts a function to [Executor].
+type ExecutorFunc func(ctx context.Context, action Action, hctx map[string]any)
+
+// Execute implements [Executor].
+func (f ExecutorFunc) Execute(ctx context.Context, action Action, hctx map[string]any) {
+	f(ctx, action, hctx)
+}
+
+// Config is one hook: an event, an optional matcher and an action (seed 000
+// HookConfig).
+type Config struct {
+	// Event is when the hook runs.
+	Event Event
+	// Matcher selects tools by name for PreToolUse and PostToolUse; empty means
+	// every tool. It is ignored for OnStart, OnStop and OnError.
+	Matcher Matcher
+	// Action is what the hook does.
+	Action Action
+	// Source says where the hook was defined: "FILE:LINE:COL" of its entry for
+	// hooks loaded from YAML, "" for hooks built in code. It names the hook in
+	// log records.
+	Source string
+}
+
+// String describes the hook in one line, e.g.
+// `hooks.yaml:2:5 PRE_TOOL_USE file_* log "${tool} starting"`.
+func (c Config) String() string {
+	s := c.Event.String()
+	if c.Source != "" {
+		s = c.Source + " " + s
+	}
+	if c.Matcher != "" {
+		s += " " + string(c.Matcher)
+	}
+	return s + " " + c.Action.String()
+}
+
+// Validate reports whether the hook can be registered: a known event and a
+// valid action ([Action.Validate]).
+func (c Config) Validate() error {
+	if !c.Event.valid() {
+		return fmt.Errorf("%w: unknown event %d", ErrInvalidAction, c.Event)
+	}
+	return c.Action.Validate()
+}
+
+// Registry holds declarative hooks and fires them: it is an agent's
+// [hooks.ToolCallListener] once applied ([Registry.ApplyTo]), and fires events
+// by hand ([Registry.FireEvent], [Registry.FireToolEvent]). It is immutable
+// once built and safe for concurrent use; one registry can serve several
+// agents. A nil *Registry behaves as an empty one.
+type Registry struct {
+	hooks   []Config
+	byEvent [numEvents][]hook
+	filters [numEvents][]filter // filters[e][i] is byEvent[e][i].glob.filter()
+	exec    Executor
+	std     *executor // exec when it is the standard executor, else nil
+	log     *slog.Logger
+	diags   []Diagnostic
+}
+
+var _ hooks.ToolCallListener = (*Registry)(nil)
+
+// hook is a compiled Config.
+type hook struct {
+	glob   glob
+	action Action
+	source string
+}
+
+// Of builds a registry from hooks made in code (seed 000 of(hooks) and
+// of(hooks, executor): the executor is Options.Executor). It never fails: a
+// hook that does not pass [Config.Validate] is skipped with a WARN log and a
+// [Diagnostic] that names it by index ("config[2]").
+func Of(configs []Config, opts *Options) *Registry {
+	var cfgs []Config
+	var diags []Diagnostic
+	for i, c := range configs {
+		if err := c.Validate(); err != nil {
+			diags = append(diags, Diagnostic{Severity: slog.LevelWarn, Skipped: true,
+				Message: fmt.Sprintf("skipped config[%d] (%s): %v", i, c.Event, err)})
+			continue
+		}
+		cfgs = append(cfgs, c)
+	}
+	r := newRegistry(cfgs, opts)
+	r.report(diags)
+	return r
+}
+
+// Join returns one registry with every hook of regs, in order, and all their
+// diagnostics, using opts for the logger and executor. Use it to apply several
+// files to one agent, since an agent has one listener and each
+// [Registry.ApplyTo] replaces the last. Diagnostics are not logged again.
+func Join(opts *Options, regs ...*Registry) *Registry {
+	var cfgs []Config
+	var diags []Diagnostic
+	for _, r := range regs {
+		if r == nil {
+			continue
+		}
+		cfgs = append(cfgs, r.hooks...)
+		diags = append(diags, r.diags...)
+	}
+	r := newRegistry(cfgs, opts)
+	r.diags = diags
+	return r
+}
+
+// newRegistry builds a registry from valid configs.
+func newRegistry(cfgs []Config, opts *Options) *Registry {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	base := o.Logger
+	if base == nil {
+		base = slog.New(slog.DiscardHandler)
+	}
+	r := &Registry{hooks: cfgs, log: base.With("logger", RegistryLoggerName)}
+	if o.Executor != nil {
+		r.exec = o.Executor
+	} else {
+		r.std = newExecutor(base)
+		r.exec = r.std
+	}
+	for _, c := range cfgs {
+		g := compileGlob("")
+		if c.Event.usesMatcher() {
+			g = compileGlob(string(c.Matcher))
+		}
+		r.byEvent[c.Event] = append(r.byEvent[c.Event], hook{glob: g, action: c.Action, source: c.Source})
+		r.filters[c.Event] = append(r.filters[c.Event], g.filter())
+	}
+	return r
+}
+
+// report records diagnostics and logs each at its severity.
+func (r *Registry) report(diags []Diagnostic) {
+	for _, d := range diags {
+		r.log.Log(context.Background(), d.Severity, d.String())
+	}
+	r.diags = append(r.diags, diags...)
+}
+
+// Hooks returns a copy of the hooks that were loaded, in order (seed 000
+// getHooks: "Check getHooks() after loading if a missing hook would matter").
+func (r *Registry) Hooks() []Config {
+	if r == nil {
+		return nil
+	}
+	out := make([]Config, len(r.hooks))
+	for i, c := range r.hooks {
+		c.Action.Argv = slices.Clone(c.Action.Argv)
+		out[i] = c
+	}
+	return out
+}
+
+// Diagnostics returns a copy of what loading reported: every skipped entry and
+// every warning, with positions for YAML documents, in document order.
+func (r *Registry) Diagnostics() []Diagnostic {
+	if r == nil {
+		return nil
+	}
+	return append([]Diagnostic(nil), r.diags...)
+}
+
+// Target is what [Registry.ApplyTo] attaches to; *agent.Agent implements it.
+type Target interface {
+	// SetToolCallListener replaces the target's one tool call listener.
+	SetToolCallListener(l hooks.ToolCallListener)
+	// ID names the target; it becomes the "agent" key of ON_START.
+	ID() string
+}
+
+// ApplyTo makes r the tool call listener of t, replacing any listener already
+// set (a later SetToolCallListener removes the hooks), then fires ON_START once
+// with the context {"event": "ON_START", "agent": t.ID()} (seed 000,
+// "Attaching to an agent"). A registry with no hooks does nothing: it sets no
+// listener and fires no ON_START. Applying one registry to several agents,
+// or twice to one, fires ON_START once per call; each hook still fires once per
+// tool event, since an agent has one listener.
+func (r *Registry) ApplyTo(ctx context.Context, t Target) {
+	if r == nil || len(r.hooks) == 0 {
+		return
+	}
+	t.SetToolCallListener(r)
+	r.FireEvent(ctx, OnStart, map[string]any{"agent": t.ID()})
+}
+
+// FireEvent runs every hook of event with a copy of hctx as the context, in
+// registration order, ignoring matchers (seed 000: "fireEvent(event, context)
+// runs every hook for that event and passes your map as the context"). The key
+// "event" (the UPPER_SNAKE name) is added unless hctx has it. This is how ON_STOP
+// is fired: the registry never fires it itself. It returns when every hook has
+// finished; a failing hook is logged and changes nothing else.
+func (r *Registry) FireEvent(ctx context.Context, event Event, hctx map[string]any) {
+	if r == nil || !event.valid() {
+		return
+	}
+	hs := r.byEvent[event]
+	if len(hs) == 0 {
+		return
+	}
+	m := withEvent(event, hctx)
+	for i := range hs {
+		r.run(ctx, &hs[i], m)
+	}
+}
+
+// FireToolEvent is FireEvent for one tool: for PreToolUse and PostToolUse only
+// the hooks whose matcher matches toolName run, and the context is a copy of
+// extra with "tool" set to toolName (and "event" added unless extra has it).
+func (r *Registry) FireToolEvent(ctx context.Context, event Event, toolName string, extra map[string]any) {
+	if r == nil || !event.valid() {
+		return
+	}
+	var m map[string]any
+	hs := r.byEvent[event]
+	for i := range hs {
+		h := &hs[i]
+		if !h.glob.match(toolName) || r.noop(ctx, h) {
+			continue
+		}
+		if m == nil {
+			m = withEvent(event, extra)
+			m["tool"] = toolName
+		}
+		r.run(ctx, h, m)
+	}
+}
+
+func withEvent(event Event, hctx map[string]any) map[string]any {
+	m := make(map[string]any, len(hctx)+2)
+	maps.Copy(m, hctx)
+	if _, ok := m["event"]; !ok {
+		m["event"] = event.String()
+	}
+	return m
+}
+
+// PreToolUse implements [hooks.ToolCallListener]: it runs the PRE_TOOL_USE hooks
+// whose matcher matches u.Tool. The tool waits for them.
+func (r *Registry) PreToolUse(ctx context.Context, u *hooks.ToolUse) { r.fireTool(ctx, PreToolUse, u) }
+
+// PostToolUse implements [hooks.ToolCallListener]: it runs the POST_TOOL_USE
+// hooks whose matcher matches u.Tool.
+func (r *Registry) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
+	r.fireTool(ctx, PostToolUse, u)
+}
+
+// OnError implements [hooks.ToolCallListener]: it runs every ON_ERROR hook
+// (matchers are ignored).
+func (r *Registry) OnError(ctx context.Context, u *hooks.ToolUse) { r.fireTool(ctx, OnError, u) }
+
+// fireTool runs the hooks of event for u. It allocates nothing unless a hook
+// will act: the context map is built on the first one.
+func (r *Registry) fireTool(ctx context.Context, event Event, u *hooks.ToolUse) {
+	if r == nil {
+		return
+	}
+	var m map[string]any
+	hs, fs := r.byEvent[event], r.filters[event]
+	key := nameKeyOf(u.Tool)
+	ascii := -1   // unknown until a glob needs it
+	logsOff := -1 // unknown until a log hook matches
+	for i := range fs {
+		if !fs[i].pass(key) {
+			continue
+		}
+		h := &hs[i]
+		if !fs[i].all {
+			if ascii < 0 {
+				ascii = 0
+				if isASCII(u.Tool) {
+					ascii = 1
+				}
+			}
+			if !h.glob.matchRest(u.Tool, ascii == 1) {
+				continue
+			}
+		}
+		if r.std != nil && h.action.Type == ActionLog {
+			if logsOff < 0 {
+				logsOff = 0
+				if r.noop(ctx, h) {
+					logsOff = 1
+				}
+			}
+			if logsOff == 1 {
+				continue
+			}
+		}
+		if m == nil {
+			m = toolContext(event, u)
+		}
+		r.run(ctx, h, m)
+	}
+}
+
+// noop reports whether running h could have no effect: a log action of the
+// standard executor whose logger discards INFO.
+func (r *Registry) noop(ctx context.Context, h *hook) bool {
+	return r.std != nil && h.action.Type == ActionLog && !r.std.log.Enabled(ctx, slog.LevelInfo)
+}
+
+// toolContext is the context of a tool event; the keys are listed in the
+// package documentation.
+func toolContext(event Event, u *hooks.ToolUse) map[string]any {
+	args := json.RawMessage(u.Args)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	m := map[string]any{
+		"event":  event.String(),
+		"tool":   u.Tool,
+		"args":   args,
+		"callId": u.CallID,
+		"turn":   u.Turn,
+		"agent":  u.AgentID,
+		"runId":  u.RunID,
+	}
+	if event != PreToolUse {
+		m["latencyMs"] = u.Latency.Milliseconds()
+		m["success"] = u.Success
+		m["error"] = u.Error
+		m["outputSize"] = u.OutputSize
+	}
+	return m
+}
+
+type sourceKey struct{}
+
+// hookSource returns the Source of the hook being run, for executors that
+// wrap the standard one.
+func hookSource(ctx context.Context) string {
+	s, _ := ctx.Value(sourceKey{}).(string)
+	return s
+}
+
+// run runs one hook; a panic in the executor is logged and contained.
+func (r *Registry) run(ctx context.Context, h *hook, m map[string]any) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.WarnContext(ctx, "hook action panicked; the tool call and the other hooks go on",
+				"hook", hookName(h), "action", h.action.Type.String(), "panic", fmt.Sprint(p))
+		}
+	}()
+	if r.std != nil {
+		r.std.execute(ctx, hookName(h), h.action, m)
+		return
+	}
+	if h.source != "" {
+		ctx = context.WithValue(ctx, sourceKey{}, h.source)
+	}
+	r.exec.Execute(ctx, h.action, maps.Clone(m))
+}
+
+func hookName(h *hook) string {
+	if h.source != "" {
+		return h.source
+	}
+	return h.action.String()
+}
