@@ -1,0 +1,198 @@
+package mcptool
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParse(t *testing.T) {
+	const file = "/etc/tollgate/mcp.json"
+	src := `{
+  "globalShortcut": "ignored",
+  "mcpServers": {
+    "fs": {
+      "type": "stdio",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
+      "env": {"NODE_ENV": "production", "TOKEN": "${FS_TOKEN:-none}"},
+      "cwd": "workspace",
+      "trusted": true,
+      "timeout": "45s",
+      "callTimeout": "2m"
+    },
+    "api": {
+      "url": "https://mcp.example.com/mcp",
+      "headers": {"Authorization": "Bearer ${API_TOKEN}"},
+      "disabled": true,
+      "autoApprove": []
+    }
+  }
+}`
+	cfg, err := Parse(file, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		File: file,
+		Servers: map[string]*ServerConfig{
+			"fs": {
+				Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "."},
+				Env: map[string]string{"NODE_ENV": "production", "TOKEN": "${FS_TOKEN:-none}"},
+				Cwd: "/etc/tollgate/workspace", Trusted: true, Timeout: 45 * time.Second, CallTimeout: 2 * time.Minute,
+			},
+			"api": {
+				URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${API_TOKEN}"},
+				Disabled: true,
+			},
+		},
+		Warnings: []string{`/etc/tollgate/mcp.json:18:7: server "api": autoApprove: unknown field, ignored`},
+	}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "srv", "cwd": "."}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Servers["a"]; got.Command != "srv" || got.Cwd != dir || got.Trusted || got.Timeout != 0 {
+		t.Errorf("server a = %+v", got)
+	}
+	_, err = Load(filepath.Join(dir, "missing.json"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !errors.Is(err, os.ErrNotExist) || ce.File != filepath.Join(dir, "missing.json") {
+		t.Errorf("Load(missing) = %v", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"not json", `{"mcpServers": {`, `mcp.json:1:17: invalid JSON: unexpected end of input`},
+		{"syntax", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}", `mcp.json:3:27: invalid JSON: invalid character '}' looking for beginning of object key string`},
+		{"trailing", `{"mcpServers": {}} {}`, `mcp.json:1:20: invalid JSON: data after the top-level object`},
+		{"top array", `[]`, `mcp.json:1:1: want a JSON object, got an array`},
+		{"no servers", `{"servers": {}}`, `mcp.json:1:1: no "mcpServers" object`},
+		{"servers not object", `{"mcpServers": []}`, `mcp.json:1:16: mcpServers: want a JSON object, got an array`},
+		{"duplicate server", "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\"},\n  \"a\": {\"command\": \"y\"}}}", `mcp.json:3:3: mcpServers: duplicate key "a"`},
+		{"duplicate field", `{"mcpServers": {"a": {"command": "x", "command": "y"}}}`, `mcp.json:1:39: server "a": duplicate key "command"`},
+		{"neither", `{"mcpServers": {"a": {"args": []}}}`, `mcp.json:1:22: server "a": neither "command" (stdio) nor "url" (streamable HTTP) is set`},
+		{"both", `{"mcpServers": {"a": {"command": "x", "url": "http://h/mcp"}}}`, `mcp.json:1:17: server "a": exactly one of "command" (stdio) and "url" (streamable HTTP) must be set`},
+		{"command type", `{"mcpServers": {"a": {"command": 3}}}`, `mcp.json:1:34: server "a": command: want a string, got a number`},
+		{"args type", `{"mcpServers": {"a": {"command": "x", "args": "-v"}}}`, `mcp.json:1:47: server "a": args: want an array of strings, got a string`},
+		{"env value type", `{"mcpServers": {"a": {"command": "x", "env": {"N": 1}}}}`, `mcp.json:1:52: server "a": env.N: want a string, got a number`},
+		{"bad env ref", `{"mcpServers": {"a": {"command": "x", "env": {"N": "${A-B}"}}}}`, `mcp.json:1:52: server "a": env.N: "${A-B}": "A-B" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`},
+		{"unterminated header ref", `{"mcpServers": {"a": {"url": "http://h/mcp", "headers": {"X": "${TOKEN"}}}}`, `mcp.json:1:63: server "a": headers.X: unterminated "${"`},
+		{"disabled type", `{"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}`, `mcp.json:1:51: server "a": disabled: want true or false, got a string`},
+		{"trusted type", `{"mcpServers": {"a": {"command": "x", "trusted": 1}}}`, `mcp.json:1:50: server "a": trusted: want true or false, got a number`},
+		{"timeout word", `{"mcpServers": {"a": {"command": "x", "timeout": "soon"}}}`, `mcp.json:1:50: server "a": timeout: "soon" is not a duration such as "30s" or "2m"`},
+		{"timeout number", `{"mcpServers": {"a": {"command": "x", "timeout": 30000}}}`, `mcp.json:1:50: server "a": timeout: want a duration string such as "30s" or "2m", got a number 30000`},
+		{"timeout negative", `{"mcpServers": {"a": {"command": "x", "timeout": "-1s"}}}`, `mcp.json:1:50: server "a": timeout: -1s is out of range [1s, 10m0s]`},
+		{"timeout too long", `{"mcpServers": {"a": {"command": "x", "timeout": "1h"}}}`, `mcp.json:1:50: server "a": timeout: 1h0m0s is out of range [1s, 10m0s]`},
+		{"call timeout short", `{"mcpServers": {"a": {"command": "x", "callTimeout": "10ms"}}}`, `mcp.json:1:54: server "a": callTimeout: 10ms is out of range [1s, 24h0m0s]`},
+		{"url scheme", `{"mcpServers": {"a": {"url": "ftp://h/mcp"}}}`, `mcp.json:1:17: server "a": url: "ftp://h/mcp" is not an http or https URL`},
+		{"sse", `{"mcpServers": {"a": {"url": "http://h/sse", "type": "sse"}}}`, `mcp.json:1:54: server "a": type: the deprecated HTTP+SSE transport is not supported; use a streamable HTTP endpoint`},
+		{"type mismatch", `{"mcpServers": {"a": {"command": "x", "type": "http"}}}`, `mcp.json:1:47: server "a": type: type "http" needs "url"`},
+		{"headers without url", `{"mcpServers": {"a": {"command": "x", "headers": {"X": "y"}}}}`, `mcp.json:1:17: server "a": headers: headers need "url"`},
+		{"server name with __", `{"mcpServers": {"my__fs": {"command": "x"}}}`, `mcp.json:1:17: server "my__fs": the name (sanitized "my__fs") must not contain "__", which separates server and tool in mcp__<server>__<tool>; rename the server`},
+		{"server names clash", `{"mcpServers": {"my fs": {"command": "x"}, "my.fs": {"command": "y"}}}`, `mcp.json:1:44: server "my.fs": server names "my fs" and "my.fs" both become "my_fs" in tool names; rename one`},
+		{"empty name", `{"mcpServers": {"": {"command": "x"}}}`, `mcp.json:1:17: empty server name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("mcp.json", []byte(tc.src))
+			if err == nil {
+				t.Fatalf("Parse = %+v, want error %q", cfg, tc.want)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T is not a *ConfigError", err)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error\n got %s\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateInCode(t *testing.T) {
+	err := (&Config{Servers: map[string]*ServerConfig{"a": {URL: "http://h/mcp", Headers: map[string]string{"X": "${"}}}}).Validate()
+	if err == nil || err.Error() != `mcp config: server "a": headers.X: unterminated "${"` {
+		t.Errorf("Validate = %v", err)
+	}
+	if err := (&Config{Servers: map[string]*ServerConfig{"a": {Command: "x", Timeout: -time.Second}}}).Validate(); err == nil {
+		t.Error("negative timeout accepted")
+	}
+	if err := (&Config{Servers: map[string]*ServerConfig{"a": nil}}).Validate(); err == nil {
+		t.Error("nil server accepted")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	env := map[string]string{"A": "alpha", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, tc := range []struct{ in, want, err string }{
+		{"plain $A and $$", "plain $A and $$", ""},
+		{"${A}", "alpha", ""},
+		{"x-${A}-${A}-y", "x-alpha-alpha-y", ""},
+		{"${UNSET:-dflt}", "dflt", ""},
+		{"${EMPTY:-dflt}", "dflt", ""},
+		{"${EMPTY}", "", ""},
+		{"${A:-dflt}", "alpha", ""},
+		{"Bearer ${UNSET}", "", "environment variable UNSET is not set (write ${UNSET:-default} for a default)"},
+		{"${A", "", `unterminated "${"`},
+		{"${}", "", `"${}": "" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`},
+		{"${1A}", "", `"${1A}": "1A" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`},
+	} {
+		got, err := expand(tc.in, lookup)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("expand(%q) error = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("expand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzParse: Parse never panics, and what it accepts validates and names
+// servers that the input contains.
+func FuzzParse(f *testing.F) {
+	f.Add(`{"mcpServers": {"fs": {"command": "npx", "args": ["-y"], "env": {"A": "${B:-c}"}, "timeout": "3s"}}}`)
+	f.Add(`{"mcpServers": {"api": {"url": "https://h/mcp", "headers": {"X": "${T}"}, "trusted": true}}}`)
+	f.Add(`{"mcpServers": {"a": {"command": "x",}}}`)
+	f.Add(`{"mcpServers": {"a": {"command": "x", "command": "y"}}}`)
+	f.Fuzz(func(t *testing.T, src string) {
+		cfg, err := Parse("f.json", []byte(src))
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T is not a *ConfigError: %v", err, err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("accepted config does not validate: %v", err)
+		}
+		for name := range cfg.Servers {
+			if !strings.Contains(src, name) && !strings.Contains(src, `\`) {
+				t.Fatalf("server %q not in the source", name)
+			}
+		}
+	})
+}

@@ -1,0 +1,57 @@
+// Package mcptool makes the tools of MCP servers tollgate tools, on the official
+// MCP Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// [Load] or [Parse] reads an mcp.json in the common format (an "mcpServers"
+// map; "command", "args", "env", "cwd" for a stdio server; "url", "headers" for
+// a streamable HTTP server; "disabled", "timeout", "callTimeout", "trusted").
+// [Open] connects every enabled server, lists its tools, and returns a [Set]
+// whose [Set.Tools] go into a tool registry like any other tool; [Set.Servers]
+// says how each server fared, and [Set.Close] stops them all.
+//
+// # Names
+//
+// A tool appears as mcp__<server>__<tool> ([ToolName]), so that matchers such
+// as mcp__fs__* select one server's tools in hooks and policies. Two tools that
+// end up with the same name are an error naming both ([CollisionError]), never
+// a silent shadow.
+//
+// # Hints and trust
+//
+// Seed 002 gates permissions on hints, so that one rule covers MCP tools,
+// builtins and functions alike. MCP tool annotations (MCP specification
+// 2025-06-18, "Tools: Tool annotations") map onto [tool.Hints]:
+//
+//	readOnlyHint    -> ReadOnly     default false
+//	destructiveHint -> Destructive  default true
+//	idempotentHint  -> Idempotent   default false
+//	openWorldHint   -> OpenWorld    default true
+//
+// The annotations come from the server and the specification calls them
+// untrusted unless the server is. A server is untrusted unless its
+// configuration says "trusted": true. For a trusted server the annotations are
+// taken as given, with the defaults for the missing ones ([ClaimedHints]). For
+// an untrusted server the annotations may only make a gate stricter; since each
+// default is already the strictest value, every tool of an untrusted server
+// gets exactly [StrictHints] (not read-only, destructive, not idempotent, open
+// world), whatever it claims ([HintsFor]). What the server claimed stays
+// visible through [Tool.Annotations] and [Tool.ClaimedHints].
+//
+// # Results
+//
+// [Tool.Call] passes the arguments through and turns the MCP result into the
+// [tool.Result] the model sees: text joined with newlines, other content kinds
+// described by type, MIME type and size, structuredContent as JSON when there is
+// no text, and isError as an error result. Cancelling the call's context
+// cancels the request on the server.
+//
+// # Processes
+//
+// A stdio server runs in its own process group. Closing it follows the MCP
+// shutdown sequence (close stdin, wait, SIGTERM, wait, SIGKILL), sends the
+// signals to the whole group, and kills whatever is left of the group at the
+// end, so neither the server nor a child it started stays behind; each wait is
+// bounded by [Options].ShutdownGrace.
+//
+// Unix only (process groups). mcptool never writes to stdout or stderr; it logs
+// through [Options].Logger, and never logs header or environment values.
+package mcptool

@@ -1,0 +1,480 @@
+package mcptool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Options configures [Open]. A nil *Options means all defaults.
+type Options struct {
+	// Logger receives what happens to the servers (started, failed, killed).
+	// It never receives header or environment values. Nil discards.
+	Logger *slog.Logger
+	// LookupEnv resolves ${NAME} in header and env values; nil means os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+	// Client is the implementation name and version sent in initialize; nil
+	// means {Name: "tollgate", Version: "dev"}.
+	Client *mcp.Implementation
+	// HTTPClient carries the requests to streamable HTTP servers; nil means a
+	// client of its own with default settings. Configured headers are added to
+	// every request on top of it.
+	HTTPClient *http.Client
+	// ShutdownGrace is how long closing a stdio server waits at each step
+	// (after closing its stdin, after SIGTERM, after SIGKILL); zero means
+	// [DefaultShutdownGrace]. Closing takes at most about three of it.
+	ShutdownGrace time.Duration
+}
+
+// State is where a server stands after [Open].
+type State string
+
+// The states of a server.
+const (
+	// StateReady: connected, initialized, tools listed; its tools are in the set.
+	StateReady State = "ready"
+	// StateFailed: start, initialize or listing failed, or its tools collide;
+	// [ServerStatus].Err says why. None of its tools is in the set.
+	StateFailed State = "failed"
+	// StateDisabled: "disabled": true in the configuration; not started.
+	StateDisabled State = "disabled"
+)
+
+// ServerStatus says how one configured server fared in [Open].
+type ServerStatus struct {
+	// Name is the server's name in the configuration.
+	Name string
+	// State is ready, failed or disabled.
+	State State
+	// Err says why the server failed (nil otherwise). It names the phase
+	// ("start", "initialize", "list tools") and, for a stdio server, ends with
+	// the last lines the server wrote to stderr.
+	Err error
+	// Transport is "stdio", "http" or "custom" (a transport set in code).
+	Transport string
+	// Trusted repeats the configuration's trust (see [HintsFor]).
+	Trusted bool
+	// Tools is the number of tools the server contributes.
+	Tools int
+	// ServerInfo is the name and version the server gave in initialize, or nil.
+	ServerInfo *mcp.Implementation
+	// Stderr is the last bytes (at most 4 KiB) a stdio server wrote to stderr
+	// up to the end of Open.
+	Stderr string
+}
+
+// CollisionError reports two tools that end up with the same name (see
+// [ToolName]); neither shadows the other. Rename a server in the configuration
+// (or disable one) to resolve it.
+type CollisionError struct {
+	// Name is the name both tools map to.
+	Name string
+	// First and Second are the two tools, each as server and name on the server.
+	First, Second ToolRef
+}
+
+// ToolRef names a tool on a server.
+type ToolRef struct {
+	Server, Tool string
+}
+
+// Error names both tools.
+func (e *CollisionError) Error() string {
+	return fmt.Sprintf("tools %q of server %q and %q of server %q both become %q",
+		e.First.Tool, e.First.Server, e.Second.Tool, e.Second.Server, e.Name)
+}
+
+// Set is the tools of a set of MCP servers, and the connections to them.
+// Its methods are safe for concurrent use.
+type Set struct {
+	tools    []tool.Tool
+	statuses []ServerStatus
+	conns    []*conn
+	grace    time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// conn is one live server.
+type conn struct {
+	name    string
+	session *mcp.ClientSession
+}
+
+// Open connects every enabled server of cfg, concurrently, and lists its tools
+// (all pages). Each phase is bounded by the server's Timeout: starting and
+// initializing (MCP specification 2025-06-18, "Lifecycle: Initialization"),
+// then listing. A server that fails any phase is closed and isolated: its
+// [ServerStatus] says why and the other servers load.
+//
+// Tools of one server that end up with the same name make that server fail
+// with a *[CollisionError]. Tools of two servers that end up with the same name
+// make Open fail with a *[CollisionError] naming both (after closing every
+// server), since which one should win is not Open's to guess.
+//
+// Open returns an error, and leaves nothing running, when cfg is invalid
+// ([Config.Validate]), on such a collision, or when ctx ends before all servers
+// are up. The servers are not bound to ctx afterwards; [Set.Close] stops them.
+func Open(ctx context.Context, cfg *Config, opts *Options) (*Set, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.Client == nil {
+		o.Client = &mcp.Implementation{Name: "tollgate", Version: "dev"}
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	names := make([]string, 0, len(cfg.Servers))
+	for name := range cfg.Servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	type outcome struct {
+		status ServerStatus
+		conn   *conn
+		tools  []*Tool
+	}
+	outs := make([]outcome, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		sc := cfg.Servers[name]
+		outs[i].status = ServerStatus{Name: name, Transport: sc.transportKind(), Trusted: sc.Trusted}
+		if sc.Disabled {
+			outs[i].status.State = StateDisabled
+			continue
+		}
+		wg.Go(func() {
+			st := &outs[i].status
+			c, tools, err := connect(ctx, name, sc, &o, st)
+			if err != nil {
+				st.State, st.Err = StateFailed, err
+				o.Logger.Warn("mcp server failed", "server", name, "error", err)
+				return
+			}
+			st.State, st.Tools = StateReady, len(tools)
+			outs[i].conn, outs[i].tools = c, tools
+			o.Logger.Info("mcp server ready", "server", name, "tools", len(tools))
+		})
+	}
+	wg.Wait()
+
+	s := &Set{grace: o.ShutdownGrace}
+	byName := map[string]*Tool{}
+	var collision error
+	for _, out := range outs {
+		s.statuses = append(s.statuses, out.status)
+		if out.conn == nil {
+			continue
+		}
+		s.conns = append(s.conns, out.conn)
+		for _, t := range out.tools {
+			if prev, ok := byName[t.spec.Name]; ok && collision == nil {
+				collision = &CollisionError{Name: t.spec.Name,
+					First: ToolRef{prev.server, prev.remote}, Second: ToolRef{t.server, t.remote}}
+			}
+			byName[t.spec.Name] = t
+			s.tools = append(s.tools, t)
+		}
+	}
+	if collision != nil {
+		_ = s.Close()
+		return nil, collision
+	}
+	if err := ctx.Err(); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("mcptool.Open: %w", err)
+	}
+	return s, nil
+}
+
+// connect starts, initializes and lists one server. On error nothing of it is
+// left running.
+func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st *ServerStatus) (*conn, []*Tool, error) {
+	timeout := sc.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	var stderr *tailBuffer
+	transport, err := newTransport(name, sc, o, &stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	withStderr := func(err error) error {
+		if stderr == nil {
+			return err
+		}
+		st.Stderr = stderr.String()
+		if tail := lastLines(st.Stderr, 5); tail != "" {
+			return fmt.Errorf("%w; stderr: %s", err, tail)
+		}
+		return err
+	}
+	client := mcp.NewClient(o.Client, &mcp.ClientOptions{Logger: o.Logger.With("server", name)})
+	tracked := &trackingTransport{Transport: transport}
+	abort := func() {
+		// A transport may block in a write that ignores ctx (an in-memory
+		// pipe nobody reads, say); closing the connection releases it.
+		if c := tracked.connection(); c != nil {
+			_ = closeWithin(c, 3*o.ShutdownGrace+time.Second)
+		}
+		if t, ok := transport.(*stdioTransport); ok && t.child != nil {
+			_ = t.child.Close()
+		}
+	}
+	var session *mcp.ClientSession
+	err = bounded(ctx, timeout, abort, func(ctx context.Context) error {
+		var err error
+		session, err = client.Connect(ctx, tracked, nil)
+		return err
+	})
+	if err != nil {
+		// The SDK closes the connection when initialize fails; make sure of it
+		// for a process (Close is idempotent).
+		if t, ok := transport.(*stdioTransport); ok && t.child != nil {
+			_ = t.child.Close()
+		}
+		return nil, nil, withStderr(fmt.Errorf("start and initialize: %w", err))
+	}
+	if res := session.InitializeResult(); res != nil && res.ServerInfo != nil {
+		info := *res.ServerInfo
+		st.ServerInfo = &info
+	}
+	fail := func(err error) (*conn, []*Tool, error) {
+		_ = closeWithin(session, 3*o.ShutdownGrace+time.Second)
+		return nil, nil, withStderr(err)
+	}
+	var tools []*Tool
+	seen := map[string]*Tool{}
+	err = bounded(ctx, timeout, abort, func(ctx context.Context) error {
+		for t, err := range session.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			mt, err := newTool(name, sc, t, session)
+			if err != nil {
+				return err
+			}
+			if prev, ok := seen[mt.spec.Name]; ok {
+				return &CollisionError{Name: mt.spec.Name, First: ToolRef{name, prev.remote}, Second: ToolRef{name, mt.remote}}
+			}
+			seen[mt.spec.Name] = mt
+			tools = append(tools, mt)
+		}
+		return nil
+	})
+	if err != nil {
+		var ce *CollisionError
+		if errors.As(err, &ce) {
+			return fail(err)
+		}
+		return fail(fmt.Errorf("list tools: %w", err))
+	}
+	if stderr != nil {
+		st.Stderr = stderr.String()
+	}
+	return &conn{name: name, session: session}, tools, nil
+}
+
+// newTransport builds the transport of one server. For stdio it sets *stderr
+// to the buffer that collects the server's stderr.
+func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer) (mcp.Transport, error) {
+	switch {
+	case sc.Transport != nil:
+		return sc.Transport, nil
+	case sc.URL != "":
+		headers := make(http.Header, len(sc.Headers))
+		for k, v := range sc.Headers {
+			ev, err := expand(v, o.LookupEnv)
+			if err != nil {
+				return nil, fmt.Errorf("headers.%s: %w", k, err)
+			}
+			headers.Set(k, ev)
+		}
+		base := o.HTTPClient
+		if base == nil {
+			base = &http.Client{}
+		}
+		hc := *base
+		rt := hc.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		hc.Transport = &headerTransport{base: rt, headers: headers}
+		return &mcp.StreamableClientTransport{Endpoint: sc.URL, HTTPClient: &hc}, nil
+	}
+	env := os.Environ()
+	keys := make([]string, 0, len(sc.Env))
+	for k := range sc.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ev, err := expand(sc.Env[k], o.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("env.%s: %w", k, err)
+		}
+		env = append(env, k+"="+ev)
+	}
+	cmd := exec.Command(sc.Command, sc.Args...)
+	if cmd.Err != nil {
+		return nil, fmt.Errorf("start: %w", cmd.Err)
+	}
+	cmd.Env = env
+	cmd.Dir = sc.Cwd
+	*stderr = &tailBuffer{n: stderrKeep}
+	return &stdioTransport{cmd: cmd, grace: o.ShutdownGrace, logger: o.Logger, server: name, stderr: *stderr}, nil
+}
+
+// bounded runs fn with a context that ends after d (or with ctx). When that
+// context ends first, bounded calls abort, to release an fn stuck in a call
+// that ignores its context, and returns once fn has (or, should fn still not
+// return, a second after abort) with an error saying the phase timed out.
+func bounded(ctx context.Context, d time.Duration, abort func(), fn func(context.Context) error) error {
+	phaseCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(phaseCtx) }()
+	timedOut := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			err = context.DeadlineExceeded
+		}
+		return fmt.Errorf("no answer within %s (timeout): %w", d, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil && phaseCtx.Err() != nil {
+			return timedOut(err)
+		}
+		return err
+	case <-phaseCtx.Done():
+	}
+	abort()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return timedOut(err)
+	case <-t.C:
+		return timedOut(nil)
+	}
+}
+
+// trackingTransport remembers the connection its transport made.
+type trackingTransport struct {
+	mcp.Transport
+	mu   sync.Mutex
+	conn mcp.Connection
+}
+
+func (t *trackingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
+	return c, err
+}
+
+func (t *trackingTransport) connection() mcp.Connection {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.conn
+}
+
+// headerTransport adds configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, vs := range t.headers {
+		req.Header[k] = vs
+	}
+	return t.base.RoundTrip(req)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.TrimSpace(strings.Join(lines, " | "))
+}
+
+// closeWithin closes c, giving up (with an error) after d.
+func closeWithin(c io.Closer, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("not closed within %s", d)
+	}
+}
+
+// Tools returns the tools of every ready server: servers in name order, each
+// server's tools in the order it listed them. Each element is a *[Tool].
+func (s *Set) Tools() []tool.Tool { return append([]tool.Tool(nil), s.tools...) }
+
+// Servers returns the status of every configured server, in name order.
+func (s *Set) Servers() []ServerStatus { return append([]ServerStatus(nil), s.statuses...) }
+
+// Close closes every server connection, concurrently, and waits at most about
+// three ShutdownGrace periods plus a second. For a stdio server it closes
+// stdin, then sends SIGTERM, then SIGKILL to its process group (MCP
+// specification 2025-06-18, "Lifecycle: Shutdown"), so no process the server
+// started in its group is left; for a streamable HTTP server it ends the
+// session (HTTP DELETE). Calls still running fail. Close returns the joined
+// errors of the servers that could not be stopped cleanly; calling it again
+// returns the same.
+func (s *Set) Close() error {
+	s.closeOnce.Do(func() {
+		errs := make([]error, len(s.conns))
+		var wg sync.WaitGroup
+		for i, c := range s.conns {
+			wg.Go(func() {
+				if err := closeWithin(c.session, 3*s.grace+time.Second); err != nil {
+					errs[i] = fmt.Errorf("mcp server %q: close: %w", c.name, err)
+				}
+			})
+		}
+		wg.Wait()
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}

@@ -1,0 +1,332 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Metadata keys that [Tool.Call] sets on every result it returns.
+const (
+	// MetaServer holds the server's name (a string).
+	MetaServer = "mcpServer"
+	// MetaTool holds the tool's name on the server (a string).
+	MetaTool = "mcpTool"
+	// MetaStructuredContent holds the result's structuredContent as a
+	// json.RawMessage, when the server sent one.
+	MetaStructuredContent = "mcpStructuredContent"
+	// MetaContent holds a []ContentInfo describing every content item that is
+	// not text, when there is one.
+	MetaContent = "mcpContent"
+)
+
+// StrictHints are the hints of every tool of an untrusted server, and the MCP
+// specification's defaults for annotations a server leaves out (2025-06-18,
+// "Tools: Tool annotations": readOnlyHint false, destructiveHint true,
+// idempotentHint false, openWorldHint true). Each is the value under which a
+// gate is strictest.
+var StrictHints = tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
+
+// ClaimedHints maps MCP tool annotations onto [tool.Hints] as the server claims
+// them: each hint the annotations set is taken as given, and each one they
+// leave out (or nil annotations) gets the MCP default (see [StrictHints]).
+//
+// The go-sdk decodes readOnlyHint and idempotentHint as plain booleans, so for
+// those two "absent" and "false" are the same; both mean the default, false.
+func ClaimedHints(a *mcp.ToolAnnotations) tool.Hints {
+	h := StrictHints
+	if a == nil {
+		return h
+	}
+	h.ReadOnly = a.ReadOnlyHint
+	h.Idempotent = a.IdempotentHint
+	if a.DestructiveHint != nil {
+		h.Destructive = *a.DestructiveHint
+	}
+	if a.OpenWorldHint != nil {
+		h.OpenWorld = *a.OpenWorldHint
+	}
+	return h
+}
+
+// HintsFor returns the hints tollgate's gates use for a tool with annotations
+// a from a server that is trusted or not.
+//
+// A trusted server's claims are believed: HintsFor returns [ClaimedHints](a).
+//
+// An untrusted server's annotations may only make a gate stricter, never
+// looser. Every MCP default is already the strictest value of its hint (not
+// read-only, destructive, not idempotent, open world), so nothing an untrusted
+// server claims can tighten a gate further, and every claim that would loosen
+// one is disbelieved: HintsFor returns [StrictHints] whatever a says. A claim
+// such as readOnlyHint: true from an untrusted server is therefore kept for
+// display ([Tool.ClaimedHints]) but changes no decision.
+func HintsFor(a *mcp.ToolAnnotations, trusted bool) tool.Hints {
+	if trusted {
+		return ClaimedHints(a)
+	}
+	return StrictHints
+}
+
+// ContentInfo describes one content item of a tool result that is not text
+// (MCP specification 2025-06-18, "Tools: Tool result").
+type ContentInfo struct {
+	// Type is the MCP content type: "image", "audio", "resource_link" or
+	// "resource" (an embedded resource).
+	Type string `json:"type"`
+	// MIMEType is the item's MIME type, when the server gave one.
+	MIMEType string `json:"mimeType,omitempty"`
+	// Size is the item's size in bytes (decoded, for base64 data); -1 when unknown.
+	Size int64 `json:"size"`
+	// URI is the resource's URI (resource links and embedded resources).
+	URI string `json:"uri,omitempty"`
+	// Name is a resource link's name.
+	Name string `json:"name,omitempty"`
+}
+
+// String renders the description the model sees, such as
+// "[image: image/png, 68 bytes]".
+func (c ContentInfo) String() string {
+	kind := c.Type
+	switch c.Type {
+	case "resource_link":
+		kind = "resource link"
+	case "resource":
+		kind = "embedded resource"
+	}
+	var parts []string
+	if c.URI != "" {
+		parts = append(parts, c.URI)
+	}
+	if c.Name != "" {
+		parts = append(parts, fmt.Sprintf("name %q", c.Name))
+	}
+	if c.MIMEType != "" {
+		parts = append(parts, c.MIMEType)
+	}
+	if c.Size >= 0 {
+		parts = append(parts, fmt.Sprintf("%d bytes", c.Size))
+	}
+	if len(parts) == 0 {
+		return "[" + kind + "]"
+	}
+	return "[" + kind + ": " + strings.Join(parts, ", ") + "]"
+}
+
+// Tool is one tool of an MCP server, as a [tool.Tool]. Its Spec's Name is
+// [ToolName](server, remote name), its Source "mcp:<server>", its Hints
+// [HintsFor] the tool's annotations and the server's trust. It is safe for
+// concurrent use. Hosts that show tools may type-assert a tool.Tool to *Tool to
+// see what the server claimed.
+type Tool struct {
+	spec        tool.Spec
+	server      string
+	remote      string
+	annotations *mcp.ToolAnnotations
+	trusted     bool
+	callTimeout time.Duration
+	session     *mcp.ClientSession
+}
+
+func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession) (*Tool, error) {
+	var schema *jsonschema.Schema
+	if t.InputSchema != nil {
+		raw, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+		}
+		schema = new(jsonschema.Schema)
+		if err := json.Unmarshal(raw, schema); err != nil {
+			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+		}
+	}
+	var ann *mcp.ToolAnnotations
+	if t.Annotations != nil {
+		a := *t.Annotations
+		ann = &a
+	}
+	h := HintsFor(ann, sc.Trusted)
+	return &Tool{
+		spec: tool.Spec{
+			Name:        ToolName(server, t.Name),
+			Description: t.Description,
+			InputSchema: schema,
+			Hints:       &h,
+			Source:      "mcp:" + server,
+		},
+		server:      server,
+		remote:      t.Name,
+		annotations: ann,
+		trusted:     sc.Trusted,
+		callTimeout: sc.CallTimeout,
+		session:     cs,
+	}, nil
+}
+
+// Spec returns the tool's spec; its Hints are a fresh copy on every call.
+func (t *Tool) Spec() tool.Spec {
+	s := t.spec
+	h := *t.spec.Hints
+	s.Hints = &h
+	return s
+}
+
+// Server returns the name of the server the tool belongs to.
+func (t *Tool) Server() string { return t.server }
+
+// RemoteName returns the tool's name on its server (before sanitizing).
+func (t *Tool) RemoteName() string { return t.remote }
+
+// Trusted reports whether the tool's server is trusted (see [HintsFor]).
+func (t *Tool) Trusted() bool { return t.trusted }
+
+// Annotations returns a copy of the annotations the server sent for the tool,
+// or nil when it sent none.
+func (t *Tool) Annotations() *mcp.ToolAnnotations {
+	if t.annotations == nil {
+		return nil
+	}
+	a := *t.annotations
+	return &a
+}
+
+// ClaimedHints returns the hints the server claims for the tool
+// ([ClaimedHints] of its annotations). For an untrusted server they differ from
+// Spec().Hints, which are what the gates use.
+func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
+
+// Call sends a tools/call request with args passed through unchanged (empty
+// args send {}), and turns the server's answer into a [tool.Result]:
+//
+//   - the content items, in order, each on its own line: text as it is, and
+//     every other kind described by [ContentInfo.String] (an embedded text
+//     resource is described, then its text follows);
+//   - a structuredContent's JSON comes first when no content item is text.
+//     When there is text, the text stands for it (the MCP specification asks
+//     servers to put the serialized structured result in a text item too),
+//     and the structured value is only in the metadata;
+//   - isError: true makes an error result with that same output (or a
+//     sentence saying the tool failed without a message).
+//
+// The result's Metadata holds [MetaServer], [MetaTool] and, when present,
+// [MetaStructuredContent] and [MetaContent].
+//
+// Cancelling ctx abandons the call and sends notifications/cancelled to the
+// server (MCP specification, "Utilities: Cancellation"); Call then returns
+// ctx's error. A call that exceeds the server's CallTimeout is an error result.
+// A failure of the protocol or the connection (an unknown tool, a server that
+// exited) is returned as an error naming the server and the tool.
+func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	if len(strings.TrimSpace(string(args))) == 0 || strings.TrimSpace(string(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	callCtx := ctx
+	if t.callTimeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, t.callTimeout)
+		defer cancel()
+	}
+	res, err := t.session.CallTool(callCtx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	if err != nil {
+		if ctx.Err() != nil {
+			return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, ctx.Err())
+		}
+		if callCtx.Err() != nil {
+			r := tool.Errorf("MCP tool %s timed out after %s", t.spec.Name, t.callTimeout)
+			r.Metadata = map[string]any{MetaServer: t.server, MetaTool: t.remote}
+			return r, nil
+		}
+		return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, err)
+	}
+	return t.result(res), nil
+}
+
+func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
+	meta := map[string]any{MetaServer: t.server, MetaTool: t.remote}
+	var lines []string
+	var infos []ContentInfo
+	hasText := false
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			lines = append(lines, c.Text)
+			hasText = true
+			continue
+		case *mcp.EmbeddedResource:
+			info := ContentInfo{Type: "resource", Size: -1}
+			if r := c.Resource; r != nil {
+				info.URI, info.MIMEType = r.URI, r.MIMEType
+				if r.Blob != nil {
+					info.Size = int64(len(r.Blob))
+				} else {
+					info.Size = int64(len(r.Text))
+				}
+				infos = append(infos, info)
+				lines = append(lines, info.String())
+				if r.Blob == nil && r.Text != "" {
+					lines = append(lines, r.Text)
+				}
+				continue
+			}
+			infos = append(infos, info)
+			lines = append(lines, info.String())
+			continue
+		}
+		info := describe(c)
+		infos = append(infos, info)
+		lines = append(lines, info.String())
+	}
+	if res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			meta[MetaStructuredContent] = json.RawMessage(raw)
+			if !hasText {
+				lines = append([]string{string(raw)}, lines...)
+			}
+		}
+	}
+	out := strings.Join(lines, "\n")
+	if len(infos) > 0 {
+		meta[MetaContent] = infos
+	}
+	if res.IsError {
+		if out == "" {
+			out = fmt.Sprintf("MCP tool %s failed without a message", t.spec.Name)
+		}
+		return tool.Result{Output: out, IsError: true, Metadata: meta}
+	}
+	return tool.Result{Output: out, Metadata: meta}
+}
+
+// describe returns the ContentInfo of a content item that is neither text nor
+// an embedded resource.
+func describe(c mcp.Content) ContentInfo {
+	switch c := c.(type) {
+	case *mcp.ImageContent:
+		return ContentInfo{Type: "image", MIMEType: c.MIMEType, Size: int64(len(c.Data))}
+	case *mcp.AudioContent:
+		return ContentInfo{Type: "audio", MIMEType: c.MIMEType, Size: int64(len(c.Data))}
+	case *mcp.ResourceLink:
+		size := int64(-1)
+		if c.Size != nil {
+			size = *c.Size
+		}
+		return ContentInfo{Type: "resource_link", MIMEType: c.MIMEType, Size: size, URI: c.URI, Name: c.Name}
+	}
+	// A kind this version does not know: name its wire type.
+	info := ContentInfo{Type: "unknown", Size: -1}
+	if raw, err := c.MarshalJSON(); err == nil {
+		var w struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &w) == nil && w.Type != "" {
+			info.Type = w.Type
+		}
+	}
+	return info
+}
