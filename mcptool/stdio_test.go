@@ -1,0 +1,159 @@
+package mcptool
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary doubles as a stdio MCP server: with MCPTOOL_TEST_HELPER set,
+// TestMain runs helperServer instead of the tests.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("MCPTOOL_TEST_HELPER"); mode != "" {
+		helperServer(mode)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// helperServer serves one tool, "pids", over stdio after starting a grandchild
+// (sleep) in its process group; the pids go to MCPTOOL_TEST_PIDS. In mode
+// "stubborn" it ignores SIGTERM and keeps running after stdin closes (C35); in
+// mode "polite" it exits when stdin closes, leaving the grandchild behind.
+func helperServer(mode string) {
+	if mode == "stubborn" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	gc := exec.Command("sleep", "300")
+	if err := gc.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pids := fmt.Sprintf("%d %d", os.Getpid(), gc.Process.Pid)
+	if err := os.WriteFile(os.Getenv("MCPTOOL_TEST_PIDS"), []byte(pids), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "helper", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "pids", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: pids}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+	fmt.Fprintln(os.Stderr, "helper: stdin closed")
+	if mode == "stubborn" {
+		select {}
+	}
+	os.Exit(0)
+}
+
+// alive reports whether pid is a live process (a zombie counts as gone).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesized command name.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
+		return false
+	}
+	return true
+}
+
+func waitGone(t *testing.T, pids []int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var left []int
+		for _, p := range pids {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range left {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Fatalf("processes %v still alive %s after Close", left, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func openHelper(t *testing.T, mode string, grace time.Duration) (*Set, []int) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"helper": {
+		Command: os.Args[0],
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": mode, "MCPTOOL_TEST_PIDS": pidFile},
+	}}}, &Options{ShutdownGrace: grace})
+	if st := status(t, s, "helper"); st.State != StateReady || st.Transport != "stdio" {
+		t.Fatalf("status = %+v", st)
+	}
+	res, err := s.Tools()[0].Call(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(res.Output) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pids %q: %v", res.Output, err)
+		}
+		pids = append(pids, n)
+	}
+	if len(pids) != 2 || !alive(pids[0]) || !alive(pids[1]) {
+		t.Fatalf("helper pids %v not both alive", pids)
+	}
+	return s, pids
+}
+
+// TestCloseStubbornServer is C35: a stdio server that ignores stdin closing
+// and SIGTERM, and has a child of its own. Close returns within a bounded time
+// and neither the server nor its child is left.
+func TestCloseStubbornServer(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	s, pids := openHelper(t, "stubborn", grace)
+	start := time.Now()
+	err := s.Close()
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	// stdin closed, wait; SIGTERM (ignored), wait; SIGKILL: about 2 grace periods.
+	if elapsed < 2*grace || elapsed > 3*grace+2*time.Second {
+		t.Errorf("Close took %s; want between %s and %s", elapsed, 2*grace, 3*grace+2*time.Second)
+	}
+	waitGone(t, pids, time.Second)
+}
+
+// TestClosePoliteServer: a server that exits when its stdin closes goes
+// without a signal, and the child it left behind is killed too.
+func TestClosePoliteServer(t *testing.T) {
+	const grace = 2 * time.Second
+	s, pids := openHelper(t, "polite", grace)
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > grace {
+		t.Errorf("Close took %s; the server exits at once when its stdin closes", elapsed)
+	}
+	waitGone(t, pids, time.Second)
+}
