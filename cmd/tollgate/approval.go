@@ -1,0 +1,601 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/records"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Approve modes of `tollgate run --approve`.
+const (
+	approvePrompt = "prompt"
+	approveYes    = "yes"
+	approveNo     = "no"
+)
+
+// storedConfig is the run configuration kept with a halted run, so that
+// `tollgate resume` rebuilds the same agent.
+type storedConfig struct {
+	// Args are the flags `tollgate run` was given (without the prompt).
+	Args []string `json:"args"`
+	// Dir is the working directory the run was started in.
+	Dir string `json:"dir"`
+}
+
+// approvalRunExtension adds the policy and approval flags to `tollgate run`:
+// --policy and --autonomy add an approval.Policy authorizer; --approve says
+// who answers pending requests (prompt: the person at the terminal, or, when
+// stdin is not a terminal, nobody now: the run is stored and exits 3; yes/no:
+// every request is approved/declined without asking); --state-dir holds the
+// store of halted runs; --records appends one JSON line per tool call.
+func approvalRunExtension() runExtension {
+	var policyFile, autonomy, approve, stateDir, recordsFile string
+	return runExtension{
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&policyFile, "policy", "", "authorization policy file (YAML, see 'tollgate policy check')")
+			fs.StringVar(&autonomy, "autonomy", "", "autonomy level: full_auto, supervised, cautious or manual (overrides the policy file's)")
+			fs.StringVar(&approve, "approve", approvePrompt, "who answers approval requests: prompt (the terminal; without one, store the run and exit 3), yes or no")
+			fs.StringVar(&stateDir, "state-dir", sqlite.DefaultDir, "directory of the store of halted runs and approvals")
+			fs.StringVar(&recordsFile, "records", "", "append one JSON line per tool call decision to this file")
+		},
+		setup: func(ctx context.Context, rs *runSetup) error {
+			if policyFile != "" || autonomy != "" {
+				pol, err := loadPolicy(rs.env.stderr, policyFile, autonomy)
+				if err != nil {
+					return err
+				}
+				rs.opts.Authorizers = append(rs.opts.Authorizers, pol)
+			}
+			if recordsFile != "" {
+				w, err := records.OpenFile(recordsFile, &records.Options{Logger: rs.logger})
+				if err != nil {
+					return usageErr("run: --records: %v", err)
+				}
+				rs.closers = append(rs.closers, w.Close)
+				prev := rs.opts.OnRecord
+				rs.opts.OnRecord = func(ctx context.Context, rec agent.ToolCallRecord) {
+					if prev != nil {
+						prev(ctx, rec)
+					}
+					w.Record(ctx, rec)
+				}
+			}
+			switch approve {
+			case approveYes, approveNo:
+				ok := approve == approveYes
+				rs.opts.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+					ans := tool.Answer{ID: req.ID, OK: ok, By: "--approve=" + approve}
+					if !ok {
+						ans.Reason = "declined by --approve=no"
+					}
+					return ans, nil
+				}
+			case approvePrompt:
+				if isTerminal(rs.env.stdin) {
+					rs.opts.WaitFor = terminalWait(rs.env.stdin, rs.env.stderr)
+				}
+			default:
+				return usageErr("run: --approve %q: want prompt, yes or no", approve)
+			}
+			rs.onHalt = func(ctx context.Context, res *agent.Result) error {
+				return storeHalted(ctx, rs, stateDir, res)
+			}
+			return nil
+		},
+	}
+}
+
+// loadPolicy loads file (if any), prints its problems to w, and applies the
+// autonomy override.
+func loadPolicy(w io.Writer, file, autonomy string) (*approval.Policy, error) {
+	var pol *approval.Policy
+	if file != "" {
+		p, problems, err := approval.LoadPolicy(file)
+		for _, pr := range problems {
+			if pr.Severity == approval.SeverityWarning {
+				fmt.Fprintln(w, "tollgate: policy:", pr)
+			}
+		}
+		if err != nil {
+			return nil, usageErr("--policy: %v", err)
+		}
+		pol = p
+	} else {
+		p, err := approval.NewPolicy(approval.PolicySpec{Name: "--autonomy"})
+		if err != nil {
+			return nil, err
+		}
+		pol = p
+	}
+	if autonomy != "" {
+		a, err := approval.ParseAutonomy(autonomy)
+		if err != nil {
+			return nil, usageErr("--autonomy: %v", err)
+		}
+		if pol, err = pol.WithAutonomy(a); err != nil {
+			return nil, usageErr("--autonomy: %v", err)
+		}
+	}
+	return pol, nil
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalWait asks the person at the terminal: approve, deny with a reason,
+// or edit the JSON arguments. Questions go to w.
+func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
+	br := bufio.NewReader(in)
+	readLine := func(ctx context.Context) (string, error) {
+		type line struct {
+			s   string
+			err error
+		}
+		ch := make(chan line, 1)
+		go func() {
+			s, err := br.ReadString('\n')
+			ch <- line{strings.TrimSpace(s), err}
+		}()
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case l := <-ch:
+			if l.err != nil && l.s == "" {
+				return "", l.err
+			}
+			return l.s, nil
+		}
+	}
+	return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+		fmt.Fprintf(w, "\n%s\n", req.Prompt)
+		if d, err := approval.ParseRequestData(req); err == nil {
+			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", d.Tool, d.CallID, d.Args)
+		}
+		for {
+			fmt.Fprint(w, "[a]pprove, [d]eny, [e]dit arguments? ")
+			s, err := readLine(ctx)
+			if err != nil {
+				return tool.Answer{}, err
+			}
+			switch strings.ToLower(s) {
+			case "a", "approve", "y", "yes":
+				return tool.Answer{ID: req.ID, OK: true, By: currentUser()}, nil
+			case "d", "deny", "n", "no":
+				fmt.Fprint(w, "reason (the model sees it): ")
+				reason, err := readLine(ctx)
+				if err != nil {
+					return tool.Answer{}, err
+				}
+				return tool.Answer{ID: req.ID, OK: false, Reason: reason, By: currentUser()}, nil
+			case "e", "edit":
+				fmt.Fprint(w, "new arguments (one line of JSON): ")
+				s, err := readLine(ctx)
+				if err != nil {
+					return tool.Answer{}, err
+				}
+				var obj map[string]any
+				if err := json.Unmarshal([]byte(s), &obj); err != nil {
+					fmt.Fprintf(w, "not a JSON object: %v\n", err)
+					continue
+				}
+				return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(s), By: currentUser(), Reason: "edited the arguments"}, nil
+			}
+		}
+	}
+}
+
+func currentUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "cli"
+}
+
+func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
+	s, err := sqlite.Open(ctx, filepath.Join(dir, sqlite.DefaultFile), nil)
+	if err != nil {
+		return nil, withCode(exitError, err)
+	}
+	return s, nil
+}
+
+// approvalsOf returns the store records of st's pending requests, skipping
+// those in skip.
+func approvalsOf(st *agent.State, skip map[string]bool) []store.Approval {
+	var out []store.Approval
+	for _, b := range st.Batch {
+		p := b.Pending
+		if p == nil || skip[p.Request.ID] {
+			continue
+		}
+		out = append(out, store.Approval{
+			ID: p.Request.ID, CallID: b.Call.ID, Tool: b.Call.Name, Digest: p.Digest,
+			Kind: p.Request.Kind, Prompt: p.Request.Prompt, Request: p.Request, ExpiresAt: p.Request.ExpiresAt,
+		})
+	}
+	return out
+}
+
+// resultJSON encodes res without its State (stored separately).
+func resultJSON(res *agent.Result) json.RawMessage {
+	if res == nil {
+		return nil
+	}
+	c := *res
+	c.State = nil
+	b, _ := json.Marshal(c)
+	return b
+}
+
+// storeHalted stores a run that halted pending, with its requests, and says
+// how to answer them.
+func storeHalted(ctx context.Context, rs *runSetup, stateDir string, res *agent.Result) error {
+	s, err := openStore(ctx, stateDir)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	dir, _ := os.Getwd()
+	cfg, _ := json.Marshal(storedConfig{Args: rs.args, Dir: dir})
+	state, err := json.Marshal(res.State)
+	if err != nil {
+		return err
+	}
+	run := store.Run{ID: res.RunID, Status: store.RunPending, State: state, Result: resultJSON(res), Config: cfg}
+	if err := s.CreateRun(ctx, run, approvalsOf(res.State, nil)...); err != nil {
+		return err
+	}
+	printHalted(rs, stateDir, res)
+	return nil
+}
+
+func printHalted(rs *runSetup, stateDir string, res *agent.Result) {
+	if rs.cfg.json {
+		return
+	}
+	sd := ""
+	if stateDir != sqlite.DefaultDir {
+		sd = " --state-dir " + stateDir
+	}
+	w := rs.env.stdout
+	fmt.Fprintf(w, "stored run %s in %s; answer with:\n", res.RunID, stateDir)
+	for _, r := range res.Pending {
+		fmt.Fprintf(w, "  tollgate approvals approve%s %s   (or: approvals deny%s %s --reason ...)\n", sd, r.ID, sd, r.ID)
+	}
+	fmt.Fprintf(w, "then: tollgate resume%s %s\n", sd, res.RunID)
+}
+
+func newPolicyCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{Use: "policy", Short: "Work with authorization policy files"}
+	check := &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Check policy files and print their problems as file:line:col",
+		Long: `Check policy files. Every problem is printed as file:line:col: severity: message.
+Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
+		Args: argsUsage(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			failed := false
+			for _, f := range args {
+				p, problems, err := approval.LoadPolicy(f)
+				for _, pr := range problems {
+					fmt.Fprintln(env.stdout, pr)
+				}
+				if err != nil {
+					failed = true
+					var pe *approval.PolicyError
+					if !errors.As(err, &pe) {
+						fmt.Fprintln(env.stderr, "tollgate:", err)
+					}
+					continue
+				}
+				a := string(p.Autonomy())
+				if a == "" {
+					a = "none"
+				}
+				fmt.Fprintf(env.stdout, "%s: ok: %d rule(s), %d risk declaration(s), autonomy %s\n", f, len(p.Spec().Rules), len(p.Spec().Risks), a)
+			}
+			if failed {
+				return withCode(exitError, nil)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(check)
+	return cmd
+}
+
+func newApprovalsCmd(env *cliEnv) *cobra.Command {
+	var stateDir, runID string
+	cmd := &cobra.Command{Use: "approvals", Short: "List, show, approve and deny the approval requests of halted runs"}
+	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", sqlite.DefaultDir, "directory of the store")
+	cmd.PersistentFlags().StringVar(&runID, "run", "", "the run the request belongs to (needed when two runs share a request ID)")
+
+	var status string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List approval requests (pending ones unless --status says otherwise)",
+		Args:  argsUsage(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := openStore(c.Context(), stateDir)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			f := store.ApprovalFilter{RunID: runID, Status: store.Status(status)}
+			if status == "all" {
+				f.Status = ""
+			}
+			as, err := s.ListApprovals(c.Context(), f)
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tRUN\tSTATUS\tTOOL\tPROMPT")
+			for _, a := range as {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.RunID, a.Status, a.Tool, oneLine(a.Prompt, 80))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&status, "status", string(store.StatusPending), "pending, approved, denied, expired, used or all")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one approval request as JSON",
+		Args:  argsUsage(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := openStore(c.Context(), stateDir)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			a, err := findApproval(c.Context(), s, runID, args[0])
+			if err != nil {
+				return err
+			}
+			b, _ := json.MarshalIndent(a, "", "  ")
+			fmt.Fprintf(env.stdout, "%s\n", b)
+			return nil
+		},
+	}
+
+	decide := func(approve bool) *cobra.Command {
+		var by, reason, editArgs string
+		use, short := "approve ID", "Approve a request (optionally with edited arguments)"
+		if !approve {
+			use, short = "deny ID", "Deny a request with a reason the model sees"
+		}
+		c := &cobra.Command{
+			Use: use, Short: short,
+			Args: argsUsage(cobra.ExactArgs(1)),
+			RunE: func(c *cobra.Command, args []string) error {
+				s, err := openStore(c.Context(), stateDir)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				a, err := findApproval(c.Context(), s, runID, args[0])
+				if err != nil {
+					return err
+				}
+				d := store.Decision{Approve: approve, By: by, Reason: reason}
+				if editArgs != "" {
+					var obj map[string]any
+					if err := json.Unmarshal([]byte(editArgs), &obj); err != nil {
+						return usageErr("--args: not a JSON object: %v", err)
+					}
+					d.Data = json.RawMessage(editArgs)
+				}
+				a, err = s.Decide(c.Context(), a.RunID, a.ID, d)
+				if err != nil {
+					return withCode(exitError, err)
+				}
+				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s\n", a.Status, a.ID, a.RunID, a.DecidedBy, a.RunID)
+				return nil
+			},
+		}
+		c.Flags().StringVar(&by, "by", currentUser(), "who decides (kept in the decision record)")
+		c.Flags().StringVar(&reason, "reason", "", "why; on deny the model sees it")
+		if approve {
+			c.Flags().StringVar(&editArgs, "args", "", "approve with these arguments instead (a JSON object); they are authorized again")
+		}
+		return c
+	}
+	cmd.AddCommand(list, show, decide(true), decide(false))
+	return cmd
+}
+
+// findApproval finds a request by ID (and run, when given).
+func findApproval(ctx context.Context, s store.Store, runID, id string) (store.Approval, error) {
+	as, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: runID, ID: id})
+	if err != nil {
+		return store.Approval{}, withCode(exitError, err)
+	}
+	switch len(as) {
+	case 0:
+		return store.Approval{}, withCode(exitError, fmt.Errorf("no approval request %q (see 'tollgate approvals list')", id))
+	case 1:
+		return as[0], nil
+	}
+	return store.Approval{}, usageErr("request ID %q is in %d runs; say which with --run", id, len(as))
+}
+
+func newResumeCmd(env *cliEnv) *cobra.Command {
+	var stateDir string
+	var wait bool
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:   "resume RUN_ID",
+		Short: "Continue a halted run with the decisions made on its requests",
+		Long: `Continue a halted run with the decisions made on its requests (see 'tollgate
+approvals'). The agent is rebuilt from the run's stored flags. Each approved call
+runs exactly once; denied and expired ones give the model an error result;
+undecided ones stay pending. With --wait, resume first waits until every request
+of the run is decided; it may be killed while it waits without losing anything.
+
+Exit status: as 'tollgate run'; 3 when requests are still pending.`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			return resumeRun(c.Context(), env, stateDir, args[0], wait, poll)
+		},
+	}
+	cmd.Flags().StringVar(&stateDir, "state-dir", sqlite.DefaultDir, "directory of the store")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every pending request of the run is decided")
+	cmd.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "how often --wait looks at the store")
+	return cmd
+}
+
+func resumeRun(ctx context.Context, env *cliEnv, stateDir, runID string, wait bool, poll time.Duration) error {
+	s, err := openStore(ctx, stateDir)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	if run.Status != store.RunPending {
+		return withCode(exitError, fmt.Errorf("run %s is %s, not pending", runID, run.Status))
+	}
+	var st agent.State
+	if err := json.Unmarshal(run.State, &st); err != nil {
+		return withCode(exitError, fmt.Errorf("run %s: stored state: %w", runID, err))
+	}
+	var cfg storedConfig
+	if err := json.Unmarshal(run.Config, &cfg); err != nil {
+		return withCode(exitError, fmt.Errorf("run %s: stored configuration: %w", runID, err))
+	}
+	if dir, _ := os.Getwd(); cfg.Dir != "" && dir != cfg.Dir {
+		fmt.Fprintf(env.stderr, "tollgate: run %s was started in %s; relative paths in its flags now resolve from %s\n", runID, cfg.Dir, dir)
+	}
+	decided := func() (int, int, error) {
+		n, total := 0, 0
+		for _, b := range st.Batch {
+			if b.Pending == nil {
+				continue
+			}
+			total++
+			a, err := s.GetApproval(ctx, runID, b.Pending.Request.ID)
+			if err != nil {
+				return 0, 0, err
+			}
+			if a.Status != store.StatusPending {
+				n++
+			}
+		}
+		return n, total, nil
+	}
+	n, total, err := decided()
+	for err == nil && wait && n < total {
+		select {
+		case <-ctx.Done():
+			return withCode(exitError, ctx.Err())
+		case <-time.After(poll):
+		}
+		n, total, err = decided()
+	}
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	if n == 0 {
+		return withCode(exitPending, fmt.Errorf("no request of run %s is decided yet (see 'tollgate approvals list --run %s')", runID, runID))
+	}
+
+	// Claim the run: of two resumes, one wins.
+	if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: store.RunResuming, State: run.State, Result: run.Result}, store.RunPending); err != nil {
+		return withCode(exitError, err)
+	}
+	release := func() {
+		_ = s.UpdateRun(context.WithoutCancel(ctx), store.Run{ID: runID, Status: store.RunPending, State: run.State, Result: run.Result}, store.RunResuming)
+	}
+	var answers []tool.Answer
+	for _, b := range st.Batch {
+		p := b.Pending
+		if p == nil {
+			continue
+		}
+		a, err := s.GetApproval(ctx, runID, p.Request.ID)
+		if err != nil {
+			release()
+			return withCode(exitError, err)
+		}
+		switch a.Status {
+		case store.StatusPending:
+			continue
+		case store.StatusApproved:
+			a, err = s.Consume(ctx, runID, a.ID, p.Digest)
+			if err != nil && !errors.Is(err, store.ErrExpired) {
+				release()
+				return withCode(exitError, err)
+			}
+		}
+		if ans, ok := a.Answer(); ok {
+			answers = append(answers, ans)
+		}
+	}
+
+	b, err := rebuildRun(ctx, env, cfg.Args)
+	if err != nil {
+		release()
+		return err
+	}
+	defer b.close()
+	// The stored run is updated here, not stored anew.
+	b.setup.onHalt = func(ctx context.Context, res *agent.Result) error {
+		existing, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: runID})
+		if err != nil {
+			return err
+		}
+		skip := map[string]bool{}
+		for _, a := range existing {
+			skip[a.ID] = true
+		}
+		state, _ := json.Marshal(res.State)
+		if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: store.RunPending, State: state, Result: resultJSON(res)}, store.RunResuming, approvalsOf(res.State, skip)...); err != nil {
+			return err
+		}
+		printHalted(b.setup, stateDir, res)
+		return nil
+	}
+	b.setup.afterRun = append(b.setup.afterRun, func(ctx context.Context, res *agent.Result, runErr error) {
+		ctx = context.WithoutCancel(ctx)
+		switch {
+		case res != nil && res.Status == agent.StatusPending && runErr == nil:
+			// onHalt stores it.
+		case res != nil && res.Status == agent.StatusPending:
+			// Resume refused the answers: nothing changed.
+			release()
+		default:
+			status := store.RunError
+			if res != nil && runErr == nil {
+				status = store.RunStatus(res.Status)
+			}
+			if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: status, Result: resultJSON(res)}, store.RunResuming); err != nil {
+				fmt.Fprintln(env.stderr, "tollgate: storing the run's end:", err)
+			}
+		}
+	})
+	return b.execute(ctx, b.agent.ResumeStream(ctx, &st, answers...))
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+func apWrite(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func apMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestPolicyCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := apWrite(t, dir, "good.yaml", "autonomy: supervised\nrules:\n  - id: no-rm\n    tool: bash\n    args:\n      command: {regex: 'rm\\s+-rf'}\n    decision: deny\n    reason: no\n")
+	bad := apWrite(t, dir, "bad.yaml", "autonomy: yolo\nrules:\n  - id: x\n    tool: bash\n    decision: maybe\n")
+	code, out, _ := apMain(t, "policy", "check", good)
+	if code != 0 || !strings.Contains(out, good+": ok: 1 rule(s), 0 risk declaration(s), autonomy supervised") {
+		t.Errorf("good: exit %d\n%s", code, out)
+	}
+	code, out, _ = apMain(t, "policy", "check", bad)
+	want := []string{bad + `:1:11: error: unknown autonomy level "yolo"`, bad + `:5:15: error: unknown decision "maybe"`}
+	if code != exitError {
+		t.Errorf("bad: exit %d, want %d", code, exitError)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("bad: output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestTerminalWait(t *testing.T) {
+	req := tool.Request{ID: "req_1", Kind: tool.KindApproval, Prompt: "Allow bash?"}
+	for _, tt := range []struct {
+		in   string
+		want tool.Answer
+	}{
+		{"a\n", tool.Answer{ID: "req_1", OK: true}},
+		{"?\nd\ntoo risky\n", tool.Answer{ID: "req_1", OK: false, Reason: "too risky"}},
+		{"e\nnot json\ne\n{\"command\":\"ls\"}\n", tool.Answer{ID: "req_1", OK: true, Data: json.RawMessage(`{"command":"ls"}`), Reason: "edited the arguments"}},
+	} {
+		var w bytes.Buffer
+		got, err := terminalWait(strings.NewReader(tt.in), &w)(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.in, err)
+		}
+		got.By = ""
+		if got.ID != tt.want.ID || got.OK != tt.want.OK || got.Reason != tt.want.Reason || string(got.Data) != string(tt.want.Data) {
+			t.Errorf("%q: answer %+v, want %+v", tt.in, got, tt.want)
+		}
+		if !strings.Contains(w.String(), "Allow bash?") {
+			t.Errorf("the prompt was not shown: %q", w.String())
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := terminalWait(blockingReader{}, &bytes.Buffer{})(ctx, req); err == nil {
+		t.Error("a cancelled wait returned an answer")
+	}
+}
+
+type blockingReader struct{}
+
+func (blockingReader) Read([]byte) (int, error) { select {} }
+
+// The approve-later flow end to end, with real processes: `tollgate run`
+// halts on a policy's ask and stores the run (exit 3); `tollgate resume
+// --wait` waits on the store and is killed with SIGKILL while it waits;
+// another process approves; `tollgate resume` runs the call; the bash call
+// that appends a line to a file ran exactly once, and a second resume
+// changes nothing.
+func TestApproveLaterEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tollgate")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	apWrite(t, dir, "script.yaml", `turns:
+  - toolCalls:
+      - name: bash
+        id: append
+        args: {command: "echo ran >> count.txt"}
+  - text: "appended"
+`)
+	apWrite(t, dir, "policy.yaml", `rules:
+  - id: ask-bash
+    tool: bash
+    decision: ask
+    reason: shell commands need a person
+`)
+	tg := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		c.Dir = dir
+		c.Stdin = nil // /dev/null: not a terminal
+		return c
+	}
+	runOut := func(c *exec.Cmd) (int, string) {
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		err := c.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String()
+	}
+	lines := func() int {
+		b, err := os.ReadFile(filepath.Join(ws, "count.txt"))
+		if os.IsNotExist(err) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "ran\n")
+	}
+
+	code, out := runOut(tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--records", "records.jsonl", "append a line"))
+	if code != exitPending {
+		t.Fatalf("run: exit %d, want %d\n%s", code, exitPending, out)
+	}
+	m := regexp.MustCompile(`stored run (run_[0-9a-f]+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("run did not print the stored run's id:\n%s", out)
+	}
+	runID := m[1]
+	if lines() != 0 {
+		t.Fatal("the gated call ran before approval")
+	}
+
+	// A resume that waits for the decision, killed while it waits.
+	waiter := tg("resume", "--state-dir", "state", "--wait", "--poll", "50ms", runID)
+	var wout bytes.Buffer
+	waiter.Stdout, waiter.Stderr = &wout, &wout
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if waiter.ProcessState != nil {
+		t.Fatalf("resume --wait did not wait:\n%s", wout.String())
+	}
+	if err := waiter.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = waiter.Wait()
+	if lines() != 0 {
+		t.Fatal("the gated call ran while nobody had approved")
+	}
+
+	code, out = runOut(tg("approvals", "list", "--state-dir", "state"))
+	m = regexp.MustCompile(`(?m)^(req_[0-9a-f]+)\s+` + runID + `\s+pending\s+bash`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("approvals list: exit %d\n%s", code, out)
+	}
+	reqID := m[1]
+	code, out = runOut(tg("approvals", "approve", "--state-dir", "state", "--by", "alice", reqID))
+	if code != 0 || !strings.Contains(out, "approved "+reqID) {
+		t.Fatalf("approvals approve: exit %d\n%s", code, out)
+	}
+	code, out = runOut(tg("approvals", "deny", "--state-dir", "state", "--reason", "late", reqID))
+	if code != exitError || !strings.Contains(out, "already decided") {
+		t.Fatalf("deciding twice: exit %d\n%s", code, out)
+	}
+
+	code, out = runOut(tg("resume", "--state-dir", "state", runID))
+	if code != 0 || !strings.Contains(out, "appended") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	if n := lines(); n != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", n)
+	}
+	code, out = runOut(tg("resume", "--state-dir", "state", runID))
+	if code != exitError || !strings.Contains(out, "not pending") {
+		t.Fatalf("second resume: exit %d\n%s", code, out)
+	}
+	if n := lines(); n != 1 {
+		t.Fatalf("after a second resume the call ran %d times, want 1", n)
+	}
+	code, out = runOut(tg("approvals", "show", "--state-dir", "state", reqID))
+	if code != 0 || !strings.Contains(out, `"status": "used"`) || !strings.Contains(out, `"decidedBy": "alice"`) {
+		t.Fatalf("approvals show: exit %d\n%s", code, out)
+	}
+	rec, err := os.ReadFile(filepath.Join(dir, "records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rec), `"outcome":"approved","by":"person:alice"`) || strings.Contains(string(rec), "echo ran") {
+		t.Errorf("records.jsonl:\n%s", rec)
+	}
+}
