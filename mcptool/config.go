@@ -126,7 +126,8 @@ func (sc *ServerConfig) transportKind() string {
 type ConfigError struct {
 	// File is the configuration file, or "" for a configuration built in code.
 	File string
-	// Line and Col locate the offending JSON value (1-based); 0 when unknown.
+	// Line and Col locate the offending JSON value or key (1-based; Col counts
+	// bytes); 0 when unknown.
 	Line, Col int
 	// Server is the server's name, "" for an error outside any server.
 	Server string

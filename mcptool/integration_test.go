@@ -124,7 +124,7 @@ func TestFilesystemServer(t *testing.T) {
 		if !strings.HasPrefix(name, "mcp__untrusted__") {
 			continue
 		}
-		if diff := cmp.Diff(StrictHints, *tl.Spec().Hints); diff != "" {
+		if diff := cmp.Diff(StrictHints(), *tl.Spec().Hints); diff != "" {
 			t.Errorf("%s (untrusted) hints (-want +got):\n%s", name, diff)
 		}
 		trustedTwin := tools["mcp__fs__"+tl.RemoteName()]

@@ -84,15 +84,15 @@ func TestHintsFor(t *testing.T) {
 		want    tool.Hints
 	}{
 		{"no annotations, trusted: MCP defaults", nil, true, tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}},
-		{"no annotations, untrusted", nil, false, StrictHints},
-		{"empty annotations, trusted: defaults", &mcp.ToolAnnotations{}, true, StrictHints},
+		{"no annotations, untrusted", nil, false, StrictHints()},
+		{"empty annotations, trusted: defaults", &mcp.ToolAnnotations{}, true, StrictHints()},
 		{"only destructive false, trusted", &mcp.ToolAnnotations{DestructiveHint: ptr(false)}, true, tool.Hints{Destructive: false, OpenWorld: true}},
 		{"only open world false, trusted", &mcp.ToolAnnotations{OpenWorldHint: ptr(false)}, true, tool.Hints{Destructive: true, OpenWorld: false}},
 		{"only read-only, trusted", &mcp.ToolAnnotations{ReadOnlyHint: true}, true, tool.Hints{ReadOnly: true, Destructive: true, OpenWorld: true}},
 		{"all loosening claims, trusted", full, true, tool.Hints{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false}},
-		{"all loosening claims, untrusted: not believed", full, false, StrictHints},
-		{"read-only claim, untrusted: not believed", &mcp.ToolAnnotations{ReadOnlyHint: true}, false, StrictHints},
-		{"strict claims, untrusted", &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}, false, StrictHints},
+		{"all loosening claims, untrusted: not believed", full, false, StrictHints()},
+		{"read-only claim, untrusted: not believed", &mcp.ToolAnnotations{ReadOnlyHint: true}, false, StrictHints()},
+		{"strict claims, untrusted", &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}, false, StrictHints()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, HintsFor(tc.ann, tc.trusted)); diff != "" {
@@ -103,8 +103,8 @@ func TestHintsFor(t *testing.T) {
 	if diff := cmp.Diff(tool.Hints{ReadOnly: true, Idempotent: true}, ClaimedHints(full)); diff != "" {
 		t.Errorf("ClaimedHints (-want +got):\n%s", diff)
 	}
-	if (StrictHints != tool.Hints{Destructive: true, OpenWorld: true}) {
-		t.Errorf("StrictHints = %+v, want only destructive and open world", StrictHints)
+	if (StrictHints() != tool.Hints{Destructive: true, OpenWorld: true}) {
+		t.Errorf("StrictHints() = %+v, want only destructive and open world", StrictHints())
 	}
 }
 
@@ -140,11 +140,11 @@ func TestToolsOverInMemoryServers(t *testing.T) {
 		claimed   tool.Hints
 	}{
 		{"mcp__good__read_thing", tool.Hints{ReadOnly: true, Idempotent: true}, tool.Hints{ReadOnly: true, Idempotent: true}},
-		{"mcp__good__bare", StrictHints, StrictHints},
+		{"mcp__good__bare", StrictHints(), StrictHints()},
 		{"mcp__good__partial", tool.Hints{OpenWorld: true}, tool.Hints{OpenWorld: true}},
-		{"mcp__other__read_thing", StrictHints, tool.Hints{ReadOnly: true, Idempotent: true}},
-		{"mcp__other__bare", StrictHints, StrictHints},
-		{"mcp__other__partial", StrictHints, tool.Hints{OpenWorld: true}},
+		{"mcp__other__read_thing", StrictHints(), tool.Hints{ReadOnly: true, Idempotent: true}},
+		{"mcp__other__bare", StrictHints(), StrictHints()},
+		{"mcp__other__partial", StrictHints(), tool.Hints{OpenWorld: true}},
 	} {
 		tl := tools[tc.name]
 		if tl == nil {

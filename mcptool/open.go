@@ -87,7 +87,10 @@ type CollisionError struct {
 
 // ToolRef names a tool on a server.
 type ToolRef struct {
-	Server, Tool string
+	// Server is the server's name in the configuration.
+	Server string
+	// Tool is the tool's name on the server, as it listed it.
+	Tool string
 }
 
 // Error names both tools.

@@ -26,12 +26,14 @@ const (
 	MetaContent = "mcpContent"
 )
 
-// StrictHints are the hints of every tool of an untrusted server, and the MCP
+// StrictHints returns the hints of every tool of an untrusted server, and the MCP
 // specification's defaults for annotations a server leaves out (2025-06-18,
 // "Tools: Tool annotations": readOnlyHint false, destructiveHint true,
 // idempotentHint false, openWorldHint true). Each is the value under which a
 // gate is strictest.
-var StrictHints = tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
+func StrictHints() tool.Hints {
+	return tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
+}
 
 // ClaimedHints maps MCP tool annotations onto [tool.Hints] as the server claims
 // them: each hint the annotations set is taken as given, and each one they
@@ -40,7 +42,7 @@ var StrictHints = tool.Hints{ReadOnly: false, Destructive: true, Idempotent: fal
 // The go-sdk decodes readOnlyHint and idempotentHint as plain booleans, so for
 // those two "absent" and "false" are the same; both mean the default, false.
 func ClaimedHints(a *mcp.ToolAnnotations) tool.Hints {
-	h := StrictHints
+	h := StrictHints()
 	if a == nil {
 		return h
 	}
@@ -71,7 +73,7 @@ func HintsFor(a *mcp.ToolAnnotations, trusted bool) tool.Hints {
 	if trusted {
 		return ClaimedHints(a)
 	}
-	return StrictHints
+	return StrictHints()
 }
 
 // ContentInfo describes one content item of a tool result that is not text
