@@ -12,20 +12,21 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// script returns a model that answers each turn with the next entry of turns:
-// the tool calls of that turn (none = the final text "done").
+// script returns a model that answers turn n (the count of assistant messages
+// in the request) with the tool calls turns[n], and with the text "done" after
+// the last. Like model/scripted it is stateless, so a resumed run continues.
 func script(turns ...[]model.FuncCall) model.Func {
-	var mu sync.Mutex
-	n := 0
 	return func(ctx context.Context, req *model.Request) (model.Reply, error) {
-		mu.Lock()
-		defer mu.Unlock()
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == model.RoleAssistant {
+				n++
+			}
+		}
 		if n >= len(turns) {
 			return model.Reply{Content: "done"}, nil
 		}
-		calls := turns[n]
-		n++
-		return model.Reply{ToolCalls: calls}, nil
+		return model.Reply{ToolCalls: turns[n]}, nil
 	}
 }
 

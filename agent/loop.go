@@ -35,6 +35,10 @@ type runner struct {
 
 	tools map[string]tool.Tool
 	defs  []model.ToolDef
+
+	// idMu guards pendingIDs, the request IDs already pending in this run.
+	idMu       sync.Mutex
+	pendingIDs map[string]bool
 }
 
 // Stream runs the agent on prompt like [Agent.Run] and yields its events as they
@@ -358,25 +362,31 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			r.st.Batch[i].Pending = oc.pending
 		}
 	}
-	r.uniquePendingIDs()
 	return firstErr
 }
 
-// uniquePendingIDs makes the pending request IDs of the batch unique (a hook may
-// reuse one ID for several calls); a repeated ID gets a "#<n>" suffix.
-func (r *runner) uniquePendingIDs() {
-	seen := map[string]bool{}
-	for _, b := range r.st.Batch {
-		if b.Pending == nil {
-			continue
+// claimRequestID returns id if no other pending request of the run has it, and
+// otherwise id with "#" and the call ID appended, so that answers can always be
+// routed (a hook may reuse one ID for several calls). The ID is fixed before
+// the request is emitted, handed to WaitFor or stored.
+func (r *runner) claimRequestID(id, callID string) string {
+	r.idMu.Lock()
+	defer r.idMu.Unlock()
+	if r.pendingIDs == nil {
+		r.pendingIDs = map[string]bool{}
+		for _, q := range r.st.PendingRequests() {
+			r.pendingIDs[q.ID] = true
 		}
-		id := b.Pending.Request.ID
-		for n := 2; seen[id]; n++ {
-			id = fmt.Sprintf("%s#%d", b.Pending.Request.ID, n)
-		}
-		b.Pending.Request.ID = id
-		seen[id] = true
 	}
+	if r.pendingIDs[id] {
+		base := id + "#" + callID
+		id = base
+		for n := 2; r.pendingIDs[id]; n++ {
+			id = fmt.Sprintf("%s#%d", base, n)
+		}
+	}
+	r.pendingIDs[id] = true
+	return id
 }
 
 func (r *runner) batchPending() bool {

@@ -319,6 +319,7 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 	if q.ID == "" {
 		q.ID = newID("req_")
 	}
+	q.ID = r.claimRequestID(q.ID, rec.ID)
 	if q.Kind == "" {
 		q.Kind = tool.KindApproval
 	}
