@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/hooks/declarative"
+)
+
+// hooksRunExtension adds --hooks FILE (repeatable) to `tollgate run`: the
+// files' declarative hooks (seed 000) become the agent's tool call listener,
+// and ON_STOP fires when the run ends, with the run's status.
+func hooksRunExtension() runExtension {
+	var files []string
+	return runExtension{
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringArrayVar(&files, "hooks", nil, "declarative tool call hooks file (YAML, see 'tollgate hooks check'); repeatable")
+		},
+		setup: func(ctx context.Context, rs *runSetup) error {
+			if len(files) == 0 {
+				return nil
+			}
+			// The hooks' log actions and command failures go to stderr: they
+			// are what the user asked for with --hooks, verbose or not.
+			logger := slog.New(slog.NewTextHandler(rs.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			reg, err := loadHookFiles(files, rs.env.stderr, &declarative.Options{Logger: logger})
+			if err != nil {
+				return usageErr("run: --hooks: %v", err)
+			}
+			agentID := ""
+			rs.afterNew = append(rs.afterNew, func(a *agent.Agent) error {
+				agentID = a.ID()
+				reg.ApplyTo(ctx, a)
+				return nil
+			})
+			rs.afterRun = append(rs.afterRun, func(ctx context.Context, res *agent.Result, runErr error) {
+				hctx := map[string]any{"agent": agentID, "status": string(agent.StatusError)}
+				if res != nil {
+					hctx["runId"] = res.RunID
+					if runErr == nil {
+						hctx["status"] = string(res.Status)
+					}
+				}
+				// ON_STOP runs even when the run was canceled, so that its
+				// hooks can record that; each gets its own timeout.
+				reg.FireEvent(context.WithoutCancel(ctx), declarative.OnStop, hctx)
+			})
+			return nil
+		},
+	}
+}
+
+// loadHookFiles loads each file once (a file named twice is loaded once, so
+// that each hook fires once per event), prints every diagnostic to w, and
+// joins them into one registry with opts.
+func loadHookFiles(files []string, w io.Writer, opts *declarative.Options) (*declarative.Registry, error) {
+	seen := map[string]bool{}
+	var regs []*declarative.Registry
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, err
+		}
+		if seen[abs] {
+			fmt.Fprintf(w, "tollgate: hooks: %s is given more than once; it is loaded once\n", f)
+			continue
+		}
+		seen[abs] = true
+		reg, err := declarative.Load(f, nil) // diagnostics are printed below, not logged
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range reg.Diagnostics() {
+			fmt.Fprintln(w, "tollgate: hooks:", d)
+		}
+		regs = append(regs, reg)
+	}
+	return declarative.Join(opts, regs...), nil
+}
+
+// newHooksCmd is `tollgate hooks`, with `tollgate hooks check FILE...`.
+func newHooksCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hooks",
+		Short: "Work with declarative tool call hooks files",
+		Args:  argsUsage(cobra.NoArgs),
+	}
+	check := &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Load hooks files and report every skipped entry and warning",
+		Long: `Load each hooks file with the same code as 'tollgate run --hooks', print
+every skipped entry and every warning as FILE:LINE:COL, then the hooks that
+were loaded.
+
+Warnings cover unknown keys, wrong types, bad timeouts, shell commands that
+paste ${tool}, ${args}, ${callId} or ${error} into the command line, and
+unquoted values that a YAML comment cut short (command: echo a #b runs "echo a").
+
+Exit status: 0 when nothing was skipped, 1 when an entry was skipped or a file
+could not be read or parsed, 2 usage.`,
+		Example: `  tollgate hooks check examples/demo/hooks.yaml`,
+		Args:    argsUsage(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			bad := 0
+			for _, f := range args {
+				reg, err := declarative.Load(f, nil)
+				if err != nil {
+					fmt.Fprintf(env.stdout, "%s: error: %v\n", f, err)
+					bad++
+					continue
+				}
+				for _, d := range reg.Diagnostics() {
+					fmt.Fprintln(env.stdout, d)
+					if d.Skipped || d.Severity >= slog.LevelError {
+						bad++
+					}
+				}
+				hs := reg.Hooks()
+				fmt.Fprintf(env.stdout, "%s: %d hook(s) loaded\n", f, len(hs))
+				for _, h := range hs {
+					fmt.Fprintf(env.stdout, "  %s\n", h)
+				}
+			}
+			if bad > 0 {
+				return withCode(exitError, fmt.Errorf("hooks check: %d problem(s) that skip hooks", bad))
+			}
+			return nil
+		},
+	}
+	check.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s: %v", c.CommandPath(), err) })
+	cmd.AddCommand(check)
+	return cmd
+}

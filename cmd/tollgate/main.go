@@ -1,0 +1,23 @@
+// Command tollgate runs LLM agents whose every tool call is governed: hooks,
+// policies and approvals decide what runs, and every decision is recorded.
+//
+//	tollgate run --model script:PATH [--workdir DIR] [--deny GLOB]... PROMPT
+//	tollgate tools [--workdir DIR]
+//
+// Exit status: 0 done, 1 error, 2 usage, 3 pending (the run waits for an
+// answer), 4 incomplete (MaxTurns reached). Run `tollgate --help` for the rest.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

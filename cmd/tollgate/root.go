@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of the tollgate command.
+const (
+	exitDone       = 0
+	exitError      = 1
+	exitUsage      = 2
+	exitPending    = 3
+	exitIncomplete = 4
+)
+
+// cliEnv is the command's connection to the outside world; tests replace it.
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// exitError carries an exit code through cobra's error return.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitCodeError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitCodeError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// withCode returns an error that makes Main exit with code; err may be nil
+// (nothing more to print).
+func withCode(code int, err error) error { return &exitCodeError{code: code, err: err} }
+
+// Main runs the tollgate command with args and returns its exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitDone
+	}
+	var ce *exitCodeError
+	if errors.As(err, &ce) {
+		if ce.err != nil {
+			fmt.Fprintln(stderr, "tollgate:", ce.err)
+		}
+		if ce.code == exitUsage {
+			fmt.Fprintln(stderr, "Run 'tollgate --help' for usage.")
+		}
+		return ce.code
+	}
+	fmt.Fprintln(stderr, "tollgate:", err)
+	return exitError
+}
+
+func newRootCmd(env *cliEnv) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tollgate",
+		Short: "Run LLM agents whose every tool call is governed",
+		Long: `tollgate runs an LLM agent and governs every tool call it makes: hooks,
+policies and, when needed, a person's approval decide what runs, and every
+decision is recorded with who made it.
+
+Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s: %v", c.CommandPath(), err) })
+	root.AddCommand(
+		newRunCmd(env),
+		newToolsCmd(env),
+		newHooksCmd(env),
+		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env),
+	)
+	// Unknown subcommands and bad arguments are usage errors too.
+	for _, c := range root.Commands() {
+		c.SetFlagErrorFunc(root.FlagErrorFunc())
+	}
+	return root
+}
+
+// argsUsage wraps a cobra positional-argument check so that its failure exits 2.
+func argsUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageErr("%s: %v", cmd.CommandPath(), err)
+		}
+		return nil
+	}
+}

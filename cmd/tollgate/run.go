@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/scripted"
+	"github.com/tollgate-dev/tollgate/tool"
+	"github.com/tollgate-dev/tollgate/toolkit"
+)
+
+// runConfig holds the flags of `tollgate run` that the core reads.
+type runConfig struct {
+	model    string
+	workdir  string
+	system   string
+	maxTurns int
+	deny     []string
+	json     bool
+	verbose  bool
+}
+
+// runSetup is what `tollgate run` (and `tollgate resume`) builds before the
+// agent exists. Extensions add to it in their setup function.
+type runSetup struct {
+	env *cliEnv
+	cfg *runConfig
+	// args are the flags `tollgate run` was given, without the prompt, so that a
+	// stored run can be rebuilt by `tollgate resume`.
+	args []string
+	// opts becomes the agent's options; Hooks is never nil.
+	opts *agent.Options
+	// tools are extra tools (beside the builtins), e.g. from MCP servers.
+	tools []tool.Tool
+	// afterNew run once the agent exists (e.g. to attach a tool call listener).
+	afterNew []func(a *agent.Agent) error
+	// afterRun run when the run (or resume) has ended, with its result and error.
+	afterRun []func(ctx context.Context, res *agent.Result, err error)
+	// onHalt, if set, is called when the run ends pending (e.g. to store it).
+	onHalt func(ctx context.Context, res *agent.Result) error
+	// closers run when the command ends, last added first.
+	closers []func() error
+	logger  *slog.Logger
+}
+
+// runExtension adds flags to `tollgate run` and takes part in its setup.
+type runExtension struct {
+	flags func(fs *pflag.FlagSet)
+	setup func(ctx context.Context, rs *runSetup) error
+}
+
+// runExtensions lists the extensions of `tollgate run`, one line each.
+func runExtensions() []runExtension {
+	return []runExtension{
+		hooksRunExtension(),
+		approvalRunExtension(),
+	}
+}
+
+// builtRun is an agent ready to run, with what must happen around it.
+type builtRun struct {
+	setup *runSetup
+	agent *agent.Agent
+}
+
+func (b *builtRun) close() {
+	for i := len(b.setup.closers) - 1; i >= 0; i-- {
+		_ = b.setup.closers[i]()
+	}
+}
+
+// runCommand is `tollgate run` with its parsed flags.
+type runCommand struct {
+	cmd  *cobra.Command
+	cfg  runConfig
+	exts []runExtension
+}
+
+func newRunCommand(env *cliEnv) *runCommand {
+	rc := &runCommand{exts: runExtensions()}
+	cmd := &cobra.Command{
+		Use:   "run [flags] PROMPT",
+		Short: "Run an agent on a prompt; every tool call is governed",
+		Long: `Run an agent on PROMPT. Each tool call is printed as it happens with its
+decision and result, then the model's answer.
+
+Models: script:PATH replays a YAML script of assistant turns (offline).
+
+Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
+		Example: `  tollgate run --model script:examples/demo/script.yaml --workdir /tmp/ws --deny 'write' "tidy the notes"`,
+		Args:    argsUsage(cobra.ExactArgs(1)),
+	}
+	f := cmd.Flags()
+	f.StringVar(&rc.cfg.model, "model", "", "model to use: script:PATH (required)")
+	f.StringVar(&rc.cfg.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
+	f.StringVar(&rc.cfg.system, "system", "", "system prompt")
+	f.IntVar(&rc.cfg.maxTurns, "max-turns", agent.DefaultMaxTurns, "model turns before the run ends incomplete")
+	f.StringArrayVar(&rc.cfg.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
+	f.BoolVar(&rc.cfg.json, "json", false, "print one JSON event per line instead of text")
+	f.BoolVarP(&rc.cfg.verbose, "verbose", "v", false, "log decisions to stderr")
+	for _, e := range rc.exts {
+		if e.flags != nil {
+			e.flags(f)
+		}
+	}
+	rc.cmd = cmd
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		b, err := rc.build(c.Context(), env, flagArgs(f))
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		return b.execute(c.Context(), b.agent.Stream(c.Context(), args[0]))
+	}
+	return rc
+}
+
+func newRunCmd(env *cliEnv) *cobra.Command { return newRunCommand(env).cmd }
+
+// flagArgs returns the flags that were set, as arguments that parse back to them.
+func flagArgs(f *pflag.FlagSet) []string {
+	var out []string
+	f.Visit(func(fl *pflag.Flag) {
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				out = append(out, "--"+fl.Name+"="+v)
+			}
+			return
+		}
+		out = append(out, "--"+fl.Name+"="+fl.Value.String())
+	})
+	return out
+}
+
+// rebuildRun parses args (as stored from an earlier `tollgate run`) and builds
+// the same agent again, for `tollgate resume`.
+func rebuildRun(ctx context.Context, env *cliEnv, args []string) (*builtRun, error) {
+	rc := newRunCommand(env)
+	if err := rc.cmd.ParseFlags(args); err != nil {
+		return nil, fmt.Errorf("stored run flags %q: %w", args, err)
+	}
+	return rc.build(ctx, env, args)
+}
+
+func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*builtRun, error) {
+	cfg := &rc.cfg
+	if cfg.model == "" {
+		return nil, usageErr("run: --model is required (e.g. --model script:PATH)")
+	}
+	if cfg.maxTurns < 1 {
+		return nil, usageErr("run: --max-turns must be at least 1, got %d", cfg.maxTurns)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if cfg.verbose {
+		logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	m, name, err := openModel(cfg.model)
+	if err != nil {
+		return nil, err
+	}
+	rs := &runSetup{
+		env: env, cfg: cfg, args: args, logger: logger,
+		opts: &agent.Options{Model: m, ModelName: name, SystemPrompt: cfg.system, MaxTurns: cfg.maxTurns, Hooks: &hooks.Hooks{}, Logger: logger},
+	}
+	b := &builtRun{setup: rs}
+	if len(cfg.deny) > 0 {
+		rs.opts.Hooks.BeforeTool("--deny", denyHook(cfg.deny))
+	}
+	for _, e := range rc.exts {
+		if e.setup == nil {
+			continue
+		}
+		if err := e.setup(ctx, rs); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.workdir, Extra: rs.tools})
+	if err != nil {
+		b.close()
+		return nil, usageErr("run: %v", err)
+	}
+	rs.opts.Tools = tk
+	a, err := agent.New(*rs.opts)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	for _, f := range rs.afterNew {
+		if err := f(a); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	b.agent = a
+	return b, nil
+}
+
+// openModel turns a --model value into a model and the model ID to send.
+func openModel(spec string) (model.Model, string, error) {
+	kind, rest, ok := strings.Cut(spec, ":")
+	if !ok || rest == "" {
+		return nil, "", usageErr("run: --model %q: want KIND:NAME, e.g. script:PATH", spec)
+	}
+	switch kind {
+	case "script":
+		m, err := scripted.Load(rest)
+		if err != nil {
+			return nil, "", usageErr("run: --model: %v", err)
+		}
+		return m, rest, nil
+	}
+	return nil, "", usageErr("run: --model %q: unknown kind %q (known: script)", spec, kind)
+}
+
+// denyHook is the BeforeTool hook behind --deny.
+func denyHook(globs []string) hooks.BeforeToolFunc {
+	return func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		for _, g := range globs {
+			if globMatch(g, ev.Name) {
+				return hooks.Deny(fmt.Sprintf("tool %q is denied by --deny %s", ev.Name, g)), nil
+			}
+		}
+		return nil, nil
+	}
+}
+
+// globMatch matches name against a glob where * is the only wildcard and case
+// is ignored (the matcher semantics of seed 000).
+func globMatch(glob, name string) bool {
+	glob, name = strings.ToLower(glob), strings.ToLower(name)
+	parts := strings.Split(glob, "*")
+	if len(parts) == 1 {
+		return glob == name
+	}
+	if !strings.HasPrefix(name, parts[0]) {
+		return false
+	}
+	name = name[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(name, p)
+		if i < 0 {
+			return false
+		}
+		name = name[i+len(p):]
+	}
+	return strings.HasSuffix(name, last)
+}
+
+// execute drives a run's events to the terminal and maps its end to an exit code.
+func (b *builtRun) execute(ctx context.Context, events func(func(agent.Event, error) bool)) error {
+	env := b.setup.env
+	p := &printer{w: env.stdout, json: b.setup.cfg.json}
+	var res *agent.Result
+	var runErr error
+	for ev, err := range events {
+		if ev.Kind == agent.EventDone {
+			res = ev.Result
+		}
+		if err != nil {
+			runErr = err
+			continue
+		}
+		p.event(ev)
+	}
+	for _, f := range b.setup.afterRun {
+		f(ctx, res, runErr)
+	}
+	if runErr != nil {
+		if res != nil && p.json {
+			p.event(agent.Event{Kind: agent.EventDone, Result: res})
+		}
+		return withCode(exitError, runErr)
+	}
+	if res == nil {
+		return withCode(exitError, errors.New("run: no result"))
+	}
+	switch res.Status {
+	case agent.StatusPending:
+		if b.setup.onHalt != nil {
+			if err := b.setup.onHalt(ctx, res); err != nil {
+				return withCode(exitError, err)
+			}
+		}
+		return withCode(exitPending, nil)
+	case agent.StatusIncomplete:
+		return withCode(exitIncomplete, nil)
+	}
+	return nil
+}
+
+// printer writes run events as text or JSON lines.
+type printer struct {
+	w       io.Writer
+	json    bool
+	midText bool // the last thing printed was a text delta without a newline
+}
+
+func (p *printer) event(ev agent.Event) {
+	if p.json {
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	if ev.Kind != agent.EventText && p.midText {
+		fmt.Fprintln(p.w)
+		p.midText = false
+	}
+	switch ev.Kind {
+	case agent.EventText:
+		fmt.Fprint(p.w, ev.Delta)
+		p.midText = !strings.HasSuffix(ev.Delta, "\n")
+	case agent.EventToolCall:
+		fmt.Fprintf(p.w, "-> %s %s  [%s]\n", ev.Call.Name, oneLine(string(ev.Call.Arguments), 200), ev.Call.ID)
+	case agent.EventDecision:
+		d := ev.Decision
+		line := fmt.Sprintf("   %s by %s", d.Outcome, d.By)
+		if d.Reason != "" && d.Outcome != agent.OutcomePending {
+			line += ": " + oneLine(d.Reason, 200)
+		}
+		fmt.Fprintln(p.w, line)
+	case agent.EventPending:
+		fmt.Fprintf(p.w, "   pending %s (%s): %s\n", ev.Request.ID, ev.Request.Kind, oneLine(ev.Request.Prompt, 300))
+	case agent.EventToolResult:
+		r := ev.Record
+		status := "ok"
+		if r.IsError {
+			status = "error"
+		}
+		fmt.Fprintf(p.w, "   <- %s (%d bytes): %s\n", status, len(r.Output), oneLine(r.Output, 200))
+	case agent.EventDone:
+		res := ev.Result
+		switch res.Status {
+		case agent.StatusPending:
+			fmt.Fprintf(p.w, "run %s is pending: %d request(s) wait for an answer\n", res.RunID, len(res.Pending))
+		case agent.StatusIncomplete:
+			fmt.Fprintf(p.w, "run %s is incomplete: %s\n", res.RunID, res.Reason)
+		}
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+var _ = os.Stdout
