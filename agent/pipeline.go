@@ -58,7 +58,7 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 
 func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 	return &ToolCallRecord{
-		ID: call.ID, Name: call.Name, Turn: r.st.Turn,
+		RunID: r.st.RunID, ID: call.ID, Name: call.Name, Turn: r.st.Turn,
 		RequestedArgs: call.Arguments, Args: call.Arguments,
 		RequestedDigest: approval.Digest(call.Arguments), ArgsDigest: approval.Digest(call.Arguments),
 		Started: r.a.opts.Now(),

@@ -75,7 +75,9 @@ type Decision struct {
 // ToolCallRecord is the record of one tool call: what the model asked, what ran,
 // what came back, and who decided.
 type ToolCallRecord struct {
-	ID   string `json:"id"`
+	// RunID names the run the call belongs to.
+	RunID string `json:"runId"`
+	ID    string `json:"id"`
 	Name string `json:"name"`
 	Turn int    `json:"turn"`
 	// RequestedArgs are the arguments as the model wrote them (also what the

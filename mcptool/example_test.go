@@ -66,9 +66,9 @@ func Example() {
 	// server notes: ready, 2 tools, trusted=true
 	// server shared: ready, 2 tools, trusted=false
 	// mcp__notes__delete_note (mcp:notes): hints destructive,open-world, claimed destructive,open-world
-	// mcp__notes__read_note (mcp:notes): hints read-only,destructive, claimed read-only,destructive
+	// mcp__notes__read_note (mcp:notes): hints read-only, claimed read-only
 	// mcp__shared__delete_note (mcp:shared): hints destructive,open-world, claimed destructive,open-world
-	// mcp__shared__read_note (mcp:shared): hints destructive,open-world, claimed read-only,destructive
+	// mcp__shared__read_note (mcp:shared): hints destructive,open-world, claimed read-only
 	// mcp__notes__read_note -> "note 7: buy milk" error=false (<nil>)
 	// mcp__notes__delete_note -> "no such note" error=true (<nil>)
 }

@@ -31,7 +31,9 @@ type Hints struct {
 }
 
 // String renders the hints as a short list such as "read-only" or
-// "destructive,open-world"; nil hints render as "unknown".
+// "destructive,open-world"; nil hints render as "unknown". Destructive is not
+// shown for a read-only tool, where it means nothing (the MCP specification:
+// destructiveHint is meaningful only when readOnlyHint is false).
 func (h *Hints) String() string {
 	if h == nil {
 		return "unknown"
@@ -40,7 +42,7 @@ func (h *Hints) String() string {
 	if h.ReadOnly {
 		parts = append(parts, "read-only")
 	}
-	if h.Destructive {
+	if h.Destructive && !h.ReadOnly {
 		parts = append(parts, "destructive")
 	}
 	if h.Idempotent {

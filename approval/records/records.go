@@ -25,7 +25,7 @@ import (
 type Line struct {
 	// Time is when the line was written (RFC 3339 in JSON).
 	Time time.Time `json:"time"`
-	// Run is the run's ID when the writer knows it (Options.Run), else empty.
+	// Run is the run's ID: the writer's (Options.Run, WithRun) or else the record's.
 	Run             string        `json:"run,omitempty"`
 	Call            string        `json:"call"`
 	Tool            string        `json:"tool"`
@@ -118,6 +118,9 @@ func (w *Writer) WithRun(run string) *RunWriter { return &RunWriter{w: w, run: r
 func (w *Writer) Record(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, w.run, rec) }
 
 func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecord) {
+	if run == "" {
+		run = rec.RunID
+	}
 	line := LineOf(run, rec, w.now())
 	b, err := json.Marshal(line)
 	if err == nil {

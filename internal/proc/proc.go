@@ -21,7 +21,10 @@ const DefaultWaitDelay = 2 * time.Second
 
 // Prepare makes cmd start in a new process group, and makes the cancellation of
 // the context given to exec.CommandContext kill the whole group with SIGKILL
-// rather than only the direct child. It must be called before cmd.Start.
+// rather than only the direct child. It must be called before cmd.Start, on a
+// command made by exec.CommandContext: it sets cmd.Cancel, with which Start
+// refuses a command made by exec.Command. For such a command set
+// SysProcAttr.Setpgid yourself and stop it with [SignalGroup] or [KillGroup].
 func Prepare(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
