@@ -78,8 +78,8 @@ type ToolCallRecord struct {
 	// RunID names the run the call belongs to.
 	RunID string `json:"runId"`
 	ID    string `json:"id"`
-	Name string `json:"name"`
-	Turn int    `json:"turn"`
+	Name  string `json:"name"`
+	Turn  int    `json:"turn"`
 	// RequestedArgs are the arguments as the model wrote them (also what the
 	// transcript keeps).
 	RequestedArgs json.RawMessage `json:"requestedArgs"`
