@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -305,7 +304,16 @@ func (b *builtRun) execute(ctx context.Context, events func(func(agent.Event, er
 type printer struct {
 	w       io.Writer
 	json    bool
-	midText bool // the last thing printed was a text delta without a newline
+	midText bool              // the last thing printed was a text delta without a newline
+	names   map[string]string // call ID -> tool name, to label lines of parallel calls
+}
+
+// label names the call a decision or result line is about.
+func (p *printer) label(callID string) string {
+	if n, ok := p.names[callID]; ok {
+		return n + " " + callID
+	}
+	return callID
 }
 
 func (p *printer) event(ev agent.Event) {
@@ -323,23 +331,30 @@ func (p *printer) event(ev agent.Event) {
 		fmt.Fprint(p.w, ev.Delta)
 		p.midText = !strings.HasSuffix(ev.Delta, "\n")
 	case agent.EventToolCall:
+		if p.names == nil {
+			p.names = map[string]string{}
+		}
+		p.names[ev.Call.ID] = ev.Call.Name
 		fmt.Fprintf(p.w, "-> %s %s  [%s]\n", ev.Call.Name, oneLine(string(ev.Call.Arguments), 200), ev.Call.ID)
 	case agent.EventDecision:
 		d := ev.Decision
-		line := fmt.Sprintf("   %s by %s", d.Outcome, d.By)
-		if d.Reason != "" && d.Outcome != agent.OutcomePending {
+		if d.Outcome == agent.OutcomePending {
+			return // the pending line that follows says it all
+		}
+		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), d.Outcome, d.By)
+		if d.Reason != "" {
 			line += ": " + oneLine(d.Reason, 200)
 		}
 		fmt.Fprintln(p.w, line)
 	case agent.EventPending:
-		fmt.Fprintf(p.w, "   pending %s (%s): %s\n", ev.Request.ID, ev.Request.Kind, oneLine(ev.Request.Prompt, 300))
+		fmt.Fprintf(p.w, "   [%s] pending %s (%s): %s\n", p.label(ev.CallID), ev.Request.ID, ev.Request.Kind, oneLine(ev.Request.Prompt, 300))
 	case agent.EventToolResult:
 		r := ev.Record
 		status := "ok"
 		if r.IsError {
 			status = "error"
 		}
-		fmt.Fprintf(p.w, "   <- %s (%d bytes): %s\n", status, len(r.Output), oneLine(r.Output, 200))
+		fmt.Fprintf(p.w, "   [%s] <- %s (%d bytes): %s\n", p.label(r.ID), status, len(r.Output), oneLine(r.Output, 200))
 	case agent.EventDone:
 		res := ev.Result
 		switch res.Status {
@@ -358,5 +373,3 @@ func oneLine(s string, n int) string {
 	}
 	return s
 }
-
-var _ = os.Stdout

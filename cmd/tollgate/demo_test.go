@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyDir copies the regular files and directories under src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDemo runs the README's demo (examples/demo/run.sh's flags) on a copy of
+// the workspace and checks every governed outcome it is there to show.
+func TestDemo(t *testing.T) {
+	demo, err := filepath.Abs("../../examples/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "workspace")
+	copyDir(t, filepath.Join(demo, "workspace"), ws)
+	t.Chdir(tmp) // the onError hook appends to ./tollgate-errors.log
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"run",
+		"--model", "script:" + filepath.Join(demo, "script.yaml"),
+		"--workdir", ws, "--deny", "write",
+		"--hooks", filepath.Join(demo, "hooks.yaml"),
+		"--policy", filepath.Join(demo, "policy.yaml"),
+		"--approve", "yes", "--state-dir", filepath.Join(tmp, ".tollgate"),
+		"Tidy up the release notes"}, strings.NewReader(""), &out, &errb)
+	if code != exitDone {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{
+		`[edit call_5_1] <- error (55 bytes): refused: path "../outside.txt" is outside the workspace`,
+		`[bash call_6_1] denied by rule:no-rm: deleting files with rm is not allowed here`,
+		`[write call_7_1] denied by hook:--deny: tool "write" is denied by --deny write`,
+		`[edit call_8_1] approved by person:--approve=yes`,
+		`[bash call_4_1] <- ok`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, want := range []string{"[HOOK] read starting", "ended: done"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("hook log lacks %q:\n%s", want, errb.String())
+		}
+	}
+	todo, _ := os.ReadFile(filepath.Join(ws, "todo.md"))
+	notes, _ := os.ReadFile(filepath.Join(ws, "notes.txt"))
+	if !strings.Contains(string(todo), "- [x] write the release notes") || !strings.HasPrefix(string(notes), "Release notes\n") {
+		t.Errorf("workspace after the demo:\ntodo.md:\n%s\nnotes.txt:\n%s", todo, notes)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "outside.txt")); err == nil {
+		t.Error("the edit outside the workspace happened")
+	}
+	if log, err := os.ReadFile(filepath.Join(tmp, "tollgate-errors.log")); err != nil || !strings.Contains(string(log), "edit failed: refused") {
+		t.Errorf("onError hook log: %q, %v", log, err)
+	}
+	// The shipped workspace is untouched.
+	shipped, _ := os.ReadFile(filepath.Join(demo, "workspace", "todo.md"))
+	if !strings.Contains(string(shipped), "- [ ] write the release notes") {
+		t.Errorf("the shipped workspace changed:\n%s", shipped)
+	}
+}
