@@ -1,7 +1,7 @@
 // Package retry is the one retry mechanism of tollgate's HTTP model providers
 // (model/openai, model/anthropic): exponential backoff with jitter on transient
 // failures, the Retry-After header honoured, no retry once the context has
-// ended, and the typed [ProviderError] every provider failure turns into.
+// ended, and the typed [model.ProviderError] every provider failure turns into.
 //
 // The vendor SDKs have retry loops of their own; the providers switch them off
 // so that behaviour is the same, and testable, across providers.
@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/model"
 )
 
 // Defaults used by [Policy] for its zero fields.
@@ -84,7 +86,7 @@ func (p Policy) max() time.Duration {
 // jittered exponential backoff; never more than MaxDelay.
 func (p Policy) Delay(retry int, err error) time.Duration {
 	maxD := p.max()
-	var pe *ProviderError
+	var pe *model.ProviderError
 	if errors.As(err, &pe) && pe.RetryAfter > 0 {
 		return min(pe.RetryAfter, maxD)
 	}
@@ -100,7 +102,7 @@ func (p Policy) Delay(retry int, err error) time.Duration {
 
 // Do calls op until it succeeds, fails with an error that is not retryable
 // (see [IsRetryable]), the retries of p are used up, or ctx ends. attempt
-// counts from 1. It returns op's last error; a [ProviderError] among it gets
+// counts from 1. It returns op's last error; a [model.ProviderError] among it gets
 // its Attempts set. When ctx ends, during op or while waiting, Do returns
 // ctx.Err() wrapped with the last failure, so errors.Is(err,
 // context.Canceled) holds and no further attempt is made.
@@ -114,7 +116,7 @@ func Do(ctx context.Context, p Policy, log *slog.Logger, op func(ctx context.Con
 		if err == nil {
 			return nil
 		}
-		var pe *ProviderError
+		var pe *model.ProviderError
 		if errors.As(err, &pe) {
 			pe.Attempts = attempt
 		}
@@ -153,13 +155,13 @@ func contextError(cerr, last error) error {
 }
 
 // IsRetryable reports whether err is a transient failure worth retrying: a
-// [ProviderError] marked Retryable, or a network error (see
+// [model.ProviderError] marked Retryable, or a network error (see
 // [IsNetworkError]). Context errors are never retryable.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	var pe *ProviderError
+	var pe *model.ProviderError
 	if errors.As(err, &pe) {
 		return pe.Retryable
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/model"
 )
 
 var fast = Policy{MaxRetries: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
@@ -27,9 +29,9 @@ func TestDoRetriesTransientStatuses(t *testing.T) {
 				}
 				return HTTPError("p", code, nil, "", "busy")
 			})
-			var pe *ProviderError
+			var pe *model.ProviderError
 			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v, want *ProviderError", err)
+				t.Fatalf("err = %v, want *model.ProviderError", err)
 			}
 			if calls != 4 || pe.Attempts != 4 {
 				t.Errorf("calls = %d, Attempts = %d, want 4 and 4", calls, pe.Attempts)
@@ -181,7 +183,7 @@ func TestErrorsNeverEchoTheKey(t *testing.T) {
 		}
 		return HTTPError("p", 401, nil, "invalid_api_key "+key, "Incorrect API key provided: "+key, key)
 	})
-	var pe *ProviderError
+	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != 401 || pe.Attempts != 2 {
 		t.Fatalf("err = %#v", err)
 	}

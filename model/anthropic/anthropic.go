@@ -24,7 +24,7 @@
 // otherwise. Failures are retried by internal/retry (429, 500, 502, 503, 504,
 // Anthropic's 529 overloaded, network errors; Retry-After in seconds
 // honoured) with the SDK's own retries off, and are reported as
-// *retry.ProviderError, whose text never contains the key. The package reads
+// *model.ProviderError, whose text never contains the key. The package reads
 // no environment variable; [KeyFromEnv] is the documented way to.
 package anthropic
 
@@ -190,7 +190,7 @@ func KeyFromEnv() (key, envVar string) {
 }
 
 // Generate implements [model.Model]: one Messages API call, retried on
-// transient failures. Errors are *retry.ProviderError, a request that cannot
+// transient failures. Errors are *model.ProviderError, a request that cannot
 // be translated (an unknown role, a schema that is not an object), or the
 // context's error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
@@ -275,7 +275,7 @@ var (
 	errTruncated   = errors.New("stream ended before message_stop")
 )
 
-// wrap turns an SDK failure into a *retry.ProviderError, or the context's
+// wrap turns an SDK failure into a *model.ProviderError, or the context's
 // error when ctx has ended.
 func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {

@@ -244,13 +244,13 @@ func TestRetryExhausted(t *testing.T) {
 	for _, tc := range []struct{ retries, calls int }{{-1, 1}, {2, 3}} {
 		rec := newRecorder(t, answer{status: 429, header: http.Header{"Retry-After": {"4"}}, body: readFile(t, "error_429.json")})
 		_, err := newModel(t, rec.srv.URL, func(o *anthropic.Options) { o.MaxRetries = tc.retries }).Generate(context.Background(), canonical())
-		var pe *retry.ProviderError
+		var pe *model.ProviderError
 		if !errors.As(err, &pe) {
-			t.Fatalf("err = %v, want *retry.ProviderError", err)
+			t.Fatalf("err = %v, want *model.ProviderError", err)
 		}
-		want := retry.ProviderError{Provider: "anthropic", StatusCode: 429, Type: "rate_limit_error", Retryable: true, RetryAfter: 4 * time.Second, Attempts: tc.calls,
+		want := model.ProviderError{Provider: "anthropic", StatusCode: 429, Type: "rate_limit_error", Retryable: true, RetryAfter: 4 * time.Second, Attempts: tc.calls,
 			Message: "This request would exceed the rate limit for your organization of 50 requests per minute. Please reduce the rate of requests."}
-		if diff := cmp.Diff(want, *pe, cmpopts.IgnoreUnexported(retry.ProviderError{})); diff != "" {
+		if diff := cmp.Diff(want, *pe); diff != "" {
 			t.Errorf("error (-want +got):\n%s", diff)
 		}
 		if rec.calls() != tc.calls {
@@ -265,7 +265,7 @@ func TestClientErrorsNotRetriedAndKeyNeverEchoed(t *testing.T) {
 	rec := newRecorder(t, answer{status: 401, body: readFile(t, "error_401.json")})
 	m := newModel(t, rec.srv.URL, func(o *anthropic.Options) { o.Logger = logger })
 	_, err := m.Generate(context.Background(), canonical())
-	var pe *retry.ProviderError
+	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != 401 || pe.Retryable || pe.Type != "authentication_error" {
 		t.Fatalf("err = %v, want a non-retryable 401 authentication_error", err)
 	}
@@ -304,7 +304,7 @@ func TestNetworkErrorRetried(t *testing.T) {
 		t.Errorf("%d calls, want 2", rec.calls())
 	}
 	_, err := newModel(t, "http://127.0.0.1:1", func(o *anthropic.Options) { o.MaxRetries = 1 }).Generate(context.Background(), canonical())
-	var pe *retry.ProviderError
+	var pe *model.ProviderError
 	if !errors.As(err, &pe) || !pe.Retryable || pe.StatusCode != 0 || pe.Attempts != 2 {
 		t.Fatalf("err = %#v, want a retryable network ProviderError after 2 attempts", err)
 	}
@@ -341,7 +341,7 @@ func TestStreamRetriesOnlyBeforeFirstByte(t *testing.T) {
 
 	rec = newRecorder(t, answer{body: readFile(t, "stream_overloaded_midway.sse")})
 	deltas, _, err = modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
-	var pe *retry.ProviderError
+	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.Type != "overloaded_error" || pe.StatusCode != 0 || pe.Message != "Overloaded" {
 		t.Errorf("mid-stream error = %#v, want overloaded_error without status", err)
 	}

@@ -14,7 +14,7 @@
 //
 // Failures are retried by the shared policy of internal/retry (429, 500,
 // 502, 503, 504, network errors; Retry-After in seconds honoured); the SDK's
-// own retries are off. A failure is a *retry.ProviderError whose text never
+// own retries are off. A failure is a *model.ProviderError whose text never
 // contains the API key. The key is sent as "Authorization: Bearer <key>" and
 // comes only from [Options]; [KeyFromEnv] is the documented way to read it
 // from the environment. The package never reads other environment variables
@@ -177,7 +177,7 @@ func KeyFromEnv(baseURL string) (key, envVar string) {
 }
 
 // Generate implements [model.Model]: one Chat Completions call, retried on
-// transient failures. Errors are *retry.ProviderError, a request that cannot
+// transient failures. Errors are *model.ProviderError, a request that cannot
 // be translated (an unknown role), or the context's error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	params, err := m.params(req)
@@ -264,7 +264,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 
 var errEmptyStream = errors.New("stream ended before its first event")
 
-// wrap turns an SDK failure into a *retry.ProviderError, or the context's
+// wrap turns an SDK failure into a *model.ProviderError, or the context's
 // error when ctx has ended.
 func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
@@ -356,7 +356,7 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 // response translates a chat completion into a tollgate response.
 func (m *Model) response(c *oai.ChatCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
-		return nil, &retry.ProviderError{Provider: Provider, Message: "response has no choices"}
+		return nil, &model.ProviderError{Provider: Provider, Message: "response has no choices"}
 	}
 	ch := c.Choices[0]
 	msg := model.Message{Role: model.RoleAssistant, Content: ch.Message.Content}

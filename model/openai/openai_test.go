@@ -212,15 +212,15 @@ func TestRetryExhausted(t *testing.T) {
 	}{{-1, 1}, {1, 2}, {3, 4}} {
 		rec := newRecorder(t, answer{status: 429, header: http.Header{"Retry-After": {"2"}}, body: readFile(t, "error_429.json")})
 		_, err := newModel(t, rec.srv.URL, func(o *openai.Options) { o.MaxRetries = tc.retries }).Generate(context.Background(), canonical())
-		var pe *retry.ProviderError
+		var pe *model.ProviderError
 		if !errors.As(err, &pe) {
-			t.Fatalf("err = %v, want *retry.ProviderError", err)
+			t.Fatalf("err = %v, want *model.ProviderError", err)
 		}
 		if rec.calls() != tc.calls || pe.Attempts != tc.calls {
 			t.Errorf("MaxRetries %d: %d calls, Attempts %d; want %d", tc.retries, rec.calls(), pe.Attempts, tc.calls)
 		}
-		want := retry.ProviderError{Provider: "openai", StatusCode: 429, Type: "rate_limit_exceeded", Retryable: true, RetryAfter: 2 * time.Second, Attempts: tc.calls}
-		if diff := cmp.Diff(want, *pe, cmpopts.IgnoreUnexported(retry.ProviderError{}), cmpopts.IgnoreFields(retry.ProviderError{}, "Message")); diff != "" {
+		want := model.ProviderError{Provider: "openai", StatusCode: 429, Type: "rate_limit_exceeded", Retryable: true, RetryAfter: 2 * time.Second, Attempts: tc.calls}
+		if diff := cmp.Diff(want, *pe, cmpopts.IgnoreFields(model.ProviderError{}, "Message")); diff != "" {
 			t.Errorf("error (-want +got):\n%s", diff)
 		}
 		if !strings.HasPrefix(pe.Message, "Rate limit reached for gpt-4.1-mini") {
@@ -235,7 +235,7 @@ func TestClientErrorsNotRetriedAndKeyNeverEchoed(t *testing.T) {
 	rec := newRecorder(t, answer{status: 401, body: readFile(t, "error_401.json")})
 	m := newModel(t, rec.srv.URL, func(o *openai.Options) { o.Logger = logger })
 	_, err := m.Generate(context.Background(), canonical())
-	var pe *retry.ProviderError
+	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != 401 || pe.Retryable || pe.Type != "invalid_api_key" {
 		t.Fatalf("err = %v, want a non-retryable 401 invalid_api_key", err)
 	}
@@ -281,7 +281,7 @@ func TestNetworkErrorRetried(t *testing.T) {
 	// Nothing listening: connection refused, retried, then typed.
 	m := newModel(t, "http://127.0.0.1:1", func(o *openai.Options) { o.MaxRetries = 1 })
 	_, err := m.Generate(context.Background(), canonical())
-	var pe *retry.ProviderError
+	var pe *model.ProviderError
 	if !errors.As(err, &pe) || !pe.Retryable || pe.StatusCode != 0 || pe.Attempts != 2 {
 		t.Fatalf("err = %#v, want a retryable network ProviderError after 2 attempts", err)
 	}
@@ -318,7 +318,7 @@ func TestStreamRetriesOnlyBeforeFirstByte(t *testing.T) {
 	// An error event in the middle of the stream.
 	rec = newRecorder(t, answer{body: readFile(t, "stream_error_midway.sse")})
 	deltas, _, err = modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
-	var pe *retry.ProviderError
+	var pe *model.ProviderError
 	if !errors.As(err, &pe) || !strings.Contains(pe.Error(), "The server had an error") {
 		t.Errorf("mid-stream error = %v, want a ProviderError with the server's message", err)
 	}
