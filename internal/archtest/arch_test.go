@@ -1,0 +1,148 @@
+package archtest
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tollgate-dev/tollgate"
+
+// groups are the units of the architecture; a package belongs to the longest
+// prefix that names it. Level 0 is the bottom.
+var groups = []struct {
+	prefix string
+	level  int
+}{
+	{"tool", 0}, {"model", 0},
+	{"internal", 0},
+	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
+	{"agent", 2},
+	// Adapters: level 2 beside the agent; they may use the agent, never the
+	// reverse, and never each other.
+	{"model/openai", 2}, {"model/anthropic", 2}, {"model/scripted", 2}, {"model/modeltest", 2},
+	{"mcptool", 2}, {"hooks/declarative", 2}, {"approval/store", 2}, {"approval/records", 2},
+	{"server", 3},
+	{"cmd", 4},
+}
+
+// allowedSideways lists the imports between groups of one level that the
+// architecture names: the toolkit's default content is the builtins, and the
+// level-0 helpers under internal serve tool and model alike.
+var allowedSideways = map[[2]string]bool{
+	{"toolkit", "builtin"}: true,
+	{"internal", "model"}:  true,
+	{"internal", "tool"}:   true,
+}
+
+// adapters may import the agent (a level-2 peer) but nothing may import them
+// except cmd and their own group.
+var adapters = map[string]bool{
+	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
+	"mcptool": true, "hooks/declarative": true, "approval/store": true, "approval/records": true,
+}
+
+func groupOf(pkg string) (string, int) {
+	best, level := "", -1
+	for _, g := range groups {
+		if (pkg == g.prefix || strings.HasPrefix(pkg, g.prefix+"/")) && len(g.prefix) > len(best) {
+			best, level = g.prefix, g.level
+		}
+	}
+	return best, level
+}
+
+// violations returns every import in edges (package -> its imports, paths
+// relative to the module) that breaks the architecture.
+func violations(edges map[string][]string) []string {
+	var problems []string
+	for pkg, imps := range edges {
+		from, fromLevel := groupOf(pkg)
+		if fromLevel < 0 {
+			problems = append(problems, pkg+": not placed in the architecture (add it to groups)")
+			continue
+		}
+		for _, dep := range imps {
+			to, toLevel := groupOf(dep)
+			switch {
+			case to == from:
+				// within one group
+			case from == "cmd":
+				// the only place that wires everything
+			case toLevel > fromLevel:
+				problems = append(problems, pkg+" imports "+dep+": upward ("+from+" is below "+to+")")
+			case toLevel == fromLevel && adapters[to]:
+				problems = append(problems, pkg+" imports the adapter "+dep+": only cmd wires adapters")
+			case toLevel == fromLevel && adapters[from] && to == "agent":
+				// an adapter may use the agent's types
+			case toLevel == fromLevel && !allowedSideways[[2]string{from, to}]:
+				problems = append(problems, pkg+" imports its sibling "+dep)
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	edges := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		edges[pkg] = nil
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, module+"/") {
+				edges[pkg] = append(edges[pkg], strings.TrimPrefix(imp, module+"/"))
+			}
+		}
+	}
+	if len(edges) < 10 {
+		t.Fatalf("go list found only %d packages", len(edges))
+	}
+	for _, p := range violations(edges) {
+		t.Error(p)
+	}
+}
+
+func TestViolationsCatchesBadEdges(t *testing.T) {
+	bad := map[string][]string{
+		"agent":             {"mcptool"},        // the agent imports an adapter
+		"tool":              {"agent"},          // upward
+		"hooks":             {"approval"},       // siblings
+		"hooks/declarative": {"model/scripted"}, // adapter to adapter
+		"newpkg":            nil,                // unplaced
+	}
+	good := map[string][]string{
+		"toolkit":          {"builtin", "tool", "model"},
+		"agent":            {"hooks", "approval", "tool", "model", "internal/proc"},
+		"approval/records": {"agent", "approval"},
+		"cmd/tollgate":     {"mcptool", "agent", "hooks/declarative"},
+		"internal/retry":   {"model"},
+	}
+	if got := violations(bad); len(got) != 5 {
+		t.Errorf("violations(bad) = %q, want 5", got)
+	}
+	if got := violations(good); len(got) != 0 {
+		t.Errorf("violations(good) = %q, want none", got)
+	}
+}
+
+// The check itself must catch a violation: run it on invented edges.
+func TestGroupOf(t *testing.T) {
+	for pkg, want := range map[string]string{
+		"agent": "agent", "model": "model", "model/openai": "model/openai", "hooks/declarative": "hooks/declarative",
+		"hooks": "hooks", "approval/store/sqlite": "approval/store", "internal/proc": "internal", "cmd/tollgate": "cmd",
+	} {
+		if got, _ := groupOf(pkg); got != want {
+			t.Errorf("groupOf(%q) = %q, want %q", pkg, got, want)
+		}
+	}
+	if _, l := groupOf("unplaced"); l != -1 {
+		t.Error("an unplaced package must be reported")
+	}
+}
