@@ -85,6 +85,18 @@ type Backend struct {
 	// temperature (an API version without sampling parameters); the
 	// temperature check is skipped.
 	NoTemperature bool
+	// OwnUsage says the backend reports a usage of its own making rather
+	// than the turn's (a script replayer has no tokens to count); the usage
+	// checks are skipped.
+	OwnUsage bool
+	// OwnModelID says the backend reports its own name as the answering
+	// model rather than the request's model ID (a script replayer reports
+	// its script); the model ID check is skipped.
+	OwnModelID bool
+	// NoStall says the backend cannot hold a call open (an in-process model
+	// that answers at once): the cases that cancel a call in flight are
+	// skipped. A context cancelled before the call is still checked.
+	NoStall bool
 }
 
 // NewFunc builds a [Backend] that answers its successive calls with turns,
@@ -168,7 +180,7 @@ func Run(t *testing.T, newBackend NewFunc) {
 	t.Run("Text", func(t *testing.T) {
 		b := newBackend(t, []Turn{textTurn})
 		resp := generate(t, b.Model, baseRequest())
-		checkResponse(t, resp, textTurn)
+		checkResponse(t, b, resp, textTurn)
 		if b.Requests != nil {
 			reqs := b.Requests()
 			if len(reqs) != 1 {
@@ -179,11 +191,11 @@ func Run(t *testing.T, newBackend NewFunc) {
 	})
 	t.Run("OneToolCall", func(t *testing.T) {
 		b := newBackend(t, []Turn{oneCall})
-		checkResponse(t, generate(t, b.Model, baseRequest()), oneCall)
+		checkResponse(t, b, generate(t, b.Model, baseRequest()), oneCall)
 	})
 	t.Run("SeveralToolCalls", func(t *testing.T) {
 		b := newBackend(t, []Turn{severalCalls})
-		checkResponse(t, generate(t, b.Model, baseRequest()), severalCalls)
+		checkResponse(t, b, generate(t, b.Model, baseRequest()), severalCalls)
 	})
 	t.Run("ToolResultsRoundTrip", func(t *testing.T) { testRoundTrip(t, newBackend) })
 	t.Run("FinishLength", func(t *testing.T) {
@@ -193,7 +205,7 @@ func Run(t *testing.T, newBackend NewFunc) {
 		}
 		req := baseRequest()
 		req.MaxTokens = 5
-		checkResponse(t, generate(t, b.Model, req), lengthTurn)
+		checkResponse(t, b, generate(t, b.Model, req), lengthTurn)
 		if b.Requests != nil {
 			if reqs := b.Requests(); len(reqs) != 1 || reqs[0].MaxTokens != 5 {
 				t.Errorf("backend did not receive MaxTokens 5: %+v", reqs)
@@ -205,7 +217,7 @@ func Run(t *testing.T, newBackend NewFunc) {
 		req := baseRequest()
 		temp := 0.25
 		req.Temperature = &temp
-		checkResponse(t, generate(t, b.Model, req), textTurn)
+		checkResponse(t, b, generate(t, b.Model, req), textTurn)
 		if b.NoTemperature {
 			t.Skip("backend does not receive temperature")
 		}
@@ -218,6 +230,9 @@ func Run(t *testing.T, newBackend NewFunc) {
 	})
 	t.Run("CancelGenerate", func(t *testing.T) {
 		b := newBackend(t, []Turn{{Stall: true}})
+		if b.NoStall {
+			t.Skip("backend cannot hold a call open")
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(20*time.Millisecond, cancel)
 		errc := make(chan error, 1)
@@ -260,7 +275,7 @@ func Run(t *testing.T, newBackend NewFunc) {
 				if got := strings.Join(deltas, ""); got != final.Message.Content {
 					t.Errorf("concatenated deltas %q != final text %q", got, final.Message.Content)
 				}
-				checkResponse(t, final, turn)
+				checkResponse(t, b, final, turn)
 				if err := sameResult(gen, final); err != nil {
 					t.Errorf("Stream and Generate differ on the same turn: %v", err)
 				}
@@ -298,6 +313,9 @@ func Run(t *testing.T, newBackend NewFunc) {
 	})
 	t.Run("StreamCancel", func(t *testing.T) {
 		b := newBackend(t, []Turn{{Stall: true}})
+		if b.NoStall {
+			t.Skip("backend cannot hold a call open")
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(20*time.Millisecond, cancel)
 		errc := make(chan error, 1)
@@ -335,12 +353,12 @@ func testRoundTrip(t *testing.T, newBackend NewFunc) {
 	b := newBackend(t, []Turn{first, textTurn})
 	req := baseRequest()
 	resp := generate(t, b.Model, req)
-	checkResponse(t, resp, first)
+	checkResponse(t, b, resp, first)
 	req.Messages = append(req.Messages, resp.Message,
 		model.ToolResult("call_rt1", "get_weather", `{"sky":"clear","celsius":21}`, false),
 		model.ToolResult("call_rt2", "get_time", "error: time service unavailable", true),
 	)
-	checkResponse(t, generate(t, b.Model, req), textTurn)
+	checkResponse(t, b, generate(t, b.Model, req), textTurn)
 	if b.Requests == nil {
 		return
 	}
@@ -394,7 +412,7 @@ func stream(t *testing.T, s model.Streamer, req *model.Request) ([]string, *mode
 	return deltas, final
 }
 
-func checkResponse(t *testing.T, resp *model.Response, want Turn) {
+func checkResponse(t *testing.T, b Backend, resp *model.Response, want Turn) {
 	t.Helper()
 	m := resp.Message
 	if m.Role != model.RoleAssistant {
@@ -409,10 +427,10 @@ func checkResponse(t *testing.T, resp *model.Response, want Turn) {
 	if resp.FinishReason != want.FinishReason {
 		t.Errorf("finish reason = %q, want %q", resp.FinishReason, want.FinishReason)
 	}
-	if resp.Usage != want.Usage {
+	if !b.OwnUsage && resp.Usage != want.Usage {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want.Usage)
 	}
-	if resp.Model != ModelID {
+	if !b.OwnModelID && resp.Model != ModelID {
 		t.Errorf("model = %q, want %q (sent verbatim, reported back)", resp.Model, ModelID)
 	}
 }
