@@ -67,17 +67,27 @@ type Config struct {
 // ("stdio", "http", "streamable-http" or "streamableHttp"; "sse" is rejected).
 type ServerConfig struct {
 	// Command is the program of a stdio server, looked up in PATH when it has
-	// no path separator.
+	// no path separator, and taken as written (no ${NAME} expansion).
 	Command string
-	// Args are the command's arguments.
+	// Args are the command's arguments. Each may use ${NAME} and
+	// ${NAME:-default} like Env, expanded when the server is started; expanded
+	// arguments are never logged.
 	Args []string
 	// Env holds variables added to tollgate's own environment for the command.
 	// Values may use ${NAME} and ${NAME:-default}, expanded when the server is
 	// started (see [Options].LookupEnv); they are never logged.
 	Env map[string]string
-	// Cwd is the command's working directory. In mcp.json a relative cwd is
-	// resolved against the directory of the file. Empty means tollgate's own.
+	// Cwd is the command's working directory. Empty means tollgate's own. It
+	// may use ${NAME} and ${NAME:-default} like Args. In mcp.json a relative
+	// cwd is resolved against the directory of the file: when it is parsed, or,
+	// for a cwd that uses ${...}, once it is expanded when the server starts
+	// (so "${WORKSPACE}" may be absolute or relative). A relative Command with
+	// a path separator is resolved against Cwd (see [os/exec.Cmd].Path).
 	Cwd string
+	// cwdBase is the directory of the mcp.json file, against which a Cwd that
+	// uses ${...} is resolved once expanded; "" for a configuration built in
+	// code.
+	cwdBase string
 
 	// URL is the endpoint of a streamable HTTP server (MCP specification
 	// 2025-06-18, "Transports: Streamable HTTP"); http or https.
@@ -232,6 +242,14 @@ func (c *Config) Validate() error {
 		}
 		if sc.Command == "" && (len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "") {
 			return fail("", errors.New("\"args\", \"env\" and \"cwd\" need \"command\""))
+		}
+		for i, v := range sc.Args {
+			if _, err := expand(v, func(string) (string, bool) { return "", true }); err != nil {
+				return fail(fmt.Sprintf("args[%d]", i), err)
+			}
+		}
+		if _, err := expand(sc.Cwd, func(string) (string, bool) { return "", true }); err != nil {
+			return fail("cwd", err)
 		}
 		for k, v := range sc.Env {
 			if _, err := expand(v, func(string) (string, bool) { return "", true }); err != nil {
@@ -549,6 +567,11 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 			if err := json.Unmarshal(f.val, &sc.Args); err != nil {
 				return nil, bad("want an array of strings, got %s", describeJSON(f.val))
 			}
+			for i, a := range sc.Args {
+				if _, err := expand(a, func(string) (string, bool) { return "", true }); err != nil {
+					return nil, p.errAt(f.valOff, name, fmt.Sprintf("args[%d]", i), err)
+				}
+			}
 		case "env":
 			if sc.Env, err = strMap(); err != nil {
 				return nil, err
@@ -557,7 +580,14 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 			if sc.Cwd, err = str(); err != nil {
 				return nil, err
 			}
-			if sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) && dir != "" {
+			if _, err := expand(sc.Cwd, func(string) (string, bool) { return "", true }); err != nil {
+				return nil, bad("%v", err)
+			}
+			switch {
+			case strings.Contains(sc.Cwd, "${"):
+				// Resolved once expanded, when the server starts.
+				sc.cwdBase = dir
+			case sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) && dir != "":
 				sc.Cwd = filepath.Join(dir, sc.Cwd)
 			}
 		case "url":

@@ -53,7 +53,7 @@ func TestParse(t *testing.T) {
 		},
 		Warnings: []string{`/etc/tollgate/mcp.json:18:7: server "api": autoApprove: unknown field, ignored`},
 	}
-	if diff := cmp.Diff(want, cfg); diff != "" {
+	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(ServerConfig{})); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
 	}
 }

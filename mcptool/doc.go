@@ -8,6 +8,18 @@
 // whose [Set.Tools] go into a tool registry like any other tool; [Set.Servers]
 // says how each server fared, and [Set.Close] stops them all.
 //
+// ${NAME} and ${NAME:-default} in "args", "cwd", "env" and "headers" values are
+// expanded from the environment ([Options].LookupEnv) when a server starts, and
+// never logged; "command" is taken as written. A relative "cwd" is resolved
+// against the directory of the file (after expansion, when it uses ${...}),
+// and a relative "command" with a path separator against the cwd, so that
+//
+//	{"mcpServers": {"fs": {"command": "node_modules/.bin/mcp-server-filesystem",
+//	                       "cwd": ".", "args": ["${WORKSPACE}"]}}}
+//
+// runs the server installed next to the file on the directory $WORKSPACE names,
+// wherever tollgate runs from.
+//
 // # Names
 //
 // A tool appears as mcp__<server>__<tool> ([ToolName]), so that matchers such

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -23,7 +24,8 @@ type Options struct {
 	// Logger receives what happens to the servers (started, failed, killed).
 	// It never receives header or environment values. Nil discards.
 	Logger *slog.Logger
-	// LookupEnv resolves ${NAME} in header and env values; nil means os.LookupEnv.
+	// LookupEnv resolves ${NAME} in header, env, args and cwd values; nil
+	// means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
 	// Client is the implementation name and version sent in initialize; nil
 	// means {Name: "tollgate", Version: "dev"}.
@@ -346,12 +348,27 @@ func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer
 		}
 		env = append(env, k+"="+ev)
 	}
-	cmd := exec.Command(sc.Command, sc.Args...)
+	args := make([]string, len(sc.Args))
+	for i, a := range sc.Args {
+		ea, err := expand(a, o.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("args[%d]: %w", i, err)
+		}
+		args[i] = ea
+	}
+	dir, err := expand(sc.Cwd, o.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("cwd: %w", err)
+	}
+	if dir != "" && !filepath.IsAbs(dir) && sc.cwdBase != "" {
+		dir = filepath.Join(sc.cwdBase, dir)
+	}
+	cmd := exec.Command(sc.Command, args...)
 	if cmd.Err != nil {
 		return nil, fmt.Errorf("start: %w", cmd.Err)
 	}
 	cmd.Env = env
-	cmd.Dir = sc.Cwd
+	cmd.Dir = dir
 	*stderr = &tailBuffer{n: stderrKeep}
 	return &stdioTransport{cmd: cmd, grace: o.ShutdownGrace, logger: o.Logger, server: name, stderr: *stderr}, nil
 }

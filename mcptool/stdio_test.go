@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 // "stubborn" it ignores SIGTERM and keeps running after stdin closes (C35); in
 // mode "polite" it exits when stdin closes, leaving the grandchild behind.
 func helperServer(mode string) {
+	if mode == "where" {
+		whereServer()
+		return
+	}
 	if mode == "stubborn" {
 		signal.Ignore(syscall.SIGTERM)
 	}
@@ -54,6 +58,21 @@ func helperServer(mode string) {
 		select {}
 	}
 	os.Exit(0)
+}
+
+// whereServer serves one tool, "where", whose output is the server's working
+// directory and then its arguments, one per line.
+func whereServer() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "where", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		out := strings.Join(append([]string{wd}, os.Args[1:]...), "\n")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
 
 // alive reports whether pid is a live process (a zombie counts as gone).
