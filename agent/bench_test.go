@@ -38,7 +38,9 @@ func withHooks(n int) *hooks.Hooks {
 func BenchmarkTurn(b *testing.B) {
 	for _, n := range []int{0, 5} {
 		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) { return model.Reply{Content: "ok"}, nil })
+			m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+				return model.Reply{Content: "ok"}, nil
+			})
 			a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(n)})
 			ctx := context.Background()
 			b.ReportAllocs()
