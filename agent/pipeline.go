@@ -28,10 +28,9 @@ type callOutcome struct {
 // processCall runs one call through the pipeline; with a WaitFor it waits for
 // the answer to a pending request and retries the call once with it.
 func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) callOutcome {
-	if prior == nil {
-		c := call
-		emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
-	}
+	// Announced on the first attempt and again when a resume takes the call up.
+	c := call
+	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
 	oc := r.pipeline(ctx, call, prior, ans, emit)
 	wait := r.a.opts.WaitFor
 	if oc.pending == nil || wait == nil || ans != nil {

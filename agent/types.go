@@ -209,7 +209,8 @@ type EventKind string
 const (
 	// EventText carries a piece of assistant text (Delta).
 	EventText EventKind = "text"
-	// EventToolCall announces a tool call as the model wrote it, before anything runs (Call).
+	// EventToolCall announces a tool call as the model wrote it, before anything
+	// runs (Call); a resume announces each call it takes up again.
 	EventToolCall EventKind = "tool_call"
 	// EventDecision says how the call was decided (CallID, Decision), before it runs.
 	EventDecision EventKind = "decision"
