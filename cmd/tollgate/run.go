@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/toolkit"
 )
@@ -22,6 +20,8 @@ import (
 // runConfig holds the flags of `tollgate run` that the core reads.
 type runConfig struct {
 	model    string
+	baseURL  string // --base-url, for openai: and anthropic: models
+	apiKey   string // --api-key; never printed, logged or stored
 	workdir  string
 	system   string
 	maxTurns int
@@ -92,16 +92,21 @@ func newRunCommand(env *cliEnv) *runCommand {
 		Use:   "run [flags] PROMPT",
 		Short: "Run an agent on a prompt; every tool call is governed",
 		Long: `Run an agent on PROMPT. Each tool call is printed as it happens with its
-decision and result, then the model's answer.
+decision and result, then the model's answer as it streams in.
 
-Models: script:PATH replays a YAML script of assistant turns (offline).
+` + modelKinds + `
 
 Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
-		Example: `  tollgate run --model script:examples/demo/script.yaml --workdir /tmp/ws --deny 'write' "tidy the notes"`,
-		Args:    argsUsage(cobra.ExactArgs(1)),
+		Example: `  tollgate run --model script:examples/demo/script.yaml --workdir /tmp/ws --deny 'write' "tidy the notes"
+  OPENAI_API_KEY=... tollgate run --model openai:gpt-4.1-mini "list the notes"
+  tollgate run --model openai:llama3.1 --base-url http://127.0.0.1:11434/v1 "list the notes"
+  ANTHROPIC_API_KEY=... tollgate run --model anthropic:claude-sonnet-4-5 "list the notes"`,
+		Args: argsUsage(cobra.ExactArgs(1)),
 	}
 	f := cmd.Flags()
-	f.StringVar(&rc.cfg.model, "model", "", "model to use: script:PATH (required)")
+	f.StringVar(&rc.cfg.model, "model", "", "model to use: script:PATH, openai:MODEL or anthropic:MODEL (required)")
+	f.StringVar(&rc.cfg.baseURL, "base-url", "", "API root of an openai: or anthropic: model (default: the vendor's; e.g. http://127.0.0.1:11434/v1 for Ollama)")
+	f.StringVar(&rc.cfg.apiKey, "api-key", "", "API key (default: OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY)")
 	f.StringVar(&rc.cfg.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
 	f.StringVar(&rc.cfg.system, "system", "", "system prompt")
 	f.IntVar(&rc.cfg.maxTurns, "max-turns", agent.DefaultMaxTurns, "model turns before the run ends incomplete")
@@ -131,6 +136,9 @@ func newRunCmd(env *cliEnv) *cobra.Command { return newRunCommand(env).cmd }
 func flagArgs(f *pflag.FlagSet) []string {
 	var out []string
 	f.Visit(func(fl *pflag.Flag) {
+		if fl.Name == "api-key" {
+			return // a key is never stored; resume reads it from the environment
+		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
 			for _, v := range sv.GetSlice() {
 				out = append(out, "--"+fl.Name+"="+v)
@@ -164,7 +172,7 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	m, name, err := openModel(cfg.model)
+	m, name, err := openModel(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -204,23 +212,6 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 	}
 	b.agent = a
 	return b, nil
-}
-
-// openModel turns a --model value into a model and the model ID to send.
-func openModel(spec string) (model.Model, string, error) {
-	kind, rest, ok := strings.Cut(spec, ":")
-	if !ok || rest == "" {
-		return nil, "", usageErr("run: --model %q: want KIND:NAME, e.g. script:PATH", spec)
-	}
-	switch kind {
-	case "script":
-		m, err := scripted.Load(rest)
-		if err != nil {
-			return nil, "", usageErr("run: --model: %v", err)
-		}
-		return m, rest, nil
-	}
-	return nil, "", usageErr("run: --model %q: unknown kind %q (known: script)", spec, kind)
 }
 
 // denyHook is the BeforeTool hook behind --deny.

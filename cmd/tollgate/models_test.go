@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/agent"
+)
+
+const cliKey = "sk-cli-SECRET-0123456789abcdef"
+
+// llmTurn is one answer of a fake model server: text streamed in small
+// pieces, then tool calls whose arguments are split across chunks.
+type llmTurn struct {
+	text  string
+	calls []llmCall
+}
+
+type llmCall struct{ id, name, args string }
+
+// llmServer is a local fake of an OpenAI-compatible or Anthropic API. Like
+// the scripted model it is stateless: the turn it plays is the number of
+// assistant messages in the request. It records each request's headers and
+// body.
+type llmServer struct {
+	srv   *httptest.Server
+	turns []llmTurn
+	// fail, if set, answers every request instead of the turns.
+	fail func(w http.ResponseWriter)
+
+	mu      sync.Mutex
+	headers []http.Header
+	bodies  []map[string]any
+}
+
+func newLLMServer(t *testing.T, turns ...llmTurn) *llmServer {
+	s := &llmServer{turns: turns}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // listens on 127.0.0.1
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *llmServer) requests() ([]http.Header, []map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...), append([]map[string]any(nil), s.bodies...)
+}
+
+func (s *llmServer) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	s.headers = append(s.headers, r.Header.Clone())
+	s.bodies = append(s.bodies, body)
+	s.mu.Unlock()
+	if s.fail != nil {
+		s.fail(w)
+		return
+	}
+	n := 0
+	msgs, _ := body["messages"].([]any)
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
+			n++
+		}
+	}
+	if n >= len(s.turns) {
+		http.Error(w, `{"error":{"message":"script exhausted"}}`, http.StatusBadRequest)
+		return
+	}
+	modelID, _ := body["model"].(string)
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		writeOpenAISSE(w, modelID, s.turns[n])
+	case "/v1/messages":
+		writeAnthropicSSE(w, modelID, s.turns[n])
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// pieces cuts s into pieces of at most n bytes (ASCII test text).
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+type jobj = map[string]any
+
+func sseFlush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// writeOpenAISSE streams turn as Chat Completions chunks.
+func writeOpenAISSE(w http.ResponseWriter, modelID string, turn llmTurn) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(choices []jobj, usage jobj) {
+		c := jobj{"id": "chatcmpl-cli", "object": "chat.completion.chunk", "created": 1750000000, "model": modelID, "choices": choices}
+		if usage != nil {
+			c["usage"] = usage
+		}
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		sseFlush(w)
+	}
+	delta := func(d jobj, finish any) []jobj {
+		return []jobj{{"index": 0, "delta": d, "finish_reason": finish}}
+	}
+	send(delta(jobj{"role": "assistant", "content": ""}, nil), nil)
+	for _, p := range pieces(turn.text, 4) {
+		send(delta(jobj{"content": p}, nil), nil)
+	}
+	for i, c := range turn.calls {
+		send(delta(jobj{"tool_calls": []jobj{{"index": i, "id": c.id, "type": "function", "function": jobj{"name": c.name, "arguments": ""}}}}, nil), nil)
+		for _, p := range pieces(c.args, 5) {
+			send(delta(jobj{"tool_calls": []jobj{{"index": i, "function": jobj{"arguments": p}}}}, nil), nil)
+		}
+	}
+	finish := "stop"
+	if len(turn.calls) > 0 {
+		finish = "tool_calls"
+	}
+	send(delta(jobj{}, finish), nil)
+	send([]jobj{}, jobj{"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// writeAnthropicSSE streams turn as Messages API events.
+func writeAnthropicSSE(w http.ResponseWriter, modelID string, turn llmTurn) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(event string, data jobj) {
+		data["type"] = event
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+		sseFlush(w)
+	}
+	send("message_start", jobj{"message": jobj{"id": "msg_cli", "type": "message", "role": "assistant", "model": modelID,
+		"content": []jobj{}, "stop_reason": nil, "stop_sequence": nil, "usage": jobj{"input_tokens": 20, "output_tokens": 1}}})
+	idx := 0
+	if turn.text != "" {
+		send("content_block_start", jobj{"index": idx, "content_block": jobj{"type": "text", "text": ""}})
+		for _, p := range pieces(turn.text, 4) {
+			send("content_block_delta", jobj{"index": idx, "delta": jobj{"type": "text_delta", "text": p}})
+		}
+		send("content_block_stop", jobj{"index": idx})
+		idx++
+	}
+	for _, c := range turn.calls {
+		send("content_block_start", jobj{"index": idx, "content_block": jobj{"type": "tool_use", "id": c.id, "name": c.name, "input": jobj{}}})
+		for _, p := range pieces(c.args, 5) {
+			send("content_block_delta", jobj{"index": idx, "delta": jobj{"type": "input_json_delta", "partial_json": p}})
+		}
+		send("content_block_stop", jobj{"index": idx})
+		idx++
+	}
+	stop := "end_turn"
+	if len(turn.calls) > 0 {
+		stop = "tool_use"
+	}
+	send("message_delta", jobj{"delta": jobj{"stop_reason": stop, "stop_sequence": nil}, "usage": jobj{"output_tokens": 7}})
+	send("message_stop", jobj{})
+}
+
+// readThenAnswer is a conversation: read notes.txt, then answer.
+var readThenAnswer = []llmTurn{
+	{text: "Let me read the notes.", calls: []llmCall{{id: "call_read1", name: "read", args: `{"path":"notes.txt"}`}}},
+	{text: "The notes say: buy milk."},
+}
+
+func cliWorkdir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// noKeysInEnv clears the key variables so that the machine's own keys play
+// no part in a test.
+func noKeysInEnv(t *testing.T) {
+	for _, v := range []string{"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"} {
+		t.Setenv(v, "")
+	}
+}
+
+func TestRunOpenAIStreamsToTerminal(t *testing.T) {
+	noKeysInEnv(t)
+	srv := newLLMServer(t, readThenAnswer...)
+	code, out, errOut := apMain(t, "run", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL+"/v1",
+		"--api-key", cliKey, "--workdir", cliWorkdir(t), "read my notes")
+	if code != exitDone {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// The tool call (assembled from its split arguments), its decision, its
+	// result, and the streamed text of both turns, in that order.
+	want := []string{
+		"Let me read the notes.",
+		`-> read {"path":"notes.txt"}  [call_read1]`,
+		"allowed by default",
+		"<- ok",
+		"buy milk",
+		"The notes say: buy milk.",
+	}
+	rest := out
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("stdout lacks %q after the earlier lines:\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+	hdrs, bodies := srv.requests()
+	if len(bodies) != 2 {
+		t.Fatalf("server got %d requests, want 2", len(bodies))
+	}
+	for i, h := range hdrs {
+		if got := h.Get("Authorization"); got != "Bearer "+cliKey {
+			t.Errorf("request %d: Authorization = %q, want the --api-key", i, got)
+		}
+		if bodies[i]["model"] != "gpt-test-1" || bodies[i]["stream"] != true {
+			t.Errorf("request %d: model %v, stream %v; want gpt-test-1 streamed", i, bodies[i]["model"], bodies[i]["stream"])
+		}
+	}
+	// The second request carries the tool result under the call's ID.
+	msgs, _ := bodies[1]["messages"].([]any)
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	if last["role"] != "tool" || last["tool_call_id"] != "call_read1" || !strings.Contains(fmt.Sprint(last["content"]), "buy milk") {
+		t.Errorf("last message of request 2 = %v, want the read result for call_read1", last)
+	}
+	if strings.Contains(out+errOut, cliKey) {
+		t.Error("the API key appears in the output")
+	}
+}
+
+func TestRunOpenAIJSONEvents(t *testing.T) {
+	noKeysInEnv(t)
+	t.Setenv("OPENAI_API_KEY", cliKey)
+	srv := newLLMServer(t, readThenAnswer...)
+	code, out, errOut := apMain(t, "run", "--json", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL+"/v1",
+		"--workdir", cliWorkdir(t), "read my notes")
+	if code != exitDone {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var kinds []agent.EventKind
+	var text strings.Builder
+	var done *agent.Result
+	var call *agent.Event
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var ev agent.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("line is not an event: %v\n%s", err, sc.Text())
+		}
+		if len(kinds) == 0 || kinds[len(kinds)-1] != ev.Kind {
+			kinds = append(kinds, ev.Kind)
+		}
+		switch ev.Kind {
+		case agent.EventText:
+			text.WriteString(ev.Delta)
+		case agent.EventToolCall:
+			call = &ev
+		case agent.EventDone:
+			done = ev.Result
+		}
+	}
+	wantKinds := []agent.EventKind{agent.EventText, agent.EventUsage, agent.EventToolCall, agent.EventDecision, agent.EventToolResult, agent.EventText, agent.EventUsage, agent.EventDone}
+	if fmt.Sprint(kinds) != fmt.Sprint(wantKinds) {
+		t.Errorf("event kinds %v, want %v", kinds, wantKinds)
+	}
+	if call == nil || call.Call.Name != "read" || string(call.Call.Arguments) != `{"path":"notes.txt"}` {
+		t.Errorf("tool_call event = %+v, want read with the assembled arguments", call)
+	}
+	if got := text.String(); got != "Let me read the notes.The notes say: buy milk." {
+		t.Errorf("text deltas = %q", got)
+	}
+	if done == nil || done.Status != agent.StatusDone || done.Text != "The notes say: buy milk." || len(done.ToolCalls) != 1 || done.Usage.TotalTokens != 54 {
+		t.Errorf("done result = %+v", done)
+	}
+	if hdrs, _ := srv.requests(); len(hdrs) == 0 || hdrs[0].Get("Authorization") != "Bearer "+cliKey {
+		t.Error("the key from OPENAI_API_KEY was not sent")
+	}
+}
+
+func TestRunAnthropicKeyFromEnv(t *testing.T) {
+	noKeysInEnv(t)
+	t.Setenv("ANTHROPIC_API_KEY", cliKey)
+	srv := newLLMServer(t, readThenAnswer...)
+	code, out, errOut := apMain(t, "run", "--model", "anthropic:claude-test-1", "--base-url", srv.srv.URL,
+		"--workdir", cliWorkdir(t), "read my notes")
+	if code != exitDone {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, w := range []string{`-> read {"path":"notes.txt"}`, "buy milk", "The notes say: buy milk."} {
+		if !strings.Contains(out, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, out)
+		}
+	}
+	hdrs, bodies := srv.requests()
+	if len(hdrs) != 2 || hdrs[0].Get("X-Api-Key") != cliKey || hdrs[0].Get("Anthropic-Version") == "" || bodies[0]["model"] != "claude-test-1" {
+		t.Errorf("requests: %d, x-api-key sent: %v, anthropic-version %q", len(hdrs), len(hdrs) > 0 && hdrs[0].Get("X-Api-Key") == cliKey, hdrs[0].Get("Anthropic-Version"))
+	}
+	if strings.Contains(out+errOut, cliKey) {
+		t.Error("the API key appears in the output")
+	}
+}
+
+// A server that echoes the key in its errors: the CLI never shows it, in
+// text or JSON output, with -v logging, on a rejected request or an error
+// event in the middle of a stream.
+func TestRunNeverPrintsTheKey(t *testing.T) {
+	noKeysInEnv(t)
+	rejected := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error","code":"invalid_api_key"}}`, cliKey)
+	}
+	midway := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Partial"},"finish_reason":null}]}`+"\n\n")
+		fmt.Fprintf(w, `data: {"error":{"message":"upstream refused key %s","type":"server_error"}}`+"\n\n", cliKey)
+	}
+	for name, fail := range map[string]func(http.ResponseWriter){"401": rejected, "midstream": midway} {
+		for _, extra := range [][]string{nil, {"--json"}, {"-v"}} {
+			t.Run(name+strings.Join(extra, ""), func(t *testing.T) {
+				srv := newLLMServer(t)
+				srv.fail = fail
+				args := append([]string{"run", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL + "/v1", "--api-key", cliKey, "--workdir", t.TempDir()}, extra...)
+				code, out, errOut := apMain(t, append(args, "hello")...)
+				if code != exitError {
+					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitError, out, errOut)
+				}
+				if strings.Contains(out+errOut, cliKey) {
+					t.Errorf("the API key appears in the output:\nstdout:\n%s\nstderr:\n%s", out, errOut)
+				}
+				if !strings.Contains(out+errOut, "[redacted]") {
+					t.Errorf("the provider's message is not shown (redacted):\nstdout:\n%s\nstderr:\n%s", out, errOut)
+				}
+			})
+		}
+	}
+}
+
+func TestRunModelUsageErrors(t *testing.T) {
+	noKeysInEnv(t)
+	script := apWrite(t, t.TempDir(), "s.yaml", "turns:\n  - text: hi\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "openai:gpt-4.1-mini"}, "set OPENAI_API_KEY or pass --api-key"},
+		{[]string{"--model", "openai:some/model", "--base-url", "https://openrouter.ai/api/v1"}, "set OPENROUTER_API_KEY or pass --api-key"},
+		{[]string{"--model", "anthropic:claude-test"}, "set ANTHROPIC_API_KEY or pass --api-key"},
+		{[]string{"--model", "openai:"}, "want KIND:NAME"},
+		{[]string{"--model", "gemini:pro"}, `unknown kind "gemini" (known: script, openai, anthropic)`},
+		{[]string{"--model", "openai:m", "--base-url", "ftp://127.0.0.1/v1", "--api-key", cliKey}, "not an absolute http(s) URL"},
+		{[]string{"--model", "script:" + script, "--api-key", cliKey}, "--base-url and --api-key are for openai: and anthropic: models"},
+	} {
+		code, out, errOut := apMain(t, append(append([]string{"run"}, tc.args...), "hi")...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, exitUsage, tc.want)
+		}
+		if strings.Contains(out+errOut, cliKey) {
+			t.Errorf("%q: the API key appears in the output", tc.args)
+		}
+	}
+}
+
+// A local OpenAI-compatible server (Ollama, vLLM) needs no key: none is
+// asked for and no Authorization header is sent.
+func TestRunLocalServerWithoutKey(t *testing.T) {
+	noKeysInEnv(t)
+	srv := newLLMServer(t, llmTurn{text: "Hello from a local model."})
+	code, out, errOut := apMain(t, "run", "--model", "openai:llama3.1", "--base-url", srv.srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
+	if code != exitDone || !strings.Contains(out, "Hello from a local model.") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if hdrs, _ := srv.requests(); len(hdrs) != 1 || hdrs[0].Get("Authorization") != "" {
+		t.Errorf("requests %d, Authorization %q; want one request without a key", len(hdrs), hdrs[0].Get("Authorization"))
+	}
+}
+
+// The key given with --api-key is not among the flags kept for resume.
+func TestFlagArgsNeverKeepTheKey(t *testing.T) {
+	rc := newRunCommand(&cliEnv{})
+	if err := rc.cmd.ParseFlags([]string{"--model", "openai:m", "--api-key", cliKey, "--base-url", "http://127.0.0.1:1/v1"}); err != nil {
+		t.Fatal(err)
+	}
+	got := flagArgs(rc.cmd.Flags())
+	if strings.Contains(strings.Join(got, " "), cliKey) {
+		t.Errorf("flagArgs = %q: the key would be stored", got)
+	}
+	if want := "--base-url=http://127.0.0.1:1/v1"; !strings.Contains(strings.Join(got, " "), want) {
+		t.Errorf("flagArgs = %q, want %q kept", got, want)
+	}
+}
