@@ -1,0 +1,41 @@
+#!/bin/sh
+# The test command of README.md, and what CI runs (.ci/run).
+#
+# It installs what the tests need, then checks formatting, vets and runs every
+# test with the race detector:
+#   - Go 1.26 (on PATH);
+#   - Node.js and npm, for the real MCP servers the integration tests start
+#     (@modelcontextprotocol/server-filesystem and server-everything, pinned in
+#     mcptool/testdata/npm/package-lock.json and installed there with npm ci).
+#
+# Usage: sh scripts/test.sh [extra go test flags, e.g. -run TestDemo]
+set -eu
+cd "$(dirname "$0")/.."
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if ! need node || ! need npm; then
+  echo "== installing Node.js and npm (Debian packages)"
+  if need apt-get; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  else
+    echo "Node.js and npm are required for the MCP integration tests" >&2
+    exit 1
+  fi
+fi
+
+echo "== installing the MCP servers used by the tests (npm ci)"
+npm ci --prefix mcptool/testdata/npm --no-audit --no-fund --loglevel=error
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './mcptool/testdata/npm/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 "$@" ./...
