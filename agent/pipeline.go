@@ -33,6 +33,9 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
 	oc := r.pipeline(ctx, call, prior, ans, emit)
 	wait := r.a.opts.WaitFor
+	if g := inherited(ctx); wait == nil && g != nil {
+		wait = g.waitFor
+	}
 	if oc.pending == nil || wait == nil || ans != nil {
 		return oc
 	}
@@ -197,7 +200,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		l.PreToolUse(ctx, use)
 	}
 	start := time.Now()
-	res := execute(ctx, t, args)
+	res := execute(r.a.handDown(ctx), t, args)
 	latency := time.Since(start)
 	if res.Pending != nil {
 		return r.suspend(ctx, rec, OriginTool, res.Pending, args, votes, ans, emit)
@@ -269,7 +272,11 @@ func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.R
 		h := *hints
 		c.Hints = &h
 	}
-	for i, az := range r.a.opts.Authorizers {
+	azs := r.a.opts.Authorizers
+	if g := inherited(ctx); g != nil {
+		azs = append(slices.Clone(azs), g.authorizers...)
+	}
+	for i, az := range azs {
 		v, err := az.Authorize(ctx, c)
 		if v.By == "" {
 			v.By = fmt.Sprintf("authorizer#%d", i+1)

@@ -79,3 +79,10 @@ func AnswerFrom(ctx context.Context) (Answer, bool) {
 	a, ok := ctx.Value(answerKey{}).(Answer)
 	return a, ok
 }
+
+// WithoutAnswer returns a context in which [AnswerFrom] finds no answer: for
+// work that a call starts on its own behalf (a sub-agent), which must not
+// mistake the call's approval for its own.
+func WithoutAnswer(ctx context.Context) context.Context {
+	return context.WithValue(ctx, answerKey{}, nil)
+}

@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// governance is what an agent hands down to the tools it runs, so that a
+// sub-agent started by one of them is governed by its callers too.
+type governance struct {
+	authorizers []approval.Authorizer // the caller's own and everything it inherited
+	waitFor     tool.WaitFunc
+	depth       int
+}
+
+type governanceKey struct{}
+
+// inherited returns the governance handed down through ctx, if any.
+func inherited(ctx context.Context) *governance {
+	g, _ := ctx.Value(governanceKey{}).(*governance)
+	return g
+}
+
+// handDown returns ctx carrying a's governance (with what a inherited) for the
+// tools a runs.
+func (a *Agent) handDown(ctx context.Context) context.Context {
+	g := &governance{waitFor: a.opts.WaitFor}
+	for _, az := range a.opts.Authorizers {
+		g.authorizers = append(g.authorizers, prefixed{az, a.opts.ID})
+	}
+	if up := inherited(ctx); up != nil {
+		g.authorizers = append(g.authorizers, up.authorizers...)
+		g.depth = up.depth + 1
+		if g.waitFor == nil {
+			g.waitFor = up.waitFor
+		}
+	}
+	return context.WithValue(ctx, governanceKey{}, g)
+}
+
+// prefixed names an inherited authorizer's verdicts after the agent it came
+// from: "<agent id>/<source>".
+type prefixed struct {
+	az    approval.Authorizer
+	agent string
+}
+
+func (p prefixed) Authorize(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+	v, err := p.az.Authorize(ctx, c)
+	if v.By == "" {
+		v.By = "authorizer"
+	}
+	v.By = p.agent + "/" + v.By
+	return v, err
+}
+
+// MaxSubAgentDepth bounds how deeply sub-agents may nest (an agent used as a
+// tool by an agent used as a tool ...); a deeper call is an error result.
+const MaxSubAgentDepth = 8
+
+type subAgentInput struct {
+	Prompt string `json:"prompt" jsonschema:"the task for the sub-agent, in plain language"`
+}
+
+// AsTool returns a tool named name that runs a as a sub-agent on the prompt it
+// is given ({"prompt": string}) and returns the sub-agent's final answer.
+//
+// The sub-agent is governed by every agent above it (case C16): each
+// authorizer of the agent that calls the tool, and of that agent's own
+// callers, also judges every call the sub-agent makes, combined with the
+// sub-agent's own as deny > ask > allow, so a child is denied whatever its
+// parent's policy denies. Their verdicts are recorded as "<agent id>/<source>".
+// When the sub-agent has no WaitFor of its own it asks its pending requests
+// through the nearest caller's WaitFor. A sub-agent that halts pending with no
+// WaitFor anywhere, or ends incomplete or failed, gives an error result that
+// says so (listing the pending requests); a halted sub-run is not resumable
+// through its parent.
+//
+// The tool has no hints (unknown, so gates treat it as mutating). AsTool
+// returns an error for an invalid name.
+func (a *Agent) AsTool(name, description string) (tool.Tool, error) {
+	return tool.New(name, description, func(ctx context.Context, in subAgentInput) (tool.Result, error) {
+		if g := inherited(ctx); g != nil && g.depth >= MaxSubAgentDepth {
+			return tool.Errorf("sub-agent %s: nested more than %d deep", name, MaxSubAgentDepth), nil
+		}
+		res, err := a.Run(tool.WithoutAnswer(ctx), in.Prompt)
+		if err != nil {
+			return tool.Errorf("sub-agent %s failed: %v", name, err), nil
+		}
+		switch res.Status {
+		case StatusDone:
+			return tool.Result{Output: res.Text, Metadata: map[string]any{"subAgentRun": res.RunID, "toolCalls": len(res.ToolCalls)}}, nil
+		case StatusPending:
+			var ps []string
+			for _, p := range res.Pending {
+				ps = append(ps, p.ID+": "+p.Prompt)
+			}
+			return tool.Errorf("sub-agent %s halted waiting for answers (no one to ask here): %s", name, strings.Join(ps, "; ")), nil
+		}
+		return tool.Errorf("sub-agent %s ended %s: %s", name, res.Status, res.Reason), nil
+	}, &tool.FuncOptions{Source: fmt.Sprintf("agent:%s", a.opts.ID)})
+}
