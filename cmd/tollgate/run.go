@@ -64,6 +64,7 @@ func runExtensions() []runExtension {
 	return []runExtension{
 		hooksRunExtension(),
 		approvalRunExtension(),
+		mcpRunExtension(),
 	}
 }
 

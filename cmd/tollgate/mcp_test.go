@@ -1,0 +1,229 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The real @modelcontextprotocol/server-filesystem, pinned and installed by
+// `npm ci --prefix mcptool/testdata/npm`. Without it these tests fail saying
+// so; `go test -short` skips them.
+const npmModules = "../../mcptool/testdata/npm/node_modules"
+
+// fsServer returns node and the absolute path of server-filesystem's entry
+// point, or stops the test.
+func fsServer(t *testing.T) (node, entry string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the real MCP filesystem server; skipped with -short")
+	}
+	entry, err := filepath.Abs(filepath.Join(npmModules, "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("MCP server server-filesystem is not installed (%v).\nInstall the pinned test servers with:\n\tnpm ci --prefix mcptool/testdata/npm\n(or run go test -short to skip these tests)", err)
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not in PATH (%v); these tests need Node.js 20 or later (or run go test -short)", err)
+	}
+	return node, entry
+}
+
+// mcpConfig writes an mcp.json with servers into dir and returns its path.
+func mcpConfig(t *testing.T, dir string, servers map[string]any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apWrite(t, dir, "mcp.json", string(b))
+}
+
+// A file that does not load is a usage error naming the file, the line, the
+// server and the field; nothing runs.
+func TestRunMCPBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	script := apWrite(t, dir, "script.yaml", "turns:\n  - text: hi\n")
+	for _, tc := range []struct{ src, want string }{
+		{`{"mcpServers": {"fs": {"command": "x", "timeout": "soon"}}}`, `mcp.json:1:51: server "fs": timeout: "soon" is not a duration`},
+		{`{"mcpServers": {"fs": {"command": "x", "args": ["${A-B}"]}}}`, `server "fs": args[0]: "${A-B}": "A-B" is not a variable name`},
+		{`{"mcpServers": {"fs": {"url": "ftp://h"}}}`, `server "fs": url: "ftp://h" is not an http or https URL`},
+	} {
+		cfg := apWrite(t, dir, "mcp.json", tc.src)
+		code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "hello")
+		if code != exitUsage || !strings.Contains(errOut, cfg) || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, want %d, with %q in stderr:\n%s", tc.src, code, exitUsage, tc.want, errOut)
+		}
+		if out != "" {
+			t.Errorf("%s: the run printed %q", tc.src, out)
+		}
+	}
+	code, _, errOut := apMain(t, "run", "--model", "script:"+script, "--mcp", filepath.Join(dir, "missing.json"), "hello")
+	if code != exitUsage || !strings.Contains(errOut, "missing.json") {
+		t.Errorf("missing file: exit %d\n%s", code, errOut)
+	}
+	// One server name in two files.
+	a := apWrite(t, dir, "a.json", `{"mcpServers": {"fs": {"command": "x"}}}`)
+	b := apWrite(t, dir, "b.json", `{"mcpServers": {"fs": {"command": "y"}}}`)
+	code, _, errOut = apMain(t, "tools", "--mcp", a, "--mcp", b)
+	if code != exitUsage || !strings.Contains(errOut, `server "fs" is defined in both `+a+" and "+b) {
+		t.Errorf("server in two files: exit %d\n%s", code, errOut)
+	}
+}
+
+// `tollgate tools --mcp`: a table of the servers' statuses (a trusted and an
+// untrusted copy of the filesystem server, one that cannot start, one
+// disabled), then every tool with the hints the gates use and the hints its
+// server claims; exit 1 because a server failed.
+func TestToolsMCP(t *testing.T) {
+	node, entry := fsServer(t)
+	root := t.TempDir()
+	cfg := mcpConfig(t, t.TempDir(), map[string]any{
+		"fs":        map[string]any{"command": node, "args": []string{entry, root}, "trusted": true},
+		"untrusted": map[string]any{"command": node, "args": []string{entry, root}},
+		"broken":    map[string]any{"command": filepath.Join(root, "no-such-server")},
+		"off":       map[string]any{"command": node, "disabled": true},
+	})
+	code, out, errOut := apMain(t, "tools", "--workdir", root, "--mcp", cfg)
+	if code != exitError || !strings.Contains(errOut, "1 MCP server(s) failed") {
+		t.Errorf("exit %d, want %d (a server failed)\nstderr: %s", code, exitError, errOut)
+	}
+	for _, re := range []string{
+		`(?m)^SERVER\s+STATE\s+TRANSPORT\s+TRUSTED\s+TOOLS\s+ERROR$`,
+		`(?m)^broken\s+failed\s+stdio\s+false\s+0\s+start and initialize: .*no-such-server`,
+		`(?m)^fs\s+ready\s+stdio\s+true\s+14\s*$`,
+		`(?m)^off\s+disabled\s+stdio\s+false\s+0\s*$`,
+		`(?m)^untrusted\s+ready\s+stdio\s+false\s+14\s*$`,
+		`(?m)^NAME\s+SOURCE\s+HINTS\s+CLAIMED\s+DESCRIPTION$`,
+		`(?m)^read\s+builtin\s+read-only,idempotent\s+-\s+`,
+		// Trusted: the claims are the hints.
+		`(?m)^mcp__fs__read_file\s+mcp:fs\s+read-only\s+read-only\s+`,
+		`(?m)^mcp__fs__write_file\s+mcp:fs\s+destructive,idempotent\s+destructive,idempotent\s+`,
+		// Untrusted: every tool is destructive and open-world, whatever it claims.
+		`(?m)^mcp__untrusted__read_file\s+mcp:untrusted\s+destructive,open-world\s+read-only\s+`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, "mcp__broken__") {
+		t.Errorf("a failed server's tools are listed:\n%s", out)
+	}
+}
+
+// The demo's mcp.json runs the installed server through a command relative to
+// its cwd, itself relative to the file, on the directory that
+// TOLLGATE_DEMO_WORKSPACE names.
+func TestDemoMCPConfig(t *testing.T) {
+	fsServer(t)
+	ws := t.TempDir()
+	apWrite(t, ws, "notes.txt", "notes\n")
+	t.Setenv("TOLLGATE_DEMO_WORKSPACE", ws)
+	demo := filepath.Join("..", "..", "examples", "demo", "mcp.json")
+	abs, err := filepath.Abs(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{demo, abs} {
+		code, out, errOut := apMain(t, "tools", "--mcp", path)
+		if code != 0 || !regexp.MustCompile(`(?m)^fs\s+ready\s+stdio\s+true\s+14\s*$`).MatchString(out) {
+			t.Errorf("%s: exit %d\n%s\n%s", path, code, out, errOut)
+		}
+	}
+	t.Setenv("TOLLGATE_DEMO_WORKSPACE", "")
+	os.Unsetenv("TOLLGATE_DEMO_WORKSPACE")
+	code, out, _ := apMain(t, "tools", "--mcp", demo)
+	if code != exitError || !strings.Contains(out, "environment variable TOLLGATE_DEMO_WORKSPACE is not set") {
+		t.Errorf("without TOLLGATE_DEMO_WORKSPACE: exit %d\n%s", code, out)
+	}
+}
+
+// `tollgate run --mcp` against the real filesystem server, under a policy that
+// asks before destructive tools: read_text_file runs, write_file halts the run
+// (exit 3, stored); a server that cannot start is reported on stderr and the
+// run goes on without it. Approved, `tollgate resume` starts the servers
+// again from the stored flags and writes the file, exactly once.
+func TestRunMCPApproveLater(t *testing.T) {
+	node, entry := fsServer(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	apWrite(t, ws, "hello.txt", "hello from tollgate\n")
+	out := filepath.Join(ws, "out.txt")
+	cfg := mcpConfig(t, dir, map[string]any{
+		"fs":     map[string]any{"command": node, "args": []string{entry, "${MCP_TEST_WS}"}, "trusted": true},
+		"broken": map[string]any{"command": filepath.Join(dir, "no-such-server")},
+	})
+	t.Setenv("MCP_TEST_WS", ws)
+	script := apWrite(t, dir, "script.yaml", `turns:
+  - toolCalls:
+      - {name: mcp__fs__read_text_file, id: read, args: {path: "`+filepath.Join(ws, "hello.txt")+`"}}
+      - {name: mcp__fs__write_file, id: write, args: {path: "`+out+`", content: "written once\n"}}
+  - text: "copied"
+`)
+	policy := apWrite(t, dir, "policy.yaml", `rules:
+  - id: ask-destructive
+    hints: {readOnly: false, destructive: true}
+    decision: ask
+    reason: destructive tools need a person
+`)
+	hooksFile := apWrite(t, dir, "hooks.yaml", `hooks:
+  - event: postToolUse
+    matcher: "mcp__fs__*"
+    action: {type: log, message: "ran ${tool}"}
+`)
+	state := filepath.Join(dir, "state")
+	code, stdout, stderr := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--mcp", cfg,
+		"--policy", policy, "--hooks", hooksFile, "--state-dir", state, "copy the greeting")
+	if code != exitPending {
+		t.Fatalf("run: exit %d, want %d\n%s\n%s", code, exitPending, stdout, stderr)
+	}
+	for _, re := range []string{
+		`tollgate: mcp: server broken: FAILED \(stdio, untrusted\), its tools are not offered: start and initialize: .*no-such-server`,
+		`tollgate: mcp: server fs: ready \(stdio, trusted, 14 tools, secure-filesystem-server [0-9.]+\)`,
+		`ran mcp__fs__read_text_file`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stderr) {
+			t.Errorf("stderr lacks %s:\n%s", re, stderr)
+		}
+	}
+	if strings.Contains(stderr, "ran mcp__fs__write_file") {
+		t.Errorf("write_file ran before approval:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "hello from tollgate") {
+		t.Errorf("the read result is not shown:\n%s", stdout)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("write_file wrote before approval (stat: %v)", err)
+	}
+	m := regexp.MustCompile(`approvals approve --state-dir \S+ (req_[0-9a-f]+)`).FindStringSubmatch(stdout)
+	r := regexp.MustCompile(`stored run (run_[0-9a-f]+)`).FindStringSubmatch(stdout)
+	if m == nil || r == nil || strings.Count(stdout, "approvals approve") != 1 {
+		t.Fatalf("want one request to approve and a stored run:\n%s", stdout)
+	}
+	if code, o, e := apMain(t, "approvals", "approve", "--state-dir", state, "--by", "alice", m[1]); code != 0 {
+		t.Fatalf("approve: exit %d\n%s%s", code, o, e)
+	}
+	code, stdout, stderr = apMain(t, "resume", "--state-dir", state, r[1])
+	if code != 0 || !strings.Contains(stdout, "copied") {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != "written once\n" {
+		t.Errorf("out.txt = %q, %v", got, err)
+	}
+	if n := strings.Count(stderr, "ran mcp__fs__write_file"); n != 1 {
+		t.Errorf("write_file ran %d times on resume, want 1:\n%s", n, stderr)
+	}
+	if strings.Contains(stderr, "ran mcp__fs__read_text_file") {
+		t.Errorf("resume ran read_text_file again:\n%s", stderr)
+	}
+}
