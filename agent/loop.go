@@ -85,16 +85,9 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 			return
 		}
 		a.drive(ctx, st, yield, func(r *runner, ctx context.Context) (*Result, error) {
-			if err := r.runBatch(ctx, byIndex); err != nil {
-				return r.fail(err)
+			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
+				return res, err
 			}
-			if r.stopped {
-				return nil, ctx.Err()
-			}
-			if r.batchPending() {
-				return r.result(StatusPending, ""), nil
-			}
-			r.finishBatch()
 			return r.loop(ctx)
 		})
 	}
@@ -216,17 +209,28 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			r.st.Batch[i] = BatchCall{Call: c}
 			all[i] = nil
 		}
-		if err := r.runBatch(ctx, all); err != nil {
-			return r.fail(err)
+		if res, ended, err := r.settleBatch(ctx, all); ended {
+			return res, err
 		}
-		if r.stopped {
-			return nil, ctx.Err()
-		}
-		if r.batchPending() {
-			return r.result(StatusPending, ""), nil
-		}
-		r.finishBatch()
 	}
+}
+
+// settleBatch runs the given calls of the batch and, when none is left
+// pending, puts the turn's results in the transcript. ended reports that the
+// run ends here (failed, abandoned by the consumer, or pending) with res and err.
+func (r *runner) settleBatch(ctx context.Context, which map[int]*tool.Answer) (res *Result, ended bool, err error) {
+	if err := r.runBatch(ctx, which); err != nil {
+		res, err = r.fail(err)
+		return res, true, err
+	}
+	if r.stopped {
+		return nil, true, ctx.Err()
+	}
+	if r.batchPending() {
+		return r.result(StatusPending, ""), true, nil
+	}
+	r.finishBatch()
+	return nil, false, nil
 }
 
 // normalizeCalls gives every call a non-empty ID unique within the turn, and
