@@ -61,7 +61,10 @@ type Rule struct {
 }
 
 // HintConditions requires hints to have the given values; a nil field is no
-// condition. The names are the JSON keys of [tool.Hints].
+// condition. The names are the JSON keys of [tool.Hints]. Destructive is read
+// as the MCP specification defines it, meaningful only when ReadOnly is false:
+// a read-only tool counts as not destructive, whatever its hint says, so
+// `destructive: true` never matches a read-only tool.
 type HintConditions struct {
 	ReadOnly    *bool
 	Destructive *bool
@@ -331,6 +334,9 @@ func (r *compiledRule) matches(c Call, risk Risk, args map[string]any) bool {
 	h := mcpDefaults
 	if c.Hints != nil {
 		h = *c.Hints
+	}
+	if h.ReadOnly {
+		h.Destructive = false
 	}
 	for _, hc := range []struct {
 		want *bool

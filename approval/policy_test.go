@@ -338,3 +338,25 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 	})
 }
+
+// A read-only tool whose destructive hint is set (the MCP default fills it in
+// when a read-only tool omits it) is not matched by `destructive: true`.
+func TestDestructiveConditionIgnoresReadOnlyTools(t *testing.T) {
+	pol, problems, err := approval.ParsePolicy("p.yaml", strings.NewReader("rules:\n  - id: ask-destructive\n    hints: {destructive: true}\n    decision: ask\n"))
+	if err != nil {
+		t.Fatal(err, problems)
+	}
+	for _, tc := range []struct {
+		hints *tool.Hints
+		want  approval.Decision
+	}{
+		{&tool.Hints{ReadOnly: true, Destructive: true}, approval.Allow},
+		{&tool.Hints{Destructive: true}, approval.Ask},
+		{nil, approval.Ask}, // unknown: the MCP defaults, destructive
+	} {
+		v, _ := pol.Authorize(context.Background(), approval.Call{Tool: "read_file", Hints: tc.hints, Args: []byte(`{}`)})
+		if v.Decision != tc.want {
+			t.Errorf("hints %v: %s, want %s", tc.hints, v.Decision, tc.want)
+		}
+	}
+}
