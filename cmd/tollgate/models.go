@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/model"
@@ -18,11 +19,13 @@ const modelKinds = `Models (--model KIND:NAME):
   openai:MODEL      OpenAI Chat Completions, or any server that speaks it
                     (OpenRouter, Ollama, vLLM, LM Studio) with --base-url
   anthropic:MODEL   Anthropic Messages API
-The key comes from --api-key, else from OPENAI_API_KEY (OPENROUTER_API_KEY
-for an openrouter.ai --base-url) or ANTHROPIC_API_KEY. It is required by the
-hosted services and optional for any other --base-url. It is never printed,
-logged or stored with a halted run: 'tollgate resume' reads it from the
-environment.`
+The key comes from --api-key, else from the variable --api-key-env names,
+else, for the hosted service it belongs to only, from OPENAI_API_KEY (api.openai.com),
+OPENROUTER_API_KEY (openrouter.ai) or ANTHROPIC_API_KEY (api.anthropic.com):
+a vendor's key is never sent to another --base-url. The hosted services
+require a key; other servers may need none. The key is never printed, logged
+or stored with a halted run: 'tollgate resume' reads it from the environment
+again (--api-key-env is stored, being only a name).`
 
 // openModel turns the --model, --base-url and --api-key flags into a model
 // and the model ID to send. Every problem with them is a usage error; no
@@ -35,8 +38,8 @@ func openModel(cfg *runConfig, logger *slog.Logger) (model.Model, string, error)
 	}
 	switch kind {
 	case "script":
-		if cfg.baseURL != "" || cfg.apiKey != "" {
-			return nil, "", usageErr("run: --base-url and --api-key are for openai: and anthropic: models, not script:")
+		if cfg.baseURL != "" || cfg.apiKey != "" || cfg.apiKeyEnv != "" {
+			return nil, "", usageErr("run: --base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:")
 		}
 		m, err := scripted.Load(name)
 		if err != nil {
@@ -46,7 +49,7 @@ func openModel(cfg *runConfig, logger *slog.Logger) (model.Model, string, error)
 	case "openai":
 		base := cmp.Or(cfg.baseURL, openai.DefaultBaseURL)
 		envKey, envVar := openai.KeyFromEnv(base)
-		key, err := apiKey(cfg.apiKey, base, envKey, envVar)
+		key, err := apiKey(cfg, base, envKey, envVar)
 		if err != nil {
 			return nil, "", err
 		}
@@ -58,7 +61,7 @@ func openModel(cfg *runConfig, logger *slog.Logger) (model.Model, string, error)
 	case "anthropic":
 		base := cmp.Or(cfg.baseURL, anthropic.DefaultBaseURL)
 		envKey, envVar := anthropic.KeyFromEnv()
-		key, err := apiKey(cfg.apiKey, base, envKey, envVar)
+		key, err := apiKey(cfg, base, envKey, envVar)
 		if err != nil {
 			return nil, "", err
 		}
@@ -71,17 +74,29 @@ func openModel(cfg *runConfig, logger *slog.Logger) (model.Model, string, error)
 	return nil, "", usageErr("run: --model %q: unknown kind %q (known: script, openai, anthropic)", spec, kind)
 }
 
-// apiKey returns the key to send to the server at base: flagKey when set,
-// else envKey (read from envVar). A hosted service with no key is a usage
-// error naming envVar; another server (a local Ollama) may need none.
-func apiKey(flagKey, base, envKey, envVar string) (string, error) {
-	if key := cmp.Or(flagKey, envKey); key != "" {
-		return key, nil
+// apiKey returns the key to send to the server at base: --api-key, else the
+// variable --api-key-env names (unset or empty is a usage error), else, when
+// base is the hosted service the vendor's variable belongs to, envKey (read
+// from envVar). A vendor's key is never sent to another server. A hosted
+// service with no key is a usage error naming envVar; another server (a
+// local Ollama) may need none.
+func apiKey(cfg *runConfig, base, envKey, envVar string) (string, error) {
+	if cfg.apiKey != "" {
+		return cfg.apiKey, nil
 	}
-	if hostedService(base) {
-		return "", usageErr("run: no API key for %s: set %s or pass --api-key", hostOf(base), envVar)
+	if cfg.apiKeyEnv != "" {
+		if k := os.Getenv(cfg.apiKeyEnv); k != "" {
+			return k, nil
+		}
+		return "", usageErr("run: --api-key-env %s: the variable is unset or empty", cfg.apiKeyEnv)
 	}
-	return "", nil
+	if !hostedService(base) {
+		return "", nil
+	}
+	if envKey != "" {
+		return envKey, nil
+	}
+	return "", usageErr("run: no API key for %s: set %s or pass --api-key", hostOf(base), envVar)
 }
 
 // hostedService reports whether base is one of the hosted APIs tollgate

@@ -254,9 +254,9 @@ func TestRunOpenAIStreamsToTerminal(t *testing.T) {
 
 func TestRunOpenAIJSONEvents(t *testing.T) {
 	noKeysInEnv(t)
-	t.Setenv("OPENAI_API_KEY", cliKey)
+	t.Setenv("LOCAL_LLM_KEY", cliKey)
 	srv := newLLMServer(t, readThenAnswer...)
-	code, out, errOut := apMain(t, "run", "--json", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL+"/v1",
+	code, out, errOut := apMain(t, "run", "--json", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL+"/v1", "--api-key-env", "LOCAL_LLM_KEY",
 		"--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -297,16 +297,17 @@ func TestRunOpenAIJSONEvents(t *testing.T) {
 		t.Errorf("done result = %+v", done)
 	}
 	if hdrs, _ := srv.requests(); len(hdrs) == 0 || hdrs[0].Get("Authorization") != "Bearer "+cliKey {
-		t.Error("the key from OPENAI_API_KEY was not sent")
+		t.Error("the key from --api-key-env was not sent")
 	}
 }
 
+// A vendor's key goes to another server only when asked for by name.
 func TestRunAnthropicKeyFromEnv(t *testing.T) {
 	noKeysInEnv(t)
 	t.Setenv("ANTHROPIC_API_KEY", cliKey)
 	srv := newLLMServer(t, readThenAnswer...)
 	code, out, errOut := apMain(t, "run", "--model", "anthropic:claude-test-1", "--base-url", srv.srv.URL,
-		"--workdir", cliWorkdir(t), "read my notes")
+		"--api-key-env", "ANTHROPIC_API_KEY", "--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -373,7 +374,8 @@ func TestRunModelUsageErrors(t *testing.T) {
 		{[]string{"--model", "openai:"}, "want KIND:NAME"},
 		{[]string{"--model", "gemini:pro"}, `unknown kind "gemini" (known: script, openai, anthropic)`},
 		{[]string{"--model", "openai:m", "--base-url", "ftp://127.0.0.1/v1", "--api-key", cliKey}, "not an absolute http(s) URL"},
-		{[]string{"--model", "script:" + script, "--api-key", cliKey}, "--base-url and --api-key are for openai: and anthropic: models"},
+		{[]string{"--model", "script:" + script, "--api-key", cliKey}, "--base-url, --api-key and --api-key-env are for openai: and anthropic: models"},
+		{[]string{"--model", "openai:m", "--base-url", "http://127.0.0.1:1/v1", "--api-key-env", "TOLLGATE_UNSET_KEY_VAR"}, "--api-key-env TOLLGATE_UNSET_KEY_VAR: the variable is unset or empty"},
 	} {
 		code, out, errOut := apMain(t, append(append([]string{"run"}, tc.args...), "hi")...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
@@ -396,6 +398,21 @@ func TestRunLocalServerWithoutKey(t *testing.T) {
 	}
 	if hdrs, _ := srv.requests(); len(hdrs) != 1 || hdrs[0].Get("Authorization") != "" {
 		t.Errorf("requests %d, Authorization %q; want one request without a key", len(hdrs), hdrs[0].Get("Authorization"))
+	}
+}
+
+// OPENAI_API_KEY belongs to api.openai.com: it is not sent to another
+// --base-url unless --api-key-env names it.
+func TestVendorKeyNotSentElsewhere(t *testing.T) {
+	noKeysInEnv(t)
+	t.Setenv("OPENAI_API_KEY", cliKey)
+	srv := newLLMServer(t, llmTurn{text: "hi"})
+	code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
+	if code != exitDone {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if hdrs, _ := srv.requests(); len(hdrs) != 1 || hdrs[0].Get("Authorization") != "" {
+		t.Errorf("the OpenAI key was sent to %s", srv.srv.URL)
 	}
 }
 

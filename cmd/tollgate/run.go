@@ -19,15 +19,17 @@ import (
 
 // runConfig holds the flags of `tollgate run` that the core reads.
 type runConfig struct {
-	model    string
-	baseURL  string // --base-url, for openai: and anthropic: models
-	apiKey   string // --api-key; never printed, logged or stored
-	workdir  string
-	system   string
-	maxTurns int
-	deny     []string
-	json     bool
-	verbose  bool
+	model   string
+	baseURL string // --base-url, for openai: and anthropic: models
+	apiKey  string // --api-key; never printed, logged or stored
+	// apiKeyEnv is --api-key-env: the name of the variable holding the key.
+	apiKeyEnv string
+	workdir   string
+	system    string
+	maxTurns  int
+	deny      []string
+	json      bool
+	verbose   bool
 }
 
 // runSetup is what `tollgate run` (and `tollgate resume`) builds before the
@@ -107,7 +109,8 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 	f := cmd.Flags()
 	f.StringVar(&rc.cfg.model, "model", "", "model to use: script:PATH, openai:MODEL or anthropic:MODEL (required)")
 	f.StringVar(&rc.cfg.baseURL, "base-url", "", "API root of an openai: or anthropic: model (default: the vendor's; e.g. http://127.0.0.1:11434/v1 for Ollama)")
-	f.StringVar(&rc.cfg.apiKey, "api-key", "", "API key (default: OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY)")
+	f.StringVar(&rc.cfg.apiKey, "api-key", "", "API key (default: --api-key-env, else the hosted service's OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY)")
+	f.StringVar(&rc.cfg.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (for servers other than the hosted ones)")
 	f.StringVar(&rc.cfg.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
 	f.StringVar(&rc.cfg.system, "system", "", "system prompt")
 	f.IntVar(&rc.cfg.maxTurns, "max-turns", agent.DefaultMaxTurns, "model turns before the run ends incomplete")
