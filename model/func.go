@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -76,7 +77,7 @@ func EncodeArguments(v any) (json.RawMessage, error) {
 		b = []byte(x)
 	default:
 		var err error
-		if b, err = json.Marshal(x); err != nil {
+		if b, err = MarshalJSON(x); err != nil {
 			return nil, err
 		}
 	}
@@ -92,4 +93,17 @@ func NewCallID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "call_" + hex.EncodeToString(b[:])
+}
+
+// MarshalJSON is json.Marshal without HTML escaping, so that arguments such as
+// "a && b" stay readable in transcripts, records and logs ("&&", not
+// "\u0026\u0026"). The result has no trailing newline.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -597,5 +597,7 @@ func resumeRun(ctx context.Context, env *cliEnv, stateDir, runID string, wait bo
 			}
 		}
 	})
-	return b.execute(ctx, b.agent.ResumeStream(ctx, &st, answers...))
+	rctx, cancel := b.runContext(ctx)
+	defer cancel()
+	return b.execute(rctx, b.agent.ResumeStream(rctx, &st, answers...))
 }

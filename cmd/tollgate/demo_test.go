@@ -87,3 +87,19 @@ func TestDemo(t *testing.T) {
 		t.Errorf("the shipped workspace changed:\n%s", shipped)
 	}
 }
+
+// --timeout stops the whole run: the running tool's process group is killed
+// and the run fails with exit 1 naming the limit.
+func TestRunTimeout(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "slow.yaml")
+	os.WriteFile(script, []byte("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"sleep 30 & wait\"}\n  - text: done\n"), 0o644)
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", dir, "--timeout", "300ms", "x"}, strings.NewReader(""), &out, &errb)
+	if code != exitError || !strings.Contains(errb.String(), "longer than --timeout 300ms") || !strings.Contains(out.String(), "process group was killed") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--timeout", "-1s", "x"}, strings.NewReader(""), &out, &errb); code != exitUsage {
+		t.Errorf("negative --timeout: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -1,8 +1,13 @@
 // Command tollgate runs LLM agents whose every tool call is governed: hooks,
 // policies and approvals decide what runs, and every decision is recorded.
 //
-//	tollgate run --model script:PATH [--workdir DIR] [--deny GLOB]... PROMPT
-//	tollgate tools [--workdir DIR]
+//	tollgate run --model script:PATH|openai:MODEL|anthropic:MODEL [--workdir DIR]
+//	             [--deny GLOB]... [--hooks FILE]... [--policy FILE] [--mcp FILE]... PROMPT
+//	tollgate tools [--workdir DIR] [--mcp FILE]
+//	tollgate hooks check FILE...
+//	tollgate policy check FILE
+//	tollgate approvals list|show|approve|deny
+//	tollgate resume RUN_ID
 //
 // Exit status: 0 done, 1 error, 2 usage, 3 pending (the run waits for an
 // answer), 4 incomplete (MaxTurns reached). Run `tollgate --help` for the rest.

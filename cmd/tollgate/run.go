@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -27,6 +28,7 @@ type runConfig struct {
 	workdir   string
 	system    string
 	maxTurns  int
+	timeout   time.Duration // --timeout: the whole run's limit; 0 is none
 	deny      []string
 	json      bool
 	verbose   bool
@@ -114,6 +116,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 	f.StringVar(&rc.cfg.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
 	f.StringVar(&rc.cfg.system, "system", "", "system prompt")
 	f.IntVar(&rc.cfg.maxTurns, "max-turns", agent.DefaultMaxTurns, "model turns before the run ends incomplete")
+	f.DurationVar(&rc.cfg.timeout, "timeout", 0, "stop the whole run after this long, e.g. 90s or 10m (0: no limit); the run then fails with exit 1")
 	f.StringArrayVar(&rc.cfg.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
 	f.BoolVar(&rc.cfg.json, "json", false, "print one JSON event per line instead of text")
 	f.BoolVarP(&rc.cfg.verbose, "verbose", "v", false, "log decisions to stderr")
@@ -129,7 +132,9 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 			return err
 		}
 		defer b.close()
-		return b.execute(c.Context(), b.agent.Stream(c.Context(), args[0]))
+		ctx, cancel := b.runContext(c.Context())
+		defer cancel()
+		return b.execute(ctx, b.agent.Stream(ctx, args[0]))
 	}
 	return rc
 }
@@ -168,6 +173,9 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 	cfg := &rc.cfg
 	if cfg.model == "" {
 		return nil, usageErr("run: --model is required (e.g. --model script:PATH)")
+	}
+	if cfg.timeout < 0 {
+		return nil, usageErr("run: --timeout must not be negative, got %s", cfg.timeout)
 	}
 	if cfg.maxTurns < 1 {
 		return nil, usageErr("run: --max-turns must be at least 1, got %d", cfg.maxTurns)
@@ -253,6 +261,15 @@ func globMatch(glob, name string) bool {
 	return strings.HasSuffix(name, last)
 }
 
+// runContext returns the context a run (or resume) executes in: ctx with the
+// --timeout deadline, when one is set.
+func (b *builtRun) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t := b.setup.cfg.timeout; t > 0 {
+		return context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than --timeout %s", t))
+	}
+	return context.WithCancel(ctx)
+}
+
 // execute drives a run's events to the terminal and maps its end to an exit code.
 func (b *builtRun) execute(ctx context.Context, events func(func(agent.Event, error) bool)) error {
 	env := b.setup.env
@@ -268,6 +285,10 @@ func (b *builtRun) execute(ctx context.Context, events func(func(agent.Event, er
 			continue
 		}
 		p.event(ev)
+	}
+	p.endLine()
+	if runErr != nil && context.Cause(ctx) != nil && errors.Is(runErr, context.DeadlineExceeded) {
+		runErr = fmt.Errorf("%w (%v)", runErr, context.Cause(ctx))
 	}
 	for _, f := range b.setup.afterRun {
 		f(ctx, res, runErr)
@@ -311,15 +332,23 @@ func (p *printer) label(callID string) string {
 	return callID
 }
 
+// endLine ends a line of streamed text left open, so that what follows (an
+// error on stderr, the shell prompt) starts on a line of its own.
+func (p *printer) endLine() {
+	if p.midText {
+		fmt.Fprintln(p.w)
+		p.midText = false
+	}
+}
+
 func (p *printer) event(ev agent.Event) {
 	if p.json {
 		b, _ := json.Marshal(ev)
 		fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}
-	if ev.Kind != agent.EventText && p.midText {
-		fmt.Fprintln(p.w)
-		p.midText = false
+	if ev.Kind != agent.EventText {
+		p.endLine()
 	}
 	switch ev.Kind {
 	case agent.EventText:

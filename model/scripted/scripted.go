@@ -130,7 +130,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		}
 		args := json.RawMessage("{}")
 		if c.Args != nil {
-			b, err := json.Marshal(c.Args)
+			b, err := model.MarshalJSON(c.Args)
 			if err != nil {
 				return nil, fmt.Errorf("scripted: turn %d call %s: %w", n+1, c.Name, err)
 			}

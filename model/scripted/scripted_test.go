@@ -61,3 +61,14 @@ func TestParseErrorsNamePosition(t *testing.T) {
 		}
 	}
 }
+
+func TestArgumentsAreNotHTMLEscaped(t *testing.T) {
+	s, err := scripted.Parse("s.yaml", strings.NewReader("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"a && b > c\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := scripted.New("s", s).Generate(context.Background(), &model.Request{})
+	if err != nil || string(r.Message.ToolCalls[0].Arguments) != `{"command":"a && b > c"}` {
+		t.Fatalf("%s, %v", r.Message.ToolCalls[0].Arguments, err)
+	}
+}
