@@ -103,3 +103,47 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("negative --timeout: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// TestDemoWithMCP runs the MCP part of the demo (run.sh --with-mcp): the
+// filesystem server's read runs, its write waits for approval and then runs,
+// and the policy denies overwriting the notes, so no tools/call reaches it.
+func TestDemoWithMCP(t *testing.T) {
+	demo, _ := filepath.Abs("../../examples/demo")
+	server := filepath.Join(demo, "../../mcptool/testdata/npm/node_modules/.bin/mcp-server-filesystem")
+	if _, err := os.Stat(server); err != nil {
+		if testing.Short() {
+			t.Skip("-short: the MCP filesystem server is not installed")
+		}
+		t.Fatalf("the MCP filesystem server is missing (%v): run npm ci --prefix mcptool/testdata/npm (scripts/test.sh does)", err)
+	}
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "workspace")
+	copyDir(t, filepath.Join(demo, "workspace"), ws)
+	src, _ := os.ReadFile(filepath.Join(demo, "mcp-script.yaml"))
+	script := filepath.Join(tmp, "mcp-script.yaml")
+	os.WriteFile(script, []byte(strings.ReplaceAll(string(src), "${WORKSPACE}", ws)), 0o644)
+	t.Setenv("TOLLGATE_DEMO_WORKSPACE", ws)
+	t.Chdir(tmp)
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", ws,
+		"--mcp", filepath.Join(demo, "mcp.json"), "--policy", filepath.Join(demo, "policy.yaml"),
+		"--approve", "yes", "--state-dir", filepath.Join(tmp, ".tollgate"), "Summarise"}, strings.NewReader(""), &out, &errb)
+	if code != exitDone {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{
+		"[mcp__fs__read_text_file call_1_1] <- ok",
+		"[mcp__fs__write_file call_2_1] approved by person:--approve=yes",
+		"[mcp__fs__write_file call_3_1] denied by rule:mcp-notes-protected",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "summary.txt")); string(b) != "2 TODOs left in the notes.\n" {
+		t.Errorf("summary.txt = %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); !strings.HasPrefix(string(b), "Release notes, draft") {
+		t.Errorf("the notes were overwritten: %q", b)
+	}
+}
