@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/toolkit"
 )
@@ -230,35 +231,12 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 func denyHook(globs []string) hooks.BeforeToolFunc {
 	return func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		for _, g := range globs {
-			if globMatch(g, ev.Name) {
+			if glob.Match(g, ev.Name) {
 				return hooks.Deny(fmt.Sprintf("tool %q is denied by --deny %s", ev.Name, g)), nil
 			}
 		}
 		return nil, nil
 	}
-}
-
-// globMatch matches name against a glob where * is the only wildcard and case
-// is ignored (the matcher semantics of seed 000).
-func globMatch(glob, name string) bool {
-	glob, name = strings.ToLower(glob), strings.ToLower(name)
-	parts := strings.Split(glob, "*")
-	if len(parts) == 1 {
-		return glob == name
-	}
-	if !strings.HasPrefix(name, parts[0]) {
-		return false
-	}
-	name = name[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(name, p)
-		if i < 0 {
-			return false
-		}
-		name = name[i+len(p):]
-	}
-	return strings.HasSuffix(name, last)
 }
 
 // runContext returns the context a run (or resume) executes in: ctx with the
