@@ -30,6 +30,7 @@ const (
 	approvePrompt = "prompt"
 	approveYes    = "yes"
 	approveNo     = "no"
+	approveWait   = "wait"
 )
 
 // storedConfig is the run configuration kept with a halted run, so that
@@ -53,7 +54,7 @@ func approvalRunExtension() runExtension {
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&policyFile, "policy", "", "authorization policy file (YAML, see 'tollgate policy check')")
 			fs.StringVar(&autonomy, "autonomy", "", "autonomy level: full_auto, supervised, cautious or manual (overrides the policy file's)")
-			fs.StringVar(&approve, "approve", approvePrompt, "who answers approval requests: prompt (the terminal; without one, store the run and exit 3), yes or no")
+			fs.StringVar(&approve, "approve", approvePrompt, "who answers approval requests: prompt (the terminal; without one, store the run and exit 3), wait (store the run, wait for answers given with 'tollgate approvals', then go on), yes or no")
 			fs.StringVar(&stateDir, "state-dir", sqlite.DefaultDir, "directory of the store of halted runs and approvals")
 			fs.StringVar(&recordsFile, "records", "", "append one JSON line per tool call decision to this file")
 		},
@@ -93,14 +94,42 @@ func approvalRunExtension() runExtension {
 				if isTerminal(rs.env.stdin) {
 					rs.opts.WaitFor = terminalWait(rs.env.stdin, rs.env.stderr)
 				}
+			case approveWait:
+				// No WaitFor: the run halts and is stored first, so a crash
+				// while waiting loses nothing; then this process waits.
 			default:
-				return usageErr("run: --approve %q: want prompt, yes or no", approve)
+				return usageErr("run: --approve %q: want prompt, wait, yes or no", approve)
 			}
 			rs.onHalt = func(ctx context.Context, res *agent.Result) error {
-				return storeHalted(ctx, rs, stateDir, res)
+				if err := storeHalted(ctx, rs, stateDir, res); err != nil {
+					return err
+				}
+				if approve != approveWait {
+					return nil
+				}
+				return waitAndResume(ctx, rs.env, stateDir, res.RunID)
 			}
 			return nil
 		},
+	}
+}
+
+// waitAndResume is --approve wait after the run was stored: it waits until
+// every pending request of the run is answered (through 'tollgate approvals'
+// in any process), resumes, and does so again each time the run halts anew.
+// If this process dies while it waits, the stored run is intact and
+// 'tollgate resume' continues it. The returned error carries the exit code.
+func waitAndResume(ctx context.Context, env *cliEnv, stateDir, runID string) error {
+	for {
+		fmt.Fprintf(env.stderr, "tollgate: waiting for answers to run %s (Ctrl-C stops waiting; the run stays stored)\n", runID)
+		err := resumeRun(ctx, env, stateDir, runID, true, 250*time.Millisecond)
+		var ce *exitCodeError
+		if err == nil {
+			return withCode(exitDone, nil)
+		}
+		if !errors.As(err, &ce) || ce.code != exitPending || ctx.Err() != nil {
+			return err
+		}
 	}
 }
 

@@ -93,63 +93,9 @@ func (blockingReader) Read([]byte) (int, error) { select {} }
 // that appends a line to a file ran exactly once, and a second resume
 // changes nothing.
 func TestApproveLaterEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("needs bash")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "tollgate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	apWrite(t, dir, "script.yaml", `turns:
-  - toolCalls:
-      - name: bash
-        id: append
-        args: {command: "echo ran >> count.txt"}
-  - text: "appended"
-`)
-	apWrite(t, dir, "policy.yaml", `rules:
-  - id: ask-bash
-    tool: bash
-    decision: ask
-    reason: shell commands need a person
-`)
-	tg := func(args ...string) *exec.Cmd {
-		c := exec.Command(bin, args...)
-		c.Dir = dir
-		c.Stdin = nil // /dev/null: not a terminal
-		return c
-	}
-	runOut := func(c *exec.Cmd) (int, string) {
-		var out bytes.Buffer
-		c.Stdout, c.Stderr = &out, &out
-		err := c.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String()
-	}
-	lines := func() int {
-		b, err := os.ReadFile(filepath.Join(ws, "count.txt"))
-		if os.IsNotExist(err) {
-			return 0
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Count(string(b), "ran\n")
-	}
-
+	e := newE2E(t)
+	tg, runOut, lines := e.tg, e.runOut, e.lines
+	dir := e.dir
 	code, out := runOut(tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--records", "records.jsonl", "append a line"))
 	if code != exitPending {
 		t.Fatalf("run: exit %d, want %d\n%s", code, exitPending, out)
@@ -221,5 +167,152 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(string(rec), `"outcome":"approved","by":"person:alice"`) || strings.Contains(string(rec), "echo ran") {
 		t.Errorf("records.jsonl:\n%s", rec)
+	}
+}
+
+// e2e is a built tollgate binary with a workspace, a script whose one call
+// (bash, gated by a policy that asks) appends a line to count.txt, and helpers
+// to run it as separate processes.
+type e2e struct {
+	t        *testing.T
+	dir, bin string
+	ws       string
+}
+
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("the bash builtin needs bash on PATH")
+	}
+	dir := t.TempDir()
+	e := &e2e{t: t, dir: dir, bin: filepath.Join(dir, "tollgate"), ws: filepath.Join(dir, "ws")}
+	if out, err := exec.Command("go", "build", "-o", e.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Mkdir(e.ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	apWrite(t, dir, "script.yaml", `turns:
+  - toolCalls:
+      - name: bash
+        id: append
+        args: {command: "echo ran >> count.txt"}
+  - text: "appended"
+`)
+	apWrite(t, dir, "policy.yaml", `rules:
+  - id: ask-bash
+    tool: bash
+    decision: ask
+    reason: shell commands need a person
+`)
+	return e
+}
+
+// tg is the command tollgate args..., in the test's directory, with no terminal.
+func (e *e2e) tg(args ...string) *exec.Cmd {
+	c := exec.Command(e.bin, args...)
+	c.Dir = e.dir
+	c.Stdin = nil // /dev/null: not a terminal
+	return c
+}
+
+// runOut runs c and returns its exit code and combined output.
+func (e *e2e) runOut(c *exec.Cmd) (int, string) {
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return code, out.String()
+}
+
+// lines counts how often the gated call ran.
+func (e *e2e) lines() int {
+	b, err := os.ReadFile(filepath.Join(e.ws, "count.txt"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return strings.Count(string(b), "ran\n")
+}
+
+// pendingRequest polls the store until a pending request of tool exists and
+// returns its run and request IDs.
+func (e *e2e) pendingRequest(tool string) (runID, reqID string) {
+	re := regexp.MustCompile(`(?m)^(req_[0-9a-f]+)\s+(run_[0-9a-f]+)\s+pending\s+` + tool)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		code, out := e.runOut(e.tg("approvals", "list", "--state-dir", "state"))
+		if m := re.FindStringSubmatch(out); code == 0 && m != nil {
+			return m[2], m[1]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatal("no pending request appeared in the store")
+	return "", ""
+}
+
+// The issue's scenario: `tollgate run --approve wait` stores the halted run,
+// then waits; it is killed with SIGKILL while it waits; another process
+// approves; `tollgate resume` runs the call exactly once.
+func TestRunWaitKilledThenResumedEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "append a line")
+	var rout bytes.Buffer
+	run.Stdout, run.Stderr = &rout, &rout
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	runID, reqID := e.pendingRequest("bash")
+	if err := run.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = run.Wait()
+	if !strings.Contains(rout.String(), "waiting for answers to run "+runID) {
+		t.Fatalf("run was not waiting when killed:\n%s", rout.String())
+	}
+	if e.lines() != 0 {
+		t.Fatal("the gated call ran before approval")
+	}
+	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", "--by", "alice", reqID)); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, out)
+	}
+	if code, out := e.runOut(e.tg("resume", "--state-dir", "state", runID)); code != 0 || !strings.Contains(out, "appended") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	if n := e.lines(); n != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", n)
+	}
+}
+
+// Not interrupted, `tollgate run --approve wait` goes on by itself once
+// another process answers, and exits 0 with the call run once.
+func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "append a line")
+	var rout bytes.Buffer
+	run.Stdout, run.Stderr = &rout, &rout
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, reqID := e.pendingRequest("bash")
+	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID)); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, out)
+	}
+	err := run.Wait()
+	if err != nil || !strings.Contains(rout.String(), "appended") {
+		t.Fatalf("run: %v\n%s", err, rout.String())
+	}
+	if n := e.lines(); n != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", n)
 	}
 }

@@ -284,6 +284,11 @@ func (b *builtRun) execute(ctx context.Context, events func(func(agent.Event, er
 	case agent.StatusPending:
 		if b.setup.onHalt != nil {
 			if err := b.setup.onHalt(ctx, res); err != nil {
+				// An exit code from onHalt (it may have continued the run) stands.
+				var ce *exitCodeError
+				if errors.As(err, &ce) {
+					return err
+				}
 				return withCode(exitError, err)
 			}
 		}
