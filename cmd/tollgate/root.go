@@ -85,6 +85,9 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s: %v", c.CommandPath(), err) })
+	// An unknown subcommand is a usage error too (exit 2).
+	root.Args = argsUsage(cobra.NoArgs)
+	root.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
 	root.AddCommand(
 		newRunCmd(env),
 		newToolsCmd(env),
