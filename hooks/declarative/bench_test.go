@@ -71,11 +71,3 @@ func BenchmarkToolCall100LogHooksAllMatchDiscardHandler(b *testing.B) {
 func BenchmarkToolCall100LogHooksAllMatchTextToDiscard(b *testing.B) {
 	benchCall(b, Of(benchHooks(true), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 }
-
-func BenchmarkMatcher(b *testing.B) {
-	g := compileGlob("mcp__GitHub__*_issues")
-	b.ReportAllocs()
-	for b.Loop() {
-		g.match("mcp__github__list_issues")
-	}
-}

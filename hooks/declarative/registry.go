@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
 // Logger names: the value of the "logger" attribute on every record the
@@ -104,7 +105,7 @@ func (c Config) Validate() error {
 type Registry struct {
 	hooks   []Config
 	byEvent [numEvents][]hook
-	filters [numEvents][]filter // filters[e][i] is byEvent[e][i].glob.filter()
+	filters [numEvents][]glob.Filter // filters[e][i] is byEvent[e][i].glob.Filter()
 	exec    Executor
 	std     *executor // exec when it is the standard executor, else nil
 	log     *slog.Logger
@@ -115,7 +116,7 @@ var _ hooks.ToolCallListener = (*Registry)(nil)
 
 // hook is a compiled Config.
 type hook struct {
-	glob   glob
+	glob   glob.Pattern
 	action Action
 	source string
 }
@@ -177,12 +178,12 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 		r.exec = r.std
 	}
 	for _, c := range cfgs {
-		g := compileGlob("")
+		g := MatchAll.compile()
 		if c.Event.usesMatcher() {
-			g = compileGlob(string(c.Matcher))
+			g = c.Matcher.compile()
 		}
 		r.byEvent[c.Event] = append(r.byEvent[c.Event], hook{glob: g, action: c.Action, source: c.Source})
-		r.filters[c.Event] = append(r.filters[c.Event], g.filter())
+		r.filters[c.Event] = append(r.filters[c.Event], g.Filter())
 	}
 	return r
 }
@@ -272,7 +273,7 @@ func (r *Registry) FireToolEvent(ctx context.Context, event Event, toolName stri
 	hs := r.byEvent[event]
 	for i := range hs {
 		h := &hs[i]
-		if !h.glob.match(toolName) || r.noop(ctx, h) {
+		if !h.glob.Match(toolName) || r.noop(ctx, h) {
 			continue
 		}
 		if m == nil {
@@ -314,24 +315,15 @@ func (r *Registry) fireTool(ctx context.Context, event Event, u *hooks.ToolUse) 
 	}
 	var m map[string]any
 	hs, fs := r.byEvent[event], r.filters[event]
-	key := nameKeyOf(u.Tool)
-	ascii := -1   // unknown until a glob needs it
+	name := glob.NewName(u.Tool)
 	logsOff := -1 // unknown until a log hook matches
 	for i := range fs {
-		if !fs[i].pass(key) {
+		if !fs[i].Pass(&name) {
 			continue
 		}
 		h := &hs[i]
-		if !fs[i].all {
-			if ascii < 0 {
-				ascii = 0
-				if isASCII(u.Tool) {
-					ascii = 1
-				}
-			}
-			if !h.glob.matchRest(u.Tool, ascii == 1) {
-				continue
-			}
+		if !h.glob.MatchName(&name) {
+			continue
 		}
 		if r.std != nil && h.action.Type == ActionLog {
 			if logsOff < 0 {
