@@ -140,8 +140,9 @@ func New(root string, opts *Options) ([]tool.Tool, error) {
 
 // builtins holds what every builtin tool shares.
 type builtins struct {
-	ws   *workspace
-	opts Options
+	ws    *workspace
+	opts  Options
+	files pathLocks // one writer per file at a time (write, edit)
 }
 
 // readOnlyHints are the hints of read, grep and glob.

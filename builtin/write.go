@@ -50,6 +50,7 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 		return tool.Error(err.Error()), nil
 	}
 	defer root.Close()
+	defer b.files.lock(rel)()
 	created := false
 	fi, err := root.Stat(rel)
 	switch {
@@ -70,7 +71,11 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("write %s: %v", in.Path, err), nil
 	}
-	if err := root.WriteFile(rel, []byte(in.Content), filePerm); err != nil {
+	perm := fs.FileMode(filePerm)
+	if !created {
+		perm = fi.Mode().Perm()
+	}
+	if err := replaceFile(root, rel, []byte(in.Content), perm); err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	verb := "overwrote"
@@ -106,6 +111,7 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 		return tool.Error(err.Error()), nil
 	}
 	defer root.Close()
+	defer b.files.lock(rel)()
 	fi, err := root.Stat(rel)
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
@@ -133,8 +139,7 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("edit %s: %v", in.Path, err), nil
 	}
-	// The file exists, so WriteFile truncates it in place and keeps its mode.
-	if err := root.WriteFile(rel, []byte(text), fi.Mode().Perm()); err != nil {
+	if err := replaceFile(root, rel, []byte(text), fi.Mode().Perm()); err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	return tool.Result{
