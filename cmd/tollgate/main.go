@@ -15,14 +15,23 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT and SIGTERM cancel the run: running tools' process groups are
+	// killed, ON_STOP hooks still fire, and the error names the signal.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		cancel(fmt.Errorf("interrupted by %v", sig))
+		signal.Stop(sigs) // a second signal ends the process at once
+	}()
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
 }

@@ -265,8 +265,9 @@ func (b *builtRun) execute(ctx context.Context, events func(func(agent.Event, er
 		p.event(ev)
 	}
 	p.endLine()
-	if runErr != nil && context.Cause(ctx) != nil && errors.Is(runErr, context.DeadlineExceeded) {
-		runErr = fmt.Errorf("%w (%v)", runErr, context.Cause(ctx))
+	// Say why the context ended (--timeout, a signal) rather than only that it did.
+	if cause := context.Cause(ctx); runErr != nil && cause != nil && cause != ctx.Err() && errors.Is(runErr, ctx.Err()) {
+		runErr = fmt.Errorf("%w (%v)", runErr, cause)
 	}
 	for _, f := range b.setup.afterRun {
 		f(ctx, res, runErr)
