@@ -15,7 +15,9 @@ import (
 
 // hooksRunExtension adds --hooks FILE (repeatable) to `tollgate run`: the
 // files' declarative hooks (seed 000) become the agent's tool call listener,
-// and ON_STOP fires when the run ends, with the run's status.
+// and ON_STOP fires when the run ends, with the run's status. A bad entry is
+// skipped and reported (seed 000); a file that does not parse, has no hooks,
+// or pastes model-controlled text into a shell command is a usage error.
 func hooksRunExtension() runExtension {
 	var files []string
 	return runExtension{
@@ -76,8 +78,23 @@ func loadHookFiles(files []string, w io.Writer, opts *declarative.Options) (*dec
 		if err != nil {
 			return nil, err
 		}
+		unsafe := 0
 		for _, d := range reg.Diagnostics() {
 			fmt.Fprintln(w, "tollgate: hooks:", d)
+			if d.Severity >= slog.LevelError {
+				// The document did not load: running without the hooks that
+				// were asked for (audit, say) would be worse than not running.
+				return nil, fmt.Errorf("%s did not load (see above)", f)
+			}
+			if d.Unsafe {
+				unsafe++
+			}
+		}
+		if unsafe > 0 {
+			return nil, fmt.Errorf("%s: %d command(s) paste model-controlled text into the shell (see above); pass it as $TOLLGATE_* variables, stdin or argv", f, unsafe)
+		}
+		if len(reg.Hooks()) == 0 {
+			return nil, fmt.Errorf("%s has no hooks (want a top-level hooks list)", f)
 		}
 		regs = append(regs, reg)
 	}
@@ -102,8 +119,10 @@ Warnings cover unknown keys, wrong types, bad timeouts, shell commands that
 paste ${tool}, ${args}, ${callId} or ${error} into the command line, and
 unquoted values that a YAML comment cut short (command: echo a #b runs "echo a").
 
-Exit status: 0 when nothing was skipped, 1 when an entry was skipped or a file
-could not be read or parsed, 2 usage.`,
+Exit status: 0 when nothing was skipped, 1 when an entry was skipped, a file
+could not be read or parsed, has no hooks, or has a command that pastes
+model-controlled text into the shell (which 'tollgate run --hooks' refuses),
+2 usage.`,
 		Example: `  tollgate hooks check examples/demo/hooks.yaml`,
 		Args:    argsUsage(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -117,18 +136,21 @@ could not be read or parsed, 2 usage.`,
 				}
 				for _, d := range reg.Diagnostics() {
 					fmt.Fprintln(env.stdout, d)
-					if d.Skipped || d.Severity >= slog.LevelError {
+					if d.Skipped || d.Unsafe || d.Severity >= slog.LevelError {
 						bad++
 					}
 				}
 				hs := reg.Hooks()
+				if len(hs) == 0 {
+					bad++
+				}
 				fmt.Fprintf(env.stdout, "%s: %d hook(s) loaded\n", f, len(hs))
 				for _, h := range hs {
 					fmt.Fprintf(env.stdout, "  %s\n", h)
 				}
 			}
 			if bad > 0 {
-				return withCode(exitError, fmt.Errorf("hooks check: %d problem(s) that skip hooks", bad))
+				return withCode(exitError, fmt.Errorf("hooks check: %d problem(s): skipped or unsafe hooks, or no hooks", bad))
 			}
 			return nil
 		},

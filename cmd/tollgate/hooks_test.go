@@ -75,10 +75,29 @@ func TestHooksCheckReportsProblems(t *testing.T) {
 		}
 	}
 
-	// Warnings alone do not fail the check.
-	warn := writeFile(t, dir, "warn.yaml", "hooks:\n  - event: onError\n    action:\n      type: command\n      command: echo ${error}\n")
-	if code, out, _ := runMain(t, "hooks", "check", warn); code != 0 || !strings.Contains(out, warn+":5:16: warning: hook 1: command uses ${error}") {
+	// Warnings alone do not fail the check...
+	warn := writeFile(t, dir, "warn.yaml", "hooks:\n  - event: onError\n    matcher: x\n    action: {type: log, message: m}\n")
+	if code, out, _ := runMain(t, "hooks", "check", warn); code != 0 || !strings.Contains(out, warn+":3:14: warning: hook 1: matcher is ignored") {
 		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	// ...but a shell command that pastes model-controlled text does, and run refuses it.
+	unsafe := writeFile(t, dir, "unsafe.yaml", "hooks:\n  - event: onError\n    action:\n      type: command\n      command: echo ${error}\n")
+	if code, out, _ := runMain(t, "hooks", "check", unsafe); code != 1 || !strings.Contains(out, unsafe+":5:16: warning: hook 1: command uses ${error}") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	script := writeFile(t, dir, "s.yaml", "turns:\n  - text: hi\n")
+	if code, _, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--hooks", unsafe, "x"); code != exitUsage || !strings.Contains(errOut, "paste model-controlled text into the shell") {
+		t.Errorf("run --hooks unsafe: exit %d\n%s", code, errOut)
+	}
+	// A file that does not parse, or has no hooks, is refused by run too.
+	for _, src := range []string{"hooks:\n  - event: [\n", "hook:\n  - event: onError\n    action: {type: log, message: m}\n"} {
+		f := writeFile(t, dir, "refused.yaml", src)
+		if code, _, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--hooks", f, "x"); code != exitUsage {
+			t.Errorf("run --hooks %q: exit %d, want %d\n%s", src, code, exitUsage, errOut)
+		}
+		if code, _, _ := runMain(t, "hooks", "check", f); code != 1 {
+			t.Errorf("hooks check %q: exit %d, want 1", src, code)
+		}
 	}
 	// A document that does not parse, and a missing file, fail it.
 	broken := writeFile(t, dir, "broken.yaml", "hooks:\n  - event: [\n")

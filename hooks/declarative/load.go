@@ -31,6 +31,11 @@ type Diagnostic struct {
 	Severity slog.Level
 	// Skipped is true when an entry was left out because of this problem.
 	Skipped bool
+	// Unsafe is true for a warning that text a model or an error controls
+	// reaches a shell unquoted (${tool}, ${args}, ${callId} or ${error} in a
+	// command); seed 000 keeps such hooks, and `tollgate hooks check` and
+	// `tollgate run --hooks` refuse them.
+	Unsafe  bool
 	Message string
 }
 
@@ -360,6 +365,7 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 				cmdNode := afields["command"].Value
 				warnings = append(warnings, func() {
 					l.add(cmdNode, slog.LevelWarn, false, "hook %d: command uses ${%s}, whose value comes from the model or an error and is not quoted: the shell may run it; use $TOLLGATE_%s, stdin or argv instead", n, name, mustEnvSuffix(name))
+					l.diags[len(l.diags)-1].Unsafe = true
 				})
 			}
 		}
