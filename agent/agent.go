@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -84,10 +85,14 @@ type Agent struct {
 var ErrNoModel = errors.New("agent: Options.Model is required")
 
 // New returns an agent with opts (copied), or [ErrNoModel], or an error for a
-// negative MaxTurns or MaxParallel.
+// negative MaxTurns or MaxParallel, or for Tools holding a nil pointer (a
+// toolkit whose construction failed).
 func New(opts Options) (*Agent, error) {
 	if opts.Model == nil {
 		return nil, ErrNoModel
+	}
+	if v := reflect.ValueOf(opts.Tools); opts.Tools != nil && v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, fmt.Errorf("agent: Options.Tools is a nil %T (did constructing it fail?)", opts.Tools)
 	}
 	if opts.MaxTurns < 0 || opts.MaxParallel < 0 {
 		return nil, fmt.Errorf("agent: MaxTurns (%d) and MaxParallel (%d) must not be negative", opts.MaxTurns, opts.MaxParallel)

@@ -419,7 +419,7 @@ func (r *runner) result(status Status, reason string) *Result {
 	res := &Result{
 		RunID: st.RunID, Status: status, Reason: reason,
 		Transcript: slices.Clone(st.Messages),
-		ToolCalls:  slices.Clone(st.ToolCalls),
+		ToolCalls:  append([]ToolCallRecord{}, st.ToolCalls...), // [] rather than null in JSON
 		Turns:      st.Turn, Usage: st.Usage,
 	}
 	for _, b := range st.Batch {
