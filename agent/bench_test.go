@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -59,7 +60,7 @@ func BenchmarkTurn(b *testing.B) {
 func BenchmarkToolCall(b *testing.B) {
 	for _, n := range []int{0, 5} {
 		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			m := script([]model.FuncCall{{ID: "c1", Name: "nop", Arguments: json.RawMessage(`{"n":1}`)}})
+			m := testkit.Script([]model.FuncCall{{ID: "c1", Name: "nop", Arguments: json.RawMessage(`{"n":1}`)}})
 			a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(n)})
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -78,7 +79,7 @@ func BenchmarkParallelCalls(b *testing.B) {
 	for i := 0; i < 16; i++ {
 		calls = append(calls, model.FuncCall{ID: fmt.Sprintf("c%d", i), Name: "nop", Arguments: json.RawMessage(`{"n":1}`)})
 	}
-	m := script(calls)
+	m := testkit.Script(calls)
 	a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(5)})
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -40,7 +41,7 @@ func (l *recListener) list() []string {
 // C01: a veto means no execution; the model sees the reason under the same call
 // id; no postToolUse for the vetoed call; the allowed one runs once.
 func TestC01VetoMeansNoExecution(t *testing.T) {
-	edit := &counter{name: "edit_file"}
+	edit := &testkit.Counter{Name: "edit_file"}
 	h := (&hooks.Hooks{}).BeforeTool("protect-etc", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		var a struct{ Path string }
 		json.Unmarshal(ev.Args, &a)
@@ -51,9 +52,9 @@ func TestC01VetoMeansNoExecution(t *testing.T) {
 	})
 	l := &recListener{}
 	a := newAgent(t, agent.Options{
-		Model: script(
-			[]model.FuncCall{call("c1", "edit_file", map[string]string{"path": "/etc/app.cfg"})},
-			[]model.FuncCall{call("c2", "edit_file", map[string]string{"path": "notes/ok.txt"})},
+		Model: testkit.Script(
+			[]model.FuncCall{testkit.Call("c1", "edit_file", map[string]string{"path": "/etc/app.cfg"})},
+			[]model.FuncCall{testkit.Call("c2", "edit_file", map[string]string{"path": "notes/ok.txt"})},
 		),
 		Tools: agent.ToolList{edit}, Hooks: h,
 	})
@@ -65,7 +66,7 @@ func TestC01VetoMeansNoExecution(t *testing.T) {
 	if res.Status != agent.StatusDone {
 		t.Fatalf("status %s, want done", res.Status)
 	}
-	if got := edit.count(); got != 1 {
+	if got := edit.Count(); got != 1 {
 		t.Errorf("edit_file ran %d times, want 1 (only the allowed call)", got)
 	}
 	msgs := toolMsgs(res)
@@ -87,7 +88,7 @@ func TestC01VetoMeansNoExecution(t *testing.T) {
 // C03: per-call state in a parallel batch: each note lands on its own call's
 // result; stable with 50 parallel calls over 100 runs.
 func TestC03ParallelAfterToolNotes(t *testing.T) {
-	read := &counter{name: "read_file", output: func(args json.RawMessage) tool.Result {
+	read := &testkit.Counter{Name: "read_file", Output: func(args json.RawMessage) tool.Result {
 		var a struct{ Path string }
 		json.Unmarshal(args, &a)
 		return tool.Text("contents of " + a.Path)
@@ -102,9 +103,9 @@ func TestC03ParallelAfterToolNotes(t *testing.T) {
 	for run := 0; run < 100; run++ {
 		var calls []model.FuncCall
 		for i := 0; i < 50; i++ {
-			calls = append(calls, call(fmt.Sprintf("c%d", i), "read_file", map[string]string{"path": fmt.Sprintf("f%d.txt", i)}))
+			calls = append(calls, testkit.Call(fmt.Sprintf("c%d", i), "read_file", map[string]string{"path": fmt.Sprintf("f%d.txt", i)}))
 		}
-		a := newAgent(t, agent.Options{Model: script(calls), Tools: agent.ToolList{read}, Hooks: h, MaxParallel: 16})
+		a := newAgent(t, agent.Options{Model: testkit.Script(calls), Tools: agent.ToolList{read}, Hooks: h, MaxParallel: 16})
 		res, err := a.Run(context.Background(), "read")
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +125,7 @@ func TestC03ParallelAfterToolNotes(t *testing.T) {
 
 // C06: a rewrite survives a later hook with no opinion; H2 saw the rewrite; H1 ran once.
 func TestC06RewriteSurvivesLaterHook(t *testing.T) {
-	sh := &counter{name: "run_shell"}
+	sh := &testkit.Counter{Name: "run_shell"}
 	var h1n int
 	var h2saw []string
 	var mu sync.Mutex
@@ -144,11 +145,11 @@ func TestC06RewriteSurvivesLaterHook(t *testing.T) {
 			mu.Unlock()
 			return nil, nil
 		})
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "run_shell", json.RawMessage(`{"cmd":"ls"}`))}), Tools: agent.ToolList{sh}, Hooks: h})
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "run_shell", json.RawMessage(`{"cmd":"ls"}`))}), Tools: agent.ToolList{sh}, Hooks: h})
 	if _, err := a.Run(context.Background(), "ls"); err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{`{"cmd":"ls --color=never"}`}, sh.args()); d != "" {
+	if d := cmp.Diff([]string{`{"cmd":"ls --color=never"}`}, sh.Args()); d != "" {
 		t.Errorf("tool ran with (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{`{"cmd":"ls --color=never"}`}, h2saw); d != "" {
@@ -161,17 +162,17 @@ func TestC06RewriteSurvivesLaterHook(t *testing.T) {
 
 // C07: a rewrite that drops a required field is validated again.
 func TestC07RewriteValidatedAgain(t *testing.T) {
-	sh := &counter{name: "run_shell", schema: `{"type":"object","properties":{"cmd":{"type":"string"},"sandbox":{"type":"boolean"}},"required":["cmd"]}`}
+	sh := &testkit.Counter{Name: "run_shell", Schema: `{"type":"object","properties":{"cmd":{"type":"string"},"sandbox":{"type":"boolean"}},"required":["cmd"]}`}
 	h := (&hooks.Hooks{}).BeforeTool("unsandbox", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		return hooks.Rewrite(json.RawMessage(`{"sandbox":false}`)), nil
 	})
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "run_shell", map[string]string{"cmd": "ls"})}), Tools: agent.ToolList{sh}, Hooks: h})
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "run_shell", map[string]string{"cmd": "ls"})}), Tools: agent.ToolList{sh}, Hooks: h})
 	res, err := a.Run(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sh.count() != 0 {
-		t.Errorf("tool ran %d times, want 0", sh.count())
+	if sh.Count() != 0 {
+		t.Errorf("tool ran %d times, want 0", sh.Count())
 	}
 	rec := res.ToolCalls[0]
 	if !rec.IsError || rec.Decision.Outcome != agent.OutcomeInvalid || !strings.Contains(rec.Output, "cmd") {
@@ -182,7 +183,7 @@ func TestC07RewriteValidatedAgain(t *testing.T) {
 // C08: the transcript keeps the model's call; the tool, AfterTool, events and
 // the record see the executed args; in-place mutation of event args has no effect.
 func TestC08AskedVersusExecuted(t *testing.T) {
-	echo := &counter{name: "echo", output: func(a json.RawMessage) tool.Result { return tool.Text(string(a)) }}
+	echo := &testkit.Counter{Name: "echo", Output: func(a json.RawMessage) tool.Result { return tool.Text(string(a)) }}
 	var afterSaw string
 	h := (&hooks.Hooks{}).
 		BeforeTool("mutate-in-place", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
@@ -198,7 +199,7 @@ func TestC08AskedVersusExecuted(t *testing.T) {
 			afterSaw = string(ev.Args)
 			return nil, nil
 		})
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "echo", json.RawMessage(`{"v":"original"}`))}), Tools: agent.ToolList{echo}, Hooks: h})
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "echo", json.RawMessage(`{"v":"original"}`))}), Tools: agent.ToolList{echo}, Hooks: h})
 	var events []agent.Event
 	var res *agent.Result
 	for ev, err := range a.Stream(context.Background(), "x") {
@@ -213,7 +214,7 @@ func TestC08AskedVersusExecuted(t *testing.T) {
 	if got := string(res.Transcript[1].ToolCalls[0].Arguments); got != `{"v":"original"}` {
 		t.Errorf("transcript keeps %s, want the model's original call", got)
 	}
-	if d := cmp.Diff([]string{`{"v":"rewritten"}`}, echo.args()); d != "" {
+	if d := cmp.Diff([]string{`{"v":"rewritten"}`}, echo.Args()); d != "" {
 		t.Errorf("tool saw (-want +got):\n%s", d)
 	}
 	if afterSaw != `{"v":"rewritten"}` {
@@ -237,7 +238,7 @@ func TestC08AskedVersusExecuted(t *testing.T) {
 // C39 (native tools) and C44: an after-hook chain of redact, append and log:
 // each receives the previous output, none is skipped, the model sees the final one.
 func TestC44AfterToolChain(t *testing.T) {
-	lookup := &counter{name: "lookup_config", output: func(json.RawMessage) tool.Result { return tool.Text("db_password=hunter2") }}
+	lookup := &testkit.Counter{Name: "lookup_config", Output: func(json.RawMessage) tool.Result { return tool.Text("db_password=hunter2") }}
 	var logged string
 	h := (&hooks.Hooks{}).
 		AfterTool("redact", func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
@@ -262,7 +263,7 @@ func TestC44AfterToolChain(t *testing.T) {
 				return model.Reply{Content: "done"}, nil
 			}
 		}
-		return model.Reply{ToolCalls: []model.FuncCall{call("c1", "lookup_config", nil)}}, nil
+		return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("c1", "lookup_config", nil)}}, nil
 	})
 	a := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{lookup}, Hooks: h})
 	res, err := a.Run(context.Background(), "x")
@@ -288,7 +289,7 @@ func TestC44AfterToolChain(t *testing.T) {
 
 // C04: allow never widens a deny; the record shows both votes and that deny won.
 func TestC04AllowNeverWidensDeny(t *testing.T) {
-	del := &counter{name: "delete_file", hints: &tool.Hints{Destructive: true}}
+	del := &testkit.Counter{Name: "delete_file", Hints: &tool.Hints{Destructive: true}}
 	h := (&hooks.Hooks{}).BeforeTool("allow-all", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		return hooks.Allow("everything is fine"), nil
 	})
@@ -298,12 +299,12 @@ func TestC04AllowNeverWidensDeny(t *testing.T) {
 		}
 		return approval.Verdict{Decision: approval.Allow, By: "rule:no-destructive"}, nil
 	})
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "delete_file", nil)}), Tools: agent.ToolList{del}, Hooks: h, Authorizers: []approval.Authorizer{policy}})
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "delete_file", nil)}), Tools: agent.ToolList{del}, Hooks: h, Authorizers: []approval.Authorizer{policy}})
 	res, err := a.Run(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if del.count() != 0 {
+	if del.Count() != 0 {
 		t.Fatal("delete_file ran")
 	}
 	d := res.ToolCalls[0].Decision
@@ -330,19 +331,19 @@ func TestC05SeveralMatchingHooks(t *testing.T) {
 	}
 	for _, order := range []string{"allow-first", "deny-first"} {
 		t.Run(order, func(t *testing.T) {
-			del := &counter{name: "delete_file"}
+			del := &testkit.Counter{Name: "delete_file"}
 			h := &hooks.Hooks{}
 			if order == "allow-first" {
 				h.BeforeTool("allower", allow).BeforeTool("denier", deny)
 			} else {
 				h.BeforeTool("denier", deny).BeforeTool("allower", allow)
 			}
-			a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "delete_file", nil)}), Tools: agent.ToolList{del}, Hooks: h})
+			a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "delete_file", nil)}), Tools: agent.ToolList{del}, Hooks: h})
 			res, err := a.Run(context.Background(), "x")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if del.count() != 0 {
+			if del.Count() != 0 {
 				t.Error("delete_file ran")
 			}
 			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By != "hook:denier" {
@@ -353,11 +354,11 @@ func TestC05SeveralMatchingHooks(t *testing.T) {
 }
 
 func TestUnknownToolAndInvalidArgs(t *testing.T) {
-	c := &counter{name: "t", schema: `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`}
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{
-		call("c1", "nope", nil),
-		call("c2", "t", map[string]any{"n": "x"}),
-		call("c3", "t", map[string]any{"n": 3}),
+	c := &testkit.Counter{Name: "t", Schema: `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`}
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{
+		testkit.Call("c1", "nope", nil),
+		testkit.Call("c2", "t", map[string]any{"n": "x"}),
+		testkit.Call("c3", "t", map[string]any{"n": 3}),
 	}), Tools: agent.ToolList{c}})
 	res, err := a.Run(context.Background(), "x")
 	if err != nil {
@@ -370,8 +371,8 @@ func TestUnknownToolAndInvalidArgs(t *testing.T) {
 	if !strings.Contains(res.ToolCalls[0].Output, `"nope"`) || !strings.Contains(res.ToolCalls[0].Output, "t") {
 		t.Errorf("unknown tool output %q should name it and list the tools", res.ToolCalls[0].Output)
 	}
-	if c.count() != 1 {
-		t.Errorf("tool ran %d times, want 1", c.count())
+	if c.Count() != 1 {
+		t.Errorf("tool ran %d times, want 1", c.Count())
 	}
 }
 
@@ -380,14 +381,14 @@ func TestUnknownToolAndInvalidArgs(t *testing.T) {
 func TestHookErrorIsTyped(t *testing.T) {
 	for _, mode := range []string{"error", "panic"} {
 		t.Run(mode, func(t *testing.T) {
-			c := &counter{name: "t"}
+			c := &testkit.Counter{Name: "t"}
 			h := (&hooks.Hooks{}).AfterTool("bad", func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
 				if mode == "panic" {
 					panic("boom")
 				}
 				return nil, errors.New("boom")
 			})
-			a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "t", nil)}), Tools: agent.ToolList{c}, Hooks: h})
+			a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c}, Hooks: h})
 			res, err := a.Run(context.Background(), "x")
 			var he *hooks.Error
 			if !errors.As(err, &he) || he.Stage != hooks.StageAfterTool || he.Hook != "bad" {
@@ -406,7 +407,7 @@ func TestToolErrorAndPanic(t *testing.T) {
 	failing := tool.Must("failing", "", func(ctx context.Context, in struct{}) (string, error) { return "", errors.New("disk full") }, nil)
 	panicking := tool.Must("panicking", "", func(ctx context.Context, in struct{}) (string, error) { panic("nil map") }, nil)
 	l := &recListener{}
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "failing", nil)}, []model.FuncCall{call("c2", "panicking", nil)}), Tools: agent.ToolList{failing, panicking}})
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "failing", nil)}, []model.FuncCall{testkit.Call("c2", "panicking", nil)}), Tools: agent.ToolList{failing, panicking}})
 	a.SetToolCallListener(l)
 	res, err := a.Run(context.Background(), "x")
 	if err != nil || res.Status != agent.StatusDone {
@@ -423,7 +424,7 @@ func TestToolErrorAndPanic(t *testing.T) {
 }
 
 func TestMaxTurnsIncomplete(t *testing.T) {
-	c := &counter{name: "t"}
+	c := &testkit.Counter{Name: "t"}
 	loop := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 		return model.Reply{ToolCalls: []model.FuncCall{{Name: "t"}}}, nil
 	})
@@ -432,7 +433,7 @@ func TestMaxTurnsIncomplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusIncomplete || res.Turns != 3 || !strings.Contains(res.Reason, "MaxTurns (3)") || c.count() != 3 {
-		t.Errorf("status %s turns %d reason %q count %d", res.Status, res.Turns, res.Reason, c.count())
+	if res.Status != agent.StatusIncomplete || res.Turns != 3 || !strings.Contains(res.Reason, "MaxTurns (3)") || c.Count() != 3 {
+		t.Errorf("status %s turns %d reason %q count %d", res.Status, res.Turns, res.Reason, c.Count())
 	}
 }

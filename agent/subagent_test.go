@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -15,13 +16,13 @@ import (
 // C16: a child agent (an agent used as a tool) calling a tool its parent's
 // policy denies is denied too; the record names the parent's rule.
 func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
-	del := &counter{name: "delete_file"}
-	read := &counter{name: "read_file"}
+	del := &testkit.Counter{Name: "delete_file"}
+	read := &testkit.Counter{Name: "read_file"}
 	var mu sync.Mutex
 	childRecords := map[string]agent.ToolCallRecord{}
 	child := newAgent(t, agent.Options{
 		ID:    "child",
-		Model: script([]model.FuncCall{call("k1", "delete_file", nil), call("k2", "read_file", nil)}),
+		Model: testkit.Script([]model.FuncCall{testkit.Call("k1", "delete_file", nil), testkit.Call("k2", "read_file", nil)}),
 		Tools: agent.ToolList{del, read},
 		OnRecord: func(ctx context.Context, rec agent.ToolCallRecord) { // called from the calls' goroutines
 			mu.Lock()
@@ -41,7 +42,7 @@ func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
 	})
 	parent := newAgent(t, agent.Options{
 		ID:          "parent",
-		Model:       script([]model.FuncCall{call("p1", "helper", map[string]string{"prompt": "tidy up"})}),
+		Model:       testkit.Script([]model.FuncCall{testkit.Call("p1", "helper", map[string]string{"prompt": "tidy up"})}),
 		Tools:       agent.ToolList{helper},
 		Authorizers: []approval.Authorizer{noDelete},
 	})
@@ -49,8 +50,8 @@ func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("%v %+v", err, res)
 	}
-	if del.count() != 0 || read.count() != 1 {
-		t.Fatalf("delete ran %d times, read %d times; want 0 and 1", del.count(), read.count())
+	if del.Count() != 0 || read.Count() != 1 {
+		t.Fatalf("delete ran %d times, read %d times; want 0 and 1", del.Count(), read.Count())
 	}
 	if d := childRecords["k1"].Decision; len(childRecords) != 2 || d.Outcome != agent.OutcomeDenied || d.By != "parent/rule:no-delete" {
 		t.Fatalf("child records %+v", childRecords)
@@ -59,23 +60,23 @@ func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
 		t.Errorf("parent's record of the sub-agent: %+v", res.ToolCalls[0])
 	}
 	// Run on its own, the child is not governed by the parent.
-	if _, err := child.Run(context.Background(), "alone"); err != nil || del.count() != 1 {
-		t.Errorf("standalone child: %v, delete count %d", err, del.count())
+	if _, err := child.Run(context.Background(), "alone"); err != nil || del.Count() != 1 {
+		t.Errorf("standalone child: %v, delete count %d", err, del.Count())
 	}
 }
 
 // A sub-agent asks its pending requests through the parent's WaitFor, and the
 // parent's own approval answer does not leak into the child.
 func TestSubAgentUsesParentWaitFor(t *testing.T) {
-	del := &counter{name: "delete_file"}
+	del := &testkit.Counter{Name: "delete_file"}
 	ask := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		return approval.Verdict{Decision: approval.Ask, Reason: "everything is asked", By: "rule:ask-all"}, nil
 	})
-	child := newAgent(t, agent.Options{ID: "child", Model: script([]model.FuncCall{call("k1", "delete_file", nil)}), Tools: agent.ToolList{del}})
+	child := newAgent(t, agent.Options{ID: "child", Model: testkit.Script([]model.FuncCall{testkit.Call("k1", "delete_file", nil)}), Tools: agent.ToolList{del}})
 	helper, _ := child.AsTool("helper", "")
 	var asked []string
 	parent := newAgent(t, agent.Options{
-		ID: "parent", Model: script([]model.FuncCall{call("p1", "helper", map[string]string{"prompt": "x"})}),
+		ID: "parent", Model: testkit.Script([]model.FuncCall{testkit.Call("p1", "helper", map[string]string{"prompt": "x"})}),
 		Tools: agent.ToolList{helper}, Authorizers: []approval.Authorizer{ask},
 		WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
 			d, _ := approval.ParseRequestData(r)
@@ -87,8 +88,8 @@ func TestSubAgentUsesParentWaitFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(asked, ",") != "helper,delete_file" || del.count() != 0 {
-		t.Fatalf("asked %v, delete ran %d", asked, del.count())
+	if strings.Join(asked, ",") != "helper,delete_file" || del.Count() != 0 {
+		t.Fatalf("asked %v, delete ran %d", asked, del.Count())
 	}
 	if res.ToolCalls[0].IsError {
 		t.Errorf("the sub-agent itself was approved and finished: %+v", res.ToolCalls[0])

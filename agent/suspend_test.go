@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -29,17 +30,17 @@ func askTransfers(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOv
 // C25 without WaitFor: halt pending, counter 0; the allowed call of the same
 // turn ran once and is not run again; approving runs the gated call once.
 func TestPendingHaltAndResume(t *testing.T) {
-	transfer := &counter{name: "transfer_funds"}
-	other := &counter{name: "balance"}
-	m := script([]model.FuncCall{call("c1", "transfer_funds", map[string]int{"amount": 5}), call("c2", "balance", nil)})
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	other := &testkit.Counter{Name: "balance"}
+	m := testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5}), testkit.Call("c2", "balance", nil)})
 	h := (&hooks.Hooks{}).BeforeTool("ask", askTransfers)
 	a := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{transfer, other}, Hooks: h})
 	res, err := a.Run(context.Background(), "pay")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusPending || len(res.Pending) != 1 || transfer.count() != 0 || other.count() != 1 {
-		t.Fatalf("status %s pending %v transfer %d balance %d", res.Status, res.Pending, transfer.count(), other.count())
+	if res.Status != agent.StatusPending || len(res.Pending) != 1 || transfer.Count() != 0 || other.Count() != 1 {
+		t.Fatalf("status %s pending %v transfer %d balance %d", res.Status, res.Pending, transfer.Count(), other.Count())
 	}
 	if len(toolMsgs(res)) != 0 {
 		t.Errorf("a halted turn must not put partial tool results in the transcript: %+v", toolMsgs(res))
@@ -58,8 +59,8 @@ func TestPendingHaltAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res2.Status != agent.StatusDone || transfer.count() != 1 || other.count() != 1 {
-		t.Fatalf("after resume: status %s transfer %d balance %d", res2.Status, transfer.count(), other.count())
+	if res2.Status != agent.StatusDone || transfer.Count() != 1 || other.Count() != 1 {
+		t.Fatalf("after resume: status %s transfer %d balance %d", res2.Status, transfer.Count(), other.Count())
 	}
 	msgs := toolMsgs(res2)
 	if len(msgs) != 2 || msgs[0].ToolCallID != "c1" || msgs[1].ToolCallID != "c2" {
@@ -73,7 +74,7 @@ func TestPendingHaltAndResume(t *testing.T) {
 
 // C26: a person's deny is enforced by the runtime and the model sees the reason.
 func TestDeclineIsEnforced(t *testing.T) {
-	transfer := &counter{name: "transfer_funds"}
+	transfer := &testkit.Counter{Name: "transfer_funds"}
 	h := (&hooks.Hooks{}).BeforeTool("ask", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		// This hook would allow on any answer; the runtime must still enforce a decline.
 		if ev.Answer != nil {
@@ -81,13 +82,13 @@ func TestDeclineIsEnforced(t *testing.T) {
 		}
 		return hooks.Ask(tool.Request{Prompt: "ok?"}), nil
 	})
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer}, Hooks: h})
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer}, Hooks: h})
 	res, _ := a.Run(context.Background(), "pay")
 	res2, err := a.Resume(context.Background(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: false, Reason: "over budget", By: "bob"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if transfer.count() != 0 {
+	if transfer.Count() != 0 {
 		t.Fatal("declined call ran")
 	}
 	msgs := toolMsgs(res2)
@@ -99,9 +100,9 @@ func TestDeclineIsEnforced(t *testing.T) {
 // C31: an answer whose id matches nothing is an error; the model is not called
 // and the run stays pending.
 func TestResumeUnknownAnswer(t *testing.T) {
-	transfer := &counter{name: "transfer_funds"}
+	transfer := &testkit.Counter{Name: "transfer_funds"}
 	var calls atomic.Int64
-	base := script([]model.FuncCall{call("c1", "transfer_funds", nil)})
+	base := testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)})
 	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 		calls.Add(1)
 		return base(ctx, req)
@@ -123,8 +124,8 @@ func TestResumeUnknownAnswer(t *testing.T) {
 		}
 	}
 	stAfter, _ := json.Marshal(res.State)
-	if calls.Load() != before || transfer.count() != 0 || string(stBefore) != string(stAfter) {
-		t.Errorf("model calls %d->%d, transfers %d, state changed %v", before, calls.Load(), transfer.count(), string(stBefore) != string(stAfter))
+	if calls.Load() != before || transfer.Count() != 0 || string(stBefore) != string(stAfter) {
+		t.Errorf("model calls %d->%d, transfers %d, state changed %v", before, calls.Load(), transfer.Count(), string(stBefore) != string(stAfter))
 	}
 }
 
@@ -132,10 +133,10 @@ func TestResumeUnknownAnswer(t *testing.T) {
 // pending request becomes an error result.
 func TestWaitFor(t *testing.T) {
 	t.Run("approved", func(t *testing.T) {
-		transfer := &counter{name: "transfer_funds"}
+		transfer := &testkit.Counter{Name: "transfer_funds"}
 		var asked []tool.Request
 		a := newAgent(t, agent.Options{
-			Model: script([]model.FuncCall{call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer},
+			Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer},
 			Hooks: (&hooks.Hooks{}).BeforeTool("ask", askTransfers),
 			WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
 				asked = append(asked, r)
@@ -143,14 +144,14 @@ func TestWaitFor(t *testing.T) {
 			},
 		})
 		res, err := a.Run(context.Background(), "pay")
-		if err != nil || res.Status != agent.StatusDone || transfer.count() != 1 || len(asked) != 1 {
-			t.Fatalf("err %v status %s count %d asked %d", err, res.Status, transfer.count(), len(asked))
+		if err != nil || res.Status != agent.StatusDone || transfer.Count() != 1 || len(asked) != 1 {
+			t.Fatalf("err %v status %s count %d asked %d", err, res.Status, transfer.Count(), len(asked))
 		}
 	})
 	t.Run("second pending", func(t *testing.T) {
-		transfer := &counter{name: "transfer_funds"}
+		transfer := &testkit.Counter{Name: "transfer_funds"}
 		a := newAgent(t, agent.Options{
-			Model: script([]model.FuncCall{call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer},
+			Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer},
 			Hooks: (&hooks.Hooks{}).BeforeTool("always-ask", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 				return hooks.Ask(tool.Request{Prompt: "again?"}), nil
 			}),
@@ -159,14 +160,14 @@ func TestWaitFor(t *testing.T) {
 			},
 		})
 		res, err := a.Run(context.Background(), "pay")
-		if err != nil || transfer.count() != 0 || !res.ToolCalls[0].IsError || !strings.Contains(res.ToolCalls[0].Output, "second pending") {
-			t.Fatalf("err %v count %d rec %+v", err, transfer.count(), res.ToolCalls[0])
+		if err != nil || transfer.Count() != 0 || !res.ToolCalls[0].IsError || !strings.Contains(res.ToolCalls[0].Output, "second pending") {
+			t.Fatalf("err %v count %d rec %+v", err, transfer.Count(), res.ToolCalls[0])
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
-		transfer := &counter{name: "transfer_funds"}
+		transfer := &testkit.Counter{Name: "transfer_funds"}
 		a := newAgent(t, agent.Options{
-			Model: script([]model.FuncCall{call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer},
+			Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer},
 			Hooks: (&hooks.Hooks{}).BeforeTool("ask", askTransfers),
 			WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
 				<-ctx.Done()
@@ -176,8 +177,8 @@ func TestWaitFor(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		res, err := a.Run(ctx, "pay")
-		if !errors.Is(err, context.DeadlineExceeded) || res.Status != agent.StatusError || transfer.count() != 0 {
-			t.Fatalf("err %v status %v count %d", err, res.Status, transfer.count())
+		if !errors.Is(err, context.DeadlineExceeded) || res.Status != agent.StatusError || transfer.Count() != 0 {
+			t.Fatalf("err %v status %v count %d", err, res.Status, transfer.Count())
 		}
 	})
 }
@@ -185,7 +186,7 @@ func TestWaitFor(t *testing.T) {
 // An authorization "ask" binds the approval to the arguments' digest; an edit is
 // authorized again (C32) and a deny on the edited arguments wins.
 func TestAuthorizationAskAndEdit(t *testing.T) {
-	files := &counter{name: "file_op", schema: `{"type":"object","properties":{"op":{"type":"string"},"path":{"type":"string"}},"required":["op","path"]}`}
+	files := &testkit.Counter{Name: "file_op", Schema: `{"type":"object","properties":{"op":{"type":"string"},"path":{"type":"string"}},"required":["op","path"]}`}
 	policy := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		var a struct{ Op string }
 		json.Unmarshal(c.Args, &a)
@@ -198,7 +199,7 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 		return approval.Verdict{Decision: approval.Allow, By: "rule:rest"}, nil
 	})
 	newA := func() *agent.Agent {
-		return newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "file_op", map[string]string{"op": "read", "path": "a"})}),
+		return newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "file_op", map[string]string{"op": "read", "path": "a"})}),
 			Tools: agent.ToolList{files}, Authorizers: []approval.Authorizer{policy}})
 	}
 	res, err := newA().Run(context.Background(), "x")
@@ -215,21 +216,21 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files.count() != 0 || res2.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || res2.ToolCalls[0].Decision.By != "rule:no-delete" {
-		t.Fatalf("count %d decision %+v", files.count(), res2.ToolCalls[0].Decision)
+	if files.Count() != 0 || res2.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || res2.ToolCalls[0].Decision.By != "rule:no-delete" {
+		t.Fatalf("count %d decision %+v", files.Count(), res2.ToolCalls[0].Decision)
 	}
 	// An edit to allowed arguments runs them, once.
 	res3, err := newA().Resume(context.Background(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: true, Data: json.RawMessage(`{"op":"stat","path":"b"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{`{"op":"stat","path":"b"}`}, files.args()); d != "" || res3.ToolCalls[0].Decision.Outcome != agent.OutcomeApproved {
+	if d := cmp.Diff([]string{`{"op":"stat","path":"b"}`}, files.Args()); d != "" || res3.ToolCalls[0].Decision.Outcome != agent.OutcomeApproved {
 		t.Fatalf("ran with (-want +got): %s; decision %+v", d, res3.ToolCalls[0].Decision)
 	}
 	// A plain approval runs the original arguments.
 	res4, err := newA().Resume(context.Background(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: true})
-	if err != nil || res4.Status != agent.StatusDone || files.count() != 2 {
-		t.Fatalf("%v %+v count %d", err, res4, files.count())
+	if err != nil || res4.Status != agent.StatusDone || files.Count() != 2 {
+		t.Fatalf("%v %+v count %d", err, res4, files.Count())
 	}
 }
 
@@ -237,10 +238,10 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 // Run, Stream and Resume alike.
 func TestBeforeLLMShortCircuit(t *testing.T) {
 	var modelCalls atomic.Int64
-	transfer := &counter{name: "transfer_funds"}
+	transfer := &testkit.Counter{Name: "transfer_funds"}
 	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 		modelCalls.Add(1)
-		return model.Reply{ToolCalls: []model.FuncCall{call("c1", "transfer_funds", nil)}}, nil
+		return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}}, nil
 	})
 	canned := func(ctx context.Context, ev *hooks.BeforeLLMEvent) (*hooks.LLMOverride, error) {
 		if ev.Turn == 1 {
@@ -279,21 +280,21 @@ func TestBeforeLLMShortCircuit(t *testing.T) {
 
 // C42 through Stream: the pending event comes before any execution.
 func TestStreamPendingBeforeExecution(t *testing.T) {
-	transfer := &counter{name: "transfer_funds"}
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer}, Hooks: (&hooks.Hooks{}).BeforeTool("ask", askTransfers)})
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer}, Hooks: (&hooks.Hooks{}).BeforeTool("ask", askTransfers)})
 	var kinds []agent.EventKind
 	for ev, err := range a.Stream(context.Background(), "x") {
 		if err != nil {
 			t.Fatal(err)
 		}
 		kinds = append(kinds, ev.Kind)
-		if ev.Kind == agent.EventPending && transfer.count() != 0 {
+		if ev.Kind == agent.EventPending && transfer.Count() != 0 {
 			t.Fatal("tool ran before the pending event")
 		}
 	}
 	want := []agent.EventKind{agent.EventUsage, agent.EventToolCall, agent.EventDecision, agent.EventPending, agent.EventDone}
-	if d := cmp.Diff(want, kinds); d != "" || transfer.count() != 0 {
-		t.Errorf("events (-want +got):\n%s count %d", d, transfer.count())
+	if d := cmp.Diff(want, kinds); d != "" || transfer.Count() != 0 {
+		t.Errorf("events (-want +got):\n%s count %d", d, transfer.Count())
 	}
 }
 
@@ -307,7 +308,7 @@ func TestStreamAbandonLeavesNoGoroutine(t *testing.T) {
 	}, nil)
 	before := runtime.NumGoroutine()
 	for i := 0; i < 20; i++ {
-		a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("a", "slow", nil), call("b", "slow", nil), call("c", "slow", nil)}), Tools: agent.ToolList{slow}})
+		a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("a", "slow", nil), testkit.Call("b", "slow", nil), testkit.Call("c", "slow", nil)}), Tools: agent.ToolList{slow}})
 		// Events are delivered with backpressure: a worker waits until its event
 		// is consumed. Break right after a call is allowed, while tools start.
 		for ev := range a.Stream(context.Background(), "x") {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -68,37 +68,6 @@ func (s *scripted) toolMessagesSent() []model.Message {
 		}
 	}
 	return out
-}
-
-// counter is a test tool that counts its executions and keeps their arguments.
-type counter struct {
-	name  string
-	hints *tool.Hints
-	n     atomic.Int64
-	mu    sync.Mutex
-	args  []string
-}
-
-func (c *counter) Spec() tool.Spec { return tool.Spec{Name: c.name, Hints: c.hints, Source: "test"} }
-
-func (c *counter) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-	c.n.Add(1)
-	c.mu.Lock()
-	c.args = append(c.args, string(args))
-	c.mu.Unlock()
-	return tool.Text("ran " + c.name + " " + string(args)), nil
-}
-
-func (c *counter) count() int64 { return c.n.Load() }
-
-func (c *counter) seen() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.args)
-}
-
-func fc(id, name string, args any) model.FuncCall {
-	return model.FuncCall{ID: id, Name: name, Arguments: args}
 }
 
 func newAgent(t *testing.T, opts agent.Options) *agent.Agent {
@@ -177,7 +146,7 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 	})
 	for _, source := range []string{"hook", "policy"} {
 		t.Run(source, func(t *testing.T) {
-			opts := func(m model.Model, c *counter) agent.Options {
+			opts := func(m model.Model, c *testkit.Counter) agent.Options {
 				o := agent.Options{Model: m, Tools: agent.ToolList{c}}
 				if source == "hook" {
 					o.Hooks = askHook
@@ -186,14 +155,14 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 				}
 				return o
 			}
-			transfer := &counter{name: "transfer_funds"}
-			sc := newScripted([]model.FuncCall{fc("c1", "transfer_funds", map[string]any{"to": "bob", "amount": 10})})
+			transfer := &testkit.Counter{Name: "transfer_funds"}
+			sc := newScripted([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]any{"to": "bob", "amount": 10})})
 			res, err := newAgent(t, opts(sc.model(), transfer)).Run(bg, "pay bob")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != agent.StatusPending || len(res.Pending) != 1 || transfer.count() != 0 {
-				t.Fatalf("status %s, pending %v, counter %d; want pending, 1, 0", res.Status, res.Pending, transfer.count())
+			if res.Status != agent.StatusPending || len(res.Pending) != 1 || transfer.Count() != 0 {
+				t.Fatalf("status %s, pending %v, counter %d; want pending, 1, 0", res.Status, res.Pending, transfer.Count())
 			}
 			id := res.Pending[0].ID
 
@@ -202,22 +171,22 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if approved.Status != agent.StatusDone || transfer.count() != 1 {
-				t.Fatalf("after approval: status %s, counter %d; want done, 1", approved.Status, transfer.count())
+			if approved.Status != agent.StatusDone || transfer.Count() != 1 {
+				t.Fatalf("after approval: status %s, counter %d; want done, 1", approved.Status, transfer.Count())
 			}
 			if d := approved.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || d.By != "person:alice" {
 				t.Errorf("decision %+v, want approved by person:alice", d)
 			}
 
 			// Deny (from the same halted state, with a fresh counter): never runs.
-			denied := &counter{name: "transfer_funds"}
+			denied := &testkit.Counter{Name: "transfer_funds"}
 			sc2 := newScripted()
 			res2, err := newAgent(t, opts(sc2.model(), denied)).Resume(bg, res.State, tool.Answer{ID: id, OK: false, Reason: "not today", By: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res2.Status != agent.StatusDone || denied.count() != 0 {
-				t.Fatalf("after denial: status %s, counter %d; want done, 0", res2.Status, denied.count())
+			if res2.Status != agent.StatusDone || denied.Count() != 0 {
+				t.Fatalf("after denial: status %s, counter %d; want done, 0", res2.Status, denied.Count())
 			}
 		})
 	}
@@ -226,8 +195,8 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 // C26: a person's deny is enforced by the runtime, and the model sees the
 // person's reason under the call's ID.
 func TestC26HumanDenyEnforced(t *testing.T) {
-	transfer := &counter{name: "transfer_funds"}
-	sc := newScripted([]model.FuncCall{fc("c1", "transfer_funds", map[string]any{"amount": 1_000_000})})
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	sc := newScripted([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]any{"amount": 1_000_000})})
 	pol := mustPolicy(t, transferPolicy)
 	a := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}})
 	res, err := a.Run(bg, "pay")
@@ -238,8 +207,8 @@ func TestC26HumanDenyEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if transfer.count() != 0 {
-		t.Fatalf("the denied call ran %d times", transfer.count())
+	if transfer.Count() != 0 {
+		t.Fatalf("the denied call ran %d times", transfer.Count())
 	}
 	sent := sc.toolMessagesSent()
 	if len(sent) != 1 || sent[0].ToolCallID != "c1" || !sent[0].IsError || !strings.Contains(sent[0].Content, "exceeds the daily limit") {
@@ -255,11 +224,11 @@ func TestC26HumanDenyEnforced(t *testing.T) {
 // instance, as a new process would), answer: the tool runs exactly once,
 // nobody is asked again, every tool call of the transcript has one result.
 func TestC27ResumeInNewProcess(t *testing.T) {
-	first := &counter{name: "transfer_funds"}
-	balance := &counter{name: "balance", hints: &tool.Hints{ReadOnly: true}}
+	first := &testkit.Counter{Name: "transfer_funds"}
+	balance := &testkit.Counter{Name: "balance", Hints: &tool.Hints{ReadOnly: true}}
 	turns := [][]model.FuncCall{
-		{fc("c1", "transfer_funds", map[string]any{"amount": 5}), fc("c2", "balance", nil)},
-		{fc("c3", "balance", nil)},
+		{testkit.Call("c1", "transfer_funds", map[string]any{"amount": 5}), testkit.Call("c2", "balance", nil)},
+		{testkit.Call("c3", "balance", nil)},
 	}
 	sc := newScripted(turns...)
 	a := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{first, balance}, Authorizers: []approval.Authorizer{mustPolicy(t, transferPolicy)}})
@@ -267,15 +236,15 @@ func TestC27ResumeInNewProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusPending || first.count() != 0 || balance.count() != 1 {
-		t.Fatalf("status %s transfer %d balance %d", res.Status, first.count(), balance.count())
+	if res.Status != agent.StatusPending || first.Count() != 0 || balance.Count() != 1 {
+		t.Fatalf("status %s transfer %d balance %d", res.Status, first.Count(), balance.Count())
 	}
 	st := roundTrip(t, res.State)
 
 	// The "new process": new policy, new tool instances, new model replaying
 	// from the halted turn, a WaitFor that counts any new question.
-	second := &counter{name: "transfer_funds"}
-	balance2 := &counter{name: "balance", hints: &tool.Hints{ReadOnly: true}}
+	second := &testkit.Counter{Name: "transfer_funds"}
+	balance2 := &testkit.Counter{Name: "balance", Hints: &tool.Hints{ReadOnly: true}}
 	sc2 := newScripted(turns[1:]...)
 	var asked atomic.Int64
 	wait := func(ctx context.Context, req tool.Request) (tool.Answer, error) {
@@ -290,8 +259,8 @@ func TestC27ResumeInNewProcess(t *testing.T) {
 	if out.Status != agent.StatusDone {
 		t.Fatalf("status %s: %s", out.Status, out.Reason)
 	}
-	if first.count() != 0 || second.count() != 1 || balance.count() != 1 || balance2.count() != 1 {
-		t.Errorf("transfer ran %d+%d times, balance %d+%d; want 0+1 and 1+1 (c2 not run again, c3 once)", first.count(), second.count(), balance.count(), balance2.count())
+	if first.Count() != 0 || second.Count() != 1 || balance.Count() != 1 || balance2.Count() != 1 {
+		t.Errorf("transfer ran %d+%d times, balance %d+%d; want 0+1 and 1+1 (c2 not run again, c3 once)", first.Count(), second.Count(), balance.Count(), balance2.Count())
 	}
 	if asked.Load() != 0 || len(out.Pending) != 0 {
 		t.Errorf("asked %d times, %d pending; want nobody asked again", asked.Load(), len(out.Pending))
@@ -308,8 +277,8 @@ func TestC27ResumeInNewProcess(t *testing.T) {
 // approval again.
 func TestC27ThroughSQLiteStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".tollgate", "tollgate.db")
-	transfer := &counter{name: "transfer_funds"}
-	sc := newScripted([]model.FuncCall{fc("c1", "transfer_funds", map[string]any{"amount": 5})})
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	sc := newScripted([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]any{"amount": 5})})
 	pol := mustPolicy(t, transferPolicy)
 	res, err := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}).Run(bg, "pay")
 	if err != nil {
@@ -341,6 +310,10 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 	}
 	s2.Close()
 
+	// Each resume is a fresh process with its own tool; ran counts the runs
+	// of all of them.
+	var resumed int64
+	ran := func() int64 { return transfer.Count() + resumed }
 	resume := func() (*agent.Result, error) {
 		s, err := sqlite.Open(bg, path, nil)
 		if err != nil {
@@ -370,8 +343,8 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 			ans, _ := a.Answer()
 			answers = append(answers, ans)
 		}
-		fresh := &counter{name: "transfer_funds"}
-		defer func() { transfer.n.Add(fresh.count()) }()
+		fresh := &testkit.Counter{Name: "transfer_funds"}
+		defer func() { resumed += fresh.Count() }()
 		out, err := newAgent(t, agent.Options{Model: newScripted().model(), Tools: agent.ToolList{fresh}, Authorizers: []approval.Authorizer{mustPolicy(t, transferPolicy)}}).Resume(bg, &st, answers...)
 		if err != nil {
 			return nil, err
@@ -382,14 +355,14 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != agent.StatusDone || transfer.count() != 1 {
-		t.Fatalf("status %s, transfer ran %d times; want done, 1", out.Status, transfer.count())
+	if out.Status != agent.StatusDone || ran() != 1 {
+		t.Fatalf("status %s, transfer ran %d times; want done, 1", out.Status, ran())
 	}
 	if _, err := resume(); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("second resume: %v, want ErrConflict", err)
 	}
-	if transfer.count() != 1 {
-		t.Fatalf("transfer ran %d times after a second resume attempt", transfer.count())
+	if ran() != 1 {
+		t.Fatalf("transfer ran %d times after a second resume attempt", ran())
 	}
 }
 
@@ -399,9 +372,9 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 // with a decline, in the same Resume or a later one; A then gets a decline
 // result and B is not run again.
 func TestC29TwoPendingOneApproved(t *testing.T) {
-	turn := []model.FuncCall{fc("A", "transfer", map[string]any{"to": "alice"}), fc("B", "transfer", map[string]any{"to": "bob"})}
-	start := func(t *testing.T, hk *hooks.Hooks) (*agent.Result, *counter, *scripted, func() *agent.Agent) {
-		c := &counter{name: "transfer"}
+	turn := []model.FuncCall{testkit.Call("A", "transfer", map[string]any{"to": "alice"}), testkit.Call("B", "transfer", map[string]any{"to": "bob"})}
+	start := func(t *testing.T, hk *hooks.Hooks) (*agent.Result, *testkit.Counter, *scripted, func() *agent.Agent) {
+		c := &testkit.Counter{Name: "transfer"}
 		sc := newScripted(turn)
 		mk := func() *agent.Agent {
 			return newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{c}, Hooks: hk, Authorizers: []approval.Authorizer{mustPolicy(t, transferPolicy)}})
@@ -424,12 +397,12 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 		t.Fatalf("no pending request for call %s", callID)
 		return ""
 	}
-	check := func(t *testing.T, out *agent.Result, c *counter) {
+	check := func(t *testing.T, out *agent.Result, c *testkit.Counter) {
 		t.Helper()
 		if out.Status != agent.StatusDone {
 			t.Fatalf("status %s", out.Status)
 		}
-		if d := cmp.Diff([]string{`{"to":"bob"}`}, c.seen()); d != "" {
+		if d := cmp.Diff([]string{`{"to":"bob"}`}, c.Args()); d != "" {
 			t.Errorf("transfer ran with (-want +got):\n%s", d)
 		}
 		var a, b *agent.ToolCallRecord
@@ -467,9 +440,9 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mid.Status != agent.StatusPending || len(mid.Pending) != 1 || mid.Pending[0].ID != idOf(res, "A") || c.count() != 1 || sc.calls() != calls {
+		if mid.Status != agent.StatusPending || len(mid.Pending) != 1 || mid.Pending[0].ID != idOf(res, "A") || c.Count() != 1 || sc.calls() != calls {
 			t.Fatalf("after approving B: status %s pending %+v counter %d model calls %d->%d; want pending on A only, B run, model not called",
-				mid.Status, mid.Pending, c.count(), calls, sc.calls())
+				mid.Status, mid.Pending, c.Count(), calls, sc.calls())
 		}
 		out, err := mk().Resume(bg, mid.State, tool.Answer{ID: mid.Pending[0].ID, OK: false, Reason: "only B", By: "alice"})
 		if err != nil {
@@ -500,8 +473,8 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 // C31: an answer whose ID matches nothing is an error to the host; the model
 // is not called; the run stays pending and nothing ran. So is a duplicate.
 func TestC31MalformedAnswer(t *testing.T) {
-	transfer := &counter{name: "transfer_funds"}
-	sc := newScripted([]model.FuncCall{fc("c1", "transfer_funds", nil)})
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	sc := newScripted([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)})
 	a := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{mustPolicy(t, transferPolicy)}})
 	res, err := a.Run(bg, "pay")
 	if err != nil {
@@ -525,8 +498,8 @@ func TestC31MalformedAnswer(t *testing.T) {
 			t.Fatalf("Resume(%+v) result %+v, want the run still pending on %s", tt.answers, out, id)
 		}
 	}
-	if sc.calls() != before || transfer.count() != 0 {
-		t.Errorf("model called %d more times, tool ran %d times; want 0, 0", sc.calls()-before, transfer.count())
+	if sc.calls() != before || transfer.Count() != 0 {
+		t.Errorf("model called %d more times, tool ran %d times; want 0, 0", sc.calls()-before, transfer.Count())
 	}
 	if len(res.State.PendingRequests()) != 1 {
 		t.Error("the caller's state changed")
@@ -549,8 +522,8 @@ func TestC32EditAuthorizedAgain(t *testing.T) {
 		{"allowed edit", `{"path":"notes/b.txt"}`, []string{`{"path":"notes/b.txt"}`}, agent.OutcomeApproved, "person:alice"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			read := &counter{name: "read_file", hints: &tool.Hints{ReadOnly: true}}
-			sc := newScripted([]model.FuncCall{fc("c1", "read_file", map[string]string{"path": "notes/a.txt"})})
+			read := &testkit.Counter{Name: "read_file", Hints: &tool.Hints{ReadOnly: true}}
+			sc := newScripted([]model.FuncCall{testkit.Call("c1", "read_file", map[string]string{"path": "notes/a.txt"})})
 			a := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{read}, Authorizers: []approval.Authorizer{pol}})
 			res, err := a.Run(bg, "read")
 			if err != nil {
@@ -563,7 +536,7 @@ func TestC32EditAuthorizedAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(tt.ran, read.seen()); d != "" {
+			if d := cmp.Diff(tt.ran, read.Args()); d != "" {
 				t.Errorf("read_file ran with (-want +got):\n%s", d)
 			}
 			rec := out.ToolCalls[0]
@@ -580,8 +553,8 @@ func TestC32EditAuthorizedAgain(t *testing.T) {
 // C42: the streaming entry point honours approval: the pending event comes
 // before any execution, and the tool has not run.
 func TestC42StreamingHonoursApproval(t *testing.T) {
-	transfer := &counter{name: "transfer_funds"}
-	sc := newScripted([]model.FuncCall{fc("c1", "transfer_funds", nil)})
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	sc := newScripted([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)})
 	a := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{mustPolicy(t, transferPolicy)}})
 	var kinds []agent.EventKind
 	var final *agent.Result
@@ -592,8 +565,8 @@ func TestC42StreamingHonoursApproval(t *testing.T) {
 		kinds = append(kinds, ev.Kind)
 		switch ev.Kind {
 		case agent.EventPending:
-			if transfer.count() != 0 || ev.CallID != "c1" || ev.Request == nil || ev.Request.Kind != tool.KindApproval {
-				t.Errorf("pending event %+v with counter %d", ev, transfer.count())
+			if transfer.Count() != 0 || ev.CallID != "c1" || ev.Request == nil || ev.Request.Kind != tool.KindApproval {
+				t.Errorf("pending event %+v with counter %d", ev, transfer.Count())
 			}
 		case agent.EventToolResult:
 			t.Errorf("a tool result for a pending call: %+v", ev.Record)
@@ -605,15 +578,15 @@ func TestC42StreamingHonoursApproval(t *testing.T) {
 	if d := cmp.Diff(want, kinds); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
-	if final == nil || final.Status != agent.StatusPending || transfer.count() != 0 {
-		t.Fatalf("final %+v, counter %d", final, transfer.count())
+	if final == nil || final.Status != agent.StatusPending || transfer.Count() != 0 {
+		t.Fatalf("final %+v, counter %d", final, transfer.Count())
 	}
 }
 
 // C04 with the real Policy: a hook's allow never widens the policy's deny of
 // destructive tools; the record shows both votes and that deny won.
 func TestC04PolicyDenyBeatsHookAllow(t *testing.T) {
-	del := &counter{name: "delete_file", hints: &tool.Hints{Destructive: true}}
+	del := &testkit.Counter{Name: "delete_file", Hints: &tool.Hints{Destructive: true}}
 	h := (&hooks.Hooks{}).BeforeTool("allow-all", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		return hooks.Allow("everything is fine"), nil
 	})
@@ -625,12 +598,12 @@ rules:
     decision: deny
     reason: destructive tools are denied
 `)
-	sc := newScripted([]model.FuncCall{fc("c1", "delete_file", map[string]string{"path": "x"})})
+	sc := newScripted([]model.FuncCall{testkit.Call("c1", "delete_file", map[string]string{"path": "x"})})
 	res, err := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{del}, Hooks: h, Authorizers: []approval.Authorizer{pol}}).Run(bg, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if del.count() != 0 {
+	if del.Count() != 0 {
 		t.Fatal("delete_file ran")
 	}
 	want := agent.Decision{Outcome: agent.OutcomeDenied, By: "rule:no-destructive", Reason: "destructive tools are denied", Votes: []agent.Vote{
@@ -674,13 +647,13 @@ func TestC05SeveralMatchingSources(t *testing.T) {
 		}, ruleDeny, "rule:no-delete"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			del := &counter{name: "delete_file"}
-			sc := newScripted([]model.FuncCall{fc("c1", "delete_file", nil)})
+			del := &testkit.Counter{Name: "delete_file"}
+			sc := newScripted([]model.FuncCall{testkit.Call("c1", "delete_file", nil)})
 			res, err := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{del}, Hooks: tt.hooks(), Authorizers: []approval.Authorizer{tt.policy}}).Run(bg, "x")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if del.count() != 0 {
+			if del.Count() != 0 {
 				t.Error("delete_file ran")
 			}
 			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By != tt.by {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -19,8 +20,8 @@ func TestAgentPendingEventIDsMatchState(t *testing.T) {
 	hk := (&hooks.Hooks{}).BeforeTool("ask", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		return hooks.Ask(tool.Request{ID: "approve", Kind: tool.KindApproval, Prompt: "ok?"}), nil
 	})
-	c := &counter{name: "transfer"}
-	sc := newScripted([]model.FuncCall{fc("A", "transfer", nil), fc("B", "transfer", nil)})
+	c := &testkit.Counter{Name: "transfer"}
+	sc := newScripted([]model.FuncCall{testkit.Call("A", "transfer", nil), testkit.Call("B", "transfer", nil)})
 	a := newAgent(t, agent.Options{Model: sc.model(), Tools: agent.ToolList{c}, Hooks: hk, MaxParallel: 1})
 	var evIDs []string
 	var res *agent.Result

@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -112,9 +113,8 @@ func openSet(t *testing.T, cfg *mcptool.Config) *mcptool.Set {
 	return s
 }
 
-// scriptModel answers turn n (the number of assistant messages in the
-// request) with the tool calls turns[n], and "done" after the last; being
-// stateless, it continues a resumed run. It keeps every request it got.
+// scriptModel is testkit.Script over turns that also keeps every request it
+// got.
 type scriptModel struct {
 	turns [][]model.FuncCall
 	mu    sync.Mutex
@@ -125,16 +125,7 @@ func (m *scriptModel) generate(ctx context.Context, req *model.Request) (model.R
 	m.mu.Lock()
 	m.reqs = append(m.reqs, *req)
 	m.mu.Unlock()
-	n := 0
-	for _, msg := range req.Messages {
-		if msg.Role == model.RoleAssistant {
-			n++
-		}
-	}
-	if n >= len(m.turns) {
-		return model.Reply{Content: "done"}, nil
-	}
-	return model.Reply{ToolCalls: m.turns[n]}, nil
+	return testkit.Script(m.turns...)(ctx, req)
 }
 
 // seen returns the tool messages of the last request: what the model saw.
@@ -151,10 +142,6 @@ func (m *scriptModel) seen() map[string]model.Message {
 		}
 	}
 	return out
-}
-
-func call(id, name string, args any) model.FuncCall {
-	return model.FuncCall{ID: id, Name: name, Arguments: args}
 }
 
 // hookLog is a declarative executor that records "<EVENT> <tool> <callId>"
@@ -225,9 +212,9 @@ func TestC15HooksFireForMCPToolsAndDeniedCallsSendNothing(t *testing.T) {
 	set := openSet(t, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"fs": fs.config(t, true)}})
 
 	m := &scriptModel{turns: [][]model.FuncCall{{
-		call("c1", "mcp__fs__read_file", map[string]string{"path": "notes.txt"}),
-		call("c2", "mcp__fs__read_file", map[string]string{"path": "secret.txt"}),
-		call("c3", "mcp__fs__write_file", map[string]string{"path": "/etc/passwd", "content": "x"}),
+		testkit.Call("c1", "mcp__fs__read_file", map[string]string{"path": "notes.txt"}),
+		testkit.Call("c2", "mcp__fs__read_file", map[string]string{"path": "secret.txt"}),
+		testkit.Call("c3", "mcp__fs__write_file", map[string]string{"path": "/etc/passwd", "content": "x"}),
 	}}}
 	h := (&hooks.Hooks{}).BeforeTool("no-secrets", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		if strings.Contains(string(ev.Args), "secret") {
@@ -302,8 +289,8 @@ func TestC36MCPIsError(t *testing.T) {
 	fs.tool("stat", &mcp.ToolAnnotations{ReadOnlyHint: true}, text("12 GB free"))
 	set := openSet(t, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"fs": fs.config(t, true)}})
 	m := &scriptModel{turns: [][]model.FuncCall{
-		{call("c1", "mcp__fs__sync", nil)},
-		{call("c2", "mcp__fs__stat", nil)},
+		{testkit.Call("c1", "mcp__fs__sync", nil)},
+		{testkit.Call("c2", "mcp__fs__stat", nil)},
 	}}
 	a := newAgent(t, agent.Options{Model: model.Func(m.generate), Tools: agent.ToolList(set.Tools())})
 	log := &hookLog{}
@@ -370,11 +357,11 @@ func TestC37MissingAnnotationsGetMCPDefaults(t *testing.T) {
 	}
 
 	m := &scriptModel{turns: [][]model.FuncCall{{
-		call("c1", "mcp__fs__bare", nil),
-		call("c2", "mcp__fs__titled", nil),
-		call("c3", "mcp__fs__partial", nil),
-		call("c4", "mcp__fs__reader", nil),
-		call("c5", "mcp__other__reader", nil),
+		testkit.Call("c1", "mcp__fs__bare", nil),
+		testkit.Call("c2", "mcp__fs__titled", nil),
+		testkit.Call("c3", "mcp__fs__partial", nil),
+		testkit.Call("c4", "mcp__fs__reader", nil),
+		testkit.Call("c5", "mcp__other__reader", nil),
 	}}}
 	a := newAgent(t, agent.Options{
 		Model: model.Func(m.generate), Tools: agent.ToolList(set.Tools()),
@@ -411,7 +398,7 @@ func TestC39AfterToolReplacesMCPResult(t *testing.T) {
 	fs := newServer()
 	fs.tool("read_file", &mcp.ToolAnnotations{ReadOnlyHint: true}, text("password=hunter2"))
 	set := openSet(t, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"fs": fs.config(t, true)}})
-	m := &scriptModel{turns: [][]model.FuncCall{{call("c1", "mcp__fs__read_file", map[string]string{"path": "creds"})}}}
+	m := &scriptModel{turns: [][]model.FuncCall{{testkit.Call("c1", "mcp__fs__read_file", map[string]string{"path": "creds"})}}}
 	h := (&hooks.Hooks{}).AfterTool("redact", func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
 		r := ev.Result
 		r.Output = strings.ReplaceAll(r.Output, "hunter2", "[redacted]")
@@ -478,8 +465,8 @@ func TestFilesystemServerUnderPolicy(t *testing.T) {
 
 	out := filepath.Join(root, "out.txt")
 	m := &scriptModel{turns: [][]model.FuncCall{{
-		call("read", "mcp__fs__read_file", map[string]string{"path": filepath.Join(root, "hello.txt")}),
-		call("write", "mcp__fs__write_file", map[string]string{"path": out, "content": "written once\n"}),
+		testkit.Call("read", "mcp__fs__read_file", map[string]string{"path": filepath.Join(root, "hello.txt")}),
+		testkit.Call("write", "mcp__fs__write_file", map[string]string{"path": out, "content": "written once\n"}),
 	}}}
 	a := newAgent(t, agent.Options{
 		Model: model.Func(m.generate), Tools: agent.ToolList(set.Tools()),

@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/records"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -68,15 +68,7 @@ func TestConcurrentThroughAgent(t *testing.T) {
 	for i := 0; i < n; i++ {
 		calls = append(calls, model.FuncCall{ID: fmt.Sprintf("c%d", i), Name: "echo", Arguments: map[string]any{"v": strings.Repeat("x", 2000)}})
 	}
-	var once sync.Once
-	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
-		var rep model.Reply
-		once.Do(func() { rep.ToolCalls = calls })
-		if rep.ToolCalls == nil {
-			rep.Content = "done"
-		}
-		return rep, nil
-	})
+	m := testkit.Script(calls)
 	echo := tool.Must("echo", "", func(ctx context.Context, in struct {
 		V string `json:"v"`
 	}) (string, error) {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,38 +18,10 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
-
-// script answers each model turn with the next list of tool calls, then "done".
-func script(turns ...[]model.FuncCall) model.Func {
-	var mu sync.Mutex
-	n := 0
-	return func(ctx context.Context, req *model.Request) (model.Reply, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if n >= len(turns) {
-			return model.Reply{Content: "done"}, nil
-		}
-		n++
-		return model.Reply{ToolCalls: turns[n-1]}, nil
-	}
-}
-
-func call(id, name string, args any) model.FuncCall {
-	return model.FuncCall{ID: id, Name: name, Arguments: args}
-}
-
-// counting returns a tool that counts its runs.
-func counting(name string, n *atomic.Int64) tool.Tool {
-	return tool.Must(name, "", func(ctx context.Context, in struct {
-		Path string `json:"path,omitempty"`
-	}) (string, error) {
-		n.Add(1)
-		return "ok " + in.Path, nil
-	}, nil)
-}
 
 // sink records "[level] message" of every record at INFO or above.
 type sink struct {
@@ -95,7 +66,7 @@ func newAgent(t *testing.T, opts agent.Options) *agent.Agent {
 // C01, declarative part: a postToolUse log hook on * does not fire for a call
 // that a BeforeTool hook vetoed; it fires once for the allowed one.
 func TestC01VetoedCallFiresNoHook(t *testing.T) {
-	var n atomic.Int64
+	n := &testkit.Counter{Name: "edit_file"}
 	h := (&hooks.Hooks{}).BeforeTool("protect-etc", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		var a struct{ Path string }
 		_ = json.Unmarshal(ev.Args, &a)
@@ -105,11 +76,11 @@ func TestC01VetoedCallFiresNoHook(t *testing.T) {
 		return nil, nil
 	})
 	a := newAgent(t, agent.Options{
-		Model: script(
-			[]model.FuncCall{call("c1", "edit_file", map[string]string{"path": "/etc/app.cfg"})},
-			[]model.FuncCall{call("c2", "edit_file", map[string]string{"path": "notes/ok.txt"})},
+		Model: testkit.Script(
+			[]model.FuncCall{testkit.Call("c1", "edit_file", map[string]string{"path": "/etc/app.cfg"})},
+			[]model.FuncCall{testkit.Call("c2", "edit_file", map[string]string{"path": "notes/ok.txt"})},
 		),
-		Tools: agent.ToolList{counting("edit_file", &n)}, Hooks: h,
+		Tools: agent.ToolList{n}, Hooks: h,
 	})
 	s := &sink{}
 	reg := declarative.FromYAML(strings.NewReader(`hooks:
@@ -122,8 +93,8 @@ func TestC01VetoedCallFiresNoHook(t *testing.T) {
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	if n.Load() != 1 {
-		t.Errorf("edit_file ran %d times, want 1", n.Load())
+	if n.Count() != 1 {
+		t.Errorf("edit_file ran %d times, want 1", n.Count())
 	}
 	want := []string{`INFO [HOOK] post edit_file c2 {"path":"notes/ok.txt"}`}
 	if d := cmp.Diff(want, s.list()); d != "" {
@@ -154,8 +125,8 @@ func TestC23EachDefinitionFiresOnce(t *testing.T) {
 	}
 	for _, twice := range []string{"same registry", "same file"} {
 		t.Run(twice, func(t *testing.T) {
-			var n atomic.Int64
-			a := newAgent(t, agent.Options{ID: "a1", Model: script([]model.FuncCall{call("c1", "tool", nil)}), Tools: agent.ToolList{counting("tool", &n)}})
+			n := &testkit.Counter{Name: "tool"}
+			a := newAgent(t, agent.Options{ID: "a1", Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "tool", nil)}), Tools: agent.ToolList{n}})
 			s := &sink{}
 			opts := &declarative.Options{Logger: slog.New(s)}
 			r1, err := declarative.Load(path, opts)
@@ -184,8 +155,8 @@ func TestC23EachDefinitionFiresOnce(t *testing.T) {
 // C24: ON_STOP fires only when the caller fires it, once per call; a failing
 // ON_STOP command is logged and changes nothing else.
 func TestC24OnStop(t *testing.T) {
-	var n atomic.Int64
-	a := newAgent(t, agent.Options{ID: "a1", Model: script([]model.FuncCall{call("c1", "tool", nil)}), Tools: agent.ToolList{counting("tool", &n)}})
+	n := &testkit.Counter{Name: "tool"}
+	a := newAgent(t, agent.Options{ID: "a1", Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "tool", nil)}), Tools: agent.ToolList{n}})
 	s := &sink{}
 	reg := declarative.FromYAML(strings.NewReader(`hooks:
   - {event: onStop, action: {type: log, message: "stop ${agent} ${status}"}}
@@ -209,8 +180,8 @@ func TestC24OnStop(t *testing.T) {
 	if d := cmp.Diff(want, s.list()); d != "" {
 		t.Errorf("logs (-want +got):\n%s", d)
 	}
-	if res.Status != agent.StatusDone || n.Load() != 1 {
-		t.Errorf("status %s, tool ran %d times", res.Status, n.Load())
+	if res.Status != agent.StatusDone || n.Count() != 1 {
+		t.Errorf("status %s, tool ran %d times", res.Status, n.Count())
 	}
 }
 
@@ -231,7 +202,7 @@ func TestC41FailurePaths(t *testing.T) {
 		{Event: declarative.PostToolUse, Matcher: declarative.MatchAll, Action: declarative.Log("post")},
 		{Event: declarative.OnError, Action: declarative.Log("error")},
 	}, &declarative.Options{Executor: rec})
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "failing", nil)}, []model.FuncCall{call("c2", "panicking", nil)}), Tools: agent.ToolList{failing, panicking}})
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "failing", nil)}, []model.FuncCall{testkit.Call("c2", "panicking", nil)}), Tools: agent.ToolList{failing, panicking}})
 	reg.ApplyTo(context.Background(), a)
 	res, err := a.Run(context.Background(), "x")
 	if err != nil || res.Status != agent.StatusDone {
@@ -259,16 +230,16 @@ func TestC41FailurePaths(t *testing.T) {
 // it exits, the call runs as it would have without it.
 func TestC11CommandOutputIsNeverADecision(t *testing.T) {
 	for _, out := range []string{`{"decision":"deny","reason":"no"}`, `{"decision":"allow"}`, "garbage", "noise {\"allow\":true}", ""} {
-		var n atomic.Int64
-		a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "tool", nil)}), Tools: agent.ToolList{counting("tool", &n)}})
+		n := &testkit.Counter{Name: "tool"}
+		a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "tool", nil)}), Tools: agent.ToolList{n}})
 		s := &sink{}
 		reg := declarative.Of([]declarative.Config{
 			{Event: declarative.PreToolUse, Action: declarative.Argv("sh", "-c", `printf '%s' "$1"; exit 2`, "sh", out)},
 		}, &declarative.Options{Logger: slog.New(s)})
 		reg.ApplyTo(context.Background(), a)
 		res, err := a.Run(context.Background(), "x")
-		if err != nil || res.Status != agent.StatusDone || n.Load() != 1 {
-			t.Errorf("output %q: err %v, status %v, tool ran %d times", out, err, res.Status, n.Load())
+		if err != nil || res.Status != agent.StatusDone || n.Count() != 1 {
+			t.Errorf("output %q: err %v, status %v, tool ran %d times", out, err, res.Status, n.Count())
 		}
 		if got := s.list(); len(got) != 1 || !strings.HasPrefix(got[0], "WARN hook command exited with status 2 hook=command argv[") {
 			t.Errorf("output %q: logs %v, want one WARN naming the hook", out, got)
@@ -278,8 +249,8 @@ func TestC11CommandOutputIsNeverADecision(t *testing.T) {
 
 // A later SetToolCallListener removes the hooks.
 func TestSetToolCallListenerRemovesHooks(t *testing.T) {
-	var n atomic.Int64
-	a := newAgent(t, agent.Options{Model: script([]model.FuncCall{call("c1", "tool", nil)}), Tools: agent.ToolList{counting("tool", &n)}})
+	n := &testkit.Counter{Name: "tool"}
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "tool", nil)}), Tools: agent.ToolList{n}})
 	s := &sink{}
 	reg := declarative.Of([]declarative.Config{{Event: declarative.PreToolUse, Action: declarative.Log("pre")}}, &declarative.Options{Logger: slog.New(s)})
 	reg.ApplyTo(context.Background(), a)
@@ -306,7 +277,7 @@ func TestDeniedCallFiresNoHooksAndToolWaitsForPre(t *testing.T) {
 		mu.Unlock()
 		return "ran", nil
 	}, nil)
-	var n atomic.Int64
+	n := &testkit.Counter{Name: "delete"}
 	deny := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		if c.Tool == "delete" {
 			return approval.Verdict{Decision: approval.Deny, Reason: "no deleting", By: "policy"}, nil
@@ -321,15 +292,15 @@ func TestDeniedCallFiresNoHooksAndToolWaitsForPre(t *testing.T) {
 		{Event: declarative.OnError, Action: declarative.Log("error ${tool}")},
 	}, &declarative.Options{Logger: slog.New(s)})
 	a := newAgent(t, agent.Options{
-		Model:       script([]model.FuncCall{call("c1", "delete", nil)}, []model.FuncCall{call("c2", "run", nil)}),
-		Tools:       agent.ToolList{counting("delete", &n), run},
+		Model:       testkit.Script([]model.FuncCall{testkit.Call("c1", "delete", nil)}, []model.FuncCall{testkit.Call("c2", "run", nil)}),
+		Tools:       agent.ToolList{n, run},
 		Authorizers: []approval.Authorizer{deny},
 	})
 	reg.ApplyTo(context.Background(), a)
 	if _, err := a.Run(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if n.Load() != 0 {
+	if n.Count() != 0 {
 		t.Errorf("the denied tool ran")
 	}
 	if d := cmp.Diff([]string{"INFO [HOOK] pre run", "INFO [HOOK] post run"}, s.list()); d != "" {

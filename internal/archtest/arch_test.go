@@ -66,6 +66,8 @@ func violations(edges map[string][]string) []string {
 		for _, dep := range imps {
 			to, toLevel := groupOf(dep)
 			switch {
+			case dep == "internal/testkit":
+				problems = append(problems, pkg+" imports "+dep+": it is for tests only")
 			case to == from:
 				// within one group
 			case from == "cmd":
@@ -111,11 +113,12 @@ func TestImportDirection(t *testing.T) {
 
 func TestViolationsCatchesBadEdges(t *testing.T) {
 	bad := map[string][]string{
-		"agent":             {"mcptool"},        // the agent imports an adapter
-		"tool":              {"agent"},          // upward
-		"hooks":             {"approval"},       // siblings
-		"hooks/declarative": {"model/scripted"}, // adapter to adapter
-		"newpkg":            nil,                // unplaced
+		"agent":             {"mcptool"},          // the agent imports an adapter
+		"tool":              {"agent"},            // upward
+		"hooks":             {"approval"},         // siblings
+		"hooks/declarative": {"model/scripted"},   // adapter to adapter
+		"newpkg":            nil,                  // unplaced
+		"approval/records":  {"internal/testkit"}, // test doubles outside a test
 	}
 	good := map[string][]string{
 		"toolkit":          {"builtin", "tool", "model"},
@@ -124,8 +127,8 @@ func TestViolationsCatchesBadEdges(t *testing.T) {
 		"cmd/tollgate":     {"mcptool", "agent", "hooks/declarative"},
 		"internal/retry":   {"model"},
 	}
-	if got := violations(bad); len(got) != 5 {
-		t.Errorf("violations(bad) = %q, want 5", got)
+	if got := violations(bad); len(got) != 6 {
+		t.Errorf("violations(bad) = %q, want 6", got)
 	}
 	if got := violations(good); len(got) != 0 {
 		t.Errorf("violations(good) = %q, want none", got)
