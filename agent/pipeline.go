@@ -294,7 +294,7 @@ func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.R
 }
 
 func (r *runner) approvalRequest(call model.ToolCall, args json.RawMessage, hints *tool.Hints, v approval.Verdict) tool.Request {
-	data, _ := json.Marshal(approval.RequestData{Tool: call.Name, CallID: call.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: hints})
+	data, _ := model.MarshalJSON(approval.RequestData{Tool: call.Name, CallID: call.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: hints})
 	prompt := fmt.Sprintf("Allow %s %s?", call.Name, abbreviate(string(args), 200))
 	if v.Reason != "" {
 		prompt += " (" + v.By + ": " + v.Reason + ")"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -176,6 +178,7 @@ func isTerminal(r io.Reader) bool {
 // or edit the JSON arguments. Questions go to w.
 func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
 	br := bufio.NewReader(in)
+	var asking sync.Mutex
 	readLine := func(ctx context.Context) (string, error) {
 		type line struct {
 			s   string
@@ -197,9 +200,12 @@ func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
 		}
 	}
 	return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
-		fmt.Fprintf(w, "\n%s\n", req.Prompt)
+		// One question at a time: the calls of a turn run concurrently.
+		asking.Lock()
+		defer asking.Unlock()
+		fmt.Fprintf(w, "\n%s\n", safeText(req.Prompt))
 		if d, err := approval.ParseRequestData(req); err == nil {
-			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", d.Tool, d.CallID, d.Args)
+			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", safeText(d.Tool), safeText(d.CallID), safeText(string(d.Args)))
 		}
 		for {
 			fmt.Fprint(w, "[a]pprove, [d]eny, [e]dit arguments? ")
@@ -403,7 +409,12 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, _ := json.MarshalIndent(a, "", "  ")
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false) // show "a && b > c" as written
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(a)
+			b := bytes.TrimRight(buf.Bytes(), "\n")
 			fmt.Fprintf(env.stdout, "%s\n", b)
 			return nil
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/toolkit"
 )
@@ -327,7 +327,7 @@ func (p *printer) endLine() {
 
 func (p *printer) event(ev agent.Event) {
 	if p.json {
-		b, _ := json.Marshal(ev)
+		b, _ := model.MarshalJSON(ev)
 		fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}
@@ -336,7 +336,7 @@ func (p *printer) event(ev agent.Event) {
 	}
 	switch ev.Kind {
 	case agent.EventText:
-		fmt.Fprint(p.w, ev.Delta)
+		fmt.Fprint(p.w, safeText(ev.Delta))
 		p.midText = !strings.HasSuffix(ev.Delta, "\n")
 	case agent.EventToolCall:
 		if p.names == nil {
@@ -375,9 +375,39 @@ func (p *printer) event(ev agent.Event) {
 }
 
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = safeText(strings.Join(strings.Fields(s), " "))
 	if len(s) > n {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// safeText makes text from a model, a tool or a file safe to print on a
+// terminal: control characters other than newline and tab (an escape sequence
+// could move the cursor and rewrite the lines above an approval prompt) are
+// shown as \xNN instead of being sent.
+func safeText(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 }

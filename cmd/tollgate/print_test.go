@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSafeText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain\ttext\n":             "plain\ttext\n",
+		"hi\x1b[2K\r\x1b[1Afake":    `hi\x1b[2K\x0d\x1b[1Afake`,
+		"bell\x07 del\x7f c1\u009b": `bell\x07 del\x7f c1\x9b`,
+		"é ✓":                       "é ✓",
+	} {
+		if got := safeText(in); got != want {
+			t.Errorf("safeText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Model text and tool output reach the terminal without control sequences,
+// and arguments are shown as written ("&&", not "\u0026\u0026").
+func TestRunOutputIsTerminalSafe(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.yaml")
+	os.WriteFile(script, []byte("turns:\n  - text: \"hello\\e[2K\\r\\e[1A\\e[31mFAKE\"\n    toolCalls:\n      - name: bash\n        args: {command: \"printf '\\\\033[31mred' && true\"}\n  - text: done\n"), 0o644)
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", dir, "x"}, strings.NewReader(""), &out, &errb)
+	if code != exitDone {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if strings.ContainsAny(out.String(), "\x1b\r") {
+		t.Errorf("control characters reached the terminal: %q", out.String())
+	}
+	for _, want := range []string{`hello\x1b[2K\x0d\x1b[1A\x1b[31mFAKE`, `&& true`, `<- ok (8 bytes): \x1b[31mred`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
