@@ -16,7 +16,9 @@ type nilToolset struct{}
 func (*nilToolset) Tools() []tool.Tool { return nil }
 
 func TestNewRejectsNilToolsetPointer(t *testing.T) {
-	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) { return model.Reply{Content: "hi"}, nil })
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		return model.Reply{Content: "hi"}, nil
+	})
 	var ts *nilToolset
 	if _, err := agent.New(agent.Options{Model: m, Tools: ts}); err == nil || !strings.Contains(err.Error(), "nil *agent_test.nilToolset") {
 		t.Errorf("err = %v", err)
