@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -87,7 +88,9 @@ type ArgCondition struct {
 	// PathPrefix, if set, is a slash-separated path the string argument must
 	// lie under, compared segment-wise after cleaning both with [path.Clean]:
 	// "/etc" matches "/etc", "/etc/passwd" and "/tmp/../etc/passwd", not
-	// "/etcetera". Relative paths stay relative ("../x" lies under "..").
+	// "/etcetera". Relative paths stay relative ("../x" lies under ".."),
+	// unless the policy has a working directory ([Policy.WithWorkdir]), against
+	// which relative paths on both sides are resolved first.
 	PathPrefix string
 	// Regex, if set, is an RE2 expression ([regexp] syntax) the string argument
 	// must match somewhere (anchor it with ^ and $ to match the whole value).
@@ -103,8 +106,9 @@ type ArgCondition struct {
 //
 // A Policy is immutable and safe for concurrent use.
 type Policy struct {
-	spec  PolicySpec
-	rules []compiledRule
+	spec    PolicySpec
+	rules   []compiledRule
+	workdir string // see WithWorkdir; "" compares paths as written
 }
 
 type compiledRule struct {
@@ -262,6 +266,25 @@ func (p *Policy) WithAutonomy(a Autonomy) (*Policy, error) {
 	return &c, nil
 }
 
+// WithWorkdir returns a copy of p that resolves relative paths against the
+// absolute directory dir (the workspace root of the builtin tools) before it
+// compares them with pathPrefix, on both sides: then "secret" as a prefix
+// also covers "/work/ws/secret/a.txt" and "./secret/a.txt" when dir is
+// /work/ws, as the tools would read the same file. Symbolic links are not
+// followed (the tools refuse links that leave the workspace). An empty dir
+// compares paths as written; a relative dir is an error.
+func (p *Policy) WithWorkdir(dir string) (*Policy, error) {
+	if dir != "" && !path.IsAbs(filepath.ToSlash(dir)) {
+		return nil, fmt.Errorf("approval: WithWorkdir(%q): the directory must be absolute", dir)
+	}
+	c := *p
+	c.workdir = ""
+	if dir != "" {
+		c.workdir = path.Clean(filepath.ToSlash(dir))
+	}
+	return &c, nil
+}
+
 // Evaluation explains a policy's decision about one call.
 type Evaluation struct {
 	// Risk is the call's risk level.
@@ -293,7 +316,7 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 		_ = d.Decode(&args)
 	}
 	for _, r := range p.rules {
-		if !r.matches(c, ev.Risk, args) {
+		if !r.matches(c, ev.Risk, args, p.workdir) {
 			continue
 		}
 		reason := r.Reason
@@ -327,7 +350,7 @@ func (p *Policy) Authorize(ctx context.Context, c Call) (Verdict, error) {
 // mcpDefaults are the MCP specification's defaults for missing annotations.
 var mcpDefaults = tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
 
-func (r *compiledRule) matches(c Call, risk Risk, args map[string]any) bool {
+func (r *compiledRule) matches(c Call, risk Risk, args map[string]any, workdir string) bool {
 	if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, c.Tool) }) {
 		return false
 	}
@@ -350,14 +373,14 @@ func (r *compiledRule) matches(c Call, risk Risk, args map[string]any) bool {
 		return false
 	}
 	for i := range r.args {
-		if !r.args[i].holds(args) {
+		if !r.args[i].holds(args, workdir) {
 			return false
 		}
 	}
 	return true
 }
 
-func (a *compiledArg) holds(args map[string]any) bool {
+func (a *compiledArg) holds(args map[string]any, workdir string) bool {
 	var v any = args
 	for _, seg := range a.path {
 		m, ok := v.(map[string]any)
@@ -388,13 +411,22 @@ func (a *compiledArg) holds(args map[string]any) bool {
 	if a.Prefix != "" && !strings.HasPrefix(s, a.Prefix) {
 		return false
 	}
-	if a.PathPrefix != "" && !underPath(path.Clean(s), a.prefix) {
+	if a.PathPrefix != "" && !underPath(inWorkdir(s, workdir), inWorkdir(a.prefix, workdir)) {
 		return false
 	}
 	if a.re != nil && !a.re.MatchString(s) {
 		return false
 	}
 	return true
+}
+
+// inWorkdir cleans p and, when workdir is set, makes a relative p absolute
+// against it, as the builtin tools resolve their paths.
+func inWorkdir(p, workdir string) string {
+	if workdir != "" && !path.IsAbs(p) {
+		return path.Join(workdir, p)
+	}
+	return path.Clean(p)
 }
 
 // underPath reports whether the cleaned path p equals dir or lies below it.

@@ -360,3 +360,40 @@ func TestDestructiveConditionIgnoresReadOnlyTools(t *testing.T) {
 		}
 	}
 }
+
+// With a working directory, a relative pathPrefix also covers absolute and
+// dotted spellings of the same file, as the builtin tools resolve them.
+func TestPathPrefixWithWorkdir(t *testing.T) {
+	pol, problems, err := approval.ParsePolicy("p.yaml", strings.NewReader("rules:\n  - id: no-secret\n    args: {path: {pathPrefix: secret}}\n    decision: deny\n    reason: no\n"))
+	if err != nil {
+		t.Fatal(err, problems)
+	}
+	if _, err := pol.WithWorkdir("relative/dir"); err == nil {
+		t.Error("a relative workdir was accepted")
+	}
+	ws, err := pol.WithWorkdir("/tmp/pp/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]approval.Decision{
+		"secret/a.txt":               approval.Deny,
+		"./secret/a.txt":             approval.Deny,
+		"sub/../secret/a.txt":        approval.Deny,
+		"/tmp/pp/ws/secret/a.txt":    approval.Deny,
+		"/tmp/pp/ws/x/../secret/a":   approval.Deny,
+		"/tmp/pp/ws/secrets/a.txt":   approval.Allow,
+		"/tmp/pp/other/secret/a.txt": approval.Allow,
+		"notes.txt":                  approval.Allow,
+	} {
+		args, _ := json.Marshal(map[string]string{"path": p})
+		v, _ := ws.Authorize(context.Background(), approval.Call{Tool: "read", Args: args, Hints: &tool.Hints{ReadOnly: true}})
+		if v.Decision != want {
+			t.Errorf("path %q: %s, want %s", p, v.Decision, want)
+		}
+	}
+	// Without a workdir the absolute spelling is not covered: paths compare as written.
+	v, _ := pol.Authorize(context.Background(), approval.Call{Tool: "read", Args: json.RawMessage(`{"path":"/tmp/pp/ws/secret/a.txt"}`)})
+	if v.Decision != approval.Allow {
+		t.Errorf("without workdir: %s", v.Decision)
+	}
+}

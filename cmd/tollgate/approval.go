@@ -66,6 +66,14 @@ func approvalRunExtension() runExtension {
 				if err != nil {
 					return err
 				}
+				// Paths in the policy mean what the builtin tools make of them.
+				if ws, err := filepath.Abs(rs.cfg.workdir); err == nil {
+					if ws, err = filepath.EvalSymlinks(ws); err == nil {
+						if pol, err = pol.WithWorkdir(ws); err != nil {
+							return err
+						}
+					}
+				}
 				rs.opts.Authorizers = append(rs.opts.Authorizers, pol)
 			}
 			if recordsFile != "" {

@@ -42,3 +42,21 @@ func TestRunOutputIsTerminalSafe(t *testing.T) {
 		}
 	}
 }
+
+// A policy's relative pathPrefix covers the absolute spelling of the same
+// workspace file: run gives the policy its --workdir.
+func TestPolicyPathsResolveAgainstWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(filepath.Join(ws, "secret"), 0o755)
+	os.WriteFile(filepath.Join(ws, "secret", "a.txt"), []byte("s"), 0o644)
+	pol := filepath.Join(dir, "p.yaml")
+	os.WriteFile(pol, []byte("rules:\n  - id: no-secret\n    args: {path: {pathPrefix: secret}}\n    decision: deny\n    reason: no\n"), 0o644)
+	script := filepath.Join(dir, "s.yaml")
+	os.WriteFile(script, []byte("turns:\n  - toolCalls:\n      - name: read\n        args: {path: "+filepath.Join(ws, "secret", "a.txt")+"}\n  - text: done\n"), 0o644)
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", ws, "--policy", pol, "x"}, strings.NewReader(""), &out, &errb)
+	if code != exitDone || !strings.Contains(out.String(), "denied by rule:no-secret") {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
