@@ -491,7 +491,7 @@ func findApproval(ctx context.Context, s store.Store, runID, id string) (store.A
 
 func newResumeCmd(env *cliEnv) *cobra.Command {
 	var stateDir string
-	var wait bool
+	var wait, reclaim bool
 	var poll time.Duration
 	cmd := &cobra.Command{
 		Use:   "resume RUN_ID",
@@ -502,12 +502,18 @@ runs exactly once; denied and expired ones give the model an error result;
 undecided ones stay pending. With --wait, resume first waits until every request
 of the run is decided; it may be killed while it waits without losing anything.
 
+A resume that is killed while it runs leaves the run "resuming". When no resume
+is running any more, --reclaim takes such a run up. A call whose approval that
+resume had already used may or may not have run, so it is never run again: the
+model gets an error result saying so (at most once).
+
 Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
-			return resumeRun(c.Context(), env, stateDir, args[0], wait, poll)
+			return resumeRunFrom(c.Context(), env, stateDir, args[0], wait, reclaim, poll)
 		},
 	}
+	cmd.Flags().BoolVar(&reclaim, "reclaim", false, "take up a run left 'resuming' by a resume that was killed")
 	cmd.Flags().StringVar(&stateDir, "state-dir", sqlite.DefaultDir, "directory of the store")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every pending request of the run is decided")
 	cmd.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "how often --wait looks at the store")
@@ -515,6 +521,12 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 }
 
 func resumeRun(ctx context.Context, env *cliEnv, stateDir, runID string, wait bool, poll time.Duration) error {
+	return resumeRunFrom(ctx, env, stateDir, runID, wait, false, poll)
+}
+
+// resumeRunFrom is resumeRun; with reclaim it takes up a run left "resuming"
+// by a resume that died instead of a "pending" one.
+func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wait, reclaim bool, poll time.Duration) error {
 	s, err := openStore(ctx, stateDir)
 	if err != nil {
 		return err
@@ -524,7 +536,14 @@ func resumeRun(ctx context.Context, env *cliEnv, stateDir, runID string, wait bo
 	if err != nil {
 		return withCode(exitError, err)
 	}
-	if run.Status != store.RunPending {
+	from := store.RunPending
+	switch {
+	case reclaim && run.Status == store.RunResuming:
+		from = store.RunResuming
+		fmt.Fprintf(env.stderr, "tollgate: taking up run %s, left resuming; calls whose approval was already used are not run again\n", runID)
+	case run.Status == store.RunResuming:
+		return withCode(exitError, fmt.Errorf("run %s is resuming in another process; if that process was killed, take the run up with 'tollgate resume --reclaim %s'", runID, runID))
+	case run.Status != store.RunPending:
 		return withCode(exitError, fmt.Errorf("run %s is %s, not pending", runID, run.Status))
 	}
 	var st agent.State
@@ -572,12 +591,20 @@ func resumeRun(ctx context.Context, env *cliEnv, stateDir, runID string, wait bo
 	}
 
 	// Claim the run: of two resumes, one wins.
-	if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: store.RunResuming, State: run.State, Result: run.Result}, store.RunPending); err != nil {
+	if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: store.RunResuming, State: run.State, Result: run.Result}, from); err != nil {
 		return withCode(exitError, err)
 	}
 	release := func() {
 		_ = s.UpdateRun(context.WithoutCancel(ctx), store.Run{ID: runID, Status: store.RunPending, State: run.State, Result: run.Result}, store.RunResuming)
 	}
+	// Build the agent before any approval is used, so that a failure here
+	// leaves every approval as it was.
+	b, err := rebuildRun(ctx, env, cfg.Args)
+	if err != nil {
+		release()
+		return err
+	}
+	defer b.close()
 	var answers []tool.Answer
 	for _, b := range st.Batch {
 		p := b.Pending
@@ -592,6 +619,12 @@ func resumeRun(ctx context.Context, env *cliEnv, stateDir, runID string, wait bo
 		switch a.Status {
 		case store.StatusPending:
 			continue
+		case store.StatusUsed:
+			// A resume that did not finish used this approval: the call may
+			// have run. It is never run twice.
+			answers = append(answers, tool.Answer{ID: a.ID, OK: false, By: "runtime",
+				Reason: "the approval was used by a resume that did not finish; the call may or may not have run, and is not run again"})
+			continue
 		case store.StatusApproved:
 			a, err = s.Consume(ctx, runID, a.ID, p.Digest)
 			if err != nil && !errors.Is(err, store.ErrExpired) {
@@ -603,13 +636,6 @@ func resumeRun(ctx context.Context, env *cliEnv, stateDir, runID string, wait bo
 			answers = append(answers, ans)
 		}
 	}
-
-	b, err := rebuildRun(ctx, env, cfg.Args)
-	if err != nil {
-		release()
-		return err
-	}
-	defer b.close()
 	// The stored run is updated here, not stored anew.
 	b.setup.onHalt = func(ctx context.Context, res *agent.Result) error {
 		existing, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: runID})

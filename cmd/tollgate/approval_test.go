@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -314,5 +315,61 @@ func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
 	}
 	if n := e.lines(); n != 1 {
 		t.Fatalf("the approved call ran %d times, want 1", n)
+	}
+}
+
+// A resume killed while the approved call runs leaves the run "resuming";
+// a plain resume refuses it and names --reclaim; --reclaim takes it up and
+// the call whose approval was used is not run a second time.
+func TestReclaimAfterKilledResumeEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	apWrite(t, e.dir, "script.yaml", `turns:
+  - toolCalls:
+      - name: bash
+        id: append
+        args: {command: "echo $$ >> started.txt; sleep 30; echo ran >> count.txt"}
+  - text: "appended"
+`)
+	code, out := e.runOut(e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "x"))
+	if code != exitPending {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	runID, reqID := e.pendingRequest("bash")
+	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID)); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, out)
+	}
+	res := e.tg("resume", "--state-dir", "state", runID)
+	if err := res.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(e.ws, "started.txt")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the approved call never started")
+		}
+	}
+	res.Process.Signal(syscall.SIGKILL)
+	res.Wait()
+	// A process killed with SIGKILL cannot clean up: end the orphaned call's
+	// process group (the bash builtin leads its own group) ourselves.
+	if b, err := os.ReadFile(started); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+
+	code, out = e.runOut(e.tg("resume", "--state-dir", "state", runID))
+	if code != exitError || !strings.Contains(out, "--reclaim") {
+		t.Fatalf("resume of a run left resuming: exit %d\n%s", code, out)
+	}
+	code, out = e.runOut(e.tg("resume", "--state-dir", "state", "--reclaim", runID))
+	if code != 0 || !strings.Contains(out, "not run again") || !strings.Contains(out, "appended") {
+		t.Fatalf("resume --reclaim: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(started); len(strings.Fields(string(b))) != 1 {
+		t.Fatalf("the approved call started %d times, want 1", len(strings.Fields(string(b))))
 	}
 }
