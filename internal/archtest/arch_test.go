@@ -66,7 +66,7 @@ func violations(edges map[string][]string) []string {
 		for _, dep := range imps {
 			to, toLevel := groupOf(dep)
 			switch {
-			case dep == "internal/testkit":
+			case dep == "internal/testkit" || dep == "internal/providertest":
 				problems = append(problems, pkg+" imports "+dep+": it is for tests only")
 			case to == from:
 				// within one group

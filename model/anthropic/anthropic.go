@@ -37,7 +37,6 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -47,6 +46,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
+	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
 	"github.com/tollgate-dev/tollgate/model"
 )
@@ -128,21 +128,13 @@ func New(opts *Options) (*Model, error) {
 	if opts != nil {
 		o = *opts
 	}
-	base := cmp.Or(o.BaseURL, DefaultBaseURL)
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic: base URL %q is not an absolute http(s) URL", retry.Redact(base, o.APIKey))
-	}
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	client := o.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
+	base, err := provider.BaseURL(Provider, o.BaseURL, DefaultBaseURL, o.APIKey)
+	if err != nil {
+		return nil, err
 	}
 	ropts := []option.RequestOption{
 		option.WithBaseURL(base),
-		option.WithHTTPClient(client),
+		option.WithHTTPClient(cmp.Or(o.HTTPClient, http.DefaultClient)),
 		option.WithMaxRetries(0), // one retry mechanism: internal/retry
 	}
 	if o.APIKey != "" {
@@ -152,25 +144,7 @@ func New(opts *Options) (*Model, error) {
 	if o.APIVersion != "" {
 		ropts = append(ropts, option.WithHeader("anthropic-version", o.APIVersion))
 	}
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range o.Headers {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		for i, v := range o.Headers[k] {
-			if i == 0 {
-				ropts = append(ropts, option.WithHeader(k, v))
-			} else {
-				ropts = append(ropts, option.WithHeaderAdd(k, v))
-			}
-		}
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	ropts = append(ropts, provider.Headers(o.Headers, option.WithHeader, option.WithHeaderAdd)...)
 	return &Model{
 		svc:         anth.NewMessageService(ropts...),
 		model:       o.Model,
@@ -178,7 +152,7 @@ func New(opts *Options) (*Model, error) {
 		maxTokens:   cmp.Or(o.MaxTokens, DefaultMaxTokens),
 		temperature: version < DefaultAPIVersion,
 		policy:      retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
-		log:         log.With(slog.String("provider", Provider)),
+		log:         provider.Logger(o.Logger, Provider),
 	}, nil
 }
 
@@ -289,7 +263,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		}
 		msg := apiErr.Message
 		if msg == "" {
-			msg = truncate(apiErr.RawJSON(), 300)
+			msg = provider.Truncate(apiErr.RawJSON(), 300)
 		}
 		var h http.Header
 		if apiErr.Response != nil && status != 0 {
@@ -306,13 +280,6 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		return e
 	}
 	return retry.NetworkError(Provider, err, m.key)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // params translates a tollgate request into Messages API parameters, and the

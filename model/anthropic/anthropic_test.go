@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tollgate-dev/tollgate/internal/providertest"
 	"github.com/tollgate-dev/tollgate/internal/retry"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/anthropic"
@@ -64,54 +63,20 @@ func TestConformanceAPIVersion20230601(t *testing.T) {
 	})
 }
 
-func readFile(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// golden compares got (JSON, indented for the file) with testdata/name, or
-// rewrites the file under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, got, "", "  "); err != nil {
-		t.Fatalf("request body is not JSON: %v\n%s", err, got)
-	}
-	buf.WriteByte('\n')
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
-	}
-}
-
 func TestRequestGolden(t *testing.T) {
-	rec := newRecorder(t,
-		answer{body: readFile(t, "response_tool_use.json")},
-		answer{body: readFile(t, "response_tool_use.json")},
-		answer{body: readFile(t, "stream_tool_use.sse")},
+	rec := providertest.NewRecorder(t,
+		providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")},
+		providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")},
+		providertest.Answer{Body: providertest.ReadFile(t, "stream_tool_use.sse")},
 	)
-	m := newModel(t, rec.srv.URL, nil)
+	m := newModel(t, rec.URL(), nil)
 	req := canonical()
 	temp := 0.3
 	req.Temperature = &temp // not sent under the default API version
 	if _, err := m.Generate(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	m2 := newModel(t, rec.srv.URL, func(o *anthropic.Options) {
+	m2 := newModel(t, rec.URL(), func(o *anthropic.Options) {
 		o.Model, o.MaxTokens, o.APIVersion = "claude-default", 1000, "2023-06-01"
 	})
 	req = &model.Request{Messages: []model.Message{model.User("Hi")}, Temperature: &temp}
@@ -123,24 +88,24 @@ func TestRequestGolden(t *testing.T) {
 	if _, _, err := modeltest.Collect(m.Stream(context.Background(), req)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request.golden.json", rec.bodies[0])
-	golden(t, "request_minimal.golden.json", rec.bodies[1])
-	golden(t, "request_stream.golden.json", rec.bodies[2])
+	providertest.Golden(t, "request.golden.json", rec.Body(0), *update)
+	providertest.Golden(t, "request_minimal.golden.json", rec.Body(1), *update)
+	providertest.Golden(t, "request_stream.golden.json", rec.Body(2), *update)
 }
 
 func TestAuthAndHeaders(t *testing.T) {
-	rec := newRecorder(t, answer{body: readFile(t, "response_tool_use.json")})
-	m := newModel(t, rec.srv.URL, func(o *anthropic.Options) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")})
+	m := newModel(t, rec.URL(), func(o *anthropic.Options) {
 		o.Headers = http.Header{"Anthropic-Beta": {"feature-a", "feature-b"}}
 	})
 	if _, err := m.Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	m = newModel(t, rec.srv.URL, func(o *anthropic.Options) { o.APIVersion = "2023-06-01" })
+	m = newModel(t, rec.URL(), func(o *anthropic.Options) { o.APIVersion = "2023-06-01" })
 	if _, err := m.Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	h := rec.headers[0]
+	h := rec.Header(0)
 	if got := h.Get("X-Api-Key"); got != testKey {
 		t.Errorf("x-api-key = %q, want the key", got)
 	}
@@ -153,18 +118,18 @@ func TestAuthAndHeaders(t *testing.T) {
 	if got := h.Values("Anthropic-Beta"); !cmp.Equal(got, []string{"feature-a", "feature-b"}) {
 		t.Errorf("anthropic-beta = %q", got)
 	}
-	if got := rec.headers[1].Values("Anthropic-Version"); !cmp.Equal(got, []string{"2023-06-01"}) {
+	if got := rec.Header(1).Values("Anthropic-Version"); !cmp.Equal(got, []string{"2023-06-01"}) {
 		t.Errorf("anthropic-version with APIVersion set = %q, want exactly [2023-06-01]", got)
 	}
 
 	// The environment is not read.
 	t.Setenv("ANTHROPIC_API_KEY", "sk-from-env")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
-	m = newModel(t, rec.srv.URL, func(o *anthropic.Options) { o.APIKey = "" })
+	m = newModel(t, rec.URL(), func(o *anthropic.Options) { o.APIKey = "" })
 	if _, err := m.Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	if h := rec.headers[2]; h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" {
+	if h := rec.Header(2); h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" {
 		t.Errorf("credentials sent without a key: %v", h)
 	}
 }
@@ -180,8 +145,8 @@ var wantToolUse = &model.Response{
 }
 
 func TestResponseFromTestdata(t *testing.T) {
-	rec := newRecorder(t, answer{body: readFile(t, "response_tool_use.json")})
-	resp, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical())
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")})
+	resp, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +159,8 @@ func TestResponseFromTestdata(t *testing.T) {
 }
 
 func TestStreamRecorded(t *testing.T) {
-	rec := newRecorder(t, answer{body: readFile(t, "stream_tool_use.sse")})
-	deltas, final, err := modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "stream_tool_use.sse")})
+	deltas, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,9 +178,9 @@ func TestFinishReasons(t *testing.T) {
 		"max_tokens": model.FinishLength, "model_context_window_exceeded": model.FinishLength,
 		"refusal": model.FinishContentFilter, "pause_turn": model.FinishOther, "something_new": model.FinishOther,
 	} {
-		body := strings.Replace(readFile(t, "response_tool_use.json"), `"stop_reason": "tool_use"`, `"stop_reason": "`+stop+`"`, 1)
-		rec := newRecorder(t, answer{body: body})
-		resp, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical())
+		body := strings.Replace(providertest.ReadFile(t, "response_tool_use.json"), `"stop_reason": "tool_use"`, `"stop_reason": "`+stop+`"`, 1)
+		rec := providertest.NewRecorder(t, providertest.Answer{Body: body})
+		resp, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,24 +191,24 @@ func TestFinishReasons(t *testing.T) {
 }
 
 func TestRetryOn429And529(t *testing.T) {
-	rec := newRecorder(t,
-		answer{status: 429, header: http.Header{"Retry-After": {"1"}}, body: readFile(t, "error_429.json")},
-		answer{status: 529, body: readFile(t, "error_529.json")},
-		answer{status: 502, body: "<html>bad gateway</html>", header: http.Header{"Content-Type": {"text/html"}}},
-		answer{body: readFile(t, "response_tool_use.json")},
+	rec := providertest.NewRecorder(t,
+		providertest.Answer{Status: 429, Header: http.Header{"Retry-After": {"1"}}, Body: providertest.ReadFile(t, "error_429.json")},
+		providertest.Answer{Status: 529, Body: providertest.ReadFile(t, "error_529.json")},
+		providertest.Answer{Status: 502, Body: "<html>bad gateway</html>", Header: http.Header{"Content-Type": {"text/html"}}},
+		providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")},
 	)
-	if _, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical()); err != nil {
+	if _, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	if rec.calls() != 4 {
-		t.Errorf("%d calls, want 4 (429, 529, 502, success)", rec.calls())
+	if rec.Calls() != 4 {
+		t.Errorf("%d calls, want 4 (429, 529, 502, success)", rec.Calls())
 	}
 }
 
 func TestRetryExhausted(t *testing.T) {
 	for _, tc := range []struct{ retries, calls int }{{-1, 1}, {2, 3}} {
-		rec := newRecorder(t, answer{status: 429, header: http.Header{"Retry-After": {"4"}}, body: readFile(t, "error_429.json")})
-		_, err := newModel(t, rec.srv.URL, func(o *anthropic.Options) { o.MaxRetries = tc.retries }).Generate(context.Background(), canonical())
+		rec := providertest.NewRecorder(t, providertest.Answer{Status: 429, Header: http.Header{"Retry-After": {"4"}}, Body: providertest.ReadFile(t, "error_429.json")})
+		_, err := newModel(t, rec.URL(), func(o *anthropic.Options) { o.MaxRetries = tc.retries }).Generate(context.Background(), canonical())
 		var pe *model.ProviderError
 		if !errors.As(err, &pe) {
 			t.Fatalf("err = %v, want *model.ProviderError", err)
@@ -253,8 +218,8 @@ func TestRetryExhausted(t *testing.T) {
 		if diff := cmp.Diff(want, *pe); diff != "" {
 			t.Errorf("error (-want +got):\n%s", diff)
 		}
-		if rec.calls() != tc.calls {
-			t.Errorf("MaxRetries %d: %d calls, want %d", tc.retries, rec.calls(), tc.calls)
+		if rec.Calls() != tc.calls {
+			t.Errorf("MaxRetries %d: %d calls, want %d", tc.retries, rec.Calls(), tc.calls)
 		}
 	}
 }
@@ -262,25 +227,25 @@ func TestRetryExhausted(t *testing.T) {
 func TestClientErrorsNotRetriedAndKeyNeverEchoed(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rec := newRecorder(t, answer{status: 401, body: readFile(t, "error_401.json")})
-	m := newModel(t, rec.srv.URL, func(o *anthropic.Options) { o.Logger = logger })
+	rec := providertest.NewRecorder(t, providertest.Answer{Status: 401, Body: providertest.ReadFile(t, "error_401.json")})
+	m := newModel(t, rec.URL(), func(o *anthropic.Options) { o.Logger = logger })
 	_, err := m.Generate(context.Background(), canonical())
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != 401 || pe.Retryable || pe.Type != "authentication_error" {
 		t.Fatalf("err = %v, want a non-retryable 401 authentication_error", err)
 	}
-	if rec.calls() != 1 {
-		t.Errorf("%d calls, want 1", rec.calls())
+	if rec.Calls() != 1 {
+		t.Errorf("%d calls, want 1", rec.Calls())
 	}
-	rec2 := newRecorder(t,
-		answer{drop: true},
-		answer{status: 503, body: `{"type":"error","error":{"type":"api_error","message":"key ` + testKey + ` rejected"}}`},
-		answer{status: 401, body: readFile(t, "error_401.json")},
+	rec2 := providertest.NewRecorder(t,
+		providertest.Answer{Drop: true},
+		providertest.Answer{Status: 503, Body: `{"type":"error","error":{"type":"api_error","message":"key ` + testKey + ` rejected"}}`},
+		providertest.Answer{Status: 401, Body: providertest.ReadFile(t, "error_401.json")},
 	)
-	m2 := newModel(t, rec2.srv.URL+"/"+testKey, func(o *anthropic.Options) { o.Logger = logger })
+	m2 := newModel(t, rec2.URL()+"/"+testKey, func(o *anthropic.Options) { o.Logger = logger })
 	_, _, err2 := modeltest.Collect(m2.Stream(context.Background(), canonical()))
-	if err2 == nil || rec2.calls() != 3 {
-		t.Fatalf("stream: err = %v after %d calls, want an error after 3", err2, rec2.calls())
+	if err2 == nil || rec2.Calls() != 3 {
+		t.Fatalf("stream: err = %v after %d calls, want an error after 3", err2, rec2.Calls())
 	}
 	if !strings.Contains(logs.String(), "retrying") {
 		t.Errorf("retries not logged: %s", logs.String())
@@ -296,12 +261,12 @@ func TestClientErrorsNotRetriedAndKeyNeverEchoed(t *testing.T) {
 }
 
 func TestNetworkErrorRetried(t *testing.T) {
-	rec := newRecorder(t, answer{drop: true}, answer{body: readFile(t, "response_tool_use.json")})
-	if _, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical()); err != nil {
+	rec := providertest.NewRecorder(t, providertest.Answer{Drop: true}, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")})
+	if _, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	if rec.calls() != 2 {
-		t.Errorf("%d calls, want 2", rec.calls())
+	if rec.Calls() != 2 {
+		t.Errorf("%d calls, want 2", rec.Calls())
 	}
 	_, err := newModel(t, "http://127.0.0.1:1", func(o *anthropic.Options) { o.MaxRetries = 1 }).Generate(context.Background(), canonical())
 	var pe *model.ProviderError
@@ -311,53 +276,53 @@ func TestNetworkErrorRetried(t *testing.T) {
 }
 
 func TestStreamRetriesOnlyBeforeFirstByte(t *testing.T) {
-	rec := newRecorder(t,
-		answer{status: 529, body: readFile(t, "error_529.json")},
-		answer{body: readFile(t, "stream_tool_use.sse")},
+	rec := providertest.NewRecorder(t,
+		providertest.Answer{Status: 529, Body: providertest.ReadFile(t, "error_529.json")},
+		providertest.Answer{Body: providertest.ReadFile(t, "stream_tool_use.sse")},
 	)
-	_, final, err := modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	_, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	if err != nil || final == nil || len(final.Message.ToolCalls) != 2 {
 		t.Fatalf("final = %+v, err = %v", final, err)
 	}
-	if rec.calls() != 2 {
-		t.Errorf("%d calls, want 2", rec.calls())
+	if rec.Calls() != 2 {
+		t.Errorf("%d calls, want 2", rec.Calls())
 	}
 
-	sse := readFile(t, "stream_tool_use.sse")
-	rec = newRecorder(t, answer{body: sse, cut: strings.Index(sse, "toolu_01B7mRt2kLx")})
-	deltas, final, err := modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	sse := providertest.ReadFile(t, "stream_tool_use.sse")
+	rec = providertest.NewRecorder(t, providertest.Answer{Body: sse, Cut: strings.Index(sse, "toolu_01B7mRt2kLx")})
+	deltas, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	if err == nil || final != nil {
 		t.Fatalf("cut stream: final = %+v, err = %v; want an error", final, err)
 	}
-	if strings.Join(deltas, "") != "I'll check both." || rec.calls() != 1 {
-		t.Errorf("cut stream: deltas %q, %d calls; want the text and 1 call", deltas, rec.calls())
+	if strings.Join(deltas, "") != "I'll check both." || rec.Calls() != 1 {
+		t.Errorf("cut stream: deltas %q, %d calls; want the text and 1 call", deltas, rec.Calls())
 	}
 
 	// A stream that ends cleanly but without message_stop is an error.
-	rec = newRecorder(t, answer{body: sse[:strings.Index(sse, "event: message_stop")]})
-	if _, _, err := modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical())); err == nil || !strings.Contains(err.Error(), "message_stop") {
+	rec = providertest.NewRecorder(t, providertest.Answer{Body: sse[:strings.Index(sse, "event: message_stop")]})
+	if _, _, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical())); err == nil || !strings.Contains(err.Error(), "message_stop") {
 		t.Errorf("truncated stream: err = %v", err)
 	}
 
-	rec = newRecorder(t, answer{body: readFile(t, "stream_overloaded_midway.sse")})
-	deltas, _, err = modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	rec = providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "stream_overloaded_midway.sse")})
+	deltas, _, err = modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.Type != "overloaded_error" || pe.StatusCode != 0 || pe.Message != "Overloaded" {
 		t.Errorf("mid-stream error = %#v, want overloaded_error without status", err)
 	}
-	if strings.Join(deltas, "") != "Partial answer" || rec.calls() != 1 {
-		t.Errorf("deltas = %q, calls = %d", deltas, rec.calls())
+	if strings.Join(deltas, "") != "Partial answer" || rec.Calls() != 1 {
+		t.Errorf("deltas = %q, calls = %d", deltas, rec.Calls())
 	}
 }
 
 func TestNoRetryAfterCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	rec := newRecorder(t, answer{status: 529, body: readFile(t, "error_529.json")})
-	m := newModel(t, rec.srv.URL, func(o *anthropic.Options) { o.RetryBaseDelay, o.RetryMaxDelay = time.Hour, time.Hour })
+	rec := providertest.NewRecorder(t, providertest.Answer{Status: 529, Body: providertest.ReadFile(t, "error_529.json")})
+	m := newModel(t, rec.URL(), func(o *anthropic.Options) { o.RetryBaseDelay, o.RetryMaxDelay = time.Hour, time.Hour })
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err := m.Generate(ctx, canonical())
-	if !errors.Is(err, context.Canceled) || rec.calls() != 1 {
-		t.Errorf("err = %v after %d calls, want context.Canceled after 1", err, rec.calls())
+	if !errors.Is(err, context.Canceled) || rec.Calls() != 1 {
+		t.Errorf("err = %v after %d calls, want context.Canceled after 1", err, rec.Calls())
 	}
 }
 

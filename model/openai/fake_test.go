@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -247,81 +246,4 @@ func canonical() *model.Request {
 		MaxTokens:   256,
 		Temperature: &temp,
 	}
-}
-
-// recorder is a server that records request bodies and headers and answers
-// with fixed bodies, one per call (the last one repeats).
-type recorder struct {
-	mu      sync.Mutex
-	bodies  [][]byte
-	headers []http.Header
-	answers []answer
-	srv     *httptest.Server
-}
-
-type answer struct {
-	status int
-	header http.Header
-	body   string
-	// cut, when set, sends the first cut bytes of body and then kills the
-	// connection.
-	cut int
-	// drop kills the connection without answering.
-	drop bool
-}
-
-func newRecorder(t *testing.T, answers ...answer) *recorder {
-	rec := &recorder{answers: answers}
-	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		rec.mu.Lock()
-		n := len(rec.bodies)
-		rec.bodies = append(rec.bodies, b)
-		rec.headers = append(rec.headers, r.Header.Clone())
-		a := rec.answers[min(n, len(rec.answers)-1)]
-		rec.mu.Unlock()
-		for k, v := range a.header {
-			w.Header()[k] = v
-		}
-		if w.Header().Get("Content-Type") == "" {
-			if strings.HasPrefix(a.body, "data:") || strings.HasPrefix(a.body, "event:") {
-				w.Header().Set("Content-Type", "text/event-stream")
-			} else {
-				w.Header().Set("Content-Type", "application/json")
-			}
-		}
-		if a.drop {
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				conn.Close()
-			}
-			return
-		}
-		if a.cut > 0 {
-			w.WriteHeader(cmpOr(a.status, 200))
-			io.WriteString(w, a.body[:a.cut])
-			w.(http.Flusher).Flush()
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err == nil {
-				conn.Close()
-			}
-			return
-		}
-		w.WriteHeader(cmpOr(a.status, 200))
-		io.WriteString(w, a.body)
-	}))
-	t.Cleanup(rec.srv.Close)
-	return rec
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
-}
-
-func (r *recorder) calls() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.bodies)
 }

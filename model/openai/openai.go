@@ -32,7 +32,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +40,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
 	"github.com/tollgate-dev/tollgate/model"
 )
@@ -108,56 +108,26 @@ func New(opts *Options) (*Model, error) {
 	if opts != nil {
 		o = *opts
 	}
-	base := cmp.Or(o.BaseURL, DefaultBaseURL)
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: base URL %q is not an absolute http(s) URL", retry.Redact(base, o.APIKey))
-	}
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	client := o.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
+	base, err := provider.BaseURL(Provider, o.BaseURL, DefaultBaseURL, o.APIKey)
+	if err != nil {
+		return nil, err
 	}
 	ropts := []option.RequestOption{
 		option.WithBaseURL(base),
-		option.WithHTTPClient(client),
+		option.WithHTTPClient(cmp.Or(o.HTTPClient, http.DefaultClient)),
 		option.WithMaxRetries(0), // one retry mechanism: internal/retry
 	}
 	if o.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(o.APIKey))
 	}
-	for _, k := range slices.Sorted(mapsKeys(o.Headers)) {
-		for i, v := range o.Headers[k] {
-			if i == 0 {
-				ropts = append(ropts, option.WithHeader(k, v))
-			} else {
-				ropts = append(ropts, option.WithHeaderAdd(k, v))
-			}
-		}
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	ropts = append(ropts, provider.Headers(o.Headers, option.WithHeader, option.WithHeaderAdd)...)
 	return &Model{
 		svc:    oai.NewChatCompletionService(ropts...),
 		model:  o.Model,
 		key:    o.APIKey,
 		policy: retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
-		log:    log.With(slog.String("provider", Provider)),
+		log:    provider.Logger(o.Logger, Provider),
 	}, nil
-}
-
-func mapsKeys(h http.Header) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for k := range h {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // KeyFromEnv returns the API key for a server at baseURL from the
@@ -274,7 +244,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" && !apiErr.JSON.Message.Valid() {
-			msg = truncate(apiErr.RawJSON(), 300)
+			msg = provider.Truncate(apiErr.RawJSON(), 300)
 		}
 		var h http.Header
 		if apiErr.Response != nil {
@@ -283,13 +253,6 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		return retry.HTTPError(Provider, apiErr.StatusCode, h, cmp.Or(apiErr.Code, apiErr.Type), msg, m.key)
 	}
 	return retry.NetworkError(Provider, err, m.key)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // params translates a tollgate request into Chat Completions parameters.

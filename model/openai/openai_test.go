@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tollgate-dev/tollgate/internal/providertest"
 	"github.com/tollgate-dev/tollgate/internal/retry"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/modeltest"
@@ -55,73 +54,39 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func readFile(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// golden compares got (JSON, indented for the file) with testdata/name, or
-// rewrites the file under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, got, "", "  "); err != nil {
-		t.Fatalf("request body is not JSON: %v\n%s", err, got)
-	}
-	buf.WriteByte('\n')
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
-	}
-}
-
 func TestRequestGolden(t *testing.T) {
-	rec := newRecorder(t,
-		answer{body: readFile(t, "response_tool_calls.json")},
-		answer{body: readFile(t, "response_tool_calls.json")},
-		answer{body: readFile(t, "stream_tool_calls.sse")},
+	rec := providertest.NewRecorder(t,
+		providertest.Answer{Body: providertest.ReadFile(t, "response_tool_calls.json")},
+		providertest.Answer{Body: providertest.ReadFile(t, "response_tool_calls.json")},
+		providertest.Answer{Body: providertest.ReadFile(t, "stream_tool_calls.sse")},
 	)
-	m := newModel(t, rec.srv.URL, nil)
+	m := newModel(t, rec.URL(), nil)
 	if _, err := m.Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
 	req := canonical()
 	req.Model, req.MaxTokens, req.Temperature, req.Tools = "", 0, nil, nil
-	m2 := newModel(t, rec.srv.URL, func(o *openai.Options) { o.Model = "default-model" })
+	m2 := newModel(t, rec.URL(), func(o *openai.Options) { o.Model = "default-model" })
 	if _, err := m2.Generate(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := modeltest.Collect(m.Stream(context.Background(), canonical())); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request.golden.json", rec.bodies[0])
-	golden(t, "request_minimal.golden.json", rec.bodies[1])
-	golden(t, "request_stream.golden.json", rec.bodies[2])
+	providertest.Golden(t, "request.golden.json", rec.Body(0), *update)
+	providertest.Golden(t, "request_minimal.golden.json", rec.Body(1), *update)
+	providertest.Golden(t, "request_stream.golden.json", rec.Body(2), *update)
 }
 
 func TestAuthAndHeaders(t *testing.T) {
-	rec := newRecorder(t, answer{body: readFile(t, "response_tool_calls.json")})
-	m := newModel(t, rec.srv.URL, func(o *openai.Options) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_calls.json")})
+	m := newModel(t, rec.URL(), func(o *openai.Options) {
 		o.Headers = http.Header{"Http-Referer": {"https://tollgate.example"}, "X-Tenant": {"a", "b"}}
 	})
 	if _, err := m.Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	h := rec.headers[0]
+	h := rec.Header(0)
 	if got := h.Get("Authorization"); got != "Bearer "+testKey {
 		t.Errorf("Authorization = %q, want Bearer and the key", got)
 	}
@@ -136,18 +101,18 @@ func TestAuthAndHeaders(t *testing.T) {
 	// environment has one: the package does not read it.
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/nowhere")
-	m = newModel(t, rec.srv.URL, func(o *openai.Options) { o.APIKey = "" })
+	m = newModel(t, rec.URL(), func(o *openai.Options) { o.APIKey = "" })
 	if _, err := m.Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.headers[1].Get("Authorization"); got != "" {
+	if got := rec.Header(1).Get("Authorization"); got != "" {
 		t.Errorf("Authorization without a key = %q, want none", got)
 	}
 }
 
 func TestResponseFromTestdata(t *testing.T) {
-	rec := newRecorder(t, answer{body: readFile(t, "response_tool_calls.json")})
-	resp, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical())
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_calls.json")})
+	resp, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +134,8 @@ func TestResponseFromTestdata(t *testing.T) {
 }
 
 func TestStreamRecorded(t *testing.T) {
-	rec := newRecorder(t, answer{body: readFile(t, "stream_tool_calls.sse")})
-	deltas, final, err := modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "stream_tool_calls.sse")})
+	deltas, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,17 +157,17 @@ func TestStreamRecorded(t *testing.T) {
 }
 
 func TestRetryOn429WithRetryAfter(t *testing.T) {
-	rec := newRecorder(t,
-		answer{status: 429, header: http.Header{"Retry-After": {"1"}}, body: readFile(t, "error_429.json")},
-		answer{status: 503, body: `{"error":{"message":"overloaded","type":"server_error"}}`},
-		answer{body: readFile(t, "response_tool_calls.json")},
+	rec := providertest.NewRecorder(t,
+		providertest.Answer{Status: 429, Header: http.Header{"Retry-After": {"1"}}, Body: providertest.ReadFile(t, "error_429.json")},
+		providertest.Answer{Status: 503, Body: `{"error":{"message":"overloaded","type":"server_error"}}`},
+		providertest.Answer{Body: providertest.ReadFile(t, "response_tool_calls.json")},
 	)
 	// RetryMaxDelay 5ms caps the server's one second.
-	if _, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical()); err != nil {
+	if _, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	if rec.calls() != 3 {
-		t.Errorf("%d calls, want 3 (429, 503, success)", rec.calls())
+	if rec.Calls() != 3 {
+		t.Errorf("%d calls, want 3 (429, 503, success)", rec.Calls())
 	}
 }
 
@@ -210,14 +175,14 @@ func TestRetryExhausted(t *testing.T) {
 	for _, tc := range []struct {
 		retries, calls int
 	}{{-1, 1}, {1, 2}, {3, 4}} {
-		rec := newRecorder(t, answer{status: 429, header: http.Header{"Retry-After": {"2"}}, body: readFile(t, "error_429.json")})
-		_, err := newModel(t, rec.srv.URL, func(o *openai.Options) { o.MaxRetries = tc.retries }).Generate(context.Background(), canonical())
+		rec := providertest.NewRecorder(t, providertest.Answer{Status: 429, Header: http.Header{"Retry-After": {"2"}}, Body: providertest.ReadFile(t, "error_429.json")})
+		_, err := newModel(t, rec.URL(), func(o *openai.Options) { o.MaxRetries = tc.retries }).Generate(context.Background(), canonical())
 		var pe *model.ProviderError
 		if !errors.As(err, &pe) {
 			t.Fatalf("err = %v, want *model.ProviderError", err)
 		}
-		if rec.calls() != tc.calls || pe.Attempts != tc.calls {
-			t.Errorf("MaxRetries %d: %d calls, Attempts %d; want %d", tc.retries, rec.calls(), pe.Attempts, tc.calls)
+		if rec.Calls() != tc.calls || pe.Attempts != tc.calls {
+			t.Errorf("MaxRetries %d: %d calls, Attempts %d; want %d", tc.retries, rec.Calls(), pe.Attempts, tc.calls)
 		}
 		want := model.ProviderError{Provider: "openai", StatusCode: 429, Type: "rate_limit_exceeded", Retryable: true, RetryAfter: 2 * time.Second, Attempts: tc.calls}
 		if diff := cmp.Diff(want, *pe, cmpopts.IgnoreFields(model.ProviderError{}, "Message")); diff != "" {
@@ -232,29 +197,29 @@ func TestRetryExhausted(t *testing.T) {
 func TestClientErrorsNotRetriedAndKeyNeverEchoed(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rec := newRecorder(t, answer{status: 401, body: readFile(t, "error_401.json")})
-	m := newModel(t, rec.srv.URL, func(o *openai.Options) { o.Logger = logger })
+	rec := providertest.NewRecorder(t, providertest.Answer{Status: 401, Body: providertest.ReadFile(t, "error_401.json")})
+	m := newModel(t, rec.URL(), func(o *openai.Options) { o.Logger = logger })
 	_, err := m.Generate(context.Background(), canonical())
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != 401 || pe.Retryable || pe.Type != "invalid_api_key" {
 		t.Fatalf("err = %v, want a non-retryable 401 invalid_api_key", err)
 	}
-	if rec.calls() != 1 {
-		t.Errorf("%d calls, want 1", rec.calls())
+	if rec.Calls() != 1 {
+		t.Errorf("%d calls, want 1", rec.Calls())
 	}
 	// The stream path, a network error and a retried 5xx echoing the key too.
-	rec2 := newRecorder(t,
-		answer{drop: true},
-		answer{status: 500, body: `{"error":{"message":"bad key ` + testKey + `","type":"server_error"}}`},
-		answer{status: 401, body: readFile(t, "error_401.json")},
+	rec2 := providertest.NewRecorder(t,
+		providertest.Answer{Drop: true},
+		providertest.Answer{Status: 500, Body: `{"error":{"message":"bad key ` + testKey + `","type":"server_error"}}`},
+		providertest.Answer{Status: 401, Body: providertest.ReadFile(t, "error_401.json")},
 	)
-	m2 := newModel(t, rec2.srv.URL+"/"+testKey, func(o *openai.Options) { o.Logger = logger })
+	m2 := newModel(t, rec2.URL()+"/"+testKey, func(o *openai.Options) { o.Logger = logger })
 	_, _, err2 := modeltest.Collect(m2.Stream(context.Background(), canonical()))
 	if err2 == nil {
 		t.Fatal("stream: no error")
 	}
-	if rec2.calls() != 3 {
-		t.Errorf("stream: %d calls, want 3", rec2.calls())
+	if rec2.Calls() != 3 {
+		t.Errorf("stream: %d calls, want 3", rec2.Calls())
 	}
 	if !strings.Contains(logs.String(), "retrying") {
 		t.Errorf("retries not logged: %s", logs.String())
@@ -270,12 +235,12 @@ func TestClientErrorsNotRetriedAndKeyNeverEchoed(t *testing.T) {
 }
 
 func TestNetworkErrorRetried(t *testing.T) {
-	rec := newRecorder(t, answer{drop: true}, answer{drop: true}, answer{body: readFile(t, "response_tool_calls.json")})
-	if _, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical()); err != nil {
+	rec := providertest.NewRecorder(t, providertest.Answer{Drop: true}, providertest.Answer{Drop: true}, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_calls.json")})
+	if _, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical()); err != nil {
 		t.Fatal(err)
 	}
-	if rec.calls() != 3 {
-		t.Errorf("%d calls, want 3", rec.calls())
+	if rec.Calls() != 3 {
+		t.Errorf("%d calls, want 3", rec.Calls())
 	}
 
 	// Nothing listening: connection refused, retried, then typed.
@@ -288,56 +253,56 @@ func TestNetworkErrorRetried(t *testing.T) {
 }
 
 func TestStreamRetriesOnlyBeforeFirstByte(t *testing.T) {
-	rec := newRecorder(t,
-		answer{status: 503, body: `{"error":{"message":"overloaded","type":"server_error"}}`},
-		answer{body: readFile(t, "stream_tool_calls.sse")},
+	rec := providertest.NewRecorder(t,
+		providertest.Answer{Status: 503, Body: `{"error":{"message":"overloaded","type":"server_error"}}`},
+		providertest.Answer{Body: providertest.ReadFile(t, "stream_tool_calls.sse")},
 	)
-	_, final, err := modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	_, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	if err != nil || final == nil || len(final.Message.ToolCalls) != 2 {
 		t.Fatalf("final = %+v, err = %v", final, err)
 	}
-	if rec.calls() != 2 {
-		t.Errorf("%d calls, want 2", rec.calls())
+	if rec.Calls() != 2 {
+		t.Errorf("%d calls, want 2", rec.Calls())
 	}
 
 	// Cut after some chunks: the error ends the stream, no retry.
-	sse := readFile(t, "stream_tool_calls.sse")
+	sse := providertest.ReadFile(t, "stream_tool_calls.sse")
 	cut := strings.Index(sse, `"id":"call_Mx3Vb7LpQ"`)
-	rec = newRecorder(t, answer{body: sse, cut: cut})
-	deltas, final, err := modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	rec = providertest.NewRecorder(t, providertest.Answer{Body: sse, Cut: cut})
+	deltas, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	if err == nil || final != nil {
 		t.Fatalf("cut stream: final = %+v, err = %v; want an error", final, err)
 	}
 	if strings.Join(deltas, "") != "Let me check." {
 		t.Errorf("deltas before the cut = %q", deltas)
 	}
-	if rec.calls() != 1 {
-		t.Errorf("cut stream: %d calls, want 1", rec.calls())
+	if rec.Calls() != 1 {
+		t.Errorf("cut stream: %d calls, want 1", rec.Calls())
 	}
 
 	// An error event in the middle of the stream.
-	rec = newRecorder(t, answer{body: readFile(t, "stream_error_midway.sse")})
-	deltas, _, err = modeltest.Collect(newModel(t, rec.srv.URL, nil).Stream(context.Background(), canonical()))
+	rec = providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "stream_error_midway.sse")})
+	deltas, _, err = modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || !strings.Contains(pe.Error(), "The server had an error") {
 		t.Errorf("mid-stream error = %v, want a ProviderError with the server's message", err)
 	}
-	if strings.Join(deltas, "") != "Partial answer" || rec.calls() != 1 {
-		t.Errorf("deltas = %q, calls = %d", deltas, rec.calls())
+	if strings.Join(deltas, "") != "Partial answer" || rec.Calls() != 1 {
+		t.Errorf("deltas = %q, calls = %d", deltas, rec.Calls())
 	}
 }
 
 func TestNoRetryAfterCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	rec := newRecorder(t, answer{status: 503, body: `{"error":{"message":"overloaded"}}`})
-	m := newModel(t, rec.srv.URL, func(o *openai.Options) { o.RetryBaseDelay, o.RetryMaxDelay = time.Hour, time.Hour })
+	rec := providertest.NewRecorder(t, providertest.Answer{Status: 503, Body: `{"error":{"message":"overloaded"}}`})
+	m := newModel(t, rec.URL(), func(o *openai.Options) { o.RetryBaseDelay, o.RetryMaxDelay = time.Hour, time.Hour })
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err := m.Generate(ctx, canonical())
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
-	if rec.calls() != 1 {
-		t.Errorf("%d calls, want 1", rec.calls())
+	if rec.Calls() != 1 {
+		t.Errorf("%d calls, want 1", rec.Calls())
 	}
 }
 
@@ -365,9 +330,9 @@ func TestNewAndRequestErrors(t *testing.T) {
 }
 
 func TestInvalidArgumentsPassedAsString(t *testing.T) {
-	body := strings.Replace(readFile(t, "response_tool_calls.json"), `"{\"city\":\"Paris\"}"`, `"{\"city\": Paris"`, 1)
-	rec := newRecorder(t, answer{body: body})
-	resp, err := newModel(t, rec.srv.URL, nil).Generate(context.Background(), canonical())
+	body := strings.Replace(providertest.ReadFile(t, "response_tool_calls.json"), `"{\"city\":\"Paris\"}"`, `"{\"city\": Paris"`, 1)
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: body})
+	resp, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical())
 	if err != nil {
 		t.Fatal(err)
 	}
