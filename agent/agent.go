@@ -69,7 +69,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Agent runs the loop of ARCHITECTURE.md: model turn, tool calls through the
+// Agent runs the loop of docs/architecture.md: model turn, tool calls through the
 // governed pipeline, repeat. It is safe for concurrent runs.
 type Agent struct {
 	opts Options

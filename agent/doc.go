@@ -4,7 +4,7 @@
 //
 // # The tool-call pipeline
 //
-// Every tool call passes these steps in this order (ARCHITECTURE.md):
+// Every tool call passes these steps in this order (docs/architecture.md):
 //
 //  1. Resolve the tool by name; an unknown name is an error result naming it.
 //  2. Validate the arguments against the tool's input schema; invalid arguments

@@ -74,7 +74,7 @@ func answerer(ans *tool.Answer) string {
 	return "person"
 }
 
-// pipeline is one pass of ARCHITECTURE.md's tool-call pipeline. prior and ans
+// pipeline is one pass of docs/architecture.md's tool-call pipeline. prior and ans
 // are set when the call is retried after an answer.
 func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) callOutcome {
 	rec := r.newRecord(call)

@@ -27,7 +27,7 @@ const (
 // Outcome classifies what happened to one tool call.
 type Outcome string
 
-// Tool call outcomes, in pipeline order (ARCHITECTURE.md).
+// Tool call outcomes, in pipeline order (docs/architecture.md).
 const (
 	// OutcomeUnknownTool: no tool has the name the model used (step 1).
 	OutcomeUnknownTool Outcome = "unknown_tool"

@@ -117,7 +117,7 @@ func (a Autonomy) Valid() bool {
 //	escalation   deny       deny        deny      deny
 //
 // Each level is at least as strict as the one before it for every risk.
-// Unknown (a tool without hints, treated as mutating per ARCHITECTURE.md) is
+// Unknown (a tool without hints, treated as mutating per docs/architecture.md) is
 // asked about wherever destructive is. An invalid level or risk yields Deny
 // (fail closed).
 func AutonomyDecision(a Autonomy, r Risk) Decision {

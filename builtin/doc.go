@@ -34,8 +34,9 @@
 // from the null device, in its own process group (internal/proc). On timeout
 // (default 60 s) or cancellation the whole group is killed with SIGKILL, so
 // background grandchildren die too; when the shell exits normally, whatever it
-// left running in its group is killed as well, so a call never leaves
-// processes behind. stdout and stderr are captured together, capped at 64 KiB
+// left running in its group is killed as well, so a call leaves no process of
+// its group behind. A process that leaves the group on purpose (setsid) is
+// out of reach, as it is for any supervisor that works by process group. stdout and stderr are captured together, capped at 64 KiB
 // with an explicit "[output truncated: N bytes dropped]" marker; the capture
 // never blocks the child and never waits forever on a pipe held open by an
 // escaped process. A non-zero exit status is an error result carrying the

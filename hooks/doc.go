@@ -12,7 +12,7 @@
 //
 // Several hooks of each stage may be registered; they form a chain run in
 // registration order ([Hooks.BeforeTool] etc.). Composition rules
-// (ARCHITECTURE.md, "The tool-call pipeline"):
+// (docs/architecture.md, "The tool-call pipeline"):
 //
 //   - Each BeforeTool hook sees the arguments as rewritten by the hooks before it.
 //     The first hook that returns a result (a denial, a cache hit, a dry run) or a

@@ -1,5 +1,5 @@
 // Package records writes the decision record of every tool call (issue item 5,
-// ARCHITECTURE.md pipeline step 9) as JSON lines and to slog. A [Writer]'s
+// docs/architecture.md pipeline step 9) as JSON lines and to slog. A [Writer]'s
 // Record method has the shape of agent.Options.OnRecord.
 //
 // A line holds the call ID, the tool, the digests of the model's and of the

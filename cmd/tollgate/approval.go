@@ -52,6 +52,7 @@ type storedConfig struct {
 // store of halted runs; --records appends one JSON line per tool call.
 func approvalRunExtension() runExtension {
 	var policyFile, autonomy, approve, stateDir, recordsFile string
+	var ttl time.Duration
 	return runExtension{
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&policyFile, "policy", "", "authorization policy file (YAML, see 'tollgate policy check')")
@@ -59,8 +60,13 @@ func approvalRunExtension() runExtension {
 			fs.StringVar(&approve, "approve", approvePrompt, "who answers approval requests: prompt (the terminal; without one, store the run and exit 3), wait (store the run, wait for answers given with 'tollgate approvals', then go on), yes or no")
 			fs.StringVar(&stateDir, "state-dir", sqlite.DefaultDir, "directory of the store of halted runs and approvals")
 			fs.StringVar(&recordsFile, "records", "", "append one JSON line per tool call decision to this file")
+			fs.DurationVar(&ttl, "approval-ttl", 0, "approval requests expire this long after they are made, e.g. 1h (0: never); an expired request is refused")
 		},
 		setup: func(ctx context.Context, rs *runSetup) error {
+			if ttl < 0 {
+				return usageErr("run: --approval-ttl must not be negative, got %s", ttl)
+			}
+			rs.opts.ApprovalTTL = ttl
 			if policyFile != "" || autonomy != "" {
 				pol, err := loadPolicy(rs.env.stderr, policyFile, autonomy)
 				if err != nil {
@@ -385,6 +391,11 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			switch store.Status(status) {
+			case store.StatusPending, store.StatusApproved, store.StatusDenied, store.StatusExpired, store.StatusUsed, "all":
+			default:
+				return usageErr("approvals list: --status %q: want pending, approved, denied, expired, used or all", status)
+			}
 			f := store.ApprovalFilter{RunID: runID, Status: store.Status(status)}
 			if status == "all" {
 				f.Status = ""

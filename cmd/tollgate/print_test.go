@@ -5,8 +5,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSafeText(t *testing.T) {
@@ -58,5 +60,42 @@ func TestPolicyPathsResolveAgainstWorkdir(t *testing.T) {
 	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", ws, "--policy", pol, "x"}, strings.NewReader(""), &out, &errb)
 	if code != exitDone || !strings.Contains(out.String(), "denied by rule:no-secret") {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
+
+// --approval-ttl makes approval requests expire: an approval given too late is
+// refused, and resume gives the model the expiry instead of running the call.
+func TestApprovalTTL(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	os.WriteFile("p.yaml", []byte("rules:\n  - id: ask-bash\n    tool: bash\n    decision: ask\n    reason: r\n"), 0o644)
+	os.WriteFile("s.yaml", []byte("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"echo ran >> ran.txt\"}\n  - text: done\n"), 0o644)
+	run := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	code, out := run("run", "--model", "script:s.yaml", "--workdir", ".", "--policy", "p.yaml", "--approval-ttl", "1ms", "x")
+	if code != exitPending {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	req := regexp.MustCompile(`approvals approve (req_[0-9a-f]+)`).FindStringSubmatch(out)
+	runID := regexp.MustCompile(`resume (run_[0-9a-f]+)`).FindStringSubmatch(out)
+	if req == nil || runID == nil {
+		t.Fatalf("no request or run ID in:\n%s", out)
+	}
+	time.Sleep(20 * time.Millisecond) // let the 1 ms expiry pass
+	if code, out := run("approvals", "approve", req[1]); code == 0 || !strings.Contains(out, "expired") {
+		t.Fatalf("late approval: exit %d\n%s", code, out)
+	}
+	code, out = run("resume", runID[1])
+	if code != exitDone || !strings.Contains(out, "expired") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat("ran.txt"); err == nil {
+		t.Error("the expired request's call ran")
+	}
+	if code, _ := run("approvals", "list", "--status", "bogus"); code != exitUsage {
+		t.Errorf("approvals list --status bogus: exit %d, want %d", code, exitUsage)
 	}
 }

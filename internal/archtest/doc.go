@@ -1,4 +1,4 @@
 // Package archtest holds the test that keeps tollgate's import graph in the
-// shape ARCHITECTURE.md draws: levels import only downward, siblings on one
+// shape docs/architecture.md draws: levels import only downward, siblings on one
 // level do not import each other, and the agent never imports an adapter.
 package archtest
