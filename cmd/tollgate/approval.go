@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -24,6 +25,8 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -335,12 +338,73 @@ func printHalted(rs *runSetup, stateDir string, res *agent.Result) {
 	fmt.Fprintf(w, "then: tollgate resume%s %s\n", sd, res.RunID)
 }
 
+// lintPolicy returns warnings about rules of spec that cannot match what
+// tollgate run offers: tool globs that match no builtin and no MCP name, and
+// argument conditions on fields that no matched builtin tool has.
+func lintPolicy(spec approval.PolicySpec) []string {
+	tools, err := builtin.New(os.TempDir(), nil)
+	if err != nil {
+		return nil
+	}
+	props := map[string]map[string]bool{}
+	for _, t := range tools {
+		s := t.Spec()
+		props[s.Name] = map[string]bool{}
+		if s.InputSchema != nil {
+			for k := range s.InputSchema.Properties {
+				props[s.Name][k] = true
+			}
+		}
+	}
+	var warns []string
+	for _, r := range spec.Rules {
+		var matched []string // builtins the rule applies to
+		mcp := len(r.Tools) == 0
+		for _, g := range r.Tools {
+			hit := false
+			for name := range props {
+				if glob.Match(g, name) {
+					matched, hit = append(matched, name), true
+				}
+			}
+			if glob.Match(g, "mcp__x__y") || strings.HasPrefix(strings.ToLower(g), "mcp__") {
+				mcp, hit = true, true
+			}
+			if !hit {
+				warns = append(warns, fmt.Sprintf("rule %q: tool %q matches no builtin tool (%s) and no MCP tool (mcp__*)", r.ID, g, strings.Join(builtin.Names(), ", ")))
+			}
+		}
+		if len(r.Tools) == 0 {
+			matched = builtin.Names()
+		}
+		if mcp || len(matched) == 0 {
+			continue // MCP and other tools' arguments are not known here
+		}
+		for _, a := range r.Args {
+			field, _, _ := strings.Cut(a.Field, ".")
+			found := false
+			for _, name := range matched {
+				found = found || props[name][field]
+			}
+			if !found {
+				slices.Sort(matched)
+				warns = append(warns, fmt.Sprintf("rule %q: argument %q is not an argument of %s, so the rule never matches", r.ID, a.Field, strings.Join(matched, ", ")))
+			}
+		}
+	}
+	return warns
+}
+
 func newPolicyCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Work with authorization policy files"}
 	check := &cobra.Command{
 		Use:   "check FILE...",
 		Short: "Check policy files and print their problems as file:line:col",
 		Long: `Check policy files. Every problem is printed as file:line:col: severity: message.
+It also warns about rules that can never match what 'tollgate run' offers: a tool
+glob that matches no builtin tool and no MCP tool name (mcp__*), or a condition on
+an argument that none of the builtin tools a rule applies to has (cmd for bash's
+command, say). Tools from other sources are not known here.
 Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 		Args: argsUsage(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -357,6 +421,9 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 						fmt.Fprintln(env.stderr, "tollgate:", err)
 					}
 					continue
+				}
+				for _, w := range lintPolicy(p.Spec()) {
+					fmt.Fprintf(env.stdout, "%s: warning: %s\n", f, w)
 				}
 				a := string(p.Autonomy())
 				if a == "" {

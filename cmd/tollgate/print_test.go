@@ -99,3 +99,26 @@ func TestApprovalTTL(t *testing.T) {
 		t.Errorf("approvals list --status bogus: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// policy check warns about rules that can never match a tool or an argument
+// tollgate run offers.
+func TestPolicyCheckLint(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "p.yaml")
+	os.WriteFile(f, []byte("rules:\n  - id: typo\n    tool: bassh\n    decision: deny\n    reason: x\n  - id: wrong-arg\n    tool: bash\n    args: {cmd: {regex: rm}}\n    decision: deny\n    reason: x\n  - id: fine\n    tool: [edit, \"mcp__*\"]\n    args: {path: {prefix: /etc}}\n    decision: deny\n    reason: x\n"), 0o644)
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"policy", "check", f}, strings.NewReader(""), &out, &errb)
+	want := []string{
+		`warning: rule "typo": tool "bassh" matches no builtin tool`,
+		`warning: rule "wrong-arg": argument "cmd" is not an argument of bash`,
+		"ok: 3 rule(s)",
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	if code != 0 || strings.Contains(out.String(), `rule "fine"`) {
+		t.Errorf("exit %d (warnings only: want 0); output:\n%s", code, out.String())
+	}
+}
