@@ -52,6 +52,7 @@ type PolicyError struct {
 	Problems []Problem
 }
 
+// Error lists every problem, one "file:line:col: severity: message" a line.
 func (e *PolicyError) Error() string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {

@@ -236,6 +236,8 @@ type Error struct {
 	Stack string
 }
 
+// Error says which stage and hook failed, and how: `before_tool hook "x"
+// failed: <err>` or `... panicked: <value>`.
 func (e *Error) Error() string {
 	if e.Panic != nil {
 		return fmt.Sprintf("%s hook %q panicked: %v", e.Stage, e.Hook, e.Panic)
