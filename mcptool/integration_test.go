@@ -69,7 +69,7 @@ func hintsTable(s *Set) string {
 	return b.String()
 }
 
-// asksForDestructive is the gate of issue 6's policy example: ask before a
+// asksForDestructive is the documented policy example: ask before a
 // tool that is not read-only and may destroy data.
 func asksForDestructive(h *tool.Hints) bool { return h == nil || (!h.ReadOnly && h.Destructive) }
 

@@ -1,4 +1,4 @@
-// Package records writes the decision record of every tool call (issue item 5,
+// Package records writes the decision record of every tool call (the audit trail,
 // docs/architecture.md pipeline step 9) as JSON lines and to slog. A [Writer]'s
 // Record method has the shape of agent.Options.OnRecord.
 //

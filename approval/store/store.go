@@ -1,6 +1,6 @@
 // Package store keeps halted runs and their approval records so that a run
 // that waits for a person survives the process (docs/architecture.md, "Suspension
-// and approval"; issue item 4). [Store] is the interface; [Memory] is the
+// and approval"). [Store] is the interface; [Memory] is the
 // in-memory implementation, package approval/store/sqlite the durable one, and
 // package approval/store/storetest the test suite every implementation must
 // pass.

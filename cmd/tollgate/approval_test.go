@@ -262,7 +262,7 @@ func (e *e2e) pendingRequest(tool string) (runID, reqID string) {
 	return "", ""
 }
 
-// The issue's scenario: `tollgate run --approve wait` stores the halted run,
+// The durable-approval scenario: `tollgate run --approve wait` stores the halted run,
 // then waits; it is killed with SIGKILL while it waits; another process
 // approves; `tollgate resume` runs the call exactly once.
 func TestRunWaitKilledThenResumedEndToEnd(t *testing.T) {
