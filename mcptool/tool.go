@@ -147,6 +147,11 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession
 		if err := json.Unmarshal(raw, schema); err != nil {
 			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 		}
+		// A schema that cannot be used for validation fails this server here
+		// (its status says why) rather than the whole agent later.
+		if _, err := tool.NewValidator(schema); err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
 	}
 	var ann *mcp.ToolAnnotations
 	if t.Annotations != nil {

@@ -1,0 +1,27 @@
+package mcptool
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A tool whose input schema cannot be resolved fails its server, with the
+// tool named, instead of failing every agent that would offer it.
+func TestNewToolRejectsUnusableSchema(t *testing.T) {
+	sc := &ServerConfig{}
+	bad := &mcp.Tool{Name: "broken", InputSchema: map[string]any{"type": "object", "$ref": "#/definitions/missing"}}
+	if _, err := newTool("srv", sc, bad, nil); err == nil || !strings.Contains(err.Error(), `tool "broken"`) {
+		t.Fatalf("err = %v, want an error naming the tool", err)
+	}
+	for _, schema := range []any{
+		map[string]any{"type": "object"},
+		map[string]any{"type": "object", "additionalProperties": true},
+		map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}},
+	} {
+		if _, err := newTool("srv", sc, &mcp.Tool{Name: "ok", InputSchema: schema}, nil); err != nil {
+			t.Errorf("schema %v: %v", schema, err)
+		}
+	}
+}
