@@ -108,7 +108,7 @@ type ArgCondition struct {
 type Policy struct {
 	spec    PolicySpec
 	rules   []compiledRule
-	workdir string // see WithWorkdir; "" compares paths as written
+	workdir workdir // see WithWorkdir; zero compares paths as written
 }
 
 type compiledRule struct {
@@ -273,16 +273,35 @@ func (p *Policy) WithAutonomy(a Autonomy) (*Policy, error) {
 // /work/ws, as the tools would read the same file. Symbolic links are not
 // followed (the tools refuse links that leave the workspace). An empty dir
 // compares paths as written; a relative dir is an error.
-func (p *Policy) WithWorkdir(dir string) (*Policy, error) {
-	if dir != "" && !path.IsAbs(filepath.ToSlash(dir)) {
-		return nil, fmt.Errorf("approval: WithWorkdir(%q): the directory must be absolute", dir)
-	}
+//
+// aliases are other absolute spellings of the same directory (the path as
+// given and the path with its symbolic links resolved, say): an absolute
+// argument under an alias is read as under dir, so that no spelling of a
+// workspace file escapes a rule.
+func (p *Policy) WithWorkdir(dir string, aliases ...string) (*Policy, error) {
 	c := *p
-	c.workdir = ""
-	if dir != "" {
-		c.workdir = path.Clean(filepath.ToSlash(dir))
+	c.workdir = workdir{}
+	if dir == "" {
+		return &c, nil
+	}
+	for _, d := range append([]string{dir}, aliases...) {
+		if !path.IsAbs(filepath.ToSlash(d)) {
+			return nil, fmt.Errorf("approval: WithWorkdir(%q): the directory must be absolute", d)
+		}
+	}
+	c.workdir.dir = path.Clean(filepath.ToSlash(dir))
+	for _, a := range aliases {
+		if a := path.Clean(filepath.ToSlash(a)); a != c.workdir.dir {
+			c.workdir.aliases = append(c.workdir.aliases, a)
+		}
 	}
 	return &c, nil
+}
+
+// workdir is a policy's working directory and its other spellings.
+type workdir struct {
+	dir     string
+	aliases []string
 }
 
 // Evaluation explains a policy's decision about one call.
@@ -350,7 +369,7 @@ func (p *Policy) Authorize(ctx context.Context, c Call) (Verdict, error) {
 // mcpDefaults are the MCP specification's defaults for missing annotations.
 var mcpDefaults = tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
 
-func (r *compiledRule) matches(c Call, risk Risk, args map[string]any, workdir string) bool {
+func (r *compiledRule) matches(c Call, risk Risk, args map[string]any, wd workdir) bool {
 	if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, c.Tool) }) {
 		return false
 	}
@@ -373,14 +392,14 @@ func (r *compiledRule) matches(c Call, risk Risk, args map[string]any, workdir s
 		return false
 	}
 	for i := range r.args {
-		if !r.args[i].holds(args, workdir) {
+		if !r.args[i].holds(args, wd) {
 			return false
 		}
 	}
 	return true
 }
 
-func (a *compiledArg) holds(args map[string]any, workdir string) bool {
+func (a *compiledArg) holds(args map[string]any, wd workdir) bool {
 	var v any = args
 	for _, seg := range a.path {
 		m, ok := v.(map[string]any)
@@ -411,7 +430,7 @@ func (a *compiledArg) holds(args map[string]any, workdir string) bool {
 	if a.Prefix != "" && !strings.HasPrefix(s, a.Prefix) {
 		return false
 	}
-	if a.PathPrefix != "" && !underPath(inWorkdir(s, workdir), inWorkdir(a.prefix, workdir)) {
+	if a.PathPrefix != "" && !underPath(wd.resolve(s), wd.resolve(a.prefix)) {
 		return false
 	}
 	if a.re != nil && !a.re.MatchString(s) {
@@ -420,13 +439,23 @@ func (a *compiledArg) holds(args map[string]any, workdir string) bool {
 	return true
 }
 
-// inWorkdir cleans p and, when workdir is set, makes a relative p absolute
-// against it, as the builtin tools resolve their paths.
-func inWorkdir(p, workdir string) string {
-	if workdir != "" && !path.IsAbs(p) {
-		return path.Join(workdir, p)
+// resolve cleans p and, when the working directory is set, makes a relative
+// p absolute against it and maps an absolute p under an alias onto it, as
+// the builtin tools resolve their paths.
+func (wd workdir) resolve(p string) string {
+	if wd.dir == "" {
+		return path.Clean(p)
 	}
-	return path.Clean(p)
+	if !path.IsAbs(p) {
+		return path.Join(wd.dir, p)
+	}
+	p = path.Clean(p)
+	for _, a := range wd.aliases {
+		if underPath(p, a) {
+			return path.Join(wd.dir, strings.TrimPrefix(p, a))
+		}
+	}
+	return p
 }
 
 // underPath reports whether the cleaned path p equals dir or lies below it.

@@ -391,6 +391,17 @@ func TestPathPrefixWithWorkdir(t *testing.T) {
 			t.Errorf("path %q: %s, want %s", p, v.Decision, want)
 		}
 	}
+	// Another spelling of the workspace (through a symbolic link) is covered too.
+	aliased, err := pol.WithWorkdir("/tmp/pp/ws", "/tmp/pp/link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]approval.Decision{"/tmp/pp/link/secret/a.txt": approval.Deny, "/tmp/pp/link/notes": approval.Allow, "/tmp/pp/linked/secret": approval.Allow} {
+		args, _ := json.Marshal(map[string]string{"path": p})
+		if v, _ := aliased.Authorize(context.Background(), approval.Call{Tool: "read", Args: args}); v.Decision != want {
+			t.Errorf("aliased path %q: %s, want %s", p, v.Decision, want)
+		}
+	}
 	// Without a workdir the absolute spelling is not covered: paths compare as written.
 	v, _ := pol.Authorize(context.Background(), approval.Call{Tool: "read", Args: json.RawMessage(`{"path":"/tmp/pp/ws/secret/a.txt"}`)})
 	if v.Decision != approval.Allow {

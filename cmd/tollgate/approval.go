@@ -76,11 +76,15 @@ func approvalRunExtension() runExtension {
 					return err
 				}
 				// Paths in the policy mean what the builtin tools make of them.
-				if ws, err := filepath.Abs(rs.cfg.workdir); err == nil {
-					if ws, err = filepath.EvalSymlinks(ws); err == nil {
-						if pol, err = pol.WithWorkdir(ws); err != nil {
-							return err
-						}
+				// The tools accept the workspace as given and with its links
+				// resolved; the policy must see both spellings as the same place.
+				if abs, err := filepath.Abs(rs.cfg.workdir); err == nil {
+					real, err := filepath.EvalSymlinks(abs)
+					if err != nil {
+						real = abs
+					}
+					if pol, err = pol.WithWorkdir(real, abs); err != nil {
+						return err
 					}
 				}
 				rs.opts.Authorizers = append(rs.opts.Authorizers, pol)

@@ -61,6 +61,18 @@ func TestPolicyPathsResolveAgainstWorkdir(t *testing.T) {
 	if code != exitDone || !strings.Contains(out.String(), "denied by rule:no-secret") {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
+	// The workspace given through a symbolic link: every spelling is denied.
+	link := filepath.Join(dir, "link")
+	os.Symlink(ws, link)
+	os.WriteFile(script, []byte("turns:\n  - toolCalls:\n"+
+		"      - {name: read, args: {path: "+filepath.Join(link, "secret", "a.txt")+"}}\n"+
+		"      - {name: read, args: {path: "+filepath.Join(ws, "secret", "a.txt")+"}}\n"+
+		"      - {name: read, args: {path: secret/a.txt}}\n  - text: done\n"), 0o644)
+	out.Reset()
+	code = Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", link, "--policy", pol, "x"}, strings.NewReader(""), &out, &errb)
+	if n := strings.Count(out.String(), "denied by rule:no-secret"); code != exitDone || n != 6 { // decision and result line for each
+		t.Fatalf("exit %d, %d denial lines, want 6:\n%s", code, n, out.String())
+	}
 }
 
 // --approval-ttl makes approval requests expire: an approval given too late is
