@@ -130,7 +130,10 @@
 //   - Stdin: the whole context as one JSON object, args embedded as JSON:
 //     command: "jq -r .args.path >> paths.log".
 //   - The argv form, run without a shell, each element expanded on its own:
-//     argv: [logger, -t, tollgate, "tool ${tool} failed: ${error}"].
+//     argv: [logger, -t, tollgate, "tool ${tool} failed: ${error}"]. An
+//     element is data only to a program that treats it as data: after an
+//     interpreter (argv: [sh, -c, "... ${args}"], python -c, ...) it is code
+//     again, and the loader flags that as unsafe too ([Diagnostic].Unsafe).
 //
 // # Attaching
 //

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -32,8 +33,9 @@ type Diagnostic struct {
 	// Skipped is true when an entry was left out because of this problem.
 	Skipped bool
 	// Unsafe is true for a warning that text a model or an error controls
-	// reaches a shell unquoted (${tool}, ${args}, ${callId} or ${error} in a
-	// command); seed 000 keeps such hooks, and `tollgate hooks check` and
+	// reaches code unquoted: ${tool}, ${args}, ${callId} or ${error} in a
+	// shell command, or in an argv element after an interpreter (sh -c,
+	// python -c, ...). Seed 000 keeps such hooks; `tollgate hooks check` and
 	// `tollgate run --hooks` refuse them.
 	Unsafe  bool
 	Message string
@@ -370,11 +372,59 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 			}
 		}
 	}
+	if a.Type == ActionCommand && len(a.Argv) > 0 {
+		if i, name := unsafeArgv(a.Argv); i >= 0 {
+			argvNode := afields["argv"].Value
+			interp := a.Argv[interpreterAt(a.Argv)]
+			warnings = append(warnings, func() {
+				l.add(argvNode, slog.LevelWarn, false, "hook %d: argv[%d] uses ${%s} as an argument of %s, which reads it as code: the model could write code there; pass it as $TOLLGATE_%s or stdin instead", n, i, name, interp, mustEnvSuffix(name))
+				l.diags[len(l.diags)-1].Unsafe = true
+			})
+		}
+	}
 	c.Action = a
 	for _, w := range warnings {
 		w()
 	}
 	return c, true
+}
+
+// interpreters read an argument as code (sh -c, python -c, perl -e, ...):
+// in argv after one of them, model-controlled text is as dangerous as in a
+// shell command.
+var interpreters = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true,
+	"fish": true, "csh": true, "tcsh": true, "busybox": true, "ssh": true, "eval": true,
+	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true,
+	"nodejs": true, "php": true, "lua": true, "awk": true, "gawk": true, "mawk": true, "osascript": true,
+}
+
+// interpreterAt returns the index of the first argv element that names an
+// interpreter (wrappers such as env, sudo or timeout may come before it), or -1.
+func interpreterAt(argv []string) int {
+	for i, a := range argv {
+		if interpreters[path.Base(a)] {
+			return i
+		}
+	}
+	return -1
+}
+
+// unsafeArgv returns the index and key of the first argv element, after an
+// interpreter, that uses a model-controlled key; -1 when there is none.
+func unsafeArgv(argv []string) (int, string) {
+	start := interpreterAt(argv)
+	if start < 0 {
+		return -1, ""
+	}
+	for i := start + 1; i < len(argv); i++ {
+		for _, name := range templateNames(argv[i]) {
+			if unsafeKey(name) {
+				return i, name
+			}
+		}
+	}
+	return -1, ""
 }
 
 // unsafeKey reports whether a context key's value is written by the model or
