@@ -129,7 +129,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	}
 	if out.Rewritten {
 		args = out.Args
-		rec.Args, rec.ArgsDigest = args, approval.Digest(args)
+		rec.Args, rec.ArgsDigest = storable(args), approval.Digest(args)
 	}
 	if out.Result != nil {
 		res := *out.Result
@@ -225,6 +225,17 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	rec.ReplacedBy = by
 	// 9. Record.
 	return r.finish(ctx, rec, final, decision, true, emit)
+}
+
+// storable returns args if they are valid JSON, and otherwise the bytes as a
+// JSON string, so that a record or a halted state with arguments a hook
+// garbled still encodes (the call itself fails validation).
+func storable(args json.RawMessage) json.RawMessage {
+	if json.Valid(args) {
+		return slices.Clone(args)
+	}
+	b, _ := json.Marshal(string(args))
+	return b
 }
 
 func orDefault(s, d string) string {
@@ -333,7 +344,7 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 		exp := r.a.opts.Now().Add(r.a.opts.ApprovalTTL)
 		q.ExpiresAt = &exp
 	}
-	pc := &PendingCall{Request: q, Origin: origin, Digest: approval.Digest(args), Args: slices.Clone(args), Votes: votes}
+	pc := &PendingCall{Request: q, Origin: origin, Digest: approval.Digest(args), Args: storable(args), Votes: votes}
 	d := Decision{Outcome: OutcomePending, By: lastSource(votes, string(origin)), Reason: q.Prompt, Votes: votes}
 	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
 	emit(Event{Kind: EventPending, Turn: r.st.Turn, CallID: rec.ID, Request: &q})
