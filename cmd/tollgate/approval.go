@@ -478,7 +478,11 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tSTATUS\tTOOL\tPROMPT")
 			for _, a := range as {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.RunID, a.Status, a.Tool, oneLine(a.Prompt, 80))
+				status := a.Status
+				if status == store.StatusPending && a.Expired(time.Now()) {
+					status = store.StatusExpired // no answer is taken any more
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.RunID, status, a.Tool, oneLine(a.Prompt, 80))
 			}
 			return tw.Flush()
 		},
@@ -650,7 +654,7 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 			if err != nil {
 				return 0, 0, err
 			}
-			if a.Status != store.StatusPending {
+			if a.Status != store.StatusPending || a.Expired(time.Now()) {
 				n++
 			}
 		}
@@ -700,6 +704,11 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 		}
 		switch a.Status {
 		case store.StatusPending:
+			if a.Expired(time.Now()) {
+				// Nobody answered in time: the call is refused, and the run goes on.
+				answers = append(answers, tool.Answer{ID: a.ID, OK: false, By: "runtime",
+					Reason: "the approval request expired before anyone answered it"})
+			}
 			continue
 		case store.StatusUsed:
 			// A resume that did not finish used this approval: the call may

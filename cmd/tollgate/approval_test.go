@@ -373,3 +373,32 @@ func TestReclaimAfterKilledResumeEndToEnd(t *testing.T) {
 		t.Fatalf("the approved call started %d times, want 1", len(strings.Fields(string(b))))
 	}
 }
+
+// --approve wait with --approval-ttl: when nobody answers in time, the call
+// is refused as expired and the run goes on by itself.
+func TestRunWaitExpiresEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "--approval-ttl", "1s", "append a line")
+	var rout bytes.Buffer
+	run.Stdout, run.Stderr = &rout, &rout
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(rout.String(), "before it was answered") || !strings.Contains(rout.String(), "appended") {
+			t.Fatalf("run: %v\n%s", err, rout.String())
+		}
+	case <-time.After(60 * time.Second):
+		run.Process.Kill()
+		t.Fatalf("run --approve wait did not go on after the request expired:\n%s", rout.String())
+	}
+	if n := e.lines(); n != 0 {
+		t.Fatalf("the expired call ran %d times", n)
+	}
+	if code, out := e.runOut(e.tg("approvals", "list", "--state-dir", "state", "--status", "all")); code != 0 || strings.Contains(out, "pending") {
+		t.Errorf("approvals list after expiry: exit %d\n%s", code, out)
+	}
+}
