@@ -191,7 +191,7 @@ func (s *State) PendingRequests() []tool.Request {
 // clone returns a deep copy of s through its JSON form, so that a failed resume
 // leaves the caller's state untouched.
 func (s *State) clone() (*State, error) {
-	b, err := json.Marshal(s)
+	b, err := model.MarshalJSON(s)
 	if err != nil {
 		return nil, err
 	}

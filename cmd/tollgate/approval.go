@@ -27,6 +27,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -300,7 +301,7 @@ func resultJSON(res *agent.Result) json.RawMessage {
 	}
 	c := *res
 	c.State = nil
-	b, _ := json.Marshal(c)
+	b, _ := model.MarshalJSON(c)
 	return b
 }
 
@@ -313,8 +314,8 @@ func storeHalted(ctx context.Context, rs *runSetup, stateDir string, res *agent.
 	}
 	defer s.Close()
 	dir, _ := os.Getwd()
-	cfg, _ := json.Marshal(storedConfig{Args: rs.args, Dir: dir})
-	state, err := json.Marshal(res.State)
+	cfg, _ := model.MarshalJSON(storedConfig{Args: rs.args, Dir: dir})
+	state, err := model.MarshalJSON(res.State)
 	if err != nil {
 		return err
 	}
@@ -737,7 +738,7 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 		for _, a := range existing {
 			skip[a.ID] = true
 		}
-		state, _ := json.Marshal(res.State)
+		state, _ := model.MarshalJSON(res.State)
 		if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: store.RunPending, State: state, Result: resultJSON(res)}, store.RunResuming, approvalsOf(res.State, skip)...); err != nil {
 			return err
 		}

@@ -287,8 +287,12 @@ func TestRunWaitKilledThenResumedEndToEnd(t *testing.T) {
 	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", "--by", "alice", reqID)); code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, out)
 	}
-	if code, out := e.runOut(e.tg("resume", "--state-dir", "state", runID)); code != 0 || !strings.Contains(out, "appended") {
+	code, out := e.runOut(e.tg("resume", "--state-dir", "state", runID))
+	if code != 0 || !strings.Contains(out, "appended") {
 		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, `"echo ran >> count.txt"`) {
+		t.Errorf("the stored arguments are not shown as written:\n%s", out)
 	}
 	if n := e.lines(); n != 1 {
 		t.Fatalf("the approved call ran %d times, want 1", n)

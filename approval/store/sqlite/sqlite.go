@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -195,7 +196,7 @@ func isUnique(err error) bool {
 
 func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, runID string, now time.Time, as []store.Approval) error {
 	for _, a := range as {
-		req, err := json.Marshal(a.Request)
+		req, err := model.MarshalJSON(a.Request)
 		if err != nil {
 			return fmt.Errorf("approval %s: %w", a.ID, err)
 		}
