@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -123,6 +125,10 @@ func approvalRunExtension() runExtension {
 				// while waiting loses nothing; then this process waits.
 			default:
 				return usageErr("run: --approve %q: want prompt, wait, yes or no", approve)
+			}
+			// A halted run must be storable: find out before any call runs.
+			if err := checkStateDir(ctx, stateDir); err != nil {
+				return usageErr("run: --state-dir %s: %v", stateDir, err)
 			}
 			rs.onHalt = func(ctx context.Context, res *agent.Result) error {
 				if err := storeHalted(ctx, rs, stateDir, res); err != nil {
@@ -267,6 +273,41 @@ func currentUser() string {
 		return u
 	}
 	return "cli"
+}
+
+// checkStateDir reports whether a halted run could be stored under dir,
+// without creating anything: an existing store must open; otherwise the
+// nearest existing ancestor must be a directory the process may write in.
+func checkStateDir(ctx context.Context, dir string) error {
+	db := filepath.Join(dir, sqlite.DefaultFile)
+	if _, err := os.Stat(db); err == nil {
+		s, err := sqlite.Open(ctx, db, nil)
+		if err != nil {
+			return err
+		}
+		return s.Close()
+	}
+	p := dir
+	for {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", p)
+			}
+			if err := syscall.Access(p, 0x2 /* W_OK */); err != nil {
+				return fmt.Errorf("%s is not writable: %w", p, err)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return err
+		}
+		p = parent
+	}
 }
 
 func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
