@@ -15,6 +15,12 @@ func TestNewToolRejectsUnusableSchema(t *testing.T) {
 	if _, err := newTool("srv", sc, bad, nil); err == nil || !strings.Contains(err.Error(), `tool "broken"`) {
 		t.Fatalf("err = %v, want an error naming the tool", err)
 	}
+	if _, err := newTool("srv", sc, &mcp.Tool{Name: "s", InputSchema: map[string]any{"type": "string"}}, nil); err == nil || !strings.Contains(err.Error(), `type "string"`) {
+		t.Errorf("a string schema: %v", err)
+	}
+	if _, err := newTool("srv", sc, &mcp.Tool{Name: "", InputSchema: map[string]any{"type": "object"}}, nil); err == nil {
+		t.Error("an empty tool name was accepted")
+	}
 	for _, schema := range []any{
 		map[string]any{"type": "object"},
 		map[string]any{"type": "object", "additionalProperties": true},

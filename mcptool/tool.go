@@ -3,6 +3,7 @@ package mcptool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -137,6 +138,9 @@ type Tool struct {
 }
 
 func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession) (*Tool, error) {
+	if t.Name == "" {
+		return nil, errors.New("a tool has an empty name")
+	}
 	var schema *jsonschema.Schema
 	if t.InputSchema != nil {
 		raw, err := json.Marshal(t.InputSchema)
@@ -148,7 +152,12 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession
 			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 		}
 		// A schema that cannot be used for validation fails this server here
-		// (its status says why) rather than the whole agent later.
+		// (its status says why) rather than the whole agent later; so does
+		// one that no arguments object could satisfy (MCP: inputSchema is an
+		// object schema).
+		if schema.Type != "" && schema.Type != "object" {
+			return nil, fmt.Errorf("tool %q: input schema has type %q; tool arguments are a JSON object", t.Name, schema.Type)
+		}
 		if _, err := tool.NewValidator(schema); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
 		}
