@@ -90,7 +90,10 @@ type ArgCondition struct {
 	// "/etc" matches "/etc", "/etc/passwd" and "/tmp/../etc/passwd", not
 	// "/etcetera". Relative paths stay relative ("../x" lies under ".."),
 	// unless the policy has a working directory ([Policy.WithWorkdir]), against
-	// which relative paths on both sides are resolved first.
+	// which relative paths on both sides are resolved first. It judges one
+	// argument's text: a grep over "." or a glob "secret/*" reaches files under
+	// a denied prefix through other arguments, so deny such tools by name or
+	// their pattern arguments too when a directory must stay unseen.
 	PathPrefix string
 	// Regex, if set, is an RE2 expression ([regexp] syntax) the string argument
 	// must match somewhere (anchor it with ^ and $ to match the whole value).

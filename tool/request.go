@@ -45,15 +45,17 @@ func (r Request) Expired(now time.Time) bool {
 	return r.ExpiresAt != nil && !now.Before(*r.ExpiresAt)
 }
 
-// Answer answers a [Request]; its JSON keys are exactly id, ok, data and reason.
+// Answer answers a [Request]; its JSON keys are id, ok, data and reason, and
+// by (who answered, kept in the decision record).
 type Answer struct {
 	// ID is the ID of the request answered.
 	ID string `json:"id"`
 	// OK approves (or, for input, supplies) when true; declines when false.
 	OK bool `json:"ok"`
 	// Data carries the answer's value. For an approval it may hold replacement
-	// arguments for the call (a JSON object): the call runs with them, after they
-	// are validated and authorized again.
+	// arguments for the call: Data is then itself the new arguments object
+	// ({"path": "b.txt"}, not wrapped in another key). The call runs with them
+	// after they are validated and authorized again.
 	Data json.RawMessage `json:"data,omitempty"`
 	// Reason explains a decline; the model sees it.
 	Reason string `json:"reason,omitempty"`

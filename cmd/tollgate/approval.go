@@ -587,7 +587,11 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if err != nil {
 					return withCode(exitError, err)
 				}
-				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s\n", a.Status, a.ID, a.RunID, a.DecidedBy, a.RunID)
+				sd := ""
+				if stateDir != sqlite.DefaultDir {
+					sd = "--state-dir " + stateDir + " "
+				}
+				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.Status, a.ID, a.RunID, a.DecidedBy, sd, a.RunID)
 				return nil
 			},
 		}
@@ -631,7 +635,8 @@ undecided ones stay pending. With --wait, resume first waits until every request
 of the run is decided; it may be killed while it waits without losing anything.
 
 A resume that is killed while it runs leaves the run "resuming". When no resume
-is running any more, --reclaim takes such a run up. A call whose approval that
+is running any more, --reclaim takes such a run up (use it only then: it does
+not check whether the other process is still alive). A call whose approval that
 resume had already used may or may not have run, so it is never run again: the
 model gets an error result saying so (at most once).
 

@@ -130,7 +130,8 @@ func Do(ctx context.Context, p Policy, log *slog.Logger, op func(ctx context.Con
 		if log != nil {
 			attrs := []slog.Attr{slog.Int("attempt", attempt), slog.Duration("delay", delay)}
 			if pe != nil {
-				attrs = append(attrs, slog.String("provider", pe.Provider), slog.Int("status", pe.StatusCode))
+				// The provider is already on the logger (provider.Logger).
+				attrs = append(attrs, slog.Int("status", pe.StatusCode))
 			}
 			attrs = append(attrs, slog.String("error", err.Error()))
 			log.LogAttrs(ctx, slog.LevelWarn, "model call failed, retrying", attrs...)
