@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/providertest"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/anthropic"
 	"github.com/tollgate-dev/tollgate/model/openai"
@@ -91,21 +91,54 @@ func newParBackend(t *testing.T, kind string, turns []parTurn) parBackend {
 		return parBackend{model: rec, requests: rec.requests}
 	case "openai":
 		srv := newParServer(t, turns)
-		m, err := openai.New(&openai.Options{BaseURL: srv.srv.URL + "/v1", APIKey: "sk-parity", Model: "gpt-parity", MaxRetries: -1})
+		m, err := openai.New(&openai.Options{BaseURL: srv.URL + "/v1", APIKey: "sk-parity", Model: "gpt-parity", MaxRetries: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return parBackend{model: m, requests: srv.requests}
+		return parBackend{model: m, requests: rawRequests(srv)}
 	case "anthropic":
 		srv := newParServer(t, turns)
-		m, err := anthropic.New(&anthropic.Options{BaseURL: srv.srv.URL, APIKey: "sk-ant-parity", Model: "claude-parity", MaxRetries: -1})
+		m, err := anthropic.New(&anthropic.Options{BaseURL: srv.URL, APIKey: "sk-ant-parity", Model: "claude-parity", MaxRetries: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return parBackend{model: m, requests: srv.requests}
+		return parBackend{model: m, requests: rawRequests(srv)}
 	}
 	t.Fatalf("unknown backend %q", kind)
 	return parBackend{}
+}
+
+// newParServer starts a fake OpenAI and Anthropic API playing turns.
+func newParServer(t *testing.T, turns []parTurn) *providertest.LLMServer {
+	var pt []providertest.Turn
+	for _, tr := range turns {
+		x := providertest.Turn{Text: tr.text}
+		for _, c := range tr.calls {
+			x.Calls = append(x.Calls, providertest.Call{ID: c.ID, Name: c.Name, Args: string(c.Arguments)})
+		}
+		pt = append(pt, x)
+	}
+	return providertest.NewLLMServer(t, pt...)
+}
+
+type parObj = map[string]any
+
+// parSend writes one server-sent event (with an event name when not empty).
+func parSend(w http.ResponseWriter, event string, data parObj) {
+	b, _ := json.Marshal(data)
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	w.(http.Flusher).Flush()
+}
+
+// rawRequests returns the raw bodies srv has received.
+func rawRequests(srv *providertest.LLMServer) func() []string {
+	return func() []string {
+		_, _, raw := srv.Requests()
+		return raw
+	}
 }
 
 // parRecorder records the requests of an in-process model (one that does
@@ -128,146 +161,6 @@ func (r *parRecorder) requests() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.reqs...)
-}
-
-// parServer fakes the Chat Completions and Messages APIs on 127.0.0.1,
-// streaming each turn as server-sent events with text in small pieces and
-// tool-call arguments split across chunks.
-type parServer struct {
-	srv   *httptest.Server
-	turns []parTurn
-	mu    sync.Mutex
-	reqs  []string
-}
-
-func newParServer(t *testing.T, turns []parTurn) *parServer {
-	s := &parServer{turns: turns}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *parServer) requests() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.reqs...)
-}
-
-func (s *parServer) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.reqs = append(s.reqs, string(raw))
-	s.mu.Unlock()
-	var body struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(raw, &body); err != nil || !body.Stream {
-		http.Error(w, "want a streaming JSON request", http.StatusBadRequest)
-		return
-	}
-	n := 0
-	for _, m := range body.Messages {
-		if m.Role == "assistant" {
-			n++
-		}
-	}
-	if n >= len(s.turns) {
-		http.Error(w, "conversation exhausted", http.StatusBadRequest)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	switch r.URL.Path {
-	case "/v1/chat/completions":
-		parOpenAISSE(w, body.Model, s.turns[n])
-	case "/v1/messages":
-		parAnthropicSSE(w, body.Model, s.turns[n])
-	default:
-		http.NotFound(w, r)
-	}
-}
-
-func parPieces(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-type parObj = map[string]any
-
-func parSend(w http.ResponseWriter, event string, data parObj) {
-	b, _ := json.Marshal(data)
-	if event != "" {
-		fmt.Fprintf(w, "event: %s\n", event)
-	}
-	fmt.Fprintf(w, "data: %s\n\n", b)
-	w.(http.Flusher).Flush()
-}
-
-func parOpenAISSE(w http.ResponseWriter, modelID string, turn parTurn) {
-	chunk := func(d parObj, finish any) parObj {
-		return parObj{"id": "chatcmpl-par", "object": "chat.completion.chunk", "created": 1750000000, "model": modelID,
-			"choices": []parObj{{"index": 0, "delta": d, "finish_reason": finish}}}
-	}
-	parSend(w, "", chunk(parObj{"role": "assistant", "content": ""}, nil))
-	for _, p := range parPieces(turn.text, 4) {
-		parSend(w, "", chunk(parObj{"content": p}, nil))
-	}
-	for i, c := range turn.calls {
-		parSend(w, "", chunk(parObj{"tool_calls": []parObj{{"index": i, "id": c.ID, "type": "function", "function": parObj{"name": c.Name, "arguments": ""}}}}, nil))
-		for _, p := range parPieces(string(c.Arguments), 5) {
-			parSend(w, "", chunk(parObj{"tool_calls": []parObj{{"index": i, "function": parObj{"arguments": p}}}}, nil))
-		}
-	}
-	finish := "stop"
-	if len(turn.calls) > 0 {
-		finish = "tool_calls"
-	}
-	parSend(w, "", chunk(parObj{}, finish))
-	parSend(w, "", parObj{"id": "chatcmpl-par", "object": "chat.completion.chunk", "created": 1750000000, "model": modelID,
-		"choices": []parObj{}, "usage": parObj{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
-func parAnthropicSSE(w http.ResponseWriter, modelID string, turn parTurn) {
-	send := func(event string, data parObj) {
-		data["type"] = event
-		parSend(w, event, data)
-	}
-	send("message_start", parObj{"message": parObj{"id": "msg_par", "type": "message", "role": "assistant", "model": modelID,
-		"content": []parObj{}, "stop_reason": nil, "stop_sequence": nil, "usage": parObj{"input_tokens": 10, "output_tokens": 1}}})
-	idx := 0
-	if turn.text != "" {
-		send("content_block_start", parObj{"index": idx, "content_block": parObj{"type": "text", "text": ""}})
-		for _, p := range parPieces(turn.text, 4) {
-			send("content_block_delta", parObj{"index": idx, "delta": parObj{"type": "text_delta", "text": p}})
-		}
-		send("content_block_stop", parObj{"index": idx})
-		idx++
-	}
-	for _, c := range turn.calls {
-		send("content_block_start", parObj{"index": idx, "content_block": parObj{"type": "tool_use", "id": c.ID, "name": c.Name, "input": parObj{}}})
-		for _, p := range parPieces(string(c.Arguments), 5) {
-			send("content_block_delta", parObj{"index": idx, "delta": parObj{"type": "input_json_delta", "partial_json": p}})
-		}
-		send("content_block_stop", parObj{"index": idx})
-		idx++
-	}
-	stop := "end_turn"
-	if len(turn.calls) > 0 {
-		stop = "tool_use"
-	}
-	send("message_delta", parObj{"delta": parObj{"stop_reason": stop, "stop_sequence": nil}, "usage": parObj{"output_tokens": 5}})
-	send("message_stop", parObj{})
 }
 
 // parStages counts hook calls per stage.

@@ -4,186 +4,22 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/providertest"
 )
 
 const cliKey = "sk-cli-SECRET-0123456789abcdef"
 
-// llmTurn is one answer of a fake model server: text streamed in small
-// pieces, then tool calls whose arguments are split across chunks.
-type llmTurn struct {
-	text  string
-	calls []llmCall
-}
-
-type llmCall struct{ id, name, args string }
-
-// llmServer is a local fake of an OpenAI-compatible or Anthropic API. Like
-// the scripted model it is stateless: the turn it plays is the number of
-// assistant messages in the request. It records each request's headers and
-// body.
-type llmServer struct {
-	srv   *httptest.Server
-	turns []llmTurn
-	// fail, if set, answers every request instead of the turns.
-	fail func(w http.ResponseWriter)
-
-	mu      sync.Mutex
-	headers []http.Header
-	bodies  []map[string]any
-}
-
-func newLLMServer(t *testing.T, turns ...llmTurn) *llmServer {
-	s := &llmServer{turns: turns}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // listens on 127.0.0.1
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *llmServer) requests() ([]http.Header, []map[string]any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]http.Header(nil), s.headers...), append([]map[string]any(nil), s.bodies...)
-}
-
-func (s *llmServer) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	_ = json.Unmarshal(raw, &body)
-	s.mu.Lock()
-	s.headers = append(s.headers, r.Header.Clone())
-	s.bodies = append(s.bodies, body)
-	s.mu.Unlock()
-	if s.fail != nil {
-		s.fail(w)
-		return
-	}
-	n := 0
-	msgs, _ := body["messages"].([]any)
-	for _, m := range msgs {
-		if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
-			n++
-		}
-	}
-	if n >= len(s.turns) {
-		http.Error(w, `{"error":{"message":"script exhausted"}}`, http.StatusBadRequest)
-		return
-	}
-	modelID, _ := body["model"].(string)
-	switch r.URL.Path {
-	case "/v1/chat/completions":
-		writeOpenAISSE(w, modelID, s.turns[n])
-	case "/v1/messages":
-		writeAnthropicSSE(w, modelID, s.turns[n])
-	default:
-		http.NotFound(w, r)
-	}
-}
-
-// pieces cuts s into pieces of at most n bytes (ASCII test text).
-func pieces(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-type jobj = map[string]any
-
-func sseFlush(w http.ResponseWriter) {
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// writeOpenAISSE streams turn as Chat Completions chunks.
-func writeOpenAISSE(w http.ResponseWriter, modelID string, turn llmTurn) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	send := func(choices []jobj, usage jobj) {
-		c := jobj{"id": "chatcmpl-cli", "object": "chat.completion.chunk", "created": 1750000000, "model": modelID, "choices": choices}
-		if usage != nil {
-			c["usage"] = usage
-		}
-		b, _ := json.Marshal(c)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		sseFlush(w)
-	}
-	delta := func(d jobj, finish any) []jobj {
-		return []jobj{{"index": 0, "delta": d, "finish_reason": finish}}
-	}
-	send(delta(jobj{"role": "assistant", "content": ""}, nil), nil)
-	for _, p := range pieces(turn.text, 4) {
-		send(delta(jobj{"content": p}, nil), nil)
-	}
-	for i, c := range turn.calls {
-		send(delta(jobj{"tool_calls": []jobj{{"index": i, "id": c.id, "type": "function", "function": jobj{"name": c.name, "arguments": ""}}}}, nil), nil)
-		for _, p := range pieces(c.args, 5) {
-			send(delta(jobj{"tool_calls": []jobj{{"index": i, "function": jobj{"arguments": p}}}}, nil), nil)
-		}
-	}
-	finish := "stop"
-	if len(turn.calls) > 0 {
-		finish = "tool_calls"
-	}
-	send(delta(jobj{}, finish), nil)
-	send([]jobj{}, jobj{"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
-// writeAnthropicSSE streams turn as Messages API events.
-func writeAnthropicSSE(w http.ResponseWriter, modelID string, turn llmTurn) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	send := func(event string, data jobj) {
-		data["type"] = event
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		sseFlush(w)
-	}
-	send("message_start", jobj{"message": jobj{"id": "msg_cli", "type": "message", "role": "assistant", "model": modelID,
-		"content": []jobj{}, "stop_reason": nil, "stop_sequence": nil, "usage": jobj{"input_tokens": 20, "output_tokens": 1}}})
-	idx := 0
-	if turn.text != "" {
-		send("content_block_start", jobj{"index": idx, "content_block": jobj{"type": "text", "text": ""}})
-		for _, p := range pieces(turn.text, 4) {
-			send("content_block_delta", jobj{"index": idx, "delta": jobj{"type": "text_delta", "text": p}})
-		}
-		send("content_block_stop", jobj{"index": idx})
-		idx++
-	}
-	for _, c := range turn.calls {
-		send("content_block_start", jobj{"index": idx, "content_block": jobj{"type": "tool_use", "id": c.id, "name": c.name, "input": jobj{}}})
-		for _, p := range pieces(c.args, 5) {
-			send("content_block_delta", jobj{"index": idx, "delta": jobj{"type": "input_json_delta", "partial_json": p}})
-		}
-		send("content_block_stop", jobj{"index": idx})
-		idx++
-	}
-	stop := "end_turn"
-	if len(turn.calls) > 0 {
-		stop = "tool_use"
-	}
-	send("message_delta", jobj{"delta": jobj{"stop_reason": stop, "stop_sequence": nil}, "usage": jobj{"output_tokens": 7}})
-	send("message_stop", jobj{})
-}
-
 // readThenAnswer is a conversation: read notes.txt, then answer.
-var readThenAnswer = []llmTurn{
-	{text: "Let me read the notes.", calls: []llmCall{{id: "call_read1", name: "read", args: `{"path":"notes.txt"}`}}},
-	{text: "The notes say: buy milk."},
+var readThenAnswer = []providertest.Turn{
+	{Text: "Let me read the notes.", Calls: []providertest.Call{{ID: "call_read1", Name: "read", Args: `{"path":"notes.txt"}`}}},
+	{Text: "The notes say: buy milk."},
 }
 
 func cliWorkdir(t *testing.T) string {
@@ -205,8 +41,8 @@ func noKeysInEnv(t *testing.T) {
 
 func TestRunOpenAIStreamsToTerminal(t *testing.T) {
 	noKeysInEnv(t)
-	srv := newLLMServer(t, readThenAnswer...)
-	code, out, errOut := apMain(t, "run", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL+"/v1",
+	srv := providertest.NewLLMServer(t, readThenAnswer...)
+	code, out, errOut := apMain(t, "run", "--model", "openai:gpt-test-1", "--base-url", srv.URL+"/v1",
 		"--api-key", cliKey, "--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -229,7 +65,7 @@ func TestRunOpenAIStreamsToTerminal(t *testing.T) {
 		}
 		rest = rest[i+len(w):]
 	}
-	hdrs, bodies := srv.requests()
+	hdrs, bodies, _ := srv.Requests()
 	if len(bodies) != 2 {
 		t.Fatalf("server got %d requests, want 2", len(bodies))
 	}
@@ -255,8 +91,8 @@ func TestRunOpenAIStreamsToTerminal(t *testing.T) {
 func TestRunOpenAIJSONEvents(t *testing.T) {
 	noKeysInEnv(t)
 	t.Setenv("LOCAL_LLM_KEY", cliKey)
-	srv := newLLMServer(t, readThenAnswer...)
-	code, out, errOut := apMain(t, "run", "--json", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL+"/v1", "--api-key-env", "LOCAL_LLM_KEY",
+	srv := providertest.NewLLMServer(t, readThenAnswer...)
+	code, out, errOut := apMain(t, "run", "--json", "--model", "openai:gpt-test-1", "--base-url", srv.URL+"/v1", "--api-key-env", "LOCAL_LLM_KEY",
 		"--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -296,7 +132,7 @@ func TestRunOpenAIJSONEvents(t *testing.T) {
 	if done == nil || done.Status != agent.StatusDone || done.Text != "The notes say: buy milk." || len(done.ToolCalls) != 1 || done.Usage.TotalTokens != 54 {
 		t.Errorf("done result = %+v", done)
 	}
-	if hdrs, _ := srv.requests(); len(hdrs) == 0 || hdrs[0].Get("Authorization") != "Bearer "+cliKey {
+	if hdrs, _, _ := srv.Requests(); len(hdrs) == 0 || hdrs[0].Get("Authorization") != "Bearer "+cliKey {
 		t.Error("the key from --api-key-env was not sent")
 	}
 }
@@ -305,8 +141,8 @@ func TestRunOpenAIJSONEvents(t *testing.T) {
 func TestRunAnthropicKeyFromEnv(t *testing.T) {
 	noKeysInEnv(t)
 	t.Setenv("ANTHROPIC_API_KEY", cliKey)
-	srv := newLLMServer(t, readThenAnswer...)
-	code, out, errOut := apMain(t, "run", "--model", "anthropic:claude-test-1", "--base-url", srv.srv.URL,
+	srv := providertest.NewLLMServer(t, readThenAnswer...)
+	code, out, errOut := apMain(t, "run", "--model", "anthropic:claude-test-1", "--base-url", srv.URL,
 		"--api-key-env", "ANTHROPIC_API_KEY", "--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -316,7 +152,7 @@ func TestRunAnthropicKeyFromEnv(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", w, out)
 		}
 	}
-	hdrs, bodies := srv.requests()
+	hdrs, bodies, _ := srv.Requests()
 	if len(hdrs) != 2 || hdrs[0].Get("X-Api-Key") != cliKey || hdrs[0].Get("Anthropic-Version") == "" || bodies[0]["model"] != "claude-test-1" {
 		t.Errorf("requests: %d, x-api-key sent: %v, anthropic-version %q", len(hdrs), len(hdrs) > 0 && hdrs[0].Get("X-Api-Key") == cliKey, hdrs[0].Get("Anthropic-Version"))
 	}
@@ -343,9 +179,9 @@ func TestRunNeverPrintsTheKey(t *testing.T) {
 	for name, fail := range map[string]func(http.ResponseWriter){"401": rejected, "midstream": midway} {
 		for _, extra := range [][]string{nil, {"--json"}, {"-v"}} {
 			t.Run(name+strings.Join(extra, ""), func(t *testing.T) {
-				srv := newLLMServer(t)
-				srv.fail = fail
-				args := append([]string{"run", "--model", "openai:gpt-test-1", "--base-url", srv.srv.URL + "/v1", "--api-key", cliKey, "--workdir", t.TempDir()}, extra...)
+				srv := providertest.NewLLMServer(t)
+				srv.Fail = fail
+				args := append([]string{"run", "--model", "openai:gpt-test-1", "--base-url", srv.URL + "/v1", "--api-key", cliKey, "--workdir", t.TempDir()}, extra...)
 				code, out, errOut := apMain(t, append(args, "hello")...)
 				if code != exitError {
 					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitError, out, errOut)
@@ -391,12 +227,12 @@ func TestRunModelUsageErrors(t *testing.T) {
 // asked for and no Authorization header is sent.
 func TestRunLocalServerWithoutKey(t *testing.T) {
 	noKeysInEnv(t)
-	srv := newLLMServer(t, llmTurn{text: "Hello from a local model."})
-	code, out, errOut := apMain(t, "run", "--model", "openai:llama3.1", "--base-url", srv.srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
+	srv := providertest.NewLLMServer(t, providertest.Turn{Text: "Hello from a local model."})
+	code, out, errOut := apMain(t, "run", "--model", "openai:llama3.1", "--base-url", srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
 	if code != exitDone || !strings.Contains(out, "Hello from a local model.") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	if hdrs, _ := srv.requests(); len(hdrs) != 1 || hdrs[0].Get("Authorization") != "" {
+	if hdrs, _, _ := srv.Requests(); len(hdrs) != 1 || hdrs[0].Get("Authorization") != "" {
 		t.Errorf("requests %d, Authorization %q; want one request without a key", len(hdrs), hdrs[0].Get("Authorization"))
 	}
 }
@@ -406,13 +242,13 @@ func TestRunLocalServerWithoutKey(t *testing.T) {
 func TestVendorKeyNotSentElsewhere(t *testing.T) {
 	noKeysInEnv(t)
 	t.Setenv("OPENAI_API_KEY", cliKey)
-	srv := newLLMServer(t, llmTurn{text: "hi"})
-	code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
+	srv := providertest.NewLLMServer(t, providertest.Turn{Text: "hi"})
+	code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	if hdrs, _ := srv.requests(); len(hdrs) != 1 || hdrs[0].Get("Authorization") != "" {
-		t.Errorf("the OpenAI key was sent to %s", srv.srv.URL)
+	if hdrs, _, _ := srv.Requests(); len(hdrs) != 1 || hdrs[0].Get("Authorization") != "" {
+		t.Errorf("the OpenAI key was sent to %s", srv.URL)
 	}
 }
 
