@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -61,23 +62,12 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 			return tool.Errorf("invalid include: %v", err), nil
 		}
 	}
-	base := in.Path
-	if base == "" {
-		base = "."
-	}
-	rel, err := b.ws.rel(base)
-	if err != nil {
-		return tool.Error(describe(base, err)), nil
-	}
-	root, err := b.ws.open()
-	if err != nil {
-		return tool.Error(err.Error()), nil
+	base := cmp.Or(in.Path, ".")
+	root, rel, fi, fail := b.stat(base)
+	if fail != nil {
+		return *fail, nil
 	}
 	defer root.Close()
-	fi, err := root.Stat(rel)
-	if err != nil {
-		return tool.Error(describe(base, err)), nil
-	}
 	g := &grepper{re: re, limit: b.opts.MaxGrepMatches, lineMax: b.opts.MaxLineBytes}
 	fsys := root.FS()
 	start := filepath.ToSlash(rel)
@@ -227,28 +217,38 @@ func (b *builtins) globTool() (tool.Tool, error) {
 	return tool.New(Glob, desc, b.glob, &tool.FuncOptions{Hints: readOnlyHints(), Source: Source})
 }
 
+// stat resolves the path argument p inside the workspace, opens the root and
+// stats p there. On failure it returns the error result the model sees; on
+// success the caller closes root.
+func (b *builtins) stat(p string) (root *os.Root, rel string, fi fs.FileInfo, fail *tool.Result) {
+	rel, err := b.ws.rel(p)
+	if err != nil {
+		r := tool.Error(describe(p, err))
+		return nil, "", nil, &r
+	}
+	if root, err = b.ws.open(); err != nil {
+		r := tool.Error(err.Error())
+		return nil, "", nil, &r
+	}
+	if fi, err = root.Stat(rel); err != nil {
+		root.Close()
+		r := tool.Error(describe(p, err))
+		return nil, "", nil, &r
+	}
+	return root, rel, fi, nil
+}
+
 func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) {
 	pat, err := compileGlob(in.Pattern)
 	if err != nil {
 		return tool.Errorf("invalid pattern: %v", err), nil
 	}
-	base := in.Path
-	if base == "" {
-		base = "."
-	}
-	rel, err := b.ws.rel(base)
-	if err != nil {
-		return tool.Error(describe(base, err)), nil
-	}
-	root, err := b.ws.open()
-	if err != nil {
-		return tool.Error(err.Error()), nil
+	base := cmp.Or(in.Path, ".")
+	root, rel, fi, fail := b.stat(base)
+	if fail != nil {
+		return *fail, nil
 	}
 	defer root.Close()
-	fi, err := root.Stat(rel)
-	if err != nil {
-		return tool.Error(describe(base, err)), nil
-	}
 	if !fi.IsDir() {
 		return tool.Errorf("%s is not a directory", base), nil
 	}
