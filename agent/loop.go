@@ -322,21 +322,29 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 		}
 	}
 	send := func(ev Event) { evCh <- ev }
-	for _, i := range order {
-		i, ans, b := i, which[i], r.st.Batch[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	// One feeder starts the calls in the model's order, each once a slot is
+	// free, so that with MaxParallel 1 they run one after another in order.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k, i := range order {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				doneCh <- done{i, callOutcome{err: ctx.Err()}}
+				for _, j := range order[k:] {
+					doneCh <- done{j, callOutcome{err: ctx.Err()}}
+				}
 				return
 			}
-			defer func() { <-sem }()
-			doneCh <- done{i, r.processCall(ctx, b.Call, b.Pending, ans, send)}
-		}()
-	}
+			i, ans, b := i, which[i], r.st.Batch[i]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				doneCh <- done{i, r.processCall(ctx, b.Call, b.Pending, ans, send)}
+			}()
+		}
+	}()
 	go func() { wg.Wait(); close(doneCh) }()
 	var firstErr error
 	outcomes := make(map[int]callOutcome, len(order))
