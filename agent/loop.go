@@ -363,11 +363,10 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 	}
 	for _, i := range order {
 		oc := outcomes[i]
+		if oc.err != nil && firstErr == nil {
+			firstErr = oc.err
+		}
 		switch {
-		case oc.err != nil:
-			if firstErr == nil {
-				firstErr = oc.err
-			}
 		case oc.rec != nil:
 			r.st.Batch[i].Record, r.st.Batch[i].Pending = oc.rec, nil
 		case oc.pending != nil:

@@ -220,7 +220,13 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	// 8. AfterTool chain.
 	final, by, err := r.a.opts.Hooks.RunAfterTool(ctx, hooks.AfterToolEvent{Name: call.Name, Args: args, Result: res, ID: call.ID, Turn: r.st.Turn})
 	if err != nil {
-		return callOutcome{err: err}
+		// The tool ran: record it, but withhold its output, since the hook
+		// that failed may have been the one meant to redact it.
+		rec.ReplacedBy = by
+		withheld := tool.Errorf("the result was withheld: %v", err)
+		oc := r.finish(ctx, rec, withheld, decision, true, emit)
+		oc.err = err
+		return oc
 	}
 	rec.ReplacedBy = by
 	// 9. Record.

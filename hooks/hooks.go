@@ -283,7 +283,7 @@ func (h *Hooks) RunBeforeLLM(ctx context.Context, ev BeforeLLMEvent) (LLMOutcome
 		return out, nil
 	}
 	for _, hk := range h.beforeLLM {
-		e := &BeforeLLMEvent{Messages: slices.Clone(out.Messages), Tools: slices.Clone(out.Tools), Model: out.Model, Turn: ev.Turn}
+		e := &BeforeLLMEvent{Messages: cloneMessages(out.Messages), Tools: slices.Clone(out.Tools), Model: out.Model, Turn: ev.Turn}
 		ov, err := call(StageBeforeLLM, hk.name, func() (*LLMOverride, error) { return hk.fn(ctx, e) })
 		if err != nil {
 			return out, err
@@ -306,6 +306,22 @@ func (h *Hooks) RunBeforeLLM(ctx context.Context, ev BeforeLLMEvent) (LLMOutcome
 		}
 	}
 	return out, nil
+}
+
+// cloneMessages copies msgs deeply enough that a hook can change anything in
+// the copy (tool calls and their arguments included) without touching the
+// run's transcript.
+func cloneMessages(msgs []model.Message) []model.Message {
+	out := slices.Clone(msgs)
+	for i := range out {
+		if out[i].ToolCalls != nil {
+			out[i].ToolCalls = slices.Clone(out[i].ToolCalls)
+			for j := range out[i].ToolCalls {
+				out[i].ToolCalls[j].Arguments = slices.Clone(out[i].ToolCalls[j].Arguments)
+			}
+		}
+	}
+	return out
 }
 
 // RunAfterLLM runs every AfterLLM hook in order. The first error stops the

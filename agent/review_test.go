@@ -1,0 +1,77 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// A call whose tool ran is recorded even when an AfterTool hook then fails;
+// its output is withheld (the failing hook may have been the redactor).
+func TestAfterToolFailureStillRecordsTheCall(t *testing.T) {
+	pay := &testkit.Counter{Name: "pay", Output: func(json.RawMessage) tool.Result { return tool.Text("card 4111-1111") }}
+	var mu sync.Mutex
+	var recs []agent.ToolCallRecord
+	h := (&hooks.Hooks{}).AfterTool("redact", func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
+		return nil, errors.New("redaction service down")
+	})
+	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "pay", nil)}), Tools: agent.ToolList{pay}, Hooks: h,
+		OnRecord: func(ctx context.Context, r agent.ToolCallRecord) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+	var results int
+	var res *agent.Result
+	var runErr error
+	for ev, err := range a.Stream(context.Background(), "x") {
+		if ev.Kind == agent.EventToolResult {
+			results++
+			if strings.Contains(ev.Record.Output, "4111") {
+				t.Error("the tool_result event carries the unredacted output")
+			}
+		}
+		if ev.Kind == agent.EventDone {
+			res, runErr = ev.Result, err
+		}
+	}
+	var he *hooks.Error
+	if !errors.As(runErr, &he) || pay.Count() != 1 {
+		t.Fatalf("err %v, pay ran %d", runErr, pay.Count())
+	}
+	if len(recs) != 1 || !recs[0].Ran || strings.Contains(recs[0].Output, "4111") || results != 1 {
+		t.Fatalf("records %+v, tool_result events %d", recs, results)
+	}
+	if len(res.ToolCalls) != 1 || strings.Contains(res.ToolCalls[0].Output, "4111") {
+		t.Fatalf("result records %+v", res.ToolCalls)
+	}
+}
+
+// A BeforeLLM hook that edits the messages it is given (tool call arguments
+// included) changes only what is sent, never the run's transcript.
+func TestBeforeLLMEditsDoNotReachTheTranscript(t *testing.T) {
+	c := &testkit.Counter{Name: "login"}
+	h := (&hooks.Hooks{}).BeforeLLM("scrub", func(ctx context.Context, ev *hooks.BeforeLLMEvent) (*hooks.LLMOverride, error) {
+		for i := range ev.Messages {
+			for j := range ev.Messages[i].ToolCalls {
+				ev.Messages[i].ToolCalls[j].Arguments = json.RawMessage(`{"redacted":true}`)
+				ev.Messages[i].ToolCalls[j].Name = "renamed"
+			}
+		}
+		return &hooks.LLMOverride{Messages: ev.Messages}, nil
+	})
+	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "login", map[string]string{"password": "hunter2"})}), Tools: agent.ToolList{c}, Hooks: h})
+	res, err := a.Run(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := res.Transcript[1].ToolCalls[0]
+	if tc.Name != "login" || string(tc.Arguments) != `{"password":"hunter2"}` {
+		t.Errorf("the transcript was rewritten by a BeforeLLM hook: %s %s", tc.Name, tc.Arguments)
+	}
+}
