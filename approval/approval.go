@@ -33,6 +33,7 @@
 package approval
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -119,13 +120,15 @@ func Strongest(vs ...Verdict) Verdict {
 }
 
 // Digest returns "sha256:" and the hex SHA-256 of the canonical form of the JSON
-// value args (object keys sorted, no insignificant space), so that two encodings
-// of the same arguments have the same digest. Input that is not valid JSON is
+// value args (object keys sorted, no insignificant space, numbers as written),
+// so that two encodings of the same arguments have the same digest. Input that is not valid JSON is
 // hashed as is.
 func Digest(args json.RawMessage) string {
 	b := []byte(args)
 	var v any
-	if err := json.Unmarshal(args, &v); err == nil {
+	d := json.NewDecoder(bytes.NewReader(args))
+	d.UseNumber() // numbers keep every digit: 12345678901234567890 and ...891 differ
+	if err := d.Decode(&v); err == nil && !d.More() {
 		if c, err := json.Marshal(v); err == nil {
 			b = c
 		}

@@ -145,6 +145,7 @@ func NewPolicy(spec PolicySpec) (*Policy, error) {
 			errs = append(errs, fmt.Errorf("risk declaration %d: %w", i+1, badRisk(d.Risk)))
 		}
 	}
+	spec = cloneSpec(spec) // the policy is immutable: share nothing with the caller
 	p := &Policy{spec: spec}
 	ids := map[string]bool{}
 	for i, r := range spec.Rules {
@@ -249,11 +250,30 @@ func (p *Policy) Name() string { return p.spec.Name }
 func (p *Policy) Autonomy() Autonomy { return p.spec.Autonomy }
 
 // Spec returns a copy of the policy's specification.
-func (p *Policy) Spec() PolicySpec {
-	s := p.spec
-	s.Risks = slices.Clone(s.Risks)
-	s.Rules = slices.Clone(s.Rules)
-	return s
+func (p *Policy) Spec() PolicySpec { return cloneSpec(p.spec) }
+
+// cloneSpec copies spec down to every list and value a rule holds.
+func cloneSpec(spec PolicySpec) PolicySpec {
+	spec.Risks = slices.Clone(spec.Risks)
+	spec.Rules = slices.Clone(spec.Rules)
+	for i := range spec.Rules {
+		r := &spec.Rules[i]
+		r.Tools = slices.Clone(r.Tools)
+		r.Risks = slices.Clone(r.Risks)
+		r.Args = slices.Clone(r.Args)
+		for j := range r.Args {
+			r.Args[j].Equals = slices.Clone(r.Args[j].Equals)
+		}
+		h := r.Hints
+		for _, b := range []**bool{&h.ReadOnly, &h.Destructive, &h.Idempotent, &h.OpenWorld} {
+			if *b != nil {
+				v := **b
+				*b = &v
+			}
+		}
+		r.Hints = h
+	}
+	return spec
 }
 
 // WithAutonomy returns a copy of p with autonomy level a ("" turns the risk
