@@ -152,7 +152,9 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 
 	// 4. Authorization, on the final tool and arguments.
 	edited := false
-	if ans != nil && prior != nil && len(bytes.TrimSpace(ans.Data)) > 0 && prior.Request.Kind == tool.KindApproval {
+	// Only an answer to the agent's own authorization request can edit the
+	// arguments; Data answering a tool's or a hook's question is theirs.
+	if ans != nil && prior != nil && len(bytes.TrimSpace(ans.Data)) > 0 && prior.Origin == OriginAuthorization {
 		if approval.Digest(args) != prior.Digest {
 			return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
 				Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
@@ -344,7 +346,11 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 	}
 	q.ID = r.claimRequestID(q.ID, rec.ID)
 	if q.Kind == "" {
+		// hooks.Ask is for approvals; a tool that asks without a kind wants input.
 		q.Kind = tool.KindApproval
+		if origin == OriginTool {
+			q.Kind = tool.KindInput
+		}
 	}
 	if q.ExpiresAt == nil && r.a.opts.ApprovalTTL > 0 {
 		exp := r.a.opts.Now().Add(r.a.opts.ApprovalTTL)

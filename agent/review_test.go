@@ -75,3 +75,31 @@ func TestBeforeLLMEditsDoNotReachTheTranscript(t *testing.T) {
 		t.Errorf("the transcript was rewritten by a BeforeLLM hook: %s %s", tc.Name, tc.Arguments)
 	}
 }
+
+// A tool that asks for input gets the answer's Data; its arguments stay as
+// they were.
+func TestToolQuestionDataIsNotAnEdit(t *testing.T) {
+	var got []string
+	deploy := tool.Must("deploy", "", func(ctx context.Context, in struct {
+		Env string `json:"env"`
+	}) (tool.Result, error) {
+		ans, ok := tool.AnswerFrom(ctx)
+		if !ok {
+			return tool.Pending(tool.Request{Prompt: "one-time code?"}), nil
+		}
+		got = append(got, in.Env+" "+string(ans.Data))
+		return tool.Text("deployed"), nil
+	}, nil)
+	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "deploy", map[string]string{"env": "staging"})}), Tools: agent.ToolList{deploy}})
+	res, err := a.Run(context.Background(), "x")
+	if err != nil || res.Status != agent.StatusPending || res.Pending[0].Kind != tool.KindInput {
+		t.Fatalf("%v %+v", err, res)
+	}
+	res2, err := a.Resume(context.Background(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: true, Data: json.RawMessage(`{"code":"123456"}`)})
+	if err != nil || res2.Status != agent.StatusDone {
+		t.Fatalf("%v %+v", err, res2)
+	}
+	if len(got) != 1 || got[0] != `staging {"code":"123456"}` {
+		t.Errorf("the tool saw %q", got)
+	}
+}

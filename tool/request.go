@@ -52,10 +52,12 @@ type Answer struct {
 	ID string `json:"id"`
 	// OK approves (or, for input, supplies) when true; declines when false.
 	OK bool `json:"ok"`
-	// Data carries the answer's value. For an approval it may hold replacement
-	// arguments for the call: Data is then itself the new arguments object
-	// ({"path": "b.txt"}, not wrapped in another key). The call runs with them
-	// after they are validated and authorized again.
+	// Data carries the answer's value (a code, a choice) for the tool or hook
+	// that asked, which reads it with [AnswerFrom] or the hook event's Answer.
+	// For an approval request the agent itself made (a policy's ask), Data may
+	// instead hold replacement arguments for the call: Data is then itself the
+	// new arguments object ({"path": "b.txt"}, not wrapped in another key), and
+	// the call runs with them after they are validated and authorized again.
 	Data json.RawMessage `json:"data,omitempty"`
 	// Reason explains a decline; the model sees it.
 	Reason string `json:"reason,omitempty"`
