@@ -205,6 +205,11 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	res := execute(r.a.handDown(ctx), t, args)
 	latency := time.Since(start)
 	if res.Pending != nil {
+		if l != nil {
+			post := *use
+			post.Latency, post.Pending = latency, true
+			l.PostToolUse(ctx, &post)
+		}
 		return r.suspend(ctx, rec, OriginTool, res.Pending, args, votes, ans, emit)
 	}
 	if l != nil {

@@ -103,3 +103,47 @@ func TestToolQuestionDataIsNotAnEdit(t *testing.T) {
 		t.Errorf("the tool saw %q", got)
 	}
 }
+
+// pairListener counts PreToolUse and PostToolUse per call.
+type pairListener struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *pairListener) PreToolUse(ctx context.Context, u *hooks.ToolUse) {
+	l.mu.Lock()
+	l.events = append(l.events, "pre")
+	l.mu.Unlock()
+}
+func (l *pairListener) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
+	l.mu.Lock()
+	if u.Pending {
+		l.events = append(l.events, "post(pending)")
+	} else {
+		l.events = append(l.events, "post")
+	}
+	l.mu.Unlock()
+}
+func (l *pairListener) OnError(ctx context.Context, u *hooks.ToolUse) {}
+
+// Every PreToolUse has its PostToolUse, also when the tool asks for an answer.
+func TestListenerPairsAroundAPendingTool(t *testing.T) {
+	ask := tool.Must("ask", "", func(ctx context.Context, _ struct{}) (tool.Result, error) {
+		if _, ok := tool.AnswerFrom(ctx); !ok {
+			return tool.Pending(tool.Request{Prompt: "code?"}), nil
+		}
+		return tool.Text("ok"), nil
+	}, nil)
+	l := &pairListener{}
+	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "ask", nil)}), Tools: agent.ToolList{ask},
+		WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
+			return tool.Answer{ID: r.ID, OK: true}, nil
+		}})
+	a.SetToolCallListener(l)
+	if _, err := a.Run(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.events, " "); got != "pre post(pending) pre post" {
+		t.Errorf("listener events %q", got)
+	}
+}

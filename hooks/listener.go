@@ -32,6 +32,11 @@ type ToolUse struct {
 	Error string
 	// OutputSize is the length of the tool's output in bytes.
 	OutputSize int
+	// Pending is true on the PostToolUse of a call whose tool asked for an
+	// answer instead of returning a result: not a success and not a failure
+	// (Success is false, OnError does not follow). The call's PreToolUse and
+	// PostToolUse fire again when it is retried with the answer.
+	Pending bool
 }
 
 // ToolCallListener is the agent's one tool call listener (seed 000: "An agent has
@@ -40,6 +45,7 @@ type ToolUse struct {
 // PostToolUse just after, then OnError when the call failed. A call that is
 // denied, short-circuited or invalid never reaches the listener. The listener
 // cannot veto or change anything; implementations must be safe for concurrent use.
+// Every PreToolUse is followed by exactly one PostToolUse.
 type ToolCallListener interface {
 	PreToolUse(ctx context.Context, u *ToolUse)
 	PostToolUse(ctx context.Context, u *ToolUse)

@@ -68,6 +68,7 @@
 //	success     bool             POST, ON_ERROR                  false for an error result, an error or a panic
 //	error       string           POST, ON_ERROR                  the error text ("" on success)
 //	outputSize  int              POST, ON_ERROR                  length of the tool's output, in bytes
+//	pending     bool             POST (only when true)           the tool asked for an answer instead of returning a result; the call runs again once answered
 //
 // ON_STOP, and any event fired with [Registry.FireEvent], has exactly the keys
 // the caller passes (tollgate run passes agent, runId and status, the run's

@@ -370,6 +370,9 @@ func toolContext(event Event, u *hooks.ToolUse) map[string]any {
 		m["success"] = u.Success
 		m["error"] = u.Error
 		m["outputSize"] = u.OutputSize
+		if u.Pending {
+			m["pending"] = true
+		}
 	}
 	return m
 }
