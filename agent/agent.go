@@ -51,7 +51,8 @@ type Options struct {
 	Authorizers []approval.Authorizer
 	// WaitFor, if set, is asked for the answer to each pending request and the
 	// call is retried once with it; if nil, a run with a pending request halts
-	// with StatusPending and can be resumed later.
+	// with StatusPending and can be resumed later. The calls of a turn run
+	// concurrently, so WaitFor may be called from several goroutines at once.
 	WaitFor tool.WaitFunc
 	// ApprovalTTL, if positive, sets ExpiresAt on approval requests the agent makes.
 	ApprovalTTL time.Duration
@@ -60,7 +61,9 @@ type Options struct {
 	// MaxParallel caps concurrent tool calls per turn (default [DefaultMaxParallel]).
 	MaxParallel int
 	// OnRecord, if set, receives every tool call record as it is made (after the
-	// AfterTool chain). It is called from the goroutine that ran the call.
+	// AfterTool chain). It is called from the goroutine that ran the call, so
+	// concurrently for the calls of one turn. A panic in it, in an authorizer
+	// (which then denies) or in the tool call listener is recovered and logged.
 	OnRecord func(ctx context.Context, rec ToolCallRecord)
 	// Logger receives structured logs (decisions, not argument values or
 	// outputs); default discards.
@@ -157,6 +160,11 @@ func (a *Agent) Run(ctx context.Context, prompt string) (*Result, error) {
 // is an error ([ErrUnknownAnswer], [ErrDuplicateAnswer]) and changes nothing: the
 // model is not called and state is left as it was. state itself is never
 // modified; the returned Result carries the new state when still pending.
+//
+// "Exactly once" holds for one Resume of one state: Resume keeps no memory
+// between calls, so resuming the same state twice with the same approval runs
+// the call twice. The host keeps approvals single-use, as package
+// approval/store does (Consume) and `tollgate resume` relies on.
 func (a *Agent) Resume(ctx context.Context, state *State, answers ...tool.Answer) (*Result, error) {
 	return collect(a.ResumeStream(ctx, state, answers...))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -40,7 +41,7 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 		return oc
 	}
 	req := oc.pending.Request
-	answer, err := wait(ctx, req)
+	answer, err := r.safeWait(ctx, wait, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return callOutcome{err: ctx.Err()}
@@ -199,7 +200,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	l := r.a.ToolCallListener()
 	use := &hooks.ToolUse{Tool: call.Name, Args: slices.Clone(args), CallID: call.ID, Turn: r.st.Turn, AgentID: r.a.opts.ID, RunID: r.st.RunID}
 	if l != nil {
-		l.PreToolUse(ctx, use)
+		r.guard(ctx, "tool call listener (PreToolUse)", func() { l.PreToolUse(ctx, use) })
 	}
 	start := time.Now()
 	res := execute(r.a.handDown(ctx), t, args)
@@ -208,7 +209,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		if l != nil {
 			post := *use
 			post.Latency, post.Pending = latency, true
-			l.PostToolUse(ctx, &post)
+			r.guard(ctx, "tool call listener (PostToolUse)", func() { l.PostToolUse(ctx, &post) })
 		}
 		return r.suspend(ctx, rec, OriginTool, res.Pending, args, votes, ans, emit)
 	}
@@ -218,9 +219,9 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		if res.IsError {
 			post.Error = res.Output
 		}
-		l.PostToolUse(ctx, &post)
+		r.guard(ctx, "tool call listener (PostToolUse)", func() { l.PostToolUse(ctx, &post) })
 		if res.IsError {
-			l.OnError(ctx, &post)
+			r.guard(ctx, "tool call listener (OnError)", func() { l.OnError(ctx, &post) })
 		}
 	}
 
@@ -301,7 +302,7 @@ func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.R
 		azs = append(slices.Clone(azs), g.authorizers...)
 	}
 	for i, az := range azs {
-		v, err := az.Authorize(ctx, c)
+		v, err := safeAuthorize(ctx, az, c)
 		if v.By == "" {
 			v.By = fmt.Sprintf("authorizer#%d", i+1)
 		}
@@ -388,7 +389,7 @@ func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Resul
 	emit(Event{Kind: EventToolResult, Turn: r.st.Turn, CallID: rec.ID, Record: &c})
 	r.a.log.LogAttrs(ctx, slogInfo, "tool call", attrs(r.st.RunID, rec, d)...)
 	if r.a.opts.OnRecord != nil {
-		r.a.opts.OnRecord(ctx, *rec)
+		r.guard(ctx, "OnRecord", func() { r.a.opts.OnRecord(ctx, *rec) })
 	}
 	return callOutcome{rec: rec}
 }
@@ -414,4 +415,36 @@ func (a *Agent) validator(t tool.Tool) *tool.Validator {
 	}
 	a.validators.Store(key, v)
 	return v
+}
+
+// guard runs a host callback that has no way to fail (the listener,
+// OnRecord) on a call's goroutine: a panic there is logged and the run goes
+// on, rather than crashing the process from a worker goroutine.
+func (r *runner) guard(ctx context.Context, what string, fn func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.a.log.LogAttrs(ctx, slog.LevelError, what+" panicked", slog.String("run", r.st.RunID), slog.Any("panic", p))
+		}
+	}()
+	fn()
+}
+
+// safeAuthorize calls az, turning a panic into an error (which denies: fail closed).
+func safeAuthorize(ctx context.Context, az approval.Authorizer, c approval.Call) (v approval.Verdict, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = approval.Verdict{}, fmt.Errorf("authorizer panicked: %v", p)
+		}
+	}()
+	return az.Authorize(ctx, c)
+}
+
+// safeWait calls a WaitFor function, turning a panic into an error (no answer).
+func (r *runner) safeWait(ctx context.Context, wait tool.WaitFunc, req tool.Request) (a tool.Answer, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			a, err = tool.Answer{}, fmt.Errorf("WaitFor panicked: %v", p)
+		}
+	}()
+	return wait(ctx, req)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -145,5 +146,32 @@ func TestListenerPairsAroundAPendingTool(t *testing.T) {
 	}
 	if got := strings.Join(l.events, " "); got != "pre post(pending) pre post" {
 		t.Errorf("listener events %q", got)
+	}
+}
+
+type panicky struct{}
+
+func (panicky) Authorize(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+	panic("policy bug")
+}
+func (panicky) PreToolUse(ctx context.Context, u *hooks.ToolUse)  { panic("listener bug") }
+func (panicky) PostToolUse(ctx context.Context, u *hooks.ToolUse) { panic("listener bug") }
+func (panicky) OnError(ctx context.Context, u *hooks.ToolUse)     { panic("listener bug") }
+
+// A panicking authorizer denies (fail closed); a panicking listener or OnRecord
+// is logged and the run goes on; nothing crashes the process.
+func TestHostCallbackPanicsAreContained(t *testing.T) {
+	c := &testkit.Counter{Name: "t"}
+	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c},
+		Authorizers: []approval.Authorizer{panicky{}},
+		OnRecord:    func(ctx context.Context, r agent.ToolCallRecord) { panic("sink bug") }})
+	res, err := a.Run(context.Background(), "x")
+	if err != nil || c.Count() != 0 || res.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || !strings.Contains(res.ToolCalls[0].Output, "panicked") {
+		t.Fatalf("%v count %d %+v", err, c.Count(), res.ToolCalls)
+	}
+	b, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c}})
+	b.SetToolCallListener(panicky{})
+	if res, err := b.Run(context.Background(), "x"); err != nil || res.Status != agent.StatusDone || c.Count() != 1 {
+		t.Fatalf("%v %+v count %d", err, res, c.Count())
 	}
 }
