@@ -205,22 +205,36 @@ func isTerminal(r io.Reader) bool {
 // terminalWait asks the person at the terminal: approve, deny with a reason,
 // or edit the JSON arguments. Questions go to w.
 func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
-	br := bufio.NewReader(in)
 	var asking sync.Mutex
+	// One reader owns stdin for the whole run: a question given up on (its
+	// context ended) leaves no second reader racing for the next line.
+	type line struct {
+		s   string
+		err error
+	}
+	var once sync.Once
+	lines := make(chan line)
 	readLine := func(ctx context.Context) (string, error) {
-		type line struct {
-			s   string
-			err error
-		}
-		ch := make(chan line, 1)
-		go func() {
-			s, err := br.ReadString('\n')
-			ch <- line{strings.TrimSpace(s), err}
-		}()
+		once.Do(func() {
+			go func() {
+				br := bufio.NewReader(in)
+				for {
+					s, err := br.ReadString('\n')
+					lines <- line{strings.TrimSpace(s), err}
+					if err != nil {
+						close(lines)
+						return
+					}
+				}
+			}()
+		})
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case l := <-ch:
+		case l, ok := <-lines:
+			if !ok {
+				return "", io.EOF
+			}
 			if l.err != nil && l.s == "" {
 				return "", l.err
 			}

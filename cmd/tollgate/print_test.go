@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 func TestSafeText(t *testing.T) {
@@ -166,4 +169,23 @@ func TestStateDirCheckedFirst(t *testing.T) {
 	if _, err := os.Stat("side.txt"); err != nil {
 		t.Fatal("with a usable state dir the allowed call should have run")
 	}
+}
+
+// A question given up on (its context ended) does not swallow the answer
+// typed for the next one.
+func TestTerminalWaitAfterCancel(t *testing.T) {
+	pr, pw := io.Pipe()
+	var prompts bytes.Buffer
+	wait := terminalWait(pr, &prompts)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := wait(ctx, tool.Request{ID: "r1", Prompt: "first?"}); err == nil {
+		t.Fatal("a cancelled question was answered")
+	}
+	go pw.Write([]byte("a\n"))
+	ans, err := wait(context.Background(), tool.Request{ID: "r2", Prompt: "second?"})
+	if err != nil || !ans.OK || ans.ID != "r2" {
+		t.Fatalf("second question: %+v, %v", ans, err)
+	}
+	pw.Close()
 }
