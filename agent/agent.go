@@ -81,7 +81,7 @@ type Agent struct {
 	mu       sync.RWMutex
 	listener hooks.ToolCallListener
 
-	validators sync.Map // validatorKey -> *tool.Validator
+	validators sync.Map // tool name -> cachedValidator
 }
 
 // ErrNoModel is returned by [New] when Options.Model is nil.

@@ -36,7 +36,8 @@ type runner struct {
 	tools map[string]tool.Tool
 	defs  []model.ToolDef
 
-	// idMu guards pendingIDs, the request IDs already pending in this run.
+	// idMu guards pendingIDs (the request IDs issued in this run) and
+	// st.Requests, which claimRequestID appends to from the calls' goroutines.
 	idMu       sync.Mutex
 	pendingIDs map[string]bool
 }
@@ -376,7 +377,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 	return firstErr
 }
 
-// claimRequestID returns id if no other pending request of the run has it, and
+// claimRequestID returns id if no other request of the run has had it, and
 // otherwise id with "#" and the call ID appended, so that answers can always be
 // routed (a hook may reuse one ID for several calls). The ID is fixed before
 // the request is emitted, handed to WaitFor or stored.
@@ -385,6 +386,9 @@ func (r *runner) claimRequestID(id, callID string) string {
 	defer r.idMu.Unlock()
 	if r.pendingIDs == nil {
 		r.pendingIDs = map[string]bool{}
+		for _, id := range r.st.Requests {
+			r.pendingIDs[id] = true
+		}
 		for _, q := range r.st.PendingRequests() {
 			r.pendingIDs[q.ID] = true
 		}
@@ -397,6 +401,7 @@ func (r *runner) claimRequestID(id, callID string) string {
 		}
 	}
 	r.pendingIDs[id] = true
+	r.st.Requests = append(r.st.Requests, id)
 	return id
 }
 

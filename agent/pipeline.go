@@ -394,17 +394,20 @@ func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Resul
 	return callOutcome{rec: rec}
 }
 
-type validatorKey struct {
-	name   string
+// cachedValidator is a tool's validator and the schema it was built from.
+type cachedValidator struct {
 	schema *jsonschema.Schema
+	v      *tool.Validator
 }
 
-// validator returns the cached schema validator of t (by name and schema).
+// validator returns the cached schema validator of t. The cache holds one
+// entry per tool name, rebuilt when the tool's schema changes, so it stays as
+// small as the set of tools.
 func (a *Agent) validator(t tool.Tool) *tool.Validator {
 	spec := t.Spec()
-	key := validatorKey{spec.Name, spec.InputSchema}
-	if v, ok := a.validators.Load(key); ok {
-		return v.(*tool.Validator)
+	key := spec.Name
+	if c, ok := a.validators.Load(key); ok && c.(cachedValidator).schema == spec.InputSchema {
+		return c.(cachedValidator).v
 	}
 	v, err := tool.NewValidator(spec.InputSchema)
 	if err != nil {
@@ -413,7 +416,7 @@ func (a *Agent) validator(t tool.Tool) *tool.Validator {
 		a.log.Warn("tool has an invalid input schema; arguments are only checked to be an object", "tool", t.Spec().Name, "error", err)
 		v, _ = tool.NewValidator(nil)
 	}
-	a.validators.Store(key, v)
+	a.validators.Store(key, cachedValidator{spec.InputSchema, v})
 	return v
 }
 

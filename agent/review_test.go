@@ -175,3 +175,35 @@ func TestHostCallbackPanicsAreContained(t *testing.T) {
 		t.Fatalf("%v %+v count %d", err, res, c.Count())
 	}
 }
+
+// A hook that always asks with one fixed ID: across turns (and across a
+// resume) every request of the run still gets its own ID.
+func TestRequestIDsAreUniqueAcrossTheRun(t *testing.T) {
+	c := &testkit.Counter{Name: "pay"}
+	h := (&hooks.Hooks{}).BeforeTool("ask", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		if ev.Answer != nil {
+			return nil, nil
+		}
+		return hooks.Ask(tool.Request{ID: "approve", Prompt: "pay?"}), nil
+	})
+	newA := func() *agent.Agent {
+		a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("p1", "pay", nil)}, []model.FuncCall{testkit.Call("p2", "pay", nil)}),
+			Tools: agent.ToolList{c}, Hooks: h})
+		return a
+	}
+	res, err := newA().Run(context.Background(), "x")
+	if err != nil || len(res.Pending) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	first := res.Pending[0].ID
+	blob, _ := json.Marshal(res.State)
+	var st agent.State
+	json.Unmarshal(blob, &st)
+	res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: first, OK: true})
+	if err != nil || res2.Status != agent.StatusPending || len(res2.Pending) != 1 {
+		t.Fatalf("%v %+v", err, res2)
+	}
+	if second := res2.Pending[0].ID; second == first {
+		t.Errorf("the second turn's request reuses the ID %q of an answered one", first)
+	}
+}

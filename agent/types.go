@@ -175,6 +175,9 @@ type State struct {
 	ToolCalls []ToolCallRecord `json:"toolCalls"`
 	// Batch holds the halted turn's tool calls in the model's order.
 	Batch []BatchCall `json:"batch"`
+	// Requests lists every request ID issued in the run, so that a later
+	// request never reuses one (answers and stores are keyed by it).
+	Requests []string `json:"requests,omitempty"`
 }
 
 // PendingRequests lists the requests still waiting in s, in call order.
