@@ -37,10 +37,13 @@
 //
 // # Concurrency
 //
-// The tool calls of one turn run concurrently, at most Options.MaxParallel at a
-// time, and their results enter the transcript in the model's call order. Hooks,
-// authorizers and the listener may therefore be called from several goroutines
-// at once.
+// The tool calls of one turn start in the model's call order and run
+// concurrently, at most Options.MaxParallel at a time (1 runs them one after
+// another, in order); their results enter the transcript in the model's call
+// order. Hooks, authorizers, WaitFor, OnRecord and the listener may therefore
+// be called from several goroutines at once. A hook error fails the run once
+// the turn's other calls have finished (they are not cancelled, so none is
+// left half done); the partial result records every call that ran.
 //
 // # Suspension
 //
