@@ -37,10 +37,11 @@
 //
 // # Concurrency
 //
-// The tool calls of one turn start in the model's call order and run
-// concurrently, at most Options.MaxParallel at a time (1 runs them one after
-// another, in order); their results enter the transcript in the model's call
-// order. Hooks, authorizers, WaitFor, OnRecord and the listener may therefore
+// The tool calls of one turn are started in the model's call order and run
+// concurrently, at most Options.MaxParallel at a time; with more than one at a
+// time their hooks and events interleave in whatever order they happen, and
+// with 1 they run one after another, in order. Their results always enter the
+// transcript in the model's call order. Hooks, authorizers, WaitFor, OnRecord and the listener may therefore
 // be called from several goroutines at once. A hook error fails the run once
 // the turn's other calls have finished (they are not cancelled, so none is
 // left half done); the partial result records every call that ran.

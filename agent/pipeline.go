@@ -69,11 +69,20 @@ func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 }
 
 func answerer(ans *tool.Answer) string {
-	if ans.By != "" {
-		return "person:" + ans.By
+	switch ans.By {
+	case "":
+		return "person"
+	case "runtime":
+		return "runtime" // the runtime answered for nobody (an expiry, a used approval)
 	}
-	return "person"
+	return "person:" + ans.By
 }
+
+// invalidReason is the decision reason for arguments that fail the schema.
+// The validation error itself quotes argument values, so it goes only to the
+// model (in the result); records and logs, which never hold argument values,
+// get this.
+const invalidReason = "the arguments do not match the tool's input schema (the model was shown the details)"
 
 // pipeline is one pass of docs/architecture.md's tool-call pipeline. prior and ans
 // are set when the call is retried after an answer.
@@ -116,7 +125,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	// 2. Validate.
 	if err := r.a.validator(t).Validate(args); err != nil {
 		return r.finish(ctx, rec, tool.Errorf("%s: %v", call.Name, err),
-			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: err.Error(), Votes: votes}, false, emit)
+			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 	}
 
 	// 3. BeforeTool chain.
@@ -147,7 +156,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	if out.Rewritten {
 		if err := r.a.validator(t).Validate(args); err != nil {
 			return r.finish(ctx, rec, tool.Errorf("%s: arguments rewritten by a hook are invalid: %v", call.Name, err),
-				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: err.Error(), Votes: votes}, false, emit)
+				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 		}
 	}
 
@@ -163,14 +172,14 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
 		if err != nil {
 			return r.finish(ctx, rec, tool.Errorf("the edited arguments from %s are not a JSON object: %v", answerer(ans), err),
-				Decision{Outcome: OutcomeInvalid, By: answerer(ans), Reason: err.Error(), Votes: votes}, false, emit)
+				Decision{Outcome: OutcomeInvalid, By: answerer(ans), Reason: "the edited arguments are not a JSON object", Votes: votes}, false, emit)
 		}
 		args, edited = ed, true
 		rec.Args, rec.ArgsDigest = args, approval.Digest(args)
 		votes = append(votes, Vote{Source: answerer(ans), Decision: "rewrite", Reason: "edited the arguments"})
 		if err := r.a.validator(t).Validate(args); err != nil {
 			return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
-				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: err.Error(), Votes: votes}, false, emit)
+				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 		}
 	}
 	verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)

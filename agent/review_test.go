@@ -207,3 +207,51 @@ func TestRequestIDsAreUniqueAcrossTheRun(t *testing.T) {
 		t.Errorf("the second turn's request reuses the ID %q of an answered one", first)
 	}
 }
+
+// The decision reason of invalid arguments quotes no argument value (records
+// and logs never hold them); the model still sees the details.
+func TestInvalidReasonHoldsNoValues(t *testing.T) {
+	c := &testkit.Counter{Name: "t", Schema: `{"type":"object","properties":{"n":{"type":"integer"}}}`}
+	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", map[string]string{"n": "SECRET1"})}), Tools: agent.ToolList{c}})
+	res, err := a.Run(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.ToolCalls[0]
+	if rec.Decision.Outcome != agent.OutcomeInvalid || strings.Contains(rec.Decision.Reason, "SECRET1") || !strings.Contains(rec.Output, "SECRET1") {
+		t.Errorf("decision %+v output %q", rec.Decision, rec.Output)
+	}
+}
+
+// A BeforeLLM hook that scribbles on the tool schemas it is shown changes
+// nothing that is sent, this turn or later.
+func TestBeforeLLMCannotAlterToolSchemasInPlace(t *testing.T) {
+	c := &testkit.Counter{Name: "t", Schema: `{"type":"object","properties":{"n":{"type":"integer"}}}`}
+	var sent []string
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		for _, d := range req.Tools {
+			sent = append(sent, string(d.InputSchema))
+		}
+		if len(sent) == 1 {
+			return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("c1", "t", nil)}}, nil
+		}
+		return model.Reply{Content: "done"}, nil
+	})
+	h := (&hooks.Hooks{}).BeforeLLM("scribble", func(ctx context.Context, ev *hooks.BeforeLLMEvent) (*hooks.LLMOverride, error) {
+		for i := range ev.Tools {
+			for j := range ev.Tools[i].InputSchema {
+				ev.Tools[i].InputSchema[j] = ' '
+			}
+		}
+		return nil, nil
+	})
+	a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{c}, Hooks: h})
+	if _, err := a.Run(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range sent {
+		if !strings.Contains(s, `"integer"`) {
+			t.Errorf("request %d carried an altered schema %q", i+1, s)
+		}
+	}
+}

@@ -208,7 +208,10 @@ func (s *State) clone() (*State, error) {
 // EventKind names an [Event].
 type EventKind string
 
-// Stream event kinds, in the order they occur within a turn.
+// Stream event kinds. Within a turn: text deltas, then usage, then for each
+// call tool_call, decision, pending (if it suspends) and tool_result. Calls run
+// concurrently (Options.MaxParallel), so the events of different calls
+// interleave; each event carries its CallID.
 const (
 	// EventText carries a piece of assistant text (Delta).
 	EventText EventKind = "text"

@@ -283,7 +283,7 @@ func (h *Hooks) RunBeforeLLM(ctx context.Context, ev BeforeLLMEvent) (LLMOutcome
 		return out, nil
 	}
 	for _, hk := range h.beforeLLM {
-		e := &BeforeLLMEvent{Messages: cloneMessages(out.Messages), Tools: slices.Clone(out.Tools), Model: out.Model, Turn: ev.Turn}
+		e := &BeforeLLMEvent{Messages: cloneMessages(out.Messages), Tools: cloneTools(out.Tools), Model: out.Model, Turn: ev.Turn}
 		ov, err := call(StageBeforeLLM, hk.name, func() (*LLMOverride, error) { return hk.fn(ctx, e) })
 		if err != nil {
 			return out, err
@@ -320,6 +320,15 @@ func cloneMessages(msgs []model.Message) []model.Message {
 				out[i].ToolCalls[j].Arguments = slices.Clone(out[i].ToolCalls[j].Arguments)
 			}
 		}
+	}
+	return out
+}
+
+// cloneTools copies tools down to their schema bytes.
+func cloneTools(tools []model.ToolDef) []model.ToolDef {
+	out := slices.Clone(tools)
+	for i := range out {
+		out[i].InputSchema = slices.Clone(out[i].InputSchema)
 	}
 	return out
 }

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -308,10 +307,13 @@ func checkStateDir(ctx context.Context, dir string) error {
 			if !fi.IsDir() {
 				return fmt.Errorf("%s is not a directory", p)
 			}
-			if err := syscall.Access(p, 0x2 /* W_OK */); err != nil {
-				return fmt.Errorf("%s is not writable: %w", p, err)
+			// Probe by doing: access(2) says yes to root even where nothing
+			// can be created (/proc); the probe leaves nothing behind.
+			probe, err := os.MkdirTemp(p, ".tollgate-probe-")
+			if err != nil {
+				return fmt.Errorf("%s does not take new files: %w", p, err)
 			}
-			return nil
+			return os.Remove(probe)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -188,4 +189,12 @@ func TestTerminalWaitAfterCancel(t *testing.T) {
 		t.Fatalf("second question: %+v, %v", ans, err)
 	}
 	pw.Close()
+}
+
+func TestOneLineKeepsCharactersWhole(t *testing.T) {
+	s := strings.Repeat("日本語", 100)
+	got := oneLine(s, 200)
+	if !utf8.ValidString(got) || len(got) > 200+len("…") {
+		t.Errorf("oneLine cut a character or overran: %q", got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -377,7 +378,11 @@ func (p *printer) event(ev agent.Event) {
 func oneLine(s string, n int) string {
 	s = safeText(strings.Join(strings.Fields(s), " "))
 	if len(s) > n {
-		return s[:n] + "…"
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // never split a character
+		}
+		return s[:cut] + "…"
 	}
 	return s
 }
