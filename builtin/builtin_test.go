@@ -131,10 +131,7 @@ func TestInputSchemas(t *testing.T) {
 	gotShapes := map[string]shape{}
 	for _, tl := range tools {
 		s := tl.Spec().InputSchema
-		var props []string
-		for _, name := range s.PropertyOrder {
-			props = append(props, name)
-		}
+		props := append([]string(nil), s.PropertyOrder...)
 		gotShapes[tl.Spec().Name] = shape{props, s.Required}
 	}
 	want := map[string]shape{
@@ -437,7 +434,7 @@ func TestGlob(t *testing.T) {
 		{"no match", map[string]any{"pattern": "**/*.rs"}, outcome{"no files match", false}},
 		{"bad pattern", map[string]any{"pattern": "[a"}, outcome{`invalid pattern: glob pattern "[a": syntax error in pattern`, true}},
 		{"absolute pattern", map[string]any{"pattern": "/etc/*"}, outcome{`invalid pattern: glob pattern "/etc/*" must be relative (use path for the directory to search)`, true}},
-		{"dot-dot pattern", map[string]any{"pattern": "../*"}, outcome{`invalid pattern: glob pattern "../*" must not contain ..`, true}},
+		{"dot-dot pattern", map[string]any{"pattern": "../*"}, outcome{`invalid pattern: glob pattern "../*" must not contain a ".." segment`, true}},
 		{"path is a file", map[string]any{"pattern": "*", "path": "a.go"}, outcome{"a.go is not a directory", true}},
 	}
 	for _, tt := range tests {

@@ -40,7 +40,7 @@ func compileGlob(pattern string) (*globPattern, error) {
 			case "", ".":
 				continue // "a//b", "./a"
 			case "..":
-				return nil, fmt.Errorf("glob pattern %q must not contain ..", pattern)
+				return nil, fmt.Errorf("glob pattern %q must not contain a %q segment", pattern, "..")
 			}
 			if s != "**" {
 				if _, err := path.Match(s, ""); err != nil {
