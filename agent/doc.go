@@ -52,7 +52,14 @@
 // [tool.Pending], or an authorization "ask") suspends on a [tool.Request]. With
 // Options.WaitFor the call waits for the answer and is retried once with it
 // (hooks see it in the event and tools through [tool.AnswerFrom]); a second
-// pending request, or a declined answer, is an error result. Without WaitFor the
+// pending request, or a declined answer, is an error result. An approved
+// request of a BeforeTool hook resolves that hook's ask (seed 002: "ask = a
+// pending(...) result, which wait_for / wait_for_ctx resolves"): on the retry,
+// when the same hook asks again for the arguments it asked about (their
+// digest), its ask counts as answered and the chain goes on, so a gate need not
+// check [hooks.BeforeToolEvent].Answer. Every other hook and the authorizers are
+// heard as on any call, so a deny still wins; a hook's ask for other arguments,
+// or another hook's ask, is a second request. Without WaitFor the
 // run halts with [StatusPending] once every call of the turn has finished or
 // suspended; the calls that were allowed have run and are not run again.
 // [Result].State serializes to JSON, and [Agent.Resume] continues the run with

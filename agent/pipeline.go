@@ -59,6 +59,12 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 	return r.pipeline(ctx, call, oc.pending, &answer, emit)
 }
 
+// hookApproved reports whether ans approves a request that a BeforeTool hook
+// raised (a declined answer never gets this far).
+func hookApproved(prior *PendingCall, ans *tool.Answer) bool {
+	return ans != nil && ans.OK && prior != nil && prior.Origin == OriginHook && prior.Hook != "" && prior.Request.Kind == tool.KindApproval
+}
+
 func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 	return &ToolCallRecord{
 		RunID: r.st.RunID, ID: call.ID, Name: call.Name, Turn: r.st.Turn,
@@ -130,7 +136,15 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 
 	// 3. BeforeTool chain.
 	hev := hooks.BeforeToolEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Answer: ans}
-	out, err := r.a.opts.Hooks.RunBeforeTool(ctx, hev)
+	// An approved hook request resolves that hook's ask (seed 002), for the
+	// arguments it was raised for; the other hooks are heard as usual.
+	var approvedAsk func(string, json.RawMessage) bool
+	if hookApproved(prior, ans) {
+		approvedAsk = func(hook string, a json.RawMessage) bool {
+			return hook == prior.Hook && approval.Digest(a) == prior.Digest
+		}
+	}
+	out, err := r.a.opts.Hooks.RunBeforeToolApproved(ctx, hev, approvedAsk)
 	if err != nil {
 		return callOutcome{err: err}
 	}
@@ -145,7 +159,15 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		res := *out.Result
 		last := votes[len(votes)-1]
 		if res.Pending != nil {
-			return r.suspend(ctx, rec, OriginHook, res.Pending, args, votes, ans, emit)
+			if hookApproved(prior, ans) && out.By == prior.Hook {
+				return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
+					Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
+			}
+			oc := r.suspend(ctx, rec, OriginHook, res.Pending, args, votes, ans, emit)
+			if oc.pending != nil {
+				oc.pending.Hook = out.By
+			}
+			return oc
 		}
 		oc := OutcomeShortCircuit
 		if res.IsError {

@@ -172,6 +172,61 @@ func Example_permissionGate() {
 	// Output: write denied, hints = destructive
 }
 
+// Seed 002, "Tool hints and permission gates": "ask = a pending(...) result,
+// which wait_for / wait_for_ctx resolves". The gate asks before every call
+// that is not read-only; Options.WaitFor answers (here it approves the write
+// and declines the delete). After an approval the gate's ask is satisfied for
+// that call and those arguments, so the call runs once; every other hook and
+// the policy are still heard. A declined call never runs and the model sees
+// the reason.
+func Example_permissionGateAsk() {
+	var written, deleted atomic.Int64
+	write := tool.Must("write_note", "write a note", func(ctx context.Context, _ struct{}) (string, error) {
+		written.Add(1)
+		return "written", nil
+	}, nil)
+	del := tool.Must("delete_note", "delete a note", func(ctx context.Context, _ struct{}) (string, error) {
+		deleted.Add(1)
+		return "deleted", nil
+	}, nil)
+	h := (&hooks.Hooks{}).BeforeTool("gate", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		if ev.Hints == nil || !ev.Hints.ReadOnly { // no hints = unknown = mutating
+			return hooks.Ask(tool.Request{Kind: tool.KindApproval, Prompt: "allow " + ev.Name + "?"}), nil
+		}
+		return nil, nil
+	})
+	waitFor := func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+		fmt.Println("asked:", req.Prompt)
+		if req.Prompt == "allow delete_note?" {
+			return tool.Answer{ID: req.ID, OK: false, Reason: "keep the notes", By: "alice"}, nil
+		}
+		return tool.Answer{ID: req.ID, OK: true, By: "alice"}, nil
+	}
+	a, _ := agent.New(agent.Options{
+		Model: model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+			if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
+				return model.Reply{Content: "done"}, nil
+			}
+			return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "write_note"}, {ID: "c2", Name: "delete_note"}}}, nil
+		}),
+		ModelName: "m", Tools: agent.ToolList{write, del}, Hooks: h, WaitFor: waitFor, MaxParallel: 1,
+	})
+	res, err := a.Run(context.Background(), "tidy the notes")
+	if err != nil {
+		panic(err)
+	}
+	for _, rec := range res.ToolCalls {
+		fmt.Printf("%s: %s by %s: %s\n", rec.Name, rec.Decision.Outcome, rec.Decision.By, rec.Output)
+	}
+	fmt.Println("ran:", written.Load(), deleted.Load())
+	// Output:
+	// asked: allow write_note?
+	// asked: allow delete_note?
+	// write_note: approved by person:alice: written
+	// delete_note: declined by person:alice: declined by alice: keep the notes
+	// ran: 1 0
+}
+
 // A run halts on a pending approval; its state is serialized (to a file or a
 // store), and a fresh agent, here or in another process, resumes it with the
 // person's answer. The approved call runs exactly once.
@@ -181,10 +236,8 @@ func ExampleAgent_Resume() {
 		runs.Add(1)
 		return "sent", nil
 	}, nil)
+	// The gate asks every time; the approval resolves its ask for this call.
 	ask := (&hooks.Hooks{}).BeforeTool("approve-transfers", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
-		if ev.Answer != nil { // the retry after an approval
-			return nil, nil
-		}
 		return hooks.Ask(tool.Request{Kind: tool.KindApproval, Prompt: "Send the money?"}), nil
 	})
 	newAgent := func() *agent.Agent {

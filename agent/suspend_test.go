@@ -130,7 +130,8 @@ func TestResumeUnknownAnswer(t *testing.T) {
 }
 
 // With WaitFor the call waits, is retried once with the answer, and a second
-// pending request becomes an error result.
+// pending request (here a question the hook asks again, which an answer does
+// not settle as it settles an approval) becomes an error result.
 func TestWaitFor(t *testing.T) {
 	t.Run("approved", func(t *testing.T) {
 		transfer := &testkit.Counter{Name: "transfer_funds"}
@@ -153,7 +154,7 @@ func TestWaitFor(t *testing.T) {
 		a := newAgent(t, agent.Options{
 			Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer},
 			Hooks: (&hooks.Hooks{}).BeforeTool("always-ask", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
-				return hooks.Ask(tool.Request{Prompt: "again?"}), nil
+				return hooks.Ask(tool.Request{Kind: tool.KindInput, Prompt: "again?"}), nil
 			}),
 			WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
 				return tool.Answer{ID: r.ID, OK: true}, nil

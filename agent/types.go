@@ -140,7 +140,12 @@ const (
 type PendingCall struct {
 	Request tool.Request `json:"request"`
 	Origin  Origin       `json:"origin"`
-	// Digest binds an authorization request to the arguments it was about.
+	// Hook names the BeforeTool hook that raised the request (OriginHook).
+	// Once the request is approved, that hook's ask is satisfied on the retry
+	// for the arguments of Digest.
+	Hook string `json:"hook,omitempty"`
+	// Digest binds the request to the arguments it was about: for a hook's
+	// request, the arguments that hook was shown; otherwise the call's.
 	Digest string `json:"digest,omitempty"`
 	// Args are the arguments at the time of the request.
 	Args json.RawMessage `json:"args,omitempty"`

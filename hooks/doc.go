@@ -18,6 +18,10 @@
 //     The first hook that returns a result (a denial, a cache hit, a dry run) or a
 //     pending request ends the chain. A hook that returns nil has no opinion and
 //     changes nothing, so a rewrite survives later hooks with no opinion.
+//   - A pending request is resolved by its answer: once a person approves a
+//     hook's request, package agent runs the chain again and that hook's ask,
+//     for the same arguments, no longer ends it ([Hooks.RunBeforeToolApproved]).
+//     A gate may simply ask every time; the hooks after it are still heard.
 //   - Each AfterTool hook sees the result as replaced by the hooks before it;
 //     none is skipped.
 //   - Each BeforeLLM hook sees the messages, tools and model as replaced by the

@@ -74,6 +74,8 @@ type BeforeToolEvent struct {
 	Hints *tool.Hints
 	// Answer is set when the call is retried after a pending request it raised
 	// was answered (see tool.AnswerFrom for the same value from the context).
+	// A gate need not check it: an approved hook's ask is satisfied on the
+	// retry (see [Hooks.RunBeforeToolApproved]).
 	Answer *tool.Answer
 }
 
@@ -376,6 +378,22 @@ type ToolOutcome struct {
 // of the arguments as rewritten so far; the first hook that returns a Result ends
 // the chain. ev is not modified. The error is an [*Error].
 func (h *Hooks) RunBeforeTool(ctx context.Context, ev BeforeToolEvent) (ToolOutcome, error) {
+	return h.RunBeforeToolApproved(ctx, ev, nil)
+}
+
+// RunBeforeToolApproved is [Hooks.RunBeforeTool] for the retry of a call after
+// an approval: a pending request that a hook asks is resolved by the answer
+// (seed 002: "ask = a pending(...) result, which wait_for / wait_for_ctx
+// resolves"), so the hook is not asked to know about answers.
+//
+// When a hook returns a pending request and approved(hook, args) reports true
+// for its name and the arguments it was shown, its ask is satisfied: it is kept
+// as an "ask" vote and the chain goes on to the next hook as if the hook had
+// had no opinion. Every other hook is heard as on any call, so a later denial
+// or rewrite still counts. approved decides which approval covers which
+// arguments (package agent compares the digest of the arguments the request was
+// raised for); a nil approved satisfies nothing.
+func (h *Hooks) RunBeforeToolApproved(ctx context.Context, ev BeforeToolEvent, approved func(hook string, args json.RawMessage) bool) (ToolOutcome, error) {
 	out := ToolOutcome{Args: ev.Args}
 	if h == nil {
 		return out, nil
@@ -400,6 +418,10 @@ func (h *Hooks) RunBeforeTool(ctx context.Context, ev BeforeToolEvent) (ToolOutc
 		}
 		if ov.Result != nil {
 			r := ov.Result.Clone()
+			if r.Pending != nil && approved != nil && approved(hk.name, slices.Clone(out.Args)) {
+				out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: "ask", Reason: orPrompt(ov.Reason, r.Pending)})
+				continue
+			}
 			out.Result, out.By = &r, hk.name
 			d := "result"
 			switch {
@@ -429,6 +451,14 @@ func (h *Hooks) RunBeforeTool(ctx context.Context, ev BeforeToolEvent) (ToolOutc
 		}
 	}
 	return out, nil
+}
+
+// orPrompt is reason, or the request's prompt when reason is empty.
+func orPrompt(reason string, req *tool.Request) string {
+	if reason == "" {
+		return req.Prompt
+	}
+	return reason
 }
 
 // RunAfterTool runs the AfterTool chain: each hook sees the result as replaced by

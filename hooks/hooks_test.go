@@ -60,6 +60,52 @@ func TestAskIsAPendingShortCircuit(t *testing.T) {
 	}
 }
 
+// On the retry after an approval, the approved hook's ask is satisfied for the
+// arguments it is shown and the chain goes on; any other ask still ends it.
+func TestApprovedAskLetsTheChainGoOn(t *testing.T) {
+	gate := func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		return hooks.Ask(tool.Request{Prompt: "allow " + ev.Name + "?"}), nil
+	}
+	var later []string
+	h := (&hooks.Hooks{}).
+		BeforeTool("gate", gate).
+		BeforeTool("later", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+			later = append(later, string(ev.Args))
+			return hooks.Deny("not now"), nil
+		})
+	var asked []string
+	approved := func(hook string, args json.RawMessage) bool {
+		asked = append(asked, hook+" "+string(args))
+		return hook == "gate" && string(args) == `{"a":1}`
+	}
+	out, err := h.RunBeforeToolApproved(ctx, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)}, approved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.By != "later" || out.Result == nil || !out.Result.IsError || !cmp.Equal(later, []string{`{"a":1}`}) || !cmp.Equal(asked, []string{`gate {"a":1}`}) {
+		t.Fatalf("outcome %+v, later hook saw %v, approved asked %v", out, later, asked)
+	}
+	want := []hooks.Vote{{Hook: "gate", Decision: "ask", Reason: "allow x?"}, {Hook: "later", Decision: "deny", Reason: "not now"}}
+	if d := cmp.Diff(want, out.Votes); d != "" {
+		t.Errorf("votes (-want +got):\n%s", d)
+	}
+	// Other arguments, or no approval at all: the ask ends the chain.
+	for _, run := range []func() (hooks.ToolOutcome, error){
+		func() (hooks.ToolOutcome, error) {
+			return h.RunBeforeToolApproved(ctx, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":2}`)}, approved)
+		},
+		func() (hooks.ToolOutcome, error) {
+			return h.RunBeforeTool(ctx, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)})
+		},
+	} {
+		later = nil
+		out, err := run()
+		if err != nil || out.By != "gate" || out.Result == nil || out.Result.Pending == nil || later != nil {
+			t.Errorf("outcome %+v err %v, later hook saw %v", out, err, later)
+		}
+	}
+}
+
 func TestAfterToolChainSeesReplacements(t *testing.T) {
 	h := (&hooks.Hooks{}).
 		AfterTool("a", func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
