@@ -54,7 +54,8 @@ type LLMOverride struct {
 
 // AfterLLMEvent is passed to AfterLLM hooks (seed 002 AfterLlmEvent).
 type AfterLLMEvent struct {
-	// Response is the decoded response, with usage. Treat it as read-only.
+	// Response is the decoded response, with usage; Response.Raw holds the
+	// provider's own payload (on streaming runs too). Treat it as read-only.
 	Response *model.Response
 	Model    string
 	Turn     int

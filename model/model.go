@@ -112,7 +112,12 @@ type Response struct {
 	FinishReason FinishReason `json:"finishReason"`
 	// Model is the model that answered, as the provider reports it.
 	Model string `json:"model,omitempty"`
-	// Raw is the decoded provider payload, when the provider keeps it.
+	// Raw is the provider's own response as JSON, when the provider keeps it
+	// (seed 002: AfterLlmEvent's "decoded provider payload"). model/openai and
+	// model/anthropic set it on both paths: as the API sent it, or, when
+	// streaming, the response assembled from the stream in the same shape (a
+	// chat.completion; a message), with the provider's id, model, finish
+	// reason and usage.
 	Raw json.RawMessage `json:"raw,omitempty"`
 }
 

@@ -443,6 +443,10 @@ type accumulator struct {
 	in, out int64
 	model   string
 	stopped bool
+	// msg is the message as the SDK assembles it from the same events, for
+	// Response.Raw; rawErr is its first failure (Raw is then left empty).
+	msg    anth.Message
+	rawErr error
 }
 
 type toolBlock struct {
@@ -452,6 +456,9 @@ type toolBlock struct {
 
 // add takes in one event and returns its text delta.
 func (a *accumulator) add(ev anth.MessageStreamEventUnion) string {
+	if a.rawErr == nil {
+		a.rawErr = a.msg.Accumulate(ev)
+	}
 	switch ev.Type {
 	case "message_start":
 		if ev.Message.Model != "" {
@@ -510,5 +517,16 @@ func (a *accumulator) response() *model.Response {
 		Usage:        usage(a.in, a.out),
 		FinishReason: finishReason(a.stop),
 		Model:        a.model,
+		Raw:          a.raw(),
 	}
+}
+
+// raw is the streamed message as the API returns it without streaming (id,
+// model, content, stop_reason, usage), assembled by the SDK.
+func (a *accumulator) raw() json.RawMessage {
+	r := a.msg.RawJSON()
+	if a.rawErr != nil || !json.Valid([]byte(r)) {
+		return nil
+	}
+	return json.RawMessage(r)
 }

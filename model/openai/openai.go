@@ -389,6 +389,11 @@ type accumulator struct {
 	finish string
 	usage  oai.CompletionUsage
 	model  string
+	// For Response.Raw: the completion's id, creation time, fingerprint and
+	// service tier, and its usage as the provider sent it.
+	id, fingerprint, tier string
+	created               int64
+	rawUsage              json.RawMessage
 }
 
 type callBuilder struct {
@@ -401,8 +406,11 @@ func (a *accumulator) add(c oai.ChatCompletionChunk) string {
 	if c.Model != "" {
 		a.model = c.Model
 	}
+	a.id, a.created = cmp.Or(c.ID, a.id), cmp.Or(c.Created, a.created)
+	a.fingerprint, a.tier = cmp.Or(c.SystemFingerprint, a.fingerprint), cmp.Or(string(c.ServiceTier), a.tier)
 	if c.JSON.Usage.Valid() && (c.Usage.PromptTokens != 0 || c.Usage.CompletionTokens != 0 || c.Usage.TotalTokens != 0) {
 		a.usage = c.Usage
+		a.rawUsage = json.RawMessage(c.JSON.Usage.Raw())
 	}
 	var delta string
 	for _, ch := range c.Choices {
@@ -449,5 +457,54 @@ func (a *accumulator) response() (*model.Response, error) {
 		Usage:        usage(a.usage),
 		FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0),
 		Model:        a.model,
+		Raw:          a.raw(),
 	}, nil
+}
+
+// raw is the streamed completion as the chat.completion object the API
+// returns without streaming (id, created, model, the one choice with its
+// message and finish_reason, usage as sent), so that Response.Raw has one
+// shape on both paths.
+func (a *accumulator) raw() json.RawMessage {
+	type function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type toolCall struct {
+		ID       string   `json:"id"`
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	type message struct {
+		Role      string     `json:"role"`
+		Content   *string    `json:"content"`
+		ToolCalls []toolCall `json:"tool_calls,omitempty"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason string  `json:"finish_reason"`
+	}
+	var content *string
+	if t := a.text.String(); t != "" || len(a.calls) == 0 {
+		content = &t
+	}
+	msg := message{Role: "assistant", Content: content}
+	for _, b := range a.calls {
+		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: b.id, Type: "function", Function: function{Name: b.name, Arguments: b.args.String()}})
+	}
+	b, err := json.Marshal(struct {
+		ID                string          `json:"id"`
+		Object            string          `json:"object"`
+		Created           int64           `json:"created"`
+		Model             string          `json:"model"`
+		Choices           []choice        `json:"choices"`
+		Usage             json.RawMessage `json:"usage,omitempty"`
+		ServiceTier       string          `json:"service_tier,omitempty"`
+		SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+	}{a.id, "chat.completion", a.created, a.model, []choice{{Message: msg, FinishReason: a.finish}}, a.rawUsage, a.tier, a.fingerprint})
+	if err != nil {
+		return nil
+	}
+	return b
 }
