@@ -78,3 +78,19 @@ func TestOpenRefusesQuestionMark(t *testing.T) {
 		t.Fatal("Open accepted a path with '?'")
 	}
 }
+
+func TestSuiteShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T, opts *store.Options) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "tollgate.db")
+		a, err := sqlite.Open(context.Background(), path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sqlite.Open(context.Background(), path, opts)
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}
