@@ -649,15 +649,15 @@ func DecodeCursor(kind, cursor string) (int64, error) {
 		return 0, nil
 	}
 	bad := func(why string) (int64, error) {
-		if len(cursor) > 40 {
-			cursor = cursor[:40] + "..."
+		if len(cursor) > 20 {
+			cursor = cursor[:20] + "..."
 		}
 		return 0, fmt.Errorf("%w: %q is not a cursor of %s (%s)", ErrBadCursor, cursor, kind, why)
 	}
 	if len(cursor) > maxCursor {
 		return bad("too long")
 	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil {
 		return bad("not base64url")
 	}
