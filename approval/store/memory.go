@@ -156,6 +156,9 @@ func (m *Memory) commit(as []Approval, evs []Event) []int64 {
 
 // CreateRun implements [Store].
 func (m *Memory) CreateRun(ctx context.Context, r CreateRunRequest) (Run, error) {
+	if err := CheckRun(r); err != nil {
+		return Run{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.runs[r.Run.ID]; ok {

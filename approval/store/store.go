@@ -112,8 +112,9 @@ var (
 	ErrUsed = errors.New("store: approval already used")
 	// ErrDigestMismatch: Consume with arguments other than the approved ones.
 	ErrDigestMismatch = errors.New("store: approval was given for other arguments")
-	// ErrLeased: ClaimRun on a run whose lease another holder still holds
-	// (wrapped with the holder and the expiry); try again after the expiry.
+	// ErrLeased: ClaimRun on a run whose lease another holder still holds;
+	// the error is a [*LeasedError] with the holder and the expiry; try again
+	// after the expiry.
 	ErrLeased = errors.New("store: run is leased to another holder")
 	// ErrLeaseLost: RenewLease or a fenced UpdateRun by a holder whose lease
 	// was released or taken over by another claim; the holder must stop
@@ -488,14 +489,15 @@ type PruneFilter struct {
 type Store interface {
 	// CreateRun stores a new run, its approvals and its first events in one
 	// transaction and returns the run as stored. Errors: [ErrExists] if the
-	// run or an approval ID is taken; [ErrInvalid] for a bad event or lease
-	// request.
+	// run or an approval ID is taken; [ErrInvalid] for a run with no ID or
+	// status, an approval with no ID, a bad event or lease request.
 	CreateRun(ctx context.Context, r CreateRunRequest) (Run, error)
 	// UpdateRun applies one checkpoint to a run in one transaction and
 	// returns the run as stored. Errors: [ErrNotFound]; [ErrConflict] when
 	// u.From is set and is not the status; [ErrLeaseLost] when u.LeaseToken
 	// is set and is not the current lease's; [ErrExists] for a taken
-	// approval ID; [ErrInvalid] for a bad event. Nothing changes on error.
+	// approval ID; [ErrInvalid] for an approval with no ID or a bad event.
+	// Nothing changes on error.
 	UpdateRun(ctx context.Context, id string, u RunUpdate) (Run, error)
 	// ClaimRun atomically takes a run over: if its status is one of c.From
 	// and it has no lease, or an expired one (store clock), or one of
@@ -703,6 +705,42 @@ func CheckEvent(ev Event, runTenant *string, now time.Time) (Event, error) {
 	return ev, nil
 }
 
+// LeasedError is the error ClaimRun returns while another holder's lease
+// lasts; errors.Is(err, [ErrLeased]) holds, and errors.As gives the holder
+// and the expiry (after which a claim may take the run over).
+type LeasedError struct {
+	RunID, Holder string
+	ExpiresAt     time.Time
+}
+
+func (e *LeasedError) Error() string {
+	return fmt.Sprintf("%v: run %s is leased to %q until %s", ErrLeased, e.RunID, e.Holder, e.ExpiresAt.Format(time.RFC3339Nano))
+}
+
+// Unwrap returns [ErrLeased].
+func (e *LeasedError) Unwrap() error { return ErrLeased }
+
+// CheckRun validates a new run and its approvals: the run needs an ID and a
+// status, each approval an ID; [ErrInvalid]. For implementations.
+func CheckRun(r CreateRunRequest) error {
+	switch {
+	case r.Run.ID == "":
+		return fmt.Errorf("%w: run with no ID", ErrInvalid)
+	case r.Run.Status == "":
+		return fmt.Errorf("%w: run %s has no status", ErrInvalid, r.Run.ID)
+	}
+	return checkApprovals(r.Run.ID, r.Approvals)
+}
+
+func checkApprovals(runID string, as []Approval) error {
+	for i, a := range as {
+		if a.ID == "" {
+			return fmt.Errorf("%w: approval %d of run %s has no ID", ErrInvalid, i, runID)
+		}
+	}
+	return nil
+}
+
 // CheckClaim validates a claim; [ErrInvalid]. For implementations.
 func CheckClaim(id string, c Claim) error {
 	switch {
@@ -725,7 +763,7 @@ func ApplyClaim(r Run, lastToken int64, c Claim, now time.Time) (Run, error) {
 		return r, err
 	}
 	if l := r.Lease; l != nil && l.Holder != c.Holder && !l.Expired(now) {
-		return r, fmt.Errorf("%w: run %s is leased to %q until %s", ErrLeased, r.ID, l.Holder, l.ExpiresAt.Format(time.RFC3339Nano))
+		return r, &LeasedError{RunID: r.ID, Holder: l.Holder, ExpiresAt: l.ExpiresAt}
 	}
 	if !slices.Contains(c.From, r.Status) {
 		return r, fmt.Errorf("%w: run %s is %s, not one of %v", ErrConflict, r.ID, r.Status, c.From)
@@ -762,6 +800,9 @@ func ApplyRenew(r Run, holder string, token int64, ttl time.Duration, now time.T
 // (approvals and events are the implementation's), for implementations: it
 // returns the run as it must be stored, or the error to return.
 func ApplyUpdate(r Run, u RunUpdate, now time.Time) (Run, error) {
+	if err := checkApprovals(r.ID, u.Approvals); err != nil {
+		return r, err
+	}
 	if u.From != "" && r.Status != u.From {
 		return r, fmt.Errorf("%w: run %s is %s, not %s", ErrConflict, r.ID, r.Status, u.From)
 	}

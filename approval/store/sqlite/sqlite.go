@@ -336,6 +336,9 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, no
 
 // CreateRun implements [store.Store].
 func (s *Store) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
+	if err := store.CheckRun(r); err != nil {
+		return store.Run{}, err
+	}
 	now := s.now()
 	run := r.Run
 	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil

@@ -30,6 +30,7 @@ var hostTests = []struct {
 	{"WaitEvents", func(t *testing.T, s store.Store, c *Clock) { waitEvents(t, s, s) }},
 	{"Leases", testLeases},
 	{"LeaseAtCreation", testLeaseAtCreation},
+	{"CreateRefusals", testCreateRefusals},
 	{"ConcurrentClaim", func(t *testing.T, s store.Store, c *Clock) { concurrentClaim(t, s, s) }},
 	{"Pagination", testPagination},
 	{"PaginationUnderInserts", func(t *testing.T, s store.Store, c *Clock) { paginationUnderInserts(t, s, s) }},
@@ -476,8 +477,9 @@ func testLeases(t *testing.T, s store.Store, c *Clock) {
 
 	_, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, store.RunResuming, store.RunResuming))
 	mustErr(t, err, store.ErrLeased, "ClaimRun of a leased run")
-	if !strings.Contains(err.Error(), `"w1"`) {
-		t.Errorf("ErrLeased does not name the holder: %v", err)
+	var le *store.LeasedError
+	if !errors.As(err, &le) || le.Holder != "w1" || le.RunID != "run_1" || !le.ExpiresAt.Equal(c.Now().Add(time.Minute)) || !strings.Contains(err.Error(), `"w1"`) {
+		t.Errorf("ErrLeased does not give the holder and expiry: %#v", err)
 	}
 	_, err = s.RenewLease(ctx, "run_1", "w2", 1, time.Minute)
 	mustErr(t, err, store.ErrLeaseLost, "RenewLease by another holder")
@@ -554,6 +556,28 @@ func testLeases(t *testing.T, s store.Store, c *Clock) {
 	c.Advance(2 * time.Minute)
 	_, err = s.RenewLease(ctx, "run_1", "w1", 4, time.Minute)
 	check(t, err, "RenewLease of an expired lease nobody took over")
+}
+
+func testCreateRefusals(t *testing.T, s store.Store, c *Clock) {
+	for _, tt := range []struct {
+		name string
+		r    store.CreateRunRequest
+	}{
+		{"no ID", store.CreateRunRequest{Run: store.Run{Status: store.RunPending}}},
+		{"no status", store.CreateRunRequest{Run: store.Run{ID: "run_1"}}},
+		{"an approval with no ID", store.CreateRunRequest{Run: newRun("run_1"), Approvals: []store.Approval{{}}}},
+		{"a bad event", store.CreateRunRequest{Run: newRun("run_1"), Events: []store.Event{{Type: "x", Data: json.RawMessage("{")}}}},
+		{"a holder with no TTL", store.CreateRunRequest{Run: newRun("run_1"), Holder: "w1"}},
+	} {
+		_, err := s.CreateRun(ctx, tt.r)
+		mustErr(t, err, store.ErrInvalid, "CreateRun with "+tt.name)
+	}
+	if ids := runIDs(t, s, store.RunFilter{AllTenants: true}); len(ids) != 0 {
+		t.Fatalf("refused creations stored %v", ids)
+	}
+	check(t, create(s, newRun("run_1")), "CreateRun")
+	_, err := s.UpdateRun(ctx, "run_1", store.RunUpdate{Approvals: []store.Approval{{}}})
+	mustErr(t, err, store.ErrInvalid, "UpdateRun adding an approval with no ID")
 }
 
 func testLeaseAtCreation(t *testing.T, s store.Store, c *Clock) {
