@@ -67,6 +67,11 @@ func answerer(ans *tool.Answer) string {
 	case "runtime":
 		return "runtime" // the runtime answered for nobody (an expiry, a used approval)
 	}
+	// A host that records typed principals passes their text form
+	// ("person:alice", "flag:--approve=yes"); a bare name is a person's.
+	if kind, _, ok := strings.Cut(ans.By, ":"); ok && approval.PrincipalKind(kind).Valid() {
+		return ans.By
+	}
 	return "person:" + ans.By
 }
 
