@@ -68,8 +68,26 @@ type Options struct {
 	// Logger receives structured logs (decisions, not argument values or
 	// outputs); default discards.
 	Logger *slog.Logger
-	// Now returns the current time (default time.Now); for tests.
+	// Now returns the current time (default time.Now): request expiry, record
+	// start times and durations. A durable engine injects its own clock.
 	Now func() time.Time
+	// NewID returns a new unique ID starting with prefix ("run_", "call_",
+	// "req_"), for run IDs not chosen by the caller, calls the model left
+	// without an ID, and approval requests. Default: prefix and 16 random hex
+	// digits. A durable engine injects a deterministic source.
+	NewID func(prefix string) string
+	// Checkpoint, if set, is called on the driving goroutine after every model
+	// turn (the assistant message is in the state, its calls not yet run), after
+	// every finished tool call, and after a turn's results enter the transcript,
+	// with a copy of the run's state at that point. A host stores it so that a
+	// recovered run ([Agent.Resume] on the latest checkpoint) never runs a
+	// finished call again. An error ends the run with that error (StatusError):
+	// a run that cannot be checkpointed does not go on.
+	Checkpoint func(ctx context.Context, cp Checkpoint) error
+	// Middleware wraps the run, each model turn and each tool call's pipeline,
+	// for tracing, metrics or a durable engine's steps; the first element is
+	// the outermost. See [Middleware].
+	Middleware []Middleware
 }
 
 // Agent runs the loop of docs/architecture.md: model turn, tool calls through the
@@ -82,6 +100,11 @@ type Agent struct {
 	listener hooks.ToolCallListener
 
 	validators sync.Map // tool name -> cachedValidator
+
+	// resumed remembers, per run ID, the highest state sequence number a
+	// resume started from, so that the same state is never resumed twice.
+	resumedMu sync.Mutex
+	resumed   map[string]int64
 }
 
 // ErrNoModel is returned by [New] when Options.Model is nil.
@@ -111,6 +134,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = randomID
 	}
 	if opts.Hooks == nil {
 		opts.Hooks = &hooks.Hooks{}
@@ -146,8 +172,8 @@ func (a *Agent) ToolCallListener() hooks.ToolCallListener {
 // returns the partial result (StatusError, transcript so far) together with the
 // error: a [*hooks.Error] for a hook, the model's error, or ctx.Err().
 // Run consumes [Agent.Stream]: the two behave identically.
-func (a *Agent) Run(ctx context.Context, prompt string) (*Result, error) {
-	return collect(a.Stream(ctx, prompt))
+func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Result, error) {
+	return collect(a.Stream(ctx, prompt, opts...))
 }
 
 // Resume continues a halted run with answers to its pending requests, in this or
@@ -161,10 +187,14 @@ func (a *Agent) Run(ctx context.Context, prompt string) (*Result, error) {
 // model is not called and state is left as it was. state itself is never
 // modified; the returned Result carries the new state when still pending.
 //
-// "Exactly once" holds for one Resume of one state: Resume keeps no memory
-// between calls, so resuming the same state twice with the same approval runs
-// the call twice. The host keeps approvals single-use, as package
-// approval/store does (Consume) and `tollgate resume` relies on.
+// A state may also be a [Checkpoint]'s: then the calls of its turn that had not
+// finished run (those that had are never run again), and the loop goes on.
+//
+// Each state is resumed at most once: resuming a state this agent has already
+// resumed (the same run and sequence number, or an earlier one) fails with
+// [ErrAlreadyResumed] and runs nothing. The agent remembers this in memory;
+// across processes the host keeps it, as package runs does with leases and
+// single-use approvals.
 func (a *Agent) Resume(ctx context.Context, state *State, answers ...tool.Answer) (*Result, error) {
 	return collect(a.ResumeStream(ctx, state, answers...))
 }
@@ -186,7 +216,8 @@ func collect(seq func(func(Event, error) bool)) (*Result, error) {
 	return res, err
 }
 
-func newID(prefix string) string {
+// randomID is the default Options.NewID.
+func randomID(prefix string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])

@@ -23,6 +23,10 @@ var (
 	ErrNotPending = errors.New("agent: the run has no pending request")
 	// ErrStateVersion: the state was written by an incompatible version.
 	ErrStateVersion = errors.New("agent: unsupported state version")
+	// ErrAlreadyResumed: this state (or a later one of the same run) was
+	// already resumed by this agent; resuming it again could run an approved
+	// call twice. Resume the state the last resume returned instead.
+	ErrAlreadyResumed = errors.New("agent: this state was already resumed")
 )
 
 // runner drives one run (or one resume) on the goroutine that iterates the stream.
@@ -51,15 +55,28 @@ type runner struct {
 // Breaking out of the loop early cancels the run: running tool calls see their
 // context cancelled, and Stream returns only after every goroutine it started has
 // ended.
-func (a *Agent) Stream(ctx context.Context, prompt string) iter.Seq2[Event, error] {
+func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		st := &State{Version: StateVersion, RunID: newID("run_"), AgentID: a.opts.ID, Model: a.opts.ModelName}
-		if a.opts.SystemPrompt != "" {
+		var ro runOptions
+		for _, o := range opts {
+			o(&ro)
+		}
+		id := ro.runID
+		if id == "" {
+			id = a.opts.NewID("run_")
+		}
+		st := &State{Version: StateVersion, RunID: id, AgentID: a.opts.ID, Model: a.opts.ModelName}
+		if a.opts.SystemPrompt != "" && !hasSystem(ro.history) {
 			st.Messages = append(st.Messages, model.System(a.opts.SystemPrompt))
 		}
+		st.Messages = append(st.Messages, ro.history...)
 		st.Messages = append(st.Messages, model.User(prompt))
-		a.drive(ctx, st, yield, func(r *runner, ctx context.Context) (*Result, error) { return r.loop(ctx) })
+		a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) { return r.loop(ctx) })
 	}
+}
+
+func hasSystem(msgs []model.Message) bool {
+	return len(msgs) > 0 && msgs[0].Role == model.RoleSystem
 }
 
 // ResumeStream is [Agent.Resume] as a stream of events, like [Agent.Stream].
@@ -69,8 +86,8 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 			yield(Event{}, ErrNotPending)
 			return
 		}
-		if state.Version != StateVersion {
-			yield(Event{}, fmt.Errorf("%w: %d (this agent reads %d)", ErrStateVersion, state.Version, StateVersion))
+		if state.Version < 1 || state.Version > StateVersion {
+			yield(Event{}, fmt.Errorf("%w: %d (this agent reads 1 to %d)", ErrStateVersion, state.Version, StateVersion))
 			return
 		}
 		st, err := state.clone()
@@ -85,13 +102,47 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 			yield(Event{Kind: EventDone, Result: res}, err)
 			return
 		}
-		a.drive(ctx, st, yield, func(r *runner, ctx context.Context) (*Result, error) {
-			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
-				return res, err
+		if err := a.claimResume(st.RunID, st.Seq); err != nil {
+			res := (&runner{a: a, st: st}).result(StatusPending, "")
+			yield(Event{Kind: EventDone, Result: res}, err)
+			return
+		}
+		a.drive(ctx, st, true, yield, func(r *runner, ctx context.Context) (*Result, error) {
+			if len(st.Batch) > 0 {
+				if res, ended, err := r.settleBatch(ctx, byIndex); ended {
+					return res, err
+				}
+				if err := r.checkpoint(ctx, CheckpointResults); err != nil {
+					return r.fail(err)
+				}
 			}
 			return r.loop(ctx)
 		})
 	}
+}
+
+// maxResumed bounds the agent's memory of resumed states.
+const maxResumed = 1 << 14
+
+// claimResume records that a resume of run id starts from sequence number seq,
+// or returns ErrAlreadyResumed when one started from seq or later before.
+func (a *Agent) claimResume(id string, seq int64) error {
+	a.resumedMu.Lock()
+	defer a.resumedMu.Unlock()
+	if last, ok := a.resumed[id]; ok && seq <= last {
+		return fmt.Errorf("%w: run %s at event %d (a resume already started from event %d)", ErrAlreadyResumed, id, seq, last)
+	}
+	if a.resumed == nil {
+		a.resumed = map[string]int64{}
+	}
+	if len(a.resumed) >= maxResumed {
+		for k := range a.resumed { // forget an arbitrary old run
+			delete(a.resumed, k)
+			break
+		}
+	}
+	a.resumed[id] = seq
+	return nil
 }
 
 // routeAnswers maps each answer to the batch index of its pending request.
@@ -102,10 +153,17 @@ func routeAnswers(st *State, answers []tool.Answer) (map[int]*tool.Answer, error
 			ids[b.Pending.Request.ID] = i
 		}
 	}
-	if len(ids) == 0 {
+	out := map[int]*tool.Answer{}
+	// Calls of a checkpointed turn that had neither finished nor suspended
+	// run now (a recovery); those that finished are never run again.
+	for i, b := range st.Batch {
+		if b.Record == nil && b.Pending == nil {
+			out[i] = nil
+		}
+	}
+	if len(ids) == 0 && len(out) == 0 && !resumable(st) {
 		return nil, ErrNotPending
 	}
-	out := map[int]*tool.Answer{}
 	for _, ans := range answers {
 		i, ok := ids[ans.ID]
 		if !ok {
@@ -120,6 +178,16 @@ func routeAnswers(st *State, answers []tool.Answer) (map[int]*tool.Answer, error
 	return out, nil
 }
 
+// resumable reports whether a state with no pending request can still go on:
+// a checkpoint taken after a turn's results entered the transcript, whose
+// next step is a model turn.
+func resumable(st *State) bool {
+	if len(st.Batch) > 0 || len(st.Messages) == 0 {
+		return len(st.Batch) > 0
+	}
+	return st.Messages[len(st.Messages)-1].Role == model.RoleTool
+}
+
 func pendingIDs(st *State) []string {
 	var ids []string
 	for _, r := range st.PendingRequests() {
@@ -128,30 +196,67 @@ func pendingIDs(st *State) []string {
 	return ids
 }
 
-func (a *Agent) drive(ctx context.Context, st *State, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
+func (a *Agent) drive(ctx context.Context, st *State, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel}
 	r.snapshotTools()
-	res, err := body(r, ctx)
+	run := RunHandler(func(ctx context.Context, _ *RunInfo) (*Result, error) { return body(r, ctx) })
+	for i := len(a.opts.Middleware) - 1; i >= 0; i-- {
+		if m := a.opts.Middleware[i].Run; m != nil {
+			run = m(run)
+		}
+	}
+	res, err := run(ctx, &RunInfo{RunID: st.RunID, AgentID: a.opts.ID, Model: st.Model, Resume: resume})
 	if r.stopped {
 		return
 	}
 	if res == nil && err != nil {
 		res, _ = r.fail(err)
 	}
-	yield(Event{Kind: EventDone, Result: res}, err)
+	st.Seq++
+	yield(Event{Kind: EventDone, RunID: st.RunID, Seq: st.Seq, Turn: st.Turn, Result: res}, err)
 }
 
-// emit yields ev unless the consumer has stopped; it must run on the driving goroutine.
+// emit yields ev, numbered, unless the consumer has stopped; it must run on
+// the driving goroutine.
 func (r *runner) emit(ev Event) {
 	if r.stopped {
 		return
 	}
+	r.st.Seq++
+	ev.RunID, ev.Seq = r.st.RunID, r.st.Seq
 	if !r.yield(ev, nil) {
 		r.stopped = true
 		r.cancel()
 	}
+}
+
+// checkpoint hands a copy of the run's state to Options.Checkpoint.
+func (r *runner) checkpoint(ctx context.Context, kind CheckpointKind) error {
+	f := r.a.opts.Checkpoint
+	if f == nil {
+		return nil
+	}
+	r.idMu.Lock() // the calls' goroutines append request IDs
+	c, err := r.st.clone()
+	r.idMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("agent: checkpoint: %w", err)
+	}
+	var cerr error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				cerr = fmt.Errorf("checkpoint panicked: %v", p)
+			}
+		}()
+		cerr = f(ctx, Checkpoint{Kind: kind, RunID: c.RunID, Seq: c.Seq, Turn: c.Turn, State: c})
+	}()
+	if cerr != nil {
+		return fmt.Errorf("agent: checkpoint after %s: %w", kind, cerr)
+	}
+	return nil
 }
 
 func (r *runner) snapshotTools() {
@@ -190,7 +295,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			return r.result(StatusIncomplete, fmt.Sprintf("reached MaxTurns (%d) before the model gave a final answer", r.a.opts.MaxTurns)), nil
 		}
 		r.st.Turn++
-		resp, err := r.modelTurn(ctx)
+		resp, err := r.turn(ctx)
 		if err != nil {
 			return r.fail(err)
 		}
@@ -199,7 +304,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		}
 		msg := resp.Message
 		msg.Role = model.RoleAssistant
-		msg.ToolCalls = normalizeCalls(msg.ToolCalls)
+		msg.ToolCalls = r.normalizeCalls(msg.ToolCalls)
 		r.st.Messages = append(r.st.Messages, msg)
 		if len(msg.ToolCalls) == 0 {
 			return r.result(StatusDone, ""), nil
@@ -210,8 +315,14 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			r.st.Batch[i] = BatchCall{Call: c}
 			all[i] = nil
 		}
+		if err := r.checkpoint(ctx, CheckpointTurn); err != nil {
+			return r.fail(err)
+		}
 		if res, ended, err := r.settleBatch(ctx, all); ended {
 			return res, err
+		}
+		if err := r.checkpoint(ctx, CheckpointResults); err != nil {
+			return r.fail(err)
 		}
 	}
 }
@@ -236,12 +347,12 @@ func (r *runner) settleBatch(ctx context.Context, which map[int]*tool.Answer) (r
 
 // normalizeCalls gives every call a non-empty ID unique within the turn, and
 // an arguments object ({} when the model sent none).
-func normalizeCalls(calls []model.ToolCall) []model.ToolCall {
+func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 	seen := map[string]bool{}
 	out := slices.Clone(calls)
 	for i := range out {
 		if out[i].ID == "" || seen[out[i].ID] {
-			out[i].ID = newID("call_")
+			out[i].ID = r.a.opts.NewID("call_")
 		}
 		seen[out[i].ID] = true
 		if len(out[i].Arguments) == 0 {
@@ -310,7 +421,7 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error {
 	type done struct {
 		i  int
-		oc callOutcome
+		oc CallOutcome
 	}
 	evCh := make(chan Event)
 	doneCh := make(chan done)
@@ -333,7 +444,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 				for _, j := range order[k:] {
-					doneCh <- done{j, callOutcome{err: ctx.Err()}}
+					doneCh <- done{j, CallOutcome{Err: ctx.Err()}}
 				}
 				return
 			}
@@ -342,13 +453,13 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				doneCh <- done{i, r.processCall(ctx, b.Call, b.Pending, ans, send)}
+				doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)}
 			}()
 		}
 	}()
 	go func() { wg.Wait(); close(doneCh) }()
 	var firstErr error
-	outcomes := make(map[int]callOutcome, len(order))
+	errs := make(map[int]error, len(order))
 	for evCh != nil || doneCh != nil {
 		select {
 		case ev := <-evCh:
@@ -359,19 +470,25 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 				evCh = nil
 				continue
 			}
-			outcomes[d.i] = d.oc
+			oc := d.oc
+			errs[d.i] = oc.Err
+			switch {
+			case oc.Record != nil:
+				r.st.Batch[d.i].Record, r.st.Batch[d.i].Pending = oc.Record, nil
+				// A finished call is checkpointed at once, so that a
+				// recovered run never runs it again.
+				if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
+					errs[d.i] = err
+					r.cancel()
+				}
+			case oc.Pending != nil:
+				r.st.Batch[d.i].Pending = oc.Pending
+			}
 		}
 	}
 	for _, i := range order {
-		oc := outcomes[i]
-		if oc.err != nil && firstErr == nil {
-			firstErr = oc.err
-		}
-		switch {
-		case oc.rec != nil:
-			r.st.Batch[i].Record, r.st.Batch[i].Pending = oc.rec, nil
-		case oc.pending != nil:
-			r.st.Batch[i].Pending = oc.pending
+		if err := errs[i]; err != nil && firstErr == nil {
+			firstErr = err
 		}
 	}
 	return firstErr
@@ -451,6 +568,9 @@ func (r *runner) result(status Status, reason string) *Result {
 		} else {
 			res.State = st
 		}
+		// The done event that carries this result comes next: the state
+		// goes on from its number.
+		res.State.Seq = st.Seq + 1
 	}
 	return res
 }

@@ -18,17 +18,9 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// callOutcome is what one pass of the pipeline yields: a finished record, a
-// pending call, or an error that fails the run (a hook error, cancellation).
-type callOutcome struct {
-	rec     *ToolCallRecord
-	pending *PendingCall
-	err     error
-}
-
 // processCall runs one call through the pipeline; with a WaitFor it waits for
 // the answer to a pending request and retries the call once with it.
-func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) callOutcome {
+func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
 	// Announced on the first attempt and again when a resume takes the call up.
 	c := call
 	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
@@ -37,26 +29,26 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 	if g := inherited(ctx); wait == nil && g != nil {
 		wait = g.waitFor
 	}
-	if oc.pending == nil || wait == nil || ans != nil {
+	if oc.Pending == nil || wait == nil || ans != nil {
 		return oc
 	}
-	req := oc.pending.Request
+	req := oc.Pending.Request
 	answer, err := r.safeWait(ctx, wait, req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return callOutcome{err: ctx.Err()}
+			return CallOutcome{Err: ctx.Err()}
 		}
 		return r.finish(ctx, r.newRecord(call), tool.Errorf("no answer to request %s: %v", req.ID, err),
-			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: err.Error(), Votes: oc.pending.Votes}, false, emit)
+			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: err.Error(), Votes: oc.Pending.Votes}, false, emit)
 	}
 	if answer.ID == "" {
 		answer.ID = req.ID
 	}
 	if answer.ID != req.ID {
 		return r.finish(ctx, r.newRecord(call), tool.Errorf("the answer is for request %s, not %s", answer.ID, req.ID),
-			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: "misrouted answer", Votes: oc.pending.Votes}, false, emit)
+			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: "misrouted answer", Votes: oc.Pending.Votes}, false, emit)
 	}
-	return r.pipeline(ctx, call, oc.pending, &answer, emit)
+	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
 }
 
 // hookApproved reports whether ans approves a request that a BeforeTool hook
@@ -81,6 +73,11 @@ func answerer(ans *tool.Answer) string {
 	case "runtime":
 		return "runtime" // the runtime answered for nobody (an expiry, a used approval)
 	}
+	// A host that records typed principals passes their text form
+	// ("person:alice", "flag:--approve=yes"); a bare name is a person's.
+	if kind, _, ok := strings.Cut(ans.By, ":"); ok && approval.PrincipalKind(kind).Valid() {
+		return ans.By
+	}
 	return "person:" + ans.By
 }
 
@@ -92,7 +89,7 @@ const invalidReason = "the arguments do not match the tool's input schema (the m
 
 // pipeline is one pass of docs/architecture.md's tool-call pipeline. prior and ans
 // are set when the call is retried after an answer.
-func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) callOutcome {
+func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
 	rec := r.newRecord(call)
 	// On a retry every source is heard again; the votes heard before the
 	// request only matter when the call ends here (declined, expired).
@@ -146,7 +143,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	}
 	out, err := r.a.opts.Hooks.RunBeforeToolApproved(ctx, hev, approvedAsk)
 	if err != nil {
-		return callOutcome{err: err}
+		return CallOutcome{Err: err}
 	}
 	for _, v := range out.Votes {
 		votes = append(votes, Vote{Source: "hook:" + v.Hook, Decision: v.Decision, Reason: v.Reason})
@@ -234,7 +231,8 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		r.guard(ctx, "tool call listener (PreToolUse)", func() { l.PreToolUse(ctx, use) })
 	}
 	start := time.Now()
-	res := execute(r.a.handDown(ctx), t, args)
+	inv := &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
+	res := execute(tool.WithInvocation(r.a.handDown(ctx), *inv), t, inv, args)
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {
@@ -264,7 +262,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		rec.ReplacedBy = by
 		withheld := tool.Errorf("the result was withheld: %v", err)
 		oc := r.finish(ctx, rec, withheld, decision, true, emit)
-		oc.err = err
+		oc.Err = err
 		return oc
 	}
 	rec.ReplacedBy = by
@@ -290,14 +288,20 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// execute calls the tool, turning an error or a panic into an error result.
-func execute(ctx context.Context, t tool.Tool, args json.RawMessage) (res tool.Result) {
+// execute calls the tool (through [tool.Invoker] when it has it), turning an
+// error or a panic into an error result.
+func execute(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage) (res tool.Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = tool.Recovered(t.Spec().Name, p)
 		}
 	}()
-	res, err := t.Call(ctx, args)
+	var err error
+	if iv, ok := t.(tool.Invoker); ok {
+		res, err = iv.Invoke(ctx, inv, args)
+	} else {
+		res, err = t.Call(ctx, args)
+	}
 	if err != nil {
 		return tool.Error(err.Error())
 	}
@@ -355,7 +359,7 @@ func (r *runner) approvalRequest(call model.ToolCall, args json.RawMessage, hint
 	if v.Reason != "" {
 		prompt += " (" + v.By + ": " + v.Reason + ")"
 	}
-	req := tool.Request{ID: newID("req_"), Kind: tool.KindApproval, Prompt: prompt, Data: data}
+	req := tool.Request{ID: r.a.opts.NewID("req_"), Kind: tool.KindApproval, Prompt: prompt, Data: data}
 	if ttl := r.a.opts.ApprovalTTL; ttl > 0 {
 		exp := r.a.opts.Now().Add(ttl)
 		req.ExpiresAt = &exp
@@ -372,14 +376,14 @@ func abbreviate(s string, n int) string {
 
 // suspend turns a pending request into a pending call, or into an error result
 // when the call was already retried after an answer (at most one retry).
-func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin, req *tool.Request, args json.RawMessage, votes []Vote, ans *tool.Answer, emit func(Event)) callOutcome {
+func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin, req *tool.Request, args json.RawMessage, votes []Vote, ans *tool.Answer, emit func(Event)) CallOutcome {
 	if ans != nil {
 		return r.finish(ctx, rec, tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", origin, req.Prompt),
 			Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "second pending request", Votes: votes}, false, emit)
 	}
 	q := *req
 	if q.ID == "" {
-		q.ID = newID("req_")
+		q.ID = r.a.opts.NewID("req_")
 	}
 	q.ID = r.claimRequestID(q.ID, rec.ID)
 	if q.Kind == "" {
@@ -398,7 +402,7 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
 	emit(Event{Kind: EventPending, Turn: r.st.Turn, CallID: rec.ID, Request: &q})
 	r.a.log.LogAttrs(ctx, slogInfo, "tool call pending", attrs(r.st.RunID, rec, d)...)
-	return callOutcome{pending: pc}
+	return CallOutcome{Pending: pc}
 }
 
 func lastSource(votes []Vote, def string) string {
@@ -409,7 +413,7 @@ func lastSource(votes []Vote, def string) string {
 }
 
 // finish completes the record, emits it and hands it to OnRecord.
-func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Result, d Decision, ran bool, emit func(Event)) callOutcome {
+func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Result, d Decision, ran bool, emit func(Event)) CallOutcome {
 	rec.Output, rec.IsError, rec.Metadata = res.Output, res.IsError, res.Metadata
 	rec.Ran, rec.Decision = ran, d
 	rec.Duration = r.a.opts.Now().Sub(rec.Started)
@@ -422,7 +426,7 @@ func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Resul
 	if r.a.opts.OnRecord != nil {
 		r.guard(ctx, "OnRecord", func() { r.a.opts.OnRecord(ctx, *rec) })
 	}
-	return callOutcome{rec: rec}
+	return CallOutcome{Record: rec}
 }
 
 // cachedValidator is a tool's validator and the schema it was built from.

@@ -163,7 +163,9 @@ type BatchCall struct {
 }
 
 // StateVersion is the version of the [State] encoding written by this package.
-const StateVersion = 1
+// Version 2 added Seq; version 1 states are still read (their events are
+// numbered from 1 again).
+const StateVersion = 2
 
 // State is a halted run, as plain JSON-serializable data. Resume it with
 // [Agent.Resume]; the agent doing so must offer the same tools.
@@ -183,6 +185,9 @@ type State struct {
 	// Requests lists every request ID issued in the run, so that a later
 	// request never reuses one (answers and stores are keyed by it).
 	Requests []string `json:"requests,omitempty"`
+	// Seq is the sequence number of the last event of the run so far; the
+	// events of a resume go on from it.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // PendingRequests lists the requests still waiting in s, in call order.
@@ -235,9 +240,14 @@ const (
 	EventDone EventKind = "done"
 )
 
-// Event is one element of [Agent.Stream].
+// Event is one element of [Agent.Stream]. Every event carries its run's ID and
+// a sequence number that increases by one with each event of the run, across
+// halts and resumes (a resume goes on from State.Seq), so that a host can
+// store events and serve them again from any point.
 type Event struct {
 	Kind     EventKind       `json:"kind"`
+	RunID    string          `json:"runId,omitempty"`
+	Seq      int64           `json:"seq,omitempty"`
 	Turn     int             `json:"turn,omitempty"`
 	Delta    string          `json:"delta,omitempty"`
 	Call     *model.ToolCall `json:"call,omitempty"`

@@ -296,7 +296,7 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s1.CreateRun(bg, store.Run{ID: res.RunID, Status: store.RunPending, State: stateJSON}, approvals...); err != nil {
+	if _, err := s1.CreateRun(bg, store.CreateRunRequest{Run: store.Run{ID: res.RunID, Status: store.RunPending, State: stateJSON}, Approvals: approvals}); err != nil {
 		t.Fatal(err)
 	}
 	s1.Close()
@@ -324,7 +324,7 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.UpdateRun(bg, store.Run{ID: run.ID, Status: store.RunResuming, State: run.State}, store.RunPending); err != nil {
+		if _, err := s.UpdateRun(bg, run.ID, store.RunUpdate{From: store.RunPending, Status: store.RunResuming}); err != nil {
 			return nil, err
 		}
 		var st agent.State
@@ -349,7 +349,8 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return out, s.UpdateRun(bg, store.Run{ID: run.ID, Status: store.RunStatus(out.Status)}, store.RunResuming)
+		_, err = s.UpdateRun(bg, run.ID, store.RunUpdate{From: store.RunResuming, Status: store.RunStatus(out.Status), State: json.RawMessage("null")})
+		return out, err
 	}
 	out, err := resume()
 	if err != nil {

@@ -16,3 +16,10 @@ func TestAnswerOfPending(t *testing.T) {
 		t.Errorf("a pending approval answered %+v", ans)
 	}
 }
+
+func TestMemoryShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T, opts *store.Options) (store.Store, store.Store) {
+		m := store.NewMemory(opts)
+		return m, m
+	})
+}

@@ -1,14 +1,27 @@
-// Package store keeps halted runs and their approval records so that a run
-// that waits for a person survives the process (docs/architecture.md, "Suspension
-// and approval"). [Store] is the interface; [Memory] is the
-// in-memory implementation, package approval/store/sqlite the durable one, and
-// package approval/store/storetest the test suite every implementation must
-// pass.
+// Package store keeps runs, their approval records and their event log so
+// that a run that waits for a person survives the process, and so that hosts
+// (the CLI, a server, several processes sharing one database) can claim, watch
+// and page through runs (docs/architecture.md, "Suspension and approval" and
+// "The store"). [Store] is the interface; [Memory] is the in-memory
+// implementation, package approval/store/sqlite the durable one, and package
+// approval/store/storetest the test suite every implementation must pass.
 //
 // A store knows nothing of the agent: a run's halted state, its latest result
 // and the host's run configuration are opaque JSON (the agent's State and
 // Result, and whatever the host needs to rebuild the same agent). It therefore
 // imports only the level-0 package tool, and the agent never imports it.
+//
+// # Tenants
+//
+// Every record (run, approval, event) has a Tenant: an opaque name of the
+// organisation or user space it belongs to. Approvals and events take the
+// tenant of their run. Listings are scoped by the Tenant field of their
+// filter: the empty tenant is the default tenant "", not "every tenant";
+// AllTenants lists across tenants (for administrators and the local CLI).
+// Getting or changing a record by ID (GetRun, GetApproval, Decide, Consume,
+// ClaimRun, UpdateRun) does not check the tenant: it returns the record with
+// its Tenant, and the caller must compare it with the caller's tenant before
+// showing or changing anything.
 //
 // # Approvals
 //
@@ -24,20 +37,56 @@
 // marks the approval expired. Consume is the single use of an approval: it
 // succeeds once, only for the arguments digest the approval was made for
 // ([ErrDigestMismatch]), and never after expiry. Decide and Consume are atomic
-// even across processes sharing one store.
+// even across processes sharing one store. A decision appends an
+// [EventApprovalDecided] event, and a recorded expiry an [EventApprovalExpired]
+// event, in the same transaction, so that waiting for a run's events
+// ([Store.WaitEvents]) covers waiting for its answers.
 //
-// # Runs
+// # Runs and leases
 //
-// A [Run]'s status changes only by compare-and-set ([Store.UpdateRun] with the
-// expected current status), so that of two processes resuming one run, one
-// wins and the other gets [ErrConflict]: together with single-use approvals,
-// that is what makes an approved call run at most once.
+// A [Run]'s status changes by compare-and-set ([RunUpdate.From]) and under a
+// lease. [Store.ClaimRun] atomically moves a run from one of the expected
+// statuses to a new one and gives the claimant a [Lease]: a holder name, an
+// expiry on the store's clock and a fencing token that grows with every claim
+// of the run. Of several concurrent claimants exactly one wins; a lease that
+// expired (its holder crashed or stopped renewing it) is taken over by the next
+// claim. The holder keeps the lease alive with [Store.RenewLease] and passes
+// its token with every checkpoint ([RunUpdate.LeaseToken]); once another
+// holder has taken the run over, both fail with [ErrLeaseLost], so a holder
+// that was presumed dead cannot overwrite its successor's work. Together with
+// single-use approvals, that is what makes an approved call run at most once.
+//
+// [Store.UpdateRun] is the checkpoint: status, state, result, the release of
+// the lease, new approvals and new events are written in one transaction.
+// Version counts the writes to a run.
+//
+// # Event log
+//
+// Every store has one event log. Each [Event] gets a sequence number (Seq)
+// from the store: store-wide, strictly increasing, never reused, and never
+// visible before every smaller one is (a reader that saw Seq n may continue
+// from n and will miss nothing: this is what makes SSE Last-Event-ID resumption
+// lossless). [Store.ListEvents] reads after a sequence number;
+// [Store.WaitEvents] blocks until there is something to read.
+//
+// # Pagination
+//
+// [Store.ListRuns] and [Store.ListApprovals] return pages of at most
+// [MaxLimit] records, oldest first, and an opaque cursor for the next page.
+// A cursor is a position, not an offset: records inserted while a caller pages
+// appear after the records it has seen, and no record is returned twice.
 package store
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/tool"
@@ -63,10 +112,25 @@ var (
 	ErrUsed = errors.New("store: approval already used")
 	// ErrDigestMismatch: Consume with arguments other than the approved ones.
 	ErrDigestMismatch = errors.New("store: approval was given for other arguments")
+	// ErrLeased: ClaimRun on a run whose lease another holder still holds;
+	// the error is a [*LeasedError] with the holder and the expiry; try again
+	// after the expiry.
+	ErrLeased = errors.New("store: run is leased to another holder")
+	// ErrLeaseLost: RenewLease or a fenced UpdateRun by a holder whose lease
+	// was released or taken over by another claim; the holder must stop
+	// working on the run.
+	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrBadCursor: a page cursor that this store did not make for this
+	// listing (corrupt, truncated, or from another listing).
+	ErrBadCursor = errors.New("store: bad page cursor")
+	// ErrInvalid: a malformed argument (an empty holder or event type, a
+	// non-positive TTL, a negative limit, invalid JSON); the message says
+	// which.
+	ErrInvalid = errors.New("store: invalid argument")
 )
 
-// RunStatus is a run's status in the store: the agent's statuses plus running
-// and resuming, which a host sets while it drives the run.
+// RunStatus is a run's status in the store: the agent's statuses plus running,
+// resuming and cancelled, which a host sets while it drives the run.
 type RunStatus string
 
 // Run statuses.
@@ -77,23 +141,66 @@ const (
 	RunDone       RunStatus = "done"
 	RunIncomplete RunStatus = "incomplete"
 	RunError      RunStatus = "error"
+	RunCancelled  RunStatus = "cancelled"
 )
+
+// Finished reports whether s is a final status (done, incomplete, error,
+// cancelled): a run in it is not resumed again.
+func (s RunStatus) Finished() bool {
+	switch s {
+	case RunDone, RunIncomplete, RunError, RunCancelled:
+		return true
+	}
+	return false
+}
+
+// Lease is a run's claim by one holder (a process, a worker) until ExpiresAt
+// on the store's clock.
+type Lease struct {
+	// Holder names the claimant, as given to ClaimRun.
+	Holder string `json:"holder"`
+	// Token is the fencing token: it increases with every claim of the run
+	// (never reused, even after a release), so that a stale holder's writes
+	// can be refused.
+	Token int64 `json:"token"`
+	// ExpiresAt is when the lease lapses unless renewed.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Expired reports whether the lease has expired at now (at or after
+// ExpiresAt).
+func (l Lease) Expired(now time.Time) bool { return !now.Before(l.ExpiresAt) }
 
 // Run is a stored run.
 type Run struct {
-	// ID is the run's ID (the agent's run ID).
-	ID     string    `json:"id"`
+	// ID is the run's ID (the agent's run ID), unique in the store across
+	// tenants.
+	ID string `json:"id"`
+	// Tenant is the run's tenant (see the package doc); set at creation and
+	// never changed.
+	Tenant string `json:"tenant"`
+	// Owner names the principal that started the run (its text form); set at
+	// creation and never changed.
+	Owner  string    `json:"owner,omitempty"`
 	Status RunStatus `json:"status"`
 	// State is the halted run (the agent's State as JSON) while Status is
-	// pending; it is what a resume starts from.
+	// pending, or the latest checkpoint while it runs; it is what a resume
+	// starts from.
 	State json.RawMessage `json:"state,omitempty"`
 	// Result is the run's latest result (the agent's Result as JSON: transcript
 	// and every tool call record), if the host keeps it.
 	Result json.RawMessage `json:"result,omitempty"`
 	// Config is the host's original run configuration, opaque to the store;
-	// set by CreateRun and never changed.
+	// set at creation and never changed.
 	Config json.RawMessage `json:"config,omitempty"`
-	// CreatedAt and UpdatedAt are set by the store.
+	// Lease is the run's current lease, nil when nobody has claimed the run
+	// or the holder released it. A lease is kept after it expires, until the
+	// next claim or release: compare ExpiresAt with the time.
+	Lease *Lease `json:"lease,omitempty"`
+	// Version is 1 at creation and grows by one with every write to the run
+	// (update, claim, renewal).
+	Version int64 `json:"version"`
+	// CreatedAt and UpdatedAt are set by the store (UpdatedAt by every write).
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
@@ -115,6 +222,8 @@ type Approval struct {
 	// ID is the request's ID, unique within the run.
 	ID    string `json:"id"`
 	RunID string `json:"runId"`
+	// Tenant is the run's tenant, set by the store.
+	Tenant string `json:"tenant"`
 	// CallID and Tool name the tool call that raised the request.
 	CallID string `json:"callId"`
 	Tool   string `json:"tool"`
@@ -178,50 +287,276 @@ type Decision struct {
 	Data json.RawMessage
 }
 
-// RunFilter selects runs; zero fields select all.
-type RunFilter struct {
-	Status RunStatus
+// Event types the store itself appends.
+const (
+	// EventApprovalDecided is appended by Decide; its Data is an
+	// [ApprovalEvent] with the new status (approved or denied).
+	EventApprovalDecided = "approval.decided"
+	// EventApprovalExpired is appended when the store records an approval as
+	// expired (Decide, Consume or ExpireApprovals at or after its ExpiresAt);
+	// its Data is an [ApprovalEvent].
+	EventApprovalExpired = "approval.expired"
+)
+
+// ApprovalEvent is the Data of the events the store appends for approvals. It
+// names the approval and the decision, never the arguments or edited data.
+type ApprovalEvent struct {
+	ApprovalID string `json:"approvalId"`
+	CallID     string `json:"callId"`
+	Tool       string `json:"tool"`
+	Status     Status `json:"status"`
+	DecidedBy  string `json:"decidedBy,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
-// ApprovalFilter selects approvals; zero fields select all.
+// ApprovalEventOf returns the event that records a's current status (decided
+// or expired), for implementations: Type, Tenant, RunID, Time (a.UpdatedAt)
+// and Data are set; Seq is left to the store.
+func ApprovalEventOf(a Approval) Event {
+	typ := EventApprovalDecided
+	if a.Status == StatusExpired {
+		typ = EventApprovalExpired
+	}
+	data, _ := json.Marshal(ApprovalEvent{ApprovalID: a.ID, CallID: a.CallID, Tool: a.Tool, Status: a.Status, DecidedBy: a.DecidedBy, Reason: a.Reason})
+	return Event{Tenant: a.Tenant, RunID: a.RunID, Type: typ, Time: a.UpdatedAt, Data: data}
+}
+
+// Event is one entry of the store's event log.
+type Event struct {
+	// Seq is assigned by the store: store-wide, strictly increasing, never
+	// reused; ignored on input.
+	Seq int64 `json:"seq"`
+	// Tenant and RunID place the event. An event of a run takes the run's
+	// tenant (a different Tenant on input is an error); an event with no
+	// RunID belongs to the store as a whole and keeps its Tenant.
+	Tenant string `json:"tenant"`
+	RunID  string `json:"runId,omitempty"`
+	// Type names what happened, dotted ("run.started", "approval.decided");
+	// required, at most [MaxEventType] bytes.
+	Type string `json:"type"`
+	// Time is when it happened; the store's clock when zero on input.
+	Time time.Time `json:"time"`
+	// Data is the event's payload, valid JSON or nil, at most
+	// [MaxEventData] bytes.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Limits on what the store accepts and returns.
+const (
+	// DefaultLimit is the page size when a filter's Limit is zero.
+	DefaultLimit = 100
+	// MaxLimit is the largest page; larger Limits are lowered to it.
+	MaxLimit = 1000
+	// MaxEventType is the longest event type, in bytes.
+	MaxEventType = 128
+	// MaxEventData is the largest event payload, in bytes.
+	MaxEventData = 1 << 20
+	// maxCursor is the longest cursor accepted, in bytes.
+	maxCursor = 128
+)
+
+// CreateRunRequest is what CreateRun stores in one transaction.
+type CreateRunRequest struct {
+	// Run is the new run: ID, Tenant, Owner, Status, State, Result and
+	// Config are taken from it; Lease, Version and the times are set by the
+	// store.
+	Run Run
+	// Approvals are the run's pending requests; each is stored pending, with
+	// the run's ID and tenant, whatever its Status and decision fields say.
+	Approvals []Approval
+	// Events are appended to the log after the run is stored, with the run's
+	// ID and tenant.
+	Events []Event
+	// Holder, when set, creates the run leased to Holder for LeaseTTL (on the
+	// store's clock), as if claimed at once; LeaseTTL must then be positive.
+	Holder   string
+	LeaseTTL time.Duration
+}
+
+// Claim is a request to take a run over (see [Store.ClaimRun]).
+type Claim struct {
+	// Holder names the claimant; required. A holder may claim again a run it
+	// holds (it gets a new token).
+	Holder string
+	// TTL is how long the lease lasts unless renewed; must be positive.
+	TTL time.Duration
+	// From lists the statuses the run may have; required.
+	From []RunStatus
+	// To is the status the run gets; empty keeps the current one.
+	To RunStatus
+}
+
+// RunUpdate is one checkpoint of a run (see [Store.UpdateRun]); zero fields
+// change nothing.
+type RunUpdate struct {
+	// From, when set, is the status the run must have ([ErrConflict]
+	// otherwise): a compare-and-set.
+	From RunStatus
+	// LeaseToken, when non-zero, fences the update: the run's current lease
+	// must have this token ([ErrLeaseLost] otherwise). A lease that expired
+	// but was not taken over still counts as held.
+	LeaseToken int64
+	// Status, when set, is the run's new status.
+	Status RunStatus
+	// State and Result, when non-nil, replace the run's; the JSON value null
+	// clears them.
+	State, Result json.RawMessage
+	// ReleaseLease drops the run's lease (after the other changes), so that
+	// the next claim needs no expiry.
+	ReleaseLease bool
+	// Approvals are added to the run, pending, as in CreateRun.
+	Approvals []Approval
+	// Events are appended to the log with the run's ID and tenant.
+	Events []Event
+}
+
+// RunFilter selects a page of runs.
+type RunFilter struct {
+	// Tenant scopes the listing to one tenant ("" is the default tenant)
+	// unless AllTenants is set.
+	Tenant     string
+	AllTenants bool
+	// Status, when set, selects runs with that status.
+	Status RunStatus
+	// Owner, when set, selects the runs that principal started.
+	Owner string
+	// Limit is the page size: 0 means [DefaultLimit], more than [MaxLimit]
+	// means MaxLimit; negative is an error.
+	Limit int
+	// Cursor is the Next of the previous page, or empty for the first.
+	Cursor string
+}
+
+// RunPage is one page of runs, oldest first.
+type RunPage struct {
+	Runs []Run
+	// Next is the cursor of the next page, empty when this is the last.
+	Next string
+}
+
+// ApprovalFilter selects a page of approvals.
 type ApprovalFilter struct {
+	// Tenant and AllTenants scope the listing as in [RunFilter].
+	Tenant     string
+	AllTenants bool
+	// RunID, ID and Status, when set, select approvals with those values.
 	RunID  string
 	ID     string
 	Status Status
+	// Limit and Cursor page as in [RunFilter].
+	Limit  int
+	Cursor string
 }
 
-// Store holds runs and approvals. Implementations are safe for concurrent use
-// and, when durable, for use by several processes at once. Every method takes
-// ctx first and returns its errors wrapped around the sentinels above.
+// ApprovalPage is one page of approvals, in the order they were stored.
+type ApprovalPage struct {
+	Approvals []Approval
+	// Next is the cursor of the next page, empty when this is the last.
+	Next string
+}
+
+// EventFilter selects events of the log.
+type EventFilter struct {
+	// Tenant and AllTenants scope the events as in [RunFilter].
+	Tenant     string
+	AllTenants bool
+	// RunID, when set, selects the events of one run.
+	RunID string
+	// AfterSeq selects events with a larger Seq (0 = from the start).
+	AfterSeq int64
+	// Limit caps the events returned as in [RunFilter]; ListEvents returns
+	// fewer only when no more exist yet.
+	Limit int
+}
+
+// PruneFilter selects the runs DeleteRuns removes.
+type PruneFilter struct {
+	// Tenant and AllTenants scope the deletion as in [RunFilter].
+	Tenant     string
+	AllTenants bool
+	// Statuses lists the statuses to delete; empty means the finished ones
+	// (done, incomplete, error, cancelled). A pending run is deleted only if
+	// pending is listed.
+	Statuses []RunStatus
+	// Before, when not zero, deletes only runs last updated before it.
+	Before time.Time
+}
+
+// Store holds runs, approvals and the event log. Implementations are safe for
+// concurrent use and, when durable, for use by several processes at once.
+// Every method takes ctx first and returns its errors wrapped around the
+// sentinels above.
 type Store interface {
-	// CreateRun stores a new run and its approvals (each set to pending, with
-	// RunID set to run.ID) in one transaction; [ErrExists] if the run or an
-	// approval ID is taken. CreatedAt and UpdatedAt are set from the store's
-	// clock.
-	CreateRun(ctx context.Context, run Run, approvals ...Approval) error
-	// UpdateRun replaces the Status, State and Result of a stored run whose
-	// current status is from, and adds approvals, in one transaction;
-	// [ErrNotFound], [ErrConflict] when the status is not from, [ErrExists]
-	// for a taken approval ID. Config and CreatedAt are kept.
-	UpdateRun(ctx context.Context, run Run, from RunStatus, approvals ...Approval) error
-	// GetRun returns a run or [ErrNotFound].
+	// CreateRun stores a new run, its approvals and its first events in one
+	// transaction and returns the run as stored. Errors: [ErrExists] if the
+	// run or an approval ID is taken; [ErrInvalid] for a run with no ID or
+	// status, an approval with no ID, a bad event or lease request.
+	CreateRun(ctx context.Context, r CreateRunRequest) (Run, error)
+	// UpdateRun applies one checkpoint to a run in one transaction and
+	// returns the run as stored. Errors: [ErrNotFound]; [ErrConflict] when
+	// u.From is set and is not the status; [ErrLeaseLost] when u.LeaseToken
+	// is set and is not the current lease's; [ErrExists] for a taken
+	// approval ID; [ErrInvalid] for an approval with no ID or a bad event.
+	// Nothing changes on error.
+	UpdateRun(ctx context.Context, id string, u RunUpdate) (Run, error)
+	// ClaimRun atomically takes a run over: if its status is one of c.From
+	// and it has no lease, or an expired one (store clock), or one of
+	// c.Holder's, it gets status c.To and a new lease of c.Holder for c.TTL
+	// with a new, larger token. Errors: [ErrNotFound]; [ErrLeased] (wrapped
+	// with the holder and the expiry) while another holder's lease lasts;
+	// [ErrConflict] when the status is not in c.From; [ErrInvalid] for an
+	// empty holder or From, or a non-positive TTL.
+	ClaimRun(ctx context.Context, id string, c Claim) (Run, error)
+	// RenewLease extends the lease (holder, token) of a run to ttl from now
+	// (store clock) and returns it. Errors: [ErrNotFound]; [ErrLeaseLost]
+	// when the run's lease is not (holder, token): released, or taken over
+	// after an expiry (a lease that expired but was not taken over is
+	// renewed); [ErrInvalid] for a non-positive ttl.
+	RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (Lease, error)
+	// GetRun returns a run, whatever its tenant, or [ErrNotFound].
 	GetRun(ctx context.Context, id string) (Run, error)
-	// ListRuns returns the runs f selects, oldest first.
-	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
-	// GetApproval returns one approval or [ErrNotFound].
+	// ListRuns returns a page of the runs f selects, oldest first.
+	// [ErrBadCursor], [ErrInvalid] for a negative limit.
+	ListRuns(ctx context.Context, f RunFilter) (RunPage, error)
+	// DeleteRuns deletes the runs f selects, with their approvals and
+	// events, and returns how many runs it deleted. A run whose lease has not
+	// expired is never deleted.
+	DeleteRuns(ctx context.Context, f PruneFilter) (int, error)
+	// GetApproval returns one approval, whatever its tenant, or
+	// [ErrNotFound].
 	GetApproval(ctx context.Context, runID, id string) (Approval, error)
-	// ListApprovals returns the approvals f selects, in the order they were
-	// stored.
-	ListApprovals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
-	// Decide approves or denies a pending approval and returns it as decided.
+	// ListApprovals returns a page of the approvals f selects, in the order
+	// they were stored. [ErrBadCursor], [ErrInvalid] for a negative limit.
+	ListApprovals(ctx context.Context, f ApprovalFilter) (ApprovalPage, error)
+	// Decide approves or denies a pending approval, appends an
+	// [EventApprovalDecided] event, and returns the approval as decided.
 	// Errors: [ErrNotFound]; [ErrExpired] at or after ExpiresAt (the approval
-	// is then stored as expired); [ErrDecided] when it is not pending.
+	// is then stored as expired, with an [EventApprovalExpired] event);
+	// [ErrDecided] when it is not pending.
 	Decide(ctx context.Context, runID, id string, d Decision) (Approval, error)
 	// Consume uses an approved approval for arguments with the given digest,
 	// once, and returns it as used. Errors: [ErrNotFound]; [ErrUsed];
 	// [ErrNotApproved] (pending, denied or expired); [ErrExpired] at or after
-	// ExpiresAt (then stored as expired); [ErrDigestMismatch] (nothing changes).
+	// ExpiresAt (then stored as expired, with an [EventApprovalExpired]
+	// event); [ErrDigestMismatch] (nothing changes).
 	Consume(ctx context.Context, runID, id, digest string) (Approval, error)
+	// ExpireApprovals records as expired every pending or approved approval
+	// whose ExpiresAt has passed (store clock), appending an
+	// [EventApprovalExpired] event for each, and returns them.
+	ExpireApprovals(ctx context.Context) ([]Approval, error)
+	// AppendEvents appends events to the log in one transaction and returns
+	// their sequence numbers, in order. Errors: [ErrNotFound] for an event of
+	// an unknown run; [ErrInvalid] for an empty or too long Type, invalid or
+	// too large Data, or a Tenant other than its run's.
+	AppendEvents(ctx context.Context, evs ...Event) ([]int64, error)
+	// ListEvents returns the events f selects with Seq > f.AfterSeq, in Seq
+	// order, at most f.Limit of them. [ErrInvalid] for a negative limit.
+	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
+	// WaitEvents returns nil as soon as an event f selects with Seq >
+	// f.AfterSeq exists (at once if one does), or ctx.Err() when ctx ends
+	// first. Implementations wake without polling where the backend allows;
+	// each documents how it waits.
+	WaitEvents(ctx context.Context, f EventFilter) error
 	// Close releases the store's resources.
 	Close() error
 }
@@ -238,4 +573,280 @@ func (o *Options) NowFunc() func() time.Time {
 		return time.Now
 	}
 	return o.Now
+}
+
+// AllRuns iterates over every run f selects, page after page, starting at
+// f.Cursor; it stops at the first error, which it yields.
+func AllRuns(ctx context.Context, s Store, f RunFilter) iter.Seq2[Run, error] {
+	return func(yield func(Run, error) bool) {
+		for {
+			p, err := s.ListRuns(ctx, f)
+			if err != nil {
+				yield(Run{}, err)
+				return
+			}
+			for _, r := range p.Runs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if p.Next == "" {
+				return
+			}
+			f.Cursor = p.Next
+		}
+	}
+}
+
+// AllApprovals iterates over every approval f selects, page after page,
+// starting at f.Cursor; it stops at the first error, which it yields.
+func AllApprovals(ctx context.Context, s Store, f ApprovalFilter) iter.Seq2[Approval, error] {
+	return func(yield func(Approval, error) bool) {
+		for {
+			p, err := s.ListApprovals(ctx, f)
+			if err != nil {
+				yield(Approval{}, err)
+				return
+			}
+			for _, a := range p.Approvals {
+				if !yield(a, nil) {
+					return
+				}
+			}
+			if p.Next == "" {
+				return
+			}
+			f.Cursor = p.Next
+		}
+	}
+}
+
+// PageLimit returns the page size a filter's limit asks for ([DefaultLimit]
+// for 0, at most [MaxLimit]); [ErrInvalid] when negative. For
+// implementations.
+func PageLimit(limit int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("%w: limit %d is negative", ErrInvalid, limit)
+	case limit == 0:
+		return DefaultLimit, nil
+	case limit > MaxLimit:
+		return MaxLimit, nil
+	}
+	return limit, nil
+}
+
+// EncodeCursor returns the opaque cursor of a position (a positive, store
+// assigned, increasing number) in the listing named kind ("runs",
+// "approvals"). For implementations.
+func EncodeCursor(kind string, pos int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + strconv.FormatInt(pos, 10)))
+}
+
+// DecodeCursor returns the position a cursor of the listing kind holds; 0 for
+// the empty cursor; [ErrBadCursor] for anything EncodeCursor(kind, ...) did
+// not make. For implementations.
+func DecodeCursor(kind, cursor string) (int64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	bad := func(why string) (int64, error) {
+		if len(cursor) > 20 {
+			cursor = cursor[:20] + "..."
+		}
+		return 0, fmt.Errorf("%w: %q is not a cursor of %s (%s)", ErrBadCursor, cursor, kind, why)
+	}
+	if len(cursor) > maxCursor {
+		return bad("too long")
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
+	if err != nil {
+		return bad("not base64url")
+	}
+	k, n, ok := strings.Cut(string(b), ":")
+	if !ok || k != kind {
+		return bad("wrong listing")
+	}
+	pos, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || pos <= 0 || strconv.FormatInt(pos, 10) != n {
+		return bad("bad position")
+	}
+	return pos, nil
+}
+
+// CheckEvent validates an event for appending and fills its Time from now
+// when zero; runTenant, when the event belongs to a run, is the run's tenant
+// (ErrInvalid if ev.Tenant differs and is not empty). For implementations.
+func CheckEvent(ev Event, runTenant *string, now time.Time) (Event, error) {
+	where := "event"
+	if ev.RunID != "" {
+		where = "event of run " + ev.RunID
+	}
+	switch {
+	case ev.Type == "":
+		return ev, fmt.Errorf("%w: %s: empty type", ErrInvalid, where)
+	case len(ev.Type) > MaxEventType:
+		return ev, fmt.Errorf("%w: %s: type is %d bytes, more than %d", ErrInvalid, where, len(ev.Type), MaxEventType)
+	case len(ev.Data) > MaxEventData:
+		return ev, fmt.Errorf("%w: %s %s: data is %d bytes, more than %d", ErrInvalid, where, ev.Type, len(ev.Data), MaxEventData)
+	case ev.Data != nil && !json.Valid(ev.Data):
+		return ev, fmt.Errorf("%w: %s %s: data is not valid JSON", ErrInvalid, where, ev.Type)
+	}
+	if runTenant != nil {
+		if ev.Tenant != "" && ev.Tenant != *runTenant {
+			return ev, fmt.Errorf("%w: %s %s: tenant %q is not the run's %q", ErrInvalid, where, ev.Type, ev.Tenant, *runTenant)
+		}
+		ev.Tenant = *runTenant
+	}
+	if ev.Time.IsZero() {
+		ev.Time = now
+	}
+	ev.Data = slices.Clone(ev.Data)
+	return ev, nil
+}
+
+// LeasedError is the error ClaimRun returns while another holder's lease
+// lasts; errors.Is(err, [ErrLeased]) holds, and errors.As gives the holder
+// and the expiry (after which a claim may take the run over).
+type LeasedError struct {
+	RunID, Holder string
+	ExpiresAt     time.Time
+}
+
+func (e *LeasedError) Error() string {
+	return fmt.Sprintf("%v: run %s is leased to %q until %s", ErrLeased, e.RunID, e.Holder, e.ExpiresAt.Format(time.RFC3339Nano))
+}
+
+// Unwrap returns [ErrLeased].
+func (e *LeasedError) Unwrap() error { return ErrLeased }
+
+// CheckRun validates a new run and its approvals: the run needs an ID and a
+// status, each approval an ID; [ErrInvalid]. For implementations.
+func CheckRun(r CreateRunRequest) error {
+	switch {
+	case r.Run.ID == "":
+		return fmt.Errorf("%w: run with no ID", ErrInvalid)
+	case r.Run.Status == "":
+		return fmt.Errorf("%w: run %s has no status", ErrInvalid, r.Run.ID)
+	}
+	return checkApprovals(r.Run.ID, r.Approvals)
+}
+
+func checkApprovals(runID string, as []Approval) error {
+	for i, a := range as {
+		if a.ID == "" {
+			return fmt.Errorf("%w: approval %d of run %s has no ID", ErrInvalid, i, runID)
+		}
+	}
+	return nil
+}
+
+// CheckClaim validates a claim; [ErrInvalid]. For implementations.
+func CheckClaim(id string, c Claim) error {
+	switch {
+	case c.Holder == "":
+		return fmt.Errorf("%w: claim of run %s: empty holder", ErrInvalid, id)
+	case c.TTL <= 0:
+		return fmt.Errorf("%w: claim of run %s: lease TTL %s is not positive", ErrInvalid, id, c.TTL)
+	case len(c.From) == 0:
+		return fmt.Errorf("%w: claim of run %s: no statuses to claim from", ErrInvalid, id)
+	}
+	return nil
+}
+
+// ApplyClaim is the state machine of [Store.ClaimRun], for implementations:
+// given the stored run, the largest token the run ever had (the current
+// lease's, or a released one's) and the store's time, it returns the run as
+// it must be stored, or the error to return (and nothing is stored).
+func ApplyClaim(r Run, lastToken int64, c Claim, now time.Time) (Run, error) {
+	if err := CheckClaim(r.ID, c); err != nil {
+		return r, err
+	}
+	if l := r.Lease; l != nil && l.Holder != c.Holder && !l.Expired(now) {
+		return r, &LeasedError{RunID: r.ID, Holder: l.Holder, ExpiresAt: l.ExpiresAt}
+	}
+	if !slices.Contains(c.From, r.Status) {
+		return r, fmt.Errorf("%w: run %s is %s, not one of %v", ErrConflict, r.ID, r.Status, c.From)
+	}
+	if c.To != "" {
+		r.Status = c.To
+	}
+	r.Lease = &Lease{Holder: c.Holder, Token: lastToken + 1, ExpiresAt: now.Add(c.TTL)}
+	r.Version++
+	r.UpdatedAt = now
+	return r, nil
+}
+
+// ApplyRenew is the state machine of [Store.RenewLease], for
+// implementations: it returns the run as it must be stored.
+func ApplyRenew(r Run, holder string, token int64, ttl time.Duration, now time.Time) (Run, error) {
+	if ttl <= 0 {
+		return r, fmt.Errorf("%w: renewal of run %s: lease TTL %s is not positive", ErrInvalid, r.ID, ttl)
+	}
+	l := r.Lease
+	if l == nil {
+		return r, fmt.Errorf("%w: run %s has no lease (released or never claimed); %q held token %d", ErrLeaseLost, r.ID, holder, token)
+	}
+	if l.Holder != holder || l.Token != token {
+		return r, fmt.Errorf("%w: run %s is leased to %q with token %d, not %q with token %d", ErrLeaseLost, r.ID, l.Holder, l.Token, holder, token)
+	}
+	r.Lease = &Lease{Holder: holder, Token: token, ExpiresAt: now.Add(ttl)}
+	r.Version++
+	r.UpdatedAt = now
+	return r, nil
+}
+
+// ApplyUpdate is the state machine of [Store.UpdateRun] for the run record
+// (approvals and events are the implementation's), for implementations: it
+// returns the run as it must be stored, or the error to return.
+func ApplyUpdate(r Run, u RunUpdate, now time.Time) (Run, error) {
+	if err := checkApprovals(r.ID, u.Approvals); err != nil {
+		return r, err
+	}
+	if u.From != "" && r.Status != u.From {
+		return r, fmt.Errorf("%w: run %s is %s, not %s", ErrConflict, r.ID, r.Status, u.From)
+	}
+	if u.LeaseToken != 0 && (r.Lease == nil || r.Lease.Token != u.LeaseToken) {
+		held := "no lease"
+		if r.Lease != nil {
+			held = fmt.Sprintf("a lease of %q with token %d", r.Lease.Holder, r.Lease.Token)
+		}
+		return r, fmt.Errorf("%w: run %s has %s, not token %d", ErrLeaseLost, r.ID, held, u.LeaseToken)
+	}
+	if u.Status != "" {
+		r.Status = u.Status
+	}
+	r.State = replaceRaw(r.State, u.State)
+	r.Result = replaceRaw(r.Result, u.Result)
+	if u.ReleaseLease {
+		r.Lease = nil
+	}
+	r.Version++
+	r.UpdatedAt = now
+	return r, nil
+}
+
+func replaceRaw(cur, next json.RawMessage) json.RawMessage {
+	switch {
+	case next == nil:
+		return cur
+	case string(next) == "null":
+		return nil
+	}
+	return slices.Clone(next)
+}
+
+// Prunable reports whether DeleteRuns with f deletes r at now (tenant
+// scoping aside). For implementations.
+func Prunable(r Run, f PruneFilter, now time.Time) bool {
+	if r.Lease != nil && !r.Lease.Expired(now) {
+		return false
+	}
+	if !f.Before.IsZero() && !r.UpdatedAt.Before(f.Before) {
+		return false
+	}
+	if len(f.Statuses) == 0 {
+		return r.Status.Finished()
+	}
+	return slices.Contains(f.Statuses, r.Status)
 }

@@ -377,7 +377,7 @@ func storeHalted(ctx context.Context, rs *runSetup, stateDir string, res *agent.
 		return err
 	}
 	run := store.Run{ID: res.RunID, Status: store.RunPending, State: state, Result: resultJSON(res), Config: cfg}
-	if err := s.CreateRun(ctx, run, approvalsOf(res.State, nil)...); err != nil {
+	if _, err := s.CreateRun(ctx, store.CreateRunRequest{Run: run, Approvals: approvalsOf(res.State, nil)}); err != nil {
 		return err
 	}
 	printHalted(rs, stateDir, res)
@@ -529,7 +529,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			if status == "all" {
 				f.Status = ""
 			}
-			as, err := s.ListApprovals(c.Context(), f)
+			as, err := listApprovals(c.Context(), s, f)
 			if err != nil {
 				return withCode(exitError, err)
 			}
@@ -622,9 +622,21 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
+// listApprovals returns every approval f selects, across pages.
+func listApprovals(ctx context.Context, s store.Store, f store.ApprovalFilter) ([]store.Approval, error) {
+	var out []store.Approval
+	for a, err := range store.AllApprovals(ctx, s, f) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 // findApproval finds a request by ID (and run, when given).
 func findApproval(ctx context.Context, s store.Store, runID, id string) (store.Approval, error) {
-	as, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: runID, ID: id})
+	as, err := listApprovals(ctx, s, store.ApprovalFilter{RunID: runID, ID: id})
 	if err != nil {
 		return store.Approval{}, withCode(exitError, err)
 	}
@@ -740,11 +752,11 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 	}
 
 	// Claim the run: of two resumes, one wins.
-	if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: store.RunResuming, State: run.State, Result: run.Result}, from); err != nil {
+	if _, err := s.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunResuming}); err != nil {
 		return withCode(exitError, err)
 	}
 	release := func() {
-		_ = s.UpdateRun(context.WithoutCancel(ctx), store.Run{ID: runID, Status: store.RunPending, State: run.State, Result: run.Result}, store.RunResuming)
+		_, _ = s.UpdateRun(context.WithoutCancel(ctx), runID, store.RunUpdate{From: store.RunResuming, Status: store.RunPending})
 	}
 	// Build the agent before any approval is used, so that a failure here
 	// leaves every approval as it was.
@@ -792,7 +804,7 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 	}
 	// The stored run is updated here, not stored anew.
 	b.setup.onHalt = func(ctx context.Context, res *agent.Result) error {
-		existing, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: runID})
+		existing, err := listApprovals(ctx, s, store.ApprovalFilter{RunID: runID})
 		if err != nil {
 			return err
 		}
@@ -801,7 +813,7 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 			skip[a.ID] = true
 		}
 		state, _ := model.MarshalJSON(res.State)
-		if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: store.RunPending, State: state, Result: resultJSON(res)}, store.RunResuming, approvalsOf(res.State, skip)...); err != nil {
+		if _, err := s.UpdateRun(ctx, runID, store.RunUpdate{From: store.RunResuming, Status: store.RunPending, State: state, Result: resultJSON(res), Approvals: approvalsOf(res.State, skip)}); err != nil {
 			return err
 		}
 		printHalted(b.setup, stateDir, res)
@@ -820,7 +832,7 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 			if res != nil && runErr == nil {
 				status = store.RunStatus(res.Status)
 			}
-			if err := s.UpdateRun(ctx, store.Run{ID: runID, Status: status, Result: resultJSON(res)}, store.RunResuming); err != nil {
+			if _, err := s.UpdateRun(ctx, runID, store.RunUpdate{From: store.RunResuming, Status: status, State: json.RawMessage("null"), Result: resultJSON(res)}); err != nil {
 				fmt.Fprintln(env.stderr, "tollgate: storing the run's end:", err)
 			}
 		}

@@ -23,7 +23,7 @@ var groups = []struct {
 	// reverse, and never each other.
 	{"model/openai", 2}, {"model/anthropic", 2}, {"model/scripted", 2}, {"model/modeltest", 2},
 	{"mcptool", 2}, {"hooks/declarative", 2}, {"approval/store", 2}, {"approval/records", 2},
-	{"server", 3},
+	{"runs", 3}, {"server", 3},
 	{"cmd", 4},
 }
 

@@ -1,20 +1,47 @@
 // Package sqlite is the durable [store.Store] on SQLite (modernc.org/sqlite, no
-// cgo): one database file, by default .tollgate/tollgate.db under the working
-// directory. Several processes may share the file: it runs in WAL mode with a
-// busy timeout, every write is one IMMEDIATE transaction, and Decide, Consume
-// and UpdateRun read and write inside it, so their checks are atomic across
-// processes.
+// cgo): one database file. Several processes may share the file: it runs in
+// WAL mode with a busy timeout ([BusyTimeout]), and every write is one
+// IMMEDIATE transaction that takes the database's write lock before it reads,
+// so Decide, Consume, ClaimRun, RenewLease and UpdateRun check and write
+// atomically across processes.
+//
+// # Event order
+//
+// Because every write holds the one write lock from its first read to its
+// commit, writes are serialised: event sequence numbers (an AUTOINCREMENT key,
+// never reused) are assigned and committed in order, so a reader never sees
+// sequence number n+1 before n.
+//
+// # Waiting
+//
+// [Store.WaitEvents] is woken at once by writes through the same *Store, and
+// otherwise polls the database (another process may write the file), first
+// after [MinPoll], then backing off to [MaxPoll].
+//
+// # Schema
+//
+// The schema is versioned: embedded migrations (migrations/*.sql) run in
+// order, in one transaction, when a database is opened, and the version is
+// kept in the schema_version table (and in PRAGMA user_version, which older
+// programs check, so that they refuse a newer file). A database of version 1
+// (user_version 1, no schema_version table) is migrated in place, keeping its
+// runs and approvals in the default tenant. A database of a newer version is
+// refused.
 package sqlite
 
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
@@ -34,43 +61,42 @@ const (
 // it fails with SQLITE_BUSY.
 const BusyTimeout = 10 * time.Second
 
-const schemaVersion = 1
+// MinPoll and MaxPoll bound the interval at which WaitEvents polls the
+// database for events written by other processes: it starts at MinPoll and
+// doubles up to MaxPoll.
+const (
+	MinPoll = 10 * time.Millisecond
+	MaxPoll = 250 * time.Millisecond
+)
 
-const schema = `
-CREATE TABLE IF NOT EXISTS runs (
-	id         TEXT PRIMARY KEY,
-	status     TEXT NOT NULL,
-	state      TEXT,
-	result     TEXT,
-	config     TEXT,
-	created_at TEXT NOT NULL,
-	updated_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
-CREATE TABLE IF NOT EXISTS approvals (
-	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-	run_id     TEXT NOT NULL REFERENCES runs(id),
-	id         TEXT NOT NULL,
-	call_id    TEXT NOT NULL,
-	tool       TEXT NOT NULL,
-	digest     TEXT NOT NULL,
-	kind       TEXT NOT NULL,
-	prompt     TEXT NOT NULL,
-	request    TEXT NOT NULL,
-	status     TEXT NOT NULL,
-	decided_by TEXT NOT NULL DEFAULT '',
-	reason     TEXT NOT NULL DEFAULT '',
-	data       TEXT,
-	created_at TEXT NOT NULL,
-	updated_at TEXT NOT NULL,
-	decided_at TEXT,
-	used_at    TEXT,
-	expires_at TEXT,
-	UNIQUE (run_id, id)
-);
-CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status);
-CREATE INDEX IF NOT EXISTS approvals_id ON approvals(id);
-`
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrations returns the embedded migrations in order; migration i (from 0)
+// brings the schema to version i+1.
+func migrations() ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		want := fmt.Sprintf("migrations/%04d_", i+1)
+		if !strings.HasPrefix(n, want) {
+			return nil, fmt.Errorf("migration %s is out of sequence (want %s...)", n, want)
+		}
+		b, err := migrationFS.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = string(b)
+	}
+	return out, nil
+}
+
+// SchemaVersion is the schema version this package writes.
+const SchemaVersion = 2
 
 // Store is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.
@@ -78,6 +104,11 @@ type Store struct {
 	db   *sql.DB
 	now  func() time.Time
 	path string
+
+	mu sync.Mutex
+	// appended is closed and replaced after every commit that appended
+	// events through this Store, to wake WaitEvents.
+	appended chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -101,7 +132,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	s := &Store{db: db, now: opts.NowFunc(), path: path}
+	s := &Store{db: db, now: opts.NowFunc(), path: path, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
@@ -112,19 +143,57 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
+// version returns the schema version of the database: schema_version's, or
+// user_version for a file of version 1 (or an empty one, 0).
+func version(ctx context.Context, tx *sql.Tx) (int, error) {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&n); err != nil {
+		return 0, err
+	}
+	var v int
+	if n == 0 {
+		err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+		return v, err
+	}
+	err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("reading schema_version: %w", err)
+	}
+	return v, nil
+}
+
 func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if len(ms) != SchemaVersion {
+		return fmt.Errorf("%d embedded migrations, want %d", len(ms), SchemaVersion)
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		var v int
-		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		v, err := version(ctx, tx)
+		if err != nil {
 			return err
 		}
-		if v > schemaVersion {
-			return fmt.Errorf("database schema version %d is newer than this program's %d", v, schemaVersion)
+		if v > SchemaVersion {
+			return fmt.Errorf("database schema version %d is newer than this program's %d", v, SchemaVersion)
 		}
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
+		if v == SchemaVersion {
+			return nil
+		}
+		for i := v; i < len(ms); i++ {
+			if _, err := tx.ExecContext(ctx, ms[i]); err != nil {
+				return fmt.Errorf("migrating the schema to version %d: %w", i+1, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+			DELETE FROM schema_version;`); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, SchemaVersion); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
 		return err
 	})
 }
@@ -149,6 +218,14 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return k.err
 	}
 	return nil
+}
+
+// notify wakes the WaitEvents calls of this Store.
+func (s *Store) notify() {
+	s.mu.Lock()
+	close(s.appended)
+	s.appended = make(chan struct{})
+	s.mu.Unlock()
 }
 
 // keep marks an error whose transaction must still commit (an expiry that is
@@ -194,18 +271,23 @@ func isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
-func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, runID string, now time.Time, as []store.Approval) error {
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, as []store.Approval) error {
 	for _, a := range as {
+		a = store.NewApproval(a, run, now)
 		req, err := model.MarshalJSON(a.Request)
 		if err != nil {
 			return fmt.Errorf("approval %s: %w", a.ID, err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO approvals
-			(run_id, id, call_id, tool, digest, kind, prompt, request, status, created_at, updated_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			runID, a.ID, a.CallID, a.Tool, a.Digest, string(a.Kind), a.Prompt, string(req), string(store.StatusPending), ts(now), ts(now), tsPtr(a.ExpiresAt))
+			(run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, created_at, updated_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.RunID, a.Tenant, a.ID, a.CallID, a.Tool, a.Digest, string(a.Kind), a.Prompt, string(req), string(a.Status), ts(now), ts(now), tsPtr(a.ExpiresAt))
 		if isUnique(err) {
-			return fmt.Errorf("%w: approval %s of run %s", store.ErrExists, a.ID, runID)
+			return fmt.Errorf("%w: approval %s of run %s", store.ErrExists, a.ID, run.ID)
 		}
 		if err != nil {
 			return err
@@ -214,98 +296,304 @@ func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, runID string, n
 	return nil
 }
 
+// insertEvents appends events in tx; run, when not nil, is the run they all
+// belong to; otherwise each event's run (if any) is looked up.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
+	seqs := make([]int64, 0, len(evs))
+	for _, ev := range evs {
+		var tenant *string
+		switch {
+		case run != nil:
+			ev.RunID, tenant = run.ID, &run.Tenant
+		case ev.RunID != "":
+			var t string
+			err := tx.QueryRowContext(ctx, `SELECT tenant FROM runs WHERE id = ?`, ev.RunID).Scan(&t)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("%w: run %s of event %s", store.ErrNotFound, ev.RunID, ev.Type)
+			}
+			if err != nil {
+				return nil, err
+			}
+			tenant = &t
+		}
+		ev, err := store.CheckEvent(ev, tenant, now)
+		if err != nil {
+			return nil, err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO events (tenant, run_id, type, time, data) VALUES (?, ?, ?, ?, ?)`,
+			ev.Tenant, ev.RunID, ev.Type, ts(ev.Time), raw(ev.Data))
+		if err != nil {
+			return nil, err
+		}
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, nil
+}
+
 // CreateRun implements [store.Store].
-func (s *Store) CreateRun(ctx context.Context, run store.Run, approvals ...store.Approval) error {
+func (s *Store) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
+	if err := store.CheckRun(r); err != nil {
+		return store.Run{}, err
+	}
 	now := s.now()
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, status, state, result, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, string(run.Status), raw(run.State), raw(run.Result), raw(run.Config), ts(now), ts(now))
+	run := r.Run
+	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
+	var token int64
+	if r.Holder != "" || r.LeaseTTL != 0 {
+		if err := store.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
+			return store.Run{}, err
+		}
+		token = 1
+		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: now.Add(r.LeaseTTL)}
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		holder, expires := leaseCols(run.Lease)
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.Tenant, run.Owner, string(run.Status), raw(run.State), raw(run.Result), raw(run.Config), holder, token, expires, run.Version, ts(now), ts(now))
 		if isUnique(err) {
 			return fmt.Errorf("%w: run %s", store.ErrExists, run.ID)
 		}
 		if err != nil {
 			return err
 		}
-		return s.insertApprovals(ctx, tx, run.ID, now, approvals)
+		if err := s.insertApprovals(ctx, tx, run, now, r.Approvals); err != nil {
+			return err
+		}
+		_, err = s.insertEvents(ctx, tx, &run, now, r.Events)
+		return err
 	})
+	if err != nil {
+		return store.Run{}, err
+	}
+	if len(r.Events) > 0 {
+		s.notify()
+	}
+	return run, nil
+}
+
+func leaseCols(l *store.Lease) (holder, expires sql.NullString) {
+	if l == nil {
+		return
+	}
+	return sql.NullString{String: l.Holder, Valid: true}, sql.NullString{String: ts(l.ExpiresAt), Valid: true}
+}
+
+// writeRun stores the mutable fields of r; lastToken is the largest token the
+// run ever had.
+func writeRun(ctx context.Context, tx *sql.Tx, r store.Run, lastToken int64) error {
+	holder, expires := leaseCols(r.Lease)
+	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, state = ?, result = ?, lease_holder = ?, lease_token = ?, lease_expires_at = ?, version = ?, updated_at = ?
+		WHERE id = ?`,
+		string(r.Status), raw(r.State), raw(r.Result), holder, lastToken, expires, r.Version, ts(r.UpdatedAt), r.ID)
+	return err
+}
+
+// loadRun reads run id in tx, with the largest token it ever had.
+func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error) {
+	r, last, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, 0, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
+	}
+	return r, last, err
 }
 
 // UpdateRun implements [store.Store].
-func (s *Store) UpdateRun(ctx context.Context, run store.Run, from store.RunStatus, approvals ...store.Approval) error {
+func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
 	now := s.now()
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		var cur string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, run.ID).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: run %s", store.ErrNotFound, run.ID)
-		}
+	var out store.Run
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		cur, last, err := loadRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if store.RunStatus(cur) != from {
-			return fmt.Errorf("%w: run %s is %s, not %s", store.ErrConflict, run.ID, cur, from)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, state = ?, result = ?, updated_at = ? WHERE id = ?`,
-			string(run.Status), raw(run.State), raw(run.Result), ts(now), run.ID); err != nil {
+		next, err := store.ApplyUpdate(cur, u, now)
+		if err != nil {
 			return err
 		}
-		return s.insertApprovals(ctx, tx, run.ID, now, approvals)
+		if err := writeRun(ctx, tx, next, last); err != nil {
+			return err
+		}
+		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
+			return err
+		}
+		if _, err := s.insertEvents(ctx, tx, &next, now, u.Events); err != nil {
+			return err
+		}
+		out = next
+		return nil
 	})
+	if err != nil {
+		return store.Run{}, err
+	}
+	if len(u.Events) > 0 {
+		s.notify()
+	}
+	return out, nil
+}
+
+// ClaimRun implements [store.Store].
+func (s *Store) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+	if err := store.CheckClaim(id, c); err != nil {
+		return store.Run{}, err
+	}
+	var out store.Run
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		cur, last, err := loadRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := store.ApplyClaim(cur, last, c, s.now())
+		if err != nil {
+			return err
+		}
+		out = next
+		return writeRun(ctx, tx, next, next.Lease.Token)
+	})
+	return out, err
+}
+
+// RenewLease implements [store.Store].
+func (s *Store) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
+	var out store.Lease
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		cur, last, err := loadRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := store.ApplyRenew(cur, holder, token, ttl, s.now())
+		if err != nil {
+			return err
+		}
+		out = *next.Lease
+		return writeRun(ctx, tx, next, last)
+	})
+	return out, err
 }
 
 type scanner interface{ Scan(dest ...any) error }
 
-const runCols = `id, status, state, result, config, created_at, updated_at`
+const runCols = `seq, id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at`
 
-func scanRun(sc scanner) (store.Run, error) {
+// scanRun reads a row of runCols; it returns the run and the largest lease
+// token the run ever had. The row's seq is not returned (see scanRunPos).
+func scanRun(sc scanner) (store.Run, int64, error) {
+	r, last, _, err := scanRunPos(sc)
+	return r, last, err
+}
+
+func scanRunPos(sc scanner) (store.Run, int64, int64, error) {
 	var r store.Run
+	var seq, token int64
 	var status, created, updated string
-	var state, result, config sql.NullString
-	if err := sc.Scan(&r.ID, &status, &state, &result, &config, &created, &updated); err != nil {
-		return r, err
+	var state, result, config, holder, expires sql.NullString
+	if err := sc.Scan(&seq, &r.ID, &r.Tenant, &r.Owner, &status, &state, &result, &config, &holder, &token, &expires, &r.Version, &created, &updated); err != nil {
+		return r, 0, 0, err
 	}
 	r.Status, r.State, r.Result, r.Config = store.RunStatus(status), rawOf(state), rawOf(result), rawOf(config)
-	var err1, err2 error
-	r.CreatedAt, err1 = parseTS(created)
-	r.UpdatedAt, err2 = parseTS(updated)
-	return r, errors.Join(err1, err2)
+	var errs []error
+	if holder.Valid {
+		exp, err := parseTS(expires.String)
+		errs = append(errs, err)
+		r.Lease = &store.Lease{Holder: holder.String, Token: token, ExpiresAt: exp}
+	}
+	var err error
+	r.CreatedAt, err = parseTS(created)
+	errs = append(errs, err)
+	r.UpdatedAt, err = parseTS(updated)
+	errs = append(errs, err)
+	return r, token, seq, errors.Join(errs...)
 }
 
 // GetRun implements [store.Store].
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
-	}
+	r, _, err := loadRun(ctx, s.db, id)
 	return r, err
 }
 
 // ListRuns implements [store.Store].
-func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE (? = '' OR status = ?) ORDER BY created_at, rowid`, string(f.Status), string(f.Status))
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
+	limit, err := store.PageLimit(f.Limit)
 	if err != nil {
-		return nil, err
+		return store.RunPage{}, err
+	}
+	after, err := store.DecodeCursor("runs", f.Cursor)
+	if err != nil {
+		return store.RunPage{}, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs
+		WHERE seq > ? AND (? OR tenant = ?) AND (? = '' OR status = ?) AND (? = '' OR owner = ?)
+		ORDER BY seq LIMIT ?`,
+		after, f.AllTenants, f.Tenant, string(f.Status), string(f.Status), f.Owner, f.Owner, limit+1)
+	if err != nil {
+		return store.RunPage{}, err
 	}
 	defer rows.Close()
-	var out []store.Run
+	var p store.RunPage
+	var last int64
 	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
+		if len(p.Runs) == limit {
+			p.Next = store.EncodeCursor("runs", last)
+			break
 		}
-		out = append(out, r)
+		r, _, seq, err := scanRunPos(rows)
+		if err != nil {
+			return store.RunPage{}, err
+		}
+		p.Runs, last = append(p.Runs, r), seq
 	}
-	return out, rows.Err()
+	return p, rows.Err()
 }
 
-const approvalCols = `run_id, id, call_id, tool, digest, kind, prompt, request, status, decided_by, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
+// DeleteRuns implements [store.Store].
+func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
+	n := 0
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE (? OR tenant = ?)`, f.AllTenants, f.Tenant)
+		if err != nil {
+			return err
+		}
+		var gone []string
+		for rows.Next() {
+			r, _, err := scanRun(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if store.Prunable(r, f, now) {
+				gone = append(gone, r.ID)
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for _, id := range gone {
+			for _, q := range []string{`DELETE FROM events WHERE run_id = ?`, `DELETE FROM approvals WHERE run_id = ?`, `DELETE FROM runs WHERE id = ?`} {
+				if _, err := tx.ExecContext(ctx, q, id); err != nil {
+					return err
+				}
+			}
+		}
+		n = len(gone)
+		return nil
+	})
+	return n, err
+}
 
-func scanApproval(sc scanner) (store.Approval, error) {
+const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
+
+func scanApproval(sc scanner) (store.Approval, int64, error) {
 	var a store.Approval
+	var seq int64
 	var kind, req, status, created, updated string
 	var data, decided, used, expires sql.NullString
-	if err := sc.Scan(&a.RunID, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &a.DecidedBy, &a.Reason, &data, &created, &updated, &decided, &used, &expires); err != nil {
-		return a, err
+	if err := sc.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &a.DecidedBy, &a.Reason, &data, &created, &updated, &decided, &used, &expires); err != nil {
+		return a, 0, err
 	}
 	a.Kind, a.Status, a.Data = tool.Kind(kind), store.Status(status), rawOf(data)
 	errs := []error{json.Unmarshal([]byte(req), &a.Request)}
@@ -320,13 +608,11 @@ func scanApproval(sc scanner) (store.Approval, error) {
 	errs = append(errs, err)
 	a.ExpiresAt, err = parseTSPtr(expires)
 	errs = append(errs, err)
-	return a, errors.Join(errs...)
+	return a, seq, errors.Join(errs...)
 }
 
-func getApproval(ctx context.Context, q interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}, runID, id string) (store.Approval, error) {
-	a, err := scanApproval(q.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE run_id = ? AND id = ?`, runID, id))
+func getApproval(ctx context.Context, q queryer, runID, id string) (store.Approval, error) {
+	a, _, err := scanApproval(q.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE run_id = ? AND id = ?`, runID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("%w: approval %s of run %s", store.ErrNotFound, id, runID)
 	}
@@ -339,49 +625,80 @@ func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approv
 }
 
 // ListApprovals implements [store.Store].
-func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals
-		WHERE (? = '' OR run_id = ?) AND (? = '' OR id = ?) AND (? = '' OR status = ?) ORDER BY seq`,
-		f.RunID, f.RunID, f.ID, f.ID, string(f.Status), string(f.Status))
+func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
+	limit, err := store.PageLimit(f.Limit)
 	if err != nil {
-		return nil, err
+		return store.ApprovalPage{}, err
+	}
+	after, err := store.DecodeCursor("approvals", f.Cursor)
+	if err != nil {
+		return store.ApprovalPage{}, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals
+		WHERE seq > ? AND (? OR tenant = ?) AND (? = '' OR run_id = ?) AND (? = '' OR id = ?) AND (? = '' OR status = ?)
+		ORDER BY seq LIMIT ?`,
+		after, f.AllTenants, f.Tenant, f.RunID, f.RunID, f.ID, f.ID, string(f.Status), string(f.Status), limit+1)
+	if err != nil {
+		return store.ApprovalPage{}, err
 	}
 	defer rows.Close()
-	var out []store.Approval
+	var p store.ApprovalPage
+	var last int64
 	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, err
+		if len(p.Approvals) == limit {
+			p.Next = store.EncodeCursor("approvals", last)
+			break
 		}
-		out = append(out, a)
+		a, seq, err := scanApproval(rows)
+		if err != nil {
+			return store.ApprovalPage{}, err
+		}
+		p.Approvals, last = append(p.Approvals, a), seq
 	}
-	return out, rows.Err()
+	return p, rows.Err()
+}
+
+func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
+	_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?
+		WHERE run_id = ? AND id = ?`,
+		string(a.Status), a.DecidedBy, a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.RunID, a.ID)
+	return err
 }
 
 // transition loads an approval, applies a state machine step and writes the
-// result back, in one transaction; an expiry is written and returned.
-func (s *Store) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error)) (store.Approval, error) {
+// result back, with its event when event says so, in one transaction; an
+// expiry is written and returned.
+func (s *Store) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
 	var out store.Approval
+	appended := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		a, err := getApproval(ctx, tx, runID, id)
 		if err != nil {
 			return err
 		}
-		next, serr := step(a, s.now())
+		now := s.now()
+		next, serr := step(a, now)
 		out = next
 		if serr != nil && !errors.Is(serr, store.ErrExpired) {
 			return serr
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?
-			WHERE run_id = ? AND id = ?`,
-			string(next.Status), next.DecidedBy, next.Reason, raw(next.Data), ts(next.UpdatedAt), tsPtr(next.DecidedAt), tsPtr(next.UsedAt), runID, id); err != nil {
+		if err := writeApproval(ctx, tx, next); err != nil {
 			return err
+		}
+		if event(serr) {
+			if _, err := s.insertEvents(ctx, tx, nil, now, []store.Event{store.ApprovalEventOf(next)}); err != nil {
+				return err
+			}
+			appended = true
 		}
 		if serr != nil {
 			return keep{serr}
 		}
 		return nil
 	})
+	if appended {
+		s.notify()
+	}
 	return out, err
 }
 
@@ -389,14 +706,145 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 func (s *Store) Decide(ctx context.Context, runID, id string, d store.Decision) (store.Approval, error) {
 	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
 		return store.ApplyDecision(a, d, now)
-	})
+	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
 }
 
 // Consume implements [store.Store].
 func (s *Store) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
 	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
 		return store.ApplyConsume(a, digest, now)
+	}, func(err error) bool { return errors.Is(err, store.ErrExpired) })
+}
+
+// ExpireApprovals implements [store.Store].
+func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
+	var out []store.Approval
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		rows, err := tx.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals
+			WHERE status IN (?, ?) AND expires_at IS NOT NULL ORDER BY seq`, string(store.StatusPending), string(store.StatusApproved))
+		if err != nil {
+			return err
+		}
+		var due []store.Approval
+		for rows.Next() {
+			a, _, err := scanApproval(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if a.Expired(now) {
+				due = append(due, store.ExpireApproval(a, now))
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		var evs []store.Event
+		for _, a := range due {
+			if err := writeApproval(ctx, tx, a); err != nil {
+				return err
+			}
+			evs = append(evs, store.ApprovalEventOf(a))
+		}
+		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
+			return err
+		}
+		out = due
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > 0 {
+		s.notify()
+	}
+	return out, nil
+}
+
+// AppendEvents implements [store.Store].
+func (s *Store) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	var seqs []int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		seqs, err = s.insertEvents(ctx, tx, nil, s.now(), evs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.notify()
+	return seqs, nil
+}
+
+const eventWhere = `seq > ? AND (? OR tenant = ?) AND (? = '' OR run_id = ?)`
+
+func eventArgs(f store.EventFilter) []any {
+	return []any{f.AfterSeq, f.AllTenants, f.Tenant, f.RunID, f.RunID}
+}
+
+// ListEvents implements [store.Store].
+func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, tenant, run_id, type, time, data FROM events WHERE `+eventWhere+` ORDER BY seq LIMIT ?`,
+		append(eventArgs(f), limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var t string
+		var data sql.NullString
+		if err := rows.Scan(&e.Seq, &e.Tenant, &e.RunID, &e.Type, &t, &data); err != nil {
+			return nil, err
+		}
+		e.Data = rawOf(data)
+		if e.Time, err = parseTS(t); err != nil {
+			return nil, fmt.Errorf("event %d: %w", e.Seq, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// WaitEvents implements [store.Store]: writes through this Store wake it at
+// once; writes by other processes are seen by polling, every [MinPoll] at
+// first, backing off to [MaxPoll].
+func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
+	poll := MinPoll
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		woken := s.appended
+		s.mu.Unlock()
+		var one int
+		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM events WHERE `+eventWhere+` LIMIT 1`, eventArgs(f)...).Scan(&one)
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		timer.Reset(poll)
+		select {
+		case <-woken:
+		case <-timer.C:
+			poll = min(2*poll, MaxPoll)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Close implements [store.Store]: it closes the database.

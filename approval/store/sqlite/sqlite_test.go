@@ -37,7 +37,7 @@ func TestTwoHandlesOneFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if err := a.CreateRun(ctx, store.Run{ID: "run_1", Status: store.RunPending}, store.Approval{ID: "req_1", Digest: "d"}); err != nil {
+	if _, err := a.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending}, Approvals: []store.Approval{{ID: "req_1", Digest: "d"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Decide(ctx, "run_1", "req_1", store.Decision{Approve: true, By: "alice"}); err != nil {
@@ -77,4 +77,20 @@ func TestOpenRefusesQuestionMark(t *testing.T) {
 	if _, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a?b.db"), nil); err == nil {
 		t.Fatal("Open accepted a path with '?'")
 	}
+}
+
+func TestSuiteShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T, opts *store.Options) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "tollgate.db")
+		a, err := sqlite.Open(context.Background(), path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sqlite.Open(context.Background(), path, opts)
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
 }

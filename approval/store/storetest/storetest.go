@@ -1,8 +1,12 @@
 // Package storetest is the test suite every [store.Store] implementation must
 // pass, in the spirit of testing/slogtest: an implementation's tests call
 // [Run] with a constructor, and the suite checks the run and approval life
-// cycles, the status machine, single use, digest binding, expiry, and that
-// Decide, Consume and UpdateRun stay atomic under concurrent callers.
+// cycles, the status machine, single use, digest binding, expiry, that
+// Decide, Consume, ClaimRun and UpdateRun stay atomic under concurrent
+// callers, the event log (order, atomicity, waiting), leases and fencing,
+// pagination, tenant scoping and pruning. A store that several processes
+// share also calls [RunShared] with a constructor of two handles on one
+// store.
 package storetest
 
 import (
@@ -65,7 +69,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ConcurrentConsume", testConcurrentConsume},
 		{"ConcurrentUpdateRun", testConcurrentUpdateRun},
 	}
-	for _, tt := range tests {
+	for _, tt := range append(tests, hostTests...) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Clock{t: time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)}
 			s := newStore(t, &store.Options{Now: c.Now})
@@ -103,9 +107,32 @@ func pendingApproval(id string, exp *time.Time) store.Approval {
 	return store.Approval{ID: id, CallID: "call_" + id, Tool: "transfer_funds", Digest: "sha256:" + id, Kind: req.Kind, Prompt: req.Prompt, Request: req, ExpiresAt: exp}
 }
 
+// create stores run with approvals, as CreateRun does, and returns its error.
+func create(s store.Store, run store.Run, approvals ...store.Approval) error {
+	_, err := s.CreateRun(ctx, store.CreateRunRequest{Run: run, Approvals: approvals})
+	return err
+}
+
+// update applies u to run id and returns its error.
+func update(s store.Store, id string, u store.RunUpdate) error {
+	_, err := s.UpdateRun(ctx, id, u)
+	return err
+}
+
+// runIDs returns the IDs of the runs of every page f selects.
+func runIDs(t *testing.T, s store.Store, f store.RunFilter) []string {
+	t.Helper()
+	var out []string
+	for r, err := range store.AllRuns(ctx, s, f) {
+		check(t, err, "ListRuns")
+		out = append(out, r.ID)
+	}
+	return out
+}
+
 func newRun(id string) store.Run {
 	return store.Run{
-		ID: id, Status: store.RunPending,
+		ID: id, Status: store.RunPending, Owner: "person:alice",
 		State:  json.RawMessage(`{"version":1,"runId":"` + id + `"}`),
 		Result: json.RawMessage(`{"status":"pending"}`),
 		Config: json.RawMessage(`{"args":["run","--policy","p.yaml"]}`),
@@ -115,45 +142,49 @@ func newRun(id string) store.Run {
 func testRunLifecycle(t *testing.T, s store.Store, c *Clock) {
 	created := c.Now()
 	r := newRun("run_1")
-	check(t, s.CreateRun(ctx, r), "CreateRun")
-	mustErr(t, s.CreateRun(ctx, r), store.ErrExists, "CreateRun twice")
+	check(t, create(s, r), "CreateRun")
+	mustErr(t, create(s, r), store.ErrExists, "CreateRun twice")
 	_, err := s.GetRun(ctx, "run_nope")
 	mustErr(t, err, store.ErrNotFound, "GetRun unknown")
 
 	got, err := s.GetRun(ctx, "run_1")
 	check(t, err, "GetRun")
 	want := r
-	want.CreatedAt, want.UpdatedAt = created, created
+	want.CreatedAt, want.UpdatedAt, want.Version = created, created, 1
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("GetRun (-want +got):\n%s", d)
 	}
 
 	c.Advance(time.Minute)
-	upd := store.Run{ID: "run_1", Status: store.RunResuming, State: json.RawMessage(`{"v":2}`), Config: json.RawMessage(`{"ignored":true}`)}
-	mustErr(t, s.UpdateRun(ctx, upd, store.RunRunning), store.ErrConflict, "UpdateRun from the wrong status")
-	mustErr(t, s.UpdateRun(ctx, store.Run{ID: "run_nope", Status: store.RunDone}, store.RunPending), store.ErrNotFound, "UpdateRun unknown")
-	check(t, s.UpdateRun(ctx, upd, store.RunPending), "UpdateRun")
+	upd := store.RunUpdate{Status: store.RunResuming, State: json.RawMessage(`{"v":2}`), Result: json.RawMessage(`null`)}
+	upd.From = store.RunRunning
+	mustErr(t, update(s, "run_1", upd), store.ErrConflict, "UpdateRun from the wrong status")
+	mustErr(t, update(s, "run_nope", store.RunUpdate{Status: store.RunDone}), store.ErrNotFound, "UpdateRun unknown")
+	upd.From = store.RunPending
+	got, err = s.UpdateRun(ctx, "run_1", upd)
+	check(t, err, "UpdateRun")
+	want = store.Run{ID: "run_1", Owner: r.Owner, Status: store.RunResuming, State: json.RawMessage(`{"v":2}`), Config: r.Config, Version: 2, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("UpdateRun returned (-want +got); Config and CreatedAt must be kept, Result cleared by null:\n%s", d)
+	}
 	got, err = s.GetRun(ctx, "run_1")
 	check(t, err, "GetRun")
-	want = store.Run{ID: "run_1", Status: store.RunResuming, State: json.RawMessage(`{"v":2}`), Config: r.Config, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}
 	if d := cmp.Diff(want, got); d != "" {
-		t.Fatalf("after UpdateRun (-want +got); Config and CreatedAt must be kept, Result replaced:\n%s", d)
+		t.Fatalf("after UpdateRun (-want +got); Config and CreatedAt must be kept, Result cleared by null:\n%s", d)
+	}
+	got, err = s.UpdateRun(ctx, "run_1", store.RunUpdate{Result: json.RawMessage(`{"n":1}`)})
+	check(t, err, "UpdateRun of the result only")
+	want.Result, want.Version = json.RawMessage(`{"n":1}`), 3
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("UpdateRun of the result only (-want +got); status and state must be kept:\n%s", d)
 	}
 
 	r2 := newRun("run_2")
 	r2.Status = store.RunDone
-	check(t, s.CreateRun(ctx, r2), "CreateRun 2")
+	check(t, create(s, r2), "CreateRun 2")
 	r3 := newRun("run_3")
-	check(t, s.CreateRun(ctx, r3), "CreateRun 3")
-	ids := func(f store.RunFilter) []string {
-		rs, err := s.ListRuns(ctx, f)
-		check(t, err, "ListRuns")
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.ID)
-		}
-		return out
-	}
+	check(t, create(s, r3), "CreateRun 3")
+	ids := func(f store.RunFilter) []string { return runIDs(t, s, f) }
 	if d := cmp.Diff([]string{"run_1", "run_2", "run_3"}, ids(store.RunFilter{})); d != "" {
 		t.Errorf("ListRuns all (-want +got):\n%s", d)
 	}
@@ -166,7 +197,7 @@ func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Hour)
 	a, b := pendingApproval("req_a", &exp), pendingApproval("req_b", nil)
 	a.Status, a.DecidedBy = store.StatusApproved, "mallory" // the store resets both
-	check(t, s.CreateRun(ctx, newRun("run_1"), a, b), "CreateRun")
+	check(t, create(s, newRun("run_1"), a, b), "CreateRun")
 	got, err := s.GetApproval(ctx, "run_1", "req_a")
 	check(t, err, "GetApproval")
 	want := pendingApproval("req_a", &exp)
@@ -180,21 +211,24 @@ func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
 	mustErr(t, err, store.ErrNotFound, "GetApproval of another run")
 
 	c.Advance(time.Second)
-	check(t, s.UpdateRun(ctx, store.Run{ID: "run_1", Status: store.RunPending}, store.RunPending, pendingApproval("req_c", nil)), "UpdateRun adding an approval")
-	mustErr(t, s.UpdateRun(ctx, store.Run{ID: "run_1", Status: store.RunPending}, store.RunPending, pendingApproval("req_c", nil)), store.ErrExists, "UpdateRun adding a taken ID")
+	addC := store.RunUpdate{From: store.RunPending, Approvals: []store.Approval{pendingApproval("req_c", nil)}}
+	check(t, update(s, "run_1", addC), "UpdateRun adding an approval")
+	mustErr(t, update(s, "run_1", addC), store.ErrExists, "UpdateRun adding a taken ID")
+	if r, _ := s.GetRun(ctx, "run_1"); r.Version != 2 {
+		t.Errorf("a refused UpdateRun changed the run's version to %d", r.Version)
+	}
 	_, err = s.Decide(ctx, "run_1", "req_b", store.Decision{Approve: false, By: "alice", Reason: "no"})
 	check(t, err, "Decide")
 
 	list := func(f store.ApprovalFilter) []string {
-		as, err := s.ListApprovals(ctx, f)
-		check(t, err, "ListApprovals")
 		var out []string
-		for _, a := range as {
+		for a, err := range store.AllApprovals(ctx, s, f) {
+			check(t, err, "ListApprovals")
 			out = append(out, a.RunID+"/"+a.ID+":"+string(a.Status))
 		}
 		return out
 	}
-	check(t, s.CreateRun(ctx, newRun("run_2"), pendingApproval("req_z", nil)), "CreateRun 2")
+	check(t, create(s, newRun("run_2"), pendingApproval("req_z", nil)), "CreateRun 2")
 	for _, tt := range []struct {
 		f    store.ApprovalFilter
 		want []string
@@ -212,20 +246,20 @@ func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
 }
 
 func testCreateIsAtomic(t *testing.T, s store.Store, c *Clock) {
-	err := s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil), pendingApproval("req_a", nil))
+	err := create(s, newRun("run_1"), pendingApproval("req_a", nil), pendingApproval("req_a", nil))
 	mustErr(t, err, store.ErrExists, "CreateRun with a duplicate approval ID")
 	_, err = s.GetRun(ctx, "run_1")
 	mustErr(t, err, store.ErrNotFound, "the run of a failed CreateRun")
-	as, err := s.ListApprovals(ctx, store.ApprovalFilter{})
+	p, err := s.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true})
 	check(t, err, "ListApprovals")
-	if len(as) != 0 {
-		t.Fatalf("a failed CreateRun left approvals: %+v", as)
+	if len(p.Approvals) != 0 {
+		t.Fatalf("a failed CreateRun left approvals: %+v", p.Approvals)
 	}
 }
 
 func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("approve-transfer", nil)), "CreateRun 1")
-	check(t, s.CreateRun(ctx, newRun("run_2"), pendingApproval("approve-transfer", nil)), "CreateRun 2")
+	check(t, create(s, newRun("run_1"), pendingApproval("approve-transfer", nil)), "CreateRun 1")
+	check(t, create(s, newRun("run_2"), pendingApproval("approve-transfer", nil)), "CreateRun 2")
 	_, err := s.Decide(ctx, "run_2", "approve-transfer", store.Decision{Approve: true, By: "alice"})
 	check(t, err, "Decide")
 	a, err := s.GetApproval(ctx, "run_1", "approve-transfer")
@@ -236,7 +270,7 @@ func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
 }
 
 func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Decide(ctx, "run_1", "req_nope", store.Decision{Approve: true})
 	mustErr(t, err, store.ErrNotFound, "Decide unknown")
 	c.Advance(time.Minute)
@@ -270,7 +304,7 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 }
 
 func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	got, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: false, By: "alice", Reason: "too much", Data: json.RawMessage(`{"x":1}`)})
 	check(t, err, "Decide")
 	if got.Status != store.StatusDenied || got.Reason != "too much" || got.Data != nil || got.DecidedAt == nil {
@@ -286,7 +320,7 @@ func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
 
 func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Minute)
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", &exp), pendingApproval("req_b", &exp)), "CreateRun")
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", &exp), pendingApproval("req_b", &exp)), "CreateRun")
 	c.Advance(59 * time.Second)
 	_, err := s.Decide(ctx, "run_1", "req_b", store.Decision{Approve: true, By: "alice"})
 	check(t, err, "Decide a second before expiry")
@@ -306,7 +340,7 @@ func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
 }
 
 func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
 	mustErr(t, err, store.ErrNotApproved, "Consume pending")
 	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
@@ -330,7 +364,7 @@ func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
 
 func testConsumeRefusals(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Minute)
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_denied", nil), pendingApproval("req_late", &exp)), "CreateRun")
+	check(t, create(s, newRun("run_1"), pendingApproval("req_denied", nil), pendingApproval("req_late", &exp)), "CreateRun")
 	_, err := s.Decide(ctx, "run_1", "req_denied", store.Decision{Approve: false, By: "alice", Reason: "no"})
 	check(t, err, "Decide deny")
 	_, err = s.Consume(ctx, "run_1", "req_denied", "sha256:req_denied")
@@ -386,7 +420,7 @@ func race(t *testing.T, fn func(i int) error, allowed ...error) int {
 }
 
 func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	n := race(t, func(i int) error {
 		_, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: i%2 == 0, By: fmt.Sprintf("p%d", i)})
 		return err
@@ -397,7 +431,7 @@ func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
 }
 
 func testConcurrentConsume(t *testing.T, s store.Store, c *Clock) {
-	check(t, s.CreateRun(ctx, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
 	check(t, err, "Decide")
 	n := race(t, func(int) error {
@@ -410,9 +444,9 @@ func testConcurrentConsume(t *testing.T, s store.Store, c *Clock) {
 }
 
 func testConcurrentUpdateRun(t *testing.T, s store.Store, c *Clock) {
-	check(t, s.CreateRun(ctx, newRun("run_1")), "CreateRun")
+	check(t, create(s, newRun("run_1")), "CreateRun")
 	n := race(t, func(i int) error {
-		return s.UpdateRun(ctx, store.Run{ID: "run_1", Status: store.RunResuming, State: json.RawMessage(fmt.Sprintf(`{"by":%d}`, i))}, store.RunPending)
+		return update(s, "run_1", store.RunUpdate{From: store.RunPending, Status: store.RunResuming, State: json.RawMessage(fmt.Sprintf(`{"by":%d}`, i))})
 	}, store.ErrConflict)
 	if n != 1 {
 		t.Fatalf("%d concurrent claims of one run succeeded, want exactly 1", n)

@@ -1,0 +1,33 @@
+// Package runs owns a run's life from start to end, for every host: the
+// command line today, a server next. It starts a run from a typed, versioned
+// [RunConfig] (every path absolute, recorded as resolved when the run
+// started), stores it and its events in a [store.Store], checkpoints it after
+// every model turn and every finished tool call, halts and stores it when a
+// request waits for an answer, records answers with the principal who gave
+// them, resumes it exactly once, expires and cancels it, and fires ON_START /
+// ON_STOP (seed 000) around each part of it that runs.
+//
+// # Exactly once
+//
+// A run that is being driven holds a lease on its stored record (a holder, a
+// fencing token, an expiry) and renews it with a heartbeat. Every checkpoint
+// is written under the lease: a host that lost its lease (it stalled, another
+// took the run over) can no longer write, and its run stops. Of two hosts
+// claiming a run at once, exactly one wins ([store.ErrLeased] for the other).
+// A run whose lease expired (its host died) is taken over by the next
+// [Host.Resume] without any manual step, from its latest checkpoint:
+//
+//   - a tool call that finished before the checkpoint is never run again,
+//     approved or not;
+//   - an allowed call that was still running when the host died runs again
+//     (at least once: its effect may have happened);
+//   - an approved call whose approval was already used by the dead host is
+//     never run again (at most once): the model is told it may or may not
+//     have run.
+//
+// Approvals are single-use in the store ([store.Store.Consume]), bound to the
+// arguments digest the person saw.
+//
+// The agent is rebuilt from the stored [RunConfig] by the host's [Builder],
+// never from the current directory or command-line flags.
+package runs

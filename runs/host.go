@@ -1,0 +1,715 @@
+package runs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Store event types written by a [Host], in the order a run passes them. Data
+// of tool and approval events is the agent's [agent.Event] as JSON (no
+// argument values beyond what the agent's events carry).
+const (
+	EventRunStarted      = "run.started"
+	EventRunResumed      = "run.resumed"
+	EventToolCall        = "tool.call"
+	EventToolDecided     = "tool.decided"
+	EventApprovalRequest = "approval.requested"
+	EventToolFinished    = "tool.finished"
+	EventTurnUsage       = "turn.usage"
+	EventRunHalted       = "run.halted"
+	EventRunFinished     = "run.finished"
+	EventCancelRequested = "run.cancel_requested"
+	EventRunCancelled    = "run.cancelled"
+)
+
+// Errors of a [Host]; test with errors.Is.
+var (
+	// ErrNothingDecided: Resume of a halted run none of whose requests has an
+	// answer yet (or expired). Wait with [Host.WaitAnswered] first.
+	ErrNothingDecided = errors.New("runs: no request of the run is answered yet")
+	// ErrNotResumable: the run is done, failed, incomplete or cancelled.
+	ErrNotResumable = errors.New("runs: the run has ended")
+	// ErrEmptyPrompt: Start with an empty prompt.
+	ErrEmptyPrompt = errors.New("runs: the prompt is empty")
+)
+
+// Built is an agent's options built from a [RunConfig] by a [Builder], with
+// what must happen around it.
+type Built struct {
+	// Options are the agent's options. The host sets Checkpoint and appends its
+	// middleware; everything else is the builder's.
+	Options agent.Options
+	// Attach, if set, runs once the agent exists (to apply a declarative
+	// registry, which fires ON_START).
+	Attach func(ctx context.Context, a *agent.Agent) error
+	// OnStop, if set, runs when this part of the run ends (done, failed,
+	// halted or cancelled), with the run's ID and status: ON_STOP of seed 000.
+	OnStop func(ctx context.Context, runID string, status store.RunStatus)
+	// Close, if set, releases what the builder opened (MCP servers, files).
+	Close func() error
+}
+
+// Builder builds a run's agent from its configuration. The command line and a
+// server each provide one; it must not depend on the current directory.
+type Builder interface {
+	Build(ctx context.Context, cfg RunConfig) (*Built, error)
+}
+
+// BuilderFunc adapts a function to [Builder].
+type BuilderFunc func(ctx context.Context, cfg RunConfig) (*Built, error)
+
+// Build implements [Builder].
+func (f BuilderFunc) Build(ctx context.Context, cfg RunConfig) (*Built, error) { return f(ctx, cfg) }
+
+// Options configures a [Host]; nil means defaults.
+type Options struct {
+	// Holder names this host in leases (default: hostname, PID and a random
+	// suffix). Two hosts must never share one.
+	Holder string
+	// LeaseTTL is how long a lease lasts without a heartbeat (default 30s);
+	// the heartbeat renews it every third of that.
+	LeaseTTL time.Duration
+	// Middleware is added to every agent the host builds (tracing, metrics).
+	Middleware []agent.Middleware
+	// Logger receives the host's logs (default discards).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Host drives runs stored in a [store.Store]. It is safe for concurrent use;
+// several hosts, in one process or many, may share one store.
+type Host struct {
+	store  store.Store
+	build  Builder
+	holder string
+	ttl    time.Duration
+	mw     []agent.Middleware
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// DefaultLeaseTTL is Options.LeaseTTL's default.
+const DefaultLeaseTTL = 30 * time.Second
+
+// New returns a host over s that builds agents with b.
+func New(s store.Store, b Builder, opts *Options) (*Host, error) {
+	if s == nil || b == nil {
+		return nil, errors.New("runs: New needs a store and a builder")
+	}
+	h := &Host{store: s, build: b, ttl: DefaultLeaseTTL, log: slog.New(slog.DiscardHandler), now: time.Now}
+	if opts != nil {
+		if opts.LeaseTTL < 0 {
+			return nil, fmt.Errorf("runs: LeaseTTL must not be negative, got %s", opts.LeaseTTL)
+		}
+		if opts.LeaseTTL > 0 {
+			h.ttl = opts.LeaseTTL
+		}
+		h.holder = opts.Holder
+		h.mw = opts.Middleware
+		if opts.Logger != nil {
+			h.log = opts.Logger
+		}
+		if opts.Now != nil {
+			h.now = opts.Now
+		}
+	}
+	if h.holder == "" {
+		host, _ := os.Hostname()
+		h.holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex(4))
+	}
+	return h, nil
+}
+
+// Holder returns the name this host uses in leases.
+func (h *Host) Holder() string { return h.holder }
+
+// Store returns the host's store.
+func (h *Host) Store() store.Store { return h.store }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewRunID returns a new random run ID ("run_" and 16 hex digits).
+func NewRunID() string { return "run_" + randomHex(8) }
+
+// Drive says how one part of a run is driven by [Host.Start] or [Host.Resume].
+type Drive struct {
+	// WaitFor, if set, answers pending requests in this process (a terminal
+	// prompt, an automatic yes or no); otherwise the run halts and is stored.
+	WaitFor tool.WaitFunc
+	// OnEvent, if set, sees every event of the agent as it happens, on the
+	// goroutine that called Start or Resume.
+	OnEvent func(agent.Event)
+}
+
+// StartRequest starts a run.
+type StartRequest struct {
+	// RunID is the new run's ID; empty for [NewRunID].
+	RunID string
+	// Tenant and Owner are stored with the run (Owner: the principal who
+	// started it, as text).
+	Tenant, Owner string
+	// Config must be resolved ([RunConfig.Resolve]).
+	Config RunConfig
+	// Prompt is the user's message; it must not be empty.
+	Prompt string
+	// History is an earlier conversation the run starts from.
+	History []model.Message
+	Drive
+}
+
+// Start stores a new run and drives it until it ends or halts on a pending
+// request (then it is stored with its requests, and its lease released). It
+// returns the agent's result and error; storing failures are returned too.
+func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, error) {
+	if req.Prompt == "" {
+		return nil, ErrEmptyPrompt
+	}
+	if err := req.Config.Check(); err != nil {
+		return nil, err
+	}
+	id := req.RunID
+	if id == "" {
+		id = NewRunID()
+	}
+	cfgJSON, err := json.Marshal(req.Config)
+	if err != nil {
+		return nil, err
+	}
+	built, err := h.build.Build(ctx, req.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer closeBuilt(built)
+	started, _ := json.Marshal(map[string]any{"agent": req.Config.Agent, "model": req.Config.Model.String(), "owner": req.Owner})
+	run := store.Run{ID: id, Tenant: req.Tenant, Owner: req.Owner, Status: store.RunRunning, Config: cfgJSON}
+	claimed, err := h.store.CreateRun(ctx, store.CreateRunRequest{Run: run, Holder: h.holder, LeaseTTL: h.ttl,
+		Events: []store.Event{{Tenant: req.Tenant, RunID: id, Type: EventRunStarted, Data: started}}})
+	if err != nil {
+		return nil, fmt.Errorf("runs: storing run %s: %w", id, err)
+	}
+	d := h.newDriver(claimed, req.Config, built, req.Drive)
+	return d.drive(ctx, func(ctx context.Context, a *agent.Agent) iter2 {
+		return a.Stream(ctx, req.Prompt, agent.WithRunID(id), agent.WithHistory(req.History...))
+	})
+}
+
+func closeBuilt(b *Built) {
+	if b != nil && b.Close != nil {
+		_ = b.Close()
+	}
+}
+
+// LoadConfig decodes and checks a stored run's configuration.
+func LoadConfig(run store.Run) (RunConfig, error) {
+	var cfg RunConfig
+	if err := json.Unmarshal(run.Config, &cfg); err != nil {
+		return cfg, fmt.Errorf("runs: run %s: stored configuration: %w", run.ID, err)
+	}
+	if err := cfg.Check(); err != nil {
+		return cfg, fmt.Errorf("run %s: %w", run.ID, err)
+	}
+	return cfg, nil
+}
+
+// LoadState decodes a stored run's state (the halted run or its latest checkpoint).
+func LoadState(run store.Run) (*agent.State, error) {
+	if len(run.State) == 0 {
+		return nil, fmt.Errorf("runs: run %s has no stored state", run.ID)
+	}
+	var st agent.State
+	if err := json.Unmarshal(run.State, &st); err != nil {
+		return nil, fmt.Errorf("runs: run %s: stored state: %w", run.ID, err)
+	}
+	return &st, nil
+}
+
+// ResumeRequest resumes a stored run.
+type ResumeRequest struct {
+	RunID string
+	Drive
+}
+
+// Resume takes a stored run up: a halted run once at least one of its
+// requests is answered (or expired), or a run whose host died (its lease
+// expired) from its latest checkpoint. Approved requests are used once;
+// denied and expired ones give the model an error result with the reason. Of
+// two hosts resuming one run, one wins; the other gets [store.ErrLeased] or
+// [store.ErrConflict]. Errors: [store.ErrNotFound], [ErrNotResumable],
+// [ErrNothingDecided], and the run's own.
+func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, error) {
+	run, err := h.store.GetRun(ctx, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	switch run.Status {
+	case store.RunPending:
+		n, _, err := h.answered(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w: run %s", ErrNothingDecided, run.ID)
+		}
+	case store.RunRunning, store.RunResuming:
+		// A live lease refuses the claim below; an expired one is taken over.
+	default:
+		return nil, fmt.Errorf("%w: run %s is %s", ErrNotResumable, run.ID, run.Status)
+	}
+	cfg, err := LoadConfig(run)
+	if err != nil {
+		return nil, err
+	}
+	from := run.Status
+	claimed, err := h.store.ClaimRun(ctx, run.ID, store.Claim{Holder: h.holder, TTL: h.ttl, From: []store.RunStatus{store.RunPending, store.RunRunning, store.RunResuming}, To: store.RunResuming})
+	if err != nil {
+		return nil, fmt.Errorf("runs: claiming run %s: %w", run.ID, err)
+	}
+	token := claimed.Lease.Token
+	release := func(cause error) error {
+		// Nothing ran: hand the run back as it was.
+		_, uerr := h.store.UpdateRun(context.WithoutCancel(ctx), run.ID, store.RunUpdate{LeaseToken: token, Status: from, ReleaseLease: true})
+		return errors.Join(cause, uerr)
+	}
+	st, err := LoadState(claimed)
+	if err != nil {
+		return nil, release(err)
+	}
+	// Build before any approval is used, so that a failure leaves them as they were.
+	built, err := h.build.Build(ctx, cfg)
+	if err != nil {
+		return nil, release(err)
+	}
+	defer closeBuilt(built)
+	answers, err := h.answers(ctx, claimed, st)
+	if err != nil {
+		return nil, release(err)
+	}
+	if from != store.RunPending {
+		h.log.Info("taking over a run whose host stopped", "run", run.ID, "from", string(from))
+	}
+	data, _ := json.Marshal(map[string]any{"from": string(from), "holder": h.holder})
+	if _, err := h.store.AppendEvents(ctx, store.Event{Tenant: claimed.Tenant, RunID: run.ID, Type: EventRunResumed, Data: data}); err != nil {
+		return nil, release(err)
+	}
+	d := h.newDriver(claimed, cfg, built, req.Drive)
+	return d.drive(ctx, func(ctx context.Context, a *agent.Agent) iter2 {
+		return a.ResumeStream(ctx, st, answers...)
+	})
+}
+
+// answered counts the pending requests of a halted run that have an answer
+// (decided or expired), and all of them.
+func (h *Host) answered(ctx context.Context, run store.Run) (n, total int, err error) {
+	st, err := LoadState(run)
+	if err != nil {
+		return 0, 0, err
+	}
+	now := h.now()
+	for _, q := range st.PendingRequests() {
+		total++
+		a, err := h.store.GetApproval(ctx, run.ID, q.ID)
+		if err != nil {
+			return 0, 0, err
+		}
+		if a.Status != store.StatusPending || a.Expired(now) {
+			n++
+		}
+	}
+	return n, total, nil
+}
+
+// answers turns the store's decisions on st's pending requests into the
+// agent's answers, using each approval once.
+func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) ([]tool.Answer, error) {
+	var out []tool.Answer
+	for _, b := range st.Batch {
+		p := b.Pending
+		if p == nil {
+			continue
+		}
+		a, err := h.store.GetApproval(ctx, run.ID, p.Request.ID)
+		if err != nil {
+			return nil, err
+		}
+		switch a.Status {
+		case store.StatusPending:
+			if a.Expired(h.now()) {
+				out = append(out, tool.Answer{ID: a.ID, OK: false, By: "runtime", Reason: "the approval request expired before anyone answered it"})
+			}
+			continue
+		case store.StatusUsed:
+			// A host that did not finish used this approval: the call may have
+			// run. It is never run twice.
+			out = append(out, tool.Answer{ID: a.ID, OK: false, By: "runtime",
+				Reason: "the approval was used by a resume that did not finish; the call may or may not have run, and is not run again"})
+			continue
+		case store.StatusApproved:
+			a, err = h.store.Consume(ctx, run.ID, a.ID, p.Digest)
+			if err != nil && !errors.Is(err, store.ErrExpired) {
+				return nil, err
+			}
+		}
+		if ans, ok := a.Answer(); ok {
+			out = append(out, ans)
+		}
+	}
+	return out, nil
+}
+
+// WaitAnswered blocks until every pending request of the halted run runID has
+// an answer or expired, without polling where the store allows it. It returns
+// at once for a run that is not pending.
+func (h *Host) WaitAnswered(ctx context.Context, runID string) error {
+	var after int64
+	for {
+		run, err := h.store.GetRun(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status != store.RunPending {
+			return nil
+		}
+		n, total, err := h.answered(ctx, run)
+		if err != nil {
+			return err
+		}
+		if n == total {
+			return nil
+		}
+		evs, err := h.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after})
+		if err != nil {
+			return err
+		}
+		if len(evs) > 0 {
+			after = evs[len(evs)-1].Seq
+			continue
+		}
+		// An expiry is no event: wake up for the nearest one.
+		wctx, cancel := context.WithCancel(ctx)
+		if exp := h.nextExpiry(ctx, run); !exp.IsZero() {
+			wctx, cancel = context.WithDeadline(ctx, exp)
+		}
+		err = h.store.WaitEvents(wctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after})
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+func (h *Host) nextExpiry(ctx context.Context, run store.Run) time.Time {
+	as, err := h.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, RunID: run.ID, Status: store.StatusPending})
+	if err != nil {
+		return time.Time{}
+	}
+	var next time.Time
+	for _, a := range as.Approvals {
+		if a.ExpiresAt != nil && (next.IsZero() || a.ExpiresAt.Before(next)) {
+			next = *a.ExpiresAt
+		}
+	}
+	return next
+}
+
+// Answer records a decision on one request of a halted run: approve (with
+// edited arguments in d.Data, which the agent validates and authorizes again)
+// or deny with a reason the model sees. d.By is the principal who decided, as
+// text ([approval.Principal]'s String); it is what the records show. Errors:
+// the store's ([store.ErrNotFound], [store.ErrDecided], [store.ErrExpired]).
+func (h *Host) Answer(ctx context.Context, runID, requestID string, d store.Decision) (store.Approval, error) {
+	if d.By == "" {
+		return store.Approval{}, errors.New("runs: a decision needs the principal who made it")
+	}
+	return h.store.Decide(ctx, runID, requestID, d)
+}
+
+// Cancel cancels a run: a halted run is stored cancelled at once and never
+// resumed; a running one is asked to stop (its host sees the request at its
+// next heartbeat and ends the run). by names who cancelled.
+func (h *Host) Cancel(ctx context.Context, runID, by string) error {
+	run, err := h.store.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(map[string]string{"by": by})
+	switch run.Status {
+	case store.RunPending:
+		_, err := h.store.UpdateRun(ctx, runID, store.RunUpdate{From: store.RunPending, Status: store.RunCancelled,
+			Events: []store.Event{{Tenant: run.Tenant, RunID: runID, Type: EventRunCancelled, Data: data}}})
+		return err
+	case store.RunRunning, store.RunResuming:
+		_, err := h.store.AppendEvents(ctx, store.Event{Tenant: run.Tenant, RunID: runID, Type: EventCancelRequested, Data: data})
+		return err
+	}
+	return fmt.Errorf("%w: run %s is %s", ErrNotResumable, runID, run.Status)
+}
+
+// driver drives one part of a run under a lease.
+type driver struct {
+	h      *Host
+	run    store.Run // as claimed
+	token  int64
+	cfg    RunConfig
+	built  *Built
+	drv    Drive
+	mu     sync.Mutex
+	events []store.Event // not yet stored
+}
+
+type iter2 = func(func(agent.Event, error) bool)
+
+func (h *Host) newDriver(run store.Run, cfg RunConfig, built *Built, d Drive) *driver {
+	return &driver{h: h, run: run, token: run.Lease.Token, cfg: cfg, built: built, drv: d}
+}
+
+// storedEvent turns an agent event into a store event, or false for events
+// that are not kept (text deltas, the final result, which the run record holds).
+func (d *driver) storedEvent(ev agent.Event) (store.Event, bool) {
+	var typ string
+	switch ev.Kind {
+	case agent.EventToolCall:
+		typ = EventToolCall
+	case agent.EventDecision:
+		typ = EventToolDecided
+	case agent.EventPending:
+		typ = EventApprovalRequest
+	case agent.EventToolResult:
+		typ = EventToolFinished
+	case agent.EventUsage:
+		typ = EventTurnUsage
+	default:
+		return store.Event{}, false
+	}
+	b, err := model.MarshalJSON(ev)
+	if err != nil {
+		return store.Event{}, false
+	}
+	return store.Event{Tenant: d.run.Tenant, RunID: d.run.ID, Type: typ, Time: d.h.now(), Data: b}, true
+}
+
+func (d *driver) takeEvents() []store.Event {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	evs := d.events
+	d.events = nil
+	return evs
+}
+
+func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.Agent) iter2) (*agent.Result, error) {
+	h := d.h
+	opts := d.built.Options
+	if opts.NewID == nil {
+		opts.NewID = nil // the agent's default
+	}
+	opts.Middleware = append(append([]agent.Middleware(nil), h.mw...), opts.Middleware...)
+	if opts.WaitFor == nil {
+		opts.WaitFor = d.drv.WaitFor
+	}
+	opts.Checkpoint = func(ctx context.Context, cp agent.Checkpoint) error {
+		st, err := model.MarshalJSON(cp.State)
+		if err != nil {
+			return err
+		}
+		_, err = h.store.UpdateRun(ctx, d.run.ID, store.RunUpdate{LeaseToken: d.token, Status: d.runningStatus(), State: st, Events: d.takeEvents()})
+		return err
+	}
+	a, err := agent.New(opts)
+	if err != nil {
+		return nil, d.end(ctx, nil, err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if d.built.Attach != nil {
+		if err := d.built.Attach(ctx, a); err != nil {
+			return nil, d.end(ctx, nil, err)
+		}
+	}
+	stopBeat := d.heartbeat(ctx, cancel)
+	var res *agent.Result
+	var runErr error
+	for ev, err := range stream(ctx, a) {
+		if ev.Kind == agent.EventDone {
+			res = ev.Result
+		}
+		if err != nil {
+			runErr = err
+		}
+		if se, ok := d.storedEvent(ev); ok {
+			d.mu.Lock()
+			d.events = append(d.events, se)
+			d.mu.Unlock()
+		}
+		if d.drv.OnEvent != nil && (err == nil || ev.Kind == agent.EventDone) {
+			d.drv.OnEvent(ev)
+		}
+	}
+	stopBeat()
+	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		runErr = fmt.Errorf("%w (%v)", runErr, cause)
+	}
+	return res, d.end(ctx, res, runErr)
+}
+
+func (d *driver) runningStatus() store.RunStatus {
+	if d.run.Status == store.RunResuming {
+		return store.RunResuming
+	}
+	return store.RunRunning
+}
+
+// errCancelRequested is the cause of a run's context when Cancel asked it to stop.
+var errCancelRequested = errors.New("runs: the run was cancelled")
+
+// heartbeat renews the lease every third of its TTL until stopped; when the
+// lease is lost or a cancel is requested, it cancels the run with that cause.
+func (d *driver) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
+	h := d.h
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(h.ttl / 3)
+		defer t.Stop()
+		var after int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := h.store.RenewLease(ctx, d.run.ID, h.holder, d.token, h.ttl); err != nil {
+				if ctx.Err() == nil {
+					h.log.Error("lost the run's lease; stopping it", "run", d.run.ID, "error", err)
+					cancel(fmt.Errorf("runs: lost the lease on run %s: %w", d.run.ID, err))
+				}
+				return
+			}
+			evs, err := h.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: d.run.ID, AfterSeq: after})
+			if err != nil {
+				continue
+			}
+			for _, e := range evs {
+				after = e.Seq
+				if e.Type == EventCancelRequested {
+					cancel(errCancelRequested)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// end stores how this part of the run ended and fires ON_STOP.
+func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error {
+	h := d.h
+	ctx = context.WithoutCancel(ctx)
+	u := store.RunUpdate{LeaseToken: d.token, ReleaseLease: true, Events: d.takeEvents()}
+	status := store.RunError
+	if res != nil && runErr == nil {
+		status = store.RunStatus(res.Status)
+	}
+	if errors.Is(runErr, errCancelRequested) {
+		status = store.RunCancelled
+	}
+	u.Status = status
+	u.Result = resultJSON(res)
+	evType := EventRunFinished
+	switch {
+	case status == store.RunPending && res != nil && res.State != nil:
+		st, err := model.MarshalJSON(res.State)
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
+		u.State = st
+		u.Approvals = approvalsOf(d.run.Tenant, res.State, d.known(ctx))
+		evType = EventRunHalted
+	case status == store.RunCancelled:
+		evType = EventRunCancelled
+	}
+	data, _ := json.Marshal(map[string]any{"status": string(status), "reason": reasonOf(res, runErr)})
+	u.Events = append(u.Events, store.Event{Tenant: d.run.Tenant, RunID: d.run.ID, Type: evType, Time: h.now(), Data: data})
+	var serr error
+	if _, err := h.store.UpdateRun(ctx, d.run.ID, u); err != nil {
+		serr = fmt.Errorf("runs: storing the end of run %s: %w", d.run.ID, err)
+	}
+	if d.built.OnStop != nil {
+		d.built.OnStop(ctx, d.run.ID, status)
+	}
+	if runErr != nil || serr != nil {
+		return errors.Join(runErr, serr)
+	}
+	return nil
+}
+
+// known returns the IDs of the run's stored approvals (new requests only are added).
+func (d *driver) known(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	page, err := d.h.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, RunID: d.run.ID})
+	if err != nil {
+		return out
+	}
+	for _, a := range page.Approvals {
+		out[a.ID] = true
+	}
+	return out
+}
+
+func reasonOf(res *agent.Result, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	if res != nil {
+		return res.Reason
+	}
+	return ""
+}
+
+// approvalsOf returns the store records of st's pending requests, skipping
+// those already stored.
+func approvalsOf(tenant string, st *agent.State, skip map[string]bool) []store.Approval {
+	var out []store.Approval
+	for _, b := range st.Batch {
+		p := b.Pending
+		if p == nil || skip[p.Request.ID] {
+			continue
+		}
+		out = append(out, store.Approval{
+			ID: p.Request.ID, Tenant: tenant, CallID: b.Call.ID, Tool: b.Call.Name, Digest: p.Digest,
+			Kind: p.Request.Kind, Prompt: p.Request.Prompt, Request: p.Request, ExpiresAt: p.Request.ExpiresAt,
+		})
+	}
+	return out
+}
+
+// resultJSON encodes res without its State (stored separately).
+func resultJSON(res *agent.Result) json.RawMessage {
+	if res == nil {
+		return nil
+	}
+	c := *res
+	c.State = nil
+	b, _ := model.MarshalJSON(c)
+	return b
+}

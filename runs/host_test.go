@@ -1,0 +1,295 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// testBuilder builds agents over fixed tools and a scripted model, with a
+// policy that asks before transfer_funds.
+type testBuilder struct {
+	m     model.Model
+	tools agent.ToolList
+	stops atomic.Int64
+}
+
+func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "test", Rules: []approval.Rule{{ID: "ask-transfer", Tools: []string{"transfer_funds"}, Decision: approval.Ask}}})
+	if err != nil {
+		return nil, err
+	}
+	return &runs.Built{
+		Options: agent.Options{Model: b.m, Tools: b.tools, Authorizers: []approval.Authorizer{pol}, MaxParallel: 1},
+		OnStop:  func(ctx context.Context, runID string, status store.RunStatus) { b.stops.Add(1) },
+	}, nil
+}
+
+func testConfig(t *testing.T) runs.RunConfig {
+	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}.Resolve(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func newHost(t *testing.T, s store.Store, b runs.Builder, holder string, ttl time.Duration) *runs.Host {
+	t.Helper()
+	h, err := runs.New(s, b, &runs.Options{Holder: holder, LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// A run halts on an approval, is stored, answered by a named principal and
+// resumed: the call runs once, the run ends done, and the store holds its
+// events in order.
+func TestStartHaltAnswerResume(t *testing.T) {
+	ctx := context.Background()
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
+	s := store.NewMemory(nil)
+	h := newHost(t, s, b, "host-a", time.Minute)
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: "person:alice", Config: testConfig(t), Prompt: "pay"})
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	run, err := s.GetRun(ctx, "run_1")
+	if err != nil || run.Status != store.RunPending || run.Lease != nil || run.Tenant != "acme" {
+		t.Fatalf("stored run %+v %v", run, err)
+	}
+	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_1"}); !errors.Is(err, runs.ErrNothingDecided) {
+		t.Fatalf("resume before any answer: %v", err)
+	}
+	reqID := res.Pending[0].ID
+	if _, err := h.Answer(ctx, "run_1", reqID, store.Decision{Approve: true, By: "person:bob"}); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_1"})
+	if err != nil || res2.Status != agent.StatusDone {
+		t.Fatalf("resume: %+v %v", res2, err)
+	}
+	if transfer.Count() != 1 {
+		t.Fatalf("transfer ran %d times", transfer.Count())
+	}
+	if by := res2.ToolCalls[0].Decision.By; by != "person:bob" {
+		t.Errorf("decided by %q", by)
+	}
+	// Resuming again is refused: the run has ended.
+	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_1"}); !errors.Is(err, runs.ErrNotResumable) {
+		t.Fatalf("second resume: %v", err)
+	}
+	evs, err := s.ListEvents(ctx, store.EventFilter{Tenant: "acme", RunID: "run_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	want := []string{runs.EventRunStarted, runs.EventTurnUsage, runs.EventToolCall, runs.EventToolDecided, runs.EventApprovalRequest, runs.EventRunHalted,
+		store.EventApprovalDecided, runs.EventRunResumed, runs.EventToolCall, runs.EventToolDecided, runs.EventToolFinished, runs.EventTurnUsage, runs.EventRunFinished}
+	if len(types) != len(want) {
+		t.Fatalf("events %q\nwant %q", types, want)
+	}
+	for i := range want {
+		if types[i] != want[i] {
+			t.Fatalf("events %q\nwant %q", types, want)
+		}
+	}
+	if b.stops.Load() != 2 {
+		t.Errorf("ON_STOP fired %d times, want once per part of the run (2)", b.stops.Load())
+	}
+}
+
+// fakeClock is a settable clock shared by the store and the test.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// dyingStore fails every write once died is set: the host's process is gone.
+type dyingStore struct {
+	store.Store
+	died atomic.Bool
+}
+
+var errDead = errors.New("the process was killed")
+
+func (d *dyingStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
+	if d.died.Load() {
+		return store.Run{}, errDead
+	}
+	return d.Store.UpdateRun(ctx, id, u)
+}
+
+func (d *dyingStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
+	if d.died.Load() {
+		return store.Lease{}, errDead
+	}
+	return d.Store.RenewLease(ctx, id, holder, token, ttl)
+}
+
+// blockingTool blocks on its first call until the test releases it, and
+// finishes the ones after at once, counting runs.
+type blockingTool struct {
+	name    string
+	n       atomic.Int64
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingTool) Spec() tool.Spec {
+	return tool.Spec{Name: b.name, Hints: &tool.Hints{ReadOnly: true}}
+}
+func (b *blockingTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	if b.n.Add(1) == 1 {
+		close(b.started)
+		select {
+		case <-b.release:
+		case <-ctx.Done():
+		}
+		return tool.Error("killed"), nil
+	}
+	return tool.Text("ok"), nil
+}
+
+// A host dies after the first of two allowed calls finished; once its lease
+// expires, another host takes the run over with no manual step: the first
+// call is not run again, the second runs (again), the run ends done. Of two
+// hosts taking over at once, exactly one wins.
+func TestTakeoverAfterDeath(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	mem := store.NewMemory(&store.Options{Now: clock.Now})
+	ds := &dyingStore{Store: mem}
+	first := &testkit.Counter{Name: "first"}
+	second := &blockingTool{name: "second", started: make(chan struct{}), release: make(chan struct{})}
+	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "first", nil), testkit.Call("c2", "second", nil)}), tools: agent.ToolList{first, second}}
+	ha := newHost(t, ds, b, "host-a", time.Hour)
+	done := make(chan error, 1)
+	go func() {
+		res, err := ha.Start(ctx, runs.StartRequest{RunID: "run_k", Config: testConfig(t), Prompt: "go"})
+		if err == nil {
+			err = fmt.Errorf("ended %s: %+v", res.Status, res.ToolCalls)
+		}
+		done <- err
+	}()
+	select { // first finished and was checkpointed; second is running
+	case <-second.started:
+	case err := <-done:
+		t.Fatalf("the run ended before its second call started: %v", err)
+	}
+	ds.died.Store(true)
+	close(second.release)
+	if err := <-done; err == nil {
+		t.Fatal("the dead host's run must fail to store anything")
+	}
+	run, _ := mem.GetRun(ctx, "run_k")
+	if run.Status != store.RunRunning || run.Lease == nil {
+		t.Fatalf("the dead host's run: %+v", run)
+	}
+	// While the lease lasts, nobody else may take the run.
+	hb := newHost(t, mem, b, "host-b", time.Hour)
+	if _, err := hb.Resume(ctx, runs.ResumeRequest{RunID: "run_k"}); !errors.Is(err, store.ErrLeased) {
+		t.Fatalf("resume under a live lease: %v", err)
+	}
+	clock.Advance(2 * time.Hour)
+	hc := newHost(t, mem, b, "host-c", time.Hour)
+	var wg sync.WaitGroup
+	var wins, leased atomic.Int64
+	for _, h := range []*runs.Host{hb, hc} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_k"})
+			switch {
+			case err == nil && res.Status == agent.StatusDone:
+				wins.Add(1)
+			case errors.Is(err, store.ErrLeased) || errors.Is(err, store.ErrConflict) || errors.Is(err, runs.ErrNotResumable):
+				leased.Add(1)
+			default:
+				t.Errorf("takeover: %+v %v", res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 || leased.Load() != 1 {
+		t.Fatalf("wins %d, refused %d: exactly one takeover must win", wins.Load(), leased.Load())
+	}
+	if first.Count() != 1 {
+		t.Fatalf("the call that finished before the death ran %d times, want 1", first.Count())
+	}
+	if second.n.Load() != 2 {
+		t.Fatalf("the call in flight ran %d times, want 2 (at least once)", second.n.Load())
+	}
+	run, _ = mem.GetRun(ctx, "run_k")
+	if run.Status != store.RunDone || run.Lease != nil {
+		t.Fatalf("final run %+v", run)
+	}
+}
+
+// A halted run that is cancelled is never resumed, even once approved.
+func TestCancelHaltedRun(t *testing.T) {
+	ctx := context.Background()
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), tools: agent.ToolList{transfer}}
+	s := store.NewMemory(nil)
+	h := newHost(t, s, b, "host-a", time.Minute)
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_c", Config: testConfig(t), Prompt: "pay"})
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatal(res, err)
+	}
+	if err := h.Cancel(ctx, "run_c", "person:alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Decision{Approve: true, By: "person:bob"}); err != nil {
+		t.Fatal(err) // the approval may still be decided, but the run never resumes
+	}
+	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_c"}); !errors.Is(err, runs.ErrNotResumable) {
+		t.Fatalf("resume of a cancelled run: %v", err)
+	}
+	if transfer.Count() != 0 {
+		t.Fatal("a cancelled run's call ran")
+	}
+}
+
+// A stored configuration with a relative path is refused rather than resolved
+// against whatever directory the resuming process runs in.
+func TestConfigPathsAbsolute(t *testing.T) {
+	cfg := testConfig(t)
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	bad := cfg
+	bad.PolicyFile = "policy.yaml"
+	if err := bad.Check(); err == nil {
+		t.Fatal("a relative policy path must be refused")
+	}
+	bad = cfg
+	bad.Version = runs.ConfigVersion + 1
+	if err := bad.Check(); !errors.Is(err, runs.ErrConfigVersion) {
+		t.Fatalf("future version: %v", err)
+	}
+}
