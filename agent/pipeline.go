@@ -211,8 +211,13 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	if l != nil {
 		r.guard(ctx, "tool call listener (PreToolUse)", func() { l.PreToolUse(ctx, use) })
 	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled while the PreToolUse hooks ran: the tool does not start.
+		return callOutcome{err: err}
+	}
+	lim := r.a.limits(call.Name)
 	start := time.Now()
-	res := execute(r.a.handDown(ctx), t, args)
+	res := executeBounded(r.a.handDown(ctx), t, args, lim.Timeout)
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {
@@ -246,6 +251,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		return oc
 	}
 	rec.ReplacedBy = by
+	final = capResult(final, lim.MaxResultBytes)
 	// 9. Record.
 	return r.finish(ctx, rec, final, decision, true, emit)
 }
