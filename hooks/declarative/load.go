@@ -15,11 +15,17 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 )
 
 // MaxDocumentSize is the largest hooks document [FromYAML] reads, in bytes; a
 // larger one is an ERROR and gives an empty registry.
 const MaxDocumentSize = 4 << 20
+
+// MaxDepth is the deepest nesting of lists and mappings in a hooks document
+// (the top level counts 1); a deeper document is an ERROR and gives an empty
+// registry, checked before the document is parsed.
+const MaxDepth = 32
 
 // Diagnostic is one problem found while loading hooks: a skipped entry (WARN,
 // Skipped), a warning about an entry that was kept (WARN), or a document that
@@ -82,12 +88,17 @@ func FromYAML(r io.Reader, opts *Options) *Registry {
 	}
 	var cfgs []Config
 	var diags []Diagnostic
+	// Aliases are refused entry by entry below, without being expanded.
+	lim := bounded.Limits{MaxBytes: MaxDocumentSize, MaxDepth: MaxDepth, AllowAliases: true}
 	src, err := io.ReadAll(io.LimitReader(r, MaxDocumentSize+1))
+	var be *bounded.Error
 	switch {
 	case err != nil:
 		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: "reading the hooks document: " + err.Error() + "; no hooks loaded"}}
 	case len(src) > MaxDocumentSize:
 		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize)}}
+	case errors.As(bounded.CheckYAML(file, src, lim), &be):
+		diags = []Diagnostic{{File: file, Line: be.Line, Col: be.Col, Severity: slog.LevelError, Message: "the hooks document is " + be.Message + "; no hooks loaded"}}
 	default:
 		cfgs, diags = parseHooks(src, file, opts != nil && opts.AllowUnsafeCommands)
 	}
