@@ -60,6 +60,16 @@ type Options struct {
 	MaxTurns int
 	// MaxParallel caps concurrent tool calls per turn (default [DefaultMaxParallel]).
 	MaxParallel int
+	// ToolTimeout bounds each tool call's execution (default
+	// [DefaultToolTimeout]; negative: no limit); see [ToolLimits]. The run's
+	// own limit is its context's deadline.
+	ToolTimeout time.Duration
+	// MaxResultBytes caps the output of each tool result the model sees
+	// (default [DefaultMaxResultBytes]; negative: no cap); see [ToolLimits].
+	MaxResultBytes int
+	// ToolLimits overrides ToolTimeout and MaxResultBytes for the tools it
+	// names (exact tool names).
+	ToolLimits map[string]ToolLimits
 	// OnRecord, if set, receives every tool call record as it is made (after the
 	// AfterTool chain). It is called from the goroutine that ran the call, so
 	// concurrently for the calls of one turn. A panic in it, in an authorizer

@@ -161,8 +161,8 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 					Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
 			}
 			oc := r.suspend(ctx, rec, OriginHook, res.Pending, args, votes, ans, emit)
-			if oc.pending != nil {
-				oc.pending.Hook = out.By
+			if oc.Pending != nil {
+				oc.Pending.Hook = out.By
 			}
 			return oc
 		}
@@ -230,9 +230,14 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	if l != nil {
 		r.guard(ctx, "tool call listener (PreToolUse)", func() { l.PreToolUse(ctx, use) })
 	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled while the PreToolUse hooks ran: the tool does not start.
+		return CallOutcome{Err: err}
+	}
+	lim := r.a.limits(call.Name)
 	start := time.Now()
 	inv := &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
-	res := execute(tool.WithInvocation(r.a.handDown(ctx), *inv), t, inv, args)
+	res := executeBounded(tool.WithInvocation(r.a.handDown(ctx), *inv), t, inv, args, lim.Timeout)
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {
@@ -266,6 +271,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		return oc
 	}
 	rec.ReplacedBy = by
+	final = capResult(final, lim.MaxResultBytes)
 	// 9. Record.
 	return r.finish(ctx, rec, final, decision, true, emit)
 }

@@ -12,6 +12,7 @@ import (
 	yaml "github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
@@ -100,10 +101,23 @@ func LoadPolicy(path string) (*Policy, []Problem, error) {
 // a policy with any error does not load: the result is nil, with every
 // problem and a [*PolicyError]; a policy that loads may still come with
 // warnings. The only other error is one reading r.
+//
+// A document larger than [MaxPolicySize] bytes or nested deeper than
+// [MaxPolicyDepth] is refused before it is parsed.
 func ParsePolicy(name string, r io.Reader) (*Policy, []Problem, error) {
-	src, err := io.ReadAll(r)
+	src, err := bounded.Read(r, name, bounded.Limits{MaxBytes: MaxPolicySize})
+	var be *bounded.Error
+	if errors.As(err, &be) {
+		p := Problem{File: name, Severity: SeverityError, Message: be.Message}
+		return nil, []Problem{p}, &PolicyError{Problems: []Problem{p}}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy %s: %w", name, err)
+	}
+	// Aliases are refused where they are met, without being expanded.
+	if errors.As(bounded.CheckYAML(name, src, bounded.Limits{MaxBytes: MaxPolicySize, MaxDepth: MaxPolicyDepth, AllowAliases: true}), &be) {
+		p := Problem{File: name, Line: be.Line, Col: be.Col, Severity: SeverityError, Message: "the policy is " + be.Message}
+		return nil, []Problem{p}, &PolicyError{Problems: []Problem{p}}
 	}
 	ps := &policyParser{name: name}
 	spec := ps.parse(src)
@@ -132,6 +146,12 @@ func ParsePolicy(name string, r io.Reader) (*Policy, []Problem, error) {
 	}
 	return pol, ps.problems, nil
 }
+
+// Limits of a policy document, checked before it is parsed.
+const (
+	MaxPolicySize  = 4 << 20 // bytes
+	MaxPolicyDepth = 32      // nested lists and mappings, the top level counting 1
+)
 
 type policyParser struct {
 	name     string

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -90,7 +92,8 @@ type ArgCondition struct {
 	// "/etc" matches "/etc", "/etc/passwd" and "/tmp/../etc/passwd", not
 	// "/etcetera". Relative paths stay relative ("../x" lies under ".."),
 	// unless the policy has a working directory ([Policy.WithWorkdir]), against
-	// which relative paths on both sides are resolved first. It judges one
+	// which relative paths on both sides are resolved first, symbolic links
+	// included, so that the condition judges the file a path leads to. It judges one
 	// argument's text: a grep over "." or a glob "secret/*" reaches files under
 	// a denied prefix through other arguments, so deny such tools by name or
 	// their pattern arguments too when a directory must stay unseen.
@@ -293,9 +296,19 @@ func (p *Policy) WithAutonomy(a Autonomy) (*Policy, error) {
 // absolute directory dir (the workspace root of the builtin tools) before it
 // compares them with pathPrefix, on both sides: then "secret" as a prefix
 // also covers "/work/ws/secret/a.txt" and "./secret/a.txt" when dir is
-// /work/ws, as the tools would read the same file. Symbolic links are not
-// followed (the tools refuse links that leave the workspace). An empty dir
-// compares paths as written; a relative dir is an error.
+// /work/ws, as the tools would read the same file. Symbolic links are
+// resolved too, on both sides and when the call is judged, so a rule judges
+// the file a path leads to: with a link public -> secret, "public/a.txt" lies
+// under "secret" (the same holds for the path arguments of any tool, an MCP
+// filesystem server's included). A file that does not exist yet is judged by
+// its existing parent directories. A hard link is a second name of a file,
+// which no path can tell apart: the builtin write and edit refuse files with
+// more than one. An empty dir compares paths as written, without looking at
+// the file system; a relative dir is an error.
+//
+// The links are those at the time of the decision: a link changed between
+// the decision and the call (by a bash call of the same turn, say) is not
+// seen; deny bash, or sandbox it, where that matters.
 //
 // aliases are other absolute spellings of the same directory (the path as
 // given and the path with its symbolic links resolved, say): an absolute
@@ -463,22 +476,68 @@ func (a *compiledArg) holds(args map[string]any, wd workdir) bool {
 }
 
 // resolve cleans p and, when the working directory is set, makes a relative
-// p absolute against it and maps an absolute p under an alias onto it, as
-// the builtin tools resolve their paths.
+// p absolute against it, maps an absolute p under an alias onto it, and
+// resolves the symbolic links of the part of it that exists, so that p names
+// the file the tools would reach.
 func (wd workdir) resolve(p string) string {
 	if wd.dir == "" {
 		return path.Clean(p)
 	}
 	if !path.IsAbs(p) {
-		return path.Join(wd.dir, p)
+		return resolveLinks(path.Join(wd.dir, p))
 	}
 	p = path.Clean(p)
 	for _, a := range wd.aliases {
 		if underPath(p, a) {
-			return path.Join(wd.dir, strings.TrimPrefix(p, a))
+			return resolveLinks(path.Join(wd.dir, strings.TrimPrefix(p, a)))
 		}
 	}
-	return p
+	return resolveLinks(p)
+}
+
+// maxLinkHops bounds the symbolic links followed for one path (as Linux's
+// MAXSYMLINKS does); a longer chain, a loop, is resolved no further.
+const maxLinkHops = 40
+
+// resolveLinks returns the absolute, cleaned path p with the symbolic links
+// of its leading part that exists resolved, one segment at a time, as the
+// kernel would follow them; the rest (a file that does not exist yet) is
+// appended as written. Unlike filepath.EvalSymlinks it never fails.
+func resolveLinks(p string) string {
+	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur, hops := "/", 0
+	for len(rest) > 0 {
+		seg := rest[0]
+		rest = rest[1:]
+		switch seg {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, seg)
+		fi, err := os.Lstat(filepath.FromSlash(next))
+		if err != nil {
+			return path.Join(append([]string{next}, rest...)...)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 || hops == maxLinkHops {
+			cur = next
+			continue
+		}
+		hops++
+		target, err := os.Readlink(filepath.FromSlash(next))
+		if err != nil {
+			cur = next
+			continue
+		}
+		target = filepath.ToSlash(target)
+		if path.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return cur
 }
 
 // underPath reports whether the cleaned path p equals dir or lies below it.

@@ -23,6 +23,15 @@
 // target is refused even when the target lies inside the root; use relative
 // link targets inside a workspace.
 //
+// The file tools read and write regular files only: a named pipe (FIFO), a
+// device or a socket is refused with an error naming what it is, without
+// being opened in a way that could block (a FIFO with no writer would block
+// an open for reading forever), and grep skips such entries of a directory.
+// write and edit refuse a file with more than one hard link, so that no
+// second name of a file (perhaps outside the workspace, or under a directory
+// a policy denies) is changed through this one; read does follow a hard link,
+// as no path can tell one name of a file from another.
+//
 // bash is confined only in where it starts (its workdir must lie inside the
 // root): the shell itself can reach anything the process can. It is hinted
 // destructive and open-world so that the gates around tool calls (hooks,

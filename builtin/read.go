@@ -44,20 +44,13 @@ func (b *builtins) read(ctx context.Context, in ReadInput) (tool.Result, error) 
 		return tool.Error(err.Error()), nil
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	f, fi, err := openRegular(root, rel, in.Path)
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return tool.Error(describe(in.Path, err)), nil
-	}
 	if fi.IsDir() {
 		return tool.Errorf("%s is a directory; use glob to list its files", in.Path), nil
-	}
-	if !fi.Mode().IsRegular() {
-		return tool.Errorf("%s is not a regular file", in.Path), nil
 	}
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(f, head)

@@ -73,10 +73,10 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 	start := filepath.ToSlash(rel)
 	if !fi.IsDir() {
 		if !fi.Mode().IsRegular() {
-			return tool.Errorf("%s is not a regular file", base), nil
+			return tool.Error((&notRegular{path: base, mode: fi.Mode()}).Error()), nil
 		}
 		// An explicitly named file is searched whatever include says.
-		if err := g.file(ctx, fsys, start); err != nil {
+		if err := g.file(ctx, root, start); err != nil {
 			return tool.Error(describe(base, err)), nil
 		}
 	} else {
@@ -99,8 +99,11 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 			if include != nil && !include.matchFile(relTo(start, p)) {
 				return nil
 			}
-			if err := g.file(ctx, fsys, p); err != nil && ctx.Err() == nil {
-				return nil // unreadable, a directory behind a symlink, or leading out: skip it
+			if !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
+				return nil // a FIFO, a device or a socket: never opened
+			}
+			if err := g.file(ctx, root, p); err != nil && ctx.Err() == nil {
+				return nil // unreadable, not a regular file, a directory behind a symlink, or leading out: skip it
 			}
 			if g.full() {
 				return fs.SkipAll
@@ -158,17 +161,14 @@ type grepper struct {
 
 func (g *grepper) full() bool { return g.more }
 
-// file searches one file (an fs path); binary files are skipped silently.
-func (g *grepper) file(ctx context.Context, fsys fs.FS, p string) error {
-	f, err := fsys.Open(p)
+// file searches one file (a slash-separated path inside root); binary files
+// are skipped silently. A FIFO or a device is refused without blocking.
+func (g *grepper) file(ctx context.Context, root *os.Root, p string) error {
+	f, fi, err := openRegular(root, filepath.FromSlash(p), p)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", p)
 	}

@@ -72,11 +72,17 @@ func escapes(err error) bool {
 // wrote it) into the text the model sees.
 func describe(p string, err error) string {
 	var ref *refusal
+	var nr *notRegular
+	var hl *hardLinked
 	switch {
 	case p == "":
 		return err.Error()
 	case errors.As(err, &ref):
 		return ref.Error()
+	case errors.As(err, &nr):
+		return nr.Error()
+	case errors.As(err, &hl):
+		return hl.Error()
 	case escapes(err):
 		return fmt.Sprintf("refused: path %q leads outside the workspace through a symbolic link (links must be relative and stay inside)", p)
 	case errors.Is(err, fs.ErrNotExist):

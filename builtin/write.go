@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,9 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 	case err == nil && fi.IsDir():
 		return tool.Errorf("%s is a directory", in.Path), nil
 	case err == nil && !fi.Mode().IsRegular():
-		return tool.Errorf("%s is not a regular file", in.Path), nil
+		return tool.Error((&notRegular{path: in.Path, mode: fi.Mode()}).Error()), nil
+	case err == nil && linkCount(fi) > 1:
+		return tool.Error((&hardLinked{path: in.Path, links: linkCount(fi)}).Error()), nil
 	case errors.Is(err, fs.ErrNotExist):
 		created = true
 		if dir := filepath.Dir(rel); dir != "." {
@@ -117,9 +120,17 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	if !fi.Mode().IsRegular() {
-		return tool.Errorf("%s is not a regular file", in.Path), nil
+		return tool.Error((&notRegular{path: in.Path, mode: fi.Mode()}).Error()), nil
 	}
-	data, err := root.ReadFile(rel)
+	if n := linkCount(fi); n > 1 {
+		return tool.Error((&hardLinked{path: in.Path, links: n}).Error()), nil
+	}
+	f, _, err := openRegular(root, rel, in.Path)
+	if err != nil {
+		return tool.Error(describe(in.Path, err)), nil
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}

@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	docbound "github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -175,19 +175,36 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Load reads and parses the mcp.json file at path; see [Parse].
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := docbound.ReadFile(path, configLimits)
+	var be *docbound.Error
+	if errors.As(err, &be) {
+		return nil, &ConfigError{File: path, Err: errors.New(be.Message)}
+	}
 	if err != nil {
 		return nil, &ConfigError{File: path, Err: err}
 	}
 	return Parse(path, data)
 }
 
+// Limits of an mcp.json file, checked before it is parsed.
+const (
+	MaxConfigSize  = 1 << 20 // bytes
+	MaxConfigDepth = 16      // nested objects and arrays, the top level counting 1
+)
+
+var configLimits = docbound.Limits{MaxBytes: MaxConfigSize, MaxDepth: MaxConfigDepth}
+
 // Parse parses data, the content of the mcp.json file named file (used in
 // errors and to resolve relative "cwd" values), and validates it with
 // [Config.Validate]. The first problem found is returned as a *[ConfigError]
 // that names the file, the server, the field and the line and column.
-// Duplicate keys are errors, never a silent override.
+// Duplicate keys are errors, never a silent override, and so is a document
+// larger than [MaxConfigSize] bytes or nested deeper than [MaxConfigDepth].
 func Parse(file string, data []byte) (*Config, error) {
+	var be *docbound.Error
+	if errors.As(docbound.CheckJSON(file, data, configLimits), &be) {
+		return nil, &ConfigError{File: file, Line: be.Line, Col: be.Col, Err: errors.New(be.Message)}
+	}
 	p := &parser{file: file, data: data}
 	return p.parse()
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -196,6 +197,13 @@ func loadPolicy(w io.Writer, file, autonomy string) (*approval.Policy, error) {
 	return pol, nil
 }
 
+// Limits of a stored run's state read back by resume: 256 MiB, and JSON
+// nested at most 1000 deep (the model's own arguments may nest deeply).
+const (
+	maxStoredState = 256 << 20
+	maxStoredDepth = 1000
+)
+
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
@@ -246,7 +254,7 @@ func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
 		defer asking.Unlock()
 		fmt.Fprintf(w, "\n%s\n", safeText(req.Prompt))
 		if d, err := approval.ParseRequestData(req); err == nil {
-			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", safeText(d.Tool), safeText(d.CallID), safeText(string(d.Args)))
+			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", field(d.Tool), field(d.CallID), safeText(string(d.Args)))
 		}
 		for {
 			fmt.Fprint(w, "[a]pprove, [d]eny, [e]dit arguments? ")
@@ -540,7 +548,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if status == store.StatusPending && a.Expired(time.Now()) {
 					status = store.StatusExpired // no answer is taken any more
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.RunID, status, a.Tool, oneLine(a.Prompt, 80))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", field(a.ID), field(a.RunID), status, field(a.Tool), oneLine(a.Prompt, 80))
 			}
 			return tw.Flush()
 		},
@@ -607,7 +615,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if stateDir != sqlite.DefaultDir {
 					sd = "--state-dir " + stateDir + " "
 				}
-				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.Status, a.ID, a.RunID, a.DecidedBy, sd, a.RunID)
+				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.Status, field(a.ID), field(a.RunID), field(a.DecidedBy), sd, field(a.RunID))
 				return nil
 			},
 		}
@@ -706,6 +714,10 @@ func resumeRunFrom(ctx context.Context, env *cliEnv, stateDir, runID string, wai
 		return withCode(exitError, fmt.Errorf("run %s is resuming in another process; if that process was killed, take the run up with 'tollgate resume --reclaim %s'", runID, runID))
 	case run.Status != store.RunPending:
 		return withCode(exitError, fmt.Errorf("run %s is %s, not pending", runID, run.Status))
+	}
+	// The stored state is bounded before it is decoded, as every document is.
+	if err := bounded.CheckJSON("run "+runID+": stored state", run.State, bounded.Limits{MaxBytes: maxStoredState, MaxDepth: maxStoredDepth}); err != nil {
+		return withCode(exitError, err)
 	}
 	var st agent.State
 	if err := json.Unmarshal(run.State, &st); err != nil {

@@ -82,7 +82,12 @@ func TestHooksCheckReportsProblems(t *testing.T) {
 	}
 	// ...but a shell command that pastes model-controlled text does, and run refuses it.
 	unsafe := writeFile(t, dir, "unsafe.yaml", "hooks:\n  - event: onError\n    action:\n      type: command\n      command: echo ${error}\n")
-	if code, out, _ := runMain(t, "hooks", "check", unsafe); code != 1 || !strings.Contains(out, unsafe+":5:16: warning: hook 1: command uses ${error}") {
+	if code, out, _ := runMain(t, "hooks", "check", unsafe); code != 1 || !strings.Contains(out, unsafe+":5:16: warning: skipped hook 1: command uses ${error}") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	// So does an argv whose program the model would choose.
+	prog := writeFile(t, dir, "prog.yaml", "hooks:\n  - event: onError\n    action: {type: command, argv: [\"${callId}\"]}\n")
+	if code, out, _ := runMain(t, "hooks", "check", prog); code != 1 || !strings.Contains(out, prog+":3:35: warning: skipped hook 1: argv[0] uses ${callId}") {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 	script := writeFile(t, dir, "s.yaml", "turns:\n  - text: hi\n")

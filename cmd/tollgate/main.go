@@ -19,7 +19,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
+
+// stopGrace is how long the command lets a cancelled run unwind (tools and
+// hooks killed, ON_STOP hooks, the run stored) after the first SIGINT or
+// SIGTERM before it exits regardless.
+const stopGrace = 15 * time.Second
 
 func main() {
 	// SIGINT and SIGTERM cancel the run: running tools' process groups are
@@ -31,6 +37,12 @@ func main() {
 		sig := <-sigs
 		cancel(fmt.Errorf("interrupted by %v", sig))
 		signal.Stop(sigs) // a second signal ends the process at once
+		// The first signal always ends the run: if unwinding it takes longer
+		// than stopGrace (something that ignores cancellation), exit anyway.
+		time.AfterFunc(stopGrace, func() {
+			fmt.Fprintf(os.Stderr, "tollgate: %v: the run did not stop within %s; exiting\n", sig, stopGrace)
+			os.Exit(exitError)
+		})
 	}()
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	os.Exit(code)

@@ -48,6 +48,8 @@ func withCode(code int, err error) error { return &exitCodeError{code: code, err
 
 // Main runs the tollgate command with args and returns its exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Whatever reaches the terminal is escaped (see termWriter).
+	stdout, stderr = &termWriter{w: stdout}, &termWriter{w: stderr}
 	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(env)
 	root.SetArgs(args)

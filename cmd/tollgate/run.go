@@ -312,9 +312,9 @@ type printer struct {
 // label names the call a decision or result line is about.
 func (p *printer) label(callID string) string {
 	if n, ok := p.names[callID]; ok {
-		return n + " " + callID
+		return field(n) + " " + field(callID)
 	}
-	return callID
+	return field(callID)
 }
 
 // endLine ends a line of streamed text left open, so that what follows (an
@@ -329,7 +329,7 @@ func (p *printer) endLine() {
 func (p *printer) event(ev agent.Event) {
 	if p.json {
 		b, _ := model.MarshalJSON(ev)
-		fmt.Fprintf(p.w, "%s\n", b)
+		fmt.Fprintf(p.w, "%s\n", jsonSafe(b))
 		return
 	}
 	if ev.Kind != agent.EventText {
@@ -344,19 +344,19 @@ func (p *printer) event(ev agent.Event) {
 			p.names = map[string]string{}
 		}
 		p.names[ev.Call.ID] = ev.Call.Name
-		fmt.Fprintf(p.w, "-> %s %s  [%s]\n", ev.Call.Name, oneLine(string(ev.Call.Arguments), 200), ev.Call.ID)
+		fmt.Fprintf(p.w, "-> %s %s  [%s]\n", field(ev.Call.Name), oneLine(string(ev.Call.Arguments), 200), field(ev.Call.ID))
 	case agent.EventDecision:
 		d := ev.Decision
 		if d.Outcome == agent.OutcomePending {
 			return // the pending line that follows says it all
 		}
-		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), d.Outcome, d.By)
+		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), d.Outcome, field(d.By))
 		if d.Reason != "" {
 			line += ": " + oneLine(d.Reason, 200)
 		}
 		fmt.Fprintln(p.w, line)
 	case agent.EventPending:
-		fmt.Fprintf(p.w, "   [%s] pending %s (%s): %s\n", p.label(ev.CallID), ev.Request.ID, ev.Request.Kind, oneLine(ev.Request.Prompt, 300))
+		fmt.Fprintf(p.w, "   [%s] pending %s (%s): %s\n", p.label(ev.CallID), field(ev.Request.ID), field(string(ev.Request.Kind)), oneLine(ev.Request.Prompt, 300))
 	case agent.EventToolResult:
 		r := ev.Record
 		status := "ok"
@@ -370,7 +370,7 @@ func (p *printer) event(ev agent.Event) {
 		case agent.StatusPending:
 			fmt.Fprintf(p.w, "run %s is pending: %d request(s) wait for an answer\n", res.RunID, len(res.Pending))
 		case agent.StatusIncomplete:
-			fmt.Fprintf(p.w, "run %s is incomplete: %s\n", res.RunID, res.Reason)
+			fmt.Fprintf(p.w, "run %s is incomplete: %s\n", res.RunID, oneLine(res.Reason, 300))
 		}
 	}
 }

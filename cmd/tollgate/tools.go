@@ -54,7 +54,7 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 			}
 			for _, t := range tk.Tools() {
 				s := t.Spec()
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\n", s.Name, s.Source, s.Hints.String(), claimed(t), oneLine(s.Description, 70))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\n", field(s.Name), field(s.Source), s.Hints.String(), claimed(t), oneLine(s.Description, 70))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -118,7 +118,12 @@
 // As seed 000 warns, values substituted into a template are not quoted: in a
 // shell command, ${tool} and ${callId} come from the model's tool call, ${args}
 // from its arguments and ${error} from an error message, and any of them can
-// contain shell syntax. The loader warns about such commands. The same values
+// contain shell syntax. [FromYAML] therefore skips, with a diagnostic marked
+// [Diagnostic].Unsafe, a command action whose shell text uses one of them, or
+// whose argv names its program with one (argv: ["${callId}"]), or passes one
+// to an interpreter (see below); [Options].AllowUnsafeCommands keeps such
+// entries, with a warning, as seed 000 literally would. [Of] takes hooks made
+// in code as they are. The same values
 // reach every command safely in three ways, none of which a shell parses unless
 // the command itself asks for it:
 //
@@ -134,7 +139,7 @@
 //     argv: [logger, -t, tollgate, "tool ${tool} failed: ${error}"]. An
 //     element is data only to a program that treats it as data: after an
 //     interpreter (argv: [sh, -c, "... ${args}"], python -c, ...) it is code
-//     again, and the loader flags that as unsafe too ([Diagnostic].Unsafe).
+//     again, and the loader treats that as unsafe too.
 //
 // # Attaching
 //

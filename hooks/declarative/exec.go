@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/proc"
 )
 
@@ -31,6 +32,14 @@ const (
 	// EnvValueLimit is the longest value, in bytes, put in a TOLLGATE_*
 	// environment variable; a longer one is cut there (stdin has it whole).
 	EnvValueLimit = 32 << 10
+	// LogMessageLimit is the longest message a log action writes, in bytes
+	// after expansion; a longer one is cut with a marker "…[N of M bytes cut]".
+	LogMessageLimit = 16 << 10
+	// StdinValueLimit bounds each value of the JSON context on a command's
+	// stdin, in bytes of JSON: a larger value (a model's huge arguments, a
+	// long error) is replaced by its text, cut with the same marker, as a
+	// JSON string.
+	StdinValueLimit = 1 << 20
 )
 
 // NewExecutor returns the standard executor (seed 000 "Actions"), which
@@ -71,7 +80,7 @@ func (x *executor) execute(ctx context.Context, name string, action Action, hctx
 	switch action.Type {
 	case ActionLog:
 		if x.log.Enabled(ctx, slog.LevelInfo) {
-			x.log.InfoContext(ctx, LogPrefix+Expand(action.Message, hctx))
+			x.log.InfoContext(ctx, LogPrefix+bounded.Cut(Expand(action.Message, hctx), LogMessageLimit))
 		}
 	case ActionCommand:
 		x.command(ctx, name, action, hctx)
@@ -218,6 +227,9 @@ func stdinJSON(hctx map[string]any) []byte {
 		b, err := json.Marshal(v)
 		if err != nil {
 			b, _ = json.Marshal(FormatValue(v))
+		}
+		if len(b) > StdinValueLimit {
+			b, _ = json.Marshal(bounded.Cut(FormatValue(v), StdinValueLimit))
 		}
 		m[k] = b
 	}

@@ -15,11 +15,17 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 )
 
 // MaxDocumentSize is the largest hooks document [FromYAML] reads, in bytes; a
 // larger one is an ERROR and gives an empty registry.
 const MaxDocumentSize = 4 << 20
+
+// MaxDepth is the deepest nesting of lists and mappings in a hooks document
+// (the top level counts 1); a deeper document is an ERROR and gives an empty
+// registry, checked before the document is parsed.
+const MaxDepth = 32
 
 // Diagnostic is one problem found while loading hooks: a skipped entry (WARN,
 // Skipped), a warning about an entry that was kept (WARN), or a document that
@@ -32,11 +38,13 @@ type Diagnostic struct {
 	Severity slog.Level
 	// Skipped is true when an entry was left out because of this problem.
 	Skipped bool
-	// Unsafe is true for a warning that text a model or an error controls
-	// reaches code unquoted: ${tool}, ${args}, ${callId} or ${error} in a
-	// shell command, or in an argv element after an interpreter (sh -c,
-	// python -c, ...). Seed 000 keeps such hooks; `tollgate hooks check` and
-	// `tollgate run --hooks` refuse them.
+	// Unsafe is true when text a model or an error controls would reach code
+	// unquoted: ${tool}, ${args}, ${callId} or ${error} in a shell command,
+	// as the program of an argv (argv[0]), or in an argv element after an
+	// interpreter (sh -c, python -c, ...). [FromYAML] skips such an entry
+	// (Skipped is true too) unless [Options].AllowUnsafeCommands keeps it as
+	// seed 000 would (then it is a warning); `tollgate hooks check` and
+	// `tollgate run --hooks` refuse the file either way.
 	Unsafe  bool
 	Message string
 }
@@ -66,7 +74,9 @@ func (d Diagnostic) String() string {
 // FromYAML reads hooks from a YAML document with a top-level hooks list (seed
 // 000 fromYaml; the format is in the package documentation). It never fails:
 // an entry with a missing, unknown or ill-typed event, matcher, action type or
-// field is skipped with a WARN log; a document that cannot be read or parsed,
+// field is skipped with a WARN log, and so is a command action that would let
+// the model choose code ([Diagnostic].Unsafe) unless opts.AllowUnsafeCommands
+// is set; a document that cannot be read or parsed,
 // or whose shape is not a mapping with a hooks list, logs an ERROR and gives an
 // empty registry. Every such problem is also kept, with its FILE:LINE:COL, in
 // [Registry.Diagnostics]; check [Registry.Hooks] if a missing hook would
@@ -78,14 +88,19 @@ func FromYAML(r io.Reader, opts *Options) *Registry {
 	}
 	var cfgs []Config
 	var diags []Diagnostic
+	// Aliases are refused entry by entry below, without being expanded.
+	lim := bounded.Limits{MaxBytes: MaxDocumentSize, MaxDepth: MaxDepth, AllowAliases: true}
 	src, err := io.ReadAll(io.LimitReader(r, MaxDocumentSize+1))
+	var be *bounded.Error
 	switch {
 	case err != nil:
 		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: "reading the hooks document: " + err.Error() + "; no hooks loaded"}}
 	case len(src) > MaxDocumentSize:
 		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize)}}
+	case errors.As(bounded.CheckYAML(file, src, lim), &be):
+		diags = []Diagnostic{{File: file, Line: be.Line, Col: be.Col, Severity: slog.LevelError, Message: "the hooks document is " + be.Message + "; no hooks loaded"}}
 	default:
-		cfgs, diags = parseHooks(src, file)
+		cfgs, diags = parseHooks(src, file, opts != nil && opts.AllowUnsafeCommands)
 	}
 	reg := newRegistry(cfgs, opts)
 	reg.report(diags)
@@ -112,8 +127,9 @@ func Load(path string, opts *Options) (*Registry, error) {
 
 // loader walks the AST of one document.
 type loader struct {
-	file  string
-	diags []Diagnostic
+	file        string
+	diags       []Diagnostic
+	allowUnsafe bool // Options.AllowUnsafeCommands
 }
 
 func (l *loader) add(n ast.Node, sev slog.Level, skipped bool, format string, args ...any) {
@@ -127,8 +143,8 @@ func (l *loader) fatal(n ast.Node, format string, args ...any) {
 
 // parseHooks turns a document into valid configs and diagnostics; on an
 // ERROR it returns no configs.
-func parseHooks(src []byte, file string) (cfgs []Config, diags []Diagnostic) {
-	l := &loader{file: file}
+func parseHooks(src []byte, file string, allowUnsafe bool) (cfgs []Config, diags []Diagnostic) {
+	l := &loader{file: file, allowUnsafe: allowUnsafe}
 	defer func() {
 		// The parser is third-party code; a document must never crash the host.
 		if p := recover(); p != nil {
@@ -335,7 +351,7 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 				warnings = append(warnings, func() { l.add(el, slog.LevelWarn, false, "hook %d: argv[%d] %s", n, j, w) })
 			}
 		}
-		if len(a.Argv) > 0 && strings.Contains(a.Argv[0], "${") {
+		if len(a.Argv) > 0 && strings.Contains(a.Argv[0], "${") && firstUnsafeKey(a.Argv[0]) == "" {
 			warnings = append(warnings, func() {
 				l.add(seq.Values[0], slog.LevelWarn, false, "hook %d: argv[0] uses a template: the program to run would come from the context", n)
 			})
@@ -361,26 +377,43 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 	if err := a.Validate(); err != nil {
 		return skip(av.Value, "action: %s", strings.TrimPrefix(err.Error(), ErrInvalidAction.Error()+": "))
 	}
+	// Model- or error-controlled text that would become code: skipped unless
+	// the caller keeps seed 000's literal behaviour.
+	var unsafe []func(sev slog.Level, skipped bool)
+	flag := func(at ast.Node, format string, args ...any) {
+		unsafe = append(unsafe, func(sev slog.Level, skipped bool) {
+			prefix := fmt.Sprintf("hook %d: ", n)
+			if skipped {
+				prefix = fmt.Sprintf("skipped hook %d: ", n)
+			}
+			l.add(at, sev, skipped, prefix+format, args...)
+			l.diags[len(l.diags)-1].Unsafe = true
+		})
+	}
 	if a.Type == ActionCommand && a.Command != "" {
 		for _, name := range templateNames(a.Command) {
 			if unsafeKey(name) {
-				cmdNode := afields["command"].Value
-				warnings = append(warnings, func() {
-					l.add(cmdNode, slog.LevelWarn, false, "hook %d: command uses ${%s}, whose value comes from the model or an error and is not quoted: the shell may run it; use $TOLLGATE_%s, stdin or argv instead", n, name, mustEnvSuffix(name))
-					l.diags[len(l.diags)-1].Unsafe = true
-				})
+				flag(afields["command"].Value, "command uses ${%s}, whose value comes from the model or an error and is not quoted: the shell may run it; use $TOLLGATE_%s, stdin or argv instead", name, mustEnvSuffix(name))
 			}
 		}
 	}
 	if a.Type == ActionCommand && len(a.Argv) > 0 {
-		if i, name := unsafeArgv(a.Argv); i >= 0 {
-			argvNode := afields["argv"].Value
+		argvNode := afields["argv"].Value
+		if name := firstUnsafeKey(a.Argv[0]); name != "" {
+			flag(argvNode, "argv[0] uses ${%s}: the model or an error would choose the program to run; name the program and pass the value as an argument, $TOLLGATE_%s or stdin", name, mustEnvSuffix(name))
+		} else if i, name := unsafeArgv(a.Argv); i >= 0 {
 			interp := a.Argv[interpreterAt(a.Argv)]
-			warnings = append(warnings, func() {
-				l.add(argvNode, slog.LevelWarn, false, "hook %d: argv[%d] uses ${%s} as an argument of %s, which reads it as code: the model could write code there; pass it as $TOLLGATE_%s or stdin instead", n, i, name, interp, mustEnvSuffix(name))
-				l.diags[len(l.diags)-1].Unsafe = true
-			})
+			flag(argvNode, "argv[%d] uses ${%s} as an argument of %s, which reads it as code: the model could write code there; pass it as $TOLLGATE_%s or stdin instead", i, name, interp, mustEnvSuffix(name))
 		}
+	}
+	if len(unsafe) > 0 && !l.allowUnsafe {
+		for _, u := range unsafe {
+			u(slog.LevelWarn, true)
+		}
+		return Config{}, false
+	}
+	for _, u := range unsafe {
+		warnings = append(warnings, func() { u(slog.LevelWarn, false) })
 	}
 	c.Action = a
 	for _, w := range warnings {
@@ -425,6 +458,16 @@ func unsafeArgv(argv []string) (int, string) {
 		}
 	}
 	return -1, ""
+}
+
+// firstUnsafeKey returns the first model-controlled key s uses, or "".
+func firstUnsafeKey(s string) string {
+	for _, name := range templateNames(s) {
+		if unsafeKey(name) {
+			return name
+		}
+	}
+	return ""
 }
 
 // unsafeKey reports whether a context key's value is written by the model or

@@ -232,7 +232,7 @@ hooks:
       argv: [logger, "${tool}", x #y
         ]
 `
-	r := FromYAML(strings.NewReader(doc), &Options{File: "w.yaml"})
+	r := FromYAML(strings.NewReader(doc), &Options{File: "w.yaml", AllowUnsafeCommands: true})
 	hs := r.Hooks()
 	if len(hs) != 6 {
 		t.Fatalf("%d hooks, want 6: %v", len(hs), r.Diagnostics())

@@ -36,6 +36,14 @@ type Options struct {
 	// File names the document in diagnostics and hook sources of
 	// [FromYAML]; [Load] sets it to the path. Empty means "hooks".
 	File string
+	// AllowUnsafeCommands makes [FromYAML] keep, with a warning, command
+	// actions that let the model or an error choose code: ${tool}, ${args},
+	// ${callId} or ${error} in a shell command, as argv[0], or after an
+	// interpreter in argv ([Diagnostic].Unsafe). That is seed 000's literal
+	// behaviour ("values are not quoted"); without it such entries are
+	// skipped. Set it only for documents whose hooks never see a model's
+	// calls, or whose commands quote what they paste.
+	AllowUnsafeCommands bool
 }
 
 // Executor runs the action of each matching hook (seed 000 HookExecutor). It

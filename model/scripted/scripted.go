@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -62,12 +63,27 @@ type Model struct {
 // (e.g. the script's path).
 func New(name string, s Script) *Model { return &Model{name: name, script: s} }
 
+// Limits of a script, checked before it is parsed: at most MaxScriptSize
+// bytes, lists and mappings nested at most MaxScriptDepth deep (the top level
+// counting 1), and no YAML aliases (expanding nested aliases grows
+// exponentially).
+const (
+	MaxScriptSize  = 16 << 20
+	MaxScriptDepth = 64
+)
+
+var scriptLimits = bounded.Limits{MaxBytes: MaxScriptSize, MaxDepth: MaxScriptDepth}
+
 // Parse reads a script from r. name is used in error messages (a file path).
-// Errors give the line and column of the problem; unknown keys are errors.
+// Errors give the line and column of the problem; unknown keys are errors,
+// and so is a script past the limits above.
 func Parse(name string, r io.Reader) (Script, error) {
-	data, err := io.ReadAll(r)
+	data, err := bounded.Read(r, name, scriptLimits)
 	if err != nil {
-		return Script{}, fmt.Errorf("%s: %w", name, err)
+		return Script{}, err
+	}
+	if err := bounded.CheckYAML(name, data, scriptLimits); err != nil {
+		return Script{}, err
 	}
 	var s Script
 	if err := yaml.UnmarshalWithOptions(data, &s, yaml.DisallowUnknownField()); err != nil {

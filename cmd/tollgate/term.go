@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// termWriter is the last guard between text the command did not write (a
+// model's, a tool's, a server's, a file's) and the terminal: it passes
+// newlines and tabs, and shows every other control character (C0, DEL, C1,
+// including ESC and CSI), every invalid UTF-8 byte and the Unicode
+// bidirectional and line-separator controls as \xNN or \u{NNNN}, so that no
+// output can move the cursor, clear the screen or reorder a line. Every
+// byte tollgate prints to stdout or stderr passes through one.
+type termWriter struct {
+	w       io.Writer
+	partial []byte // the start of a UTF-8 sequence split between writes
+}
+
+func (t *termWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(t.partial) > 0 {
+		p = append(t.partial, p...)
+		t.partial = nil
+	}
+	// Hold back an incomplete character at the end for the next write.
+	if i := lastRuneStart(p); i >= 0 && !utf8.FullRune(p[i:]) && len(p)-i < utf8.UTFMax {
+		t.partial = append([]byte(nil), p[i:]...)
+		p = p[:i]
+	}
+	if _, err := t.w.Write(escapeTerminal(p, false)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// lastRuneStart returns the index of the last byte of p that starts a
+// multi-byte UTF-8 sequence within its last three bytes, or -1.
+func lastRuneStart(p []byte) int {
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax+1; i-- {
+		if p[i] >= 0xc0 {
+			return i
+		}
+		if p[i] < 0x80 {
+			return -1
+		}
+	}
+	return -1
+}
+
+// escapeTerminal returns p with what termWriter escapes escaped; with
+// oneLine, newlines and tabs are escaped too (for names and IDs, which must
+// stay on their line).
+func escapeTerminal(p []byte, oneLine bool) []byte {
+	clean := true
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRune(p[i:])
+		if unsafeRune(r, size, oneLine) {
+			clean = false
+			break
+		}
+		i += size
+	}
+	if clean {
+		return p
+	}
+	var b bytes.Buffer
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRune(p[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", p[i])
+		case unsafeRune(r, size, oneLine) && r < 0x100:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unsafeRune(r, size, oneLine):
+			fmt.Fprintf(&b, "\\u{%04x}", r)
+		default:
+			b.Write(p[i : i+size])
+		}
+		i += size
+	}
+	return b.Bytes()
+}
+
+// unsafeRune reports whether r (decoded from size bytes) must not reach a
+// terminal as it is.
+func unsafeRune(r rune, size int, oneLine bool) bool {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return true
+	case r == '\n' || r == '\t':
+		return oneLine
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		return true
+	case r == 0x2028 || r == 0x2029, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f:
+		return true // line separators and bidirectional controls
+	}
+	return false
+}
+
+// field makes a name, an ID or a principal from outside the command safe to
+// print inside a line: every control character, newlines and tabs included,
+// is escaped, so that it cannot start a line of its own ("approved by ...").
+func field(s string) string { return string(escapeTerminal([]byte(s), true)) }
+
+// jsonSafe escapes in a JSON text the characters encoding/json leaves as
+// they are but a terminal would act on (DEL, C1 controls, bidirectional
+// controls), as \u00NN escapes that keep the JSON valid and equal.
+func jsonSafe(b []byte) []byte {
+	var out bytes.Buffer
+	changed := false
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r != '\n' && r != '\t' && unsafeRune(r, size, false) && !(r == utf8.RuneError && size == 1) {
+			fmt.Fprintf(&out, "\\u%04x", r)
+			changed = true
+		} else {
+			out.Write(b[i : i+size])
+		}
+		i += size
+	}
+	if !changed {
+		return b
+	}
+	return out.Bytes()
+}
