@@ -129,7 +129,7 @@ func pendingIDs(st *State) []string {
 }
 
 func (a *Agent) drive(ctx context.Context, st *State, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel}
 	r.snapshotTools()
