@@ -69,6 +69,10 @@ func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 }
 
 func answerer(ans *tool.Answer) string {
+	switch {
+	case strings.HasPrefix(ans.By, "hook:"):
+		return ans.By // a Permission hook answered
+	}
 	switch ans.By {
 	case "":
 		return "person"
@@ -195,6 +199,15 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	case approval.Ask:
 		if !covered {
 			req := r.approvalRequest(call, args, spec.Hints, verdict)
+			if ans == nil { // Permission hooks may answer before a person is asked.
+				pans, err := r.a.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Request: req})
+				if err != nil {
+					return callOutcome{err: err}
+				}
+				if pans != nil {
+					return r.pipeline(ctx, call, &PendingCall{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(args), Args: storable(args), Votes: votes}, pans, emit)
+				}
+			}
 			return r.suspend(ctx, rec, OriginAuthorization, &req, args, votes, ans, emit)
 		}
 		decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}

@@ -2,13 +2,17 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Every hook of a run finds the run's ID on its context (hooks.RunFrom), and
@@ -40,5 +44,66 @@ func TestHooksSeeRunID(t *testing.T) {
 	}
 	if _, ok := hooks.RunFrom(context.Background()); ok {
 		t.Fatal("RunFrom found run info on a bare context")
+	}
+}
+
+// askPolicy asks a person about every call.
+var askPolicy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+	return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: "rule:ask"}, nil
+})
+
+// A Permission hook answers an approval request before a person is asked:
+// its approval runs the call, its decline denies it, its edit is validated
+// and authorized again, and the record names the hook as the one who answered.
+func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ans     *tool.Answer
+		ran     int64
+		outcome agent.Outcome
+		by      string
+		args    string
+	}{
+		{"approve", &tool.Answer{OK: true, Reason: "fine"}, 1, agent.OutcomeApproved, "hook:gate", `{"n":1}`},
+		{"decline", &tool.Answer{OK: false, Reason: "not now"}, 0, agent.OutcomeDeclined, "hook:gate", ""},
+		{"edit", &tool.Answer{OK: true, Data: json.RawMessage(`{"n":2}`)}, 1, agent.OutcomeApproved, "hook:gate", `{"n":2}`},
+		{"no opinion", nil, 0, agent.OutcomePending, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := &testkit.Counter{Name: "t"}
+			var asked []string
+			h := (&hooks.Hooks{}).Permission("gate", func(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
+				asked = append(asked, ev.Name+" "+string(ev.Args)+" "+string(ev.Request.Kind))
+				return tc.ans, nil
+			})
+			waited := 0
+			a := newAgent(t, agent.Options{
+				Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", map[string]int{"n": 1})}),
+				Tools: agent.ToolList{tl}, Hooks: h, Authorizers: []approval.Authorizer{askPolicy},
+			})
+			res, err := a.Run(t.Context(), "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{`t {"n":1} approval`}; !slices.Equal(asked, want) {
+				t.Fatalf("hook asked %q, want %q", asked, want)
+			}
+			if tl.Count() != tc.ran || waited != 0 {
+				t.Fatalf("tool ran %d times, want %d", tl.Count(), tc.ran)
+			}
+			if tc.outcome == agent.OutcomePending {
+				if res.Status != agent.StatusPending {
+					t.Fatalf("status %s, want pending", res.Status)
+				}
+				return
+			}
+			rec := res.ToolCalls[0]
+			if rec.Decision.Outcome != tc.outcome || rec.Decision.By != tc.by {
+				t.Fatalf("decision %+v, want %s by %s", rec.Decision, tc.outcome, tc.by)
+			}
+			if tc.args != "" && tl.Args()[0] != tc.args {
+				t.Fatalf("ran with %s, want %s", tl.Args()[0], tc.args)
+			}
+		})
 	}
 }

@@ -157,6 +157,7 @@ type Hooks struct {
 	afterLLM   []named[AfterLLMFunc]
 	beforeTool []named[BeforeToolFunc]
 	afterTool  []named[AfterToolFunc]
+	permission []named[PermissionFunc]
 }
 
 func defName(s Stage, name string, n int) string {
@@ -199,6 +200,7 @@ func (h *Hooks) Merge(o *Hooks) *Hooks {
 	h.afterLLM = append(h.afterLLM, o.afterLLM...)
 	h.beforeTool = append(h.beforeTool, o.beforeTool...)
 	h.afterTool = append(h.afterTool, o.afterTool...)
+	h.permission = append(h.permission, o.permission...)
 	return h
 }
 
@@ -216,6 +218,8 @@ func (h *Hooks) Len(s Stage) int {
 		return len(h.beforeTool)
 	case StageAfterTool:
 		return len(h.afterTool)
+	case StagePermission:
+		return len(h.permission)
 	}
 	return 0
 }
