@@ -40,6 +40,8 @@ type runner struct {
 	// st.Requests, which claimRequestID appends to from the calls' goroutines.
 	idMu       sync.Mutex
 	pendingIDs map[string]bool
+
+	stops int // times Stop hooks continued this run
 }
 
 // Stream runs the agent on prompt like [Agent.Run] and yields its events as they
@@ -202,6 +204,17 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		msg.ToolCalls = normalizeCalls(msg.ToolCalls)
 		r.st.Messages = append(r.st.Messages, msg)
 		if len(msg.ToolCalls) == 0 {
+			if r.stops < hooks.MaxStopContinuations { // Stop hooks may continue the run
+				reason, err := r.a.opts.Hooks.RunStop(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.stops})
+				if err != nil {
+					return r.fail(err)
+				}
+				if reason != "" {
+					r.stops++
+					r.st.Messages = append(r.st.Messages, model.User(reason))
+					continue
+				}
+			}
 			return r.result(StatusDone, ""), nil
 		}
 		r.st.Batch = make([]BatchCall, len(msg.ToolCalls))

@@ -107,3 +107,33 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 		})
 	}
 }
+
+// A Stop hook that gives a reason continues the run with it as a user
+// message, at most hooks.MaxStopContinuations times.
+func TestStopHookContinues(t *testing.T) {
+	var seen []int
+	h := (&hooks.Hooks{}).Stop("more", func(ctx context.Context, ev *hooks.StopEvent) (string, error) {
+		seen = append(seen, ev.Continuations)
+		return "run the tests first", nil
+	})
+	a := newAgent(t, agent.Options{Model: testkit.Script(), Hooks: h, MaxTurns: 50})
+	res, err := a.Run(t.Context(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agent.StatusDone || res.Turns != hooks.MaxStopContinuations+1 {
+		t.Fatalf("status %s after %d turns, want done after %d", res.Status, res.Turns, hooks.MaxStopContinuations+1)
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(seen, want) {
+		t.Fatalf("continuations seen %v, want %v", seen, want)
+	}
+	users := 0
+	for _, m := range res.Transcript {
+		if m.Role == model.RoleUser && m.Content == "run the tests first" {
+			users++
+		}
+	}
+	if users != hooks.MaxStopContinuations {
+		t.Fatalf("%d continuation messages, want %d", users, hooks.MaxStopContinuations)
+	}
+}

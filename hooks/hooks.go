@@ -158,6 +158,7 @@ type Hooks struct {
 	beforeTool []named[BeforeToolFunc]
 	afterTool  []named[AfterToolFunc]
 	permission []named[PermissionFunc]
+	stop       []named[StopFunc]
 }
 
 func defName(s Stage, name string, n int) string {
@@ -201,6 +202,7 @@ func (h *Hooks) Merge(o *Hooks) *Hooks {
 	h.beforeTool = append(h.beforeTool, o.beforeTool...)
 	h.afterTool = append(h.afterTool, o.afterTool...)
 	h.permission = append(h.permission, o.permission...)
+	h.stop = append(h.stop, o.stop...)
 	return h
 }
 
@@ -220,6 +222,8 @@ func (h *Hooks) Len(s Stage) int {
 		return len(h.afterTool)
 	case StagePermission:
 		return len(h.permission)
+	case StageStop:
+		return len(h.stop)
 	}
 	return 0
 }
