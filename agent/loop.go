@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -60,7 +61,14 @@ func (a *Agent) Stream(ctx context.Context, prompt string) iter.Seq2[Event, erro
 			st.Messages = append(st.Messages, model.System(a.opts.SystemPrompt))
 		}
 		st.Messages = append(st.Messages, model.User(prompt))
-		a.drive(ctx, st, yield, func(r *runner, ctx context.Context) (*Result, error) { return r.loop(ctx) })
+		a.drive(ctx, st, yield, func(r *runner, ctx context.Context) (*Result, error) {
+			p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
+			if err != nil {
+				return r.fail(err)
+			}
+			st.Messages[len(st.Messages)-1] = model.User(p)
+			return r.loop(ctx)
+		})
 	}
 }
 
@@ -88,6 +96,9 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 			return
 		}
 		a.drive(ctx, st, yield, func(r *runner, ctx context.Context) (*Result, error) {
+			if _, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Resumed: true}); err != nil {
+				return r.fail(err)
+			}
 			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
 				return res, err
 			}
@@ -136,11 +147,18 @@ func (a *Agent) drive(ctx context.Context, st *State, yield func(Event, error) b
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel}
 	r.snapshotTools()
 	res, err := body(r, ctx)
+	if res == nil && err != nil && !r.stopped {
+		res, _ = r.fail(err)
+	}
+	end := hooks.EndEvent{Status: string(StatusError), Reason: "the consumer stopped reading the run's events"}
+	if res != nil {
+		end = hooks.EndEvent{Status: string(res.Status), Reason: res.Reason}
+	}
+	if herr := a.opts.Hooks.RunEnd(context.WithoutCancel(ctx), end); herr != nil {
+		a.log.LogAttrs(ctx, slog.LevelWarn, "end hook failed", slog.String("run", st.RunID), slog.String("error", herr.Error()))
+	}
 	if r.stopped {
 		return
-	}
-	if res == nil && err != nil {
-		res, _ = r.fail(err)
 	}
 	yield(Event{Kind: EventDone, Result: res}, err)
 }

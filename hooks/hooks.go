@@ -159,6 +159,8 @@ type Hooks struct {
 	afterTool  []named[AfterToolFunc]
 	permission []named[PermissionFunc]
 	stop       []named[StopFunc]
+	start      []named[StartFunc]
+	end        []named[EndFunc]
 }
 
 func defName(s Stage, name string, n int) string {
@@ -203,6 +205,8 @@ func (h *Hooks) Merge(o *Hooks) *Hooks {
 	h.afterTool = append(h.afterTool, o.afterTool...)
 	h.permission = append(h.permission, o.permission...)
 	h.stop = append(h.stop, o.stop...)
+	h.start = append(h.start, o.start...)
+	h.end = append(h.end, o.end...)
 	return h
 }
 
@@ -224,6 +228,10 @@ func (h *Hooks) Len(s Stage) int {
 		return len(h.permission)
 	case StageStop:
 		return len(h.stop)
+	case StageStart:
+		return len(h.start)
+	case StageEnd:
+		return len(h.end)
 	}
 	return 0
 }
