@@ -388,6 +388,9 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 	d := Decision{Outcome: OutcomePending, By: lastSource(votes, string(origin)), Reason: q.Prompt, Votes: votes}
 	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
 	emit(Event{Kind: EventPending, Turn: r.st.Turn, CallID: rec.ID, Request: &q})
+	if err := r.a.opts.Hooks.RunPending(ctx, hooks.PendingEvent{Name: rec.Name, ID: rec.ID, Turn: r.st.Turn, Request: q}); err != nil {
+		r.a.log.LogAttrs(ctx, slog.LevelWarn, "pending hook failed", slog.String("run", r.st.RunID), slog.String("error", err.Error()))
+	}
 	r.a.log.LogAttrs(ctx, slogInfo, "tool call pending", attrs(r.st.RunID, rec, d)...)
 	return callOutcome{pending: pc}
 }

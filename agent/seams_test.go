@@ -3,10 +3,13 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -135,5 +138,61 @@ func TestStopHookContinues(t *testing.T) {
 	}
 	if users != hooks.MaxStopContinuations {
 		t.Fatalf("%d continuation messages, want %d", users, hooks.MaxStopContinuations)
+	}
+}
+
+// A Start hook replaces the prompt, or blocks the run before any model call;
+// End hooks see how every run ended, and Pending hooks every request that
+// goes pending.
+func TestStartEndAndPendingHooks(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	add := func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
+	modelCalls := 0
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		modelCalls++
+		add("model saw " + req.Messages[len(req.Messages)-1].Content)
+		if testkit.Turn(req) == 0 {
+			return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("c1", "t", nil)}}, nil
+		}
+		return model.Reply{Content: "done"}, nil
+	})
+	h := (&hooks.Hooks{}).
+		Start("gate", func(ctx context.Context, ev *hooks.StartEvent) (*hooks.StartOverride, error) {
+			add(fmt.Sprintf("start resumed=%v %q", ev.Resumed, ev.Prompt))
+			if ev.Prompt == "secret" {
+				return &hooks.StartOverride{Block: "prompts may not say secret"}, nil
+			}
+			return &hooks.StartOverride{Prompt: ev.Prompt + " (be careful)"}, nil
+		}).
+		End("end", func(ctx context.Context, ev *hooks.EndEvent) error {
+			add("end " + ev.Status)
+			return nil
+		}).
+		Pending("notify", func(ctx context.Context, ev *hooks.PendingEvent) error {
+			add("pending " + ev.Name + " " + string(ev.Request.Kind))
+			return nil
+		})
+	a := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{&testkit.Counter{Name: "t"}}, Hooks: h, Authorizers: []approval.Authorizer{askPolicy}})
+
+	res, err := a.Run(t.Context(), "secret")
+	if !errors.Is(err, hooks.ErrBlocked) || res.Status != agent.StatusError || modelCalls != 0 {
+		t.Fatalf("blocked run: err %v, status %s, %d model calls; want ErrBlocked, error, 0", err, res.Status, modelCalls)
+	}
+	res, err = a.Run(t.Context(), "tidy")
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("run: %v, %s", err, res.Status)
+	}
+	res, err = a.Resume(t.Context(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: true})
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("resume: %v, %s", err, res.Status)
+	}
+	want := []string{
+		`start resumed=false "secret"`, "end error",
+		`start resumed=false "tidy"`, "model saw tidy (be careful)", "pending t approval", "end pending",
+		`start resumed=true ""`, "model saw ran t", "end done",
+	}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Fatalf("hook order (-want +got):\n%s", diff)
 	}
 }

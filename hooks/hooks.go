@@ -161,6 +161,7 @@ type Hooks struct {
 	stop       []named[StopFunc]
 	start      []named[StartFunc]
 	end        []named[EndFunc]
+	pending    []named[PendingFunc]
 }
 
 func defName(s Stage, name string, n int) string {
@@ -207,6 +208,7 @@ func (h *Hooks) Merge(o *Hooks) *Hooks {
 	h.stop = append(h.stop, o.stop...)
 	h.start = append(h.start, o.start...)
 	h.end = append(h.end, o.end...)
+	h.pending = append(h.pending, o.pending...)
 	return h
 }
 
@@ -232,6 +234,8 @@ func (h *Hooks) Len(s Stage) int {
 		return len(h.start)
 	case StageEnd:
 		return len(h.end)
+	case StagePending:
+		return len(h.pending)
 	}
 	return 0
 }
