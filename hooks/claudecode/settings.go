@@ -46,8 +46,6 @@ const (
 	UserPromptSubmit Event = "UserPromptSubmit"
 	// Stop: when the model gives its final answer.
 	Stop Event = "Stop"
-	// SubagentStop: when a sub-agent's model gives its final answer.
-	SubagentStop Event = "SubagentStop"
 	// SessionStart: at the start of a run and of a resume.
 	SessionStart Event = "SessionStart"
 	// SessionEnd: when a run (or resume) ends, whatever its status.
@@ -59,7 +57,7 @@ const (
 // fired lists the events tollgate fires.
 var fired = map[Event]bool{
 	PreToolUse: true, PermissionRequest: true, PostToolUse: true, PostToolUseFailure: true,
-	UserPromptSubmit: true, Stop: true, SubagentStop: true, SessionStart: true, SessionEnd: true,
+	UserPromptSubmit: true, Stop: true, SessionStart: true, SessionEnd: true,
 	Notification: true,
 }
 
@@ -68,6 +66,7 @@ var notFired = map[string]string{
 	"PreCompact":         "tollgate does not compact transcripts",
 	"PostCompact":        "tollgate does not compact transcripts",
 	"SubagentStart":      "tollgate has no sub-agent start event",
+	"SubagentStop":       "a sub-agent's final answer fires no hook yet",
 	"TeammateIdle":       "tollgate has no teammates",
 	"TaskCompleted":      "tollgate has no task list",
 	"ConfigChange":       "tollgate reads settings once, at start",
@@ -341,7 +340,7 @@ func Parse(src []byte, file string) (s *Settings) {
 			continue
 		}
 		if !fired[Event(name)] {
-			l.add(ev, true, "skipped hooks.%s: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification)", name)
+			l.add(ev, true, "skipped hooks.%s: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd, Notification)", name)
 			continue
 		}
 		groups, ok := ev.Value.(*ast.SequenceNode)
