@@ -92,7 +92,10 @@ func (x *runtime) run(ctx context.Context, h *Handler, ev Event, stdin []byte) *
 	case err != nil:
 		r.failed = fmt.Sprintf("exited with status %d, and %v", r.exit, err)
 	case out == nil && r.exit != 0 && r.exit != 2:
-		r.failed = fmt.Sprintf("crashed: exited with status %d (%s)", r.exit, oneLine(r.stderr, 200))
+		r.failed = fmt.Sprintf("crashed: exited with status %d", r.exit)
+		if e := oneLine(r.stderr, 200); e != "" {
+			r.failed += " (" + e + ")"
+		}
 	}
 	r.out = out
 	return r

@@ -19,22 +19,38 @@ import (
 	"github.com/tollgate-dev/tollgate/toolkit"
 )
 
-// hookbot is the Go fixture hook, built once for the whole package.
-var hookbot string
+// hookbot is the Go fixture hook, built once for the whole package (on
+// first use, so that fuzzing workers never build it).
+var (
+	hookbotOnce sync.Once
+	hookbot     string
+	hookbotErr  error
+	hookbotDir  string
+)
+
+func buildHookbot(t *testing.T) string {
+	t.Helper()
+	hookbotOnce.Do(func() {
+		hookbotDir, hookbotErr = os.MkdirTemp("", "claudecode-test")
+		if hookbotErr != nil {
+			return
+		}
+		hookbot = filepath.Join(hookbotDir, "hookbot")
+		if out, err := exec.Command("go", "build", "-o", hookbot, "./testdata/hookbot").CombinedOutput(); err != nil {
+			hookbotErr = fmt.Errorf("building testdata/hookbot: %v\n%s", err, out)
+		}
+	})
+	if hookbotErr != nil {
+		t.Fatal(hookbotErr)
+	}
+	return hookbot
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "claudecode-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	hookbot = filepath.Join(dir, "hookbot")
-	if out, err := exec.Command("go", "build", "-o", hookbot, "./testdata/hookbot").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building testdata/hookbot: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if hookbotDir != "" {
+		os.RemoveAll(hookbotDir)
+	}
 	os.Exit(code)
 }
 
@@ -55,7 +71,7 @@ func workspace(t *testing.T) string {
 func settings(t *testing.T, ws, doc string) *claudecode.Settings {
 	t.Helper()
 	td, _ := filepath.Abs("testdata")
-	doc = strings.NewReplacer("$BOT", hookbot, "$TD", td, "$WS", ws).Replace(doc)
+	doc = strings.NewReplacer("$BOT", buildHookbot(t), "$TD", td, "$WS", ws).Replace(doc)
 	s := claudecode.Parse([]byte(doc), "settings.json")
 	for _, d := range s.Diagnostics {
 		t.Logf("%s", d)
