@@ -167,3 +167,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Identical handlers, from two files (or two groups), run once per event.
+func TestIdenticalHandlersRunOnce(t *testing.T) {
+	one := `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"echo x >> \"$CLAUDE_PROJECT_DIR/count\""}]}]}}`
+	h := newHarness(t, one)
+	h.s.Add(claudecode.Parse([]byte(strings.Replace(one, `"Bash"`, `"Bash|Read"`, 1)), "local.json"))
+	if h.s.Handlers() != 2 {
+		t.Fatalf("%d handlers", h.s.Handlers())
+	}
+	if _, err := h.run(t, "go", bash("true")); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.read(t, "count"); got != "x\n" {
+		t.Fatalf("the handler ran %d times", strings.Count(got, "x"))
+	}
+}
