@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -44,6 +45,8 @@ type runner struct {
 	// st.Requests, which claimRequestID appends to from the calls' goroutines.
 	idMu       sync.Mutex
 	pendingIDs map[string]bool
+
+	stops int // times Stop hooks continued this run
 }
 
 // Stream runs the agent on prompt like [Agent.Run] and yields its events as they
@@ -71,7 +74,14 @@ func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) it
 		}
 		st.Messages = append(st.Messages, ro.history...)
 		st.Messages = append(st.Messages, model.User(prompt))
-		a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) { return r.loop(ctx) })
+		a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) {
+			p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
+			if err != nil {
+				return r.fail(err)
+			}
+			st.Messages[len(st.Messages)-1] = model.User(p)
+			return r.loop(ctx)
+		})
 	}
 }
 
@@ -108,6 +118,9 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 			return
 		}
 		a.drive(ctx, st, true, yield, func(r *runner, ctx context.Context) (*Result, error) {
+			if _, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Resumed: true}); err != nil {
+				return r.fail(err)
+			}
 			if len(st.Batch) > 0 {
 				if res, ended, err := r.settleBatch(ctx, byIndex); ended {
 					return res, err
@@ -197,7 +210,7 @@ func pendingIDs(st *State) []string {
 }
 
 func (a *Agent) drive(ctx context.Context, st *State, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel}
 	r.snapshotTools()
@@ -208,11 +221,18 @@ func (a *Agent) drive(ctx context.Context, st *State, resume bool, yield func(Ev
 		}
 	}
 	res, err := run(ctx, &RunInfo{RunID: st.RunID, AgentID: a.opts.ID, Model: st.Model, Resume: resume})
+	if res == nil && err != nil && !r.stopped {
+		res, _ = r.fail(err)
+	}
+	end := hooks.EndEvent{Status: string(StatusError), Reason: "the consumer stopped reading the run's events"}
+	if res != nil {
+		end = hooks.EndEvent{Status: string(res.Status), Reason: res.Reason}
+	}
+	if herr := a.opts.Hooks.RunEnd(context.WithoutCancel(ctx), end); herr != nil {
+		a.log.LogAttrs(ctx, slog.LevelWarn, "end hook failed", slog.String("run", st.RunID), slog.String("error", herr.Error()))
+	}
 	if r.stopped {
 		return
-	}
-	if res == nil && err != nil {
-		res, _ = r.fail(err)
 	}
 	st.Seq++
 	yield(Event{Kind: EventDone, RunID: st.RunID, Seq: st.Seq, Turn: st.Turn, Result: res}, err)
@@ -307,6 +327,17 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		msg.ToolCalls = r.normalizeCalls(msg.ToolCalls)
 		r.st.Messages = append(r.st.Messages, msg)
 		if len(msg.ToolCalls) == 0 {
+			if r.stops < hooks.MaxStopContinuations { // Stop hooks may continue the run
+				reason, err := r.a.opts.Hooks.RunStop(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.stops})
+				if err != nil {
+					return r.fail(err)
+				}
+				if reason != "" {
+					r.stops++
+					r.st.Messages = append(r.st.Messages, model.User(reason))
+					continue
+				}
+			}
 			return r.result(StatusDone, ""), nil
 		}
 		r.st.Batch = make([]BatchCall, len(msg.ToolCalls))

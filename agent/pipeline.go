@@ -67,6 +67,10 @@ func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 }
 
 func answerer(ans *tool.Answer) string {
+	switch {
+	case strings.HasPrefix(ans.By, "hook:"):
+		return ans.By // a Permission hook answered
+	}
 	switch ans.By {
 	case "":
 		return "person"
@@ -214,6 +218,15 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	case approval.Ask:
 		if !covered {
 			req := r.approvalRequest(call, args, spec.Hints, verdict)
+			if ans == nil { // Permission hooks may answer before a person is asked.
+				pans, err := r.a.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Request: req})
+				if err != nil {
+					return CallOutcome{Err: err}
+				}
+				if pans != nil {
+					return r.pipeline(ctx, call, &PendingCall{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(args), Args: storable(args), Votes: votes}, pans, emit)
+				}
+			}
 			return r.suspend(ctx, rec, OriginAuthorization, &req, args, votes, ans, emit)
 		}
 		decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
@@ -407,6 +420,9 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 	d := Decision{Outcome: OutcomePending, By: lastSource(votes, string(origin)), Reason: q.Prompt, Votes: votes}
 	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
 	emit(Event{Kind: EventPending, Turn: r.st.Turn, CallID: rec.ID, Request: &q})
+	if err := r.a.opts.Hooks.RunPending(ctx, hooks.PendingEvent{Name: rec.Name, ID: rec.ID, Turn: r.st.Turn, Request: q}); err != nil {
+		r.a.log.LogAttrs(ctx, slog.LevelWarn, "pending hook failed", slog.String("run", r.st.RunID), slog.String("error", err.Error()))
+	}
 	r.a.log.LogAttrs(ctx, slogInfo, "tool call pending", attrs(r.st.RunID, rec, d)...)
 	return CallOutcome{Pending: pc}
 }

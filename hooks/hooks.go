@@ -160,6 +160,11 @@ type Hooks struct {
 	afterLLM   []named[AfterLLMFunc]
 	beforeTool []named[BeforeToolFunc]
 	afterTool  []named[AfterToolFunc]
+	permission []named[PermissionFunc]
+	stop       []named[StopFunc]
+	start      []named[StartFunc]
+	end        []named[EndFunc]
+	pending    []named[PendingFunc]
 }
 
 func defName(s Stage, name string, n int) string {
@@ -202,6 +207,11 @@ func (h *Hooks) Merge(o *Hooks) *Hooks {
 	h.afterLLM = append(h.afterLLM, o.afterLLM...)
 	h.beforeTool = append(h.beforeTool, o.beforeTool...)
 	h.afterTool = append(h.afterTool, o.afterTool...)
+	h.permission = append(h.permission, o.permission...)
+	h.stop = append(h.stop, o.stop...)
+	h.start = append(h.start, o.start...)
+	h.end = append(h.end, o.end...)
+	h.pending = append(h.pending, o.pending...)
 	return h
 }
 
@@ -219,6 +229,16 @@ func (h *Hooks) Len(s Stage) int {
 		return len(h.beforeTool)
 	case StageAfterTool:
 		return len(h.afterTool)
+	case StagePermission:
+		return len(h.permission)
+	case StageStop:
+		return len(h.stop)
+	case StageStart:
+		return len(h.start)
+	case StageEnd:
+		return len(h.end)
+	case StagePending:
+		return len(h.pending)
 	}
 	return 0
 }

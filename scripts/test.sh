@@ -6,7 +6,8 @@
 #   - Go 1.26 (on PATH);
 #   - Node.js and npm, for the real MCP servers the integration tests start
 #     (@modelcontextprotocol/server-filesystem and server-everything, pinned in
-#     mcptool/testdata/npm/package-lock.json and installed there with npm ci).
+#     mcptool/testdata/npm/package-lock.json and installed there with npm ci);
+#   - jq and python3, which the Claude Code hook fixtures are written in.
 #
 # Usage: sh scripts/test.sh [extra go test flags, e.g. -run TestDemo]
 set -eu
@@ -19,6 +20,18 @@ if ! need node || ! need npm; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
   else
     echo "Node.js and npm are required for the MCP integration tests" >&2
+    exit 1
+  fi
+fi
+
+# The Claude Code hook fixtures (hooks/claudecode/testdata) are sh + jq and
+# python3 scripts, as such hooks are written.
+if ! need jq || ! need python3; then
+  echo "== installing jq and python3 (Debian packages)"
+  if need apt-get; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq python3 >/dev/null
+  else
+    echo "jq and python3 are required for the Claude Code hook tests" >&2
     exit 1
   fi
 fi

@@ -113,7 +113,8 @@ func newHooksCmd(env *cliEnv) *cobra.Command {
 		Short: "Load hooks files and report every skipped entry and warning",
 		Long: `Load each hooks file with the same code as 'tollgate run --hooks', print
 every skipped entry and every warning as FILE:LINE:COL, then the hooks that
-were loaded.
+were loaded. A FILE ending in .json is read as a Claude Code settings file,
+as 'tollgate run --claude-settings' reads it.
 
 Warnings cover unknown keys, wrong types, bad timeouts, shell commands that
 paste ${tool}, ${args}, ${callId} or ${error} into the command line, and
@@ -123,11 +124,16 @@ Exit status: 0 when nothing was skipped, 1 when an entry was skipped, a file
 could not be read or parsed, has no hooks, or has a command that pastes
 model-controlled text into the shell (which 'tollgate run --hooks' refuses),
 2 usage.`,
-		Example: `  tollgate hooks check examples/demo/hooks.yaml`,
-		Args:    argsUsage(cobra.MinimumNArgs(1)),
+		Example: `  tollgate hooks check examples/demo/hooks.yaml
+  tollgate hooks check .claude/settings.json`,
+		Args: argsUsage(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			bad := 0
 			for _, f := range args {
+				if isClaudeSettings(f) {
+					bad += checkClaudeSettings(f, env.stdout)
+					continue
+				}
 				reg, err := declarative.Load(f, nil)
 				if err != nil {
 					fmt.Fprintf(env.stdout, "%s: error: %v\n", f, err)

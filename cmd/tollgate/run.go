@@ -69,6 +69,7 @@ type runExtension struct {
 func runExtensions() []runExtension {
 	return []runExtension{
 		hooksRunExtension(),
+		claudeRunExtension(),
 		approvalRunExtension(),
 		mcpRunExtension(),
 	}

@@ -22,7 +22,7 @@ var groups = []struct {
 	// Adapters: level 2 beside the agent; they may use the agent, never the
 	// reverse, and never each other.
 	{"model/openai", 2}, {"model/anthropic", 2}, {"model/scripted", 2}, {"model/modeltest", 2},
-	{"mcptool", 2}, {"hooks/declarative", 2}, {"approval/store", 2}, {"approval/records", 2},
+	{"mcptool", 2}, {"hooks/declarative", 2}, {"hooks/claudecode", 2}, {"approval/store", 2}, {"approval/records", 2},
 	{"runs", 3}, {"server", 3},
 	{"cmd", 4},
 }
@@ -40,7 +40,7 @@ var allowedSideways = map[[2]string]bool{
 // except cmd and their own group.
 var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
-	"mcptool": true, "hooks/declarative": true, "approval/store": true, "approval/records": true,
+	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "approval/store": true, "approval/records": true,
 }
 
 func groupOf(pkg string) (string, int) {

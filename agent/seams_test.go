@@ -1,0 +1,197 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Every hook of a run finds the run's ID on its context (hooks.RunFrom), and
+// a resumed run carries the same ID.
+func TestHooksSeeRunID(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	h := (&hooks.Hooks{}).BeforeTool("who", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		info, ok := hooks.RunFrom(ctx)
+		if !ok {
+			t.Error("no run info on the hook's context")
+		}
+		mu.Lock()
+		seen = append(seen, info.RunID+"/"+info.AgentID)
+		mu.Unlock()
+		return nil, nil
+	})
+	a := newAgent(t, agent.Options{
+		ID:    "a1",
+		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}),
+		Tools: agent.ToolList{&testkit.Counter{Name: "t"}}, Hooks: h,
+	})
+	res, err := a.Run(t.Context(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != res.RunID+"/a1" {
+		t.Fatalf("hook saw %q, want [%s/a1]", seen, res.RunID)
+	}
+	if _, ok := hooks.RunFrom(context.Background()); ok {
+		t.Fatal("RunFrom found run info on a bare context")
+	}
+}
+
+// askPolicy asks a person about every call.
+var askPolicy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+	return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: "rule:ask"}, nil
+})
+
+// A Permission hook answers an approval request before a person is asked:
+// its approval runs the call, its decline denies it, its edit is validated
+// and authorized again, and the record names the hook as the one who answered.
+func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ans     *tool.Answer
+		ran     int64
+		outcome agent.Outcome
+		by      string
+		args    string
+	}{
+		{"approve", &tool.Answer{OK: true, Reason: "fine"}, 1, agent.OutcomeApproved, "hook:gate", `{"n":1}`},
+		{"decline", &tool.Answer{OK: false, Reason: "not now"}, 0, agent.OutcomeDeclined, "hook:gate", ""},
+		{"edit", &tool.Answer{OK: true, Data: json.RawMessage(`{"n":2}`)}, 1, agent.OutcomeApproved, "hook:gate", `{"n":2}`},
+		{"no opinion", nil, 0, agent.OutcomePending, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := &testkit.Counter{Name: "t"}
+			var asked []string
+			h := (&hooks.Hooks{}).Permission("gate", func(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
+				asked = append(asked, ev.Name+" "+string(ev.Args)+" "+string(ev.Request.Kind))
+				return tc.ans, nil
+			})
+			a := newAgent(t, agent.Options{
+				Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", map[string]int{"n": 1})}),
+				Tools: agent.ToolList{tl}, Hooks: h, Authorizers: []approval.Authorizer{askPolicy},
+			})
+			res, err := a.Run(t.Context(), "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{`t {"n":1} approval`}; !slices.Equal(asked, want) {
+				t.Fatalf("hook asked %q, want %q", asked, want)
+			}
+			if tl.Count() != tc.ran {
+				t.Fatalf("tool ran %d times, want %d", tl.Count(), tc.ran)
+			}
+			if tc.outcome == agent.OutcomePending {
+				if res.Status != agent.StatusPending {
+					t.Fatalf("status %s, want pending", res.Status)
+				}
+				return
+			}
+			rec := res.ToolCalls[0]
+			if rec.Decision.Outcome != tc.outcome || rec.Decision.By != tc.by {
+				t.Fatalf("decision %+v, want %s by %s", rec.Decision, tc.outcome, tc.by)
+			}
+			if tc.args != "" && tl.Args()[0] != tc.args {
+				t.Fatalf("ran with %s, want %s", tl.Args()[0], tc.args)
+			}
+		})
+	}
+}
+
+// A Stop hook that gives a reason continues the run with it as a user
+// message, at most hooks.MaxStopContinuations times.
+func TestStopHookContinues(t *testing.T) {
+	var seen []int
+	h := (&hooks.Hooks{}).Stop("more", func(ctx context.Context, ev *hooks.StopEvent) (string, error) {
+		seen = append(seen, ev.Continuations)
+		return "run the tests first", nil
+	})
+	a := newAgent(t, agent.Options{Model: testkit.Script(), Hooks: h, MaxTurns: 50})
+	res, err := a.Run(t.Context(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agent.StatusDone || res.Turns != hooks.MaxStopContinuations+1 {
+		t.Fatalf("status %s after %d turns, want done after %d", res.Status, res.Turns, hooks.MaxStopContinuations+1)
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(seen, want) {
+		t.Fatalf("continuations seen %v, want %v", seen, want)
+	}
+	users := 0
+	for _, m := range res.Transcript {
+		if m.Role == model.RoleUser && m.Content == "run the tests first" {
+			users++
+		}
+	}
+	if users != hooks.MaxStopContinuations {
+		t.Fatalf("%d continuation messages, want %d", users, hooks.MaxStopContinuations)
+	}
+}
+
+// A Start hook replaces the prompt, or blocks the run before any model call;
+// End hooks see how every run ended, and Pending hooks every request that
+// goes pending.
+func TestStartEndAndPendingHooks(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	add := func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
+	modelCalls := 0
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		modelCalls++
+		add("model saw " + req.Messages[len(req.Messages)-1].Content)
+		if testkit.Turn(req) == 0 {
+			return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("c1", "t", nil)}}, nil
+		}
+		return model.Reply{Content: "done"}, nil
+	})
+	h := (&hooks.Hooks{}).
+		Start("gate", func(ctx context.Context, ev *hooks.StartEvent) (*hooks.StartOverride, error) {
+			add(fmt.Sprintf("start resumed=%v %q", ev.Resumed, ev.Prompt))
+			if ev.Prompt == "secret" {
+				return &hooks.StartOverride{Block: "prompts may not say secret"}, nil
+			}
+			return &hooks.StartOverride{Prompt: ev.Prompt + " (be careful)"}, nil
+		}).
+		End("end", func(ctx context.Context, ev *hooks.EndEvent) error {
+			add("end " + ev.Status)
+			return nil
+		}).
+		Pending("notify", func(ctx context.Context, ev *hooks.PendingEvent) error {
+			add("pending " + ev.Name + " " + string(ev.Request.Kind))
+			return nil
+		})
+	a := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{&testkit.Counter{Name: "t"}}, Hooks: h, Authorizers: []approval.Authorizer{askPolicy}})
+
+	res, err := a.Run(t.Context(), "secret")
+	if !errors.Is(err, hooks.ErrBlocked) || res.Status != agent.StatusError || modelCalls != 0 {
+		t.Fatalf("blocked run: err %v, status %s, %d model calls; want ErrBlocked, error, 0", err, res.Status, modelCalls)
+	}
+	res, err = a.Run(t.Context(), "tidy")
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("run: %v, %s", err, res.Status)
+	}
+	res, err = a.Resume(t.Context(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: true})
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("resume: %v, %s", err, res.Status)
+	}
+	want := []string{
+		`start resumed=false "secret"`, "end error",
+		`start resumed=false "tidy"`, "model saw tidy (be careful)", "pending t approval", "end pending",
+		`start resumed=true ""`, "model saw ran t", "end done",
+	}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Fatalf("hook order (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `tollgate run --claude-settings` runs a settings file's PreToolUse guard
+// unchanged: the rm -rf it blocks never runs, a plain command does, and the
+// guard that fails denies (fail closed) with "hook failed" in the output.
+func TestRunClaudeSettings(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, ws, "notes.txt", "keep me\n")
+	writeFile(t, ws, "other.txt", "x\n")
+	dir := t.TempDir()
+	settings := writeFile(t, dir, "settings.json", `{
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "grep -q 'rm -rf' && { echo 'rm -rf is blocked' >&2; exit 2; }; exit 0"}]},
+      {"matcher": "Write", "hooks": [{"type": "command", "command": "exit 1"}]}
+    ],
+    "Bogus": []
+  }
+}`)
+	script := writeFile(t, dir, "script.yaml", `turns:
+  - toolCalls:
+      - {name: bash, args: {command: "rm -rf notes.txt"}}
+      - {name: bash, args: {command: "rm other.txt"}}
+      - {name: write, args: {path: new.txt, content: x}}
+  - text: done
+`)
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", settings, "go")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "notes.txt")); err != nil {
+		t.Errorf("notes.txt was deleted:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "other.txt")); err == nil {
+		t.Errorf("the plain rm did not run:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); err == nil {
+		t.Errorf("the write ran although its guard failed:\n%s", out)
+	}
+	for _, want := range []string{"denied by hook:claude:PreToolUse: rm -rf is blocked", "denied by hook:claude:PreToolUse: hook failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "settings.json:7:5: warning: skipped hooks.Bogus: unknown event") {
+		t.Errorf("stderr lacks the diagnostic:\n%s", errOut)
+	}
+
+	// Fail open on request: the write runs.
+	code, out, errOut = runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", settings, "--claude-fail", "PreToolUse=open", "go")
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); code != 0 || err != nil {
+		t.Errorf("with --claude-fail PreToolUse=open the write did not run (exit %d):\n%s\n%s", code, out, errOut)
+	}
+	if code, _, _ := runMain(t, "run", "--model", "script:"+script, "--claude-settings", settings, "--claude-fail", "PreToolUse=maybe", "go"); code != exitUsage {
+		t.Errorf("a bad --claude-fail: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// --claude-project-settings reads the workspace's .claude files.
+func TestRunClaudeProjectSettings(t *testing.T) {
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
+	writeFile(t, ws, ".claude/settings.local.json", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"echo local says no >&2; exit 2"}]}]}}`)
+	script := writeFile(t, t.TempDir(), "script.yaml", "turns:\n  - toolCalls:\n      - {name: bash, args: {command: \"touch ran\"}}\n  - text: done\n")
+	t.Setenv("HOME", t.TempDir())
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-project-settings", "go")
+	if code != 0 || !strings.Contains(out, "local says no") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("the call ran")
+	}
+}
+
+func TestHooksCheckClaudeSettings(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.json", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"./stop.sh"}]}]}}`)
+	code, out, _ := runMain(t, "hooks", "check", good)
+	if code != 0 || !strings.Contains(out, "1 Claude Code hook handler(s) loaded") || !strings.Contains(out, "Stop *: "+good+":1:29 (./stop.sh)") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	bad := writeFile(t, dir, "bad.json", `{"hooks":{"PreToolUse":[{"matcher":"(","hooks":[{"type":"command","command":"x"}]}]}}`)
+	code, out, _ = runMain(t, "hooks", "check", bad)
+	if code != exitError || !strings.Contains(out, "bad.json:1:25: warning: skipped hooks.PreToolUse[0]") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,200 @@
+package claudecode_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/model/scripted"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden stdin files in testdata/stdin")
+
+func askPolicy() approval.Authorizer {
+	return approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+		return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: "rule:ask"}, nil
+	})
+}
+
+// save is a handler that writes its stdin to $WS/NAME.json.
+func save(name string) string {
+	return `{"type":"command","command":"$BOT","args":["save","$WS/` + name + `.json"]}`
+}
+
+// TestGoldenStdin: every event gives its handlers the stdin Claude Code
+// documents (one golden file per event, with the run ID, call IDs and paths
+// normalized), and every matching handler gets the full stdin.
+func TestGoldenStdin(t *testing.T) {
+	doc := `{"hooks": {
+	  "SessionStart": [{"hooks": [` + save("SessionStart") + `]}],
+	  "UserPromptSubmit": [{"hooks": [` + save("UserPromptSubmit") + `]}],
+	  "PreToolUse": [{"matcher": "Edit", "hooks": [` + save("PreToolUse") + `, ` + save("PreToolUse2") + `]}],
+	  "PermissionRequest": [{"matcher": "Bash", "hooks": [` + save("PermissionRequest") + `]}],
+	  "PostToolUse": [{"matcher": "Edit", "hooks": [` + save("PostToolUse") + `]}],
+	  "PostToolUseFailure": [{"matcher": "Read", "hooks": [` + save("PostToolUseFailure") + `]}],
+	  "Notification": [{"matcher": "permission_prompt", "hooks": [` + save("Notification") + `]}],
+	  "Stop": [{"hooks": [` + save("Stop") + `]}],
+	  "SessionEnd": [{"hooks": [` + save("SessionEnd") + `]}]
+	}}`
+	h := newHarness(t, doc)
+	h.policy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+		if c.Tool == "bash" {
+			return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: "rule:ask"}, nil
+		}
+		return approval.Verdict{Decision: approval.Allow}, nil
+	})
+	res, err := h.run(t, "tidy the notes",
+		[]scripted.ToolCall{call("edit", map[string]any{"path": "notes.txt", "oldString": "hello", "newString": "bye"})},
+		[]scripted.ToolCall{call("read", map[string]any{"path": "missing.txt"})},
+		bash("echo hi"),
+	)
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("status %s, err %v; want pending", res.Status, err)
+	}
+	norm := strings.NewReplacer(res.RunID, "RUN_ID", h.ws, "WS")
+	ids := regexp.MustCompile(`call_\d+_\d+|req_[0-9a-f]{16}`)
+	for _, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "Notification", "SessionEnd"} {
+		got := h.read(t, ev+".json")
+		var pretty any
+		if err := json.Unmarshal([]byte(got), &pretty); err != nil {
+			t.Fatalf("%s: stdin is not JSON: %v", ev, err)
+		}
+		b, _ := json.MarshalIndent(pretty, "", "  ")
+		text := ids.ReplaceAllString(norm.Replace(string(b)), "ID") + "\n"
+		golden := filepath.Join("testdata", "stdin", ev+".json")
+		if *update {
+			os.MkdirAll(filepath.Dir(golden), 0o755)
+			os.WriteFile(golden, []byte(text), 0o644)
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to write it)", err)
+		}
+		if diff := cmp.Diff(string(want), text); diff != "" {
+			t.Errorf("%s stdin (-want +got):\n%s", ev, diff)
+		}
+	}
+	if a, b := h.read(t, "PreToolUse.json"), h.read(t, "PreToolUse2.json"); a != b {
+		t.Fatalf("two matching hooks got different stdin:\n%s\n%s", a, b)
+	}
+	if h.exists("Stop.json") {
+		t.Fatal("Stop fired on a pending run")
+	}
+}
+
+// Stop: a block continues the run with the reason, stop_hook_active is set
+// on the next stop, and the continuations are capped at 8.
+func TestStopContinues(t *testing.T) {
+	h := newHarness(t, `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"cat >> \"$CLAUDE_PROJECT_DIR/stops\"; echo >> \"$CLAUDE_PROJECT_DIR/stops\"; echo 'write the summary' >&2; exit 2"}]}]}}`)
+	h.maxTurns, h.finals = 50, 20
+	res, err := h.run(t, "go")
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("status %s, err %v", res.Status, err)
+	}
+	lines := strings.Split(strings.TrimSpace(h.read(t, "stops")), "\n")
+	if len(lines) != hooks.MaxStopContinuations {
+		t.Fatalf("%d stops, want %d", len(lines), hooks.MaxStopContinuations)
+	}
+	for i, l := range lines {
+		var in struct {
+			Active bool   `json:"stop_hook_active"`
+			Last   string `json:"last_assistant_message"`
+		}
+		json.Unmarshal([]byte(l), &in)
+		if in.Active != (i > 0) || in.Last != "finished" {
+			t.Fatalf("stop %d: stop_hook_active %v, last message %q", i, in.Active, in.Last)
+		}
+	}
+	n := 0
+	for _, m := range res.Transcript {
+		if m.Content == "write the summary" {
+			n++
+		}
+	}
+	if n != hooks.MaxStopContinuations {
+		t.Fatalf("the reason reached the model %d times, want %d", n, hooks.MaxStopContinuations)
+	}
+}
+
+// UserPromptSubmit: a block ends the run before any model call; plain stdout
+// and additionalContext are added to the prompt.
+func TestUserPromptSubmit(t *testing.T) {
+	h := newHarness(t, `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"grep -q password && { echo 'no secrets in prompts' >&2; exit 2; }; echo 'Today is Monday.'"}]}]}}`)
+	res, err := h.run(t, "my password is hunter2")
+	if !errors.Is(err, hooks.ErrBlocked) || res.Turns != 0 || !strings.Contains(err.Error(), "no secrets in prompts") {
+		t.Fatalf("err %v after %d turns; want ErrBlocked with the reason, no model call", err, res.Turns)
+	}
+	res, err = h.run(t, "tidy up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Transcript[0].Content; got != "tidy up\n\nToday is Monday." {
+		t.Fatalf("prompt %q", got)
+	}
+}
+
+// PostToolUse: updatedToolOutput replaces the result; a block's reason and
+// additionalContext are appended. PostToolUseFailure fires for an error.
+func TestPostToolUse(t *testing.T) {
+	h := newHarness(t, `{"hooks":{
+	  "PostToolUse":[{"matcher":"Bash","hooks":[
+	    `+jsonOut(`{"hookSpecificOutput":{"hookEventName":"PostToolUse","updatedToolOutput":"[redacted]"}}`)+`,
+	    `+jsonOut(`{"decision":"block","reason":"lint failed"}`)+`]}],
+	  "PostToolUseFailure":[{"matcher":"Read","hooks":[`+jsonOut(`{"hookSpecificOutput":{"hookEventName":"PostToolUseFailure","additionalContext":"try glob first"}}`)+`]}]}}`)
+	res, err := h.run(t, "go", bash("echo secret"), []scripted.ToolCall{call("read", map[string]any{"path": "nope.txt"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.ToolCalls[0].Output; got != "[redacted]\n\nlint failed" {
+		t.Fatalf("bash result %q", got)
+	}
+	if got := res.ToolCalls[1].Output; !strings.HasSuffix(got, "\n\ntry glob first") || !res.ToolCalls[1].IsError {
+		t.Fatalf("read result %q", got)
+	}
+}
+
+// PermissionRequest answers a policy's ask before a person is asked, and the
+// record names the hook.
+func TestPermissionRequest(t *testing.T) {
+	for _, tc := range []struct {
+		out     string
+		outcome agent.Outcome
+		ran     string
+	}{
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`, agent.OutcomeApproved, "ran"},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"touch other"}}}}`, agent.OutcomeApproved, "other"},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"ops says no"}}}`, agent.OutcomeDeclined, ""},
+	} {
+		h := newHarness(t, `{"hooks":{"PermissionRequest":[{"matcher":"Bash","hooks":[`+jsonOut(tc.out)+`]}]}}`)
+		h.policy = askPolicy()
+		res, err := h.run(t, "go", bash("touch ran"))
+		if err != nil || res.Status != agent.StatusDone {
+			t.Fatalf("%s: status %s err %v", tc.out, res.Status, err)
+		}
+		d := res.ToolCalls[0].Decision
+		if d.Outcome != tc.outcome || d.By != "hook:claude:PermissionRequest" {
+			t.Fatalf("%s: decision %+v", tc.out, d)
+		}
+		if tc.ran != "" && !h.exists(tc.ran) || tc.ran == "" && h.exists("ran") {
+			t.Fatalf("%s: the call did not run as it should", tc.out)
+		}
+	}
+	// A PermissionRequest hook that fails denies (fail closed).
+	h := newHarness(t, `{"hooks":{"PermissionRequest":[{"hooks":[`+cmd("exit 1")+`]}]}}`)
+	h.policy = askPolicy()
+	res, _ := h.run(t, "go", bash("touch ran"))
+	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || !strings.Contains(d.Reason, "hook failed") || h.exists("ran") {
+		t.Fatalf("failed hook: decision %+v", d)
+	}
+}

@@ -1,0 +1,223 @@
+package claudecode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/proc"
+	"golang.org/x/sys/unix"
+)
+
+// Limits of a handler's run.
+const (
+	// DefaultTimeout is a handler's timeout when it gives none (Claude Code's 60 s).
+	DefaultTimeout = 60 * time.Second
+	// MaxOutput is how much of a handler's stdout (or an http body) is read;
+	// JSON longer than this fails.
+	MaxOutput = 1 << 20
+	// MaxStderr is how much of a handler's stderr is kept.
+	MaxStderr = 64 << 10
+)
+
+// result is what one handler run gave.
+type result struct {
+	h *Handler
+	// failed says why the handler failed (timed out, could not start, killed
+	// by a signal, crashed, printed bad JSON); empty when it ran.
+	failed string
+	exit   int
+	stdout string
+	stderr string
+	out    *output // its JSON, when it printed valid JSON
+}
+
+// blocked reports exit 2: the handler blocks.
+func (r *result) blocked() bool { return r.failed == "" && r.exit == 2 }
+
+// blockReason is the reason of a block: the JSON's reason, else stderr.
+func (r *result) blockReason() string {
+	if r.out != nil {
+		if r.out.Reason != "" {
+			return r.out.Reason
+		}
+		if s := r.out.Specific; s != nil && s.PermissionDecisionReason != "" {
+			return s.PermissionDecisionReason
+		}
+	}
+	if s := strings.TrimSpace(r.stderr); s != "" {
+		return s
+	}
+	return "blocked by hook " + r.h.Source
+}
+
+// run runs handler h for event ev with stdin, within its timeout.
+func (x *runtime) run(ctx context.Context, h *Handler, ev Event, stdin []byte) *result {
+	timeout := h.Timeout
+	if timeout == 0 {
+		timeout = x.opts.DefaultTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var r *result
+	if h.Type == TypeHTTP {
+		r = x.runHTTP(cctx, h, stdin)
+	} else {
+		r = x.runCommand(cctx, h, stdin)
+	}
+	switch {
+	case r.failed != "":
+	case ctx.Err() != nil:
+		r.failed = "was canceled with the run"
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		r.failed = fmt.Sprintf("timed out after %s; its process group was killed", timeout)
+	}
+	if r.failed != "" {
+		return r
+	}
+	out, err := parseOutput([]byte(r.stdout), ev)
+	switch {
+	case err != nil && (r.exit == 0 || r.exit == 2):
+		if r.exit == 0 {
+			r.failed = err.Error()
+		}
+	case err != nil:
+		r.failed = fmt.Sprintf("exited with status %d, and %v", r.exit, err)
+	case out == nil && r.exit != 0 && r.exit != 2:
+		r.failed = fmt.Sprintf("crashed: exited with status %d", r.exit)
+		if e := oneLine(r.stderr, 200); e != "" {
+			r.failed += " (" + e + ")"
+		}
+	}
+	r.out = out
+	return r
+}
+
+// runCommand runs a command handler in its own process group.
+func (x *runtime) runCommand(ctx context.Context, h *Handler, stdin []byte) *result {
+	r := &result{h: h, exit: -1}
+	var cmd *exec.Cmd
+	if h.Args != nil {
+		args := make([]string, len(h.Args))
+		for i, a := range h.Args {
+			args[i] = x.expand(a)
+		}
+		cmd = exec.CommandContext(ctx, x.expand(h.Command), args...)
+	} else {
+		cmd = exec.CommandContext(ctx, "sh", "-c", h.Command)
+	}
+	proc.Prepare(cmd)
+	cmd.Dir = x.opts.ProjectDir
+	cmd.Env = append(append([]string{}, x.env...), "CLAUDE_PROJECT_DIR="+x.opts.ProjectDir)
+	cmd.Stdin = bytes.NewReader(stdin)
+	stdout, stderr := proc.NewLimitedBuffer(MaxOutput+1), proc.NewLimitedBuffer(MaxStderr)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	if stdout.Truncated() || len(r.stdout) > MaxOutput {
+		r.failed = fmt.Sprintf("printed more than %d bytes on stdout", MaxOutput)
+		return r
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		r.exit = 0
+	case errors.As(err, &ee):
+		ws, ok := ee.Sys().(syscall.WaitStatus)
+		if ok && ws.Signaled() {
+			if ctx.Err() == nil {
+				r.failed = "was killed by signal " + unix.SignalName(ws.Signal())
+			}
+			return r
+		}
+		r.exit = ee.ExitCode()
+		switch r.exit {
+		case 126:
+			r.failed = "could not be started (exit 126: not executable): " + oneLine(r.stderr, 200)
+		case 127:
+			r.failed = "could not be started (exit 127: command not found): " + oneLine(r.stderr, 200)
+		}
+	default:
+		if ctx.Err() == nil {
+			r.failed = "could not be started: " + err.Error()
+		}
+	}
+	return r
+}
+
+// runHTTP POSTs stdin to an http handler: a 2xx answer's body is read like
+// the stdout of exit 0; any other status, or no answer, is a failure.
+func (x *runtime) runHTTP(ctx context.Context, h *Handler, stdin []byte) *result {
+	r := &result{h: h, exit: -1}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(stdin))
+	if err != nil {
+		r.failed = "could not be started: " + err.Error()
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range h.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := x.opts.HTTPClient.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.failed = "could not be reached: " + err.Error()
+		}
+		return r
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxOutput+1))
+	if err != nil && ctx.Err() == nil {
+		r.failed = "answer could not be read: " + err.Error()
+		return r
+	}
+	if len(body) > MaxOutput {
+		r.failed = fmt.Sprintf("answered more than %d bytes", MaxOutput)
+		return r
+	}
+	if resp.StatusCode/100 != 2 {
+		r.failed = fmt.Sprintf("answered HTTP %d", resp.StatusCode)
+		return r
+	}
+	r.exit, r.stdout = 0, string(body)
+	return r
+}
+
+// expand replaces $CLAUDE_PROJECT_DIR and ${CLAUDE_PROJECT_DIR} in the exec
+// form's program and arguments (sh -c reads the variable itself).
+func (x *runtime) expand(s string) string {
+	s = strings.ReplaceAll(s, "${CLAUDE_PROJECT_DIR}", x.opts.ProjectDir)
+	return strings.ReplaceAll(s, "$CLAUDE_PROJECT_DIR", x.opts.ProjectDir)
+}
+
+// secretEnv reports whether an environment variable's name looks like it
+// holds a secret; such variables are not passed to hooks.
+func secretEnv(name string) bool {
+	u := strings.ToUpper(name)
+	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"} {
+		if strings.Contains(u, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultEnv is the process environment without secret-looking variables.
+func defaultEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !secretEnv(name) && name != "CLAUDE_PROJECT_DIR" {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,634 @@
+package claudecode
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Limits on what a settings file may hold.
+const (
+	// MaxSettingsSize is the largest settings file read, in bytes.
+	MaxSettingsSize = 1 << 20
+	// MaxDepth is the deepest nesting of objects and arrays read.
+	MaxDepth = 32
+	// MaxHandlers is the most handlers one file may hold; the rest are skipped.
+	MaxHandlers = 1000
+	// MaxTimeout is the longest handler timeout accepted (one hour).
+	MaxTimeout = time.Hour
+)
+
+// Event is the name of a Claude Code hook event, spelled as in settings.json.
+type Event string
+
+// The events tollgate fires, and where (the package documentation has the
+// details).
+const (
+	// PreToolUse: a BeforeTool hook, before authorization.
+	PreToolUse Event = "PreToolUse"
+	// PermissionRequest: when authorization asks, before a person is asked.
+	PermissionRequest Event = "PermissionRequest"
+	// PostToolUse: an AfterTool hook, for a tool that succeeded.
+	PostToolUse Event = "PostToolUse"
+	// PostToolUseFailure: an AfterTool hook, for a tool that returned an error.
+	PostToolUseFailure Event = "PostToolUseFailure"
+	// UserPromptSubmit: at the start of a run, before any model call.
+	UserPromptSubmit Event = "UserPromptSubmit"
+	// Stop: when the model gives its final answer.
+	Stop Event = "Stop"
+	// SessionStart: at the start of a run and of a resume.
+	SessionStart Event = "SessionStart"
+	// SessionEnd: when a run (or resume) ends, whatever its status.
+	SessionEnd Event = "SessionEnd"
+	// Notification: when a request goes pending (a person is asked).
+	Notification Event = "Notification"
+)
+
+// fired lists the events tollgate fires.
+var fired = map[Event]bool{
+	PreToolUse: true, PermissionRequest: true, PostToolUse: true, PostToolUseFailure: true,
+	UserPromptSubmit: true, Stop: true, SessionStart: true, SessionEnd: true,
+	Notification: true,
+}
+
+// notFired lists Claude Code events that tollgate accepts and never fires.
+var notFired = map[string]string{
+	"PreCompact":         "tollgate does not compact transcripts",
+	"PostCompact":        "tollgate does not compact transcripts",
+	"SubagentStart":      "tollgate has no sub-agent start event",
+	"SubagentStop":       "a sub-agent's final answer fires no hook yet",
+	"TeammateIdle":       "tollgate has no teammates",
+	"TaskCompleted":      "tollgate has no task list",
+	"ConfigChange":       "tollgate reads settings once, at start",
+	"InstructionsLoaded": "tollgate loads no instruction files",
+	"WorktreeCreate":     "tollgate creates no worktrees",
+	"WorktreeRemove":     "tollgate creates no worktrees",
+	"Setup":              "tollgate has no setup phase",
+}
+
+// Diagnostic is one problem found in a settings file: a skipped entry
+// (Skipped) or a warning about an entry kept. Line and Col count from 1; 0
+// when unknown. String formats it as FILE:LINE:COL: warning: MESSAGE, the
+// form of `tollgate hooks check`.
+type Diagnostic struct {
+	File      string
+	Line, Col int
+	// Severity is slog.LevelWarn, or slog.LevelError for a file that was not
+	// read at all.
+	Severity slog.Level
+	Skipped  bool
+	Message  string
+}
+
+// String formats d as "FILE:LINE:COL: warning: MESSAGE" (or "error:").
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	if d.File != "" {
+		b.WriteString(d.File + ":")
+	}
+	if d.Line > 0 {
+		fmt.Fprintf(&b, "%d:%d:", d.Line, d.Col)
+	}
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	if d.Severity >= slog.LevelError {
+		b.WriteString("error: ")
+	} else {
+		b.WriteString("warning: ")
+	}
+	b.WriteString(d.Message)
+	return b.String()
+}
+
+// HandlerType is a handler's "type".
+type HandlerType string
+
+// The handler types tollgate runs. Claude Code's "prompt" and "agent"
+// handlers are skipped with a diagnostic.
+const (
+	// TypeCommand runs `sh -c COMMAND`, or COMMAND with Args and no shell.
+	TypeCommand HandlerType = "command"
+	// TypeHTTP POSTs the same JSON to URL and reads the answer from the body.
+	TypeHTTP HandlerType = "http"
+)
+
+// Handler is one entry of a matcher group's "hooks" list.
+type Handler struct {
+	Type HandlerType
+	// Command is run with `sh -c` (CLAUDE_PROJECT_DIR is in its environment).
+	// With Args, Command is the program and Args its arguments, run without a
+	// shell; $CLAUDE_PROJECT_DIR and ${CLAUDE_PROJECT_DIR} in either are
+	// replaced by the project directory.
+	Command string
+	Args    []string
+	// URL and Headers are for TypeHTTP.
+	URL     string
+	Headers map[string]string
+	// Timeout is the handler's "timeout" (seconds in the file); 0 means the
+	// default (Options.DefaultTimeout, 60 s).
+	Timeout time.Duration
+	// If is the handler's "if" condition: "Tool" or "Tool(glob)" (see the
+	// package documentation); empty means always.
+	If string
+	// Source is where the handler is written: FILE:LINE:COL.
+	Source string
+}
+
+// key identifies identical handlers, which run once per event.
+func (h Handler) key() string {
+	return fmt.Sprintf("%s\x00%s\x00%q\x00%s\x00%v\x00%s\x00%s", h.Type, h.Command, h.Args, h.URL, h.Headers, h.Timeout, h.If)
+}
+
+// String names the handler for logs and decision reasons: its source and
+// what it runs.
+func (h Handler) String() string {
+	what := h.Command
+	if h.Type == TypeHTTP {
+		what = h.URL
+	} else if len(h.Args) > 0 {
+		what += " " + strings.Join(h.Args, " ")
+	}
+	if len(what) > 80 {
+		what = what[:80] + "…"
+	}
+	return h.Source + " (" + what + ")"
+}
+
+// Group is one matcher group: its handlers run for the event when the
+// matcher matches.
+type Group struct {
+	Event    Event
+	Matcher  string
+	Handlers []Handler
+	Source   string
+	m        *Matcher
+}
+
+// Settings is the hooks of one or more settings files, in file order. Use
+// [Parse] or [LoadFiles]; Add joins files.
+type Settings struct {
+	Groups      []Group
+	Diagnostics []Diagnostic
+}
+
+// Add appends o's groups and diagnostics to s and returns s: settings from
+// several files add up (identical handlers still run once per event).
+func (s *Settings) Add(o *Settings) *Settings {
+	if o != nil {
+		s.Groups = append(s.Groups, o.Groups...)
+		s.Diagnostics = append(s.Diagnostics, o.Diagnostics...)
+	}
+	return s
+}
+
+// Handlers returns the number of handlers in s.
+func (s *Settings) Handlers() int {
+	n := 0
+	for _, g := range s.Groups {
+		n += len(g.Handlers)
+	}
+	return n
+}
+
+// LoadFiles reads the hooks object of each settings file with [Parse] and
+// adds them up, in order. A file named twice is read once. The error is for a
+// file that cannot be read (it wraps the os error, e.g. fs.ErrNotExist);
+// problems inside a file never fail, they are diagnostics.
+func LoadFiles(paths ...string) (*Settings, error) {
+	out := &Settings{}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("claudecode: %w", err)
+		}
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("claudecode: %w", err)
+		}
+		src, err := io.ReadAll(io.LimitReader(f, MaxSettingsSize+1))
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("claudecode: reading %s: %w", p, err)
+		}
+		out.Add(Parse(src, p))
+	}
+	return out, nil
+}
+
+// SettingsFiles returns the settings files Claude Code reads for a project,
+// in its order, that exist: the user's ~/.claude/settings.json (home "" skips
+// it), then projectDir's .claude/settings.json and .claude/settings.local.json.
+func SettingsFiles(projectDir, home string) []string {
+	var cands []string
+	if home != "" {
+		cands = append(cands, filepath.Join(home, ".claude", "settings.json"))
+	}
+	cands = append(cands, filepath.Join(projectDir, ".claude", "settings.json"), filepath.Join(projectDir, ".claude", "settings.local.json"))
+	var out []string
+	for _, c := range cands {
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Parse reads the "hooks" object of a settings document (JSON; the other keys
+// of settings.json are not tollgate's and are ignored). It never fails: a bad
+// event, matcher group or handler is skipped on its own with a diagnostic
+// giving FILE:LINE:COL, and the rest is kept; a document that is not a JSON
+// object, is larger than MaxSettingsSize or nests deeper than MaxDepth gives
+// no hooks and an error diagnostic. Events tollgate does not fire are
+// accepted with a diagnostic. "disableAllHooks": true gives no hooks from
+// this file, with a diagnostic.
+func Parse(src []byte, file string) (s *Settings) {
+	l := &loader{file: file}
+	s = &Settings{}
+	defer func() {
+		if p := recover(); p != nil { // the parser is third-party code
+			s = &Settings{Diagnostics: append(l.diags, Diagnostic{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the parser failed on this file (%v); no hooks loaded", p)})}
+		}
+	}()
+	if len(src) > MaxSettingsSize {
+		l.fatal(nil, "the file is larger than %d bytes; no hooks loaded", MaxSettingsSize)
+		return &Settings{Diagnostics: l.diags}
+	}
+	if len(strings.TrimSpace(string(src))) == 0 {
+		l.add(nil, false, "the file is empty: no hooks")
+		return &Settings{Diagnostics: l.diags}
+	}
+	// Tabs are JSON whitespace but not YAML indentation: read them as spaces,
+	// which keeps every line and column.
+	f, err := parser.ParseBytes([]byte(strings.ReplaceAll(string(src), "\t", " ")), 0)
+	if err != nil {
+		d := Diagnostic{File: file, Severity: slog.LevelError, Message: "the file does not parse as JSON: " + err.Error() + "; no hooks loaded"}
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+				d.Line, d.Col = tk.Position.Line, tk.Position.Column
+			}
+			d.Message = "the file does not parse as JSON: " + ye.GetMessage() + "; no hooks loaded"
+		}
+		return &Settings{Diagnostics: []Diagnostic{d}}
+	}
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		l.add(nil, false, "the file is empty: no hooks")
+		return &Settings{Diagnostics: l.diags}
+	}
+	body := f.Docs[0].Body
+	if d := depth(body, 0); d > MaxDepth {
+		l.fatal(body, "the file nests deeper than %d levels; no hooks loaded", MaxDepth)
+		return &Settings{Diagnostics: l.diags}
+	}
+	top, ok := body.(*ast.MappingNode)
+	if !ok {
+		l.fatal(body, "a settings file must be a JSON object, not %s; no hooks loaded", kind(body))
+		return &Settings{Diagnostics: l.diags}
+	}
+	var hooksNode *ast.MappingValueNode
+	for _, mv := range top.Values {
+		switch keyString(mv) {
+		case "hooks":
+			hooksNode = mv
+		case "disableAllHooks":
+			if b, ok := mv.Value.(*ast.BoolNode); ok && b.Value {
+				l.add(mv, false, "disableAllHooks is true: no hooks from this file")
+				return &Settings{Diagnostics: l.diags}
+			}
+		}
+	}
+	if hooksNode == nil {
+		l.add(body, false, "no hooks object: no hooks")
+		return &Settings{Diagnostics: l.diags}
+	}
+	if isNull(hooksNode.Value) {
+		l.add(hooksNode, false, "hooks is null: no hooks")
+		return &Settings{Diagnostics: l.diags}
+	}
+	events, ok := hooksNode.Value.(*ast.MappingNode)
+	if !ok {
+		l.fatal(hooksNode.Value, "hooks must be an object of event names, not %s; no hooks loaded", kind(hooksNode.Value))
+		return &Settings{Diagnostics: l.diags}
+	}
+	count := 0
+	seenEvent := map[string]bool{}
+	for _, ev := range events.Values {
+		name := keyString(ev)
+		if seenEvent[name] {
+			l.add(ev, true, "hooks.%s appears twice; the second is skipped", name)
+			continue
+		}
+		seenEvent[name] = true
+		if why, ok := notFired[name]; ok {
+			l.add(ev, false, "hooks.%s is accepted but never fires: %s", name, why)
+			continue
+		}
+		if !fired[Event(name)] {
+			l.add(ev, true, "skipped hooks.%s: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd, Notification)", name)
+			continue
+		}
+		groups, ok := ev.Value.(*ast.SequenceNode)
+		if !ok {
+			l.add(ev.Value, true, "skipped hooks.%s: it must be an array of matcher groups, not %s", name, kind(ev.Value))
+			continue
+		}
+		for gi, gn := range groups.Values {
+			g, ok := l.group(Event(name), gi, gn, &count)
+			if ok {
+				s.Groups = append(s.Groups, g)
+			}
+		}
+	}
+	s.Diagnostics = l.diags
+	return s
+}
+
+// loader collects diagnostics for one file.
+type loader struct {
+	file  string
+	diags []Diagnostic
+}
+
+func (l *loader) add(n ast.Node, skipped bool, format string, args ...any) {
+	line, col := position(n)
+	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelWarn, Skipped: skipped, Message: fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) fatal(n ast.Node, format string, args ...any) {
+	line, col := position(n)
+	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelError, Message: fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) source(n ast.Node) string {
+	line, col := position(n)
+	return fmt.Sprintf("%s:%d:%d", l.file, line, col)
+}
+
+// group reads matcher group gi of event ev.
+func (l *loader) group(ev Event, gi int, n ast.Node, count *int) (Group, bool) {
+	where := fmt.Sprintf("hooks.%s[%d]", ev, gi)
+	m, ok := n.(*ast.MappingNode)
+	if !ok {
+		l.add(n, true, "skipped %s: a matcher group must be an object with matcher and hooks, not %s", where, kind(n))
+		return Group{}, false
+	}
+	g := Group{Event: ev, Source: l.source(n)}
+	var list *ast.MappingValueNode
+	for _, mv := range m.Values {
+		switch k := keyString(mv); k {
+		case "matcher":
+			if isNull(mv.Value) {
+				continue
+			}
+			s, ok := stringValue(mv.Value)
+			if !ok {
+				l.add(mv.Value, true, "skipped %s: matcher must be a string, not %s", where, kind(mv.Value))
+				return Group{}, false
+			}
+			g.Matcher = s
+		case "hooks":
+			list = mv
+		default:
+			l.add(mv, false, "%s: unknown field %q is ignored (want matcher, hooks)", where, k)
+		}
+	}
+	mt, err := CompileMatcher(g.Matcher)
+	if err != nil {
+		l.add(m, true, "skipped %s: %v; the group matches nothing", where, err)
+		return Group{}, false
+	}
+	g.m = mt
+	if list == nil {
+		l.add(m, true, "skipped %s: missing hooks", where)
+		return Group{}, false
+	}
+	seq, ok := list.Value.(*ast.SequenceNode)
+	if !ok {
+		l.add(list.Value, true, "skipped %s: hooks must be an array of handlers, not %s", where, kind(list.Value))
+		return Group{}, false
+	}
+	for hi, hn := range seq.Values {
+		if *count >= MaxHandlers {
+			l.add(hn, true, "skipped %s.hooks[%d]: more than %d handlers in this file", where, hi, MaxHandlers)
+			break
+		}
+		if h, ok := l.handler(fmt.Sprintf("%s.hooks[%d]", where, hi), hn); ok {
+			g.Handlers = append(g.Handlers, h)
+			*count++
+		}
+	}
+	if len(g.Handlers) == 0 {
+		return Group{}, false
+	}
+	return g, true
+}
+
+// handler reads one handler.
+func (l *loader) handler(where string, n ast.Node) (Handler, bool) {
+	m, ok := n.(*ast.MappingNode)
+	if !ok {
+		l.add(n, true, "skipped %s: a handler must be an object with type and command, not %s", where, kind(n))
+		return Handler{}, false
+	}
+	skip := func(at ast.Node, format string, args ...any) (Handler, bool) {
+		l.add(at, true, "skipped %s: "+format, append([]any{where}, args...)...)
+		return Handler{}, false
+	}
+	h := Handler{Source: l.source(n)}
+	var typeNode ast.Node = m
+	for _, mv := range m.Values {
+		k := keyString(mv)
+		switch k {
+		case "type":
+			s, ok := stringValue(mv.Value)
+			if !ok {
+				return skip(mv.Value, "type must be a string, not %s", kind(mv.Value))
+			}
+			h.Type, typeNode = HandlerType(s), mv.Value
+		case "command", "url", "if":
+			s, ok := stringValue(mv.Value)
+			if !ok {
+				return skip(mv.Value, "%s must be a string, not %s", k, kind(mv.Value))
+			}
+			switch k {
+			case "command":
+				h.Command = s
+			case "url":
+				h.URL = s
+			case "if":
+				h.If = s
+			}
+		case "args":
+			seq, ok := mv.Value.(*ast.SequenceNode)
+			if !ok {
+				return skip(mv.Value, "args must be an array of strings, not %s", kind(mv.Value))
+			}
+			h.Args = []string{}
+			for i, el := range seq.Values {
+				s, ok := stringValue(el)
+				if !ok {
+					return skip(el, "args[%d] must be a string, not %s", i, kind(el))
+				}
+				h.Args = append(h.Args, s)
+			}
+		case "headers":
+			hm, ok := mv.Value.(*ast.MappingNode)
+			if !ok {
+				return skip(mv.Value, "headers must be an object of strings, not %s", kind(mv.Value))
+			}
+			h.Headers = map[string]string{}
+			for _, hv := range hm.Values {
+				s, ok := stringValue(hv.Value)
+				if !ok {
+					return skip(hv.Value, "headers.%s must be a string, not %s", keyString(hv), kind(hv.Value))
+				}
+				h.Headers[keyString(hv)] = s
+			}
+		case "timeout":
+			num, ok := mv.Value.(*ast.IntegerNode)
+			var secs float64
+			if ok {
+				secs, _ = strconv.ParseFloat(num.GetToken().Value, 64)
+			} else if fl, ok2 := mv.Value.(*ast.FloatNode); ok2 {
+				secs = fl.Value
+				ok = true
+			}
+			if !ok {
+				return skip(mv.Value, "timeout must be a number of seconds, not %s", kind(mv.Value))
+			}
+			d := time.Duration(secs * float64(time.Second))
+			if d <= 0 || d > MaxTimeout {
+				return skip(mv.Value, "timeout %v s is out of bounds (more than 0, at most %d)", secs, int(MaxTimeout.Seconds()))
+			}
+			h.Timeout = d
+		case "async":
+			if b, ok := mv.Value.(*ast.BoolNode); ok && b.Value {
+				l.add(mv, false, "%s: async is not supported; the handler runs synchronously", where)
+			}
+		case "statusMessage", "once", "model", "prompt", "allowedEnvVars":
+			// Claude Code's display and prompt-handler fields: nothing to run.
+		default:
+			l.add(mv, false, "%s: unknown field %q is ignored", where, k)
+		}
+	}
+	switch h.Type {
+	case TypeCommand:
+		if strings.TrimSpace(h.Command) == "" {
+			return skip(m, "a command handler needs a non-empty command")
+		}
+		if strings.ContainsRune(h.Command, 0) {
+			return skip(m, "command holds a NUL byte")
+		}
+	case TypeHTTP:
+		if !strings.HasPrefix(h.URL, "http://") && !strings.HasPrefix(h.URL, "https://") {
+			return skip(m, "an http handler needs an http:// or https:// url")
+		}
+	case "prompt", "agent":
+		return skip(typeNode, "tollgate does not run %q handlers (they ask a model); use a command or http handler", h.Type)
+	case "":
+		return skip(m, "missing type (command or http)")
+	default:
+		return skip(typeNode, "unknown type %q (want command or http)", h.Type)
+	}
+	if h.If != "" {
+		if _, err := parseIf(h.If); err != nil {
+			return skip(m, "if: %v", err)
+		}
+	}
+	return h, true
+}
+
+// depth returns the nesting depth of n, stopping past MaxDepth.
+func depth(n ast.Node, d int) int {
+	if d > MaxDepth {
+		return d
+	}
+	best := d
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		for _, mv := range x.Values {
+			best = max(best, depth(mv.Value, d+1))
+		}
+	case *ast.SequenceNode:
+		for _, v := range x.Values {
+			best = max(best, depth(v, d+1))
+		}
+	}
+	return best
+}
+
+func isNull(n ast.Node) bool {
+	_, ok := n.(*ast.NullNode)
+	return n == nil || ok
+}
+
+// stringValue returns the text of a string node.
+func stringValue(n ast.Node) (string, bool) {
+	if x, ok := n.(*ast.StringNode); ok {
+		return x.Value, true
+	}
+	return "", false
+}
+
+func keyString(mv *ast.MappingValueNode) string {
+	if mv.Key == nil {
+		return ""
+	}
+	if s, ok := stringValue(mv.Key); ok {
+		return s
+	}
+	if tk := mv.Key.GetToken(); tk != nil {
+		return tk.Value
+	}
+	return ""
+}
+
+// kind names a node's JSON type for messages.
+func kind(n ast.Node) string {
+	switch n.(type) {
+	case nil, *ast.NullNode:
+		return "null"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "a boolean"
+	case *ast.MappingNode:
+		return "an object"
+	case *ast.SequenceNode:
+		return "an array"
+	}
+	return "a " + n.Type().String()
+}
+
+// position returns where a node starts: for an object, its opening brace.
+func position(n ast.Node) (int, int) {
+	if n == nil {
+		return 0, 0
+	}
+	if mv, ok := n.(*ast.MappingValueNode); ok && mv.Key != nil {
+		return position(mv.Key)
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil {
+		return 0, 0
+	}
+	return tk.Position.Line, tk.Position.Column
+}
