@@ -194,6 +194,9 @@ func (g *grepper) file(ctx context.Context, fsys fs.FS, p string) error {
 		if err != nil {
 			return err
 		}
+		if lineNo == 1 {
+			line = bytes.TrimPrefix(line, []byte(utf8BOM))
+		}
 		if !g.re.Match(line) {
 			continue
 		}
