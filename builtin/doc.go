@@ -28,6 +28,23 @@
 // destructive and open-world so that the gates around tool calls (hooks,
 // policies, approvals) treat it accordingly.
 //
+// # Text, line endings and file names
+//
+// read shows each line without its line ending ("\n" or "\r\n") and without
+// a UTF-8 byte order mark, and edit matches oldString against exactly that
+// text: every line break is "\n" on both sides. What edit writes keeps the
+// file's conventions: each line break of newString takes the ending of the
+// line break it replaces (CRLF, LF, or both in a mixed file), extra lines the
+// ending of the last one replaced, and a BOM stays. write keeps an existing
+// file's BOM, and its CRLF endings when all of its line breaks are CRLF and
+// the new content has no carriage return of its own.
+//
+// A file name that is not valid UTF-8, or holds a control character, is
+// listed by grep and glob with every such byte, and every backslash, written
+// \xNN (caf\xe9.txt); every path argument reads \xNN as the byte NN, so the
+// listed spelling reaches the file, and no raw control character is shown.
+// Write a backslash followed by x and two hex digits as \x5c.
+//
 // # bash and processes
 //
 // bash runs "bash -c COMMAND" ("sh -c" when bash is not in PATH) with stdin
