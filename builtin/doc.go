@@ -1,5 +1,5 @@
 // Package builtin provides tollgate's builtin tools: bash, read, write, edit,
-// grep and glob, each a [tool.Tool] with the input schema a model expects and
+// grep, glob, webfetch, question, apply_patch and todowrite, each a [tool.Tool] with the input schema a model expects and
 // the [tool.Hints] of seed 002 ("write, edit destructive; read, grep read-only").
 //
 //	tool   hints                          arguments
@@ -9,6 +9,7 @@
 //	edit   destructive                    path, oldString, newString, replaceAll?
 //	grep   read-only, idempotent          pattern (Go regexp), path?, include? (glob)
 //	glob   read-only, idempotent          pattern (glob with **), path?
+//	webfetch read-only, open-world        url, format? (markdown|text|html), timeout? (s)
 //
 // # Workspace confinement
 //
@@ -58,6 +59,29 @@
 // never blocks the child and never waits forever on a pipe held open by an
 // escaped process. A non-zero exit status is an error result carrying the
 // output and "[exit code N]".
+//
+// # webfetch and the private-address guard
+//
+// webfetch fetches http and https URLs only. Before it connects, it resolves
+// the host itself and refuses every address that is loopback, private,
+// link-local (the cloud metadata address 169.254.169.254 among them),
+// multicast, unspecified, broadcast, shared (100.64.0.0/10), reserved, or an
+// IPv6 form that embeds IPv4 (NAT64, 6to4, Teredo; IPv4-mapped addresses are
+// judged as IPv4); the dialer checks the address again as it connects, so a
+// name that resolves to a public address once and to a private one later
+// (DNS rebinding) gains nothing. Every redirect is a new request under the
+// same checks, plus the scheme and the host lists; at most
+// [WebFetchOptions].MaxRedirects are followed. No proxy from the environment
+// is used (it would connect on webfetch's behalf). [WebFetchOptions]
+// holds the allow and deny lists of hosts and the address ranges let through
+// the guard (for an intranet service, or a test server); nothing a call
+// sends can relax it.
+//
+// Only text responses are returned (text/*, JSON, XML, YAML and the like;
+// others are an error naming the type), decoded to UTF-8 from their charset.
+// HTML becomes Markdown (github.com/JohannesKaufmann/html-to-markdown) or
+// plain text; the body read and the text returned are both capped, with a
+// marker saying what was dropped. An HTTP status of 400 or more is an error.
 //
 // # Errors
 //
