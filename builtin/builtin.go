@@ -20,6 +20,8 @@ const (
 	Glob  = "glob"
 	// WebFetch fetches a URL (see [WebFetchOptions]).
 	WebFetch = "webfetch"
+	// ApplyPatch applies a multi-file patch as one change.
+	ApplyPatch = "apply_patch"
 )
 
 // Source is the [tool.Spec] Source of every builtin tool.
@@ -36,11 +38,11 @@ const (
 	DefaultMaxGlobResults = 1000             // paths glob reports
 )
 
-var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch}
+var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, ApplyPatch}
 
 // Names returns the names of the builtin tools in the fixed order in which
-// [New] returns them: bash, read, write, edit, grep, glob, webfetch. The
-// slice is a copy.
+// [New] returns them: bash, read, write, edit, grep, glob, webfetch,
+// apply_patch. The slice is a copy.
 func Names() []string { return slices.Clone(names) }
 
 // IsBuiltin reports whether name is the name of a builtin tool.
@@ -137,7 +139,7 @@ func New(root string, opts *Options) ([]tool.Tool, error) {
 		return nil, err
 	}
 	b := &builtins{ws: w, opts: o}
-	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool}
+	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool, b.applyPatchTool}
 	tools := make([]tool.Tool, 0, len(ctors))
 	for _, c := range ctors {
 		t, err := c()
@@ -155,6 +157,9 @@ type builtins struct {
 	opts  Options
 	files pathLocks // one writer per file at a time (write, edit)
 	web   *webFetcher
+	// patchFault, when set (tests only), can fail step n of an apply_patch
+	// commit to show that the steps before it are undone.
+	patchFault func(step int) error
 }
 
 // readOnlyHints are the hints of read, grep and glob.

@@ -108,11 +108,12 @@ func TestNewToolsAndHints(t *testing.T) {
 		{"grep", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
 		{"glob", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
 		{"webfetch", tool.Hints{ReadOnly: true, OpenWorld: true}, "builtin"},
+		{"apply_patch", tool.Hints{Destructive: true}, "builtin"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch"}, builtin.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch", "apply_patch"}, builtin.Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
 	if !builtin.IsBuiltin("grep") || builtin.IsBuiltin("Grep") {
@@ -136,13 +137,14 @@ func TestInputSchemas(t *testing.T) {
 		gotShapes[tl.Spec().Name] = shape{props, s.Required}
 	}
 	want := map[string]shape{
-		"bash":     {[]string{"command", "timeout", "workdir"}, []string{"command"}},
-		"read":     {[]string{"path", "offset", "limit"}, []string{"path"}},
-		"write":    {[]string{"path", "content"}, []string{"path", "content"}},
-		"edit":     {[]string{"path", "oldString", "newString", "replaceAll"}, []string{"path", "oldString", "newString"}},
-		"grep":     {[]string{"pattern", "path", "include"}, []string{"pattern"}},
-		"glob":     {[]string{"pattern", "path"}, []string{"pattern"}},
-		"webfetch": {[]string{"url", "format", "timeout"}, []string{"url"}},
+		"bash":        {[]string{"command", "timeout", "workdir"}, []string{"command"}},
+		"read":        {[]string{"path", "offset", "limit"}, []string{"path"}},
+		"write":       {[]string{"path", "content"}, []string{"path", "content"}},
+		"edit":        {[]string{"path", "oldString", "newString", "replaceAll"}, []string{"path", "oldString", "newString"}},
+		"grep":        {[]string{"pattern", "path", "include"}, []string{"pattern"}},
+		"glob":        {[]string{"pattern", "path"}, []string{"pattern"}},
+		"webfetch":    {[]string{"url", "format", "timeout"}, []string{"url"}},
+		"apply_patch": {[]string{"patchText"}, []string{"patchText"}},
 	}
 	if diff := cmp.Diff(want, gotShapes); diff != "" {
 		t.Errorf("schemas (-want +got):\n%s", diff)

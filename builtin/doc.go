@@ -10,6 +10,7 @@
 //	grep   read-only, idempotent          pattern (Go regexp), path?, include? (glob)
 //	glob   read-only, idempotent          pattern (glob with **), path?
 //	webfetch read-only, open-world        url, format? (markdown|text|html), timeout? (s)
+//	apply_patch destructive               patchText (*** Begin Patch ... *** End Patch)
 //
 // # Workspace confinement
 //
@@ -59,6 +60,21 @@
 // never blocks the child and never waits forever on a pipe held open by an
 // escaped process. A non-zero exit status is an error result carrying the
 // output and "[exit code N]".
+//
+// # apply_patch: one change or none
+//
+// apply_patch takes a patch in the "*** Begin Patch" format (Add File, Update
+// File with an optional Move to, Delete File; "@@" hunks with context lines;
+// "*** End of File"), at most 4 MiB and 200 file sections. Every path is
+// confined like the other file tools, and every hunk of every file is
+// checked, and every new content computed, before anything is written; a
+// hunk's lines are found exactly, then ignoring trailing whitespace, then
+// ignoring surrounding whitespace. The new contents are then written to
+// temporary files beside their targets and put in place by renames, each
+// old file kept under a hard link until the end: when any step fails, the
+// steps done are undone, so a failed patch leaves every file as it was
+// (directories created for new files stay). Updated files keep their line
+// endings and BOM, as with edit.
 //
 // # webfetch and the private-address guard
 //
