@@ -20,6 +20,9 @@ const (
 	Glob  = "glob"
 	// WebFetch fetches a URL (see [WebFetchOptions]).
 	WebFetch = "webfetch"
+	// QuestionTool asks the user questions through a pending request of kind
+	// question (the type [Question] is one question).
+	QuestionTool = "question"
 	// ApplyPatch applies a multi-file patch as one change.
 	ApplyPatch = "apply_patch"
 )
@@ -38,11 +41,11 @@ const (
 	DefaultMaxGlobResults = 1000             // paths glob reports
 )
 
-var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, ApplyPatch}
+var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch}
 
 // Names returns the names of the builtin tools in the fixed order in which
 // [New] returns them: bash, read, write, edit, grep, glob, webfetch,
-// apply_patch. The slice is a copy.
+// question, apply_patch. The slice is a copy.
 func Names() []string { return slices.Clone(names) }
 
 // IsBuiltin reports whether name is the name of a builtin tool.
@@ -139,7 +142,7 @@ func New(root string, opts *Options) ([]tool.Tool, error) {
 		return nil, err
 	}
 	b := &builtins{ws: w, opts: o}
-	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool, b.applyPatchTool}
+	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool, b.questionTool, b.applyPatchTool}
 	tools := make([]tool.Tool, 0, len(ctors))
 	for _, c := range ctors {
 		t, err := c()

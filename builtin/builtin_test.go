@@ -108,12 +108,13 @@ func TestNewToolsAndHints(t *testing.T) {
 		{"grep", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
 		{"glob", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
 		{"webfetch", tool.Hints{ReadOnly: true, OpenWorld: true}, "builtin"},
+		{"question", tool.Hints{ReadOnly: true}, "builtin"},
 		{"apply_patch", tool.Hints{Destructive: true}, "builtin"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch", "apply_patch"}, builtin.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch", "question", "apply_patch"}, builtin.Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
 	if !builtin.IsBuiltin("grep") || builtin.IsBuiltin("Grep") {
@@ -145,6 +146,7 @@ func TestInputSchemas(t *testing.T) {
 		"glob":        {[]string{"pattern", "path"}, []string{"pattern"}},
 		"webfetch":    {[]string{"url", "format", "timeout"}, []string{"url"}},
 		"apply_patch": {[]string{"patchText"}, []string{"patchText"}},
+		"question":    {[]string{"questions"}, []string{"questions"}},
 	}
 	if diff := cmp.Diff(want, gotShapes); diff != "" {
 		t.Errorf("schemas (-want +got):\n%s", diff)

@@ -10,6 +10,7 @@
 //	grep   read-only, idempotent          pattern (Go regexp), path?, include? (glob)
 //	glob   read-only, idempotent          pattern (glob with **), path?
 //	webfetch read-only, open-world        url, format? (markdown|text|html), timeout? (s)
+//	question read-only                    questions[] of {question, header?, options[]? of {label, description?}, multiple?}
 //	apply_patch destructive               patchText (*** Begin Patch ... *** End Patch)
 //
 // # Workspace confinement
@@ -60,6 +61,18 @@
 // never blocks the child and never waits forever on a pipe held open by an
 // escaped process. A non-zero exit status is an error result carrying the
 // output and "[exit code N]".
+//
+// # question
+//
+// question asks the user: its first call returns a pending request
+// ([tool.Pending]) of kind [tool.KindQuestion] whose Prompt shows the
+// questions and options and whose Data is the [QuestionInput], so a run
+// halts, waits or prompts on it like on any other request. When the call is
+// retried with the answer ([tool.AnswerFrom]), it returns the answers as
+// "Q: ... / A: ..." lines (Metadata "answers"); [ParseQuestionAnswer] says
+// which answer Data it reads. A declined request never reaches the tool: the
+// model sees the decline and its reason. Hosts use [ParseQuestions] to show
+// the questions.
 //
 // # apply_patch: one change or none
 //
