@@ -139,10 +139,11 @@ func parsePatch(text string) ([]filePatch, error) {
 			files = append(files, fp)
 		case strings.TrimSpace(ln) == "":
 			i++
+			continue
 		default:
 			return nil, &patchError{no, fmt.Sprintf("want %q, %q or %q, found %q", strings.TrimSpace(addFile), strings.TrimSpace(updateFile), strings.TrimSpace(deleteFile), clipString(ln, 80))}
 		}
-		if fp := files[len(files)-1]; fp.path == "" {
+		if fp := files[len(files)-1]; fp.path == "" { // each case above appended one section
 			return nil, &patchError{fp.line, "a file section needs a path"}
 		}
 	}
