@@ -40,6 +40,8 @@ type runner struct {
 	// st.Requests, which claimRequestID appends to from the calls' goroutines.
 	idMu       sync.Mutex
 	pendingIDs map[string]bool
+
+	toolState *tool.RunState // handed to every tool call; saved into st by result
 }
 
 // Stream runs the agent on prompt like [Agent.Run] and yields its events as they
@@ -131,7 +133,7 @@ func pendingIDs(st *State) []string {
 func (a *Agent) drive(ctx context.Context, st *State, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &runner{a: a, st: st, yield: yield, cancel: cancel}
+	r := &runner{a: a, st: st, yield: yield, cancel: cancel, toolState: tool.NewRunState(st.ToolState)}
 	r.snapshotTools()
 	res, err := body(r, ctx)
 	if r.stopped {
@@ -428,6 +430,9 @@ func (r *runner) finishBatch() {
 // result builds the Result for the run's current state.
 func (r *runner) result(status Status, reason string) *Result {
 	st := r.st
+	if r.toolState != nil {
+		st.ToolState = r.toolState.Values()
+	}
 	res := &Result{
 		RunID: st.RunID, Status: status, Reason: reason,
 		Transcript: slices.Clone(st.Messages),

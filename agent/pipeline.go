@@ -212,7 +212,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		r.guard(ctx, "tool call listener (PreToolUse)", func() { l.PreToolUse(ctx, use) })
 	}
 	start := time.Now()
-	res := execute(r.a.handDown(ctx), t, args)
+	res := execute(tool.WithRunState(r.a.handDown(ctx), r.toolState), t, args)
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {

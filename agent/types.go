@@ -178,6 +178,9 @@ type State struct {
 	// Requests lists every request ID issued in the run, so that a later
 	// request never reuses one (answers and stores are keyed by it).
 	Requests []string `json:"requests,omitempty"`
+	// ToolState is what the run's tools keep between calls ([tool.RunState],
+	// by key), so that it survives a halt and a resume.
+	ToolState map[string]json.RawMessage `json:"toolState,omitempty"`
 }
 
 // PendingRequests lists the requests still waiting in s, in call order.
