@@ -25,6 +25,8 @@ const (
 	QuestionTool = "question"
 	// ApplyPatch applies a multi-file patch as one change.
 	ApplyPatch = "apply_patch"
+	// TodoWrite keeps the run's plan (see [Todo]).
+	TodoWrite = "todowrite"
 )
 
 // Source is the [tool.Spec] Source of every builtin tool.
@@ -41,11 +43,11 @@ const (
 	DefaultMaxGlobResults = 1000             // paths glob reports
 )
 
-var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch}
+var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch, TodoWrite}
 
 // Names returns the names of the builtin tools in the fixed order in which
 // [New] returns them: bash, read, write, edit, grep, glob, webfetch,
-// question, apply_patch. The slice is a copy.
+// question, apply_patch, todowrite. The slice is a copy.
 func Names() []string { return slices.Clone(names) }
 
 // IsBuiltin reports whether name is the name of a builtin tool.
@@ -142,7 +144,7 @@ func New(root string, opts *Options) ([]tool.Tool, error) {
 		return nil, err
 	}
 	b := &builtins{ws: w, opts: o}
-	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool, b.questionTool, b.applyPatchTool}
+	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool, b.questionTool, b.applyPatchTool, b.todoWriteTool}
 	tools := make([]tool.Tool, 0, len(ctors))
 	for _, c := range ctors {
 		t, err := c()

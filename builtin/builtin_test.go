@@ -110,11 +110,12 @@ func TestNewToolsAndHints(t *testing.T) {
 		{"webfetch", tool.Hints{ReadOnly: true, OpenWorld: true}, "builtin"},
 		{"question", tool.Hints{ReadOnly: true}, "builtin"},
 		{"apply_patch", tool.Hints{Destructive: true}, "builtin"},
+		{"todowrite", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch", "question", "apply_patch"}, builtin.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch", "question", "apply_patch", "todowrite"}, builtin.Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
 	if !builtin.IsBuiltin("grep") || builtin.IsBuiltin("Grep") {
@@ -147,6 +148,7 @@ func TestInputSchemas(t *testing.T) {
 		"webfetch":    {[]string{"url", "format", "timeout"}, []string{"url"}},
 		"apply_patch": {[]string{"patchText"}, []string{"patchText"}},
 		"question":    {[]string{"questions"}, []string{"questions"}},
+		"todowrite":   {[]string{"todos"}, []string{"todos"}},
 	}
 	if diff := cmp.Diff(want, gotShapes); diff != "" {
 		t.Errorf("schemas (-want +got):\n%s", diff)

@@ -12,6 +12,7 @@
 //	webfetch read-only, open-world        url, format? (markdown|text|html), timeout? (s)
 //	question read-only                    questions[] of {question, header?, options[]? of {label, description?}, multiple?}
 //	apply_patch destructive               patchText (*** Begin Patch ... *** End Patch)
+//	todowrite read-only, idempotent       todos[] of {id, content, status: pending|in_progress|completed}
 //
 // # Workspace confinement
 //
@@ -73,6 +74,14 @@
 // which answer Data it reads. A declined request never reaches the tool: the
 // model sees the decline and its reason. Hosts use [ParseQuestions] to show
 // the questions.
+//
+// # todowrite
+//
+// todowrite keeps the run's plan: each call gives the whole list, which is
+// kept in the run's [tool.RunState] (so it survives a halt and a resume;
+// [TodosOf] reads it from a state), returned to the model with what changed
+// since the last call, and put in the result's Metadata "todos", so tool
+// result events and records show it. It touches no workspace file.
 //
 // # apply_patch: one change or none
 //
