@@ -47,6 +47,7 @@ type runner struct {
 	pendingIDs map[string]bool
 
 	stops int // times Stop hooks continued this run
+	toolState *tool.RunState // handed to every tool call; saved into st by result
 }
 
 // Stream runs the agent on prompt like [Agent.Run] and yields its events as they
@@ -212,7 +213,7 @@ func pendingIDs(st *State) []string {
 func (a *Agent) drive(ctx context.Context, st *State, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
 	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
-	r := &runner{a: a, st: st, yield: yield, cancel: cancel}
+	r := &runner{a: a, st: st, yield: yield, cancel: cancel, toolState: tool.NewRunState(st.ToolState)}
 	r.snapshotTools()
 	run := RunHandler(func(ctx context.Context, _ *RunInfo) (*Result, error) { return body(r, ctx) })
 	for i := len(a.opts.Middleware) - 1; i >= 0; i-- {
@@ -259,6 +260,9 @@ func (r *runner) checkpoint(ctx context.Context, kind CheckpointKind) error {
 		return nil
 	}
 	r.idMu.Lock() // the calls' goroutines append request IDs
+	if r.toolState != nil {
+		r.st.ToolState = r.toolState.Values()
+	}
 	c, err := r.st.clone()
 	r.idMu.Unlock()
 	if err != nil {
@@ -576,6 +580,9 @@ func (r *runner) finishBatch() {
 // result builds the Result for the run's current state.
 func (r *runner) result(status Status, reason string) *Result {
 	st := r.st
+	if r.toolState != nil {
+		st.ToolState = r.toolState.Values()
+	}
 	res := &Result{
 		RunID: st.RunID, Status: status, Reason: reason,
 		Transcript: slices.Clone(st.Messages),

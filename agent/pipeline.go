@@ -250,7 +250,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	lim := r.a.limits(call.Name)
 	start := time.Now()
 	inv := &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
-	res := executeBounded(tool.WithInvocation(r.a.handDown(ctx), *inv), t, inv, args, lim.Timeout)
+	res := executeBounded(tool.WithRunState(tool.WithInvocation(r.a.handDown(ctx), *inv), r.toolState), t, inv, args, lim.Timeout)
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {

@@ -188,6 +188,9 @@ type State struct {
 	// Seq is the sequence number of the last event of the run so far; the
 	// events of a resume go on from it.
 	Seq int64 `json:"seq,omitempty"`
+	// ToolState is what the run's tools keep between calls ([tool.RunState],
+	// by key), so that it survives a halt and a resume.
+	ToolState map[string]json.RawMessage `json:"toolState,omitempty"`
 }
 
 // PendingRequests lists the requests still waiting in s, in call order.

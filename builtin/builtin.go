@@ -18,6 +18,15 @@ const (
 	Edit  = "edit"
 	Grep  = "grep"
 	Glob  = "glob"
+	// WebFetch fetches a URL (see [WebFetchOptions]).
+	WebFetch = "webfetch"
+	// QuestionTool asks the user questions through a pending request of kind
+	// question (the type [Question] is one question).
+	QuestionTool = "question"
+	// ApplyPatch applies a multi-file patch as one change.
+	ApplyPatch = "apply_patch"
+	// TodoWrite keeps the run's plan (see [Todo]).
+	TodoWrite = "todowrite"
 )
 
 // Source is the [tool.Spec] Source of every builtin tool.
@@ -34,10 +43,11 @@ const (
 	DefaultMaxGlobResults = 1000             // paths glob reports
 )
 
-var names = []string{Bash, Read, Write, Edit, Grep, Glob}
+var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch, TodoWrite}
 
 // Names returns the names of the builtin tools in the fixed order in which
-// [New] returns them: bash, read, write, edit, grep, glob. The slice is a copy.
+// [New] returns them: bash, read, write, edit, grep, glob, webfetch,
+// question, apply_patch, todowrite. The slice is a copy.
 func Names() []string { return slices.Clone(names) }
 
 // IsBuiltin reports whether name is the name of a builtin tool.
@@ -62,6 +72,10 @@ type Options struct {
 	MaxGrepMatches int
 	// MaxGlobResults is how many paths glob reports (default 1000).
 	MaxGlobResults int
+	// WebFetch configures webfetch: the allow and deny lists of hosts, the
+	// address ranges let through the private-address guard, limits; nil
+	// means the defaults of [WebFetchOptions].
+	WebFetch *WebFetchOptions
 	// Env is bash's environment, as in [os/exec.Cmd.Env]; nil inherits the
 	// environment of the process.
 	Env []string
@@ -72,6 +86,10 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		c = *o
 		c.Env = slices.Clone(o.Env)
+		if o.WebFetch != nil {
+			w := *o.WebFetch
+			c.WebFetch = &w
+		}
 	}
 	for name, v := range map[string]int64{
 		"BashTimeout": int64(c.BashTimeout), "MaxBashTimeout": int64(c.MaxBashTimeout),
@@ -126,7 +144,7 @@ func New(root string, opts *Options) ([]tool.Tool, error) {
 		return nil, err
 	}
 	b := &builtins{ws: w, opts: o}
-	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool}
+	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool, b.questionTool, b.applyPatchTool, b.todoWriteTool}
 	tools := make([]tool.Tool, 0, len(ctors))
 	for _, c := range ctors {
 		t, err := c()
@@ -143,6 +161,10 @@ type builtins struct {
 	ws    *workspace
 	opts  Options
 	files pathLocks // one writer per file at a time (write, edit)
+	web   *webFetcher
+	// patchFault, when set (tests only), can fail step n of an apply_patch
+	// commit to show that the steps before it are undone.
+	patchFault func(step int) error
 }
 
 // readOnlyHints are the hints of read, grep and glob.

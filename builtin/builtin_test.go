@@ -107,11 +107,15 @@ func TestNewToolsAndHints(t *testing.T) {
 		{"edit", tool.Hints{Destructive: true}, "builtin"},
 		{"grep", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
 		{"glob", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
+		{"webfetch", tool.Hints{ReadOnly: true, OpenWorld: true}, "builtin"},
+		{"question", tool.Hints{ReadOnly: true}, "builtin"},
+		{"apply_patch", tool.Hints{Destructive: true}, "builtin"},
+		{"todowrite", tool.Hints{ReadOnly: true, Idempotent: true}, "builtin"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob"}, builtin.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch", "question", "apply_patch", "todowrite"}, builtin.Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
 	if !builtin.IsBuiltin("grep") || builtin.IsBuiltin("Grep") {
@@ -135,12 +139,16 @@ func TestInputSchemas(t *testing.T) {
 		gotShapes[tl.Spec().Name] = shape{props, s.Required}
 	}
 	want := map[string]shape{
-		"bash":  {[]string{"command", "timeout", "workdir"}, []string{"command"}},
-		"read":  {[]string{"path", "offset", "limit"}, []string{"path"}},
-		"write": {[]string{"path", "content"}, []string{"path", "content"}},
-		"edit":  {[]string{"path", "oldString", "newString", "replaceAll"}, []string{"path", "oldString", "newString"}},
-		"grep":  {[]string{"pattern", "path", "include"}, []string{"pattern"}},
-		"glob":  {[]string{"pattern", "path"}, []string{"pattern"}},
+		"bash":        {[]string{"command", "timeout", "workdir"}, []string{"command"}},
+		"read":        {[]string{"path", "offset", "limit"}, []string{"path"}},
+		"write":       {[]string{"path", "content"}, []string{"path", "content"}},
+		"edit":        {[]string{"path", "oldString", "newString", "replaceAll"}, []string{"path", "oldString", "newString"}},
+		"grep":        {[]string{"pattern", "path", "include"}, []string{"pattern"}},
+		"glob":        {[]string{"pattern", "path"}, []string{"pattern"}},
+		"webfetch":    {[]string{"url", "format", "timeout"}, []string{"url"}},
+		"apply_patch": {[]string{"patchText"}, []string{"patchText"}},
+		"question":    {[]string{"questions"}, []string{"questions"}},
+		"todowrite":   {[]string{"todos"}, []string{"todos"}},
 	}
 	if diff := cmp.Diff(want, gotShapes); diff != "" {
 		t.Errorf("schemas (-want +got):\n%s", diff)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -245,4 +246,21 @@ func TestWorkspaceRel(t *testing.T) {
 			t.Errorf("rel(%q) = %q, %v; want %q, refused %v", tt.in, got, err, tt.want, tt.refused)
 		}
 	}
+}
+
+// FuzzSpellPath: every spelling leads back to its name, and is valid UTF-8
+// without control characters.
+func FuzzSpellPath(f *testing.F) {
+	for _, s := range []string{"a.txt", "caf\xe9", `a\x41`, "\x1b[0m", "\u0085", `\`, `\x`, `\xzz`, "d\xff/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		s := spellPath(name)
+		if got := unspellPath(s); got != name {
+			t.Fatalf("unspellPath(spellPath(%q)) = %q (spelled %q)", name, got, s)
+		}
+		if !utf8.ValidString(s) || strings.IndexFunc(s, isControl) >= 0 {
+			t.Fatalf("spellPath(%q) = %q holds invalid UTF-8 or a control character", name, s)
+		}
+	})
 }

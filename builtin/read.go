@@ -88,6 +88,9 @@ func (b *builtins) read(ctx context.Context, in ReadInput) (tool.Result, error) 
 			more = true
 			break
 		}
+		if lineNo == 1 {
+			line = bytes.TrimPrefix(line, []byte(utf8BOM)) // not text: edit keeps it
+		}
 		line, cut = clip(line, b.opts.MaxLineBytes, cut)
 		fmt.Fprintf(&out, "%6d\t%s", lineNo, line)
 		if cut {

@@ -69,7 +69,7 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 	}
 	defer root.Close()
 	g := &grepper{re: re, limit: b.opts.MaxGrepMatches, lineMax: b.opts.MaxLineBytes}
-	fsys := root.FS()
+	fsys := rootFS{root}
 	start := filepath.ToSlash(rel)
 	if !fi.IsDir() {
 		if !fi.Mode().IsRegular() {
@@ -194,6 +194,9 @@ func (g *grepper) file(ctx context.Context, root *os.Root, p string) error {
 		if err != nil {
 			return err
 		}
+		if lineNo == 1 {
+			line = bytes.TrimPrefix(line, []byte(utf8BOM))
+		}
 		if !g.re.Match(line) {
 			continue
 		}
@@ -202,7 +205,7 @@ func (g *grepper) file(ctx context.Context, root *os.Root, p string) error {
 			return nil
 		}
 		text, cut := clip(line, g.lineMax, cut)
-		entry := fmt.Sprintf("%s:%d: %s", p, lineNo, text)
+		entry := fmt.Sprintf("%s:%d: %s", spellPath(p), lineNo, text)
 		if cut {
 			entry += lineCutMarker
 		}
@@ -254,7 +257,7 @@ func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) 
 	}
 	start := filepath.ToSlash(rel)
 	var found []string
-	err = fs.WalkDir(root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(rootFS{root}, start, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
@@ -290,7 +293,7 @@ func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) 
 	}
 	var out strings.Builder
 	for _, f := range found[:min(len(found), b.opts.MaxGlobResults)] {
-		out.WriteString(f)
+		out.WriteString(spellPath(f))
 		out.WriteByte('\n')
 	}
 	if extra := len(found) - b.opts.MaxGlobResults; extra > 0 {

@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // workspace is the root every builtin is confined to.
@@ -28,7 +31,7 @@ func (w *workspace) rel(p string) (string, error) {
 	if p == "" {
 		return "", errors.New("path must not be empty")
 	}
-	c := filepath.Clean(p)
+	c := filepath.Clean(unspellPath(p))
 	if !filepath.IsAbs(c) {
 		if !filepath.IsLocal(c) {
 			return "", &refusal{p}
@@ -93,4 +96,78 @@ func describe(p string, err error) string {
 		return fmt.Sprintf("%s: %v", p, pe.Err)
 	}
 	return fmt.Sprintf("%s: %v", p, err)
+}
+
+// spellPath returns the spelling of the file path p (slash-separated) that
+// the builtins show the model: p itself, unless p is not valid UTF-8, holds a
+// control character, or holds text that reads as an escape. Then every
+// byte that is not valid UTF-8, every control character (C0, DEL and C1) and
+// every backslash is written \xNN (two lower-case hex digits). Every path
+// argument of the builtins reads \xNN as the byte NN (see unspellPath), so the
+// spelling leads back to the file: names that are not UTF-8 are reachable,
+// and no raw control character reaches a model or a terminal.
+func spellPath(p string) string {
+	if utf8.ValidString(p) && !hasEscape(p) && strings.IndexFunc(p, isControl) < 0 {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRuneInString(p[i:])
+		if (r == utf8.RuneError && size <= 1) || isControl(r) || r == '\\' {
+			for _, c := range []byte(p[i : i+size]) {
+				fmt.Fprintf(&b, "\\x%02x", c)
+			}
+		} else {
+			b.WriteString(p[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isControl reports whether r is a C0 or C1 control character or DEL.
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
+
+// hasEscape reports whether p holds a backslash, "x" and two hex digits.
+func hasEscape(p string) bool {
+	for i := 0; i+3 < len(p); i++ {
+		if p[i] == '\\' && p[i+1] == 'x' && isHex(p[i+2]) && isHex(p[i+3]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+// unspellPath reads every \xNN (N a hex digit, either case) of a path
+// argument as the byte NN: the inverse of spellPath. Any other backslash is
+// kept.
+func unspellPath(p string) string {
+	if !hasEscape(p) {
+		return p
+	}
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if i+3 < len(p) && p[i] == '\\' && p[i+1] == 'x' && isHex(p[i+2]) && isHex(p[i+3]) {
+			v, _ := strconv.ParseUint(p[i+2:i+4], 16, 8)
+			b = append(b, byte(v))
+			i += 3
+			continue
+		}
+		b = append(b, p[i])
+	}
+	return string(b)
+}
+
+// rootFS is an [fs.FS] over an [os.Root] that, unlike [os.Root.FS], also
+// opens names that are not valid UTF-8 (fs.ValidPath refuses them), so that
+// grep and glob walk every file. Names are slash-separated and relative.
+type rootFS struct{ root *os.Root }
+
+// Open implements [fs.FS]; the *os.File it returns is also an [fs.ReadDirFile].
+func (r rootFS) Open(name string) (fs.File, error) {
+	return r.root.Open(filepath.FromSlash(name))
 }

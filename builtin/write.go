@@ -1,11 +1,13 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -34,7 +36,8 @@ const (
 
 func (b *builtins) writeTool() (tool.Tool, error) {
 	desc := "Write a file of the workspace, replacing its whole content; creates the file and any " +
-		"missing parent directories. To change part of an existing file, prefer edit."
+		"missing parent directories. An existing file keeps its CRLF line endings and byte order mark " +
+		"when the content has none of its own. To change part of an existing file, prefer edit."
 	return tool.New(Write, desc, b.write, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: Source})
 }
 
@@ -75,26 +78,62 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 		return tool.Errorf("write %s: %v", in.Path, err), nil
 	}
 	perm := fs.FileMode(filePerm)
+	content := []byte(in.Content)
+	var kept []string
 	if !created {
 		perm = fi.Mode().Perm()
+		content, kept = keepConventions(root, rel, content)
 	}
-	if err := replaceFile(root, rel, []byte(in.Content), perm); err != nil {
+	if err := replaceFile(root, rel, content, perm); err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	verb := "overwrote"
 	if created {
 		verb = "created"
 	}
+	out := fmt.Sprintf("%s %s (%s)", verb, in.Path, plural(len(content), "byte", "bytes"))
+	if len(kept) > 0 {
+		out += "; kept the file's " + strings.Join(kept, " and ")
+	}
 	return tool.Result{
-		Output:   fmt.Sprintf("%s %s (%s)", verb, in.Path, plural(len(in.Content), "byte", "bytes")),
-		Metadata: map[string]any{"path": in.Path, "bytes": len(in.Content), "created": created},
+		Output:   out,
+		Metadata: map[string]any{"path": in.Path, "bytes": len(content), "created": created},
 	}, nil
+}
+
+// keepConventions keeps, in the new content of an existing file, the old
+// file's UTF-8 BOM (when the content has none) and its CRLF line endings
+// (when every line break of the old file's first 8000 bytes is CRLF and the
+// content has no carriage return at all). It returns the content to write and
+// what it kept, for the result. A content that says otherwise (has a BOM of
+// its own, any "\r") is written as it is.
+func keepConventions(root *os.Root, rel string, content []byte) ([]byte, []string) {
+	f, err := root.Open(rel)
+	if err != nil {
+		return content, nil
+	}
+	defer f.Close()
+	head := make([]byte, sniffLen)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	var kept []string
+	if bytes.Contains(head, []byte("\r\n")) && bytes.Count(head, []byte("\r\n")) == bytes.Count(head, []byte("\n")) &&
+		bytes.Contains(content, []byte("\n")) && !bytes.Contains(content, []byte("\r")) {
+		content = bytes.ReplaceAll(content, []byte("\n"), []byte("\r\n"))
+		kept = append(kept, "CRLF line endings")
+	}
+	if bytes.HasPrefix(head, []byte(utf8BOM)) && !bytes.HasPrefix(content, []byte(utf8BOM)) {
+		content = append([]byte(utf8BOM), content...)
+		kept = append(kept, "byte order mark")
+	}
+	return content, kept
 }
 
 func (b *builtins) editTool() (tool.Tool, error) {
 	desc := "Edit a file of the workspace by replacing exact text: oldString must occur exactly once " +
 		"(include enough surrounding lines to make it unique), or set replaceAll to replace every " +
-		"occurrence. Read the file first and copy oldString exactly, including indentation."
+		"occurrence. Read the file first and copy oldString exactly, including indentation. Write line " +
+		"breaks as \\n: the file keeps its own line endings (CRLF, LF or mixed) and byte order mark."
 	return tool.New(Edit, desc, b.edit, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: Source})
 }
 
@@ -134,28 +173,44 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
-	text := string(data)
-	n := strings.Count(text, in.OldString)
+	tf := parseText(data)
+	oldS, newS := normalizeNewlines(in.OldString), normalizeNewlines(in.NewString)
+	if rest, ok := strings.CutPrefix(oldS, utf8BOM); ok && tf.bom {
+		oldS, newS = rest, strings.TrimPrefix(newS, utf8BOM) // the BOM is kept in any case
+	}
+	if oldS == newS {
+		return tool.Error("oldString and newString differ only in line endings; edit keeps the file's line endings, so there is nothing to change"), nil
+	}
+	n := strings.Count(tf.text, oldS)
 	switch {
 	case n == 0:
 		return tool.Errorf("oldString not found in %s; read the file and copy the text exactly, including whitespace and indentation", in.Path), nil
 	case n > 1 && !in.ReplaceAll:
 		return tool.Errorf("oldString occurs %d times in %s; include more surrounding context to make it unique, or set replaceAll to replace every occurrence", n, in.Path), nil
 	}
-	if in.ReplaceAll {
-		text = strings.ReplaceAll(text, in.OldString, in.NewString)
-	} else {
-		text = strings.Replace(text, in.OldString, in.NewString, 1)
+	var splices []splice
+	for from := 0; ; {
+		i := strings.Index(tf.text[from:], oldS)
+		if i < 0 {
+			break
+		}
+		start := from + i
+		splices = append(splices, splice{start: start, end: start + len(oldS), repl: newS})
+		from = start + len(oldS)
+		if !in.ReplaceAll {
+			break
+		}
 	}
+	out := tf.apply(splices)
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("edit %s: %v", in.Path, err), nil
 	}
-	if err := replaceFile(root, rel, []byte(text), fi.Mode().Perm()); err != nil {
+	if err := replaceFile(root, rel, out, fi.Mode().Perm()); err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	return tool.Result{
 		Output:   fmt.Sprintf("edited %s: replaced %s", in.Path, plural(n, "occurrence", "occurrences")),
-		Metadata: map[string]any{"path": in.Path, "replacements": n},
+		Metadata: map[string]any{"path": in.Path, "replacements": n, "lineEndings": tf.endingsName(), "bom": tf.bom},
 	}, nil
 }
 

@@ -17,7 +17,8 @@
 //   - Every name must be valid for the model providers (see tool.ValidName).
 //
 // [Toolkit.Tools] lists the builtins that remain, in the fixed order of
-// builtin.Names (bash, read, write, edit, grep, glob), followed by the extra
+// builtin.Names (bash, read, write, edit, grep, glob, webfetch, question,
+// apply_patch, todowrite), followed by the extra
 // tools in the order given.
 //
 // # Execution

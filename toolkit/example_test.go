@@ -41,13 +41,13 @@ func ExampleNew() {
 		fmt.Printf("%s error=%v: %q\n", c.name, res.IsError, res.Output)
 	}
 	// Output:
-	// [read write edit grep glob]
+	// [read write edit grep glob webfetch question apply_patch todowrite]
 	// write error=false: "created notes/todo.txt (9 bytes)"
 	// edit error=false: "edited notes/todo.txt: replaced 1 occurrence"
 	// read error=false: "     1\tbuy bread\n"
 	// read error=true: "refused: path \"../outside.txt\" is outside the workspace"
 	// read error=true: "invalid arguments for read: validating root: required: missing properties: [\"path\"]"
-	// bash error=true: "unknown tool \"bash\"; available tools: read, write, edit, grep, glob"
+	// bash error=true: "unknown tool \"bash\"; available tools: read, write, edit, grep, glob, webfetch, question, apply_patch, todowrite"
 }
 
 // The same tool in the OpenAI, Anthropic and Gemini tool formats; Gemini's

@@ -45,7 +45,9 @@ type Options struct {
 	// Extra are the caller's own tools (seed 002's extra_tools). One whose name
 	// is a builtin's shadows that builtin.
 	Extra []tool.Tool
-	// Builtin configures the builtins (timeouts, output caps); nil means
+	// Builtin configures the builtins (timeouts, output caps, and in
+	// Builtin.WebFetch webfetch's allow and deny lists of hosts and the
+	// address ranges its private-address guard lets through); nil means
 	// builtin's defaults.
 	Builtin *builtin.Options
 }

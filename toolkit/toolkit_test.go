@@ -69,13 +69,13 @@ func TestComposition(t *testing.T) {
 		{"builtins by default", toolkit.Options{Workdir: dir}, builtin.Names()},
 		{"builtins off", toolkit.Options{NoBuiltins: true, Extra: []tool.Tool{fake("x", "func")}}, []string{"x"}},
 		{"builtins off, nothing else", toolkit.Options{NoBuiltins: true}, []string{}},
-		{"disable some", toolkit.Options{Workdir: dir, Disable: []string{"bash", "write"}}, []string{"read", "edit", "grep", "glob"}},
+		{"disable some", toolkit.Options{Workdir: dir, Disable: []string{"bash", "write"}}, []string{"read", "edit", "grep", "glob", "webfetch", "question", "apply_patch", "todowrite"}},
 		{"extras after builtins", toolkit.Options{Workdir: dir, Extra: []tool.Tool{fake("z", "func"), fake("a", "func")}},
 			append(builtin.Names(), "z", "a")},
 		{"an extra shadows a builtin", toolkit.Options{Workdir: dir, Extra: []tool.Tool{fake("read", "mcp:fs")}},
-			[]string{"bash", "write", "edit", "grep", "glob", "read"}},
+			[]string{"bash", "write", "edit", "grep", "glob", "webfetch", "question", "apply_patch", "todowrite", "read"}},
 		{"disable does not touch an extra", toolkit.Options{Workdir: dir, Disable: []string{"read"}, Extra: []tool.Tool{fake("read", "func")}},
-			[]string{"bash", "write", "edit", "grep", "glob", "read"}},
+			[]string{"bash", "write", "edit", "grep", "glob", "webfetch", "question", "apply_patch", "todowrite", "read"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestNewErrors(t *testing.T) {
 		{"nil tool", toolkit.Options{NoBuiltins: true, Extra: []tool.Tool{nil}}, toolkit.ErrInvalidTool, "toolkit: Extra[0]: invalid tool: nil tool"},
 		{"schema that does not resolve", toolkit.Options{NoBuiltins: true, Extra: []tool.Tool{badSchema}}, toolkit.ErrInvalidTool, ""},
 		{"disable a non-builtin", toolkit.Options{Workdir: dir, Disable: []string{"bsh"}}, toolkit.ErrUnknownTool,
-			`toolkit: Disable[0] "bsh": unknown tool (builtins: bash, read, write, edit, grep, glob)`},
+			`toolkit: Disable[0] "bsh": unknown tool (builtins: bash, read, write, edit, grep, glob, webfetch, question, apply_patch, todowrite)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

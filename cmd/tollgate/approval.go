@@ -252,6 +252,9 @@ func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
 		// One question at a time: the calls of a turn run concurrently.
 		asking.Lock()
 		defer asking.Unlock()
+		if req.Kind == tool.KindQuestion {
+			return askQuestions(ctx, w, readLine, req)
+		}
 		fmt.Fprintf(w, "\n%s\n", safeText(req.Prompt))
 		if d, err := approval.ParseRequestData(req); err == nil {
 			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", field(d.Tool), field(d.CallID), safeText(string(d.Args)))
@@ -403,6 +406,13 @@ func printHalted(rs *runSetup, stateDir string, res *agent.Result) {
 	w := rs.env.stdout
 	fmt.Fprintf(w, "stored run %s in %s; answer with:\n", res.RunID, stateDir)
 	for _, r := range res.Pending {
+		if r.Kind == tool.KindQuestion {
+			for _, line := range strings.Split(r.Prompt, "\n") {
+				fmt.Fprintf(w, "  | %s\n", safeText(line))
+			}
+			fmt.Fprintf(w, "  tollgate approvals answer%s %s ANSWER...   (one per question; or: approvals deny%s %s --reason ...)\n", sd, r.ID, sd, r.ID)
+			continue
+		}
 		fmt.Fprintf(w, "  tollgate approvals approve%s %s   (or: approvals deny%s %s --reason ...)\n", sd, r.ID, sd, r.ID)
 	}
 	fmt.Fprintf(w, "then: tollgate resume%s %s\n", sd, res.RunID)
@@ -513,7 +523,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 
 func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	var stateDir, runID string
-	cmd := &cobra.Command{Use: "approvals", Short: "List, show, approve and deny the approval requests of halted runs"}
+	cmd := &cobra.Command{Use: "approvals", Short: "List, show, approve, deny and answer the pending requests of halted runs"}
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", sqlite.DefaultDir, "directory of the store")
 	cmd.PersistentFlags().StringVar(&runID, "run", "", "the run the request belongs to (needed when two runs share a request ID)")
 
@@ -626,7 +636,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 		}
 		return c
 	}
-	cmd.AddCommand(list, show, decide(true), decide(false))
+	cmd.AddCommand(list, show, decide(true), decide(false), newAnswerCmd(&stateDir, &runID, env))
 	return cmd
 }
 

@@ -60,6 +60,9 @@ func TestDemo(t *testing.T) {
 		`[write call_7_1] denied by hook:--deny: tool "write" is denied by --deny write`,
 		`[edit call_8_1] approved by person:--approve=yes`,
 		`[bash call_4_1] <- ok`,
+		`[todowrite call_1_2] <- ok (108 bytes): 2 todos: 0 completed, 1 in progress, 1 pending`,
+		`[question call_2_2] approved by person:--approve=yes`,
+		`changed: 1 in_progress -> completed, 2 pending -> completed`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())

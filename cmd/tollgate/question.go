@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// choice turns what a person typed for question q into an answer: a number
+// picks that option (1-based), anything else is the person's own words. For
+// a question that allows several answers, commas separate them.
+func choice(q builtin.Question, typed string) []string {
+	parts := []string{typed}
+	if q.Multiple {
+		parts = strings.Split(typed, ",")
+	}
+	var out []string
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= len(q.Options) {
+			p = q.Options[n-1].Label
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// askQuestions asks the questions of a question request on the terminal,
+// one after another. A line of "-" alone declines the request.
+func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Context) (string, error), req tool.Request) (tool.Answer, error) {
+	qs, err := builtin.ParseQuestions(req)
+	if err != nil {
+		return tool.Answer{}, err
+	}
+	fmt.Fprintf(w, "\nthe agent asks (request %s):\n", safeText(req.ID))
+	var answers [][]string
+	for _, q := range qs {
+		if q.Header != "" {
+			fmt.Fprintf(w, "[%s] ", safeText(q.Header))
+		}
+		fmt.Fprintf(w, "%s\n", safeText(q.Question))
+		for i, o := range q.Options {
+			fmt.Fprintf(w, "  %d. %s", i+1, safeText(o.Label))
+			if o.Description != "" {
+				fmt.Fprintf(w, ": %s", safeText(o.Description))
+			}
+			fmt.Fprintln(w)
+		}
+		hint := "your answer"
+		switch {
+		case len(q.Options) > 0 && q.Multiple:
+			hint = "numbers or words, separated by commas"
+		case len(q.Options) > 0:
+			hint = "a number or your own words"
+		}
+		for {
+			fmt.Fprintf(w, "%s ('-' declines): ", hint)
+			s, err := readLine(ctx)
+			if err != nil {
+				return tool.Answer{}, err
+			}
+			if s == "-" {
+				return tool.Answer{ID: req.ID, OK: false, Reason: "the user declined to answer", By: currentUser()}, nil
+			}
+			if a := choice(q, s); len(a) > 0 {
+				answers = append(answers, a)
+				break
+			}
+		}
+	}
+	data, err := json.Marshal(builtin.QuestionAnswer{Answers: answers})
+	if err != nil {
+		return tool.Answer{}, err
+	}
+	return tool.Answer{ID: req.ID, OK: true, Data: data, By: currentUser()}, nil
+}
+
+// newAnswerCmd is `tollgate approvals answer`: the answer to a question
+// request (or the value of an input request), stored like an approval.
+func newAnswerCmd(stateDir, runID *string, env *cliEnv) *cobra.Command {
+	var by, data string
+	c := &cobra.Command{
+		Use:   "answer ID [ANSWER]...",
+		Short: "Answer a question request (one ANSWER per question, or --data JSON)",
+		Long: `Answer a question request of a halted run, then resume it with 'tollgate resume'.
+
+Give one ANSWER per question, in order: an option's number picks that option,
+anything else is your own words; for a question that allows several answers,
+separate them with commas. Or give the whole answer as JSON with --data, e.g.
+--data '{"answers": [["postgres"], ["auth", "search"]]}'. For a request of
+another kind (input), --data is passed to the tool as it is.`,
+		Args: argsUsage(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			if (data == "") == (len(args) == 1) {
+				return usageErr("approvals answer: give either ANSWER arguments or --data, not both or neither")
+			}
+			s, err := openStore(c.Context(), *stateDir)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			a, err := findApproval(c.Context(), s, *runID, args[0])
+			if err != nil {
+				return err
+			}
+			raw := json.RawMessage(data)
+			if a.Kind == tool.KindQuestion {
+				qs, err := builtin.ParseQuestions(a.Request)
+				if err != nil {
+					return withCode(exitError, err)
+				}
+				if data == "" {
+					if len(args)-1 != len(qs) {
+						return usageErr("approvals answer: request %s asks %d question(s); got %d answer(s)", a.ID, len(qs), len(args)-1)
+					}
+					var answers [][]string
+					for i, q := range qs {
+						answers = append(answers, choice(q, args[i+1]))
+					}
+					if raw, err = json.Marshal(builtin.QuestionAnswer{Answers: answers}); err != nil {
+						return withCode(exitError, err)
+					}
+				}
+				if _, err := builtin.ParseQuestionAnswer(qs, raw); err != nil {
+					return usageErr("approvals answer: %v", err)
+				}
+			} else if data == "" {
+				return usageErr("approvals answer: request %s is of kind %q; give the answer with --data", a.ID, a.Kind)
+			} else if !json.Valid(raw) {
+				return usageErr("approvals answer: --data is not JSON")
+			}
+			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Decision{Approve: true, By: by, Data: raw})
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			sd := ""
+			if *stateDir != sqlite.DefaultDir {
+				sd = "--state-dir " + *stateDir + " "
+			}
+			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.ID, a.RunID, a.DecidedBy, sd, a.RunID)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&by, "by", currentUser(), "who answers (kept in the decision record)")
+	c.Flags().StringVar(&data, "data", "", "the answer as JSON")
+	return c
+}
