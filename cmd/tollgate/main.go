@@ -19,9 +19,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tollgate-dev/tollgate/sandbox"
 )
 
 func main() {
+	// Started as the sandbox helper (by a sandboxed bash call, command hook
+	// or MCP server), run as that and never return.
+	sandbox.Main()
 	// SIGINT and SIGTERM cancel the run: running tools' process groups are
 	// killed, ON_STOP hooks still fire, and the error names the signal.
 	ctx, cancel := context.WithCancelCause(context.Background())
