@@ -129,6 +129,21 @@ func approvalRunExtension() runExtension {
 			if err := checkStateDir(ctx, stateDir); err != nil {
 				return usageErr("run: --state-dir %s: %v", stateDir, err)
 			}
+			// No sandboxed command may write the store, the policy or the
+			// records. The store's directory must exist to be protected
+			// (else a command could make it and plant a store in it).
+			if rs.sandbox != nil && rs.sandbox.sb != nil {
+				if err := os.MkdirAll(stateDir, 0o700); err != nil {
+					return usageErr("run: --state-dir %s: %v", stateDir, err)
+				}
+			}
+			rs.addProtected(stateDir)
+			if policyFile != "" {
+				rs.addProtected(policyFile)
+			}
+			if recordsFile != "" {
+				rs.addProtected(recordsFile)
+			}
 			rs.onHalt = func(ctx context.Context, res *agent.Result) error {
 				if err := storeHalted(ctx, rs, stateDir, res); err != nil {
 					return err
