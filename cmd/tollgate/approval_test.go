@@ -135,7 +135,7 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 		t.Fatalf("approvals list: exit %d\n%s", code, out)
 	}
 	reqID := m[1]
-	code, out = runOut(tg("approvals", "approve", "--state-dir", "state", "--by", "alice", reqID))
+	code, out = runOut(tg("approvals", "approve", "--state-dir", "state", "--by", "alice", "--admin", reqID))
 	if code != 0 || !strings.Contains(out, "approved "+reqID) {
 		t.Fatalf("approvals approve: exit %d\n%s", code, out)
 	}
@@ -159,14 +159,14 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 		t.Fatalf("after a second resume the call ran %d times, want 1", n)
 	}
 	code, out = runOut(tg("approvals", "show", "--state-dir", "state", reqID))
-	if code != 0 || !strings.Contains(out, `"status": "used"`) || !strings.Contains(out, `"decidedBy": "alice"`) {
+	if code != 0 || !strings.Contains(out, `"status": "used"`) || !strings.Contains(out, `"decidedBy": "alice (by `+currentUser()+` with --admin)"`) {
 		t.Fatalf("approvals show: exit %d\n%s", code, out)
 	}
 	rec, err := os.ReadFile(filepath.Join(dir, "records.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(rec), `"outcome":"approved","by":"person:alice"`) || strings.Contains(string(rec), "echo ran") {
+	if !strings.Contains(string(rec), `"outcome":"approved","by":"person:alice (by `) || strings.Contains(string(rec), "echo ran") {
 		t.Errorf("records.jsonl:\n%s", rec)
 	}
 }

@@ -88,7 +88,8 @@ func needSandbox(t *testing.T) {
 // of a second run runs `tollgate approvals approve` and `tollgate resume` on
 // the first run's pending request. The store (inside the workspace here, the
 // default .tollgate) is read-only to it, so the request stays pending and the
-// gated call never runs.
+// gated call never runs. Unsandboxed, the same call approves, but only as the
+// OS user running it, never as a name it chose.
 func TestToolCannotApproveItself(t *testing.T) {
 	needSandbox(t)
 	bin := tollgateBinary(t)
@@ -129,6 +130,18 @@ func TestToolCannotApproveItself(t *testing.T) {
 	code, out = tg("approvals", "list")
 	if code != 0 || !regexp.MustCompile(m[1]+`\s+`+r[1]+`\s+pending`).MatchString(out) {
 		t.Fatalf("the request is no longer pending: exit %d\n%s", code, out)
+	}
+
+	// Unsandboxed, the tool can approve, as the OS user only; --by is refused.
+	forged := fmt.Sprintf(`%s approvals approve --by security-team %s; echo "forged=$?"; %s approvals approve %s; echo "approve=$?"`, bin, m[1], bin, m[1])
+	apWrite(t, ws, "attack.yaml", fmt.Sprintf("turns:\n  - toolCalls:\n      - {name: bash, id: attack, args: {command: %q}}\n  - text: done\n", forged))
+	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox", "off", "attack")
+	if code != 0 || !strings.Contains(out, "forged=2") {
+		t.Fatalf("unsandboxed: exit %d\n%s", code, out)
+	}
+	code, out = tg("approvals", "show", m[1])
+	if code != 0 || !strings.Contains(out, `"decidedBy": "`+currentUser()+`"`) {
+		t.Fatalf("approvals show: exit %d\n%s", code, out)
 	}
 }
 
@@ -249,6 +262,13 @@ func TestDoctor(t *testing.T) {
 	}
 	if !strings.Contains(out, want) || (code != 0) != (sandbox.ABI() == 0 || !sandboxedHere(t)) {
 		t.Fatalf("doctor: exit %d\n%s", code, out)
+	}
+}
+
+func TestApproveByNeedsAdmin(t *testing.T) {
+	code, _, errOut := apMain(t, "approvals", "approve", "--state-dir", t.TempDir(), "--by", "security-team", "req_1")
+	if code != exitUsage || !strings.Contains(errOut, "needs --admin") {
+		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
 
