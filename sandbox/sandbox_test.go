@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -276,4 +277,35 @@ func findProcesses(t *testing.T, needle string) []int {
 		}
 	}
 	return pids
+}
+
+// Without namespaces, Landlock still confines writes and the private TMPDIR
+// is still removed; a protected path inside the workspace cannot be kept
+// read-only, and Wrap says so once.
+func TestWithoutNamespaces(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := sandbox.New(&sandbox.Options{NoNamespaces: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status().ABI == 0 {
+		t.Skip("this kernel offers no Landlock")
+	}
+	if s.Status().Namespaces {
+		t.Fatal("NoNamespaces was ignored")
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Protect: []string{filepath.Join(ws, ".tollgate")}}
+	for range 2 {
+		code, out := run(t, s, p, ws, fmt.Sprintf(`echo in > in.txt; echo out > %s/escape.txt; echo "$TMPDIR"`, outside))
+		if !exists(filepath.Join(ws, "in.txt")) || exists(filepath.Join(outside, "escape.txt")) {
+			t.Fatalf("exit %d\n%s", code, out)
+		}
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); exists(lines[len(lines)-1]) {
+			t.Errorf("TMPDIR %s left behind", lines[len(lines)-1])
+		}
+	}
+	if n := strings.Count(logs.String(), "no mount namespace"); n != 1 {
+		t.Errorf("the warning about the protected path was logged %d times, want 1:\n%s", n, logs.String())
+	}
 }
