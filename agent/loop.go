@@ -46,7 +46,7 @@ type runner struct {
 	idMu       sync.Mutex
 	pendingIDs map[string]bool
 
-	stops int // times Stop hooks continued this run
+	stops     int            // times Stop hooks continued this run
 	toolState *tool.RunState // handed to every tool call; saved into st by result
 }
 

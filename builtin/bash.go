@@ -78,8 +78,22 @@ func (b *builtins) bash(ctx context.Context, in BashInput) (tool.Result, error) 
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, shell, "-c", in.Command)
 	cmd.Dir = dir
-	cmd.Env = slices.Clip(b.opts.Env)
+	if b.opts.Env != nil {
+		cmd.Env = slices.Clip(b.opts.Env)
+	} else {
+		cmd.Env = proc.Env(os.Environ(), b.opts.PassEnv)
+	}
 	proc.Prepare(cmd)
+	killed := "the process group was killed"
+	if b.opts.Sandbox != nil {
+		tree, err := b.opts.Sandbox(cmd)
+		if err != nil {
+			return tool.Errorf("bash: sandbox: %v", err), nil
+		}
+		if tree {
+			killed = "the command and every process it started were killed"
+		}
+	}
 
 	// The child writes into a pipe we own (an *os.File, so exec starts no
 	// copying goroutine of its own and Wait returns as soon as the shell exits).
@@ -134,10 +148,10 @@ func (b *builtins) bash(ctx context.Context, in BashInput) (tool.Result, error) 
 		return tool.Result{Output: out, Metadata: meta}, nil
 	case ctx.Err() != nil:
 		meta["cancelled"] = true
-		return tool.Result{Output: withNote(out, fmt.Sprintf("[cancelled after %v: %v; the process group was killed]", elapsed.Round(time.Millisecond), ctx.Err())), IsError: true, Metadata: meta}, nil
+		return tool.Result{Output: withNote(out, fmt.Sprintf("[cancelled after %v: %v; %s]", elapsed.Round(time.Millisecond), ctx.Err(), killed)), IsError: true, Metadata: meta}, nil
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		meta["timedOut"] = true
-		return tool.Result{Output: withNote(out, fmt.Sprintf("[timed out after %v; the process group was killed]", timeout)), IsError: true, Metadata: meta}, nil
+		return tool.Result{Output: withNote(out, fmt.Sprintf("[timed out after %v; %s]", timeout, killed)), IsError: true, Metadata: meta}, nil
 	}
 	return tool.Result{Output: withNote(out, exitNote(cmd.ProcessState, waitErr)), IsError: true, Metadata: meta}, nil
 }

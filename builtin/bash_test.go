@@ -2,7 +2,9 @@ package builtin_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -204,5 +206,45 @@ func TestBashEnv(t *testing.T) {
 	r := call(t, tools, "bash", map[string]any{"command": "echo $GREETING ${HOME:-unset}"})
 	if diff := cmp.Diff(outcome{"hi unset\n", false}, got(r)); diff != "" {
 		t.Errorf("bash (-want +got):\n%s", diff)
+	}
+}
+
+// Without Options.Env, bash gets the process's environment scrubbed to the
+// allowlist: a provider key or a TOLLGATE_* variable reaches it only when
+// PassEnv names it.
+func TestBashScrubbedEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test-secret")
+	t.Setenv("TOLLGATE_INTERNAL", "internal")
+	t.Setenv("LANG", "C.UTF-8")
+	cmd := map[string]any{"command": `echo "key=$OPENAI_API_KEY tg=$TOLLGATE_INTERNAL lang=$LANG"`}
+	_, tools := workspace(t, nil, nil)
+	if diff := cmp.Diff(outcome{"key= tg= lang=C.UTF-8\n", false}, got(call(t, tools, "bash", cmd))); diff != "" {
+		t.Errorf("scrubbed (-want +got):\n%s", diff)
+	}
+	_, tools = workspace(t, nil, &builtin.Options{PassEnv: []string{"OPENAI_API_KEY"}})
+	if diff := cmp.Diff(outcome{"key=sk-test-secret tg= lang=C.UTF-8\n", false}, got(call(t, tools, "bash", cmd))); diff != "" {
+		t.Errorf("PassEnv (-want +got):\n%s", diff)
+	}
+}
+
+// Options.Sandbox sees the command before it starts, and an error refuses
+// the call.
+func TestBashSandboxHook(t *testing.T) {
+	var seen []string
+	_, tools := workspace(t, nil, &builtin.Options{Sandbox: func(cmd *exec.Cmd) (bool, error) {
+		seen = append(seen, strings.Join(cmd.Args[1:], " "))
+		if strings.Contains(cmd.Args[len(cmd.Args)-1], "refuse") {
+			return false, errors.New("no helper")
+		}
+		return true, nil
+	}})
+	if diff := cmp.Diff(outcome{"ok\n", false}, got(call(t, tools, "bash", map[string]any{"command": "echo ok"}))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(outcome{"bash: sandbox: no helper", true}, got(call(t, tools, "bash", map[string]any{"command": "echo refuse"}))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"-c echo ok", "-c echo refuse"}, seen); diff != "" {
+		t.Errorf("commands seen (-want +got):\n%s", diff)
 	}
 }

@@ -3,6 +3,7 @@ package builtin
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -76,9 +77,23 @@ type Options struct {
 	// address ranges let through the private-address guard, limits; nil
 	// means the defaults of [WebFetchOptions].
 	WebFetch *WebFetchOptions
-	// Env is bash's environment, as in [os/exec.Cmd.Env]; nil inherits the
-	// environment of the process.
+	// Env is bash's environment, as in [os/exec.Cmd.Env], taken as it is.
+	// Nil means the process's environment scrubbed to an allowlist (PATH,
+	// HOME, LANG, LC_*, TERM, TMPDIR, ...; see internal/proc.DefaultEnvAllow)
+	// plus the variables PassEnv names: provider keys such as
+	// OPENAI_API_KEY and tollgate's TOLLGATE_* variables never reach the
+	// command unless named there.
 	Env []string
+	// PassEnv names variables (exact names, or prefixes ending in '*') passed
+	// to bash on top of the allowlist when Env is nil.
+	PassEnv []string
+	// Sandbox, if set, is called with every command bash is about to start,
+	// after its environment, directory and process group are set; it may
+	// rewrite the command to run confined (sandbox.Sandbox.Wrapper returns
+	// one). It reports whether killing the started process kills every
+	// process the command starts (a PID namespace); an error refuses the call
+	// with an error result. Nil runs the shell unconfined.
+	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -90,6 +105,7 @@ func (o *Options) withDefaults() (Options, error) {
 			w := *o.WebFetch
 			c.WebFetch = &w
 		}
+		c.PassEnv = slices.Clone(o.PassEnv)
 	}
 	for name, v := range map[string]int64{
 		"BashTimeout": int64(c.BashTimeout), "MaxBashTimeout": int64(c.MaxBashTimeout),

@@ -37,9 +37,15 @@
 // as no path can tell one name of a file from another.
 //
 // bash is confined only in where it starts (its workdir must lie inside the
-// root): the shell itself can reach anything the process can. It is hinted
-// destructive and open-world so that the gates around tool calls (hooks,
-// policies, approvals) treat it accordingly.
+// root): the shell itself can reach anything the process can, unless
+// [Options].Sandbox confines it (the tollgate command does so by default with
+// package sandbox: writes only in the workspace and a private TMPDIR, no TCP,
+// no signals outside). It is hinted destructive and open-world so that the
+// gates around tool calls (hooks, policies, approvals) treat it accordingly.
+//
+// bash's environment is the process's scrubbed to an allowlist (PATH, HOME,
+// LANG, LC_*, TERM, TMPDIR, ...) plus [Options].PassEnv: provider keys and
+// TOLLGATE_* variables do not reach the shell unless named.
 //
 // # Text, line endings and file names
 //

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,8 +64,9 @@ type Config struct {
 // must be set.
 //
 // In mcp.json the keys are "command", "args", "env", "cwd", "url", "headers",
-// "disabled", "timeout", "callTimeout", "trusted" and the optional "type"
-// ("stdio", "http", "streamable-http" or "streamableHttp"; "sse" is rejected).
+// "disabled", "timeout", "callTimeout", "trusted", "sandbox", "sandboxRead",
+// "sandboxConnect" and the optional "type" ("stdio", "http",
+// "streamable-http" or "streamableHttp"; "sse" is rejected).
 type ServerConfig struct {
 	// Command is the program of a stdio server, looked up in PATH when it has
 	// no path separator, and taken as written (no ${NAME} expansion).
@@ -73,9 +75,13 @@ type ServerConfig struct {
 	// ${NAME:-default} like Env, expanded when the server is started; expanded
 	// arguments are never logged.
 	Args []string
-	// Env holds variables added to tollgate's own environment for the command.
-	// Values may use ${NAME} and ${NAME:-default}, expanded when the server is
-	// started (see [Options].LookupEnv); they are never logged.
+	// Env holds variables added, for the command, to tollgate's own
+	// environment scrubbed to an allowlist (PATH, HOME, LANG, LC_*, TERM,
+	// TMPDIR, ...; internal/proc.DefaultEnvAllow): a provider key or any other
+	// variable reaches the server only when named here, e.g.
+	// "GITHUB_TOKEN": "${GITHUB_TOKEN}". Values may use ${NAME} and
+	// ${NAME:-default}, expanded when the server is started (see
+	// [Options].LookupEnv); they are never logged.
 	Env map[string]string
 	// Cwd is the command's working directory. Empty means tollgate's own. It
 	// may use ${NAME} and ${NAME:-default} like Args. In mcp.json a relative
@@ -117,7 +123,21 @@ type ServerConfig struct {
 	// [HintsFor]). The default, false, makes every hint of its tools the
 	// strictest value.
 	Trusted bool
+
+	// Sandbox is how a stdio server is confined when [Options].Sandbox is set:
+	// "off", "workspace" or "read-only" (see package sandbox); empty means the
+	// host's default (the tollgate command: "workspace").
+	Sandbox string
+	// SandboxRead are further files and trees a sandboxed server may read
+	// (its own installation, a cache); in mcp.json relative paths resolve
+	// against the directory of the file.
+	SandboxRead []string
+	// SandboxConnect are the TCP ports a sandboxed server may connect to.
+	SandboxConnect []uint16
 }
+
+// SandboxModes are the values "sandbox" takes in mcp.json (besides empty).
+var sandboxModes = []string{"off", "workspace", "read-only"}
 
 // transportKind names how a server is reached, for statuses and logs.
 func (sc *ServerConfig) transportKind() string {
@@ -280,6 +300,12 @@ func (c *Config) Validate() error {
 		}
 		if sc.Timeout < 0 {
 			return fail("timeout", errors.New("negative"))
+		}
+		if sc.Sandbox != "" && !slices.Contains(sandboxModes, sc.Sandbox) {
+			return fail("sandbox", fmt.Errorf("%q: want off, workspace or read-only", sc.Sandbox))
+		}
+		if sc.Command == "" && (sc.Sandbox != "" || len(sc.SandboxRead) > 0 || len(sc.SandboxConnect) > 0) {
+			return fail("sandbox", errors.New("\"sandbox\", \"sandboxRead\" and \"sandboxConnect\" need \"command\""))
 		}
 		if sc.CallTimeout < 0 {
 			return fail("callTimeout", errors.New("negative"))
@@ -633,6 +659,34 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 		case "callTimeout":
 			if sc.CallTimeout, err = duration(MaxCallTimeout); err != nil {
 				return nil, err
+			}
+		case "sandbox":
+			if sc.Sandbox, err = str(); err != nil {
+				return nil, err
+			}
+			if !slices.Contains(sandboxModes, sc.Sandbox) {
+				return nil, bad("%q: want off, workspace or read-only", sc.Sandbox)
+			}
+		case "sandboxRead":
+			if err := json.Unmarshal(f.val, &sc.SandboxRead); err != nil {
+				return nil, bad("want an array of paths, got %s", describeJSON(f.val))
+			}
+			for i, r := range sc.SandboxRead {
+				if r == "" {
+					return nil, p.errAt(f.valOff, name, fmt.Sprintf("sandboxRead[%d]", i), errors.New("empty path"))
+				}
+				if !filepath.IsAbs(r) {
+					if sc.SandboxRead[i], err = filepath.Abs(filepath.Join(dir, r)); err != nil {
+						return nil, bad("%v", err)
+					}
+				}
+			}
+		case "sandboxConnect":
+			if err := json.Unmarshal(f.val, &sc.SandboxConnect); err != nil {
+				return nil, bad("want an array of TCP ports (1-65535), got %s", describeJSON(f.val))
+			}
+			if slices.Contains(sc.SandboxConnect, 0) {
+				return nil, bad("port 0 is not a port")
 			}
 		default:
 			line, col := p.pos(f.keyOff)

@@ -58,6 +58,17 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseSandbox(t *testing.T) {
+	cfg, err := Parse("/etc/tg/mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "sandbox": "read-only", "sandboxRead": ["node_modules", "/opt/x"], "sandboxConnect": [443]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Servers["a"]
+	if a.Sandbox != "read-only" || len(a.SandboxRead) != 2 || a.SandboxRead[0] != "/etc/tg/node_modules" || a.SandboxRead[1] != "/opt/x" || len(a.SandboxConnect) != 1 || a.SandboxConnect[0] != 443 {
+		t.Errorf("server a = %+v", a)
+	}
+}
+
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mcp.json")
@@ -98,6 +109,10 @@ func TestParseErrors(t *testing.T) {
 		{"bad env ref", `{"mcpServers": {"a": {"command": "x", "env": {"N": "${A-B}"}}}}`, `mcp.json:1:52: server "a": env.N: "${A-B}": "A-B" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`},
 		{"unterminated header ref", `{"mcpServers": {"a": {"url": "http://h/mcp", "headers": {"X": "${TOKEN"}}}}`, `mcp.json:1:63: server "a": headers.X: unterminated "${"`},
 		{"disabled type", `{"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}`, `mcp.json:1:51: server "a": disabled: want true or false, got a string`},
+		{"sandbox mode", `{"mcpServers": {"a": {"command": "x", "sandbox": "on"}}}`, `mcp.json:1:50: server "a": sandbox: "on": want off, workspace or read-only`},
+		{"sandbox ports", `{"mcpServers": {"a": {"command": "x", "sandboxConnect": [80, 70000]}}}`, `mcp.json:1:57: server "a": sandboxConnect: want an array of TCP ports (1-65535), got an array`},
+		{"sandbox port 0", `{"mcpServers": {"a": {"command": "x", "sandboxConnect": [0]}}}`, `mcp.json:1:57: server "a": sandboxConnect: port 0 is not a port`},
+		{"sandbox over http", `{"mcpServers": {"a": {"url": "http://h/mcp", "sandbox": "off"}}}`, `mcp.json:1:17: server "a": sandbox: "sandbox", "sandboxRead" and "sandboxConnect" need "command"`},
 		{"trusted type", `{"mcpServers": {"a": {"command": "x", "trusted": 1}}}`, `mcp.json:1:50: server "a": trusted: want true or false, got a number`},
 		{"timeout word", `{"mcpServers": {"a": {"command": "x", "timeout": "soon"}}}`, `mcp.json:1:50: server "a": timeout: "soon" is not a duration such as "30s" or "2m"`},
 		{"timeout number", `{"mcpServers": {"a": {"command": "x", "timeout": 30000}}}`, `mcp.json:1:50: server "a": timeout: want a duration string such as "30s" or "2m", got a number 30000`},

@@ -3,10 +3,20 @@
 //
 // [Load] or [Parse] reads an mcp.json in the common format (an "mcpServers"
 // map; "command", "args", "env", "cwd" for a stdio server; "url", "headers" for
-// a streamable HTTP server; "disabled", "timeout", "callTimeout", "trusted").
+// a streamable HTTP server; "disabled", "timeout", "callTimeout", "trusted";
+// "sandbox", "sandboxRead", "sandboxConnect" for a stdio server).
 // [Open] connects every enabled server, lists its tools, and returns a [Set]
 // whose [Set.Tools] go into a tool registry like any other tool; [Set.Servers]
 // says how each server fared, and [Set.Close] stops them all.
+//
+// A stdio server gets tollgate's environment scrubbed to an allowlist (PATH,
+// HOME, LANG, LC_*, TERM, TMPDIR, ...) plus its "env": provider keys and other
+// secrets reach it only when "env" names them ("GITHUB_TOKEN": "${GITHUB_TOKEN}").
+// With [Options].Sandbox set (the tollgate command sets it), a stdio server
+// runs confined as its "sandbox" says ("off", "workspace" or "read-only"; the
+// command's default is "workspace"), with "sandboxRead" naming further
+// paths it may read (its installation outside the system directories, a
+// cache) and "sandboxConnect" the TCP ports it may connect to.
 //
 // ${NAME} and ${NAME:-default} in "args", "cwd", "env" and "headers" values are
 // expanded from the environment ([Options].LookupEnv) when a server starts, and

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/proc"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -34,6 +35,12 @@ type Options struct {
 	// client of its own with default settings. Configured headers are added to
 	// every request on top of it.
 	HTTPClient *http.Client
+	// Sandbox, if set, is called with the command of every stdio server
+	// before it starts, with the server's name and configuration (its
+	// Sandbox, SandboxRead and SandboxConnect), and may rewrite the command
+	// to run confined (the tollgate command wires package sandbox here). An
+	// error fails that server's start. Nil starts servers unconfined.
+	Sandbox func(cmd *exec.Cmd, server string, sc *ServerConfig) error
 	// ShutdownGrace is how long closing a stdio server waits at each step
 	// (after closing its stdin, after SIGTERM, after SIGKILL); zero means
 	// [DefaultShutdownGrace]. Closing takes at most about three of it.
@@ -335,7 +342,7 @@ func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer
 		hc.Transport = &headerTransport{base: rt, headers: headers}
 		return &mcp.StreamableClientTransport{Endpoint: sc.URL, HTTPClient: &hc}, nil
 	}
-	env := os.Environ()
+	env := proc.Env(os.Environ(), nil)
 	keys := make([]string, 0, len(sc.Env))
 	for k := range sc.Env {
 		keys = append(keys, k)
@@ -369,6 +376,11 @@ func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer
 	}
 	cmd.Env = env
 	cmd.Dir = dir
+	if o.Sandbox != nil {
+		if err := o.Sandbox(cmd, name, sc); err != nil {
+			return nil, fmt.Errorf("start: sandbox: %w", err)
+		}
+	}
 	*stderr = &tailBuffer{n: stderrKeep}
 	return &stdioTransport{cmd: cmd, grace: o.ShutdownGrace, logger: o.Logger, server: name, stderr: *stderr}, nil
 }

@@ -35,6 +35,10 @@ func helperServer(mode string) {
 		whereServer()
 		return
 	}
+	if mode == "env" {
+		envServer()
+		return
+	}
 	if mode == "stubborn" {
 		signal.Ignore(syscall.SIGTERM)
 	}
@@ -73,6 +77,55 @@ func whereServer() {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil
 	})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// envServer serves one tool, "env", whose output is the server's
+// environment, one variable per line.
+func envServer() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "env", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "env", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// A stdio server gets tollgate's environment scrubbed to the allowlist plus
+// its configured env: a provider key reaches it only when named there.
+// Options.Sandbox sees the command with the server's name and configuration.
+func TestStdioServerEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test-secret")
+	t.Setenv("TOLLGATE_INTERNAL", "internal")
+	for _, tt := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{"MCPTOOL_TEST_HELPER": "env"}, false},
+		{map[string]string{"MCPTOOL_TEST_HELPER": "env", "OPENAI_API_KEY": "${OPENAI_API_KEY}"}, true},
+	} {
+		var seen []string
+		s := open(t, &Config{Servers: map[string]*ServerConfig{"envsrv": {Command: os.Args[0], Env: tt.env, Sandbox: "read-only"}}},
+			&Options{Sandbox: func(cmd *exec.Cmd, server string, sc *ServerConfig) error {
+				seen = append(seen, server+":"+sc.Sandbox)
+				return nil
+			}})
+		if st := status(t, s, "envsrv"); st.State != StateReady {
+			t.Fatalf("status = %+v", st)
+		}
+		res, err := s.Tools()[0].Call(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(res.Output, "OPENAI_API_KEY=sk-test-secret"); got != tt.want {
+			t.Errorf("env %v: the key reached the server: %v\n%s", tt.env, got, res.Output)
+		}
+		if strings.Contains(res.Output, "TOLLGATE_INTERNAL") || !strings.Contains(res.Output, "PATH=") {
+			t.Errorf("environment not scrubbed to the allowlist:\n%s", res.Output)
+		}
+		if len(seen) != 1 || seen[0] != "envsrv:read-only" {
+			t.Errorf("Options.Sandbox calls: %q", seen)
+		}
+		s.Close()
+	}
 }
 
 // alive reports whether pid is a live process (a zombie counts as gone).

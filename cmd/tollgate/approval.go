@@ -10,8 +10,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -129,6 +131,21 @@ func approvalRunExtension() runExtension {
 			// A halted run must be storable: find out before any call runs.
 			if err := checkStateDir(ctx, stateDir); err != nil {
 				return usageErr("run: --state-dir %s: %v", stateDir, err)
+			}
+			// No sandboxed command may write the store, the policy or the
+			// records. The store's directory must exist to be protected
+			// (else a command could make it and plant a store in it).
+			if rs.sandbox != nil && rs.sandbox.sb != nil {
+				if err := os.MkdirAll(stateDir, 0o700); err != nil {
+					return usageErr("run: --state-dir %s: %v", stateDir, err)
+				}
+			}
+			rs.addProtected(stateDir)
+			if policyFile != "" {
+				rs.addProtected(policyFile)
+			}
+			if recordsFile != "" {
+				rs.addProtected(recordsFile)
 			}
 			rs.onHalt = func(ctx context.Context, res *agent.Result) error {
 				if err := storeHalted(ctx, rs, stateDir, res); err != nil {
@@ -292,11 +309,15 @@ func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
 	}
 }
 
+// currentUser names the OS user running this process, from its real user ID
+// (not $USER, which any process can set): the login name, else "uid:N".
+// It is the principal of every answer given through the command line.
 func currentUser() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
+	uid := os.Getuid()
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return u.Username
 	}
-	return "cli"
+	return "uid:" + strconv.Itoa(uid)
 }
 
 // checkStateDir reports whether a halted run could be stored under dir,
@@ -592,6 +613,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 
 	decide := func(approve bool) *cobra.Command {
 		var by, reason, editArgs string
+		var admin bool
 		use, short := "approve ID", "Approve a request (optionally with edited arguments)"
 		if !approve {
 			use, short = "deny ID", "Deny a request with a reason the model sees"
@@ -600,6 +622,17 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			Use: use, Short: short,
 			Args: argsUsage(cobra.ExactArgs(1)),
 			RunE: func(c *cobra.Command, args []string) error {
+				// The principal is the OS user running this command: a tool
+				// that reaches this command cannot claim to be someone else.
+				// --by names another only with --admin, and the record keeps
+				// the OS user beside it.
+				principal := currentUser()
+				if by != "" {
+					if !admin {
+						return usageErr("%s: --by records a principal other than the OS user (%s); it needs --admin", c.CommandPath(), principal)
+					}
+					principal = by + " (by " + principal + " with --admin)"
+				}
 				s, err := openStore(c.Context(), stateDir)
 				if err != nil {
 					return err
@@ -609,7 +642,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				d := store.Decision{Approve: approve, By: by, Reason: reason}
+				d := store.Decision{Approve: approve, By: principal, Reason: reason}
 				if editArgs != "" {
 					var obj map[string]any
 					if err := json.Unmarshal([]byte(editArgs), &obj); err != nil {
@@ -629,7 +662,8 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				return nil
 			},
 		}
-		c.Flags().StringVar(&by, "by", currentUser(), "who decides (kept in the decision record)")
+		c.Flags().StringVar(&by, "by", "", "record this principal instead of the OS user running the command (needs --admin; the OS user is kept too)")
+		c.Flags().BoolVar(&admin, "admin", false, "allow --by")
 		c.Flags().StringVar(&reason, "reason", "", "why; on deny the model sees it")
 		if approve {
 			c.Flags().StringVar(&editArgs, "args", "", "approve with these arguments instead (a JSON object); they are authorized again")

@@ -135,7 +135,7 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 		t.Fatalf("approvals list: exit %d\n%s", code, out)
 	}
 	reqID := m[1]
-	code, out = runOut(tg("approvals", "approve", "--state-dir", "state", "--by", "alice", reqID))
+	code, out = runOut(tg("approvals", "approve", "--state-dir", "state", "--by", "alice", "--admin", reqID))
 	if code != 0 || !strings.Contains(out, "approved "+reqID) {
 		t.Fatalf("approvals approve: exit %d\n%s", code, out)
 	}
@@ -159,14 +159,14 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 		t.Fatalf("after a second resume the call ran %d times, want 1", n)
 	}
 	code, out = runOut(tg("approvals", "show", "--state-dir", "state", reqID))
-	if code != 0 || !strings.Contains(out, `"status": "used"`) || !strings.Contains(out, `"decidedBy": "alice"`) {
+	if code != 0 || !strings.Contains(out, `"status": "used"`) || !strings.Contains(out, `"decidedBy": "alice (by `+currentUser()+` with --admin)"`) {
 		t.Fatalf("approvals show: exit %d\n%s", code, out)
 	}
 	rec, err := os.ReadFile(filepath.Join(dir, "records.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(rec), `"outcome":"approved","by":"person:alice"`) || strings.Contains(string(rec), "echo ran") {
+	if !strings.Contains(string(rec), `"outcome":"approved","by":"person:alice (by `) || strings.Contains(string(rec), "echo ran") {
 		t.Errorf("records.jsonl:\n%s", rec)
 	}
 }
@@ -189,10 +189,7 @@ func newE2E(t *testing.T) *e2e {
 		t.Fatal("the bash builtin needs bash on PATH")
 	}
 	dir := t.TempDir()
-	e := &e2e{t: t, dir: dir, bin: filepath.Join(dir, "tollgate"), ws: filepath.Join(dir, "ws")}
-	if out, err := exec.Command("go", "build", "-o", e.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	e := &e2e{t: t, dir: dir, bin: tollgateBinary(t), ws: filepath.Join(dir, "ws")}
 	if err := os.Mkdir(e.ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +281,7 @@ func TestRunWaitKilledThenResumedEndToEnd(t *testing.T) {
 	if e.lines() != 0 {
 		t.Fatal("the gated call ran before approval")
 	}
-	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", "--by", "alice", reqID)); code != 0 {
+	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID)); code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, out)
 	}
 	code, out := e.runOut(e.tg("resume", "--state-dir", "state", runID))
@@ -359,8 +356,11 @@ func TestReclaimAfterKilledResumeEndToEnd(t *testing.T) {
 	res.Wait()
 	// A process killed with SIGKILL cannot clean up: end the orphaned call's
 	// process group (the bash builtin leads its own group) ourselves.
+	// (Sandboxed, the call ran in a PID namespace that died with the resume,
+	// and $$ is a PID of that namespace: there is nothing to kill, and the
+	// number must not be used here.)
 	if b, err := os.ReadFile(started); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 2 && !sandboxedHere(t) {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}

@@ -31,7 +31,12 @@ func hooksRunExtension() runExtension {
 			// The hooks' log actions and command failures go to stderr: they
 			// are what the user asked for with --hooks, verbose or not.
 			logger := slog.New(slog.NewTextHandler(rs.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			reg, err := loadHookFiles(files, rs.env.stderr, &declarative.Options{Logger: logger})
+			dopts := &declarative.Options{Logger: logger}
+			if rs.sandbox != nil {
+				dopts.Sandbox, dopts.PassEnv = rs.sandbox.hookSandbox(), rs.sandbox.passEnv
+			}
+			rs.addProtected(files...)
+			reg, err := loadHookFiles(files, rs.env.stderr, dopts)
 			if err != nil {
 				return usageErr("run: --hooks: %v", err)
 			}

@@ -125,7 +125,7 @@ func TestRunWithHooks(t *testing.T) {
 	if err := os.Mkdir(work, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	errLog := filepath.Join(dir, "errors.log")
+	errLog := filepath.Join(work, "errors.log") // sandboxed hooks write in the workspace and the working directory
 	hooksFile := writeFile(t, dir, "hooks.yaml", `hooks:
   - event: onStart
     action: {type: log, message: "start ${agent}"}

@@ -20,6 +20,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/sandbox"
 )
 
 // stopGrace is how long the command lets a cancelled run unwind (tools and
@@ -28,6 +30,9 @@ import (
 const stopGrace = 15 * time.Second
 
 func main() {
+	// Started as the sandbox helper (by a sandboxed bash call, command hook
+	// or MCP server), run as that and never return.
+	sandbox.Main()
 	// SIGINT and SIGTERM cancel the run: running tools' process groups are
 	// killed, ON_STOP hooks still fire, and the error names the signal.
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -36,7 +37,12 @@ func mcpRunExtension() runExtension {
 			if len(files) == 0 {
 				return nil
 			}
-			set, err := openMCP(ctx, files, rs.env.stderr, rs.logger)
+			rs.addProtected(files...)
+			var confine func(*exec.Cmd, string, *mcptool.ServerConfig) error
+			if rs.sandbox != nil {
+				confine = rs.sandbox.mcpSandbox()
+			}
+			set, err := openMCP(ctx, files, rs.env.stderr, rs.logger, confine)
 			if err != nil {
 				return err
 			}
@@ -105,7 +111,7 @@ const mcpOpenSlack = 3*mcptool.DefaultShutdownGrace + 20*time.Second
 // slowest server plus mcpOpenSlack, as a backstop. A clash between tool
 // names of two servers is a usage error; an Open that runs out of time or is
 // canceled is an error (exit 1).
-func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logger) (*mcptool.Set, error) {
+func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logger, confine func(*exec.Cmd, string, *mcptool.ServerConfig) error) (*mcptool.Set, error) {
 	cfg, err := loadMCP(files, w)
 	if err != nil {
 		return nil, err
@@ -117,7 +123,7 @@ func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logg
 	bound := 2*slowest + mcpOpenSlack
 	octx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	set, err := mcptool.Open(octx, cfg, &mcptool.Options{Logger: logger})
+	set, err := mcptool.Open(octx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine})
 	if err != nil {
 		var ce *mcptool.CollisionError
 		var cfgErr *mcptool.ConfigError

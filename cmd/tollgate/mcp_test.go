@@ -160,7 +160,10 @@ func TestRunMCPApproveLater(t *testing.T) {
 	apWrite(t, ws, "hello.txt", "hello from tollgate\n")
 	out := filepath.Join(ws, "out.txt")
 	cfg := mcpConfig(t, dir, map[string]any{
-		"fs":     map[string]any{"command": node, "args": []string{entry, "${MCP_TEST_WS}"}, "trusted": true},
+		// Sandboxed (the default), the server may read its installation only
+		// when the configuration says so.
+		"fs": map[string]any{"command": node, "args": []string{entry, "${MCP_TEST_WS}"}, "trusted": true,
+			"sandboxRead": []string{entry[:strings.Index(entry, "node_modules")+len("node_modules")]}},
 		"broken": map[string]any{"command": filepath.Join(dir, "no-such-server")},
 	})
 	t.Setenv("MCP_TEST_WS", ws)
@@ -210,7 +213,7 @@ func TestRunMCPApproveLater(t *testing.T) {
 	if m == nil || r == nil || strings.Count(stdout, "approvals approve") != 1 {
 		t.Fatalf("want one request to approve and a stored run:\n%s", stdout)
 	}
-	if code, o, e := apMain(t, "approvals", "approve", "--state-dir", state, "--by", "alice", m[1]); code != 0 {
+	if code, o, e := apMain(t, "approvals", "approve", "--state-dir", state, m[1]); code != 0 {
 		t.Fatalf("approve: exit %d\n%s%s", code, o, e)
 	}
 	code, stdout, stderr = apMain(t, "resume", "--state-dir", state, r[1])

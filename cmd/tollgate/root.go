@@ -95,6 +95,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		newToolsCmd(env),
 		newHooksCmd(env),
 		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env),
+		newDoctorCmd(env),
 	)
 	// Unknown subcommands and bad arguments are usage errors too.
 	for _, c := range root.Commands() {

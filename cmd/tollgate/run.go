@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/model"
@@ -57,6 +58,8 @@ type runSetup struct {
 	// closers run when the command ends, last added first.
 	closers []func() error
 	logger  *slog.Logger
+	// sandbox is what the sandbox flags decided (never nil after its setup).
+	sandbox *sandboxConfig
 }
 
 // runExtension adds flags to `tollgate run` and takes part in its setup.
@@ -68,6 +71,7 @@ type runExtension struct {
 // runExtensions lists the extensions of `tollgate run`, one line each.
 func runExtensions() []runExtension {
 	return []runExtension{
+		sandboxRunExtension(), // first: the others read rs.sandbox
 		hooksRunExtension(),
 		claudeRunExtension(),
 		approvalRunExtension(),
@@ -208,7 +212,11 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 			return nil, err
 		}
 	}
-	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.workdir, Extra: rs.tools})
+	var bopts *builtin.Options
+	if rs.sandbox != nil {
+		bopts = rs.sandbox.builtinOptions()
+	}
+	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.workdir, Extra: rs.tools, Builtin: bopts})
 	if err != nil {
 		b.close()
 		return nil, usageErr("run: %v", err)

@@ -29,7 +29,7 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 			var extra []tool.Tool
 			failed := 0
 			if len(mcpFiles) > 0 {
-				set, err := openMCP(c.Context(), mcpFiles, env.stderr, nil)
+				set, err := openMCP(c.Context(), mcpFiles, env.stderr, nil, nil)
 				if err != nil {
 					return err
 				}

@@ -93,9 +93,14 @@
 // The standard executor ([NewExecutor]) writes a log action's message at INFO,
 // prefixed "[HOOK] ", to the registry's logger, with logger=[ExecutorLoggerName].
 // It runs a command action with sh -c in the process working directory (or its
-// argv without a shell), waits up to its timeout (30 s by default), and then
-// kills the command's whole process group; it also kills it when the context
-// of the tool call (hence the run) is canceled. A non-zero exit, a timeout or a
+// argv without a shell) in a session of its own, waits up to its timeout (30 s
+// by default), and then kills the command's whole process group; it also kills
+// it when the context of the tool call (hence the run) is canceled. A process
+// that left the group (setsid) is killed too only when the command was
+// sandboxed with a PID namespace ([Options].Sandbox); the warning says which.
+// The command's environment is the process's scrubbed to an allowlist (PATH,
+// HOME, LANG, LC_*, TERM, TMPDIR, ...) plus [Options].PassEnv and the context's
+// TOLLGATE_* variables: provider keys do not reach it unless named. A non-zero exit, a timeout or a
 // failure to start is logged at WARN with up to 50 lines of the command's
 // combined output. Output is captured up to [OutputLimit] bytes and the rest is
 // drained, and stdin is written from a separate goroutine, so neither a command

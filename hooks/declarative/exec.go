@@ -49,16 +49,24 @@ const (
 // A log action writes LogPrefix + the expanded message at INFO.
 //
 // A command action runs `sh -c COMMAND` (or its argv, without a shell) in the
-// process working directory, with the environment of the process plus the
-// TOLLGATE_* variables and the context as one JSON object on stdin. It waits
-// until the command exits, its timeout passes, or ctx is done; then it kills
-// the command's whole process group. A non-zero exit, a timeout, a
+// process working directory, in a session of its own, with the environment of
+// the process scrubbed to an allowlist (internal/proc.Env: PATH, HOME, LANG,
+// TERM, ...; no provider keys, no inherited TOLLGATE_* variables) plus the
+// TOLLGATE_* variables of the context, and the context as one JSON object on
+// stdin. It waits until the command exits, its timeout passes, or ctx is done;
+// then it kills the command's whole process group. A process that left the
+// group (setsid) survives that, unless the command was sandboxed with a PID
+// namespace ([Options].Sandbox), which kills everything it started. A non-zero exit, a timeout, a
 // cancellation or a failure to start is logged at WARN with up to
 // MaxOutputLines lines of the combined output; success is logged at DEBUG.
 // What the command prints is never read as a decision: a hook cannot veto.
 func NewExecutor(logger *slog.Logger) Executor { return newExecutor(logger) }
 
-type executor struct{ log *slog.Logger }
+type executor struct {
+	log     *slog.Logger
+	passEnv []string
+	sandbox func(cmd *exec.Cmd) (bool, error)
+}
 
 func newExecutor(logger *slog.Logger) *executor {
 	if logger == nil {
@@ -107,8 +115,19 @@ func (x *executor) command(ctx context.Context, name string, action Action, hctx
 	} else {
 		cmd = exec.CommandContext(cctx, "sh", "-c", noNUL(Expand(action.Command, hctx)))
 	}
-	proc.Prepare(cmd)
-	cmd.Env = append(os.Environ(), Environ(hctx)...)
+	proc.PrepareSession(cmd)
+	cmd.Env = append(proc.Env(os.Environ(), x.passEnv), Environ(hctx)...)
+	killed := "its process group was killed (processes that left it with setsid are not reached)"
+	if x.sandbox != nil {
+		tree, err := x.sandbox(cmd)
+		if err != nil {
+			x.log.WarnContext(ctx, "hook command not started: sandbox", "hook", name, "err", err.Error())
+			return
+		}
+		if tree {
+			killed = "it and every process it started were killed"
+		}
+	}
 	cmd.Stdin = bytes.NewReader(stdinJSON(hctx))
 	out := proc.NewLimitedBuffer(OutputLimit)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -121,9 +140,9 @@ func (x *executor) command(ctx context.Context, name string, action Action, hctx
 		x.log.DebugContext(ctx, "hook command finished", attrs...)
 		return
 	case ctx.Err() != nil:
-		x.log.WarnContext(ctx, "hook command canceled with the run; its process group was killed", append(attrs, "output", outputLines(out))...)
+		x.log.WarnContext(ctx, "hook command canceled with the run; "+killed, append(attrs, "output", outputLines(out))...)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		x.log.WarnContext(ctx, fmt.Sprintf("hook command timed out after %s; its process group was killed", timeout), append(attrs, "output", outputLines(out))...)
+		x.log.WarnContext(ctx, fmt.Sprintf("hook command timed out after %s; %s", timeout, killed), append(attrs, "output", outputLines(out))...)
 	default:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -272,4 +273,67 @@ func waitGone(t *testing.T, pidFile string) {
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	t.Fatalf("grandchild %d still runs", pid)
+}
+
+// A command gets the process's environment scrubbed to the allowlist, plus
+// its context variables and what PassEnv names, and runs in a session of its
+// own.
+func TestCommandEnvironmentAndSession(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "ak-secret")
+	t.Setenv("TOLLGATE_INTERNAL", "internal")
+	t.Setenv("EXTRA_NAMED", "named")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	script := `echo "key=$ANTHROPIC_API_KEY internal=$TOLLGATE_INTERNAL extra=$EXTRA_NAMED tool=$TOLLGATE_TOOL" > ` + out +
+		`; echo "sid=$(cut -d' ' -f6 /proc/$$/stat) pid=$$" >> ` + out
+	for _, tt := range []struct {
+		pass []string
+		want string
+	}{
+		{nil, "key= internal= extra= tool=bash"},
+		{[]string{"EXTRA_NAMED", "ANTHROPIC_API_KEY"}, "key=ak-secret internal= extra=named tool=bash"},
+	} {
+		lg, _ := newRecLogger()
+		r := Of([]Config{{Event: OnStop, Action: Command(script)}}, &Options{Logger: lg, PassEnv: tt.pass})
+		r.FireEvent(context.Background(), OnStop, map[string]any{"tool": "bash"})
+		lines := strings.Split(strings.TrimSpace(readFile(t, out)), "\n")
+		if len(lines) != 2 || lines[0] != tt.want {
+			t.Fatalf("PassEnv %q: got %q, want first line %q", tt.pass, lines, tt.want)
+		}
+		var sid, pid int
+		if _, err := fmt.Sscanf(lines[1], "sid=%d pid=%d", &sid, &pid); err != nil || sid != pid {
+			t.Errorf("the command does not lead its own session: %q", lines[1])
+		}
+	}
+}
+
+// With Options.Sandbox the command is handed over before it starts; the
+// warning says what was killed as the sandbox reports it, and a sandbox error
+// keeps the command from starting.
+func TestCommandSandboxSeam(t *testing.T) {
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	for _, tt := range []struct {
+		tree bool
+		err  error
+		want string
+	}{
+		{true, nil, "timed out after 200ms; it and every process it started were killed"},
+		{false, nil, "timed out after 200ms; its process group was killed (processes that left it with setsid are not reached)"},
+		{false, fmt.Errorf("no helper"), "hook command not started: sandbox"},
+	} {
+		os.Remove(ran)
+		lg, h := newRecLogger()
+		var wrapped int
+		r := Of([]Config{{Event: OnStop, Action: Command("touch " + ran + "; sleep 30").WithTimeout(200 * time.Millisecond)}}, &Options{Logger: lg,
+			Sandbox: func(*exec.Cmd) (bool, error) { wrapped++; return tt.tree, tt.err }})
+		r.FireEvent(context.Background(), OnStop, nil)
+		w := warnings(h.records())
+		if wrapped != 1 || len(w) != 1 || !strings.Contains(w[0].Msg, tt.want) {
+			t.Errorf("wrapped %d times; warnings %+v, want %q", wrapped, w, tt.want)
+		}
+		if _, err := os.Stat(ran); (err == nil) != (tt.err == nil) {
+			t.Errorf("sandbox error %v: the command ran = %v", tt.err, err == nil)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os/exec"
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -44,6 +45,19 @@ type Options struct {
 	// skipped. Set it only for documents whose hooks never see a model's
 	// calls, or whose commands quote what they paste.
 	AllowUnsafeCommands bool
+	// PassEnv names variables of the process's environment (exact names, or
+	// prefixes ending in '*') that the standard executor passes to command
+	// actions on top of the allowlist (PATH, HOME, LANG, LC_*, TERM, TMPDIR,
+	// ...; internal/proc.DefaultEnvAllow). Provider keys and other TOLLGATE_*
+	// variables reach a command only when named here.
+	PassEnv []string
+	// Sandbox, if set, is called by the standard executor with every command
+	// action it is about to start, and may rewrite it to run confined
+	// (sandbox.Sandbox.Wrapper returns one). It reports whether killing the
+	// started process kills every process the command starts (a PID
+	// namespace). When it fails the command is not started and a warning is
+	// logged. Nil runs commands unconfined.
+	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)
 }
 
 // Executor runs the action of each matching hook (seed 000 HookExecutor). It
@@ -183,6 +197,8 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 		r.exec = o.Executor
 	} else {
 		r.std = newExecutor(base)
+		r.std.passEnv = slices.Clone(o.PassEnv)
+		r.std.sandbox = o.Sandbox
 		r.exec = r.std
 	}
 	for _, c := range cfgs {

@@ -36,6 +36,15 @@ func Prepare(cmd *exec.Cmd) {
 	}
 }
 
+// PrepareSession is [Prepare] with a new session instead of only a new
+// process group: the command has no controlling terminal, and its session
+// ID, like its process group ID, is its PID.
+func PrepareSession(cmd *exec.Cmd) {
+	Prepare(cmd)
+	cmd.SysProcAttr.Setpgid = false // setsid makes it a group leader; setpgid would then fail
+	cmd.SysProcAttr.Setsid = true
+}
+
 // KillGroup sends SIGKILL to cmd's whole process group. It returns nil when the
 // process was never started or the group is already gone.
 func KillGroup(cmd *exec.Cmd) error { return SignalGroup(cmd, syscall.SIGKILL) }

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/sandbox"
+)
+
+// binary is the tollgate command built once for the package's end-to-end
+// tests (tollgateBinary), in binDir, removed by TestMain.
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// The test binary is the sandbox helper of the commands that the in-process
+// runs (Main) start: started as one, it runs sandbox.Main and never reaches
+// the tests.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
+
+// tollgateBinary builds the command once and returns its path.
+func tollgateBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		binary.dir, binary.err = os.MkdirTemp("", "tollgate-e2e-")
+		if binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "tollgate")
+		if out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// sandboxedHere reports whether bash runs sandboxed with namespaces here
+// (`tollgate run` confines it by default).
+func sandboxedHere(t *testing.T) bool {
+	t.Helper()
+	sb, err := sandbox.New(nil)
+	return err == nil && sb.Status().Namespaces
+}
+
+// killedNote is what bash says it killed at a timeout under `tollgate run`'s
+// default sandbox on this machine.
+func killedNote(t *testing.T) string {
+	if sandboxedHere(t) {
+		return "the command and every process it started were killed"
+	}
+	return "the process group was killed"
+}
+
+// needSandbox skips, saying why, where the kernel offers no Landlock.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	sb, err := sandbox.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := sb.Status(); st.ABI == 0 || !st.Namespaces {
+		t.Skipf("the sandbox is incomplete on this machine (%s)", st)
+	}
+}
+
+// A sandboxed tool cannot approve its own gated call: an allowed bash call
+// of a second run runs `tollgate approvals approve` and `tollgate resume` on
+// the first run's pending request. The store (inside the workspace here, the
+// default .tollgate) is read-only to it, so the request stays pending and the
+// gated call never runs. Unsandboxed, the same call approves, but only as the
+// OS user running it, never as a name it chose.
+func TestToolCannotApproveItself(t *testing.T) {
+	needSandbox(t)
+	bin := tollgateBinary(t)
+	ws := t.TempDir()
+	apWrite(t, ws, "gated.yaml", "turns:\n  - toolCalls:\n      - {name: bash, id: gated, args: {command: \"echo ran >> count.txt\"}}\n  - text: done\n")
+	apWrite(t, ws, "policy.yaml", "rules:\n  - id: ask-count\n    tool: bash\n    args: {command: {regex: count}}\n    decision: ask\n    reason: needs a person\n")
+	tg := func(args ...string) (int, string) {
+		c := exec.Command(bin, args...)
+		c.Dir = ws
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		err := c.Run()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+		return c.ProcessState.ExitCode(), out.String()
+	}
+	code, out := tg("run", "--model", "script:gated.yaml", "--policy", "policy.yaml", "append")
+	if code != exitPending {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	m := regexp.MustCompile(`approvals approve (req_[0-9a-f]+)`).FindStringSubmatch(out)
+	r := regexp.MustCompile(`stored run (run_[0-9a-f]+)`).FindStringSubmatch(out)
+	if m == nil || r == nil {
+		t.Fatalf("no request or run in:\n%s", out)
+	}
+	attack := fmt.Sprintf(`%s approvals approve %s; echo "approve=$?"; %s resume %s; echo "resume=$?"`, bin, m[1], bin, r[1])
+	apWrite(t, ws, "attack.yaml", fmt.Sprintf("turns:\n  - toolCalls:\n      - {name: bash, id: attack, args: {command: %q}}\n  - text: done\n", attack))
+	// The helper must be able to run the binary: allow reading it, so that
+	// only the store stands in the way.
+	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox-read", filepath.Dir(bin), "attack")
+	if code != 0 || !strings.Contains(out, "approve=1") {
+		t.Fatalf("sandboxed attack: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "count.txt")); err == nil {
+		t.Fatalf("the gated call ran:\n%s", out)
+	}
+	code, out = tg("approvals", "list")
+	if code != 0 || !regexp.MustCompile(m[1]+`\s+`+r[1]+`\s+pending`).MatchString(out) {
+		t.Fatalf("the request is no longer pending: exit %d\n%s", code, out)
+	}
+
+	// Unsandboxed, the tool can approve, as the OS user only; --by is refused.
+	forged := fmt.Sprintf(`%s approvals approve --by security-team %s; echo "forged=$?"; %s approvals approve %s; echo "approve=$?"`, bin, m[1], bin, m[1])
+	apWrite(t, ws, "attack.yaml", fmt.Sprintf("turns:\n  - toolCalls:\n      - {name: bash, id: attack, args: {command: %q}}\n  - text: done\n", forged))
+	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox", "off", "attack")
+	if code != 0 || !strings.Contains(out, "forged=2") {
+		t.Fatalf("unsandboxed: exit %d\n%s", code, out)
+	}
+	code, out = tg("approvals", "show", m[1])
+	if code != 0 || !strings.Contains(out, `"decidedBy": "`+currentUser()+`"`) {
+		t.Fatalf("approvals show: exit %d\n%s", code, out)
+	}
+}
+
+// The issue's scenario: an allowed bash call starts a detached helper
+// (setsid) that waits for the run's request, approves it and resumes the
+// run. Sandboxed, the helper dies with the bash call (PID namespace): once
+// the run has halted, no such process is left and the request is pending.
+func TestSetsidHelperCannotApproveLater(t *testing.T) {
+	needSandbox(t)
+	bin := tollgateBinary(t)
+	ws := t.TempDir()
+	// The helper script (which the model would write with a first call).
+	marker := fmt.Sprintf("tollgate-e2e-%d.sh", os.Getpid())
+	apWrite(t, ws, marker, fmt.Sprintf(`until %s approvals list | grep -q pending; do sleep 0.05; done
+id=$(%s approvals list | awk '/pending/{print $1}')
+run=$(%s approvals list | awk '/pending/{print $2}')
+%s approvals approve $id && %s resume $run
+`, bin, bin, bin, bin, bin))
+	start := "setsid sh " + marker + " </dev/null >/dev/null 2>&1 & echo started"
+	apWrite(t, ws, "script.yaml", fmt.Sprintf(`turns:
+  - toolCalls:
+      - {name: bash, id: start, args: {command: %q}}
+  - toolCalls:
+      - {name: bash, id: gated, args: {command: "echo ran >> count.txt"}}
+  - text: done
+`, start))
+	apWrite(t, ws, "policy.yaml", "rules:\n  - id: ask-count\n    tool: bash\n    args: {command: {regex: count}}\n    decision: ask\n    reason: needs a person\n")
+	c := exec.Command(bin, "run", "--model", "script:script.yaml", "--policy", "policy.yaml", "--sandbox-read", filepath.Dir(bin), "go")
+	c.Dir = ws
+	out, _ := c.CombinedOutput()
+	if c.ProcessState.ExitCode() != exitPending || !strings.Contains(string(out), "started") {
+		t.Fatalf("run: exit %d\n%s", c.ProcessState.ExitCode(), out)
+	}
+	if pids := processesWith(t, marker); len(pids) > 0 {
+		for _, p := range pids {
+			_ = killProcess(p)
+		}
+		t.Fatalf("the setsid helper outlived the bash call (pids %v):\n%s", pids, out)
+	}
+	// Checked after the processes: a helper that has ended had approved first.
+	list := exec.Command(bin, "approvals", "list", "--status", "all")
+	list.Dir = ws
+	lout, err := list.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^req_[0-9a-f]+\s+run_[0-9a-f]+\s+pending\s+bash`).Match(lout) {
+		t.Fatalf("the request is no longer pending: %v\n%s", err, lout)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "count.txt")); err == nil {
+		t.Fatal("the gated call ran")
+	}
+}
+
+// A provider key in tollgate's environment does not reach bash, so it is not
+// in the output, the stored run or the records.
+func TestKeysDoNotReachTools(t *testing.T) {
+	const key = "sk-e2e-secret-0123456789"
+	t.Setenv("OPENAI_API_KEY", key)
+	t.Setenv("TOLLGATE_SECRET_INTERNAL", key)
+	ws := t.TempDir()
+	script := apWrite(t, ws, "script.yaml", `turns:
+  - toolCalls:
+      - {name: bash, id: leak, args: {command: 'echo "k=$OPENAI_API_KEY t=$TOLLGATE_SECRET_INTERNAL"; env'}}
+  - toolCalls:
+      - {name: bash, id: gated, args: {command: "echo count"}}
+  - text: done
+`)
+	policy := apWrite(t, ws, "policy.yaml", "rules:\n  - id: ask-count\n    tool: bash\n    args: {command: {regex: count}}\n    decision: ask\n    reason: needs a person\n")
+	state := filepath.Join(ws, "state")
+	records := filepath.Join(ws, "records.jsonl")
+	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "--records", records, "x")
+	if code != exitPending || !strings.Contains(out, "k= t=") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, f := range []string{filepath.Join(state, "tollgate.db"), records} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(key)) {
+			t.Errorf("%s holds the key", f)
+		}
+	}
+	if strings.Contains(out+errOut, key) {
+		t.Errorf("the key was printed:\n%s", out)
+	}
+}
+
+// A command hook that starts a daemon and outlives its timeout: the whole
+// tree is killed and the warning says so.
+func TestHookTimeoutKillsTheWholeTree(t *testing.T) {
+	needSandbox(t)
+	ws := t.TempDir()
+	marker := fmt.Sprintf("%d.%d", 700+os.Getpid()%100, os.Getpid())
+	hooks := apWrite(t, ws, "hooks.yaml", fmt.Sprintf(`hooks:
+  - event: onStop
+    action:
+      type: command
+      command: 'setsid sleep %s </dev/null >/dev/null 2>&1 & sleep 30'
+      timeout: 1s
+`, marker))
+	script := apWrite(t, ws, "script.yaml", "turns:\n  - text: hi\n")
+	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--hooks", hooks, "x")
+	if code != 0 || !strings.Contains(errOut, "timed out after 1s; it and every process it started were killed") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if pids := processesWith(t, "sleep\x00"+marker); len(pids) > 0 {
+		for _, p := range pids {
+			_ = killProcess(p)
+		}
+		t.Fatalf("the hook's daemon outlived its timeout: pids %v", pids)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	code, out, _ := apMain(t, "doctor")
+	want := fmt.Sprintf("sandbox: landlock ABI %d", sandbox.ABI())
+	if sandbox.ABI() == 0 {
+		want = "sandbox: landlock unavailable"
+	}
+	if !strings.Contains(out, want) || (code != 0) != (sandbox.ABI() == 0 || !sandboxedHere(t)) {
+		t.Fatalf("doctor: exit %d\n%s", code, out)
+	}
+}
+
+func TestApproveByNeedsAdmin(t *testing.T) {
+	code, _, errOut := apMain(t, "approvals", "approve", "--state-dir", t.TempDir(), "--by", "security-team", "req_1")
+	if code != exitUsage || !strings.Contains(errOut, "needs --admin") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+}
+
+// processesWith returns the PIDs whose command line contains needle
+// (arguments separated by NUL).
+func processesWith(t *testing.T, needle string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(needle)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func killProcess(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

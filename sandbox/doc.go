@@ -1,0 +1,67 @@
+// Package sandbox confines the processes tollgate starts on a model's behalf
+// (the bash tool, command hooks, stdio MCP servers) on Linux, with Landlock
+// (https://docs.kernel.org/userspace-api/landlock.html) and, where the kernel
+// allows them, user, mount and PID namespaces.
+//
+// # How
+//
+// The restriction is applied in a helper process, never in the caller: a
+// Landlock domain holds for the process that enters it and all its future
+// children, and tollgate itself must stay free to write its store and answer
+// approvals. [Sandbox.Wrap] rewrites a prepared [os/exec.Cmd] so that it
+// starts the helper binary (by default the running executable) with a hidden
+// first argument; the helper, in [Main], restricts itself and then starts the
+// real program as its child, waits for it, and exits with its status. Every
+// binary used as the helper must therefore call [Main] first thing in main:
+//
+//	func main() {
+//		sandbox.Main() // returns at once unless started as the helper
+//		...
+//	}
+//
+// [New] checks that the helper answers (so a host that forgot [Main] gets an
+// error, not a second copy of itself).
+//
+// # What a sandboxed process may do (mode workspace)
+//
+//   - read and execute below the system directories ([DefaultRead]: /usr,
+//     /bin, /lib*, /etc, /opt, /dev, /proc, /sys), the workspace, the program
+//     itself and the paths of [Policy].Read; nothing else (not the home
+//     directory, not /tmp, not /run);
+//   - write only below the workspace, a private temporary directory (created
+//     for the process, given as TMPDIR, removed when it ends), the paths of
+//     [Policy].Write, and /dev/null;
+//   - never write the paths of [Policy].Protect, even when they lie inside the
+//     workspace (the state directory, the tollgate binary, configuration
+//     files): with namespaces they are bind-mounted read-only in a mount
+//     namespace of the helper's own; without, a protected path inside a
+//     writable one stays writable and [Sandbox.Wrap] logs a warning once;
+//   - connect or bind TCP only to the ports of [Policy].ConnectTCP (Landlock
+//     ABI 4+);
+//   - signal, ptrace or read /proc/PID/environ of no process outside its own
+//     sandbox, and connect to no abstract UNIX socket outside it (ABI 6+);
+//   - with namespaces, it runs in a PID namespace whose init is the helper:
+//     when the helper ends (the program exited, or the caller killed the
+//     helper's process group), every process the program started dies with
+//     it, including daemons that called setsid. The helper also dies with its
+//     parent (PR_SET_PDEATHSIG).
+//
+// Mode read-only is the same without the workspace write access. Mode off
+// runs the command as it is.
+//
+// # What it does not stop
+//
+//   - Reads inside the allowed trees: a secret in /etc or in the workspace is
+//     readable; files the OS user may read outside them are not.
+//   - UDP and other non-TCP protocols, and TCP through UNIX sockets whose path
+//     is readable (Landlock ABI 7 restricts neither).
+//   - Resource exhaustion (CPU, memory, disk inside the writable trees):
+//     timeouts and output caps bound those, not this package.
+//   - Anything on a kernel without Landlock: [New] says so in
+//     [Status] and [Sandbox.Wrap] still applies what remains (namespaces,
+//     the private TMPDIR, the PID namespace kill).
+//   - Other operating systems: [New] fails there.
+//
+// The environment is not this package's concern: callers scrub it before
+// (internal/proc.Env in tollgate's tools).
+package sandbox

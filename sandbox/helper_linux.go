@@ -1,0 +1,278 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// probeReply is what a helper prints to a probe.
+const probeReply = "tollgate-sandbox-helper ok"
+
+// abi returns the Landlock ABI version of the kernel, 0 when there is none.
+func abi() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// ABI returns the Landlock ABI version this kernel offers; 0 means Landlock
+// is unavailable (not built in, or disabled at boot).
+func ABI() int { return abi() }
+
+// probe starts the helper with a probe spec, in namespaces when ns is set,
+// and checks its answer.
+func probe(helper string, ns bool) error {
+	b, _ := json.Marshal(spec{Probe: true, Namespaces: ns})
+	cmd := exec.Command(helper, helperArg, string(b))
+	cmd.Env = []string{}
+	prepareAttr(cmd, ns)
+	out, err := cmd.Output()
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(out, []byte(probeReply)) {
+		return fmt.Errorf("unexpected answer %q", bytes.TrimSpace(out[:min(len(out), 200)]))
+	}
+	return nil
+}
+
+// prepareAttr asks for the namespaces (when ns) and for the helper to die
+// with its parent.
+func prepareAttr(cmd *exec.Cmd, ns bool) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	a.Pdeathsig = syscall.SIGKILL
+	if ns {
+		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+		uid, gid := os.Getuid(), os.Getgid()
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+	}
+}
+
+// Main makes the running binary act as the sandbox helper when it was started
+// as one by [Sandbox.Wrap] (its first argument is the hidden marker): it then
+// never returns. Otherwise it returns at once, having done nothing. Call it
+// first in main of every binary that serves as a helper (the tollgate command
+// does; a library host that uses [New] without Options.Helper must).
+func Main() {
+	if len(os.Args) < 3 || os.Args[1] != helperArg {
+		return
+	}
+	os.Exit(helper(os.Args[2]))
+}
+
+// helper runs one sandboxed command and returns the exit status to end with.
+func helper(specJSON string) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "tollgate sandbox: "+format+"\n", args...)
+		return 126
+	}
+	var sp spec
+	if err := json.Unmarshal([]byte(specJSON), &sp); err != nil {
+		return fail("bad helper arguments: %v", err)
+	}
+	if sp.Probe {
+		fmt.Println(probeReply)
+		return 0
+	}
+	if len(sp.Args) == 0 || sp.Path == "" {
+		return fail("no command")
+	}
+	if sp.Stage2 {
+		if err := restrict(sp, sp.Tmp); err != nil {
+			return fail("%v", err)
+		}
+		err := syscall.Exec(sp.Path, sp.Args, os.Environ())
+		return fail("executing %s: %v", sp.Path, err)
+	}
+	init := sp.Namespaces && os.Getpid() == 1
+	if sp.Namespaces && !init {
+		return fail("expected to run as init of a PID namespace")
+	}
+	if sp.Namespaces {
+		if err := protect(sp.Protect); err != nil {
+			return fail("%v", err)
+		}
+		// A /proc of this PID namespace: the command sees its own processes
+		// only (and Landlock's all-threads call finds this process's threads).
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fail("mounting /proc: %v", err)
+		}
+	}
+	tmp, err := os.MkdirTemp(sp.TempDir, "tollgate-sandbox-")
+	if err != nil {
+		return fail("private temporary directory: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+	// The command runs in a second stage of this binary that enters the
+	// Landlock domain and then executes it: this process stays outside the
+	// domain, free to remove the temporary directory at the end.
+	self, err := os.Executable()
+	if err != nil {
+		return fail("%v", err)
+	}
+	stage := sp
+	stage.Stage2, stage.Tmp = true, tmp
+	b, err := json.Marshal(stage)
+	if err != nil {
+		return fail("%v", err)
+	}
+	child := &exec.Cmd{Path: self, Args: []string{self, helperArg, string(b)}, Env: withTmp(os.Environ(), tmp),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	if err := child.Start(); err != nil {
+		return fail("starting %s: %v", sp.Path, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				_ = child.Process.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = child.Wait()
+	close(done)
+	if init {
+		// Whatever the command left behind (daemons included) goes now, so
+		// that none outlives the command or writes into the removed TMPDIR.
+		// kill(-1) from the init of a PID namespace reaches only its members.
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+		for {
+			if _, err := syscall.Wait4(-1, nil, 0, nil); errors.Is(err, syscall.ECHILD) {
+				break
+			} else if err != nil && !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return fail("%v", err)
+		}
+	}
+	ws, _ := child.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return child.ProcessState.ExitCode()
+}
+
+// withTmp returns env with TMPDIR (and TMP, TEMP) set to tmp.
+func withTmp(env []string, tmp string) []string {
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "TMPDIR" && name != "TMP" && name != "TEMP" {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR="+tmp, "TMP="+tmp, "TEMP="+tmp)
+}
+
+// protect makes every existing path read-only in the helper's mount
+// namespace: mounts stop propagating to the parent namespace, then each path
+// is bind-mounted on itself and remounted read-only (keeping the flags the
+// kernel locks on it).
+func protect(paths []string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue // does not exist: nothing to protect
+		}
+		if err := unix.Mount(real, real, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("protecting %s: bind mount: %w", p, err)
+		}
+		var st unix.Statfs_t
+		if err := unix.Statfs(real, &st); err != nil {
+			return fmt.Errorf("protecting %s: %w", p, err)
+		}
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+		for _, f := range [][2]int64{
+			{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+			{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+		} {
+			if st.Flags&f[0] != 0 {
+				flags |= uintptr(f[1])
+			}
+		}
+		if err := unix.Mount("", real, "", flags, ""); err != nil {
+			return fmt.Errorf("protecting %s: read-only remount: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// restrict enters the Landlock domain of sp (best effort: what the kernel
+// offers, up to ABI 7).
+func restrict(sp spec, tmp string) error {
+	var rules []landlock.Rule
+	dirs, files := split(sp.Read)
+	if len(dirs) > 0 {
+		rules = append(rules, landlock.RODirs(dirs...).IgnoreIfMissing())
+	}
+	if len(files) > 0 {
+		rules = append(rules, landlock.ROFiles(files...).IgnoreIfMissing())
+	}
+	write := append([]string{tmp}, sp.Write...)
+	dirs, files = split(write)
+	if len(dirs) > 0 {
+		rules = append(rules, landlock.RWDirs(dirs...).WithRefer().IgnoreIfMissing())
+	}
+	if len(files) > 0 {
+		rules = append(rules, landlock.RWFiles(files...).IgnoreIfMissing())
+	}
+	rules = append(rules, landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing())
+	for _, port := range sp.ConnectTCP {
+		rules = append(rules, landlock.ConnectTCP(port), landlock.BindTCP(port))
+	}
+	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// split sorts existing paths into directories and other files; missing ones
+// are dropped.
+func split(paths []string) (dirs, files []string) {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	return dirs, files
+}

@@ -1,0 +1,22 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"os/exec"
+)
+
+var errUnsupported = errors.New("the sandbox needs Linux")
+
+func abi() int { return 0 }
+
+// ABI returns 0: Landlock exists only on Linux.
+func ABI() int { return 0 }
+
+func probe(string, bool) error { return errUnsupported }
+
+func prepareAttr(*exec.Cmd, bool) {}
+
+// Main returns at once: there is no helper outside Linux.
+func Main() {}

@@ -1,0 +1,7 @@
+//go:build linux
+
+package sandbox_test
+
+import "syscall"
+
+func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -1,0 +1,262 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Mode says how much a sandboxed process may do.
+type Mode string
+
+// The modes, as written in flags and configuration files.
+const (
+	// Off runs the command unconfined.
+	Off Mode = "off"
+	// Workspace lets it write in the workspace and its private temporary
+	// directory (see the package documentation).
+	Workspace Mode = "workspace"
+	// ReadOnly lets it write only in its private temporary directory.
+	ReadOnly Mode = "read-only"
+)
+
+// ParseMode parses "off", "workspace" or "read-only". The error names the
+// value and the choices.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case Off, Workspace, ReadOnly:
+		return m, nil
+	}
+	return "", fmt.Errorf("sandbox mode %q: want off, workspace or read-only", s)
+}
+
+// DefaultRead returns the trees a sandboxed process may read and execute
+// below whatever its [Policy] says: the system's programs, libraries and
+// configuration, and the kernel's /dev, /proc and /sys. The slice is fresh.
+func DefaultRead() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/dev", "/proc", "/sys"}
+}
+
+// Policy is what one sandboxed command may do. Paths must be absolute; ones
+// that do not exist are ignored.
+type Policy struct {
+	// Mode is off, workspace or read-only; empty means off.
+	Mode Mode
+	// Workspace is the tree the command works in: readable, and writable in
+	// mode workspace.
+	Workspace string
+	// Read are further files and trees it may read and execute.
+	Read []string
+	// Write are further trees it may write (a cache directory, say).
+	Write []string
+	// Protect are files and trees it must not write even when they lie in a
+	// writable tree: the state directory, the binary, configuration files.
+	Protect []string
+	// ConnectTCP are the TCP ports it may connect to and bind; none by default.
+	ConnectTCP []uint16
+}
+
+// Options configures [New]. A nil *Options means all defaults.
+type Options struct {
+	// Helper is the binary that runs [Main]; empty means the running
+	// executable (os.Executable).
+	Helper string
+	// TempDir is where private temporary directories are made; empty means
+	// os.TempDir().
+	TempDir string
+	// NoNamespaces turns the user, mount and PID namespaces off even where the
+	// kernel offers them (Protect then holds only outside writable trees, and
+	// daemons that setsid may outlive the command).
+	NoNamespaces bool
+	// Logger receives the warnings (no Landlock, a protected path that cannot
+	// be protected), each once. Nil discards.
+	Logger *slog.Logger
+}
+
+// Status says what the sandbox can enforce on this machine.
+type Status struct {
+	// ABI is the Landlock ABI version the kernel offers; 0 means none.
+	ABI int
+	// Namespaces reports whether commands run in user, mount and PID
+	// namespaces of their own.
+	Namespaces bool
+	// Helper is the helper binary.
+	Helper string
+}
+
+// String describes the status in one line, e.g.
+// "landlock ABI 7; namespaces: user, mount, pid".
+func (s Status) String() string {
+	ll := fmt.Sprintf("landlock ABI %d", s.ABI)
+	if s.ABI == 0 {
+		ll = "landlock unavailable (file, network and signal restrictions are off)"
+	}
+	ns := "namespaces: user, mount, pid"
+	if !s.Namespaces {
+		ns = "namespaces unavailable (protected paths inside the workspace stay writable; daemons that setsid may outlive a command)"
+	}
+	return ll + "; " + ns
+}
+
+// Sandbox wraps commands so that they start confined. It is safe for
+// concurrent use.
+type Sandbox struct {
+	status  Status
+	tempDir string
+	log     *slog.Logger
+	warned  sync.Map // warning text -> struct{}: each is logged once
+}
+
+// New checks what the kernel offers and that the helper answers, and returns
+// a Sandbox. It logs once, at WARN, when Landlock is missing. It fails when
+// the helper cannot be started or does not run [Main], and on systems other
+// than Linux.
+func New(opts *Options) (*Sandbox, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Helper == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: the helper binary: %w", err)
+		}
+		o.Helper = exe
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	s := &Sandbox{tempDir: o.TempDir, log: o.Logger}
+	s.status.Helper = o.Helper
+	if err := probe(o.Helper, false); err != nil {
+		return nil, fmt.Errorf("sandbox: the helper %s does not answer (does its main call sandbox.Main first?): %w", o.Helper, err)
+	}
+	s.status.Namespaces = !o.NoNamespaces && probe(o.Helper, true) == nil
+	s.status.ABI = abi()
+	if s.status.ABI == 0 {
+		s.warnOnce("sandbox: this kernel offers no Landlock; file, network and signal restrictions are off (namespaces and the private TMPDIR still apply)")
+	}
+	return s, nil
+}
+
+// Status says what the sandbox enforces here.
+func (s *Sandbox) Status() Status { return s.status }
+
+func (s *Sandbox) warnOnce(msg string, args ...any) {
+	if _, loaded := s.warned.LoadOrStore(msg, struct{}{}); !loaded {
+		s.log.Warn(msg, args...)
+	}
+}
+
+// spec is what the helper is told, as JSON in its second argument.
+type spec struct {
+	Probe      bool     `json:"probe,omitempty"`
+	Mode       Mode     `json:"mode,omitempty"`
+	Read       []string `json:"read,omitempty"`
+	Write      []string `json:"write,omitempty"`
+	Protect    []string `json:"protect,omitempty"`
+	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
+	TempDir    string   `json:"tempDir,omitempty"`
+	Namespaces bool     `json:"namespaces,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	Args       []string `json:"args,omitempty"`
+	// Stage2 and Tmp are set by the helper for its second stage, which
+	// enters the Landlock domain and executes the command.
+	Stage2 bool   `json:"stage2,omitempty"`
+	Tmp    string `json:"tmp,omitempty"`
+}
+
+// helperArg is the first argument that makes a binary the helper.
+const helperArg = "__tollgate-sandbox-helper__"
+
+// Wrap rewrites cmd, made by [os/exec.Command] or [os/exec.CommandContext] and
+// not yet started, to run confined by p through the helper. Its Dir, Env,
+// standard streams and SysProcAttr (process group, session) are kept; it
+// adds PR_SET_PDEATHSIG and, where available, the namespaces. With p.Mode off
+// (or empty) it changes nothing. It reports whether killing the started
+// process (the helper) kills everything the command starts, daemons included
+// (true with namespaces). Errors: a started command, a relative path in p, a
+// command that could not be found (cmd.Err).
+func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
+	if p.Mode == "" || p.Mode == Off {
+		return false, nil
+	}
+	if _, err := ParseMode(string(p.Mode)); err != nil {
+		return false, err
+	}
+	if cmd.Process != nil {
+		return false, fmt.Errorf("sandbox: the command was already started")
+	}
+	if cmd.Err != nil {
+		return false, cmd.Err
+	}
+	for _, list := range [][]string{{p.Workspace}, p.Read, p.Write, p.Protect} {
+		for _, path := range list {
+			if path != "" && !filepath.IsAbs(path) {
+				return false, fmt.Errorf("sandbox: policy path %q is not absolute", path)
+			}
+		}
+	}
+	prog := cmd.Path
+	if !filepath.IsAbs(prog) {
+		base := cmd.Dir
+		if base == "" {
+			if base, err = os.Getwd(); err != nil {
+				return false, err
+			}
+		}
+		prog = filepath.Join(base, prog)
+	}
+	sp := spec{
+		Mode: p.Mode, ConnectTCP: slices.Clone(p.ConnectTCP), TempDir: s.tempDir,
+		Namespaces: s.status.Namespaces, Path: prog, Args: slices.Clone(cmd.Args),
+		Protect: slices.Clone(p.Protect),
+	}
+	sp.Read = append(DefaultRead(), p.Read...)
+	sp.Read = append(sp.Read, prog)
+	sp.Write = slices.Clone(p.Write)
+	if p.Workspace != "" {
+		sp.Read = append(sp.Read, p.Workspace)
+		if p.Mode == Workspace {
+			sp.Write = append(sp.Write, p.Workspace)
+		}
+	}
+	if !s.status.Namespaces {
+		for _, prot := range p.Protect {
+			for _, w := range sp.Write {
+				if within(prot, w) {
+					s.warnOnce(fmt.Sprintf("sandbox: %s lies inside the writable %s and this system offers no mount namespace: a sandboxed command can write it", prot, w))
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		return false, err
+	}
+	cmd.Path = s.status.Helper
+	cmd.Args = []string{s.status.Helper, helperArg, string(b)}
+	prepareAttr(cmd, s.status.Namespaces)
+	return s.status.Namespaces, nil
+}
+
+// Wrapper returns Wrap bound to p, in the shape the spawning packages take
+// (builtin.Options.Sandbox, declarative.Options.Sandbox).
+func (s *Sandbox) Wrapper(p Policy) func(cmd *exec.Cmd) (bool, error) {
+	return func(cmd *exec.Cmd) (bool, error) { return s.Wrap(cmd, p) }
+}
+
+// within reports whether path is root or lies below it.
+func within(path, root string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}

@@ -1,0 +1,311 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/sandbox"
+)
+
+// The test binary is its own helper: started by Wrap, it runs sandbox.Main
+// and never reaches the tests. It is built once for the package.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}
+
+func newSandbox(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	s, err := sandbox.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status().ABI == 0 {
+		t.Skip("this kernel offers no Landlock: the restrictions under test are not enforced here")
+	}
+	return s
+}
+
+// run runs sh -c script in dir, wrapped by s with p unless s is nil, and
+// returns its exit code and combined output.
+func run(t *testing.T, s *sandbox.Sandbox, p sandbox.Policy, dir, script string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	if s != nil {
+		if _, err := s.Wrap(cmd, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// An escape from the workspace is refused: the same script, unconfined,
+// writes outside it.
+func TestWritesOnlyInsideTheWorkspace(t *testing.T) {
+	s := newSandbox(t)
+	ws, outside := t.TempDir(), t.TempDir()
+	script := fmt.Sprintf("echo in > in.txt; echo out > %s/escape.txt; echo $?", outside)
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws}
+	code, out := run(t, s, p, ws, script)
+	if code != 0 || !exists(filepath.Join(ws, "in.txt")) {
+		t.Fatalf("write inside the workspace failed: exit %d\n%s", code, out)
+	}
+	if exists(filepath.Join(outside, "escape.txt")) {
+		t.Fatalf("the sandboxed command wrote outside the workspace:\n%s", out)
+	}
+	// Read-only mode: not even the workspace.
+	code, out = run(t, s, sandbox.Policy{Mode: sandbox.ReadOnly, Workspace: ws}, ws, "echo again > again.txt")
+	if code == 0 || exists(filepath.Join(ws, "again.txt")) {
+		t.Fatalf("read-only mode wrote in the workspace: exit %d\n%s", code, out)
+	}
+	// Unconfined, the same script escapes: the check above means something.
+	run(t, nil, p, ws, script)
+	if !exists(filepath.Join(outside, "escape.txt")) {
+		t.Fatal("control: the unconfined script did not write outside")
+	}
+}
+
+// A protected directory inside the workspace (the state directory) stays
+// read-only; the rest of the workspace is writable.
+func TestProtectedPathInsideTheWorkspace(t *testing.T) {
+	s := newSandbox(t)
+	if !s.Status().Namespaces {
+		t.Skip("no mount namespaces here: a protected path inside the workspace cannot be kept read-only (documented)")
+	}
+	ws := t.TempDir()
+	state := filepath.Join(ws, ".tollgate")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "tollgate.db"), []byte("db"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Protect: []string{state}}
+	code, out := run(t, s, p, ws, "cat .tollgate/tollgate.db; echo x >> .tollgate/tollgate.db; echo y > .tollgate/new; rm -f .tollgate/tollgate.db; echo z > other")
+	if b, _ := os.ReadFile(filepath.Join(state, "tollgate.db")); string(b) != "db" {
+		t.Errorf("the protected file changed: %q (exit %d)\n%s", b, code, out)
+	}
+	if exists(filepath.Join(state, "new")) {
+		t.Errorf("a file was created in the protected directory\n%s", out)
+	}
+	if !strings.HasPrefix(out, "db") {
+		t.Errorf("the protected file should stay readable:\n%s", out)
+	}
+	if !exists(filepath.Join(ws, "other")) {
+		t.Errorf("the rest of the workspace should stay writable\n%s", out)
+	}
+}
+
+// Reads outside the system trees, the workspace and Policy.Read are refused.
+func TestReadsWhereConfigured(t *testing.T) {
+	s := newSandbox(t)
+	ws, secrets := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(secrets, "key"), []byte("hunter2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "cat " + filepath.Join(secrets, "key")
+	code, out := run(t, s, sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws}, ws, script)
+	if code == 0 || strings.Contains(out, "hunter2") {
+		t.Fatalf("read outside the allowed trees: exit %d\n%s", code, out)
+	}
+	code, out = run(t, s, sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Read: []string{secrets}}, ws, script)
+	if code != 0 || !strings.Contains(out, "hunter2") {
+		t.Fatalf("read of a configured path failed: exit %d\n%s", code, out)
+	}
+}
+
+// TCP connect is refused unless the port is allowed.
+func TestTCPConnectOnlyToAllowedPorts(t *testing.T) {
+	s := newSandbox(t)
+	if s.Status().ABI < 4 {
+		t.Skipf("Landlock ABI %d does not restrict TCP", s.Status().ABI)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("needs bash (for /dev/tcp)")
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ws := t.TempDir()
+	script := fmt.Sprintf("exec bash -c 'echo > /dev/tcp/127.0.0.1/%d' && echo connected", port)
+	code, out := run(t, s, sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws}, ws, script)
+	if code == 0 || strings.Contains(out, "connected") {
+		t.Fatalf("connect to a port not allowed: exit %d\n%s", code, out)
+	}
+	code, out = run(t, s, sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, ConnectTCP: []uint16{uint16(port)}}, ws, script)
+	if code != 0 {
+		t.Fatalf("connect to an allowed port: exit %d\n%s", code, out)
+	}
+}
+
+// A sandboxed command can neither signal the process that started it nor
+// read its environment (where a provider key would be).
+func TestNoSignalsOrEnvironOutside(t *testing.T) {
+	s := newSandbox(t)
+	if s.Status().ABI < 6 {
+		t.Skipf("Landlock ABI %d does not scope signals", s.Status().ABI)
+	}
+	ws := t.TempDir()
+	pid := os.Getpid()
+	code, out := run(t, s, sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws}, ws,
+		fmt.Sprintf("kill -0 %d && echo signalled; cat /proc/%d/environ >/dev/null && echo read", pid, pid))
+	if strings.Contains(out, "signalled") || strings.Contains(out, "read") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	// Unconfined, both work.
+	_, out = run(t, nil, sandbox.Policy{}, ws, fmt.Sprintf("kill -0 %d && echo signalled; cat /proc/%d/environ >/dev/null && echo read", pid, pid))
+	if !strings.Contains(out, "signalled") || !strings.Contains(out, "read") {
+		t.Fatalf("control: %s", out)
+	}
+}
+
+// A daemon started with setsid dies with the command: nothing is left once
+// Wait returns.
+func TestDaemonsDieWithTheCommand(t *testing.T) {
+	s := newSandbox(t)
+	if !s.Status().Namespaces {
+		t.Skip("no PID namespaces here: daemons that setsid outlive the command (documented)")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Fatal("needs setsid (util-linux)")
+	}
+	ws := t.TempDir()
+	marker := fmt.Sprintf("%d.%d", 900+os.Getpid()%100, os.Getpid())
+	script := "setsid sleep " + marker + " </dev/null >/dev/null 2>&1 & echo started"
+	code, out := run(t, s, sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws}, ws, script)
+	if code != 0 || !strings.Contains(out, "started") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if pids := findProcesses(t, "sleep\x00"+marker); len(pids) > 0 {
+		for _, p := range pids {
+			_ = syscallKill(p)
+		}
+		t.Fatalf("the setsid daemon outlived the command: pids %v", pids)
+	}
+}
+
+// The command gets a private TMPDIR, removed when it ends, and its exit
+// status comes through.
+func TestPrivateTempDirAndExitStatus(t *testing.T) {
+	s := newSandbox(t)
+	ws := t.TempDir()
+	code, out := run(t, s, sandbox.Policy{Mode: sandbox.ReadOnly, Workspace: ws}, ws, `echo "$TMPDIR"; echo x > "$TMPDIR/f" && exit 7`)
+	dir := strings.TrimSpace(out)
+	if code != 7 || !strings.Contains(dir, "tollgate-sandbox-") {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+	if exists(dir) {
+		t.Errorf("the private temporary directory %s was not removed", dir)
+	}
+}
+
+func TestNewRefusesAHelperWithoutMain(t *testing.T) {
+	if _, err := sandbox.New(&sandbox.Options{Helper: "/bin/true"}); err == nil || !strings.Contains(err.Error(), "sandbox.Main") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWrapOffChangesNothing(t *testing.T) {
+	s := newSandbox(t)
+	cmd := exec.Command("sh", "-c", "true")
+	before := cmd.Path
+	if tree, err := s.Wrap(cmd, sandbox.Policy{Mode: sandbox.Off}); err != nil || tree || cmd.Path != before {
+		t.Fatalf("Wrap(off): tree %v, err %v, path %s", tree, err, cmd.Path)
+	}
+	if _, err := s.Wrap(exec.Command("sh"), sandbox.Policy{Mode: sandbox.Workspace, Workspace: "rel"}); err == nil {
+		t.Error("a relative workspace was accepted")
+	}
+	for _, m := range []string{"off", "workspace", "read-only"} {
+		if _, err := sandbox.ParseMode(m); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := sandbox.ParseMode("on"); err == nil || !strings.Contains(err.Error(), "off, workspace or read-only") {
+		t.Errorf("ParseMode(on): %v", err)
+	}
+}
+
+// findProcesses returns the PIDs whose command line contains needle
+// (arguments separated by NUL).
+func findProcesses(t *testing.T, needle string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(needle)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Without namespaces, Landlock still confines writes and the private TMPDIR
+// is still removed; a protected path inside the workspace cannot be kept
+// read-only, and Wrap says so once.
+func TestWithoutNamespaces(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := sandbox.New(&sandbox.Options{NoNamespaces: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status().ABI == 0 {
+		t.Skip("this kernel offers no Landlock")
+	}
+	if s.Status().Namespaces {
+		t.Fatal("NoNamespaces was ignored")
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Protect: []string{filepath.Join(ws, ".tollgate")}}
+	for range 2 {
+		code, out := run(t, s, p, ws, fmt.Sprintf(`echo in > in.txt; echo out > %s/escape.txt; echo "$TMPDIR"`, outside))
+		if !exists(filepath.Join(ws, "in.txt")) || exists(filepath.Join(outside, "escape.txt")) {
+			t.Fatalf("exit %d\n%s", code, out)
+		}
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); exists(lines[len(lines)-1]) {
+			t.Errorf("TMPDIR %s left behind", lines[len(lines)-1])
+		}
+	}
+	if n := strings.Count(logs.String(), "no mount namespace"); n != 1 {
+		t.Errorf("the warning about the protected path was logged %d times, want 1:\n%s", n, logs.String())
+	}
+}
