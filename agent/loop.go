@@ -215,13 +215,19 @@ func (a *Agent) drive(ctx context.Context, st *State, resume bool, yield func(Ev
 	defer cancel()
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel, toolState: tool.NewRunState(st.ToolState)}
 	r.snapshotTools()
-	run := RunHandler(func(ctx context.Context, _ *RunInfo) (*Result, error) { return body(r, ctx) })
-	for i := len(a.opts.Middleware) - 1; i >= 0; i-- {
-		if m := a.opts.Middleware[i].Run; m != nil {
-			run = m(run)
+	var res *Result
+	var err error
+	if len(a.opts.Middleware) == 0 {
+		res, err = body(r, ctx)
+	} else {
+		run := RunHandler(func(ctx context.Context, _ *RunInfo) (*Result, error) { return body(r, ctx) })
+		for i := len(a.opts.Middleware) - 1; i >= 0; i-- {
+			if m := a.opts.Middleware[i].Run; m != nil {
+				run = m(run)
+			}
 		}
+		res, err = run(ctx, &RunInfo{RunID: st.RunID, AgentID: a.opts.ID, Model: st.Model, Resume: resume})
 	}
-	res, err := run(ctx, &RunInfo{RunID: st.RunID, AgentID: a.opts.ID, Model: st.Model, Resume: resume})
 	if res == nil && err != nil && !r.stopped {
 		res, _ = r.fail(err)
 	}

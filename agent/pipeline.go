@@ -249,8 +249,13 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	}
 	lim := r.a.limits(call.Name)
 	start := time.Now()
-	inv := &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
-	res := executeBounded(tool.WithRunState(tool.WithInvocation(r.a.handDown(ctx), *inv), r.toolState), t, inv, args, lim.Timeout)
+	tctx := tool.WithRunState(r.a.handDown(ctx), r.toolState)
+	var inv *tool.Invocation
+	if _, ok := t.(tool.Invoker); ok { // only tools that take it pay for it
+		inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
+		tctx = tool.WithInvocation(tctx, *inv)
+	}
+	res := executeBounded(tctx, t, inv, args, lim.Timeout)
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {
@@ -316,7 +321,7 @@ func execute(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.R
 		}
 	}()
 	var err error
-	if iv, ok := t.(tool.Invoker); ok {
+	if iv, ok := t.(tool.Invoker); ok && inv != nil {
 		res, err = iv.Invoke(ctx, inv, args)
 	} else {
 		res, err = t.Call(ctx, args)

@@ -123,10 +123,13 @@ func (c *child) Close() error {
 	return c.closeErr
 }
 
+// killWait is the least time Close waits for a server to exit after SIGKILL.
+const killWait = 2 * time.Second
+
 func (c *child) shutdown() error {
 	_ = c.stdin.Close()
-	wait := func() bool {
-		t := time.NewTimer(c.grace)
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-c.exited:
@@ -137,16 +140,18 @@ func (c *child) shutdown() error {
 	}
 	var err error
 	switch {
-	case wait():
+	case wait(c.grace):
 	default:
 		c.logger.Warn("mcp server did not exit after its stdin was closed; sending SIGTERM", "server", c.server, "grace", c.grace)
 		_ = proc.SignalGroup(c.cmd, syscall.SIGTERM)
-		if wait() {
+		if wait(c.grace) {
 			break
 		}
 		c.logger.Warn("mcp server did not exit after SIGTERM; sending SIGKILL", "server", c.server, "grace", c.grace)
 		_ = proc.KillGroup(c.cmd)
-		if !wait() {
+		// SIGKILL cannot be ignored: only a loaded machine delays the exit,
+		// so wait at least killWait for it, whatever the grace.
+		if !wait(max(c.grace, killWait)) {
 			err = fmt.Errorf("mcp server %q (pid %d) did not exit after SIGKILL", c.server, c.cmd.Process.Pid)
 		}
 	}

@@ -34,8 +34,9 @@ type Invoker interface {
 type invocationKey struct{}
 
 // WithInvocation returns a context carrying inv, for code below a tool (a
-// sub-agent, a helper) that has only the context. The agent sets it for every
-// call; [InvocationFrom] reads it.
+// sub-agent, a helper) that has only the context. The agent sets it for the
+// calls of tools that implement [Invoker] (other tools read the answer with
+// [AnswerFrom]); [InvocationFrom] reads it.
 func WithInvocation(ctx context.Context, inv Invocation) context.Context {
 	return context.WithValue(ctx, invocationKey{}, inv)
 }
