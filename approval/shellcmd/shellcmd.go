@@ -49,6 +49,7 @@
 package shellcmd
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -119,7 +120,8 @@ type Command struct {
 	// "sh -c", "find -delete"); empty for a command of the script itself.
 	Via []string `json:"via,omitempty"`
 	// Opaque, when not empty, says why the analysis cannot tell what this
-	// command runs. Program is empty then.
+	// command runs, without quoting the script (it may hold secrets).
+	// Program is empty then.
 	Opaque string `json:"opaque,omitempty"`
 	// Text is the command's source text (for a command found inside a
 	// string, the text of that string), for messages.
@@ -187,7 +189,7 @@ func (a *analyzer) script(src string, depth int, via []string) {
 	}
 	f, err := parse(src)
 	if err != nil {
-		a.opaque("the script does not parse: "+err.Error(), via, truncate(src))
+		a.opaque(parseReason(err), via, truncate(src))
 		return
 	}
 	top := depth == 0
@@ -221,6 +223,15 @@ func (a *analyzer) script(src string, depth int, via []string) {
 	if top && a.arith && a.cmdText {
 		a.opaque("arithmetic evaluation in a script that holds a command substitution in a string (bash may run it from an array index)", via, truncate(src))
 	}
+}
+
+// parseReason says where a script fails to parse, without quoting it.
+func parseReason(err error) string {
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("the script does not parse (line %d, column %d)", pe.Pos.Line(), pe.Pos.Col())
+	}
+	return "the script does not parse"
 }
 
 // parse parses src as bash, turning a panic of the parser into an error.
@@ -448,7 +459,7 @@ func (a *analyzer) command(words []Word, rs []Redirect, stdin *syntax.Word, text
 	}
 	prog := words[0]
 	if prog.Dynamic || prog.Glob || prog.Value == "" {
-		reason := fmt.Sprintf("the program %q is only known when the script runs", prog.Value)
+		reason := "the program is only known when the script runs"
 		if !prog.Dynamic && !prog.Glob {
 			reason = "the program name is empty"
 		}
@@ -472,7 +483,7 @@ func (a *analyzer) command(words []Word, rs []Redirect, stdin *syntax.Word, text
 	sub := func(what string, ws []Word) {
 		for _, w := range ws {
 			if w.Dynamic {
-				a.opaque(fmt.Sprintf("%s runs text that is only known when the script runs (%s)", what, w.Value), in(what), text)
+				a.opaque(what+" runs text that is only known when the script runs", in(what), text)
 				return
 			}
 		}
@@ -739,7 +750,7 @@ func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text stri
 		w := rest[0]
 		v := append(slices.Clone(via), what)
 		if w.Dynamic {
-			a.opaque(fmt.Sprintf("%s runs a script that is only known when the script runs (%s)", what, w.Value), v, text)
+			a.opaque(what+" runs a script that is only known when the script runs", v, text)
 			return
 		}
 		a.script(w.Value, depth+1, v)
@@ -748,7 +759,7 @@ func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text stri
 	case len(rest) > 0 && rest[0].Value != "/dev/stdin" && rest[0].Value != "-s":
 		w := rest[0]
 		if w.Dynamic {
-			a.opaque(fmt.Sprintf("%s runs a script file that is only known when the script runs (%s)", name, w.Value), append(slices.Clone(via), name), text)
+			a.opaque(name+" runs a script file that is only known when the script runs", append(slices.Clone(via), name), text)
 		}
 		// A script file: judged as the program name with its arguments.
 	case stdin != nil:
