@@ -22,10 +22,21 @@
 //     denied at every level.
 //   - rules: a tool glob (seed 000's matcher semantics: only '*' is special,
 //     case is ignored, no implicit prefix), conditions on the hints, the risk
-//     and argument values (equals, prefix, pathPrefix, regex), an id and a
-//     decision.
+//     and argument values (equals, prefix, pathPrefix, pathGlob, regex), an
+//     id and a decision.
 //
-// Verdicts name their source as "rule:<id>" or "autonomy:<level>". A rule's
+// A rule may also carry a [CommandCondition]: the shell script in bash's
+// command argument is parsed (package approval/shellcmd) and the rule judges
+// every simple command in it, with the program matched by base name after
+// quotes, backslashes and paths are resolved and wrappers (sh -c, eval,
+// sudo, env, xargs, find -exec and -delete, ...) are seen through. Anything
+// the analysis cannot see through is asked about ("shell:opaque"), never
+// allowed. Claude Code's permission rules ("Bash(git push:*)",
+// "Read(.env)", "Edit(src/**)") are accepted as a shorthand with the same
+// meaning ([PermissionRule]).
+//
+// Verdicts name their source as "rule:<id>", "autonomy:<level>" or
+// "shell:opaque". A rule's
 // allow is a vote, never an exemption: it cannot lower an ask or a deny of
 // another rule or of the autonomy level. Durable stores for halted runs and
 // approvals live in the subpackage approval/store, which this package does not

@@ -12,6 +12,7 @@ import (
 	yaml "github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/tollgate-dev/tollgate/approval/shellcmd"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
@@ -88,14 +89,33 @@ func LoadPolicy(path string) (*Policy, []Problem, error) {
 //	    hints: {destructive: true}  # readOnly, destructive, idempotent, openWorld: true | false
 //	    risk: [network]             # risk level or list of them
 //	    args:                       # conditions on argument values, all must hold
-//	      path: {pathPrefix: /etc}  # also: prefix, regex (RE2, unanchored), equals (any YAML value)
+//	      path: {pathPrefix: /etc}  # also: prefix, pathGlob (gitignore style), regex (RE2, unanchored), equals (any YAML value)
 //	    decision: deny              # allow | ask | deny
 //	    reason: the model sees this on deny
+//	  - id: no-rm
+//	    tool: bash
+//	    command: {program: rm}      # each simple command of the script; also pattern: "git push *",
+//	                                # flags: [-rf], writes: [/etc], opaque: true, field: command;
+//	                                # a string is a pattern: command: "git push *"
+//	    decision: deny
+//	  - id: no-push
+//	    tool: "Bash(git push:*)"    # a Claude Code permission rule as the rule's only tool
+//	    decision: ask
+//	permissions:                    # Claude Code's permissions object: rules with ids "deny:Read(.env)", ...
+//	  deny: ["Read(.env)", "Bash(curl:*)"]
+//	  ask: ["Edit(src/**)"]
+//	  allow: ["Bash(npm run test:*)"]
+//
+// Command conditions and permission rules are described at
+// [CommandCondition] and [PermissionRule].
 //
 // Unknown keys, values of the wrong type, unknown decisions, risks and
-// autonomy levels, invalid globs, bad regular expressions, duplicate rule IDs,
+// autonomy levels, invalid globs, bad regular expressions, command patterns
+// and flags, a rule that allows opaque commands, permission rules for tools
+// tollgate does not have, duplicate rule IDs,
 // YAML aliases and merge keys, and YAML syntax errors are errors; a rule with
-// no condition (it matches every call), a deny without a reason and a risk
+// no condition (it matches every call), a deny without a reason, a tool
+// glob that can never match a tool name ("edit|write", "mcp__.*") and a risk
 // declaration shadowed by an earlier one are warnings. Every problem carries
 // its file:line:col. Unlike seed 000's hook registry, which skips bad entries,
 // a policy with any error does not load: the result is nil, with every
@@ -237,9 +257,11 @@ func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
 		case "risks":
 			spec.Risks = ps.risks(kv.Value)
 		case "rules":
-			spec.Rules = ps.rules(kv.Value)
+			spec.Rules = append(spec.Rules, ps.rules(kv.Value)...)
+		case "permissions":
+			spec.Rules = append(spec.Rules, ps.permissions(kv.Value)...)
 		default:
-			ps.errorf(kn, "unknown key %q (want autonomy, risks or rules)", key)
+			ps.errorf(kn, "unknown key %q (want autonomy, risks, rules or permissions)", key)
 		}
 	}
 	if spec.Autonomy == "" && len(spec.Rules) == 0 && !ps.failed() {
@@ -417,14 +439,14 @@ func (ps *policyParser) strs(n ast.Node, what string) ([]string, []ast.Node) {
 	return out, nodes
 }
 
-func (ps *policyParser) globs(n ast.Node) []string {
-	gs, nodes := ps.strs(n, "tool")
-	for i, g := range gs {
-		if !glob.Valid(g) {
-			ps.errorf(nodes[i], "invalid tool glob %q (empty or with control characters)", g)
-		}
+// checkGlob reports a tool glob that is invalid (an error) or that can
+// never match a tool name (a warning).
+func (ps *policyParser) checkGlob(n ast.Node, g string) {
+	if !glob.Valid(g) {
+		ps.errorf(n, "invalid tool glob %q (empty or with control characters)", g)
+	} else if msg := glob.ToolNameProblem(g); msg != "" {
+		ps.warnf(n, "%s", msg)
 	}
-	return gs
 }
 
 func (ps *policyParser) riskList(n ast.Node) []Risk {
@@ -461,6 +483,8 @@ func (ps *policyParser) risks(n ast.Node) []RiskDeclaration {
 					d.Tool = s
 					if !glob.Valid(s) {
 						ps.errorf(kv.Value, "invalid tool glob %q (empty or with control characters)", s)
+					} else if msg := glob.ToolNameProblem(s); msg != "" {
+						ps.warnf(kv.Value, "%s", msg)
 					} else if line, dup := seen[strings.ToLower(s)]; dup {
 						ps.warnf(kv.Value, "risk declaration for %q is shadowed by the one on line %d", s, line)
 					} else if tk := kv.Value.GetToken(); tk != nil && tk.Position != nil {
@@ -498,7 +522,9 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 			continue
 		}
 		var r Rule
-		var idNode, decNode ast.Node
+		var idNode, decNode, cmdNode ast.Node
+		var perm string
+		var permNode ast.Node
 		conditions := 0
 		for _, kv := range kvs {
 			key, kn := ps.key(kv)
@@ -518,7 +544,23 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 			case "description":
 				ps.str(kv.Value, "description")
 			case "tool":
-				r.Tools = ps.globs(kv.Value)
+				gs, nodes := ps.strs(kv.Value, "tool")
+				for i, g := range gs {
+					if isPermissionRule(g) {
+						if len(gs) > 1 {
+							ps.errorf(nodes[i], "the permission rule %q must be the rule's only tool (write one rule per permission)", g)
+							continue
+						}
+						perm, permNode = g, nodes[i]
+						continue
+					}
+					ps.checkGlob(nodes[i], g)
+					r.Tools = append(r.Tools, g)
+				}
+				conditions++
+			case "command":
+				r.Command = ps.command(kv.Value)
+				cmdNode = kv.Value
 				conditions++
 			case "hints":
 				r.Hints = ps.hints(kv.Value)
@@ -541,8 +583,26 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 					r.Reason = s
 				}
 			default:
-				ps.errorf(kn, "unknown key %q in a rule (want id, description, tool, hints, risk, args, decision, reason)", key)
+				ps.errorf(kn, "unknown key %q in a rule (want id, description, tool, command, hints, risk, args, decision, reason)", key)
 			}
+		}
+		if perm != "" {
+			pr, err := PermissionRule(r.ID, perm, r.Decision)
+			switch {
+			case err != nil:
+				ps.errorf(permNode, "%v", err)
+			case pr.Command != nil && r.Command != nil:
+				ps.errorf(cmdNode, "rule %q: the permission rule %q already sets the command condition", r.ID, perm)
+			default:
+				r.Tools = pr.Tools
+				if pr.Command != nil {
+					r.Command = pr.Command
+				}
+				r.Args = append(r.Args, pr.Args...)
+			}
+		}
+		if r.Command != nil && r.Command.Opaque && r.Decision == Allow && cmdNode != nil {
+			ps.errorf(cmdNode, "rule %q: opaque commands cannot be allowed (ask or deny)", r.ID)
 		}
 		if idNode == nil {
 			ps.errorf(it, "a rule needs an id")
@@ -551,7 +611,7 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 			ps.errorf(it, "rule %q needs a decision (allow, ask or deny)", r.ID)
 		}
 		if conditions == 0 && idNode != nil {
-			ps.warnf(idNode, "rule %q has no condition (tool, hints, risk, args): it matches every call", r.ID)
+			ps.warnf(idNode, "rule %q has no condition (tool, command, hints, risk, args): it matches every call", r.ID)
 		}
 		if r.Decision == Deny && r.Reason == "" && decNode != nil {
 			ps.warnf(decNode, "rule %q denies without a reason: the model only learns that the rule denied the call", r.ID)
@@ -614,7 +674,7 @@ func (ps *policyParser) args(n ast.Node) []ArgCondition {
 			continue
 		}
 		if len(ops) == 0 {
-			ps.errorf(kv.Value, "the condition on %q is empty (want equals, prefix, pathPrefix or regex)", field)
+			ps.errorf(kv.Value, "the condition on %q is empty (want equals, prefix, pathPrefix, pathGlob or regex)", field)
 			continue
 		}
 		for _, op := range ops {
@@ -647,6 +707,16 @@ func (ps *policyParser) args(n ast.Node) []ArgCondition {
 				} else {
 					c.PathPrefix = s
 				}
+			case "pathGlob":
+				s, ok := ps.str(op.Value, key)
+				if !ok {
+					continue
+				}
+				if _, err := cleanPathGlob(s); err != nil {
+					ps.errorf(op.Value, "%v", err)
+					continue
+				}
+				c.PathGlob = s
 			case "regex":
 				s, ok := ps.str(op.Value, key)
 				if !ok {
@@ -662,7 +732,7 @@ func (ps *policyParser) args(n ast.Node) []ArgCondition {
 				}
 				c.Regex = s
 			default:
-				ps.errorf(kn, "unknown condition %q on argument %q (want equals, prefix, pathPrefix, regex)", key, field)
+				ps.errorf(kn, "unknown condition %q on argument %q (want equals, prefix, pathPrefix, pathGlob, regex)", key, field)
 			}
 		}
 		out = append(out, c)
@@ -715,4 +785,131 @@ func (ps *policyParser) value(n ast.Node) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unsupported value (%s)", describe(n))
+}
+
+// command reads a rule's command condition: a string (a command pattern,
+// as in Claude Code's Bash rules) or a mapping of operators.
+func (ps *policyParser) command(n ast.Node) *CommandCondition {
+	u := ps.unwrap(n)
+	if u == nil {
+		return nil
+	}
+	c := &CommandCondition{}
+	if _, ok := u.(*ast.StringNode); ok {
+		s, _ := ps.str(u, "command")
+		if _, err := shellcmd.CompilePattern(s); err != nil {
+			ps.errorf(u, "command: %v", err)
+			return nil
+		}
+		c.Patterns = []string{s}
+		return c
+	}
+	kvs, ok := ps.mapping(u, "command")
+	if !ok {
+		return nil
+	}
+	for _, kv := range kvs {
+		key, kn := ps.key(kv)
+		switch key {
+		case "":
+		case "field":
+			if s, ok := ps.str(kv.Value, "field"); ok {
+				c.Field = s
+			}
+		case "program":
+			gs, nodes := ps.strs(kv.Value, "program")
+			for i, g := range gs {
+				if !glob.Valid(g) || strings.Contains(g, "/") {
+					ps.errorf(nodes[i], "invalid program %q (a base name such as rm, or a glob with *)", g)
+				}
+			}
+			c.Programs = gs
+		case "pattern":
+			ps2, nodes := ps.strs(kv.Value, "pattern")
+			for i, p := range ps2 {
+				if _, err := shellcmd.CompilePattern(p); err != nil {
+					ps.errorf(nodes[i], "%v", err)
+				}
+			}
+			c.Patterns = ps2
+		case "flags":
+			fs, nodes := ps.strs(kv.Value, "flags")
+			for i, f := range fs {
+				if !shellcmd.ValidFlag(f) {
+					ps.errorf(nodes[i], "invalid flag %q (want -x, -xyz or --name)", f)
+				}
+			}
+			c.Flags = fs
+		case "writes":
+			ws, nodes := ps.strs(kv.Value, "writes")
+			for i, w := range ws {
+				if w == "" {
+					ps.errorf(nodes[i], "writes: empty path")
+				}
+			}
+			c.Writes = ws
+		case "opaque":
+			v := ps.unwrap(kv.Value)
+			b, ok := v.(*ast.BoolNode)
+			if !ok {
+				if v != nil {
+					ps.errorf(v, "opaque must be true or false, not %s", describe(v))
+				}
+				continue
+			}
+			c.Opaque = b.Value
+		default:
+			ps.errorf(kn, "unknown key %q in a command condition (want program, pattern, flags, writes, opaque, field)", key)
+		}
+	}
+	if _, err := compileCommand(*c); err != nil && !ps.failed() {
+		ps.errorf(u, "%v", err)
+	}
+	return c
+}
+
+// permissions reads Claude Code's permissions object: allow, ask and deny
+// lists of permission rules, each becoming a rule whose id is
+// "<list>:<rule>" ("deny:Bash(rm:*)").
+func (ps *policyParser) permissions(n ast.Node) []Rule {
+	kvs, ok := ps.mapping(n, "permissions")
+	if !ok {
+		return nil
+	}
+	var out []Rule
+	seen := map[string]bool{}
+	for _, kv := range kvs {
+		key, kn := ps.key(kv)
+		var d Decision
+		switch key {
+		case "":
+			continue
+		case "allow", "ask", "deny":
+			d = Decision(key)
+		default:
+			ps.errorf(kn, "unknown key %q in permissions (tollgate reads allow, ask and deny; set the rest with tollgate's flags)", key)
+			continue
+		}
+		items, _ := ps.sequence(kv.Value, "permissions."+key)
+		for _, it := range items {
+			s, ok := ps.str(it, "a permission rule")
+			if !ok {
+				continue
+			}
+			id := key + ":" + s
+			if seen[id] {
+				ps.warnf(it, "permission rule %q is listed twice in %s", s, key)
+				continue
+			}
+			seen[id] = true
+			r, err := PermissionRule(id, s, d)
+			if err != nil {
+				ps.errorf(it, "%v", err)
+				continue
+			}
+			r.Reason = fmt.Sprintf("the permission rule %s says %s", s, d)
+			out = append(out, r)
+		}
+	}
+	return out
 }

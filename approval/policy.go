@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/approval/shellcmd"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -57,6 +58,10 @@ type Rule struct {
 	Risks []Risk
 	// Args are conditions on argument values; all must hold.
 	Args []ArgCondition
+	// Command, if set, is a condition on the simple commands of a shell
+	// script argument (bash's command): the rule votes about each simple
+	// command it holds for. See [CommandCondition].
+	Command *CommandCondition
 	// Decision is what the rule votes when it matches.
 	Decision Decision
 	// Reason explains the vote; on deny the model sees it.
@@ -101,6 +106,16 @@ type ArgCondition struct {
 	// Regex, if set, is an RE2 expression ([regexp] syntax) the string argument
 	// must match somewhere (anchor it with ^ and $ to match the whole value).
 	Regex string
+	// PathGlob, if set, is a slash-separated glob the string argument, read
+	// as a path, must match, with gitignore's rules (the rules of Claude
+	// Code's Read and Edit permissions): * and ? do not cross '/', ** matches
+	// any number of directories, [...] is a class; a glob with no '/' but a
+	// trailing one matches a base name at any depth (".env" matches
+	// "a/b/.env"); any other glob is anchored (relative globs at the
+	// working directory, see [Policy.WithWorkdir]). A path also matches when
+	// one of its parent directories matches ("secrets" covers
+	// "secrets/key.pem"). Paths are cleaned and resolved as for PathPrefix.
+	PathGlob string
 }
 
 // Policy decides about tool calls from a risk layer (risk against autonomy,
@@ -120,6 +135,7 @@ type Policy struct {
 type compiledRule struct {
 	Rule
 	args []compiledArg
+	cmd  *compiledCommand
 }
 
 type compiledArg struct {
@@ -127,6 +143,7 @@ type compiledArg struct {
 	path   []string
 	equals string // canonical JSON, "" when unset
 	prefix string // cleaned PathPrefix
+	glob   string // cleaned PathGlob
 	re     *regexp.Regexp
 }
 
@@ -181,6 +198,15 @@ func NewPolicy(spec PolicySpec) (*Policy, error) {
 			}
 			cr.args = append(cr.args, ca)
 		}
+		if r.Command != nil {
+			cc, err := compileCommand(*r.Command)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			} else if r.Command.Opaque && r.Decision == Allow {
+				errs = append(errs, fmt.Errorf("%s: a rule on opaque commands cannot allow them (ask or deny)", where))
+			}
+			cr.cmd = cc
+		}
 		p.rules = append(p.rules, cr)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -210,8 +236,15 @@ func compileArg(a ArgCondition) (compiledArg, error) {
 	if slices.Contains(ca.path, "") {
 		return ca, fmt.Errorf("argument field %q has an empty path segment", a.Field)
 	}
-	if a.Equals == nil && a.Prefix == "" && a.PathPrefix == "" && a.Regex == "" {
-		return ca, fmt.Errorf("argument %q: no condition (want equals, prefix, pathPrefix or regex)", a.Field)
+	if a.Equals == nil && a.Prefix == "" && a.PathPrefix == "" && a.Regex == "" && a.PathGlob == "" {
+		return ca, fmt.Errorf("argument %q: no condition (want equals, prefix, pathPrefix, pathGlob or regex)", a.Field)
+	}
+	if a.PathGlob != "" {
+		g, err := cleanPathGlob(a.PathGlob)
+		if err != nil {
+			return ca, fmt.Errorf("argument %q: %w", a.Field, err)
+		}
+		ca.glob = g
 	}
 	if a.Equals != nil {
 		c, err := canonicalJSON(a.Equals)
@@ -264,6 +297,10 @@ func cloneSpec(spec PolicySpec) PolicySpec {
 		r.Tools = slices.Clone(r.Tools)
 		r.Risks = slices.Clone(r.Risks)
 		r.Args = slices.Clone(r.Args)
+		if r.Command != nil {
+			c := r.Command.clone()
+			r.Command = &c
+		}
 		for j := range r.Args {
 			r.Args[j].Equals = slices.Clone(r.Args[j].Equals)
 		}
@@ -352,6 +389,24 @@ type Evaluation struct {
 	// Verdict is the strongest of Verdicts under deny > ask > allow (the first
 	// among equals), or an allow by "default" when Verdicts is empty.
 	Verdict Verdict
+	// Commands lists the simple commands of the call's shell script, each
+	// with what the rules said about it, when some rule with a command
+	// condition applies to the call (see [CommandCondition]).
+	Commands []CommandEvaluation
+}
+
+// CommandEvaluation is what the rules with a command condition said about
+// one simple command of a call's script.
+type CommandEvaluation struct {
+	// Command is the simple command (see package shellcmd).
+	Command shellcmd.Command
+	// Verdicts are the votes of the rules that hold for it, in policy order;
+	// a rule that may hold (a word known only at run time) votes ask, unless
+	// it allows (then it does not vote); an opaque command no rule speaks
+	// about gets an ask by "shell:opaque".
+	Verdicts []Verdict
+	// Verdict is the strongest of Verdicts, nil when no rule had a say.
+	Verdict *Verdict
 }
 
 // Evaluate decides about c and says why. Arguments that are not a JSON object
@@ -370,15 +425,20 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 		d.UseNumber()
 		_ = d.Decode(&args)
 	}
-	for _, r := range p.rules {
+	var cmdRules []*compiledRule
+	for i := range p.rules {
+		r := &p.rules[i]
 		if !r.matches(c, ev.Risk, args, p.workdir) {
 			continue
 		}
-		reason := r.Reason
-		if reason == "" {
-			reason = fmt.Sprintf("policy rule %s says %s", r.ID, r.Decision)
+		if r.cmd != nil {
+			cmdRules = append(cmdRules, r)
+			continue
 		}
-		ev.Verdicts = append(ev.Verdicts, Verdict{Decision: r.Decision, Reason: reason, By: "rule:" + r.ID})
+		ev.Verdicts = append(ev.Verdicts, r.verdict(r.Decision, ""))
+	}
+	if len(cmdRules) > 0 {
+		ev.Commands, ev.Verdicts = p.judgeCommands(cmdRules, args, ev.Verdicts)
 	}
 	if a := p.spec.Autonomy; a != "" {
 		d := AutonomyDecision(a, ev.Risk)
@@ -394,6 +454,109 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 		ev.Verdict = Strongest(ev.Verdicts...)
 	}
 	return ev
+}
+
+// verdict is r's vote d; note is added to the reason.
+func (r *compiledRule) verdict(d Decision, note string) Verdict {
+	reason := r.Reason
+	if reason == "" {
+		reason = fmt.Sprintf("policy rule %s says %s", r.ID, r.Decision)
+	}
+	if note != "" {
+		reason += " (" + note + ")"
+	}
+	return Verdict{Decision: d, Reason: reason, By: "rule:" + r.ID}
+}
+
+// opaqueVerdict is the vote about an opaque command no rule speaks about.
+func opaqueVerdict(c *shellcmd.Command) Verdict {
+	return Verdict{Decision: Ask, By: "shell:opaque", Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
+}
+
+// judgeCommands applies the command rules rs (whose other conditions hold)
+// to each simple command of the script argument(s) they read, and adds
+// their votes to vs: every deny and ask of a command, and the allows only
+// when every simple command of the script is allowed by some rule.
+func (p *Policy) judgeCommands(rs []*compiledRule, args map[string]any, vs []Verdict) ([]CommandEvaluation, []Verdict) {
+	var out []CommandEvaluation
+	fields := map[string][]*compiledRule{}
+	var order []string
+	for _, r := range rs {
+		f := r.cmd.field()
+		if _, ok := fields[f]; !ok {
+			order = append(order, f)
+		}
+		fields[f] = append(fields[f], r)
+	}
+	seen := map[Verdict]bool{}
+	add := func(v Verdict) {
+		if !seen[v] {
+			seen[v] = true
+			vs = append(vs, v)
+		}
+	}
+	for _, f := range order {
+		script, ok := lookup(args, strings.Split(f, "."))
+		str, isStr := script.(string)
+		if !ok || !isStr {
+			continue // no script: the command conditions do not hold
+		}
+		an := shellcmd.Analyze(str)
+		var allows []Verdict
+		allAllowed := len(an.Commands) > 0
+		for i := range an.Commands {
+			c := &an.Commands[i]
+			ce := CommandEvaluation{Command: *c}
+			speaksOpaque := false
+			for _, r := range fields[f] {
+				t := r.cmd.match(c, p.workdir, an.ChangesDir)
+				if r.cmd.Opaque && t == shellcmd.Yes {
+					speaksOpaque = true
+				}
+				switch {
+				case t == shellcmd.Yes:
+					ce.Verdicts = append(ce.Verdicts, r.verdict(r.Decision, ""))
+				case t == shellcmd.Maybe && r.Decision != Allow:
+					ce.Verdicts = append(ce.Verdicts, r.verdict(Ask, "the rule may hold: part of the command is known only when it runs; a person decides"))
+				}
+			}
+			if c.Opaque != "" && !speaksOpaque {
+				ce.Verdicts = append(ce.Verdicts, opaqueVerdict(c))
+			}
+			if len(ce.Verdicts) > 0 {
+				v := Strongest(ce.Verdicts...)
+				ce.Verdict = &v
+				if v.Decision == Allow {
+					allows = append(allows, v)
+				} else {
+					add(v)
+				}
+			} else {
+				allAllowed = false
+			}
+			out = append(out, ce)
+		}
+		if allAllowed {
+			for _, v := range allows {
+				add(v)
+			}
+		}
+	}
+	return out, vs
+}
+
+func lookup(args map[string]any, path []string) (any, bool) {
+	var v any = args
+	for _, seg := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[seg]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // Authorize implements [Authorizer]: the Verdict of [Policy.Evaluate]. It never
@@ -456,7 +619,7 @@ func (a *compiledArg) holds(args map[string]any, wd workdir) bool {
 			return false
 		}
 	}
-	if a.Prefix == "" && a.PathPrefix == "" && a.re == nil {
+	if a.Prefix == "" && a.PathPrefix == "" && a.re == nil && a.glob == "" {
 		return true
 	}
 	s, ok := v.(string)
@@ -470,6 +633,9 @@ func (a *compiledArg) holds(args map[string]any, wd workdir) bool {
 		return false
 	}
 	if a.re != nil && !a.re.MatchString(s) {
+		return false
+	}
+	if a.glob != "" && !pathGlobMatch(a.glob, wd, s) {
 		return false
 	}
 	return true

@@ -310,6 +310,7 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Add(testPolicy)
 	f.Add("autonomy: manual\n")
 	f.Add("rules:\n  - id: a\n    tool: x\n    decision: deny\n    reason: r\n")
+	f.Add("rules:\n  - id: a\n    tool: bash\n    command: {program: rm, flags: [-rf], writes: [/etc]}\n    decision: deny\n    reason: r\npermissions:\n  deny: [\"Read(.env)\", \"Bash(git push:*)\"]\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		p, probs, err := approval.ParsePolicy("f.yaml", strings.NewReader(src))
 		hasErr := false
@@ -329,6 +330,8 @@ func FuzzParsePolicy(f *testing.F) {
 			for _, c := range []approval.Call{
 				{Tool: "bash", Args: json.RawMessage(`{"cmd":"rm -rf /","path":"/etc/x","options":{"env":"prod"}}`)},
 				{Tool: "read_file", Hints: &tool.Hints{ReadOnly: true}},
+				{Tool: "bash", Args: json.RawMessage(`{"command":"sh -c 'rm x' | $X > /etc/y; git push $R"}`)},
+				{Tool: "read", Args: json.RawMessage(`{"path":"a/.env"}`)},
 			} {
 				v := p.Evaluate(c).Verdict
 				if !v.Decision.Valid() || v.By == "" {

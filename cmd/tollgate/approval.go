@@ -481,15 +481,26 @@ func lintPolicy(spec approval.PolicySpec) []string {
 		if mcp || len(matched) == 0 {
 			continue // MCP and other tools' arguments are not known here
 		}
+		fields := make([]string, 0, len(r.Args)+1)
 		for _, a := range r.Args {
-			field, _, _ := strings.Cut(a.Field, ".")
+			fields = append(fields, a.Field)
+		}
+		if r.Command != nil {
+			f := r.Command.Field
+			if f == "" {
+				f = approval.DefaultCommandField
+			}
+			fields = append(fields, f)
+		}
+		for _, af := range fields {
+			field, _, _ := strings.Cut(af, ".")
 			found := false
 			for _, name := range matched {
 				found = found || props[name][field]
 			}
 			if !found {
 				slices.Sort(matched)
-				warns = append(warns, fmt.Sprintf("rule %q: argument %q is not an argument of %s, so the rule never matches", r.ID, a.Field, strings.Join(matched, ", ")))
+				warns = append(warns, fmt.Sprintf("rule %q: argument %q is not an argument of %s, so the rule never matches", r.ID, af, strings.Join(matched, ", ")))
 			}
 		}
 	}
@@ -538,7 +549,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(check)
+	cmd.AddCommand(check, newPolicyExplainCmd(env))
 	return cmd
 }
 

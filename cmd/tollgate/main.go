@@ -6,6 +6,7 @@
 //	tollgate tools [--workdir DIR] [--mcp FILE]
 //	tollgate hooks check FILE...
 //	tollgate policy check FILE
+//	tollgate policy explain FILE --tool NAME --args JSON
 //	tollgate approvals list|show|approve|deny
 //	tollgate resume RUN_ID
 //

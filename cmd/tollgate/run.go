@@ -187,6 +187,14 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 	if cfg.maxTurns < 1 {
 		return nil, usageErr("run: --max-turns must be at least 1, got %d", cfg.maxTurns)
 	}
+	for _, g := range cfg.deny {
+		if !glob.Valid(g) {
+			return nil, usageErr("run: --deny %q: a glob must be non-empty and free of control characters", g)
+		}
+		if msg := glob.ToolNameProblem(g); msg != "" {
+			return nil, usageErr("run: --deny: %s", msg)
+		}
+	}
 	logger := slog.New(slog.DiscardHandler)
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
 // MaxDocumentSize is the largest hooks document [FromYAML] reads, in bytes; a
@@ -278,6 +279,10 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 			if !e.usesMatcher() {
 				warnings = append(warnings, func() {
 					l.add(mv.Value, slog.LevelWarn, false, "hook %d: matcher is ignored for %s: the hook runs for every tool", n, e.CamelName())
+				})
+			} else if msg := glob.ToolNameProblem(s); msg != "" && s != "" {
+				warnings = append(warnings, func() {
+					l.add(mv.Value, slog.LevelWarn, false, "hook %d: %s; the hook never runs", n, msg)
 				})
 			}
 			c.Matcher = Matcher(s)

@@ -9,6 +9,11 @@ import "github.com/tollgate-dev/tollgate/internal/glob"
 // match "mcp__github__list_issues", "mcp__github__*" does. The rules are those
 // of package internal/glob, shared with approval policies.
 //
+// Tool names hold only letters, digits, '_' and '-', so a matcher with any
+// other character but * ("edit|write", "mcp__fs__.*") never matches: it is
+// not a list or a regular expression. [FromYAML] and [Of] keep such a hook,
+// as seed 000 does, with a warning [Diagnostic].
+//
 // The empty Matcher means "no matcher": it matches every tool, like [MatchAll].
 // Registries compile matchers once, when they are built; [Matcher.Match]
 // matches without compiling and is meant for one-off checks.

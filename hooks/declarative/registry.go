@@ -146,7 +146,9 @@ type hook struct {
 // Of builds a registry from hooks made in code (seed 000 of(hooks) and
 // of(hooks, executor): the executor is Options.Executor). It never fails: a
 // hook that does not pass [Config.Validate] is skipped with a WARN log and a
-// [Diagnostic] that names it by index ("config[2]").
+// [Diagnostic] that names it by index ("config[2]"). A matcher that can never
+// match a tool name ("edit|write", "mcp__.*": only * is special) is kept, as
+// seed 000 keeps it, with a WARN diagnostic.
 func Of(configs []Config, opts *Options) *Registry {
 	var cfgs []Config
 	var diags []Diagnostic
@@ -155,6 +157,10 @@ func Of(configs []Config, opts *Options) *Registry {
 			diags = append(diags, Diagnostic{Severity: slog.LevelWarn, Skipped: true,
 				Message: fmt.Sprintf("skipped config[%d] (%s): %v", i, c.Event, err)})
 			continue
+		}
+		if msg := glob.ToolNameProblem(string(c.Matcher)); msg != "" && c.Event.usesMatcher() {
+			diags = append(diags, Diagnostic{Severity: slog.LevelWarn,
+				Message: fmt.Sprintf("config[%d] (%s): %s; the hook never runs", i, c.Event, msg)})
 		}
 		cfgs = append(cfgs, c)
 	}

@@ -10,6 +10,7 @@
 package glob
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -296,4 +297,45 @@ func runeFoldEqual(p, s string) (pw, sw int, ok bool) {
 		}
 	}
 	return pw, sw, false
+}
+
+// ToolNameProblem returns "" when pattern can match some tool name, and
+// otherwise a message saying why it never matches. Tool names hold only
+// ASCII letters, digits, '_' and '-' (tool.ValidName, the shape model
+// providers accept), and every character of a glob but '*' matches itself
+// (up to case), so a glob with '|', '(', '.', '?', ' ' or any other
+// character never matches: "edit|write" is not a list and "mcp__.*" is not
+// a regular expression. Loaders warn about such globs; a --deny flag refuses
+// them.
+func ToolNameProblem(pattern string) string {
+	for _, r := range pattern {
+		if r == '*' || toolNameRune(r) {
+			continue
+		}
+		hint := ""
+		switch r {
+		case '|', ',':
+			hint = "; it is not a list: give each name separately"
+		case '(', ')', '[', ']', '.', '?', '+', '^', '$', '{', '}':
+			hint = "; only * is special (it is not a regular expression): write \"mcp__fs__*\", not \"mcp__fs__.*\""
+			if r == '(' || r == ')' {
+				hint = "; only * is special (a rule like Bash(rm:*) belongs in a policy file)"
+			}
+		}
+		return fmt.Sprintf("tool glob %q can never match: %q appears in no tool name (tool names use letters, digits, '_' and '-')%s", pattern, r, hint)
+	}
+	return ""
+}
+
+// toolNameRune reports whether r matches, up to simple case folding, a
+// character of a tool name.
+func toolNameRune(r rune) bool {
+	for f := r; ; {
+		if f == '_' || f == '-' || (f >= '0' && f <= '9') || (f >= 'a' && f <= 'z') || (f >= 'A' && f <= 'Z') {
+			return true
+		}
+		if f = unicode.SimpleFold(f); f == r {
+			return false
+		}
+	}
 }
