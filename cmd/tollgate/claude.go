@@ -57,7 +57,20 @@ func claudeRunExtension() runExtension {
 				return usageErr("run: --claude-settings: no hooks in %s", strings.Join(files, ", "))
 			}
 			logger := slog.New(slog.NewTextHandler(rs.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			c, err := claudecode.New(s, &claudecode.Options{ProjectDir: rs.cfg.workdir, FailModes: modes, DefaultTimeout: timeout, Logger: logger})
+			// A gate that did not load must not let calls through: refuse
+			// settings whose skipped entries belong to an event that fails
+			// closed.
+			for _, d := range s.Diagnostics {
+				if d.Skipped && (d.Event == claudecode.PreToolUse || d.Event == claudecode.PermissionRequest) && modes[d.Event] != claudecode.FailOpen {
+					return usageErr("run: --claude-settings: a %s entry was skipped (%s); fix it, or pass --claude-fail %s=open to run without it", d.Event, d, d.Event)
+				}
+			}
+			copts := &claudecode.Options{ProjectDir: rs.cfg.workdir, FailModes: modes, DefaultTimeout: timeout, Logger: logger}
+			if rs.sandbox != nil {
+				copts.Sandbox, copts.PassEnv = rs.sandbox.hookSandbox(), rs.sandbox.passEnv
+			}
+			rs.addProtected(all...)
+			c, err := claudecode.New(s, copts)
 			if err != nil {
 				return usageErr("run: %v", err)
 			}

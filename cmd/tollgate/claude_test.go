@@ -92,3 +92,43 @@ func TestHooksCheckClaudeSettings(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
+
+// A guard that did not load must not let calls through: settings whose
+// PreToolUse handler was skipped are refused; and hooks see the allowlisted
+// environment, never a database password or URL of the process.
+func TestRunClaudeSettingsFailClosedAndScrubbed(t *testing.T) {
+	ws := t.TempDir()
+	dir := t.TempDir()
+	script := writeFile(t, dir, "script.yaml", `turns:
+  - toolCalls:
+      - {name: bash, args: {command: "echo hi"}}
+  - text: done
+`)
+	broken := writeFile(t, dir, "broken.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2", "timeout": "10"}]}],
+  "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}}`)
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", broken, "go")
+	if code != exitUsage || !strings.Contains(errOut, "PreToolUse entry was skipped") {
+		t.Fatalf("a skipped guard: exit %d, want %d\n%s\n%s", code, exitUsage, out, errOut)
+	}
+	if code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", broken, "--claude-fail", "PreToolUse=open", "go"); code != 0 {
+		t.Fatalf("with PreToolUse=open the run goes on: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	t.Setenv("DB_PASS", "db-secret-1")
+	t.Setenv("DATABASE_URL", "postgres://u:pw@h/db")
+	envFile := filepath.Join(ws, "hookenv.txt")
+	dump := writeFile(t, dir, "dump.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "env > hookenv.txt"}]}]}}`)
+	if code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", dump, "go"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "db-secret-1") || strings.Contains(string(b), "postgres://") {
+		t.Fatalf("a Claude Code hook saw the process's secrets:\n%s", b)
+	}
+	if !strings.Contains(string(b), "CLAUDE_PROJECT_DIR=") {
+		t.Fatalf("the hook's environment lacks CLAUDE_PROJECT_DIR:\n%s", b)
+	}
+}

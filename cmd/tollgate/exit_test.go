@@ -52,3 +52,14 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// A typo in a subcommand of a command group is a usage error (exit 2), never
+// help with exit 0: "tollgate policy chek FILE && deploy" must not deploy.
+func TestUnknownSubcommandIsUsageError(t *testing.T) {
+	for _, args := range [][]string{{"policy", "chek", "x.yaml"}, {"hooks", "chek", "x.yaml"}, {"approvals", "aprove", "req_1"}} {
+		code, out, errOut := runMain(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "unknown command") {
+			t.Errorf("%v: exit %d, want %d\n%s\n%s", args, code, exitUsage, out, errOut)
+		}
+	}
+}

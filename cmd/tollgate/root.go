@@ -97,10 +97,25 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env),
 		newDoctorCmd(env),
 	)
-	// Unknown subcommands and bad arguments are usage errors too.
-	for _, c := range root.Commands() {
+	// Unknown subcommands and bad arguments are usage errors too, at every
+	// depth: "tollgate policy chek FILE" must not print help and exit 0.
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
 		c.SetFlagErrorFunc(root.FlagErrorFunc())
+		if c != root && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return usageErr("unknown command %q for %q (see '%s --help')", args[0], cmd.CommandPath(), cmd.CommandPath())
+				}
+				return nil
+			}
+			c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
 	}
+	walk(root)
 	return root
 }
 

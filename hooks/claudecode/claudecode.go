@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/proc"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -52,11 +55,23 @@ type Options struct {
 	FailModes map[Event]FailMode
 	// DefaultTimeout is a handler's timeout when it gives none (default 60 s).
 	DefaultTimeout time.Duration
-	// Env is the environment of command handlers, "NAME=value" (default: the
-	// process environment without variables whose names contain KEY, TOKEN,
-	// SECRET, PASSWORD, PASSWD, CREDENTIAL or AUTH). CLAUDE_PROJECT_DIR is
-	// always added.
+	// Env is the environment of command handlers, "NAME=value", taken as it
+	// is. Nil means the process environment scrubbed to an allowlist (PATH,
+	// HOME, LANG, LC_*, TERM, TMPDIR, ...; internal/proc.Env) plus the
+	// variables PassEnv names, the same rule as bash and YAML command hooks:
+	// provider keys, database URLs and other secrets reach a hook only when
+	// named. CLAUDE_PROJECT_DIR is always added.
 	Env []string
+	// PassEnv names variables (exact names, or prefixes ending in '*') passed
+	// to command handlers on top of the allowlist when Env is nil.
+	PassEnv []string
+	// Sandbox, if set, is called with every command handler about to start
+	// and may rewrite it to run confined (sandbox.Sandbox.Wrapper returns
+	// one); it reports whether killing the started process kills everything
+	// it starts. When it fails the handler is not started, which counts as a
+	// hook failure (a deny where the event fails closed). Nil runs handlers
+	// unconfined.
+	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)
 	// HTTPClient sends http handlers' requests (default: a client without
 	// redirects to other hosts' credentials, i.e. http.DefaultClient's
 	// transport; the handler's timeout bounds each request).
@@ -115,7 +130,7 @@ func New(s *Settings, opts *Options) (*Hooks, error) {
 	}
 	env := o.Env
 	if env == nil {
-		env = defaultEnv()
+		env = proc.Env(os.Environ(), o.PassEnv)
 	}
 	if s == nil {
 		s = &Settings{}

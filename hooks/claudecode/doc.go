@@ -89,9 +89,10 @@
 //   - Every matching handler gets the full stdin; identical handlers run
 //     once per event; the whole process tree of a handler is killed at its
 //     timeout.
-//   - Handlers get the environment without variables that look like secrets
-//     (names containing KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or
-//     AUTH).
+//   - Handlers get the same scrubbed environment as bash and YAML command
+//     hooks: an allowlist (PATH, HOME, LANG, LC_*, TERM, TMPDIR, ...) plus
+//     the variables Options.PassEnv names, and they run in their own session
+//     and, with Options.Sandbox (the command sets it), in the sandbox.
 //   - Settings files are read only when asked for; tollgate's own options
 //     (fail modes, timeouts) never come from settings.json.
 //   - A bad entry is skipped alone, with its position, not the whole file.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -114,9 +113,15 @@ func (x *runtime) runCommand(ctx context.Context, h *Handler, stdin []byte) *res
 	} else {
 		cmd = exec.CommandContext(ctx, "sh", "-c", h.Command)
 	}
-	proc.Prepare(cmd)
+	proc.PrepareSession(cmd)
 	cmd.Dir = x.opts.ProjectDir
 	cmd.Env = append(append([]string{}, x.env...), "CLAUDE_PROJECT_DIR="+x.opts.ProjectDir)
+	if x.opts.Sandbox != nil {
+		if _, err := x.opts.Sandbox(cmd); err != nil {
+			r.failed = "could not be started: sandbox: " + err.Error()
+			return r
+		}
+	}
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout, stderr := proc.NewLimitedBuffer(MaxOutput+1), proc.NewLimitedBuffer(MaxStderr)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -198,26 +203,3 @@ func (x *runtime) expand(s string) string {
 	return strings.ReplaceAll(s, "$CLAUDE_PROJECT_DIR", x.opts.ProjectDir)
 }
 
-// secretEnv reports whether an environment variable's name looks like it
-// holds a secret; such variables are not passed to hooks.
-func secretEnv(name string) bool {
-	u := strings.ToUpper(name)
-	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"} {
-		if strings.Contains(u, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// defaultEnv is the process environment without secret-looking variables.
-func defaultEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !secretEnv(name) && name != "CLAUDE_PROJECT_DIR" {
-			out = append(out, kv)
-		}
-	}
-	return out
-}

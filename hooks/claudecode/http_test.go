@@ -43,17 +43,20 @@ func TestHTTPHandler(t *testing.T) {
 	}
 }
 
-// Hooks never see variables that look like secrets; they do see
+// Hooks get the allowlisted environment: no key, no database URL, no other
+// variable of the process unless PassEnv names it; they do see
 // CLAUDE_PROJECT_DIR.
 func TestHooksGetNoSecrets(t *testing.T) {
 	t.Setenv("MY_API_KEY", "s3cret")
+	t.Setenv("DATABASE_URL", "postgres://u:pw@h/db")
 	t.Setenv("PLAIN_SETTING", "visible")
 	h := newHarness(t, pre(cmd(`env > "$CLAUDE_PROJECT_DIR/env.txt"`)))
 	if _, err := h.run(t, "go", bash("true")); err != nil {
 		t.Fatal(err)
 	}
 	env := h.read(t, "env.txt")
-	if strings.Contains(env, "s3cret") || !strings.Contains(env, "PLAIN_SETTING=visible") || !strings.Contains(env, "CLAUDE_PROJECT_DIR="+h.ws) {
+	if strings.Contains(env, "s3cret") || strings.Contains(env, "postgres://") || strings.Contains(env, "PLAIN_SETTING") ||
+		!strings.Contains(env, "PATH=") || !strings.Contains(env, "CLAUDE_PROJECT_DIR="+h.ws) {
 		t.Fatalf("hook environment:\n%s", env)
 	}
 }

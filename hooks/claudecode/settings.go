@@ -87,7 +87,11 @@ type Diagnostic struct {
 	// read at all.
 	Severity slog.Level
 	Skipped  bool
-	Message  string
+	// Event is the hook event the entry belongs to, when the entry is inside
+	// one ("" for file-level problems): a host that fails closed refuses to
+	// run when a gate of PreToolUse or PermissionRequest was skipped.
+	Event   Event
+	Message string
 }
 
 // String formats d as "FILE:LINE:COL: warning: MESSAGE" (or "error:").
@@ -330,6 +334,7 @@ func Parse(src []byte, file string) (s *Settings) {
 	seenEvent := map[string]bool{}
 	for _, ev := range events.Values {
 		name := keyString(ev)
+		l.event = Event(name)
 		if seenEvent[name] {
 			l.add(ev, true, "hooks.%s appears twice; the second is skipped", name)
 			continue
@@ -355,6 +360,7 @@ func Parse(src []byte, file string) (s *Settings) {
 			}
 		}
 	}
+	l.event = ""
 	s.Diagnostics = l.diags
 	return s
 }
@@ -362,12 +368,13 @@ func Parse(src []byte, file string) (s *Settings) {
 // loader collects diagnostics for one file.
 type loader struct {
 	file  string
+	event Event // the event whose entries are being read
 	diags []Diagnostic
 }
 
 func (l *loader) add(n ast.Node, skipped bool, format string, args ...any) {
 	line, col := position(n)
-	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelWarn, Skipped: skipped, Message: fmt.Sprintf(format, args...)})
+	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelWarn, Skipped: skipped, Event: l.event, Message: fmt.Sprintf(format, args...)})
 }
 
 func (l *loader) fatal(n ast.Node, format string, args ...any) {
