@@ -202,4 +202,3 @@ func (x *runtime) expand(s string) string {
 	s = strings.ReplaceAll(s, "${CLAUDE_PROJECT_DIR}", x.opts.ProjectDir)
 	return strings.ReplaceAll(s, "$CLAUDE_PROJECT_DIR", x.opts.ProjectDir)
 }
-
