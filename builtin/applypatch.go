@@ -60,6 +60,9 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 		if err != nil {
 			return tool.Errorf("patch line %d: %s", fp.line, describe(fp.path, err)), nil
 		}
+		if err := b.ws.writable(rel, fp.path); err != nil {
+			return tool.Errorf("patch line %d: %v", fp.line, err), nil
+		}
 		if rel == "." {
 			return tool.Errorf("patch line %d: %s is the workspace root, not a file", fp.line, fp.path), nil
 		}
@@ -68,6 +71,9 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 			dest, err := b.ws.rel(fp.moveTo)
 			if err != nil {
 				return tool.Errorf("patch line %d: %s", fp.line, describe(fp.moveTo, err)), nil
+			}
+			if err := b.ws.writable(dest, fp.moveTo); err != nil {
+				return tool.Errorf("patch line %d: %v", fp.line, err), nil
 			}
 			if dest == "." {
 				return tool.Errorf("patch line %d: %s is the workspace root, not a file", fp.line, fp.moveTo), nil

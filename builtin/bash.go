@@ -83,7 +83,7 @@ func (b *builtins) bash(ctx context.Context, in BashInput) (tool.Result, error) 
 	} else {
 		cmd.Env = proc.Env(os.Environ(), b.opts.PassEnv)
 	}
-	proc.Prepare(cmd)
+	proc.PrepareSession(cmd) // no controlling terminal: a command cannot type into the operator's shell
 	killed := "the process group was killed"
 	if b.opts.Sandbox != nil {
 		tree, err := b.opts.Sandbox(cmd)

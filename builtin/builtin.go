@@ -87,6 +87,13 @@ type Options struct {
 	// PassEnv names variables (exact names, or prefixes ending in '*') passed
 	// to bash on top of the allowlist when Env is nil.
 	PassEnv []string
+	// Protect lists files and directories (absolute, or relative to the
+	// workspace root) that write, edit and apply_patch never change or
+	// create, whatever path spelling or symbolic link reaches them: the
+	// host's own files when they sit in the workspace (the policy, hook and
+	// settings files, the state directory, the records file), which a tool
+	// that could rewrite them would turn against its own gates.
+	Protect []string
 	// Sandbox, if set, is called with every command bash is about to start,
 	// after its environment, directory and process group are set; it may
 	// rewrite the command to run confined (sandbox.Sandbox.Wrapper returns
@@ -159,6 +166,7 @@ func New(root string, opts *Options) ([]tool.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.setProtected(o.Protect)
 	b := &builtins{ws: w, opts: o}
 	ctors := []func() (tool.Tool, error){b.bashTool, b.readTool, b.writeTool, b.editTool, b.grepTool, b.globTool, b.webFetchTool, b.questionTool, b.applyPatchTool, b.todoWriteTool}
 	tools := make([]tool.Tool, 0, len(ctors))

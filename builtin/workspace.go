@@ -13,8 +13,55 @@ import (
 
 // workspace is the root every builtin is confined to.
 type workspace struct {
-	abs  string // the root as given, made absolute
-	real string // abs with its symbolic links resolved
+	abs     string   // the root as given, made absolute
+	real    string   // abs with its symbolic links resolved
+	protect []string // real paths that tools never write (Options.Protect)
+}
+
+// setProtected records the real paths of ps (relative ones against the root).
+func (w *workspace) setProtected(ps []string) {
+	for _, p := range ps {
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(w.abs, p)
+		}
+		w.protect = append(w.protect, realPath(filepath.Clean(p)))
+	}
+}
+
+// realPath resolves the symbolic links of p's deepest existing ancestor and
+// appends the rest, so that a file that does not exist yet gets the real
+// path it would be created at.
+func realPath(p string) string {
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
+// writable refuses a workspace-relative path whose real target is, or is
+// under, a protected path.
+func (w *workspace) writable(rel, spelled string) error {
+	if len(w.protect) == 0 {
+		return nil
+	}
+	target := realPath(filepath.Join(w.real, rel))
+	for _, p := range w.protect {
+		if target == p || strings.HasPrefix(target, p+string(filepath.Separator)) {
+			return fmt.Errorf("refused: %s is one of the files that govern this agent (its policy, hooks, settings, state or records); no tool may change it", spelled)
+		}
+	}
+	return nil
 }
 
 // refusal is a path that leaves the workspace; its text is what the model sees.

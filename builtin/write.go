@@ -46,6 +46,9 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
+	if err := b.ws.writable(rel, in.Path); err != nil {
+		return tool.Error(err.Error()), nil
+	}
 	if rel == "." {
 		return tool.Errorf("%s is the workspace root, not a file", in.Path), nil
 	}
@@ -147,6 +150,9 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 	rel, err := b.ws.rel(in.Path)
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
+	}
+	if err := b.ws.writable(rel, in.Path); err != nil {
+		return tool.Error(err.Error()), nil
 	}
 	root, err := b.ws.open()
 	if err != nil {

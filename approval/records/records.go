@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -96,11 +97,20 @@ func NewWriter(w io.Writer, opts *Options) *Writer {
 }
 
 // OpenFile opens path for appending (creating it with mode 0600) and returns
-// a writer to it; Close closes the file.
+// a writer to it; Close closes the file. A path that exists and is not a
+// regular file (a FIFO, a device: opening one could block the run forever)
+// is an error, and so is a symbolic link.
 func OpenFile(path string, opts *Options) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("records: %s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("records: %s is not a regular file", path)
 	}
 	w := NewWriter(f, opts)
 	w.c = f

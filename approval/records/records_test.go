@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,5 +117,17 @@ func TestWriteErrorKept(t *testing.T) {
 	w.Record(context.Background(), rec(2))
 	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("Close = %v, want the write error", err)
+	}
+}
+
+// A records path that is a FIFO (planted by a tool in an earlier run) is
+// refused at once instead of blocking the run.
+func TestOpenFileRefusesFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "recs.jsonl")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := records.OpenFile(p, nil); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("err %v", err)
 	}
 }

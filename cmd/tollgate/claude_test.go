@@ -132,3 +132,33 @@ func TestRunClaudeSettingsFailClosedAndScrubbed(t *testing.T) {
 		t.Fatalf("the hook's environment lacks CLAUDE_PROJECT_DIR:\n%s", b)
 	}
 }
+
+// The model's file tools cannot rewrite the files that govern its run when
+// they sit in the workspace (the policy, the records), nor plant Claude Code settings that a later run would read.
+func TestFileToolsCannotRewriteGovernance(t *testing.T) {
+	ws := t.TempDir()
+	policy := writeFile(t, ws, "policy.yaml", "rules:\n  - id: no-rm\n    tool: bash\n    command: {program: rm}\n    decision: deny\n    reason: no\n")
+	script := writeFile(t, t.TempDir(), "script.yaml", `turns:
+  - toolCalls:
+      - {name: write, args: {path: policy.yaml, content: "rules: []\n"}}
+      - {name: write, args: {path: .claude/settings.json, content: "{}"}}
+      - {name: edit, args: {path: recs.jsonl, oldString: "x", newString: "y"}}
+  - text: done
+`)
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy,
+		"--records", filepath.Join(ws, "recs.jsonl"), "go")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n := strings.Count(out, "govern this agent"); n != 3 {
+		t.Errorf("%d refusals, want 3:\n%s", n, out)
+	}
+	if b, _ := os.ReadFile(policy); !strings.Contains(string(b), "no-rm") {
+		t.Errorf("the policy was rewritten: %q", b)
+	}
+	for _, p := range []string{".claude/settings.json"} {
+		if _, err := os.Stat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+}

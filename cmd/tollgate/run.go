@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -60,6 +61,9 @@ type runSetup struct {
 	logger  *slog.Logger
 	// sandbox is what the sandbox flags decided (never nil after its setup).
 	sandbox *sandboxConfig
+	// protected lists the files that govern the run (policy, hooks, settings,
+	// script, records, the state directory): no tool may write them.
+	protected []string
 }
 
 // runExtension adds flags to `tollgate run` and takes part in its setup.
@@ -220,10 +224,15 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 			return nil, err
 		}
 	}
-	var bopts *builtin.Options
+	bopts := &builtin.Options{}
 	if rs.sandbox != nil {
 		bopts = rs.sandbox.builtinOptions()
 	}
+	// The file tools run in this process, outside any sandbox: they refuse
+	// the files that govern the run themselves, and the Claude Code settings
+	// a later run would read (a model must not plant a hook that approves).
+	bopts.Protect = append(append(bopts.Protect, rs.protected...),
+		filepath.Join(".claude", "settings.json"), filepath.Join(".claude", "settings.local.json"))
 	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.workdir, Extra: rs.tools, Builtin: bopts})
 	if err != nil {
 		b.close()

@@ -48,9 +48,14 @@ func (c *sandboxConfig) protect() []string {
 	return out
 }
 
-// addProtected registers files (resolved when a command is wrapped) that no
-// sandboxed command may write.
+// addProtected registers files that no tool may write: sandboxed commands
+// (resolved when a command is wrapped) and the file tools alike.
 func (rs *runSetup) addProtected(files ...string) {
+	for _, f := range files {
+		if abs, err := filepath.Abs(f); err == nil {
+			rs.protected = append(rs.protected, abs)
+		}
+	}
 	if rs.sandbox == nil || len(files) == 0 {
 		return
 	}
