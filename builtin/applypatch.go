@@ -123,6 +123,9 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 		case opDelete:
 			c.dest = ""
 		case opUpdate:
+			if fi, err := root.Stat(c.rel); err == nil && fi.Size() > MaxEditBytes {
+				return tool.Errorf("patch line %d: %s has %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, fi.Size(), MaxEditBytes), nil
+			}
 			data, err := root.ReadFile(c.rel)
 			if err != nil {
 				return tool.Errorf("patch line %d: %s", fp.line, describe(fp.path, err)), nil

@@ -44,6 +44,11 @@ const (
 	DefaultMaxGlobResults = 1000             // paths glob reports
 )
 
+// MaxEditBytes is the largest file edit and apply_patch change (16 MiB): they
+// hold the file and its new text in memory, and a larger file (a log, a data
+// dump a tool made) would let one call exhaust the process's memory.
+const MaxEditBytes = 16 << 20
+
 var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch, TodoWrite}
 
 // Names returns the names of the builtin tools in the fixed order in which

@@ -67,3 +67,21 @@ func TestBashHasItsOwnSession(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// edit refuses a file larger than MaxEditBytes instead of holding it (and
+// its rewritten copy) in memory; a sparse file makes the size cheap to test.
+func TestEditRefusesHugeFile(t *testing.T) {
+	root, tools := workspace(t, nil, nil)
+	f, err := os.Create(filepath.Join(root, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(builtin.MaxEditBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	res := call(t, tools, "edit", map[string]any{"path": "big", "oldString": "a", "newString": "b"})
+	if !res.IsError || !strings.Contains(res.Output, "at most") {
+		t.Fatalf("%+v", res)
+	}
+}

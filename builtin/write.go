@@ -170,12 +170,18 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 	if n := linkCount(fi); n > 1 {
 		return tool.Error((&hardLinked{path: in.Path, links: n}).Error()), nil
 	}
+	if fi.Size() > MaxEditBytes {
+		return tool.Errorf("%s has %d bytes; edit changes files of at most %d bytes (use bash for larger ones)", in.Path, fi.Size(), MaxEditBytes), nil
+	}
 	f, _, err := openRegular(root, rel, in.Path)
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, MaxEditBytes+1))
 	f.Close()
+	if len(data) > MaxEditBytes {
+		return tool.Errorf("%s grew past %d bytes; edit changes files of at most %d bytes", in.Path, MaxEditBytes, MaxEditBytes), nil
+	}
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
