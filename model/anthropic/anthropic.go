@@ -17,7 +17,14 @@
 // [Model.Stream] reads the server-sent events (message_start,
 // content_block_start, content_block_delta with text_delta or
 // input_json_delta, message_delta with stop_reason and usage, message_stop)
-// and assembles tool inputs per content block.
+// and assembles tool inputs per content block (or takes the input of
+// content_block_start, where some compatible servers send it whole).
+//
+// Every request it builds keeps the Messages API's rules by construction
+// (the list is above messages in the source): tool_use inputs are objects,
+// failed tool results have text, ids fit the API's alphabet, every tool call
+// has its result, blank text is left out. What cannot be made valid is an
+// error before anything is sent.
 //
 // The key is sent in the x-api-key header, with the anthropic-version header
 // of the SDK ([DefaultAPIVersion]) unless [Options.APIVersion] says
@@ -101,10 +108,21 @@ type Options struct {
 	// (0: 500ms). RetryMaxDelay caps every delay, Retry-After included
 	// (0: 30s).
 	RetryBaseDelay, RetryMaxDelay time.Duration
-	// Logger receives retries at level Warn and each call at Debug
-	// (default: discard). Credentials are never logged.
+	// Timeout bounds one model call: every attempt, the waits between
+	// retries and, for Stream, the reading of the whole stream (0:
+	// [DefaultTimeout]; negative: no bound but ctx's). When it fires, the
+	// error is a retryable *model.ProviderError that says so, and
+	// errors.Is(err, context.DeadlineExceeded) holds.
+	Timeout time.Duration
+	// Logger receives retries, with how long each waits, at level Warn and
+	// each call at Debug. Nil sends the Warn records to [slog.Default] and
+	// discards the rest, so that a retry that waits is never silent.
+	// Credentials are never logged.
 	Logger *slog.Logger
 }
+
+// DefaultTimeout is [Options.Timeout] when it is 0.
+const DefaultTimeout = provider.DefaultTimeout
 
 // Model is an Anthropic Messages API model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
@@ -115,6 +133,7 @@ type Model struct {
 	maxTokens   int
 	temperature bool // whether the API version accepts sampling parameters
 	policy      retry.Policy
+	timeout     time.Duration
 	log         *slog.Logger
 }
 
@@ -154,6 +173,7 @@ func New(opts *Options) (*Model, error) {
 		maxTokens:   cmp.Or(o.MaxTokens, DefaultMaxTokens),
 		temperature: version < DefaultAPIVersion,
 		policy:      retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
+		timeout:     o.Timeout,
 		log:         provider.Logger(o.Logger, Provider),
 	}, nil
 }
@@ -170,6 +190,13 @@ func KeyFromEnv() (key, envVar string) {
 // be translated (an unknown role, a schema that is not an object), or the
 // context's error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	tctx, cancel := provider.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	resp, err := m.generate(tctx, req)
+	return resp, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout)
+}
+
+func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	params, ropts, err := m.params(ctx, req)
 	if err != nil {
 		return nil, err
@@ -198,52 +225,60 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // error. Breaking out of the loop closes the connection.
 func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		params, ropts, err := m.params(ctx, req)
-		if err != nil {
-			yield(model.Chunk{}, err)
-			return
-		}
-		var st interface {
-			Next() bool
-			Current() anth.MessageStreamEventUnion
-			Err() error
-			Close() error
-		}
-		err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-			m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
-			s := m.svc.NewStreaming(ctx, params, ropts...)
-			if s.Next() {
-				st = s
-				return nil
-			}
-			err := s.Err()
-			_ = s.Close()
-			if err == nil {
-				err = errEmptyStream
-			}
-			return m.wrap(ctx, err)
+		tctx, cancel := provider.WithTimeout(ctx, m.timeout)
+		defer cancel()
+		m.stream(tctx, req, func(c model.Chunk, err error) bool {
+			return yield(c, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout))
 		})
-		if err != nil {
-			yield(model.Chunk{}, err)
-			return
-		}
-		defer st.Close()
-		acc := accumulator{model: string(params.Model)}
-		for more := true; more; more = st.Next() {
-			if d := acc.add(st.Current()); d != "" && !yield(model.Chunk{Delta: d}, nil) {
-				return
-			}
-		}
-		if err := st.Err(); err != nil {
-			yield(model.Chunk{}, m.wrap(ctx, err))
-			return
-		}
-		if !acc.stopped {
-			yield(model.Chunk{}, m.wrap(ctx, errTruncated))
-			return
-		}
-		yield(model.Chunk{Response: acc.response()}, nil)
 	}
+}
+
+func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
+	params, ropts, err := m.params(ctx, req)
+	if err != nil {
+		yield(model.Chunk{}, err)
+		return
+	}
+	var st interface {
+		Next() bool
+		Current() anth.MessageStreamEventUnion
+		Err() error
+		Close() error
+	}
+	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
+		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
+		s := m.svc.NewStreaming(ctx, params, ropts...)
+		if s.Next() {
+			st = s
+			return nil
+		}
+		err := s.Err()
+		_ = s.Close()
+		if err == nil {
+			err = errEmptyStream
+		}
+		return m.wrap(ctx, err)
+	})
+	if err != nil {
+		yield(model.Chunk{}, err)
+		return
+	}
+	defer st.Close()
+	acc := accumulator{model: string(params.Model)}
+	for more := true; more; more = st.Next() {
+		if d := acc.add(st.Current()); d != "" && !yield(model.Chunk{Delta: d}, nil) {
+			return
+		}
+	}
+	if err := st.Err(); err != nil {
+		yield(model.Chunk{}, m.wrap(ctx, err))
+		return
+	}
+	if !acc.stopped {
+		yield(model.Chunk{}, m.wrap(ctx, errTruncated))
+		return
+	}
+	yield(model.Chunk{Response: acc.response()}, nil)
 }
 
 var (

@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tollgate-dev/tollgate/internal/providertest"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/anthropic"
 	"github.com/tollgate-dev/tollgate/model/modeltest"
 )
 
@@ -389,5 +393,40 @@ func TestServerStreams(t *testing.T) {
 				t.Errorf("deltas %q, want %q", got, tc.want.Message.Content)
 			}
 		})
+	}
+}
+
+// TestTimeout: a server that never answers is given up on after
+// Options.Timeout, on Generate and Stream, with an error that says so.
+func TestTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) }) // runs first: lets the handlers return
+	m := newModel(t, srv.URL, func(o *anthropic.Options) { o.Timeout = 50 * time.Millisecond; o.MaxRetries = -1 })
+	_, err := m.Generate(context.Background(), canonical())
+	_, _, err2 := modeltest.Collect(m.Stream(context.Background(), canonical()))
+	for _, err := range []error{err, err2} {
+		var pe *model.ProviderError
+		if !errors.As(err, &pe) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timeout of 50ms") {
+			t.Errorf("err = %v, want a ProviderError naming the timeout", err)
+		}
+	}
+}
+
+// TestKeyNeverOverPlainHTTP: a key is refused for a plain http URL to a host
+// that is not loopback.
+func TestKeyNeverOverPlainHTTP(t *testing.T) {
+	_, err := anthropic.New(&anthropic.Options{BaseURL: "http://gpu-box.lan:8000", APIKey: testKey})
+	if err == nil || !strings.Contains(err.Error(), "refusing to send an API key over plain http") || strings.Contains(err.Error(), testKey) {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := anthropic.New(&anthropic.Options{BaseURL: "http://gpu-box.lan:8000"}); err != nil {
+		t.Errorf("no key: err = %v", err)
 	}
 }

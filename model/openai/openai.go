@@ -9,8 +9,12 @@
 // the answer becomes a [model.Response]. OpenAI has no error flag on tool
 // messages: a failed tool result is sent as its text. [Model.Stream] reads the server-sent events of a
 // streaming request (stream_options.include_usage set), assembles tool-call
-// arguments across chunks by their index and takes the usage from the last
-// chunk. Wire format: https://platform.openai.com/docs/api-reference/chat.
+// arguments across chunks by their index (a new id on a known index starts a
+// new call) and takes the usage from the last chunk that has one. An error
+// inside a 200 stream, in any of the shapes compatible servers send, and a
+// stream that ends without a finish_reason are a *model.ProviderError: a
+// cut stream never yields a response whose tool calls could run. Wire
+// format: https://platform.openai.com/docs/api-reference/chat.
 //
 // Failures are retried by the shared policy of internal/retry (429, 500,
 // 502, 503, 504, network errors; Retry-After in seconds honoured); the SDK's
@@ -84,19 +88,31 @@ type Options struct {
 	// (0: 500ms). RetryMaxDelay caps every delay, Retry-After included
 	// (0: 30s).
 	RetryBaseDelay, RetryMaxDelay time.Duration
-	// Logger receives retries at level Warn and each call at Debug
-	// (default: discard). Credentials are never logged.
+	// Timeout bounds one model call: every attempt, the waits between
+	// retries and, for Stream, the reading of the whole stream (0:
+	// [DefaultTimeout]; negative: no bound but ctx's). When it fires, the
+	// error is a retryable *model.ProviderError that says so, and
+	// errors.Is(err, context.DeadlineExceeded) holds.
+	Timeout time.Duration
+	// Logger receives retries, with how long each waits, at level Warn and
+	// each call at Debug. Nil sends the Warn records to [slog.Default] and
+	// discards the rest, so that a retry that waits is never silent.
+	// Credentials are never logged.
 	Logger *slog.Logger
 }
+
+// DefaultTimeout is [Options.Timeout] when it is 0.
+const DefaultTimeout = provider.DefaultTimeout
 
 // Model is an OpenAI Chat Completions model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
 type Model struct {
-	svc    oai.ChatCompletionService
-	model  string
-	key    string
-	policy retry.Policy
-	log    *slog.Logger
+	svc     oai.ChatCompletionService
+	model   string
+	key     string
+	policy  retry.Policy
+	timeout time.Duration
+	log     *slog.Logger
 }
 
 var (
@@ -125,11 +141,12 @@ func New(opts *Options) (*Model, error) {
 	}
 	ropts = append(ropts, provider.Headers(o.Headers, option.WithHeader, option.WithHeaderAdd)...)
 	return &Model{
-		svc:    oai.NewChatCompletionService(ropts...),
-		model:  o.Model,
-		key:    o.APIKey,
-		policy: retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
-		log:    provider.Logger(o.Logger, Provider),
+		svc:     oai.NewChatCompletionService(ropts...),
+		model:   o.Model,
+		key:     o.APIKey,
+		policy:  retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
+		timeout: o.Timeout,
+		log:     provider.Logger(o.Logger, Provider),
 	}, nil
 }
 
@@ -153,6 +170,13 @@ func KeyFromEnv(baseURL string) (key, envVar string) {
 // transient failures. Errors are *model.ProviderError, a request that cannot
 // be translated (an unknown role), or the context's error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	tctx, cancel := provider.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	resp, err := m.generate(tctx, req)
+	return resp, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout)
+}
+
+func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err
@@ -182,68 +206,76 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // connection.
 func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		params, err := m.params(req)
-		if err != nil {
-			yield(model.Chunk{}, err)
-			return
-		}
-		params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
-		var st interface {
-			Next() bool
-			Current() oai.ChatCompletionChunk
-			Err() error
-			Close() error
-		}
-		err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-			m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
-			s := m.svc.NewStreaming(ctx, params)
-			if s.Next() {
-				// A server that fails at once may still answer 200 and send
-				// the error as the first event (vLLM): retry it like a status.
-				if e := chunkError(s.Current()); e != nil {
-					_ = s.Close()
-					return m.redact(e)
-				}
-				st = s
-				return nil
-			}
-			err := s.Err()
-			_ = s.Close()
-			if err == nil {
-				err = errEmptyStream
-			}
-			return m.wrap(ctx, err)
+		tctx, cancel := provider.WithTimeout(ctx, m.timeout)
+		defer cancel()
+		m.stream(tctx, req, func(c model.Chunk, err error) bool {
+			return yield(c, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout))
 		})
-		if err != nil {
-			yield(model.Chunk{}, err)
-			return
-		}
-		defer st.Close()
-		var acc accumulator
-		for more := true; more; more = st.Next() {
-			d, err := acc.add(st.Current())
-			if err != nil {
-				yield(model.Chunk{}, m.redact(err))
-				return
-			}
-			if d != "" && !yield(model.Chunk{Delta: d}, nil) {
-				return
-			}
-		}
-		if err := st.Err(); err != nil {
-			yield(model.Chunk{}, m.wrap(ctx, err))
-			return
-		}
-		resp, perr := acc.response()
-		if perr != nil {
-			yield(model.Chunk{}, m.redact(perr))
-			return
-		}
-		if resp.Model == "" {
-			resp.Model = string(params.Model)
-		}
-		yield(model.Chunk{Response: resp}, nil)
 	}
+}
+
+func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
+	params, err := m.params(req)
+	if err != nil {
+		yield(model.Chunk{}, err)
+		return
+	}
+	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
+	var st interface {
+		Next() bool
+		Current() oai.ChatCompletionChunk
+		Err() error
+		Close() error
+	}
+	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
+		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
+		s := m.svc.NewStreaming(ctx, params)
+		if s.Next() {
+			// A server that fails at once may still answer 200 and send
+			// the error as the first event (vLLM): retry it like a status.
+			if e := chunkError(s.Current()); e != nil {
+				_ = s.Close()
+				return m.redact(e)
+			}
+			st = s
+			return nil
+		}
+		err := s.Err()
+		_ = s.Close()
+		if err == nil {
+			err = errEmptyStream
+		}
+		return m.wrap(ctx, err)
+	})
+	if err != nil {
+		yield(model.Chunk{}, err)
+		return
+	}
+	defer st.Close()
+	var acc accumulator
+	for more := true; more; more = st.Next() {
+		d, err := acc.add(st.Current())
+		if err != nil {
+			yield(model.Chunk{}, m.redact(err))
+			return
+		}
+		if d != "" && !yield(model.Chunk{Delta: d}, nil) {
+			return
+		}
+	}
+	if err := st.Err(); err != nil {
+		yield(model.Chunk{}, m.wrap(ctx, err))
+		return
+	}
+	resp, perr := acc.response()
+	if perr != nil {
+		yield(model.Chunk{}, m.redact(perr))
+		return
+	}
+	if resp.Model == "" {
+		resp.Model = string(params.Model)
+	}
+	yield(model.Chunk{Response: resp}, nil)
 }
 
 var errEmptyStream = errors.New("stream ended before its first event")

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -167,5 +170,40 @@ func TestReplayCutOffArguments(t *testing.T) {
 	}
 	if got := body.Messages[1].ToolCalls[0].Function.Arguments; got != `{"path":"b.t` {
 		t.Errorf("arguments sent = %q, want the model's text", got)
+	}
+}
+
+// TestTimeout: a server that never answers is given up on after
+// Options.Timeout, on Generate and Stream, with an error that says so.
+func TestTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) }) // runs first: lets the handlers return
+	m := newModel(t, srv.URL, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond; o.MaxRetries = -1 })
+	_, err := m.Generate(context.Background(), canonical())
+	_, _, err2 := modeltest.Collect(m.Stream(context.Background(), canonical()))
+	for _, err := range []error{err, err2} {
+		var pe *model.ProviderError
+		if !errors.As(err, &pe) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timeout of 50ms") {
+			t.Errorf("err = %v, want a ProviderError naming the timeout", err)
+		}
+	}
+}
+
+// TestKeyNeverOverPlainHTTP: a key is refused for a plain http URL to a host
+// that is not loopback.
+func TestKeyNeverOverPlainHTTP(t *testing.T) {
+	_, err := openai.New(&openai.Options{BaseURL: "http://gpu-box.lan:8000/v1", APIKey: testKey})
+	if err == nil || !strings.Contains(err.Error(), "refusing to send an API key over plain http") || strings.Contains(err.Error(), testKey) {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := openai.New(&openai.Options{BaseURL: "http://gpu-box.lan:8000/v1"}); err != nil {
+		t.Errorf("no key: err = %v", err)
 	}
 }
