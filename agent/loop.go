@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -48,6 +49,12 @@ type runner struct {
 
 	stops     int            // times Stop hooks continued this run
 	toolState *tool.RunState // handed to every tool call; saved into st by result
+
+	// lastFinish is the finish reason of the last model turn; cutOff holds the
+	// IDs of the calls of that turn that the output limit cut off (written
+	// before the batch starts, read by its goroutines).
+	lastFinish model.FinishReason
+	cutOff     map[string]bool
 }
 
 // Stream runs the agent on prompt like [Agent.Run] and yields its events as they
@@ -336,7 +343,23 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		msg.Role = model.RoleAssistant
 		msg.ToolCalls = r.normalizeCalls(msg.ToolCalls)
 		r.st.Messages = append(r.st.Messages, msg)
+		r.lastFinish, r.cutOff = resp.FinishReason, nil
+		if resp.FinishReason == model.FinishLength {
+			for _, c := range msg.ToolCalls {
+				if !isObject(c.Arguments) {
+					if r.cutOff == nil {
+						r.cutOff = map[string]bool{}
+					}
+					r.cutOff[c.ID] = true
+				}
+			}
+		}
 		if len(msg.ToolCalls) == 0 {
+			if resp.FinishReason == model.FinishLength {
+				res := r.result(StatusIncomplete, "the model's answer was cut off at its output limit (finish reason length)")
+				res.Text = msg.Content
+				return res, nil
+			}
 			if r.stops < hooks.MaxStopContinuations { // Stop hooks may continue the run
 				reason, err := r.a.opts.Hooks.RunStop(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.stops})
 				if err != nil {
@@ -384,6 +407,12 @@ func (r *runner) settleBatch(ctx context.Context, which map[int]*tool.Answer) (r
 	}
 	r.finishBatch()
 	return nil, false, nil
+}
+
+// isObject reports whether args is a JSON object.
+func isObject(args []byte) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(args, &obj) == nil && obj != nil
 }
 
 // normalizeCalls gives every call a non-empty ID unique within the turn, and
@@ -594,6 +623,7 @@ func (r *runner) result(status Status, reason string) *Result {
 		Transcript: slices.Clone(st.Messages),
 		ToolCalls:  append([]ToolCallRecord{}, st.ToolCalls...), // [] rather than null in JSON
 		Turns:      st.Turn, Usage: st.Usage,
+		FinishReason: r.lastFinish,
 	}
 	for _, b := range st.Batch {
 		if b.Record != nil {

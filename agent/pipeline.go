@@ -91,6 +91,10 @@ func answerer(ans *tool.Answer) string {
 // get this.
 const invalidReason = "the arguments do not match the tool's input schema (the model was shown the details)"
 
+// cutOffReason is the decision reason for a call cut off at the model's
+// output limit.
+const cutOffReason = "cut off at the model's output limit before its arguments were complete"
+
 // pipeline is one pass of docs/architecture.md's tool-call pipeline. prior and ans
 // are set when the call is retried after an answer.
 func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
@@ -118,6 +122,13 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		}
 		votes = []Vote{{Source: by, Decision: "allow", Reason: ans.Reason}}
 		ctx = tool.WithAnswer(ctx, *ans)
+	}
+
+	// A call the output limit cut off never runs: its arguments are not
+	// what the model meant.
+	if r.cutOff[call.ID] {
+		return r.finish(ctx, rec, tool.Errorf("%s: this tool call was cut off at the model's output limit (finish reason length) before its arguments were complete, and did not run; ask for less at a time", call.Name),
+			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: cutOffReason, Votes: votes}, false, emit)
 	}
 
 	// 1. Resolve.

@@ -17,7 +17,10 @@ const (
 	StatusDone Status = "done"
 	// StatusPending: the run halted on pending requests; see Result.State.
 	StatusPending Status = "pending"
-	// StatusIncomplete: the run stopped at MaxTurns before a final answer.
+	// StatusIncomplete: the run stopped before a complete final answer: at
+	// MaxTurns, or because the model's answer was cut off at its output limit
+	// (then Result.FinishReason is model.FinishLength and Text holds what
+	// arrived).
 	StatusIncomplete Status = "incomplete"
 	// StatusError: the run failed (a hook error, a model error, cancellation);
 	// the partial result is returned with the error.
@@ -112,6 +115,10 @@ type Result struct {
 	Text string `json:"text,omitempty"`
 	// Reason says why a run is incomplete or failed.
 	Reason string `json:"reason,omitempty"`
+	// FinishReason is why the last model turn of this call (Run, Stream,
+	// Resume) stopped, as the provider reported it; empty when the call made
+	// no model turn. model.FinishLength means the model hit its output limit.
+	FinishReason model.FinishReason `json:"finishReason,omitempty"`
 	// Transcript is every message of the run, tool calls as the model wrote them.
 	Transcript []model.Message `json:"transcript"`
 	// ToolCalls records every finished tool call, in the order they were asked.

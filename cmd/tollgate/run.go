@@ -203,7 +203,13 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	m, name, err := openModel(cfg, logger)
+	// A provider's retries, with how long each waits, are shown even
+	// without --verbose: a wait of a minute must not look like a hang.
+	provLogger := logger
+	if !cfg.verbose {
+		provLogger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	m, name, err := openModel(cfg, provLogger)
 	if err != nil {
 		return nil, err
 	}

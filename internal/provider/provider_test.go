@@ -3,13 +3,18 @@ package provider
 import (
 	"bytes"
 	stdcmp "cmp"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tollgate-dev/tollgate/model"
 )
 
 func TestBaseURL(t *testing.T) {
@@ -19,11 +24,77 @@ func TestBaseURL(t *testing.T) {
 		{"https://x.example/", "https://x.example/", ""},
 		{"ftp://x.example", "", `p: base URL "ftp://x.example" is not an absolute http(s) URL`},
 		{"localhost:8080/sk-KEY", "", `p: base URL "localhost:8080/[redacted]" is not an absolute http(s) URL`},
+		// The key never crosses the network in clear text.
+		{"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1/", ""},
+		{"http://127.9.9.9:8000", "http://127.9.9.9:8000/", ""},
+		{"http://[::1]:8000/v1", "http://[::1]:8000/v1/", ""},
+		{"http://api.localhost/v1", "http://api.localhost/v1/", ""},
+		{"http://LOCALHOST./v1", "http://LOCALHOST./v1/", ""},
+		{"http://vllm.internal:8000/v1", "", `p: base URL "http://vllm.internal:8000/v1": refusing to send an API key over plain http to a host that is not loopback; use https`},
+		{"http://10.0.0.5/sk-KEY", "", `p: base URL "http://10.0.0.5/[redacted]": refusing to send an API key over plain http to a host that is not loopback; use https`},
+		{"http://localhost.example.com/v1", "", `p: base URL "http://localhost.example.com/v1": refusing to send an API key over plain http to a host that is not loopback; use https`},
+		{"http://[::ffff:8.8.8.8]/v1", "", `p: base URL "http://[::ffff:8.8.8.8]/v1": refusing to send an API key over plain http to a host that is not loopback; use https`},
 	} {
 		got, err := BaseURL("p", tt.base, "https://api.example.com/v1", "sk-KEY")
 		if got != tt.want || fmt.Sprint(err) != stdcmp.Or(tt.err, "<nil>") {
 			t.Errorf("BaseURL(%q) = %q, %v; want %q, %s", tt.base, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+// Without a key, plain http to any host is fine (a local or in-cluster
+// server that needs none).
+func TestBaseURLWithoutKey(t *testing.T) {
+	if got, err := BaseURL("p", "http://vllm.internal:8000/v1", "", ""); err != nil || got != "http://vllm.internal:8000/v1/" {
+		t.Errorf("BaseURL = %q, %v", got, err)
+	}
+}
+
+// With no logger of its own, a provider's retry warnings reach slog.Default;
+// its debug records do not.
+func TestLoggerNilWarnsToDefault(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(old) })
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	log := Logger(nil, "p")
+	log.Debug("each call")
+	log.Info("info")
+	log.Warn("model call failed, retrying", "delay", "1m0s")
+	got := buf.String()
+	if !strings.Contains(got, "retrying") || !strings.Contains(got, "provider=p") || strings.Contains(got, "each call") || strings.Contains(got, "info") {
+		t.Errorf("default log = %q, want the warning only", got)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	parent := context.Background()
+	tctx, cancel := WithTimeout(parent, time.Nanosecond)
+	defer cancel()
+	<-tctx.Done()
+	err := TimeoutError("p", parent, tctx, tctx.Err(), time.Nanosecond)
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || !pe.Retryable || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timeout of 1ns") {
+		t.Errorf("err = %v, want a retryable ProviderError naming the timeout", err)
+	}
+	// The caller's own cancellation stays what it is.
+	pctx, pcancel := context.WithCancel(parent)
+	tctx2, cancel2 := WithTimeout(pctx, time.Hour)
+	defer cancel2()
+	pcancel()
+	if err := TimeoutError("p", pctx, tctx2, context.Canceled, time.Hour); err != context.Canceled {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	// 0 is the default, a negative value no deadline.
+	d, c := WithTimeout(parent, 0)
+	defer c()
+	if dl, ok := d.Deadline(); !ok || time.Until(dl) < DefaultTimeout-time.Minute {
+		t.Errorf("deadline %v %v, want about DefaultTimeout", dl, ok)
+	}
+	n, c2 := WithTimeout(parent, -1)
+	defer c2()
+	if _, ok := n.Deadline(); ok {
+		t.Error("a negative timeout set a deadline")
 	}
 }
 

@@ -9,8 +9,12 @@
 // the answer becomes a [model.Response]. OpenAI has no error flag on tool
 // messages: a failed tool result is sent as its text. [Model.Stream] reads the server-sent events of a
 // streaming request (stream_options.include_usage set), assembles tool-call
-// arguments across chunks by their index and takes the usage from the last
-// chunk. Wire format: https://platform.openai.com/docs/api-reference/chat.
+// arguments across chunks by their index (a new id on a known index starts a
+// new call) and takes the usage from the last chunk that has one. An error
+// inside a 200 stream, in any of the shapes compatible servers send, and a
+// stream that ends without a finish_reason are a *model.ProviderError: a
+// cut stream never yields a response whose tool calls could run. Wire
+// format: https://platform.openai.com/docs/api-reference/chat.
 //
 // Failures are retried by the shared policy of internal/retry (429, 500,
 // 502, 503, 504, network errors; Retry-After in seconds honoured); the SDK's
@@ -22,6 +26,7 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -32,12 +37,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
@@ -81,19 +88,31 @@ type Options struct {
 	// (0: 500ms). RetryMaxDelay caps every delay, Retry-After included
 	// (0: 30s).
 	RetryBaseDelay, RetryMaxDelay time.Duration
-	// Logger receives retries at level Warn and each call at Debug
-	// (default: discard). Credentials are never logged.
+	// Timeout bounds one model call: every attempt, the waits between
+	// retries and, for Stream, the reading of the whole stream (0:
+	// [DefaultTimeout]; negative: no bound but ctx's). When it fires, the
+	// error is a retryable *model.ProviderError that says so, and
+	// errors.Is(err, context.DeadlineExceeded) holds.
+	Timeout time.Duration
+	// Logger receives retries, with how long each waits, at level Warn and
+	// each call at Debug. Nil sends the Warn records to [slog.Default] and
+	// discards the rest, so that a retry that waits is never silent.
+	// Credentials are never logged.
 	Logger *slog.Logger
 }
+
+// DefaultTimeout is [Options.Timeout] when it is 0.
+const DefaultTimeout = provider.DefaultTimeout
 
 // Model is an OpenAI Chat Completions model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
 type Model struct {
-	svc    oai.ChatCompletionService
-	model  string
-	key    string
-	policy retry.Policy
-	log    *slog.Logger
+	svc     oai.ChatCompletionService
+	model   string
+	key     string
+	policy  retry.Policy
+	timeout time.Duration
+	log     *slog.Logger
 }
 
 var (
@@ -122,11 +141,12 @@ func New(opts *Options) (*Model, error) {
 	}
 	ropts = append(ropts, provider.Headers(o.Headers, option.WithHeader, option.WithHeaderAdd)...)
 	return &Model{
-		svc:    oai.NewChatCompletionService(ropts...),
-		model:  o.Model,
-		key:    o.APIKey,
-		policy: retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
-		log:    provider.Logger(o.Logger, Provider),
+		svc:     oai.NewChatCompletionService(ropts...),
+		model:   o.Model,
+		key:     o.APIKey,
+		policy:  retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
+		timeout: o.Timeout,
+		log:     provider.Logger(o.Logger, Provider),
 	}, nil
 }
 
@@ -150,6 +170,13 @@ func KeyFromEnv(baseURL string) (key, envVar string) {
 // transient failures. Errors are *model.ProviderError, a request that cannot
 // be translated (an unknown role), or the context's error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	tctx, cancel := provider.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	resp, err := m.generate(tctx, req)
+	return resp, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout)
+}
+
+func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err
@@ -179,57 +206,76 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // connection.
 func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		params, err := m.params(req)
-		if err != nil {
-			yield(model.Chunk{}, err)
-			return
-		}
-		params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
-		var st interface {
-			Next() bool
-			Current() oai.ChatCompletionChunk
-			Err() error
-			Close() error
-		}
-		err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-			m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
-			s := m.svc.NewStreaming(ctx, params)
-			if s.Next() {
-				st = s
-				return nil
-			}
-			err := s.Err()
-			_ = s.Close()
-			if err == nil {
-				err = errEmptyStream
-			}
-			return m.wrap(ctx, err)
+		tctx, cancel := provider.WithTimeout(ctx, m.timeout)
+		defer cancel()
+		m.stream(tctx, req, func(c model.Chunk, err error) bool {
+			return yield(c, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout))
 		})
-		if err != nil {
-			yield(model.Chunk{}, err)
-			return
-		}
-		defer st.Close()
-		var acc accumulator
-		for more := true; more; more = st.Next() {
-			if d := acc.add(st.Current()); d != "" && !yield(model.Chunk{Delta: d}, nil) {
-				return
-			}
-		}
-		if err := st.Err(); err != nil {
-			yield(model.Chunk{}, m.wrap(ctx, err))
-			return
-		}
-		resp, err := acc.response()
-		if err != nil {
-			yield(model.Chunk{}, m.wrap(ctx, err))
-			return
-		}
-		if resp.Model == "" {
-			resp.Model = string(params.Model)
-		}
-		yield(model.Chunk{Response: resp}, nil)
 	}
+}
+
+func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
+	params, err := m.params(req)
+	if err != nil {
+		yield(model.Chunk{}, err)
+		return
+	}
+	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
+	var st interface {
+		Next() bool
+		Current() oai.ChatCompletionChunk
+		Err() error
+		Close() error
+	}
+	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
+		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
+		s := m.svc.NewStreaming(ctx, params)
+		if s.Next() {
+			// A server that fails at once may still answer 200 and send
+			// the error as the first event (vLLM): retry it like a status.
+			if e := chunkError(s.Current()); e != nil {
+				_ = s.Close()
+				return m.redact(e)
+			}
+			st = s
+			return nil
+		}
+		err := s.Err()
+		_ = s.Close()
+		if err == nil {
+			err = errEmptyStream
+		}
+		return m.wrap(ctx, err)
+	})
+	if err != nil {
+		yield(model.Chunk{}, err)
+		return
+	}
+	defer st.Close()
+	var acc accumulator
+	for more := true; more; more = st.Next() {
+		d, err := acc.add(st.Current())
+		if err != nil {
+			yield(model.Chunk{}, m.redact(err))
+			return
+		}
+		if d != "" && !yield(model.Chunk{Delta: d}, nil) {
+			return
+		}
+	}
+	if err := st.Err(); err != nil {
+		yield(model.Chunk{}, m.wrap(ctx, err))
+		return
+	}
+	resp, perr := acc.response()
+	if perr != nil {
+		yield(model.Chunk{}, m.redact(perr))
+		return
+	}
+	if resp.Model == "" {
+		resp.Model = string(params.Model)
+	}
+	yield(model.Chunk{Response: resp}, nil)
 }
 
 var errEmptyStream = errors.New("stream ended before its first event")
@@ -239,6 +285,12 @@ var errEmptyStream = errors.New("stream ended before its first event")
 func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		if e := eventError(se.Event.Data); e != nil {
+			return m.redact(e)
+		}
 	}
 	var apiErr *oai.Error
 	if errors.As(err, &apiErr) {
@@ -275,10 +327,7 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 				a.Content.OfString = oai.String(msg.Content)
 			}
 			for _, c := range msg.ToolCalls {
-				args := string(c.Arguments)
-				if args == "" {
-					args = "{}"
-				}
+				args := wireArguments(c.Arguments)
 				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
 						ID:       c.ID,
@@ -319,9 +368,18 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 // response translates a chat completion into a tollgate response.
 func (m *Model) response(c *oai.ChatCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
+		if e := eventError([]byte(c.RawJSON())); e != nil {
+			return nil, m.redact(e)
+		}
 		return nil, &model.ProviderError{Provider: Provider, Message: "response has no choices"}
 	}
 	ch := c.Choices[0]
+	if ch.FinishReason == "error" {
+		if e := eventError([]byte(c.RawJSON())); e != nil {
+			return nil, m.redact(e)
+		}
+		return nil, &model.ProviderError{Provider: Provider, Message: `the server answered with finish_reason "error"`}
+	}
 	msg := model.Message{Role: model.RoleAssistant, Content: ch.Message.Content}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
@@ -350,6 +408,24 @@ func arguments(s string) json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// wireArguments is the arguments text of a tool call sent back to the
+// server: the JSON as the transcript has it, {} for none, and the model's own
+// text for arguments kept as a JSON string because they were not JSON (a
+// call cut off at the output limit), so that the model sees what it wrote.
+func wireArguments(args json.RawMessage) string {
+	b := bytes.TrimSpace(args)
+	if len(b) == 0 {
+		return "{}"
+	}
+	if b[0] == '"' {
+		var text string
+		if json.Unmarshal(b, &text) == nil {
+			return text
+		}
+	}
+	return string(args)
 }
 
 func usage(u oai.CompletionUsage) model.Usage {
@@ -381,7 +457,94 @@ func finishReason(r string, hasCalls bool) model.FinishReason {
 	return model.FinishOther
 }
 
+// redact removes the key from the text of a ProviderError the package built
+// itself (a stream's error event may echo anything).
+func (m *Model) redact(e *model.ProviderError) *model.ProviderError {
+	e.Type = retry.Redact(e.Type, m.key)
+	e.Message = retry.Redact(e.Message, m.key)
+	e.Detail = retry.Redact(e.Detail, m.key)
+	return e
+}
+
+// wireError is the error object of the shapes OpenAI-compatible servers send
+// inside a 200 stream: {"error":{"message","type","code"}} (OpenAI,
+// llama.cpp, LiteLLM, OpenRouter, with a numeric code there),
+// {"error":"text"}, and vLLM's flat {"object":"error","message","type","code"}.
+type wireError struct {
+	Object  string          `json:"object"`
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// eventError returns the ProviderError an event's data describes, or nil when
+// the data is not an error.
+func eventError(data []byte) *model.ProviderError {
+	var w wireError
+	if json.Unmarshal(data, &w) != nil {
+		return nil
+	}
+	switch {
+	case w.Object == "error":
+	case len(w.Error) > 0 && string(w.Error) != "null":
+		var text string
+		if json.Unmarshal(w.Error, &text) == nil {
+			w = wireError{Message: text}
+			break
+		}
+		var inner wireError
+		if json.Unmarshal(w.Error, &inner) != nil {
+			return &model.ProviderError{Provider: Provider, Message: provider.Truncate(string(w.Error), 300)}
+		}
+		w = inner
+	default:
+		return nil
+	}
+	code := strings.Trim(string(w.Code), `"`)
+	if code == "null" {
+		code = ""
+	}
+	e := &model.ProviderError{Provider: Provider, Type: cmp.Or(w.Type, code), Message: provider.Truncate(w.Message, 1000)}
+	if e.Message == "" {
+		e.Message = "the server sent an error event without a message"
+	}
+	status, _ := strconv.Atoi(code)
+	e.Retryable = retry.RetryableStatus(status) || w.Type == "server_error" || w.Type == "rate_limit_exceeded"
+	return e
+}
+
+// chunkError returns the error a decoded chunk stands for: an error object
+// that the SDK decoded as a chunk because it has no "error" key (vLLM's flat
+// shape), or a choice finished with finish_reason "error" (OpenRouter, some
+// gateways). It returns nil for an ordinary chunk.
+func chunkError(c oai.ChatCompletionChunk) *model.ProviderError {
+	for _, ch := range c.Choices {
+		if ch.FinishReason == "error" {
+			if e := eventError([]byte(c.RawJSON())); e != nil {
+				return e
+			}
+			return &model.ProviderError{Provider: Provider, Message: `the server ended the stream with finish_reason "error"`}
+		}
+	}
+	if len(c.Choices) == 0 && !c.JSON.Usage.Valid() {
+		return eventError([]byte(c.RawJSON()))
+	}
+	return nil
+}
+
+// errNoFinish is the failure of a stream that ended (the connection closed,
+// or [DONE] came) before any choice reported a finish_reason: what arrived
+// may be cut anywhere, so none of its tool calls may run.
+var errNoFinish = &model.ProviderError{Provider: Provider, Message: "the stream ended before a finish_reason: the answer is incomplete"}
+
 // accumulator assembles a streamed chat completion.
+//
+// Tool calls are keyed by the index of each tool-call delta, as OpenAI sends
+// them; a delta that carries an id different from the one its index already
+// has starts a new call (servers such as Ollama send several complete calls
+// all with index 0). A call whose id never arrives gets one of
+// [model.NewCallID].
 type accumulator struct {
 	text   strings.Builder
 	calls  []*callBuilder // in order of first appearance
@@ -401,8 +564,12 @@ type callBuilder struct {
 	args     strings.Builder
 }
 
-// add takes in one chunk and returns its text delta.
-func (a *accumulator) add(c oai.ChatCompletionChunk) string {
+// add takes in one chunk and returns its text delta, or the error the chunk
+// reports.
+func (a *accumulator) add(c oai.ChatCompletionChunk) (string, *model.ProviderError) {
+	if e := chunkError(c); e != nil {
+		return "", e
+	}
 	if c.Model != "" {
 		a.model = c.Model
 	}
@@ -423,12 +590,12 @@ func (a *accumulator) add(c oai.ChatCompletionChunk) string {
 				a.byIdx = map[int64]*callBuilder{}
 			}
 			b := a.byIdx[tc.Index]
-			if b == nil {
+			if b == nil || (tc.ID != "" && b.id != "" && tc.ID != b.id) {
 				b = &callBuilder{}
 				a.byIdx[tc.Index] = b
 				a.calls = append(a.calls, b)
 			}
-			if tc.ID != "" {
+			if b.id == "" {
 				b.id = tc.ID
 			}
 			if b.name == "" {
@@ -441,16 +608,20 @@ func (a *accumulator) add(c oai.ChatCompletionChunk) string {
 		}
 	}
 	a.text.WriteString(delta)
-	return delta
+	return delta, nil
 }
 
-func (a *accumulator) response() (*model.Response, error) {
+func (a *accumulator) response() (*model.Response, *model.ProviderError) {
+	if a.finish == "" {
+		e := *errNoFinish
+		return nil, &e
+	}
 	msg := model.Message{Role: model.RoleAssistant, Content: a.text.String()}
 	for i, b := range a.calls {
-		if b.id == "" || b.name == "" {
-			return nil, fmt.Errorf("streamed tool call %d has no id or name", i)
+		if b.name == "" {
+			return nil, &model.ProviderError{Provider: Provider, Message: fmt.Sprintf("streamed tool call %d has no function name", i)}
 		}
-		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: b.id, Name: b.name, Arguments: arguments(b.args.String())})
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: cmp.Or(b.id, model.NewCallID()), Name: b.name, Arguments: arguments(b.args.String())})
 	}
 	return &model.Response{
 		Message:      msg,
