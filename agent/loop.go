@@ -42,8 +42,9 @@ type runner struct {
 	tools map[string]tool.Tool
 	defs  []model.ToolDef
 
-	// idMu guards pendingIDs (the request IDs issued in this run) and
-	// st.Requests, which claimRequestID appends to from the calls' goroutines.
+	// idMu guards pendingIDs (the request IDs issued in this run),
+	// st.Requests, which claimRequestID appends to from the calls' goroutines,
+	// and st.Batch while a turn's calls run (claimRequestID reads it).
 	idMu       sync.Mutex
 	pendingIDs map[string]bool
 
@@ -544,7 +545,11 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			errs[d.i] = oc.Err
 			switch {
 			case oc.Record != nil:
+				// Under idMu: a call still running reads the batch when it
+				// claims a request ID (claimRequestID).
+				r.idMu.Lock()
 				r.st.Batch[d.i].Record, r.st.Batch[d.i].Pending = oc.Record, nil
+				r.idMu.Unlock()
 				// A finished call is checkpointed at once, so that a
 				// recovered run never runs it again.
 				if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
@@ -552,7 +557,9 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 					r.cancel()
 				}
 			case oc.Pending != nil:
+				r.idMu.Lock()
 				r.st.Batch[d.i].Pending = oc.Pending
+				r.idMu.Unlock()
 			}
 		}
 	}
