@@ -311,9 +311,15 @@ func TestStreamAbandonLeavesNoGoroutine(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("a", "slow", nil), testkit.Call("b", "slow", nil), testkit.Call("c", "slow", nil)}), Tools: agent.ToolList{slow}})
 		// Events are delivered with backpressure: a worker waits until its event
-		// is consumed. Break right after a call is allowed, while tools start.
+		// is consumed. Break once the last call is allowed, while the first
+		// ones have started (a run cancelled before a tool starts starts none).
 		for ev := range a.Stream(context.Background(), "x") {
-			if ev.Kind == agent.EventDecision {
+			if ev.Kind == agent.EventDecision && ev.CallID == "c" {
+				// Tools run on goroutines of their own: let the first one
+				// start (it blocks until the run is abandoned) before breaking.
+				for wait := time.Now().Add(2 * time.Second); started.Load() == 0 && time.Now().Before(wait); {
+					runtime.Gosched()
+				}
 				break
 			}
 		}
