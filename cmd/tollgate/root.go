@@ -94,7 +94,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		newRunCmd(env),
 		newToolsCmd(env),
 		newHooksCmd(env),
-		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env),
+		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env), newRunsCmd(env),
 		newDoctorCmd(env),
 	)
 	// Unknown subcommands and bad arguments are usage errors too, at every
