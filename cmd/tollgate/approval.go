@@ -397,6 +397,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&runID, "run", "", "the run the request belongs to (needed when two runs share a request ID)")
 
 	var status string
+	var jsonOut bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List approval requests (pending ones unless --status says otherwise)",
@@ -420,19 +421,29 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return withCode(exitError, err)
 			}
+			now := time.Now()
+			for i, a := range as {
+				if a.Status == store.StatusPending && a.Expired(now) {
+					as[i].Status = store.StatusExpired // no answer is taken any more
+				}
+			}
+			if jsonOut {
+				if as == nil {
+					as = []store.Approval{}
+				}
+				return writeJSON(env.stdout, as)
+			}
 			tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tSTATUS\tTOOL\tPROMPT")
 			for _, a := range as {
 				status := a.Status
-				if status == store.StatusPending && a.Expired(time.Now()) {
-					status = store.StatusExpired // no answer is taken any more
-				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", field(a.ID), field(a.RunID), status, field(a.Tool), oneLine(a.Prompt, 80))
 			}
 			return tw.Flush()
 		},
 	}
 	list.Flags().StringVar(&status, "status", string(store.StatusPending), "pending, approved, denied, expired, used or all")
+	list.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array of the requests instead of a table")
 
 	show := &cobra.Command{
 		Use:   "show ID",
