@@ -547,6 +547,13 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 	if err != nil {
 		return nil, d.end(ctx, nil, err)
 	}
+	// The configuration's timeout limits this part of the run, from its first
+	// turn on (building the agent and storing the run do not count).
+	if t := time.Duration(d.cfg.Timeout); t > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than its timeout %s", t))
+		defer cancelT()
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if d.built.Attach != nil {

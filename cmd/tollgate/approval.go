@@ -612,11 +612,9 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 					return withCode(exitError, err)
 				}
 			}
-			rctx, cancel := runContext(ctx, cfg)
-			defer cancel()
 			p := &printer{w: env.stdout, json: jsonOut}
-			res, runErr := h.Resume(rctx, runs.ResumeRequest{RunID: run.ID, Drive: runs.Drive{OnEvent: p.event}})
-			return finish(rctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: jsonOut, wait: cfg.Answer == approveWait}, res, runErr)
+			res, runErr := h.Resume(ctx, runs.ResumeRequest{RunID: run.ID, Drive: runs.Drive{OnEvent: p.event}})
+			return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: jsonOut, wait: cfg.Answer == approveWait}, res, runErr)
 		},
 	}
 	cmd.Flags().BoolVar(&reclaim, "reclaim", false, "no longer needed (a run whose process died is taken over automatically); kept so that scripts go on working")

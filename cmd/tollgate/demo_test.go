@@ -99,7 +99,7 @@ func TestRunTimeout(t *testing.T) {
 	os.WriteFile(script, []byte("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"sleep 30 & wait\"}\n  - text: done\n"), 0o644)
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", dir, "--timeout", "300ms", "x"}, strings.NewReader(""), &out, &errb)
-	if code != exitError || !strings.Contains(errb.String(), "longer than --timeout 300ms") || !strings.Contains(out.String(), killedNote(t)) {
+	if code != exitError || !strings.Contains(errb.String(), "longer than its timeout 300ms") || !strings.Contains(out.String(), killedNote(t)) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	if code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--timeout", "-1s", "x"}, strings.NewReader(""), &out, &errb); code != exitUsage {

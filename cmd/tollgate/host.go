@@ -215,15 +215,6 @@ func readLimited(r io.Reader) (string, error) {
 	return string(b), nil
 }
 
-// runContext returns the context a run (or resume) executes in: ctx with the
-// run's timeout, when it has one.
-func runContext(ctx context.Context, cfg runs.RunConfig) (context.Context, context.CancelFunc) {
-	if t := time.Duration(cfg.Timeout); t > 0 {
-		return context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than --timeout %s", t))
-	}
-	return context.WithCancel(ctx)
-}
-
 // runDriver maps the end of a run driven by a runs.Host to output and an
 // exit code, and goes on waiting with --approve wait.
 type runDriver struct {
@@ -243,7 +234,8 @@ type runDriver struct {
 func finish(ctx context.Context, d *runDriver, res *agent.Result, runErr error) error {
 	for {
 		d.p.endLine()
-		if cause := context.Cause(ctx); runErr != nil && cause != nil && cause != ctx.Err() && errors.Is(runErr, ctx.Err()) {
+		// Say why the context ended (a signal) rather than only that it did.
+		if cause := context.Cause(ctx); runErr != nil && cause != nil && cause != ctx.Err() && errors.Is(runErr, ctx.Err()) && !strings.Contains(runErr.Error(), cause.Error()) {
 			runErr = fmt.Errorf("%w (%v)", runErr, cause)
 		}
 		if runErr != nil {

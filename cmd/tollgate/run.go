@@ -312,8 +312,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 			return err
 		}
 		defer closeStore()
-		ctx, cancel := runContext(c.Context(), cfg)
-		defer cancel()
+		ctx := c.Context()
 		p := &printer{w: env.stdout, json: fl.json}
 		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}.String(), Drive: runs.Drive{OnEvent: p.event}})
 		return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: fl.json, wait: cfg.Answer == approveWait}, res, runErr)
