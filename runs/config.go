@@ -100,6 +100,38 @@ type RunConfig struct {
 	// terminal: "prompt", "wait", "yes" or "no" (the command's --approve);
 	// hosts without a terminal ignore it.
 	Answer string `json:"answer,omitempty"`
+	// Sandbox confines the commands a run starts (bash, command hooks, stdio
+	// MCP servers); nil is the host's default.
+	Sandbox *SandboxConfig `json:"sandbox,omitempty"`
+	// Claude runs the hooks of Claude Code settings files; nil runs none.
+	Claude *ClaudeConfig `json:"claude,omitempty"`
+}
+
+// SandboxConfig says how package sandbox confines the commands of a run.
+type SandboxConfig struct {
+	// Bash and Hooks are sandbox modes ("workspace", "read-only", "off") of
+	// the bash tool and of command hooks; empty Hooks means as Bash.
+	Bash  string `json:"bash,omitempty"`
+	Hooks string `json:"hooks,omitempty"`
+	// Read lists further files and directories commands may read (absolute).
+	Read []string `json:"read,omitempty"`
+	// Connect lists TCP ports commands may connect to.
+	Connect []uint16 `json:"connect,omitempty"`
+	// PassEnv names environment variables (or NAME* prefixes) passed to
+	// commands beyond the allowlist. Only names are stored, never values.
+	PassEnv []string `json:"passEnv,omitempty"`
+}
+
+// ClaudeConfig says which Claude Code settings files' hooks a run runs.
+type ClaudeConfig struct {
+	// Files are settings files (absolute).
+	Files []string `json:"files,omitempty"`
+	// Project adds the workspace's and the user's settings files.
+	Project bool `json:"project,omitempty"`
+	// FailModes are EVENT=open|closed values (EVENT * for all).
+	FailModes []string `json:"failModes,omitempty"`
+	// Timeout of a hook that sets none (0: the default).
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // Resolve returns a copy of c with its version set and every relative path made
@@ -136,6 +168,19 @@ func (c RunConfig) Resolve(dir string) (RunConfig, error) {
 	c.HooksFiles = absAll(c.HooksFiles, abs)
 	c.MCPFiles = absAll(c.MCPFiles, abs)
 	c.Deny = append([]string(nil), c.Deny...)
+	if c.Sandbox != nil {
+		sb := *c.Sandbox
+		sb.Read = absAll(sb.Read, abs)
+		sb.Connect = append([]uint16(nil), sb.Connect...)
+		sb.PassEnv = append([]string(nil), sb.PassEnv...)
+		c.Sandbox = &sb
+	}
+	if c.Claude != nil {
+		cl := *c.Claude
+		cl.Files = absAll(cl.Files, abs)
+		cl.FailModes = append([]string(nil), cl.FailModes...)
+		c.Claude = &cl
+	}
 	return c, nil
 }
 
@@ -166,6 +211,16 @@ func (c RunConfig) Check() error {
 	}
 	for i, p := range c.MCPFiles {
 		paths[fmt.Sprintf("mcpFiles[%d]", i)] = p
+	}
+	if c.Sandbox != nil {
+		for i, p := range c.Sandbox.Read {
+			paths[fmt.Sprintf("sandbox.read[%d]", i)] = p
+		}
+	}
+	if c.Claude != nil {
+		for i, p := range c.Claude.Files {
+			paths[fmt.Sprintf("claude.files[%d]", i)] = p
+		}
 	}
 	for field, p := range paths {
 		if p != "" && !filepath.IsAbs(p) {

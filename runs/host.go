@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -229,10 +230,21 @@ func LoadConfig(run store.Run) (RunConfig, error) {
 	return cfg, nil
 }
 
+// Limits of a stored run's state read back by [LoadState]: 256 MiB, and JSON
+// nested at most 1000 deep (the model's own arguments may nest deeply).
+const (
+	MaxStoredState = 256 << 20
+	MaxStoredDepth = 1000
+)
+
 // LoadState decodes a stored run's state (the halted run or its latest checkpoint).
 func LoadState(run store.Run) (*agent.State, error) {
 	if len(run.State) == 0 {
 		return nil, fmt.Errorf("runs: run %s has no stored state", run.ID)
+	}
+	// The stored state is bounded before it is decoded, as every document is.
+	if err := bounded.CheckJSON("runs: run "+run.ID+": stored state", run.State, bounded.Limits{MaxBytes: MaxStoredState, MaxDepth: MaxStoredDepth}); err != nil {
+		return nil, err
 	}
 	var st agent.State
 	if err := json.Unmarshal(run.State, &st); err != nil {
@@ -534,6 +546,13 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 	a, err := agent.New(opts)
 	if err != nil {
 		return nil, d.end(ctx, nil, err)
+	}
+	// The configuration's timeout limits this part of the run, from its first
+	// turn on (building the agent and storing the run do not count).
+	if t := time.Duration(d.cfg.Timeout); t > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than its timeout %s", t))
+		defer cancelT()
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -293,3 +293,49 @@ func TestConfigPathsAbsolute(t *testing.T) {
 		t.Fatalf("future version: %v", err)
 	}
 }
+
+// The sandbox's extra read paths and the Claude Code settings files are
+// resolved like every other path, and a relative one in a stored
+// configuration is refused; Resolve copies them, so that the caller's slices
+// stay its own.
+func TestConfigSandboxAndClaudePaths(t *testing.T) {
+	in := runs.RunConfig{
+		Model: runs.ModelRef{Provider: "openai", Name: "m"}, Workdir: "ws",
+		Sandbox: &runs.SandboxConfig{Bash: "workspace", Read: []string{"data", "/etc/ssl"}, PassEnv: []string{"GOPATH"}},
+		Claude:  &runs.ClaudeConfig{Files: []string{".claude/settings.json"}, Timeout: runs.Duration(5 * time.Second)},
+	}
+	cfg, err := in.Resolve("/start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Sandbox.Read; len(got) != 2 || got[0] != "/start/data" || got[1] != "/etc/ssl" {
+		t.Errorf("Sandbox.Read = %q", got)
+	}
+	if got := cfg.Claude.Files; len(got) != 1 || got[0] != "/start/.claude/settings.json" {
+		t.Errorf("Claude.Files = %q", got)
+	}
+	if in.Sandbox.Read[0] != "data" || in.Claude.Files[0] != ".claude/settings.json" {
+		t.Error("Resolve changed its receiver's slices")
+	}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back runs.RunConfig
+	if err := json.Unmarshal(b, &back); err != nil || back.Claude.Timeout != runs.Duration(5*time.Second) || back.Sandbox.PassEnv[0] != "GOPATH" {
+		t.Fatalf("round trip of %s: %+v, %v", b, back, err)
+	}
+	bad := cfg
+	bad.Sandbox = &runs.SandboxConfig{Read: []string{"rel"}}
+	if err := bad.Check(); err == nil {
+		t.Error("a relative sandbox read path must be refused")
+	}
+	bad = cfg
+	bad.Claude = &runs.ClaudeConfig{Files: []string{"rel.json"}}
+	if err := bad.Check(); err == nil {
+		t.Error("a relative Claude Code settings path must be refused")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,7 +153,7 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 		t.Fatalf("the approved call ran %d times, want 1", n)
 	}
 	code, out = runOut(tg("resume", "--state-dir", "state", runID))
-	if code != exitError || !strings.Contains(out, "not pending") {
+	if code != exitError || !strings.Contains(out, "has ended") {
 		t.Fatalf("second resume: exit %d\n%s", code, out)
 	}
 	if n := lines(); n != 1 {
@@ -319,16 +320,138 @@ func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
 	}
 }
 
-// A resume killed while the approved call runs leaves the run "resuming";
-// a plain resume refuses it and names --reclaim; --reclaim takes it up and
-// the call whose approval was used is not run a second time.
-func TestReclaimAfterKilledResumeEndToEnd(t *testing.T) {
+// `tollgate resume` started from another directory runs the run where it
+// was started: the stored configuration holds the paths as resolved then
+// (the workspace, the script, the policy), not the flags as typed.
+func TestResumeFromAnotherDirectoryEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	state := filepath.Join(e.dir, "state")
+	code, out := e.runOut(e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", state, "x"))
+	if code != exitPending {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	runID, reqID := e.pendingRequest("bash")
+	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", state, reqID)); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, out)
+	}
+	// Elsewhere: a directory with its own ws, script.yaml and policy.yaml
+	// that a re-resolved relative path would pick up.
+	other := t.TempDir()
+	os.Mkdir(filepath.Join(other, "ws"), 0o700)
+	apWrite(t, other, "script.yaml", "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo wrong >> count.txt\"}}]\n  - text: wrong script\n")
+	apWrite(t, other, "policy.yaml", "rules: []\n")
+	res := e.tg("resume", "--state-dir", state, runID)
+	res.Dir = other
+	code, out = e.runOut(res)
+	if code != 0 || !strings.Contains(out, "appended") {
+		t.Fatalf("resume from %s: exit %d\n%s", other, code, out)
+	}
+	if n := e.lines(); n != 1 {
+		t.Fatalf("the approved call ran %d times in the recorded workspace, want 1", n)
+	}
+	for _, p := range []string{filepath.Join(other, "count.txt"), filepath.Join(other, "ws", "count.txt")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("the call wrote %s, outside the recorded workspace", p)
+		}
+	}
+}
+
+// A resume killed with SIGKILL after one of two allowed calls of a turn
+// finished (the other still running) is taken over by the next 'tollgate
+// resume' once its lease expired, with no manual step: the finished call is
+// not run again (counted by the call itself), the unfinished one is.
+func TestTakeoverAfterKilledResumeEndToEnd(t *testing.T) {
 	e := newE2E(t)
 	apWrite(t, e.dir, "script.yaml", `turns:
   - toolCalls:
-      - name: bash
-        id: append
-        args: {command: "echo $$ >> started.txt; sleep 30; echo ran >> count.txt"}
+      - {name: bash, id: gate, args: {command: "echo gate >> gate.txt"}}
+  - toolCalls:
+      - {name: bash, id: fast, args: {command: "echo fast >> fast.txt"}}
+      - {name: bash, id: slow, args: {command: "if [ ! -f started.txt ]; then echo $$ >> started.txt; sleep 30; fi; echo slow >> slow.txt"}}
+  - text: "finished"
+`)
+	apWrite(t, e.dir, "policy.yaml", `rules:
+  - id: ask-gate
+    tool: bash
+    args: {command: {regex: gate}}
+    decision: ask
+`)
+	count := func(name string) int {
+		b, _ := os.ReadFile(filepath.Join(e.ws, name))
+		return strings.Count(string(b), "\n")
+	}
+	code, out := e.runOut(e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "x"))
+	if code != exitPending {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	runID, reqID := e.pendingRequest("bash")
+	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID)); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, out)
+	}
+	res := e.tg("resume", "--state-dir", "state", runID)
+	res.Env = append(os.Environ(), envLeaseTTL+"=2s")
+	var rout bytes.Buffer
+	res.Stdout, res.Stderr = &rout, &rout
+	if err := res.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(e.ws, "started.txt")
+	for deadline := time.Now().Add(60 * time.Second); count("fast.txt") == 0 || count("started.txt") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			res.Process.Kill()
+			t.Fatalf("the turn's calls never ran:\n%s", rout.String())
+		}
+	}
+	// The fast call's result is checkpointed right after it finishes; give
+	// the checkpoint its moment by waiting for the store to show it.
+	waitFor(t, func() bool {
+		code, out := e.runOut(e.tg("runs", "show", "--state-dir", "state", runID))
+		return code == 0 && strings.Contains(out, `"fast"`)
+	})
+	res.Process.Signal(syscall.SIGKILL)
+	res.Wait()
+	// A process killed with SIGKILL cannot clean up: end the orphaned call's
+	// process group (the bash builtin leads its own group) ourselves.
+	// (Sandboxed, the call ran in a PID namespace that died with the resume,
+	// and $$ is a PID of that namespace: there is nothing to kill.)
+	if b, err := os.ReadFile(started); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 2 && !sandboxedHere(t) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	if count("gate.txt") != 1 || count("fast.txt") != 1 || count("slow.txt") != 0 {
+		t.Fatalf("before the takeover: gate %d, fast %d, slow %d; want 1, 1, 0", count("gate.txt"), count("fast.txt"), count("slow.txt"))
+	}
+	// While the dead resume's lease lasts, the run is refused; then taken over.
+	var tookOver bool
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		c := e.tg("resume", "--state-dir", "state", runID)
+		c.Env = append(os.Environ(), envLeaseTTL+"=2s")
+		code, out = e.runOut(c)
+		if code == exitError && strings.Contains(out, "another process is driving this run") {
+			continue
+		}
+		if code != 0 || !strings.Contains(out, "finished") {
+			t.Fatalf("takeover: exit %d\n%s", code, out)
+		}
+		tookOver = true
+		break
+	}
+	if !tookOver {
+		t.Fatal("the run was never taken over")
+	}
+	if g, f, s := count("gate.txt"), count("fast.txt"), count("slow.txt"); g != 1 || f != 1 || s != 1 {
+		t.Fatalf("after the takeover: gate ran %d, fast %d, slow %d times; want 1, 1, 1", g, f, s)
+	}
+}
+
+// Two resumes of one run started at once: one runs it, the other is refused
+// (exit 1), and the approved call runs once.
+func TestConcurrentResumesOneWinsEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	apWrite(t, e.dir, "script.yaml", `turns:
+  - toolCalls:
+      - {name: bash, id: append, args: {command: "echo ran >> count.txt; sleep 2"}}
   - text: "appended"
 `)
 	code, out := e.runOut(e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "x"))
@@ -339,42 +462,36 @@ func TestReclaimAfterKilledResumeEndToEnd(t *testing.T) {
 	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID)); code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, out)
 	}
-	res := e.tg("resume", "--state-dir", "state", runID)
-	if err := res.Start(); err != nil {
-		t.Fatal(err)
+	type result struct {
+		code int
+		out  string
 	}
-	started := filepath.Join(e.ws, "started.txt")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the approved call never started")
-		}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			c := e.tg("resume", "--state-dir", "state", runID)
+			var b bytes.Buffer
+			c.Stdout, c.Stderr = &b, &b
+			err := c.Run()
+			results <- result{c.ProcessState.ExitCode(), b.String() + fmt.Sprint(err)}
+		}()
 	}
-	res.Process.Signal(syscall.SIGKILL)
-	res.Wait()
-	// A process killed with SIGKILL cannot clean up: end the orphaned call's
-	// process group (the bash builtin leads its own group) ourselves.
-	// (Sandboxed, the call ran in a PID namespace that died with the resume,
-	// and $$ is a PID of that namespace: there is nothing to kill, and the
-	// number must not be used here.)
-	if b, err := os.ReadFile(started); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 2 && !sandboxedHere(t) {
-			syscall.Kill(-pid, syscall.SIGKILL)
-		}
+	r1, r2 := <-results, <-results
+	if (r1.code == 0) == (r2.code == 0) || r1.code+r2.code != exitError {
+		t.Fatalf("want one resume to win and the other to exit 1; got %d and %d\n%s\n%s", r1.code, r2.code, r1.out, r2.out)
 	}
+	if n := e.lines(); n != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", n)
+	}
+}
 
-	code, out = e.runOut(e.tg("resume", "--state-dir", "state", runID))
-	if code != exitError || !strings.Contains(out, "--reclaim") {
-		t.Fatalf("resume of a run left resuming: exit %d\n%s", code, out)
-	}
-	code, out = e.runOut(e.tg("resume", "--state-dir", "state", "--reclaim", runID))
-	if code != 0 || !strings.Contains(out, "not run again") || !strings.Contains(out, "appended") {
-		t.Fatalf("resume --reclaim: exit %d\n%s", code, out)
-	}
-	if b, _ := os.ReadFile(started); len(strings.Fields(string(b))) != 1 {
-		t.Fatalf("the approved call started %d times, want 1", len(strings.Fields(string(b))))
+// waitFor polls cond (a store read by another process) until it holds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
 	}
 }
 

@@ -19,23 +19,19 @@ import (
 // user's ~/.claude/settings.json), --claude-fail EVENT=open|closed and
 // --claude-timeout. Settings files are read only when asked for.
 func claudeRunExtension() runExtension {
-	var (
-		files   []string
-		project bool
-		fails   []string
-		timeout time.Duration
-	)
 	return runExtension{
-		flags: func(fs *pflag.FlagSet) {
-			fs.StringArrayVar(&files, "claude-settings", nil, "Claude Code settings file whose hooks to run (see 'tollgate hooks check'); repeatable")
-			fs.BoolVar(&project, "claude-project-settings", false, "run the hooks of the workspace's .claude/settings.json and .claude/settings.local.json and of ~/.claude/settings.json")
-			fs.StringArrayVar(&fails, "claude-fail", nil, "fail mode of Claude Code hooks for an event, EVENT=open|closed (EVENT * for all; default closed for PreToolUse and PermissionRequest, open for the rest); repeatable")
-			fs.DurationVar(&timeout, "claude-timeout", 0, "timeout of a Claude Code hook that sets none (default 60s)")
+		flags: func(fs *pflag.FlagSet, f *runFlags) {
+			fs.StringArrayVar(&f.claudeFiles, "claude-settings", nil, "Claude Code settings file whose hooks to run (see 'tollgate hooks check'); repeatable")
+			fs.BoolVar(&f.claudeProject, "claude-project-settings", false, "run the hooks of the workspace's .claude/settings.json and .claude/settings.local.json and of ~/.claude/settings.json")
+			fs.StringArrayVar(&f.claudeFails, "claude-fail", nil, "fail mode of Claude Code hooks for an event, EVENT=open|closed (EVENT * for all; default closed for PreToolUse and PermissionRequest, open for the rest); repeatable")
+			fs.DurationVar(&f.claudeTimeout, "claude-timeout", 0, "timeout of a Claude Code hook that sets none (default 60s)")
 		},
 		setup: func(ctx context.Context, rs *runSetup) error {
-			if len(files) == 0 && !project {
+			cc := rs.cfg.Claude
+			if cc == nil || (len(cc.Files) == 0 && !cc.Project) {
 				return nil
 			}
+			files, project, fails, timeout := cc.Files, cc.Project, cc.FailModes, time.Duration(cc.Timeout)
 			modes, err := parseFailModes(fails)
 			if err != nil {
 				return usageErr("run: --claude-fail: %v", err)
@@ -43,9 +39,9 @@ func claudeRunExtension() runExtension {
 			all := append([]string{}, files...)
 			if project {
 				home, _ := os.UserHomeDir()
-				found := claudecode.SettingsFiles(rs.cfg.workdir, home)
+				found := claudecode.SettingsFiles(rs.cfg.Workdir, home)
 				if len(found) == 0 {
-					fmt.Fprintf(rs.env.stderr, "tollgate: claude settings: --claude-project-settings found no settings file under %s/.claude or ~/.claude\n", rs.cfg.workdir)
+					fmt.Fprintf(rs.env.stderr, "tollgate: claude settings: --claude-project-settings found no settings file under %s/.claude or ~/.claude\n", rs.cfg.Workdir)
 				}
 				all = append(all, found...)
 			}
@@ -65,7 +61,7 @@ func claudeRunExtension() runExtension {
 					return usageErr("run: --claude-settings: a %s entry was skipped (%s); fix it, or pass --claude-fail %s=open to run without it", d.Event, d, d.Event)
 				}
 			}
-			copts := &claudecode.Options{ProjectDir: rs.cfg.workdir, FailModes: modes, DefaultTimeout: timeout, Logger: logger}
+			copts := &claudecode.Options{ProjectDir: rs.cfg.Workdir, FailModes: modes, DefaultTimeout: timeout, Logger: logger}
 			if rs.sandbox != nil {
 				copts.Sandbox, copts.PassEnv = rs.sandbox.hookSandbox(), rs.sandbox.passEnv
 			}

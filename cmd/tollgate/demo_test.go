@@ -58,10 +58,10 @@ func TestDemo(t *testing.T) {
 		`[edit call_5_1] <- error (55 bytes): refused: path "../outside.txt" is outside the workspace`,
 		`[bash call_6_1] denied by rule:no-rm: deleting files with rm is not allowed here`,
 		`[write call_7_1] denied by hook:--deny: tool "write" is denied by --deny write`,
-		`[edit call_8_1] approved by person:--approve=yes`,
+		`[edit call_8_1] approved by flag:--approve=yes`,
 		`[bash call_4_1] <- ok`,
 		`[todowrite call_1_2] <- ok (108 bytes): 2 todos: 0 completed, 1 in progress, 1 pending`,
-		`[question call_2_2] approved by person:--approve=yes`,
+		`[question call_2_2] approved by flag:--approve=yes`,
 		`changed: 1 in_progress -> completed, 2 pending -> completed`,
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -99,7 +99,7 @@ func TestRunTimeout(t *testing.T) {
 	os.WriteFile(script, []byte("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"sleep 30 & wait\"}\n  - text: done\n"), 0o644)
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", dir, "--timeout", "300ms", "x"}, strings.NewReader(""), &out, &errb)
-	if code != exitError || !strings.Contains(errb.String(), "longer than --timeout 300ms") || !strings.Contains(out.String(), killedNote(t)) {
+	if code != exitError || !strings.Contains(errb.String(), "longer than its timeout 300ms") || !strings.Contains(out.String(), killedNote(t)) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	if code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--timeout", "-1s", "x"}, strings.NewReader(""), &out, &errb); code != exitUsage {
@@ -136,7 +136,7 @@ func TestDemoWithMCP(t *testing.T) {
 	}
 	for _, want := range []string{
 		"[mcp__fs__read_text_file call_1_1] <- ok",
-		"[mcp__fs__write_file call_2_1] approved by person:--approve=yes",
+		"[mcp__fs__write_file call_2_1] approved by flag:--approve=yes",
 		"[mcp__fs__write_file call_3_1] denied by rule:mcp-notes-protected",
 	} {
 		if !strings.Contains(out.String(), want) {

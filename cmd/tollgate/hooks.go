@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 )
 
@@ -19,12 +20,12 @@ import (
 // skipped and reported (seed 000); a file that does not parse, has no hooks,
 // or pastes model-controlled text into a shell command is a usage error.
 func hooksRunExtension() runExtension {
-	var files []string
 	return runExtension{
-		flags: func(fs *pflag.FlagSet) {
-			fs.StringArrayVar(&files, "hooks", nil, "declarative tool call hooks file (YAML, see 'tollgate hooks check'); repeatable")
+		flags: func(fs *pflag.FlagSet, f *runFlags) {
+			fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative tool call hooks file (YAML, see 'tollgate hooks check'); repeatable")
 		},
 		setup: func(ctx context.Context, rs *runSetup) error {
+			files := rs.cfg.HooksFiles
 			if len(files) == 0 {
 				return nil
 			}
@@ -41,19 +42,13 @@ func hooksRunExtension() runExtension {
 				return usageErr("run: --hooks: %v", err)
 			}
 			agentID := ""
-			rs.afterNew = append(rs.afterNew, func(a *agent.Agent) error {
+			rs.afterNew = append(rs.afterNew, func(ctx context.Context, a *agent.Agent) error {
 				agentID = a.ID()
 				reg.ApplyTo(ctx, a)
 				return nil
 			})
-			rs.afterRun = append(rs.afterRun, func(ctx context.Context, res *agent.Result, runErr error) {
-				hctx := map[string]any{"agent": agentID, "status": string(agent.StatusError)}
-				if res != nil {
-					hctx["runId"] = res.RunID
-					if runErr == nil {
-						hctx["status"] = string(res.Status)
-					}
-				}
+			rs.onStop = append(rs.onStop, func(ctx context.Context, runID string, status store.RunStatus) {
+				hctx := map[string]any{"agent": agentID, "status": string(status), "runId": runID}
 				// ON_STOP runs even when the run was canceled, so that its
 				// hooks can record that; each gets its own timeout.
 				reg.FireEvent(context.WithoutCancel(ctx), declarative.OnStop, hctx)

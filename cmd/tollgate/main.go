@@ -2,13 +2,18 @@
 // policies and approvals decide what runs, and every decision is recorded.
 //
 //	tollgate run --model script:PATH|openai:MODEL|anthropic:MODEL [--workdir DIR]
-//	             [--deny GLOB]... [--hooks FILE]... [--policy FILE] [--mcp FILE]... PROMPT
-//	tollgate tools [--workdir DIR] [--mcp FILE]
+//	             [--deny GLOB]... [--hooks FILE]... [--policy FILE] [--mcp FILE]... PROMPT|-
+//	tollgate tools [--workdir DIR] [--mcp FILE] [--json]
 //	tollgate hooks check FILE...
 //	tollgate policy check FILE
 //	tollgate policy explain FILE --tool NAME --args JSON
-//	tollgate approvals list|show|approve|deny
+//	tollgate approvals list|show|approve|deny|answer [--json]
 //	tollgate resume RUN_ID
+//	tollgate runs list|show|cancel|prune [--json]
+//
+// Runs are stored in the state directory ($TOLLGATE_STATE_DIR, else
+// $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate) and driven by
+// package runs.
 //
 // Exit status: 0 done, 1 error, 2 usage, 3 pending (the run waits for an
 // answer), 4 incomplete (MaxTurns reached). Run `tollgate --help` for the rest.

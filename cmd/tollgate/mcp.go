@@ -28,12 +28,12 @@ const mcpFlagUsage = "MCP servers file (mcp.json, see the mcptool package); thei
 // the run goes on without its tools. A file that does not load is a usage
 // error (exit 2).
 func mcpRunExtension() runExtension {
-	var files []string
 	return runExtension{
-		flags: func(fs *pflag.FlagSet) {
-			fs.StringArrayVar(&files, "mcp", nil, mcpFlagUsage)
+		flags: func(fs *pflag.FlagSet, f *runFlags) {
+			fs.StringArrayVar(&f.mcp, "mcp", nil, mcpFlagUsage)
 		},
 		setup: func(ctx context.Context, rs *runSetup) error {
+			files := rs.cfg.MCPFiles
 			if len(files) == 0 {
 				return nil
 			}

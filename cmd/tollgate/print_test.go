@@ -139,24 +139,24 @@ func TestPolicyCheckLint(t *testing.T) {
 	}
 }
 
-// An unusable --state-dir is a usage error before any call runs, and an
-// absent one is not created by a run that never halts.
+// An unusable --state-dir is a usage error before any call runs.
 func TestStateDirCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
+	os.Mkdir("ws", 0o755)
 	os.WriteFile("afile", []byte("x"), 0o644)
 	// One turn: an allowed call with a side effect, and a call that asks.
 	os.WriteFile("s.yaml", []byte("turns:\n  - toolCalls:\n      - {name: bash, args: {command: \"echo x > side.txt\"}}\n      - {name: write, args: {path: w.txt, content: x}}\n  - text: done\n"), 0o644)
 	os.WriteFile("p.yaml", []byte("rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n"), 0o644)
 	run := func(stateDir string) (int, string) {
 		var out, errb bytes.Buffer
-		code := Main(context.Background(), []string{"run", "--model", "script:s.yaml", "--workdir", ".", "--policy", "p.yaml", "--state-dir", stateDir, "x"}, strings.NewReader(""), &out, &errb)
+		code := Main(context.Background(), []string{"run", "--model", "script:s.yaml", "--workdir", "ws", "--policy", "p.yaml", "--state-dir", stateDir, "x"}, strings.NewReader(""), &out, &errb)
 		return code, out.String() + errb.String()
 	}
 	if code, out := run("afile"); code != exitUsage || !strings.Contains(out, "not a directory") {
 		t.Fatalf("state dir is a file: exit %d\n%s", code, out)
 	}
-	if _, err := os.Stat("side.txt"); err == nil {
+	if _, err := os.Stat("ws/side.txt"); err == nil {
 		t.Fatal("a call ran before the state dir was found unusable")
 	}
 	os.MkdirAll("bad", 0o755)
@@ -164,10 +164,13 @@ func TestStateDirCheckedFirst(t *testing.T) {
 	if code, out := run("bad"); code != exitUsage {
 		t.Fatalf("corrupt store: exit %d\n%s", code, out)
 	}
+	if _, err := os.Stat("ws/side.txt"); err == nil {
+		t.Fatal("a call ran before the store was found unusable")
+	}
 	if code, out := run(filepath.Join("fresh", "state")); code != exitPending {
 		t.Fatalf("fresh state dir: exit %d\n%s", code, out)
 	}
-	if _, err := os.Stat("side.txt"); err != nil {
+	if _, err := os.Stat("ws/side.txt"); err != nil {
 		t.Fatal("with a usable state dir the allowed call should have run")
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -89,7 +88,7 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 
 // newAnswerCmd is `tollgate approvals answer`: the answer to a question
 // request (or the value of an input request), stored like an approval.
-func newAnswerCmd(stateDir, runID *string, env *cliEnv) *cobra.Command {
+func newAnswerCmd(state *stateFlags, runID *string, env *cliEnv) *cobra.Command {
 	var by, data string
 	c := &cobra.Command{
 		Use:   "answer ID [ANSWER]...",
@@ -106,7 +105,7 @@ another kind (input), --data is passed to the tool as it is.`,
 			if (data == "") == (len(args) == 1) {
 				return usageErr("approvals answer: give either ANSWER arguments or --data, not both or neither")
 			}
-			s, err := openStore(c.Context(), *stateDir)
+			s, err := state.open(c.Context())
 			if err != nil {
 				return err
 			}
@@ -146,8 +145,8 @@ another kind (input), --data is passed to the tool as it is.`,
 				return withCode(exitError, err)
 			}
 			sd := ""
-			if *stateDir != sqlite.DefaultDir {
-				sd = "--state-dir " + *stateDir + " "
+			if state.shown() != "" {
+				sd = "--state-dir " + state.shown() + " "
 			}
 			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.ID, a.RunID, a.DecidedBy, sd, a.RunID)
 			return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -85,7 +86,9 @@ decision is recorded with who made it.
 Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("tollgate {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s: %v", c.CommandPath(), err) })
 	// An unknown subcommand is a usage error too (exit 2).
 	root.Args = argsUsage(cobra.NoArgs)
@@ -94,7 +97,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		newRunCmd(env),
 		newToolsCmd(env),
 		newHooksCmd(env),
-		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env),
+		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env), newRunsCmd(env),
 		newDoctorCmd(env),
 	)
 	// Unknown subcommands and bad arguments are usage errors too, at every
@@ -127,4 +130,36 @@ func argsUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// version describes this build from the Go build information: the module
+// version ("(devel)" for a build from a work tree), the VCS revision and
+// whether the tree was modified, and the Go version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev + modified
+	}
+	return v + " " + bi.GoVersion
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/runs"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,53 +26,122 @@ import (
 	"github.com/tollgate-dev/tollgate/toolkit"
 )
 
-// runConfig holds the flags of `tollgate run` that the core reads.
+// runConfig is what opens a run's model: the model reference and, for this
+// process only, the key given with --api-key (never stored).
 type runConfig struct {
 	model   string
 	baseURL string // --base-url, for openai: and anthropic: models
 	apiKey  string // --api-key; never printed, logged or stored
 	// apiKeyEnv is --api-key-env: the name of the variable holding the key.
 	apiKeyEnv string
-	workdir   string
-	system    string
-	maxTurns  int
-	timeout   time.Duration // --timeout: the whole run's limit; 0 is none
-	deny      []string
-	json      bool
-	verbose   bool
 }
 
-// runSetup is what `tollgate run` (and `tollgate resume`) builds before the
-// agent exists. Extensions add to it in their setup function.
+// runFlags are the flags of `tollgate run`. Those that describe the run
+// become its runs.RunConfig (flagsConfig); the rest (output, who answers
+// here, the store) belong to this process only.
+type runFlags struct {
+	runConfig
+	workdir, system string
+	maxTurns        int
+	timeout         time.Duration // --timeout: the whole run's limit; 0 is none
+	deny            []string
+	json, verbose   bool
+	promptFile      string
+
+	hooks                    []string
+	policy, autonomy         string
+	approve, records         string
+	approvalTTL              time.Duration
+	mcp                      []string
+	sandbox, hooksSandbox    string
+	sandboxRead, passEnv     []string
+	sandboxConnect           []uint16
+	claudeFiles, claudeFails []string
+	claudeProject            bool
+	claudeTimeout            time.Duration
+}
+
+// config returns the run's configuration from the flags, every path resolved
+// against dir (the current directory): what is stored with the run and what
+// `tollgate resume` rebuilds the agent from, in any directory.
+func (f *runFlags) config(dir string) (runs.RunConfig, error) {
+	if f.model == "" {
+		return runs.RunConfig{}, usageErr("run: --model is required (e.g. --model script:PATH)")
+	}
+	if f.timeout < 0 {
+		return runs.RunConfig{}, usageErr("run: --timeout must not be negative, got %s", f.timeout)
+	}
+	if f.maxTurns < 1 {
+		return runs.RunConfig{}, usageErr("run: --max-turns must be at least 1, got %d", f.maxTurns)
+	}
+	for _, g := range f.deny {
+		if !glob.Valid(g) {
+			return runs.RunConfig{}, usageErr("run: --deny %q: a glob must be non-empty and free of control characters", g)
+		}
+		if msg := glob.ToolNameProblem(g); msg != "" {
+			return runs.RunConfig{}, usageErr("run: --deny: %s", msg)
+		}
+	}
+	if f.approvalTTL < 0 {
+		return runs.RunConfig{}, usageErr("run: --approval-ttl must not be negative, got %s", f.approvalTTL)
+	}
+	switch f.approve {
+	case approvePrompt, approveYes, approveNo, approveWait:
+	default:
+		return runs.RunConfig{}, usageErr("run: --approve %q: want prompt, wait, yes or no", f.approve)
+	}
+	kind, name, ok := strings.Cut(f.model, ":")
+	if !ok || name == "" {
+		return runs.RunConfig{}, usageErr("run: --model %q: want KIND:NAME, e.g. script:PATH, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5", f.model)
+	}
+	if kind == "script" && (f.baseURL != "" || f.apiKey != "" || f.apiKeyEnv != "") {
+		return runs.RunConfig{}, usageErr("run: --base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:")
+	}
+	cfg := runs.RunConfig{
+		Model:   runs.ModelRef{Provider: kind, Name: name, BaseURL: f.baseURL, APIKeyEnv: f.apiKeyEnv},
+		Workdir: f.workdir, System: f.system, MaxTurns: f.maxTurns, Timeout: runs.Duration(f.timeout),
+		Deny: f.deny, HooksFiles: f.hooks, PolicyFile: f.policy, Autonomy: f.autonomy,
+		ApprovalTTL: runs.Duration(f.approvalTTL), MCPFiles: f.mcp, RecordsFile: f.records, Answer: f.approve,
+		Sandbox: &runs.SandboxConfig{Bash: f.sandbox, Hooks: f.hooksSandbox, Read: f.sandboxRead, Connect: f.sandboxConnect, PassEnv: f.passEnv},
+	}
+	if len(f.claudeFiles) > 0 || f.claudeProject || len(f.claudeFails) > 0 || f.claudeTimeout != 0 {
+		cfg.Claude = &runs.ClaudeConfig{Files: f.claudeFiles, Project: f.claudeProject, FailModes: f.claudeFails, Timeout: runs.Duration(f.claudeTimeout)}
+	}
+	cfg, err := cfg.Resolve(dir)
+	if err != nil {
+		return cfg, usageErr("run: %v", err)
+	}
+	return cfg, nil
+}
+
+// runSetup is what the command line's builder makes before the agent exists.
+// Extensions add to it in their setup function, reading cfg.
 type runSetup struct {
 	env *cliEnv
-	cfg *runConfig
-	// args are the flags `tollgate run` was given, without the prompt, so that a
-	// stored run can be rebuilt by `tollgate resume`.
-	args []string
+	cfg runs.RunConfig
 	// opts becomes the agent's options; Hooks is never nil.
 	opts *agent.Options
 	// tools are extra tools (beside the builtins), e.g. from MCP servers.
 	tools []tool.Tool
 	// afterNew run once the agent exists (e.g. to attach a tool call listener).
-	afterNew []func(a *agent.Agent) error
-	// afterRun run when the run (or resume) has ended, with its result and error.
-	afterRun []func(ctx context.Context, res *agent.Result, err error)
-	// onHalt, if set, is called when the run ends pending (e.g. to store it).
-	onHalt func(ctx context.Context, res *agent.Result) error
-	// closers run when the command ends, last added first.
-	closers []func() error
-	logger  *slog.Logger
-	// sandbox is what the sandbox flags decided (never nil after its setup).
+	afterNew []func(ctx context.Context, a *agent.Agent) error
+	// onStop run when a part of the run ends, with its ID and status.
+	onStop []func(ctx context.Context, runID string, status store.RunStatus)
+	// closers run when the part of the run ends, last added first.
+	closers  []func() error
+	logger   *slog.Logger
+	stateDir string
+	// sandbox is what the sandbox configuration decided (never nil after its setup).
 	sandbox *sandboxConfig
 	// protected lists the files that govern the run (policy, hooks, settings,
 	// script, records, the state directory): no tool may write them.
 	protected []string
 }
 
-// runExtension adds flags to `tollgate run` and takes part in its setup.
+// runExtension adds flags to `tollgate run` and takes part in building a
+// run's agent from its configuration.
 type runExtension struct {
-	flags func(fs *pflag.FlagSet)
+	flags func(fs *pflag.FlagSet, f *runFlags)
 	setup func(ctx context.Context, rs *runSetup) error
 }
 
@@ -83,150 +156,52 @@ func runExtensions() []runExtension {
 	}
 }
 
-// builtRun is an agent ready to run, with what must happen around it.
-type builtRun struct {
-	setup *runSetup
-	agent *agent.Agent
+// cliBuilder is the command line's runs.Builder: it turns a run's stored
+// configuration into agent options, in whatever directory the command runs.
+type cliBuilder struct {
+	env      *cliEnv
+	verbose  bool
+	apiKey   string // --api-key of this process, never stored
+	stateDir string // protected from sandboxed commands
+	exts     []runExtension
 }
 
-func (b *builtRun) close() {
-	for i := len(b.setup.closers) - 1; i >= 0; i-- {
-		_ = b.setup.closers[i]()
-	}
-}
-
-// runCommand is `tollgate run` with its parsed flags.
-type runCommand struct {
-	cmd  *cobra.Command
-	cfg  runConfig
-	exts []runExtension
-}
-
-func newRunCommand(env *cliEnv) *runCommand {
-	rc := &runCommand{exts: runExtensions()}
-	cmd := &cobra.Command{
-		Use:   "run [flags] PROMPT",
-		Short: "Run an agent on a prompt; every tool call is governed",
-		Long: `Run an agent on PROMPT. Each tool call is printed as it happens with its
-decision and result, then the model's answer as it streams in.
-
-` + modelKinds + `
-
-Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
-		Example: `  tollgate run --model script:examples/demo/script.yaml --workdir /tmp/ws --deny 'write' "tidy the notes"
-  OPENAI_API_KEY=... tollgate run --model openai:gpt-4.1-mini "list the notes"
-  tollgate run --model openai:llama3.1 --base-url http://127.0.0.1:11434/v1 "list the notes"
-  ANTHROPIC_API_KEY=... tollgate run --model anthropic:claude-sonnet-4-5 "list the notes"`,
-		Args: argsUsage(cobra.ExactArgs(1)),
-	}
-	f := cmd.Flags()
-	f.StringVar(&rc.cfg.model, "model", "", "model to use: script:PATH, openai:MODEL or anthropic:MODEL (required)")
-	f.StringVar(&rc.cfg.baseURL, "base-url", "", "API root of an openai: or anthropic: model (default: the vendor's; e.g. http://127.0.0.1:11434/v1 for Ollama)")
-	f.StringVar(&rc.cfg.apiKey, "api-key", "", "API key (default: --api-key-env, else the hosted service's OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY)")
-	f.StringVar(&rc.cfg.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (for servers other than the hosted ones)")
-	f.StringVar(&rc.cfg.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
-	f.StringVar(&rc.cfg.system, "system", "", "system prompt")
-	f.IntVar(&rc.cfg.maxTurns, "max-turns", agent.DefaultMaxTurns, "model turns before the run ends incomplete")
-	f.DurationVar(&rc.cfg.timeout, "timeout", 0, "stop the whole run after this long, e.g. 90s or 10m (0: no limit); the run then fails with exit 1")
-	f.StringArrayVar(&rc.cfg.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
-	f.BoolVar(&rc.cfg.json, "json", false, "print one JSON event per line instead of text")
-	f.BoolVarP(&rc.cfg.verbose, "verbose", "v", false, "log decisions to stderr")
-	for _, e := range rc.exts {
-		if e.flags != nil {
-			e.flags(f)
-		}
-	}
-	rc.cmd = cmd
-	cmd.RunE = func(c *cobra.Command, args []string) error {
-		b, err := rc.build(c.Context(), env, flagArgs(f))
-		if err != nil {
-			return err
-		}
-		defer b.close()
-		ctx, cancel := b.runContext(c.Context())
-		defer cancel()
-		return b.execute(ctx, b.agent.Stream(ctx, args[0]))
-	}
-	return rc
-}
-
-func newRunCmd(env *cliEnv) *cobra.Command { return newRunCommand(env).cmd }
-
-// flagArgs returns the flags that were set, as arguments that parse back to them.
-func flagArgs(f *pflag.FlagSet) []string {
-	var out []string
-	f.Visit(func(fl *pflag.Flag) {
-		if fl.Name == "api-key" {
-			return // a key is never stored; resume reads it from the environment
-		}
-		if sv, ok := fl.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				out = append(out, "--"+fl.Name+"="+v)
-			}
-			return
-		}
-		out = append(out, "--"+fl.Name+"="+fl.Value.String())
-	})
-	return out
-}
-
-// rebuildRun parses args (as stored from an earlier `tollgate run`) and builds
-// the same agent again, for `tollgate resume`.
-func rebuildRun(ctx context.Context, env *cliEnv, args []string) (*builtRun, error) {
-	rc := newRunCommand(env)
-	if err := rc.cmd.ParseFlags(args); err != nil {
-		return nil, fmt.Errorf("stored run flags %q: %w", args, err)
-	}
-	return rc.build(ctx, env, args)
-}
-
-func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*builtRun, error) {
-	cfg := &rc.cfg
-	if cfg.model == "" {
-		return nil, usageErr("run: --model is required (e.g. --model script:PATH)")
-	}
-	if cfg.timeout < 0 {
-		return nil, usageErr("run: --timeout must not be negative, got %s", cfg.timeout)
-	}
-	if cfg.maxTurns < 1 {
-		return nil, usageErr("run: --max-turns must be at least 1, got %d", cfg.maxTurns)
-	}
-	for _, g := range cfg.deny {
-		if !glob.Valid(g) {
-			return nil, usageErr("run: --deny %q: a glob must be non-empty and free of control characters", g)
-		}
-		if msg := glob.ToolNameProblem(g); msg != "" {
-			return nil, usageErr("run: --deny: %s", msg)
-		}
-	}
+// Build implements runs.Builder.
+func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 	logger := slog.New(slog.DiscardHandler)
-	if cfg.verbose {
-		logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if cb.verbose {
+		logger = slog.New(slog.NewTextHandler(cb.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	// A provider's retries, with how long each waits, are shown even
 	// without --verbose: a wait of a minute must not look like a hang.
 	provLogger := logger
-	if !cfg.verbose {
-		provLogger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if !cb.verbose {
+		provLogger = slog.New(slog.NewTextHandler(cb.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	m, name, err := openModel(cfg, provLogger)
+	m, name, err := openModel(&runConfig{model: cfg.Model.String(), baseURL: cfg.Model.BaseURL, apiKey: cb.apiKey, apiKeyEnv: cfg.Model.APIKeyEnv}, provLogger)
 	if err != nil {
 		return nil, err
 	}
 	rs := &runSetup{
-		env: env, cfg: cfg, args: args, logger: logger,
-		opts: &agent.Options{Model: m, ModelName: name, SystemPrompt: cfg.system, MaxTurns: cfg.maxTurns, Hooks: &hooks.Hooks{}, Logger: logger},
+		env: cb.env, cfg: cfg, logger: logger, stateDir: cb.stateDir,
+		opts: &agent.Options{ID: cfg.Agent, Model: m, ModelName: name, SystemPrompt: cfg.System, MaxTurns: cfg.MaxTurns, Hooks: &hooks.Hooks{}, Logger: logger},
 	}
-	b := &builtRun{setup: rs}
-	if len(cfg.deny) > 0 {
-		rs.opts.Hooks.BeforeTool("--deny", denyHook(cfg.deny))
+	closeAll := func() error {
+		var errs []error
+		for i := len(rs.closers) - 1; i >= 0; i-- {
+			errs = append(errs, rs.closers[i]())
+		}
+		return errors.Join(errs...)
 	}
-	for _, e := range rc.exts {
+	if len(cfg.Deny) > 0 {
+		rs.opts.Hooks.BeforeTool("--deny", denyHook(cfg.Deny))
+	}
+	for _, e := range cb.exts {
 		if e.setup == nil {
 			continue
 		}
 		if err := e.setup(ctx, rs); err != nil {
-			b.close()
+			_ = closeAll()
 			return nil, err
 		}
 	}
@@ -239,26 +214,113 @@ func (rc *runCommand) build(ctx context.Context, env *cliEnv, args []string) (*b
 	// a later run would read (a model must not plant a hook that approves).
 	bopts.Protect = append(append(bopts.Protect, rs.protected...),
 		filepath.Join(".claude", "settings.json"), filepath.Join(".claude", "settings.local.json"))
-	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.workdir, Extra: rs.tools, Builtin: bopts})
+	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.Workdir, Extra: rs.tools, Builtin: bopts})
 	if err != nil {
-		b.close()
+		_ = closeAll()
 		return nil, usageErr("run: %v", err)
 	}
 	rs.opts.Tools = tk
-	a, err := agent.New(*rs.opts)
-	if err != nil {
-		b.close()
-		return nil, err
+	return &runs.Built{
+		Options: *rs.opts,
+		Attach: func(ctx context.Context, a *agent.Agent) error {
+			for _, f := range rs.afterNew {
+				if err := f(ctx, a); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		OnStop: func(ctx context.Context, runID string, status store.RunStatus) {
+			for _, f := range rs.onStop {
+				f(ctx, runID, status)
+			}
+		},
+		Close: closeAll,
+	}, nil
+}
+
+// runCommand is `tollgate run` with its parsed flags.
+type runCommand struct {
+	cmd   *cobra.Command
+	flags runFlags
+	exts  []runExtension
+}
+
+func newRunCommand(env *cliEnv) *runCommand {
+	rc := &runCommand{exts: runExtensions()}
+	var state stateFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] PROMPT|-",
+		Short: "Run an agent on a prompt; every tool call is governed",
+		Long: `Run an agent on PROMPT (- reads it from stdin; or give --prompt-file). Each
+tool call is printed as it happens with its decision and result, then the
+model's answer as it streams in. The run is stored in the state directory
+(see 'tollgate runs'), with its configuration resolved: every path is made
+absolute against the current directory, so that 'tollgate resume' rebuilds the
+same agent from any directory.
+
+` + modelKinds + `
+
+Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
+		Example: `  tollgate run --model script:examples/demo/script.yaml --workdir /tmp/ws --deny 'write' "tidy the notes"
+  OPENAI_API_KEY=... tollgate run --model openai:gpt-4.1-mini "list the notes"
+  tollgate run --model openai:llama3.1 --base-url http://127.0.0.1:11434/v1 "list the notes"
+  ANTHROPIC_API_KEY=... tollgate run --model anthropic:claude-sonnet-4-5 "list the notes"
+  git diff | tollgate run --model openai:gpt-4.1-mini -`,
+		Args: argsUsage(cobra.MaximumNArgs(1)),
 	}
-	for _, f := range rs.afterNew {
-		if err := f(a); err != nil {
-			b.close()
-			return nil, err
+	f := cmd.Flags()
+	fl := &rc.flags
+	f.StringVar(&fl.model, "model", "", "model to use: script:PATH, openai:MODEL or anthropic:MODEL (required)")
+	f.StringVar(&fl.baseURL, "base-url", "", "API root of an openai: or anthropic: model (default: the vendor's; e.g. http://127.0.0.1:11434/v1 for Ollama)")
+	f.StringVar(&fl.apiKey, "api-key", "", "API key (default: --api-key-env, else the hosted service's OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY)")
+	f.StringVar(&fl.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (for servers other than the hosted ones)")
+	f.StringVar(&fl.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
+	f.StringVar(&fl.system, "system", "", "system prompt")
+	f.StringVar(&fl.promptFile, "prompt-file", "", "read the prompt from this file instead of the argument")
+	f.IntVar(&fl.maxTurns, "max-turns", agent.DefaultMaxTurns, "model turns before the run ends incomplete")
+	f.DurationVar(&fl.timeout, "timeout", 0, "stop the whole run after this long, e.g. 90s or 10m (0: no limit); the run then fails with exit 1")
+	f.StringArrayVar(&fl.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
+	f.BoolVar(&fl.json, "json", false, "print one JSON event per line instead of text")
+	f.BoolVarP(&fl.verbose, "verbose", "v", false, "log decisions to stderr")
+	state.add(f)
+	for _, e := range rc.exts {
+		if e.flags != nil {
+			e.flags(f, fl)
 		}
 	}
-	b.agent = a
-	return b, nil
+	rc.cmd = cmd
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		prompt, err := readPrompt(env, args, fl.promptFile)
+		if err != nil {
+			return err
+		}
+		dir, err := os.Getwd()
+		if err != nil {
+			return withCode(exitError, err)
+		}
+		cfg, err := fl.config(dir)
+		if err != nil {
+			return err
+		}
+		stateDir, err := state.resolve(cfg.Workdir)
+		if err != nil {
+			return err
+		}
+		h, closeStore, err := openHost(c.Context(), stateDir, &cliBuilder{env: env, verbose: fl.verbose, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		ctx := c.Context()
+		p := &printer{w: env.stdout, json: fl.json}
+		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}.String(), Drive: runs.Drive{OnEvent: p.event}})
+		return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: fl.json, wait: cfg.Answer == approveWait}, res, runErr)
+	}
+	return rc
 }
+
+func newRunCmd(env *cliEnv) *cobra.Command { return newRunCommand(env).cmd }
 
 // denyHook is the BeforeTool hook behind --deny.
 func denyHook(globs []string) hooks.BeforeToolFunc {
@@ -270,67 +332,6 @@ func denyHook(globs []string) hooks.BeforeToolFunc {
 		}
 		return nil, nil
 	}
-}
-
-// runContext returns the context a run (or resume) executes in: ctx with the
-// --timeout deadline, when one is set.
-func (b *builtRun) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if t := b.setup.cfg.timeout; t > 0 {
-		return context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than --timeout %s", t))
-	}
-	return context.WithCancel(ctx)
-}
-
-// execute drives a run's events to the terminal and maps its end to an exit code.
-func (b *builtRun) execute(ctx context.Context, events func(func(agent.Event, error) bool)) error {
-	env := b.setup.env
-	p := &printer{w: env.stdout, json: b.setup.cfg.json}
-	var res *agent.Result
-	var runErr error
-	for ev, err := range events {
-		if ev.Kind == agent.EventDone {
-			res = ev.Result
-		}
-		if err != nil {
-			runErr = err
-			continue
-		}
-		p.event(ev)
-	}
-	p.endLine()
-	// Say why the context ended (--timeout, a signal) rather than only that it did.
-	if cause := context.Cause(ctx); runErr != nil && cause != nil && cause != ctx.Err() && errors.Is(runErr, ctx.Err()) {
-		runErr = fmt.Errorf("%w (%v)", runErr, cause)
-	}
-	for _, f := range b.setup.afterRun {
-		f(ctx, res, runErr)
-	}
-	if runErr != nil {
-		if res != nil && p.json {
-			p.event(agent.Event{Kind: agent.EventDone, Result: res})
-		}
-		return withCode(exitError, runErr)
-	}
-	if res == nil {
-		return withCode(exitError, errors.New("run: no result"))
-	}
-	switch res.Status {
-	case agent.StatusPending:
-		if b.setup.onHalt != nil {
-			if err := b.setup.onHalt(ctx, res); err != nil {
-				// An exit code from onHalt (it may have continued the run) stands.
-				var ce *exitCodeError
-				if errors.As(err, &ce) {
-					return err
-				}
-				return withCode(exitError, err)
-			}
-		}
-		return withCode(exitPending, nil)
-	case agent.StatusIncomplete:
-		return withCode(exitIncomplete, nil)
-	}
-	return nil
 }
 
 // printer writes run events as text or JSON lines.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/sandbox"
 )
 
@@ -128,19 +130,21 @@ func (c *sandboxConfig) mcpSandbox() func(cmd *exec.Cmd, server string, sc *mcpt
 // --sandbox-read and --sandbox-connect widening what they may do, and
 // --pass-env naming variables passed to them beyond the allowlist.
 func sandboxRunExtension() runExtension {
-	var mode, hooksMode string
-	var reads, env []string
-	var ports []uint16
 	return runExtension{
-		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&mode, "sandbox", string(sandbox.Workspace), "confine bash: workspace (write only in --workdir and a private TMPDIR, no TCP), read-only, or off")
-			fs.StringVar(&hooksMode, "hooks-sandbox", "", "confine command hooks: workspace (the working directory), read-only or off (default: as --sandbox)")
-			fs.StringArrayVar(&reads, "sandbox-read", nil, "a further file or directory sandboxed commands may read; repeatable")
-			fs.Var(newPortsValue(&ports), "sandbox-connect", "a TCP port sandboxed commands may connect to; repeatable")
-			fs.StringArrayVar(&env, "pass-env", nil, "pass this environment variable (or NAME* prefix) to bash and command hooks beyond the allowlist (PATH, HOME, LANG, TERM, ...); repeatable")
+		flags: func(fs *pflag.FlagSet, f *runFlags) {
+			fs.StringVar(&f.sandbox, "sandbox", string(sandbox.Workspace), "confine bash: workspace (write only in --workdir and a private TMPDIR, no TCP), read-only, or off")
+			fs.StringVar(&f.hooksSandbox, "hooks-sandbox", "", "confine command hooks: workspace (the working directory), read-only or off (default: as --sandbox)")
+			fs.StringArrayVar(&f.sandboxRead, "sandbox-read", nil, "a further file or directory sandboxed commands may read; repeatable")
+			fs.Var(newPortsValue(&f.sandboxConnect), "sandbox-connect", "a TCP port sandboxed commands may connect to; repeatable")
+			fs.StringArrayVar(&f.passEnv, "pass-env", nil, "pass this environment variable (or NAME* prefix) to bash and command hooks beyond the allowlist (PATH, HOME, LANG, TERM, ...); repeatable")
 		},
 		setup: func(ctx context.Context, rs *runSetup) error {
-			c := &sandboxConfig{passEnv: env, connect: ports}
+			sc := rs.cfg.Sandbox
+			if sc == nil {
+				sc = &runs.SandboxConfig{}
+			}
+			mode, hooksMode, reads := cmp.Or(sc.Bash, string(sandbox.Workspace)), sc.Hooks, sc.Read
+			c := &sandboxConfig{passEnv: sc.PassEnv, connect: sc.Connect}
 			var err error
 			if c.bash, err = sandbox.ParseMode(mode); err != nil {
 				return usageErr("run: --sandbox: %v", err)
@@ -161,15 +165,13 @@ func sandboxRunExtension() runExtension {
 			if c.cwd, err = os.Getwd(); err != nil {
 				return err
 			}
-			if c.workspace, err = filepath.Abs(rs.cfg.workdir); err != nil {
-				return usageErr("run: --workdir: %v", err)
-			}
+			c.workspace = rs.cfg.Workdir
 			if real, err := filepath.EvalSymlinks(c.workspace); err == nil {
 				c.workspace = real
 			}
 			rs.sandbox = c
-			if script, ok := strings.CutPrefix(rs.cfg.model, "script:"); ok {
-				rs.addProtected(script)
+			if rs.cfg.Model.Provider == "script" {
+				rs.addProtected(rs.cfg.Model.Name)
 			}
 			// The sandbox is made even with bash and hooks off: stdio MCP
 			// servers run confined unless their own configuration says off.

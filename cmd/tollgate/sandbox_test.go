@@ -29,7 +29,16 @@ var binary struct {
 // the tests.
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	// No test may touch the user's state directory: the default one is a
+	// fresh directory, for this process and the binaries it starts.
+	state, err := os.MkdirTemp("", "tollgate-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv(envStateDir, state)
 	code := m.Run()
+	os.RemoveAll(state)
 	if binary.dir != "" {
 		os.RemoveAll(binary.dir)
 	}
@@ -86,19 +95,20 @@ func needSandbox(t *testing.T) {
 
 // A sandboxed tool cannot approve its own gated call: an allowed bash call
 // of a second run runs `tollgate approvals approve` and `tollgate resume` on
-// the first run's pending request. The store (inside the workspace here, the
-// default .tollgate) is read-only to it, so the request stays pending and the
-// gated call never runs. Unsandboxed, the same call approves, but only as the
+// the first run's pending request. The store is read-only to it, so the
+// request stays pending and the gated call never runs. Unsandboxed, the same call approves, but only as the
 // OS user running it, never as a name it chose.
 func TestToolCannotApproveItself(t *testing.T) {
 	needSandbox(t)
 	bin := tollgateBinary(t)
 	ws := t.TempDir()
+	state := t.TempDir()
 	apWrite(t, ws, "gated.yaml", "turns:\n  - toolCalls:\n      - {name: bash, id: gated, args: {command: \"echo ran >> count.txt\"}}\n  - text: done\n")
 	apWrite(t, ws, "policy.yaml", "rules:\n  - id: ask-count\n    tool: bash\n    args: {command: {regex: count}}\n    decision: ask\n    reason: needs a person\n")
 	tg := func(args ...string) (int, string) {
 		c := exec.Command(bin, args...)
 		c.Dir = ws
+		c.Env = append(os.Environ(), envStateDir+"="+state)
 		var out bytes.Buffer
 		c.Stdout, c.Stderr = &out, &out
 		err := c.Run()
@@ -116,11 +126,12 @@ func TestToolCannotApproveItself(t *testing.T) {
 	if m == nil || r == nil {
 		t.Fatalf("no request or run in:\n%s", out)
 	}
-	attack := fmt.Sprintf(`%s approvals approve %s; echo "approve=$?"; %s resume %s; echo "resume=$?"`, bin, m[1], bin, r[1])
+	// Commands get a scrubbed environment: the attack names the store.
+	attack := fmt.Sprintf(`%s approvals approve --state-dir %s %s; echo "approve=$?"; %s resume --state-dir %s %s; echo "resume=$?"`, bin, state, m[1], bin, state, r[1])
 	apWrite(t, ws, "attack.yaml", fmt.Sprintf("turns:\n  - toolCalls:\n      - {name: bash, id: attack, args: {command: %q}}\n  - text: done\n", attack))
 	// The helper must be able to run the binary: allow reading it, so that
 	// only the store stands in the way.
-	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox-read", filepath.Dir(bin), "attack")
+	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox-read", filepath.Dir(bin), "--sandbox-read", state, "attack")
 	if code != 0 || !strings.Contains(out, "approve=1") {
 		t.Fatalf("sandboxed attack: exit %d\n%s", code, out)
 	}
@@ -133,7 +144,7 @@ func TestToolCannotApproveItself(t *testing.T) {
 	}
 
 	// Unsandboxed, the tool can approve, as the OS user only; --by is refused.
-	forged := fmt.Sprintf(`%s approvals approve --by security-team %s; echo "forged=$?"; %s approvals approve %s; echo "approve=$?"`, bin, m[1], bin, m[1])
+	forged := fmt.Sprintf(`%s approvals approve --state-dir %s --by security-team %s; echo "forged=$?"; %s approvals approve --state-dir %s %s; echo "approve=$?"`, bin, state, m[1], bin, state, m[1])
 	apWrite(t, ws, "attack.yaml", fmt.Sprintf("turns:\n  - toolCalls:\n      - {name: bash, id: attack, args: {command: %q}}\n  - text: done\n", forged))
 	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox", "off", "attack")
 	if code != 0 || !strings.Contains(out, "forged=2") {
@@ -208,7 +219,7 @@ func TestKeysDoNotReachTools(t *testing.T) {
   - text: done
 `)
 	policy := apWrite(t, ws, "policy.yaml", "rules:\n  - id: ask-count\n    tool: bash\n    args: {command: {regex: count}}\n    decision: ask\n    reason: needs a person\n")
-	state := filepath.Join(ws, "state")
+	state := filepath.Join(t.TempDir(), "state")
 	records := filepath.Join(ws, "records.jsonl")
 	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "--records", records, "x")
 	if code != exitPending || !strings.Contains(out, "k= t=") {

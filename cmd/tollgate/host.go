@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Environment variables of the state directory and of the lease.
+const (
+	// envStateDir overrides the default state directory.
+	envStateDir = "TOLLGATE_STATE_DIR"
+	// envLeaseTTL sets how long a run's lease lasts without a heartbeat (a
+	// Go duration, default runs.DefaultLeaseTTL): a run whose process died is
+	// taken over by the next 'tollgate resume' once it expired.
+	envLeaseTTL = "TOLLGATE_LEASE_TTL"
+)
+
+// maxPromptBytes bounds a prompt read from stdin or --prompt-file (4 MiB).
+const maxPromptBytes = 4 << 20
+
+// stateFlags is the --state-dir flag of the commands that use the store.
+type stateFlags struct{ dir string }
+
+func (s *stateFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&s.dir, "state-dir", "", "directory of the store of runs and approvals (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
+}
+
+// shown is the --state-dir to repeat in the commands printed for the user,
+// empty when the default is used.
+func (s *stateFlags) shown() string { return s.dir }
+
+// defaultStateDir is the user's state directory for tollgate:
+// $TOLLGATE_STATE_DIR, else $XDG_STATE_HOME/tollgate (XDG Base Directory
+// Specification), else ~/.local/state/tollgate.
+func defaultStateDir() (string, error) {
+	if d := os.Getenv(envStateDir); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "tollgate"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", withCode(exitError, fmt.Errorf("no state directory: set $%s or --state-dir (%v)", envStateDir, err))
+	}
+	return filepath.Join(home, ".local", "state", "tollgate"), nil
+}
+
+// resolve returns the state directory, absolute. With a workspace, a state
+// directory inside it is refused: the agent's own tools could rewrite the
+// store of pending runs and approvals.
+func (s *stateFlags) resolve(workspace string) (string, error) {
+	dir := s.dir
+	if dir == "" {
+		d, err := defaultStateDir()
+		if err != nil {
+			return "", err
+		}
+		dir = d
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", withCode(exitError, err)
+	}
+	if workspace != "" && within(realPath(abs), realPath(workspace)) {
+		return "", usageErr("state directory %s is inside the workspace %s, where the agent's tools could change it; choose another with --state-dir or $%s", abs, workspace, envStateDir)
+	}
+	return abs, nil
+}
+
+// realPath resolves the links of p, or of its nearest existing ancestor.
+func realPath(p string) string {
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
+// within reports whether p is dir or under it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// open opens the existing store of the state directory (never creating one).
+func (s *stateFlags) open(ctx context.Context) (*sqlite.Store, error) {
+	dir, err := s.resolve("")
+	if err != nil {
+		return nil, err
+	}
+	return openExistingStore(ctx, dir)
+}
+
+// openExistingStore opens the store in dir for a command that only reads or
+// answers: it never creates one, and a missing one is an error naming dir.
+func openExistingStore(ctx context.Context, dir string) (*sqlite.Store, error) {
+	db := filepath.Join(dir, sqlite.DefaultFile)
+	if _, err := os.Stat(db); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, withCode(exitError, fmt.Errorf("no store in %s (no run was stored there; see --state-dir and $%s)", dir, envStateDir))
+		}
+		return nil, withCode(exitError, err)
+	}
+	return openStore(ctx, dir)
+}
+
+// leaseTTL reads $TOLLGATE_LEASE_TTL (0: the default).
+func leaseTTL() (time.Duration, error) {
+	v := os.Getenv(envLeaseTTL)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, usageErr("$%s=%q: want a positive duration such as 30s", envLeaseTTL, v)
+	}
+	return d, nil
+}
+
+// openHost opens the store in stateDir (creating it when create is set) and
+// a runs.Host over it that builds agents with b.
+func openHost(ctx context.Context, stateDir string, b runs.Builder, create bool) (*runs.Host, func(), error) {
+	ttl, err := leaseTTL()
+	if err != nil {
+		return nil, nil, err
+	}
+	var s *sqlite.Store
+	if create {
+		if err := os.MkdirAll(stateDir, 0o700); err != nil {
+			return nil, nil, usageErr("state directory %s: %v", stateDir, err)
+		}
+		if s, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
+			return nil, nil, usageErr("state directory %s: %v", stateDir, err)
+		}
+	} else if s, err = openExistingStore(ctx, stateDir); err != nil {
+		return nil, nil, err
+	}
+	h, err := runs.New(s, b, &runs.Options{LeaseTTL: ttl})
+	if err != nil {
+		_ = s.Close()
+		return nil, nil, withCode(exitError, err)
+	}
+	return h, func() { _ = s.Close() }, nil
+}
+
+// readPrompt returns the prompt: the argument, stdin for "-", or the file of
+// --prompt-file. An empty prompt is a usage error.
+func readPrompt(env *cliEnv, args []string, file string) (string, error) {
+	var prompt string
+	switch {
+	case file != "" && len(args) > 0:
+		return "", usageErr("run: give the prompt as an argument or with --prompt-file, not both")
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return "", usageErr("run: --prompt-file: %v", err)
+		}
+		defer f.Close()
+		b, err := readLimited(f)
+		if err != nil {
+			return "", usageErr("run: --prompt-file %s: %v", file, err)
+		}
+		prompt = b
+	case len(args) == 1 && args[0] == "-":
+		b, err := readLimited(env.stdin)
+		if err != nil {
+			return "", usageErr("run: reading the prompt from stdin: %v", err)
+		}
+		prompt = b
+	case len(args) == 1:
+		prompt = args[0]
+	default:
+		return "", usageErr("run: no prompt: give it as an argument, - for stdin, or --prompt-file")
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return "", usageErr("run: the prompt is empty")
+	}
+	return prompt, nil
+}
+
+func readLimited(r io.Reader) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxPromptBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxPromptBytes {
+		return "", fmt.Errorf("longer than %d bytes", maxPromptBytes)
+	}
+	return string(b), nil
+}
+
+// runDriver maps the end of a run driven by a runs.Host to output and an
+// exit code, and goes on waiting with --approve wait.
+type runDriver struct {
+	env      *cliEnv
+	host     *runs.Host
+	p        *printer
+	stateDir string // --state-dir as given, for the printed commands
+	stateAbs string // the state directory used
+	json     bool
+	wait     bool
+}
+
+// finish prints how the run ended and returns the error carrying its exit
+// code. With wait, a halted run is waited on (Host.WaitAnswered) and resumed,
+// again each time it halts anew; if this process dies while it waits, the
+// stored run is intact and 'tollgate resume' continues it.
+func finish(ctx context.Context, d *runDriver, res *agent.Result, runErr error) error {
+	for {
+		d.p.endLine()
+		// Say why the context ended (a signal) rather than only that it did.
+		if cause := context.Cause(ctx); runErr != nil && cause != nil && cause != ctx.Err() && errors.Is(runErr, ctx.Err()) && !strings.Contains(runErr.Error(), cause.Error()) {
+			runErr = fmt.Errorf("%w (%v)", runErr, cause)
+		}
+		if runErr != nil {
+			if res != nil && d.json {
+				d.p.event(agent.Event{Kind: agent.EventDone, Result: res})
+			}
+			return resumeError(runErr)
+		}
+		if res == nil {
+			return withCode(exitError, errors.New("run: no result"))
+		}
+		switch res.Status {
+		case agent.StatusIncomplete:
+			return withCode(exitIncomplete, nil)
+		case agent.StatusPending:
+		default:
+			return nil
+		}
+		d.printHalted(res)
+		if !d.wait {
+			return withCode(exitPending, nil)
+		}
+		fmt.Fprintf(d.env.stderr, "tollgate: waiting for answers to run %s (Ctrl-C stops waiting; the run stays stored)\n", res.RunID)
+		if err := d.host.WaitAnswered(ctx, res.RunID); err != nil {
+			return withCode(exitError, err)
+		}
+		res, runErr = d.host.Resume(ctx, runs.ResumeRequest{RunID: res.RunID, Drive: runs.Drive{OnEvent: d.p.event}})
+	}
+}
+
+// printHalted says how to answer the requests of a halted run.
+func (d *runDriver) printHalted(res *agent.Result) {
+	if d.json {
+		return
+	}
+	sd := ""
+	if d.stateDir != "" {
+		sd = " --state-dir " + d.stateDir
+	}
+	w := d.env.stdout
+	fmt.Fprintf(w, "stored run %s in %s; answer with:\n", res.RunID, d.stateAbs)
+	for _, r := range res.Pending {
+		if r.Kind == tool.KindQuestion {
+			for _, line := range strings.Split(r.Prompt, "\n") {
+				fmt.Fprintf(w, "  | %s\n", safeText(line))
+			}
+			fmt.Fprintf(w, "  tollgate approvals answer%s %s ANSWER...   (one per question; or: approvals deny%s %s --reason ...)\n", sd, r.ID, sd, r.ID)
+			continue
+		}
+		fmt.Fprintf(w, "  tollgate approvals approve%s %s   (or: approvals deny%s %s --reason ...)\n", sd, r.ID, sd, r.ID)
+	}
+	fmt.Fprintf(w, "then: tollgate resume%s %s\n", sd, res.RunID)
+}
+
+// resumeError maps the host's errors on resume to exit codes.
+func resumeError(err error) error {
+	var ce *exitCodeError
+	switch {
+	case errors.As(err, &ce):
+		return ce // the builder's usage errors keep their code
+	case errors.Is(err, runs.ErrNothingDecided):
+		return withCode(exitPending, err)
+	case errors.Is(err, store.ErrLeased), errors.Is(err, store.ErrConflict):
+		return withCode(exitError, fmt.Errorf("%w: another process is driving this run; when it stops, the run can be resumed", err))
+	}
+	return withCode(exitError, err)
+}
