@@ -82,6 +82,29 @@ type ServerStatus struct {
 	// Stderr is the last bytes (at most 4 KiB) a stdio server wrote to stderr
 	// up to the end of Open.
 	Stderr string
+	// Skipped lists the tools of the server that cannot be used (see
+	// [SkippedTool]), in the order the server listed them. Each is left out
+	// alone: the server and its other tools stay. At most [MaxSkipped] are
+	// kept; SkippedMore counts the rest.
+	Skipped     []SkippedTool
+	SkippedMore int
+}
+
+// MaxSkipped is how many skipped tools a [ServerStatus] lists (and the log
+// names) at most, so that a server listing many broken tools cannot flood
+// either.
+const MaxSkipped = 100
+
+// SkippedTool is a tool a server listed that is not offered, and why: an input
+// schema that cannot be used for validation (a $ref to a definition the
+// schema lacks, a type other than object), or a name that is empty, not
+// UTF-8, or holds control characters.
+type SkippedTool struct {
+	// Tool is the tool's name on the server, as it listed it (it may hold
+	// anything; quote it with %q before showing it).
+	Tool string
+	// Reason says what is wrong with the tool, in one sentence.
+	Reason string
 }
 
 // CollisionError reports two tools that end up with the same name (see
@@ -292,7 +315,15 @@ func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st 
 			}
 			mt, err := newTool(name, sc, t, session)
 			if err != nil {
-				return err
+				// One unusable tool is left out alone; its siblings and
+				// its server stay.
+				if len(st.Skipped) == MaxSkipped {
+					st.SkippedMore++
+					continue
+				}
+				st.Skipped = append(st.Skipped, SkippedTool{Tool: t.Name, Reason: err.Error()})
+				o.Logger.Warn("mcp tool skipped", "server", name, "tool", fmt.Sprintf("%q", t.Name), "reason", err.Error())
+				continue
 			}
 			if prev, ok := seen[mt.spec.Name]; ok {
 				return &CollisionError{Name: mt.spec.Name, First: ToolRef{name, prev.remote}, Second: ToolRef{name, mt.remote}}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -137,29 +139,34 @@ type Tool struct {
 	session     *mcp.ClientSession
 }
 
+// newTool makes the tool.Tool of one listed tool. Its error says, in one
+// sentence without the tool's name, why the tool cannot be used; the caller
+// skips that tool alone (see [SkippedTool]).
 func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession) (*Tool, error) {
-	if t.Name == "" {
-		return nil, errors.New("a tool has an empty name")
+	if err := checkToolName(t.Name); err != nil {
+		return nil, err
 	}
 	var schema *jsonschema.Schema
 	if t.InputSchema != nil {
 		raw, err := json.Marshal(t.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+			return nil, fmt.Errorf("input schema: %w", err)
 		}
 		schema = new(jsonschema.Schema)
 		if err := json.Unmarshal(raw, schema); err != nil {
-			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+			return nil, fmt.Errorf("input schema: %w", err)
 		}
-		// A schema that cannot be used for validation fails this server here
-		// (its status says why) rather than the whole agent later; so does
-		// one that no arguments object could satisfy (MCP: inputSchema is an
-		// object schema).
+		// A schema that cannot be used for validation (a $ref to a
+		// definition it lacks, say) leaves this tool out here rather than
+		// failing every agent that would offer it later; so does one that no
+		// arguments object could satisfy (MCP: inputSchema is an object
+		// schema). Refs that resolve, to $defs or to draft-07 definitions,
+		// are fine.
 		if schema.Type != "" && schema.Type != "object" {
-			return nil, fmt.Errorf("tool %q: input schema has type %q; tool arguments are a JSON object", t.Name, schema.Type)
+			return nil, fmt.Errorf("input schema has type %q; tool arguments are a JSON object", schema.Type)
 		}
 		if _, err := tool.NewValidator(schema); err != nil {
-			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+			return nil, err
 		}
 	}
 	var ann *mcp.ToolAnnotations
@@ -183,6 +190,33 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession
 		callTimeout: sc.CallTimeout,
 		session:     cs,
 	}, nil
+}
+
+// maxRemoteNameLen bounds the name a server may give a tool, in bytes. The MCP
+// specification (2025-11-25, "Tools: Tool names") asks for 1 to 128
+// characters; tollgate allows more, since [ToolName] shortens long names, but
+// not without end.
+const maxRemoteNameLen = 1024
+
+// checkToolName rejects a tool name that cannot be shown or used safely: empty,
+// longer than maxRemoteNameLen, not UTF-8, or holding control characters
+// (which would reach a terminal through every listing). Other characters are
+// replaced by [ToolName].
+func checkToolName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("the tool has an empty name")
+	case len(name) > maxRemoteNameLen:
+		return fmt.Errorf("the tool's name is %d bytes long; at most %d are allowed", len(name), maxRemoteNameLen)
+	case !utf8.ValidString(name):
+		return errors.New("the tool's name is not valid UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("the tool's name holds the control character %U", r)
+		}
+	}
+	return nil
 }
 
 // Spec returns the tool's spec; its Hints are a fresh copy on every call.

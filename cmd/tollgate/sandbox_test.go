@@ -28,6 +28,7 @@ var binary struct {
 // runs (Main) start: started as one, it runs sandbox.Main and never reaches
 // the tests.
 func TestMain(m *testing.M) {
+	mcpTestServer()
 	sandbox.Main()
 	code := m.Run()
 	if binary.dir != "" {

@@ -1,0 +1,71 @@
+package mcptool
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// One tool with a schema that cannot be resolved (a $ref to a missing
+// #/$defs/ScreenInstance) or a name that cannot be shown is skipped alone,
+// with a reason naming what is wrong; its siblings, including schemas whose
+// refs resolve ($defs and draft-07 definitions), are offered.
+func TestUnusableToolSkippedAlone(t *testing.T) {
+	srv := newServer(nil)
+	ok := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return ok, nil }
+	srv.AddTool(&mcp.Tool{Name: "good", InputSchema: objectSchema}, handler)
+	srv.AddTool(&mcp.Tool{Name: "screens", InputSchema: map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"screen": map[string]any{"$ref": "#/$defs/ScreenInstance"}},
+	}}, handler)
+	srv.AddTool(&mcp.Tool{Name: "defs", InputSchema: map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"p": map[string]any{"$ref": "#/$defs/Point"}},
+		"$defs":      map[string]any{"Point": map[string]any{"type": "object", "required": []any{"x"}}},
+	}}, handler)
+	srv.AddTool(&mcp.Tool{Name: "draft7", InputSchema: map[string]any{
+		"$schema":     "http://json-schema.org/draft-07/schema#",
+		"type":        "object",
+		"properties":  map[string]any{"p": map[string]any{"$ref": "#/definitions/Point"}},
+		"definitions": map[string]any{"Point": map[string]any{"type": "object", "required": []any{"x"}}},
+	}}, handler)
+	srv.AddTool(&mcp.Tool{Name: "bell\x07", InputSchema: objectSchema}, handler)
+
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"app": {Transport: serve(t, srv)}}}, nil)
+	st := status(t, s, "app")
+	if st.State != StateReady || st.Tools != 3 {
+		t.Fatalf("status = %+v; want ready with 3 tools", st)
+	}
+	tools := toolsByName(s)
+	for _, name := range []string{"mcp__app__good", "mcp__app__defs", "mcp__app__draft7"} {
+		if tools[name] == nil {
+			t.Errorf("%s is not offered; tools: %v", name, tools)
+		}
+	}
+	if len(st.Skipped) != 2 {
+		t.Fatalf("skipped = %+v; want screens and the bell", st.Skipped)
+	}
+	// The SDK's server lists its tools by name.
+	if sk := st.Skipped[1]; sk.Tool != "screens" || !strings.Contains(sk.Reason, "$defs/ScreenInstance") {
+		t.Errorf("skipped[1] = %+v; want screens with the missing ref", sk)
+	}
+	if sk := st.Skipped[0]; sk.Tool != "bell\x07" || !strings.Contains(sk.Reason, "control character") {
+		t.Errorf("skipped[0] = %+v; want the bell's name refused", sk)
+	}
+	res, err := tools["mcp__app__good"].Call(context.Background(), nil)
+	if err != nil || res.Output != "fine" {
+		t.Errorf("good: %+v, %v", res, err)
+	}
+	// The resolved refs are enforced, not ignored.
+	v, err := tool.NewValidator(tools["mcp__app__draft7"].Spec().InputSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate([]byte(`{"p": {}}`)); err == nil {
+		t.Error(`draft7: {"p": {}} passed; definitions/Point requires x`)
+	}
+}
