@@ -1,8 +1,14 @@
 package mcptool
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,4 +74,52 @@ func TestUnusableToolSkippedAlone(t *testing.T) {
 	if err := v.Validate([]byte(`{"p": {}}`)); err == nil {
 		t.Error(`draft7: {"p": {}} passed; definitions/Point requires x`)
 	}
+}
+
+// A stdio server that writes a banner before initialize and log lines between
+// messages on stdout: the lines are skipped and logged (quoted), and every
+// call returns its result.
+func TestStdoutNoiseSkipped(t *testing.T) {
+	sw := &syncWriter{w: new(bytes.Buffer)}
+	logger := slog.New(slog.NewTextHandler(sw, nil))
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"noisy": {
+		Command: os.Args[0],
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "noisy"},
+	}}}, &Options{Logger: logger})
+	if st := status(t, s, "noisy"); st.State != StateReady || st.Tools != 1 {
+		t.Fatalf("status = %+v", st)
+	}
+	echo := toolsByName(s)["mcp__noisy__echo"]
+	for i := range 3 {
+		want := fmt.Sprintf("call %d", i)
+		res, err := echo.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"text": %q}`, want)))
+		if err != nil || res.Output != want {
+			t.Fatalf("call %d: %+v, %v", i, res, err)
+		}
+	}
+	_ = s.Close()
+	logged := sw.String()
+	for _, want := range []string{"noisy-server 1.0 starting on stdio", "[info] handling tools/call echo", `{\\\"level\\\":\\\"info\\\"`} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log lacks %s:\n%s", want, logged)
+		}
+	}
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.String()
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }

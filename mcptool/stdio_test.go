@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,6 +38,10 @@ func helperServer(mode string) {
 	}
 	if mode == "env" {
 		envServer()
+		return
+	}
+	if mode == "noisy" {
+		noisyServer()
 		return
 	}
 	if mode == "stubborn" {
@@ -75,6 +80,24 @@ func whereServer() {
 		}
 		out := strings.Join(append([]string{wd}, os.Args[1:]...), "\n")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// noisyServer writes a banner to stdout before it serves, and serves one tool,
+// "echo", that writes log lines to stdout (plain and JSON) before it answers
+// with its "text" argument.
+func noisyServer() {
+	fmt.Println("noisy-server 1.0 starting on stdio")
+	fmt.Println("")
+	srv := mcp.NewServer(&mcp.Implementation{Name: "noisy", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Println("[info] handling tools/call echo")
+		fmt.Println(`{"level":"info","msg":"handling echo"}`)
+		fmt.Println("[" + strings.Repeat("x", 100) + "]")
+		var args struct{ Text string }
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Text}}}, nil
 	})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
