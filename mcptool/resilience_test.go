@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -122,4 +126,52 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
+}
+
+// A streamable-HTTP server that restarts after the first call (its sessions
+// are gone; it answers 404 "session not found"): the next call starts a new
+// session and succeeds, and so do the calls after it.
+func TestStreamableHTTPServerRestarted(t *testing.T) {
+	var inits atomic.Int32
+	newHandler := func() http.Handler {
+		srv := newServer(&mcp.ServerOptions{InitializedHandler: func(context.Context, *mcp.InitializedRequest) { inits.Add(1) }})
+		srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Text string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Text}}}, nil
+		})
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	var current atomic.Pointer[http.Handler]
+	h := newHandler()
+	current.Store(&h)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(hs.Close)
+
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"web": {URL: hs.URL}}}, nil)
+	echo := toolsByName(s)["mcp__web__echo"]
+	if echo == nil {
+		t.Fatalf("no echo tool; status %+v", s.Servers())
+	}
+	call := func(text string) {
+		t.Helper()
+		res, err := echo.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"text": %q}`, text)))
+		if err != nil || res.IsError || res.Output != text {
+			t.Fatalf("call %q: %+v, %v", text, res, err)
+		}
+	}
+	call("before")
+	// The restart: a new handler knows no session.
+	h2 := newHandler()
+	current.Store(&h2)
+	start := time.Now()
+	call("after")
+	t.Logf("the call that renewed the session took %s", time.Since(start))
+	call("again")
+	if n := inits.Load(); n != 2 {
+		t.Errorf("%d sessions were initialized; want 2", n)
+	}
+	if st := status(t, s, "web"); st.Renewals != 1 {
+		t.Errorf("renewals = %d; want 1", st.Renewals)
+	}
 }

@@ -136,13 +136,13 @@ type Tool struct {
 	annotations *mcp.ToolAnnotations
 	trusted     bool
 	callTimeout time.Duration
-	session     *mcp.ClientSession
+	conn        *conn
 }
 
 // newTool makes the tool.Tool of one listed tool. Its error says, in one
 // sentence without the tool's name, why the tool cannot be used; the caller
 // skips that tool alone (see [SkippedTool]).
-func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession) (*Tool, error) {
+func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, error) {
 	if err := checkToolName(t.Name); err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession
 		annotations: ann,
 		trusted:     sc.Trusted,
 		callTimeout: sc.CallTimeout,
-		session:     cs,
+		conn:        c,
 	}, nil
 }
 
@@ -272,6 +272,15 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 // ctx's error. A call that exceeds the server's CallTimeout is an error result.
 // A failure of the protocol or the connection (an unknown tool, a server that
 // exited) is returned as an error naming the server and the tool.
+//
+// A session that is gone is renewed (see [ServerStatus].Renewals): when a
+// streamable-HTTP server answers 404 for the session (it restarted; MCP
+// specification 2025-06-18, "Transports: Session management"), Call starts a
+// new session and sends the call once more, since the server did not run it;
+// when the session had already ended before the call (a stdio server that
+// exited), Call starts a new one first. A renewal tries at most 3 times,
+// backing off 200 ms then 400 ms, each try bounded by the server's Timeout.
+// A call that fails while in flight is not sent again: it may have run.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 	if len(strings.TrimSpace(string(args))) == 0 || strings.TrimSpace(string(args)) == "null" {
 		args = json.RawMessage("{}")
@@ -282,7 +291,27 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 		callCtx, cancel = context.WithTimeout(ctx, t.callTimeout)
 		defer cancel()
 	}
-	res, err := t.session.CallTool(callCtx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	session, gen, dead := t.conn.current()
+	var err error
+	if dead {
+		// The session ended before this call (a stdio server that exited, an
+		// HTTP session the server dropped): the call was never sent, so a
+		// new session may carry it.
+		session, gen, err = t.conn.renew(callCtx, gen, errors.New("the session had ended"))
+	}
+	var res *mcp.CallToolResult
+	if err == nil {
+		res, err = session.CallTool(callCtx, params)
+		if err != nil && errors.Is(err, mcp.ErrSessionMissing) && callCtx.Err() == nil {
+			// HTTP 404 for the session: the server does not know it (it
+			// restarted) and did not run the call. Start a new session and
+			// send the call once more.
+			if session, _, err = t.conn.renew(callCtx, gen, err); err == nil {
+				res, err = session.CallTool(callCtx, params)
+			}
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, ctx.Err())
