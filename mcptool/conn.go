@@ -30,7 +30,9 @@ type conn struct {
 	sc   *ServerConfig
 	o    *Options
 
-	mu       sync.Mutex
+	renewMu sync.Mutex // held by one renewal at a time, while it dials
+
+	mu       sync.Mutex // guards what follows; never held while dialing
 	session  *mcp.ClientSession
 	dead     chan struct{} // closed when session has ended
 	gen      int           // bumped by every renewal
@@ -77,22 +79,42 @@ func (c *conn) renewable() bool { return c.sc.Transport == nil }
 // between them. When another call has renewed it already, renew returns that
 // session. Each try is bounded by the server's Timeout; ctx bounds the whole.
 func (c *conn) renew(ctx context.Context, gen int, why error) (*mcp.ClientSession, int, error) {
+	c.renewMu.Lock()
+	defer c.renewMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, err := c.renewLocked(ctx, gen, why)
-	return s, c.gen, err
+	closed, cur, curGen := c.closed, c.session, c.gen
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return nil, curGen, errClosed
+	case curGen != gen:
+		return cur, curGen, nil
+	case !c.renewable():
+		return nil, curGen, why
+	}
+	s, err := c.dialRetrying(ctx, why)
+	if err != nil {
+		return nil, curGen, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		// Closed while dialing: the new session must not outlive the set.
+		c.mu.Unlock()
+		_ = closeWithin(s, 3*c.o.ShutdownGrace+time.Second)
+		return nil, curGen, errClosed
+	}
+	old := c.session
+	c.set(s)
+	c.gen++
+	c.renewals++
+	gen = c.gen
+	c.mu.Unlock()
+	go func() { _ = closeWithin(old, 3*c.o.ShutdownGrace+time.Second) }()
+	return s, gen, nil
 }
 
-func (c *conn) renewLocked(ctx context.Context, gen int, why error) (*mcp.ClientSession, error) {
-	if c.closed {
-		return nil, errClosed
-	}
-	if c.gen != gen {
-		return c.session, nil
-	}
-	if !c.renewable() {
-		return nil, why
-	}
+// dialRetrying dials with at most renewAttempts tries and backoff.
+func (c *conn) dialRetrying(ctx context.Context, why error) (*mcp.ClientSession, error) {
 	start := time.Now()
 	wait := renewBackoff
 	var err error
@@ -111,14 +133,14 @@ func (c *conn) renewLocked(ctx context.Context, gen int, why error) (*mcp.Client
 		var s *mcp.ClientSession
 		s, err = dial(ctx, c.name, c.sc, c.o, &stderr)
 		if err == nil {
-			old := c.session
-			go func() { _ = closeWithin(old, 3*c.o.ShutdownGrace+time.Second) }()
-			c.set(s)
-			c.gen++
-			c.renewals++
 			c.o.Logger.Warn("mcp server session renewed", "server", c.name, "reason", why.Error(),
 				"attempt", attempt, "took", time.Since(start))
 			return s, nil
+		}
+		if stderr != nil {
+			if tail := lastLines(stderr.String(), 5); tail != "" {
+				err = fmt.Errorf("%w; stderr: %s", err, tail)
+			}
 		}
 		c.o.Logger.Warn("mcp server session could not be renewed", "server", c.name, "attempt", attempt, "error", err)
 	}

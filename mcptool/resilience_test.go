@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -173,5 +174,74 @@ func TestStreamableHTTPServerRestarted(t *testing.T) {
 	}
 	if st := status(t, s, "web"); st.Renewals != 1 {
 		t.Errorf("renewals = %d; want 1", st.Renewals)
+	}
+}
+
+// A stdio server that exits in the middle of a call: the call fails with an
+// error naming the server and the tool (it does not hang), and the next call
+// starts the server again and gets its result.
+func TestStdioServerExitsDuringCall(t *testing.T) {
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"flaky": {
+		Command: os.Args[0],
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "crash"},
+	}}}, &Options{ShutdownGrace: 200 * time.Millisecond})
+	tools := toolsByName(s)
+	echo, crash := tools["mcp__flaky__echo"], tools["mcp__flaky__crash"]
+	if echo == nil || crash == nil {
+		t.Fatalf("tools: %v; status %+v", tools, s.Servers())
+	}
+	first, err := echo.Call(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bound for the test only: without it a hang would block until the
+	// test binary's own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = crash.Call(ctx, nil)
+	t.Logf("the call in flight failed after %s: %v", time.Since(start), err)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), `mcp server "flaky": tool "crash"`) {
+		t.Fatalf("crash: err = %v (ctx %v); want an error naming the server and tool, before the deadline", err, ctx.Err())
+	}
+	start = time.Now()
+	second, err := echo.Call(context.Background(), nil)
+	t.Logf("the call that restarted the server took %s", time.Since(start))
+	if err != nil || second.IsError {
+		t.Fatalf("echo after the crash: %+v, %v", second, err)
+	}
+	if second.Output == first.Output {
+		t.Errorf("echo answered from pid %s both times; want a new process", first.Output)
+	}
+	if st := status(t, s, "flaky"); st.Renewals != 1 {
+		t.Errorf("renewals = %d; want 1", st.Renewals)
+	}
+}
+
+// A stdio server that exits and then cannot start again: the next call gets
+// an error saying the new session failed after a bounded number of tries,
+// with backoff between them, not a hang or an endless loop.
+func TestStdioServerRestartBounded(t *testing.T) {
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"once": {
+		Command: os.Args[0],
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "once", "MCPTOOL_TEST_MARKER": filepath.Join(t.TempDir(), "started")},
+	}}}, &Options{ShutdownGrace: 200 * time.Millisecond})
+	tools := toolsByName(s)
+	if _, err := tools["mcp__once__crash"].Call(context.Background(), nil); err == nil {
+		t.Fatal("crash: no error")
+	}
+	start := time.Now()
+	_, err := tools["mcp__once__echo"].Call(context.Background(), nil)
+	took := time.Since(start)
+	t.Logf("giving up on the restart took %s: %v", took, err)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("a new session failed %d times", renewAttempts)) ||
+		!strings.Contains(err.Error(), "once: refusing to start again") {
+		t.Fatalf("err = %v; want the bounded restart to give up, with the server's stderr", err)
+	}
+	if took < 3*renewBackoff {
+		t.Errorf("gave up after %s; want the backoff (%s, then %s) between tries", took, renewBackoff, 2*renewBackoff)
+	}
+	if st := status(t, s, "once"); st.Renewals != 0 {
+		t.Errorf("renewals = %d; want 0", st.Renewals)
 	}
 }

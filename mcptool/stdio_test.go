@@ -44,6 +44,21 @@ func helperServer(mode string) {
 		noisyServer()
 		return
 	}
+	if mode == "crash" {
+		crashServer()
+		return
+	}
+	if mode == "once" {
+		// Serves as crashServer the first time; every later start fails.
+		marker := os.Getenv("MCPTOOL_TEST_MARKER")
+		if _, err := os.Stat(marker); err == nil {
+			fmt.Fprintln(os.Stderr, "once: refusing to start again")
+			os.Exit(1)
+		}
+		_ = os.WriteFile(marker, nil, 0o600)
+		crashServer()
+		return
+	}
 	if mode == "stubborn" {
 		signal.Ignore(syscall.SIGTERM)
 	}
@@ -98,6 +113,21 @@ func noisyServer() {
 		var args struct{ Text string }
 		_ = json.Unmarshal(req.Params.Arguments, &args)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Text}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// crashServer serves "echo", which answers with the server's pid, and
+// "crash", which makes the server exit (status 3) in the middle of the call.
+func crashServer() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "crash", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "crash: exiting in the middle of a call")
+		os.Exit(3)
+		return nil, nil
 	})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }

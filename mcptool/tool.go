@@ -303,6 +303,15 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 	var res *mcp.CallToolResult
 	if err == nil {
 		res, err = session.CallTool(callCtx, params)
+		if err != nil && refusedUnsent(err) && callCtx.Err() == nil {
+			// The session was closing when the call was made (its server
+			// exited a moment ago), so the call was never written: a new
+			// session may carry it.
+			session, gen, err = t.conn.renew(callCtx, gen, err)
+			if err == nil {
+				res, err = session.CallTool(callCtx, params)
+			}
+		}
 		if err != nil && errors.Is(err, mcp.ErrSessionMissing) && callCtx.Err() == nil {
 			// HTTP 404 for the session: the server does not know it (it
 			// restarted) and did not run the call. Start a new session and
@@ -324,6 +333,15 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 		return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, err)
 	}
 	return t.result(res), nil
+}
+
+// refusedUnsent reports whether err is the SDK refusing a call because its
+// connection was already closing, before anything was written. The SDK wraps
+// its internal jsonrpc2.ErrClientClosing in [mcp.ErrConnectionClosed] with %v,
+// so only the text ("client is closing") tells it apart from a connection that
+// closed while the call was in flight (which may have run the call).
+func refusedUnsent(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing")
 }
 
 func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
