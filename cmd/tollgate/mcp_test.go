@@ -291,3 +291,61 @@ func TestRunMCPApproveLater(t *testing.T) {
 		t.Errorf("resume ran read_text_file again:\n%s", stderr)
 	}
 }
+
+// `tollgate tools --mcp --json`: each server's status, its tools with the
+// hints the gates use and the hints it claims, and its skipped tools with
+// reasons; every tool offered; escapes stay escaped.
+func TestToolsMCPJSON(t *testing.T) {
+	cfg := mcpConfig(t, t.TempDir(), map[string]any{
+		"app":    map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool"}},
+		"broken": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
+	})
+	code, out, errOut := apMain(t, "tools", "--mcp", cfg, "--json")
+	if code != exitError {
+		t.Errorf("exit %d, want %d (a server failed)\nstderr: %s", code, exitError, errOut)
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("a raw escape reached the output: %q", out)
+	}
+	var got struct {
+		Servers []struct {
+			Name, State, Error, Transport string
+			Trusted                       bool
+			ServerInfo                    *struct{ Name, Version string }
+			Tools                         []struct {
+				Name, RemoteName    string
+				Hints, ClaimedHints *struct{ ReadOnly, Destructive, Idempotent, OpenWorld bool }
+			}
+			Skipped []struct{ Tool, Reason string }
+		}
+		Tools []struct{ Name, Source string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(got.Servers) != 2 {
+		t.Fatalf("servers: %+v", got.Servers)
+	}
+	app, broken := got.Servers[0], got.Servers[1]
+	if app.Name != "app" || app.State != "ready" || app.ServerInfo == nil || app.ServerInfo.Name != "test-badtool" {
+		t.Errorf("app: %+v", app)
+	}
+	if len(app.Tools) != 1 || app.Tools[0].Name != "mcp__app__good" || app.Tools[0].RemoteName != "good" ||
+		app.Tools[0].Hints == nil || !app.Tools[0].Hints.Destructive || app.Tools[0].ClaimedHints == nil {
+		t.Errorf("app tools: %+v", app.Tools)
+	}
+	if len(app.Skipped) != 2 || app.Skipped[0].Tool != "screens" || !strings.Contains(app.Skipped[0].Reason, "$defs/ScreenInstance") ||
+		app.Skipped[1].Tool != "screens\x1b[2J" {
+		t.Errorf("app skipped: %+v", app.Skipped)
+	}
+	if broken.State != "failed" || !strings.Contains(broken.Error, "no-such-server") || len(broken.Tools) != 0 {
+		t.Errorf("broken: %+v", broken)
+	}
+	sources := map[string]string{}
+	for _, tl := range got.Tools {
+		sources[tl.Name] = tl.Source
+	}
+	if sources["mcp__app__good"] != "mcp:app" || sources["read"] != "builtin" {
+		t.Errorf("tools: %+v", got.Tools)
+	}
+}
