@@ -245,3 +245,26 @@ func TestStdioServerRestartBounded(t *testing.T) {
 		t.Errorf("renewals = %d; want 0", st.Renewals)
 	}
 }
+
+// A result over the SDK's limit for one message (16 MiB) fails its call with
+// an error; the connection it broke is replaced, so later calls of the server
+// still work.
+func TestStdioOversizedResult(t *testing.T) {
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"flaky": {
+		Command: os.Args[0],
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "crash"},
+	}}}, &Options{ShutdownGrace: 200 * time.Millisecond})
+	tools := toolsByName(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := tools["mcp__flaky__big"].Call(ctx, nil)
+	t.Logf("the oversized result failed after %s: %v", time.Since(start), err)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("big: err = %v (ctx %v); want an error before the deadline", err, ctx.Err())
+	}
+	res, err := tools["mcp__flaky__echo"].Call(ctx, nil)
+	if err != nil || res.IsError {
+		t.Fatalf("echo after the oversized result: %+v, %v", res, err)
+	}
+}

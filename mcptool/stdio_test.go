@@ -117,8 +117,9 @@ func noisyServer() {
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
 
-// crashServer serves "echo", which answers with the server's pid, and
-// "crash", which makes the server exit (status 3) in the middle of the call.
+// crashServer serves "echo", which answers with the server's pid, "crash",
+// which makes the server exit (status 3) in the middle of the call, and "big",
+// whose result is over the SDK's limit for one message.
 func crashServer() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "0"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -128,6 +129,9 @@ func crashServer() {
 		fmt.Fprintln(os.Stderr, "crash: exiting in the middle of a call")
 		os.Exit(3)
 		return nil, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", mcp.DefaultMaxLineLength+1)}}}, nil
 	})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
