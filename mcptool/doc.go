@@ -85,6 +85,9 @@
 //     with an error; the next call starts the server again. A renewal tries at
 //     most 3 times, 200 ms and then 400 ms apart, each try bounded by the
 //     server's "timeout"; [ServerStatus].Renewals counts them.
+//   - A stdio result over the SDK's limit for one message (16 MiB) fails its
+//     call; the connection it broke is replaced on the next call (the server
+//     starts again, losing any state it kept).
 //
 // What a recovery costs: a skipped tool or line, nothing measurable; a new
 // HTTP session, one initialize round trip before the call (about 4 ms
