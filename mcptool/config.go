@@ -744,3 +744,11 @@ func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// timeout returns the server's Timeout, or [DefaultTimeout].
+func (sc *ServerConfig) timeout() time.Duration {
+	if sc.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return sc.Timeout
+}

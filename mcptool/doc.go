@@ -66,6 +66,38 @@
 // no text, and isError as an error result. Cancelling the call's context
 // cancels the request on the server.
 //
+// # Servers that misbehave
+//
+// One bad tool or line never takes a server down:
+//
+//   - A tool whose input schema cannot be used (a $ref to a definition the
+//     schema lacks, a type other than object) or whose name is empty, not
+//     UTF-8, over 1024 bytes or holds control characters is skipped alone:
+//     [ServerStatus].Skipped names it with the reason; its siblings are
+//     offered. Refs that resolve, to $defs or draft-07 definitions, work.
+//   - Lines on a stdio server's stdout that are not JSON-RPC messages (a
+//     banner, "[info] ..." or JSON log records) are dropped; the first 20 are
+//     logged, quoted and cut to 200 bytes.
+//   - A streamable-HTTP server that answers 404 for the session (it
+//     restarted) gets a new session, and the call is sent again, since the
+//     server never ran it (MCP specification 2025-06-18, "Transports: Session
+//     management"). A call in flight when a stdio server exits fails at once
+//     with an error; the next call starts the server again. A renewal tries at
+//     most 3 times, 200 ms and then 400 ms apart, each try bounded by the
+//     server's "timeout"; [ServerStatus].Renewals counts them.
+//   - A stdio result over the SDK's limit for one message (16 MiB) fails its
+//     call; the connection it broke is replaced on the next call (the server
+//     starts again, losing any state it kept).
+//
+// What a recovery costs: a skipped tool or line, nothing measurable; a new
+// HTTP session, one initialize round trip before the call (about 4 ms
+// against a local server in the tests); a stdio restart, the server's start
+// and initialize (about 9 ms for a small Go server in the tests; a Node.js
+// server takes its own start-up time); giving up on a server that cannot
+// start again, about 0.6 s of backoff plus three failed starts. A call in
+// flight when its stdio server exits fails as soon as stdout closes (about
+// 1 ms in the tests).
+//
 // # Processes
 //
 // A stdio server runs in its own process group. Closing it follows the MCP

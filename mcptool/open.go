@@ -82,6 +82,33 @@ type ServerStatus struct {
 	// Stderr is the last bytes (at most 4 KiB) a stdio server wrote to stderr
 	// up to the end of Open.
 	Stderr string
+	// Skipped lists the tools of the server that cannot be used (see
+	// [SkippedTool]), in the order the server listed them. Each is left out
+	// alone: the server and its other tools stay. At most [MaxSkipped] are
+	// kept; SkippedMore counts the rest.
+	Skipped     []SkippedTool
+	SkippedMore int
+	// Renewals counts the new sessions started since Open because the
+	// previous one was gone: a streamable-HTTP server that answered 404 for
+	// its session (it restarted), or a stdio server that exited.
+	Renewals int
+}
+
+// MaxSkipped is how many skipped tools a [ServerStatus] lists (and the log
+// names) at most, so that a server listing many broken tools cannot flood
+// either.
+const MaxSkipped = 100
+
+// SkippedTool is a tool a server listed that is not offered, and why: an input
+// schema that cannot be used for validation (a $ref to a definition the
+// schema lacks, a type other than object), or a name that is empty, not
+// UTF-8, or holds control characters.
+type SkippedTool struct {
+	// Tool is the tool's name on the server, as it listed it (it may hold
+	// anything; quote it with %q before showing it).
+	Tool string
+	// Reason says what is wrong with the tool, in one sentence.
+	Reason string
 }
 
 // CollisionError reports two tools that end up with the same name (see
@@ -118,12 +145,6 @@ type Set struct {
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// conn is one live server.
-type conn struct {
-	name    string
-	session *mcp.ClientSession
 }
 
 // Open connects every enabled server of cfg, concurrently, and lists its tools
@@ -230,15 +251,8 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Set, error) {
 // connect starts, initializes and lists one server. On error nothing of it is
 // left running.
 func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st *ServerStatus) (*conn, []*Tool, error) {
-	timeout := sc.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := sc.timeout()
 	var stderr *tailBuffer
-	transport, err := newTransport(name, sc, o, &stderr)
-	if err != nil {
-		return nil, nil, err
-	}
 	withStderr := func(err error) error {
 		if stderr == nil {
 			return err
@@ -249,32 +263,12 @@ func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st 
 		}
 		return err
 	}
-	client := mcp.NewClient(o.Client, &mcp.ClientOptions{Logger: o.Logger.With("server", name)})
-	tracked := &trackingTransport{Transport: transport}
-	abort := func() {
-		// A transport may block in a write that ignores ctx (an in-memory
-		// pipe nobody reads, say); closing the connection releases it.
-		if c := tracked.connection(); c != nil {
-			_ = closeWithin(c, 3*o.ShutdownGrace+time.Second)
-		}
-		if t, ok := transport.(*stdioTransport); ok && t.child != nil {
-			_ = t.child.Close()
-		}
-	}
-	var session *mcp.ClientSession
-	err = bounded(ctx, timeout, abort, func(ctx context.Context) error {
-		var err error
-		session, err = client.Connect(ctx, tracked, nil)
-		return err
-	})
+	session, err := dial(ctx, name, sc, o, &stderr)
 	if err != nil {
-		// The SDK closes the connection when initialize fails; make sure of it
-		// for a process (Close is idempotent).
-		if t, ok := transport.(*stdioTransport); ok && t.child != nil {
-			_ = t.child.Close()
-		}
-		return nil, nil, withStderr(fmt.Errorf("start and initialize: %w", err))
+		return nil, nil, withStderr(err)
 	}
+	c := newConn(name, sc, o, session)
+	abort := func() { _ = closeWithin(session, 3*o.ShutdownGrace+time.Second) }
 	if res := session.InitializeResult(); res != nil && res.ServerInfo != nil {
 		info := *res.ServerInfo
 		st.ServerInfo = &info
@@ -290,9 +284,17 @@ func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st 
 			if err != nil {
 				return err
 			}
-			mt, err := newTool(name, sc, t, session)
+			mt, err := newTool(name, sc, t, c)
 			if err != nil {
-				return err
+				// One unusable tool is left out alone; its siblings and
+				// its server stay.
+				if len(st.Skipped) == MaxSkipped {
+					st.SkippedMore++
+					continue
+				}
+				st.Skipped = append(st.Skipped, SkippedTool{Tool: t.Name, Reason: err.Error()})
+				o.Logger.Warn("mcp tool skipped", "server", name, "tool", fmt.Sprintf("%q", t.Name), "reason", err.Error())
+				continue
 			}
 			if prev, ok := seen[mt.spec.Name]; ok {
 				return &CollisionError{Name: mt.spec.Name, First: ToolRef{name, prev.remote}, Second: ToolRef{name, mt.remote}}
@@ -312,7 +314,44 @@ func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st 
 	if stderr != nil {
 		st.Stderr = stderr.String()
 	}
-	return &conn{name: name, session: session}, tools, nil
+	return c, tools, nil
+}
+
+// dial starts (for stdio) and initializes one server, bounded by its
+// Timeout, and returns the session. For stdio it sets *stderr to the buffer
+// that collects the server's stderr. On error nothing of it is left running.
+func dial(ctx context.Context, name string, sc *ServerConfig, o *Options, stderr **tailBuffer) (*mcp.ClientSession, error) {
+	transport, err := newTransport(name, sc, o, stderr)
+	if err != nil {
+		return nil, err
+	}
+	client := mcp.NewClient(o.Client, &mcp.ClientOptions{Logger: o.Logger.With("server", name)})
+	tracked := &trackingTransport{Transport: transport}
+	abort := func() {
+		// A transport may block in a write that ignores ctx (an in-memory
+		// pipe nobody reads, say); closing the connection releases it.
+		if c := tracked.connection(); c != nil {
+			_ = closeWithin(c, 3*o.ShutdownGrace+time.Second)
+		}
+		if t, ok := transport.(*stdioTransport); ok && t.child != nil {
+			_ = t.child.Close()
+		}
+	}
+	var session *mcp.ClientSession
+	err = bounded(ctx, sc.timeout(), abort, func(ctx context.Context) error {
+		var err error
+		session, err = client.Connect(ctx, tracked, nil)
+		return err
+	})
+	if err != nil {
+		// The SDK closes the connection when initialize fails; make sure of it
+		// for a process (Close is idempotent).
+		if t, ok := transport.(*stdioTransport); ok && t.child != nil {
+			_ = t.child.Close()
+		}
+		return nil, fmt.Errorf("start and initialize: %w", err)
+	}
+	return session, nil
 }
 
 // newTransport builds the transport of one server. For stdio it sets *stderr
@@ -483,8 +522,19 @@ func closeWithin(c io.Closer, d time.Duration) error {
 // server's tools in the order it listed them. Each element is a *[Tool].
 func (s *Set) Tools() []tool.Tool { return append([]tool.Tool(nil), s.tools...) }
 
-// Servers returns the status of every configured server, in name order.
-func (s *Set) Servers() []ServerStatus { return append([]ServerStatus(nil), s.statuses...) }
+// Servers returns the status of every configured server, in name order, with
+// its Renewals as of now.
+func (s *Set) Servers() []ServerStatus {
+	out := append([]ServerStatus(nil), s.statuses...)
+	for i := range out {
+		for _, c := range s.conns {
+			if c.name == out[i].Name {
+				out[i].Renewals = c.renewCount()
+			}
+		}
+	}
+	return out
+}
 
 // Close closes every server connection, concurrently, and waits at most about
 // three ShutdownGrace periods plus a second. For a stdio server it closes
@@ -500,7 +550,7 @@ func (s *Set) Close() error {
 		var wg sync.WaitGroup
 		for i, c := range s.conns {
 			wg.Go(func() {
-				if err := closeWithin(c.session, 3*s.grace+time.Second); err != nil {
+				if err := c.close(3*s.grace + time.Second); err != nil {
 					errs[i] = fmt.Errorf("mcp server %q: close: %w", c.name, err)
 				}
 			})

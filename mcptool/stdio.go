@@ -82,7 +82,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		close(c.exited)
 	}()
 	t.child = c
-	return (&mcp.IOTransport{Reader: io.NopCloser(outR), Writer: c}).Connect(ctx)
+	// Lines that are not JSON-RPC (a banner, log lines) are dropped and
+	// logged rather than breaking the connection (see noiseFilter).
+	out := newNoiseFilter(outR, t.logger, t.server)
+	return (&mcp.IOTransport{Reader: io.NopCloser(out), Writer: c}).Connect(ctx)
 }
 
 func closeAll(fs ...*os.File) {

@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,6 +38,25 @@ func helperServer(mode string) {
 	}
 	if mode == "env" {
 		envServer()
+		return
+	}
+	if mode == "noisy" {
+		noisyServer()
+		return
+	}
+	if mode == "crash" {
+		crashServer()
+		return
+	}
+	if mode == "once" {
+		// Serves as crashServer the first time; every later start fails.
+		marker := os.Getenv("MCPTOOL_TEST_MARKER")
+		if _, err := os.Stat(marker); err == nil {
+			fmt.Fprintln(os.Stderr, "once: refusing to start again")
+			os.Exit(1)
+		}
+		_ = os.WriteFile(marker, nil, 0o600)
+		crashServer()
 		return
 	}
 	if mode == "stubborn" {
@@ -75,6 +95,43 @@ func whereServer() {
 		}
 		out := strings.Join(append([]string{wd}, os.Args[1:]...), "\n")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// noisyServer writes a banner to stdout before it serves, and serves one tool,
+// "echo", that writes log lines to stdout (plain and JSON) before it answers
+// with its "text" argument.
+func noisyServer() {
+	fmt.Println("noisy-server 1.0 starting on stdio")
+	fmt.Println("")
+	srv := mcp.NewServer(&mcp.Implementation{Name: "noisy", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Println("[info] handling tools/call echo")
+		fmt.Println(`{"level":"info","msg":"handling echo"}`)
+		fmt.Println("[" + strings.Repeat("x", 100) + "]")
+		var args struct{ Text string }
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Text}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// crashServer serves "echo", which answers with the server's pid, "crash",
+// which makes the server exit (status 3) in the middle of the call, and "big",
+// whose result is over the SDK's limit for one message.
+func crashServer() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "crash", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "crash: exiting in the middle of a call")
+		os.Exit(3)
+		return nil, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", mcp.DefaultMaxLineLength+1)}}}, nil
 	})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }

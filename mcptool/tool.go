@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -134,32 +136,37 @@ type Tool struct {
 	annotations *mcp.ToolAnnotations
 	trusted     bool
 	callTimeout time.Duration
-	session     *mcp.ClientSession
+	conn        *conn
 }
 
-func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession) (*Tool, error) {
-	if t.Name == "" {
-		return nil, errors.New("a tool has an empty name")
+// newTool makes the tool.Tool of one listed tool. Its error says, in one
+// sentence without the tool's name, why the tool cannot be used; the caller
+// skips that tool alone (see [SkippedTool]).
+func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, error) {
+	if err := checkToolName(t.Name); err != nil {
+		return nil, err
 	}
 	var schema *jsonschema.Schema
 	if t.InputSchema != nil {
 		raw, err := json.Marshal(t.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+			return nil, fmt.Errorf("input schema: %w", err)
 		}
 		schema = new(jsonschema.Schema)
 		if err := json.Unmarshal(raw, schema); err != nil {
-			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+			return nil, fmt.Errorf("input schema: %w", err)
 		}
-		// A schema that cannot be used for validation fails this server here
-		// (its status says why) rather than the whole agent later; so does
-		// one that no arguments object could satisfy (MCP: inputSchema is an
-		// object schema).
+		// A schema that cannot be used for validation (a $ref to a
+		// definition it lacks, say) leaves this tool out here rather than
+		// failing every agent that would offer it later; so does one that no
+		// arguments object could satisfy (MCP: inputSchema is an object
+		// schema). Refs that resolve, to $defs or to draft-07 definitions,
+		// are fine.
 		if schema.Type != "" && schema.Type != "object" {
-			return nil, fmt.Errorf("tool %q: input schema has type %q; tool arguments are a JSON object", t.Name, schema.Type)
+			return nil, fmt.Errorf("input schema has type %q; tool arguments are a JSON object", schema.Type)
 		}
 		if _, err := tool.NewValidator(schema); err != nil {
-			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+			return nil, err
 		}
 	}
 	var ann *mcp.ToolAnnotations
@@ -181,8 +188,35 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, cs *mcp.ClientSession
 		annotations: ann,
 		trusted:     sc.Trusted,
 		callTimeout: sc.CallTimeout,
-		session:     cs,
+		conn:        c,
 	}, nil
+}
+
+// maxRemoteNameLen bounds the name a server may give a tool, in bytes. The MCP
+// specification (2025-11-25, "Tools: Tool names") asks for 1 to 128
+// characters; tollgate allows more, since [ToolName] shortens long names, but
+// not without end.
+const maxRemoteNameLen = 1024
+
+// checkToolName rejects a tool name that cannot be shown or used safely: empty,
+// longer than maxRemoteNameLen, not UTF-8, or holding control characters
+// (which would reach a terminal through every listing). Other characters are
+// replaced by [ToolName].
+func checkToolName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("the tool has an empty name")
+	case len(name) > maxRemoteNameLen:
+		return fmt.Errorf("the tool's name is %d bytes long; at most %d are allowed", len(name), maxRemoteNameLen)
+	case !utf8.ValidString(name):
+		return errors.New("the tool's name is not valid UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("the tool's name holds the control character %U", r)
+		}
+	}
+	return nil
 }
 
 // Spec returns the tool's spec; its Hints are a fresh copy on every call.
@@ -238,6 +272,15 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 // ctx's error. A call that exceeds the server's CallTimeout is an error result.
 // A failure of the protocol or the connection (an unknown tool, a server that
 // exited) is returned as an error naming the server and the tool.
+//
+// A session that is gone is renewed (see [ServerStatus].Renewals): when a
+// streamable-HTTP server answers 404 for the session (it restarted; MCP
+// specification 2025-06-18, "Transports: Session management"), Call starts a
+// new session and sends the call once more, since the server did not run it;
+// when the session had already ended before the call (a stdio server that
+// exited), Call starts a new one first. A renewal tries at most 3 times,
+// backing off 200 ms then 400 ms, each try bounded by the server's Timeout.
+// A call that fails while in flight is not sent again: it may have run.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 	if len(strings.TrimSpace(string(args))) == 0 || strings.TrimSpace(string(args)) == "null" {
 		args = json.RawMessage("{}")
@@ -248,7 +291,36 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 		callCtx, cancel = context.WithTimeout(ctx, t.callTimeout)
 		defer cancel()
 	}
-	res, err := t.session.CallTool(callCtx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	session, gen, dead := t.conn.current()
+	var err error
+	if dead {
+		// The session ended before this call (a stdio server that exited, an
+		// HTTP session the server dropped): the call was never sent, so a
+		// new session may carry it.
+		session, gen, err = t.conn.renew(callCtx, gen, errors.New("the session had ended"))
+	}
+	var res *mcp.CallToolResult
+	if err == nil {
+		res, err = session.CallTool(callCtx, params)
+		if err != nil && refusedUnsent(err) && callCtx.Err() == nil {
+			// The session was closing when the call was made (its server
+			// exited a moment ago), so the call was never written: a new
+			// session may carry it.
+			session, gen, err = t.conn.renew(callCtx, gen, err)
+			if err == nil {
+				res, err = session.CallTool(callCtx, params)
+			}
+		}
+		if err != nil && errors.Is(err, mcp.ErrSessionMissing) && callCtx.Err() == nil {
+			// HTTP 404 for the session: the server does not know it (it
+			// restarted) and did not run the call. Start a new session and
+			// send the call once more.
+			if session, _, err = t.conn.renew(callCtx, gen, err); err == nil {
+				res, err = session.CallTool(callCtx, params)
+			}
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, ctx.Err())
@@ -261,6 +333,15 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 		return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, err)
 	}
 	return t.result(res), nil
+}
+
+// refusedUnsent reports whether err is the SDK refusing a call because its
+// connection was already closing, before anything was written. The SDK wraps
+// its internal jsonrpc2.ErrClientClosing in [mcp.ErrConnectionClosed] with %v,
+// so only the text ("client is closing") tells it apart from a connection that
+// closed while the call was in flight (which may have run the call).
+func refusedUnsent(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing")
 }
 
 func (t *Tool) result(res *mcp.CallToolResult) tool.Result {

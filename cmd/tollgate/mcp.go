@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +50,9 @@ func mcpRunExtension() runExtension {
 			rs.closers = append(rs.closers, set.Close)
 			for _, st := range set.Servers() {
 				fmt.Fprintln(rs.env.stderr, "tollgate: mcp:", mcpStatusLine(st))
+				for _, line := range mcpSkippedLines(st) {
+					fmt.Fprintln(rs.env.stderr, "tollgate: mcp:", line)
+				}
 			}
 			rs.tools = append(rs.tools, set.Tools()...)
 			return nil
@@ -151,23 +155,62 @@ func mcpStatusLine(st mcptool.ServerStatus) string {
 		if st.ServerInfo != nil {
 			info = ", " + strings.TrimSpace(st.ServerInfo.Name+" "+st.ServerInfo.Version)
 		}
-		return fmt.Sprintf("server %s: ready (%s, %s, %d tools%s)", st.Name, st.Transport, trust, st.Tools, info)
+		skipped := ""
+		if n := len(st.Skipped) + st.SkippedMore; n > 0 {
+			skipped = fmt.Sprintf(", %d skipped", n)
+		}
+		return fmt.Sprintf("server %s: ready (%s, %s, %d tools%s%s)", st.Name, st.Transport, trust, st.Tools, skipped, info)
 	case mcptool.StateDisabled:
 		return fmt.Sprintf("server %s: disabled in the configuration; not started", st.Name)
 	}
 	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %v", st.Name, st.Transport, trust, st.Err)
 }
 
-// printMCPServers writes a table of the servers' statuses to w.
+// mcpSkippedLines says, one line each, which tools of a server are skipped
+// and why, e.g. `server app: tool "screens" skipped: invalid input schema: …`.
+// Names and reasons are escaped for a terminal.
+func mcpSkippedLines(st mcptool.ServerStatus) []string {
+	var lines []string
+	for _, sk := range st.Skipped {
+		lines = append(lines, fmt.Sprintf("server %s: tool %s skipped: %s", st.Name, field(strconv.Quote(sk.Tool)), oneLine(sk.Reason, 300)))
+	}
+	if st.SkippedMore > 0 {
+		lines = append(lines, fmt.Sprintf("server %s: %d more tools skipped", st.Name, st.SkippedMore))
+	}
+	return lines
+}
+
+// printMCPServers writes a table of the servers' statuses to w, then, when a
+// server skipped tools, a table of those tools with the reasons.
 func printMCPServers(w io.Writer, set *mcptool.Set) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tTRUSTED\tTOOLS\tERROR")
+	fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tTRUSTED\tTOOLS\tSKIPPED\tERROR")
+	skipped := false
 	for _, st := range set.Servers() {
 		msg := ""
 		if st.Err != nil {
 			msg = oneLine(st.Err.Error(), 300)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%s\n", st.Name, st.State, st.Transport, st.Trusted, st.Tools, msg)
+		n := len(st.Skipped) + st.SkippedMore
+		skipped = skipped || n > 0
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%s\n", st.Name, st.State, st.Transport, st.Trusted, st.Tools, n, msg)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !skipped {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSKIPPED TOOL\tREASON")
+	for _, st := range set.Servers() {
+		for _, sk := range st.Skipped {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", st.Name, field(strconv.Quote(sk.Tool)), oneLine(sk.Reason, 300))
+		}
+		if st.SkippedMore > 0 {
+			fmt.Fprintf(tw, "%s\t(%d more)\t\n", st.Name, st.SkippedMore)
+		}
 	}
 	return tw.Flush()
 }

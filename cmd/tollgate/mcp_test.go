@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The real @modelcontextprotocol/server-filesystem, pinned and installed by
@@ -96,11 +100,11 @@ func TestToolsMCP(t *testing.T) {
 		t.Errorf("exit %d, want %d (a server failed)\nstderr: %s", code, exitError, errOut)
 	}
 	for _, re := range []string{
-		`(?m)^SERVER\s+STATE\s+TRANSPORT\s+TRUSTED\s+TOOLS\s+ERROR$`,
-		`(?m)^broken\s+failed\s+stdio\s+false\s+0\s+start and initialize: .*no-such-server`,
-		`(?m)^fs\s+ready\s+stdio\s+true\s+14\s*$`,
-		`(?m)^off\s+disabled\s+stdio\s+false\s+0\s*$`,
-		`(?m)^untrusted\s+ready\s+stdio\s+false\s+14\s*$`,
+		`(?m)^SERVER\s+STATE\s+TRANSPORT\s+TRUSTED\s+TOOLS\s+SKIPPED\s+ERROR$`,
+		`(?m)^broken\s+failed\s+stdio\s+false\s+0\s+0\s+start and initialize: .*no-such-server`,
+		`(?m)^fs\s+ready\s+stdio\s+true\s+14\s+0\s*$`,
+		`(?m)^off\s+disabled\s+stdio\s+false\s+0\s+0\s*$`,
+		`(?m)^untrusted\s+ready\s+stdio\s+false\s+14\s+0\s*$`,
 		`(?m)^NAME\s+SOURCE\s+HINTS\s+CLAIMED\s+DESCRIPTION$`,
 		`(?m)^read\s+builtin\s+read-only,idempotent\s+-\s+`,
 		// Trusted: the claims are the hints.
@@ -115,6 +119,63 @@ func TestToolsMCP(t *testing.T) {
 	}
 	if strings.Contains(out, "mcp__broken__") {
 		t.Errorf("a failed server's tools are listed:\n%s", out)
+	}
+}
+
+// mcpTestServer makes the test binary a stdio MCP server when
+// TOLLGATE_TEST_MCP_SERVER is set (TestMain calls it first): mode "badtool"
+// lists a usable tool, good, and one whose input schema has a $ref to a
+// missing #/$defs/ScreenInstance, screens, whose name is followed by an escape
+// sequence.
+func mcpTestServer() {
+	mode := os.Getenv("TOLLGATE_TEST_MCP_SERVER")
+	if mode == "" {
+		return
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test-" + mode, Version: "0"}, nil)
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}, nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "good", Description: "works", InputSchema: map[string]any{"type": "object"}}, handler)
+	srv.AddTool(&mcp.Tool{Name: "screens\x1b[2J", InputSchema: map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"screen": map[string]any{"$ref": "#/$defs/ScreenInstance"}},
+	}}, handler)
+	srv.AddTool(&mcp.Tool{Name: "screens", InputSchema: map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"screen": map[string]any{"$ref": "#/$defs/ScreenInstance"}},
+	}}, handler)
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// `tollgate tools --mcp` with a server that lists one unusable tool beside a
+// good one: the server is ready with good, and the skipped tools are listed
+// with their reasons, their names escaped; exit 0.
+func TestToolsMCPSkippedTool(t *testing.T) {
+	cfg := mcpConfig(t, t.TempDir(), map[string]any{
+		"app": map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool"}},
+	})
+	code, out, errOut := apMain(t, "tools", "--mcp", cfg)
+	if code != 0 {
+		t.Errorf("exit %d, want 0\nstderr: %s", code, errOut)
+	}
+	for _, re := range []string{
+		`(?m)^app\s+ready\s+stdio\s+false\s+1\s+2\s*$`,
+		`(?m)^SERVER\s+SKIPPED TOOL\s+REASON$`,
+		`(?m)^app\s+"screens"\s+invalid input schema: .*/\$defs/ScreenInstance`,
+		`(?m)^app\s+"screens\\x1b\[2J"\s+the tool's name holds the control character U\+001B$`,
+		`(?m)^mcp__app__good\s+mcp:app\s+`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") || strings.Contains(out, "mcp__app__screens") {
+		t.Errorf("a skipped tool is offered, or an escape reached the output:\n%q", out)
 	}
 }
 
@@ -133,7 +194,7 @@ func TestDemoMCPConfig(t *testing.T) {
 	}
 	for _, path := range []string{demo, abs} {
 		code, out, errOut := apMain(t, "tools", "--mcp", path)
-		if code != 0 || !regexp.MustCompile(`(?m)^fs\s+ready\s+stdio\s+true\s+14\s*$`).MatchString(out) {
+		if code != 0 || !regexp.MustCompile(`(?m)^fs\s+ready\s+stdio\s+true\s+14\s+0\s*$`).MatchString(out) {
 			t.Errorf("%s: exit %d\n%s\n%s", path, code, out, errOut)
 		}
 	}
@@ -228,5 +289,63 @@ func TestRunMCPApproveLater(t *testing.T) {
 	}
 	if strings.Contains(stderr, "ran mcp__fs__read_text_file") {
 		t.Errorf("resume ran read_text_file again:\n%s", stderr)
+	}
+}
+
+// `tollgate tools --mcp --json`: each server's status, its tools with the
+// hints the gates use and the hints it claims, and its skipped tools with
+// reasons; every tool offered; escapes stay escaped.
+func TestToolsMCPJSON(t *testing.T) {
+	cfg := mcpConfig(t, t.TempDir(), map[string]any{
+		"app":    map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool"}},
+		"broken": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
+	})
+	code, out, errOut := apMain(t, "tools", "--mcp", cfg, "--json")
+	if code != exitError {
+		t.Errorf("exit %d, want %d (a server failed)\nstderr: %s", code, exitError, errOut)
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("a raw escape reached the output: %q", out)
+	}
+	var got struct {
+		Servers []struct {
+			Name, State, Error, Transport string
+			Trusted                       bool
+			ServerInfo                    *struct{ Name, Version string }
+			Tools                         []struct {
+				Name, RemoteName    string
+				Hints, ClaimedHints *struct{ ReadOnly, Destructive, Idempotent, OpenWorld bool }
+			}
+			Skipped []struct{ Tool, Reason string }
+		}
+		Tools []struct{ Name, Source string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(got.Servers) != 2 {
+		t.Fatalf("servers: %+v", got.Servers)
+	}
+	app, broken := got.Servers[0], got.Servers[1]
+	if app.Name != "app" || app.State != "ready" || app.ServerInfo == nil || app.ServerInfo.Name != "test-badtool" {
+		t.Errorf("app: %+v", app)
+	}
+	if len(app.Tools) != 1 || app.Tools[0].Name != "mcp__app__good" || app.Tools[0].RemoteName != "good" ||
+		app.Tools[0].Hints == nil || !app.Tools[0].Hints.Destructive || app.Tools[0].ClaimedHints == nil {
+		t.Errorf("app tools: %+v", app.Tools)
+	}
+	if len(app.Skipped) != 2 || app.Skipped[0].Tool != "screens" || !strings.Contains(app.Skipped[0].Reason, "$defs/ScreenInstance") ||
+		app.Skipped[1].Tool != "screens\x1b[2J" {
+		t.Errorf("app skipped: %+v", app.Skipped)
+	}
+	if broken.State != "failed" || !strings.Contains(broken.Error, "no-such-server") || len(broken.Tools) != 0 {
+		t.Errorf("broken: %+v", broken)
+	}
+	sources := map[string]string{}
+	for _, tl := range got.Tools {
+		sources[tl.Name] = tl.Source
+	}
+	if sources["mcp__app__good"] != "mcp:app" || sources["read"] != "builtin" {
+		t.Errorf("tools: %+v", got.Tools)
 	}
 }

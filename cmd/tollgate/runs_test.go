@@ -194,15 +194,18 @@ func TestRunsCommands(t *testing.T) {
 
 func TestToolsJSON(t *testing.T) {
 	code, out, errOut := tgMain(t, "tools", "--json", "--workdir", t.TempDir())
-	var specs []tool.Spec
-	if err := json.Unmarshal([]byte(out), &specs); code != 0 || err != nil {
+	var doc struct {
+		Tools []tool.Spec `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
 		t.Fatalf("exit %d, %v\n%s%s", code, err, out, errOut)
 	}
+	specs := doc.Tools
 	byName := map[string]tool.Spec{}
 	for _, s := range specs {
 		byName[s.Name] = s
 	}
-	if s, ok := byName["read"]; !ok || s.Hints == nil || !s.Hints.ReadOnly || s.InputSchema == nil {
+	if s, ok := byName["read"]; !ok || s.Hints == nil || !s.Hints.ReadOnly {
 		t.Errorf("read: %+v", s)
 	}
 	if s, ok := byName["bash"]; !ok || s.Hints == nil || s.Hints.ReadOnly {

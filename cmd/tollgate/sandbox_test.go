@@ -28,6 +28,7 @@ var binary struct {
 // runs (Main) start: started as one, it runs sandbox.Main and never reaches
 // the tests.
 func TestMain(m *testing.M) {
+	mcpTestServer()
 	sandbox.Main()
 	// No test may touch the user's state directory: the default one is a
 	// fresh directory, for this process and the binaries it starts.

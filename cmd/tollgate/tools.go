@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -14,7 +15,7 @@ import (
 func newToolsCmd(env *cliEnv) *cobra.Command {
 	var workdir string
 	var mcpFiles []string
-	var jsonOut bool
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tools [flags]",
 		Short: "List the tools an agent would be offered, with their hints",
@@ -23,15 +24,19 @@ func newToolsCmd(env *cliEnv) *cobra.Command {
 With --mcp, the MCP servers of the files are started first and a table of
 their statuses comes before the tools; each MCP tool shows the hints the gates
 use (HINTS) and the hints its server claims (CLAIMED), which differ for a
-server that is not trusted. With --json, the tools are printed as a JSON array
-of their specs (name, description, inputSchema, hints, source, and
-claimedHints for MCP tools) and the servers' table goes to stderr.
+server that is not trusted.
+
+With --json, one JSON object instead of tables (see toolsJSON): "servers",
+each with its state, error, trust, server info, renewals, its tools with the
+hints the gates use and the hints it claims, and its skipped tools with
+reasons; then "tools", every tool offered.
 
 Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 2 usage.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			var extra []tool.Tool
+			var mcpSet *mcptool.Set
 			failed := 0
 			if len(mcpFiles) > 0 {
 				set, err := openMCP(c.Context(), mcpFiles, env.stderr, nil, nil)
@@ -39,38 +44,41 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 					return err
 				}
 				defer set.Close()
-				w := env.stdout
-				if jsonOut {
-					w = env.stderr
-				}
-				if err := printMCPServers(w, set); err != nil {
-					return err
-				}
-				fmt.Fprintln(w)
 				extra, failed = set.Tools(), mcpFailed(set)
+				mcpSet = set
+				if !asJSON {
+					if err := printMCPServers(env.stdout, set); err != nil {
+						return err
+					}
+					fmt.Fprintln(env.stdout)
+				}
 			}
 			tk, err := toolkit.New(&toolkit.Options{Workdir: workdir, Extra: extra})
 			if err != nil {
 				return usageErr("tools: %v", err)
 			}
-			if jsonOut {
-				type toolJSON struct {
-					tool.Spec
-					ClaimedHints *tool.Hints `json:"claimedHints,omitempty"`
-				}
-				out := []toolJSON{}
-				for _, t := range tk.Tools() {
-					j := toolJSON{Spec: t.Spec()}
-					if mt, ok := t.(*mcptool.Tool); ok {
-						h := mt.ClaimedHints()
-						j.ClaimedHints = &h
-					}
-					out = append(out, j)
-				}
-				if err := writeJSON(env.stdout, out); err != nil {
+			if asJSON {
+				if err := printToolsJSON(env.stdout, mcpSet, tk.Tools()); err != nil {
 					return err
 				}
-			} else if err := printTools(env.stdout, tk.Tools(), len(mcpFiles) > 0); err != nil {
+				if failed > 0 {
+					return withCode(exitError, fmt.Errorf("tools: %d MCP server(s) failed; see their \"error\"", failed))
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+			claimed := func(tool.Tool) string { return "" }
+			if len(mcpFiles) > 0 {
+				claimed = func(t tool.Tool) string { return claimedHints(t) + "\t" }
+				fmt.Fprintln(tw, "NAME\tSOURCE\tHINTS\tCLAIMED\tDESCRIPTION")
+			} else {
+				fmt.Fprintln(tw, "NAME\tSOURCE\tHINTS\tDESCRIPTION")
+			}
+			for _, t := range tk.Tools() {
+				s := t.Spec()
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\n", field(s.Name), field(s.Source), s.Hints.String(), claimed(t), oneLine(s.Description, 70))
+			}
+			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if failed > 0 {
@@ -81,24 +89,101 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 	}
 	cmd.Flags().StringVar(&workdir, "workdir", ".", "workspace root for the builtin tools")
 	cmd.Flags().StringArrayVar(&mcpFiles, "mcp", nil, mcpFlagUsage)
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the tools as a JSON array")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (servers, their tools and skipped tools, every tool) instead of tables")
 	return cmd
 }
 
-// printTools prints the tools as a table; withClaimed adds the hints MCP
-// servers claim.
-func printTools(w io.Writer, tools []tool.Tool, withClaimed bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	claimed := func(tool.Tool) string { return "" }
-	if withClaimed {
-		claimed = func(t tool.Tool) string { return claimedHints(t) + "\t" }
-		fmt.Fprintln(tw, "NAME\tSOURCE\tHINTS\tCLAIMED\tDESCRIPTION")
-	} else {
-		fmt.Fprintln(tw, "NAME\tSOURCE\tHINTS\tDESCRIPTION")
+// toolsJSON is what `tollgate tools --json` prints.
+type toolsJSON struct {
+	// Servers is every configured MCP server, in name order (empty without --mcp).
+	Servers []serverJSON `json:"servers"`
+	// Tools is every tool offered, builtins and MCP tools, as the agent sees them.
+	Tools []toolJSON `json:"tools"`
+}
+
+// serverJSON is one MCP server's status.
+type serverJSON struct {
+	Name       string               `json:"name"`
+	State      mcptool.State        `json:"state"`
+	Error      string               `json:"error,omitempty"`
+	Transport  string               `json:"transport"`
+	Trusted    bool                 `json:"trusted"`
+	ServerInfo *serverInfoJSON      `json:"serverInfo,omitempty"`
+	Renewals   int                  `json:"renewals"`
+	Tools      []toolJSON           `json:"tools"`
+	Skipped    []mcpSkippedToolJSON `json:"skipped"`
+	// SkippedMore counts skipped tools beyond the ones listed.
+	SkippedMore int `json:"skippedMore,omitempty"`
+}
+
+type serverInfoJSON struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type mcpSkippedToolJSON struct {
+	Tool   string `json:"tool"`
+	Reason string `json:"reason"`
+}
+
+// toolJSON is one tool: Hints are what the gates use; an MCP tool also has
+// the hints its server claims, its server and its name there.
+type toolJSON struct {
+	Name         string      `json:"name"`
+	Source       string      `json:"source"`
+	Description  string      `json:"description,omitempty"`
+	Hints        *tool.Hints `json:"hints"`
+	ClaimedHints *tool.Hints `json:"claimedHints,omitempty"`
+	Server       string      `json:"server,omitempty"`
+	RemoteName   string      `json:"remoteName,omitempty"`
+}
+
+func toolEntry(t tool.Tool) toolJSON {
+	s := t.Spec()
+	e := toolJSON{Name: s.Name, Source: s.Source, Description: s.Description, Hints: s.Hints}
+	if mt, ok := t.(*mcptool.Tool); ok {
+		h := mt.ClaimedHints()
+		e.ClaimedHints, e.Server, e.RemoteName = &h, mt.Server(), mt.RemoteName()
+	}
+	return e
+}
+
+// printToolsJSON writes the toolsJSON of set (nil without --mcp) and tools to
+// w, indented, with the characters a terminal would act on escaped.
+func printToolsJSON(w io.Writer, set *mcptool.Set, tools []tool.Tool) error {
+	out := toolsJSON{Servers: []serverJSON{}, Tools: []toolJSON{}}
+	if set != nil {
+		byServer := map[string][]toolJSON{}
+		for _, t := range set.Tools() {
+			if mt, ok := t.(*mcptool.Tool); ok {
+				byServer[mt.Server()] = append(byServer[mt.Server()], toolEntry(t))
+			}
+		}
+		for _, st := range set.Servers() {
+			e := serverJSON{Name: st.Name, State: st.State, Transport: st.Transport, Trusted: st.Trusted,
+				Renewals: st.Renewals, Tools: byServer[st.Name], Skipped: []mcpSkippedToolJSON{}, SkippedMore: st.SkippedMore}
+			if e.Tools == nil {
+				e.Tools = []toolJSON{}
+			}
+			if st.Err != nil {
+				e.Error = st.Err.Error()
+			}
+			if st.ServerInfo != nil {
+				e.ServerInfo = &serverInfoJSON{Name: st.ServerInfo.Name, Version: st.ServerInfo.Version}
+			}
+			for _, sk := range st.Skipped {
+				e.Skipped = append(e.Skipped, mcpSkippedToolJSON{Tool: sk.Tool, Reason: sk.Reason})
+			}
+			out.Servers = append(out.Servers, e)
+		}
 	}
 	for _, t := range tools {
-		s := t.Spec()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\n", field(s.Name), field(s.Source), s.Hints.String(), claimed(t), oneLine(s.Description, 70))
+		out.Tools = append(out.Tools, toolEntry(t))
 	}
-	return tw.Flush()
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", jsonSafe(b))
+	return err
 }

@@ -1,0 +1,124 @@
+package mcptool
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// noiseLineKeep is how much of a line that is not JSON-RPC a log record
+// shows, in bytes; noiseLogged is how many such lines are logged per server
+// (the rest are only counted).
+const (
+	noiseLineKeep = 200
+	noiseLogged   = 20
+	// noiseCheckLen is the longest line whose JSON-RPC form is checked in
+	// full; a longer line that starts like a JSON object is passed on as it
+	// streams (a large tool result, say).
+	noiseCheckLen = 64 << 10
+)
+
+// noiseFilter passes on, from a stdio server's stdout, only the lines that are
+// JSON-RPC messages (MCP specification 2025-06-18, "Transports: stdio": the
+// server "MUST NOT write anything to its stdout that is not a valid MCP
+// message"). Servers that break this rule (a banner before initialize, an
+// "[info] handling …" line or a JSON log record between messages) would
+// otherwise make the SDK's decoder fail and close the connection for good;
+// such lines are dropped and logged, the first noiseLogged of them with at
+// most noiseLineKeep bytes each, quoted. Blank lines are dropped silently.
+//
+// A line of at most noiseCheckLen bytes is a message when it is a JSON object
+// with "jsonrpc": "2.0", or a JSON array (a batch); a longer line when it
+// starts with '{' or '['. Lines end with '\n'; no line is buffered beyond
+// noiseCheckLen.
+type noiseFilter struct {
+	r       *bufio.Reader
+	logger  *slog.Logger
+	server  string
+	pending []byte // the rest of a chunk to hand out (it aliases r's buffer)
+	through bool   // inside a long line being passed on
+	drop    bool   // inside a long line being dropped
+	dropped int    // lines dropped so far
+}
+
+func newNoiseFilter(r io.Reader, logger *slog.Logger, server string) *noiseFilter {
+	return &noiseFilter{r: bufio.NewReaderSize(r, noiseCheckLen), logger: logger, server: server}
+}
+
+// Read hands out the bytes of the message lines.
+func (f *noiseFilter) Read(p []byte) (int, error) {
+	for {
+		if len(f.pending) > 0 {
+			n := copy(p, f.pending)
+			f.pending = f.pending[n:]
+			return n, nil
+		}
+		chunk, err := f.r.ReadSlice('\n')
+		full := errors.Is(err, bufio.ErrBufferFull)
+		switch {
+		case f.through:
+			f.pending = chunk
+			f.through = full
+		case f.drop:
+			f.drop = full
+		case len(chunk) > 0:
+			if isMessage(chunk, full) {
+				f.pending, f.through = chunk, full
+			} else {
+				f.noise(chunk, full)
+				f.drop = full
+			}
+		}
+		if err != nil && !full && len(f.pending) == 0 {
+			return 0, err
+		}
+	}
+}
+
+// isMessage reports whether a line (or, when partial, the start of one) is a
+// JSON-RPC message.
+func isMessage(line []byte, partial bool) bool {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 {
+		return false
+	}
+	if partial {
+		return t[0] == '{' || t[0] == '['
+	}
+	switch t[0] {
+	case '[':
+		return json.Valid(t)
+	case '{':
+		var m struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		return json.Unmarshal(t, &m) == nil && m.JSONRPC == "2.0"
+	}
+	return false
+}
+
+// noise logs a dropped line, within the bounds.
+func (f *noiseFilter) noise(line []byte, partial bool) {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 {
+		return
+	}
+	f.dropped++
+	switch {
+	case f.dropped <= noiseLogged:
+		shown := t
+		if len(shown) > noiseLineKeep {
+			shown = shown[:noiseLineKeep]
+			partial = true
+		}
+		f.logger.Warn("mcp server wrote a line to stdout that is not JSON-RPC; skipped it",
+			"server", f.server, "line", fmt.Sprintf("%q", shown), "cut", partial)
+	case f.dropped == noiseLogged+1:
+		f.logger.Warn("mcp server keeps writing lines to stdout that are not JSON-RPC; skipping them without logging",
+			"server", f.server)
+	}
+}
