@@ -50,12 +50,10 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// DefaultDir and DefaultFile make the default database path,
-// .tollgate/tollgate.db.
-const (
-	DefaultDir  = ".tollgate"
-	DefaultFile = "tollgate.db"
-)
+// DefaultFile is the database's file name in a state directory (the
+// command's default state directory is the user's, e.g.
+// ~/.local/state/tollgate; never one inside an agent's workspace).
+const DefaultFile = "tollgate.db"
 
 // BusyTimeout is how long a statement waits for another process's lock before
 // it fails with SQLITE_BUSY.
