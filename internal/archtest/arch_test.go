@@ -23,7 +23,7 @@ var groups = []struct {
 	// reverse, and never each other.
 	{"model/openai", 2}, {"model/anthropic", 2}, {"model/scripted", 2}, {"model/modeltest", 2},
 	{"mcptool", 2}, {"hooks/declarative", 2}, {"hooks/claudecode", 2}, {"approval/store", 2}, {"approval/records", 2},
-	{"sandbox", 2},
+	{"sandbox", 2}, {"telemetry", 2},
 	{"runs", 3}, {"server", 3},
 	{"cmd", 4},
 }
@@ -42,7 +42,7 @@ var allowedSideways = map[[2]string]bool{
 var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
 	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "approval/store": true, "approval/records": true,
-	"sandbox": true,
+	"sandbox": true, "telemetry": true,
 }
 
 func groupOf(pkg string) (string, int) {

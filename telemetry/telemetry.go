@@ -1,0 +1,394 @@
+// Package telemetry traces and measures an agent through its middleware seam
+// ([agent.Middleware]): OpenTelemetry spans and metrics per the GenAI semantic
+// conventions (semconv v1.41.0, the gen_ai namespace), plus tollgate's own
+// governance attributes. It never reads the global OpenTelemetry providers:
+// the caller passes its own in [Options] (nil: no spans, no metrics).
+//
+// Spans, one tree per run or resume:
+//
+//	invoke_agent {agent}     INTERNAL  gen_ai.operation.name=invoke_agent, gen_ai.agent.name,
+//	│                                  gen_ai.conversation.id (the run ID), gen_ai.request.model,
+//	│                                  tollgate.run.resume, tollgate.run.status
+//	├── chat {model}         CLIENT    gen_ai.operation.name=chat, gen_ai.provider.name (when known),
+//	│                                  gen_ai.request.model, gen_ai.response.model,
+//	│                                  gen_ai.response.finish_reasons, gen_ai.usage.input_tokens,
+//	│                                  gen_ai.usage.output_tokens, tollgate.turn
+//	└── execute_tool {tool}  INTERNAL  gen_ai.operation.name=execute_tool, gen_ai.tool.name,
+//	                                   gen_ai.tool.call.id, error.type, tollgate.turn,
+//	                                   tollgate.decision, tollgate.decision.source, tollgate.rule.id,
+//	                                   tollgate.hook.name, tollgate.approval.id, tollgate.approval.by,
+//	                                   tollgate.args.digest, tollgate.args.requested_digest
+//
+// The execute_tool spans of one turn are siblings under invoke_agent (they run
+// concurrently), after the chat span of the turn that asked for them.
+//
+// Argument values, tool results, prompts, model text, decision reasons and
+// error messages are never recorded: they may carry secrets, and hooks, tools
+// and the model may echo them. What identifies the arguments is their digest
+// (approval.Digest). A failed span's status description is its error.type.
+//
+// Metrics:
+//
+//   - gen_ai.client.operation.duration (histogram, s): each model turn, by
+//     gen_ai.operation.name=chat, gen_ai.provider.name, gen_ai.request.model,
+//     gen_ai.response.model and error.type. A turn includes its BeforeLLM and
+//     AfterLLM hooks.
+//   - gen_ai.client.token.usage (histogram, {token}): each turn's input and
+//     output tokens, by gen_ai.token.type (input, output) and the attributes above.
+//   - tollgate.tool.decisions (counter, {decision}): each tool call's outcome,
+//     by tollgate.decision (the outcome), gen_ai.tool.name ("_OTHER" for a
+//     tool that does not exist, so that a model cannot grow the series without
+//     bound), and tollgate.rule.id or tollgate.hook.name when one decided. A
+//     call that goes pending and is later answered counts twice: pending, then
+//     its final outcome.
+//
+// Histogram bucket boundaries are the ones the GenAI conventions advise.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/model"
+)
+
+// ScopeName is the instrumentation scope of the tracer and meter this package
+// takes from the providers.
+const ScopeName = "github.com/tollgate-dev/tollgate/telemetry"
+
+// tollgate's own attribute keys: governance has no semantic convention.
+const (
+	// KeyDecision is the call's outcome (agent.Outcome: "allowed", "denied",
+	// "pending", ...).
+	KeyDecision = attribute.Key("tollgate.decision")
+	// KeyDecisionSource is the text form of the principal that decided
+	// ("rule:no-rm", "hook:--deny", "person:alice", "default").
+	KeyDecisionSource = attribute.Key("tollgate.decision.source")
+	// KeyRuleID is the ID of the policy rule that decided, when one did.
+	KeyRuleID = attribute.Key("tollgate.rule.id")
+	// KeyHookName is the name of the hook that decided, when one did.
+	KeyHookName = attribute.Key("tollgate.hook.name")
+	// KeyApprovalID is the ID of the pending request a call raised, or of the
+	// one its answer answers.
+	KeyApprovalID = attribute.Key("tollgate.approval.id")
+	// KeyApprovalBy is who answered the pending request (tool.Answer.By).
+	KeyApprovalBy = attribute.Key("tollgate.approval.by")
+	// KeyArgsDigest is approval.Digest of the arguments as executed (or, for a
+	// pending call, of the arguments the request is about).
+	KeyArgsDigest = attribute.Key("tollgate.args.digest")
+	// KeyRequestedDigest is approval.Digest of the arguments as the model wrote
+	// them; set only when a rewrite or an edit changed them.
+	KeyRequestedDigest = attribute.Key("tollgate.args.requested_digest")
+	// KeyTurn is the 1-based model turn.
+	KeyTurn = attribute.Key("tollgate.turn")
+	// KeyRunResume is true on the invoke_agent span of a resume.
+	KeyRunResume = attribute.Key("tollgate.run.resume")
+	// KeyRunStatus is how the run ended (agent.Status).
+	KeyRunStatus = attribute.Key("tollgate.run.status")
+)
+
+// DecisionsMetric is the name of the counter of tool call decisions.
+const DecisionsMetric = "tollgate.tool.decisions"
+
+// maxName bounds the tool and model names put in span names and attributes
+// (bytes); the model chooses tool names, and a longer one is cut.
+const maxName = 256
+
+// Advised bucket boundaries of the GenAI metric conventions.
+var (
+	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+)
+
+// Options configures [Middleware]. A nil *Options is the same as the zero
+// value: no spans and no metrics.
+type Options struct {
+	// TracerProvider receives the spans; nil: none (a no-op provider).
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the metrics; nil: none (a no-op provider).
+	MeterProvider metric.MeterProvider
+	// ProviderName is the gen_ai.provider.name of the agent's model ("openai",
+	// "anthropic", see semconv's GenAIProviderName values); empty: unknown,
+	// and the attribute is left off.
+	ProviderName string
+}
+
+type instruments struct {
+	tracer    trace.Tracer
+	duration  metric.Float64Histogram
+	tokens    metric.Int64Histogram
+	decisions metric.Int64Counter
+	provider  string
+}
+
+// Middleware returns the middleware that traces and measures an agent's runs,
+// model turns and tool calls as the package documentation describes. Put it
+// first in agent.Options.Middleware so that its spans enclose what the other
+// middleware do. It is safe for concurrent runs.
+//
+// The instruments are created once, here. Should the meter provider refuse
+// one (it does not for these names and units), that metric is not recorded.
+func Middleware(opts *Options) agent.Middleware {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = tracenoop.NewTracerProvider()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = metricnoop.NewMeterProvider()
+	}
+	meter := o.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	in := &instruments{
+		tracer:   o.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		provider: o.ProviderName,
+	}
+	d, _ := genaiconv.NewClientOperationDuration(meter, metric.WithExplicitBucketBoundaries(durationBuckets...))
+	in.duration = d.Inst()
+	tk, _ := genaiconv.NewClientTokenUsage(meter, metric.WithExplicitBucketBoundaries(tokenBuckets...))
+	in.tokens = tk.Inst()
+	c, err := meter.Int64Counter(DecisionsMetric,
+		metric.WithDescription("Tool call decisions, by outcome."), metric.WithUnit("{decision}"))
+	if err != nil {
+		c = metricnoop.Int64Counter{}
+	}
+	in.decisions = c
+	return agent.Middleware{Run: in.run, Turn: in.turn, Call: in.call}
+}
+
+func (in *instruments) run(next agent.RunHandler) agent.RunHandler {
+	return func(ctx context.Context, info *agent.RunInfo) (*agent.Result, error) {
+		attrs := []attribute.KeyValue{
+			semconv.GenAIOperationNameInvokeAgent,
+			semconv.GenAIAgentName(info.AgentID),
+			semconv.GenAIConversationID(info.RunID),
+			KeyRunResume.Bool(info.Resume),
+		}
+		if info.Model != "" {
+			attrs = append(attrs, semconv.GenAIRequestModel(clip(info.Model)))
+		}
+		if in.provider != "" {
+			attrs = append(attrs, semconv.GenAIProviderNameKey.String(in.provider))
+		}
+		ctx, span := in.tracer.Start(ctx, "invoke_agent "+clip(info.AgentID),
+			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		defer span.End()
+		res, err := next(ctx, info)
+		if res != nil {
+			span.SetAttributes(KeyRunStatus.String(string(res.Status)))
+		}
+		switch {
+		case err != nil:
+			fail(span, errorType(err))
+		case res != nil && res.Status == agent.StatusError:
+			fail(span, "run_error")
+		}
+		return res, err
+	}
+}
+
+func (in *instruments) turn(next agent.TurnHandler) agent.TurnHandler {
+	return func(ctx context.Context, t *agent.TurnInfo) (*model.Response, error) {
+		attrs := []attribute.KeyValue{
+			semconv.GenAIOperationNameChat,
+			semconv.GenAIConversationID(t.RunID),
+			KeyTurn.Int(t.Turn),
+		}
+		metricAttrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
+		if t.Model != "" {
+			attrs = append(attrs, semconv.GenAIRequestModel(clip(t.Model)))
+			metricAttrs = append(metricAttrs, semconv.GenAIRequestModel(clip(t.Model)))
+		}
+		if in.provider != "" {
+			p := semconv.GenAIProviderNameKey.String(in.provider)
+			attrs = append(attrs, p)
+			metricAttrs = append(metricAttrs, p)
+		}
+		name := "chat"
+		if t.Model != "" {
+			name += " " + clip(t.Model)
+		}
+		start := time.Now()
+		ctx, span := in.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		defer span.End()
+		resp, err := next(ctx, t)
+		if resp != nil {
+			if resp.Model != "" {
+				m := semconv.GenAIResponseModel(clip(resp.Model))
+				span.SetAttributes(m)
+				metricAttrs = append(metricAttrs, m)
+			}
+			if resp.FinishReason != "" {
+				span.SetAttributes(semconv.GenAIResponseFinishReasons(string(resp.FinishReason)))
+			}
+			span.SetAttributes(
+				semconv.GenAIUsageInputTokens(resp.Usage.InputTokens),
+				semconv.GenAIUsageOutputTokens(resp.Usage.OutputTokens),
+			)
+		}
+		if err != nil {
+			et := errorType(err)
+			fail(span, et)
+			metricAttrs = append(metricAttrs, semconv.ErrorTypeKey.String(et))
+		}
+		set := attribute.NewSet(metricAttrs...)
+		in.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributeSet(set))
+		if resp != nil && err == nil {
+			in.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributeSet(set),
+				metric.WithAttributes(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeInput))))
+			in.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributeSet(set),
+				metric.WithAttributes(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeOutput))))
+		}
+		return resp, err
+	}
+}
+
+func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
+	return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+		name := clip(c.Call.Name)
+		attrs := []attribute.KeyValue{
+			semconv.GenAIOperationNameExecuteTool,
+			semconv.GenAIToolName(name),
+			semconv.GenAIToolCallID(clip(c.Call.ID)),
+			KeyTurn.Int(c.Turn),
+		}
+		if c.Answer != nil {
+			attrs = append(attrs, KeyApprovalID.String(clip(c.Answer.ID)))
+			if c.Answer.By != "" {
+				attrs = append(attrs, KeyApprovalBy.String(clip(c.Answer.By)))
+			}
+		}
+		ctx, span := in.tracer.Start(ctx, "execute_tool "+name,
+			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		defer span.End()
+		out := next(ctx, c)
+
+		var outcome agent.Outcome
+		var by string
+		switch {
+		case out.Record != nil:
+			rec := out.Record
+			outcome, by = rec.Decision.Outcome, rec.Decision.By
+			span.SetAttributes(KeyArgsDigest.String(rec.ArgsDigest))
+			if rec.RequestedDigest != "" && rec.RequestedDigest != rec.ArgsDigest {
+				span.SetAttributes(KeyRequestedDigest.String(rec.RequestedDigest))
+			}
+			if rec.IsError && out.Err == nil {
+				et := string(outcome)
+				if outcome == agent.OutcomeAllowed || outcome == agent.OutcomeApproved {
+					et = "tool_error"
+				}
+				fail(span, et)
+			}
+		case out.Pending != nil:
+			p := out.Pending
+			outcome, by = agent.OutcomePending, pendingSource(p)
+			span.SetAttributes(KeyApprovalID.String(clip(p.Request.ID)))
+			if p.Digest != "" {
+				span.SetAttributes(KeyArgsDigest.String(p.Digest))
+			}
+		}
+		if out.Err != nil {
+			fail(span, errorType(out.Err))
+		}
+		if outcome == "" {
+			return out
+		}
+		decided := []attribute.KeyValue{KeyDecision.String(string(outcome))}
+		if by != "" {
+			decided = append(decided, KeyDecisionSource.String(clip(by)))
+		}
+		kind, who, _ := strings.Cut(by, ":")
+		switch approval.PrincipalKind(kind) {
+		case approval.PrincipalRule:
+			decided = append(decided, KeyRuleID.String(clip(who)))
+		case approval.PrincipalHook:
+			decided = append(decided, KeyHookName.String(clip(who)))
+		}
+		span.SetAttributes(decided...)
+
+		toolName := name
+		if outcome == agent.OutcomeUnknownTool {
+			toolName = "_OTHER"
+		}
+		mattrs := []attribute.KeyValue{KeyDecision.String(string(outcome)), semconv.GenAIToolName(toolName)}
+		for _, kv := range decided {
+			if kv.Key == KeyRuleID || kv.Key == KeyHookName {
+				mattrs = append(mattrs, kv)
+			}
+		}
+		in.decisions.Add(ctx, 1, metric.WithAttributes(mattrs...))
+		return out
+	}
+}
+
+// pendingSource names who asked for the pending request: the hook that raised
+// it, else the last source that voted ask.
+func pendingSource(p *agent.PendingCall) string {
+	if p.Origin == agent.OriginHook && p.Hook != "" {
+		return string(approval.PrincipalHook) + ":" + p.Hook
+	}
+	for i := len(p.Votes) - 1; i >= 0; i-- {
+		if p.Votes[i].Decision == string(approval.Ask) {
+			return p.Votes[i].Source
+		}
+	}
+	return ""
+}
+
+// fail marks span as failed with the class et (error.type); the description
+// is the class too, never an error's text.
+func fail(span trace.Span, et string) {
+	span.SetAttributes(semconv.ErrorTypeKey.String(et))
+	span.SetStatus(codes.Error, et)
+}
+
+// errorType classifies err for error.type without its text: "canceled",
+// "timeout", a provider's HTTP status or error type, else "_OTHER".
+func errorType(err error) string {
+	var pe *model.ProviderError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &pe):
+		if pe.StatusCode != 0 {
+			return strconv.Itoa(pe.StatusCode)
+		}
+		if pe.Type != "" {
+			return clip(pe.Type)
+		}
+		return "provider_error"
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
+}
+
+// clip makes s valid UTF-8 of at most maxName bytes.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxName {
+		return s
+	}
+	s = s[:maxName]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
