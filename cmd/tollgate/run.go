@@ -153,6 +153,7 @@ func runExtensions() []runExtension {
 		claudeRunExtension(),
 		approvalRunExtension(),
 		mcpRunExtension(),
+		telemetryRunExtension(),
 	}
 }
 
