@@ -295,6 +295,11 @@ func TestMetrics(t *testing.T) {
 	for _, dp := range tok.DataPoints {
 		v, _ := dp.Attributes.Value("gen_ai.token.type")
 		sums[v.AsString()] += dp.Sum
+		p, _ := dp.Attributes.Value("gen_ai.provider.name")
+		m, _ := dp.Attributes.Value("gen_ai.request.model")
+		if p.AsString() != "openai" || m.AsString() != "gpt-test" {
+			t.Errorf("token point %v lacks the provider or the model", dp.Attributes)
+		}
 	}
 	if sums["input"] != 320 || sums["output"] != 35 {
 		t.Errorf("token sums %v, want input 320, output 35", sums)
