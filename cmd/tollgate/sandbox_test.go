@@ -157,7 +157,7 @@ func TestToolCannotApproveItself(t *testing.T) {
 	}
 }
 
-// The scenario: an allowed bash call starts a detached helper
+// Self-approval: an allowed bash call starts a detached helper
 // (setsid) that waits for the run's request, approves it and resumes the
 // run. Sandboxed, the helper dies with the bash call (PID namespace): once
 // the run has halted, no such process is left and the request is pending.
