@@ -204,10 +204,11 @@ func routeAnswers(st *State, answers []tool.Answer) (map[int]*tool.Answer, error
 // a checkpoint taken after a turn's results entered the transcript, whose
 // next step is a model turn.
 func resumable(st *State) bool {
-	if len(st.Batch) > 0 || len(st.Messages) == 0 {
-		return len(st.Batch) > 0
+	if len(st.Batch) > 0 {
+		return true
 	}
-	return st.Messages[len(st.Messages)-1].Role == model.RoleTool
+	n := len(st.Messages)
+	return n > 0 && st.Messages[n-1].Role == model.RoleTool
 }
 
 func pendingIDs(st *State) []string {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval/shellcmd"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -650,60 +649,15 @@ func (wd workdir) resolve(p string) string {
 		return path.Clean(p)
 	}
 	if !path.IsAbs(p) {
-		return resolveLinks(path.Join(wd.dir, p))
+		return realpath.Resolve(path.Join(wd.dir, p))
 	}
 	p = path.Clean(p)
 	for _, a := range wd.aliases {
 		if underPath(p, a) {
-			return resolveLinks(path.Join(wd.dir, strings.TrimPrefix(p, a)))
+			return realpath.Resolve(path.Join(wd.dir, strings.TrimPrefix(p, a)))
 		}
 	}
-	return resolveLinks(p)
-}
-
-// maxLinkHops bounds the symbolic links followed for one path (as Linux's
-// MAXSYMLINKS does); a longer chain, a loop, is resolved no further.
-const maxLinkHops = 40
-
-// resolveLinks returns the absolute, cleaned path p with the symbolic links
-// of its leading part that exists resolved, one segment at a time, as the
-// kernel would follow them; the rest (a file that does not exist yet) is
-// appended as written. Unlike filepath.EvalSymlinks it never fails.
-func resolveLinks(p string) string {
-	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	cur, hops := "/", 0
-	for len(rest) > 0 {
-		seg := rest[0]
-		rest = rest[1:]
-		switch seg {
-		case "", ".":
-			continue
-		case "..":
-			cur = path.Dir(cur)
-			continue
-		}
-		next := path.Join(cur, seg)
-		fi, err := os.Lstat(filepath.FromSlash(next))
-		if err != nil {
-			return path.Join(append([]string{next}, rest...)...)
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 || hops == maxLinkHops {
-			cur = next
-			continue
-		}
-		hops++
-		target, err := os.Readlink(filepath.FromSlash(next))
-		if err != nil {
-			cur = next
-			continue
-		}
-		target = filepath.ToSlash(target)
-		if path.IsAbs(target) {
-			cur = "/"
-		}
-		rest = append(strings.Split(target, "/"), rest...)
-	}
-	return cur
+	return realpath.Resolve(p)
 }
 
 // underPath reports whether the cleaned path p equals dir or lies below it.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/internal/realpath"
 )
 
 // workspace is the root every builtin is confined to.
@@ -27,25 +29,7 @@ func (w *workspace) setProtected(ps []string) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(w.abs, p)
 		}
-		w.protect = append(w.protect, realPath(filepath.Clean(p)))
-	}
-}
-
-// realPath resolves the symbolic links of p's deepest existing ancestor and
-// appends the rest, so that a file that does not exist yet gets the real
-// path it would be created at.
-func realPath(p string) string {
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
+		w.protect = append(w.protect, realpath.Resolve(filepath.Clean(p)))
 	}
 }
 
@@ -55,7 +39,7 @@ func (w *workspace) writable(rel, spelled string) error {
 	if len(w.protect) == 0 {
 		return nil
 	}
-	target := realPath(filepath.Join(w.real, rel))
+	target := realpath.Resolve(filepath.Join(w.real, rel))
 	for _, p := range w.protect {
 		if target == p || strings.HasPrefix(target, p+string(filepath.Separator)) {
 			return fmt.Errorf("refused: %s is one of the files that govern this agent (its policy, hooks, settings, state or records); no tool may change it", spelled)

@@ -528,9 +528,6 @@ func (d *driver) takeEvents() []store.Event {
 func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.Agent) iter2) (*agent.Result, error) {
 	h := d.h
 	opts := d.built.Options
-	if opts.NewID == nil {
-		opts.NewID = nil // the agent's default
-	}
 	opts.Middleware = append(append([]agent.Middleware(nil), h.mw...), opts.Middleware...)
 	if opts.WaitFor == nil {
 		opts.WaitFor = d.drv.WaitFor
@@ -624,15 +621,23 @@ func (d *driver) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) 
 				}
 				return
 			}
-			evs, err := h.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: d.run.ID, AfterSeq: after})
-			if err != nil {
-				continue
-			}
-			for _, e := range evs {
-				after = e.Seq
-				if e.Type == EventCancelRequested {
-					cancel(errCancelRequested)
-					return
+			// Read every event since the last beat (a page at a time), so
+			// that a cancel request is seen at the next beat however many
+			// events the run wrote.
+			for {
+				evs, err := h.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: d.run.ID, AfterSeq: after, Limit: store.MaxLimit})
+				if err != nil || len(evs) == 0 {
+					break
+				}
+				for _, e := range evs {
+					after = e.Seq
+					if e.Type == EventCancelRequested {
+						cancel(errCancelRequested)
+						return
+					}
+				}
+				if len(evs) < store.MaxLimit {
+					break
 				}
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -77,26 +78,10 @@ func (s *stateFlags) resolve(workspace string) (string, error) {
 	if err != nil {
 		return "", withCode(exitError, err)
 	}
-	if workspace != "" && within(realPath(abs), realPath(workspace)) {
+	if workspace != "" && within(realpath.Resolve(abs), realpath.Resolve(workspace)) {
 		return "", usageErr("state directory %s is inside the workspace %s, where the agent's tools could change it; choose another with --state-dir or $%s", abs, workspace, envStateDir)
 	}
 	return abs, nil
-}
-
-// realPath resolves the links of p, or of its nearest existing ancestor.
-func realPath(p string) string {
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
 }
 
 // within reports whether p is dir or under it.
