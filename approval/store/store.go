@@ -713,6 +713,7 @@ type LeasedError struct {
 	ExpiresAt     time.Time
 }
 
+// Error says who holds the run and until when.
 func (e *LeasedError) Error() string {
 	return fmt.Sprintf("%v: run %s is leased to %q until %s", ErrLeased, e.RunID, e.Holder, e.ExpiresAt.Format(time.RFC3339Nano))
 }

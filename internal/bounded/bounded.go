@@ -61,6 +61,7 @@ type Error struct {
 	Message   string
 }
 
+// Error formats the problem with its source and position.
 func (e *Error) Error() string {
 	s := e.File
 	if e.Line > 0 {
