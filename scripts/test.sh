@@ -7,7 +7,10 @@
 #   - Node.js and npm, for the real MCP servers the integration tests start
 #     (@modelcontextprotocol/server-filesystem and server-everything, pinned in
 #     mcptool/testdata/npm/package-lock.json and installed there with npm ci);
-#   - jq and python3, which the Claude Code hook fixtures are written in.
+#   - jq and python3, which the Claude Code hook fixtures are written in;
+#   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
+#     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
+#     stopped by its PID when the tests end.
 #
 # Usage: sh scripts/test.sh [extra go test flags, e.g. -run TestDemo]
 set -eu
@@ -38,6 +41,14 @@ fi
 
 echo "== installing the MCP servers used by the tests (npm ci)"
 npm ci --prefix mcptool/testdata/npm --no-audit --no-fund --loglevel=error
+
+echo "== starting PostgreSQL"
+pgdir=$(mktemp -d /tmp/tollgate-pg.XXXXXX)
+trap 'sh scripts/postgres.sh stop "$pgdir"; rm -rf "$pgdir"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+TOLLGATE_TEST_POSTGRES_URL=$(sh scripts/postgres.sh start "$pgdir")
+export TOLLGATE_TEST_POSTGRES_URL
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './mcptool/testdata/npm/*'))

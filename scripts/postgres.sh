@@ -1,0 +1,76 @@
+#!/bin/sh
+# Starts a private PostgreSQL server for the tests, or stops it.
+#
+#   sh scripts/postgres.sh start DIR   installs PostgreSQL from Debian's packages if
+#                                      it is missing, initdb's a cluster in DIR/data
+#                                      (as the postgres user when run as root), starts
+#                                      it on 127.0.0.1 with its socket in DIR, and
+#                                      prints the admin URL on stdout.
+#   sh scripts/postgres.sh stop DIR    stops the server started in DIR, by the PID in
+#                                      DIR/data/postmaster.pid, and waits for it.
+#
+# The tests read the URL from TOLLGATE_TEST_POSTGRES_URL; scripts/test.sh does
+# both steps. The server trusts local connections and listens only on loopback.
+set -eu
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+
+find_bin() {
+  for d in /usr/lib/postgresql/*/bin; do
+    if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then echo "$d"; return 0; fi
+  done
+  return 1
+}
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+case "$cmd" in
+start)
+  if ! bin=$(find_bin); then
+    echo "== installing PostgreSQL (Debian packages)" >&2
+    command -v apt-get >/dev/null 2>&1 || { echo "PostgreSQL is required for the store tests" >&2; exit 1; }
+    # Only the binaries: no cluster of the system's own is created or started.
+    mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    bin=$(find_bin)
+  fi
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+  as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; exit 1; }
+  port=""
+  for p in 54329 54339 54349 54359 54369 54379 54389 54399; do
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-c listen_addresses=127.0.0.1 -p $p -k $dir -c fsync=off -c max_connections=200" start >/dev/null 2>&1; then
+      port=$p
+      break
+    fi
+  done
+  [ -n "$port" ] || { echo "PostgreSQL did not start:" >&2; cat "$dir/server.log" >&2; exit 1; }
+  echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+  ;;
+stop)
+  pidfile="$dir/data/postmaster.pid"
+  [ -f "$pidfile" ] || exit 0
+  pid=$(head -n 1 "$pidfile")
+  # SIGINT is PostgreSQL's fast shutdown.
+  kill -INT "$pid" 2>/dev/null || exit 0
+  i=0
+  while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -KILL "$pid" 2>/dev/null || true
+  ;;
+*)
+  echo "usage: $0 start|stop DIR" >&2
+  exit 2
+  ;;
+esac
