@@ -31,6 +31,10 @@ type ModelRef struct {
 	// APIKeyEnv names the environment variable holding the key, empty for the
 	// provider's default.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// KeyGiven records that the run was started with a key given directly
+	// (the command line's --api-key), which is never stored: whoever resumes
+	// the run must give it again. Only the fact is kept, never the key.
+	KeyGiven bool `json:"keyGiven,omitempty"`
 }
 
 // String renders the reference as the command line writes it

@@ -564,6 +564,7 @@ func newResumeCmd(env *cliEnv) *cobra.Command {
 	var state stateFlags
 	var wait, reclaim, jsonOut, verbose bool
 	var poll time.Duration
+	var apiKey string
 	cmd := &cobra.Command{
 		Use:   "resume RUN_ID",
 		Short: "Continue a halted run with the decisions made on its requests",
@@ -592,7 +593,6 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return err
 			}
-			var apiKey string
 			h, closeStore, err := openHost(c.Context(), stateDir, &cliBuilder{env: env, verbose: verbose, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
 			if err != nil {
 				return err
@@ -607,6 +607,12 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return withCode(exitError, err)
 			}
+			// A key given with --api-key is never stored: without it again
+			// the resumed run would reach the model with no key, fail after
+			// the approved calls ran, and end the run for nothing.
+			if cfg.Model.KeyGiven && apiKey == "" {
+				return usageErr("resume: run %s was started with --api-key, which is never stored; give the key again with --api-key (or start runs with --api-key-env NAME, which is stored as a name)", field(run.ID))
+			}
 			if wait {
 				if err := h.WaitAnswered(ctx, run.ID); err != nil {
 					return withCode(exitError, err)
@@ -617,6 +623,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: jsonOut, wait: cfg.Answer == approveWait}, res, runErr)
 		},
 	}
+	cmd.Flags().StringVar(&apiKey, "api-key", "", "API key for a run started with --api-key (never stored); other runs read theirs from the stored --api-key-env or the provider's variable")
 	cmd.Flags().BoolVar(&reclaim, "reclaim", false, "no longer needed (a run whose process died is taken over automatically); kept so that scripts go on working")
 	_ = cmd.Flags().MarkHidden("reclaim")
 	state.add(cmd.Flags())

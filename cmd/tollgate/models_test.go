@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/providertest"
 )
 
@@ -272,4 +275,58 @@ func TestStoredConfigNeverKeepsTheKey(t *testing.T) {
 	if want := "http://127.0.0.1:1/v1"; cfg.Model.BaseURL != want {
 		t.Errorf("BaseURL = %q, want %q kept", cfg.Model.BaseURL, want)
 	}
+}
+
+// A run started with --api-key halts on an approval; --api-key is never
+// stored, so a resume without it is refused before anything runs, and a
+// resume that gives it again sends it.
+func TestResumeOfRunStartedWithAPIKeyNeedsTheKey(t *testing.T) {
+	noKeysInEnv(t)
+	srv := providertest.NewLLMServer(t,
+		providertest.Turn{Calls: []providertest.Call{{ID: "call_w1", Name: "write", Args: `{"path":"out.txt","content":"hi"}`}}},
+		providertest.Turn{Text: "written"})
+	dir := t.TempDir()
+	ws := cliWorkdir(t)
+	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n    reason: writes need a person\n")
+	state := filepath.Join(dir, "state")
+	code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1", "--api-key", cliKey,
+		"--workdir", ws, "--policy", policy, "--state-dir", state, "--approve", "prompt", "write it")
+	if code != exitPending {
+		t.Fatalf("run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitPending, out, errOut)
+	}
+	runID, reqID := onlyPending(t, state)
+	if code, out, errOut = apMain(t, "approvals", "approve", "--state-dir", state, "--run", runID, reqID); code != 0 {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = apMain(t, "resume", "--state-dir", state, runID)
+	if code != exitUsage || !strings.Contains(errOut, "started with --api-key") {
+		t.Fatalf("resume without the key: exit %d, want %d naming --api-key\nstdout:\n%s\nstderr:\n%s", code, exitUsage, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err == nil {
+		t.Fatal("the approved call ran although the resume was refused")
+	}
+	code, out, errOut = apMain(t, "resume", "--state-dir", state, "--api-key", cliKey, runID)
+	if code != exitDone || !strings.Contains(out, "written") {
+		t.Fatalf("resume with the key: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	hdrs, _, _ := srv.Requests()
+	if len(hdrs) != 2 || hdrs[1].Get("Authorization") != "Bearer "+cliKey {
+		t.Fatalf("requests %d; the resumed turn must carry the key given again", len(hdrs))
+	}
+}
+
+// onlyPending returns the run and request IDs of the one pending approval in
+// the store of the state directory.
+func onlyPending(t *testing.T, state string) (runID, reqID string) {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	page, err := s.ListApprovals(context.Background(), store.ApprovalFilter{AllTenants: true, Status: store.StatusPending})
+	if err != nil || len(page.Approvals) != 1 {
+		t.Fatalf("pending approvals: %+v, %v", page, err)
+	}
+	return page.Approvals[0].RunID, page.Approvals[0].ID
 }

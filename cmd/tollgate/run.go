@@ -98,7 +98,7 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 		return runs.RunConfig{}, usageErr("run: --base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:")
 	}
 	cfg := runs.RunConfig{
-		Model:   runs.ModelRef{Provider: kind, Name: name, BaseURL: f.baseURL, APIKeyEnv: f.apiKeyEnv},
+		Model:   runs.ModelRef{Provider: kind, Name: name, BaseURL: f.baseURL, APIKeyEnv: f.apiKeyEnv, KeyGiven: f.apiKey != ""},
 		Workdir: f.workdir, System: f.system, MaxTurns: f.maxTurns, Timeout: runs.Duration(f.timeout),
 		Deny: f.deny, HooksFiles: f.hooks, PolicyFile: f.policy, Autonomy: f.autonomy,
 		ApprovalTTL: runs.Duration(f.approvalTTL), MCPFiles: f.mcp, RecordsFile: f.records, Answer: f.approve,
