@@ -228,7 +228,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 			Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason, Votes: votes}, false, emit)
 	case approval.Ask:
 		if !covered {
-			req := r.approvalRequest(call, args, spec.Hints, verdict)
+			req := r.approvalRequest(call, args, spec, verdict)
 			if ans == nil { // Permission hooks may answer before a person is asked.
 				pans, err := r.a.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Request: req})
 				if err != nil {
@@ -388,8 +388,8 @@ func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.R
 	return approval.Strongest(verdicts...), out
 }
 
-func (r *runner) approvalRequest(call model.ToolCall, args json.RawMessage, hints *tool.Hints, v approval.Verdict) tool.Request {
-	data, _ := model.MarshalJSON(approval.RequestData{Tool: call.Name, CallID: call.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: hints})
+func (r *runner) approvalRequest(call model.ToolCall, args json.RawMessage, spec tool.Spec, v approval.Verdict) tool.Request {
+	data, _ := model.MarshalJSON(approval.RequestData{Tool: call.Name, CallID: call.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: spec.Hints, Schema: spec.InputSchema})
 	prompt := fmt.Sprintf("Allow %s %s?", call.Name, abbreviate(string(args), 200))
 	if v.Reason != "" {
 		prompt += " (" + v.By + ": " + v.Reason + ")"

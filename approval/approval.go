@@ -51,6 +51,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -162,6 +163,12 @@ type RequestData struct {
 	Reason string      `json:"reason,omitempty"`
 	By     string      `json:"by,omitempty"`
 	Hints  *tool.Hints `json:"hints,omitempty"`
+	// Schema is the tool's input schema (JSON Schema, as the tool declares
+	// it), so that whoever answers can show it and check edited arguments
+	// against it before approving: the agent validates them again anyway,
+	// but an edit that fails then has used the approval up. Nil when the
+	// tool declares none.
+	Schema *jsonschema.Schema `json:"schema,omitempty"`
 }
 
 // ParseRequestData decodes the Data of an approval request.

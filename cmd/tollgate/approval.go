@@ -507,6 +507,11 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 					if err := json.Unmarshal([]byte(editArgs), &obj); err != nil {
 						return usageErr("--args: not a JSON object: %v", err)
 					}
+					// Checked against the tool's schema now: an edit that
+					// fails when the run resumes has used the approval up.
+					if err := checkEdit(a, json.RawMessage(editArgs)); err != nil {
+						return usageErr("--args: %s; nothing was decided", field(err.Error()))
+					}
 					d.Data = json.RawMessage(editArgs)
 				}
 				a, err = s.Decide(c.Context(), a.RunID, a.ID, d)
@@ -531,6 +536,30 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	}
 	cmd.AddCommand(list, show, decide(true), decide(false), newAnswerCmd(state, &runID, env))
 	return cmd
+}
+
+// checkEdit reports whether edited arguments can be given to the call that
+// request a is about: only the agent's own approval requests take edits, and
+// the arguments must satisfy the tool's input schema recorded in the request.
+func checkEdit(a store.Approval, args json.RawMessage) error {
+	if a.Kind != tool.KindApproval {
+		return fmt.Errorf("request %s is a %s request; only approval requests take edited arguments", a.ID, a.Kind)
+	}
+	rd, err := approval.ParseRequestData(a.Request)
+	if err != nil {
+		return err
+	}
+	if rd.Schema == nil {
+		return nil // requests stored before schemas were recorded
+	}
+	v, err := tool.NewValidator(rd.Schema)
+	if err != nil {
+		return fmt.Errorf("the tool's schema cannot be used: %w", err)
+	}
+	if err := v.Validate(args); err != nil {
+		return fmt.Errorf("the arguments do not fit %s's input schema: %w", rd.Tool, err)
+	}
+	return nil
 }
 
 // listApprovals returns every approval f selects, across pages.

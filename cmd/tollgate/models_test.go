@@ -330,3 +330,37 @@ func onlyPending(t *testing.T, state string) (runID, reqID string) {
 	}
 	return page.Approvals[0].RunID, page.Approvals[0].ID
 }
+
+// Edited arguments are checked against the tool's schema when the approval
+// is made: a bad edit is refused and the request stays pending for a good one.
+func TestApproveArgsCheckedAgainstSchema(t *testing.T) {
+	noKeysInEnv(t)
+	srv := providertest.NewLLMServer(t,
+		providertest.Turn{Calls: []providertest.Call{{ID: "call_w1", Name: "write", Args: `{"path":"out.txt","content":"hi"}`}}},
+		providertest.Turn{Text: "written"})
+	dir := t.TempDir()
+	ws := cliWorkdir(t)
+	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
+	state := filepath.Join(dir, "state")
+	if code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1",
+		"--workdir", ws, "--policy", policy, "--state-dir", state, "write it"); code != exitPending {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	runID, reqID := onlyPending(t, state)
+	code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, "--args", `{"path":"out.txt","content":7}`, reqID)
+	if code != exitUsage || !strings.Contains(errOut, "input schema") {
+		t.Fatalf("bad edit: exit %d, want %d naming the schema\n%s%s", code, exitUsage, out, errOut)
+	}
+	if r2, q2 := onlyPending(t, state); r2 != runID || q2 != reqID {
+		t.Fatalf("the request is no longer pending after a refused edit")
+	}
+	if code, out, errOut = apMain(t, "approvals", "approve", "--state-dir", state, "--args", `{"path":"out.txt","content":"edited"}`, reqID); code != 0 {
+		t.Fatalf("good edit: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut = apMain(t, "resume", "--state-dir", state, runID); code != exitDone {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(b) != "edited" {
+		t.Fatalf("out.txt = %q, %v; want the edited content", b, err)
+	}
+}
