@@ -522,6 +522,11 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 			continue
 		}
 		var r Rule
+		if len(kvs) > 0 { // the entry's first key: where a reader sees it start
+			if tk := kvs[0].Key.GetToken(); tk != nil && tk.Position != nil {
+				r.Line, r.Col = tk.Position.Line, tk.Position.Column
+			}
+		}
 		var idNode, decNode, cmdNode ast.Node
 		var perm string
 		var permNode ast.Node
@@ -908,6 +913,9 @@ func (ps *policyParser) permissions(n ast.Node) []Rule {
 				continue
 			}
 			r.Reason = fmt.Sprintf("the permission rule %s says %s", s, d)
+			if tk := it.GetToken(); tk != nil && tk.Position != nil {
+				r.Line, r.Col = tk.Position.Line, tk.Position.Column
+			}
 			out = append(out, r)
 		}
 	}

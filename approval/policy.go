@@ -65,6 +65,9 @@ type Rule struct {
 	Decision Decision
 	// Reason explains the vote; on deny the model sees it.
 	Reason string
+	// Line and Col locate the rule's entry in its policy file (1-based),
+	// for messages about it; zero for a rule built in code.
+	Line, Col int
 }
 
 // HintConditions requires hints to have the given values; a nil field is no

@@ -278,7 +278,9 @@ func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
 // lintPolicy returns warnings about rules of spec that cannot match what
 // tollgate run offers: tool globs that match no builtin and no MCP name, and
 // argument conditions on fields that no matched builtin tool has.
-func lintPolicy(spec approval.PolicySpec) []string {
+//
+// Each warning is a problem at the rule's line:col in its file.
+func lintPolicy(spec approval.PolicySpec) []approval.Problem {
 	tools, err := builtin.New(os.TempDir(), nil)
 	if err != nil {
 		return nil
@@ -293,8 +295,11 @@ func lintPolicy(spec approval.PolicySpec) []string {
 			}
 		}
 	}
-	var warns []string
+	var warns []approval.Problem
 	for _, r := range spec.Rules {
+		warn := func(format string, a ...any) {
+			warns = append(warns, approval.Problem{File: spec.Name, Line: r.Line, Col: r.Col, Severity: approval.SeverityWarning, Message: fmt.Sprintf(format, a...)})
+		}
 		var matched []string // builtins the rule applies to
 		mcp := len(r.Tools) == 0
 		for _, g := range r.Tools {
@@ -308,7 +313,7 @@ func lintPolicy(spec approval.PolicySpec) []string {
 				mcp, hit = true, true
 			}
 			if !hit {
-				warns = append(warns, fmt.Sprintf("rule %q: tool %q matches no builtin tool (%s) and no MCP tool (mcp__*)", r.ID, g, strings.Join(builtin.Names(), ", ")))
+				warn("rule %q: tool %q matches no builtin tool (%s) and no MCP tool (mcp__*)", r.ID, g, strings.Join(builtin.Names(), ", "))
 			}
 		}
 		if len(r.Tools) == 0 {
@@ -336,7 +341,7 @@ func lintPolicy(spec approval.PolicySpec) []string {
 			}
 			if !found {
 				slices.Sort(matched)
-				warns = append(warns, fmt.Sprintf("rule %q: argument %q is not an argument of %s, so the rule never matches", r.ID, af, strings.Join(matched, ", ")))
+				warn("rule %q: argument %q is not an argument of %s, so the rule never matches", r.ID, af, strings.Join(matched, ", "))
 			}
 		}
 	}
@@ -371,7 +376,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 					continue
 				}
 				for _, w := range lintPolicy(p.Spec()) {
-					fmt.Fprintf(env.stdout, "%s: warning: %s\n", f, w)
+					fmt.Fprintln(env.stdout, w)
 				}
 				a := string(p.Autonomy())
 				if a == "" {

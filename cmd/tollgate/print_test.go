@@ -125,8 +125,8 @@ func TestPolicyCheckLint(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), []string{"policy", "check", f}, strings.NewReader(""), &out, &errb)
 	want := []string{
-		`warning: rule "typo": tool "bassh" matches no builtin tool`,
-		`warning: rule "wrong-arg": argument "cmd" is not an argument of bash`,
+		f + `:2:5: warning: rule "typo": tool "bassh" matches no builtin tool`,
+		f + `:6:5: warning: rule "wrong-arg": argument "cmd" is not an argument of bash`,
 		"ok: 3 rule(s)",
 	}
 	for _, w := range want {
