@@ -104,7 +104,7 @@ func approvalRunExtension() runExtension {
 				}
 			case approvePrompt, "":
 				if isTerminal(rs.env.stdin) {
-					rs.opts.WaitFor = terminalWait(rs.env.stdin, rs.env.stderr)
+					rs.opts.WaitFor = terminalWait(rs.env.stdin, rs.env.stderr, rs.env.termHold())
 				}
 			case approveWait:
 				// No WaitFor: the run halts and is stored first, so a crash
@@ -175,7 +175,7 @@ func isTerminal(r io.Reader) bool {
 
 // terminalWait asks the person at the terminal: approve, deny with a reason,
 // or edit the JSON arguments. Questions go to w.
-func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
+func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 	var asking sync.Mutex
 	// One reader owns stdin for the whole run: a question given up on (its
 	// context ended) leaves no second reader racing for the next line.
@@ -216,6 +216,9 @@ func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
 		// One question at a time: the calls of a turn run concurrently.
 		asking.Lock()
 		defer asking.Unlock()
+		if hold != nil {
+			defer hold.ask()()
+		}
 		if req.Kind == tool.KindQuestion {
 			return askQuestions(ctx, w, readLine, req)
 		}
@@ -248,6 +251,10 @@ func terminalWait(in io.Reader, w io.Writer) tool.WaitFunc {
 				var obj map[string]any
 				if err := json.Unmarshal([]byte(s), &obj); err != nil {
 					fmt.Fprintf(w, "not a JSON object: %v\n", err)
+					continue
+				}
+				if err := checkEdit(store.Approval{ID: req.ID, Kind: req.Kind, Request: req}, json.RawMessage(s)); err != nil {
+					fmt.Fprintf(w, "%s\n", safeText(err.Error()))
 					continue
 				}
 				return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(s), By: currentUser(), Reason: "edited the arguments"}, nil
@@ -551,11 +558,8 @@ func checkEdit(a store.Approval, args json.RawMessage) error {
 		return fmt.Errorf("request %s is a %s request; only approval requests take edited arguments", a.ID, a.Kind)
 	}
 	rd, err := approval.ParseRequestData(a.Request)
-	if err != nil {
-		return err
-	}
-	if rd.Schema == nil {
-		return nil // requests stored before schemas were recorded
+	if err != nil || rd.Schema == nil {
+		return nil // a hook's request, or one stored before schemas were recorded
 	}
 	v, err := tool.NewValidator(rd.Schema)
 	if err != nil {
@@ -652,7 +656,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 					return withCode(exitError, err)
 				}
 			}
-			p := &printer{w: env.stdout, json: jsonOut}
+			p := &printer{w: env.stdout, json: jsonOut, hold: env.termHold()}
 			res, runErr := h.Resume(ctx, runs.ResumeRequest{RunID: run.ID, Drive: runs.Drive{OnEvent: p.event}})
 			return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: jsonOut, wait: cfg.Answer == approveWait}, res, runErr)
 		},

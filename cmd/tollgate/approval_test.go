@@ -65,7 +65,7 @@ func TestTerminalWait(t *testing.T) {
 		{"e\nnot json\ne\n{\"command\":\"ls\"}\n", tool.Answer{ID: "req_1", OK: true, Data: json.RawMessage(`{"command":"ls"}`), Reason: "edited the arguments"}},
 	} {
 		var w bytes.Buffer
-		got, err := terminalWait(strings.NewReader(tt.in), &w)(context.Background(), req)
+		got, err := terminalWait(strings.NewReader(tt.in), &w, nil)(context.Background(), req)
 		if err != nil {
 			t.Fatalf("%q: %v", tt.in, err)
 		}
@@ -79,7 +79,7 @@ func TestTerminalWait(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := terminalWait(blockingReader{}, &bytes.Buffer{})(ctx, req); err == nil {
+	if _, err := terminalWait(blockingReader{}, &bytes.Buffer{}, nil)(ctx, req); err == nil {
 		t.Error("a cancelled wait returned an answer")
 	}
 }

@@ -3,15 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -180,7 +185,7 @@ func TestStateDirCheckedFirst(t *testing.T) {
 func TestTerminalWaitAfterCancel(t *testing.T) {
 	pr, pw := io.Pipe()
 	var prompts bytes.Buffer
-	wait := terminalWait(pr, &prompts)
+	wait := terminalWait(pr, &prompts, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := wait(ctx, tool.Request{ID: "r1", Prompt: "first?"}); err == nil {
@@ -200,4 +205,62 @@ func TestOneLineKeepsCharactersWhole(t *testing.T) {
 	if !utf8.ValidString(got) || len(got) > 200+len("…") {
 		t.Errorf("oneLine cut a character or overran: %q", got)
 	}
+}
+
+// While the terminal asks about one call, the event lines of the calls
+// running beside it wait, and follow the answer in their order: they never
+// break into the prompt.
+func TestEventLinesWaitForThePrompt(t *testing.T) {
+	var term syncBuffer // the terminal: prompts and event lines together
+	hold := &termHold{}
+	p := &printer{w: &term, hold: hold}
+	pr, pw := io.Pipe()
+	wait := terminalWait(pr, &term, hold)
+	asked := make(chan struct{})
+	answered := make(chan tool.Answer, 1)
+	go func() {
+		ans, err := wait(context.Background(), tool.Request{ID: "r1", Kind: tool.KindApproval, Prompt: "Allow write?"})
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- ans
+	}()
+	go func() {
+		for !strings.Contains(term.String(), "[a]pprove") {
+			runtime.Gosched()
+		}
+		close(asked)
+	}()
+	<-asked
+	p.event(agent.Event{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "call_2", Name: "read", Arguments: json.RawMessage(`{"path":"x"}`)}})
+	if strings.Contains(term.String(), "-> read") {
+		t.Fatalf("an event line was printed into the open prompt:\n%s", term.String())
+	}
+	pw.Write([]byte("a\n"))
+	if ans := <-answered; !ans.OK {
+		t.Fatalf("answer %+v", ans)
+	}
+	out := term.String()
+	if i, j := strings.Index(out, "[a]pprove"), strings.Index(out, "-> read"); j < 0 || j < i {
+		t.Fatalf("the held line should follow the prompt once answered:\n%s", out)
+	}
+	pw.Close()
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -33,7 +33,7 @@ func TestTerminalAsksQuestions(t *testing.T) {
 		{"-\n", ``, false},
 	} {
 		var w bytes.Buffer
-		ans, err := terminalWait(strings.NewReader(tt.in), &w)(context.Background(), req)
+		ans, err := terminalWait(strings.NewReader(tt.in), &w, nil)(context.Background(), req)
 		if err != nil {
 			t.Fatalf("%q: %v", tt.in, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -23,6 +24,53 @@ const (
 type cliEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+
+	holdOnce sync.Once
+	hold     *termHold
+}
+
+// termHold returns the terminal's hold: event lines wait while a prompt asks.
+func (e *cliEnv) termHold() *termHold {
+	e.holdOnce.Do(func() { e.hold = &termHold{} })
+	return e.hold
+}
+
+// termHold keeps the event lines of parallel calls from breaking into a
+// prompt on the terminal: while one is asking, lines are kept, and they are
+// printed, in order, when it has its answer.
+type termHold struct {
+	mu     sync.Mutex
+	asking int
+	held   []func()
+}
+
+// do runs print now, or after the prompt being asked.
+func (h *termHold) do(print func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.asking > 0 {
+		h.held = append(h.held, print)
+		return
+	}
+	print()
+}
+
+// ask holds event lines until the returned function is called.
+func (h *termHold) ask() (done func()) {
+	h.mu.Lock()
+	h.asking++
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.asking--
+		if h.asking == 0 {
+			for _, f := range h.held {
+				f()
+			}
+			h.held = nil
+		}
+	}
 }
 
 // exitError carries an exit code through cobra's error return.

@@ -314,7 +314,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		}
 		defer closeStore()
 		ctx := c.Context()
-		p := &printer{w: env.stdout, json: fl.json}
+		p := &printer{w: env.stdout, json: fl.json, hold: env.termHold()}
 		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}.String(), Drive: runs.Drive{OnEvent: p.event}})
 		return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: fl.json, wait: cfg.Answer == approveWait}, res, runErr)
 	}
@@ -338,6 +338,7 @@ func denyHook(globs []string) hooks.BeforeToolFunc {
 // printer writes run events as text or JSON lines.
 type printer struct {
 	w       io.Writer
+	hold    *termHold // event lines wait while a terminal prompt asks
 	json    bool
 	midText bool              // the last thing printed was a text delta without a newline
 	names   map[string]string // call ID -> tool name, to label lines of parallel calls
@@ -361,6 +362,14 @@ func (p *printer) endLine() {
 }
 
 func (p *printer) event(ev agent.Event) {
+	if p.hold != nil {
+		p.hold.do(func() { p.print(ev) })
+		return
+	}
+	p.print(ev)
+}
+
+func (p *printer) print(ev agent.Event) {
 	if p.json {
 		b, _ := model.MarshalJSON(ev)
 		fmt.Fprintf(p.w, "%s\n", jsonSafe(b))
