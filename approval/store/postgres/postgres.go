@@ -1,0 +1,1156 @@
+// Package postgres is the [store.Store] on PostgreSQL (github.com/jackc/pgx/v5,
+// a pgxpool of connections), for several processes or machines sharing one
+// store. It passes the shared store suite (package storetest) with the same
+// semantics as the SQLite store.
+//
+// # Transactions and locks
+//
+// Every write is one transaction at PostgreSQL's default isolation (read
+// committed) that locks the rows it changes before it reads them: Decide and
+// Consume lock the approval (SELECT ... FOR UPDATE), ClaimRun, RenewLease and
+// UpdateRun the run (FOR NO KEY UPDATE), so that the check and the write are
+// atomic across processes and exactly one of several concurrent claimants or
+// deciders wins. Locks are always taken in one order (runs, sorted by ID;
+// then approvals; then the counters below), so writers never deadlock.
+//
+// # Event order
+//
+// Runs, approvals and events get their positions (the cursor positions of
+// runs and approvals, an event's Seq) from one counter row each, which a
+// transaction increments and so locks until it commits: writers of the same
+// kind are serialised, and positions are committed in increasing order. A
+// reader therefore never sees event n+1 before event n, and a page cursor
+// never skips a record committed after it. The event counter is taken last,
+// just before the events are inserted, to keep the serialised part short.
+//
+// # Waiting
+//
+// A transaction that appends events also sends a NOTIFY on [Channel] (it is
+// delivered when, and only if, the transaction commits). [Store.WaitEvents]
+// listens on a connection of its own, opened at the first wait and kept
+// until Close, and re-reads the log after every notification: a waiter in
+// any process sharing the database wakes without polling. While that
+// connection is lost, waiters poll every [FallbackPoll] until it is back.
+//
+// # Schema
+//
+// The schema is versioned: embedded migrations (migrations/*.sql) are applied
+// in order when a store is opened, in one transaction that first takes an
+// advisory lock ([MigrationLock]), so that processes starting at once do not
+// race; the version is kept in the schema_version table. A database of a
+// newer version is refused.
+//
+// # Data
+//
+// Times are stored as TIMESTAMPTZ, with microsecond precision: the store
+// truncates its clock and the times it is given to the microsecond, and
+// returns them in UTC. State, result, configuration, requests and event data
+// are stored as JSON (the text as given, key order kept) and checked against
+// size and depth limits ([MaxJSON], [MaxJSONDepth]) when read back. Text
+// that PostgreSQL cannot store (a NUL byte, invalid UTF-8) is refused with
+// [store.ErrInvalid].
+package postgres
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Channel is the NOTIFY channel on which appends of events are announced;
+// the payload is the largest sequence number appended.
+const Channel = "tollgate_events"
+
+// MigrationLock is the key of the transaction-level advisory lock
+// (pg_advisory_xact_lock) under which the schema is checked and migrated.
+const MigrationLock int64 = 0x746f6c6c67617465 // "tollgate"
+
+// FallbackPoll is how often WaitEvents polls while its listening connection
+// is lost.
+const FallbackPoll = time.Second
+
+// Limits on the JSON read back from the database: a document larger or
+// deeper than these is refused with an error naming the record, before it
+// is parsed or returned.
+const (
+	// MaxJSON is the largest JSON value of a column, in bytes (256 MiB, the
+	// largest halted state a host restores).
+	MaxJSON = 256 << 20
+	// MaxJSONDepth is the deepest nesting of a JSON column.
+	MaxJSONDepth = 1000
+)
+
+// SchemaVersion is the schema version this package writes.
+const SchemaVersion = 1
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrations returns the embedded migrations in order; migration i (from 0)
+// brings the schema to version i+1.
+func migrations() ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		want := fmt.Sprintf("migrations/%04d_", i+1)
+		if !strings.HasPrefix(n, want) {
+			return nil, fmt.Errorf("migration %s is out of sequence (want %s...)", n, want)
+		}
+		b, err := migrationFS.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = string(b)
+	}
+	return out, nil
+}
+
+// Store is the PostgreSQL [store.Store]. Open it with [Open]; it is safe for
+// concurrent use, and any number of Stores (in any number of processes) may
+// share one database.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+	// where names the database in errors, without credentials.
+	where string
+
+	listen listener
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (a PostgreSQL URL or key=value
+// connection string, as pgx accepts: postgres://user@host:5432/db?sslmode=...,
+// with pool settings such as pool_max_conns) and migrates its schema. The
+// database must exist; the store's tables are created in the connection's
+// current schema (see search_path). Errors say which server and database
+// failed, never the password; a database of a newer schema version is
+// refused.
+func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors do not repeat the password.
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	where := fmt.Sprintf("postgres store %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	now := opts.NowFunc()
+	s := &Store{pool: pool, now: func() time.Time { return pgTime(now()) }, where: where}
+	s.listen.init(cfg.ConnConfig)
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return s, nil
+}
+
+// pgTime returns t as PostgreSQL stores it: in UTC, to the microsecond.
+func pgTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
+
+func pgTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := pgTime(*t)
+	return &u
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if len(ms) != SchemaVersion {
+		return fmt.Errorf("%d embedded migrations, want %d", len(ms), SchemaVersion)
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, MigrationLock); err != nil {
+			return fmt.Errorf("taking the migration lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+			return fmt.Errorf("creating schema_version: %w", err)
+		}
+		v := 0
+		err := tx.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("reading schema_version: %w", err)
+		}
+		if v > SchemaVersion {
+			return fmt.Errorf("database schema version %d is newer than this program's %d", v, SchemaVersion)
+		}
+		if v == SchemaVersion {
+			return nil
+		}
+		for i := v; i < len(ms); i++ {
+			if _, err := tx.Exec(ctx, ms[i]); err != nil {
+				return fmt.Errorf("migrating the schema to version %d: %w", i+1, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM schema_version`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, SchemaVersion)
+		return err
+	})
+}
+
+// keep marks an error whose transaction must still commit (an expiry that is
+// recorded while the call fails).
+type keep struct{ err error }
+
+func (k keep) Error() string { return k.err.Error() }
+
+// tx runs fn in one transaction, committing when fn returns nil or an error
+// marked with keep, and maps PostgreSQL's errors to the store's.
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.wrap(err)
+	}
+	err = fn(tx)
+	var k keep
+	if err != nil && !errors.As(err, &k) {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return s.wrap(err)
+	}
+	if cerr := tx.Commit(ctx); cerr != nil {
+		return s.wrap(cerr)
+	}
+	return k.err
+}
+
+// wrap maps errors of PostgreSQL that are the caller's to store.ErrInvalid,
+// and names the database in the others; the store's own errors pass as they
+// are.
+func (s *Store) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "22021", "22P05", "22P02", "22025":
+			// character_not_in_repertoire (NUL, invalid UTF-8),
+			// untranslatable_character, invalid_text_representation
+			// (bad JSON), invalid_escape_sequence.
+			return fmt.Errorf("%w: %s", store.ErrInvalid, pe.Message)
+		}
+		return fmt.Errorf("%s: %w", s.where, err)
+	}
+	for _, sentinel := range []error{store.ErrNotFound, store.ErrExists, store.ErrConflict, store.ErrDecided, store.ErrExpired,
+		store.ErrNotApproved, store.ErrUsed, store.ErrDigestMismatch, store.ErrLeased, store.ErrLeaseLost, store.ErrBadCursor, store.ErrInvalid,
+		context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, sentinel) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %w", s.where, err)
+}
+
+// uniqueViolation reports whether err is a unique violation of constraint.
+func uniqueViolation(err error, constraint string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == constraint
+}
+
+// jsonArg returns b as a query argument of a JSON column: NULL for nil.
+func jsonArg(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// checkJSON bounds a JSON column read back before anything parses it.
+func checkJSON(what string, b []byte) error {
+	if b == nil {
+		return nil
+	}
+	if err := bounded.CheckJSON(what, b, bounded.Limits{MaxBytes: MaxJSON, MaxDepth: MaxJSONDepth}); err != nil {
+		return fmt.Errorf("postgres store: %w", err)
+	}
+	return nil
+}
+
+// next takes n positions of counter (runs, approvals or events) and returns
+// the first; the counter's row stays locked until the transaction ends.
+func next(ctx context.Context, tx pgx.Tx, counter string, n int) (int64, error) {
+	var last int64
+	if err := tx.QueryRow(ctx, `UPDATE counters SET last = last + $2 WHERE name = $1 RETURNING last`, counter, n).Scan(&last); err != nil {
+		return 0, fmt.Errorf("taking %d positions of %s: %w", n, counter, err)
+	}
+	return last - int64(n) + 1, nil
+}
+
+func (s *Store) insertApprovals(ctx context.Context, tx pgx.Tx, run store.Run, now time.Time, as []store.Approval) error {
+	if len(as) == 0 {
+		return nil
+	}
+	first, err := next(ctx, tx, "approvals", len(as))
+	if err != nil {
+		return err
+	}
+	for i, a := range as {
+		a = store.NewApproval(a, run, now)
+		a.ExpiresAt = pgTimePtr(a.ExpiresAt)
+		req, err := marshalRequest(a)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO approvals
+			(run_id, id, seq, tenant, call_id, tool, digest, kind, prompt, request, status, created_at, updated_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13)`,
+			a.RunID, a.ID, first+int64(i), a.Tenant, a.CallID, a.Tool, a.Digest, string(a.Kind), a.Prompt, req, string(a.Status), now, a.ExpiresAt)
+		if uniqueViolation(err, "approvals_pkey") {
+			return fmt.Errorf("%w: approval %s of run %s", store.ErrExists, a.ID, run.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertEvents appends events in tx and sends the NOTIFY; run, when not nil,
+// is the run they all belong to (locked by the caller); otherwise the run of
+// each event (if any) is looked up and locked against deletion.
+func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	tenants := map[string]string{}
+	if run != nil {
+		tenants[run.ID] = run.Tenant
+	} else {
+		var ids []string
+		for _, ev := range evs {
+			if ev.RunID != "" && !slices.Contains(ids, ev.RunID) {
+				ids = append(ids, ev.RunID)
+			}
+		}
+		if len(ids) > 0 {
+			slices.Sort(ids)
+			rows, err := tx.Query(ctx, `SELECT id, tenant FROM runs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var id, tenant string
+				if err := rows.Scan(&id, &tenant); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				tenants[id] = tenant
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	checked := make([]store.Event, len(evs))
+	for i, ev := range evs {
+		var tenant *string
+		if run != nil {
+			ev.RunID = run.ID
+		}
+		if ev.RunID != "" {
+			t, ok := tenants[ev.RunID]
+			if !ok {
+				return nil, fmt.Errorf("%w: run %s of event %s", store.ErrNotFound, ev.RunID, ev.Type)
+			}
+			tenant = &t
+		}
+		ev, err := store.CheckEvent(ev, tenant, now)
+		if err != nil {
+			return nil, err
+		}
+		checked[i] = ev
+	}
+	first, err := next(ctx, tx, "events", len(checked))
+	if err != nil {
+		return nil, err
+	}
+	b := &pgx.Batch{}
+	seqs := make([]int64, len(checked))
+	for i, ev := range checked {
+		seqs[i] = first + int64(i)
+		var runID any
+		if ev.RunID != "" {
+			runID = ev.RunID
+		}
+		b.Queue(`INSERT INTO events (seq, tenant, run_id, type, time, data) VALUES ($1, $2, $3, $4, $5, $6)`,
+			seqs[i], ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, Channel, strconv.FormatInt(seqs[len(seqs)-1], 10))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	return seqs, nil
+}
+
+// CreateRun implements [store.Store].
+func (s *Store) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
+	if err := store.CheckRun(r); err != nil {
+		return store.Run{}, err
+	}
+	now := s.now()
+	run := r.Run
+	run.State, run.Result, run.Config = slices.Clone(run.State), slices.Clone(run.Result), slices.Clone(run.Config)
+	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
+	var token int64
+	if r.Holder != "" || r.LeaseTTL != 0 {
+		if err := store.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
+			return store.Run{}, err
+		}
+		token = 1
+		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: pgTime(now.Add(r.LeaseTTL))}
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		seq, err := next(ctx, tx, "runs", 1)
+		if err != nil {
+			return err
+		}
+		holder, expires := leaseCols(run.Lease)
+		_, err = tx.Exec(ctx, `INSERT INTO runs (id, seq, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
+			run.ID, seq, run.Tenant, run.Owner, string(run.Status), jsonArg(run.State), jsonArg(run.Result), jsonArg(run.Config), holder, token, expires, run.Version, now)
+		if uniqueViolation(err, "runs_pkey") {
+			return fmt.Errorf("%w: run %s", store.ErrExists, run.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.insertApprovals(ctx, tx, run, now, r.Approvals); err != nil {
+			return err
+		}
+		_, err = s.insertEvents(ctx, tx, &run, now, r.Events)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, err
+	}
+	return run, nil
+}
+
+func leaseCols(l *store.Lease) (holder *string, expires *time.Time) {
+	if l == nil {
+		return nil, nil
+	}
+	return &l.Holder, &l.ExpiresAt
+}
+
+// writeRun stores the mutable fields of r; lastToken is the largest token the
+// run ever had.
+func writeRun(ctx context.Context, tx pgx.Tx, r store.Run, lastToken int64) error {
+	holder, expires := leaseCols(r.Lease)
+	_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, state = $2, result = $3, lease_holder = $4, lease_token = $5, lease_expires_at = $6, version = $7, updated_at = $8
+		WHERE id = $9`,
+		string(r.Status), jsonArg(r.State), jsonArg(r.Result), holder, lastToken, expires, r.Version, r.UpdatedAt, r.ID)
+	return err
+}
+
+const runCols = `seq, id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at`
+
+// lockRun reads run id in tx and locks it for a change (FOR NO KEY UPDATE:
+// events and approvals may still be added by others), with the largest token
+// it ever had.
+func lockRun(ctx context.Context, tx pgx.Tx, id string) (store.Run, int64, error) {
+	r, last, _, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, 0, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
+	}
+	return r, last, err
+}
+
+// scanRun reads a row of runCols; it returns the run, the largest lease
+// token the run ever had and its position.
+func scanRun(row pgx.Row) (store.Run, int64, int64, error) {
+	var r store.Run
+	var seq, token int64
+	var status string
+	var state, result, config []byte
+	var holder *string
+	var expires *time.Time
+	if err := row.Scan(&seq, &r.ID, &r.Tenant, &r.Owner, &status, &state, &result, &config, &holder, &token, &expires, &r.Version, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		return r, 0, 0, err
+	}
+	r.Status = store.RunStatus(status)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		dst  *[]byte
+	}{{"state", state, (*[]byte)(&r.State)}, {"result", result, (*[]byte)(&r.Result)}, {"config", config, (*[]byte)(&r.Config)}} {
+		if err := checkJSON("run "+r.ID+" "+c.name, c.b); err != nil {
+			return r, 0, 0, err
+		}
+		*c.dst = c.b
+	}
+	if holder != nil && expires != nil {
+		r.Lease = &store.Lease{Holder: *holder, Token: token, ExpiresAt: expires.UTC()}
+	}
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, token, seq, nil
+}
+
+// UpdateRun implements [store.Store].
+func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
+	now := s.now()
+	var out store.Run
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		cur, last, err := lockRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := store.ApplyUpdate(cur, u, now)
+		if err != nil {
+			return err
+		}
+		if err := writeRun(ctx, tx, next, last); err != nil {
+			return err
+		}
+		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
+			return err
+		}
+		if _, err := s.insertEvents(ctx, tx, &next, now, u.Events); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	if err != nil {
+		return store.Run{}, err
+	}
+	return out, nil
+}
+
+// ClaimRun implements [store.Store].
+func (s *Store) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+	if err := store.CheckClaim(id, c); err != nil {
+		return store.Run{}, err
+	}
+	var out store.Run
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		cur, last, err := lockRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := store.ApplyClaim(cur, last, c, s.now())
+		if err != nil {
+			return err
+		}
+		next.Lease.ExpiresAt = pgTime(next.Lease.ExpiresAt)
+		out = next
+		return writeRun(ctx, tx, next, next.Lease.Token)
+	})
+	if err != nil {
+		return store.Run{}, err
+	}
+	return out, nil
+}
+
+// RenewLease implements [store.Store].
+func (s *Store) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
+	var out store.Lease
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		cur, last, err := lockRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := store.ApplyRenew(cur, holder, token, ttl, s.now())
+		if err != nil {
+			return err
+		}
+		next.Lease.ExpiresAt = pgTime(next.Lease.ExpiresAt)
+		out = *next.Lease
+		return writeRun(ctx, tx, next, last)
+	})
+	if err != nil {
+		return store.Lease{}, err
+	}
+	return out, nil
+}
+
+// GetRun implements [store.Store].
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	r, _, _, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
+	}
+	if err != nil {
+		return store.Run{}, s.wrap(err)
+	}
+	return r, nil
+}
+
+// where builds a WHERE clause of conditions with numbered arguments.
+type where struct {
+	conds []string
+	args  []any
+}
+
+// add appends a condition; "?" in cond stands for the argument's number.
+func (w *where) add(cond string, arg any) {
+	w.args = append(w.args, arg)
+	w.conds = append(w.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args))))
+}
+
+// tenant scopes the clause to a tenant unless all is set.
+func (w *where) tenant(tenant string, all bool) {
+	if !all {
+		w.add("tenant = ?", tenant)
+	}
+}
+
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return "TRUE"
+	}
+	return strings.Join(w.conds, " AND ")
+}
+
+// limit returns " LIMIT $n" with n as the next argument.
+func (w *where) limit(n int) string {
+	w.args = append(w.args, n)
+	return " LIMIT $" + strconv.Itoa(len(w.args))
+}
+
+// ListRuns implements [store.Store].
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return store.RunPage{}, err
+	}
+	after, err := store.DecodeCursor("runs", f.Cursor)
+	if err != nil {
+		return store.RunPage{}, err
+	}
+	var w where
+	w.tenant(f.Tenant, f.AllTenants)
+	w.add("seq > ?", after)
+	if f.Status != "" {
+		w.add("status = ?", string(f.Status))
+	}
+	if f.Owner != "" {
+		w.add("owner = ?", f.Owner)
+	}
+	q := `SELECT ` + runCols + ` FROM runs WHERE ` + w.String() + ` ORDER BY seq` + w.limit(limit+1)
+	rows, err := s.pool.Query(ctx, q, w.args...)
+	if err != nil {
+		return store.RunPage{}, s.wrap(err)
+	}
+	defer rows.Close()
+	var p store.RunPage
+	var last int64
+	for rows.Next() {
+		if len(p.Runs) == limit {
+			p.Next = store.EncodeCursor("runs", last)
+			break
+		}
+		r, _, seq, err := scanRun(rows)
+		if err != nil {
+			return store.RunPage{}, s.wrap(err)
+		}
+		p.Runs, last = append(p.Runs, r), seq
+	}
+	return p, s.wrap(rows.Err())
+}
+
+// DeleteRuns implements [store.Store]: one statement deletes the runs that
+// qualify (locked in ID order and checked again once locked) and, by the
+// foreign keys' ON DELETE CASCADE, their approvals and events.
+func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
+	statuses := f.Statuses
+	if len(statuses) == 0 {
+		statuses = []store.RunStatus{store.RunDone, store.RunIncomplete, store.RunError, store.RunCancelled}
+	}
+	names := make([]string, len(statuses))
+	for i, st := range statuses {
+		names[i] = string(st)
+	}
+	var w where
+	w.tenant(f.Tenant, f.AllTenants)
+	w.add("status = ANY(?)", names)
+	w.add("(lease_holder IS NULL OR lease_expires_at <= ?)", s.now())
+	if !f.Before.IsZero() {
+		w.add("updated_at < ?", f.Before)
+	}
+	var n int64
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `WITH gone AS (SELECT id FROM runs WHERE `+w.String()+` ORDER BY id FOR UPDATE)
+			DELETE FROM runs WHERE id IN (SELECT id FROM gone)`, w.args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
+
+func scanApproval(row pgx.Row) (store.Approval, int64, error) {
+	var a store.Approval
+	var seq int64
+	var kind, status string
+	var req, data []byte
+	if err := row.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &a.DecidedBy, &a.Reason, &data,
+		&a.CreatedAt, &a.UpdatedAt, &a.DecidedAt, &a.UsedAt, &a.ExpiresAt); err != nil {
+		return a, 0, err
+	}
+	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
+	what := "approval " + a.ID + " of run " + a.RunID
+	if err := checkJSON(what+" data", data); err != nil {
+		return a, 0, err
+	}
+	a.Data = data
+	if err := unmarshalRequest(what, req, &a); err != nil {
+		return a, 0, err
+	}
+	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+	for _, p := range []**time.Time{&a.DecidedAt, &a.UsedAt, &a.ExpiresAt} {
+		if *p != nil {
+			u := (*p).UTC()
+			*p = &u
+		}
+	}
+	return a, seq, nil
+}
+
+func getApproval(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, runID, id, lock string) (store.Approval, error) {
+	a, _, err := scanApproval(q.QueryRow(ctx, `SELECT `+approvalCols+` FROM approvals WHERE run_id = $1 AND id = $2`+lock, runID, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, fmt.Errorf("%w: approval %s of run %s", store.ErrNotFound, id, runID)
+	}
+	return a, err
+}
+
+// GetApproval implements [store.Store].
+func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
+	a, err := getApproval(ctx, s.pool, runID, id, "")
+	if err != nil {
+		return store.Approval{}, s.wrap(err)
+	}
+	return a, nil
+}
+
+// ListApprovals implements [store.Store].
+func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return store.ApprovalPage{}, err
+	}
+	after, err := store.DecodeCursor("approvals", f.Cursor)
+	if err != nil {
+		return store.ApprovalPage{}, err
+	}
+	var w where
+	w.tenant(f.Tenant, f.AllTenants)
+	w.add("seq > ?", after)
+	if f.RunID != "" {
+		w.add("run_id = ?", f.RunID)
+	}
+	if f.ID != "" {
+		w.add("id = ?", f.ID)
+	}
+	if f.Status != "" {
+		w.add("status = ?", string(f.Status))
+	}
+	q := `SELECT ` + approvalCols + ` FROM approvals WHERE ` + w.String() + ` ORDER BY seq` + w.limit(limit+1)
+	rows, err := s.pool.Query(ctx, q, w.args...)
+	if err != nil {
+		return store.ApprovalPage{}, s.wrap(err)
+	}
+	defer rows.Close()
+	var p store.ApprovalPage
+	var last int64
+	for rows.Next() {
+		if len(p.Approvals) == limit {
+			p.Next = store.EncodeCursor("approvals", last)
+			break
+		}
+		a, seq, err := scanApproval(rows)
+		if err != nil {
+			return store.ApprovalPage{}, s.wrap(err)
+		}
+		p.Approvals, last = append(p.Approvals, a), seq
+	}
+	return p, s.wrap(rows.Err())
+}
+
+func writeApproval(ctx context.Context, tx pgx.Tx, a store.Approval) error {
+	_, err := tx.Exec(ctx, `UPDATE approvals SET status = $1, decided_by = $2, reason = $3, data = $4, updated_at = $5, decided_at = $6, used_at = $7
+		WHERE run_id = $8 AND id = $9`,
+		string(a.Status), a.DecidedBy, a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.RunID, a.ID)
+	return err
+}
+
+// lockRunsShared locks the runs ids (sorted) against deletion, in ID order.
+func lockRunsShared(ctx context.Context, tx pgx.Tx, ids []string) error {
+	_, err := tx.Exec(ctx, `SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
+	return err
+}
+
+// transition locks an approval (after its run, in the store's lock order),
+// applies a state machine step and writes the result back, with its event
+// when event says so, in one transaction; an expiry is written and returned.
+func (s *Store) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
+	var out store.Approval
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockRunsShared(ctx, tx, []string{runID}); err != nil {
+			return err
+		}
+		a, err := getApproval(ctx, tx, runID, id, " FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		next, serr := step(a, now)
+		out = next
+		if serr != nil && !errors.Is(serr, store.ErrExpired) {
+			return serr
+		}
+		if err := writeApproval(ctx, tx, next); err != nil {
+			return err
+		}
+		if event(serr) {
+			if _, err := s.insertEvents(ctx, tx, nil, now, []store.Event{store.ApprovalEventOf(next)}); err != nil {
+				return err
+			}
+		}
+		if serr != nil {
+			return keep{serr}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Decide implements [store.Store].
+func (s *Store) Decide(ctx context.Context, runID, id string, d store.Decision) (store.Approval, error) {
+	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
+		return store.ApplyDecision(a, d, now)
+	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
+}
+
+// Consume implements [store.Store].
+func (s *Store) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
+	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
+		return store.ApplyConsume(a, digest, now)
+	}, func(err error) bool { return errors.Is(err, store.ErrExpired) })
+}
+
+// ExpireApprovals implements [store.Store]: it finds the runs with due
+// approvals, locks them and then the approvals (checked again once locked,
+// so that two concurrent calls expire each approval once), and records the
+// expiries and their events in one transaction.
+func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
+	var out []store.Approval
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		now := s.now()
+		const due = `status IN ('pending', 'approved') AND expires_at IS NOT NULL AND expires_at <= $1`
+		rows, err := tx.Query(ctx, `SELECT DISTINCT run_id FROM approvals WHERE `+due+` ORDER BY run_id`, now)
+		if err != nil {
+			return err
+		}
+		runIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(runIDs) == 0 {
+			return err
+		}
+		if err := lockRunsShared(ctx, tx, runIDs); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT `+approvalCols+` FROM approvals WHERE `+due+` AND run_id = ANY($2) ORDER BY seq FOR UPDATE`, now, runIDs)
+		if err != nil {
+			return err
+		}
+		var expired []store.Approval
+		for rows.Next() {
+			a, _, err := scanApproval(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			expired = append(expired, store.ExpireApproval(a, now))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var evs []store.Event
+		for _, a := range expired {
+			if err := writeApproval(ctx, tx, a); err != nil {
+				return err
+			}
+			evs = append(evs, store.ApprovalEventOf(a))
+		}
+		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
+			return err
+		}
+		out = expired
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppendEvents implements [store.Store].
+func (s *Store) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	var seqs []int64
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		seqs, err = s.insertEvents(ctx, tx, nil, s.now(), evs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return seqs, nil
+}
+
+// eventWhere selects the events of f after f.AfterSeq.
+func eventWhere(f store.EventFilter) *where {
+	var w where
+	w.tenant(f.Tenant, f.AllTenants)
+	if f.RunID != "" {
+		w.add("run_id = ?", f.RunID)
+	}
+	w.add("seq > ?", f.AfterSeq)
+	return &w
+}
+
+// ListEvents implements [store.Store].
+func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	w := eventWhere(f)
+	rows, err := s.pool.Query(ctx, `SELECT seq, tenant, run_id, type, time, data FROM events WHERE `+w.String()+` ORDER BY seq`+w.limit(limit), w.args...)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var runID *string
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.Tenant, &runID, &e.Type, &e.Time, &data); err != nil {
+			return nil, s.wrap(err)
+		}
+		if runID != nil {
+			e.RunID = *runID
+		}
+		if err := checkJSON(fmt.Sprintf("event %d data", e.Seq), data); err != nil {
+			return nil, err
+		}
+		e.Data, e.Time = data, e.Time.UTC()
+		out = append(out, e)
+	}
+	return out, s.wrap(rows.Err())
+}
+
+// WaitEvents implements [store.Store]: it waits for a NOTIFY on [Channel]
+// from any process and then reads the log again; while the listening
+// connection is lost, it polls every [FallbackPoll].
+func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
+	if _, err := store.PageLimit(f.Limit); err != nil {
+		return err
+	}
+	s.listen.start()
+	w := eventWhere(f)
+	q := `SELECT EXISTS (SELECT 1 FROM events WHERE ` + w.String() + `)`
+	timer := time.NewTimer(FallbackPoll)
+	defer timer.Stop()
+	for {
+		// Taken before the read: a notification after it closes woken.
+		woken, listening := s.listen.state()
+		var found bool
+		if err := s.pool.QueryRow(ctx, q, w.args...).Scan(&found); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return s.wrap(err)
+		}
+		if found {
+			return nil
+		}
+		var poll <-chan time.Time
+		if !listening {
+			timer.Reset(FallbackPoll)
+			poll = timer.C
+		}
+		select {
+		case <-woken:
+		case <-poll:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Close implements [store.Store]: it stops listening and closes the pool.
+func (s *Store) Close() error {
+	s.listen.stop()
+	s.pool.Close()
+	return nil
+}
+
+// listener keeps one connection LISTENing on Channel and wakes waiters.
+type listener struct {
+	cfg *pgx.ConnConfig
+
+	mu        sync.Mutex
+	woken     chan struct{} // closed and replaced on every notification and change of state
+	listening bool
+	started   bool
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+func (l *listener) init(cfg *pgx.ConnConfig) {
+	l.cfg = cfg.Copy()
+	l.woken = make(chan struct{})
+}
+
+// state returns the channel the next wake-up closes, and whether the
+// listener is listening now.
+func (l *listener) state() (<-chan struct{}, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.woken, l.listening
+}
+
+// wake closes the current channel; listening, when not nil, is the new state.
+func (l *listener) wake(listening *bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if listening != nil {
+		l.listening = *listening
+	}
+	close(l.woken)
+	l.woken = make(chan struct{})
+}
+
+// start starts the listening goroutine once.
+func (l *listener) start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started {
+		return
+	}
+	l.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
+	go l.run(ctx)
+}
+
+// stop ends the listening goroutine, if it was started, and waits for it.
+func (l *listener) stop() {
+	l.mu.Lock()
+	cancel, done := l.cancel, l.done
+	l.started = true // no start after stop
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// run connects, listens and forwards notifications until ctx ends,
+// reconnecting with a growing delay (100ms to FallbackPoll*5) after a loss.
+func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := l.listenOnce(ctx)
+		off := false
+		l.wake(&off)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			delay = 100 * time.Millisecond
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		delay = min(2*delay, 5*FallbackPoll)
+	}
+}
+
+// listenOnce opens a connection, LISTENs and wakes waiters on every
+// notification until the connection fails or ctx ends. It returns nil when
+// it was listening before it failed.
+func (l *listener) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, l.cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	on := true
+	l.wake(&on)
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return nil
+		}
+		l.wake(nil)
+	}
+}
+
+// marshalRequest returns a's request as the JSON of its column.
+func marshalRequest(a store.Approval) (string, error) {
+	b, err := model.MarshalJSON(a.Request)
+	if err != nil {
+		return "", fmt.Errorf("%w: approval %s of run %s: request: %v", store.ErrInvalid, a.ID, a.RunID, err)
+	}
+	return string(b), nil
+}
+
+// unmarshalRequest decodes the request column into a.Request, within the
+// limits on JSON read back.
+func unmarshalRequest(what string, b []byte, a *store.Approval) error {
+	if err := checkJSON(what+" request", b); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &a.Request); err != nil {
+		return fmt.Errorf("postgres store: %s request: %w", what, err)
+	}
+	return nil
+}
