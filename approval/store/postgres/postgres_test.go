@@ -2,7 +2,19 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/postgres"
@@ -32,4 +44,328 @@ func TestSuiteShared(t *testing.T) {
 		url := pgtest.Database(t)
 		return open(t, url, opts), open(t, url, opts)
 	})
+}
+
+var ctx = context.Background()
+
+// rawConn connects to url directly, for the tests that reach under the
+// store.
+func rawConn(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// Processes that start at once on a new database migrate it once: the
+// advisory lock makes the others wait and then find the schema current.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	url := pgtest.Database(t)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			s, err := postgres.Open(ctx, url, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Open: %v", err)
+	}
+	var versions []int
+	rows, err := rawConn(t, url).Query(ctx, `SELECT version FROM schema_version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != 1 || versions[0] != postgres.SchemaVersion {
+		t.Fatalf("schema_version holds %v, want [%d]", versions, postgres.SchemaVersion)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	url := pgtest.Database(t)
+	open(t, url, nil).Close()
+	if _, err := rawConn(t, url).Exec(ctx, `UPDATE schema_version SET version = $1`, postgres.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := postgres.Open(ctx, url, nil)
+	if err == nil || !strings.Contains(err.Error(), "newer than this program's") {
+		t.Fatalf("Open of a newer schema: %v", err)
+	}
+}
+
+func TestOpenErrorHidesPassword(t *testing.T) {
+	u, err := url.Parse(pgtest.AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("nobody", "s3cret-pw")
+	u.Path = "/no_such_database"
+	_, err = postgres.Open(ctx, u.String(), nil)
+	if err == nil {
+		t.Fatal("Open of a missing database succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret-pw") {
+		t.Fatalf("the error repeats the password: %v", err)
+	}
+	if !strings.Contains(err.Error(), "no_such_database") {
+		t.Errorf("the error does not name the database: %v", err)
+	}
+}
+
+// waitStarted starts WaitEvents(f) on s and returns the channel of its
+// result.
+func waitStarted(s store.Store, f store.EventFilter) (<-chan error, context.CancelFunc) {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	out := make(chan error, 1)
+	go func() { out <- s.WaitEvents(wctx, f) }()
+	return out, cancel
+}
+
+// A waiter wakes on the NOTIFY of an append, not by reading the table again:
+// an event inserted under the store without a NOTIFY does not wake it (it
+// would if WaitEvents polled), and the NOTIFY alone then does.
+func TestWaitEventsWakesOnNotify(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url, nil), open(t, url, nil)
+	defer a.Close()
+	defer b.Close()
+	if _, err := a.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	// A first wake-up through the other Store proves b is listening.
+	got, stop := waitStarted(b, store.EventFilter{RunID: "run_1"})
+	defer stop()
+	seqs, err := a.AppendEvents(ctx, store.Event{Type: "run.started", RunID: "run_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("WaitEvents: %v", err)
+	}
+
+	got, stop2 := waitStarted(b, store.EventFilter{RunID: "run_1", AfterSeq: seqs[0]})
+	defer stop2()
+	raw := rawConn(t, url)
+	if _, err := raw.Exec(ctx, `INSERT INTO events (seq, tenant, run_id, type, time) VALUES ($1, '', 'run_1', 'sneaked', now())`, seqs[0]+1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("WaitEvents returned %v without a NOTIFY: it polls", err)
+	case <-time.After(700 * time.Millisecond):
+	}
+	if _, err := raw.Exec(ctx, `SELECT pg_notify($1, 'x')`, postgres.Channel); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("WaitEvents after the NOTIFY: %v", err)
+	}
+}
+
+// A waiter survives the loss of the listening connection: the store
+// reconnects (polling meanwhile), and an append after the loss wakes it.
+func TestWaitEventsAfterListenerLoss(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url, nil), open(t, url, nil)
+	defer a.Close()
+	defer b.Close()
+	if _, err := a.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	got, stop := waitStarted(b, store.EventFilter{RunID: "run_1"})
+	defer stop()
+	raw := rawConn(t, url)
+	// Kill every listening connection of this database, as a failover would.
+	var killed int
+	for killed == 0 {
+		err := raw.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN '||$1`, postgres.Channel).Scan(&killed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			t.Fatalf("WaitEvents returned %v with no event", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := a.AppendEvents(ctx, store.Event{Type: "run.started", RunID: "run_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("WaitEvents after the listener was killed: %v", err)
+	}
+}
+
+// JSON read back is bounded before it is parsed or returned: a row changed
+// under the store to hold a document nested too deep is refused with an
+// error naming the run and the column.
+func TestStoredJSONIsBounded(t *testing.T) {
+	url := pgtest.Database(t)
+	s := open(t, url, nil)
+	defer s.Close()
+	if _, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending}}); err != nil {
+		t.Fatal(err)
+	}
+	deep := strings.Repeat("[", postgres.MaxJSONDepth+1) + strings.Repeat("]", postgres.MaxJSONDepth+1)
+	if _, err := rawConn(t, url).Exec(ctx, `UPDATE runs SET state = $1 WHERE id = 'run_1'`, deep); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetRun(ctx, "run_1")
+	if err == nil || !strings.Contains(err.Error(), "run run_1 state") || !strings.Contains(err.Error(), "nested deeper") {
+		t.Fatalf("GetRun of a too deep state: %v", err)
+	}
+	if _, err := s.ListRuns(ctx, store.RunFilter{}); err == nil {
+		t.Fatal("ListRuns returned a too deep state")
+	}
+}
+
+// Text PostgreSQL cannot hold is the caller's error, and nothing is stored.
+func TestUnstorableTextIsInvalid(t *testing.T) {
+	s := open(t, pgtest.Database(t), nil)
+	defer s.Close()
+	_, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Owner: "person:a\x00b", Status: store.RunPending}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("CreateRun with a NUL byte: %v, want ErrInvalid", err)
+	}
+	if _, err := s.GetRun(ctx, "run_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused run was stored: %v", err)
+	}
+	_, err = s.AppendEvents(ctx, store.Event{Type: "x", Data: json.RawMessage("\"\xff\"")})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("AppendEvents with invalid UTF-8: %v, want ErrInvalid", err)
+	}
+}
+
+// What a write returns is what a read gives back, to the microsecond,
+// whatever the precision of the clock.
+func TestTimesRoundTrip(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.FixedZone("X", 3600))
+	s := open(t, pgtest.Database(t), &store.Options{Now: func() time.Time { return now }})
+	defer s.Close()
+	exp := now.Add(time.Hour + time.Nanosecond)
+	created, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending},
+		Approvals: []store.Approval{{ID: "req_1", Digest: "d", ExpiresAt: &exp}}, Holder: "w", LeaseTTL: time.Minute + time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetRun(ctx, "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(created, got); d != "" {
+		t.Fatalf("CreateRun returned and GetRun read (-returned +read):\n%s", d)
+	}
+	if got.CreatedAt.Location() != time.UTC || got.CreatedAt.Nanosecond() != 123456000 {
+		t.Errorf("CreatedAt = %v, want UTC to the microsecond", got.CreatedAt)
+	}
+	a, err := s.GetApproval(ctx, "run_1", "req_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := exp.Truncate(time.Microsecond); !a.ExpiresAt.Equal(want) || a.ExpiresAt.Location() != time.UTC {
+		t.Errorf("ExpiresAt = %v, want %v in UTC", a.ExpiresAt, want)
+	}
+}
+
+// Every kind of write on the same runs at once, from two Stores: the lock
+// order keeps them free of deadlocks (PostgreSQL would abort one with
+// SQLSTATE 40P01), and every failure is one the interface names.
+func TestMixedWritesDoNotDeadlock(t *testing.T) {
+	url := pgtest.Database(t)
+	var clock atomic.Int64
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	opts := &store.Options{Now: func() time.Time { return base.Add(time.Duration(clock.Load())) }}
+	a, b := open(t, url, opts), open(t, url, opts)
+	defer a.Close()
+	defer b.Close()
+	const runs = 6
+	exp := base.Add(time.Second)
+	for i := range runs {
+		var as []store.Approval
+		for j := range 4 {
+			as = append(as, store.Approval{ID: fmt.Sprintf("req_%d", j), Digest: "d", ExpiresAt: &exp})
+		}
+		if _, err := a.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: fmt.Sprintf("run_%d", i), Status: store.RunDone}, Approvals: as}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allowed := []error{store.ErrNotFound, store.ErrDecided, store.ErrExpired, store.ErrNotApproved, store.ErrUsed, store.ErrConflict, store.ErrLeased, store.ErrExists}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 8 {
+		s := a
+		if w%2 == 1 {
+			s = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				run := fmt.Sprintf("run_%d", (w+i)%runs)
+				req := fmt.Sprintf("req_%d", i%4)
+				var err error
+				switch (w + i) % 7 {
+				case 0:
+					_, err = s.Decide(ctx, run, req, store.Decision{Approve: true, By: "alice"})
+				case 1:
+					_, err = s.Consume(ctx, run, req, "d")
+				case 2:
+					_, err = s.ExpireApprovals(ctx)
+				case 3:
+					_, err = s.UpdateRun(ctx, run, store.RunUpdate{Events: []store.Event{{Type: "tick"}}, Approvals: []store.Approval{{ID: fmt.Sprintf("new_%d_%d", w, i), Digest: "d"}}})
+				case 4:
+					_, err = s.AppendEvents(ctx, store.Event{Type: "tick", RunID: run}, store.Event{Type: "tock", RunID: fmt.Sprintf("run_%d", (w+i+1)%runs)})
+				case 5:
+					_, err = s.ClaimRun(ctx, run, store.Claim{Holder: fmt.Sprintf("w%d", w), TTL: time.Millisecond, From: []store.RunStatus{store.RunDone}})
+				case 6:
+					if i%3 == 0 {
+						_, err = s.DeleteRuns(ctx, store.PruneFilter{})
+					} else {
+						_, err = s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: run, Status: store.RunDone}, Approvals: []store.Approval{{ID: "req_0", Digest: "d"}}})
+					}
+				}
+				clock.Add(int64(50 * time.Millisecond))
+				if err != nil && !slices.ContainsFunc(allowed, func(e error) bool { return errors.Is(err, e) }) {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected error: %v", err)
+	}
+	// The log is still gapless as far as the readers can tell: strictly
+	// increasing.
+	evs, err := a.ListEvents(ctx, store.EventFilter{AllTenants: true, Limit: store.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i].Seq <= evs[i-1].Seq {
+			t.Fatalf("events out of order: %d after %d", evs[i].Seq, evs[i-1].Seq)
+		}
+	}
 }
