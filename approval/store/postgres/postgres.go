@@ -341,42 +341,52 @@ func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, run *store.Run, now
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	tenants := map[string]string{}
 	if run != nil {
-		tenants[run.ID] = run.Tenant
-	} else {
-		var ids []string
-		for _, ev := range evs {
-			if ev.RunID != "" && !slices.Contains(ids, ev.RunID) {
-				ids = append(ids, ev.RunID)
-			}
+		evs = slices.Clone(evs)
+		for i := range evs {
+			evs[i].RunID = run.ID
 		}
-		if len(ids) > 0 {
-			slices.Sort(ids)
-			rows, err := tx.Query(ctx, `SELECT id, tenant FROM runs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
-			if err != nil {
+		return s.insertEventsOf(ctx, tx, map[string]string{run.ID: run.Tenant}, now, evs)
+	}
+	var ids []string
+	for _, ev := range evs {
+		if ev.RunID != "" && !slices.Contains(ids, ev.RunID) {
+			ids = append(ids, ev.RunID)
+		}
+	}
+	tenants := map[string]string{}
+	if len(ids) > 0 {
+		slices.Sort(ids)
+		rows, err := tx.Query(ctx, `SELECT id, tenant FROM runs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, tenant string
+			if err := rows.Scan(&id, &tenant); err != nil {
+				rows.Close()
 				return nil, err
 			}
-			for rows.Next() {
-				var id, tenant string
-				if err := rows.Scan(&id, &tenant); err != nil {
-					rows.Close()
-					return nil, err
-				}
-				tenants[id] = tenant
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, err
-			}
+			tenants[id] = tenant
 		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return s.insertEventsOf(ctx, tx, tenants, now, evs)
+}
+
+// insertEventsOf appends events whose runs the caller locked against
+// deletion; tenants maps each run ID to its tenant (an event of a run not in
+// it is ErrNotFound).
+func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, tenants map[string]string, now time.Time, evs []store.Event) ([]int64, error) {
+	if len(evs) == 0 {
+		return nil, nil
 	}
 	checked := make([]store.Event, len(evs))
 	for i, ev := range evs {
 		var tenant *string
-		if run != nil {
-			ev.RunID = run.ID
-		}
 		if ev.RunID != "" {
 			t, ok := tenants[ev.RunID]
 			if !ok {
@@ -837,7 +847,7 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 			return err
 		}
 		if event(serr) {
-			if _, err := s.insertEvents(ctx, tx, nil, now, []store.Event{store.ApprovalEventOf(next)}); err != nil {
+			if _, err := s.insertEventsOf(ctx, tx, map[string]string{next.RunID: next.Tenant}, now, []store.Event{store.ApprovalEventOf(next)}); err != nil {
 				return err
 			}
 		}
@@ -901,13 +911,15 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 			return err
 		}
 		var evs []store.Event
+		tenants := map[string]string{}
 		for _, a := range expired {
 			if err := writeApproval(ctx, tx, a); err != nil {
 				return err
 			}
 			evs = append(evs, store.ApprovalEventOf(a))
+			tenants[a.RunID] = a.Tenant
 		}
-		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
+		if _, err := s.insertEventsOf(ctx, tx, tenants, now, evs); err != nil {
 			return err
 		}
 		out = expired
