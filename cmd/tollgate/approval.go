@@ -531,8 +531,8 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 					return withCode(exitError, err)
 				}
 				sd := ""
-				if state.shown() != "" {
-					sd = "--state-dir " + state.shown() + " "
+				if f := state.repeatFlags(); f != "" {
+					sd = f[1:] + " "
 				}
 				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.Status, field(a.ID), field(a.RunID), field(a.DecidedBy), sd, field(a.RunID))
 				return nil
@@ -631,7 +631,11 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return err
 			}
-			h, closeStore, err := openHost(c.Context(), stateDir, &cliBuilder{env: env, verbose: verbose, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
+			storeURL, err := state.storeURL()
+			if err != nil {
+				return err
+			}
+			h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, verbose: verbose, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
 			if err != nil {
 				return err
 			}
@@ -658,7 +662,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			}
 			p := &printer{w: env.stdout, json: jsonOut, hold: env.termHold()}
 			res, runErr := h.Resume(ctx, runs.ResumeRequest{RunID: run.ID, Drive: runs.Drive{OnEvent: p.event}})
-			return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: jsonOut, wait: cfg.Answer == approveWait}, res, runErr)
+			return finish(ctx, &runDriver{env: env, host: h, p: p, flags: state.repeatFlags(), where: storeWhere(storeURL, stateDir), json: jsonOut, wait: cfg.Answer == approveWait}, res, runErr)
 		},
 	}
 	cmd.Flags().StringVar(&apiKey, "api-key", "", "API key for a run started with --api-key (never stored); other runs read theirs from the stored --api-key-env or the provider's variable")

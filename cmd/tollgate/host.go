@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/postgres"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -25,6 +28,9 @@ import (
 const (
 	// envStateDir overrides the default state directory.
 	envStateDir = "TOLLGATE_STATE_DIR"
+	// envStoreURL selects a PostgreSQL store instead of the SQLite file of
+	// the state directory (see stateFlags.storeURL).
+	envStoreURL = "TOLLGATE_STORE_URL"
 	// envLeaseTTL sets how long a run's lease lasts without a heartbeat (a
 	// Go duration, default runs.DefaultLeaseTTL): a run whose process died is
 	// taken over by the next 'tollgate resume' once it expired.
@@ -34,16 +40,79 @@ const (
 // maxPromptBytes bounds a prompt read from stdin or --prompt-file (4 MiB).
 const maxPromptBytes = 4 << 20
 
-// stateFlags is the --state-dir flag of the commands that use the store.
-type stateFlags struct{ dir string }
+// stateFlags is the --state-dir and --store flags of the commands that use
+// the store.
+type stateFlags struct{ dir, store string }
 
 func (s *stateFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&s.dir, "state-dir", "", "directory of the store of runs and approvals (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
+	f.StringVar(&s.store, "store", "", "PostgreSQL URL of a store shared by many processes, postgres://USER@HOST:PORT/DB (default: $"+envStoreURL+"; else the SQLite file of the state directory). No password here: a command line is visible to every process; use $"+envStoreURL+", $PGPASSWORD or ~/.pgpass")
 }
 
-// shown is the --state-dir to repeat in the commands printed for the user,
-// empty when the default is used.
-func (s *stateFlags) shown() string { return s.dir }
+// storeURL returns the PostgreSQL URL of the store, from --store or
+// $TOLLGATE_STORE_URL, or "" for the SQLite store of the state directory.
+// Only postgres:// and postgresql:// URLs are accepted, and a password only
+// from the variable (a command line is visible to every process of the
+// machine, the agent's commands included; the variable is not passed to
+// them).
+func (s *stateFlags) storeURL() (string, error) {
+	raw, from := s.store, "--store"
+	if raw == "" {
+		raw, from = os.Getenv(envStoreURL), "$"+envStoreURL
+	}
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", usageErr("%s: want a PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE", from)
+	}
+	if _, has := u.User.Password(); has && from == "--store" {
+		return "", usageErr("--store: the URL holds a password, which every process could read on the command line; give it in $%s, $PGPASSWORD or ~/.pgpass", envStoreURL)
+	}
+	return raw, nil
+}
+
+// storeShown is the --store flag to repeat in the commands printed for the
+// user (never with a password: storeURL refuses one there), or "".
+func (s *stateFlags) storeShown() string {
+	if s.store == "" {
+		return ""
+	}
+	return "--store " + s.store
+}
+
+// repeatFlags is the store flags to repeat in a printed command: " --state-dir
+// D --store U" with whichever were given, or "".
+func (s *stateFlags) repeatFlags() string {
+	out := ""
+	if s.dir != "" {
+		out += " --state-dir " + s.dir
+	}
+	if sh := s.storeShown(); sh != "" {
+		out += " " + sh
+	}
+	return out
+}
+
+// storeWhere names the store used for messages: the PostgreSQL store of
+// storeURL, else the state directory.
+func storeWhere(storeURL, stateDir string) string {
+	if storeURL != "" {
+		return describeStore(storeURL)
+	}
+	return stateDir
+}
+
+// describeStore names the PostgreSQL store of url for messages: host, port
+// and database, never the user or password.
+func describeStore(raw string) string {
+	cfg, err := pgconn.ParseConfig(raw)
+	if err != nil {
+		return "PostgreSQL"
+	}
+	return fmt.Sprintf("PostgreSQL %s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
+}
 
 // defaultStateDir is the user's state directory for tollgate:
 // $TOLLGATE_STATE_DIR, else $XDG_STATE_HOME/tollgate (XDG Base Directory
@@ -90,13 +159,30 @@ func within(p, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// open opens the existing store of the state directory (never creating one).
-func (s *stateFlags) open(ctx context.Context) (*sqlite.Store, error) {
+// open opens the store: the PostgreSQL one of storeURL, else the existing
+// SQLite store of the state directory (never creating one).
+func (s *stateFlags) open(ctx context.Context) (store.Store, error) {
+	u, err := s.storeURL()
+	if err != nil {
+		return nil, err
+	}
+	if u != "" {
+		return openPostgres(ctx, u)
+	}
 	dir, err := s.resolve("")
 	if err != nil {
 		return nil, err
 	}
 	return openExistingStore(ctx, dir)
+}
+
+// openPostgres opens the PostgreSQL store at url (migrating its schema).
+func openPostgres(ctx context.Context, url string) (store.Store, error) {
+	s, err := postgres.Open(ctx, url, nil)
+	if err != nil {
+		return nil, withCode(exitError, err)
+	}
+	return s, nil
 }
 
 // openExistingStore opens the store in dir for a command that only reads or
@@ -125,15 +211,20 @@ func leaseTTL() (time.Duration, error) {
 	return d, nil
 }
 
-// openHost opens the store in stateDir (creating it when create is set) and
-// a runs.Host over it that builds agents with b.
-func openHost(ctx context.Context, stateDir string, b runs.Builder, create bool) (*runs.Host, func(), error) {
+// openHost opens the store, the PostgreSQL one at storeURL when it is set,
+// else the SQLite one in stateDir (creating it when create is set), and a
+// runs.Host over it that builds agents with b.
+func openHost(ctx context.Context, storeURL, stateDir string, b runs.Builder, create bool) (*runs.Host, func(), error) {
 	ttl, err := leaseTTL()
 	if err != nil {
 		return nil, nil, err
 	}
-	var s *sqlite.Store
-	if create {
+	var s store.Store
+	if storeURL != "" {
+		if s, err = openPostgres(ctx, storeURL); err != nil {
+			return nil, nil, err
+		}
+	} else if create {
 		if err := os.MkdirAll(stateDir, 0o700); err != nil {
 			return nil, nil, usageErr("state directory %s: %v", stateDir, err)
 		}
@@ -203,13 +294,13 @@ func readLimited(r io.Reader) (string, error) {
 // runDriver maps the end of a run driven by a runs.Host to output and an
 // exit code, and goes on waiting with --approve wait.
 type runDriver struct {
-	env      *cliEnv
-	host     *runs.Host
-	p        *printer
-	stateDir string // --state-dir as given, for the printed commands
-	stateAbs string // the state directory used
-	json     bool
-	wait     bool
+	env   *cliEnv
+	host  *runs.Host
+	p     *printer
+	flags string // the store flags as given, for the printed commands (stateFlags.repeatFlags)
+	where string // the store used, for messages (storeWhere)
+	json  bool
+	wait  bool
 }
 
 // finish prints how the run ended and returns the error carrying its exit
@@ -256,12 +347,9 @@ func (d *runDriver) printHalted(res *agent.Result) {
 	if d.json {
 		return
 	}
-	sd := ""
-	if d.stateDir != "" {
-		sd = " --state-dir " + d.stateDir
-	}
+	sd := d.flags
 	w := d.env.stdout
-	fmt.Fprintf(w, "stored run %s in %s; answer with:\n", res.RunID, d.stateAbs)
+	fmt.Fprintf(w, "stored run %s in %s; answer with:\n", res.RunID, d.where)
 	for _, r := range res.Pending {
 		if r.Kind == tool.KindQuestion {
 			for _, line := range strings.Split(r.Prompt, "\n") {

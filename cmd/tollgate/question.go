@@ -145,8 +145,8 @@ another kind (input), --data is passed to the tool as it is.`,
 				return withCode(exitError, err)
 			}
 			sd := ""
-			if state.shown() != "" {
-				sd = "--state-dir " + state.shown() + " "
+			if f := state.repeatFlags(); f != "" {
+				sd = f[1:] + " "
 			}
 			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.ID, a.RunID, a.DecidedBy, sd, a.RunID)
 			return nil

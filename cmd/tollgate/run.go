@@ -308,7 +308,11 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		h, closeStore, err := openHost(c.Context(), stateDir, &cliBuilder{env: env, verbose: fl.verbose, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
+		storeURL, err := state.storeURL()
+		if err != nil {
+			return err
+		}
+		h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, verbose: fl.verbose, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
 		if err != nil {
 			return err
 		}
@@ -316,7 +320,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		ctx := c.Context()
 		p := &printer{w: env.stdout, json: fl.json, hold: env.termHold()}
 		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}.String(), Drive: runs.Drive{OnEvent: p.event}})
-		return finish(ctx, &runDriver{env: env, host: h, p: p, stateDir: state.shown(), stateAbs: stateDir, json: fl.json, wait: cfg.Answer == approveWait}, res, runErr)
+		return finish(ctx, &runDriver{env: env, host: h, p: p, flags: state.repeatFlags(), where: storeWhere(storeURL, stateDir), json: fl.json, wait: cfg.Answer == approveWait}, res, runErr)
 	}
 	return rc
 }

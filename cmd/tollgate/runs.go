@@ -165,7 +165,11 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, closeStore, err := openHost(c.Context(), dir, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
+			storeURL, err := state.storeURL()
+			if err != nil {
+				return err
+			}
+			h, closeStore, err := openHost(c.Context(), storeURL, dir, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
 				return nil, fmt.Errorf("cancel builds no agent")
 			}), false)
 			if err != nil {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/internal/pgtest"
+)
+
+// With $TOLLGATE_STORE_URL, every command uses the PostgreSQL store: a run
+// halted by one command is listed, approved and resumed by the others, and
+// no SQLite file is made in the state directory.
+func TestPostgresStoreCommands(t *testing.T) {
+	db := pgtest.Database(t)
+	t.Setenv(envStoreURL, db)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	state := filepath.Join(dir, "state")
+	t.Setenv(envStateDir, state)
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: bash, id: gated, args: {command: \"echo ran >> count.txt\"}}]\n  - text: done\n")
+	policy := apWrite(t, dir, "p.yaml", "rules:\n  - id: ask-bash\n    tool: bash\n    decision: ask\n")
+	code, out, errOut := tgMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "x")
+	if code != exitPending {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	m := regexp.MustCompile(`stored run (run_[0-9a-f]+) in PostgreSQL 127\.0\.0\.1:\d+/tollgate_test_`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("run did not say it stored the run in PostgreSQL:\n%s", out)
+	}
+	runID := m[1]
+	code, out, _ = tgMain(t, "runs", "list")
+	if code != 0 || !regexp.MustCompile(runID+`\s+pending\s`).MatchString(out) {
+		t.Fatalf("runs list: exit %d\n%s", code, out)
+	}
+	code, out, _ = tgMain(t, "approvals", "list")
+	req := regexp.MustCompile(`(?m)^(req_[0-9a-f]+)\s+` + runID + `\s+pending\s+bash`).FindStringSubmatch(out)
+	if code != 0 || req == nil {
+		t.Fatalf("approvals list: exit %d\n%s", code, out)
+	}
+	if code, out, errOut := tgMain(t, "approvals", "approve", req[1]); code != 0 {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := tgMain(t, "resume", runID); code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "count.txt")); string(b) != "ran\n" {
+		t.Fatalf("the approved call ran %q, want once", b)
+	}
+	if _, err := os.Stat(filepath.Join(state, "tollgate.db")); err == nil {
+		t.Fatal("a SQLite store was made in the state directory")
+	}
+
+	// The same database named by --store instead: the printed commands
+	// repeat it.
+	t.Setenv(envStoreURL, "")
+	code, out, errOut = tgMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--store", db, "y")
+	if code != exitPending || !strings.Contains(out, "tollgate resume --store "+db+" run_") {
+		t.Fatalf("run --store: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := tgMain(t, "runs", "list", "--store", db); code != 0 || strings.Count(out, "run_") != 2 {
+		t.Fatalf("runs list --store: exit %d\n%s", code, out)
+	}
+}
+
+// --store refuses what is not a PostgreSQL URL, and a password on the
+// command line.
+func TestStoreFlagRefusals(t *testing.T) {
+	t.Setenv(envStoreURL, "")
+	u, err := url.Parse("postgres://tollgate@127.0.0.1:1/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("tollgate", "hunter2")
+	for _, tc := range []struct{ url, want string }{
+		{"/var/lib/tollgate.db", "want a PostgreSQL URL"},
+		{"mysql://x@h/db", "want a PostgreSQL URL"},
+		{u.String(), "holds a password"},
+	} {
+		code, out, errOut := tgMain(t, "runs", "list", "--store", tc.url)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(out+errOut, "hunter2") {
+			t.Errorf("--store %s: exit %d\n%s%s", tc.url, code, out, errOut)
+		}
+	}
+	t.Setenv(envStoreURL, "sqlite:///x")
+	if code, _, errOut := tgMain(t, "runs", "list"); code != exitUsage || !strings.Contains(errOut, "$"+envStoreURL) {
+		t.Errorf("$%s=sqlite:///x: exit %d\n%s", envStoreURL, code, errOut)
+	}
+}
