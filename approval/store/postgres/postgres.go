@@ -346,7 +346,7 @@ func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, run *store.Run, now
 		for i := range evs {
 			evs[i].RunID = run.ID
 		}
-		return s.insertEventsOf(ctx, tx, map[string]string{run.ID: run.Tenant}, now, evs)
+		return s.insertEventsOf(ctx, tx, nil, map[string]string{run.ID: run.Tenant}, now, evs)
 	}
 	var ids []string
 	for _, ev := range evs {
@@ -374,16 +374,14 @@ func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, run *store.Run, now
 			return nil, err
 		}
 	}
-	return s.insertEventsOf(ctx, tx, tenants, now, evs)
+	return s.insertEventsOf(ctx, tx, nil, tenants, now, evs)
 }
 
 // insertEventsOf appends events whose runs the caller locked against
 // deletion; tenants maps each run ID to its tenant (an event of a run not in
-// it is ErrNotFound).
-func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, tenants map[string]string, now time.Time, evs []store.Event) ([]int64, error) {
-	if len(evs) == 0 {
-		return nil, nil
-	}
+// it is ErrNotFound). The statements queued in pre, if any, are sent first,
+// in the same round trip as the events, the counter and the NOTIFY.
+func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch, tenants map[string]string, now time.Time, evs []store.Event) ([]int64, error) {
 	checked := make([]store.Event, len(evs))
 	for i, ev := range evs {
 		var tenant *string
@@ -400,23 +398,48 @@ func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, tenants map[strin
 		}
 		checked[i] = ev
 	}
-	first, err := next(ctx, tx, "events", len(checked))
-	if err != nil {
-		return nil, err
+	b := pre
+	if b == nil {
+		b = &pgx.Batch{}
 	}
-	b := &pgx.Batch{}
-	seqs := make([]int64, len(checked))
-	for i, ev := range checked {
-		seqs[i] = first + int64(i)
-		var runID any
-		if ev.RunID != "" {
-			runID = ev.RunID
+	npre := b.Len()
+	if len(checked) > 0 {
+		// The counter first: its row stays locked until commit. Each event
+		// takes its Seq from the counter as this transaction left it.
+		b.Queue(`UPDATE counters SET last = last + $1 WHERE name = 'events' RETURNING last`, len(checked))
+		for i, ev := range checked {
+			var runID any
+			if ev.RunID != "" {
+				runID = ev.RunID
+			}
+			b.Queue(`INSERT INTO events (seq, tenant, run_id, type, time, data)
+				VALUES ((SELECT last FROM counters WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`,
+				len(checked)-1-i, ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
 		}
-		b.Queue(`INSERT INTO events (seq, tenant, run_id, type, time, data) VALUES ($1, $2, $3, $4, $5, $6)`,
-			seqs[i], ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
+		b.Queue(`SELECT pg_notify($1, (SELECT last FROM counters WHERE name = 'events')::text)`, Channel)
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, Channel, strconv.FormatInt(seqs[len(seqs)-1], 10))
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if b.Len() == 0 {
+		return nil, nil
+	}
+	br := tx.SendBatch(ctx, b)
+	for range npre {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	var seqs []int64
+	if len(checked) > 0 {
+		var last int64
+		if err := br.QueryRow().Scan(&last); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("taking %d event positions: %w", len(checked), err)
+		}
+		for i := range checked {
+			seqs = append(seqs, last-int64(len(checked)-1-i))
+		}
+	}
+	if err := br.Close(); err != nil {
 		return nil, err
 	}
 	return seqs, nil
@@ -811,11 +834,11 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (stor
 	return p, s.wrap(rows.Err())
 }
 
-func writeApproval(ctx context.Context, tx pgx.Tx, a store.Approval) error {
-	_, err := tx.Exec(ctx, `UPDATE approvals SET status = $1, decided_by = $2, reason = $3, data = $4, updated_at = $5, decided_at = $6, used_at = $7
+// queueApproval queues the write of a's mutable fields in b.
+func queueApproval(b *pgx.Batch, a store.Approval) {
+	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, reason = $3, data = $4, updated_at = $5, decided_at = $6, used_at = $7
 		WHERE run_id = $8 AND id = $9`,
 		string(a.Status), a.DecidedBy, a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.RunID, a.ID)
-	return err
 }
 
 // lockRunsShared locks the runs ids (sorted) against deletion, in ID order.
@@ -843,13 +866,14 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 		if serr != nil && !errors.Is(serr, store.ErrExpired) {
 			return serr
 		}
-		if err := writeApproval(ctx, tx, next); err != nil {
-			return err
-		}
+		b := &pgx.Batch{}
+		queueApproval(b, next)
+		var evs []store.Event
 		if event(serr) {
-			if _, err := s.insertEventsOf(ctx, tx, map[string]string{next.RunID: next.Tenant}, now, []store.Event{store.ApprovalEventOf(next)}); err != nil {
-				return err
-			}
+			evs = []store.Event{store.ApprovalEventOf(next)}
+		}
+		if _, err := s.insertEventsOf(ctx, tx, b, map[string]string{next.RunID: next.Tenant}, now, evs); err != nil {
+			return err
 		}
 		if serr != nil {
 			return keep{serr}
@@ -912,14 +936,13 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 		}
 		var evs []store.Event
 		tenants := map[string]string{}
+		b := &pgx.Batch{}
 		for _, a := range expired {
-			if err := writeApproval(ctx, tx, a); err != nil {
-				return err
-			}
+			queueApproval(b, a)
 			evs = append(evs, store.ApprovalEventOf(a))
 			tenants[a.RunID] = a.Tenant
 		}
-		if _, err := s.insertEventsOf(ctx, tx, tenants, now, evs); err != nil {
+		if _, err := s.insertEventsOf(ctx, tx, b, tenants, now, evs); err != nil {
 			return err
 		}
 		out = expired
@@ -1045,8 +1068,10 @@ type listener struct {
 	woken     chan struct{} // closed and replaced on every notification and change of state
 	listening bool
 	started   bool
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// notified counts the notifications received, for tests.
+	notified int64
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 func (l *listener) init(cfg *pgx.ConnConfig) {
@@ -1142,6 +1167,9 @@ func (l *listener) listenOnce(ctx context.Context) error {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return nil
 		}
+		l.mu.Lock()
+		l.notified++
+		l.mu.Unlock()
 		l.wake(nil)
 	}
 }

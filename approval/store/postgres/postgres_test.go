@@ -152,15 +152,31 @@ func TestWaitEventsWakesOnNotify(t *testing.T) {
 	if _, err := a.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunRunning}}); err != nil {
 		t.Fatal(err)
 	}
-	// A first wake-up through the other Store proves b is listening.
+	// A first wake-up through the other Store, once b listens, drains the
+	// one NOTIFY there will be before the test proper.
 	got, stop := waitStarted(b, store.EventFilter{RunID: "run_1"})
 	defer stop()
+	for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
+		if time.Now().After(deadline) {
+			t.Fatal("b's listener never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	seqs, err := a.AppendEvents(ctx, store.Event{Type: "run.started", RunID: "run_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("WaitEvents: %v", err)
+	}
+	// The waiter may have found the event before b's listener got its
+	// NOTIFY (sent after LISTEN, so it comes); wait for it, so that it
+	// cannot wake the next waiter.
+	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("b never got the NOTIFY of the append")
+		}
+		time.Sleep(time.Millisecond)
 	}
 
 	got, stop2 := waitStarted(b, store.EventFilter{RunID: "run_1", AfterSeq: seqs[0]})
@@ -172,7 +188,7 @@ func TestWaitEventsWakesOnNotify(t *testing.T) {
 	select {
 	case err := <-got:
 		t.Fatalf("WaitEvents returned %v without a NOTIFY: it polls", err)
-	case <-time.After(700 * time.Millisecond):
+	case <-time.After(postgres.FallbackPoll + 200*time.Millisecond): // longer than any poll
 	}
 	if _, err := raw.Exec(ctx, `SELECT pg_notify($1, 'x')`, postgres.Channel); err != nil {
 		t.Fatal(err)
