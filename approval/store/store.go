@@ -3,8 +3,10 @@
 // (the CLI, a server, several processes sharing one database) can claim, watch
 // and page through runs (docs/architecture.md, "Suspension and approval" and
 // "The store"). [Store] is the interface; [Memory] is the in-memory
-// implementation, package approval/store/sqlite the durable one, and package
-// approval/store/storetest the test suite every implementation must pass.
+// implementation, package approval/store/sqlite the durable one in one file,
+// package approval/store/postgres the one that processes on many machines
+// share, and package approval/store/storetest the test suite every
+// implementation must pass.
 //
 // A store knows nothing of the agent: a run's halted state, its latest result
 // and the host's run configuration are opaque JSON (the agent's State and
