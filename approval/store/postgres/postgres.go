@@ -26,11 +26,14 @@
 // # Waiting
 //
 // A transaction that appends events also sends a NOTIFY on [Channel] (it is
-// delivered when, and only if, the transaction commits). [Store.WaitEvents]
-// listens on a connection of its own, opened at the first wait and kept
-// until Close, and re-reads the log after every notification: a waiter in
-// any process sharing the database wakes without polling. While that
-// connection is lost, waiters poll every [FallbackPoll] until it is back.
+// delivered when, and only if, the transaction commits) naming the tenants
+// and runs of its events ([Notice]). A Store listens on a connection of its
+// own, opened at the first WaitEvents and kept until Close, and on every
+// notification wakes the waiters whose filter it can concern, which read the
+// log again: a waiter in any process sharing the database wakes without
+// polling, and an append wakes only the waiters of its tenant or run. While
+// that connection is lost, waiters poll every [FallbackPoll] until it is
+// back.
 //
 // # Schema
 //
@@ -73,9 +76,25 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// Channel is the NOTIFY channel on which appends of events are announced;
-// the payload is the largest sequence number appended.
+// Channel is the NOTIFY channel on which appends of events are announced.
+// The payload names the tenants and runs of the events of the transaction,
+// as the JSON of [Notice], or is "*" (any tenant and run) when that would be
+// longer than [MaxNotice]; a waiter reads the log again only when a notice
+// can concern it.
 const Channel = "tollgate_events"
+
+// Notice is the payload of a notification on [Channel].
+type Notice struct {
+	// Tenants are the tenants of the events appended.
+	Tenants []string `json:"tenants"`
+	// Runs are the runs of the events appended (events of the store as a
+	// whole have none).
+	Runs []string `json:"runs"`
+}
+
+// MaxNotice is the longest payload sent, in bytes (PostgreSQL's limit is
+// 8000).
+const MaxNotice = 4000
 
 // MigrationLock is the key of the transaction-level advisory lock
 // (pg_advisory_xact_lock) under which the schema is checked and migrated.
@@ -416,7 +435,7 @@ func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch, t
 				VALUES ((SELECT last FROM counters WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`,
 				len(checked)-1-i, ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
 		}
-		b.Queue(`SELECT pg_notify($1, (SELECT last FROM counters WHERE name = 'events')::text)`, Channel)
+		b.Queue(`SELECT pg_notify($1, $2)`, Channel, noticeOf(checked))
 	}
 	if b.Len() == 0 {
 		return nil, nil
@@ -834,6 +853,24 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (stor
 	return p, s.wrap(rows.Err())
 }
 
+// noticeOf returns the payload of the NOTIFY of evs.
+func noticeOf(evs []store.Event) string {
+	var n Notice
+	for _, ev := range evs {
+		if !slices.Contains(n.Tenants, ev.Tenant) {
+			n.Tenants = append(n.Tenants, ev.Tenant)
+		}
+		if ev.RunID != "" && !slices.Contains(n.Runs, ev.RunID) {
+			n.Runs = append(n.Runs, ev.RunID)
+		}
+	}
+	b, err := json.Marshal(n)
+	if err != nil || len(b) > MaxNotice {
+		return "*"
+	}
+	return string(b)
+}
+
 // queueApproval queues the write of a's mutable fields in b.
 func queueApproval(b *pgx.Batch, a store.Approval) {
 	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, reason = $3, data = $4, updated_at = $5, decided_at = $6, used_at = $7
@@ -1021,14 +1058,17 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	if _, err := store.PageLimit(f.Limit); err != nil {
 		return err
 	}
+	// Registered before the first read: a notice after it is not lost.
+	wt := s.listen.register(f)
+	defer s.listen.unregister(wt)
 	s.listen.start()
 	w := eventWhere(f)
 	q := `SELECT EXISTS (SELECT 1 FROM events WHERE ` + w.String() + `)`
 	timer := time.NewTimer(FallbackPoll)
 	defer timer.Stop()
 	for {
-		// Taken before the read: a notification after it closes woken.
-		woken, listening := s.listen.state()
+		// Taken before the read: a change after it wakes wt.
+		listening := s.listen.isListening()
 		var found bool
 		if err := s.pool.QueryRow(ctx, q, w.args...).Scan(&found); err != nil {
 			if ctx.Err() != nil {
@@ -1045,7 +1085,7 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 			poll = timer.C
 		}
 		select {
-		case <-woken:
+		case <-wt.ch:
 		case <-poll:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -1060,12 +1100,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// listener keeps one connection LISTENing on Channel and wakes waiters.
+// listener keeps one connection LISTENing on Channel and wakes the waiters
+// a notice concerns.
 type listener struct {
 	cfg *pgx.ConnConfig
 
 	mu        sync.Mutex
-	woken     chan struct{} // closed and replaced on every notification and change of state
+	waiters   map[*waiter]struct{}
 	listening bool
 	started   bool
 	// notified counts the notifications received, for tests.
@@ -1074,28 +1115,86 @@ type listener struct {
 	done     chan struct{}
 }
 
+// waiter is one WaitEvents call: its filter, and a channel that gets a token
+// when it should read the log again.
+type waiter struct {
+	tenant string
+	all    bool
+	runID  string
+	ch     chan struct{}
+}
+
+// wake gives w a token, unless it has one already.
+func (w *waiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// concerns reports whether events of n may be ones w waits for.
+func (w *waiter) concerns(n *Notice) bool {
+	if n == nil {
+		return true
+	}
+	return (w.all || slices.Contains(n.Tenants, w.tenant)) && (w.runID == "" || slices.Contains(n.Runs, w.runID))
+}
+
 func (l *listener) init(cfg *pgx.ConnConfig) {
 	l.cfg = cfg.Copy()
-	l.woken = make(chan struct{})
+	l.waiters = map[*waiter]struct{}{}
 }
 
-// state returns the channel the next wake-up closes, and whether the
-// listener is listening now.
-func (l *listener) state() (<-chan struct{}, bool) {
+func (l *listener) register(f store.EventFilter) *waiter {
+	w := &waiter{tenant: f.Tenant, all: f.AllTenants, runID: f.RunID, ch: make(chan struct{}, 1)}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.woken, l.listening
+	l.waiters[w] = struct{}{}
+	l.mu.Unlock()
+	return w
 }
 
-// wake closes the current channel; listening, when not nil, is the new state.
-func (l *listener) wake(listening *bool) {
+func (l *listener) unregister(w *waiter) {
+	l.mu.Lock()
+	delete(l.waiters, w)
+	l.mu.Unlock()
+}
+
+// isListening reports whether the listener is listening now.
+func (l *listener) isListening() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if listening != nil {
-		l.listening = *listening
+	return l.listening
+}
+
+// setListening records a change of state and wakes every waiter (a waiter
+// must read again after LISTEN starts, and poll while it is lost).
+func (l *listener) setListening(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listening = on
+	for w := range l.waiters {
+		w.wake()
 	}
-	close(l.woken)
-	l.woken = make(chan struct{})
+}
+
+// notify wakes the waiters the payload concerns (every one for a payload
+// that is not a Notice).
+func (l *listener) notify(payload string) {
+	var n *Notice
+	if payload != "*" {
+		n = new(Notice)
+		if json.Unmarshal([]byte(payload), n) != nil {
+			n = nil
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for w := range l.waiters {
+		if w.concerns(n) {
+			w.wake()
+		}
+	}
+	l.notified++
 }
 
 // start starts the listening goroutine once.
@@ -1130,8 +1229,7 @@ func (l *listener) run(ctx context.Context) {
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.listenOnce(ctx)
-		off := false
-		l.wake(&off)
+		l.setListening(false)
 		if ctx.Err() != nil {
 			return
 		}
@@ -1161,16 +1259,13 @@ func (l *listener) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
 		return err
 	}
-	on := true
-	l.wake(&on)
+	l.setListening(true)
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return nil
 		}
-		l.mu.Lock()
-		l.notified++
-		l.mu.Unlock()
-		l.wake(nil)
+		l.notify(n.Payload)
 	}
 }
 

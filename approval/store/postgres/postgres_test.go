@@ -385,3 +385,76 @@ func TestMixedWritesDoNotDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// A notification wakes only the waiters whose filter its events can match,
+// so that many waiters do not all read the log again for every append; one
+// with a payload that is not a notice wakes all of them.
+func TestNoticesWakeOnlyConcernedWaiters(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url, nil), open(t, url, nil)
+	defer a.Close()
+	defer b.Close()
+	for _, r := range []store.Run{{ID: "run_1", Status: store.RunRunning}, {ID: "run_2", Tenant: "acme", Status: store.RunRunning}} {
+		if _, err := a.CreateRun(ctx, store.CreateRunRequest{Run: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filters := map[string]store.EventFilter{
+		"run_1":   {RunID: "run_1"},
+		"acme":    {Tenant: "acme"},
+		"all":     {AllTenants: true},
+		"default": {},
+	}
+	chans := map[string]<-chan struct{}{}
+	for name, f := range filters {
+		ch, unregister := postgres.Register(b, f)
+		defer unregister()
+		chans[name] = ch
+	}
+	for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
+		if time.Now().After(deadline) {
+			t.Fatal("b's listener never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	woken := func() []string {
+		var out []string
+		for name, ch := range chans {
+			select {
+			case <-ch:
+				out = append(out, name)
+			default:
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	woken() // the start of listening wakes everyone
+	notify := func(what string, send func() error, want ...string) {
+		t.Helper()
+		n := postgres.Notified(b)
+		if err := send(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no notification reached b", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if got := woken(); !slices.Equal(got, want) {
+			t.Errorf("%s woke %v, want %v", what, got, want)
+		}
+	}
+	appendOne := func(ev store.Event) func() error {
+		return func() error { _, err := a.AppendEvents(ctx, ev); return err }
+	}
+	notify("an event of run_2 (acme)", appendOne(store.Event{Type: "x", RunID: "run_2"}), "acme", "all")
+	notify("an event of the store, default tenant", appendOne(store.Event{Type: "x"}), "all", "default")
+	notify("an event of run_1", appendOne(store.Event{Type: "x", RunID: "run_1"}), "all", "default", "run_1")
+	raw := rawConn(t, url)
+	notify("a NOTIFY that is not a notice", func() error {
+		_, err := raw.Exec(ctx, `SELECT pg_notify($1, 'not json')`, postgres.Channel)
+		return err
+	}, "acme", "all", "default", "run_1")
+}
