@@ -1,6 +1,11 @@
 package postgres
 
-import "github.com/tollgate-dev/tollgate/approval/store"
+import (
+	"context"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+)
 
 // Notified returns how many notifications s's listener has received (and
 // dispatched to its waiters).
@@ -20,4 +25,14 @@ func Register(s *Store, f store.EventFilter) (<-chan struct{}, func()) {
 	w := s.listen.register(f)
 	s.listen.start()
 	return w.ch, func() { s.listen.unregister(w) }
+}
+
+// Setting returns the value of a setting in a session of s's pool.
+func Setting(t testing.TB, s *Store, name string) string {
+	t.Helper()
+	var v string
+	if err := s.pool.QueryRow(context.Background(), "SELECT current_setting($1)", name).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -100,6 +100,13 @@ const MaxNotice = 4000
 // (pg_advisory_xact_lock) under which the schema is checked and migrated.
 const MigrationLock int64 = 0x746f6c6c67617465 // "tollgate"
 
+// IdleInTransaction is the idle_in_transaction_session_timeout of the
+// store's connections, unless the URL sets one: the server ends a session
+// that stays this long inside a transaction (a process frozen between two
+// statements), so that the rows and counters it locked are not held for
+// ever.
+const IdleInTransaction = time.Minute
+
 // FallbackPoll is how often WaitEvents polls while its listening connection
 // is lost.
 const FallbackPoll = time.Second
@@ -164,7 +171,8 @@ var _ store.Store = (*Store)(nil)
 // database must exist; the store's tables are created in the connection's
 // current schema (see search_path). Errors say which server and database
 // failed, never the password; a database of a newer schema version is
-// refused.
+// refused. Sessions get [IdleInTransaction] unless the URL sets
+// idle_in_transaction_session_timeout.
 func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -172,6 +180,9 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	where := fmt.Sprintf("postgres store %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTransaction.Milliseconds(), 10)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -249,10 +260,11 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err != nil {
 		return s.wrap(err)
 	}
+	// Rolls back on an error or a panic; after a commit it does nothing.
+	defer tx.Rollback(context.WithoutCancel(ctx))
 	err = fn(tx)
 	var k keep
 	if err != nil && !errors.As(err, &k) {
-		tx.Rollback(context.WithoutCancel(ctx))
 		return s.wrap(err)
 	}
 	if cerr := tx.Commit(ctx); cerr != nil {

@@ -458,3 +458,20 @@ func TestNoticesWakeOnlyConcernedWaiters(t *testing.T) {
 		return err
 	}, "acme", "all", "default", "run_1")
 }
+
+// The store's sessions end a transaction left idle, unless the URL says
+// otherwise.
+func TestIdleInTransactionTimeout(t *testing.T) {
+	db := pgtest.Database(t)
+	for _, tc := range []struct{ url, want string }{
+		{db, "1min"},
+		{db + "&idle_in_transaction_session_timeout=5000", "5s"},
+	} {
+		s := open(t, tc.url, nil)
+		got := postgres.Setting(t, s, "idle_in_transaction_session_timeout")
+		s.Close()
+		if got != tc.want {
+			t.Errorf("%s: idle_in_transaction_session_timeout = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
