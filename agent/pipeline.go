@@ -194,57 +194,80 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		}
 	}
 
-	// 4. Authorization, on the final tool and arguments.
-	edited := false
-	// Only an answer to the agent's own authorization request can edit the
-	// arguments; Data answering a tool's or a hook's question is theirs.
-	if ans != nil && prior != nil && len(bytes.TrimSpace(ans.Data)) > 0 && prior.Origin == OriginAuthorization {
-		if approval.Digest(args) != prior.Digest {
-			return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
-				Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
-		}
-		ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
-		if err != nil {
-			return r.finish(ctx, rec, tool.Errorf("the edited arguments from %s are not a JSON object: %v", answerer(ans), err),
-				Decision{Outcome: OutcomeInvalid, By: answerer(ans), Reason: "the edited arguments are not a JSON object", Votes: votes}, false, emit)
-		}
-		args, edited = ed, true
-		rec.Args, rec.ArgsDigest = args, approval.Digest(args)
-		votes = append(votes, Vote{Source: answerer(ans), Decision: "rewrite", Reason: "edited the arguments"})
-		if err := r.a.validator(t).Validate(args); err != nil {
-			return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
-				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
-		}
-	}
-	verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)
-	votes = append(votes, avotes...)
-	// An approval answer covers this call when it was given for these arguments
-	// (or the person wrote them).
-	covered := ans != nil && prior != nil && prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(args) == prior.Digest)
-	decision := Decision{Outcome: OutcomeAllowed, By: verdict.By, Reason: verdict.Reason, Votes: votes}
-	switch verdict.Decision {
-	case approval.Deny:
-		return r.finish(ctx, rec, tool.Errorf("denied by %s: %s", verdict.By, orDefault(verdict.Reason, "no reason given")),
-			Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason, Votes: votes}, false, emit)
-	case approval.Ask:
-		if !covered {
-			req := r.approvalRequest(call, args, spec, verdict)
-			if ans == nil { // Permission hooks may answer before a person is asked.
-				pans, err := r.a.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Request: req})
-				if err != nil {
-					return CallOutcome{Err: err}
-				}
-				if pans != nil {
-					return r.pipeline(ctx, call, &PendingCall{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(args), Args: storable(args), Votes: votes}, pans, emit)
-				}
+	// 4. Authorization, on the final tool and arguments. A Permission hook's
+	// answer is taken here, without running the pipeline again: every hook
+	// of steps 1 to 3 fires once per call.
+	var decision Decision
+authorization:
+	for {
+		edited := false
+		// Only an answer to the agent's own authorization request can edit the
+		// arguments; Data answering a tool's or a hook's question is theirs.
+		if ans != nil && prior != nil && len(bytes.TrimSpace(ans.Data)) > 0 && prior.Origin == OriginAuthorization {
+			if approval.Digest(args) != prior.Digest {
+				return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
+					Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
 			}
-			return r.suspend(ctx, rec, OriginAuthorization, &req, args, votes, ans, emit)
+			ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
+			if err != nil {
+				return r.finish(ctx, rec, tool.Errorf("the edited arguments from %s are not a JSON object: %v", answerer(ans), err),
+					Decision{Outcome: OutcomeInvalid, By: answerer(ans), Reason: "the edited arguments are not a JSON object", Votes: votes}, false, emit)
+			}
+			args, edited = ed, true
+			rec.Args, rec.ArgsDigest = args, approval.Digest(args)
+			votes = append(votes, Vote{Source: answerer(ans), Decision: "rewrite", Reason: "edited the arguments"})
+			if err := r.a.validator(t).Validate(args); err != nil {
+				return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
+					Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
+			}
 		}
-		decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
-	default:
-		if ans != nil {
+		verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)
+		votes = append(votes, avotes...)
+		// An approval answer covers this call when it was given for these arguments
+		// (or the person wrote them).
+		covered := ans != nil && prior != nil && prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(args) == prior.Digest)
+		decision = Decision{Outcome: OutcomeAllowed, By: verdict.By, Reason: verdict.Reason, Votes: votes}
+		switch verdict.Decision {
+		case approval.Deny:
+			return r.finish(ctx, rec, tool.Errorf("denied by %s: %s", verdict.By, orDefault(verdict.Reason, "no reason given")),
+				Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason, Votes: votes}, false, emit)
+		case approval.Ask:
+			if !covered {
+				req := r.approvalRequest(call, args, spec, verdict)
+				if ans == nil { // Permission hooks may answer before a person is asked.
+					pans, err := r.a.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Request: req})
+					if err != nil {
+						return CallOutcome{Err: err}
+					}
+					if pans != nil {
+						by := answerer(pans)
+						if !pans.OK {
+							reason := orDefault(pans.Reason, "no reason given")
+							votes = append(votes, Vote{Source: by, Decision: "deny", Reason: reason})
+							return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", by, reason),
+								Decision{Outcome: OutcomeDeclined, By: by, Reason: reason, Votes: votes}, false, emit)
+						}
+						votes = append(votes, Vote{Source: by, Decision: "allow", Reason: pans.Reason})
+						prior = &PendingCall{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(args), Args: storable(args), Votes: votes}
+						ans = pans
+						ctx = tool.WithAnswer(ctx, *ans)
+						if len(bytes.TrimSpace(ans.Data)) > 0 {
+							// Edited arguments are validated and authorized again.
+							continue
+						}
+						decision = Decision{Outcome: OutcomeApproved, By: by, Reason: ans.Reason, Votes: votes}
+						break authorization
+					}
+				}
+				return r.suspend(ctx, rec, OriginAuthorization, &req, args, votes, ans, emit)
+			}
 			decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
+		default:
+			if ans != nil {
+				decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
+			}
 		}
+		break
 	}
 	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: call.ID, Decision: &decision})
 

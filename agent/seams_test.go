@@ -75,9 +75,13 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := &testkit.Counter{Name: "t"}
 			var asked []string
+			before := 0
 			h := (&hooks.Hooks{}).Permission("gate", func(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
 				asked = append(asked, ev.Name+" "+string(ev.Args)+" "+string(ev.Request.Kind))
 				return tc.ans, nil
+			}).BeforeTool("count", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+				before++
+				return nil, nil
 			})
 			a := newAgent(t, agent.Options{
 				Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", map[string]int{"n": 1})}),
@@ -89,6 +93,9 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 			}
 			if want := []string{`t {"n":1} approval`}; !slices.Equal(asked, want) {
 				t.Fatalf("hook asked %q, want %q", asked, want)
+			}
+			if before != 1 { // the hook's answer does not run the call's pipeline again
+				t.Fatalf("the BeforeTool hook ran %d times, want once", before)
 			}
 			if tl.Count() != tc.ran {
 				t.Fatalf("tool ran %d times, want %d", tl.Count(), tc.ran)

@@ -190,6 +190,23 @@ func TestPermissionRequest(t *testing.T) {
 			t.Fatalf("%s: the call did not run as it should", tc.out)
 		}
 	}
+	// PreToolUse handlers fire once per call, also when a PermissionRequest
+	// handler answered (allowed as it is, or with an updatedInput).
+	for _, out := range []string{
+		`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`,
+		`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"touch other"}}}}`,
+	} {
+		h := newHarness(t, `{"hooks":{
+		  "PreToolUse":[{"matcher":"Bash","hooks":[`+cmd(`echo pre >> "$CLAUDE_PROJECT_DIR/pre.log"`)+`]}],
+		  "PermissionRequest":[{"matcher":"Bash","hooks":[`+jsonOut(out)+`]}]}}`)
+		h.policy = askPolicy()
+		if res, err := h.run(t, "go", bash("touch ran")); err != nil || res.Status != agent.StatusDone {
+			t.Fatalf("%s: status %s err %v", out, res.Status, err)
+		}
+		if got := h.read(t, "pre.log"); got != "pre\n" {
+			t.Fatalf("%s: PreToolUse fired %d times, want once", out, strings.Count(got, "pre"))
+		}
+	}
 	// A PermissionRequest hook that fails denies (fail closed).
 	h := newHarness(t, `{"hooks":{"PermissionRequest":[{"hooks":[`+cmd("exit 1")+`]}]}}`)
 	h.policy = askPolicy()
