@@ -48,7 +48,6 @@ type runner struct {
 	idMu       sync.Mutex
 	pendingIDs map[string]bool
 
-	stops     int            // times Stop hooks continued this run
 	toolState *tool.RunState // handed to every tool call; saved into st by result
 
 	// lastFinish is the finish reason of the last model turn; cutOff holds the
@@ -362,13 +361,13 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 				res.Text = msg.Content
 				return res, nil
 			}
-			if r.stops < hooks.MaxStopContinuations { // Stop hooks may continue the run
-				reason, err := r.a.opts.Hooks.RunStop(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.stops})
+			if r.st.StopContinuations < hooks.MaxStopContinuations { // Stop hooks may continue the run
+				reason, err := r.a.opts.Hooks.RunStop(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.st.StopContinuations})
 				if err != nil {
 					return r.fail(err)
 				}
 				if reason != "" {
-					r.stops++
+					r.st.StopContinuations++
 					r.st.Messages = append(r.st.Messages, model.User(reason))
 					continue
 				}

@@ -117,6 +117,44 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 	}
 }
 
+// The cap on Stop continuations holds for the whole run: a run that halts
+// pending after three continuations and is resumed (from its JSON state)
+// gets five more, not eight.
+func TestStopContinuationsSurviveResume(t *testing.T) {
+	var seen []int
+	h := (&hooks.Hooks{}).Stop("more", func(ctx context.Context, ev *hooks.StopEvent) (string, error) {
+		seen = append(seen, ev.Continuations)
+		return "keep going", nil
+	})
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if testkit.Turn(req) == 3 {
+			return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("c1", "t", nil)}}, nil
+		}
+		return model.Reply{Content: "done"}, nil
+	})
+	a := newAgent(t, agent.Options{Model: m, Hooks: h, MaxTurns: 50,
+		Tools: agent.ToolList{&testkit.Counter{Name: "t"}}, Authorizers: []approval.Authorizer{askPolicy}})
+	res, err := a.Run(t.Context(), "go")
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("status %s, err %v; want pending", res.Status, err)
+	}
+	b, err := json.Marshal(res.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st agent.State
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	res, err = a.Resume(t.Context(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true})
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("resume: status %s, err %v; want done", res.Status, err)
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(seen, want) {
+		t.Fatalf("continuations seen %v, want %v", seen, want)
+	}
+}
+
 // A Stop hook that gives a reason continues the run with it as a user
 // message, at most hooks.MaxStopContinuations times.
 func TestStopHookContinues(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 // answer, and may continue the run instead.
 const StageStop Stage = "stop"
 
-// MaxStopContinuations caps how many times Stop hooks may continue one run
-// (one Stream or Resume); after that the final answer stands.
+// MaxStopContinuations caps how many times Stop hooks may continue one run,
+// counted across its halts and resumes (the count is in the run's state);
+// after that the final answer stands.
 const MaxStopContinuations = 8
 
 // StopEvent is passed to Stop hooks when the model answered without tool
@@ -21,7 +22,7 @@ type StopEvent struct {
 	// Turn is the model turn that gave it.
 	Turn int
 	// Continuations counts how many times Stop hooks have continued this run
-	// already (0 on the first stop; Claude Code's stop_hook_active is
+	// already, resumes included (0 on the first stop; Claude Code's stop_hook_active is
 	// Continuations > 0).
 	Continuations int
 }
