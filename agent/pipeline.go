@@ -185,6 +185,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		if res.IsError {
 			oc = OutcomeDenied
 		}
+		res = withContext(res, out.Context)
 		return r.finish(ctx, rec, res, Decision{Outcome: oc, By: last.Source, Reason: last.Reason, Votes: votes}, false, emit)
 	}
 	if out.Rewritten {
@@ -229,7 +230,7 @@ authorization:
 		decision = Decision{Outcome: OutcomeAllowed, By: verdict.By, Reason: verdict.Reason, Votes: votes}
 		switch verdict.Decision {
 		case approval.Deny:
-			return r.finish(ctx, rec, tool.Errorf("denied by %s: %s", verdict.By, orDefault(verdict.Reason, "no reason given")),
+			return r.finish(ctx, rec, withContext(tool.Errorf("denied by %s: %s", verdict.By, orDefault(verdict.Reason, "no reason given")), out.Context),
 				Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason, Votes: votes}, false, emit)
 		case approval.Ask:
 			if !covered {
@@ -323,9 +324,19 @@ authorization:
 		return oc
 	}
 	rec.ReplacedBy = by
-	final = capResult(final, lim.MaxResultBytes)
+	final = capResult(withContext(final, out.Context), lim.MaxResultBytes)
 	// 9. Record.
 	return r.finish(ctx, rec, final, decision, true, emit)
+}
+
+// withContext appends the BeforeTool hooks' context texts to res's output,
+// after a blank line, one per line (see hooks.ToolOverride.Context).
+func withContext(res tool.Result, notes []string) tool.Result {
+	if len(notes) == 0 {
+		return res
+	}
+	res.Output = strings.TrimRight(res.Output, "\n") + "\n\n" + strings.Join(notes, "\n")
+	return res
 }
 
 // storable returns args if they are valid JSON, and otherwise the bytes as a

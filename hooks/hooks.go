@@ -109,6 +109,12 @@ type ToolOverride struct {
 	Allow bool
 	// Reason explains the decision for the record.
 	Reason string
+	// Context, if not empty, is text for the model about this call
+	// (BeforeTool only): it is appended to the call's result, whatever the
+	// result turns out to be (the tool's output, a denial, a short-circuit),
+	// after a blank line. Claude Code's PreToolUse additionalContext maps
+	// here. It is not a vote and changes no decision.
+	Context string
 }
 
 // Deny returns the override that short-circuits a call with an error result
@@ -393,6 +399,9 @@ type ToolOutcome struct {
 	By string
 	// Votes lists every hook that expressed an opinion, in order.
 	Votes []Vote
+	// Context holds the non-empty [ToolOverride].Context texts of the hooks
+	// that ran, in order.
+	Context []string
 }
 
 // RunBeforeTool runs the BeforeTool chain on ev. Each hook receives a fresh copy
@@ -436,6 +445,9 @@ func (h *Hooks) RunBeforeToolApproved(ctx context.Context, ev BeforeToolEvent, a
 		}
 		if ov == nil {
 			continue
+		}
+		if ov.Context != "" {
+			out.Context = append(out.Context, ov.Context)
 		}
 		if ov.Result != nil {
 			r := ov.Result.Clone()

@@ -370,17 +370,30 @@ func (x *runtime) preToolUse(ctx context.Context, ev *hooks.BeforeToolEvent) (*h
 		return nil, err
 	}
 	best, reasons := vNone, map[verdict][]string{}
+	var notes []string // additionalContext, for the model with the call's result
 	for _, r := range rs {
 		v, reason := x.preVerdict(r)
 		reasons[v] = append(reasons[v], reason)
 		best = max(best, v)
+		if r.failed == "" && r.out != nil && r.out.Specific != nil && r.out.Specific.AdditionalContext != "" {
+			notes = append(notes, r.out.Specific.AdditionalContext)
+		}
+	}
+	withNotes := func(ov *hooks.ToolOverride) *hooks.ToolOverride {
+		if len(notes) > 0 {
+			if ov == nil {
+				ov = &hooks.ToolOverride{}
+			}
+			ov.Context = strings.Join(notes, "\n")
+		}
+		return ov
 	}
 	switch best {
 	case vDeny:
-		return hooks.Deny(strings.Join(reasons[vDeny], "; ")), nil
+		return withNotes(hooks.Deny(strings.Join(reasons[vDeny], "; "))), nil
 	case vDefer, vAsk:
 		prompt := fmt.Sprintf("Allow %s? (%s)", name, strings.Join(append(reasons[vDefer], reasons[vAsk]...), "; "))
-		return hooks.Ask(tool.Request{Kind: tool.KindApproval, Prompt: prompt}), nil
+		return withNotes(hooks.Ask(tool.Request{Kind: tool.KindApproval, Prompt: prompt})), nil
 	}
 	// Rewrites, in configuration order.
 	cur, rewritten := input, false
@@ -398,9 +411,9 @@ func (x *runtime) preToolUse(ctx context.Context, ev *hooks.BeforeToolEvent) (*h
 			}
 			if v, reason := x.preVerdict(r); v >= vAsk {
 				if v == vDeny {
-					return hooks.Deny(reason), nil
+					return withNotes(hooks.Deny(reason)), nil
 				}
-				return hooks.Ask(tool.Request{Kind: tool.KindApproval, Prompt: fmt.Sprintf("Allow %s? (%s)", name, reason)}), nil
+				return withNotes(hooks.Ask(tool.Request{Kind: tool.KindApproval, Prompt: fmt.Sprintf("Allow %s? (%s)", name, reason)})), nil
 			}
 			if up = updatedInput(r); up == nil {
 				continue
@@ -420,9 +433,9 @@ func (x *runtime) preToolUse(ctx context.Context, ev *hooks.BeforeToolEvent) (*h
 		ov.Reason = strings.TrimSuffix(ov.Reason, "; ")
 	}
 	if !rewritten && !ov.Allow {
-		return nil, nil
+		return withNotes(nil), nil
 	}
-	return ov, nil
+	return withNotes(ov), nil
 }
 
 // toolResponse gives a result the shape Claude Code's hooks read: Bash's

@@ -13,7 +13,9 @@
 //     denies the call with the reason the model sees; "ask" and "defer"
 //     make it a pending approval; "allow" is an allow vote, which never beats
 //     a policy's deny; updatedInput rewrites the call, which is validated and
-//     authorized again.
+//     authorized again. additionalContext is appended to the call's result
+//     (after a blank line), so the model reads it with what the call gave,
+//     whether it ran or was denied (hooks.ToolOverride.Context).
 //   - PermissionRequest: when authorization asks, before a person is asked
 //     (hooks.Permission); decision.behavior "allow" or "deny" answers the
 //     request, recorded with "hook:claude:PermissionRequest" as the one who
@@ -96,6 +98,6 @@
 //   - Settings files are read only when asked for; tollgate's own options
 //     (fail modes, timeouts) never come from settings.json.
 //   - A bad entry is skipped alone, with its position, not the whole file.
-//   - "prompt" and "agent" handlers, async and additionalContext on
-//     PreToolUse are not supported (a diagnostic, or ignored).
+//   - "prompt" and "agent" handlers and async are not supported (a
+//     diagnostic, or ignored).
 package claudecode

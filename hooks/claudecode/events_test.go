@@ -215,3 +215,34 @@ func TestPermissionRequest(t *testing.T) {
 		t.Fatalf("failed hook: decision %+v", d)
 	}
 }
+
+// PreToolUse additionalContext reaches the model with the call's result: after
+// the output of a call that ran, and after the reason of one that was denied.
+func TestPreToolUseAdditionalContext(t *testing.T) {
+	for _, tc := range []struct {
+		out, want string
+		ran       bool
+	}{
+		{`{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"this repo uses pnpm"}}`, "hi\n\nthis repo uses pnpm", true},
+		{`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no echo","additionalContext":"use printf"}}`, "no echo\n\nuse printf", false},
+	} {
+		h := newHarness(t, `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[`+jsonOut(tc.out)+`]}]}}`)
+		res, err := h.run(t, "go", bash("echo hi"))
+		if err != nil || res.Status != agent.StatusDone {
+			t.Fatalf("status %s err %v", res.Status, err)
+		}
+		rec := res.ToolCalls[0]
+		if rec.Ran != tc.ran || !strings.HasSuffix(rec.Output, tc.want) {
+			t.Fatalf("%s: ran %v, output %q; want ran %v and output ending %q", tc.out, rec.Ran, rec.Output, tc.ran, tc.want)
+		}
+		var seen bool
+		for _, m := range res.Transcript {
+			if m.Role == "tool" && strings.HasSuffix(m.Content, tc.want) {
+				seen = true
+			}
+		}
+		if !seen {
+			t.Fatalf("%s: the model's transcript lacks the context", tc.out)
+		}
+	}
+}
