@@ -362,7 +362,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 				return res, nil
 			}
 			if r.st.StopContinuations < hooks.MaxStopContinuations { // Stop hooks may continue the run
-				reason, err := r.a.opts.Hooks.RunStop(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.st.StopContinuations})
+				reason, err := r.stopHooks(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.st.StopContinuations})
 				if err != nil {
 					return r.fail(err)
 				}
@@ -390,6 +390,25 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			return r.fail(err)
 		}
 	}
+}
+
+// stopHooks asks the agent's Stop hooks about a final answer and, when they
+// let the run end and the run is a sub-agent's (a tool of another agent
+// started it), the caller's SubagentStop hooks. A non-empty reason continues
+// the run.
+func (r *runner) stopHooks(ctx context.Context, ev hooks.StopEvent) (string, error) {
+	reason, err := r.a.opts.Hooks.RunStop(ctx, ev)
+	if err != nil || reason != "" {
+		return reason, err
+	}
+	g := inherited(ctx)
+	if g == nil || g.hooks.Len(hooks.StageSubagentStop) == 0 {
+		return "", nil
+	}
+	return g.hooks.RunSubagentStop(ctx, hooks.SubagentStopEvent{
+		StopEvent: ev, AgentID: r.a.opts.ID, RunID: r.st.RunID,
+		ParentAgentID: g.parent.AgentID, ParentRunID: g.parent.RunID,
+	})
 }
 
 // settleBatch runs the given calls of the batch and, when none is left

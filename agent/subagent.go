@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -15,6 +16,10 @@ type governance struct {
 	authorizers []approval.Authorizer // the caller's own and everything it inherited
 	waitFor     tool.WaitFunc
 	depth       int
+	// hooks are the caller's, whose SubagentStop hooks judge the final
+	// answer of a sub-agent its tools run; parent is the caller's run.
+	hooks  *hooks.Hooks
+	parent hooks.RunInfo
 }
 
 type governanceKey struct{}
@@ -28,7 +33,8 @@ func inherited(ctx context.Context) *governance {
 // handDown returns ctx carrying a's governance (with what a inherited) for the
 // tools a runs.
 func (a *Agent) handDown(ctx context.Context) context.Context {
-	g := &governance{waitFor: a.opts.WaitFor}
+	g := &governance{waitFor: a.opts.WaitFor, hooks: a.opts.Hooks}
+	g.parent, _ = hooks.RunFrom(ctx)
 	for _, az := range a.opts.Authorizers {
 		g.authorizers = append(g.authorizers, prefixed{az, a.opts.ID})
 	}
@@ -79,6 +85,11 @@ type subAgentInput struct {
 // WaitFor anywhere, or ends incomplete or failed, gives an error result that
 // says so (listing the pending requests); a halted sub-run is not resumable
 // through its parent.
+//
+// When the sub-agent gives its final answer and its own Stop hooks let it
+// end, the calling agent's SubagentStop hooks are asked: a reason continues
+// the sub-agent with it as a user message, within the same cap of
+// hooks.MaxStopContinuations continuations per run.
 //
 // The tool has no hints (unknown, so gates treat it as mutating). AsTool
 // returns an error for an invalid name.

@@ -162,15 +162,16 @@ type named[F any] struct {
 // by several agents and runs. Names appear in decision records and errors; an
 // empty name becomes "<stage>#<n>" (n from 1 in registration order).
 type Hooks struct {
-	beforeLLM  []named[BeforeLLMFunc]
-	afterLLM   []named[AfterLLMFunc]
-	beforeTool []named[BeforeToolFunc]
-	afterTool  []named[AfterToolFunc]
-	permission []named[PermissionFunc]
-	stop       []named[StopFunc]
-	start      []named[StartFunc]
-	end        []named[EndFunc]
-	pending    []named[PendingFunc]
+	beforeLLM    []named[BeforeLLMFunc]
+	afterLLM     []named[AfterLLMFunc]
+	beforeTool   []named[BeforeToolFunc]
+	afterTool    []named[AfterToolFunc]
+	permission   []named[PermissionFunc]
+	stop         []named[StopFunc]
+	subagentStop []named[SubagentStopFunc]
+	start        []named[StartFunc]
+	end          []named[EndFunc]
+	pending      []named[PendingFunc]
 }
 
 func defName(s Stage, name string, n int) string {
@@ -215,6 +216,7 @@ func (h *Hooks) Merge(o *Hooks) *Hooks {
 	h.afterTool = append(h.afterTool, o.afterTool...)
 	h.permission = append(h.permission, o.permission...)
 	h.stop = append(h.stop, o.stop...)
+	h.subagentStop = append(h.subagentStop, o.subagentStop...)
 	h.start = append(h.start, o.start...)
 	h.end = append(h.end, o.end...)
 	h.pending = append(h.pending, o.pending...)
@@ -239,6 +241,8 @@ func (h *Hooks) Len(s Stage) int {
 		return len(h.permission)
 	case StageStop:
 		return len(h.stop)
+	case StageSubagentStop:
+		return len(h.subagentStop)
 	case StageStart:
 		return len(h.start)
 	case StageEnd:

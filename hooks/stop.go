@@ -57,3 +57,55 @@ func (h *Hooks) RunStop(ctx context.Context, ev StopEvent) (string, error) {
 	}
 	return strings.Join(reasons, "\n\n"), nil
 }
+
+// StageSubagentStop names the SubagentStop hooks: they run when a sub-agent
+// (an agent run by a tool of another agent, as agent.Agent.AsTool does) gives
+// its final answer, and may continue the sub-agent instead.
+const StageSubagentStop Stage = "subagent_stop"
+
+// SubagentStopEvent is passed to SubagentStop hooks. They are the hooks of
+// the agent whose tool call started the sub-agent (its caller), fired on the
+// sub-agent's run after the sub-agent's own Stop hooks let it end. The hook's
+// context carries the sub-agent's run ([RunFrom]).
+type SubagentStopEvent struct {
+	// StopEvent is the sub-agent's final answer, its turn, and the times its
+	// run was continued already (by its Stop hooks or these); the cap
+	// [MaxStopContinuations] counts both.
+	StopEvent
+	// AgentID is the sub-agent's ID; RunID is its run's ID.
+	AgentID, RunID string
+	// ParentAgentID and ParentRunID name the agent and the run whose tool
+	// call started the sub-agent.
+	ParentAgentID, ParentRunID string
+}
+
+// SubagentStopFunc may continue the sub-agent: a non-empty reason is sent to
+// it as a user message and its run goes on with another turn; "" lets it end.
+type SubagentStopFunc func(ctx context.Context, ev *SubagentStopEvent) (reason string, err error)
+
+// SubagentStop appends a SubagentStop hook and returns h for chaining.
+func (h *Hooks) SubagentStop(name string, fn SubagentStopFunc) *Hooks {
+	h.subagentStop = append(h.subagentStop, named[SubagentStopFunc]{defName(StageSubagentStop, name, len(h.subagentStop)+1), fn})
+	return h
+}
+
+// RunSubagentStop runs every SubagentStop hook in order and joins the reasons
+// of those that continue the sub-agent with blank lines; "" means it ends.
+// The first error stops the chain and is returned as an [*Error].
+func (h *Hooks) RunSubagentStop(ctx context.Context, ev SubagentStopEvent) (string, error) {
+	if h == nil {
+		return "", nil
+	}
+	var reasons []string
+	for _, hk := range h.subagentStop {
+		e := ev
+		reason, err := call(StageSubagentStop, hk.name, func() (string, error) { return hk.fn(ctx, &e) })
+		if err != nil {
+			return "", err
+		}
+		if strings.TrimSpace(reason) != "" {
+			reasons = append(reasons, reason)
+		}
+	}
+	return strings.Join(reasons, "\n\n"), nil
+}

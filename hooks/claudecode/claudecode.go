@@ -140,7 +140,8 @@ func New(s *Settings, opts *Options) (*Hooks, error) {
 
 // Register adds the handlers to h and returns h: PreToolUse as a BeforeTool
 // hook, PostToolUse and PostToolUseFailure as an AfterTool hook,
-// PermissionRequest as a Permission hook, Stop as a Stop hook,
+// PermissionRequest as a Permission hook, Stop as a Stop hook, SubagentStop
+// as a SubagentStop hook,
 // UserPromptSubmit and SessionStart as a Start hook, SessionEnd as an End
 // hook, Notification as a Pending hook. Only events with handlers are
 // registered. Each is named "claude:<Event>" in decision records.
@@ -160,6 +161,9 @@ func (c *Hooks) Register(h *hooks.Hooks) *hooks.Hooks {
 	}
 	if x.has(Stop) {
 		h.Stop("claude:Stop", x.stop)
+	}
+	if x.has(SubagentStop) {
+		h.SubagentStop("claude:SubagentStop", x.subagentStop)
 	}
 	if x.has(SessionEnd) {
 		h.End("claude:SessionEnd", x.sessionEnd)
@@ -640,16 +644,42 @@ func (x *runtime) stop(ctx context.Context, ev *hooks.StopEvent) (string, error)
 	rs := x.runAll(ctx, Stop, hs, x.stdin(ctx, Stop, map[string]any{
 		"stop_hook_active": ev.Continuations > 0, "last_assistant_message": ev.Text, "tollgate_turn": ev.Turn,
 	}))
+	return x.continueReason(Stop, rs), nil
+}
+
+// subagentStop is the SubagentStop hook, on the final answer of a sub-agent
+// that one of this agent's tools started: session_id is the calling run's ID
+// (the session the sub-agent works for), agent_id the sub-agent's run ID and
+// agent_type the sub-agent's ID, which matchers test. A block continues the
+// sub-agent with the reason, as Stop does for the run itself.
+func (x *runtime) subagentStop(ctx context.Context, ev *hooks.SubagentStopEvent) (string, error) {
+	hs := x.handlers(SubagentStop, ev.AgentID, "", nil)
+	if len(hs) == 0 {
+		return "", nil
+	}
+	rs := x.runAll(ctx, SubagentStop, hs, x.stdin(ctx, SubagentStop, map[string]any{
+		"session_id": ev.ParentRunID, "stop_hook_active": ev.Continuations > 0,
+		"agent_id": ev.RunID, "agent_type": ev.AgentID, "agent_transcript_path": "",
+		"last_assistant_message": ev.Text, "tollgate_turn": ev.Turn,
+		"tollgate_parent_run_id": ev.ParentRunID, "tollgate_parent_agent": ev.ParentAgentID,
+	}))
+	return x.continueReason(SubagentStop, rs), nil
+}
+
+// continueReason reads the results of Stop or SubagentStop handlers: the
+// reasons of those that block (or failed, where the event fails closed),
+// one per line; "" when none does or one says continue: false.
+func (x *runtime) continueReason(event Event, rs []*result) string {
 	for _, r := range rs {
 		if r.failed == "" && r.out != nil && r.out.Continue != nil && !*r.out.Continue {
-			return "", nil // continue: false wins: the run ends
+			return "" // continue: false wins: the run ends
 		}
 	}
 	var reasons []string
 	for _, r := range rs {
 		switch {
 		case r.failed != "":
-			if x.failMode(Stop) == FailClosed {
+			if x.failMode(event) == FailClosed {
 				reasons = append(reasons, "hook failed: "+r.h.String()+" "+r.failed)
 			}
 		case r.blocked():
@@ -658,7 +688,7 @@ func (x *runtime) stop(ctx context.Context, ev *hooks.StopEvent) (string, error)
 			reasons = append(reasons, orDefault(r.out.Reason, "a stop hook asks you to go on"))
 		}
 	}
-	return strings.Join(reasons, "\n"), nil
+	return strings.Join(reasons, "\n")
 }
 
 // sessionEnd is the End hook.

@@ -31,14 +31,20 @@
 //   - Stop: when the model gives its final answer (hooks.Stop). A block
 //     continues the run with the reason, at most hooks.MaxStopContinuations
 //     (8) times; stop_hook_active is true after the first.
+//   - SubagentStop: when a sub-agent that one of this agent's tools started
+//     (agent.Agent.AsTool) gives its final answer and its own Stop hooks let
+//     it end (hooks.SubagentStop). session_id is the calling run's ID,
+//     agent_id the sub-agent's run ID, agent_type the sub-agent's ID (what
+//     matchers test). A block continues the sub-agent with the reason,
+//     within the same cap of 8 continuations of its run.
 //   - SessionStart (source "startup" on a run, "resume" on a resume; context
 //     is added to the prompt of a new run) and SessionEnd (every end of a
 //     run or resume; reason "other", tollgate_status the run's status).
 //   - Notification: when a request goes pending (hooks.Pending), with
 //     notification_type "permission_prompt" for approvals.
 //
-// SubagentStop is accepted and, like events tollgate has no place for
-// (PreCompact, SubagentStart, ...), reported by a diagnostic and never fired.
+// Events tollgate has no place for (PreCompact, SubagentStart, ...) are
+// accepted, reported by a diagnostic and never fired.
 //
 // # The wire contract
 //
@@ -46,7 +52,8 @@
 // keeps no transcript file), cwd (the project directory), permission_mode,
 // hook_event_name, and per event tool_name, tool_input, tool_use_id,
 // tool_response, error, prompt, source, stop_hook_active,
-// last_assistant_message, message, notification_type; tollgate adds
+// last_assistant_message, agent_id, agent_type, message,
+// notification_type; tollgate adds
 // tollgate_run_id, tollgate_agent, tollgate_tool (its own tool name),
 // tollgate_turn and, for requests, tollgate_request_id. Exit 0 with stdout
 // starting with "{" is read as JSON; exit 2 blocks (the JSON's reason, else

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 )
 
@@ -244,5 +245,96 @@ func TestPreToolUseAdditionalContext(t *testing.T) {
 		if !seen {
 			t.Fatalf("%s: the model's transcript lacks the context", tc.out)
 		}
+	}
+}
+
+// SubagentStop fires on the final answer of a sub-agent that a tool of the
+// agent started (agent.AsTool), with Claude Code's stdin (session_id is the
+// calling run, agent_id the sub-agent's run, agent_type the sub-agent's ID,
+// which the matcher tests); a block continues the sub-agent with the reason,
+// at most hooks.MaxStopContinuations times.
+func TestSubagentStop(t *testing.T) {
+	ws := workspace(t)
+	s := settings(t, ws, `{"hooks":{"SubagentStop":[
+	  {"matcher":"researcher","hooks":[{"type":"command","command":"cat >> \"$CLAUDE_PROJECT_DIR/substops\"; echo >> \"$CLAUDE_PROJECT_DIR/substops\"; echo 'cite your sources' >&2; exit 2"}]},
+	  {"matcher":"writer","hooks":[{"type":"command","command":"touch \"$CLAUDE_PROJECT_DIR/wrong\""}]}]}}`)
+	c, err := claudecode.New(s, &claudecode.Options{ProjectDir: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subTurns []scripted.Turn
+	for range 20 {
+		subTurns = append(subTurns, scripted.Turn{Text: "the answer"})
+	}
+	sub, err := agent.New(agent.Options{ID: "researcher", Model: scripted.New("sub", scripted.Script{Turns: subTurns}), MaxTurns: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sub.AsTool("research", "asks the researcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := agent.New(agent.Options{ID: "lead", Tools: agent.ToolList{st}, Hooks: c.Register(&hooks.Hooks{}),
+		Model: scripted.New("parent", scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{{ID: "call_1", Name: "research", Args: map[string]any{"prompt": "find it"}}}},
+			{Text: "finished"},
+		}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := parent.Run(context.Background(), "go")
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("status %s, err %v", res.Status, err)
+	}
+	rec := res.ToolCalls[0]
+	subRun, _ := rec.Metadata["subAgentRun"].(string)
+	if rec.IsError || rec.Output != "the answer" || subRun == "" {
+		t.Fatalf("sub-agent result %+v", rec)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "wrong")); err == nil {
+		t.Fatal("the handler for agent type writer fired for the researcher")
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "substops"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != hooks.MaxStopContinuations {
+		t.Fatalf("SubagentStop fired %d times, want %d", len(lines), hooks.MaxStopContinuations)
+	}
+	for i, l := range lines {
+		var in struct {
+			Session string `json:"session_id"`
+			Event   string `json:"hook_event_name"`
+			Active  bool   `json:"stop_hook_active"`
+			AgentID string `json:"agent_id"`
+			Type    string `json:"agent_type"`
+			Last    string `json:"last_assistant_message"`
+		}
+		if err := json.Unmarshal([]byte(l), &in); err != nil {
+			t.Fatal(err)
+		}
+		want := struct {
+			Session string `json:"session_id"`
+			Event   string `json:"hook_event_name"`
+			Active  bool   `json:"stop_hook_active"`
+			AgentID string `json:"agent_id"`
+			Type    string `json:"agent_type"`
+			Last    string `json:"last_assistant_message"`
+		}{res.RunID, "SubagentStop", i > 0, subRun, "researcher", "the answer"}
+		if diff := cmp.Diff(want, in); diff != "" {
+			t.Fatalf("stdin of stop %d (-want +got):\n%s", i, diff)
+		}
+	}
+	// The golden form of the first.
+	var pretty any
+	_ = json.Unmarshal([]byte(lines[0]), &pretty)
+	pb, _ := json.MarshalIndent(pretty, "", "  ")
+	text := strings.NewReplacer(subRun, "SUB_RUN_ID", res.RunID, "RUN_ID", ws, "WS").Replace(string(pb)) + "\n"
+	golden := filepath.Join("testdata", "stdin", "SubagentStop.json")
+	if *update {
+		os.WriteFile(golden, []byte(text), 0o644)
+	} else if want, err := os.ReadFile(golden); err != nil || string(want) != text {
+		t.Fatalf("stdin differs from %s (%v):\n%s", golden, err, text)
 	}
 }

@@ -46,6 +46,9 @@ const (
 	UserPromptSubmit Event = "UserPromptSubmit"
 	// Stop: when the model gives its final answer.
 	Stop Event = "Stop"
+	// SubagentStop: when a sub-agent that a tool of this agent started gives
+	// its final answer (agent.Agent.AsTool).
+	SubagentStop Event = "SubagentStop"
 	// SessionStart: at the start of a run and of a resume.
 	SessionStart Event = "SessionStart"
 	// SessionEnd: when a run (or resume) ends, whatever its status.
@@ -57,7 +60,7 @@ const (
 // fired lists the events tollgate fires.
 var fired = map[Event]bool{
 	PreToolUse: true, PermissionRequest: true, PostToolUse: true, PostToolUseFailure: true,
-	UserPromptSubmit: true, Stop: true, SessionStart: true, SessionEnd: true,
+	UserPromptSubmit: true, Stop: true, SubagentStop: true, SessionStart: true, SessionEnd: true,
 	Notification: true,
 }
 
@@ -66,7 +69,6 @@ var notFired = map[string]string{
 	"PreCompact":         "tollgate does not compact transcripts",
 	"PostCompact":        "tollgate does not compact transcripts",
 	"SubagentStart":      "tollgate has no sub-agent start event",
-	"SubagentStop":       "a sub-agent's final answer fires no hook yet",
 	"TeammateIdle":       "tollgate has no teammates",
 	"TaskCompleted":      "tollgate has no task list",
 	"ConfigChange":       "tollgate reads settings once, at start",
