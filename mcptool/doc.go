@@ -85,9 +85,13 @@
 //     with an error; the next call starts the server again. A renewal tries at
 //     most 3 times, 200 ms and then 400 ms apart, each try bounded by the
 //     server's "timeout"; [ServerStatus].Renewals counts them.
-//   - A stdio result over the SDK's limit for one message (16 MiB) fails its
-//     call; the connection it broke is replaced on the next call (the server
-//     starts again, losing any state it kept).
+//   - A message from a stdio server over [Options].MaxMessageBytes (4 MiB by
+//     default) never reaches the SDK, whose own limit (16 MiB) would close
+//     the connection: it is read to its end in bounded memory and replaced.
+//     A tool result keeps the first [CutResultBytes] (256 KiB) of its text
+//     with a note saying it was cut ([MetaCut] in the metadata); another
+//     answer becomes an error for its request; a request or notification is
+//     dropped. The session and the process stay, and later calls use them.
 //
 // What a recovery costs: a skipped tool or line, nothing measurable; a new
 // HTTP session, one initialize round trip before the call (about 4 ms

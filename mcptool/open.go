@@ -45,6 +45,13 @@ type Options struct {
 	// (after closing its stdin, after SIGTERM, after SIGKILL); zero means
 	// [DefaultShutdownGrace]. Closing takes at most about three of it.
 	ShutdownGrace time.Duration
+	// MaxMessageBytes bounds one message from a stdio server; zero means
+	// [DefaultMaxMessageBytes]. A tool result over it is cut to its first
+	// [CutResultBytes] of text, with a note, and marked with [MetaCut]; any
+	// other answer over it becomes an error for its request. Either way the
+	// connection and the server stay, where a message over the SDK's own
+	// limit would close them.
+	MaxMessageBytes int
 }
 
 // State is where a server stands after [Open].
@@ -183,6 +190,9 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Set, error) {
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.MaxMessageBytes <= 0 || o.MaxMessageBytes > mcp.DefaultMaxLineLength/2 {
+		o.MaxMessageBytes = min(DefaultMaxMessageBytes, mcp.DefaultMaxLineLength/2)
 	}
 	names := make([]string, 0, len(cfg.Servers))
 	for name := range cfg.Servers {
@@ -421,7 +431,7 @@ func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer
 		}
 	}
 	*stderr = &tailBuffer{n: stderrKeep}
-	return &stdioTransport{cmd: cmd, grace: o.ShutdownGrace, logger: o.Logger, server: name, stderr: *stderr}, nil
+	return &stdioTransport{cmd: cmd, grace: o.ShutdownGrace, logger: o.Logger, server: name, stderr: *stderr, maxMsg: o.MaxMessageBytes}, nil
 }
 
 // bounded runs fn with a context that ends after d (or with ctx). When that

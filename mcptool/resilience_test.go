@@ -246,25 +246,47 @@ func TestStdioServerRestartBounded(t *testing.T) {
 	}
 }
 
-// A result over the SDK's limit for one message (16 MiB) fails its call with
-// an error; the connection it broke is replaced, so later calls of the server
-// still work.
+// A result over the limit for one message (here over the SDK's own limit,
+// 16 MiB, whose breach would close the connection) is cut to its first
+// CutResultBytes of text, with a note, and the connection stays: later
+// calls are answered by the same process, which started once.
 func TestStdioOversizedResult(t *testing.T) {
+	starts := filepath.Join(t.TempDir(), "starts")
 	s := open(t, &Config{Servers: map[string]*ServerConfig{"flaky": {
 		Command: os.Args[0],
-		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "crash"},
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "crash", "MCPTOOL_TEST_STARTS": starts},
 	}}}, &Options{ShutdownGrace: 200 * time.Millisecond})
 	tools := toolsByName(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	start := time.Now()
-	_, err := tools["mcp__flaky__big"].Call(ctx, nil)
-	t.Logf("the oversized result failed after %s: %v", time.Since(start), err)
-	if err == nil || ctx.Err() != nil {
-		t.Fatalf("big: err = %v (ctx %v); want an error before the deadline", err, ctx.Err())
+	before, err := tools["mcp__flaky__echo"].Call(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	res, err := tools["mcp__flaky__echo"].Call(ctx, nil)
+	start := time.Now()
+	res, err := tools["mcp__flaky__big"].Call(ctx, nil)
+	t.Logf("the oversized result took %s", time.Since(start))
 	if err != nil || res.IsError {
-		t.Fatalf("echo after the oversized result: %+v, %v", res, err)
+		t.Fatalf("big: %.200v, %v; want a result cut to its start", res, err)
+	}
+	if !strings.HasPrefix(res.Output, strings.Repeat("b", 1000)) || !strings.Contains(res.Output, "[cut: the MCP server's message was") ||
+		len(res.Output) > CutResultBytes+300 {
+		t.Errorf("big: %d bytes, ending %q", len(res.Output), res.Output[max(0, len(res.Output)-200):])
+	}
+	if n, _ := res.Metadata[MetaCut].(int64); n <= int64(mcp.DefaultMaxLineLength) {
+		t.Errorf("metadata %s = %v; want the message's size", MetaCut, res.Metadata[MetaCut])
+	}
+	after, err := tools["mcp__flaky__echo"].Call(ctx, nil)
+	if err != nil || after.IsError {
+		t.Fatalf("echo after the oversized result: %+v, %v", after, err)
+	}
+	if after.Output != before.Output {
+		t.Errorf("echo answered from pid %s, then %s; want the same process", before.Output, after.Output)
+	}
+	if st := status(t, s, "flaky"); st.Renewals != 0 {
+		t.Errorf("renewals = %d; want 0", st.Renewals)
+	}
+	if b, _ := os.ReadFile(starts); strings.Count(string(b), "\n") != 1 {
+		t.Errorf("the server started %d times; want once", strings.Count(string(b), "\n"))
 	}
 }

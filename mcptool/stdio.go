@@ -32,6 +32,7 @@ type stdioTransport struct {
 	logger *slog.Logger
 	server string
 	stderr *tailBuffer
+	maxMsg int    // see noiseFilter
 	child  *child // set by Connect
 }
 
@@ -84,7 +85,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.child = c
 	// Lines that are not JSON-RPC (a banner, log lines) are dropped and
 	// logged rather than breaking the connection (see noiseFilter).
-	out := newNoiseFilter(outR, t.logger, t.server)
+	out := newNoiseFilter(outR, t.logger, t.server, t.maxMsg)
 	return (&mcp.IOTransport{Reader: io.NopCloser(out), Writer: c}).Connect(ctx)
 }
 

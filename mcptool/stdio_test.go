@@ -121,6 +121,12 @@ func noisyServer() {
 // which makes the server exit (status 3) in the middle of the call, and "big",
 // whose result is over the SDK's limit for one message.
 func crashServer() {
+	if f := os.Getenv("MCPTOOL_TEST_STARTS"); f != "" {
+		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintln(fh, os.Getpid())
+			fh.Close()
+		}
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "0"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil

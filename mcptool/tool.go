@@ -391,6 +391,9 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	if len(infos) > 0 {
 		meta[MetaContent] = infos
 	}
+	if n, ok := res.Meta[cutMeta].(float64); ok {
+		meta[MetaCut] = int64(n)
+	}
 	if res.IsError {
 		if out == "" {
 			out = fmt.Sprintf("MCP tool %s failed without a message", t.spec.Name)
