@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,9 +28,55 @@ const DefaultMaxParallel = 8
 
 // Toolset is what an agent offers the model; *toolkit.Toolkit implements it.
 // Tools must return tools with unique names; the agent takes a snapshot at the
-// start of every run and resume.
+// start of every run and resume (and, for a [RefreshingToolset], again
+// between turns when it changed).
 type Toolset interface {
 	Tools() []tool.Tool
+}
+
+// RefreshingToolset is a [Toolset] whose tools can change during a run, as
+// an MCP server's do when it announces that its tool list changed
+// (*mcptool.Set implements it). Before every model turn the agent calls
+// Refresh on the driving goroutine (no call of the run is
+// running then); when it reports a change, the agent takes a new snapshot of
+// Tools, which that turn is offered and whose calls are resolved against: a
+// new tool is offered, and a call to a tool that vanished gets an "unknown
+// tool" error result. An error is logged and leaves the snapshot as it was
+// (with changed also true, the snapshot is taken anyway).
+type RefreshingToolset interface {
+	Toolset
+	Refresh(ctx context.Context) (changed bool, err error)
+}
+
+// JoinToolsets returns a [RefreshingToolset] of the tools of every set, in
+// order; of two tools with one name, the agent offers the first. Its Refresh
+// refreshes every set that is a RefreshingToolset and reports whether any
+// changed, with their errors joined.
+func JoinToolsets(sets ...Toolset) RefreshingToolset { return joined(slices.Clone(sets)) }
+
+type joined []Toolset
+
+func (j joined) Tools() []tool.Tool {
+	var out []tool.Tool
+	for _, s := range j {
+		if s != nil {
+			out = append(out, s.Tools()...)
+		}
+	}
+	return out
+}
+
+func (j joined) Refresh(ctx context.Context) (bool, error) {
+	var changed bool
+	var errs []error
+	for _, s := range j {
+		if rs, ok := s.(RefreshingToolset); ok {
+			c, err := rs.Refresh(ctx)
+			changed = changed || c
+			errs = append(errs, err)
+		}
+	}
+	return changed, errors.Join(errs...)
 }
 
 // Options configures an [Agent]. Model is required; everything else has a default.

@@ -297,8 +297,33 @@ func (r *runner) checkpoint(ctx context.Context, kind CheckpointKind) error {
 	return nil
 }
 
+// refreshTools asks a RefreshingToolset whether its tools changed and, if
+// so, takes a new snapshot.
+func (r *runner) refreshTools(ctx context.Context) {
+	rs, ok := r.a.opts.Tools.(RefreshingToolset)
+	if !ok {
+		return
+	}
+	changed, err := func() (changed bool, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				changed, err = false, fmt.Errorf("Refresh panicked: %v", p)
+			}
+		}()
+		return rs.Refresh(ctx)
+	}()
+	if err != nil {
+		r.a.log.LogAttrs(ctx, slog.LevelWarn, "refreshing the tools failed", slog.String("run", r.st.RunID), slog.String("error", err.Error()))
+	}
+	if changed {
+		r.snapshotTools()
+		r.a.log.LogAttrs(ctx, slogInfo, "tools changed", slog.String("run", r.st.RunID), slog.Int("tools", len(r.defs)))
+	}
+}
+
 func (r *runner) snapshotTools() {
 	r.tools = map[string]tool.Tool{}
+	r.defs = nil
 	if r.a.opts.Tools == nil {
 		return
 	}
@@ -332,6 +357,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		if r.st.Turn >= r.a.opts.MaxTurns {
 			return r.result(StatusIncomplete, fmt.Sprintf("reached MaxTurns (%d) before the model gave a final answer", r.a.opts.MaxTurns)), nil
 		}
+		r.refreshTools(ctx)
 		r.st.Turn++
 		resp, err := r.turn(ctx)
 		if err != nil {

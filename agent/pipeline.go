@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -290,7 +291,9 @@ authorization:
 		inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
 		tctx = tool.WithInvocation(tctx, *inv)
 	}
-	res := executeBounded(tctx, t, inv, args, lim.Timeout)
+	rep := &reporter{emit: emit, turn: r.st.Turn, callID: call.ID}
+	res := executeBounded(tool.WithReporter(tctx, rep), t, inv, args, lim.Timeout)
+	rep.close()
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {
@@ -557,4 +560,54 @@ func (r *runner) safeWait(ctx context.Context, wait tool.WaitFunc, req tool.Requ
 		}
 	}()
 	return wait(ctx, req)
+}
+
+// reporter turns a running call's progress and notices into events; after
+// close (the call returned) it drops them, since the batch no longer reads
+// the call's events then.
+// At most MaxProgressEvents and MaxNoticeEvents of them per call.
+type reporter struct {
+	emit     func(Event)
+	turn     int
+	callID   string
+	mu       sync.Mutex
+	closed   bool
+	progress int
+	notices  int
+}
+
+// Bounds of the reports of one call that become events ([EventProgress],
+// [EventNotice]); further reports of the call are dropped, so that a tool (or
+// the MCP server behind it) cannot flood a run's events.
+const (
+	// MaxProgressEvents is the most progress events of one call.
+	MaxProgressEvents = 1000
+	// MaxNoticeEvents is the most notice events of one call.
+	MaxNoticeEvents = 32
+)
+
+func (p *reporter) Progress(pr tool.Progress) {
+	p.send(Event{Kind: EventProgress, Turn: p.turn, CallID: p.callID, Progress: &pr}, &p.progress, MaxProgressEvents)
+}
+
+func (p *reporter) Notice(n tool.Notice) {
+	p.send(Event{Kind: EventNotice, Turn: p.turn, CallID: p.callID, Notice: &n}, &p.notices, MaxNoticeEvents)
+}
+
+// send emits ev unless the call has returned or *count reached limit. It
+// holds mu while emitting, so close waits for a report in flight (the batch
+// reads events until every call has returned, so that emit completes).
+func (p *reporter) send(ev Event, count *int, limit int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed && *count < limit {
+		*count++
+		p.emit(ev)
+	}
+}
+
+func (p *reporter) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
 }

@@ -233,7 +233,8 @@ func (s *State) clone() (*State, error) {
 type EventKind string
 
 // Stream event kinds. Within a turn: text deltas, then usage, then for each
-// call tool_call, decision, pending (if it suspends) and tool_result. Calls run
+// call tool_call, decision, pending (if it suspends), while the tool runs any
+// progress and notice events it reports, and tool_result. Calls run
 // concurrently (Options.MaxParallel), so the events of different calls
 // interleave; each event carries its CallID.
 const (
@@ -250,6 +251,15 @@ const (
 	EventToolResult EventKind = "tool_result"
 	// EventUsage carries one model turn's usage (Usage).
 	EventUsage EventKind = "usage"
+	// EventProgress carries a running call's progress as its tool reports
+	// it (CallID, Progress; an MCP server's notifications/progress), between
+	// the call's decision and its result. For people and hosts watching the
+	// run; the model does not see it.
+	EventProgress EventKind = "progress"
+	// EventNotice carries something that happened to what a running call's
+	// tool relies on (CallID, Notice), such as an MCP server that was
+	// restarted during the call.
+	EventNotice EventKind = "notice"
 	// EventDone carries the final result (Result); always the last event.
 	EventDone EventKind = "done"
 )
@@ -270,5 +280,7 @@ type Event struct {
 	Request  *tool.Request   `json:"request,omitempty"`
 	Record   *ToolCallRecord `json:"record,omitempty"`
 	Usage    *model.Usage    `json:"usage,omitempty"`
+	Progress *tool.Progress  `json:"progress,omitempty"`
+	Notice   *tool.Notice    `json:"notice,omitempty"`
 	Result   *Result         `json:"result,omitempty"`
 }

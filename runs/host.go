@@ -30,6 +30,7 @@ const (
 	EventApprovalRequest = "approval.requested"
 	EventToolFinished    = "tool.finished"
 	EventTurnUsage       = "turn.usage"
+	EventToolNotice      = "tool.notice"
 	EventRunHalted       = "run.halted"
 	EventRunFinished     = "run.finished"
 	EventCancelRequested = "run.cancel_requested"
@@ -507,6 +508,8 @@ func (d *driver) storedEvent(ev agent.Event) (store.Event, bool) {
 		typ = EventToolFinished
 	case agent.EventUsage:
 		typ = EventTurnUsage
+	case agent.EventNotice:
+		typ = EventToolNotice
 	default:
 		return store.Event{}, false
 	}
