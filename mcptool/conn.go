@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Renewal bounds: a session that is gone is renewed with at most
@@ -38,12 +41,63 @@ type conn struct {
 	gen      int           // bumped by every renewal
 	closed   bool
 	renewals int
+
+	// listChanged is set when the server announces that its tool list
+	// changed (notifications/tools/list_changed), or when a new session
+	// started (a restarted server may list other tools); [Set.Refresh]
+	// lists the tools again.
+	listChanged atomic.Bool
+	// progress maps the progress token of every call in flight to the
+	// call's context, which carries its tool.Reporter.
+	progress sync.Map
+	tokens   atomic.Uint64
+
+	// tools are the server's tools as last listed; guarded by the Set's mu
+	// once Open has returned.
+	tools []*Tool
 }
 
-func newConn(name string, sc *ServerConfig, o *Options, s *mcp.ClientSession) *conn {
-	c := &conn{name: name, sc: sc, o: o}
-	c.set(s)
-	return c
+// clientOptions are the options of every client of c: its logger, and the
+// handlers of the notifications tollgate acts on.
+func (c *conn) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		Logger: c.o.Logger.With("server", c.name),
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			c.listChanged.Store(true)
+			c.o.Logger.Info("mcp server says its tools changed", "server", c.name)
+		},
+		ProgressNotificationHandler: c.onProgress,
+	}
+}
+
+// newProgressToken returns a token for one call, unique within the set's
+// life, and registers ctx to receive its progress until done is called.
+func (c *conn) newProgressToken(ctx context.Context) (token string, done func()) {
+	token = fmt.Sprintf("tollgate-%d", c.tokens.Add(1))
+	c.progress.Store(token, ctx)
+	return token, func() { c.progress.Delete(token) }
+}
+
+// onProgress hands a notifications/progress for a call in flight to the
+// call's reporter; one for an unknown token (a finished call, or one the
+// server made up) is dropped.
+func (c *conn) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	v, ok := c.progress.Load(token)
+	if !ok {
+		return
+	}
+	p := req.Params
+	if math.IsNaN(p.Progress) || math.IsInf(p.Progress, 0) || math.IsNaN(p.Total) || math.IsInf(p.Total, 0) {
+		return
+	}
+	tool.ReportProgress(v.(context.Context), tool.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
 // set makes s the current session; c.mu is held or c is new.
@@ -109,6 +163,7 @@ func (c *conn) renew(ctx context.Context, gen int, why error) (*mcp.ClientSessio
 	c.renewals++
 	gen = c.gen
 	c.mu.Unlock()
+	c.listChanged.Store(true)
 	go func() { _ = closeWithin(old, 3*c.o.ShutdownGrace+time.Second) }()
 	return s, gen, nil
 }
@@ -131,7 +186,7 @@ func (c *conn) dialRetrying(ctx context.Context, why error) (*mcp.ClientSession,
 		}
 		var stderr *tailBuffer
 		var s *mcp.ClientSession
-		s, err = dial(ctx, c.name, c.sc, c.o, &stderr)
+		s, err = dial(ctx, c, &stderr)
 		if err == nil {
 			c.o.Logger.Warn("mcp server session renewed", "server", c.name, "reason", why.Error(),
 				"attempt", attempt, "took", time.Since(start))

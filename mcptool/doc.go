@@ -66,6 +66,24 @@
 // no text, and isError as an error result. Cancelling the call's context
 // cancels the request on the server.
 //
+// # Progress, list changes and restarts
+//
+// Every tools/call carries a progress token; the server's
+// notifications/progress for it reach the call's [tool.Reporter] (the agent
+// makes them progress events of the call; MCP specification 2025-06-18,
+// "Utilities: Progress"). Reports for a token no call holds are dropped.
+//
+// A server's notifications/tools/list_changed marks it; [Set.Refresh], which
+// the agent calls before every model turn ([Set] is an
+// agent.RefreshingToolset), lists its tools again with the rules of [Open]
+// (names, schemas, hints and trust), so that a new tool is offered from the
+// next turn and a removed one is gone (a call to it is an unknown tool). A
+// server that got a new session is listed again the same way.
+//
+// A renewal during a call (below) is reported to the call's reporter as a
+// [tool.NoticeRestart] notice (an agent notice event), beside
+// [ServerStatus].Renewals.
+//
 // # Servers that misbehave
 //
 // One bad tool or line never takes a server down:

@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,7 +146,7 @@ func (e *CollisionError) Error() string {
 // Set is the tools of a set of MCP servers, and the connections to them.
 // Its methods are safe for concurrent use.
 type Set struct {
-	tools    []tool.Tool
+	mu       sync.RWMutex // guards statuses and each conn's tools
 	statuses []ServerStatus
 	conns    []*conn
 	grace    time.Duration
@@ -244,7 +245,6 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Set, error) {
 					First: ToolRef{prev.server, prev.remote}, Second: ToolRef{t.server, t.remote}}
 			}
 			byName[t.spec.Name] = t
-			s.tools = append(s.tools, t)
 		}
 	}
 	if collision != nil {
@@ -261,7 +261,6 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Set, error) {
 // connect starts, initializes and lists one server. On error nothing of it is
 // left running.
 func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st *ServerStatus) (*conn, []*Tool, error) {
-	timeout := sc.timeout()
 	var stderr *tailBuffer
 	withStderr := func(err error) error {
 		if stderr == nil {
@@ -273,11 +272,12 @@ func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st 
 		}
 		return err
 	}
-	session, err := dial(ctx, name, sc, o, &stderr)
+	c := &conn{name: name, sc: sc, o: o}
+	session, err := dial(ctx, c, &stderr)
 	if err != nil {
 		return nil, nil, withStderr(err)
 	}
-	c := newConn(name, sc, o, session)
+	c.set(session)
 	abort := func() { _ = closeWithin(session, 3*o.ShutdownGrace+time.Second) }
 	if res := session.InitializeResult(); res != nil && res.ServerInfo != nil {
 		info := *res.ServerInfo
@@ -287,55 +287,87 @@ func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st 
 		_ = closeWithin(session, 3*o.ShutdownGrace+time.Second)
 		return nil, nil, withStderr(err)
 	}
-	var tools []*Tool
+	l, err := c.listTools(ctx, session, abort, nil)
+	if err != nil {
+		return fail(err)
+	}
+	st.Skipped, st.SkippedMore = l.skipped, l.skippedMore
+	if stderr != nil {
+		st.Stderr = stderr.String()
+	}
+	c.tools = l.tools
+	return c, l.tools, nil
+}
+
+// listing is what listing one server's tools found.
+type listing struct {
+	tools       []*Tool
+	skipped     []SkippedTool
+	skippedMore int
+}
+
+// listTools lists the tools of session (all pages), bounded by the server's
+// Timeout (abort releases a listing stuck past it), and makes each a *Tool.
+// A tool that cannot be used, or whose name taken(name) reports as another
+// server's, is skipped alone. Two tools of the server with one name are a
+// *CollisionError.
+func (c *conn) listTools(ctx context.Context, session *mcp.ClientSession, abort func(), taken func(string) (ToolRef, bool)) (listing, error) {
+	var l listing
+	skip := func(name, reason string) {
+		if len(l.skipped) == MaxSkipped {
+			l.skippedMore++
+			return
+		}
+		l.skipped = append(l.skipped, SkippedTool{Tool: name, Reason: reason})
+		c.o.Logger.Warn("mcp tool skipped", "server", c.name, "tool", fmt.Sprintf("%q", name), "reason", reason)
+	}
 	seen := map[string]*Tool{}
-	err = bounded(ctx, timeout, abort, func(ctx context.Context) error {
+	err := bounded(ctx, c.sc.timeout(), abort, func(ctx context.Context) error {
 		for t, err := range session.Tools(ctx, nil) {
 			if err != nil {
 				return err
 			}
-			mt, err := newTool(name, sc, t, c)
+			mt, err := newTool(c.name, c.sc, t, c)
 			if err != nil {
 				// One unusable tool is left out alone; its siblings and
 				// its server stay.
-				if len(st.Skipped) == MaxSkipped {
-					st.SkippedMore++
-					continue
-				}
-				st.Skipped = append(st.Skipped, SkippedTool{Tool: t.Name, Reason: err.Error()})
-				o.Logger.Warn("mcp tool skipped", "server", name, "tool", fmt.Sprintf("%q", t.Name), "reason", err.Error())
+				skip(t.Name, err.Error())
 				continue
 			}
 			if prev, ok := seen[mt.spec.Name]; ok {
-				return &CollisionError{Name: mt.spec.Name, First: ToolRef{name, prev.remote}, Second: ToolRef{name, mt.remote}}
+				return &CollisionError{Name: mt.spec.Name, First: ToolRef{c.name, prev.remote}, Second: ToolRef{c.name, mt.remote}}
+			}
+			if taken != nil {
+				if other, ok := taken(mt.spec.Name); ok {
+					skip(t.Name, fmt.Sprintf("its name %s is taken by tool %q of server %q", mt.spec.Name, other.Tool, other.Server))
+					continue
+				}
 			}
 			seen[mt.spec.Name] = mt
-			tools = append(tools, mt)
+			l.tools = append(l.tools, mt)
 		}
 		return nil
 	})
 	if err != nil {
 		var ce *CollisionError
-		if errors.As(err, &ce) {
-			return fail(err)
+		if !errors.As(err, &ce) {
+			err = fmt.Errorf("list tools: %w", err)
 		}
-		return fail(fmt.Errorf("list tools: %w", err))
+		return listing{}, err
 	}
-	if stderr != nil {
-		st.Stderr = stderr.String()
-	}
-	return c, tools, nil
+	return l, nil
 }
 
 // dial starts (for stdio) and initializes one server, bounded by its
 // Timeout, and returns the session. For stdio it sets *stderr to the buffer
 // that collects the server's stderr. On error nothing of it is left running.
-func dial(ctx context.Context, name string, sc *ServerConfig, o *Options, stderr **tailBuffer) (*mcp.ClientSession, error) {
-	transport, err := newTransport(name, sc, o, stderr)
+func dial(ctx context.Context, c *conn, stderr **tailBuffer) (*mcp.ClientSession, error) {
+	sc, o := c.sc, c.o
+	transport, err := newTransport(c.name, sc, o, stderr)
 	if err != nil {
 		return nil, err
 	}
-	client := mcp.NewClient(o.Client, &mcp.ClientOptions{Logger: o.Logger.With("server", name)})
+	client := mcp.NewClient(o.Client, c.clientOptions())
 	tracked := &trackingTransport{Transport: transport}
 	abort := func() {
 		// A transport may block in a write that ignores ctx (an in-memory
@@ -529,13 +561,111 @@ func closeWithin(c io.Closer, d time.Duration) error {
 }
 
 // Tools returns the tools of every ready server: servers in name order, each
-// server's tools in the order it listed them. Each element is a *[Tool].
-func (s *Set) Tools() []tool.Tool { return append([]tool.Tool(nil), s.tools...) }
+// server's tools in the order it listed them, as of the last [Set.Refresh].
+// Each element is a *[Tool].
+func (s *Set) Tools() []tool.Tool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []tool.Tool
+	for _, c := range s.conns {
+		for _, t := range c.tools {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Refresh lists the tools again of every server that said its tool list
+// changed (notifications/tools/list_changed; MCP specification 2025-06-18,
+// "Tools: List changed notification") or that got a new session since the
+// last listing (a restarted server may list other tools), and reports whether
+// [Set.Tools] changed. New tools get the same naming, hints and trust rules
+// as at [Open]; a tool whose schema or name cannot be used, or whose name is
+// another server's tool's, is skipped alone ([ServerStatus].Skipped); a tool
+// the server no longer lists is gone. A server whose listing fails keeps its
+// tools, and its error is returned, joined with the others'. Each listing is
+// bounded by its server's Timeout. Refresh implements
+// agent.RefreshingToolset; the agent calls it before every model turn.
+func (s *Set) Refresh(ctx context.Context) (bool, error) {
+	var changed bool
+	var errs []error
+	for _, c := range s.conns {
+		if !c.listChanged.Swap(false) {
+			continue
+		}
+		session, _, dead := c.current()
+		if dead {
+			c.listChanged.Store(true) // listed when a call has started a new session
+			continue
+		}
+		abort := func() { _ = closeWithin(session, 3*s.grace+time.Second) }
+		taken := func(name string) (ToolRef, bool) {
+			s.mu.RLock()
+			defer s.mu.RUnlock()
+			for _, o := range s.conns {
+				if o == c {
+					continue
+				}
+				for _, t := range o.tools {
+					if t.spec.Name == name {
+						return ToolRef{o.name, t.remote}, true
+					}
+				}
+			}
+			return ToolRef{}, false
+		}
+		l, err := c.listTools(ctx, session, abort, taken)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mcp server %q: %w", c.name, err))
+			continue
+		}
+		s.mu.Lock()
+		if !sameTools(c.tools, l.tools) {
+			changed = true
+			c.o.Logger.Info("mcp server's tools changed", "server", c.name, "before", len(c.tools), "now", len(l.tools))
+		}
+		c.tools = l.tools
+		for j := range s.statuses {
+			if s.statuses[j].Name == c.name {
+				s.statuses[j].Tools, s.statuses[j].Skipped, s.statuses[j].SkippedMore = len(l.tools), l.skipped, l.skippedMore
+			}
+		}
+		s.mu.Unlock()
+	}
+	return changed, errors.Join(errs...)
+}
+
+// sameTools reports whether two listings offer the same tools, by name and
+// definition.
+func sameTools(a, b []*Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].spec.Name != b[i].spec.Name || a[i].spec.Description != b[i].spec.Description ||
+			*a[i].spec.Hints != *b[i].spec.Hints || !sameSchema(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSchema(a, b *Tool) bool {
+	if a.spec.InputSchema == nil || b.spec.InputSchema == nil {
+		return a.spec.InputSchema == b.spec.InputSchema
+	}
+	ja, errA := json.Marshal(a.spec.InputSchema)
+	jb, errB := json.Marshal(b.spec.InputSchema)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
 
 // Servers returns the status of every configured server, in name order, with
-// its Renewals as of now.
+// its Renewals as of now (and its Tools and Skipped as of the last
+// [Set.Refresh]).
 func (s *Set) Servers() []ServerStatus {
+	s.mu.RLock()
 	out := append([]ServerStatus(nil), s.statuses...)
+	s.mu.RUnlock()
 	for i := range out {
 		for _, c := range s.conns {
 			if c.name == out[i].Name {

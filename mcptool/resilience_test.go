@@ -166,8 +166,15 @@ func TestStreamableHTTPServerRestarted(t *testing.T) {
 	h2 := newHandler()
 	current.Store(&h2)
 	start := time.Now()
-	call("after")
+	rep := &notices{}
+	res, err := echo.Call(tool.WithReporter(context.Background(), rep), json.RawMessage(`{"text": "after"}`))
+	if err != nil || res.Output != "after" {
+		t.Fatalf("call after the restart: %+v, %v", res, err)
+	}
 	t.Logf("the call that renewed the session took %s", time.Since(start))
+	if got := rep.list(); len(got) != 1 || got[0].Kind != tool.NoticeRestart || !strings.Contains(got[0].Message, "new session") {
+		t.Errorf("notices %+v; want one new session of mcp:web", got)
+	}
 	call("again")
 	if n := inits.Load(); n != 2 {
 		t.Errorf("%d sessions were initialized; want 2", n)
@@ -205,10 +212,14 @@ func TestStdioServerExitsDuringCall(t *testing.T) {
 		t.Fatalf("crash: err = %v (ctx %v); want an error naming the server and tool, before the deadline", err, ctx.Err())
 	}
 	start = time.Now()
-	second, err := echo.Call(context.Background(), nil)
+	rep := &notices{}
+	second, err := echo.Call(tool.WithReporter(context.Background(), rep), nil)
 	t.Logf("the call that restarted the server took %s", time.Since(start))
 	if err != nil || second.IsError {
 		t.Fatalf("echo after the crash: %+v, %v", second, err)
+	}
+	if got := rep.list(); len(got) != 1 || got[0].Kind != tool.NoticeRestart || got[0].Source != "mcp:flaky" || !strings.Contains(got[0].Message, "started again") {
+		t.Errorf("notices %+v; want one restart of mcp:flaky", got)
 	}
 	if second.Output == first.Output {
 		t.Errorf("echo answered from pid %s both times; want a new process", first.Output)
@@ -289,4 +300,24 @@ func TestStdioOversizedResult(t *testing.T) {
 	if b, _ := os.ReadFile(starts); strings.Count(string(b), "\n") != 1 {
 		t.Errorf("the server started %d times; want once", strings.Count(string(b), "\n"))
 	}
+}
+
+// notices is a tool.Reporter that keeps the notices.
+type notices struct {
+	mu sync.Mutex
+	ns []tool.Notice
+}
+
+func (n *notices) Progress(tool.Progress) {}
+
+func (n *notices) Notice(x tool.Notice) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ns = append(n.ns, x)
+}
+
+func (n *notices) list() []tool.Notice {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]tool.Notice(nil), n.ns...)
 }

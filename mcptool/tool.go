@@ -280,7 +280,10 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 // when the session had already ended before the call (a stdio server that
 // exited), Call starts a new one first. A renewal tries at most 3 times,
 // backing off 200 ms then 400 ms, each try bounded by the server's Timeout.
-// A call that fails while in flight is not sent again: it may have run.
+// A call that fails while in flight is not sent again: it may have run. A
+// renewal during the call is reported to the call's reporter as a notice
+// ([tool.NoticeRestart]); the server's progress notifications for the call
+// (it is sent with a progress token) as progress ([tool.ReportProgress]).
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 	if len(strings.TrimSpace(string(args))) == 0 || strings.TrimSpace(string(args)) == "null" {
 		args = json.RawMessage("{}")
@@ -292,7 +295,19 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 		defer cancel()
 	}
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	// A progress token with every call (MCP specification 2025-06-18,
+	// "Utilities: Progress"): the server's notifications/progress for it
+	// reach the call's reporter (agent progress events).
+	token, done := t.conn.newProgressToken(ctx)
+	defer done()
+	params.SetProgressToken(token)
 	session, gen, dead := t.conn.current()
+	startGen := gen
+	defer func() {
+		if _, now, _ := t.conn.current(); now != startGen {
+			t.noticeRenewed(ctx)
+		}
+	}()
 	var err error
 	if dead {
 		// The session ended before this call (a stdio server that exited, an
@@ -333,6 +348,16 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 		return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, err)
 	}
 	return t.result(res), nil
+}
+
+// noticeRenewed tells the call's reporter that the server's session was
+// renewed during the call (agent notice events).
+func (t *Tool) noticeRenewed(ctx context.Context) {
+	msg := fmt.Sprintf("MCP server %q was started again: its process had exited", t.server)
+	if t.conn.sc.URL != "" {
+		msg = fmt.Sprintf("MCP server %q was given a new session: it no longer knew the old one (it restarted)", t.server)
+	}
+	tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:" + t.server, Message: msg})
 }
 
 // refusedUnsent reports whether err is the SDK refusing a call because its
