@@ -54,7 +54,9 @@ func mcpRunExtension() runExtension {
 					fmt.Fprintln(rs.env.stderr, "tollgate: mcp:", line)
 				}
 			}
-			rs.tools = append(rs.tools, set.Tools()...)
+			// The set, not a copy of its tools: a server that announces
+			// a change of its tools is listed again between turns.
+			rs.toolsets = append(rs.toolsets, set)
 			return nil
 		},
 	}

@@ -133,6 +133,23 @@ func mcpTestServer() {
 		return
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test-" + mode, Version: "0"}, nil)
+	if mode == "progress" {
+		// One tool, work, that reports its progress twice (the second
+		// message with an escape sequence), then pings the client: the ping
+		// is answered after the client has handled the reports, which it
+		// handles in order.
+		srv.AddTool(&mcp.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i, msg := range []string{"reading", "writing\x1b[2J"} {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1), Total: 2, Message: msg})
+			}
+			if err := req.Session.Ping(ctx, nil); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "worked"}}}, nil
+		})
+		_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+		os.Exit(0)
+	}
 	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}, nil
 	}
@@ -347,5 +364,55 @@ func TestToolsMCPJSON(t *testing.T) {
 	}
 	if sources["mcp__app__good"] != "mcp:app" || sources["read"] != "builtin" {
 		t.Errorf("tools: %+v", got.Tools)
+	}
+}
+
+// A server's progress reports for a call are printed under the call, escaped
+// (text), and are events of their own with --json.
+func TestRunPrintsMCPProgress(t *testing.T) {
+	dir := t.TempDir()
+	cfg := mcpConfig(t, dir, map[string]any{
+		"app": map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "progress"}},
+	})
+	script := apWrite(t, dir, "script.yaml", "turns:\n  - toolCalls:\n      - {name: mcp__app__work, id: w1}\n  - text: done\n")
+	state := t.TempDir()
+	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "--state-dir", state, "go")
+	if code != exitDone {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"   [mcp__app__work w1] progress 1/2: reading\n",
+		"   [mcp__app__work w1] progress 2/2: writing\\x1b[2J\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("an escape sequence reached the terminal:\n%q", out)
+	}
+	code, out, errOut = apMain(t, "run", "--json", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "--state-dir", state, "go")
+	if code != exitDone {
+		t.Fatalf("--json: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var n int
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Kind     string `json:"kind"`
+			CallID   string `json:"callId"`
+			Progress *struct {
+				Progress, Total float64
+				Message         string
+			} `json:"progress"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		if ev.Kind == "progress" && ev.CallID == "w1" && ev.Progress != nil && ev.Progress.Total == 2 {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d progress events, want 2:\n%s", n, out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -121,8 +122,11 @@ type runSetup struct {
 	cfg runs.RunConfig
 	// opts becomes the agent's options; Hooks is never nil.
 	opts *agent.Options
-	// tools are extra tools (beside the builtins), e.g. from MCP servers.
+	// tools are extra tools (beside the builtins).
 	tools []tool.Tool
+	// toolsets are sets whose tools may change between turns (MCP servers),
+	// offered after the toolkit's.
+	toolsets []agent.Toolset
 	// afterNew run once the agent exists (e.g. to attach a tool call listener).
 	afterNew []func(ctx context.Context, a *agent.Agent) error
 	// onStop run when a part of the run ends, with its ID and status.
@@ -221,6 +225,9 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 		return nil, usageErr("run: %v", err)
 	}
 	rs.opts.Tools = tk
+	if len(rs.toolsets) > 0 {
+		rs.opts.Tools = agent.JoinToolsets(append([]agent.Toolset{tk}, rs.toolsets...)...)
+	}
 	return &runs.Built{
 		Options: *rs.opts,
 		Attach: func(ctx context.Context, a *agent.Agent) error {
@@ -404,6 +411,19 @@ func (p *printer) print(ev agent.Event) {
 		fmt.Fprintln(p.w, line)
 	case agent.EventPending:
 		fmt.Fprintf(p.w, "   [%s] pending %s (%s): %s\n", p.label(ev.CallID), field(ev.Request.ID), field(string(ev.Request.Kind)), oneLine(ev.Request.Prompt, 300))
+	case agent.EventProgress:
+		pr := ev.Progress
+		line := fmt.Sprintf("   [%s] progress %s", p.label(ev.CallID), strconv.FormatFloat(pr.Progress, 'g', 6, 64))
+		if pr.Total > 0 {
+			line += "/" + strconv.FormatFloat(pr.Total, 'g', 6, 64)
+		}
+		if pr.Message != "" {
+			line += ": " + oneLine(pr.Message, 200)
+		}
+		fmt.Fprintln(p.w, line)
+	case agent.EventNotice:
+		n := ev.Notice
+		fmt.Fprintf(p.w, "   [%s] %s %s: %s\n", p.label(ev.CallID), field(n.Kind), field(n.Source), oneLine(n.Message, 300))
 	case agent.EventToolResult:
 		r := ev.Record
 		status := "ok"
