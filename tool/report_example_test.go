@@ -1,0 +1,34 @@
+package tool_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// printer is a tool.Reporter that prints what it is told; the agent's
+// reporter turns the same reports into progress and notice events.
+type printer struct{}
+
+func (printer) Progress(p tool.Progress) {
+	fmt.Printf("progress %g/%g %s\n", p.Progress, p.Total, p.Message)
+}
+
+func (printer) Notice(n tool.Notice) {
+	fmt.Printf("%s %s: %d bytes\n", n.Kind, n.Source, len(n.Message))
+}
+
+// A tool reports how far it has come through its call's context; without a
+// reporter on the context the reports go nowhere. Messages are cut to
+// MaxReportMessage bytes.
+func ExampleReportProgress() {
+	ctx := tool.WithReporter(context.Background(), printer{})
+	tool.ReportProgress(ctx, tool.Progress{Progress: 1, Total: 2, Message: "copying"})
+	tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:fs", Message: strings.Repeat("x", 5000)})
+	tool.ReportProgress(context.Background(), tool.Progress{Progress: 2}) // nobody listens
+	// Output:
+	// progress 1/2 copying
+	// restart mcp:fs: 1027 bytes
+}
