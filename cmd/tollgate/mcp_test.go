@@ -147,6 +147,36 @@ func mcpTestServer() {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "worked"}}}, nil
 		})
+		// And one, install, that adds a tool, fresh, and answers once the
+		// client has had notifications/tools/list_changed (sent, then a
+		// ping answered after it).
+		sent := make(chan struct{}, 1)
+		srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				res, err := next(ctx, method, req)
+				if method == "notifications/tools/list_changed" {
+					select {
+					case sent <- struct{}{}:
+					default:
+					}
+				}
+				return res, err
+			}
+		})
+		srv.AddTool(&mcp.Tool{Name: "install", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			srv.AddTool(&mcp.Tool{Name: "fresh", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fresh ran"}}}, nil
+			})
+			select {
+			case <-sent:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if err := req.Session.Ping(ctx, nil); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "installed"}}}, nil
+		})
 		_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 		os.Exit(0)
 	}
@@ -414,5 +444,19 @@ func TestRunPrintsMCPProgress(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d progress events, want 2:\n%s", n, out)
+	}
+}
+
+// A tool a server adds during a run (notifications/tools/list_changed) is
+// offered from the next turn.
+func TestRunMCPToolListChanged(t *testing.T) {
+	dir := t.TempDir()
+	cfg := mcpConfig(t, dir, map[string]any{
+		"app": map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "progress"}},
+	})
+	script := apWrite(t, dir, "script.yaml", "turns:\n  - toolCalls:\n      - {name: mcp__app__install, id: i1}\n  - toolCalls:\n      - {name: mcp__app__fresh, id: f1}\n  - text: done\n")
+	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "--state-dir", t.TempDir(), "go")
+	if code != exitDone || !strings.Contains(out, "[mcp__app__fresh f1] <- ok (9 bytes): fresh ran") {
+		t.Fatalf("exit %d; want the new tool to run\n%s\n%s", code, out, errOut)
 	}
 }
