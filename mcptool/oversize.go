@@ -1,6 +1,7 @@
 package mcptool
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,7 +78,22 @@ const (
 
 // write feeds the next bytes of the message (without its newline).
 func (s *oversize) write(p []byte) {
-	for _, c := range p {
+	for i := 0; i < len(p); i++ {
+		if s.inStr && !s.esc && s.uLeft == 0 && (s.strKind == kindNone || s.strKind == kindText && s.textFull) {
+			// Inside a string nothing is kept of: skip to its next quote
+			// or backslash at once (most of an oversized message).
+			j := bytes.IndexByte(p[i:], '"')
+			if k := bytes.IndexByte(p[i:], '\\'); k >= 0 && (j < 0 || k < j) {
+				j = k
+			}
+			if j < 0 {
+				s.n += int64(len(p) - i)
+				return
+			}
+			s.n += int64(j)
+			i += j
+		}
+		c := p[i]
 		s.n++
 		if s.inStr {
 			s.strByte(c)

@@ -258,14 +258,15 @@ func TestStdioServerRestartBounded(t *testing.T) {
 }
 
 // A result over the limit for one message (here over the SDK's own limit,
-// 16 MiB, whose breach would close the connection) is cut to its first
-// CutResultBytes of text, with a note, and the connection stays: later
-// calls are answered by the same process, which started once.
+// 16 MiB, whose breach would close the connection; the ID written last, as
+// Node.js servers do) is cut to its first CutResultBytes of text, with a
+// note, and the connection stays: later calls are answered by the same
+// process, which started once.
 func TestStdioOversizedResult(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	s := open(t, &Config{Servers: map[string]*ServerConfig{"flaky": {
 		Command: os.Args[0],
-		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "crash", "MCPTOOL_TEST_STARTS": starts},
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "rawbig", "MCPTOOL_TEST_STARTS": starts},
 	}}}, &Options{ShutdownGrace: 200 * time.Millisecond})
 	tools := toolsByName(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

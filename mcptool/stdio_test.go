@@ -1,6 +1,8 @@
 package mcptool
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,6 +48,10 @@ func helperServer(mode string) {
 	}
 	if mode == "crash" {
 		crashServer()
+		return
+	}
+	if mode == "rawbig" {
+		rawBigServer()
 		return
 	}
 	if mode == "once" {
@@ -117,16 +123,9 @@ func noisyServer() {
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
 
-// crashServer serves "echo", which answers with the server's pid, "crash",
-// which makes the server exit (status 3) in the middle of the call, and "big",
-// whose result is over the SDK's limit for one message.
+// crashServer serves "echo", which answers with the server's pid, and "crash",
+// which makes the server exit (status 3) in the middle of the call.
 func crashServer() {
-	if f := os.Getenv("MCPTOOL_TEST_STARTS"); f != "" {
-		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			fmt.Fprintln(fh, os.Getpid())
-			fh.Close()
-		}
-	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "0"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
@@ -135,9 +134,6 @@ func crashServer() {
 		fmt.Fprintln(os.Stderr, "crash: exiting in the middle of a call")
 		os.Exit(3)
 		return nil, nil
-	})
-	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", mcp.DefaultMaxLineLength+1)}}}, nil
 	})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
@@ -291,4 +287,55 @@ func TestClosePoliteServer(t *testing.T) {
 		t.Errorf("Close took %s; the server exits at once when its stdin closes", elapsed)
 	}
 	waitGone(t, pids, time.Second)
+}
+
+// rawBigServer is a stdio MCP server written by hand, as a Node.js server
+// writes its messages (the ID last), so that a result over the SDK's limit
+// for one message costs it no encoding: "echo" answers with the server's
+// pid, "big" with a text of mcp.DefaultMaxLineLength+1 bytes. Every start is
+// appended to MCPTOOL_TEST_STARTS.
+func rawBigServer() {
+	if f := os.Getenv("MCPTOOL_TEST_STARTS"); f != "" {
+		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintln(fh, os.Getpid())
+			fh.Close()
+		}
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	answer := func(id json.RawMessage, result string) {
+		out.WriteString(`{"jsonrpc":"2.0","result":` + result + `,"id":` + string(id) + "}\n")
+		out.Flush()
+	}
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
+			continue // a notification
+		}
+		switch req.Method {
+		case "initialize":
+			answer(req.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"rawbig","version":"0"}}`)
+		case "tools/list":
+			answer(req.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			if req.Params.Name == "big" {
+				out.WriteString(`{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"`)
+				out.Write(bytes.Repeat([]byte("b"), mcp.DefaultMaxLineLength+1))
+				out.WriteString(`"}]},"id":` + string(req.ID) + "}\n")
+				out.Flush()
+				continue
+			}
+			answer(req.ID, `{"content":[{"type":"text","text":"`+strconv.Itoa(os.Getpid())+`"}]}`)
+		default:
+			out.WriteString(`{"jsonrpc":"2.0","error":{"code":-32601,"message":"no"},"id":` + string(req.ID) + "}\n")
+			out.Flush()
+		}
+	}
 }
