@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -258,11 +259,29 @@ func parseTSPtr(n sql.NullString) (*time.Time, error) {
 	return &t, err
 }
 
-func rawOf(n sql.NullString) json.RawMessage {
+// Limits of every JSON document read back from the database (a run's state,
+// result and configuration, an approval's request and data, an event's
+// data): 256 MiB, nested at most 1000 deep (a model's own arguments may nest
+// deeply). A document beyond them is refused before anything decodes it:
+// the database file is written by other processes and is input like any
+// other.
+const (
+	MaxStoredDocument = 256 << 20
+	MaxStoredDepth    = 1000
+)
+
+var storedLimits = bounded.Limits{MaxBytes: MaxStoredDocument, MaxDepth: MaxStoredDepth}
+
+// boundedOf is rawOf for a document that must lie within storedLimits; what
+// names it in the error ("run RUN: state").
+func boundedOf(what string, n sql.NullString) (json.RawMessage, error) {
 	if !n.Valid {
-		return nil
+		return nil, nil
 	}
-	return json.RawMessage(n.String)
+	if err := bounded.CheckJSON("sqlite: "+what, []byte(n.String), storedLimits); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(n.String), nil
 }
 
 func isUnique(err error) bool {
@@ -492,8 +511,17 @@ func scanRunPos(sc scanner) (store.Run, int64, int64, error) {
 	if err := sc.Scan(&seq, &r.ID, &r.Tenant, &r.Owner, &status, &state, &result, &config, &holder, &token, &expires, &r.Version, &created, &updated); err != nil {
 		return r, 0, 0, err
 	}
-	r.Status, r.State, r.Result, r.Config = store.RunStatus(status), rawOf(state), rawOf(result), rawOf(config)
+	r.Status = store.RunStatus(status)
 	var errs []error
+	for _, d := range []struct {
+		name string
+		src  sql.NullString
+		dst  *json.RawMessage
+	}{{"state", state, &r.State}, {"result", result, &r.Result}, {"config", config, &r.Config}} {
+		var err error
+		*d.dst, err = boundedOf("run "+r.ID+": "+d.name, d.src)
+		errs = append(errs, err)
+	}
 	if holder.Valid {
 		exp, err := parseTS(expires.String)
 		errs = append(errs, err)
@@ -593,9 +621,16 @@ func scanApproval(sc scanner) (store.Approval, int64, error) {
 	if err := sc.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &a.DecidedBy, &a.Reason, &data, &created, &updated, &decided, &used, &expires); err != nil {
 		return a, 0, err
 	}
-	a.Kind, a.Status, a.Data = tool.Kind(kind), store.Status(status), rawOf(data)
-	errs := []error{json.Unmarshal([]byte(req), &a.Request)}
+	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
+	what := "approval " + a.ID + " of run " + a.RunID
+	var errs []error
 	var err error
+	a.Data, err = boundedOf(what+": data", data)
+	errs = append(errs, err)
+	if err = bounded.CheckJSON("sqlite: "+what+": request", []byte(req), storedLimits); err == nil {
+		err = json.Unmarshal([]byte(req), &a.Request)
+	}
+	errs = append(errs, err)
 	a.CreatedAt, err = parseTS(created)
 	errs = append(errs, err)
 	a.UpdatedAt, err = parseTS(updated)
@@ -804,7 +839,9 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 		if err := rows.Scan(&e.Seq, &e.Tenant, &e.RunID, &e.Type, &t, &data); err != nil {
 			return nil, err
 		}
-		e.Data = rawOf(data)
+		if e.Data, err = boundedOf(fmt.Sprintf("event %d: data", e.Seq), data); err != nil {
+			return nil, err
+		}
 		if e.Time, err = parseTS(t); err != nil {
 			return nil, fmt.Errorf("event %d: %w", e.Seq, err)
 		}
