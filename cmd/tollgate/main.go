@@ -39,6 +39,8 @@ func main() {
 	// Started as the sandbox helper (by a sandboxed bash call, command hook
 	// or MCP server), run as that and never return.
 	sandbox.Main()
+	// The keys in this process's environment are not for its children.
+	hideEnviron()
 	// SIGINT and SIGTERM cancel the run: running tools' process groups are
 	// killed, ON_STOP hooks still fire, and the error names the signal.
 	ctx, cancel := context.WithCancelCause(context.Background())
