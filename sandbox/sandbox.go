@@ -208,11 +208,11 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	}
 	prog := cmd.Path
 	if !filepath.IsAbs(prog) {
-		base := cmd.Dir
-		if base == "" {
-			if base, err = os.Getwd(); err != nil {
-				return false, err
-			}
+		// Relative to cmd.Dir, itself relative to this process's working
+		// directory (or that directory when empty), as exec reads them.
+		base, err := filepath.Abs(cmd.Dir)
+		if err != nil {
+			return false, err
 		}
 		prog = filepath.Join(base, prog)
 	}

@@ -89,9 +89,11 @@ func TestRunMCPBadConfig(t *testing.T) {
 func TestToolsMCP(t *testing.T) {
 	node, entry := fsServer(t)
 	root := t.TempDir()
+	// Sandboxed as under `tollgate run`: the servers may read their installation.
+	modules := []string{entry[:strings.Index(entry, "node_modules")+len("node_modules")]}
 	cfg := mcpConfig(t, t.TempDir(), map[string]any{
-		"fs":        map[string]any{"command": node, "args": []string{entry, root}, "trusted": true},
-		"untrusted": map[string]any{"command": node, "args": []string{entry, root}},
+		"fs":        map[string]any{"command": node, "args": []string{entry, root}, "trusted": true, "sandboxRead": modules},
+		"untrusted": map[string]any{"command": node, "args": []string{entry, root}, "sandboxRead": modules},
 		"broken":    map[string]any{"command": filepath.Join(root, "no-such-server")},
 		"off":       map[string]any{"command": node, "disabled": true},
 	})
@@ -126,11 +128,17 @@ func TestToolsMCP(t *testing.T) {
 // TOLLGATE_TEST_MCP_SERVER is set (TestMain calls it first): mode "badtool"
 // lists a usable tool, good, and one whose input schema has a $ref to a
 // missing #/$defs/ScreenInstance, screens, whose name is followed by an escape
-// sequence.
+// sequence. With TOLLGATE_TEST_MCP_TOUCH=FILE it first tries to write FILE.
 func mcpTestServer() {
 	mode := os.Getenv("TOLLGATE_TEST_MCP_SERVER")
 	if mode == "" {
 		return
+	}
+	if f := os.Getenv("TOLLGATE_TEST_MCP_TOUCH"); f != "" {
+		// Try to write a file where a sandboxed server may not.
+		if err := os.WriteFile(f, []byte("escaped"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test-" + mode, Version: "0"}, nil)
 	if mode == "progress" {
@@ -197,6 +205,28 @@ func mcpTestServer() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// `tollgate tools --mcp` started stdio servers unconfined; they now run in the
+// sandbox of `tollgate run`: a server cannot write outside the workspace.
+func TestToolsMCPIsSandboxed(t *testing.T) {
+	needSandbox(t)
+	ws, outside := t.TempDir(), t.TempDir()
+	marker := filepath.Join(outside, "escaped")
+	cfg := mcpConfig(t, t.TempDir(), map[string]any{
+		"app": map[string]any{
+			"command":     os.Args[0],
+			"env":         map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool", "TOLLGATE_TEST_MCP_TOUCH": marker},
+			"sandboxRead": []string{filepath.Dir(os.Args[0])},
+		},
+	})
+	code, out, errOut := apMain(t, "tools", "--workdir", ws, "--mcp", cfg)
+	if code != 0 || !regexp.MustCompile(`(?m)^app\s+ready\s`).MatchString(out) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the MCP server wrote %s outside the workspace", marker)
+	}
 }
 
 // `tollgate tools --mcp` with a server that lists one unusable tool beside a

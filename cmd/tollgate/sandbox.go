@@ -116,7 +116,13 @@ func (c *sandboxConfig) mcpSandbox() func(cmd *exec.Cmd, server string, sc *mcpt
 		p := c.policy(mode, c.workspace)
 		p.Read = append(append(append([]string(nil), p.Read...), sc.SandboxRead...), c.cwd)
 		if cmd.Dir != "" {
-			p.Read = append(p.Read, cmd.Dir)
+			// A "cwd" relative to a relative mcp.json path is relative to
+			// this process's working directory, as exec reads it.
+			dir, err := filepath.Abs(cmd.Dir)
+			if err != nil {
+				return err
+			}
+			p.Read = append(p.Read, dir)
 		}
 		p.ConnectTCP = append(append([]uint16(nil), p.ConnectTCP...), sc.SandboxConnect...)
 		_, err := c.sb.Wrap(cmd, p)
@@ -187,6 +193,48 @@ func sandboxRunExtension() runExtension {
 			return nil
 		},
 	}
+}
+
+// toolsSandbox is the confinement of the stdio MCP servers that `tollgate
+// tools --mcp` starts: the same as `tollgate run` gives them (each server's
+// "sandbox", default workspace on workdir; the binary and the MCP files
+// protected), so that listing tools never runs a server with more power
+// than a run would.
+// Where no sandbox can be made (no helper, not Linux), only the servers
+// configured "sandbox": "off" start.
+func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16, mcpFiles []string) (func(*exec.Cmd, string, *mcptool.ServerConfig) error, error) {
+	c := &sandboxConfig{connect: connect}
+	for _, r := range reads {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, usageErr("tools: --sandbox-read %s: %v", r, err)
+		}
+		c.read = append(c.read, abs)
+	}
+	var err error
+	if c.cwd, err = os.Getwd(); err != nil {
+		return nil, err
+	}
+	if c.workspace, err = filepath.Abs(workdir); err != nil {
+		return nil, usageErr("tools: --workdir %s: %v", workdir, err)
+	}
+	if real, err := filepath.EvalSymlinks(c.workspace); err == nil {
+		c.workspace = real
+	}
+	files := append([]string(nil), mcpFiles...)
+	c.protectFns = append(c.protectFns, func() []string { return files })
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if c.sb, err = sandbox.New(&sandbox.Options{Logger: logger}); err != nil {
+		// Only the servers configured "sandbox": "off" start; the others
+		// fail with this error in their status.
+		return func(_ *exec.Cmd, _ string, sc *mcptool.ServerConfig) error {
+			if m, perr := sandbox.ParseMode(sc.Sandbox); perr == nil && sc.Sandbox != "" && m == sandbox.Off {
+				return nil
+			}
+			return fmt.Errorf("%v (run the server unconfined with \"sandbox\": \"off\" in mcp.json)", err)
+		}, nil
+	}
+	return c.mcpSandbox(), nil
 }
 
 // portsValue is a repeatable flag of TCP ports.

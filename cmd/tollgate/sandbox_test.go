@@ -26,10 +26,11 @@ var binary struct {
 
 // The test binary is the sandbox helper of the commands that the in-process
 // runs (Main) start: started as one, it runs sandbox.Main and never reaches
-// the tests.
+// the tests. Started as an MCP test server, it serves (mcpTestServer), after
+// sandbox.Main, so that a sandboxed server is confined like any other.
 func TestMain(m *testing.M) {
-	mcpTestServer()
 	sandbox.Main()
+	mcpTestServer()
 	// No test may touch the user's state directory: the default one is a
 	// fresh directory, for this process and the binaries it starts.
 	state, err := os.MkdirTemp("", "tollgate-state-")

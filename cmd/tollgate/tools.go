@@ -16,6 +16,8 @@ func newToolsCmd(env *cliEnv) *cobra.Command {
 	var workdir string
 	var mcpFiles []string
 	var asJSON bool
+	var sandboxRead []string
+	var sandboxConnect []uint16
 	cmd := &cobra.Command{
 		Use:   "tools [flags]",
 		Short: "List the tools an agent would be offered, with their hints",
@@ -31,6 +33,10 @@ each with its state, error, trust, server info, renewals, its tools with the
 hints the gates use and the hints it claims, and its skipped tools with
 reasons; then "tools", every tool offered.
 
+Stdio MCP servers start under the same sandbox as with 'tollgate run' (their
+"sandbox" in mcp.json, default workspace on --workdir; --sandbox-read and
+--sandbox-connect widen it for every server).
+
 Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 2 usage.`,
 		Args: argsUsage(cobra.NoArgs),
@@ -39,7 +45,11 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 			var mcpSet *mcptool.Set
 			failed := 0
 			if len(mcpFiles) > 0 {
-				set, err := openMCP(c.Context(), mcpFiles, env.stderr, nil, nil)
+				confine, err := toolsSandbox(env, workdir, sandboxRead, sandboxConnect, mcpFiles)
+				if err != nil {
+					return err
+				}
+				set, err := openMCP(c.Context(), mcpFiles, env.stderr, nil, confine)
 				if err != nil {
 					return err
 				}
@@ -89,6 +99,8 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 	}
 	cmd.Flags().StringVar(&workdir, "workdir", ".", "workspace root for the builtin tools")
 	cmd.Flags().StringArrayVar(&mcpFiles, "mcp", nil, mcpFlagUsage)
+	cmd.Flags().StringArrayVar(&sandboxRead, "sandbox-read", nil, "a further file or directory sandboxed MCP servers may read; repeatable")
+	cmd.Flags().Var(newPortsValue(&sandboxConnect), "sandbox-connect", "a TCP port sandboxed MCP servers may connect to; repeatable")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (servers, their tools and skipped tools, every tool) instead of tables")
 	return cmd
 }
