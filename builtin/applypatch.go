@@ -32,8 +32,10 @@ func (b *builtins) applyPatchTool() (tool.Tool, error) {
 // change is one file's part of a checked patch, ready to be written.
 type change struct {
 	fp      filePatch
-	rel     string // the file, workspace-relative
-	dest    string // where the new content goes (rel, or the Move to path); "" for a delete
+	rel     string  // the file, workspace-relative
+	dest    string  // where the new content goes (rel, or the Move to path); "" for a delete
+	src     *pinned // rel, its directory held open
+	dst     *pinned // dest, its directory held open (src when dest is rel); nil for a delete
 	content []byte
 	perm    fs.FileMode
 	existed bool // rel existed (always, except for an add)
@@ -98,37 +100,57 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 		defer b.files.lock(n)()
 	}
 
-	// Check everything and compute every new content; nothing is written yet.
+	// Check everything and compute every new content; nothing is written
+	// yet (but missing directories for new files are made). Every file's
+	// directory is opened once and judged (Options.CheckFile, Protect): the
+	// commit goes through those descriptors.
+	args := func(real string) any { return map[string]string{"path": real} }
 	changes := make([]change, len(files))
+	defer func() {
+		for _, c := range changes {
+			if c.src != nil {
+				c.src.close()
+			}
+			if c.dst != nil && c.dst != c.src {
+				c.dst.close()
+			}
+		}
+	}()
 	for i, fp := range files {
-		c := change{fp: fp, rel: targets[i].rel, dest: targets[i].dest, perm: filePerm}
-		fi, err := root.Stat(c.rel)
+		c := &changes[i]
+		*c = change{fp: fp, rel: targets[i].rel, dest: targets[i].dest, perm: filePerm}
+		pn, err := b.pin(ctx, root, ApplyPatch, c.rel, fp.path, fp.op == opAdd, args)
+		var nr *notRegular
 		switch {
-		case fp.op == opAdd && err == nil:
-			return tool.Errorf("patch line %d: Add File: %s already exists; update it instead", fp.line, fp.path), nil
-		case fp.op == opAdd && !errors.Is(err, fs.ErrNotExist):
-			return tool.Errorf("patch line %d: %s", fp.line, describe(fp.path, err)), nil
-		case fp.op != opAdd && err != nil:
-			return tool.Errorf("patch line %d: %s", fp.line, describe(fp.path, err)), nil
-		case fp.op != opAdd && !fi.Mode().IsRegular():
+		case errors.As(err, &nr):
 			return tool.Errorf("patch line %d: %s is not a regular file", fp.line, fp.path), nil
+		case err != nil:
+			return tool.Errorf("patch line %d: %s", fp.line, describe(fp.path, err)), nil
+		}
+		c.src = pn
+		if fp.op == opAdd && pn.fi != nil {
+			return tool.Errorf("patch line %d: Add File: %s already exists; update it instead", fp.line, fp.path), nil
 		}
 		c.existed = fp.op != opAdd
 		if c.existed {
-			c.perm = fi.Mode().Perm()
+			c.perm = pn.fi.Mode().Perm()
 		}
+		c.dst = pn
 		switch fp.op {
 		case opAdd:
 			c.content = []byte(fp.add)
 		case opDelete:
-			c.dest = ""
+			c.dest, c.dst = "", nil
 		case opUpdate:
-			if fi, err := root.Stat(c.rel); err == nil && fi.Size() > MaxEditBytes {
-				return tool.Errorf("patch line %d: %s has %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, fi.Size(), MaxEditBytes), nil
+			if pn.fi.Size() > MaxEditBytes {
+				return tool.Errorf("patch line %d: %s has %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, pn.fi.Size(), MaxEditBytes), nil
 			}
-			data, err := root.ReadFile(c.rel)
+			data, err := pn.readAll(fp.path, MaxEditBytes+1)
 			if err != nil {
 				return tool.Errorf("patch line %d: %s", fp.line, describe(fp.path, err)), nil
+			}
+			if len(data) > MaxEditBytes {
+				return tool.Errorf("patch line %d: %s grew past %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, MaxEditBytes, MaxEditBytes), nil
 			}
 			if isBinary(data[:min(len(data), sniffLen)]) {
 				return tool.Errorf("patch line %d: %s is a binary file", fp.line, fp.path), nil
@@ -140,14 +162,21 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 				if _, err := root.Lstat(c.dest); err == nil {
 					return tool.Errorf("patch line %d: Move to: %s already exists", fp.line, fp.moveTo), nil
 				}
+				dst, err := b.pin(ctx, root, ApplyPatch, c.dest, fp.moveTo, true, args)
+				if err != nil {
+					return tool.Errorf("patch line %d: %s", fp.line, describe(fp.moveTo, err)), nil
+				}
+				c.dst = dst
+				if dst.fi != nil {
+					return tool.Errorf("patch line %d: Move to: %s already exists", fp.line, fp.moveTo), nil
+				}
 			}
 		}
-		changes[i] = c
 	}
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("apply_patch: %v; no file was changed", err), nil
 	}
-	if err := b.commitPatch(root, changes); err != nil {
+	if err := b.commitPatch(changes); err != nil {
 		return tool.Errorf("apply_patch: %v; no file was changed", err), nil
 	}
 
@@ -167,7 +196,11 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 			verb = "M"
 		}
 		fmt.Fprintf(&out, "%s %s\n", verb, path)
-		summary = append(summary, map[string]any{"op": verb, "path": c.fp.path, "to": c.fp.moveTo})
+		entry := map[string]any{"op": verb, "path": c.fp.path, "to": c.fp.moveTo, "realPath": c.src.real}
+		if c.dst != nil && c.dst != c.src {
+			entry["realTo"] = c.dst.real
+		}
+		summary = append(summary, entry)
 	}
 	return tool.Result{Output: out.String(), Metadata: map[string]any{"files": summary}}, nil
 }
@@ -176,11 +209,16 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 // temporary files beside their targets first (a failure there leaves the
 // workspace as it was); then each target is replaced by a rename, after a
 // hard link keeps its old content; when a step fails, the steps done are
-// undone in reverse order from those links. Directories created for new
-// files are left in place. b.patchFault, when set (tests), fails a step.
-func (b *builtins) commitPatch(root *os.Root, changes []change) (err error) {
+// undone in reverse order from those links. Every step goes through the
+// directories the changes pinned. Directories created for new files are
+// left in place. b.patchFault, when set (tests), fails a step.
+func (b *builtins) commitPatch(changes []change) (err error) {
+	type entry struct {
+		dir  *os.Root
+		name string
+	}
 	var undo []func() error
-	var cleanup []string
+	var cleanup []entry
 	defer func() {
 		if err != nil {
 			for i := len(undo) - 1; i >= 0; i-- {
@@ -189,8 +227,8 @@ func (b *builtins) commitPatch(root *os.Root, changes []change) (err error) {
 				}
 			}
 		}
-		for _, p := range cleanup {
-			_ = root.Remove(p)
+		for _, e := range cleanup {
+			_ = e.dir.Remove(e.name)
 		}
 	}()
 	step := 0
@@ -204,50 +242,46 @@ func (b *builtins) commitPatch(root *os.Root, changes []change) (err error) {
 	// Stage: every new content in a temporary file.
 	temps := make([]string, len(changes))
 	for i, c := range changes {
-		if c.dest == "" {
+		if c.dst == nil {
 			continue
 		}
-		if dir := filepath.Dir(c.dest); dir != "." {
-			if err := root.MkdirAll(dir, dirPerm); err != nil {
-				return fmt.Errorf("%s: %s", c.fp.path, describe(filepath.Dir(c.dest), err))
-			}
-		}
-		tmp := sideName(c.dest, "tmp")
+		tmp := sideName(c.dst.base, "tmp")
 		if err := fault(); err != nil {
 			return err
 		}
-		if err := root.WriteFile(tmp, c.content, c.perm); err != nil {
+		if err := c.dst.dir.WriteFile(tmp, c.content, c.perm); err != nil {
 			return fmt.Errorf("%s: %s", c.fp.path, describe(c.fp.path, err))
 		}
-		cleanup = append(cleanup, tmp)
-		if err := root.Chmod(tmp, c.perm); err != nil {
+		cleanup = append(cleanup, entry{c.dst.dir, tmp})
+		if err := c.dst.dir.Chmod(tmp, c.perm); err != nil {
 			return fmt.Errorf("%s: %s", c.fp.path, describe(c.fp.path, err))
 		}
 		temps[i] = tmp
 	}
 	// Commit: keep each old file under a link, then rename or remove.
 	for i, c := range changes {
+		src, dst := c.src, c.dst
 		if c.existed {
-			bak := sideName(c.rel, "bak")
-			if err := root.Link(c.rel, bak); err != nil {
+			bak := sideName(src.base, "bak")
+			if err := src.dir.Link(src.base, bak); err != nil {
 				return fmt.Errorf("%s: keeping the old content: %s", c.fp.path, describe(c.fp.path, err))
 			}
-			cleanup = append(cleanup, bak)
-			undo = append(undo, func() error { return root.Rename(bak, c.rel) })
+			cleanup = append(cleanup, entry{src.dir, bak})
+			undo = append(undo, func() error { return src.dir.Rename(bak, src.base) })
 		}
 		if err := fault(); err != nil {
 			return err
 		}
-		if c.dest != "" {
-			if err := root.Rename(temps[i], c.dest); err != nil {
+		if dst != nil {
+			if err := dst.dir.Rename(temps[i], dst.base); err != nil {
 				return fmt.Errorf("%s: %s", c.fp.path, describe(c.fp.path, err))
 			}
-			if !c.existed || c.dest != c.rel {
-				undo = append(undo, func() error { return root.Remove(c.dest) })
+			if !c.existed || dst != src {
+				undo = append(undo, func() error { return dst.dir.Remove(dst.base) })
 			}
 		}
-		if c.existed && c.dest != c.rel {
-			if err := root.Remove(c.rel); err != nil {
+		if c.existed && dst != src {
+			if err := src.dir.Remove(src.base); err != nil {
 				return fmt.Errorf("%s: %s", c.fp.path, describe(c.fp.path, err))
 			}
 		}

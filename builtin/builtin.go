@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -99,6 +100,19 @@ type Options struct {
 	// settings files, the state directory, the records file), which a tool
 	// that could rewrite them would turn against its own gates.
 	Protect []string
+	// CheckFile, if set, is asked about every file read, write, edit, grep,
+	// glob and apply_patch use, after the file (or, for a file to be
+	// created or replaced, its directory) is open and before it is read or
+	// written: a non-nil error refuses the use, and the model sees "refused:
+	// PATH leads to FILE: " and the error's text (grep skips such a file
+	// under the directory it searches, and says how many it skipped). The
+	// [FileUse] it gets names the file actually opened, so that a symbolic
+	// link changed between the call's authorization and its execution
+	// cannot lead the tool to a file the authorization would have refused:
+	// what is checked is what is used. The tollgate command judges the use
+	// again with the run's policy (approval.CheckFile). CheckFile must be
+	// safe for concurrent use.
+	CheckFile func(ctx context.Context, use FileUse) error
 	// Sandbox, if set, is called with every command bash is about to start,
 	// after its environment, directory and process group are set; it may
 	// rewrite the command to run confined (sandbox.Sandbox.Wrapper returns

@@ -34,7 +34,24 @@
 // write and edit refuse a file with more than one hard link, so that no
 // second name of a file (perhaps outside the workspace, or under a directory
 // a policy denies) is changed through this one; read does follow a hard link,
-// as no path can tell one name of a file from another.
+// as no path can tell one name of a file from another (approval.CheckFile
+// refuses one where a policy judges read by path).
+//
+// # What is checked is what is used
+//
+// A call's path is judged when the call is authorized, but a symbolic link
+// on it may be changed before the tool runs (by a command of the same turn).
+// So each file tool judges the file it actually holds: read and grep the
+// file they opened, glob the directory it walks, write, edit and apply_patch
+// the directory they opened to replace the file in (and, when the file is a
+// symbolic link, the file it leads to, whose content they read), then do
+// every further step through those descriptors. The real path of an open
+// file comes from the kernel (/proc/self/fd on Linux), and goes to
+// [Options].CheckFile (as a [FileUse]) and to the Protect check, and into
+// the result's metadata as "realPath" beside the requested "path" (records
+// keep both; apply_patch's "files" carry "realPath" and, for a move,
+// "realTo"). Elsewhere than Linux the path is resolved instead, which leaves
+// the race open.
 //
 // bash is confined only in where it starts (its workdir must lie inside the
 // root): the shell itself can reach anything the process can, unless

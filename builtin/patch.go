@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -306,4 +307,31 @@ func seekLines(lines, want []string, from int, eof bool) int {
 		}
 	}
 	return -1
+}
+
+// PatchPaths returns the paths of the files an apply_patch call touches, as
+// its patch names them (relative to the workspace root or absolute, with
+// \xNN read as the byte NN as the tool reads it), in patch order: the path
+// of every Add, Update and Delete section and every Move to path. args are
+// the call's arguments ({"patchText": "*** Begin Patch ..."}); the error
+// says why they hold no patch that parses (the tool refuses such a call
+// too). Given to approval.Policy.WithPaths for apply_patch, it lets a
+// policy's path rules judge each file a patch touches.
+func PatchPaths(args json.RawMessage) ([]string, error) {
+	var in ApplyPatchInput
+	if err := json.Unmarshal(args, &in); err != nil {
+		return nil, fmt.Errorf("apply_patch arguments: %w", err)
+	}
+	files, err := parsePatch(in.PatchText)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		out = append(out, unspellPath(f.path))
+		if f.moveTo != "" {
+			out = append(out, unspellPath(f.moveTo))
+		}
+	}
+	return out, nil
 }

@@ -52,6 +52,14 @@ func (b *builtins) read(ctx context.Context, in ReadInput) (tool.Result, error) 
 	if fi.IsDir() {
 		return tool.Errorf("%s is a directory; use glob to list its files", in.Path), nil
 	}
+	real, err := b.ws.realOf(f, rel)
+	if err != nil {
+		return tool.Error(describe(in.Path, err)), nil
+	}
+	use := FileUse{Tool: Read, Path: in.Path, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}
+	if err := b.checkUse(ctx, use, pathArgs(in, func(c *ReadInput, p string) { c.Path = p })); err != nil {
+		return refused(in.Path, real, err), nil
+	}
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
@@ -99,7 +107,7 @@ func (b *builtins) read(ctx context.Context, in ReadInput) (tool.Result, error) 
 		out.WriteByte('\n')
 		shown++
 	}
-	meta := map[string]any{"path": in.Path, "offset": offset, "lines": shown}
+	meta := map[string]any{"path": in.Path, "realPath": real, "offset": offset, "lines": shown}
 	switch {
 	case lineNo == 0:
 		return tool.Result{Output: "[empty file]", Metadata: meta}, nil

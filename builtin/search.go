@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -69,40 +71,69 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 	}
 	defer root.Close()
 	g := &grepper{re: re, limit: b.opts.MaxGrepMatches, lineMax: b.opts.MaxLineBytes}
-	fsys := rootFS{root}
+	args := pathArgs(in, func(c *GrepInput, p string) { c.Path = p })
+	// Every file is judged as it is opened (Options.CheckFile), with the
+	// path its descriptor has.
+	g.check = func(f *os.File, fi fs.FileInfo, wsRel, shown string) error {
+		real, err := b.ws.realOf(f, wsRel)
+		if err != nil {
+			return err
+		}
+		return b.checkUse(ctx, FileUse{Tool: Grep, Path: shown, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}, args)
+	}
 	start := filepath.ToSlash(rel)
 	if !fi.IsDir() {
 		if !fi.Mode().IsRegular() {
 			return tool.Error((&notRegular{path: base, mode: fi.Mode()}).Error()), nil
 		}
 		// An explicitly named file is searched whatever include says.
-		if err := g.file(ctx, root, start); err != nil {
+		if err := g.file(ctx, root, rel, rel, start); err != nil {
 			return tool.Error(describe(base, err)), nil
 		}
 	} else {
-		err = fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
+		// The walk goes through the directory opened once and judged, so
+		// that a link changed on the way cannot lead it elsewhere.
+		dir, err := root.OpenRoot(rel)
+		if err != nil {
+			return tool.Error(describe(base, err)), nil
+		}
+		defer dir.Close()
+		dreal, err := b.ws.dirReal(dir, rel)
+		if err != nil {
+			return tool.Error(describe(base, err)), nil
+		}
+		if err := b.checkUse(ctx, FileUse{Tool: Grep, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
+			return refused(base, dreal, err), nil
+		}
+		err = fs.WalkDir(rootFS{dir}, ".", func(p string, d fs.DirEntry, err error) error {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}
 			if err != nil {
-				if p == start {
+				if p == "." {
 					return err
 				}
 				return nil // unreadable entry: skip it
 			}
 			if d.IsDir() {
-				if p != start && isVCSDir(d.Name()) {
+				if p != "." && isVCSDir(d.Name()) {
 					return fs.SkipDir
 				}
 				return nil
 			}
-			if include != nil && !include.matchFile(relTo(start, p)) {
+			if include != nil && !include.matchFile(p) {
 				return nil
 			}
 			if !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
 				return nil // a FIFO, a device or a socket: never opened
 			}
-			if err := g.file(ctx, root, p); err != nil && ctx.Err() == nil {
+			shown := path.Join(start, p)
+			err = g.file(ctx, dir, filepath.FromSlash(p), filepath.FromSlash(shown), shown)
+			var fr *fileRefusal
+			switch {
+			case errors.As(err, &fr):
+				g.refused++
+			case err != nil && ctx.Err() == nil:
 				return nil // unreadable, not a regular file, a directory behind a symlink, or leading out: skip it
 			}
 			if g.full() {
@@ -115,13 +146,22 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 		}
 	}
 	meta := map[string]any{"matches": len(g.out), "truncated": g.more}
+	note := ""
+	if g.refused > 0 {
+		meta["refused"] = g.refused
+		note = fmt.Sprintf("[%s not searched: refused by the checks on the files tools may read]\n", plural(g.refused, "file", "files"))
+	}
 	if len(g.out) == 0 {
+		if note != "" {
+			return tool.Result{Output: "no matches\n" + note, Metadata: meta}, nil
+		}
 		return tool.Result{Output: "no matches", Metadata: meta}, nil
 	}
 	out := strings.Join(g.out, "\n") + "\n"
 	if g.more {
 		out += fmt.Sprintf("[more matches not shown: the limit of %d was reached; narrow the pattern, path or include]\n", g.limit)
 	}
+	out += note
 	return tool.Result{Output: out, Metadata: meta}, nil
 }
 
@@ -142,14 +182,6 @@ func (g *globPattern) matchFile(rel string) bool {
 	return false
 }
 
-// relTo returns p relative to the walk's start directory (both fs paths).
-func relTo(start, p string) string {
-	if start == "." {
-		return p
-	}
-	return strings.TrimPrefix(p, start+"/")
-}
-
 // grepper collects matching lines up to a limit.
 type grepper struct {
 	re      *regexp.Regexp
@@ -157,20 +189,28 @@ type grepper struct {
 	lineMax int
 	out     []string
 	more    bool // a match beyond the limit was seen
+	refused int  // files the check refused
+	// check judges an opened file (wsRel: its workspace-relative path,
+	// shown: as the output names it); an error refuses it.
+	check func(f *os.File, fi fs.FileInfo, wsRel, shown string) error
 }
 
 func (g *grepper) full() bool { return g.more }
 
-// file searches one file (a slash-separated path inside root); binary files
-// are skipped silently. A FIFO or a device is refused without blocking.
-func (g *grepper) file(ctx context.Context, root *os.Root, p string) error {
-	f, fi, err := openRegular(root, filepath.FromSlash(p), p)
+// file searches one file, p inside dir (wsRel inside the workspace root),
+// named shown in the output; binary files are skipped silently. A FIFO or
+// a device is refused without blocking, and so is a file g.check refuses.
+func (g *grepper) file(ctx context.Context, dir *os.Root, p, wsRel, shown string) error {
+	f, fi, err := openRegular(dir, p, shown)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", p)
+		return fmt.Errorf("%s is not a regular file", shown)
+	}
+	if err := g.check(f, fi, wsRel, shown); err != nil {
+		return err
 	}
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(f, head)
@@ -205,7 +245,7 @@ func (g *grepper) file(ctx context.Context, root *os.Root, p string) error {
 			return nil
 		}
 		text, cut := clip(line, g.lineMax, cut)
-		entry := fmt.Sprintf("%s:%d: %s", spellPath(p), lineNo, text)
+		entry := fmt.Sprintf("%s:%d: %s", spellPath(shown), lineNo, text)
 		if cut {
 			entry += lineCutMarker
 		}
@@ -256,31 +296,54 @@ func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) 
 		return tool.Errorf("%s is not a directory", base), nil
 	}
 	start := filepath.ToSlash(rel)
+	// The walk goes through the directory opened once and judged; each
+	// match is judged by its path under the directory's real one.
+	dir, err := root.OpenRoot(rel)
+	if err != nil {
+		return tool.Error(describe(base, err)), nil
+	}
+	defer dir.Close()
+	dreal, err := b.ws.dirReal(dir, rel)
+	if err != nil {
+		return tool.Error(describe(base, err)), nil
+	}
+	args := pathArgs(in, func(c *GlobInput, p string) { c.Path = p })
+	if err := b.checkUse(ctx, FileUse{Tool: Glob, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
+		return refused(base, dreal, err), nil
+	}
 	var found []string
-	err = fs.WalkDir(rootFS{root}, start, func(p string, d fs.DirEntry, err error) error {
+	refusedN := 0
+	err = fs.WalkDir(rootFS{dir}, ".", func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
 		if err != nil {
-			if p == start {
+			if p == "." {
 				return err
 			}
 			return nil
 		}
-		r := relTo(start, p)
 		if d.IsDir() {
-			if p != start && !pat.mayMatchUnder(r) {
+			if p != "." && !pat.mayMatchUnder(p) {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if p == start || !pat.match(r) {
+		if p == "." || !pat.match(p) {
 			return nil
 		}
-		if d.Type()&fs.ModeSymlink != 0 && !linksToFile(root, p) {
+		if d.Type()&fs.ModeSymlink != 0 && !linksToFile(dir, p) {
 			return nil
 		}
-		found = append(found, p)
+		shown := path.Join(start, p)
+		if b.opts.CheckFile != nil {
+			use := FileUse{Tool: Glob, Path: shown, Real: filepath.Join(dreal, filepath.FromSlash(p)), Hints: readOnlyHints()}
+			if b.checkUse(ctx, use, args) != nil {
+				refusedN++
+				return nil
+			}
+		}
+		found = append(found, shown)
 		return nil
 	})
 	if err != nil {
@@ -288,7 +351,15 @@ func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) 
 	}
 	slices.Sort(found)
 	meta := map[string]any{"files": len(found), "truncated": len(found) > b.opts.MaxGlobResults}
+	note := ""
+	if refusedN > 0 {
+		meta["refused"] = refusedN
+		note = fmt.Sprintf("[%s not listed: refused by the checks on the files tools may read]\n", plural(refusedN, "file", "files"))
+	}
 	if len(found) == 0 {
+		if note != "" {
+			return tool.Result{Output: "no files match\n" + note, Metadata: meta}, nil
+		}
 		return tool.Result{Output: "no files match", Metadata: meta}, nil
 	}
 	var out strings.Builder
@@ -299,6 +370,7 @@ func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) 
 	if extra := len(found) - b.opts.MaxGlobResults; extra > 0 {
 		fmt.Fprintf(&out, "[%d more files not shown; narrow the pattern or path]\n", extra)
 	}
+	out.WriteString(note)
 	return tool.Result{Output: out.String(), Metadata: meta}, nil
 }
 

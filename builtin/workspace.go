@@ -108,6 +108,7 @@ func describe(p string, err error) string {
 	var ref *refusal
 	var nr *notRegular
 	var hl *hardLinked
+	var fr *fileRefusal
 	switch {
 	case p == "":
 		return err.Error()
@@ -117,6 +118,8 @@ func describe(p string, err error) string {
 		return nr.Error()
 	case errors.As(err, &hl):
 		return hl.Error()
+	case errors.As(err, &fr):
+		return fr.Error()
 	case escapes(err):
 		return fmt.Sprintf("refused: path %q leads outside the workspace through a symbolic link (links must be relative and stay inside)", p)
 	case errors.Is(err, fs.ErrNotExist):

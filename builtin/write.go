@@ -5,10 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/tool"
@@ -58,25 +55,16 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 	}
 	defer root.Close()
 	defer b.files.lock(rel)()
-	created := false
-	fi, err := root.Stat(rel)
-	switch {
-	case err == nil && fi.IsDir():
+	pn, err := b.pin(ctx, root, Write, rel, in.Path, true, pathArgs(in, func(c *WriteInput, p string) { c.Path = p }))
+	var nr *notRegular
+	if errors.As(err, &nr) && nr.mode.IsDir() {
 		return tool.Errorf("%s is a directory", in.Path), nil
-	case err == nil && !fi.Mode().IsRegular():
-		return tool.Error((&notRegular{path: in.Path, mode: fi.Mode()}).Error()), nil
-	case err == nil && linkCount(fi) > 1:
-		return tool.Error((&hardLinked{path: in.Path, links: linkCount(fi)}).Error()), nil
-	case errors.Is(err, fs.ErrNotExist):
-		created = true
-		if dir := filepath.Dir(rel); dir != "." {
-			if err := root.MkdirAll(dir, dirPerm); err != nil {
-				return tool.Error(describe(in.Path, err)), nil
-			}
-		}
-	case err != nil:
+	}
+	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
+	defer pn.close()
+	created := pn.fi == nil
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("write %s: %v", in.Path, err), nil
 	}
@@ -84,10 +72,10 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 	content := []byte(in.Content)
 	var kept []string
 	if !created {
-		perm = fi.Mode().Perm()
-		content, kept = keepConventions(root, rel, content)
+		perm = pn.fi.Mode().Perm()
+		content, kept = keepConventions(pn, in.Path, content)
 	}
-	if err := replaceFile(root, rel, content, perm); err != nil {
+	if err := replaceFile(pn.dir, pn.base, content, perm); err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	verb := "overwrote"
@@ -100,7 +88,7 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 	}
 	return tool.Result{
 		Output:   out,
-		Metadata: map[string]any{"path": in.Path, "bytes": len(content), "created": created},
+		Metadata: map[string]any{"path": in.Path, "realPath": pn.real, "bytes": len(content), "created": created},
 	}, nil
 }
 
@@ -110,15 +98,11 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 // content has no carriage return at all). It returns the content to write and
 // what it kept, for the result. A content that says otherwise (has a BOM of
 // its own, any "\r") is written as it is.
-func keepConventions(root *os.Root, rel string, content []byte) ([]byte, []string) {
-	f, err := root.Open(rel)
+func keepConventions(pn *pinned, spelled string, content []byte) ([]byte, []string) {
+	head, err := pn.readAll(spelled, sniffLen)
 	if err != nil {
 		return content, nil
 	}
-	defer f.Close()
-	head := make([]byte, sniffLen)
-	n, _ := io.ReadFull(f, head)
-	head = head[:n]
 	var kept []string
 	if bytes.Contains(head, []byte("\r\n")) && bytes.Count(head, []byte("\r\n")) == bytes.Count(head, []byte("\n")) &&
 		bytes.Contains(content, []byte("\n")) && !bytes.Contains(content, []byte("\r")) {
@@ -160,25 +144,16 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 	}
 	defer root.Close()
 	defer b.files.lock(rel)()
-	fi, err := root.Stat(rel)
+	pn, err := b.pin(ctx, root, Edit, rel, in.Path, false, pathArgs(in, func(c *EditInput, p string) { c.Path = p }))
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
-	if !fi.Mode().IsRegular() {
-		return tool.Error((&notRegular{path: in.Path, mode: fi.Mode()}).Error()), nil
-	}
-	if n := linkCount(fi); n > 1 {
-		return tool.Error((&hardLinked{path: in.Path, links: n}).Error()), nil
-	}
+	defer pn.close()
+	fi := pn.fi
 	if fi.Size() > MaxEditBytes {
 		return tool.Errorf("%s has %d bytes; edit changes files of at most %d bytes (use bash for larger ones)", in.Path, fi.Size(), MaxEditBytes), nil
 	}
-	f, _, err := openRegular(root, rel, in.Path)
-	if err != nil {
-		return tool.Error(describe(in.Path, err)), nil
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxEditBytes+1))
-	f.Close()
+	data, err := pn.readAll(in.Path, MaxEditBytes+1)
 	if len(data) > MaxEditBytes {
 		return tool.Errorf("%s grew past %d bytes; edit changes files of at most %d bytes", in.Path, MaxEditBytes, MaxEditBytes), nil
 	}
@@ -217,12 +192,12 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("edit %s: %v", in.Path, err), nil
 	}
-	if err := replaceFile(root, rel, out, fi.Mode().Perm()); err != nil {
+	if err := replaceFile(pn.dir, pn.base, out, fi.Mode().Perm()); err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	return tool.Result{
 		Output:   fmt.Sprintf("edited %s: replaced %s", in.Path, plural(n, "occurrence", "occurrences")),
-		Metadata: map[string]any{"path": in.Path, "replacements": n, "lineEndings": tf.endingsName(), "bom": tf.bom},
+		Metadata: map[string]any{"path": in.Path, "realPath": pn.real, "replacements": n, "lineEndings": tf.endingsName(), "bom": tf.bom},
 	}, nil
 }
 
