@@ -35,6 +35,14 @@
 // "Read(.env)", "Edit(src/**)") are accepted as a shorthand with the same
 // meaning ([PermissionRule]).
 //
+// A decision about a path holds for the file the path led to at that
+// moment. [CheckFile] judges a call again when its tool has opened the file
+// (builtin.Options.CheckFile), with the path replaced by the opened file's
+// real one, so that a symbolic link changed in between cannot lead the call
+// elsewhere; it also refuses files with other names (hard links) where a
+// policy judges the tool by path. [Policy.WithPaths] lets the path rules
+// judge the files named inside an argument (apply_patch's patch).
+//
 // Verdicts name their source as "rule:<id>", "autonomy:<level>" or
 // "shell:opaque". A rule's
 // allow is a vote, never an exemption: it cannot lower an ask or a deny of

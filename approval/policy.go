@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -131,7 +132,8 @@ type ArgCondition struct {
 type Policy struct {
 	spec    PolicySpec
 	rules   []compiledRule
-	workdir workdir // see WithWorkdir; zero compares paths as written
+	workdir workdir                                            // see WithWorkdir; zero compares paths as written
+	paths   map[string]func(json.RawMessage) ([]string, error) // see WithPaths, by tool name
 }
 
 type compiledRule struct {
@@ -373,6 +375,54 @@ func (p *Policy) WithWorkdir(dir string, aliases ...string) (*Policy, error) {
 	return &c, nil
 }
 
+// WithPaths returns a copy of p that judges a call of the tool named
+// toolName (the exact name) once for each path that paths finds in its
+// arguments, as if the call had a "path" argument naming that file (with
+// its other arguments as they are): a rule votes when it holds for one of
+// them, so that a rule on "path" (pathPrefix, pathGlob, prefix, regex)
+// judges every file such a call touches. It is how apply_patch, whose
+// files are named inside its patch, meets the same path rules as write
+// (builtin.PatchPaths finds them). When paths returns an error or no path,
+// the call is judged on its arguments as they are. paths must be safe for
+// concurrent use; a later WithPaths for the same tool replaces it, and a
+// nil paths removes it.
+func (p *Policy) WithPaths(toolName string, paths func(args json.RawMessage) ([]string, error)) *Policy {
+	c := *p
+	c.paths = maps.Clone(p.paths)
+	if c.paths == nil {
+		c.paths = map[string]func(json.RawMessage) ([]string, error){}
+	}
+	if paths == nil {
+		delete(c.paths, toolName)
+	} else {
+		c.paths[toolName] = paths
+	}
+	return &c
+}
+
+// variants returns the argument objects a call is judged on: args, or one
+// per path of WithPaths for the call's tool.
+func (p *Policy) variants(c Call, args map[string]any) []map[string]any {
+	f := p.paths[c.Tool]
+	if f == nil {
+		return []map[string]any{args}
+	}
+	ps, err := f(c.Args)
+	if err != nil || len(ps) == 0 {
+		return []map[string]any{args}
+	}
+	out := make([]map[string]any, 0, len(ps))
+	for _, path := range ps {
+		v := maps.Clone(args)
+		if v == nil {
+			v = map[string]any{}
+		}
+		v["path"] = path
+		out = append(out, v)
+	}
+	return out
+}
+
 // workdir is a policy's working directory and its other spellings.
 type workdir struct {
 	dir     string
@@ -428,9 +478,10 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 		_ = d.Decode(&args)
 	}
 	var cmdRules []*compiledRule
+	variants := p.variants(c, args)
 	for i := range p.rules {
 		r := &p.rules[i]
-		if !r.matches(c, ev.Risk, args, p.workdir) {
+		if !slices.ContainsFunc(variants, func(a map[string]any) bool { return r.matches(c, ev.Risk, a, p.workdir) }) {
 			continue
 		}
 		if r.cmd != nil {

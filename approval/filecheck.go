@@ -1,0 +1,111 @@
+package approval
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// PathJudge is implemented by an [Authorizer] whose verdicts about a tool
+// can depend on the paths in its arguments ([Policy]: a rule that denies or
+// asks with a pathPrefix or pathGlob condition). [CheckFile] refuses, for
+// such a tool, a file with other names (hard links), which a path cannot
+// tell apart.
+type PathJudge interface {
+	// JudgesPaths reports whether some verdict about tool may depend on a
+	// path argument.
+	JudgesPaths(tool string) bool
+}
+
+// JudgesPaths implements [PathJudge]: it reports whether a rule that
+// denies or asks, and that may apply to tool, has a pathPrefix or pathGlob
+// condition.
+func (p *Policy) JudgesPaths(toolName string) bool {
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.Decision == Allow {
+			continue
+		}
+		if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, toolName) }) {
+			continue
+		}
+		for _, a := range r.args {
+			if a.PathPrefix != "" || a.glob != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CheckFile judges again, with azs, a call that has already been authorized,
+// at the moment its tool uses a file: c is the call with its path argument
+// replaced by the real path of the file the tool has opened (see
+// builtin.FileUse), and links is that file's number of hard links. It
+// closes the gap between the decision about a path and the use of the file
+// it leads to: a symbolic link changed in between (by a command the model
+// ran) cannot lead a call that was judged on one file to another, since
+// what is judged here is what the tool holds open.
+//
+// It returns nil when the strongest verdict ([Strongest]) is allow, or is
+// ask and the call runs after an accepting answer ([tool.AnswerFrom]: a
+// person approved it); otherwise an error that names the source and its
+// reason: a deny, an ask no one answered for this call, or an authorizer's
+// error. A file with more than one hard link is refused when an authorizer
+// judges paths for c.Tool ([PathJudge]): another name of the file might lie
+// where a rule denies, and no path shows it. With no authorizer it returns
+// nil.
+func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) error {
+	if links > 1 {
+		for _, az := range azs {
+			if pj, ok := az.(PathJudge); ok && pj.JudgesPaths(c.Tool) {
+				return fmt.Errorf("the file has %d hard links, and the policy judges %s by path: another name of it may be one the policy denies", links, c.Tool)
+			}
+		}
+	}
+	var vs []Verdict
+	for i, az := range azs {
+		v, err := az.Authorize(ctx, c)
+		if v.By == "" {
+			v.By = fmt.Sprintf("authorizer#%d", i+1)
+		}
+		if err != nil {
+			return fmt.Errorf("%s failed: %w", v.By, err)
+		}
+		if !v.Decision.Valid() {
+			return fmt.Errorf("%s returned invalid decision %q", v.By, v.Decision)
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	v := Strongest(vs...)
+	reason := v.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	switch v.Decision {
+	case Deny:
+		return &FileRefusal{Verdict: v, msg: fmt.Sprintf("denied by %s: %s", v.By, reason)}
+	case Ask:
+		if ans, ok := tool.AnswerFrom(ctx); ok && ans.OK {
+			return nil
+		}
+		return &FileRefusal{Verdict: v, msg: fmt.Sprintf("%s asks a person about this file (%s), and no one approved this call for it", v.By, reason)}
+	}
+	return nil
+}
+
+// FileRefusal is the error of [CheckFile] when a verdict refuses the file.
+type FileRefusal struct {
+	// Verdict is the strongest verdict about the file.
+	Verdict Verdict
+	msg     string
+}
+
+// Error says who refused and why.
+func (e *FileRefusal) Error() string { return e.msg }
