@@ -5,7 +5,9 @@
 // A line holds the call ID, the tool, the digests of the model's and of the
 // executed arguments, the outcome, who decided and why, every vote, and the
 // timings; never argument values or outputs, which may hold secrets (the
-// agent's transcript and state keep those).
+// agent's transcript and state keep those), except the paths of the files
+// a builtin file tool used: the path as the call named it and the real
+// path of the file it reached (see [FileRecord]).
 package records
 
 import (
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 )
 
 // Line is one JSON line: the decision record of one tool call.
@@ -43,6 +46,61 @@ type Line struct {
 	// Duration is the whole pipeline's duration; in JSON, nanoseconds (as in
 	// agent.ToolCallRecord).
 	Duration time.Duration `json:"duration"`
+	// Files are the files the call's tool used, when its result says
+	// (builtin file tools: metadata "path" and "realPath", or apply_patch's
+	// "files"); at most maxFiles, each path cut at maxPathBytes.
+	Files []FileRecord `json:"files,omitempty"`
+}
+
+// FileRecord is a file a tool call used: the path as the call named it and
+// the real path of the file the tool opened (symbolic links resolved by
+// the kernel), which differ when a link led elsewhere.
+type FileRecord struct {
+	Path     string `json:"path"`
+	RealPath string `json:"realPath,omitempty"`
+	// To and RealTo are where apply_patch moved the file.
+	To     string `json:"to,omitempty"`
+	RealTo string `json:"realTo,omitempty"`
+}
+
+// Bounds of Line.Files: a model may name a path of any length.
+const (
+	maxFiles     = 64
+	maxPathBytes = 4096
+)
+
+// filesOf reads the files a result's metadata names.
+func filesOf(meta map[string]any) []FileRecord {
+	str := func(m map[string]any, k string) string {
+		s, _ := m[k].(string)
+		return bounded.Cut(s, maxPathBytes)
+	}
+	one := func(m map[string]any) (FileRecord, bool) {
+		f := FileRecord{Path: str(m, "path"), RealPath: str(m, "realPath"), To: str(m, "to"), RealTo: str(m, "realTo")}
+		return f, f.RealPath != ""
+	}
+	if f, ok := one(meta); ok {
+		return []FileRecord{f}
+	}
+	var out []FileRecord
+	add := func(m map[string]any) {
+		if f, ok := one(m); ok && len(out) < maxFiles {
+			out = append(out, f)
+		}
+	}
+	switch fs := meta["files"].(type) {
+	case []map[string]any:
+		for _, m := range fs {
+			add(m)
+		}
+	case []any: // after a JSON round trip
+		for _, v := range fs {
+			if m, ok := v.(map[string]any); ok {
+				add(m)
+			}
+		}
+	}
+	return out
 }
 
 // LineOf returns the line for rec.
@@ -53,6 +111,7 @@ func LineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
 		RequestedDigest: rec.RequestedDigest, ArgsDigest: rec.ArgsDigest,
 		Outcome: d.Outcome, By: d.By, Reason: d.Reason, Votes: d.Votes,
 		Ran: rec.Ran, IsError: rec.IsError, Started: rec.Started, Duration: rec.Duration,
+		Files: filesOf(rec.Metadata),
 	}
 }
 
