@@ -75,6 +75,8 @@ func approvalRunExtension() runExtension {
 				if pol, err = pol.WithWorkdir(real, cfg.Workdir); err != nil {
 					return err
 				}
+				// Each file an apply_patch call touches is a path the rules see.
+				pol = pol.WithPaths(builtin.ApplyPatch, builtin.PatchPaths)
 				rs.opts.Authorizers = append(rs.opts.Authorizers, pol)
 			}
 			if cfg.RecordsFile != "" {

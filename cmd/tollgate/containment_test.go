@@ -86,3 +86,55 @@ func TestTerminalOutputIsEscaped(t *testing.T) {
 		t.Errorf("a YAML error printed raw: %q", errOut)
 	}
 }
+
+// A link changed after a call was authorized (here by a preToolUse command
+// hook, which runs between the decision and the tool) led read to a file
+// the policy denies. The tool now judges the file it opened with the run's
+// policy; the records keep the real path next to the requested one; and
+// apply_patch's files meet the same path rules.
+func TestLinkChangedAfterDecisionIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	for name, content := range map[string]string{"secret/key.txt": "sk-the-key\n", "open/key.txt": "public\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("open", filepath.Join(ws, "public")); err != nil {
+		t.Fatal(err)
+	}
+	pol := writeFile(t, dir, "policy.yaml", "rules:\n  - id: no-secret\n    args: {path: {pathPrefix: secret}}\n    decision: deny\n    reason: secret is off limits\n")
+	hooksFile := writeFile(t, dir, "hooks.yaml", "hooks:\n  - event: preToolUse\n    matcher: read\n    action: {type: command, command: 'ln -sfn secret "+filepath.Join(ws, "public")+"'}\n")
+	records := filepath.Join(dir, "records.jsonl")
+	script := writeFile(t, dir, "s.yaml", `turns:
+  - toolCalls:
+      - {name: read, id: swapped, args: {path: public/key.txt}}
+  - toolCalls:
+      - {name: apply_patch, id: patch, args: {patchText: "*** Begin Patch\n*** Add File: secret/planted.txt\n+x\n*** End Patch\n"}}
+  - text: done
+`)
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", pol, "--hooks", hooksFile, "--records", records, "go")
+	if code != exitDone || strings.Contains(out, "sk-the-key") ||
+		!strings.Contains(out, "refused: public/key.txt leads to secret/key.txt: denied by rule:no-secret: secret is off limits") ||
+		!strings.Contains(out, "[apply_patch patch] denied by rule:no-secret") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "secret", "planted.txt")); err == nil {
+		t.Error("apply_patch planted a file under secret")
+	}
+	b, err := os.ReadFile(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(ws, "secret", "key.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"files":[{"path":"public/key.txt","realPath":"` + real + `"}]`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("the records lack %s:\n%s", want, b)
+	}
+}

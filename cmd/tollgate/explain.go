@@ -68,6 +68,7 @@ Exit status 0 whatever the decision; 2 for a bad flag or file.`,
 			if pol, err = pol.WithWorkdir(real, abs); err != nil {
 				return usageErr("policy explain: --workdir: %v", err)
 			}
+			pol = pol.WithPaths(builtin.ApplyPatch, builtin.PatchPaths)
 			call := approval.Call{Tool: toolName, Args: json.RawMessage(args), Hints: builtinHints(toolName)}
 			printExplanation(env, pol, call)
 			return nil

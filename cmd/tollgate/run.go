@@ -219,6 +219,12 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 	// a later run would read (a model must not plant a hook that approves).
 	bopts.Protect = append(append(bopts.Protect, rs.protected...),
 		filepath.Join(".claude", "settings.json"), filepath.Join(".claude", "settings.local.json"))
+	// What the file tools open is judged again by the run's authorizers, so
+	// that a link changed after a call was authorized cannot lead it to
+	// a file they refuse.
+	bopts.CheckFile = func(ctx context.Context, u builtin.FileUse) error {
+		return approval.CheckFile(ctx, approval.Call{Tool: u.Tool, Args: u.Args, Hints: u.Hints}, u.Links, rs.opts.Authorizers...)
+	}
 	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.Workdir, Extra: rs.tools, Builtin: bopts})
 	if err != nil {
 		_ = closeAll()
