@@ -349,7 +349,8 @@ func (p *Policy) WithAutonomy(a Autonomy) (*Policy, error) {
 //
 // The links are those at the time of the decision: a link changed between
 // the decision and the call (by a bash call of the same turn, say) is not
-// seen; deny bash, or sandbox it, where that matters.
+// seen here. [CheckFile] closes that gap for tools that report the file
+// they opened (the builtin file tools, builtin.Options.CheckFile).
 //
 // aliases are other absolute spellings of the same directory (the path as
 // given and the path with its symbolic links resolved, say): an absolute
