@@ -251,3 +251,46 @@ func TestApplyPatchPathsAreJudged(t *testing.T) {
 		t.Errorf("write secret/x: %s", v.Decision)
 	}
 }
+
+type failingAuthorizer struct{}
+
+func (failingAuthorizer) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
+	return approval.Verdict{By: "broken"}, fmt.Errorf("no verdict")
+}
+
+// CheckFile lets an ask through only for a call a person approved, refuses a
+// deny and an authorizer's failure, and allows with no authorizer.
+func TestCheckFileVerdicts(t *testing.T) {
+	pol, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{
+		{ID: "ask-docs", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "/ws/docs"}}, Decision: approval.Ask, Reason: "docs need a person"},
+		{ID: "no-secret", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "/ws/secret"}}, Decision: approval.Deny, Reason: "off limits"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(p string) approval.Call {
+		return approval.Call{Tool: "read", Args: json.RawMessage(`{"path":"` + p + `"}`)}
+	}
+	ctx := context.Background()
+	approved := tool.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: true, By: "person:ann"})
+	declined := tool.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: false})
+	for _, tc := range []struct {
+		ctx  context.Context
+		path string
+		azs  []approval.Authorizer
+		want string // "" for nil
+	}{
+		{ctx, "/ws/a.txt", []approval.Authorizer{pol}, ""},
+		{ctx, "/ws/docs/a.md", []approval.Authorizer{pol}, "rule:ask-docs asks a person about this file (docs need a person), and no one approved this call for it"},
+		{declined, "/ws/docs/a.md", []approval.Authorizer{pol}, "no one approved"},
+		{approved, "/ws/docs/a.md", []approval.Authorizer{pol}, ""},
+		{approved, "/ws/secret/k", []approval.Authorizer{pol}, "denied by rule:no-secret: off limits"},
+		{ctx, "/ws/a.txt", []approval.Authorizer{pol, failingAuthorizer{}}, "broken failed: no verdict"},
+		{ctx, "/ws/secret/k", nil, ""},
+	} {
+		err := approval.CheckFile(tc.ctx, call(tc.path), 1, tc.azs...)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+	}
+}
