@@ -15,7 +15,8 @@ var errNoFdPath = errors.New("the system does not name open files")
 // fdPath returns the absolute path of the file f is open on, as the kernel
 // names the descriptor (readlink /proc/self/fd/N, proc(5)): the file that
 // was opened, whatever its path leads to now; for a file removed since, its
-// last path. A descriptor /proc cannot name by a path is an error.
+// last path. A descriptor /proc cannot name by a path is an error; without
+// /proc (not mounted) it is errNoFdPath, and the caller resolves the path.
 func fdPath(f *os.File) (string, error) {
 	sc, err := f.SyscallConn()
 	if err != nil {
@@ -29,6 +30,9 @@ func fdPath(f *os.File) (string, error) {
 		return "", err
 	}
 	if rerr != nil {
+		if _, err := os.Stat("/proc/self/fd"); err != nil {
+			return "", errNoFdPath // no /proc here: resolve the path instead
+		}
 		return "", fmt.Errorf("naming the opened file: %w", rerr)
 	}
 	if !filepath.IsAbs(p) {
