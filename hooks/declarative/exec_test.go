@@ -318,14 +318,16 @@ func TestCommandSandboxSeam(t *testing.T) {
 		err  error
 		want string
 	}{
-		{true, nil, "timed out after 200ms; it and every process it started were killed"},
-		{false, nil, "timed out after 200ms; its process group was killed (processes that left it with setsid are not reached)"},
+		{true, nil, "timed out after 3s; it and every process it started were killed"},
+		{false, nil, "timed out after 3s; its process group was killed (processes that left it with setsid are not reached)"},
 		{false, fmt.Errorf("no helper"), "hook command not started: sandbox"},
 	} {
 		os.Remove(ran)
 		lg, h := newRecLogger()
 		var wrapped int
-		r := Of([]Config{{Event: OnStop, Action: Command("touch " + ran + "; sleep 30").WithTimeout(200 * time.Millisecond)}}, &Options{Logger: lg,
+		// 3 s: on a loaded machine the shell may need well over 200 ms to
+		// run touch before the timeout ends it.
+		r := Of([]Config{{Event: OnStop, Action: Command("touch " + ran + "; sleep 30").WithTimeout(3 * time.Second)}}, &Options{Logger: lg,
 			Sandbox: func(*exec.Cmd) (bool, error) { wrapped++; return tt.tree, tt.err }})
 		r.FireEvent(context.Background(), OnStop, nil)
 		w := warnings(h.records())
