@@ -552,7 +552,13 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 	if opts.WaitFor == nil {
 		opts.WaitFor = d.drv.WaitFor
 	}
+	hostCtx := ctx
 	opts.Checkpoint = func(ctx context.Context, cp agent.Checkpoint) error {
+		// A call cut short because the host is stopping did not finish: it
+		// is not checkpointed, so that the next host runs it again.
+		if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
+			return ErrHostStopping
+		}
 		st, err := model.MarshalJSON(cp.State)
 		if err != nil {
 			return err

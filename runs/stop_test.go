@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,16 +19,18 @@ import (
 // A host that stops driving a run (ErrHostStopping) leaves it resumable: the
 // status stays running, the lease is released at once, a run.released event
 // is stored, and another host takes it over from the latest checkpoint
-// without waiting for a lease to expire. Created reports the stored run
+// without waiting for a lease to expire; the call the stop cut short runs
+// again there. Created reports the stored run
 // before the first turn.
 func TestStopReleasesRun(t *testing.T) {
 	ctx := context.Background()
-	started := make(chan struct{})
-	slow := tool.Must("slow", "waits for its context", func(ctx context.Context, _ struct{}) (string, error) {
-		select {
-		case started <- struct{}{}:
-		default:
+	started := make(chan struct{}, 1)
+	var slowRuns atomic.Int64
+	slow := tool.Must("slow", "waits for its context the first time", func(ctx context.Context, _ struct{}) (string, error) {
+		if slowRuns.Add(1) > 1 {
+			return "quick", nil
 		}
+		started <- struct{}{}
 		<-ctx.Done()
 		return "", ctx.Err()
 	}, nil)
@@ -78,6 +81,10 @@ func TestStopReleasesRun(t *testing.T) {
 	}
 	if doneFirst.Count() != 1 {
 		t.Fatalf("the call finished before the stop ran %d times, want 1", doneFirst.Count())
+	}
+	// The call cut short by the stop was not recorded as finished: it runs again.
+	if slowRuns.Load() != 2 {
+		t.Fatalf("the interrupted call ran %d times, want 2 (once cut short, once to the end)", slowRuns.Load())
 	}
 	var out map[string]any
 	_ = json.Unmarshal(evs[len(evs)-1].Data, &out)
