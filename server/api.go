@@ -252,6 +252,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
 		s.writeRun(w, r, http.StatusCreated, run)
 	case err := <-failed:
+		select {
+		case run := <-created: // stored, and already ended or halted
+			w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
+			s.writeRun(w, r, http.StatusCreated, run)
+			return
+		default:
+		}
 		if errors.Is(err, store.ErrExists) {
 			s.waitStored(w, r, p, id)
 			return

@@ -92,7 +92,7 @@ func transferScript() model.Model {
 	return testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})})
 }
 
-func newFixture(t *testing.T, s store.Store, m model.Model, opts *server.Options) *fixture {
+func newFixture(t *testing.T, s store.Store, m model.Model, opts *server.Options, extra ...tool.Tool) *fixture {
 	t.Helper()
 	if s == nil {
 		s = store.NewMemory(nil)
@@ -104,7 +104,7 @@ func newFixture(t *testing.T, s store.Store, m model.Model, opts *server.Options
 		transfer: &testkit.Counter{Name: "transfer", Schema: transferSchema},
 		lookup:   &testkit.Counter{Name: "lookup", Hints: &tool.Hints{ReadOnly: true}},
 	}
-	f.builder = &testBuilder{m: m, tools: agent.ToolList{f.transfer, f.lookup}}
+	f.builder = &testBuilder{m: m, tools: append(agent.ToolList{f.transfer, f.lookup}, extra...)}
 	if opts == nil {
 		opts = &server.Options{}
 	}
