@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// serveProc is a running `tollgate serve`.
+type serveProc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+}
+
+// startServe starts the binary on a free loopback port and waits until it
+// listens.
+func startServe(t *testing.T, config string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{cmd: cmd, logs: &bytes.Buffer{}}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		p.logs.WriteString(line + "\n")
+		if _, rest, ok := strings.Cut(line, "listening on "); ok {
+			p.url = strings.Fields(rest)[0]
+			break
+		}
+	}
+	if p.url == "" {
+		t.Fatalf("tollgate serve did not start:\n%s", p.logs)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return p
+}
+
+func (p *serveProc) do(t *testing.T, method, path, token string, body, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, p.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// waitEvent follows the run's events (SSE) from the start until one of type typ.
+func (p *serveProc) waitEvent(t *testing.T, token, runID, typ string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", p.url+"/v1/events?run="+runID, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: "+typ {
+			return
+		}
+	}
+	t.Fatalf("the events of run %s ended without %s: %v", runID, typ, sc.Err())
+}
+
+// A run waits for an approval when `tollgate serve` is killed with SIGKILL;
+// a new server on the same state directory shows the approval, takes the
+// decision and resumes the run by itself: the command runs exactly once.
+func TestServeSurvivesSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "script.yaml"), `turns:
+  - text: counting
+    toolCalls:
+      - name: bash
+        args: {command: "echo ran >> count.txt"}
+  - text: counted
+`)
+	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n    reason: commands are reviewed\n")
+	token, hash, err := server.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), fmt.Sprintf("tokens:\n  - name: alice\n    tenant: acme\n    roles: [operator, approver]\n    sha256: %s\n", hash))
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf(`stateDir: %s
+tokens: tokens.yaml
+agents:
+  counter:
+    model: script:script.yaml
+    workdir: ws
+    policy: policy.yaml
+`, filepath.Join(dir, "state")))
+
+	first := startServe(t, config)
+	var run server.RunView
+	if code := first.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+		t.Fatalf("start: %d %+v", code, run)
+	}
+	first.waitEvent(t, token, run.ID, "run.halted")
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	second := startServe(t, config)
+	var page server.ApprovalPage
+	if code := second.do(t, "GET", "/v1/approvals?status=pending", token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
+		t.Fatalf("pending approvals after the restart: %d %+v", code, page)
+	}
+	a := page.Approvals[0]
+	if a.Tool != "bash" || a.AskedBy != "rule:review-bash" || !strings.Contains(a.ArgumentsPretty, "count.txt") {
+		t.Fatalf("approval %+v", a)
+	}
+	if code := second.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", token, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	second.waitEvent(t, token, run.ID, "run.finished")
+	if code := second.do(t, "GET", "/v1/runs/"+run.ID, token, nil, &run); code != http.StatusOK || run.Status != "done" {
+		t.Fatalf("run after the approval: %d %s %s", code, run.Status, run.Reason)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "count.txt"))
+	if err != nil || string(b) != "ran\n" {
+		t.Fatalf("count.txt = %q (%v), want the command's one line", b, err)
+	}
+}
+
+// Without a tokens file the server refuses a non-loopback address.
+func TestServeRefusesOpenAddrWithoutTokens(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, "addr: 0.0.0.0:7777\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
+	var out, errb bytes.Buffer
+	code := Main(t.Context(), []string{"serve", "--config", config, "--state-dir", filepath.Join(dir, "state")}, nil, &out, &errb)
+	if code != exitUsage || !strings.Contains(errb.String(), "without a tokens file") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+func TestServeToken(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main(t.Context(), []string{"serve", "token", "--name", "alice", "--tenant", "acme", "--role", "approver"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	tok := strings.Fields(strings.SplitN(out.String(), "\n", 2)[0])
+	token := tok[len(tok)-1]
+	p := filepath.Join(t.TempDir(), "tokens.yaml")
+	writeTestFile(t, p, "tokens:\n"+strings.SplitN(out.String(), "\n", 2)[1])
+	tk, err := server.LoadTokens(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, ok := tk.Lookup(token); !ok || pr.Name != "alice" || pr.Tenant != "acme" {
+		t.Fatalf("the printed entry does not stand for the printed token: %+v %v\n%s", pr, ok, out.String())
+	}
+	if code := Main(t.Context(), []string{"serve", "token", "--name", "alice", "--role", "root"}, nil, &out, &errb); code != exitUsage {
+		t.Fatalf("unknown role: exit %d", code)
+	}
+}
+
+func writeTestFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
