@@ -30,7 +30,7 @@ const (
 	bobToken   = "tg_bob"
 )
 
-func testTokens(t *testing.T) *server.Tokens {
+func testTokens(t testing.TB) *server.Tokens {
 	t.Helper()
 	tk, err := server.NewTokens([]server.TokenEntry{
 		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
@@ -67,7 +67,7 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools, Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: time.Duration(cfg.ApprovalTTL)}}, nil
 }
 
-func payerConfig(t *testing.T) runs.RunConfig {
+func payerConfig(t testing.TB) runs.RunConfig {
 	t.Helper()
 	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}.Resolve(t.TempDir())
 	if err != nil {
@@ -77,7 +77,7 @@ func payerConfig(t *testing.T) runs.RunConfig {
 }
 
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	srv      *server.Server
 	ts       *httptest.Server
 	store    store.Store
@@ -92,7 +92,7 @@ func transferScript() model.Model {
 	return testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})})
 }
 
-func newFixture(t *testing.T, s store.Store, m model.Model, opts *server.Options, extra ...tool.Tool) *fixture {
+func newFixture(t testing.TB, s store.Store, m model.Model, opts *server.Options, extra ...tool.Tool) *fixture {
 	t.Helper()
 	if s == nil {
 		s = store.NewMemory(nil)
