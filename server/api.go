@@ -567,6 +567,13 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 	if len(req.EditedArgs) > 0 && string(req.EditedArgs) != "null" {
 		data = req.EditedArgs
 	}
+	if req.ArgsDigest == "" && approve {
+		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "argsDigest: required; send the argsDigest of the approval you were shown"}
+	}
+	if req.ArgsDigest != "" && req.ArgsDigest != a.Digest {
+		return ApprovalView{}, &Problem{Type: ProblemDigestMismatch, Title: "Arguments changed", Status: http.StatusPreconditionFailed,
+			Detail: "argsDigest is not the digest of this approval's arguments: reload the approval and decide on what it shows"}
+	}
 	// A decision sent again (a retry) by the same principal is answered as
 	// the first was.
 	if a.Status != store.StatusPending && a.DecidedBy == by && sameDecision(a, approve, data) {
@@ -579,13 +586,6 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 	if a.Status != store.StatusPending {
 		return ApprovalView{}, &Problem{Type: ProblemDecided, Title: "Already decided", Status: http.StatusConflict,
 			Detail: fmt.Sprintf("the approval is %s (by %s)", a.Status, a.DecidedBy)}
-	}
-	if req.ArgsDigest == "" && approve {
-		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "argsDigest: required; send the argsDigest of the approval you were shown"}
-	}
-	if req.ArgsDigest != "" && req.ArgsDigest != a.Digest {
-		return ApprovalView{}, &Problem{Type: ProblemDigestMismatch, Title: "Arguments changed", Status: http.StatusPreconditionFailed,
-			Detail: "argsDigest is not the digest of this approval's arguments: reload the approval and decide on what it shows"}
 	}
 	if data != nil && a.Kind == tool.KindApproval {
 		if errs := s.checkEdit(ctx, a, data); len(errs) > 0 {

@@ -56,6 +56,9 @@ func TestStartApproveResume(t *testing.T) {
 		t.Fatalf("repeated decision: %d", code)
 	}
 	var prob server.Problem
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:other"}, &prob); code != http.StatusPreconditionFailed {
+		t.Fatalf("repeated decision with another digest: %d %+v", code, prob)
+	}
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", ArgsDigest: a.ArgsDigest}, &prob); code != http.StatusConflict || prob.Type != server.ProblemDecided {
 		t.Fatalf("other decision after one: %d %+v", code, prob)
 	}

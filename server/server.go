@@ -79,8 +79,11 @@ type Server struct {
 
 	mu       sync.Mutex
 	inflight map[string]bool // runs driven by this server now
-	runsWG   sync.WaitGroup
-	ready    bool
+	// recheck lists runs that could not be resumed because they were still
+	// driven here: they are looked at again when that ends.
+	recheck map[string]bool
+	runsWG  sync.WaitGroup
+	ready   bool
 }
 
 // New returns a server over the store s that builds each run's agent with
@@ -96,7 +99,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	srv := &Server{
 		store: s, agents: map[string]runs.RunConfig{}, tokens: opts.Tokens, page: opts.Page,
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
-		done: make(chan struct{}), inflight: map[string]bool{},
+		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{},
 	}
 	if srv.log == nil {
 		srv.log = slog.New(slog.DiscardHandler)
@@ -280,6 +283,11 @@ func (s *Server) closing() bool {
 func (s *Server) drive(runID string, f func(ctx context.Context) error) bool {
 	s.mu.Lock()
 	if s.inflight[runID] || s.closing() {
+		if s.inflight[runID] {
+			// The part of the run driven now may have ended (halted)
+			// already: look again when its goroutine is done.
+			s.recheck[runID] = true
+		}
 		s.mu.Unlock()
 		return false
 	}
@@ -290,7 +298,12 @@ func (s *Server) drive(runID string, f func(ctx context.Context) error) bool {
 		defer func() {
 			s.mu.Lock()
 			delete(s.inflight, runID)
+			again := s.recheck[runID]
+			delete(s.recheck, runID)
 			s.mu.Unlock()
+			if again && !s.closing() {
+				s.tryResume(context.WithoutCancel(s.runCtx), runID)
+			}
 			s.runsWG.Done()
 		}()
 		if err := f(s.runCtx); err != nil && !errors.Is(err, runs.ErrHostStopping) {
