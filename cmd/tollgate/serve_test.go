@@ -29,7 +29,11 @@ type serveProc struct {
 // listens.
 func startServe(t *testing.T, config string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")
+	return startServeCmd(t, exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0"))
+}
+
+func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProc {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -200,5 +204,75 @@ func writeTestFile(t *testing.T, p, body string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A tool running under the server cannot reach the approval API with the
+// server's credentials: no token and no TOLLGATE_ variable is in its
+// environment, the file tools refuse the tokens file even inside the
+// workspace, and a sandboxed command can neither change it nor read the
+// state directory's admin token.
+func TestServeToolsCannotReachCredentials(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	state := filepath.Join(dir, "state")
+	for _, d := range []string{ws, state} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token, hash, err := server.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := fmt.Sprintf("tokens:\n  - name: alice\n    roles: [operator]\n    sha256: %s\n", hash)
+	tokensFile := filepath.Join(ws, "tokens.yaml")
+	writeTestFile(t, tokensFile, tokens)
+	writeTestFile(t, filepath.Join(state, "serve.token"), "tg_planted_secret\n")
+	writeTestFile(t, filepath.Join(dir, "script.yaml"), fmt.Sprintf(`turns:
+  - toolCalls:
+      - {name: write, args: {path: tokens.yaml, content: "tokens: []"}}
+  - toolCalls:
+      - {name: bash, args: {command: "env > env.txt; cat %s > stolen.txt 2>&1; echo '#' >> tokens.yaml"}}
+  - text: done
+`, filepath.Join(state, "serve.token")))
+	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "autonomy: full_auto\n")
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf("stateDir: %s\ntokens: ws/tokens.yaml\nagents:\n  a:\n    model: script:script.yaml\n    workdir: ws\n    policy: policy.yaml\n", state))
+	cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "TOLLGATE_API_TOKEN="+token)
+	p := startServeCmd(t, cmd)
+	var run server.RunView
+	if code := p.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "a", Prompt: "go"}, &run); code != http.StatusCreated {
+		t.Fatalf("start: %d", code)
+	}
+	p.waitEvent(t, token, run.ID, "run.finished")
+	if code := p.do(t, "GET", "/v1/runs/"+run.ID, token, nil, &run); code != http.StatusOK || run.Status != "done" {
+		t.Fatalf("run: %d %s %s", code, run.Status, run.Reason)
+	}
+	var records []struct {
+		Name    string `json:"name"`
+		Output  string `json:"output"`
+		IsError bool   `json:"isError"`
+	}
+	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 2 || records[0].Name != "write" || !records[0].IsError || !strings.Contains(records[0].Output, "govern") {
+		t.Fatalf("the write of the tokens file was not refused: %s (%v)", run.ToolCalls, err)
+	}
+	env, err := os.ReadFile(filepath.Join(ws, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), token) || strings.Contains(string(env), "TOLLGATE_") {
+		t.Fatalf("the tool's environment holds the server's credentials:\n%s", env)
+	}
+	if sandboxedHere(t) {
+		if b, _ := os.ReadFile(tokensFile); string(b) != tokens {
+			t.Errorf("a sandboxed command changed the tokens file: %q", b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "stolen.txt")); strings.Contains(string(b), "tg_planted_secret") {
+			t.Errorf("a sandboxed command read the state directory's token")
+		}
+	} else {
+		t.Log("bash is not sandboxed here: the sandbox's part of the containment is not exercised")
 	}
 }
