@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -484,8 +483,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, p Principal
 	writeJSON(w, http.StatusOK, s.viewOf(r.Context(), a))
 }
 
-// approvalView shows a; run (may be nil) adds the agent, the owner and the
-// tool's schema.
+// approvalView shows a; run (may be nil) adds the agent and the owner.
 func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.Run) ApprovalView {
 	v := ApprovalView{
 		ID: a.ID, RunID: a.RunID, Status: a.Status, Kind: a.Kind, Tool: a.Tool, CallID: a.CallID, Prompt: a.Prompt,
@@ -501,7 +499,7 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 		v.SecondsLeft = &left
 	}
 	if d, err := approval.ParseRequestData(a.Request); err == nil {
-		v.Arguments, v.Hints, v.AskedBy, v.Reason = d.Args, d.Hints, d.By, d.Reason
+		v.Arguments, v.Hints, v.AskedBy, v.Reason, v.InputSchema = d.Args, d.Hints, d.By, d.Reason, d.Schema
 		v.Risk = approval.RiskOf(d.Hints)
 		var buf bytes.Buffer
 		if json.Indent(&buf, d.Args, "", "  ") == nil {
@@ -512,9 +510,6 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 		v.RunOwner = run.Owner
 		if cfg, err := runs.LoadConfig(*run); err == nil {
 			v.Agent = cfg.Agent
-			if spec, ok := s.specs.spec(ctx, cfg, a.Tool); ok {
-				v.InputSchema = spec.InputSchema
-			}
 		}
 	}
 	return v
@@ -588,7 +583,7 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 			Detail: fmt.Sprintf("the approval is %s (by %s)", a.Status, a.DecidedBy)}
 	}
 	if data != nil && a.Kind == tool.KindApproval {
-		if errs := s.checkEdit(ctx, a, data); len(errs) > 0 {
+		if errs := s.checkEdit(a, data); len(errs) > 0 {
 			return ApprovalView{}, &Problem{Type: ProblemInvalidEdit, Title: "Invalid edited arguments", Status: http.StatusUnprocessableEntity,
 				Detail: "editedArgs do not fit the tool's input schema", Errors: errs}
 		}
@@ -645,29 +640,19 @@ func (s *Server) viewOf(ctx context.Context, a store.Approval) ApprovalView {
 	return s.approvalView(ctx, a, run)
 }
 
-// checkEdit validates edited arguments against the tool's input schema;
-// it returns each problem.
-func (s *Server) checkEdit(ctx context.Context, a store.Approval, data json.RawMessage) []string {
+// checkEdit validates edited arguments against the input schema the
+// approval request carries (the tool's, when the call was asked about: what
+// the person was shown); it returns each problem.
+func (s *Server) checkEdit(a store.Approval, data json.RawMessage) []string {
 	var obj map[string]any
 	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
 		return []string{"editedArgs must be a JSON object: the whole new arguments of the call"}
 	}
-	run, err := s.store.GetRun(ctx, a.RunID)
-	if err != nil {
-		return []string{"the run of the approval cannot be read"}
+	d, err := approval.ParseRequestData(a.Request)
+	if err != nil || d.Schema == nil {
+		return nil // the tool declares no schema: the agent checks what it can
 	}
-	cfg, err := runs.LoadConfig(run)
-	if err != nil {
-		return []string{"the run's configuration cannot be read"}
-	}
-	spec, ok := s.specs.spec(ctx, cfg, a.Tool)
-	if !ok {
-		return []string{fmt.Sprintf("the agent has no tool %q now, so edited arguments cannot be checked", a.Tool)}
-	}
-	if spec.InputSchema == nil {
-		return nil
-	}
-	v, err := tool.NewValidator(spec.InputSchema)
+	v, err := tool.NewValidator(d.Schema)
 	if err != nil {
 		return []string{"the tool's input schema does not resolve: " + err.Error()}
 	}
@@ -675,43 +660,6 @@ func (s *Server) checkEdit(ctx context.Context, a store.Approval, data json.RawM
 		return strings.Split(err.Error(), "\n")
 	}
 	return nil
-}
-
-// specCache holds the tool specs of each agent configuration, built once.
-type specCache struct {
-	build runs.Builder
-	mu    sync.Mutex
-	m     map[string]map[string]tool.Spec
-}
-
-func (c *specCache) spec(ctx context.Context, cfg runs.RunConfig, name string) (tool.Spec, bool) {
-	b, _ := json.Marshal(cfg)
-	key := string(b)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	specs, ok := c.m[key]
-	if !ok {
-		specs = map[string]tool.Spec{}
-		built, err := c.build.Build(ctx, cfg)
-		if err != nil {
-			return tool.Spec{}, false
-		}
-		if built.Options.Tools != nil {
-			for _, t := range built.Options.Tools.Tools() {
-				sp := t.Spec()
-				specs[sp.Name] = sp
-			}
-		}
-		if built.Close != nil {
-			_ = built.Close()
-		}
-		if c.m == nil {
-			c.m = map[string]map[string]tool.Spec{}
-		}
-		c.m[key] = specs
-	}
-	sp, ok := specs[name]
-	return sp, ok
 }
 
 func (s *Server) getAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {

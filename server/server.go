@@ -67,7 +67,6 @@ type Server struct {
 	metrics *metrics
 
 	autonomy autonomyTable
-	specs    specCache
 
 	// runCtx is the context of every run this server drives; Shutdown
 	// cancels it with runs.ErrHostStopping once its grace is over.
@@ -153,7 +152,6 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		return nil, err
 	}
 	srv.host = h
-	srv.specs.build = b
 	srv.runCtx, srv.stopRun = context.WithCancelCause(context.Background())
 	srv.routes(reg)
 	return srv, nil
