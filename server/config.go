@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,6 +54,11 @@ const (
 //	    mcp: [mcp.json]
 //	    records: records.jsonl
 //	    sandbox: {bash: workspace, hooks: workspace, read: [], connect: [], passEnv: []}
+//	webhooks:                     # Standard Webhooks, signed; see Webhook
+//	  - url: https://hooks.example.com/tollgate
+//	    secretEnv: TOLLGATE_WEBHOOK_SECRET   # the variable holding the whsec_ secret (never the secret itself)
+//	    tenant: acme
+//	    events: ["approval.*", "run.finished"]
 //
 // Relative paths are relative to the configuration file's directory. Unknown
 // keys, values of the wrong type, an agent without model or workdir, an
@@ -76,6 +82,9 @@ type Config struct {
 	// Agents are the agents' run configurations, resolved (every path
 	// absolute), by name.
 	Agents map[string]runs.RunConfig
+	// Webhooks are the outbound webhooks, their secrets read from the
+	// environment variables the file names.
+	Webhooks []Webhook
 }
 
 // DefaultAddr is the address a configuration without addr listens on.
@@ -89,6 +98,14 @@ type configYAML struct {
 	LeaseTTL      string               `yaml:"leaseTtl"`
 	ShutdownGrace string               `yaml:"shutdownGrace"`
 	Agents        map[string]agentYAML `yaml:"agents"`
+	Webhooks      []webhookYAML        `yaml:"webhooks"`
+}
+
+type webhookYAML struct {
+	URL       string   `yaml:"url"`
+	SecretEnv string   `yaml:"secretEnv"`
+	Tenant    string   `yaml:"tenant"`
+	Events    []string `yaml:"events"`
 }
 
 type agentYAML struct {
@@ -286,6 +303,23 @@ func LoadConfig(path string) (*Config, error) {
 			continue
 		}
 		c.Agents[name] = resolved
+	}
+	for i, w := range y.Webhooks {
+		yp, field := fmt.Sprintf("$.webhooks[%d]", i), fmt.Sprintf("webhooks[%d]", i)
+		secret := ""
+		if w.SecretEnv == "" {
+			ps.add(yp, field+".secretEnv", "required: the environment variable holding the signing secret (whsec_...)")
+		} else if secret = os.Getenv(w.SecretEnv); secret == "" {
+			ps.add(yp+".secretEnv", field+".secretEnv", "the environment variable %s is not set", w.SecretEnv)
+		}
+		wh := Webhook{URL: w.URL, Secret: secret, Tenant: w.Tenant, Types: w.Events}
+		if secret != "" {
+			if _, err := newWebhook(wh); err != nil {
+				ps.add(yp, field, "%s", strings.TrimPrefix(err.Error(), "server: "))
+				continue
+			}
+		}
+		c.Webhooks = append(c.Webhooks, wh)
 	}
 	if err := ps.err(); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,7 @@ agents:
 
 // Every problem says file, line, column and field.
 func TestLoadConfigErrors(t *testing.T) {
+	t.Setenv("TOLLGATE_TEST_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	cases := []struct{ name, body, want string }{
 		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", ":5:5: "},
 		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
@@ -61,6 +63,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"wrong type", "agents:\n  a:\n    model: script:s\n    workdir: w\n    maxTurns: many\n", ":5:"},
 		{"alias", "x: &a [1]\ny: *a\n", "alias"},
 		{"too deep", strings.Repeat("[", 40) + strings.Repeat("]", 40), "nest"},
+		{"webhook secret unset", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: https://x\n    secretEnv: TOLLGATE_TEST_UNSET_SECRET\n", ":7:16: webhooks[0].secretEnv: the environment variable TOLLGATE_TEST_UNSET_SECRET is not set"},
+		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

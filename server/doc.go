@@ -58,6 +58,10 @@
 // does) or ?after=SEQ gets every later event once: the store's numbers are
 // never visible out of order. A comment line is sent every heartbeat.
 //
+// [Options.Webhooks] (webhooks: in the configuration) post the same events
+// of a tenant to URLs, signed per Standard Webhooks (webhook-id "evt_SEQ",
+// webhook-timestamp, webhook-signature), retried with backoff.
+//
 // # Running runs
 //
 // [Server.Run] takes the stored runs up when the server starts (halted runs

@@ -113,6 +113,9 @@ func (s *Server) Run(ctx context.Context) error {
 			break
 		}
 	}
+	for _, w := range s.webhooks {
+		go s.deliver(ctx, w, after)
+	}
 	if err := s.sweep(ctx); err != nil {
 		return stopped(ctx, err)
 	}

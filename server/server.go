@@ -39,6 +39,9 @@ type Options struct {
 	// Tick is how often the server records expired approvals and looks for
 	// runs whose host's lease expired (default 1s).
 	Tick time.Duration
+	// Webhooks receive their tenant's events, signed (Standard Webhooks),
+	// while [Server.Run] runs.
+	Webhooks []Webhook
 	// Logger receives the server's logs (default discards). Tokens, prompts
 	// and arguments are never logged.
 	Logger *slog.Logger
@@ -67,6 +70,7 @@ type Server struct {
 	metrics *metrics
 
 	autonomy autonomyTable
+	webhooks []*webhook
 
 	// runCtx is the context of every run this server drives; Shutdown
 	// cancels it with runs.ErrHostStopping once its grace is over.
@@ -120,6 +124,13 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 			cfg.Agent = name
 		}
 		srv.agents[name] = cfg
+	}
+	for _, w := range opts.Webhooks {
+		wh, err := newWebhook(w)
+		if err != nil {
+			return nil, err
+		}
+		srv.webhooks = append(srv.webhooks, wh)
 	}
 	reg := opts.Registry
 	if reg == nil {

@@ -131,7 +131,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b := &cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}
-	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, Tokens: tokens, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}})
+	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}})
 	if err != nil {
 		return withCode(exitError, err)
 	}
