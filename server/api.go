@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,16 @@ type StartRunRequest struct {
 	Agent string `json:"agent"`
 	// Prompt is the user's message; not empty.
 	Prompt string `json:"prompt"`
+}
+
+// AgentInfo is an agent of the server, as GET /v1/agents lists it.
+type AgentInfo struct {
+	Name string `json:"name"`
+	// Model is the model reference ("openai:gpt-4.1-mini").
+	Model string `json:"model"`
+	// Autonomy is the agent's configured autonomy level (the tenant's or a
+	// run's may override it).
+	Autonomy string `json:"autonomy,omitempty"`
 }
 
 // RunSummary is a run in a listing.
@@ -367,6 +378,18 @@ func pageParams(w http.ResponseWriter, r *http.Request) (limit int, cursor strin
 		limit = n
 	}
 	return limit, q.Get("cursor"), true
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, p Principal) {
+	out := []AgentInfo{}
+	for name, cfg := range s.agents {
+		out = append(out, AgentInfo{Name: name, Model: cfg.Model.Provider, Autonomy: cfg.Autonomy})
+		if cfg.Model.Provider != "script" {
+			out[len(out)-1].Model = cfg.Model.String()
+		}
+	}
+	slices.SortFunc(out, func(a, b AgentInfo) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) {

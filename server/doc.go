@@ -24,9 +24,10 @@
 //	GET  /v1/events?run=&after=        Server-Sent Events                         viewer
 //	GET  /v1/ws?run=&after=            the same events on a WebSocket, and
 //	                                   approve / deny / modify / set_autonomy     viewer (approver to decide)
+//	GET  /v1/agents                    the agents runs may start                  viewer
 //	GET  /v1/me                        the token's principal                      viewer
 //	GET  /healthz, /readyz, /metrics   no token
-//	GET  /, /assets/...                [Options.Page], when set
+//	GET  /, /assets/..., any other GET [Options.Page], when set
 //
 // Decision errors: 404 an unknown approval or another tenant's, 409 already
 // decided (the same decision sent again by the same principal is answered

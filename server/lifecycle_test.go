@@ -150,6 +150,30 @@ func TestOperations(t *testing.T) {
 	}
 }
 
+// Options.Page serves GET / and the page's other paths, never the API.
+func TestPageHook(t *testing.T) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "page:"+r.URL.Path) })
+	f := newFixture(t, nil, nil, &server.Options{Page: page})
+	for path, want := range map[string]string{"/": "page:/", "/assets/app.js": "page:/assets/app.js", "/runs/run_1": "page:/runs/run_1"} {
+		resp, err := http.Get(f.ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != want {
+			t.Errorf("GET %s: %q, want %q", path, b, want)
+		}
+	}
+	var p server.Problem
+	if code := f.do("GET", "/v1/runs", "", nil, &p); code != http.StatusUnauthorized {
+		t.Fatalf("the API behind the page: %d", code)
+	}
+	if code := f.do("POST", "/", "", nil, nil); code == http.StatusOK {
+		t.Fatal("POST / reached the page")
+	}
+}
+
 func grepTollgate(m string) string {
 	var out []string
 	for _, l := range strings.Split(m, "\n") {

@@ -24,8 +24,9 @@ type Options struct {
 	Agents map[string]runs.RunConfig
 	// Tokens authenticate every /v1 request; nil refuses them all (401).
 	Tokens *Tokens
-	// Page, if set, serves GET / and everything under /assets/ (the
-	// approvals page); without it those paths are 404.
+	// Page, if set, serves every GET outside /v1/, /healthz, /readyz and
+	// /metrics: GET /, /assets/... and the page's own views (the approvals
+	// page); without it those paths are 404.
 	Page http.Handler
 	// Host configures the [runs.Host] the server drives runs with (holder
 	// name, lease TTL, middleware); nil for the defaults.
@@ -189,6 +190,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("POST /v1/events/ticket", s.auth(RoleViewer, s.mintTicket))
 	mux.HandleFunc("GET /v1/events", s.streamAuth(s.events))
 	mux.HandleFunc("GET /v1/ws", s.streamAuth(s.websocket))
+	mux.HandleFunc("GET /v1/agents", s.auth(RoleViewer, s.listAgents))
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))
@@ -201,8 +203,15 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttpHandler(reg))
 	if s.page != nil {
-		mux.Handle("GET /{$}", s.page)
-		mux.Handle("GET /assets/", s.page)
+		// Every other GET is the page's (/, /assets/..., its own views).
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET, HEAD")
+				problemf(w, r, http.StatusMethodNotAllowed, "the page answers GET only")
+				return
+			}
+			s.page.ServeHTTP(w, r)
+		})
 	}
 }
 

@@ -81,6 +81,12 @@ func TestRoles(t *testing.T) {
 	if code := f.do("GET", "/v1/nothing", aliceToken, nil, &p); code != http.StatusNotFound || p.Status != 404 {
 		t.Fatalf("unknown endpoint: %d %+v", code, p)
 	}
+	var agents struct {
+		Agents []server.AgentInfo `json:"agents"`
+	}
+	if code := f.do("GET", "/v1/agents", vicToken, nil, &agents); code != http.StatusOK || len(agents.Agents) != 1 || agents.Agents[0].Name != "payer" || agents.Agents[0].Model != "script" {
+		t.Fatalf("agents: %d %+v", code, agents)
+	}
 	var me server.Principal
 	if code := f.do("GET", "/v1/me", adaToken, nil, &me); code != http.StatusOK || me.Name != "ada" || me.Tenant != "acme" {
 		t.Fatalf("me: %d %+v", code, me)
