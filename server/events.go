@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 )
 
 // StreamEvent is one event of the store's log as GET /v1/events (the data
@@ -212,6 +213,10 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 				return
 			}
 			var m WSMessage
+			if err := bounded.CheckJSON("message", b, bounded.Limits{MaxBytes: MaxBodyBytes, MaxDepth: MaxBodyDepth}); err != nil {
+				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}})
+				continue
+			}
 			if err := json.Unmarshal(b, &m); err != nil || m.V != 1 {
 				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: `want a JSON message with "v":1`}})
 				continue

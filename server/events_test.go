@@ -178,6 +178,10 @@ func TestWebSocket(t *testing.T) {
 	}
 	for m := read(); m.Event == nil || m.Event.Type != "run.halted"; m = read() {
 	}
+	_ = c.Write(ctx, websocket.MessageText, []byte(strings.Repeat("[", 100)+strings.Repeat("]", 100)))
+	if m := read(); m.Type != "error" || m.Problem == nil || m.Problem.Status != http.StatusBadRequest {
+		t.Fatalf("a message nested too deep: %+v", m)
+	}
 	_ = wsjson.Write(ctx, c, map[string]any{"v": 1, "type": "approve", "ref": "r1", "id": a.ID, "argsDigest": "sha256:wrong"})
 	m := read()
 	if m.Type != "error" || m.Ref != "r1" || m.Problem == nil || m.Problem.Status != http.StatusPreconditionFailed {

@@ -183,3 +183,27 @@ func grepTollgate(m string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Two servers follow one store: both see every decision and both try to
+// resume the run, and the call runs exactly once across them, run after run.
+func TestTwoServersResumeOnce(t *testing.T) {
+	s := store.NewMemory(nil)
+	a := newFixture(t, s, nil, nil)
+	b := newFixture(t, s, nil, nil)
+	const n = 20
+	for i := range n {
+		start, decide := a, b
+		if i%2 == 1 {
+			start, decide = b, a
+		}
+		id := start.startRun()
+		ap := start.pending(id)
+		if code := decide.do("POST", "/v1/approvals/"+ap.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
+			t.Fatalf("decision: %d", code)
+		}
+		a.waitRun(id, store.RunDone)
+	}
+	if got := a.transfer.Count() + b.transfer.Count(); got != n {
+		t.Fatalf("transfer ran %d times for %d approved runs (%d on one server, %d on the other)", got, n, a.transfer.Count(), b.transfer.Count())
+	}
+}
