@@ -33,7 +33,8 @@ const (
 //
 //	addr: 127.0.0.1:7777          # default; a non-loopback address needs tokens
 //	stateDir: /var/lib/tollgate   # the store's directory (default: the command's state directory)
-//	store: sqlite                 # sqlite (default, in stateDir) or memory (nothing survives a restart)
+//	store: sqlite                 # sqlite (default, in stateDir), postgres (the command's --store or
+//	                              # $TOLLGATE_STORE_URL, shared by several servers) or memory (nothing survives a restart)
 //	tokens: tokens.yaml           # bearer tokens by SHA-256 (see LoadTokens)
 //	leaseTtl: 30s                 # a run's lease without a heartbeat
 //	shutdownGrace: 30s            # how long running runs get to finish or halt on SIGTERM
@@ -72,7 +73,7 @@ type Config struct {
 	Addr string
 	// StateDir is the store's directory, absolute, or empty for the caller's default.
 	StateDir string
-	// Store is "sqlite" or "memory".
+	// Store is "sqlite", "postgres" or "memory".
 	Store string
 	// TokensFile is the tokens file, absolute, or empty.
 	TokensFile string
@@ -230,9 +231,9 @@ func LoadConfig(path string) (*Config, error) {
 	switch c.Store {
 	case "":
 		c.Store = "sqlite"
-	case "sqlite", "memory":
+	case "sqlite", "postgres", "memory":
 	default:
-		ps.add("$.store", "store", "want sqlite or memory, got %q", c.Store)
+		ps.add("$.store", "store", "want sqlite, postgres or memory, got %q", c.Store)
 	}
 	duration := func(yp, field, v string) time.Duration {
 		if v == "" {

@@ -58,7 +58,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
 		{"bad autonomy", "agents:\n  a:\n    model: script:s\n    workdir: w\n    autonomy: yolo\n", ":5:15: agents.a.autonomy:"},
 		{"bad duration", "leaseTtl: soon\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:11: leaseTtl: want a duration"},
-		{"bad store", "store: redis\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:8: store: want sqlite or memory"},
+		{"bad store", "store: redis\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:8: store: want sqlite, postgres or memory"},
 		{"no agents", "addr: 127.0.0.1:1\n", "agents: the configuration names no agent"},
 		{"wrong type", "agents:\n  a:\n    model: script:s\n    workdir: w\n    maxTurns: many\n", ":5:"},
 		{"alias", "x: &a [1]\ny: *a\n", "alias"},

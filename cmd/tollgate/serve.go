@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,7 +41,8 @@ func newServeCmd(env *cliEnv) *cobra.Command {
 		Long: `Serve the agents of a configuration file over HTTP: start runs, list and
 decide approvals, follow events (Server-Sent Events and a WebSocket), with
 bearer tokens, tenants and roles. Runs are stored in the state directory
-(SQLite), and a run that waits for an approval survives a restart: approved
+(SQLite), or in the PostgreSQL store of --store or $TOLLGATE_STORE_URL, which
+several servers may share; a run that waits for an approval survives a restart: approved
 runs resume by themselves, exactly once. See package server for the API and
 'tollgate serve token' to make a token.
 
@@ -122,11 +124,26 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if cfg.LeaseTTL > 0 {
 		ttl = cfg.LeaseTTL
 	}
+	storeURL, err := state.storeURL()
+	if err != nil {
+		return err
+	}
 	var st store.Store
-	if cfg.Store == "memory" {
+	switch {
+	case storeURL != "" && cfg.Store == "memory":
+		return usageErr("serve: %s says store: memory, but a PostgreSQL store is named (--store or $%s)", cfg.File, envStoreURL)
+	case storeURL != "":
+		if st, err = openPostgres(ctx, storeURL); err != nil {
+			return err
+		}
+	case cfg.Store == "postgres":
+		return usageErr("serve: %s says store: postgres; give its URL in $%s (or --store)", cfg.File, envStoreURL)
+	case cfg.Store == "memory":
 		st = store.NewMemory(nil)
-	} else if st, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
-		return usageErr("serve: state directory %s: %v", stateDir, err)
+	default:
+		if st, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
+			return usageErr("serve: state directory %s: %v", stateDir, err)
+		}
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -148,7 +165,8 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	for n := range cfg.Agents {
 		names = append(names, n)
 	}
-	fmt.Fprintf(env.stderr, "tollgate serve: listening on http://%s (agents: %s; store: %s)\n", ln.Addr(), strings.Join(names, ", "), stateDir)
+	slices.Sort(names)
+	fmt.Fprintf(env.stderr, "tollgate serve: listening on http://%s (agents: %s; store: %s)\n", ln.Addr(), strings.Join(names, ", "), storeWhere(storeURL, stateDir))
 	select {
 	case <-ctx.Done():
 	case err := <-serveDone:

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -274,5 +275,52 @@ func TestServeToolsCannotReachCredentials(t *testing.T) {
 		}
 	} else {
 		t.Log("bash is not sandboxed here: the sandbox's part of the containment is not exercised")
+	}
+}
+
+// Two `tollgate serve` processes share one PostgreSQL store: a run started
+// on one and approved on the other is resumed by exactly one of them, and
+// its command runs once; each lists the other's runs.
+func TestServeTwoServersOnePostgresStore(t *testing.T) {
+	db := pgtest.Database(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo ran >> count.txt\"}}]\n  - text: counted\n")
+	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n")
+	token, hash, err := server.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), "tokens:\n  - name: alice\n    roles: [operator, approver]\n    sha256: "+hash+"\n")
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf("stateDir: %s\nstore: postgres\ntokens: tokens.yaml\nagents:\n  counter:\n    model: script:script.yaml\n    workdir: ws\n    policy: policy.yaml\n", filepath.Join(dir, "state")))
+	start := func() *serveProc {
+		cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), envStoreURL+"="+db)
+		return startServeCmd(t, cmd)
+	}
+	a, b := start(), start()
+	const n = 3
+	for range n {
+		var run server.RunView
+		if code := a.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+			t.Fatalf("start: %d", code)
+		}
+		a.waitEvent(t, token, run.ID, "run.halted")
+		var page server.ApprovalPage
+		if code := b.do(t, "GET", "/v1/approvals?status=pending&run="+run.ID, token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
+			t.Fatalf("the other server's approvals: %d %+v", code, page)
+		}
+		ap := page.Approvals[0]
+		if code := b.do(t, "POST", "/v1/approvals/"+ap.ID+"/decision", token, server.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
+			t.Fatalf("approve: %d", code)
+		}
+		b.waitEvent(t, token, run.ID, "run.finished")
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "count.txt")); err != nil || string(b) != strings.Repeat("ran\n", n) {
+		t.Fatalf("count.txt = %q (%v), want %d lines: each approved command once", b, err, n)
 	}
 }
