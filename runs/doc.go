@@ -28,6 +28,12 @@
 // Approvals are single-use in the store ([store.Store.Consume]), bound to the
 // arguments digest the person saw.
 //
+// A host that shuts down cancels its runs' context with the cause
+// [ErrHostStopping]: a run then keeps its status and latest checkpoint (the
+// call cut short is not checkpointed, so it runs again), its lease is
+// released and a [EventRunReleased] event stored, and the next Resume takes
+// it over at once instead of after the lease's expiry.
+//
 // The agent is rebuilt from the stored [RunConfig] by the host's [Builder],
 // never from the current directory or command-line flags.
 package runs

@@ -35,6 +35,9 @@ const (
 	EventRunFinished     = "run.finished"
 	EventCancelRequested = "run.cancel_requested"
 	EventRunCancelled    = "run.cancelled"
+	// EventRunReleased: the host stopped driving the run without ending it
+	// ([ErrHostStopping]); the next [Host.Resume] takes it over.
+	EventRunReleased = "run.released"
 )
 
 // Errors of a [Host]; test with errors.Is.
@@ -46,6 +49,13 @@ var (
 	ErrNotResumable = errors.New("runs: the run has ended")
 	// ErrEmptyPrompt: Start with an empty prompt.
 	ErrEmptyPrompt = errors.New("runs: the prompt is empty")
+	// ErrHostStopping is the cause a host gives the context of [Host.Start]
+	// or [Host.Resume] (context.WithCancelCause) to stop driving a run
+	// without ending it, when it shuts down: the run keeps its status and
+	// its latest checkpoint, its lease is released at once, and the next
+	// [Host.Resume] (of this host or another) takes it over from that
+	// checkpoint, as after a crash but without waiting for the lease.
+	ErrHostStopping = errors.New("runs: the host is stopping")
 )
 
 // Built is an agent's options built from a [RunConfig] by a [Builder], with
@@ -174,6 +184,10 @@ type StartRequest struct {
 	Prompt string
 	// History is an earlier conversation the run starts from.
 	History []model.Message
+	// Created, if set, is called once the run is stored (before its first
+	// model turn), with the run as stored; a host that answers a request
+	// while the run goes on in the background reports it from here.
+	Created func(store.Run)
 	Drive
 }
 
@@ -206,6 +220,9 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 		Events: []store.Event{{Tenant: req.Tenant, RunID: id, Type: EventRunStarted, Data: started}}})
 	if err != nil {
 		return nil, fmt.Errorf("runs: storing run %s: %w", id, err)
+	}
+	if req.Created != nil {
+		req.Created(claimed)
 	}
 	d := h.newDriver(claimed, req.Config, built, req.Drive)
 	return d.drive(ctx, func(ctx context.Context, a *agent.Agent) iter2 {
@@ -535,7 +552,13 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 	if opts.WaitFor == nil {
 		opts.WaitFor = d.drv.WaitFor
 	}
+	hostCtx := ctx
 	opts.Checkpoint = func(ctx context.Context, cp agent.Checkpoint) error {
+		// A call cut short because the host is stopping did not finish: it
+		// is not checkpointed, so that the next host runs it again.
+		if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
+			return ErrHostStopping
+		}
 		st, err := model.MarshalJSON(cp.State)
 		if err != nil {
 			return err
@@ -651,6 +674,7 @@ func (d *driver) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) 
 // end stores how this part of the run ended and fires ON_STOP.
 func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error {
 	h := d.h
+	stopping := errors.Is(context.Cause(ctx), ErrHostStopping)
 	ctx = context.WithoutCancel(ctx)
 	u := store.RunUpdate{LeaseToken: d.token, ReleaseLease: true, Events: d.takeEvents()}
 	status := store.RunError
@@ -659,6 +683,9 @@ func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error
 	}
 	if errors.Is(runErr, errCancelRequested) {
 		status = store.RunCancelled
+	}
+	if runErr != nil && stopping && !errors.Is(runErr, errCancelRequested) {
+		return d.release(ctx, runErr)
 	}
 	u.Status = status
 	u.Result = resultJSON(res)
@@ -688,6 +715,23 @@ func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error
 		return errors.Join(runErr, serr)
 	}
 	return nil
+}
+
+// release stores that this host stopped driving the run without ending it:
+// status and latest checkpoint stay, the lease is released (see
+// [ErrHostStopping]).
+func (d *driver) release(ctx context.Context, runErr error) error {
+	h := d.h
+	data, _ := json.Marshal(map[string]any{"status": string(d.runningStatus()), "holder": h.holder})
+	u := store.RunUpdate{LeaseToken: d.token, ReleaseLease: true, Events: append(d.takeEvents(),
+		store.Event{Tenant: d.run.Tenant, RunID: d.run.ID, Type: EventRunReleased, Time: h.now(), Data: data})}
+	if _, err := h.store.UpdateRun(ctx, d.run.ID, u); err != nil {
+		return errors.Join(runErr, fmt.Errorf("runs: releasing run %s: %w", d.run.ID, err))
+	}
+	if d.built.OnStop != nil {
+		d.built.OnStop(ctx, d.run.ID, d.runningStatus())
+	}
+	return errors.Join(ErrHostStopping, runErr)
 }
 
 // known returns the IDs of the run's stored approvals (new requests only are added).

@@ -10,6 +10,8 @@
 //	tollgate approvals list|show|approve|deny|answer [--json]
 //	tollgate resume RUN_ID
 //	tollgate runs list|show|cancel|prune [--json]
+//	tollgate serve --config server.yaml [--addr HOST:PORT]
+//	tollgate serve token --name NAME [--tenant TENANT] --role ROLE...
 //
 // Runs are stored in the state directory ($TOLLGATE_STATE_DIR, else
 // $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate) and driven by

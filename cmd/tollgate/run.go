@@ -169,6 +169,9 @@ type cliBuilder struct {
 	apiKey   string // --api-key of this process, never stored
 	stateDir string // protected from sandboxed commands
 	exts     []runExtension
+	// protect lists further files no tool may write (the server's
+	// configuration and tokens file).
+	protect []string
 }
 
 // Build implements runs.Builder.
@@ -210,6 +213,7 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 			return nil, err
 		}
 	}
+	rs.addProtected(cb.protect...)
 	bopts := &builtin.Options{}
 	if rs.sandbox != nil {
 		bopts = rs.sandbox.builtinOptions()

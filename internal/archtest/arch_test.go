@@ -24,8 +24,9 @@ var groups = []struct {
 	{"model/openai", 2}, {"model/anthropic", 2}, {"model/scripted", 2}, {"model/modeltest", 2},
 	{"mcptool", 2}, {"hooks/declarative", 2}, {"hooks/claudecode", 2}, {"approval/store", 2}, {"approval/records", 2},
 	{"sandbox", 2}, {"telemetry", 2},
-	{"runs", 3}, {"server", 3},
-	{"cmd", 4},
+	{"runs", 3},
+	{"server", 4}, // the HTTP API, above the host layer it drives runs with
+	{"cmd", 5},
 }
 
 // allowedSideways lists the imports between groups of one level that the

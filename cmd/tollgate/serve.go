@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// serveGrace bounds how long `tollgate serve` lets running runs finish or
+// halt after SIGINT or SIGTERM (shutdownGrace in the configuration), within
+// the process's own stopGrace.
+const serveGrace = 10 * time.Second
+
+// adminTokenFile is where `tollgate serve` without a tokens file keeps the
+// admin token it makes (in the state directory, mode 0600).
+const adminTokenFile = "serve.token"
+
+func newServeCmd(env *cliEnv) *cobra.Command {
+	var (
+		configPath, addr string
+		state            stateFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "serve --config server.yaml [--addr HOST:PORT]",
+		Short: "Serve runs and approvals over HTTP (API, event streams, metrics)",
+		Long: `Serve the agents of a configuration file over HTTP: start runs, list and
+decide approvals, follow events (Server-Sent Events and a WebSocket), with
+bearer tokens, tenants and roles. Runs are stored in the state directory
+(SQLite), or in the PostgreSQL store of --store or $TOLLGATE_STORE_URL, which
+several servers may share; a run that waits for an approval survives a restart: approved
+runs resume by themselves, exactly once. See package server for the API and
+'tollgate serve token' to make a token.
+
+Without a tokens file the server listens on loopback only, and writes an admin
+token for the default tenant to serve.token in the state directory.`,
+		Example: `  tollgate serve token --name alice --role approver --role operator >> tokens.txt
+  tollgate serve --config server.yaml
+  tollgate serve --config server.yaml --addr 127.0.0.1:8080`,
+		Args: argsUsage(cobra.NoArgs),
+	}
+	f := cmd.Flags()
+	f.StringVar(&configPath, "config", "", "server configuration file (YAML; required)")
+	f.StringVar(&addr, "addr", "", "address to listen on, HOST:PORT (default: the configuration's addr, else "+server.DefaultAddr+")")
+	state.add(f)
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if configPath == "" {
+			return usageErr("serve: --config is required")
+		}
+		cfg, err := server.LoadConfig(configPath)
+		if err != nil {
+			return usageErr("serve: %v", err)
+		}
+		if addr != "" {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return usageErr("serve: --addr %q: want HOST:PORT", addr)
+			}
+			cfg.Addr = addr
+		}
+		return serve(c.Context(), env, cfg, &state)
+	}
+	cmd.AddCommand(newServeTokenCmd(env))
+	return cmd
+}
+
+func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFlags) error {
+	if cfg.StateDir != "" && state.dir == "" {
+		state.dir = cfg.StateDir
+	}
+	stateDir, err := state.resolve("")
+	if err != nil {
+		return err
+	}
+	for name, a := range cfg.Agents {
+		if within(stateDir, a.Workdir) {
+			return usageErr("serve: state directory %s is inside the workspace of agent %s, where its tools could change it; choose another with stateDir or --state-dir", stateDir, name)
+		}
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return usageErr("serve: state directory %s: %v", stateDir, err)
+	}
+	var tokens *server.Tokens
+	protect := []string{cfg.File}
+	switch {
+	case cfg.TokensFile != "":
+		if tokens, err = server.LoadTokens(cfg.TokensFile); err != nil {
+			return usageErr("serve: %v", err)
+		}
+		protect = append(protect, cfg.TokensFile)
+	case !server.Loopback(cfg.Addr):
+		return usageErr("serve: refusing to listen on %s without a tokens file: anyone who reaches it could approve calls; add tokens: to %s (see 'tollgate serve token') or listen on 127.0.0.1", cfg.Addr, cfg.File)
+	default:
+		tok, hash, err := server.NewToken()
+		if err != nil {
+			return withCode(exitError, err)
+		}
+		p := filepath.Join(stateDir, adminTokenFile)
+		if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
+			return withCode(exitError, fmt.Errorf("serve: writing the admin token: %v", err))
+		}
+		if tokens, err = server.NewTokens([]server.TokenEntry{{SHA256: hash, Name: currentUser(), Roles: []server.Role{server.RoleAdmin}}}); err != nil {
+			return withCode(exitError, err)
+		}
+		fmt.Fprintf(env.stderr, "tollgate serve: no tokens file; an admin token for this process is in %s\n", p)
+	}
+	ttl, err := leaseTTL()
+	if err != nil {
+		return err
+	}
+	if cfg.LeaseTTL > 0 {
+		ttl = cfg.LeaseTTL
+	}
+	storeURL, err := state.storeURL()
+	if err != nil {
+		return err
+	}
+	var st store.Store
+	switch {
+	case storeURL != "" && cfg.Store == "memory":
+		return usageErr("serve: %s says store: memory, but a PostgreSQL store is named (--store or $%s)", cfg.File, envStoreURL)
+	case storeURL != "":
+		if st, err = openPostgres(ctx, storeURL); err != nil {
+			return err
+		}
+	case cfg.Store == "postgres":
+		return usageErr("serve: %s says store: postgres; give its URL in $%s (or --store)", cfg.File, envStoreURL)
+	case cfg.Store == "memory":
+		st = store.NewMemory(nil)
+	default:
+		if st, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
+			return usageErr("serve: state directory %s: %v", stateDir, err)
+		}
+	}
+	defer st.Close()
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	b := &cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}
+	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}})
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("serve: %v", err))
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	runDone := make(chan error, 1)
+	go func() { runDone <- srv.Run(context.WithoutCancel(ctx)) }()
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- hs.Serve(ln) }()
+	names := make([]string, 0, len(cfg.Agents))
+	for n := range cfg.Agents {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(env.stderr, "tollgate serve: listening on http://%s (agents: %s; store: %s)\n", ln.Addr(), strings.Join(names, ", "), storeWhere(storeURL, stateDir))
+	select {
+	case <-ctx.Done():
+	case err := <-serveDone:
+		return withCode(exitError, fmt.Errorf("serve: %v", err))
+	case err := <-runDone:
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("serve: %v", err))
+		}
+	}
+	grace := cfg.ShutdownGrace
+	if grace <= 0 || grace > serveGrace {
+		grace = serveGrace
+	}
+	fmt.Fprintf(env.stderr, "tollgate serve: stopping; running runs get %s to finish or halt, then are stored for the next server\n", grace)
+	gctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Shutdown(gctx) }()
+	herr := hs.Shutdown(gctx)
+	serr := <-errc
+	if errors.Is(serr, context.DeadlineExceeded) {
+		fmt.Fprintln(env.stderr, "tollgate serve: some runs were still running; they are stored and the next server takes them over")
+	}
+	if herr != nil && !errors.Is(herr, context.DeadlineExceeded) {
+		return withCode(exitError, herr)
+	}
+	return nil
+}
+
+func newServeTokenCmd(env *cliEnv) *cobra.Command {
+	var name, tenant string
+	var roles []string
+	cmd := &cobra.Command{
+		Use:   "token --name NAME [--tenant TENANT] --role ROLE...",
+		Short: "Make a bearer token and the tokens-file entry that stands for it",
+		Long: `Make a new random bearer token. The token is printed once, for its holder;
+the tokens file keeps only its SHA-256 (the entry printed below it).
+Roles: viewer (read), approver (decide approvals), operator (start and cancel
+runs), admin (everything in the tenant).`,
+		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator`,
+		Args:    argsUsage(cobra.NoArgs),
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "the principal's name: decisions record person:NAME (required)")
+	f.StringVar(&tenant, "tenant", "", "the tenant (default: the default tenant)")
+	f.StringArrayVar(&roles, "role", nil, "a role: viewer, approver, operator or admin; repeatable (required)")
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		tok, hash, err := server.NewToken()
+		if err != nil {
+			return withCode(exitError, err)
+		}
+		e := server.TokenEntry{SHA256: hash, Name: name, Tenant: tenant}
+		for _, r := range roles {
+			e.Roles = append(e.Roles, server.Role(r))
+		}
+		if _, err := server.NewTokens([]server.TokenEntry{e}); err != nil {
+			return usageErr("serve token: %v", strings.TrimPrefix(err.Error(), "tokens[0]: "))
+		}
+		fmt.Fprintf(env.stdout, "# token for %s (shown once, not stored): %s\n", name, tok)
+		fmt.Fprintf(env.stdout, "  - name: %s\n    tenant: %q\n    roles: [%s]\n    sha256: %s\n", name, tenant, strings.Join(roles, ", "), hash)
+		return nil
+	}
+	return cmd
+}

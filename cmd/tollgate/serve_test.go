@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// serveProc is a running `tollgate serve`.
+type serveProc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+}
+
+// startServe starts the binary on a free loopback port and waits until it
+// listens.
+func startServe(t *testing.T, config string) *serveProc {
+	t.Helper()
+	return startServeCmd(t, exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0"))
+}
+
+func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProc {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{cmd: cmd, logs: &bytes.Buffer{}}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		p.logs.WriteString(line + "\n")
+		if _, rest, ok := strings.Cut(line, "listening on "); ok {
+			p.url = strings.Fields(rest)[0]
+			break
+		}
+	}
+	if p.url == "" {
+		t.Fatalf("tollgate serve did not start:\n%s", p.logs)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return p
+}
+
+func (p *serveProc) do(t *testing.T, method, path, token string, body, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, p.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// waitEvent follows the run's events (SSE) from the start until one of type typ.
+func (p *serveProc) waitEvent(t *testing.T, token, runID, typ string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", p.url+"/v1/events?run="+runID, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: "+typ {
+			return
+		}
+	}
+	t.Fatalf("the events of run %s ended without %s: %v", runID, typ, sc.Err())
+}
+
+// A run waits for an approval when `tollgate serve` is killed with SIGKILL;
+// a new server on the same state directory shows the approval, takes the
+// decision and resumes the run by itself: the command runs exactly once.
+func TestServeSurvivesSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "script.yaml"), `turns:
+  - text: counting
+    toolCalls:
+      - name: bash
+        args: {command: "echo ran >> count.txt"}
+  - text: counted
+`)
+	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n    reason: commands are reviewed\n")
+	token, hash, err := server.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), fmt.Sprintf("tokens:\n  - name: alice\n    tenant: acme\n    roles: [operator, approver]\n    sha256: %s\n", hash))
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf(`stateDir: %s
+tokens: tokens.yaml
+agents:
+  counter:
+    model: script:script.yaml
+    workdir: ws
+    policy: policy.yaml
+`, filepath.Join(dir, "state")))
+
+	first := startServe(t, config)
+	var run server.RunView
+	if code := first.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+		t.Fatalf("start: %d %+v", code, run)
+	}
+	first.waitEvent(t, token, run.ID, "run.halted")
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	second := startServe(t, config)
+	var page server.ApprovalPage
+	if code := second.do(t, "GET", "/v1/approvals?status=pending", token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
+		t.Fatalf("pending approvals after the restart: %d %+v", code, page)
+	}
+	a := page.Approvals[0]
+	if a.Tool != "bash" || a.AskedBy != "rule:review-bash" || !strings.Contains(a.ArgumentsPretty, "count.txt") {
+		t.Fatalf("approval %+v", a)
+	}
+	if code := second.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", token, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	second.waitEvent(t, token, run.ID, "run.finished")
+	if code := second.do(t, "GET", "/v1/runs/"+run.ID, token, nil, &run); code != http.StatusOK || run.Status != "done" {
+		t.Fatalf("run after the approval: %d %s %s", code, run.Status, run.Reason)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "count.txt"))
+	if err != nil || string(b) != "ran\n" {
+		t.Fatalf("count.txt = %q (%v), want the command's one line", b, err)
+	}
+}
+
+// Without a tokens file the server refuses a non-loopback address.
+func TestServeRefusesOpenAddrWithoutTokens(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, "addr: 0.0.0.0:7777\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
+	var out, errb bytes.Buffer
+	code := Main(t.Context(), []string{"serve", "--config", config, "--state-dir", filepath.Join(dir, "state")}, nil, &out, &errb)
+	if code != exitUsage || !strings.Contains(errb.String(), "without a tokens file") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+func TestServeToken(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main(t.Context(), []string{"serve", "token", "--name", "alice", "--tenant", "acme", "--role", "approver"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	tok := strings.Fields(strings.SplitN(out.String(), "\n", 2)[0])
+	token := tok[len(tok)-1]
+	p := filepath.Join(t.TempDir(), "tokens.yaml")
+	writeTestFile(t, p, "tokens:\n"+strings.SplitN(out.String(), "\n", 2)[1])
+	tk, err := server.LoadTokens(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, ok := tk.Lookup(token); !ok || pr.Name != "alice" || pr.Tenant != "acme" {
+		t.Fatalf("the printed entry does not stand for the printed token: %+v %v\n%s", pr, ok, out.String())
+	}
+	if code := Main(t.Context(), []string{"serve", "token", "--name", "alice", "--role", "root"}, nil, &out, &errb); code != exitUsage {
+		t.Fatalf("unknown role: exit %d", code)
+	}
+}
+
+func writeTestFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A tool running under the server cannot reach the approval API with the
+// server's credentials: no token and no TOLLGATE_ variable is in its
+// environment, the file tools refuse the tokens file even inside the
+// workspace, and a sandboxed command can neither change it nor read the
+// state directory's admin token.
+func TestServeToolsCannotReachCredentials(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	state := filepath.Join(dir, "state")
+	for _, d := range []string{ws, state} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token, hash, err := server.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := fmt.Sprintf("tokens:\n  - name: alice\n    roles: [operator]\n    sha256: %s\n", hash)
+	tokensFile := filepath.Join(ws, "tokens.yaml")
+	writeTestFile(t, tokensFile, tokens)
+	writeTestFile(t, filepath.Join(state, "serve.token"), "tg_planted_secret\n")
+	writeTestFile(t, filepath.Join(dir, "script.yaml"), fmt.Sprintf(`turns:
+  - toolCalls:
+      - {name: write, args: {path: tokens.yaml, content: "tokens: []"}}
+  - toolCalls:
+      - {name: bash, args: {command: "env > env.txt; cat %s > stolen.txt 2>&1; echo '#' >> tokens.yaml"}}
+  - text: done
+`, filepath.Join(state, "serve.token")))
+	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "autonomy: full_auto\n")
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf("stateDir: %s\ntokens: ws/tokens.yaml\nagents:\n  a:\n    model: script:script.yaml\n    workdir: ws\n    policy: policy.yaml\n", state))
+	cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "TOLLGATE_API_TOKEN="+token)
+	p := startServeCmd(t, cmd)
+	var run server.RunView
+	if code := p.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "a", Prompt: "go"}, &run); code != http.StatusCreated {
+		t.Fatalf("start: %d", code)
+	}
+	p.waitEvent(t, token, run.ID, "run.finished")
+	if code := p.do(t, "GET", "/v1/runs/"+run.ID, token, nil, &run); code != http.StatusOK || run.Status != "done" {
+		t.Fatalf("run: %d %s %s", code, run.Status, run.Reason)
+	}
+	var records []struct {
+		Name    string `json:"name"`
+		Output  string `json:"output"`
+		IsError bool   `json:"isError"`
+	}
+	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 2 || records[0].Name != "write" || !records[0].IsError || !strings.Contains(records[0].Output, "govern") {
+		t.Fatalf("the write of the tokens file was not refused: %s (%v)", run.ToolCalls, err)
+	}
+	env, err := os.ReadFile(filepath.Join(ws, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), token) || strings.Contains(string(env), "TOLLGATE_") {
+		t.Fatalf("the tool's environment holds the server's credentials:\n%s", env)
+	}
+	if sandboxedHere(t) {
+		if b, _ := os.ReadFile(tokensFile); string(b) != tokens {
+			t.Errorf("a sandboxed command changed the tokens file: %q", b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "stolen.txt")); strings.Contains(string(b), "tg_planted_secret") {
+			t.Errorf("a sandboxed command read the state directory's token")
+		}
+	} else {
+		t.Log("bash is not sandboxed here: the sandbox's part of the containment is not exercised")
+	}
+}
+
+// Two `tollgate serve` processes share one PostgreSQL store: a run started
+// on one and approved on the other is resumed by exactly one of them, and
+// its command runs once; each lists the other's runs.
+func TestServeTwoServersOnePostgresStore(t *testing.T) {
+	db := pgtest.Database(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo ran >> count.txt\"}}]\n  - text: counted\n")
+	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n")
+	token, hash, err := server.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), "tokens:\n  - name: alice\n    roles: [operator, approver]\n    sha256: "+hash+"\n")
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf("stateDir: %s\nstore: postgres\ntokens: tokens.yaml\nagents:\n  counter:\n    model: script:script.yaml\n    workdir: ws\n    policy: policy.yaml\n", filepath.Join(dir, "state")))
+	start := func() *serveProc {
+		cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), envStoreURL+"="+db)
+		return startServeCmd(t, cmd)
+	}
+	a, b := start(), start()
+	const n = 3
+	for range n {
+		var run server.RunView
+		if code := a.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+			t.Fatalf("start: %d", code)
+		}
+		a.waitEvent(t, token, run.ID, "run.halted")
+		var page server.ApprovalPage
+		if code := b.do(t, "GET", "/v1/approvals?status=pending&run="+run.ID, token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
+			t.Fatalf("the other server's approvals: %d %+v", code, page)
+		}
+		ap := page.Approvals[0]
+		if code := b.do(t, "POST", "/v1/approvals/"+ap.ID+"/decision", token, server.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
+			t.Fatalf("approve: %d", code)
+		}
+		b.waitEvent(t, token, run.ID, "run.finished")
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "count.txt")); err != nil || string(b) != strings.Repeat("ran\n", n) {
+		t.Fatalf("count.txt = %q (%v), want %d lines: each approved command once", b, err, n)
+	}
+}

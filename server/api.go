@@ -1,0 +1,746 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Limits of request bodies.
+const (
+	// MaxBodyBytes bounds a JSON request body (1 MiB), except a prompt's.
+	MaxBodyBytes = 1 << 20
+	// MaxPromptBytes bounds the body of POST /v1/runs (4 MiB).
+	MaxPromptBytes = 4 << 20
+	// MaxBodyDepth bounds the nesting of a JSON request body.
+	MaxBodyDepth = 64
+	// MaxIdempotencyKey bounds the Idempotency-Key header, in bytes.
+	MaxIdempotencyKey = 255
+)
+
+// StartRunRequest is the body of POST /v1/runs.
+type StartRunRequest struct {
+	// Agent names one of the server's agents.
+	Agent string `json:"agent"`
+	// Prompt is the user's message; not empty.
+	Prompt string `json:"prompt"`
+}
+
+// AgentInfo is an agent of the server, as GET /v1/agents lists it.
+type AgentInfo struct {
+	Name string `json:"name"`
+	// Model is the model reference ("openai:gpt-4.1-mini").
+	Model string `json:"model"`
+	// Autonomy is the agent's configured autonomy level (the tenant's or a
+	// run's may override it).
+	Autonomy string `json:"autonomy,omitempty"`
+}
+
+// RunSummary is a run in a listing.
+type RunSummary struct {
+	ID        string          `json:"id"`
+	Agent     string          `json:"agent"`
+	Owner     string          `json:"owner"`
+	Status    store.RunStatus `json:"status"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+}
+
+// RunView is GET /v1/runs/{id}: the run with its transcript (the agent's
+// messages), the record of every finished tool call with its decision and
+// votes, and its pending approvals.
+type RunView struct {
+	RunSummary
+	// Autonomy is the autonomy level the run's next part is built with
+	// (its own override, else its tenant's, else the agent's).
+	Autonomy string `json:"autonomy,omitempty"`
+	// Text is the final answer of a done run; Reason why a run failed or
+	// stopped.
+	Text   string `json:"text,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Transcript is the agent's messages ([model.Message] as JSON).
+	Transcript json.RawMessage `json:"transcript"`
+	// ToolCalls are the agent's tool call records ([agent.ToolCallRecord]).
+	ToolCalls json.RawMessage `json:"toolCalls"`
+	// Pending are the approvals that wait for an answer.
+	Pending []ApprovalView `json:"pending"`
+}
+
+// RunPage is GET /v1/runs.
+type RunPage struct {
+	Runs []RunSummary `json:"runs"`
+	// Next is the cursor of the next page (?cursor=), empty at the end.
+	Next string `json:"next,omitempty"`
+}
+
+// ApprovalView is an approval as the API shows it: what a person needs to
+// decide, and how it was decided.
+type ApprovalView struct {
+	ID     string       `json:"id"`
+	RunID  string       `json:"runId"`
+	Agent  string       `json:"agent,omitempty"`
+	Status store.Status `json:"status"`
+	Kind   tool.Kind    `json:"kind"`
+	// Tool and CallID name the tool call.
+	Tool   string `json:"tool"`
+	CallID string `json:"callId"`
+	// Prompt is the request's question, as the agent wrote it.
+	Prompt string `json:"prompt"`
+	// Arguments are the call's arguments; ArgumentsPretty the same,
+	// indented for display.
+	Arguments       json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsPretty string          `json:"argumentsPretty,omitempty"`
+	// ArgsDigest is the digest a decision must send back: the approval
+	// covers these arguments only.
+	ArgsDigest string      `json:"argsDigest"`
+	Hints      *tool.Hints `json:"hints,omitempty"`
+	// Risk is the call's risk from its hints (approval.RiskOf).
+	Risk approval.Risk `json:"risk,omitempty"`
+	// AskedBy is the rule, hook or autonomy level that asked
+	// ("rule:review-notes"), and Reason why.
+	AskedBy string `json:"askedBy,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// RunOwner is the principal who started the run.
+	RunOwner  string     `json:"runOwner,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// SecondsLeft is the time left to decide, in whole seconds, when the
+	// request expires and is still pending.
+	SecondsLeft *int64 `json:"secondsLeft,omitempty"`
+	// InputSchema is the tool's JSON Schema, to edit the arguments against.
+	InputSchema *jsonschema.Schema `json:"inputSchema,omitempty"`
+	// DecidedBy, DecisionReason, DecidedAt and EditedArguments record the
+	// decision.
+	DecidedBy       string          `json:"decidedBy,omitempty"`
+	DecisionReason  string          `json:"decisionReason,omitempty"`
+	DecidedAt       *time.Time      `json:"decidedAt,omitempty"`
+	EditedArguments json.RawMessage `json:"editedArguments,omitempty"`
+}
+
+// ApprovalPage is GET /v1/approvals.
+type ApprovalPage struct {
+	Approvals []ApprovalView `json:"approvals"`
+	Next      string         `json:"next,omitempty"`
+}
+
+// DecisionRequest is the body of POST /v1/approvals/{id}/decision. Who
+// decides is the authenticated principal, never a field.
+type DecisionRequest struct {
+	// Decision is "approve" or "deny".
+	Decision string `json:"decision"`
+	// Reason explains the decision; on deny, the model sees it.
+	Reason string `json:"reason,omitempty"`
+	// EditedArgs, on approve, replace the call's arguments (a JSON object,
+	// validated against the tool's input schema here and authorized again
+	// when the run goes on).
+	EditedArgs json.RawMessage `json:"editedArgs,omitempty"`
+	// ArgsDigest must be the argsDigest the person was shown: what they saw
+	// is what runs (412 otherwise). Required to approve.
+	ArgsDigest string `json:"argsDigest"`
+}
+
+// AutonomyRequest is the body of PUT /v1/autonomy: seed 000's set_autonomy.
+type AutonomyRequest struct {
+	// Level is full_auto, supervised, cautious or manual; empty removes the
+	// override.
+	Level string `json:"level"`
+	// Run, when set, changes one run's level (approver role); otherwise the
+	// tenant's (admin role).
+	Run string `json:"run,omitempty"`
+}
+
+// readJSON decodes a bounded JSON body into v, refusing unknown fields.
+func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		problemf(w, r, http.StatusBadRequest, "reading the body: "+err.Error())
+		return false
+	}
+	if int64(len(body)) > max {
+		problemf(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", max))
+		return false
+	}
+	if err := bounded.CheckJSON("body", body, bounded.Limits{MaxBytes: max, MaxDepth: MaxBodyDepth}); err != nil {
+		problemf(w, r, http.StatusBadRequest, err.Error())
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		problemf(w, r, http.StatusBadRequest, "the body is not the expected JSON object: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// ownRun returns the run if it exists in p's tenant; otherwise it writes 404
+// (another tenant's run is not found, not forbidden).
+func (s *Server) ownRun(w http.ResponseWriter, r *http.Request, p Principal, id string) (store.Run, bool) {
+	run, err := s.store.GetRun(r.Context(), id)
+	if err != nil || run.Tenant != p.Tenant {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			problemf(w, r, http.StatusInternalServerError, "reading the run failed")
+			return run, false
+		}
+		problemf(w, r, http.StatusNotFound, "no run "+strconv.Quote(id))
+		return run, false
+	}
+	return run, true
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
+	var req StartRunRequest
+	if !readJSON(w, r, MaxPromptBytes, &req) {
+		return
+	}
+	cfg, ok := s.agents[req.Agent]
+	if !ok {
+		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("agent: no agent %q on this server (see the agents of its configuration)", req.Agent))
+		return
+	}
+	if strings.TrimSpace(req.Prompt) == "" {
+		problemf(w, r, http.StatusUnprocessableEntity, "prompt: the prompt is empty")
+		return
+	}
+	owner := p.Decider().String()
+	id := runs.NewRunID()
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		if len(key) > MaxIdempotencyKey {
+			problemf(w, r, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d bytes", MaxIdempotencyKey))
+			return
+		}
+		// The key names the run: the same key from the same principal is
+		// the same run, however often the request is sent.
+		sum := sha256.Sum256([]byte(p.Tenant + "\x00" + p.Name + "\x00" + key))
+		id = "run_" + hex.EncodeToString(sum[:12])
+		if run, err := s.store.GetRun(r.Context(), id); err == nil {
+			s.writeRun(w, r, http.StatusOK, run)
+			return
+		}
+	}
+	if s.closing() {
+		problemf(w, r, http.StatusServiceUnavailable, "the server is shutting down; start the run on another")
+		return
+	}
+	created := make(chan store.Run, 1)
+	failed := make(chan error, 1)
+	started := s.drive(id, func(ctx context.Context) error {
+		_, err := s.host.Start(withRun(ctx, p.Tenant, id), runs.StartRequest{
+			RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt,
+			Created: func(run store.Run) { created <- run },
+			Drive:   runs.Drive{OnEvent: s.metrics.onEvent},
+		})
+		failed <- err
+		return err
+	})
+	if !started {
+		// The same key is being started by a request in flight.
+		s.waitStored(w, r, p, id)
+		return
+	}
+	select {
+	case run := <-created:
+		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
+		s.writeRun(w, r, http.StatusCreated, run)
+	case err := <-failed:
+		select {
+		case run := <-created: // stored, and already ended or halted
+			w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
+			s.writeRun(w, r, http.StatusCreated, run)
+			return
+		default:
+		}
+		if errors.Is(err, store.ErrExists) {
+			s.waitStored(w, r, p, id)
+			return
+		}
+		problemf(w, r, http.StatusUnprocessableEntity, "the run could not start: "+errText(err))
+	case <-r.Context().Done():
+	}
+}
+
+// waitStored answers with a run another request is creating.
+func (s *Server) waitStored(w http.ResponseWriter, r *http.Request, p Principal, id string) {
+	for range 100 {
+		if run, err := s.store.GetRun(r.Context(), id); err == nil && run.Tenant == p.Tenant {
+			s.writeRun(w, r, http.StatusOK, run)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	problemf(w, r, http.StatusConflict, "a run with this Idempotency-Key is being started; retry")
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return bounded.Cut(err.Error(), 2000)
+}
+
+func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, run store.Run) {
+	v, err := s.runView(r.Context(), run)
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "reading the run failed")
+		return
+	}
+	writeJSON(w, status, v)
+}
+
+func summary(run store.Run) RunSummary {
+	var cfg struct {
+		Agent string `json:"agent"`
+	}
+	_ = json.Unmarshal(run.Config, &cfg)
+	return RunSummary{ID: run.ID, Agent: cfg.Agent, Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+}
+
+func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
+	v := RunView{RunSummary: summary(run), Transcript: json.RawMessage("[]"), ToolCalls: json.RawMessage("[]"), Pending: []ApprovalView{}}
+	v.Autonomy = s.autonomy.effective(runRef{run.Tenant, run.ID})
+	if v.Autonomy == "" {
+		if cfg, err := runs.LoadConfig(run); err == nil {
+			v.Autonomy = cfg.Autonomy
+		}
+	}
+	var res struct {
+		Text       string          `json:"text"`
+		Reason     string          `json:"reason"`
+		Transcript json.RawMessage `json:"transcript"`
+		ToolCalls  json.RawMessage `json:"toolCalls"`
+	}
+	if len(run.Result) > 0 {
+		_ = json.Unmarshal(run.Result, &res)
+		v.Text, v.Reason = res.Text, res.Reason
+	}
+	var st struct {
+		Messages  json.RawMessage `json:"messages"`
+		ToolCalls json.RawMessage `json:"toolCalls"`
+	}
+	if !run.Status.Finished() && len(run.State) > 0 {
+		_ = json.Unmarshal(run.State, &st)
+		res.Transcript, res.ToolCalls = st.Messages, st.ToolCalls
+	}
+	if isJSONArray(res.Transcript) {
+		v.Transcript = res.Transcript
+	}
+	if isJSONArray(res.ToolCalls) {
+		v.ToolCalls = res.ToolCalls
+	}
+	if run.Status == store.RunPending {
+		for a, err := range store.AllApprovals(ctx, s.store, store.ApprovalFilter{Tenant: run.Tenant, RunID: run.ID, Status: store.StatusPending}) {
+			if err != nil {
+				return v, err
+			}
+			v.Pending = append(v.Pending, s.approvalView(ctx, a, &run))
+		}
+	}
+	return v, nil
+}
+
+func isJSONArray(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '['
+}
+
+// pageParams reads ?limit= and ?cursor=.
+func pageParams(w http.ResponseWriter, r *http.Request) (limit int, cursor string, ok bool) {
+	q := r.URL.Query()
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			problemf(w, r, http.StatusBadRequest, "limit: want a positive number")
+			return 0, "", false
+		}
+		limit = n
+	}
+	return limit, q.Get("cursor"), true
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, p Principal) {
+	out := []AgentInfo{}
+	for name, cfg := range s.agents {
+		out = append(out, AgentInfo{Name: name, Model: cfg.Model.Provider, Autonomy: cfg.Autonomy})
+		if cfg.Model.Provider != "script" {
+			out[len(out)-1].Model = cfg.Model.String()
+		}
+	}
+	slices.SortFunc(out, func(a, b AgentInfo) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) {
+	limit, cursor, ok := pageParams(w, r)
+	if !ok {
+		return
+	}
+	f := store.RunFilter{Tenant: p.Tenant, Limit: limit, Cursor: cursor, Status: store.RunStatus(r.URL.Query().Get("status"))}
+	switch f.Status {
+	case "", store.RunRunning, store.RunPending, store.RunResuming, store.RunDone, store.RunIncomplete, store.RunError, store.RunCancelled:
+	default:
+		problemf(w, r, http.StatusBadRequest, "status: want running, pending, resuming, done, incomplete, error or cancelled")
+		return
+	}
+	page, err := s.store.ListRuns(r.Context(), f)
+	if errors.Is(err, store.ErrBadCursor) {
+		problemf(w, r, http.StatusBadRequest, "cursor: not a cursor of this listing")
+		return
+	}
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "listing runs failed")
+		return
+	}
+	out := RunPage{Runs: []RunSummary{}, Next: page.Next}
+	for _, run := range page.Runs {
+		out.Runs = append(out.Runs, summary(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p Principal) {
+	run, ok := s.ownRun(w, r, p, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	s.writeRun(w, r, http.StatusOK, run)
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) {
+	run, ok := s.ownRun(w, r, p, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	err := s.host.Cancel(r.Context(), run.ID, p.Decider().String())
+	switch {
+	case errors.Is(err, runs.ErrNotResumable), errors.Is(err, store.ErrConflict):
+		writeProblem(w, r, Problem{Status: http.StatusConflict, Detail: "the run has ended or changed; it cannot be cancelled"})
+		return
+	case err != nil:
+		problemf(w, r, http.StatusInternalServerError, "cancelling failed")
+		return
+	}
+	run, _ = s.store.GetRun(r.Context(), run.ID)
+	s.writeRun(w, r, http.StatusAccepted, run)
+}
+
+// findApproval returns the approval with the request ID id in p's tenant,
+// or writes 404.
+func (s *Server) findApproval(w http.ResponseWriter, r *http.Request, p Principal, id string) (store.Approval, bool) {
+	page, err := s.store.ListApprovals(r.Context(), store.ApprovalFilter{Tenant: p.Tenant, ID: id, Limit: 2})
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "reading the approval failed")
+		return store.Approval{}, false
+	}
+	if len(page.Approvals) != 1 {
+		problemf(w, r, http.StatusNotFound, "no approval "+strconv.Quote(id))
+		return store.Approval{}, false
+	}
+	return page.Approvals[0], true
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Principal) {
+	limit, cursor, ok := pageParams(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	f := store.ApprovalFilter{Tenant: p.Tenant, Limit: limit, Cursor: cursor, RunID: q.Get("run"), Status: store.Status(q.Get("status"))}
+	switch f.Status {
+	case "", store.StatusPending, store.StatusApproved, store.StatusDenied, store.StatusExpired, store.StatusUsed:
+	default:
+		problemf(w, r, http.StatusBadRequest, "status: want pending, approved, denied, expired or used")
+		return
+	}
+	page, err := s.store.ListApprovals(r.Context(), f)
+	if errors.Is(err, store.ErrBadCursor) {
+		problemf(w, r, http.StatusBadRequest, "cursor: not a cursor of this listing")
+		return
+	}
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "listing approvals failed")
+		return
+	}
+	out := ApprovalPage{Approvals: []ApprovalView{}, Next: page.Next}
+	runsSeen := map[string]*store.Run{}
+	for _, a := range page.Approvals {
+		run, ok := runsSeen[a.RunID]
+		if !ok {
+			if got, err := s.store.GetRun(r.Context(), a.RunID); err == nil {
+				run = &got
+			}
+			runsSeen[a.RunID] = run
+		}
+		out.Approvals = append(out.Approvals, s.approvalView(r.Context(), a, run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, p Principal) {
+	a, ok := s.findApproval(w, r, p, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.viewOf(r.Context(), a))
+}
+
+// approvalView shows a; run (may be nil) adds the agent and the owner.
+func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.Run) ApprovalView {
+	v := ApprovalView{
+		ID: a.ID, RunID: a.RunID, Status: a.Status, Kind: a.Kind, Tool: a.Tool, CallID: a.CallID, Prompt: a.Prompt,
+		ArgsDigest: a.Digest, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt,
+		DecidedBy: a.DecidedBy, DecisionReason: a.Reason, DecidedAt: a.DecidedAt, EditedArguments: a.Data,
+	}
+	now := s.now()
+	if a.Status == store.StatusPending && a.Expired(now) {
+		v.Status = store.StatusExpired
+	}
+	if a.ExpiresAt != nil && v.Status == store.StatusPending {
+		left := int64(a.ExpiresAt.Sub(now) / time.Second)
+		v.SecondsLeft = &left
+	}
+	if d, err := approval.ParseRequestData(a.Request); err == nil {
+		v.Arguments, v.Hints, v.AskedBy, v.Reason, v.InputSchema = d.Args, d.Hints, d.By, d.Reason, d.Schema
+		v.Risk = approval.RiskOf(d.Hints)
+		var buf bytes.Buffer
+		if json.Indent(&buf, d.Args, "", "  ") == nil {
+			v.ArgumentsPretty = buf.String()
+		}
+	}
+	if run != nil {
+		v.RunOwner = run.Owner
+		if cfg, err := runs.LoadConfig(*run); err == nil {
+			v.Agent = cfg.Agent
+		}
+	}
+	return v
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, p Principal) {
+	var req DecisionRequest
+	if _, ok := s.findApproval(w, r, p, r.PathValue("id")); !ok {
+		return
+	}
+	if !readJSON(w, r, MaxBodyBytes, &req) {
+		return
+	}
+	v, prob := s.decideCore(r.Context(), p, r.PathValue("id"), req)
+	if prob != nil {
+		writeProblem(w, r, *prob)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// decideCore records p's decision on the approval id of p's tenant: the
+// checks and answers of POST /v1/approvals/{id}/decision, for HTTP and the
+// WebSocket alike.
+func (s *Server) decideCore(ctx context.Context, p Principal, id string, req DecisionRequest) (ApprovalView, *Problem) {
+	page, err := s.store.ListApprovals(ctx, store.ApprovalFilter{Tenant: p.Tenant, ID: id, Limit: 2})
+	if err != nil {
+		return ApprovalView{}, &Problem{Status: http.StatusInternalServerError, Detail: "reading the approval failed"}
+	}
+	if len(page.Approvals) != 1 {
+		return ApprovalView{}, &Problem{Status: http.StatusNotFound, Detail: "no approval " + strconv.Quote(id)}
+	}
+	a := page.Approvals[0]
+	if !p.Has(RoleApprover) {
+		return ApprovalView{}, &Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "deciding needs the approver role"}
+	}
+	approve := false
+	switch req.Decision {
+	case "approve":
+		approve = true
+	case "deny":
+		if len(req.EditedArgs) > 0 {
+			return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "editedArgs: only an approval edits the arguments"}
+		}
+	default:
+		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: `decision: want "approve" or "deny"`}
+	}
+	by := p.Decider().String()
+	var data json.RawMessage
+	if len(req.EditedArgs) > 0 && string(req.EditedArgs) != "null" {
+		data = req.EditedArgs
+	}
+	if req.ArgsDigest == "" && approve {
+		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "argsDigest: required; send the argsDigest of the approval you were shown"}
+	}
+	if req.ArgsDigest != "" && req.ArgsDigest != a.Digest {
+		return ApprovalView{}, &Problem{Type: ProblemDigestMismatch, Title: "Arguments changed", Status: http.StatusPreconditionFailed,
+			Detail: "argsDigest is not the digest of this approval's arguments: reload the approval and decide on what it shows"}
+	}
+	// A decision sent again (a retry) by the same principal is answered as
+	// the first was.
+	if a.Status != store.StatusPending && a.DecidedBy == by && sameDecision(a, approve, data) {
+		return s.viewOf(ctx, a), nil
+	}
+	if expired(a, s.now()) {
+		return ApprovalView{}, &Problem{Type: ProblemExpired, Title: "Approval expired", Status: http.StatusGone,
+			Detail: "the request expired before it was decided; the run goes on without the call"}
+	}
+	if a.Status != store.StatusPending {
+		return ApprovalView{}, &Problem{Type: ProblemDecided, Title: "Already decided", Status: http.StatusConflict,
+			Detail: fmt.Sprintf("the approval is %s (by %s)", a.Status, a.DecidedBy)}
+	}
+	if data != nil && a.Kind == tool.KindApproval {
+		if errs := s.checkEdit(a, data); len(errs) > 0 {
+			return ApprovalView{}, &Problem{Type: ProblemInvalidEdit, Title: "Invalid edited arguments", Status: http.StatusUnprocessableEntity,
+				Detail: "editedArgs do not fit the tool's input schema", Errors: errs}
+		}
+	}
+	got, err := s.host.Answer(ctx, a.RunID, a.ID, store.Decision{Approve: approve, By: by, Reason: req.Reason, Data: data})
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		return ApprovalView{}, &Problem{Type: ProblemExpired, Title: "Approval expired", Status: http.StatusGone, Detail: "the request expired before it was decided"}
+	case errors.Is(err, store.ErrDecided):
+		return ApprovalView{}, &Problem{Type: ProblemDecided, Title: "Already decided", Status: http.StatusConflict, Detail: "the approval was decided by someone else first"}
+	case errors.Is(err, store.ErrNotFound):
+		return ApprovalView{}, &Problem{Status: http.StatusNotFound, Detail: "no approval " + strconv.Quote(a.ID)}
+	case err != nil:
+		return ApprovalView{}, &Problem{Status: http.StatusInternalServerError, Detail: "storing the decision failed"}
+	}
+	if got.DecidedAt != nil {
+		s.metrics.decisionLatency.Observe(got.DecidedAt.Sub(got.CreatedAt).Seconds())
+	}
+	return s.viewOf(ctx, got), nil
+}
+
+func expired(a store.Approval, now time.Time) bool {
+	return a.Status == store.StatusExpired || (a.Status == store.StatusPending && a.Expired(now))
+}
+
+func sameDecision(a store.Approval, approve bool, data json.RawMessage) bool {
+	switch a.Status {
+	case store.StatusApproved, store.StatusUsed:
+		return approve && jsonEqual(a.Data, data)
+	case store.StatusDenied:
+		return !approve
+	}
+	return false
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+func (s *Server) viewOf(ctx context.Context, a store.Approval) ApprovalView {
+	var run *store.Run
+	if got, err := s.store.GetRun(ctx, a.RunID); err == nil {
+		run = &got
+	}
+	return s.approvalView(ctx, a, run)
+}
+
+// checkEdit validates edited arguments against the input schema the
+// approval request carries (the tool's, when the call was asked about: what
+// the person was shown); it returns each problem.
+func (s *Server) checkEdit(a store.Approval, data json.RawMessage) []string {
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+		return []string{"editedArgs must be a JSON object: the whole new arguments of the call"}
+	}
+	d, err := approval.ParseRequestData(a.Request)
+	if err != nil || d.Schema == nil {
+		return nil // the tool declares no schema: the agent checks what it can
+	}
+	v, err := tool.NewValidator(d.Schema)
+	if err != nil {
+		return []string{"the tool's input schema does not resolve: " + err.Error()}
+	}
+	if err := v.Validate(data); err != nil {
+		return strings.Split(err.Error(), "\n")
+	}
+	return nil
+}
+
+func (s *Server) getAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {
+	writeJSON(w, http.StatusOK, map[string]string{"scope": "tenant", "level": string(s.autonomy.ofTenant(p.Tenant))})
+}
+
+func (s *Server) putAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {
+	var req AutonomyRequest
+	if !readJSON(w, r, MaxBodyBytes, &req) {
+		return
+	}
+	change, prob := s.setAutonomy(r.Context(), p, req)
+	if prob != nil {
+		writeProblem(w, r, *prob)
+		return
+	}
+	writeJSON(w, http.StatusOK, change)
+}
+
+// setAutonomy is seed 000's set_autonomy, for HTTP and the WebSocket: it
+// appends an autonomy.changed event and applies it.
+func (s *Server) setAutonomy(ctx context.Context, p Principal, req AutonomyRequest) (AutonomyChange, *Problem) {
+	var level approval.Autonomy
+	if req.Level != "" {
+		a, err := approval.ParseAutonomy(req.Level)
+		if err != nil {
+			return AutonomyChange{}, &Problem{Status: http.StatusUnprocessableEntity, Detail: "level: " + err.Error()}
+		}
+		level = a
+	}
+	change := AutonomyChange{Scope: "tenant", Run: req.Run, Level: level, By: p.Decider().String()}
+	ev := store.Event{Tenant: p.Tenant, Type: EventAutonomyChanged}
+	if req.Run != "" {
+		if !p.Has(RoleApprover) {
+			return change, &Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "setting a run's autonomy level needs the approver role"}
+		}
+		run, err := s.store.GetRun(ctx, req.Run)
+		if err != nil || run.Tenant != p.Tenant {
+			return change, &Problem{Status: http.StatusNotFound, Detail: "no run " + strconv.Quote(req.Run)}
+		}
+		if run.Status.Finished() {
+			return change, &Problem{Status: http.StatusConflict, Detail: "the run has ended"}
+		}
+		change.Scope, ev.RunID = "run", run.ID
+	} else if !p.Has(RoleAdmin) {
+		return change, &Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "setting the tenant's autonomy level needs the admin role"}
+	}
+	ev.Data, _ = json.Marshal(change)
+	seqs, err := s.store.AppendEvents(ctx, ev)
+	if err != nil {
+		return change, &Problem{Status: http.StatusInternalServerError, Detail: "storing the change failed"}
+	}
+	ev.Seq = seqs[0]
+	s.autonomy.apply(ev)
+	return change, nil
+}
+
+func (s *Server) mintTicket(w http.ResponseWriter, r *http.Request, p Principal) {
+	t, exp := s.tickets.mint(p, s.now())
+	writeJSON(w, http.StatusCreated, map[string]any{"ticket": t, "expiresAt": exp})
+}

@@ -1,0 +1,141 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// A run started over the API halts on an approval; the approval shows what a
+// person needs; alice approves it with the digest she was shown; the server
+// resumes the run by itself and the tool runs once. The decision records
+// alice, the authenticated principal.
+func TestStartApproveResume(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	id := f.startRun()
+	a := f.pending(id)
+	if a.Tool != "transfer" || a.ArgsDigest == "" || a.AskedBy != "rule:ask-transfer" || a.Reason != "money moves" ||
+		a.Risk == "" || a.RunOwner != "person:alice" || a.Agent != "payer" || a.InputSchema == nil ||
+		!strings.Contains(a.ArgumentsPretty, "\"amount\": 5") {
+		t.Fatalf("approval view lacks what a person needs: %+v", a)
+	}
+	var run server.RunView
+	if code := f.do("GET", "/v1/runs/"+id, vicToken, nil, &run); code != http.StatusOK || run.Status != store.RunPending || len(run.Pending) != 1 || run.Pending[0].ID != a.ID {
+		t.Fatalf("GET run: %d %+v", code, run)
+	}
+	var got server.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+		t.Fatalf("decision: %d %+v", code, got)
+	}
+	if got.DecidedBy != "person:alice" || got.Status != store.StatusApproved {
+		t.Fatalf("decided: %+v", got)
+	}
+	f.waitRun(id, store.RunDone)
+	if n := f.transfer.Count(); n != 1 {
+		t.Fatalf("transfer ran %d times, want 1", n)
+	}
+	if code := f.do("GET", "/v1/runs/"+id, vicToken, nil, &run); code != http.StatusOK || run.Status != store.RunDone || run.Text != "done" {
+		t.Fatalf("GET finished run: %d %+v", code, run)
+	}
+	var records []struct {
+		Decision struct {
+			Outcome string `json:"outcome"`
+			By      string `json:"by"`
+		} `json:"decision"`
+	}
+	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 1 || records[0].Decision.By != "person:alice" {
+		t.Fatalf("tool call records %s: %v", run.ToolCalls, err)
+	}
+	// The same decision again is answered as the first (a retry); another is 409.
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+		t.Fatalf("repeated decision: %d", code)
+	}
+	var prob server.Problem
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:other"}, &prob); code != http.StatusPreconditionFailed {
+		t.Fatalf("repeated decision with another digest: %d %+v", code, prob)
+	}
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", ArgsDigest: a.ArgsDigest}, &prob); code != http.StatusConflict || prob.Type != server.ProblemDecided {
+		t.Fatalf("other decision after one: %d %+v", code, prob)
+	}
+	if n := f.transfer.Count(); n != 1 {
+		t.Fatalf("transfer ran %d times after repeated decisions, want 1", n)
+	}
+}
+
+// Every error of the decision endpoint is a problem document with its status.
+func TestDecisionErrors(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	id := f.startRun()
+	a := f.pending(id)
+	path := "/v1/approvals/" + a.ID + "/decision"
+	cases := []struct {
+		name, token string
+		body        any
+		code        int
+		typ         string
+	}{
+		{"no token", "", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 401, "about:blank"},
+		{"unknown token", "tg_nobody", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 401, "about:blank"},
+		{"viewer", vicToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 403, server.ProblemForbidden},
+		{"operator without approver", olgaToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 403, server.ProblemForbidden},
+		{"other tenant", bobToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 404, "about:blank"},
+		{"digest mismatch", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:0000"}, 412, server.ProblemDigestMismatch},
+		{"no digest", aliceToken, server.DecisionRequest{Decision: "approve"}, 400, "about:blank"},
+		{"bad decision", aliceToken, server.DecisionRequest{Decision: "maybe", ArgsDigest: a.ArgsDigest}, 400, "about:blank"},
+		{"a principal in the body", aliceToken, []byte(`{"decision":"approve","argsDigest":"` + a.ArgsDigest + `","by":"person:root"}`), 400, "about:blank"},
+		{"edit breaks the schema", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":1000}`)}, 422, server.ProblemInvalidEdit},
+		{"edit not an object", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`[1]`)}, 422, server.ProblemInvalidEdit},
+		{"too deep", aliceToken, []byte(strings.Repeat("[", 100) + strings.Repeat("]", 100)), 400, "about:blank"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p server.Problem
+			code := f.do("POST", path, c.token, c.body, &p)
+			if code != c.code || p.Status != c.code || p.Type != c.typ || p.Detail == "" {
+				t.Fatalf("got %d %+v, want %d %s", code, p, c.code, c.typ)
+			}
+		})
+	}
+	if f.transfer.Count() != 0 {
+		t.Fatal("a refused decision ran the tool")
+	}
+	// None of them decided: a valid edit is taken, and runs.
+	var got server.ApprovalView
+	if code := f.do("POST", path, aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":7}`)}, &got); code != 200 {
+		t.Fatalf("valid edit: %d %+v", code, got)
+	}
+	f.waitRun(id, store.RunDone)
+	if args := f.transfer.Args(); len(args) != 1 || args[0] != `{"amount":7}` {
+		t.Fatalf("transfer ran with %v, want the edited arguments once", args)
+	}
+}
+
+// An approval that expired is 410, and the run goes on without the call.
+func TestDecisionExpired(t *testing.T) {
+	// A clock-free expiry: the agent's TTL is 1ns, so the request has
+	// expired when it is stored.
+	cfg := payerConfig(t)
+	cfg.ApprovalTTL = 1
+	f2 := newFixture(t, nil, nil, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}})
+	id := f2.startRun()
+	run := f2.waitRun(id, store.RunPending, store.RunDone)
+	var page server.ApprovalPage
+	f2.do("GET", "/v1/approvals?run="+id, aliceToken, nil, &page)
+	if len(page.Approvals) != 1 {
+		t.Fatalf("approvals of %s (%s): %+v", id, run.Status, page)
+	}
+	a := page.Approvals[0]
+	var p server.Problem
+	if code := f2.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &p); code != http.StatusGone || p.Type != server.ProblemExpired {
+		t.Fatalf("decision on an expired approval: %d %+v", code, p)
+	}
+	f2.waitRun(id, store.RunDone)
+	if f2.transfer.Count() != 0 {
+		t.Fatal("an expired approval ran the tool")
+	}
+}

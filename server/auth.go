@@ -1,0 +1,236 @@
+package server
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval"
+)
+
+// Role is what a token may do within its tenant. A token has one or more
+// roles; every role may read (runs, approvals, events).
+type Role string
+
+// Roles, from least to most power. Roles are a set, not a ladder: an
+// operator who starts runs does not approve their calls unless the token
+// also has the approver role. Admin has every power.
+const (
+	// RoleViewer reads runs, approvals, events and the autonomy levels.
+	RoleViewer Role = "viewer"
+	// RoleApprover also decides approvals and sets a run's autonomy level
+	// (which decides future calls of that run).
+	RoleApprover Role = "approver"
+	// RoleOperator also starts and cancels runs.
+	RoleOperator Role = "operator"
+	// RoleAdmin may do everything in its tenant, including setting the
+	// tenant's autonomy level.
+	RoleAdmin Role = "admin"
+)
+
+// Valid reports whether r is one of the four roles.
+func (r Role) Valid() bool {
+	switch r {
+	case RoleViewer, RoleApprover, RoleOperator, RoleAdmin:
+		return true
+	}
+	return false
+}
+
+// Principal is who a request is from, as its bearer token says: a name, a
+// tenant and roles. Decisions record it as "person:<Name>"
+// ([Principal.Decider]); it never comes from a request body.
+type Principal struct {
+	Name   string `json:"name"`
+	Tenant string `json:"tenant"`
+	Roles  []Role `json:"roles"`
+}
+
+// Has reports whether p may act as r: every principal may view, an admin
+// may do everything, others what their roles list.
+func (p Principal) Has(r Role) bool {
+	if r == RoleViewer || slices.Contains(p.Roles, RoleAdmin) {
+		return true
+	}
+	return slices.Contains(p.Roles, r)
+}
+
+// Decider is the principal recorded on a decision, a cancel or a started
+// run: a person with p's name.
+func (p Principal) Decider() approval.Principal {
+	return approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}
+}
+
+// TokenPrefix starts every token [NewToken] makes, so that a leaked one is
+// easy to find with a secret scanner.
+const TokenPrefix = "tg_"
+
+// NewToken returns a new random bearer token (TokenPrefix and 64 hex
+// digits, 256 bits) and its SHA-256 as [HashToken] gives it: the hash goes
+// in the tokens file, the token to its holder only.
+func NewToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = TokenPrefix + hex.EncodeToString(b)
+	return token, HashToken(token), nil
+}
+
+// HashToken returns the lowercase hex SHA-256 of a token, as the tokens file
+// stores it (the same as `printf %s TOKEN | sha256sum`).
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Tokens maps the SHA-256 of bearer tokens to principals. The tokens
+// themselves are never kept. Build one with [NewTokens] or [LoadTokens].
+type Tokens struct {
+	byHash map[string]Principal
+}
+
+// TokenEntry is one token of a tokens file: the SHA-256 of the token (64
+// hex digits) and the principal it stands for.
+type TokenEntry struct {
+	SHA256 string `yaml:"sha256" json:"sha256"`
+	Name   string `yaml:"name" json:"name"`
+	Tenant string `yaml:"tenant" json:"tenant"`
+	Roles  []Role `yaml:"roles" json:"roles"`
+}
+
+// NewTokens checks entries and returns the token table. Errors name the entry
+// (from 0): a hash that is not 64 hex digits, an empty name, no role or an
+// unknown one, a hash listed twice.
+func NewTokens(entries []TokenEntry) (*Tokens, error) {
+	t := &Tokens{byHash: map[string]Principal{}}
+	for i, e := range entries {
+		h := strings.ToLower(e.SHA256)
+		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {
+			return nil, fmt.Errorf("tokens[%d]: sha256: want the 64 hex digits of the token's SHA-256 (tollgate serve token makes one)", i)
+		}
+		if e.Name == "" || strings.ContainsFunc(e.Name, isControlOrSpace) {
+			return nil, fmt.Errorf("tokens[%d]: name: want a non-empty name without spaces or control characters", i)
+		}
+		if strings.ContainsFunc(e.Tenant, isControlOrSpace) {
+			return nil, fmt.Errorf("tokens[%d]: tenant %q: no spaces or control characters", i, e.Tenant)
+		}
+		if len(e.Roles) == 0 {
+			return nil, fmt.Errorf("tokens[%d]: roles: want at least one of viewer, approver, operator, admin", i)
+		}
+		for _, r := range e.Roles {
+			if !r.Valid() {
+				return nil, fmt.Errorf("tokens[%d]: roles: unknown role %q (want viewer, approver, operator or admin)", i, r)
+			}
+		}
+		if _, dup := t.byHash[h]; dup {
+			return nil, fmt.Errorf("tokens[%d]: the same token hash is listed twice", i)
+		}
+		t.byHash[h] = Principal{Name: e.Name, Tenant: e.Tenant, Roles: slices.Clone(e.Roles)}
+	}
+	return t, nil
+}
+
+func isControlOrSpace(r rune) bool { return r <= ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// Lookup returns the principal of a bearer token.
+func (t *Tokens) Lookup(token string) (Principal, bool) {
+	if t == nil || token == "" || len(token) > maxTokenLen {
+		return Principal{}, false
+	}
+	p, ok := t.byHash[HashToken(token)]
+	return p, ok
+}
+
+// Len returns how many tokens the table holds.
+func (t *Tokens) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.byHash)
+}
+
+const maxTokenLen = 512
+
+// TicketTTL is how long a stream ticket ([Server]'s POST /v1/events/ticket)
+// authenticates GET /v1/events and /v1/ws: long enough for EventSource's
+// reconnects, short enough that one in a log is of little use.
+const TicketTTL = 60 * time.Second
+
+// tickets are short-lived stream credentials for clients that cannot send
+// an Authorization header (EventSource, browser WebSockets).
+type tickets struct {
+	mu sync.Mutex
+	m  map[string]ticket
+}
+
+type ticket struct {
+	p   Principal
+	exp time.Time
+}
+
+func (ts *tickets) mint(p Principal, now time.Time) (string, time.Time) {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	id := "tkt_" + hex.EncodeToString(b)
+	exp := now.Add(TicketTTL)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.m == nil {
+		ts.m = map[string]ticket{}
+	}
+	for k, v := range ts.m {
+		if !now.Before(v.exp) {
+			delete(ts.m, k)
+		}
+	}
+	ts.m[HashToken(id)] = ticket{p: p, exp: exp}
+	return id, exp
+}
+
+func (ts *tickets) lookup(id string, now time.Time) (Principal, bool) {
+	if id == "" || len(id) > maxTokenLen {
+		return Principal{}, false
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t, ok := ts.m[HashToken(id)]
+	if !ok || !now.Before(t.exp) {
+		return Principal{}, false
+	}
+	return t.p, true
+}
+
+var errNoToken = errors.New("no bearer token")
+
+// authenticate returns the request's principal from its Authorization
+// header, or, when ticketOK, from a ?ticket= minted by POST /v1/events/ticket.
+func (s *Server) authenticate(r *http.Request, ticketOK bool) (Principal, error) {
+	h := r.Header.Get("Authorization")
+	if h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return Principal{}, errors.New("the Authorization header must be \"Bearer TOKEN\"")
+		}
+		p, ok := s.tokens.Lookup(strings.TrimSpace(tok))
+		if !ok {
+			return Principal{}, errors.New("the bearer token is not known")
+		}
+		return p, nil
+	}
+	if t := r.URL.Query().Get("ticket"); ticketOK && t != "" {
+		p, ok := s.tickets.lookup(t, s.now())
+		if !ok {
+			return Principal{}, errors.New("the ticket is not known or expired; mint another with POST /v1/events/ticket")
+		}
+		return p, nil
+	}
+	return Principal{}, errNoToken
+}

@@ -1,0 +1,139 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// benchRuns is how many runs each benchmark starts at once.
+const benchRuns = 1000
+
+// BenchmarkConcurrentRuns starts benchRuns runs at once over the HTTP API
+// against a mock model (one allowed tool call, then an answer) and waits
+// until every one is done: ms/run is the wall time of the batch divided by
+// the runs; p50-ms and max-ms are single runs' latencies from POST to the
+// stored end.
+func BenchmarkConcurrentRuns(b *testing.B) {
+	m := testkit.Script([]model.FuncCall{testkit.Call("c1", "lookup", nil)})
+	f := newFixture(b, nil, m, nil)
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		w := watch(b, f.store, runs.EventRunFinished, benchRuns)
+		start := time.Now()
+		started := make(map[string]time.Time, benchRuns)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range benchRuns {
+			wg.Go(func() {
+				t0 := time.Now()
+				id := benchStart(f)
+				mu.Lock()
+				started[id] = t0
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		<-w.done
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000/benchRuns, "ms/run")
+		for id, t0 := range started {
+			lat = append(lat, w.at[id].Sub(t0))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+}
+
+// BenchmarkIdlePendingRun starts benchRuns runs that halt on an approval and
+// measures what they hold once idle: the heap (the in-memory store keeps
+// each run's state and approval; the server keeps nothing), B/pending-run,
+// and goroutines.
+func BenchmarkIdlePendingRun(b *testing.B) {
+	for range b.N {
+		f := newFixture(b, nil, nil, nil)
+		w := watch(b, f.store, runs.EventRunHalted, benchRuns)
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		var wg sync.WaitGroup
+		for range benchRuns {
+			wg.Go(func() { benchStart(f) })
+		}
+		wg.Wait()
+		<-w.done
+		http.DefaultClient.CloseIdleConnections()
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/benchRuns, "B/pending-run")
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0), "goroutines-held")
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = f.srv.Shutdown(sctx)
+		cancel()
+	}
+}
+
+func benchStart(f *fixture) string {
+	var v server.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "go"}, &v); code != http.StatusCreated {
+		panic(fmt.Sprintf("start: %d", code))
+	}
+	return v.ID
+}
+
+// watcher follows the event log and notes when each run's event of a type
+// arrives; done closes after want of them.
+type watcher struct {
+	at   map[string]time.Time
+	done chan struct{}
+}
+
+func watch(tb testing.TB, s store.Store, typ string, want int) *watcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	var from int64
+	if evs, _ := s.ListEvents(ctx, store.EventFilter{AllTenants: true}); len(evs) > 0 {
+		from = evs[len(evs)-1].Seq
+	}
+	w := &watcher{at: map[string]time.Time{}, done: make(chan struct{})}
+	go func() {
+		after := from
+		for {
+			evs, err := s.ListEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: after, Limit: store.MaxLimit})
+			if err != nil {
+				return
+			}
+			for _, e := range evs {
+				after = e.Seq
+				if e.Type == typ {
+					w.at[e.RunID] = time.Now()
+					if len(w.at) == want {
+						close(w.done)
+						return
+					}
+				}
+			}
+			if len(evs) == 0 {
+				if s.WaitEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: after}) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return w
+}

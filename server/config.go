@@ -1,0 +1,384 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/runs"
+)
+
+// Limits of the configuration and tokens files, checked before they are
+// parsed.
+const (
+	MaxConfigBytes = 1 << 20 // bytes
+	MaxConfigDepth = 16      // nested lists and mappings, the top level counting 1
+)
+
+// Config is a server configuration file (server.yaml), as read by
+// [LoadConfig]:
+//
+//	addr: 127.0.0.1:7777          # default; a non-loopback address needs tokens
+//	stateDir: /var/lib/tollgate   # the store's directory (default: the command's state directory)
+//	store: sqlite                 # sqlite (default, in stateDir), postgres (the command's --store or
+//	                              # $TOLLGATE_STORE_URL, shared by several servers) or memory (nothing survives a restart)
+//	tokens: tokens.yaml           # bearer tokens by SHA-256 (see LoadTokens)
+//	leaseTtl: 30s                 # a run's lease without a heartbeat
+//	shutdownGrace: 30s            # how long running runs get to finish or halt on SIGTERM
+//	agents:
+//	  payer:                      # POST /v1/runs {"agent": "payer", ...}
+//	    model: openai:gpt-4.1-mini  # or anthropic:MODEL, script:PATH
+//	    baseUrl: ""               # the model API's root, default the vendor's
+//	    apiKeyEnv: ""             # the variable holding the key, default the provider's
+//	    workdir: /srv/ws          # the workspace of the builtin tools (required)
+//	    system: "..."
+//	    maxTurns: 20
+//	    timeout: 10m
+//	    deny: [webfetch]
+//	    hooks: [hooks.yaml]       # seed 000's declarative hooks
+//	    policy: policy.yaml
+//	    autonomy: supervised      # full_auto | supervised | cautious | manual
+//	    approvalTtl: 1h
+//	    mcp: [mcp.json]
+//	    records: records.jsonl
+//	    sandbox: {bash: workspace, hooks: workspace, read: [], connect: [], passEnv: []}
+//	webhooks:                     # Standard Webhooks, signed; see Webhook
+//	  - url: https://hooks.example.com/tollgate
+//	    secretEnv: TOLLGATE_WEBHOOK_SECRET   # the variable holding the whsec_ secret (never the secret itself)
+//	    tenant: acme
+//	    events: ["approval.*", "run.finished"]
+//
+// Relative paths are relative to the configuration file's directory. Unknown
+// keys, values of the wrong type, an agent without model or workdir, an
+// unknown autonomy level and durations that do not parse are errors, each
+// reported as FILE:LINE:COL: field: message; a file with any error does not
+// load.
+type Config struct {
+	// File is the configuration's path, absolute.
+	File string
+	// Addr is the address to listen on.
+	Addr string
+	// StateDir is the store's directory, absolute, or empty for the caller's default.
+	StateDir string
+	// Store is "sqlite", "postgres" or "memory".
+	Store string
+	// TokensFile is the tokens file, absolute, or empty.
+	TokensFile string
+	// LeaseTTL and ShutdownGrace are zero for the defaults.
+	LeaseTTL      time.Duration
+	ShutdownGrace time.Duration
+	// Agents are the agents' run configurations, resolved (every path
+	// absolute), by name.
+	Agents map[string]runs.RunConfig
+	// Webhooks are the outbound webhooks, their secrets read from the
+	// environment variables the file names.
+	Webhooks []Webhook
+}
+
+// DefaultAddr is the address a configuration without addr listens on.
+const DefaultAddr = "127.0.0.1:7777"
+
+type configYAML struct {
+	Addr          string               `yaml:"addr"`
+	StateDir      string               `yaml:"stateDir"`
+	Store         string               `yaml:"store"`
+	Tokens        string               `yaml:"tokens"`
+	LeaseTTL      string               `yaml:"leaseTtl"`
+	ShutdownGrace string               `yaml:"shutdownGrace"`
+	Agents        map[string]agentYAML `yaml:"agents"`
+	Webhooks      []webhookYAML        `yaml:"webhooks"`
+}
+
+type webhookYAML struct {
+	URL       string   `yaml:"url"`
+	SecretEnv string   `yaml:"secretEnv"`
+	Tenant    string   `yaml:"tenant"`
+	Events    []string `yaml:"events"`
+}
+
+type agentYAML struct {
+	Model       string       `yaml:"model"`
+	BaseURL     string       `yaml:"baseUrl"`
+	APIKeyEnv   string       `yaml:"apiKeyEnv"`
+	Workdir     string       `yaml:"workdir"`
+	System      string       `yaml:"system"`
+	MaxTurns    int          `yaml:"maxTurns"`
+	Timeout     string       `yaml:"timeout"`
+	Deny        []string     `yaml:"deny"`
+	Hooks       []string     `yaml:"hooks"`
+	Policy      string       `yaml:"policy"`
+	Autonomy    string       `yaml:"autonomy"`
+	ApprovalTTL string       `yaml:"approvalTtl"`
+	MCP         []string     `yaml:"mcp"`
+	Records     string       `yaml:"records"`
+	Sandbox     *sandboxYAML `yaml:"sandbox"`
+}
+
+type sandboxYAML struct {
+	Bash    string   `yaml:"bash"`
+	Hooks   string   `yaml:"hooks"`
+	Read    []string `yaml:"read"`
+	Connect []uint16 `yaml:"connect"`
+	PassEnv []string `yaml:"passEnv"`
+}
+
+// ConfigError lists every problem of a configuration or tokens file, each
+// as FILE:LINE:COL: field: message.
+type ConfigError struct {
+	Problems []string
+}
+
+// Error joins the problems, one a line.
+func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// yamlErr is what goccy/go-yaml's errors have in common.
+type yamlErr interface {
+	GetToken() *token.Token
+	GetMessage() string
+}
+
+// decodeStrict reads a bounded YAML file into v, refusing unknown keys,
+// aliases and duplicate keys; errors carry FILE:LINE:COL.
+func decodeStrict(path string, v any) (*ast.File, error) {
+	src, err := bounded.ReadFile(path, bounded.Limits{MaxBytes: MaxConfigBytes})
+	if err != nil {
+		return nil, err
+	}
+	if err := bounded.CheckYAML(path, src, bounded.Limits{MaxBytes: MaxConfigBytes, MaxDepth: MaxConfigDepth}); err != nil {
+		return nil, err
+	}
+	if err := yaml.UnmarshalWithOptions(src, v, yaml.DisallowUnknownField()); err != nil {
+		var ye yamlErr
+		if errors.As(err, &ye) {
+			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+				return nil, &ConfigError{Problems: []string{fmt.Sprintf("%s:%d:%d: %s", path, tk.Position.Line, tk.Position.Column, ye.GetMessage())}}
+			}
+			return nil, &ConfigError{Problems: []string{path + ": " + ye.GetMessage()}}
+		}
+		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
+	}
+	f, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
+	}
+	return f, nil
+}
+
+// problems collects positioned problems of one file.
+type problems struct {
+	path string
+	f    *ast.File
+	list []string
+}
+
+func (p *problems) add(yamlPath, field, format string, args ...any) {
+	where := p.path
+	if yp, err := yaml.PathString(yamlPath); err == nil && p.f != nil {
+		if n, err := yp.FilterFile(p.f); err == nil && n != nil {
+			if tk := n.GetToken(); tk != nil && tk.Position != nil {
+				where = fmt.Sprintf("%s:%d:%d", p.path, tk.Position.Line, tk.Position.Column)
+			}
+		}
+	}
+	p.list = append(p.list, fmt.Sprintf("%s: %s: %s", where, field, fmt.Sprintf(format, args...)))
+}
+
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	return &ConfigError{Problems: p.list}
+}
+
+// LoadConfig reads and checks a server configuration file (see [Config]).
+func LoadConfig(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	var y configYAML
+	f, err := decodeStrict(abs, &y)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(abs)
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	ps := &problems{path: abs, f: f}
+	c := &Config{File: abs, Addr: y.Addr, StateDir: rel(y.StateDir), Store: y.Store, TokensFile: rel(y.Tokens), Agents: map[string]runs.RunConfig{}}
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		ps.add("$.addr", "addr", "want HOST:PORT, e.g. 127.0.0.1:7777: %v", err)
+	}
+	switch c.Store {
+	case "":
+		c.Store = "sqlite"
+	case "sqlite", "postgres", "memory":
+	default:
+		ps.add("$.store", "store", "want sqlite, postgres or memory, got %q", c.Store)
+	}
+	duration := func(yp, field, v string) time.Duration {
+		if v == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			ps.add(yp, field, "want a duration such as 30s or 10m, got %q", v)
+			return 0
+		}
+		return d
+	}
+	c.LeaseTTL = duration("$.leaseTtl", "leaseTtl", y.LeaseTTL)
+	c.ShutdownGrace = duration("$.shutdownGrace", "shutdownGrace", y.ShutdownGrace)
+	if len(y.Agents) == 0 {
+		ps.add("$", "agents", "the configuration names no agent; add one under agents:")
+	}
+	names := make([]string, 0, len(y.Agents))
+	for name := range y.Agents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		a := y.Agents[name]
+		base := "$.agents." + name
+		field := func(f string) string { return "agents." + name + "." + f }
+		if name == "" || strings.ContainsFunc(name, isControlOrSpace) {
+			ps.add(base, "agents", "agent name %q: no spaces or control characters", name)
+			continue
+		}
+		kind, model, ok := strings.Cut(a.Model, ":")
+		if !ok || model == "" || (kind != "openai" && kind != "anthropic" && kind != "script") {
+			ps.add(base+".model", field("model"), "want openai:MODEL, anthropic:MODEL or script:PATH, got %q", a.Model)
+		}
+		if a.Workdir == "" {
+			ps.add(base, field("workdir"), "required: the workspace of the agent's tools")
+		}
+		if a.Autonomy != "" {
+			if _, err := approval.ParseAutonomy(a.Autonomy); err != nil {
+				ps.add(base+".autonomy", field("autonomy"), "%v", err)
+			}
+		}
+		if a.MaxTurns < 0 {
+			ps.add(base+".maxTurns", field("maxTurns"), "must not be negative")
+		}
+		for i, g := range a.Deny {
+			if !glob.Valid(g) {
+				ps.add(fmt.Sprintf("%s.deny[%d]", base, i), field("deny"), "%q: a glob must be non-empty and free of control characters", g)
+			}
+		}
+		cfg := runs.RunConfig{
+			Agent: name, Model: runs.ModelRef{Provider: kind, Name: model, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv},
+			Workdir: a.Workdir, System: a.System, MaxTurns: a.MaxTurns,
+			Timeout: runs.Duration(duration(base+".timeout", field("timeout"), a.Timeout)),
+			Deny:    a.Deny, HooksFiles: a.Hooks, PolicyFile: a.Policy, Autonomy: a.Autonomy,
+			ApprovalTTL: runs.Duration(duration(base+".approvalTtl", field("approvalTtl"), a.ApprovalTTL)),
+			MCPFiles:    a.MCP, RecordsFile: a.Records, Answer: "wait",
+		}
+		if a.Sandbox != nil {
+			cfg.Sandbox = &runs.SandboxConfig{Bash: a.Sandbox.Bash, Hooks: a.Sandbox.Hooks, Read: a.Sandbox.Read, Connect: a.Sandbox.Connect, PassEnv: a.Sandbox.PassEnv}
+		}
+		if a.Workdir == "" || !ok {
+			continue
+		}
+		resolved, err := cfg.Resolve(dir)
+		if err != nil {
+			ps.add(base, "agents."+name, "%v", err)
+			continue
+		}
+		c.Agents[name] = resolved
+	}
+	for i, w := range y.Webhooks {
+		yp, field := fmt.Sprintf("$.webhooks[%d]", i), fmt.Sprintf("webhooks[%d]", i)
+		secret := ""
+		if w.SecretEnv == "" {
+			ps.add(yp, field+".secretEnv", "required: the environment variable holding the signing secret (whsec_...)")
+		} else if secret = os.Getenv(w.SecretEnv); secret == "" {
+			ps.add(yp+".secretEnv", field+".secretEnv", "the environment variable %s is not set", w.SecretEnv)
+		}
+		wh := Webhook{URL: w.URL, Secret: secret, Tenant: w.Tenant, Types: w.Events}
+		if secret != "" {
+			if _, err := newWebhook(wh); err != nil {
+				ps.add(yp, field, "%s", strings.TrimPrefix(err.Error(), "server: "))
+				continue
+			}
+		}
+		c.Webhooks = append(c.Webhooks, wh)
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Loopback reports whether addr (HOST:PORT) listens on loopback only:
+// localhost, 127.0.0.0/8 or ::1. An empty host (every interface) is not.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tokensYAML is a tokens file.
+type tokensYAML struct {
+	Tokens []TokenEntry `yaml:"tokens"`
+}
+
+// LoadTokens reads a tokens file:
+//
+//	tokens:
+//	  - name: alice                 # the principal: decisions record person:alice
+//	    tenant: acme                # "" is the default tenant
+//	    roles: [approver, operator] # viewer, approver, operator, admin
+//	    sha256: 9f86d08...          # printf %s "$TOKEN" | sha256sum
+//
+// Only hashes are stored; `tollgate serve token` makes a token and its
+// entry. Errors carry FILE:LINE:COL and the field.
+func LoadTokens(path string) (*Tokens, error) {
+	var y tokensYAML
+	f, err := decodeStrict(path, &y)
+	if err != nil {
+		return nil, err
+	}
+	ps := &problems{path: path, f: f}
+	for i, e := range y.Tokens {
+		if _, err := NewTokens([]TokenEntry{e}); err != nil {
+			msg := strings.TrimPrefix(err.Error(), "tokens[0]: ")
+			ps.add(fmt.Sprintf("$.tokens[%d]", i), fmt.Sprintf("tokens[%d]", i), "%s", msg)
+		}
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	t, err := NewTokens(y.Tokens)
+	if err != nil {
+		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
+	}
+	if t.Len() == 0 {
+		return nil, &ConfigError{Problems: []string{path + ": the file lists no token"}}
+	}
+	return t, nil
+}

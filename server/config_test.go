@@ -1,0 +1,137 @@
+package server_test
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+func writeFile(t testing.TB, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "server.yaml", `addr: 127.0.0.1:8080
+tokens: tokens.yaml
+leaseTtl: 10s
+agents:
+  payer:
+    model: script:script.yaml
+    workdir: ws
+    policy: policy.yaml
+    autonomy: cautious
+    approvalTtl: 1h
+    sandbox: {bash: "off"}
+`)
+	c, err := server.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agents["payer"]
+	if c.Addr != "127.0.0.1:8080" || c.Store != "sqlite" || c.TokensFile != filepath.Join(dir, "tokens.yaml") || c.LeaseTTL != 10*time.Second ||
+		a.Agent != "payer" || a.Model.Name != filepath.Join(dir, "script.yaml") || a.Workdir != filepath.Join(dir, "ws") ||
+		a.PolicyFile != filepath.Join(dir, "policy.yaml") || a.Autonomy != "cautious" || time.Duration(a.ApprovalTTL) != time.Hour || a.Sandbox.Bash != "off" {
+		t.Fatalf("config %+v, agent %+v", c, a)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every problem says file, line, column and field.
+func TestLoadConfigErrors(t *testing.T) {
+	t.Setenv("TOLLGATE_TEST_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
+	cases := []struct{ name, body, want string }{
+		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", ":5:5: "},
+		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
+		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
+		{"bad autonomy", "agents:\n  a:\n    model: script:s\n    workdir: w\n    autonomy: yolo\n", ":5:15: agents.a.autonomy:"},
+		{"bad duration", "leaseTtl: soon\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:11: leaseTtl: want a duration"},
+		{"bad store", "store: redis\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:8: store: want sqlite, postgres or memory"},
+		{"no agents", "addr: 127.0.0.1:1\n", "agents: the configuration names no agent"},
+		{"wrong type", "agents:\n  a:\n    model: script:s\n    workdir: w\n    maxTurns: many\n", ":5:"},
+		{"alias", "x: &a [1]\ny: *a\n", "alias"},
+		{"too deep", strings.Repeat("[", 40) + strings.Repeat("]", 40), "nest"},
+		{"webhook secret unset", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: https://x\n    secretEnv: TOLLGATE_TEST_UNSET_SECRET\n", ":7:16: webhooks[0].secretEnv: the environment variable TOLLGATE_TEST_UNSET_SECRET is not set"},
+		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeFile(t, t.TempDir(), "server.yaml", c.body)
+			_, err := server.LoadConfig(p)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("error %v, want one naming %s with %q", err, p, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadTokens(t *testing.T) {
+	dir := t.TempDir()
+	tok, hash, err := server.NewToken()
+	if err != nil || !strings.HasPrefix(tok, server.TokenPrefix) || hash != server.HashToken(tok) {
+		t.Fatalf("NewToken: %q %q %v", tok, hash, err)
+	}
+	p := writeFile(t, dir, "tokens.yaml", "tokens:\n  - name: alice\n    tenant: acme\n    roles: [approver]\n    sha256: "+hash+"\n")
+	tk, err := server.LoadTokens(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, ok := tk.Lookup(tok); !ok || pr.Name != "alice" || pr.Tenant != "acme" || !pr.Has(server.RoleApprover) || pr.Has(server.RoleOperator) {
+		t.Fatalf("lookup: %+v %v", pr, ok)
+	}
+	if _, ok := tk.Lookup(hash); ok {
+		t.Fatal("the hash itself authenticates")
+	}
+	for name, body := range map[string]string{
+		"short hash":   "tokens:\n  - name: a\n    roles: [viewer]\n    sha256: abc\n",
+		"unknown role": "tokens:\n  - name: a\n    roles: [root]\n    sha256: " + hash + "\n",
+		"no name":      "tokens:\n  - roles: [viewer]\n    sha256: " + hash + "\n",
+	} {
+		p := writeFile(t, dir, "bad.yaml", body)
+		if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":2:") || !strings.Contains(err.Error(), ": tokens[0]: ") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:7777": true, "[::1]:80": true, "localhost:1": true, ":7777": false, "0.0.0.0:1": false, "10.0.0.1:1": false, "bad": false} {
+		if got := server.Loopback(addr); got != want {
+			t.Errorf("Loopback(%q) = %v", addr, got)
+		}
+	}
+}
+
+// FuzzLoadConfig: no input panics or hangs the loader; a config that loads
+// has every agent's paths absolute.
+func FuzzLoadConfig(f *testing.F) {
+	f.Add("agents:\n  a:\n    model: script:s\n    workdir: w\n")
+	f.Add("addr: 127.0.0.1:1\nstore: memory\nagents: {a: {model: 'openai:x', workdir: /w, sandbox: {connect: [80]}}}\n")
+	f.Add("tokens:\n  - {name: a, roles: [viewer], sha256: x}\n")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body string) {
+		p := writeFile(t, dir, "server.yaml", body)
+		c, err := server.LoadConfig(p)
+		if err != nil {
+			return
+		}
+		for _, a := range c.Agents {
+			if err := a.Check(); err != nil {
+				t.Fatalf("loaded agent fails its check: %v", err)
+			}
+		}
+		_, _ = server.LoadTokens(p)
+	})
+}

@@ -1,0 +1,83 @@
+// Package server serves runs and approvals over HTTP: the server teams run
+// in front of their agents (`tollgate serve`), seed 000's TnsServer with
+// durable approvals. A [Server] is an [net/http.Handler] (the caller owns
+// the listener) over a [store.Store] and a [runs.Builder]; it starts runs,
+// halts them on approvals, lets a person decide over the API, and resumes
+// each answered run by itself, exactly once, even with several servers on
+// one store.
+//
+// # API
+//
+// JSON, RFC 3339 times, opaque cursors (?cursor= from a page's next), errors
+// as RFC 9457 problem details (application/problem+json):
+//
+//	POST /v1/runs                      {agent, prompt}; Idempotency-Key header   operator
+//	GET  /v1/runs?status=&cursor=&limit=                                          viewer
+//	GET  /v1/runs/{id}                 status, transcript, tool calls, pending    viewer
+//	POST /v1/runs/{id}/cancel                                                     operator
+//	GET  /v1/approvals?status=&run=&cursor=&limit=                                viewer
+//	GET  /v1/approvals/{id}            tool, arguments, digest, hints, risk,
+//	                                   who asked and why, expiry, input schema    viewer
+//	POST /v1/approvals/{id}/decision   {decision, reason?, editedArgs?, argsDigest} approver
+//	GET  /v1/autonomy, PUT /v1/autonomy {level, run?}  (seed 000's set_autonomy)  viewer / approver (run) / admin (tenant)
+//	POST /v1/events/ticket             a 60 s ticket for ?ticket= on the streams  viewer
+//	GET  /v1/events?run=&after=        Server-Sent Events                         viewer
+//	GET  /v1/ws?run=&after=            the same events on a WebSocket, and
+//	                                   approve / deny / modify / set_autonomy     viewer (approver to decide)
+//	GET  /v1/agents                    the agents runs may start                  viewer
+//	GET  /v1/me                        the token's principal                      viewer
+//	GET  /healthz, /readyz, /metrics   no token
+//	GET  /, /assets/..., any other GET [Options.Page], when set
+//
+// Decision errors: 404 an unknown approval or another tenant's, 409 already
+// decided (the same decision sent again by the same principal is answered
+// 200, as the first), 410 expired, 412 argsDigest is not the digest of the
+// arguments shown, 422 editedArgs that do not fit the tool's input schema
+// (they are authorized again when the run goes on), 403 a role that may
+// not, 401 no or an unknown token.
+//
+// # Tokens, tenants, roles
+//
+// Every /v1 request carries Authorization: Bearer TOKEN; the server keeps
+// only SHA-256 hashes of tokens ([Tokens], [HashToken]), each mapped to a
+// [Principal]: a name, a tenant and roles ([Role]). Every query is scoped by
+// the principal's tenant, and another tenant's run or approval is 404. The
+// principal recorded on a decision, a cancel or a started run is the
+// token's ("person:NAME"), never a field of the body. Browsers' EventSource
+// and WebSocket cannot send headers: POST /v1/events/ticket (with the
+// header) returns a ticket that authenticates ?ticket= on the two stream
+// endpoints for [TicketTTL].
+//
+// # Events
+//
+// GET /v1/events streams the store's event log for the principal's tenant
+// (or one run): each SSE event's id is the store's sequence number, its
+// event name the type (run.started, run.halted, run.finished,
+// approval.requested, approval.decided, approval.expired, tool.decided with
+// its votes, tool.finished, autonomy.changed, ...) and its data a
+// [StreamEvent]. A client that reconnects with Last-Event-ID (EventSource
+// does) or ?after=SEQ gets every later event once: the store's numbers are
+// never visible out of order. A comment line is sent every heartbeat.
+//
+// [Options.Webhooks] (webhooks: in the configuration) post the same events
+// of a tenant to URLs, signed per Standard Webhooks (webhook-id "evt_SEQ",
+// webhook-timestamp, webhook-signature), retried with backoff.
+//
+// # Running runs
+//
+// [Server.Run] takes the stored runs up when the server starts (halted runs
+// whose requests are all answered, runs whose host's lease expired or was
+// released) and then follows the event log: a decision or an expiry resumes
+// its run once every request of the run is answered. [Server.Shutdown]
+// stops streams and new runs, lets running runs finish or halt within its
+// context, and then stops them without ending them (runs.ErrHostStopping):
+// their latest checkpoint stays, and the next server takes them over.
+//
+// # Autonomy
+//
+// PUT /v1/autonomy sets the autonomy level (full_auto, supervised,
+// cautious, manual; empty removes the override) of the tenant or of one run,
+// stored as an autonomy.changed event. It applies from the next part of a
+// run on (a start, or a resume after a halt): the builder is given the
+// run's level, its own before its tenant's before the agent's.
+package server

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
+)
+
+// StreamEvent is one event of the store's log as GET /v1/events (the data
+// of an SSE event whose id is Seq) and /v1/ws carry it.
+type StreamEvent struct {
+	Seq   int64           `json:"seq"`
+	Type  string          `json:"type"`
+	RunID string          `json:"runId,omitempty"`
+	Time  time.Time       `json:"time"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// streamParams reads ?run= (checked against p's tenant) and where to start:
+// the Last-Event-ID header (SSE reconnects), else ?after=.
+func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, p Principal) (store.EventFilter, bool) {
+	f := store.EventFilter{Tenant: p.Tenant, RunID: r.URL.Query().Get("run"), Limit: store.MaxLimit}
+	if f.RunID != "" {
+		if _, ok := s.ownRun(w, r, p, f.RunID); !ok {
+			return f, false
+		}
+	}
+	from := r.Header.Get("Last-Event-ID")
+	if from == "" {
+		from = r.URL.Query().Get("after")
+	}
+	if from != "" {
+		n, err := strconv.ParseInt(from, 10, 64)
+		if err != nil || n < 0 {
+			problemf(w, r, http.StatusBadRequest, "Last-Event-ID / after: want the seq of the last event seen (a number)")
+			return f, false
+		}
+		f.AfterSeq = n
+	}
+	return f, true
+}
+
+// follow calls emit for every event f selects after f.AfterSeq, in order,
+// and beat when nothing happened for a heartbeat interval, until ctx ends,
+// the server shuts down, or emit or beat fail.
+func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(store.Event) error, beat func() error) error {
+	for {
+		evs, err := s.store.ListEvents(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := emit(ev); err != nil {
+				return err
+			}
+			f.AfterSeq = ev.Seq
+		}
+		if len(evs) == f.Limit {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, s.beat)
+		stop := context.AfterFunc(ctx, cancel)
+		go func() {
+			select {
+			case <-s.done:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		err = s.store.WaitEvents(wctx, f)
+		stop()
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case s.closing():
+			return errShuttingDown
+		case errors.Is(err, context.DeadlineExceeded):
+			if err := beat(); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+	}
+}
+
+var errShuttingDown = errors.New("the server is shutting down")
+
+func streamEvent(ev store.Event) StreamEvent {
+	return StreamEvent{Seq: ev.Seq, Type: ev.Type, RunID: ev.RunID, Time: ev.Time, Data: ev.Data}
+}
+
+// events is GET /v1/events: Server-Sent Events, one per store event, with
+// the store's sequence number as id so that a reconnect with Last-Event-ID
+// goes on with no gap and no duplicate; a comment line every heartbeat.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
+	f, ok := s.streamParams(w, r, p)
+	if !ok {
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, "retry: 2000\n: tollgate events\n\n"); err != nil {
+		return
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	emit := func(ev store.Event) error {
+		b, err := json.Marshal(streamEvent(ev))
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseField(ev.Type), b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	beat := func() error {
+		if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	_ = s.follow(r.Context(), f, emit, beat)
+}
+
+// sseField keeps a field value on one line.
+func sseField(v string) string {
+	b := []byte(v)
+	for i, c := range b {
+		if c < ' ' || c == 0x7f {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// WSMessage is a message on /v1/ws, in either direction; V is 1.
+//
+// From the server: {"v":1,"type":"event","event":{...}} for each store
+// event (as on GET /v1/events), and {"v":1,"type":"result","ref":...,
+// "approval":{...}} or {"v":1,"type":"autonomy",...} or
+// {"v":1,"type":"error","ref":...,"problem":{...}} answering a client
+// message with the same ref.
+//
+// From the client: {"v":1,"type":"approve"|"deny"|"modify","ref":"r1",
+// "id":"req_...","argsDigest":"...","reason":"...","editedArgs":{...}}
+// (modify is approve with editedArgs, seed 000's server's Modify), and
+// {"v":1,"type":"set_autonomy","ref":"r2","level":"cautious","run":"run_..."}.
+// The principal is the connection's, as on the HTTP API.
+type WSMessage struct {
+	V          int             `json:"v"`
+	Type       string          `json:"type"`
+	Ref        string          `json:"ref,omitempty"`
+	Event      *StreamEvent    `json:"event,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	ArgsDigest string          `json:"argsDigest,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	EditedArgs json.RawMessage `json:"editedArgs,omitempty"`
+	Level      string          `json:"level,omitempty"`
+	Run        string          `json:"run,omitempty"`
+	Approval   *ApprovalView   `json:"approval,omitempty"`
+	Autonomy   *AutonomyChange `json:"autonomy,omitempty"`
+	Problem    *Problem        `json:"problem,omitempty"`
+}
+
+// websocket is GET /v1/ws: the events of GET /v1/events as messages, and
+// decisions and set_autonomy from the client.
+func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) {
+	f, ok := s.streamParams(w, r, p)
+	if !ok {
+		return
+	}
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(MaxBodyBytes)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	send := func(m WSMessage) error {
+		m.V = 1
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer wcancel()
+		return c.Write(wctx, websocket.MessageText, b)
+	}
+	go func() {
+		defer cancel()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			var m WSMessage
+			if err := bounded.CheckJSON("message", b, bounded.Limits{MaxBytes: MaxBodyBytes, MaxDepth: MaxBodyDepth}); err != nil {
+				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}})
+				continue
+			}
+			if err := json.Unmarshal(b, &m); err != nil || m.V != 1 {
+				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: `want a JSON message with "v":1`}})
+				continue
+			}
+			_ = send(s.wsHandle(ctx, p, m))
+		}
+	}()
+	emit := func(ev store.Event) error {
+		se := streamEvent(ev)
+		return send(WSMessage{Type: "event", Event: &se})
+	}
+	beat := func() error {
+		pctx, pcancel := context.WithTimeout(ctx, s.beat)
+		defer pcancel()
+		return c.Ping(pctx)
+	}
+	err = s.follow(ctx, f, emit, beat)
+	if errors.Is(err, errShuttingDown) {
+		_ = c.Close(websocket.StatusGoingAway, "the server is shutting down")
+		return
+	}
+	_ = c.Close(websocket.StatusNormalClosure, "")
+}
+
+func (s *Server) wsHandle(ctx context.Context, p Principal, m WSMessage) WSMessage {
+	out := WSMessage{Ref: m.Ref}
+	fail := func(prob *Problem) WSMessage {
+		if prob.Title == "" {
+			prob.Title = http.StatusText(prob.Status)
+		}
+		if prob.Type == "" {
+			prob.Type = "about:blank"
+		}
+		out.Type, out.Problem = "error", prob
+		return out
+	}
+	switch m.Type {
+	case "approve", "deny", "modify":
+		d := DecisionRequest{Decision: m.Type, Reason: m.Reason, EditedArgs: m.EditedArgs, ArgsDigest: m.ArgsDigest}
+		if m.Type == "modify" {
+			if len(m.EditedArgs) == 0 {
+				return fail(&Problem{Status: http.StatusBadRequest, Detail: "modify needs editedArgs"})
+			}
+			d.Decision = "approve"
+		}
+		v, prob := s.decideCore(ctx, p, m.ID, d)
+		if prob != nil {
+			return fail(prob)
+		}
+		out.Type, out.Approval = "result", &v
+	case "set_autonomy":
+		ch, prob := s.setAutonomy(ctx, p, AutonomyRequest{Level: m.Level, Run: m.Run})
+		if prob != nil {
+			return fail(prob)
+		}
+		out.Type, out.Autonomy = "autonomy", &ch
+	default:
+		return fail(&Problem{Status: http.StatusBadRequest, Detail: "unknown message type " + strconv.Quote(m.Type) + " (want approve, deny, modify or set_autonomy)"})
+	}
+	return out
+}

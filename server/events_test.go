@@ -1,0 +1,254 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// sseEvent is one event read from a stream; comment is set for a comment line.
+type sseEvent struct {
+	id, event, data string
+	comment         bool
+}
+
+// sseStream reads events from GET /v1/events.
+type sseStream struct {
+	body io.Closer
+	sc   *bufio.Scanner
+}
+
+func (f *fixture) openSSE(path, token string, hdr ...string) *sseStream {
+	f.t.Helper()
+	req, _ := http.NewRequest("GET", f.ts.URL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		f.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	f.t.Cleanup(func() { resp.Body.Close() })
+	return &sseStream{body: resp.Body, sc: bufio.NewScanner(resp.Body)}
+}
+
+// next returns the next event or comment (comments of the opening lines
+// included).
+func (s *sseStream) next(t *testing.T) sseEvent {
+	t.Helper()
+	var ev sseEvent
+	for s.sc.Scan() {
+		line := s.sc.Text()
+		switch {
+		case line == "":
+			if ev.id != "" || ev.data != "" || ev.comment {
+				return ev
+			}
+		case strings.HasPrefix(line, ":"):
+			ev.comment = true
+		case strings.HasPrefix(line, "id: "):
+			ev.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			ev.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			ev.data = line[6:]
+		}
+	}
+	t.Fatalf("stream ended: %v", s.sc.Err())
+	return ev
+}
+
+// nextEvent skips comments.
+func (s *sseStream) nextEvent(t *testing.T) sseEvent {
+	t.Helper()
+	for {
+		if ev := s.next(t); !ev.comment {
+			return ev
+		}
+	}
+}
+
+// A client disconnected mid-stream and reconnected with Last-Event-ID (and
+// a ticket instead of the header, as EventSource does) gets every event of
+// the run once, in order: no gap, no duplicate. Idle streams get heartbeats.
+func TestSSEResume(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	id := f.startRun()
+	a := f.pending(id)
+	s1 := f.openSSE("/v1/events?run="+id, vicToken)
+	var seqs []int64
+	for range 2 {
+		ev := s1.nextEvent(t)
+		n, err := strconv.ParseInt(ev.id, 10, 64)
+		if err != nil {
+			t.Fatalf("event id %q", ev.id)
+		}
+		var se server.StreamEvent
+		if err := json.Unmarshal([]byte(ev.data), &se); err != nil || se.Seq != n || se.Type != ev.event || se.RunID != id {
+			t.Fatalf("event %+v: data %s %v", ev, ev.data, err)
+		}
+		seqs = append(seqs, n)
+	}
+	s1.body.Close() // disconnect with events left unread
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("decision: %d", code)
+	}
+	f.waitRun(id, store.RunDone)
+	var tk struct {
+		Ticket string `json:"ticket"`
+	}
+	if code := f.do("POST", "/v1/events/ticket", vicToken, nil, &tk); code != http.StatusCreated || tk.Ticket == "" {
+		t.Fatalf("ticket: %d", code)
+	}
+	s2 := f.openSSE("/v1/events?run="+id+"&ticket="+tk.Ticket, "", "Last-Event-ID", strconv.FormatInt(seqs[len(seqs)-1], 10))
+	all, _ := f.store.ListEvents(t.Context(), store.EventFilter{Tenant: "acme", RunID: id})
+	var want []int64
+	for _, e := range all {
+		want = append(want, e.Seq)
+	}
+	for len(seqs) < len(want) {
+		n, _ := strconv.ParseInt(s2.nextEvent(t).id, 10, 64)
+		seqs = append(seqs, n)
+	}
+	if !slices.Equal(seqs, want) {
+		t.Fatalf("events seen %v, want %v", seqs, want)
+	}
+	if ev := s2.next(t); !ev.comment {
+		t.Fatalf("after the last event, got %+v, want a heartbeat comment", ev)
+	}
+	// A forged or missing credential is refused.
+	var p server.Problem
+	if code := f.do("GET", "/v1/events?ticket=tkt_forged", "", nil, &p); code != http.StatusUnauthorized {
+		t.Fatalf("forged ticket: %d", code)
+	}
+	if code := f.do("GET", "/v1/runs?ticket="+tk.Ticket, "", nil, &p); code != http.StatusUnauthorized {
+		t.Fatalf("a ticket outside the streams: %d", code)
+	}
+	if code := f.do("GET", "/v1/events?after=x", vicToken, nil, &p); code != http.StatusBadRequest {
+		t.Fatalf("bad after: %d", code)
+	}
+}
+
+// The WebSocket carries the same events, and approve / modify / deny
+// messages decide as the HTTP API does, as the connection's principal.
+func TestWebSocket(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	id := f.startRun()
+	a := f.pending(id)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(f.ts.URL, "http") + "/v1/ws?run=" + id
+	if _, resp, err := websocket.Dial(ctx, url, nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("dial without a token: %v %v", resp, err)
+	}
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + aliceToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	read := func() server.WSMessage {
+		var m server.WSMessage
+		if err := wsjson.Read(ctx, c, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for m := read(); m.Event == nil || m.Event.Type != "run.halted"; m = read() {
+	}
+	_ = c.Write(ctx, websocket.MessageText, []byte(strings.Repeat("[", 100)+strings.Repeat("]", 100)))
+	if m := read(); m.Type != "error" || m.Problem == nil || m.Problem.Status != http.StatusBadRequest {
+		t.Fatalf("a message nested too deep: %+v", m)
+	}
+	_ = wsjson.Write(ctx, c, map[string]any{"v": 1, "type": "approve", "ref": "r1", "id": a.ID, "argsDigest": "sha256:wrong"})
+	m := read()
+	if m.Type != "error" || m.Ref != "r1" || m.Problem == nil || m.Problem.Status != http.StatusPreconditionFailed {
+		t.Fatalf("approve with a wrong digest: %+v", m)
+	}
+	_ = wsjson.Write(ctx, c, map[string]any{"v": 1, "type": "modify", "ref": "r2", "id": a.ID, "argsDigest": a.ArgsDigest, "editedArgs": map[string]int{"amount": 9}})
+	// The result and the run's further events come in either order.
+	var result *server.WSMessage
+	for finished := false; !finished || result == nil; {
+		m := read()
+		switch {
+		case m.Type == "event" && m.Event.Type == "run.finished":
+			finished = true
+		case m.Type != "event":
+			result = &m
+		}
+	}
+	if result.Type != "result" || result.Ref != "r2" || result.Approval == nil || result.Approval.DecidedBy != "person:alice" {
+		t.Fatalf("modify: %+v", result)
+	}
+	if args := f.transfer.Args(); len(args) != 1 || args[0] != `{"amount":9}` {
+		t.Fatalf("transfer ran with %v", args)
+	}
+}
+
+// PUT /v1/autonomy is set_autonomy: a tenant's level applies to the next
+// run's calls, a run's own level overrides it, and each change is an
+// autonomy.changed event.
+func TestAutonomy(t *testing.T) {
+	m := testkit.Script([]model.FuncCall{testkit.Call("c1", "lookup", nil)})
+	f := newFixture(t, nil, m, nil)
+	// No level: the read-only lookup is allowed.
+	first := f.startRun()
+	f.waitRun(first, store.RunDone)
+	var ch server.AutonomyChange
+	if code := f.do("PUT", "/v1/autonomy", adaToken, server.AutonomyRequest{Level: "manual"}, &ch); code != http.StatusOK || ch.Level != "manual" || ch.By != "person:ada" {
+		t.Fatalf("set the tenant's level: %d %+v", code, ch)
+	}
+	second := f.startRun()
+	a := f.pending(second) // manual asks even for a read-only call
+	if a.Tool != "lookup" || a.AskedBy != "autonomy:manual" {
+		t.Fatalf("approval under manual: %+v", a)
+	}
+	if code := f.do("PUT", "/v1/autonomy", aliceToken, server.AutonomyRequest{Level: "full_auto", Run: second}, &ch); code != http.StatusOK || ch.Scope != "run" {
+		t.Fatalf("set the run's level: %d %+v", code, ch)
+	}
+	var v server.RunView
+	if f.do("GET", "/v1/runs/"+second, vicToken, nil, &v); v.Autonomy != "full_auto" {
+		t.Fatalf("run's autonomy %q, want full_auto", v.Autonomy)
+	}
+	var p server.Problem
+	if code := f.do("PUT", "/v1/autonomy", adaToken, server.AutonomyRequest{Level: "reckless"}, &p); code != http.StatusUnprocessableEntity {
+		t.Fatalf("unknown level: %d", code)
+	}
+	// Another tenant's level is untouched.
+	var lvl map[string]string
+	if f.do("GET", "/v1/autonomy", bobToken, nil, &lvl); lvl["level"] != "" {
+		t.Fatalf("globex's level %q", lvl["level"])
+	}
+	evs, _ := f.store.ListEvents(t.Context(), store.EventFilter{Tenant: "acme"})
+	n := 0
+	for _, e := range evs {
+		if e.Type == server.EventAutonomyChanged {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d autonomy.changed events, want 2", n)
+	}
+}

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/runs"
+)
+
+// EventAutonomyChanged is the store event PUT /v1/autonomy appends (seed
+// 000's server broadcasts autonomy_changed after set_autonomy). Its Data is
+// an [AutonomyChange]; a run's change belongs to the run, a tenant's has no
+// run.
+const EventAutonomyChanged = "autonomy.changed"
+
+// AutonomyChange is the Data of an [EventAutonomyChanged] event.
+type AutonomyChange struct {
+	// Scope is "tenant" or "run".
+	Scope string `json:"scope"`
+	// Run is the run's ID for a run's change.
+	Run string `json:"run,omitempty"`
+	// Level is the new autonomy level; empty removes the override (the
+	// agent's configured level applies again).
+	Level approval.Autonomy `json:"level"`
+	// By is the principal who changed it.
+	By string `json:"by"`
+}
+
+// autonomyTable holds the autonomy overrides by tenant and by run, as the
+// event log says.
+type autonomyTable struct {
+	mu     sync.RWMutex
+	tenant map[string]approval.Autonomy
+	run    map[string]approval.Autonomy
+}
+
+func (t *autonomyTable) apply(ev store.Event) {
+	var c AutonomyChange
+	if json.Unmarshal(ev.Data, &c) != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tenant == nil {
+		t.tenant, t.run = map[string]approval.Autonomy{}, map[string]approval.Autonomy{}
+	}
+	m, key := t.tenant, ev.Tenant
+	if ev.RunID != "" {
+		m, key = t.run, ev.RunID
+	}
+	if c.Level == "" {
+		delete(m, key)
+	} else {
+		m[key] = c.Level
+	}
+}
+
+// effective returns the override of a run: the run's own, else its
+// tenant's, else "" (the agent's configured level).
+func (t *autonomyTable) effective(r runRef) string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if a, ok := t.run[r.runID]; ok && r.runID != "" {
+		return string(a)
+	}
+	return string(t.tenant[r.tenant])
+}
+
+func (t *autonomyTable) ofTenant(tenant string) approval.Autonomy {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.tenant[tenant]
+}
+
+// Run takes the stored runs up and keeps resuming them until ctx ends or
+// Shutdown starts: it reads the event log once (autonomy levels), resumes
+// every halted run whose requests are all answered or expired and every run
+// whose host's lease expired (or was released), then follows the event log:
+// an approval decided or expired resumes its run once all of the run's
+// requests are answered. Every tick it records expired approvals and looks
+// for runs whose lease expired. Of several servers sharing a store, each
+// run is resumed by exactly one (the store's claims and single-use
+// approvals). Run returns nil when stopped, or the store's error.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// The whole log once, for the autonomy levels, and to know where to follow it from.
+	var after int64
+	for {
+		evs, err := s.store.ListEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: after, Limit: store.MaxLimit})
+		if err != nil {
+			return stopped(ctx, err)
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Type == EventAutonomyChanged {
+				s.autonomy.apply(ev)
+			}
+		}
+		if len(evs) < store.MaxLimit {
+			break
+		}
+	}
+	for _, w := range s.webhooks {
+		go s.deliver(ctx, w, after)
+	}
+	if err := s.sweep(ctx); err != nil {
+		return stopped(ctx, err)
+	}
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+	tick := time.NewTicker(s.tick)
+	defer tick.Stop()
+	lastSweep := s.now()
+	for {
+		wctx, wcancel := context.WithTimeout(ctx, s.tick)
+		err := s.store.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: after})
+		wcancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			s.log.Error("waiting for events", "error", err)
+		}
+		for {
+			evs, err := s.store.ListEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: after, Limit: store.MaxLimit})
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				s.log.Error("reading events", "error", err)
+				break
+			}
+			for _, ev := range evs {
+				after = ev.Seq
+				s.onEvent(ctx, ev)
+			}
+			if len(evs) < store.MaxLimit {
+				break
+			}
+		}
+		select {
+		case <-tick.C:
+			if _, err := s.store.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("recording expired approvals", "error", err)
+			}
+			// Runs whose host died: often enough to take them over soon
+			// after their lease expires.
+			if s.now().Sub(lastSweep) >= s.sweepEvery() {
+				lastSweep = s.now()
+				if err := s.sweepLeases(ctx); err != nil && ctx.Err() == nil {
+					s.log.Error("looking for runs to take over", "error", err)
+				}
+			}
+		default:
+		}
+	}
+}
+
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) sweepEvery() time.Duration {
+	ttl := runs.DefaultLeaseTTL
+	if d := s.leaseTTL(); d > 0 {
+		ttl = d
+	}
+	if ttl/3 < s.tick {
+		return s.tick
+	}
+	return ttl / 3
+}
+
+func (s *Server) leaseTTL() time.Duration { return s.hostTTL }
+
+func (s *Server) onEvent(ctx context.Context, ev store.Event) {
+	switch ev.Type {
+	case EventAutonomyChanged:
+		s.autonomy.apply(ev)
+	case store.EventApprovalDecided, store.EventApprovalExpired, runs.EventRunReleased:
+		s.tryResume(ctx, ev.RunID)
+	}
+}
+
+// sweep resumes every stored run that can go on: halted runs with every
+// request answered, and runs whose host is gone.
+func (s *Server) sweep(ctx context.Context) error {
+	for r, err := range store.AllRuns(ctx, s.store, store.RunFilter{AllTenants: true, Status: store.RunPending, Limit: store.MaxLimit}) {
+		if err != nil {
+			return err
+		}
+		s.tryResumeRun(ctx, r)
+	}
+	return s.sweepLeases(ctx)
+}
+
+func (s *Server) sweepLeases(ctx context.Context) error {
+	for _, st := range []store.RunStatus{store.RunRunning, store.RunResuming} {
+		for r, err := range store.AllRuns(ctx, s.store, store.RunFilter{AllTenants: true, Status: st, Limit: store.MaxLimit}) {
+			if err != nil {
+				return err
+			}
+			if r.Lease == nil || r.Lease.Expired(s.now()) {
+				s.tryResumeRun(ctx, r)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) tryResume(ctx context.Context, runID string) {
+	if runID == "" {
+		return
+	}
+	r, err := s.store.GetRun(ctx, runID)
+	if err != nil {
+		return
+	}
+	s.tryResumeRun(ctx, r)
+}
+
+// tryResumeRun resumes r in the background if it can go on: halted with no
+// request left unanswered, or running without a live lease.
+func (s *Server) tryResumeRun(ctx context.Context, r store.Run) {
+	switch r.Status {
+	case store.RunPending:
+		p, err := s.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, RunID: r.ID, Status: store.StatusPending, Limit: 1})
+		if err != nil || len(p.Approvals) > 0 {
+			return
+		}
+	case store.RunRunning, store.RunResuming:
+		if r.Lease != nil && !r.Lease.Expired(s.now()) {
+			return
+		}
+	default:
+		return
+	}
+	s.drive(r.ID, func(ctx context.Context) error {
+		_, err := s.host.Resume(withRun(ctx, r.Tenant, r.ID), runs.ResumeRequest{RunID: r.ID, Drive: runs.Drive{OnEvent: s.metrics.onEvent}})
+		switch {
+		case errors.Is(err, store.ErrLeased), errors.Is(err, store.ErrConflict), errors.Is(err, runs.ErrNothingDecided), errors.Is(err, runs.ErrNotResumable):
+			return nil // another server has it, or there is nothing to do
+		}
+		return err
+	})
+}

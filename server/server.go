@@ -1,0 +1,356 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/runs"
+)
+
+// Options configures a [Server]; nil means defaults, except that Agents and
+// Tokens are needed for anything useful.
+type Options struct {
+	// Agents are the agents runs may start, by name, each a resolved run
+	// configuration ([runs.RunConfig.Resolve]); POST /v1/runs names one.
+	Agents map[string]runs.RunConfig
+	// Tokens authenticate every /v1 request; nil refuses them all (401).
+	Tokens *Tokens
+	// Page, if set, serves every GET outside /v1/, /healthz, /readyz and
+	// /metrics: GET /, /assets/... and the page's own views (the approvals
+	// page); without it those paths are 404.
+	Page http.Handler
+	// Host configures the [runs.Host] the server drives runs with (holder
+	// name, lease TTL, middleware); nil for the defaults.
+	Host *runs.Options
+	// Registry receives the server's Prometheus metrics, which /metrics
+	// serves; nil for a new registry of the server's own.
+	Registry *prometheus.Registry
+	// Heartbeat is how often an idle event stream gets a comment line
+	// (default 15s).
+	Heartbeat time.Duration
+	// Tick is how often the server records expired approvals and looks for
+	// runs whose host's lease expired (default 1s).
+	Tick time.Duration
+	// Webhooks receive their tenant's events, signed (Standard Webhooks),
+	// while [Server.Run] runs.
+	Webhooks []Webhook
+	// Logger receives the server's logs (default discards). Tokens, prompts
+	// and arguments are never logged.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server serves runs, approvals and their events over HTTP (an
+// [http.Handler]; the caller owns the http.Server and its listener), and
+// drives the runs it starts and resumes in the background. Call [Server.Run]
+// to take stored runs up and resume answered ones, and [Server.Shutdown] to
+// stop.
+type Server struct {
+	store   store.Store
+	host    *runs.Host
+	agents  map[string]runs.RunConfig
+	tokens  *Tokens
+	tickets tickets
+	page    http.Handler
+	mux     *http.ServeMux
+	log     *slog.Logger
+	now     func() time.Time
+	beat    time.Duration
+	tick    time.Duration
+	hostTTL time.Duration
+	metrics *metrics
+
+	autonomy autonomyTable
+	webhooks []*webhook
+
+	// runCtx is the context of every run this server drives; Shutdown
+	// cancels it with runs.ErrHostStopping once its grace is over.
+	runCtx  context.Context
+	stopRun context.CancelCauseFunc
+	// done is closed when Shutdown starts: streams end, new runs are refused.
+	done     chan struct{}
+	stopOnce sync.Once
+
+	mu       sync.Mutex
+	inflight map[string]bool // runs driven by this server now
+	// recheck lists runs that could not be resumed because they were still
+	// driven here: they are looked at again when that ends.
+	recheck map[string]bool
+	runsWG  sync.WaitGroup
+	ready   bool
+}
+
+// New returns a server over the store s that builds each run's agent with
+// b. The server's [runs.Host] wraps b so that the autonomy level set with
+// PUT /v1/autonomy applies when a run's agent is built.
+func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
+	if s == nil || b == nil {
+		return nil, errors.New("server: New needs a store and a builder")
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	srv := &Server{
+		store: s, agents: map[string]runs.RunConfig{}, tokens: opts.Tokens, page: opts.Page,
+		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
+		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{},
+	}
+	if srv.log == nil {
+		srv.log = slog.New(slog.DiscardHandler)
+	}
+	if srv.now == nil {
+		srv.now = time.Now
+	}
+	if srv.beat <= 0 {
+		srv.beat = 15 * time.Second
+	}
+	if srv.tick <= 0 {
+		srv.tick = time.Second
+	}
+	for name, cfg := range opts.Agents {
+		if err := cfg.Check(); err != nil {
+			return nil, fmt.Errorf("server: agent %q: %w", name, err)
+		}
+		if cfg.Agent == "" {
+			cfg.Agent = name
+		}
+		srv.agents[name] = cfg
+	}
+	for _, w := range opts.Webhooks {
+		wh, err := newWebhook(w)
+		if err != nil {
+			return nil, err
+		}
+		srv.webhooks = append(srv.webhooks, wh)
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg, srv)
+	if err != nil {
+		return nil, err
+	}
+	srv.metrics = m
+	var ho runs.Options
+	if opts.Host != nil {
+		ho = *opts.Host
+	}
+	srv.hostTTL = ho.LeaseTTL
+	if ho.Logger == nil {
+		ho.Logger = srv.log
+	}
+	if ho.Now == nil {
+		ho.Now = srv.now
+	}
+	ho.Middleware = append([]agent.Middleware{m.middleware()}, ho.Middleware...)
+	h, err := runs.New(s, runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
+			cfg.Autonomy = lvl
+		}
+		return b.Build(ctx, cfg)
+	}), &ho)
+	if err != nil {
+		return nil, err
+	}
+	srv.host = h
+	srv.runCtx, srv.stopRun = context.WithCancelCause(context.Background())
+	srv.routes(reg)
+	return srv, nil
+}
+
+// Host returns the [runs.Host] the server drives runs with.
+func (s *Server) Host() *runs.Host { return s.host }
+
+// ServeHTTP implements [http.Handler].
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routes(reg *prometheus.Registry) {
+	mux := http.NewServeMux()
+	s.mux = mux
+	mux.HandleFunc("POST /v1/runs", s.auth(RoleOperator, s.startRun))
+	mux.HandleFunc("GET /v1/runs", s.auth(RoleViewer, s.listRuns))
+	mux.HandleFunc("GET /v1/runs/{id}", s.auth(RoleViewer, s.getRun))
+	mux.HandleFunc("POST /v1/runs/{id}/cancel", s.auth(RoleOperator, s.cancelRun))
+	mux.HandleFunc("GET /v1/approvals", s.auth(RoleViewer, s.listApprovals))
+	mux.HandleFunc("GET /v1/approvals/{id}", s.auth(RoleViewer, s.getApproval))
+	mux.HandleFunc("POST /v1/approvals/{id}/decision", s.auth(RoleApprover, s.decide))
+	mux.HandleFunc("GET /v1/autonomy", s.auth(RoleViewer, s.getAutonomy))
+	mux.HandleFunc("PUT /v1/autonomy", s.auth(RoleViewer, s.putAutonomy))
+	mux.HandleFunc("POST /v1/events/ticket", s.auth(RoleViewer, s.mintTicket))
+	mux.HandleFunc("GET /v1/events", s.streamAuth(s.events))
+	mux.HandleFunc("GET /v1/ws", s.streamAuth(s.websocket))
+	mux.HandleFunc("GET /v1/agents", s.auth(RoleViewer, s.listAgents))
+	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
+		writeJSON(w, http.StatusOK, p)
+	}))
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		problemf(w, r, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttpHandler(reg))
+	if s.page != nil {
+		// Every other GET is the page's (/, /assets/..., its own views).
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET, HEAD")
+				problemf(w, r, http.StatusMethodNotAllowed, "the page answers GET only")
+				return
+			}
+			s.page.ServeHTTP(w, r)
+		})
+	}
+}
+
+// principalHandler is an API handler with the authenticated principal.
+type principalHandler func(w http.ResponseWriter, r *http.Request, p Principal)
+
+// auth authenticates a request by its Authorization header and checks role.
+func (s *Server) auth(role Role, h principalHandler) http.HandlerFunc {
+	return s.authWith(role, false, h)
+}
+
+// streamAuth authenticates an event stream by header or ticket.
+func (s *Server) streamAuth(h principalHandler) http.HandlerFunc {
+	return s.authWith(RoleViewer, true, h)
+}
+
+func (s *Server) authWith(role Role, ticketOK bool, h principalHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r, ticketOK)
+		if err != nil {
+			detail := err.Error()
+			if errors.Is(err, errNoToken) {
+				detail = "this endpoint needs an Authorization: Bearer token"
+			}
+			writeProblem(w, r, Problem{Status: http.StatusUnauthorized, Detail: detail})
+			return
+		}
+		if !p.Has(role) {
+			writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
+				Detail: fmt.Sprintf("this needs the %s role; the token of %s has %v", role, p.Name, p.Roles)})
+			return
+		}
+		h(w, r, p)
+	}
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		problemf(w, r, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	default:
+	}
+	if !ready {
+		problemf(w, r, http.StatusServiceUnavailable, "the server has not taken its stored runs up yet")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.store.ListRuns(ctx, store.RunFilter{AllTenants: true, Limit: 1}); err != nil {
+		problemf(w, r, http.StatusServiceUnavailable, "the store does not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// runRef names the run an agent is built for, on the builder's context.
+type runRef struct{ tenant, runID string }
+
+type runRefKey struct{}
+
+func withRun(ctx context.Context, tenant, runID string) context.Context {
+	return context.WithValue(ctx, runRefKey{}, runRef{tenant, runID})
+}
+
+func runFrom(ctx context.Context) runRef {
+	r, _ := ctx.Value(runRefKey{}).(runRef)
+	return r
+}
+
+// closing reports whether Shutdown has started.
+func (s *Server) closing() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// drive runs f (a Start or a Resume of runID) in the background under the
+// server's run context, unless the run is driven here already or the server
+// is closing. It reports whether f was started.
+func (s *Server) drive(runID string, f func(ctx context.Context) error) bool {
+	s.mu.Lock()
+	if s.inflight[runID] || s.closing() {
+		if s.inflight[runID] {
+			// The part of the run driven now may have ended (halted)
+			// already: look again when its goroutine is done.
+			s.recheck[runID] = true
+		}
+		s.mu.Unlock()
+		return false
+	}
+	s.inflight[runID] = true
+	s.runsWG.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.inflight, runID)
+			again := s.recheck[runID]
+			delete(s.recheck, runID)
+			s.mu.Unlock()
+			if again && !s.closing() {
+				s.tryResume(context.WithoutCancel(s.runCtx), runID)
+			}
+			s.runsWG.Done()
+		}()
+		if err := f(s.runCtx); err != nil && !errors.Is(err, runs.ErrHostStopping) {
+			s.log.Info("run part ended with an error", "run", runID, "error", err)
+		}
+	}()
+	return true
+}
+
+// Shutdown stops the server: event streams end and new runs are refused at
+// once; the runs it drives get until ctx ends to finish or halt, and are then
+// stopped without being ended (their latest checkpoint stays stored, their
+// lease is released: runs.ErrHostStopping), so that the next server takes
+// them over. It returns when every run it drove is stored, with ctx's error
+// if the grace ran out. The caller shuts its http.Server down too.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		close(s.done)
+		s.mu.Unlock()
+	})
+	idle := make(chan struct{})
+	go func() { s.runsWG.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	s.stopRun(runs.ErrHostStopping)
+	<-idle
+	return ctx.Err()
+}
