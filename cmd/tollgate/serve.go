@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
@@ -86,7 +87,9 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return err
 	}
 	for name, a := range cfg.Agents {
-		if within(stateDir, a.Workdir) {
+		// Links resolved on both sides: a state directory reached through a
+		// link from outside is still inside the workspace it lies in.
+		if within(realpath.Resolve(stateDir), realpath.Resolve(a.Workdir)) {
 			return usageErr("serve: state directory %s is inside the workspace of agent %s, where its tools could change it; choose another with stateDir or --state-dir", stateDir, name)
 		}
 	}

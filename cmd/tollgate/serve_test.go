@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -322,5 +323,32 @@ func TestServeTwoServersOnePostgresStore(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "count.txt")); err != nil || string(b) != strings.Repeat("ran\n", n) {
 		t.Fatalf("count.txt = %q (%v), want %d lines: each approved command once", b, err, n)
+	}
+}
+
+// A state directory reached through a link from outside the workspace, but
+// lying inside it, is refused like one named inside it: the agent's tools
+// could read the server's admin token from it.
+func TestServeRefusesStateDirLinkedIntoWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "statelink")
+	if err := os.Symlink(filepath.Join(ws, "state"), link); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, "addr: 127.0.0.1:0\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a server that starts is stopped
+	defer cancel()
+	code := Main(ctx, []string{"serve", "--config", config, "--state-dir", link}, nil, &out, &errb)
+	if code != exitUsage || !strings.Contains(errb.String(), "inside the workspace") {
+		t.Fatalf("exit %d, want %d naming the workspace: %s", code, exitUsage, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "state", "serve.token")); err == nil {
+		t.Fatal("a token was written inside the workspace")
 	}
 }
