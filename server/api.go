@@ -183,6 +183,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 		problemf(w, r, http.StatusBadRequest, err.Error())
 		return false
 	}
+	// A key given twice means one thing here (the last) and maybe another
+	// to a proxy or log reading the first: "deny" logged, "approve" done.
+	if err := bounded.UniqueKeys("body", body); err != nil {
+		problemf(w, r, http.StatusBadRequest, err.Error())
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -91,6 +91,9 @@ func TestDecisionErrors(t *testing.T) {
 		{"edit breaks the schema", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":1000}`)}, 422, server.ProblemInvalidEdit},
 		{"edit not an object", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`[1]`)}, 422, server.ProblemInvalidEdit},
 		{"too deep", aliceToken, []byte(strings.Repeat("[", 100) + strings.Repeat("]", 100)), 400, "about:blank"},
+		// A log reading the first key would say deny; the decoder keeps the last.
+		{"a key twice", aliceToken, []byte(`{"decision":"deny","argsDigest":"` + a.ArgsDigest + `","decision":"approve"}`), 400, "about:blank"},
+		{"an edited key twice", aliceToken, []byte(`{"decision":"approve","argsDigest":"` + a.ArgsDigest + `","editedArgs":{"amount":7,"amount":9}}`), 400, "about:blank"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -10,6 +10,8 @@
 package bounded
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -223,4 +225,59 @@ func Cut(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("…[%d of %d bytes cut]", len(s)-cut, len(s))
+}
+
+// UniqueKeys reports the first object in the JSON text src that holds a key
+// twice (RFC 8259 §4 leaves such objects' meaning to the reader: Go's decoder
+// keeps the last value, another reader may keep the first). Whoever relies
+// on a body meaning one thing, an approval's decision say, refuses such
+// text. Object keys are compared after unescaping. src should already have
+// passed [CheckJSON], which bounds its depth; a syntax error is returned as
+// it is.
+func UniqueKeys(file string, src []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(src))
+	type frame struct {
+		object bool
+		seen   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top != nil && top.object {
+					top.key = true // the container was the value of a key
+				}
+				stack = append(stack, &frame{object: t == '{', seen: map[string]bool{}, key: t == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.object && top.key {
+				if top.seen[t] {
+					return &Error{File: file, Message: fmt.Sprintf("key %q appears twice in one object", Cut(t, 64))}
+				}
+				top.seen[t] = true
+				top.key = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.key = true // a value ended; a key comes next
+		}
+	}
 }

@@ -166,3 +166,23 @@ func FuzzCheckYAML(f *testing.F) {
 		}
 	})
 }
+
+func TestUniqueKeys(t *testing.T) {
+	for _, tt := range []struct {
+		src string
+		dup bool
+	}{
+		{`{"decision":"deny","argsDigest":"x","decision":"approve"}`, true},
+		{`{"a":{"b":1,"b":2}}`, true},
+		{`{"a":[{"k":1},{"k":2}],"b":{"k":1},"k":3}`, false},
+		{`{"a":"x","\u0061":"y"}`, true}, // the same key, escaped
+		{`{"a":{"x":1},"a":2}`, true},
+		{`[{"a":1,"b":[1,"a"],"c":null}]`, false},
+		{`"a"`, false},
+	} {
+		err := UniqueKeys("body", []byte(tt.src))
+		if (err != nil) != tt.dup {
+			t.Errorf("%s: %v, want duplicate %v", tt.src, err, tt.dup)
+		}
+	}
+}
