@@ -252,3 +252,64 @@ func TestAutonomy(t *testing.T) {
 		t.Fatalf("%d autonomy.changed events, want 2", n)
 	}
 }
+
+// Event streams are capped per principal and in all: one over a cap is 429
+// with Retry-After, and closing a stream frees its place.
+func TestEventStreamCaps(t *testing.T) {
+	f := newFixture(t, nil, nil, &server.Options{MaxStreams: 3, MaxStreamsPerPrincipal: 2})
+	open := func(token string) (*http.Response, context.CancelFunc) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		return resp, func() { cancel(); resp.Body.Close() }
+	}
+	var closers []context.CancelFunc
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for i := 0; i < 2; i++ {
+		resp, c := open(vicToken)
+		closers = append(closers, c)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d of the principal: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp, c := open(vicToken)
+	c()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("third stream of one principal: %d, Retry-After %q; want 429 with it", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	resp, c = open(aliceToken) // another principal: the third in all
+	closers = append(closers, c)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("another principal's stream: %d", resp.StatusCode)
+	}
+	resp, c = open(bobToken) // the fourth in all
+	c()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a stream over the server's cap: %d, want 429", resp.StatusCode)
+	}
+	closers[0]() // one of vic's ends; vic may open one again
+	closers = closers[1:]
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, c = open(vicToken)
+		if resp.StatusCode == http.StatusOK {
+			closers = append(closers, c)
+			break
+		}
+		c()
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed stream did not free its place: %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

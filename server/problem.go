@@ -27,6 +27,9 @@ const (
 	ProblemDigestMismatch = "https://tollgate.dev/problems/digest-mismatch"
 	ProblemInvalidEdit    = "https://tollgate.dev/problems/invalid-edit"
 	ProblemForbidden      = "https://tollgate.dev/problems/role"
+	// ProblemTooManyStreams: 429, the caps on open event streams
+	// ([Options.MaxStreams]) are reached.
+	ProblemTooManyStreams = "https://tollgate.dev/problems/too-many-streams"
 )
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {

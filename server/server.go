@@ -48,7 +48,19 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// MaxStreams caps the event streams (SSE and WebSocket) open at once on
+	// this server (default [DefaultMaxStreams]); MaxStreamsPerPrincipal caps
+	// those of one token's principal (default [DefaultMaxStreamsPerPrincipal]).
+	// A stream over either cap is refused with 429 and Retry-After: each
+	// stream holds a connection, memory and store reads.
+	MaxStreams, MaxStreamsPerPrincipal int
 }
+
+// Default caps of the open event streams ([Options.MaxStreams]).
+const (
+	DefaultMaxStreams             = 1024
+	DefaultMaxStreamsPerPrincipal = 16
+)
 
 // Server serves runs, approvals and their events over HTTP (an
 // [http.Handler]; the caller owns the http.Server and its listener), and
@@ -72,6 +84,7 @@ type Server struct {
 
 	autonomy autonomyTable
 	webhooks []*webhook
+	streams  streamSlots
 
 	// runCtx is the context of every run this server drives; Shutdown
 	// cancels it with runs.ErrHostStopping once its grace is over.
@@ -116,6 +129,13 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	if srv.tick <= 0 {
 		srv.tick = time.Second
+	}
+	srv.streams = streamSlots{max: opts.MaxStreams, perPrincipal: opts.MaxStreamsPerPrincipal, open: map[string]int{}}
+	if srv.streams.max <= 0 {
+		srv.streams.max = DefaultMaxStreams
+	}
+	if srv.streams.perPrincipal <= 0 {
+		srv.streams.perPrincipal = DefaultMaxStreamsPerPrincipal
 	}
 	for name, cfg := range opts.Agents {
 		if err := cfg.Check(); err != nil {
@@ -225,7 +245,45 @@ func (s *Server) auth(role Role, h principalHandler) http.HandlerFunc {
 
 // streamAuth authenticates an event stream by header or ticket.
 func (s *Server) streamAuth(h principalHandler) http.HandlerFunc {
-	return s.authWith(RoleViewer, true, h)
+	return s.authWith(RoleViewer, true, func(w http.ResponseWriter, r *http.Request, p Principal) {
+		release, ok := s.streams.take(p)
+		if !ok {
+			w.Header().Set("Retry-After", "10")
+			writeProblem(w, r, Problem{Type: ProblemTooManyStreams, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
+				Detail: fmt.Sprintf("too many event streams open (at most %d per principal, %d in all); close one or retry later", s.streams.perPrincipal, s.streams.max)})
+			return
+		}
+		defer release()
+		h(w, r, p)
+	})
+}
+
+// streamSlots counts the open event streams, in all and per principal.
+type streamSlots struct {
+	mu                sync.Mutex
+	max, perPrincipal int
+	total             int
+	open              map[string]int // by tenant and name
+}
+
+// take reserves a stream for p; release gives it back.
+func (t *streamSlots) take(p Principal) (release func(), ok bool) {
+	key := p.Tenant + "\x00" + p.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.total >= t.max || t.open[key] >= t.perPrincipal {
+		return nil, false
+	}
+	t.total++
+	t.open[key]++
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.total--
+		if t.open[key]--; t.open[key] == 0 {
+			delete(t.open, key)
+		}
+	}, true
 }
 
 func (s *Server) authWith(role Role, ticketOK bool, h principalHandler) http.HandlerFunc {
