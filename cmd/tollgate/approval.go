@@ -664,14 +664,14 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			}
 			p := &printer{w: env.stdout, json: jsonOut, hold: env.termHold()}
 			res, runErr := h.Resume(ctx, runs.ResumeRequest{RunID: run.ID, Drive: runs.Drive{OnEvent: p.event}})
-			return finish(ctx, &runDriver{env: env, host: h, p: p, flags: state.repeatFlags(), where: storeWhere(storeURL, stateDir), json: jsonOut, wait: cfg.Answer == approveWait}, res, runErr)
+			return finish(ctx, &runDriver{env: env, host: h, p: p, flags: state.repeatFlags(), where: storeWhere(storeURL, stateDir), json: jsonOut, wait: wait || cfg.Answer == approveWait}, res, runErr)
 		},
 	}
 	cmd.Flags().StringVar(&apiKey, "api-key", "", "API key for a run started with --api-key (never stored); other runs read theirs from the stored --api-key-env or the provider's variable")
 	cmd.Flags().BoolVar(&reclaim, "reclaim", false, "no longer needed (a run whose process died is taken over automatically); kept so that scripts go on working")
 	_ = cmd.Flags().MarkHidden("reclaim")
 	state.add(cmd.Flags())
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every pending request of the run is decided")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every pending request of the run is decided, and again at every later halt, until the run ends")
 	cmd.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "no longer used: waiting is woken by the store")
 	_ = cmd.Flags().MarkHidden("poll")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line instead of text")

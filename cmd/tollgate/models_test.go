@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
@@ -363,4 +364,74 @@ func TestApproveArgsCheckedAgainstSchema(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(b) != "edited" {
 		t.Fatalf("out.txt = %q, %v; want the edited content", b, err)
 	}
+}
+
+// resume --wait goes on waiting when the resumed run halts again, as run
+// --approve wait does, until the run ends.
+func TestResumeWaitWaitsAtEveryHalt(t *testing.T) {
+	noKeysInEnv(t)
+	srv := providertest.NewLLMServer(t,
+		providertest.Turn{Calls: []providertest.Call{{ID: "call_w1", Name: "write", Args: `{"path":"a.txt","content":"a"}`}}},
+		providertest.Turn{Calls: []providertest.Call{{ID: "call_w2", Name: "write", Args: `{"path":"b.txt","content":"b"}`}}},
+		providertest.Turn{Text: "both written"})
+	dir := t.TempDir()
+	ws := cliWorkdir(t)
+	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
+	state := filepath.Join(dir, "state")
+	if code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1",
+		"--workdir", ws, "--policy", policy, "--state-dir", state, "write two files"); code != exitPending {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	runID, first := onlyPending(t, state)
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := apMain(t, "resume", "--state-dir", state, "--wait", "--poll", "20ms", runID)
+		done <- result{code, out, errOut}
+	}()
+	if code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, first); code != 0 {
+		t.Fatalf("approve 1: exit %d\n%s%s", code, out, errOut)
+	}
+	// The run halts again on the second write; the waiting resume stays.
+	var second string
+	for deadline := time.Now().Add(60 * time.Second); second == ""; {
+		select {
+		case r := <-done:
+			t.Fatalf("resume --wait ended at the second halt: exit %d\n%s%s", r.code, r.out, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never appeared")
+		}
+		if _, id := pendingIDs(t, state); id != "" && id != first {
+			second = id
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, second); code != 0 {
+		t.Fatalf("approve 2: exit %d\n%s%s", code, out, errOut)
+	}
+	r := <-done
+	if r.code != exitDone || !strings.Contains(r.out, "both written") {
+		t.Fatalf("resume --wait: exit %d, want %d\n%s%s", r.code, exitDone, r.out, r.err)
+	}
+}
+
+// pendingIDs returns the run and request IDs of a pending approval in the
+// store of the state directory, or empty strings when there is none.
+func pendingIDs(t *testing.T, state string) (runID, reqID string) {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	page, err := s.ListApprovals(context.Background(), store.ApprovalFilter{AllTenants: true, Status: store.StatusPending})
+	if err != nil || len(page.Approvals) == 0 {
+		return "", ""
+	}
+	return page.Approvals[0].RunID, page.Approvals[0].ID
 }
