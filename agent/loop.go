@@ -38,6 +38,9 @@ type runner struct {
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
+	// generate: nobody reads the text deltas (Run, Resume), so each model
+	// turn is one Generate call even when the model can stream.
+	generate bool
 
 	tools map[string]tool.Tool
 	defs  []model.ToolDef
@@ -67,6 +70,11 @@ type runner struct {
 // context cancelled, and Stream returns only after every goroutine it started has
 // ended.
 func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) iter.Seq2[Event, error] {
+	return a.stream(ctx, prompt, false, opts)
+}
+
+// stream is Stream; generate says that nobody reads the text deltas.
+func (a *Agent) stream(ctx context.Context, prompt string, generate bool, opts []RunOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		var ro runOptions
 		for _, o := range opts {
@@ -82,7 +90,7 @@ func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) it
 		}
 		st.Messages = append(st.Messages, ro.history...)
 		st.Messages = append(st.Messages, model.User(prompt))
-		a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) {
+		a.drive(ctx, st, false, generate, yield, func(r *runner, ctx context.Context) (*Result, error) {
 			p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
 			if err != nil {
 				return r.fail(err)
@@ -99,6 +107,12 @@ func hasSystem(msgs []model.Message) bool {
 
 // ResumeStream is [Agent.Resume] as a stream of events, like [Agent.Stream].
 func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.Answer) iter.Seq2[Event, error] {
+	return a.resumeStream(ctx, state, false, answers)
+}
+
+// resumeStream is ResumeStream; generate says that nobody reads the text
+// deltas.
+func (a *Agent) resumeStream(ctx context.Context, state *State, generate bool, answers []tool.Answer) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if state == nil {
 			yield(Event{}, ErrNotPending)
@@ -125,7 +139,7 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 			yield(Event{Kind: EventDone, Result: res}, err)
 			return
 		}
-		a.drive(ctx, st, true, yield, func(r *runner, ctx context.Context) (*Result, error) {
+		a.drive(ctx, st, true, generate, yield, func(r *runner, ctx context.Context) (*Result, error) {
 			if _, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Resumed: true}); err != nil {
 				return r.fail(err)
 			}
@@ -218,10 +232,10 @@ func pendingIDs(st *State) []string {
 	return ids
 }
 
-func (a *Agent) drive(ctx context.Context, st *State, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
+func (a *Agent) drive(ctx context.Context, st *State, resume, generate bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
 	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
-	r := &runner{a: a, st: st, yield: yield, cancel: cancel, toolState: tool.NewRunState(st.ToolState)}
+	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: generate, toolState: tool.NewRunState(st.ToolState)}
 	r.snapshotTools()
 	var res *Result
 	var err error
@@ -494,7 +508,7 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 		}
 	} else {
 		req := &model.Request{Model: out.Model, Messages: out.Messages, Tools: out.Tools}
-		if s, ok := r.a.opts.Model.(model.Streamer); ok {
+		if s, ok := r.a.opts.Model.(model.Streamer); ok && !r.generate {
 			for ch, err := range s.Stream(ctx, req) {
 				if err != nil {
 					return nil, fmt.Errorf("agent: model turn %d: %w", turn, err)
