@@ -157,6 +157,7 @@ type Agent struct {
 	listener hooks.ToolCallListener
 
 	validators sync.Map // tool name -> cachedValidator
+	schemas    sync.Map // tool name -> cachedSchema
 
 	// resumed remembers, per run ID, the highest state sequence number a
 	// resume started from, so that the same state is never resumed twice.

@@ -347,13 +347,7 @@ func (r *runner) snapshotTools() {
 			continue
 		}
 		r.tools[s.Name] = t
-		def := model.ToolDef{Name: s.Name, Description: s.Description}
-		if s.InputSchema != nil {
-			if b, err := s.InputSchema.MarshalJSON(); err == nil {
-				def.InputSchema = b
-			}
-		}
-		r.defs = append(r.defs, def)
+		r.defs = append(r.defs, model.ToolDef{Name: s.Name, Description: s.Description, InputSchema: r.a.schemaJSON(s)})
 	}
 }
 

@@ -59,10 +59,11 @@ func hookApproved(prior *PendingCall, ans *tool.Answer) bool {
 }
 
 func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
+	d := approval.Digest(call.Arguments)
 	return &ToolCallRecord{
 		RunID: r.st.RunID, ID: call.ID, Name: call.Name, Turn: r.st.Turn,
 		RequestedArgs: call.Arguments, Args: call.Arguments,
-		RequestedDigest: approval.Digest(call.Arguments), ArgsDigest: approval.Digest(call.Arguments),
+		RequestedDigest: d, ArgsDigest: d,
 		Started: r.a.opts.Now(),
 	}
 }
@@ -528,6 +529,32 @@ func (a *Agent) validator(t tool.Tool) *tool.Validator {
 	}
 	a.validators.Store(key, cachedValidator{spec.InputSchema, v})
 	return v
+}
+
+// cachedSchema is the JSON of a tool's input schema and the schema it was
+// made from.
+type cachedSchema struct {
+	schema *jsonschema.Schema
+	json   json.RawMessage
+}
+
+// schemaJSON returns the JSON of spec's input schema (nil for none, or for
+// one that does not marshal), from a cache that, like the validators', holds
+// one entry per tool name and is refreshed when the tool's schema changes,
+// so that a run does not marshal every tool's schema again.
+func (a *Agent) schemaJSON(spec tool.Spec) json.RawMessage {
+	if spec.InputSchema == nil {
+		return nil
+	}
+	if c, ok := a.schemas.Load(spec.Name); ok && c.(cachedSchema).schema == spec.InputSchema {
+		return c.(cachedSchema).json
+	}
+	b, err := spec.InputSchema.MarshalJSON()
+	if err != nil {
+		return nil
+	}
+	a.schemas.Store(spec.Name, cachedSchema{spec.InputSchema, b})
+	return b
 }
 
 // guard runs a host callback that has no way to fail (the listener,
