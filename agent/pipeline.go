@@ -142,11 +142,13 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	spec := t.Spec()
 	args := call.Arguments
 
-	// 2. Validate.
+	// 2. Validate. checked is the last arguments validated: when the tool
+	// runs with them, it is told so and does not validate them again.
 	if err := r.a.validator(t).Validate(args); err != nil {
 		return r.finish(ctx, rec, tool.Errorf("%s: %v", call.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 	}
+	checked := args
 
 	// 3. BeforeTool chain.
 	hev := hooks.BeforeToolEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Answer: ans}
@@ -195,6 +197,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 			return r.finish(ctx, rec, tool.Errorf("%s: arguments rewritten by a hook are invalid: %v", call.Name, err),
 				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 		}
+		checked = args
 	}
 
 	// 4. Authorization, on the final tool and arguments. A Permission hook's
@@ -223,6 +226,7 @@ authorization:
 				return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
 					Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 			}
+			checked = args
 		}
 		verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)
 		votes = append(votes, avotes...)
@@ -287,6 +291,9 @@ authorization:
 	lim := r.a.limits(call.Name)
 	start := time.Now()
 	tctx := tool.WithRunState(r.a.handDown(ctx), r.toolState)
+	if len(checked) > 0 && len(checked) == len(args) && &checked[0] == &args[0] {
+		tctx = tool.WithValidated(tctx, spec.InputSchema, args)
+	}
 	var inv *tool.Invocation
 	if _, ok := t.(tool.Invoker); ok { // only tools that take it pay for it
 		inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
