@@ -65,6 +65,9 @@ func checkRequest(t testing.TB, m *Model, req *model.Request) {
 	}
 	out, err := json.Marshal(p)
 	if err != nil {
+		if strings.Contains(err.Error(), "path cannot be empty") {
+			return // the SDK cannot write a schema with an empty key, as {"":[]}
+		}
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(jsonMap(t, out), got); diff != "" {
