@@ -541,16 +541,17 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 
 // runBatch runs the given calls of the current batch concurrently (bounded by
 // MaxParallel), with the given answers (nil for a first attempt). Worker events
-// are funnelled to the driving goroutine. It returns the first hook error.
+// are funnelled to the driving goroutine, which also starts the calls, in the
+// model's order, each once a slot is free (so that with MaxParallel 1 they run
+// one after another in order): one goroutine per call and no other. It
+// returns the first hook error.
 func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error {
 	type done struct {
 		i  int
 		oc CallOutcome
 	}
 	evCh := make(chan Event)
-	doneCh := make(chan done)
-	sem := make(chan struct{}, r.a.opts.MaxParallel)
-	var wg sync.WaitGroup
+	doneCh := make(chan done, len(which)) // a finished call never waits
 	order := make([]int, 0, len(which))
 	for i := range r.st.Batch {
 		if _, ok := which[i]; ok {
@@ -558,62 +559,57 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 		}
 	}
 	send := func(ev Event) { evCh <- ev }
-	// One feeder starts the calls in the model's order, each once a slot is
-	// free, so that with MaxParallel 1 they run one after another in order.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for k, i := range order {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				for _, j := range order[k:] {
-					doneCh <- done{j, CallOutcome{Err: ctx.Err()}}
-				}
-				return
-			}
-			i, ans, b := i, which[i], r.st.Batch[i]
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)}
-			}()
-		}
-	}()
-	go func() { wg.Wait(); close(doneCh) }()
+	next, running, finished := 0, 0, 0
+	var stop <-chan struct{} = ctx.Done()
 	var firstErr error
 	errs := make(map[int]error, len(order))
-	for evCh != nil || doneCh != nil {
+	for finished < len(order) {
+		for next < len(order) && running < r.a.opts.MaxParallel && stop != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			i := order[next]
+			ans, b := which[i], r.st.Batch[i]
+			next++
+			running++
+			go func() { doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)} }()
+		}
+		var d done
 		select {
 		case ev := <-evCh:
 			r.emit(ev)
-		case d, ok := <-doneCh:
-			if !ok {
-				doneCh = nil
-				evCh = nil
-				continue
+			continue
+		case d = <-doneCh:
+			running--
+		case <-stop:
+			// The calls not started yet end with the context's error.
+			for ; next < len(order); next++ {
+				doneCh <- done{order[next], CallOutcome{Err: ctx.Err()}}
+				running++
 			}
-			oc := d.oc
-			errs[d.i] = oc.Err
-			switch {
-			case oc.Record != nil:
-				// Under idMu: a call still running reads the batch when it
-				// claims a request ID (claimRequestID).
-				r.idMu.Lock()
-				r.st.Batch[d.i].Record, r.st.Batch[d.i].Pending = oc.Record, nil
-				r.idMu.Unlock()
-				// A finished call is checkpointed at once, so that a
-				// recovered run never runs it again.
-				if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
-					errs[d.i] = err
-					r.cancel()
-				}
-			case oc.Pending != nil:
-				r.idMu.Lock()
-				r.st.Batch[d.i].Pending = oc.Pending
-				r.idMu.Unlock()
+			stop = nil
+			continue
+		}
+		finished++
+		oc := d.oc
+		errs[d.i] = oc.Err
+		switch {
+		case oc.Record != nil:
+			// Under idMu: a call still running reads the batch when it
+			// claims a request ID (claimRequestID).
+			r.idMu.Lock()
+			r.st.Batch[d.i].Record, r.st.Batch[d.i].Pending = oc.Record, nil
+			r.idMu.Unlock()
+			// A finished call is checkpointed at once, so that a
+			// recovered run never runs it again.
+			if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
+				errs[d.i] = err
+				r.cancel()
 			}
+		case oc.Pending != nil:
+			r.idMu.Lock()
+			r.st.Batch[d.i].Pending = oc.Pending
+			r.idMu.Unlock()
 		}
 	}
 	for _, i := range order {
