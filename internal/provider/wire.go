@@ -45,6 +45,34 @@ func Post(ctx context.Context, client *http.Client, url string, header http.Head
 // ReadBody reads r to its end, at most limit bytes; more is an error that
 // wraps [ErrTooLarge].
 func ReadBody(r io.Reader, limit int64) ([]byte, error) {
+	return ReadBodySize(r, -1, limit)
+}
+
+// ReadBodySize is [ReadBody] for a body whose length the server announced
+// (size, an http.Response's ContentLength; -1 when unknown): a body that
+// fits the limit is read into one buffer of that size. A body longer or
+// longer than announced is still read whole, up to the limit; one shorter
+// than announced is cut, and fails with io.ErrUnexpectedEOF.
+func ReadBodySize(r io.Reader, size, limit int64) ([]byte, error) {
+	if size >= 0 && size <= limit {
+		b := make([]byte, size, size+1)
+		if _, err := io.ReadFull(r, b); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // shorter than announced: cut
+			}
+			return nil, err
+		}
+		// The announced length was read: anything after it is more body.
+		var one [1]byte
+		if m, _ := io.ReadFull(r, one[:]); m == 0 {
+			return b, nil
+		}
+		rest, err := ReadBody(r, limit-size-1)
+		if err != nil {
+			return nil, err
+		}
+		return append(append(b, one[0]), rest...), nil
+	}
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err

@@ -78,6 +78,29 @@ func TestEventsLimits(t *testing.T) {
 	}
 }
 
+func TestReadBodySize(t *testing.T) {
+	for _, tc := range []struct {
+		body        string
+		size, limit int64
+		want        string
+		err         error
+	}{
+		{"12345", 5, 10, "12345", nil},
+		{"", 0, 10, "", nil},
+		{"1234567", 5, 10, "1234567", nil}, // longer than announced
+		{"123", 5, 10, "", io.ErrUnexpectedEOF},
+		{"", 5, 10, "", io.ErrUnexpectedEOF},
+		{"12345678901", 5, 10, "", ErrTooLarge},
+		{"12345678901", 11, 10, "", ErrTooLarge}, // announced over the limit
+		{"123", -1, 10, "123", nil},
+	} {
+		got, err := ReadBodySize(strings.NewReader(tc.body), tc.size, tc.limit)
+		if !errors.Is(err, tc.err) || (err == nil && string(got) != tc.want) {
+			t.Errorf("%q announced %d, limit %d: %q, %v; want %q, %v", tc.body, tc.size, tc.limit, got, err, tc.want, tc.err)
+		}
+	}
+}
+
 func TestReadBody(t *testing.T) {
 	if b, err := ReadBody(strings.NewReader("12345"), 5); err != nil || string(b) != "12345" {
 		t.Errorf("at the limit: %q, %v", b, err)

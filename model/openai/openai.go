@@ -191,7 +191,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 			return err
 		}
 		defer resp.Body.Close()
-		b, err := provider.ReadBody(resp.Body, provider.MaxBodyBytes)
+		b, err := provider.ReadBodySize(resp.Body, resp.ContentLength, provider.MaxBodyBytes)
 		if err != nil {
 			return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
 		}
