@@ -157,6 +157,7 @@ type Agent struct {
 	listener hooks.ToolCallListener
 
 	validators sync.Map // tool name -> cachedValidator
+	schemas    sync.Map // tool name -> cachedSchema
 
 	// resumed remembers, per run ID, the highest state sequence number a
 	// resume started from, so that the same state is never resumed twice.
@@ -228,9 +229,12 @@ func (a *Agent) ToolCallListener() hooks.ToolCallListener {
 // MaxTurns is reached (StatusIncomplete), or something fails. On failure it
 // returns the partial result (StatusError, transcript so far) together with the
 // error: a [*hooks.Error] for a hook, the model's error, or ctx.Err().
-// Run consumes [Agent.Stream]: the two behave identically.
+// Run is [Agent.Stream] with nobody reading the text deltas: it runs the
+// same loop, but asks the model for each turn with one Generate call (a
+// non-streaming request) even when the model is a [model.Streamer]. Use
+// Stream to stream.
 func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Result, error) {
-	return collect(a.Stream(ctx, prompt, opts...))
+	return collect(a.stream(ctx, prompt, true, opts))
 }
 
 // Resume continues a halted run with answers to its pending requests, in this or
@@ -252,8 +256,10 @@ func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Res
 // [ErrAlreadyResumed] and runs nothing. The agent remembers this in memory;
 // across processes the host keeps it, as package runs does with leases and
 // single-use approvals.
+//
+// Like Run, Resume calls the model's Generate, never its Stream.
 func (a *Agent) Resume(ctx context.Context, state *State, answers ...tool.Answer) (*Result, error) {
-	return collect(a.ResumeStream(ctx, state, answers...))
+	return collect(a.resumeStream(ctx, state, true, answers))
 }
 
 func collect(seq func(func(Event, error) bool)) (*Result, error) {

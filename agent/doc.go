@@ -69,7 +69,11 @@
 //
 // # Streaming
 //
-// [Agent.Run] consumes [Agent.Stream]; both are the same loop. A BeforeLLM hook
+// [Agent.Run] and [Agent.Stream] are the same loop. Stream asks a model that
+// implements [model.Streamer] for each turn as a stream and yields its text
+// deltas as they arrive; Run and [Agent.Resume], which nobody reads deltas
+// from, ask with one Generate call per turn, so that they pay for no
+// streaming. A BeforeLLM hook
 // that supplies a response means the model is not called, on Run, Stream and
 // Resume alike.
 package agent

@@ -38,6 +38,9 @@ type runner struct {
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
+	// generate: nobody reads the text deltas (Run, Resume), so each model
+	// turn is one Generate call even when the model can stream.
+	generate bool
 
 	tools map[string]tool.Tool
 	defs  []model.ToolDef
@@ -67,6 +70,11 @@ type runner struct {
 // context cancelled, and Stream returns only after every goroutine it started has
 // ended.
 func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) iter.Seq2[Event, error] {
+	return a.stream(ctx, prompt, false, opts)
+}
+
+// stream is Stream; generate says that nobody reads the text deltas.
+func (a *Agent) stream(ctx context.Context, prompt string, generate bool, opts []RunOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		var ro runOptions
 		for _, o := range opts {
@@ -82,7 +90,7 @@ func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) it
 		}
 		st.Messages = append(st.Messages, ro.history...)
 		st.Messages = append(st.Messages, model.User(prompt))
-		a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) {
+		a.drive(ctx, st, false, generate, yield, func(r *runner, ctx context.Context) (*Result, error) {
 			p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
 			if err != nil {
 				return r.fail(err)
@@ -99,6 +107,12 @@ func hasSystem(msgs []model.Message) bool {
 
 // ResumeStream is [Agent.Resume] as a stream of events, like [Agent.Stream].
 func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.Answer) iter.Seq2[Event, error] {
+	return a.resumeStream(ctx, state, false, answers)
+}
+
+// resumeStream is ResumeStream; generate says that nobody reads the text
+// deltas.
+func (a *Agent) resumeStream(ctx context.Context, state *State, generate bool, answers []tool.Answer) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if state == nil {
 			yield(Event{}, ErrNotPending)
@@ -125,7 +139,7 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 			yield(Event{Kind: EventDone, Result: res}, err)
 			return
 		}
-		a.drive(ctx, st, true, yield, func(r *runner, ctx context.Context) (*Result, error) {
+		a.drive(ctx, st, true, generate, yield, func(r *runner, ctx context.Context) (*Result, error) {
 			if _, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Resumed: true}); err != nil {
 				return r.fail(err)
 			}
@@ -218,10 +232,10 @@ func pendingIDs(st *State) []string {
 	return ids
 }
 
-func (a *Agent) drive(ctx context.Context, st *State, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
+func (a *Agent) drive(ctx context.Context, st *State, resume, generate bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
 	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
-	r := &runner{a: a, st: st, yield: yield, cancel: cancel, toolState: tool.NewRunState(st.ToolState)}
+	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: generate, toolState: tool.NewRunState(st.ToolState)}
 	r.snapshotTools()
 	var res *Result
 	var err error
@@ -333,13 +347,7 @@ func (r *runner) snapshotTools() {
 			continue
 		}
 		r.tools[s.Name] = t
-		def := model.ToolDef{Name: s.Name, Description: s.Description}
-		if s.InputSchema != nil {
-			if b, err := s.InputSchema.MarshalJSON(); err == nil {
-				def.InputSchema = b
-			}
-		}
-		r.defs = append(r.defs, def)
+		r.defs = append(r.defs, model.ToolDef{Name: s.Name, Description: s.Description, InputSchema: r.a.schemaJSON(s)})
 	}
 }
 
@@ -494,7 +502,7 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 		}
 	} else {
 		req := &model.Request{Model: out.Model, Messages: out.Messages, Tools: out.Tools}
-		if s, ok := r.a.opts.Model.(model.Streamer); ok {
+		if s, ok := r.a.opts.Model.(model.Streamer); ok && !r.generate {
 			for ch, err := range s.Stream(ctx, req) {
 				if err != nil {
 					return nil, fmt.Errorf("agent: model turn %d: %w", turn, err)
@@ -533,16 +541,17 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 
 // runBatch runs the given calls of the current batch concurrently (bounded by
 // MaxParallel), with the given answers (nil for a first attempt). Worker events
-// are funnelled to the driving goroutine. It returns the first hook error.
+// are funnelled to the driving goroutine, which also starts the calls, in the
+// model's order, each once a slot is free (so that with MaxParallel 1 they run
+// one after another in order): one goroutine per call and no other. It
+// returns the first hook error.
 func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error {
 	type done struct {
 		i  int
 		oc CallOutcome
 	}
 	evCh := make(chan Event)
-	doneCh := make(chan done)
-	sem := make(chan struct{}, r.a.opts.MaxParallel)
-	var wg sync.WaitGroup
+	doneCh := make(chan done, len(which)) // a finished call never waits
 	order := make([]int, 0, len(which))
 	for i := range r.st.Batch {
 		if _, ok := which[i]; ok {
@@ -550,62 +559,57 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 		}
 	}
 	send := func(ev Event) { evCh <- ev }
-	// One feeder starts the calls in the model's order, each once a slot is
-	// free, so that with MaxParallel 1 they run one after another in order.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for k, i := range order {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				for _, j := range order[k:] {
-					doneCh <- done{j, CallOutcome{Err: ctx.Err()}}
-				}
-				return
-			}
-			i, ans, b := i, which[i], r.st.Batch[i]
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)}
-			}()
-		}
-	}()
-	go func() { wg.Wait(); close(doneCh) }()
+	next, running, finished := 0, 0, 0
+	var stop <-chan struct{} = ctx.Done()
 	var firstErr error
 	errs := make(map[int]error, len(order))
-	for evCh != nil || doneCh != nil {
+	for finished < len(order) {
+		for next < len(order) && running < r.a.opts.MaxParallel && stop != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			i := order[next]
+			ans, b := which[i], r.st.Batch[i]
+			next++
+			running++
+			go func() { doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)} }()
+		}
+		var d done
 		select {
 		case ev := <-evCh:
 			r.emit(ev)
-		case d, ok := <-doneCh:
-			if !ok {
-				doneCh = nil
-				evCh = nil
-				continue
+			continue
+		case d = <-doneCh:
+			running--
+		case <-stop:
+			// The calls not started yet end with the context's error.
+			for ; next < len(order); next++ {
+				doneCh <- done{order[next], CallOutcome{Err: ctx.Err()}}
+				running++
 			}
-			oc := d.oc
-			errs[d.i] = oc.Err
-			switch {
-			case oc.Record != nil:
-				// Under idMu: a call still running reads the batch when it
-				// claims a request ID (claimRequestID).
-				r.idMu.Lock()
-				r.st.Batch[d.i].Record, r.st.Batch[d.i].Pending = oc.Record, nil
-				r.idMu.Unlock()
-				// A finished call is checkpointed at once, so that a
-				// recovered run never runs it again.
-				if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
-					errs[d.i] = err
-					r.cancel()
-				}
-			case oc.Pending != nil:
-				r.idMu.Lock()
-				r.st.Batch[d.i].Pending = oc.Pending
-				r.idMu.Unlock()
+			stop = nil
+			continue
+		}
+		finished++
+		oc := d.oc
+		errs[d.i] = oc.Err
+		switch {
+		case oc.Record != nil:
+			// Under idMu: a call still running reads the batch when it
+			// claims a request ID (claimRequestID).
+			r.idMu.Lock()
+			r.st.Batch[d.i].Record, r.st.Batch[d.i].Pending = oc.Record, nil
+			r.idMu.Unlock()
+			// A finished call is checkpointed at once, so that a
+			// recovered run never runs it again.
+			if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
+				errs[d.i] = err
+				r.cancel()
 			}
+		case oc.Pending != nil:
+			r.idMu.Lock()
+			r.st.Batch[d.i].Pending = oc.Pending
+			r.idMu.Unlock()
 		}
 	}
 	for _, i := range order {

@@ -59,10 +59,11 @@ func hookApproved(prior *PendingCall, ans *tool.Answer) bool {
 }
 
 func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
+	d := approval.Digest(call.Arguments)
 	return &ToolCallRecord{
 		RunID: r.st.RunID, ID: call.ID, Name: call.Name, Turn: r.st.Turn,
 		RequestedArgs: call.Arguments, Args: call.Arguments,
-		RequestedDigest: approval.Digest(call.Arguments), ArgsDigest: approval.Digest(call.Arguments),
+		RequestedDigest: d, ArgsDigest: d,
 		Started: r.a.opts.Now(),
 	}
 }
@@ -141,11 +142,13 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	spec := t.Spec()
 	args := call.Arguments
 
-	// 2. Validate.
+	// 2. Validate. checked is the last arguments validated: when the tool
+	// runs with them, it is told so and does not validate them again.
 	if err := r.a.validator(t).Validate(args); err != nil {
 		return r.finish(ctx, rec, tool.Errorf("%s: %v", call.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 	}
+	checked := args
 
 	// 3. BeforeTool chain.
 	hev := hooks.BeforeToolEvent{Name: call.Name, Args: args, ID: call.ID, Turn: r.st.Turn, Hints: spec.Hints, Answer: ans}
@@ -194,6 +197,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 			return r.finish(ctx, rec, tool.Errorf("%s: arguments rewritten by a hook are invalid: %v", call.Name, err),
 				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 		}
+		checked = args
 	}
 
 	// 4. Authorization, on the final tool and arguments. A Permission hook's
@@ -222,6 +226,7 @@ authorization:
 				return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
 					Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
 			}
+			checked = args
 		}
 		verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)
 		votes = append(votes, avotes...)
@@ -286,6 +291,9 @@ authorization:
 	lim := r.a.limits(call.Name)
 	start := time.Now()
 	tctx := tool.WithRunState(r.a.handDown(ctx), r.toolState)
+	if len(checked) > 0 && len(checked) == len(args) && &checked[0] == &args[0] {
+		tctx = tool.WithValidated(tctx, spec.InputSchema, args)
+	}
 	var inv *tool.Invocation
 	if _, ok := t.(tool.Invoker); ok { // only tools that take it pay for it
 		inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
@@ -528,6 +536,32 @@ func (a *Agent) validator(t tool.Tool) *tool.Validator {
 	}
 	a.validators.Store(key, cachedValidator{spec.InputSchema, v})
 	return v
+}
+
+// cachedSchema is the JSON of a tool's input schema and the schema it was
+// made from.
+type cachedSchema struct {
+	schema *jsonschema.Schema
+	json   json.RawMessage
+}
+
+// schemaJSON returns the JSON of spec's input schema (nil for none, or for
+// one that does not marshal), from a cache that, like the validators', holds
+// one entry per tool name and is refreshed when the tool's schema changes,
+// so that a run does not marshal every tool's schema again.
+func (a *Agent) schemaJSON(spec tool.Spec) json.RawMessage {
+	if spec.InputSchema == nil {
+		return nil
+	}
+	if c, ok := a.schemas.Load(spec.Name); ok && c.(cachedSchema).schema == spec.InputSchema {
+		return c.(cachedSchema).json
+	}
+	b, err := spec.InputSchema.MarshalJSON()
+	if err != nil {
+		return nil
+	}
+	a.schemas.Store(spec.Name, cachedSchema{spec.InputSchema, b})
+	return b
 }
 
 // guard runs a host callback that has no way to fail (the listener,

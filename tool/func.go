@@ -32,7 +32,8 @@ type funcTool[In any, Out string | Result] struct {
 // The input schema is inferred from In with jsonschema.For: exported fields by
 // their JSON names, fields without omitempty/omitzero required, and a
 // `jsonschema:"..."` struct tag as the field's description. Every call's
-// arguments are validated against the schema before fn runs; a violation is an
+// arguments are validated against the schema before fn runs (once: not again
+// when the context says, by [WithValidated], that the caller did); a violation is an
 // error result listing the problems. fn returns either the output text or a full
 // [Result]. A non-nil error from fn becomes an error result with the error's text,
 // and a panic in fn becomes an error result naming the panic; neither escapes.
@@ -91,8 +92,10 @@ func Must[In any, Out string | Result](name, description string, fn func(context
 func (t *funcTool[In, Out]) Spec() Spec { return t.spec }
 
 func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (res Result, err error) {
-	if err := t.validator.Validate(args); err != nil {
-		return Error(err.Error()), nil
+	if !isValidated(ctx, t.spec.InputSchema, args) {
+		if err := t.validator.Validate(args); err != nil {
+			return Error(err.Error()), nil
+		}
 	}
 	var in In
 	if len(args) > 0 {

@@ -2,9 +2,11 @@ package tool
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -68,4 +70,34 @@ func jsonKind(v any) string {
 		return "an array"
 	}
 	return "an object"
+}
+
+type validatedKey struct{}
+
+// validated is what [WithValidated] puts in a context.
+type validated struct {
+	schema *jsonschema.Schema
+	args   json.RawMessage
+}
+
+// WithValidated returns ctx telling the tool's Call that args have already
+// been validated against schema, so that a tool made by [New] does not
+// validate them a second time (the agent validates every call's arguments
+// before it runs the call: step 2 of its pipeline). It covers only the very
+// same bytes (the same slice, not an equal copy) and the very same schema
+// (the same pointer as the tool's Spec().InputSchema); a Call with other
+// arguments or another schema validates as usual.
+func WithValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) context.Context {
+	if schema == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, validatedKey{}, validated{schema, args})
+}
+
+// isValidated reports whether ctx says that args were validated against
+// schema (see [WithValidated]).
+func isValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) bool {
+	v, ok := ctx.Value(validatedKey{}).(validated)
+	return ok && schema != nil && v.schema == schema && len(v.args) == len(args) && len(args) > 0 &&
+		unsafe.SliceData(v.args) == unsafe.SliceData(args)
 }

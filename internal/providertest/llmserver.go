@@ -24,7 +24,9 @@ type Call struct {
 
 // LLMServer is a local fake of the OpenAI Chat Completions API
 // (/v1/chat/completions) and the Anthropic Messages API (/v1/messages) that
-// always answers as an SSE stream. Like the scripted model it is stateless:
+// answers as an SSE stream when the request says "stream": true and as one
+// JSON object (the same ids, text, calls and usage) otherwise. Like the
+// scripted model it is stateless:
 // it plays the turn whose index is the number of assistant messages in the
 // request. It records every request's headers, decoded body and raw body.
 //
@@ -84,11 +86,16 @@ func (s *LLMServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	modelID, _ := body["model"].(string)
-	switch r.URL.Path {
-	case "/v1/chat/completions":
+	stream, _ := body["stream"].(bool)
+	switch {
+	case r.URL.Path == "/v1/chat/completions" && stream:
 		writeOpenAISSE(w, modelID, s.turns[n])
-	case "/v1/messages":
+	case r.URL.Path == "/v1/chat/completions":
+		writeOpenAIJSON(w, modelID, s.turns[n])
+	case r.URL.Path == "/v1/messages" && stream:
 		writeAnthropicSSE(w, modelID, s.turns[n])
+	case r.URL.Path == "/v1/messages":
+		writeAnthropicJSON(w, modelID, s.turns[n])
 	default:
 		http.NotFound(w, r)
 	}
@@ -181,4 +188,38 @@ func writeAnthropicSSE(w http.ResponseWriter, modelID string, turn Turn) {
 	}
 	send("message_delta", jobj{"delta": jobj{"stop_reason": stop, "stop_sequence": nil}, "usage": jobj{"output_tokens": 7}})
 	send("message_stop", jobj{})
+}
+
+func writeOpenAIJSON(w http.ResponseWriter, modelID string, turn Turn) {
+	msg := jobj{"role": "assistant", "content": turn.Text}
+	finish := "stop"
+	if len(turn.Calls) > 0 {
+		var calls []jobj
+		for _, c := range turn.Calls {
+			calls = append(calls, jobj{"id": c.ID, "type": "function", "function": jobj{"name": c.Name, "arguments": c.Args}})
+		}
+		msg["tool_calls"] = calls
+		finish = "tool_calls"
+	}
+	b, _ := json.Marshal(jobj{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1750000000, "model": modelID,
+		"choices": []jobj{{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   jobj{"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27}})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+func writeAnthropicJSON(w http.ResponseWriter, modelID string, turn Turn) {
+	content := []jobj{}
+	if turn.Text != "" {
+		content = append(content, jobj{"type": "text", "text": turn.Text})
+	}
+	stop := "end_turn"
+	for _, c := range turn.Calls {
+		content = append(content, jobj{"type": "tool_use", "id": c.ID, "name": c.Name, "input": json.RawMessage(c.Args)})
+		stop = "tool_use"
+	}
+	b, _ := json.Marshal(jobj{"id": "msg_fake", "type": "message", "role": "assistant", "model": modelID,
+		"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": jobj{"input_tokens": 20, "output_tokens": 7}})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
 }

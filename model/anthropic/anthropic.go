@@ -1,5 +1,8 @@
-// Package anthropic is tollgate's provider for Anthropic's Messages API,
-// built on the official SDK github.com/anthropics/anthropic-sdk-go/v2.
+// Package anthropic is tollgate's provider for Anthropic's Messages API. It
+// speaks the wire format itself, with net/http and encoding/json; the
+// official SDK github.com/anthropics/anthropic-sdk-go/v2 is its test oracle:
+// the tests decode the requests it sends and the answers it reads with the
+// SDK's own types and compare.
 //
 // It only translates between tollgate's types and the Messages API
 // (https://docs.anthropic.com/en/api/messages):
@@ -18,7 +21,9 @@
 // content_block_start, content_block_delta with text_delta or
 // input_json_delta, message_delta with stop_reason and usage, message_stop)
 // and assembles tool inputs per content block (or takes the input of
-// content_block_start, where some compatible servers send it whole).
+// content_block_start, where some compatible servers send it whole). An
+// event without an event: line is known by the type in its data, as some
+// compatible servers send them; ping events are skipped.
 //
 // Every request it builds keeps the Messages API's rules by construction
 // (the list is above messages in the source): tool_use inputs are objects,
@@ -27,12 +32,12 @@
 // error before anything is sent.
 //
 // The key is sent in the x-api-key header, with the anthropic-version header
-// of the SDK ([DefaultAPIVersion]) unless [Options.APIVersion] says
-// otherwise. Failures are retried by internal/retry (429, 500, 502, 503, 504,
-// Anthropic's 529 overloaded, network errors; Retry-After in seconds
-// honoured) with the SDK's own retries off, and are reported as
-// *model.ProviderError, whose text never contains the key. The package reads
-// no environment variable; [KeyFromEnv] is the documented way to.
+// [DefaultAPIVersion] unless [Options.APIVersion] says otherwise. Failures
+// are retried by internal/retry (429, 500, 502, 503, 504, Anthropic's 529
+// overloaded, network errors; Retry-After in seconds honoured) and are
+// reported as *model.ProviderError, whose text never contains the key. The
+// package reads no environment variable; [KeyFromEnv] is the documented way
+// to. A JSON answer is bounded to 32 MiB and one event of a stream to 8 MiB.
 package anthropic
 
 import (
@@ -51,10 +56,6 @@ import (
 	"time"
 	"unicode"
 
-	anth "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
-
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
 	"github.com/tollgate-dev/tollgate/model"
@@ -69,8 +70,9 @@ const (
 	// DefaultMaxTokens is max_tokens when neither the request nor
 	// [Options.MaxTokens] sets it (the API requires a value).
 	DefaultMaxTokens = 4096
-	// DefaultAPIVersion is the anthropic-version header the SDK sends and
-	// whose wire format it speaks. This version rejects sampling parameters,
+	// DefaultAPIVersion is the anthropic-version header sent by default: the
+	// version of the wire format of the official SDK this package is tested
+	// against. This version rejects sampling parameters,
 	// so [model.Request.Temperature] is not sent under it.
 	DefaultAPIVersion = "2026-10-21"
 	// statusOverloaded is Anthropic's "overloaded_error" status.
@@ -127,7 +129,9 @@ const DefaultTimeout = provider.DefaultTimeout
 // Model is an Anthropic Messages API model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
 type Model struct {
-	svc         anth.MessageService
+	client      *http.Client
+	url         string      // the messages endpoint
+	header      http.Header // x-api-key, anthropic-version, Options.Headers
 	model       string
 	key         string
 	maxTokens   int
@@ -153,21 +157,16 @@ func New(opts *Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	ropts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(cmp.Or(o.HTTPClient, http.DefaultClient)),
-		option.WithMaxRetries(0), // one retry mechanism: internal/retry
-	}
-	if o.APIKey != "" {
-		ropts = append(ropts, option.WithHeader("x-api-key", o.APIKey))
-	}
 	version := cmp.Or(o.APIVersion, DefaultAPIVersion)
-	if o.APIVersion != "" {
-		ropts = append(ropts, option.WithHeader("anthropic-version", o.APIVersion))
+	header := http.Header{"User-Agent": {"tollgate (model/anthropic)"}, "Anthropic-Version": {version}}
+	if o.APIKey != "" {
+		header.Set("X-Api-Key", o.APIKey)
 	}
-	ropts = append(ropts, provider.Headers(o.Headers, option.WithHeader, option.WithHeaderAdd)...)
+	provider.Headers(o.Headers, func(k, v string) any { header.Set(k, v); return nil }, func(k, v string) any { header.Add(k, v); return nil })
 	return &Model{
-		svc:         anth.NewMessageService(ropts...),
+		client:      cmp.Or(o.HTTPClient, http.DefaultClient),
+		url:         base + "v1/messages",
+		header:      header,
 		model:       o.Model,
 		key:         o.APIKey,
 		maxTokens:   cmp.Or(o.MaxTokens, DefaultMaxTokens),
@@ -197,24 +196,75 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 }
 
 func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	params, ropts, err := m.params(ctx, req)
+	w, err := m.request(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	var out *anth.Message
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: encoding the request: %w", err)
+	}
+	var raw []byte
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-		m.log.LogAttrs(ctx, slog.LevelDebug, "messages", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
-		msg, err := m.svc.New(ctx, params, ropts...)
+		m.log.LogAttrs(ctx, slog.LevelDebug, "messages", slog.String("model", w.Model), slog.Int("attempt", attempt))
+		resp, err := m.post(ctx, body, "application/json")
 		if err != nil {
-			return m.wrap(ctx, err)
+			return err
 		}
-		out = msg
+		defer resp.Body.Close()
+		b, err := provider.ReadBodySize(resp.Body, resp.ContentLength, provider.MaxBodyBytes)
+		if err != nil {
+			return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
+		}
+		raw = b
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return response(out), nil
+	return m.response(raw)
+}
+
+// post sends one request and returns the response when its status is 2xx,
+// or the *model.ProviderError its status and body describe.
+func (m *Model) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
+	resp, err := provider.Post(ctx, m.client, m.url, m.header, accept, body)
+	if err != nil {
+		return nil, m.wrap(ctx, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := provider.ReadBody(resp.Body, 64<<10)
+	var w wireResponse
+	var typ, msg string
+	if json.Unmarshal(b, &w) == nil && w.Error != nil {
+		typ, msg = w.Error.Type, w.Error.Message
+	}
+	if msg == "" {
+		msg = provider.Truncate(string(b), 300)
+	}
+	e := retry.HTTPError(Provider, resp.StatusCode, resp.Header, typ, msg, m.key)
+	if resp.StatusCode == statusOverloaded {
+		e.Retryable = true
+	}
+	return nil, e
+}
+
+// eventError is the ProviderError of an error event inside a 200 stream:
+// no status, retryable for the kinds of error that are transient.
+func (m *Model) eventError(e *wireError, data []byte) *model.ProviderError {
+	var typ, msg string
+	if e != nil {
+		typ, msg = e.Type, e.Message
+	}
+	if msg == "" {
+		msg = provider.Truncate(string(data), 300)
+	}
+	pe := retry.HTTPError(Provider, 0, nil, typ, msg, m.key)
+	pe.Retryable = typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error"
+	return pe
 }
 
 // Stream implements [model.Streamer]: a streaming Messages API call. Text
@@ -234,26 +284,40 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 }
 
 func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	params, ropts, err := m.params(ctx, req)
+	w, err := m.request(ctx, req)
 	if err != nil {
 		yield(model.Chunk{}, err)
 		return
 	}
-	var st interface {
-		Next() bool
-		Current() anth.MessageStreamEventUnion
-		Err() error
-		Close() error
+	w.Stream = true
+	body, err := json.Marshal(w)
+	if err != nil {
+		yield(model.Chunk{}, fmt.Errorf("anthropic: encoding the request: %w", err))
+		return
 	}
+	var (
+		resp  *http.Response
+		evs   *provider.Events
+		first wireEvent
+	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
-		s := m.svc.NewStreaming(ctx, params, ropts...)
-		if s.Next() {
-			st = s
+		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", w.Model), slog.Int("attempt", attempt))
+		r, err := m.post(ctx, body, "text/event-stream")
+		if err != nil {
+			return err
+		}
+		e := provider.NewEvents(r.Body)
+		var ev wireEvent
+		ok, perr := m.nextEvent(e, &ev)
+		if ok && perr == nil {
+			resp, evs, first = r, e, ev
 			return nil
 		}
-		err := s.Err()
-		_ = s.Close()
+		_ = r.Body.Close()
+		if perr != nil {
+			return perr
+		}
+		err = e.Err()
 		if err == nil {
 			err = errEmptyStream
 		}
@@ -263,14 +327,24 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		yield(model.Chunk{}, err)
 		return
 	}
-	defer st.Close()
-	acc := accumulator{model: string(params.Model)}
-	for more := true; more; more = st.Next() {
-		if d := acc.add(st.Current()); d != "" && !yield(model.Chunk{Delta: d}, nil) {
+	defer resp.Body.Close()
+	acc := accumulator{model: w.Model}
+	ev := &first
+	for {
+		if d := acc.add(ev); d != "" && !yield(model.Chunk{Delta: d}, nil) {
 			return
 		}
+		*ev = wireEvent{}
+		ok, perr := m.nextEvent(evs, ev)
+		if perr != nil {
+			yield(model.Chunk{}, perr)
+			return
+		}
+		if !ok {
+			break
+		}
 	}
-	if err := st.Err(); err != nil {
+	if err := evs.Err(); err != nil {
 		yield(model.Chunk{}, m.wrap(ctx, err))
 		return
 	}
@@ -281,96 +355,90 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	yield(model.Chunk{Response: acc.response()}, nil)
 }
 
+// nextEvent reads the next event of a stream into ev, skipping pings and
+// events without data. ok is false at the end of the body (Events.Err says
+// whether it failed); perr is set for an error event or data that is not
+// JSON.
+func (m *Model) nextEvent(e *provider.Events, ev *wireEvent) (ok bool, perr *model.ProviderError) {
+	for e.Next() {
+		typ, data := e.Type(), bytes.TrimSpace(e.Data())
+		if string(typ) == "ping" || len(data) == 0 {
+			continue
+		}
+		if err := decode(data, ev); err != nil {
+			return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: retry.Redact(provider.Truncate(err.Error()+": "+string(data), 300), m.key)}
+		}
+		if len(typ) > 0 {
+			ev.Type = string(typ)
+		}
+		switch ev.Type {
+		case "ping", "":
+			continue
+		case "error":
+			return false, m.eventError(ev.Error, data)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 var (
 	errEmptyStream = errors.New("stream ended before its first event")
 	errTruncated   = errors.New("stream ended before message_stop")
 )
 
-// wrap turns an SDK failure into a *model.ProviderError, or the context's
-// error when ctx has ended.
+// wrap turns a transport failure into a *model.ProviderError, or the
+// context's error when ctx has ended.
 func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
-	var apiErr *anth.Error
-	if errors.As(err, &apiErr) {
-		status := apiErr.StatusCode
-		if status >= 200 && status < 300 {
-			status = 0 // an error event inside a stream
-		}
-		msg := apiErr.Message
-		if msg == "" {
-			msg = provider.Truncate(apiErr.RawJSON(), 300)
-		}
-		var h http.Header
-		if apiErr.Response != nil && status != 0 {
-			h = apiErr.Response.Header
-		}
-		typ := string(apiErr.Type())
-		e := retry.HTTPError(Provider, status, h, typ, msg, m.key)
-		switch {
-		case status == statusOverloaded:
-			e.Retryable = true
-		case status == 0:
-			e.Retryable = typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error"
-		}
-		return e
-	}
 	return retry.NetworkError(Provider, err, m.key)
 }
 
-// params translates a tollgate request into Messages API parameters, and the
-// per-request options it needs.
-func (m *Model) params(ctx context.Context, req *model.Request) (anth.MessageNewParams, []option.RequestOption, error) {
-	var p anth.MessageNewParams
+// request translates a tollgate request into a Messages API request.
+func (m *Model) request(ctx context.Context, req *model.Request) (*wireRequest, error) {
 	id := cmp.Or(req.Model, m.model)
 	if id == "" {
-		return p, nil, errors.New("anthropic: no model ID: set Request.Model or Options.Model")
+		return nil, errors.New("anthropic: no model ID: set Request.Model or Options.Model")
 	}
-	p.Model = anth.Model(id)
-	p.MaxTokens = int64(m.maxTokens) // rule 9: at least 1
+	w := &wireRequest{Model: id, MaxTokens: m.maxTokens} // rule 9: at least 1
 	if req.MaxTokens > 0 {
-		p.MaxTokens = int64(req.MaxTokens)
+		w.MaxTokens = req.MaxTokens
 	}
-
 	seen := make(map[string]bool, len(req.Tools))
 	for i, t := range req.Tools {
 		if !validToolName(t.Name) {
-			return p, nil, fmt.Errorf("anthropic: tool %d: name %q must be 1 to 128 letters, digits, '_' or '-'", i, t.Name)
+			return nil, fmt.Errorf("anthropic: tool %d: name %q must be 1 to 128 letters, digits, '_' or '-'", i, t.Name)
 		}
 		if seen[t.Name] {
-			return p, nil, fmt.Errorf("anthropic: tool %d: name %q is used by an earlier tool; names must be unique", i, t.Name)
+			return nil, fmt.Errorf("anthropic: tool %d: name %q is used by an earlier tool; names must be unique", i, t.Name)
 		}
 		seen[t.Name] = true
 		schema, err := inputSchema(t.InputSchema)
 		if err != nil {
-			return p, nil, fmt.Errorf("anthropic: tool %q: %w", t.Name, err)
+			return nil, fmt.Errorf("anthropic: tool %q: %w", t.Name, err)
 		}
-		tp := anth.ToolParam{Name: t.Name, InputSchema: param.Override[anth.ToolInputSchemaParam](schema)}
-		if t.Description != "" {
-			tp.Description = anth.String(t.Description)
-		}
-		p.Tools = append(p.Tools, anth.ToolUnionParam{OfTool: &tp})
+		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
-		return p, nil, err
+		return nil, err
 	}
-	p.Messages = msgs
+	w.Messages = msgs
 	for _, msg := range req.Messages {
 		if msg.Role == model.RoleSystem && strings.TrimSpace(msg.Content) != "" {
-			p.System = append(p.System, anth.TextBlockParam{Text: msg.Content})
+			w.System = append(w.System, wireText{Type: "text", Text: msg.Content})
 		}
 	}
-	var ropts []option.RequestOption
 	if req.Temperature != nil {
 		if m.temperature {
-			ropts = append(ropts, option.WithJSONSet("temperature", *req.Temperature))
+			w.Temperature = req.Temperature
 		} else {
 			m.log.LogAttrs(ctx, slog.LevelDebug, "temperature not sent: the API version rejects sampling parameters")
 		}
 	}
-	return p, ropts, nil
+	return w, nil
 }
 
 // The Messages API's rules for a request, which [messages] and the tool
@@ -407,8 +475,8 @@ const (
 // turn is one user or assistant turn under construction.
 type turn struct {
 	assistant bool
-	results   []anth.ContentBlockParamUnion // tool_result blocks, user turns only
-	blocks    []anth.ContentBlockParamUnion
+	results   []wireBlock // tool_result blocks, user turns only
+	blocks    []wireBlock
 	calls     []string // tool_use ids, assistant turns only
 }
 
@@ -421,7 +489,7 @@ type turn struct {
 // result, a result that answers no call of the turn before becomes text; a
 // conversation that starts with the assistant gets a short user turn first.
 // The only error is an unknown role, or a transcript with no content at all.
-func messages(in []model.Message) ([]anth.MessageParam, error) {
+func messages(in []model.Message) ([]wireMessage, error) {
 	var turns []*turn
 	last := func(assistant bool) *turn {
 		if n := len(turns); n > 0 && turns[n-1].assistant == assistant {
@@ -437,7 +505,7 @@ func messages(in []model.Message) ([]anth.MessageParam, error) {
 		case model.RoleUser:
 			if strings.TrimSpace(msg.Content) != "" {
 				t := last(false)
-				t.blocks = append(t.blocks, anth.NewTextBlock(msg.Content))
+				t.blocks = append(t.blocks, textBlock(msg.Content))
 			}
 		case model.RoleAssistant:
 			if strings.TrimSpace(msg.Content) == "" && len(msg.ToolCalls) == 0 {
@@ -445,27 +513,24 @@ func messages(in []model.Message) ([]anth.MessageParam, error) {
 			}
 			t := last(true)
 			if strings.TrimSpace(msg.Content) != "" {
-				t.blocks = append(t.blocks, anth.NewTextBlock(msg.Content))
+				t.blocks = append(t.blocks, textBlock(msg.Content))
 			}
 			for _, c := range msg.ToolCalls {
 				id := toolUseID(c.ID)
-				t.blocks = append(t.blocks, anth.NewToolUseBlock(id, inputObject(c.Arguments), c.Name))
+				t.blocks = append(t.blocks, wireBlock{Type: "tool_use", ID: id, Name: c.Name, Input: inputObject(c.Arguments)})
 				t.calls = append(t.calls, id)
 			}
 		case model.RoleTool:
-			tr := anth.ToolResultBlockParam{ToolUseID: toolUseID(msg.ToolCallID)}
+			tr := wireBlock{Type: "tool_result", ToolUseID: toolUseID(msg.ToolCallID), IsError: msg.IsError}
 			text := msg.Content
 			if msg.IsError && strings.TrimSpace(text) == "" {
 				text = emptyErrorText
 			}
 			if text != "" {
-				tr.Content = []anth.ToolResultBlockParamContentUnion{{OfText: &anth.TextBlockParam{Text: text}}}
-			}
-			if msg.IsError {
-				tr.IsError = anth.Bool(true)
+				tr.Content = []wireText{{Type: "text", Text: text}}
 			}
 			t := last(false)
-			t.results = append(t.results, anth.ContentBlockParamUnion{OfToolResult: &tr})
+			t.results = append(t.results, tr)
 		default:
 			return nil, fmt.Errorf("anthropic: message %d has unknown role %q", i, msg.Role)
 		}
@@ -492,18 +557,18 @@ func messages(in []model.Message) ([]anth.MessageParam, error) {
 		return nil, errors.New("anthropic: the request has no user or assistant content (the Messages API needs at least one message)")
 	}
 	if turns[0].assistant {
-		turns = append([]*turn{{blocks: []anth.ContentBlockParamUnion{anth.NewTextBlock(continueText)}}}, turns...)
+		turns = append([]*turn{{blocks: []wireBlock{textBlock(continueText)}}}, turns...)
 	}
-	out := make([]anth.MessageParam, 0, len(turns))
+	out := make([]wireMessage, 0, len(turns))
 	for i, t := range turns {
 		if t.assistant {
 			if i == len(turns)-1 {
 				trimFinalText(t.blocks)
 			}
-			out = append(out, anth.NewAssistantMessage(t.blocks...))
+			out = append(out, wireMessage{Role: "assistant", Content: t.blocks})
 			continue
 		}
-		out = append(out, anth.NewUserMessage(append(t.results, t.blocks...)...))
+		out = append(out, wireMessage{Role: "user", Content: append(t.results, t.blocks...)})
 	}
 	return out, nil
 }
@@ -513,47 +578,41 @@ func messages(in []model.Message) ([]anth.MessageParam, error) {
 // order (an error result for a call without one), and the turn's other
 // blocks, after text blocks that stand for the results that answer no call
 // (or a call answered already).
-func pairResults(calls []string, results, blocks []anth.ContentBlockParamUnion) ([]anth.ContentBlockParamUnion, []anth.ContentBlockParamUnion) {
-	byID := make(map[string]anth.ContentBlockParamUnion, len(results))
-	var orphans []anth.ContentBlockParamUnion
+func pairResults(calls []string, results, blocks []wireBlock) ([]wireBlock, []wireBlock) {
+	byID := make(map[string]wireBlock, len(results))
+	var orphans []wireBlock
 	want := make(map[string]bool, len(calls))
 	for _, id := range calls {
 		want[id] = true
 	}
 	for _, r := range results {
-		id := r.OfToolResult.ToolUseID
+		id := r.ToolUseID
 		if _, dup := byID[id]; dup || !want[id] {
 			orphans = append(orphans, r)
 			continue
 		}
 		byID[id] = r
 	}
-	out := make([]anth.ContentBlockParamUnion, 0, len(calls))
+	out := make([]wireBlock, 0, len(calls))
 	for _, id := range calls {
 		r, ok := byID[id]
 		if !ok {
-			r = anth.ContentBlockParamUnion{OfToolResult: &anth.ToolResultBlockParam{
-				ToolUseID: id, IsError: anth.Bool(true),
-				Content: []anth.ToolResultBlockParamContentUnion{{OfText: &anth.TextBlockParam{Text: missingResultText}}},
-			}}
+			r = wireBlock{Type: "tool_result", ToolUseID: id, IsError: true, Content: []wireText{{Type: "text", Text: missingResultText}}}
 		}
 		out = append(out, r)
 	}
-	texts := make([]anth.ContentBlockParamUnion, 0, len(orphans)+len(blocks))
-	for _, r := range orphans {
-		tr := r.OfToolResult
+	texts := make([]wireBlock, 0, len(orphans)+len(blocks))
+	for _, tr := range orphans {
 		var text strings.Builder
 		fmt.Fprintf(&text, "result of tool call %s", tr.ToolUseID)
-		if tr.IsError.Valid() && tr.IsError.Value {
+		if tr.IsError {
 			text.WriteString(" (error)")
 		}
 		text.WriteString(":")
 		for _, c := range tr.Content {
-			if c.OfText != nil {
-				text.WriteString(" " + c.OfText.Text)
-			}
+			text.WriteString(" " + c.Text)
 		}
-		texts = append(texts, anth.NewTextBlock(text.String()))
+		texts = append(texts, textBlock(text.String()))
 	}
 	return out, append(texts, blocks...)
 }
@@ -561,9 +620,9 @@ func pairResults(calls []string, results, blocks []anth.ContentBlockParamUnion) 
 // trimFinalText removes trailing whitespace from the last block of the final
 // assistant turn when it is text (rule 2). The block stays non-empty: blank
 // text blocks are never added.
-func trimFinalText(blocks []anth.ContentBlockParamUnion) {
-	if n := len(blocks); n > 0 && blocks[n-1].OfText != nil {
-		blocks[n-1].OfText.Text = strings.TrimRightFunc(blocks[n-1].OfText.Text, unicode.IsSpace)
+func trimFinalText(blocks []wireBlock) {
+	if n := len(blocks); n > 0 && blocks[n-1].Type == "text" {
+		blocks[n-1].Text = strings.TrimRightFunc(blocks[n-1].Text, unicode.IsSpace)
 	}
 }
 
@@ -643,8 +702,16 @@ func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
 	return schema, nil
 }
 
-// response translates a message into a tollgate response.
-func response(msg *anth.Message) *model.Response {
+// response translates a message, as the server sent it, into a tollgate
+// response.
+func (m *Model) response(raw []byte) (*model.Response, error) {
+	var msg wireResponse
+	if err := decode(raw, &msg); err != nil {
+		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON message", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
+	}
+	if msg.Type == "error" || msg.Error != nil {
+		return nil, m.eventError(msg.Error, raw)
+	}
 	out := model.Message{Role: model.RoleAssistant}
 	var text strings.Builder
 	for _, b := range msg.Content {
@@ -656,14 +723,14 @@ func response(msg *anth.Message) *model.Response {
 		}
 	}
 	out.Content = text.String()
-	u := msg.Usage
+	u := parseUsage(msg.Usage)
 	return &model.Response{
 		Message:      out,
-		Usage:        usage(u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens, u.OutputTokens),
+		Usage:        usage(u.input(), u.OutputTokens),
 		FinishReason: finishReason(msg.StopReason),
-		Model:        string(msg.Model),
-		Raw:          json.RawMessage(msg.RawJSON()),
-	}
+		Model:        msg.Model,
+		Raw:          json.RawMessage(raw),
+	}, nil
 }
 
 func arguments(b []byte) json.RawMessage {
@@ -685,15 +752,15 @@ func usage(in, out int64) model.Usage {
 // stop, tool_use is tool_calls, max_tokens and model_context_window_exceeded
 // are length, refusal is content_filter; pause_turn and anything else are
 // other.
-func finishReason(r anth.StopReason) model.FinishReason {
+func finishReason(r string) model.FinishReason {
 	switch r {
-	case anth.StopReasonEndTurn, anth.StopReasonStopSequence:
+	case "end_turn", "stop_sequence":
 		return model.FinishStop
-	case anth.StopReasonToolUse:
+	case "tool_use":
 		return model.FinishToolCalls
-	case anth.StopReasonMaxTokens, anth.StopReasonModelContextWindowExceeded:
+	case "max_tokens", "model_context_window_exceeded":
 		return model.FinishLength
-	case anth.StopReasonRefusal:
+	case "refusal":
 		return model.FinishContentFilter
 	}
 	return model.FinishOther
@@ -702,70 +769,103 @@ func finishReason(r anth.StopReason) model.FinishReason {
 // accumulator assembles a streamed message.
 type accumulator struct {
 	text    strings.Builder
-	blocks  map[int64]*toolBlock
-	order   []*toolBlock
-	stop    anth.StopReason
+	blocks  map[int64]*block
+	order   []*block // every content block, in order of content_block_start
+	tools   []*block // the tool_use blocks among them
+	stop    string
 	in, out int64
 	model   string
 	stopped bool
-	// msg is the message as the SDK assembles it from the same events, for
-	// Response.Raw; rawErr is its first failure (Raw is then left empty).
-	msg    anth.Message
-	rawErr error
+	// For Response.Raw: message_start's message, and its usage updated by
+	// message_delta's, key by key.
+	start    wireRawMessage
+	rawUsage map[string]json.RawMessage
 }
 
-type toolBlock struct {
-	id, name string
-	start    string // the input of content_block_start
-	input    strings.Builder
+// wireRawMessage is the message of message_start, its fields kept as sent.
+type wireRawMessage struct {
+	ID           string          `json:"id"`
+	Type         string          `json:"type"`
+	Role         string          `json:"role"`
+	Model        string          `json:"model"`
+	StopSequence json.RawMessage `json:"stop_sequence"`
+	Usage        json.RawMessage `json:"usage"`
+}
+
+// block is one content block of a stream.
+type block struct {
+	typ       string
+	start     json.RawMessage // content_block_start's block, as sent
+	id, name  string
+	startIn   json.RawMessage // the input of content_block_start
+	text      strings.Builder // text, or thinking
+	input     strings.Builder // input_json_delta pieces
+	signature string
 }
 
 // arguments returns the block's input: the input_json_delta pieces when any
 // arrived, else the input of content_block_start.
-func (b *toolBlock) arguments() json.RawMessage {
+func (b *block) arguments() json.RawMessage {
 	if b.input.Len() > 0 {
 		return arguments([]byte(b.input.String()))
 	}
-	return arguments([]byte(b.start))
+	return arguments(b.startIn)
 }
 
 // add takes in one event and returns its text delta.
-func (a *accumulator) add(ev anth.MessageStreamEventUnion) string {
-	if a.rawErr == nil {
-		a.rawErr = a.msg.Accumulate(ev)
-	}
+func (a *accumulator) add(ev *wireEvent) string {
 	switch ev.Type {
 	case "message_start":
-		if ev.Message.Model != "" {
-			a.model = string(ev.Message.Model)
+		var msg wireRawMessage
+		_ = decode(ev.Message, &msg)
+		a.start = msg
+		if msg.Model != "" {
+			a.model = msg.Model
 		}
-		u := ev.Message.Usage
-		a.in = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-		a.out = u.OutputTokens
+		u := parseUsage(msg.Usage)
+		a.in, a.out = u.input(), u.OutputTokens
+		a.mergeUsage(msg.Usage)
 	case "content_block_start":
-		switch ev.ContentBlock.Type {
+		var cb wireBlockOut
+		_ = decode(ev.ContentBlock, &cb)
+		if a.blocks == nil {
+			a.blocks = map[int64]*block{}
+		}
+		b := &block{typ: cb.Type, start: bytes.Clone(ev.ContentBlock), id: cb.ID, name: cb.Name}
+		a.blocks[ev.Index] = b
+		a.order = append(a.order, b)
+		switch cb.Type {
 		case "text":
-			a.text.WriteString(ev.ContentBlock.Text)
-			return ev.ContentBlock.Text
+			b.text.WriteString(cb.Text)
+			a.text.WriteString(cb.Text)
+			return cb.Text
 		case "tool_use":
-			if a.blocks == nil {
-				a.blocks = map[int64]*toolBlock{}
-			}
 			// Anthropic sends input {} here and the input in
 			// input_json_delta pieces; some compatible servers send the
 			// whole input here and no delta.
-			b := &toolBlock{id: ev.ContentBlock.ID, name: ev.ContentBlock.Name, start: ev.ContentBlock.JSON.Input.Raw()}
-			a.blocks[ev.Index] = b
-			a.order = append(a.order, b)
+			b.startIn = bytes.Clone(cb.Input)
+			a.tools = append(a.tools, b)
 		}
 	case "content_block_delta":
+		b := a.blocks[ev.Index]
 		switch ev.Delta.Type {
 		case "text_delta":
+			if b != nil {
+				b.text.WriteString(ev.Delta.Text)
+			}
 			a.text.WriteString(ev.Delta.Text)
 			return ev.Delta.Text
 		case "input_json_delta":
-			if b := a.blocks[ev.Index]; b != nil {
+			if b != nil {
 				b.input.WriteString(ev.Delta.PartialJSON)
+			}
+		case "thinking_delta":
+			if b != nil {
+				b.text.WriteString(ev.Delta.Thinking)
+			}
+		case "signature_delta":
+			if b != nil {
+				b.signature += ev.Delta.Signature
 			}
 		}
 	case "message_delta":
@@ -773,21 +873,43 @@ func (a *accumulator) add(ev anth.MessageStreamEventUnion) string {
 			a.stop = ev.Delta.StopReason
 		}
 		// message_delta usage is cumulative.
-		if ev.Usage.OutputTokens != 0 {
-			a.out = ev.Usage.OutputTokens
+		u := parseUsage(ev.Usage)
+		if u.OutputTokens != 0 {
+			a.out = u.OutputTokens
 		}
-		if in := ev.Usage.InputTokens + ev.Usage.CacheCreationInputTokens + ev.Usage.CacheReadInputTokens; in != 0 {
+		if in := u.input(); in != 0 {
 			a.in = in
 		}
+		a.mergeUsage(ev.Usage)
 	case "message_stop":
 		a.stopped = true
 	}
 	return ""
 }
 
+// mergeUsage sets the keys of a usage object that are not null on the
+// usage of Response.Raw.
+func (a *accumulator) mergeUsage(raw json.RawMessage) {
+	if !present(raw) {
+		return
+	}
+	var u map[string]json.RawMessage
+	if json.Unmarshal(raw, &u) != nil {
+		return
+	}
+	if a.rawUsage == nil {
+		a.rawUsage = make(map[string]json.RawMessage, len(u))
+	}
+	for k, v := range u {
+		if present(v) {
+			a.rawUsage[k] = v
+		}
+	}
+}
+
 func (a *accumulator) response() *model.Response {
 	msg := model.Message{Role: model.RoleAssistant, Content: a.text.String()}
-	for _, b := range a.order {
+	for _, b := range a.tools {
 		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: b.id, Name: b.name, Arguments: b.arguments()})
 	}
 	return &model.Response{
@@ -799,12 +921,63 @@ func (a *accumulator) response() *model.Response {
 	}
 }
 
-// raw is the streamed message as the API returns it without streaming (id,
-// model, content, stop_reason, usage), assembled by the SDK.
+// raw is the streamed message as the API returns it without streaming: id,
+// type, role and model of message_start, the content blocks (text, thinking
+// with its signature, tool_use with the assembled input, any other block as
+// content_block_start sent it), stop_reason, stop_sequence, and the usage of
+// message_start updated by message_delta's.
 func (a *accumulator) raw() json.RawMessage {
-	r := a.msg.RawJSON()
-	if a.rawErr != nil || !json.Valid([]byte(r)) {
+	content := make([]json.RawMessage, 0, len(a.order))
+	for _, b := range a.order {
+		var v any
+		switch b.typ {
+		case "text":
+			v = wireText{Type: "text", Text: b.text.String()}
+		case "thinking":
+			v = struct {
+				Type      string `json:"type"`
+				Thinking  string `json:"thinking"`
+				Signature string `json:"signature"`
+			}{"thinking", b.text.String(), b.signature}
+		case "tool_use":
+			in := b.arguments()
+			if !bytes.HasPrefix(in, []byte("{")) {
+				in = json.RawMessage("{}")
+			}
+			v = wireBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: in}
+		default:
+			if !present(b.start) {
+				continue
+			}
+			content = append(content, b.start)
+			continue
+		}
+		bs, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		content = append(content, bs)
+	}
+	stopSeq := a.start.StopSequence
+	if !present(stopSeq) {
+		stopSeq = json.RawMessage("null")
+	}
+	var stop *string
+	if a.stop != "" {
+		stop = &a.stop
+	}
+	b, err := json.Marshal(struct {
+		ID           string                     `json:"id"`
+		Type         string                     `json:"type"`
+		Role         string                     `json:"role"`
+		Model        string                     `json:"model"`
+		Content      []json.RawMessage          `json:"content"`
+		StopReason   *string                    `json:"stop_reason"`
+		StopSequence json.RawMessage            `json:"stop_sequence"`
+		Usage        map[string]json.RawMessage `json:"usage"`
+	}{a.start.ID, "message", "assistant", a.model, content, stop, stopSeq, a.rawUsage})
+	if err != nil {
 		return nil
 	}
-	return json.RawMessage(r)
+	return b
 }

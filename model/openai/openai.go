@@ -1,6 +1,9 @@
 // Package openai is tollgate's provider for the OpenAI Chat Completions API
-// and the servers that speak it (OpenRouter, Ollama, vLLM, LM Studio, ...),
-// built on the official SDK github.com/openai/openai-go/v3.
+// and the servers that speak it (OpenRouter, Ollama, vLLM, LM Studio, ...).
+// It speaks the wire format itself, with net/http and encoding/json; the
+// official SDK github.com/openai/openai-go/v3 is its test oracle: the tests
+// decode the requests it sends and the answers it reads with the SDK's own
+// types and compare.
 //
 // It only translates: tollgate's [model.Request] becomes a Chat Completions
 // request (system, user, assistant messages with tool calls, tool messages
@@ -17,12 +20,13 @@
 // format: https://platform.openai.com/docs/api-reference/chat.
 //
 // Failures are retried by the shared policy of internal/retry (429, 500,
-// 502, 503, 504, network errors; Retry-After in seconds honoured); the SDK's
-// own retries are off. A failure is a *model.ProviderError whose text never
-// contains the API key. The key is sent as "Authorization: Bearer <key>" and
-// comes only from [Options]; [KeyFromEnv] is the documented way to read it
-// from the environment. The package never reads other environment variables
-// (the SDK's OPENAI_BASE_URL and friends are not consulted).
+// 502, 503, 504, network errors; Retry-After in seconds honoured). A failure
+// is a *model.ProviderError whose text never contains the API key. The key
+// is sent as "Authorization: Bearer <key>" and comes only from [Options];
+// [KeyFromEnv] is the documented way to read it from the environment. The
+// package never reads other environment variables (OPENAI_BASE_URL and
+// friends are not consulted). A JSON answer is bounded to 32 MiB and one
+// event of a stream to 8 MiB.
 package openai
 
 import (
@@ -40,12 +44,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
@@ -107,7 +105,9 @@ const DefaultTimeout = provider.DefaultTimeout
 // Model is an OpenAI Chat Completions model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
 type Model struct {
-	svc     oai.ChatCompletionService
+	client  *http.Client
+	url     string      // the chat completions endpoint
+	header  http.Header // Authorization and Options.Headers
 	model   string
 	key     string
 	policy  retry.Policy
@@ -131,17 +131,15 @@ func New(opts *Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	ropts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(cmp.Or(o.HTTPClient, http.DefaultClient)),
-		option.WithMaxRetries(0), // one retry mechanism: internal/retry
-	}
+	header := http.Header{"User-Agent": {"tollgate (model/openai)"}}
 	if o.APIKey != "" {
-		ropts = append(ropts, option.WithAPIKey(o.APIKey))
+		header.Set("Authorization", "Bearer "+o.APIKey)
 	}
-	ropts = append(ropts, provider.Headers(o.Headers, option.WithHeader, option.WithHeaderAdd)...)
+	provider.Headers(o.Headers, func(k, v string) any { header.Set(k, v); return nil }, func(k, v string) any { header.Add(k, v); return nil })
 	return &Model{
-		svc:     oai.NewChatCompletionService(ropts...),
+		client:  cmp.Or(o.HTTPClient, http.DefaultClient),
+		url:     base + "chat/completions",
+		header:  header,
 		model:   o.Model,
 		key:     o.APIKey,
 		policy:  retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
@@ -177,24 +175,75 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 }
 
 func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	params, err := m.params(req)
+	w, err := m.request(req)
 	if err != nil {
 		return nil, err
 	}
-	var out *oai.ChatCompletion
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("openai: encoding the request: %w", err)
+	}
+	var raw []byte
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
-		c, err := m.svc.New(ctx, params)
+		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion", slog.String("model", w.Model), slog.Int("attempt", attempt))
+		resp, err := m.post(ctx, body, "application/json")
 		if err != nil {
-			return m.wrap(ctx, err)
+			return err
 		}
-		out = c
+		defer resp.Body.Close()
+		b, err := provider.ReadBodySize(resp.Body, resp.ContentLength, provider.MaxBodyBytes)
+		if err != nil {
+			return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
+		}
+		raw = b
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return m.response(out)
+	return m.response(raw)
+}
+
+// post sends one request and returns the response when its status is 2xx,
+// or the *model.ProviderError its status and body describe.
+func (m *Model) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
+	resp, err := provider.Post(ctx, m.client, m.url, m.header, accept, body)
+	if err != nil {
+		return nil, m.wrap(ctx, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := provider.ReadBody(resp.Body, 64<<10)
+	return nil, m.statusError(resp.StatusCode, resp.Header, b)
+}
+
+// statusError is the ProviderError of a non-2xx answer: the error object of
+// body ({"error":{"message","type","code"}}, {"error":"text"}, or a flat
+// {"message","type","code"}), its code, else its type, as the error's type;
+// else the body's first 300 bytes as its message.
+func (m *Model) statusError(status int, h http.Header, body []byte) *model.ProviderError {
+	var w wireError
+	if json.Unmarshal(body, &w) == nil && len(w.Error) > 0 && string(w.Error) != "null" {
+		var text string
+		if json.Unmarshal(w.Error, &text) == nil {
+			w = wireError{Message: text}
+		} else {
+			var inner wireError
+			_ = json.Unmarshal(w.Error, &inner)
+			w = inner
+		}
+	}
+	code := strings.Trim(string(w.Code), `"`)
+	if code == "null" {
+		code = ""
+	}
+	msg := w.Message
+	if msg == "" {
+		msg = provider.Truncate(string(body), 300)
+	}
+	return retry.HTTPError(Provider, status, h, cmp.Or(code, w.Type), msg, m.key)
 }
 
 // Stream implements [model.Streamer]: a streaming Chat Completions call.
@@ -215,33 +264,42 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 }
 
 func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	params, err := m.params(req)
+	w, err := m.request(req)
 	if err != nil {
 		yield(model.Chunk{}, err)
 		return
 	}
-	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
-	var st interface {
-		Next() bool
-		Current() oai.ChatCompletionChunk
-		Err() error
-		Close() error
+	w.Stream, w.StreamOptions = true, &wireStreamOptions{IncludeUsage: true}
+	body, err := json.Marshal(w)
+	if err != nil {
+		yield(model.Chunk{}, fmt.Errorf("openai: encoding the request: %w", err))
+		return
 	}
+	var (
+		resp  *http.Response
+		ev    *provider.Events
+		first wireCompletion
+	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", string(params.Model)), slog.Int("attempt", attempt))
-		s := m.svc.NewStreaming(ctx, params)
-		if s.Next() {
-			// A server that fails at once may still answer 200 and send
-			// the error as the first event (vLLM): retry it like a status.
-			if e := chunkError(s.Current()); e != nil {
-				_ = s.Close()
-				return m.redact(e)
-			}
-			st = s
+		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", w.Model), slog.Int("attempt", attempt))
+		r, err := m.post(ctx, body, "text/event-stream")
+		if err != nil {
+			return err
+		}
+		e := provider.NewEvents(r.Body)
+		var c wireCompletion
+		ok, perr := nextChunk(e, &c)
+		if ok && perr == nil {
+			resp, ev, first = r, e, c
 			return nil
 		}
-		err := s.Err()
-		_ = s.Close()
+		_ = r.Body.Close()
+		// A server that fails at once may still answer 200 and send the
+		// error as the first event (vLLM): retry it like a status.
+		if perr != nil {
+			return m.redact(perr)
+		}
+		err = e.Err()
 		if err == nil {
 			err = errEmptyStream
 		}
@@ -251,131 +309,96 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		yield(model.Chunk{}, err)
 		return
 	}
-	defer st.Close()
-	var acc accumulator
-	for more := true; more; more = st.Next() {
-		d, err := acc.add(st.Current())
-		if err != nil {
-			yield(model.Chunk{}, m.redact(err))
+	defer resp.Body.Close()
+	acc := accumulator{}
+	c := &first
+	for {
+		d, perr := acc.add(c)
+		if perr != nil {
+			yield(model.Chunk{}, m.redact(perr))
 			return
 		}
 		if d != "" && !yield(model.Chunk{Delta: d}, nil) {
 			return
 		}
+		*c = wireCompletion{}
+		ok, perr := nextChunk(ev, c)
+		if perr != nil {
+			yield(model.Chunk{}, m.redact(perr))
+			return
+		}
+		if !ok {
+			break
+		}
 	}
-	if err := st.Err(); err != nil {
+	if err := ev.Err(); err != nil {
 		yield(model.Chunk{}, m.wrap(ctx, err))
 		return
 	}
-	resp, perr := acc.response()
+	out, perr := acc.response()
 	if perr != nil {
 		yield(model.Chunk{}, m.redact(perr))
 		return
 	}
-	if resp.Model == "" {
-		resp.Model = string(params.Model)
+	if out.Model == "" {
+		out.Model = w.Model
 	}
-	yield(model.Chunk{Response: resp}, nil)
+	yield(model.Chunk{Response: out}, nil)
+}
+
+// nextChunk reads the next chunk of a stream into c. ok is false at the end
+// of the stream ("data: [DONE]", or the end of the body: Events.Err tells
+// which), perr is set when the event is an error object, or a chunk that
+// stands for an error, or data that is not JSON.
+func nextChunk(e *provider.Events, c *wireCompletion) (ok bool, perr *model.ProviderError) {
+	if !e.Next() {
+		return false, nil
+	}
+	data := e.Data()
+	if bytes.HasPrefix(data, []byte("[DONE]")) {
+		return false, nil
+	}
+	if err := decode(data, c); err != nil {
+		return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: provider.Truncate(err.Error()+": "+string(data), 300)}
+	}
+	if hasUsage(c.Error) {
+		if pe := eventError(data); pe != nil {
+			return false, pe
+		}
+	}
+	if pe := chunkError(c, data); pe != nil {
+		return false, pe
+	}
+	return true, nil
 }
 
 var errEmptyStream = errors.New("stream ended before its first event")
 
-// wrap turns an SDK failure into a *model.ProviderError, or the context's
-// error when ctx has ended.
+// wrap turns a transport failure into a *model.ProviderError, or the
+// context's error when ctx has ended.
 func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		if e := eventError(se.Event.Data); e != nil {
-			return m.redact(e)
-		}
-	}
-	var apiErr *oai.Error
-	if errors.As(err, &apiErr) {
-		msg := apiErr.Message
-		if msg == "" && !apiErr.JSON.Message.Valid() {
-			msg = provider.Truncate(apiErr.RawJSON(), 300)
-		}
-		var h http.Header
-		if apiErr.Response != nil {
-			h = apiErr.Response.Header
-		}
-		return retry.HTTPError(Provider, apiErr.StatusCode, h, cmp.Or(apiErr.Code, apiErr.Type), msg, m.key)
-	}
 	return retry.NetworkError(Provider, err, m.key)
 }
 
-// params translates a tollgate request into Chat Completions parameters.
-func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) {
-	var p oai.ChatCompletionNewParams
-	id := cmp.Or(req.Model, m.model)
-	if id == "" {
-		return p, errors.New("openai: no model ID: set Request.Model or Options.Model")
+// response translates a chat completion, as the server sent it, into a
+// tollgate response.
+func (m *Model) response(raw []byte) (*model.Response, error) {
+	var c wireCompletion
+	if err := decode(raw, &c); err != nil {
+		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON chat completion", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
-	p.Model = shared.ChatModel(id)
-	for i, msg := range req.Messages {
-		switch msg.Role {
-		case model.RoleSystem:
-			p.Messages = append(p.Messages, oai.SystemMessage(msg.Content))
-		case model.RoleUser:
-			p.Messages = append(p.Messages, oai.UserMessage(msg.Content))
-		case model.RoleAssistant:
-			a := oai.ChatCompletionAssistantMessageParam{}
-			if msg.Content != "" || len(msg.ToolCalls) == 0 {
-				a.Content.OfString = oai.String(msg.Content)
-			}
-			for _, c := range msg.ToolCalls {
-				args := wireArguments(c.Arguments)
-				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
-						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args},
-					},
-				})
-			}
-			p.Messages = append(p.Messages, oai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		case model.RoleTool:
-			p.Messages = append(p.Messages, oai.ToolMessage(msg.Content, msg.ToolCallID))
-		default:
-			return p, fmt.Errorf("openai: message %d has unknown role %q", i, msg.Role)
-		}
-	}
-	for _, t := range req.Tools {
-		schema := map[string]any{"type": "object", "properties": map[string]any{}}
-		if len(t.InputSchema) > 0 {
-			schema = nil
-			if err := json.Unmarshal(t.InputSchema, &schema); err != nil || schema == nil {
-				return p, fmt.Errorf("openai: tool %q: input schema is not a JSON object", t.Name)
-			}
-		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			fd.Description = oai.String(t.Description)
-		}
-		p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
-	}
-	if req.MaxTokens > 0 {
-		p.MaxCompletionTokens = oai.Int(int64(req.MaxTokens))
-	}
-	if req.Temperature != nil {
-		p.Temperature = param.NewOpt(*req.Temperature)
-	}
-	return p, nil
-}
-
-// response translates a chat completion into a tollgate response.
-func (m *Model) response(c *oai.ChatCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
-		if e := eventError([]byte(c.RawJSON())); e != nil {
+		if e := eventError(raw); e != nil {
 			return nil, m.redact(e)
 		}
 		return nil, &model.ProviderError{Provider: Provider, Message: "response has no choices"}
 	}
 	ch := c.Choices[0]
 	if ch.FinishReason == "error" {
-		if e := eventError([]byte(c.RawJSON())); e != nil {
+		if e := eventError(raw); e != nil {
 			return nil, m.redact(e)
 		}
 		return nil, &model.ProviderError{Provider: Provider, Message: `the server answered with finish_reason "error"`}
@@ -389,10 +412,10 @@ func (m *Model) response(c *oai.ChatCompletion) (*model.Response, error) {
 	}
 	return &model.Response{
 		Message:      msg,
-		Usage:        usage(c.Usage),
+		Usage:        usage(parseUsage(c.Usage)),
 		FinishReason: finishReason(ch.FinishReason, len(msg.ToolCalls) > 0),
 		Model:        c.Model,
-		Raw:          json.RawMessage(c.RawJSON()),
+		Raw:          json.RawMessage(raw),
 	}, nil
 }
 
@@ -428,7 +451,7 @@ func wireArguments(args json.RawMessage) string {
 	return string(args)
 }
 
-func usage(u oai.CompletionUsage) model.Usage {
+func usage(u wireUsage) model.Usage {
 	out := model.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens), TotalTokens: int(u.TotalTokens)}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = out.InputTokens + out.OutputTokens
@@ -515,20 +538,20 @@ func eventError(data []byte) *model.ProviderError {
 }
 
 // chunkError returns the error a decoded chunk stands for: an error object
-// that the SDK decoded as a chunk because it has no "error" key (vLLM's flat
-// shape), or a choice finished with finish_reason "error" (OpenRouter, some
-// gateways). It returns nil for an ordinary chunk.
-func chunkError(c oai.ChatCompletionChunk) *model.ProviderError {
+// without an "error" key (vLLM's flat shape), or a choice finished with
+// finish_reason "error" (OpenRouter, some gateways). It returns nil for an
+// ordinary chunk. data is the chunk as sent.
+func chunkError(c *wireCompletion, data []byte) *model.ProviderError {
 	for _, ch := range c.Choices {
 		if ch.FinishReason == "error" {
-			if e := eventError([]byte(c.RawJSON())); e != nil {
+			if e := eventError(data); e != nil {
 				return e
 			}
 			return &model.ProviderError{Provider: Provider, Message: `the server ended the stream with finish_reason "error"`}
 		}
 	}
-	if len(c.Choices) == 0 && !c.JSON.Usage.Valid() {
-		return eventError([]byte(c.RawJSON()))
+	if len(c.Choices) == 0 && !hasUsage(c.Usage) {
+		return eventError(data)
 	}
 	return nil
 }
@@ -550,7 +573,7 @@ type accumulator struct {
 	calls  []*callBuilder // in order of first appearance
 	byIdx  map[int64]*callBuilder
 	finish string
-	usage  oai.CompletionUsage
+	usage  wireUsage
 	model  string
 	// For Response.Raw: the completion's id, creation time, fingerprint and
 	// service tier, and its usage as the provider sent it.
@@ -566,21 +589,19 @@ type callBuilder struct {
 
 // add takes in one chunk and returns its text delta, or the error the chunk
 // reports.
-func (a *accumulator) add(c oai.ChatCompletionChunk) (string, *model.ProviderError) {
-	if e := chunkError(c); e != nil {
-		return "", e
-	}
+func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 	if c.Model != "" {
 		a.model = c.Model
 	}
 	a.id, a.created = cmp.Or(c.ID, a.id), cmp.Or(c.Created, a.created)
-	a.fingerprint, a.tier = cmp.Or(c.SystemFingerprint, a.fingerprint), cmp.Or(string(c.ServiceTier), a.tier)
-	if c.JSON.Usage.Valid() && (c.Usage.PromptTokens != 0 || c.Usage.CompletionTokens != 0 || c.Usage.TotalTokens != 0) {
-		a.usage = c.Usage
-		a.rawUsage = json.RawMessage(c.JSON.Usage.Raw())
+	a.fingerprint, a.tier = cmp.Or(c.SystemFingerprint, a.fingerprint), cmp.Or(c.ServiceTier, a.tier)
+	if u := parseUsage(c.Usage); u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0 {
+		a.usage = u
+		a.rawUsage = bytes.Clone(c.Usage)
 	}
 	var delta string
-	for _, ch := range c.Choices {
+	for i := range c.Choices {
+		ch := &c.Choices[i]
 		if ch.Index != 0 {
 			continue
 		}

@@ -1,0 +1,136 @@
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type event struct{ Type, Data string }
+
+func readEvents(r io.Reader) ([]event, error) {
+	e := NewEvents(r)
+	var out []event
+	for e.Next() {
+		out = append(out, event{string(e.Type()), string(e.Data())})
+	}
+	return out, e.Err()
+}
+
+func TestEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []event
+	}{
+		{"data only", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []event{{"", `{"a":1}`}, {"", "[DONE]"}}},
+		{"typed", "event: message_start\ndata: {}\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n", []event{{"message_start", "{}"}, {"ping", `{"type": "ping"}`}}},
+		{"no space after the colon", "event:x\ndata:y\n\n", []event{{"x", "y"}}},
+		{"several data lines", "data: a\ndata: b\n\n", []event{{"", "a\nb"}}},
+		{"comments and other fields", ": keep-alive\nid: 7\nretry: 10\ndata: a\n\n", []event{{"", "a"}}},
+		{"CRLF", "data: a\r\n\r\ndata: b\r\n\r\n", []event{{"", "a"}, {"", "b"}}},
+		{"blank lines between", "\n\n\ndata: a\n\n\n\n", []event{{"", "a"}}},
+		{"an event type without data is dropped", "event: x\n\ndata: a\n\n", []event{{"", "a"}}},
+		{"empty data is an event", "data:\n\n", []event{{"", ""}}},
+		{"an event cut off by the end is not dispatched", "data: a\n\ndata: {\"cut", []event{{"", "a"}}},
+		{"no blank line before the end", "data: a\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readEvents(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			// The same, one byte at a time.
+			got, err = readEvents(iotest.OneByteReader(strings.NewReader(tc.in)))
+			if err != nil || !cmp.Equal(tc.want, got) {
+				t.Errorf("one byte at a time: %v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestEventsLimits(t *testing.T) {
+	// One line longer than the limit.
+	long := "data: " + strings.Repeat("x", MaxEventBytes+1) + "\n\n"
+	if _, err := readEvents(strings.NewReader(long)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a line over the limit: %v, want ErrTooLarge", err)
+	}
+	// Many lines of one event, together over the limit.
+	var b strings.Builder
+	line := "data: " + strings.Repeat("y", 1<<20) + "\n"
+	for b.Len() <= MaxEventBytes+len(line) {
+		b.WriteString(line)
+	}
+	if _, err := readEvents(strings.NewReader(b.String() + "\n")); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("an event over the limit: %v, want ErrTooLarge", err)
+	}
+	// A read error ends the events with it.
+	boom := errors.New("boom")
+	if _, err := readEvents(io.MultiReader(strings.NewReader("data: a\n\n"), iotest.ErrReader(boom))); !errors.Is(err, boom) {
+		t.Errorf("read error: %v", err)
+	}
+}
+
+func TestReadBodySize(t *testing.T) {
+	for _, tc := range []struct {
+		body        string
+		size, limit int64
+		want        string
+		err         error
+	}{
+		{"12345", 5, 10, "12345", nil},
+		{"", 0, 10, "", nil},
+		{"1234567", 5, 10, "1234567", nil}, // longer than announced
+		{"123", 5, 10, "", io.ErrUnexpectedEOF},
+		{"", 5, 10, "", io.ErrUnexpectedEOF},
+		{"12345678901", 5, 10, "", ErrTooLarge},
+		{"12345678901", 11, 10, "", ErrTooLarge}, // announced over the limit
+		{"123", -1, 10, "123", nil},
+	} {
+		got, err := ReadBodySize(strings.NewReader(tc.body), tc.size, tc.limit)
+		if !errors.Is(err, tc.err) || (err == nil && string(got) != tc.want) {
+			t.Errorf("%q announced %d, limit %d: %q, %v; want %q, %v", tc.body, tc.size, tc.limit, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	if b, err := ReadBody(strings.NewReader("12345"), 5); err != nil || string(b) != "12345" {
+		t.Errorf("at the limit: %q, %v", b, err)
+	}
+	if _, err := ReadBody(strings.NewReader("123456"), 5); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("over the limit: %v", err)
+	}
+}
+
+// FuzzEvents reads arbitrary streams: no panic, every event's data is made
+// of the stream's data lines, and reading byte by byte gives the same events.
+func FuzzEvents(f *testing.F) {
+	f.Add([]byte("event: message_start\ndata: {\"a\":1}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte(": c\r\ndata:x\r\ndata: y\r\n\r\nevent:e\n\n"))
+	f.Add([]byte("data: cut"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := readEvents(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		one, err := readEvents(iotest.OneByteReader(bytes.NewReader(in)))
+		if err != nil || !cmp.Equal(got, one) {
+			t.Errorf("byte by byte: %v, %v; whole: %v", one, err, got)
+		}
+		for _, ev := range got {
+			for _, line := range strings.Split(ev.Data, "\n") {
+				if !bytes.Contains(in, []byte(line)) {
+					t.Errorf("data line %q is not in the stream", line)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,332 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	anth "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tollgate-dev/tollgate/internal/provider"
+	"github.com/tollgate-dev/tollgate/model"
+)
+
+// The official SDK is the oracle of this package's wire codec: the requests
+// the codec encodes must decode into the SDK's request type and encode back
+// to the same JSON; the answers and events the codec decodes must decode to
+// the same values with the SDK's types; and the message a stream assembles
+// (Response.Raw) must be the one the SDK's accumulator assembles from the
+// same events.
+
+func jsonMap(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any // numbers as float64: the SDK writes 2.5e10 as 25000000000
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return m
+}
+
+func checkRequest(t testing.TB, m *Model, req *model.Request) {
+	t.Helper()
+	w, err := m.request(context.Background(), req)
+	if err != nil {
+		return // refused before anything is sent
+	}
+	w.Stream = true
+	b, err := json.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := jsonMap(t, b)
+	if got["stream"] != true {
+		t.Errorf("stream = %v", got["stream"])
+	}
+	delete(got, "stream") // the SDK sets it itself (NewStreaming)
+	// The SDK's request type has no temperature: its API version rejects
+	// sampling parameters, and the provider sends it only under older ones.
+	if want := req.Temperature; m.temperature && want != nil {
+		if got["temperature"] != *want {
+			t.Errorf("temperature = %v, want %v", got["temperature"], *want)
+		}
+	} else if _, ok := got["temperature"]; ok {
+		t.Errorf("temperature %v sent under API version %s", got["temperature"], DefaultAPIVersion)
+	}
+	delete(got, "temperature")
+	var p anth.MessageNewParams
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("the SDK does not decode the request: %v\n%s", err, b)
+	}
+	out, err := json.Marshal(p)
+	if err != nil {
+		if strings.Contains(err.Error(), "path cannot be empty") {
+			return // the SDK cannot write a schema with an empty key, as {"":[]}
+		}
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(jsonMap(t, out), got); diff != "" {
+		t.Errorf("the SDK reads the request otherwise (-sdk +codec):\n%s\n%s", diff, b)
+	}
+}
+
+func TestOracleRequests(t *testing.T) {
+	temp := 0.25
+	m, err := New(&Options{Model: "default", APIVersion: "2023-06-01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []*model.Request{
+		{Model: "m", Messages: []model.Message{model.User("hi")}},
+		{Model: "claude-x", MaxTokens: 99, Temperature: &temp, Messages: []model.Message{
+			model.System("Be brief."), model.User("Weather and time?"),
+			model.Assistant("Looking.  ",
+				model.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+				model.ToolCall{ID: "call.2", Name: "get_time", Arguments: json.RawMessage(`"{\"city\":\"Par"`)},
+				model.ToolCall{ID: "toolu_3", Name: "ping"},
+			),
+			model.ToolResult("toolu_1", "get_weather", `{"sky":"clear"}`, false),
+			model.ToolResult("call.2", "get_time", "", true),
+			model.ToolResult("toolu_9", "ping", "pong <&> \u2028 é", false),
+			model.User("and?"),
+			model.Assistant("Done. "),
+		}, Tools: []model.ToolDef{
+			{Name: "get_weather", Description: "Weather.", InputSchema: json.RawMessage(`{"properties":{"city":{"type":"string"}},"required":["city"]}`)},
+			{Name: "get_time", InputSchema: json.RawMessage(` {"type":"object","additionalProperties":false} `)},
+			{Name: "ping"},
+		}},
+	} {
+		checkRequest(t, m, req)
+	}
+}
+
+// FuzzOracleRequest builds requests from arbitrary text, arguments and
+// schemas and checks each against the SDK.
+func FuzzOracleRequest(f *testing.F) {
+	f.Add("You are careful.", "Weather?", "Looking.", `{"city":"Paris"}`, "sunny", false, `{"type":"object"}`, 64)
+	f.Add("", "", " ", `"{\"cut"`, "", true, ``, 0)
+	f.Add("\x00\u2028<script>", "é\\\"", "\t", `[]`, "x", true, `{"a":[1,2.5e10,null,{"b":"\u00e9"}]}`, -5)
+	m, err := New(&Options{Model: "default"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, system, user, text, args, result string, isError bool, schema string, maxTokens int) {
+		for _, s := range []string{system, user, text, result} {
+			if !utf8.ValidString(s) {
+				return // encoding/json and the SDK both replace invalid UTF-8; the model never sends it
+			}
+		}
+		req := &model.Request{Model: "m", MaxTokens: maxTokens, Messages: []model.Message{
+			model.System(system), model.User(user),
+			model.Assistant(text, model.ToolCall{ID: "c1", Name: "f", Arguments: json.RawMessage(args)}),
+			model.ToolResult("c1", "f", result, isError),
+		}, Tools: []model.ToolDef{{Name: "f", InputSchema: json.RawMessage(schema)}}}
+		if !json.Valid([]byte(args)) {
+			req.Messages[2].ToolCalls[0].Arguments = nil
+		}
+		checkRequest(t, m, req)
+	})
+}
+
+// plainJSON reports whether data is JSON whose object keys are all unique
+// and in lower case: encoding/json matches keys case-insensitively and keeps
+// the last of two equal keys, the SDK differs on both, and no server sends
+// either.
+func plainJSON(data []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		expect bool
+	}
+	var stack []*frame
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return err.Error() == "EOF"
+		}
+		var top *frame
+		if n := len(stack); n > 0 {
+			top = stack[n-1]
+		}
+		isKey := top != nil && top.object && top.expect
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				if top != nil && top.object {
+					top.expect = true
+				}
+				stack = append(stack, &frame{object: v == '{', keys: map[string]bool{}, expect: v == '{'})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		case string:
+			if isKey {
+				if top.keys[v] || strings.ToLower(v) != v || !utf8.ValidString(v) {
+					return false
+				}
+				top.keys[v] = true
+				top.expect = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.expect = true
+		}
+	}
+}
+
+type readBlock struct {
+	Type, Text, ID, Name string
+	Input                string
+}
+
+type readMessage struct {
+	ID, Type, Model, Stop string
+	Usage                 [4]int64
+	Content               []readBlock
+}
+
+// compact is raw JSON without insignificant space, "" for none.
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func fromSDK(m *anth.Message) readMessage {
+	r := readMessage{ID: m.ID, Type: string(m.Type), Model: string(m.Model), Stop: string(m.StopReason),
+		Usage: [4]int64{m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheCreationInputTokens, m.Usage.CacheReadInputTokens}}
+	for _, b := range m.Content {
+		in := ""
+		if b.Type == "tool_use" {
+			in = compact(b.Input)
+		}
+		r.Content = append(r.Content, readBlock{b.Type, b.Text, b.ID, b.Name, in})
+	}
+	return r
+}
+
+func fromCodec(m *wireResponse) readMessage {
+	u := parseUsage(m.Usage)
+	r := readMessage{ID: m.ID, Type: m.Type, Model: m.Model, Stop: m.StopReason,
+		Usage: [4]int64{u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens}}
+	for _, b := range m.Content {
+		in := ""
+		if b.Type == "tool_use" {
+			in = compact(b.Input)
+		}
+		r.Content = append(r.Content, readBlock{b.Type, b.Text, b.ID, b.Name, in})
+	}
+	return r
+}
+
+// checkMessage decodes a message with the codec and the SDK and compares.
+func checkMessage(t testing.TB, data []byte) {
+	t.Helper()
+	var w wireResponse
+	if json.Unmarshal(data, &w) != nil || !plainJSON(data) {
+		return // only well-typed JSON: the two differ on what they forgive
+	}
+	var m anth.Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("the SDK does not decode %s: %v", data, err)
+	}
+	if diff := cmp.Diff(fromSDK(&m), fromCodec(&w)); diff != "" {
+		t.Errorf("the SDK reads %s otherwise (-sdk +codec):\n%s", data, diff)
+	}
+}
+
+// checkStream reads a recorded stream with the codec's accumulator and the
+// SDK's, and compares the messages they assemble, and each event.
+func checkStream(t testing.TB, name string, b []byte) int {
+	t.Helper()
+	var acc accumulator
+	var sdk anth.Message
+	ev := provider.NewEvents(bytes.NewReader(b))
+	n := 0
+	for ev.Next() {
+		data := bytes.TrimSpace(ev.Data())
+		typ := string(ev.Type())
+		if typ == "ping" || typ == "error" || len(data) == 0 {
+			continue
+		}
+		var w wireEvent
+		if json.Unmarshal(data, &w) != nil {
+			continue
+		}
+		var s anth.MessageStreamEventUnion
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatalf("%s: the SDK does not decode %s: %v", name, data, err)
+		}
+		if typ != "" {
+			w.Type = typ
+		}
+		got := [5]string{w.Type, w.Delta.Type, w.Delta.Text + w.Delta.PartialJSON + w.Delta.Thinking + w.Delta.Signature, w.Delta.StopReason, compact(w.ContentBlock)}
+		want := [5]string{s.Type, s.Delta.Type, s.Delta.Text + s.Delta.PartialJSON + s.Delta.Thinking + s.Delta.Signature, string(s.Delta.StopReason), compact([]byte(s.JSON.ContentBlock.Raw()))}
+		if diff := cmp.Diff(want, got); diff != "" && plainJSON(data) {
+			t.Errorf("%s: the SDK reads %s otherwise (-sdk +codec):\n%s", name, data, diff)
+		}
+		acc.add(&w)
+		if err := sdk.Accumulate(s); err != nil {
+			return n // the SDK gives up on this stream (a cut or odd one)
+		}
+		n++
+	}
+	if !acc.stopped {
+		return n
+	}
+	var got wireResponse
+	if err := json.Unmarshal(acc.raw(), &got); err != nil {
+		t.Fatalf("%s: Raw %s: %v", name, acc.raw(), err)
+	}
+	if diff := cmp.Diff(fromSDK(&sdk), fromCodec(&got)); diff != "" {
+		t.Errorf("%s: the assembled message differs from the SDK's (-sdk +codec):\n%s", name, diff)
+	}
+	return n
+}
+
+func TestOracleAnswers(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.json")
+	sse, _ := filepath.Glob("testdata/*.sse")
+	servers, _ := filepath.Glob("testdata/servers/*.sse")
+	n := 0
+	for _, name := range append(append(files, sse...), servers...) {
+		if strings.HasPrefix(filepath.Base(name), "request") {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".json") {
+			checkMessage(t, b)
+			n++
+			continue
+		}
+		n += checkStream(t, name, b)
+	}
+	if n < 40 {
+		t.Errorf("only %d answers and events compared", n)
+	}
+}
+
+// FuzzOracleAnswer decodes arbitrary messages with the codec and the SDK;
+// the seeds are the recorded answers and the messages of the streams.
+func FuzzOracleAnswer(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil && !strings.HasPrefix(filepath.Base(name), "request") {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkMessage(t, data) })
+}
