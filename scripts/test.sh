@@ -10,7 +10,9 @@
 #   - jq and python3, which the Claude Code hook fixtures are written in;
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
 #     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
-#     stopped by its PID when the tests end.
+#     stopped by its PID when the tests end;
+#   - Chromium, which the approvals page's tests (server/web) drive with
+#     chromedp, headless, as root, with no network beyond the loopback.
 #
 # Usage: sh scripts/test.sh [extra go test flags, e.g. -run TestDemo]
 set -eu
@@ -35,6 +37,18 @@ if ! need jq || ! need python3; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq python3 >/dev/null
   else
     echo "jq and python3 are required for the Claude Code hook tests" >&2
+    exit 1
+  fi
+fi
+
+# The approvals page (server/web) is tested in a real browser: Debian's
+# Chromium, found on PATH (or at $TOLLGATE_CHROMIUM) by the tests.
+if [ -z "${TOLLGATE_CHROMIUM:-}" ] && ! need chromium && ! need chromium-browser; then
+  echo "== installing Chromium (Debian package)"
+  if need apt-get; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "Chromium is required for the approvals page tests (server/web)" >&2
     exit 1
   fi
 fi

@@ -1,0 +1,682 @@
+// The approvals page of tollgate: a client of the server's JSON API.
+//
+// Rules of this file: everything that comes from the server (and so from the
+// model, tools, MCP servers and hooks) reaches the DOM as text only
+// (textContent, createTextNode, input values), never as HTML; no inline
+// handlers (the page's Content-Security-Policy forbids them); the token stays
+// in sessionStorage and is sent as Authorization: Bearer.
+'use strict';
+
+(function () {
+  const TOKEN_KEY = 'tollgate.token';
+  const RUN_EVENT_TYPES = [
+    'run.started', 'run.resumed', 'tool.call', 'tool.decided', 'approval.requested',
+    'tool.finished', 'turn.usage', 'run.halted', 'run.finished', 'run.cancel_requested',
+    'run.cancelled', 'run.released', 'approval.decided', 'approval.expired', 'autonomy.changed',
+  ];
+  const MAX_RUN_EVENTS = 500;
+
+  let token = sessionStorage.getItem(TOKEN_KEY) || '';
+  let me = null;
+  let tenantStream = null;
+  let runStream = null;
+  let openRunID = '';
+  let knownPending = null; // Set of approval IDs seen at the last refresh
+  let uid = 0;
+
+  const $ = (id) => document.getElementById(id);
+
+  // el builds an element; attrs are set as attributes (never as HTML) and
+  // children are nodes or strings (made text nodes).
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === false || v === null || v === undefined) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = visible(v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(visible(String(c))));
+    }
+    return e;
+  }
+
+  // visible shows characters that would hide or reorder text (control,
+  // zero-width and bidirectional ones) as \u{...}, so that what a person
+  // reads is what the tool gets. Newlines and tabs stay.
+  const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]/g;
+  function visible(s) {
+    return String(s).replace(HIDDEN, (c) => '\\u{' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') + '}');
+  }
+  function hasHidden(s) {
+    HIDDEN.lastIndex = 0;
+    const found = HIDDEN.test(String(s));
+    HIDDEN.lastIndex = 0;
+    return found;
+  }
+
+  function setText(node, s) { node.textContent = visible(s || ''); }
+
+  function announce(msg) {
+    const a = $('announcer');
+    a.textContent = '';
+    // A new node each time, so that screen readers read it again.
+    window.setTimeout(() => { a.textContent = msg; }, 50);
+  }
+
+  // ---- API -----------------------------------------------------------
+
+  class APIError extends Error {
+    constructor(status, problem, fallback) {
+      super((problem && problem.detail) || fallback);
+      this.status = status;
+      this.problem = problem || null;
+    }
+  }
+
+  // api sends a request with the token; body is a string of JSON (sent as
+  // is) or undefined. It returns the decoded JSON, or throws an APIError
+  // carrying the RFC 9457 problem.
+  async function api(method, path, body) {
+    const headers = { Authorization: 'Bearer ' + token, Accept: 'application/json' };
+    const init = { method, headers, cache: 'no-store', credentials: 'omit' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = body;
+    }
+    let resp;
+    try {
+      resp = await fetch(path, init);
+    } catch (e) {
+      throw new APIError(0, null, 'the server cannot be reached');
+    }
+    const text = await resp.text();
+    let data = null;
+    if (text) {
+      try { data = JSON.parse(text); } catch (e) { data = null; }
+    }
+    if (!resp.ok) {
+      if (resp.status === 401) signOut('The server refused the token: ' + ((data && data.detail) || 'unknown token'));
+      throw new APIError(resp.status, data, resp.status + ' ' + resp.statusText);
+    }
+    return data;
+  }
+
+  const enc = encodeURIComponent;
+
+  // ---- signing in ----------------------------------------------------
+
+  async function signIn(t) {
+    token = t;
+    let p;
+    try {
+      p = await api('GET', '/v1/me');
+    } catch (e) {
+      token = '';
+      sessionStorage.removeItem(TOKEN_KEY);
+      showSignIn(e.status === 401 ? 'The server does not know this token.' : 'Signing in failed: ' + e.message);
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, t);
+    me = p;
+    $('signin').hidden = true;
+    $('app').hidden = false;
+    $('signout').hidden = false;
+    const who = $('whoami');
+    who.hidden = false;
+    setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
+    knownPending = null;
+    await Promise.all([refreshApprovals(), refreshRuns()]);
+    followTenant();
+    routeFromHash();
+  }
+
+  function showSignIn(msg) {
+    $('app').hidden = true;
+    $('signout').hidden = true;
+    $('whoami').hidden = true;
+    $('stream-status').hidden = true;
+    $('signin').hidden = false;
+    setText($('signin-error'), msg || '');
+    const input = $('token');
+    input.value = '';
+    input.focus();
+  }
+
+  function signOut(msg) {
+    token = '';
+    me = null;
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (tenantStream) { tenantStream.close(); tenantStream = null; }
+    closeRunStream();
+    $('approvals').replaceChildren();
+    $('runs').replaceChildren();
+    $('run-view').hidden = true;
+    showSignIn(msg);
+  }
+
+  function can(role) {
+    if (!me) return false;
+    const roles = me.roles || [];
+    return roles.includes(role) || roles.includes('admin');
+  }
+
+  // ---- event streams -------------------------------------------------
+
+  // stream opens GET /v1/events (query q) with a fresh ticket and calls
+  // onEvent for each event; when the stream fails for good (an expired
+  // ticket, a restarted server), it opens a new one after the last seq seen.
+  function stream(q, onEvent, onState) {
+    const s = { closed: false, es: null, after: 0, retry: null };
+    async function open() {
+      if (s.closed) return;
+      let t;
+      try {
+        t = await api('POST', '/v1/events/ticket', '{}');
+      } catch (e) {
+        onState(false);
+        if (e.status !== 401) s.retry = window.setTimeout(open, 3000);
+        return;
+      }
+      if (s.closed) return;
+      let url = '/v1/events?ticket=' + enc(t.ticket) + q;
+      if (s.after > 0) url += '&after=' + s.after;
+      const es = new EventSource(url);
+      s.es = es;
+      es.onopen = () => onState(true);
+      es.onerror = () => {
+        onState(false);
+        if (es.readyState === EventSource.CLOSED && !s.closed) {
+          s.retry = window.setTimeout(open, 2000);
+        }
+      };
+      for (const type of RUN_EVENT_TYPES) {
+        es.addEventListener(type, (m) => {
+          let ev;
+          try { ev = JSON.parse(m.data); } catch (e) { return; }
+          if (typeof ev.seq === 'number' && ev.seq > s.after) s.after = ev.seq;
+          onEvent(ev);
+        });
+      }
+    }
+    s.close = () => {
+      s.closed = true;
+      window.clearTimeout(s.retry);
+      if (s.es) s.es.close();
+    };
+    open();
+    return s;
+  }
+
+  // Refreshes triggered by events are coalesced: many events, one request.
+  function debounce(f, ms) {
+    let t = null;
+    return () => {
+      if (t !== null) return;
+      t = window.setTimeout(() => { t = null; f(); }, ms);
+    };
+  }
+  const refreshApprovalsSoon = debounce(() => refreshApprovals(), 100);
+  const refreshRunsSoon = debounce(() => refreshRuns(), 150);
+  const refreshRunSoon = debounce(() => { if (openRunID) loadRun(openRunID); }, 100);
+
+  function followTenant() {
+    if (tenantStream) tenantStream.close();
+    const status = $('stream-status');
+    tenantStream = stream('', (ev) => {
+      if (ev.type.startsWith('approval.') || ev.type === 'run.halted' || ev.type === 'run.finished' || ev.type === 'run.cancelled') {
+        refreshApprovalsSoon();
+      }
+      if (ev.type.startsWith('run.')) refreshRunsSoon();
+    }, (live) => {
+      status.hidden = false;
+      status.className = 'stream ' + (live ? 'live' : 'down');
+      setText(status, live ? 'Live' : 'Reconnecting…');
+      if (live) { refreshApprovalsSoon(); refreshRunsSoon(); }
+    });
+  }
+
+  // ---- approvals -----------------------------------------------------
+
+  async function refreshApprovals() {
+    if (!token) return;
+    let page;
+    try {
+      page = await api('GET', '/v1/approvals?status=pending&limit=100');
+    } catch (e) {
+      setText($('approvals-error'), 'Loading the approvals failed: ' + e.message);
+      return;
+    }
+    setText($('approvals-error'), '');
+    const list = $('approvals');
+    const now = Date.now();
+    const seen = new Set();
+    const fresh = [];
+    for (const a of page.approvals || []) {
+      seen.add(a.id);
+      let card = cardOf(a.id);
+      if (!card) {
+        card = approvalCard(a);
+        list.append(card);
+        if (knownPending !== null && !knownPending.has(a.id)) fresh.push(a);
+      }
+      const cd = card.querySelector('.countdown');
+      if (a.secondsLeft !== undefined && a.secondsLeft !== null) {
+        cd.dataset.deadline = String(now + a.secondsLeft * 1000);
+      }
+    }
+    // Decided elsewhere, expired or gone: off the list.
+    for (const card of Array.from(list.children)) {
+      if (!seen.has(card.dataset.approvalId) && !card.classList.contains('decided')) removeCard(card);
+    }
+    knownPending = seen;
+    setText($('pending-count'), seen.size ? '(' + seen.size + ')' : '');
+    $('approvals-empty').hidden = seen.size > 0;
+    tick();
+    if (fresh.length === 1) {
+      announce('New approval: ' + visible(fresh[0].tool) + ' in run ' + fresh[0].runId + '.');
+    } else if (fresh.length > 1) {
+      announce(fresh.length + ' new approvals.');
+    }
+  }
+
+  // removeCard takes a card off the list; if it held the focus, the focus
+  // goes to the list's heading rather than to the end of the page.
+  function removeCard(card) {
+    if (!card.isConnected) return;
+    const had = card.contains(document.activeElement);
+    card.remove();
+    if (had) $('approvals-heading').focus();
+  }
+
+  function cardOf(id) {
+    for (const c of $('approvals').children) {
+      if (c.dataset.approvalId === id) return c;
+    }
+    return null;
+  }
+
+  function hintsText(h) {
+    if (!h) return 'unknown (treated as mutating)';
+    const parts = [];
+    if (h.readOnly) parts.push('read-only');
+    if (h.destructive && !h.readOnly) parts.push('destructive');
+    if (h.idempotent) parts.push('idempotent');
+    if (h.openWorld) parts.push('open world');
+    return parts.length ? parts.join(', ') : 'none (mutating)';
+  }
+
+  function fact(dl, name, ...value) {
+    dl.append(el('dt', {}, name), el('dd', {}, ...value));
+  }
+
+  function runLink(id) {
+    return el('a', { href: '#run=' + enc(id), class: 'run-link' }, el('code', {}, id));
+  }
+
+  // approvalCard builds the card of one pending approval: what a person
+  // needs to decide, and the three ways to decide it.
+  function approvalCard(a) {
+    const n = ++uid;
+    const ids = { h: 'ap' + n + '-h', deny: 'ap' + n + '-deny', edit: 'ap' + n + '-edit', reason: 'ap' + n + '-reason', args: 'ap' + n + '-args', err: 'ap' + n + '-err' };
+    const li = el('li', { class: 'approval card' });
+    li.dataset.approvalId = a.id;
+    li.dataset.argsDigest = a.argsDigest || '';
+    const art = el('article', { 'aria-labelledby': ids.h });
+    li.append(art);
+
+    const risk = a.risk || 'unknown';
+    art.append(el('h3', { id: ids.h },
+      el('span', { class: 'tool' }, a.tool),
+      ' ',
+      el('span', { class: 'risk risk-' + risk.replace(/[^a-z-]/g, '') }, 'risk: ' + risk)));
+
+    const cd = el('p', { class: 'countdown' }, a.expiresAt ? 'Time left: …' : 'No deadline');
+    if (a.expiresAt) cd.dataset.expiresAt = a.expiresAt;
+    art.append(cd);
+
+    const dl = el('dl', { class: 'facts' });
+    fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'));
+    fact(dl, 'Reason', a.reason || '(none given)');
+    if (a.prompt) fact(dl, 'Question', a.prompt);
+    fact(dl, 'Hints', hintsText(a.hints));
+    fact(dl, 'Run', runLink(a.runId), a.agent ? ' · agent ' + a.agent : '', a.runOwner ? ' · started by ' + a.runOwner : '');
+    fact(dl, 'Call', el('code', {}, a.callId || ''), a.kind && a.kind !== 'approval' ? ' · ' + a.kind : '');
+    art.append(dl);
+
+    const pretty = a.argumentsPretty || (a.arguments ? JSON.stringify(a.arguments, null, 2) : '{}');
+    art.append(el('h4', {}, 'Arguments'));
+    if (hasHidden(pretty)) {
+      art.append(el('p', { class: 'warning' }, 'The arguments hold invisible or direction-changing characters, shown as \\u{…}.'));
+    }
+    art.append(el('pre', { class: 'args', tabindex: '0', 'aria-label': 'Arguments of ' + visible(a.tool) }, pretty));
+
+    const decider = can('approver');
+    const actions = el('div', { class: 'actions' });
+    const approveBtn = el('button', { type: 'button', class: 'approve primary' }, 'Approve');
+    const denyOpen = el('button', { type: 'button', class: 'deny-open', 'aria-expanded': 'false', 'aria-controls': ids.deny }, 'Deny…');
+    const editOpen = el('button', { type: 'button', class: 'edit-open', 'aria-expanded': 'false', 'aria-controls': ids.edit }, 'Edit arguments…');
+    actions.append(approveBtn, denyOpen);
+    const editable = !a.kind || a.kind === 'approval';
+    if (editable) actions.append(editOpen);
+    art.append(actions);
+    if (!decider) {
+      for (const b of [approveBtn, denyOpen, editOpen]) b.disabled = true;
+      art.append(el('p', { class: 'help' }, 'Deciding needs the approver role; this token has ' + ((me && me.roles) || []).join(', ') + '.'));
+    }
+
+    // Deny with a reason.
+    const denyForm = el('form', { id: ids.deny, class: 'deny-form', novalidate: true });
+    denyForm.hidden = true;
+    const reason = el('textarea', { id: ids.reason, class: 'reason', rows: '2', maxlength: '2000' });
+    const denyBtn = el('button', { type: 'submit', class: 'deny danger' }, 'Deny');
+    const denyCancel = el('button', { type: 'button', class: 'cancel' }, 'Cancel');
+    denyForm.append(el('label', { for: ids.reason }, 'Why deny? The model is told this reason.'), reason, el('div', { class: 'actions' }, denyBtn, denyCancel));
+    art.append(denyForm);
+
+    // Edit the arguments, then approve.
+    const editForm = el('form', { id: ids.edit, class: 'edit-form', novalidate: true });
+    editForm.hidden = true;
+    const argsInput = el('textarea', { id: ids.args, class: 'edited-args', rows: String(Math.min(20, pretty.split('\n').length + 2)), spellcheck: 'false', autocapitalize: 'off', 'aria-describedby': ids.args + '-help' });
+    argsInput.value = pretty;
+    const approveEdited = el('button', { type: 'submit', class: 'approve-edited primary' }, 'Approve with these arguments');
+    const editCancel = el('button', { type: 'button', class: 'cancel' }, 'Cancel');
+    editForm.append(
+      el('label', { for: ids.args }, 'Arguments to run (a JSON object)'),
+      argsInput,
+      el('p', { id: ids.args + '-help', class: 'help' }, 'The server checks them against the tool\'s input schema, and the run\'s policy decides on them again.'));
+    if (a.inputSchema) {
+      const det = el('details', { class: 'schema' }, el('summary', {}, 'Input schema of ' + visible(a.tool)), el('pre', {}, JSON.stringify(a.inputSchema, null, 2)));
+      det.open = true;
+      editForm.append(det);
+    } else {
+      editForm.append(el('p', { class: 'help' }, 'The tool has no input schema: any JSON object is accepted.'));
+    }
+    editForm.append(el('div', { class: 'actions' }, approveEdited, editCancel));
+    art.append(editForm);
+
+    const err = el('div', { id: ids.err, class: 'error', role: 'alert' });
+    art.append(err);
+
+    function toggle(form, opener, show) {
+      form.hidden = !show;
+      opener.setAttribute('aria-expanded', String(show));
+      if (show) {
+        const other = form === denyForm ? [editForm, editOpen] : [denyForm, denyOpen];
+        other[0].hidden = true;
+        other[1].setAttribute('aria-expanded', 'false');
+        form.querySelector('textarea').focus();
+      } else {
+        opener.focus();
+      }
+    }
+    denyOpen.addEventListener('click', () => toggle(denyForm, denyOpen, denyForm.hidden));
+    editOpen.addEventListener('click', () => toggle(editForm, editOpen, editForm.hidden));
+    denyCancel.addEventListener('click', () => toggle(denyForm, denyOpen, false));
+    editCancel.addEventListener('click', () => toggle(editForm, editOpen, false));
+    for (const f of [denyForm, editForm]) {
+      f.addEventListener('keydown', (e) => {
+        if (e.key === 'Escape') toggle(f, f === denyForm ? denyOpen : editOpen, false);
+      });
+    }
+
+    const buttons = [approveBtn, denyOpen, editOpen, denyBtn, approveEdited];
+    async function decide(decision, reasonText, edited) {
+      setText(err, '');
+      // The digest is sent exactly as the API showed it: the approval
+      // covers the arguments shown and nothing else.
+      let body = JSON.stringify({ decision, reason: reasonText || undefined, argsDigest: li.dataset.argsDigest });
+      if (edited !== undefined) body = body.slice(0, -1) + ',"editedArgs":' + edited + '}';
+      for (const b of buttons) b.disabled = true;
+      li.setAttribute('aria-busy', 'true');
+      try {
+        const v = await api('POST', '/v1/approvals/' + enc(a.id) + '/decision', body);
+        li.classList.add('decided');
+        const outcome = el('p', { class: 'outcome', role: 'status', tabindex: '-1' },
+          (v.status === 'denied' ? 'Denied' : 'Approved') + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
+        art.replaceChildren(outcome);
+        // The button that had focus is gone: keep the keyboard where it was.
+        outcome.focus();
+        announce((v.status === 'denied' ? 'Denied ' : 'Approved ') + visible(a.tool) + '.');
+        window.setTimeout(() => { removeCard(li); refreshApprovalsSoon(); }, 4000);
+      } catch (e) {
+        for (const b of buttons) b.disabled = !decider;
+        li.removeAttribute('aria-busy');
+        showProblem(err, e);
+        if (e.status === 409 || e.status === 410) refreshApprovalsSoon();
+      }
+    }
+    approveBtn.addEventListener('click', () => decide('approve'));
+    denyForm.addEventListener('submit', (e) => {
+      e.preventDefault();
+      decide('deny', reason.value.trim());
+    });
+    editForm.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const text = argsInput.value.trim();
+      let parsed;
+      try {
+        parsed = JSON.parse(text);
+      } catch (x) {
+        setText(err, 'The arguments are not JSON: ' + x.message);
+        argsInput.setAttribute('aria-invalid', 'true');
+        argsInput.focus();
+        return;
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+        setText(err, 'The arguments must be a JSON object ({...}).');
+        argsInput.setAttribute('aria-invalid', 'true');
+        argsInput.focus();
+        return;
+      }
+      argsInput.removeAttribute('aria-invalid');
+      // The text as typed (not re-encoded), so that large numbers keep
+      // their digits.
+      decide('approve', '', text);
+    });
+    return li;
+  }
+
+  // showProblem shows an API error (an RFC 9457 problem) in box.
+  function showProblem(box, e) {
+    box.replaceChildren();
+    const p = e.problem;
+    const title = p && p.title && p.title !== 'about:blank' ? p.title + ': ' : '';
+    box.append(el('p', { class: 'detail' }, title + e.message));
+    if (p && Array.isArray(p.errors) && p.errors.length) {
+      const ul = el('ul', { class: 'problem-errors' });
+      for (const x of p.errors) ul.append(el('li', {}, String(x)));
+      box.append(ul);
+    }
+  }
+
+  // tick updates every countdown, once a second.
+  function tick() {
+    const now = Date.now();
+    for (const cd of document.querySelectorAll('.approval .countdown')) {
+      let deadline = Number(cd.dataset.deadline || 0);
+      if (!deadline && cd.dataset.expiresAt) deadline = Date.parse(cd.dataset.expiresAt);
+      if (!deadline) continue;
+      const left = Math.floor((deadline - now) / 1000);
+      if (left <= 0) {
+        cd.textContent = 'Expired: the run goes on without this call.';
+        cd.classList.add('expired');
+        const card = cd.closest('.approval');
+        for (const b of card.querySelectorAll('button.approve, button.approve-edited, button.deny')) b.disabled = true;
+        continue;
+      }
+      const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
+      const mmss = String(m).padStart(h ? 2 : 1, '0') + ':' + String(s).padStart(2, '0');
+      cd.textContent = 'Time left: ' + (h ? h + ':' : '') + mmss;
+      cd.classList.toggle('soon', left < 60);
+    }
+  }
+
+  // ---- runs ----------------------------------------------------------
+
+  function when(t) {
+    const d = new Date(t);
+    return isNaN(d) ? '' : d.toLocaleString();
+  }
+
+  async function refreshRuns() {
+    if (!token) return;
+    let page;
+    try {
+      page = await api('GET', '/v1/runs?limit=20');
+    } catch (e) {
+      return;
+    }
+    const list = $('runs');
+    list.replaceChildren();
+    for (const r of page.runs || []) {
+      list.append(el('li', { class: 'run status-' + String(r.status).replace(/[^a-z]/g, '') },
+        runLink(r.id), ' ', el('span', { class: 'status' }, r.status), ' · agent ', r.agent || '?', ' · ', r.owner || '', ' · ', when(r.createdAt)));
+    }
+    $('runs-empty').hidden = list.children.length > 0;
+  }
+
+  function closeRunStream() {
+    if (runStream) { runStream.close(); runStream = null; }
+  }
+
+  function openRun(id) {
+    if (!token) return;
+    openRunID = id;
+    const view = $('run-view');
+    view.hidden = false;
+    setText($('run-id'), id);
+    $('run-facts').replaceChildren();
+    $('run-events').replaceChildren();
+    $('run-calls').querySelector('tbody').replaceChildren();
+    setText($('run-result'), '');
+    setText($('run-error'), '');
+    closeRunStream();
+    loadRun(id);
+    runStream = stream('&run=' + enc(id), (ev) => {
+      if (ev.runId && ev.runId !== openRunID) return;
+      addRunEvent(ev);
+      refreshRunSoon();
+    }, () => {});
+    $('run-heading').focus();
+  }
+
+  function closeRun() {
+    openRunID = '';
+    closeRunStream();
+    $('run-view').hidden = true;
+    if (location.hash.startsWith('#run=')) history.replaceState(null, '', location.pathname + location.search);
+  }
+
+  async function loadRun(id) {
+    let r;
+    try {
+      r = await api('GET', '/v1/runs/' + enc(id));
+    } catch (e) {
+      if (id === openRunID) showProblem($('run-error'), e);
+      return;
+    }
+    if (id !== openRunID) return;
+    setText($('run-error'), '');
+    const dl = $('run-facts');
+    dl.replaceChildren();
+    fact(dl, 'Status', el('span', { class: 'status run-status' }, r.status));
+    fact(dl, 'Agent', r.agent || '?');
+    fact(dl, 'Started by', r.owner || '');
+    if (r.autonomy) fact(dl, 'Autonomy', r.autonomy);
+    fact(dl, 'Created', when(r.createdAt));
+    fact(dl, 'Updated', when(r.updatedAt));
+    if (r.pending && r.pending.length) fact(dl, 'Waiting for', r.pending.length + ' approval' + (r.pending.length > 1 ? 's' : '') + ' (above)');
+    const result = r.text || (r.reason ? 'Reason: ' + r.reason : '');
+    setText($('run-result'), result || (r.status === 'done' ? '(no text)' : '(not finished)'));
+    const finished = ['done', 'incomplete', 'error', 'cancelled'].includes(r.status);
+    $('run-cancel').hidden = finished || !can('operator');
+
+    const body = $('run-calls').querySelector('tbody');
+    body.replaceChildren();
+    for (const c of r.toolCalls || []) {
+      const args = c.args ? JSON.stringify(c.args, null, 2) : '';
+      const requested = c.requestedArgs ? JSON.stringify(c.requestedArgs, null, 2) : '';
+      const argCell = el('td', {}, el('pre', {}, args));
+      if (requested && requested !== args) argCell.append(el('p', { class: 'help' }, 'The model asked for:'), el('pre', {}, requested));
+      const d = c.decision || {};
+      const votes = el('ul', { class: 'votes' });
+      for (const v of d.votes || []) votes.append(el('li', {}, el('code', {}, v.source), ': ', v.decision, v.reason ? ' (' + v.reason + ')' : ''));
+      body.append(el('tr', { class: 'call' },
+        el('th', { scope: 'row' }, c.name, c.ran ? '' : ' (not run)'),
+        argCell,
+        el('td', { class: 'decision' }, String(d.outcome || ''), d.by ? ' by ' : '', d.by ? el('code', {}, d.by) : '', d.reason ? ': ' + d.reason : ''),
+        el('td', {}, votes),
+        el('td', {}, el('pre', { class: c.isError ? 'output error' : 'output' }, c.output || ''))));
+    }
+    $('run-calls').hidden = body.children.length === 0;
+    $('run-calls-empty').hidden = body.children.length > 0;
+  }
+
+  // eventSummary is one line about a stored event.
+  function eventSummary(ev) {
+    const d = ev.data || {};
+    switch (ev.type) {
+      case 'tool.call': return d.call ? d.call.name : '';
+      case 'tool.decided': {
+        const x = d.decision || {};
+        return [x.outcome, x.by ? 'by ' + x.by : '', x.reason || ''].filter(Boolean).join(' ');
+      }
+      case 'approval.requested': return d.request ? (d.request.tool || d.request.kind || '') : '';
+      case 'tool.finished': return d.record ? d.record.name + (d.record.ran ? ' ran' : ' did not run') + (d.record.isError ? ' (error)' : '') : '';
+      case 'run.halted': case 'run.finished': case 'run.cancelled': return [d.status, d.reason].filter(Boolean).join(': ');
+      case 'approval.decided': return [d.status || d.decision, d.by || d.decidedBy].filter(Boolean).join(' by ');
+      case 'autonomy.changed': return (d.level || 'default') + (d.by ? ' by ' + d.by : '');
+      default: return '';
+    }
+  }
+
+  function addRunEvent(ev) {
+    const list = $('run-events');
+    const t = new Date(ev.time);
+    list.append(el('li', { class: 'event' },
+      el('time', { datetime: isNaN(t) ? false : t.toISOString() }, isNaN(t) ? '' : t.toLocaleTimeString()), ' ',
+      el('code', { class: 'type' }, ev.type), ' ', eventSummary(ev)));
+    while (list.children.length > MAX_RUN_EVENTS) list.firstElementChild.remove();
+  }
+
+  function routeFromHash() {
+    const m = /^#run=(.+)$/.exec(location.hash);
+    if (m) {
+      let id;
+      try { id = decodeURIComponent(m[1]); } catch (e) { return; }
+      if (id !== openRunID) openRun(id);
+    }
+  }
+
+  // ---- start ---------------------------------------------------------
+
+  document.addEventListener('DOMContentLoaded', () => {
+    $('signin-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const t = $('token').value.trim();
+      if (!t) {
+        setText($('signin-error'), 'Type a token first.');
+        $('token').focus();
+        return;
+      }
+      signIn(t);
+    });
+    $('signout').addEventListener('click', () => signOut(''));
+    $('run-close').addEventListener('click', closeRun);
+    $('run-cancel').addEventListener('click', async () => {
+      if (!openRunID) return;
+      try {
+        await api('POST', '/v1/runs/' + enc(openRunID) + '/cancel', '{}');
+        refreshRunSoon();
+      } catch (e) {
+        showProblem($('run-error'), e);
+      }
+    });
+    window.addEventListener('hashchange', routeFromHash);
+    window.setInterval(tick, 1000);
+    if (token) signIn(token); else showSignIn('');
+  });
+})();

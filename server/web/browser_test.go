@@ -1,0 +1,409 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+)
+
+// One Chromium for the whole package, started by the first test that needs
+// it and stopped by TestMain; each test gets a tab of its own (its own
+// sessionStorage: every fixture is another origin).
+var chrome struct {
+	once    sync.Once
+	ctx     context.Context // the browser's
+	stop    func()
+	err     error
+	tempDir string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chrome.stop != nil {
+		chrome.stop()
+	}
+	if chrome.tempDir != "" {
+		_ = os.RemoveAll(chrome.tempDir)
+	}
+	os.Exit(code)
+}
+
+// chromiumPath finds Debian's chromium (scripts/test.sh installs it), or
+// the program $TOLLGATE_CHROMIUM names.
+func chromiumPath() (string, error) {
+	if p := os.Getenv("TOLLGATE_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no Chromium on PATH: install Debian's chromium (apt-get install -y chromium; scripts/test.sh does) or set TOLLGATE_CHROMIUM")
+}
+
+func startChrome() {
+	path, err := chromiumPath()
+	if err != nil {
+		chrome.err = err
+		return
+	}
+	dir, err := os.MkdirTemp("", "tollgate-chromium-")
+	if err != nil {
+		chrome.err = err
+		return
+	}
+	chrome.tempDir = dir
+	// The flags under which Chromium runs as root on a bare CI machine with
+	// no network but the loopback.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(1280, 1000),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	// Do with no actions starts the browser.
+	if err := chromedp.Do(bctx); err != nil {
+		bcancel()
+		acancel()
+		chrome.err = fmt.Errorf("starting %s: %w", path, err)
+		return
+	}
+	chrome.ctx = bctx
+	chrome.stop = func() { bcancel(); acancel() }
+}
+
+// tab opens a new tab of the package's Chromium for the test; it closes
+// before the test's server stops.
+func tab(t *testing.T) context.Context {
+	t.Helper()
+	chrome.once.Do(startChrome)
+	if chrome.err != nil {
+		t.Fatal(chrome.err)
+	}
+	ctx, cancel := chromedp.NewContext(chrome.ctx)
+	ctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { tcancel(); cancel() })
+	return ctx
+}
+
+func run(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// value runs an action that returns a value.
+func value[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// discard drops an action's value.
+func discard[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, tg)
+		return chromedp.Void{}, err
+	}
+}
+
+// signIn opens the page, signs in with token and waits until the event
+// stream is live, then marks the window so that a reload would show.
+func signIn(t *testing.T, ctx context.Context, f *fixture, token string) {
+	t.Helper()
+	run(t, ctx,
+		chromedp.Navigate(f.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), token),
+		chromedp.SendKeys(chromedp.CSS(`#token`), kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(`#stream-status.live`)),
+		chromedp.WaitVisible(chromedp.CSS(`#approvals-empty`)),
+		discard(chromedp.Evaluate[bool](`window.__sameDocument = true`)),
+	)
+}
+
+// sameDocument fails the test if the page was reloaded since signIn.
+func sameDocument(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if !value(t, ctx, chromedp.Evaluate[bool](`window.__sameDocument === true`)) {
+		t.Fatal("the page was reloaded; it must update from the event stream")
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return value(t, ctx, chromedp.TextContent(chromedp.CSS(sel)))
+}
+
+// waitText waits until the text of the first element sel selects contains want.
+func waitText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, want)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q)||{}).textContent||''`, sel)))
+		t.Fatalf("waiting for %q in %s: %v (it shows %q)", want, sel, err, got)
+	}
+}
+
+// screenshot keeps a PNG of the page in the test's artifact directory and,
+// when $TOLLGATE_ARTIFACTS is set, there too.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png := value(t, ctx, chromedp.FullScreenshot(100))
+	for _, dir := range []string{t.ArtifactDir(), os.Getenv("TOLLGATE_ARTIFACTS")} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+}
+
+// A run halts on an approval; the approval appears on the open page without
+// a reload, with what a person needs to decide; a click on Approve resumes
+// the run, the tool runs exactly once, and the page shows the result.
+func TestPageApproveResumesRun(t *testing.T) {
+	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+
+	id := f.startRun()
+	f.waitRun(id, store.RunPending)
+	card := `li.approval`
+	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(card+` button.approve`)))
+	sameDocument(t, ctx)
+
+	if got := text(t, ctx, card+` .tool`); got != "transfer" {
+		t.Errorf("tool shown: %q", got)
+	}
+	if got, want := text(t, ctx, card+` pre.args`), "{\n  \"amount\": 5\n}"; got != want {
+		t.Errorf("arguments shown:\n%s\nwant\n%s", got, want)
+	}
+	facts := text(t, ctx, card+` dl.facts`)
+	for _, want := range []string{"rule:ask-transfer", "money moves", id, "person:alice", "destructive, open world"} {
+		if !strings.Contains(facts, want) {
+			t.Errorf("the card's facts %q lack %q", facts, want)
+		}
+	}
+	if got := text(t, ctx, card+` .risk`); got != "risk: destructive" {
+		t.Errorf("risk shown: %q", got)
+	}
+	waitText(t, ctx, card+` .countdown`, "Time left: 9:")
+	waitText(t, ctx, `#announcer`, "New approval: transfer in run "+id)
+	waitText(t, ctx, `#runs`, id)
+	screenshot(t, ctx, "approvals-page.png")
+	if n := len(f.transfer.runs(t)); n != 0 {
+		t.Fatalf("the tool ran %d times before the approval", n)
+	}
+
+	run(t, ctx, chromedp.Click(chromedp.CSS(card+` button.approve`)))
+	waitText(t, ctx, card+` .outcome`, "Approved: transfer")
+	if focused := value(t, ctx, chromedp.Evaluate[string](`document.activeElement.className`)); focused != "outcome" {
+		t.Errorf("after the decision, focus is on %q, want the outcome", focused)
+	}
+	done := f.waitRun(id, store.RunDone)
+	if got := f.transfer.runs(t); len(got) != 1 || got[0] != `{"amount":5}` {
+		t.Fatalf("the tool ran with %q, want once with {\"amount\":5}", got)
+	}
+	a, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{Tenant: "acme", RunID: id})
+	if err != nil || len(a.Approvals) != 1 || a.Approvals[0].DecidedBy != "person:alice" {
+		t.Fatalf("the stored decision: %+v %v", a, err)
+	}
+
+	// The result, in the run view, reached from the list of runs.
+	run(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#runs a[href="#run=%s"]`, id))))
+	waitText(t, ctx, `#run-result`, "done")
+	waitText(t, ctx, `#run-calls tr.call`, "ran transfer")
+	waitText(t, ctx, `#run-calls tr.call .decision`, "person:alice")
+	waitText(t, ctx, `#run-events`, "run.finished")
+	sameDocument(t, ctx)
+	if done.Status != store.RunDone {
+		t.Fatalf("run status %s", done.Status)
+	}
+	if n := len(f.transfer.runs(t)); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+	screenshot(t, ctx, "run-view.png")
+}
+
+// Edit arguments, by keyboard: an edit the tool's schema refuses shows the
+// server's 422 problem next to the form and runs nothing; a valid one is
+// approved and the run goes on with the edited arguments.
+func TestPageEditThenApprove(t *testing.T) {
+	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 50})}), "")
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+	id := f.startRun()
+	card := `li.approval`
+	run(t, ctx,
+		chromedp.WaitVisible(chromedp.CSS(card+` button.edit-open`)),
+		chromedp.Focus(chromedp.CSS(card+` button.edit-open`)),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(card+` textarea.edited-args`)),
+	)
+	if focused := value(t, ctx, chromedp.Evaluate[string](`document.activeElement.className`)); focused != "edited-args" {
+		t.Errorf("focus after opening the editor is on %q, want the textarea", focused)
+	}
+	if got := text(t, ctx, card+` details.schema pre`); !strings.Contains(got, `"maximum": 100`) {
+		t.Errorf("the input schema shown: %q", got)
+	}
+
+	run(t, ctx,
+		chromedp.SetValue(chromedp.CSS(card+` textarea.edited-args`), `{"amount": 500}`),
+		chromedp.Click(chromedp.CSS(card+` button.approve-edited`)),
+	)
+	waitText(t, ctx, card+` [role=alert] .detail`, "editedArgs do not fit the tool's input schema")
+	if got := text(t, ctx, card+` [role=alert] .problem-errors`); !strings.Contains(got, "100") {
+		t.Errorf("the problem's errors shown: %q", got)
+	}
+	if p := f.pending(id); len(p) != 1 {
+		t.Fatalf("after a refused edit, pending approvals: %d, want 1", len(p))
+	}
+
+	run(t, ctx,
+		chromedp.SetValue(chromedp.CSS(card+` textarea.edited-args`), `{"amount": 7}`),
+		chromedp.Focus(chromedp.CSS(card+` button.approve-edited`)),
+		chromedp.KeyEvent(kb.Enter),
+	)
+	waitText(t, ctx, card+` .outcome`, "Approved: transfer")
+	f.waitRun(id, store.RunDone)
+	if got := f.transfer.runs(t); len(got) != 1 || got[0] != `{"amount":7}` {
+		t.Fatalf("the tool ran with %q, want once with the edited {\"amount\":7}", got)
+	}
+	run(t, ctx, chromedp.Navigate(f.url+"/#run="+id)) // a link to a run opens its view
+	waitText(t, ctx, `#run-calls tr.call`, `"amount": 7`)
+	waitText(t, ctx, `#run-calls tr.call`, `"amount": 50`) // what the model asked, beside it
+}
+
+// Deny with a reason: the tool never runs and the model is told why.
+func TestPageDenyWithReason(t *testing.T) {
+	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+	id := f.startRun()
+	card := `li.approval`
+	run(t, ctx,
+		chromedp.WaitVisible(chromedp.CSS(card+` button.deny-open`)),
+		chromedp.Click(chromedp.CSS(card+` button.deny-open`)),
+		chromedp.WaitVisible(chromedp.CSS(card+` textarea.reason`)),
+		chromedp.SendKeys(chromedp.CSS(card+` textarea.reason`), "not this month"),
+		chromedp.Click(chromedp.CSS(card+` button.deny`)),
+	)
+	waitText(t, ctx, card+` .outcome`, "Denied: transfer")
+	f.waitRun(id, store.RunDone)
+	if n := len(f.transfer.runs(t)); n != 0 {
+		t.Fatalf("a denied tool ran %d times", n)
+	}
+	a, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{Tenant: "acme", RunID: id})
+	if err != nil || len(a.Approvals) != 1 || a.Approvals[0].Reason != "not this month" || a.Approvals[0].Status != store.StatusDenied {
+		t.Fatalf("the stored decision: %+v %v", a, err)
+	}
+}
+
+// A viewer sees approvals but cannot decide them.
+func TestPageViewerCannotDecide(t *testing.T) {
+	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")
+	ctx := tab(t)
+	signIn(t, ctx, f, vicToken)
+	f.startRun()
+	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(`li.approval button.approve`)))
+	if !value(t, ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll('li.approval button.approve, li.approval button.deny-open, li.approval button.edit-open')].every(b => b.disabled)`)) {
+		t.Error("a viewer's page offers enabled decision buttons")
+	}
+	waitText(t, ctx, `li.approval .help`, "needs the approver role")
+}
+
+// adversary is what the model and the tool write: markup, a script, an
+// end of textarea and a right-to-left override, which the page must show
+// as text.
+const adversary = "</textarea></pre><script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">\u202Eevil"
+
+// Arguments, tool output and the model's text are adversarial: the page
+// shows them as text and runs none of them.
+func TestPageShowsAdversarialTextAsText(t *testing.T) {
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if testkit.Turn(req) == 0 {
+			return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("c1", "note", map[string]string{"text": adversary})}}, nil
+		}
+		return model.Reply{Content: "<img src=x onerror=\"window.__pwned=4\"><b>bold</b>"}, nil
+	})
+	f := newFixture(t, m, "<script>window.__pwned=3</script><b>out</b>")
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+	id := f.startRun()
+	card := `li.approval`
+	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(card+` pre.args`)))
+
+	args := text(t, ctx, card+` pre.args`)
+	for _, want := range []string{`</textarea></pre><script>window.__pwned=1</script>`, `\u{202E}evil`} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the arguments shown %q lack %q as text", args, want)
+		}
+	}
+	if strings.Contains(args, "\u202E") {
+		t.Error("a right-to-left override reached the page unmarked")
+	}
+	waitText(t, ctx, card+` .warning`, "invisible or direction-changing characters")
+	run(t, ctx, chromedp.Click(chromedp.CSS(card+` button.edit-open`)), chromedp.WaitVisible(chromedp.CSS(card+` textarea.edited-args`)))
+	if v := value(t, ctx, chromedp.Value(chromedp.CSS(card+` textarea.edited-args`))); !strings.Contains(v, `</textarea></pre><script>`) {
+		t.Errorf("the editor holds %q, want the arguments with their markup as text", v)
+	}
+	noMarkup(t, ctx)
+
+	run(t, ctx, chromedp.Click(chromedp.CSS(card+` button.approve`)))
+	f.waitRun(id, store.RunDone)
+	if n := len(f.note.runs(t)); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+	run(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="#run=%s"]`, id))))
+	waitText(t, ctx, `#run-calls tr.call pre.output`, "<script>window.__pwned=3</script><b>out</b>")
+	waitText(t, ctx, `#run-result`, `<img src=x onerror="window.__pwned=4"><b>bold</b>`)
+	noMarkup(t, ctx)
+}
+
+// noMarkup fails if anything the server sent became an element or ran.
+func noMarkup(t *testing.T, ctx context.Context) {
+	t.Helper()
+	type found struct {
+		Pwned    bool `json:"pwned"`
+		Elements int  `json:"elements"`
+	}
+	res := value(t, ctx, chromedp.Evaluate[found](`({pwned: window.__pwned !== undefined, elements: document.querySelectorAll('main script, main img, main b').length})`))
+	if res.Pwned || res.Elements != 0 {
+		t.Fatalf("adversarial text became markup: ran %v, %d elements", res.Pwned, res.Elements)
+	}
+}

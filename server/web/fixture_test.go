@@ -1,0 +1,267 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/server/web"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Tokens of the tests, all of tenant acme: alice decides (operator and
+// approver), vic only looks (viewer).
+const (
+	aliceToken = "tg_alice_page"
+	vicToken   = "tg_vic_page"
+)
+
+const transferSchema = `{"type":"object","properties":{"amount":{"type":"integer","maximum":100}},"required":["amount"],"additionalProperties":false}`
+
+// fileTool is a tool that appends its arguments, one line per run, to a
+// file: the file is the witness of how often, and with what, it ran.
+type fileTool struct {
+	name   string
+	schema string
+	hints  *tool.Hints
+	path   string
+	output string
+
+	mu sync.Mutex
+}
+
+func (f *fileTool) Spec() tool.Spec {
+	sp := tool.Spec{Name: f.name, Hints: f.hints, Source: "test"}
+	if f.schema != "" {
+		if err := json.Unmarshal([]byte(f.schema), &sp.InputSchema); err != nil {
+			panic(err)
+		}
+	}
+	return sp
+}
+
+func (f *fileTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fh, err := os.OpenFile(f.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	var line bytes.Buffer
+	if err := json.Compact(&line, args); err != nil {
+		line.Write(args)
+	}
+	line.WriteByte('\n')
+	_, err = fh.Write(line.Bytes())
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return tool.Result{}, err
+	}
+	out := f.output
+	if out == "" {
+		out = "ran " + f.name
+	}
+	return tool.Text(out), nil
+}
+
+// runs returns the arguments of every run so far, compacted, in order.
+func (f *fileTool) runs(t *testing.T) []string {
+	t.Helper()
+	fh, err := os.Open(f.path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var lines []string
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// builder builds agents over the scripted model and the tools, with a
+// policy that asks a person before every call.
+type builder struct {
+	m     model.Model
+	tools agent.ToolList
+}
+
+func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "page", Rules: []approval.Rule{
+		{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"},
+		{ID: "ask-note", Tools: []string{"note"}, Decision: approval.Ask, Reason: "notes are kept"},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools,
+		Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: 10 * time.Minute}}, nil
+}
+
+// fixture is a server with the page, in process, over a memory store.
+type fixture struct {
+	t        *testing.T
+	url      string
+	store    store.Store
+	transfer *fileTool
+	note     *fileTool
+}
+
+func newFixture(t *testing.T, m model.Model, noteOutput string) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{t: t, store: store.NewMemory(nil),
+		transfer: &fileTool{name: "transfer", schema: transferSchema, hints: &tool.Hints{Destructive: true, OpenWorld: true}, path: filepath.Join(dir, "transfer.runs")},
+		note:     &fileTool{name: "note", hints: &tool.Hints{Idempotent: true}, path: filepath.Join(dir, "note.runs"), output: noteOutput},
+	}
+	tokens, err := server.NewTokens([]server.TokenEntry{
+		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: server.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}.Resolve(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(f.store, &builder{m: m, tools: agent.ToolList{f.transfer, f.note}}, &server.Options{
+		Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens, Page: web.Handler(),
+		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	f.url = ts.URL
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = srv.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = srv.Shutdown(sctx)
+		cancel()
+		<-done
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	f.waitReady()
+	return f
+}
+
+func (f *fixture) waitReady() {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		if resp, err := http.Get(f.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // Run marks the server ready once it has taken stored runs up
+	}
+	f.t.Fatal("the server never became ready")
+}
+
+// do sends a JSON request as token and decodes the answer into out.
+func (f *fixture) do(method, path, token string, body, out any) int {
+	f.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, f.url+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			f.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// startRun starts a run of the agent payer as alice, over the API.
+func (f *fixture) startRun() string {
+	f.t.Helper()
+	var v server.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
+		f.t.Fatalf("POST /v1/runs: %d %+v", code, v)
+	}
+	return v.ID
+}
+
+// waitRun blocks until the run has one of the statuses and no host holds
+// it, following the store's event log.
+func (f *fixture) waitRun(id string, want ...store.RunStatus) store.Run {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var after int64
+	for {
+		run, err := f.store.GetRun(ctx, id)
+		if err == nil && run.Lease == nil {
+			for _, w := range want {
+				if run.Status == w {
+					return run
+				}
+			}
+		}
+		if evs, _ := f.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: id, AfterSeq: after}); len(evs) > 0 {
+			after = evs[len(evs)-1].Seq
+			continue
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_ = f.store.WaitEvents(wctx, store.EventFilter{AllTenants: true, RunID: id, AfterSeq: after})
+		wcancel()
+		if ctx.Err() != nil {
+			f.t.Fatalf("run %s: still %s, want %v", id, run.Status, want)
+		}
+	}
+}
+
+// pending returns the pending approvals of a run, over the API.
+func (f *fixture) pending(runID string) []server.ApprovalView {
+	f.t.Helper()
+	var page server.ApprovalPage
+	if code := f.do("GET", "/v1/approvals?status=pending&run="+runID, aliceToken, nil, &page); code != http.StatusOK {
+		f.t.Fatalf("pending approvals of %s: %d", runID, code)
+	}
+	return page.Approvals
+}
