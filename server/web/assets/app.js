@@ -529,11 +529,27 @@
     } catch (e) {
       return;
     }
+    // Update in place: a link that has the focus keeps it.
     const list = $('runs');
-    list.replaceChildren();
+    const have = new Map();
+    for (const li of list.children) have.set(li.dataset.runId, li);
+    const keep = new Set();
+    let i = 0;
     for (const r of page.runs || []) {
-      list.append(el('li', { class: 'run status-' + String(r.status).replace(/[^a-z]/g, '') },
-        runLink(r.id), ' ', el('span', { class: 'status' }, r.status), ' · agent ', r.agent || '?', ' · ', r.owner || '', ' · ', when(r.createdAt)));
+      keep.add(r.id);
+      let li = have.get(r.id);
+      if (!li) {
+        li = el('li', {}, runLink(r.id), ' ', el('span', { class: 'status' }), el('span', { class: 'about' }));
+        li.dataset.runId = r.id;
+      }
+      li.className = 'run status-' + String(r.status).replace(/[^a-z]/g, '');
+      setText(li.querySelector('.status'), r.status);
+      setText(li.querySelector('.about'), ' · agent ' + (r.agent || '?') + ' · ' + (r.owner || '') + ' · ' + when(r.createdAt));
+      if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
+      i++;
+    }
+    for (const li of Array.from(list.children)) {
+      if (!keep.has(li.dataset.runId)) li.remove();
     }
     $('runs-empty').hidden = list.children.length > 0;
   }
