@@ -334,6 +334,23 @@ func TestPageDenyWithReason(t *testing.T) {
 	}
 }
 
+// A request that expires while the page is open counts down to zero and
+// leaves the list by itself; the run goes on without the call.
+func TestPageExpiredApprovalLeaves(t *testing.T) {
+	f := newFixtureTTL(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "", 3*time.Second)
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+	id := f.startRun()
+	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(`li.approval button.approve`)))
+	waitText(t, ctx, `li.approval .countdown`, "Time left: 0:0")
+	f.waitRun(id, store.RunDone)
+	run(t, ctx, chromedp.WaitNotPresent(chromedp.CSS(`li.approval`)), chromedp.WaitVisible(chromedp.CSS(`#approvals-empty`)))
+	sameDocument(t, ctx)
+	if n := len(f.transfer.runs(t)); n != 0 {
+		t.Fatalf("an expired request's tool ran %d times", n)
+	}
+}
+
 // A viewer sees approvals but cannot decide them.
 func TestPageViewerCannotDecide(t *testing.T) {
 	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")

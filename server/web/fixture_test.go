@@ -105,6 +105,7 @@ func (f *fileTool) runs(t *testing.T) []string {
 type builder struct {
 	m     model.Model
 	tools agent.ToolList
+	ttl   time.Duration // of each approval request
 }
 
 func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
@@ -116,7 +117,7 @@ func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 		return nil, err
 	}
 	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools,
-		Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: 10 * time.Minute}}, nil
+		Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: b.ttl}}, nil
 }
 
 // fixture is a server with the page, in process, over a memory store.
@@ -128,7 +129,16 @@ type fixture struct {
 	note     *fileTool
 }
 
+// newFixture starts a server whose agent asks before each call, over the
+// model m; the note tool answers noteOutput, and requests expire after ten
+// minutes.
 func newFixture(t *testing.T, m model.Model, noteOutput string) *fixture {
+	t.Helper()
+	return newFixtureTTL(t, m, noteOutput, 10*time.Minute)
+}
+
+// newFixtureTTL is newFixture with requests that expire after ttl.
+func newFixtureTTL(t *testing.T, m model.Model, noteOutput string, ttl time.Duration) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{t: t, store: store.NewMemory(nil),
@@ -146,7 +156,7 @@ func newFixture(t *testing.T, m model.Model, noteOutput string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(f.store, &builder{m: m, tools: agent.ToolList{f.transfer, f.note}}, &server.Options{
+	srv, err := server.New(f.store, &builder{m: m, tools: agent.ToolList{f.transfer, f.note}, ttl: ttl}, &server.Options{
 		Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
 	})

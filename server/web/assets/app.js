@@ -272,7 +272,8 @@
       if (!seen.has(card.dataset.approvalId) && !card.classList.contains('decided')) removeCard(card);
     }
     knownPending = seen;
-    setText($('pending-count'), seen.size ? '(' + seen.size + ')' : '');
+    setText($('pending-count'), seen.size ? '(' + seen.size + (page.next ? '+' : '') + ')' : '');
+    setText($('approvals-more'), page.next ? 'More approvals wait than this page shows; the first ' + seen.size + ' are here. Decide these, and the next ones take their place.' : '');
     $('approvals-empty').hidden = seen.size > 0;
     tick();
     if (fresh.length === 1) {
