@@ -69,7 +69,7 @@ func violations(edges map[string][]string) []string {
 		for _, dep := range imps {
 			to, toLevel := groupOf(dep)
 			switch {
-			case dep == "internal/testkit" || dep == "internal/providertest":
+			case dep == "internal/testkit" || dep == "internal/providertest" || dep == "internal/browsertest":
 				problems = append(problems, pkg+" imports "+dep+": it is for tests only")
 			case to == from:
 				// within one group

@@ -2,13 +2,9 @@ package web_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,181 +12,42 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/browsertest"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
 // One Chromium for the whole package, started by the first test that needs
-// it and stopped by TestMain; each test gets a tab of its own (its own
-// sessionStorage: every fixture is another origin).
-var chrome struct {
-	once    sync.Once
-	ctx     context.Context // the browser's
-	stop    func()
-	err     error
-	tempDir string
-}
+// it; each test gets a tab of its own (its own sessionStorage: every
+// fixture is another origin).
+var chrome browsertest.Chrome
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if chrome.stop != nil {
-		chrome.stop()
-	}
-	if chrome.tempDir != "" {
-		_ = os.RemoveAll(chrome.tempDir)
-	}
+	chrome.Close()
 	os.Exit(code)
 }
 
-// chromiumPath finds Debian's chromium (scripts/test.sh installs it), or
-// the program $TOLLGATE_CHROMIUM names.
-func chromiumPath() (string, error) {
-	if p := os.Getenv("TOLLGATE_CHROMIUM"); p != "" {
-		return p, nil
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("no Chromium on PATH: install Debian's chromium (apt-get install -y chromium; scripts/test.sh does) or set TOLLGATE_CHROMIUM")
-}
+func tab(t *testing.T) context.Context { return chrome.Tab(t) }
 
-func startChrome() {
-	path, err := chromiumPath()
-	if err != nil {
-		chrome.err = err
-		return
-	}
-	dir, err := os.MkdirTemp("", "tollgate-chromium-")
-	if err != nil {
-		chrome.err = err
-		return
-	}
-	chrome.tempDir = dir
-	// The flags under which Chromium runs as root on a bare CI machine with
-	// no network but the loopback.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(1280, 1000),
-	)
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, bcancel := chromedp.NewContext(actx)
-	// Do with no actions starts the browser.
-	if err := chromedp.Do(bctx); err != nil {
-		bcancel()
-		acancel()
-		chrome.err = fmt.Errorf("starting %s: %w", path, err)
-		return
-	}
-	chrome.ctx = bctx
-	chrome.stop = func() { bcancel(); acancel() }
-}
-
-// tab opens a new tab of the package's Chromium for the test; it closes
-// before the test's server stops.
-func tab(t *testing.T) context.Context {
-	t.Helper()
-	chrome.once.Do(startChrome)
-	if chrome.err != nil {
-		t.Fatal(chrome.err)
-	}
-	ctx, cancel := chromedp.NewContext(chrome.ctx)
-	ctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { tcancel(); cancel() })
-	return ctx
-}
-
-func run(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// value runs an action that returns a value.
-func value[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// discard drops an action's value.
-func discard[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
-	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := a(ctx, tg)
-		return chromedp.Void{}, err
-	}
-}
+var (
+	run          = browsertest.Do
+	waitText     = browsertest.WaitText
+	screenshot   = browsertest.Screenshot
+	sameDocument = browsertest.SameDocument
+)
 
 // signIn opens the page, signs in with token and waits until the event
-// stream is live, then marks the window so that a reload would show.
+// stream is live and the (empty) list of approvals shows.
 func signIn(t *testing.T, ctx context.Context, f *fixture, token string) {
 	t.Helper()
-	run(t, ctx,
-		chromedp.Navigate(f.url+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`#token`)),
-		chromedp.SendKeys(chromedp.CSS(`#token`), token),
-		chromedp.SendKeys(chromedp.CSS(`#token`), kb.Enter),
-		chromedp.WaitVisible(chromedp.CSS(`#stream-status.live`)),
-		chromedp.WaitVisible(chromedp.CSS(`#approvals-empty`)),
-		discard(chromedp.Evaluate[bool](`window.__sameDocument = true`)),
-	)
-}
-
-// sameDocument fails the test if the page was reloaded since signIn.
-func sameDocument(t *testing.T, ctx context.Context) {
-	t.Helper()
-	if !value(t, ctx, chromedp.Evaluate[bool](`window.__sameDocument === true`)) {
-		t.Fatal("the page was reloaded; it must update from the event stream")
-	}
+	browsertest.SignIn(t, ctx, f.url, token)
+	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#approvals-empty`)))
 }
 
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	return value(t, ctx, chromedp.TextContent(chromedp.CSS(sel)))
-}
-
-// waitText waits until the text of the first element sel selects contains want.
-func waitText(t *testing.T, ctx context.Context, sel, want string) {
-	t.Helper()
-	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, want)
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q)||{}).textContent||''`, sel)))
-		t.Fatalf("waiting for %q in %s: %v (it shows %q)", want, sel, err, got)
-	}
-}
-
-// screenshot keeps a PNG of the page in the test's artifact directory and,
-// when $TOLLGATE_ARTIFACTS is set, there too.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png := value(t, ctx, chromedp.FullScreenshot(100))
-	for _, dir := range []string{t.ArtifactDir(), os.Getenv("TOLLGATE_ARTIFACTS")} {
-		if dir == "" {
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", p)
-	}
+	return browsertest.Value(t, ctx, chromedp.TextContent(chromedp.CSS(sel)))
 }
 
 // A run halts on an approval; the approval appears on the open page without
@@ -232,7 +89,7 @@ func TestPageApproveResumesRun(t *testing.T) {
 
 	run(t, ctx, chromedp.Click(chromedp.CSS(card+` button.approve`)))
 	waitText(t, ctx, card+` .outcome`, "Approved: transfer")
-	if focused := value(t, ctx, chromedp.Evaluate[string](`document.activeElement.className`)); focused != "outcome" {
+	if focused := browsertest.Value(t, ctx, chromedp.Evaluate[string](`document.activeElement.className`)); focused != "outcome" {
 		t.Errorf("after the decision, focus is on %q, want the outcome", focused)
 	}
 	done := f.waitRun(id, store.RunDone)
@@ -275,7 +132,7 @@ func TestPageEditThenApprove(t *testing.T) {
 		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(card+` textarea.edited-args`)),
 	)
-	if focused := value(t, ctx, chromedp.Evaluate[string](`document.activeElement.className`)); focused != "edited-args" {
+	if focused := browsertest.Value(t, ctx, chromedp.Evaluate[string](`document.activeElement.className`)); focused != "edited-args" {
 		t.Errorf("focus after opening the editor is on %q, want the textarea", focused)
 	}
 	if got := text(t, ctx, card+` details.schema pre`); !strings.Contains(got, `"maximum": 100`) {
@@ -358,7 +215,7 @@ func TestPageViewerCannotDecide(t *testing.T) {
 	signIn(t, ctx, f, vicToken)
 	f.startRun()
 	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(`li.approval button.approve`)))
-	if !value(t, ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll('li.approval button.approve, li.approval button.deny-open, li.approval button.edit-open')].every(b => b.disabled)`)) {
+	if !browsertest.Value(t, ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll('li.approval button.approve, li.approval button.deny-open, li.approval button.edit-open')].every(b => b.disabled)`)) {
 		t.Error("a viewer's page offers enabled decision buttons")
 	}
 	waitText(t, ctx, `li.approval .help`, "needs the approver role")
@@ -396,7 +253,7 @@ func TestPageShowsAdversarialTextAsText(t *testing.T) {
 	}
 	waitText(t, ctx, card+` .warning`, "invisible or direction-changing characters")
 	run(t, ctx, chromedp.Click(chromedp.CSS(card+` button.edit-open`)), chromedp.WaitVisible(chromedp.CSS(card+` textarea.edited-args`)))
-	if v := value(t, ctx, chromedp.Value(chromedp.CSS(card+` textarea.edited-args`))); !strings.Contains(v, `</textarea></pre><script>`) {
+	if v := browsertest.Value(t, ctx, chromedp.Value(chromedp.CSS(card+` textarea.edited-args`))); !strings.Contains(v, `</textarea></pre><script>`) {
 		t.Errorf("the editor holds %q, want the arguments with their markup as text", v)
 	}
 	noMarkup(t, ctx)
@@ -419,7 +276,7 @@ func noMarkup(t *testing.T, ctx context.Context) {
 		Pwned    bool `json:"pwned"`
 		Elements int  `json:"elements"`
 	}
-	res := value(t, ctx, chromedp.Evaluate[found](`({pwned: window.__pwned !== undefined, elements: document.querySelectorAll('main script, main img, main b').length})`))
+	res := browsertest.Value(t, ctx, chromedp.Evaluate[found](`({pwned: window.__pwned !== undefined, elements: document.querySelectorAll('main script, main img, main b').length})`))
 	if res.Pwned || res.Elements != 0 {
 		t.Fatalf("adversarial text became markup: ran %v, %d elements", res.Pwned, res.Elements)
 	}
