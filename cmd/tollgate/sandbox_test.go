@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv(envStateDir, state)
 	code := m.Run()
+	chrome.Close()
 	os.RemoveAll(state)
 	if binary.dir != "" {
 		os.RemoveAll(binary.dir)

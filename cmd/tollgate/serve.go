@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/server/web"
 )
 
 // serveGrace bounds how long `tollgate serve` lets running runs finish or
@@ -44,7 +45,8 @@ decide approvals, follow events (Server-Sent Events and a WebSocket), with
 bearer tokens, tenants and roles. Runs are stored in the state directory
 (SQLite), or in the PostgreSQL store of --store or $TOLLGATE_STORE_URL, which
 several servers may share; a run that waits for an approval survives a restart: approved
-runs resume by themselves, exactly once. See package server for the API and
+runs resume by themselves, exactly once. People decide in a browser on the
+approvals page at the server's address (/). See package server for the API and
 'tollgate serve token' to make a token.
 
 Without a tokens file the server listens on loopback only, and writes an admin
@@ -151,7 +153,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b := &cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}
-	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}})
+	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()})
 	if err != nil {
 		return withCode(exitError, err)
 	}
@@ -170,6 +172,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	}
 	slices.Sort(names)
 	fmt.Fprintf(env.stderr, "tollgate serve: listening on http://%s (agents: %s; store: %s)\n", ln.Addr(), strings.Join(names, ", "), storeWhere(storeURL, stateDir))
+	fmt.Fprintf(env.stderr, "tollgate serve: the approvals page is at http://%s/\n", ln.Addr())
 	select {
 	case <-ctx.Done():
 	case err := <-serveDone:
