@@ -208,6 +208,25 @@ func TestPageExpiredApprovalLeaves(t *testing.T) {
 	}
 }
 
+// The event stream's ticket is good for a minute; when the stream drops
+// after that (a proxy, a restart), the page gets a new ticket with its token
+// and goes on from the last event it saw: a later approval still appears
+// without a reload.
+func TestPageReconnectsWithANewTicket(t *testing.T) {
+	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+	f.skew.Store(int64(2 * time.Minute)) // the page's ticket has expired
+	f.ts.CloseClientConnections()
+	waitText(t, ctx, `#stream-status`, "Reconnecting")
+	waitText(t, ctx, `#stream-status`, "Live")
+	id := f.startRun()
+	f.waitRun(id, store.RunPending)
+	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(`li.approval button.approve`)))
+	sameDocument(t, ctx)
+	waitText(t, ctx, `li.approval dl.facts`, id)
+}
+
 // A viewer sees approvals but cannot decide them.
 func TestPageViewerCannotDecide(t *testing.T) {
 	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,8 +123,11 @@ func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 
 // fixture is a server with the page, in process, over a memory store.
 type fixture struct {
-	t        *testing.T
-	url      string
+	t   *testing.T
+	url string
+	ts  *httptest.Server
+	// skew is added to the server's clock (nanoseconds): tests move time on.
+	skew     atomic.Int64
 	store    store.Store
 	transfer *fileTool
 	note     *fileTool
@@ -159,12 +163,13 @@ func newFixtureTTL(t *testing.T, m model.Model, noteOutput string, ttl time.Dura
 	srv, err := server.New(f.store, &builder{m: m, tools: agent.ToolList{f.transfer, f.note}, ttl: ttl}, &server.Options{
 		Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
+		Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
-	f.url = ts.URL
+	f.url, f.ts = ts.URL, ts
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Run(ctx); close(done) }()
