@@ -227,6 +227,37 @@ func TestPageReconnectsWithANewTicket(t *testing.T) {
 	waitText(t, ctx, `li.approval dl.facts`, id)
 }
 
+// An operator starts a run from the page: the run view opens, and the
+// run's approval appears; a viewer is not offered the form.
+func TestPageStartsARun(t *testing.T) {
+	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+	run(t, ctx,
+		chromedp.WaitVisible(chromedp.CSS(`#start-prompt`)),
+		chromedp.SendKeys(chromedp.CSS(`#start-prompt`), "pay the <b>invoice</b>"),
+		chromedp.Click(chromedp.CSS(`#start-submit`)),
+		chromedp.WaitVisible(chromedp.CSS(`li.approval button.approve`)),
+	)
+	waitText(t, ctx, `#run-facts`, "payer")
+	runs, err := f.store.ListRuns(context.Background(), store.RunFilter{Tenant: "acme"})
+	if err != nil || len(runs.Runs) != 1 {
+		t.Fatalf("runs after one click: %+v %v", runs, err)
+	}
+	id := runs.Runs[0].ID
+	waitText(t, ctx, `#run-id`, id)
+	waitText(t, ctx, `li.approval dl.facts`, id)
+	waitText(t, ctx, `#run-events`, "run.halted")
+	sameDocument(t, ctx)
+
+	viewer := tab(t)
+	browsertest.SignIn(t, viewer, f.url, vicToken)
+	run(t, viewer, chromedp.WaitVisible(chromedp.CSS(`li.approval`)))
+	if browsertest.Value(t, viewer, chromedp.Evaluate[bool](`!document.getElementById('start').hidden`)) {
+		t.Error("a viewer's page offers to start runs")
+	}
+}
+
 // A viewer sees approvals but cannot decide them.
 func TestPageViewerCannotDecide(t *testing.T) {
 	f := newFixture(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "")

@@ -79,8 +79,8 @@
   // api sends a request with the token; body is a string of JSON (sent as
   // is) or undefined. It returns the decoded JSON, or throws an APIError
   // carrying the RFC 9457 problem.
-  async function api(method, path, body) {
-    const headers = { Authorization: 'Bearer ' + token, Accept: 'application/json' };
+  async function api(method, path, body, extra) {
+    const headers = Object.assign({ Authorization: 'Bearer ' + token, Accept: 'application/json' }, extra || {});
     const init = { method, headers, cache: 'no-store', credentials: 'omit' };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
@@ -128,7 +128,7 @@
     who.hidden = false;
     setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
     knownPending = null;
-    await Promise.all([refreshApprovals(), refreshRuns()]);
+    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents()]);
     followTenant();
     routeFromHash();
   }
@@ -555,6 +555,55 @@
     $('runs-empty').hidden = list.children.length > 0;
   }
 
+  // loadAgents fills the start form's agents, for operators.
+  async function loadAgents() {
+    const section = $('start');
+    section.hidden = true;
+    if (!can('operator')) return;
+    let list;
+    try {
+      list = await api('GET', '/v1/agents');
+    } catch (e) {
+      return;
+    }
+    const agents = Array.isArray(list) ? list : (list && list.agents) || [];
+    const select = $('start-agent');
+    select.replaceChildren();
+    for (const a of agents) {
+      const o = el('option', {}, a.name + (a.model ? ' (' + a.model + ')' : ''));
+      o.value = a.name;
+      select.append(o);
+    }
+    section.hidden = agents.length === 0;
+  }
+
+  async function startRun(e) {
+    e.preventDefault();
+    const prompt = $('start-prompt').value;
+    const err = $('start-error');
+    setText(err, '');
+    if (!prompt.trim()) {
+      setText(err, 'Write a prompt first.');
+      $('start-prompt').focus();
+      return;
+    }
+    const button = $('start-submit');
+    button.disabled = true;
+    // One key per submission: a retried request starts no second run.
+    const key = window.crypto && crypto.randomUUID ? { 'Idempotency-Key': crypto.randomUUID() } : undefined;
+    try {
+      const r = await api('POST', '/v1/runs', JSON.stringify({ agent: $('start-agent').value, prompt }), key);
+      $('start-prompt').value = '';
+      announce('Started run ' + r.id + '.');
+      refreshRunsSoon();
+      location.hash = '#run=' + enc(r.id);
+    } catch (x) {
+      showProblem(err, x);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   function closeRunStream() {
     if (runStream) { runStream.close(); runStream = null; }
   }
@@ -682,6 +731,7 @@
       signIn(t);
     });
     $('signout').addEventListener('click', () => signOut(''));
+    $('start-form').addEventListener('submit', startRun);
     $('run-close').addEventListener('click', closeRun);
     $('run-cancel').addEventListener('click', async () => {
       if (!openRunID) return;
