@@ -218,9 +218,11 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	if !readJSON(w, r, MaxPromptBytes, &req) {
 		return
 	}
-	cfg, ok := s.agents[req.Agent]
+	// An agent of other tenants is answered as an unknown one: its name
+	// tells nothing of them.
+	cfg, ok := s.agent(req.Agent, p.Tenant)
 	if !ok {
-		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("agent: no agent %q on this server (see the agents of its configuration)", req.Agent))
+		problemf(w, r, http.StatusNotFound, fmt.Sprintf("agent: no agent %q (GET /v1/agents lists those you may start)", req.Agent))
 		return
 	}
 	if strings.TrimSpace(req.Prompt) == "" {
@@ -389,6 +391,9 @@ func pageParams(w http.ResponseWriter, r *http.Request) (limit int, cursor strin
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, p Principal) {
 	out := []AgentInfo{}
 	for name, cfg := range s.agents {
+		if _, ok := s.agent(name, p.Tenant); !ok {
+			continue
+		}
 		out = append(out, AgentInfo{Name: name, Model: cfg.Model.Provider, Autonomy: cfg.Autonomy})
 		if cfg.Model.Provider != "script" {
 			out[len(out)-1].Model = cfg.Model.String()

@@ -157,6 +157,22 @@ func (t *Tokens) Len() int {
 	return len(t.byHash)
 }
 
+// Tenants returns the tenants of the table's principals, sorted, each
+// once ("" is the default tenant).
+func (t *Tokens) Tenants() []string {
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range t.byHash {
+		if !slices.Contains(out, p.Tenant) {
+			out = append(out, p.Tenant)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 const maxTokenLen = 512
 
 // TicketTTL is how long a stream ticket ([Server]'s POST /v1/events/ticket)

@@ -40,6 +40,7 @@ const (
 //	shutdownGrace: 30s            # how long running runs get to finish or halt on SIGTERM
 //	agents:
 //	  payer:                      # POST /v1/runs {"agent": "payer", ...}
+//	    tenants: [acme]           # the tenants that may see and start it (default: every tenant)
 //	    model: openai:gpt-4.1-mini  # or anthropic:MODEL, script:PATH
 //	    baseUrl: ""               # the model API's root, default the vendor's
 //	    apiKeyEnv: ""             # the variable holding the key, default the provider's
@@ -60,6 +61,12 @@ const (
 //	    secretEnv: TOLLGATE_WEBHOOK_SECRET   # the variable holding the whsec_ secret (never the secret itself)
 //	    tenant: acme
 //	    events: ["approval.*", "run.finished"]
+//
+// An agent's workspace, files and keys serve every run of it: an agent
+// with tenants: exists only for principals of those tenants (to another
+// tenant GET /v1/agents leaves it out and POST /v1/runs answers 404, as
+// for an unknown agent). An agent without tenants: is open to every
+// tenant; `tollgate serve` warns when the tokens file has several.
 //
 // Relative paths are relative to the configuration file's directory. Unknown
 // keys, values of the wrong type, an agent without model or workdir, an
@@ -83,6 +90,9 @@ type Config struct {
 	// Agents are the agents' run configurations, resolved (every path
 	// absolute), by name.
 	Agents map[string]runs.RunConfig
+	// AgentTenants are the tenants: of the agents that have them, by name
+	// (see [Options.AgentTenants]); an agent absent is open to every tenant.
+	AgentTenants map[string][]string
 	// Webhooks are the outbound webhooks, their secrets read from the
 	// environment variables the file names.
 	Webhooks []Webhook
@@ -110,6 +120,7 @@ type webhookYAML struct {
 }
 
 type agentYAML struct {
+	Tenants     []string     `yaml:"tenants"`
 	Model       string       `yaml:"model"`
 	BaseURL     string       `yaml:"baseUrl"`
 	APIKeyEnv   string       `yaml:"apiKeyEnv"`
@@ -222,7 +233,7 @@ func LoadConfig(path string) (*Config, error) {
 		return filepath.Join(dir, p)
 	}
 	ps := &problems{path: abs, f: f}
-	c := &Config{File: abs, Addr: y.Addr, StateDir: rel(y.StateDir), Store: y.Store, TokensFile: rel(y.Tokens), Agents: map[string]runs.RunConfig{}}
+	c := &Config{File: abs, Addr: y.Addr, StateDir: rel(y.StateDir), Store: y.Store, TokensFile: rel(y.Tokens), Agents: map[string]runs.RunConfig{}, AgentTenants: map[string][]string{}}
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {
@@ -263,6 +274,17 @@ func LoadConfig(path string) (*Config, error) {
 		if name == "" || strings.ContainsFunc(name, isControlOrSpace) {
 			ps.add(base, "agents", "agent name %q: no spaces or control characters", name)
 			continue
+		}
+		if a.Tenants != nil && len(a.Tenants) == 0 {
+			ps.add(base+".tenants", field("tenants"), "an empty list lets no tenant use the agent; list tenants, or leave tenants out to open it to all")
+		}
+		for i, tn := range a.Tenants {
+			if strings.ContainsFunc(tn, isControlOrSpace) {
+				ps.add(fmt.Sprintf("%s.tenants[%d]", base, i), field("tenants"), "tenant %q: no spaces or control characters", tn)
+			}
+		}
+		if len(a.Tenants) > 0 {
+			c.AgentTenants[name] = a.Tenants
 		}
 		kind, model, ok := strings.Cut(a.Model, ":")
 		if !ok || model == "" || (kind != "openai" && kind != "anthropic" && kind != "script") {

@@ -33,6 +33,13 @@ agents:
     autonomy: cautious
     approvalTtl: 1h
     sandbox: {bash: "off"}
+  open:
+    model: script:script.yaml
+    workdir: ws2
+  shared:
+    tenants: [acme, globex]
+    model: script:script.yaml
+    workdir: ws3
 `)
 	c, err := server.LoadConfig(p)
 	if err != nil {
@@ -47,6 +54,9 @@ agents:
 	if err := a.Check(); err != nil {
 		t.Fatal(err)
 	}
+	if len(c.AgentTenants) != 1 || strings.Join(c.AgentTenants["shared"], ",") != "acme,globex" {
+		t.Fatalf("agent tenants %q", c.AgentTenants)
+	}
 }
 
 // Every problem says file, line, column and field.
@@ -56,6 +66,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", ":5:5: "},
 		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
 		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
+		{"empty tenants", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: []\n", ":5:14: agents.a.tenants: an empty list"},
+		{"bad tenant", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: [\"a b\"]\n", ":5:15: agents.a.tenants: tenant \"a b\""},
 		{"bad autonomy", "agents:\n  a:\n    model: script:s\n    workdir: w\n    autonomy: yolo\n", ":5:15: agents.a.autonomy:"},
 		{"bad duration", "leaseTtl: soon\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:11: leaseTtl: want a duration"},
 		{"bad store", "store: redis\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:8: store: want sqlite, postgres or memory"},

@@ -24,7 +24,7 @@
 //	GET  /v1/events?run=&after=        Server-Sent Events                         viewer
 //	GET  /v1/ws?run=&after=            the same events on a WebSocket, and
 //	                                   approve / deny / modify / set_autonomy     viewer (approver to decide)
-//	GET  /v1/agents                    the agents runs may start                  viewer
+//	GET  /v1/agents                    the agents the caller's tenant may start   viewer
 //	GET  /v1/me                        the token's principal                      viewer
 //	GET  /healthz, /readyz, /metrics   no token
 //	GET  /, /assets/..., any other GET [Options.Page], when set
@@ -47,6 +47,12 @@
 // and WebSocket cannot send headers: POST /v1/events/ticket (with the
 // header) returns a ticket that authenticates ?ticket= on the two stream
 // endpoints for [TicketTTL].
+//
+// An agent with tenants ([Options.AgentTenants], tenants: in the
+// configuration) exists only for principals of those tenants: GET
+// /v1/agents lists only the caller's agents, and POST /v1/runs naming
+// another tenant's agent is 404, as for an unknown one. An agent without
+// tenants is open to every tenant.
 //
 // # Events
 //

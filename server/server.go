@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,13 @@ type Options struct {
 	// Agents are the agents runs may start, by name, each a resolved run
 	// configuration ([runs.RunConfig.Resolve]); POST /v1/runs names one.
 	Agents map[string]runs.RunConfig
+	// AgentTenants, by agent name, lists the tenants whose principals may
+	// see and start the agent ("" is the default tenant); to any other
+	// tenant the agent does not exist (GET /v1/agents leaves it out, POST
+	// /v1/runs naming it is 404). An agent not listed, or listed with no
+	// tenant, is open to every tenant. A name that is not in Agents is an
+	// error of [New].
+	AgentTenants map[string][]string
 	// Tokens authenticate every /v1 request; nil refuses them all (401).
 	Tokens *Tokens
 	// Page, if set, serves every GET outside /v1/, /healthz, /readyz and
@@ -81,6 +89,9 @@ type Server struct {
 	tick    time.Duration
 	hostTTL time.Duration
 	metrics *metrics
+
+	// agentTenants are the tenants of each agent not open to all.
+	agentTenants map[string][]string
 
 	autonomy autonomyTable
 	webhooks []*webhook
@@ -146,6 +157,15 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		}
 		srv.agents[name] = cfg
 	}
+	srv.agentTenants = map[string][]string{}
+	for name, ts := range opts.AgentTenants {
+		if _, ok := srv.agents[name]; !ok {
+			return nil, fmt.Errorf("server: AgentTenants names agent %q, which is not in Agents", name)
+		}
+		if len(ts) > 0 {
+			srv.agentTenants[name] = slices.Clone(ts)
+		}
+	}
 	for _, w := range opts.Webhooks {
 		wh, err := newWebhook(w)
 		if err != nil {
@@ -187,6 +207,19 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	srv.runCtx, srv.stopRun = context.WithCancelCause(context.Background())
 	srv.routes(reg)
 	return srv, nil
+}
+
+// agent returns the agent name if the tenant may use it: an agent of
+// another tenant is as absent as an unknown one.
+func (s *Server) agent(name, tenant string) (runs.RunConfig, bool) {
+	cfg, ok := s.agents[name]
+	if !ok {
+		return cfg, false
+	}
+	if ts, limited := s.agentTenants[name]; limited && !slices.Contains(ts, tenant) {
+		return runs.RunConfig{}, false
+	}
+	return cfg, true
 }
 
 // Host returns the [runs.Host] the server drives runs with.

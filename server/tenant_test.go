@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -72,7 +74,7 @@ func TestRoles(t *testing.T) {
 	if code := f.do("POST", "/v1/runs/"+v.ID+"/cancel", olgaToken, nil, &p); code != http.StatusConflict {
 		t.Fatalf("cancel of a cancelled run: %d", code)
 	}
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "nope", Prompt: "x"}, &p); code != http.StatusUnprocessableEntity {
+	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "nope", Prompt: "x"}, &p); code != http.StatusNotFound {
 		t.Fatalf("unknown agent: %d", code)
 	}
 	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: " "}, &p); code != http.StatusUnprocessableEntity {
@@ -90,6 +92,58 @@ func TestRoles(t *testing.T) {
 	var me server.Principal
 	if code := f.do("GET", "/v1/me", adaToken, nil, &me); code != http.StatusOK || me.Name != "ada" || me.Tenant != "acme" {
 		t.Fatalf("me: %d %+v", code, me)
+	}
+}
+
+// An agent limited to tenants does not exist for the others: listing leaves
+// it out and starting it is 404, worded as for an unknown agent; an agent
+// without tenants stays open to all.
+func TestAgentTenants(t *testing.T) {
+	f := newFixture(t, nil, nil, &server.Options{
+		Agents:       map[string]runs.RunConfig{"payer": payerConfig(t), "open": payerConfig(t)},
+		AgentTenants: map[string][]string{"payer": {"acme"}},
+	})
+	var agents struct {
+		Agents []server.AgentInfo `json:"agents"`
+	}
+	names := func(token string) string {
+		t.Helper()
+		if code := f.do("GET", "/v1/agents", token, nil, &agents); code != http.StatusOK {
+			t.Fatalf("GET /v1/agents: %d", code)
+		}
+		var out []string
+		for _, a := range agents.Agents {
+			out = append(out, a.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(vicToken); got != "open,payer" {
+		t.Errorf("acme's agents: %s", got)
+	}
+	if got := names(bobToken); got != "open" {
+		t.Errorf("globex's agents: %s", got)
+	}
+	var foreign, unknown server.Problem
+	if code := f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &foreign); code != http.StatusNotFound {
+		t.Fatalf("globex starts acme's agent: %d %+v", code, foreign)
+	}
+	f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "nope", Prompt: "pay"}, &unknown)
+	if strings.ReplaceAll(foreign.Detail, "payer", "nope") != unknown.Detail || foreign.Status != unknown.Status {
+		t.Errorf("a foreign agent is told apart from an unknown one: %+v vs %+v", foreign, unknown)
+	}
+	var page server.RunPage
+	if f.do("GET", "/v1/runs", bobToken, nil, &page); len(page.Runs) != 0 {
+		t.Fatalf("globex has runs: %+v", page)
+	}
+	var v server.RunView
+	if code := f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "open", Prompt: "pay"}, &v); code != http.StatusCreated {
+		t.Fatalf("globex starts the open agent: %d", code)
+	}
+	if id := f.startRun(); id == "" {
+		t.Fatal("acme cannot start its agent")
+	}
+	if _, err := server.New(store.NewMemory(nil), f.builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}, AgentTenants: map[string][]string{"typo": {"acme"}}}); err == nil {
+		t.Fatal("AgentTenants naming no agent is accepted")
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,6 +108,14 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			return usageErr("serve: %v", err)
 		}
 		protect = append(protect, cfg.TokensFile)
+		if ts := tokens.Tenants(); len(ts) > 1 {
+			for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+				if len(cfg.AgentTenants[name]) == 0 {
+					fmt.Fprintf(env.stderr, "tollgate serve: warning: agent %s has no tenants: list, so every tenant of %s (%s) may start it in its workspace %s; add tenants: [...] to it in %s\n",
+						name, cfg.TokensFile, strings.Join(quoteAll(ts), ", "), cfg.Agents[name].Workdir, cfg.File)
+				}
+			}
+		}
 	case !server.Loopback(cfg.Addr):
 		return usageErr("serve: refusing to listen on %s without a tokens file: anyone who reaches it could approve calls; add tokens: to %s (see 'tollgate serve token') or listen on 127.0.0.1", cfg.Addr, cfg.File)
 	default:
@@ -153,7 +163,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b := &cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}
-	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()})
+	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()})
 	if err != nil {
 		return withCode(exitError, err)
 	}
@@ -200,6 +210,15 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return withCode(exitError, herr)
 	}
 	return nil
+}
+
+// quoteAll quotes each tenant name, so that the default tenant shows as "".
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }
 
 func newServeTokenCmd(env *cliEnv) *cobra.Command {

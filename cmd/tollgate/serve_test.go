@@ -352,3 +352,32 @@ func TestServeRefusesStateDirLinkedIntoWorkspace(t *testing.T) {
 		t.Fatal("a token was written inside the workspace")
 	}
 }
+
+// With tokens of several tenants, an agent open to every tenant is warned
+// about at start; one limited with tenants: is not, and is hidden from the
+// other tenant.
+func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), "tokens:\n"+
+		"  - {name: alice, tenant: acme, roles: [viewer], sha256: "+server.HashToken("tg_alice")+"}\n"+
+		"  - {name: bob, tenant: globex, roles: [viewer], sha256: "+server.HashToken("tg_bob")+"}\n")
+	for _, ws := range []string{"ws-a", "ws-b"} {
+		if err := os.MkdirAll(filepath.Join(dir, ws), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTestFile(t, filepath.Join(dir, "s.yaml"), "turns: []\n")
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, "tokens: tokens.yaml\nagents:\n  mine:\n    tenants: [acme]\n    model: script:s.yaml\n    workdir: ws-a\n  anyone:\n    model: script:s.yaml\n    workdir: ws-b\n")
+	p := startServeCmd(t, exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state")))
+	logs := p.logs.String()
+	if !strings.Contains(logs, "warning: agent anyone has no tenants: list") || !strings.Contains(logs, `"acme", "globex"`) || strings.Contains(logs, "agent mine") {
+		t.Fatalf("start-up logs:\n%s", logs)
+	}
+	var agents struct {
+		Agents []server.AgentInfo `json:"agents"`
+	}
+	if code := p.do(t, "GET", "/v1/agents", "tg_bob", nil, &agents); code != http.StatusOK || len(agents.Agents) != 1 || agents.Agents[0].Name != "anyone" {
+		t.Fatalf("globex's agents: %d %+v", code, agents)
+	}
+}
