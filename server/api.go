@@ -281,7 +281,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 			s.waitStored(w, r, p, id)
 			return
 		}
-		problemf(w, r, http.StatusUnprocessableEntity, "the run could not start: "+errText(err))
+		// The agent is the server's, not the caller's: what failed is the
+		// server configuration (CheckAgents finds most of it at start).
+		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("the run could not start: agent %q in the server configuration: %s", req.Agent, errText(err)))
 	case <-r.Context().Done():
 	}
 }

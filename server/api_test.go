@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -140,5 +142,23 @@ func TestDecisionExpired(t *testing.T) {
 	f2.waitRun(id, store.RunDone)
 	if f2.transfer.Count() != 0 {
 		t.Fatal("an expired approval ran the tool")
+	}
+}
+
+// A run whose agent does not build is refused with 422 naming the server
+// configuration and the field, and no flag of the command line.
+func TestStartRunAgentDoesNotBuild(t *testing.T) {
+	srv, err := server.New(store.NewMemory(nil), failingBuilder{"payer": &server.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
+		&server.Options{Tokens: testTokens(t), Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	f := &fixture{t: t, ts: ts}
+	var p server.Problem
+	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &p); code != http.StatusUnprocessableEntity ||
+		p.Detail != `the run could not start: agent "payer" in the server configuration: policy: open /srv/policy.yaml: no such file` {
+		t.Fatalf("%d %+v", code, p)
 	}
 }

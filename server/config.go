@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -96,6 +98,61 @@ type Config struct {
 	// Webhooks are the outbound webhooks, their secrets read from the
 	// environment variables the file names.
 	Webhooks []Webhook
+
+	// syntax is the file's syntax tree, for the positions of later problems.
+	syntax *ast.File
+}
+
+// FieldError is an error of a [runs.Builder] about one field of an agent's
+// configuration: Field is its key in server.yaml ("policy", "hooks", "mcp",
+// "model", ...). [Config.CheckAgents] reports it at that field's line.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+// Error returns "FIELD: ERR".
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// CheckAgents checks every agent before the server starts, so that a
+// missing workspace or policy file, or a policy, hooks or MCP file that
+// does not load, stops the start rather than failing the first run: each
+// agent's workdir must be a directory, and each agent is built once with b
+// and closed. Problems are a [*ConfigError], each FILE:LINE:COL:
+// agents.NAME.FIELD: message (the field's position when b's error is a
+// [*FieldError], the agent's otherwise).
+func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
+	ps := &problems{path: c.File, f: c.syntax}
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		cfg := c.Agents[name]
+		base := "$.agents." + name
+		if fi, err := os.Stat(cfg.Workdir); err != nil || !fi.IsDir() {
+			msg := "not a directory"
+			if err != nil {
+				msg = err.Error()
+			}
+			ps.add(base+".workdir", "agents."+name+".workdir", "the workspace %s: %s", cfg.Workdir, msg)
+			continue
+		}
+		built, err := b.Build(ctx, cfg)
+		if err != nil {
+			if fe, ok := errors.AsType[*FieldError](err); ok {
+				ps.add(base+"."+fe.Field, "agents."+name+"."+fe.Field, "%v", fe.Err)
+			} else {
+				ps.add(base, "agents."+name, "the agent does not build: %v", err)
+			}
+			continue
+		}
+		if built != nil && built.Close != nil {
+			if err := built.Close(); err != nil {
+				ps.add(base, "agents."+name, "closing the agent built to check it: %v", err)
+			}
+		}
+	}
+	return ps.err()
 }
 
 // DefaultAddr is the address a configuration without addr listens on.
@@ -233,7 +290,7 @@ func LoadConfig(path string) (*Config, error) {
 		return filepath.Join(dir, p)
 	}
 	ps := &problems{path: abs, f: f}
-	c := &Config{File: abs, Addr: y.Addr, StateDir: rel(y.StateDir), Store: y.Store, TokensFile: rel(y.Tokens), Agents: map[string]runs.RunConfig{}, AgentTenants: map[string][]string{}}
+	c := &Config{syntax: f, File: abs, Addr: y.Addr, StateDir: rel(y.StateDir), Store: y.Store, TokensFile: rel(y.Tokens), Agents: map[string]runs.RunConfig{}, AgentTenants: map[string][]string{}}
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {

@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -146,4 +149,64 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 		_, _ = server.LoadTokens(p)
 	})
+}
+
+// failingBuilder fails to build the agents it names, with its error.
+type failingBuilder map[string]error
+
+func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	if err := b[cfg.Agent]; err != nil {
+		return nil, err
+	}
+	return &runs.Built{}, nil
+}
+
+// CheckAgents finds a missing workspace and an agent that does not build at
+// start, each at its line: at the field a builder's FieldError names, else
+// at the agent.
+func TestCheckAgents(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := writeFile(t, dir, "server.yaml", `agents:
+  good:
+    model: script:s.yaml
+    workdir: ws
+  nows:
+    model: script:s.yaml
+    workdir: missing
+  badpolicy:
+    model: script:s.yaml
+    workdir: ws
+    policy: policy.yaml
+  other:
+    model: script:s.yaml
+    workdir: ws
+`)
+	c, err := server.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.CheckAgents(t.Context(), failingBuilder{
+		"badpolicy": &server.FieldError{Field: "policy", Err: errors.New("open policy.yaml: no such file")},
+		"other":     errors.New("no API key"),
+	})
+	var ce *server.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 3 {
+		t.Fatalf("CheckAgents: %v", err)
+	}
+	for i, want := range []string{
+		p + ":11:13: agents.badpolicy.policy: open policy.yaml: no such file",
+		p + ":7:14: agents.nows.workdir: the workspace " + filepath.Join(dir, "missing") + ": ",
+		p + ":13:10: agents.other: the agent does not build: no API key",
+	} {
+		if !strings.HasPrefix(ce.Problems[i], want) {
+			t.Errorf("problem %d: %q, want %q...", i, ce.Problems[i], want)
+		}
+	}
+	delete(c.Agents, "nows")
+	if err := c.CheckAgents(t.Context(), failingBuilder{}); err != nil {
+		t.Fatalf("good agents: %v", err)
+	}
 }

@@ -162,7 +162,12 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b := &cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}
+	b := serveBuilder{&cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}}
+	// Each agent is built once now: a missing file or one that does not
+	// load stops the start, where it is seen, not the first run.
+	if err := cfg.CheckAgents(ctx, b); err != nil {
+		return usageErr("serve: %v", err)
+	}
 	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()})
 	if err != nil {
 		return withCode(exitError, err)
@@ -210,6 +215,33 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return withCode(exitError, herr)
 	}
 	return nil
+}
+
+// serveBuilder builds the agents of server.yaml with the command's builder,
+// its errors naming the configuration's keys instead of run's flags
+// (server.FieldError): "policy: ..." is at the policy: line of the agent,
+// and no flag name reaches an API client.
+type serveBuilder struct{ *cliBuilder }
+
+// configKeys maps run's flags to the agent keys of server.yaml.
+var configKeys = map[string]string{
+	"policy": "policy", "hooks": "hooks", "mcp": "mcp", "autonomy": "autonomy", "model": "model",
+	"base-url": "baseUrl", "api-key-env": "apiKeyEnv", "workdir": "workdir", "records": "records",
+	"deny": "deny", "approval-ttl": "approvalTtl", "max-turns": "maxTurns", "timeout": "timeout", "system": "system",
+}
+
+// Build implements runs.Builder.
+func (sb serveBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	built, err := sb.cliBuilder.Build(ctx, cfg)
+	if err == nil {
+		return built, nil
+	}
+	if flag, rest, ok := strings.Cut(strings.TrimPrefix(err.Error(), "run: "), ": "); ok && strings.HasPrefix(flag, "--") {
+		if key, ok := configKeys[strings.TrimPrefix(flag, "--")]; ok {
+			return nil, &server.FieldError{Field: key, Err: errors.New(rest)}
+		}
+	}
+	return nil, err
 }
 
 // quoteAll quotes each tenant name, so that the default tenant shows as "".

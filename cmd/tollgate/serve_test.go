@@ -366,7 +366,7 @@ func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeTestFile(t, filepath.Join(dir, "s.yaml"), "turns: []\n")
+	writeTestFile(t, filepath.Join(dir, "s.yaml"), "turns:\n  - text: hi\n")
 	config := filepath.Join(dir, "server.yaml")
 	writeTestFile(t, config, "tokens: tokens.yaml\nagents:\n  mine:\n    tenants: [acme]\n    model: script:s.yaml\n    workdir: ws-a\n  anyone:\n    model: script:s.yaml\n    workdir: ws-b\n")
 	p := startServeCmd(t, exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state")))
@@ -379,5 +379,34 @@ func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
 	}
 	if code := p.do(t, "GET", "/v1/agents", "tg_bob", nil, &agents); code != http.StatusOK || len(agents.Agents) != 1 || agents.Agents[0].Name != "anyone" {
 		t.Fatalf("globex's agents: %d %+v", code, agents)
+	}
+}
+
+// An agent whose policy file is missing, or does not load, stops the start
+// with the file, line and field of server.yaml, not the first run.
+func TestServeRefusesAgentThatDoesNotBuild(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "s.yaml"), "turns:\n  - text: hi\n")
+	config := filepath.Join(dir, "server.yaml")
+	for name, tc := range map[string]struct{ policy, want string }{
+		"missing":  {"", ":6:13: agents.a.policy: "},
+		"unloaded": {"rules: [{id: x, tools: [bash], decision: maybe}]\n", ":6:13: agents.a.policy: "},
+	} {
+		os.Remove(filepath.Join(dir, "policy.yaml"))
+		if tc.policy != "" {
+			writeTestFile(t, filepath.Join(dir, "policy.yaml"), tc.policy)
+		}
+		writeTestFile(t, config, "agents:\n  a:\n    tenants: [acme]\n    model: script:s.yaml\n    workdir: ws\n    policy: policy.yaml\naddr: 127.0.0.1:0\n")
+		var out, errb bytes.Buffer
+		// A server that starts anyway stops at the deadline, exit 0.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		code := Main(ctx, []string{"serve", "--config", config, "--state-dir", filepath.Join(dir, "state")}, nil, &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), config+tc.want) || strings.Contains(errb.String(), "--policy") || strings.Contains(errb.String(), "listening") {
+			t.Errorf("%s: exit %d: %s", name, code, errb.String())
+		}
 	}
 }
