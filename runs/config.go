@@ -109,6 +109,11 @@ type RunConfig struct {
 	Sandbox *SandboxConfig `json:"sandbox,omitempty"`
 	// Claude runs the hooks of Claude Code settings files; nil runs none.
 	Claude *ClaudeConfig `json:"claude,omitempty"`
+	// RequestDigest identifies the request that started the run, for a
+	// host that starts runs by idempotency key ("sha256:" and 64 hex digits
+	// of what the request asked; package server's Idempotency-Key). The run
+	// itself does not use it.
+	RequestDigest string `json:"requestDigest,omitempty"`
 }
 
 // SandboxConfig says how package sandbox confines the commands of a run.

@@ -240,8 +240,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		// the same run, however often the request is sent.
 		sum := sha256.Sum256([]byte(p.Tenant + "\x00" + p.Name + "\x00" + key))
 		id = "run_" + hex.EncodeToString(sum[:12])
+		// What the request asks is stored with the run: the key sent again
+		// with another agent or prompt is an error, not the old run.
+		body := sha256.Sum256([]byte(req.Agent + "\x00" + req.Prompt))
+		cfg.RequestDigest = "sha256:" + hex.EncodeToString(body[:])
+		r = r.WithContext(context.WithValue(r.Context(), requestDigestKey{}, cfg.RequestDigest))
 		if run, err := s.store.GetRun(r.Context(), id); err == nil {
-			s.writeRun(w, r, http.StatusOK, run)
+			s.writeExisting(w, r, run)
 			return
 		}
 	}
@@ -292,7 +297,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 func (s *Server) waitStored(w http.ResponseWriter, r *http.Request, p Principal, id string) {
 	for range 100 {
 		if run, err := s.store.GetRun(r.Context(), id); err == nil && run.Tenant == p.Tenant {
-			s.writeRun(w, r, http.StatusOK, run)
+			s.writeExisting(w, r, run)
 			return
 		}
 		select {
@@ -302,6 +307,28 @@ func (s *Server) waitStored(w http.ResponseWriter, r *http.Request, p Principal,
 		}
 	}
 	problemf(w, r, http.StatusConflict, "a run with this Idempotency-Key is being started; retry")
+}
+
+// requestDigestKey keys the RequestDigest of a keyed POST /v1/runs in its
+// request's context.
+type requestDigestKey struct{}
+
+// writeExisting answers a keyed POST /v1/runs with the run its key named
+// before (200), or 422 when that run was started for another agent or
+// prompt (runs.RunConfig.RequestDigest; a run stored without one is
+// answered as the same).
+func (s *Server) writeExisting(w http.ResponseWriter, r *http.Request, run store.Run) {
+	want, _ := r.Context().Value(requestDigestKey{}).(string)
+	var got struct {
+		RequestDigest string `json:"requestDigest"`
+	}
+	_ = json.Unmarshal(run.Config, &got)
+	if want != "" && got.RequestDigest != "" && got.RequestDigest != want {
+		writeProblem(w, r, Problem{Type: ProblemIdempotencyKeyReused, Title: "Idempotency-Key reused", Status: http.StatusUnprocessableEntity,
+			Detail: "this Idempotency-Key started run " + run.ID + " with another agent or prompt; use a new key for a new run"})
+		return
+	}
+	s.writeRun(w, r, http.StatusOK, run)
 }
 
 func errText(err error) string {

@@ -29,10 +29,13 @@
 //	GET  /healthz, /readyz, /metrics   no token
 //	GET  /, /assets/..., any other GET [Options.Page], when set
 //
-// POST /v1/runs: 404 an agent the caller's tenant may not use (as an
-// unknown one), 422 an empty prompt or a run whose agent does not build
-// (its detail names the server configuration's field, e.g. "policy: ...";
-// [Config.CheckAgents] finds these at start).
+// POST /v1/runs with an Idempotency-Key the same principal sent before is
+// that run (200), however often it is sent; with another agent or prompt
+// it is 422 ([ProblemIdempotencyKeyReused]). Other errors: 404 an agent the
+// caller's tenant may not use (as an unknown one), 422 an empty prompt or a
+// run whose agent does not build (its detail names the server
+// configuration's field, e.g. "policy: ..."; [Config.CheckAgents] finds
+// these at start).
 //
 // Decision errors: 404 an unknown approval or another tenant's, 409 already
 // decided (the same decision sent again by the same principal is answered

@@ -27,6 +27,9 @@ const (
 	ProblemDigestMismatch = "https://tollgate.dev/problems/digest-mismatch"
 	ProblemInvalidEdit    = "https://tollgate.dev/problems/invalid-edit"
 	ProblemForbidden      = "https://tollgate.dev/problems/role"
+	// ProblemIdempotencyKeyReused: 422, POST /v1/runs with the
+	// Idempotency-Key of an earlier run and another agent or prompt.
+	ProblemIdempotencyKeyReused = "https://tollgate.dev/problems/idempotency-key-reused"
 	// ProblemTooManyStreams: 429, the caps on open event streams
 	// ([Options.MaxStreams]) are reached.
 	ProblemTooManyStreams = "https://tollgate.dev/problems/too-many-streams"

@@ -148,9 +148,9 @@ func TestAgentTenants(t *testing.T) {
 }
 
 // The same Idempotency-Key from the same principal is the same run; from
-// another principal, another run.
+// another principal, another run; with another agent or prompt, 422.
 func TestIdempotencyKey(t *testing.T) {
-	f := newFixture(t, nil, nil, nil)
+	f := newFixture(t, nil, nil, &server.Options{Agents: map[string]runs.RunConfig{"payer": payerConfig(t), "payer2": payerConfig(t)}})
 	var first, again, other server.RunView
 	body := server.StartRunRequest{Agent: "payer", Prompt: "pay"}
 	if code := f.do("POST", "/v1/runs", aliceToken, body, &first, "Idempotency-Key", "k-1"); code != http.StatusCreated {
@@ -161,6 +161,12 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	if code := f.do("POST", "/v1/runs", olgaToken, body, &other, "Idempotency-Key", "k-1"); code != http.StatusCreated || other.ID == first.ID {
 		t.Fatalf("another principal's key: %d %s", code, other.ID)
+	}
+	for _, changed := range []server.StartRunRequest{{Agent: "payer", Prompt: "pay twice"}, {Agent: "payer2", Prompt: "pay"}} {
+		var p server.Problem
+		if code := f.do("POST", "/v1/runs", aliceToken, changed, &p, "Idempotency-Key", "k-1"); code != http.StatusUnprocessableEntity || p.Type != server.ProblemIdempotencyKeyReused || !strings.Contains(p.Detail, first.ID) {
+			t.Fatalf("the key again with %+v: %d %+v", changed, code, p)
+		}
 	}
 	var page server.RunPage
 	f.do("GET", "/v1/runs", vicToken, nil, &page)
