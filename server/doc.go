@@ -71,7 +71,11 @@
 // its votes, tool.finished, autonomy.changed, ...) and its data a
 // [StreamEvent]. A client that reconnects with Last-Event-ID (EventSource
 // does) or ?after=SEQ gets every later event once: the store's numbers are
-// never visible out of order. A comment line is sent every heartbeat.
+// never visible out of order. A comment line is sent every heartbeat. A
+// stream of one run (?run=) ends once the run's end (run.finished or
+// run.cancelled) was sent, and at once when the client had seen it (its
+// Last-Event-ID or ?after= is past it); a tenant's stream stays open. The
+// WebSocket stays open for decisions either way.
 //
 // [Options.Webhooks] (webhooks: in the configuration) post the same events
 // of a tenant to URLs, signed per Standard Webhooks (webhook-id "evt_SEQ",

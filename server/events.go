@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/runs"
 )
 
 // StreamEvent is one event of the store's log as GET /v1/events (the data
@@ -102,7 +103,10 @@ func streamEvent(ev store.Event) StreamEvent {
 
 // events is GET /v1/events: Server-Sent Events, one per store event, with
 // the store's sequence number as id so that a reconnect with Last-Event-ID
-// goes on with no gap and no duplicate; a comment line every heartbeat.
+// goes on with no gap and no duplicate; a comment line every heartbeat. A
+// stream of one run (?run=) ends after the run's end (run.finished or
+// run.cancelled) was sent, or at once when the client saw it already; a
+// tenant's stream stays open.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	f, ok := s.streamParams(w, r, p)
 	if !ok {
@@ -129,7 +133,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseField(ev.Type), b); err != nil {
 			return err
 		}
-		return rc.Flush()
+		if err := rc.Flush(); err != nil {
+			return err
+		}
+		if f.RunID != "" && terminal(ev.Type) {
+			return errRunEnded // nothing follows a run's end
+		}
+		return nil
 	}
 	beat := func() error {
 		if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
@@ -137,7 +147,36 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		}
 		return rc.Flush()
 	}
+	if f.RunID != "" {
+		// A run that ended before the stream opened: its events after
+		// f.AfterSeq, and the end (the client may have seen the last one).
+		if run, err := s.store.GetRun(r.Context(), f.RunID); err == nil && run.Status.Finished() {
+			for {
+				evs, err := s.store.ListEvents(r.Context(), f)
+				if err != nil {
+					return
+				}
+				for _, ev := range evs {
+					if emit(ev) != nil {
+						return
+					}
+					f.AfterSeq = ev.Seq
+				}
+				if len(evs) < f.Limit {
+					return
+				}
+			}
+		}
+	}
 	_ = s.follow(r.Context(), f, emit, beat)
+}
+
+// errRunEnded ends a stream of one run once its end was sent.
+var errRunEnded = errors.New("the run has ended")
+
+// terminal reports whether an event of type typ ends its run for good.
+func terminal(typ string) bool {
+	return typ == runs.EventRunFinished || typ == runs.EventRunCancelled
 }
 
 // sseField keeps a field value on one line.

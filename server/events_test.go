@@ -81,6 +81,22 @@ func (s *sseStream) next(t *testing.T) sseEvent {
 	return ev
 }
 
+// wantEnd fails unless the server ends the stream before another event.
+func (s *sseStream) wantEnd(t *testing.T) {
+	t.Helper()
+	// A stream that does not end is cut (and the test fails) after 10 s.
+	cut := time.AfterFunc(10*time.Second, func() { s.body.Close() })
+	defer cut.Stop()
+	for s.sc.Scan() {
+		if line := s.sc.Text(); line != "" && !strings.HasPrefix(line, ":") && !strings.HasPrefix(line, "retry: ") {
+			t.Fatalf("the stream goes on: %q", line)
+		}
+	}
+	if err := s.sc.Err(); err != nil {
+		t.Fatalf("the stream broke: %v", err)
+	}
+}
+
 // nextEvent skips comments.
 func (s *sseStream) nextEvent(t *testing.T) sseEvent {
 	t.Helper()
@@ -136,8 +152,14 @@ func TestSSEResume(t *testing.T) {
 	if !slices.Equal(seqs, want) {
 		t.Fatalf("events seen %v, want %v", seqs, want)
 	}
-	if ev := s2.next(t); !ev.comment {
-		t.Fatalf("after the last event, got %+v, want a heartbeat comment", ev)
+	s2.wantEnd(t) // the run's stream ends with the run
+	// A tenant's stream stays open after its events: heartbeats.
+	s3 := f.openSSE("/v1/events", vicToken, "Last-Event-ID", strconv.FormatInt(want[len(want)-1], 10))
+	if open := s3.next(t); !open.comment {
+		t.Fatalf("the stream opens with %+v", open)
+	}
+	if ev := s3.next(t); !ev.comment {
+		t.Fatalf("after the tenant's last event, got %+v, want a heartbeat comment", ev)
 	}
 	// A forged or missing credential is refused.
 	var p server.Problem
@@ -150,6 +172,35 @@ func TestSSEResume(t *testing.T) {
 	if code := f.do("GET", "/v1/events?after=x", vicToken, nil, &p); code != http.StatusBadRequest {
 		t.Fatalf("bad after: %d", code)
 	}
+}
+
+// A stream of one run ends once the run's end was sent: live, when the run
+// ends while it is open, and at once for a client that saw the end.
+func TestSSERunStreamEnds(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	id := f.startRun()
+	a := f.pending(id)
+	live := f.openSSE("/v1/events?run="+id, vicToken)
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("decision: %d", code)
+	}
+	var last sseEvent
+	for last.event != "run.finished" {
+		last = live.nextEvent(t)
+	}
+	live.wantEnd(t)
+	again := f.openSSE("/v1/events?run="+id+"&after="+last.id, vicToken)
+	again.wantEnd(t)
+	// A cancelled run's stream ends with run.cancelled.
+	id2 := f.startRun("Idempotency-Key", "second")
+	f.pending(id2)
+	s := f.openSSE("/v1/events?run="+id2, vicToken)
+	if code := f.do("POST", "/v1/runs/"+id2+"/cancel", aliceToken, nil, nil); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d", code)
+	}
+	for ev := s.nextEvent(t); ev.event != "run.cancelled"; ev = s.nextEvent(t) {
+	}
+	s.wantEnd(t)
 }
 
 // The WebSocket carries the same events, and approve / modify / deny
