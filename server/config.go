@@ -434,11 +434,28 @@ type tokensYAML struct {
 //	    roles: [approver, operator] # viewer, approver, operator, admin
 //	    sha256: 9f86d08...          # printf %s "$TOKEN" | sha256sum
 //
-// Only hashes are stored; `tollgate serve token` makes a token and its
-// entry. Errors carry FILE:LINE:COL and the field.
+// The list alone (no tokens: key, each entry "  - name: ...") is read the
+// same: it is what `tollgate serve token >> tokens.yaml` builds from an
+// empty file. Only hashes are stored; `tollgate serve token` makes a token
+// (printed on stderr, once) and its entry (on stdout). Errors carry
+// FILE:LINE:COL and the field.
 func LoadTokens(path string) (*Tokens, error) {
+	var root any
+	if _, err := decodeStrict(path, &root); err != nil {
+		return nil, err
+	}
 	var y tokensYAML
-	f, err := decodeStrict(path, &y)
+	var f *ast.File
+	var err error
+	yp := "$.tokens[%d]"
+	if _, list := root.([]any); list {
+		// The entries alone, as `tollgate serve token >> tokens.yaml`
+		// appends them to an empty file.
+		f, err = decodeStrict(path, &y.Tokens)
+		yp = "$[%d]"
+	} else {
+		f, err = decodeStrict(path, &y)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +463,7 @@ func LoadTokens(path string) (*Tokens, error) {
 	for i, e := range y.Tokens {
 		if _, err := NewTokens([]TokenEntry{e}); err != nil {
 			msg := strings.TrimPrefix(err.Error(), "tokens[0]: ")
-			ps.add(fmt.Sprintf("$.tokens[%d]", i), fmt.Sprintf("tokens[%d]", i), "%s", msg)
+			ps.add(fmt.Sprintf(yp, i), fmt.Sprintf("tokens[%d]", i), "%s", msg)
 		}
 	}
 	if err := ps.err(); err != nil {

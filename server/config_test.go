@@ -109,6 +109,18 @@ func TestLoadTokens(t *testing.T) {
 	if _, ok := tk.Lookup(hash); ok {
 		t.Fatal("the hash itself authenticates")
 	}
+	// The entries alone, as appended to an empty file, load the same; a bad
+	// one is reported at its line.
+	p = writeFile(t, dir, "list.yaml", "  - name: alice\n    tenant: acme\n    roles: [approver]\n    sha256: "+hash+"\n")
+	if tk, err := server.LoadTokens(p); err != nil {
+		t.Fatal(err)
+	} else if pr, ok := tk.Lookup(tok); !ok || pr.Name != "alice" || pr.Tenant != "acme" {
+		t.Fatalf("list lookup: %+v %v", pr, ok)
+	}
+	p = writeFile(t, dir, "badlist.yaml", "- name: a\n  roles: [viewer]\n  sha256: "+hash+"\n- name: b\n  roles: [root]\n  sha256: "+hash+"\n")
+	if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":4:") || !strings.Contains(err.Error(), ": tokens[1]: ") {
+		t.Errorf("bad list: %v", err)
+	}
 	for name, body := range map[string]string{
 		"short hash":   "tokens:\n  - name: a\n    roles: [viewer]\n    sha256: abc\n",
 		"unknown role": "tokens:\n  - name: a\n    roles: [root]\n    sha256: " + hash + "\n",

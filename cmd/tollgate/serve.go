@@ -53,7 +53,7 @@ approvals page at the server's address (/). See package server for the API and
 
 Without a tokens file the server listens on loopback only, and writes an admin
 token for the default tenant to serve.token in the state directory.`,
-		Example: `  tollgate serve token --name alice --role approver --role operator >> tokens.txt
+		Example: `  tollgate serve token --name alice --role approver --role operator >> tokens.yaml
   tollgate serve --config server.yaml
   tollgate serve --config server.yaml --addr 127.0.0.1:8080`,
 		Args: argsUsage(cobra.NoArgs),
@@ -259,11 +259,13 @@ func newServeTokenCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token --name NAME [--tenant TENANT] --role ROLE...",
 		Short: "Make a bearer token and the tokens-file entry that stands for it",
-		Long: `Make a new random bearer token. The token is printed once, for its holder;
-the tokens file keeps only its SHA-256 (the entry printed below it).
+		Long: `Make a new random bearer token. The token is printed once on stderr, for
+its holder; the tokens file keeps only its SHA-256: the entry printed on
+stdout, which >> appends to the tokens file (an empty file or one under
+tokens:).
 Roles: viewer (read), approver (decide approvals), operator (start and cancel
 runs), admin (everything in the tenant).`,
-		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator`,
+		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator >> tokens.yaml`,
 		Args:    argsUsage(cobra.NoArgs),
 	}
 	f := cmd.Flags()
@@ -282,8 +284,10 @@ runs), admin (everything in the tenant).`,
 		if _, err := server.NewTokens([]server.TokenEntry{e}); err != nil {
 			return usageErr("serve token: %v", strings.TrimPrefix(err.Error(), "tokens[0]: "))
 		}
-		fmt.Fprintf(env.stdout, "# token for %s (shown once, not stored): %s\n", name, tok)
-		fmt.Fprintf(env.stdout, "  - name: %s\n    tenant: %q\n    roles: [%s]\n    sha256: %s\n", name, tenant, strings.Join(roles, ", "), hash)
+		// The token goes to its holder, never into the file the entry is
+		// appended to: stderr for the token, stdout for the entry.
+		fmt.Fprintf(env.stderr, "token for %s (shown once, not stored): %s\n", name, tok)
+		fmt.Fprintf(env.stdout, "  - name: %q\n    tenant: %q\n    roles: [%s]\n    sha256: %s\n", name, tenant, strings.Join(roles, ", "), hash)
 		return nil
 	}
 	return cmd

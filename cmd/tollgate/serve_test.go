@@ -181,22 +181,42 @@ func TestServeRefusesOpenAddrWithoutTokens(t *testing.T) {
 	}
 }
 
+// `tollgate serve token >> tokens.yaml`, twice from an empty file, builds a
+// tokens file that loads, with each entry standing for the token printed on
+// stderr, and no token in the file.
 func TestServeToken(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := Main(t.Context(), []string{"serve", "token", "--name", "alice", "--tenant", "acme", "--role", "approver"}, nil, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	tok := strings.Fields(strings.SplitN(out.String(), "\n", 2)[0])
-	token := tok[len(tok)-1]
 	p := filepath.Join(t.TempDir(), "tokens.yaml")
-	writeTestFile(t, p, "tokens:\n"+strings.SplitN(out.String(), "\n", 2)[1])
+	writeTestFile(t, p, "")
+	tokens := map[string]string{}
+	for _, who := range []struct{ name, tenant string }{{"alice", "acme"}, {"bob", ""}} {
+		var out, errb bytes.Buffer
+		if code := Main(t.Context(), []string{"serve", "token", "--name", who.name, "--tenant", who.tenant, "--role", "approver"}, nil, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		tok := strings.Fields(errb.String())
+		tokens[who.name] = tok[len(tok)-1]
+		if !strings.HasPrefix(tokens[who.name], server.TokenPrefix) || strings.Contains(out.String(), tokens[who.name]) {
+			t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
+		}
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.Write(out.Bytes())
+		f.Close()
+	}
 	tk, err := server.LoadTokens(p)
 	if err != nil {
-		t.Fatal(err)
+		b, _ := os.ReadFile(p)
+		t.Fatalf("%v\n%s", err, b)
 	}
-	if pr, ok := tk.Lookup(token); !ok || pr.Name != "alice" || pr.Tenant != "acme" {
-		t.Fatalf("the printed entry does not stand for the printed token: %+v %v\n%s", pr, ok, out.String())
+	if pr, ok := tk.Lookup(tokens["alice"]); !ok || pr.Name != "alice" || pr.Tenant != "acme" || !pr.Has(server.RoleApprover) {
+		t.Fatalf("alice's entry: %+v %v", pr, ok)
 	}
+	if pr, ok := tk.Lookup(tokens["bob"]); !ok || pr.Name != "bob" || pr.Tenant != "" {
+		t.Fatalf("bob's entry: %+v %v", pr, ok)
+	}
+	var out, errb bytes.Buffer
 	if code := Main(t.Context(), []string{"serve", "token", "--name", "alice", "--role", "root"}, nil, &out, &errb); code != exitUsage {
 		t.Fatalf("unknown role: exit %d", code)
 	}
