@@ -37,9 +37,10 @@
 // configuration's field, e.g. "policy: ..."; [Config.CheckAgents] finds
 // these at start).
 //
-// Decision errors: 404 an unknown approval or another tenant's, 409 already
-// decided (the same decision sent again by the same principal is answered
-// 200, as the first), 410 expired, 412 argsDigest is not the digest of the
+// A decision's argsDigest is required to approve; a deny needs none (a
+// wrong one is still 412). Decision errors: 404 an unknown approval or
+// another tenant's, 409 already decided (the same decision sent again by
+// the same principal is answered 200, as the first), 410 expired, 412 argsDigest is not the digest of the
 // arguments shown, 422 editedArgs that do not fit the tool's input schema
 // (they are authorized again when the run goes on), 403 a role that may
 // not, 401 no or an unknown token.
