@@ -105,12 +105,24 @@ func streamEvent(ev store.Event) StreamEvent {
 // the store's sequence number as id so that a reconnect with Last-Event-ID
 // goes on with no gap and no duplicate; a comment line every heartbeat. A
 // stream of one run (?run=) ends after the run's end (run.finished or
-// run.cancelled) was sent, or at once when the client saw it already; a
-// tenant's stream stays open.
+// run.cancelled) was sent; a client that saw it already gets 204 (which an
+// EventSource does not reconnect after). A tenant's stream stays open.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	f, ok := s.streamParams(w, r, p)
 	if !ok {
 		return
+	}
+	ended := false
+	if f.RunID != "" {
+		if run, err := s.store.GetRun(r.Context(), f.RunID); err == nil && run.Status.Finished() {
+			ended = true
+			// The client saw the end already: 204, which also stops an
+			// EventSource from reconnecting (HTML, server-sent events).
+			if evs, err := s.store.ListEvents(r.Context(), store.EventFilter{Tenant: f.Tenant, RunID: f.RunID, AfterSeq: f.AfterSeq, Limit: 1}); err == nil && len(evs) == 0 {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -147,24 +159,22 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		}
 		return rc.Flush()
 	}
-	if f.RunID != "" {
+	if ended {
 		// A run that ended before the stream opened: its events after
-		// f.AfterSeq, and the end (the client may have seen the last one).
-		if run, err := s.store.GetRun(r.Context(), f.RunID); err == nil && run.Status.Finished() {
-			for {
-				evs, err := s.store.ListEvents(r.Context(), f)
-				if err != nil {
+		// f.AfterSeq, then the end.
+		for {
+			evs, err := s.store.ListEvents(r.Context(), f)
+			if err != nil {
+				return
+			}
+			for _, ev := range evs {
+				if emit(ev) != nil {
 					return
 				}
-				for _, ev := range evs {
-					if emit(ev) != nil {
-						return
-					}
-					f.AfterSeq = ev.Seq
-				}
-				if len(evs) < f.Limit {
-					return
-				}
+				f.AfterSeq = ev.Seq
+			}
+			if len(evs) < f.Limit {
+				return
 			}
 		}
 	}

@@ -189,8 +189,15 @@ func TestSSERunStreamEnds(t *testing.T) {
 		last = live.nextEvent(t)
 	}
 	live.wantEnd(t)
-	again := f.openSSE("/v1/events?run="+id+"&after="+last.id, vicToken)
-	again.wantEnd(t)
+	// A client that saw the end (an EventSource reconnecting) gets 204,
+	// which stops it; one that did not gets the rest, then the end.
+	if code := f.do("GET", "/v1/events?run="+id+"&after="+last.id, vicToken, nil, nil); code != http.StatusNoContent {
+		t.Fatalf("the stream of an ended run, after its end: %d, want 204", code)
+	}
+	rest := f.openSSE("/v1/events?run="+id+"&after=1", vicToken)
+	for ev := rest.nextEvent(t); ev.event != "run.finished"; ev = rest.nextEvent(t) {
+	}
+	rest.wantEnd(t)
 	// A cancelled run's stream ends with run.cancelled.
 	id2 := f.startRun("Idempotency-Key", "second")
 	f.pending(id2)

@@ -625,6 +625,8 @@
       if (ev.runId && ev.runId !== openRunID) return;
       addRunEvent(ev);
       refreshRunSoon();
+      // The server ends a run's stream after its end: nothing follows.
+      if (ev.type === 'run.finished' || ev.type === 'run.cancelled') closeRunStream();
     }, () => {});
     $('run-heading').focus();
   }
