@@ -159,6 +159,12 @@ type Agent struct {
 	validators sync.Map // tool name -> cachedValidator
 	schemas    sync.Map // tool name -> cachedSchema
 
+	// toolLimits and agentLimits are Options.ToolLimits and the agent-wide
+	// limits resolved once (the map is copied: a caller changing its own
+	// map later changes nothing).
+	toolLimits  map[string]*callLimits
+	agentLimits callLimits
+
 	// resumed remembers, per run ID, the highest state sequence number a
 	// resume started from, so that the same state is never resumed twice.
 	resumedMu sync.Mutex
@@ -203,7 +209,15 @@ func New(opts Options) (*Agent, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{opts: opts, log: lg}, nil
+	a := &Agent{opts: opts, log: lg, agentLimits: resolveLimits(ToolLimits{}, opts.ToolTimeout, opts.MaxResultBytes)}
+	if len(opts.ToolLimits) > 0 {
+		a.toolLimits = make(map[string]*callLimits, len(opts.ToolLimits))
+		for name, l := range opts.ToolLimits {
+			r := resolveLimits(l, opts.ToolTimeout, opts.MaxResultBytes)
+			a.toolLimits[name] = &r
+		}
+	}
+	return a, nil
 }
 
 // ID returns the agent's ID.

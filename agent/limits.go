@@ -38,12 +38,18 @@ type ToolLimits struct {
 	MaxResultBytes int
 }
 
-// limits returns the limits of the tool name: per tool, else agent-wide,
-// else the defaults; 0 in the result means no limit.
-func (a *Agent) limits(name string) ToolLimits {
-	l := a.opts.ToolLimits[name]
+// callLimits are one tool's resolved limits (0: no limit) and the cause its
+// calls' contexts end with at the timeout, made once so that a call does not
+// format it.
+type callLimits struct {
+	ToolLimits
+	cause error
+}
+
+// resolveLimits resolves l against the agent-wide values and the defaults.
+func resolveLimits(l ToolLimits, timeout time.Duration, maxBytes int) callLimits {
 	pick := func(v, agentWide, def int64) int64 {
-		for _, x := range []int64{v, agentWide} {
+		for _, x := range [2]int64{v, agentWide} {
 			switch {
 			case x < 0:
 				return 0
@@ -53,32 +59,50 @@ func (a *Agent) limits(name string) ToolLimits {
 		}
 		return def
 	}
-	return ToolLimits{
-		Timeout:        time.Duration(pick(int64(l.Timeout), int64(a.opts.ToolTimeout), int64(DefaultToolTimeout))),
-		MaxResultBytes: int(pick(int64(l.MaxResultBytes), int64(a.opts.MaxResultBytes), DefaultMaxResultBytes)),
+	r := callLimits{ToolLimits: ToolLimits{
+		Timeout:        time.Duration(pick(int64(l.Timeout), int64(timeout), int64(DefaultToolTimeout))),
+		MaxResultBytes: int(pick(int64(l.MaxResultBytes), int64(maxBytes), DefaultMaxResultBytes)),
+	}}
+	if r.Timeout > 0 {
+		r.cause = fmt.Errorf("the tool call took longer than its timeout of %s", r.Timeout)
 	}
+	return r
+}
+
+// limits returns the limits of the tool name: per tool, else agent-wide,
+// else the defaults, as resolved by [New].
+func (a *Agent) limits(name string) *callLimits {
+	if l, ok := a.toolLimits[name]; ok {
+		return l
+	}
+	return &a.agentLimits
 }
 
 // executeBounded runs execute under the call's timeout and returns when the
 // tool does, or [AbandonAfter] after ctx (or the timeout) ended if the tool
 // ignores its context; the abandoned call's result is dropped.
-func executeBounded(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage, timeout time.Duration) tool.Result {
-	if timeout > 0 {
+//
+// The tool runs on a goroutine of its own, since only then can a tool that
+// never returns be abandoned; the timer for the abandonment is made only once
+// ctx has ended, so a call that returns in time pays for a goroutine, a
+// channel and its timeout's context.
+func executeBounded(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage, lim *callLimits) tool.Result {
+	if lim.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("the tool call took longer than its timeout of %s", timeout))
+		ctx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, lim.cause)
 		defer cancel()
 	}
-	done := make(chan tool.Result, 1)
-	go func() { done <- execute(ctx, t, inv, args) }()
+	ch := make(chan tool.Result, 1)
+	go func() { ch <- execute(ctx, t, inv, args) }()
 	select {
-	case res := <-done:
+	case res := <-ch:
 		return withCause(ctx, res)
 	case <-ctx.Done():
 	}
 	timer := time.NewTimer(AbandonAfter)
 	defer timer.Stop()
 	select {
-	case res := <-done:
+	case res := <-ch:
 		return withCause(ctx, res)
 	case <-timer.C:
 		return tool.Errorf("%s did not return within %s after it was stopped (%v); the call was abandoned", t.Spec().Name, AbandonAfter, context.Cause(ctx))

@@ -52,6 +52,7 @@ type runner struct {
 	pendingIDs map[string]bool
 
 	toolState *tool.RunState // handed to every tool call; saved into st by result
+	gov       *governance    // handed down to every tool call (sub-agents)
 
 	// lastFinish is the finish reason of the last model turn; cutOff holds the
 	// IDs of the calls of that turn that the output limit cut off (written
@@ -235,7 +236,7 @@ func pendingIDs(st *State) []string {
 func (a *Agent) drive(ctx context.Context, st *State, resume, generate bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
 	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
-	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: generate, toolState: tool.NewRunState(st.ToolState)}
+	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: generate, toolState: tool.NewRunState(st.ToolState), gov: a.handDown(ctx)}
 	r.snapshotTools()
 	var res *Result
 	var err error

@@ -290,7 +290,7 @@ authorization:
 	}
 	lim := r.a.limits(call.Name)
 	start := time.Now()
-	tctx := tool.WithRunState(r.a.handDown(ctx), r.toolState)
+	tctx := tool.WithRunState(context.WithValue(ctx, governanceKey{}, r.gov), r.toolState)
 	if len(checked) > 0 && len(checked) == len(args) && &checked[0] == &args[0] {
 		tctx = tool.WithValidated(tctx, spec.InputSchema, args)
 	}
@@ -300,7 +300,7 @@ authorization:
 		tctx = tool.WithInvocation(tctx, *inv)
 	}
 	rep := &reporter{emit: emit, turn: r.st.Turn, callID: call.ID}
-	res := executeBounded(tool.WithReporter(tctx, rep), t, inv, args, lim.Timeout)
+	res := executeBounded(tool.WithReporter(tctx, rep), t, inv, args, lim)
 	rep.close()
 	latency := time.Since(start)
 	if res.Pending != nil {

@@ -30,9 +30,9 @@ func inherited(ctx context.Context) *governance {
 	return g
 }
 
-// handDown returns ctx carrying a's governance (with what a inherited) for the
-// tools a runs.
-func (a *Agent) handDown(ctx context.Context) context.Context {
+// handDown returns a's governance (with what a inherited through ctx, the
+// run's context) for the tools a runs; it is made once per run.
+func (a *Agent) handDown(ctx context.Context) *governance {
 	g := &governance{waitFor: a.opts.WaitFor, hooks: a.opts.Hooks}
 	g.parent, _ = hooks.RunFrom(ctx)
 	for _, az := range a.opts.Authorizers {
@@ -45,7 +45,7 @@ func (a *Agent) handDown(ctx context.Context) context.Context {
 			g.waitFor = up.waitFor
 		}
 	}
-	return context.WithValue(ctx, governanceKey{}, g)
+	return g
 }
 
 // prefixed names an inherited authorizer's verdicts after the agent it came
