@@ -53,12 +53,12 @@ func TestGateAskResolvedByWaitFor(t *testing.T) {
 		t.Fatalf("the tool ran %d times after %d requests, want once after one", transfer.Count(), asked.Load())
 	}
 	rec := res.ToolCalls[0]
-	if !rec.Ran || rec.IsError || rec.Decision.Outcome != agent.OutcomeApproved || rec.Decision.By != "person:alice" {
+	if !rec.Ran || rec.IsError || rec.Decision.Outcome != agent.OutcomeApproved || rec.Decision.By.String() != "person:alice" {
 		t.Fatalf("record %+v", rec)
 	}
 	var gateVoted bool
 	for _, v := range rec.Decision.Votes {
-		gateVoted = gateVoted || (v.Source == "hook:gate" && v.Decision == "ask")
+		gateVoted = gateVoted || (v.Source.String() == "hook:gate" && v.Decision == "ask")
 	}
 	if !gateVoted {
 		t.Errorf("the gate's ask is not among the votes: %+v", rec.Decision.Votes)
@@ -83,7 +83,7 @@ func TestGateAskDeclinedByWaitFor(t *testing.T) {
 	if len(msgs) != 1 || !msgs[0].IsError || !strings.Contains(msgs[0].Content, "over budget") {
 		t.Errorf("model sees %+v, want the reason", msgs)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || d.By != "person:alice" {
+	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || d.By.String() != "person:alice" {
 		t.Errorf("decision %+v", d)
 	}
 }
@@ -114,7 +114,7 @@ func TestGateAskResolvedByResume(t *testing.T) {
 	if transfer.Count() != 1 {
 		t.Fatalf("the tool ran %d times, want once", transfer.Count())
 	}
-	if d := res2.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || d.By != "person:alice" {
+	if d := res2.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || d.By.String() != "person:alice" {
 		t.Errorf("decision %+v", d)
 	}
 	// Declined on resume: never runs, the model sees the reason.
@@ -139,7 +139,7 @@ func TestGateApprovalDoesNotSilenceOthers(t *testing.T) {
 	}
 	// The policy is first heard on the retry: the gate's ask comes before it.
 	denyPolicy := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Deny, Reason: "frozen account", By: "rule:freeze"}, nil
+		return approval.Verdict{Decision: approval.Deny, Reason: "frozen account", By: approval.Principal{Kind: "rule", Name: "freeze"}}, nil
 	})
 	for _, tc := range []struct {
 		name   string
@@ -165,7 +165,7 @@ func TestGateApprovalDoesNotSilenceOthers(t *testing.T) {
 				t.Fatal("a denied call ran")
 			}
 			rec := res.ToolCalls[0]
-			if rec.Decision.Outcome != agent.OutcomeDenied || rec.Decision.By != tc.by || !strings.Contains(rec.Output, tc.reason) {
+			if rec.Decision.Outcome != agent.OutcomeDenied || rec.Decision.By.String() != tc.by || !strings.Contains(rec.Output, tc.reason) {
 				t.Errorf("record %+v", rec)
 			}
 		})

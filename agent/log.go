@@ -13,7 +13,7 @@ func attrs(runID string, rec *ToolCallRecord, d Decision) []slog.Attr {
 		slog.String("tool", rec.Name),
 		slog.Int("turn", rec.Turn),
 		slog.String("outcome", string(d.Outcome)),
-		slog.String("by", d.By),
+		slog.String("by", d.By.String()),
 		slog.String("argsDigest", rec.ArgsDigest),
 		slog.Bool("isError", rec.IsError),
 		slog.Duration("duration", rec.Duration),

@@ -128,6 +128,7 @@ func (a *Agent) resumeStream(ctx context.Context, state *State, generate bool, a
 			yield(Event{}, fmt.Errorf("agent: copying state: %w", err))
 			return
 		}
+		st.Version = StateVersion // what this resume stores is in this version's encoding
 		byIndex, err := routeAnswers(st, answers)
 		if err != nil {
 			// Nothing changes: the caller gets the run as it was, still pending.

@@ -40,14 +40,14 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 			return CallOutcome{Err: ctx.Err()}
 		}
 		return r.finish(ctx, r.newRecord(call), tool.Errorf("no answer to request %s: %v", req.ID, err),
-			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: err.Error(), Votes: oc.Pending.Votes}, false, emit)
+			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, false, emit)
 	}
 	if answer.ID == "" {
 		answer.ID = req.ID
 	}
 	if answer.ID != req.ID {
 		return r.finish(ctx, r.newRecord(call), tool.Errorf("the answer is for request %s, not %s", answer.ID, req.ID),
-			Decision{Outcome: OutcomeDeclined, By: "runtime", Reason: "misrouted answer", Votes: oc.Pending.Votes}, false, emit)
+			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "misrouted answer", Votes: oc.Pending.Votes}, false, emit)
 	}
 	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
 }
@@ -68,23 +68,12 @@ func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 	}
 }
 
-func answerer(ans *tool.Answer) string {
-	switch {
-	case strings.HasPrefix(ans.By, "hook:"):
-		return ans.By // a Permission hook answered
-	}
-	switch ans.By {
-	case "":
-		return "person"
-	case "runtime":
-		return "runtime" // the runtime answered for nobody (an expiry, a used approval)
-	}
-	// A host that records typed principals passes their text form
-	// ("person:alice", "flag:--approve=yes"); a bare name is a person's.
-	if kind, _, ok := strings.Cut(ans.By, ":"); ok && approval.PrincipalKind(kind).Valid() {
-		return ans.By
-	}
-	return "person:" + ans.By
+// answerer is who gave ans: its By read as a principal's text form
+// ([approval.PrincipalOf]: a Permission hook's "hook:<name>", a host's
+// "person:alice" or "flag:--approve=yes", the runtime's "runtime"); a bare
+// name is a person's, and no name an unnamed person's.
+func answerer(ans *tool.Answer) approval.Principal {
+	return approval.PrincipalOf(ans.By)
 }
 
 // invalidReason is the decision reason for arguments that fail the schema.
@@ -111,7 +100,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		by := answerer(ans)
 		if prior != nil && prior.Request.Expired(r.a.opts.Now()) {
 			return r.finish(ctx, rec, tool.Errorf("the request %s expired at %s before it was answered", prior.Request.ID, prior.Request.ExpiresAt.Format(time.RFC3339)),
-				Decision{Outcome: OutcomeExpired, By: "runtime", Votes: votes}, false, emit)
+				Decision{Outcome: OutcomeExpired, By: approval.Runtime, Votes: votes}, false, emit)
 		}
 		if !ans.OK {
 			reason := ans.Reason
@@ -119,7 +108,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 				reason = "no reason given"
 			}
 			votes = append(votes, Vote{Source: by, Decision: "deny", Reason: reason})
-			return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", strings.TrimPrefix(by, "person:"), reason),
+			return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 				Decision{Outcome: OutcomeDeclined, By: by, Reason: reason, Votes: votes}, false, emit)
 		}
 		votes = []Vote{{Source: by, Decision: "allow", Reason: ans.Reason}}
@@ -130,14 +119,14 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	// what the model meant.
 	if r.cutOff[call.ID] {
 		return r.finish(ctx, rec, tool.Errorf("%s: this tool call was cut off at the model's output limit (finish reason length) before its arguments were complete, and did not run; ask for less at a time", call.Name),
-			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: cutOffReason, Votes: votes}, false, emit)
+			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: cutOffReason, Votes: votes}, false, emit)
 	}
 
 	// 1. Resolve.
 	t, ok := r.tools[call.Name]
 	if !ok {
 		return r.finish(ctx, rec, tool.Errorf("unknown tool %q; available tools: %s", call.Name, strings.Join(r.toolNames(), ", ")),
-			Decision{Outcome: OutcomeUnknownTool, By: "runtime", Reason: "no tool has this name", Votes: votes}, false, emit)
+			Decision{Outcome: OutcomeUnknownTool, By: approval.Runtime, Reason: "no tool has this name", Votes: votes}, false, emit)
 	}
 	spec := t.Spec()
 	args := call.Arguments
@@ -146,7 +135,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	// runs with them, it is told so and does not validate them again.
 	if err := r.a.validator(t).Validate(args); err != nil {
 		return r.finish(ctx, rec, tool.Errorf("%s: %v", call.Name, err),
-			Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
+			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason, Votes: votes}, false, emit)
 	}
 	checked := args
 
@@ -165,7 +154,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		return CallOutcome{Err: err}
 	}
 	for _, v := range out.Votes {
-		votes = append(votes, Vote{Source: "hook:" + v.Hook, Decision: v.Decision, Reason: v.Reason})
+		votes = append(votes, Vote{Source: approval.Principal{Kind: approval.PrincipalHook, Name: v.Hook}, Decision: v.Decision, Reason: v.Reason})
 	}
 	if out.Rewritten {
 		args = out.Args
@@ -177,7 +166,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		if res.Pending != nil {
 			if hookApproved(prior, ans) && out.By == prior.Hook {
 				return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
-					Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
+					Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "arguments digest mismatch", Votes: votes}, false, emit)
 			}
 			oc := r.suspend(ctx, rec, OriginHook, res.Pending, args, votes, ans, emit)
 			if oc.Pending != nil {
@@ -195,7 +184,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	if out.Rewritten {
 		if err := r.a.validator(t).Validate(args); err != nil {
 			return r.finish(ctx, rec, tool.Errorf("%s: arguments rewritten by a hook are invalid: %v", call.Name, err),
-				Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
+				Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason, Votes: votes}, false, emit)
 		}
 		checked = args
 	}
@@ -212,7 +201,7 @@ authorization:
 		if ans != nil && prior != nil && len(bytes.TrimSpace(ans.Data)) > 0 && prior.Origin == OriginAuthorization {
 			if approval.Digest(args) != prior.Digest {
 				return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
-					Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "arguments digest mismatch", Votes: votes}, false, emit)
+					Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "arguments digest mismatch", Votes: votes}, false, emit)
 			}
 			ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
 			if err != nil {
@@ -224,7 +213,7 @@ authorization:
 			votes = append(votes, Vote{Source: answerer(ans), Decision: "rewrite", Reason: "edited the arguments"})
 			if err := r.a.validator(t).Validate(args); err != nil {
 				return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
-					Decision{Outcome: OutcomeInvalid, By: "runtime", Reason: invalidReason, Votes: votes}, false, emit)
+					Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason, Votes: votes}, false, emit)
 			}
 			checked = args
 		}
@@ -251,7 +240,7 @@ authorization:
 						if !pans.OK {
 							reason := orDefault(pans.Reason, "no reason given")
 							votes = append(votes, Vote{Source: by, Decision: "deny", Reason: reason})
-							return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", by, reason),
+							return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 								Decision{Outcome: OutcomeDeclined, By: by, Reason: reason, Votes: votes}, false, emit)
 						}
 						votes = append(votes, Vote{Source: by, Decision: "allow", Reason: pans.Reason})
@@ -361,6 +350,14 @@ func storable(args json.RawMessage) json.RawMessage {
 	return b
 }
 
+// declinedBy names who declined for the model: a person by name alone.
+func declinedBy(p approval.Principal) string {
+	if p.Kind == approval.PrincipalPerson && p.Name != "" {
+		return p.Name
+	}
+	return p.String()
+}
+
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
@@ -402,7 +399,7 @@ func (r *runner) toolNames() []string {
 func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.RawMessage, hints *tool.Hints, votes []Vote) (approval.Verdict, []Vote) {
 	var verdicts []approval.Verdict
 	for _, v := range votes {
-		if v.Decision == "allow" && strings.HasPrefix(v.Source, "hook:") {
+		if v.Decision == "allow" && v.Source.Kind == approval.PrincipalHook {
 			verdicts = append(verdicts, approval.Verdict{Decision: approval.Allow, Reason: v.Reason, By: v.Source})
 		}
 	}
@@ -418,8 +415,8 @@ func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.R
 	}
 	for i, az := range azs {
 		v, err := safeAuthorize(ctx, az, c)
-		if v.By == "" {
-			v.By = fmt.Sprintf("authorizer#%d", i+1)
+		if v.By.IsZero() {
+			v.By = approval.Principal{Kind: approval.PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
 		}
 		switch {
 		case err != nil:
@@ -437,7 +434,7 @@ func (r *runner) approvalRequest(call model.ToolCall, args json.RawMessage, spec
 	data, _ := model.MarshalJSON(approval.RequestData{Tool: call.Name, CallID: call.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: spec.Hints, Schema: spec.InputSchema})
 	prompt := fmt.Sprintf("Allow %s %s?", call.Name, abbreviate(string(args), 200))
 	if v.Reason != "" {
-		prompt += " (" + v.By + ": " + v.Reason + ")"
+		prompt += " (" + v.By.String() + ": " + v.Reason + ")"
 	}
 	req := tool.Request{ID: r.a.opts.NewID("req_"), Kind: tool.KindApproval, Prompt: prompt, Data: data}
 	if ttl := r.a.opts.ApprovalTTL; ttl > 0 {
@@ -459,7 +456,7 @@ func abbreviate(s string, n int) string {
 func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin, req *tool.Request, args json.RawMessage, votes []Vote, ans *tool.Answer, emit func(Event)) CallOutcome {
 	if ans != nil {
 		return r.finish(ctx, rec, tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", origin, req.Prompt),
-			Decision{Outcome: OutcomeDenied, By: "runtime", Reason: "second pending request", Votes: votes}, false, emit)
+			Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "second pending request", Votes: votes}, false, emit)
 	}
 	q := *req
 	if q.ID == "" {
@@ -478,7 +475,7 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 		q.ExpiresAt = &exp
 	}
 	pc := &PendingCall{Request: q, Origin: origin, Digest: approval.Digest(args), Args: storable(args), Votes: votes}
-	d := Decision{Outcome: OutcomePending, By: lastSource(votes, string(origin)), Reason: q.Prompt, Votes: votes}
+	d := Decision{Outcome: OutcomePending, By: lastSource(votes, approval.Principal{Kind: approval.PrincipalRuntime, Name: string(origin)}), Reason: q.Prompt, Votes: votes}
 	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
 	emit(Event{Kind: EventPending, Turn: r.st.Turn, CallID: rec.ID, Request: &q})
 	if err := r.a.opts.Hooks.RunPending(ctx, hooks.PendingEvent{Name: rec.Name, ID: rec.ID, Turn: r.st.Turn, Request: q}); err != nil {
@@ -488,7 +485,7 @@ func (r *runner) suspend(ctx context.Context, rec *ToolCallRecord, origin Origin
 	return CallOutcome{Pending: pc}
 }
 
-func lastSource(votes []Vote, def string) string {
+func lastSource(votes []Vote, def approval.Principal) approval.Principal {
 	if len(votes) == 0 {
 		return def
 	}

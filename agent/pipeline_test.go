@@ -80,7 +80,7 @@ func TestC01VetoMeansNoExecution(t *testing.T) {
 	if d := cmp.Diff(want, l.list()); d != "" {
 		t.Errorf("listener events (-want +got):\n%s", d)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By != "hook:protect-etc" {
+	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "hook:protect-etc" {
 		t.Errorf("decision %+v, want denied by hook:protect-etc", d)
 	}
 }
@@ -295,9 +295,9 @@ func TestC04AllowNeverWidensDeny(t *testing.T) {
 	})
 	policy := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		if c.Hints == nil || c.Hints.Destructive {
-			return approval.Verdict{Decision: approval.Deny, Reason: "destructive tools are denied", By: "rule:no-destructive"}, nil
+			return approval.Verdict{Decision: approval.Deny, Reason: "destructive tools are denied", By: approval.Principal{Kind: "rule", Name: "no-destructive"}}, nil
 		}
-		return approval.Verdict{Decision: approval.Allow, By: "rule:no-destructive"}, nil
+		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "rule", Name: "no-destructive"}}, nil
 	})
 	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "delete_file", nil)}), Tools: agent.ToolList{del}, Hooks: h, Authorizers: []approval.Authorizer{policy}})
 	res, err := a.Run(context.Background(), "x")
@@ -308,9 +308,9 @@ func TestC04AllowNeverWidensDeny(t *testing.T) {
 		t.Fatal("delete_file ran")
 	}
 	d := res.ToolCalls[0].Decision
-	want := agent.Decision{Outcome: agent.OutcomeDenied, By: "rule:no-destructive", Reason: "destructive tools are denied", Votes: []agent.Vote{
-		{Source: "hook:allow-all", Decision: "allow", Reason: "everything is fine"},
-		{Source: "rule:no-destructive", Decision: "deny", Reason: "destructive tools are denied"},
+	want := agent.Decision{Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
+		{Source: approval.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
+		{Source: approval.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
 	}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)
@@ -346,7 +346,7 @@ func TestC05SeveralMatchingHooks(t *testing.T) {
 			if del.Count() != 0 {
 				t.Error("delete_file ran")
 			}
-			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By != "hook:denier" {
+			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "hook:denier" {
 				t.Errorf("decision %+v, want denied by hook:denier", d)
 			}
 		})

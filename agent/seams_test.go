@@ -52,7 +52,7 @@ func TestHooksSeeRunID(t *testing.T) {
 
 // askPolicy asks a person about every call.
 var askPolicy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: "rule:ask"}, nil
+	return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: approval.Principal{Kind: "rule", Name: "ask"}}, nil
 })
 
 // A Permission hook answers an approval request before a person is asked:
@@ -107,7 +107,7 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 				return
 			}
 			rec := res.ToolCalls[0]
-			if rec.Decision.Outcome != tc.outcome || rec.Decision.By != tc.by {
+			if rec.Decision.Outcome != tc.outcome || rec.Decision.By.String() != tc.by {
 				t.Fatalf("decision %+v, want %s by %s", rec.Decision, tc.outcome, tc.by)
 			}
 			if tc.args != "" && tl.Args()[0] != tc.args {

@@ -49,7 +49,7 @@ func (a *Agent) handDown(ctx context.Context) *governance {
 }
 
 // prefixed names an inherited authorizer's verdicts after the agent it came
-// from: "<agent id>/<source>".
+// from: the principal's name becomes "<agent id>/<name>" ("rule:parent/no-rm").
 type prefixed struct {
 	az    approval.Authorizer
 	agent string
@@ -57,10 +57,10 @@ type prefixed struct {
 
 func (p prefixed) Authorize(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 	v, err := p.az.Authorize(ctx, c)
-	if v.By == "" {
-		v.By = "authorizer"
+	if v.By.IsZero() {
+		v.By = approval.Principal{Kind: approval.PrincipalRule, Name: "authorizer"}
 	}
-	v.By = p.agent + "/" + v.By
+	v.By.Name = p.agent + "/" + v.By.Name
 	return v, err
 }
 
@@ -79,7 +79,8 @@ type subAgentInput struct {
 // authorizer of the agent that calls the tool, and of that agent's own
 // callers, also judges every call the sub-agent makes, combined with the
 // sub-agent's own as deny > ask > allow, so a child is denied whatever its
-// parent's policy denies. Their verdicts are recorded as "<agent id>/<source>".
+// parent's policy denies. Their verdicts are recorded with the principal's
+// name prefixed by the agent's ID ("rule:<agent id>/<rule id>").
 // When the sub-agent has no WaitFor of its own it asks its pending requests
 // through the nearest caller's WaitFor. A sub-agent that halts pending with no
 // WaitFor anywhere, or ends incomplete or failed, gives an error result that

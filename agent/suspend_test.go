@@ -67,7 +67,7 @@ func TestPendingHaltAndResume(t *testing.T) {
 		t.Fatalf("one result per call, in call order: %+v", msgs)
 	}
 	rec := res2.ToolCalls[0]
-	if rec.ID != "c1" || rec.Decision.Outcome != agent.OutcomeApproved || rec.Decision.By != "person:alice" {
+	if rec.ID != "c1" || rec.Decision.Outcome != agent.OutcomeApproved || rec.Decision.By.String() != "person:alice" {
 		t.Errorf("record %+v", rec.Decision)
 	}
 }
@@ -193,11 +193,11 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 		json.Unmarshal(c.Args, &a)
 		switch a.Op {
 		case "delete":
-			return approval.Verdict{Decision: approval.Deny, Reason: "no deletes", By: "rule:no-delete"}, nil
+			return approval.Verdict{Decision: approval.Deny, Reason: "no deletes", By: approval.Principal{Kind: "rule", Name: "no-delete"}}, nil
 		case "read":
-			return approval.Verdict{Decision: approval.Ask, Reason: "reads need a look", By: "rule:ask-read"}, nil
+			return approval.Verdict{Decision: approval.Ask, Reason: "reads need a look", By: approval.Principal{Kind: "rule", Name: "ask-read"}}, nil
 		}
-		return approval.Verdict{Decision: approval.Allow, By: "rule:rest"}, nil
+		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "rule", Name: "rest"}}, nil
 	})
 	newA := func() *agent.Agent {
 		return newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "file_op", map[string]string{"op": "read", "path": "a"})}),
@@ -209,7 +209,7 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 	}
 	var data approval.RequestData
 	json.Unmarshal(res.Pending[0].Data, &data)
-	if data.Tool != "file_op" || data.CallID != "c1" || data.Digest != approval.Digest(json.RawMessage(`{"op":"read","path":"a"}`)) || data.By != "rule:ask-read" {
+	if data.Tool != "file_op" || data.CallID != "c1" || data.Digest != approval.Digest(json.RawMessage(`{"op":"read","path":"a"}`)) || data.By.String() != "rule:ask-read" {
 		t.Errorf("request data %+v", data)
 	}
 	// The edit turns the read into a delete: authorized again, denied.
@@ -217,7 +217,7 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files.Count() != 0 || res2.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || res2.ToolCalls[0].Decision.By != "rule:no-delete" {
+	if files.Count() != 0 || res2.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || res2.ToolCalls[0].Decision.By.String() != "rule:no-delete" {
 		t.Fatalf("count %d decision %+v", files.Count(), res2.ToolCalls[0].Decision)
 	}
 	// An edit to allowed arguments runs them, once.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -55,8 +56,11 @@ const (
 
 // Vote is one source's say on a call, kept in the [Decision].
 type Vote struct {
-	// Source is "hook:<name>", "rule:<id>", "autonomy:<level>", "person:<who>", ...
-	Source string `json:"source"`
+	// Source is who voted: a hook, a rule, an autonomy level, a person, a
+	// flag, the runtime. In JSON an object {"kind", "name"}; states and
+	// records written before it was typed hold its text form ("hook:audit"),
+	// which is still read.
+	Source approval.Principal `json:"source"`
 	// Decision is "allow", "ask", "deny", "rewrite" or "result".
 	Decision string `json:"decision"`
 	Reason   string `json:"reason,omitempty"`
@@ -65,10 +69,14 @@ type Vote struct {
 // Decision records who decided a call's fate and why (step 9 of the pipeline).
 type Decision struct {
 	Outcome Outcome `json:"outcome"`
-	// By names what decided: "hook:<name>", "rule:<id>", "autonomy:<level>",
-	// "person:<who>", "runtime" (unknown tool, invalid arguments) or "default"
-	// (nothing objected).
-	By string `json:"by"`
+	// By is who decided: a hook by name, a policy rule by ID, an autonomy
+	// level, a person who answered, a flag that answers for everyone, or
+	// the runtime ([approval.Runtime] for an unknown tool or invalid
+	// arguments, [approval.Default] when nothing objected). In JSON an object
+	// {"kind": "rule", "name": "no-rm"}; its text form is By.String().
+	// States and records written before it was typed hold the text form,
+	// which is still read ([approval.Principal.UnmarshalJSON]).
+	By approval.Principal `json:"by"`
 	// Reason is the deciding source's reason.
 	Reason string `json:"reason,omitempty"`
 	// Votes lists every source that had a say, in the order they were heard.
@@ -170,9 +178,11 @@ type BatchCall struct {
 }
 
 // StateVersion is the version of the [State] encoding written by this package.
-// Version 2 added Seq; version 1 states are still read (their events are
-// numbered from 1 again).
-const StateVersion = 2
+// Version 2 added Seq; version 3 writes who decided and who voted as
+// [approval.Principal] objects instead of their text form. Versions 1 and 2
+// are still read (their events are numbered from 1 again when Seq is
+// missing; text principals are read with [approval.PrincipalOf]).
+const StateVersion = 3
 
 // State is a halted run, as plain JSON-serializable data. Resume it with
 // [Agent.Resume]; the agent doing so must offer the same tools.

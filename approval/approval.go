@@ -30,7 +30,7 @@
 // every simple command in it, with the program matched by base name after
 // quotes, backslashes and paths are resolved and wrappers (sh -c, eval,
 // sudo, env, xargs, find -exec and -delete, ...) are seen through. Anything
-// the analysis cannot see through is asked about ("shell:opaque"), never
+// the analysis cannot see through is asked about ([ShellOpaque]), never
 // allowed. Claude Code's permission rules ("Bash(git push:*)",
 // "Read(.env)", "Edit(src/**)") are accepted as a shorthand with the same
 // meaning ([PermissionRule]).
@@ -43,8 +43,8 @@
 // policy judges the tool by path. [Policy.WithPaths] lets the path rules
 // judge the files named inside an argument (apply_patch's patch).
 //
-// Verdicts name their source as "rule:<id>", "autonomy:<level>" or
-// "shell:opaque". A rule's
+// Verdicts name their source as a [Principal]: a rule by its ID, the
+// autonomy level, or [ShellOpaque]. A rule's
 // allow is a vote, never an exemption: it cannot lower an ask or a deny of
 // another rule or of the autonomy level. Durable stores for halted runs and
 // approvals live in the subpackage approval/store, which this package does not
@@ -110,8 +110,10 @@ type Verdict struct {
 	Decision Decision `json:"decision"`
 	// Reason explains the decision; on deny, the model sees it.
 	Reason string `json:"reason,omitempty"`
-	// By identifies the source: "rule:<id>", "autonomy:<level>", "hook:<name>", ...
-	By string `json:"by,omitempty"`
+	// By is the source: a rule by its ID, an autonomy level, a hook by its
+	// name ([Principal]). An authorizer that leaves it zero is named
+	// "authorizer#<n>" (kind rule) by the agent.
+	By Principal `json:"by"`
 }
 
 // Authorizer decides about a call. It must be safe for concurrent use. A returned
@@ -127,9 +129,9 @@ type AuthorizerFunc func(ctx context.Context, c Call) (Verdict, error)
 func (f AuthorizerFunc) Authorize(ctx context.Context, c Call) (Verdict, error) { return f(ctx, c) }
 
 // Strongest returns the verdict that wins among vs under deny > ask > allow; among
-// equals, the first. With no verdicts it returns an Allow by "default".
+// equals, the first. With no verdicts it returns an Allow by [Default].
 func Strongest(vs ...Verdict) Verdict {
-	best := Verdict{Decision: Allow, By: "default"}
+	best := Verdict{Decision: Allow, By: Default}
 	found := false
 	for _, v := range vs {
 		if !found || v.Decision.Stronger(best.Decision) {
@@ -173,9 +175,10 @@ type RequestData struct {
 	CallID string          `json:"callId"`
 	Args   json.RawMessage `json:"args"`
 	Digest string          `json:"digest"`
-	// Reason and By say which source asked and why.
+	// Reason and By say which source asked and why (By: an object, or in
+	// data written before principals were typed, its text form).
 	Reason string      `json:"reason,omitempty"`
-	By     string      `json:"by,omitempty"`
+	By     Principal   `json:"by"`
 	Hints  *tool.Hints `json:"hints,omitempty"`
 	// Schema is the tool's input schema (JSON Schema, as the tool declares
 	// it), so that whoever answers can show it and check edited arguments

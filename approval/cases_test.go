@@ -174,7 +174,7 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 			if approved.Status != agent.StatusDone || transfer.Count() != 1 {
 				t.Fatalf("after approval: status %s, counter %d; want done, 1", approved.Status, transfer.Count())
 			}
-			if d := approved.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || d.By != "person:alice" {
+			if d := approved.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || d.By.String() != "person:alice" {
 				t.Errorf("decision %+v, want approved by person:alice", d)
 			}
 
@@ -215,7 +215,7 @@ func TestC26HumanDenyEnforced(t *testing.T) {
 		t.Fatalf("the model was sent %+v, want an error result for c1 with the person's reason", sent)
 	}
 	d := res.ToolCalls[0].Decision
-	if d.Outcome != agent.OutcomeDeclined || d.By != "person:alice" || d.Reason != "exceeds the daily limit" {
+	if d.Outcome != agent.OutcomeDeclined || d.By.String() != "person:alice" || d.Reason != "exceeds the daily limit" {
 		t.Errorf("decision %+v", d)
 	}
 }
@@ -541,7 +541,7 @@ func TestC32EditAuthorizedAgain(t *testing.T) {
 				t.Errorf("read_file ran with (-want +got):\n%s", d)
 			}
 			rec := out.ToolCalls[0]
-			if rec.Decision.Outcome != tt.outcome || rec.Decision.By != tt.by {
+			if rec.Decision.Outcome != tt.outcome || rec.Decision.By.String() != tt.by {
 				t.Errorf("decision %+v, want %s by %s", rec.Decision, tt.outcome, tt.by)
 			}
 			if string(rec.RequestedArgs) != `{"path":"notes/a.txt"}` || string(rec.Args) != tt.edit {
@@ -607,9 +607,9 @@ rules:
 	if del.Count() != 0 {
 		t.Fatal("delete_file ran")
 	}
-	want := agent.Decision{Outcome: agent.OutcomeDenied, By: "rule:no-destructive", Reason: "destructive tools are denied", Votes: []agent.Vote{
-		{Source: "hook:allow-all", Decision: "allow", Reason: "everything is fine"},
-		{Source: "rule:no-destructive", Decision: "deny", Reason: "destructive tools are denied"},
+	want := agent.Decision{Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
+		{Source: approval.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
+		{Source: approval.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
 	}}
 	if d := cmp.Diff(want, res.ToolCalls[0].Decision); d != "" {
 		t.Errorf("decision (-want +got):\n%s", d)
@@ -657,7 +657,7 @@ func TestC05SeveralMatchingSources(t *testing.T) {
 			if del.Count() != 0 {
 				t.Error("delete_file ran")
 			}
-			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By != tt.by {
+			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != tt.by {
 				t.Errorf("decision %+v, want denied by %s", d, tt.by)
 			}
 		})

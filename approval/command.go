@@ -31,7 +31,7 @@ const DefaultCommandField = "command"
 // vote. A command the analysis cannot see through (a program known only at
 // run time, text that does not parse, eval of a non-literal, a shell
 // reading a pipe) is opaque: the rules with Opaque decide it, and when none
-// does it is asked about ("shell:opaque"), never allowed. This happens only
+// does it is asked about ("rule:shell-opaque"), never allowed. This happens only
 // for calls some command rule applies to.
 type CommandCondition struct {
 	// Field is the argument holding the script, or a dotted path to it;

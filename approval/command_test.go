@@ -79,7 +79,7 @@ rules:
 		"RM notes.txt",
 	} {
 		ev := p.Evaluate(bashCall(cmd))
-		if ev.Verdict.Decision != Deny || ev.Verdict.By != "rule:no-rm" {
+		if ev.Verdict.Decision != Deny || ev.Verdict.By.String() != "rule:no-rm" {
 			t.Errorf("%q: %s by %s (%s), want deny by rule:no-rm", cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason)
 		}
 	}
@@ -103,8 +103,8 @@ rules:
 `)
 	for _, cmd := range []string{"$X notes.txt", "echo rm x | sh", `eval "$CMD"`, `sh -c "$1"`, "echo 'unterminated", "$(echo rm) x", "r{m,} x"} {
 		ev := p.Evaluate(bashCall(cmd))
-		if ev.Verdict.Decision != Ask || ev.Verdict.By != "shell:opaque" {
-			t.Errorf("%q: %s by %s, want ask by shell:opaque", cmd, ev.Verdict.Decision, ev.Verdict.By)
+		if ev.Verdict.Decision != Ask || ev.Verdict.By.String() != "rule:shell-opaque" {
+			t.Errorf("%q: %s by %s, want ask by rule:shell-opaque", cmd, ev.Verdict.Decision, ev.Verdict.By)
 		}
 		if strings.Contains(ev.Verdict.Reason, "notes.txt") || strings.Contains(ev.Verdict.Reason, "CMD") {
 			t.Errorf("%q: the reason quotes the command: %s", cmd, ev.Verdict.Reason)
@@ -122,7 +122,7 @@ rules:
     decision: deny
     reason: say what you run
 `)
-	if ev := deny.Evaluate(bashCall("$X y")); ev.Verdict.Decision != Deny || ev.Verdict.By != "rule:opaque" {
+	if ev := deny.Evaluate(bashCall("$X y")); ev.Verdict.Decision != Deny || ev.Verdict.By.String() != "rule:opaque" {
 		t.Errorf("opaque with a deny rule: %+v", ev.Verdict)
 	}
 	// No command rule applies: the analysis is not run, nothing is asked.
@@ -154,12 +154,12 @@ permissions:
 		{"npm run test -- --watch", Allow, "rule:allow:Bash(npm run test:*)"},
 		{"git status && npm run test", Allow, "rule:allow:Bash(git status)"},
 		// An allow covers a call only when it covers every command.
-		{"npm run test && curl evil.example", Allow, "default"},
+		{"npm run test && curl evil.example", Allow, "runtime:default"},
 		{"npm run test; git push", Deny, "rule:deny:Bash(git push:*)"},
-		{"git status | sh", Ask, "shell:opaque"},
+		{"git status | sh", Ask, "rule:shell-opaque"},
 	} {
 		ev := p.Evaluate(bashCall(tc.cmd))
-		if ev.Verdict.Decision != tc.want || ev.Verdict.By != tc.by {
+		if ev.Verdict.Decision != tc.want || ev.Verdict.By.String() != tc.by {
 			t.Errorf("%q: %s by %s, want %s by %s", tc.cmd, ev.Verdict.Decision, ev.Verdict.By, tc.want, tc.by)
 		}
 	}
@@ -226,22 +226,22 @@ rules:
 		{call("read", map[string]any{"path": "sub/dir/.env"}), Deny, "rule:deny:Read(.env)"},
 		{call("read", map[string]any{"path": "/ws/.env"}), Deny, "rule:deny:Read(.env)"},
 		{call("grep", map[string]any{"pattern": "x", "path": ".env"}), Deny, "rule:deny:Read(.env)"},
-		{call("read", map[string]any{"path": ".envrc"}), Allow, "default"},
+		{call("read", map[string]any{"path": ".envrc"}), Allow, "runtime:default"},
 		{call("edit", map[string]any{"path": "src/a/b.go"}), Deny, "rule:deny:Edit(src/**)"},
 		{call("write", map[string]any{"path": "/ws/src/x"}), Deny, "rule:deny:Edit(src/**)"},
-		{call("edit", map[string]any{"path": "docs/src/x"}), Allow, "default"},
-		{call("read", map[string]any{"path": "src/a.go"}), Allow, "default"},
+		{call("edit", map[string]any{"path": "docs/src/x"}), Allow, "runtime:default"},
+		{call("read", map[string]any{"path": "src/a.go"}), Allow, "runtime:default"},
 		{call("read", map[string]any{"path": "/etc/passwd"}), Deny, "rule:deny:Read(//etc/**)"},
 		{call("edit", map[string]any{"path": "docs/private/a.md"}), Deny, "rule:deny:Edit(/docs/private/**)"},
-		{call("edit", map[string]any{"path": "x/docs/private/a.md"}), Allow, "default"},
+		{call("edit", map[string]any{"path": "x/docs/private/a.md"}), Allow, "runtime:default"},
 		{call("mcp__github__create_issue", nil), Deny, "rule:deny:mcp__github"},
-		{call("mcp__githubx__y", nil), Allow, "default"},
+		{call("mcp__githubx__y", nil), Allow, "runtime:default"},
 		{bashCall("npm run test"), Ask, "rule:ask:Bash(npm run test *)"},
-		{bashCall("npm run build"), Allow, "default"},
+		{bashCall("npm run build"), Allow, "runtime:default"},
 		{bashCall("sh -c 'rm x'"), Deny, "rule:no-rm"},
 	} {
 		ev := p.Evaluate(tc.c)
-		if ev.Verdict.Decision != tc.want || ev.Verdict.By != tc.by {
+		if ev.Verdict.Decision != tc.want || ev.Verdict.By.String() != tc.by {
 			t.Errorf("%s %s: %s by %s, want %s by %s", tc.c.Tool, tc.c.Args, ev.Verdict.Decision, ev.Verdict.By, tc.want, tc.by)
 		}
 	}

@@ -69,8 +69,8 @@ func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) err
 	var vs []Verdict
 	for i, az := range azs {
 		v, err := az.Authorize(ctx, c)
-		if v.By == "" {
-			v.By = fmt.Sprintf("authorizer#%d", i+1)
+		if v.By.IsZero() {
+			v.By = Principal{Kind: PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
 		}
 		if err != nil {
 			return fmt.Errorf("%s failed: %w", v.By, err)

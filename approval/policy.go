@@ -456,7 +456,7 @@ type CommandEvaluation struct {
 	// Verdicts are the votes of the rules that hold for it, in policy order;
 	// a rule that may hold (a word known only at run time) votes ask, unless
 	// it allows (then it does not vote); an opaque command no rule speaks
-	// about gets an ask by "shell:opaque".
+	// about gets an ask by [ShellOpaque].
 	Verdicts []Verdict
 	// Verdict is the strongest of Verdicts, nil when no rule had a say.
 	Verdict *Verdict
@@ -500,10 +500,10 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 		if ev.Risk == RiskEscalation {
 			reason = "escalation is denied at every autonomy level"
 		}
-		ev.Verdicts = append(ev.Verdicts, Verdict{Decision: d, Reason: reason, By: "autonomy:" + string(a)})
+		ev.Verdicts = append(ev.Verdicts, Verdict{Decision: d, Reason: reason, By: Principal{Kind: PrincipalAutonomy, Name: string(a)}})
 	}
 	if len(ev.Verdicts) == 0 {
-		ev.Verdict = Verdict{Decision: Allow, By: "default", Reason: "no policy rule matched and no autonomy level is set"}
+		ev.Verdict = Verdict{Decision: Allow, By: Default, Reason: "no policy rule matched and no autonomy level is set"}
 	} else {
 		ev.Verdict = Strongest(ev.Verdicts...)
 	}
@@ -519,12 +519,12 @@ func (r *compiledRule) verdict(d Decision, note string) Verdict {
 	if note != "" {
 		reason += " (" + note + ")"
 	}
-	return Verdict{Decision: d, Reason: reason, By: "rule:" + r.ID}
+	return Verdict{Decision: d, Reason: reason, By: Principal{Kind: PrincipalRule, Name: r.ID}}
 }
 
 // opaqueVerdict is the vote about an opaque command no rule speaks about.
 func opaqueVerdict(c *shellcmd.Command) Verdict {
-	return Verdict{Decision: Ask, By: "shell:opaque", Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
+	return Verdict{Decision: Ask, By: ShellOpaque, Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
 }
 
 // judgeCommands applies the command rules rs (whose other conditions hold)

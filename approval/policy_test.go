@@ -131,29 +131,29 @@ func TestPolicyEvaluate(t *testing.T) {
 		votes int
 	}{
 		{"read allowed", approval.Call{Tool: "read_file", Hints: ro, Args: json.RawMessage(`{"path":"notes.txt"}`)},
-			approval.Verdict{Decision: approval.Allow, By: "autonomy:supervised", Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
+			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
 		{"etc denied", approval.Call{Tool: "read_file", Hints: ro, Args: json.RawMessage(`{"path":"/etc/shadow"}`)},
-			approval.Verdict{Decision: approval.Deny, By: "rule:no-etc", Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
+			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "no-etc"}, Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
 		{"etc via dot-dot denied", approval.Call{Tool: "READ_FILE", Hints: ro, Args: json.RawMessage(`{"path":"/tmp/../etc/passwd"}`)},
-			approval.Verdict{Decision: approval.Deny, By: "rule:no-etc", Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
+			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "no-etc"}, Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
 		{"etcetera is not etc", approval.Call{Tool: "read_file", Hints: ro, Args: json.RawMessage(`{"path":"/etcetera"}`)},
-			approval.Verdict{Decision: approval.Allow, By: "autonomy:supervised", Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
+			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
 		{"rm -rf denied", approval.Call{Tool: "bash", Hints: destr, Args: json.RawMessage(`{"cmd":"cd / && rm  -fr x"}`)},
-			approval.Verdict{Decision: approval.Deny, By: "rule:no-rm-rf", Reason: "no recursive deletes"}, approval.RiskDestructive, 3},
+			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "no-rm-rf"}, Reason: "no recursive deletes"}, approval.RiskDestructive, 3},
 		{"allow rule does not lower the ask", approval.Call{Tool: "bash", Hints: destr, Args: json.RawMessage(`{"cmd":"git status"}`)},
-			approval.Verdict{Decision: approval.Ask, By: "rule:ask-destructive", Reason: "destructive tools need a person"}, approval.RiskDestructive, 3},
+			approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: "rule", Name: "ask-destructive"}, Reason: "destructive tools need a person"}, approval.RiskDestructive, 3},
 		{"no hints: MCP defaults make it destructive", approval.Call{Tool: "mystery", Args: json.RawMessage(`{}`)},
-			approval.Verdict{Decision: approval.Ask, By: "rule:ask-destructive", Reason: "destructive tools need a person"}, approval.RiskUnknown, 2},
+			approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: "rule", Name: "ask-destructive"}, Reason: "destructive tools need a person"}, approval.RiskUnknown, 2},
 		{"declared read_only", approval.Call{Tool: "mcp__docs__search", Hints: &tool.Hints{ReadOnly: true}},
-			approval.Verdict{Decision: approval.Allow, By: "autonomy:supervised", Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
+			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
 		{"escalation always denied", approval.Call{Tool: "sudo_run", Hints: ro},
-			approval.Verdict{Decision: approval.Deny, By: "autonomy:supervised", Reason: "escalation is denied at every autonomy level"}, approval.RiskEscalation, 1},
+			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "escalation is denied at every autonomy level"}, approval.RiskEscalation, 1},
 		{"nested equals, numbers by value", approval.Call{Tool: "deploy", Hints: write, Args: json.RawMessage(`{"options":{"env":"prod"},"replicas":3.0}`)},
-			approval.Verdict{Decision: approval.Deny, By: "rule:prod-deploys", Reason: "no prod deploys with 3 replicas"}, approval.RiskWrite, 2},
+			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "prod-deploys"}, Reason: "no prod deploys with 3 replicas"}, approval.RiskWrite, 2},
 		{"equals needs every condition", approval.Call{Tool: "deploy", Hints: write, Args: json.RawMessage(`{"options":{"env":"prod"},"replicas":2}`)},
-			approval.Verdict{Decision: approval.Allow, By: "autonomy:supervised", Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
+			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
 		{"regex on a non-string never holds", approval.Call{Tool: "bash", Hints: write, Args: json.RawMessage(`{"cmd":["rm","-rf","/"]}`)},
-			approval.Verdict{Decision: approval.Allow, By: "autonomy:supervised", Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
+			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,14 +181,14 @@ rules:
     reason: destructive tools are denied
 `)
 	v := p.Evaluate(approval.Call{Tool: "t", Hints: &tool.Hints{ReadOnly: true}}).Verdict
-	if v.Decision != approval.Allow || v.By != "default" {
+	if v.Decision != approval.Allow || v.By.String() != "runtime:default" {
 		t.Errorf("no rule and no autonomy: %+v, want allow by default", v)
 	}
 	q, err := p.WithAutonomy(approval.Manual)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := q.Evaluate(approval.Call{Tool: "t", Hints: &tool.Hints{ReadOnly: true}}).Verdict; v.Decision != approval.Ask || v.By != "autonomy:manual" {
+	if v := q.Evaluate(approval.Call{Tool: "t", Hints: &tool.Hints{ReadOnly: true}}).Verdict; v.Decision != approval.Ask || v.By.String() != "autonomy:manual" {
 		t.Errorf("with manual: %+v, want ask by autonomy:manual", v)
 	}
 	if p.Autonomy() != "" {
@@ -334,7 +334,7 @@ func FuzzParsePolicy(f *testing.F) {
 				{Tool: "read", Args: json.RawMessage(`{"path":"a/.env"}`)},
 			} {
 				v := p.Evaluate(c).Verdict
-				if !v.Decision.Valid() || v.By == "" {
+				if !v.Decision.Valid() || v.By.String() == "" {
 					t.Errorf("invalid verdict %+v", v)
 				}
 			}

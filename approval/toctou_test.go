@@ -229,16 +229,16 @@ func TestApplyPatchPathsAreJudged(t *testing.T) {
 		want approval.Decision
 		by   string
 	}{
-		{patch("*** Add File: ok.txt\n+x\n"), approval.Allow, "default"},
+		{patch("*** Add File: ok.txt\n+x\n"), approval.Allow, "runtime:default"},
 		{patch("*** Add File: ok.txt\n+x\n*** Add File: secret/k.txt\n+x\n"), approval.Deny, "rule:no-secret"},
 		{patch("*** Delete File: ./secret/../secret/k.txt\n"), approval.Deny, "rule:no-secret"},
 		{patch("*** Update File: a.txt\n*** Move to: secret/a.txt\n@@\n-a\n+b\n"), approval.Deny, "rule:no-secret"},
 		{patch("*** Add File: docs/x.md\n+x\n"), approval.Ask, "rule:ask-docs"},
 		{patch("*** Add File: docs/x.md\n+x\n*** Add File: secret/x\n+x\n"), approval.Deny, "rule:no-secret"},
-		{json.RawMessage(`{"patchText":"not a patch"}`), approval.Allow, "default"},
+		{json.RawMessage(`{"patchText":"not a patch"}`), approval.Allow, "runtime:default"},
 	} {
 		c := approval.Call{Tool: builtin.ApplyPatch, Args: tc.args}
-		if v := pol.Evaluate(c).Verdict; v.Decision != tc.want || v.By != tc.by {
+		if v := pol.Evaluate(c).Verdict; v.Decision != tc.want || v.By.String() != tc.by {
 			t.Errorf("%s: %s by %s, want %s by %s", tc.args, v.Decision, v.By, tc.want, tc.by)
 		}
 		if tc.want != approval.Allow {
@@ -255,7 +255,7 @@ func TestApplyPatchPathsAreJudged(t *testing.T) {
 type failingAuthorizer struct{}
 
 func (failingAuthorizer) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{By: "broken"}, fmt.Errorf("no verdict")
+	return approval.Verdict{By: approval.Principal{Kind: approval.PrincipalRule, Name: "broken"}}, fmt.Errorf("no verdict")
 }
 
 // CheckFile lets an ask through only for a call a person approved, refuses a

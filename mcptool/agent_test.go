@@ -258,11 +258,11 @@ func TestC15HooksFireForMCPToolsAndDeniedCallsSendNothing(t *testing.T) {
 	recs := records(res)
 	for id, want := range map[string]agent.Decision{
 		"c1": {Outcome: agent.OutcomeAllowed},
-		"c2": {Outcome: agent.OutcomeDenied, By: "hook:no-secrets"},
-		"c3": {Outcome: agent.OutcomeDenied, By: "rule:no-etc"},
+		"c2": {Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "hook", Name: "no-secrets"}},
+		"c3": {Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "rule", Name: "no-etc"}},
 	} {
 		got := recs[id].Decision
-		if got.Outcome != want.Outcome || (want.By != "" && got.By != want.By) {
+		if got.Outcome != want.Outcome || (!want.By.IsZero() && got.By != want.By) {
 			t.Errorf("%s: decision %+v, want %s by %s", id, got, want.Outcome, want.By)
 		}
 		if ran := id == "c1"; recs[id].Ran != ran {
@@ -513,7 +513,7 @@ func TestFilesystemServerUnderPolicy(t *testing.T) {
 	if err != nil || string(got) != "written once\n" {
 		t.Errorf("out.txt = %q, %v", got, err)
 	}
-	if r := records(res)["write"]; !r.Ran || r.IsError || r.Decision.Outcome != agent.OutcomeApproved || r.Decision.By != "person:alice" {
+	if r := records(res)["write"]; !r.Ran || r.IsError || r.Decision.Outcome != agent.OutcomeApproved || r.Decision.By.String() != "person:alice" {
 		t.Errorf("write_file record %+v", r)
 	}
 	want := []string{

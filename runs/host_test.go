@@ -86,7 +86,7 @@ func TestStartHaltAnswerResume(t *testing.T) {
 	if transfer.Count() != 1 {
 		t.Fatalf("transfer ran %d times", transfer.Count())
 	}
-	if by := res2.ToolCalls[0].Decision.By; by != "person:bob" {
+	if by := res2.ToolCalls[0].Decision.By.String(); by != "person:bob" {
 		t.Errorf("decided by %q", by)
 	}
 	// Resuming again is refused: the run has ended.

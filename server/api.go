@@ -562,7 +562,7 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 		v.SecondsLeft = &left
 	}
 	if d, err := approval.ParseRequestData(a.Request); err == nil {
-		v.Arguments, v.Hints, v.AskedBy, v.Reason, v.InputSchema = d.Args, d.Hints, d.By, d.Reason, d.Schema
+		v.Arguments, v.Hints, v.AskedBy, v.Reason, v.InputSchema = d.Args, d.Hints, d.By.String(), d.Reason, d.Schema
 		v.Risk = approval.RiskOf(d.Hints)
 		var buf bytes.Buffer
 		if json.Indent(&buf, d.Args, "", "  ") == nil {

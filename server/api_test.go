@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -46,11 +47,11 @@ func TestStartApproveResume(t *testing.T) {
 	}
 	var records []struct {
 		Decision struct {
-			Outcome string `json:"outcome"`
-			By      string `json:"by"`
+			Outcome string             `json:"outcome"`
+			By      approval.Principal `json:"by"`
 		} `json:"decision"`
 	}
-	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 1 || records[0].Decision.By != "person:alice" {
+	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 1 || records[0].Decision.By != (approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}) {
 		t.Fatalf("tool call records %s: %v", run.ToolCalls, err)
 	}
 	// The same decision again is answered as the first (a retry); another is 409.

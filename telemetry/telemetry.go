@@ -77,7 +77,7 @@ const (
 	// "pending", ...).
 	KeyDecision = attribute.Key("tollgate.decision")
 	// KeyDecisionSource is the text form of the principal that decided
-	// ("rule:no-rm", "hook:--deny", "person:alice", "default").
+	// ("rule:no-rm", "hook:--deny", "person:alice", "runtime:default").
 	KeyDecisionSource = attribute.Key("tollgate.decision.source")
 	// KeyRuleID is the ID of the policy rule that decided, when one did.
 	KeyRuleID = attribute.Key("tollgate.rule.id")
@@ -86,7 +86,8 @@ const (
 	// KeyApprovalID is the ID of the pending request a call raised, or of the
 	// one its answer answers.
 	KeyApprovalID = attribute.Key("tollgate.approval.id")
-	// KeyApprovalBy is who answered the pending request (tool.Answer.By).
+	// KeyApprovalBy is the text form of who answered the pending request
+	// (tool.Answer.By read with approval.PrincipalOf: "person:alice").
 	KeyApprovalBy = attribute.Key("tollgate.approval.by")
 	// KeyArgsDigest is approval.Digest of the arguments as executed (or, for a
 	// pending call, of the arguments the request is about).
@@ -271,7 +272,7 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		if c.Answer != nil {
 			attrs = append(attrs, KeyApprovalID.String(clip(c.Answer.ID)))
 			if c.Answer.By != "" {
-				attrs = append(attrs, KeyApprovalBy.String(clip(c.Answer.By)))
+				attrs = append(attrs, KeyApprovalBy.String(clip(approval.PrincipalOf(c.Answer.By).String())))
 			}
 		}
 		ctx, span := in.tracer.Start(ctx, "execute_tool "+name,
@@ -280,7 +281,7 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		out := next(ctx, c)
 
 		var outcome agent.Outcome
-		var by string
+		var by approval.Principal
 		switch {
 		case out.Record != nil:
 			rec := out.Record
@@ -311,15 +312,14 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 			return out
 		}
 		decided := []attribute.KeyValue{KeyDecision.String(string(outcome))}
-		if by != "" {
-			decided = append(decided, KeyDecisionSource.String(clip(by)))
+		if !by.IsZero() {
+			decided = append(decided, KeyDecisionSource.String(clip(by.String())))
 		}
-		kind, who, _ := strings.Cut(by, ":")
-		switch approval.PrincipalKind(kind) {
+		switch by.Kind {
 		case approval.PrincipalRule:
-			decided = append(decided, KeyRuleID.String(clip(who)))
+			decided = append(decided, KeyRuleID.String(clip(by.Name)))
 		case approval.PrincipalHook:
-			decided = append(decided, KeyHookName.String(clip(who)))
+			decided = append(decided, KeyHookName.String(clip(by.Name)))
 		}
 		span.SetAttributes(decided...)
 
@@ -340,16 +340,16 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 
 // pendingSource names who asked for the pending request: the hook that raised
 // it, else the last source that voted ask.
-func pendingSource(p *agent.PendingCall) string {
+func pendingSource(p *agent.PendingCall) approval.Principal {
 	if p.Origin == agent.OriginHook && p.Hook != "" {
-		return string(approval.PrincipalHook) + ":" + p.Hook
+		return approval.Principal{Kind: approval.PrincipalHook, Name: p.Hook}
 	}
 	for i := len(p.Votes) - 1; i >= 0; i-- {
 		if p.Votes[i].Decision == string(approval.Ask) {
 			return p.Votes[i].Source
 		}
 	}
-	return ""
+	return approval.Principal{}
 }
 
 // fail marks span as failed with the class et (error.type); the description

@@ -218,7 +218,7 @@ func TestSpanTreeOfParallelCallsOneDenied(t *testing.T) {
 	digest := approval.Digest([]byte(`{"path":"` + secret + `"}`))
 	wantAttrs(t, read, map[string]any{
 		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read", "gen_ai.tool.call.id": "call_read",
-		"tollgate.decision": "allowed", "tollgate.decision.source": "default", "tollgate.args.digest": digest,
+		"tollgate.decision": "allowed", "tollgate.decision.source": "runtime:default", "tollgate.args.digest": digest,
 	})
 	if read.Status.Code == codes.Error {
 		t.Errorf("read: status %v", read.Status)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 )
 
@@ -37,12 +38,15 @@ type Line struct {
 	RequestedDigest string        `json:"requestedDigest"`
 	ArgsDigest      string        `json:"argsDigest"`
 	Outcome         agent.Outcome `json:"outcome"`
-	By              string        `json:"by"`
-	Reason          string        `json:"reason,omitempty"`
-	Votes           []agent.Vote  `json:"votes,omitempty"`
-	Ran             bool          `json:"ran"`
-	IsError         bool          `json:"isError,omitempty"`
-	Started         time.Time     `json:"started"`
+	// By is who decided, as an object {"kind": "rule", "name": "no-rm"}
+	// (kinds: hook, rule, autonomy, person, runtime, flag); so is each
+	// vote's source.
+	By      approval.Principal `json:"by"`
+	Reason  string             `json:"reason,omitempty"`
+	Votes   []agent.Vote       `json:"votes,omitempty"`
+	Ran     bool               `json:"ran"`
+	IsError bool               `json:"isError,omitempty"`
+	Started time.Time          `json:"started"`
 	// Duration is the whole pipeline's duration; in JSON, nanoseconds (as in
 	// agent.ToolCallRecord).
 	Duration time.Duration `json:"duration"`
@@ -203,7 +207,7 @@ func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecor
 	}
 	w.log.LogAttrs(ctx, slog.LevelInfo, "tool call decision",
 		slog.String("run", run), slog.String("call", rec.ID), slog.String("tool", rec.Name),
-		slog.String("outcome", string(rec.Decision.Outcome)), slog.String("by", rec.Decision.By),
+		slog.String("outcome", string(rec.Decision.Outcome)), slog.String("by", rec.Decision.By.String()),
 		slog.String("requestedDigest", rec.RequestedDigest), slog.String("argsDigest", rec.ArgsDigest),
 		slog.Bool("ran", rec.Ran), slog.Bool("isError", rec.IsError), slog.Duration("duration", rec.Duration))
 	if err != nil {

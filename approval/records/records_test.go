@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -30,7 +32,7 @@ func rec(i int) agent.ToolCallRecord {
 		ID: fmt.Sprintf("c%d", i), Name: "transfer_funds", Turn: 1,
 		RequestedArgs: json.RawMessage(`{"secret":"hunter2"}`), Args: json.RawMessage(`{"secret":"hunter2"}`),
 		RequestedDigest: "sha256:aa", ArgsDigest: "sha256:bb", Output: "token=hunter2", Ran: true,
-		Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: "person:alice", Reason: "ok", Votes: []agent.Vote{{Source: "rule:ask", Decision: "ask"}}},
+		Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: "person", Name: "alice"}, Reason: "ok", Votes: []agent.Vote{{Source: approval.Principal{Kind: "rule", Name: "ask"}, Decision: "ask"}}},
 		Started:  at, Duration: 1500 * time.Millisecond,
 	}
 }
@@ -39,7 +41,7 @@ func TestLineContent(t *testing.T) {
 	var buf, logs bytes.Buffer
 	w := records.NewWriter(&buf, &records.Options{Run: "run_1", Now: func() time.Time { return at }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	w.Record(context.Background(), rec(1))
-	want := `{"time":"2030-01-01T00:00:00Z","run":"run_1","call":"c1","tool":"transfer_funds","turn":1,"requestedDigest":"sha256:aa","argsDigest":"sha256:bb","outcome":"approved","by":"person:alice","reason":"ok","votes":[{"source":"rule:ask","decision":"ask"}],"ran":true,"started":"2030-01-01T00:00:00Z","duration":1500000000}` + "\n"
+	want := `{"time":"2030-01-01T00:00:00Z","run":"run_1","call":"c1","tool":"transfer_funds","turn":1,"requestedDigest":"sha256:aa","argsDigest":"sha256:bb","outcome":"approved","by":{"kind":"person","name":"alice"},"reason":"ok","votes":[{"source":{"kind":"rule","name":"ask"},"decision":"ask"}],"ran":true,"started":"2030-01-01T00:00:00Z","duration":1500000000}` + "\n"
 	if d := cmp.Diff(want, buf.String()); d != "" {
 		t.Errorf("line (-want +got):\n%s", d)
 	}

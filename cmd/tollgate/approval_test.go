@@ -167,7 +167,7 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(rec), `"outcome":"approved","by":"person:alice (by `) || strings.Contains(string(rec), "echo ran") {
+	if !strings.Contains(string(rec), `"outcome":"approved","by":{"kind":"person","name":"alice (by `) || strings.Contains(string(rec), "echo ran") {
 		t.Errorf("records.jsonl:\n%s", rec)
 	}
 }

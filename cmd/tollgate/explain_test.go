@@ -91,7 +91,7 @@ func TestPolicyExplain(t *testing.T) {
 		"simple commands (7):",
 		"  3. xargs rm  [rm, via xargs]\n     deny by rule:no-rm: deleting files with rm is not allowed here",
 		"  5. rm notes.txt  [rm, via sh -c]\n     deny by rule:no-rm",
-		"  6. $X y  [opaque: the program is only known when the script runs]\n     ask by shell:opaque",
+		"  6. $X y  [opaque: the program is only known when the script runs]\n     ask by rule:shell-opaque",
 		"  1. ls  [ls]\n     no rule",
 		`\x1b[2J`,
 		"decision: deny by rule:no-rm: deleting files with rm is not allowed here",
@@ -104,7 +104,7 @@ func TestPolicyExplain(t *testing.T) {
 		t.Errorf("output holds a raw escape character:\n%q", out)
 	}
 	code, out, _ = run(filepath.Join(demo, "policy.yaml"), "--tool", "bash", "--args", `{"command":"wc -l notes.txt"}`)
-	if code != exitDone || !strings.Contains(out, "decision: allow by default") {
+	if code != exitDone || !strings.Contains(out, "decision: allow by runtime:default") {
 		t.Errorf("wc: exit %d\n%s", code, out)
 	}
 	for _, bad := range [][]string{

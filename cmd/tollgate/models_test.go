@@ -56,7 +56,7 @@ func TestRunOpenAIStreamsToTerminal(t *testing.T) {
 	want := []string{
 		"Let me read the notes.",
 		`-> read {"path":"notes.txt"}  [call_read1]`,
-		"allowed by default",
+		"allowed by runtime:default",
 		"<- ok",
 		"buy milk",
 		"The notes say: buy milk.",

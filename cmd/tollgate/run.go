@@ -414,7 +414,7 @@ func (p *printer) print(ev agent.Event) {
 		if d.Outcome == agent.OutcomePending {
 			return // the pending line that follows says it all
 		}
-		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), d.Outcome, field(d.By))
+		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), d.Outcome, field(d.By.String()))
 		if d.Reason != "" {
 			line += ": " + oneLine(d.Reason, 200)
 		}

@@ -97,7 +97,7 @@ func TestPreToolUseContract(t *testing.T) {
 			if d.Outcome != tc.outcome || !strings.Contains(d.Reason, tc.reason) {
 				t.Fatalf("decision %s by %s: %q; want %s with %q", d.Outcome, d.By, d.Reason, tc.outcome, tc.reason)
 			}
-			if tc.outcome == agent.OutcomeDenied && d.By != "hook:claude:PreToolUse" {
+			if tc.outcome == agent.OutcomeDenied && d.By.String() != "hook:claude:PreToolUse" {
 				t.Fatalf("denied by %s, want hook:claude:PreToolUse", d.By)
 			}
 		})
@@ -108,13 +108,13 @@ func TestPreToolUseContract(t *testing.T) {
 func TestAllowNeverBeatsPolicyDeny(t *testing.T) {
 	h := newHarness(t, pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}`)))
 	h.policy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Deny, Reason: "policy says no", By: "rule:no"}, nil
+		return approval.Verdict{Decision: approval.Deny, Reason: "policy says no", By: approval.Principal{Kind: "rule", Name: "no"}}, nil
 	})
 	res, err := h.run(t, "go", bash("touch ran"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By != "rule:no" || h.exists("ran") {
+	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "rule:no" || h.exists("ran") {
 		t.Fatalf("decision %+v, ran %v; want denied by rule:no", d, h.exists("ran"))
 	}
 }

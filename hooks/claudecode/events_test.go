@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden stdin files in testd
 
 func askPolicy() approval.Authorizer {
 	return approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: "rule:ask"}, nil
+		return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: approval.Principal{Kind: "rule", Name: "ask"}}, nil
 	})
 }
 
@@ -50,7 +50,7 @@ func TestGoldenStdin(t *testing.T) {
 	h := newHarness(t, doc)
 	h.policy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		if c.Tool == "bash" {
-			return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: "rule:ask"}, nil
+			return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: approval.Principal{Kind: "rule", Name: "ask"}}, nil
 		}
 		return approval.Verdict{Decision: approval.Allow}, nil
 	})
@@ -184,7 +184,7 @@ func TestPermissionRequest(t *testing.T) {
 			t.Fatalf("%s: status %s err %v", tc.out, res.Status, err)
 		}
 		d := res.ToolCalls[0].Decision
-		if d.Outcome != tc.outcome || d.By != "hook:claude:PermissionRequest" {
+		if d.Outcome != tc.outcome || d.By.String() != "hook:claude:PermissionRequest" {
 			t.Fatalf("%s: decision %+v", tc.out, d)
 		}
 		if tc.ran != "" && !h.exists(tc.ran) || tc.ran == "" && h.exists("ran") {

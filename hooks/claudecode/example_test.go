@@ -36,6 +36,6 @@ func Example() {
 		panic(err)
 	}
 	d := res.ToolCalls[0].Decision
-	fmt.Println(d.Outcome, "by", d.By+":", d.Reason)
+	fmt.Println(d.Outcome, "by", d.By.String()+":", d.Reason)
 	// Output: denied by hook:claude:PreToolUse: rm -rf is not allowed
 }

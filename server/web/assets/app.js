@@ -671,16 +671,24 @@
       if (requested && requested !== args) argCell.append(el('p', { class: 'help' }, 'The model asked for:'), el('pre', {}, requested));
       const d = c.decision || {};
       const votes = el('ul', { class: 'votes' });
-      for (const v of d.votes || []) votes.append(el('li', {}, el('code', {}, v.source), ': ', v.decision, v.reason ? ' (' + v.reason + ')' : ''));
+      for (const v of d.votes || []) votes.append(el('li', {}, el('code', {}, principal(v.source)), ': ', v.decision, v.reason ? ' (' + v.reason + ')' : ''));
       body.append(el('tr', { class: 'call' },
         el('th', { scope: 'row' }, c.name, c.ran ? '' : ' (not run)'),
         argCell,
-        el('td', { class: 'decision' }, String(d.outcome || ''), d.by ? ' by ' : '', d.by ? el('code', {}, d.by) : '', d.reason ? ': ' + d.reason : ''),
+        el('td', { class: 'decision' }, String(d.outcome || ''), d.by ? ' by ' : '', d.by ? el('code', {}, principal(d.by)) : '', d.reason ? ': ' + d.reason : ''),
         el('td', {}, votes),
         el('td', {}, el('pre', { class: c.isError ? 'output error' : 'output' }, c.output || ''))));
     }
     $('run-calls').hidden = body.children.length === 0;
     $('run-calls-empty').hidden = body.children.length > 0;
+  }
+
+  // principal is the text form of who decided or voted: {kind, name} as
+  // "kind:name" (text from records written before principals were typed is
+  // shown as it is).
+  function principal(p) {
+    if (!p || typeof p !== 'object') return p ? String(p) : '';
+    return p.name ? p.kind + ':' + p.name : String(p.kind || '');
   }
 
   // eventSummary is one line about a stored event.
@@ -690,7 +698,7 @@
       case 'tool.call': return d.call ? d.call.name : '';
       case 'tool.decided': {
         const x = d.decision || {};
-        return [x.outcome, x.by ? 'by ' + x.by : '', x.reason || ''].filter(Boolean).join(' ');
+        return [x.outcome, x.by ? 'by ' + principal(x.by) : '', x.reason || ''].filter(Boolean).join(' ');
       }
       case 'approval.requested': return d.request ? (d.request.tool || d.request.kind || '') : '';
       case 'tool.finished': return d.record ? d.record.name + (d.record.ran ? ' ran' : ' did not run') + (d.record.isError ? ' (error)' : '') : '';
