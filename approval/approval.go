@@ -63,20 +63,22 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// Decision is what an authorization source says about a call.
-type Decision string
+// Effect is what an authorization source says about a call: allow, ask or
+// deny. (Who decided a call's fate, and why, is recorded in agent.Decision;
+// a person's answer to an approval is approval/store.Answer.)
+type Effect string
 
 // The decisions, from weakest to strongest.
 const (
-	Allow Decision = "allow"
-	Ask   Decision = "ask"
-	Deny  Decision = "deny"
+	Allow Effect = "allow"
+	Ask   Effect = "ask"
+	Deny  Effect = "deny"
 )
 
 // Valid reports whether d is one of Allow, Ask, Deny.
-func (d Decision) Valid() bool { return d == Allow || d == Ask || d == Deny }
+func (d Effect) Valid() bool { return d == Allow || d == Ask || d == Deny }
 
-func (d Decision) rank() int {
+func (d Effect) rank() int {
 	switch d {
 	case Deny:
 		return 3
@@ -89,7 +91,7 @@ func (d Decision) rank() int {
 }
 
 // Stronger reports whether d takes precedence over o (deny > ask > allow).
-func (d Decision) Stronger(o Decision) bool { return d.rank() > o.rank() }
+func (d Effect) Stronger(o Effect) bool { return d.rank() > o.rank() }
 
 // Call is what an [Authorizer] judges: the final tool and arguments of one call.
 type Call struct {
@@ -107,7 +109,7 @@ type Call struct {
 
 // Verdict is an authorization source's decision with its reason and source.
 type Verdict struct {
-	Decision Decision `json:"decision"`
+	Decision Effect `json:"decision"`
 	// Reason explains the decision; on deny, the model sees it.
 	Reason string `json:"reason,omitempty"`
 	// By is the source: a rule by its ID, an autonomy level, a hook by its

@@ -305,7 +305,7 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Decide(bg, res.RunID, approvals[0].ID, store.Decision{Approve: true, By: "alice"}); err != nil {
+	if _, err := s2.Decide(bg, res.RunID, approvals[0].ID, store.Answer{Approve: true, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	s2.Close()

@@ -142,7 +142,7 @@ permissions:
 `)
 	for _, tc := range []struct {
 		cmd  string
-		want Decision
+		want Effect
 		by   string
 	}{
 		{"git push origin main", Deny, "rule:deny:Bash(git push:*)"},
@@ -181,7 +181,7 @@ rules:
 `)
 	for _, tc := range []struct {
 		cmd  string
-		want Decision
+		want Effect
 	}{
 		{"rm -rf x", Deny},
 		{"rm -r -f x", Deny},
@@ -219,7 +219,7 @@ rules:
 `)
 	for _, tc := range []struct {
 		c    Call
-		want Decision
+		want Effect
 		by   string
 	}{
 		{call("read", map[string]any{"path": ".env"}), Deny, "rule:deny:Read(.env)"},
@@ -264,7 +264,7 @@ rules:
     args: {path: {pathGlob: "config/**/secret*"}}
     decision: deny
 `)
-	for path, want := range map[string]Decision{
+	for path, want := range map[string]Effect{
 		"a.pem": Deny, "x/y/a.pem": Deny, "/ws/k.pem": Deny, "a.pem.txt": Allow,
 		"config/secret.yaml": Deny, "config/a/b/secrets/x": Deny, "other/config/secret": Allow,
 	} {

@@ -578,7 +578,7 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 				conditions++
 			case "decision":
 				if s, ok := ps.str(kv.Value, "decision"); ok {
-					r.Decision, decNode = Decision(s), kv.Value
+					r.Decision, decNode = Effect(s), kv.Value
 					if !r.Decision.Valid() {
 						ps.errorf(kv.Value, "%v", badDecision(s))
 					}
@@ -885,12 +885,12 @@ func (ps *policyParser) permissions(n ast.Node) []Rule {
 	seen := map[string]bool{}
 	for _, kv := range kvs {
 		key, kn := ps.key(kv)
-		var d Decision
+		var d Effect
 		switch key {
 		case "":
 			continue
 		case "allow", "ask", "deny":
-			d = Decision(key)
+			d = Effect(key)
 		default:
 			ps.errorf(kn, "unknown key %q in permissions (tollgate reads allow, ask and deny; set the rest with tollgate's flags)", key)
 			continue

@@ -34,7 +34,7 @@ import (
 //
 // Errors: an unknown tool name, a specifier on a tool that takes none, a
 // bad pattern or glob.
-func PermissionRule(id, perm string, d Decision) (Rule, error) {
+func PermissionRule(id, perm string, d Effect) (Rule, error) {
 	r := Rule{ID: id, Decision: d}
 	s := strings.TrimSpace(perm)
 	name, spec, hasSpec := strings.Cut(s, "(")

@@ -63,7 +63,7 @@ type Rule struct {
 	// command it holds for. See [CommandCondition].
 	Command *CommandCondition
 	// Decision is what the rule votes when it matches.
-	Decision Decision
+	Decision Effect
 	// Reason explains the vote; on deny the model sees it.
 	Reason string
 	// Line and Col locate the rule's entry in its policy file (1-based),
@@ -511,7 +511,7 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 }
 
 // verdict is r's vote d; note is added to the reason.
-func (r *compiledRule) verdict(d Decision, note string) Verdict {
+func (r *compiledRule) verdict(d Effect, note string) Verdict {
 	reason := r.Reason
 	if reason == "" {
 		reason = fmt.Sprintf("policy rule %s says %s", r.ID, r.Decision)

@@ -35,7 +35,7 @@ func TestRiskOf(t *testing.T) {
 
 // The documented matrix, pinned cell by cell.
 func TestAutonomyMatrix(t *testing.T) {
-	want := map[approval.Risk][4]approval.Decision{
+	want := map[approval.Risk][4]approval.Effect{
 		approval.RiskReadOnly:    {"allow", "allow", "allow", "ask"},
 		approval.RiskWrite:       {"allow", "allow", "ask", "ask"},
 		approval.RiskNetwork:     {"allow", "ask", "ask", "ask"},
@@ -43,9 +43,9 @@ func TestAutonomyMatrix(t *testing.T) {
 		approval.RiskUnknown:     {"allow", "ask", "ask", "ask"},
 		approval.RiskEscalation:  {"deny", "deny", "deny", "deny"},
 	}
-	got := map[approval.Risk][4]approval.Decision{}
+	got := map[approval.Risk][4]approval.Effect{}
 	for _, r := range approval.Risks {
-		var row [4]approval.Decision
+		var row [4]approval.Effect
 		for i, a := range approval.Autonomies {
 			row[i] = approval.AutonomyDecision(a, r)
 		}
@@ -351,7 +351,7 @@ func TestDestructiveConditionIgnoresReadOnlyTools(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		hints *tool.Hints
-		want  approval.Decision
+		want  approval.Effect
 	}{
 		{&tool.Hints{ReadOnly: true, Destructive: true}, approval.Allow},
 		{&tool.Hints{Destructive: true}, approval.Ask},
@@ -378,7 +378,7 @@ func TestPathPrefixWithWorkdir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]approval.Decision{
+	for p, want := range map[string]approval.Effect{
 		"secret/a.txt":               approval.Deny,
 		"./secret/a.txt":             approval.Deny,
 		"sub/../secret/a.txt":        approval.Deny,
@@ -399,7 +399,7 @@ func TestPathPrefixWithWorkdir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]approval.Decision{"/tmp/pp/link/secret/a.txt": approval.Deny, "/tmp/pp/link/notes": approval.Allow, "/tmp/pp/linked/secret": approval.Allow} {
+	for p, want := range map[string]approval.Effect{"/tmp/pp/link/secret/a.txt": approval.Deny, "/tmp/pp/link/notes": approval.Allow, "/tmp/pp/linked/secret": approval.Allow} {
 		args, _ := json.Marshal(map[string]string{"path": p})
 		if v, _ := aliased.Authorize(context.Background(), approval.Call{Tool: "read", Args: args}); v.Decision != want {
 			t.Errorf("aliased path %q: %s, want %s", p, v.Decision, want)

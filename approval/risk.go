@@ -120,7 +120,7 @@ func (a Autonomy) Valid() bool {
 // Unknown (a tool without hints, treated as mutating per docs/architecture.md) is
 // asked about wherever destructive is. An invalid level or risk yields Deny
 // (fail closed).
-func AutonomyDecision(a Autonomy, r Risk) Decision {
+func AutonomyDecision(a Autonomy, r Risk) Effect {
 	if !a.Valid() || !r.Valid() || r == RiskEscalation {
 		return Deny
 	}

@@ -226,7 +226,7 @@ func TestApplyPatchPathsAreJudged(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args json.RawMessage
-		want approval.Decision
+		want approval.Effect
 		by   string
 	}{
 		{patch("*** Add File: ok.txt\n+x\n"), approval.Allow, "runtime:default"},

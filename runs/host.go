@@ -464,7 +464,7 @@ func (h *Host) nextExpiry(ctx context.Context, run store.Run) time.Time {
 // or deny with a reason the model sees. d.By is the principal who decided, as
 // text ([approval.Principal]'s String); it is what the records show. Errors:
 // the store's ([store.ErrNotFound], [store.ErrDecided], [store.ErrExpired]).
-func (h *Host) Answer(ctx context.Context, runID, requestID string, d store.Decision) (store.Approval, error) {
+func (h *Host) Answer(ctx context.Context, runID, requestID string, d store.Answer) (store.Approval, error) {
 	if d.By == "" {
 		return store.Approval{}, errors.New("runs: a decision needs the principal who made it")
 	}

@@ -76,7 +76,7 @@ func TestStartHaltAnswerResume(t *testing.T) {
 		t.Fatalf("resume before any answer: %v", err)
 	}
 	reqID := res.Pending[0].ID
-	if _, err := h.Answer(ctx, "run_1", reqID, store.Decision{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := h.Answer(ctx, "run_1", reqID, store.Answer{Approve: true, By: "person:bob"}); err != nil {
 		t.Fatal(err)
 	}
 	res2, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_1"})
@@ -264,7 +264,7 @@ func TestCancelHaltedRun(t *testing.T) {
 	if err := h.Cancel(ctx, "run_c", "person:alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Decision{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Answer{Approve: true, By: "person:bob"}); err != nil {
 		t.Fatal(err) // the approval may still be decided, but the run never resumes
 	}
 	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_c"}); !errors.Is(err, runs.ErrNotResumable) {

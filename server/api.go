@@ -651,7 +651,7 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 				Detail: "editedArgs do not fit the tool's input schema", Errors: errs}
 		}
 	}
-	got, err := s.host.Answer(ctx, a.RunID, a.ID, store.Decision{Approve: approve, By: by, Reason: req.Reason, Data: data})
+	got, err := s.host.Answer(ctx, a.RunID, a.ID, store.Answer{Approve: approve, By: by, Reason: req.Reason, Data: data})
 	switch {
 	case errors.Is(err, store.ErrExpired):
 		return ApprovalView{}, &Problem{Type: ProblemExpired, Title: "Approval expired", Status: http.StatusGone, Detail: "the request expired before it was decided"}

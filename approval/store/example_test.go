@@ -31,7 +31,7 @@ func Example() {
 	last := evs[len(evs)-1].Seq
 
 	// Someone answers while the host waits for the run's next event.
-	go s.Decide(ctx, "run_1", "req_1", store.Decision{Approve: true, By: "person:bob"})
+	go s.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: "person:bob"})
 	if err := s.WaitEvents(ctx, store.EventFilter{Tenant: "acme", RunID: "run_1", AfterSeq: last}); err != nil {
 		panic(err)
 	}

@@ -379,7 +379,7 @@ func (m *Memory) transition(runID, id string, step func(Approval, time.Time) (Ap
 }
 
 // Decide implements [Store].
-func (m *Memory) Decide(ctx context.Context, runID, id string, d Decision) (Approval, error) {
+func (m *Memory) Decide(ctx context.Context, runID, id string, d Answer) (Approval, error) {
 	return m.transition(runID, id, func(a Approval, now time.Time) (Approval, error) {
 		return ApplyDecision(a, d, now)
 	}, decisionEvent)
@@ -494,7 +494,7 @@ func ExpireApproval(a Approval, now time.Time) Approval {
 // the error to return ([ErrDecided], [ErrExpired]). On ErrExpired the returned
 // approval is marked expired and must be stored (with its
 // [EventApprovalExpired] event); on ErrDecided it is unchanged.
-func ApplyDecision(a Approval, d Decision, now time.Time) (Approval, error) {
+func ApplyDecision(a Approval, d Answer, now time.Time) (Approval, error) {
 	if a.Status != StatusPending {
 		return a, fmt.Errorf("%w: approval %s of run %s is %s", ErrDecided, a.ID, a.RunID, a.Status)
 	}

@@ -276,11 +276,14 @@ func (a Approval) Answer() (tool.Answer, bool) {
 	return ans, true
 }
 
-// Decision is a person's (or a program's) decision on an approval.
-type Decision struct {
+// Answer is a person's (or a program's) answer to an approval request:
+// approve or deny, by whom, why, and edited data.
+type Answer struct {
 	// Approve approves when true, denies when false.
 	Approve bool
-	// By names who decided; kept as DecidedBy.
+	// By names who decided, in a principal's text form ("person:alice",
+	// "flag:--approve=yes"; a bare name is a person's, see
+	// approval.PrincipalOf); kept as DecidedBy.
 	By string
 	// Reason explains the decision; on deny, the model sees it.
 	Reason string
@@ -535,7 +538,7 @@ type Store interface {
 	// Errors: [ErrNotFound]; [ErrExpired] at or after ExpiresAt (the approval
 	// is then stored as expired, with an [EventApprovalExpired] event);
 	// [ErrDecided] when it is not pending.
-	Decide(ctx context.Context, runID, id string, d Decision) (Approval, error)
+	Decide(ctx context.Context, runID, id string, d Answer) (Approval, error)
 	// Consume uses an approved approval for arguments with the given digest,
 	// once, and returns it as used. Errors: [ErrNotFound]; [ErrUsed];
 	// [ErrNotApproved] (pending, denied or expired); [ErrExpired] at or after

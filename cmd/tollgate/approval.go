@@ -515,7 +515,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				d := store.Decision{Approve: approve, By: principal, Reason: reason}
+				d := store.Answer{Approve: approve, By: principal, Reason: reason}
 				if editArgs != "" {
 					var obj map[string]any
 					if err := json.Unmarshal([]byte(editArgs), &obj); err != nil {

@@ -140,7 +140,7 @@ another kind (input), --data is passed to the tool as it is.`,
 			} else if !json.Valid(raw) {
 				return usageErr("approvals answer: --data is not JSON")
 			}
-			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Decision{Approve: true, By: by, Data: raw})
+			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Answer{Approve: true, By: by, Data: raw})
 			if err != nil {
 				return withCode(exitError, err)
 			}

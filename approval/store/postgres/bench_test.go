@@ -78,7 +78,7 @@ func BenchmarkDecide(b *testing.B) {
 				var next atomic.Int64
 				decide := func() {
 					k := todo[next.Add(1)-1]
-					if _, err := s.Decide(ctx, k[0], k[1], store.Decision{Approve: true, By: "alice"}); err != nil {
+					if _, err := s.Decide(ctx, k[0], k[1], store.Answer{Approve: true, By: "alice"}); err != nil {
 						b.Error(err)
 					}
 				}

@@ -48,7 +48,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := b.Decide(ctx, "run_1", "req_1", store.Decision{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := b.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: "person:bob"}); err != nil {
 		log.Fatal(err)
 	}
 

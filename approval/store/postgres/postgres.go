@@ -933,7 +933,7 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 }
 
 // Decide implements [store.Store].
-func (s *Store) Decide(ctx context.Context, runID, id string, d store.Decision) (store.Approval, error) {
+func (s *Store) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
 	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
 		return store.ApplyDecision(a, d, now)
 	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })

@@ -343,7 +343,7 @@ func TestMixedWritesDoNotDeadlock(t *testing.T) {
 				var err error
 				switch (w + i) % 7 {
 				case 0:
-					_, err = s.Decide(ctx, run, req, store.Decision{Approve: true, By: "alice"})
+					_, err = s.Decide(ctx, run, req, store.Answer{Approve: true, By: "alice"})
 				case 1:
 					_, err = s.Consume(ctx, run, req, "d")
 				case 2:

@@ -120,7 +120,7 @@ func TestMigrateVersion1(t *testing.T) {
 	}
 
 	// The migrated file works: decide, claim, add approvals, events.
-	if _, err := s.Decide(ctx, "run_a", "req_1", store.Decision{Approve: true, By: "alice"}); err != nil {
+	if _, err := s.Decide(ctx, "run_a", "req_1", store.Answer{Approve: true, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ClaimRun(ctx, "run_a", store.Claim{Holder: "w", TTL: time.Minute, From: []store.RunStatus{store.RunPending}, To: store.RunResuming}); err != nil {

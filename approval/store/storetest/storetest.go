@@ -217,7 +217,7 @@ func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
 	if r, _ := s.GetRun(ctx, "run_1"); r.Version != 2 {
 		t.Errorf("a refused UpdateRun changed the run's version to %d", r.Version)
 	}
-	_, err = s.Decide(ctx, "run_1", "req_b", store.Decision{Approve: false, By: "alice", Reason: "no"})
+	_, err = s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: false, By: "alice", Reason: "no"})
 	check(t, err, "Decide")
 
 	list := func(f store.ApprovalFilter) []string {
@@ -260,7 +260,7 @@ func testCreateIsAtomic(t *testing.T, s store.Store, c *Clock) {
 func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("approve-transfer", nil)), "CreateRun 1")
 	check(t, create(s, newRun("run_2"), pendingApproval("approve-transfer", nil)), "CreateRun 2")
-	_, err := s.Decide(ctx, "run_2", "approve-transfer", store.Decision{Approve: true, By: "alice"})
+	_, err := s.Decide(ctx, "run_2", "approve-transfer", store.Answer{Approve: true, By: "alice"})
 	check(t, err, "Decide")
 	a, err := s.GetApproval(ctx, "run_1", "approve-transfer")
 	check(t, err, "GetApproval")
@@ -271,11 +271,11 @@ func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
 
 func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
-	_, err := s.Decide(ctx, "run_1", "req_nope", store.Decision{Approve: true})
+	_, err := s.Decide(ctx, "run_1", "req_nope", store.Answer{Approve: true})
 	mustErr(t, err, store.ErrNotFound, "Decide unknown")
 	c.Advance(time.Minute)
 	edited := json.RawMessage(`{"to":"bob","amount":5}`)
-	got, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice", Reason: "fine", Data: edited})
+	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice", Reason: "fine", Data: edited})
 	check(t, err, "Decide")
 	now := c.Now()
 	want := pendingApproval("req_a", nil)
@@ -293,7 +293,7 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 	if !ok || !ans.OK || string(ans.Data) != string(edited) || ans.By != "alice" || ans.ID != "req_a" {
 		t.Errorf("Answer() = %+v, %v", ans, ok)
 	}
-	for _, d := range []store.Decision{{Approve: true, By: "alice"}, {Approve: false, By: "bob", Reason: "changed my mind"}} {
+	for _, d := range []store.Answer{{Approve: true, By: "alice"}, {Approve: false, By: "bob", Reason: "changed my mind"}} {
 		_, err := s.Decide(ctx, "run_1", "req_a", d)
 		mustErr(t, err, store.ErrDecided, "Decide twice")
 	}
@@ -305,7 +305,7 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 
 func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
-	got, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: false, By: "alice", Reason: "too much", Data: json.RawMessage(`{"x":1}`)})
+	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: false, By: "alice", Reason: "too much", Data: json.RawMessage(`{"x":1}`)})
 	check(t, err, "Decide")
 	if got.Status != store.StatusDenied || got.Reason != "too much" || got.Data != nil || got.DecidedAt == nil {
 		t.Fatalf("denied approval = %+v", got)
@@ -314,7 +314,7 @@ func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
 	if !ok || ans.OK || ans.Reason != "too much" {
 		t.Errorf("Answer() = %+v, %v", ans, ok)
 	}
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "bob"})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "bob"})
 	mustErr(t, err, store.ErrDecided, "approve after deny")
 }
 
@@ -322,10 +322,10 @@ func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Minute)
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", &exp), pendingApproval("req_b", &exp)), "CreateRun")
 	c.Advance(59 * time.Second)
-	_, err := s.Decide(ctx, "run_1", "req_b", store.Decision{Approve: true, By: "alice"})
+	_, err := s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: true, By: "alice"})
 	check(t, err, "Decide a second before expiry")
 	c.Advance(time.Second) // exactly at ExpiresAt: expired
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
 	mustErr(t, err, store.ErrExpired, "Decide at expiry")
 	a, err := s.GetApproval(ctx, "run_1", "req_a")
 	check(t, err, "GetApproval")
@@ -335,7 +335,7 @@ func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
 	if ans, ok := a.Answer(); !ok || ans.OK {
 		t.Errorf("expired Answer() = %+v, %v; want a decline", ans, ok)
 	}
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true})
 	mustErr(t, err, store.ErrDecided, "Decide after expiry was recorded")
 }
 
@@ -343,7 +343,7 @@ func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
 	mustErr(t, err, store.ErrNotApproved, "Consume pending")
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
 	check(t, err, "Decide")
 	_, err = s.Consume(ctx, "run_1", "req_a", "sha256:other")
 	mustErr(t, err, store.ErrDigestMismatch, "Consume with another digest")
@@ -365,11 +365,11 @@ func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
 func testConsumeRefusals(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Minute)
 	check(t, create(s, newRun("run_1"), pendingApproval("req_denied", nil), pendingApproval("req_late", &exp)), "CreateRun")
-	_, err := s.Decide(ctx, "run_1", "req_denied", store.Decision{Approve: false, By: "alice", Reason: "no"})
+	_, err := s.Decide(ctx, "run_1", "req_denied", store.Answer{Approve: false, By: "alice", Reason: "no"})
 	check(t, err, "Decide deny")
 	_, err = s.Consume(ctx, "run_1", "req_denied", "sha256:req_denied")
 	mustErr(t, err, store.ErrNotApproved, "Consume denied")
-	_, err = s.Decide(ctx, "run_1", "req_late", store.Decision{Approve: true, By: "alice"})
+	_, err = s.Decide(ctx, "run_1", "req_late", store.Answer{Approve: true, By: "alice"})
 	check(t, err, "Decide approve")
 	c.Advance(2 * time.Minute)
 	_, err = s.Consume(ctx, "run_1", "req_late", "sha256:req_late")
@@ -422,7 +422,7 @@ func race(t *testing.T, fn func(i int) error, allowed ...error) int {
 func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	n := race(t, func(i int) error {
-		_, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: i%2 == 0, By: fmt.Sprintf("p%d", i)})
+		_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: i%2 == 0, By: fmt.Sprintf("p%d", i)})
 		return err
 	}, store.ErrDecided)
 	if n != 1 {
@@ -432,7 +432,7 @@ func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
 
 func testConcurrentConsume(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
-	_, err := s.Decide(ctx, "run_1", "req_a", store.Decision{Approve: true, By: "alice"})
+	_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
 	check(t, err, "Decide")
 	n := race(t, func(int) error {
 		_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
