@@ -326,7 +326,9 @@ func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
 func TestResumeFromAnotherDirectoryEndToEnd(t *testing.T) {
 	e := newE2E(t)
 	state := filepath.Join(e.dir, "state")
-	code, out := e.runOut(e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", state, "x"))
+	// A command hook writes where it runs: the recorded workspace.
+	apWrite(t, e.dir, "hooks.yaml", "hooks:\n  - event: postToolUse\n    matcher: bash\n    action: {type: command, command: \"pwd >> hookdir.txt\"}\n")
+	code, out := e.runOut(e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--hooks", "hooks.yaml", "--state-dir", state, "x"))
 	if code != exitPending {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
@@ -349,9 +351,18 @@ func TestResumeFromAnotherDirectoryEndToEnd(t *testing.T) {
 	if n := e.lines(); n != 1 {
 		t.Fatalf("the approved call ran %d times in the recorded workspace, want 1", n)
 	}
-	for _, p := range []string{filepath.Join(other, "count.txt"), filepath.Join(other, "ws", "count.txt")} {
+	for _, p := range []string{filepath.Join(other, "count.txt"), filepath.Join(other, "ws", "count.txt"), filepath.Join(other, "hookdir.txt"), filepath.Join(other, "ws", "hookdir.txt")} {
 		if _, err := os.Stat(p); err == nil {
-			t.Errorf("the call wrote %s, outside the recorded workspace", p)
+			t.Errorf("the call or its hook wrote %s, outside the recorded workspace", p)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(e.ws, "hookdir.txt"))
+	if err != nil {
+		t.Fatalf("the command hook did not run in the recorded workspace: %v", err)
+	}
+	if got := strings.TrimSpace(string(b)); got != e.ws {
+		if real, _ := filepath.EvalSymlinks(e.ws); got != real {
+			t.Errorf("the command hook ran in %q, want %q", got, e.ws)
 		}
 	}
 }

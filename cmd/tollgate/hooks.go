@@ -32,7 +32,9 @@ func hooksRunExtension() runExtension {
 			// The hooks' log actions and command failures go to stderr: they
 			// are what the user asked for with --hooks, verbose or not.
 			logger := slog.New(slog.NewTextHandler(rs.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			dopts := &declarative.Options{Logger: logger}
+			// Command hooks run in the run's recorded workspace, so that a
+			// resume from another directory runs them where the run began.
+			dopts := &declarative.Options{Logger: logger, Dir: rs.cfg.Workdir}
 			if rs.sandbox != nil {
 				dopts.Sandbox, dopts.PassEnv = rs.sandbox.hookSandbox(), rs.sandbox.passEnv
 			}

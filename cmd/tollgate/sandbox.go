@@ -80,14 +80,18 @@ func (c *sandboxConfig) builtinOptions() *builtin.Options {
 }
 
 // hookSandbox is declarative.Options.Sandbox under these flags, or nil: a
-// command hook's workspace is the working directory (where it runs) and
-// --workdir.
+// command hook's workspace is its working directory (where it runs: the
+// run's workspace, else the process's) and --workdir.
 func (c *sandboxConfig) hookSandbox() func(cmd *exec.Cmd) (bool, error) {
 	if c.sb == nil || c.hooks == sandbox.Off {
 		return nil
 	}
 	return func(cmd *exec.Cmd) (bool, error) {
-		p := c.policy(c.hooks, c.cwd)
+		dir := cmd.Dir
+		if dir == "" {
+			dir = c.cwd
+		}
+		p := c.policy(c.hooks, dir)
 		if c.hooks == sandbox.Workspace {
 			p.Write = []string{c.workspace}
 		} else {

@@ -92,8 +92,8 @@
 //
 // The standard executor ([NewExecutor]) writes a log action's message at INFO,
 // prefixed "[HOOK] ", to the registry's logger, with logger=[ExecutorLoggerName].
-// It runs a command action with sh -c in the process working directory (or its
-// argv without a shell) in a session of its own, waits up to its timeout (30 s
+// It runs a command action with sh -c in the process working directory, or in
+// [Options].Dir when set (or its argv without a shell) in a session of its own, waits up to its timeout (30 s
 // by default), and then kills the command's whole process group; it also kills
 // it when the context of the tool call (hence the run) is canceled. A process
 // that left the group (setsid) is killed too only when the command was

@@ -49,7 +49,7 @@ const (
 // A log action writes LogPrefix + the expanded message at INFO.
 //
 // A command action runs `sh -c COMMAND` (or its argv, without a shell) in the
-// process working directory, in a session of its own, with the environment of
+// process working directory (or [Options].Dir), in a session of its own, with the environment of
 // the process scrubbed to an allowlist (internal/proc.Env: PATH, HOME, LANG,
 // TERM, ...; no provider keys, no inherited TOLLGATE_* variables) plus the
 // TOLLGATE_* variables of the context, and the context as one JSON object on
@@ -66,6 +66,7 @@ type executor struct {
 	log     *slog.Logger
 	passEnv []string
 	sandbox func(cmd *exec.Cmd) (bool, error)
+	dir     string // the commands' working directory; empty: the process's
 }
 
 func newExecutor(logger *slog.Logger) *executor {
@@ -115,6 +116,7 @@ func (x *executor) command(ctx context.Context, name string, action Action, hctx
 	} else {
 		cmd = exec.CommandContext(cctx, "sh", "-c", noNUL(Expand(action.Command, hctx)))
 	}
+	cmd.Dir = x.dir
 	proc.PrepareSession(cmd)
 	cmd.Env = append(proc.Env(os.Environ(), x.passEnv), Environ(hctx)...)
 	killed := "its process group was killed (processes that left it with setsid are not reached)"

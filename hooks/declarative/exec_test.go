@@ -136,6 +136,21 @@ func TestCommandRunsInWorkingDirectory(t *testing.T) {
 	}
 }
 
+// With Options.Dir a command runs there, not in the process working
+// directory: a host resuming a run elsewhere runs its hooks in its workspace.
+func TestCommandRunsInOptionsDir(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	r := FromYAML(strings.NewReader("hooks:\n  - event: onStart\n    action: {type: command, command: \"pwd > "+filepath.Join(dir, "pwd")+"\"}\n"), &Options{Dir: ws})
+	if n := len(r.Hooks()); n != 1 {
+		t.Fatalf("%d hooks loaded, want 1: %v", n, r.Diagnostics())
+	}
+	r.FireEvent(context.Background(), OnStart, nil)
+	want, _ := filepath.EvalSymlinks(ws)
+	if got := strings.TrimSpace(readFile(t, filepath.Join(dir, "pwd"))); got != want && got != ws {
+		t.Errorf("pwd = %q, want %q", got, ws)
+	}
+}
+
 // A non-zero exit is logged at WARN with up to 50 lines of output.
 func TestCommandFailureIsLogged(t *testing.T) {
 	recs := runAction(t, context.Background(), Command("for i in $(seq 1 60); do echo line $i; done; echo oops >&2; exit 3"), nil)

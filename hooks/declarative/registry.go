@@ -58,6 +58,12 @@ type Options struct {
 	// namespace). When it fails the command is not started and a warning is
 	// logged. Nil runs commands unconfined.
 	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)
+	// Dir, if set, is the working directory of the standard executor's
+	// command actions (an absolute path); empty means the process working
+	// directory (seed 000). A host that resumes runs sets it to the run's
+	// recorded workspace, so that a command hook runs in the same place
+	// whichever directory the run is resumed from.
+	Dir string
 }
 
 // Executor runs the action of each matching hook (seed 000 HookExecutor). It
@@ -205,6 +211,7 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 		r.std = newExecutor(base)
 		r.std.passEnv = slices.Clone(o.PassEnv)
 		r.std.sandbox = o.Sandbox
+		r.std.dir = o.Dir
 		r.exec = r.std
 	}
 	for _, c := range cfgs {
