@@ -110,17 +110,23 @@ type CallOutcome struct {
 // set.
 type CallHandler func(ctx context.Context, c *CallInfo) CallOutcome
 
-// Middleware wraps the agent's work at three depths, in the manner of
+// Middleware wraps the agent's work at four depths, in the manner of
 // net/http middleware: each non-nil field receives the next handler and
 // returns one that calls it (or not, to replace it). Run wraps a whole run or
 // resume; Turn wraps each model turn; Call wraps each tool call's pipeline and
-// is called from the call's goroutine (concurrently for the calls of a turn).
+// is called from the call's goroutine (concurrently for the calls of a turn);
+// Wait wraps a call's wait for an answer.
 // Tracing, metrics and durable engines hang here instead of forking the loop;
 // a handler must return what next returned unless it means to change the run.
 type Middleware struct {
 	Run  func(next RunHandler) RunHandler
 	Turn func(next TurnHandler) TurnHandler
 	Call func(next CallHandler) CallHandler
+	// Wait wraps each wait for the answer to a pending request through
+	// Options.WaitFor (or a caller's, for a sub-agent); it is called with the
+	// call's context (inside the Call middleware) from the call's goroutine.
+	// It is not called when the run halts instead of waiting.
+	Wait func(next tool.WaitFunc) tool.WaitFunc
 }
 
 // turn runs one model turn through the Turn middleware.

@@ -33,6 +33,11 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 	if oc.Pending == nil || wait == nil || ans != nil {
 		return oc
 	}
+	for i := len(r.a.opts.Middleware) - 1; i >= 0; i-- {
+		if m := r.a.opts.Middleware[i].Wait; m != nil {
+			wait = m(wait)
+		}
+	}
 	req := oc.Pending.Request
 	answer, err := r.safeWait(ctx, wait, req)
 	if err != nil {

@@ -240,3 +240,53 @@ func TestStartEndAndPendingHooks(t *testing.T) {
 		t.Fatalf("hook order (-want +got):\n%s", diff)
 	}
 }
+
+type callMark struct{}
+
+// Middleware.Wait wraps the wait for an answer, inside the Call middleware
+// (it sees the call's context), in the order the middleware are listed; its
+// answer is the one the call gets.
+func TestWaitMiddleware(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	mark := func(name string) agent.Middleware {
+		return agent.Middleware{
+			Call: func(next agent.CallHandler) agent.CallHandler {
+				return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+					return next(context.WithValue(ctx, callMark{}, c.Call.ID), c)
+				}
+			},
+			Wait: func(next tool.WaitFunc) tool.WaitFunc {
+				return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+					mu.Lock()
+					order = append(order, fmt.Sprintf("%s:%v:%s", name, ctx.Value(callMark{}), req.Kind))
+					mu.Unlock()
+					ans, err := next(ctx, req)
+					if name == "outer" {
+						ans.By = "person:outer"
+					}
+					return ans, err
+				}
+			},
+		}
+	}
+	counter := &testkit.Counter{Name: "t"}
+	a := newAgent(t, agent.Options{
+		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}),
+		Tools: agent.ToolList{counter}, Authorizers: []approval.Authorizer{askPolicy},
+		WaitFor: func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+			return tool.Answer{ID: req.ID, OK: true, By: "person:alice"}, nil
+		},
+		Middleware: []agent.Middleware{mark("outer"), mark("inner")},
+	})
+	res, err := a.Run(t.Context(), "go")
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if diff := cmp.Diff([]string{"outer:c1:approval", "inner:c1:approval"}, order); diff != "" {
+		t.Errorf("wait middleware (-want +got):\n%s", diff)
+	}
+	if got := res.ToolCalls[0].Decision.By.String(); got != "person:outer" || counter.Count() != 1 {
+		t.Errorf("decided by %s, ran %d times; want person:outer, 1", got, counter.Count())
+	}
+}

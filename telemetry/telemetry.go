@@ -17,14 +17,20 @@
 //	                                   gen_ai.tool.call.id, error.type, tollgate.turn,
 //	                                   tollgate.decision, tollgate.decision.source, tollgate.rule.id,
 //	                                   tollgate.hook.name, tollgate.approval.id, tollgate.approval.by,
-//	                                   tollgate.args.digest, tollgate.args.requested_digest
+//	                                   tollgate.args.digest, tollgate.args.requested_digest,
+//	                                   gen_ai.tool.call.arguments (opt-in)
 //
 // The execute_tool spans of one turn are siblings under invoke_agent (they run
-// concurrently), after the chat span of the turn that asked for them.
+// concurrently), after the chat span of the turn that asked for them. A call
+// that waits for an answer through agent.Options.WaitFor has a child span
+//
+//	wait_for_answer          INTERNAL  tollgate.approval.id, tollgate.request.kind,
+//	                                   tollgate.answer.approved, tollgate.approval.by, error.type
 //
 // Argument values, tool results, prompts, model text, decision reasons and
-// error messages are never recorded: they may carry secrets, and hooks, tools
-// and the model may echo them. What identifies the arguments is their digest
+// error messages are never recorded (argument values only when
+// [Options].RecordArguments asks for them): they may carry secrets, and hooks,
+// tools and the model may echo them. What identifies the arguments is their digest
 // (approval.Digest). A failed span's status description is its error.type.
 //
 // Metrics:
@@ -65,6 +71,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter this package
@@ -89,6 +96,12 @@ const (
 	// KeyApprovalBy is the text form of who answered the pending request
 	// (tool.Answer.By read with approval.PrincipalOf: "person:alice").
 	KeyApprovalBy = attribute.Key("tollgate.approval.by")
+	// KeyRequestKind is the kind of a pending request (tool.Request.Kind:
+	// "approval", "input"), on wait_for_answer spans.
+	KeyRequestKind = attribute.Key("tollgate.request.kind")
+	// KeyAnswerApproved is whether the answer approved (tool.Answer.OK), on
+	// wait_for_answer spans.
+	KeyAnswerApproved = attribute.Key("tollgate.answer.approved")
 	// KeyArgsDigest is approval.Digest of the arguments as executed (or, for a
 	// pending call, of the arguments the request is about).
 	KeyArgsDigest = attribute.Key("tollgate.args.digest")
@@ -127,14 +140,27 @@ type Options struct {
 	// "anthropic", see semconv's GenAIProviderName values); empty: unknown,
 	// and the attribute is left off.
 	ProviderName string
+	// RecordArguments, if true, puts each tool call's arguments as executed
+	// (after rewrites and edits; for a pending call, as asked about) on its
+	// execute_tool span as gen_ai.tool.call.arguments, a JSON string cut to
+	// [MaxRecordedArguments] bytes. Off by default: arguments may hold
+	// secrets, and the GenAI conventions mark the attribute sensitive and
+	// opt-in. Results, prompts and model text are never recorded.
+	RecordArguments bool
 }
 
+// MaxRecordedArguments bounds the bytes of gen_ai.tool.call.arguments when
+// [Options].RecordArguments is set; longer arguments are cut at a character
+// boundary and end with "…".
+const MaxRecordedArguments = 8 << 10
+
 type instruments struct {
-	tracer    trace.Tracer
-	duration  metric.Float64Histogram
-	tokens    metric.Int64Histogram
-	decisions metric.Int64Counter
-	provider  string
+	recordArgs bool
+	tracer     trace.Tracer
+	duration   metric.Float64Histogram
+	tokens     metric.Int64Histogram
+	decisions  metric.Int64Counter
+	provider   string
 }
 
 // Middleware returns the middleware that traces and measures an agent's runs,
@@ -157,8 +183,9 @@ func Middleware(opts *Options) agent.Middleware {
 	}
 	meter := o.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
 	in := &instruments{
-		tracer:   o.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
-		provider: o.ProviderName,
+		tracer:     o.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		provider:   o.ProviderName,
+		recordArgs: o.RecordArguments,
 	}
 	d, _ := genaiconv.NewClientOperationDuration(meter, metric.WithExplicitBucketBoundaries(durationBuckets...))
 	in.duration = d.Inst()
@@ -170,7 +197,7 @@ func Middleware(opts *Options) agent.Middleware {
 		c = metricnoop.Int64Counter{}
 	}
 	in.decisions = c
-	return agent.Middleware{Run: in.run, Turn: in.turn, Call: in.call}
+	return agent.Middleware{Run: in.run, Turn: in.turn, Call: in.call, Wait: in.wait}
 }
 
 func (in *instruments) run(next agent.RunHandler) agent.RunHandler {
@@ -287,6 +314,9 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 			rec := out.Record
 			outcome, by = rec.Decision.Outcome, rec.Decision.By
 			span.SetAttributes(KeyArgsDigest.String(rec.ArgsDigest))
+			if in.recordArgs {
+				span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(cut(string(rec.Args), MaxRecordedArguments)))
+			}
 			if rec.RequestedDigest != "" && rec.RequestedDigest != rec.ArgsDigest {
 				span.SetAttributes(KeyRequestedDigest.String(rec.RequestedDigest))
 			}
@@ -303,6 +333,9 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 			span.SetAttributes(KeyApprovalID.String(clip(p.Request.ID)))
 			if p.Digest != "" {
 				span.SetAttributes(KeyArgsDigest.String(p.Digest))
+			}
+			if in.recordArgs {
+				span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(cut(string(p.Args), MaxRecordedArguments)))
 			}
 		}
 		if out.Err != nil {
@@ -381,14 +414,35 @@ func errorType(err error) string {
 }
 
 // clip makes s valid UTF-8 of at most maxName bytes.
-func clip(s string) string {
+func clip(s string) string { return cut(s, maxName) }
+
+// cut returns s as valid UTF-8, cut to at most n bytes at a character
+// boundary, with "…" in place of what was cut.
+func cut(s string, n int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxName {
+	if len(s) <= n {
 		return s
 	}
-	s = s[:maxName]
+	s = s[:n-len("…")]
 	for !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}
-	return s
+	return s + "…"
+}
+
+// wait traces a call's wait for the answer to its pending request: a
+// wait_for_answer span under the call's execute_tool span.
+func (in *instruments) wait(next tool.WaitFunc) tool.WaitFunc {
+	return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+		ctx, span := in.tracer.Start(ctx, "wait_for_answer", trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(KeyApprovalID.String(clip(req.ID)), KeyRequestKind.String(clip(string(req.Kind)))))
+		defer span.End()
+		ans, err := next(ctx, req)
+		if err != nil {
+			fail(span, errorType(err))
+			return ans, err
+		}
+		span.SetAttributes(KeyAnswerApproved.Bool(ans.OK), KeyApprovalBy.String(clip(approval.PrincipalOf(ans.By).String())))
+		return ans, nil
+	}
 }

@@ -2,10 +2,12 @@ package telemetry_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -37,7 +40,7 @@ func (t tools) Tools() []tool.Tool { return t }
 // fixture builds an agent whose model asks, in its first turn, for two calls
 // at once (read, allowed; delete, denied by the policy rule no-delete) and then
 // answers. The middleware reports to an in-memory exporter and a manual reader.
-func fixture(t *testing.T, policy string) (*agent.Agent, *tracetest.InMemoryExporter, *sdkmetric.ManualReader) {
+func fixture(t *testing.T, policy string, opts ...fixtureOpt) (*agent.Agent, *tracetest.InMemoryExporter, *sdkmetric.ManualReader) {
 	t.Helper()
 	// Both calls must be in flight together: read runs until the policy has
 	// seen delete, and the policy's first verdict on delete waits until read
@@ -86,7 +89,13 @@ func fixture(t *testing.T, policy string) (*agent.Agent, *tracetest.InMemoryExpo
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	a, err := agent.New(agent.Options{
+	topts := &telemetry.Options{TracerProvider: tp, MeterProvider: mp, ProviderName: "openai"}
+	for _, o := range opts {
+		if o.tel != nil {
+			o.tel(topts)
+		}
+	}
+	aopts := agent.Options{
 		ID:        "helper-bot",
 		Model:     m,
 		ModelName: "gpt-test",
@@ -105,12 +114,24 @@ func fixture(t *testing.T, policy string) (*agent.Agent, *tracetest.InMemoryExpo
 			}
 			return p.Authorize(ctx, c)
 		})},
-		Middleware: []agent.Middleware{telemetry.Middleware(&telemetry.Options{TracerProvider: tp, MeterProvider: mp, ProviderName: "openai"})},
-	})
+		Middleware: []agent.Middleware{telemetry.Middleware(topts)},
+	}
+	for _, o := range opts {
+		if o.agent != nil {
+			o.agent(&aopts)
+		}
+	}
+	a, err := agent.New(aopts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a, exp, reader
+}
+
+// fixtureOpt changes the fixture's telemetry and agent options.
+type fixtureOpt struct {
+	tel   func(*telemetry.Options)
+	agent func(*agent.Options)
 }
 
 const denyDelete = `
@@ -447,5 +468,89 @@ func TestNilOptions(t *testing.T) {
 	res, err := a.Run(context.Background(), "go")
 	if err != nil || res.Text != "hi" {
 		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+// A call that waits for an answer through WaitFor has a wait_for_answer span
+// under its execute_tool span, with the request and who answered.
+func TestWaitForAnswerSpan(t *testing.T) {
+	a, exp, _ := fixture(t, `
+rules:
+  - id: ask-delete
+    tool: delete
+    decision: ask
+    reason: a person decides
+`, fixtureOpt{agent: func(o *agent.Options) {
+		o.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+			if !trace.SpanContextFromContext(ctx).IsValid() {
+				t.Error("WaitFor's context carries no span")
+			}
+			return tool.Answer{ID: req.ID, OK: false, By: "bob", Reason: "no"}, nil
+		}
+	}})
+	res, err := a.Run(context.Background(), "tidy up")
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	var call, wait tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		switch s.Name {
+		case "execute_tool delete":
+			call = s
+		case "wait_for_answer":
+			wait = s
+		}
+	}
+	if wait.Name == "" {
+		t.Fatalf("no wait_for_answer span among %d spans", len(exp.GetSpans()))
+	}
+	if wait.Parent.SpanID() != call.SpanContext.SpanID() {
+		t.Error("wait_for_answer is not a child of the call's execute_tool span")
+	}
+	wantAttrs(t, wait, map[string]any{"tollgate.request.kind": "approval", "tollgate.answer.approved": "false", "tollgate.approval.by": "person:bob"})
+	if id := attrs(wait)["tollgate.approval.id"].AsString(); !strings.HasPrefix(id, "req_") {
+		t.Errorf("wait span approval id %q, want the request's", id)
+	}
+	wantAttrs(t, call, map[string]any{"tollgate.decision": "declined"})
+}
+
+// Argument values reach a span only when RecordArguments asks for them, and
+// then cut to MaxRecordedArguments.
+func TestRecordArgumentsIsOptIn(t *testing.T) {
+	for _, record := range []bool{false, true} {
+		a, exp, _ := fixture(t, denyDelete, fixtureOpt{tel: func(o *telemetry.Options) { o.RecordArguments = record }})
+		if _, err := a.Run(context.Background(), "tidy up"); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range exp.GetSpans() {
+			if !strings.HasPrefix(s.Name, "execute_tool") {
+				continue
+			}
+			v, ok := attrs(s)["gen_ai.tool.call.arguments"]
+			switch {
+			case !record && ok:
+				t.Errorf("%s: arguments recorded without RecordArguments: %s", s.Name, v.Emit())
+			case record && (!ok || !strings.Contains(v.AsString(), secret)):
+				t.Errorf("%s: arguments %q, want the call's arguments", s.Name, v.AsString())
+			}
+		}
+	}
+	long := strings.Repeat("é", telemetry.MaxRecordedArguments)
+	a, exp, _ := fixture(t, denyDelete, fixtureOpt{tel: func(o *telemetry.Options) { o.RecordArguments = true }}, fixtureOpt{agent: func(o *agent.Options) {
+		o.Hooks = (&hooks.Hooks{}).BeforeTool("long", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+			b, _ := json.Marshal(pathArgs{Path: long})
+			return &hooks.ToolOverride{Args: b}, nil
+		})
+	}})
+	if _, err := a.Run(context.Background(), "tidy up"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range exp.GetSpans() {
+		if s.Name == "execute_tool read" {
+			v := attrs(s)["gen_ai.tool.call.arguments"].AsString()
+			if len(v) > telemetry.MaxRecordedArguments || !utf8.ValidString(v) || !strings.HasSuffix(v, "…") {
+				t.Errorf("long arguments recorded as %d bytes (valid UTF-8 %v), want at most %d ending in …", len(v), utf8.ValidString(v), telemetry.MaxRecordedArguments)
+			}
+		}
 	}
 }
