@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/runs"
 	"io"
 	"os"
 	"os/user"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/runs"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -602,7 +603,8 @@ func findApproval(ctx context.Context, s store.Store, runID, id string) (store.A
 
 func newResumeCmd(env *cliEnv) *cobra.Command {
 	var state stateFlags
-	var wait, reclaim, jsonOut, verbose bool
+	var wait, reclaim, jsonOut bool
+	var lf logFlags
 	var poll time.Duration
 	var apiKey string
 	cmd := &cobra.Command{
@@ -637,7 +639,12 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return err
 			}
-			h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, verbose: verbose, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
+			logs, err := lf.open(env)
+			if err != nil {
+				return err
+			}
+			defer logs.Close()
+			h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
 			if err != nil {
 				return err
 			}
@@ -675,6 +682,6 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 	cmd.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "no longer used: waiting is woken by the store")
 	_ = cmd.Flags().MarkHidden("poll")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line instead of text")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log decisions to stderr")
+	lf.add(cmd.Flags())
 	return cmd
 }

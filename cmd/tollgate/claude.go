@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 )
 

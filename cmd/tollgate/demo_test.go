@@ -42,9 +42,10 @@ func TestDemo(t *testing.T) {
 	tmp := t.TempDir()
 	ws := filepath.Join(tmp, "workspace")
 	copyDir(t, filepath.Join(demo, "workspace"), ws)
-	t.Chdir(tmp) // the onError hook appends to ./tollgate-errors.log
+	t.Chdir(tmp)
+	logFile := filepath.Join(tmp, "tollgate.log")
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"run",
+	code := Main(context.Background(), []string{"run", "--log-file", logFile,
 		"--model", "script:" + filepath.Join(demo, "script.yaml"),
 		"--workdir", ws, "--deny", "write",
 		"--hooks", filepath.Join(demo, "hooks.yaml"),
@@ -68,9 +69,10 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
+	logs, _ := os.ReadFile(logFile)
 	for _, want := range []string{"[HOOK] read starting", "ended: done"} {
-		if !strings.Contains(errb.String(), want) {
-			t.Errorf("hook log lacks %q:\n%s", want, errb.String())
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("hook log lacks %q:\n%s", want, logs)
 		}
 	}
 	todo, _ := os.ReadFile(filepath.Join(ws, "todo.md"))
@@ -81,7 +83,8 @@ func TestDemo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "outside.txt")); err == nil {
 		t.Error("the edit outside the workspace happened")
 	}
-	if log, err := os.ReadFile(filepath.Join(tmp, "tollgate-errors.log")); err != nil || !strings.Contains(string(log), "edit failed: refused") {
+	// The onError command runs in the run's workspace.
+	if log, err := os.ReadFile(filepath.Join(ws, "tollgate-errors.log")); err != nil || !strings.Contains(string(log), "edit failed: refused") {
 		t.Errorf("onError hook log: %q, %v", log, err)
 	}
 	// The shipped workspace is untouched.

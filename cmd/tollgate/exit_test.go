@@ -3,14 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
-	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/runs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/runs"
 )
 
 // The exit statuses README.md promises: 0 done, 1 error, 2 usage, 4 incomplete

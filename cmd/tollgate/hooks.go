@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
@@ -29,12 +30,11 @@ func hooksRunExtension() runExtension {
 			if len(files) == 0 {
 				return nil
 			}
-			// The hooks' log actions and command failures go to stderr: they
-			// are what the user asked for with --hooks, verbose or not.
-			logger := slog.New(slog.NewTextHandler(rs.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			// The hooks' log actions are log lines (-v, --log-file); a
+			// command that failed is a warning, shown without -v too.
 			// Command hooks run in the run's recorded workspace, so that a
 			// resume from another directory runs them where the run began.
-			dopts := &declarative.Options{Logger: logger, Dir: rs.cfg.Workdir}
+			dopts := &declarative.Options{Logger: rs.warnLogger, Dir: rs.cfg.Workdir}
 			if rs.sandbox != nil {
 				dopts.Sandbox, dopts.PassEnv = rs.sandbox.hookSandbox(), rs.sandbox.passEnv
 			}

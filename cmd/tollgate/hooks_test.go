@@ -144,7 +144,7 @@ func TestRunWithHooks(t *testing.T) {
         args: {path: missing.txt}
   - text: "done"
 `)
-	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", work, "--hooks", hooksFile, "--hooks", hooksFile, "read it")
+	code, out, errOut := runMain(t, "run", "-v", "--model", "script:"+script, "--workdir", work, "--hooks", hooksFile, "--hooks", hooksFile, "read it")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -169,5 +169,65 @@ func TestRunWithHooks(t *testing.T) {
 	}
 	if code, _, errOut := runMain(t, "run", "--model", "script:"+script, "--hooks", filepath.Join(dir, "nope.yaml"), "x"); code != 2 || !strings.Contains(errOut, "--hooks") {
 		t.Errorf("missing hooks file: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// Log lines (decisions, hook log actions) reach stderr only with -v; with
+// --log-file they go to the file, warnings too, and stderr gets none.
+func TestLogLinesOnlyWithVerboseOrLogFile(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hooksFile := writeFile(t, dir, "hooks.yaml", `hooks:
+  - event: postToolUse
+    action: {type: log, message: "post ${tool}"}
+  - event: onStop
+    action: {type: command, command: "exit 3"}
+`)
+	script := writeFile(t, dir, "script.yaml", "turns:\n  - toolCalls: [{name: read, args: {path: missing.txt}}]\n  - text: done\n")
+	run := func(extra ...string) (string, string) {
+		t.Helper()
+		args := append([]string{"run", "--model", "script:" + script, "--workdir", work, "--hooks", hooksFile}, extra...)
+		code, out, errOut := runMain(t, append(args, "read it")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", extra, code, out, errOut)
+		}
+		return out, errOut
+	}
+	out, errOut := run()
+	if strings.Contains(errOut, "[HOOK]") || strings.Contains(errOut, "msg=\"tool call\"") {
+		t.Errorf("log lines on stderr without -v:\n%s", errOut)
+	}
+	if !strings.Contains(errOut, "level=WARN") {
+		t.Errorf("the failed hook command's warning is missing from stderr without -v:\n%s", errOut)
+	}
+	if !strings.Contains(out, "done") {
+		t.Errorf("stdout lacks the answer:\n%s", out)
+	}
+	_, errOut = run("-v")
+	if !strings.Contains(errOut, `msg="[HOOK] post read"`) || !strings.Contains(errOut, `msg="tool call"`) {
+		t.Errorf("stderr with -v lacks the log lines:\n%s", errOut)
+	}
+	logFile := filepath.Join(dir, "tollgate.log")
+	_, errOut = run("--log-file", logFile)
+	if strings.Contains(errOut, "level=") {
+		t.Errorf("log lines on stderr with --log-file:\n%s", errOut)
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`msg="[HOOK] post read"`, `msg="tool call"`, "level=WARN"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the log file lacks %s:\n%s", want, b)
+		}
+	}
+	if fi, err := os.Stat(logFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("log file mode %v (%v), want 0600", fi.Mode(), err)
+	}
+	if code, _, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", work, "--log-file", filepath.Join(dir, "no", "such", "dir", "x.log"), "x"); code != 2 || !strings.Contains(errOut, "--log-file") {
+		t.Errorf("unwritable --log-file: exit %d, stderr %s", code, errOut)
 	}
 }

@@ -323,7 +323,7 @@ func TestRunMCPApproveLater(t *testing.T) {
     action: {type: log, message: "ran ${tool}"}
 `)
 	state := filepath.Join(dir, "state")
-	code, stdout, stderr := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--mcp", cfg,
+	code, stdout, stderr := apMain(t, "run", "-v", "--model", "script:"+script, "--workdir", ws, "--mcp", cfg,
 		"--policy", policy, "--hooks", hooksFile, "--state-dir", state, "copy the greeting")
 	if code != exitPending {
 		t.Fatalf("run: exit %d, want %d\n%s\n%s", code, exitPending, stdout, stderr)
@@ -354,7 +354,7 @@ func TestRunMCPApproveLater(t *testing.T) {
 	if code, o, e := apMain(t, "approvals", "approve", "--state-dir", state, m[1]); code != 0 {
 		t.Fatalf("approve: exit %d\n%s%s", code, o, e)
 	}
-	code, stdout, stderr = apMain(t, "resume", "--state-dir", state, r[1])
+	code, stdout, stderr = apMain(t, "resume", "-v", "--state-dir", state, r[1])
 	if code != 0 || !strings.Contains(stdout, "copied") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
 	}

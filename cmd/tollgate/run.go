@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/runs"
 	"io"
 	"log/slog"
 	"os"
@@ -16,8 +13,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/runs"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -46,7 +48,8 @@ type runFlags struct {
 	maxTurns        int
 	timeout         time.Duration // --timeout: the whole run's limit; 0 is none
 	deny            []string
-	json, verbose   bool
+	json            bool
+	logs            logFlags
 	promptFile      string
 
 	hooks                    []string
@@ -132,9 +135,11 @@ type runSetup struct {
 	// onStop run when a part of the run ends, with its ID and status.
 	onStop []func(ctx context.Context, runID string, status store.RunStatus)
 	// closers run when the part of the run ends, last added first.
-	closers  []func() error
-	logger   *slog.Logger
-	stateDir string
+	closers []func() error
+	// logger takes the log lines proper (only with -v or --log-file);
+	// warnLogger what a person must see even without -v (see cliLogs).
+	logger, warnLogger *slog.Logger
+	stateDir           string
 	// sandbox is what the sandbox configuration decided (never nil after its setup).
 	sandbox *sandboxConfig
 	// protected lists the files that govern the run (policy, hooks, settings,
@@ -165,7 +170,7 @@ func runExtensions() []runExtension {
 // configuration into agent options, in whatever directory the command runs.
 type cliBuilder struct {
 	env      *cliEnv
-	verbose  bool
+	logs     *cliLogs
 	apiKey   string // --api-key of this process, never stored
 	stateDir string // protected from sandboxed commands
 	exts     []runExtension
@@ -176,22 +181,20 @@ type cliBuilder struct {
 
 // Build implements runs.Builder.
 func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-	logger := slog.New(slog.DiscardHandler)
-	if cb.verbose {
-		logger = slog.New(slog.NewTextHandler(cb.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logs := cb.logs
+	if logs == nil { // no log options: nothing is logged
+		discard := slog.New(slog.DiscardHandler)
+		logs = &cliLogs{Info: discard, Warn: discard, close: func() error { return nil }}
 	}
+	logger := logs.Info
 	// A provider's retries, with how long each waits, are shown even
 	// without --verbose: a wait of a minute must not look like a hang.
-	provLogger := logger
-	if !cb.verbose {
-		provLogger = slog.New(slog.NewTextHandler(cb.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	m, name, err := openModel(&runConfig{model: cfg.Model.String(), baseURL: cfg.Model.BaseURL, apiKey: cb.apiKey, apiKeyEnv: cfg.Model.APIKeyEnv}, provLogger)
+	m, name, err := openModel(&runConfig{model: cfg.Model.String(), baseURL: cfg.Model.BaseURL, apiKey: cb.apiKey, apiKeyEnv: cfg.Model.APIKeyEnv}, logs.Warn)
 	if err != nil {
 		return nil, err
 	}
 	rs := &runSetup{
-		env: cb.env, cfg: cfg, logger: logger, stateDir: cb.stateDir,
+		env: cb.env, cfg: cfg, logger: logger, warnLogger: logs.Warn, stateDir: cb.stateDir,
 		opts: &agent.Options{ID: cfg.Agent, Model: m, ModelName: name, SystemPrompt: cfg.System, MaxTurns: cfg.MaxTurns, Hooks: &hooks.Hooks{}, Logger: logger},
 	}
 	closeAll := func() error {
@@ -300,7 +303,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 	f.DurationVar(&fl.timeout, "timeout", 0, "stop the whole run after this long, e.g. 90s or 10m (0: no limit); the run then fails with exit 1")
 	f.StringArrayVar(&fl.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
 	f.BoolVar(&fl.json, "json", false, "print one JSON event per line instead of text")
-	f.BoolVarP(&fl.verbose, "verbose", "v", false, "log decisions to stderr")
+	fl.logs.add(f)
 	state.add(f)
 	for _, e := range rc.exts {
 		if e.flags != nil {
@@ -329,7 +332,12 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, verbose: fl.verbose, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
+		logs, err := fl.logs.open(env)
+		if err != nil {
+			return err
+		}
+		defer logs.Close()
+		h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -R "$repo/examples/demo/workspace" "$tmp/workspace"
 go build -C "$repo" -o "$tmp/tollgate" ./cmd/tollgate
-cd "$tmp"   # the hooks' onError command appends to ./tollgate-errors.log
+cd "$tmp"
 status=0
 if [ -n "$mcp" ]; then
   # The server may touch only the copy; the script's paths point into it.
@@ -58,14 +58,19 @@ fi
   --policy "$repo/examples/demo/policy.yaml" \
   --approve yes \
   --state-dir "$tmp/.tollgate" \
+  --log-file "$tmp/tollgate.log" \
   "$@" \
   "Tidy up the release notes" || status=$?
 echo
 echo "== todo.md after the run (the copy; the shipped workspace is unchanged)"
 cat "$tmp/workspace/todo.md"
-if [ -f "$tmp/tollgate-errors.log" ]; then
-  echo "== tollgate-errors.log (written by the onError hook)"
-  cat "$tmp/tollgate-errors.log"
+if [ -f "$tmp/tollgate.log" ]; then
+  echo "== the hooks' log lines (from --log-file tollgate.log)"
+  grep -F '[HOOK]' "$tmp/tollgate.log" || true
+fi
+if [ -f "$tmp/workspace/tollgate-errors.log" ]; then
+  echo "== tollgate-errors.log (written in the workspace by the onError hook)"
+  cat "$tmp/workspace/tollgate-errors.log"
 fi
 if [ -e "$tmp/outside.txt" ]; then echo "outside.txt exists: confinement failed" >&2; exit 1; fi
 exit $status
