@@ -227,6 +227,13 @@ func TestLogLinesOnlyWithVerboseOrLogFile(t *testing.T) {
 	if fi, err := os.Stat(logFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("log file mode %v (%v), want 0600", fi.Mode(), err)
 	}
+	// A log file in the workspace is not the agent's to write.
+	inside := filepath.Join(work, "run.log")
+	forge := writeFile(t, dir, "forge.yaml", "turns:\n  - toolCalls: [{name: write, args: {path: run.log, content: forged}}]\n  - text: done\n")
+	code, out, errOut := runMain(t, "run", "--model", "script:"+forge, "--workdir", work, "--log-file", inside, "x")
+	if b, _ := os.ReadFile(inside); code != 0 || strings.Contains(string(b), "forged") || !strings.Contains(out, "<- error") {
+		t.Errorf("write to the log file: exit %d, log %q\nstdout:\n%s\nstderr:\n%s", code, b, out, errOut)
+	}
 	if code, _, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", work, "--log-file", filepath.Join(dir, "no", "such", "dir", "x.log"), "x"); code != 2 || !strings.Contains(errOut, "--log-file") {
 		t.Errorf("unwritable --log-file: exit %d, stderr %s", code, errOut)
 	}

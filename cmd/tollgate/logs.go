@@ -30,6 +30,7 @@ func (l *logFlags) add(f *pflag.FlagSet) {
 // one Write under one lock, so the lines of parallel calls never interleave.
 type cliLogs struct {
 	Info, Warn *slog.Logger
+	path       string // the --log-file, protected from the run's tools
 	close      func() error
 }
 
@@ -41,7 +42,7 @@ func (l *logFlags) open(env *cliEnv) (*cliLogs, error) {
 			return nil, usageErr("--log-file: %v", err)
 		}
 		lg := slog.New(slog.NewTextHandler(&lockedWriter{w: f}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		return &cliLogs{Info: lg, Warn: lg, close: f.Close}, nil
+		return &cliLogs{Info: lg, Warn: lg, path: l.file, close: f.Close}, nil
 	}
 	w := &lockedWriter{w: env.stderr}
 	warn := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -217,6 +217,9 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 		}
 	}
 	rs.addProtected(cb.protect...)
+	if logs.path != "" {
+		rs.addProtected(logs.path) // no tool forges or erases the log
+	}
 	bopts := &builtin.Options{}
 	if rs.sandbox != nil {
 		bopts = rs.sandbox.builtinOptions()
