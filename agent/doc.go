@@ -62,8 +62,10 @@
 // or another hook's ask, is a second request. Without WaitFor the
 // run halts with [StatusPending] once every call of the turn has finished or
 // suspended; the calls that were allowed have run and are not run again.
-// [Result].State serializes to JSON, and [Agent.Resume] continues the run with
-// answers, here or in another process. An approval answer covers the call only
+// [Result].State serializes to JSON (versioned: [StateVersion]), and
+// [Agent.Resume] continues the run with answers, here or in another process.
+// A [State] is opaque: a host reads it through its methods ([State.Waiting],
+// [State.PendingRequests], [State.Messages], ...), never its encoding. An approval answer covers the call only
 // for the arguments it was given for (their digest); an answer may carry edited
 // arguments, which are validated and authorized again (a deny still wins).
 //

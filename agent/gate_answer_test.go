@@ -184,10 +184,13 @@ func TestGateApprovalForOtherArguments(t *testing.T) {
 			})
 		}
 		res, _ := newA().Run(context.Background(), "pay")
-		st := res.State
 		// The stored call was changed after the request was raised.
-		st.Batch[0].Call.Arguments = json.RawMessage(`{"amount":5000}`)
-		res2, err := newA().Resume(context.Background(), st, tool.Answer{ID: res.Pending[0].ID, OK: true})
+		blob, _ := json.Marshal(res.State)
+		var st agent.State
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(string(blob), `{"amount":5}`, `{"amount":5000}`)), &st); err != nil {
+			t.Fatal(err)
+		}
+		res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,12 +38,12 @@ func TestEventsNumberedAcrossResume(t *testing.T) {
 			st = ev.Result.State
 		}
 	}
-	if st == nil || st.RunID != "run_mine" {
+	if st == nil || st.RunID() != "run_mine" {
 		t.Fatalf("state %+v", st)
 	}
 	last := seqs[len(seqs)-1]
-	if st.Seq != last {
-		t.Fatalf("the state goes on from the done event's number %d, has %d", last, st.Seq)
+	if st.Seq() != last {
+		t.Fatalf("the state goes on from the done event's number %d, has %d", last, st.Seq())
 	}
 	for ev, err := range a.ResumeStream(context.Background(), st, tool.Answer{ID: st.PendingRequests()[0].ID, OK: true}) {
 		if err != nil {

@@ -34,7 +34,7 @@ var (
 // runner drives one run (or one resume) on the goroutine that iterates the stream.
 type runner struct {
 	a       *Agent
-	st      *State
+	st      *stateData
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
@@ -85,7 +85,7 @@ func (a *Agent) stream(ctx context.Context, prompt string, generate bool, opts [
 		if id == "" {
 			id = a.opts.NewID("run_")
 		}
-		st := &State{Version: StateVersion, RunID: id, AgentID: a.opts.ID, Model: a.opts.ModelName}
+		st := &stateData{Version: StateVersion, RunID: id, AgentID: a.opts.ID, Model: a.opts.ModelName}
 		if a.opts.SystemPrompt != "" && !hasSystem(ro.history) {
 			st.Messages = append(st.Messages, model.System(a.opts.SystemPrompt))
 		}
@@ -119,11 +119,11 @@ func (a *Agent) resumeStream(ctx context.Context, state *State, generate bool, a
 			yield(Event{}, ErrNotPending)
 			return
 		}
-		if state.Version < 1 || state.Version > StateVersion {
-			yield(Event{}, fmt.Errorf("%w: %d (this agent reads 1 to %d)", ErrStateVersion, state.Version, StateVersion))
+		if v := state.s.Version; v < 1 || v > StateVersion {
+			yield(Event{}, fmt.Errorf("%w: %d (this agent reads 1 to %d)", ErrStateVersion, v, StateVersion))
 			return
 		}
-		st, err := state.clone()
+		st, err := state.s.clone()
 		if err != nil {
 			yield(Event{}, fmt.Errorf("agent: copying state: %w", err))
 			return
@@ -183,7 +183,7 @@ func (a *Agent) claimResume(id string, seq int64) error {
 }
 
 // routeAnswers maps each answer to the batch index of its pending request.
-func routeAnswers(st *State, answers []tool.Answer) (map[int]*tool.Answer, error) {
+func routeAnswers(st *stateData, answers []tool.Answer) (map[int]*tool.Answer, error) {
 	ids := map[string]int{}
 	for i, b := range st.Batch {
 		if b.Pending != nil {
@@ -218,7 +218,7 @@ func routeAnswers(st *State, answers []tool.Answer) (map[int]*tool.Answer, error
 // resumable reports whether a state with no pending request can still go on:
 // a checkpoint taken after a turn's results entered the transcript, whose
 // next step is a model turn.
-func resumable(st *State) bool {
+func resumable(st *stateData) bool {
 	if len(st.Batch) > 0 {
 		return true
 	}
@@ -226,7 +226,7 @@ func resumable(st *State) bool {
 	return n > 0 && st.Messages[n-1].Role == model.RoleTool
 }
 
-func pendingIDs(st *State) []string {
+func pendingIDs(st *stateData) []string {
 	var ids []string
 	for _, r := range st.PendingRequests() {
 		ids = append(ids, r.ID)
@@ -234,7 +234,7 @@ func pendingIDs(st *State) []string {
 	return ids
 }
 
-func (a *Agent) drive(ctx context.Context, st *State, resume, generate bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
+func (a *Agent) drive(ctx context.Context, st *stateData, resume, generate bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
 	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: generate, toolState: tool.NewRunState(st.ToolState), gov: a.handDown(ctx)}
@@ -305,7 +305,7 @@ func (r *runner) checkpoint(ctx context.Context, kind CheckpointKind) error {
 				cerr = fmt.Errorf("checkpoint panicked: %v", p)
 			}
 		}()
-		cerr = f(ctx, Checkpoint{Kind: kind, RunID: c.RunID, Seq: c.Seq, Turn: c.Turn, State: c})
+		cerr = f(ctx, Checkpoint{Kind: kind, RunID: c.RunID, Seq: c.Seq, Turn: c.Turn, State: &State{s: *c}})
 	}()
 	if cerr != nil {
 		return fmt.Errorf("agent: checkpoint after %s: %w", kind, cerr)
@@ -410,10 +410,10 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			}
 			return r.result(StatusDone, ""), nil
 		}
-		r.st.Batch = make([]BatchCall, len(msg.ToolCalls))
+		r.st.Batch = make([]batchCall, len(msg.ToolCalls))
 		all := map[int]*tool.Answer{}
 		for i, c := range msg.ToolCalls {
-			r.st.Batch[i] = BatchCall{Call: c}
+			r.st.Batch[i] = batchCall{Call: c}
 			all[i] = nil
 		}
 		if err := r.checkpoint(ctx, CheckpointTurn); err != nil {
@@ -695,14 +695,14 @@ func (r *runner) result(status Status, reason string) *Result {
 		}
 	case StatusPending:
 		res.Pending = st.PendingRequests()
-		if c, err := st.clone(); err == nil {
-			res.State = c
-		} else {
-			res.State = st
+		c, err := st.clone()
+		if err != nil {
+			c = st
 		}
+		res.State = &State{s: *c}
 		// The done event that carries this result comes next: the state
 		// goes on from its number.
-		res.State.Seq = st.Seq + 1
+		res.State.s.Seq = st.Seq + 1
 	}
 	return res
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -168,8 +170,8 @@ type PendingCall struct {
 	Votes []Vote `json:"votes,omitempty"`
 }
 
-// BatchCall is one tool call of the halted turn.
-type BatchCall struct {
+// batchCall is one tool call of the halted turn.
+type batchCall struct {
 	Call model.ToolCall `json:"call"`
 	// Record is set once the call has finished (it is also in State.ToolCalls).
 	Record *ToolCallRecord `json:"record,omitempty"`
@@ -184,9 +186,17 @@ type BatchCall struct {
 // missing; text principals are read with [approval.PrincipalOf]).
 const StateVersion = 3
 
-// State is a halted run, as plain JSON-serializable data. Resume it with
-// [Agent.Resume]; the agent doing so must offer the same tools.
+// State is a halted run, or a checkpoint of a running one: what
+// [Agent.Resume] needs to go on. Its content is the agent's own: a host
+// stores it in its JSON encoding ([State.MarshalJSON], versioned by
+// [StateVersion]), reads it back with [State.UnmarshalJSON], and looks into
+// it only through its methods. The zero State is not resumable.
 type State struct {
+	s stateData
+}
+
+// stateData is the content of a [State], and its JSON encoding.
+type stateData struct {
 	Version int    `json:"version"`
 	RunID   string `json:"runId"`
 	AgentID string `json:"agentId"`
@@ -198,7 +208,7 @@ type State struct {
 	Usage     model.Usage      `json:"usage"`
 	ToolCalls []ToolCallRecord `json:"toolCalls"`
 	// Batch holds the halted turn's tool calls in the model's order.
-	Batch []BatchCall `json:"batch"`
+	Batch []batchCall `json:"batch"`
 	// Requests lists every request ID issued in the run, so that a later
 	// request never reuses one (answers and stores are keyed by it).
 	Requests []string `json:"requests,omitempty"`
@@ -214,8 +224,91 @@ type State struct {
 	ToolState map[string]json.RawMessage `json:"toolState,omitempty"`
 }
 
+// MarshalJSON encodes s: a JSON object with "version" ([StateVersion]) and
+// the run's transcript, records, halted calls and tool state. Its other
+// fields are not an interface: read them through the methods of [State].
+func (s State) MarshalJSON() ([]byte, error) { return model.MarshalJSON(&s.s) }
+
+// UnmarshalJSON decodes what [State.MarshalJSON] wrote, in this version's
+// encoding or an earlier one (see [StateVersion]). It fails with
+// [ErrStateVersion] for a version this package does not read (0, a later
+// one), and when b is not such an object.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var d stateData
+	if err := json.Unmarshal(b, &d); err != nil {
+		return fmt.Errorf("agent: state: %w", err)
+	}
+	if d.Version < 1 || d.Version > StateVersion {
+		return fmt.Errorf("%w: %d (this agent reads 1 to %d)", ErrStateVersion, d.Version, StateVersion)
+	}
+	s.s = d
+	return nil
+}
+
+// Version is the version of the encoding s was read from (or
+// [StateVersion] for a state this package made).
+func (s *State) Version() int { return s.s.Version }
+
+// RunID names the run.
+func (s *State) RunID() string { return s.s.RunID }
+
+// AgentID names the agent that ran it.
+func (s *State) AgentID() string { return s.s.AgentID }
+
+// Turn is the number of model turns so far.
+func (s *State) Turn() int { return s.s.Turn }
+
+// Seq is the sequence number of the run's last event so far; a resume's
+// events go on from it.
+func (s *State) Seq() int64 { return s.s.Seq }
+
+// Usage is the tokens the run's model turns used so far.
+func (s *State) Usage() model.Usage { return s.s.Usage }
+
+// Messages returns a copy of the transcript up to and including the
+// assistant message of the halted turn.
+func (s *State) Messages() []model.Message { return slices.Clone(s.s.Messages) }
+
+// ToolCalls returns a copy of the records of the calls that finished, those
+// of the halted turn included, in the order they were asked.
+func (s *State) ToolCalls() []ToolCallRecord {
+	out := slices.Clone(s.s.ToolCalls)
+	for _, b := range s.s.Batch {
+		if b.Record != nil {
+			out = append(out, *b.Record)
+		}
+	}
+	return out
+}
+
+// WaitingCall is a call of the halted turn that waits for an answer.
+type WaitingCall struct {
+	// Call is the call as the model wrote it.
+	Call model.ToolCall
+	// Pending is its request, who raised it, the digest of the arguments the
+	// request is about, and the votes heard before it.
+	Pending PendingCall
+}
+
+// Waiting lists the calls of the halted turn that wait for an answer, in
+// the model's order (copies).
+func (s *State) Waiting() []WaitingCall {
+	var out []WaitingCall
+	for _, b := range s.s.Batch {
+		if b.Pending != nil {
+			p := *b.Pending
+			p.Votes = slices.Clone(p.Votes)
+			out = append(out, WaitingCall{Call: b.Call, Pending: p})
+		}
+	}
+	return out
+}
+
 // PendingRequests lists the requests still waiting in s, in call order.
-func (s *State) PendingRequests() []tool.Request {
+func (s *State) PendingRequests() []tool.Request { return s.s.PendingRequests() }
+
+// PendingRequests lists the requests still waiting in s, in call order.
+func (s *stateData) PendingRequests() []tool.Request {
 	var out []tool.Request
 	for _, b := range s.Batch {
 		if b.Pending != nil {
@@ -227,12 +320,12 @@ func (s *State) PendingRequests() []tool.Request {
 
 // clone returns a deep copy of s through its JSON form, so that a failed resume
 // leaves the caller's state untouched.
-func (s *State) clone() (*State, error) {
+func (s *stateData) clone() (*stateData, error) {
 	b, err := model.MarshalJSON(s)
 	if err != nil {
 		return nil, err
 	}
-	var c State
+	var c stateData
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, err
 	}

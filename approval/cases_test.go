@@ -286,11 +286,9 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 	}
 	stateJSON, _ := json.Marshal(res.State)
 	var approvals []store.Approval
-	for _, b := range res.State.Batch {
-		if b.Pending != nil {
-			approvals = append(approvals, store.Approval{ID: b.Pending.Request.ID, CallID: b.Call.ID, Tool: b.Call.Name, Digest: b.Pending.Digest,
-				Kind: b.Pending.Request.Kind, Prompt: b.Pending.Request.Prompt, Request: b.Pending.Request, ExpiresAt: b.Pending.Request.ExpiresAt})
-		}
+	for _, b := range res.State.Waiting() {
+		approvals = append(approvals, store.Approval{ID: b.Pending.Request.ID, CallID: b.Call.ID, Tool: b.Call.Name, Digest: b.Pending.Digest,
+			Kind: b.Pending.Request.Kind, Prompt: b.Pending.Request.Prompt, Request: b.Pending.Request, ExpiresAt: b.Pending.Request.ExpiresAt})
 	}
 	s1, err := sqlite.Open(bg, path, nil)
 	if err != nil {
@@ -332,10 +330,7 @@ func TestC27ThroughSQLiteStore(t *testing.T) {
 			return nil, err
 		}
 		var answers []tool.Answer
-		for _, b := range st.Batch {
-			if b.Pending == nil {
-				continue
-			}
+		for _, b := range st.Waiting() {
 			a, err := s.Consume(bg, run.ID, b.Pending.Request.ID, b.Pending.Digest)
 			if err != nil {
 				return nil, err
@@ -390,8 +385,8 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 		return res, c, sc, mk
 	}
 	idOf := func(res *agent.Result, callID string) string {
-		for _, b := range res.State.Batch {
-			if b.Call.ID == callID && b.Pending != nil {
+		for _, b := range res.State.Waiting() {
+			if b.Call.ID == callID {
 				return b.Pending.Request.ID
 			}
 		}

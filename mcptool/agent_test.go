@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
@@ -372,10 +373,8 @@ func TestC37MissingAnnotationsGetMCPDefaults(t *testing.T) {
 		t.Fatalf("run: %v, status %s, want pending", err, res.Status)
 	}
 	var asked []string
-	for _, b := range res.State.Batch {
-		if b.Pending != nil {
-			asked = append(asked, b.Call.ID)
-		}
+	for _, w := range res.State.Waiting() {
+		asked = append(asked, w.Call.ID)
 	}
 	if d := cmp.Diff([]string{"c1", "c2", "c3", "c5"}, asked); d != "" {
 		t.Errorf("calls asked about (-want +got):\n%s", d)
@@ -488,10 +487,8 @@ func TestFilesystemServerUnderPolicy(t *testing.T) {
 	if r := records(res)["read"]; !r.Ran || r.IsError || !strings.Contains(r.Output, "hello from tollgate") {
 		t.Errorf("read_file record %+v", r)
 	}
-	for _, b := range res.State.Batch {
-		if (b.Pending != nil) != (b.Call.ID == "write") {
-			t.Errorf("call %s: pending = %v", b.Call.ID, b.Pending != nil)
-		}
+	if w := res.State.Waiting(); len(w) != 1 || w[0].Call.ID != "write" {
+		t.Errorf("waiting calls %+v, want only write", w)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("write_file ran before approval (stat: %v)", err)

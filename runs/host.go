@@ -370,11 +370,8 @@ func (h *Host) answered(ctx context.Context, run store.Run) (n, total int, err e
 // agent's answers, using each approval once.
 func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) ([]tool.Answer, error) {
 	var out []tool.Answer
-	for _, b := range st.Batch {
-		p := b.Pending
-		if p == nil {
-			continue
-		}
+	for _, w := range st.Waiting() {
+		p := w.Pending
 		a, err := h.store.GetApproval(ctx, run.ID, p.Request.ID)
 		if err != nil {
 			return nil, err
@@ -761,13 +758,13 @@ func reasonOf(res *agent.Result, err error) string {
 // those already stored.
 func approvalsOf(tenant string, st *agent.State, skip map[string]bool) []store.Approval {
 	var out []store.Approval
-	for _, b := range st.Batch {
-		p := b.Pending
-		if p == nil || skip[p.Request.ID] {
+	for _, w := range st.Waiting() {
+		p := w.Pending
+		if skip[p.Request.ID] {
 			continue
 		}
 		out = append(out, store.Approval{
-			ID: p.Request.ID, Tenant: tenant, CallID: b.Call.ID, Tool: b.Call.Name, Digest: p.Digest,
+			ID: p.Request.ID, Tenant: tenant, CallID: w.Call.ID, Tool: w.Call.Name, Digest: p.Digest,
 			Kind: p.Request.Kind, Prompt: p.Request.Prompt, Request: p.Request, ExpiresAt: p.Request.ExpiresAt,
 		})
 	}

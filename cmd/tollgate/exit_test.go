@@ -115,7 +115,7 @@ func TestPromptSources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs := st.Messages
+			msgs := st.Messages()
 			if len(msgs) == 0 || msgs[0].Role != model.RoleUser || msgs[0].Content != tc.want {
 				t.Errorf("first message %+v, want the user's %q", msgs, tc.want)
 			}

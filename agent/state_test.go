@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 	if err := json.Unmarshal([]byte(old), &st); err != nil {
 		t.Fatal(err)
 	}
-	if got := st.Batch[0].Pending.Votes[0].Source; got != (approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}) {
+	if got := st.Waiting()[0].Pending.Votes[0].Source; got != (approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}) {
 		t.Fatalf("vote read from text as %+v", got)
 	}
 	res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"})
@@ -60,5 +61,52 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 	}
 	if files.Count() != 1 {
 		t.Errorf("the tool ran %d times, want 1", files.Count())
+	}
+}
+
+// A State is read only in a version this package knows, and looked into only
+// through its methods, which hand out copies.
+func TestStateEncodingAndAccessors(t *testing.T) {
+	for _, bad := range []string{`{"runId":"r"}`, `{"version":99,"runId":"r"}`} {
+		var st agent.State
+		if err := json.Unmarshal([]byte(bad), &st); !errors.Is(err, agent.ErrStateVersion) {
+			t.Errorf("%s: err %v, want ErrStateVersion", bad, err)
+		}
+	}
+	var st agent.State
+	if err := json.Unmarshal([]byte(`[1]`), &st); err == nil {
+		t.Error("an array decoded as a state")
+	}
+	if _, err := newAgent(t, agent.Options{Model: testkit.Script(nil)}).Resume(context.Background(), &agent.State{}); !errors.Is(err, agent.ErrStateVersion) {
+		t.Errorf("resume of the zero State: %v, want ErrStateVersion", err)
+	}
+
+	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "file_op", map[string]string{"op": "x"})}),
+		Tools: agent.ToolList{&testkit.Counter{Name: "file_op", Schema: `{"type":"object"}`}}, Authorizers: []approval.Authorizer{askPolicy}})
+	res, err := a.Run(context.Background(), "go", agent.WithRunID("run_s"))
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("%v %+v", err, res)
+	}
+	s := res.State
+	if s.RunID() != "run_s" || s.Version() != agent.StateVersion || s.Turn() != 1 || s.Seq() == 0 {
+		t.Errorf("run %q version %d turn %d seq %d", s.RunID(), s.Version(), s.Turn(), s.Seq())
+	}
+	w := s.Waiting()
+	if len(w) != 1 || w[0].Call.ID != "c1" || w[0].Pending.Request.ID != res.Pending[0].ID || w[0].Pending.Digest != approval.Digest(json.RawMessage(`{"op":"x"}`)) {
+		t.Fatalf("waiting %+v", w)
+	}
+	msgs := s.Messages()
+	msgs[0].Content = "changed"
+	if s.Messages()[0].Content == "changed" {
+		t.Error("Messages hands out the state's own slice")
+	}
+	w[0].Pending.Votes[0].Reason = "changed"
+	if s.Waiting()[0].Pending.Votes[0].Reason == "changed" {
+		t.Error("Waiting hands out the state's own votes")
+	}
+	b, _ := json.Marshal(*s) // a State value encodes like a pointer
+	var back agent.State
+	if err := json.Unmarshal(b, &back); err != nil || back.RunID() != "run_s" || len(back.Waiting()) != 1 {
+		t.Errorf("round trip through %s: %v", b, err)
 	}
 }
