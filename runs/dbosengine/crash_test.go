@@ -1,0 +1,107 @@
+package dbosengine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/internal/pgtest"
+)
+
+// The crash matrix: a worker is SIGKILLed at four points of a run that asks
+// for an approval; another worker (a new executor) recovers the run through
+// the reaper, and the run ends done with each model turn answered once and
+// the tool started once.
+func TestCrashMatrixSQLite(t *testing.T) {
+	crashMatrix(t, func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "dbos.db") })
+}
+
+func TestCrashMatrixPostgres(t *testing.T) {
+	crashMatrix(t, func(t *testing.T) string { return pgtest.Database(t) })
+}
+
+func crashMatrix(t *testing.T, db func(*testing.T) string) {
+	approve := func(c *cluster, runID, req string) {
+		t.Helper()
+		if _, err := c.client.Answer(context.Background(), runID, req, store.Decision{Approve: true, By: "person:alice"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// crash drives the run to the crash point and kills w0; then w1 is started.
+		crash func(c *cluster, key, runID string)
+		// toolResult is what the model is shown of the tool in turn 2.
+		toolResult string
+	}{
+		{"before the approval", func(c *cluster, key, runID string) {
+			c.pending(runID)
+			c.kill("w0")
+			c.startWorker("w1")
+			approve(c, runID, c.pending(runID))
+		}, "counted"},
+		{"after the approval", func(c *cluster, key, runID string) {
+			approve(c, runID, c.pending(runID))
+			c.kill("w0")
+			c.startWorker("w1")
+		}, "counted"},
+		{"during the approved call's execute step", func(c *cluster, key, runID string) {
+			block := filepath.Join(c.dir, "block-tool-"+key)
+			if err := os.WriteFile(block, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			approve(c, runID, c.pending(runID))
+			c.waitFor("the tool to start", 60e9, c.exists("block-tool-"+key+".started"))
+			c.kill("w0")
+			os.Remove(block)
+			c.startWorker("w1")
+		}, "may or may not have run"},
+		{"during the model turn", func(c *cluster, key, runID string) {
+			c.waitFor("turn 2 to start", 60e9, c.exists("block-model-"+key+"-2.started"))
+			c.kill("w0")
+			os.Remove(filepath.Join(c.dir, "block-model-"+key+"-2"))
+			c.startWorker("w1")
+		}, "counted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, db(t))
+			key := strings.NewReplacer(" ", "", "'", "").Replace(tc.name)
+			if tc.name == "during the model turn" {
+				if err := os.WriteFile(filepath.Join(c.dir, "block-model-"+key+"-2"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runID := c.start(key)
+			if tc.name == "during the model turn" {
+				approve(c, runID, c.pending(runID))
+			}
+			tc.crash(c, key, runID)
+			r := c.finished(runID)
+			got := c.counts(key)
+			want := map[string]int{"turn 1": 1, "turn 2": 1, "tool": 1}
+			for k, n := range want {
+				if got[k] != n {
+					t.Errorf("%s ran %d times, want %d (all counts: %v)", k, got[k], n, got)
+				}
+			}
+			if !strings.Contains(string(r.Result), tc.toolResult) {
+				t.Errorf("the model was not shown %q: %s", tc.toolResult, r.Result)
+			}
+			if r.Status != store.RunDone || r.Lease != nil {
+				t.Errorf("stored run: status %s, lease %v", r.Status, r.Lease)
+			}
+			// A second answer is refused by the store, and wakes nothing.
+			page, err := c.store.ListApprovals(context.Background(), store.ApprovalFilter{AllTenants: true, RunID: runID})
+			if err != nil || len(page.Approvals) != 1 {
+				t.Fatalf("approvals of %s: %v %v", runID, page.Approvals, err)
+			}
+			if _, err := c.client.Answer(context.Background(), runID, page.Approvals[0].ID, store.Decision{Approve: true, By: "person:bob"}); !errors.Is(err, store.ErrDecided) {
+				t.Errorf("second answer: %v, want ErrDecided", err)
+			}
+		})
+	}
+}
