@@ -68,7 +68,7 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 		}, "counted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, db(t))
+			c := newCluster(t, db(t), 0)
 			key := strings.NewReplacer(" ", "", "'", "").Replace(tc.name)
 			if tc.name == "during the model turn" {
 				if err := os.WriteFile(filepath.Join(c.dir, "block-model-"+key+"-2"), nil, 0o600); err != nil {
@@ -81,7 +81,7 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 			}
 			tc.crash(c, key, runID)
 			r := c.finished(runID)
-			got := c.counts(key)
+			got, _ := c.counts(key)
 			want := map[string]int{"turn 1": 1, "turn 2": 1, "tool": 1}
 			for k, n := range want {
 				if got[k] != n {

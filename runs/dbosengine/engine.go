@@ -71,6 +71,7 @@ const (
 	DefaultConcurrency = 8
 	DefaultHeartbeat   = 5 * time.Second
 	DefaultDeadAfter   = 30 * time.Second
+	DefaultQueuePoll   = 50 * time.Millisecond
 	appName            = "tollgate"
 )
 
@@ -102,6 +103,10 @@ type Options struct {
 	// DeadAfter must exceed any pause of a live worker, and the clocks of
 	// the database server decide (not the workers').
 	Heartbeat, DeadAfter time.Duration
+	// QueuePoll is how often an idle worker looks for runs in the queue
+	// (default DefaultQueuePoll): the start latency of a run when workers
+	// are idle, and each worker's load on the database when nothing happens.
+	QueuePoll time.Duration
 	// AnswerPoll: runs.DurableOptions.AnswerPoll.
 	AnswerPoll time.Duration
 	// Middleware is added to every agent (runs.DurableOptions.Middleware).
@@ -135,8 +140,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Worker && opts.Builder == nil {
 		return nil, errors.New("dbosengine: a worker needs Options.Builder")
 	}
-	if opts.Concurrency < 0 || opts.Heartbeat < 0 || opts.DeadAfter < 0 {
-		return nil, fmt.Errorf("dbosengine: Concurrency (%d), Heartbeat (%s) and DeadAfter (%s) must not be negative", opts.Concurrency, opts.Heartbeat, opts.DeadAfter)
+	if opts.Concurrency < 0 || opts.Heartbeat < 0 || opts.DeadAfter < 0 || opts.QueuePoll < 0 {
+		return nil, fmt.Errorf("dbosengine: Concurrency (%d), Heartbeat (%s), DeadAfter (%s) and QueuePoll (%s) must not be negative",
+			opts.Concurrency, opts.Heartbeat, opts.DeadAfter, opts.QueuePoll)
+	}
+	if opts.QueuePoll == 0 {
+		opts.QueuePoll = DefaultQueuePoll
 	}
 	if opts.Queue == "" {
 		opts.Queue = DefaultQueue
@@ -184,7 +193,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.ctx, e.client = dctx, dctx
 	dbos.RegisterWorkflow(dctx, e.workflow, dbos.WithWorkflowName(WorkflowName))
-	if _, err := dbos.RegisterQueue(dctx, opts.Queue, dbos.WithWorkerConcurrency(opts.Concurrency), dbos.WithQueueBasePollingInterval(50*time.Millisecond)); err != nil {
+	if _, err := dbos.RegisterQueue(dctx, opts.Queue, dbos.WithWorkerConcurrency(opts.Concurrency), dbos.WithQueueBasePollingInterval(opts.QueuePoll)); err != nil {
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("dbosengine: queue %s: %w", opts.Queue, err)
 	}
@@ -280,26 +289,29 @@ type Output struct {
 	Error  string       `json:"error,omitempty"`
 }
 
-// Wait waits for a run's workflow to end and returns its output.
-func (e *Engine) Wait(ctx context.Context, runID string) (Output, error) {
-	h, err := dbos.RetrieveWorkflow[Output](e.client, runID)
-	if err != nil {
-		return Output{}, err
-	}
-	type res struct {
-		o   Output
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		o, err := h.GetResult(dbos.WithHandlePollingInterval(50 * time.Millisecond))
-		ch <- res{o, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.o, r.err
-	case <-ctx.Done():
-		return Output{}, ctx.Err()
+// Wait waits until the run has ended (done, incomplete, error or
+// cancelled) and returns its stored record. It follows the run's events in
+// the store ([store.Store.WaitEvents]), so it wakes as the store does.
+// Errors: the store's (store.ErrNotFound), ctx.Err().
+func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
+	st := e.opts.Store
+	var after int64
+	for {
+		r, err := st.GetRun(ctx, runID)
+		if err != nil || r.Status.Finished() {
+			return r, err
+		}
+		evs, err := st.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after, Limit: store.MaxLimit})
+		if err != nil {
+			return r, err
+		}
+		if len(evs) > 0 {
+			after = evs[len(evs)-1].Seq
+			continue
+		}
+		if err := st.WaitEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after}); err != nil {
+			return r, err
+		}
 	}
 }
 

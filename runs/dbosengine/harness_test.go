@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,8 @@ const (
 	envStore    = "TOLLGATE_DBOS_TEST_STORE"
 	envCounts   = "TOLLGATE_DBOS_TEST_COUNTS"
 	envExecutor = "TOLLGATE_DBOS_TEST_EXECUTOR"
+	// envConcurrency is the worker's Concurrency (0: the default).
+	envConcurrency = "TOLLGATE_DBOS_TEST_CONCURRENCY"
 )
 
 func TestMain(m *testing.M) {
@@ -50,9 +53,10 @@ func workerMain() int {
 		fmt.Fprintln(os.Stderr, "worker: store:", err)
 		return 1
 	}
+	conc, _ := strconv.Atoi(os.Getenv(envConcurrency))
 	e, err := dbosengine.New(ctx, dbosengine.Options{
 		DatabaseURL: os.Getenv(envDB), Store: st, Builder: testBuilder(os.Getenv(envCounts)), Worker: true,
-		ExecutorID: os.Getenv(envExecutor), Concurrency: 16,
+		ExecutorID: os.Getenv(envExecutor), Concurrency: conc,
 		Heartbeat: 200 * time.Millisecond, DeadAfter: 1500 * time.Millisecond, AnswerPoll: 2 * time.Second,
 	})
 	if err != nil {
@@ -75,7 +79,7 @@ func count(dir, key, what string) {
 		panic(err)
 	}
 	defer f.Close()
-	if _, err := fmt.Fprintln(f, what); err != nil {
+	if _, err := fmt.Fprintln(f, what+" @"+os.Getenv(envExecutor)); err != nil {
 		panic(err)
 	}
 }
@@ -95,8 +99,9 @@ func blockIf(ctx context.Context, dir, name string) error {
 
 // testBuilder builds the agent of every test run: a mock model that, for
 // the prompt "key:K", asks for the tool count in turn 1 and answers "done K"
-// in turn 2, and the tool count, which needs an approval. The model counts
-// each turn it answers ("turn N"), the tool each time it starts ("tool").
+// in turn 2, and the tool count, which needs an approval unless K starts
+// with "free". The model counts each turn it answers ("turn N"), the tool
+// each time it starts ("tool"), with the executor that ran them.
 func testBuilder(dir string) runs.Builder {
 	return runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		keyOf := func(req *model.Request) string {
@@ -136,6 +141,9 @@ func testBuilder(dir string) runs.Builder {
 			return "counted " + a.Key, nil
 		}, nil)
 		ask := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+			if strings.HasPrefix(c.RunID, "run_free") {
+				return approval.Verdict{Decision: approval.Allow, By: "rule:free"}, nil
+			}
 			return approval.Verdict{Decision: approval.Ask, Reason: "counting needs a person", By: "rule:ask-count"}, nil
 		})
 		return &runs.Built{Options: agent.Options{Model: m, ModelName: "mock", Tools: agent.ToolList{countTool}, Authorizers: []approval.Authorizer{ask}}}, nil
@@ -144,16 +152,20 @@ func testBuilder(dir string) runs.Builder {
 
 // cluster is one system database, one store and the workers on them.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	db     string
 	dir    string
 	store  *sqlite.Store
 	client *dbosengine.Engine
 	mu     sync.Mutex
 	procs  map[string]*exec.Cmd
+	// concurrency is the Concurrency of the workers started next.
+	concurrency int
 }
 
-func newCluster(t *testing.T, dbURL string) *cluster {
+// newCluster starts worker w0 (with Concurrency conc, 0 for the default) on
+// the system database dbURL and a client.
+func newCluster(t testing.TB, dbURL string, conc int) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -161,7 +173,7 @@ func newCluster(t *testing.T, dbURL string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, db: dbURL, dir: dir, store: st, procs: map[string]*exec.Cmd{}}
+	c := &cluster{t: t, db: dbURL, dir: dir, store: st, procs: map[string]*exec.Cmd{}, concurrency: conc}
 	t.Cleanup(func() {
 		c.mu.Lock()
 		for _, p := range c.procs {
@@ -189,7 +201,7 @@ func (c *cluster) startWorker(id string) {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorker+"=1", envDB+"="+c.db, envStore+"="+filepath.Join(c.dir, "store.db"),
-		envCounts+"="+c.dir, envExecutor+"="+id)
+		envCounts+"="+c.dir, envExecutor+"="+id, envConcurrency+"="+strconv.Itoa(c.concurrency))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		c.t.Fatal(err)
@@ -283,14 +295,17 @@ func (c *cluster) exists(name string) func() bool {
 	return func() bool { _, err := os.Stat(filepath.Join(c.dir, name)); return err == nil }
 }
 
-// counts returns the lines of key's counts file.
-func (c *cluster) counts(key string) map[string]int {
+// counts returns how often each thing of key's counts file ran, and on
+// which executors.
+func (c *cluster) counts(key string) (map[string]int, map[string][]string) {
 	b, _ := os.ReadFile(filepath.Join(c.dir, key+".log"))
-	out := map[string]int{}
+	out, where := map[string]int{}, map[string][]string{}
 	for l := range strings.Lines(string(b)) {
-		out[strings.TrimSpace(l)]++
+		what, ex, _ := strings.Cut(strings.TrimSpace(l), " @")
+		out[what]++
+		where[what] = append(where[what], ex)
 	}
-	return out
+	return out, where
 }
 
 // finished waits for the run to end and returns its stored record.
@@ -298,22 +313,18 @@ func (c *cluster) finished(runID string) store.Run {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	out, err := c.client.Wait(ctx, runID)
+	r, err := c.client.Wait(ctx, runID)
 	if err != nil {
 		c.t.Fatalf("run %s: %v", runID, err)
 	}
-	if out.Status != agent.StatusDone {
-		c.t.Fatalf("run %s ended %s: %s", runID, out.Status, out.Error)
-	}
-	r, err := c.store.GetRun(context.Background(), runID)
-	if err != nil {
-		c.t.Fatal(err)
+	if r.Status != store.RunDone {
+		c.t.Fatalf("run %s ended %s: %s", runID, r.Status, r.Result)
 	}
 	return r
 }
 
 type prefixWriter struct {
-	t      *testing.T
+	t      testing.TB
 	prefix string
 }
 
