@@ -21,19 +21,27 @@ import (
 // is the workflow body that uses it.
 //
 // An engine replays a workflow after a crash by running its body again from
-// the start: every Step and Recv whose result is recorded returns that
+// the start: every Step, Go and Recv whose result is recorded returns that
 // result without running anything, and the first one that is not recorded
-// runs for real. [Durable.Drive] calls Step and Recv from one goroutine, in
-// an order that depends only on the results of earlier ones, so that a
-// replay finds each record where it left it.
+// runs for real. [Durable.Drive] calls them in an order that depends only on
+// the results of earlier ones (the calls of a turn take their positions in
+// the model's order, one after another, though they then run in parallel),
+// so that a replay finds each record where it left it.
 type Engine interface {
 	// Step runs fn and records what it returns under the next position of
 	// the run's history, or, when a result is already recorded there,
 	// returns that and does not run fn. name labels the step (an engine may
 	// refuse a replay that finds another name at the position: the workflow
-	// code changed). An error from fn is recorded too; a step interrupted by
-	// a crash is not recorded, and runs again on recovery.
+	// code changed). fn returns an error only for a failure of the store or
+	// the engine (the model's and the tools' failures are in its result), so
+	// an engine may run it again before it records the error; a step
+	// interrupted by a crash is not recorded, and runs again on recovery.
 	Step(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) ([]byte, error)
+	// Go is Step run concurrently: it takes the next position at once,
+	// starts fn (unless its result is recorded) and returns; wait returns
+	// the result. Positions follow the order of the calls to Go, whichever
+	// goroutine makes them, so the caller orders them.
+	Go(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) (wait func() ([]byte, error), err error)
 	// Recv waits up to timeout for the next message sent to the run on
 	// topic and returns it, or ok false when the timeout passed with none.
 	// A message is delivered once; a replay returns what was received.
@@ -101,9 +109,9 @@ const durableLease = 100 * 365 * 24 * time.Hour
 // inside its execute step: a recovered execute step finds it used and tells
 // the model the call may or may not have run.
 //
-// The calls of one turn run one after another (the agent's MaxParallel is
-// 1), so that their steps keep one order on every replay; runs themselves
-// run in parallel, as many as the engine's queue allows.
+// The calls of one turn run in parallel (up to the agent's MaxParallel) as
+// steps started with [Engine.Go], which take their positions in the model's
+// order, so that a replay finds each call's record whichever finished first.
 type Durable struct {
 	store store.Store
 	build Builder
@@ -200,10 +208,10 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	opts := built.Options
 	// The engine's steps are the outermost middleware: a replayed step
 	// skips everything inside it, tracing included.
-	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in)}, d.mw...), opts.Middleware...)
+	seq := &sequencer{}
+	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq)}, d.mw...), opts.Middleware...)
 	opts.WaitFor = nil // a request halts the part that runs; the engine waits
 	opts.Checkpoint = nil
-	opts.MaxParallel = 1
 	a, err := agent.New(opts)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, built)
@@ -235,6 +243,13 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 		}); err != nil {
 			return res, err
 		}
+		var ids []string
+		for _, b := range res.State.Batch {
+			if b.Pending != nil {
+				ids = append(ids, b.Call.ID)
+			}
+		}
+		seq.reset(ids)
 		res, runErr = c.drain(a.ResumeStream(ctx, res.State, answers...))
 	}
 	return res, d.finish(ctx, eng, in, res, runErr, built, c.take()...)
@@ -242,7 +257,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 
 // steps is the middleware that makes each model turn and each call pass a
 // step of the engine.
-func (d *Durable) steps(eng Engine, in DurableRun) agent.Middleware {
+func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer) agent.Middleware {
 	return agent.Middleware{
 		Turn: func(next agent.TurnHandler) agent.TurnHandler {
 			return func(ctx context.Context, t *agent.TurnInfo) (*model.Response, error) {
@@ -251,6 +266,7 @@ func (d *Durable) steps(eng Engine, in DurableRun) agent.Middleware {
 					if err != nil && ctx.Err() != nil {
 						return nil, err // interrupted: not a result to keep
 					}
+					stableCallIDs(resp, t.Turn)
 					return model.MarshalJSON(turnRecord{Response: resp, Err: errText(err)})
 				})
 				if err != nil {
@@ -263,6 +279,13 @@ func (d *Durable) steps(eng Engine, in DurableRun) agent.Middleware {
 				if rec.Err != "" {
 					return rec.Response, errors.New(rec.Err)
 				}
+				var ids []string
+				if rec.Response != nil {
+					for _, c := range rec.Response.Message.ToolCalls {
+						ids = append(ids, c.ID)
+					}
+				}
+				seq.reset(ids)
 				return rec.Response, nil
 			}
 		},
@@ -272,7 +295,17 @@ func (d *Durable) steps(eng Engine, in DurableRun) agent.Middleware {
 				if c.Answer != nil {
 					name = "execute " + c.Call.ID
 				}
-				b, err := eng.Step(ctx, name, func(ctx context.Context) ([]byte, error) {
+				prev, launched, ok := seq.slot(c.Call.ID)
+				if !ok {
+					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: call %s is not one the turn announced", in.RunID, c.Call.ID)}
+				}
+				select {
+				case <-prev:
+				case <-ctx.Done():
+					close(launched)
+					return agent.CallOutcome{Err: ctx.Err()}
+				}
+				wait, err := eng.Go(ctx, name, func(ctx context.Context) ([]byte, error) {
 					ci := *c
 					if c.Answer != nil && c.Answer.OK {
 						ans, err := d.use(ctx, in.RunID, *c.Answer)
@@ -287,6 +320,11 @@ func (d *Durable) steps(eng Engine, in DurableRun) agent.Middleware {
 					}
 					return model.MarshalJSON(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
 				})
+				close(launched)
+				if err != nil {
+					return agent.CallOutcome{Err: err}
+				}
+				b, err := wait()
 				if err != nil {
 					return agent.CallOutcome{Err: err}
 				}
@@ -301,6 +339,64 @@ func (d *Durable) steps(eng Engine, in DurableRun) agent.Middleware {
 				return oc
 			}
 		},
+	}
+}
+
+// sequencer makes the calls of a turn take their step positions in the
+// model's order: each call starts its step once the one before it has.
+type sequencer struct {
+	mu       sync.Mutex
+	pos      map[string]int
+	launched []chan struct{}
+}
+
+// reset starts a batch of calls, in order.
+func (s *sequencer) reset(ids []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pos = make(map[string]int, len(ids))
+	s.launched = make([]chan struct{}, len(ids))
+	for i, id := range ids {
+		s.pos[id] = i
+		s.launched[i] = make(chan struct{})
+	}
+}
+
+// slot returns what call id waits for before it starts its step (closed
+// when the call before it has started its own), and what it closes once it
+// has; ok is false for a call the batch does not have.
+func (s *sequencer) slot(id string) (prev <-chan struct{}, launched chan struct{}, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.pos[id]
+	if !ok {
+		return nil, nil, false
+	}
+	if i == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c, s.launched[0], true
+	}
+	return s.launched[i-1], s.launched[i], true
+}
+
+// stableCallIDs gives every call of resp an ID unique in the turn before the
+// turn is recorded, as the agent would (it would draw random ones), so that
+// a replay names each call's steps alike.
+func stableCallIDs(resp *model.Response, turn int) {
+	if resp == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for i := range resp.Message.ToolCalls {
+		c := &resp.Message.ToolCalls[i]
+		if c.ID == "" || seen[c.ID] {
+			c.ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
+			for seen[c.ID] {
+				c.ID += "_"
+			}
+		}
+		seen[c.ID] = true
 	}
 }
 

@@ -105,3 +105,35 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 		})
 	}
 }
+
+// The three calls of a turn run in parallel as steps of their own; a worker
+// killed in the next model turn leaves them recorded, and the worker that
+// takes the run over does not run them again.
+func TestParallelCallsSQLite(t *testing.T) {
+	parallelCalls(t, "sqlite:"+filepath.Join(t.TempDir(), "dbos.db"))
+}
+
+func TestParallelCallsPostgres(t *testing.T) { parallelCalls(t, pgtest.Database(t)) }
+
+func parallelCalls(t *testing.T, db string) {
+	c := newCluster(t, db, 0)
+	key := "freepar"
+	if err := os.WriteFile(filepath.Join(c.dir, "block-model-"+key+"-2"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runID := c.start(key)
+	c.waitFor("turn 2 to start", 60e9, c.exists("block-model-"+key+"-2.started"))
+	c.kill("w0")
+	os.Remove(filepath.Join(c.dir, "block-model-"+key+"-2"))
+	c.startWorker("w1")
+	r := c.finished(runID)
+	got, where := c.counts(key)
+	for _, what := range []string{"turn 1", "turn 2", "meet 1", "meet 2", "meet 3"} {
+		if got[what] != 1 {
+			t.Errorf("%s ran %d times, want once (%v)", what, got[what], where)
+		}
+	}
+	if !strings.Contains(string(r.Result), "done freepar: met 1, met 2, met 3") {
+		t.Errorf("the calls did not all run at once, or their results are not in the model's order: %s", r.Result)
+	}
+}

@@ -337,8 +337,41 @@ func (s steps) Step(ctx context.Context, name string, fn func(context.Context) (
 	out, err := dbos.RunAsStep(dbos.From(s.wf, ctx), func(ctx context.Context) (string, error) {
 		b, err := fn(ctx)
 		return string(b), err
-	}, dbos.WithStepName(name))
+	}, stepOptions(name)...)
 	return []byte(out), err
+}
+
+// stepOptions names a step and retries it when it fails: what a run's step
+// returns as an error is the store's or the database's (a busy SQLite file,
+// a dropped connection), since the model's and the tools' failures are part
+// of its recorded result. A cancelled step is not retried.
+func stepOptions(name string) []dbos.StepOption {
+	return []dbos.StepOption{
+		dbos.WithStepName(name),
+		dbos.WithStepMaxRetries(stepRetries),
+		dbos.WithStepBaseInterval(100 * time.Millisecond), dbos.WithStepBackoffFactor(2), dbos.WithStepMaxInterval(5 * time.Second),
+		dbos.WithStepRetryPredicate(func(err error) bool {
+			return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+		}),
+	}
+}
+
+// stepRetries is how often a failing step is tried again (over about 20 s)
+// before its error is recorded and ends the run.
+const stepRetries = 8
+
+func (s steps) Go(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) (func() ([]byte, error), error) {
+	ch, err := dbos.Go(dbos.From(s.wf, ctx), func(ctx context.Context) (string, error) {
+		b, err := fn(ctx)
+		return string(b), err
+	}, stepOptions(name)...)
+	if err != nil {
+		return nil, err
+	}
+	return func() ([]byte, error) {
+		o := <-ch
+		return []byte(o.Result), o.Err
+	}, nil
 }
 
 func (s steps) Recv(ctx context.Context, topic string, timeout time.Duration) ([]byte, bool, error) {

@@ -124,11 +124,23 @@ func testBuilder(dir string) runs.Builder {
 				return model.Reply{}, err
 			}
 			count(dir, key, fmt.Sprintf("turn %d", turn))
+			if turn == 1 && strings.HasPrefix(key, "freepar") {
+				var calls []model.FuncCall
+				for n := 1; n <= 3; n++ {
+					calls = append(calls, model.FuncCall{ID: fmt.Sprintf("call_%s_%d", key, n), Name: "meet", Arguments: map[string]any{"key": key, "n": n}})
+				}
+				return model.Reply{ToolCalls: calls}, nil
+			}
 			if turn == 1 {
 				return model.Reply{ToolCalls: []model.FuncCall{{ID: "call_" + key, Name: "count", Arguments: map[string]any{"key": key}}}}, nil
 			}
-			last := req.Messages[len(req.Messages)-1]
-			return model.Reply{Content: fmt.Sprintf("done %s: %s", key, last.Content)}, nil
+			var results []string
+			for _, msg := range req.Messages {
+				if msg.Role == model.RoleTool {
+					results = append(results, msg.Content)
+				}
+			}
+			return model.Reply{Content: fmt.Sprintf("done %s: %s", key, strings.Join(results, ", "))}, nil
 		})
 		type in struct {
 			Key string `json:"key"`
@@ -140,13 +152,38 @@ func testBuilder(dir string) runs.Builder {
 			}
 			return "counted " + a.Key, nil
 		}, nil)
+		type meetIn struct {
+			Key string `json:"key"`
+			N   int    `json:"n"`
+		}
+		// meet: three calls that each wait (up to 20 s) until all three
+		// have started, which only calls running in parallel do.
+		meetTool := tool.Must("meet", "waits for the others", func(ctx context.Context, a meetIn) (string, error) {
+			count(dir, a.Key, fmt.Sprintf("meet %d", a.N))
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-meet-%d", a.Key, a.N)), nil, 0o600); err != nil {
+				return "", err
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for n := 1; n <= 3; n++ {
+				for {
+					if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%s-meet-%d", a.Key, n))); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						return "alone", nil
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			return fmt.Sprintf("met %d", a.N), nil
+		}, nil)
 		ask := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 			if strings.HasPrefix(c.RunID, "run_free") {
 				return approval.Verdict{Decision: approval.Allow, By: "rule:free"}, nil
 			}
 			return approval.Verdict{Decision: approval.Ask, Reason: "counting needs a person", By: "rule:ask-count"}, nil
 		})
-		return &runs.Built{Options: agent.Options{Model: m, ModelName: "mock", Tools: agent.ToolList{countTool}, Authorizers: []approval.Authorizer{ask}}}, nil
+		return &runs.Built{Options: agent.Options{Model: m, ModelName: "mock", Tools: agent.ToolList{countTool, meetTool}, Authorizers: []approval.Authorizer{ask}}}, nil
 	})
 }
 
