@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 )
@@ -36,8 +37,10 @@ another worker takes its runs up from their last recorded step.
 
 The configuration file (YAML):
 
-  database: postgres://tollgate@db/tollgate   # DBOS's system database, or sqlite:FILE; or databaseEnv: NAME
-  stateDir: /var/lib/tollgate                 # the store of runs and approvals (default: as 'tollgate run')
+  databaseEnv: TOLLGATE_DBOS_URL             # the variable holding DBOS's system database URL
+                                              # (postgres://…); or database: URL, or sqlite:FILE on one machine
+  storeEnv: TOLLGATE_STORE_URL                # the store of runs and approvals on PostgreSQL (or store: URL);
+  stateDir: /var/lib/tollgate                 # without one, the SQLite store of this directory (one machine)
   concurrency: 64
   executorId: worker-a                        # default: hostname, PID and a random suffix
   heartbeat: 5s
@@ -58,18 +61,28 @@ Each run's agent is built from the configuration stored with the run, as
 			if err != nil {
 				return usageErr("worker: %s: %v", cfgPath, err)
 			}
+			storeURL, err := cfg.StoreURL()
+			if err != nil {
+				return usageErr("worker: %s: %v", cfgPath, err)
+			}
 			state := stateFlags{dir: cfg.StateDir}
 			stateDir, err := state.resolve("")
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(stateDir, 0o700); err != nil {
-				return usageErr("worker: state directory %s: %v", stateDir, err)
-			}
 			ctx := c.Context()
-			st, err := sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil)
-			if err != nil {
-				return usageErr("worker: state directory %s: %v", stateDir, err)
+			var st store.Store
+			if storeURL != "" {
+				if st, err = openPostgres(ctx, storeURL); err != nil {
+					return err
+				}
+			} else {
+				if err := os.MkdirAll(stateDir, 0o700); err != nil {
+					return usageErr("worker: state directory %s: %v", stateDir, err)
+				}
+				if st, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
+					return usageErr("worker: state directory %s: %v", stateDir, err)
+				}
 			}
 			defer st.Close()
 			level := slog.LevelWarn

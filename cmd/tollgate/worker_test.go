@@ -13,17 +13,34 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/postgres"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 )
 
 // tollgate worker takes a run enqueued by another process, builds its agent
 // from the stored configuration (a script model reading a workspace file),
-// drives it to the end, and stops cleanly on SIGTERM.
+// drives it to the end, and stops cleanly on SIGTERM: on SQLite files, and
+// with DBOS and the store in one PostgreSQL database named by a variable.
 func TestWorkerDrivesAnEnqueuedRun(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		workerDrives(t, dir, "database: sqlite:dbos.db\nstateDir: state\nconcurrency: 4\nexecutorId: worker-a\n", nil,
+			"sqlite:"+filepath.Join(dir, "dbos.db"), func(ctx context.Context) (store.Store, error) {
+				return sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), nil)
+			})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		db := pgtest.Database(t)
+		workerDrives(t, t.TempDir(), "databaseEnv: TOLLGATE_TEST_WORKER_DB\nstoreEnv: TOLLGATE_TEST_WORKER_DB\nexecutorId: worker-a\n",
+			[]string{"TOLLGATE_TEST_WORKER_DB=" + db}, db, func(ctx context.Context) (store.Store, error) { return postgres.Open(ctx, db, nil) })
+	})
+}
+
+func workerDrives(t *testing.T, dir, config string, env []string, dbURL string, open func(context.Context) (store.Store, error)) {
 	bin := tollgateBinary(t)
-	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
@@ -36,10 +53,11 @@ func TestWorkerDrivesAnEnqueuedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "worker.yaml")
-	if err := os.WriteFile(cfg, []byte("database: sqlite:dbos.db\nstateDir: state\nconcurrency: 4\nexecutorId: worker-a\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "worker", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -72,12 +90,12 @@ func TestWorkerDrivesAnEnqueuedRun(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), nil)
+	st, err := open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	client, err := dbosengine.New(ctx, dbosengine.Options{DatabaseURL: "sqlite:" + filepath.Join(dir, "dbos.db"), Store: st})
+	client, err := dbosengine.New(ctx, dbosengine.Options{DatabaseURL: dbURL, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +139,7 @@ func TestWorkerConfigErrors(t *testing.T) {
 		"no database":  {"concurrency: 4\n", "database: required"},
 		"bad duration": {"database: sqlite:x.db\ndeadAfter: soon\n", `deadAfter: "soon" is not a positive duration`},
 		"both urls":    {"database: sqlite:x.db\ndatabaseEnv: X\n", "database and databaseEnv are both set"},
+		"sqlite store": {"database: sqlite:x.db\nstore: sqlite:y.db\n", "store: want a PostgreSQL URL"},
 		"unset env":    {"databaseEnv: TOLLGATE_TEST_UNSET_VARIABLE\n", "the variable TOLLGATE_TEST_UNSET_VARIABLE is not set"},
 	} {
 		t.Run(name, func(t *testing.T) {

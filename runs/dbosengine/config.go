@@ -18,7 +18,8 @@ import (
 //
 //	database: sqlite:/var/lib/tollgate/dbos.db   # or postgres://…; or databaseEnv
 //	databaseEnv: TOLLGATE_DBOS_URL               # the variable holding the URL (keeps a password out of the file)
-//	stateDir: /var/lib/tollgate                  # tollgate's store of runs and approvals
+//	store: postgres://tollgate@db/tollgate        # tollgate's store of runs and approvals on PostgreSQL; or storeEnv
+//	stateDir: /var/lib/tollgate                  # else the SQLite store of this directory (one machine)
 //	queue: tollgate-runs
 //	concurrency: 64                              # runs this worker drives at once, waiting ones included
 //	executorId: worker-a                         # default: hostname, PID and a random suffix
@@ -31,6 +32,8 @@ import (
 type Config struct {
 	Database    string `yaml:"database"`
 	DatabaseEnv string `yaml:"databaseEnv"`
+	Store       string `yaml:"store"`
+	StoreEnv    string `yaml:"storeEnv"`
 	StateDir    string `yaml:"stateDir"`
 	Queue       string `yaml:"queue"`
 	Concurrency int    `yaml:"concurrency"`
@@ -84,23 +87,44 @@ func LoadConfig(path string) (Config, error) {
 	return c, nil
 }
 
+// StoreURL returns the PostgreSQL URL of tollgate's store (store, or the
+// variable storeEnv names), or "" for the SQLite store of StateDir.
+func (c Config) StoreURL() (string, error) {
+	return urlOf("store", c.Store, c.StoreEnv, false)
+}
+
+func urlOf(key, val, env string, required bool) (string, error) {
+	switch {
+	case val != "" && env != "":
+		return "", fmt.Errorf("%s and %sEnv are both set; give one", key, key)
+	case env != "":
+		v := os.Getenv(env)
+		if v == "" {
+			return "", fmt.Errorf("%sEnv: the variable %s is not set", key, env)
+		}
+		return v, nil
+	case val == "" && required:
+		return "", fmt.Errorf("%s: required (postgres://… or sqlite:FILE), or %sEnv", key, key)
+	}
+	return val, nil
+}
+
 // Options returns the engine options the configuration gives (Store,
 // Builder, Worker, Middleware and Logger are the caller's). Errors name the
 // key at fault.
 func (c Config) Options() (Options, error) {
 	o := Options{Queue: c.Queue, Concurrency: c.Concurrency, ExecutorID: c.ExecutorID}
-	switch {
-	case c.Database != "" && c.DatabaseEnv != "":
-		return o, errors.New("database and databaseEnv are both set; give one")
-	case c.DatabaseEnv != "":
-		o.DatabaseURL = os.Getenv(c.DatabaseEnv)
-		if o.DatabaseURL == "" {
-			return o, fmt.Errorf("databaseEnv: the variable %s is not set", c.DatabaseEnv)
-		}
-	case c.Database != "":
-		o.DatabaseURL = c.Database
-	default:
-		return o, errors.New("database: required (postgres://… or sqlite:FILE), or databaseEnv")
+	u, err := urlOf("database", c.Database, c.DatabaseEnv, true)
+	if err != nil {
+		return o, err
+	}
+	o.DatabaseURL = u
+	su, err := c.StoreURL()
+	if err != nil {
+		return o, err
+	}
+	if su != "" && !strings.HasPrefix(su, "postgres://") && !strings.HasPrefix(su, "postgresql://") {
+		return o, errors.New("store: want a PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE (leave it out for the SQLite store of stateDir)")
 	}
 	if c.Concurrency < 0 {
 		return o, fmt.Errorf("concurrency: %d is negative", c.Concurrency)

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/store/postgres"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -48,7 +49,7 @@ func TestMain(m *testing.M) {
 
 func workerMain() int {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, os.Getenv(envStore), nil)
+	st, err := openStore(ctx, os.Getenv(envStore))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker: store:", err)
 		return 1
@@ -70,6 +71,15 @@ func workerMain() int {
 	_ = e.Close(5 * time.Second)
 	_ = st.Close()
 	return 0
+}
+
+// openStore opens the tollgate store of the test: PostgreSQL for a
+// postgres:// URL, else the SQLite file at spec.
+func openStore(ctx context.Context, spec string) (store.Store, error) {
+	if strings.HasPrefix(spec, "postgres://") {
+		return postgres.Open(ctx, spec, nil)
+	}
+	return sqlite.Open(ctx, spec, nil)
 }
 
 // count appends one line to the counts file of key: what ran, once per line.
@@ -189,28 +199,35 @@ func testBuilder(dir string) runs.Builder {
 
 // cluster is one system database, one store and the workers on them.
 type cluster struct {
-	t      testing.TB
-	db     string
-	dir    string
-	store  *sqlite.Store
-	client *dbosengine.Engine
-	mu     sync.Mutex
-	procs  map[string]*exec.Cmd
+	t     testing.TB
+	db    string
+	dir   string
+	store store.Store
+	// storeSpec is the store's URL or file, for the workers.
+	storeSpec string
+	client    *dbosengine.Engine
+	mu        sync.Mutex
+	procs     map[string]*exec.Cmd
 	// concurrency is the Concurrency of the workers started next.
 	concurrency int
 }
 
 // newCluster starts worker w0 (with Concurrency conc, 0 for the default) on
-// the system database dbURL and a client.
+// the system database dbURL and a client. On PostgreSQL the tollgate store
+// is in the same database; with SQLite it is a file of its own.
 func newCluster(t testing.TB, dbURL string, conc int) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "store.db"), nil)
+	spec := filepath.Join(dir, "store.db")
+	if strings.HasPrefix(dbURL, "postgres://") {
+		spec = dbURL
+	}
+	st, err := openStore(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, db: dbURL, dir: dir, store: st, procs: map[string]*exec.Cmd{}, concurrency: conc}
+	c := &cluster{t: t, db: dbURL, dir: dir, store: st, storeSpec: spec, procs: map[string]*exec.Cmd{}, concurrency: conc}
 	t.Cleanup(func() {
 		c.mu.Lock()
 		for _, p := range c.procs {
@@ -237,7 +254,7 @@ func newCluster(t testing.TB, dbURL string, conc int) *cluster {
 func (c *cluster) startWorker(id string) {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envWorker+"=1", envDB+"="+c.db, envStore+"="+filepath.Join(c.dir, "store.db"),
+	cmd.Env = append(os.Environ(), envWorker+"=1", envDB+"="+c.db, envStore+"="+c.storeSpec,
 		envCounts+"="+c.dir, envExecutor+"="+id, envConcurrency+"="+strconv.Itoa(c.concurrency))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
