@@ -209,7 +209,8 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	// The engine's steps are the outermost middleware: a replayed step
 	// skips everything inside it, tracing included.
 	seq := &sequencer{}
-	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq)}, d.mw...), opts.Middleware...)
+	c := &collector{d: d, in: in}
+	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq, c)}, d.mw...), opts.Middleware...)
 	opts.WaitFor = nil // a request halts the part that runs; the engine waits
 	opts.Checkpoint = nil
 	a, err := agent.New(opts)
@@ -221,7 +222,6 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 			return nil, d.finish(ctx, eng, in, nil, err, built)
 		}
 	}
-	c := &collector{d: d, in: in}
 	res, runErr := c.drain(a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...)))
 	for halt := 1; runErr == nil && res != nil && res.Status == agent.StatusPending && res.State != nil; halt++ {
 		if err := d.halt(ctx, eng, in, res, c.take(), halt); err != nil {
@@ -257,7 +257,12 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 
 // steps is the middleware that makes each model turn and each call pass a
 // step of the engine.
-func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer) agent.Middleware {
+//
+// A step stores the events its work emitted before it ends (the agent hands
+// each event over before the work that emitted it returns), so that the
+// store's event log has them once the step is recorded; a step that runs
+// again after a crash may store its events twice.
+func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collector) agent.Middleware {
 	return agent.Middleware{
 		Turn: func(next agent.TurnHandler) agent.TurnHandler {
 			return func(ctx context.Context, t *agent.TurnInfo) (*model.Response, error) {
@@ -267,6 +272,7 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer) agent.Middlew
 						return nil, err // interrupted: not a result to keep
 					}
 					stableCallIDs(resp, t.Turn)
+					col.flush(ctx)
 					return model.MarshalJSON(turnRecord{Response: resp, Err: errText(err)})
 				})
 				if err != nil {
@@ -318,6 +324,15 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer) agent.Middlew
 					if oc.Err != nil && ctx.Err() != nil {
 						return nil, oc.Err
 					}
+					// The call's last event is handed over on another
+					// goroutine: store the events once it has arrived.
+					switch {
+					case oc.Record != nil:
+						col.await(ctx, c.Turn, c.Call.ID, agent.EventToolResult)
+					case oc.Pending != nil:
+						col.await(ctx, c.Turn, c.Call.ID, agent.EventPending)
+					}
+					col.flush(ctx)
 					return model.MarshalJSON(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
 				})
 				close(launched)
@@ -552,6 +567,41 @@ type collector struct {
 	in     DurableRun
 	mu     sync.Mutex
 	events []store.Event
+	// arrived is closed, per call and event kind, when that event has been
+	// collected.
+	arrived map[eventKey]chan struct{}
+}
+
+type eventKey struct {
+	turn int
+	call string
+	kind agent.EventKind
+}
+
+func (c *collector) arrival(k eventKey) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.arrived == nil {
+		c.arrived = map[eventKey]chan struct{}{}
+	}
+	ch, ok := c.arrived[k]
+	if !ok {
+		ch = make(chan struct{})
+		c.arrived[k] = ch
+	}
+	return ch
+}
+
+// await waits until call's event of kind has been collected, ctx ends, or
+// (should the stream have stopped) a few seconds have passed.
+func (c *collector) await(ctx context.Context, turn int, call string, kind agent.EventKind) {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-c.arrival(eventKey{turn, call, kind}):
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 func (c *collector) drain(stream iter2) (*agent.Result, error) {
@@ -570,8 +620,34 @@ func (c *collector) drain(stream iter2) (*agent.Result, error) {
 			c.events = append(c.events, se)
 			c.mu.Unlock()
 		}
+		if ev.Kind == agent.EventToolResult || ev.Kind == agent.EventPending {
+			ch := c.arrival(eventKey{ev.Turn, ev.CallID, ev.Kind})
+			c.mu.Lock()
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+			c.mu.Unlock()
+		}
 	}
 	return res, runErr
+}
+
+// flush stores the events collected so far. When the store fails they are
+// kept for the next flush (a halt or the end stores them at the latest):
+// the step's work is done, and failing the step would run it again.
+func (c *collector) flush(ctx context.Context) {
+	evs := c.take()
+	if len(evs) == 0 {
+		return
+	}
+	if _, err := c.d.store.AppendEvents(ctx, evs...); err != nil {
+		c.d.log.Warn("storing a run's events failed; they are stored with the next ones", "run", c.in.RunID, "error", err)
+		c.mu.Lock()
+		c.events = append(evs, c.events...)
+		c.mu.Unlock()
+	}
 }
 
 func (c *collector) take() []store.Event {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/runs"
 )
 
 // The crash matrix: a worker is SIGKILLed at four points of a run that asks
@@ -93,6 +94,24 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 			}
 			if r.Status != store.RunDone || r.Lease != nil {
 				t.Errorf("stored run: status %s, lease %v", r.Status, r.Lease)
+			}
+			// The store's event log has the run's story, crash or not.
+			evs, err := c.store.ListEvents(context.Background(), store.EventFilter{AllTenants: true, RunID: runID, Limit: store.MaxLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, e := range evs {
+				seen[e.Type]++
+			}
+			for _, typ := range []string{runs.EventRunStarted, runs.EventTurnUsage, runs.EventToolCall, runs.EventApprovalRequest,
+				runs.EventRunHalted, store.EventApprovalDecided, runs.EventRunResumed, runs.EventToolFinished, runs.EventRunFinished} {
+				if seen[typ] == 0 {
+					t.Errorf("no %s event in the store: %v", typ, seen)
+				}
+			}
+			if seen[runs.EventTurnUsage] < 2 || seen[runs.EventRunFinished] != 1 {
+				t.Errorf("events: %v", seen)
 			}
 			// A second answer is refused by the store, and wakes nothing.
 			page, err := c.store.ListApprovals(context.Background(), store.ApprovalFilter{AllTenants: true, RunID: runID})
