@@ -60,6 +60,21 @@ type DurableRun struct {
 	History []model.Message `json:"history,omitempty"`
 }
 
+// DurableQueue is what a host that does not drive runs itself (a server
+// with its workers elsewhere) needs from a durable engine: runs/dbosengine's
+// Engine implements it, and the command wires it in.
+type DurableQueue interface {
+	// Start stores a new run (PrepareDurable) and enqueues it for a worker;
+	// it returns the run ID (in.RunID, or a new one).
+	Start(ctx context.Context, in DurableRun) (string, error)
+	// Answer records a decision on a pending request in the store (single
+	// use and digest binding stay the store's: store.ErrDecided,
+	// store.ErrExpired, store.ErrNotFound) and then wakes the run.
+	Answer(ctx context.Context, runID, requestID string, d store.Decision) (store.Approval, error)
+	// Wait waits until the run has ended and returns its stored record.
+	Wait(ctx context.Context, runID string) (store.Run, error)
+}
+
 // AnswerTopic is the topic on which an engine's run waits for the answer to
 // its pending request id: the message only wakes it; the answer itself is
 // read from the store.

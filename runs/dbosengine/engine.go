@@ -116,6 +116,7 @@ type Options struct {
 }
 
 // Engine drives durable runs on DBOS, or enqueues them for workers that do.
+// It is a runs.DurableQueue for a server.
 type Engine struct {
 	opts    Options
 	client  dbos.Client
@@ -126,6 +127,8 @@ type Engine struct {
 	wg      sync.WaitGroup
 	log     *slog.Logger
 }
+
+var _ runs.DurableQueue = (*Engine)(nil)
 
 // New opens DBOS's system database (creating its tables), and for a worker
 // registers the workflow and the queue, starts taking runs and recovers
