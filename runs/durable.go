@@ -73,6 +73,10 @@ type DurableQueue interface {
 	Answer(ctx context.Context, runID, requestID string, d store.Decision) (store.Approval, error)
 	// Wait waits until the run has ended and returns its stored record.
 	Wait(ctx context.Context, runID string) (store.Run, error)
+	// Cancel stores the run cancelled (by names who cancelled) and stops
+	// it: at once when it waits for an answer, at its next step when it
+	// runs. ErrNotResumable for a run that has ended.
+	Cancel(ctx context.Context, runID, by string) error
 }
 
 // AnswerTopic is the topic on which an engine's run waits for the answer to
@@ -237,27 +241,35 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 			return nil, d.finish(ctx, eng, in, nil, err, built)
 		}
 	}
-	res, runErr := c.drain(a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...)))
+	res, runErr := d.part(ctx, in, c, func(ctx context.Context) iter2 {
+		return a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...))
+	})
+	status := store.RunRunning // the stored status while the part runs
 	for halt := 1; runErr == nil && res != nil && res.Status == agent.StatusPending && res.State != nil; halt++ {
-		if err := d.halt(ctx, eng, in, res, c.take(), halt); err != nil {
-			return res, err
+		if err := d.halt(ctx, eng, in, res, c.take(), halt, status); err != nil {
+			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
 		}
 		var answers []tool.Answer
 		for _, q := range res.State.PendingRequests() {
 			ans, err := d.await(ctx, eng, in, q)
 			if err != nil {
-				return res, err
+				return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
 			}
 			answers = append(answers, ans)
 		}
-		if _, err := eng.Step(ctx, fmt.Sprintf("resume %d", halt), func(ctx context.Context) ([]byte, error) {
+		b, err := eng.Step(ctx, fmt.Sprintf("resume %d", halt), func(ctx context.Context) ([]byte, error) {
 			data, _ := json.Marshal(map[string]any{"from": string(store.RunPending), "holder": DurableHolder})
-			_, err := d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{Status: store.RunResuming,
+			_, err := d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: store.RunPending, Status: store.RunResuming,
 				Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunResumed, Data: data}}})
-			return nil, err
-		}); err != nil {
-			return res, err
+			return d.cancelledOr(ctx, in.RunID, store.RunResuming, err)
+		})
+		if err == nil && string(b) == cancelledMark {
+			err = errCancelRequested
 		}
+		if err != nil {
+			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
+		}
+		status = store.RunResuming
 		var ids []string
 		for _, b := range res.State.Batch {
 			if b.Pending != nil {
@@ -265,9 +277,92 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 			}
 		}
 		seq.reset(ids)
-		res, runErr = c.drain(a.ResumeStream(ctx, res.State, answers...))
+		st := res.State
+		res, runErr = d.part(ctx, in, c, func(ctx context.Context) iter2 { return a.ResumeStream(ctx, st, answers...) })
 	}
 	return res, d.finish(ctx, eng, in, res, runErr, built, c.take()...)
+}
+
+// part drives one part of the run (up to its end or a halt), within the
+// configuration's timeout: the time spent waiting for answers does not
+// count, as for a [Host].
+func (d *Durable) part(ctx context.Context, in DurableRun, c *collector, stream func(context.Context) iter2) (*agent.Result, error) {
+	if t := time.Duration(in.Config.Timeout); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than its timeout %s", t))
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := d.watchCancel(ctx, in.RunID, cancel)
+	res, err := c.drain(stream(ctx))
+	cause := context.Cause(ctx)
+	cancel(nil) // ends the watch
+	stop()
+	switch {
+	case errors.Is(cause, errCancelRequested):
+		err = errCancelRequested
+	case err != nil && cause != nil && !errors.Is(cause, context.Canceled):
+		err = fmt.Errorf("%w (%v)", err, cause)
+	}
+	return res, err
+}
+
+// watchCancel follows the run's events in the store while a part runs and
+// cancels it when a cancel is requested or stored (Engine adapters' Cancel,
+// [Host.Cancel]), so that a model turn or a tool that is running stops
+// rather than finishing first.
+func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var after int64
+		for {
+			evs, err := d.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after, Limit: store.MaxLimit})
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				d.log.Warn("watching a run for a cancel failed", "run", runID, "error", err)
+			}
+			for _, e := range evs {
+				after = e.Seq
+				if e.Type == EventRunCancelled || e.Type == EventCancelRequested {
+					cancel(errCancelRequested)
+					return
+				}
+			}
+			if len(evs) == store.MaxLimit {
+				continue
+			}
+			if err := d.store.WaitEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after}); err != nil && ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// cancelledMark is what a step records when it found the run cancelled.
+const cancelledMark = "cancelled"
+
+// cancelledOr returns what a step that moved the run's status to target
+// records when the store refused the move (err, store.ErrConflict):
+// cancelledMark when the run was cancelled meanwhile, nothing when it has
+// target already (the step ran before and was interrupted before it was
+// recorded), else err.
+func (d *Durable) cancelledOr(ctx context.Context, runID string, target store.RunStatus, err error) ([]byte, error) {
+	if errors.Is(err, store.ErrConflict) {
+		r, gerr := d.store.GetRun(ctx, runID)
+		switch {
+		case gerr != nil:
+			return nil, errors.Join(err, gerr)
+		case r.Status == store.RunCancelled:
+			return []byte(cancelledMark), nil
+		case r.Status == target:
+			return nil, nil
+		}
+	}
+	return nil, err
 }
 
 // steps is the middleware that makes each model turn and each call pass a
@@ -483,8 +578,8 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 
 // halt stores a halted part of the run: its state, its new approvals and
 // the events it emitted, as one step.
-func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, evs []store.Event, n int) error {
-	_, err := eng.Step(ctx, fmt.Sprintf("halt %d", n), func(ctx context.Context) ([]byte, error) {
+func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, evs []store.Event, n int, from store.RunStatus) error {
+	b, err := eng.Step(ctx, fmt.Sprintf("halt %d", n), func(ctx context.Context) ([]byte, error) {
 		st, err := model.MarshalJSON(res.State)
 		if err != nil {
 			return nil, err
@@ -498,16 +593,20 @@ func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agen
 		}
 		data, _ := json.Marshal(map[string]any{"status": string(store.RunPending), "reason": res.Reason})
 		evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunHalted, Time: d.now(), Data: data})
-		_, err = d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{Status: store.RunPending, State: st, Result: resultJSON(res),
+		_, err = d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: from, Status: store.RunPending, State: st, Result: resultJSON(res),
 			Approvals: approvalsOf(in.Tenant, res.State, known), Events: evs})
-		return nil, err
+		return d.cancelledOr(ctx, in.RunID, store.RunPending, err)
 	})
+	if err == nil && string(b) == cancelledMark {
+		return errCancelRequested
+	}
 	return err
 }
 
 // awaitRecord is what the engine records of one look at a request's answer.
 type awaitRecord struct {
-	Answer *tool.Answer `json:"answer,omitempty"`
+	Answer    *tool.Answer `json:"answer,omitempty"`
+	Cancelled bool         `json:"cancelled,omitempty"`
 }
 
 // await waits for the answer to q: it looks in the store, and until the
@@ -516,11 +615,17 @@ type awaitRecord struct {
 func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, q tool.Request) (tool.Answer, error) {
 	for {
 		b, err := eng.Step(ctx, "answer "+q.ID, func(ctx context.Context) ([]byte, error) {
+			var rec awaitRecord
+			if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
+				return nil, err
+			} else if r.Status == store.RunCancelled {
+				rec.Cancelled = true
+				return json.Marshal(rec)
+			}
 			a, err := d.store.GetApproval(ctx, in.RunID, q.ID)
 			if err != nil {
 				return nil, err
 			}
-			var rec awaitRecord
 			switch {
 			case a.Status == store.StatusPending && a.Expired(d.now()):
 				rec.Answer = &tool.Answer{ID: q.ID, By: "runtime", Reason: "the approval request expired before anyone answered it"}
@@ -539,6 +644,9 @@ func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, q tool.R
 		var rec awaitRecord
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return tool.Answer{}, fmt.Errorf("runs: run %s: recorded answer of %s: %w", in.RunID, q.ID, err)
+		}
+		if rec.Cancelled {
+			return tool.Answer{}, errCancelRequested
 		}
 		if rec.Answer != nil {
 			return *rec.Answer, nil
@@ -561,10 +669,27 @@ func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *ag
 	if res != nil && runErr == nil {
 		status = store.RunStatus(res.Status)
 	}
+	if errors.Is(runErr, errCancelRequested) {
+		status = store.RunCancelled
+	}
 	_, err := eng.Step(ctx, "finish", func(ctx context.Context) ([]byte, error) {
-		data, _ := json.Marshal(map[string]any{"status": string(status), "reason": reasonOf(res, runErr)})
-		evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunFinished, Time: d.now(), Data: data})
-		_, err := d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{Status: status, Result: resultJSON(res), ReleaseLease: true, Events: evs})
+		u := store.RunUpdate{Status: status, Result: resultJSON(res), ReleaseLease: true}
+		// A run cancelled meanwhile keeps that status (and its event).
+		if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
+			return nil, err
+		} else if r.Status == store.RunCancelled {
+			u.Status = ""
+			status = store.RunCancelled
+		} else {
+			typ := EventRunFinished
+			if status == store.RunCancelled {
+				typ = EventRunCancelled
+			}
+			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": reasonOf(res, runErr)})
+			evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
+		}
+		u.Events = evs
+		_, err := d.store.UpdateRun(ctx, in.RunID, u)
 		return nil, err
 	})
 	if built != nil && built.OnStop != nil {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
@@ -154,5 +156,63 @@ func parallelCalls(t *testing.T, db string) {
 	}
 	if !strings.Contains(string(r.Result), "done freepar: met 1, met 2, met 3") {
 		t.Errorf("the calls did not all run at once, or their results are not in the model's order: %s", r.Result)
+	}
+}
+
+// Cancel stops a run that waits for an answer at once, and a running one at
+// its next step; the stored status stays cancelled, and a later answer
+// wakes nothing.
+func TestCancel(t *testing.T) {
+	c := newCluster(t, "sqlite:"+filepath.Join(t.TempDir(), "dbos.db"), 0)
+	ctx := context.Background()
+
+	waiting := c.start("cancelwait")
+	req := c.pending(waiting)
+	if err := c.client.Cancel(ctx, waiting, "person:alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.client.Cancel(ctx, waiting, "person:alice"); !errors.Is(err, runs.ErrNotResumable) {
+		t.Errorf("second cancel: %v, want ErrNotResumable", err)
+	}
+	if _, err := c.client.Answer(ctx, waiting, req, store.Decision{Approve: true, By: "person:bob"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(filepath.Join(c.dir, "block-model-freecancel-2"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	running := c.start("freecancel")
+	c.waitFor("turn 2 to start", 60e9, c.exists("block-model-freecancel-2.started"))
+	if err := c.client.Cancel(ctx, running, "person:alice"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the cancelled run's model turn to be interrupted", 60e9, c.exists("block-model-freecancel-2.cancelled"))
+	// The worker goes on with other runs; by the time one has finished, the
+	// cancelled ones had every chance to go on too.
+	c.finished(c.start("freeafter"))
+	for _, id := range []string{waiting, running} {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		r, err := c.client.Wait(wctx, id)
+		cancel()
+		if err != nil || r.Status != store.RunCancelled || r.Lease != nil {
+			t.Errorf("run %s: %s, lease %v, %v", id, r.Status, r.Lease, err)
+		}
+	}
+	if got, _ := c.counts("cancelwait"); got["tool"] != 0 || got["turn 2"] != 0 {
+		t.Errorf("the cancelled waiting run went on: %v", got)
+	}
+	if got, _ := c.counts("freecancel"); got["turn 2"] != 0 {
+		t.Errorf("the cancelled running run went on: %v", got)
+	}
+	evs, err := c.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: running, Limit: store.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	if !slices.Contains(types, runs.EventRunCancelled) || slices.Contains(types, runs.EventRunFinished) {
+		t.Errorf("events of the cancelled run: %v", types)
 	}
 }

@@ -35,6 +35,7 @@ package dbosengine
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -270,6 +271,38 @@ func (e *Engine) Answer(ctx context.Context, runID, requestID string, d store.De
 		return a, err
 	}
 	return a, e.Wake(ctx, runID, requestID)
+}
+
+// Cancel stores the run cancelled, with a run.cancelled event naming by,
+// releases its record, and cancels its workflow: a run waiting for an
+// answer stops at once, a running one at its next step (the step it is in
+// finishes; a tool is not interrupted). Errors: runs.ErrNotResumable for a
+// run that has ended, the store's (store.ErrNotFound) and DBOS's.
+func (e *Engine) Cancel(ctx context.Context, runID, by string) error {
+	st := e.opts.Store
+	data, _ := json.Marshal(map[string]string{"by": by})
+	for range 3 {
+		r, err := st.GetRun(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if r.Status.Finished() {
+			return fmt.Errorf("%w: run %s is %s", runs.ErrNotResumable, runID, r.Status)
+		}
+		_, err = st.UpdateRun(ctx, runID, store.RunUpdate{From: r.Status, Status: store.RunCancelled, ReleaseLease: true,
+			Events: []store.Event{{Tenant: r.Tenant, RunID: runID, Type: runs.EventRunCancelled, Data: data}}})
+		if errors.Is(err, store.ErrConflict) {
+			continue // its status changed meanwhile: look again
+		}
+		if err != nil {
+			return err
+		}
+		if err := dbos.CancelWorkflow(e.client, runID); err != nil {
+			return fmt.Errorf("dbosengine: cancelling run %s: %w", runID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("dbosengine: cancelling run %s: its status keeps changing", runID)
 }
 
 // Wake sends the message that makes a durable run look at the answer to

@@ -95,7 +95,8 @@ func count(dir, key, what string) {
 }
 
 // blockIf blocks until ctx ends when the file dir/name exists, after
-// writing the marker dir/name.started.
+// writing the marker dir/name.started; it writes dir/name.cancelled when
+// ctx ends (in a worker that is not killed).
 func blockIf(ctx context.Context, dir, name string) error {
 	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 		return nil
@@ -104,6 +105,7 @@ func blockIf(ctx context.Context, dir, name string) error {
 		return err
 	}
 	<-ctx.Done()
+	_ = os.WriteFile(filepath.Join(dir, name+".cancelled"), nil, 0o600)
 	return ctx.Err()
 }
 
