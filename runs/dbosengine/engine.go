@@ -253,7 +253,12 @@ func (e *Engine) Start(ctx context.Context, in runs.DurableRun) (string, error) 
 	_, err := dbos.Enqueue[Output](e.client, e.opts.Queue, WorkflowName, in,
 		dbos.WithEnqueueWorkflowID(in.RunID), dbos.WithEnqueueApplicationVersion(ApplicationVersion))
 	if err != nil {
-		return in.RunID, fmt.Errorf("dbosengine: enqueuing run %s: %w", in.RunID, err)
+		err = fmt.Errorf("dbosengine: enqueuing run %s: %w", in.RunID, err)
+		// No worker will ever take it: store it as failed, not running.
+		data, _ := json.Marshal(map[string]string{"status": string(store.RunError), "reason": err.Error()})
+		_, uerr := e.opts.Store.UpdateRun(context.WithoutCancel(ctx), in.RunID, store.RunUpdate{Status: store.RunError, ReleaseLease: true,
+			Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: runs.EventRunFinished, Data: data}}})
+		return in.RunID, errors.Join(err, uerr)
 	}
 	return in.RunID, nil
 }
