@@ -245,3 +245,68 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 		t.Fatalf("a clean run has only %d steps", clean)
 	}
 }
+
+// runs.Host.Cancel (tollgate runs cancel) stops a durable run too: one that
+// waits for an answer at its next look at the store, one whose model turn
+// runs by cancelling the turn. Its stored status stays cancelled.
+func TestDurableHostCancel(t *testing.T) {
+	for _, when := range []string{"waiting", "running"} {
+		t.Run(when, func(t *testing.T) {
+			ctx := context.Background()
+			st := store.NewMemory(nil)
+			var h *runs.Host
+			tools := 0
+			m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+				if when == "running" {
+					// Cancelled from elsewhere while the turn runs.
+					go func() {
+						if err := h.Cancel(context.Background(), "run_c", "person:bob"); err != nil {
+							t.Errorf("cancel: %v", err)
+						}
+					}()
+					<-ctx.Done()
+					return model.Reply{}, ctx.Err()
+				}
+				return model.Reply{ToolCalls: []model.FuncCall{{Name: "transfer_funds", Arguments: map[string]any{"amount": 5}}}}, nil
+			})
+			type in struct {
+				Amount int `json:"amount"`
+			}
+			transfer := tool.Must("transfer_funds", "moves money", func(ctx context.Context, a in) (string, error) { tools++; return "moved", nil }, nil)
+			b := &testBuilder{m: m, tools: agent.ToolList{transfer}}
+			var err error
+			if h, err = runs.New(st, b, nil); err != nil {
+				t.Fatal(err)
+			}
+			d, err := runs.NewDurable(st, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := newFakeEngine()
+			eng.onWait = func(topic string) {
+				if err := h.Cancel(ctx, "run_c", "person:bob"); err != nil {
+					t.Errorf("cancel: %v", err)
+				}
+			}
+			input := runs.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+			if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+				t.Fatal(err)
+			}
+			eng.execution(-1)
+			done := make(chan error, 1)
+			go func() { _, err := d.Drive(ctx, eng, input); done <- err }()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the cancelled run did not stop")
+			}
+			if err == nil {
+				t.Error("Drive of a cancelled run returned no error")
+			}
+			r, gerr := st.GetRun(ctx, "run_c")
+			if gerr != nil || r.Status != store.RunCancelled || r.Lease != nil || tools != 0 {
+				t.Errorf("stored %s, lease %v, tool ran %d times (%v)", r.Status, r.Lease, tools, gerr)
+			}
+		})
+	}
+}

@@ -69,7 +69,7 @@ var ApplicationVersion = fmt.Sprintf("tollgate-s%d-w%d", agent.StateVersion, Wor
 
 // Defaults of [Options].
 const (
-	DefaultConcurrency = 8
+	DefaultConcurrency = 64
 	DefaultHeartbeat   = 5 * time.Second
 	DefaultDeadAfter   = 30 * time.Second
 	DefaultQueuePoll   = 50 * time.Millisecond
@@ -93,7 +93,8 @@ type Options struct {
 	// Queue is the queue's name (default DefaultQueue).
 	Queue string
 	// Concurrency is how many runs this worker drives at once (default
-	// DefaultConcurrency).
+	// DefaultConcurrency). A run waiting for an answer counts: it holds a
+	// goroutine and a wait in the database, not a thread.
 	Concurrency int
 	// ExecutorID names this process to DBOS (default hostname, PID and a
 	// random suffix). Two live processes must never share one.
