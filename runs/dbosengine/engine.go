@@ -132,7 +132,8 @@ type Engine struct {
 
 var _ runs.DurableQueue = (*Engine)(nil)
 
-// New opens DBOS's system database (creating its tables), and for a worker
+// New opens DBOS's system database (creating or migrating its tables, for
+// an engine that only enqueues too), and for a worker
 // registers the workflow and the queue, starts taking runs and recovers
 // this executor's interrupted ones. Close it when done.
 func New(ctx context.Context, opts Options) (*Engine, error) {
@@ -177,6 +178,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, log: log}
 	if !opts.Worker {
+		// A client does not create DBOS's tables: a server that only
+		// enqueues may start before any worker has.
+		if err := dbos.Migrate(ctx, opts.DatabaseURL, dbos.WithMigrateLogger(log)); err != nil {
+			return nil, fmt.Errorf("dbosengine: creating DBOS's tables: %w", err)
+		}
 		c, err := dbos.NewClient(ctx, dbos.ClientConfig{DatabaseURL: opts.DatabaseURL, AppName: appName, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("dbosengine: %w", err)
