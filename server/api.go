@@ -309,7 +309,7 @@ func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principa
 	case err != nil:
 		// The error may name the database: it is logged, not shown.
 		s.log.Error("enqueuing a durable run failed", "run", in.RunID, "error", err)
-		problemf(w, r, http.StatusServiceUnavailable, "the run could not be enqueued for a worker; retry later")
+		problemf(w, r, http.StatusServiceUnavailable, "the run could not be enqueued for a worker (the server's log says why)")
 		return
 	}
 	run, err := s.store.GetRun(r.Context(), in.RunID)
