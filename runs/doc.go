@@ -36,4 +36,15 @@
 //
 // The agent is rebuilt from the stored [RunConfig] by the host's [Builder],
 // never from the current directory or command-line flags.
+//
+// # Durable runs
+//
+// [Durable] drives a run as a workflow of a durable-execution engine
+// ([Engine]: recorded steps and a durable wait; package runs/dbosengine
+// implements it on DBOS Transact), so that runs spread over many worker
+// processes survive any of them dying: each model turn and each tool call
+// is a step that is never run again once recorded, and a pending request
+// waits in the engine rather than in a process. [Durable] documents what
+// runs once, at most once and at least once; [DurableQueue] is what a
+// server that enqueues runs needs.
 package runs

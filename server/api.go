@@ -254,6 +254,10 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusServiceUnavailable, "the server is shutting down; start the run on another")
 		return
 	}
+	if s.durable != nil {
+		s.startDurable(w, r, p, runs.DurableRun{RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt})
+		return
+	}
 	created := make(chan store.Run, 1)
 	failed := make(chan error, 1)
 	started := s.drive(id, func(ctx context.Context) error {
@@ -291,6 +295,39 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("the run could not start: agent %q in the server configuration: %s", req.Agent, errText(err)))
 	case <-r.Context().Done():
 	}
+}
+
+// startDurable enqueues a durable run and answers with its stored record.
+// The autonomy level in force for the tenant is the run's from its start (a
+// worker builds the run's agent from its stored configuration).
+func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principal, in runs.DurableRun) {
+	if lvl := s.autonomy.effective(runRef{in.Tenant, in.RunID}); lvl != "" {
+		in.Config.Autonomy = lvl
+	}
+	// A client that goes away does not leave a run stored but not enqueued.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	defer cancel()
+	_, err := s.durable.Start(ctx, in)
+	switch {
+	case errors.Is(err, store.ErrExists):
+		s.waitStored(w, r, p, in.RunID) // the same key, started by a request in flight
+		return
+	case errors.Is(err, runs.ErrEmptyPrompt):
+		problemf(w, r, http.StatusUnprocessableEntity, "prompt: the prompt is empty")
+		return
+	case err != nil:
+		// The error may name the database: it is logged, not shown.
+		s.log.Error("enqueuing a durable run failed", "run", in.RunID, "error", err)
+		problemf(w, r, http.StatusServiceUnavailable, "the run could not be enqueued for a worker (the server's log says why)")
+		return
+	}
+	run, err := s.store.GetRun(r.Context(), in.RunID)
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "reading the run failed")
+		return
+	}
+	w.Header().Set("Location", "/v1/runs/"+url.PathEscape(in.RunID))
+	s.writeRun(w, r, http.StatusCreated, run)
 }
 
 // waitStored answers with a run another request is creating.
@@ -473,7 +510,11 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 	if !ok {
 		return
 	}
-	err := s.host.Cancel(r.Context(), run.ID, p.Decider().String())
+	cancelRun := s.host.Cancel
+	if s.durable != nil && durableRun(run) {
+		cancelRun = s.durable.Cancel
+	}
+	err := cancelRun(r.Context(), run.ID, p.Decider().String())
 	switch {
 	case errors.Is(err, runs.ErrNotResumable), errors.Is(err, store.ErrConflict):
 		writeProblem(w, r, Problem{Status: http.StatusConflict, Detail: "the run has ended or changed; it cannot be cancelled"})
@@ -651,7 +692,20 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 				Detail: "editedArgs do not fit the tool's input schema", Errors: errs}
 		}
 	}
-	got, err := s.host.Answer(ctx, a.RunID, a.ID, store.Answer{Approve: approve, By: by, Reason: req.Reason, Data: data})
+	answer := s.host.Answer
+	if s.durable != nil {
+		if run, err := s.store.GetRun(ctx, a.RunID); err == nil && durableRun(run) {
+			answer = s.durable.Answer // records it, then wakes the waiting workflow
+		}
+	}
+	got, err := answer(ctx, a.RunID, a.ID, store.Answer{Approve: approve, By: by, Reason: req.Reason, Data: data})
+	if err != nil && !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrExpired) && !errors.Is(err, store.ErrNotFound) &&
+		got.ID == a.ID && got.Status != store.StatusPending && got.DecidedBy == by {
+		// Recorded, but the run was not woken: it sees the answer at its
+		// next look at the store (runs.DurableOptions.AnswerPoll).
+		s.log.Warn("a decision is stored but its run was not woken", "run", a.RunID, "request", a.ID, "error", err)
+		err = nil
+	}
 	switch {
 	case errors.Is(err, store.ErrExpired):
 		return ApprovalView{}, &Problem{Type: ProblemExpired, Title: "Approval expired", Status: http.StatusGone, Detail: "the request expired before it was decided"}

@@ -58,6 +58,9 @@ const (
 //	    mcp: [mcp.json]
 //	    records: records.jsonl
 //	    sandbox: {bash: workspace, hooks: workspace, read: [], connect: [], passEnv: []}
+//	durable:                      # durable runs, driven by workers (see DurableConfig)
+//	  databaseEnv: TOLLGATE_DBOS_URL  # DBOS's system database URL (postgres://… or sqlite:FILE); or database: URL
+//	  concurrency: 0              # runs this server drives itself; 0: it only enqueues and answers
 //	webhooks:                     # Standard Webhooks, signed; see Webhook
 //	  - url: https://hooks.example.com/tollgate
 //	    secretEnv: TOLLGATE_WEBHOOK_SECRET   # the variable holding the whsec_ secret (never the secret itself)
@@ -98,6 +101,9 @@ type Config struct {
 	// Webhooks are the outbound webhooks, their secrets read from the
 	// environment variables the file names.
 	Webhooks []Webhook
+	// Durable is the durable: section, or nil for runs driven by the
+	// server itself.
+	Durable *DurableConfig
 
 	// syntax is the file's syntax tree, for the positions of later problems.
 	syntax *ast.File
@@ -155,6 +161,42 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 	return ps.err()
 }
 
+// DurableConfig is the durable: section of a server configuration: the
+// runs the server starts are durable runs (runs.Durable) on a DBOS queue,
+// driven by `tollgate worker` processes and, when Concurrency is above
+// zero, by the server's own process too. The command wires it
+// ([Options.Durable]); the keys mirror `tollgate worker`'s:
+//
+//	durable:
+//	  database: postgres://…      # DBOS's system database, or sqlite:FILE on one machine
+//	  databaseEnv: TOLLGATE_DBOS_URL  # instead of database: the variable holding the URL
+//	  queue: tollgate-runs        # the workers' queue (default)
+//	  concurrency: 0              # runs this process drives at once; 0 (default): none, it
+//	                              # enqueues, answers and cancels, and workers drive the runs
+//	  executorId: server-a        # this process's name to DBOS (default: hostname, PID, random)
+//	  heartbeat: 5s               # with concurrency above 0, as for a worker
+//	  deadAfter: 30s
+//	  answerPoll: 30s
+//
+// The store must be one the workers share (sqlite in the same state
+// directory on one machine, postgres for many); store: memory is refused.
+type DurableConfig struct {
+	// DatabaseURL is DBOS's system database: the value of database, or of
+	// the variable databaseEnv names (a relative sqlite: path is resolved
+	// against the configuration's directory). It may hold a password: it
+	// is never logged.
+	DatabaseURL string
+	// Queue is the queue's name, "" for the engine's default.
+	Queue string
+	// Concurrency is how many runs this process drives at once; 0 makes
+	// the server enqueue only.
+	Concurrency int
+	// ExecutorID names this process to DBOS, "" for the engine's default.
+	ExecutorID string
+	// Heartbeat, DeadAfter and AnswerPoll are zero for the engine's defaults.
+	Heartbeat, DeadAfter, AnswerPoll time.Duration
+}
+
 // DefaultAddr is the address a configuration without addr listens on.
 const DefaultAddr = "127.0.0.1:7777"
 
@@ -167,6 +209,18 @@ type configYAML struct {
 	ShutdownGrace string               `yaml:"shutdownGrace"`
 	Agents        map[string]agentYAML `yaml:"agents"`
 	Webhooks      []webhookYAML        `yaml:"webhooks"`
+	Durable       *durableYAML         `yaml:"durable"`
+}
+
+type durableYAML struct {
+	Database    string `yaml:"database"`
+	DatabaseEnv string `yaml:"databaseEnv"`
+	Queue       string `yaml:"queue"`
+	Concurrency int    `yaml:"concurrency"`
+	ExecutorID  string `yaml:"executorId"`
+	Heartbeat   string `yaml:"heartbeat"`
+	DeadAfter   string `yaml:"deadAfter"`
+	AnswerPoll  string `yaml:"answerPoll"`
 }
 
 type webhookYAML struct {
@@ -401,10 +455,45 @@ func LoadConfig(path string) (*Config, error) {
 		}
 		c.Webhooks = append(c.Webhooks, wh)
 	}
+	if d := y.Durable; d != nil {
+		c.Durable = loadDurable(ps, d, c.Store, rel, duration)
+	}
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+func loadDurable(ps *problems, d *durableYAML, storeKind string, rel func(string) string, duration func(yp, field, v string) time.Duration) *DurableConfig {
+	c := &DurableConfig{Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
+		Heartbeat:  duration("$.durable.heartbeat", "durable.heartbeat", d.Heartbeat),
+		DeadAfter:  duration("$.durable.deadAfter", "durable.deadAfter", d.DeadAfter),
+		AnswerPoll: duration("$.durable.answerPoll", "durable.answerPoll", d.AnswerPoll),
+	}
+	switch {
+	case d.Database != "" && d.DatabaseEnv != "":
+		ps.add("$.durable", "durable.database", "database and databaseEnv are both set; give one")
+	case d.DatabaseEnv != "":
+		if c.DatabaseURL = os.Getenv(d.DatabaseEnv); c.DatabaseURL == "" {
+			ps.add("$.durable.databaseEnv", "durable.databaseEnv", "the environment variable %s is not set", d.DatabaseEnv)
+		}
+	case d.Database != "":
+		c.DatabaseURL = d.Database
+	default:
+		ps.add("$.durable", "durable.database", "required: DBOS's system database, postgres://… or sqlite:FILE (or databaseEnv: the variable holding it)")
+	}
+	if p, ok := strings.CutPrefix(c.DatabaseURL, "sqlite:"); ok && p != "" && p != ":memory:" {
+		c.DatabaseURL = "sqlite:" + rel(strings.TrimPrefix(p, "//"))
+	} else if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		ps.add("$.durable", "durable.database", "want postgres://USER@HOST:PORT/DATABASE or sqlite:FILE")
+	}
+	if d.Concurrency < 0 {
+		ps.add("$.durable.concurrency", "durable.concurrency", "must not be negative, got %d", d.Concurrency)
+	}
+	if storeKind == "memory" {
+		ps.add("$.store", "store", "memory cannot hold durable runs: the workers must share the store (sqlite or postgres)")
+	}
+	return c
 }
 
 // Loopback reports whether addr (HOST:PORT) listens on loopback only:

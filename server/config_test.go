@@ -62,6 +62,32 @@ agents:
 	}
 }
 
+// The durable: section: the URL from the variable databaseEnv names, or a
+// sqlite: path relative to the file; zero concurrency enqueues only.
+func TestLoadConfigDurable(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TOLLGATE_TEST_DBOS_URL", "postgres://tollgate@db:5432/tollgate")
+	p := writeFile(t, dir, "server.yaml", "store: postgres\nagents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  databaseEnv: TOLLGATE_TEST_DBOS_URL\n  deadAfter: 20s\n")
+	c, err := server.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Durable; d == nil || d.DatabaseURL != "postgres://tollgate@db:5432/tollgate" || d.Concurrency != 0 || d.DeadAfter != 20*time.Second {
+		t.Fatalf("durable %+v", c.Durable)
+	}
+	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:dbos.db\n  concurrency: 8\n  queue: q\n")
+	if c, err = server.LoadConfig(p); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Durable; d == nil || d.DatabaseURL != "sqlite:"+filepath.Join(dir, "dbos.db") || d.Concurrency != 8 || d.Queue != "q" {
+		t.Fatalf("durable %+v", c.Durable)
+	}
+	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\n")
+	if c, err = server.LoadConfig(p); err != nil || c.Durable != nil {
+		t.Fatalf("without durable: %+v %v", c, err)
+	}
+}
+
 // Every problem says file, line, column and field.
 func TestLoadConfigErrors(t *testing.T) {
 	t.Setenv("TOLLGATE_TEST_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
@@ -79,6 +105,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"alias", "x: &a [1]\ny: *a\n", "alias"},
 		{"too deep", strings.Repeat("[", 40) + strings.Repeat("]", 40), "nest"},
 		{"webhook secret unset", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: https://x\n    secretEnv: TOLLGATE_TEST_UNSET_SECRET\n", ":7:16: webhooks[0].secretEnv: the environment variable TOLLGATE_TEST_UNSET_SECRET is not set"},
+		{"durable no database", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  concurrency: 2\n", ":6:14: durable.database: required"},
+		{"durable env unset", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  databaseEnv: TOLLGATE_TEST_UNSET_DBOS\n", ":6:16: durable.databaseEnv: the environment variable TOLLGATE_TEST_UNSET_DBOS is not set"},
+		{"durable both", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n  databaseEnv: X\n", "durable.database: database and databaseEnv are both set"},
+		{"durable bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: mysql://x\n", "durable.database: want postgres://"},
+		{"durable negative", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n  concurrency: -1\n", ":7:16: durable.concurrency: must not be negative"},
+		{"durable bad duration", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n  deadAfter: later\n", ":7:14: durable.deadAfter: want a duration"},
+		{"durable memory store", "store: memory\nagents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n", "store: memory cannot hold durable runs"},
 		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
 	}
 	for _, c := range cases {

@@ -92,6 +92,13 @@
 // context, and then stops them without ending them (runs.ErrHostStopping):
 // their latest checkpoint stays, and the next server takes them over.
 //
+// With [Options.Durable] the runs the server starts are durable runs on a
+// queue (runs.DurableQueue; `tollgate serve` wires DBOS from the durable:
+// section of its configuration): workers drive them, a decision on one of
+// their requests is recorded and then wakes the waiting run, and the
+// server never resumes them itself. Their events come from the store like
+// any run's.
+//
 // # Autonomy
 //
 // PUT /v1/autonomy sets the autonomy level (full_auto, supervised,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,11 +51,13 @@ const transferSchema = `{"type":"object","properties":{"amount":{"type":"integer
 // testBuilder builds agents over the scripted model and tools, with a
 // policy that asks before transfer and takes the run's autonomy level.
 type testBuilder struct {
-	m     model.Model
-	tools agent.ToolList
+	m      model.Model
+	tools  agent.ToolList
+	builds atomic.Int64
 }
 
 func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	b.builds.Add(1)
 	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "test", Rules: []approval.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
 	if err != nil {
 		return nil, err

@@ -239,6 +239,9 @@ func (s *Server) tryResume(ctx context.Context, runID string) {
 // tryResumeRun resumes r in the background if it can go on: halted with no
 // request left unanswered, or running without a live lease.
 func (s *Server) tryResumeRun(ctx context.Context, r store.Run) {
+	if durableRun(r) {
+		return // its workflow waits for the answer and goes on by itself
+	}
 	switch r.Status {
 	case store.RunPending:
 		p, err := s.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, RunID: r.ID, Status: store.StatusPending, Limit: 1})

@@ -51,6 +51,16 @@ type Options struct {
 	// Webhooks receive their tenant's events, signed (Standard Webhooks),
 	// while [Server.Run] runs.
 	Webhooks []Webhook
+	// Durable, if set, makes the runs this server starts durable runs
+	// (runs.Durable, driven by workers: `tollgate worker`, or this process's
+	// own engine): POST /v1/runs enqueues the run with
+	// [runs.DurableQueue.Start] (the run ID is the workflow's ID; an
+	// Idempotency-Key still names one run); a decision on a durable run's
+	// request is recorded with [runs.DurableQueue.Answer], which wakes the
+	// waiting run; a durable run is cancelled with [runs.DurableQueue.Cancel].
+	// The server never resumes a durable run itself: its workflow does.
+	// Events, approvals and metrics come from the store as for any run.
+	Durable runs.DurableQueue
 	// Logger receives the server's logs (default discards). Tokens, prompts
 	// and arguments are never logged.
 	Logger *slog.Logger
@@ -96,6 +106,7 @@ type Server struct {
 	autonomy autonomyTable
 	webhooks []*webhook
 	streams  streamSlots
+	durable  runs.DurableQueue
 
 	// runCtx is the context of every run this server drives; Shutdown
 	// cancels it with runs.ErrHostStopping once its grace is over.
@@ -128,6 +139,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		store: s, agents: map[string]runs.RunConfig{}, tokens: opts.Tokens, page: opts.Page,
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
 		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{},
+		durable: opts.Durable,
 	}
 	if srv.log == nil {
 		srv.log = slog.New(slog.DiscardHandler)
@@ -360,6 +372,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// durableRun reports whether r is a durable run that has not ended: its
+// record is held by the durable engine (runs.DurableHolder) for as long as
+// it runs or waits, and only its workflow drives it.
+func durableRun(r store.Run) bool {
+	return r.Lease != nil && r.Lease.Holder == runs.DurableHolder
 }
 
 // runRef names the run an agent is built for, on the builder's context.

@@ -148,6 +148,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env), newRunsCmd(env),
 		newDoctorCmd(env),
 		newServeCmd(env),
+		newWorkerCmd(env),
 	)
 	// Unknown subcommands and bad arguments are usage errors too, at every
 	// depth: "tollgate policy chek FILE" must not print help and exit 0.

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
 )
@@ -48,7 +49,10 @@ bearer tokens, tenants and roles. Runs are stored in the state directory
 (SQLite), or in the PostgreSQL store of --store or $TOLLGATE_STORE_URL, which
 several servers may share; a run that waits for an approval survives a restart: approved
 runs resume by themselves, exactly once. People decide in a browser on the
-approvals page at the server's address (/). See package server for the API and
+approvals page at the server's address (/). With a durable: section the runs
+are durable runs on a DBOS queue, driven by 'tollgate worker' processes (and
+by this one when its concurrency is above zero); see "Many machines" in the
+README. See package server for the API and
 'tollgate serve token' to make a token.
 
 Without a tokens file the server listens on loopback only, and writes an admin
@@ -168,7 +172,30 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if err := cfg.CheckAgents(ctx, b); err != nil {
 		return usageErr("serve: %v", err)
 	}
-	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()})
+	opts := &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
+	durable := "off"
+	if d := cfg.Durable; d != nil {
+		e, err := dbosengine.New(ctx, dbosengine.Options{
+			DatabaseURL: d.DatabaseURL, Store: st, Builder: b, Worker: d.Concurrency > 0,
+			Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
+			Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, Logger: logger,
+		})
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("serve: durable runs: %v", err))
+		}
+		// Closed after the server: a decision in flight still wakes its run.
+		defer func() {
+			if err := e.Close(workerDrain); err != nil {
+				logger.Warn("closing the durable engine", "error", err)
+			}
+		}()
+		opts.Durable = e
+		durable = "enqueued for workers"
+		if d.Concurrency > 0 {
+			durable = fmt.Sprintf("enqueued; this process drives up to %d as worker %s", d.Concurrency, e.ExecutorID())
+		}
+	}
+	srv, err := server.New(st, b, opts)
 	if err != nil {
 		return withCode(exitError, err)
 	}
@@ -186,7 +213,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	fmt.Fprintf(env.stderr, "tollgate serve: listening on http://%s (agents: %s; store: %s)\n", ln.Addr(), strings.Join(names, ", "), storeWhere(storeURL, stateDir))
+	fmt.Fprintf(env.stderr, "tollgate serve: listening on http://%s (agents: %s; store: %s; durable runs: %s)\n", ln.Addr(), strings.Join(names, ", "), storeWhere(storeURL, stateDir), durable)
 	fmt.Fprintf(env.stderr, "tollgate serve: the approvals page is at http://%s/\n", ln.Addr())
 	select {
 	case <-ctx.Done():

@@ -25,6 +25,9 @@ var groups = []struct {
 	{"mcptool", 2}, {"hooks/declarative", 2}, {"hooks/claudecode", 2}, {"approval/store", 2}, {"approval/records", 2},
 	{"sandbox", 2}, {"telemetry", 2},
 	{"runs", 3},
+	// A durable engine's adapter: beside runs, whose seam it implements;
+	// hosts get it through runs.DurableQueue, wired by cmd.
+	{"runs/dbosengine", 3},
 	{"server", 4}, // the HTTP API, above the host layer it drives runs with
 	{"cmd", 5},
 }
@@ -33,9 +36,10 @@ var groups = []struct {
 // architecture names: the toolkit's default content is the builtins, and the
 // level-0 helpers under internal serve tool and model alike.
 var allowedSideways = map[[2]string]bool{
-	{"toolkit", "builtin"}: true,
-	{"internal", "model"}:  true,
-	{"internal", "tool"}:   true,
+	{"toolkit", "builtin"}:      true,
+	{"internal", "model"}:       true,
+	{"internal", "tool"}:        true,
+	{"runs/dbosengine", "runs"}: true,
 }
 
 // adapters may import the agent (a level-2 peer) but nothing may import them
@@ -44,6 +48,7 @@ var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
 	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "approval/store": true, "approval/records": true,
 	"sandbox": true, "telemetry": true,
+	"runs/dbosengine": true,
 }
 
 func groupOf(pkg string) (string, int) {

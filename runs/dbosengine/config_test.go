@@ -1,0 +1,69 @@
+package dbosengine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/runs/dbosengine"
+)
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "w.yaml")
+	doc := "database: sqlite:dbos.db\nstateDir: state\nqueue: q\nconcurrency: 3\nexecutorId: a\nheartbeat: 1s\ndeadAfter: 9s\nqueuePoll: 20ms\nanswerPoll: 1m\n"
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := dbosengine.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Database != "sqlite:"+filepath.Join(dir, "dbos.db") || c.StateDir != filepath.Join(dir, "state") {
+		t.Errorf("relative paths are not resolved against the file's directory: %+v", c)
+	}
+	o, err := c.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Queue != "q" || o.Concurrency != 3 || o.ExecutorID != "a" || o.Heartbeat != time.Second || o.DeadAfter != 9*time.Second ||
+		o.QueuePoll != 20*time.Millisecond || o.AnswerPoll != time.Minute {
+		t.Errorf("options: %+v", o)
+	}
+	t.Setenv("TOLLGATE_TEST_DBOS_URL", "postgres://u:secret@db/x")
+	c = dbosengine.Config{DatabaseEnv: "TOLLGATE_TEST_DBOS_URL"}
+	if o, err := c.Options(); err != nil || o.DatabaseURL != "postgres://u:secret@db/x" {
+		t.Errorf("databaseEnv: %v %v", o.DatabaseURL, err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("database: sqlite:x\n#"+strings.Repeat("x", dbosengine.MaxConfigSize)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbosengine.LoadConfig(big); err == nil || !strings.Contains(err.Error(), "big.yaml") {
+		t.Errorf("a file over the limit: %v", err)
+	}
+}
+
+// FuzzLoadConfig: no document makes LoadConfig panic or hang, and what it
+// accepts gives options.
+func FuzzLoadConfig(f *testing.F) {
+	f.Add("database: sqlite:dbos.db\nstateDir: state\nconcurrency: 3\n")
+	f.Add("databaseEnv: X\nheartbeat: 1s\n")
+	f.Add("database: [a, {b: c}]\n")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, doc string) {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := dbosengine.LoadConfig(p)
+		if err != nil {
+			return
+		}
+		if _, err := c.Options(); err != nil {
+			t.Fatalf("accepted a configuration whose options fail: %v", err)
+		}
+	})
+}

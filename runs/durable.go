@@ -1,0 +1,797 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Engine is what a durable run needs from a durable-execution engine: a
+// step that runs once and is recorded, and a durable wait for a message.
+// Package runs/dbosengine implements it on DBOS Transact; [Durable.Drive]
+// is the workflow body that uses it.
+//
+// An engine replays a workflow after a crash by running its body again from
+// the start: every Step, Go and Recv whose result is recorded returns that
+// result without running anything, and the first one that is not recorded
+// runs for real. [Durable.Drive] calls them in an order that depends only on
+// the results of earlier ones (the calls of a turn take their positions in
+// the model's order, one after another, though they then run in parallel),
+// so that a replay finds each record where it left it.
+type Engine interface {
+	// Step runs fn and records what it returns under the next position of
+	// the run's history, or, when a result is already recorded there,
+	// returns that and does not run fn. name labels the step (an engine may
+	// refuse a replay that finds another name at the position: the workflow
+	// code changed). fn returns an error only for a failure of the store or
+	// the engine (the model's and the tools' failures are in its result), so
+	// an engine may run it again before it records the error; a step
+	// interrupted by a crash is not recorded, and runs again on recovery.
+	Step(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) ([]byte, error)
+	// Go is Step run concurrently: it takes the next position at once,
+	// starts fn (unless its result is recorded) and returns; wait returns
+	// the result. Positions follow the order of the calls to Go, whichever
+	// goroutine makes them, so the caller orders them.
+	Go(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) (wait func() ([]byte, error), err error)
+	// Recv waits up to timeout for the next message sent to the run on
+	// topic and returns it, or ok false when the timeout passed with none.
+	// A message is delivered once; a replay returns what was received.
+	Recv(ctx context.Context, topic string, timeout time.Duration) (msg []byte, ok bool, err error)
+}
+
+// DurableRun is the input of a durable run: everything an engine stores to
+// start the run and to start it again in another process. It holds no
+// secret (a [RunConfig] names environment variables, never their values).
+type DurableRun struct {
+	RunID   string          `json:"runId"`
+	Tenant  string          `json:"tenant,omitempty"`
+	Owner   string          `json:"owner,omitempty"`
+	Config  RunConfig       `json:"config"`
+	Prompt  string          `json:"prompt"`
+	History []model.Message `json:"history,omitempty"`
+}
+
+// DurableQueue is what a host that does not drive runs itself (a server
+// with its workers elsewhere) needs from a durable engine: runs/dbosengine's
+// Engine implements it, and the command wires it in.
+type DurableQueue interface {
+	// Start stores a new run (PrepareDurable) and enqueues it for a worker;
+	// it returns the run ID (in.RunID, or a new one).
+	Start(ctx context.Context, in DurableRun) (string, error)
+	// Answer records a decision on a pending request in the store (single
+	// use and digest binding stay the store's: store.ErrDecided,
+	// store.ErrExpired, store.ErrNotFound) and then wakes the run.
+	Answer(ctx context.Context, runID, requestID string, d store.Answer) (store.Approval, error)
+	// Wait waits until the run has ended and returns its stored record.
+	Wait(ctx context.Context, runID string) (store.Run, error)
+	// Cancel stores the run cancelled (by names who cancelled) and stops
+	// it: at once when it waits for an answer, at its next step when it
+	// runs. ErrNotResumable for a run that has ended.
+	Cancel(ctx context.Context, runID, by string) error
+}
+
+// AnswerTopic is the topic on which an engine's run waits for the answer to
+// its pending request id: the message only wakes it; the answer itself is
+// read from the store.
+func AnswerTopic(requestID string) string { return "answer:" + requestID }
+
+// DurableOptions configures a [Durable]; nil means defaults.
+type DurableOptions struct {
+	// Middleware is added to every agent (tracing, metrics), inside the
+	// durable steps: a replayed step does not pass it again.
+	Middleware []agent.Middleware
+	// AnswerPoll is how long a run waits for a wake-up message before it
+	// looks at the store again (default [DefaultAnswerPoll]): an answer
+	// recorded by a process that did not send the message (tollgate
+	// approvals approve, a crash between the two) is seen within it.
+	AnswerPoll time.Duration
+	// Logger receives the driver's logs (default discards).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultAnswerPoll is DurableOptions.AnswerPoll's default.
+const DefaultAnswerPoll = 30 * time.Second
+
+// DurableHolder is the lease holder of the store's record of a durable run.
+// The engine, not a lease, decides who drives a durable run; the lease only
+// keeps [Host.Resume] (tollgate resume) off it.
+const DurableHolder = "durable-engine"
+
+// durableLease is the lease of a durable run's store record: it outlives
+// the run, and is released when the run ends.
+const durableLease = 100 * 365 * 24 * time.Hour
+
+// Durable drives runs as durable workflows on an [Engine]: the agent loop is
+// the workflow (its ID is the run ID), each model turn a step, each tool
+// call's first pass a "decide" step, and the pass that takes an answered
+// call up again an "execute" step; between them the run waits with
+// [Engine.Recv] for the answer, keyed by the request ID, until the
+// request's expiry. The store keeps the run, its approvals and events as for
+// a [Host], so the same commands list and answer it.
+//
+// What runs once: a model turn or a call step whose result was recorded is
+// never run again, on any machine; a turn or a call that a crash
+// interrupted runs again (at least once: a tool allowed without asking may
+// have had its effect; the provider may bill the turn twice); an approved
+// call runs at most once, because its approval is used ([store.Store.Consume])
+// inside its execute step: a recovered execute step finds it used and tells
+// the model the call may or may not have run.
+//
+// The calls of one turn run in parallel (up to the agent's MaxParallel) as
+// steps started with [Engine.Go], which take their positions in the model's
+// order, so that a replay finds each call's record whichever finished first.
+type Durable struct {
+	store store.Store
+	build Builder
+	mw    []agent.Middleware
+	poll  time.Duration
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// NewDurable returns a driver of durable runs kept in s, whose agents b builds.
+func NewDurable(s store.Store, b Builder, opts *DurableOptions) (*Durable, error) {
+	if s == nil || b == nil {
+		return nil, errors.New("runs: NewDurable needs a store and a builder")
+	}
+	d := &Durable{store: s, build: b, poll: DefaultAnswerPoll, log: slog.New(slog.DiscardHandler), now: time.Now}
+	if opts != nil {
+		if opts.AnswerPoll < 0 {
+			return nil, fmt.Errorf("runs: AnswerPoll must not be negative, got %s", opts.AnswerPoll)
+		}
+		if opts.AnswerPoll > 0 {
+			d.poll = opts.AnswerPoll
+		}
+		d.mw = opts.Middleware
+		if opts.Logger != nil {
+			d.log = opts.Logger
+		}
+		if opts.Now != nil {
+			d.now = opts.Now
+		}
+	}
+	return d, nil
+}
+
+// PrepareDurable checks in and stores its run in s, running, before an
+// engine is asked to drive it, so that the run can be listed (and its
+// configuration read) at once. It fills in.RunID when empty. Errors:
+// [ErrEmptyPrompt], the configuration's, and the store's ([store.ErrExists]
+// when the ID is taken).
+func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
+	if in.Prompt == "" {
+		return ErrEmptyPrompt
+	}
+	if err := in.Config.Check(); err != nil {
+		return err
+	}
+	if in.RunID == "" {
+		in.RunID = NewRunID()
+	}
+	cfgJSON, err := json.Marshal(in.Config)
+	if err != nil {
+		return err
+	}
+	started, _ := json.Marshal(map[string]any{"agent": in.Config.Agent, "model": in.Config.Model.String(), "owner": in.Owner, "durable": true})
+	_, err = s.CreateRun(ctx, store.CreateRunRequest{
+		Run:    store.Run{ID: in.RunID, Tenant: in.Tenant, Owner: in.Owner, Status: store.RunRunning, Config: cfgJSON},
+		Holder: DurableHolder, LeaseTTL: durableLease,
+		Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunStarted, Data: started}},
+	})
+	if err != nil {
+		return fmt.Errorf("runs: storing run %s: %w", in.RunID, err)
+	}
+	return nil
+}
+
+// Drive is the workflow body of a durable run: it drives the run in until
+// it ends, waiting durably on every pending request, and stores how it
+// ended. Call it from the engine's workflow, with the engine's Step and
+// Recv for that workflow. It returns the agent's result and error (a failed
+// run is a result too); errors of the store and the engine are returned as
+// well.
+func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.Result, error) {
+	if err := in.Config.Check(); err != nil {
+		return nil, err
+	}
+	// The run may have been stored by whoever enqueued it; store it here
+	// otherwise (an engine started without PrepareDurable).
+	if _, err := eng.Step(ctx, "store run", func(ctx context.Context) ([]byte, error) {
+		if _, err := d.store.GetRun(ctx, in.RunID); err == nil {
+			return nil, nil
+		}
+		c := in
+		if err := PrepareDurable(ctx, d.store, &c); err != nil && !errors.Is(err, store.ErrExists) {
+			return nil, err
+		}
+		return nil, nil
+	}); err != nil {
+		return nil, err
+	}
+	built, err := d.build.Build(ctx, in.Config)
+	if err != nil {
+		return nil, d.finish(ctx, eng, in, nil, err, nil)
+	}
+	defer closeBuilt(built)
+	opts := built.Options
+	// The engine's steps are the outermost middleware: a replayed step
+	// skips everything inside it, tracing included.
+	seq := &sequencer{}
+	c := &collector{d: d, in: in}
+	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq, c)}, d.mw...), opts.Middleware...)
+	opts.WaitFor = nil // a request halts the part that runs; the engine waits
+	opts.Checkpoint = nil
+	a, err := agent.New(opts)
+	if err != nil {
+		return nil, d.finish(ctx, eng, in, nil, err, built)
+	}
+	if built.Attach != nil {
+		if err := built.Attach(ctx, a); err != nil {
+			return nil, d.finish(ctx, eng, in, nil, err, built)
+		}
+	}
+	res, runErr := d.part(ctx, in, c, func(ctx context.Context) iter2 {
+		return a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...))
+	})
+	status := store.RunRunning // the stored status while the part runs
+	for halt := 1; runErr == nil && res != nil && res.Status == agent.StatusPending && res.State != nil; halt++ {
+		if err := d.halt(ctx, eng, in, res, c.take(), halt, status); err != nil {
+			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
+		}
+		var answers []tool.Answer
+		for _, q := range res.State.PendingRequests() {
+			ans, err := d.await(ctx, eng, in, q)
+			if err != nil {
+				return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
+			}
+			answers = append(answers, ans)
+		}
+		b, err := eng.Step(ctx, fmt.Sprintf("resume %d", halt), func(ctx context.Context) ([]byte, error) {
+			data, _ := json.Marshal(map[string]any{"from": string(store.RunPending), "holder": DurableHolder})
+			_, err := d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: store.RunPending, Status: store.RunResuming,
+				Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunResumed, Data: data}}})
+			return d.cancelledOr(ctx, in.RunID, store.RunResuming, err)
+		})
+		if err == nil && string(b) == cancelledMark {
+			err = errCancelRequested
+		}
+		if err != nil {
+			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
+		}
+		status = store.RunResuming
+		var ids []string
+		for _, w := range res.State.Waiting() {
+			ids = append(ids, w.Call.ID)
+		}
+		seq.reset(ids)
+		st := res.State
+		res, runErr = d.part(ctx, in, c, func(ctx context.Context) iter2 { return a.ResumeStream(ctx, st, answers...) })
+	}
+	return res, d.finish(ctx, eng, in, res, runErr, built, c.take()...)
+}
+
+// part drives one part of the run (up to its end or a halt), within the
+// configuration's timeout: the time spent waiting for answers does not
+// count, as for a [Host].
+func (d *Durable) part(ctx context.Context, in DurableRun, c *collector, stream func(context.Context) iter2) (*agent.Result, error) {
+	if t := time.Duration(in.Config.Timeout); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than its timeout %s", t))
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := d.watchCancel(ctx, in.RunID, cancel)
+	res, err := c.drain(stream(ctx))
+	cause := context.Cause(ctx)
+	cancel(nil) // ends the watch
+	stop()
+	switch {
+	case errors.Is(cause, errCancelRequested):
+		err = errCancelRequested
+	case err != nil && cause != nil && !errors.Is(cause, context.Canceled):
+		err = fmt.Errorf("%w (%v)", err, cause)
+	}
+	return res, err
+}
+
+// watchCancel follows the run's events in the store while a part runs and
+// cancels it when a cancel is requested or stored (Engine adapters' Cancel,
+// [Host.Cancel]), so that a model turn or a tool that is running stops
+// rather than finishing first.
+func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var after int64
+		for {
+			evs, err := d.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after, Limit: store.MaxLimit})
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				d.log.Warn("watching a run for a cancel failed", "run", runID, "error", err)
+			}
+			for _, e := range evs {
+				after = e.Seq
+				if e.Type == EventRunCancelled || e.Type == EventCancelRequested {
+					cancel(errCancelRequested)
+					return
+				}
+			}
+			if len(evs) == store.MaxLimit {
+				continue
+			}
+			if err := d.store.WaitEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after}); err != nil && ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// cancelledMark is what a step records when it found the run cancelled.
+const cancelledMark = "cancelled"
+
+// cancelledOr returns what a step that moved the run's status to target
+// records when the store refused the move (err, store.ErrConflict):
+// cancelledMark when the run was cancelled meanwhile, nothing when it has
+// target already (the step ran before and was interrupted before it was
+// recorded), else err.
+func (d *Durable) cancelledOr(ctx context.Context, runID string, target store.RunStatus, err error) ([]byte, error) {
+	if errors.Is(err, store.ErrConflict) {
+		r, gerr := d.store.GetRun(ctx, runID)
+		switch {
+		case gerr != nil:
+			return nil, errors.Join(err, gerr)
+		case r.Status == store.RunCancelled:
+			return []byte(cancelledMark), nil
+		case r.Status == target:
+			return nil, nil
+		}
+	}
+	return nil, err
+}
+
+// steps is the middleware that makes each model turn and each call pass a
+// step of the engine.
+//
+// A step stores the events its work emitted before it ends (the agent hands
+// each event over before the work that emitted it returns), so that the
+// store's event log has them once the step is recorded; a step that runs
+// again after a crash may store its events twice.
+func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collector) agent.Middleware {
+	return agent.Middleware{
+		Turn: func(next agent.TurnHandler) agent.TurnHandler {
+			return func(ctx context.Context, t *agent.TurnInfo) (*model.Response, error) {
+				b, err := eng.Step(ctx, fmt.Sprintf("turn %d", t.Turn), func(ctx context.Context) ([]byte, error) {
+					resp, err := next(ctx, t)
+					if err != nil && ctx.Err() != nil {
+						return nil, err // interrupted: not a result to keep
+					}
+					stableCallIDs(resp, t.Turn)
+					col.flush(ctx)
+					return model.MarshalJSON(turnRecord{Response: resp, Err: errText(err)})
+				})
+				if err != nil {
+					return nil, err
+				}
+				var rec turnRecord
+				if err := json.Unmarshal(b, &rec); err != nil {
+					return nil, fmt.Errorf("runs: run %s: recorded turn %d: %w", in.RunID, t.Turn, err)
+				}
+				if rec.Err != "" {
+					return rec.Response, errors.New(rec.Err)
+				}
+				var ids []string
+				if rec.Response != nil {
+					for _, c := range rec.Response.Message.ToolCalls {
+						ids = append(ids, c.ID)
+					}
+				}
+				seq.reset(ids)
+				return rec.Response, nil
+			}
+		},
+		Call: func(next agent.CallHandler) agent.CallHandler {
+			return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+				name := "decide " + c.Call.ID
+				if c.Answer != nil {
+					name = "execute " + c.Call.ID
+				}
+				prev, launched, ok := seq.slot(c.Call.ID)
+				if !ok {
+					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: call %s is not one the turn announced", in.RunID, c.Call.ID)}
+				}
+				select {
+				case <-prev:
+				case <-ctx.Done():
+					close(launched)
+					return agent.CallOutcome{Err: ctx.Err()}
+				}
+				wait, err := eng.Go(ctx, name, func(ctx context.Context) ([]byte, error) {
+					ci := *c
+					if c.Answer != nil && c.Answer.OK {
+						ans, err := d.use(ctx, in.RunID, *c.Answer)
+						if err != nil {
+							return nil, err
+						}
+						ci.Answer = &ans
+					}
+					oc := next(ctx, &ci)
+					if oc.Err != nil && ctx.Err() != nil {
+						return nil, oc.Err
+					}
+					// The call's last event is handed over on another
+					// goroutine: store the events once it has arrived.
+					switch {
+					case oc.Record != nil:
+						col.await(ctx, c.Turn, c.Call.ID, agent.EventToolResult)
+					case oc.Pending != nil:
+						col.await(ctx, c.Turn, c.Call.ID, agent.EventPending)
+					}
+					col.flush(ctx)
+					return model.MarshalJSON(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
+				})
+				close(launched)
+				if err != nil {
+					return agent.CallOutcome{Err: err}
+				}
+				b, err := wait()
+				if err != nil {
+					return agent.CallOutcome{Err: err}
+				}
+				var rec callRecord
+				if err := json.Unmarshal(b, &rec); err != nil {
+					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}
+				}
+				oc := agent.CallOutcome{Record: rec.Record, Pending: rec.Pending}
+				if rec.Err != "" {
+					oc.Err = errors.New(rec.Err)
+				}
+				return oc
+			}
+		},
+	}
+}
+
+// sequencer makes the calls of a turn take their step positions in the
+// model's order: each call starts its step once the one before it has.
+type sequencer struct {
+	mu       sync.Mutex
+	pos      map[string]int
+	launched []chan struct{}
+}
+
+// reset starts a batch of calls, in order.
+func (s *sequencer) reset(ids []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pos = make(map[string]int, len(ids))
+	s.launched = make([]chan struct{}, len(ids))
+	for i, id := range ids {
+		s.pos[id] = i
+		s.launched[i] = make(chan struct{})
+	}
+}
+
+// slot returns what call id waits for before it starts its step (closed
+// when the call before it has started its own), and what it closes once it
+// has; ok is false for a call the batch does not have.
+func (s *sequencer) slot(id string) (prev <-chan struct{}, launched chan struct{}, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.pos[id]
+	if !ok {
+		return nil, nil, false
+	}
+	if i == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c, s.launched[0], true
+	}
+	return s.launched[i-1], s.launched[i], true
+}
+
+// stableCallIDs gives every call of resp an ID unique in the turn before the
+// turn is recorded, as the agent would (it would draw random ones), so that
+// a replay names each call's steps alike.
+func stableCallIDs(resp *model.Response, turn int) {
+	if resp == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for i := range resp.Message.ToolCalls {
+		c := &resp.Message.ToolCalls[i]
+		if c.ID == "" || seen[c.ID] {
+			c.ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
+			for seen[c.ID] {
+				c.ID += "_"
+			}
+		}
+		seen[c.ID] = true
+	}
+}
+
+// turnRecord and callRecord are what the engine records of a turn and a call.
+type turnRecord struct {
+	Response *model.Response `json:"response,omitempty"`
+	Err      string          `json:"err,omitempty"`
+}
+
+type callRecord struct {
+	Record  *agent.ToolCallRecord `json:"record,omitempty"`
+	Pending *agent.PendingCall    `json:"pending,omitempty"`
+	Err     string                `json:"err,omitempty"`
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// usedReason is what the model is told of an approved call whose approval
+// an execution that did not finish had used.
+const usedReason = "the approval was used by an execution that did not finish; the call may or may not have run, and is not run again"
+
+// use turns an approving answer into the answer the execute step may act
+// on: the approval is used once in the store; one that is already used (the
+// step ran before and was interrupted) or expired declines the call.
+func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.Answer, error) {
+	a, err := d.store.GetApproval(ctx, runID, ans.ID)
+	if err != nil {
+		return ans, err
+	}
+	switch a.Status {
+	case store.StatusUsed:
+		return tool.Answer{ID: ans.ID, By: "runtime", Reason: usedReason}, nil
+	case store.StatusApproved:
+		u, err := d.store.Consume(ctx, runID, a.ID, a.Digest)
+		switch {
+		case errors.Is(err, store.ErrUsed):
+			return tool.Answer{ID: ans.ID, By: "runtime", Reason: usedReason}, nil
+		case errors.Is(err, store.ErrExpired):
+			return tool.Answer{ID: ans.ID, By: "runtime", Reason: "the approval expired before the call could run"}, nil
+		case err != nil:
+			return ans, err
+		}
+		if out, ok := u.Answer(); ok {
+			return out, nil
+		}
+	}
+	return tool.Answer{ID: ans.ID, By: "runtime", Reason: fmt.Sprintf("the approval is %s, not approved; the call was not run", a.Status)}, nil
+}
+
+// halt stores a halted part of the run: its state, its new approvals and
+// the events it emitted, as one step.
+func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, evs []store.Event, n int, from store.RunStatus) error {
+	b, err := eng.Step(ctx, fmt.Sprintf("halt %d", n), func(ctx context.Context) ([]byte, error) {
+		st, err := model.MarshalJSON(res.State)
+		if err != nil {
+			return nil, err
+		}
+		known := map[string]bool{}
+		for a, err := range store.AllApprovals(ctx, d.store, store.ApprovalFilter{AllTenants: true, RunID: in.RunID}) {
+			if err != nil {
+				return nil, err
+			}
+			known[a.ID] = true
+		}
+		data, _ := json.Marshal(map[string]any{"status": string(store.RunPending), "reason": res.Reason})
+		evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunHalted, Time: d.now(), Data: data})
+		_, err = d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: from, Status: store.RunPending, State: st, Result: resultJSON(res),
+			Approvals: approvalsOf(in.Tenant, res.State, known), Events: evs})
+		return d.cancelledOr(ctx, in.RunID, store.RunPending, err)
+	})
+	if err == nil && string(b) == cancelledMark {
+		return errCancelRequested
+	}
+	return err
+}
+
+// awaitRecord is what the engine records of one look at a request's answer.
+type awaitRecord struct {
+	Answer    *tool.Answer `json:"answer,omitempty"`
+	Cancelled bool         `json:"cancelled,omitempty"`
+}
+
+// await waits for the answer to q: it looks in the store, and until the
+// request is decided (or expired) waits for a wake-up message, at most
+// AnswerPoll or until the expiry.
+func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, q tool.Request) (tool.Answer, error) {
+	for {
+		b, err := eng.Step(ctx, "answer "+q.ID, func(ctx context.Context) ([]byte, error) {
+			var rec awaitRecord
+			if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
+				return nil, err
+			} else if r.Status == store.RunCancelled {
+				rec.Cancelled = true
+				return json.Marshal(rec)
+			}
+			a, err := d.store.GetApproval(ctx, in.RunID, q.ID)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case a.Status == store.StatusPending && a.Expired(d.now()):
+				rec.Answer = &tool.Answer{ID: q.ID, By: "runtime", Reason: "the approval request expired before anyone answered it"}
+			case a.Status == store.StatusUsed:
+				rec.Answer = &tool.Answer{ID: q.ID, By: "runtime", Reason: usedReason}
+			default:
+				if ans, ok := a.Answer(); ok {
+					rec.Answer = &ans
+				}
+			}
+			return json.Marshal(rec)
+		})
+		if err != nil {
+			return tool.Answer{}, err
+		}
+		var rec awaitRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return tool.Answer{}, fmt.Errorf("runs: run %s: recorded answer of %s: %w", in.RunID, q.ID, err)
+		}
+		if rec.Cancelled {
+			return tool.Answer{}, errCancelRequested
+		}
+		if rec.Answer != nil {
+			return *rec.Answer, nil
+		}
+		wait := d.poll
+		if q.ExpiresAt != nil {
+			if until := q.ExpiresAt.Sub(d.now()) + 10*time.Millisecond; until < wait {
+				wait = max(until, 10*time.Millisecond)
+			}
+		}
+		if _, _, err := eng.Recv(ctx, AnswerTopic(q.ID), wait); err != nil {
+			return tool.Answer{}, err
+		}
+	}
+}
+
+// finish stores how the run ended, releases its lease and fires ON_STOP.
+func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
+	status := store.RunError
+	if res != nil && runErr == nil {
+		status = store.RunStatus(res.Status)
+	}
+	if errors.Is(runErr, errCancelRequested) {
+		status = store.RunCancelled
+	}
+	_, err := eng.Step(ctx, "finish", func(ctx context.Context) ([]byte, error) {
+		u := store.RunUpdate{Status: status, Result: resultJSON(res), ReleaseLease: true}
+		// A run cancelled meanwhile keeps that status (and its event).
+		if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
+			return nil, err
+		} else if r.Status == store.RunCancelled {
+			u.Status = ""
+			status = store.RunCancelled
+		} else {
+			typ := EventRunFinished
+			if status == store.RunCancelled {
+				typ = EventRunCancelled
+			}
+			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": reasonOf(res, runErr)})
+			evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
+		}
+		u.Events = evs
+		_, err := d.store.UpdateRun(ctx, in.RunID, u)
+		return nil, err
+	})
+	if built != nil && built.OnStop != nil {
+		built.OnStop(context.WithoutCancel(ctx), in.RunID, status)
+	}
+	if err != nil {
+		return errors.Join(runErr, fmt.Errorf("runs: storing the end of run %s: %w", in.RunID, err))
+	}
+	return runErr
+}
+
+// collector drains a part of a run and keeps the events to store.
+type collector struct {
+	d      *Durable
+	in     DurableRun
+	mu     sync.Mutex
+	events []store.Event
+	// arrived is closed, per call and event kind, when that event has been
+	// collected.
+	arrived map[eventKey]chan struct{}
+}
+
+type eventKey struct {
+	turn int
+	call string
+	kind agent.EventKind
+}
+
+func (c *collector) arrival(k eventKey) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.arrived == nil {
+		c.arrived = map[eventKey]chan struct{}{}
+	}
+	ch, ok := c.arrived[k]
+	if !ok {
+		ch = make(chan struct{})
+		c.arrived[k] = ch
+	}
+	return ch
+}
+
+// await waits until call's event of kind has been collected, ctx ends, or
+// (should the stream have stopped) a few seconds have passed.
+func (c *collector) await(ctx context.Context, turn int, call string, kind agent.EventKind) {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-c.arrival(eventKey{turn, call, kind}):
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (c *collector) drain(stream iter2) (*agent.Result, error) {
+	var res *agent.Result
+	var runErr error
+	h := &driver{h: &Host{now: c.d.now}, run: store.Run{ID: c.in.RunID, Tenant: c.in.Tenant}}
+	for ev, err := range stream {
+		if ev.Kind == agent.EventDone {
+			res = ev.Result
+		}
+		if err != nil {
+			runErr = err
+		}
+		if se, ok := h.storedEvent(ev); ok {
+			c.mu.Lock()
+			c.events = append(c.events, se)
+			c.mu.Unlock()
+		}
+		if ev.Kind == agent.EventToolResult || ev.Kind == agent.EventPending {
+			ch := c.arrival(eventKey{ev.Turn, ev.CallID, ev.Kind})
+			c.mu.Lock()
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+			c.mu.Unlock()
+		}
+	}
+	return res, runErr
+}
+
+// flush stores the events collected so far. When the store fails they are
+// kept for the next flush (a halt or the end stores them at the latest):
+// the step's work is done, and failing the step would run it again.
+func (c *collector) flush(ctx context.Context) {
+	evs := c.take()
+	if len(evs) == 0 {
+		return
+	}
+	if _, err := c.d.store.AppendEvents(ctx, evs...); err != nil {
+		c.d.log.Warn("storing a run's events failed; they are stored with the next ones", "run", c.in.RunID, "error", err)
+		c.mu.Lock()
+		c.events = append(evs, c.events...)
+		c.mu.Unlock()
+	}
+}
+
+func (c *collector) take() []store.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	evs := c.events
+	c.events = nil
+	return evs
+}

@@ -1,0 +1,312 @@
+package runs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// errKilled is what a dead fake engine returns: the process is gone.
+var errKilled = errors.New("the process died")
+
+// fakeEngine records steps by position, as a durable engine does, and can
+// die right after the work of one position ran and before its record was
+// written: from then on nothing runs and nothing is recorded, as when a
+// process is killed. A new execution replays the records.
+type fakeEngine struct {
+	mu      sync.Mutex
+	records map[int]fakeRecord
+	pos     int
+	crashAt int // the position after whose work the process dies; -1: never
+	dead    bool
+	names   []string
+	// onWait runs when the run waits for a message that has not come (a
+	// person answering meanwhile); the wait then times out.
+	onWait func(topic string)
+}
+
+type fakeRecord struct {
+	name string
+	out  []byte
+	err  error
+}
+
+func newFakeEngine() *fakeEngine { return &fakeEngine{records: map[int]fakeRecord{}, crashAt: -1} }
+
+// execution starts a new process on the records, dying after position crashAt.
+func (e *fakeEngine) execution(crashAt int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pos, e.dead, e.crashAt, e.names = 0, false, crashAt, nil
+}
+
+// next takes the next position; replay is its record, if any.
+func (e *fakeEngine) next(name string) (pos int, replay *fakeRecord, dead bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		return 0, nil, true, nil
+	}
+	pos = e.pos
+	e.pos++
+	e.names = append(e.names, name)
+	if r, ok := e.records[pos]; ok {
+		if r.name != name {
+			return pos, nil, false, fmt.Errorf("replay found step %q at %d, not %q", r.name, pos, name)
+		}
+		return pos, &r, false, nil
+	}
+	return pos, nil, false, nil
+}
+
+// record writes the result of pos, unless the process dies there.
+func (e *fakeEngine) record(pos int, name string, out []byte, err error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		return errKilled
+	}
+	if pos == e.crashAt {
+		e.dead = true
+		return errKilled
+	}
+	e.records[pos] = fakeRecord{name, out, err}
+	return nil
+}
+
+func (e *fakeEngine) Step(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	pos, rec, dead, err := e.next(name)
+	switch {
+	case dead:
+		return nil, errKilled
+	case err != nil:
+		return nil, err
+	case rec != nil:
+		return rec.out, rec.err
+	}
+	out, ferr := fn(ctx)
+	if err := e.record(pos, name, out, ferr); err != nil {
+		return nil, err
+	}
+	return out, ferr
+}
+
+func (e *fakeEngine) Go(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) (func() ([]byte, error), error) {
+	pos, rec, dead, err := e.next(name)
+	switch {
+	case dead:
+		return nil, errKilled
+	case err != nil:
+		return nil, err
+	case rec != nil:
+		return func() ([]byte, error) { return rec.out, rec.err }, nil
+	}
+	type res struct {
+		out []byte
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		out, ferr := fn(ctx)
+		if err := e.record(pos, name, out, ferr); err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		ch <- res{out, ferr}
+	}()
+	return func() ([]byte, error) { r := <-ch; return r.out, r.err }, nil
+}
+
+func (e *fakeEngine) Recv(ctx context.Context, topic string, timeout time.Duration) ([]byte, bool, error) {
+	pos, rec, dead, err := e.next("recv " + topic)
+	switch {
+	case dead:
+		return nil, false, errKilled
+	case err != nil:
+		return nil, false, err
+	case rec != nil:
+		return rec.out, rec.out != nil, nil
+	}
+	if e.onWait != nil {
+		e.onWait(topic)
+	}
+	if err := e.record(pos, "recv "+topic, nil, nil); err != nil {
+		return nil, false, err
+	}
+	return nil, false, nil
+}
+
+// TestDurableReplaysEveryCrash drives a run that asks for an approval on a
+// fake engine that dies after the work of each position in turn (the work
+// done, its record not written), and replays it each time in a new
+// execution: the run always ends done; the approved call runs exactly once
+// (told the model it may or may not have run when the execute step was the
+// one cut off), and only the model turn whose record was lost is asked
+// twice.
+func TestDurableReplaysEveryCrash(t *testing.T) {
+	ctx := context.Background()
+	clean := -1
+	for crashAt := 0; clean < 0 || crashAt < clean; crashAt++ {
+		st := store.NewMemory(nil)
+		var mu sync.Mutex
+		turns, tools := map[int]int{}, 0
+		m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+			turn := 1
+			for _, msg := range req.Messages {
+				if msg.Role == model.RoleAssistant {
+					turn++
+				}
+			}
+			mu.Lock()
+			turns[turn]++
+			mu.Unlock()
+			if turn == 1 {
+				return model.Reply{ToolCalls: []model.FuncCall{{Name: "transfer_funds", Arguments: map[string]any{"amount": 5}}}}, nil
+			}
+			return model.Reply{Content: "done: " + req.Messages[len(req.Messages)-1].Content}, nil
+		})
+		type in struct {
+			Amount int `json:"amount"`
+		}
+		transfer := tool.Must("transfer_funds", "moves money", func(ctx context.Context, a in) (string, error) {
+			mu.Lock()
+			tools++
+			mu.Unlock()
+			return fmt.Sprintf("moved %d", a.Amount), nil
+		}, nil)
+		b := &testBuilder{m: m, tools: agent.ToolList{transfer}}
+		d, err := runs.NewDurable(st, b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := newFakeEngine()
+		eng.onWait = func(topic string) {
+			req := strings.TrimPrefix(topic, "answer:")
+			if _, err := st.Decide(ctx, "run_d", req, store.Answer{Approve: true, By: "person:alice"}); err != nil && !errors.Is(err, store.ErrDecided) {
+				t.Errorf("answer %s: %v", req, err)
+			}
+		}
+		input := runs.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+		if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+			t.Fatal(err)
+		}
+		eng.execution(crashAt)
+		res, err := d.Drive(ctx, eng, input)
+		if clean < 0 && crashAt >= eng.pos {
+			// The engine never reached crashAt: this was a clean run, and
+			// its length bounds the crash points.
+			clean = eng.pos
+			t.Logf("a clean run has %d steps: %v", clean, eng.names)
+		} else {
+			if !errors.Is(err, errKilled) {
+				t.Fatalf("crash after step %d: the first execution ended %v, %v", crashAt, res, err)
+			}
+			eng.execution(-1)
+			res, err = d.Drive(ctx, eng, input)
+		}
+		if err != nil || res == nil || res.Status != agent.StatusDone {
+			t.Fatalf("crash after step %d: %v %v", crashAt, res, err)
+		}
+		r, err := st.GetRun(ctx, "run_d")
+		if err != nil || r.Status != store.RunDone || r.Lease != nil {
+			t.Fatalf("crash after step %d: stored %s, lease %v, %v", crashAt, r.Status, r.Lease, err)
+		}
+		lost := ""
+		if crashAt >= 0 && crashAt < len(eng.names) {
+			lost = eng.names[crashAt]
+		}
+		if tools != 1 {
+			t.Errorf("crash after step %d (%s): the tool ran %d times", crashAt, lost, tools)
+		}
+		if strings.HasPrefix(lost, "execute ") != strings.Contains(res.Text, "may or may not have run") {
+			t.Errorf("crash after step %d (%s): the model was shown %q", crashAt, lost, res.Text)
+		}
+		for turn := 1; turn <= 2; turn++ {
+			want := 1
+			if lost == fmt.Sprintf("turn %d", turn) {
+				want = 2 // at least once: its record was lost
+			}
+			if turns[turn] != want {
+				t.Errorf("crash after step %d (%s): turn %d asked %d times, want %d", crashAt, lost, turn, turns[turn], want)
+			}
+		}
+	}
+	if clean < 8 {
+		t.Fatalf("a clean run has only %d steps", clean)
+	}
+}
+
+// runs.Host.Cancel (tollgate runs cancel) stops a durable run too: one that
+// waits for an answer at its next look at the store, one whose model turn
+// runs by cancelling the turn. Its stored status stays cancelled.
+func TestDurableHostCancel(t *testing.T) {
+	for _, when := range []string{"waiting", "running"} {
+		t.Run(when, func(t *testing.T) {
+			ctx := context.Background()
+			st := store.NewMemory(nil)
+			var h *runs.Host
+			tools := 0
+			m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+				if when == "running" {
+					// Cancelled from elsewhere while the turn runs.
+					go func() {
+						if err := h.Cancel(context.Background(), "run_c", "person:bob"); err != nil {
+							t.Errorf("cancel: %v", err)
+						}
+					}()
+					<-ctx.Done()
+					return model.Reply{}, ctx.Err()
+				}
+				return model.Reply{ToolCalls: []model.FuncCall{{Name: "transfer_funds", Arguments: map[string]any{"amount": 5}}}}, nil
+			})
+			type in struct {
+				Amount int `json:"amount"`
+			}
+			transfer := tool.Must("transfer_funds", "moves money", func(ctx context.Context, a in) (string, error) { tools++; return "moved", nil }, nil)
+			b := &testBuilder{m: m, tools: agent.ToolList{transfer}}
+			var err error
+			if h, err = runs.New(st, b, nil); err != nil {
+				t.Fatal(err)
+			}
+			d, err := runs.NewDurable(st, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := newFakeEngine()
+			eng.onWait = func(topic string) {
+				if err := h.Cancel(ctx, "run_c", "person:bob"); err != nil {
+					t.Errorf("cancel: %v", err)
+				}
+			}
+			input := runs.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+			if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+				t.Fatal(err)
+			}
+			eng.execution(-1)
+			done := make(chan error, 1)
+			go func() { _, err := d.Drive(ctx, eng, input); done <- err }()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the cancelled run did not stop")
+			}
+			if err == nil {
+				t.Error("Drive of a cancelled run returned no error")
+			}
+			r, gerr := st.GetRun(ctx, "run_c")
+			if gerr != nil || r.Status != store.RunCancelled || r.Lease != nil || tools != 0 {
+				t.Errorf("stored %s, lease %v, tool ran %d times (%v)", r.Status, r.Lease, tools, gerr)
+			}
+		})
+	}
+}
