@@ -317,19 +317,14 @@ func TestResumeOfRunStartedWithAPIKeyNeedsTheKey(t *testing.T) {
 }
 
 // onlyPending returns the run and request IDs of the one pending approval in
-// the store of the state directory.
+// the store of the state directory, failing t when there is not exactly one.
 func onlyPending(t *testing.T, state string) (runID, reqID string) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
-	if err != nil {
-		t.Fatal(err)
+	as := pendingApprovals(t, state)
+	if len(as) != 1 {
+		t.Fatalf("pending approvals: %+v, want one", as)
 	}
-	defer s.Close()
-	page, err := s.ListApprovals(context.Background(), store.ApprovalFilter{AllTenants: true, Status: store.StatusPending})
-	if err != nil || len(page.Approvals) != 1 {
-		t.Fatalf("pending approvals: %+v, %v", page, err)
-	}
-	return page.Approvals[0].RunID, page.Approvals[0].ID
+	return as[0].RunID, as[0].ID
 }
 
 // Edited arguments are checked against the tool's schema when the approval
@@ -424,14 +419,24 @@ func TestResumeWaitWaitsAtEveryHalt(t *testing.T) {
 // store of the state directory, or empty strings when there is none.
 func pendingIDs(t *testing.T, state string) (runID, reqID string) {
 	t.Helper()
+	if as := pendingApprovals(t, state); len(as) > 0 {
+		return as[0].RunID, as[0].ID
+	}
+	return "", ""
+}
+
+// pendingApprovals lists the pending approvals in the store of the state
+// directory.
+func pendingApprovals(t *testing.T, state string) []store.Approval {
+	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	page, err := s.ListApprovals(context.Background(), store.ApprovalFilter{AllTenants: true, Status: store.StatusPending})
-	if err != nil || len(page.Approvals) == 0 {
-		return "", ""
+	if err != nil {
+		t.Fatal(err)
 	}
-	return page.Approvals[0].RunID, page.Approvals[0].ID
+	return page.Approvals
 }
