@@ -6,13 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
 )
 
@@ -25,46 +23,7 @@ var chrome browsertest.Chrome
 // a click on Approve resumes the run, the command runs exactly once, and the
 // page shows the run's result.
 func TestServePageApprovesAfterSIGKILL(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeTestFile(t, filepath.Join(dir, "script.yaml"), `turns:
-  - text: counting
-    toolCalls:
-      - name: bash
-        args: {command: "echo ran >> count.txt"}
-  - text: counted once
-`)
-	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n    reason: commands are reviewed\n")
-	token, hash, err := server.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), fmt.Sprintf("tokens:\n  - name: alice\n    tenant: acme\n    roles: [operator, approver]\n    sha256: %s\n", hash))
-	config := filepath.Join(dir, "server.yaml")
-	writeTestFile(t, config, fmt.Sprintf(`stateDir: %s
-tokens: tokens.yaml
-agents:
-  counter:
-    model: script:script.yaml
-    workdir: ws
-    policy: policy.yaml
-`, filepath.Join(dir, "state")))
-
-	first := startServe(t, config)
-	var run server.RunView
-	if code := first.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
-		t.Fatalf("start: %d %+v", code, run)
-	}
-	first.waitEvent(t, token, run.ID, "run.halted")
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.cmd.Wait()
-
-	second := startServe(t, config)
+	ws, token, run, second := haltedAcrossSIGKILL(t, "counted once")
 	resp, err := http.Get(second.url + "/")
 	if err != nil {
 		t.Fatal(err)

@@ -108,46 +108,7 @@ func (p *serveProc) waitEvent(t *testing.T, token, runID, typ string) {
 // a new server on the same state directory shows the approval, takes the
 // decision and resumes the run by itself: the command runs exactly once.
 func TestServeSurvivesSIGKILL(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeTestFile(t, filepath.Join(dir, "script.yaml"), `turns:
-  - text: counting
-    toolCalls:
-      - name: bash
-        args: {command: "echo ran >> count.txt"}
-  - text: counted
-`)
-	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n    reason: commands are reviewed\n")
-	token, hash, err := server.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), fmt.Sprintf("tokens:\n  - name: alice\n    tenant: acme\n    roles: [operator, approver]\n    sha256: %s\n", hash))
-	config := filepath.Join(dir, "server.yaml")
-	writeTestFile(t, config, fmt.Sprintf(`stateDir: %s
-tokens: tokens.yaml
-agents:
-  counter:
-    model: script:script.yaml
-    workdir: ws
-    policy: policy.yaml
-`, filepath.Join(dir, "state")))
-
-	first := startServe(t, config)
-	var run server.RunView
-	if code := first.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
-		t.Fatalf("start: %d %+v", code, run)
-	}
-	first.waitEvent(t, token, run.ID, "run.halted")
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.cmd.Wait()
-
-	second := startServe(t, config)
+	ws, token, run, second := haltedAcrossSIGKILL(t, "counted")
 	var page server.ApprovalPage
 	if code := second.do(t, "GET", "/v1/approvals?status=pending", token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 		t.Fatalf("pending approvals after the restart: %d %+v", code, page)
@@ -167,6 +128,53 @@ agents:
 	if err != nil || string(b) != "ran\n" {
 		t.Fatalf("count.txt = %q (%v), want the command's one line", b, err)
 	}
+}
+
+// haltedAcrossSIGKILL starts `tollgate serve` with an agent whose one bash
+// call (appending to ws/count.txt) a policy sends for approval and whose
+// last turn says final; starts a run, waits until it halts, kills the
+// server with SIGKILL and starts a new one on the same state directory. It
+// returns the workspace, alice's token (operator, approver), the run and the
+// new server.
+func haltedAcrossSIGKILL(t *testing.T, final string) (ws, token string, run server.RunView, second *serveProc) {
+	t.Helper()
+	dir := t.TempDir()
+	ws = filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "script.yaml"), `turns:
+  - text: counting
+    toolCalls:
+      - name: bash
+        args: {command: "echo ran >> count.txt"}
+  - text: `+final+"\n")
+	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n    reason: commands are reviewed\n")
+	token, hash, err := server.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), fmt.Sprintf("tokens:\n  - name: alice\n    tenant: acme\n    roles: [operator, approver]\n    sha256: %s\n", hash))
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf(`stateDir: %s
+tokens: tokens.yaml
+agents:
+  counter:
+    model: script:script.yaml
+    workdir: ws
+    policy: policy.yaml
+`, filepath.Join(dir, "state")))
+
+	first := startServe(t, config)
+	if code := first.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+		t.Fatalf("start: %d %+v", code, run)
+	}
+	first.waitEvent(t, token, run.ID, "run.halted")
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	return ws, token, run, startServe(t, config)
 }
 
 // Without a tokens file the server refuses a non-loopback address.
