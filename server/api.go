@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -168,34 +167,42 @@ type AutonomyRequest struct {
 	Run string `json:"run,omitempty"`
 }
 
-// readJSON decodes a bounded JSON body into v, refusing unknown fields.
+// readJSON decodes a bounded JSON body into v with [decodeBody]; on
+// failure it writes the problem (413 over max bytes, 400 otherwise).
 func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
-	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
-	if err != nil {
-		problemf(w, r, http.StatusBadRequest, "reading the body: "+err.Error())
-		return false
-	}
-	if int64(len(body)) > max {
+	body, err := bounded.Read(r.Body, "body", bounded.Limits{MaxBytes: max})
+	if bounded.IsLimit(err) {
 		problemf(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", max))
 		return false
 	}
-	if err := bounded.CheckJSON("body", body, bounded.Limits{MaxBytes: max, MaxDepth: MaxBodyDepth}); err != nil {
-		problemf(w, r, http.StatusBadRequest, err.Error())
-		return false
+	if err == nil {
+		err = decodeBody("body", body, max, v)
 	}
-	// A key given twice means one thing here (the last) and maybe another
-	// to a proxy or log reading the first: "deny" logged, "approve" done.
-	if err := bounded.UniqueKeys("body", body); err != nil {
+	if err != nil {
 		problemf(w, r, http.StatusBadRequest, err.Error())
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		problemf(w, r, http.StatusBadRequest, "the body is not the expected JSON object: "+err.Error())
 		return false
 	}
 	return true
+}
+
+// decodeBody decodes the JSON object b (named name in errors) into v, as
+// every request body and WebSocket message is read: at most max bytes and
+// [MaxBodyDepth] levels, no key given twice in one object (Go keeps the
+// last value, a proxy or log may keep the first: "deny" logged, "approve"
+// done), and no field v does not have.
+func decodeBody(name string, b []byte, max int64, v any) error {
+	if err := bounded.CheckJSON(name, b, bounded.Limits{MaxBytes: max, MaxDepth: MaxBodyDepth}); err != nil {
+		return err
+	}
+	if err := bounded.UniqueKeys(name, b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the %s is not the expected JSON object: %w", name, err)
+	}
+	return nil
 }
 
 // ownRun returns the run if it exists in p's tenant; otherwise it writes 404
@@ -736,17 +743,13 @@ func sameDecision(a store.Approval, approve bool, data json.RawMessage) bool {
 	return false
 }
 
+// jsonEqual reports whether a and b are the same JSON value, numbers
+// compared digit for digit (approval.Digest's canonical form).
 func jsonEqual(a, b json.RawMessage) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) == len(b)
 	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
+	return approval.Digest(a) == approval.Digest(b)
 }
 
 func (s *Server) viewOf(ctx context.Context, a store.Approval) ApprovalView {

@@ -119,6 +119,12 @@ func TestDecisionErrors(t *testing.T) {
 	if args := f.transfer.Args(); len(args) != 1 || args[0] != `{"amount":7}` {
 		t.Fatalf("transfer ran with %v, want the edited arguments once", args)
 	}
+	// A retry is the same decision only for the same arguments, digit for
+	// digit (approval.Digest): 7.0 is not what ran.
+	var prob server.Problem
+	if code := f.do("POST", path, aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":7.0}`)}, &prob); code != http.StatusConflict {
+		t.Fatalf("a retry with other edited arguments: %d %+v, want 409", code, prob)
+	}
 }
 
 // An approval that expired is 410, and the run goes on without the call.

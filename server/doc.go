@@ -55,7 +55,8 @@
 // token's ("person:NAME"), never a field of the body. Browsers' EventSource
 // and WebSocket cannot send headers: POST /v1/events/ticket (with the
 // header) returns a ticket that authenticates ?ticket= on the two stream
-// endpoints for [TicketTTL].
+// endpoints for [TicketTTL], with the viewer role only: a ticket travels in
+// a URL, so a WebSocket that decides must send the Authorization header.
 //
 // An agent with tenants ([Options.AgentTenants], tenants: in the
 // configuration) exists only for principals of those tenants: GET

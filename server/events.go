@@ -12,7 +12,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/runs"
 )
 
@@ -262,11 +261,11 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 				return
 			}
 			var m WSMessage
-			if err := bounded.CheckJSON("message", b, bounded.Limits{MaxBytes: MaxBodyBytes, MaxDepth: MaxBodyDepth}); err != nil {
+			if err := decodeBody("message", b, MaxBodyBytes, &m); err != nil {
 				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}})
 				continue
 			}
-			if err := json.Unmarshal(b, &m); err != nil || m.V != 1 {
+			if m.V != 1 {
 				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: `want a JSON message with "v":1`}})
 				continue
 			}

@@ -222,6 +222,32 @@ func TestWebSocket(t *testing.T) {
 	if _, resp, err := websocket.Dial(ctx, url, nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("dial without a token: %v %v", resp, err)
 	}
+	// A ticket (which travels in the URL) reads, and never decides, even
+	// when an approver minted it.
+	var tk struct {
+		Ticket string `json:"ticket"`
+	}
+	if code := f.do("POST", "/v1/events/ticket", aliceToken, nil, &tk); code != http.StatusCreated {
+		t.Fatalf("ticket: %d", code)
+	}
+	tc, _, err := websocket.Dial(ctx, url+"&ticket="+tk.Ticket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = wsjson.Write(ctx, tc, map[string]any{"v": 1, "type": "approve", "ref": "t1", "id": a.ID, "argsDigest": a.ArgsDigest})
+	for {
+		var m server.WSMessage
+		if err := wsjson.Read(ctx, tc, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Ref == "t1" {
+			if m.Type != "error" || m.Problem == nil || m.Problem.Status != http.StatusForbidden {
+				t.Fatalf("approve over a ticket's WebSocket: %+v, want 403", m)
+			}
+			break
+		}
+	}
+	tc.CloseNow()
 	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + aliceToken}}})
 	if err != nil {
 		t.Fatal(err)
@@ -239,6 +265,12 @@ func TestWebSocket(t *testing.T) {
 	_ = c.Write(ctx, websocket.MessageText, []byte(strings.Repeat("[", 100)+strings.Repeat("]", 100)))
 	if m := read(); m.Type != "error" || m.Problem == nil || m.Problem.Status != http.StatusBadRequest {
 		t.Fatalf("a message nested too deep: %+v", m)
+	}
+	// "deny" first, "approve" last: read one way by a log, another by the
+	// decoder. Refused, as in request bodies, and nothing is decided.
+	_ = c.Write(ctx, websocket.MessageText, []byte(`{"v":1,"type":"deny","ref":"d1","id":"`+a.ID+`","argsDigest":"`+a.ArgsDigest+`","type":"approve"}`))
+	if m := read(); m.Type != "error" || m.Problem == nil || m.Problem.Status != http.StatusBadRequest || !strings.Contains(m.Problem.Detail, "twice") {
+		t.Fatalf("a message with a key twice: %+v", m)
 	}
 	_ = wsjson.Write(ctx, c, map[string]any{"v": 1, "type": "approve", "ref": "r1", "id": a.ID, "argsDigest": "sha256:wrong"})
 	m := read()
