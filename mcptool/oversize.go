@@ -20,6 +20,13 @@ const (
 	maxIDBytes = 256
 	// maxKeyBytes bounds the object keys the scanner compares.
 	maxKeyBytes = 16
+	// maxFrames bounds the nesting the scanner keeps frames for: what it
+	// looks for is at most 4 levels deep, and deeper levels are only
+	// counted, so that "[[[[…" costs no memory.
+	maxFrames = 5
+	// maxTexts bounds the text values of a result the scanner keeps (empty
+	// ones too).
+	maxTexts = 1024
 )
 
 // MetaCut is the metadata key [Tool.Call] sets, on a result that was cut
@@ -37,8 +44,9 @@ const cutMeta = "tollgate/cutFrom"
 // (result.content[].text, result.isError) the first CutResultBytes of its
 // text. Keys may come in any order (Node.js servers write the ID last).
 type oversize struct {
-	stack []frame
-	n     int64 // bytes seen
+	stack []frame // the outermost maxFrames levels
+	depth int     // the nesting level now; frames exist for depth <= maxFrames
+	n     int64   // bytes seen
 
 	inStr   bool
 	esc     bool
@@ -113,13 +121,17 @@ func (s *oversize) write(p []byte) {
 			}
 		}
 		switch c {
-		case '{':
-			s.stack = append(s.stack, frame{obj: true, expectKey: true})
-		case '[':
-			s.stack = append(s.stack, frame{})
+		case '{', '[':
+			s.depth++
+			if len(s.stack) < maxFrames {
+				s.stack = append(s.stack, frame{obj: c == '{', expectKey: c == '{'})
+			}
 		case '}', ']':
-			if len(s.stack) > 0 {
-				s.stack = s.stack[:len(s.stack)-1]
+			if s.depth > 0 {
+				if s.depth == len(s.stack) {
+					s.stack = s.stack[:len(s.stack)-1]
+				}
+				s.depth--
 			}
 		case ',':
 			if top := s.top(); top != nil && top.obj {
@@ -136,7 +148,7 @@ func (s *oversize) write(p []byte) {
 			case kindID:
 				s.addID('"')
 			case kindText:
-				if s.textFull {
+				if s.textFull || len(s.texts) >= maxTexts {
 					s.strKind = kindNone
 				} else {
 					s.texts = append(s.texts, nil)
@@ -155,8 +167,8 @@ func (s *oversize) write(p []byte) {
 }
 
 func (s *oversize) top() *frame {
-	if len(s.stack) == 0 {
-		return nil
+	if len(s.stack) == 0 || s.depth != len(s.stack) {
+		return nil // nothing, or a level too deep to keep
 	}
 	return &s.stack[len(s.stack)-1]
 }
@@ -164,6 +176,9 @@ func (s *oversize) top() *frame {
 // kind says what the value starting now is.
 func (s *oversize) kind() valueKind {
 	st := s.stack
+	if s.depth != len(st) {
+		return kindNone
+	}
 	switch {
 	case len(st) == 1 && st[0].key == "id":
 		return kindID

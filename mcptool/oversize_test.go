@@ -1,6 +1,7 @@
 package mcptool
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -120,4 +121,27 @@ func FuzzOversize(f *testing.F) {
 			t.Fatalf("unbounded: id %d, text %d, key %d", len(s.id), s.textBytes, len(s.key))
 		}
 	})
+}
+
+// An oversized message nested millions of levels deep, or holding millions
+// of empty texts, costs the scanner no memory per level or per text: a
+// server cannot grow tollgate's memory by the size of its message.
+func TestOversizeMemoryIsBounded(t *testing.T) {
+	var s oversize
+	s.write([]byte(`{"jsonrpc":"2.0","result":{"content":[`))
+	deep := bytes.Repeat([]byte("["), 4<<20)
+	s.write(deep)
+	s.write(bytes.Repeat([]byte("]"), 4<<20))
+	if cap(s.stack) > 16 {
+		t.Fatalf("4 Mi levels of nesting kept %d frames", cap(s.stack))
+	}
+	empty := bytes.Repeat([]byte(`{"type":"text","text":""},`), 100_000)
+	s.write(empty)
+	if len(s.texts) > 4096 {
+		t.Fatalf("100k empty texts kept %d entries", len(s.texts))
+	}
+	s.write([]byte(`{"type":"text","text":"end"}]},"id":7}`))
+	if string(s.id) != "7" {
+		t.Fatalf("the ID after the deep part: %q", s.id)
+	}
 }
