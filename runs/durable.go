@@ -582,12 +582,9 @@ func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agen
 		if err != nil {
 			return nil, err
 		}
-		known := map[string]bool{}
-		for a, err := range store.AllApprovals(ctx, d.store, store.ApprovalFilter{AllTenants: true, RunID: in.RunID}) {
-			if err != nil {
-				return nil, err
-			}
-			known[a.ID] = true
+		known, err := knownApprovals(ctx, d.store, in.RunID)
+		if err != nil {
+			return nil, err
 		}
 		data, _ := json.Marshal(map[string]any{"status": string(store.RunPending), "reason": res.Reason})
 		evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunHalted, Time: d.now(), Data: data})

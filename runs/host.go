@@ -430,9 +430,12 @@ func (h *Host) WaitAnswered(ctx context.Context, runID string) error {
 			continue
 		}
 		// An expiry is no event: wake up for the nearest one.
-		wctx, cancel := context.WithCancel(ctx)
+		var wctx context.Context
+		var cancel context.CancelFunc
 		if exp := h.nextExpiry(ctx, run); !exp.IsZero() {
 			wctx, cancel = context.WithDeadline(ctx, exp)
+		} else {
+			wctx, cancel = context.WithCancel(ctx)
 		}
 		err = h.store.WaitEvents(wctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after})
 		cancel()
@@ -443,12 +446,11 @@ func (h *Host) WaitAnswered(ctx context.Context, runID string) error {
 }
 
 func (h *Host) nextExpiry(ctx context.Context, run store.Run) time.Time {
-	as, err := h.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, RunID: run.ID, Status: store.StatusPending})
-	if err != nil {
-		return time.Time{}
-	}
 	var next time.Time
-	for _, a := range as.Approvals {
+	for a, err := range store.AllApprovals(ctx, h.store, store.ApprovalFilter{AllTenants: true, RunID: run.ID, Status: store.StatusPending}) {
+		if err != nil {
+			return next // wake at the nearest seen so far; events wake the rest
+		}
 		if a.ExpiresAt != nil && (next.IsZero() || a.ExpiresAt.Before(next)) {
 			next = *a.ExpiresAt
 		}
@@ -694,7 +696,11 @@ func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error
 			return errors.Join(runErr, err)
 		}
 		u.State = st
-		u.Approvals = approvalsOf(d.run.Tenant, res.State, d.known(ctx))
+		known, err := knownApprovals(ctx, h.store, d.run.ID)
+		if err != nil {
+			return errors.Join(runErr, fmt.Errorf("runs: storing halted run %s: %w", d.run.ID, err))
+		}
+		u.Approvals = approvalsOf(d.run.Tenant, res.State, known)
 		evType = EventRunHalted
 	case status == store.RunCancelled:
 		evType = EventRunCancelled
@@ -731,17 +737,17 @@ func (d *driver) release(ctx context.Context, runErr error) error {
 	return errors.Join(ErrHostStopping, runErr)
 }
 
-// known returns the IDs of the run's stored approvals (new requests only are added).
-func (d *driver) known(ctx context.Context) map[string]bool {
-	out := map[string]bool{}
-	page, err := d.h.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, RunID: d.run.ID})
-	if err != nil {
-		return out
+// knownApprovals returns the IDs of every stored approval of the run, across
+// pages: a halt stores only the requests that are new.
+func knownApprovals(ctx context.Context, st store.Store, runID string) (map[string]bool, error) {
+	known := map[string]bool{}
+	for a, err := range store.AllApprovals(ctx, st, store.ApprovalFilter{AllTenants: true, RunID: runID}) {
+		if err != nil {
+			return nil, err
+		}
+		known[a.ID] = true
 	}
-	for _, a := range page.Approvals {
-		out[a.ID] = true
-	}
-	return out
+	return known, nil
 }
 
 func reasonOf(res *agent.Result, err error) string {
