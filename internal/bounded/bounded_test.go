@@ -156,6 +156,7 @@ func FuzzCheckYAML(f *testing.F) {
 		f.Add([]byte(s[:min(len(s), 200)]))
 	}
 	f.Add([]byte("a: [1, {b: [2]}]\n- x\n"))
+	f.Add([]byte("[[[[[x]]]]]")) // reaches the assertion without fuzzing
 	f.Fuzz(func(t *testing.T, src []byte) {
 		const max = 4
 		if CheckYAML("f", src, Limits{MaxDepth: max}) != nil {

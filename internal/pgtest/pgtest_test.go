@@ -2,9 +2,11 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestDatabaseIsFreshAndDropped(t *testing.T) {
@@ -25,10 +27,20 @@ func TestDatabaseIsFreshAndDropped(t *testing.T) {
 			t.Fatalf("two databases share a URL: %s", first)
 		}
 	})
-	// After the subtest, its databases are gone.
+	// After the subtest, its databases are gone: the server itself says the
+	// database does not exist (SQLSTATE 3D000), not merely that connecting
+	// failed.
 	ctx := context.Background()
-	if conn, err := pgx.Connect(ctx, first); err == nil {
+	if first == "" {
+		t.Fatal("the subtest made no database")
+	}
+	conn, err := pgx.Connect(ctx, first)
+	if err == nil {
 		conn.Close(ctx)
 		t.Fatalf("database %s still exists after its test ended", first)
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "3D000" {
+		t.Fatalf("connecting to the dropped database: %v, want SQLSTATE 3D000 (invalid catalog name)", err)
 	}
 }
