@@ -44,26 +44,30 @@ const WebhookAttempts = 5
 type webhook struct {
 	Webhook
 	signer *standardwebhooks.Webhook
+	// shown is the URL as logs and errors show it: scheme, host and path,
+	// without the user information or query that may hold a credential.
+	shown string
 }
 
 func newWebhook(w Webhook) (*webhook, error) {
 	u, err := url.Parse(w.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server: webhook URL %q: want an http or https URL", w.URL)
+		return nil, errors.New("server: webhook URL: not an http or https URL (not shown: it may hold a credential)")
 	}
+	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 	if w.Secret == "" {
-		return nil, fmt.Errorf("server: webhook %s: no signing secret", w.URL)
+		return nil, fmt.Errorf("server: webhook %s: no signing secret", shown)
 	}
 	s, err := standardwebhooks.NewWebhook(w.Secret)
 	if err != nil {
-		return nil, fmt.Errorf("server: webhook %s: the secret is not whsec_ and base64", w.URL)
+		return nil, fmt.Errorf("server: webhook %s: the secret is not whsec_ and base64", shown)
 	}
 	for _, g := range w.Types {
 		if !glob.Valid(g) {
-			return nil, fmt.Errorf("server: webhook %s: event type glob %q is empty or has control characters", w.URL, g)
+			return nil, fmt.Errorf("server: webhook %s: event type glob %q is empty or has control characters", shown, g)
 		}
 	}
-	return &webhook{Webhook: w, signer: s}, nil
+	return &webhook{Webhook: w, signer: s, shown: shown}, nil
 }
 
 func (w *webhook) wants(typ string) bool {
@@ -86,7 +90,7 @@ func (s *Server) deliver(ctx context.Context, w *webhook, after int64) {
 		evs, err := s.store.ListEvents(ctx, f)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Error("webhook: reading events", "url", w.URL, "error", err)
+				s.log.Error("webhook: reading events", "url", w.shown, "error", err)
 			}
 			return
 		}
@@ -136,7 +140,7 @@ func (s *Server) post(ctx context.Context, client *http.Client, w *webhook, ev s
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("webhook delivery failed", "url", w.URL, "event", id, "attempt", attempt, "error", err)
+		s.log.Warn("webhook delivery failed", "url", w.shown, "event", id, "attempt", attempt, "error", err)
 		select {
 		case <-ctx.Done():
 			return
@@ -144,5 +148,5 @@ func (s *Server) post(ctx context.Context, client *http.Client, w *webhook, ev s
 		}
 		wait *= 2
 	}
-	s.log.Error("webhook delivery dropped after every attempt", "url", w.URL, "event", id)
+	s.log.Error("webhook delivery dropped after every attempt", "url", w.shown, "event", id)
 }

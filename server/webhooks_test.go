@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +59,12 @@ func TestWebhooks(t *testing.T) {
 		}
 	}))
 	defer recv.Close()
-	f := newFixture(t, nil, nil, &server.Options{Webhooks: []server.Webhook{{URL: recv.URL, Secret: secret, Tenant: "acme", Types: []string{"approval.*", "run.finished"}}}})
+	// The URL holds credentials (user information, a query token): the
+	// failed delivery's log line must show neither.
+	hookURL := strings.Replace(recv.URL, "http://", "http://hookuser:PASSWORD-IN-URL@", 1) + "/in?token=TOKEN-IN-URL"
+	var logs syncLog
+	f := newFixture(t, nil, nil, &server.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Webhooks: []server.Webhook{{URL: hookURL, Secret: secret, Tenant: "acme", Types: []string{"approval.*", "run.finished"}}}})
 	var other server.RunView
 	f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &other)
 	f.waitRun(other.ID, store.RunPending)
@@ -83,7 +90,28 @@ func TestWebhooks(t *testing.T) {
 	if retried != 1 || len(ids) != 3 {
 		t.Fatalf("deliveries by webhook-id %v: want the first retried once under the same id", ids)
 	}
+	if l := logs.String(); !strings.Contains(l, "webhook delivery failed") || strings.Contains(l, "PASSWORD-IN-URL") || strings.Contains(l, "TOKEN-IN-URL") {
+		t.Fatalf("the failed delivery's log shows the URL's credentials, or nothing:\n%s", l)
+	}
 	if _, err := server.New(store.NewMemory(nil), f.builder, &server.Options{Webhooks: []server.Webhook{{URL: "ftp://x", Secret: secret}}}); err == nil {
 		t.Fatal("a webhook URL that is not http(s) was accepted")
 	}
+}
+
+// syncLog is a log destination safe for concurrent use.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
