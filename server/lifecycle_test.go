@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,7 +114,9 @@ func TestShutdownReleasesRunningRun(t *testing.T) {
 // status, pending approvals, decision latency, tool calls by decision and
 // model latency.
 func TestOperations(t *testing.T) {
-	f := newFixture(t, nil, nil, nil)
+	var skew atomic.Int64 // the server's clock runs this far ahead
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	f := newFixture(t, nil, nil, &server.Options{Now: now})
 	id := f.startRun()
 	a := f.pending(id)
 	get := func(path string) (int, string) {
@@ -139,6 +142,13 @@ func TestOperations(t *testing.T) {
 	}
 	f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil)
 	f.waitRun(id, store.RunDone)
+	// The store's counts are read again only after 10 s: scrapes, which
+	// need no token, cannot drive the store's load.
+	_, m = get("/metrics")
+	if !strings.Contains(m, `tollgate_runs{status="pending"} 1`) {
+		t.Errorf("a scrape within 10 s read the store again:\n%s", grepTollgate(m))
+	}
+	skew.Store(int64(11 * time.Second))
 	_, m = get("/metrics")
 	for _, want := range []string{`tollgate_runs{status="done"} 1`, "tollgate_approvals_pending 0", "tollgate_approval_decision_seconds_count 1", `tollgate_tool_calls_total{decision="approved"} 1`} {
 		if !strings.Contains(m, want) {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,35 +69,62 @@ var (
 	pendingDesc = prometheus.NewDesc("tollgate_approvals_pending", "Approvals waiting for a decision.", nil, nil)
 )
 
-// storeCollector reads runs by status and pending approvals at each scrape.
-type storeCollector struct{ s *Server }
+// storeCountsTTL is how long the store's counts serve scrapes before they
+// are read again: /metrics needs no token, and each reading walks every
+// run and pending approval, so scrapes must not be able to drive store load.
+const storeCountsTTL = 10 * time.Second
+
+// storeCollector reads runs by status and pending approvals, at most once
+// per storeCountsTTL (concurrent scrapes share one reading).
+type storeCollector struct {
+	s *Server
+
+	mu      sync.Mutex
+	readAt  time.Time
+	runs    map[store.RunStatus]int
+	pending int
+}
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- runsDesc
 	ch <- pendingDesc
 }
 
+var runStatuses = []store.RunStatus{store.RunRunning, store.RunPending, store.RunResuming, store.RunDone, store.RunIncomplete, store.RunError, store.RunCancelled}
+
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.s.now(); c.runs == nil || now.Sub(c.readAt) >= storeCountsTTL {
+		c.read()
+		c.readAt = now
+	}
+	for _, st := range runStatuses {
+		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(c.runs[st]), string(st))
+	}
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c.pending))
+}
+
+// read counts the store's runs by status and its pending approvals.
+func (c *storeCollector) read() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, st := range []store.RunStatus{store.RunRunning, store.RunPending, store.RunResuming, store.RunDone, store.RunIncomplete, store.RunError, store.RunCancelled} {
-		n := 0
+	c.runs = map[store.RunStatus]int{}
+	for _, st := range runStatuses {
 		for _, err := range store.AllRuns(ctx, c.s.store, store.RunFilter{AllTenants: true, Status: st, Limit: store.MaxLimit}) {
 			if err != nil {
 				break
 			}
-			n++
+			c.runs[st]++
 		}
-		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(n), string(st))
 	}
-	n := 0
+	c.pending = 0
 	for _, err := range store.AllApprovals(ctx, c.s.store, store.ApprovalFilter{AllTenants: true, Status: store.StatusPending, Limit: store.MaxLimit}) {
 		if err != nil {
 			break
 		}
-		n++
+		c.pending++
 	}
-	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(n))
 }
 
 func promhttpHandler(reg *prometheus.Registry) http.Handler {
