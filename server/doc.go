@@ -26,7 +26,7 @@
 //	                                   approve / deny / modify / set_autonomy     viewer (approver to decide)
 //	GET  /v1/agents                    the agents the caller's tenant may start   viewer
 //	GET  /v1/me                        the token's principal                      viewer
-//	GET  /healthz, /readyz, /metrics   no token
+//	GET  /healthz, /readyz, /metrics   no token (the store's counts in /metrics are read at most every 10 s)
 //	GET  /, /assets/..., any other GET [Options.Page], when set
 //
 // POST /v1/runs with an Idempotency-Key the same principal sent before is
