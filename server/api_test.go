@@ -169,3 +169,38 @@ func TestStartRunAgentDoesNotBuild(t *testing.T) {
 		t.Fatalf("%d %+v", code, p)
 	}
 }
+
+// A method an endpoint does not answer is 405 with the methods it does in
+// Allow (RFC 9110), as problem details; a path no endpoint has is 404.
+func TestWrongMethod(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"GET", "/v1/approvals/req_1/decision", 405, "POST"},
+		{"DELETE", "/v1/runs", 405, "GET, HEAD, POST"},
+		{"PATCH", "/v1/autonomy", 405, "GET, HEAD, PUT"},
+		{"GET", "/v1/runs/run_1/cancel", 405, "POST"},
+		{"POST", "/v1/events", 405, "GET, HEAD"},
+		{"POST", "/healthz", 405, "GET, HEAD"},
+		{"GET", "/v1/nothing", 404, ""},
+		{"POST", "/nothing", 404, ""},
+	} {
+		req, _ := http.NewRequest(tc.method, f.ts.URL+tc.path, nil)
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p server.Problem
+		err = json.NewDecoder(resp.Body).Decode(&p)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Allow") != tc.allow || err != nil || p.Status != tc.status ||
+			resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s: %d Allow %q %s %+v (%v); want %d Allow %q as problem details",
+				tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("Content-Type"), p, err, tc.status, tc.allow)
+		}
+	}
+}

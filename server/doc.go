@@ -35,7 +35,8 @@
 // caller's tenant may not use (as an unknown one), 422 an empty prompt or a
 // run whose agent does not build (its detail names the server
 // configuration's field, e.g. "policy: ..."; [Config.CheckAgents] finds
-// these at start).
+// these at start). A path no endpoint has is 404; a method its endpoint
+// does not answer is 405 with the methods it does in Allow (RFC 9110).
 //
 // A decision's argsDigest is required to approve; a deny needs none (a
 // wrong one is still 412). Decision errors: 404 an unknown approval or

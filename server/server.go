@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -259,9 +260,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		problemf(w, r, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
-	})
+	// A path no pattern has is 404; one that other methods have is 405
+	// with Allow (RFC 9110, 15.5.6): both as problem details.
+	mux.HandleFunc("/v1/", s.noRoute)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -277,7 +278,33 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			}
 			s.page.ServeHTTP(w, r)
 		})
+	} else {
+		mux.HandleFunc("/", s.noRoute)
 	}
+}
+
+// routeMethods are the methods noRoute looks for other routes of a path
+// with; a GET route answers HEAD too (net/http.ServeMux).
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// noRoute answers a request no route takes: 405 Method Not Allowed with
+// an Allow header listing the methods the path has (RFC 9110, 15.5.6 and
+// 10.2.1), or 404 when it has none; both as problem details (RFC 9457).
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range routeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/v1/" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		problemf(w, r, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	problemf(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: this endpoint answers %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
 // principalHandler is an API handler with the authenticated principal.
