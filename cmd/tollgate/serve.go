@@ -105,6 +105,9 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return usageErr("serve: state directory %s: %v", stateDir, err)
 	}
 	var tokens *server.Tokens
+	// adminToken, without a tokens file, is written to tokenPath once the
+	// server listens: a start that is refused leaves no token behind.
+	var adminToken, tokenPath string
 	protect := []string{cfg.File}
 	switch {
 	case cfg.TokensFile != "":
@@ -127,14 +130,10 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		if err != nil {
 			return withCode(exitError, err)
 		}
-		p := filepath.Join(stateDir, adminTokenFile)
-		if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
-			return withCode(exitError, fmt.Errorf("serve: writing the admin token: %v", err))
-		}
+		adminToken, tokenPath = tok, filepath.Join(stateDir, adminTokenFile)
 		if tokens, err = server.NewTokens([]server.TokenEntry{{SHA256: hash, Name: currentUser(), Roles: []server.Role{server.RoleAdmin}}}); err != nil {
 			return withCode(exitError, err)
 		}
-		fmt.Fprintf(env.stderr, "tollgate serve: no tokens file; an admin token for this process is in %s\n", p)
 	}
 	ttl, err := leaseTTL()
 	if err != nil {
@@ -202,6 +201,13 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("serve: %v", err))
+	}
+	if adminToken != "" {
+		if err := os.WriteFile(tokenPath, []byte(adminToken+"\n"), 0o600); err != nil {
+			_ = ln.Close()
+			return withCode(exitError, fmt.Errorf("serve: writing the admin token: %v", err))
+		}
+		fmt.Fprintf(env.stderr, "tollgate serve: no tokens file; an admin token for this process is in %s\n", tokenPath)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	runDone := make(chan error, 1)

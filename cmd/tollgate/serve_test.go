@@ -436,5 +436,9 @@ func TestServeRefusesAgentThatDoesNotBuild(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errb.String(), config+tc.want) || strings.Contains(errb.String(), "--policy") || strings.Contains(errb.String(), "listening") {
 			t.Errorf("%s: exit %d: %s", name, code, errb.String())
 		}
+		// The refused start leaves no admin token behind.
+		if _, err := os.Stat(filepath.Join(dir, "state", adminTokenFile)); err == nil {
+			t.Errorf("%s: a refused start wrote %s", name, adminTokenFile)
+		}
 	}
 }
