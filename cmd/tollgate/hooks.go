@@ -163,7 +163,7 @@ model-controlled text into the shell (which 'tollgate run --hooks' refuses),
 			return nil
 		},
 	}
-	check.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s: %v", c.CommandPath(), err) })
+	check.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s%v", commandPrefix(c), err) })
 	cmd.AddCommand(check)
 	return cmd
 }

@@ -65,7 +65,10 @@ func (s *stateFlags) storeURL() (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return "", usageErr("%s: want a PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE", from)
+		if from == "--store" {
+			return "", usageErr("%s: want a PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE", from)
+		}
+		return "", configErr("%s: want a PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE", from)
 	}
 	if _, has := u.User.Password(); has && from == "--store" {
 		return "", usageErr("--store: the URL holds a password, which every process could read on the command line; give it in $%s, $PGPASSWORD or ~/.pgpass", envStoreURL)
@@ -206,7 +209,7 @@ func leaseTTL() (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, usageErr("$%s=%q: want a positive duration such as 30s", envLeaseTTL, v)
+		return 0, configErr("$%s=%q: want a positive duration such as 30s", envLeaseTTL, v)
 	}
 	return d, nil
 }

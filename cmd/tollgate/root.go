@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -77,6 +78,10 @@ func (h *termHold) ask() (done func()) {
 type exitCodeError struct {
 	code int
 	err  error
+	// config marks an error in a configuration file or the environment:
+	// exit 2 as for usage, without the usage hint (the command line was
+	// right, what it names is not).
+	config bool
 }
 
 func (e *exitCodeError) Error() string {
@@ -89,6 +94,12 @@ func (e *exitCodeError) Unwrap() error { return e.err }
 
 func usageErr(format string, args ...any) error {
 	return &exitCodeError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// configErr is a configuration error: exit 2, like a usage error, but
+// without the hint to read --help.
+func configErr(format string, args ...any) error {
+	return &exitCodeError{code: exitUsage, err: fmt.Errorf(format, args...), config: true}
 }
 
 // withCode returns an error that makes Main exit with code; err may be nil
@@ -105,7 +116,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitDone
 	}
@@ -114,8 +125,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		if ce.err != nil {
 			fmt.Fprintln(stderr, "tollgate:", ce.err)
 		}
-		if ce.code == exitUsage {
-			fmt.Fprintln(stderr, "Run 'tollgate --help' for usage.")
+		if ce.code == exitUsage && !ce.config {
+			path := "tollgate"
+			if cmd != nil {
+				path = cmd.CommandPath()
+			}
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		}
 		return ce.code
 	}
@@ -131,13 +146,14 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 policies and, when needed, a person's approval decide what runs, and every
 decision is recorded with who made it.
 
-Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
+Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
+4 incomplete.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
 	}
 	root.SetVersionTemplate("tollgate {{.Version}}\n")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s: %v", c.CommandPath(), err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s%v", commandPrefix(c), err) })
 	// An unknown subcommand is a usage error too (exit 2).
 	root.Args = argsUsage(cobra.NoArgs)
 	root.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
@@ -176,10 +192,20 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 func argsUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return usageErr("%s: %v", cmd.CommandPath(), err)
+			return usageErr("%s%v", commandPrefix(cmd), err)
 		}
 		return nil
 	}
+}
+
+// commandPrefix is "serve token: " for the command `tollgate serve token`,
+// "" for tollgate itself: Main prints every error after "tollgate: ", so the
+// program's name is said once, as in every command's own errors.
+func commandPrefix(c *cobra.Command) string {
+	if !c.HasParent() {
+		return ""
+	}
+	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") + ": "
 }
 
 // version describes this build from the Go build information: the module

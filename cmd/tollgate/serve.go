@@ -68,19 +68,19 @@ token for the default tenant to serve.token in the state directory.`,
 	state.add(f)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if configPath == "" {
-			return usageErr("serve: --config is required")
+			return serveError(usageErr("--config is required"))
 		}
 		cfg, err := server.LoadConfig(configPath)
 		if err != nil {
-			return usageErr("serve: %v", err)
+			return serveError(configErr("%v", err))
 		}
 		if addr != "" {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
-				return usageErr("serve: --addr %q: want HOST:PORT", addr)
+				return serveError(usageErr("--addr %q: want HOST:PORT", addr))
 			}
 			cfg.Addr = addr
 		}
-		return serve(c.Context(), env, cfg, &state)
+		return serveError(serve(c.Context(), env, cfg, &state))
 	}
 	cmd.AddCommand(newServeTokenCmd(env))
 	return cmd
@@ -98,11 +98,11 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		// Links resolved on both sides: a state directory reached through a
 		// link from outside is still inside the workspace it lies in.
 		if within(realpath.Resolve(stateDir), realpath.Resolve(a.Workdir)) {
-			return usageErr("serve: state directory %s is inside the workspace of agent %s, where its tools could change it; choose another with stateDir or --state-dir", stateDir, name)
+			return configErr("state directory %s is inside the workspace of agent %s, where its tools could change it; choose another with stateDir or --state-dir", stateDir, name)
 		}
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return usageErr("serve: state directory %s: %v", stateDir, err)
+		return configErr("state directory %s: %v", stateDir, err)
 	}
 	var tokens *server.Tokens
 	// adminToken, without a tokens file, is written to tokenPath once the
@@ -112,7 +112,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	switch {
 	case cfg.TokensFile != "":
 		if tokens, err = server.LoadTokens(cfg.TokensFile); err != nil {
-			return usageErr("serve: %v", err)
+			return configErr("%v", err)
 		}
 		protect = append(protect, cfg.TokensFile)
 		if ts := tokens.Tenants(); len(ts) > 1 {
@@ -124,7 +124,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			}
 		}
 	case !server.Loopback(cfg.Addr):
-		return usageErr("serve: refusing to listen on %s without a tokens file: anyone who reaches it could approve calls; add tokens: to %s (see 'tollgate serve token') or listen on 127.0.0.1", cfg.Addr, cfg.File)
+		return configErr("refusing to listen on %s without a tokens file: anyone who reaches it could approve calls; add tokens: to %s (see 'tollgate serve token') or listen on 127.0.0.1", cfg.Addr, cfg.File)
 	default:
 		tok, hash, err := server.NewToken()
 		if err != nil {
@@ -149,18 +149,18 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	var st store.Store
 	switch {
 	case storeURL != "" && cfg.Store == "memory":
-		return usageErr("serve: %s says store: memory, but a PostgreSQL store is named (--store or $%s)", cfg.File, envStoreURL)
+		return configErr("%s says store: memory, but a PostgreSQL store is named (--store or $%s)", cfg.File, envStoreURL)
 	case storeURL != "":
 		if st, err = openPostgres(ctx, storeURL); err != nil {
 			return err
 		}
 	case cfg.Store == "postgres":
-		return usageErr("serve: %s says store: postgres; give its URL in $%s (or --store)", cfg.File, envStoreURL)
+		return configErr("%s says store: postgres; give its URL in $%s (or --store)", cfg.File, envStoreURL)
 	case cfg.Store == "memory":
 		st = store.NewMemory(nil)
 	default:
 		if st, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
-			return usageErr("serve: state directory %s: %v", stateDir, err)
+			return configErr("state directory %s: %v", stateDir, err)
 		}
 	}
 	defer st.Close()
@@ -169,7 +169,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	// Each agent is built once now: a missing file or one that does not
 	// load stops the start, where it is seen, not the first run.
 	if err := cfg.CheckAgents(ctx, b); err != nil {
-		return usageErr("serve: %v", err)
+		return configErr("%v", err)
 	}
 	opts := &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
 	durable := "off"
@@ -180,7 +180,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, Logger: logger,
 		})
 		if err != nil {
-			return withCode(exitError, fmt.Errorf("serve: durable runs: %v", err))
+			return withCode(exitError, fmt.Errorf("durable runs: %v", err))
 		}
 		// Closed after the server: a decision in flight still wakes its run.
 		defer func() {
@@ -200,12 +200,12 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("serve: %v", err))
+		return withCode(exitError, err)
 	}
 	if adminToken != "" {
 		if err := os.WriteFile(tokenPath, []byte(adminToken+"\n"), 0o600); err != nil {
 			_ = ln.Close()
-			return withCode(exitError, fmt.Errorf("serve: writing the admin token: %v", err))
+			return withCode(exitError, fmt.Errorf("writing the admin token: %v", err))
 		}
 		fmt.Fprintf(env.stderr, "tollgate serve: no tokens file; an admin token for this process is in %s\n", tokenPath)
 	}
@@ -224,10 +224,10 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	select {
 	case <-ctx.Done():
 	case err := <-serveDone:
-		return withCode(exitError, fmt.Errorf("serve: %v", err))
+		return withCode(exitError, err)
 	case err := <-runDone:
 		if err != nil {
-			return withCode(exitError, fmt.Errorf("serve: %v", err))
+			return withCode(exitError, err)
 		}
 	}
 	grace := cfg.ShutdownGrace
@@ -248,6 +248,24 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return withCode(exitError, herr)
 	}
 	return nil
+}
+
+// serveError says "serve: " before every error of serve (once), as Main
+// prints it after "tollgate: ": one prefix, whichever part failed. An
+// error with no exit code is an error (exit 1).
+func serveError(err error) error {
+	if err == nil {
+		return nil
+	}
+	ce, ok := err.(*exitCodeError)
+	if !ok {
+		ce = &exitCodeError{code: exitError, err: err}
+	}
+	if ce.err != nil {
+		msg := strings.TrimPrefix(ce.err.Error(), "server: ") // server.New's own prefix
+		ce = &exitCodeError{code: ce.code, config: ce.config, err: errors.New("serve: " + msg)}
+	}
+	return ce
 }
 
 // serveBuilder builds the agents of server.yaml with the command's builder,

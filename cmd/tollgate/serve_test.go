@@ -442,3 +442,46 @@ func TestServeRefusesAgentThatDoesNotBuild(t *testing.T) {
 		}
 	}
 }
+
+// Every error of serve says "tollgate: serve: " once; a configuration error
+// (the file, what it names, the environment) has no hint to read --help,
+// which flag errors keep, naming serve's own help.
+func TestServeErrorShape(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	good := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, good, "addr: 127.0.0.1:0\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
+	noWorkdir := filepath.Join(dir, "noworkdir.yaml")
+	writeTestFile(t, noWorkdir, "agents:\n  a:\n    model: script:s.yaml\n    workdir: nowhere\n")
+	open := filepath.Join(dir, "open.yaml")
+	writeTestFile(t, open, "addr: 0.0.0.0:7777\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
+	for _, tc := range []struct {
+		name, leaseTTL string
+		args           []string
+		want           string
+		hint           bool
+	}{
+		{"missing file", "", []string{"--config", filepath.Join(dir, "nope.yaml")}, "nope.yaml: no such file", false},
+		{"missing workdir", "", []string{"--config", noWorkdir}, "noworkdir.yaml:4:14: agents.a.workdir: ", false},
+		{"open address", "", []string{"--config", open}, "refusing to listen on 0.0.0.0:7777", false},
+		{"lease variable", "soon", []string{"--config", good}, "$TOLLGATE_LEASE_TTL=\"soon\"", false},
+		{"no --config", "", nil, "--config is required", true},
+		{"unknown flag", "", []string{"--config", good, "--nope"}, "unknown flag: --nope", true},
+		{"bad --addr", "", []string{"--config", good, "--addr", "nope"}, `--addr "nope": want HOST:PORT`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envLeaseTTL, tc.leaseTTL)
+			var out, errb bytes.Buffer
+			code := Main(t.Context(), append([]string{"serve", "--state-dir", state}, tc.args...), nil, &out, &errb)
+			lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
+			if code != exitUsage || !strings.HasPrefix(lines[0], "tollgate: serve: ") || strings.HasPrefix(lines[0], "tollgate: serve: serve") ||
+				!strings.Contains(lines[0], tc.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and one %q error line naming %q", code, errb.String(), exitUsage, "tollgate: serve: ", tc.want)
+			}
+			hint := len(lines) == 2 && lines[1] == "Run 'tollgate serve --help' for usage."
+			if hint != tc.hint || (!tc.hint && len(lines) != 1) {
+				t.Fatalf("stderr:\n%s\nwant the usage hint: %v", errb.String(), tc.hint)
+			}
+		})
+	}
+}
