@@ -628,13 +628,14 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, p Principal) {
 	var req DecisionRequest
-	if _, ok := s.findApproval(w, r, p, r.PathValue("id")); !ok {
+	a, ok := s.findApproval(w, r, p, r.PathValue("id"))
+	if !ok {
 		return
 	}
 	if !readJSON(w, r, MaxBodyBytes, &req) {
 		return
 	}
-	v, prob := s.decideCore(r.Context(), p, r.PathValue("id"), req)
+	v, prob := s.decideOn(r.Context(), p, a, req)
 	if prob != nil {
 		writeProblem(w, r, *prob)
 		return
@@ -653,7 +654,12 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 	if len(page.Approvals) != 1 {
 		return ApprovalView{}, &Problem{Status: http.StatusNotFound, Detail: "no approval " + strconv.Quote(id)}
 	}
-	a := page.Approvals[0]
+	return s.decideOn(ctx, p, page.Approvals[0], req)
+}
+
+// decideOn is decideCore on the approval a, read from the store in p's
+// tenant by the caller: each decision reads its approval and its run once.
+func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, req DecisionRequest) (ApprovalView, *Problem) {
 	if !p.Has(RoleApprover) {
 		return ApprovalView{}, &Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "deciding needs the approver role"}
 	}
@@ -699,11 +705,12 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 				Detail: "editedArgs do not fit the tool's input schema", Errors: errs}
 		}
 	}
+	// The run is read once, for its kind and for the view: what the view
+	// shows of it (owner, agent) does not change with the decision.
+	run := s.readRun(ctx, a.RunID)
 	answer := s.host.Answer
-	if s.durable != nil {
-		if run, err := s.store.GetRun(ctx, a.RunID); err == nil && durableRun(run) {
-			answer = s.durable.Answer // records it, then wakes the waiting workflow
-		}
+	if s.durable != nil && run != nil && durableRun(*run) {
+		answer = s.durable.Answer // records it, then wakes the waiting workflow
 	}
 	got, err := answer(ctx, a.RunID, a.ID, store.Answer{Approve: approve, By: by, Reason: req.Reason, Data: data})
 	if err != nil && !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrExpired) && !errors.Is(err, store.ErrNotFound) &&
@@ -726,7 +733,7 @@ func (s *Server) decideCore(ctx context.Context, p Principal, id string, req Dec
 	if got.DecidedAt != nil {
 		s.metrics.decisionLatency.Observe(got.DecidedAt.Sub(got.CreatedAt).Seconds())
 	}
-	return s.viewOf(ctx, got), nil
+	return s.approvalView(ctx, got, run), nil
 }
 
 func expired(a store.Approval, now time.Time) bool {
@@ -753,11 +760,16 @@ func jsonEqual(a, b json.RawMessage) bool {
 }
 
 func (s *Server) viewOf(ctx context.Context, a store.Approval) ApprovalView {
-	var run *store.Run
-	if got, err := s.store.GetRun(ctx, a.RunID); err == nil {
-		run = &got
+	return s.approvalView(ctx, a, s.readRun(ctx, a.RunID))
+}
+
+// readRun returns the run id, or nil when it cannot be read.
+func (s *Server) readRun(ctx context.Context, id string) *store.Run {
+	run, err := s.store.GetRun(ctx, id)
+	if err != nil {
+		return nil
 	}
-	return s.approvalView(ctx, a, run)
+	return &run
 }
 
 // checkEdit validates edited arguments against the input schema the

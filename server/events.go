@@ -25,14 +25,18 @@ type StreamEvent struct {
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
-// streamParams reads ?run= (checked against p's tenant) and where to start:
-// the Last-Event-ID header (SSE reconnects), else ?after=.
-func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, p Principal) (store.EventFilter, bool) {
+// streamParams reads ?run= (checked against p's tenant; the run is
+// returned, nil without ?run=) and where to start: the Last-Event-ID header
+// (SSE reconnects), else ?after=.
+func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, p Principal) (store.EventFilter, *store.Run, bool) {
 	f := store.EventFilter{Tenant: p.Tenant, RunID: r.URL.Query().Get("run"), Limit: store.MaxLimit}
+	var run *store.Run
 	if f.RunID != "" {
-		if _, ok := s.ownRun(w, r, p, f.RunID); !ok {
-			return f, false
+		got, ok := s.ownRun(w, r, p, f.RunID)
+		if !ok {
+			return f, nil, false
 		}
+		run = &got
 	}
 	from := r.Header.Get("Last-Event-ID")
 	if from == "" {
@@ -42,11 +46,11 @@ func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, p Principa
 		n, err := strconv.ParseInt(from, 10, 64)
 		if err != nil || n < 0 {
 			problemf(w, r, http.StatusBadRequest, "Last-Event-ID / after: want the seq of the last event seen (a number)")
-			return f, false
+			return f, nil, false
 		}
 		f.AfterSeq = n
 	}
-	return f, true
+	return f, run, true
 }
 
 // follow calls emit for every event f selects after f.AfterSeq, in order,
@@ -107,20 +111,17 @@ func streamEvent(ev store.Event) StreamEvent {
 // run.cancelled) was sent; a client that saw it already gets 204 (which an
 // EventSource does not reconnect after). A tenant's stream stays open.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
-	f, ok := s.streamParams(w, r, p)
+	f, run, ok := s.streamParams(w, r, p)
 	if !ok {
 		return
 	}
-	ended := false
-	if f.RunID != "" {
-		if run, err := s.store.GetRun(r.Context(), f.RunID); err == nil && run.Status.Finished() {
-			ended = true
-			// The client saw the end already: 204, which also stops an
-			// EventSource from reconnecting (HTML, server-sent events).
-			if evs, err := s.store.ListEvents(r.Context(), store.EventFilter{Tenant: f.Tenant, RunID: f.RunID, AfterSeq: f.AfterSeq, Limit: 1}); err == nil && len(evs) == 0 {
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
+	ended := run != nil && run.Status.Finished()
+	if ended {
+		// The client saw the end already: 204, which also stops an
+		// EventSource from reconnecting (HTML, server-sent events).
+		if evs, err := s.store.ListEvents(r.Context(), store.EventFilter{Tenant: f.Tenant, RunID: f.RunID, AfterSeq: f.AfterSeq, Limit: 1}); err == nil && len(evs) == 0 {
+			w.WriteHeader(http.StatusNoContent)
+			return
 		}
 	}
 	rc := http.NewResponseController(w)
@@ -231,7 +232,7 @@ type WSMessage struct {
 // websocket is GET /v1/ws: the events of GET /v1/events as messages, and
 // decisions and set_autonomy from the client.
 func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) {
-	f, ok := s.streamParams(w, r, p)
+	f, _, ok := s.streamParams(w, r, p)
 	if !ok {
 		return
 	}
