@@ -57,6 +57,12 @@ func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, p Principa
 // and beat when nothing happened for a heartbeat interval, until ctx ends,
 // the server shuts down, or emit or beat fail.
 func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(store.Event) error, beat func() error) error {
+	// Every wait ends at ctx's end or at Shutdown: one context for the
+	// stream, cancelled by a callback when the server closes (no goroutine
+	// waits for that), and a timer per wait for the heartbeat.
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	defer context.AfterFunc(s.closed, scancel)()
 	for {
 		evs, err := s.store.ListEvents(ctx, f)
 		if err != nil {
@@ -71,17 +77,8 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 		if len(evs) == f.Limit {
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, s.beat)
-		stop := context.AfterFunc(ctx, cancel)
-		go func() {
-			select {
-			case <-s.done:
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
+		wctx, cancel := context.WithTimeout(sctx, s.beat)
 		err = s.store.WaitEvents(wctx, f)
-		stop()
 		cancel()
 		switch {
 		case ctx.Err() != nil:

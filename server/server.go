@@ -116,6 +116,10 @@ type Server struct {
 	// done is closed when Shutdown starts: streams end, new runs are refused.
 	done     chan struct{}
 	stopOnce sync.Once
+	// closed is cancelled with done: event streams wait on contexts
+	// derived from it (context.AfterFunc), with no goroutine of their own.
+	closed   context.Context
+	setClose context.CancelFunc
 
 	mu       sync.Mutex
 	inflight map[string]bool // runs driven by this server now
@@ -218,6 +222,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	srv.host = h
 	srv.runCtx, srv.stopRun = context.WithCancelCause(context.Background())
+	srv.closed, srv.setClose = context.WithCancel(context.Background())
 	srv.routes(reg)
 	return srv, nil
 }
@@ -479,6 +484,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Lock()
 		close(s.done)
 		s.mu.Unlock()
+		s.setClose()
 	})
 	idle := make(chan struct{})
 	go func() { s.runsWG.Wait(); close(idle) }()
