@@ -850,6 +850,12 @@ func (s *Server) setAutonomy(ctx context.Context, p Principal, req AutonomyReque
 }
 
 func (s *Server) mintTicket(w http.ResponseWriter, r *http.Request, p Principal) {
-	t, exp := s.tickets.mint(p, s.now())
+	t, exp, err := s.tickets.mint(p, s.now())
+	var many *errTooManyTickets
+	if errors.As(err, &many) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((many.retry+time.Second-1)/time.Second))))
+		writeProblem(w, r, Problem{Type: ProblemTooManyTickets, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Detail: many.detail})
+		return
+	}
 	writeJSON(w, http.StatusCreated, map[string]any{"ticket": t, "expiresAt": exp})
 }

@@ -180,11 +180,26 @@ const maxTokenLen = 512
 // reconnects, short enough that one in a log is of little use.
 const TicketTTL = 60 * time.Second
 
+// Default caps of the stream tickets alive at once ([Options.MaxTickets]).
+const (
+	DefaultMaxTickets             = 8192
+	DefaultMaxTicketsPerPrincipal = 64
+)
+
 // tickets are short-lived stream credentials for clients that cannot send
-// an Authorization header (EventSource, browser WebSockets).
+// an Authorization header (EventSource, browser WebSockets). They are
+// capped in all and per principal, so that minting cannot grow memory
+// without bound, and expire in the order they were minted (one TTL): each
+// mint drops the expired ones from the front of the queue, never scanning
+// the live ones.
 type tickets struct {
-	mu sync.Mutex
-	m  map[string]ticket
+	mu                sync.Mutex
+	max, perPrincipal int
+	m                 map[string]ticket // by the ticket's SHA-256
+	queue             []queuedTicket    // in mint order, so in expiry order
+	// live are the expiry times of each principal's tickets in queue,
+	// oldest first.
+	live map[string][]time.Time
 }
 
 type ticket struct {
@@ -192,23 +207,70 @@ type ticket struct {
 	exp time.Time
 }
 
-func (ts *tickets) mint(p Principal, now time.Time) (string, time.Time) {
+type queuedTicket struct {
+	hash, principal string
+	exp             time.Time
+}
+
+// errTooManyTickets is a mint over a cap; retry is when a ticket of the
+// cap expires.
+type errTooManyTickets struct {
+	detail string
+	retry  time.Duration
+}
+
+func (e *errTooManyTickets) Error() string { return e.detail }
+
+func principalKey(p Principal) string { return p.Tenant + "\x00" + p.Name }
+
+// mint returns a new ticket for p and when it expires, or
+// *errTooManyTickets when p, or all principals together, hold as many live
+// tickets as the caps allow.
+func (ts *tickets) mint(p Principal, now time.Time) (string, time.Time, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.m == nil {
+		ts.m, ts.live = map[string]ticket{}, map[string][]time.Time{}
+	}
+	ts.expire(now)
+	key := principalKey(p)
+	if mine := ts.live[key]; len(mine) >= ts.perPrincipal || len(ts.queue) >= ts.max {
+		// Retry when the oldest ticket of the cap that was hit expires.
+		retry := ts.queue[0].exp.Sub(now)
+		if len(mine) >= ts.perPrincipal {
+			retry = mine[0].Sub(now)
+		}
+		return "", time.Time{}, &errTooManyTickets{
+			detail: fmt.Sprintf("too many live stream tickets (at most %d per principal, %d in all); each lasts %s and may be used again until then: reuse one, or retry later", ts.perPrincipal, ts.max, TicketTTL),
+			retry:  retry,
+		}
+	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	id := "tkt_" + hex.EncodeToString(b)
 	exp := now.Add(TicketTTL)
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.m == nil {
-		ts.m = map[string]ticket{}
-	}
-	for k, v := range ts.m {
-		if !now.Before(v.exp) {
-			delete(ts.m, k)
+	h := HashToken(id)
+	ts.m[h] = ticket{p: p, exp: exp}
+	ts.queue = append(ts.queue, queuedTicket{hash: h, principal: key, exp: exp})
+	ts.live[key] = append(ts.live[key], exp)
+	return id, exp, nil
+}
+
+// expire forgets the tickets expired at now, from the front of the queue.
+func (ts *tickets) expire(now time.Time) {
+	n := 0
+	for n < len(ts.queue) && !now.Before(ts.queue[n].exp) {
+		q := ts.queue[n]
+		delete(ts.m, q.hash)
+		if mine := ts.live[q.principal][1:]; len(mine) > 0 {
+			ts.live[q.principal] = mine
+		} else {
+			delete(ts.live, q.principal)
 		}
+		ts.queue[n] = queuedTicket{}
+		n++
 	}
-	ts.m[HashToken(id)] = ticket{p: p, exp: exp}
-	return id, exp
+	ts.queue = ts.queue[n:]
 }
 
 func (ts *tickets) lookup(id string, now time.Time) (Principal, bool) {

@@ -58,6 +58,9 @@
 // header) returns a ticket that authenticates ?ticket= on the two stream
 // endpoints for [TicketTTL], with the viewer role only: a ticket travels in
 // a URL, so a WebSocket that decides must send the Authorization header.
+// A ticket may be used again until it expires; the tickets alive at once
+// are capped per principal and in all ([Options.MaxTickets]), a mint over a
+// cap being 429 ([ProblemTooManyTickets]) with Retry-After.
 //
 // An agent with tenants ([Options.AgentTenants], tenants: in the
 // configuration) exists only for principals of those tenants: GET

@@ -33,6 +33,10 @@ const (
 	// ProblemTooManyStreams: 429, the caps on open event streams
 	// ([Options.MaxStreams]) are reached.
 	ProblemTooManyStreams = "https://tollgate.dev/problems/too-many-streams"
+	// ProblemTooManyTickets: 429, POST /v1/events/ticket while the caller,
+	// or all principals together, hold as many live tickets as
+	// [Options.MaxTickets] allows.
+	ProblemTooManyTickets = "https://tollgate.dev/problems/too-many-tickets"
 )
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {

@@ -73,6 +73,12 @@ type Options struct {
 	// A stream over either cap is refused with 429 and Retry-After: each
 	// stream holds a connection, memory and store reads.
 	MaxStreams, MaxStreamsPerPrincipal int
+	// MaxTickets caps the stream tickets (POST /v1/events/ticket) alive at
+	// once on this server (default [DefaultMaxTickets]);
+	// MaxTicketsPerPrincipal those of one principal (default
+	// [DefaultMaxTicketsPerPrincipal]). A mint over either cap is refused
+	// with 429 and Retry-After, the time until a ticket of that cap expires.
+	MaxTickets, MaxTicketsPerPrincipal int
 }
 
 // Default caps of the open event streams ([Options.MaxStreams]).
@@ -164,6 +170,13 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	if srv.streams.perPrincipal <= 0 {
 		srv.streams.perPrincipal = DefaultMaxStreamsPerPrincipal
+	}
+	srv.tickets = tickets{max: opts.MaxTickets, perPrincipal: opts.MaxTicketsPerPrincipal}
+	if srv.tickets.max <= 0 {
+		srv.tickets.max = DefaultMaxTickets
+	}
+	if srv.tickets.perPrincipal <= 0 {
+		srv.tickets.perPrincipal = DefaultMaxTicketsPerPrincipal
 	}
 	for name, cfg := range opts.Agents {
 		if err := cfg.Check(); err != nil {
