@@ -179,6 +179,33 @@ func (s *stateFlags) open(ctx context.Context) (store.Store, error) {
 	return openExistingStore(ctx, dir)
 }
 
+// openStoreAt opens the store of a command, as every command does: the
+// PostgreSQL store at storeURL when it is set, else the SQLite store of
+// stateDir, made with its directory (mode 0700) when create is set, else
+// only one that exists already (openExistingStore). A state directory that
+// cannot be made or opened is a configuration error naming it; a store
+// that does not answer is an error (exit 1).
+func openStoreAt(ctx context.Context, storeURL, stateDir string, create bool) (store.Store, error) {
+	switch {
+	case storeURL != "":
+		return openPostgres(ctx, storeURL)
+	case !create:
+		s, err := openExistingStore(ctx, stateDir)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, configErr("state directory %s: %v", stateDir, err)
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil)
+	if err != nil {
+		return nil, configErr("state directory %s: %v", stateDir, err)
+	}
+	return s, nil
+}
+
 // openPostgres opens the PostgreSQL store at url (migrating its schema).
 func openPostgres(ctx context.Context, url string) (store.Store, error) {
 	s, err := postgres.Open(ctx, url, nil)
@@ -214,27 +241,15 @@ func leaseTTL() (time.Duration, error) {
 	return d, nil
 }
 
-// openHost opens the store, the PostgreSQL one at storeURL when it is set,
-// else the SQLite one in stateDir (creating it when create is set), and a
-// runs.Host over it that builds agents with b.
+// openHost opens the store ([openStoreAt]) and a runs.Host over it that
+// builds agents with b.
 func openHost(ctx context.Context, storeURL, stateDir string, b runs.Builder, create bool) (*runs.Host, func(), error) {
 	ttl, err := leaseTTL()
 	if err != nil {
 		return nil, nil, err
 	}
-	var s store.Store
-	if storeURL != "" {
-		if s, err = openPostgres(ctx, storeURL); err != nil {
-			return nil, nil, err
-		}
-	} else if create {
-		if err := os.MkdirAll(stateDir, 0o700); err != nil {
-			return nil, nil, usageErr("state directory %s: %v", stateDir, err)
-		}
-		if s, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
-			return nil, nil, usageErr("state directory %s: %v", stateDir, err)
-		}
-	} else if s, err = openExistingStore(ctx, stateDir); err != nil {
+	s, err := openStoreAt(ctx, storeURL, stateDir, create)
+	if err != nil {
 		return nil, nil, err
 	}
 	h, err := runs.New(s, b, &runs.Options{LeaseTTL: ttl})

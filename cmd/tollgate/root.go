@@ -102,6 +102,27 @@ func configErr(format string, args ...any) error {
 	return &exitCodeError{code: exitUsage, err: fmt.Errorf(format, args...), config: true}
 }
 
+// commandError says "name: " before err's message, once (Main prints it
+// after "tollgate: "), keeping its exit code; an error with no exit code is
+// an error (exit 1).
+func commandError(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	out := &exitCodeError{code: exitError, err: err}
+	var ce *exitCodeError
+	if errors.As(err, &ce) {
+		if ce.err == nil {
+			return err // nothing to print
+		}
+		out.code, out.config = ce.code, ce.config
+	}
+	if !strings.HasPrefix(err.Error(), name+": ") {
+		out.err = fmt.Errorf("%s: %w", name, err)
+	}
+	return out
+}
+
 // withCode returns an error that makes Main exit with code; err may be nil
 // (nothing more to print).
 func withCode(code int, err error) error { return &exitCodeError{code: code, err: err} }

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
@@ -101,6 +100,8 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			return configErr("state directory %s is inside the workspace of agent %s, where its tools could change it; choose another with stateDir or --state-dir", stateDir, name)
 		}
 	}
+	// The state directory holds serve.token and the builder's files
+	// whichever store is used.
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return configErr("state directory %s: %v", stateDir, err)
 	}
@@ -150,17 +151,13 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	switch {
 	case storeURL != "" && cfg.Store == "memory":
 		return configErr("%s says store: memory, but a PostgreSQL store is named (--store or $%s)", cfg.File, envStoreURL)
-	case storeURL != "":
-		if st, err = openPostgres(ctx, storeURL); err != nil {
-			return err
-		}
-	case cfg.Store == "postgres":
+	case storeURL == "" && cfg.Store == "postgres":
 		return configErr("%s says store: postgres; give its URL in $%s (or --store)", cfg.File, envStoreURL)
-	case cfg.Store == "memory":
+	case storeURL == "" && cfg.Store == "memory":
 		st = store.NewMemory(nil)
 	default:
-		if st, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
-			return configErr("state directory %s: %v", stateDir, err)
+		if st, err = openStoreAt(ctx, storeURL, stateDir, true); err != nil {
+			return err
 		}
 	}
 	defer st.Close()
@@ -251,21 +248,14 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 }
 
 // serveError says "serve: " before every error of serve (once), as Main
-// prints it after "tollgate: ": one prefix, whichever part failed. An
-// error with no exit code is an error (exit 1).
+// prints it after "tollgate: ": one prefix, whichever part failed.
 func serveError(err error) error {
-	if err == nil {
-		return nil
+	var ce *exitCodeError
+	if errors.As(err, &ce) && ce.err != nil && strings.HasPrefix(ce.err.Error(), "server: ") {
+		// server.New's own prefix
+		err = &exitCodeError{code: ce.code, config: ce.config, err: errors.New(strings.TrimPrefix(ce.err.Error(), "server: "))}
 	}
-	ce, ok := err.(*exitCodeError)
-	if !ok {
-		ce = &exitCodeError{code: exitError, err: err}
-	}
-	if ce.err != nil {
-		msg := strings.TrimPrefix(ce.err.Error(), "server: ") // server.New's own prefix
-		ce = &exitCodeError{code: ce.code, config: ce.config, err: errors.New("serve: " + msg)}
-	}
-	return ce
+	return commandError("serve", err)
 }
 
 // serveBuilder builds the agents of server.yaml with the command's builder,

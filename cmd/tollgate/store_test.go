@@ -91,3 +91,37 @@ func TestStoreFlagRefusals(t *testing.T) {
 		t.Errorf("$%s=sqlite:///x: exit %d\n%s", envStoreURL, code, errOut)
 	}
 }
+
+// run, serve and worker open their store the same way: a state directory
+// that cannot be made is a configuration error naming it, in the same
+// words, exit 2 without the usage hint.
+func TestStateDirErrorsAlike(t *testing.T) {
+	t.Setenv(envStoreURL, "")
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(dir, "file")
+	writeTestFile(t, blocker, "not a directory")
+	state := filepath.Join(blocker, "state") // under a file: cannot be made
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - text: done\n")
+	server := apWrite(t, dir, "server.yaml", "addr: 127.0.0.1:0\nstore: sqlite\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
+	worker := apWrite(t, dir, "worker.yaml", "database: sqlite:"+filepath.Join(dir, "dbos.db")+"\nstateDir: "+state+"\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"run", []string{"run", "--model", "script:" + script, "--workdir", ws, "--state-dir", state, "hi"}},
+		{"serve", []string{"serve", "--config", server, "--state-dir", state}},
+		{"worker", []string{"worker", "--config", worker}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := tgMain(t, tc.args...)
+			want := "state directory " + state + ": "
+			if code != exitUsage || !strings.Contains(errOut, want) || strings.Contains(errOut, "--help") {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d naming %q, without the usage hint", code, errOut, exitUsage, want)
+			}
+		})
+	}
+}

@@ -3,14 +3,10 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 )
 
@@ -71,18 +67,9 @@ Each run's agent is built from the configuration stored with the run, as
 				return err
 			}
 			ctx := c.Context()
-			var st store.Store
-			if storeURL != "" {
-				if st, err = openPostgres(ctx, storeURL); err != nil {
-					return err
-				}
-			} else {
-				if err := os.MkdirAll(stateDir, 0o700); err != nil {
-					return usageErr("worker: state directory %s: %v", stateDir, err)
-				}
-				if st, err = sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil); err != nil {
-					return usageErr("worker: state directory %s: %v", stateDir, err)
-				}
+			st, err := openStoreAt(ctx, storeURL, stateDir, true)
+			if err != nil {
+				return commandError("worker", err)
 			}
 			defer st.Close()
 			level := slog.LevelWarn
