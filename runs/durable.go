@@ -586,7 +586,11 @@ func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agen
 		if err != nil {
 			return nil, err
 		}
-		data, _ := json.Marshal(map[string]any{"status": string(store.RunPending), "reason": res.Reason})
+		reason := res.Reason
+		if reason == "" {
+			reason = haltReason(res.State)
+		}
+		data, _ := json.Marshal(map[string]any{"status": string(store.RunPending), "reason": reason})
 		evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunHalted, Time: d.now(), Data: data})
 		_, err = d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: from, Status: store.RunPending, State: st, Result: resultJSON(res),
 			Approvals: approvalsOf(in.Tenant, res.State, known), Events: evs})

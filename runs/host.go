@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -705,7 +706,11 @@ func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error
 	case status == store.RunCancelled:
 		evType = EventRunCancelled
 	}
-	data, _ := json.Marshal(map[string]any{"status": string(status), "reason": reasonOf(res, runErr)})
+	reason := reasonOf(res, runErr)
+	if evType == EventRunHalted && reason == "" {
+		reason = haltReason(res.State)
+	}
+	data, _ := json.Marshal(map[string]any{"status": string(status), "reason": reason})
 	u.Events = append(u.Events, store.Event{Tenant: d.run.Tenant, RunID: d.run.ID, Type: evType, Time: h.now(), Data: data})
 	var serr error
 	if _, err := h.store.UpdateRun(ctx, d.run.ID, u); err != nil {
@@ -748,6 +753,40 @@ func knownApprovals(ctx context.Context, st store.Store, runID string) (map[stri
 		known[a.ID] = true
 	}
 	return known, nil
+}
+
+// maxHaltReasonCalls bounds the waiting calls a run.halted reason names.
+const maxHaltReasonCalls = 5
+
+// haltReason says what a halted run waits for, as the reason of its
+// run.halted event: "waits for an answer: approval of transfer (req_…)",
+// naming each waiting request's kind, tool and ID (at most
+// maxHaltReasonCalls of them, then how many more).
+func haltReason(st *agent.State) string {
+	if st == nil {
+		return ""
+	}
+	ws := st.Waiting()
+	if len(ws) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, min(len(ws), maxHaltReasonCalls+1))
+	for i, w := range ws {
+		if i == maxHaltReasonCalls {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ws)-i))
+			break
+		}
+		kind := w.Pending.Request.Kind
+		if kind == "" {
+			kind = tool.KindApproval
+		}
+		parts = append(parts, fmt.Sprintf("%s of %s (%s)", kind, w.Call.Name, w.Pending.Request.ID))
+	}
+	noun := "an answer"
+	if len(ws) > 1 {
+		noun = fmt.Sprintf("%d answers", len(ws))
+	}
+	return "waits for " + noun + ": " + strings.Join(parts, ", ")
 }
 
 func reasonOf(res *agent.Result, err error) string {

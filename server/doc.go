@@ -75,7 +75,9 @@
 // event name the type (run.started, run.halted, run.finished,
 // approval.requested, approval.decided, approval.expired, tool.decided with
 // its votes, tool.finished, autonomy.changed, ...) and its data a
-// [StreamEvent]. A client that reconnects with Last-Event-ID (EventSource
+// [StreamEvent]; the data of run.halted holds the run's status and, as
+// its reason, what it waits for ("waits for an answer: approval of
+// transfer (req_…)"). A client that reconnects with Last-Event-ID (EventSource
 // does) or ?after=SEQ gets every later event once: the store's numbers are
 // never visible out of order. A comment line is sent every heartbeat. A
 // stream of one run (?run=) ends once the run's end (run.finished or

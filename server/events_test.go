@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
+	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -401,5 +402,42 @@ func TestEventStreamCaps(t *testing.T) {
 			t.Fatalf("a closed stream did not free its place: %d", resp.StatusCode)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A run.halted event says what the run waits for: the kind, tool and ID of
+// each pending request, for a hosted and a durable run alike.
+func TestHaltedEventSaysWhatTheRunWaitsFor(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "hosted", true: "durable"}[durable], func(t *testing.T) {
+			st := store.NewMemory(nil)
+			opts := &server.Options{}
+			if durable {
+				opts.Durable = newMemQueue(t, st, &testBuilder{m: transferScript(), tools: agent.ToolList{&testkit.Counter{Name: "transfer", Schema: transferSchema}}})
+			}
+			f := newFixture(t, st, nil, opts)
+			id := f.startRun()
+			sse := f.openSSE("/v1/events?run="+id, vicToken)
+			ev := sse.nextEvent(t)
+			for ev.event != "run.halted" {
+				ev = sse.nextEvent(t)
+			}
+			var se server.StreamEvent
+			var data struct{ Status, Reason string }
+			if err := json.Unmarshal([]byte(ev.data), &se); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(se.Data, &data); err != nil {
+				t.Fatal(err)
+			}
+			var page server.ApprovalPage
+			if code := f.do("GET", "/v1/approvals?status=pending&run="+id, vicToken, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
+				t.Fatalf("pending approvals: %d %+v", code, page)
+			}
+			want := "waits for an answer: approval of transfer (" + page.Approvals[0].ID + ")"
+			if data.Status != "pending" || data.Reason != want {
+				t.Fatalf("run.halted data %s, want status pending and reason %q", se.Data, want)
+			}
+		})
 	}
 }
