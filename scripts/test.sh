@@ -18,39 +18,31 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+# The Debian packages the tests need, installed together: one apt-get update
+# and one apt-get install at most, for the whole command (scripts/postgres.sh
+# does not update the lists again when this did: TOLLGATE_APT_UPDATED).
 need() { command -v "$1" >/dev/null 2>&1; }
-if ! need node || ! need npm; then
-  echo "== installing Node.js and npm (Debian packages)"
-  if need apt-get; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-  else
-    echo "Node.js and npm are required for the MCP integration tests" >&2
-    exit 1
-  fi
-fi
-
+missing=""
+# Node.js and npm run the real MCP servers of the integration tests.
+if ! need node || ! need npm; then missing="$missing nodejs npm"; fi
 # The Claude Code hook fixtures (hooks/claudecode/testdata) are sh + jq and
 # python3 scripts, as such hooks are written.
-if ! need jq || ! need python3; then
-  echo "== installing jq and python3 (Debian packages)"
-  if need apt-get; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq python3 >/dev/null
-  else
-    echo "jq and python3 are required for the Claude Code hook tests" >&2
-    exit 1
-  fi
-fi
-
+if ! need jq || ! need python3; then missing="$missing jq python3"; fi
 # The approvals page (server/web) is tested in a real browser: Debian's
 # Chromium, found on PATH (or at $TOLLGATE_CHROMIUM) by the tests.
-if [ -z "${TOLLGATE_CHROMIUM:-}" ] && ! need chromium && ! need chromium-browser; then
-  echo "== installing Chromium (Debian package)"
-  if need apt-get; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "Chromium is required for the approvals page tests (server/web)" >&2
+if [ -z "${TOLLGATE_CHROMIUM:-}" ] && ! need chromium && ! need chromium-browser; then missing="$missing chromium"; fi
+if [ -n "$missing" ]; then
+  echo "== installing$missing (Debian packages)"
+  if ! need apt-get; then
+    echo "the tests need these Debian packages (or their equivalents):$missing" >&2
     exit 1
   fi
+  apt-get update -qq
+  # $missing is a list of words.
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  TOLLGATE_APT_UPDATED=1
+  export TOLLGATE_APT_UPDATED
 fi
 
 echo "== installing the MCP servers used by the tests (npm ci)"
