@@ -749,13 +749,23 @@ func (s *Store) Consume(ctx context.Context, runID, id, digest string) (store.Ap
 	}, func(err error) bool { return errors.Is(err, store.ErrExpired) })
 }
 
-// ExpireApprovals implements [store.Store].
+// expiryMargin is how far past now ExpireApprovals's SQL filter reaches,
+// beyond the millisecond rounding of SQLite's julianday.
+const expiryMargin = time.Second
+
+// ExpireApprovals implements [store.Store]: the approvals due are found in
+// SQL (by the status index and julianday of expires_at), not by decoding
+// every pending one.
 func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 	var out []store.Approval
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
+		// Only the approvals due are read and decoded. SQLite's date
+		// functions keep milliseconds: the SQL bound is a second late,
+		// and Approval.Expired decides to the nanosecond.
 		rows, err := tx.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals
-			WHERE status IN (?, ?) AND expires_at IS NOT NULL ORDER BY seq`, string(store.StatusPending), string(store.StatusApproved))
+			WHERE status IN (?, ?) AND expires_at IS NOT NULL AND julianday(expires_at) <= julianday(?) ORDER BY seq`,
+			string(store.StatusPending), string(store.StatusApproved), ts(now.Add(expiryMargin)))
 		if err != nil {
 			return err
 		}
