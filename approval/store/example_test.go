@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A host stores a halted run, waits for its answer through the event log,
@@ -31,7 +32,7 @@ func Example() {
 	last := evs[len(evs)-1].Seq
 
 	// Someone answers while the host waits for the run's next event.
-	go s.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: "person:bob"})
+	go s.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}})
 	if err := s.WaitEvents(ctx, store.EventFilter{Tenant: "acme", RunID: "run_1", AfterSeq: last}); err != nil {
 		panic(err)
 	}
@@ -54,7 +55,7 @@ func Example() {
 	}
 	fmt.Println("checkpoint:", run.Status, "version", run.Version, "lease", run.Lease)
 	// Output:
-	// event: approval.decided {"approvalId":"req_1","callId":"call_1","tool":"transfer_funds","status":"approved","decidedBy":"person:bob"}
+	// event: approval.decided {"approvalId":"req_1","callId":"call_1","tool":"transfer_funds","status":"approved","decidedBy":{"kind":"person","name":"bob"}}
 	// claimed: resuming worker-1 token 1
 	// second claim leased: true
 	// checkpoint: done version 3 lease <nil>
