@@ -1,7 +1,10 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -20,8 +23,10 @@ func TestAnswerActorKeptInDecision(t *testing.T) {
 	root := approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}
 	for _, ok := range []bool{true, false} {
 		transfer := &testkit.Counter{Name: "transfer_funds"}
+		var logs bytes.Buffer
 		a := newAgent(t, agent.Options{
-			Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), Tools: agent.ToolList{transfer},
+			Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+			Model:  testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), Tools: agent.ToolList{transfer},
 			Hooks: (&hooks.Hooks{}).BeforeTool("gate", seedGate),
 			WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
 				return tool.Answer{ID: r.ID, OK: ok, Reason: "on call", By: alice, Actor: root}, nil
@@ -52,6 +57,9 @@ func TestAnswerActorKeptInDecision(t *testing.T) {
 		}
 		if !answered {
 			t.Errorf("ok=%v: no vote of alice in %+v", ok, d.Votes)
+		}
+		if !strings.Contains(logs.String(), `"by":"person:alice","argsDigest"`) || !strings.Contains(logs.String(), `"actor":"person:root"`) {
+			t.Errorf("ok=%v: the decision's log names no actor:\n%s", ok, logs.String())
 		}
 	}
 }

@@ -209,11 +209,16 @@ func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecor
 		}
 		w.mu.Unlock()
 	}
-	w.log.LogAttrs(ctx, slog.LevelInfo, "tool call decision",
+	la := []slog.Attr{
 		slog.String("run", run), slog.String("call", rec.ID), slog.String("tool", rec.Name),
 		slog.String("outcome", string(rec.Decision.Outcome)), slog.String("by", rec.Decision.By.String()),
 		slog.String("requestedDigest", rec.RequestedDigest), slog.String("argsDigest", rec.ArgsDigest),
-		slog.Bool("ran", rec.Ran), slog.Bool("isError", rec.IsError), slog.Duration("duration", rec.Duration))
+		slog.Bool("ran", rec.Ran), slog.Bool("isError", rec.IsError), slog.Duration("duration", rec.Duration),
+	}
+	if !rec.Decision.Actor.IsZero() {
+		la = append(la, slog.String("actor", rec.Decision.Actor.String()))
+	}
+	w.log.LogAttrs(ctx, slog.LevelInfo, "tool call decision", la...)
 	if err != nil {
 		w.log.LogAttrs(ctx, slog.LevelError, "writing decision record failed", slog.String("call", rec.ID), slog.String("error", err.Error()))
 	}
