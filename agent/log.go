@@ -7,7 +7,8 @@ const slogInfo = slog.LevelInfo
 // attrs are the log attributes of a tool call decision. Argument values and
 // outputs are never logged (they may hold secrets); digests identify them.
 func attrs(runID string, rec *ToolCallRecord, d Decision) []slog.Attr {
-	return []slog.Attr{
+	out := make([]slog.Attr, 0, 10)
+	out = append(out,
 		slog.String("run", runID),
 		slog.String("call", rec.ID),
 		slog.String("tool", rec.Name),
@@ -17,5 +18,9 @@ func attrs(runID string, rec *ToolCallRecord, d Decision) []slog.Attr {
 		slog.String("argsDigest", rec.ArgsDigest),
 		slog.Bool("isError", rec.IsError),
 		slog.Duration("duration", rec.Duration),
+	)
+	if !d.Actor.IsZero() {
+		out = append(out, slog.String("actor", d.Actor.String()))
 	}
+	return out
 }

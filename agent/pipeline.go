@@ -73,12 +73,14 @@ func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 	}
 }
 
-// answerer is who gave ans: its By read as a principal's text form
-// ([approval.PrincipalOf]: a Permission hook's "hook:<name>", a host's
-// "person:alice" or "flag:--approve=yes", the runtime's "runtime"); a bare
-// name is a person's, and no name an unnamed person's.
+// answerer is who gave ans: its By (a Permission hook, a person, a flag, the
+// runtime), or an unnamed person when the host named no one. Who acted on
+// its behalf is ans.Actor.
 func answerer(ans *tool.Answer) approval.Principal {
-	return approval.PrincipalOf(ans.By)
+	if ans.By.IsZero() {
+		return approval.Principal{Kind: approval.PrincipalPerson}
+	}
+	return ans.By
 }
 
 // invalidReason is the decision reason for arguments that fail the schema.
@@ -112,11 +114,11 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 			if reason == "" {
 				reason = "no reason given"
 			}
-			votes = append(votes, Vote{Source: by, Decision: "deny", Reason: reason})
+			votes = append(votes, Vote{Source: by, Actor: ans.Actor, Decision: approval.VoteDeny, Reason: reason})
 			return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", declinedBy(by), reason),
-				Decision{Outcome: OutcomeDeclined, By: by, Reason: reason, Votes: votes}, false, emit)
+				Decision{Outcome: OutcomeDeclined, By: by, Actor: ans.Actor, Reason: reason, Votes: votes}, false, emit)
 		}
-		votes = []Vote{{Source: by, Decision: "allow", Reason: ans.Reason}}
+		votes = []Vote{{Source: by, Actor: ans.Actor, Decision: approval.VoteAllow, Reason: ans.Reason}}
 		ctx = tool.WithAnswer(ctx, *ans)
 	}
 
@@ -158,9 +160,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	if err != nil {
 		return CallOutcome{Err: err}
 	}
-	for _, v := range out.Votes {
-		votes = append(votes, Vote{Source: approval.Principal{Kind: approval.PrincipalHook, Name: v.Hook}, Decision: v.Decision, Reason: v.Reason})
-	}
+	votes = append(votes, out.Votes...)
 	if out.Rewritten {
 		args = out.Args
 		rec.Args, rec.ArgsDigest = storable(args), approval.Digest(args)
@@ -211,11 +211,11 @@ authorization:
 			ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
 			if err != nil {
 				return r.finish(ctx, rec, tool.Errorf("the edited arguments from %s are not a JSON object: %v", answerer(ans), err),
-					Decision{Outcome: OutcomeInvalid, By: answerer(ans), Reason: "the edited arguments are not a JSON object", Votes: votes}, false, emit)
+					Decision{Outcome: OutcomeInvalid, By: answerer(ans), Actor: ans.Actor, Reason: "the edited arguments are not a JSON object", Votes: votes}, false, emit)
 			}
 			args, edited = ed, true
 			rec.Args, rec.ArgsDigest = args, approval.Digest(args)
-			votes = append(votes, Vote{Source: answerer(ans), Decision: "rewrite", Reason: "edited the arguments"})
+			votes = append(votes, Vote{Source: answerer(ans), Actor: ans.Actor, Decision: approval.VoteRewrite, Reason: "edited the arguments"})
 			if err := r.a.validator(t).Validate(args); err != nil {
 				return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
 					Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason, Votes: votes}, false, emit)
@@ -244,11 +244,11 @@ authorization:
 						by := answerer(pans)
 						if !pans.OK {
 							reason := orDefault(pans.Reason, "no reason given")
-							votes = append(votes, Vote{Source: by, Decision: "deny", Reason: reason})
+							votes = append(votes, Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteDeny, Reason: reason})
 							return r.finish(ctx, rec, tool.Errorf("declined by %s: %s", declinedBy(by), reason),
-								Decision{Outcome: OutcomeDeclined, By: by, Reason: reason, Votes: votes}, false, emit)
+								Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason, Votes: votes}, false, emit)
 						}
-						votes = append(votes, Vote{Source: by, Decision: "allow", Reason: pans.Reason})
+						votes = append(votes, Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteAllow, Reason: pans.Reason})
 						prior = &PendingCall{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(args), Args: storable(args), Votes: votes}
 						ans = pans
 						ctx = tool.WithAnswer(ctx, *ans)
@@ -256,16 +256,16 @@ authorization:
 							// Edited arguments are validated and authorized again.
 							continue
 						}
-						decision = Decision{Outcome: OutcomeApproved, By: by, Reason: ans.Reason, Votes: votes}
+						decision = Decision{Outcome: OutcomeApproved, By: by, Actor: ans.Actor, Reason: ans.Reason, Votes: votes}
 						break authorization
 					}
 				}
 				return r.suspend(ctx, rec, OriginAuthorization, &req, args, votes, ans, emit)
 			}
-			decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
+			decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Actor: ans.Actor, Reason: ans.Reason, Votes: votes}
 		default:
 			if ans != nil {
-				decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Reason: ans.Reason, Votes: votes}
+				decision = Decision{Outcome: OutcomeApproved, By: answerer(ans), Actor: ans.Actor, Reason: ans.Reason, Votes: votes}
 			}
 		}
 		break
@@ -404,7 +404,7 @@ func (r *runner) toolNames() []string {
 func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.RawMessage, hints *tool.Hints, votes []Vote) (approval.Verdict, []Vote) {
 	var verdicts []approval.Verdict
 	for _, v := range votes {
-		if v.Decision == "allow" && v.Source.Kind == approval.PrincipalHook {
+		if v.Decision == approval.VoteAllow && v.Source.Kind == approval.PrincipalHook {
 			verdicts = append(verdicts, approval.Verdict{Decision: approval.Allow, Reason: v.Reason, By: v.Source})
 		}
 	}
@@ -430,7 +430,7 @@ func (r *runner) authorize(ctx context.Context, call model.ToolCall, args json.R
 			v = approval.Verdict{Decision: approval.Deny, Reason: fmt.Sprintf("authorizer returned invalid decision %q", v.Decision), By: v.By}
 		}
 		verdicts = append(verdicts, v)
-		out = append(out, Vote{Source: v.By, Decision: string(v.Decision), Reason: v.Reason})
+		out = append(out, Vote{Source: v.By, Decision: approval.VoteDecision(v.Decision), Reason: v.Reason})
 	}
 	return approval.Strongest(verdicts...), out
 }

@@ -56,17 +56,14 @@ const (
 	OutcomeApproved Outcome = "approved"
 )
 
-// Vote is one source's say on a call, kept in the [Decision].
-type Vote struct {
-	// Source is who voted: a hook, a rule, an autonomy level, a person, a
-	// flag, the runtime. In JSON an object {"kind", "name"}; states and
-	// records written before it was typed hold its text form ("hook:audit"),
-	// which is still read.
-	Source approval.Principal `json:"source"`
-	// Decision is "allow", "ask", "deny", "rewrite" or "result".
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
+// Vote is one source's say on a call, kept in the [Decision]: who voted
+// (Source, and Actor when someone acted on the source's behalf), what it said
+// ([approval.VoteAllow], VoteAsk, VoteDeny, VoteRewrite, VoteResult) and why.
+// It is [approval.Vote] (and [tool.Vote]): one type for hooks, policies and
+// the agent. In JSON {"source": {"kind", "name"}, "decision", "reason"};
+// states and records written before the source was typed hold its text form
+// ("hook:audit"), which is still read.
+type Vote = approval.Vote
 
 // Decision records who decided a call's fate and why (step 9 of the pipeline).
 type Decision struct {
@@ -79,6 +76,10 @@ type Decision struct {
 	// States and records written before it was typed hold the text form,
 	// which is still read ([approval.Principal.UnmarshalJSON]).
 	By approval.Principal `json:"by"`
+	// Actor, when not zero, is who decided on By's behalf: an administrator
+	// who answered for the person named in By (the "act" claim of RFC 8693,
+	// section 4.1; see [tool.Answer.Actor]). An audit sees both.
+	Actor approval.Principal `json:"actor,omitzero"`
 	// Reason is the deciding source's reason.
 	Reason string `json:"reason,omitempty"`
 	// Votes lists every source that had a say, in the order they were heard.

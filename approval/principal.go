@@ -1,68 +1,60 @@
 package approval
 
-import (
-	"encoding/json"
-	"fmt"
-	"strings"
-)
+import "github.com/tollgate-dev/tollgate/tool"
 
-// PrincipalKind says what kind of source decided or voted on a tool call.
-type PrincipalKind string
+// Principal names who decided, voted or answered: a kind and a name
+// ({"kind": "rule", "name": "no-rm"} in JSON, "rule:no-rm" as text). It is
+// [tool.Principal], defined at the bottom of the architecture so that
+// answers, hooks' votes and store records carry it typed.
+type Principal = tool.Principal
 
-// Principal kinds. A decision's text form is "kind:name" ("rule:no-rm",
-// "person:alice"); runtime decisions have no name.
+// PrincipalKind says what kind of source decided or voted on a tool call; see
+// [tool.PrincipalKind].
+type PrincipalKind = tool.PrincipalKind
+
+// Principal kinds (see the constants of package tool).
 const (
-	// PrincipalHook: a BeforeTool hook (seed 002), by its registered name.
-	PrincipalHook PrincipalKind = "hook"
+	// PrincipalHook: a BeforeTool or Permission hook (seed 002), by its
+	// registered name.
+	PrincipalHook = tool.PrincipalHook
 	// PrincipalRule: a policy rule, by its ID.
-	PrincipalRule PrincipalKind = "rule"
+	PrincipalRule = tool.PrincipalRule
 	// PrincipalAutonomy: a policy's autonomy level, by the level.
-	PrincipalAutonomy PrincipalKind = "autonomy"
+	PrincipalAutonomy = tool.PrincipalAutonomy
 	// PrincipalPerson: a person who answered a request, by the name the host
-	// authenticated (an OS user, a token's principal).
-	PrincipalPerson PrincipalKind = "person"
-	// PrincipalRuntime: the runtime itself (unknown tool, invalid arguments, an
-	// expiry).
-	PrincipalRuntime PrincipalKind = "runtime"
-	// PrincipalFlag: a command-line flag that answers for everyone
-	// ("--approve=yes", "--deny").
-	PrincipalFlag PrincipalKind = "flag"
+	// authenticated.
+	PrincipalPerson = tool.PrincipalPerson
+	// PrincipalRuntime: the runtime itself.
+	PrincipalRuntime = tool.PrincipalRuntime
+	// PrincipalFlag: a command-line flag that answers for everyone.
+	PrincipalFlag = tool.PrincipalFlag
 )
 
-// Valid reports whether k is one of the kinds above.
-func (k PrincipalKind) Valid() bool {
-	switch k {
-	case PrincipalHook, PrincipalRule, PrincipalAutonomy, PrincipalPerson, PrincipalRuntime, PrincipalFlag:
-		return true
-	}
-	return false
-}
+// Vote is one source's say on a tool call, kept in the agent's decision
+// record; see [tool.Vote].
+type Vote = tool.Vote
 
-// Principal names who decided: a kind and a name. Its text form, used in
-// records, events and [Verdict.By], is derived ([Principal.String]).
-type Principal struct {
-	Kind PrincipalKind `json:"kind"`
-	Name string        `json:"name,omitempty"`
-}
+// VoteDecision is what one source said: allow, ask, deny, rewrite or result;
+// see [tool.VoteDecision].
+type VoteDecision = tool.VoteDecision
 
-// String returns "kind:name", or "kind" when the name is empty.
-func (p Principal) String() string {
-	if p.Name == "" {
-		return string(p.Kind)
-	}
-	return string(p.Kind) + ":" + p.Name
-}
+// Vote decisions (see the constants of package tool).
+const (
+	VoteAllow   = tool.VoteAllow
+	VoteAsk     = tool.VoteAsk
+	VoteDeny    = tool.VoteDeny
+	VoteRewrite = tool.VoteRewrite
+	VoteResult  = tool.VoteResult
+)
 
-// ParsePrincipal reads the text form of a principal. Errors name the kinds
-// accepted.
-func ParsePrincipal(s string) (Principal, error) {
-	kind, name, _ := strings.Cut(s, ":")
-	p := Principal{Kind: PrincipalKind(kind), Name: name}
-	if !p.Kind.Valid() {
-		return Principal{}, fmt.Errorf("approval: principal %q: want kind:name with kind hook, rule, autonomy, person, runtime or flag", s)
-	}
-	return p, nil
-}
+// ParsePrincipal reads the text form of a principal strictly; see
+// [tool.ParsePrincipal].
+func ParsePrincipal(s string) (Principal, error) { return tool.ParsePrincipal(s) }
+
+// PrincipalOf reads the text form of a principal leniently ("" is an unnamed
+// person, "default" is [Default], a bare name is a person's); see
+// [tool.PrincipalOf].
+func PrincipalOf(s string) Principal { return tool.PrincipalOf(s) }
 
 // Principals the runtime itself decides as.
 var (
@@ -75,57 +67,3 @@ var (
 	// command whose programs the analysis cannot see ("rule:shell-opaque").
 	ShellOpaque = Principal{Kind: PrincipalRule, Name: "shell-opaque"}
 )
-
-// IsZero reports whether p is the zero Principal (no one).
-func (p Principal) IsZero() bool { return p == Principal{} }
-
-// maxPrincipalJSON bounds the encoded size of one principal read from JSON.
-const maxPrincipalJSON = 4 << 10
-
-// UnmarshalJSON reads a principal as written by this version, an object
-// {"kind": "rule", "name": "no-rm"}, or as written before principals were
-// typed, its text form "rule:no-rm" (see [PrincipalOf]). It fails on input
-// over 4 KiB or an object whose kind is not one of the kinds above.
-func (p *Principal) UnmarshalJSON(b []byte) error {
-	if len(b) > maxPrincipalJSON {
-		return fmt.Errorf("approval: principal: %d bytes, more than %d", len(b), maxPrincipalJSON)
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*p = PrincipalOf(s)
-		return nil
-	}
-	var o struct {
-		Kind PrincipalKind `json:"kind"`
-		Name string        `json:"name"`
-	}
-	if err := json.Unmarshal(b, &o); err != nil {
-		return fmt.Errorf("approval: principal: want {\"kind\": ..., \"name\": ...} or \"kind:name\": %w", err)
-	}
-	if o.Kind != "" && !o.Kind.Valid() {
-		return fmt.Errorf("approval: principal: kind %q is not hook, rule, autonomy, person, runtime or flag", o.Kind)
-	}
-	*p = Principal{Kind: o.Kind, Name: o.Name}
-	return nil
-}
-
-// PrincipalOf reads the text form of a principal leniently, for text that a
-// host or an older version wrote: "kind:name" with a known kind is that
-// principal; "" is an unnamed person; "default" is [Default]; any other text
-// (a bare user name, "alice (by root with --admin)") names a person. Use
-// [ParsePrincipal] to reject text that is not "kind:name".
-func PrincipalOf(s string) Principal {
-	switch s {
-	case "":
-		return Principal{Kind: PrincipalPerson}
-	case "default":
-		return Default
-	}
-	if kind, name, ok := strings.Cut(s, ":"); ok && PrincipalKind(kind).Valid() {
-		return Principal{Kind: PrincipalKind(kind), Name: name}
-	}
-	if PrincipalKind(s).Valid() {
-		return Principal{Kind: PrincipalKind(s)}
-	}
-	return Principal{Kind: PrincipalPerson, Name: s}
-}

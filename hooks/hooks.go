@@ -381,16 +381,6 @@ func (h *Hooks) RunAfterLLM(ctx context.Context, ev AfterLLMEvent) error {
 	return nil
 }
 
-// Vote is one hook's explicit say on a call, kept for the decision record.
-type Vote struct {
-	// Hook is the hook's name.
-	Hook string `json:"hook"`
-	// Decision is "allow", "rewrite", "deny" (an error result), "result" (a
-	// successful short-circuit) or "ask" (a pending request).
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
-
 // ToolOutcome is the combined effect of a BeforeTool chain.
 type ToolOutcome struct {
 	// Args are the arguments after every rewrite (the input when none).
@@ -401,8 +391,11 @@ type ToolOutcome struct {
 	Result *tool.Result
 	// By names the hook that short-circuited.
 	By string
-	// Votes lists every hook that expressed an opinion, in order.
-	Votes []Vote
+	// Votes lists every hook that expressed an opinion, in order: Source is
+	// the hook ({"kind": "hook", "name": <name>}), Decision is allow,
+	// rewrite, deny (an error result), result (a successful short-circuit)
+	// or ask (a pending request).
+	Votes []tool.Vote
 	// Context holds the non-empty [ToolOverride].Context texts of the hooks
 	// that ran, in order.
 	Context []string
@@ -456,16 +449,16 @@ func (h *Hooks) RunBeforeToolApproved(ctx context.Context, ev BeforeToolEvent, a
 		if ov.Result != nil {
 			r := ov.Result.Clone()
 			if r.Pending != nil && approved != nil && approved(hk.name, slices.Clone(out.Args)) {
-				out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: "ask", Reason: orPrompt(ov.Reason, r.Pending)})
+				out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: tool.VoteAsk, Reason: orPrompt(ov.Reason, r.Pending)})
 				continue
 			}
 			out.Result, out.By = &r, hk.name
-			d := "result"
+			d := tool.VoteResult
 			switch {
 			case r.Pending != nil:
-				d = "ask"
+				d = tool.VoteAsk
 			case r.IsError:
-				d = "deny"
+				d = tool.VoteDeny
 			}
 			reason := ov.Reason
 			if reason == "" {
@@ -475,19 +468,24 @@ func (h *Hooks) RunBeforeToolApproved(ctx context.Context, ev BeforeToolEvent, a
 					reason = r.Output
 				}
 			}
-			out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: d, Reason: reason})
+			out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: d, Reason: reason})
 			return out, nil
 		}
 		if ov.Args != nil {
 			out.Args = slices.Clone(ov.Args)
 			out.Rewritten = true
-			out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: "rewrite", Reason: ov.Reason})
+			out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: tool.VoteRewrite, Reason: ov.Reason})
 		}
 		if ov.Allow {
-			out.Votes = append(out.Votes, Vote{Hook: hk.name, Decision: "allow", Reason: ov.Reason})
+			out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: tool.VoteAllow, Reason: ov.Reason})
 		}
 	}
 	return out, nil
+}
+
+// hookPrincipal is the principal a hook votes and answers as.
+func hookPrincipal(name string) tool.Principal {
+	return tool.Principal{Kind: tool.PrincipalHook, Name: name}
 }
 
 // orPrompt is reason, or the request's prompt when reason is empty.

@@ -44,7 +44,7 @@ func TestBeforeToolChain(t *testing.T) {
 	if string(out.Args) != `{"a":2}` || !out.Rewritten || out.By != "deny" || out.Result == nil || !out.Result.IsError {
 		t.Errorf("outcome %+v", out)
 	}
-	want := []hooks.Vote{{Hook: "rewrite", Decision: "rewrite"}, {Hook: "before_tool#2", Decision: "allow", Reason: "looks fine"}, {Hook: "deny", Decision: "deny", Reason: "no"}}
+	want := []tool.Vote{{Source: tool.Principal{Kind: tool.PrincipalHook, Name: "rewrite"}, Decision: tool.VoteRewrite}, {Source: tool.Principal{Kind: tool.PrincipalHook, Name: "before_tool#2"}, Decision: tool.VoteAllow, Reason: "looks fine"}, {Source: tool.Principal{Kind: tool.PrincipalHook, Name: "deny"}, Decision: tool.VoteDeny, Reason: "no"}}
 	if d := cmp.Diff(want, out.Votes); d != "" {
 		t.Errorf("votes (-want +got):\n%s", d)
 	}
@@ -85,7 +85,7 @@ func TestApprovedAskLetsTheChainGoOn(t *testing.T) {
 	if out.By != "later" || out.Result == nil || !out.Result.IsError || !cmp.Equal(later, []string{`{"a":1}`}) || !cmp.Equal(asked, []string{`gate {"a":1}`}) {
 		t.Fatalf("outcome %+v, later hook saw %v, approved asked %v", out, later, asked)
 	}
-	want := []hooks.Vote{{Hook: "gate", Decision: "ask", Reason: "allow x?"}, {Hook: "later", Decision: "deny", Reason: "not now"}}
+	want := []tool.Vote{{Source: tool.Principal{Kind: tool.PrincipalHook, Name: "gate"}, Decision: tool.VoteAsk, Reason: "allow x?"}, {Source: tool.Principal{Kind: tool.PrincipalHook, Name: "later"}, Decision: tool.VoteDeny, Reason: "not now"}}
 	if d := cmp.Diff(want, out.Votes); d != "" {
 		t.Errorf("votes (-want +got):\n%s", d)
 	}

@@ -44,8 +44,8 @@ func (h *Hooks) Permission(name string, fn PermissionFunc) *Hooks {
 }
 
 // RunPermission asks the Permission hooks in order; the first non-nil answer
-// ends the chain and is returned with ID set to ev.Request.ID and By to
-// "hook:<name>". It returns nil when no hook answered. The error is an
+// ends the chain and is returned with ID set to ev.Request.ID, By to the
+// hook ({"kind": "hook", "name": <name>}) and Actor cleared. It returns nil when no hook answered. The error is an
 // [*Error].
 func (h *Hooks) RunPermission(ctx context.Context, ev PermissionEvent) (*tool.Answer, error) {
 	if h == nil {
@@ -65,7 +65,8 @@ func (h *Hooks) RunPermission(ctx context.Context, ev PermissionEvent) (*tool.An
 		}
 		if ans != nil {
 			a := *ans
-			a.ID, a.By = ev.Request.ID, "hook:"+hk.name
+			// A hook answers as itself: it cannot name another answerer.
+			a.ID, a.By, a.Actor = ev.Request.ID, hookPrincipal(hk.name), tool.Principal{}
 			return &a, nil
 		}
 	}

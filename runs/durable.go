@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -556,14 +557,14 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 	}
 	switch a.Status {
 	case store.StatusUsed:
-		return tool.Answer{ID: ans.ID, By: "runtime", Reason: usedReason}, nil
+		return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: usedReason}, nil
 	case store.StatusApproved:
 		u, err := d.store.Consume(ctx, runID, a.ID, a.Digest)
 		switch {
 		case errors.Is(err, store.ErrUsed):
-			return tool.Answer{ID: ans.ID, By: "runtime", Reason: usedReason}, nil
+			return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: usedReason}, nil
 		case errors.Is(err, store.ErrExpired):
-			return tool.Answer{ID: ans.ID, By: "runtime", Reason: "the approval expired before the call could run"}, nil
+			return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: "the approval expired before the call could run"}, nil
 		case err != nil:
 			return ans, err
 		}
@@ -571,7 +572,7 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 			return out, nil
 		}
 	}
-	return tool.Answer{ID: ans.ID, By: "runtime", Reason: fmt.Sprintf("the approval is %s, not approved; the call was not run", a.Status)}, nil
+	return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: fmt.Sprintf("the approval is %s, not approved; the call was not run", a.Status)}, nil
 }
 
 // halt stores a halted part of the run: its state, its new approvals and
@@ -627,9 +628,9 @@ func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, q tool.R
 			}
 			switch {
 			case a.Status == store.StatusPending && a.Expired(d.now()):
-				rec.Answer = &tool.Answer{ID: q.ID, By: "runtime", Reason: "the approval request expired before anyone answered it"}
+				rec.Answer = &tool.Answer{ID: q.ID, By: approval.Runtime, Reason: "the approval request expired before anyone answered it"}
 			case a.Status == store.StatusUsed:
-				rec.Answer = &tool.Answer{ID: q.ID, By: "runtime", Reason: usedReason}
+				rec.Answer = &tool.Answer{ID: q.ID, By: approval.Runtime, Reason: usedReason}
 			default:
 				if ans, ok := a.Answer(); ok {
 					rec.Answer = &ans

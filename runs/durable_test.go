@@ -192,7 +192,7 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 		eng := newFakeEngine()
 		eng.onWait = func(topic string) {
 			req := strings.TrimPrefix(topic, "answer:")
-			if _, err := st.Decide(ctx, "run_d", req, store.Answer{Approve: true, By: "person:alice"}); err != nil && !errors.Is(err, store.ErrDecided) {
+			if _, err := st.Decide(ctx, "run_d", req, store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")}); err != nil && !errors.Is(err, store.ErrDecided) {
 				t.Errorf("answer %s: %v", req, err)
 			}
 		}

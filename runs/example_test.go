@@ -50,7 +50,7 @@ func ExampleHost() {
 	fmt.Println("started:", res.Status, len(res.Pending), "request")
 
 	second, _ := runs.New(st, builder, &runs.Options{Holder: "host-2"})
-	if _, err := second.Answer(ctx, "run_1", res.Pending[0].ID, store.Answer{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := second.Answer(ctx, "run_1", res.Pending[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
 		panic(err)
 	}
 	res, err = second.Resume(ctx, runs.ResumeRequest{RunID: "run_1"})

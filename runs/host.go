@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/model"
@@ -380,13 +381,13 @@ func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) ([]t
 		switch a.Status {
 		case store.StatusPending:
 			if a.Expired(h.now()) {
-				out = append(out, tool.Answer{ID: a.ID, OK: false, By: "runtime", Reason: "the approval request expired before anyone answered it"})
+				out = append(out, tool.Answer{ID: a.ID, OK: false, By: approval.Runtime, Reason: "the approval request expired before anyone answered it"})
 			}
 			continue
 		case store.StatusUsed:
 			// A host that did not finish used this approval: the call may have
 			// run. It is never run twice.
-			out = append(out, tool.Answer{ID: a.ID, OK: false, By: "runtime",
+			out = append(out, tool.Answer{ID: a.ID, OK: false, By: approval.Runtime,
 				Reason: "the approval was used by a resume that did not finish; the call may or may not have run, and is not run again"})
 			continue
 		case store.StatusApproved:
@@ -461,11 +462,13 @@ func (h *Host) nextExpiry(ctx context.Context, run store.Run) time.Time {
 
 // Answer records a decision on one request of a halted run: approve (with
 // edited arguments in d.Data, which the agent validates and authorizes again)
-// or deny with a reason the model sees. d.By is the principal who decided, as
-// text ([approval.Principal]'s String); it is what the records show. Errors:
-// the store's ([store.ErrNotFound], [store.ErrDecided], [store.ErrExpired]).
+// or deny with a reason the model sees. d.By is the principal who decided
+// and d.Actor, when not zero, who acted on d.By's behalf (an administrator);
+// both are kept in the approval and reach the agent's decision record.
+// Errors: the store's ([store.ErrNotFound], [store.ErrDecided],
+// [store.ErrExpired], [store.ErrInvalid] for an invalid principal).
 func (h *Host) Answer(ctx context.Context, runID, requestID string, d store.Answer) (store.Approval, error) {
-	if d.By == "" {
+	if d.By.IsZero() {
 		return store.Approval{}, errors.New("runs: a decision needs the principal who made it")
 	}
 	return h.store.Decide(ctx, runID, requestID, d)

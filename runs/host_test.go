@@ -76,7 +76,7 @@ func TestStartHaltAnswerResume(t *testing.T) {
 		t.Fatalf("resume before any answer: %v", err)
 	}
 	reqID := res.Pending[0].ID
-	if _, err := h.Answer(ctx, "run_1", reqID, store.Answer{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := h.Answer(ctx, "run_1", reqID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
 		t.Fatal(err)
 	}
 	res2, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_1"})
@@ -113,6 +113,68 @@ func TestStartHaltAnswerResume(t *testing.T) {
 	}
 	if b.stops.Load() != 2 {
 		t.Errorf("ON_STOP fired %d times, want once per part of the run (2)", b.stops.Load())
+	}
+}
+
+// An administrator answers for someone: the decision record names both the
+// person the answer is recorded for and the administrator who gave it, in
+// the result, its allow vote and the stored result.
+func TestAnswerKeepsActor(t *testing.T) {
+	ctx := context.Background()
+	transfer := &testkit.Counter{Name: "transfer_funds"}
+	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
+	s := store.NewMemory(nil)
+	h := newHost(t, s, b, "host-a", time.Minute)
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: testConfig(t), Prompt: "pay"})
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	root := approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}
+	if _, err := h.Answer(ctx, "run_1", res.Pending[0].ID, store.Answer{Approve: true, By: alice, Actor: root, Reason: "on call"}); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_1"})
+	if err != nil || res2.Status != agent.StatusDone || len(res2.ToolCalls) != 1 {
+		t.Fatalf("resume: %+v %v", res2, err)
+	}
+	check := func(what string, d agent.Decision) {
+		t.Helper()
+		if d.Outcome != agent.OutcomeApproved || d.By != alice || d.Actor != root {
+			t.Errorf("%s: %s by %+v actor %+v; want approved by alice, actor root", what, d.Outcome, d.By, d.Actor)
+		}
+		if len(d.Votes) == 0 || d.Votes[0].Source != alice || d.Votes[0].Actor != root || d.Votes[0].Decision != approval.VoteAllow {
+			t.Errorf("%s: votes %+v; want alice's allow, given by root, first", what, d.Votes)
+		}
+	}
+	check("result", res2.ToolCalls[0].Decision)
+	run, err := s.GetRun(ctx, "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored agent.Result
+	if err := json.Unmarshal(run.Result, &stored); err != nil || len(stored.ToolCalls) != 1 {
+		t.Fatalf("stored result: %v", err)
+	}
+	check("stored result", stored.ToolCalls[0].Decision)
+}
+
+// An answer that names nobody is refused before it reaches the store.
+func TestAnswerNeedsPrincipal(t *testing.T) {
+	ctx := context.Background()
+	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}}}
+	s := store.NewMemory(nil)
+	h := newHost(t, s, b, "host-a", time.Minute)
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: testConfig(t), Prompt: "pay"})
+	if err != nil || res.Status != agent.StatusPending {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	if _, err := h.Answer(ctx, "run_1", res.Pending[0].ID, store.Answer{Approve: true, Actor: approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}}); err == nil {
+		t.Fatal("an answer with no By was taken")
+	}
+	a, err := s.GetApproval(ctx, "run_1", res.Pending[0].ID)
+	if err != nil || a.Status != store.StatusPending {
+		t.Fatalf("approval after a refused answer: %+v %v", a, err)
 	}
 }
 
@@ -264,7 +326,7 @@ func TestCancelHaltedRun(t *testing.T) {
 	if err := h.Cancel(ctx, "run_c", "person:alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Answer{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
 		t.Fatal(err) // the approval may still be decided, but the run never resumes
 	}
 	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_c"}); !errors.Is(err, runs.ErrNotResumable) {

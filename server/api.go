@@ -127,12 +127,15 @@ type ApprovalView struct {
 	SecondsLeft *int64 `json:"secondsLeft,omitempty"`
 	// InputSchema is the tool's JSON Schema, to edit the arguments against.
 	InputSchema *jsonschema.Schema `json:"inputSchema,omitempty"`
-	// DecidedBy, DecisionReason, DecidedAt and EditedArguments record the
-	// decision.
-	DecidedBy       string          `json:"decidedBy,omitempty"`
-	DecisionReason  string          `json:"decisionReason,omitempty"`
-	DecidedAt       *time.Time      `json:"decidedAt,omitempty"`
-	EditedArguments json.RawMessage `json:"editedArguments,omitempty"`
+	// DecidedBy, Actor, DecisionReason, DecidedAt and EditedArguments record
+	// the decision. DecidedBy is who decided ({"kind": "person", "name":
+	// "alice"}); Actor, present only when someone acted on DecidedBy's
+	// behalf (an administrator at the command line), is who did.
+	DecidedBy       approval.Principal `json:"decidedBy,omitzero"`
+	Actor           approval.Principal `json:"actor,omitzero"`
+	DecisionReason  string             `json:"decisionReason,omitempty"`
+	DecidedAt       *time.Time         `json:"decidedAt,omitempty"`
+	EditedArguments json.RawMessage    `json:"editedArguments,omitempty"`
 }
 
 // ApprovalPage is GET /v1/approvals.
@@ -599,7 +602,7 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 	v := ApprovalView{
 		ID: a.ID, RunID: a.RunID, Status: a.Status, Kind: a.Kind, Tool: a.Tool, CallID: a.CallID, Prompt: a.Prompt,
 		ArgsDigest: a.Digest, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt,
-		DecidedBy: a.DecidedBy, DecisionReason: a.Reason, DecidedAt: a.DecidedAt, EditedArguments: a.Data,
+		DecidedBy: a.DecidedBy, Actor: a.Actor, DecisionReason: a.Reason, DecidedAt: a.DecidedAt, EditedArguments: a.Data,
 	}
 	now := s.now()
 	if a.Status == store.StatusPending && a.Expired(now) {
@@ -674,7 +677,7 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	default:
 		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: `decision: want "approve" or "deny"`}
 	}
-	by := p.Decider().String()
+	by := p.Decider()
 	var data json.RawMessage
 	if len(req.EditedArgs) > 0 && string(req.EditedArgs) != "null" {
 		data = req.EditedArgs
@@ -688,7 +691,7 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	}
 	// A decision sent again (a retry) by the same principal is answered as
 	// the first was.
-	if a.Status != store.StatusPending && a.DecidedBy == by && sameDecision(a, approve, data) {
+	if a.Status != store.StatusPending && a.DecidedBy == by && a.Actor.IsZero() && sameDecision(a, approve, data) {
 		return s.viewOf(ctx, a), nil
 	}
 	if expired(a, s.now()) {
@@ -714,7 +717,7 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	}
 	got, err := answer(ctx, a.RunID, a.ID, store.Answer{Approve: approve, By: by, Reason: req.Reason, Data: data})
 	if err != nil && !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrExpired) && !errors.Is(err, store.ErrNotFound) &&
-		got.ID == a.ID && got.Status != store.StatusPending && got.DecidedBy == by {
+		got.ID == a.ID && got.Status != store.StatusPending && got.DecidedBy == by && got.Actor.IsZero() {
 		// Recorded, but the run was not woken: it sees the answer at its
 		// next look at the store (runs.DurableOptions.AnswerPoll).
 		s.log.Warn("a decision is stored but its run was not woken", "run", a.RunID, "request", a.ID, "error", err)

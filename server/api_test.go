@@ -35,7 +35,7 @@ func TestStartApproveResume(t *testing.T) {
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
 		t.Fatalf("decision: %d %+v", code, got)
 	}
-	if got.DecidedBy != "person:alice" || got.Status != store.StatusApproved {
+	if got.DecidedBy.String() != "person:alice" || got.Status != store.StatusApproved {
 		t.Fatalf("decided: %+v", got)
 	}
 	f.waitRun(id, store.RunDone)

@@ -290,7 +290,7 @@ func TestWebSocket(t *testing.T) {
 			result = &m
 		}
 	}
-	if result.Type != "result" || result.Ref != "r2" || result.Approval == nil || result.Approval.DecidedBy != "person:alice" {
+	if result.Type != "result" || result.Ref != "r2" || result.Approval == nil || result.Approval.DecidedBy.String() != "person:alice" {
 		t.Fatalf("modify: %+v", result)
 	}
 	if args := f.transfer.Args(); len(args) != 1 || args[0] != `{"amount":9}` {

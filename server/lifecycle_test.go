@@ -60,7 +60,7 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	if err != nil || len(res.Pending) != 1 {
 		t.Fatalf("start: %+v %v", res, err)
 	}
-	if _, err := h.Answer(ctx, "run_dead", res.Pending[0].ID, store.Answer{Approve: true, By: "person:alice"}); err != nil {
+	if _, err := h.Answer(ctx, "run_dead", res.Pending[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")}); err != nil {
 		t.Fatal(err)
 	}
 	// A host claims it and dies before using the approval.

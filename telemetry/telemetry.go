@@ -74,6 +74,19 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
+// answerAttrs are the attributes naming who answered: by and, when someone
+// acted on by's behalf, the actor.
+func answerAttrs(ans tool.Answer) []attribute.KeyValue {
+	var out []attribute.KeyValue
+	if !ans.By.IsZero() {
+		out = append(out, KeyApprovalBy.String(clip(ans.By.String())))
+	}
+	if !ans.Actor.IsZero() {
+		out = append(out, KeyApprovalActor.String(clip(ans.Actor.String())))
+	}
+	return out
+}
+
 // ScopeName is the instrumentation scope of the tracer and meter this package
 // takes from the providers.
 const ScopeName = "github.com/tollgate-dev/tollgate/telemetry"
@@ -94,8 +107,12 @@ const (
 	// one its answer answers.
 	KeyApprovalID = attribute.Key("tollgate.approval.id")
 	// KeyApprovalBy is the text form of who answered the pending request
-	// (tool.Answer.By read with approval.PrincipalOf: "person:alice").
+	// (tool.Answer.By: "person:alice").
 	KeyApprovalBy = attribute.Key("tollgate.approval.by")
+	// KeyApprovalActor is the text form of who gave the answer on behalf of
+	// KeyApprovalBy's principal (tool.Answer.Actor: an administrator),
+	// present only when someone did.
+	KeyApprovalActor = attribute.Key("tollgate.approval.actor")
 	// KeyRequestKind is the kind of a pending request (tool.Request.Kind:
 	// "approval", "input"), on wait_for_answer spans.
 	KeyRequestKind = attribute.Key("tollgate.request.kind")
@@ -298,9 +315,7 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		}
 		if c.Answer != nil {
 			attrs = append(attrs, KeyApprovalID.String(clip(c.Answer.ID)))
-			if c.Answer.By != "" {
-				attrs = append(attrs, KeyApprovalBy.String(clip(approval.PrincipalOf(c.Answer.By).String())))
-			}
+			attrs = append(attrs, answerAttrs(*c.Answer)...)
 		}
 		ctx, span := in.tracer.Start(ctx, "execute_tool "+name,
 			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
@@ -378,7 +393,7 @@ func pendingSource(p *agent.PendingCall) approval.Principal {
 		return approval.Principal{Kind: approval.PrincipalHook, Name: p.Hook}
 	}
 	for i := len(p.Votes) - 1; i >= 0; i-- {
-		if p.Votes[i].Decision == string(approval.Ask) {
+		if p.Votes[i].Decision == approval.VoteAsk {
 			return p.Votes[i].Source
 		}
 	}
@@ -442,7 +457,8 @@ func (in *instruments) wait(next tool.WaitFunc) tool.WaitFunc {
 			fail(span, errorType(err))
 			return ans, err
 		}
-		span.SetAttributes(KeyAnswerApproved.Bool(ans.OK), KeyApprovalBy.String(clip(approval.PrincipalOf(ans.By).String())))
+		span.SetAttributes(KeyAnswerApproved.Bool(ans.OK))
+		span.SetAttributes(answerAttrs(ans)...)
 		return ans, nil
 	}
 }

@@ -372,7 +372,7 @@ rules:
 		t.Errorf("a pending call is not an error: %+v", pending.Status)
 	}
 	exp.Reset()
-	res, err = a.Resume(context.Background(), res.State, tool.Answer{ID: reqID, OK: true, By: "person:alice"})
+	res, err = a.Resume(context.Background(), res.State, tool.Answer{ID: reqID, OK: true, By: tool.PrincipalOf("person:alice"), Actor: tool.PrincipalOf("person:root")})
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("resume: %v, %+v", err, res)
 	}
@@ -388,6 +388,7 @@ rules:
 	wantAttrs(t, root, map[string]any{"tollgate.run.resume": "true"})
 	wantAttrs(t, answered, map[string]any{
 		"tollgate.decision": "approved", "tollgate.approval.id": reqID, "tollgate.approval.by": "person:alice",
+		"tollgate.approval.actor": "person:root",
 	})
 	if answered.Parent.SpanID() != root.SpanContext.SpanID() {
 		t.Error("the answered call's span is not under the resume's invoke_agent span")
@@ -485,7 +486,7 @@ rules:
 			if !trace.SpanContextFromContext(ctx).IsValid() {
 				t.Error("WaitFor's context carries no span")
 			}
-			return tool.Answer{ID: req.ID, OK: false, By: "bob", Reason: "no"}, nil
+			return tool.Answer{ID: req.ID, OK: false, By: tool.PrincipalOf("bob"), Reason: "no"}, nil
 		}
 	}})
 	res, err := a.Run(context.Background(), "tidy up")
@@ -508,6 +509,9 @@ rules:
 		t.Error("wait_for_answer is not a child of the call's execute_tool span")
 	}
 	wantAttrs(t, wait, map[string]any{"tollgate.request.kind": "approval", "tollgate.answer.approved": "false", "tollgate.approval.by": "person:bob"})
+	if _, ok := attrs(wait)["tollgate.approval.actor"]; ok {
+		t.Error("an answer nobody gave for someone else has an actor attribute")
+	}
 	if id := attrs(wait)["tollgate.approval.id"].AsString(); !strings.HasPrefix(id, "req_") {
 		t.Errorf("wait span approval id %q, want the request's", id)
 	}

@@ -7,6 +7,12 @@
 // resolves"). A [Result] whose Pending field is set is not a result: the agent
 // suspends the call until an [Answer] arrives (see package agent).
 //
+// Who answers a request, and who votes on a call, is a [Principal] (a kind:
+// hook, rule, autonomy, person, runtime, flag; and a name); what a source
+// says is a [Vote]. They are defined here, at the bottom, so that answers,
+// hooks, policies, the agent and the stores share one typed form; package
+// approval names them approval.Principal and approval.Vote.
+//
 // [New] turns a typed Go function into a Tool: it infers the input schema from the
 // argument struct (github.com/google/jsonschema-go, descriptions from `jsonschema`
 // struct tags), validates every call's arguments against it before the function

@@ -46,7 +46,7 @@ func (r Request) Expired(now time.Time) bool {
 }
 
 // Answer answers a [Request]; its JSON keys are id, ok, data and reason, and
-// by (who answered, kept in the decision record).
+// by and actor (who answered, kept in the decision record).
 type Answer struct {
 	// ID is the ID of the request answered.
 	ID string `json:"id"`
@@ -61,8 +61,16 @@ type Answer struct {
 	Data json.RawMessage `json:"data,omitempty"`
 	// Reason explains a decline; the model sees it.
 	Reason string `json:"reason,omitempty"`
-	// By names who answered (a person, a policy); kept in the decision record.
-	By string `json:"by,omitempty"`
+	// By is who answered (a person, a Permission hook, a flag, the runtime);
+	// the agent keeps it in the decision record. In JSON an object
+	// {"kind": "person", "name": "alice"}; an answer written before it was
+	// typed holds its text form ("alice", "hook:gate"), which is still read
+	// ([PrincipalOf]).
+	By Principal `json:"by,omitzero"`
+	// Actor, when not zero, is who gave the answer on By's behalf: an
+	// administrator answering for the person named in By (the "act" claim of
+	// RFC 8693, section 4.1). The agent keeps both in the decision record.
+	Actor Principal `json:"actor,omitzero"`
 }
 
 // WaitFunc blocks until req is answered or ctx ends (seed 002's wait_for /

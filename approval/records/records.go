@@ -41,7 +41,11 @@ type Line struct {
 	// By is who decided, as an object {"kind": "rule", "name": "no-rm"}
 	// (kinds: hook, rule, autonomy, person, runtime, flag); so is each
 	// vote's source.
-	By      approval.Principal `json:"by"`
+	By approval.Principal `json:"by"`
+	// Actor, present only when someone decided on By's behalf (an
+	// administrator answering for a person), is who did; a vote of such an
+	// answer names its actor too.
+	Actor   approval.Principal `json:"actor,omitzero"`
 	Reason  string             `json:"reason,omitempty"`
 	Votes   []agent.Vote       `json:"votes,omitempty"`
 	Ran     bool               `json:"ran"`
@@ -113,7 +117,7 @@ func LineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
 	return Line{
 		Time: now, Run: run, Call: rec.ID, Tool: rec.Name, Turn: rec.Turn,
 		RequestedDigest: rec.RequestedDigest, ArgsDigest: rec.ArgsDigest,
-		Outcome: d.Outcome, By: d.By, Reason: d.Reason, Votes: d.Votes,
+		Outcome: d.Outcome, By: d.By, Actor: d.Actor, Reason: d.Reason, Votes: d.Votes,
 		Ran: rec.Ran, IsError: rec.IsError, Started: rec.Started, Duration: rec.Duration,
 		Files: filesOf(rec.Metadata),
 	}
@@ -205,11 +209,16 @@ func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecor
 		}
 		w.mu.Unlock()
 	}
-	w.log.LogAttrs(ctx, slog.LevelInfo, "tool call decision",
+	la := []slog.Attr{
 		slog.String("run", run), slog.String("call", rec.ID), slog.String("tool", rec.Name),
 		slog.String("outcome", string(rec.Decision.Outcome)), slog.String("by", rec.Decision.By.String()),
 		slog.String("requestedDigest", rec.RequestedDigest), slog.String("argsDigest", rec.ArgsDigest),
-		slog.Bool("ran", rec.Ran), slog.Bool("isError", rec.IsError), slog.Duration("duration", rec.Duration))
+		slog.Bool("ran", rec.Ran), slog.Bool("isError", rec.IsError), slog.Duration("duration", rec.Duration),
+	}
+	if !rec.Decision.Actor.IsZero() {
+		la = append(la, slog.String("actor", rec.Decision.Actor.String()))
+	}
+	w.log.LogAttrs(ctx, slog.LevelInfo, "tool call decision", la...)
 	if err != nil {
 		w.log.LogAttrs(ctx, slog.LevelError, "writing decision record failed", slog.String("call", rec.ID), slog.String("error", err.Error()))
 	}

@@ -51,6 +51,18 @@ func TestLineContent(t *testing.T) {
 	if !strings.Contains(logs.String(), `"argsDigest":"sha256:bb"`) || !strings.Contains(logs.String(), `"by":"person:alice"`) {
 		t.Errorf("log = %s", logs.String())
 	}
+	if strings.Contains(buf.String()+logs.String(), `actor`) {
+		t.Errorf("an actor where nobody acted for alice:\n%s\n%s", buf.String(), logs.String())
+	}
+	// An administrator's answer for alice: the line and the log name both.
+	buf.Reset()
+	logs.Reset()
+	admin := rec(3)
+	admin.Decision.Actor = approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}
+	w.Record(context.Background(), admin)
+	if !strings.Contains(buf.String(), `"by":{"kind":"person","name":"alice"},"actor":{"kind":"person","name":"root"}`) || !strings.Contains(logs.String(), `"actor":"person:root"`) {
+		t.Errorf("line %s\nlog %s", buf.String(), logs.String())
+	}
 	var r bytes.Buffer
 	records.NewWriter(&r, nil).WithRun("run_9").Record(context.Background(), rec(2))
 	if !strings.Contains(r.String(), `"run":"run_9"`) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A host stores a halted run, waits for its answer through the event log,
@@ -31,7 +32,7 @@ func Example() {
 	last := evs[len(evs)-1].Seq
 
 	// Someone answers while the host waits for the run's next event.
-	go s.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: "person:bob"})
+	go s.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}})
 	if err := s.WaitEvents(ctx, store.EventFilter{Tenant: "acme", RunID: "run_1", AfterSeq: last}); err != nil {
 		panic(err)
 	}
@@ -54,8 +55,43 @@ func Example() {
 	}
 	fmt.Println("checkpoint:", run.Status, "version", run.Version, "lease", run.Lease)
 	// Output:
-	// event: approval.decided {"approvalId":"req_1","callId":"call_1","tool":"transfer_funds","status":"approved","decidedBy":"person:bob"}
+	// event: approval.decided {"approvalId":"req_1","callId":"call_1","tool":"transfer_funds","status":"approved","decidedBy":{"kind":"person","name":"bob"}}
 	// claimed: resuming worker-1 token 1
 	// second claim leased: true
 	// checkpoint: done version 3 lease <nil>
+}
+
+// An administrator answers for someone else: the approval keeps the person
+// the answer is for (DecidedBy) and the administrator who gave it (Actor),
+// and the answer the agent gets names both.
+func ExampleAnswer_actor() {
+	ctx := context.Background()
+	s := store.NewMemory(nil)
+	defer s.Close()
+	_, err := s.CreateRun(ctx, store.CreateRunRequest{
+		Run:       store.Run{ID: "run_1", Status: store.RunPending},
+		Approvals: []store.Approval{{ID: "req_1", CallID: "call_1", Tool: "transfer_funds", Digest: "sha256:ab"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	a, err := s.Decide(ctx, "run_1", "req_1", store.Answer{
+		Approve: true,
+		By:      tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"},
+		Actor:   tool.Principal{Kind: tool.PrincipalPerson, Name: "root"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(a.Status, "by", a.DecidedBy, "actor", a.Actor)
+	ans, _ := a.Answer()
+	b, _ := json.Marshal(ans)
+	fmt.Println(string(b))
+
+	_, err = s.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true})
+	fmt.Println("no principal:", errors.Is(err, store.ErrInvalid))
+	// Output:
+	// approved by person:alice actor person:root
+	// {"id":"req_1","ok":true,"by":{"kind":"person","name":"alice"},"actor":{"kind":"person","name":"root"}}
+	// no principal: true
 }

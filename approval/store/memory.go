@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Memory is the in-memory [Store]: for tests and for hosts that keep runs only
@@ -88,7 +90,7 @@ func cloneEvent(e Event) Event {
 func NewApproval(a Approval, run Run, now time.Time) Approval {
 	a = cloneApproval(a)
 	a.RunID, a.Tenant, a.Status, a.CreatedAt, a.UpdatedAt = run.ID, run.Tenant, StatusPending, now, now
-	a.DecidedBy, a.Reason, a.Data, a.DecidedAt, a.UsedAt = "", "", nil, nil, nil
+	a.DecidedBy, a.Actor, a.Reason, a.Data, a.DecidedAt, a.UsedAt = tool.Principal{}, tool.Principal{}, "", nil, nil, nil
 	return a
 }
 
@@ -491,10 +493,14 @@ func ExpireApproval(a Approval, now time.Time) Approval {
 
 // ApplyDecision is the state machine of [Store.Decide], for implementations:
 // given the stored approval, it returns the approval as it must be stored and
-// the error to return ([ErrDecided], [ErrExpired]). On ErrExpired the returned
+// the error to return ([ErrInvalid] for an answer that names no principal
+// or an invalid one, [ErrDecided], [ErrExpired]). On ErrExpired the returned
 // approval is marked expired and must be stored (with its
 // [EventApprovalExpired] event); on ErrDecided it is unchanged.
 func ApplyDecision(a Approval, d Answer, now time.Time) (Approval, error) {
+	if err := checkAnswer(d); err != nil {
+		return a, fmt.Errorf("approval %s of run %s: %w", a.ID, a.RunID, err)
+	}
 	if a.Status != StatusPending {
 		return a, fmt.Errorf("%w: approval %s of run %s is %s", ErrDecided, a.ID, a.RunID, a.Status)
 	}
@@ -506,7 +512,7 @@ func ApplyDecision(a Approval, d Answer, now time.Time) (Approval, error) {
 	if d.Approve {
 		a.Status, a.Data = StatusApproved, slices.Clone(d.Data)
 	}
-	a.DecidedBy, a.Reason = d.By, d.Reason
+	a.DecidedBy, a.Actor, a.Reason = d.By, d.Actor, d.Reason
 	a.DecidedAt, a.UpdatedAt = &now, now
 	return a, nil
 }

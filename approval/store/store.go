@@ -86,10 +86,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -238,9 +241,13 @@ type Approval struct {
 	// arguments for an approval).
 	Request tool.Request `json:"request"`
 	Status  Status       `json:"status"`
-	// DecidedBy and Reason come from the decision.
-	DecidedBy string `json:"decidedBy,omitempty"`
-	Reason    string `json:"reason,omitempty"`
+	// DecidedBy, Actor and Reason come from the decision ([Answer]):
+	// DecidedBy is who decided, Actor who acted on DecidedBy's behalf (an
+	// administrator answering for a person; zero otherwise). In JSON objects
+	// {"kind": "person", "name": "alice"}, left out when zero.
+	DecidedBy tool.Principal `json:"decidedBy,omitzero"`
+	Actor     tool.Principal `json:"actor,omitzero"`
+	Reason    string         `json:"reason,omitempty"`
 	// Data is the answer's data: edited arguments for an approval, the value
 	// for an input request.
 	Data json.RawMessage `json:"data,omitempty"`
@@ -263,7 +270,7 @@ func (a Approval) Expired(now time.Time) bool {
 // used ones approve (with Data), denied ones decline with the reason, expired
 // ones decline as expired. A pending approval has no answer (false).
 func (a Approval) Answer() (tool.Answer, bool) {
-	ans := tool.Answer{ID: a.ID, Reason: a.Reason, By: a.DecidedBy}
+	ans := tool.Answer{ID: a.ID, Reason: a.Reason, By: a.DecidedBy, Actor: a.Actor}
 	switch a.Status {
 	case StatusApproved, StatusUsed:
 		ans.OK, ans.Data = true, a.Data
@@ -281,10 +288,15 @@ func (a Approval) Answer() (tool.Answer, bool) {
 type Answer struct {
 	// Approve approves when true, denies when false.
 	Approve bool
-	// By names who decided, in a principal's text form ("person:alice",
-	// "flag:--approve=yes"; a bare name is a person's, see
-	// approval.PrincipalOf); kept as DecidedBy.
-	By string
+	// By is who decided (a person, a flag that answers for everyone);
+	// required, with a valid kind and a name of at most [MaxPrincipalName]
+	// bytes. Kept as DecidedBy.
+	By tool.Principal
+	// Actor, when not zero, is who acted on By's behalf: an administrator
+	// who answers for the person named in By (the "act" claim of RFC 8693,
+	// section 4.1). Kept as the approval's Actor, and given to the agent in
+	// the answer, so that its decision record names both.
+	Actor tool.Principal
 	// Reason explains the decision; on deny, the model sees it.
 	Reason string
 	// Data, on approve, carries edited arguments (a JSON object) or an input
@@ -306,12 +318,13 @@ const (
 // ApprovalEvent is the Data of the events the store appends for approvals. It
 // names the approval and the decision, never the arguments or edited data.
 type ApprovalEvent struct {
-	ApprovalID string `json:"approvalId"`
-	CallID     string `json:"callId"`
-	Tool       string `json:"tool"`
-	Status     Status `json:"status"`
-	DecidedBy  string `json:"decidedBy,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	ApprovalID string         `json:"approvalId"`
+	CallID     string         `json:"callId"`
+	Tool       string         `json:"tool"`
+	Status     Status         `json:"status"`
+	DecidedBy  tool.Principal `json:"decidedBy,omitzero"`
+	Actor      tool.Principal `json:"actor,omitzero"`
+	Reason     string         `json:"reason,omitempty"`
 }
 
 // ApprovalEventOf returns the event that records a's current status (decided
@@ -322,8 +335,73 @@ func ApprovalEventOf(a Approval) Event {
 	if a.Status == StatusExpired {
 		typ = EventApprovalExpired
 	}
-	data, _ := json.Marshal(ApprovalEvent{ApprovalID: a.ID, CallID: a.CallID, Tool: a.Tool, Status: a.Status, DecidedBy: a.DecidedBy, Reason: a.Reason})
+	data, _ := json.Marshal(ApprovalEvent{ApprovalID: a.ID, CallID: a.CallID, Tool: a.Tool, Status: a.Status, DecidedBy: a.DecidedBy, Actor: a.Actor, Reason: a.Reason})
 	return Event{Tenant: a.Tenant, RunID: a.RunID, Type: typ, Time: a.UpdatedAt, Data: data}
+}
+
+// MaxPrincipalName is the longest principal name, in bytes, that Decide
+// accepts (in By and Actor).
+const MaxPrincipalName = 512
+
+// checkAnswer reports an answer whose principals a store would not keep.
+func checkAnswer(d Answer) error {
+	if d.By.IsZero() {
+		return fmt.Errorf("%w: the answer names no principal (By)", ErrInvalid)
+	}
+	for _, p := range []struct {
+		field string
+		p     tool.Principal
+	}{{"By", d.By}, {"Actor", d.Actor}} {
+		if p.field == "Actor" && p.p.IsZero() {
+			continue
+		}
+		if !p.p.Kind.Valid() {
+			return fmt.Errorf("%w: answer %s: kind %q is not hook, rule, autonomy, person, runtime or flag", ErrInvalid, p.field, p.p.Kind)
+		}
+		if len(p.p.Name) > MaxPrincipalName {
+			return fmt.Errorf("%w: answer %s: name of %d bytes, more than %d", ErrInvalid, p.field, len(p.p.Name), MaxPrincipalName)
+		}
+		if !utf8.ValidString(p.p.Name) || strings.IndexFunc(p.p.Name, unicode.IsControl) >= 0 {
+			return fmt.Errorf("%w: answer %s: name %q is not UTF-8 text without control characters", ErrInvalid, p.field, p.p.Name)
+		}
+	}
+	return nil
+}
+
+// PrincipalText is how a principal is kept in a text column: its text form
+// ("person:alice"), "" for the zero Principal. For implementations; read it
+// back with [PrincipalsFromText].
+func PrincipalText(p tool.Principal) string {
+	if p.IsZero() {
+		return ""
+	}
+	return p.String()
+}
+
+// legacyAdmin matches how an administrator's answer for someone else was
+// kept before the actor had its own field: "alice (by root with --admin)".
+var legacyAdmin = regexp.MustCompile(`^(.+) \(by (.+) with --admin\)$`)
+
+// PrincipalsFromText reads a decision's principals back from their text
+// columns (see [PrincipalText]), for implementations. Text that stores of
+// earlier versions kept is read too: a bare name is a person's
+// ([tool.PrincipalOf]), and one name that recorded an administrator's answer
+// for someone, "alice (by root with --admin)", is read as by person:alice,
+// actor person:root.
+func PrincipalsFromText(by, actor string) (tool.Principal, tool.Principal) {
+	var b, a tool.Principal
+	if actor != "" {
+		a = tool.PrincipalOf(actor)
+	}
+	if by == "" {
+		return b, a
+	}
+	if kind, _, ok := strings.Cut(by, ":"); !ok || !tool.PrincipalKind(kind).Valid() {
+		if m := legacyAdmin.FindStringSubmatch(by); m != nil && actor == "" {
+			return tool.PrincipalOf(m[1]), tool.Principal{Kind: tool.PrincipalPerson, Name: m[2]}
+		}
+	}
+	return tool.PrincipalOf(by), a
 }
 
 // Event is one entry of the store's event log.
@@ -537,7 +615,9 @@ type Store interface {
 	// [EventApprovalDecided] event, and returns the approval as decided.
 	// Errors: [ErrNotFound]; [ErrExpired] at or after ExpiresAt (the approval
 	// is then stored as expired, with an [EventApprovalExpired] event);
-	// [ErrDecided] when it is not pending.
+	// [ErrDecided] when it is not pending; [ErrInvalid] when d.By is zero or
+	// d.By or d.Actor has an unknown kind or a name longer than
+	// [MaxPrincipalName] (nothing changes then).
 	Decide(ctx context.Context, runID, id string, d Answer) (Approval, error)
 	// Consume uses an approved approval for arguments with the given digest,
 	// once, and returns it as used. Errors: [ErrNotFound]; [ErrUsed];

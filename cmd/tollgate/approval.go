@@ -97,7 +97,7 @@ func approvalRunExtension() runExtension {
 			switch cfg.Answer {
 			case approveYes, approveNo:
 				ok := cfg.Answer == approveYes
-				by := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=" + cfg.Answer}.String()
+				by := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=" + cfg.Answer}
 				rs.opts.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 					ans := tool.Answer{ID: req.ID, OK: ok, By: by}
 					if !ok {
@@ -237,14 +237,14 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 			}
 			switch strings.ToLower(s) {
 			case "a", "approve", "y", "yes":
-				return tool.Answer{ID: req.ID, OK: true, By: currentUser()}, nil
+				return tool.Answer{ID: req.ID, OK: true, By: osPerson()}, nil
 			case "d", "deny", "n", "no":
 				fmt.Fprint(w, "reason (the model sees it): ")
 				reason, err := readLine(ctx)
 				if err != nil {
 					return tool.Answer{}, err
 				}
-				return tool.Answer{ID: req.ID, OK: false, Reason: reason, By: currentUser()}, nil
+				return tool.Answer{ID: req.ID, OK: false, Reason: reason, By: osPerson()}, nil
 			case "e", "edit":
 				fmt.Fprint(w, "new arguments (one line of JSON): ")
 				s, err := readLine(ctx)
@@ -260,7 +260,7 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 					fmt.Fprintf(w, "%s\n", safeText(err.Error()))
 					continue
 				}
-				return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(s), By: currentUser(), Reason: "edited the arguments"}, nil
+				return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(s), By: osPerson(), Reason: "edited the arguments"}, nil
 			}
 		}
 	}
@@ -269,6 +269,40 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 // currentUser names the OS user running this process, from its real user ID
 // (not $USER, which any process can set): the login name, else "uid:N".
 // It is the principal of every answer given through the command line.
+// osPerson is the OS user running this command, as the person who answers.
+func osPerson() approval.Principal {
+	return approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
+}
+
+// deciders is who a decision made at this command line is recorded as. It is
+// the OS user running the command, so that a tool that reaches this command
+// cannot claim to be someone else; with --by NAME (a person: NAME or
+// person:NAME), which needs --admin, it is the person NAME, and the OS user
+// is kept as the actor who answered on NAME's behalf.
+func deciders(cmdPath, by string, admin bool) (decider, actor approval.Principal, err error) {
+	if by == "" {
+		return osPerson(), approval.Principal{}, nil
+	}
+	if !admin {
+		return decider, actor, usageErr("%s: --by records a principal other than the OS user (%s); it needs --admin", cmdPath, currentUser())
+	}
+	p := approval.PrincipalOf(by)
+	if p.Kind != approval.PrincipalPerson || p.Name == "" {
+		return decider, actor, usageErr("%s: --by %s: names a person (NAME or person:NAME), not a %s", cmdPath, field(by), p.Kind)
+	}
+	return p, osPerson(), nil
+}
+
+// decidedBy is the text that names who decided a: "person:alice", and for an
+// administrator's answer on someone's behalf "person:alice; recorded by
+// person:root with --admin".
+func decidedBy(a store.Approval) string {
+	if a.Actor.IsZero() {
+		return a.DecidedBy.String()
+	}
+	return a.DecidedBy.String() + "; recorded by " + a.Actor.String() + " with --admin"
+}
+
 func currentUser() string {
 	uid := os.Getuid()
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
@@ -496,16 +530,9 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			Use: use, Short: short,
 			Args: argsUsage(cobra.ExactArgs(1)),
 			RunE: func(c *cobra.Command, args []string) error {
-				// The principal is the OS user running this command: a tool
-				// that reaches this command cannot claim to be someone else.
-				// --by names another only with --admin, and the record keeps
-				// the OS user beside it.
-				principal := currentUser()
-				if by != "" {
-					if !admin {
-						return usageErr("%s: --by records a principal other than the OS user (%s); it needs --admin", c.CommandPath(), principal)
-					}
-					principal = by + " (by " + principal + " with --admin)"
+				decider, actor, err := deciders(c.CommandPath(), by, admin)
+				if err != nil {
+					return err
 				}
 				s, err := state.open(c.Context())
 				if err != nil {
@@ -516,7 +543,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				d := store.Answer{Approve: approve, By: principal, Reason: reason}
+				d := store.Answer{Approve: approve, By: decider, Actor: actor, Reason: reason}
 				if editArgs != "" {
 					var obj map[string]any
 					if err := json.Unmarshal([]byte(editArgs), &obj); err != nil {
@@ -537,11 +564,11 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if f := state.repeatFlags(); f != "" {
 					sd = f[1:] + " "
 				}
-				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.Status, field(a.ID), field(a.RunID), field(a.DecidedBy), sd, field(a.RunID))
+				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.Status, field(a.ID), field(a.RunID), field(decidedBy(a)), sd, field(a.RunID))
 				return nil
 			},
 		}
-		c.Flags().StringVar(&by, "by", "", "record this principal instead of the OS user running the command (needs --admin; the OS user is kept too)")
+		c.Flags().StringVar(&by, "by", "", "record that this person decided instead of the OS user running the command (needs --admin; the OS user is kept as the actor)")
 		c.Flags().BoolVar(&admin, "admin", false, "allow --by")
 		c.Flags().StringVar(&reason, "reason", "", "why; on deny the model sees it")
 		if approve {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -69,7 +71,7 @@ func TestTerminalWait(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tt.in, err)
 		}
-		got.By = ""
+		got.By = tool.Principal{}
 		if got.ID != tt.want.ID || got.OK != tt.want.OK || got.Reason != tt.want.Reason || string(got.Data) != string(tt.want.Data) {
 			t.Errorf("%q: answer %+v, want %+v", tt.in, got, tt.want)
 		}
@@ -137,7 +139,7 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 	}
 	reqID := m[1]
 	code, out = runOut(tg("approvals", "approve", "--state-dir", "state", "--by", "alice", "--admin", reqID))
-	if code != 0 || !strings.Contains(out, "approved "+reqID) {
+	if code != 0 || !strings.Contains(out, "approved "+reqID) || !strings.Contains(out, "(by person:alice; recorded by person:"+currentUser()+" with --admin)") {
 		t.Fatalf("approvals approve: exit %d\n%s", code, out)
 	}
 	code, out = runOut(tg("approvals", "deny", "--state-dir", "state", "--reason", "late", reqID))
@@ -159,15 +161,24 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 	if n := lines(); n != 1 {
 		t.Fatalf("after a second resume the call ran %d times, want 1", n)
 	}
+	// show and list --json name who decided and the administrator who acted.
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	admin := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
 	code, out = runOut(tg("approvals", "show", "--state-dir", "state", reqID))
-	if code != 0 || !strings.Contains(out, `"status": "used"`) || !strings.Contains(out, `"decidedBy": "alice (by `+currentUser()+` with --admin)"`) {
-		t.Fatalf("approvals show: exit %d\n%s", code, out)
+	var shown store.Approval
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.Status != store.StatusUsed || shown.DecidedBy != alice || shown.Actor != admin {
+		t.Fatalf("approvals show: exit %d, %+v\n%s", code, shown, out)
+	}
+	code, out = runOut(tg("approvals", "list", "--state-dir", "state", "--status", "all", "--json"))
+	var listed []store.Approval
+	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || listed[0].DecidedBy != alice || listed[0].Actor != admin {
+		t.Fatalf("approvals list --json: exit %d, %+v\n%s", code, listed, out)
 	}
 	rec, err := os.ReadFile(filepath.Join(dir, "records.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(rec), `"outcome":"approved","by":{"kind":"person","name":"alice (by `) || strings.Contains(string(rec), "echo ran") {
+	if !strings.Contains(string(rec), `"outcome":"approved","by":{"kind":"person","name":"alice"},"actor":{"kind":"person","name":"`+currentUser()+`"}`) || strings.Contains(string(rec), "echo ran") {
 		t.Errorf("records.jsonl:\n%s", rec)
 	}
 }

@@ -72,7 +72,7 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 				return tool.Answer{}, err
 			}
 			if s == "-" {
-				return tool.Answer{ID: req.ID, OK: false, Reason: "the user declined to answer", By: currentUser()}, nil
+				return tool.Answer{ID: req.ID, OK: false, Reason: "the user declined to answer", By: osPerson()}, nil
 			}
 			if a := choice(q, s); len(a) > 0 {
 				answers = append(answers, a)
@@ -84,13 +84,14 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 	if err != nil {
 		return tool.Answer{}, err
 	}
-	return tool.Answer{ID: req.ID, OK: true, Data: data, By: currentUser()}, nil
+	return tool.Answer{ID: req.ID, OK: true, Data: data, By: osPerson()}, nil
 }
 
 // newAnswerCmd is `tollgate approvals answer`: the answer to a question
 // request (or the value of an input request), stored like an approval.
 func newAnswerCmd(state *stateFlags, runID *string, env *cliEnv) *cobra.Command {
 	var by, data string
+	var admin bool
 	c := &cobra.Command{
 		Use:   "answer ID [ANSWER]...",
 		Short: "Answer a question request (one ANSWER per question, or --data JSON)",
@@ -105,6 +106,10 @@ another kind (input), --data is passed to the tool as it is.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if (data == "") == (len(args) == 1) {
 				return usageErr("approvals answer: give either ANSWER arguments or --data, not both or neither")
+			}
+			decider, actor, err := deciders(c.CommandPath(), by, admin)
+			if err != nil {
+				return err
 			}
 			s, err := state.open(c.Context())
 			if err != nil {
@@ -141,7 +146,7 @@ another kind (input), --data is passed to the tool as it is.`,
 			} else if !json.Valid(raw) {
 				return usageErr("approvals answer: --data is not JSON")
 			}
-			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Answer{Approve: true, By: by, Data: raw})
+			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Answer{Approve: true, By: decider, Actor: actor, Data: raw})
 			if err != nil {
 				return withCode(exitError, err)
 			}
@@ -149,11 +154,12 @@ another kind (input), --data is passed to the tool as it is.`,
 			if f := state.repeatFlags(); f != "" {
 				sd = f[1:] + " "
 			}
-			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.ID, a.RunID, a.DecidedBy, sd, a.RunID)
+			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); continue with: tollgate resume %s%s\n", field(a.ID), field(a.RunID), field(decidedBy(a)), sd, field(a.RunID))
 			return nil
 		},
 	}
-	c.Flags().StringVar(&by, "by", currentUser(), "who answers (kept in the decision record)")
+	c.Flags().StringVar(&by, "by", "", "record that this person answered instead of the OS user running the command (needs --admin; the OS user is kept as the actor)")
+	c.Flags().BoolVar(&admin, "admin", false, "allow --by")
 	c.Flags().StringVar(&data, "data", "", "the answer as JSON")
 	return c
 }

@@ -154,7 +154,10 @@ func TestToolCannotApproveItself(t *testing.T) {
 		t.Fatalf("unsandboxed: exit %d\n%s", code, out)
 	}
 	code, out = tg("approvals", "show", m[1])
-	if code != 0 || !strings.Contains(out, `"decidedBy": "`+currentUser()+`"`) {
+	if code != 0 || !strings.Contains(out, `"decidedBy": {
+    "kind": "person",
+    "name": "`+currentUser()+`"
+  },`) || strings.Contains(out, `"actor"`) {
 		t.Fatalf("approvals show: exit %d\n%s", code, out)
 	}
 }
@@ -280,9 +283,23 @@ func TestDoctor(t *testing.T) {
 }
 
 func TestApproveByNeedsAdmin(t *testing.T) {
-	code, _, errOut := apMain(t, "approvals", "approve", "--state-dir", t.TempDir(), "--by", "security-team", "req_1")
-	if code != exitUsage || !strings.Contains(errOut, "needs --admin") {
-		t.Fatalf("exit %d\n%s", code, errOut)
+	for _, args := range [][]string{
+		{"approvals", "approve", "--by", "security-team", "req_1"},
+		{"approvals", "deny", "--by", "security-team", "req_1"},
+		{"approvals", "answer", "--by", "security-team", "req_1", "1"},
+	} {
+		code, _, errOut := apMain(t, append(args, "--state-dir", t.TempDir())...)
+		if code != exitUsage || !strings.Contains(errOut, "needs --admin") {
+			t.Errorf("%q: exit %d\n%s", args, code, errOut)
+		}
+	}
+	// --by names a person: an administrator cannot record a rule or a flag
+	// as having decided.
+	for _, by := range []string{"rule:allow-all", "flag:--approve=yes", "runtime"} {
+		code, _, errOut := apMain(t, "approvals", "approve", "--state-dir", t.TempDir(), "--admin", "--by", by, "req_1")
+		if code != exitUsage || !strings.Contains(errOut, "names a person") {
+			t.Errorf("--by %s: exit %d\n%s", by, code, errOut)
+		}
 	}
 }
 

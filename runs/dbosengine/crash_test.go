@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // The crash matrix: a worker is SIGKILLed at four points of a run that asks
@@ -30,7 +31,7 @@ func TestCrashMatrixPostgres(t *testing.T) {
 func crashMatrix(t *testing.T, db func(*testing.T) string) {
 	approve := func(c *cluster, runID, req string) {
 		t.Helper()
-		if _, err := c.client.Answer(context.Background(), runID, req, store.Answer{Approve: true, By: "person:alice"}); err != nil {
+		if _, err := c.client.Answer(context.Background(), runID, req, store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,7 +121,7 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 			if err != nil || len(page.Approvals) != 1 {
 				t.Fatalf("approvals of %s: %v %v", runID, page.Approvals, err)
 			}
-			if _, err := c.client.Answer(context.Background(), runID, page.Approvals[0].ID, store.Answer{Approve: true, By: "person:bob"}); !errors.Is(err, store.ErrDecided) {
+			if _, err := c.client.Answer(context.Background(), runID, page.Approvals[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); !errors.Is(err, store.ErrDecided) {
 				t.Errorf("second answer: %v, want ErrDecided", err)
 			}
 		})
@@ -174,7 +175,7 @@ func TestCancel(t *testing.T) {
 	if err := c.client.Cancel(ctx, waiting, "person:alice"); !errors.Is(err, runs.ErrNotResumable) {
 		t.Errorf("second cancel: %v, want ErrNotResumable", err)
 	}
-	if _, err := c.client.Answer(ctx, waiting, req, store.Answer{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := c.client.Answer(ctx, waiting, req, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -273,9 +273,10 @@ func (e *Engine) Start(ctx context.Context, in runs.DurableRun) (string, error) 
 // Answer records a decision on a pending request of a durable run in the
 // store, then wakes the run. The store refuses a second decision
 // (store.ErrDecided), a late one (store.ErrExpired) and an unknown request
-// (store.ErrNotFound); nothing is sent then. d.By must name who decided.
+// (store.ErrNotFound); nothing is sent then. d.By must name who decided;
+// d.Actor, when set, who acted on its behalf.
 func (e *Engine) Answer(ctx context.Context, runID, requestID string, d store.Answer) (store.Approval, error) {
-	if d.By == "" {
+	if d.By.IsZero() {
 		return store.Approval{}, errors.New("dbosengine: a decision needs the principal who made it")
 	}
 	a, err := e.opts.Store.Decide(ctx, runID, requestID, d)

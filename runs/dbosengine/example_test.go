@@ -71,7 +71,7 @@ func Example() {
 		_ = st.WaitEvents(ctx, store.EventFilter{RunID: id})
 	}
 	fmt.Println(req.Tool, req.Prompt)
-	if _, err := e.Answer(ctx, id, req.ID, store.Answer{Approve: true, By: "person:alice"}); err != nil {
+	if _, err := e.Answer(ctx, id, req.ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")}); err != nil {
 		panic(err)
 	}
 	r, err := e.Wait(ctx, id)

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Two workers on one PostgreSQL take 200 runs, each of which waits for an
@@ -54,10 +55,10 @@ func TestTwoWorkersTakeOver(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			ctx := context.Background()
-			if _, err := c.client.Answer(ctx, "run_"+k, reqs[i], store.Answer{Approve: true, By: "person:alice"}); err != nil {
+			if _, err := c.client.Answer(ctx, "run_"+k, reqs[i], store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")}); err != nil {
 				errs <- fmt.Errorf("%s: %w", k, err)
 			}
-			if _, err := c.client.Answer(ctx, "run_"+k, reqs[i], store.Answer{Approve: false, By: "person:mallory"}); !errors.Is(err, store.ErrDecided) {
+			if _, err := c.client.Answer(ctx, "run_"+k, reqs[i], store.Answer{Approve: false, By: tool.PrincipalOf("person:mallory")}); !errors.Is(err, store.ErrDecided) {
 				errs <- fmt.Errorf("%s: second answer: %v, want ErrDecided", k, err)
 			}
 		})

@@ -97,7 +97,7 @@ func TestPageApproveResumesRun(t *testing.T) {
 		t.Fatalf("the tool ran with %q, want once with {\"amount\":5}", got)
 	}
 	a, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{Tenant: "acme", RunID: id})
-	if err != nil || len(a.Approvals) != 1 || a.Approvals[0].DecidedBy != "person:alice" {
+	if err != nil || len(a.Approvals) != 1 || a.Approvals[0].DecidedBy.String() != "person:alice" {
 		t.Fatalf("the stored decision: %+v %v", a, err)
 	}
 

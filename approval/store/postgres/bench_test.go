@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store/postgres"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // benchStores returns the three stores to compare, each new and empty.
@@ -78,7 +79,7 @@ func BenchmarkDecide(b *testing.B) {
 				var next atomic.Int64
 				decide := func() {
 					k := todo[next.Add(1)-1]
-					if _, err := s.Decide(ctx, k[0], k[1], store.Answer{Approve: true, By: "alice"}); err != nil {
+					if _, err := s.Decide(ctx, k[0], k[1], store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
 						b.Error(err)
 					}
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/postgres"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Two processes share one database: one stores a halted run and waits for
@@ -48,7 +49,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := b.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: "person:bob"}); err != nil {
+	if _, err := b.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}}); err != nil {
 		log.Fatal(err)
 	}
 

@@ -123,7 +123,7 @@ const (
 )
 
 // SchemaVersion is the schema version this package writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -772,18 +772,19 @@ func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error
 	return int(n), err
 }
 
-const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
+const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, actor, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
 
 func scanApproval(row pgx.Row) (store.Approval, int64, error) {
 	var a store.Approval
 	var seq int64
-	var kind, status string
+	var kind, status, decidedBy, actor string
 	var req, data []byte
-	if err := row.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &a.DecidedBy, &a.Reason, &data,
+	if err := row.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &decidedBy, &actor, &a.Reason, &data,
 		&a.CreatedAt, &a.UpdatedAt, &a.DecidedAt, &a.UsedAt, &a.ExpiresAt); err != nil {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
+	a.DecidedBy, a.Actor = store.PrincipalsFromText(decidedBy, actor)
 	what := "approval " + a.ID + " of run " + a.RunID
 	if err := checkJSON(what+" data", data); err != nil {
 		return a, 0, err
@@ -885,9 +886,9 @@ func noticeOf(evs []store.Event) string {
 
 // queueApproval queues the write of a's mutable fields in b.
 func queueApproval(b *pgx.Batch, a store.Approval) {
-	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, reason = $3, data = $4, updated_at = $5, decided_at = $6, used_at = $7
-		WHERE run_id = $8 AND id = $9`,
-		string(a.Status), a.DecidedBy, a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.RunID, a.ID)
+	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, actor = $3, reason = $4, data = $5, updated_at = $6, decided_at = $7, used_at = $8
+		WHERE run_id = $9 AND id = $10`,
+		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.RunID, a.ID)
 }
 
 // lockRunsShared locks the runs ids (sorted) against deletion, in ID order.

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store/postgres"
 	"github.com/tollgate-dev/tollgate/approval/store/storetest"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 func open(t *testing.T, url string, opts *store.Options) *postgres.Store {
@@ -343,7 +344,7 @@ func TestMixedWritesDoNotDeadlock(t *testing.T) {
 				var err error
 				switch (w + i) % 7 {
 				case 0:
-					_, err = s.Decide(ctx, run, req, store.Answer{Approve: true, By: "alice"})
+					_, err = s.Decide(ctx, run, req, store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
 				case 1:
 					_, err = s.Consume(ctx, run, req, "d")
 				case 2:
@@ -473,5 +474,59 @@ func TestIdleInTransactionTimeout(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: idle_in_transaction_session_timeout = %q, want %q", tc.url, got, tc.want)
 		}
+	}
+}
+
+// A database of version 1 kept who decided as text; migrated, it reads
+// those as principals, and an administrator's answer kept then as one name
+// ("alice (by root with --admin)") gets its actor back.
+func TestDecidedByTextStillReads(t *testing.T) {
+	url := pgtest.Database(t)
+	s := open(t, url, nil)
+	var approvals []store.Approval
+	olds := []string{"alice", "alice (by root with --admin)", "flag:--approve=yes", "person:bob"}
+	for i := range olds {
+		approvals = append(approvals, store.Approval{ID: fmt.Sprintf("req_%d", i), CallID: "call_1", Tool: "transfer_funds", Digest: "sha256:x", Kind: tool.KindApproval, Prompt: "Allow?"})
+	}
+	if _, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending}, Approvals: approvals}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Back to version 1: no actor column, who decided as text.
+	c := rawConn(t, url)
+	for _, q := range []string{`ALTER TABLE approvals DROP COLUMN actor`, `UPDATE schema_version SET version = 1`} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i, by := range olds {
+		if _, err := c.Exec(ctx, `UPDATE approvals SET status = 'approved', decided_by = $1 WHERE id = $2`, by, fmt.Sprintf("req_%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s = open(t, url, nil)
+	defer s.Close()
+	type who struct{ By, Actor tool.Principal }
+	var got []who
+	for a, err := range store.AllApprovals(ctx, s, store.ApprovalFilter{RunID: "run_1"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, who{a.DecidedBy, a.Actor})
+	}
+	person := func(n string) tool.Principal { return tool.Principal{Kind: tool.PrincipalPerson, Name: n} }
+	want := []who{
+		{By: person("alice")},
+		{By: person("alice"), Actor: person("root")},
+		{By: tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}},
+		{By: person("bob")},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("principals read from text (-want +got):\n%s", d)
+	}
+	var v int
+	if err := c.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil || v != postgres.SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, postgres.SchemaVersion)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // v1Schema is the schema the first released version wrote (PRAGMA
@@ -120,7 +122,7 @@ func TestMigrateVersion1(t *testing.T) {
 	}
 
 	// The migrated file works: decide, claim, add approvals, events.
-	if _, err := s.Decide(ctx, "run_a", "req_1", store.Answer{Approve: true, By: "alice"}); err != nil {
+	if _, err := s.Decide(ctx, "run_a", "req_1", store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ClaimRun(ctx, "run_a", store.Claim{Holder: "w", TTL: time.Minute, From: []store.RunStatus{store.RunPending}, To: store.RunResuming}); err != nil {
@@ -193,5 +195,65 @@ func TestEventDataRoundTrip(t *testing.T) {
 	evs, err := s.ListEvents(ctx, store.EventFilter{})
 	if err != nil || len(evs) != 1 || string(evs[0].Data) != string(data) {
 		t.Fatalf("events %+v, %v", evs, err)
+	}
+}
+
+// TestDecidedByTextStillReads: approvals decided before principals were typed
+// keep who decided as text; a migrated file reads them as principals, and an
+// administrator's answer kept then as one name gets its actor back.
+func TestDecidedByTextStillReads(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	db := rawDB(t, path)
+	exec(t, db, v1Schema)
+	exec(t, db, `INSERT INTO runs (id, status, created_at, updated_at) VALUES ('run_1', 'pending', '2030-01-02T03:04:05Z', '2030-01-02T03:04:05Z')`)
+	for i, by := range []string{"alice", "alice (by root with --admin)", "flag:--approve=yes", "person:bob", ""} {
+		status := "approved"
+		if by == "" {
+			status = "pending"
+		}
+		exec(t, db, `INSERT INTO approvals (run_id, id, call_id, tool, digest, kind, prompt, request, status, decided_by, created_at, updated_at)
+			VALUES ('run_1', ?, 'call_1', 'transfer_funds', 'sha256:x', 'approval', 'Allow?', '{"id":"r","kind":"approval","prompt":"Allow?"}', ?, ?, '2030-01-02T03:04:05Z', '2030-01-02T03:04:05Z')`,
+			fmt.Sprintf("req_%d", i), status, by)
+	}
+	db.Close()
+
+	s, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	type who struct{ By, Actor tool.Principal }
+	var got []who
+	for a, err := range store.AllApprovals(ctx, s, store.ApprovalFilter{RunID: "run_1"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, who{a.DecidedBy, a.Actor})
+	}
+	person := func(n string) tool.Principal { return tool.Principal{Kind: tool.PrincipalPerson, Name: n} }
+	want := []who{
+		{By: person("alice")},
+		{By: person("alice"), Actor: person("root")},
+		{By: tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}},
+		{By: person("bob")},
+		{},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("principals read from text (-want +got):\n%s", d)
+	}
+
+	// A new decision keeps the principals' text forms in their columns.
+	if _, err := s.Decide(ctx, "run_1", "req_4", store.Answer{Approve: true, By: person("carol"), Actor: person("root")}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db = rawDB(t, path)
+	var by, actor string
+	if err := db.QueryRow(`SELECT decided_by, actor FROM approvals WHERE id = 'req_4'`).Scan(&by, &actor); err != nil {
+		t.Fatal(err)
+	}
+	if by != "person:carol" || actor != "person:root" {
+		t.Errorf("stored decided_by %q, actor %q; want person:carol, person:root", by, actor)
 	}
 }

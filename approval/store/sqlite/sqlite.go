@@ -95,7 +95,7 @@ func migrations() ([]string, error) {
 }
 
 // SchemaVersion is the schema version this package writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Store is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.
@@ -611,17 +611,18 @@ func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error
 	return n, err
 }
 
-const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
+const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, actor, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
 
 func scanApproval(sc scanner) (store.Approval, int64, error) {
 	var a store.Approval
 	var seq int64
-	var kind, req, status, created, updated string
+	var kind, req, status, created, updated, decidedBy, actor string
 	var data, decided, used, expires sql.NullString
-	if err := sc.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &a.DecidedBy, &a.Reason, &data, &created, &updated, &decided, &used, &expires); err != nil {
+	if err := sc.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &decidedBy, &actor, &a.Reason, &data, &created, &updated, &decided, &used, &expires); err != nil {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
+	a.DecidedBy, a.Actor = store.PrincipalsFromText(decidedBy, actor)
 	what := "approval " + a.ID + " of run " + a.RunID
 	var errs []error
 	var err error
@@ -692,9 +693,9 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (stor
 }
 
 func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
-	_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?
+	_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, actor = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?
 		WHERE run_id = ? AND id = ?`,
-		string(a.Status), a.DecidedBy, a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.RunID, a.ID)
+		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.RunID, a.ID)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/approval/store/storetest"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 func TestSuite(t *testing.T) {
@@ -40,7 +41,7 @@ func TestTwoHandlesOneFile(t *testing.T) {
 	if _, err := a.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending}, Approvals: []store.Approval{{ID: "req_1", Digest: "d"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: "alice"}); err != nil {
+	if _, err := b.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -217,14 +217,14 @@ func testEventsOfApprovals(t *testing.T, s store.Store, c *Clock) {
 	_, err := s.CreateRun(ctx, store.CreateRunRequest{Run: run, Approvals: []store.Approval{pendingApproval("req_a", nil), pendingApproval("req_b", &exp), pendingApproval("req_c", &exp)}})
 	check(t, err, "CreateRun")
 	f := store.EventFilter{Tenant: "acme"}
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: false, By: "person:alice", Reason: "too much", Data: json.RawMessage(`{"secret":1}`)})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: false, By: person("alice"), Reason: "too much", Data: json.RawMessage(`{"secret":1}`)})
 	check(t, err, "Decide")
-	_, err = s.Decide(ctx, "run_1", "req_c", store.Answer{Approve: true, By: "person:bob", Data: json.RawMessage(`{"amount":5}`)})
+	_, err = s.Decide(ctx, "run_1", "req_c", store.Answer{Approve: true, By: person("bob"), Data: json.RawMessage(`{"amount":5}`)})
 	check(t, err, "Decide req_c")
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "mallory"})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("mallory")})
 	mustErr(t, err, store.ErrDecided, "Decide twice")
 	c.Advance(time.Minute)
-	_, err = s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: true, By: "person:alice"})
+	_, err = s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: true, By: person("alice")})
 	mustErr(t, err, store.ErrExpired, "Decide at expiry")
 	_, err = s.Consume(ctx, "run_1", "req_c", "sha256:req_c")
 	mustErr(t, err, store.ErrExpired, "Consume at expiry")
@@ -242,10 +242,10 @@ func testEventsOfApprovals(t *testing.T, s store.Store, c *Clock) {
 		}
 	}
 	want := []store.ApprovalEvent{
-		{ApprovalID: "req_a", CallID: "call_req_a", Tool: "transfer_funds", Status: store.StatusDenied, DecidedBy: "person:alice", Reason: "too much"},
-		{ApprovalID: "req_c", CallID: "call_req_c", Tool: "transfer_funds", Status: store.StatusApproved, DecidedBy: "person:bob"},
+		{ApprovalID: "req_a", CallID: "call_req_a", Tool: "transfer_funds", Status: store.StatusDenied, DecidedBy: person("alice"), Reason: "too much"},
+		{ApprovalID: "req_c", CallID: "call_req_c", Tool: "transfer_funds", Status: store.StatusApproved, DecidedBy: person("bob")},
 		{ApprovalID: "req_b", CallID: "call_req_b", Tool: "transfer_funds", Status: store.StatusExpired},
-		{ApprovalID: "req_c", CallID: "call_req_c", Tool: "transfer_funds", Status: store.StatusExpired, DecidedBy: "person:bob"},
+		{ApprovalID: "req_c", CallID: "call_req_c", Tool: "transfer_funds", Status: store.StatusExpired, DecidedBy: person("bob")},
 	}
 	if d := cmp.Diff(want, data); d != "" {
 		t.Fatalf("approval event data (-want +got); never the answer's data:\n%s", d)
@@ -255,9 +255,9 @@ func testEventsOfApprovals(t *testing.T, s store.Store, c *Clock) {
 func testExpireApprovals(t *testing.T, s store.Store, c *Clock) {
 	soon, later := c.Now().Add(time.Minute), c.Now().Add(time.Hour)
 	check(t, create(s, newRun("run_1"), pendingApproval("req_soon", &soon), pendingApproval("req_later", &later), pendingApproval("req_never", nil), pendingApproval("req_approved", &soon), pendingApproval("req_denied", &soon)), "CreateRun")
-	_, err := s.Decide(ctx, "run_1", "req_approved", store.Answer{Approve: true, By: "alice"})
+	_, err := s.Decide(ctx, "run_1", "req_approved", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide")
-	_, err = s.Decide(ctx, "run_1", "req_denied", store.Answer{Approve: false, By: "alice"})
+	_, err = s.Decide(ctx, "run_1", "req_denied", store.Answer{Approve: false, By: person("alice")})
 	check(t, err, "Decide")
 	got, err := s.ExpireApprovals(ctx)
 	check(t, err, "ExpireApprovals before any expiry")
@@ -402,7 +402,7 @@ func waitEvents(t *testing.T, a, b store.Store) {
 	last := listEvents(t, a, store.EventFilter{Limit: store.MaxLimit})
 	got, stop2 := waitFor(b, store.EventFilter{RunID: "run_1", AfterSeq: last[len(last)-1].Seq})
 	defer stop2()
-	_, err = a.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
+	_, err = a.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide")
 	check(t, <-got, "WaitEvents woken by Decide")
 
@@ -423,7 +423,7 @@ func waitEvents(t *testing.T, a, b store.Store) {
 
 func decideSeenByOther(t *testing.T, a, b store.Store) {
 	check(t, create(a, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
-	_, err := b.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
+	_, err := b.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide through b")
 	got, err := a.GetApproval(ctx, "run_1", "req_a")
 	check(t, err, "GetApproval through a")

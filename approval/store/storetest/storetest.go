@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,6 +64,8 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"DecideApprove", testDecideApprove},
 		{"DecideDeny", testDecideDeny},
 		{"DecideExpired", testDecideExpired},
+		{"DecideActor", testDecideActor},
+		{"DecideInvalidPrincipal", testDecideInvalidPrincipal},
 		{"ConsumeOnce", testConsumeOnce},
 		{"ConsumeRefusals", testConsumeRefusals},
 		{"ConcurrentDecide", testConcurrentDecide},
@@ -100,6 +103,11 @@ func check(t *testing.T, err error, what string) {
 }
 
 // pendingApproval returns an approval record for request id of a call.
+// person is the principal of a person named name.
+func person(name string) tool.Principal {
+	return tool.Principal{Kind: tool.PrincipalPerson, Name: name}
+}
+
 func pendingApproval(id string, exp *time.Time) store.Approval {
 	args := json.RawMessage(`{"to":"bob","amount":10}`)
 	data, _ := json.Marshal(map[string]any{"tool": "transfer_funds", "callId": "call_" + id, "args": args, "digest": "sha256:" + id})
@@ -196,7 +204,7 @@ func testRunLifecycle(t *testing.T, s store.Store, c *Clock) {
 func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Hour)
 	a, b := pendingApproval("req_a", &exp), pendingApproval("req_b", nil)
-	a.Status, a.DecidedBy = store.StatusApproved, "mallory" // the store resets both
+	a.Status, a.DecidedBy = store.StatusApproved, person("mallory") // the store resets both
 	check(t, create(s, newRun("run_1"), a, b), "CreateRun")
 	got, err := s.GetApproval(ctx, "run_1", "req_a")
 	check(t, err, "GetApproval")
@@ -217,7 +225,7 @@ func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
 	if r, _ := s.GetRun(ctx, "run_1"); r.Version != 2 {
 		t.Errorf("a refused UpdateRun changed the run's version to %d", r.Version)
 	}
-	_, err = s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: false, By: "alice", Reason: "no"})
+	_, err = s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: false, By: person("alice"), Reason: "no"})
 	check(t, err, "Decide")
 
 	list := func(f store.ApprovalFilter) []string {
@@ -260,7 +268,7 @@ func testCreateIsAtomic(t *testing.T, s store.Store, c *Clock) {
 func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("approve-transfer", nil)), "CreateRun 1")
 	check(t, create(s, newRun("run_2"), pendingApproval("approve-transfer", nil)), "CreateRun 2")
-	_, err := s.Decide(ctx, "run_2", "approve-transfer", store.Answer{Approve: true, By: "alice"})
+	_, err := s.Decide(ctx, "run_2", "approve-transfer", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide")
 	a, err := s.GetApproval(ctx, "run_1", "approve-transfer")
 	check(t, err, "GetApproval")
@@ -275,11 +283,11 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 	mustErr(t, err, store.ErrNotFound, "Decide unknown")
 	c.Advance(time.Minute)
 	edited := json.RawMessage(`{"to":"bob","amount":5}`)
-	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice", Reason: "fine", Data: edited})
+	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice"), Reason: "fine", Data: edited})
 	check(t, err, "Decide")
 	now := c.Now()
 	want := pendingApproval("req_a", nil)
-	want.RunID, want.Status, want.DecidedBy, want.Reason, want.Data = "run_1", store.StatusApproved, "alice", "fine", edited
+	want.RunID, want.Status, want.DecidedBy, want.Reason, want.Data = "run_1", store.StatusApproved, person("alice"), "fine", edited
 	want.CreatedAt, want.UpdatedAt, want.DecidedAt = now.Add(-time.Minute), now, &now
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("Decide (-want +got):\n%s", d)
@@ -290,22 +298,22 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("stored after Decide (-want +got):\n%s", d)
 	}
 	ans, ok := stored.Answer()
-	if !ok || !ans.OK || string(ans.Data) != string(edited) || ans.By != "alice" || ans.ID != "req_a" {
+	if !ok || !ans.OK || string(ans.Data) != string(edited) || ans.By != person("alice") || ans.ID != "req_a" {
 		t.Errorf("Answer() = %+v, %v", ans, ok)
 	}
-	for _, d := range []store.Answer{{Approve: true, By: "alice"}, {Approve: false, By: "bob", Reason: "changed my mind"}} {
+	for _, d := range []store.Answer{{Approve: true, By: person("alice")}, {Approve: false, By: person("bob"), Reason: "changed my mind"}} {
 		_, err := s.Decide(ctx, "run_1", "req_a", d)
 		mustErr(t, err, store.ErrDecided, "Decide twice")
 	}
 	stored, _ = s.GetApproval(ctx, "run_1", "req_a")
-	if stored.Status != store.StatusApproved || stored.DecidedBy != "alice" {
+	if stored.Status != store.StatusApproved || stored.DecidedBy != person("alice") {
 		t.Fatalf("a refused second decision changed the approval: %+v", stored)
 	}
 }
 
 func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
-	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: false, By: "alice", Reason: "too much", Data: json.RawMessage(`{"x":1}`)})
+	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: false, By: person("alice"), Reason: "too much", Data: json.RawMessage(`{"x":1}`)})
 	check(t, err, "Decide")
 	if got.Status != store.StatusDenied || got.Reason != "too much" || got.Data != nil || got.DecidedAt == nil {
 		t.Fatalf("denied approval = %+v", got)
@@ -314,7 +322,7 @@ func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
 	if !ok || ans.OK || ans.Reason != "too much" {
 		t.Errorf("Answer() = %+v, %v", ans, ok)
 	}
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "bob"})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("bob")})
 	mustErr(t, err, store.ErrDecided, "approve after deny")
 }
 
@@ -322,28 +330,100 @@ func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Minute)
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", &exp), pendingApproval("req_b", &exp)), "CreateRun")
 	c.Advance(59 * time.Second)
-	_, err := s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: true, By: "alice"})
+	_, err := s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide a second before expiry")
 	c.Advance(time.Second) // exactly at ExpiresAt: expired
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice")})
 	mustErr(t, err, store.ErrExpired, "Decide at expiry")
 	a, err := s.GetApproval(ctx, "run_1", "req_a")
 	check(t, err, "GetApproval")
-	if a.Status != store.StatusExpired || a.DecidedBy != "" {
+	if a.Status != store.StatusExpired || !a.DecidedBy.IsZero() {
 		t.Fatalf("expired approval stored as %+v", a)
 	}
 	if ans, ok := a.Answer(); !ok || ans.OK {
 		t.Errorf("expired Answer() = %+v, %v; want a decline", ans, ok)
 	}
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice")})
 	mustErr(t, err, store.ErrDecided, "Decide after expiry was recorded")
+}
+
+// testDecideActor: an administrator's answer for someone keeps both
+// principals, typed, in the approval, its answer, its event and listings.
+func testDecideActor(t *testing.T, s store.Store, c *Clock) {
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil), pendingApproval("req_b", nil)), "CreateRun")
+	alice, root := person("alice"), person("root")
+	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: alice, Actor: root, Reason: "on call"})
+	check(t, err, "Decide")
+	if got.DecidedBy != alice || got.Actor != root {
+		t.Fatalf("Decide returned by %+v actor %+v, want alice and root", got.DecidedBy, got.Actor)
+	}
+	_, err = s.Decide(ctx, "run_1", "req_b", store.Answer{Approve: false, By: person("bob"), Reason: "no"})
+	check(t, err, "Decide req_b")
+	stored, err := s.GetApproval(ctx, "run_1", "req_a")
+	check(t, err, "GetApproval")
+	if stored.DecidedBy != alice || stored.Actor != root {
+		t.Fatalf("stored by %+v actor %+v, want alice and root", stored.DecidedBy, stored.Actor)
+	}
+	ans, ok := stored.Answer()
+	if !ok || ans.By != alice || ans.Actor != root {
+		t.Errorf("Answer() = %+v, %v; want by alice, actor root", ans, ok)
+	}
+	page, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: "run_1"})
+	check(t, err, "ListApprovals")
+	var actors []tool.Principal
+	for _, a := range page.Approvals {
+		actors = append(actors, a.Actor)
+	}
+	if d := cmp.Diff([]tool.Principal{root, {}}, actors); d != "" {
+		t.Errorf("listed actors (-want +got); one who decided alone has none:\n%s", d)
+	}
+	evs := listEvents(t, s, store.EventFilter{RunID: "run_1"})
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want 2", len(evs))
+	}
+	var ev store.ApprovalEvent
+	check(t, json.Unmarshal(evs[0].Data, &ev), "event data")
+	if ev.DecidedBy != alice || ev.Actor != root {
+		t.Errorf("event names by %+v actor %+v, want alice and root", ev.DecidedBy, ev.Actor)
+	}
+	if !strings.Contains(string(evs[0].Data), `"actor":{"kind":"person","name":"root"}`) || strings.Contains(string(evs[1].Data), `"actor"`) {
+		t.Errorf("event data: %s and %s; want an actor in the first only", evs[0].Data, evs[1].Data)
+	}
+}
+
+// testDecideInvalidPrincipal: an answer that names no one, or a principal
+// no store can keep or a terminal can show, is refused and changes nothing.
+func testDecideInvalidPrincipal(t *testing.T, s store.Store, c *Clock) {
+	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
+	for _, d := range []store.Answer{
+		{Approve: true},
+		{Approve: true, By: tool.Principal{Kind: "god", Name: "x"}},
+		{Approve: true, By: tool.Principal{Name: "alice"}},
+		{Approve: true, By: person("al\x1b[2Jice")},
+		{Approve: true, By: person("al\x00ice")},
+		{Approve: true, By: person("\xffalice")},
+		{Approve: true, By: person(strings.Repeat("a", store.MaxPrincipalName+1))},
+		{Approve: true, By: person("alice"), Actor: tool.Principal{Kind: "admin", Name: "root"}},
+		{Approve: true, By: person("alice"), Actor: person("ro\not")},
+	} {
+		_, err := s.Decide(ctx, "run_1", "req_a", d)
+		mustErr(t, err, store.ErrInvalid, fmt.Sprintf("Decide by %q actor %q", d.By, d.Actor))
+	}
+	a, err := s.GetApproval(ctx, "run_1", "req_a")
+	check(t, err, "GetApproval")
+	if a.Status != store.StatusPending || !a.DecidedBy.IsZero() || !a.Actor.IsZero() {
+		t.Fatalf("a refused decision changed the approval: %+v", a)
+	}
+	if evs := listEvents(t, s, store.EventFilter{RunID: "run_1"}); len(evs) != 0 {
+		t.Errorf("a refused decision appended %d events", len(evs))
+	}
 }
 
 func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
 	mustErr(t, err, store.ErrNotApproved, "Consume pending")
-	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
+	_, err = s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide")
 	_, err = s.Consume(ctx, "run_1", "req_a", "sha256:other")
 	mustErr(t, err, store.ErrDigestMismatch, "Consume with another digest")
@@ -365,11 +445,11 @@ func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
 func testConsumeRefusals(t *testing.T, s store.Store, c *Clock) {
 	exp := c.Now().Add(time.Minute)
 	check(t, create(s, newRun("run_1"), pendingApproval("req_denied", nil), pendingApproval("req_late", &exp)), "CreateRun")
-	_, err := s.Decide(ctx, "run_1", "req_denied", store.Answer{Approve: false, By: "alice", Reason: "no"})
+	_, err := s.Decide(ctx, "run_1", "req_denied", store.Answer{Approve: false, By: person("alice"), Reason: "no"})
 	check(t, err, "Decide deny")
 	_, err = s.Consume(ctx, "run_1", "req_denied", "sha256:req_denied")
 	mustErr(t, err, store.ErrNotApproved, "Consume denied")
-	_, err = s.Decide(ctx, "run_1", "req_late", store.Answer{Approve: true, By: "alice"})
+	_, err = s.Decide(ctx, "run_1", "req_late", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide approve")
 	c.Advance(2 * time.Minute)
 	_, err = s.Consume(ctx, "run_1", "req_late", "sha256:req_late")
@@ -422,7 +502,7 @@ func race(t *testing.T, fn func(i int) error, allowed ...error) int {
 func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	n := race(t, func(i int) error {
-		_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: i%2 == 0, By: fmt.Sprintf("p%d", i)})
+		_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: i%2 == 0, By: person(fmt.Sprintf("p%d", i))})
 		return err
 	}, store.ErrDecided)
 	if n != 1 {
@@ -432,7 +512,7 @@ func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
 
 func testConcurrentConsume(t *testing.T, s store.Store, c *Clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
-	_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: "alice"})
+	_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide")
 	n := race(t, func(int) error {
 		_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")

@@ -671,11 +671,12 @@
       if (requested && requested !== args) argCell.append(el('p', { class: 'help' }, 'The model asked for:'), el('pre', {}, requested));
       const d = c.decision || {};
       const votes = el('ul', { class: 'votes' });
-      for (const v of d.votes || []) votes.append(el('li', {}, el('code', {}, principal(v.source)), ': ', v.decision, v.reason ? ' (' + v.reason + ')' : ''));
+      for (const v of d.votes || []) votes.append(el('li', {}, el('code', {}, principal(v.source)), v.actor ? ' (given by ' + principal(v.actor) + ')' : '', ': ', v.decision, v.reason ? ' (' + v.reason + ')' : ''));
       body.append(el('tr', { class: 'call' },
         el('th', { scope: 'row' }, c.name, c.ran ? '' : ' (not run)'),
         argCell,
-        el('td', { class: 'decision' }, String(d.outcome || ''), d.by ? ' by ' : '', d.by ? el('code', {}, principal(d.by)) : '', d.reason ? ': ' + d.reason : ''),
+        el('td', { class: 'decision' }, String(d.outcome || ''), d.by ? ' by ' : '', d.by ? el('code', {}, principal(d.by)) : '',
+          d.actor ? ' (given by ' : '', d.actor ? el('code', {}, principal(d.actor)) : '', d.actor ? ')' : '', d.reason ? ': ' + d.reason : ''),
         el('td', {}, votes),
         el('td', {}, el('pre', { class: c.isError ? 'output error' : 'output' }, c.output || ''))));
     }
@@ -691,6 +692,14 @@
     return p.name ? p.kind + ':' + p.name : String(p.kind || '');
   }
 
+  // decider is who decided, and who acted on their behalf when someone did
+  // (an administrator answering for a person): "person:alice (given by
+  // person:root)".
+  function decider(by, actor) {
+    const b = principal(by);
+    return actor ? b + ' (given by ' + principal(actor) + ')' : b;
+  }
+
   // eventSummary is one line about a stored event.
   function eventSummary(ev) {
     const d = ev.data || {};
@@ -698,12 +707,12 @@
       case 'tool.call': return d.call ? d.call.name : '';
       case 'tool.decided': {
         const x = d.decision || {};
-        return [x.outcome, x.by ? 'by ' + principal(x.by) : '', x.reason || ''].filter(Boolean).join(' ');
+        return [x.outcome, x.by ? 'by ' + decider(x.by, x.actor) : '', x.reason || ''].filter(Boolean).join(' ');
       }
       case 'approval.requested': return d.request ? (d.request.tool || d.request.kind || '') : '';
       case 'tool.finished': return d.record ? d.record.name + (d.record.ran ? ' ran' : ' did not run') + (d.record.isError ? ' (error)' : '') : '';
       case 'run.halted': case 'run.finished': case 'run.cancelled': return [d.status, d.reason].filter(Boolean).join(': ');
-      case 'approval.decided': return [d.status || d.decision, d.by || d.decidedBy].filter(Boolean).join(' by ');
+      case 'approval.decided': return [d.status || d.decision, decider(d.by || d.decidedBy, d.actor)].filter(Boolean).join(' by ');
       case 'autonomy.changed': return (d.level || 'default') + (d.by ? ' by ' + d.by : '');
       default: return '';
     }
