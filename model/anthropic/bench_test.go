@@ -126,3 +126,27 @@ func BenchmarkStream(b *testing.B) {
 		}
 	}
 }
+
+func benchModel(b *testing.B, stream bool) {
+	srv := providertest.NewBenchServer(b)
+	m, err := anthropic.New(&anthropic.Options{BaseURL: srv.URL, Model: "bench-model"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		text, err := providertest.RunModel(ctx, m, stream)
+		if err != nil || text != providertest.BenchAnswer {
+			b.Fatalf("%q, %v", text, err)
+		}
+	}
+}
+
+// BenchmarkModelGenerate is the workload through Generate alone, without
+// the agent: the provider's own cost over BenchmarkFloor.
+func BenchmarkModelGenerate(b *testing.B) { benchModel(b, false) }
+
+// BenchmarkModelStream is the workload through Stream alone, reading every
+// chunk: the provider's own cost over BenchmarkFloorSSE.
+func BenchmarkModelStream(b *testing.B) { benchModel(b, true) }
