@@ -84,16 +84,25 @@ func (w warnHandler) WithGroup(g string) slog.Handler { return warnHandler{w.h.W
 const DefaultTimeout = 10 * time.Minute
 
 // WithTimeout returns ctx bounded by d: d > 0 is used as is, 0 means
-// [DefaultTimeout], a negative d means no bound of the provider's own.
+// [DefaultTimeout], a negative d means no bound of the provider's own. When
+// ctx already ends no later than d from now (or d is negative), ctx itself
+// is returned with a no-op cancel: a deadline of the provider's own would
+// bound nothing, and a model call made under a caller's deadline costs no
+// context and timer of its own.
 func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	switch {
 	case d == 0:
 		d = DefaultTimeout
 	case d < 0:
-		return context.WithCancel(ctx)
+		return ctx, noCancel
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, noCancel
 	}
 	return context.WithTimeout(ctx, d)
 }
+
+func noCancel() {}
 
 // TimeoutError returns err, or, when err is the end of tctx (the context of
 // [WithTimeout] made from parent with d) while parent is still live, a

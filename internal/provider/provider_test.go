@@ -98,6 +98,38 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// A caller's deadline that comes first is the call's bound: no context of the
+// provider's own, and its end is the caller's context error, not a timeout
+// of the provider's.
+func TestTimeoutUnderCallerDeadline(t *testing.T) {
+	parent, pcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer pcancel()
+	tctx, cancel := WithTimeout(parent, time.Hour)
+	cancel()
+	if tctx != parent || tctx.Err() != nil {
+		t.Fatalf("WithTimeout(ctx ending in 1m, 1h) = %v (err %v), want ctx itself, live", tctx, tctx.Err())
+	}
+	if n := testing.AllocsPerRun(100, func() { _, c := WithTimeout(parent, time.Hour); c() }); n != 0 {
+		t.Errorf("WithTimeout under an earlier deadline allocates %v times, want 0", n)
+	}
+	// A later caller's deadline does not stop the provider's own.
+	far, fcancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer fcancel()
+	tctx, cancel = WithTimeout(far, time.Hour)
+	defer cancel()
+	if dl, _ := tctx.Deadline(); tctx == far || time.Until(dl) > time.Hour {
+		t.Errorf("WithTimeout(ctx ending in 2h, 1h) ends at %v, want within the hour", dl)
+	}
+	short, scancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer scancel()
+	tctx, cancel = WithTimeout(short, time.Hour)
+	defer cancel()
+	<-tctx.Done()
+	if err := TimeoutError("p", short, tctx, tctx.Err(), time.Hour); err != context.DeadlineExceeded {
+		t.Errorf("err = %v, want the caller's context.DeadlineExceeded as is", err)
+	}
+}
+
 func TestHeaders(t *testing.T) {
 	set := func(k, v string) string { return "set " + k + "=" + v }
 	add := func(k, v string) string { return "add " + k + "=" + v }

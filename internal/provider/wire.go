@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 )
 
 // Limits on what a server sends, so that no answer can exhaust memory.
@@ -23,23 +24,53 @@ const (
 // server sends more than their limits allow.
 var ErrTooLarge = errors.New("the server's answer exceeds the size limit")
 
-// Post sends body to url as a JSON POST with the headers in header (its
-// values are copied into the request in order), through client, and returns
-// the response whatever its status; the caller closes its body. accept is the
-// Accept header ("application/json", "text/event-stream").
-func Post(ctx context.Context, client *http.Client, url string, header http.Header, accept string, body []byte) (*http.Response, error) {
+// RequestHeader returns the complete header of a JSON POST: Content-Type
+// application/json, Accept accept ("application/json",
+// "text/event-stream"), then every value of extra in order (a key of extra
+// replaces those two). A provider builds it once per accept type and passes
+// it to every [Post].
+func RequestHeader(extra http.Header, accept string) http.Header {
+	h := make(http.Header, len(extra)+2)
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{accept}
+	for k, v := range extra {
+		h[k] = slices.Clone(v)
+	}
+	return h
+}
+
+// Post sends body to url as a POST with header (from [RequestHeader]),
+// through client, and returns the response whatever its status; the caller
+// closes its body. header is used as the request's header as is, without a
+// copy, when client cannot change it (no cookie jar, and its transport is
+// nil or an *http.Transport, which never writes to a request); for any other
+// client, say a RoundTripper that adds a header in place, each request gets a
+// copy, so that concurrent calls never share a map that is written.
+func Post(ctx context.Context, client *http.Client, url string, header http.Header, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	h := make(http.Header, len(header)+2)
-	h["Content-Type"] = []string{"application/json"}
-	h["Accept"] = []string{accept}
-	for k, v := range header {
-		h[k] = v
+	if readOnlyHeader(client) {
+		req.Header = header
+	} else {
+		req.Header = header.Clone()
 	}
-	req.Header = h
 	return client.Do(req)
+}
+
+// readOnlyHeader reports whether client leaves a request's header unchanged:
+// net/http's Client writes to it only to add a cookie jar's cookies, and its
+// Transport never does.
+func readOnlyHeader(c *http.Client) bool {
+	if c.Jar != nil {
+		return false
+	}
+	switch c.Transport.(type) {
+	case nil, *http.Transport:
+		return true
+	}
+	return false
 }
 
 // ReadBody reads r to its end, at most limit bytes; more is an error that
@@ -90,17 +121,22 @@ func ReadBodySize(r io.Reader, size, limit int64) ([]byte, error) {
 // of the body, without its blank line, is not dispatched: it may be cut
 // anywhere. Lines are bounded by [MaxEventBytes].
 type Events struct {
-	sc    *bufio.Scanner
+	sc    bufio.Scanner
 	event []byte
 	data  []byte
 	err   error
+	// buf is the scanner's first buffer and evbuf the event type's, so
+	// that a stream of short lines costs one allocation.
+	buf   [4096]byte
+	evbuf [32]byte
 }
 
 // NewEvents returns an Events reading r.
 func NewEvents(r io.Reader) *Events {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), MaxEventBytes)
-	return &Events{sc: sc}
+	e := &Events{sc: *bufio.NewScanner(r)}
+	e.sc.Buffer(e.buf[:0], MaxEventBytes)
+	e.event = e.evbuf[:0]
+	return e
 }
 
 // Next reads the next event and reports whether there is one. Its type and

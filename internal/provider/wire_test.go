@@ -2,8 +2,13 @@ package provider
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -133,4 +138,81 @@ func FuzzEvents(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestRequestHeader(t *testing.T) {
+	extra := http.Header{"Authorization": {"Bearer k"}, "X-Tenant": {"a", "b"}, "Accept": {"application/x-ndjson"}}
+	h := RequestHeader(extra, "text/event-stream")
+	want := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/x-ndjson"}, "Authorization": {"Bearer k"}, "X-Tenant": {"a", "b"}}
+	if d := cmp.Diff(want, h); d != "" {
+		t.Errorf("RequestHeader (-want +got):\n%s", d)
+	}
+	extra["X-Tenant"][0] = "changed"
+	if h.Get("X-Tenant") != "a" {
+		t.Error("RequestHeader shares its values with extra")
+	}
+	if got := RequestHeader(nil, "application/json"); got.Get("Accept") != "application/json" || got.Get("Content-Type") != "application/json" {
+		t.Errorf("RequestHeader(nil) = %v", got)
+	}
+}
+
+// headerWriter is a RoundTripper that writes to each request's header in
+// place, as some middleware does.
+type headerWriter struct{ next http.RoundTripper }
+
+func (w headerWriter) RoundTrip(r *http.Request) (*http.Response, error) {
+	r.Header.Add("X-Seen", "1")
+	return w.next.RoundTrip(r)
+}
+
+// Post hands the header it is given to every request; a client that may
+// write to a request's header gets a copy each time, so the shared header
+// never changes and concurrent calls never write one map.
+func TestPostHeaderNotWritten(t *testing.T) {
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, strings.Join(r.Header.Values("X-Seen"), ","))
+	}))
+	defer srv.Close()
+	header := RequestHeader(http.Header{"X-Tenant": {"a"}}, "application/json")
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL)
+	jar.SetCookies(u, []*http.Cookie{{Name: "session", Value: "s"}})
+	for _, c := range []*http.Client{
+		{Transport: headerWriter{http.DefaultTransport}},
+		{Jar: jar},
+	} {
+		for range 2 {
+			resp, err := Post(context.Background(), c, srv.URL, header, []byte(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		if d := cmp.Diff(http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "X-Tenant": {"a"}}, header); d != "" {
+			t.Fatalf("the shared header was written to (-want +got):\n%s", d)
+		}
+	}
+	if d := cmp.Diff([]string{"1", "1", "", ""}, seen); d != "" {
+		t.Errorf("X-Seen per request (-want +got):\n%s", d)
+	}
+}
+
+func TestReadOnlyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		c    *http.Client
+		want bool
+	}{
+		{http.DefaultClient, true},
+		{&http.Client{Transport: &http.Transport{}}, true},
+		{&http.Client{Transport: headerWriter{http.DefaultTransport}}, false},
+		{&http.Client{Jar: new(cookiejar.Jar)}, false},
+	} {
+		if got := readOnlyHeader(tc.c); got != tc.want {
+			t.Errorf("readOnlyHeader(%+v) = %v, want %v", tc.c, got, tc.want)
+		}
+	}
 }

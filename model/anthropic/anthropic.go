@@ -129,16 +129,20 @@ const DefaultTimeout = provider.DefaultTimeout
 // Model is an Anthropic Messages API model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
 type Model struct {
-	client      *http.Client
-	url         string      // the messages endpoint
-	header      http.Header // x-api-key, anthropic-version, Options.Headers
-	model       string
-	key         string
-	maxTokens   int
-	temperature bool // whether the API version accepts sampling parameters
-	policy      retry.Policy
-	timeout     time.Duration
-	log         *slog.Logger
+	client *http.Client
+	url    string // the messages endpoint
+	// jsonHeader and sseHeader are the whole header of a request (from
+	// provider.RequestHeader: Content-Type, Accept, then x-api-key,
+	// anthropic-version, Options.Headers), built once and shared by every
+	// request.
+	jsonHeader, sseHeader http.Header
+	model                 string
+	key                   string
+	maxTokens             int
+	temperature           bool // whether the API version accepts sampling parameters
+	policy                retry.Policy
+	timeout               time.Duration
+	log                   *slog.Logger
 }
 
 var (
@@ -166,7 +170,8 @@ func New(opts *Options) (*Model, error) {
 	return &Model{
 		client:      cmp.Or(o.HTTPClient, http.DefaultClient),
 		url:         base + "v1/messages",
-		header:      header,
+		jsonHeader:  provider.RequestHeader(header, "application/json"),
+		sseHeader:   provider.RequestHeader(header, "text/event-stream"),
 		model:       o.Model,
 		key:         o.APIKey,
 		maxTokens:   cmp.Or(o.MaxTokens, DefaultMaxTokens),
@@ -207,7 +212,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 	var raw []byte
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "messages", slog.String("model", w.Model), slog.Int("attempt", attempt))
-		resp, err := m.post(ctx, body, "application/json")
+		resp, err := m.post(ctx, body, m.jsonHeader)
 		if err != nil {
 			return err
 		}
@@ -227,8 +232,8 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 
 // post sends one request and returns the response when its status is 2xx,
 // or the *model.ProviderError its status and body describe.
-func (m *Model) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
-	resp, err := provider.Post(ctx, m.client, m.url, m.header, accept, body)
+func (m *Model) post(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
+	resp, err := provider.Post(ctx, m.client, m.url, header, body)
 	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}
@@ -302,7 +307,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", w.Model), slog.Int("attempt", attempt))
-		r, err := m.post(ctx, body, "text/event-stream")
+		r, err := m.post(ctx, body, m.sseHeader)
 		if err != nil {
 			return err
 		}

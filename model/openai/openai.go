@@ -105,14 +105,17 @@ const DefaultTimeout = provider.DefaultTimeout
 // Model is an OpenAI Chat Completions model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
 type Model struct {
-	client  *http.Client
-	url     string      // the chat completions endpoint
-	header  http.Header // Authorization and Options.Headers
-	model   string
-	key     string
-	policy  retry.Policy
-	timeout time.Duration
-	log     *slog.Logger
+	client *http.Client
+	url    string // the chat completions endpoint
+	// jsonHeader and sseHeader are the whole header of a request (from
+	// provider.RequestHeader: Content-Type, Accept, then Authorization and Options.Headers),
+	// built once and shared by every request.
+	jsonHeader, sseHeader http.Header
+	model                 string
+	key                   string
+	policy                retry.Policy
+	timeout               time.Duration
+	log                   *slog.Logger
 }
 
 var (
@@ -137,14 +140,15 @@ func New(opts *Options) (*Model, error) {
 	}
 	provider.Headers(o.Headers, func(k, v string) any { header.Set(k, v); return nil }, func(k, v string) any { header.Add(k, v); return nil })
 	return &Model{
-		client:  cmp.Or(o.HTTPClient, http.DefaultClient),
-		url:     base + "chat/completions",
-		header:  header,
-		model:   o.Model,
-		key:     o.APIKey,
-		policy:  retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
-		timeout: o.Timeout,
-		log:     provider.Logger(o.Logger, Provider),
+		client:     cmp.Or(o.HTTPClient, http.DefaultClient),
+		url:        base + "chat/completions",
+		jsonHeader: provider.RequestHeader(header, "application/json"),
+		sseHeader:  provider.RequestHeader(header, "text/event-stream"),
+		model:      o.Model,
+		key:        o.APIKey,
+		policy:     retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
+		timeout:    o.Timeout,
+		log:        provider.Logger(o.Logger, Provider),
 	}, nil
 }
 
@@ -186,7 +190,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 	var raw []byte
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion", slog.String("model", w.Model), slog.Int("attempt", attempt))
-		resp, err := m.post(ctx, body, "application/json")
+		resp, err := m.post(ctx, body, m.jsonHeader)
 		if err != nil {
 			return err
 		}
@@ -206,8 +210,8 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 
 // post sends one request and returns the response when its status is 2xx,
 // or the *model.ProviderError its status and body describe.
-func (m *Model) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
-	resp, err := provider.Post(ctx, m.client, m.url, m.header, accept, body)
+func (m *Model) post(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
+	resp, err := provider.Post(ctx, m.client, m.url, header, body)
 	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}
@@ -282,7 +286,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", w.Model), slog.Int("attempt", attempt))
-		r, err := m.post(ctx, body, "text/event-stream")
+		r, err := m.post(ctx, body, m.sseHeader)
 		if err != nil {
 			return err
 		}
