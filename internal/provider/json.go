@@ -73,6 +73,15 @@ var words = func() map[string]String {
 	return m
 }()
 
+// Word returns b as a String, without allocating when b is one of the
+// fixed words of [String] (an SSE event: line's type).
+func Word(b []byte) String {
+	if w, ok := words[string(b)]; ok {
+		return w
+	}
+	return String(b)
+}
+
 // Members yields the members of the JSON object obj, in order: each key
 // unquoted and each value as its raw JSON. A key with escapes or invalid
 // UTF-8 is decoded as encoding/json decodes it (the one case that allocates); a key that occurs twice is yielded twice

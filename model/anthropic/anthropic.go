@@ -51,7 +51,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -339,7 +338,6 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if d := acc.add(ev); d != "" && !yield(model.Chunk{Delta: d}, nil) {
 			return
 		}
-		*ev = wireEvent{}
 		ok, perr := m.nextEvent(evs, ev)
 		if perr != nil {
 			yield(model.Chunk{}, perr)
@@ -370,11 +368,8 @@ func (m *Model) nextEvent(e *provider.Events, ev *wireEvent) (ok bool, perr *mod
 		if string(typ) == "ping" || len(data) == 0 {
 			continue
 		}
-		if err := decode(data, ev); err != nil {
+		if err := decodeEvent(typ, data, ev); err != nil {
 			return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: retry.Redact(provider.Truncate(err.Error()+": "+string(data), 300), m.key)}
-		}
-		if len(typ) > 0 {
-			ev.Type = string(typ)
 		}
 		switch ev.Type {
 		case "ping", "":
@@ -688,21 +683,34 @@ func validToolName(name string) bool {
 // when it has no type; an empty object schema when schema is empty. Any
 // other schema is an error.
 func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
-	if len(bytes.TrimSpace(schema)) == 0 {
+	t := bytes.TrimSpace(schema)
+	if len(t) == 0 {
 		return json.RawMessage(`{"type":"object","properties":{}}`), nil
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(schema, &obj); err != nil || obj == nil {
+	if t[0] != '{' || !json.Valid(t) {
 		return nil, errors.New("input schema is not a JSON object")
 	}
-	typ, ok := obj["type"]
-	if !ok {
+	// The schema's own type, read without decoding it (its last "type"
+	// key wins, as in encoding/json).
+	var typ json.RawMessage
+	for k, v := range provider.Members(t) {
+		if string(k) == "type" {
+			typ = v
+		}
+	}
+	if typ == nil {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(t, &obj); err != nil {
+			return nil, errors.New("input schema is not a JSON object")
+		}
 		obj["type"] = json.RawMessage(`"object"`)
 		return model.MarshalJSON(obj)
 	}
-	var s string
-	if json.Unmarshal(typ, &s) != nil || s != "object" {
-		return nil, fmt.Errorf("input schema has type %s; the Messages API needs \"object\"", typ)
+	if string(typ) != `"object"` {
+		var s string
+		if json.Unmarshal(typ, &s) != nil || s != "object" {
+			return nil, fmt.Errorf("input schema has type %s; the Messages API needs \"object\"", typ)
+		}
 	}
 	return schema, nil
 }
@@ -728,22 +736,25 @@ func (m *Model) response(raw []byte) (*model.Response, error) {
 		}
 	}
 	out.Content = text.String()
-	u := parseUsage(msg.Usage)
+	u := msg.Usage
 	return &model.Response{
 		Message:      out,
 		Usage:        usage(u.input(), u.OutputTokens),
-		FinishReason: finishReason(msg.StopReason),
+		FinishReason: finishReason(string(msg.StopReason)),
 		Model:        msg.Model,
 		Raw:          json.RawMessage(raw),
 	}, nil
 }
 
+// arguments returns a tool_use block's input as tool-call arguments: b
+// itself when it is JSON (b is the caller's own copy: it is kept, not
+// copied), {} when it is blank, and a JSON string of the text otherwise.
 func arguments(b []byte) json.RawMessage {
-	if len(strings.TrimSpace(string(b))) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 {
 		return json.RawMessage("{}")
 	}
 	if json.Valid(b) {
-		return json.RawMessage(slices.Clone(b))
+		return json.RawMessage(b)
 	}
 	s, _ := json.Marshal(string(b))
 	return s
@@ -781,20 +792,11 @@ type accumulator struct {
 	in, out int64
 	model   string
 	stopped bool
-	// For Response.Raw: message_start's message, and its usage updated by
-	// message_delta's, key by key.
-	start    wireRawMessage
-	rawUsage map[string]json.RawMessage
-}
-
-// wireRawMessage is the message of message_start, its fields kept as sent.
-type wireRawMessage struct {
-	ID           string          `json:"id"`
-	Type         string          `json:"type"`
-	Role         string          `json:"role"`
-	Model        string          `json:"model"`
-	StopSequence json.RawMessage `json:"stop_sequence"`
-	Usage        json.RawMessage `json:"usage"`
+	// For Response.Raw: message_start's message, and the usage objects of
+	// message_start and message_delta as sent, in order (merged key by key
+	// when Raw is built).
+	start  wireStart
+	usages []json.RawMessage
 }
 
 // block is one content block of a stream.
@@ -804,25 +806,32 @@ type block struct {
 	id, name  string
 	startIn   json.RawMessage // the input of content_block_start
 	text      strings.Builder // text, or thinking
-	input     strings.Builder // input_json_delta pieces
-	signature string
+	input     []byte          // input_json_delta pieces
+	signature strings.Builder
+	args      json.RawMessage // arguments(), once computed
 }
 
 // arguments returns the block's input: the input_json_delta pieces when any
 // arrived, else the input of content_block_start.
 func (b *block) arguments() json.RawMessage {
-	if b.input.Len() > 0 {
-		return arguments([]byte(b.input.String()))
+	if b.args == nil {
+		if len(b.input) > 0 {
+			b.args = arguments(b.input)
+		} else {
+			b.args = arguments(b.startIn)
+		}
 	}
-	return arguments(b.startIn)
+	return b.args
 }
 
 // add takes in one event and returns its text delta.
 func (a *accumulator) add(ev *wireEvent) string {
 	switch ev.Type {
 	case "message_start":
-		var msg wireRawMessage
-		_ = decode(ev.Message, &msg)
+		var msg wireStart
+		if ev.Message != nil {
+			msg = *ev.Message
+		}
 		a.start = msg
 		if msg.Model != "" {
 			a.model = msg.Model
@@ -832,11 +841,13 @@ func (a *accumulator) add(ev *wireEvent) string {
 		a.mergeUsage(msg.Usage)
 	case "content_block_start":
 		var cb wireBlockOut
-		_ = decode(ev.ContentBlock, &cb)
+		if ev.ContentBlock != nil {
+			cb = *ev.ContentBlock
+		}
 		if a.blocks == nil {
 			a.blocks = map[int64]*block{}
 		}
-		b := &block{typ: cb.Type, start: bytes.Clone(ev.ContentBlock), id: cb.ID, name: cb.Name}
+		b := &block{typ: string(cb.Type), start: ev.rawBlock, id: cb.ID, name: cb.Name}
 		a.blocks[ev.Index] = b
 		a.order = append(a.order, b)
 		switch cb.Type {
@@ -848,7 +859,7 @@ func (a *accumulator) add(ev *wireEvent) string {
 			// Anthropic sends input {} here and the input in
 			// input_json_delta pieces; some compatible servers send the
 			// whole input here and no delta.
-			b.startIn = bytes.Clone(cb.Input)
+			b.startIn = cb.Input
 			a.tools = append(a.tools, b)
 		}
 	case "content_block_delta":
@@ -862,7 +873,7 @@ func (a *accumulator) add(ev *wireEvent) string {
 			return ev.Delta.Text
 		case "input_json_delta":
 			if b != nil {
-				b.input.WriteString(ev.Delta.PartialJSON)
+				b.input = append(b.input, ev.Delta.PartialJSON...)
 			}
 		case "thinking_delta":
 			if b != nil {
@@ -870,12 +881,12 @@ func (a *accumulator) add(ev *wireEvent) string {
 			}
 		case "signature_delta":
 			if b != nil {
-				b.signature += ev.Delta.Signature
+				b.signature.WriteString(ev.Delta.Signature)
 			}
 		}
 	case "message_delta":
 		if ev.Delta.StopReason != "" {
-			a.stop = ev.Delta.StopReason
+			a.stop = string(ev.Delta.StopReason)
 		}
 		// message_delta usage is cumulative.
 		u := parseUsage(ev.Usage)
@@ -892,24 +903,29 @@ func (a *accumulator) add(ev *wireEvent) string {
 	return ""
 }
 
-// mergeUsage sets the keys of a usage object that are not null on the
-// usage of Response.Raw.
+// mergeUsage keeps a usage object (ev's own copy) for Response.Raw.
 func (a *accumulator) mergeUsage(raw json.RawMessage) {
-	if !present(raw) {
-		return
+	if present(raw) && json.Valid(raw) {
+		a.usages = append(a.usages, raw)
 	}
+}
+
+// rawUsage is the usage of Response.Raw: the keys of every usage object
+// the stream sent, in order, a later value that is not null replacing an
+// earlier one.
+func (a *accumulator) rawUsage() map[string]json.RawMessage {
 	var u map[string]json.RawMessage
-	if json.Unmarshal(raw, &u) != nil {
-		return
-	}
-	if a.rawUsage == nil {
-		a.rawUsage = make(map[string]json.RawMessage, len(u))
-	}
-	for k, v := range u {
-		if present(v) {
-			a.rawUsage[k] = v
+	for _, raw := range a.usages {
+		if u == nil && bytes.HasPrefix(raw, []byte("{")) {
+			u = map[string]json.RawMessage{}
+		}
+		for k, v := range provider.Members(raw) {
+			if present(v) {
+				u[string(k)] = v
+			}
 		}
 	}
+	return u
 }
 
 func (a *accumulator) response() *model.Response {
@@ -943,7 +959,7 @@ func (a *accumulator) raw() json.RawMessage {
 				Type      string `json:"type"`
 				Thinking  string `json:"thinking"`
 				Signature string `json:"signature"`
-			}{"thinking", b.text.String(), b.signature}
+			}{"thinking", b.text.String(), b.signature.String()}
 		case "tool_use":
 			in := b.arguments()
 			if !bytes.HasPrefix(in, []byte("{")) {
@@ -980,7 +996,7 @@ func (a *accumulator) raw() json.RawMessage {
 		StopReason   *string                    `json:"stop_reason"`
 		StopSequence json.RawMessage            `json:"stop_sequence"`
 		Usage        map[string]json.RawMessage `json:"usage"`
-	}{a.start.ID, "message", "assistant", a.model, content, stop, stopSeq, a.rawUsage})
+	}{a.start.ID, "message", "assistant", a.model, content, stop, stopSeq, a.rawUsage()})
 	if err != nil {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/tollgate-dev/tollgate/internal/provider"
 )
 
 // The Messages API wire format, as far as this package speaks it
@@ -54,22 +56,23 @@ type wireTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-// wireResponse is a message: the answer without streaming, and the message
-// of a stream's message_start event.
+// wireResponse is a message: the answer without streaming. Usage is decoded
+// in the same pass; fixed words (types, role, stop reason) cost no
+// allocation.
 type wireResponse struct {
 	ID         string          `json:"id"`
-	Type       string          `json:"type"`
-	Role       string          `json:"role"`
+	Type       provider.String `json:"type"`
+	Role       provider.String `json:"role"`
 	Model      string          `json:"model"`
 	Content    []wireBlockOut  `json:"content"`
-	StopReason string          `json:"stop_reason"`
-	Usage      json.RawMessage `json:"usage"`
+	StopReason provider.String `json:"stop_reason"`
+	Usage      wireUsage       `json:"usage"`
 	Error      *wireError      `json:"error"`
 }
 
 // wireBlockOut is a content block of an answer. Input is kept as sent.
 type wireBlockOut struct {
-	Type  string          `json:"type"`
+	Type  provider.String `json:"type"`
 	Text  string          `json:"text"`
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
@@ -95,24 +98,65 @@ type wireError struct {
 	Message string `json:"message"`
 }
 
-// wireEvent is one event of a stream.
+// wireEvent is one event of a stream, decoded in one pass: the message of
+// message_start and the block of content_block_start into their structs,
+// usage kept as sent (its counts are read without a second decode).
 type wireEvent struct {
-	Type         string          `json:"type"`
-	Message      json.RawMessage `json:"message"`
+	Type         provider.String `json:"type"`
+	Message      *wireStart      `json:"message"`
 	Index        int64           `json:"index"`
-	ContentBlock json.RawMessage `json:"content_block"`
+	ContentBlock *wireBlockOut   `json:"content_block"`
 	Delta        wireDelta       `json:"delta"`
 	Usage        json.RawMessage `json:"usage"`
 	Error        *wireError      `json:"error"`
+
+	// rawBlock is content_block_start's block as sent, for a block of a
+	// type this package does not read (kept in Response.Raw as it came).
+	rawBlock json.RawMessage
+}
+
+// wireStart is the message of message_start, as far as Response.Raw keeps
+// it; its usage is kept as sent.
+type wireStart struct {
+	ID           string          `json:"id"`
+	Model        string          `json:"model"`
+	StopSequence json.RawMessage `json:"stop_sequence"`
+	Usage        json.RawMessage `json:"usage"`
 }
 
 type wireDelta struct {
-	Type        string `json:"type"`
-	Text        string `json:"text"`
-	PartialJSON string `json:"partial_json"`
-	Thinking    string `json:"thinking"`
-	Signature   string `json:"signature"`
-	StopReason  string `json:"stop_reason"`
+	Type        provider.String `json:"type"`
+	Text        string          `json:"text"`
+	PartialJSON string          `json:"partial_json"`
+	Thinking    string          `json:"thinking"`
+	Signature   string          `json:"signature"`
+	StopReason  provider.String `json:"stop_reason"`
+}
+
+// decodeEvent decodes the data of one stream event into ev (which it
+// resets first); typ is the event: line, which wins over the data's type.
+func decodeEvent(typ, data []byte, ev *wireEvent) error {
+	*ev = wireEvent{}
+	if err := decode(data, ev); err != nil {
+		return err
+	}
+	if len(typ) > 0 {
+		ev.Type = provider.Word(typ)
+	}
+	if ev.Type == "content_block_start" && ev.ContentBlock != nil && !knownBlock(ev.ContentBlock.Type) {
+		for k, v := range provider.Members(data) {
+			if string(k) == "content_block" {
+				ev.rawBlock = bytes.Clone(v)
+			}
+		}
+	}
+	return nil
+}
+
+// knownBlock reports whether the accumulator assembles blocks of type t
+// itself.
+func knownBlock(t provider.String) bool {
+	return t == "text" || t == "tool_use" || t == "thinking"
 }
 
 // decode unmarshals data into v leniently, as the SDK does: a field whose
@@ -131,10 +175,25 @@ func present(raw json.RawMessage) bool {
 	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
 }
 
+// parseUsage reads the counts of a usage object (a key's last value wins;
+// a count that is not an integer is 0, as in a lenient decode), without
+// decoding it into a struct.
 func parseUsage(raw json.RawMessage) wireUsage {
 	var u wireUsage
-	if present(raw) {
-		_ = decode(raw, &u)
+	if !present(raw) || !json.Valid(raw) {
+		return u
+	}
+	for k, v := range provider.Members(raw) {
+		switch string(k) {
+		case "input_tokens":
+			u.InputTokens = provider.Int(v)
+		case "output_tokens":
+			u.OutputTokens = provider.Int(v)
+		case "cache_creation_input_tokens":
+			u.CacheCreationInputTokens = provider.Int(v)
+		case "cache_read_input_tokens":
+			u.CacheReadInputTokens = provider.Int(v)
+		}
 	}
 	return u
 }
