@@ -325,7 +325,6 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if d != "" && !yield(model.Chunk{Delta: d}, nil) {
 			return
 		}
-		*c = wireCompletion{}
 		ok, perr := nextChunk(ev, c)
 		if perr != nil {
 			yield(model.Chunk{}, m.redact(perr))
@@ -362,10 +361,11 @@ func nextChunk(e *provider.Events, c *wireCompletion) (ok bool, perr *model.Prov
 	if bytes.HasPrefix(data, []byte("[DONE]")) {
 		return false, nil
 	}
+	c.reset()
 	if err := decode(data, c); err != nil {
 		return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: provider.Truncate(err.Error()+": "+string(data), 300)}
 	}
-	if hasUsage(c.Error) {
+	if hasError(c.Error) {
 		if pe := eventError(data); pe != nil {
 			return false, pe
 		}
@@ -390,7 +390,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 // response translates a chat completion, as the server sent it, into a
 // tollgate response.
 func (m *Model) response(raw []byte) (*model.Response, error) {
-	var c wireCompletion
+	var c wireAnswer
 	if err := decode(raw, &c); err != nil {
 		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON chat completion", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
@@ -416,8 +416,8 @@ func (m *Model) response(raw []byte) (*model.Response, error) {
 	}
 	return &model.Response{
 		Message:      msg,
-		Usage:        usage(parseUsage(c.Usage)),
-		FinishReason: finishReason(ch.FinishReason, len(msg.ToolCalls) > 0),
+		Usage:        usage(c.Usage.wireUsage),
+		FinishReason: finishReason(string(ch.FinishReason), len(msg.ToolCalls) > 0),
 		Model:        c.Model,
 		Raw:          json.RawMessage(raw),
 	}, nil
@@ -554,7 +554,7 @@ func chunkError(c *wireCompletion, data []byte) *model.ProviderError {
 			return &model.ProviderError{Provider: Provider, Message: `the server ended the stream with finish_reason "error"`}
 		}
 	}
-	if len(c.Choices) == 0 && !hasUsage(c.Usage) {
+	if len(c.Choices) == 0 && !c.Usage.present() {
 		return eventError(data)
 	}
 	return nil
@@ -595,13 +595,13 @@ type callBuilder struct {
 // reports.
 func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 	if c.Model != "" {
-		a.model = c.Model
+		a.model = string(c.Model)
 	}
-	a.id, a.created = cmp.Or(c.ID, a.id), cmp.Or(c.Created, a.created)
-	a.fingerprint, a.tier = cmp.Or(c.SystemFingerprint, a.fingerprint), cmp.Or(c.ServiceTier, a.tier)
-	if u := parseUsage(c.Usage); u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0 {
+	a.id, a.created = cmp.Or(string(c.ID), a.id), cmp.Or(c.Created, a.created)
+	a.fingerprint, a.tier = cmp.Or(string(c.SystemFingerprint), a.fingerprint), cmp.Or(string(c.ServiceTier), a.tier)
+	if u := c.Usage.wireUsage; u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0 {
 		a.usage = u
-		a.rawUsage = bytes.Clone(c.Usage)
+		a.rawUsage = bytes.Clone(c.Usage.raw)
 	}
 	var delta string
 	for i := range c.Choices {
@@ -629,7 +629,7 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 			b.args.WriteString(tc.Function.Arguments)
 		}
 		if ch.FinishReason != "" {
-			a.finish = ch.FinishReason
+			a.finish = string(ch.FinishReason)
 		}
 	}
 	a.text.WriteString(delta)

@@ -141,8 +141,16 @@ func FuzzOracleRequest(f *testing.F) {
 func checkCompletion(t testing.TB, data []byte) {
 	t.Helper()
 	var c wireCompletion
-	if json.Unmarshal(data, &c) != nil || !plainJSON(data) {
+	if json.Unmarshal(data, &c) != nil || !wellTyped(data) {
 		return // only well-typed JSON: the two differ on what they forgive
+	}
+	// Generate's answer struct reads the same as the chunk struct.
+	var a wireAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		t.Fatalf("wireAnswer: %v", err)
+	}
+	if a.Model != string(c.Model) || a.Usage.wireUsage != c.Usage.wireUsage || !bytes.Equal(a.Usage.raw, c.Usage.raw) || !cmp.Equal(a.Choices, c.Choices) || !bytes.Equal(a.Error, c.Error) {
+		t.Errorf("%s: wireAnswer %+v, wireCompletion %+v", data, a, c)
 	}
 	var sc oai.ChatCompletionChunk
 	if err := json.Unmarshal(data, &sc); err != nil {
@@ -168,16 +176,16 @@ func checkCompletion(t testing.TB, data []byte) {
 		Usage                        [3]int64
 		Choices                      []choice
 	}
-	got := read{ID: c.ID, Model: c.Model, Fingerprint: c.SystemFingerprint, Tier: c.ServiceTier, Created: c.Created, HasUsage: hasUsage(c.Usage)}
-	u := parseUsage(c.Usage)
+	got := read{ID: string(c.ID), Model: string(c.Model), Fingerprint: string(c.SystemFingerprint), Tier: string(c.ServiceTier), Created: c.Created, HasUsage: c.Usage.present()}
+	u := c.Usage
 	got.Usage = [3]int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens}
 	for _, ch := range c.Choices {
-		x := choice{Index: ch.Index, Content: ch.Message.Content, Delta: ch.Delta.Content, Finish: ch.FinishReason}
+		x := choice{Index: ch.Index, Content: ch.Message.Content, Delta: ch.Delta.Content, Finish: string(ch.FinishReason)}
 		for _, tc := range ch.Message.ToolCalls {
-			x.Calls = append(x.Calls, call{0, tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments})
+			x.Calls = append(x.Calls, call{0, tc.ID, string(tc.Type), tc.Function.Name, tc.Function.Arguments})
 		}
 		for _, tc := range ch.Delta.ToolCalls {
-			x.DeltaCalls = append(x.DeltaCalls, call{tc.Index, tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments})
+			x.DeltaCalls = append(x.DeltaCalls, call{tc.Index, tc.ID, string(tc.Type), tc.Function.Name, tc.Function.Arguments})
 		}
 		got.Choices = append(got.Choices, x)
 	}
@@ -199,6 +207,37 @@ func checkCompletion(t testing.TB, data []byte) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the SDK reads %s otherwise (-sdk +codec):\n%s", data, diff)
 	}
+}
+
+// strictWords are the fields the codec decodes as provider.String, as plain
+// strings: data that does not decode into them has such a field of another
+// type, which the codec leaves as it is and the SDK keeps as raw text.
+type strictWords struct {
+	ID                string `json:"id"`
+	Model             string `json:"model"`
+	ServiceTier       string `json:"service_tier"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	Choices           []struct {
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			ToolCalls []struct {
+				Type string `json:"type"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		Delta struct {
+			ToolCalls []struct {
+				Type string `json:"type"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+}
+
+// wellTyped reports whether data is plain JSON (see plainJSON) in valid
+// UTF-8 (encoding/json replaces invalid bytes with U+FFFD, the SDK keeps
+// them) whose words have the types the API gives them.
+func wellTyped(data []byte) bool {
+	var w strictWords
+	return utf8.Valid(data) && json.Unmarshal(data, &w) == nil && plainJSON(data)
 }
 
 // plainJSON reports whether data is JSON whose object keys are all unique

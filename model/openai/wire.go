@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -115,27 +116,50 @@ func (m *Model) request(req *model.Request) (*wireRequest, error) {
 	return w, nil
 }
 
-// wireCompletion is a chat completion (the answer without streaming) or a
-// chunk of a stream: a chunk's choices carry delta where a completion's carry
-// message. Error, Object and Message are there for the error objects that
-// compatible servers send in place of either.
+// wireCompletion is a chunk of a stream (or, for the tests' oracle, a chat
+// completion: a chunk's choices carry delta where a completion's carry
+// message). Error is there for the error objects that compatible servers
+// send in place of either. A stream decodes all its chunks into one
+// wireCompletion (see reset): the id, model and fingerprint every chunk
+// repeats then cost no allocation after the first.
 type wireCompletion struct {
-	ID                string          `json:"id"`
-	Object            string          `json:"object"`
+	ID                provider.String `json:"id"`
 	Created           int64           `json:"created"`
-	Model             string          `json:"model"`
+	Model             provider.String `json:"model"`
 	Choices           []wireChoice    `json:"choices"`
-	Usage             json.RawMessage `json:"usage"`
-	ServiceTier       string          `json:"service_tier"`
-	SystemFingerprint string          `json:"system_fingerprint"`
+	Usage             wireUsageField  `json:"usage"`
+	ServiceTier       provider.String `json:"service_tier"`
+	SystemFingerprint provider.String `json:"system_fingerprint"`
 	Error             json.RawMessage `json:"error"`
 }
 
+// reset readies c for the next chunk: everything a chunk may leave out is
+// cleared, the choices' array and the usage's buffer are kept for reuse,
+// and the strings every chunk repeats keep their value (a chunk that leaves
+// one out is read as repeating it, which is how the accumulator reads
+// them).
+func (c *wireCompletion) reset() {
+	clear(c.Choices[:cap(c.Choices)])
+	c.Choices = c.Choices[:0]
+	c.Created = 0
+	c.Usage.reset()
+	c.Error = c.Error[:0]
+}
+
+// wireAnswer is a chat completion, the answer without streaming, as far as
+// a response needs it: Response.Raw is the answer as sent.
+type wireAnswer struct {
+	Model   string          `json:"model"`
+	Choices []wireChoice    `json:"choices"`
+	Usage   wireUsageField  `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
 type wireChoice struct {
-	Index        int64          `json:"index"`
-	Message      wireMessageOut `json:"message"`
-	Delta        wireMessageOut `json:"delta"`
-	FinishReason string         `json:"finish_reason"`
+	Index        int64           `json:"index"`
+	Message      wireMessageOut  `json:"message"`
+	Delta        wireMessageOut  `json:"delta"`
+	FinishReason provider.String `json:"finish_reason"`
 }
 
 // wireMessageOut is the message (or delta) of an answer. Content null is "".
@@ -145,16 +169,54 @@ type wireMessageOut struct {
 }
 
 type wireToolCallOut struct {
-	Index    int64        `json:"index"`
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function wireFunction `json:"function"`
+	Index    int64           `json:"index"`
+	ID       string          `json:"id"`
+	Type     provider.String `json:"type"`
+	Function wireFunction    `json:"function"`
 }
 
 type wireUsage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// wireUsageField is a usage field: its counts, read in place without a
+// second decode, and the value as sent (raw, nil when absent or null),
+// which a stream's Response.Raw keeps.
+type wireUsageField struct {
+	wireUsage
+	raw json.RawMessage
+}
+
+// UnmarshalJSON implements [json.Unmarshaler]: null is no usage; a value
+// that is not an object is usage with no counts; a count that is not an
+// integer is 0 (a key's last value wins), as a lenient decode reads it.
+func (u *wireUsageField) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	u.raw = append(u.raw[:0], b...)
+	u.wireUsage = wireUsage{}
+	for k, v := range provider.Members(b) {
+		switch string(k) {
+		case "prompt_tokens":
+			u.PromptTokens = provider.Int(v)
+		case "completion_tokens":
+			u.CompletionTokens = provider.Int(v)
+		case "total_tokens":
+			u.TotalTokens = provider.Int(v)
+		}
+	}
+	return nil
+}
+
+// present reports whether the usage was sent (not absent, not null).
+func (u *wireUsageField) present() bool { return len(u.raw) > 0 }
+
+func (u *wireUsageField) reset() {
+	u.wireUsage = wireUsage{}
+	u.raw = u.raw[:0]
 }
 
 // decode unmarshals data into v leniently, as the SDK does: a field whose
@@ -169,16 +231,7 @@ func decode(data []byte, v any) error {
 	return err
 }
 
-// hasUsage reports whether a usage field was sent (not absent, not null).
-func hasUsage(raw json.RawMessage) bool {
+// hasError reports whether an error field was sent (not absent, not null).
+func hasError(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
-}
-
-// parseUsage decodes a usage object; anything else is zero usage.
-func parseUsage(raw json.RawMessage) wireUsage {
-	var u wireUsage
-	if hasUsage(raw) {
-		_ = decode(raw, &u)
-	}
-	return u
 }
