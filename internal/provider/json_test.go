@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"testing"
 
@@ -124,4 +125,64 @@ func TestInt(t *testing.T) {
 			t.Errorf("Int(%s) = %d, want %d", v, got, want)
 		}
 	}
+}
+
+// marshalOracle is encoding/json's encoding of v.
+func marshalOracle(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestAppendString(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\s`, "\b\f\n\r\t\x00\x1f\x7f", "<a href='x'>&amp;</a>", "été 日本 😀", "\u2028\u2029", "bad \xff\xfe utf8 \xe2\x80", "\xe2\x80\xa8x"} {
+		if got, want := string(AppendString([]byte("x"), s)), "x"+marshalOracle(t, s); got != want {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"a", "\x00<\u2028\xff", `"\`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(AppendString(nil, s)), marshalOracle(t, s); got != want {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func TestAppendRaw(t *testing.T) {
+	for _, raw := range []string{`{"type":"object"}`, " { \"a\" : [ 1 , 2.5e3 , \"x y\\\" <b>&\" ] ,\n\t\"b\":null } ", `"\u2028 ` + "\u2028\u2029" + `"`, `true`, "\"\xff\""} {
+		got, err := AppendRaw([]byte("x"), []byte(raw))
+		if want := "x" + marshalOracle(t, json.RawMessage(raw)); err != nil || string(got) != want {
+			t.Errorf("AppendRaw(%q) = %s, %v, want %s", raw, got, err, want)
+		}
+	}
+	if got, err := AppendRaw(nil, nil); err != nil || string(got) != "null" {
+		t.Errorf("AppendRaw(nil) = %s, %v", got, err)
+	}
+	if _, err := AppendRaw(nil, []byte(`{"a":`)); !errors.Is(err, ErrInvalidJSON) {
+		t.Errorf("AppendRaw(invalid) err = %v, want ErrInvalidJSON", err)
+	}
+}
+
+func FuzzAppendRaw(f *testing.F) {
+	for _, s := range []string{`{"a": "<\u2028>"}`, ` [1, "x\"y"] `, "\"\xe2\x80\xa9\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want, werr := json.Marshal(json.RawMessage(raw))
+		got, err := AppendRaw(nil, raw)
+		if len(raw) == 0 {
+			return // Marshal writes null for nil and empty alike
+		}
+		if (werr != nil) != (err != nil) || werr == nil && string(got) != string(want) {
+			t.Errorf("AppendRaw(%q) = %s, %v, want %s, %v", raw, got, err, want, werr)
+		}
+	})
 }

@@ -183,7 +183,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(w)
+	body, err := w.encode()
 	if err != nil {
 		return nil, fmt.Errorf("openai: encoding the request: %w", err)
 	}
@@ -274,7 +274,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		return
 	}
 	w.Stream, w.StreamOptions = true, &wireStreamOptions{IncludeUsage: true}
-	body, err := json.Marshal(w)
+	body, err := w.encode()
 	if err != nil {
 		yield(model.Chunk{}, fmt.Errorf("openai: encoding the request: %w", err))
 		return

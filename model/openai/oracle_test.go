@@ -56,9 +56,13 @@ func checkRequest(t testing.TB, m *Model, req *model.Request) {
 		if stream {
 			w.Stream, w.StreamOptions = true, &wireStreamOptions{IncludeUsage: true}
 		}
-		b, err := json.Marshal(w)
+		b, err := w.encode()
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The hand-written encoder writes what encoding/json writes.
+		if want, err := json.Marshal(w); err != nil || string(b) != string(want) {
+			t.Fatalf("encode:\n%s\njson.Marshal (%v):\n%s", b, err, want)
 		}
 		got := jsonMap(t, b)
 		// The SDK sets stream itself (NewStreaming) and does not read it.

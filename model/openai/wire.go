@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/model"
@@ -234,4 +235,117 @@ func decode(data []byte, v any) error {
 // hasError reports whether an error field was sent (not absent, not null).
 func hasError(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
+}
+
+// encode returns the request as JSON: the bytes json.Marshal writes for w
+// (the tests compare the two), appended by hand.
+func (w *wireRequest) encode() ([]byte, error) {
+	n := 256 + len(w.Model)
+	for i := range w.Messages {
+		m := &w.Messages[i]
+		n += 64 + len(m.ToolCallID)
+		if m.Content != nil {
+			n += len(*m.Content) + len(*m.Content)/8
+		}
+		for _, c := range m.ToolCalls {
+			n += 96 + len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)*5/4
+		}
+	}
+	for _, t := range w.Tools {
+		n += 96 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"model":`...)
+	b = provider.AppendString(b, w.Model)
+	b = append(b, `,"messages":`...)
+	if w.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range w.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = w.Messages[i].appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	if len(w.Tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i := range w.Tools {
+			t := &w.Tools[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":`...)
+			b = provider.AppendString(b, t.Type)
+			b = append(b, `,"function":{"name":`...)
+			b = provider.AppendString(b, t.Function.Name)
+			if t.Function.Description != "" {
+				b = append(b, `,"description":`...)
+				b = provider.AppendString(b, t.Function.Description)
+			}
+			b = append(b, `,"parameters":`...)
+			var err error
+			if b, err = provider.AppendRaw(b, t.Function.Parameters); err != nil {
+				return nil, fmt.Errorf("tool %q: parameters: %w", t.Function.Name, err)
+			}
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	if w.MaxCompletionTokens != 0 {
+		b = append(b, `,"max_completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(w.MaxCompletionTokens), 10)
+	}
+	if w.Temperature != nil {
+		t, err := json.Marshal(*w.Temperature)
+		if err != nil {
+			return nil, fmt.Errorf("temperature: %w", err)
+		}
+		b = append(b, `,"temperature":`...)
+		b = append(b, t...)
+	}
+	if w.Stream {
+		b = append(b, `,"stream":true`...)
+	}
+	if w.StreamOptions != nil {
+		b = append(b, `,"stream_options":{"include_usage":`...)
+		b = strconv.AppendBool(b, w.StreamOptions.IncludeUsage)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+func (m *wireMessage) appendJSON(b []byte) []byte {
+	b = append(b, `{"role":`...)
+	b = provider.AppendString(b, m.Role)
+	if m.Content != nil {
+		b = append(b, `,"content":`...)
+		b = provider.AppendString(b, *m.Content)
+	}
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i := range m.ToolCalls {
+			c := &m.ToolCalls[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = provider.AppendString(b, c.ID)
+			b = append(b, `,"type":`...)
+			b = provider.AppendString(b, c.Type)
+			b = append(b, `,"function":{"name":`...)
+			b = provider.AppendString(b, c.Function.Name)
+			b = append(b, `,"arguments":`...)
+			b = provider.AppendString(b, c.Function.Arguments)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	if m.ToolCallID != "" {
+		b = append(b, `,"tool_call_id":`...)
+		b = provider.AppendString(b, m.ToolCallID)
+	}
+	return append(b, '}')
 }
