@@ -204,7 +204,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(w)
+	body, err := w.encode()
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encoding the request: %w", err)
 	}
@@ -294,7 +294,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		return
 	}
 	w.Stream = true
-	body, err := json.Marshal(w)
+	body, err := w.encode()
 	if err != nil {
 		yield(model.Chunk{}, fmt.Errorf("anthropic: encoding the request: %w", err))
 		return

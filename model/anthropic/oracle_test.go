@@ -40,10 +40,16 @@ func checkRequest(t testing.TB, m *Model, req *model.Request) {
 	if err != nil {
 		return // refused before anything is sent
 	}
-	w.Stream = true
-	b, err := json.Marshal(w)
-	if err != nil {
-		t.Fatal(err)
+	// The hand-written encoder writes what encoding/json writes.
+	var b []byte
+	for _, stream := range []bool{false, true} {
+		w.Stream = stream
+		if b, err = w.encode(); err != nil {
+			t.Fatal(err)
+		}
+		if want, err := json.Marshal(w); err != nil || string(b) != string(want) {
+			t.Fatalf("encode:\n%s\njson.Marshal (%v):\n%s", b, err, want)
+		}
 	}
 	got := jsonMap(t, b)
 	if got["stream"] != true {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 )
@@ -196,4 +198,151 @@ func parseUsage(raw json.RawMessage) wireUsage {
 		}
 	}
 	return u
+}
+
+// encode returns the request as JSON: the bytes json.Marshal writes for w
+// (the tests compare the two), appended by hand.
+func (w *wireRequest) encode() ([]byte, error) {
+	n := 256 + len(w.Model)
+	for _, s := range w.System {
+		n += 32 + len(s.Text) + len(s.Text)/8
+	}
+	for i := range w.Messages {
+		for j := range w.Messages[i].Content {
+			c := &w.Messages[i].Content[j]
+			n += 96 + len(c.Text) + len(c.Text)/8 + len(c.ID) + len(c.Name) + len(c.Input) + len(c.ToolUseID)
+			for _, t := range c.Content {
+				n += 32 + len(t.Text) + len(t.Text)/8
+			}
+		}
+	}
+	for _, t := range w.Tools {
+		n += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"model":`...)
+	b = provider.AppendString(b, w.Model)
+	b = append(b, `,"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(w.MaxTokens), 10)
+	b = append(b, `,"messages":`...)
+	if w.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range w.Messages {
+			m := &w.Messages[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"role":`...)
+			b = provider.AppendString(b, m.Role)
+			b = append(b, `,"content":`...)
+			if m.Content == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for j := range m.Content {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					var err error
+					if b, err = m.Content[j].appendJSON(b); err != nil {
+						return nil, fmt.Errorf("message %d, block %d: %w", i, j, err)
+					}
+				}
+				b = append(b, ']')
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if len(w.System) > 0 {
+		b = append(b, `,"system":`...)
+		b = appendTexts(b, w.System)
+	}
+	if len(w.Tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i := range w.Tools {
+			t := &w.Tools[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = provider.AppendString(b, t.Name)
+			if t.Description != "" {
+				b = append(b, `,"description":`...)
+				b = provider.AppendString(b, t.Description)
+			}
+			b = append(b, `,"input_schema":`...)
+			var err error
+			if b, err = provider.AppendRaw(b, t.InputSchema); err != nil {
+				return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if w.Temperature != nil {
+		t, err := json.Marshal(*w.Temperature)
+		if err != nil {
+			return nil, fmt.Errorf("temperature: %w", err)
+		}
+		b = append(b, `,"temperature":`...)
+		b = append(b, t...)
+	}
+	if w.Stream {
+		b = append(b, `,"stream":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+func (c *wireBlock) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"type":`...)
+	b = provider.AppendString(b, c.Type)
+	if c.Text != "" {
+		b = append(b, `,"text":`...)
+		b = provider.AppendString(b, c.Text)
+	}
+	if c.ID != "" {
+		b = append(b, `,"id":`...)
+		b = provider.AppendString(b, c.ID)
+	}
+	if c.Name != "" {
+		b = append(b, `,"name":`...)
+		b = provider.AppendString(b, c.Name)
+	}
+	if len(c.Input) > 0 {
+		b = append(b, `,"input":`...)
+		var err error
+		if b, err = provider.AppendRaw(b, c.Input); err != nil {
+			return nil, fmt.Errorf("input: %w", err)
+		}
+	}
+	if c.ToolUseID != "" {
+		b = append(b, `,"tool_use_id":`...)
+		b = provider.AppendString(b, c.ToolUseID)
+	}
+	if len(c.Content) > 0 {
+		b = append(b, `,"content":`...)
+		b = appendTexts(b, c.Content)
+	}
+	if c.IsError {
+		b = append(b, `,"is_error":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+func appendTexts(b []byte, ts []wireText) []byte {
+	b = append(b, '[')
+	for i, t := range ts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = provider.AppendString(b, t.Type)
+		b = append(b, `,"text":`...)
+		b = provider.AppendString(b, t.Text)
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
