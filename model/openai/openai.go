@@ -280,9 +280,9 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		return
 	}
 	var (
-		resp  *http.Response
-		ev    *provider.Events
-		first wireCompletion
+		resp *http.Response
+		ev   *provider.Events
+		c    = new(wireCompletion) // every chunk is decoded into it
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", w.Model), slog.Int("attempt", attempt))
@@ -291,10 +291,10 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 			return err
 		}
 		e := provider.NewEvents(r.Body)
-		var c wireCompletion
-		ok, perr := nextChunk(e, &c)
+		*c = wireCompletion{}
+		ok, perr := nextChunk(e, c)
 		if ok && perr == nil {
-			resp, ev, first = r, e, c
+			resp, ev = r, e
 			return nil
 		}
 		_ = r.Body.Close()
@@ -315,7 +315,6 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	}
 	defer resp.Body.Close()
 	acc := accumulator{}
-	c := &first
 	for {
 		d, perr := acc.add(c)
 		if perr != nil {
@@ -660,47 +659,59 @@ func (a *accumulator) response() (*model.Response, *model.ProviderError) {
 // raw is the streamed completion as the chat.completion object the API
 // returns without streaming (id, created, model, the one choice with its
 // message and finish_reason, usage as sent), so that Response.Raw has one
-// shape on both paths.
+// shape on both paths. It is written by hand: the bytes json.Marshal writes
+// for the same object (the tests compare the two).
 func (a *accumulator) raw() json.RawMessage {
-	type function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
+	n := 256 + len(a.id) + len(a.model) + a.text.Len()*9/8 + len(a.rawUsage) + len(a.tier) + len(a.fingerprint)
+	for _, c := range a.calls {
+		n += 64 + len(c.id) + len(c.name) + c.args.Len()*5/4
 	}
-	type toolCall struct {
-		ID       string   `json:"id"`
-		Type     string   `json:"type"`
-		Function function `json:"function"`
-	}
-	type message struct {
-		Role      string     `json:"role"`
-		Content   *string    `json:"content"`
-		ToolCalls []toolCall `json:"tool_calls,omitempty"`
-	}
-	type choice struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		FinishReason string  `json:"finish_reason"`
-	}
-	var content *string
+	b := make([]byte, 0, n)
+	b = append(b, `{"id":`...)
+	b = provider.AppendString(b, a.id)
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, a.created, 10)
+	b = append(b, `,"model":`...)
+	b = provider.AppendString(b, a.model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if t := a.text.String(); t != "" || len(a.calls) == 0 {
-		content = &t
+		b = provider.AppendString(b, t)
+	} else {
+		b = append(b, "null"...)
 	}
-	msg := message{Role: "assistant", Content: content}
-	for _, b := range a.calls {
-		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: b.id, Type: "function", Function: function{Name: b.name, Arguments: b.args.String()}})
+	if len(a.calls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range a.calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = provider.AppendString(b, c.id)
+			b = append(b, `,"type":"function","function":{"name":`...)
+			b = provider.AppendString(b, c.name)
+			b = append(b, `,"arguments":`...)
+			b = provider.AppendString(b, c.args.String())
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
 	}
-	b, err := json.Marshal(struct {
-		ID                string          `json:"id"`
-		Object            string          `json:"object"`
-		Created           int64           `json:"created"`
-		Model             string          `json:"model"`
-		Choices           []choice        `json:"choices"`
-		Usage             json.RawMessage `json:"usage,omitempty"`
-		ServiceTier       string          `json:"service_tier,omitempty"`
-		SystemFingerprint string          `json:"system_fingerprint,omitempty"`
-	}{a.id, "chat.completion", a.created, a.model, []choice{{Message: msg, FinishReason: a.finish}}, a.rawUsage, a.tier, a.fingerprint})
-	if err != nil {
-		return nil
+	b = append(b, `},"finish_reason":`...)
+	b = provider.AppendString(b, a.finish)
+	b = append(b, "}]"...)
+	if len(a.rawUsage) > 0 {
+		b = append(b, `,"usage":`...)
+		var err error
+		if b, err = provider.AppendRaw(b, a.rawUsage); err != nil {
+			return nil
+		}
 	}
-	return b
+	if a.tier != "" {
+		b = append(b, `,"service_tier":`...)
+		b = provider.AppendString(b, a.tier)
+	}
+	if a.fingerprint != "" {
+		b = append(b, `,"system_fingerprint":`...)
+		b = provider.AppendString(b, a.fingerprint)
+	}
+	return append(b, '}')
 }

@@ -342,3 +342,108 @@ func FuzzOracleAnswer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkCompletion(t, data) })
 }
+
+// rawReference is accumulator.raw written with json.Marshal: the reference
+// its hand-written bytes are compared with.
+func rawReference(a *accumulator) json.RawMessage {
+	type function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type toolCall struct {
+		ID       string   `json:"id"`
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	type message struct {
+		Role      string     `json:"role"`
+		Content   *string    `json:"content"`
+		ToolCalls []toolCall `json:"tool_calls,omitempty"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason string  `json:"finish_reason"`
+	}
+	var content *string
+	if t := a.text.String(); t != "" || len(a.calls) == 0 {
+		content = &t
+	}
+	msg := message{Role: "assistant", Content: content}
+	for _, b := range a.calls {
+		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: b.id, Type: "function", Function: function{Name: b.name, Arguments: b.args.String()}})
+	}
+	b, err := json.Marshal(struct {
+		ID                string          `json:"id"`
+		Object            string          `json:"object"`
+		Created           int64           `json:"created"`
+		Model             string          `json:"model"`
+		Choices           []choice        `json:"choices"`
+		Usage             json.RawMessage `json:"usage,omitempty"`
+		ServiceTier       string          `json:"service_tier,omitempty"`
+		SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+	}{a.id, "chat.completion", a.created, a.model, []choice{{Message: msg, FinishReason: a.finish}}, a.rawUsage, a.tier, a.fingerprint})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// checkRaw assembles the stream b and compares the Raw it writes with
+// rawReference's; it returns the number of chunks read.
+func checkRaw(t testing.TB, name string, b []byte) int {
+	t.Helper()
+	ev := provider.NewEvents(bytes.NewReader(b))
+	var (
+		acc accumulator
+		c   wireCompletion
+		n   int
+	)
+	for {
+		ok, perr := nextChunk(ev, &c)
+		if !ok || perr != nil {
+			break
+		}
+		acc.add(&c)
+		n++
+	}
+	if got, want := acc.raw(), rawReference(&acc); string(got) != string(want) {
+		t.Errorf("%s: raw\n%s\nwant (json.Marshal)\n%s", name, got, want)
+	}
+	return n
+}
+
+// TestRawByHand: Response.Raw of a stream, written by hand, is what
+// json.Marshal writes, on every recorded stream and on odd text.
+func TestRawByHand(t *testing.T) {
+	sse, _ := filepath.Glob("testdata/*.sse")
+	servers, _ := filepath.Glob("testdata/servers/*.sse")
+	n := 0
+	for _, name := range append(sse, servers...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += checkRaw(t, name, b)
+	}
+	if n < 30 {
+		t.Errorf("only %d chunks read", n)
+	}
+	odd := `data: {"id":"<&>\u2028","created":7,"model":"m\u00e9","service_tier":"t","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"a\"b\\c\n<x>","tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\": \"<\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1, "completion_tokens":2,"total_tokens":3,"x":"<&>"}}` + "\n\n"
+	if checkRaw(t, "odd", []byte(odd)) != 1 {
+		t.Error("the odd chunk was not read")
+	}
+}
+
+// FuzzRawByHand compares Raw written by hand with json.Marshal's on
+// arbitrary chunks.
+func FuzzRawByHand(f *testing.F) {
+	f.Add([]byte(`{"id":"x","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}`))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}`))
+	f.Fuzz(func(t *testing.T, chunk []byte) {
+		if bytes.ContainsAny(chunk, "\r\n") {
+			return
+		}
+		checkRaw(t, "fuzz", append(append([]byte("data: "), chunk...), '\n', '\n'))
+	})
+}
