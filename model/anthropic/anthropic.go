@@ -49,8 +49,10 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -948,57 +950,88 @@ func (a *accumulator) response() *model.Response {
 // content_block_start sent it), stop_reason, stop_sequence, and the usage of
 // message_start updated by message_delta's.
 func (a *accumulator) raw() json.RawMessage {
-	content := make([]json.RawMessage, 0, len(a.order))
+	n := 256 + len(a.start.ID) + len(a.model) + len(a.start.StopSequence)
 	for _, b := range a.order {
-		var v any
+		n += 64 + b.text.Len()*9/8 + b.signature.Len() + len(b.id) + len(b.name) + len(b.input) + len(b.startIn) + len(b.start)
+	}
+	for _, u := range a.usages {
+		n += len(u)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, `{"id":`...)
+	out = provider.AppendString(out, a.start.ID)
+	out = append(out, `,"type":"message","role":"assistant","model":`...)
+	out = provider.AppendString(out, a.model)
+	out = append(out, `,"content":[`...)
+	var err error
+	first := true
+	for _, b := range a.order {
+		switch b.typ {
+		case "text", "thinking", "tool_use":
+		default:
+			if !present(b.start) {
+				continue
+			}
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
 		switch b.typ {
 		case "text":
-			v = wireText{Type: "text", Text: b.text.String()}
+			out = append(out, `{"type":"text","text":`...)
+			out = provider.AppendString(out, b.text.String())
+			out = append(out, '}')
 		case "thinking":
-			v = struct {
-				Type      string `json:"type"`
-				Thinking  string `json:"thinking"`
-				Signature string `json:"signature"`
-			}{"thinking", b.text.String(), b.signature.String()}
+			out = append(out, `{"type":"thinking","thinking":`...)
+			out = provider.AppendString(out, b.text.String())
+			out = append(out, `,"signature":`...)
+			out = provider.AppendString(out, b.signature.String())
+			out = append(out, '}')
 		case "tool_use":
 			in := b.arguments()
 			if !bytes.HasPrefix(in, []byte("{")) {
 				in = json.RawMessage("{}")
 			}
-			v = wireBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: in}
-		default:
-			if !present(b.start) {
-				continue
+			if out, err = (&wireBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: in}).appendJSON(out); err != nil {
+				return nil
 			}
-			content = append(content, b.start)
-			continue
+		default:
+			if out, err = provider.AppendRaw(out, b.start); err != nil {
+				return nil
+			}
 		}
-		bs, err := json.Marshal(v)
-		if err != nil {
-			return nil
-		}
-		content = append(content, bs)
 	}
+	out = append(out, `],"stop_reason":`...)
+	if a.stop != "" {
+		out = provider.AppendString(out, a.stop)
+	} else {
+		out = append(out, "null"...)
+	}
+	out = append(out, `,"stop_sequence":`...)
 	stopSeq := a.start.StopSequence
 	if !present(stopSeq) {
 		stopSeq = json.RawMessage("null")
 	}
-	var stop *string
-	if a.stop != "" {
-		stop = &a.stop
-	}
-	b, err := json.Marshal(struct {
-		ID           string                     `json:"id"`
-		Type         string                     `json:"type"`
-		Role         string                     `json:"role"`
-		Model        string                     `json:"model"`
-		Content      []json.RawMessage          `json:"content"`
-		StopReason   *string                    `json:"stop_reason"`
-		StopSequence json.RawMessage            `json:"stop_sequence"`
-		Usage        map[string]json.RawMessage `json:"usage"`
-	}{a.start.ID, "message", "assistant", a.model, content, stop, stopSeq, a.rawUsage()})
-	if err != nil {
+	if out, err = provider.AppendRaw(out, stopSeq); err != nil {
 		return nil
 	}
-	return b
+	out = append(out, `,"usage":`...)
+	if u := a.rawUsage(); u == nil {
+		out = append(out, "null"...)
+	} else {
+		out = append(out, '{')
+		for i, k := range slices.Sorted(maps.Keys(u)) {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = provider.AppendString(out, k)
+			out = append(out, ':')
+			if out, err = provider.AppendRaw(out, u[k]); err != nil {
+				return nil
+			}
+		}
+		out = append(out, '}')
+	}
+	return append(out, '}')
 }

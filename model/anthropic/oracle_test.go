@@ -324,6 +324,9 @@ func checkStream(t testing.TB, name string, b []byte) int {
 		}
 		n++
 	}
+	if got, want := acc.raw(), rawReference(&acc); string(got) != string(want) {
+		t.Errorf("%s: raw\n%s\nwant (json.Marshal)\n%s", name, got, want)
+	}
 	if !acc.stopped {
 		return n
 	}
@@ -372,4 +375,114 @@ func FuzzOracleAnswer(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkMessage(t, data) })
+}
+
+// rawReference is accumulator.raw written with json.Marshal: the reference
+// its hand-written bytes are compared with.
+func rawReference(a *accumulator) json.RawMessage {
+	content := make([]json.RawMessage, 0, len(a.order))
+	for _, b := range a.order {
+		var v any
+		switch b.typ {
+		case "text":
+			v = wireText{Type: "text", Text: b.text.String()}
+		case "thinking":
+			v = struct {
+				Type      string `json:"type"`
+				Thinking  string `json:"thinking"`
+				Signature string `json:"signature"`
+			}{"thinking", b.text.String(), b.signature.String()}
+		case "tool_use":
+			in := b.arguments()
+			if !bytes.HasPrefix(in, []byte("{")) {
+				in = json.RawMessage("{}")
+			}
+			v = wireBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: in}
+		default:
+			if !present(b.start) {
+				continue
+			}
+			content = append(content, b.start)
+			continue
+		}
+		bs, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		content = append(content, bs)
+	}
+	stopSeq := a.start.StopSequence
+	if !present(stopSeq) {
+		stopSeq = json.RawMessage("null")
+	}
+	var stop *string
+	if a.stop != "" {
+		stop = &a.stop
+	}
+	b, err := json.Marshal(struct {
+		ID           string                     `json:"id"`
+		Type         string                     `json:"type"`
+		Role         string                     `json:"role"`
+		Model        string                     `json:"model"`
+		Content      []json.RawMessage          `json:"content"`
+		StopReason   *string                    `json:"stop_reason"`
+		StopSequence json.RawMessage            `json:"stop_sequence"`
+		Usage        map[string]json.RawMessage `json:"usage"`
+	}{a.start.ID, "message", "assistant", a.model, content, stop, stopSeq, a.rawUsage()})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// TestRawByHand: Response.Raw of a stream, written by hand, is what
+// json.Marshal writes, on a stream with every kind of block: thinking with
+// its signature, a block type this package does not read (kept as sent),
+// text that needs escaping, a tool_use without id, a stop sequence, and
+// usage updated key by key with nulls left out.
+func TestRawByHand(t *testing.T) {
+	events := []string{
+		`{"type":"message_start","message":{"id":"msg_<1>","type":"message","role":"assistant","model":"m\u00e9","content":[],"stop_reason":null,"stop_sequence":"END","usage":{"input_tokens":5,"output_tokens":1,"cache_read_input_tokens":null,"server_tool_use":{"web_search_requests":0}}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm <&>"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig1"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig2"}}`,
+		`{"type":"content_block_start","index":1,"content_block":{ "type" : "web_search_tool_result", "tool_use_id":"s<1>", "content": [ {"url":"https://e.x/?a=1&b=2"} ] }}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"text","text":"a\"b\n"}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"\u2028 done"}}`,
+		`{"type":"content_block_start","index":3,"content_block":{"type":"tool_use","name":"f","input":{}}}`,
+		`{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"q\": \"<x>\"}"}}`,
+		`{"type":"content_block_start","index":4,"content_block":{"type":"tool_use","id":"t2","name":"g","input":{}}}`,
+		`{"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"[1,"}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":30,"input_tokens":null}}`,
+		`{"type":"message_stop"}`,
+	}
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString("data: " + e + "\n\n")
+	}
+	var acc accumulator
+	ev := provider.NewEvents(strings.NewReader(b.String()))
+	for ev.Next() {
+		var w wireEvent
+		if err := decodeEvent(ev.Type(), ev.Data(), &w); err != nil {
+			t.Fatal(err)
+		}
+		acc.add(&w)
+	}
+	if len(acc.order) != 5 || !acc.stopped {
+		t.Fatalf("%d blocks, stopped %v", len(acc.order), acc.stopped)
+	}
+	got, want := acc.raw(), rawReference(&acc)
+	if string(got) != string(want) {
+		t.Errorf("raw\n%s\nwant (json.Marshal)\n%s", got, want)
+	}
+	for _, s := range []string{`"signature":"sig1sig2"`, `"type":"web_search_tool_result"`, `"input":{}`, `"output_tokens":30`} {
+		if !strings.Contains(string(got), s) {
+			t.Errorf("raw %s lacks %s", got, s)
+		}
+	}
+	if strings.Contains(string(got), "cache_read_input_tokens") {
+		t.Errorf("raw %s keeps a null usage key", got)
+	}
 }
