@@ -1,8 +1,13 @@
-// Package provider holds the option handling that tollgate's HTTP model
-// providers (model/openai, model/anthropic) share: the base URL check, the
-// logger default and the extra headers. What differs between the vendors'
-// SDKs (their option types, their error types) stays in each provider; the
-// retry policy and the error values are in package internal/retry.
+// Package provider holds what tollgate's HTTP model providers
+// (model/openai, model/anthropic) share: the base URL check, the logger
+// default, the extra headers and the timeout; the request (one header per
+// accept type, shared by every request when the client cannot write to it),
+// the bounded reading of a body and of server-sent events; and the pieces of
+// their wire codecs: [String] and [Members] to decode with fewer
+// allocations, [AppendString] and [AppendRaw] to write requests by hand into
+// the bytes encoding/json writes. What differs between the vendors (their
+// options, their wire structs) stays in each provider; the retry policy and
+// the error values are in package internal/retry.
 package provider
 
 import (

@@ -1,8 +1,10 @@
 // Package anthropic is tollgate's provider for Anthropic's Messages API. It
-// speaks the wire format itself, with net/http and encoding/json; the
-// official SDK github.com/anthropics/anthropic-sdk-go/v2 is its test oracle:
-// the tests decode the requests it sends and the answers it reads with the
-// SDK's own types and compare.
+// speaks the wire format itself, with net/http: answers and events are
+// decoded with encoding/json in one pass each, requests are written by hand
+// into the bytes encoding/json would write. The official SDK
+// github.com/anthropics/anthropic-sdk-go/v2 is its test oracle: the tests
+// decode the requests it sends and the answers it reads with the SDK's own
+// types and compare.
 //
 // It only translates between tollgate's types and the Messages API
 // (https://docs.anthropic.com/en/api/messages):

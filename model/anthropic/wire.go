@@ -11,10 +11,13 @@ import (
 )
 
 // The Messages API wire format, as far as this package speaks it
-// (https://docs.anthropic.com/en/api/messages), encoded and decoded with
-// encoding/json. The tests decode the same bytes with the official SDK
-// (github.com/anthropics/anthropic-sdk-go/v2) and compare: it is the oracle
-// of this codec.
+// (https://docs.anthropic.com/en/api/messages). Answers and events are
+// decoded with encoding/json in one pass (fixed words through
+// provider.String, usage read in place); requests are encoded by hand
+// (wireRequest.encode), into the bytes json.Marshal writes for the same
+// structs, which the tests check. The tests decode the same bytes with the
+// official SDK (github.com/anthropics/anthropic-sdk-go/v2) and compare: it
+// is the oracle of this codec.
 
 // wireRequest is a Messages API request.
 type wireRequest struct {

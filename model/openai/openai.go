@@ -1,9 +1,11 @@
 // Package openai is tollgate's provider for the OpenAI Chat Completions API
 // and the servers that speak it (OpenRouter, Ollama, vLLM, LM Studio, ...).
-// It speaks the wire format itself, with net/http and encoding/json; the
-// official SDK github.com/openai/openai-go/v3 is its test oracle: the tests
-// decode the requests it sends and the answers it reads with the SDK's own
-// types and compare.
+// It speaks the wire format itself, with net/http: answers are decoded with
+// encoding/json into lean structs, requests are written by hand into the
+// bytes encoding/json would write. The official SDK
+// github.com/openai/openai-go/v3 is its test oracle: the tests decode the
+// requests it sends and the answers it reads with the SDK's own types and
+// compare.
 //
 // It only translates: tollgate's [model.Request] becomes a Chat Completions
 // request (system, user, assistant messages with tool calls, tool messages

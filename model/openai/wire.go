@@ -13,10 +13,13 @@ import (
 )
 
 // The Chat Completions wire format, as far as this package speaks it
-// (https://platform.openai.com/docs/api-reference/chat), encoded and decoded
-// with encoding/json. The tests decode the same bytes with the official SDK
-// (github.com/openai/openai-go/v3) and compare: it is the oracle of this
-// codec.
+// (https://platform.openai.com/docs/api-reference/chat). Answers are decoded
+// with encoding/json (the strings every chunk repeats and the fixed words
+// through provider.String, usage read in place); requests are encoded by
+// hand (wireRequest.encode), into the bytes json.Marshal writes for the
+// same structs, which the tests check. The tests decode the same bytes with
+// the official SDK (github.com/openai/openai-go/v3) and compare: it is the
+// oracle of this codec.
 
 // wireRequest is a chat completion request.
 type wireRequest struct {
