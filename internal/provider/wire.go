@@ -42,8 +42,9 @@ func RequestHeader(extra http.Header, accept string) http.Header {
 // Post sends body to url as a POST with header (from [RequestHeader]),
 // through client, and returns the response whatever its status; the caller
 // closes its body. header is used as the request's header as is, without a
-// copy, when client cannot change it (no cookie jar, and its transport is
-// nil or an *http.Transport, which never writes to a request); for any other
+// copy, when client cannot change it (no cookie jar, and its transport, or
+// http.DefaultTransport when it has none, is an *http.Transport, which never
+// writes to a request); for any other
 // client, say a RoundTripper that adds a header in place, each request gets a
 // copy, so that concurrent calls never share a map that is written.
 func Post(ctx context.Context, client *http.Client, url string, header http.Header, body []byte) (*http.Response, error) {
@@ -66,11 +67,12 @@ func readOnlyHeader(c *http.Client) bool {
 	if c.Jar != nil {
 		return false
 	}
-	switch c.Transport.(type) {
-	case nil, *http.Transport:
-		return true
+	t := c.Transport
+	if t == nil {
+		t = http.DefaultTransport // which a program may have replaced
 	}
-	return false
+	_, ok := t.(*http.Transport)
+	return ok
 }
 
 // ReadBody reads r to its end, at most limit bytes; more is an error that

@@ -215,4 +215,12 @@ func TestReadOnlyHeader(t *testing.T) {
 			t.Errorf("readOnlyHeader(%+v) = %v, want %v", tc.c, got, tc.want)
 		}
 	}
+	// A program that wraps http.DefaultTransport wraps the clients without
+	// a transport of their own.
+	def := http.DefaultTransport
+	defer func() { http.DefaultTransport = def }()
+	http.DefaultTransport = headerWriter{def}
+	if readOnlyHeader(http.DefaultClient) {
+		t.Error("readOnlyHeader(DefaultClient) with a wrapped DefaultTransport = true")
+	}
 }
