@@ -83,6 +83,17 @@ func AppendRaw(dst, raw []byte) ([]byte, error) {
 	if !json.Valid(raw) {
 		return dst, ErrInvalidJSON
 	}
+	return AppendValidRaw(dst, raw), nil
+}
+
+// AppendValidRaw is [AppendRaw] for raw that the caller has checked is
+// valid JSON (json.Valid), without checking it again: a request's tool
+// schemas and arguments, checked when the request is translated, are not
+// scanned twice. Invalid raw gives invalid output.
+func AppendValidRaw(dst, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(dst, "null"...)
+	}
 	inString, escaped := false, false
 	start := 0
 	for i := 0; i < len(raw); i++ {
@@ -113,5 +124,5 @@ func AppendRaw(dst, raw []byte) ([]byte, error) {
 			start = i + 1
 		}
 	}
-	return append(dst, raw[start:]...), nil
+	return append(dst, raw[start:]...)
 }

@@ -995,9 +995,7 @@ func (a *accumulator) raw() json.RawMessage {
 			if !bytes.HasPrefix(in, []byte("{")) {
 				in = json.RawMessage("{}")
 			}
-			if out, err = (&wireBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: in}).appendJSON(out); err != nil {
-				return nil
-			}
+			out = (&wireBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: in}).appendJSON(out)
 		default:
 			if out, err = provider.AppendRaw(out, b.start); err != nil {
 				return nil

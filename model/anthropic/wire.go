@@ -248,10 +248,7 @@ func (w *wireRequest) encode() ([]byte, error) {
 					if j > 0 {
 						b = append(b, ',')
 					}
-					var err error
-					if b, err = m.Content[j].appendJSON(b); err != nil {
-						return nil, fmt.Errorf("message %d, block %d: %w", i, j, err)
-					}
+					b = m.Content[j].appendJSON(b)
 				}
 				b = append(b, ']')
 			}
@@ -277,10 +274,7 @@ func (w *wireRequest) encode() ([]byte, error) {
 				b = provider.AppendString(b, t.Description)
 			}
 			b = append(b, `,"input_schema":`...)
-			var err error
-			if b, err = provider.AppendRaw(b, t.InputSchema); err != nil {
-				return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
-			}
+			b = provider.AppendValidRaw(b, t.InputSchema) // checked by inputSchema
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -299,7 +293,7 @@ func (w *wireRequest) encode() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (c *wireBlock) appendJSON(b []byte) ([]byte, error) {
+func (c *wireBlock) appendJSON(b []byte) []byte {
 	b = append(b, `{"type":`...)
 	b = provider.AppendString(b, c.Type)
 	if c.Text != "" {
@@ -316,10 +310,7 @@ func (c *wireBlock) appendJSON(b []byte) ([]byte, error) {
 	}
 	if len(c.Input) > 0 {
 		b = append(b, `,"input":`...)
-		var err error
-		if b, err = provider.AppendRaw(b, c.Input); err != nil {
-			return nil, fmt.Errorf("input: %w", err)
-		}
+		b = provider.AppendValidRaw(b, c.Input) // checked by inputObject, or by raw's arguments
 	}
 	if c.ToolUseID != "" {
 		b = append(b, `,"tool_use_id":`...)
@@ -332,7 +323,7 @@ func (c *wireBlock) appendJSON(b []byte) ([]byte, error) {
 	if c.IsError {
 		b = append(b, `,"is_error":true`...)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 func appendTexts(b []byte, ts []wireText) []byte {

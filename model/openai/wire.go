@@ -289,10 +289,7 @@ func (w *wireRequest) encode() ([]byte, error) {
 				b = provider.AppendString(b, t.Function.Description)
 			}
 			b = append(b, `,"parameters":`...)
-			var err error
-			if b, err = provider.AppendRaw(b, t.Function.Parameters); err != nil {
-				return nil, fmt.Errorf("tool %q: parameters: %w", t.Function.Name, err)
-			}
+			b = provider.AppendValidRaw(b, t.Function.Parameters) // checked by request
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')
