@@ -1,6 +1,7 @@
 // Package provider holds what tollgate's HTTP model providers
 // (model/openai, model/anthropic) share: the base URL check, the logger
-// default, the extra headers and the timeout; the request (one header per
+// default, the extra headers and the timeout; the client that follows a
+// redirect only within the base URL's origin; the request (one header per
 // accept type, shared by every request when the client cannot write to it),
 // the bounded reading of a body and of server-sent events; and the pieces of
 // their wire codecs: [String] and [Members] to decode with fewer

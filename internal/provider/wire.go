@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"slices"
 )
 
@@ -41,7 +42,8 @@ func RequestHeader(extra http.Header, accept string) http.Header {
 
 // Post sends body to url as a POST with header (from [RequestHeader]),
 // through client, and returns the response whatever its status; the caller
-// closes its body. header is used as the request's header as is, without a
+// closes its body. A redirect that the client (from [Client]) refuses fails
+// with an error wrapping [ErrRedirect], never retried. header is used as the request's header as is, without a
 // copy, when client cannot change it (no cookie jar, and its transport, or
 // http.DefaultTransport when it has none, is an *http.Transport, which never
 // writes to a request); for any other
@@ -57,7 +59,17 @@ func Post(ctx context.Context, client *http.Client, url string, header http.Head
 	} else {
 		req.Header = header.Clone()
 	}
-	return client.Do(req)
+	resp, err := client.Do(req)
+	if err != nil && errors.Is(err, ErrRedirect) {
+		// Unwrapped from its *url.Error, which is a net.Error: a refused
+		// redirect is not a transient failure, and is not retried.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, err
+	}
+	return resp, err
 }
 
 // readOnlyHeader reports whether client leaves a request's header unchanged:

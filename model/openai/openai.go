@@ -79,7 +79,12 @@ type Options struct {
 	// gateway's tenant header).
 	Headers http.Header
 	// HTTPClient sends the requests (default http.DefaultClient). Its
-	// Timeout, if any, bounds each attempt including a whole stream.
+	// Timeout, if any, bounds each attempt including a whole stream. A
+	// redirect is followed only to the scheme, host and port of BaseURL
+	// (then HTTPClient's own CheckRedirect decides); one elsewhere fails
+	// the call, not retried, with a *model.ProviderError that names both
+	// origins, so that neither the key nor the conversation goes to a host
+	// that was not configured.
 	HTTPClient *http.Client
 	// MaxRetries is the number of retries after a transient failure: 0 means
 	// the default (2), a negative value means none.
@@ -142,7 +147,7 @@ func New(opts *Options) (*Model, error) {
 	}
 	provider.Headers(o.Headers, func(k, v string) any { header.Set(k, v); return nil }, func(k, v string) any { header.Add(k, v); return nil })
 	return &Model{
-		client:     cmp.Or(o.HTTPClient, http.DefaultClient),
+		client:     provider.Client(o.HTTPClient, base),
 		url:        base + "chat/completions",
 		jsonHeader: provider.RequestHeader(header, "application/json"),
 		sseHeader:  provider.RequestHeader(header, "text/event-stream"),
