@@ -14,7 +14,8 @@ import (
 
 // Limits on what a server sends, so that no answer can exhaust memory.
 const (
-	// MaxBodyBytes bounds a JSON response body and an error body.
+	// MaxBodyBytes bounds a JSON response body, an error body, and the
+	// whole body of a server-sent event stream (see [NewEventsLimit]).
 	MaxBodyBytes = 32 << 20
 	// MaxEventBytes bounds one line of a server-sent event stream, and the
 	// data of one event.
@@ -133,9 +134,11 @@ func ReadBodySize(r io.Reader, size, limit int64) ([]byte, error) {
 // joined by "\n"), comments (lines starting with ':') and other fields
 // ignored, an event dispatched at a blank line. An event cut off by the end
 // of the body, without its blank line, is not dispatched: it may be cut
-// anywhere. Lines are bounded by [MaxEventBytes].
+// anywhere. Lines are bounded by [MaxEventBytes], the whole body by the
+// limit given to [NewEventsLimit].
 type Events struct {
 	sc    bufio.Scanner
+	body  capReader
 	event []byte
 	data  []byte
 	err   error
@@ -145,9 +148,22 @@ type Events struct {
 	evbuf [32]byte
 }
 
-// NewEvents returns an Events reading r.
+// NewEvents returns an Events reading r, at most [MaxBodyBytes] of it.
 func NewEvents(r io.Reader) *Events {
-	e := &Events{sc: *bufio.NewScanner(r)}
+	return NewEventsLimit(r, MaxBodyBytes)
+}
+
+// NewEventsLimit returns an Events reading at most limit bytes of r, counted
+// as they are read, whatever they hold (events, comments, pings): the
+// events of the first limit bytes are dispatched, then the events end and
+// Err returns an error wrapping [ErrTooLarge] that states the limit. A
+// limit <= 0 means [MaxBodyBytes].
+func NewEventsLimit(r io.Reader, limit int64) *Events {
+	if limit <= 0 {
+		limit = MaxBodyBytes
+	}
+	e := &Events{body: capReader{r: r, left: limit, limit: limit}}
+	e.sc = *bufio.NewScanner(&e.body)
 	e.sc.Buffer(e.buf[:0], MaxEventBytes)
 	e.event = e.evbuf[:0]
 	return e
@@ -197,6 +213,29 @@ func (e *Events) Next() bool {
 		e.err = err
 	}
 	return false
+}
+
+// capReader reads r until limit bytes have been read; then one byte more
+// is an error wrapping [ErrTooLarge], and the end of r is the end.
+type capReader struct {
+	r           io.Reader
+	left, limit int64
+	one         [1]byte
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left > 0 {
+		if int64(len(p)) > c.left {
+			p = p[:c.left]
+		}
+		n, err := c.r.Read(p)
+		c.left -= int64(n)
+		return n, err
+	}
+	if n, err := c.r.Read(c.one[:]); n == 0 {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%w: a streamed answer of more than %d bytes", ErrTooLarge, c.limit)
 }
 
 // Type is the current event's type ("" when it had no event field).

@@ -224,3 +224,33 @@ func TestReadOnlyHeader(t *testing.T) {
 		t.Error("readOnlyHeader(DefaultClient) with a wrapped DefaultTransport = true")
 	}
 }
+
+// TestEventsLimit: a body of exactly the limit is read whole; one byte more
+// ends the events with ErrTooLarge, after those that fit were dispatched.
+func TestEventsLimit(t *testing.T) {
+	body := "data: 1\n\ndata: 2\n\n" // 18 bytes
+	e := NewEventsLimit(strings.NewReader(body), int64(len(body)))
+	n := 0
+	for e.Next() {
+		n++
+	}
+	if n != 2 || e.Err() != nil {
+		t.Errorf("at the limit: %d events, err %v; want 2, nil", n, e.Err())
+	}
+	e = NewEventsLimit(strings.NewReader(body+":"), int64(len(body)))
+	n = 0
+	for e.Next() {
+		n++
+	}
+	if n != 2 || !errors.Is(e.Err(), ErrTooLarge) || !strings.Contains(e.Err().Error(), "18 bytes") {
+		t.Errorf("one byte past the limit: %d events, err %v; want 2 and ErrTooLarge stating 18 bytes", n, e.Err())
+	}
+	e = NewEventsLimit(strings.NewReader(body), 12)
+	n = 0
+	for e.Next() {
+		n++
+	}
+	if n != 1 || !errors.Is(e.Err(), ErrTooLarge) {
+		t.Errorf("limit inside the second event: %d events, err %v; want 1 and ErrTooLarge", n, e.Err())
+	}
+}

@@ -39,7 +39,9 @@
 // overloaded, network errors; Retry-After in seconds honoured) and are
 // reported as *model.ProviderError, whose text never contains the key. The
 // package reads no environment variable; [KeyFromEnv] is the documented way
-// to. A JSON answer is bounded to 32 MiB and one event of a stream to 8 MiB.
+// to. A JSON answer and a whole stream are bounded to 32 MiB
+// (Options.MaxResponseBytes), one event of a stream to 8 MiB; a redirect is
+// followed only within the base URL's origin.
 package anthropic
 
 import (
@@ -124,6 +126,13 @@ type Options struct {
 	// error is a retryable *model.ProviderError that says so, and
 	// errors.Is(err, context.DeadlineExceeded) holds.
 	Timeout time.Duration
+	// MaxResponseBytes bounds the answer as read from the server: the JSON
+	// body of Generate, the whole event stream of Stream, counted as it is
+	// read, whatever it holds (0 or negative: 32 MiB). More ends the call
+	// with a *model.ProviderError, not retried, that states the limit;
+	// the text deltas already yielded stay yielded. One event of a stream
+	// is bounded to 8 MiB besides.
+	MaxResponseBytes int64
 	// Logger receives retries, with how long each waits, at level Warn and
 	// each call at Debug. Nil sends the Warn records to [slog.Default] and
 	// discards the rest, so that a retry that waits is never silent.
@@ -150,6 +159,7 @@ type Model struct {
 	temperature           bool // whether the API version accepts sampling parameters
 	policy                retry.Policy
 	timeout               time.Duration
+	maxBody               int64 // Options.MaxResponseBytes, or its default
 	log                   *slog.Logger
 }
 
@@ -186,6 +196,7 @@ func New(opts *Options) (*Model, error) {
 		temperature: version < DefaultAPIVersion,
 		policy:      retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
 		timeout:     o.Timeout,
+		maxBody:     maxBody(o.MaxResponseBytes),
 		log:         provider.Logger(o.Logger, Provider),
 	}, nil
 }
@@ -225,7 +236,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 			return err
 		}
 		defer resp.Body.Close()
-		b, err := provider.ReadBodySize(resp.Body, resp.ContentLength, provider.MaxBodyBytes)
+		b, err := provider.ReadBodySize(resp.Body, resp.ContentLength, m.maxBody)
 		if err != nil {
 			return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
 		}
@@ -319,7 +330,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if err != nil {
 			return err
 		}
-		e := provider.NewEvents(r.Body)
+		e := provider.NewEventsLimit(r.Body, m.maxBody)
 		var ev wireEvent
 		ok, perr := m.nextEvent(e, &ev)
 		if ok && perr == nil {
@@ -402,7 +413,13 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
-	return retry.NetworkError(Provider, err, m.key)
+	e := retry.NetworkError(Provider, err, m.key)
+	if errors.Is(err, provider.ErrTooLarge) {
+		// Not a transient failure: the same request would be as large.
+		e.Message = "the answer is larger than its limit (Options.MaxResponseBytes)"
+		e.Retryable = false
+	}
+	return e
 }
 
 // request translates a tollgate request into a Messages API request.
@@ -1039,4 +1056,12 @@ func (a *accumulator) raw() json.RawMessage {
 		out = append(out, '}')
 	}
 	return append(out, '}')
+}
+
+// maxBody is [Options.MaxResponseBytes], or its default when n <= 0.
+func maxBody(n int64) int64 {
+	if n <= 0 {
+		return provider.MaxBodyBytes
+	}
+	return n
 }
