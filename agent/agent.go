@@ -169,6 +169,9 @@ type Agent struct {
 	// resume started from, so that the same state is never resumed twice.
 	resumedMu sync.Mutex
 	resumed   map[string]int64
+
+	// workers run the tool calls and the tools (see workers).
+	workers *workers
 }
 
 // ErrNoModel is returned by [New] when Options.Model is nil.
@@ -210,6 +213,9 @@ func New(opts Options) (*Agent, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{opts: opts, log: lg, agentLimits: resolveLimits(ToolLimits{}, opts.ToolTimeout, opts.MaxResultBytes)}
+	if !inBubble() {
+		a.workers = newWorkers()
+	}
 	if len(opts.ToolLimits) > 0 {
 		a.toolLimits = make(map[string]*callLimits, len(opts.ToolLimits))
 		for name, l := range opts.ToolLimits {

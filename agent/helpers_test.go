@@ -1,7 +1,9 @@
 package agent_test
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/model"
@@ -27,4 +29,18 @@ func toolMsgs(res *agent.Result) []model.Message {
 		}
 	}
 	return out
+}
+
+// goroutinesWithoutWorkers waits until no agent has a worker goroutine left
+// (idle ones exit after agent.WorkerIdle) and returns the number of
+// goroutines then, so that a test comparing it with the number after a run
+// counts the run's leaks and not workers that earlier tests left to expire.
+func goroutinesWithoutWorkers(t *testing.T) int {
+	t.Helper()
+	for deadline := time.Now().Add(agent.WorkerIdle + 5*time.Second); agent.LiveWorkers() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d agent workers still live %v after the last test's calls", agent.LiveWorkers(), agent.WorkerIdle+5*time.Second)
+		}
+	}
+	return runtime.NumGoroutine()
 }

@@ -82,18 +82,19 @@ func (a *Agent) limits(name string) *callLimits {
 // tool does, or [AbandonAfter] after ctx (or the timeout) ended if the tool
 // ignores its context; the abandoned call's result is dropped.
 //
-// The tool runs on a goroutine of its own, since only then can a tool that
-// never returns be abandoned; the timer for the abandonment is made only once
-// ctx has ended, so a call that returns in time pays for a goroutine, a
+// The tool runs on a goroutine of its own (one of p's workers), since only
+// then can a tool that never returns be abandoned: it keeps that goroutine
+// until it returns. The timer for the abandonment is made only once ctx has
+// ended, so a call that returns in time pays for a hand-off to a worker, a
 // channel and its timeout's context.
-func executeBounded(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage, lim *callLimits) tool.Result {
+func executeBounded(ctx context.Context, p *workers, t tool.Tool, inv *tool.Invocation, args json.RawMessage, lim *callLimits) tool.Result {
 	if lim.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, lim.cause)
 		defer cancel()
 	}
 	ch := make(chan tool.Result, 1)
-	go func() { ch <- execute(ctx, t, inv, args) }()
+	p.do(func() { ch <- execute(ctx, t, inv, args) })
 	select {
 	case res := <-ch:
 		return withCause(ctx, res)

@@ -545,8 +545,8 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 // MaxParallel), with the given answers (nil for a first attempt). Worker events
 // are funnelled to the driving goroutine, which also starts the calls, in the
 // model's order, each once a slot is free (so that with MaxParallel 1 they run
-// one after another in order): one goroutine per call and no other. It
-// returns the first hook error.
+// one after another in order): one goroutine per call and no other, taken
+// from the agent's workers. It returns the first hook error.
 func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error {
 	type done struct {
 		i  int
@@ -574,7 +574,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			ans, b := which[i], r.st.Batch[i]
 			next++
 			running++
-			go func() { doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)} }()
+			r.a.workers.do(func() { doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)} })
 		}
 		var d done
 		select {

@@ -294,7 +294,7 @@ authorization:
 		tctx = tool.WithInvocation(tctx, *inv)
 	}
 	rep := &reporter{emit: emit, turn: r.st.Turn, callID: call.ID}
-	res := executeBounded(tool.WithReporter(tctx, rep), t, inv, args, lim)
+	res := executeBounded(tool.WithReporter(tctx, rep), r.a.workers, t, inv, args, lim)
 	rep.close()
 	latency := time.Since(start)
 	if res.Pending != nil {
