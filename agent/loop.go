@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/model"
@@ -38,8 +39,10 @@ type runner struct {
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
-	// generate: nobody reads the text deltas (Run, Resume), so each model
-	// turn is one Generate call even when the model can stream.
+	// generate: nobody reads the events but the done one (Run, Resume), so
+	// each model turn is one Generate call even when the model can stream,
+	// and the other events are numbered (the state's sequence number counts
+	// them as in Stream) but never built or delivered.
 	generate bool
 
 	tools map[string]tool.Tool
@@ -270,12 +273,16 @@ func (a *Agent) drive(ctx context.Context, st *stateData, resume, generate bool,
 }
 
 // emit yields ev, numbered, unless the consumer has stopped; it must run on
-// the driving goroutine.
+// the driving goroutine. When nobody reads the events (r.generate), it only
+// numbers ev.
 func (r *runner) emit(ev Event) {
 	if r.stopped {
 		return
 	}
 	r.st.Seq++
+	if r.generate {
+		return
+	}
 	ev.RunID, ev.Seq = r.st.RunID, r.st.Seq
 	if !r.yield(ev, nil) {
 		r.stopped = true
@@ -536,8 +543,12 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 		return nil, err
 	}
 	r.st.Usage = r.st.Usage.Add(resp.Usage)
-	u := resp.Usage
-	r.emit(Event{Kind: EventUsage, Turn: turn, Usage: &u})
+	if r.generate {
+		r.emit(Event{})
+	} else {
+		u := resp.Usage
+		r.emit(Event{Kind: EventUsage, Turn: turn, Usage: &u})
+	}
 	return resp, nil
 }
 
@@ -561,6 +572,13 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 		}
 	}
 	send := func(ev Event) { evCh <- ev }
+	// When nobody reads the events, the calls only count theirs, and the
+	// count joins the state's sequence number as each call finishes: no
+	// hand-off to this goroutine per event.
+	var uncounted atomic.Int64
+	if r.generate {
+		send = func(Event) { uncounted.Add(1) }
+	}
 	next, running, finished := 0, 0, 0
 	var stop <-chan struct{} = ctx.Done()
 	var firstErr error
@@ -583,6 +601,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			continue
 		case d = <-doneCh:
 			running--
+			r.st.Seq += uncounted.Swap(0)
 		case <-stop:
 			// The calls not started yet end with the context's error.
 			for ; next < len(order); next++ {

@@ -23,8 +23,12 @@ import (
 // the answer to a pending request and retries the call once with it.
 func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
 	// Announced on the first attempt and again when a resume takes the call up.
-	c := call
-	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
+	if r.generate {
+		emit(Event{}) // counted, never read: see runner.generate
+	} else {
+		c := call
+		emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
+	}
 	oc := r.pipeline(ctx, call, prior, ans, emit)
 	wait := r.a.opts.WaitFor
 	if g := inherited(ctx); wait == nil && g != nil {
@@ -270,7 +274,12 @@ authorization:
 		}
 		break
 	}
-	emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: call.ID, Decision: &decision})
+	if r.generate {
+		emit(Event{})
+	} else {
+		d := decision
+		emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: call.ID, Decision: &d})
+	}
 
 	// 5-7. Listener PRE, execute, listener POST / ON_ERROR.
 	l := r.a.ToolCallListener()
@@ -502,11 +511,19 @@ func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Resul
 	rec.Output, rec.IsError, rec.Metadata = res.Output, res.IsError, res.Metadata
 	rec.Ran, rec.Decision = ran, d
 	rec.Duration = r.a.opts.Now().Sub(rec.Started)
-	if !ran {
-		emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &d})
+	if r.generate { // counted, never read: see runner.generate
+		if !ran {
+			emit(Event{})
+		}
+		emit(Event{})
+	} else {
+		if !ran {
+			dc := d
+			emit(Event{Kind: EventDecision, Turn: r.st.Turn, CallID: rec.ID, Decision: &dc})
+		}
+		c := *rec
+		emit(Event{Kind: EventToolResult, Turn: r.st.Turn, CallID: rec.ID, Record: &c})
 	}
-	c := *rec
-	emit(Event{Kind: EventToolResult, Turn: r.st.Turn, CallID: rec.ID, Record: &c})
 	r.a.log.LogAttrs(ctx, slogInfo, "tool call", attrs(r.st.RunID, rec, d)...)
 	if r.a.opts.OnRecord != nil {
 		r.guard(ctx, "OnRecord", func() { r.a.opts.OnRecord(ctx, *rec) })
