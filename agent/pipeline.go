@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/toolctx"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -293,18 +294,18 @@ authorization:
 	}
 	lim := r.a.limits(call.Name)
 	start := time.Now()
-	tctx := tool.WithRunState(context.WithValue(ctx, governanceKey{}, r.gov), r.toolState)
-	if len(checked) > 0 && len(checked) == len(args) && &checked[0] == &args[0] {
-		tctx = tool.WithValidated(tctx, spec.InputSchema, args)
+	cc := &callContext{Context: ctx, gov: r.gov, runState: r.toolState, rep: reporter{emit: emit, turn: r.st.Turn, callID: call.ID}}
+	if spec.InputSchema != nil && len(checked) > 0 && len(checked) == len(args) && &checked[0] == &args[0] {
+		cc.validated, cc.isValidated = toolctx.Validated{Schema: spec.InputSchema, Args: args}, true
 	}
+	var tctx context.Context = cc
 	var inv *tool.Invocation
 	if _, ok := t.(tool.Invoker); ok { // only tools that take it pay for it
 		inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: call.ID, Turn: r.st.Turn, Answer: ans}
 		tctx = tool.WithInvocation(tctx, *inv)
 	}
-	rep := &reporter{emit: emit, turn: r.st.Turn, callID: call.ID}
-	res := executeBounded(tool.WithReporter(tctx, rep), r.a.workers, t, inv, args, lim)
-	rep.close()
+	res := executeBounded(tctx, r.a.workers, t, inv, args, lim)
+	cc.rep.close()
 	latency := time.Since(start)
 	if res.Pending != nil {
 		if l != nil {
@@ -524,7 +525,9 @@ func (r *runner) finish(ctx context.Context, rec *ToolCallRecord, res tool.Resul
 		c := *rec
 		emit(Event{Kind: EventToolResult, Turn: r.st.Turn, CallID: rec.ID, Record: &c})
 	}
-	r.a.log.LogAttrs(ctx, slogInfo, "tool call", attrs(r.st.RunID, rec, d)...)
+	if r.a.log.Enabled(ctx, slogInfo) { // the attributes cost more than a discarded line
+		r.a.log.LogAttrs(ctx, slogInfo, "tool call", attrs(r.st.RunID, rec, d)...)
+	}
 	if r.a.opts.OnRecord != nil {
 		r.guard(ctx, "OnRecord", func() { r.a.opts.OnRecord(ctx, *rec) })
 	}
@@ -663,4 +666,35 @@ func (p *reporter) close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
+}
+
+// callContext is a tool's context: ctx with the values the agent hands every
+// tool call (its governance, for sub-agents; the run's state; the reporter;
+// the arguments' validation), all answered from one value rather than one
+// context.WithValue each. Values a tool puts in a context derived from it
+// take precedence as usual.
+type callContext struct {
+	context.Context
+	gov         *governance
+	runState    *tool.RunState
+	validated   toolctx.Validated
+	isValidated bool // false: the arguments were not validated as they are
+	rep         reporter
+}
+
+// Value answers the keys callContext holds and passes the others on.
+func (c *callContext) Value(key any) any {
+	switch key.(type) {
+	case governanceKey:
+		return c.gov
+	case toolctx.RunStateKey:
+		return c.runState
+	case toolctx.ReporterKey:
+		return tool.Reporter(&c.rep)
+	case toolctx.ValidatedKey:
+		if c.isValidated {
+			return &c.validated
+		}
+	}
+	return c.Context.Value(key)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/internal/toolctx"
 )
 
 // Progress is how far a running tool call has come, as the tool reports it
@@ -54,17 +56,15 @@ type Reporter interface {
 	Notice(Notice)
 }
 
-type reporterKey struct{}
-
 // WithReporter returns ctx carrying r for [ReportProgress] and [ReportNotice].
 func WithReporter(ctx context.Context, r Reporter) context.Context {
-	return context.WithValue(ctx, reporterKey{}, r)
+	return context.WithValue(ctx, toolctx.ReporterKey{}, r)
 }
 
 // ReportProgress hands p, its message cut to [MaxReportMessage] bytes, to the
 // reporter of ctx, and does nothing when ctx has none.
 func ReportProgress(ctx context.Context, p Progress) {
-	if r, ok := ctx.Value(reporterKey{}).(Reporter); ok && r != nil {
+	if r, ok := ctx.Value(toolctx.ReporterKey{}).(Reporter); ok && r != nil {
 		p.Message = cutMessage(p.Message)
 		r.Progress(p)
 	}
@@ -73,7 +73,7 @@ func ReportProgress(ctx context.Context, p Progress) {
 // ReportNotice hands n, its message cut to [MaxReportMessage] bytes, to the
 // reporter of ctx, and does nothing when ctx has none.
 func ReportNotice(ctx context.Context, n Notice) {
-	if r, ok := ctx.Value(reporterKey{}).(Reporter); ok && r != nil {
+	if r, ok := ctx.Value(toolctx.ReporterKey{}).(Reporter); ok && r != nil {
 		n.Message = cutMessage(n.Message)
 		r.Notice(n)
 	}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/tollgate-dev/tollgate/internal/toolctx"
 )
 
 // RunState is a run's storage for tools: small JSON values, by key, that a
@@ -22,9 +24,12 @@ type RunState struct {
 
 // NewRunState returns a RunState holding a copy of values (nil for none).
 func NewRunState(values map[string]json.RawMessage) *RunState {
-	s := &RunState{values: map[string]json.RawMessage{}}
-	for k, v := range values {
-		s.values[k] = slices.Clone(v)
+	s := &RunState{}
+	if len(values) > 0 { // a run whose tools keep nothing never makes the map
+		s.values = make(map[string]json.RawMessage, len(values))
+		for k, v := range values {
+			s.values[k] = slices.Clone(v)
+		}
 	}
 	return s
 }
@@ -45,6 +50,9 @@ func (s *RunState) Set(key string, value json.RawMessage) {
 		delete(s.values, key)
 		return
 	}
+	if s.values == nil {
+		s.values = map[string]json.RawMessage{}
+	}
 	s.values[key] = slices.Clone(value)
 }
 
@@ -62,17 +70,15 @@ func (s *RunState) Values() map[string]json.RawMessage {
 	return out
 }
 
-type runStateKey struct{}
-
 // WithRunState returns a context carrying s; the agent uses it for every tool
 // call of a run.
 func WithRunState(ctx context.Context, s *RunState) context.Context {
-	return context.WithValue(ctx, runStateKey{}, s)
+	return context.WithValue(ctx, toolctx.RunStateKey{}, s)
 }
 
 // RunStateFrom returns the run's state carried by ctx, if the call is part of
 // a run that keeps one.
 func RunStateFrom(ctx context.Context) (*RunState, bool) {
-	s, ok := ctx.Value(runStateKey{}).(*RunState)
+	s, ok := ctx.Value(toolctx.RunStateKey{}).(*RunState)
 	return s, ok && s != nil
 }

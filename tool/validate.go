@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tollgate-dev/tollgate/internal/toolctx"
 )
 
 // Validator checks call arguments against a tool's input schema.
@@ -72,14 +73,6 @@ func jsonKind(v any) string {
 	return "an object"
 }
 
-type validatedKey struct{}
-
-// validated is what [WithValidated] puts in a context.
-type validated struct {
-	schema *jsonschema.Schema
-	args   json.RawMessage
-}
-
 // WithValidated returns ctx telling the tool's Call that args have already
 // been validated against schema, so that a tool made by [New] does not
 // validate them a second time (the agent validates every call's arguments
@@ -91,13 +84,13 @@ func WithValidated(ctx context.Context, schema *jsonschema.Schema, args json.Raw
 	if schema == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, validatedKey{}, validated{schema, args})
+	return context.WithValue(ctx, toolctx.ValidatedKey{}, &toolctx.Validated{Schema: schema, Args: args})
 }
 
 // isValidated reports whether ctx says that args were validated against
 // schema (see [WithValidated]).
 func isValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) bool {
-	v, ok := ctx.Value(validatedKey{}).(validated)
-	return ok && schema != nil && v.schema == schema && len(v.args) == len(args) && len(args) > 0 &&
-		unsafe.SliceData(v.args) == unsafe.SliceData(args)
+	v, ok := ctx.Value(toolctx.ValidatedKey{}).(*toolctx.Validated)
+	return ok && v != nil && schema != nil && v.Schema == schema && len(v.Args) == len(args) && len(args) > 0 &&
+		unsafe.SliceData(v.Args) == unsafe.SliceData(args)
 }

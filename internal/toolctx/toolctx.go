@@ -1,0 +1,29 @@
+// Package toolctx holds the context keys under which package tool carries a
+// tool call's run state, reporter and validated arguments, so that package
+// agent can answer all of them from one context value per call (a context
+// type of its own) instead of nesting one context.WithValue per key. Package
+// tool's With* functions and readers use the same keys, so a value a tool
+// puts in a derived context still takes precedence, as with nested values.
+package toolctx
+
+import (
+	"encoding/json"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// RunStateKey is the key of a call's *tool.RunState.
+type RunStateKey struct{}
+
+// ReporterKey is the key of a call's tool.Reporter.
+type ReporterKey struct{}
+
+// ValidatedKey is the key of a *Validated.
+type ValidatedKey struct{}
+
+// Validated says that Args (the very same bytes) were validated against
+// Schema (the very same pointer); see tool.WithValidated.
+type Validated struct {
+	Schema *jsonschema.Schema
+	Args   json.RawMessage
+}
