@@ -563,7 +563,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 		i  int
 		oc CallOutcome
 	}
-	evCh := make(chan Event)
+	var evCh chan Event                   // nil when nobody reads the events
 	doneCh := make(chan done, len(which)) // a finished call never waits
 	order := make([]int, 0, len(which))
 	for i := range r.st.Batch {
@@ -571,18 +571,19 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			order = append(order, i)
 		}
 	}
-	send := func(ev Event) { evCh <- ev }
 	// When nobody reads the events, the calls only count theirs, and the
 	// count joins the state's sequence number as each call finishes: no
 	// hand-off to this goroutine per event.
 	var uncounted atomic.Int64
-	if r.generate {
-		send = func(Event) { uncounted.Add(1) }
+	send := func(Event) { uncounted.Add(1) }
+	if !r.generate {
+		evCh = make(chan Event)
+		send = func(ev Event) { evCh <- ev }
 	}
 	next, running, finished := 0, 0, 0
 	var stop <-chan struct{} = ctx.Done()
 	var firstErr error
-	errs := make(map[int]error, len(order))
+	errs := make([]error, len(r.st.Batch))
 	for finished < len(order) {
 		for next < len(order) && running < r.a.opts.MaxParallel && stop != nil {
 			if ctx.Err() != nil {

@@ -152,8 +152,7 @@ func Digest(args json.RawMessage) string {
 	if len(args) > 0 && canonical(args) {
 		// Already in canonical form (as models write small arguments):
 		// decoding and encoding again would give the same bytes.
-		sum := sha256.Sum256(b)
-		return "sha256:" + hex.EncodeToString(sum[:])
+		return digestOf(b)
 	}
 	var v any
 	d := json.NewDecoder(bytes.NewReader(args))
@@ -166,8 +165,17 @@ func Digest(args json.RawMessage) string {
 	if len(args) == 0 {
 		b = []byte("{}")
 	}
+	return digestOf(b)
+}
+
+// digestOf is "sha256:" and the hex SHA-256 of b, built in one allocation.
+func digestOf(b []byte) string {
+	const prefix = "sha256:"
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
 }
 
 // RequestData is the Data of an approval [tool.Request] made by the agent: what
