@@ -315,8 +315,10 @@ func (h *Hooks) RunBeforeLLM(ctx context.Context, ev BeforeLLMEvent) (LLMOutcome
 	if h == nil {
 		return out, nil
 	}
-	for _, hk := range h.beforeLLM {
-		e := &BeforeLLMEvent{Messages: cloneMessages(out.Messages), Tools: cloneTools(out.Tools), Model: out.Model, Turn: ev.Turn}
+	evs := make([]BeforeLLMEvent, len(h.beforeLLM)) // every hook's event in one allocation
+	for i, hk := range h.beforeLLM {
+		e := &evs[i]
+		*e = BeforeLLMEvent{Messages: cloneMessages(out.Messages), Tools: cloneTools(out.Tools), Model: out.Model, Turn: ev.Turn}
 		ov, err := call(StageBeforeLLM, hk.name, func() (*LLMOverride, error) { return hk.fn(ctx, e) })
 		if err != nil {
 			return out, err
@@ -343,27 +345,67 @@ func (h *Hooks) RunBeforeLLM(ctx context.Context, ev BeforeLLMEvent) (LLMOutcome
 
 // cloneMessages copies msgs deeply enough that a hook can change anything in
 // the copy (tool calls and their arguments included) without touching the
-// run's transcript.
+// run's transcript. The tool calls of every message share one allocation,
+// and their arguments another; each slice's capacity ends at its length, so
+// appending to one never reaches the next.
 func cloneMessages(msgs []model.Message) []model.Message {
 	out := slices.Clone(msgs)
+	ncalls, nbytes := 0, 0
+	for _, m := range msgs {
+		ncalls += len(m.ToolCalls)
+		for _, c := range m.ToolCalls {
+			nbytes += len(c.Arguments)
+		}
+	}
+	if ncalls == 0 {
+		return out
+	}
+	calls := make([]model.ToolCall, 0, ncalls)
+	args := make(arena, 0, nbytes)
 	for i := range out {
 		if out[i].ToolCalls != nil {
-			out[i].ToolCalls = slices.Clone(out[i].ToolCalls)
+			start := len(calls)
+			calls = append(calls, out[i].ToolCalls...)
+			out[i].ToolCalls = calls[start:len(calls):len(calls)]
 			for j := range out[i].ToolCalls {
-				out[i].ToolCalls[j].Arguments = slices.Clone(out[i].ToolCalls[j].Arguments)
+				out[i].ToolCalls[j].Arguments = args.clone(out[i].ToolCalls[j].Arguments)
 			}
 		}
 	}
 	return out
 }
 
-// cloneTools copies tools down to their schema bytes.
+// cloneTools copies tools down to their schema bytes (in one allocation, as
+// cloneMessages does).
 func cloneTools(tools []model.ToolDef) []model.ToolDef {
 	out := slices.Clone(tools)
+	n := 0
+	for _, t := range tools {
+		n += len(t.InputSchema)
+	}
+	schemas := make(arena, 0, n)
 	for i := range out {
-		out[i].InputSchema = slices.Clone(out[i].InputSchema)
+		out[i].InputSchema = schemas.clone(out[i].InputSchema)
 	}
 	return out
+}
+
+// arena hands out copies of byte slices from one allocation; each copy's
+// capacity ends at its length, so that appending to one copy never writes
+// into another. Beyond its capacity it allocates each copy on its own.
+type arena []byte
+
+// clone returns a copy of b (nil for nil).
+func (a *arena) clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(*a)+len(b) > cap(*a) {
+		return slices.Clone(b)
+	}
+	start := len(*a)
+	*a = append(*a, b...)
+	return (*a)[start:len(*a):len(*a)]
 }
 
 // RunAfterLLM runs every AfterLLM hook in order. The first error stops the
@@ -372,9 +414,11 @@ func (h *Hooks) RunAfterLLM(ctx context.Context, ev AfterLLMEvent) error {
 	if h == nil {
 		return nil
 	}
-	for _, hk := range h.afterLLM {
-		e := ev
-		if _, err := call(StageAfterLLM, hk.name, func() (struct{}, error) { return struct{}{}, hk.fn(ctx, &e) }); err != nil {
+	evs := make([]AfterLLMEvent, len(h.afterLLM)) // every hook's event in one allocation
+	for i, hk := range h.afterLLM {
+		e := &evs[i]
+		*e = ev
+		if _, err := call(StageAfterLLM, hk.name, func() (struct{}, error) { return struct{}{}, hk.fn(ctx, e) }); err != nil {
 			return err
 		}
 	}
@@ -425,18 +469,29 @@ func (h *Hooks) RunBeforeToolApproved(ctx context.Context, ev BeforeToolEvent, a
 	if h == nil {
 		return out, nil
 	}
-	for _, hk := range h.beforeTool {
-		e := ev
-		e.Args = slices.Clone(out.Args)
+	// Every hook's event, hints and copy of the arguments, in one
+	// allocation each (the arguments' copies may outgrow theirs after a
+	// rewrite).
+	n := len(h.beforeTool)
+	evs := make([]BeforeToolEvent, n)
+	var hints []tool.Hints
+	if ev.Hints != nil {
+		hints = make([]tool.Hints, n)
+	}
+	args := make(arena, 0, n*len(ev.Args))
+	for i, hk := range h.beforeTool {
+		e := &evs[i]
+		*e = ev
+		e.Args = args.clone(out.Args)
 		if ev.Hints != nil {
-			hc := *ev.Hints
-			e.Hints = &hc
+			hints[i] = *ev.Hints
+			e.Hints = &hints[i]
 		}
 		if ev.Answer != nil {
 			ac := *ev.Answer
 			e.Answer = &ac
 		}
-		ov, err := call(StageBeforeTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, &e) })
+		ov, err := call(StageBeforeTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, e) })
 		if err != nil {
 			return out, err
 		}
@@ -505,11 +560,14 @@ func (h *Hooks) RunAfterTool(ctx context.Context, ev AfterToolEvent) (tool.Resul
 		return res, nil, nil
 	}
 	var by []string
-	for _, hk := range h.afterTool {
-		e := ev
-		e.Args = slices.Clone(ev.Args)
+	evs := make([]AfterToolEvent, len(h.afterTool)) // every hook's event and arguments in one allocation each
+	args := make(arena, 0, len(h.afterTool)*len(ev.Args))
+	for i, hk := range h.afterTool {
+		e := &evs[i]
+		*e = ev
+		e.Args = args.clone(ev.Args)
 		e.Result = res.Clone()
-		ov, err := call(StageAfterTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, &e) })
+		ov, err := call(StageAfterTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, e) })
 		if err != nil {
 			return res, by, err
 		}
