@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -87,5 +88,91 @@ func BenchmarkParallelCalls(b *testing.B) {
 		if _, err := a.Run(ctx, "x"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// governedHooks registers n observing hooks of each of the four kinds; the
+// last BeforeTool hook votes allow for read-only tools.
+func governedHooks(n int) *hooks.Hooks {
+	h := &hooks.Hooks{}
+	for i := range n {
+		last := i == n-1
+		h.BeforeLLM(fmt.Sprintf("bllm-%d", i), func(ctx context.Context, ev *hooks.BeforeLLMEvent) (*hooks.LLMOverride, error) { return nil, nil })
+		h.AfterLLM(fmt.Sprintf("allm-%d", i), func(ctx context.Context, ev *hooks.AfterLLMEvent) error { return nil })
+		h.BeforeTool(fmt.Sprintf("btool-%d", i), func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+			if last && ev.Hints != nil && ev.Hints.ReadOnly {
+				return hooks.Allow("read-only tool"), nil
+			}
+			return nil, nil
+		})
+		h.AfterTool(fmt.Sprintf("atool-%d", i), func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) { return nil, nil })
+	}
+	return h
+}
+
+// benchPolicy is a supervised policy of five rules that allow the calls of
+// BenchmarkGoverned (or do not match them).
+func benchPolicy(b *testing.B) approval.Authorizer {
+	t := true
+	p, err := approval.NewPolicy(approval.PolicySpec{
+		Name: "bench", Autonomy: approval.Supervised,
+		Rules: []approval.Rule{
+			{ID: "weather-city", Tools: []string{"get_weather"}, Args: []approval.ArgCondition{{Field: "city", Regex: `^[A-Za-z .-]+$`}}, Decision: approval.Allow},
+			{ID: "add-read-only", Tools: []string{"add"}, Hints: approval.HintConditions{ReadOnly: &t}, Decision: approval.Allow},
+			{ID: "nap-ok", Tools: []string{"nap"}, Decision: approval.Allow},
+			{ID: "no-etc", Tools: []string{"write", "edit"}, Args: []approval.ArgCondition{{Field: "path", PathPrefix: "/etc"}}, Decision: approval.Deny, Reason: "/etc is off limits"},
+			{ID: "ask-network", Risks: []approval.Risk{approval.RiskNetwork}, Decision: approval.Ask},
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkGoverned measures the two-call turn of the shared benchmark
+// workload (get_weather and add, typed tools, then the answer) without and
+// with its governance: 5 hooks of each of the four kinds and a 5-rule
+// policy. The difference is what governance costs per run.
+func BenchmarkGoverned(b *testing.B) {
+	type weatherIn struct {
+		City string `json:"city" jsonschema:"the city"`
+	}
+	type addIn struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	ro := &tool.FuncOptions{Hints: &tool.Hints{ReadOnly: true, Idempotent: true}}
+	tools := agent.ToolList{
+		tool.Must("get_weather", "Get the current weather for a city.", func(ctx context.Context, in weatherIn) (string, error) {
+			return "The weather in " + in.City + " is Sunny, 22C.", nil
+		}, ro),
+		tool.Must("add", "Add two integers.", func(ctx context.Context, in addIn) (string, error) {
+			return fmt.Sprint(in.A + in.B), nil
+		}, ro),
+	}
+	m := testkit.Script([]model.FuncCall{
+		{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+		{ID: "call_2", Name: "add", Arguments: json.RawMessage(`{"a":2,"b":2}`)},
+	})
+	for _, governed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("governed=%v", governed), func(b *testing.B) {
+			opts := agent.Options{Model: m, Tools: tools}
+			if governed {
+				opts.Hooks = governedHooks(5)
+				opts.Authorizers = []approval.Authorizer{benchPolicy(b)}
+			}
+			a, err := agent.New(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := a.Run(ctx, "x"); err != nil || res.Status != agent.StatusDone {
+					b.Fatal(res, err)
+				}
+			}
+		})
 	}
 }

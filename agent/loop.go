@@ -44,6 +44,8 @@ type runner struct {
 	// and the other events are numbered (the state's sequence number counts
 	// them as in Stream) but never built or delivered.
 	generate bool
+	// uncounted counts the events the running calls skipped (generate).
+	uncounted atomic.Int64
 
 	tools map[string]tool.Tool
 	defs  []model.ToolDef
@@ -574,9 +576,10 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 	// When nobody reads the events, the calls only count theirs, and the
 	// count joins the state's sequence number as each call finishes: no
 	// hand-off to this goroutine per event.
-	var uncounted atomic.Int64
-	send := func(Event) { uncounted.Add(1) }
-	if !r.generate {
+	var send func(Event)
+	if r.generate {
+		send = func(Event) { r.uncounted.Add(1) }
+	} else {
 		evCh = make(chan Event)
 		send = func(ev Event) { evCh <- ev }
 	}
@@ -602,7 +605,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			continue
 		case d = <-doneCh:
 			running--
-			r.st.Seq += uncounted.Swap(0)
+			r.st.Seq += r.uncounted.Swap(0)
 		case <-stop:
 			// The calls not started yet end with the context's error.
 			for ; next < len(order); next++ {

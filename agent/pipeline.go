@@ -284,8 +284,9 @@ authorization:
 
 	// 5-7. Listener PRE, execute, listener POST / ON_ERROR.
 	l := r.a.ToolCallListener()
-	use := &hooks.ToolUse{Tool: call.Name, Args: slices.Clone(args), CallID: call.ID, Turn: r.st.Turn, AgentID: r.a.opts.ID, RunID: r.st.RunID}
+	var use *hooks.ToolUse
 	if l != nil {
+		use = &hooks.ToolUse{Tool: call.Name, Args: slices.Clone(args), CallID: call.ID, Turn: r.st.Turn, AgentID: r.a.opts.ID, RunID: r.st.RunID}
 		r.guard(ctx, "tool call listener (PreToolUse)", func() { l.PreToolUse(ctx, use) })
 	}
 	if err := ctx.Err(); err != nil {
