@@ -134,12 +134,17 @@ type Policy struct {
 	rules   []compiledRule
 	workdir workdir                                            // see WithWorkdir; zero compares paths as written
 	paths   map[string]func(json.RawMessage) ([]string, error) // see WithPaths, by tool name
+	// autonomyReasons are the reasons of the autonomy level's verdicts, by
+	// risk, made once.
+	autonomyReasons map[Risk]string
 }
 
 type compiledRule struct {
 	Rule
 	args []compiledArg
 	cmd  *compiledCommand
+	// reason is the rule's Reason, or the default one naming the rule.
+	reason string
 }
 
 type compiledArg struct {
@@ -211,8 +216,13 @@ func NewPolicy(spec PolicySpec) (*Policy, error) {
 			}
 			cr.cmd = cc
 		}
+		cr.reason = r.Reason
+		if cr.reason == "" {
+			cr.reason = fmt.Sprintf("policy rule %s says %s", r.ID, r.Decision)
+		}
 		p.rules = append(p.rules, cr)
 	}
+	p.makeAutonomyReasons()
 	if err := errors.Join(errs...); err != nil {
 		name := spec.Name
 		if name == "" {
@@ -330,6 +340,7 @@ func (p *Policy) WithAutonomy(a Autonomy) (*Policy, error) {
 	}
 	c := *p
 	c.spec.Autonomy = a
+	c.makeAutonomyReasons()
 	return &c, nil
 }
 
@@ -473,7 +484,7 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 		}
 	}
 	var args map[string]any
-	if len(bytes.TrimSpace(c.Args)) > 0 {
+	if p.needsArgs(c.Tool) && len(bytes.TrimSpace(c.Args)) > 0 {
 		d := json.NewDecoder(bytes.NewReader(c.Args))
 		d.UseNumber()
 		_ = d.Decode(&args)
@@ -496,9 +507,9 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 	}
 	if a := p.spec.Autonomy; a != "" {
 		d := AutonomyDecision(a, ev.Risk)
-		reason := fmt.Sprintf("%s risk at autonomy %s: %s", ev.Risk, a, d)
-		if ev.Risk == RiskEscalation {
-			reason = "escalation is denied at every autonomy level"
+		reason, ok := p.autonomyReasons[ev.Risk]
+		if !ok {
+			reason = autonomyReason(a, ev.Risk)
 		}
 		ev.Verdicts = append(ev.Verdicts, Verdict{Decision: d, Reason: reason, By: Principal{Kind: PrincipalAutonomy, Name: string(a)}})
 	}
@@ -510,11 +521,49 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 	return ev
 }
 
+// needsArgs reports whether evaluating a call of tool reads its arguments:
+// a rule for the tool has argument conditions or is about commands, or the
+// tool's paths are extracted (WithPaths). Otherwise they are not decoded.
+func (p *Policy) needsArgs(tool string) bool {
+	if p.paths[tool] != nil {
+		return true
+	}
+	for i := range p.rules {
+		r := &p.rules[i]
+		if (len(r.args) > 0 || r.cmd != nil) && (len(r.Tools) == 0 || slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, tool) })) {
+			return true
+		}
+	}
+	return false
+}
+
+// makeAutonomyReasons makes p.autonomyReasons for p's autonomy level.
+func (p *Policy) makeAutonomyReasons() {
+	p.autonomyReasons = nil
+	if a := p.spec.Autonomy; a != "" {
+		p.autonomyReasons = make(map[Risk]string, len(Risks))
+		for _, r := range Risks {
+			p.autonomyReasons[r] = autonomyReason(a, r)
+		}
+	}
+}
+
+// autonomyReason is the reason of autonomy level a's verdict on risk r.
+func autonomyReason(a Autonomy, r Risk) string {
+	if r == RiskEscalation {
+		return "escalation is denied at every autonomy level"
+	}
+	return fmt.Sprintf("%s risk at autonomy %s: %s", r, a, AutonomyDecision(a, r))
+}
+
 // verdict is r's vote d; note is added to the reason.
 func (r *compiledRule) verdict(d Effect, note string) Verdict {
-	reason := r.Reason
-	if reason == "" {
-		reason = fmt.Sprintf("policy rule %s says %s", r.ID, r.Decision)
+	reason := r.reason
+	if reason == "" { // a rule not made by NewPolicy
+		reason = r.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("policy rule %s says %s", r.ID, r.Decision)
+		}
 	}
 	if note != "" {
 		reason += " (" + note + ")"
