@@ -79,12 +79,13 @@ func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) it
 	return a.stream(ctx, prompt, false, opts)
 }
 
-// stream is Stream; generate says that nobody reads the text deltas.
+// stream is Stream; generate says that nobody reads the events but the
+// last (see runner.generate).
 func (a *Agent) stream(ctx context.Context, prompt string, generate bool, opts []RunOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		var ro runOptions
-		for _, o := range opts {
-			o(&ro)
+		if len(opts) > 0 {
+			ro = runOptionsOf(opts)
 		}
 		id := ro.runID
 		if id == "" {
@@ -107,6 +108,16 @@ func (a *Agent) stream(ctx context.Context, prompt string, generate bool, opts [
 	}
 }
 
+// runOptionsOf applies opts. (A function of its own: the options it hands
+// to each option escape, and a run without options need not allocate them.)
+func runOptionsOf(opts []RunOption) runOptions {
+	var ro runOptions
+	for _, o := range opts {
+		o(&ro)
+	}
+	return ro
+}
+
 func hasSystem(msgs []model.Message) bool {
 	return len(msgs) > 0 && msgs[0].Role == model.RoleSystem
 }
@@ -116,8 +127,8 @@ func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.
 	return a.resumeStream(ctx, state, false, answers)
 }
 
-// resumeStream is ResumeStream; generate says that nobody reads the text
-// deltas.
+// resumeStream is ResumeStream; generate says that nobody reads the events
+// but the last (see runner.generate).
 func (a *Agent) resumeStream(ctx context.Context, state *State, generate bool, answers []tool.Answer) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if state == nil {
@@ -514,16 +525,8 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 	} else {
 		req := &model.Request{Model: out.Model, Messages: out.Messages, Tools: out.Tools}
 		if s, ok := r.a.opts.Model.(model.Streamer); ok && !r.generate {
-			for ch, err := range s.Stream(ctx, req) {
-				if err != nil {
-					return nil, fmt.Errorf("agent: model turn %d: %w", turn, err)
-				}
-				if ch.Delta != "" {
-					r.emit(Event{Kind: EventText, Turn: turn, Delta: ch.Delta})
-				}
-				if ch.Response != nil {
-					resp = ch.Response
-				}
+			if resp, err = r.streamTurn(ctx, s, req, turn); err != nil {
+				return nil, err
 			}
 		} else {
 			resp, err = r.a.opts.Model.Generate(ctx, req)
@@ -550,6 +553,25 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 	} else {
 		u := resp.Usage
 		r.emit(Event{Kind: EventUsage, Turn: turn, Usage: &u})
+	}
+	return resp, nil
+}
+
+// streamTurn asks s for turn's response as a stream, emitting its text
+// deltas. (A function of its own, so that the variables its loop body
+// captures are not moved to the heap on Run's path, which does not stream.)
+func (r *runner) streamTurn(ctx context.Context, s model.Streamer, req *model.Request, turn int) (*model.Response, error) {
+	var resp *model.Response
+	for ch, err := range s.Stream(ctx, req) {
+		if err != nil {
+			return nil, fmt.Errorf("agent: model turn %d: %w", turn, err)
+		}
+		if ch.Delta != "" {
+			r.emit(Event{Kind: EventText, Turn: turn, Delta: ch.Delta})
+		}
+		if ch.Response != nil {
+			resp = ch.Response
+		}
 	}
 	return resp, nil
 }
