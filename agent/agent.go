@@ -254,7 +254,7 @@ func (a *Agent) ToolCallListener() hooks.ToolCallListener {
 // non-streaming request) even when the model is a [model.Streamer]. Use
 // Stream to stream.
 func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Result, error) {
-	return collect(a.stream(ctx, prompt, true, opts))
+	return orNoResult(a.start(ctx, prompt, opts, nil))
 }
 
 // Resume continues a halted run with answers to its pending requests, in this or
@@ -279,20 +279,11 @@ func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Res
 //
 // Like Run, Resume calls the model's Generate, never its Stream.
 func (a *Agent) Resume(ctx context.Context, state *State, answers ...tool.Answer) (*Result, error) {
-	return collect(a.resumeStream(ctx, state, true, answers))
+	return orNoResult(a.resume(ctx, state, answers, nil))
 }
 
-func collect(seq func(func(Event, error) bool)) (*Result, error) {
-	var res *Result
-	var err error
-	for ev, e := range seq {
-		if ev.Kind == EventDone {
-			res = ev.Result
-		}
-		if e != nil {
-			err = e
-		}
-	}
+// orNoResult is res and err, or an error if there is neither.
+func orNoResult(res *Result, err error) (*Result, error) {
 	if res == nil && err == nil {
 		err = errors.New("agent: stream ended without a result")
 	}

@@ -76,36 +76,35 @@ type runner struct {
 // context cancelled, and Stream returns only after every goroutine it started has
 // ended.
 func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) iter.Seq2[Event, error] {
-	return a.stream(ctx, prompt, false, opts)
+	return func(yield func(Event, error) bool) { a.start(ctx, prompt, opts, yield) }
 }
 
-// stream is Stream; generate says that nobody reads the events but the
-// last (see runner.generate).
-func (a *Agent) stream(ctx context.Context, prompt string, generate bool, opts []RunOption) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		var ro runOptions
-		if len(opts) > 0 {
-			ro = runOptionsOf(opts)
-		}
-		id := ro.runID
-		if id == "" {
-			id = a.opts.NewID("run_")
-		}
-		st := &stateData{Version: StateVersion, RunID: id, AgentID: a.opts.ID, Model: a.opts.ModelName}
-		if a.opts.SystemPrompt != "" && !hasSystem(ro.history) {
-			st.Messages = append(st.Messages, model.System(a.opts.SystemPrompt))
-		}
-		st.Messages = append(st.Messages, ro.history...)
-		st.Messages = append(st.Messages, model.User(prompt))
-		a.drive(ctx, st, false, generate, yield, func(r *runner, ctx context.Context) (*Result, error) {
-			p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
-			if err != nil {
-				return r.fail(err)
-			}
-			st.Messages[len(st.Messages)-1] = model.User(p)
-			return r.loop(ctx)
-		})
+// start runs the agent on prompt, yielding its events when yield is not nil,
+// and returns the result (that of the done event). With a nil yield nobody
+// reads the events (Run; see runner.generate).
+func (a *Agent) start(ctx context.Context, prompt string, opts []RunOption, yield func(Event, error) bool) (*Result, error) {
+	var ro runOptions
+	if len(opts) > 0 {
+		ro = runOptionsOf(opts)
 	}
+	id := ro.runID
+	if id == "" {
+		id = a.opts.NewID("run_")
+	}
+	st := &stateData{Version: StateVersion, RunID: id, AgentID: a.opts.ID, Model: a.opts.ModelName}
+	if a.opts.SystemPrompt != "" && !hasSystem(ro.history) {
+		st.Messages = append(st.Messages, model.System(a.opts.SystemPrompt))
+	}
+	st.Messages = append(st.Messages, ro.history...)
+	st.Messages = append(st.Messages, model.User(prompt))
+	return a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) {
+		p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
+		if err != nil {
+			return r.fail(err)
+		}
+		st.Messages[len(st.Messages)-1] = model.User(p)
+		return r.loop(ctx)
+	})
 }
 
 // runOptionsOf applies opts. (A function of its own: the options it hands
@@ -124,54 +123,55 @@ func hasSystem(msgs []model.Message) bool {
 
 // ResumeStream is [Agent.Resume] as a stream of events, like [Agent.Stream].
 func (a *Agent) ResumeStream(ctx context.Context, state *State, answers ...tool.Answer) iter.Seq2[Event, error] {
-	return a.resumeStream(ctx, state, false, answers)
+	return func(yield func(Event, error) bool) { a.resume(ctx, state, answers, yield) }
 }
 
-// resumeStream is ResumeStream; generate says that nobody reads the events
-// but the last (see runner.generate).
-func (a *Agent) resumeStream(ctx context.Context, state *State, generate bool, answers []tool.Answer) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		if state == nil {
-			yield(Event{}, ErrNotPending)
-			return
+// resume resumes state with answers, yielding the events when yield is not
+// nil, and returns the result (that of the done event). With a nil yield
+// nobody reads the events (Resume; see runner.generate).
+func (a *Agent) resume(ctx context.Context, state *State, answers []tool.Answer, yield func(Event, error) bool) (*Result, error) {
+	// end ends the resume before it starts with ev (its only event) and err.
+	end := func(ev Event, err error) (*Result, error) {
+		if yield != nil {
+			yield(ev, err)
 		}
-		if v := state.s.Version; v < 1 || v > StateVersion {
-			yield(Event{}, fmt.Errorf("%w: %d (this agent reads 1 to %d)", ErrStateVersion, v, StateVersion))
-			return
+		return ev.Result, err
+	}
+	if state == nil {
+		return end(Event{}, ErrNotPending)
+	}
+	if v := state.s.Version; v < 1 || v > StateVersion {
+		return end(Event{}, fmt.Errorf("%w: %d (this agent reads 1 to %d)", ErrStateVersion, v, StateVersion))
+	}
+	st, err := state.s.clone()
+	if err != nil {
+		return end(Event{}, fmt.Errorf("agent: copying state: %w", err))
+	}
+	st.Version = StateVersion // what this resume stores is in this version's encoding
+	byIndex, err := routeAnswers(st, answers)
+	if err != nil {
+		// Nothing changes: the caller gets the run as it was, still pending.
+		res := (&runner{a: a, st: st}).result(StatusPending, "")
+		return end(Event{Kind: EventDone, Result: res}, err)
+	}
+	if err := a.claimResume(st.RunID, st.Seq); err != nil {
+		res := (&runner{a: a, st: st}).result(StatusPending, "")
+		return end(Event{Kind: EventDone, Result: res}, err)
+	}
+	return a.drive(ctx, st, true, yield, func(r *runner, ctx context.Context) (*Result, error) {
+		if _, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Resumed: true}); err != nil {
+			return r.fail(err)
 		}
-		st, err := state.s.clone()
-		if err != nil {
-			yield(Event{}, fmt.Errorf("agent: copying state: %w", err))
-			return
-		}
-		st.Version = StateVersion // what this resume stores is in this version's encoding
-		byIndex, err := routeAnswers(st, answers)
-		if err != nil {
-			// Nothing changes: the caller gets the run as it was, still pending.
-			res := (&runner{a: a, st: st}).result(StatusPending, "")
-			yield(Event{Kind: EventDone, Result: res}, err)
-			return
-		}
-		if err := a.claimResume(st.RunID, st.Seq); err != nil {
-			res := (&runner{a: a, st: st}).result(StatusPending, "")
-			yield(Event{Kind: EventDone, Result: res}, err)
-			return
-		}
-		a.drive(ctx, st, true, generate, yield, func(r *runner, ctx context.Context) (*Result, error) {
-			if _, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Resumed: true}); err != nil {
+		if len(st.Batch) > 0 {
+			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
+				return res, err
+			}
+			if err := r.checkpoint(ctx, CheckpointResults); err != nil {
 				return r.fail(err)
 			}
-			if len(st.Batch) > 0 {
-				if res, ended, err := r.settleBatch(ctx, byIndex); ended {
-					return res, err
-				}
-				if err := r.checkpoint(ctx, CheckpointResults); err != nil {
-					return r.fail(err)
-				}
-			}
-			return r.loop(ctx)
-		})
-	}
+		}
+		return r.loop(ctx)
+	})
 }
 
 // maxResumed bounds the agent's memory of resumed states.
@@ -250,10 +250,13 @@ func pendingIDs(st *stateData) []string {
 	return ids
 }
 
-func (a *Agent) drive(ctx context.Context, st *stateData, resume, generate bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) {
+// drive runs body as a run (or resume) of st, and returns its result. A nil
+// yield means that nobody reads the events (Run, Resume): then the result is
+// only returned; otherwise it also ends the events, in a done event.
+func (a *Agent) drive(ctx context.Context, st *stateData, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) (*Result, error) {
 	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
-	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: generate, toolState: tool.NewRunState(st.ToolState), gov: a.handDown(ctx)}
+	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: yield == nil, toolState: tool.NewRunState(st.ToolState), gov: a.handDown(ctx)}
 	r.snapshotTools()
 	var res *Result
 	var err error
@@ -279,10 +282,13 @@ func (a *Agent) drive(ctx context.Context, st *stateData, resume, generate bool,
 		a.log.LogAttrs(ctx, slog.LevelWarn, "end hook failed", slog.String("run", st.RunID), slog.String("error", herr.Error()))
 	}
 	if r.stopped {
-		return
+		return res, err
 	}
 	st.Seq++
-	yield(Event{Kind: EventDone, RunID: st.RunID, Seq: st.Seq, Turn: st.Turn, Result: res}, err)
+	if yield != nil {
+		yield(Event{Kind: EventDone, RunID: st.RunID, Seq: st.Seq, Turn: st.Turn, Result: res}, err)
+	}
+	return res, err
 }
 
 // emit yields ev, numbered, unless the consumer has stopped; it must run on
@@ -358,12 +364,17 @@ func (r *runner) refreshTools(ctx context.Context) {
 }
 
 func (r *runner) snapshotTools() {
-	r.tools = map[string]tool.Tool{}
-	r.defs = nil
+	r.tools, r.defs = nil, nil
 	if r.a.opts.Tools == nil {
+		r.tools = map[string]tool.Tool{}
 		return
 	}
-	for _, t := range r.a.opts.Tools.Tools() {
+	list := r.a.opts.Tools.Tools()
+	r.tools = make(map[string]tool.Tool, len(list))
+	if len(list) > 0 {
+		r.defs = make([]model.ToolDef, 0, len(list))
+	}
+	for _, t := range list {
 		s := t.Spec()
 		if _, dup := r.tools[s.Name]; dup {
 			continue
