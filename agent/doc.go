@@ -46,6 +46,14 @@
 // the turn's other calls have finished (they are not cancelled, so none is
 // left half done); the partial result records every call that ran.
 //
+// Each call runs on one of the agent's worker goroutines, and its tool on
+// another (so that a tool that ignores its context can be abandoned after
+// [AbandonAfter]; it keeps its goroutine until it returns). A worker that
+// finished waits up to a second for the next task and then exits, so an idle
+// agent holds no goroutine for long; no task ever waits for a worker. An
+// agent made inside a testing/synctest bubble starts a goroutine per task
+// (an idle worker would outlive the bubble); use it in that bubble only.
+//
 // # Suspension
 //
 // A call that needs an answer (a BeforeTool hook's or a tool's
@@ -75,7 +83,9 @@
 // implements [model.Streamer] for each turn as a stream and yields its text
 // deltas as they arrive; Run and [Agent.Resume], which nobody reads deltas
 // from, ask with one Generate call per turn, so that they pay for no
-// streaming. A BeforeLLM hook
+// streaming; they build no event but the last either, though they number the
+// events Stream would yield, so that states and checkpoints carry the same
+// sequence numbers either way. A BeforeLLM hook
 // that supplies a response means the model is not called, on Run, Stream and
 // Resume alike.
 package agent

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"runtime"
 	"testing"
 	"time"
@@ -37,10 +38,13 @@ func toolMsgs(res *agent.Result) []model.Message {
 // counts the run's leaks and not workers that earlier tests left to expire.
 func goroutinesWithoutWorkers(t *testing.T) int {
 	t.Helper()
-	for deadline := time.Now().Add(agent.WorkerIdle + 5*time.Second); agent.LiveWorkers() > 0; time.Sleep(10 * time.Millisecond) {
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(agent.WorkerIdle + 5*time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("agent.(*workers).work")) {
+			return runtime.NumGoroutine() // no run goes on, so no worker can start
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d agent workers still live %v after the last test's calls", agent.LiveWorkers(), agent.WorkerIdle+5*time.Second)
+			t.Fatalf("agent workers still live %v after the last test's calls", agent.WorkerIdle+5*time.Second)
 		}
 	}
-	return runtime.NumGoroutine()
 }

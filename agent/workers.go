@@ -52,9 +52,6 @@ func inBubble() bool {
 	return bytes.Contains(b, []byte(", synctest bubble "))
 }
 
-// liveWorkers counts the worker goroutines of every agent, running or idle.
-var liveWorkers atomic.Int32
-
 // do runs f on an idle worker, or on a new goroutine when none is idle.
 func (p *workers) do(f func()) {
 	if p == nil {
@@ -65,7 +62,6 @@ func (p *workers) do(f func()) {
 	case p.tasks <- f:
 	default:
 		p.live.Add(1)
-		liveWorkers.Add(1)
 		go p.work(f)
 	}
 }
@@ -73,10 +69,7 @@ func (p *workers) do(f func()) {
 // work runs f, then the tasks it is handed, until it has waited workerIdle
 // for one.
 func (p *workers) work(f func()) {
-	defer func() {
-		p.live.Add(-1)
-		liveWorkers.Add(-1)
-	}()
+	defer p.live.Add(-1)
 	f()
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
