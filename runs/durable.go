@@ -146,7 +146,7 @@ func NewDurable(s store.Store, b Builder, opts *DurableOptions) (*Durable, error
 	if s == nil || b == nil {
 		return nil, errors.New("runs: NewDurable needs a store and a builder")
 	}
-	d := &Durable{store: s, build: b, poll: DefaultAnswerPoll, log: slog.New(slog.DiscardHandler), now: time.Now}
+	d := &Durable{store: s, build: checkedBuilder{b}, poll: DefaultAnswerPoll, log: slog.New(slog.DiscardHandler), now: time.Now}
 	if opts != nil {
 		if opts.AnswerPoll < 0 {
 			return nil, fmt.Errorf("runs: AnswerPoll must not be negative, got %s", opts.AnswerPoll)

@@ -259,7 +259,8 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 				f(ctx, runID, status)
 			}
 		},
-		Close: closeAll,
+		Close:   closeAll,
+		Applied: runs.GovernanceFields,
 	}, nil
 }
 
