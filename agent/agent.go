@@ -328,8 +328,17 @@ func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Res
 }
 
 // Resume continues a halted run with answers to its pending requests, in this or
-// another process (the agent must offer the same tools). Each approved call runs
-// exactly once, a declined one gets an error result with the reason, an
+// another process (the agent must offer the same tools).
+//
+// Exactly once holds within one Agent value only: it remembers in memory the
+// states it resumed. Across agents and processes (two servers, a crash and
+// a restart, the same state resumed twice from a store) nothing here stops
+// a second resume; the host provides that guard. runs.Host does, with a
+// lease per run and single-use approvals in its store (package runs,
+// "Exactly once"); a program that stores states itself must do the same.
+//
+// Each approved call runs once per resume, a declined one gets an error
+// result with the reason, an
 // unanswered one stays pending, and no user message is added. When no call of the
 // halted turn is pending any more, the loop continues with the next model turn.
 //
