@@ -53,11 +53,17 @@ type Engine interface {
 // start the run and to start it again in another process. It holds no
 // secret (a [RunConfig] names environment variables, never their values).
 type DurableRun struct {
-	RunID   string          `json:"runId"`
-	Tenant  string          `json:"tenant,omitempty"`
-	Owner   string          `json:"owner,omitempty"`
-	Config  RunConfig       `json:"config"`
-	Prompt  string          `json:"prompt"`
+	// RunID is the run's ID; [PrepareDurable] fills it in when empty.
+	RunID string `json:"runId"`
+	// Tenant and Owner are stored with the run (Owner: the principal who
+	// started it, as text, "person:alice").
+	Tenant string `json:"tenant,omitempty"`
+	Owner  string `json:"owner,omitempty"`
+	// Config is the run's configuration, resolved ([RunConfig.Resolve]).
+	Config RunConfig `json:"config"`
+	// Prompt is the user's message; it must not be empty.
+	Prompt string `json:"prompt"`
+	// History is an earlier conversation the run starts from.
 	History []model.Message `json:"history,omitempty"`
 }
 
