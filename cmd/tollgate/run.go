@@ -158,26 +158,42 @@ func (cb *cliBuilder) logger() *cliLogs {
 	return &cliLogs{Info: discard, Warn: discard, close: func() error { return nil }}
 }
 
-// Build implements runs.Builder.
+// Build implements runs.Builder, its errors named by run's flags.
 func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	built, err := cb.build(ctx, cfg, true)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	return built, nil
+}
+
+// build is Build with the errors of package runs/build as they are
+// (runs.FieldError naming the configuration's fields); the model's errors
+// name run's flags when flags is set, the configuration's fields otherwise.
+func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool) (*runs.Built, error) {
 	logs := cb.logger()
 	protect := cb.protect
 	if logs.path != "" {
 		protect = append(slices.Clip(protect), logs.path) // no tool forges or erases the log
 	}
+	var open func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error)
+	if flags {
+		open = func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
+			return openModel(&runConfig{model: ref.String(), baseURL: ref.BaseURL, apiKey: cb.apiKey, apiKeyEnv: ref.APIKeyEnv}, logs.Warn)
+		}
+	}
 	b := build.New(&build.Options{
 		// A provider's retries, with how long each waits, are shown even
-		// without --verbose: a wait of a minute must not look like a hang.
-		OpenModel: func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
-			return openModel(&runConfig{model: ref.String(), baseURL: ref.BaseURL, apiKey: cb.apiKey, apiKeyEnv: ref.APIKeyEnv}, logs.Warn)
-		},
-		APIKey: cb.apiKey, StateDir: cb.stateDir, Protect: protect,
+		// without --verbose (WarnLogger): a wait of a minute must not look
+		// like a hang.
+		OpenModel: open,
+		APIKey:    cb.apiKey, StateDir: cb.stateDir, Protect: protect,
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+safeText(line)) },
 	})
 	built, err := b.Build(ctx, cfg)
 	if err != nil {
-		return nil, flagError(err)
+		return nil, err
 	}
 	for _, e := range cb.exts {
 		if e.setup == nil {
