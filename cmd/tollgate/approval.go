@@ -90,7 +90,7 @@ func approvalRunExtension() runExtension {
 // loadPolicy loads file (if any), prints its problems to w, and applies the
 // autonomy override (build.LoadPolicy), its errors named by the flags.
 func loadPolicy(w io.Writer, file, autonomy string) (*approval.Policy, error) {
-	pol, err := build.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+safeText(line)) })
+	pol, err := build.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) })
 	if err != nil {
 		return nil, flagError(err)
 	}

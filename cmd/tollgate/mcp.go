@@ -40,7 +40,7 @@ func mcpRunExtension() runExtension {
 // (exit 2), servers that did not start in time an error (exit 1).
 func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logger, confine func(*exec.Cmd, string, *mcptool.ServerConfig) error) (*mcptool.Set, error) {
 	set, err := build.OpenMCP(ctx, files, &build.MCPOptions{
-		Notice:  func(line string) { fmt.Fprintln(w, "tollgate: "+safeText(line)) },
+		Notice:  func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) },
 		Logger:  logger,
 		Confine: confine,
 	})
@@ -51,23 +51,6 @@ func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logg
 		return nil, withCode(exitError, fmt.Errorf("--%w", err))
 	}
 	return set, nil
-}
-
-// mcpStatusLine says how one server fared, in one line (build.MCPStatusLine).
-func mcpStatusLine(st mcptool.ServerStatus) string { return build.MCPStatusLine(st) }
-
-// mcpSkippedLines says, one line each, which tools of a server are skipped
-// and why, e.g. `server app: tool "screens" skipped: invalid input schema: …`.
-// Names and reasons are escaped for a terminal.
-func mcpSkippedLines(st mcptool.ServerStatus) []string {
-	var lines []string
-	for _, sk := range st.Skipped {
-		lines = append(lines, fmt.Sprintf("server %s: tool %s skipped: %s", st.Name, field(strconv.Quote(sk.Tool)), oneLine(sk.Reason, 300)))
-	}
-	if st.SkippedMore > 0 {
-		lines = append(lines, fmt.Sprintf("server %s: %d more tools skipped", st.Name, st.SkippedMore))
-	}
-	return lines
 }
 
 // printMCPServers writes a table of the servers' statuses to w, then, when a

@@ -189,7 +189,7 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		OpenModel: open,
 		APIKey:    cb.apiKey, StateDir: cb.stateDir, Protect: protect,
 		Logger: logs.Info, WarnLogger: logs.Warn,
-		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+safeText(line)) },
+		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 	})
 	built, err := b.Build(ctx, cfg)
 	if err != nil {

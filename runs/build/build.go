@@ -105,8 +105,9 @@ type Options struct {
 	// skipped hook, an unknown key, a policy warning) and each MCP server's
 	// status, one line each, as "hooks: FILE:LINE:COL: ...", "mcp: server
 	// fs: ready (...)" (default: logged at warning level to WarnLogger). A
-	// line may hold text from those files and servers: escape control
-	// characters before writing it to a terminal.
+	// line may hold text from those files and servers (a tool's name, an
+	// MCP server's reason, newlines included): escape control characters
+	// and newlines before writing it to a terminal.
 	Notice func(line string)
 }
 
