@@ -79,8 +79,9 @@ type Options struct {
 	// environment (runs.ModelRef.KeyGiven); never stored, logged or passed
 	// to a child process.
 	APIKey string
-	// Tools are offered beside the builtins and the MCP servers' tools; a
-	// name that clashes with another tool fails the build.
+	// Tools are offered beside the builtins and the MCP servers' tools; one
+	// named like a builtin replaces it (package toolkit), two with one name
+	// fail the build.
 	Tools []tool.Tool
 	// StateDir is the host's state directory (its store): no tool may write
 	// it. When commands run sandboxed it is created (mode 0700) if missing,
