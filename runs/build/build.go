@@ -241,6 +241,9 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.Workdir, Extra: b.opts.Tools, Builtin: bopts})
 	if err != nil {
 		_ = s.closeAll()
+		if errors.Is(err, toolkit.ErrDuplicateTool) || errors.Is(err, toolkit.ErrInvalidTool) {
+			return nil, fmt.Errorf("build: Options.Tools: %w", err)
+		}
 		return nil, &runs.FieldError{Field: "workdir", Err: err}
 	}
 	s.opts.Tools = tk

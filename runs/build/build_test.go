@@ -234,3 +234,18 @@ func TestOpenModel(t *testing.T) {
 		}
 	}
 }
+
+// The host's tools are checked as the toolkit checks them: two with one
+// name fail the build, naming the option, not a configuration field.
+func TestBuildRefusesDuplicateHostTools(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := tool.Must("note", "a", func(ctx context.Context, in struct{}) (string, error) { return "a", nil }, nil)
+	b := tool.Must("note", "b", func(ctx context.Context, in struct{}) (string, error) { return "b", nil }, nil)
+	_, err := withModel(calls(), &build.Options{Tools: []tool.Tool{a, b}}).Build(t.Context(), config(t, dir, runs.RunConfig{}))
+	if _, isField := errors.AsType[*runs.FieldError](err); err == nil || isField || !strings.Contains(err.Error(), "Options.Tools") {
+		t.Fatalf("Build with two tools named note: %v, want an error naming Options.Tools", err)
+	}
+}
