@@ -25,12 +25,15 @@ const (
 	FieldClaude      = "claude"
 )
 
-// GovernanceFields lists every governance field of a [RunConfig] (the
-// Field* constants), in the order [CheckBuilt] checks them. A builder that
-// applies them all, as package runs/build does, sets [Built.Applied] to it.
-var GovernanceFields = []string{
-	FieldDeny, FieldPolicyFile, FieldAutonomy, FieldApprovalTTL, FieldHooksFiles,
-	FieldClaude, FieldMCPFiles, FieldRecordsFile, FieldSandbox,
+// GovernanceFields returns every governance field of a [RunConfig] (the
+// Field* constants), in the order [CheckBuilt] checks them, in a new slice.
+// A builder that applies them all, as package runs/build does, sets
+// [Built.Applied] to it.
+func GovernanceFields() []string {
+	return []string{
+		FieldDeny, FieldPolicyFile, FieldAutonomy, FieldApprovalTTL, FieldHooksFiles,
+		FieldClaude, FieldMCPFiles, FieldRecordsFile, FieldSandbox,
+	}
 }
 
 // FieldError is a problem with one field of a [RunConfig]: Field is the

@@ -203,7 +203,7 @@ func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bu
 	if err := b[cfg.Agent]; err != nil {
 		return nil, err
 	}
-	return &runs.Built{Applied: runs.GovernanceFields}, nil
+	return &runs.Built{Applied: runs.GovernanceFields()}, nil
 }
 
 // CheckAgents finds a missing workspace and an agent that does not build at

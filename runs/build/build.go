@@ -266,7 +266,7 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 			}
 		},
 		Close:   s.closeAll,
-		Applied: runs.GovernanceFields,
+		Applied: runs.GovernanceFields(),
 	}, nil
 }
 
