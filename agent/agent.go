@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +28,8 @@ const DefaultMaxTurns = 10
 const DefaultMaxParallel = 8
 
 // Toolset is what an agent offers the model; *toolkit.Toolkit implements it.
-// Tools must return tools with unique names; the agent takes a snapshot at the
+// Tools must return tools with unique names ([New] refuses others with
+// [ErrDuplicateTool]); the agent takes a snapshot at the
 // start of every run and resume (and, for a [RefreshingToolset], again
 // between turns when it changed).
 type Toolset interface {
@@ -49,14 +51,19 @@ type RefreshingToolset interface {
 }
 
 // JoinToolsets returns a [RefreshingToolset] of the tools of every set, in
-// order; of two tools with one name, the agent offers the first. Its Refresh
-// refreshes every set that is a RefreshingToolset and reports whether any
-// changed, with their errors joined.
+// order. Tools with one name are an error: [New] refuses them
+// ([ErrDuplicateTool], naming both); when a set's refresh brings a tool whose
+// name is taken, Refresh returns that error (the agent logs it) and the
+// later tool is not listed, so that the model is never offered two tools it
+// cannot tell apart. Refresh refreshes every set that is a
+// RefreshingToolset and reports whether any changed, with their errors
+// joined.
 func JoinToolsets(sets ...Toolset) RefreshingToolset { return joined(slices.Clone(sets)) }
 
 type joined []Toolset
 
-func (j joined) Tools() []tool.Tool {
+// all lists the tools of every set, duplicates included.
+func (j joined) all() []tool.Tool {
 	var out []tool.Tool
 	for _, s := range j {
 		if s != nil {
@@ -64,6 +71,28 @@ func (j joined) Tools() []tool.Tool {
 		}
 	}
 	return out
+}
+
+func (j joined) Tools() []tool.Tool {
+	out := j.all()
+	if duplicateTool(out) == nil {
+		return out
+	}
+	// A clash that a refresh brought: list the first of each name only
+	// (Refresh reports it).
+	seen := make(map[string]bool, len(out))
+	kept := out[:0:0]
+	for _, t := range out {
+		if t == nil {
+			kept = append(kept, t)
+			continue
+		}
+		if name := t.Spec().Name; !seen[name] {
+			seen[name] = true
+			kept = append(kept, t)
+		}
+	}
+	return kept
 }
 
 func (j joined) Refresh(ctx context.Context) (bool, error) {
@@ -75,6 +104,9 @@ func (j joined) Refresh(ctx context.Context) (bool, error) {
 			changed = changed || c
 			errs = append(errs, err)
 		}
+	}
+	if err := duplicateTool(j.all()); err != nil {
+		errs = append(errs, err)
 	}
 	return changed, errors.Join(errs...)
 }
@@ -174,6 +206,41 @@ type Agent struct {
 	workers *workers
 }
 
+// ErrDuplicateTool is returned by [New] when two tools of Options.Tools
+// share a name, and by a joined toolset's Refresh ([JoinToolsets]) when a
+// refreshed set brings a tool whose name another set already has; the error
+// names both tools. Rename one, or drop it: the model could not tell them
+// apart. Test with errors.Is.
+var ErrDuplicateTool = errors.New("two tools share a name")
+
+// duplicateTool returns an error wrapping [ErrDuplicateTool] that names the
+// first two tools of ts with one name (by position, type and description),
+// or nil.
+func duplicateTool(ts []tool.Tool) error {
+	seen := make(map[string]int, len(ts))
+	for i, t := range ts {
+		if t == nil {
+			continue
+		}
+		name := t.Spec().Name
+		if j, ok := seen[name]; ok {
+			return fmt.Errorf("%w: %q is the name of tool %d (%s) and of tool %d (%s); rename one, or drop it", ErrDuplicateTool, name, j, describeTool(ts[j]), i, describeTool(t))
+		}
+		seen[name] = i
+	}
+	return nil
+}
+
+// describeTool says which tool t is, in a few words: its type and the start
+// of its description.
+func describeTool(t tool.Tool) string {
+	d := strings.Join(strings.Fields(t.Spec().Description), " ")
+	if r := []rune(d); len(r) > 60 {
+		d = string(r[:60]) + "…"
+	}
+	return fmt.Sprintf("%T %q", t, d)
+}
+
 // ErrNoModel is returned by [New] when Options.Model is nil.
 var ErrNoModel = errors.New("agent: Options.Model is required")
 
@@ -189,6 +256,15 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.MaxTurns < 0 || opts.MaxParallel < 0 {
 		return nil, fmt.Errorf("agent: MaxTurns (%d) and MaxParallel (%d) must not be negative", opts.MaxTurns, opts.MaxParallel)
+	}
+	if opts.Tools != nil {
+		ts := opts.Tools.Tools()
+		if j, ok := opts.Tools.(joined); ok {
+			ts = j.all() // its Tools drops what clashes
+		}
+		if err := duplicateTool(ts); err != nil {
+			return nil, fmt.Errorf("agent: Options.Tools: %w", err)
+		}
 	}
 	if opts.ID == "" {
 		opts.ID = "agent"
@@ -258,8 +334,17 @@ func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Res
 }
 
 // Resume continues a halted run with answers to its pending requests, in this or
-// another process (the agent must offer the same tools). Each approved call runs
-// exactly once, a declined one gets an error result with the reason, an
+// another process (the agent must offer the same tools).
+//
+// Exactly once holds within one Agent value only: it remembers in memory the
+// states it resumed. Across agents and processes (two servers, a crash and
+// a restart, the same state resumed twice from a store) nothing here stops
+// a second resume; the host provides that guard. runs.Host does, with a
+// lease per run and single-use approvals in its store (package runs,
+// "Exactly once"); a program that stores states itself must do the same.
+//
+// Each approved call runs once per resume, a declined one gets an error
+// result with the reason, an
 // unanswered one stays pending, and no user message is added. When no call of the
 // halted turn is pending any more, the loop continues with the next model turn.
 //

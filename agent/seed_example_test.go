@@ -229,7 +229,9 @@ func Example_permissionGateAsk() {
 
 // A run halts on a pending approval; its state is serialized (to a file or a
 // store), and a fresh agent, here or in another process, resumes it with the
-// person's answer. The approved call runs exactly once.
+// person's answer. The approved call runs once. Nothing in the agent stops
+// another process resuming the same stored state again: across processes
+// the host guards that (runs.Host: a lease per run, single-use approvals).
 func ExampleAgent_Resume() {
 	var runs atomic.Int64
 	transfer := tool.Must("transfer_funds", "move money", func(ctx context.Context, _ struct{}) (string, error) {

@@ -91,9 +91,13 @@ type Decision struct {
 type ToolCallRecord struct {
 	// RunID names the run the call belongs to.
 	RunID string `json:"runId"`
-	ID    string `json:"id"`
-	Name  string `json:"name"`
-	Turn  int    `json:"turn"`
+	// ID is the call's ID, as the model gave it or as the agent made it
+	// ("call_" and hex digits) when the model gave none.
+	ID string `json:"id"`
+	// Name is the tool's name as the model called it.
+	Name string `json:"name"`
+	// Turn is the model turn (1-based) that asked for the call.
+	Turn int `json:"turn"`
 	// RequestedArgs are the arguments as the model wrote them (also what the
 	// transcript keeps).
 	RequestedArgs json.RawMessage `json:"requestedArgs"`
@@ -111,7 +115,9 @@ type ToolCallRecord struct {
 	Ran bool `json:"ran"`
 	// ReplacedBy names the AfterTool hooks that replaced the result, in order.
 	ReplacedBy []string `json:"replacedBy,omitempty"`
-	Decision   Decision `json:"decision"`
+	// Decision is who decided whether the call ran, how, why, and every
+	// vote that led there.
+	Decision Decision `json:"decision"`
 	// Started is when the pipeline began for this call; Duration is how long the
 	// whole pipeline took (in JSON: nanoseconds).
 	Started  time.Time     `json:"started"`

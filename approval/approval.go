@@ -181,15 +181,22 @@ func digestOf(b []byte) string {
 // RequestData is the Data of an approval [tool.Request] made by the agent: what
 // the person is asked to approve.
 type RequestData struct {
-	Tool   string          `json:"tool"`
-	CallID string          `json:"callId"`
-	Args   json.RawMessage `json:"args"`
-	Digest string          `json:"digest"`
+	// Tool is the name of the tool the call is for.
+	Tool string `json:"tool"`
+	// CallID is the tool call's ID.
+	CallID string `json:"callId"`
+	// Args are the call's arguments as they will run (a JSON object).
+	Args json.RawMessage `json:"args"`
+	// Digest is [Digest] of Args ("sha256:" and 64 hex digits): an answer
+	// is bound to it.
+	Digest string `json:"digest"`
 	// Reason and By say which source asked and why (By: an object, or in
 	// data written before principals were typed, its text form).
-	Reason string      `json:"reason,omitempty"`
-	By     Principal   `json:"by"`
-	Hints  *tool.Hints `json:"hints,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	By     Principal `json:"by"`
+	// Hints are the tool's hints the gates used (read-only, destructive,
+	// idempotent, open world); nil when the tool declares none.
+	Hints *tool.Hints `json:"hints,omitempty"`
 	// Schema is the tool's input schema (JSON Schema, as the tool declares
 	// it), so that whoever answers can show it and check edited arguments
 	// against it before approving: the agent validates them again anyway,

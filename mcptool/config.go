@@ -543,6 +543,7 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 	sc := &ServerConfig{}
 	typ := ""
 	typOff := 0
+	var unknown []string // unknown keys with their line:col, for the error below
 	for _, f := range fields {
 		bad := func(format string, args ...any) error {
 			return p.errAt(f.valOff, name, f.key, fmt.Errorf(format, args...))
@@ -692,10 +693,17 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 			line, col := p.pos(f.keyOff)
 			cfg.Warnings = append(cfg.Warnings, (&ConfigError{File: p.file, Line: line, Col: col, Server: name, Field: f.key,
 				Err: errors.New("unknown field, ignored")}).Error())
+			unknown = append(unknown, fmt.Sprintf("%q at %d:%d", f.key, line, col))
 		}
 	}
 	if sc.Command == "" && sc.URL == "" {
-		return nil, p.errAt(sm.valOff, name, "", errors.New("neither \"command\" (stdio) nor \"url\" (streamable HTTP) is set"))
+		msg := "neither \"command\" (stdio) nor \"url\" (streamable HTTP) is set"
+		if len(unknown) > 0 {
+			// A misspelt "comand" is the likely cause: say so here, where
+			// the warning about it would otherwise be lost.
+			msg += "; unknown field " + strings.Join(unknown, ", unknown field ") + " was ignored (misspelt?)"
+		}
+		return nil, p.errAt(sm.valOff, name, "", errors.New(msg))
 	}
 	switch typ {
 	case "":

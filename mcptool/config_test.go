@@ -102,6 +102,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate server", "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\"},\n  \"a\": {\"command\": \"y\"}}}", `mcp.json:3:3: mcpServers: duplicate key "a"`},
 		{"duplicate field", `{"mcpServers": {"a": {"command": "x", "command": "y"}}}`, `mcp.json:1:39: server "a": duplicate key "command"`},
 		{"neither", `{"mcpServers": {"a": {"args": []}}}`, `mcp.json:1:22: server "a": neither "command" (stdio) nor "url" (streamable HTTP) is set`},
+		{"misspelt command", "{\"mcpServers\": {\"a\": {\n  \"comand\": \"x\"}}}", `mcp.json:1:22: server "a": neither "command" (stdio) nor "url" (streamable HTTP) is set; unknown field "comand" at 2:3 was ignored (misspelt?)`},
 		{"both", `{"mcpServers": {"a": {"command": "x", "url": "http://h/mcp"}}}`, `mcp.json:1:17: server "a": exactly one of "command" (stdio) and "url" (streamable HTTP) must be set`},
 		{"command type", `{"mcpServers": {"a": {"command": 3}}}`, `mcp.json:1:34: server "a": command: want a string, got a number`},
 		{"args type", `{"mcpServers": {"a": {"command": "x", "args": "-v"}}}`, `mcp.json:1:47: server "a": args: want an array of strings, got a string`},

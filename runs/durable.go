@@ -53,11 +53,17 @@ type Engine interface {
 // start the run and to start it again in another process. It holds no
 // secret (a [RunConfig] names environment variables, never their values).
 type DurableRun struct {
-	RunID   string          `json:"runId"`
-	Tenant  string          `json:"tenant,omitempty"`
-	Owner   string          `json:"owner,omitempty"`
-	Config  RunConfig       `json:"config"`
-	Prompt  string          `json:"prompt"`
+	// RunID is the run's ID; [PrepareDurable] fills it in when empty.
+	RunID string `json:"runId"`
+	// Tenant and Owner are stored with the run (Owner: the principal who
+	// started it, as text, "person:alice").
+	Tenant string `json:"tenant,omitempty"`
+	Owner  string `json:"owner,omitempty"`
+	// Config is the run's configuration, resolved ([RunConfig.Resolve]).
+	Config RunConfig `json:"config"`
+	// Prompt is the user's message; it must not be empty.
+	Prompt string `json:"prompt"`
+	// History is an earlier conversation the run starts from.
 	History []model.Message `json:"history,omitempty"`
 }
 
@@ -146,7 +152,7 @@ func NewDurable(s store.Store, b Builder, opts *DurableOptions) (*Durable, error
 	if s == nil || b == nil {
 		return nil, errors.New("runs: NewDurable needs a store and a builder")
 	}
-	d := &Durable{store: s, build: b, poll: DefaultAnswerPoll, log: slog.New(slog.DiscardHandler), now: time.Now}
+	d := &Durable{store: s, build: checkedBuilder{b}, poll: DefaultAnswerPoll, log: slog.New(slog.DiscardHandler), now: time.Now}
 	if opts != nil {
 		if opts.AnswerPoll < 0 {
 			return nil, fmt.Errorf("runs: AnswerPoll must not be negative, got %s", opts.AnswerPoll)

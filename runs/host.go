@@ -74,10 +74,20 @@ type Built struct {
 	OnStop func(ctx context.Context, runID string, status store.RunStatus)
 	// Close, if set, releases what the builder opened (MCP servers, files).
 	Close func() error
+	// Applied lists the governance fields of the [RunConfig] the builder
+	// turned into the agent's governance (their JSON names, the Field*
+	// constants; [GovernanceFields] for all). A run whose configuration sets
+	// a governance field missing here is refused ([CheckBuilt]), so that a
+	// builder that knows only the model and the tools cannot silently run
+	// without the deny globs, policy or hooks a configuration asks for.
+	Applied []string
 }
 
-// Builder builds a run's agent from its configuration. The command line and a
-// server each provide one; it must not depend on the current directory.
+// Builder builds a run's agent from its configuration; it must not depend on
+// the current directory. Package runs/build provides the one the command line
+// and a server use, which applies every field of the configuration; a builder
+// of one's own must list in [Built.Applied] the governance fields it applied,
+// or runs whose configuration sets others are refused ([CheckBuilt]).
 type Builder interface {
 	Build(ctx context.Context, cfg RunConfig) (*Built, error)
 }
@@ -124,7 +134,7 @@ func New(s store.Store, b Builder, opts *Options) (*Host, error) {
 	if s == nil || b == nil {
 		return nil, errors.New("runs: New needs a store and a builder")
 	}
-	h := &Host{store: s, build: b, ttl: DefaultLeaseTTL, log: slog.New(slog.DiscardHandler), now: time.Now}
+	h := &Host{store: s, build: checkedBuilder{b}, ttl: DefaultLeaseTTL, log: slog.New(slog.DiscardHandler), now: time.Now}
 	if opts != nil {
 		if opts.LeaseTTL < 0 {
 			return nil, fmt.Errorf("runs: LeaseTTL must not be negative, got %s", opts.LeaseTTL)

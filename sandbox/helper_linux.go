@@ -75,6 +75,7 @@ func prepareAttr(cmd *exec.Cmd, ns bool) {
 // first in main of every binary that serves as a helper (the tollgate command
 // does; a library host that uses [New] without Options.Helper must).
 func Main() {
+	mainCalled.Store(true)
 	if len(os.Args) < 3 || os.Args[1] != helperArg {
 		return
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Mode says how much a sandboxed process may do.
@@ -113,10 +115,15 @@ type Sandbox struct {
 	warned  sync.Map // warning text -> struct{}: each is logged once
 }
 
+// mainCalled records that [Main] ran in this process.
+var mainCalled atomic.Bool
+
 // New checks what the kernel offers and that the helper answers, and returns
 // a Sandbox. It logs once, at WARN, when Landlock is missing. It fails when
-// the helper cannot be started or does not run [Main], and on systems other
-// than Linux.
+// the helper cannot be started or does not run [Main], when no
+// Options.Helper is given and this program's main never called [Main]
+// (probing it would run the program itself), and on systems other than
+// Linux.
 func New(opts *Options) (*Sandbox, error) {
 	var o Options
 	if opts != nil {
@@ -126,6 +133,12 @@ func New(opts *Options) (*Sandbox, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Helper == "" {
+		// Probing a binary whose main does not call Main would run the
+		// program itself (a server, say) with the helper's arguments,
+		// and wait on it.
+		if !mainCalled.Load() {
+			return nil, errors.New("sandbox: this program's main does not call sandbox.Main, so it cannot serve as the helper; call it first in main, or name a helper binary in Options.Helper")
+		}
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: the helper binary: %w", err)

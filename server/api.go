@@ -56,12 +56,18 @@ type AgentInfo struct {
 
 // RunSummary is a run in a listing.
 type RunSummary struct {
-	ID        string          `json:"id"`
-	Agent     string          `json:"agent"`
-	Owner     string          `json:"owner"`
-	Status    store.RunStatus `json:"status"`
-	CreatedAt time.Time       `json:"createdAt"`
-	UpdatedAt time.Time       `json:"updatedAt"`
+	// ID is the run's ID ("run_" and 16 hex digits unless its starter chose one).
+	ID string `json:"id"`
+	// Agent is the name of the agent in the server's configuration.
+	Agent string `json:"agent"`
+	// Owner is the principal who started the run, as text ("person:alice").
+	Owner string `json:"owner"`
+	// Status is the run's status (running, pending, done, failed, ...).
+	Status store.RunStatus `json:"status"`
+	// CreatedAt is when the run was stored; UpdatedAt when it last changed
+	// (RFC 3339).
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // RunView is GET /v1/runs/{id}: the run with its transcript (the agent's

@@ -111,10 +111,28 @@ type Config struct {
 
 // FieldError is an error of a [runs.Builder] about one field of an agent's
 // configuration: Field is its key in server.yaml ("policy", "hooks", "mcp",
-// "model", ...). [Config.CheckAgents] reports it at that field's line.
+// "model", ...). [Config.CheckAgents] reports it at that field's line, and a
+// [*runs.FieldError] at the line of the key its field is read from.
 type FieldError struct {
 	Field string
 	Err   error
+}
+
+// configKeys maps the JSON names of [runs.RunConfig] fields that differ
+// from their keys in server.yaml to those keys.
+var configKeys = map[string]string{
+	runs.FieldPolicyFile: "policy", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
+	runs.FieldRecordsFile: "records", "model.baseUrl": "baseUrl", "model.apiKeyEnv": "apiKeyEnv",
+	"model.name": "model", "model.provider": "model",
+}
+
+// configKey returns the server.yaml key of a [runs.FieldError]'s field
+// ("policyFile" is at policy:, "sandbox.bash" at sandbox.bash:).
+func configKey(field string) string {
+	if k, ok := configKeys[field]; ok {
+		return k
+	}
+	return field
 }
 
 // Error returns "FIELD: ERR".
@@ -144,9 +162,20 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 			continue
 		}
 		built, err := b.Build(ctx, cfg)
+		if err == nil {
+			// An agent built without the governance its keys ask for
+			// (deny, policy, hooks, mcp, records, sandbox) is refused here,
+			// at its key, not at its first run.
+			if err = runs.CheckBuilt(cfg, built); err != nil && built.Close != nil {
+				_ = built.Close()
+			}
+		}
 		if err != nil {
 			if fe, ok := errors.AsType[*FieldError](err); ok {
 				ps.add(base+"."+fe.Field, "agents."+name+"."+fe.Field, "%v", fe.Err)
+			} else if rfe, ok := errors.AsType[*runs.FieldError](err); ok {
+				key := configKey(rfe.Field)
+				ps.add(base+"."+key, "agents."+name+"."+key, "%v", rfe.Err)
 			} else {
 				ps.add(base, "agents."+name, "the agent does not build: %v", err)
 			}

@@ -203,7 +203,7 @@ func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bu
 	if err := b[cfg.Agent]; err != nil {
 		return nil, err
 	}
-	return &runs.Built{}, nil
+	return &runs.Built{Applied: runs.GovernanceFields()}, nil
 }
 
 // CheckAgents finds a missing workspace and an agent that does not build at
@@ -253,5 +253,55 @@ func TestCheckAgents(t *testing.T) {
 	delete(c.Agents, "nows")
 	if err := c.CheckAgents(t.Context(), failingBuilder{}); err != nil {
 		t.Fatalf("good agents: %v", err)
+	}
+}
+
+// A builder that makes the agent from its model and tools alone is refused
+// at start when an agent sets deny, policy or hooks: each is reported at its
+// key, instead of the server running the calls they were written to stop.
+func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := writeFile(t, dir, "server.yaml", `agents:
+  denier:
+    model: script:s.yaml
+    workdir: ws
+    deny: [save_note]
+  governed:
+    model: script:s.yaml
+    workdir: ws
+    policy: policy.yaml
+  plain:
+    model: script:s.yaml
+    workdir: ws
+`)
+	c, err := server.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modelOnly := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+		return &runs.Built{}, nil
+	})
+	err = c.CheckAgents(t.Context(), modelOnly)
+	var ce *server.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 2 {
+		t.Fatalf("CheckAgents: %v, want two problems", err)
+	}
+	for i, want := range []string{
+		p + ":5:11: agents.denier.deny: set to [\"save_note\"], but the builder did not apply it",
+		p + ":9:13: agents.governed.policy: set to \"" + filepath.Join(dir, "policy.yaml") + "\", but the builder did not apply it",
+	} {
+		if !strings.HasPrefix(ce.Problems[i], want) {
+			t.Errorf("problem %d: %q, want %q...", i, ce.Problems[i], want)
+		}
+	}
+	// A builder that lists what it applied passes.
+	applied := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+		return &runs.Built{Applied: []string{runs.FieldDeny, runs.FieldPolicyFile}}, nil
+	})
+	if err := c.CheckAgents(t.Context(), applied); err != nil {
+		t.Fatalf("CheckAgents with Applied: %v", err)
 	}
 }

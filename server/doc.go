@@ -113,4 +113,25 @@
 // stored as an autonomy.changed event. It applies from the next part of a
 // run on (a start, or a resume after a halt): the builder is given the
 // run's level, its own before its tenant's before the agent's.
+//
+// # Building agents
+//
+// The [runs.Builder] given to [New] turns each agent's configuration into
+// an agent. runs/build's builder applies all of it (deny, policy, hooks,
+// mcp, records, sandbox), as `tollgate serve` does. A builder of one's own
+// must list the governance fields it applied in runs.Built.Applied: an
+// agent that sets another is refused by [Config.CheckAgents] at its key,
+// and its runs by the host, instead of running without it.
+//
+// # Under a path prefix
+//
+// A Server may be mounted under a path prefix of another mux:
+//
+//	mux.Handle("/tg/", http.StripPrefix("/tg", srv))
+//
+// The API is then at /tg/v1/..., and the approvals page (package
+// server/web) at /tg/: it names its assets and the API by URLs relative to
+// its own. What the server reports about a request is about the path it
+// saw: a problem's instance is the stripped path ("/v1/runs/run_1", not
+// "/tg/v1/runs/run_1").
 package server

@@ -211,19 +211,37 @@ func sseField(v string) string {
 // {"v":1,"type":"set_autonomy","ref":"r2","level":"cautious","run":"run_..."}.
 // The principal is the connection's, as on the HTTP API.
 type WSMessage struct {
-	V          int             `json:"v"`
-	Type       string          `json:"type"`
-	Ref        string          `json:"ref,omitempty"`
-	Event      *StreamEvent    `json:"event,omitempty"`
-	ID         string          `json:"id,omitempty"`
-	ArgsDigest string          `json:"argsDigest,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
+	// V is the message format's version, 1.
+	V int `json:"v"`
+	// Type is "event", "result", "autonomy" or "error" from the server;
+	// "approve", "deny", "modify" or "set_autonomy" from the client.
+	Type string `json:"type"`
+	// Ref is the client's name for a message it sent (any text), repeated
+	// on the server's answer to it.
+	Ref string `json:"ref,omitempty"`
+	// Event is the store event of a server "event" message.
+	Event *StreamEvent `json:"event,omitempty"`
+	// ID is the approval ("req_...") a client's decision is about.
+	ID string `json:"id,omitempty"`
+	// ArgsDigest is the digest of the arguments the person was shown
+	// ("sha256:" and 64 hex digits); required to approve.
+	ArgsDigest string `json:"argsDigest,omitempty"`
+	// Reason is the decision's reason, free text.
+	Reason string `json:"reason,omitempty"`
+	// EditedArgs are the arguments of a "modify" (a JSON object the tool's
+	// input schema must accept).
 	EditedArgs json.RawMessage `json:"editedArgs,omitempty"`
-	Level      string          `json:"level,omitempty"`
-	Run        string          `json:"run,omitempty"`
-	Approval   *ApprovalView   `json:"approval,omitempty"`
-	Autonomy   *AutonomyChange `json:"autonomy,omitempty"`
-	Problem    *Problem        `json:"problem,omitempty"`
+	// Level is the autonomy level of a "set_autonomy" (full_auto,
+	// supervised, cautious, manual; empty removes the override).
+	Level string `json:"level,omitempty"`
+	// Run is the run ID a "set_autonomy" is for; empty for the tenant.
+	Run string `json:"run,omitempty"`
+	// Approval is the decided approval of a server "result".
+	Approval *ApprovalView `json:"approval,omitempty"`
+	// Autonomy is the change a server "autonomy" message reports.
+	Autonomy *AutonomyChange `json:"autonomy,omitempty"`
+	// Problem is what went wrong in a server "error" (RFC 9457).
+	Problem *Problem `json:"problem,omitempty"`
 }
 
 // websocket is GET /v1/ws: the events of GET /v1/events as messages, and

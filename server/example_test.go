@@ -10,14 +10,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A server with one agent whose policy asks before transfer: a run is
@@ -27,13 +28,27 @@ func Example() {
 	ws, _ := os.MkdirTemp("", "ws")
 	defer os.RemoveAll(ws)
 	cfg, _ := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: ws}.Resolve(ws)
-	transfer := &testkit.Counter{Name: "transfer"}
+	var transfers atomic.Int64
+	transfer := tool.Must("transfer", "Move money.", func(ctx context.Context, in struct {
+		Amount int `json:"amount"`
+	}) (string, error) {
+		transfers.Add(1)
+		return fmt.Sprintf("moved %d", in.Amount), nil
+	}, nil)
+	// The model asks for one transfer, then answers with its result.
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
+			return model.Reply{Content: "done: " + last.Content}, nil
+		}
+		return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "transfer", Arguments: map[string]int{"amount": 5}}}}, nil
+	})
+	// Package runs/build builds agents from their configuration as `tollgate
+	// serve` does; this one is built by hand, with the policy in code.
 	builder := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		pol, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
 		if err != nil {
 			return nil, err
 		}
-		m := testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})})
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}}, nil
 	})
 	tokens, _ := server.NewTokens([]server.TokenEntry{{SHA256: server.HashToken("tg_alice"), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}}})
@@ -89,7 +104,7 @@ func Example() {
 			call("POST", "/v1/approvals/"+a.ID+"/decision", `{"decision":"approve","argsDigest":"`+a.ArgsDigest+`"}`, &got)
 			fmt.Println("  decided by", got.DecidedBy)
 		case "run.finished":
-			fmt.Println("transfer ran", transfer.Count(), "time(s)")
+			fmt.Println("transfer ran", transfers.Load(), "time(s)")
 			return
 		}
 	}

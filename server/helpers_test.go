@@ -67,7 +67,8 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 			return nil, err
 		}
 	}
-	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools, Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: time.Duration(cfg.ApprovalTTL)}}, nil
+	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools, Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: time.Duration(cfg.ApprovalTTL)},
+		Applied: []string{runs.FieldAutonomy, runs.FieldApprovalTTL}}, nil
 }
 
 func payerConfig(t testing.TB) runs.RunConfig {

@@ -97,7 +97,7 @@ const (
 	// "pending", ...).
 	KeyDecision = attribute.Key("tollgate.decision")
 	// KeyDecisionSource is the text form of the principal that decided
-	// ("rule:no-rm", "hook:--deny", "person:alice", "runtime:default").
+	// ("rule:no-rm", "hook:deny", "person:alice", "runtime:default").
 	KeyDecisionSource = attribute.Key("tollgate.decision.source")
 	// KeyRuleID is the ID of the policy rule that decided, when one did.
 	KeyRuleID = attribute.Key("tollgate.rule.id")

@@ -19,14 +19,13 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/runs/build"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/builtin"
@@ -58,79 +57,30 @@ func approvalRunExtension() runExtension {
 			fs.StringVar(&f.records, "records", "", "append one JSON line per tool call decision to this file")
 			fs.DurationVar(&f.approvalTTL, "approval-ttl", 0, "approval requests expire this long after they are made, e.g. 1h (0: never); an expired request is refused")
 		},
-		setup: func(ctx context.Context, rs *runSetup) error {
-			cfg := rs.cfg
-			rs.opts.ApprovalTTL = time.Duration(cfg.ApprovalTTL)
-			if cfg.PolicyFile != "" || cfg.Autonomy != "" {
-				pol, err := loadPolicy(rs.env.stderr, cfg.PolicyFile, cfg.Autonomy)
-				if err != nil {
-					return err
-				}
-				// Paths in the policy mean what the builtin tools make of them.
-				// The tools accept the workspace as given and with its links
-				// resolved; the policy must see both spellings as the same place.
-				real, err := filepath.EvalSymlinks(cfg.Workdir)
-				if err != nil {
-					real = cfg.Workdir
-				}
-				if pol, err = pol.WithWorkdir(real, cfg.Workdir); err != nil {
-					return err
-				}
-				// Each file an apply_patch call touches is a path the rules see.
-				pol = pol.WithPaths(builtin.ApplyPatch, builtin.PatchPaths)
-				rs.opts.Authorizers = append(rs.opts.Authorizers, pol)
-			}
-			if cfg.RecordsFile != "" {
-				w, err := records.OpenFile(cfg.RecordsFile, &records.Options{Logger: rs.logger})
-				if err != nil {
-					return usageErr("run: --records: %v", err)
-				}
-				rs.closers = append(rs.closers, w.Close)
-				prev := rs.opts.OnRecord
-				rs.opts.OnRecord = func(ctx context.Context, rec agent.ToolCallRecord) {
-					if prev != nil {
-						prev(ctx, rec)
-					}
-					w.Record(ctx, rec)
-				}
-			}
+		// Policy, autonomy, records and approval-ttl are applied by
+		// package runs/build; who answers is this process's.
+		setup: func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error {
 			switch cfg.Answer {
 			case approveYes, approveNo:
 				ok := cfg.Answer == approveYes
 				by := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=" + cfg.Answer}
-				rs.opts.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+				built.Options.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 					ans := tool.Answer{ID: req.ID, OK: ok, By: by}
 					if !ok {
 						ans.Reason = "declined by --approve=no"
 					}
 					return ans, nil
 				}
-			case approvePrompt, "":
-				if isTerminal(rs.env.stdin) {
-					rs.opts.WaitFor = terminalWait(rs.env.stdin, rs.env.stderr, rs.env.termHold())
+			case approvePrompt:
+				if isTerminal(cb.env.stdin) {
+					built.Options.WaitFor = terminalWait(cb.env.stdin, cb.env.stderr, cb.env.termHold())
 				}
-			case approveWait:
+			case approveWait, "":
 				// No WaitFor: the run halts and is stored first, so a crash
-				// while waiting loses nothing; then this process waits.
+				// while waiting loses nothing; then this process waits. A
+				// configuration of a server says nothing: its runs halt.
 			default:
 				return usageErr("run: --approve %q: want prompt, wait, yes or no", cfg.Answer)
-			}
-			// No sandboxed command may write the store, the policy or the
-			// records. The store's directory must exist to be protected
-			// (else a command could make it and plant a store in it).
-			if rs.stateDir != "" {
-				if rs.sandbox != nil && rs.sandbox.sb != nil {
-					if err := os.MkdirAll(rs.stateDir, 0o700); err != nil {
-						return usageErr("run: state directory %s: %v", rs.stateDir, err)
-					}
-				}
-				rs.addProtected(rs.stateDir)
-			}
-			if cfg.PolicyFile != "" {
-				rs.addProtected(cfg.PolicyFile)
-			}
-			if cfg.RecordsFile != "" {
-				rs.addProtected(cfg.RecordsFile)
 			}
 			return nil
 		},
@@ -138,35 +88,11 @@ func approvalRunExtension() runExtension {
 }
 
 // loadPolicy loads file (if any), prints its problems to w, and applies the
-// autonomy override.
+// autonomy override (build.LoadPolicy), its errors named by the flags.
 func loadPolicy(w io.Writer, file, autonomy string) (*approval.Policy, error) {
-	var pol *approval.Policy
-	if file != "" {
-		p, problems, err := approval.LoadPolicy(file)
-		for _, pr := range problems {
-			if pr.Severity == approval.SeverityWarning {
-				fmt.Fprintln(w, "tollgate: policy:", pr)
-			}
-		}
-		if err != nil {
-			return nil, usageErr("--policy: %v", err)
-		}
-		pol = p
-	} else {
-		p, err := approval.NewPolicy(approval.PolicySpec{Name: "--autonomy"})
-		if err != nil {
-			return nil, err
-		}
-		pol = p
-	}
-	if autonomy != "" {
-		a, err := approval.ParseAutonomy(autonomy)
-		if err != nil {
-			return nil, usageErr("--autonomy: %v", err)
-		}
-		if pol, err = pol.WithAutonomy(a); err != nil {
-			return nil, usageErr("--autonomy: %v", err)
-		}
+	pol, err := build.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) })
+	if err != nil {
+		return nil, flagError(err)
 	}
 	return pol, nil
 }

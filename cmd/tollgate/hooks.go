@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 )
 
@@ -25,82 +20,7 @@ func hooksRunExtension() runExtension {
 		flags: func(fs *pflag.FlagSet, f *runFlags) {
 			fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative tool call hooks file (YAML, see 'tollgate hooks check'); repeatable")
 		},
-		setup: func(ctx context.Context, rs *runSetup) error {
-			files := rs.cfg.HooksFiles
-			if len(files) == 0 {
-				return nil
-			}
-			// The hooks' log actions are log lines (-v, --log-file); a
-			// command that failed is a warning, shown without -v too.
-			// Command hooks run in the run's recorded workspace, so that a
-			// resume from another directory runs them where the run began.
-			dopts := &declarative.Options{Logger: rs.warnLogger, Dir: rs.cfg.Workdir}
-			if rs.sandbox != nil {
-				dopts.Sandbox, dopts.PassEnv = rs.sandbox.hookSandbox(), rs.sandbox.passEnv
-			}
-			rs.addProtected(files...)
-			reg, err := loadHookFiles(files, rs.env.stderr, dopts)
-			if err != nil {
-				return usageErr("run: --hooks: %v", err)
-			}
-			agentID := ""
-			rs.afterNew = append(rs.afterNew, func(ctx context.Context, a *agent.Agent) error {
-				agentID = a.ID()
-				reg.ApplyTo(ctx, a)
-				return nil
-			})
-			rs.onStop = append(rs.onStop, func(ctx context.Context, runID string, status store.RunStatus) {
-				hctx := map[string]any{"agent": agentID, "status": string(status), "runId": runID}
-				// ON_STOP runs even when the run was canceled, so that its
-				// hooks can record that; each gets its own timeout.
-				reg.FireEvent(context.WithoutCancel(ctx), declarative.OnStop, hctx)
-			})
-			return nil
-		},
 	}
-}
-
-// loadHookFiles loads each file once (a file named twice is loaded once, so
-// that each hook fires once per event), prints every diagnostic to w, and
-// joins them into one registry with opts.
-func loadHookFiles(files []string, w io.Writer, opts *declarative.Options) (*declarative.Registry, error) {
-	seen := map[string]bool{}
-	var regs []*declarative.Registry
-	for _, f := range files {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return nil, err
-		}
-		if seen[abs] {
-			fmt.Fprintf(w, "tollgate: hooks: %s is given more than once; it is loaded once\n", f)
-			continue
-		}
-		seen[abs] = true
-		reg, err := declarative.Load(f, nil) // diagnostics are printed below, not logged
-		if err != nil {
-			return nil, err
-		}
-		unsafe := 0
-		for _, d := range reg.Diagnostics() {
-			fmt.Fprintln(w, "tollgate: hooks:", d)
-			if d.Severity >= slog.LevelError {
-				// The document did not load: running without the hooks that
-				// were asked for (audit, say) would be worse than not running.
-				return nil, fmt.Errorf("%s did not load (see above)", f)
-			}
-			if d.Unsafe {
-				unsafe++
-			}
-		}
-		if unsafe > 0 {
-			return nil, fmt.Errorf("%s: %d command(s) paste model-controlled text into the shell (see above); pass it as $TOLLGATE_* variables, stdin or argv", f, unsafe)
-		}
-		if len(reg.Hooks()) == 0 {
-			return nil, fmt.Errorf("%s has no hooks (want a top-level hooks list)", f)
-		}
-		regs = append(regs, reg)
-	}
-	return declarative.Join(opts, regs...), nil
 }
 
 // newHooksCmd is `tollgate hooks`, with `tollgate hooks check FILE...`.

@@ -7,26 +7,22 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/runs/build"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/builtin"
-	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/tool"
-	"github.com/tollgate-dev/tollgate/toolkit"
 )
 
 // runConfig is what opens a run's model: the model reference and, for this
@@ -118,46 +114,18 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 	return cfg, nil
 }
 
-// runSetup is what the command line's builder makes before the agent exists.
-// Extensions add to it in their setup function, reading cfg.
-type runSetup struct {
-	env *cliEnv
-	cfg runs.RunConfig
-	// opts becomes the agent's options; Hooks is never nil.
-	opts *agent.Options
-	// tools are extra tools (beside the builtins).
-	tools []tool.Tool
-	// toolsets are sets whose tools may change between turns (MCP servers),
-	// offered after the toolkit's.
-	toolsets []agent.Toolset
-	// afterNew run once the agent exists (e.g. to attach a tool call listener).
-	afterNew []func(ctx context.Context, a *agent.Agent) error
-	// onStop run when a part of the run ends, with its ID and status.
-	onStop []func(ctx context.Context, runID string, status store.RunStatus)
-	// closers run when the part of the run ends, last added first.
-	closers []func() error
-	// logger takes the log lines proper (only with -v or --log-file);
-	// warnLogger what a person must see even without -v (see cliLogs).
-	logger, warnLogger *slog.Logger
-	stateDir           string
-	// sandbox is what the sandbox configuration decided (never nil after its setup).
-	sandbox *sandboxConfig
-	// protected lists the files that govern the run (policy, hooks, settings,
-	// script, records, the state directory): no tool may write them.
-	protected []string
-}
-
-// runExtension adds flags to `tollgate run` and takes part in building a
-// run's agent from its configuration.
+// runExtension adds flags to `tollgate run` and, for what belongs to the
+// command line only (who answers at the terminal, OTLP export), takes part
+// in building a run's agent after package runs/build made it.
 type runExtension struct {
 	flags func(fs *pflag.FlagSet, f *runFlags)
-	setup func(ctx context.Context, rs *runSetup) error
+	setup func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error
 }
 
 // runExtensions lists the extensions of `tollgate run`, one line each.
 func runExtensions() []runExtension {
 	return []runExtension{
-		sandboxRunExtension(), // first: the others read rs.sandbox
+		sandboxRunExtension(),
 		hooksRunExtension(),
 		claudeRunExtension(),
 		approvalRunExtension(),
@@ -166,101 +134,106 @@ func runExtensions() []runExtension {
 	}
 }
 
-// cliBuilder is the command line's runs.Builder: it turns a run's stored
-// configuration into agent options, in whatever directory the command runs.
+// cliBuilder is the command line's runs.Builder: package runs/build, which
+// applies every field of a run's stored configuration in whatever directory
+// the command runs, with this process's key, logs and terminal, and its
+// errors named by run's flags.
 type cliBuilder struct {
 	env      *cliEnv
 	logs     *cliLogs
 	apiKey   string // --api-key of this process, never stored
-	stateDir string // protected from sandboxed commands
+	stateDir string // protected from every tool
 	exts     []runExtension
 	// protect lists further files no tool may write (the server's
 	// configuration and tokens file).
 	protect []string
 }
 
-// Build implements runs.Builder.
-func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-	logs := cb.logs
-	if logs == nil { // no log options: nothing is logged
-		discard := slog.New(slog.DiscardHandler)
-		logs = &cliLogs{Info: discard, Warn: discard, close: func() error { return nil }}
+// logger returns the builder's logs; without log options nothing is logged.
+func (cb *cliBuilder) logger() *cliLogs {
+	if cb.logs != nil {
+		return cb.logs
 	}
-	logger := logs.Info
-	// A provider's retries, with how long each waits, are shown even
-	// without --verbose: a wait of a minute must not look like a hang.
-	m, name, err := openModel(&runConfig{model: cfg.Model.String(), baseURL: cfg.Model.BaseURL, apiKey: cb.apiKey, apiKeyEnv: cfg.Model.APIKeyEnv}, logs.Warn)
+	discard := slog.New(slog.DiscardHandler)
+	return &cliLogs{Info: discard, Warn: discard, close: func() error { return nil }}
+}
+
+// Build implements runs.Builder, its errors named by run's flags.
+func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	built, err := cb.build(ctx, cfg, true)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	return built, nil
+}
+
+// build is Build with the errors of package runs/build as they are
+// (runs.FieldError naming the configuration's fields); the model's errors
+// name run's flags when flags is set, the configuration's fields otherwise.
+func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool) (*runs.Built, error) {
+	logs := cb.logger()
+	protect := cb.protect
+	if logs.path != "" {
+		protect = append(slices.Clip(protect), logs.path) // no tool forges or erases the log
+	}
+	var open func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error)
+	if flags {
+		open = func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
+			return openModel(&runConfig{model: ref.String(), baseURL: ref.BaseURL, apiKey: cb.apiKey, apiKeyEnv: ref.APIKeyEnv}, logs.Warn)
+		}
+	}
+	b := build.New(&build.Options{
+		// A provider's retries, with how long each waits, are shown even
+		// without --verbose (WarnLogger): a wait of a minute must not look
+		// like a hang.
+		OpenModel: open,
+		APIKey:    cb.apiKey, StateDir: cb.stateDir, Protect: protect,
+		Logger: logs.Info, WarnLogger: logs.Warn,
+		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
+	})
+	built, err := b.Build(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	rs := &runSetup{
-		env: cb.env, cfg: cfg, logger: logger, warnLogger: logs.Warn, stateDir: cb.stateDir,
-		opts: &agent.Options{ID: cfg.Agent, Model: m, ModelName: name, SystemPrompt: cfg.System, MaxTurns: cfg.MaxTurns, Hooks: &hooks.Hooks{}, Logger: logger},
-	}
-	closeAll := func() error {
-		var errs []error
-		for i := len(rs.closers) - 1; i >= 0; i-- {
-			errs = append(errs, rs.closers[i]())
-		}
-		return errors.Join(errs...)
-	}
-	if len(cfg.Deny) > 0 {
-		rs.opts.Hooks.BeforeTool("--deny", denyHook(cfg.Deny))
 	}
 	for _, e := range cb.exts {
 		if e.setup == nil {
 			continue
 		}
-		if err := e.setup(ctx, rs); err != nil {
-			_ = closeAll()
+		if err := e.setup(ctx, cb, cfg, built); err != nil {
+			if built.Close != nil {
+				_ = built.Close()
+			}
 			return nil, err
 		}
 	}
-	rs.addProtected(cb.protect...)
-	if logs.path != "" {
-		rs.addProtected(logs.path) // no tool forges or erases the log
+	return built, nil
+}
+
+// configFlags maps the fields of runs.RunConfig to the flags of `tollgate
+// run` that set them.
+var configFlags = map[string]string{
+	runs.FieldDeny: "deny", runs.FieldPolicyFile: "policy", runs.FieldAutonomy: "autonomy",
+	runs.FieldApprovalTTL: "approval-ttl", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
+	runs.FieldRecordsFile: "records", runs.FieldClaude: "claude-settings", "claude.files": "claude-settings",
+	"claude.failModes": "claude-fail", "sandbox.bash": "sandbox", "sandbox.hooks": "hooks-sandbox",
+	"sandbox.read": "sandbox-read", "model": "model", "model.baseUrl": "base-url", "model.apiKeyEnv": "api-key-env",
+	"workdir": "workdir",
+}
+
+// flagError names a build error by the flag of the field it is about (a
+// usage error, exit 2); an error that already has an exit code keeps it;
+// any other is exit 1.
+func flagError(err error) error {
+	if _, ok := errors.AsType[*exitCodeError](err); ok {
+		return err
 	}
-	bopts := &builtin.Options{}
-	if rs.sandbox != nil {
-		bopts = rs.sandbox.builtinOptions()
+	if fe, ok := errors.AsType[*runs.FieldError](err); ok {
+		if flag, ok := configFlags[fe.Field]; ok {
+			return usageErr("run: --%s: %v", flag, fe.Err)
+		}
+		return usageErr("run: %v", err)
 	}
-	// The file tools run in this process, outside any sandbox: they refuse
-	// the files that govern the run themselves, and the Claude Code settings
-	// a later run would read (a model must not plant a hook that approves).
-	bopts.Protect = append(append(bopts.Protect, rs.protected...),
-		filepath.Join(".claude", "settings.json"), filepath.Join(".claude", "settings.local.json"))
-	// What the file tools open is judged again by the run's authorizers, so
-	// that a link changed after a call was authorized cannot lead it to
-	// a file they refuse.
-	bopts.CheckFile = func(ctx context.Context, u builtin.FileUse) error {
-		return approval.CheckFile(ctx, approval.Call{Tool: u.Tool, Args: u.Args, Hints: u.Hints}, u.Links, rs.opts.Authorizers...)
-	}
-	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.Workdir, Extra: rs.tools, Builtin: bopts})
-	if err != nil {
-		_ = closeAll()
-		return nil, usageErr("run: %v", err)
-	}
-	rs.opts.Tools = tk
-	if len(rs.toolsets) > 0 {
-		rs.opts.Tools = agent.JoinToolsets(append([]agent.Toolset{tk}, rs.toolsets...)...)
-	}
-	return &runs.Built{
-		Options: *rs.opts,
-		Attach: func(ctx context.Context, a *agent.Agent) error {
-			for _, f := range rs.afterNew {
-				if err := f(ctx, a); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		OnStop: func(ctx context.Context, runID string, status store.RunStatus) {
-			for _, f := range rs.onStop {
-				f(ctx, runID, status)
-			}
-		},
-		Close: closeAll,
-	}, nil
+	return withCode(exitError, fmt.Errorf("run: %w", err))
 }
 
 // runCommand is `tollgate run` with its parsed flags.
@@ -354,18 +327,6 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command { return newRunCommand(env).cmd }
-
-// denyHook is the BeforeTool hook behind --deny.
-func denyHook(globs []string) hooks.BeforeToolFunc {
-	return func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
-		for _, g := range globs {
-			if glob.Match(g, ev.Name) {
-				return hooks.Deny(fmt.Sprintf("tool %q is denied by --deny %s", ev.Name, g)), nil
-			}
-		}
-		return nil, nil
-	}
-}
 
 // printer writes run events as text or JSON lines.
 type printer struct {
@@ -503,4 +464,16 @@ func safeText(s string) string {
 
 func isControl(r rune) bool {
 	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+}
+
+// addCloser makes built's Close run f first, then what it ran before.
+func addCloser(built *runs.Built, f func() error) {
+	prev := built.Close
+	built.Close = func() error {
+		err := f()
+		if prev != nil {
+			err = errors.Join(err, prev())
+		}
+		return err
+	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"cmp"
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,127 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/mcptool"
-	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/sandbox"
 )
-
-// sandboxConfig is what the sandbox flags of `tollgate run` decided; the
-// other extensions and build read it from runSetup.
-type sandboxConfig struct {
-	sb         *sandbox.Sandbox // nil when every mode is off
-	bash       sandbox.Mode     // --sandbox
-	hooks      sandbox.Mode     // --hooks-sandbox
-	read       []string         // --sandbox-read, absolute
-	connect    []uint16         // --sandbox-connect
-	passEnv    []string         // --pass-env
-	workspace  string           // --workdir, absolute with its links resolved
-	cwd        string           // the process's working directory
-	protectFns []func() []string
-}
-
-// protect returns the paths no sandboxed command may write: the binary, the
-// files given on the command line, and what the other extensions add (the
-// state directory, hooks, policy and MCP files).
-func (c *sandboxConfig) protect() []string {
-	var out []string
-	if exe, err := os.Executable(); err == nil {
-		out = append(out, exe)
-	}
-	for _, f := range c.protectFns {
-		for _, p := range f() {
-			if abs, err := filepath.Abs(p); err == nil {
-				out = append(out, abs)
-			}
-		}
-	}
-	return out
-}
-
-// addProtected registers files that no tool may write: sandboxed commands
-// (resolved when a command is wrapped) and the file tools alike.
-func (rs *runSetup) addProtected(files ...string) {
-	for _, f := range files {
-		if abs, err := filepath.Abs(f); err == nil {
-			rs.protected = append(rs.protected, abs)
-		}
-	}
-	if rs.sandbox == nil || len(files) == 0 {
-		return
-	}
-	rs.sandbox.protectFns = append(rs.sandbox.protectFns, func() []string { return files })
-}
-
-// policy returns the policy of a bash call (workspace: --workdir) or a
-// command hook (workspace: the working directory).
-func (c *sandboxConfig) policy(mode sandbox.Mode, workspace string) sandbox.Policy {
-	return sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect()}
-}
-
-// builtinOptions are the builtins' options under these flags.
-func (c *sandboxConfig) builtinOptions() *builtin.Options {
-	o := &builtin.Options{PassEnv: c.passEnv}
-	if c.sb != nil && c.bash != sandbox.Off {
-		o.Sandbox = func(cmd *exec.Cmd) (bool, error) { return c.sb.Wrap(cmd, c.policy(c.bash, c.workspace)) }
-	}
-	return o
-}
-
-// hookSandbox is declarative.Options.Sandbox under these flags, or nil: a
-// command hook's workspace is its working directory (where it runs: the
-// run's workspace, else the process's) and --workdir.
-func (c *sandboxConfig) hookSandbox() func(cmd *exec.Cmd) (bool, error) {
-	if c.sb == nil || c.hooks == sandbox.Off {
-		return nil
-	}
-	return func(cmd *exec.Cmd) (bool, error) {
-		dir := cmd.Dir
-		if dir == "" {
-			dir = c.cwd
-		}
-		p := c.policy(c.hooks, dir)
-		if c.hooks == sandbox.Workspace {
-			p.Write = []string{c.workspace}
-		} else {
-			p.Read = append(p.Read[:len(p.Read):len(p.Read)], c.workspace)
-		}
-		return c.sb.Wrap(cmd, p)
-	}
-}
-
-// mcpSandbox is mcptool.Options.Sandbox: a stdio server runs as its
-// "sandbox" says (default workspace, on --workdir), and may read its working
-// directory and "sandboxRead" besides.
-func (c *sandboxConfig) mcpSandbox() func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
-	if c == nil || c.sb == nil {
-		return nil
-	}
-	return func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
-		mode := sandbox.Workspace
-		if sc.Sandbox != "" {
-			m, err := sandbox.ParseMode(sc.Sandbox)
-			if err != nil {
-				return err
-			}
-			mode = m
-		}
-		p := c.policy(mode, c.workspace)
-		p.Read = append(append(append([]string(nil), p.Read...), sc.SandboxRead...), c.cwd)
-		if cmd.Dir != "" {
-			// A "cwd" relative to a relative mcp.json path is relative to
-			// this process's working directory, as exec reads it.
-			dir, err := filepath.Abs(cmd.Dir)
-			if err != nil {
-				return err
-			}
-			p.Read = append(p.Read, dir)
-		}
-		p.ConnectTCP = append(append([]uint16(nil), p.ConnectTCP...), sc.SandboxConnect...)
-		_, err := c.sb.Wrap(cmd, p)
-		return err
-	}
-}
 
 // sandboxRunExtension adds the sandbox flags to `tollgate run`: bash
 // (--sandbox), command hooks (--hooks-sandbox) and stdio MCP servers (their
@@ -149,54 +30,6 @@ func sandboxRunExtension() runExtension {
 			fs.Var(newPortsValue(&f.sandboxConnect), "sandbox-connect", "a TCP port sandboxed commands may connect to; repeatable")
 			fs.StringArrayVar(&f.passEnv, "pass-env", nil, "pass this environment variable (or NAME* prefix) to bash and command hooks beyond the allowlist (PATH, HOME, LANG, TERM, ...); repeatable")
 		},
-		setup: func(ctx context.Context, rs *runSetup) error {
-			sc := rs.cfg.Sandbox
-			if sc == nil {
-				sc = &runs.SandboxConfig{}
-			}
-			mode, hooksMode, reads := cmp.Or(sc.Bash, string(sandbox.Workspace)), sc.Hooks, sc.Read
-			c := &sandboxConfig{passEnv: sc.PassEnv, connect: sc.Connect}
-			var err error
-			if c.bash, err = sandbox.ParseMode(mode); err != nil {
-				return usageErr("run: --sandbox: %v", err)
-			}
-			c.hooks = c.bash
-			if hooksMode != "" {
-				if c.hooks, err = sandbox.ParseMode(hooksMode); err != nil {
-					return usageErr("run: --hooks-sandbox: %v", err)
-				}
-			}
-			for _, r := range reads {
-				abs, err := filepath.Abs(r)
-				if err != nil {
-					return usageErr("run: --sandbox-read %s: %v", r, err)
-				}
-				c.read = append(c.read, abs)
-			}
-			if c.cwd, err = os.Getwd(); err != nil {
-				return err
-			}
-			c.workspace = rs.cfg.Workdir
-			if real, err := filepath.EvalSymlinks(c.workspace); err == nil {
-				c.workspace = real
-			}
-			rs.sandbox = c
-			if rs.cfg.Model.Provider == "script" {
-				rs.addProtected(rs.cfg.Model.Name)
-			}
-			// The sandbox is made even with bash and hooks off: stdio MCP
-			// servers run confined unless their own configuration says off.
-			logger := slog.New(slog.NewTextHandler(rs.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			sb, err := sandbox.New(&sandbox.Options{Logger: logger})
-			if err != nil {
-				if c.bash == sandbox.Off && c.hooks == sandbox.Off {
-					return nil
-				}
-				return withCode(exitError, fmt.Errorf("run: %v (turn confinement off with --sandbox off)", err))
-			}
-			c.sb = sb
-			return nil
-		},
 	}
 }
 
@@ -208,28 +41,37 @@ func sandboxRunExtension() runExtension {
 // Where no sandbox can be made (no helper, not Linux), only the servers
 // configured "sandbox": "off" start.
 func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16, mcpFiles []string) (func(*exec.Cmd, string, *mcptool.ServerConfig) error, error) {
-	c := &sandboxConfig{connect: connect}
+	var read []string
 	for _, r := range reads {
 		abs, err := filepath.Abs(r)
 		if err != nil {
 			return nil, usageErr("tools: --sandbox-read %s: %v", r, err)
 		}
-		c.read = append(c.read, abs)
+		read = append(read, abs)
 	}
-	var err error
-	if c.cwd, err = os.Getwd(); err != nil {
+	cwd, err := os.Getwd()
+	if err != nil {
 		return nil, err
 	}
-	if c.workspace, err = filepath.Abs(workdir); err != nil {
+	workspace, err := filepath.Abs(workdir)
+	if err != nil {
 		return nil, usageErr("tools: --workdir %s: %v", workdir, err)
 	}
-	if real, err := filepath.EvalSymlinks(c.workspace); err == nil {
-		c.workspace = real
+	if real, err := filepath.EvalSymlinks(workspace); err == nil {
+		workspace = real
 	}
-	files := append([]string(nil), mcpFiles...)
-	c.protectFns = append(c.protectFns, func() []string { return files })
+	var protect []string
+	if exe, err := os.Executable(); err == nil {
+		protect = append(protect, exe)
+	}
+	for _, f := range mcpFiles {
+		if abs, err := filepath.Abs(f); err == nil {
+			protect = append(protect, abs)
+		}
+	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if c.sb, err = sandbox.New(&sandbox.Options{Logger: logger}); err != nil {
+	sb, err := sandbox.New(&sandbox.Options{Logger: logger})
+	if err != nil {
 		// Only the servers configured "sandbox": "off" start; the others
 		// fail with this error in their status.
 		return func(_ *exec.Cmd, _ string, sc *mcptool.ServerConfig) error {
@@ -239,7 +81,9 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 			return fmt.Errorf("%v (run the server unconfined with \"sandbox\": \"off\" in mcp.json)", err)
 		}, nil
 	}
-	return c.mcpSandbox(), nil
+	return build.MCPConfine(sb, cwd, func() sandbox.Policy {
+		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect}
+	}), nil
 }
 
 // portsValue is a repeatable flag of TCP ports.

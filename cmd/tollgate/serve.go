@@ -259,30 +259,14 @@ func serveError(err error) error {
 }
 
 // serveBuilder builds the agents of server.yaml with the command's builder,
-// its errors naming the configuration's keys instead of run's flags
-// (server.FieldError): "policy: ..." is at the policy: line of the agent,
-// and no flag name reaches an API client.
+// its errors naming the configuration's fields (runs.FieldError, which
+// package server reports at the agent's key: "policy: ..." is at the
+// policy: line), so that no flag name reaches an API client.
 type serveBuilder struct{ *cliBuilder }
-
-// configKeys maps run's flags to the agent keys of server.yaml.
-var configKeys = map[string]string{
-	"policy": "policy", "hooks": "hooks", "mcp": "mcp", "autonomy": "autonomy", "model": "model",
-	"base-url": "baseUrl", "api-key-env": "apiKeyEnv", "workdir": "workdir", "records": "records",
-	"deny": "deny", "approval-ttl": "approvalTtl", "max-turns": "maxTurns", "timeout": "timeout", "system": "system",
-}
 
 // Build implements runs.Builder.
 func (sb serveBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-	built, err := sb.cliBuilder.Build(ctx, cfg)
-	if err == nil {
-		return built, nil
-	}
-	if flag, rest, ok := strings.Cut(strings.TrimPrefix(err.Error(), "run: "), ": "); ok && strings.HasPrefix(flag, "--") {
-		if key, ok := configKeys[strings.TrimPrefix(flag, "--")]; ok {
-			return nil, &server.FieldError{Field: key, Err: errors.New(rest)}
-		}
-	}
-	return nil, err
+	return sb.cliBuilder.build(ctx, cfg, false)
 }
 
 // quoteAll quotes each tenant name, so that the default tenant shows as "".

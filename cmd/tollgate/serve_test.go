@@ -410,8 +410,9 @@ func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
 	}
 }
 
-// An agent whose policy file is missing, or does not load, stops the start
-// with the file, line and field of server.yaml, not the first run.
+// An agent whose policy file is missing or does not load, or whose script
+// model is missing, stops the start with the file, line and field of
+// server.yaml (never a flag of run), not the first run.
 func TestServeRefusesAgentThatDoesNotBuild(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
@@ -419,21 +420,22 @@ func TestServeRefusesAgentThatDoesNotBuild(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "s.yaml"), "turns:\n  - text: hi\n")
 	config := filepath.Join(dir, "server.yaml")
-	for name, tc := range map[string]struct{ policy, want string }{
-		"missing":  {"", ":6:13: agents.a.policy: "},
-		"unloaded": {"rules: [{id: x, tools: [bash], decision: maybe}]\n", ":6:13: agents.a.policy: "},
+	for name, tc := range map[string]struct{ policy, script, want string }{
+		"missing":  {"", "s.yaml", ":6:13: agents.a.policy: "},
+		"unloaded": {"rules: [{id: x, tools: [bash], decision: maybe}]\n", "s.yaml", ":6:13: agents.a.policy: "},
+		"no model": {"rules: []\n", "nope.yaml", ":4:12: agents.a.model: "},
 	} {
 		os.Remove(filepath.Join(dir, "policy.yaml"))
 		if tc.policy != "" {
 			writeTestFile(t, filepath.Join(dir, "policy.yaml"), tc.policy)
 		}
-		writeTestFile(t, config, "agents:\n  a:\n    tenants: [acme]\n    model: script:s.yaml\n    workdir: ws\n    policy: policy.yaml\naddr: 127.0.0.1:0\n")
+		writeTestFile(t, config, "agents:\n  a:\n    tenants: [acme]\n    model: script:"+tc.script+"\n    workdir: ws\n    policy: policy.yaml\naddr: 127.0.0.1:0\n")
 		var out, errb bytes.Buffer
 		// A server that starts anyway stops at the deadline, exit 0.
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		code := Main(ctx, []string{"serve", "--config", config, "--state-dir", filepath.Join(dir, "state")}, nil, &out, &errb)
-		if code != exitUsage || !strings.Contains(errb.String(), config+tc.want) || strings.Contains(errb.String(), "--policy") || strings.Contains(errb.String(), "listening") {
+		if code != exitUsage || !strings.Contains(errb.String(), config+tc.want) || strings.Contains(errb.String(), "--policy") || strings.Contains(errb.String(), "--model") || strings.Contains(errb.String(), "listening") {
 			t.Errorf("%s: exit %d: %s", name, code, errb.String())
 		}
 		// The refused start leaves no admin token behind.

@@ -15,6 +15,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/telemetry"
 )
 
@@ -30,7 +31,7 @@ const telemetryFlushTimeout = 5 * time.Second
 // themselves; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the source
 // (default service.name "tollgate").
 func telemetryRunExtension() runExtension {
-	return runExtension{setup: func(ctx context.Context, rs *runSetup) error {
+	return runExtension{setup: func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error {
 		if disabled, _ := strconv.ParseBool(os.Getenv("OTEL_SDK_DISABLED")); disabled {
 			return nil
 		}
@@ -48,7 +49,7 @@ func telemetryRunExtension() runExtension {
 			return nil
 		}
 		// Export failures are logged (with -v), never printed among the run's output.
-		logger := rs.logger
+		logger := cb.logger().Info
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 			logger.Warn("telemetry export failed", "error", err)
 		}))
@@ -57,7 +58,7 @@ func telemetryRunExtension() runExtension {
 			return usageErr("run: OTEL_RESOURCE_ATTRIBUTES: %v", err)
 		}
 		opts := &telemetry.Options{}
-		if p := rs.cfg.Model.Provider; p == "openai" || p == "anthropic" {
+		if p := cfg.Model.Provider; p == "openai" || p == "anthropic" {
 			opts.ProviderName = p
 		}
 		shutdown := func(f func(context.Context) error) func() error {
@@ -73,7 +74,7 @@ func telemetryRunExtension() runExtension {
 				return usageErr("run: OTEL_EXPORTER_OTLP_ENDPOINT: %v", err)
 			}
 			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-			rs.closers = append(rs.closers, shutdown(tp.Shutdown))
+			addCloser(built, shutdown(tp.Shutdown))
 			opts.TracerProvider = tp
 		}
 		if metrics {
@@ -82,11 +83,11 @@ func telemetryRunExtension() runExtension {
 				return usageErr("run: OTEL_EXPORTER_OTLP_ENDPOINT: %v", err)
 			}
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
-			rs.closers = append(rs.closers, shutdown(mp.Shutdown))
+			addCloser(built, shutdown(mp.Shutdown))
 			opts.MeterProvider = mp
 		}
 		// Outermost, so that its spans enclose every other middleware's work.
-		rs.opts.Middleware = append([]agent.Middleware{telemetry.Middleware(opts)}, rs.opts.Middleware...)
+		built.Options.Middleware = append([]agent.Middleware{telemetry.Middleware(opts)}, built.Options.Middleware...)
 		return nil
 	}}
 }

@@ -32,6 +32,9 @@ var groups = []struct {
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 3},
 	{"server", 4}, // the HTTP API, above the host layer it drives runs with
+	// The wiring of a RunConfig into a governed agent (providers, MCP,
+	// YAML hooks, the sandbox): what cmd used to do alone, for every host.
+	{"runs/build", 4},
 	{"cmd", 5},
 }
 

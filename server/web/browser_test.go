@@ -331,3 +331,26 @@ func noMarkup(t *testing.T, ctx context.Context) {
 		t.Fatalf("adversarial text became markup: ran %v, %d elements", res.Pwned, res.Elements)
 	}
 }
+
+// Mounted under a path prefix of another mux (http.StripPrefix), the page
+// loads its script and style, signs in, follows the event stream, and an
+// approval decided on it resumes the run: every URL it uses is relative to
+// the page's own.
+func TestPageUnderPathPrefix(t *testing.T) {
+	f := newFixtureAt(t, testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}), "", 10*time.Minute, "/tg")
+	ctx := tab(t)
+	signIn(t, ctx, f, aliceToken)
+	if got := text(t, ctx, `#whoami`); !strings.Contains(got, "alice") {
+		t.Errorf("whoami under /tg: %q", got)
+	}
+	id := f.startRun()
+	card := `li.approval`
+	run(t, ctx, chromedp.WaitVisible(chromedp.CSS(card+` button.approve`)))
+	run(t, ctx, chromedp.Click(chromedp.CSS(card+` button.approve`)))
+	waitText(t, ctx, card+` .outcome`, "Approved: transfer")
+	f.waitRun(id, store.RunDone)
+	sameDocument(t, ctx)
+	if n := len(f.transfer.runs(t)); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+}

@@ -144,6 +144,13 @@ func newFixture(t *testing.T, m model.Model, noteOutput string) *fixture {
 // newFixtureTTL is newFixture with requests that expire after ttl.
 func newFixtureTTL(t *testing.T, m model.Model, noteOutput string, ttl time.Duration) *fixture {
 	t.Helper()
+	return newFixtureAt(t, m, noteOutput, ttl, "")
+}
+
+// newFixtureAt is newFixtureTTL with the server mounted under prefix (such
+// as "/tg") of another mux, through http.StripPrefix; f.url includes it.
+func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Duration, prefix string) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{t: t, store: store.NewMemory(nil),
 		transfer: &fileTool{name: "transfer", schema: transferSchema, hints: &tool.Hints{Destructive: true, OpenWorld: true}, path: filepath.Join(dir, "transfer.runs")},
@@ -168,8 +175,15 @@ func newFixtureTTL(t *testing.T, m model.Model, noteOutput string, ttl time.Dura
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
-	f.url, f.ts = ts.URL, ts
+	var h http.Handler = srv
+	if prefix != "" {
+		mux := http.NewServeMux()
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, srv))
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "the host's own page", http.StatusTeapot) })
+		h = mux
+	}
+	ts := httptest.NewServer(h)
+	f.url, f.ts = ts.URL+prefix, ts
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Run(ctx); close(done) }()

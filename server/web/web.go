@@ -58,7 +58,9 @@ type page struct {
 // Handler returns the approvals page: GET / (and HEAD) is the page, GET
 // /assets/NAME its script and style sheet (with an ETag; a changed file
 // gets a new ?v= in the page, so browsers never mix versions). Any other
-// path is 404. Every response carries [ContentSecurityPolicy],
+// path is 404. The page names its assets and the API (v1/...) by URLs
+// relative to its own, so that a server mounted under a path prefix
+// (http.StripPrefix("/tg", srv) at "/tg/") works as at the root. Every response carries [ContentSecurityPolicy],
 // X-Content-Type-Options: nosniff, Referrer-Policy: no-referrer and
 // X-Frame-Options: DENY; the page itself is not cached (Cache-Control:
 // no-store).
@@ -100,9 +102,9 @@ func load() (*page, error) {
 	version := func(name string) string {
 		a, ok := p.assets[name]
 		if !ok {
-			return "/assets/" + name
+			return "assets/" + name
 		}
-		return "/assets/" + name + "?v=" + strings.Trim(a.etag, `"`)
+		return "assets/" + name + "?v=" + strings.Trim(a.etag, `"`)
 	}
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, map[string]string{"Script": version("app.js"), "Style": version("app.css")}); err != nil {

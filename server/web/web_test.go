@@ -60,7 +60,7 @@ func TestPageHeadersAndNoInlineScript(t *testing.T) {
 		t.Fatalf("the page has %d scripts, want 1", len(scripts))
 	}
 	for _, s := range scripts {
-		if !strings.Contains(s[1], `src="/assets/app.js?v=`) || strings.TrimSpace(s[2]) != "" {
+		if !strings.Contains(s[1], `src="assets/app.js?v=`) || strings.TrimSpace(s[2]) != "" {
 			t.Errorf("an inline script or a foreign one: %q", s[0])
 		}
 	}

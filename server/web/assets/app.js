@@ -112,7 +112,7 @@
     token = t;
     let p;
     try {
-      p = await api('GET', '/v1/me');
+      p = await api('GET', 'v1/me');
     } catch (e) {
       token = '';
       sessionStorage.removeItem(TOKEN_KEY);
@@ -165,7 +165,7 @@
 
   // ---- event streams -------------------------------------------------
 
-  // stream opens GET /v1/events (query q) with a fresh ticket and calls
+  // stream opens GET v1/events (query q) with a fresh ticket and calls
   // onEvent for each event; when the stream fails for good (an expired
   // ticket, a restarted server), it opens a new one after the last seq seen.
   function stream(q, onEvent, onState) {
@@ -174,14 +174,14 @@
       if (s.closed) return;
       let t;
       try {
-        t = await api('POST', '/v1/events/ticket', '{}');
+        t = await api('POST', 'v1/events/ticket', '{}');
       } catch (e) {
         onState(false);
         if (e.status !== 401) s.retry = window.setTimeout(open, 3000);
         return;
       }
       if (s.closed) return;
-      let url = '/v1/events?ticket=' + enc(t.ticket) + q;
+      let url = 'v1/events?ticket=' + enc(t.ticket) + q;
       if (s.after > 0) url += '&after=' + s.after;
       const es = new EventSource(url);
       s.es = es;
@@ -244,7 +244,7 @@
     if (!token) return;
     let page;
     try {
-      page = await api('GET', '/v1/approvals?status=pending&limit=100');
+      page = await api('GET', 'v1/approvals?status=pending&limit=100');
     } catch (e) {
       setText($('approvals-error'), 'Loading the approvals failed: ' + e.message);
       return;
@@ -433,7 +433,7 @@
       for (const b of buttons) b.disabled = true;
       li.setAttribute('aria-busy', 'true');
       try {
-        const v = await api('POST', '/v1/approvals/' + enc(a.id) + '/decision', body);
+        const v = await api('POST', 'v1/approvals/' + enc(a.id) + '/decision', body);
         li.classList.add('decided');
         const outcome = el('p', { class: 'outcome', role: 'status', tabindex: '-1' },
           (v.status === 'denied' ? 'Denied' : 'Approved') + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
@@ -526,7 +526,7 @@
     if (!token) return;
     let page;
     try {
-      page = await api('GET', '/v1/runs?limit=20');
+      page = await api('GET', 'v1/runs?limit=20');
     } catch (e) {
       return;
     }
@@ -562,7 +562,7 @@
     if (!can('operator')) return;
     let list;
     try {
-      list = await api('GET', '/v1/agents');
+      list = await api('GET', 'v1/agents');
     } catch (e) {
       return;
     }
@@ -592,7 +592,7 @@
     // One key per submission: a retried request starts no second run.
     const key = window.crypto && crypto.randomUUID ? { 'Idempotency-Key': crypto.randomUUID() } : undefined;
     try {
-      const r = await api('POST', '/v1/runs', JSON.stringify({ agent: $('start-agent').value, prompt }), key);
+      const r = await api('POST', 'v1/runs', JSON.stringify({ agent: $('start-agent').value, prompt }), key);
       $('start-prompt').value = '';
       announce('Started run ' + r.id + '.');
       refreshRunsSoon();
@@ -641,7 +641,7 @@
   async function loadRun(id) {
     let r;
     try {
-      r = await api('GET', '/v1/runs/' + enc(id));
+      r = await api('GET', 'v1/runs/' + enc(id));
     } catch (e) {
       if (id === openRunID) showProblem($('run-error'), e);
       return;
@@ -755,7 +755,7 @@
     $('run-cancel').addEventListener('click', async () => {
       if (!openRunID) return;
       try {
-        await api('POST', '/v1/runs/' + enc(openRunID) + '/cancel', '{}');
+        await api('POST', 'v1/runs/' + enc(openRunID) + '/cancel', '{}');
         refreshRunSoon();
       } catch (e) {
         showProblem($('run-error'), e);

@@ -1,0 +1,251 @@
+package build_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+func write(t *testing.T, path, body string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// calls is a model that asks for calls in its first turn, then ends.
+func calls(fc ...model.FuncCall) model.Model {
+	return model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
+			return model.Reply{Content: "finished"}, nil
+		}
+		return model.Reply{ToolCalls: fc}, nil
+	})
+}
+
+func withModel(m model.Model, o *build.Options) *build.Builder {
+	o.OpenModel = func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) { return m, ref.Name, nil }
+	return build.New(o)
+}
+
+func config(t *testing.T, dir string, c runs.RunConfig) runs.RunConfig {
+	t.Helper()
+	c.Model = runs.ModelRef{Provider: "func", Name: "test"}
+	if c.Workdir == "" {
+		c.Workdir = "ws"
+	}
+	if c.Sandbox == nil {
+		c.Sandbox = &runs.SandboxConfig{Bash: "off"}
+	}
+	cfg, err := c.Resolve(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func start(t *testing.T, b runs.Builder, cfg runs.RunConfig) *agent.Result {
+	t.Helper()
+	h, err := runs.New(store.NewMemory(nil), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Start(t.Context(), runs.StartRequest{Config: cfg, Prompt: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A policy's path rule denies a file however the model spells its path
+// (relative, with ./, absolute), and through a link in the workspace that
+// leads to it: the builder wires the policy to the workspace and the file
+// tools' CheckFile to the run's authorizers.
+func TestPolicyPathRulesHoldForEverySpelling(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	write(t, filepath.Join(ws, "secret", "key.txt"), "k3y\n")
+	write(t, filepath.Join(ws, "public", "key.txt"), "open\n")
+	if err := os.Symlink(filepath.Join(ws, "secret", "key.txt"), filepath.Join(ws, "hl.txt")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "policy.yaml"), `rules:
+  - id: no-secret
+    tool: [read, grep, glob]
+    args: {path: {pathPrefix: secret}}
+    decision: deny
+    reason: secret is off limits
+`)
+	paths := []string{"hl.txt", "secret/key.txt", "./secret/key.txt", filepath.Join(ws, "secret", "key.txt"), "public/key.txt"}
+	var fc []model.FuncCall
+	for _, p := range paths {
+		fc = append(fc, model.FuncCall{Name: "read", Arguments: map[string]string{"path": p}})
+	}
+	res := start(t, withModel(calls(fc...), &build.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml"}))
+	if len(res.ToolCalls) != len(paths) {
+		t.Fatalf("%d tool calls, want %d", len(res.ToolCalls), len(paths))
+	}
+	for i, tc := range res.ToolCalls {
+		leaked := strings.Contains(tc.Output, "k3y")
+		if i < 4 && leaked {
+			t.Errorf("read %s: %s by %s, output %q: the secret leaked", paths[i], tc.Decision.Outcome, tc.Decision.By, tc.Output)
+		}
+		if i == 4 && !strings.Contains(tc.Output, "open") {
+			t.Errorf("read %s: %s, output %q; want it read", paths[i], tc.Decision.Outcome, tc.Output)
+		}
+	}
+}
+
+// The deny globs, the hooks file and the records file of a configuration
+// all take effect; the policy, hooks and records files cannot be written by
+// the file tools even inside the workspace.
+func TestBuildAppliesDenyHooksRecordsAndProtects(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	hooksFile := write(t, filepath.Join(ws, "hooks.yaml"), `hooks:
+  - event: preToolUse
+    matcher: "*"
+    action: {type: log, message: "hook saw ${tool}"}
+`)
+	records := filepath.Join(ws, "records.jsonl")
+	var ran sync.Map
+	note := tool.Must("save_note", "Save a note.", func(ctx context.Context, in struct{}) (string, error) {
+		ran.Store("save_note", true)
+		return "saved", nil
+	}, nil)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	m := calls(
+		model.FuncCall{Name: "save_note", Arguments: map[string]any{}},
+		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "hooks.yaml", "content": "hooks: []\n"}},
+		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "records.jsonl", "content": "forged\n"}},
+	)
+	b := withModel(m, &build.Options{Tools: []tool.Tool{note}, Logger: logger})
+	res := start(t, b, config(t, dir, runs.RunConfig{Deny: []string{"SAVE_*"}, HooksFiles: []string{hooksFile}, RecordsFile: records}))
+	if _, ok := ran.Load("save_note"); ok {
+		t.Error("save_note ran although deny lists SAVE_*")
+	}
+	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "hook:deny" {
+		t.Errorf("save_note: %s by %s, want denied by hook:deny", d.Outcome, d.By)
+	}
+	for _, tc := range res.ToolCalls[1:] {
+		if !tc.IsError {
+			t.Errorf("write %s succeeded: %q; a governing file must be protected", tc.Args, tc.Output)
+		}
+	}
+	if b, _ := os.ReadFile(hooksFile); !strings.Contains(string(b), "hook saw") {
+		t.Errorf("the hooks file was changed: %q", b)
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "hook saw write") {
+		t.Errorf("the hooks file's log action did not run; logs:\n%s", out)
+	}
+	rec, err := os.ReadFile(records)
+	if err != nil || strings.Count(string(rec), "\n") != 3 || strings.Contains(string(rec), "forged") {
+		t.Errorf("records: %q %v; want three records and nothing forged", rec, err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// A field whose value does not load fails the build with a FieldError
+// naming it, and nothing runs.
+func TestBuildFieldErrors(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "nohooks.yaml"), "hooks: []\n")
+	write(t, filepath.Join(dir, "mcp.json"), `{"mcpServers": {"fs": {"comand": "mcp-server"}}}`)
+	for _, tc := range []struct {
+		cfg   runs.RunConfig
+		field string
+		want  string
+	}{
+		{runs.RunConfig{PolicyFile: "missing.yaml"}, runs.FieldPolicyFile, "missing.yaml"},
+		{runs.RunConfig{Autonomy: "reckless"}, runs.FieldAutonomy, "reckless"},
+		{runs.RunConfig{Deny: []string{"a|b"}}, runs.FieldDeny, "a|b"},
+		{runs.RunConfig{HooksFiles: []string{"nohooks.yaml"}}, runs.FieldHooksFiles, "has no hooks"},
+		{runs.RunConfig{MCPFiles: []string{"mcp.json"}}, runs.FieldMCPFiles, "comand"},
+		{runs.RunConfig{Sandbox: &runs.SandboxConfig{Bash: "loose"}}, "sandbox.bash", "loose"},
+		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"missing.json"}}}, "claude.files", "missing.json"},
+	} {
+		_, err := build.New(&build.Options{OpenModel: func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
+			return calls(), "x", nil
+		}}).Build(t.Context(), config(t, dir, tc.cfg))
+		fe, ok := errors.AsType[*runs.FieldError](err)
+		if !ok || fe.Field != tc.field || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want a FieldError on %s mentioning %q", tc.cfg, err, tc.field, tc.want)
+		}
+	}
+}
+
+// OpenModel opens a script model, and names the field of a bad reference;
+// no error holds the key.
+func TestOpenModel(t *testing.T) {
+	script := write(t, filepath.Join(t.TempDir(), "s.yaml"), "turns:\n  - text: hi\n")
+	if _, name, err := build.OpenModel(runs.ModelRef{Provider: "script", Name: script}, nil); err != nil || name != script {
+		t.Fatalf("script model: %q %v", name, err)
+	}
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("TOLLGATE_TEST_UNSET", "")
+	for _, tc := range []struct {
+		ref   runs.ModelRef
+		field string
+	}{
+		{runs.ModelRef{Provider: "gemini", Name: "pro"}, "model"},
+		{runs.ModelRef{Provider: "openai", Name: "gpt-4.1"}, "model"},
+		{runs.ModelRef{Provider: "openai", Name: "m", BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: "TOLLGATE_TEST_UNSET"}, "model.apiKeyEnv"},
+		{runs.ModelRef{Provider: "openai", Name: "m", BaseURL: "ftp://x/v1"}, "model.baseUrl"},
+	} {
+		_, _, err := build.OpenModel(tc.ref, &build.ModelOptions{APIKey: map[bool]string{true: "sk-secret-key"}[tc.field == "model.baseUrl"]})
+		fe, ok := errors.AsType[*runs.FieldError](err)
+		if !ok || fe.Field != tc.field || strings.Contains(err.Error(), "sk-secret-key") {
+			t.Errorf("%+v: %v, want a FieldError on %s without the key", tc.ref, err, tc.field)
+		}
+	}
+}
+
+// The host's tools are checked as the toolkit checks them: two with one
+// name fail the build, naming the option, not a configuration field.
+func TestBuildRefusesDuplicateHostTools(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := tool.Must("note", "a", func(ctx context.Context, in struct{}) (string, error) { return "a", nil }, nil)
+	b := tool.Must("note", "b", func(ctx context.Context, in struct{}) (string, error) { return "b", nil }, nil)
+	_, err := withModel(calls(), &build.Options{Tools: []tool.Tool{a, b}}).Build(t.Context(), config(t, dir, runs.RunConfig{}))
+	if _, isField := errors.AsType[*runs.FieldError](err); err == nil || isField || !strings.Contains(err.Error(), "Options.Tools") {
+		t.Fatalf("Build with two tools named note: %v, want an error naming Options.Tools", err)
+	}
+}

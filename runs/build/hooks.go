@@ -1,0 +1,182 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/runs"
+)
+
+// setupHooks loads HooksFiles: their declarative hooks (seed 000) become the
+// agent's tool call listener once it exists, and ON_STOP fires when a part
+// of the run ends, with the run's ID and status. Command hooks run in the
+// run's recorded workspace, so that a resume from another directory runs
+// them where the run began.
+func setupHooks(ctx context.Context, s *setup) error {
+	files := s.cfg.HooksFiles
+	if len(files) == 0 {
+		return nil
+	}
+	// The hooks' log actions are log lines; a command that failed is a
+	// warning.
+	dopts := &declarative.Options{Logger: s.b.opts.WarnLogger, Dir: s.cfg.Workdir}
+	dopts.Sandbox, dopts.PassEnv = s.sandbox.hookSandbox(), s.sandbox.passEnv
+	s.addProtected(files...)
+	reg, err := LoadHookFiles(files, s.b.opts.Notice, dopts)
+	if err != nil {
+		return &runs.FieldError{Field: runs.FieldHooksFiles, Err: err}
+	}
+	agentID := ""
+	s.afterNew = append(s.afterNew, func(ctx context.Context, a *agent.Agent) error {
+		agentID = a.ID()
+		reg.ApplyTo(ctx, a)
+		return nil
+	})
+	s.onStop = append(s.onStop, func(ctx context.Context, runID string, status store.RunStatus) {
+		hctx := map[string]any{"agent": agentID, "status": string(status), "runId": runID}
+		// ON_STOP runs even when the run was canceled, so that its hooks
+		// can record that; each gets its own timeout.
+		reg.FireEvent(context.WithoutCancel(ctx), declarative.OnStop, hctx)
+	})
+	return nil
+}
+
+// LoadHookFiles loads each declarative hooks file once (a file named twice
+// is loaded once, so that each hook fires once per event), passes every
+// diagnostic to notice as "hooks: DIAGNOSTIC", and joins the files into one
+// registry with opts. A file that does not load, has no hooks, or has a
+// command that pastes model-controlled text into the shell is an error
+// naming it: running without hooks that were asked for (an audit, say)
+// would be worse than not running.
+func LoadHookFiles(files []string, notice func(string), opts *declarative.Options) (*declarative.Registry, error) {
+	seen := map[string]bool{}
+	var regs []*declarative.Registry
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, err
+		}
+		if seen[abs] {
+			notice(fmt.Sprintf("hooks: %s is given more than once; it is loaded once", f))
+			continue
+		}
+		seen[abs] = true
+		reg, err := declarative.Load(f, nil) // diagnostics go to notice below, not to a log
+		if err != nil {
+			return nil, err
+		}
+		unsafe := 0
+		for _, d := range reg.Diagnostics() {
+			notice(fmt.Sprint("hooks: ", d))
+			if d.Severity >= slog.LevelError {
+				return nil, fmt.Errorf("%s did not load (see its diagnostics)", f)
+			}
+			if d.Unsafe {
+				unsafe++
+			}
+		}
+		if unsafe > 0 {
+			return nil, fmt.Errorf("%s: %d command(s) paste model-controlled text into the shell (see its diagnostics); pass it as $TOLLGATE_* variables, stdin or argv", f, unsafe)
+		}
+		if len(reg.Hooks()) == 0 {
+			return nil, fmt.Errorf("%s has no hooks (want a top-level hooks list)", f)
+		}
+		regs = append(regs, reg)
+	}
+	return declarative.Join(opts, regs...), nil
+}
+
+// setupClaude runs the hooks of the Claude Code settings files of Claude
+// (and, with Project, the workspace's .claude/settings.json and
+// .claude/settings.local.json and the user's ~/.claude/settings.json).
+func setupClaude(ctx context.Context, s *setup) error {
+	cc := s.cfg.Claude
+	if cc == nil || (len(cc.Files) == 0 && !cc.Project) {
+		return nil
+	}
+	modes, err := ParseFailModes(cc.FailModes)
+	if err != nil {
+		return &runs.FieldError{Field: "claude.failModes", Err: err}
+	}
+	all := append([]string{}, cc.Files...)
+	if cc.Project {
+		home, _ := os.UserHomeDir()
+		found := claudecode.SettingsFiles(s.cfg.Workdir, home)
+		if len(found) == 0 {
+			s.notice("claude settings: claude.project found no settings file under %s/.claude or ~/.claude", s.cfg.Workdir)
+		}
+		all = append(all, found...)
+	}
+	settings, err := claudecode.LoadFiles(all...)
+	if err != nil {
+		return &runs.FieldError{Field: "claude.files", Err: err}
+	}
+	bad := 0
+	for _, d := range settings.Diagnostics {
+		s.notice("claude settings: %s", d)
+		if d.Severity >= slog.LevelError {
+			bad++
+		}
+	}
+	if bad > 0 {
+		// Running without guards that were asked for would be worse than not running.
+		return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("%d settings file(s) did not load (see their diagnostics)", bad)}
+	}
+	if len(cc.Files) > 0 && settings.Handlers() == 0 {
+		return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hooks in %s", strings.Join(cc.Files, ", "))}
+	}
+	// A gate that did not load must not let calls through: refuse settings
+	// whose skipped entries belong to an event that fails closed.
+	for _, d := range settings.Diagnostics {
+		if d.Skipped && (d.Event == claudecode.PreToolUse || d.Event == claudecode.PermissionRequest) && modes[d.Event] != claudecode.FailOpen {
+			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("a %s entry was skipped (%s); fix it, or make %s fail open to run without it", d.Event, d, d.Event)}
+		}
+	}
+	copts := &claudecode.Options{ProjectDir: s.cfg.Workdir, FailModes: modes, DefaultTimeout: time.Duration(cc.Timeout), Logger: s.b.opts.WarnLogger}
+	copts.Sandbox, copts.PassEnv = s.sandbox.hookSandbox(), s.sandbox.passEnv
+	s.addProtected(all...)
+	c, err := claudecode.New(settings, copts)
+	if err != nil {
+		return &runs.FieldError{Field: runs.FieldClaude, Err: err}
+	}
+	c.Register(s.opts.Hooks)
+	return nil
+}
+
+// ParseFailModes reads EVENT=open|closed values of ClaudeConfig.FailModes;
+// EVENT * sets every event. An unknown event or mode is an error naming the
+// value.
+func ParseFailModes(vals []string) (map[claudecode.Event]claudecode.FailMode, error) {
+	events := []claudecode.Event{claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse, claudecode.PostToolUseFailure,
+		claudecode.UserPromptSubmit, claudecode.Stop, claudecode.SessionStart, claudecode.SessionEnd, claudecode.Notification}
+	out := map[claudecode.Event]claudecode.FailMode{}
+	for _, v := range vals {
+		ev, m, ok := strings.Cut(v, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want EVENT=open|closed", v)
+		}
+		mode, err := claudecode.ParseFailMode(m)
+		if err != nil {
+			return nil, err
+		}
+		known := false
+		for _, e := range events {
+			if ev == "*" || claudecode.Event(ev) == e {
+				out[e], known = mode, true
+			}
+		}
+		if !known {
+			return nil, fmt.Errorf("%q: unknown event %q", v, ev)
+		}
+	}
+	return out, nil
+}

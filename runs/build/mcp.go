@@ -1,0 +1,171 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/runs"
+)
+
+// setupMCP starts the servers of MCPFiles; their tools are offered beside
+// the builtins (the set, not a copy of its tools: a server that announces a
+// change of its tools is listed again between turns) and they are stopped
+// when the part of the run ends. Each server's status goes to Notice; a
+// server that fails is reported and left out.
+func setupMCP(ctx context.Context, s *setup) error {
+	files := s.cfg.MCPFiles
+	if len(files) == 0 {
+		return nil
+	}
+	s.addProtected(files...)
+	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.sandbox.mcpSandbox()})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, set.Close)
+	for _, st := range set.Servers() {
+		s.notice("mcp: %s", MCPStatusLine(st))
+		for _, sk := range st.Skipped {
+			s.notice("mcp: server %s: tool %s skipped: %s", st.Name, strconv.Quote(sk.Tool), sk.Reason)
+		}
+		if st.SkippedMore > 0 {
+			s.notice("mcp: server %s: %d more tools skipped", st.Name, st.SkippedMore)
+		}
+	}
+	s.toolsets = append(s.toolsets, set)
+	return nil
+}
+
+// MCPOptions configures [OpenMCP]; nil means defaults.
+type MCPOptions struct {
+	// Notice receives the files' warnings (unknown keys, with their
+	// FILE:LINE:COL) as "mcp: WARNING" lines.
+	Notice func(string)
+	// Logger receives the servers' logs.
+	Logger *slog.Logger
+	// Confine is mcptool.Options.Sandbox (see [MCPConfine]).
+	Confine func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error
+}
+
+// MCPOpenSlack is what [OpenMCP] allows on top of two start-up phases of the
+// slowest server: the time a phase that runs out may take to stop its
+// server, and then some.
+const MCPOpenSlack = 3*mcptool.DefaultShutdownGrace + 20*time.Second
+
+// LoadMCP loads every MCP servers file into one configuration, passing the
+// files' warnings to notice. A file named twice is loaded once; a server
+// name defined in two files is an error naming both. Errors are
+// [*runs.FieldError]s naming mcpFiles.
+func LoadMCP(files []string, notice func(string)) (*mcptool.Config, error) {
+	cfg := &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{}}
+	definedIn := map[string]string{}
+	seen := map[string]bool{}
+	var loaded []string
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}
+		}
+		if seen[abs] {
+			notice(fmt.Sprintf("mcp: %s is given more than once; it is loaded once", f))
+			continue
+		}
+		seen[abs] = true
+		c, err := mcptool.Load(f)
+		if err != nil {
+			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}
+		}
+		for _, warn := range c.Warnings {
+			notice(fmt.Sprint("mcp: ", warn))
+		}
+		names := make([]string, 0, len(c.Servers))
+		for name := range c.Servers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if prev, ok := definedIn[name]; ok {
+				return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: fmt.Errorf("server %q is defined in both %s and %s; rename one", name, prev, f)}
+			}
+			definedIn[name] = f
+			cfg.Servers[name] = c.Servers[name]
+		}
+		loaded = append(loaded, f)
+	}
+	cfg.File = strings.Join(loaded, ", ")
+	return cfg, nil
+}
+
+// OpenMCP loads files (see [LoadMCP]) and starts their servers. Each
+// server's phases are bounded by its own timeout, so a server that hangs is
+// reported in its status; the whole of Open is bounded as well, by two
+// phases of the slowest server plus [MCPOpenSlack], as a backstop. A clash
+// between tool names of two servers and a bad configuration are
+// [*runs.FieldError]s naming mcpFiles; an Open that runs out of time or is
+// canceled is another error.
+func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Set, error) {
+	var o MCPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Notice == nil {
+		o.Notice = func(string) {}
+	}
+	cfg, err := LoadMCP(files, o.Notice)
+	if err != nil {
+		return nil, err
+	}
+	slowest := mcptool.DefaultTimeout
+	for _, sc := range cfg.Servers {
+		slowest = max(slowest, sc.Timeout)
+	}
+	bound := 2*slowest + MCPOpenSlack
+	octx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	set, err := mcptool.Open(octx, cfg, &mcptool.Options{Logger: o.Logger, Sandbox: o.Confine})
+	if err != nil {
+		var ce *mcptool.CollisionError
+		var cfgErr *mcptool.ConfigError
+		switch {
+		case errors.As(err, &ce), errors.As(err, &cfgErr):
+			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}
+		case ctx.Err() == nil && octx.Err() != nil:
+			return nil, fmt.Errorf("mcp: the MCP servers did not start within %s", bound)
+		}
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	return set, nil
+}
+
+// MCPStatusLine says how one server fared, in one line, e.g.
+// `server fs: ready (stdio, trusted, 14 tools, secure-filesystem-server 0.2.0)`.
+func MCPStatusLine(st mcptool.ServerStatus) string {
+	trust := "untrusted"
+	if st.Trusted {
+		trust = "trusted"
+	}
+	switch st.State {
+	case mcptool.StateReady:
+		info := ""
+		if st.ServerInfo != nil {
+			info = ", " + strings.TrimSpace(st.ServerInfo.Name+" "+st.ServerInfo.Version)
+		}
+		skipped := ""
+		if n := len(st.Skipped) + st.SkippedMore; n > 0 {
+			skipped = fmt.Sprintf(", %d skipped", n)
+		}
+		return fmt.Sprintf("server %s: ready (%s, %s, %d tools%s%s)", st.Name, st.Transport, trust, st.Tools, skipped, info)
+	case mcptool.StateDisabled:
+		return fmt.Sprintf("server %s: disabled in the configuration; not started", st.Name)
+	}
+	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %v", st.Name, st.Transport, trust, st.Err)
+}

@@ -1,0 +1,129 @@
+package build
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/anthropic"
+	"github.com/tollgate-dev/tollgate/model/openai"
+	"github.com/tollgate-dev/tollgate/model/scripted"
+	"github.com/tollgate-dev/tollgate/runs"
+)
+
+// ModelOptions configures [OpenModel]; nil means defaults.
+type ModelOptions struct {
+	// APIKey is used before any environment variable; never stored, logged
+	// or put in an error.
+	APIKey string
+	// Logger receives the provider's retries, with how long each waits.
+	Logger *slog.Logger
+}
+
+// OpenModel opens the model ref names and returns it with the model name to
+// send. Provider "script" replays the YAML script at Name (package
+// model/scripted); "openai" speaks OpenAI Chat Completions at BaseURL
+// (default the vendor's; any compatible server); "anthropic" the Anthropic
+// Messages API. The key is opts.APIKey, else the variable APIKeyEnv names
+// (unset or empty is an error), else, for the hosted service it belongs to
+// only, OPENAI_API_KEY (api.openai.com), OPENROUTER_API_KEY (openrouter.ai)
+// or ANTHROPIC_API_KEY (api.anthropic.com): a vendor's key is never sent to
+// another server. The hosted services require a key; other servers (a local
+// Ollama) may need none. A run started with a key given directly
+// (KeyGiven) needs opts.APIKey again. Errors are [*runs.FieldError]s naming
+// "model", "model.baseUrl" or "model.apiKeyEnv"; none contains the key.
+func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, error) {
+	var o ModelOptions
+	if opts != nil {
+		o = *opts
+	}
+	fieldErr := func(field, format string, args ...any) error {
+		return &runs.FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+	}
+	if ref.Name == "" {
+		return nil, "", fieldErr("model", "%q: want a provider and a name, e.g. script:PATH, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5", ref.String())
+	}
+	switch ref.Provider {
+	case "script":
+		if ref.BaseURL != "" || ref.APIKeyEnv != "" {
+			return nil, "", fieldErr("model", "baseUrl and apiKeyEnv are for openai and anthropic models, not script")
+		}
+		m, err := scripted.Load(ref.Name)
+		if err != nil {
+			return nil, "", &runs.FieldError{Field: "model", Err: err}
+		}
+		return m, ref.Name, nil
+	case "openai", "anthropic":
+	default:
+		return nil, "", fieldErr("model", "%q: unknown provider %q (known: script, openai, anthropic)", ref.String(), ref.Provider)
+	}
+	if ref.KeyGiven && o.APIKey == "" {
+		return nil, "", fieldErr("model", "the run was started with a key given directly, which is never stored; give it again")
+	}
+	var base, envKey, envVar string
+	if ref.Provider == "openai" {
+		base = cmp.Or(ref.BaseURL, openai.DefaultBaseURL)
+		envKey, envVar = openai.KeyFromEnv(base)
+	} else {
+		base = cmp.Or(ref.BaseURL, anthropic.DefaultBaseURL)
+		envKey, envVar = anthropic.KeyFromEnv()
+	}
+	key := o.APIKey
+	switch {
+	case key != "":
+	case ref.APIKeyEnv != "":
+		if key = os.Getenv(ref.APIKeyEnv); key == "" {
+			return nil, "", fieldErr("model.apiKeyEnv", "%s: the variable is unset or empty", ref.APIKeyEnv)
+		}
+	case HostedService(base):
+		if key = envKey; key == "" {
+			return nil, "", fieldErr("model", "no API key for %s: set %s", hostOf(base), envVar)
+		}
+	}
+	var m model.Model
+	var err error
+	if ref.Provider == "openai" {
+		m, err = openai.New(&openai.Options{BaseURL: base, APIKey: key, Model: ref.Name, Logger: o.Logger})
+	} else {
+		m, err = anthropic.New(&anthropic.Options{BaseURL: base, APIKey: key, Model: ref.Name, Logger: o.Logger})
+	}
+	if err != nil {
+		return nil, "", &runs.FieldError{Field: "model.baseUrl", Err: redact(err, key)}
+	}
+	return m, ref.Name, nil
+}
+
+// HostedService reports whether base is one of the hosted APIs tollgate
+// knows (OpenAI, OpenRouter, Anthropic), which always want a key and are
+// the only servers a vendor's variable's key is sent to.
+func HostedService(base string) bool {
+	h := hostOf(base)
+	for _, svc := range []string{openai.DefaultBaseURL, openai.OpenRouterBaseURL, anthropic.DefaultBaseURL} {
+		if h == hostOf(svc) {
+			return true
+		}
+	}
+	return strings.HasSuffix(h, ".openrouter.ai")
+}
+
+// hostOf returns the lower-case host name of a URL, "" when it has none.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+}
+
+// redact returns err with every occurrence of key in its text replaced.
+func redact(err error, key string) error {
+	if key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
+}

@@ -1,0 +1,174 @@
+package build
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/sandbox"
+)
+
+// sandboxConfig is what a configuration's Sandbox decided; the other steps
+// read it from setup.
+type sandboxConfig struct {
+	sb         *sandbox.Sandbox // nil when every mode is off
+	bash       sandbox.Mode
+	hooks      sandbox.Mode
+	read       []string // absolute
+	connect    []uint16
+	passEnv    []string
+	workspace  string // Workdir with its links resolved
+	cwd        string // the process's working directory
+	protectFns []func() []string
+}
+
+// protect returns the paths no sandboxed command may write: the running
+// binary and what the steps registered (the state directory, hooks, policy
+// and MCP files).
+func (c *sandboxConfig) protect() []string {
+	var out []string
+	if exe, err := os.Executable(); err == nil {
+		out = append(out, exe)
+	}
+	for _, f := range c.protectFns {
+		for _, p := range f() {
+			if abs, err := filepath.Abs(p); err == nil {
+				out = append(out, abs)
+			}
+		}
+	}
+	return out
+}
+
+// policy returns the policy of a bash call (workspace: Workdir) or a command
+// hook (workspace: its working directory).
+func (c *sandboxConfig) policy(mode sandbox.Mode, workspace string) sandbox.Policy {
+	return sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect()}
+}
+
+// builtinOptions are the builtins' options under this configuration.
+func (c *sandboxConfig) builtinOptions() *builtin.Options {
+	o := &builtin.Options{PassEnv: c.passEnv}
+	if c.sb != nil && c.bash != sandbox.Off {
+		o.Sandbox = func(cmd *exec.Cmd) (bool, error) { return c.sb.Wrap(cmd, c.policy(c.bash, c.workspace)) }
+	}
+	return o
+}
+
+// hookSandbox confines command hooks, or is nil: a command hook's workspace
+// is its working directory, and it may read (workspace mode: write) Workdir.
+func (c *sandboxConfig) hookSandbox() func(cmd *exec.Cmd) (bool, error) {
+	if c.sb == nil || c.hooks == sandbox.Off {
+		return nil
+	}
+	return func(cmd *exec.Cmd) (bool, error) {
+		dir := cmd.Dir
+		if dir == "" {
+			dir = c.cwd
+		}
+		p := c.policy(c.hooks, dir)
+		if c.hooks == sandbox.Workspace {
+			p.Write = []string{c.workspace}
+		} else {
+			p.Read = append(p.Read[:len(p.Read):len(p.Read)], c.workspace)
+		}
+		return c.sb.Wrap(cmd, p)
+	}
+}
+
+// MCPConfine returns the confinement of stdio MCP servers (for
+// mcptool.Options.Sandbox) under sb: each server runs as its "sandbox" in
+// mcp.json says (default workspace, on base's workspace), and may read its
+// working directory, the process's working directory cwd and its
+// "sandboxRead" besides, and connect to its "sandboxConnect" ports. base is
+// called for each server, so that it sees every protected path registered
+// by then. A nil sb confines nothing.
+func MCPConfine(sb *sandbox.Sandbox, cwd string, base func() sandbox.Policy) func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
+	if sb == nil {
+		return nil
+	}
+	return func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
+		p := base()
+		p.Mode = sandbox.Workspace
+		if sc.Sandbox != "" {
+			m, err := sandbox.ParseMode(sc.Sandbox)
+			if err != nil {
+				return err
+			}
+			p.Mode = m
+		}
+		p.Read = append(append(append([]string(nil), p.Read...), sc.SandboxRead...), cwd)
+		if cmd.Dir != "" {
+			// A "cwd" relative to a relative mcp.json path is relative to
+			// this process's working directory, as exec reads it.
+			dir, err := filepath.Abs(cmd.Dir)
+			if err != nil {
+				return err
+			}
+			p.Read = append(p.Read, dir)
+		}
+		p.ConnectTCP = append(append([]uint16(nil), p.ConnectTCP...), sc.SandboxConnect...)
+		_, err := sb.Wrap(cmd, p)
+		return err
+	}
+}
+
+func (c *sandboxConfig) mcpSandbox() func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
+	return MCPConfine(c.sb, c.cwd, func() sandbox.Policy { return c.policy(sandbox.Workspace, c.workspace) })
+}
+
+// setupSandbox reads the configuration's Sandbox: bash (default
+// workspace), command hooks (default as bash), further readable paths,
+// ports and passed variables. The sandbox is made even with bash and hooks
+// off: stdio MCP servers run confined unless their own configuration says
+// off.
+func setupSandbox(ctx context.Context, s *setup) error {
+	sc := s.cfg.Sandbox
+	if sc == nil {
+		sc = &runs.SandboxConfig{}
+	}
+	c := &sandboxConfig{passEnv: sc.PassEnv, connect: sc.Connect}
+	var err error
+	if c.bash, err = sandbox.ParseMode(cmp.Or(sc.Bash, string(sandbox.Workspace))); err != nil {
+		return &runs.FieldError{Field: "sandbox.bash", Err: err}
+	}
+	c.hooks = c.bash
+	if sc.Hooks != "" {
+		if c.hooks, err = sandbox.ParseMode(sc.Hooks); err != nil {
+			return &runs.FieldError{Field: "sandbox.hooks", Err: err}
+		}
+	}
+	for _, r := range sc.Read {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return &runs.FieldError{Field: "sandbox.read", Err: fmt.Errorf("%s: %v", r, err)}
+		}
+		c.read = append(c.read, abs)
+	}
+	if c.cwd, err = os.Getwd(); err != nil {
+		return err
+	}
+	c.workspace = s.cfg.Workdir
+	if real, err := filepath.EvalSymlinks(c.workspace); err == nil {
+		c.workspace = real
+	}
+	s.sandbox = c
+	if s.cfg.Model.Provider == "script" {
+		s.addProtected(s.cfg.Model.Name)
+	}
+	sb, err := sandbox.New(&sandbox.Options{Logger: s.b.opts.WarnLogger, Helper: s.b.opts.SandboxHelper})
+	if err != nil {
+		if c.bash == sandbox.Off && c.hooks == sandbox.Off {
+			return nil
+		}
+		return fmt.Errorf("sandbox: %w (set sandbox.bash and sandbox.hooks to off to run commands unconfined)", err)
+	}
+	c.sb = sb
+	return nil
+}
