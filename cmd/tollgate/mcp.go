@@ -156,17 +156,21 @@ func mcpStatusLine(st mcptool.ServerStatus) string {
 	case mcptool.StateReady:
 		info := ""
 		if st.ServerInfo != nil {
-			info = ", " + strings.TrimSpace(st.ServerInfo.Name+" "+st.ServerInfo.Version)
+			info = ", " + field(strings.TrimSpace(st.ServerInfo.Name+" "+st.ServerInfo.Version))
 		}
 		skipped := ""
 		if n := len(st.Skipped) + st.SkippedMore; n > 0 {
 			skipped = fmt.Sprintf(", %d skipped", n)
 		}
-		return fmt.Sprintf("server %s: ready (%s, %s, %d tools%s%s)", st.Name, st.Transport, trust, st.Tools, skipped, info)
+		return fmt.Sprintf("server %s: ready (%s, %s, %d tools%s%s)", field(st.Name), st.Transport, trust, st.Tools, skipped, info)
 	case mcptool.StateDisabled:
-		return fmt.Sprintf("server %s: disabled in the configuration; not started", st.Name)
+		return fmt.Sprintf("server %s: disabled in the configuration; not started", field(st.Name))
 	}
-	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %v", st.Name, st.Transport, trust, st.Err)
+	msg := ""
+	if st.Err != nil {
+		msg = oneLineSafe(st.Err.Error())
+	}
+	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %s", field(st.Name), st.Transport, trust, msg)
 }
 
 // mcpSkippedLines says, one line each, which tools of a server are skipped
