@@ -67,8 +67,15 @@ func (rs *runSetup) addProtected(files ...string) {
 
 // policy returns the policy of a bash call (workspace: --workdir) or a
 // command hook (workspace: the working directory).
+// The workspace's .claude directory is sealed, existing or not: its
+// settings are what --claude-project-settings reads, so no command may plant
+// a hook there.
 func (c *sandboxConfig) policy(mode sandbox.Mode, workspace string) sandbox.Policy {
-	return sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect()}
+	p := sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect()}
+	if c.workspace != "" {
+		p.Seal = []string{filepath.Join(c.workspace, ".claude")}
+	}
+	return p
 }
 
 // builtinOptions are the builtins' options under these flags.
