@@ -173,3 +173,53 @@ func TestCheckPinsOldAndIncomplete(t *testing.T) {
 		t.Fatalf("pinning a directory: %v", err)
 	}
 }
+
+// A durable run pins its files when it is prepared; a recovery (here the
+// first drive) after its policy changed builds nothing and runs no tool,
+// also when the engine's input lost the pins: the stored run's are used.
+func TestDurableRefusesChangedPolicy(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		ctx := context.Background()
+		st := store.NewMemory(nil)
+		ws := t.TempDir()
+		pol := filepath.Join(ws, "policy.yaml")
+		if err := os.WriteFile(pol, []byte("rules: []\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		transfer := &testkit.Counter{Name: "transfer_funds"}
+		b := &countingBuilder{testBuilder: &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}}
+		d, err := runs.NewDurable(st, b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		input := runs.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: ws, PolicyFile: pol}, Prompt: "move 5"}
+		if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+			t.Fatal(err)
+		}
+		if len(input.Config.Pins) != 1 {
+			t.Fatalf("pins %+v", input.Config.Pins)
+		}
+		if lost {
+			input.Config.Pins = nil
+		}
+		if err := os.WriteFile(pol, []byte("autonomy: full_auto\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		eng := newFakeEngine()
+		eng.execution(-1)
+		// Without the check the run would wait for an approval: cancel it there.
+		h := newHost(t, st, b, "host-a", time.Minute)
+		eng.onWait = func(string) {
+			if err := h.Cancel(ctx, "run_d", "person:test"); err != nil {
+				t.Errorf("cancel: %v", err)
+			}
+		}
+		_, err = d.Drive(ctx, eng, input)
+		if !errors.Is(err, runs.ErrGoverningFileChanged) {
+			t.Fatalf("lost pins %v: drive after the policy changed: %v", lost, err)
+		}
+		if b.builds.Load() != 0 || transfer.Count() != 0 {
+			t.Fatalf("lost pins %v: built %d times, the tool ran %d times", lost, b.builds.Load(), transfer.Count())
+		}
+	}
+}
