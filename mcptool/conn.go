@@ -51,6 +51,10 @@ type conn struct {
 	// call's context, which carries its tool.Reporter.
 	progress sync.Map
 	tokens   atomic.Uint64
+	// oversized is the last HTTP message over the size limit, which the
+	// SDK may report only as a request without a response; a failed call
+	// takes it to say why.
+	oversized atomic.Pointer[error]
 
 	// tools are the server's tools as last listed; guarded by the Set's mu
 	// once Open has returned.

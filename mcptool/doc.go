@@ -110,6 +110,13 @@
 //     with a note saying it was cut ([MetaCut] in the metadata); another
 //     answer becomes an error for its request; a request or notification is
 //     dropped. The session and the process stay, and later calls use them.
+//   - A streamable-HTTP server's JSON response body, or one event of its SSE
+//     stream, over [Options].MaxMessageBytes is not read further: the body is
+//     closed at the limit and the request fails ([ErrHTTPMessageTooLarge]),
+//     so that memory holds at most the limit, not what the server sends.
+//   - A streamable-HTTP server with "headers" that redirects to another
+//     scheme, host or port is not followed ([ErrCrossHostRedirect]): its
+//     headers (Authorization, API keys) would go there.
 //
 // What a recovery costs: a skipped tool or line, nothing measurable; a new
 // HTTP session, one initialize round trip before the call (about 4 ms

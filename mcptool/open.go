@@ -46,12 +46,14 @@ type Options struct {
 	// (after closing its stdin, after SIGTERM, after SIGKILL); zero means
 	// [DefaultShutdownGrace]. Closing takes at most about three of it.
 	ShutdownGrace time.Duration
-	// MaxMessageBytes bounds one message from a stdio server; zero means
+	// MaxMessageBytes bounds one message from a server; zero means
 	// [DefaultMaxMessageBytes]. A tool result over it is cut to its first
 	// [CutResultBytes] of text, with a note, and marked with [MetaCut]; any
 	// other answer over it becomes an error for its request. Either way the
 	// connection and the server stay, where a message over the SDK's own
-	// limit would close them.
+	// limit would close them. From a streamable-HTTP server it bounds a
+	// JSON response body and each event of an SSE stream while they are
+	// read: more fails the request ([ErrHTTPMessageTooLarge]).
 	MaxMessageBytes int
 }
 
@@ -363,7 +365,7 @@ func (c *conn) listTools(ctx context.Context, session *mcp.ClientSession, abort 
 // that collects the server's stderr. On error nothing of it is left running.
 func dial(ctx context.Context, c *conn, stderr **tailBuffer) (*mcp.ClientSession, error) {
 	sc, o := c.sc, c.o
-	transport, err := newTransport(c.name, sc, o, stderr)
+	transport, err := newTransport(c.name, sc, o, stderr, c.oversized.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +400,8 @@ func dial(ctx context.Context, c *conn, stderr **tailBuffer) (*mcp.ClientSession
 
 // newTransport builds the transport of one server. For stdio it sets *stderr
 // to the buffer that collects the server's stderr.
-func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer) (mcp.Transport, error) {
+// onOver, when set, is told of an HTTP message over the size limit.
+func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer, onOver func(*error)) (mcp.Transport, error) {
 	switch {
 	case sc.Transport != nil:
 		return sc.Transport, nil
@@ -420,7 +423,10 @@ func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer
 		if rt == nil {
 			rt = http.DefaultTransport
 		}
-		hc.Transport = &headerTransport{base: rt, headers: headers}
+		hc.Transport = &boundTransport{base: &headerTransport{base: rt, headers: headers}, server: name, max: int64(o.MaxMessageBytes), onOver: onOver}
+		if len(headers) > 0 {
+			hc.CheckRedirect = refuseCrossHost(name, base.CheckRedirect)
+		}
 		return &mcp.StreamableClientTransport{Endpoint: sc.URL, HTTPClient: &hc}, nil
 	}
 	env := proc.Env(os.Environ(), nil)

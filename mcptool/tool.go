@@ -345,6 +345,9 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 			r.Metadata = map[string]any{MetaServer: t.server, MetaTool: t.remote}
 			return r, nil
 		}
+		if over := t.conn.oversized.Swap(nil); over != nil && !errors.Is(err, ErrHTTPMessageTooLarge) {
+			err = fmt.Errorf("%w (%w)", *over, err)
+		}
 		return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, err)
 	}
 	return t.result(res), nil

@@ -114,6 +114,12 @@ type RunConfig struct {
 	// of what the request asked; package server's Idempotency-Key). The run
 	// itself does not use it.
 	RequestDigest string `json:"requestDigest,omitempty"`
+	// Pins hold the SHA-256 of every file that governs the run (or its
+	// absence), taken when the run started ([RunConfig.Pin]); every later
+	// build of the run's agent refuses a file that differs
+	// ([RunConfig.CheckPins]). Empty in configurations stored before runs
+	// pinned their files: those are not checked.
+	Pins []Pin `json:"pins,omitempty"`
 }
 
 // SandboxConfig says how package sandbox confines the commands of a run.
@@ -230,6 +236,12 @@ func (c RunConfig) Check() error {
 		for i, p := range c.Claude.Files {
 			paths[fmt.Sprintf("claude.files[%d]", i)] = p
 		}
+	}
+	for i, p := range c.Pins {
+		if p.Path == "" {
+			return fmt.Errorf("runs: run configuration field pins[%d] has no path", i)
+		}
+		paths[fmt.Sprintf("pins[%d]", i)] = p.Path
 	}
 	for field, p := range paths {
 		if p != "" && !filepath.IsAbs(p) {

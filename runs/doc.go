@@ -35,7 +35,11 @@
 // it over at once instead of after the lease's expiry.
 //
 // The agent is rebuilt from the stored [RunConfig] by the host's [Builder],
-// never from the current directory or command-line flags.
+// never from the current directory or command-line flags. The files that
+// govern the run are pinned by SHA-256 when it starts ([RunConfig.Pin]), and
+// every later build refuses one that changed, appeared or vanished
+// ([ErrGoverningFileChanged]): a tool of the run cannot rewrite its policy
+// while it waits and have the resume load it.
 //
 // # Durable runs
 //

@@ -186,6 +186,13 @@ func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 	if in.RunID == "" {
 		in.RunID = NewRunID()
 	}
+	// The files that govern the run are pinned as they are now (see
+	// [RunConfig.Pin]); in.Config carries the pins to the engine.
+	pinned, err := in.Config.Pin()
+	if err != nil {
+		return err
+	}
+	in.Config = pinned
 	cfgJSON, err := json.Marshal(in.Config)
 	if err != nil {
 		return err
@@ -226,7 +233,16 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	}); err != nil {
 		return nil, err
 	}
-	built, err := d.build.Build(ctx, in.Config)
+	// An engine started without PrepareDurable has no pins in its input:
+	// the stored configuration's, taken when the run was stored, are used.
+	if len(in.Config.Pins) == 0 {
+		if run, err := d.store.GetRun(ctx, in.RunID); err == nil {
+			if stored, err := LoadConfig(run); err == nil {
+				in.Config.Pins = stored.Pins
+			}
+		}
+	}
+	built, err := buildPinned(ctx, d.build, in.Config)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, nil)
 	}

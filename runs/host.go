@@ -217,11 +217,18 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 	if id == "" {
 		id = NewRunID()
 	}
+	// The files that govern the run are pinned as they are now: every later
+	// build of its agent (resume, takeover) refuses one that changed.
+	cfg, err := req.Config.Pin()
+	if err != nil {
+		return nil, err
+	}
+	req.Config = cfg
 	cfgJSON, err := json.Marshal(req.Config)
 	if err != nil {
 		return nil, err
 	}
-	built, err := h.build.Build(ctx, req.Config)
+	built, err := buildPinned(ctx, h.build, req.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +247,24 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 	return d.drive(ctx, func(ctx context.Context, a *agent.Agent) iter2 {
 		return a.Stream(ctx, req.Prompt, agent.WithRunID(id), agent.WithHistory(req.History...))
 	})
+}
+
+// buildPinned builds cfg's agent when its governing files are as pinned
+// ([RunConfig.CheckPins]), checked before the build and again after it, so
+// that a file swapped while the builder read it is refused too.
+func buildPinned(ctx context.Context, b Builder, cfg RunConfig) (*Built, error) {
+	if err := cfg.CheckPins(); err != nil {
+		return nil, err
+	}
+	built, err := b.Build(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckPins(); err != nil {
+		closeBuilt(built)
+		return nil, err
+	}
+	return built, nil
 }
 
 func closeBuilt(b *Built) {
@@ -319,6 +344,11 @@ func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, er
 	if err != nil {
 		return nil, err
 	}
+	// A governing file that changed while the run waited (a tool of the run
+	// may have rewritten it) is refused before the run is claimed.
+	if err := cfg.CheckPins(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.ID, err)
+	}
 	from := run.Status
 	claimed, err := h.store.ClaimRun(ctx, run.ID, store.Claim{Holder: h.holder, TTL: h.ttl, From: []store.RunStatus{store.RunPending, store.RunRunning, store.RunResuming}, To: store.RunResuming})
 	if err != nil {
@@ -335,7 +365,7 @@ func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, er
 		return nil, release(err)
 	}
 	// Build before any approval is used, so that a failure leaves them as they were.
-	built, err := h.build.Build(ctx, cfg)
+	built, err := buildPinned(ctx, h.build, cfg)
 	if err != nil {
 		return nil, release(err)
 	}

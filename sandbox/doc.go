@@ -35,7 +35,14 @@
 //     workspace (the state directory, the tollgate binary, configuration
 //     files): with namespaces they are bind-mounted read-only in a mount
 //     namespace of the helper's own; without, a protected path inside a
-//     writable one stays writable and [Sandbox.Wrap] logs a warning once;
+//     writable one stays writable and [Sandbox.Wrap] logs a warning once.
+//     The directories between a writable tree and a protected path are bound
+//     onto themselves, so that they cannot be renamed or removed (EBUSY): a
+//     command cannot move a protected file's directory aside and write
+//     another file in its place;
+//   - never write in the directories of [Policy].Seal, existing or not (one
+//     that is missing inside a writable tree is created empty first, then
+//     mounted read-only like a protected path);
 //   - connect or bind TCP only to the ports of [Policy].ConnectTCP (Landlock
 //     ABI 4+);
 //   - signal, ptrace or read /proc/PID/environ of no process outside its own

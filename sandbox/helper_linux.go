@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -111,7 +113,7 @@ func helper(specJSON string) int {
 		return fail("expected to run as init of a PID namespace")
 	}
 	if sp.Namespaces {
-		if err := protect(sp.Protect); err != nil {
+		if err := protect(sp.Protect, sp.Seal, sp.Write); err != nil {
 			return fail("%v", err)
 		}
 		// A /proc of this PID namespace: the command sees its own processes
@@ -201,34 +203,99 @@ func withTmp(env []string, tmp string) []string {
 // namespace: mounts stop propagating to the parent namespace, then each path
 // is bind-mounted on itself and remounted read-only (keeping the flags the
 // kernel locks on it).
-func protect(paths []string) error {
+func protect(paths, seal, writable []string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
-	for _, p := range paths {
+	inWritable := func(p string) bool {
+		for _, w := range writable {
+			if within(p, realpath(w)) {
+				return true
+			}
+		}
+		return false
+	}
+	// A sealed directory that is missing is created empty, so that it can
+	// be mounted read-only and nothing can be created in its place.
+	for _, d := range seal {
+		if _, err := os.Lstat(d); errors.Is(err, fs.ErrNotExist) && inWritable(realpath(filepath.Dir(d))) {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("sealing %s: %w", d, err)
+			}
+		}
+	}
+	var reals []string
+	for _, p := range append(slices.Clone(paths), seal...) {
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			continue // does not exist: nothing to protect
 		}
-		if err := unix.Mount(real, real, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("protecting %s: bind mount: %w", p, err)
-		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(real, &st); err != nil {
-			return fmt.Errorf("protecting %s: %w", p, err)
-		}
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-		for _, f := range [][2]int64{
-			{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
-			{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
-		} {
-			if st.Flags&f[0] != 0 {
-				flags |= uintptr(f[1])
+		reals = append(reals, real)
+	}
+	// The directories between a writable tree and a protected path become
+	// mount points of their own (bound onto themselves, still writable):
+	// a mount point cannot be renamed or removed (EBUSY), so the command
+	// cannot move a protected file's directory aside and put another in
+	// its place. Shallowest first, so that each bind carries the ones below.
+	var dirs []string
+	for _, real := range reals {
+		for d := filepath.Dir(real); d != "/" && d != "." && inWritable(d); d = filepath.Dir(d) {
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
 			}
 		}
-		if err := unix.Mount("", real, "", flags, ""); err != nil {
-			return fmt.Errorf("protecting %s: read-only remount: %w", p, err)
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
+	for _, d := range dirs {
+		if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("pinning %s in place: bind mount: %w", d, err)
 		}
+	}
+	for _, real := range reals {
+		if err := readOnly(real); err != nil {
+			return err
+		}
+	}
+	// The working directory was entered before these mounts, on what now
+	// lies beneath them: enter it again by its name, so that relative paths
+	// meet the mounts too.
+	if wd, err := os.Getwd(); err == nil {
+		if err := os.Chdir(wd); err != nil {
+			return fmt.Errorf("entering %s again after the mounts: %w", wd, err)
+		}
+	}
+	return nil
+}
+
+// realpath is p with its links resolved, or p when it does not exist.
+func realpath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// readOnly bind-mounts real onto itself read-only, keeping the flags of
+// the mount it lies on.
+func readOnly(real string) error {
+	if err := unix.Mount(real, real, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("protecting %s: bind mount: %w", real, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(real, &st); err != nil {
+		return fmt.Errorf("protecting %s: %w", real, err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	for _, f := range [][2]int64{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&f[0] != 0 {
+			flags |= uintptr(f[1])
+		}
+	}
+	if err := unix.Mount("", real, "", flags, ""); err != nil {
+		return fmt.Errorf("protecting %s: read-only remount: %w", real, err)
 	}
 	return nil
 }

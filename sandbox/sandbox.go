@@ -60,6 +60,13 @@ type Policy struct {
 	// Protect are files and trees it must not write even when they lie in a
 	// writable tree: the state directory, the binary, configuration files.
 	Protect []string
+	// Seal are directories it must not write in at all, whether they exist
+	// or not: one that is missing inside a writable tree is created empty
+	// (with its missing parents) before it is mounted read-only, so that a
+	// command cannot plant a file there (the workspace's .claude directory,
+	// whose settings a later run may read). Like Protect, it needs mount
+	// namespaces.
+	Seal []string
 	// ConnectTCP are the TCP ports it may connect to and bind; none by default.
 	ConnectTCP []uint16
 }
@@ -177,6 +184,7 @@ type spec struct {
 	Read       []string `json:"read,omitempty"`
 	Write      []string `json:"write,omitempty"`
 	Protect    []string `json:"protect,omitempty"`
+	Seal       []string `json:"seal,omitempty"`
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
 	TempDir    string   `json:"tempDir,omitempty"`
 	Namespaces bool     `json:"namespaces,omitempty"`
@@ -212,7 +220,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	if cmd.Err != nil {
 		return false, cmd.Err
 	}
-	for _, list := range [][]string{{p.Workspace}, p.Read, p.Write, p.Protect} {
+	for _, list := range [][]string{{p.Workspace}, p.Read, p.Write, p.Protect, p.Seal} {
 		for _, path := range list {
 			if path != "" && !filepath.IsAbs(path) {
 				return false, fmt.Errorf("sandbox: policy path %q is not absolute", path)
@@ -232,7 +240,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	sp := spec{
 		Mode: p.Mode, ConnectTCP: slices.Clone(p.ConnectTCP), TempDir: s.tempDir,
 		Namespaces: s.status.Namespaces, Path: prog, Args: slices.Clone(cmd.Args),
-		Protect: slices.Clone(p.Protect),
+		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal),
 	}
 	sp.Read = append(DefaultRead(), p.Read...)
 	sp.Read = append(sp.Read, prog)
@@ -244,7 +252,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 		}
 	}
 	if !s.status.Namespaces {
-		for _, prot := range p.Protect {
+		for _, prot := range append(slices.Clone(p.Protect), p.Seal...) {
 			for _, w := range sp.Write {
 				if within(prot, w) {
 					s.warnOnce(fmt.Sprintf("sandbox: %s lies inside the writable %s and this system offers no mount namespace: a sandboxed command can write it", prot, w))

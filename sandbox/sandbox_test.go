@@ -309,3 +309,70 @@ func TestWithoutNamespaces(t *testing.T) {
 		t.Errorf("the warning about the protected path was logged %d times, want 1:\n%s", n, logs.String())
 	}
 }
+
+// A protected file in a subdirectory of the workspace cannot be swapped by
+// renaming or removing its directory and writing another in its place: the
+// directories above it are mount points of the command's own.
+func TestProtectedFileDirectoryCannotBeSwapped(t *testing.T) {
+	s := newSandbox(t)
+	if !s.Status().Namespaces {
+		t.Skip("no mount namespaces here: a protected path inside the workspace cannot be kept read-only (documented)")
+	}
+	ws := t.TempDir()
+	conf := filepath.Join(ws, "a", "conf")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(conf, "policy.yaml")
+	if err := os.WriteFile(pol, []byte("rules: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Protect: []string{pol}}
+	for _, script := range []string{
+		"mv a/conf a/conf.orig; mkdir -p a/conf; printf 'autonomy: full_auto\\n' > a/conf/policy.yaml",
+		"mv a a.orig; mkdir -p a/conf; printf 'autonomy: full_auto\\n' > a/conf/policy.yaml",
+		"rm -rf a; mkdir -p a/conf; printf 'autonomy: full_auto\\n' > a/conf/policy.yaml",
+	} {
+		code, out := run(t, s, p, ws, script+"; echo z > other")
+		if b, err := os.ReadFile(pol); err != nil || string(b) != "rules: []\n" {
+			t.Errorf("%s: the protected file is now %q, %v (exit %d)\n%s", script, b, err, code, out)
+		}
+		if !exists(filepath.Join(ws, "other")) {
+			t.Errorf("%s: the rest of the workspace should stay writable\n%s", script, out)
+		}
+	}
+	if !exists(filepath.Join(ws, "a", "conf")) {
+		t.Fatal("the protected file's directory was moved")
+	}
+}
+
+// A sealed directory is read-only to the command whether it exists or
+// not: a missing one is created empty first, so nothing can be planted in
+// it; an existing one keeps its files.
+func TestSealedDirectory(t *testing.T) {
+	s := newSandbox(t)
+	if !s.Status().Namespaces {
+		t.Skip("no mount namespaces here: a sealed directory inside the workspace cannot be kept read-only (documented)")
+	}
+	ws := t.TempDir()
+	claude := filepath.Join(ws, ".claude")
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Seal: []string{claude}}
+	plant := "mkdir -p .claude; echo '{\"hooks\":{}}' > .claude/settings.local.json; mv .claude .claude.x; mkdir .claude; echo '{}' > .claude/settings.json; echo z > other"
+	code, out := run(t, s, p, ws, plant)
+	if exists(filepath.Join(claude, "settings.local.json")) || exists(filepath.Join(claude, "settings.json")) || exists(filepath.Join(ws, ".claude.x")) {
+		t.Fatalf("a file was planted in the sealed directory (exit %d)\n%s", code, out)
+	}
+	if fi, err := os.Stat(claude); err != nil || !fi.IsDir() {
+		t.Fatalf("the missing sealed directory was not created: %v", err)
+	}
+	if !exists(filepath.Join(ws, "other")) {
+		t.Fatalf("the rest of the workspace should stay writable\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(claude, "settings.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = run(t, s, p, ws, "cat .claude/settings.json; echo x > .claude/settings.json; rm -f .claude/settings.json")
+	if b, _ := os.ReadFile(filepath.Join(claude, "settings.json")); string(b) != "{}" || !strings.HasPrefix(out, "{}") {
+		t.Fatalf("the existing settings changed or were unreadable: %q (exit %d)\n%s", b, code, out)
+	}
+}

@@ -341,7 +341,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 					failed = true
 					var pe *approval.PolicyError
 					if !errors.As(err, &pe) {
-						fmt.Fprintln(env.stderr, "tollgate:", err)
+						printError(env.stderr, err)
 					}
 					continue
 				}

@@ -149,6 +149,7 @@ func printExplanation(env *cliEnv, pol *approval.Policy, call approval.Call) {
 // oneLineSafe shows a command's text on one line, terminal-safe.
 func oneLineSafe(s string) string {
 	s = strings.ReplaceAll(s, "\n", "\\n")
+	s = strings.ReplaceAll(s, "\r", "\\r")
 	s = strings.ReplaceAll(s, "\t", "\\t")
 	return safeText(s)
 }

@@ -144,7 +144,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	var ce *exitCodeError
 	if errors.As(err, &ce) {
 		if ce.err != nil {
-			fmt.Fprintln(stderr, "tollgate:", ce.err)
+			printError(stderr, ce.err)
 		}
 		if ce.code == exitUsage && !ce.config {
 			path := "tollgate"
@@ -155,7 +155,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return ce.code
 	}
-	fmt.Fprintln(stderr, "tollgate:", err)
+	printError(stderr, err)
 	return exitError
 }
 

@@ -126,3 +126,28 @@ func jsonSafe(b []byte) []byte {
 	}
 	return out.Bytes()
 }
+
+// errorLines renders err for stderr, one line per error: the errors of an
+// errors.Join each get their own line, and every newline, carriage return
+// and tab inside one (a provider's error body, a server's name or stderr)
+// is escaped as \n, \r or \t, so that no text from a model, server or tool
+// can start a line of its own that looks like tollgate's.
+func errorLines(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			if e != nil {
+				out = append(out, errorLines(e)...)
+			}
+		}
+		return out
+	}
+	return []string{oneLineSafe(err.Error())}
+}
+
+// printError writes err to w as "tollgate: " lines (see errorLines).
+func printError(w io.Writer, err error) {
+	for _, l := range errorLines(err) {
+		fmt.Fprintln(w, "tollgate:", l)
+	}
+}

@@ -163,9 +163,21 @@ func MCPStatusLine(st mcptool.ServerStatus) string {
 		if n := len(st.Skipped) + st.SkippedMore; n > 0 {
 			skipped = fmt.Sprintf(", %d skipped", n)
 		}
-		return fmt.Sprintf("server %s: ready (%s, %s, %d tools%s%s)", st.Name, st.Transport, trust, st.Tools, skipped, info)
+		return fmt.Sprintf("server %s: ready (%s, %s, %d tools%s%s)", oneLineText(st.Name), st.Transport, trust, st.Tools, skipped, oneLineText(info))
 	case mcptool.StateDisabled:
-		return fmt.Sprintf("server %s: disabled in the configuration; not started", st.Name)
+		return fmt.Sprintf("server %s: disabled in the configuration; not started", oneLineText(st.Name))
 	}
-	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %v", st.Name, st.Transport, trust, st.Err)
+	msg := ""
+	if st.Err != nil {
+		msg = st.Err.Error()
+	}
+	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %s", oneLineText(st.Name), st.Transport, trust, oneLineText(msg))
+}
+
+// oneLineText shows line breaks and tabs in s as \n, \r and \t, so that text
+// from a server (its name, version or error) cannot start a line of its own
+// wherever the status line is printed. Other control characters are the
+// printer's to escape.
+func oneLineText(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
 }

@@ -47,9 +47,15 @@ func (c *sandboxConfig) protect() []string {
 }
 
 // policy returns the policy of a bash call (workspace: Workdir) or a command
-// hook (workspace: its working directory).
+// hook (workspace: its working directory). The workspace's .claude directory
+// is sealed, existing or not: its settings are what Claude project settings
+// read, so no command may plant a hook there.
 func (c *sandboxConfig) policy(mode sandbox.Mode, workspace string) sandbox.Policy {
-	return sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect()}
+	p := sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect()}
+	if c.workspace != "" {
+		p.Seal = []string{filepath.Join(c.workspace, ".claude")}
+	}
+	return p
 }
 
 // builtinOptions are the builtins' options under this configuration.
