@@ -25,9 +25,16 @@ type countingBuilder struct {
 	builds atomic.Int64
 }
 
+// Build builds as testBuilder does and declares the policy and the Claude
+// Code settings applied: these tests are about the files' pins, not their
+// content.
 func (c *countingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 	c.builds.Add(1)
-	return c.testBuilder.Build(ctx, cfg)
+	built, err := c.testBuilder.Build(ctx, cfg)
+	if built != nil {
+		built.Applied = []string{runs.FieldPolicyFile, runs.FieldClaude}
+	}
+	return built, err
 }
 
 // haltedRun starts a run whose policy lies in conf/ below the workspace and
