@@ -66,7 +66,7 @@ func (h *Hooks) RunPermission(ctx context.Context, ev PermissionEvent) (*tool.An
 		if ans != nil {
 			a := *ans
 			// A hook answers as itself: it cannot name another answerer.
-			a.ID, a.By, a.Actor = ev.Request.ID, hookPrincipal(hk.name), tool.Principal{}
+			a.ID, a.By, a.Principal, a.Actor = ev.Request.ID, "", hookPrincipal(hk.name), tool.Principal{}
 			return &a, nil
 		}
 	}
