@@ -150,3 +150,36 @@ func TestAnswerWhoAndCheck(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAnswerJSON: any answer that reads writes back to JSON that reads as
+// the same answer, naming the same answerer; nothing panics.
+func FuzzAnswerJSON(f *testing.F) {
+	for _, in := range []string{
+		`{"id":"r1","ok":true,"by":"alice"}`,
+		`{"id":"r1","by":"flag:x"}`,
+		`{"id":"r1","by":"runtime"}`,
+		`{"id":"r1","by":{"kind":"hook","name":"gate"}}`,
+		`{"id":"r1","by":"x","principal":{"kind":"person","name":"x"}}`,
+		`{"id":"r1","principal":{"kind":"flag"},"actor":{"kind":"person","name":"root"}}`,
+		`{"by":7}`, `{"by":null}`, `null`, `[]`, ``,
+	} {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var a tool.Answer
+		if json.Unmarshal([]byte(in), &a) != nil {
+			return
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatalf("%q read as %+v, which does not write: %v", in, a, err)
+		}
+		var back tool.Answer
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%s (from %q) does not read back: %v", b, in, err)
+		}
+		if back.Who() != a.Who() || back.By != a.By || back.Actor != a.Actor {
+			t.Fatalf("%q read as %+v, written as %s, read back as %+v", in, a, b, back)
+		}
+	})
+}
