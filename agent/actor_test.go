@@ -29,7 +29,7 @@ func TestAnswerActorKeptInDecision(t *testing.T) {
 			Model:  testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), Tools: agent.ToolList{transfer},
 			Hooks: (&hooks.Hooks{}).BeforeTool("gate", seedGate),
 			WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
-				return tool.Answer{ID: r.ID, OK: ok, Reason: "on call", By: alice, Actor: root}, nil
+				return tool.Answer{ID: r.ID, OK: ok, Reason: "on call", Principal: alice, Actor: root}, nil
 			},
 		})
 		res, err := a.Run(context.Background(), "pay")
@@ -74,7 +74,7 @@ func TestPermissionHookCannotNameActor(t *testing.T) {
 		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), Tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}},
 		Authorizers: []approval.Authorizer{pol},
 		Hooks: (&hooks.Hooks{}).Permission("auto", func(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
-			return &tool.Answer{OK: true, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "ceo"}, Actor: approval.Principal{Kind: approval.PrincipalPerson, Name: "ceo"}}, nil
+			return &tool.Answer{OK: true, By: "ceo", Principal: approval.Principal{Kind: approval.PrincipalPerson, Name: "ceo"}, Actor: approval.Principal{Kind: approval.PrincipalPerson, Name: "ceo"}}, nil
 		}),
 	})
 	res, err := a.Run(context.Background(), "pay")

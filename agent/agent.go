@@ -348,9 +348,10 @@ func (a *Agent) Run(ctx context.Context, prompt string, opts ...RunOption) (*Res
 // unanswered one stays pending, and no user message is added. When no call of the
 // halted turn is pending any more, the loop continues with the next model turn.
 //
-// An answer whose ID matches no pending request, or two answers with the same ID,
-// is an error ([ErrUnknownAnswer], [ErrDuplicateAnswer]) and changes nothing: the
-// model is not called and state is left as it was. state itself is never
+// An answer whose ID matches no pending request, two answers with the same ID,
+// or an answer that gives both By and a Principal of another name, is an error
+// ([ErrUnknownAnswer], [ErrDuplicateAnswer], [ErrInvalidAnswer]) and changes
+// nothing: the model is not called and state is left as it was. state itself is never
 // modified; the returned Result carries the new state when still pending.
 //
 // A state may also be a [Checkpoint]'s: then the calls of its turn that had not

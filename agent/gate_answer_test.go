@@ -27,7 +27,7 @@ func seedGate(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverri
 
 func answerWith(ok bool, reason string) tool.WaitFunc {
 	return func(ctx context.Context, r tool.Request) (tool.Answer, error) {
-		return tool.Answer{ID: r.ID, OK: ok, Reason: reason, By: tool.PrincipalOf("alice")}, nil
+		return tool.Answer{ID: r.ID, OK: ok, Reason: reason, By: "alice"}, nil
 	}
 }
 
@@ -107,7 +107,7 @@ func TestGateAskResolvedByResume(t *testing.T) {
 	if err := json.Unmarshal(blob, &st); err != nil {
 		t.Fatal(err)
 	}
-	res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: tool.PrincipalOf("alice")})
+	res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"})
 	if err != nil || res2.Status != agent.StatusDone {
 		t.Fatalf("err %v status %s %+v", err, res2.Status, res2.ToolCalls)
 	}

@@ -73,7 +73,7 @@ func TestResumeSameStateTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	blob, _ := json.Marshal(res.State)
-	ans := tool.Answer{ID: res.Pending[0].ID, OK: true, By: tool.PrincipalOf("alice")}
+	ans := tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"}
 	if _, err := a.Resume(context.Background(), res.State, ans); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,9 @@ var (
 	ErrUnknownAnswer = errors.New("agent: answer matches no pending request")
 	// ErrDuplicateAnswer: two answers carry the same ID.
 	ErrDuplicateAnswer = errors.New("agent: more than one answer for one request")
+	// ErrInvalidAnswer: an answer names its answerer twice, differently (By
+	// and Principal both set, By not Principal.Name; see [tool.Answer.Check]).
+	ErrInvalidAnswer = errors.New("agent: invalid answer")
 	// ErrNotPending: the state has no pending request to answer.
 	ErrNotPending = errors.New("agent: the run has no pending request")
 	// ErrStateVersion: the state was written by an incompatible version.
@@ -218,6 +221,9 @@ func routeAnswers(st *stateData, answers []tool.Answer) (map[int]*tool.Answer, e
 		return nil, ErrNotPending
 	}
 	for _, ans := range answers {
+		if err := ans.Check(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+		}
 		i, ok := ids[ans.ID]
 		if !ok {
 			return nil, fmt.Errorf("%w: %q (pending: %v)", ErrUnknownAnswer, ans.ID, pendingIDs(st))

@@ -59,6 +59,10 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 		return r.finish(ctx, r.newRecord(call), tool.Errorf("the answer is for request %s, not %s", answer.ID, req.ID),
 			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "misrouted answer", Votes: oc.Pending.Votes}, false, emit)
 	}
+	if err := answer.Check(); err != nil {
+		return r.finish(ctx, r.newRecord(call), tool.Errorf("the answer to request %s was refused: %v", req.ID, err),
+			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "the answer names two different answerers", Votes: oc.Pending.Votes}, false, emit)
+	}
 	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
 }
 
@@ -78,14 +82,14 @@ func (r *runner) newRecord(call model.ToolCall) *ToolCallRecord {
 	}
 }
 
-// answerer is who gave ans: its By (a Permission hook, a person, a flag, the
-// runtime), or an unnamed person when the host named no one. Who acted on
-// its behalf is ans.Actor.
+// answerer is who gave ans ([tool.Answer.Who]: a Permission hook, a person,
+// a flag, the runtime), or an unnamed person when the host named no one. Who
+// acted on its behalf is ans.Actor.
 func answerer(ans *tool.Answer) approval.Principal {
-	if ans.By.IsZero() {
-		return approval.Principal{Kind: approval.PrincipalPerson}
+	if who := ans.Who(); !who.IsZero() {
+		return who
 	}
-	return ans.By
+	return approval.Principal{Kind: approval.PrincipalPerson}
 }
 
 // invalidReason is the decision reason for arguments that fail the schema.

@@ -264,7 +264,7 @@ func TestWaitMiddleware(t *testing.T) {
 					mu.Unlock()
 					ans, err := next(ctx, req)
 					if name == "outer" {
-						ans.By = tool.PrincipalOf("person:outer")
+						ans.By = "outer"
 					}
 					return ans, err
 				}
@@ -276,7 +276,7 @@ func TestWaitMiddleware(t *testing.T) {
 		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}),
 		Tools: agent.ToolList{counter}, Authorizers: []approval.Authorizer{askPolicy},
 		WaitFor: func(ctx context.Context, req tool.Request) (tool.Answer, error) {
-			return tool.Answer{ID: req.ID, OK: true, By: tool.PrincipalOf("person:alice")}, nil
+			return tool.Answer{ID: req.ID, OK: true, By: "alice"}, nil
 		},
 		Middleware: []agent.Middleware{mark("outer"), mark("inner")},
 	})

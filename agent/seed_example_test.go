@@ -198,9 +198,9 @@ func Example_permissionGateAsk() {
 	waitFor := func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 		fmt.Println("asked:", req.Prompt)
 		if req.Prompt == "allow delete_note?" {
-			return tool.Answer{ID: req.ID, OK: false, Reason: "keep the notes", By: tool.PrincipalOf("alice")}, nil
+			return tool.Answer{ID: req.ID, OK: false, Reason: "keep the notes", By: "alice"}, nil
 		}
-		return tool.Answer{ID: req.ID, OK: true, By: tool.PrincipalOf("alice")}, nil
+		return tool.Answer{ID: req.ID, OK: true, By: "alice"}, nil
 	}
 	a, _ := agent.New(agent.Options{
 		Model: model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
@@ -253,7 +253,7 @@ func ExampleAgent_Resume() {
 	saved, _ := json.Marshal(res.State) // keep it anywhere
 	var state agent.State
 	_ = json.Unmarshal(saved, &state)
-	res, _ = newAgent().Resume(context.Background(), &state, tool.Answer{ID: res.Pending[0].ID, OK: true, By: tool.PrincipalOf("alice")})
+	res, _ = newAgent().Resume(context.Background(), &state, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"})
 	fmt.Println(res.Status, res.Text, runs.Load(), res.ToolCalls[0].Decision.By)
 	// Output:
 	// pending Send the money? 0

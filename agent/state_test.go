@@ -47,7 +47,7 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 	if got := st.Waiting()[0].Pending.Votes[0].Source; got != (approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}) {
 		t.Fatalf("vote read from text as %+v", got)
 	}
-	res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: tool.PrincipalOf("alice")})
+	res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"})
 	if err != nil || res2.Status != agent.StatusDone {
 		t.Fatalf("%v %+v", err, res2)
 	}

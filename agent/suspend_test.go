@@ -56,7 +56,7 @@ func TestPendingHaltAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	a2 := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{transfer, other}, Hooks: h})
-	res2, err := a2.Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: tool.PrincipalOf("alice")})
+	res2, err := a2.Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestDeclineIsEnforced(t *testing.T) {
 	})
 	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), Tools: agent.ToolList{transfer}, Hooks: h})
 	res, _ := a.Run(context.Background(), "pay")
-	res2, err := a.Resume(context.Background(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: false, Reason: "over budget", By: tool.PrincipalOf("bob")})
+	res2, err := a.Resume(context.Background(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: false, Reason: "over budget", By: "bob"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 			id := res.Pending[0].ID
 
 			// Approve: runs exactly once.
-			approved, err := newAgent(t, opts(sc.model(), transfer)).Resume(bg, res.State, tool.Answer{ID: id, OK: true, By: tool.PrincipalOf("alice")})
+			approved, err := newAgent(t, opts(sc.model(), transfer)).Resume(bg, res.State, tool.Answer{ID: id, OK: true, By: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 			// Deny (from the same halted state, with a fresh counter): never runs.
 			denied := &testkit.Counter{Name: "transfer_funds"}
 			sc2 := newScripted()
-			res2, err := newAgent(t, opts(sc2.model(), denied)).Resume(bg, res.State, tool.Answer{ID: id, OK: false, Reason: "not today", By: tool.PrincipalOf("alice")})
+			res2, err := newAgent(t, opts(sc2.model(), denied)).Resume(bg, res.State, tool.Answer{ID: id, OK: false, Reason: "not today", By: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func TestC26HumanDenyEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = a.Resume(bg, res.State, tool.Answer{ID: res.Pending[0].ID, OK: false, Reason: "exceeds the daily limit", By: tool.PrincipalOf("alice")})
+	res, err = a.Resume(bg, res.State, tool.Answer{ID: res.Pending[0].ID, OK: false, Reason: "exceeds the daily limit", By: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestC27ResumeInNewProcess(t *testing.T) {
 		return tool.Answer{ID: req.ID, OK: false, Reason: "nobody should be asked"}, nil
 	}
 	b := newAgent(t, agent.Options{Model: sc2.model(), Tools: agent.ToolList{second, balance2}, WaitFor: wait, Authorizers: []approval.Authorizer{mustPolicy(t, transferPolicy)}})
-	out, err := b.Resume(bg, st, tool.Answer{ID: st.PendingRequests()[0].ID, OK: true, By: tool.PrincipalOf("alice")})
+	out, err := b.Resume(bg, st, tool.Answer{ID: st.PendingRequests()[0].ID, OK: true, By: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,8 +422,8 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 	t.Run("one resume", func(t *testing.T) {
 		res, c, _, mk := start(t, nil)
 		out, err := mk().Resume(bg, res.State,
-			tool.Answer{ID: idOf(res, "B"), OK: true, By: tool.PrincipalOf("alice")},
-			tool.Answer{ID: idOf(res, "A"), OK: false, Reason: "only B", By: tool.PrincipalOf("alice")})
+			tool.Answer{ID: idOf(res, "B"), OK: true, By: "alice"},
+			tool.Answer{ID: idOf(res, "A"), OK: false, Reason: "only B", By: "alice"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,7 +432,7 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 	t.Run("B now, A later", func(t *testing.T) {
 		res, c, sc, mk := start(t, nil)
 		calls := sc.calls()
-		mid, err := mk().Resume(bg, res.State, tool.Answer{ID: idOf(res, "B"), OK: true, By: tool.PrincipalOf("alice")})
+		mid, err := mk().Resume(bg, res.State, tool.Answer{ID: idOf(res, "B"), OK: true, By: "alice"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 			t.Fatalf("after approving B: status %s pending %+v counter %d model calls %d->%d; want pending on A only, B run, model not called",
 				mid.Status, mid.Pending, c.Count(), calls, sc.calls())
 		}
-		out, err := mk().Resume(bg, mid.State, tool.Answer{ID: mid.Pending[0].ID, OK: false, Reason: "only B", By: tool.PrincipalOf("alice")})
+		out, err := mk().Resume(bg, mid.State, tool.Answer{ID: mid.Pending[0].ID, OK: false, Reason: "only B", By: "alice"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,8 +455,8 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 		})
 		res, c, _, mk := start(t, hk)
 		out, err := mk().Resume(bg, res.State,
-			tool.Answer{ID: idOf(res, "B"), OK: true, By: tool.PrincipalOf("alice")},
-			tool.Answer{ID: idOf(res, "A"), OK: false, Reason: "only B", By: tool.PrincipalOf("alice")})
+			tool.Answer{ID: idOf(res, "B"), OK: true, By: "alice"},
+			tool.Answer{ID: idOf(res, "A"), OK: false, Reason: "only B", By: "alice"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -528,7 +528,7 @@ func TestC32EditAuthorizedAgain(t *testing.T) {
 			if res.Status != agent.StatusPending {
 				t.Fatalf("status %s, want pending (manual autonomy asks)", res.Status)
 			}
-			out, err := a.Resume(bg, res.State, tool.Answer{ID: res.Pending[0].ID, OK: true, By: tool.PrincipalOf("alice"), Data: json.RawMessage(tt.edit)})
+			out, err := a.Resume(bg, res.State, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice", Data: json.RawMessage(tt.edit)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -272,7 +272,7 @@ func TestCheckFileVerdicts(t *testing.T) {
 		return approval.Call{Tool: "read", Args: json.RawMessage(`{"path":"` + p + `"}`)}
 	}
 	ctx := context.Background()
-	approved := tool.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: true, By: tool.PrincipalOf("person:ann")})
+	approved := tool.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: true, By: "ann"})
 	declined := tool.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: false})
 	for _, tc := range []struct {
 		ctx  context.Context

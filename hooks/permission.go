@@ -33,8 +33,9 @@ type PermissionEvent struct {
 // answer is no opinion: the next Permission hook is asked, then a person. An
 // answer with OK approves the call (with Data, a JSON object, it replaces the
 // arguments, which are then validated and authorized again); without OK it
-// declines the call with Reason. The answer's ID and By are set by the chain:
-// the decision record names "hook:<name>" as the one who answered.
+// declines the call with Reason. The answer's ID and who answered are set by
+// the chain (Principal {hook, <name>}, By and Actor cleared): the decision
+// record names "hook:<name>" as the one who answered.
 type PermissionFunc func(ctx context.Context, ev *PermissionEvent) (*tool.Answer, error)
 
 // Permission appends a Permission hook and returns h for chaining.
@@ -44,9 +45,9 @@ func (h *Hooks) Permission(name string, fn PermissionFunc) *Hooks {
 }
 
 // RunPermission asks the Permission hooks in order; the first non-nil answer
-// ends the chain and is returned with ID set to ev.Request.ID, By to the
-// hook ({"kind": "hook", "name": <name>}) and Actor cleared. It returns nil when no hook answered. The error is an
-// [*Error].
+// ends the chain and is returned with ID set to ev.Request.ID, Principal to
+// the hook ({"kind": "hook", "name": <name>}), and By and Actor cleared. It
+// returns nil when no hook answered. The error is an [*Error].
 func (h *Hooks) RunPermission(ctx context.Context, ev PermissionEvent) (*tool.Answer, error) {
 	if h == nil {
 		return nil, nil
@@ -66,7 +67,7 @@ func (h *Hooks) RunPermission(ctx context.Context, ev PermissionEvent) (*tool.An
 		if ans != nil {
 			a := *ans
 			// A hook answers as itself: it cannot name another answerer.
-			a.ID, a.By, a.Actor = ev.Request.ID, hookPrincipal(hk.name), tool.Principal{}
+			a.ID, a.By, a.Principal, a.Actor = ev.Request.ID, "", hookPrincipal(hk.name), tool.Principal{}
 			return &a, nil
 		}
 	}

@@ -502,7 +502,7 @@ func TestFilesystemServerUnderPolicy(t *testing.T) {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)
 	}
-	res, err = a.Resume(ctx, &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: tool.PrincipalOf("alice")})
+	res, err = a.Resume(ctx, &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"})
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("resume: %v %+v", err, res)
 	}

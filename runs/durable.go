@@ -579,14 +579,14 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 	}
 	switch a.Status {
 	case store.StatusUsed:
-		return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: usedReason}, nil
+		return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: usedReason}, nil
 	case store.StatusApproved:
 		u, err := d.store.Consume(ctx, runID, a.ID, a.Digest)
 		switch {
 		case errors.Is(err, store.ErrUsed):
-			return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: usedReason}, nil
+			return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: usedReason}, nil
 		case errors.Is(err, store.ErrExpired):
-			return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: "the approval expired before the call could run"}, nil
+			return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: "the approval expired before the call could run"}, nil
 		case err != nil:
 			return ans, err
 		}
@@ -594,7 +594,7 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 			return out, nil
 		}
 	}
-	return tool.Answer{ID: ans.ID, By: approval.Runtime, Reason: fmt.Sprintf("the approval is %s, not approved; the call was not run", a.Status)}, nil
+	return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: fmt.Sprintf("the approval is %s, not approved; the call was not run", a.Status)}, nil
 }
 
 // halt stores a halted part of the run: its state, its new approvals and
@@ -650,9 +650,9 @@ func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, q tool.R
 			}
 			switch {
 			case a.Status == store.StatusPending && a.Expired(d.now()):
-				rec.Answer = &tool.Answer{ID: q.ID, By: approval.Runtime, Reason: "the approval request expired before anyone answered it"}
+				rec.Answer = &tool.Answer{ID: q.ID, Principal: approval.Runtime, Reason: "the approval request expired before anyone answered it"}
 			case a.Status == store.StatusUsed:
-				rec.Answer = &tool.Answer{ID: q.ID, By: approval.Runtime, Reason: usedReason}
+				rec.Answer = &tool.Answer{ID: q.ID, Principal: approval.Runtime, Reason: usedReason}
 			default:
 				if ans, ok := a.Answer(); ok {
 					rec.Answer = &ans

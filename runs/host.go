@@ -421,13 +421,13 @@ func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) ([]t
 		switch a.Status {
 		case store.StatusPending:
 			if a.Expired(h.now()) {
-				out = append(out, tool.Answer{ID: a.ID, OK: false, By: approval.Runtime, Reason: "the approval request expired before anyone answered it"})
+				out = append(out, tool.Answer{ID: a.ID, OK: false, Principal: approval.Runtime, Reason: "the approval request expired before anyone answered it"})
 			}
 			continue
 		case store.StatusUsed:
 			// A host that did not finish used this approval: the call may have
 			// run. It is never run twice.
-			out = append(out, tool.Answer{ID: a.ID, OK: false, By: approval.Runtime,
+			out = append(out, tool.Answer{ID: a.ID, OK: false, Principal: approval.Runtime,
 				Reason: "the approval was used by a resume that did not finish; the call may or may not have run, and is not run again"})
 			continue
 		case store.StatusApproved:

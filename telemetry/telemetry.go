@@ -78,8 +78,8 @@ import (
 // acted on by's behalf, the actor.
 func answerAttrs(ans tool.Answer) []attribute.KeyValue {
 	var out []attribute.KeyValue
-	if !ans.By.IsZero() {
-		out = append(out, KeyApprovalBy.String(clip(ans.By.String())))
+	if who := ans.Who(); !who.IsZero() {
+		out = append(out, KeyApprovalBy.String(clip(who.String())))
 	}
 	if !ans.Actor.IsZero() {
 		out = append(out, KeyApprovalActor.String(clip(ans.Actor.String())))

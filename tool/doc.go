@@ -9,7 +9,9 @@
 //
 // Who answers a request, and who votes on a call, is a [Principal] (a kind:
 // hook, rule, autonomy, person, runtime, flag; and a name); what a source
-// says is a [Vote]. They are defined here, at the bottom, so that answers,
+// says is a [Vote]. An [Answer] names a person who answered by name
+// (Answer{By: "alice"}, never parsed) or any answerer by its Principal;
+// [Answer.Who] gives the principal either way. They are defined here, at the bottom, so that answers,
 // hooks, policies, the agent and the stores share one typed form; package
 // approval names them approval.Principal and approval.Vote.
 //

@@ -92,6 +92,6 @@ func ExampleAnswer_actor() {
 	fmt.Println("no principal:", errors.Is(err, store.ErrInvalid))
 	// Output:
 	// approved by person:alice actor person:root
-	// {"id":"req_1","ok":true,"by":{"kind":"person","name":"alice"},"actor":{"kind":"person","name":"root"}}
+	// {"id":"req_1","ok":true,"principal":{"kind":"person","name":"alice"},"actor":{"kind":"person","name":"root"}}
 	// no principal: true
 }

@@ -270,7 +270,7 @@ func (a Approval) Expired(now time.Time) bool {
 // used ones approve (with Data), denied ones decline with the reason, expired
 // ones decline as expired. A pending approval has no answer (false).
 func (a Approval) Answer() (tool.Answer, bool) {
-	ans := tool.Answer{ID: a.ID, Reason: a.Reason, By: a.DecidedBy, Actor: a.Actor}
+	ans := tool.Answer{ID: a.ID, Reason: a.Reason, Principal: a.DecidedBy, Actor: a.Actor}
 	switch a.Status {
 	case StatusApproved, StatusUsed:
 		ans.OK, ans.Data = true, a.Data

@@ -65,7 +65,7 @@ func approvalRunExtension() runExtension {
 				ok := cfg.Answer == approveYes
 				by := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=" + cfg.Answer}
 				built.Options.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
-					ans := tool.Answer{ID: req.ID, OK: ok, By: by}
+					ans := tool.Answer{ID: req.ID, OK: ok, Principal: by}
 					if !ok {
 						ans.Reason = "declined by --approve=no"
 					}
@@ -163,14 +163,14 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 			}
 			switch strings.ToLower(s) {
 			case "a", "approve", "y", "yes":
-				return tool.Answer{ID: req.ID, OK: true, By: osPerson()}, nil
+				return tool.Answer{ID: req.ID, OK: true, Principal: osPerson()}, nil
 			case "d", "deny", "n", "no":
 				fmt.Fprint(w, "reason (the model sees it): ")
 				reason, err := readLine(ctx)
 				if err != nil {
 					return tool.Answer{}, err
 				}
-				return tool.Answer{ID: req.ID, OK: false, Reason: reason, By: osPerson()}, nil
+				return tool.Answer{ID: req.ID, OK: false, Reason: reason, Principal: osPerson()}, nil
 			case "e", "edit":
 				fmt.Fprint(w, "new arguments (one line of JSON): ")
 				s, err := readLine(ctx)
@@ -186,7 +186,7 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 					fmt.Fprintf(w, "%s\n", safeText(err.Error()))
 					continue
 				}
-				return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(s), By: osPerson(), Reason: "edited the arguments"}, nil
+				return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(s), Principal: osPerson(), Reason: "edited the arguments"}, nil
 			}
 		}
 	}

@@ -71,7 +71,10 @@ func TestTerminalWait(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tt.in, err)
 		}
-		got.By = tool.Principal{}
+		if who := got.Who(); who.Kind != tool.PrincipalPerson || who.Name == "" {
+			t.Errorf("%q: answered by %+v, want the OS user as a person", tt.in, who)
+		}
+		got.Principal = tool.Principal{}
 		if got.ID != tt.want.ID || got.OK != tt.want.OK || got.Reason != tt.want.Reason || string(got.Data) != string(tt.want.Data) {
 			t.Errorf("%q: answer %+v, want %+v", tt.in, got, tt.want)
 		}

@@ -72,7 +72,7 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 				return tool.Answer{}, err
 			}
 			if s == "-" {
-				return tool.Answer{ID: req.ID, OK: false, Reason: "the user declined to answer", By: osPerson()}, nil
+				return tool.Answer{ID: req.ID, OK: false, Reason: "the user declined to answer", Principal: osPerson()}, nil
 			}
 			if a := choice(q, s); len(a) > 0 {
 				answers = append(answers, a)
@@ -84,7 +84,7 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 	if err != nil {
 		return tool.Answer{}, err
 	}
-	return tool.Answer{ID: req.ID, OK: true, Data: data, By: osPerson()}, nil
+	return tool.Answer{ID: req.ID, OK: true, Data: data, Principal: osPerson()}, nil
 }
 
 // newAnswerCmd is `tollgate approvals answer`: the answer to a question

@@ -298,7 +298,7 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("stored after Decide (-want +got):\n%s", d)
 	}
 	ans, ok := stored.Answer()
-	if !ok || !ans.OK || string(ans.Data) != string(edited) || ans.By != person("alice") || ans.ID != "req_a" {
+	if !ok || !ans.OK || string(ans.Data) != string(edited) || ans.Who() != person("alice") || ans.ID != "req_a" {
 		t.Errorf("Answer() = %+v, %v", ans, ok)
 	}
 	for _, d := range []store.Answer{{Approve: true, By: person("alice")}, {Approve: false, By: person("bob"), Reason: "changed my mind"}} {
@@ -365,7 +365,7 @@ func testDecideActor(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("stored by %+v actor %+v, want alice and root", stored.DecidedBy, stored.Actor)
 	}
 	ans, ok := stored.Answer()
-	if !ok || ans.By != alice || ans.Actor != root {
+	if !ok || ans.Who() != alice || ans.Actor != root {
 		t.Errorf("Answer() = %+v, %v; want by alice, actor root", ans, ok)
 	}
 	page, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: "run_1"})
