@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -308,6 +309,13 @@ authorization:
 	res := executeBounded(tctx, r.a.workers, t, inv, args, lim)
 	cc.rep.close()
 	latency := time.Since(start)
+	if res.IsError && res.Pending == nil {
+		// The tool refused the file it opened (approval.CheckFile): the call
+		// is denied by whoever refused it, not allowed.
+		if fr := cc.refusal.Load(); fr != nil && strings.Contains(res.Output, fr.Error()) {
+			decision = refusedDecision(decision, fr)
+		}
+	}
 	if res.Pending != nil {
 		if l != nil {
 			post := *use
@@ -343,6 +351,18 @@ authorization:
 	final = capResult(withContext(final, out.Context), lim.MaxResultBytes)
 	// 9. Record.
 	return r.finish(ctx, rec, final, decision, true, emit)
+}
+
+// refusedDecision is d after the tool refused the file it was to use, with
+// fr: denied by the refusal's source, which votes deny.
+func refusedDecision(d Decision, fr *approval.FileRefusal) Decision {
+	v := fr.Verdict
+	reason := v.Reason
+	if v.Decision != approval.Deny || reason == "" {
+		reason = fr.Error()
+	}
+	votes := append(slices.Clip(d.Votes), Vote{Source: v.By, Decision: approval.VoteDeny, Reason: reason})
+	return Decision{Outcome: OutcomeDenied, By: v.By, Reason: reason, Votes: votes}
 }
 
 // withContext appends the BeforeTool hooks' context texts to res's output,
@@ -684,6 +704,14 @@ type callContext struct {
 	validated   toolctx.Validated
 	isValidated bool // false: the arguments were not validated as they are
 	rep         reporter
+	refusal     atomic.Pointer[approval.FileRefusal] // the last file the tool was refused
+}
+
+// Refused records a file refusal of approval.CheckFile (toolctx.RefusalSink).
+func (c *callContext) Refused(err error) {
+	if fr, ok := err.(*approval.FileRefusal); ok {
+		c.refusal.Store(fr)
+	}
 }
 
 // Value answers the keys callContext holds and passes the others on.
@@ -695,6 +723,8 @@ func (c *callContext) Value(key any) any {
 		return c.runState
 	case toolctx.ReporterKey:
 		return tool.Reporter(&c.rep)
+	case toolctx.RefusalKey:
+		return toolctx.RefusalSink(c)
 	case toolctx.ValidatedKey:
 		if c.isValidated {
 			return &c.validated
