@@ -194,8 +194,16 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	}
 	if out.Rewritten {
 		if err := r.a.validator(t).Validate(args); err != nil {
-			return r.finish(ctx, rec, tool.Errorf("%s: arguments rewritten by a hook are invalid: %v", call.Name, err),
-				Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason, Votes: votes}, false, emit)
+			// The arguments are the last rewriting hook's.
+			by := approval.Runtime
+			for _, v := range slices.Backward(out.Votes) {
+				if v.Decision == approval.VoteRewrite {
+					by = v.Source
+					break
+				}
+			}
+			return r.finish(ctx, rec, tool.Errorf("%s: %s rewrote the arguments into invalid ones: %v", call.Name, by, err),
+				Decision{Outcome: OutcomeInvalid, By: by, Reason: by.String() + " rewrote the arguments into ones that do not match the tool's input schema (the model was shown the details)", Votes: votes}, false, emit)
 		}
 		checked = args
 	}
