@@ -127,6 +127,28 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		votes = []Vote{{Source: by, Actor: ans.Actor, Decision: approval.VoteAllow, Reason: ans.Reason}}
 		ctx = tool.WithAnswer(ctx, *ans)
 	}
+	// The answer's vote goes where the source that asked is heard again, so
+	// that the votes stay in the order they were heard (the ask, then the
+	// answer); until then it leads.
+	answered := ans != nil
+	placeAnswer := func(after approval.Principal) {
+		if !answered {
+			return
+		}
+		answered = false
+		i := len(votes) - 1 // the answer's index once placed
+		if !after.IsZero() {
+			for j := len(votes) - 1; j > 0; j-- {
+				if votes[j].Source == after {
+					i = j
+					break
+				}
+			}
+		}
+		v := votes[0]
+		copy(votes[:i], votes[1:i+1])
+		votes[i] = v
+	}
 
 	// A call the output limit cut off never runs: its arguments are not
 	// what the model meant.
@@ -167,6 +189,9 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		return CallOutcome{Err: err}
 	}
 	votes = append(votes, out.Votes...)
+	if prior != nil && prior.Origin == OriginHook {
+		placeAnswer(approval.Principal{Kind: approval.PrincipalHook, Name: prior.Hook})
+	}
 	if out.Rewritten {
 		args = out.Args
 		rec.Args, rec.ArgsDigest = storable(args), approval.Digest(args)
@@ -238,6 +263,7 @@ authorization:
 		}
 		verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)
 		votes = append(votes, avotes...)
+		placeAnswer(approval.Principal{}) // an authorizer's or a tool's request: heard after every authorizer
 		// An approval answer covers this call when it was given for these arguments
 		// (or the person wrote them).
 		covered := ans != nil && prior != nil && prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(args) == prior.Digest)
