@@ -45,7 +45,7 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 		}
 	}
 	req := oc.Pending.Request
-	answer, err := r.safeWait(ctx, wait, req)
+	answer, err := r.safeWait(context.WithValue(ctx, waitingKey{}, oc.Pending), wait, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return CallOutcome{Err: ctx.Err()}
@@ -61,6 +61,29 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "misrouted answer", Votes: oc.Pending.Votes}, false, emit)
 	}
 	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
+}
+
+type waitingKey struct{}
+
+// PendingCallFrom returns a copy of the pending call whose request the wait
+// that ctx was handed to is for (a [Middleware]'s Wait, Options.WaitFor):
+// its request, origin, asking hook, arguments and the votes heard before it,
+// as a halted run's state would hold it. A tracer counts and annotates the
+// pending step with it as it would on a halt. ok is false for any other
+// context.
+func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
+	w, ok := ctx.Value(waitingKey{}).(*PendingCall)
+	if !ok {
+		return nil, false
+	}
+	c := *w
+	c.Request.Data = slices.Clone(w.Request.Data)
+	if w.Request.ExpiresAt != nil {
+		t := *w.Request.ExpiresAt
+		c.Request.ExpiresAt = &t
+	}
+	c.Args, c.Votes = slices.Clone(w.Args), slices.Clone(w.Votes)
+	return &c, true
 }
 
 // hookApproved reports whether ans approves a request that a BeforeTool hook
