@@ -23,6 +23,10 @@ import (
 // [StatusIncomplete] when Options.MaxTurns is 0.
 const DefaultMaxTurns = 10
 
+// DefaultMaxToolCalls is the most tool calls one model turn may ask for
+// when Options.MaxToolCalls is 0.
+const DefaultMaxToolCalls = 128
+
 // DefaultMaxParallel bounds the concurrent tool calls of one turn when
 // Options.MaxParallel is 0.
 const DefaultMaxParallel = 8
@@ -139,6 +143,11 @@ type Options struct {
 	MaxTurns int
 	// MaxParallel caps concurrent tool calls per turn (default [DefaultMaxParallel]).
 	MaxParallel int
+	// MaxToolCalls caps the tool calls of one model turn (default
+	// [DefaultMaxToolCalls]). A turn that asks for more runs none of them:
+	// the run ends with a [*TooManyToolCallsError] (StatusError), and the
+	// over-long assistant message does not enter the transcript.
+	MaxToolCalls int
 	// ToolTimeout bounds each tool call's execution (default
 	// [DefaultToolTimeout]; negative: no limit); see [ToolLimits]. The run's
 	// own limit is its context's deadline.
@@ -245,7 +254,7 @@ func describeTool(t tool.Tool) string {
 var ErrNoModel = errors.New("agent: Options.Model is required")
 
 // New returns an agent with opts (copied), or [ErrNoModel], or an error for a
-// negative MaxTurns or MaxParallel, or for Tools holding a nil pointer (a
+// negative MaxTurns, MaxParallel or MaxToolCalls, or for Tools holding a nil pointer (a
 // toolkit whose construction failed).
 func New(opts Options) (*Agent, error) {
 	if opts.Model == nil {
@@ -254,8 +263,8 @@ func New(opts Options) (*Agent, error) {
 	if v := reflect.ValueOf(opts.Tools); opts.Tools != nil && v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("agent: Options.Tools is a nil %T (did constructing it fail?)", opts.Tools)
 	}
-	if opts.MaxTurns < 0 || opts.MaxParallel < 0 {
-		return nil, fmt.Errorf("agent: MaxTurns (%d) and MaxParallel (%d) must not be negative", opts.MaxTurns, opts.MaxParallel)
+	if opts.MaxTurns < 0 || opts.MaxParallel < 0 || opts.MaxToolCalls < 0 {
+		return nil, fmt.Errorf("agent: MaxTurns (%d), MaxParallel (%d) and MaxToolCalls (%d) must not be negative", opts.MaxTurns, opts.MaxParallel, opts.MaxToolCalls)
 	}
 	if opts.Tools != nil {
 		ts := opts.Tools.Tools()
@@ -274,6 +283,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = DefaultMaxParallel
+	}
+	if opts.MaxToolCalls == 0 {
+		opts.MaxToolCalls = DefaultMaxToolCalls
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -37,6 +37,11 @@
 //
 // # Concurrency
 //
+// One turn may ask for at most Options.MaxToolCalls tool calls (default
+// [DefaultMaxToolCalls]); a turn that asks for more runs none of them and ends
+// the run with a [*TooManyToolCallsError], so that a model cannot make a run
+// carry (and checkpoint) an unbounded batch.
+//
 // The tool calls of one turn are started in the model's call order and run
 // concurrently, at most Options.MaxParallel at a time; with more than one at a
 // time their hooks and events interleave in whatever order they happen, and

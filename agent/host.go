@@ -125,7 +125,10 @@ type Middleware struct {
 	// Wait wraps each wait for the answer to a pending request through
 	// Options.WaitFor (or a caller's, for a sub-agent); it is called with the
 	// call's context (inside the Call middleware) from the call's goroutine.
-	// It is not called when the run halts instead of waiting.
+	// It is not called when the run halts instead of waiting. [PendingCallFrom]
+	// on its context gives the pending call the request is from, which a
+	// halted run would have returned: a tracer sees the pending step alike
+	// on both paths.
 	Wait func(next tool.WaitFunc) tool.WaitFunc
 }
 

@@ -35,6 +35,21 @@ var (
 	ErrAlreadyResumed = errors.New("agent: this state was already resumed")
 )
 
+// TooManyToolCallsError ends a run whose model asked for more tool calls in
+// one turn than Options.MaxToolCalls allows. None of that turn's calls ran:
+// running an arbitrary first part of them would carry out part of a plan the
+// model cannot see was cut, and a model that asks for that many is broken or
+// hostile. Test for it with errors.As.
+type TooManyToolCallsError struct {
+	Turn  int // the model turn, from 1
+	Calls int // the number of tool calls the model asked for
+	Limit int // Options.MaxToolCalls
+}
+
+func (e *TooManyToolCallsError) Error() string {
+	return fmt.Sprintf("agent: model turn %d asked for %d tool calls, more than the limit of %d per turn (Options.MaxToolCalls); none of them ran", e.Turn, e.Calls, e.Limit)
+}
+
 // runner drives one run (or one resume) on the goroutine that iterates the stream.
 type runner struct {
 	a       *Agent
@@ -414,6 +429,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			return nil, ctx.Err()
 		}
 		msg := resp.Message
+		if n := len(msg.ToolCalls); n > r.a.opts.MaxToolCalls {
+			return r.fail(&TooManyToolCallsError{Turn: r.st.Turn, Calls: n, Limit: r.a.opts.MaxToolCalls})
+		}
 		msg.Role = model.RoleAssistant
 		msg.ToolCalls = r.normalizeCalls(msg.ToolCalls)
 		r.st.Messages = append(r.st.Messages, msg)

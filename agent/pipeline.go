@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -44,7 +45,7 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 		}
 	}
 	req := oc.Pending.Request
-	answer, err := r.safeWait(ctx, wait, req)
+	answer, err := r.safeWait(context.WithValue(ctx, waitingKey{}, oc.Pending), wait, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return CallOutcome{Err: ctx.Err()}
@@ -64,6 +65,29 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "the answer names two different answerers", Votes: oc.Pending.Votes}, false, emit)
 	}
 	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
+}
+
+type waitingKey struct{}
+
+// PendingCallFrom returns a copy of the pending call whose request the wait
+// that ctx was handed to is for (a [Middleware]'s Wait, Options.WaitFor):
+// its request, origin, asking hook, arguments and the votes heard before it,
+// as a halted run's state would hold it. A tracer counts and annotates the
+// pending step with it as it would on a halt. ok is false for any other
+// context.
+func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
+	w, ok := ctx.Value(waitingKey{}).(*PendingCall)
+	if !ok {
+		return nil, false
+	}
+	c := *w
+	c.Request.Data = slices.Clone(w.Request.Data)
+	if w.Request.ExpiresAt != nil {
+		t := *w.Request.ExpiresAt
+		c.Request.ExpiresAt = &t
+	}
+	c.Args, c.Votes = slices.Clone(w.Args), slices.Clone(w.Votes)
+	return &c, true
 }
 
 // hookApproved reports whether ans approves a request that a BeforeTool hook
@@ -130,6 +154,28 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		votes = []Vote{{Source: by, Actor: ans.Actor, Decision: approval.VoteAllow, Reason: ans.Reason}}
 		ctx = tool.WithAnswer(ctx, *ans)
 	}
+	// The answer's vote goes where the source that asked is heard again, so
+	// that the votes stay in the order they were heard (the ask, then the
+	// answer); until then it leads.
+	answered := ans != nil
+	placeAnswer := func(after approval.Principal) {
+		if !answered {
+			return
+		}
+		answered = false
+		i := len(votes) - 1 // the answer's index once placed
+		if !after.IsZero() {
+			for j := len(votes) - 1; j > 0; j-- {
+				if votes[j].Source == after {
+					i = j
+					break
+				}
+			}
+		}
+		v := votes[0]
+		copy(votes[:i], votes[1:i+1])
+		votes[i] = v
+	}
 
 	// A call the output limit cut off never runs: its arguments are not
 	// what the model meant.
@@ -170,6 +216,9 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 		return CallOutcome{Err: err}
 	}
 	votes = append(votes, out.Votes...)
+	if prior != nil && prior.Origin == OriginHook {
+		placeAnswer(approval.Principal{Kind: approval.PrincipalHook, Name: prior.Hook})
+	}
 	if out.Rewritten {
 		args = out.Args
 		rec.Args, rec.ArgsDigest = storable(args), approval.Digest(args)
@@ -197,8 +246,16 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 	}
 	if out.Rewritten {
 		if err := r.a.validator(t).Validate(args); err != nil {
-			return r.finish(ctx, rec, tool.Errorf("%s: arguments rewritten by a hook are invalid: %v", call.Name, err),
-				Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason, Votes: votes}, false, emit)
+			// The arguments are the last rewriting hook's.
+			by := approval.Runtime
+			for _, v := range slices.Backward(out.Votes) {
+				if v.Decision == approval.VoteRewrite {
+					by = v.Source
+					break
+				}
+			}
+			return r.finish(ctx, rec, tool.Errorf("%s: %s rewrote the arguments into invalid ones: %v", call.Name, by, err),
+				Decision{Outcome: OutcomeInvalid, By: by, Reason: by.String() + " rewrote the arguments into ones that do not match the tool's input schema (the model was shown the details)", Votes: votes}, false, emit)
 		}
 		checked = args
 	}
@@ -233,6 +290,7 @@ authorization:
 		}
 		verdict, avotes := r.authorize(ctx, call, args, spec.Hints, votes)
 		votes = append(votes, avotes...)
+		placeAnswer(approval.Principal{}) // an authorizer's or a tool's request: heard after every authorizer
 		// An approval answer covers this call when it was given for these arguments
 		// (or the person wrote them).
 		covered := ans != nil && prior != nil && prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(args) == prior.Digest)
@@ -312,6 +370,13 @@ authorization:
 	res := executeBounded(tctx, r.a.workers, t, inv, args, lim)
 	cc.rep.close()
 	latency := time.Since(start)
+	if res.IsError && res.Pending == nil {
+		// The tool refused the file it opened (approval.CheckFile): the call
+		// is denied by whoever refused it, not allowed.
+		if fr := cc.refusal.Load(); fr != nil && strings.Contains(res.Output, fr.Error()) {
+			decision = refusedDecision(decision, fr)
+		}
+	}
 	if res.Pending != nil {
 		if l != nil {
 			post := *use
@@ -347,6 +412,18 @@ authorization:
 	final = capResult(withContext(final, out.Context), lim.MaxResultBytes)
 	// 9. Record.
 	return r.finish(ctx, rec, final, decision, true, emit)
+}
+
+// refusedDecision is d after the tool refused the file it was to use, with
+// fr: denied by the refusal's source, which votes deny.
+func refusedDecision(d Decision, fr *approval.FileRefusal) Decision {
+	v := fr.Verdict
+	reason := v.Reason
+	if v.Decision != approval.Deny || reason == "" {
+		reason = fr.Error()
+	}
+	votes := append(slices.Clip(d.Votes), Vote{Source: v.By, Decision: approval.VoteDeny, Reason: reason})
+	return Decision{Outcome: OutcomeDenied, By: v.By, Reason: reason, Votes: votes}
 }
 
 // withContext appends the BeforeTool hooks' context texts to res's output,
@@ -688,6 +765,14 @@ type callContext struct {
 	validated   toolctx.Validated
 	isValidated bool // false: the arguments were not validated as they are
 	rep         reporter
+	refusal     atomic.Pointer[approval.FileRefusal] // the last file the tool was refused
+}
+
+// Refused records a file refusal of approval.CheckFile (toolctx.RefusalSink).
+func (c *callContext) Refused(err error) {
+	if fr, ok := err.(*approval.FileRefusal); ok {
+		c.refusal.Store(fr)
+	}
 }
 
 // Value answers the keys callContext holds and passes the others on.
@@ -699,6 +784,8 @@ func (c *callContext) Value(key any) any {
 		return c.runState
 	case toolctx.ReporterKey:
 		return tool.Reporter(&c.rep)
+	case toolctx.RefusalKey:
+		return toolctx.RefusalSink(c)
 	case toolctx.ValidatedKey:
 		if c.isValidated {
 			return &c.validated

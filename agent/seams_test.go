@@ -291,3 +291,48 @@ func TestWaitMiddleware(t *testing.T) {
 		t.Errorf("decided by %s, ran %d times; want person:outer, 1", got, counter.Count())
 	}
 }
+
+// A Wait middleware learns which pending call it waits for (as a halt would
+// have returned it), and cannot change the call through it.
+func TestWaitMiddlewareSeesThePendingCall(t *testing.T) {
+	var seen []*agent.PendingCall
+	mw := agent.Middleware{Wait: func(next tool.WaitFunc) tool.WaitFunc {
+		return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+			p, ok := agent.PendingCallFrom(ctx)
+			if !ok {
+				t.Error("no pending call in the wait's context")
+				return next(ctx, req)
+			}
+			seen = append(seen, p)
+			if p.Request.ID != req.ID {
+				t.Errorf("pending call's request %q, waiting for %q", p.Request.ID, req.ID)
+			}
+			p.Digest, p.Votes[0].Decision = "sha256:changed", approval.VoteAllow
+			return next(ctx, req)
+		}
+	}}
+	ask := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
+		return approval.Verdict{Decision: approval.Ask, Reason: "check", By: approval.Principal{Kind: approval.PrincipalRule, Name: "asker"}}, nil
+	})
+	echo := &testkit.Counter{Name: "echo"}
+	a := newAgent(t, agent.Options{
+		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "echo", nil)}), Tools: agent.ToolList{echo},
+		Authorizers: []approval.Authorizer{ask}, Middleware: []agent.Middleware{mw},
+		WaitFor: func(_ context.Context, req tool.Request) (tool.Answer, error) {
+			return tool.Answer{ID: req.ID, OK: true, By: tool.PrincipalOf("bob")}, nil
+		},
+	})
+	res, err := a.Run(context.Background(), "x")
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("%v %v", res.Status, err)
+	}
+	if len(seen) != 1 || seen[0].Origin != agent.OriginAuthorization {
+		t.Fatalf("pending calls seen: %+v", seen)
+	}
+	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || echo.Count() != 1 {
+		t.Errorf("the call was %s (ran %d times) after the middleware changed its copy", d.Outcome, echo.Count())
+	}
+	if _, ok := agent.PendingCallFrom(context.Background()); ok {
+		t.Error("a pending call in a plain context")
+	}
+}

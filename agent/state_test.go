@@ -53,8 +53,8 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 	}
 	d := res2.ToolCalls[0].Decision
 	want := agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Votes: []agent.Vote{
-		{Source: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Decision: "allow"},
 		{Source: approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}, Decision: "ask", Reason: "look first"},
+		{Source: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Decision: "allow"},
 	}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

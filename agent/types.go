@@ -83,6 +83,9 @@ type Decision struct {
 	// Reason is the deciding source's reason.
 	Reason string `json:"reason,omitempty"`
 	// Votes lists every source that had a say, in the order they were heard.
+	// On a call taken up again after an answer, every source is heard again
+	// and the answer's vote follows the vote of the source that asked (the
+	// hook, or the last authorizer for an authorization's or a tool's request).
 	Votes []Vote `json:"votes,omitempty"`
 }
 

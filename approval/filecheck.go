@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/internal/toolctx"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -24,6 +25,13 @@ type PathJudge interface {
 // denies or asks, and that may apply to tool, has a pathPrefix or pathGlob
 // condition.
 func (p *Policy) JudgesPaths(toolName string) bool {
+	_, ok := p.pathRule(toolName)
+	return ok
+}
+
+// pathRule returns the principal of the first rule that denies or asks, may
+// apply to toolName, and has a pathPrefix or pathGlob condition.
+func (p *Policy) pathRule(toolName string) (Principal, bool) {
 	for i := range p.rules {
 		r := &p.rules[i]
 		if r.Decision == Allow {
@@ -34,11 +42,11 @@ func (p *Policy) JudgesPaths(toolName string) bool {
 		}
 		for _, a := range r.args {
 			if a.PathPrefix != "" || a.glob != "" {
-				return true
+				return Principal{Kind: PrincipalRule, Name: r.ID}, true
 			}
 		}
 	}
-	return false
+	return Principal{}, false
 }
 
 // CheckFile judges again, with azs, a call that has already been authorized,
@@ -62,7 +70,12 @@ func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) err
 	if links > 1 {
 		for _, az := range azs {
 			if pj, ok := az.(PathJudge); ok && pj.JudgesPaths(c.Tool) {
-				return fmt.Errorf("the file has %d hard links, and the policy judges %s by path: another name of it may be one the policy denies", links, c.Tool)
+				by := Runtime // the rule is the policy's own business
+				if p, ok := az.(*Policy); ok {
+					by, _ = p.pathRule(c.Tool)
+				}
+				reason := fmt.Sprintf("the file has %d hard links, and the policy judges %s by path: another name of it may be one the policy denies", links, c.Tool)
+				return refuse(ctx, Verdict{Decision: Deny, By: by, Reason: reason}, reason)
 			}
 		}
 	}
@@ -73,10 +86,10 @@ func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) err
 			v.By = Principal{Kind: PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
 		}
 		if err != nil {
-			return fmt.Errorf("%s failed: %w", v.By, err)
+			return refuse(ctx, Verdict{Decision: Deny, By: v.By, Reason: "authorization failed: " + err.Error()}, fmt.Sprintf("%s failed: %v", v.By, err))
 		}
 		if !v.Decision.Valid() {
-			return fmt.Errorf("%s returned invalid decision %q", v.By, v.Decision)
+			return refuse(ctx, Verdict{Decision: Deny, By: v.By, Reason: fmt.Sprintf("authorizer returned invalid decision %q", v.Decision)}, fmt.Sprintf("%s returned invalid decision %q", v.By, v.Decision))
 		}
 		vs = append(vs, v)
 	}
@@ -90,17 +103,35 @@ func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) err
 	}
 	switch v.Decision {
 	case Deny:
-		return &FileRefusal{Verdict: v, msg: fmt.Sprintf("denied by %s: %s", v.By, reason)}
+		return refuse(ctx, v, fmt.Sprintf("denied by %s: %s", v.By, reason))
 	case Ask:
 		if ans, ok := tool.AnswerFrom(ctx); ok && ans.OK {
 			return nil
 		}
-		return &FileRefusal{Verdict: v, msg: fmt.Sprintf("%s asks a person about this file (%s), and no one approved this call for it", v.By, reason)}
+		return refuse(ctx, v, fmt.Sprintf("%s asks a person about this file (%s), and no one approved this call for it", v.By, reason))
 	}
 	return nil
 }
 
-// FileRefusal is the error of [CheckFile] when a verdict refuses the file.
+// refuse returns the refusal of verdict v with text msg, and hands it to the
+// call's refusal sink when the context has one (package agent's tool calls
+// do): the call's record then says the file was refused, and by whom.
+func refuse(ctx context.Context, v Verdict, msg string) *FileRefusal {
+	fr := &FileRefusal{Verdict: v, msg: msg}
+	if s, ok := ctx.Value(toolctx.RefusalKey{}).(toolctx.RefusalSink); ok {
+		s.Refused(fr)
+	}
+	return fr
+}
+
+// FileRefusal is the error of [CheckFile] when it refuses the file: a
+// verdict denied it, asked and no one approved the call, an authorizer
+// failed (Verdict is then a deny by that authorizer, as in a call's
+// authorization), or the file has other names a path-judging authorizer
+// cannot see (Verdict is then a deny by the first [Policy] rule that judges
+// the tool by path, or by the runtime for another [PathJudge]). A tool call of package agent whose
+// error result carries such a refusal is recorded as denied by
+// Verdict.By, with its reason.
 type FileRefusal struct {
 	// Verdict is the strongest verdict about the file.
 	Verdict Verdict

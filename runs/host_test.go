@@ -143,8 +143,9 @@ func TestAnswerKeepsActor(t *testing.T) {
 		if d.Outcome != agent.OutcomeApproved || d.By != alice || d.Actor != root {
 			t.Errorf("%s: %s by %+v actor %+v; want approved by alice, actor root", what, d.Outcome, d.By, d.Actor)
 		}
-		if len(d.Votes) == 0 || d.Votes[0].Source != alice || d.Votes[0].Actor != root || d.Votes[0].Decision != approval.VoteAllow {
-			t.Errorf("%s: votes %+v; want alice's allow, given by root, first", what, d.Votes)
+		// Heard order: the rule's ask, then alice's answer.
+		if n := len(d.Votes); n < 2 || d.Votes[n-2].Decision != approval.VoteAsk || d.Votes[n-1].Source != alice || d.Votes[n-1].Actor != root || d.Votes[n-1].Decision != approval.VoteAllow {
+			t.Errorf("%s: votes %+v; want the rule's ask, then alice's allow, given by root", what, d.Votes)
 		}
 	}
 	check("result", res2.ToolCalls[0].Decision)

@@ -27,6 +27,9 @@
 //	wait_for_answer          INTERNAL  tollgate.approval.id, tollgate.request.kind,
 //	                                   tollgate.answer.approved, tollgate.approval.by, error.type
 //
+// and its execute_tool span, like that of a call resumed with an answer after
+// a halt, has tollgate.approval.id and, once answered, tollgate.approval.by.
+//
 // Argument values, tool results, prompts, model text, decision reasons and
 // error messages are never recorded (argument values only when
 // [Options].RecordArguments asks for them): they may carry secrets, and hooks,
@@ -320,6 +323,9 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		ctx, span := in.tracer.Start(ctx, "execute_tool "+name,
 			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 		defer span.End()
+		// A wait for an answer inside this call (Options.WaitFor) finds the
+		// call's span and tool name here.
+		ctx = context.WithValue(ctx, callKey{in}, &callScope{span: span, name: name})
 		out := next(ctx, c)
 
 		var outcome agent.Outcome
@@ -359,31 +365,49 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		if outcome == "" {
 			return out
 		}
-		decided := []attribute.KeyValue{KeyDecision.String(string(outcome))}
-		if !by.IsZero() {
-			decided = append(decided, KeyDecisionSource.String(clip(by.String())))
-		}
-		switch by.Kind {
-		case approval.PrincipalRule:
-			decided = append(decided, KeyRuleID.String(clip(by.Name)))
-		case approval.PrincipalHook:
-			decided = append(decided, KeyHookName.String(clip(by.Name)))
-		}
-		span.SetAttributes(decided...)
-
-		toolName := name
-		if outcome == agent.OutcomeUnknownTool {
-			toolName = "_OTHER"
-		}
-		mattrs := []attribute.KeyValue{KeyDecision.String(string(outcome)), semconv.GenAIToolName(toolName)}
-		for _, kv := range decided {
-			if kv.Key == KeyRuleID || kv.Key == KeyHookName {
-				mattrs = append(mattrs, kv)
-			}
-		}
-		in.decisions.Add(ctx, 1, metric.WithAttributes(mattrs...))
+		in.decided(ctx, span, name, outcome, by)
 		return out
 	}
+}
+
+// callKey is the context key of the callScope of a call that in traces.
+type callKey struct{ in *instruments }
+
+// callScope is what a wait inside a call needs of it: its execute_tool span
+// and tool name.
+type callScope struct {
+	span trace.Span
+	name string
+}
+
+// decided sets a call's decision attributes on its span, unless span is nil,
+// and counts the decision in tollgate.tool.decisions.
+func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome agent.Outcome, by approval.Principal) {
+	decided := []attribute.KeyValue{KeyDecision.String(string(outcome))}
+	if !by.IsZero() {
+		decided = append(decided, KeyDecisionSource.String(clip(by.String())))
+	}
+	switch by.Kind {
+	case approval.PrincipalRule:
+		decided = append(decided, KeyRuleID.String(clip(by.Name)))
+	case approval.PrincipalHook:
+		decided = append(decided, KeyHookName.String(clip(by.Name)))
+	}
+	if span != nil {
+		span.SetAttributes(decided...)
+	}
+
+	toolName := name
+	if outcome == agent.OutcomeUnknownTool {
+		toolName = "_OTHER"
+	}
+	mattrs := []attribute.KeyValue{KeyDecision.String(string(outcome)), semconv.GenAIToolName(toolName)}
+	for _, kv := range decided {
+		if kv.Key == KeyRuleID || kv.Key == KeyHookName {
+			mattrs = append(mattrs, kv)
+		}
+	}
+	in.decisions.Add(ctx, 1, metric.WithAttributes(mattrs...))
 }
 
 // pendingSource names who asked for the pending request: the hook that raised
@@ -447,8 +471,22 @@ func cut(s string, n int) string {
 
 // wait traces a call's wait for the answer to its pending request: a
 // wait_for_answer span under the call's execute_tool span.
+//
+// The call is pending meanwhile, as it would be on a halt: the pending
+// decision is counted (the span keeps the final decision, which follows the
+// answer), and the call's execute_tool span gets the request's
+// tollgate.approval.id and, once answered, tollgate.approval.by (and actor),
+// as the span of a call resumed with an answer has them.
 func (in *instruments) wait(next tool.WaitFunc) tool.WaitFunc {
 	return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+		call, _ := ctx.Value(callKey{in}).(*callScope)
+		if call != nil {
+			call.span.SetAttributes(KeyApprovalID.String(clip(req.ID)))
+			if p, ok := agent.PendingCallFrom(ctx); ok {
+				// Counted only: the span's decision is the final one.
+				in.decided(ctx, nil, call.name, agent.OutcomePending, pendingSource(p))
+			}
+		}
 		ctx, span := in.tracer.Start(ctx, "wait_for_answer", trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(KeyApprovalID.String(clip(req.ID)), KeyRequestKind.String(clip(string(req.Kind)))))
 		defer span.End()
@@ -459,6 +497,9 @@ func (in *instruments) wait(next tool.WaitFunc) tool.WaitFunc {
 		}
 		span.SetAttributes(KeyAnswerApproved.Bool(ans.OK))
 		span.SetAttributes(answerAttrs(ans)...)
+		if call != nil {
+			call.span.SetAttributes(answerAttrs(ans)...)
+		}
 		return ans, nil
 	}
 }

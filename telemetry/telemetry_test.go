@@ -558,3 +558,92 @@ func TestRecordArgumentsIsOptIn(t *testing.T) {
 		}
 	}
 }
+
+// decisionCounts sums tollgate.tool.decisions by outcome.
+func decisionCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.DecisionsMetric {
+				for _, dp := range sum.DataPoints {
+					o, _ := dp.Attributes.Value("tollgate.decision")
+					counts[o.AsString()] += dp.Value
+				}
+			}
+		}
+	}
+	return counts
+}
+
+// A call answered through WaitFor had neither the approval attributes on its
+// execute_tool span nor a pending point in tollgate.tool.decisions, unlike
+// the same call halted and resumed. Both paths now tell the same: pending
+// counted (with the rule that asked), then the final outcome, and the call's
+// span names the request and who answered.
+func TestWaitForTellsWhatHaltAndResumeTell(t *testing.T) {
+	a, exp, reader := fixture(t, `
+rules:
+  - id: ask-delete
+    tool: delete
+    decision: ask
+    reason: a person decides
+`, fixtureOpt{agent: func(o *agent.Options) {
+		o.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+			return tool.Answer{ID: req.ID, OK: true, By: tool.PrincipalOf("person:alice"), Actor: tool.PrincipalOf("person:root")}, nil
+		}
+	}})
+	res, err := a.Run(context.Background(), "tidy up")
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	var call, wait tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		switch s.Name {
+		case "execute_tool delete":
+			call = s
+		case "wait_for_answer":
+			wait = s
+		}
+	}
+	reqID := attrs(wait)["tollgate.approval.id"].AsString()
+	if !strings.HasPrefix(reqID, "req_") {
+		t.Fatalf("wait span approval id %q", reqID)
+	}
+	wantAttrs(t, call, map[string]any{
+		"tollgate.decision": "approved", "tollgate.approval.id": reqID, "tollgate.approval.by": "person:alice",
+		"tollgate.approval.actor": "person:root", "tollgate.decision.source": "person:alice",
+	})
+	if _, ok := attrs(call)["tollgate.rule.id"]; ok {
+		t.Error("the approved call's span keeps the asking rule as if it had decided")
+	}
+	if got := decisionCounts(t, reader); got["pending"] != 1 || got["approved"] != 1 || got["allowed"] != 1 || len(got) != 3 {
+		t.Errorf("decisions %v, want allowed 1, pending 1, approved 1", got)
+	}
+	// The pending point names the rule that asked, as on a halt.
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.DecisionsMetric {
+				for _, dp := range sum.DataPoints {
+					o, _ := dp.Attributes.Value("tollgate.decision")
+					r, _ := dp.Attributes.Value("tollgate.rule.id")
+					if o.AsString() == "pending" {
+						found = r.AsString() == "ask-delete"
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("the pending point does not name the rule ask-delete")
+	}
+}

@@ -18,6 +18,14 @@ type RunStateKey struct{}
 // ReporterKey is the key of a call's tool.Reporter.
 type ReporterKey struct{}
 
+// RefusalKey is the key of a call's RefusalSink.
+type RefusalKey struct{}
+
+// RefusalSink receives each refusal (an *approval.FileRefusal) that
+// approval.CheckFile makes while a tool runs, so that the call's record can
+// say who refused the file, rather than that the call was allowed.
+type RefusalSink interface{ Refused(err error) }
+
 // ValidatedKey is the key of a *Validated.
 type ValidatedKey struct{}
 
