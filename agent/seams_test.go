@@ -319,7 +319,7 @@ func TestWaitMiddlewareSeesThePendingCall(t *testing.T) {
 		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "echo", nil)}), Tools: agent.ToolList{echo},
 		Authorizers: []approval.Authorizer{ask}, Middleware: []agent.Middleware{mw},
 		WaitFor: func(_ context.Context, req tool.Request) (tool.Answer, error) {
-			return tool.Answer{ID: req.ID, OK: true, By: tool.PrincipalOf("bob")}, nil
+			return tool.Answer{ID: req.ID, OK: true, By: "bob"}, nil
 		},
 	})
 	res, err := a.Run(context.Background(), "x")

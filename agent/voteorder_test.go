@@ -78,7 +78,7 @@ rules:
 	}
 
 	res, err := newAgent(t, opts(func(_ context.Context, req tool.Request) (tool.Answer, error) {
-		return tool.Answer{ID: req.ID, OK: true, By: bob}, nil
+		return tool.Answer{ID: req.ID, OK: true, Principal: bob}, nil
 	})).Run(context.Background(), "x")
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("WaitFor: %v %v", res.Status, err)
@@ -92,7 +92,7 @@ rules:
 	}
 	var answers []tool.Answer
 	for _, q := range res.Pending {
-		answers = append(answers, tool.Answer{ID: q.ID, OK: true, By: bob})
+		answers = append(answers, tool.Answer{ID: q.ID, OK: true, Principal: bob})
 	}
 	res, err = a.Resume(context.Background(), res.State, answers...)
 	if err != nil || res.Status != agent.StatusDone {

@@ -594,7 +594,7 @@ rules:
     reason: a person decides
 `, fixtureOpt{agent: func(o *agent.Options) {
 		o.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
-			return tool.Answer{ID: req.ID, OK: true, By: tool.PrincipalOf("person:alice"), Actor: tool.PrincipalOf("person:root")}, nil
+			return tool.Answer{ID: req.ID, OK: true, By: "alice", Actor: tool.PrincipalOf("person:root")}, nil
 		}
 	}})
 	res, err := a.Run(context.Background(), "tidy up")
