@@ -743,9 +743,9 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	return p, s.wrap(rows.Err())
 }
 
-// DeleteRuns implements [store.Store]: one statement deletes the runs that
-// qualify (locked in ID order and checked again once locked) and, by the
-// foreign keys' ON DELETE CASCADE, their approvals and events.
+// DeleteRuns implements [store.Store]: it locks the runs that qualify (in ID
+// order, checked again once locked) and deletes them and, by the foreign
+// keys' ON DELETE CASCADE, their approvals and events.
 func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
 	statuses := f.Statuses
 	if len(statuses) == 0 {
@@ -764,8 +764,20 @@ func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error
 	}
 	var n int64
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `WITH gone AS (SELECT id FROM runs WHERE `+w.String()+` ORDER BY id FOR UPDATE)
-			DELETE FROM runs WHERE id IN (SELECT id FROM gone)`, w.args...)
+		// Two statements: the rows are locked (in ID order, checked again
+		// once locked) and then exactly those are deleted. A DELETE that
+		// found its rows by a scan of its own could meet an older version
+		// of a row the lock statement locked in its newer one, and wait on
+		// that row's other lockers out of ID order.
+		rows, err := tx.Query(ctx, `SELECT id FROM runs WHERE `+w.String()+` ORDER BY id FOR UPDATE`, w.args...)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM runs WHERE id = ANY($1)`, ids)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -891,10 +903,33 @@ func queueApproval(b *pgx.Batch, a store.Approval) {
 		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.RunID, a.ID)
 }
 
-// lockRunsShared locks the runs ids (sorted) against deletion, in ID order.
-func lockRunsShared(ctx context.Context, tx pgx.Tx, ids []string) error {
-	_, err := tx.Exec(ctx, `SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
-	return err
+// lockRunsShared locks the runs ids (sorted) against deletion, in ID order,
+// and returns the IDs it locked, in order. A run that is missing, or that
+// was deleted while the statement waited for the deleter's lock (PostgreSQL
+// skips such a row at read committed), is not locked and not returned: the
+// caller must not touch its approvals or events, whose run a concurrent
+// DeleteRuns may then lock and delete while this transaction holds rows the
+// deletion cascades to (a deadlock).
+func lockRunsShared(ctx context.Context, tx pgx.Tx, ids []string) ([]string, error) {
+	rows, err := tx.Query(ctx, `SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// lockRunShared locks run id against deletion and reports whether it
+// exists. When the run was deleted while the lock waited, the statement is
+// run once more with a new snapshot, so that a run created again under the
+// same ID in the meantime is the one locked.
+func lockRunShared(ctx context.Context, tx pgx.Tx, id string) (bool, error) {
+	for range 2 {
+		locked, err := lockRunsShared(ctx, tx, []string{id})
+		if err != nil || len(locked) == 1 {
+			return err == nil, err
+		}
+	}
+	return false, nil
 }
 
 // transition locks an approval (after its run, in the store's lock order),
@@ -903,7 +938,10 @@ func lockRunsShared(ctx context.Context, tx pgx.Tx, ids []string) error {
 func (s *Store) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
 	var out store.Approval
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if err := lockRunsShared(ctx, tx, []string{runID}); err != nil {
+		if ok, err := lockRunShared(ctx, tx, runID); err != nil || !ok {
+			if err == nil {
+				err = fmt.Errorf("%w: approval %s of run %s", store.ErrNotFound, id, runID)
+			}
 			return err
 		}
 		a, err := getApproval(ctx, tx, runID, id, " FOR UPDATE")
@@ -964,7 +1002,9 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 		if err != nil || len(runIDs) == 0 {
 			return err
 		}
-		if err := lockRunsShared(ctx, tx, runIDs); err != nil {
+		// Only the approvals of the runs locked: a run deleted meanwhile
+		// (and perhaps created again, unlocked) is left to the next call.
+		if runIDs, err = lockRunsShared(ctx, tx, runIDs); err != nil || len(runIDs) == 0 {
 			return err
 		}
 		rows, err = tx.Query(ctx, `SELECT `+approvalCols+` FROM approvals WHERE `+due+` AND run_id = ANY($2) ORDER BY seq FOR UPDATE`, now, runIDs)
