@@ -36,3 +36,7 @@ func Setting(t testing.TB, s *Store, name string) string {
 	}
 	return v
 }
+
+// Deadlocks returns how many of s's transactions were run again after
+// PostgreSQL chose them as a deadlock's victim.
+func Deadlocks(s *Store) int64 { return s.deadlocks.Load() }

@@ -11,7 +11,14 @@
 // UpdateRun the run (FOR NO KEY UPDATE), so that the check and the write are
 // atomic across processes and exactly one of several concurrent claimants or
 // deciders wins. Locks are always taken in one order (runs, sorted by ID;
-// then approvals; then the counters below), so writers never deadlock.
+// then approvals; then the counters below), and no approval or event of a
+// run is touched unless its run is locked (a run deleted while its lock
+// waited is looked up again, or left alone), so that a DeleteRuns, which
+// locks its runs before its deletion cascades to their approvals and
+// events, never meets a row held by a writer waiting for one of its runs.
+// PostgreSQL can still pick a deadlock's victim among transactions that
+// lock the old and the new version of a run just updated; such a write is
+// run again ([DeadlockAttempts]).
 //
 // # Event order
 //
@@ -61,10 +68,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -159,6 +168,8 @@ type Store struct {
 	now  func() time.Time
 	// where names the database in errors, without credentials.
 	where string
+	// deadlocks counts the transactions run again after a deadlock.
+	deadlocks atomic.Int64
 
 	listen listener
 }
@@ -253,9 +264,54 @@ type keep struct{ err error }
 
 func (k keep) Error() string { return k.err.Error() }
 
+// DeadlockAttempts is how many times a write is run in all when PostgreSQL
+// ends its transaction as the victim of a deadlock (SQLSTATE 40P01,
+// deadlock_detected). The store takes its locks in one order, but
+// PostgreSQL locks the versions of an updated row one after the other, so
+// a shared lock and an exclusive one taken by two transactions on a run
+// that a third has just updated can still form a cycle. The server rolls
+// the victim back entirely, and every write reads what it depends on inside
+// its own transaction, so the write is run again from the start, after a
+// pause of DeadlockPause to twice that (times the attempt's number), so
+// that the transaction that won goes ahead first; the last deadlock error
+// is returned when every attempt was a victim.
+const DeadlockAttempts = 3
+
+// DeadlockPause is the shortest pause before a deadlock's victim is run
+// again; see [DeadlockAttempts].
+const DeadlockPause = 5 * time.Millisecond
+
 // tx runs fn in one transaction, committing when fn returns nil or an error
-// marked with keep, and maps PostgreSQL's errors to the store's.
+// marked with keep, and maps PostgreSQL's errors to the store's. A
+// transaction chosen as a deadlock's victim is run again, up to
+// DeadlockAttempts in all; fn must therefore set its results afresh on
+// every call.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = s.tx1(ctx, fn); !isDeadlock(err) || attempt == DeadlockAttempts {
+			return err
+		}
+		s.deadlocks.Add(1)
+		pause := time.Duration(attempt) * (DeadlockPause + rand.N(DeadlockPause))
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
+// tx1 is one attempt of tx.
+func (s *Store) tx1(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return s.wrap(err)

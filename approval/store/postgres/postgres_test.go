@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/postgres"
@@ -374,6 +375,7 @@ func TestMixedWritesDoNotDeadlock(t *testing.T) {
 	for err := range errs {
 		t.Errorf("unexpected error: %v", err)
 	}
+	t.Logf("transactions run again after a deadlock: %d and %d", postgres.Deadlocks(a), postgres.Deadlocks(b))
 	// The log is still gapless as far as the readers can tell: strictly
 	// increasing.
 	evs, err := a.ListEvents(ctx, store.EventFilter{AllTenants: true, Limit: store.MaxLimit})
@@ -384,6 +386,180 @@ func TestMixedWritesDoNotDeadlock(t *testing.T) {
 		if evs[i].Seq <= evs[i-1].Seq {
 			t.Fatalf("events out of order: %d after %d", evs[i].Seq, evs[i-1].Seq)
 		}
+	}
+}
+
+// Decide holds its run against deletion even when the run it waited for
+// was deleted and created again under its ID meanwhile (PostgreSQL skips a
+// row deleted while a lock waited): otherwise a DeleteRuns could take the
+// new run and cascade into the approval Decide holds while Decide's event
+// waits for the run, a deadlock. A trigger on events stops Decide just
+// before its event is written, and a session checks that the run cannot be
+// locked for deletion then.
+func TestDecideLocksARunCreatedAgain(t *testing.T) {
+	db := pgtest.Database(t)
+	s := open(t, db, nil)
+	defer s.Close()
+	if _, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunRunning},
+		Approvals: []store.Approval{{ID: "req_1", Digest: "d"}}}); err != nil {
+		t.Fatal(err)
+	}
+	const gate = 4242
+	admin := rawConn(t, db)
+	if _, err := admin.Exec(ctx, `CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN PERFORM pg_advisory_xact_lock_shared(`+fmt.Sprint(gate)+`); RETURN NEW; END $$;
+		CREATE TRIGGER gate BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION gate();
+		SELECT pg_advisory_lock(`+fmt.Sprint(gate)+`)`); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(what, cond string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; {
+			var n int
+			if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock' AND `+cond).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Decide never waited for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	del := rawConn(t, db)
+	tx, err := del.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT id FROM runs WHERE id = 'run_1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Decide(ctx, "run_1", "req_1", store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
+		done <- err
+	}()
+	waiting("the run", `query LIKE '%FOR KEY SHARE%'`)
+	// The run and its approval, deleted and created again in one step.
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE r AS SELECT * FROM runs WHERE id = 'run_1';
+		CREATE TEMP TABLE a AS SELECT * FROM approvals WHERE run_id = 'run_1';
+		DELETE FROM runs WHERE id = 'run_1';
+		INSERT INTO runs SELECT * FROM r;
+		INSERT INTO approvals SELECT * FROM a`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiting("the gate", `wait_event = 'advisory'`)
+	probe, err := del.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = probe.Exec(ctx, `SELECT id FROM runs WHERE id = 'run_1' FOR UPDATE NOWAIT`)
+	probe.Rollback(ctx)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "55P03" {
+		t.Errorf("run_1 could be locked for deletion while Decide wrote its approval (err %v), want lock_not_available", err)
+	}
+	if _, err := admin.Exec(ctx, `SELECT pg_advisory_unlock(`+fmt.Sprint(gate)+`)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+	a, err := s.GetApproval(ctx, "run_1", "req_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status != store.StatusApproved {
+		t.Errorf("req_1 is %s, want approved", a.Status)
+	}
+}
+
+// A write that PostgreSQL ends as a deadlock's victim is run again from the
+// start and succeeds. The cycle is built by hand: a session holds the
+// approvals counter; UpdateRun locks its run and waits for the counter; the
+// session then asks for the run. PostgreSQL looks for a cycle once per
+// wait, when the waiter's deadlock_timeout has passed: the store's (500ms)
+// passes long after the session has closed the cycle, and the session's
+// (10min) never does, so UpdateRun is the victim.
+func TestDeadlockVictimIsRunAgain(t *testing.T) {
+	db := pgtest.Database(t)
+	s := open(t, db+"&deadlock_timeout=500ms", nil)
+	defer s.Close()
+	if _, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawConn(t, db)
+	var pid int
+	if err := raw.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(ctx, `SET deadlock_timeout = '10min'`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := raw.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `UPDATE counters SET last = last WHERE name = 'approvals'`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		run store.Run
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := s.UpdateRun(ctx, "run_1", store.RunUpdate{Approvals: []store.Approval{{ID: "req_1", Digest: "d"}}})
+		done <- result{r, err}
+	}()
+	// Until UpdateRun holds the run and waits for the counter.
+	admin := rawConn(t, db)
+	for deadline := time.Now().Add(time.Minute); ; {
+		var n int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> $1 AND wait_event_type = 'Lock' AND query LIKE 'UPDATE counters%'`, pid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("UpdateRun never waited for the counter")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Blocks until the server ends UpdateRun's transaction, which then waits
+	// for this one when it is run again.
+	if _, err := tx.Exec(ctx, `SELECT id FROM runs WHERE id = 'run_1' FOR UPDATE`); err != nil {
+		t.Fatalf("the session was the victim, not the store: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("UpdateRun: %v", r.err)
+	}
+	if r.run.Version != 2 {
+		t.Errorf("run version %d, want 2 (one update)", r.run.Version)
+	}
+	if n := postgres.Deadlocks(s); n != 1 {
+		t.Errorf("%d transactions run again, want 1", n)
+	}
+	p, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: "run_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Approvals) != 1 || p.Approvals[0].ID != "req_1" {
+		t.Errorf("approvals %+v, want req_1 once", p.Approvals)
 	}
 }
 
