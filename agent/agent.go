@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -213,6 +214,10 @@ type Agent struct {
 
 	// workers run the tool calls and the tools (see workers).
 	workers *workers
+
+	// fixed is the latest snapshot of a ToolList, shared read-only by every
+	// run while its tools' specs stay the same.
+	fixed atomic.Pointer[toolSnapshot]
 }
 
 // ErrDuplicateTool is returned by [New] when two tools of Options.Tools

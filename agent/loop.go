@@ -299,8 +299,10 @@ func (a *Agent) drive(ctx context.Context, st *stateData, resume bool, yield fun
 	if res != nil {
 		end = hooks.EndEvent{Status: string(res.Status), Reason: res.Reason}
 	}
-	if herr := a.opts.Hooks.RunEnd(context.WithoutCancel(ctx), end); herr != nil {
-		a.log.LogAttrs(ctx, slog.LevelWarn, "end hook failed", slog.String("run", st.RunID), slog.String("error", herr.Error()))
+	if a.opts.Hooks.Len(hooks.StageEnd) > 0 {
+		if herr := a.opts.Hooks.RunEnd(context.WithoutCancel(ctx), end); herr != nil {
+			a.log.LogAttrs(ctx, slog.LevelWarn, "end hook failed", slog.String("run", st.RunID), slog.String("error", herr.Error()))
+		}
 	}
 	if r.stopped {
 		return res, err
@@ -391,6 +393,52 @@ func (r *runner) snapshotTools() {
 		return
 	}
 	list := r.a.opts.Tools.Tools()
+	if _, fixed := r.a.opts.Tools.(ToolList); fixed {
+		// A ToolList's snapshot is shared, read-only, by every run while
+		// its tools' specs stay the same (the model and the hooks get copies
+		// or capped slices of defs); a tool whose name, description or
+		// schema changed makes a new one.
+		if c := r.a.fixed.Load(); c != nil && c.same(list) {
+			r.tools, r.defs = c.tools, c.defs
+			return
+		}
+		r.snapshotList(list)
+		c := &toolSnapshot{tools: r.tools, defs: r.defs, specs: make([]tool.Spec, len(list))}
+		for i, t := range list {
+			c.specs[i] = t.Spec()
+		}
+		r.a.fixed.Store(c)
+		return
+	}
+	r.snapshotList(list)
+}
+
+// toolSnapshot is the snapshot of a ToolList's tools with the specs it was
+// made from.
+type toolSnapshot struct {
+	tools map[string]tool.Tool
+	defs  []model.ToolDef
+	specs []tool.Spec
+}
+
+// same reports whether list's tools still have the specs c was made from
+// (the same name, description and schema).
+func (c *toolSnapshot) same(list []tool.Tool) bool {
+	if len(list) != len(c.specs) {
+		return false
+	}
+	for i, t := range list {
+		s, o := t.Spec(), &c.specs[i]
+		if s.Name != o.Name || s.Description != o.Description || s.InputSchema != o.InputSchema {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshotList sets the runner's tools and their definitions from list; the
+// first of two tools with one name wins ([New] refuses such lists).
+func (r *runner) snapshotList(list []tool.Tool) {
 	r.tools = make(map[string]tool.Tool, len(list))
 	if len(list) > 0 {
 		r.defs = make([]model.ToolDef, 0, len(list))
@@ -546,7 +594,11 @@ func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 	turn := r.st.Turn
 	h := r.a.opts.Hooks
-	out, err := h.RunBeforeLLM(ctx, hooks.BeforeLLMEvent{Messages: slices.Clone(r.st.Messages), Tools: slices.Clone(r.defs), Model: r.st.Model, Turn: turn})
+	// Each hook gets copies of its own (RunBeforeLLM); the model gets the
+	// run's slices capped at their length, so that a model that appends to
+	// its request cannot write into the transcript's spare capacity.
+	msgs, defs := r.st.Messages[:len(r.st.Messages):len(r.st.Messages)], r.defs[:len(r.defs):len(r.defs)]
+	out, err := h.RunBeforeLLM(ctx, hooks.BeforeLLMEvent{Messages: msgs, Tools: defs, Model: r.st.Model, Turn: turn})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -35,9 +36,16 @@ type workers struct {
 	tasks chan func() // unbuffered: a send succeeds only when a worker waits
 	idle  atomic.Int32
 	live  atomic.Int32
+	// toolTasks holds the *toolTask values executeBounded hands to workers,
+	// for reuse.
+	toolTasks sync.Pool
 }
 
-func newWorkers() *workers { return &workers{tasks: make(chan func())} }
+func newWorkers() *workers {
+	p := &workers{tasks: make(chan func())}
+	p.toolTasks.New = func() any { return newToolTask() }
+	return p
+}
 
 // inBubble reports whether the calling goroutine runs in a testing/synctest
 // bubble, from the header of its stack trace ("goroutine 7 [running,
