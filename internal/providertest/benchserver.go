@@ -1,12 +1,16 @@
 package providertest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -50,11 +54,74 @@ type BenchServer struct {
 	URL string
 }
 
-// NewBenchServer starts a BenchServer; it is closed when tb ends.
+// BenchServerEnv is the environment variable that chooses where
+// [NewBenchServer] runs its server: unset, in the benchmark's process;
+// "process", in a child process (the test binary run again, see
+// [ServeBenchChild]), as the side-by-side benchmark runs its mock, so that
+// the server's work does not share the benchmark's heap and GC.
+const BenchServerEnv = "TOLLGATE_BENCH_SERVER"
+
+// NewBenchServer starts a BenchServer; it is closed when tb ends. With
+// $TOLLGATE_BENCH_SERVER=process it runs in a child process, which needs the
+// test package's TestMain to call [ServeBenchChild] first.
 func NewBenchServer(tb testing.TB) *BenchServer {
+	if os.Getenv(BenchServerEnv) == "process" {
+		return childBenchServer(tb)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(serveBench))
 	tb.Cleanup(srv.Close)
 	return &BenchServer{URL: srv.URL}
+}
+
+// childBenchServer runs the test binary again as a bench server and returns
+// its URL; the child ends when its stdin closes (at tb's cleanup, or when
+// this process dies).
+func childBenchServer(tb testing.TB) *BenchServer {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), BenchServerEnv+"=child")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(io.LimitReader(stdout, 256)).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		tb.Fatalf("bench server child: %q, %v (does TestMain call providertest.ServeBenchChild?)", line, err)
+	}
+	return &BenchServer{URL: strings.TrimSpace(line)}
+}
+
+// ServeBenchChild, called first in a TestMain, makes the test binary a
+// bench server when [NewBenchServer] started it as one
+// ($TOLLGATE_BENCH_SERVER=child): it serves on a free loopback port, prints
+// its URL on stdout and exits when its stdin closes. Otherwise it returns at
+// once.
+func ServeBenchChild() {
+	if os.Getenv(BenchServerEnv) != "child" {
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("http://%s\n", ln.Addr())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	_ = http.Serve(ln, http.HandlerFunc(serveBench))
+	os.Exit(1)
 }
 
 type benchRequest struct {
