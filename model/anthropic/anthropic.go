@@ -229,8 +229,9 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 		return nil, fmt.Errorf("anthropic: encoding the request: %w", err)
 	}
 	var raw []byte
+	id := w.Model
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-		m.log.LogAttrs(ctx, slog.LevelDebug, "messages", slog.String("model", w.Model), slog.Int("attempt", attempt))
+		m.log.LogAttrs(ctx, slog.LevelDebug, "messages", slog.String("model", id), slog.Int("attempt", attempt))
 		resp, err := m.post(ctx, body, m.jsonHeader)
 		if err != nil {
 			return err
@@ -319,13 +320,14 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		yield(model.Chunk{}, fmt.Errorf("anthropic: encoding the request: %w", err))
 		return
 	}
+	id := w.Model
 	var (
 		resp  *http.Response
 		evs   *provider.Events
 		first wireEvent
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
-		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", w.Model), slog.Int("attempt", attempt))
+		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", id), slog.Int("attempt", attempt))
 		r, err := m.post(ctx, body, m.sseHeader)
 		if err != nil {
 			return err
@@ -352,7 +354,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		return
 	}
 	defer resp.Body.Close()
-	acc := accumulator{model: w.Model}
+	acc := accumulator{model: id}
 	ev := &first
 	for {
 		if d := acc.add(ev); d != "" && !yield(model.Chunk{Delta: d}, nil) {
@@ -423,33 +425,36 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 }
 
 // request translates a tollgate request into a Messages API request.
-func (m *Model) request(ctx context.Context, req *model.Request) (*wireRequest, error) {
+func (m *Model) request(ctx context.Context, req *model.Request) (wireRequest, error) {
 	id := cmp.Or(req.Model, m.model)
 	if id == "" {
-		return nil, errors.New("anthropic: no model ID: set Request.Model or Options.Model")
+		return wireRequest{}, errors.New("anthropic: no model ID: set Request.Model or Options.Model")
 	}
-	w := &wireRequest{Model: id, MaxTokens: m.maxTokens} // rule 9: at least 1
+	w := wireRequest{Model: id, MaxTokens: m.maxTokens} // rule 9: at least 1
 	if req.MaxTokens > 0 {
 		w.MaxTokens = req.MaxTokens
+	}
+	if len(req.Tools) > 0 {
+		w.Tools = make([]wireTool, 0, len(req.Tools))
 	}
 	seen := make(map[string]bool, len(req.Tools))
 	for i, t := range req.Tools {
 		if !validToolName(t.Name) {
-			return nil, fmt.Errorf("anthropic: tool %d: name %q must be 1 to 128 letters, digits, '_' or '-'", i, t.Name)
+			return wireRequest{}, fmt.Errorf("anthropic: tool %d: name %q must be 1 to 128 letters, digits, '_' or '-'", i, t.Name)
 		}
 		if seen[t.Name] {
-			return nil, fmt.Errorf("anthropic: tool %d: name %q is used by an earlier tool; names must be unique", i, t.Name)
+			return wireRequest{}, fmt.Errorf("anthropic: tool %d: name %q is used by an earlier tool; names must be unique", i, t.Name)
 		}
 		seen[t.Name] = true
 		schema, err := inputSchema(t.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("anthropic: tool %q: %w", t.Name, err)
+			return wireRequest{}, fmt.Errorf("anthropic: tool %q: %w", t.Name, err)
 		}
 		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
-		return nil, err
+		return wireRequest{}, err
 	}
 	w.Messages = msgs
 	for _, msg := range req.Messages {
@@ -502,8 +507,7 @@ const (
 type turn struct {
 	assistant bool
 	results   []wireBlock // tool_result blocks, user turns only
-	blocks    []wireBlock
-	calls     []string // tool_use ids, assistant turns only
+	blocks    []wireBlock // for an assistant turn, its tool_use blocks are its calls
 }
 
 // messages translates a transcript into Messages API turns that keep rules
@@ -516,14 +520,16 @@ type turn struct {
 // conversation that starts with the assistant gets a short user turn first.
 // The only error is an unknown role, or a transcript with no content at all.
 func messages(in []model.Message) ([]wireMessage, error) {
-	var turns []*turn
+	// At most one turn per message, one for a conversation that starts
+	// with the assistant and one that answers trailing calls: turns never
+	// move, so a turn may be appended to through its index.
+	turns := make([]turn, 0, len(in)+2)
 	last := func(assistant bool) *turn {
 		if n := len(turns); n > 0 && turns[n-1].assistant == assistant {
-			return turns[n-1]
+			return &turns[n-1]
 		}
-		t := &turn{assistant: assistant}
-		turns = append(turns, t)
-		return t
+		turns = append(turns, turn{assistant: assistant})
+		return &turns[len(turns)-1]
 	}
 	for i, msg := range in {
 		switch msg.Role {
@@ -538,13 +544,14 @@ func messages(in []model.Message) ([]wireMessage, error) {
 				continue
 			}
 			t := last(true)
+			if t.blocks == nil {
+				t.blocks = make([]wireBlock, 0, 1+len(msg.ToolCalls))
+			}
 			if strings.TrimSpace(msg.Content) != "" {
 				t.blocks = append(t.blocks, textBlock(msg.Content))
 			}
 			for _, c := range msg.ToolCalls {
-				id := toolUseID(c.ID)
-				t.blocks = append(t.blocks, wireBlock{Type: "tool_use", ID: id, Name: c.Name, Input: inputObject(c.Arguments)})
-				t.calls = append(t.calls, id)
+				t.blocks = append(t.blocks, wireBlock{Type: "tool_use", ID: toolUseID(c.ID), Name: c.Name, Input: inputObject(c.Arguments)})
 			}
 		case model.RoleTool:
 			tr := wireBlock{Type: "tool_result", ToolUseID: toolUseID(msg.ToolCallID), IsError: msg.IsError}
@@ -562,28 +569,29 @@ func messages(in []model.Message) ([]wireMessage, error) {
 		}
 	}
 	// Rule 5: pair results with the calls of the assistant turn before.
-	for i, t := range turns {
+	for i := range turns {
+		t := &turns[i]
 		if t.assistant {
 			continue
 		}
-		var calls []string
+		var calls []wireBlock
 		if i > 0 {
-			calls = turns[i-1].calls
+			calls = turns[i-1].blocks
 		}
 		t.results, t.blocks = pairResults(calls, t.results, t.blocks)
 	}
-	if n := len(turns); n > 0 && turns[n-1].assistant && len(turns[n-1].calls) > 0 {
+	if n := len(turns); n > 0 && turns[n-1].assistant && hasCalls(turns[n-1].blocks) {
 		// A transcript that ends on tool calls: answer them, so that the
 		// model can go on.
-		t := &turn{}
-		t.results, t.blocks = pairResults(turns[n-1].calls, nil, nil)
+		var t turn
+		t.results, t.blocks = pairResults(turns[n-1].blocks, nil, nil)
 		turns = append(turns, t)
 	}
 	if len(turns) == 0 {
 		return nil, errors.New("anthropic: the request has no user or assistant content (the Messages API needs at least one message)")
 	}
 	if turns[0].assistant {
-		turns = append([]*turn{{blocks: []wireBlock{textBlock(continueText)}}}, turns...)
+		turns = slices.Insert(turns, 0, turn{blocks: []wireBlock{textBlock(continueText)}})
 	}
 	out := make([]wireMessage, 0, len(turns))
 	for i, t := range turns {
@@ -594,22 +602,47 @@ func messages(in []model.Message) ([]wireMessage, error) {
 			out = append(out, wireMessage{Role: "assistant", Content: t.blocks})
 			continue
 		}
-		out = append(out, wireMessage{Role: "user", Content: append(t.results, t.blocks...)})
+		content := t.results
+		switch {
+		case len(t.blocks) == 0:
+		case len(content) == 0:
+			content = t.blocks
+		default:
+			content = append(content, t.blocks...)
+		}
+		out = append(out, wireMessage{Role: "user", Content: content})
 	}
 	return out, nil
 }
 
+// hasCalls reports whether blocks hold a tool_use block.
+func hasCalls(blocks []wireBlock) bool {
+	for _, b := range blocks {
+		if b.Type == "tool_use" {
+			return true
+		}
+	}
+	return false
+}
+
 // pairResults returns the tool results of a user turn that follows an
-// assistant turn with the tool_use ids calls: one per call, in the calls'
-// order (an error result for a call without one), and the turn's other
+// assistant turn with the blocks prev: one per tool_use block of prev, in
+// their order (an error result for a call without one), and the turn's other
 // blocks, after text blocks that stand for the results that answer no call
 // (or a call answered already).
-func pairResults(calls []string, results, blocks []wireBlock) ([]wireBlock, []wireBlock) {
+func pairResults(prev, results, blocks []wireBlock) ([]wireBlock, []wireBlock) {
+	if inOrder(prev, results) {
+		return results, blocks
+	}
 	byID := make(map[string]wireBlock, len(results))
 	var orphans []wireBlock
-	want := make(map[string]bool, len(calls))
-	for _, id := range calls {
-		want[id] = true
+	want := make(map[string]bool, len(prev))
+	calls := 0
+	for _, c := range prev {
+		if c.Type == "tool_use" {
+			want[c.ID] = true
+			calls++
+		}
 	}
 	for _, r := range results {
 		id := r.ToolUseID
@@ -619,13 +652,19 @@ func pairResults(calls []string, results, blocks []wireBlock) ([]wireBlock, []wi
 		}
 		byID[id] = r
 	}
-	out := make([]wireBlock, 0, len(calls))
-	for _, id := range calls {
-		r, ok := byID[id]
+	out := make([]wireBlock, 0, calls)
+	for _, c := range prev {
+		if c.Type != "tool_use" {
+			continue
+		}
+		r, ok := byID[c.ID]
 		if !ok {
-			r = wireBlock{Type: "tool_result", ToolUseID: id, IsError: true, Content: []wireText{{Type: "text", Text: missingResultText}}}
+			r = wireBlock{Type: "tool_result", ToolUseID: c.ID, IsError: true, Content: []wireText{{Type: "text", Text: missingResultText}}}
 		}
 		out = append(out, r)
+	}
+	if len(orphans) == 0 {
+		return out, blocks
 	}
 	texts := make([]wireBlock, 0, len(orphans)+len(blocks))
 	for _, tr := range orphans {
@@ -641,6 +680,33 @@ func pairResults(calls []string, results, blocks []wireBlock) ([]wireBlock, []wi
 		texts = append(texts, textBlock(text.String()))
 	}
 	return out, append(texts, blocks...)
+}
+
+// inOrder reports whether results answer the tool_use blocks of prev one
+// for one, in their order, with ids that are all different: the common case,
+// in which [pairResults] has nothing to reorder, add or turn into text.
+func inOrder(prev, results []wireBlock) bool {
+	j := 0
+	for _, c := range prev {
+		if c.Type != "tool_use" {
+			continue
+		}
+		if j >= len(results) || results[j].ToolUseID != c.ID {
+			return false
+		}
+		j++
+	}
+	if j != len(results) || len(results) > 64 {
+		return false // (past 64 results, the maps of pairResults check faster)
+	}
+	for i := range results {
+		for k := range i {
+			if results[k].ToolUseID == results[i].ToolUseID {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // trimFinalText removes trailing whitespace from the last block of the final
@@ -753,15 +819,32 @@ func (m *Model) response(raw []byte) (*model.Response, error) {
 	}
 	out := model.Message{Role: model.RoleAssistant}
 	var text strings.Builder
+	texts, calls := 0, 0
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
-			text.WriteString(b.Text)
+			texts++
+			out.Content = b.Text
+		case "tool_use":
+			calls++
+		}
+	}
+	if calls > 0 {
+		out.ToolCalls = make([]model.ToolCall, 0, calls)
+	}
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			if texts > 1 {
+				text.WriteString(b.Text)
+			}
 		case "tool_use":
 			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: arguments(b.Input)})
 		}
 	}
-	out.Content = text.String()
+	if texts > 1 {
+		out.Content = text.String() // the text blocks in their order
+	}
 	u := msg.Usage
 	return &model.Response{
 		Message:      out,
