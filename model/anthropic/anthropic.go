@@ -247,7 +247,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
-	return m.response(raw)
+	return m.response(raw, id)
 }
 
 // post sends one request and returns the response when its status is 2xx,
@@ -809,9 +809,11 @@ func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
 
 // response translates a message, as the server sent it, into a tollgate
 // response.
-func (m *Model) response(raw []byte) (*model.Response, error) {
-	var msg wireResponse
-	if err := decode(raw, &msg); err != nil {
+func (m *Model) response(raw []byte, requested string) (*model.Response, error) {
+	a := &answer{msg: wireResponse{Model: modelName{hint: requested}}}
+	a.msg.Content = a.blocks[:0]
+	msg := &a.msg
+	if err := decode(raw, msg); err != nil {
 		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON message", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
 	if msg.Type == "error" || msg.Error != nil {
@@ -850,7 +852,7 @@ func (m *Model) response(raw []byte) (*model.Response, error) {
 		Message:      out,
 		Usage:        usage(u.input(), u.OutputTokens),
 		FinishReason: finishReason(string(msg.StopReason)),
-		Model:        msg.Model,
+		Model:        string(msg.Model.name),
 		Raw:          json.RawMessage(raw),
 	}, nil
 }

@@ -224,7 +224,7 @@ func fromSDK(m *anth.Message) readMessage {
 
 func fromCodec(m *wireResponse) readMessage {
 	u := m.Usage
-	r := readMessage{ID: m.ID, Type: string(m.Type), Model: m.Model, Stop: string(m.StopReason),
+	r := readMessage{ID: m.ID, Type: string(m.Type), Model: string(m.Model.name), Stop: string(m.StopReason),
 		Usage: [4]int64{u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens}}
 	for _, b := range m.Content {
 		in := ""

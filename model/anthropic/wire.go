@@ -68,11 +68,45 @@ type wireResponse struct {
 	ID         string          `json:"id"`
 	Type       provider.String `json:"type"`
 	Role       provider.String `json:"role"`
-	Model      string          `json:"model"`
+	Model      modelName       `json:"model"`
 	Content    []wireBlockOut  `json:"content"`
 	StopReason provider.String `json:"stop_reason"`
 	Usage      wireUsage       `json:"usage"`
 	Error      *wireError      `json:"error"`
+}
+
+// modelName is the model of an answer, decoded as a [provider.String] is,
+// and without allocating when it is hint: the model the request named,
+// which the API usually echoes.
+type modelName struct {
+	hint string
+	name provider.String
+}
+
+// UnmarshalJSON implements [json.Unmarshaler]. b is a valid JSON value.
+func (n *modelName) UnmarshalJSON(b []byte) error {
+	if len(b) == len(n.hint)+2 && b[0] == '"' && string(b[1:len(b)-1]) == n.hint {
+		plain := true
+		for _, c := range b[1 : len(b)-1] {
+			if c == '\\' || c >= 0x80 {
+				plain = false // escapes and non-ASCII text: provider.String's rules
+				break
+			}
+		}
+		if plain {
+			n.name = provider.String(n.hint)
+			return nil
+		}
+	}
+	return n.name.UnmarshalJSON(b)
+}
+
+// answer is an answer decoded in one allocation: the message and room for
+// its first content blocks, which encoding/json fills before it grows the
+// slice.
+type answer struct {
+	msg    wireResponse
+	blocks [2]wireBlockOut
 }
 
 // wireBlockOut is a content block of an answer. Input is kept as sent.
