@@ -520,10 +520,44 @@ type turn struct {
 // conversation that starts with the assistant gets a short user turn first.
 // The only error is an unknown role, or a transcript with no content at all.
 func messages(in []model.Message) ([]wireMessage, error) {
-	// At most one turn per message, one for a conversation that starts
-	// with the assistant and one that answers trailing calls: turns never
-	// move, so a turn may be appended to through its index.
-	turns := make([]turn, 0, len(in)+2)
+	// The blocks of all turns share one array, the results another part of
+	// it and their texts a second one: only the last turn grows, so each
+	// turn's blocks and results stay contiguous. At most one turn per
+	// message, one for a conversation that starts with the assistant and
+	// one that answers trailing calls; a short transcript keeps its turns
+	// on the stack.
+	nBlocks, nResults := 0, 0
+	for _, msg := range in {
+		switch msg.Role {
+		case model.RoleUser:
+			if strings.TrimSpace(msg.Content) != "" {
+				nBlocks++
+			}
+		case model.RoleAssistant:
+			if strings.TrimSpace(msg.Content) != "" {
+				nBlocks++
+			}
+			nBlocks += len(msg.ToolCalls)
+		case model.RoleTool:
+			nResults++
+		}
+	}
+	arena := make([]wireBlock, nBlocks+nResults)
+	var texts []wireText
+	if nResults > 0 {
+		texts = make([]wireText, 0, nResults)
+	}
+	nb, nr := 0, nBlocks // the next free block and result
+	addBlock := func(t *turn, b wireBlock) {
+		arena[nb] = b
+		nb++
+		t.blocks = arena[nb-len(t.blocks)-1 : nb : nb]
+	}
+	var stack [8]turn
+	turns := stack[:0]
+	if len(in)+2 > len(stack) {
+		turns = make([]turn, 0, len(in)+2)
+	}
 	last := func(assistant bool) *turn {
 		if n := len(turns); n > 0 && turns[n-1].assistant == assistant {
 			return &turns[n-1]
@@ -536,22 +570,18 @@ func messages(in []model.Message) ([]wireMessage, error) {
 		case model.RoleSystem:
 		case model.RoleUser:
 			if strings.TrimSpace(msg.Content) != "" {
-				t := last(false)
-				t.blocks = append(t.blocks, textBlock(msg.Content))
+				addBlock(last(false), textBlock(msg.Content))
 			}
 		case model.RoleAssistant:
 			if strings.TrimSpace(msg.Content) == "" && len(msg.ToolCalls) == 0 {
 				continue
 			}
 			t := last(true)
-			if t.blocks == nil {
-				t.blocks = make([]wireBlock, 0, 1+len(msg.ToolCalls))
-			}
 			if strings.TrimSpace(msg.Content) != "" {
-				t.blocks = append(t.blocks, textBlock(msg.Content))
+				addBlock(t, textBlock(msg.Content))
 			}
 			for _, c := range msg.ToolCalls {
-				t.blocks = append(t.blocks, wireBlock{Type: "tool_use", ID: toolUseID(c.ID), Name: c.Name, Input: inputObject(c.Arguments)})
+				addBlock(t, wireBlock{Type: "tool_use", ID: toolUseID(c.ID), Name: c.Name, Input: inputObject(c.Arguments)})
 			}
 		case model.RoleTool:
 			tr := wireBlock{Type: "tool_result", ToolUseID: toolUseID(msg.ToolCallID), IsError: msg.IsError}
@@ -560,10 +590,13 @@ func messages(in []model.Message) ([]wireMessage, error) {
 				text = emptyErrorText
 			}
 			if text != "" {
-				tr.Content = []wireText{{Type: "text", Text: text}}
+				texts = append(texts, wireText{Type: "text", Text: text})
+				tr.Content = texts[len(texts)-1 : len(texts) : len(texts)]
 			}
 			t := last(false)
-			t.results = append(t.results, tr)
+			arena[nr] = tr
+			nr++
+			t.results = arena[nr-len(t.results)-1 : nr : nr]
 		default:
 			return nil, fmt.Errorf("anthropic: message %d has unknown role %q", i, msg.Role)
 		}
