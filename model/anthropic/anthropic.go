@@ -864,8 +864,11 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 			calls++
 		}
 	}
-	if calls > 0 {
+	switch {
+	case calls > len(a.calls):
 		out.ToolCalls = make([]model.ToolCall, 0, calls)
+	case calls > 0:
+		out.ToolCalls = a.calls[:0:calls]
 	}
 	for _, b := range msg.Content {
 		switch b.Type {
@@ -881,13 +884,17 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 		out.Content = text.String() // the text blocks in their order
 	}
 	u := msg.Usage
-	return &model.Response{
+	a.resp = model.Response{
 		Message:      out,
 		Usage:        usage(u.input(), u.OutputTokens),
 		FinishReason: finishReason(string(msg.StopReason)),
 		Model:        string(msg.Model.name),
 		Raw:          json.RawMessage(raw),
-	}, nil
+	}
+	// The response outlives the answer's decoding: drop what it does not
+	// use.
+	a.msg, a.blocks = wireResponse{}, [len(a.blocks)]wireBlockOut{}
+	return &a.resp, nil
 }
 
 // arguments returns a tool_use block's input as tool-call arguments: b

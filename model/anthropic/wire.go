@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
+	"github.com/tollgate-dev/tollgate/model"
 )
 
 // The Messages API wire format, as far as this package speaks it
@@ -101,12 +102,15 @@ func (n *modelName) UnmarshalJSON(b []byte) error {
 	return n.name.UnmarshalJSON(b)
 }
 
-// answer is an answer decoded in one allocation: the message and room for
-// its first content blocks, which encoding/json fills before it grows the
-// slice.
+// answer is an answer decoded, and translated, in one allocation: the
+// message and room for its first content blocks, which encoding/json fills
+// before it grows the slice, and the response with room for its first tool
+// call.
 type answer struct {
 	msg    wireResponse
 	blocks [2]wireBlockOut
+	resp   model.Response
+	calls  [1]model.ToolCall
 }
 
 // wireBlockOut is a content block of an answer. Input is kept as sent.
