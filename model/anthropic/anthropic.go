@@ -58,6 +58,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -161,6 +162,31 @@ type Model struct {
 	timeout               time.Duration
 	maxBody               int64 // Options.MaxResponseBytes, or its default
 	log                   *slog.Logger
+	tools                 atomic.Pointer[toolCache] // the last request's tools
+}
+
+// toolCache is the tools of a request as sent, with copies of the
+// definitions they were made from: a request whose definitions are equal
+// (an agent sends the same tools every turn) reuses them as they are. Both
+// are read-only once stored.
+type toolCache struct {
+	defs []model.ToolDef // with their own InputSchema bytes
+	wire []wireTool
+}
+
+// matches reports whether defs equal the definitions of c, byte for byte.
+func (c *toolCache) matches(defs []model.ToolDef) bool {
+	if c == nil || len(c.defs) != len(defs) {
+		return false
+	}
+	for i, d := range defs {
+		o := &c.defs[i]
+		if d.Name != o.Name || d.Description != o.Description ||
+			(d.InputSchema == nil) != (o.InputSchema == nil) || !bytes.Equal(d.InputSchema, o.InputSchema) {
+			return false
+		}
+	}
+	return true
 }
 
 var (
@@ -434,23 +460,14 @@ func (m *Model) request(ctx context.Context, req *model.Request) (wireRequest, e
 	if req.MaxTokens > 0 {
 		w.MaxTokens = req.MaxTokens
 	}
-	if len(req.Tools) > 0 {
-		w.Tools = make([]wireTool, 0, len(req.Tools))
-	}
-	seen := make(map[string]bool, len(req.Tools))
-	for i, t := range req.Tools {
-		if !validToolName(t.Name) {
-			return wireRequest{}, fmt.Errorf("anthropic: tool %d: name %q must be 1 to 128 letters, digits, '_' or '-'", i, t.Name)
-		}
-		if seen[t.Name] {
-			return wireRequest{}, fmt.Errorf("anthropic: tool %d: name %q is used by an earlier tool; names must be unique", i, t.Name)
-		}
-		seen[t.Name] = true
-		schema, err := inputSchema(t.InputSchema)
+	if c := m.tools.Load(); c.matches(req.Tools) {
+		w.Tools = c.wire
+	} else if len(req.Tools) > 0 {
+		tools, err := m.wireTools(req.Tools)
 		if err != nil {
-			return wireRequest{}, fmt.Errorf("anthropic: tool %q: %w", t.Name, err)
+			return wireRequest{}, err
 		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		w.Tools = tools
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
@@ -470,6 +487,34 @@ func (m *Model) request(ctx context.Context, req *model.Request) (wireRequest, e
 		}
 	}
 	return w, nil
+}
+
+// wireTools translates tool definitions (rule 8: unique valid names, object
+// schemas) and keeps them, with copies of defs, for the next request
+// (toolCache).
+func (m *Model) wireTools(defs []model.ToolDef) ([]wireTool, error) {
+	tools := make([]wireTool, 0, len(defs))
+	seen := make(map[string]bool, len(defs))
+	for i, t := range defs {
+		if !validToolName(t.Name) {
+			return nil, fmt.Errorf("anthropic: tool %d: name %q must be 1 to 128 letters, digits, '_' or '-'", i, t.Name)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("anthropic: tool %d: name %q is used by an earlier tool; names must be unique", i, t.Name)
+		}
+		seen[t.Name] = true
+		schema, err := inputSchema(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: tool %q: %w", t.Name, err)
+		}
+		tools = append(tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: bytes.Clone(schema)})
+	}
+	c := &toolCache{defs: slices.Clone(defs), wire: tools}
+	for i := range c.defs {
+		c.defs[i].InputSchema = bytes.Clone(c.defs[i].InputSchema)
+	}
+	m.tools.Store(c)
+	return tools, nil
 }
 
 // The Messages API's rules for a request, which [messages] and the tool
