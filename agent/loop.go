@@ -46,6 +46,8 @@ type TooManyToolCallsError struct {
 	Limit int // Options.MaxToolCalls
 }
 
+// Error says the turn, how many calls were asked for and the limit, and that
+// none of them ran.
 func (e *TooManyToolCallsError) Error() string {
 	return fmt.Sprintf("agent: model turn %d asked for %d tool calls, more than the limit of %d per turn (Options.MaxToolCalls); none of them ran", e.Turn, e.Calls, e.Limit)
 }
