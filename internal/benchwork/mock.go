@@ -1,113 +1,168 @@
-package providertest
+// Package benchwork is the workload of tollgate's provider benchmarks, shared
+// by the providers' Go benchmarks (through internal/providertest) and by the
+// interleaved comparison program internal/cmd/benchcmp: a deterministic local
+// model server that speaks the Chat Completions and Messages APIs ([Mock]),
+// the floor that runs the workload with net/http and encoding/json alone
+// ([FloorOpenAI], [FloorAnthropic]), and the workload through a provider
+// without the agent ([RunModel]).
+//
+// The workload is the side-by-side benchmark's: turn 1 answers two parallel
+// tool calls, get_weather {"city":"Paris"} and add {"a":2,"b":2}; turn 2
+// answers [Answer] when both tool results arrived, and a text that starts
+// with MISMATCH otherwise.
+package benchwork
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
-	"testing"
+	"sync/atomic"
+	"time"
 )
 
-// The benchmark workload of [NewBenchServer]: the question, the final answer
-// and the two tools' outputs that it checks for.
+// The workload of [Mock]: the question, the final answer and the two tools'
+// outputs that it checks for.
 const (
-	BenchQuestion = "What's the weather in Paris and what is 2+2?"
-	BenchAnswer   = "The weather in Paris is Sunny, 22C. And 2 + 2 = 4."
-	// BenchWeather and BenchSum are what get_weather(city=Paris) and
-	// add(a=2,b=2) must return for the second turn to answer BenchAnswer.
-	BenchWeather = "The weather in Paris is Sunny, 22C."
-	BenchSum     = "4"
+	Question = "What's the weather in Paris and what is 2+2?"
+	Answer   = "The weather in Paris is Sunny, 22C. And 2 + 2 = 4."
+	// Weather and Sum are what get_weather(city=Paris) and add(a=2,b=2)
+	// must return for the second turn to answer [Answer].
+	Weather = "The weather in Paris is Sunny, 22C."
+	Sum     = "4"
+	// Mismatch starts the second turn's text when the tool results are not
+	// [Weather] and [Sum], in that order.
+	Mismatch = "MISMATCH"
 )
 
-// BenchTools are the two tools of the workload as Chat Completions function
-// tools and as Messages API tools.
+// The two tools of the workload as Chat Completions function tools
+// (OpenAITools) and as Messages API tools (AnthropicTools).
 var (
-	BenchOpenAITools = []json.RawMessage{
+	OpenAITools = []json.RawMessage{
 		json.RawMessage(`{"type":"function","function":{"name":"get_weather","description":"Get the current weather for a city.","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`),
 		json.RawMessage(`{"type":"function","function":{"name":"add","description":"Add two integers.","parameters":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}}}`),
 	}
-	BenchAnthropicTools = []json.RawMessage{
+	AnthropicTools = []json.RawMessage{
 		json.RawMessage(`{"name":"get_weather","description":"Get the current weather for a city.","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`),
 		json.RawMessage(`{"name":"add","description":"Add two integers.","input_schema":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}}`),
 	}
 )
 
-// BenchServer is a deterministic local model server for benchmarks, the
-// workload of the side-by-side benchmark: turn 1 (no tool result in the
-// request) answers two parallel tool calls, get_weather {"city":"Paris"} and
-// add {"a":2,"b":2}; turn 2 answers [BenchAnswer] when the tool results hold
-// [BenchWeather] and [BenchSum], and a text starting with MISMATCH otherwise.
-// It speaks the Chat Completions API at /v1/chat/completions and the Messages
-// API at /v1/messages, as JSON or, when the request says "stream": true, as
+// Mock is a deterministic local model server for benchmarks. It speaks the
+// Chat Completions API at POST /v1/chat/completions and the Messages API at
+// POST /v1/messages, as JSON or, when the request says "stream": true, as
 // server-sent events shaped like each vendor's (one chunk or block per call,
-// whole arguments). Answers are rendered once, so the server's own cost is
-// one JSON decode and one write.
-type BenchServer struct {
-	// URL is the server's root, on 127.0.0.1.
-	URL string
+// whole arguments; the answer's text in two deltas). Answers are rendered
+// once, so the server's own cost per request is one JSON decode (of at most
+// 1 MiB) and one write. GET /stats answers its counters ([Stats]) as JSON.
+// The zero value is ready to use; set [Mock.ConnState] as the http.Server's
+// ConnState to count connections.
+type Mock struct {
+	requests, mismatches, conns atomic.Int64
 }
 
-// BenchServerEnv is the environment variable that chooses where
-// [NewBenchServer] runs its server: unset, in the benchmark's process;
-// "process", in a child process (the test binary run again, see
-// [ServeBenchChild]), as the side-by-side benchmark runs its mock, so that
-// the server's work does not share the benchmark's heap and GC.
-const BenchServerEnv = "TOLLGATE_BENCH_SERVER"
+// Stats are a [Mock]'s counters since it started.
+type Stats struct {
+	// Requests counts the model requests (POSTs to either API).
+	Requests int64 `json:"requests"`
+	// Mismatches counts the second turns whose tool results were wrong.
+	Mismatches int64 `json:"mismatches"`
+	// Conns counts the connections accepted (with ConnState hooked up).
+	Conns int64 `json:"conns"`
+}
 
-// NewBenchServer starts a BenchServer; it is closed when tb ends. With
-// $TOLLGATE_BENCH_SERVER=process it runs in a child process, which needs the
-// test package's TestMain to call [ServeBenchChild] first.
-func NewBenchServer(tb testing.TB) *BenchServer {
-	if os.Getenv(BenchServerEnv) == "process" {
-		return childBenchServer(tb)
+// Stats returns m's counters.
+func (m *Mock) Stats() Stats {
+	return Stats{Requests: m.requests.Load(), Mismatches: m.mismatches.Load(), Conns: m.conns.Load()}
+}
+
+// ConnState counts new connections; set it as the http.Server's ConnState.
+func (m *Mock) ConnState(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		m.conns.Add(1)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(serveBench))
-	tb.Cleanup(srv.Close)
-	return &BenchServer{URL: srv.URL}
 }
 
-// childBenchServer runs the test binary again as a bench server and returns
-// its URL; the child ends when its stdin closes (at tb's cleanup, or when
-// this process dies).
-func childBenchServer(tb testing.TB) *BenchServer {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), BenchServerEnv+"=child")
+// ServerEnv is the environment variable by which a program becomes a
+// [Mock] in a child process: [StartChild] runs the current executable again
+// with ServerEnv=child, and that program's main (or a test binary's
+// TestMain) calls [ServeChild] first.
+const ServerEnv = "TOLLGATE_BENCH_SERVER"
+
+// Child is a [Mock] running in a child process, on loopback, so that the
+// server's work does not share the measured process's heap, GC and CPU time.
+type Child struct {
+	// URL is the server's root, http://127.0.0.1:PORT.
+	URL string
+	// PID is the child's process ID.
+	PID   int
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// StartChild runs the current executable again as a [Mock] (see
+// [ServerEnv]) and returns it once it listens. The child inherits the
+// environment, less nothing: it is this very program. It ends when Close
+// closes its stdin, or when this process dies. The error says what the child
+// printed instead of its URL when it did not start (a main that does not
+// call [ServeChild] first).
+func StartChild() (*Child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("benchwork: the mock's executable: %w", err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), ServerEnv+"=child")
+	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
+		return nil, fmt.Errorf("benchwork: starting the mock: %w", err)
 	}
-	tb.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
+	c := &Child{PID: cmd.Process.Pid, cmd: cmd, stdin: stdin}
 	line, err := bufio.NewReader(io.LimitReader(stdout, 256)).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
-		tb.Fatalf("bench server child: %q, %v (does TestMain call providertest.ServeBenchChild?)", line, err)
+		c.Close()
+		return nil, fmt.Errorf("benchwork: the mock child printed %q instead of its URL (%v); does its main call benchwork.ServeChild first?", line, err)
 	}
-	return &BenchServer{URL: strings.TrimSpace(line)}
+	c.URL = strings.TrimSpace(line)
+	return c, nil
 }
 
-// ServeBenchChild, called first in a TestMain, makes the test binary a
-// bench server when [NewBenchServer] started it as one
-// ($TOLLGATE_BENCH_SERVER=child): it serves on a free loopback port, prints
-// its URL on stdout and exits when its stdin closes. Otherwise it returns at
-// once.
-func ServeBenchChild() {
-	if os.Getenv(BenchServerEnv) != "child" {
+// Close ends the child (by closing its stdin) and waits for it, at most 5 s
+// before it kills it.
+func (c *Child) Close() error {
+	c.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		_ = c.cmd.Process.Kill() // our own child, by its PID
+		return <-done
+	}
+}
+
+// ServeChild, called first in a main or TestMain, makes the program a [Mock]
+// when [StartChild] started it as one ($TOLLGATE_BENCH_SERVER=child): it
+// serves on a free loopback port, prints its URL on stdout and exits when
+// its stdin closes. Otherwise it returns at once.
+func ServeChild() {
+	if os.Getenv(ServerEnv) != "child" {
 		return
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -120,9 +175,34 @@ func ServeBenchChild() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}()
-	_ = http.Serve(ln, http.HandlerFunc(serveBench))
+	m := &Mock{}
+	srv := &http.Server{Handler: m, ConnState: m.ConnState, ReadHeaderTimeout: 10 * time.Second}
+	_ = srv.Serve(ln)
 	os.Exit(1)
 }
+
+// FetchStats reads the counters of the [Mock] at url (its root).
+func FetchStats(ctx context.Context, url string) (Stats, error) {
+	var s Stats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/stats", nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("benchwork: GET %s/stats: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&s); err != nil {
+		return s, fmt.Errorf("benchwork: GET %s/stats: %w", url, err)
+	}
+	return s, nil
+}
+
+type jobj = map[string]any
 
 type benchRequest struct {
 	Stream   bool `json:"stream"`
@@ -137,26 +217,37 @@ var (
 	anthropicJSON1, anthropicJSON2, anthropicSSE1, anthropicSSE2 = anthropicBench()
 )
 
-func serveBench(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one request of the workload; see [Mock].
+func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	anthropic := r.URL.Path == "/v1/messages"
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/stats":
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(m.Stats())
+		return
+	case r.Method != http.MethodPost || (!anthropic && r.URL.Path != "/v1/chat/completions"):
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	m.requests.Add(1)
 	var req benchRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
 	}
-	anthropic := r.URL.Path == "/v1/messages"
 	var results []string
-	for _, m := range req.Messages {
+	for _, msg := range req.Messages {
 		switch {
-		case m.Role == "tool":
+		case msg.Role == "tool":
 			var s string
-			_ = json.Unmarshal(m.Content, &s)
+			_ = json.Unmarshal(msg.Content, &s)
 			results = append(results, s)
-		case anthropic && m.Role == "user" && bytes.Contains(m.Content, []byte(`"tool_result"`)):
+		case anthropic && msg.Role == "user" && bytes.Contains(msg.Content, []byte(`"tool_result"`)):
 			var blocks []struct {
 				Type    string          `json:"type"`
 				Content json.RawMessage `json:"content"`
 			}
-			_ = json.Unmarshal(m.Content, &blocks)
+			_ = json.Unmarshal(msg.Content, &blocks)
 			for _, b := range blocks {
 				if b.Type == "tool_result" {
 					results = append(results, textOf(b.Content))
@@ -166,21 +257,25 @@ func serveBench(w http.ResponseWriter, r *http.Request) {
 	}
 	var body []byte
 	switch {
-	case r.URL.Path != "/v1/chat/completions" && !anthropic:
-		http.NotFound(w, r)
-		return
 	case len(results) == 0:
 		body = pick(anthropic, req.Stream, openAIJSON1, openAISSE1, anthropicJSON1, anthropicSSE1)
-	case len(results) == 2 && results[0] == BenchWeather && results[1] == BenchSum:
+	case len(results) == 2 && results[0] == Weather && results[1] == Sum:
 		body = pick(anthropic, req.Stream, openAIJSON2, openAISSE2, anthropicJSON2, anthropicSSE2)
 	default:
-		text := fmt.Sprintf("MISMATCH: tool results %q", results)
-		if anthropic {
+		// Answered in the form asked for, so that a streaming client reads
+		// the MISMATCH as its answer rather than failing to decode it.
+		m.mismatches.Add(1)
+		text := fmt.Sprintf("%s: tool results %q", Mismatch, results)
+		switch {
+		case anthropic && req.Stream:
+			body = anthropicStream(nil, text)
+		case anthropic:
 			body = anthropicMessage(nil, text)
-		} else {
+		case req.Stream:
+			body = openAIStream(nil, text)
+		default:
 			body = openAICompletion(nil, text)
 		}
-		req.Stream = false
 	}
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -283,7 +378,7 @@ func openAIStream(calls []benchCall, text string) []byte {
 }
 
 func openAIBench() (j1, j2, s1, s2 []byte) {
-	return openAICompletion(benchCalls, ""), openAICompletion(nil, BenchAnswer), openAIStream(benchCalls, ""), openAIStream(nil, BenchAnswer)
+	return openAICompletion(benchCalls, ""), openAICompletion(nil, Answer), openAIStream(benchCalls, ""), openAIStream(nil, Answer)
 }
 
 func anthropicMessage(calls []benchCall, text string) []byte {
@@ -329,5 +424,5 @@ func anthropicStream(calls []benchCall, text string) []byte {
 }
 
 func anthropicBench() (j1, j2, s1, s2 []byte) {
-	return anthropicMessage(benchCalls, ""), anthropicMessage(nil, BenchAnswer), anthropicStream(benchCalls, ""), anthropicStream(nil, BenchAnswer)
+	return anthropicMessage(benchCalls, ""), anthropicMessage(nil, Answer), anthropicStream(benchCalls, ""), anthropicStream(nil, Answer)
 }

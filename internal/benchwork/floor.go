@@ -1,4 +1,4 @@
-package providertest
+package benchwork
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// The floor of the benchmarks: the workload of [BenchServer] as a
+// The floor of the benchmarks: the workload of [Mock] as a
 // hand-written loop of net/http and encoding/json would run it, with no
 // library in between. A provider's cost is measured against it.
 
@@ -90,8 +90,8 @@ func post(ctx context.Context, url string, body any, header http.Header) (*http.
 // (the server's root) with net/http and encoding/json alone, streaming or
 // not, and returns the final text.
 func FloorOpenAI(ctx context.Context, base string, stream bool) (string, error) {
-	q := BenchQuestion
-	req := &floorReq{Model: "bench-model", Messages: []floorMsg{{Role: "user", Content: &q}}, Tools: BenchOpenAITools, Stream: stream}
+	q := Question
+	req := &floorReq{Model: "bench-model", Messages: []floorMsg{{Role: "user", Content: &q}}, Tools: OpenAITools, Stream: stream}
 	h := http.Header{"Content-Type": {"application/json"}}
 	for range 4 {
 		resp, err := post(ctx, base+"/v1/chat/completions", req, h)
@@ -196,8 +196,8 @@ type floorMessagesReq struct {
 // net/http and encoding/json alone, streaming or not, and returns the final
 // text.
 func FloorAnthropic(ctx context.Context, base string, stream bool) (string, error) {
-	req := &floorMessagesReq{Model: "bench-model", MaxTokens: 1024, Tools: BenchAnthropicTools, Stream: stream,
-		Messages: []floorTurn{{Role: "user", Content: []floorBlock{{Type: "text", Text: BenchQuestion}}}}}
+	req := &floorMessagesReq{Model: "bench-model", MaxTokens: 1024, Tools: AnthropicTools, Stream: stream,
+		Messages: []floorTurn{{Role: "user", Content: []floorBlock{{Type: "text", Text: Question}}}}}
 	h := http.Header{"Content-Type": {"application/json"}, "Anthropic-Version": {"2023-06-01"}}
 	for range 4 {
 		resp, err := post(ctx, base+"/v1/messages", req, h)

@@ -1,4 +1,4 @@
-package providertest
+package benchwork
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 )
 
-// BenchToolDefs are the two tools of the workload as tollgate tool
-// definitions, with the same schemas as [BenchOpenAITools].
-var BenchToolDefs = []model.ToolDef{
+// ToolDefs are the two tools of the workload as tollgate tool
+// definitions, with the same schemas as [OpenAITools].
+var ToolDefs = []model.ToolDef{
 	{Name: "get_weather", Description: "Get the current weather for a city.", InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
 	{Name: "add", Description: "Add two integers.", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`)},
 }
 
-// RunModel runs the workload of [BenchServer] through m alone, without the
+// RunModel runs the workload of [Mock] through m alone, without the
 // agent: turn 1's tool calls are answered by the same hand-written tools as
 // the floor's, then turn 2's text is returned. With stream set it reads
 // every chunk of m's [model.Streamer.Stream] (m must implement it); else it
@@ -23,8 +23,8 @@ var BenchToolDefs = []model.ToolDef{
 // [FloorAnthropic]) on the same requests.
 func RunModel(ctx context.Context, m model.Model, stream bool) (string, error) {
 	req := &model.Request{
-		Messages: []model.Message{{Role: model.RoleUser, Content: BenchQuestion}},
-		Tools:    BenchToolDefs,
+		Messages: []model.Message{{Role: model.RoleUser, Content: Question}},
+		Tools:    ToolDefs,
 	}
 	for range 4 {
 		var resp *model.Response
