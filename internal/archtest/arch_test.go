@@ -36,6 +36,9 @@ var groups = []struct {
 	// YAML hooks, the sandbox): what cmd used to do alone, for every host.
 	{"runs/build", 4},
 	{"cmd", 5},
+	// Programs of the repository's own (benchmarks), not shipped: at the
+	// top, like cmd, since they wire the providers to the agent.
+	{"internal/cmd", 5},
 }
 
 // allowedSideways lists the imports between groups of one level that the

@@ -42,8 +42,8 @@ func TestFloorsGetTheAnswer(t *testing.T) {
 			}
 		}
 	}
-	if s := m.Stats(); s.Requests != 8 || s.Mismatches != 0 || s.Conns != 1 {
-		t.Errorf("stats %+v, want 8 requests, no mismatch, 1 connection", s)
+	if s := m.Stats(); s.Requests != 8 || s.Streamed != 4 || s.Mismatches != 0 || s.Conns != 1 {
+		t.Errorf("stats %+v, want 8 requests (4 streamed), no mismatch, 1 connection", s)
 	}
 }
 
@@ -85,8 +85,8 @@ func TestChild(t *testing.T) {
 		t.Fatalf("%q, %v", got, err)
 	}
 	s, err := benchwork.FetchStats(ctx, c.URL)
-	if err != nil || s.Requests != 2 || s.Conns != 1 || s.Mismatches != 0 {
-		t.Fatalf("stats %+v, %v; want 2 requests on 1 connection", s, err)
+	if err != nil || s.Requests != 2 || s.Streamed != 2 || s.Conns != 1 || s.Mismatches != 0 {
+		t.Fatalf("stats %+v, %v; want 2 streamed requests on 1 connection", s, err)
 	}
 	if c.PID == os.Getpid() || c.PID <= 0 {
 		t.Errorf("child PID %d", c.PID)

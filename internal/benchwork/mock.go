@@ -65,13 +65,15 @@ var (
 // The zero value is ready to use; set [Mock.ConnState] as the http.Server's
 // ConnState to count connections.
 type Mock struct {
-	requests, mismatches, conns atomic.Int64
+	requests, streamed, mismatches, conns atomic.Int64
 }
 
 // Stats are a [Mock]'s counters since it started.
 type Stats struct {
 	// Requests counts the model requests (POSTs to either API).
 	Requests int64 `json:"requests"`
+	// Streamed counts the model requests that asked for a stream.
+	Streamed int64 `json:"streamed"`
 	// Mismatches counts the second turns whose tool results were wrong.
 	Mismatches int64 `json:"mismatches"`
 	// Conns counts the connections accepted (with ConnState hooked up).
@@ -80,7 +82,7 @@ type Stats struct {
 
 // Stats returns m's counters.
 func (m *Mock) Stats() Stats {
-	return Stats{Requests: m.requests.Load(), Mismatches: m.mismatches.Load(), Conns: m.conns.Load()}
+	return Stats{Requests: m.requests.Load(), Streamed: m.streamed.Load(), Mismatches: m.mismatches.Load(), Conns: m.conns.Load()}
 }
 
 // ConnState counts new connections; set it as the http.Server's ConnState.
@@ -234,6 +236,9 @@ func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
+	}
+	if req.Stream {
+		m.streamed.Add(1)
 	}
 	var results []string
 	for _, msg := range req.Messages {
