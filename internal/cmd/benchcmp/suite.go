@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -26,7 +27,11 @@ func (s *sample) runs() float64 { return float64(len(s.lat)) }
 
 // call does one checked run of d with its own timeout.
 func call(d *driver, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return callCtx(context.Background(), d, timeout)
+}
+
+func callCtx(parent context.Context, d *driver, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	text, err := d.run(ctx)
 	if err != nil {
@@ -47,6 +52,16 @@ func interleave(ds []*driver, cfg config, log io.Writer) [][]sample {
 	out := make([][]sample, cfg.reps)
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	var m0, m1 runtime.MemStats
+	// With a CPU profile, each run's samples carry the label
+	// driver=PROVIDER/NAME (go tool pprof -tagfocus), and so do the
+	// goroutines it starts; those it hands work to (the agent's workers,
+	// a connection's reader) keep the label of the run that started them.
+	var labels []pprof.LabelSet
+	if cfg.cpuProfile != "" {
+		for _, d := range ds {
+			labels = append(labels, pprof.Labels("driver", d.provider+"/"+d.name))
+		}
+	}
 	for r := range cfg.reps {
 		out[r] = make([]sample, len(ds))
 		for i := range ds {
@@ -58,7 +73,12 @@ func interleave(ds []*driver, cfg config, log io.Writer) [][]sample {
 				runtime.ReadMemStats(&m0)
 				c0 := processCPU()
 				t0 := time.Now()
-				err := call(ds[i], cfg.timeout)
+				var err error
+				if labels != nil {
+					pprof.Do(context.Background(), labels[i], func(ctx context.Context) { err = callCtx(ctx, ds[i], cfg.timeout) })
+				} else {
+					err = call(ds[i], cfg.timeout)
+				}
 				dt := time.Since(t0)
 				c1 := processCPU()
 				runtime.ReadMemStats(&m1)
