@@ -2,6 +2,7 @@ package benchwork_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(benchwork.ServerEnv) == "child" && os.Getenv("ANTHROPIC_API_KEY") != "" {
+		fmt.Println("the mock child got the parent's key")
+		os.Exit(3)
+	}
 	benchwork.ServeChild()
 	os.Exit(m.Run())
 }
@@ -73,8 +78,10 @@ func TestMockAnswersMismatch(t *testing.T) {
 	}
 }
 
-// The mock in a child process serves the workload and its counters.
+// The mock in a child process serves the workload and its counters, and
+// gets no key of the parent's environment.
 func TestChild(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
 	c, err := benchwork.StartChild()
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/proc"
 )
 
 // The workload of [Mock]: the question, the final answer and the two tools'
@@ -110,8 +112,9 @@ type Child struct {
 }
 
 // StartChild runs the current executable again as a [Mock] (see
-// [ServerEnv]) and returns it once it listens. The child inherits the
-// environment, less nothing: it is this very program. It ends when Close
+// [ServerEnv]) and returns it once it listens. The child inherits only the
+// environment of [proc.DefaultEnvAllow] and the Go runtime's GO* variables:
+// no provider key reaches it. It ends when Close
 // closes its stdin, or when this process dies. The error says what the child
 // printed instead of its URL when it did not start (a main that does not
 // call [ServeChild] first).
@@ -121,7 +124,9 @@ func StartChild() (*Child, error) {
 		return nil, fmt.Errorf("benchwork: the mock's executable: %w", err)
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), ServerEnv+"=child")
+	// The child needs no key nor anything else of the environment but the
+	// Go runtime's settings (GOMAXPROCS, GOGC, GODEBUG, GOCOVERDIR, ...).
+	cmd.Env = append(proc.Env(os.Environ(), []string{"GO*"}), ServerEnv+"=child")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
