@@ -221,7 +221,7 @@ func measure(ctx context.Context, cfg config, mock *benchwork.Child, ds []*drive
 		cfg: cfg, mockPID: mock.PID, loadBefore: loadBefore, loadAfter: loadavg(), elapsed: elapsed,
 		mismatches: stats1.Mismatches - stats0.Mismatches,
 	}
-	writeReport(out, h, sums, evalTargets(ds, samples))
+	writeReport(out, h, sums, evalTargets(ds, samples), evalRatios(ds, samples, []target{control}))
 
 	failed := h.mismatches != 0
 	for _, s := range sums {

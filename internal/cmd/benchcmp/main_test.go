@@ -78,8 +78,13 @@ func TestRunBothProviders(t *testing.T) {
 			t.Errorf("rows %q, want %q", got, driverNames)
 		}
 	}
-	if n := strings.Count(sections[3], "\n| openai |") + strings.Count(sections[3], "\n| anthropic |"); n != 2*len(targets) {
-		t.Errorf("%d target rows, want %d\n%s", n, 2*len(targets), sections[3])
+	if n := strings.Count(sections[3], "\n| openai |") + strings.Count(sections[3], "\n| anthropic |"); n != 2*(len(targets)+1) {
+		t.Errorf("%d target and noise rows, want %d\n%s", n, 2*(len(targets)+1), sections[3])
+	}
+	for _, p := range providers {
+		if !regexp.MustCompile(`\n\| ` + p + ` \| tollgate-generate, wall time × tollgate \(the same code: noise\) \| [0-9.]+ \| – \| – \|\n`).MatchString(sections[3]) {
+			t.Errorf("no noise row for %s:\n%s", p, sections[3])
+		}
 	}
 	if strings.Contains(report, "## Failures") {
 		t.Errorf("a failure reported:\n%s", report)

@@ -60,8 +60,9 @@ func clean(s string) string {
 	return s
 }
 
-// writeReport writes the markdown report.
-func writeReport(w io.Writer, h header, sums []summary, tr []targetResult) {
+// writeReport writes the markdown report: tr are the targets' ratios,
+// noise the control's (see control), shown under them.
+func writeReport(w io.Writer, h header, sums []summary, tr, noise []targetResult) {
 	cfg := h.cfg
 	fmt.Fprintf(w, "# tollgate against the bare-HTTP floor\n\n")
 	fmt.Fprintf(w, "%s %s/%s, GOMAXPROCS %d (%d CPUs). Each driver %d times per repetition, %d repetitions, "+
@@ -92,7 +93,8 @@ func writeReport(w io.Writer, h header, sums []summary, tr []targetResult) {
 	}
 	if len(tr) > 0 {
 		fmt.Fprintf(w, "## Targets\n\n")
-		fmt.Fprintf(w, "Met when the median ratio over the repetitions is within the limit.\n\n")
+		fmt.Fprintf(w, "Met when the median ratio over the repetitions is within the limit. The last rows are no target: "+
+			"tollgate-generate runs the same code as tollgate, so their ratio shows how far this run's noise moves a ratio.\n\n")
 		fmt.Fprintf(w, "| provider | target | ratio | limit | met |\n|---|---|---|---|---|\n")
 		for _, t := range tr {
 			met := "no"
@@ -100,6 +102,9 @@ func writeReport(w io.Writer, h header, sums []summary, tr []targetResult) {
 				met = "yes"
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | ≤ %.2f | %s |\n", t.provider, t.label, ratio(t.ratios), t.limit, met)
+		}
+		for _, c := range noise {
+			fmt.Fprintf(w, "| %s | %s | %s | – | – |\n", c.provider, c.label, ratio(c.ratios))
 		}
 		fmt.Fprintln(w)
 	}

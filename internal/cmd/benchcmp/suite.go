@@ -232,14 +232,24 @@ type targetResult struct {
 // limit.
 func (t targetResult) met() bool { return median(t.ratios) <= t.limit }
 
+// control is not a target: tollgate-generate runs the same code as
+// tollgate (agent.Run calls Generate either way), so its wall ratio to it
+// shows how far the run's noise moves a ratio.
+var control = target{"tollgate-generate", "tollgate", "wall", 0, "tollgate-generate, wall time × tollgate (the same code: noise)"}
+
 func evalTargets(ds []*driver, samples [][]sample) []targetResult {
+	return evalRatios(ds, samples, targets)
+}
+
+// evalRatios computes ts for each provider whose two drivers both ran.
+func evalRatios(ds []*driver, samples [][]sample, ts []target) []targetResult {
 	idx := map[[2]string]int{}
 	for i, d := range ds {
 		idx[[2]string{d.provider, d.name}] = i
 	}
 	var out []targetResult
 	for _, p := range providers {
-		for _, t := range targets {
+		for _, t := range ts {
 			i, ok1 := idx[[2]string{p, t.driver}]
 			j, ok2 := idx[[2]string{p, t.ref}]
 			if !ok1 || !ok2 {
