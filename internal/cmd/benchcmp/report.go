@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,8 +21,9 @@ type header struct {
 }
 
 // ratio renders the median of xs and, with more than one, its min–max.
+// A ratio that is not a number (no CPU time measured) is "–".
 func ratio(xs []float64) string {
-	if len(xs) == 0 {
+	if len(xs) == 0 || slices.ContainsFunc(xs, func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }) {
 		return "–"
 	}
 	s := fmt.Sprintf("%.2f", median(xs))
