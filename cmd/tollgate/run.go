@@ -94,6 +94,9 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 	if !ok || name == "" {
 		return runs.RunConfig{}, usageErr("run: --model %q: want KIND:NAME, e.g. script:PATH, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5", f.model)
 	}
+	if !modelKindKnown(kind) {
+		return runs.RunConfig{}, usageErr("run: --model %q: unknown kind %q (known: script, openai, anthropic)", f.model, kind)
+	}
 	if kind == "script" && (f.baseURL != "" || f.apiKey != "" || f.apiKeyEnv != "") {
 		return runs.RunConfig{}, usageErr("run: --base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:")
 	}
@@ -168,26 +171,26 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 }
 
 // build is Build with the errors of package runs/build as they are
-// (runs.FieldError naming the configuration's fields); the model's errors
-// name run's flags when flags is set, the configuration's fields otherwise.
+// (runs.FieldError naming the configuration's fields, which Build maps to
+// run's flags); flags also refuses this process's --api-key for a script
+// model, as run's flags do.
 func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool) (*runs.Built, error) {
 	logs := cb.logger()
 	protect := cb.protect
 	if logs.path != "" {
 		protect = append(slices.Clip(protect), logs.path) // no tool forges or erases the log
 	}
-	var open func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error)
 	if flags {
-		open = func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
-			return openModel(&runConfig{model: ref.String(), baseURL: ref.BaseURL, apiKey: cb.apiKey, apiKeyEnv: ref.APIKeyEnv}, logs.Warn)
+		if err := scriptKeyError(cfg.Model, cb.apiKey); err != nil {
+			return nil, err
 		}
 	}
 	b := build.New(&build.Options{
-		// A provider's retries, with how long each waits, are shown even
+		// The model is opened by build.OpenModel with this process's key. A
+		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		OpenModel: open,
-		APIKey:    cb.apiKey, StateDir: cb.stateDir, Protect: protect,
+		APIKey: cb.apiKey, StateDir: cb.stateDir, Protect: protect,
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 	})
@@ -226,6 +229,9 @@ var configFlags = map[string]string{
 func flagError(err error) error {
 	if _, ok := errors.AsType[*exitCodeError](err); ok {
 		return err
+	}
+	if kerr := keyFlagError(err); kerr != nil {
+		return kerr
 	}
 	if fe, ok := errors.AsType[*runs.FieldError](err); ok {
 		if flag, ok := configFlags[fe.Field]; ok {

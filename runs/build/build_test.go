@@ -235,6 +235,36 @@ func TestOpenModel(t *testing.T) {
 	}
 }
 
+// A missing key is a KeyError inside the FieldError, naming the variable
+// that was to hold it and the server's host, so that a host can say how its
+// users give a key; its text is the same as before for hosts that only
+// print it.
+func TestOpenModelKeyError(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENROUTER_API_KEY", "")
+	t.Setenv("TOLLGATE_TEST_UNSET", "")
+	for _, tc := range []struct {
+		ref   runs.ModelRef
+		field string
+		want  build.KeyError
+		text  string
+	}{
+		{runs.ModelRef{Provider: "openai", Name: "gpt-4.1"}, "model",
+			build.KeyError{Host: "api.openai.com", Variable: "OPENAI_API_KEY"}, "model: no API key for api.openai.com: set OPENAI_API_KEY"},
+		{runs.ModelRef{Provider: "openai", Name: "m", BaseURL: "https://openrouter.ai/api/v1"}, "model",
+			build.KeyError{Host: "openrouter.ai", Variable: "OPENROUTER_API_KEY"}, "model: no API key for openrouter.ai: set OPENROUTER_API_KEY"},
+		{runs.ModelRef{Provider: "anthropic", Name: "m", BaseURL: "http://127.0.0.1:1", APIKeyEnv: "TOLLGATE_TEST_UNSET"}, "model.apiKeyEnv",
+			build.KeyError{Host: "127.0.0.1", Variable: "TOLLGATE_TEST_UNSET", Named: true}, "model.apiKeyEnv: TOLLGATE_TEST_UNSET: the variable is unset or empty"},
+	} {
+		_, _, err := build.OpenModel(tc.ref, nil)
+		fe, _ := errors.AsType[*runs.FieldError](err)
+		ke, ok := errors.AsType[*build.KeyError](err)
+		if fe == nil || fe.Field != tc.field || !ok || *ke != tc.want || err.Error() != tc.text {
+			t.Errorf("%+v: %v (%#v), want a FieldError on %s holding %#v, %q", tc.ref, err, ke, tc.field, tc.want, tc.text)
+		}
+	}
+}
+
 // The host's tools are checked as the toolkit checks them: two with one
 // name fail the build, naming the option, not a configuration field.
 func TestBuildRefusesDuplicateHostTools(t *testing.T) {

@@ -36,7 +36,9 @@ type ModelOptions struct {
 // another server. The hosted services require a key; other servers (a local
 // Ollama) may need none. A run started with a key given directly
 // (KeyGiven) needs opts.APIKey again. Errors are [*runs.FieldError]s naming
-// "model", "model.baseUrl" or "model.apiKeyEnv"; none contains the key.
+// "model", "model.baseUrl" or "model.apiKeyEnv"; none contains the key. A
+// missing key is a [*KeyError] inside the FieldError, so that a host can
+// say how its users give one (the command line's --api-key).
 func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, error) {
 	var o ModelOptions
 	if opts != nil {
@@ -78,11 +80,11 @@ func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, erro
 	case key != "":
 	case ref.APIKeyEnv != "":
 		if key = os.Getenv(ref.APIKeyEnv); key == "" {
-			return nil, "", fieldErr("model.apiKeyEnv", "%s: the variable is unset or empty", ref.APIKeyEnv)
+			return nil, "", &runs.FieldError{Field: "model.apiKeyEnv", Err: &KeyError{Host: hostOf(base), Variable: ref.APIKeyEnv, Named: true}}
 		}
 	case HostedService(base):
 		if key = envKey; key == "" {
-			return nil, "", fieldErr("model", "no API key for %s: set %s", hostOf(base), envVar)
+			return nil, "", &runs.FieldError{Field: "model", Err: &KeyError{Host: hostOf(base), Variable: envVar}}
 		}
 	}
 	var m model.Model
@@ -96,6 +98,33 @@ func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, erro
 		return nil, "", &runs.FieldError{Field: "model.baseUrl", Err: redact(err, key)}
 	}
 	return m, ref.Name, nil
+}
+
+// KeyError is what [OpenModel] reports, as the Err of a [*runs.FieldError],
+// when it has no API key for the model's server: either the variable the
+// configuration's apiKeyEnv names is unset or empty (Named; the field is
+// "model.apiKeyEnv"), or the server is a hosted service that requires a key
+// and the vendor's own variable is unset or empty (the field is "model").
+// It never holds a key.
+type KeyError struct {
+	// Host is the lower-case host name of the model's server
+	// ("api.openai.com").
+	Host string
+	// Variable is the environment variable that was to hold the key
+	// ("OPENAI_API_KEY", or the one apiKeyEnv names).
+	Variable string
+	// Named is true when Variable is the one the configuration's apiKeyEnv
+	// names, false when it is the hosted service's own.
+	Named bool
+}
+
+// Error returns "VARIABLE: the variable is unset or empty" when Named, else
+// "no API key for HOST: set VARIABLE".
+func (e *KeyError) Error() string {
+	if e.Named {
+		return e.Variable + ": the variable is unset or empty"
+	}
+	return "no API key for " + e.Host + ": set " + e.Variable
 }
 
 // HostedService reports whether base is one of the hosted APIs tollgate
