@@ -55,10 +55,13 @@ type Engine interface {
 type DurableRun struct {
 	// RunID is the run's ID; [PrepareDurable] fills it in when empty.
 	RunID string `json:"runId"`
-	// Tenant and Owner are stored with the run (Owner: the principal who
-	// started it, as text, "person:alice").
+	// Tenant is stored with the run.
 	Tenant string `json:"tenant,omitempty"`
-	Owner  string `json:"owner,omitempty"`
+	// Owner is the principal who started the run, stored as its text form
+	// ([store.Run.Owner]). In JSON it is an object {"kind": "person",
+	// "name": "alice"}; an input enqueued before principals were typed
+	// holds the text form ("person:alice"), which still reads.
+	Owner tool.Principal `json:"owner,omitzero"`
 	// Config is the run's configuration, resolved ([RunConfig.Resolve]).
 	Config RunConfig `json:"config"`
 	// Prompt is the user's message; it must not be empty.
@@ -80,10 +83,11 @@ type DurableQueue interface {
 	Answer(ctx context.Context, runID, requestID string, d store.Answer) (store.Approval, error)
 	// Wait waits until the run has ended and returns its stored record.
 	Wait(ctx context.Context, runID string) (store.Run, error)
-	// Cancel stores the run cancelled (by names who cancelled) and stops
-	// it: at once when it waits for an answer, at its next step when it
-	// runs. ErrNotResumable for a run that has ended.
-	Cancel(ctx context.Context, runID, by string) error
+	// Cancel stores the run cancelled (by is the principal who cancelled;
+	// see CancelledByData) and stops it: at once when it waits for an
+	// answer, at its next step when it runs. ErrNotResumable for a run
+	// that has ended.
+	Cancel(ctx context.Context, runID string, by tool.Principal) error
 }
 
 // AnswerTopic is the topic on which an engine's run waits for the answer to
@@ -174,13 +178,16 @@ func NewDurable(s store.Store, b Builder, opts *DurableOptions) (*Durable, error
 // PrepareDurable checks in and stores its run in s, running, before an
 // engine is asked to drive it, so that the run can be listed (and its
 // configuration read) at once. It fills in.RunID when empty. Errors:
-// [ErrEmptyPrompt], the configuration's, and the store's ([store.ErrExists]
-// when the ID is taken).
+// [ErrEmptyPrompt], the configuration's, an owner of an unknown kind, and
+// the store's ([store.ErrExists] when the ID is taken).
 func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 	if in.Prompt == "" {
 		return ErrEmptyPrompt
 	}
 	if err := in.Config.Check(); err != nil {
+		return err
+	}
+	if err := checkOwner(in.Owner); err != nil {
 		return err
 	}
 	if in.RunID == "" {
@@ -197,9 +204,9 @@ func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 	if err != nil {
 		return err
 	}
-	started, _ := json.Marshal(map[string]any{"agent": in.Config.Agent, "model": in.Config.Model.String(), "owner": in.Owner, "durable": true})
+	started := startedData(in.Config, in.Owner, true)
 	_, err = s.CreateRun(ctx, store.CreateRunRequest{
-		Run:    store.Run{ID: in.RunID, Tenant: in.Tenant, Owner: in.Owner, Status: store.RunRunning, Config: cfgJSON},
+		Run:    store.Run{ID: in.RunID, Tenant: in.Tenant, Owner: in.Owner.String(), Status: store.RunRunning, Config: cfgJSON},
 		Holder: DurableHolder, LeaseTTL: durableLease,
 		Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunStarted, Data: started}},
 	})

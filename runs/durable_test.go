@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -260,7 +261,7 @@ func TestDurableHostCancel(t *testing.T) {
 				if when == "running" {
 					// Cancelled from elsewhere while the turn runs.
 					go func() {
-						if err := h.Cancel(context.Background(), "run_c", "person:bob"); err != nil {
+						if err := h.Cancel(context.Background(), "run_c", approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}); err != nil {
 							t.Errorf("cancel: %v", err)
 						}
 					}()
@@ -284,7 +285,7 @@ func TestDurableHostCancel(t *testing.T) {
 			}
 			eng := newFakeEngine()
 			eng.onWait = func(topic string) {
-				if err := h.Cancel(ctx, "run_c", "person:bob"); err != nil {
+				if err := h.Cancel(ctx, "run_c", approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}); err != nil {
 					t.Errorf("cancel: %v", err)
 				}
 			}

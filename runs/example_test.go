@@ -43,7 +43,7 @@ func ExampleHost() {
 		panic(err)
 	}
 	first, _ := runs.New(st, builder, &runs.Options{Holder: "host-1"})
-	res, err := first.Start(ctx, runs.StartRequest{RunID: "run_1", Config: cfg, Prompt: "pay 5", Owner: "person:alice"})
+	res, err := first.Start(ctx, runs.StartRequest{RunID: "run_1", Config: cfg, Prompt: "pay 5", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		panic(err)
 	}

@@ -187,9 +187,13 @@ type Drive struct {
 type StartRequest struct {
 	// RunID is the new run's ID; empty for [NewRunID].
 	RunID string
-	// Tenant and Owner are stored with the run (Owner: the principal who
-	// started it, as text).
-	Tenant, Owner string
+	// Tenant is stored with the run.
+	Tenant string
+	// Owner is the principal who started the run, stored as its text form
+	// ([store.Run.Owner]; read back with [store.Run.OwnerPrincipal]); zero
+	// for no one. A kind that is not one of tool's principal kinds is an
+	// error.
+	Owner tool.Principal
 	// Config must be resolved ([RunConfig.Resolve]).
 	Config RunConfig
 	// Prompt is the user's message; it must not be empty.
@@ -213,6 +217,9 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 	if err := req.Config.Check(); err != nil {
 		return nil, err
 	}
+	if err := checkOwner(req.Owner); err != nil {
+		return nil, err
+	}
 	id := req.RunID
 	if id == "" {
 		id = NewRunID()
@@ -233,8 +240,8 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 		return nil, err
 	}
 	defer closeBuilt(built)
-	started, _ := json.Marshal(map[string]any{"agent": req.Config.Agent, "model": req.Config.Model.String(), "owner": req.Owner})
-	run := store.Run{ID: id, Tenant: req.Tenant, Owner: req.Owner, Status: store.RunRunning, Config: cfgJSON}
+	started := startedData(req.Config, req.Owner, false)
+	run := store.Run{ID: id, Tenant: req.Tenant, Owner: req.Owner.String(), Status: store.RunRunning, Config: cfgJSON}
 	claimed, err := h.store.CreateRun(ctx, store.CreateRunRequest{Run: run, Holder: h.holder, LeaseTTL: h.ttl,
 		Events: []store.Event{{Tenant: req.Tenant, RunID: id, Type: EventRunStarted, Data: started}}})
 	if err != nil {
@@ -516,13 +523,19 @@ func (h *Host) Answer(ctx context.Context, runID, requestID string, d store.Answ
 
 // Cancel cancels a run: a halted run is stored cancelled at once and never
 // resumed; a running one is asked to stop (its host sees the request at its
-// next heartbeat and ends the run). by names who cancelled.
-func (h *Host) Cancel(ctx context.Context, runID, by string) error {
+// next heartbeat and ends the run). by is the principal who cancelled, kept
+// in the event's data as {"by": {"kind": "person", "name": "alice"}}.
+// Errors: [CancelledByData]'s for a zero or unknown principal, the store's
+// ([store.ErrNotFound]), [ErrNotResumable] for a run that has ended.
+func (h *Host) Cancel(ctx context.Context, runID string, by tool.Principal) error {
+	data, err := CancelledByData(by)
+	if err != nil {
+		return err
+	}
 	run, err := h.store.GetRun(ctx, runID)
 	if err != nil {
 		return err
 	}
-	data, _ := json.Marshal(map[string]string{"by": by})
 	switch run.Status {
 	case store.RunPending:
 		_, err := h.store.UpdateRun(ctx, runID, store.RunUpdate{From: store.RunPending, Status: store.RunCancelled,
@@ -533,6 +546,46 @@ func (h *Host) Cancel(ctx context.Context, runID, by string) error {
 		return err
 	}
 	return fmt.Errorf("%w: run %s is %s", ErrNotResumable, runID, run.Status)
+}
+
+// CancelledByData returns the data of a [EventRunCancelled] or
+// [EventCancelRequested] event: {"by": PRINCIPAL}, the principal as an
+// object, as a decision's "by" is. Events stored before principals were
+// typed hold its text form ("person:alice"), which [tool.Principal]'s
+// UnmarshalJSON still reads. A zero principal, or one whose kind is not
+// one of tool's, is an error: a cancellation always says who.
+func CancelledByData(by tool.Principal) (json.RawMessage, error) {
+	if by.IsZero() {
+		return nil, errors.New("runs: a cancellation needs the principal who cancelled")
+	}
+	if !by.Kind.Valid() {
+		return nil, fmt.Errorf("runs: cancelled by %q: the kind is not hook, rule, autonomy, person, runtime or flag", by.String())
+	}
+	return json.Marshal(struct {
+		By tool.Principal `json:"by"`
+	}{by})
+}
+
+// checkOwner refuses an owner whose kind is not one of tool's principal
+// kinds; the zero principal (no owner) is allowed.
+func checkOwner(owner tool.Principal) error {
+	if !owner.IsZero() && !owner.Kind.Valid() {
+		return fmt.Errorf("runs: owner %q: the kind is not hook, rule, autonomy, person, runtime or flag", owner.String())
+	}
+	return nil
+}
+
+// startedData returns the data of a run's [EventRunStarted] event: its
+// agent, model, owner (a principal object, left out when zero) and, for a
+// durable run, "durable": true.
+func startedData(cfg RunConfig, owner tool.Principal, durable bool) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Agent   string         `json:"agent"`
+		Model   string         `json:"model"`
+		Owner   tool.Principal `json:"owner,omitzero"`
+		Durable bool           `json:"durable,omitempty"`
+	}{cfg.Agent, cfg.Model.String(), owner, durable})
+	return b
 }
 
 // driver drives one part of a run under a lease.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,7 +65,7 @@ func TestStartHaltAnswerResume(t *testing.T) {
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
 	s := store.NewMemory(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
-	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: "person:alice", Config: testConfig(t), Prompt: "pay"})
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
 		t.Fatalf("start: %+v %v", res, err)
 	}
@@ -324,7 +325,7 @@ func TestCancelHaltedRun(t *testing.T) {
 	if err != nil || res.Status != agent.StatusPending {
 		t.Fatal(res, err)
 	}
-	if err := h.Cancel(ctx, "run_c", "person:alice"); err != nil {
+	if err := h.Cancel(ctx, "run_c", approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
@@ -335,6 +336,86 @@ func TestCancelHaltedRun(t *testing.T) {
 	}
 	if transfer.Count() != 0 {
 		t.Fatal("a cancelled run's call ran")
+	}
+}
+
+// The host layer's principals are typed: the owner given to Start is stored
+// as its text form and read back typed; Cancel refuses a zero or unknown
+// principal and keeps who cancelled as a principal object, as a decision's
+// "by" is; an event written before principals were typed (text) still reads.
+func TestOwnerAndCancelPrincipals(t *testing.T) {
+	ctx := context.Background()
+	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}}}
+	s := store.NewMemory(nil)
+	h := newHost(t, s, b, "host-a", time.Minute)
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	if _, err := h.Start(ctx, runs.StartRequest{RunID: "run_x", Owner: approval.Principal{Kind: "wizard", Name: "x"}, Config: testConfig(t), Prompt: "pay"}); err == nil || !strings.Contains(err.Error(), "wizard") {
+		t.Fatalf("Start with an owner of an unknown kind: %v, want an error naming it", err)
+	}
+	if _, err := s.GetRun(ctx, "run_x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the run with a bad owner was stored: %v", err)
+	}
+	if _, err := h.Start(ctx, runs.StartRequest{RunID: "run_o", Owner: alice, Config: testConfig(t), Prompt: "pay"}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.GetRun(ctx, "run_o")
+	if err != nil || run.Owner != "person:alice" || run.OwnerPrincipal() != alice {
+		t.Fatalf("stored owner %q (%+v), %v; want person:alice", run.Owner, run.OwnerPrincipal(), err)
+	}
+	for _, by := range []approval.Principal{{}, {Kind: "wizard", Name: "x"}} {
+		if err := h.Cancel(ctx, "run_o", by); err == nil {
+			t.Errorf("Cancel by %+v: no error", by)
+		}
+	}
+	if run, _ := s.GetRun(ctx, "run_o"); run.Status != store.RunPending {
+		t.Fatalf("a refused Cancel changed the run: %s", run.Status)
+	}
+	if err := h.Cancel(ctx, "run_o", alice); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.ListEvents(ctx, store.EventFilter{RunID: "run_o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, cancelled string
+	for _, e := range evs {
+		switch e.Type {
+		case runs.EventRunStarted:
+			started = string(e.Data)
+		case runs.EventRunCancelled:
+			cancelled = string(e.Data)
+		}
+	}
+	if !strings.Contains(started, `"owner":{"kind":"person","name":"alice"}`) {
+		t.Errorf("run.started data %s, want the owner as a principal object", started)
+	}
+	if cancelled != `{"by":{"kind":"person","name":"alice"}}` {
+		t.Errorf("run.cancelled data %s, want who cancelled as a principal object", cancelled)
+	}
+	for _, data := range []string{cancelled, `{"by":"person:alice"}`} {
+		var d struct{ By approval.Principal }
+		if err := json.Unmarshal([]byte(data), &d); err != nil || d.By != alice {
+			t.Errorf("%s reads as %+v, %v; want alice", data, d.By, err)
+		}
+	}
+}
+
+// A durable run's input enqueued before principals were typed (its owner as
+// text) still reads; this version writes the owner as a principal object.
+func TestDurableRunOwnerJSON(t *testing.T) {
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	for _, in := range []string{`{"runId":"r","owner":"person:alice","prompt":"p"}`, `{"runId":"r","owner":{"kind":"person","name":"alice"},"prompt":"p"}`} {
+		var d runs.DurableRun
+		if err := json.Unmarshal([]byte(in), &d); err != nil || d.Owner != alice {
+			t.Errorf("%s: owner %+v, %v; want alice", in, d.Owner, err)
+		}
+	}
+	b, err := json.Marshal(runs.DurableRun{RunID: "r", Owner: alice})
+	if err != nil || !strings.Contains(string(b), `"owner":{"kind":"person","name":"alice"}`) {
+		t.Errorf("encoded %s, %v", b, err)
+	}
+	if b, _ := json.Marshal(runs.DurableRun{RunID: "r"}); strings.Contains(string(b), "owner") {
+		t.Errorf("a run with no owner encodes one: %s", b)
 	}
 }
 

@@ -245,7 +245,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusUnprocessableEntity, "prompt: the prompt is empty")
 		return
 	}
-	owner := p.Decider().String()
+	owner := p.Decider()
 	id := runs.NewRunID()
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		if len(key) > MaxIdempotencyKey {
@@ -530,7 +530,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 	if s.durable != nil && durableRun(run) {
 		cancelRun = s.durable.Cancel
 	}
-	err := cancelRun(r.Context(), run.ID, p.Decider().String())
+	err := cancelRun(r.Context(), run.ID, p.Decider())
 	switch {
 	case errors.Is(err, runs.ErrNotResumable), errors.Is(err, store.ErrConflict):
 		writeProblem(w, r, Problem{Status: http.StatusConflict, Detail: "the run has ended or changed; it cannot be cancelled"})

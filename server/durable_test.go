@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -92,7 +93,7 @@ func (q *memQueue) Wait(ctx context.Context, runID string) (store.Run, error) {
 	return store.Run{}, nil // not used by the server
 }
 
-func (q *memQueue) Cancel(ctx context.Context, runID, by string) error {
+func (q *memQueue) Cancel(ctx context.Context, runID string, by approval.Principal) error {
 	r, err := q.store.GetRun(ctx, runID)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -56,7 +57,7 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_dead", Tenant: "acme", Owner: "person:alice", Config: payerConfig(t), Prompt: "pay"})
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_dead", Tenant: "acme", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: payerConfig(t), Prompt: "pay"})
 	if err != nil || len(res.Pending) != 1 {
 		t.Fatalf("start: %+v %v", res, err)
 	}

@@ -184,8 +184,11 @@ type Run struct {
 	// Tenant is the run's tenant (see the package doc); set at creation and
 	// never changed.
 	Tenant string `json:"tenant"`
-	// Owner names the principal that started the run (its text form); set at
-	// creation and never changed.
+	// Owner names the principal that started the run, in its canonical text
+	// form ([tool.Principal.String]: "person:alice"), empty for no one; set
+	// at creation and never changed. A store keeps and returns the text as
+	// given; [Run.OwnerPrincipal] reads it typed, rows written with a bare
+	// user name included.
 	Owner  string    `json:"owner,omitempty"`
 	Status RunStatus `json:"status"`
 	// State is the halted run (the agent's State as JSON) while Status is
@@ -493,6 +496,17 @@ type RunUpdate struct {
 	Events []Event
 }
 
+// OwnerPrincipal returns [Run.Owner] as a principal: the zero Principal
+// when it is empty, else the text read as [tool.PrincipalOf] reads it
+// ("person:alice" is that person; a bare "alice", as older hosts stored it,
+// is the person alice).
+func (r Run) OwnerPrincipal() tool.Principal {
+	if r.Owner == "" {
+		return tool.Principal{}
+	}
+	return tool.PrincipalOf(r.Owner)
+}
+
 // RunFilter selects a page of runs.
 type RunFilter struct {
 	// Tenant scopes the listing to one tenant ("" is the default tenant)
@@ -501,7 +515,9 @@ type RunFilter struct {
 	AllTenants bool
 	// Status, when set, selects runs with that status.
 	Status RunStatus
-	// Owner, when set, selects the runs that principal started.
+	// Owner, when set, selects the runs that principal started: its
+	// canonical text form ([tool.Principal.String]), compared exactly with
+	// [Run.Owner].
 	Owner string
 	// Limit is the page size: 0 means [DefaultLimit], more than [MaxLimit]
 	// means MaxLimit; negative is an error.

@@ -326,7 +326,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		defer closeStore()
 		ctx := c.Context()
 		p := &printer{w: env.stdout, json: fl.json, hold: env.termHold()}
-		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}.String(), Drive: runs.Drive{OnEvent: p.event}})
+		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}, Drive: runs.Drive{OnEvent: p.event}})
 		return finish(ctx, &runDriver{env: env, host: h, p: p, flags: state.repeatFlags(), where: storeWhere(storeURL, stateDir), json: fl.json, wait: cfg.Answer == approveWait}, res, runErr)
 	}
 	return rc

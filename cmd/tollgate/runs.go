@@ -176,7 +176,7 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 				return err
 			}
 			defer closeStore()
-			by := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}.String()
+			by := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
 			if err := h.Cancel(c.Context(), args[0], by); err != nil {
 				return withCode(exitError, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/postgres"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
@@ -104,7 +105,7 @@ func workerDrives(t *testing.T, dir, config string, env []string, dbURL string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "read a.txt", Owner: "person:alice"})
+	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "read a.txt", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -169,10 +170,10 @@ func TestCancel(t *testing.T) {
 
 	waiting := c.start("cancelwait")
 	req := c.pending(waiting)
-	if err := c.client.Cancel(ctx, waiting, "person:alice"); err != nil {
+	if err := c.client.Cancel(ctx, waiting, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.client.Cancel(ctx, waiting, "person:alice"); !errors.Is(err, runs.ErrNotResumable) {
+	if err := c.client.Cancel(ctx, waiting, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); !errors.Is(err, runs.ErrNotResumable) {
 		t.Errorf("second cancel: %v, want ErrNotResumable", err)
 	}
 	if _, err := c.client.Answer(ctx, waiting, req, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
@@ -184,7 +185,7 @@ func TestCancel(t *testing.T) {
 	}
 	running := c.start("freecancel")
 	c.waitFor("turn 2 to start", 60e9, c.exists("block-model-freecancel-2.started"))
-	if err := c.client.Cancel(ctx, running, "person:alice"); err != nil {
+	if err := c.client.Cancel(ctx, running, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("the cancelled run's model turn to be interrupted", 60e9, c.exists("block-model-freecancel-2.cancelled"))

@@ -51,6 +51,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // WorkflowName is the name of the run workflow in DBOS.
@@ -286,14 +287,18 @@ func (e *Engine) Answer(ctx context.Context, runID, requestID string, d store.An
 	return a, e.Wake(ctx, runID, requestID)
 }
 
-// Cancel stores the run cancelled, with a run.cancelled event naming by,
-// releases its record, and cancels its workflow: a run waiting for an
-// answer stops at once, a running one at its next step (the step it is in
-// finishes; a tool is not interrupted). Errors: runs.ErrNotResumable for a
-// run that has ended, the store's (store.ErrNotFound) and DBOS's.
-func (e *Engine) Cancel(ctx context.Context, runID, by string) error {
+// Cancel stores the run cancelled, with a run.cancelled event naming by
+// (runs.CancelledByData), releases its record, and cancels its workflow: a
+// run waiting for an answer stops at once, a running one at its next step
+// (the step it is in finishes; a tool is not interrupted). Errors: a zero or
+// unknown principal (runs.CancelledByData), runs.ErrNotResumable for a run
+// that has ended, the store's (store.ErrNotFound) and DBOS's.
+func (e *Engine) Cancel(ctx context.Context, runID string, by tool.Principal) error {
 	st := e.opts.Store
-	data, _ := json.Marshal(map[string]string{"by": by})
+	data, err := runs.CancelledByData(by)
+	if err != nil {
+		return err
+	}
 	for range 3 {
 		r, err := st.GetRun(ctx, runID)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // hostTests are the parts of the suite about what hosts need beyond
@@ -36,6 +37,7 @@ var hostTests = []struct {
 	{"PaginationUnderInserts", func(t *testing.T, s store.Store, c *Clock) { paginationUnderInserts(t, s, s) }},
 	{"BadCursors", testBadCursors},
 	{"Tenants", testTenants},
+	{"Owners", testOwners},
 	{"Prune", testPrune},
 }
 
@@ -771,6 +773,36 @@ func testBadCursors(t *testing.T, s store.Store, c *Clock) {
 	}
 	_, err = s.ListApprovals(ctx, store.ApprovalFilter{Cursor: rp.Next})
 	mustErr(t, err, store.ErrBadCursor, "ListApprovals with a cursor of runs")
+}
+
+// testOwners: a run's owner is kept as the text given, read typed with
+// Run.OwnerPrincipal, rows of older hosts (a bare user name) included, and
+// the Owner filter compares the text exactly.
+func testOwners(t *testing.T, s store.Store, c *Clock) {
+	for _, r := range []store.Run{
+		{ID: "run_typed", Owner: "person:alice", Status: store.RunPending},
+		{ID: "run_bare", Owner: "alice", Status: store.RunPending},
+		{ID: "run_flag", Owner: "flag:--approve=yes", Status: store.RunPending},
+		{ID: "run_none", Status: store.RunPending},
+	} {
+		_, err := s.CreateRun(ctx, store.CreateRunRequest{Run: r})
+		check(t, err, "CreateRun "+r.ID)
+	}
+	for id, want := range map[string]tool.Principal{
+		"run_typed": {Kind: tool.PrincipalPerson, Name: "alice"},
+		"run_bare":  {Kind: tool.PrincipalPerson, Name: "alice"},
+		"run_flag":  {Kind: tool.PrincipalFlag, Name: "--approve=yes"},
+		"run_none":  {},
+	} {
+		r, err := s.GetRun(ctx, id)
+		check(t, err, "GetRun "+id)
+		if got := r.OwnerPrincipal(); got != want {
+			t.Errorf("%s: owner %q reads as %+v, want %+v", id, r.Owner, got, want)
+		}
+	}
+	if d := cmp.Diff([]string{"run_typed"}, runIDs(t, s, store.RunFilter{Owner: "person:alice"})); d != "" {
+		t.Errorf("ListRuns by owner person:alice (-want +got):\n%s", d)
+	}
 }
 
 func testTenants(t *testing.T, s store.Store, c *Clock) {
