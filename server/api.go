@@ -308,7 +308,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		}
 		// The agent is the server's, not the caller's: what failed is the
 		// server configuration (CheckAgents finds most of it at start).
-		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("the run could not start: agent %q in the server configuration: %s", req.Agent, errText(err)))
+		// It is named as the user wrote it: the key of server.yaml (policy,
+		// not the configuration's policyFile), at its line when known.
+		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("the run could not start: agent %q in the server configuration: %s", req.Agent, bounded.Cut(s.config.agentBuildProblem(req.Agent, err), 2000)))
 	case <-r.Context().Done():
 	}
 }
@@ -382,13 +384,6 @@ func (s *Server) writeExisting(w http.ResponseWriter, r *http.Request, run store
 		return
 	}
 	s.writeRun(w, r, http.StatusOK, run)
-}
-
-func errText(err error) string {
-	if err == nil {
-		return "no error"
-	}
-	return bounded.Cut(err.Error(), 2000)
 }
 
 func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, run store.Run) {

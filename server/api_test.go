@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -167,6 +170,55 @@ func TestStartRunAgentDoesNotBuild(t *testing.T) {
 	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &p); code != http.StatusUnprocessableEntity ||
 		p.Detail != `the run could not start: agent "payer" in the server configuration: policy: open /srv/policy.yaml: no such file` {
 		t.Fatalf("%d %+v", code, p)
+	}
+}
+
+// A run whose agent does not build is refused naming the key of server.yaml
+// the user wrote (policy:), not the configuration's field (policyFile), at
+// its line when the server knows the file (Options.Config); an agent built
+// without applying its policy is named the same way.
+func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := writeFile(t, dir, "server.yaml", `agents:
+  payer:
+    model: script:s.yaml
+    workdir: ws
+    policy: policy.yaml
+`)
+	c, err := server.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notLoaded := &runs.FieldError{Field: runs.FieldPolicyFile, Err: errors.New("policy.yaml:3:5: unknown key \"rulez\"")}
+	unapplied := runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) { return &runs.Built{}, nil })
+	for _, tc := range []struct {
+		name   string
+		b      runs.Builder
+		config *server.Config
+		want   string
+	}{
+		{"with the file", failingBuilder{"payer": notLoaded}, c, p + `:5:13: agents.payer.policy: policy.yaml:3:5: unknown key "rulez"`},
+		{"without the file", failingBuilder{"payer": notLoaded}, nil, `policy: policy.yaml:3:5: unknown key "rulez"`},
+		{"not applied", unapplied, c, p + ":5:13: agents.payer.policy: set to "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := server.New(store.NewMemory(nil), tc.b, &server.Options{Tokens: testTokens(t), Agents: c.Agents, Config: tc.config})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			f := &fixture{t: t, ts: ts}
+			var pr server.Problem
+			code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &pr)
+			prefix := `the run could not start: agent "payer" in the server configuration: `
+			if code != http.StatusUnprocessableEntity || !strings.HasPrefix(pr.Detail, prefix+tc.want) || strings.Contains(pr.Detail, "policyFile") {
+				t.Fatalf("%d %q, want 422 %q...", code, pr.Detail, prefix+tc.want)
+			}
+		})
 	}
 }
 

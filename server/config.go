@@ -171,11 +171,8 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 			}
 		}
 		if err != nil {
-			if fe, ok := errors.AsType[*FieldError](err); ok {
-				ps.add(base+"."+fe.Field, "agents."+name+"."+fe.Field, "%v", fe.Err)
-			} else if rfe, ok := errors.AsType[*runs.FieldError](err); ok {
-				key := configKey(rfe.Field)
-				ps.add(base+"."+key, "agents."+name+"."+key, "%v", rfe.Err)
+			if key, msg := buildErrorKey(err); key != "" {
+				ps.add(base+"."+key, "agents."+name+"."+key, "%s", msg)
 			} else {
 				ps.add(base, "agents."+name, "the agent does not build: %v", err)
 			}
@@ -188,6 +185,38 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 		}
 	}
 	return ps.err()
+}
+
+// buildErrorKey returns the server.yaml key of an agent's build error and
+// what is wrong with it: a [*FieldError]'s Field, or the key a
+// [*runs.FieldError]'s field is read from (configKey: "policy" for
+// "policyFile"). It returns "" for an error about no one field.
+func buildErrorKey(err error) (key, msg string) {
+	if fe, ok := errors.AsType[*FieldError](err); ok {
+		return fe.Field, fe.Err.Error()
+	}
+	if rfe, ok := errors.AsType[*runs.FieldError](err); ok {
+		return configKey(rfe.Field), rfe.Err.Error()
+	}
+	return "", ""
+}
+
+// agentBuildProblem returns an error of building agent name's run
+// configuration as the user wrote it: "FILE:LINE:COL: agents.NAME.KEY:
+// MESSAGE", KEY the server.yaml key of the field it is about, as
+// [Config.CheckAgents] reports it. Without c (an agent not loaded from a
+// file) it is "KEY: MESSAGE"; an error about no one field is its text.
+func (c *Config) agentBuildProblem(name string, err error) string {
+	key, msg := buildErrorKey(err)
+	switch {
+	case key == "":
+		return err.Error()
+	case c == nil || c.syntax == nil:
+		return key + ": " + msg
+	}
+	ps := &problems{path: c.File, f: c.syntax}
+	ps.add("$.agents."+name+"."+key, "agents."+name+"."+key, "%s", msg)
+	return ps.list[0]
 }
 
 // DurableConfig is the durable: section of a server configuration: the

@@ -33,9 +33,10 @@
 // that run (200), however often it is sent; with another agent or prompt
 // it is 422 ([ProblemIdempotencyKeyReused]). Other errors: 404 an agent the
 // caller's tenant may not use (as an unknown one), 422 an empty prompt or a
-// run whose agent does not build (its detail names the server
-// configuration's field, e.g. "policy: ..."; [Config.CheckAgents] finds
-// these at start). A path no endpoint has is 404; a method its endpoint
+// run whose agent does not build (its detail names the key of server.yaml
+// the problem is at, as the user wrote it, with the file and line when
+// [Options.Config] is set: "server.yaml:12:13: agents.payer.policy: ...";
+// [Config.CheckAgents] finds these at start). A path no endpoint has is 404; a method its endpoint
 // does not answer is 405 with the methods it does in Allow (RFC 9110).
 //
 // A decision's argsDigest is required to approve; a deny needs none (a

@@ -24,6 +24,12 @@ type Options struct {
 	// Agents are the agents runs may start, by name, each a resolved run
 	// configuration ([runs.RunConfig.Resolve]); POST /v1/runs names one.
 	Agents map[string]runs.RunConfig
+	// Config, if set, is the server configuration Agents were loaded from
+	// ([LoadConfig]): a run whose agent does not build is refused (422)
+	// naming the file, line and key of server.yaml the problem is at
+	// ("server.yaml:12:13: agents.payer.policy: ..."), as
+	// [Config.CheckAgents] does. Without it the problem names the key only.
+	Config *Config
 	// AgentTenants, by agent name, lists the tenants whose principals may
 	// see and start the agent ("" is the default tenant); to any other
 	// tenant the agent does not exist (GET /v1/agents leaves it out, POST
@@ -96,6 +102,7 @@ type Server struct {
 	store   store.Store
 	host    *runs.Host
 	agents  map[string]runs.RunConfig
+	config  *Config // where the agents were loaded from, or nil
 	tokens  *Tokens
 	tickets tickets
 	page    http.Handler
@@ -147,7 +154,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		opts = &Options{}
 	}
 	srv := &Server{
-		store: s, agents: map[string]runs.RunConfig{}, tokens: opts.Tokens, page: opts.Page,
+		store: s, agents: map[string]runs.RunConfig{}, config: opts.Config, tokens: opts.Tokens, page: opts.Page,
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
 		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{},
 		durable: opts.Durable,

@@ -168,7 +168,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if err := cfg.CheckAgents(ctx, b); err != nil {
 		return configErr("%v", err)
 	}
-	opts := &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
+	opts := &server.Options{Agents: cfg.Agents, Config: cfg, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
 	durable := "off"
 	if d := cfg.Durable; d != nil {
 		e, err := dbosengine.New(ctx, dbosengine.Options{
