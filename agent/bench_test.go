@@ -176,3 +176,45 @@ func BenchmarkGoverned(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckpointedBatch measures one turn of n tool calls with a
+// checkpoint after the turn, after each finished call and after the
+// results (Options.Checkpoint keeps each state, as a host's store does):
+// every checkpoint copies the whole run's state, so the copying grows with
+// the square of the calls per turn. checkpoint=false is the same turn
+// without checkpoints, for the difference.
+func BenchmarkCheckpointedBatch(b *testing.B) {
+	for _, n := range []int{16, 128} {
+		var calls []model.FuncCall
+		for i := range n {
+			calls = append(calls, model.FuncCall{ID: fmt.Sprintf("call_%d", i), Name: "nop", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+		}
+		for _, cp := range []bool{false, true} {
+			b.Run(fmt.Sprintf("calls=%d/checkpoint=%v", n, cp), func(b *testing.B) {
+				var kept []*agent.State
+				opts := agent.Options{Model: testkit.Script(calls), Tools: agent.ToolList{nopTool{}}, MaxToolCalls: n}
+				if cp {
+					opts.Checkpoint = func(ctx context.Context, c agent.Checkpoint) error {
+						kept = append(kept, c.State)
+						return nil
+					}
+				}
+				a, err := agent.New(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					kept = kept[:0]
+					if _, err := a.Run(ctx, "x"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if cp && len(kept) < n {
+					b.Fatalf("%d checkpoints for %d calls", len(kept), n)
+				}
+			})
+		}
+	}
+}
