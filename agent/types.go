@@ -328,20 +328,6 @@ func (s *stateData) PendingRequests() []tool.Request {
 	return out
 }
 
-// clone returns a deep copy of s through its JSON form, so that a failed resume
-// leaves the caller's state untouched.
-func (s *stateData) clone() (*stateData, error) {
-	b, err := model.MarshalJSON(s)
-	if err != nil {
-		return nil, err
-	}
-	var c stateData
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
 // EventKind names an [Event].
 type EventKind string
 
