@@ -440,3 +440,31 @@ func pendingApprovals(t *testing.T, state string) []store.Approval {
 	}
 	return page.Approvals
 }
+
+// A script model takes no key: resume refuses --api-key for a run whose
+// model is a script, as run does, before anything runs.
+func TestResumeOfScriptRunRefusesAPIKey(t *testing.T) {
+	noKeysInEnv(t)
+	dir := t.TempDir()
+	ws := cliWorkdir(t)
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: write, args: {path: out.txt, content: hi}}]\n  - text: written\n")
+	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
+	state := filepath.Join(dir, "state")
+	if code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "write it"); code != exitPending {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	runID, reqID := onlyPending(t, state)
+	if code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, reqID); code != 0 {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := apMain(t, "resume", "--state-dir", state, "--api-key", cliKey, runID)
+	if code != exitUsage || !strings.Contains(errOut, "--base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:") || strings.Contains(out+errOut, cliKey) {
+		t.Fatalf("resume --api-key of a script run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err == nil {
+		t.Fatal("the approved call ran although the resume was refused")
+	}
+	if code, out, errOut = apMain(t, "resume", "--state-dir", state, runID); code != exitDone || !strings.Contains(out, "written") {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+}
