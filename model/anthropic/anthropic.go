@@ -1,6 +1,7 @@
 // Package anthropic is tollgate's provider for Anthropic's Messages API. It
 // speaks the wire format itself, with net/http: answers and events are
-// decoded with encoding/json in one pass each, requests are written by hand
+// decoded by hand into what encoding/json would decode from them (checked
+// by differential tests and a fuzz target), requests are written by hand
 // into the bytes encoding/json would write. The official SDK
 // github.com/anthropics/anthropic-sdk-go/v2 is its test oracle: the tests
 // decode the requests it sends and the answers it reads with the SDK's own
@@ -308,7 +309,7 @@ func (m *Model) post(ctx context.Context, body []byte, header http.Header) (*htt
 func (m *Model) eventError(e *wireError, data []byte) *model.ProviderError {
 	var typ, msg string
 	if e != nil {
-		typ, msg = e.Type, e.Message
+		typ, msg = strings.Clone(e.Type), strings.Clone(e.Message) // borrowed from data
 	}
 	if msg == "" {
 		msg = provider.Truncate(string(data), 300)
@@ -351,6 +352,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		resp  *http.Response
 		evs   *provider.Events
 		first wireEvent
+		dec   decoder
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", id), slog.Int("attempt", attempt))
@@ -360,7 +362,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		}
 		e := provider.NewEventsLimit(r.Body, m.maxBody)
 		var ev wireEvent
-		ok, perr := m.nextEvent(e, &ev)
+		ok, perr := m.nextEvent(e, &dec, &ev)
 		if ok && perr == nil {
 			resp, evs, first = r, e, ev
 			return nil
@@ -386,7 +388,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if d := acc.add(ev); d != "" && !yield(model.Chunk{Delta: d}, nil) {
 			return
 		}
-		ok, perr := m.nextEvent(evs, ev)
+		ok, perr := m.nextEvent(evs, &dec, ev)
 		if perr != nil {
 			yield(model.Chunk{}, perr)
 			return
@@ -406,17 +408,19 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	yield(model.Chunk{Response: acc.response()}, nil)
 }
 
-// nextEvent reads the next event of a stream into ev, skipping pings and
-// events without data. ok is false at the end of the body (Events.Err says
-// whether it failed); perr is set for an error event or data that is not
-// JSON.
-func (m *Model) nextEvent(e *provider.Events, ev *wireEvent) (ok bool, perr *model.ProviderError) {
+// nextEvent reads the next event of a stream into ev with d, skipping
+// pings and events without data. ok is false at the end of the body
+// (Events.Err says whether it failed); perr is set for an error event or
+// data that is not JSON. ev's strings are borrowed from e and d until the
+// next call, which clears them before it reads on.
+func (m *Model) nextEvent(e *provider.Events, d *decoder, ev *wireEvent) (ok bool, perr *model.ProviderError) {
+	*ev = wireEvent{}
 	for e.Next() {
 		typ, data := e.Type(), bytes.TrimSpace(e.Data())
 		if string(typ) == "ping" || len(data) == 0 {
 			continue
 		}
-		if err := decodeEvent(typ, data, ev); err != nil {
+		if err := d.decodeEvent(typ, data, ev); err != nil {
 			return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: retry.Redact(provider.Truncate(err.Error()+": "+string(data), 300), m.key)}
 		}
 		switch ev.Type {
@@ -886,28 +890,58 @@ func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
 }
 
 // response translates a message, as the server sent it, into a tollgate
-// response.
+// response. The message is decoded by hand (decoder.message), its strings
+// borrowed from raw; what the response keeps is copied into one string
+// (texts, ids, names, and the model when it is not the requested one) and
+// one byte slice (the tool inputs), so that raw, kept as Response.Raw, can
+// change without changing them.
 func (m *Model) response(raw []byte, requested string) (*model.Response, error) {
-	a := &answer{msg: wireResponse{Model: modelName{hint: requested}}}
+	a := &answer{}
 	a.msg.Content = a.blocks[:0]
 	msg := &a.msg
-	if err := decode(raw, msg); err != nil {
+	var d decoder
+	if err := d.message(raw, msg); err != nil {
 		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON message", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
 	if msg.Type == "error" || msg.Error != nil {
 		return nil, m.eventError(msg.Error, raw)
 	}
-	out := model.Message{Role: model.RoleAssistant}
-	var text strings.Builder
-	texts, calls := 0, 0
-	for _, b := range msg.Content {
+	// What the response keeps, counted, then copied: the texts first, in
+	// their order (the message's text is their concatenation), then the
+	// model and the ids and names of the calls.
+	calls, nStr, nIn := 0, 0, 0
+	name := string(msg.Model.name)
+	if name != requested {
+		nStr += len(name)
+	}
+	for i := range msg.Content {
+		b := &msg.Content[i]
 		switch b.Type {
 		case "text":
-			texts++
-			out.Content = b.Text
+			nStr += len(b.Text)
 		case "tool_use":
 			calls++
+			nStr += len(b.ID) + len(b.Name)
+			nIn += len(b.Input)
 		}
+	}
+	var strs strings.Builder
+	strs.Grow(nStr)
+	for i := range msg.Content {
+		if b := &msg.Content[i]; b.Type == "text" {
+			strs.WriteString(b.Text)
+		}
+	}
+	out := model.Message{Role: model.RoleAssistant, Content: strs.String()}
+	keep := func(s string) string {
+		start := strs.Len()
+		strs.WriteString(s)
+		return strs.String()[start:]
+	}
+	if name == requested {
+		name = requested
+	} else {
+		name = keep(name)
 	}
 	switch {
 	case calls > len(a.calls):
@@ -915,25 +949,31 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 	case calls > 0:
 		out.ToolCalls = a.calls[:0:calls]
 	}
-	for _, b := range msg.Content {
-		switch b.Type {
-		case "text":
-			if texts > 1 {
-				text.WriteString(b.Text)
-			}
-		case "tool_use":
-			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: arguments(b.Input)})
-		}
+	var ins []byte
+	if nIn > 0 {
+		ins = make([]byte, 0, nIn)
 	}
-	if texts > 1 {
-		out.Content = text.String() // the text blocks in their order
+	for i := range msg.Content {
+		b := &msg.Content[i]
+		if b.Type != "tool_use" {
+			continue
+		}
+		call := model.ToolCall{ID: keep(b.ID), Name: keep(b.Name), Arguments: json.RawMessage("{}")}
+		if len(b.Input) > 0 {
+			// A value of a valid document, without space around it: valid
+			// JSON, which arguments keeps as it is.
+			start := len(ins)
+			ins = append(ins, b.Input...)
+			call.Arguments = ins[start:len(ins):len(ins)]
+		}
+		out.ToolCalls = append(out.ToolCalls, call)
 	}
 	u := msg.Usage
 	a.resp = model.Response{
 		Message:      out,
 		Usage:        usage(u.input(), u.OutputTokens),
 		FinishReason: finishReason(string(msg.StopReason)),
-		Model:        string(msg.Model.name),
+		Model:        name,
 		Raw:          json.RawMessage(raw),
 	}
 	// The response outlives the answer's decoding: drop what it does not
@@ -1020,7 +1060,8 @@ func (b *block) arguments() json.RawMessage {
 	return b.args
 }
 
-// add takes in one event and returns its text delta.
+// add takes in one event and returns its text delta. ev is borrowed (see
+// decoder.event): what the accumulator keeps of it, it copies.
 func (a *accumulator) add(ev *wireEvent) string {
 	switch ev.Type {
 	case "message_start":
@@ -1028,9 +1069,12 @@ func (a *accumulator) add(ev *wireEvent) string {
 		if ev.Message != nil {
 			msg = *ev.Message
 		}
-		a.start = msg
-		if msg.Model != "" {
-			a.model = msg.Model
+		a.start = wireStart{ID: strings.Clone(msg.ID)}
+		if present(msg.StopSequence) {
+			a.start.StopSequence = bytes.Clone(msg.StopSequence)
+		}
+		if msg.Model != "" && msg.Model != a.model {
+			a.model = strings.Clone(msg.Model)
 		}
 		u := parseUsage(msg.Usage)
 		a.in, a.out = u.input(), u.OutputTokens
@@ -1043,19 +1087,22 @@ func (a *accumulator) add(ev *wireEvent) string {
 		if a.blocks == nil {
 			a.blocks = map[int64]*block{}
 		}
-		b := &block{typ: string(cb.Type), start: ev.rawBlock, id: cb.ID, name: cb.Name}
+		b := &block{typ: provider.Keep(cb.Type), start: ev.rawBlock}
+		if cb.ID != "" || cb.Name != "" {
+			idName := cb.ID + cb.Name // one copy for both
+			b.id, b.name = idName[:len(cb.ID)], idName[len(cb.ID):]
+		}
 		a.blocks[ev.Index] = b
 		a.order = append(a.order, b)
 		switch cb.Type {
 		case "text":
 			b.text.WriteString(cb.Text)
-			a.text.WriteString(cb.Text)
-			return cb.Text
+			return a.addText(cb.Text)
 		case "tool_use":
 			// Anthropic sends input {} here and the input in
 			// input_json_delta pieces; some compatible servers send the
 			// whole input here and no delta.
-			b.startIn = cb.Input
+			b.startIn = bytes.Clone(cb.Input)
 			a.tools = append(a.tools, b)
 		}
 	case "content_block_delta":
@@ -1065,8 +1112,7 @@ func (a *accumulator) add(ev *wireEvent) string {
 			if b != nil {
 				b.text.WriteString(ev.Delta.Text)
 			}
-			a.text.WriteString(ev.Delta.Text)
-			return ev.Delta.Text
+			return a.addText(ev.Delta.Text)
 		case "input_json_delta":
 			if b != nil {
 				b.input = append(b.input, ev.Delta.PartialJSON...)
@@ -1082,7 +1128,7 @@ func (a *accumulator) add(ev *wireEvent) string {
 		}
 	case "message_delta":
 		if ev.Delta.StopReason != "" {
-			a.stop = string(ev.Delta.StopReason)
+			a.stop = provider.Keep(ev.Delta.StopReason)
 		}
 		// message_delta usage is cumulative.
 		u := parseUsage(ev.Usage)
@@ -1099,10 +1145,18 @@ func (a *accumulator) add(ev *wireEvent) string {
 	return ""
 }
 
-// mergeUsage keeps a usage object (ev's own copy) for Response.Raw.
+// addText adds a text delta to the message's text and returns it, as a
+// copy that shares the text's memory.
+func (a *accumulator) addText(s string) string {
+	start := a.text.Len()
+	a.text.WriteString(s)
+	return a.text.String()[start:]
+}
+
+// mergeUsage keeps a copy of a usage object for Response.Raw.
 func (a *accumulator) mergeUsage(raw json.RawMessage) {
-	if present(raw) && json.Valid(raw) {
-		a.usages = append(a.usages, raw)
+	if present(raw) {
+		a.usages = append(a.usages, bytes.Clone(raw))
 	}
 }
 

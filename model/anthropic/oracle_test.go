@@ -266,7 +266,8 @@ func wellTyped(data []byte) bool {
 func checkMessage(t testing.TB, data []byte) {
 	t.Helper()
 	var w wireResponse
-	if json.Unmarshal(data, &w) != nil || !wellTyped(data) {
+	var d decoder
+	if d.message(data, &w) != nil || !wellTyped(data) {
 		return // only well-typed JSON: the two differ on what they forgive
 	}
 	var m anth.Message

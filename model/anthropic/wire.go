@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -13,8 +12,9 @@ import (
 
 // The Messages API wire format, as far as this package speaks it
 // (https://docs.anthropic.com/en/api/messages). Answers and events are
-// decoded with encoding/json in one pass (fixed words through
-// provider.String, usage read in place); requests are encoded by hand
+// decoded by hand (decode.go) into the structs below, with the results
+// json.Unmarshal gives for them (the tests compare the two); requests are
+// encoded by hand
 // (wireRequest.encode), into the bytes json.Marshal writes for the same
 // structs, which the tests check. The tests decode the same bytes with the
 // official SDK (github.com/anthropics/anthropic-sdk-go/v2) and compare: it
@@ -176,11 +176,17 @@ type wireDelta struct {
 	StopReason  provider.String `json:"stop_reason"`
 }
 
+// decodeEvent decodes the data of one stream event into ev with a decoder
+// of its own (see decoder.decodeEvent).
+func decodeEvent(typ, data []byte, ev *wireEvent) error {
+	return new(decoder).decodeEvent(typ, data, ev)
+}
+
 // decodeEvent decodes the data of one stream event into ev (which it
 // resets first); typ is the event: line, which wins over the data's type.
-func decodeEvent(typ, data []byte, ev *wireEvent) error {
-	*ev = wireEvent{}
-	if err := decode(data, ev); err != nil {
+// ev is borrowed from data and d until d decodes the next event.
+func (d *decoder) decodeEvent(typ, data []byte, ev *wireEvent) error {
+	if err := d.event(data, ev); err != nil {
 		return err
 	}
 	if len(typ) > 0 {
@@ -200,17 +206,6 @@ func decodeEvent(typ, data []byte, ev *wireEvent) error {
 // itself.
 func knownBlock(t provider.String) bool {
 	return t == "text" || t == "tool_use" || t == "thinking"
-}
-
-// decode unmarshals data into v leniently, as the SDK does: a field whose
-// JSON has another type than expected is left at its zero value instead of
-// failing the whole answer. Only data that is not JSON at all is an error.
-func decode(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return nil
-	}
-	return err
 }
 
 // present reports whether a field was sent (not absent, not null).
