@@ -59,6 +59,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -247,16 +248,11 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 }
 
 func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	w, err := m.request(ctx, req)
+	body, id, err := m.body(ctx, req, false)
 	if err != nil {
 		return nil, err
 	}
-	body, err := w.encode()
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: encoding the request: %w", err)
-	}
 	var raw []byte
-	id := w.Model
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "messages", slog.String("model", id), slog.Int("attempt", attempt))
 		resp, err := m.post(ctx, body, m.jsonHeader)
@@ -275,6 +271,22 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 		return nil, err
 	}
 	return m.response(raw, id)
+}
+
+// body returns req translated and encoded, and the model it names. The
+// turns are built in a scratch from the pool, given back once encoded.
+func (m *Model) body(ctx context.Context, req *model.Request, stream bool) (body []byte, id string, err error) {
+	sc := scratchPool.Get().(*scratch)
+	defer sc.free()
+	w, err := m.requestWith(ctx, req, sc)
+	if err != nil {
+		return nil, "", err
+	}
+	w.Stream = stream
+	if body, err = w.encode(); err != nil {
+		return nil, "", fmt.Errorf("anthropic: encoding the request: %w", err)
+	}
+	return body, w.Model, nil
 }
 
 // post sends one request and returns the response when its status is 2xx,
@@ -336,18 +348,11 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 }
 
 func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	w, err := m.request(ctx, req)
+	body, id, err := m.body(ctx, req, true)
 	if err != nil {
 		yield(model.Chunk{}, err)
 		return
 	}
-	w.Stream = true
-	body, err := w.encode()
-	if err != nil {
-		yield(model.Chunk{}, fmt.Errorf("anthropic: encoding the request: %w", err))
-		return
-	}
-	id := w.Model
 	var (
 		resp  *http.Response
 		evs   *provider.Events
@@ -456,6 +461,29 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 
 // request translates a tollgate request into a Messages API request.
 func (m *Model) request(ctx context.Context, req *model.Request) (wireRequest, error) {
+	return m.requestWith(ctx, req, new(scratch))
+}
+
+// scratch is room for the turns of a short request, from scratchPool,
+// until the request is encoded.
+type scratch struct {
+	blocks [8]wireBlock
+	texts  [4]wireText
+	turns  [4]wireMessage
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// free clears sc, which must no longer be used, and puts it back into the
+// pool.
+func (sc *scratch) free() {
+	*sc = scratch{}
+	scratchPool.Put(sc)
+}
+
+// requestWith is request, with the turns in sc when they fit: the request
+// is valid while sc is.
+func (m *Model) requestWith(ctx context.Context, req *model.Request, sc *scratch) (wireRequest, error) {
 	id := cmp.Or(req.Model, m.model)
 	if id == "" {
 		return wireRequest{}, errors.New("anthropic: no model ID: set Request.Model or Options.Model")
@@ -473,7 +501,7 @@ func (m *Model) request(ctx context.Context, req *model.Request) (wireRequest, e
 		}
 		w.Tools = tools
 	}
-	msgs, err := messages(req.Messages)
+	msgs, err := messagesWith(req.Messages, sc)
 	if err != nil {
 		return wireRequest{}, err
 	}
@@ -569,6 +597,12 @@ type turn struct {
 // conversation that starts with the assistant gets a short user turn first.
 // The only error is an unknown role, or a transcript with no content at all.
 func messages(in []model.Message) ([]wireMessage, error) {
+	return messagesWith(in, new(scratch))
+}
+
+// messagesWith is messages, with the blocks, texts and turns in sc when
+// they fit.
+func messagesWith(in []model.Message, sc *scratch) ([]wireMessage, error) {
 	// The blocks of all turns share one array, the results another part of
 	// it and their texts a second one: only the last turn grows, so each
 	// turn's blocks and results stay contiguous. At most one turn per
@@ -591,9 +625,12 @@ func messages(in []model.Message) ([]wireMessage, error) {
 			nResults++
 		}
 	}
-	arena := make([]wireBlock, nBlocks+nResults)
-	var texts []wireText
-	if nResults > 0 {
+	arena := sc.blocks[:]
+	if n := nBlocks + nResults; n > len(arena) {
+		arena = make([]wireBlock, n)
+	}
+	texts := sc.texts[:0]
+	if nResults > len(sc.texts) {
 		texts = make([]wireText, 0, nResults)
 	}
 	nb, nr := 0, nBlocks // the next free block and result
@@ -675,7 +712,10 @@ func messages(in []model.Message) ([]wireMessage, error) {
 	if turns[0].assistant {
 		turns = slices.Insert(turns, 0, turn{blocks: []wireBlock{textBlock(continueText)}})
 	}
-	out := make([]wireMessage, 0, len(turns))
+	out := sc.turns[:0]
+	if len(turns) > len(sc.turns) {
+		out = make([]wireMessage, 0, len(turns))
+	}
 	for i, t := range turns {
 		if t.assistant {
 			if i == len(turns)-1 {
