@@ -63,6 +63,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unsafe"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
@@ -936,90 +937,97 @@ func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
 // one byte slice (the tool inputs), so that raw, kept as Response.Raw, can
 // change without changing them.
 func (m *Model) response(raw []byte, requested string) (*model.Response, error) {
-	a := &answer{}
-	a.msg.Content = a.blocks[:0]
-	msg := &a.msg
-	var d decoder
-	if err := d.message(raw, msg); err != nil {
+	var (
+		d      decoder
+		msg    wireResponse
+		blocks [4]wireBlockOut
+	)
+	content, err := d.messageContent(raw, &msg, blocks[:0])
+	if err != nil {
 		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON message", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
 	if msg.Type == "error" || msg.Error != nil {
 		return nil, m.eventError(msg.Error, raw)
 	}
-	// What the response keeps, counted, then copied: the texts first, in
-	// their order (the message's text is their concatenation), then the
-	// model and the ids and names of the calls.
-	calls, nStr, nIn := 0, 0, 0
+	// What the response keeps, counted, then copied into the answer's
+	// room: the texts first, in their order (the message's text is their
+	// concatenation), then the model, the ids and names of the calls, and
+	// their inputs. The room is written once: its strings never change,
+	// and each input is a slice of its own that cannot grow into the next.
+	calls, n := 0, 0
 	name := string(msg.Model.name)
 	if name != requested {
-		nStr += len(name)
+		n += len(name)
 	}
-	for i := range msg.Content {
-		b := &msg.Content[i]
+	for i := range content {
+		b := &content[i]
 		switch b.Type {
 		case "text":
-			nStr += len(b.Text)
+			n += len(b.Text)
 		case "tool_use":
 			calls++
-			nStr += len(b.ID) + len(b.Name)
-			nIn += len(b.Input)
+			n += len(b.ID) + len(b.Name) + len(b.Input)
 		}
 	}
-	var strs strings.Builder
-	strs.Grow(nStr)
-	for i := range msg.Content {
-		if b := &msg.Content[i]; b.Type == "text" {
-			strs.WriteString(b.Text)
-		}
-	}
-	out := model.Message{Role: model.RoleAssistant, Content: strs.String()}
+	resp, toolCalls, room := newAnswer(n)
 	keep := func(s string) string {
-		start := strs.Len()
-		strs.WriteString(s)
-		return strs.String()[start:]
+		start := len(room)
+		room = append(room, s...)
+		return stringOf(room[start:])
 	}
+	text := len(room)
+	for i := range content {
+		if b := &content[i]; b.Type == "text" {
+			room = append(room, b.Text...)
+		}
+	}
+	out := model.Message{Role: model.RoleAssistant, Content: stringOf(room[text:])}
 	if name == requested {
 		name = requested
 	} else {
 		name = keep(name)
 	}
-	switch {
-	case calls > len(a.calls):
-		out.ToolCalls = make([]model.ToolCall, 0, calls)
-	case calls > 0:
-		out.ToolCalls = a.calls[:0:calls]
+	if calls > cap(toolCalls) {
+		toolCalls = make([]model.ToolCall, 0, calls)
 	}
-	var ins []byte
-	if nIn > 0 {
-		ins = make([]byte, 0, nIn)
-	}
-	for i := range msg.Content {
-		b := &msg.Content[i]
+	for i := range content {
+		b := &content[i]
 		if b.Type != "tool_use" {
 			continue
 		}
-		call := model.ToolCall{ID: keep(b.ID), Name: keep(b.Name), Arguments: json.RawMessage("{}")}
+		call := model.ToolCall{ID: keep(b.ID), Name: keep(b.Name)}
 		if len(b.Input) > 0 {
 			// A value of a valid document, without space around it: valid
 			// JSON, which arguments keeps as it is.
-			start := len(ins)
-			ins = append(ins, b.Input...)
-			call.Arguments = ins[start:len(ins):len(ins)]
+			start := len(room)
+			room = append(room, b.Input...)
+			call.Arguments = room[start:len(room):len(room)]
+		} else {
+			call.Arguments = json.RawMessage("{}")
 		}
-		out.ToolCalls = append(out.ToolCalls, call)
+		toolCalls = append(toolCalls, call)
+	}
+	if calls > 0 {
+		out.ToolCalls = toolCalls[:calls:calls]
 	}
 	u := msg.Usage
-	a.resp = model.Response{
+	*resp = model.Response{
 		Message:      out,
 		Usage:        usage(u.input(), u.OutputTokens),
 		FinishReason: finishReason(string(msg.StopReason)),
 		Model:        name,
 		Raw:          json.RawMessage(raw),
 	}
-	// The response outlives the answer's decoding: drop what it does not
-	// use.
-	a.msg, a.blocks = wireResponse{}, [len(a.blocks)]wireBlockOut{}
-	return &a.resp, nil
+	return resp, nil
+}
+
+// stringOf returns b as a string without copying it: b is room of an
+// answer, written once and never changed after.
+func stringOf(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // arguments returns a tool_use block's input as tool-call arguments: b

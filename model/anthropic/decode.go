@@ -61,16 +61,24 @@ func syntaxError(data []byte) error {
 // message decodes an answer into msg as json.Unmarshal does, leniently;
 // the strings of msg are borrowed from data and from d.
 func (d *decoder) message(data []byte, msg *wireResponse) error {
+	content, err := d.messageContent(data, msg, msg.Content)
+	msg.Content = content
+	return err
+}
+
+// messageContent is message, with msg.Content given and returned apart
+// (content's array can then stay on the caller's stack).
+func (d *decoder) messageContent(data []byte, msg *wireResponse, content []wireBlockOut) ([]wireBlockOut, error) {
 	if !d.c.Reset(data) {
-		return syntaxError(data)
+		return content, syntaxError(data)
 	}
 	if !d.c.Object() {
-		return nil
+		return content, nil
 	}
 	for {
 		key, ok := d.c.Key()
 		if !ok {
-			return nil
+			return content, nil
 		}
 		switch provider.Field(key, responseFields) {
 		case 0:
@@ -84,7 +92,7 @@ func (d *decoder) message(data []byte, msg *wireResponse) error {
 				msg.Model.name = provider.String(s)
 			}
 		case 4:
-			msg.Content = d.blocks(msg.Content)
+			content = d.blocks(content)
 		case 5:
 			d.word(&msg.StopReason)
 		case 6:

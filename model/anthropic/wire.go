@@ -102,15 +102,34 @@ func (n *modelName) UnmarshalJSON(b []byte) error {
 	return n.name.UnmarshalJSON(b)
 }
 
-// answer is an answer decoded, and translated, in one allocation: the
-// message and room for its first content blocks, which encoding/json fills
-// before it grows the slice, and the response with room for its first tool
-// call.
-type answer struct {
-	msg    wireResponse
-	blocks [2]wireBlockOut
-	resp   model.Response
-	calls  [1]model.ToolCall
+// answer is a response in one allocation with room for its first tool
+// calls and for the bytes it keeps (texts, ids, names, tool inputs): room
+// is an array of one of a few sizes (newAnswer).
+type answer[Room any] struct {
+	resp  model.Response
+	calls [2]model.ToolCall
+	room  Room
+}
+
+// newAnswer returns a response, room for its first tool calls, and n
+// bytes of room, in one allocation when n is at most 4 KiB.
+func newAnswer(n int) (*model.Response, []model.ToolCall, []byte) {
+	switch {
+	case n <= 64:
+		a := new(answer[[64]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	case n <= 256:
+		a := new(answer[[256]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	case n <= 1024:
+		a := new(answer[[1024]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	case n <= 4096:
+		a := new(answer[[4096]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	}
+	a := new(answer[struct{}])
+	return &a.resp, a.calls[:0], make([]byte, 0, n)
 }
 
 // wireBlockOut is a content block of an answer. Input is kept as sent.
