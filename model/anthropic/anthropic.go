@@ -54,7 +54,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -1069,9 +1068,9 @@ func finishReason(r string) model.FinishReason {
 // accumulator assembles a streamed message.
 type accumulator struct {
 	text    strings.Builder
-	blocks  map[int64]*block
-	order   []*block // every content block, in order of content_block_start
-	tools   []*block // the tool_use blocks among them
+	blocks  map[int64]*block // by index, once a delta is not for the last block (blockAt)
+	order   []*block         // every content block, in order of content_block_start
+	tools   []*block         // the tool_use blocks among them
 	stop    string
 	in, out int64
 	model   string
@@ -1079,12 +1078,14 @@ type accumulator struct {
 	// For Response.Raw: message_start's message, and the usage objects of
 	// message_start and message_delta as sent, in order (merged key by key
 	// when Raw is built).
-	start  wireStart
-	usages []json.RawMessage
+	start      wireStart
+	usages     []json.RawMessage
+	usageBytes []byte
 }
 
 // block is one content block of a stream.
 type block struct {
+	index     int64
 	typ       string
 	start     json.RawMessage // content_block_start's block, as sent
 	id, name  string
@@ -1132,15 +1133,14 @@ func (a *accumulator) add(ev *wireEvent) string {
 		if ev.ContentBlock != nil {
 			cb = *ev.ContentBlock
 		}
-		if a.blocks == nil {
-			a.blocks = map[int64]*block{}
-		}
-		b := &block{typ: provider.Keep(cb.Type), start: ev.rawBlock}
+		b := &block{index: ev.Index, typ: provider.Keep(cb.Type), start: ev.rawBlock}
 		if cb.ID != "" || cb.Name != "" {
 			idName := cb.ID + cb.Name // one copy for both
 			b.id, b.name = idName[:len(cb.ID)], idName[len(cb.ID):]
 		}
-		a.blocks[ev.Index] = b
+		if a.blocks != nil {
+			a.blocks[ev.Index] = b
+		}
 		a.order = append(a.order, b)
 		switch cb.Type {
 		case "text":
@@ -1154,7 +1154,7 @@ func (a *accumulator) add(ev *wireEvent) string {
 			a.tools = append(a.tools, b)
 		}
 	case "content_block_delta":
-		b := a.blocks[ev.Index]
+		b := a.blockAt(ev.Index)
 		switch ev.Delta.Type {
 		case "text_delta":
 			if b != nil {
@@ -1201,29 +1201,63 @@ func (a *accumulator) addText(s string) string {
 	return a.text.String()[start:]
 }
 
-// mergeUsage keeps a copy of a usage object for Response.Raw.
+// mergeUsage keeps a copy of a usage object for Response.Raw, in
+// usageBytes with the others.
 func (a *accumulator) mergeUsage(raw json.RawMessage) {
 	if present(raw) {
-		a.usages = append(a.usages, bytes.Clone(raw))
+		start := len(a.usageBytes)
+		a.usageBytes = append(a.usageBytes, raw...)
+		// An earlier usage stays where it was when usageBytes grows.
+		a.usages = append(a.usages, a.usageBytes[start:len(a.usageBytes):len(a.usageBytes)])
 	}
 }
 
-// rawUsage is the usage of Response.Raw: the keys of every usage object
-// the stream sent, in order, a later value that is not null replacing an
-// earlier one.
-func (a *accumulator) rawUsage() map[string]json.RawMessage {
-	var u map[string]json.RawMessage
-	for _, raw := range a.usages {
-		if u == nil && bytes.HasPrefix(raw, []byte("{")) {
-			u = map[string]json.RawMessage{}
+// blockAt returns the block last started with index i (nil for none):
+// the last block of all, which the deltas of a stream are for, or one
+// found in a map of the blocks by index, made the first time a delta is
+// for another.
+func (a *accumulator) blockAt(i int64) *block {
+	n := len(a.order)
+	if n > 0 && a.order[n-1].index == i {
+		return a.order[n-1]
+	}
+	if a.blocks == nil {
+		a.blocks = make(map[int64]*block, n)
+		for _, b := range a.order {
+			a.blocks[b.index] = b
 		}
+	}
+	return a.blocks[i]
+}
+
+// usageMember is a member of a usage object of the stream.
+type usageMember struct{ key, value []byte }
+
+// rawUsage returns, appended to members, the usage of Response.Raw,
+// sorted by key: the keys of every usage object the stream sent, each with
+// its last value that is not null (a key whose values are all null is left
+// out). ok is false when the stream sent no usage object (Raw's usage is
+// null).
+func (a *accumulator) rawUsage(members []usageMember) (_ []usageMember, ok bool) {
+	for _, raw := range a.usages {
+		ok = ok || raw[0] == '{' // present: not empty
 		for k, v := range provider.Members(raw) {
 			if present(v) {
-				u[string(k)] = v
+				members = append(members, usageMember{k, v})
 			}
 		}
 	}
-	return u
+	// Sorted by key, the values of a key in the stream's order: the last
+	// of each run wins.
+	slices.SortStableFunc(members, func(x, y usageMember) int { return bytes.Compare(x.key, y.key) })
+	out := members[:0]
+	for i, m := range members {
+		if i+1 < len(members) && bytes.Equal(members[i+1].key, m.key) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, ok
 }
 
 func (a *accumulator) response() *model.Response {
@@ -1311,17 +1345,18 @@ func (a *accumulator) raw() json.RawMessage {
 		return nil
 	}
 	out = append(out, `,"usage":`...)
-	if u := a.rawUsage(); u == nil {
+	var room [8]usageMember
+	if u, ok := a.rawUsage(room[:0]); !ok {
 		out = append(out, "null"...)
 	} else {
 		out = append(out, '{')
-		for i, k := range slices.Sorted(maps.Keys(u)) {
+		for i, m := range u {
 			if i > 0 {
 				out = append(out, ',')
 			}
-			out = provider.AppendString(out, k)
+			out = provider.AppendString(out, string(m.key))
 			out = append(out, ':')
-			if out, err = provider.AppendRaw(out, u[k]); err != nil {
+			if out, err = provider.AppendRaw(out, m.value); err != nil {
 				return nil
 			}
 		}

@@ -278,3 +278,37 @@ func TestDecodedValuesAreOwned(t *testing.T) {
 		t.Errorf("raw %s", r.Raw)
 	}
 }
+
+// TestDeltasByIndex: a delta goes to the block last started with its
+// index, whether or not that block is the last one started.
+func TestDeltasByIndex(t *testing.T) {
+	events := []string{
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"a","name":"f","input":{}}}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"b","name":"f","input":{}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"x\":"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"y\":2}"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"1}"}}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"c","name":"f","input":{}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"d","name":"f","input":{}}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"z\":3}"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"w\":4}"}}`,
+		`{"type":"content_block_delta","index":7,"delta":{"type":"input_json_delta","partial_json":"lost"}}`,
+	}
+	var d decoder
+	var acc accumulator
+	for _, e := range events {
+		var ev wireEvent
+		if err := d.decodeEvent(nil, []byte(e), &ev); err != nil {
+			t.Fatal(err)
+		}
+		acc.add(&ev)
+	}
+	var got []string
+	for _, c := range acc.response().Message.ToolCalls {
+		got = append(got, c.ID+" "+string(c.Arguments))
+	}
+	want := []string{`a {"x":1}`, `b {"y":2}`, `c {"z":3}`, `d {"w":4}`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
