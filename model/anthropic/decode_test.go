@@ -312,3 +312,26 @@ func TestDeltasByIndex(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestFieldNamesAreTheTags: the decoders' field names are the json tags of
+// the structs they fill, every one of them.
+func TestFieldNamesAreTheTags(t *testing.T) {
+	for _, c := range []struct {
+		v     any
+		names []string
+	}{
+		{wireResponse{}, responseFields}, {wireBlockOut{}, blockFields}, {wireUsage{}, usageFields},
+		{wireError{}, errorFields}, {wireEvent{}, eventFields}, {wireStart{}, startFields}, {wireDelta{}, deltaFields},
+	} {
+		typ := reflect.TypeOf(c.v)
+		var tags []string
+		for f := range typ.Fields() {
+			if tag := f.Tag.Get("json"); tag != "" {
+				tags = append(tags, strings.Split(tag, ",")[0])
+			}
+		}
+		if diff := cmp.Diff(tags, c.names); diff != "" {
+			t.Errorf("%s: fields (-tags +decoder):\n%s", typ, diff)
+		}
+	}
+}

@@ -63,8 +63,7 @@ type wireTool struct {
 }
 
 // wireResponse is a message: the answer without streaming. Usage is decoded
-// in the same pass; fixed words (types, role, stop reason) cost no
-// allocation.
+// in the same pass; fixed words (types, role, stop reason) are interned.
 type wireResponse struct {
 	ID         string          `json:"id"`
 	Type       provider.String `json:"type"`
@@ -76,9 +75,10 @@ type wireResponse struct {
 	Error      *wireError      `json:"error"`
 }
 
-// modelName is the model of an answer, decoded as a [provider.String] is,
-// and without allocating when it is hint: the model the request named,
-// which the API usually echoes.
+// modelName is the model of an answer. The hand decoder (decode.go) sets
+// name, borrowed, and response keeps the requested model's string when the
+// answer echoes it; json.Unmarshal, the decoder's oracle in the tests,
+// decodes it as a [provider.String], without allocating when it is hint.
 type modelName struct {
 	hint string
 	name provider.String
