@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -19,10 +18,11 @@ import (
 // same field, unknown keys are skipped. The decoders built on it are
 // checked against json.Unmarshal by differential tests and fuzz targets.
 //
-// The text must be valid JSON: [Cursor.Reset] checks it with json.Valid
-// (encoding/json's own scanner, with its nesting limit of 10000), so that
-// what is rejected and why is exactly what encoding/json rejects, and the
-// decoding itself never meets a syntax error.
+// The text must be valid JSON: [Cursor.Reset] checks it first, accepting
+// and rejecting exactly what json.Valid does (its nesting limit of 10000
+// included; FuzzCursorValue compares the two), so that the decoding itself
+// never meets a syntax error. A decoder that needs encoding/json's error
+// for rejected text gets it from json.Unmarshal.
 //
 // Strings and raw values are borrowed: they share memory with the text, or
 // with the cursor's own buffer of unescaped strings, and are valid only
@@ -37,12 +37,12 @@ type Cursor struct {
 }
 
 // Reset makes the cursor read data, which must be one valid JSON value
-// with optional space around it; it reports whether it is (json.Valid).
-// Strings borrowed before are invalid after it.
+// with optional space around it; it reports whether it is (as json.Valid
+// does). Strings borrowed before are invalid after it.
 func (c *Cursor) Reset(data []byte) bool {
 	c.data, c.i = data, 0
 	c.buf = c.buf[:0]
-	return json.Valid(data)
+	return valid(data)
 }
 
 // space skips white space and returns the next byte (0 at the end).
@@ -330,4 +330,203 @@ func Keep(s String) string {
 		return string(w)
 	}
 	return strings.Clone(string(s))
+}
+
+// maxDepth is encoding/json's limit on nesting: at most this many objects
+// and arrays open at once.
+const maxDepth = 10000
+
+// valid reports whether b is one JSON value with optional space around it
+// (RFC 8259), accepting and rejecting exactly what json.Valid does: no
+// more than maxDepth objects and arrays open at once, and string contents
+// not checked for UTF-8 (FuzzCursorValue compares the two). It is
+// iterative, with one bit per open container.
+func valid(b []byte) bool {
+	var objects [maxDepth/64 + 1]uint64 // bit d: the container at depth d is an object
+	depth := 0
+	i := skipSpace(b, 0)
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return false
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if depth == maxDepth {
+				return false
+			}
+			w, bit := depth/64, uint64(1)<<(depth%64)
+			if c == '{' {
+				objects[w] |= bit
+			} else {
+				objects[w] &^= bit
+			}
+			depth++
+			i = skipSpace(b, i+1)
+			if i < len(b) && (c == '{' && b[i] == '}' || c == '[' && b[i] == ']') {
+				depth--
+				i++
+				break // an empty container: a whole value
+			}
+			if c == '{' {
+				if i = member(b, i); i < 0 {
+					return false
+				}
+			}
+			continue // the first value inside
+		case c == '"':
+			if i = validString(b, i); i < 0 {
+				return false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			if i = validNumber(b, i); i < 0 {
+				return false
+			}
+		case c == 't':
+			if i = literal(b, i, "true"); i < 0 {
+				return false
+			}
+		case c == 'f':
+			if i = literal(b, i, "false"); i < 0 {
+				return false
+			}
+		case c == 'n':
+			if i = literal(b, i, "null"); i < 0 {
+				return false
+			}
+		default:
+			return false
+		}
+		// A value ended at i: close containers until one goes on.
+		for {
+			i = skipSpace(b, i)
+			if depth == 0 {
+				return i == len(b)
+			}
+			if i >= len(b) {
+				return false
+			}
+			d := depth - 1
+			object := objects[d/64]>>(d%64)&1 == 1
+			c := b[i]
+			if c == ',' {
+				i = skipSpace(b, i+1)
+				if object {
+					if i = member(b, i); i < 0 {
+						return false
+					}
+				}
+				break // the next value
+			}
+			if object && c == '}' || !object && c == ']' {
+				depth--
+				i++
+				continue
+			}
+			return false
+		}
+	}
+}
+
+// member checks the key of an object member at b[i] and the ':' after
+// it, and returns the index of its value (after space), or -1.
+func member(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = validString(b, i); i < 0 {
+		return -1
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipSpace(b, i+1)
+}
+
+// validString returns the index just past the JSON string at b[i] (a '"'),
+// or -1: no control character, only JSON's escapes.
+func validString(b []byte, i int) int {
+	for i++; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return -1
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return -1
+					}
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+// validNumber returns the index just past the JSON number at b[i], or -1:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(b []byte, i int) int {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		if i+1 >= len(b) || b[i+1] < '0' || b[i+1] > '9' {
+			return -1
+		}
+		i = digits(b, i+1)
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return -1
+		}
+		i = digits(b, i)
+	}
+	return i
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// literal returns the index just past word at b[i], or -1.
+func literal(b []byte, i int, word string) int {
+	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+		return -1
+	}
+	return i + len(word)
 }

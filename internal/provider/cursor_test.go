@@ -3,6 +3,7 @@ package provider
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -170,4 +171,40 @@ func TestCursorObjectsAndArrays(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { c.Reset(escaped); c.String() }); n != 0 {
 		t.Errorf("an escaped string allocates %v times once the buffer has grown", n)
 	}
+}
+
+// validSeeds are texts on the edges of JSON's grammar and of the nesting
+// limit.
+var validSeeds = []string{
+	``, ` `, `[`, `]`, `{`, `}`, `[]`, `{}`, ` [ ] `, `{}}`, `[[]`, `[]]`, `[1,]`, `[,1]`, `[1 2]`, `{,}`,
+	`{"a" 1}`, `{"a":}`, `{"a":1,}`, `{"a":1 "b":2}`, `{"a":[}]`, `{"a":{]}`, `{1:2}`, `{"a":1}x`,
+	`-`, `-0`, `-01`, `01`, `0.`, `1.e5`, `.5`, `1e`, `1e+`, `1E-7`, `0e0`, `-0.0e-0`, `1.5x`, `+1`,
+	`tru`, `truex`, `nul`, `null `, `nulll`, `false`, `fals`, `"abc`, `"\u12G4"`, `"\x"`, `"\u00"`,
+	`"\/\b\f\n\r\t\"\\"`, "\"\x1f\"", "\"\x7f\"", "\"\xff\xfe\"", "\"\t\"", "[1,\t2\r\n]", "\u00a0[]",
+	strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+	strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	strings.Repeat(`{"a":`, 10000) + `1` + strings.Repeat("}", 10000),
+	strings.Repeat(`{"a":`, 10001) + `1` + strings.Repeat("}", 10001),
+	strings.Repeat(`[{"a":`, 5000) + `[]` + strings.Repeat("}]", 5000),
+	strings.Repeat(`[{"a":`, 5000) + `{}` + strings.Repeat("}]", 5000),
+	strings.Repeat("[", 10001),
+}
+
+func TestValidAgreesWithJSONValid(t *testing.T) {
+	for _, s := range append(validSeeds, cursorSeeds...) {
+		if got, want := valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("%.60q: valid %v, json.Valid %v", s, got, want)
+		}
+	}
+}
+
+func FuzzValid(f *testing.F) {
+	for _, s := range validSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := valid(b), json.Valid(b); got != want {
+			t.Errorf("%q: valid %v, json.Valid %v", b, got, want)
+		}
+	})
 }
