@@ -930,11 +930,12 @@ func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
 }
 
 // response translates a message, as the server sent it, into a tollgate
-// response. The message is decoded by hand (decoder.message), its strings
-// borrowed from raw; what the response keeps is copied into one string
-// (texts, ids, names, and the model when it is not the requested one) and
-// one byte slice (the tool inputs), so that raw, kept as Response.Raw, can
-// change without changing them.
+// response. The message is decoded by hand (decoder.messageContent), on the
+// stack, its strings borrowed from raw; what the response keeps (texts,
+// ids, names, tool inputs, and the model when it is not the requested one)
+// is copied into room at the end of the response's own allocation
+// (newAnswer), so that raw, kept as Response.Raw, can change without
+// changing them.
 func (m *Model) response(raw []byte, requested string) (*model.Response, error) {
 	var (
 		d      decoder
