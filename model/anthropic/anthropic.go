@@ -1,6 +1,7 @@
 // Package anthropic is tollgate's provider for Anthropic's Messages API. It
 // speaks the wire format itself, with net/http: answers and events are
-// decoded with encoding/json in one pass each, requests are written by hand
+// decoded by hand into what encoding/json would decode from them (checked
+// by differential tests and a fuzz target), requests are written by hand
 // into the bytes encoding/json would write. The official SDK
 // github.com/anthropics/anthropic-sdk-go/v2 is its test oracle: the tests
 // decode the requests it sends and the answers it reads with the SDK's own
@@ -53,14 +54,15 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unsafe"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
@@ -246,16 +248,11 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 }
 
 func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	w, err := m.request(ctx, req)
+	body, id, err := m.body(ctx, req, false)
 	if err != nil {
 		return nil, err
 	}
-	body, err := w.encode()
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: encoding the request: %w", err)
-	}
 	var raw []byte
-	id := w.Model
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "messages", slog.String("model", id), slog.Int("attempt", attempt))
 		resp, err := m.post(ctx, body, m.jsonHeader)
@@ -274,6 +271,22 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 		return nil, err
 	}
 	return m.response(raw, id)
+}
+
+// body returns req translated and encoded, and the model it names. The
+// turns are built in a scratch from the pool, given back once encoded.
+func (m *Model) body(ctx context.Context, req *model.Request, stream bool) (body []byte, id string, err error) {
+	sc := scratchPool.Get().(*scratch)
+	defer sc.free()
+	w, err := m.requestWith(ctx, req, sc)
+	if err != nil {
+		return nil, "", err
+	}
+	w.Stream = stream
+	if body, err = w.encode(); err != nil {
+		return nil, "", fmt.Errorf("anthropic: encoding the request: %w", err)
+	}
+	return body, w.Model, nil
 }
 
 // post sends one request and returns the response when its status is 2xx,
@@ -308,7 +321,7 @@ func (m *Model) post(ctx context.Context, body []byte, header http.Header) (*htt
 func (m *Model) eventError(e *wireError, data []byte) *model.ProviderError {
 	var typ, msg string
 	if e != nil {
-		typ, msg = e.Type, e.Message
+		typ, msg = strings.Clone(e.Type), strings.Clone(e.Message) // borrowed from data
 	}
 	if msg == "" {
 		msg = provider.Truncate(string(data), 300)
@@ -335,22 +348,16 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 }
 
 func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	w, err := m.request(ctx, req)
+	body, id, err := m.body(ctx, req, true)
 	if err != nil {
 		yield(model.Chunk{}, err)
 		return
 	}
-	w.Stream = true
-	body, err := w.encode()
-	if err != nil {
-		yield(model.Chunk{}, fmt.Errorf("anthropic: encoding the request: %w", err))
-		return
-	}
-	id := w.Model
 	var (
 		resp  *http.Response
 		evs   *provider.Events
 		first wireEvent
+		dec   decoder
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", id), slog.Int("attempt", attempt))
@@ -360,7 +367,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		}
 		e := provider.NewEventsLimit(r.Body, m.maxBody)
 		var ev wireEvent
-		ok, perr := m.nextEvent(e, &ev)
+		ok, perr := m.nextEvent(e, &dec, &ev)
 		if ok && perr == nil {
 			resp, evs, first = r, e, ev
 			return nil
@@ -386,7 +393,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if d := acc.add(ev); d != "" && !yield(model.Chunk{Delta: d}, nil) {
 			return
 		}
-		ok, perr := m.nextEvent(evs, ev)
+		ok, perr := m.nextEvent(evs, &dec, ev)
 		if perr != nil {
 			yield(model.Chunk{}, perr)
 			return
@@ -406,17 +413,19 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	yield(model.Chunk{Response: acc.response()}, nil)
 }
 
-// nextEvent reads the next event of a stream into ev, skipping pings and
-// events without data. ok is false at the end of the body (Events.Err says
-// whether it failed); perr is set for an error event or data that is not
-// JSON.
-func (m *Model) nextEvent(e *provider.Events, ev *wireEvent) (ok bool, perr *model.ProviderError) {
+// nextEvent reads the next event of a stream into ev with d, skipping
+// pings and events without data. ok is false at the end of the body
+// (Events.Err says whether it failed); perr is set for an error event or
+// data that is not JSON. ev's strings are borrowed from e and d until the
+// next call, which clears them before it reads on.
+func (m *Model) nextEvent(e *provider.Events, d *decoder, ev *wireEvent) (ok bool, perr *model.ProviderError) {
+	*ev = wireEvent{}
 	for e.Next() {
 		typ, data := e.Type(), bytes.TrimSpace(e.Data())
 		if string(typ) == "ping" || len(data) == 0 {
 			continue
 		}
-		if err := decodeEvent(typ, data, ev); err != nil {
+		if err := d.decodeEvent(typ, data, ev); err != nil {
 			return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: retry.Redact(provider.Truncate(err.Error()+": "+string(data), 300), m.key)}
 		}
 		switch ev.Type {
@@ -452,6 +461,29 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 
 // request translates a tollgate request into a Messages API request.
 func (m *Model) request(ctx context.Context, req *model.Request) (wireRequest, error) {
+	return m.requestWith(ctx, req, new(scratch))
+}
+
+// scratch is room for the turns of a short request, from scratchPool,
+// until the request is encoded.
+type scratch struct {
+	blocks [8]wireBlock
+	texts  [4]wireText
+	turns  [4]wireMessage
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// free clears sc, which must no longer be used, and puts it back into the
+// pool.
+func (sc *scratch) free() {
+	*sc = scratch{}
+	scratchPool.Put(sc)
+}
+
+// requestWith is request, with the turns in sc when they fit: the request
+// is valid while sc is.
+func (m *Model) requestWith(ctx context.Context, req *model.Request, sc *scratch) (wireRequest, error) {
 	id := cmp.Or(req.Model, m.model)
 	if id == "" {
 		return wireRequest{}, errors.New("anthropic: no model ID: set Request.Model or Options.Model")
@@ -469,7 +501,7 @@ func (m *Model) request(ctx context.Context, req *model.Request) (wireRequest, e
 		}
 		w.Tools = tools
 	}
-	msgs, err := messages(req.Messages)
+	msgs, err := messagesWith(req.Messages, sc)
 	if err != nil {
 		return wireRequest{}, err
 	}
@@ -565,6 +597,12 @@ type turn struct {
 // conversation that starts with the assistant gets a short user turn first.
 // The only error is an unknown role, or a transcript with no content at all.
 func messages(in []model.Message) ([]wireMessage, error) {
+	return messagesWith(in, new(scratch))
+}
+
+// messagesWith is messages, with the blocks, texts and turns in sc when
+// they fit.
+func messagesWith(in []model.Message, sc *scratch) ([]wireMessage, error) {
 	// The blocks of all turns share one array, the results another part of
 	// it and their texts a second one: only the last turn grows, so each
 	// turn's blocks and results stay contiguous. At most one turn per
@@ -587,9 +625,12 @@ func messages(in []model.Message) ([]wireMessage, error) {
 			nResults++
 		}
 	}
-	arena := make([]wireBlock, nBlocks+nResults)
-	var texts []wireText
-	if nResults > 0 {
+	arena := sc.blocks[:]
+	if n := nBlocks + nResults; n > len(arena) {
+		arena = make([]wireBlock, n)
+	}
+	texts := sc.texts[:0]
+	if nResults > len(sc.texts) {
 		texts = make([]wireText, 0, nResults)
 	}
 	nb, nr := 0, nBlocks // the next free block and result
@@ -671,7 +712,10 @@ func messages(in []model.Message) ([]wireMessage, error) {
 	if turns[0].assistant {
 		turns = slices.Insert(turns, 0, turn{blocks: []wireBlock{textBlock(continueText)}})
 	}
-	out := make([]wireMessage, 0, len(turns))
+	out := sc.turns[:0]
+	if len(turns) > len(sc.turns) {
+		out = make([]wireMessage, 0, len(turns))
+	}
 	for i, t := range turns {
 		if t.assistant {
 			if i == len(turns)-1 {
@@ -886,60 +930,104 @@ func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
 }
 
 // response translates a message, as the server sent it, into a tollgate
-// response.
+// response. The message is decoded by hand (decoder.messageContent), on the
+// stack, its strings borrowed from raw; what the response keeps (texts,
+// ids, names, tool inputs, and the model when it is not the requested one)
+// is copied into room at the end of the response's own allocation
+// (newAnswer), so that raw, kept as Response.Raw, can change without
+// changing them.
 func (m *Model) response(raw []byte, requested string) (*model.Response, error) {
-	a := &answer{msg: wireResponse{Model: modelName{hint: requested}}}
-	a.msg.Content = a.blocks[:0]
-	msg := &a.msg
-	if err := decode(raw, msg); err != nil {
+	var (
+		d      decoder
+		msg    wireResponse
+		blocks [4]wireBlockOut
+	)
+	content, err := d.messageContent(raw, &msg, blocks[:0])
+	if err != nil {
 		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON message", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
 	if msg.Type == "error" || msg.Error != nil {
 		return nil, m.eventError(msg.Error, raw)
 	}
-	out := model.Message{Role: model.RoleAssistant}
-	var text strings.Builder
-	texts, calls := 0, 0
-	for _, b := range msg.Content {
+	// What the response keeps, counted, then copied into the answer's
+	// room: the texts first, in their order (the message's text is their
+	// concatenation), then the model, the ids and names of the calls, and
+	// their inputs. The room is written once: its strings never change,
+	// and each input is a slice of its own that cannot grow into the next.
+	calls, n := 0, 0
+	name := string(msg.Model.name)
+	if name != requested {
+		n += len(name)
+	}
+	for i := range content {
+		b := &content[i]
 		switch b.Type {
 		case "text":
-			texts++
-			out.Content = b.Text
+			n += len(b.Text)
 		case "tool_use":
 			calls++
+			n += len(b.ID) + len(b.Name) + len(b.Input)
 		}
 	}
-	switch {
-	case calls > len(a.calls):
-		out.ToolCalls = make([]model.ToolCall, 0, calls)
-	case calls > 0:
-		out.ToolCalls = a.calls[:0:calls]
+	resp, toolCalls, room := newAnswer(n)
+	keep := func(s string) string {
+		start := len(room)
+		room = append(room, s...)
+		return stringOf(room[start:])
 	}
-	for _, b := range msg.Content {
-		switch b.Type {
-		case "text":
-			if texts > 1 {
-				text.WriteString(b.Text)
-			}
-		case "tool_use":
-			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: arguments(b.Input)})
+	text := len(room)
+	for i := range content {
+		if b := &content[i]; b.Type == "text" {
+			room = append(room, b.Text...)
 		}
 	}
-	if texts > 1 {
-		out.Content = text.String() // the text blocks in their order
+	out := model.Message{Role: model.RoleAssistant, Content: stringOf(room[text:])}
+	if name == requested {
+		name = requested
+	} else {
+		name = keep(name)
+	}
+	if calls > cap(toolCalls) {
+		toolCalls = make([]model.ToolCall, 0, calls)
+	}
+	for i := range content {
+		b := &content[i]
+		if b.Type != "tool_use" {
+			continue
+		}
+		call := model.ToolCall{ID: keep(b.ID), Name: keep(b.Name)}
+		if len(b.Input) > 0 {
+			// A value of a valid document, without space around it: valid
+			// JSON, which arguments keeps as it is.
+			start := len(room)
+			room = append(room, b.Input...)
+			call.Arguments = room[start:len(room):len(room)]
+		} else {
+			call.Arguments = json.RawMessage("{}")
+		}
+		toolCalls = append(toolCalls, call)
+	}
+	if calls > 0 {
+		out.ToolCalls = toolCalls[:calls:calls]
 	}
 	u := msg.Usage
-	a.resp = model.Response{
+	*resp = model.Response{
 		Message:      out,
 		Usage:        usage(u.input(), u.OutputTokens),
 		FinishReason: finishReason(string(msg.StopReason)),
-		Model:        string(msg.Model.name),
+		Model:        name,
 		Raw:          json.RawMessage(raw),
 	}
-	// The response outlives the answer's decoding: drop what it does not
-	// use.
-	a.msg, a.blocks = wireResponse{}, [len(a.blocks)]wireBlockOut{}
-	return &a.resp, nil
+	return resp, nil
+}
+
+// stringOf returns b as a string without copying it: b is room of an
+// answer, written once and never changed after.
+func stringOf(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // arguments returns a tool_use block's input as tool-call arguments: b
@@ -981,9 +1069,9 @@ func finishReason(r string) model.FinishReason {
 // accumulator assembles a streamed message.
 type accumulator struct {
 	text    strings.Builder
-	blocks  map[int64]*block
-	order   []*block // every content block, in order of content_block_start
-	tools   []*block // the tool_use blocks among them
+	blocks  map[int64]*block // by index, once a delta is not for the last block (blockAt)
+	order   []*block         // every content block, in order of content_block_start
+	tools   []*block         // the tool_use blocks among them
 	stop    string
 	in, out int64
 	model   string
@@ -991,12 +1079,14 @@ type accumulator struct {
 	// For Response.Raw: message_start's message, and the usage objects of
 	// message_start and message_delta as sent, in order (merged key by key
 	// when Raw is built).
-	start  wireStart
-	usages []json.RawMessage
+	start      wireStart
+	usages     []json.RawMessage
+	usageBytes []byte
 }
 
 // block is one content block of a stream.
 type block struct {
+	index     int64
 	typ       string
 	start     json.RawMessage // content_block_start's block, as sent
 	id, name  string
@@ -1020,7 +1110,8 @@ func (b *block) arguments() json.RawMessage {
 	return b.args
 }
 
-// add takes in one event and returns its text delta.
+// add takes in one event and returns its text delta. ev is borrowed (see
+// decoder.event): what the accumulator keeps of it, it copies.
 func (a *accumulator) add(ev *wireEvent) string {
 	switch ev.Type {
 	case "message_start":
@@ -1028,9 +1119,12 @@ func (a *accumulator) add(ev *wireEvent) string {
 		if ev.Message != nil {
 			msg = *ev.Message
 		}
-		a.start = msg
-		if msg.Model != "" {
-			a.model = msg.Model
+		a.start = wireStart{ID: strings.Clone(msg.ID)}
+		if present(msg.StopSequence) {
+			a.start.StopSequence = bytes.Clone(msg.StopSequence)
+		}
+		if msg.Model != "" && msg.Model != a.model {
+			a.model = strings.Clone(msg.Model)
 		}
 		u := parseUsage(msg.Usage)
 		a.in, a.out = u.input(), u.OutputTokens
@@ -1040,33 +1134,34 @@ func (a *accumulator) add(ev *wireEvent) string {
 		if ev.ContentBlock != nil {
 			cb = *ev.ContentBlock
 		}
-		if a.blocks == nil {
-			a.blocks = map[int64]*block{}
+		b := &block{index: ev.Index, typ: provider.Keep(cb.Type), start: ev.rawBlock}
+		if cb.ID != "" || cb.Name != "" {
+			idName := cb.ID + cb.Name // one copy for both
+			b.id, b.name = idName[:len(cb.ID)], idName[len(cb.ID):]
 		}
-		b := &block{typ: string(cb.Type), start: ev.rawBlock, id: cb.ID, name: cb.Name}
-		a.blocks[ev.Index] = b
+		if a.blocks != nil {
+			a.blocks[ev.Index] = b
+		}
 		a.order = append(a.order, b)
 		switch cb.Type {
 		case "text":
 			b.text.WriteString(cb.Text)
-			a.text.WriteString(cb.Text)
-			return cb.Text
+			return a.addText(cb.Text)
 		case "tool_use":
 			// Anthropic sends input {} here and the input in
 			// input_json_delta pieces; some compatible servers send the
 			// whole input here and no delta.
-			b.startIn = cb.Input
+			b.startIn = bytes.Clone(cb.Input)
 			a.tools = append(a.tools, b)
 		}
 	case "content_block_delta":
-		b := a.blocks[ev.Index]
+		b := a.blockAt(ev.Index)
 		switch ev.Delta.Type {
 		case "text_delta":
 			if b != nil {
 				b.text.WriteString(ev.Delta.Text)
 			}
-			a.text.WriteString(ev.Delta.Text)
-			return ev.Delta.Text
+			return a.addText(ev.Delta.Text)
 		case "input_json_delta":
 			if b != nil {
 				b.input = append(b.input, ev.Delta.PartialJSON...)
@@ -1082,7 +1177,7 @@ func (a *accumulator) add(ev *wireEvent) string {
 		}
 	case "message_delta":
 		if ev.Delta.StopReason != "" {
-			a.stop = string(ev.Delta.StopReason)
+			a.stop = provider.Keep(ev.Delta.StopReason)
 		}
 		// message_delta usage is cumulative.
 		u := parseUsage(ev.Usage)
@@ -1099,29 +1194,71 @@ func (a *accumulator) add(ev *wireEvent) string {
 	return ""
 }
 
-// mergeUsage keeps a usage object (ev's own copy) for Response.Raw.
+// addText adds a text delta to the message's text and returns it, as a
+// copy that shares the text's memory.
+func (a *accumulator) addText(s string) string {
+	start := a.text.Len()
+	a.text.WriteString(s)
+	return a.text.String()[start:]
+}
+
+// mergeUsage keeps a copy of a usage object for Response.Raw, in
+// usageBytes with the others.
 func (a *accumulator) mergeUsage(raw json.RawMessage) {
-	if present(raw) && json.Valid(raw) {
-		a.usages = append(a.usages, raw)
+	if present(raw) {
+		start := len(a.usageBytes)
+		a.usageBytes = append(a.usageBytes, raw...)
+		// An earlier usage stays where it was when usageBytes grows.
+		a.usages = append(a.usages, a.usageBytes[start:len(a.usageBytes):len(a.usageBytes)])
 	}
 }
 
-// rawUsage is the usage of Response.Raw: the keys of every usage object
-// the stream sent, in order, a later value that is not null replacing an
-// earlier one.
-func (a *accumulator) rawUsage() map[string]json.RawMessage {
-	var u map[string]json.RawMessage
-	for _, raw := range a.usages {
-		if u == nil && bytes.HasPrefix(raw, []byte("{")) {
-			u = map[string]json.RawMessage{}
+// blockAt returns the block last started with index i (nil for none):
+// the last block of all, which the deltas of a stream are for, or one
+// found in a map of the blocks by index, made the first time a delta is
+// for another.
+func (a *accumulator) blockAt(i int64) *block {
+	n := len(a.order)
+	if n > 0 && a.order[n-1].index == i {
+		return a.order[n-1]
+	}
+	if a.blocks == nil {
+		a.blocks = make(map[int64]*block, n)
+		for _, b := range a.order {
+			a.blocks[b.index] = b
 		}
+	}
+	return a.blocks[i]
+}
+
+// usageMember is a member of a usage object of the stream.
+type usageMember struct{ key, value []byte }
+
+// rawUsage returns, appended to members, the usage of Response.Raw,
+// sorted by key: the keys of every usage object the stream sent, each with
+// its last value that is not null (a key whose values are all null is left
+// out). ok is false when the stream sent no usage object (Raw's usage is
+// null).
+func (a *accumulator) rawUsage(members []usageMember) (_ []usageMember, ok bool) {
+	for _, raw := range a.usages {
+		ok = ok || raw[0] == '{' // present: not empty
 		for k, v := range provider.Members(raw) {
 			if present(v) {
-				u[string(k)] = v
+				members = append(members, usageMember{k, v})
 			}
 		}
 	}
-	return u
+	// Sorted by key, the values of a key in the stream's order: the last
+	// of each run wins.
+	slices.SortStableFunc(members, func(x, y usageMember) int { return bytes.Compare(x.key, y.key) })
+	out := members[:0]
+	for i, m := range members {
+		if i+1 < len(members) && bytes.Equal(members[i+1].key, m.key) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, ok
 }
 
 func (a *accumulator) response() *model.Response {
@@ -1209,17 +1346,18 @@ func (a *accumulator) raw() json.RawMessage {
 		return nil
 	}
 	out = append(out, `,"usage":`...)
-	if u := a.rawUsage(); u == nil {
+	var room [8]usageMember
+	if u, ok := a.rawUsage(room[:0]); !ok {
 		out = append(out, "null"...)
 	} else {
 		out = append(out, '{')
-		for i, k := range slices.Sorted(maps.Keys(u)) {
+		for i, m := range u {
 			if i > 0 {
 				out = append(out, ',')
 			}
-			out = provider.AppendString(out, k)
+			out = provider.AppendString(out, string(m.key))
 			out = append(out, ':')
-			if out, err = provider.AppendRaw(out, u[k]); err != nil {
+			if out, err = provider.AppendRaw(out, m.value); err != nil {
 				return nil
 			}
 		}

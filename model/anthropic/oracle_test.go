@@ -266,7 +266,8 @@ func wellTyped(data []byte) bool {
 func checkMessage(t testing.TB, data []byte) {
 	t.Helper()
 	var w wireResponse
-	if json.Unmarshal(data, &w) != nil || !wellTyped(data) {
+	var d decoder
+	if d.message(data, &w) != nil || !wellTyped(data) {
 		return // only well-typed JSON: the two differ on what they forgive
 	}
 	var m anth.Message
@@ -428,11 +429,29 @@ func rawReference(a *accumulator) json.RawMessage {
 		StopReason   *string                    `json:"stop_reason"`
 		StopSequence json.RawMessage            `json:"stop_sequence"`
 		Usage        map[string]json.RawMessage `json:"usage"`
-	}{a.start.ID, "message", "assistant", a.model, content, stop, stopSeq, a.rawUsage()})
+	}{a.start.ID, "message", "assistant", a.model, content, stop, stopSeq, rawUsageReference(a)})
 	if err != nil {
 		return nil
 	}
 	return b
+}
+
+// rawUsageReference is the usage of Response.Raw merged in a map: the keys
+// of every usage object the stream sent, in order, a later value that is
+// not null replacing an earlier one (json.Marshal sorts the keys).
+func rawUsageReference(a *accumulator) map[string]json.RawMessage {
+	var u map[string]json.RawMessage
+	for _, raw := range a.usages {
+		if u == nil && bytes.HasPrefix(raw, []byte("{")) {
+			u = map[string]json.RawMessage{}
+		}
+		for k, v := range provider.Members(raw) {
+			if present(v) {
+				u[string(k)] = v
+			}
+		}
+	}
+	return u
 }
 
 // TestRawByHand: Response.Raw of a stream, written by hand, is what

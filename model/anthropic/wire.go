@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -13,8 +12,9 @@ import (
 
 // The Messages API wire format, as far as this package speaks it
 // (https://docs.anthropic.com/en/api/messages). Answers and events are
-// decoded with encoding/json in one pass (fixed words through
-// provider.String, usage read in place); requests are encoded by hand
+// decoded by hand (decode.go) into the structs below, with the results
+// json.Unmarshal gives for them (the tests compare the two); requests are
+// encoded by hand
 // (wireRequest.encode), into the bytes json.Marshal writes for the same
 // structs, which the tests check. The tests decode the same bytes with the
 // official SDK (github.com/anthropics/anthropic-sdk-go/v2) and compare: it
@@ -63,8 +63,7 @@ type wireTool struct {
 }
 
 // wireResponse is a message: the answer without streaming. Usage is decoded
-// in the same pass; fixed words (types, role, stop reason) cost no
-// allocation.
+// in the same pass; fixed words (types, role, stop reason) are interned.
 type wireResponse struct {
 	ID         string          `json:"id"`
 	Type       provider.String `json:"type"`
@@ -76,9 +75,10 @@ type wireResponse struct {
 	Error      *wireError      `json:"error"`
 }
 
-// modelName is the model of an answer, decoded as a [provider.String] is,
-// and without allocating when it is hint: the model the request named,
-// which the API usually echoes.
+// modelName is the model of an answer. The hand decoder (decode.go) sets
+// name, borrowed, and response keeps the requested model's string when the
+// answer echoes it; json.Unmarshal, the decoder's oracle in the tests,
+// decodes it as a [provider.String], without allocating when it is hint.
 type modelName struct {
 	hint string
 	name provider.String
@@ -102,15 +102,34 @@ func (n *modelName) UnmarshalJSON(b []byte) error {
 	return n.name.UnmarshalJSON(b)
 }
 
-// answer is an answer decoded, and translated, in one allocation: the
-// message and room for its first content blocks, which encoding/json fills
-// before it grows the slice, and the response with room for its first tool
-// call.
-type answer struct {
-	msg    wireResponse
-	blocks [2]wireBlockOut
-	resp   model.Response
-	calls  [1]model.ToolCall
+// answer is a response in one allocation with room for its first tool
+// calls and for the bytes it keeps (texts, ids, names, tool inputs): room
+// is an array of one of a few sizes (newAnswer).
+type answer[Room any] struct {
+	resp  model.Response
+	calls [2]model.ToolCall
+	room  Room
+}
+
+// newAnswer returns a response, room for its first tool calls, and n
+// bytes of room, in one allocation when n is at most 4 KiB.
+func newAnswer(n int) (*model.Response, []model.ToolCall, []byte) {
+	switch {
+	case n <= 64:
+		a := new(answer[[64]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	case n <= 256:
+		a := new(answer[[256]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	case n <= 1024:
+		a := new(answer[[1024]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	case n <= 4096:
+		a := new(answer[[4096]byte])
+		return &a.resp, a.calls[:0], a.room[:0]
+	}
+	a := new(answer[struct{}])
+	return &a.resp, a.calls[:0], make([]byte, 0, n)
 }
 
 // wireBlockOut is a content block of an answer. Input is kept as sent.
@@ -176,11 +195,17 @@ type wireDelta struct {
 	StopReason  provider.String `json:"stop_reason"`
 }
 
+// decodeEvent decodes the data of one stream event into ev with a decoder
+// of its own (see decoder.decodeEvent).
+func decodeEvent(typ, data []byte, ev *wireEvent) error {
+	return new(decoder).decodeEvent(typ, data, ev)
+}
+
 // decodeEvent decodes the data of one stream event into ev (which it
 // resets first); typ is the event: line, which wins over the data's type.
-func decodeEvent(typ, data []byte, ev *wireEvent) error {
-	*ev = wireEvent{}
-	if err := decode(data, ev); err != nil {
+// ev is borrowed from data and d until d decodes the next event.
+func (d *decoder) decodeEvent(typ, data []byte, ev *wireEvent) error {
+	if err := d.event(data, ev); err != nil {
 		return err
 	}
 	if len(typ) > 0 {
@@ -200,17 +225,6 @@ func decodeEvent(typ, data []byte, ev *wireEvent) error {
 // itself.
 func knownBlock(t provider.String) bool {
 	return t == "text" || t == "tool_use" || t == "thinking"
-}
-
-// decode unmarshals data into v leniently, as the SDK does: a field whose
-// JSON has another type than expected is left at its zero value instead of
-// failing the whole answer. Only data that is not JSON at all is an error.
-func decode(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return nil
-	}
-	return err
 }
 
 // present reports whether a field was sent (not absent, not null).
