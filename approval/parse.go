@@ -47,6 +47,10 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s:%d:%d: %s: %s", p.File, p.Line, p.Col, p.Severity, p.Message)
 }
 
+// Error is [Problem.String], so that a problem is an error (the errors
+// [PolicyError.Unwrap] returns).
+func (p Problem) Error() string { return p.String() }
+
 // PolicyError is the error of [ParsePolicy] and [LoadPolicy] when a policy
 // file has errors; Problems lists them (warnings excluded). Test for it with
 // errors.As.
@@ -61,6 +65,17 @@ func (e *PolicyError) Error() string {
 		lines[i] = p.String()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the problems, each an error (see [Problem.Error]), as
+// errors.Join's errors are: a program that prints one error a line, or
+// puts its own context in front of each, can do so without parsing Error.
+func (e *PolicyError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
+	}
+	return errs
 }
 
 // LoadPolicy reads the policy file at path; see [ParsePolicy].

@@ -324,6 +324,17 @@ type ConfigError struct {
 // Error joins the problems, one a line.
 func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
 
+// Unwrap returns the problems as errors, one each, as errors.Join's errors
+// are: a program that prints one error a line, or puts its own context in
+// front of each, can do so without parsing Error.
+func (e *ConfigError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = errors.New(p)
+	}
+	return errs
+}
+
 // yamlErr is what goccy/go-yaml's errors have in common.
 type yamlErr interface {
 	GetToken() *token.Token

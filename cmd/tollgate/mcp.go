@@ -46,7 +46,7 @@ func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logg
 	})
 	if err != nil {
 		if fe, ok := errors.AsType[*runs.FieldError](err); ok {
-			return nil, usageErr("--mcp: %v", fe.Err)
+			return nil, usageErr("--mcp: %w", fe.Err)
 		}
 		return nil, withCode(exitError, fmt.Errorf("--%w", err))
 	}

@@ -235,9 +235,9 @@ func flagError(err error) error {
 	}
 	if fe, ok := errors.AsType[*runs.FieldError](err); ok {
 		if flag, ok := configFlags[fe.Field]; ok {
-			return usageErr("run: --%s: %v", flag, fe.Err)
+			return usageErr("run: --%s: %w", flag, fe.Err)
 		}
-		return usageErr("run: %v", err)
+		return usageErr("run: %w", err)
 	}
 	return withCode(exitError, fmt.Errorf("run: %w", err))
 }

@@ -71,7 +71,7 @@ token for the default tenant to serve.token in the state directory.`,
 		}
 		cfg, err := server.LoadConfig(configPath)
 		if err != nil {
-			return serveError(configErr("%v", err))
+			return serveError(configErr("%w", err))
 		}
 		if addr != "" {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -113,7 +113,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	switch {
 	case cfg.TokensFile != "":
 		if tokens, err = server.LoadTokens(cfg.TokensFile); err != nil {
-			return configErr("%v", err)
+			return configErr("%w", err)
 		}
 		protect = append(protect, cfg.TokensFile)
 		if ts := tokens.Tenants(); len(ts) > 1 {
@@ -166,7 +166,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	// Each agent is built once now: a missing file or one that does not
 	// load stops the start, where it is seen, not the first run.
 	if err := cfg.CheckAgents(ctx, b); err != nil {
-		return configErr("%v", err)
+		return configErr("%w", err)
 	}
 	opts := &server.Options{Agents: cfg.Agents, Config: cfg, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
 	durable := "off"

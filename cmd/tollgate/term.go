@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -132,17 +134,45 @@ func jsonSafe(b []byte) []byte {
 // and tab inside one (a provider's error body, a server's name or stderr)
 // is escaped as \n, \r or \t, so that no text from a model, server or tool
 // can start a line of its own that looks like tollgate's.
+//
+// A list of errors wrapped in context ("run: --policy: " around a
+// *approval.PolicyError, whose problems unwrap as a list) gives a line per
+// listed error, each with that context in front, so that every line names
+// the flag and the file:line:col it is about.
 func errorLines(err error) []string {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			if e != nil {
-				out = append(out, errorLines(e)...)
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		j, ok := e.(interface{ Unwrap() []error })
+		if !ok {
+			continue
+		}
+		var msgs []string
+		for _, inner := range j.Unwrap() {
+			if inner != nil {
+				msgs = append(msgs, inner.Error())
 			}
 		}
-		return out
+		if e.Error() != strings.Join(msgs, "\n") {
+			break // not a list one error a line (fmt.Errorf("%w: %w")): keep the message whole
+		}
+		prefix, found := strings.CutSuffix(msg, e.Error())
+		if !found {
+			break // the context is not simply in front: keep the message whole
+		}
+		var out []string
+		for _, inner := range j.Unwrap() {
+			if inner != nil {
+				for _, l := range errorLines(inner) {
+					out = append(out, oneLineSafe(prefix)+l)
+				}
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+		break
 	}
-	return []string{oneLineSafe(err.Error())}
+	return []string{oneLineSafe(msg)}
 }
 
 // printError writes err to w as "tollgate: " lines (see errorLines).
