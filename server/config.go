@@ -351,7 +351,7 @@ func decodeStrict(path string, v any) (*ast.File, error) {
 	if err := bounded.CheckYAML(path, src, bounded.Limits{MaxBytes: MaxConfigBytes, MaxDepth: MaxConfigDepth}); err != nil {
 		return nil, err
 	}
-	if err := yaml.UnmarshalWithOptions(src, v, yaml.DisallowUnknownField()); err != nil {
+	if err := bounded.UnmarshalYAML(src, v, yaml.DisallowUnknownField()); err != nil {
 		var ye yamlErr
 		if errors.As(err, &ye) {
 			if tk := ye.GetToken(); tk != nil && tk.Position != nil {

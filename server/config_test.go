@@ -112,6 +112,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"durable negative", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n  concurrency: -1\n", ":7:16: durable.concurrency: must not be negative"},
 		{"durable bad duration", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n  deadAfter: later\n", ":7:14: durable.deadAfter: want a duration"},
 		{"durable memory store", "store: memory\nagents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n", "store: memory cannot hold durable runs"},
+		{"tag over a list", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: !x 0\n", ": the YAML decoder failed on this document"},
 		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
 	}
 	for _, c := range cases {

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
 )
@@ -108,6 +109,23 @@ func ReadFile(path string, l Limits) ([]byte, error) {
 		return nil, &Error{File: path, Message: fmt.Sprintf("not a regular file (%s)", fi.Mode().Type())}
 	}
 	return Read(f, path, l)
+}
+
+// UnmarshalYAML decodes src, a YAML document that [CheckYAML] passed, into
+// v with goccy/go-yaml's UnmarshalWithOptions and opts. The decoder's
+// errors are returned as they are (a yaml.Error with the position); a panic
+// of the decoder is an error (not an [*Error]: no limit was passed; the
+// caller names the file as for the decoder's errors) instead of a crash of
+// the host: the decoder dereferences nil on a tag over a scalar
+// where a list is expected ("keys: !x 0", goccy/go-yaml issue 735, open in
+// v1.19.2).
+func UnmarshalYAML(src []byte, v any, opts ...yaml.DecodeOption) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML decoder failed on this document (%v); a tag (!...) on a value where a list or mapping is expected does this", p)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(src, v, opts...)
 }
 
 // CheckYAML checks src, a YAML document named file, against l without

@@ -61,7 +61,7 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, err
 	}
 	var c Config
-	if err := yaml.UnmarshalWithOptions(src, &c, yaml.DisallowUnknownField()); err != nil {
+	if err := bounded.UnmarshalYAML(src, &c, yaml.DisallowUnknownField()); err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) {
 			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
