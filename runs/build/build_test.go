@@ -185,6 +185,9 @@ func TestBuildFieldErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "nohooks.yaml"), "hooks: []\n")
+	write(t, filepath.Join(dir, "skipped.yaml"), "hooks:\n  - event: preToolUze\n    action: {type: log, message: x}\n  - event: onError\n    action: {type: comand, command: x}\n")
+	write(t, filepath.Join(dir, "skipped.json"), `{"hooks": {"PostToolUse": [{"matcher": "(", "hooks": [{"type": "command", "command": "true"}]}]}}`)
+	write(t, filepath.Join(dir, "gate.json"), `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "comand", "command": "true"}]}]}}`)
 	write(t, filepath.Join(dir, "mcp.json"), `{"mcpServers": {"fs": {"comand": "mcp-server"}}}`)
 	for _, tc := range []struct {
 		cfg   runs.RunConfig
@@ -195,6 +198,11 @@ func TestBuildFieldErrors(t *testing.T) {
 		{runs.RunConfig{Autonomy: "reckless"}, runs.FieldAutonomy, "reckless"},
 		{runs.RunConfig{Deny: []string{"a|b"}}, runs.FieldDeny, "a|b"},
 		{runs.RunConfig{HooksFiles: []string{"nohooks.yaml"}}, runs.FieldHooksFiles, "has no hooks"},
+		// A file whose every entry was skipped says so, not that it has none.
+		{runs.RunConfig{HooksFiles: []string{"skipped.yaml"}}, runs.FieldHooksFiles, "no hook loaded: every entry (2) was skipped"},
+		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"skipped.json"}}}, "claude.files", "loaded: every entry (1) was skipped"},
+		// A skipped gate is named as such, even when nothing else loaded.
+		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"gate.json"}}}, "claude.files", "a PreToolUse entry was skipped"},
 		{runs.RunConfig{MCPFiles: []string{"mcp.json"}}, runs.FieldMCPFiles, "comand"},
 		{runs.RunConfig{Sandbox: &runs.SandboxConfig{Bash: "loose"}}, "sandbox.bash", "loose"},
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"missing.json"}}}, "claude.files", "missing.json"},

@@ -74,7 +74,7 @@ func LoadHookFiles(files []string, notice func(string), opts *declarative.Option
 		if err != nil {
 			return nil, err
 		}
-		unsafe := 0
+		unsafe, skipped := 0, 0
 		for _, d := range reg.Diagnostics() {
 			notice(fmt.Sprint("hooks: ", d))
 			if d.Severity >= slog.LevelError {
@@ -83,11 +83,17 @@ func LoadHookFiles(files []string, notice func(string), opts *declarative.Option
 			if d.Unsafe {
 				unsafe++
 			}
+			if d.Skipped {
+				skipped++
+			}
 		}
 		if unsafe > 0 {
 			return nil, fmt.Errorf("%s: %d command(s) paste model-controlled text into the shell (see its diagnostics); pass it as $TOLLGATE_* variables, stdin or argv", f, unsafe)
 		}
 		if len(reg.Hooks()) == 0 {
+			if skipped > 0 {
+				return nil, fmt.Errorf("%s: no hook loaded: every entry (%d) was skipped (see its diagnostics)", f, skipped)
+			}
 			return nil, fmt.Errorf("%s has no hooks (want a top-level hooks list)", f)
 		}
 		regs = append(regs, reg)
@@ -131,15 +137,23 @@ func setupClaude(ctx context.Context, s *setup) error {
 		// Running without guards that were asked for would be worse than not running.
 		return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("%d settings file(s) did not load (see their diagnostics)", bad)}
 	}
-	if len(cc.Files) > 0 && settings.Handlers() == 0 {
-		return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hooks in %s", strings.Join(cc.Files, ", "))}
-	}
 	// A gate that did not load must not let calls through: refuse settings
-	// whose skipped entries belong to an event that fails closed.
+	// whose skipped entries belong to an event that fails closed. (Before
+	// the check for no hooks at all, which would hide why.)
+	skipped := 0
 	for _, d := range settings.Diagnostics {
 		if d.Skipped && (d.Event == claudecode.PreToolUse || d.Event == claudecode.PermissionRequest) && modes[d.Event] != claudecode.FailOpen {
 			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("a %s entry was skipped (%s); fix it, or make %s fail open to run without it", d.Event, d, d.Event)}
 		}
+		if d.Skipped {
+			skipped++
+		}
+	}
+	if len(cc.Files) > 0 && settings.Handlers() == 0 {
+		if skipped > 0 {
+			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hook of %s loaded: every entry (%d) was skipped (see their diagnostics)", strings.Join(cc.Files, ", "), skipped)}
+		}
+		return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hooks in %s", strings.Join(cc.Files, ", "))}
 	}
 	copts := &claudecode.Options{ProjectDir: s.cfg.Workdir, FailModes: modes, DefaultTimeout: time.Duration(cc.Timeout), Logger: s.b.opts.WarnLogger}
 	copts.Sandbox, copts.PassEnv = s.sandbox.hookSandbox(), s.sandbox.passEnv
