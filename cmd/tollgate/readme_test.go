@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/runs/dbosengine"
+)
+
+// readmeSection returns the text of README.md from the heading title to the
+// next heading of the same level.
+func readmeSection(t *testing.T, title string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "\n"+title+"\n")
+	if i < 0 {
+		t.Fatalf("README.md has no heading %q", title)
+	}
+	s = s[i+len(title)+2:]
+	level := title[:strings.Index(title, " ")+1]
+	if j := strings.Index(s, "\n"+level); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// The synopsis under "The command" names every command tollgate has, and
+// every subcommand on a line of its command.
+func TestREADMESynopsisNamesEveryCommand(t *testing.T) {
+	synopsis := readmeSection(t, "## The command")
+	for _, c := range newRootCmd(&cliEnv{}).Commands() {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(synopsis, "\n") {
+			if strings.HasPrefix(l, "tollgate "+c.Name()+" ") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) == 0 {
+			t.Errorf("README.md's synopsis under \"The command\" lacks tollgate %s", c.Name())
+			continue
+		}
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" {
+				continue
+			}
+			found := false
+			for _, l := range lines {
+				words := strings.FieldsFunc(l, func(r rune) bool { return r == ' ' || r == '|' })
+				found = found || slices.Contains(words, sub.Name())
+			}
+			if !found {
+				t.Errorf("README.md's synopsis lacks tollgate %s %s", c.Name(), sub.Name())
+			}
+		}
+	}
+}
+
+// The application version README.md tells operators to look for is the
+// one workers run under.
+func TestREADMEWorkflowVersion(t *testing.T) {
+	if s := readmeSection(t, "## Many machines: durable runs and workers"); !strings.Contains(s, "`"+dbosengine.ApplicationVersion+"`") {
+		t.Errorf("README.md's \"Many machines\" does not name the application version %s", dbosengine.ApplicationVersion)
+	}
+}
