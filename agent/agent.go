@@ -36,7 +36,8 @@ const DefaultMaxParallel = 8
 // Tools must return tools with unique names ([New] refuses others with
 // [ErrDuplicateTool]); the agent takes a snapshot at the
 // start of every run and resume (and, for a [RefreshingToolset], again
-// between turns when it changed).
+// between turns when it changed). A fixed list of tools is a [ToolList]
+// (agent.ToolList{readTool, writeTool}); toolkit.New adds the builtins.
 type Toolset interface {
 	Tools() []tool.Tool
 }
