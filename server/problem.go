@@ -53,6 +53,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
@@ -64,9 +65,13 @@ func problemf(w http.ResponseWriter, r *http.Request, status int, detail string)
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// Arguments and prompts as written ("a && b > c", not "\u0026\u0026"
+	// and "\u003e"): the body is application/json with nosniff, never HTML.
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
