@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 )
@@ -49,7 +51,8 @@ const MaxConfigSize = 64 << 10
 
 // LoadConfig reads and checks the configuration file at path. Errors name
 // the file and, for a YAML error or an unknown key, the line and column;
-// for a bad value, the key. A relative stateDir or SQLite path is resolved
+// for a bad value, the key and the line and column of the value
+// (FILE:LINE:COL: key: problem). A relative stateDir or SQLite path is resolved
 // against the file's directory.
 func LoadConfig(path string) (Config, error) {
 	lim := bounded.Limits{MaxBytes: MaxConfigSize, MaxDepth: 4}
@@ -82,9 +85,54 @@ func LoadConfig(path string) (Config, error) {
 		c.Database = "sqlite:" + filepath.Join(base, p)
 	}
 	if _, err := c.Options(); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
+		return Config{}, fmt.Errorf("%s: %w", keyPosition(path, src, err), err)
 	}
 	return c, nil
+}
+
+// keyError is an error of Options about the value of one key of the file.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+func keyErrorf(key, format string, args ...any) error {
+	return &keyError{key: key, err: fmt.Errorf(format, args...)}
+}
+
+// keyPosition returns "path:LINE:COL" of the value of the key err is
+// about, in the document src, or path alone when err names no key or the
+// file does not set it.
+func keyPosition(path string, src []byte, err error) (pos string) {
+	defer func() {
+		if recover() != nil { // the YAML library's; a position is not worth a crash
+			pos = path
+		}
+	}()
+	var ke *keyError
+	if !errors.As(err, &ke) {
+		return path
+	}
+	f, perr := parser.ParseBytes(src, 0)
+	if perr != nil || len(f.Docs) == 0 {
+		return path
+	}
+	m, ok := f.Docs[0].Body.(*ast.MappingNode)
+	if !ok {
+		return path
+	}
+	for _, v := range m.Values {
+		if v.Key == nil || v.Key.GetToken() == nil || v.Key.GetToken().Value != ke.key || v.Value == nil {
+			continue
+		}
+		if tk := v.Value.GetToken(); tk != nil && tk.Position != nil {
+			return fmt.Sprintf("%s:%d:%d", path, tk.Position.Line, tk.Position.Column)
+		}
+	}
+	return path
 }
 
 // StoreURL returns the PostgreSQL URL of tollgate's store (store, or the
@@ -96,11 +144,11 @@ func (c Config) StoreURL() (string, error) {
 func urlOf(key, val, env string, required bool) (string, error) {
 	switch {
 	case val != "" && env != "":
-		return "", fmt.Errorf("%s and %sEnv are both set; give one", key, key)
+		return "", keyErrorf(key, "%s and %sEnv are both set; give one", key, key)
 	case env != "":
 		v := os.Getenv(env)
 		if v == "" {
-			return "", fmt.Errorf("%sEnv: the variable %s is not set", key, env)
+			return "", keyErrorf(key+"Env", "%sEnv: the variable %s is not set", key, env)
 		}
 		return v, nil
 	case val == "" && required:
@@ -124,10 +172,10 @@ func (c Config) Options() (Options, error) {
 		return o, err
 	}
 	if su != "" && !strings.HasPrefix(su, "postgres://") && !strings.HasPrefix(su, "postgresql://") {
-		return o, errors.New("store: want a PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE (leave it out for the SQLite store of stateDir)")
+		return o, keyErrorf("store", "store: want a PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE (leave it out for the SQLite store of stateDir)")
 	}
 	if c.Concurrency < 0 {
-		return o, fmt.Errorf("concurrency: %d is negative", c.Concurrency)
+		return o, keyErrorf("concurrency", "concurrency: %d is negative", c.Concurrency)
 	}
 	for _, d := range []struct {
 		key, val string
@@ -141,7 +189,7 @@ func (c Config) Options() (Options, error) {
 		}
 		v, err := time.ParseDuration(d.val)
 		if err != nil || v <= 0 {
-			return o, fmt.Errorf("%s: %q is not a positive duration such as \"5s\"", d.key, d.val)
+			return o, keyErrorf(d.key, "%s: %q is not a positive duration such as \"5s\"", d.key, d.val)
 		}
 		*d.dst = v
 	}

@@ -46,6 +46,28 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+// A bad value is reported at its line and column, with its key.
+func TestLoadConfigValueErrorsNamePosition(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TOLLGATE_TEST_UNSET_DBOS", "")
+	for _, tc := range []struct{ doc, want string }{
+		{"database: sqlite:d.db\nheartbeat: 5\n", ":2:12: heartbeat: \"5\" is not a positive duration"},
+		{"database: sqlite:d.db\nconcurrency:   -2\n", ":2:16: concurrency: -2 is negative"},
+		{"database: sqlite:d.db\nstore: mysql://x\n", ":2:8: store: want a PostgreSQL URL"},
+		{"databaseEnv: TOLLGATE_TEST_UNSET_DBOS\n", ":1:14: databaseEnv: the variable TOLLGATE_TEST_UNSET_DBOS is not set"},
+		{"queue: q\n", "c.yaml: database: required"}, // not in the file: no position
+	} {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, []byte(tc.doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := dbosengine.LoadConfig(p)
+		if err == nil || !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
 // FuzzLoadConfig: no document makes LoadConfig panic or hang, and what it
 // accepts gives options.
 func FuzzLoadConfig(f *testing.F) {
