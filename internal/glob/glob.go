@@ -317,7 +317,10 @@ func ToolNameProblem(pattern string) string {
 		case '|', ',':
 			hint = "; it is not a list: give each name separately"
 		case '(', ')', '[', ']', '.', '?', '+', '^', '$', '{', '}':
-			hint = "; only * is special (it is not a regular expression): write \"mcp__fs__*\", not \"mcp__fs__.*\""
+			hint = "; only * is special (it is not a regular expression)"
+			if strings.Contains(pattern, ".*") {
+				hint += fmt.Sprintf(": write %q, not %q", strings.ReplaceAll(pattern, ".*", "*"), pattern)
+			}
 			if r == '(' || r == ')' {
 				hint = "; only * is special (a rule like Bash(rm:*) belongs in a policy file)"
 			}

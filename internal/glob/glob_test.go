@@ -190,3 +190,20 @@ func BenchmarkMatch(b *testing.B) {
 		Match("mcp__GitHub__*_issues", "mcp__github__list_issues")
 	}
 }
+
+// ToolNameProblem's hint fits the pattern: the regular expression it names
+// is the one given, rewritten with *; a glob with no ".*" gets no example.
+func TestToolNameProblemHint(t *testing.T) {
+	for _, tc := range []struct{ pattern, want, not string }{
+		{"mcp__gh__.*", `write "mcp__gh__*", not "mcp__gh__.*"`, ""},
+		{"[", "only * is special (it is not a regular expression)", "mcp__fs__"},
+		{"edit|write", "it is not a list", ""},
+		{"Bash(rm:*)", "belongs in a policy file", ""},
+		{"read_*", "", ""},
+	} {
+		got := ToolNameProblem(tc.pattern)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || tc.not != "" && strings.Contains(got, tc.not) {
+			t.Errorf("ToolNameProblem(%q) = %q, want it to contain %q", tc.pattern, got, tc.want)
+		}
+	}
+}
