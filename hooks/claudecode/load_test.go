@@ -1,8 +1,10 @@
 package claudecode_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,7 +41,7 @@ func TestParseDiagnostics(t *testing.T) {
 		`s.json:7:140: warning: skipped hooks.PreToolUse[2].hooks[2]: timeout must be a number of seconds, not a string`,
 		`s.json:8:7: warning: skipped hooks.PreToolUse[3]: a matcher group must be an object with matcher and hooks, not a string`,
 		`s.json:10:2: warning: hooks.PreCompact is accepted but never fires: tollgate does not compact transcripts`,
-		`s.json:11:5: warning: skipped hooks.Nope: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd, Notification)`,
+		`s.json:11:5: warning: skipped hooks.Nope: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification)`,
 		`s.json:12:81: warning: hooks.Stop[0].hooks[0]: unknown field "extra" is ignored`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -181,5 +183,29 @@ func TestIdenticalHandlersRunOnce(t *testing.T) {
 	}
 	if got := h.read(t, "count"); got != "x\n" {
 		t.Fatalf("the handler ran %d times", strings.Count(got, "x"))
+	}
+}
+
+// The events an unknown event's warning offers all fire, SubagentStop
+// among them.
+func TestUnknownEventListsEveryFiredEvent(t *testing.T) {
+	s := claudecode.Parse([]byte(`{"hooks": {"Nope": []}}`), "s.json")
+	if len(s.Diagnostics) != 1 {
+		t.Fatalf("diagnostics %v", s.Diagnostics)
+	}
+	msg := s.Diagnostics[0].Message
+	_, list, ok := strings.Cut(msg, "(want one of ")
+	if !ok {
+		t.Fatalf("message %q offers no events", msg)
+	}
+	offered := strings.Split(strings.TrimSuffix(list, ")"), ", ")
+	for _, ev := range offered {
+		doc := fmt.Sprintf(`{"hooks": {%q: [{"hooks": [{"type": "command", "command": "true"}]}]}}`, ev)
+		if s := claudecode.Parse([]byte(doc), "s.json"); s.Handlers() != 1 {
+			t.Errorf("offered event %s does not load a handler: %v", ev, s.Diagnostics)
+		}
+	}
+	if !slices.Contains(offered, string(claudecode.SubagentStop)) {
+		t.Errorf("%q leaves out SubagentStop", msg)
 	}
 }

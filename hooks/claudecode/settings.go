@@ -347,7 +347,7 @@ func Parse(src []byte, file string) (s *Settings) {
 			continue
 		}
 		if !fired[Event(name)] {
-			l.add(ev, true, "skipped hooks.%s: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd, Notification)", name)
+			l.add(ev, true, "skipped hooks.%s: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification)", name)
 			continue
 		}
 		groups, ok := ev.Value.(*ast.SequenceNode)
