@@ -192,6 +192,21 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 	}
 }
 
+// nextStep says what comes after an answer to a request of run runID: a
+// run started with --approve wait is taken up by the process that waits
+// for it; any other by 'tollgate resume' (with the store flags given as
+// repeat, from stateFlags.repeatFlags).
+func nextStep(ctx context.Context, s store.Store, runID, repeat string) string {
+	resume := "tollgate resume " + strings.TrimPrefix(repeat+" ", " ") + field(runID)
+	if r, err := s.GetRun(ctx, runID); err == nil {
+		var cfg runs.RunConfig
+		if json.Unmarshal(r.Config, &cfg) == nil && cfg.Answer == approveWait {
+			return "the 'tollgate run --approve wait' that waits for it goes on by itself once every request is answered (if it was stopped: " + resume + ")"
+		}
+	}
+	return "continue with: " + resume
+}
+
 // currentUser names the OS user running this process, from its real user ID
 // (not $USER, which any process can set): the login name, else "uid:N".
 // It is the principal of every answer given through the command line.
@@ -486,11 +501,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				if err != nil {
 					return withCode(exitError, err)
 				}
-				sd := ""
-				if f := state.repeatFlags(); f != "" {
-					sd = f[1:] + " "
-				}
-				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); continue with: tollgate resume %s%s\n", a.Status, field(a.ID), field(a.RunID), field(decidedBy(a)), sd, field(a.RunID))
+				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); %s\n", a.Status, field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
 				return nil
 			},
 		}

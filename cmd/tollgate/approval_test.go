@@ -321,9 +321,14 @@ func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	_, reqID := e.pendingRequest("bash")
-	if code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID)); code != 0 {
+	runID, reqID := e.pendingRequest("bash")
+	code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID))
+	if code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, out)
+	}
+	// The person is told that the waiting run goes on, not to resume it.
+	if want := "; the 'tollgate run --approve wait' that waits for it goes on by itself once every request is answered (if it was stopped: tollgate resume --state-dir state " + runID + ")"; !strings.Contains(out, want) {
+		t.Errorf("approve said\n%s\nwant\n%s", out, want)
 	}
 	err := run.Wait()
 	if err != nil || !strings.Contains(rout.String(), "appended") {

@@ -150,11 +150,7 @@ another kind (input), --data is passed to the tool as it is.`,
 			if err != nil {
 				return withCode(exitError, err)
 			}
-			sd := ""
-			if f := state.repeatFlags(); f != "" {
-				sd = f[1:] + " "
-			}
-			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); continue with: tollgate resume %s%s\n", field(a.ID), field(a.RunID), field(decidedBy(a)), sd, field(a.RunID))
+			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); %s\n", field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
 			return nil
 		},
 	}
