@@ -218,7 +218,7 @@ var configFlags = map[string]string{
 	runs.FieldDeny: "deny", runs.FieldPolicyFile: "policy", runs.FieldAutonomy: "autonomy",
 	runs.FieldApprovalTTL: "approval-ttl", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
 	runs.FieldRecordsFile: "records", runs.FieldClaude: "claude-settings", "claude.files": "claude-settings",
-	"claude.failModes": "claude-fail", "sandbox.bash": "sandbox", "sandbox.hooks": "hooks-sandbox",
+	"claude.failModes": "claude-fail", "claude.timeout": "claude-timeout", "sandbox.bash": "sandbox", "sandbox.hooks": "hooks-sandbox",
 	"sandbox.read": "sandbox-read", "model": "model", "model.baseUrl": "base-url", "model.apiKeyEnv": "api-key-env",
 	"workdir": "workdir",
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval/store"
@@ -201,6 +202,11 @@ func TestBuildFieldErrors(t *testing.T) {
 		// A file whose every entry was skipped says so, not that it has none.
 		{runs.RunConfig{HooksFiles: []string{"skipped.yaml"}}, runs.FieldHooksFiles, "no hook loaded: every entry (2) was skipped"},
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"skipped.json"}}}, "claude.files", "loaded: every entry (1) was skipped"},
+		// Claude Code settings for hooks that are not there do nothing: a
+		// mistake, said even when the value itself is fine.
+		{runs.RunConfig{Claude: &runs.ClaudeConfig{FailModes: []string{"PreToolUse=maybe"}}}, "claude.failModes", "maybe"},
+		{runs.RunConfig{Claude: &runs.ClaudeConfig{FailModes: []string{"PreToolUse=open"}}}, "claude.failModes", "no Claude Code settings file is given"},
+		{runs.RunConfig{Claude: &runs.ClaudeConfig{Timeout: runs.Duration(5 * time.Second)}}, "claude.timeout", "no Claude Code settings file is given"},
 		// A skipped gate is named as such, even when nothing else loaded.
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"gate.json"}}}, "claude.files", "a PreToolUse entry was skipped"},
 		{runs.RunConfig{MCPFiles: []string{"mcp.json"}}, runs.FieldMCPFiles, "comand"},

@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -106,12 +107,23 @@ func LoadHookFiles(files []string, notice func(string), opts *declarative.Option
 // .claude/settings.local.json and the user's ~/.claude/settings.json).
 func setupClaude(ctx context.Context, s *setup) error {
 	cc := s.cfg.Claude
-	if cc == nil || (len(cc.Files) == 0 && !cc.Project) {
+	if cc == nil {
 		return nil
 	}
 	modes, err := ParseFailModes(cc.FailModes)
 	if err != nil {
 		return &runs.FieldError{Field: "claude.failModes", Err: err}
+	}
+	if len(cc.Files) == 0 && !cc.Project {
+		// Fail modes or a timeout for hooks that are not there: a setting
+		// that does nothing is a mistake to say, not to ignore.
+		if len(cc.FailModes) > 0 {
+			return &runs.FieldError{Field: "claude.failModes", Err: errors.New("it applies to Claude Code hooks, and no Claude Code settings file is given")}
+		}
+		if cc.Timeout != 0 {
+			return &runs.FieldError{Field: "claude.timeout", Err: errors.New("it applies to Claude Code hooks, and no Claude Code settings file is given")}
+		}
+		return nil
 	}
 	all := append([]string{}, cc.Files...)
 	if cc.Project {
