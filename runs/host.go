@@ -522,9 +522,12 @@ func (h *Host) Answer(ctx context.Context, runID, requestID string, d store.Answ
 }
 
 // Cancel cancels a run: a halted run is stored cancelled at once and never
-// resumed; a running one is asked to stop (its host sees the request at its
-// next heartbeat and ends the run). by is the principal who cancelled, kept
-// in the event's data as {"by": {"kind": "person", "name": "alice"}}.
+// resumed, and its pending requests are denied in by's name with the reason
+// [CancelledReason], so that no person is left to answer what nothing will
+// use (lists of pending approvals, the approvals page); a running one is
+// asked to stop (its host sees the request at its next heartbeat and ends
+// the run). by is the principal who cancelled, kept in the event's data as
+// {"by": {"kind": "person", "name": "alice"}}.
 // Errors: [CancelledByData]'s for a zero or unknown principal, the store's
 // ([store.ErrNotFound]), [ErrNotResumable] for a run that has ended.
 func (h *Host) Cancel(ctx context.Context, runID string, by tool.Principal) error {
@@ -538,9 +541,11 @@ func (h *Host) Cancel(ctx context.Context, runID string, by tool.Principal) erro
 	}
 	switch run.Status {
 	case store.RunPending:
-		_, err := h.store.UpdateRun(ctx, runID, store.RunUpdate{From: store.RunPending, Status: store.RunCancelled,
-			Events: []store.Event{{Tenant: run.Tenant, RunID: runID, Type: EventRunCancelled, Data: data}}})
-		return err
+		if _, err := h.store.UpdateRun(ctx, runID, store.RunUpdate{From: store.RunPending, Status: store.RunCancelled,
+			Events: []store.Event{{Tenant: run.Tenant, RunID: runID, Type: EventRunCancelled, Data: data}}}); err != nil {
+			return err
+		}
+		return h.denyPending(ctx, run, by)
 	case store.RunRunning, store.RunResuming:
 		_, err := h.store.AppendEvents(ctx, store.Event{Tenant: run.Tenant, RunID: runID, Type: EventCancelRequested, Data: data})
 		return err
@@ -586,6 +591,32 @@ func startedData(cfg RunConfig, owner tool.Principal, durable bool) json.RawMess
 		Durable bool           `json:"durable,omitempty"`
 	}{cfg.Agent, cfg.Model.String(), owner, durable})
 	return b
+}
+
+// CancelledReason is the reason of the denial [Host.Cancel] records for
+// each pending request of a cancelled run.
+const CancelledReason = "the run was cancelled"
+
+// denyPending denies every pending request of run (cancelled), in by's
+// name. A request decided or expired meanwhile is left as it is.
+func (h *Host) denyPending(ctx context.Context, run store.Run, by tool.Principal) error {
+	f := store.ApprovalFilter{Tenant: run.Tenant, RunID: run.ID, Status: store.StatusPending}
+	for {
+		page, err := h.store.ListApprovals(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, a := range page.Approvals {
+			_, err := h.store.Decide(ctx, run.ID, a.ID, store.Answer{By: by, Reason: CancelledReason})
+			if err != nil && !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrExpired) {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		f.Cursor = page.Next
+	}
 }
 
 // driver drives one part of a run under a lease.

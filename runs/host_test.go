@@ -314,7 +314,9 @@ func TestTakeoverAfterDeath(t *testing.T) {
 	}
 }
 
-// A halted run that is cancelled is never resumed, even once approved.
+// A halted run that is cancelled is never resumed, and its pending
+// requests are denied in the canceller's name: nobody is left to answer
+// them, and a late answer is refused.
 func TestCancelHaltedRun(t *testing.T) {
 	ctx := context.Background()
 	transfer := &testkit.Counter{Name: "transfer_funds"}
@@ -328,8 +330,15 @@ func TestCancelHaltedRun(t *testing.T) {
 	if err := h.Cancel(ctx, "run_c", approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
-		t.Fatal(err) // the approval may still be decided, but the run never resumes
+	a, err := s.GetApproval(ctx, "run_c", res.Pending[0].ID)
+	if err != nil || a.Status != store.StatusDenied || a.DecidedBy.String() != "person:alice" || a.Reason != runs.CancelledReason {
+		t.Fatalf("the cancelled run's request: %+v %v", a, err)
+	}
+	if page, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: "run_c", Status: store.StatusPending}); err != nil || len(page.Approvals) != 0 {
+		t.Fatalf("pending requests of the cancelled run: %+v %v", page, err)
+	}
+	if _, err := h.Answer(ctx, "run_c", res.Pending[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); !errors.Is(err, store.ErrDecided) {
+		t.Fatalf("a late approval: %v, want ErrDecided", err)
 	}
 	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_c"}); !errors.Is(err, runs.ErrNotResumable) {
 		t.Fatalf("resume of a cancelled run: %v", err)

@@ -237,6 +237,24 @@ func deciders(cmdPath, by string, admin bool) (decider, actor approval.Principal
 // decidedBy is the text that names who decided a: "person:alice", and for an
 // administrator's answer on someone's behalf "person:alice; recorded by
 // person:root with --admin".
+// decidedError adds to an error of Decide on a request already decided
+// who decided it and why (for a cancelled run's request: the run was
+// cancelled).
+func decidedError(ctx context.Context, s store.Store, a store.Approval, err error) error {
+	if !errors.Is(err, store.ErrDecided) {
+		return err
+	}
+	cur, gerr := s.GetApproval(ctx, a.RunID, a.ID)
+	if gerr != nil || cur.DecidedBy.IsZero() {
+		return err
+	}
+	why := ""
+	if cur.Reason != "" {
+		why = ": " + cur.Reason
+	}
+	return fmt.Errorf("%w (by %s%s)", err, decidedBy(cur), why)
+}
+
 func decidedBy(a store.Approval) string {
 	if a.Actor.IsZero() {
 		return a.DecidedBy.String()
@@ -499,7 +517,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				}
 				a, err = s.Decide(c.Context(), a.RunID, a.ID, d)
 				if err != nil {
-					return withCode(exitError, err)
+					return withCode(exitError, decidedError(c.Context(), s, a, err))
 				}
 				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); %s\n", a.Status, field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
 				return nil

@@ -148,7 +148,7 @@ another kind (input), --data is passed to the tool as it is.`,
 			}
 			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Answer{Approve: true, By: decider, Actor: actor, Data: raw})
 			if err != nil {
-				return withCode(exitError, err)
+				return withCode(exitError, decidedError(c.Context(), s, a, err))
 			}
 			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); %s\n", field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
 			return nil

@@ -169,8 +169,12 @@ func TestRunsCommands(t *testing.T) {
 	if code, out, errOut := tgMain(t, "runs", "cancel", runID, "--state-dir", state); code != 0 || !strings.Contains(out, "cancelled run "+runID) {
 		t.Fatalf("runs cancel: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut := tgMain(t, "approvals", "approve", as[0].ID, "--state-dir", state); code != 0 {
+	// Its request was denied with it: a late approval is refused, saying why.
+	if code, out, errOut := tgMain(t, "approvals", "approve", as[0].ID, "--state-dir", state); code != exitError || !strings.Contains(errOut, "is denied (by person:") || !strings.Contains(errOut, ": the run was cancelled)") {
 		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := tgMain(t, "approvals", "list", "--state-dir", state); code != 0 || strings.Contains(out, as[0].ID) {
+		t.Fatalf("approvals list still shows the cancelled run's request: exit %d\n%s", code, out)
 	}
 	if code, out, errOut := tgMain(t, "resume", runID, "--state-dir", state); code != exitError || !strings.Contains(errOut, "cancelled") {
 		t.Fatalf("resume of a cancelled run: exit %d\n%s%s", code, out, errOut)
