@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/tollgate-dev/tollgate/internal/jsondecode"
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/model"
 )
@@ -228,7 +229,7 @@ func (u *wireUsageField) reset() {
 // where an object belongs) is left at its zero value instead of failing the
 // whole answer. Only data that is not JSON at all is an error.
 func decode(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
+	err := jsondecode.Unmarshal(data, v)
 	if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return nil
 	}
