@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/tollgate-dev/tollgate/internal/jsondecode"
 )
 
 // FuncOptions configures [New]. A nil *FuncOptions means all defaults.
@@ -99,7 +101,7 @@ func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (res
 	}
 	var in In
 	if len(args) > 0 {
-		if err := json.Unmarshal(args, &in); err != nil {
+		if err := jsondecode.Unmarshal(args, &in); err != nil {
 			return Errorf("invalid arguments for %s: %v", t.spec.Name, err), nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tollgate-dev/tollgate/internal/jsondecode"
 	"github.com/tollgate-dev/tollgate/internal/toolctx"
 )
 
@@ -42,7 +43,7 @@ func (v *Validator) Validate(args json.RawMessage) error {
 		trimmed = []byte("{}")
 	}
 	var inst any
-	if err := json.Unmarshal(trimmed, &inst); err != nil {
+	if err := jsondecode.Unmarshal(trimmed, &inst); err != nil {
 		return fmt.Errorf("%w: not valid JSON: %v", ErrInvalidArguments, err)
 	}
 	if _, ok := inst.(map[string]any); !ok {

@@ -20,6 +20,9 @@ var groups = []struct {
 	// The context keys package tool shares with the agent, so that the
 	// agent can answer them from one context value per call.
 	{"internal/toolctx", 0},
+	// The pooled JSON decoder tool decodes and validates call arguments
+	// with, as the providers decode answers.
+	{"internal/jsondecode", 0},
 	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
 	{"agent", 2},
 	// Adapters: level 2 beside the agent; they may use the agent, never the
@@ -44,13 +47,15 @@ var groups = []struct {
 // allowedSideways lists the imports between groups of one level that the
 // architecture names: the toolkit's default content is the builtins, the
 // level-0 helpers under internal serve tool and model alike, and tool keeps
-// its context keys in internal/toolctx.
+// its context keys in internal/toolctx and decodes arguments with
+// internal/jsondecode.
 var allowedSideways = map[[2]string]bool{
-	{"toolkit", "builtin"}:       true,
-	{"internal", "model"}:        true,
-	{"internal", "tool"}:         true,
-	{"tool", "internal/toolctx"}: true,
-	{"runs/dbosengine", "runs"}:  true,
+	{"toolkit", "builtin"}:          true,
+	{"internal", "model"}:           true,
+	{"internal", "tool"}:            true,
+	{"tool", "internal/toolctx"}:    true,
+	{"tool", "internal/jsondecode"}: true,
+	{"runs/dbosengine", "runs"}:     true,
 }
 
 // adapters may import the agent (a level-2 peer) but nothing may import them
