@@ -222,7 +222,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
-	return m.response(raw)
+	return m.response(raw, w.Model)
 }
 
 // post sends one request and returns the response when its status is 2xx,
@@ -410,10 +410,15 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 }
 
 // response translates a chat completion, as the server sent it, into a
-// tollgate response.
-func (m *Model) response(raw []byte) (*model.Response, error) {
-	var c wireAnswer
-	if err := decode(raw, &c); err != nil {
+// tollgate response; requested is the model ID the request named, the
+// response's model when the answer names none (as on [Model.Stream]).
+func (m *Model) response(raw []byte, requested string) (*model.Response, error) {
+	a := new(answer)
+	a.w.Model = provider.String(requested)
+	a.w.Choices = a.choices[:0]
+	a.choices[0].Message.ToolCalls = a.calls[:0]
+	c := &a.w
+	if err := decode(raw, c); err != nil {
 		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON chat completion", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
 	if len(c.Choices) == 0 {
@@ -422,7 +427,7 @@ func (m *Model) response(raw []byte) (*model.Response, error) {
 		}
 		return nil, &model.ProviderError{Provider: Provider, Message: "response has no choices"}
 	}
-	ch := c.Choices[0]
+	ch := &c.Choices[0]
 	if ch.FinishReason == "error" {
 		if e := eventError(raw); e != nil {
 			return nil, m.redact(e)
@@ -430,32 +435,42 @@ func (m *Model) response(raw []byte) (*model.Response, error) {
 		return nil, &model.ProviderError{Provider: Provider, Message: `the server answered with finish_reason "error"`}
 	}
 	msg := model.Message{Role: model.RoleAssistant, Content: ch.Message.Content}
+	if n := len(ch.Message.ToolCalls); n > 0 && n <= len(a.toolCalls) {
+		msg.ToolCalls = a.toolCalls[:0:n]
+	}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
 		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: arguments(tc.Function.Arguments)})
 	}
-	return &model.Response{
+	if len(msg.ToolCalls) == 0 {
+		msg.ToolCalls = nil
+	}
+	a.resp = model.Response{
 		Message:      msg,
 		Usage:        usage(c.Usage.wireUsage),
 		FinishReason: finishReason(string(ch.FinishReason), len(msg.ToolCalls) > 0),
-		Model:        c.Model,
+		Model:        string(c.Model),
 		Raw:          json.RawMessage(raw),
-	}, nil
+	}
+	// The response outlives the answer's decoding: drop what it does not
+	// use.
+	a.w, a.choices, a.calls = wireAnswer{}, [len(a.choices)]wireChoice{}, [len(a.calls)]wireToolCallOut{}
+	return &a.resp, nil
 }
 
-// arguments keeps the model's arguments when they are valid JSON; an empty
-// string becomes {}, and text that is not JSON is passed on as a JSON string
+// arguments keeps the model's arguments when they are valid JSON; empty
+// text becomes {}, and text that is not JSON is passed on as a JSON string
 // so that argument validation reports it to the model.
-func arguments(s string) json.RawMessage {
-	if strings.TrimSpace(s) == "" {
+func arguments(s []byte) json.RawMessage {
+	if len(bytes.TrimSpace(s)) == 0 {
 		return json.RawMessage("{}")
 	}
-	if json.Valid([]byte(s)) {
+	if json.Valid(s) {
 		return json.RawMessage(s)
 	}
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(string(s))
 	return b
 }
 
@@ -648,7 +663,7 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 			if b.name == "" {
 				b.name = tc.Function.Name
 			}
-			b.args.WriteString(tc.Function.Arguments)
+			b.args.Write(tc.Function.Arguments)
 		}
 		if ch.FinishReason != "" {
 			a.finish = string(ch.FinishReason)
@@ -668,7 +683,7 @@ func (a *accumulator) response() (*model.Response, *model.ProviderError) {
 		if b.name == "" {
 			return nil, &model.ProviderError{Provider: Provider, Message: fmt.Sprintf("streamed tool call %d has no function name", i)}
 		}
-		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: cmp.Or(b.id, model.NewCallID()), Name: b.name, Arguments: arguments(b.args.String())})
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: cmp.Or(b.id, model.NewCallID()), Name: b.name, Arguments: arguments([]byte(b.args.String()))})
 	}
 	return &model.Response{
 		Message:      msg,

@@ -153,7 +153,7 @@ func checkCompletion(t testing.TB, data []byte) {
 	if err := json.Unmarshal(data, &a); err != nil {
 		t.Fatalf("wireAnswer: %v", err)
 	}
-	if a.Model != string(c.Model) || a.Usage.wireUsage != c.Usage.wireUsage || !bytes.Equal(a.Usage.raw, c.Usage.raw) || !cmp.Equal(a.Choices, c.Choices) || !bytes.Equal(a.Error, c.Error) {
+	if a.Model != c.Model || a.Usage.wireUsage != c.Usage.wireUsage || !cmp.Equal(a.Choices, c.Choices) || !bytes.Equal(a.Error, c.Error) {
 		t.Errorf("%s: wireAnswer %+v, wireCompletion %+v", data, a, c)
 	}
 	var sc oai.ChatCompletionChunk
@@ -186,10 +186,10 @@ func checkCompletion(t testing.TB, data []byte) {
 	for _, ch := range c.Choices {
 		x := choice{Index: ch.Index, Content: ch.Message.Content, Delta: ch.Delta.Content, Finish: string(ch.FinishReason)}
 		for _, tc := range ch.Message.ToolCalls {
-			x.Calls = append(x.Calls, call{0, tc.ID, string(tc.Type), tc.Function.Name, tc.Function.Arguments})
+			x.Calls = append(x.Calls, call{0, tc.ID, string(tc.Type), tc.Function.Name, string(tc.Function.Arguments)})
 		}
 		for _, tc := range ch.Delta.ToolCalls {
-			x.DeltaCalls = append(x.DeltaCalls, call{tc.Index, tc.ID, string(tc.Type), tc.Function.Name, tc.Function.Arguments})
+			x.DeltaCalls = append(x.DeltaCalls, call{tc.Index, tc.ID, string(tc.Type), tc.Function.Name, string(tc.Function.Arguments)})
 		}
 		got.Choices = append(got.Choices, x)
 	}

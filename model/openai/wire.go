@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/internal/jsondecode"
 	"github.com/tollgate-dev/tollgate/internal/provider"
@@ -152,12 +153,27 @@ func (c *wireCompletion) reset() {
 }
 
 // wireAnswer is a chat completion, the answer without streaming, as far as
-// a response needs it: Response.Raw is the answer as sent.
+// a response needs it: Response.Raw is the answer as sent, so its usage is
+// read in place and not kept as sent. Model is a provider.String: a model
+// equal to the one set before decoding (the requested one) costs no
+// allocation.
 type wireAnswer struct {
-	Model   string          `json:"model"`
+	Model   provider.String `json:"model"`
 	Choices []wireChoice    `json:"choices"`
-	Usage   wireUsageField  `json:"usage"`
+	Usage   wireUsageCounts `json:"usage"`
 	Error   json.RawMessage `json:"error"`
+}
+
+// answer is an answer decoded, and translated, in one allocation: the wire
+// answer with room for one choice and its first tool calls, which
+// encoding/json fills before it grows a slice, and the response with room
+// for its first tool calls.
+type answer struct {
+	w         wireAnswer
+	choices   [1]wireChoice
+	calls     [2]wireToolCallOut
+	resp      model.Response
+	toolCalls [2]model.ToolCall
 }
 
 type wireChoice struct {
@@ -177,7 +193,75 @@ type wireToolCallOut struct {
 	Index    int64           `json:"index"`
 	ID       string          `json:"id"`
 	Type     provider.String `json:"type"`
-	Function wireFunction    `json:"function"`
+	Function wireFunctionOut `json:"function"`
+}
+
+// wireFunctionOut is the function of a tool call in an answer: its
+// arguments are JSON text sent as a JSON string, decoded straight into
+// bytes.
+type wireFunctionOut struct {
+	Name      string   `json:"name"`
+	Arguments wireArgs `json:"arguments"`
+}
+
+// wireArgs is the text of a JSON string, as bytes. It decodes as a string
+// field does (escapes, invalid UTF-8 replaced by U+FFFD; null, and a value
+// of another type, leave it as it is), in one allocation for text in valid
+// UTF-8 with the short escapes (\", \\, \/, \b, \f, \n, \r, \t) alone,
+// which is what models send; other text is unquoted by encoding/json.
+type wireArgs []byte
+
+// UnmarshalJSON implements [json.Unmarshaler]. b is a valid JSON value (the
+// decoder checked the whole input before).
+func (a *wireArgs) UnmarshalJSON(b []byte) error {
+	if len(b) < 2 || b[0] != '"' {
+		return nil
+	}
+	in := b[1 : len(b)-1]
+	out := make([]byte, 0, len(in))
+	for {
+		j := bytes.IndexByte(in, '\\')
+		if j < 0 {
+			out = append(out, in...)
+			break
+		}
+		if j+1 == len(in) {
+			return a.unquote(b) // not a JSON string: left to encoding/json
+		}
+		out = append(out, in[:j]...)
+		c := in[j+1]
+		switch c {
+		case '"', '\\', '/':
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default: // \uXXXX
+			return a.unquote(b)
+		}
+		out = append(out, c)
+		in = in[j+2:]
+	}
+	if !utf8.Valid(out) {
+		return a.unquote(b)
+	}
+	*a = out
+	return nil
+}
+
+// unquote decodes the JSON string b with encoding/json.
+func (a *wireArgs) unquote(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*a = wireArgs(s)
+	}
+	return nil
 }
 
 type wireUsage struct {
@@ -190,18 +274,31 @@ type wireUsage struct {
 // second decode, and the value as sent (raw, nil when absent or null),
 // which a stream's Response.Raw keeps.
 type wireUsageField struct {
-	wireUsage
+	wireUsageCounts
 	raw json.RawMessage
 }
 
-// UnmarshalJSON implements [json.Unmarshaler]: null is no usage; a value
-// that is not an object is usage with no counts; a count that is not an
-// integer is 0 (a key's last value wins), as a lenient decode reads it.
+// UnmarshalJSON implements [json.Unmarshaler]: the counts as
+// [wireUsageCounts] reads them, and the value as sent.
 func (u *wireUsageField) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
 	u.raw = append(u.raw[:0], b...)
+	return u.wireUsageCounts.UnmarshalJSON(b)
+}
+
+// wireUsageCounts is a usage field's counts, read in place without a
+// second decode.
+type wireUsageCounts struct{ wireUsage }
+
+// UnmarshalJSON implements [json.Unmarshaler]: null is no usage; a value
+// that is not an object is usage with no counts; a count that is not an
+// integer is 0 (a key's last value wins), as a lenient decode reads it.
+func (u *wireUsageCounts) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	u.wireUsage = wireUsage{}
 	for k, v := range provider.Members(b) {
 		switch string(k) {
