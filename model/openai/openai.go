@@ -47,6 +47,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
@@ -196,8 +197,8 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 }
 
 func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	w, err := m.request(req)
-	if err != nil {
+	w := new(wireRequest)
+	if err := m.request(req, w); err != nil {
 		return nil, err
 	}
 	body, err := w.encode()
@@ -285,12 +286,12 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 }
 
 func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	w, err := m.request(req)
-	if err != nil {
+	w := new(wireRequest)
+	if err := m.request(req, w); err != nil {
 		yield(model.Chunk{}, err)
 		return
 	}
-	w.Stream, w.StreamOptions = true, &wireStreamOptions{IncludeUsage: true}
+	w.Stream, w.StreamOptions = true, includeUsage
 	body, err := w.encode()
 	if err != nil {
 		yield(model.Chunk{}, fmt.Errorf("openai: encoding the request: %w", err))
@@ -478,6 +479,8 @@ func arguments(s []byte) json.RawMessage {
 // server: the JSON as the transcript has it, {} for none, and the model's own
 // text for arguments kept as a JSON string because they were not JSON (a
 // call cut off at the output limit), so that the model sees what it wrote.
+// The JSON is returned as a view of args, not a copy: the caller encodes it
+// before args can change.
 func wireArguments(args json.RawMessage) string {
 	b := bytes.TrimSpace(args)
 	if len(b) == 0 {
@@ -489,7 +492,7 @@ func wireArguments(args json.RawMessage) string {
 			return text
 		}
 	}
-	return string(args)
+	return unsafe.String(unsafe.SliceData(args), len(args))
 }
 
 func usage(u wireUsage) model.Usage {

@@ -48,8 +48,8 @@ func jsonMap(t testing.TB, b []byte) map[string]any {
 // the SDK's reading of it.
 func checkRequest(t testing.TB, m *Model, req *model.Request) {
 	t.Helper()
-	w, err := m.request(req)
-	if err != nil {
+	w := new(wireRequest)
+	if err := m.request(req, w); err != nil {
 		return // refused before anything is sent
 	}
 	for _, stream := range []bool{false, true} {

@@ -32,7 +32,18 @@ type wireRequest struct {
 	Temperature         *float64           `json:"temperature,omitempty"`
 	Stream              bool               `json:"stream,omitempty"`
 	StreamOptions       *wireStreamOptions `json:"stream_options,omitempty"`
+
+	// Room for the messages, tool calls and tools of a short conversation,
+	// so that a request is built in one allocation (or none, on the
+	// stack).
+	msgs  [6]wireMessage
+	calls [2]wireToolCall
+	tools [4]wireTool
 }
+
+// includeUsage is the stream options of every streaming request. It is
+// never written to.
+var includeUsage = &wireStreamOptions{IncludeUsage: true}
 
 type wireStreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
@@ -72,13 +83,22 @@ type wireFunctionDef struct {
 // emptySchema is the parameters of a tool without an input schema.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// request translates a tollgate request into a chat completion request.
-func (m *Model) request(req *model.Request) (*wireRequest, error) {
+// request translates a tollgate request into w, a chat completion request.
+// w's slices use its own room when they fit in it. A tool call's arguments
+// are a view of the transcript's bytes (see wireArguments): w is encoded
+// before anything can change them.
+func (m *Model) request(req *model.Request, w *wireRequest) error {
 	id := cmp.Or(req.Model, m.model)
 	if id == "" {
-		return nil, errors.New("openai: no model ID: set Request.Model or Options.Model")
+		return errors.New("openai: no model ID: set Request.Model or Options.Model")
 	}
-	w := &wireRequest{Model: id, Messages: make([]wireMessage, 0, len(req.Messages))}
+	w.Model = id
+	if len(req.Messages) <= len(w.msgs) {
+		w.Messages = w.msgs[:0]
+	} else {
+		w.Messages = make([]wireMessage, 0, len(req.Messages))
+	}
+	calls := w.calls[:0]
 	for i := range req.Messages {
 		msg := &req.Messages[i]
 		switch msg.Role {
@@ -89,27 +109,34 @@ func (m *Model) request(req *model.Request) (*wireRequest, error) {
 			if msg.Content != "" || len(msg.ToolCalls) == 0 {
 				a.Content = &msg.Content
 			}
-			if len(msg.ToolCalls) > 0 {
-				a.ToolCalls = make([]wireToolCall, len(msg.ToolCalls))
-				for j, c := range msg.ToolCalls {
-					a.ToolCalls[j] = wireToolCall{ID: c.ID, Type: "function", Function: wireFunction{Name: c.Name, Arguments: wireArguments(c.Arguments)}}
+			if n := len(msg.ToolCalls); n > 0 {
+				if n > cap(calls)-len(calls) {
+					calls = make([]wireToolCall, 0, n)
 				}
+				for _, c := range msg.ToolCalls {
+					calls = append(calls, wireToolCall{ID: c.ID, Type: "function", Function: wireFunction{Name: c.Name, Arguments: wireArguments(c.Arguments)}})
+				}
+				a.ToolCalls = calls[len(calls)-n : len(calls) : len(calls)]
 			}
 			w.Messages = append(w.Messages, a)
 		case model.RoleTool:
 			w.Messages = append(w.Messages, wireMessage{Role: "tool", Content: &msg.Content, ToolCallID: msg.ToolCallID})
 		default:
-			return nil, fmt.Errorf("openai: message %d has unknown role %q", i, msg.Role)
+			return fmt.Errorf("openai: message %d has unknown role %q", i, msg.Role)
 		}
 	}
-	if len(req.Tools) > 0 {
-		w.Tools = make([]wireTool, len(req.Tools))
+	if n := len(req.Tools); n > 0 {
+		if n <= len(w.tools) {
+			w.Tools = w.tools[:n]
+		} else {
+			w.Tools = make([]wireTool, n)
+		}
 		for i, t := range req.Tools {
 			schema := emptySchema
 			if len(t.InputSchema) > 0 {
 				schema = bytes.TrimSpace(t.InputSchema)
 				if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
-					return nil, fmt.Errorf("openai: tool %q: input schema is not a JSON object", t.Name)
+					return fmt.Errorf("openai: tool %q: input schema is not a JSON object", t.Name)
 				}
 			}
 			w.Tools[i] = wireTool{Type: "function", Function: wireFunctionDef{Name: t.Name, Description: t.Description, Parameters: schema}}
@@ -119,7 +146,7 @@ func (m *Model) request(req *model.Request) (*wireRequest, error) {
 		w.MaxCompletionTokens = req.MaxTokens
 	}
 	w.Temperature = req.Temperature
-	return w, nil
+	return nil
 }
 
 // wireCompletion is a chunk of a stream (or, for the tests' oracle, a chat

@@ -2,7 +2,12 @@ package openai
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tollgate-dev/tollgate/model"
 )
 
 // FuzzWireArgs checks that a tool call's arguments decode into bytes as
@@ -86,5 +91,88 @@ func TestResponseToolCalls(t *testing.T) {
 	resp, err = m.response([]byte(`{"choices":[{"message":{"content":"x","tool_calls":[{"id":"a","type":"custom","function":{"name":"f"}}]},"finish_reason":"stop"}]}`), "m")
 	if err != nil || resp.Message.ToolCalls != nil || resp.Message.Content != "x" {
 		t.Fatalf("%+v, %v", resp, err)
+	}
+}
+
+// TestRequestBeyondRoom encodes a request with more messages, tool calls and
+// tools than a request has room for, tool calls in several messages, and
+// reads it back: every message keeps its own calls.
+func TestRequestBeyondRoom(t *testing.T) {
+	m, err := New(&Options{Model: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &model.Request{Model: "m"}
+	want := []string{}
+	id := 0
+	for turn, n := range []int{1, 1, 3, 0, 2, 4} {
+		req.Messages = append(req.Messages, model.User(fmt.Sprintf("question %d", turn)))
+		want = append(want, fmt.Sprintf("user question %d", turn))
+		var calls []model.ToolCall
+		for range n {
+			id++
+			calls = append(calls, model.ToolCall{ID: fmt.Sprintf("call_%d", id), Name: "f", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, id))})
+		}
+		req.Messages = append(req.Messages, model.Assistant(fmt.Sprintf("answer %d", turn), calls...))
+		a := fmt.Sprintf("assistant answer %d", turn)
+		for _, c := range calls {
+			a += fmt.Sprintf(" %s(%s)", c.ID, c.Arguments)
+		}
+		want = append(want, a)
+		for _, c := range calls {
+			req.Messages = append(req.Messages, model.ToolResult(c.ID, c.Name, "ok "+c.ID, false))
+			want = append(want, "tool ok "+c.ID+" "+c.ID)
+		}
+	}
+	for i := range 6 {
+		req.Tools = append(req.Tools, model.ToolDef{Name: fmt.Sprintf("tool_%d", i), InputSchema: json.RawMessage(`{"type":"object"}`)})
+		want = append(want, fmt.Sprintf("tool tool_%d", i))
+	}
+	checkRequest(t, m, req)
+	w := new(wireRequest)
+	if err := m.request(req, w); err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Messages []struct {
+			Role      string `json:"role"`
+			Text      string `json:"content"`
+			ID        string `json:"tool_call_id"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, msg := range back.Messages {
+		s := msg.Role + " " + msg.Text
+		for _, c := range msg.ToolCalls {
+			s += fmt.Sprintf(" %s(%s)", c.ID, c.Function.Arguments)
+		}
+		if msg.ID != "" {
+			s += " " + msg.ID
+		}
+		got = append(got, s)
+	}
+	for _, tl := range back.Tools {
+		got = append(got, "tool "+tl.Function.Name)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("read back (-want +got):\n%s\n%s", diff, b)
 	}
 }
