@@ -46,6 +46,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -133,6 +134,7 @@ type Model struct {
 	timeout               time.Duration
 	maxBody               int64 // Options.MaxResponseBytes, or its default
 	log                   *slog.Logger
+	tools                 atomic.Pointer[toolCache] // the last request's tools
 }
 
 var (

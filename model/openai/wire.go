@@ -33,12 +33,62 @@ type wireRequest struct {
 	Stream              bool               `json:"stream,omitempty"`
 	StreamOptions       *wireStreamOptions `json:"stream_options,omitempty"`
 
-	// Room for the messages, tool calls and tools of a short conversation,
-	// so that a request is built in one allocation (or none, on the
-	// stack).
+	// tools is Tools as encode writes it, when they come from a toolCache.
+	tools []byte
+	// Room for the messages and tool calls of a short conversation, so
+	// that a request is built in one allocation.
 	msgs  [6]wireMessage
 	calls [2]wireToolCall
-	tools [4]wireTool
+}
+
+// toolCache is the tools of a request, translated and encoded, with copies
+// of the definitions they were made from: a request whose definitions are
+// equal (an agent sends the same tools every turn) reuses them as they are,
+// without checking and writing their schemas again. It is read-only once
+// stored.
+type toolCache struct {
+	defs []model.ToolDef // with their own InputSchema bytes
+	wire []wireTool      // whose Parameters are those copies
+	json []byte          // wire, encoded
+}
+
+// matches reports whether defs equal the definitions of c, byte for byte.
+func (c *toolCache) matches(defs []model.ToolDef) bool {
+	if c == nil || len(c.defs) != len(defs) {
+		return false
+	}
+	for i := range defs {
+		d, o := &defs[i], &c.defs[i]
+		if d.Name != o.Name || d.Description != o.Description || !bytes.Equal(d.InputSchema, o.InputSchema) {
+			return false
+		}
+	}
+	return true
+}
+
+// toolsOf returns the tools of defs, from the last request's when they are
+// equal, else translated (each schema must be a JSON object; none is {})
+// and kept for the next request.
+func (m *Model) toolsOf(defs []model.ToolDef) (*toolCache, error) {
+	if c := m.tools.Load(); c.matches(defs) {
+		return c, nil
+	}
+	c := &toolCache{defs: make([]model.ToolDef, len(defs)), wire: make([]wireTool, len(defs))}
+	for i, t := range defs {
+		in := bytes.Clone(t.InputSchema)
+		schema := emptySchema
+		if len(in) > 0 {
+			schema = bytes.TrimSpace(in)
+			if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
+				return nil, fmt.Errorf("openai: tool %q: input schema is not a JSON object", t.Name)
+			}
+		}
+		c.defs[i] = model.ToolDef{Name: t.Name, Description: t.Description, InputSchema: in}
+		c.wire[i] = wireTool{Type: "function", Function: wireFunctionDef{Name: t.Name, Description: t.Description, Parameters: schema}}
+	}
+	c.json = appendTools(nil, c.wire)
+	m.tools.Store(c)
+	return c, nil
 }
 
 // includeUsage is the stream options of every streaming request. It is
@@ -125,22 +175,12 @@ func (m *Model) request(req *model.Request, w *wireRequest) error {
 			return fmt.Errorf("openai: message %d has unknown role %q", i, msg.Role)
 		}
 	}
-	if n := len(req.Tools); n > 0 {
-		if n <= len(w.tools) {
-			w.Tools = w.tools[:n]
-		} else {
-			w.Tools = make([]wireTool, n)
+	if len(req.Tools) > 0 {
+		c, err := m.toolsOf(req.Tools)
+		if err != nil {
+			return err
 		}
-		for i, t := range req.Tools {
-			schema := emptySchema
-			if len(t.InputSchema) > 0 {
-				schema = bytes.TrimSpace(t.InputSchema)
-				if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
-					return fmt.Errorf("openai: tool %q: input schema is not a JSON object", t.Name)
-				}
-			}
-			w.Tools[i] = wireTool{Type: "function", Function: wireFunctionDef{Name: t.Name, Description: t.Description, Parameters: schema}}
-		}
+		w.Tools, w.tools = c.wire, c.json
 	}
 	if req.MaxTokens > 0 {
 		w.MaxCompletionTokens = req.MaxTokens
@@ -379,8 +419,12 @@ func (w *wireRequest) encode() ([]byte, error) {
 			n += 96 + len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)*5/4
 		}
 	}
-	for _, t := range w.Tools {
-		n += 96 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+	if w.tools != nil {
+		n += len(w.tools)
+	} else {
+		for _, t := range w.Tools {
+			n += 96 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+		}
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"model":`...)
@@ -399,25 +443,12 @@ func (w *wireRequest) encode() ([]byte, error) {
 		b = append(b, ']')
 	}
 	if len(w.Tools) > 0 {
-		b = append(b, `,"tools":[`...)
-		for i := range w.Tools {
-			t := &w.Tools[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":`...)
-			b = provider.AppendString(b, t.Type)
-			b = append(b, `,"function":{"name":`...)
-			b = provider.AppendString(b, t.Function.Name)
-			if t.Function.Description != "" {
-				b = append(b, `,"description":`...)
-				b = provider.AppendString(b, t.Function.Description)
-			}
-			b = append(b, `,"parameters":`...)
-			b = provider.AppendValidRaw(b, t.Function.Parameters) // checked by request
-			b = append(b, "}}"...)
+		b = append(b, `,"tools":`...)
+		if w.tools != nil {
+			b = append(b, w.tools...)
+		} else {
+			b = appendTools(b, w.Tools)
 		}
-		b = append(b, ']')
 	}
 	if w.MaxCompletionTokens != 0 {
 		b = append(b, `,"max_completion_tokens":`...)
@@ -440,6 +471,29 @@ func (w *wireRequest) encode() ([]byte, error) {
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil
+}
+
+// appendTools appends tools as a JSON array.
+func appendTools(b []byte, tools []wireTool) []byte {
+	b = append(b, '[')
+	for i := range tools {
+		t := &tools[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = provider.AppendString(b, t.Type)
+		b = append(b, `,"function":{"name":`...)
+		b = provider.AppendString(b, t.Function.Name)
+		if t.Function.Description != "" {
+			b = append(b, `,"description":`...)
+			b = provider.AppendString(b, t.Function.Description)
+		}
+		b = append(b, `,"parameters":`...)
+		b = provider.AppendValidRaw(b, t.Function.Parameters) // checked by toolsOf
+		b = append(b, "}}"...)
+	}
+	return append(b, ']')
 }
 
 func (m *wireMessage) appendJSON(b []byte) []byte {

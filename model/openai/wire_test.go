@@ -176,3 +176,49 @@ func TestRequestBeyondRoom(t *testing.T) {
 		t.Errorf("read back (-want +got):\n%s\n%s", diff, b)
 	}
 }
+
+// TestToolCache checks that a request's tools are those of its own
+// definitions when the previous request's are reused, changed in place or
+// replaced: each request encodes as a fresh Model encodes it.
+func TestToolCache(t *testing.T) {
+	m, err := New(&Options{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(m *Model, req *model.Request) (string, error) {
+		w := new(wireRequest)
+		if err := m.request(req, w); err != nil {
+			return "", err
+		}
+		b, err := w.encode()
+		return string(b), err
+	}
+	defs := []model.ToolDef{
+		{Name: "read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object","properties":{"p":{"type":"string"}}}`)},
+		{Name: "list"},
+	}
+	check := func(step string, defs []model.ToolDef) {
+		t.Helper()
+		req := &model.Request{Messages: []model.Message{model.User("hi")}, Tools: defs}
+		got, err := encode(m, req)
+		fresh, _ := New(&Options{Model: "m"})
+		want, werr := encode(fresh, req)
+		if (err != nil) != (werr != nil) || got != want {
+			t.Fatalf("%s: %s, %v\nwant %s, %v", step, got, err, want, werr)
+		}
+		checkRequest(t, m, req)
+	}
+	check("first", defs)
+	check("same", defs)
+	copy(defs[0].InputSchema[len(`{"type":"object","properties":{"`):], "q")
+	check("schema changed in place", defs)
+	defs[1].Description = "lists"
+	check("description changed", defs)
+	defs[1].InputSchema = json.RawMessage(` {"type":"object"} `)
+	check("schema added", defs)
+	defs[1].InputSchema = json.RawMessage(`[]`)
+	check("schema not an object", defs)
+	check("fewer", defs[:1])
+	check("none", nil)
+	check("again", defs[:1])
+}
