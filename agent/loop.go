@@ -99,6 +99,12 @@ func (a *Agent) Stream(ctx context.Context, prompt string, opts ...RunOption) it
 	return func(yield func(Event, error) bool) { a.start(ctx, prompt, opts, yield) }
 }
 
+// transcriptRoom is the room a run's transcript has after its prompt when
+// it starts, so that a short run (a turn of tool calls, their results and
+// the answer) never grows it. The model and the hooks see it capped at its
+// length (see modelTurn).
+const transcriptRoom = 6
+
 // start runs the agent on prompt, yielding its events when yield is not nil,
 // and returns the result (that of the done event). With a nil yield nobody
 // reads the events (Run; see runner.generate).
@@ -112,6 +118,7 @@ func (a *Agent) start(ctx context.Context, prompt string, opts []RunOption, yiel
 		id = a.opts.NewID("run_")
 	}
 	st := &stateData{Version: StateVersion, RunID: id, AgentID: a.opts.ID, Model: a.opts.ModelName}
+	st.Messages = make([]model.Message, 0, 2+len(ro.history)+transcriptRoom)
 	if a.opts.SystemPrompt != "" && !hasSystem(ro.history) {
 		st.Messages = append(st.Messages, model.System(a.opts.SystemPrompt))
 	}
@@ -687,13 +694,10 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 	// When nobody reads the events, the calls only count theirs, and the
 	// count joins the state's sequence number as each call finishes: no
 	// hand-off to this goroutine per event.
-	var send func(Event)
-	if r.generate {
-		send = func(Event) { r.uncounted.Add(1) }
-	} else {
+	if !r.generate {
 		evCh = make(chan Event)
-		send = func(ev Event) { evCh <- ev }
 	}
+	send := r.sender(evCh)
 	next, running, finished := 0, 0, 0
 	var stop <-chan struct{} = ctx.Done()
 	var firstErr error
@@ -756,6 +760,16 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 	return firstErr
 }
 
+// sender returns the function through which a batch's calls send their
+// events: to evCh, or, when nobody reads the events (evCh nil), one that
+// only counts them.
+func (r *runner) sender(evCh chan Event) func(Event) {
+	if evCh == nil {
+		return func(Event) { r.uncounted.Add(1) }
+	}
+	return func(ev Event) { evCh <- ev }
+}
+
 // claimRequestID returns id if no other request of the run has had it, and
 // otherwise id with "#" and the call ID appended, so that answers can always be
 // routed (a hook may reuse one ID for several calls). The ID is fixed before
@@ -796,6 +810,8 @@ func (r *runner) batchPending() bool {
 // finishBatch appends the batch's tool results to the transcript in the model's
 // call order and moves its records to the run's records.
 func (r *runner) finishBatch() {
+	r.st.Messages = slices.Grow(r.st.Messages, len(r.st.Batch))
+	r.st.ToolCalls = slices.Grow(r.st.ToolCalls, len(r.st.Batch))
 	for _, b := range r.st.Batch {
 		rec := b.Record
 		r.st.Messages = append(r.st.Messages, model.ToolResult(b.Call.ID, b.Call.Name, rec.Output, rec.IsError))
