@@ -108,16 +108,16 @@ func ReadBodySize(r io.Reader, size, limit int64) ([]byte, error) {
 			}
 			return nil, err
 		}
-		// The announced length was read: anything after it is more body.
-		var one [1]byte
-		if m, _ := io.ReadFull(r, one[:]); m == 0 {
+		// The announced length was read: anything after it is more body,
+		// read into the room left for one more byte.
+		if m, _ := io.ReadFull(r, b[size:size+1]); m == 0 {
 			return b, nil
 		}
 		rest, err := ReadBody(r, limit-size-1)
 		if err != nil {
 			return nil, err
 		}
-		return append(append(b, one[0]), rest...), nil
+		return append(b[:size+1], rest...), nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {

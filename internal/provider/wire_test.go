@@ -93,6 +93,7 @@ func TestReadBodySize(t *testing.T) {
 		{"12345", 5, 10, "12345", nil},
 		{"", 0, 10, "", nil},
 		{"1234567", 5, 10, "1234567", nil}, // longer than announced
+		{"123456", 5, 10, "123456", nil},   // by one byte
 		{"123", 5, 10, "", io.ErrUnexpectedEOF},
 		{"", 5, 10, "", io.ErrUnexpectedEOF},
 		{"12345678901", 5, 10, "", ErrTooLarge},
