@@ -84,6 +84,11 @@ type runner struct {
 	// before the batch starts, read by its goroutines).
 	lastFinish model.FinishReason
 	cutOff     map[string]bool
+
+	// chunks takes a streamed turn's chunks through onChunk, its take
+	// method bound once per run (see streamTurn).
+	chunks  chunkSink
+	onChunk func(model.Chunk, error) bool
 }
 
 // Stream runs the agent on prompt like [Agent.Run] and yields its events as they
@@ -647,29 +652,57 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 	if r.generate {
 		r.emit(Event{})
 	} else {
-		u := resp.Usage
-		r.emit(Event{Kind: EventUsage, Turn: turn, Usage: &u})
+		r.emit(Event{Kind: EventUsage, Turn: turn, Usage: &resp.Usage})
 	}
 	return resp, nil
 }
 
 // streamTurn asks s for turn's response as a stream, emitting its text
-// deltas. (A function of its own, so that the variables its loop body
-// captures are not moved to the heap on Run's path, which does not stream.)
+// deltas. The chunks go to the runner's chunk sink through a function made
+// once per run, so that a streamed turn moves nothing to the heap.
 func (r *runner) streamTurn(ctx context.Context, s model.Streamer, req *model.Request, turn int) (*model.Response, error) {
-	var resp *model.Response
-	for ch, err := range s.Stream(ctx, req) {
-		if err != nil {
-			return nil, fmt.Errorf("agent: model turn %d: %w", turn, err)
-		}
-		if ch.Delta != "" {
-			r.emit(Event{Kind: EventText, Turn: turn, Delta: ch.Delta})
-		}
-		if ch.Response != nil {
-			resp = ch.Response
-		}
+	k := &r.chunks
+	*k = chunkSink{r: r, turn: turn}
+	if r.onChunk == nil {
+		r.onChunk = k.take
+	}
+	s.Stream(ctx, req)(r.onChunk)
+	resp, err := k.resp, k.err
+	*k = chunkSink{}
+	if err != nil {
+		return nil, fmt.Errorf("agent: model turn %d: %w", turn, err)
 	}
 	return resp, nil
+}
+
+// chunkSink takes the chunks of a streamed turn (see streamTurn): it emits
+// their text deltas and keeps the response, or the error that ends the
+// stream.
+type chunkSink struct {
+	r    *runner
+	turn int
+	resp *model.Response
+	err  error
+	done bool // an error came: the stream must stop
+}
+
+// take is the stream's yield function: it returns false once an error has
+// come, as a range loop that returns on the error would stop.
+func (k *chunkSink) take(ch model.Chunk, err error) bool {
+	if k.done {
+		return false
+	}
+	if err != nil {
+		k.err, k.done = err, true
+		return false
+	}
+	if ch.Delta != "" {
+		k.r.emit(Event{Kind: EventText, Turn: k.turn, Delta: ch.Delta})
+	}
+	if ch.Response != nil {
+		k.resp = ch.Response
+	}
+	return true
 }
 
 // runBatch runs the given calls of the current batch concurrently (bounded by
