@@ -616,8 +616,7 @@ var errNoFinish = &model.ProviderError{Provider: Provider, Message: "the stream 
 // [model.NewCallID].
 type accumulator struct {
 	text   strings.Builder
-	calls  []*callBuilder // in order of first appearance
-	byIdx  map[int64]*callBuilder
+	calls  []callBuilder // in order of first appearance
 	finish string
 	usage  wireUsage
 	model  string
@@ -628,9 +627,31 @@ type accumulator struct {
 	rawUsage              json.RawMessage
 }
 
+// callBuilder is a streamed tool call: the index its deltas carry, and what
+// they sent so far.
 type callBuilder struct {
+	index    int64
 	id, name string
-	args     strings.Builder
+	args     []byte
+}
+
+// call returns the call that a delta with index and id adds to: the last
+// one with that index, unless the delta's id differs from the one it has;
+// else a new one.
+func (a *accumulator) call(index int64, id string) *callBuilder {
+	for i := len(a.calls) - 1; i >= 0; i-- {
+		if b := &a.calls[i]; b.index == index {
+			if id != "" && b.id != "" && id != b.id {
+				break
+			}
+			return b
+		}
+	}
+	if a.calls == nil {
+		a.calls = make([]callBuilder, 0, 4)
+	}
+	a.calls = append(a.calls, callBuilder{index: index})
+	return &a.calls[len(a.calls)-1]
 }
 
 // add takes in one chunk and returns its text delta, or the error the chunk
@@ -652,23 +673,20 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 			continue
 		}
 		delta += ch.Delta.Content
-		for _, tc := range ch.Delta.ToolCalls {
-			if a.byIdx == nil {
-				a.byIdx = map[int64]*callBuilder{}
-			}
-			b := a.byIdx[tc.Index]
-			if b == nil || (tc.ID != "" && b.id != "" && tc.ID != b.id) {
-				b = &callBuilder{}
-				a.byIdx[tc.Index] = b
-				a.calls = append(a.calls, b)
-			}
+		for i := range ch.Delta.ToolCalls {
+			tc := &ch.Delta.ToolCalls[i]
+			b := a.call(tc.Index, tc.ID)
 			if b.id == "" {
 				b.id = tc.ID
 			}
 			if b.name == "" {
 				b.name = tc.Function.Name
 			}
-			b.args.Write(tc.Function.Arguments)
+			if b.args == nil {
+				b.args = tc.Function.Arguments // decoded into its own bytes
+			} else {
+				b.args = append(b.args, tc.Function.Arguments...)
+			}
 		}
 		if ch.FinishReason != "" {
 			a.finish = string(ch.FinishReason)
@@ -684,11 +702,19 @@ func (a *accumulator) response() (*model.Response, *model.ProviderError) {
 		return nil, &e
 	}
 	msg := model.Message{Role: model.RoleAssistant, Content: a.text.String()}
-	for i, b := range a.calls {
+	if len(a.calls) > 0 {
+		msg.ToolCalls = make([]model.ToolCall, len(a.calls))
+	}
+	for i := range a.calls {
+		b := &a.calls[i]
 		if b.name == "" {
 			return nil, &model.ProviderError{Provider: Provider, Message: fmt.Sprintf("streamed tool call %d has no function name", i)}
 		}
-		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: cmp.Or(b.id, model.NewCallID()), Name: b.name, Arguments: arguments([]byte(b.args.String()))})
+		id := b.id
+		if id == "" {
+			id = model.NewCallID()
+		}
+		msg.ToolCalls[i] = model.ToolCall{ID: id, Name: b.name, Arguments: arguments(b.args)}
 	}
 	return &model.Response{
 		Message:      msg,
@@ -707,7 +733,7 @@ func (a *accumulator) response() (*model.Response, *model.ProviderError) {
 func (a *accumulator) raw() json.RawMessage {
 	n := 256 + len(a.id) + len(a.model) + a.text.Len()*9/8 + len(a.rawUsage) + len(a.tier) + len(a.fingerprint)
 	for _, c := range a.calls {
-		n += 64 + len(c.id) + len(c.name) + c.args.Len()*5/4
+		n += 64 + len(c.id) + len(c.name) + len(c.args)*5/4
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"id":`...)
@@ -733,7 +759,7 @@ func (a *accumulator) raw() json.RawMessage {
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = provider.AppendString(b, c.name)
 			b = append(b, `,"arguments":`...)
-			b = provider.AppendString(b, c.args.String())
+			b = provider.AppendString(b, unsafe.String(unsafe.SliceData(c.args), len(c.args))) // read only
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')

@@ -371,7 +371,7 @@ func rawReference(a *accumulator) json.RawMessage {
 	}
 	msg := message{Role: "assistant", Content: content}
 	for _, b := range a.calls {
-		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: b.id, Type: "function", Function: function{Name: b.name, Arguments: b.args.String()}})
+		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: b.id, Type: "function", Function: function{Name: b.name, Arguments: string(b.args)}})
 	}
 	b, err := json.Marshal(struct {
 		ID                string          `json:"id"`

@@ -222,3 +222,43 @@ func TestToolCache(t *testing.T) {
 	check("none", nil)
 	check("again", defs[:1])
 }
+
+// TestAccumulatorCalls streams tool calls in pieces: by index, a new id on
+// a known index starting a new call, and calls without an id, which get
+// one of their own.
+func TestAccumulatorCalls(t *testing.T) {
+	chunks := []string{
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{\"p\":"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a\"}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"f","arguments":"{\"p\":\"b\"}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"type":"function","function":{"name":"h","arguments":""}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+	}
+	var acc accumulator
+	c := new(wireCompletion)
+	for _, data := range chunks {
+		c.reset()
+		if err := decode([]byte(data), c); err != nil {
+			t.Fatal(err)
+		}
+		if _, perr := acc.add(c); perr != nil {
+			t.Fatal(perr)
+		}
+	}
+	resp, perr := acc.response()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	var got []string
+	for _, call := range resp.Message.ToolCalls {
+		got = append(got, call.Name+string(call.Arguments))
+	}
+	if want := []string{`f{"p":"a"}`, `g{}`, `f{"p":"b"}`, `h{}`}; !cmp.Equal(got, want) {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+	calls := resp.Message.ToolCalls
+	if calls[0].ID != "call_a" || calls[2].ID != "call_b" || len(calls[1].ID) != len("call_")+16 || len(calls[3].ID) != len("call_")+16 || calls[1].ID == calls[3].ID {
+		t.Errorf("ids %q %q %q %q", calls[0].ID, calls[1].ID, calls[2].ID, calls[3].ID)
+	}
+}
