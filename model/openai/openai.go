@@ -310,7 +310,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if err != nil {
 			return err
 		}
-		e := provider.NewEventsLimit(r.Body, m.maxBody)
+		e := provider.GetEvents(r.Body, m.maxBody)
 		*c = wireCompletion{}
 		ok, perr := nextChunk(e, c)
 		if ok && perr == nil {
@@ -318,12 +318,13 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 			return nil
 		}
 		_ = r.Body.Close()
+		err = e.Err()
+		provider.PutEvents(e)
 		// A server that fails at once may still answer 200 and send the
 		// error as the first event (vLLM): retry it like a status.
 		if perr != nil {
 			return m.redact(perr)
 		}
-		err = e.Err()
 		if err == nil {
 			err = errEmptyStream
 		}
@@ -334,6 +335,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		return
 	}
 	defer resp.Body.Close()
+	defer provider.PutEvents(ev) // the chunks are decoded into values of their own
 	acc := accumulator{}
 	for {
 		d, perr := acc.add(c)
