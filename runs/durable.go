@@ -84,9 +84,10 @@ type DurableQueue interface {
 	// Wait waits until the run has ended and returns its stored record.
 	Wait(ctx context.Context, runID string) (store.Run, error)
 	// Cancel stores the run cancelled (by is the principal who cancelled;
-	// see CancelledByData) and stops it: at once when it waits for an
-	// answer, at its next step when it runs. ErrNotResumable for a run
-	// that has ended.
+	// see CancelledByData), denies its pending requests in by's name
+	// (DenyPending, as Host.Cancel does) and stops it: at once when it
+	// waits for an answer, at its next step when it runs. ErrNotResumable
+	// for a run that has ended.
 	Cancel(ctx context.Context, runID string, by tool.Principal) error
 }
 

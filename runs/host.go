@@ -545,7 +545,7 @@ func (h *Host) Cancel(ctx context.Context, runID string, by tool.Principal) erro
 			Events: []store.Event{{Tenant: run.Tenant, RunID: runID, Type: EventRunCancelled, Data: data}}}); err != nil {
 			return err
 		}
-		return h.denyPending(ctx, run, by)
+		return DenyPending(ctx, h.store, run, by)
 	case store.RunRunning, store.RunResuming:
 		_, err := h.store.AppendEvents(ctx, store.Event{Tenant: run.Tenant, RunID: runID, Type: EventCancelRequested, Data: data})
 		return err
@@ -593,21 +593,28 @@ func startedData(cfg RunConfig, owner tool.Principal, durable bool) json.RawMess
 	return b
 }
 
-// CancelledReason is the reason of the denial [Host.Cancel] records for
-// each pending request of a cancelled run.
+// CancelledReason is the reason of the denial recorded for each pending
+// request of a cancelled run ([DenyPending]).
 const CancelledReason = "the run was cancelled"
 
-// denyPending denies every pending request of run (cancelled), in by's
-// name. A request decided or expired meanwhile is left as it is.
-func (h *Host) denyPending(ctx context.Context, run store.Run, by tool.Principal) error {
+// DenyPending denies every pending request of run, which has just been
+// stored cancelled, in by's name with the reason [CancelledReason]: no
+// person is left to answer what nothing will use (lists of pending
+// approvals, the approvals page), a process waiting for the answers ends,
+// and a late answer is refused ([store.ErrDecided], saying who decided).
+// Every host's cancel calls it after storing the cancel: [Host.Cancel] and
+// the [DurableQueue] of runs/dbosengine. A request decided or expired
+// meanwhile is left as it is. Only run's Tenant and ID are read. Errors:
+// the store's.
+func DenyPending(ctx context.Context, s store.Store, run store.Run, by tool.Principal) error {
 	f := store.ApprovalFilter{Tenant: run.Tenant, RunID: run.ID, Status: store.StatusPending}
 	for {
-		page, err := h.store.ListApprovals(ctx, f)
+		page, err := s.ListApprovals(ctx, f)
 		if err != nil {
 			return err
 		}
 		for _, a := range page.Approvals {
-			_, err := h.store.Decide(ctx, run.ID, a.ID, store.Answer{By: by, Reason: CancelledReason})
+			_, err := s.Decide(ctx, run.ID, a.ID, store.Answer{By: by, Reason: CancelledReason})
 			if err != nil && !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrExpired) {
 				return err
 			}

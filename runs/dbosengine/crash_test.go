@@ -162,10 +162,17 @@ func parallelCalls(t *testing.T, db string) {
 }
 
 // Cancel stops a run that waits for an answer at once, and a running one at
-// its next step; the stored status stays cancelled, and a later answer
-// wakes nothing.
-func TestCancel(t *testing.T) {
-	c := newCluster(t, "sqlite:"+filepath.Join(t.TempDir(), "dbos.db"), 0)
+// its next step; the stored status stays cancelled. The waiting run's
+// request is denied in the canceller's name, as runs.Host.Cancel denies it:
+// it leaves the list of pending approvals, and a later answer is refused.
+func TestCancelSQLite(t *testing.T) {
+	testCancel(t, "sqlite:"+filepath.Join(t.TempDir(), "dbos.db"))
+}
+
+func TestCancelPostgres(t *testing.T) { testCancel(t, pgtest.Database(t)) }
+
+func testCancel(t *testing.T, db string) {
+	c := newCluster(t, db, 0)
 	ctx := context.Background()
 
 	waiting := c.start("cancelwait")
@@ -176,8 +183,18 @@ func TestCancel(t *testing.T) {
 	if err := c.client.Cancel(ctx, waiting, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); !errors.Is(err, runs.ErrNotResumable) {
 		t.Errorf("second cancel: %v, want ErrNotResumable", err)
 	}
-	if _, err := c.client.Answer(ctx, waiting, req, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
-		t.Fatal(err)
+	if a, err := c.store.GetApproval(ctx, waiting, req); err != nil || a.Status != store.StatusDenied || a.DecidedBy.String() != "person:alice" || a.Reason != runs.CancelledReason {
+		t.Errorf("the cancelled run's request: %s by %s (%q), %v; want denied by person:alice (%q)", a.Status, a.DecidedBy, a.Reason, err, runs.CancelledReason)
+	}
+	if page, err := c.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, Status: store.StatusPending}); err != nil || len(page.Approvals) != 0 {
+		var ids []string
+		for _, a := range page.Approvals {
+			ids = append(ids, a.ID+" of "+a.RunID)
+		}
+		t.Errorf("pending approvals after the cancel: %v, %v", ids, err)
+	}
+	if _, err := c.client.Answer(ctx, waiting, req, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); !errors.Is(err, store.ErrDecided) {
+		t.Errorf("a late approval: %v, want store.ErrDecided", err)
 	}
 
 	if err := os.WriteFile(filepath.Join(c.dir, "block-model-freecancel-2"), nil, 0o600); err != nil {

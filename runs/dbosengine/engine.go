@@ -288,7 +288,10 @@ func (e *Engine) Answer(ctx context.Context, runID, requestID string, d store.An
 }
 
 // Cancel stores the run cancelled, with a run.cancelled event naming by
-// (runs.CancelledByData), releases its record, and cancels its workflow: a
+// (runs.CancelledByData), releases its record, denies its pending requests
+// in by's name with the reason runs.CancelledReason (runs.DenyPending, as
+// runs.Host.Cancel does: they leave every list of pending approvals, and a
+// late answer is refused with store.ErrDecided), and cancels its workflow: a
 // run waiting for an answer stops at once, a running one at its next step
 // (the step it is in finishes; a tool is not interrupted). Errors: a zero or
 // unknown principal (runs.CancelledByData), runs.ErrNotResumable for a run
@@ -315,10 +318,16 @@ func (e *Engine) Cancel(ctx context.Context, runID string, by tool.Principal) er
 		if err != nil {
 			return err
 		}
-		if err := dbos.CancelWorkflow(e.client, runID); err != nil {
-			return fmt.Errorf("dbosengine: cancelling run %s: %w", runID, err)
+		// Its pending requests are denied as runs.Host.Cancel denies them;
+		// whatever that gives, the workflow is cancelled.
+		var errs []error
+		if err := runs.DenyPending(ctx, st, r, by); err != nil {
+			errs = append(errs, fmt.Errorf("dbosengine: denying the pending requests of cancelled run %s: %w", runID, err))
 		}
-		return nil
+		if err := dbos.CancelWorkflow(e.client, runID); err != nil {
+			errs = append(errs, fmt.Errorf("dbosengine: cancelling run %s: %w", runID, err))
+		}
+		return errors.Join(errs...)
 	}
 	return fmt.Errorf("dbosengine: cancelling run %s: its status keeps changing", runID)
 }
