@@ -35,7 +35,10 @@ type ToolUse struct {
 	// Pending is true on the PostToolUse of a call whose tool asked for an
 	// answer instead of returning a result: not a success and not a failure
 	// (Success is false, OnError does not follow). The call's PreToolUse and
-	// PostToolUse fire again when it is retried with the answer.
+	// PostToolUse fire again when it is retried with the answer. It is there
+	// so that a listener that times calls or tracks those in flight can pair
+	// every PreToolUse; seed 000's POST_TOOL_USE hooks (hooks/declarative)
+	// do not fire for it, since the call has not run to a result.
 	Pending bool
 }
 

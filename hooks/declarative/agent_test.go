@@ -310,3 +310,78 @@ func TestDeniedCallFiresNoHooksAndToolWaitsForPre(t *testing.T) {
 		t.Errorf("the tool did not wait for its PRE_TOOL_USE command (-want +got):\n%s", d)
 	}
 }
+
+// A tool that asks for an answer fires PRE_TOOL_USE when it starts and asks,
+// and no POST_TOOL_USE or ON_ERROR then: the call has not run to a result.
+// Run again with the answer (by WaitFor, or on Resume after a halt), it
+// fires PRE_TOOL_USE and one POST_TOOL_USE with that run's success and output.
+func TestToolThatAsksFiresPostOnceItRan(t *testing.T) {
+	ask := tool.Must("ask", "", func(ctx context.Context, _ struct{}) (tool.Result, error) {
+		if _, ok := tool.AnswerFrom(ctx); !ok {
+			return tool.Pending(tool.Request{Kind: tool.KindInput, Prompt: "code?"}), nil
+		}
+		return tool.Text("code accepted"), nil
+	}, nil)
+	setup := func(t *testing.T, waitFor tool.WaitFunc) (*agent.Agent, func() []string) {
+		var events []string
+		var mu sync.Mutex
+		rec := declarative.ExecutorFunc(func(ctx context.Context, act declarative.Action, hctx map[string]any) {
+			mu.Lock()
+			defer mu.Unlock()
+			e := fmt.Sprintf("%s %s %s", hctx["event"], hctx["tool"], hctx["callId"])
+			if hctx["event"] != "PRE_TOOL_USE" {
+				e += fmt.Sprintf(" success=%v outputSize=%v", hctx["success"], hctx["outputSize"])
+			}
+			events = append(events, e)
+		})
+		reg := declarative.Of([]declarative.Config{
+			{Event: declarative.PreToolUse, Matcher: declarative.MatchAll, Action: declarative.Log("pre")},
+			{Event: declarative.PostToolUse, Matcher: declarative.MatchAll, Action: declarative.Log("post")},
+			{Event: declarative.OnError, Action: declarative.Log("error")},
+		}, &declarative.Options{Executor: rec})
+		a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "ask", nil)}), Tools: agent.ToolList{ask}, WaitFor: waitFor})
+		reg.ApplyTo(context.Background(), a)
+		return a, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(events) }
+	}
+	ran := fmt.Sprintf("POST_TOOL_USE ask c1 success=true outputSize=%d", len("code accepted"))
+
+	t.Run("halt and resume", func(t *testing.T) {
+		a, events := setup(t, nil)
+		res, err := a.Run(context.Background(), "x")
+		if err != nil || res.Status != agent.StatusPending {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+		if d := cmp.Diff([]string{"PRE_TOOL_USE ask c1"}, events()); d != "" {
+			t.Errorf("events while the call waits (-want +got):\n%s", d)
+		}
+		res, err = a.Resume(context.Background(), res.State, tool.Answer{ID: res.Pending[0].ID, OK: true, Data: json.RawMessage(`{"code":"1"}`)})
+		if err != nil || res.Status != agent.StatusDone {
+			t.Fatalf("resume: %v %+v", err, res)
+		}
+		if d := cmp.Diff([]string{"PRE_TOOL_USE ask c1", "PRE_TOOL_USE ask c1", ran}, events()); d != "" {
+			t.Errorf("events (-want +got):\n%s", d)
+		}
+	})
+	t.Run("wait for the answer", func(t *testing.T) {
+		a, events := setup(t, func(ctx context.Context, r tool.Request) (tool.Answer, error) {
+			return tool.Answer{ID: r.ID, OK: true, Data: json.RawMessage(`{"code":"1"}`)}, nil
+		})
+		if res, err := a.Run(context.Background(), "x"); err != nil || res.Status != agent.StatusDone {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+		if d := cmp.Diff([]string{"PRE_TOOL_USE ask c1", "PRE_TOOL_USE ask c1", ran}, events()); d != "" {
+			t.Errorf("events (-want +got):\n%s", d)
+		}
+	})
+	t.Run("declined", func(t *testing.T) {
+		a, events := setup(t, func(ctx context.Context, r tool.Request) (tool.Answer, error) {
+			return tool.Answer{ID: r.ID, OK: false, Reason: "no"}, nil
+		})
+		if res, err := a.Run(context.Background(), "x"); err != nil || res.Status != agent.StatusDone {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+		if d := cmp.Diff([]string{"PRE_TOOL_USE ask c1"}, events()); d != "" {
+			t.Errorf("events (-want +got):\n%s", d)
+		}
+	})
+}

@@ -68,7 +68,26 @@
 //	success     bool             POST, ON_ERROR                  false for an error result, an error or a panic
 //	error       string           POST, ON_ERROR                  the error text ("" on success)
 //	outputSize  int              POST, ON_ERROR                  length of the tool's output, in bytes
-//	pending     bool             POST (only when true)           the tool asked for an answer instead of returning a result; the call runs again once answered
+//
+// # Calls that wait for an answer
+//
+// A call that needs a person fires its hooks only when it runs with the
+// answer. When the authorization asks for an approval, the tool is not
+// started until the call is approved: PRE_TOOL_USE and POST_TOOL_USE fire
+// once, after the approval (as seed 000's "a tool call that the agent's
+// authorization check denies never reaches the tool"). A tool that asks
+// itself (the question tool, a tool that needs a code) is started first
+// and returns a pending request instead of a result: PRE_TOOL_USE fires for
+// that start, and no POST_TOOL_USE or ON_ERROR, since the call has not run
+// to a result (it has no latency, success or output to report, and the
+// AfterTool hooks do not see it either). When the answer comes (at once
+// with a terminal or --approve, or in a later process with tollgate resume)
+// the tool starts again with it: PRE_TOOL_USE fires again, then
+// POST_TOOL_USE (and ON_ERROR) with what that run gave. So for such a call
+// PRE_TOOL_USE fires twice, with the same callId, and POST_TOOL_USE once.
+// A call whose request is denied, or expires, does not start again and
+// fires nothing more. (A Go [hooks.ToolCallListener] sees the first start's
+// PostToolUse too, with Pending set.)
 //
 // ON_STOP, and any event fired with [Registry.FireEvent], has exactly the keys
 // the caller passes (tollgate run passes agent, runId and status, the run's

@@ -335,8 +335,16 @@ func withEvent(event Event, hctx map[string]any) map[string]any {
 func (r *Registry) PreToolUse(ctx context.Context, u *hooks.ToolUse) { r.fireTool(ctx, PreToolUse, u) }
 
 // PostToolUse implements [hooks.ToolCallListener]: it runs the POST_TOOL_USE
-// hooks whose matcher matches u.Tool.
+// hooks whose matcher matches u.Tool. For a call whose tool asked for an
+// answer instead of returning a result (u.Pending) it runs none: the call
+// has not run to a result, so there is no latency, success or output to
+// report; it fires PRE_TOOL_USE and POST_TOOL_USE again when it runs with
+// the answer (see "Calls that wait for an answer" in the package
+// documentation).
 func (r *Registry) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
+	if u.Pending {
+		return
+	}
 	r.fireTool(ctx, PostToolUse, u)
 }
 
@@ -407,9 +415,6 @@ func toolContext(event Event, u *hooks.ToolUse) map[string]any {
 		m["success"] = u.Success
 		m["error"] = u.Error
 		m["outputSize"] = u.OutputSize
-		if u.Pending {
-			m["pending"] = true
-		}
 	}
 	return m
 }
