@@ -127,12 +127,23 @@ func TestBashKillsLeftoversAfterExit(t *testing.T) {
 }
 
 func TestBashEscapedProcessDoesNotBlock(t *testing.T) {
-	_, tools := workspace(t, nil, nil)
+	root, tools := workspace(t, nil, nil)
 	start := time.Now()
 	// setsid puts the sleeper in a session of its own, out of reach of the
-	// group kill; it holds the output pipe for 6 s.
-	r := call(t, tools, "bash", map[string]any{"command": "setsid sleep 6 & echo done"})
-	if elapsed := time.Since(start); elapsed > 4*time.Second {
+	// group kill; it holds the output pipe for 300 s. The shell exits only
+	// once the sleeper has its session (it writes its PID then), so that
+	// the group kill cannot reach it first. The call gives up on the pipe
+	// after drainGrace (2 s): a minute tells that apart from waiting for the
+	// sleeper, on a machine however loaded.
+	r := call(t, tools, "bash", map[string]any{"command": `setsid sh -c 'echo $$ > esc.pid; exec sleep 300' & until [ -s esc.pid ]; do sleep 0.01; done; echo done`})
+	elapsed := time.Since(start)
+	pid := readPID(t, filepath.Join(root, "esc.pid"))
+	escaped := alive(pid)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if !escaped {
+		t.Fatal("the sleeper did not outlive the call: nothing held the pipe")
+	}
+	if elapsed > time.Minute {
 		t.Errorf("call took %v; it waited for the escaped process", elapsed)
 	}
 	if diff := cmp.Diff(outcome{"done\n", false}, got(r)); diff != "" {

@@ -19,7 +19,7 @@ import (
 
 // The crash matrix: a worker is SIGKILLed at four points of a run that asks
 // for an approval; another worker (a new executor) recovers the run through
-// the reaper, and the run ends done with each model turn answered once and
+// the reaper once the dead worker's heartbeat is old enough, and the run ends done with each model turn answered once and
 // the tool started once.
 func TestCrashMatrixSQLite(t *testing.T) {
 	crashMatrix(t, func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "dbos.db") })
@@ -85,6 +85,7 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 				approve(c, runID, c.pending(runID))
 			}
 			tc.crash(c, key, runID)
+			c.reaped("w0")
 			r := c.finished(runID)
 			got, _ := c.counts(key)
 			want := map[string]int{"turn 1": 1, "turn 2": 1, "tool": 1}
@@ -149,6 +150,7 @@ func parallelCalls(t *testing.T, db string) {
 	c.kill("w0")
 	os.Remove(filepath.Join(c.dir, "block-model-"+key+"-2"))
 	c.startWorker("w1")
+	c.reaped("w0")
 	r := c.finished(runID)
 	got, where := c.counts(key)
 	for _, what := range []string{"turn 1", "turn 2", "meet 1", "meet 2", "meet 3"} {

@@ -40,6 +40,13 @@ const (
 	envConcurrency = "TOLLGATE_DBOS_TEST_CONCURRENCY"
 )
 
+// testDeadAfter is the test workers' DeadAfter: longer than any pause of a
+// live worker, however loaded the machine, so that no live worker is ever
+// taken for dead (its runs would then be driven by two workers at once).
+// A killed worker is made dead by [cluster.reaped], which ages its
+// heartbeat by testDeadAfter instead of waiting for that long.
+const testDeadAfter = 10 * time.Minute
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envWorker) == "1" {
 		os.Exit(workerMain())
@@ -58,7 +65,7 @@ func workerMain() int {
 	e, err := dbosengine.New(ctx, dbosengine.Options{
 		DatabaseURL: os.Getenv(envDB), Store: st, Builder: testBuilder(os.Getenv(envCounts)), Worker: true,
 		ExecutorID: os.Getenv(envExecutor), Concurrency: conc,
-		Heartbeat: 200 * time.Millisecond, DeadAfter: 1500 * time.Millisecond, AnswerPoll: 2 * time.Second,
+		Heartbeat: 200 * time.Millisecond, DeadAfter: testDeadAfter, AnswerPoll: 2 * time.Second,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
@@ -303,6 +310,28 @@ func (c *cluster) kill(id string) {
 		c.t.Fatal(err)
 	}
 	_ = p.Wait()
+}
+
+// reaped waits until a live worker has taken over the runs of the killed
+// worker id: it ages id's heartbeat by testDeadAfter, as that long without
+// a beat would, until a reaper has deleted its row. It ages again on each
+// poll, since a beat the worker sent just before it was killed may still
+// land after an ageing.
+func (c *cluster) reaped(id string) {
+	c.t.Helper()
+	c.mu.Lock()
+	_, alive := c.procs[id]
+	c.mu.Unlock()
+	if alive {
+		c.t.Fatalf("worker %s was not killed", id)
+	}
+	c.waitFor("a live worker to take over the runs of "+id, 60*time.Second, func() bool {
+		row, err := dbosengine.AgeHeartbeat(context.Background(), c.db, id, testDeadAfter)
+		if err != nil {
+			c.t.Fatalf("ageing the heartbeat of %s: %v", id, err)
+		}
+		return !row
+	})
 }
 
 // start starts a run with the prompt key:K.

@@ -20,9 +20,10 @@ import (
 
 // Two workers on one PostgreSQL take 200 runs, each of which waits for an
 // approval. Once every run waits, one worker is SIGKILLed with its runs in
-// flight; every answer is given (a second answer to each is refused) and
-// every run finishes, those of the dead worker on the other one, with each
-// turn and each tool call run once.
+// flight; every answer is given (a second answer to each is refused), the
+// live worker takes the dead one's runs over once its heartbeat is old
+// enough, and every run finishes, those of the dead worker on the other
+// one, with each turn and each tool call run once.
 func TestTwoWorkersTakeOver(t *testing.T) {
 	const n = 200
 	c := newCluster(t, pgtest.Database(t), 160) // 2 × 160 ≥ 200 runs waiting at once
@@ -64,6 +65,9 @@ func TestTwoWorkersTakeOver(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// The answers to the dead worker's runs wait in the database for the
+	// worker that takes them over.
+	c.reaped("w0")
 	close(errs)
 	for err := range errs {
 		t.Error(err)

@@ -101,8 +101,11 @@ func TestPageApproveResumesRun(t *testing.T) {
 		t.Fatalf("the stored decision: %+v %v", a, err)
 	}
 
-	// The result, in the run view, reached from the list of runs.
-	run(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#runs a[href="#run=%s"]`, id))))
+	// The result, in the run view, reached from the list of runs. The
+	// decided card leaves the list above 4 s after the decision, moving the
+	// list up: the link is clicked once it has, so that the click lands on
+	// it rather than where it was.
+	run(t, ctx, chromedp.WaitNotPresent(chromedp.CSS(card)), chromedp.Click(chromedp.CSS(fmt.Sprintf(`#runs a[href="#run=%s"]`, id))))
 	waitText(t, ctx, `#run-result`, "done")
 	waitText(t, ctx, `#run-calls tr.call`, "ran transfer")
 	waitText(t, ctx, `#run-calls tr.call .decision`, "person:alice")
@@ -313,7 +316,8 @@ func TestPageShowsAdversarialTextAsText(t *testing.T) {
 	if n := len(f.note.runs(t)); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
-	run(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="#run=%s"]`, id))))
+	// Once the decided card has left, the list of runs below it stays put.
+	run(t, ctx, chromedp.WaitNotPresent(chromedp.CSS(card)), chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="#run=%s"]`, id))))
 	waitText(t, ctx, `#run-calls tr.call pre.output`, "<script>window.__pwned=3</script><b>out</b>")
 	waitText(t, ctx, `#run-result`, `<img src=x onerror="window.__pwned=4"><b>bold</b>`)
 	noMarkup(t, ctx)
