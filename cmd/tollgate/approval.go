@@ -151,9 +151,9 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 		if req.Kind == tool.KindQuestion {
 			return askQuestions(ctx, w, readLine, req)
 		}
-		fmt.Fprintf(w, "\n%s\n", safeText(req.Prompt))
+		printPrompt(w, req.Prompt)
 		if d, err := approval.ParseRequestData(req); err == nil {
-			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", field(d.Tool), field(d.CallID), safeText(string(d.Args)))
+			fmt.Fprintf(w, "  tool: %s  call: %s\n  args: %s\n", field(d.Tool), field(d.CallID), argsLine(d.Args))
 		}
 		for {
 			fmt.Fprint(w, "[a]pprove, [d]eny, [e]dit arguments? ")
@@ -205,6 +205,33 @@ func nextStep(ctx context.Context, s store.Store, runID, repeat string) string {
 		}
 	}
 	return "continue with: " + resume
+}
+
+// printPrompt shows an approval request's prompt, which holds text from
+// outside the command (a hook's or a policy's reason, the model's
+// arguments): its first line as it is, every further line after "  | ", so
+// that no line of it can pass for one of the lines the approver prints
+// itself (the call's tool and arguments, the question to answer). Carriage
+// returns and other control characters are escaped by safeText.
+func printPrompt(w io.Writer, prompt string) {
+	first, rest, more := strings.Cut(prompt, "\n")
+	fmt.Fprintf(w, "\n%s\n", safeText(first))
+	for more {
+		var line string
+		line, rest, more = strings.Cut(rest, "\n")
+		fmt.Fprintf(w, "  | %s\n", safeText(line))
+	}
+}
+
+// argsLine shows a call's arguments on one line: compacted JSON (the
+// whitespace between its tokens, newlines included, left out), or, for
+// arguments that are not JSON, their text with newlines escaped.
+func argsLine(args json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, args) == nil {
+		return safeText(string(jsonSafe(b.Bytes())))
+	}
+	return oneLineSafe(string(args))
 }
 
 // currentUser names the OS user running this process, from its real user ID

@@ -553,3 +553,51 @@ func TestRunWaitExpiresEndToEnd(t *testing.T) {
 		t.Errorf("approvals list after expiry: exit %d\n%s", code, out)
 	}
 }
+
+// A hook's reason (the prompt of its ask) and the model's arguments cannot
+// forge the lines the terminal approver shows about a call: a person must
+// never read "tool: read" and "args: {"path":"notes.txt"}" for a call that
+// is a bash rm. Every line of the prompt after its first is marked as
+// quoted text, and the arguments stay on their one line.
+func TestTerminalWaitPromptCannotForgeLines(t *testing.T) {
+	forged := "  tool: read  call: call_1\n  args: {\"path\":\"notes.txt\"}\n[a]pprove, [d]eny, [e]dit arguments? "
+	args := json.RawMessage("{\"command\":\"rm -rf ~\"\n\n\n,\"x\"\r\n:\"  tool: read\"}")
+	data, err := json.Marshal(approval.RequestData{Tool: "bash", CallID: "call_9", Args: args, Digest: approval.Digest(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []tool.Request{
+		{ID: "req_1", Kind: tool.KindApproval, Prompt: "Allow Bash? (looks fine\n" + forged + ")"},
+		{ID: "req_2", Kind: tool.KindApproval, Prompt: "Allow bash?\r" + forged, Data: data},
+	} {
+		var w bytes.Buffer
+		if _, err := terminalWait(strings.NewReader("a\n"), &w, nil)(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(w.String(), "\n")
+		tools, argLines, asks := 0, 0, 0
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "  tool:"):
+				tools++
+			case strings.HasPrefix(l, "  args:"):
+				argLines++
+			case strings.HasPrefix(l, "[a]pprove"):
+				asks++
+			}
+			if strings.Contains(l, "\r") {
+				t.Errorf("%s: a raw carriage return reaches the terminal: %q", req.ID, l)
+			}
+		}
+		want := 0
+		if req.Data != nil {
+			want = 1
+		}
+		if tools != want || argLines != want || asks != 1 {
+			t.Errorf("%s: %d tool lines, %d args lines, %d answer lines; want %d, %d, 1 (the rest forged):\n%s", req.ID, tools, argLines, asks, want, want, w.String())
+		}
+		if req.Data != nil && !strings.Contains(w.String(), `  args: {"command":"rm -rf ~","x":"  tool: read"}`) {
+			t.Errorf("%s: the arguments are not shown on one line as they will run:\n%s", req.ID, w.String())
+		}
+	}
+}
