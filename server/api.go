@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,12 +208,99 @@ func decodeBody(name string, b []byte, max int64, v any) error {
 	if err := bounded.UniqueKeys(name, b); err != nil {
 		return err
 	}
+	if err := exactKeys(name, b, reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("the %s is not the expected JSON object: %w", name, err)
 	}
 	return nil
+}
+
+// exactKeys checks that every key of the JSON value b that encoding/json
+// would decode into a field of the struct type t (through pointers,
+// slices, arrays and nested structs) is that field's name exactly:
+// encoding/json also matches a name in another case ("Decision" for
+// "decision"), and keeps the last of two such keys, where a proxy or a log
+// matching names exactly keeps the one it knows ({"decision":"deny",
+// "Decision":"approve"} logged as deny, decided as approve). A key that is
+// no field's name in any case is left to DisallowUnknownFields. b is valid
+// JSON (bounded.CheckJSON).
+func exactKeys(name string, b []byte, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		if t.Kind() != reflect.Pointer {
+			var elems []json.RawMessage
+			if json.Unmarshal(b, &elems) != nil {
+				return nil
+			}
+			for _, e := range elems {
+				if err := exactKeys(name, e, t.Elem()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || t.Implements(reflect.TypeFor[json.Unmarshaler]()) || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil {
+		return nil // not an object: the decoder says what is wrong
+	}
+	fields := jsonFields(t)
+	for k, v := range obj {
+		ft, ok := fields[k]
+		if !ok {
+			for f := range fields {
+				if strings.EqualFold(f, k) {
+					return fmt.Errorf("the %s has the key %q; names are case-sensitive: want %q", name, bounded.Cut(k, 64), f)
+				}
+			}
+			continue
+		}
+		if err := exactKeys(name, v, ft); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonFields returns the JSON names of the fields of the struct type t, as
+// encoding/json names them (the json tag's name, else the Go name; fields
+// tagged "-" and unexported ones left out; embedded structs' fields
+// promoted), with each field's type.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		n, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && n == "" {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				for k, v := range jsonFields(et) {
+					if _, ok := out[k]; !ok {
+						out[k] = v
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		out[cmp.Or(n, f.Name)] = f.Type
+	}
+	return out
 }
 
 // ownRun returns the run if it exists in p's tenant; otherwise it writes 404

@@ -100,6 +100,10 @@ func TestDecisionErrors(t *testing.T) {
 		// A log reading the first key would say deny; the decoder keeps the last.
 		{"a key twice", aliceToken, []byte(`{"decision":"deny","argsDigest":"` + a.ArgsDigest + `","decision":"approve"}`), 400, "about:blank"},
 		{"an edited key twice", aliceToken, []byte(`{"decision":"approve","argsDigest":"` + a.ArgsDigest + `","editedArgs":{"amount":7,"amount":9}}`), 400, "about:blank"},
+		// Go's decoder matches field names regardless of case and keeps the
+		// last; a proxy or log matching "decision" exactly would say deny.
+		{"a key twice in another case", aliceToken, []byte(`{"decision":"deny","argsDigest":"` + a.ArgsDigest + `","Decision":"approve"}`), 400, "about:blank"},
+		{"a key in another case", aliceToken, []byte(`{"DECISION":"approve","argsDigest":"` + a.ArgsDigest + `"}`), 400, "about:blank"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
