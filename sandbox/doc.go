@@ -47,6 +47,16 @@
 //     ABI 4+);
 //   - signal, ptrace or read /proc/PID/environ of no process outside its own
 //     sandbox, and connect to no abstract UNIX socket outside it (ABI 6+);
+//   - make no socket of a family other than IPv4, IPv6 and route netlink,
+//     Unix domain sockets above all (EACCES; socketpair still works), and no
+//     io_uring (ENOSYS), by a seccomp filter that also refuses every system
+//     call made through another ABI than the helper's own (32-bit calls on
+//     amd64 or arm64): Landlock (up to ABI 7) does not govern connecting to a
+//     Unix socket by its path, so without the filter a command would reach
+//     every socket its OS user may, outside the workspace too (a PostgreSQL
+//     store with peer authentication, a Docker daemon, an SSH agent). The
+//     filter is in every sandboxed mode, with or without Landlock, on amd64
+//     and arm64;
 //   - with namespaces, it runs in a PID namespace whose init is the helper:
 //     when the helper ends (the program exited, or the caller killed the
 //     helper's process group), every process the program started dies with
@@ -60,8 +70,8 @@
 //
 //   - Reads inside the allowed trees: a secret in /etc or in the workspace is
 //     readable; files the OS user may read outside them are not.
-//   - UDP and other non-TCP protocols, and TCP through UNIX sockets whose path
-//     is readable (Landlock ABI 7 restricts neither).
+//   - UDP and other IP protocols than TCP (Landlock ABI 7 does not restrict
+//     them).
 //   - Resource exhaustion (CPU, memory, disk inside the writable trees):
 //     timeouts and output caps bound those, not this package.
 //   - Anything on a kernel without Landlock: [New] says so in

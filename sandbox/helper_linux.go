@@ -105,6 +105,9 @@ func helper(specJSON string) int {
 		if err := restrict(sp, sp.Tmp); err != nil {
 			return fail("%v", err)
 		}
+		if err := filterSockets(); err != nil {
+			return fail("%v", err)
+		}
 		err := syscall.Exec(sp.Path, sp.Args, os.Environ())
 		return fail("executing %s: %v", sp.Path, err)
 	}

@@ -376,3 +376,57 @@ func TestSealedDirectory(t *testing.T) {
 		t.Fatalf("the existing settings changed or were unreadable: %q (exit %d)\n%s", b, code, out)
 	}
 }
+
+// Landlock (up to ABI 7) does not govern connecting to a Unix domain
+// socket by its path: a sandboxed command reached any socket its user
+// may, outside the workspace too (the store's PostgreSQL with peer
+// authentication, a Docker daemon, an SSH agent, the desktop bus). It can
+// no longer make a Unix socket at all; socketpair, TCP within the allowed
+// ports, and everything unconfined work as before.
+func TestNoUnixSocketsOutside(t *testing.T) {
+	s := newSandbox(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("needs python3 (scripts/test.sh installs it)")
+	}
+	if real, err := filepath.EvalSymlinks(py); err == nil {
+		py = real
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("secret\n"))
+			c.Close()
+		}
+	}()
+	ws := t.TempDir()
+	client := fmt.Sprintf(`%s -c 'import socket,sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("got", s.recv(16))' %s`, py, sock)
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Read: []string{filepath.Dir(py), filepath.Dir(filepath.Dir(py))}}
+	if code, out := run(t, s, p, ws, client); code == 0 || strings.Contains(out, "secret") {
+		t.Fatalf("a sandboxed command reached a Unix socket outside the workspace: exit %d\n%s", code, out)
+	}
+	pair := fmt.Sprintf(`%s -c 'import socket
+a, b = socket.socketpair()
+a.send(b"x")
+print("pair", b.recv(1))'`, py)
+	if code, out := run(t, s, p, ws, pair); code != 0 || !strings.Contains(out, "pair b'x'") {
+		t.Fatalf("socketpair: exit %d\n%s", code, out)
+	}
+	// Unconfined, the same client reads the socket.
+	if code, out := run(t, nil, sandbox.Policy{}, ws, client); code != 0 || !strings.Contains(out, "secret") {
+		t.Fatalf("control: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,107 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The socket families a sandboxed command may create with socket(2): IPv4
+// and IPv6 (TCP connect and bind are Landlock's to allow, per port) and
+// route netlink (what getaddrinfo and ip read the interfaces with).
+// Everything else is refused with EACCES, Unix domain sockets above all:
+// Landlock (up to ABI 7) does not govern connecting to one by its path, so
+// a confined command could otherwise reach every socket its user may
+// (a PostgreSQL store with peer authentication, a Docker daemon, an SSH
+// agent, a desktop bus). socketpair(2) stays allowed: its two ends reach
+// nothing else.
+var socketFamilies = []uint32{unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
+// auditArch is the AUDIT_ARCH_* value of this program's architecture, and
+// x32 whether system calls numbered from 0x40000000 (the x32 ABI of
+// x86-64) must be refused; 0 where the filter is not built.
+var auditArch, x32 = func() (uint32, bool) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64, true
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64, false
+	}
+	return 0, false
+}()
+
+// seccomp_data offsets (linux/seccomp.h): nr, arch, then the arguments,
+// 8 bytes each, the low half first on these little-endian machines.
+const (
+	offNr      = 0
+	offArch    = 4
+	offArg0Lo  = 16
+	offArg0Hi  = 20
+	x32Syscall = 0x40000000
+)
+
+// filterSockets installs, for this thread and every later one of this
+// process and of what it executes, a seccomp filter (seccomp(2),
+// SECCOMP_SET_MODE_FILTER) that refuses socket(2) for the families not in
+// [socketFamilies] (EACCES), refuses io_uring (ENOSYS: its operations
+// would open and connect sockets without the socket system call), and
+// refuses every system call made through another ABI than this program's
+// own (a 32-bit socketcall, int 0x80, the x32 ABI) with ENOSYS, so that
+// the filter cannot be walked around. Everything else is allowed. It needs
+// no_new_privs, which Landlock's restriction has already set. On an
+// architecture other than amd64 and arm64 it does nothing.
+func filterSockets() error {
+	if auditArch == 0 {
+		return nil
+	}
+	prog := socketFilter()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("seccomp: no_new_privs: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		return fmt.Errorf("seccomp: installing the socket filter: %w", errno)
+	}
+	return nil
+}
+
+// socketFilter is the classic BPF program of [filterSockets].
+func socketFilter() []unix.SockFilter {
+	const (
+		ld     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret    = unix.BPF_RET | unix.BPF_K
+		allow  = unix.SECCOMP_RET_ALLOW
+		enosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+		eacces = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+	)
+	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+	// The program is built back to front in spirit: the jumps are
+	// relative, so the blocks are laid out with known lengths.
+	var p []unix.SockFilter
+	p = append(p, stmt(ld, offArch),
+		unix.SockFilter{Code: jeq, K: auditArch, Jt: 1, Jf: 0},
+		stmt(ret, enosys), // another ABI
+		stmt(ld, offNr))
+	if x32 {
+		p = append(p, unix.SockFilter{Code: jge, K: x32Syscall, Jt: 0, Jf: 1}, stmt(ret, enosys))
+	}
+	for _, nr := range []uint32{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER} {
+		p = append(p, unix.SockFilter{Code: jeq, K: nr, Jt: 0, Jf: 1}, stmt(ret, enosys))
+	}
+	// socket(family, ...): allowed only for a family of the list, with
+	// the upper half of the argument 0 (the kernel reads an int).
+	p = append(p, unix.SockFilter{Code: jeq, K: unix.SYS_SOCKET, Jt: 1, Jf: 0}, stmt(ret, allow),
+		stmt(ld, offArg0Hi),
+		unix.SockFilter{Code: jeq, K: 0, Jt: 1, Jf: 0}, stmt(ret, eacces),
+		stmt(ld, offArg0Lo))
+	for _, f := range socketFamilies {
+		p = append(p, unix.SockFilter{Code: jeq, K: f, Jt: 0, Jf: 1}, stmt(ret, allow))
+	}
+	return append(p, stmt(ret, eacces))
+}
