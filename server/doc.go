@@ -81,7 +81,9 @@
 // transfer (req_…)"). A client that reconnects with Last-Event-ID (EventSource
 // does) or ?after=SEQ gets every later event once: the store's numbers are
 // never visible out of order. A comment line is sent every heartbeat. A
-// stream of one run (?run=) ends once the run's end (run.finished or
+// client that stops reading is dropped once a write to it does not finish
+// within [Options.StreamWriteTimeout], which frees its place among the
+// capped streams. A stream of one run (?run=) ends once the run's end (run.finished or
 // run.cancelled) was sent, and at once when the client had seen it (its
 // Last-Event-ID or ?after= is past it); a tenant's stream stays open. The
 // WebSocket stays open for decisions either way.

@@ -122,7 +122,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		}
 	}
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
+	// Each write gets its own deadline: a client that stops reading is
+	// dropped once one does not finish in time, and frees its place.
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)) }
+	deadline()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -139,6 +142,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		if err != nil {
 			return err
 		}
+		deadline()
 		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseField(ev.Type), b); err != nil {
 			return err
 		}
@@ -151,6 +155,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		return nil
 	}
 	beat := func() error {
+		deadline()
 		if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
 			return err
 		}
@@ -265,7 +270,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 		if err != nil {
 			return err
 		}
-		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		wctx, wcancel := context.WithTimeout(ctx, s.writeTimeout)
 		defer wcancel()
 		return c.Write(wctx, websocket.MessageText, b)
 	}

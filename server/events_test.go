@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -439,5 +441,52 @@ func TestHaltedEventSaysWhatTheRunWaitsFor(t *testing.T) {
 				t.Fatalf("run.halted data %s, want status pending and reason %q", se.Data, want)
 			}
 		})
+	}
+}
+
+// A client that opens an event stream and stops reading held its place,
+// and a goroutine, for as long as it kept the connection: its writes
+// blocked on a full connection. A write that does not finish within
+// Options.StreamWriteTimeout now ends the stream, and the place is free.
+func TestStalledEventStreamFreesItsPlace(t *testing.T) {
+	f := newFixture(t, nil, nil, &server.Options{MaxStreamsPerPrincipal: 1, StreamWriteTimeout: 300 * time.Millisecond})
+	c, err := net.Dial("tcp", f.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", vicToken); err != nil {
+		t.Fatal(err)
+	}
+	// The stream is open (its place is taken) once a second one is refused.
+	open := func() int {
+		req, _ := http.NewRequest("GET", f.ts.URL+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+vicToken)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for open() != http.StatusTooManyRequests {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Far more than the connection buffers: the stream's writes block.
+	data, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", 64<<10)})
+	for i := 0; i < 256; i++ {
+		if _, err := f.store.AppendEvents(context.Background(), store.Event{Tenant: "acme", Type: "test.padding", Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for open() != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("a stream whose client stopped reading still holds its place")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -79,6 +79,13 @@ type Options struct {
 	// A stream over either cap is refused with 429 and Retry-After: each
 	// stream holds a connection, memory and store reads.
 	MaxStreams, MaxStreamsPerPrincipal int
+	// StreamWriteTimeout bounds each write to an event stream (an event, a
+	// heartbeat; SSE and WebSocket alike), default
+	// [DefaultStreamWriteTimeout]: a client that stops reading is dropped
+	// when a write does not finish within it, and its place among
+	// MaxStreams is free again, instead of being held, with a goroutine,
+	// for as long as the client keeps the connection.
+	StreamWriteTimeout time.Duration
 	// MaxTickets caps the stream tickets (POST /v1/events/ticket) alive at
 	// once on this server (default [DefaultMaxTickets]);
 	// MaxTicketsPerPrincipal those of one principal (default
@@ -92,6 +99,9 @@ const (
 	DefaultMaxStreams             = 1024
 	DefaultMaxStreamsPerPrincipal = 16
 )
+
+// DefaultStreamWriteTimeout is the default of [Options.StreamWriteTimeout].
+const DefaultStreamWriteTimeout = 30 * time.Second
 
 // Server serves runs, approvals and their events over HTTP (an
 // [http.Handler]; the caller owns the http.Server and its listener), and
@@ -110,9 +120,11 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	beat    time.Duration
-	tick    time.Duration
-	hostTTL time.Duration
-	metrics *metrics
+	// writeTimeout bounds each write to an event stream.
+	writeTimeout time.Duration
+	tick         time.Duration
+	hostTTL      time.Duration
+	metrics      *metrics
 
 	// agentTenants are the tenants of each agent not open to all.
 	agentTenants map[string][]string
@@ -170,6 +182,10 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	if srv.tick <= 0 {
 		srv.tick = time.Second
+	}
+	srv.writeTimeout = opts.StreamWriteTimeout
+	if srv.writeTimeout <= 0 {
+		srv.writeTimeout = DefaultStreamWriteTimeout
 	}
 	srv.streams = streamSlots{max: opts.MaxStreams, perPrincipal: opts.MaxStreamsPerPrincipal, open: map[string]int{}}
 	if srv.streams.max <= 0 {
