@@ -72,7 +72,13 @@
 // digest), its ask counts as answered and the chain goes on, so a gate need not
 // check [hooks.BeforeToolEvent].Answer. Every other hook and the authorizers are
 // heard as on any call, so a deny still wins; a hook's ask for other arguments,
-// or another hook's ask, is a second request. Without WaitFor the
+// or another hook's ask, is a second request. A hook's approval request
+// without Data gets the call's [approval.RequestData] (tool, call ID,
+// arguments, digest, the prompt as reason, the hook as who asked), so that
+// the person is shown what the approval lets run; an approval of it with
+// edited arguments stops the call unless a hook applied them (rewrote the
+// arguments into the answer's), since the call would otherwise run with
+// arguments the person did not approve. Without WaitFor the
 // run halts with [StatusPending] once every call of the turn has finished or
 // suspended; the calls that were allowed have run and are not run again.
 // [Result].State serializes to JSON (versioned: [StateVersion]), and

@@ -244,3 +244,57 @@ func TestGateApprovalDoesNotAnswerAnotherHook(t *testing.T) {
 		t.Fatalf("count %d record %+v", transfer.Count(), res.ToolCalls[0])
 	}
 }
+
+// A person who approves a hook's ask with edited arguments (the terminal's
+// "edit", the server's editedArgs) saw the call run with the model's
+// arguments instead, recorded as approved by them. An edit no hook applied
+// now stops the call; a hook that applies the answer's arguments itself
+// still may. And the request shows the person what they decide on: the
+// tool, the call and its arguments, with their digest.
+func TestHookAskEditIsAppliedOrRefused(t *testing.T) {
+	edited := json.RawMessage(`{"amount":1}`)
+	applying := func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		if ev.Answer != nil && len(ev.Answer.Data) > 0 {
+			return hooks.Rewrite(ev.Answer.Data), nil
+		}
+		return seedGate(ctx, ev)
+	}
+	for _, tc := range []struct {
+		name string
+		gate hooks.BeforeToolFunc
+		want []string // the arguments the tool ran with
+	}{
+		{"no hook applies the edit", seedGate, nil},
+		{"the asking hook applies it", applying, []string{`{"amount":1}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			transfer := &testkit.Counter{Name: "transfer_funds"}
+			var shown approval.RequestData
+			a := newAgent(t, agent.Options{
+				Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), Tools: agent.ToolList{transfer},
+				Hooks: (&hooks.Hooks{}).BeforeTool("gate", tc.gate),
+				WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
+					d, err := approval.ParseRequestData(r)
+					if err != nil {
+						t.Errorf("the hook's request does not say what it is about: %v", err)
+					}
+					shown = d
+					return tool.Answer{ID: r.ID, OK: true, Data: edited, By: "alice"}, nil
+				},
+			})
+			res, err := a.Run(context.Background(), "pay")
+			if err != nil || res.Status != agent.StatusDone {
+				t.Fatalf("err %v status %s", err, res.Status)
+			}
+			if got := transfer.Args(); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("the tool ran with %v, want %v", got, tc.want)
+			}
+			if shown.Tool != "transfer_funds" || shown.CallID != "c1" || string(shown.Args) != `{"amount":5}` || shown.Digest != approval.Digest(json.RawMessage(`{"amount":5}`)) || shown.By.String() != "hook:gate" {
+				t.Errorf("the request showed %+v", shown)
+			}
+			if rec := res.ToolCalls[0]; tc.want == nil && (rec.Ran || rec.Decision.Outcome == agent.OutcomeApproved) {
+				t.Errorf("record %+v", rec.Decision)
+			}
+		})
+	}
+}

@@ -231,7 +231,7 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 				return r.finish(ctx, rec, tool.Errorf("the approval %s was given for other arguments; the call was not run", prior.Request.ID),
 					Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "arguments digest mismatch", Votes: votes}, false, emit)
 			}
-			oc := r.suspend(ctx, rec, OriginHook, res.Pending, args, votes, ans, emit)
+			oc := r.suspend(ctx, rec, OriginHook, hookRequest(res.Pending, call, args, spec, out.By), args, votes, ans, emit)
 			if oc.Pending != nil {
 				oc.Pending.Hook = out.By
 			}
@@ -258,6 +258,15 @@ func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *Pendi
 				Decision{Outcome: OutcomeInvalid, By: by, Reason: by.String() + " rewrote the arguments into ones that do not match the tool's input schema (the model was shown the details)", Votes: votes}, false, emit)
 		}
 		checked = args
+	}
+
+	// An approval of a hook's ask that edits the arguments is taken only
+	// when a hook applied the edit (the person's arguments are the ones
+	// that go on): else the call would run with arguments other than those
+	// the person approved.
+	if hookApproved(prior, ans) && len(bytes.TrimSpace(ans.Data)) > 0 && approval.Digest(args) != approval.Digest(json.RawMessage(ans.Data)) {
+		return r.finish(ctx, rec, tool.Errorf("the approval %s edited the arguments, but it answers hook %s, which did not apply them; the call was not run (approve without editing, or deny)", prior.Request.ID, prior.Hook),
+			Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "edited arguments not applied", Votes: votes}, false, emit)
 	}
 
 	// 4. Authorization, on the final tool and arguments. A Permission hook's
@@ -542,6 +551,27 @@ func (r *runner) approvalRequest(call model.ToolCall, args json.RawMessage, spec
 		req.ExpiresAt = &exp
 	}
 	return req
+}
+
+// hookRequest returns a hook's pending request of kind approval (or of no
+// kind, which becomes one) with the [approval.RequestData] of the call as
+// its Data when the hook gave none: the tool, the call, the arguments and
+// their digest, the hook's prompt as the reason and the hook as who asked,
+// so that whoever answers (a terminal, the approvals page, the API) is
+// shown what the approval lets run, not only what the hook wrote. Any
+// other request is returned as it is.
+func hookRequest(req *tool.Request, call model.ToolCall, args json.RawMessage, spec tool.Spec, hook string) *tool.Request {
+	if (req.Kind != "" && req.Kind != tool.KindApproval) || len(bytes.TrimSpace(req.Data)) > 0 {
+		return req
+	}
+	data, err := model.MarshalJSON(approval.RequestData{Tool: call.Name, CallID: call.ID, Args: storable(args), Digest: approval.Digest(args),
+		Reason: req.Prompt, By: approval.Principal{Kind: approval.PrincipalHook, Name: hook}, Hints: spec.Hints})
+	if err != nil {
+		return req
+	}
+	q := *req
+	q.Data = data
+	return &q
 }
 
 func abbreviate(s string, n int) string {
