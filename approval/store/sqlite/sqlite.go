@@ -125,6 +125,9 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 			return nil, fmt.Errorf("sqlite store: %w", err)
 		}
 	}
+	if err := ownerOnly(path); err != nil {
+		return nil, fmt.Errorf("sqlite store: %w", err)
+	}
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
 		path, BusyTimeout.Milliseconds())
 	db, err := sql.Open("sqlite", dsn)
@@ -137,6 +140,37 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// ownerOnly makes the database file at path (created empty when missing)
+// readable and writable by its owner only, as are then the write-ahead log
+// and shared memory files SQLite creates next to it, which take the
+// database's mode: the store holds transcripts, tool arguments and outputs,
+// which no other local user may read, whatever the directory allows. A
+// file made by an earlier version with a wider mode is narrowed; a file
+// this process does not own is left as it is.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := f.Chmod(fi.Mode().Perm() &^ 0o077); err != nil && !errors.Is(err, os.ErrPermission) {
+			return err
+		}
+		// The log and shared memory an earlier version left, if any.
+		for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+			if fi, err := os.Stat(path + suffix); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+				_ = os.Chmod(path+suffix, fi.Mode().Perm()&^0o077)
+			}
+		}
+	}
+	return nil
 }
 
 // Path returns the database file's path.
