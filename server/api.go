@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -180,8 +181,18 @@ type AutonomyRequest struct {
 
 // readJSON decodes a bounded JSON body into v with [decodeBody]; on
 // failure it writes the problem (413 over max bytes, 400 otherwise).
-func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
+// The body must arrive within the server's BodyReadTimeout: a slower one is
+// 408, and the connection is closed.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 	body, err := bounded.Read(r.Body, "body", bounded.Limits{MaxBytes: max})
+	_ = rc.SetReadDeadline(time.Time{})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.Header().Set("Connection", "close")
+		problemf(w, r, http.StatusRequestTimeout, fmt.Sprintf("the body did not arrive within %s", s.bodyTimeout))
+		return false
+	}
 	if bounded.IsLimit(err) {
 		problemf(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", max))
 		return false
@@ -320,7 +331,7 @@ func (s *Server) ownRun(w http.ResponseWriter, r *http.Request, p Principal, id 
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	var req StartRunRequest
-	if !readJSON(w, r, MaxPromptBytes, &req) {
+	if !s.readJSON(w, r, MaxPromptBytes, &req) {
 		return
 	}
 	// An agent of other tenants is answered as an unknown one: its name
@@ -725,7 +736,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, p Principal) {
 	if !ok {
 		return
 	}
-	if !readJSON(w, r, MaxBodyBytes, &req) {
+	if !s.readJSON(w, r, MaxBodyBytes, &req) {
 		return
 	}
 	v, prob := s.decideOn(r.Context(), p, a, req)
@@ -893,7 +904,7 @@ func (s *Server) getAutonomy(w http.ResponseWriter, r *http.Request, p Principal
 
 func (s *Server) putAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {
 	var req AutonomyRequest
-	if !readJSON(w, r, MaxBodyBytes, &req) {
+	if !s.readJSON(w, r, MaxBodyBytes, &req) {
 		return
 	}
 	change, prob := s.setAutonomy(r.Context(), p, req)

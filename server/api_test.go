@@ -1,15 +1,19 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
@@ -258,5 +262,30 @@ func TestWrongMethod(t *testing.T) {
 			t.Errorf("%s %s: %d Allow %q %s %+v (%v); want %d Allow %q as problem details",
 				tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("Content-Type"), p, err, tc.status, tc.allow)
 		}
+	}
+}
+
+// A client that sends a request's headers and then its body a byte at a
+// time, or never, held the request's goroutine for as long as it kept the
+// connection. Reading a body now has Options.BodyReadTimeout: the client
+// gets 408 and the connection is closed.
+func TestSlowBodyTimesOut(t *testing.T) {
+	f := newFixture(t, nil, nil, &server.Options{BodyReadTimeout: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", f.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"agent\"", aliceToken); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a request whose body never came: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", resp.StatusCode)
 	}
 }

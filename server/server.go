@@ -86,6 +86,11 @@ type Options struct {
 	// MaxStreams is free again, instead of being held, with a goroutine,
 	// for as long as the client keeps the connection.
 	StreamWriteTimeout time.Duration
+	// BodyReadTimeout bounds the reading of a request's body (default
+	// [DefaultBodyReadTimeout]): a client that sends its headers and then
+	// the body slowly, or not at all, gets 408 and its connection is
+	// closed, instead of holding the request for as long as it likes.
+	BodyReadTimeout time.Duration
 	// MaxTickets caps the stream tickets (POST /v1/events/ticket) alive at
 	// once on this server (default [DefaultMaxTickets]);
 	// MaxTicketsPerPrincipal those of one principal (default
@@ -102,6 +107,9 @@ const (
 
 // DefaultStreamWriteTimeout is the default of [Options.StreamWriteTimeout].
 const DefaultStreamWriteTimeout = 30 * time.Second
+
+// DefaultBodyReadTimeout is the default of [Options.BodyReadTimeout].
+const DefaultBodyReadTimeout = 30 * time.Second
 
 // Server serves runs, approvals and their events over HTTP (an
 // [http.Handler]; the caller owns the http.Server and its listener), and
@@ -122,9 +130,11 @@ type Server struct {
 	beat    time.Duration
 	// writeTimeout bounds each write to an event stream.
 	writeTimeout time.Duration
-	tick         time.Duration
-	hostTTL      time.Duration
-	metrics      *metrics
+	// bodyTimeout bounds the reading of a request's body.
+	bodyTimeout time.Duration
+	tick        time.Duration
+	hostTTL     time.Duration
+	metrics     *metrics
 
 	// agentTenants are the tenants of each agent not open to all.
 	agentTenants map[string][]string
@@ -182,6 +192,10 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	if srv.tick <= 0 {
 		srv.tick = time.Second
+	}
+	srv.bodyTimeout = opts.BodyReadTimeout
+	if srv.bodyTimeout <= 0 {
+		srv.bodyTimeout = DefaultBodyReadTimeout
 	}
 	srv.writeTimeout = opts.StreamWriteTimeout
 	if srv.writeTimeout <= 0 {
