@@ -376,7 +376,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	}
 	created := make(chan store.Run, 1)
 	failed := make(chan error, 1)
-	started := s.drive(id, func(ctx context.Context) error {
+	started, full := s.driveCapped(id, p.Tenant, true, func(ctx context.Context) error {
 		_, err := s.host.Start(withRun(ctx, p.Tenant, id), runs.StartRequest{
 			RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt,
 			Created: func(run store.Run) { created <- run },
@@ -385,6 +385,12 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		failed <- err
 		return err
 	})
+	if full {
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, r, Problem{Type: ProblemTooManyRuns, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
+			Detail: fmt.Sprintf("your tenant has %d runs running on this server, the most it may; start this one when one of them ends or halts", s.maxRuns)})
+		return
+	}
 	if !started {
 		// The same key is being started by a request in flight.
 		s.waitStored(w, r, p, id)

@@ -36,9 +36,11 @@
 // run whose agent does not build (its detail names the key of server.yaml
 // the problem is at, as the user wrote it, with the file and line when
 // [Options.Config] is set: "server.yaml:12:13: agents.payer.policy: ...";
-// [Config.CheckAgents] finds these at start). A request body that does not
-// arrive within [Options.BodyReadTimeout] is 408, its connection closed. A
-// path no endpoint has is 404; a method its endpoint
+// [Config.CheckAgents] finds these at start), 429 ([ProblemTooManyRuns],
+// with Retry-After) a start while the caller's tenant has
+// [Options.MaxRunsPerTenant] runs running on the server. A request body
+// that does not arrive within [Options.BodyReadTimeout] is 408, its
+// connection closed. A path no endpoint has is 404; a method its endpoint
 // does not answer is 405 with the methods it does in Allow (RFC 9110).
 //
 // A decision's argsDigest is required to approve; a deny needs none (a

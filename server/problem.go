@@ -33,6 +33,10 @@ const (
 	// ProblemTooManyStreams: 429, the caps on open event streams
 	// ([Options.MaxStreams]) are reached.
 	ProblemTooManyStreams = "https://tollgate.dev/problems/too-many-streams"
+	// ProblemTooManyRuns: 429, POST /v1/runs while the caller's tenant
+	// has as many runs running on this server as Options.MaxRunsPerTenant
+	// allows; Retry-After says when to try again.
+	ProblemTooManyRuns = "https://tollgate.dev/problems/too-many-runs"
 	// ProblemTooManyTickets: 429, POST /v1/events/ticket while the caller,
 	// or all principals together, hold as many live tickets as
 	// [Options.MaxTickets] allows.

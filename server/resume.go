@@ -255,7 +255,7 @@ func (s *Server) tryResumeRun(ctx context.Context, r store.Run) {
 	default:
 		return
 	}
-	s.drive(r.ID, func(ctx context.Context) error {
+	s.drive(r.ID, r.Tenant, func(ctx context.Context) error {
 		_, err := s.host.Resume(withRun(ctx, r.Tenant, r.ID), runs.ResumeRequest{RunID: r.ID, Drive: runs.Drive{OnEvent: s.metrics.onEvent}})
 		switch {
 		case errors.Is(err, store.ErrLeased), errors.Is(err, store.ErrConflict), errors.Is(err, runs.ErrNothingDecided), errors.Is(err, runs.ErrNotResumable):

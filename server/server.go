@@ -91,6 +91,15 @@ type Options struct {
 	// the body slowly, or not at all, gets 408 and its connection is
 	// closed, instead of holding the request for as long as it likes.
 	BodyReadTimeout time.Duration
+	// MaxRunsPerTenant caps the runs of one tenant this server drives at
+	// once (default [DefaultMaxRunsPerTenant]): POST /v1/runs over it is
+	// 429 ([ProblemTooManyRuns]) with Retry-After, so that one tenant's
+	// operators cannot take every goroutine, connection and process of the
+	// server from the others. A run counts while this server drives it
+	// (started or resumed, until it ends or halts); a run that resumes is
+	// never refused, so it may take a tenant over the cap for a while.
+	// Durable runs are bounded by their workers instead.
+	MaxRunsPerTenant int
 	// MaxTickets caps the stream tickets (POST /v1/events/ticket) alive at
 	// once on this server (default [DefaultMaxTickets]);
 	// MaxTicketsPerPrincipal those of one principal (default
@@ -107,6 +116,9 @@ const (
 
 // DefaultStreamWriteTimeout is the default of [Options.StreamWriteTimeout].
 const DefaultStreamWriteTimeout = 30 * time.Second
+
+// DefaultMaxRunsPerTenant is the default of [Options.MaxRunsPerTenant].
+const DefaultMaxRunsPerTenant = 64
 
 // DefaultBodyReadTimeout is the default of [Options.BodyReadTimeout].
 const DefaultBodyReadTimeout = 30 * time.Second
@@ -158,6 +170,10 @@ type Server struct {
 
 	mu       sync.Mutex
 	inflight map[string]bool // runs driven by this server now
+	// tenantRuns counts the runs of inflight by tenant; maxRuns caps
+	// those a start may add to.
+	tenantRuns map[string]int
+	maxRuns    int
 	// recheck lists runs that could not be resumed because they were still
 	// driven here: they are looked at again when that ends.
 	recheck map[string]bool
@@ -178,7 +194,8 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	srv := &Server{
 		store: s, agents: map[string]runs.RunConfig{}, config: opts.Config, tokens: opts.Tokens, page: opts.Page,
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
-		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{},
+		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{}, tenantRuns: map[string]int{},
+		maxRuns: opts.MaxRunsPerTenant,
 		durable: opts.Durable,
 	}
 	if srv.log == nil {
@@ -192,6 +209,9 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	if srv.tick <= 0 {
 		srv.tick = time.Second
+	}
+	if srv.maxRuns <= 0 {
+		srv.maxRuns = DefaultMaxRunsPerTenant
 	}
 	srv.bodyTimeout = opts.BodyReadTimeout
 	if srv.bodyTimeout <= 0 {
@@ -490,7 +510,14 @@ func (s *Server) closing() bool {
 // drive runs f (a Start or a Resume of runID) in the background under the
 // server's run context, unless the run is driven here already or the server
 // is closing. It reports whether f was started.
-func (s *Server) drive(runID string, f func(ctx context.Context) error) bool {
+func (s *Server) drive(runID, tenant string, f func(ctx context.Context) error) bool {
+	ok, _ := s.driveCapped(runID, tenant, false, f)
+	return ok
+}
+
+// driveCapped is drive for a run of tenant; with capped, a run the tenant's
+// count of driven runs has no room for is not started, and full is true.
+func (s *Server) driveCapped(runID, tenant string, capped bool, f func(ctx context.Context) error) (started, full bool) {
 	s.mu.Lock()
 	if s.inflight[runID] || s.closing() {
 		if s.inflight[runID] {
@@ -499,15 +526,23 @@ func (s *Server) drive(runID string, f func(ctx context.Context) error) bool {
 			s.recheck[runID] = true
 		}
 		s.mu.Unlock()
-		return false
+		return false, false
+	}
+	if capped && s.tenantRuns[tenant] >= s.maxRuns {
+		s.mu.Unlock()
+		return false, true
 	}
 	s.inflight[runID] = true
+	s.tenantRuns[tenant]++
 	s.runsWG.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer func() {
 			s.mu.Lock()
 			delete(s.inflight, runID)
+			if s.tenantRuns[tenant]--; s.tenantRuns[tenant] <= 0 {
+				delete(s.tenantRuns, tenant)
+			}
 			again := s.recheck[runID]
 			delete(s.recheck, runID)
 			s.mu.Unlock()
@@ -520,7 +555,7 @@ func (s *Server) drive(runID string, f func(ctx context.Context) error) bool {
 			s.log.Info("run part ended with an error", "run", runID, "error", err)
 		}
 	}()
-	return true
+	return true, false
 }
 
 // Shutdown stops the server: event streams end and new runs are refused at
