@@ -40,7 +40,11 @@
 // One turn may ask for at most Options.MaxToolCalls tool calls (default
 // [DefaultMaxToolCalls]); a turn that asks for more runs none of them and ends
 // the run with a [*TooManyToolCallsError], so that a model cannot make a run
-// carry (and checkpoint) an unbounded batch.
+// carry (and checkpoint) an unbounded batch. A call's arguments nested
+// deeper than tool.MaxArgumentsDepth are kept as the model's text (a JSON
+// string) in the transcript and the records, and the call is invalid: the
+// run's state must read back from a store, which refuses documents nested
+// 1,000 deep.
 //
 // The tool calls of one turn are started in the model's call order and run
 // concurrently, at most Options.MaxParallel at a time; with more than one at a

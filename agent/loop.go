@@ -589,7 +589,8 @@ func isObject(args []byte) bool {
 }
 
 // normalizeCalls gives every call a non-empty ID unique within the turn, and
-// an arguments object ({} when the model sent none).
+// an arguments object ({} when the model sent none); arguments nested deeper
+// than tool.MaxArgumentsDepth become a JSON string of their text.
 func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 	seen := map[string]bool{}
 	out := slices.Clone(calls)
@@ -600,6 +601,11 @@ func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 		seen[out[i].ID] = true
 		if len(out[i].Arguments) == 0 {
 			out[i].Arguments = []byte("{}")
+		} else if tool.TooDeep(out[i].Arguments) {
+			// Kept as the model's text, as a provider keeps arguments that
+			// are not JSON: the transcript, the records and the store hold a
+			// string, and validation tells the model what is wrong.
+			out[i].Arguments, _ = json.Marshal(string(out[i].Arguments))
 		}
 	}
 	return out

@@ -289,7 +289,7 @@ authorization:
 					Decision{Outcome: OutcomeInvalid, By: answerer(ans), Actor: ans.Actor, Reason: "the edited arguments are not a JSON object", Votes: votes}, false, emit)
 			}
 			args, edited = ed, true
-			rec.Args, rec.ArgsDigest = args, approval.Digest(args)
+			rec.Args, rec.ArgsDigest = storable(args), approval.Digest(args)
 			votes = append(votes, Vote{Source: answerer(ans), Actor: ans.Actor, Decision: approval.VoteRewrite, Reason: "edited the arguments"})
 			if err := r.a.validator(t).Validate(args); err != nil {
 				return r.finish(ctx, rec, tool.Errorf("%s: edited arguments are invalid: %v", call.Name, err),
@@ -445,11 +445,12 @@ func withContext(res tool.Result, notes []string) tool.Result {
 	return res
 }
 
-// storable returns args if they are valid JSON, and otherwise the bytes as a
-// JSON string, so that a record or a halted state with arguments a hook
-// garbled still encodes (the call itself fails validation).
+// storable returns args if they are valid JSON nested at most
+// tool.MaxArgumentsDepth deep, and otherwise the bytes as a JSON string, so
+// that a record or a halted state with arguments a hook garbled still
+// encodes, and reads back from a store (the call itself fails validation).
 func storable(args json.RawMessage) json.RawMessage {
-	if json.Valid(args) {
+	if json.Valid(args) && !tool.TooDeep(args) {
 		return slices.Clone(args)
 	}
 	b, _ := json.Marshal(string(args))

@@ -537,3 +537,32 @@ func TestOpenCancelled(t *testing.T) {
 		t.Errorf("Open = %v, %v; want context.DeadlineExceeded", s, err)
 	}
 }
+
+// A server's structured result nested 985 deep (the MCP SDK reads up to
+// 1,000) went into the result's metadata as it came, and with it into the
+// run's records and state, where it nests past the 1,000 levels the stores
+// read back: the run, and every listing of its tenant's runs, could no
+// longer be read. Such a result is kept as its JSON text, a string.
+func TestDeepStructuredContentIsKeptAsText(t *testing.T) {
+	var deep any = map[string]any{}
+	for range 985 {
+		deep = []any{deep}
+	}
+	srv := newServer(nil)
+	addTool(srv, "deep", nil, &mcp.CallToolResult{StructuredContent: deep})
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"x": {Transport: serve(t, srv)}}}, nil)
+	res, err := toolsByName(s)["mcp__x__deep"].Call(context.Background(), json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool.TooDeep(b) {
+		t.Fatalf("the result's metadata nests deeper than %d levels", tool.MaxArgumentsDepth)
+	}
+	if text, ok := res.Metadata[MetaStructuredContent].(string); !ok || !strings.HasPrefix(text, "[[[") {
+		t.Fatalf("structured content kept as %T", res.Metadata[MetaStructuredContent])
+	}
+}

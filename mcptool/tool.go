@@ -22,7 +22,9 @@ const (
 	// MetaTool holds the tool's name on the server (a string).
 	MetaTool = "mcpTool"
 	// MetaStructuredContent holds the result's structuredContent as a
-	// json.RawMessage, when the server sent one.
+	// json.RawMessage, when the server sent one; one nested deeper than
+	// tool.MaxArgumentsDepth is held as its JSON text (a string), so that
+	// records, states and stores can read it back.
 	MetaStructuredContent = "mcpStructuredContent"
 	// MetaContent holds a []ContentInfo describing every content item that is
 	// not text, when there is one.
@@ -410,6 +412,11 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			meta[MetaStructuredContent] = json.RawMessage(raw)
+			if tool.TooDeep(raw) {
+				// Kept as text: the records, the run's state and the
+				// stores that hold them must read it back.
+				meta[MetaStructuredContent] = string(raw)
+			}
 			if !hasText {
 				lines = append([]string{string(raw)}, lines...)
 			}

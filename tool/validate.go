@@ -32,15 +32,56 @@ func NewValidator(schema *jsonschema.Schema) (*Validator, error) {
 	return &Validator{resolved: r}, nil
 }
 
+// MaxArgumentsDepth is how deep a call's arguments may nest (objects and
+// arrays, the arguments object itself the first level). Deeper arguments
+// are invalid: no tool needs them, and every record, transcript and store
+// that keeps them must be able to read them back (the stores refuse
+// documents nested 1,000 deep).
+const MaxArgumentsDepth = 100
+
+// TooDeep reports whether the JSON text args nests objects and arrays more
+// than [MaxArgumentsDepth] levels deep. It does not check that args is
+// JSON.
+func TooDeep(args []byte) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, c := range args {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxArgumentsDepth {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
+
 // ErrInvalidArguments is wrapped by every error [Validator.Validate] returns.
 var ErrInvalidArguments = errors.New("invalid arguments")
 
-// Validate checks that args is a JSON object (empty or null counts as {}) that
-// satisfies the schema. The error wraps [ErrInvalidArguments] and lists what is wrong.
+// Validate checks that args is a JSON object (empty or null counts as {}),
+// nested at most [MaxArgumentsDepth] deep, that satisfies the schema. The
+// error wraps [ErrInvalidArguments] and lists what is wrong.
 func (v *Validator) Validate(args json.RawMessage) error {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		trimmed = []byte("{}")
+	}
+	if TooDeep(trimmed) {
+		return fmt.Errorf("%w: nested deeper than %d levels", ErrInvalidArguments, MaxArgumentsDepth)
 	}
 	var inst any
 	if err := jsondecode.Unmarshal(trimmed, &inst); err != nil {
