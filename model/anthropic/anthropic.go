@@ -57,6 +57,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -675,7 +676,7 @@ func messagesWith(in []model.Message, sc *scratch) ([]wireMessage, error) {
 			if msg.IsError && strings.TrimSpace(text) == "" {
 				text = emptyErrorText
 			}
-			if text != "" {
+			if strings.TrimSpace(text) != "" { // rule 2: no blank text, in results too
 				texts = append(texts, wireText{Type: "text", Text: text})
 				tr.Content = texts[len(texts)-1 : len(texts) : len(texts)]
 			}
@@ -706,6 +707,7 @@ func messagesWith(in []model.Message, sc *scratch) ([]wireMessage, error) {
 		t.results, t.blocks = pairResults(turns[n-1].blocks, nil, nil)
 		turns = append(turns, t)
 	}
+	uniqueToolUseIDs(turns)
 	if len(turns) == 0 {
 		return nil, errors.New("anthropic: the request has no user or assistant content (the Messages API needs at least one message)")
 	}
@@ -735,6 +737,72 @@ func messagesWith(in []model.Message, sc *scratch) ([]wireMessage, error) {
 		out = append(out, wireMessage{Role: "user", Content: content})
 	}
 	return out, nil
+}
+
+// uniqueToolUseIDs keeps rule 10 in turns, whose results [pairResults] has
+// left one per call of the assistant turn before, in their order: a tool_use
+// id that an earlier block of the request already has (a server that numbers
+// its calls per turn, as Kimi's "functions.read_file:0", or two ids that
+// [toolUseID] maps onto one) becomes the id with a suffix "_2", "_3", ...
+// that no block has, and so does the result that answers it. The transcript
+// keeps its own ids. Without a repeat (the common case, checked without
+// allocating up to 64 calls) nothing changes.
+func uniqueToolUseIDs(turns []turn) {
+	var ids []*wireBlock
+	var stack [64]*wireBlock
+	ids = stack[:0]
+	for i := range turns {
+		if !turns[i].assistant {
+			continue
+		}
+		for j := range turns[i].blocks {
+			if b := &turns[i].blocks[j]; b.Type == "tool_use" {
+				ids = append(ids, b)
+			}
+		}
+	}
+	repeat := len(ids) > len(stack)
+	for i := 1; i < len(ids) && !repeat; i++ {
+		for _, e := range ids[:i] {
+			if e.ID == ids[i].ID {
+				repeat = true
+				break
+			}
+		}
+	}
+	if !repeat {
+		return
+	}
+	all := make(map[string]bool, len(ids))
+	for _, b := range ids {
+		all[b.ID] = true
+	}
+	seen := make(map[string]bool, len(ids))
+	for i := range turns {
+		if !turns[i].assistant {
+			continue
+		}
+		k := 0 // the call's position among its turn's calls
+		for j := range turns[i].blocks {
+			b := &turns[i].blocks[j]
+			if b.Type != "tool_use" {
+				continue
+			}
+			if seen[b.ID] {
+				id := b.ID
+				for n := 2; all[id]; n++ {
+					id = b.ID + "_" + strconv.Itoa(n)
+				}
+				all[id] = true
+				if i+1 < len(turns) && !turns[i+1].assistant && k < len(turns[i+1].results) {
+					turns[i+1].results[k].ToolUseID = id
+				}
+				b.ID = id
+			}
+			seen[b.ID] = true
+			k++
+		}
+	}
 }
 
 // hasCalls reports whether blocks hold a tool_use block.

@@ -153,6 +153,18 @@ func messagesRuleViolations(raw []byte) []string {
 			badf("rule 2: blank system text")
 		}
 	}
+	// Rule 10.
+	ids := map[string]bool{}
+	for i, m := range b.Messages {
+		for j, blk := range m.Content {
+			if blk.Type == "tool_use" {
+				if ids[blk.ID] {
+					badf("rule 10: message %d block %d: tool_use id %q is not unique", i, j, blk.ID)
+				}
+				ids[blk.ID] = true
+			}
+		}
+	}
 	// Rule 8.
 	names := map[string]bool{}
 	for i, t := range b.Tools {
