@@ -26,7 +26,8 @@ type Answer struct {
 	// Status is the HTTP status (0: 200).
 	Status int
 	// Header is added to the response. Without a Content-Type in it, a Body
-	// that starts with "data:" or "event:" is sent as text/event-stream and
+	// that starts with "data:", "event:" or ":" (a comment, as OpenRouter
+	// starts its streams) is sent as text/event-stream and
 	// any other as application/json.
 	Header http.Header
 	// Body is the response body.
@@ -80,7 +81,7 @@ func (rec *Recorder) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	if w.Header().Get("Content-Type") == "" {
-		if strings.HasPrefix(a.Body, "data:") || strings.HasPrefix(a.Body, "event:") {
+		if strings.HasPrefix(a.Body, "data:") || strings.HasPrefix(a.Body, "event:") || strings.HasPrefix(a.Body, ":") {
 			w.Header().Set("Content-Type", "text/event-stream")
 		} else {
 			w.Header().Set("Content-Type", "application/json")

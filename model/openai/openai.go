@@ -15,10 +15,14 @@
 // messages: a failed tool result is sent as its text. [Model.Stream] reads the server-sent events of a
 // streaming request (stream_options.include_usage set), assembles tool-call
 // arguments across chunks by their index (a new id on a known index starts a
-// new call) and takes the usage from the last chunk that has one. An error
-// inside a 200 stream, in any of the shapes compatible servers send, and a
-// stream that ends without a finish_reason are a *model.ProviderError: a
-// cut stream never yields a response whose tool calls could run. Wire
+// new call; every choice is part of the one answer, whatever its index) and
+// takes the usage from the last chunk that has one. An error inside a 200
+// stream, in any of the shapes compatible servers send ("event: error"
+// included), and a stream that ends without a finish_reason are a
+// *model.ProviderError: a cut stream never yields a response whose tool
+// calls could run. A server that answers a streaming request with one JSON
+// body is read as Generate reads it. An error body that is not JSON (a
+// proxy's HTML page, plain text) becomes a one-line message. Wire
 // format: https://platform.openai.com/docs/api-reference/chat.
 //
 // Failures are retried by the shared policy of internal/retry (429, 500,
@@ -265,7 +269,7 @@ func (m *Model) statusError(status int, h http.Header, body []byte) *model.Provi
 	}
 	msg := w.Message
 	if msg == "" {
-		msg = provider.Truncate(string(body), 300)
+		msg = provider.BodyText(body)
 	}
 	return retry.HTTPError(Provider, status, h, cmp.Or(code, w.Type), msg, m.key)
 }
@@ -300,15 +304,32 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		return
 	}
 	var (
-		resp *http.Response
-		ev   *provider.Events
-		c    = new(wireCompletion) // every chunk is decoded into it
+		resp  *http.Response
+		ev    *provider.Events
+		c     = new(wireCompletion) // every chunk is decoded into it
+		whole *model.Response       // the answer of a server that did not stream
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "chat completion stream", slog.String("model", w.Model), slog.Int("attempt", attempt))
 		r, err := m.post(ctx, body, m.sseHeader)
 		if err != nil {
 			return err
+		}
+		if jsonBody(r.Header) {
+			// A server that does not stream (or a gateway that fails)
+			// answers a streaming request with one JSON body: a chat
+			// completion, or an error object, read as Generate reads them.
+			defer r.Body.Close()
+			b, err := provider.ReadBodySize(r.Body, r.ContentLength, m.maxBody)
+			if err != nil {
+				return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
+			}
+			out, err := m.response(b, w.Model)
+			if err != nil {
+				return err
+			}
+			whole = out
+			return nil
 		}
 		e := provider.GetEvents(r.Body, m.maxBody)
 		*c = wireCompletion{}
@@ -332,6 +353,16 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	})
 	if err != nil {
 		yield(model.Chunk{}, err)
+		return
+	}
+	if whole != nil {
+		if whole.Model == "" {
+			whole.Model = w.Model
+		}
+		if d := whole.Message.Content; d != "" && !yield(model.Chunk{Delta: d}, nil) {
+			return
+		}
+		yield(model.Chunk{Response: whole}, nil)
 		return
 	}
 	defer resp.Body.Close()
@@ -370,6 +401,14 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	yield(model.Chunk{Response: out}, nil)
 }
 
+// jsonBody reports whether a response's Content-Type is JSON
+// (application/json, or a type with a +json suffix), not an event stream.
+func jsonBody(h http.Header) bool {
+	ct, _, _ := strings.Cut(strings.ToLower(h.Get("Content-Type")), ";")
+	ct = strings.TrimSpace(ct)
+	return ct == "application/json" || strings.HasSuffix(ct, "+json")
+}
+
 // nextChunk reads the next chunk of a stream into c. ok is false at the end
 // of the stream ("data: [DONE]", or the end of the body: Events.Err tells
 // which), perr is set when the event is an error object, or a chunk that
@@ -381,6 +420,17 @@ func nextChunk(e *provider.Events, c *wireCompletion) (ok bool, perr *model.Prov
 	data := e.Data()
 	if bytes.HasPrefix(data, []byte("[DONE]")) {
 		return false, nil
+	}
+	if string(e.Type()) == "error" {
+		// An "event: error" is an error whatever its data holds.
+		if pe := eventError(data); pe != nil {
+			return false, pe
+		}
+		var w wireError // a flat object without "object": "error"
+		if json.Unmarshal(data, &w) == nil && w.Message != "" {
+			return false, errorOf(w)
+		}
+		return false, &model.ProviderError{Provider: Provider, Message: cmp.Or(provider.BodyText(data), "the server sent an error event without a message")}
 	}
 	c.reset()
 	if err := decode(data, c); err != nil {
@@ -572,6 +622,13 @@ func eventError(data []byte) *model.ProviderError {
 	default:
 		return nil
 	}
+	return errorOf(w)
+}
+
+// errorOf is the ProviderError of an error object: its message, its type
+// (else its code) as the error's type, retryable when its code is a
+// transient status or its type a server error or a rate limit.
+func errorOf(w wireError) *model.ProviderError {
 	code := strings.Trim(string(w.Code), `"`)
 	if code == "null" {
 		code = ""
@@ -670,10 +727,11 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 	}
 	var delta string
 	for i := range c.Choices {
+		// Every choice is part of the one answer: the request never asks
+		// for more than one, and a proxy in front of the Messages API
+		// (LiteLLM, before it fixed it) numbers choices by content block,
+		// the text at 0 and the tool calls at 1 and after.
 		ch := &c.Choices[i]
-		if ch.Index != 0 {
-			continue
-		}
 		delta += ch.Delta.Content
 		for i := range ch.Delta.ToolCalls {
 			tc := &ch.Delta.ToolCalls[i]

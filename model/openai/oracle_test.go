@@ -297,6 +297,8 @@ func plainJSON(data []byte) bool {
 // the codec and the SDK.
 func TestOracleAnswers(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.json")
+	serverFiles, _ := filepath.Glob("testdata/servers/*.json")
+	files = append(files, serverFiles...)
 	sse, _ := filepath.Glob("testdata/*.sse")
 	servers, _ := filepath.Glob("testdata/servers/*.sse")
 	n := 0
