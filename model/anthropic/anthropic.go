@@ -308,7 +308,7 @@ func (m *Model) post(ctx context.Context, body []byte, header http.Header) (*htt
 		typ, msg = w.Error.Type, w.Error.Message
 	}
 	if msg == "" {
-		msg = provider.Truncate(string(b), 300)
+		msg = provider.BodyText(b) // an HTML page's title, plain text: one line
 	}
 	e := retry.HTTPError(Provider, resp.StatusCode, resp.Header, typ, msg, m.key)
 	if resp.StatusCode == statusOverloaded {

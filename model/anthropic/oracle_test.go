@@ -335,14 +335,28 @@ func checkStream(t testing.TB, name string, b []byte) int {
 	if err := json.Unmarshal(acc.raw(), &got); err != nil {
 		t.Fatalf("%s: Raw %s: %v", name, acc.raw(), err)
 	}
+	if _, ok := sdkAssemblesOtherwise[filepath.Base(name)]; ok {
+		return n
+	}
 	if diff := cmp.Diff(fromSDK(&sdk), fromCodec(&got)); diff != "" {
 		t.Errorf("%s: the assembled message differs from the SDK's (-sdk +codec):\n%s", name, diff)
 	}
 	return n
 }
 
+// sdkAssemblesOtherwise are the recorded streams whose assembled message
+// the SDK gets wrong, and why; their events are still compared one by one.
+var sdkAssemblesOtherwise = map[string]string{
+	// The SDK appends the input_json_delta pieces to a content_block_start
+	// input that is not {}, and so assembles {"path":"a.txt"}{"path":"a.txt"}
+	// (invalid JSON, which it then drops); the codec takes the pieces.
+	"input_both.sse": "input in content_block_start and in input_json_delta",
+}
+
 func TestOracleAnswers(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.json")
+	serverFiles, _ := filepath.Glob("testdata/servers/*.json")
+	files = append(files, serverFiles...)
 	sse, _ := filepath.Glob("testdata/*.sse")
 	servers, _ := filepath.Glob("testdata/servers/*.sse")
 	n := 0
