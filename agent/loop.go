@@ -499,8 +499,12 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		r.st.Messages = append(r.st.Messages, msg)
 		r.lastFinish, r.cutOff = resp.FinishReason, nil
 		if resp.FinishReason == model.FinishLength {
-			for _, c := range msg.ToolCalls {
-				if !isObject(c.Arguments) {
+			// The limit fell in the last call, or after it: a call whose
+			// arguments are not an object was cut, and so may be the last
+			// one even when what arrived parses (a server that sends the
+			// part of a cut input it could parse, {} at worst).
+			for i, c := range msg.ToolCalls {
+				if !isObject(c.Arguments) || i == len(msg.ToolCalls)-1 {
 					if r.cutOff == nil {
 						r.cutOff = map[string]bool{}
 					}
