@@ -108,7 +108,9 @@ func (p Policy) Delay(retry int, err error) time.Duration {
 // context.Canceled) holds and no further attempt is made.
 //
 // Each retry is logged at level Warn on log (nil: no logging) with the
-// provider, status, attempt and delay; never with credentials.
+// provider, status, attempt and delay, and the server's Retry-After when it
+// sent one (the delay is shorter when MaxDelay caps it); never with
+// credentials.
 func Do(ctx context.Context, p Policy, log *slog.Logger, op func(ctx context.Context, attempt int) error) error {
 	retries := p.Retries()
 	for attempt := 1; ; attempt++ {
@@ -132,6 +134,10 @@ func Do(ctx context.Context, p Policy, log *slog.Logger, op func(ctx context.Con
 			if pe != nil {
 				// The provider is already on the logger (provider.Logger).
 				attrs = append(attrs, slog.Int("status", pe.StatusCode))
+				if pe.RetryAfter > 0 {
+					// What the server asked for, when MaxDelay cuts it.
+					attrs = append(attrs, slog.Duration("retry_after", pe.RetryAfter))
+				}
 			}
 			attrs = append(attrs, slog.String("error", err.Error()))
 			log.LogAttrs(ctx, slog.LevelWarn, "model call failed, retrying", attrs...)
