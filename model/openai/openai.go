@@ -15,8 +15,10 @@
 // messages: a failed tool result is sent as its text. [Model.Stream] reads the server-sent events of a
 // streaming request (stream_options.include_usage set), assembles tool-call
 // arguments across chunks by their index (a new id on a known index starts a
-// new call; every choice is part of the one answer, whatever its index) and
-// takes the usage from the last chunk that has one. An error inside a 200
+// new call; every choice is part of the one answer, whatever its index; a
+// character that a server cut between two chunks, as UTF-8 bytes or as the
+// halves of an escaped surrogate pair, is put together) and takes the usage
+// from the last chunk that has one. An error inside a 200
 // stream, in any of the shapes compatible servers send ("event: error"
 // included), and a stream that ends without a finish_reason are a
 // *model.ProviderError: a cut stream never yields a response whose tool
@@ -497,7 +499,7 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
-		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: arguments(tc.Function.Arguments)})
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: arguments(provider.ValidBytes(tc.Function.Arguments))})
 	}
 	if len(msg.ToolCalls) == 0 {
 		msg.ToolCalls = nil
@@ -774,6 +776,7 @@ func (a *accumulator) response() (*model.Response, *model.ProviderError) {
 		if id == "" {
 			id = model.NewCallID()
 		}
+		b.args = provider.ValidBytes(b.args) // a character cut between two pieces, put together (Raw too)
 		msg.ToolCalls[i] = model.ToolCall{ID: id, Name: b.name, Arguments: arguments(b.args)}
 	}
 	return &model.Response{

@@ -186,10 +186,10 @@ func checkCompletion(t testing.TB, data []byte) {
 	for _, ch := range c.Choices {
 		x := choice{Index: ch.Index, Content: ch.Message.Content, Delta: ch.Delta.Content, Finish: string(ch.FinishReason)}
 		for _, tc := range ch.Message.ToolCalls {
-			x.Calls = append(x.Calls, call{0, tc.ID, string(tc.Type), tc.Function.Name, string(tc.Function.Arguments)})
+			x.Calls = append(x.Calls, call{0, tc.ID, string(tc.Type), tc.Function.Name, provider.ValidText(string(tc.Function.Arguments))})
 		}
 		for _, tc := range ch.Delta.ToolCalls {
-			x.DeltaCalls = append(x.DeltaCalls, call{tc.Index, tc.ID, string(tc.Type), tc.Function.Name, string(tc.Function.Arguments)})
+			x.DeltaCalls = append(x.DeltaCalls, call{tc.Index, tc.ID, string(tc.Type), tc.Function.Name, provider.ValidText(string(tc.Function.Arguments))})
 		}
 		got.Choices = append(got.Choices, x)
 	}

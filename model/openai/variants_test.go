@@ -190,3 +190,33 @@ func TestStreamAnsweredWithJSON(t *testing.T) {
 		t.Errorf("%d requests, want 1: the error is not transient", rec.Calls())
 	}
 }
+
+// TestSplitCharacters: tool-call arguments cut mid-character between two
+// chunks, as raw UTF-8 bytes (a server that cuts bytes, such as llama.cpp's
+// C++) and between the halves of an escaped surrogate pair (a server that
+// cuts UTF-16, such as one written in JavaScript), arrive whole; encoding/json
+// alone makes each half U+FFFD.
+func TestSplitCharacters(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/split_characters.sse")})
+	_, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"path":"été/日本.txt"}`, `{"path":"😀.txt"}`}
+	if diff := cmp.Diff(want, argsOf(final.Message.ToolCalls)); diff != "" {
+		t.Errorf("arguments (-want +got):\n%s", diff)
+	}
+	var raw struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					Function struct{ Arguments string } `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(final.Raw, &raw); err != nil || len(raw.Choices) != 1 || len(raw.Choices[0].Message.ToolCalls) != 2 ||
+		raw.Choices[0].Message.ToolCalls[1].Function.Arguments != want[1] {
+		t.Errorf("Raw = %s (%v), want the same arguments", final.Raw, err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/internal/jsondecode"
 	"github.com/tollgate-dev/tollgate/internal/provider"
@@ -271,62 +270,23 @@ type wireFunctionOut struct {
 	Arguments wireArgs `json:"arguments"`
 }
 
-// wireArgs is the text of a JSON string, as bytes. It decodes as a string
-// field does (escapes, invalid UTF-8 replaced by U+FFFD; null, and a value
-// of another type, leave it as it is), in one allocation for text in valid
-// UTF-8 with the short escapes (\", \\, \/, \b, \f, \n, \r, \t) alone,
-// which is what models send; other text is unquoted by encoding/json.
+// wireArgs is the text of a tool call's arguments, or of the piece of them
+// that one chunk carries, as bytes, decoded as a provider.Text is: a JSON
+// string unquoted keeping a character cut between two chunks (its bytes, or
+// the half of a surrogate pair) for provider.ValidBytes to put together
+// once the pieces are joined; an object or an array (arguments sent as an
+// object, by llama.cpp's server and Text Generation Inference) as its own
+// text; null, and any other value, leave it as it is. One allocation.
 type wireArgs []byte
 
 // UnmarshalJSON implements [json.Unmarshaler]. b is a valid JSON value (the
 // decoder checked the whole input before).
 func (a *wireArgs) UnmarshalJSON(b []byte) error {
-	if len(b) < 2 || b[0] != '"' {
+	if len(b) == 0 || (b[0] != '"' && b[0] != '{' && b[0] != '[') {
 		return nil
 	}
-	in := b[1 : len(b)-1]
-	out := make([]byte, 0, len(in))
-	for {
-		j := bytes.IndexByte(in, '\\')
-		if j < 0 {
-			out = append(out, in...)
-			break
-		}
-		if j+1 == len(in) {
-			return a.unquote(b) // not a JSON string: left to encoding/json
-		}
-		out = append(out, in[:j]...)
-		c := in[j+1]
-		switch c {
-		case '"', '\\', '/':
-		case 'b':
-			c = '\b'
-		case 'f':
-			c = '\f'
-		case 'n':
-			c = '\n'
-		case 'r':
-			c = '\r'
-		case 't':
-			c = '\t'
-		default: // \uXXXX
-			return a.unquote(b)
-		}
-		out = append(out, c)
-		in = in[j+2:]
-	}
-	if !utf8.Valid(out) {
-		return a.unquote(b)
-	}
-	*a = out
-	return nil
-}
-
-// unquote decodes the JSON string b with encoding/json.
-func (a *wireArgs) unquote(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*a = wireArgs(s)
+	if out, ok := provider.AppendText(make([]byte, 0, len(b)), b); ok {
+		*a = out
 	}
 	return nil
 }
