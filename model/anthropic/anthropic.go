@@ -1170,7 +1170,7 @@ type block struct {
 func (b *block) arguments() json.RawMessage {
 	if b.args == nil {
 		if len(b.input) > 0 {
-			b.args = arguments(b.input)
+			b.args = arguments(provider.ValidBytes(b.input))
 		} else {
 			b.args = arguments(b.startIn)
 		}

@@ -223,6 +223,13 @@ func (d *decoder) str(p *string) {
 	}
 }
 
+// text decodes a provider.Text field as its UnmarshalJSON does.
+func (d *decoder) text(p *provider.Text) {
+	if s, ok := d.c.Text(); ok {
+		*p = provider.Text(s)
+	}
+}
+
 // word decodes a provider.String field as its UnmarshalJSON does: like a
 // string field, with the fixed words of the wire format interned.
 func (d *decoder) word(p *provider.String) {
@@ -333,7 +340,7 @@ func (d *decoder) delta(w *wireDelta) {
 		case 1:
 			d.str(&w.Text)
 		case 2:
-			d.str(&w.PartialJSON)
+			d.text(&w.PartialJSON)
 		case 3:
 			d.str(&w.Thinking)
 		case 4:

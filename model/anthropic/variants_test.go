@@ -117,3 +117,22 @@ func TestErrorBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitCharacters: a tool's input cut mid-character between two
+// input_json_delta pieces, as raw UTF-8 bytes and between the halves of an
+// escaped surrogate pair (a proxy that cuts UTF-16 strings), arrives whole;
+// encoding/json alone makes each half U+FFFD.
+func TestSplitCharacters(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/split_characters.sse")})
+	_, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range final.Message.ToolCalls {
+		got = append(got, string(c.Arguments))
+	}
+	if diff := cmp.Diff([]string{`{"path":"été/日本.txt"}`, `{"path":"😀.txt"}`}, got); diff != "" {
+		t.Errorf("arguments (-want +got):\n%s", diff)
+	}
+}

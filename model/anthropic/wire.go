@@ -189,7 +189,7 @@ type wireStart struct {
 type wireDelta struct {
 	Type        provider.String `json:"type"`
 	Text        string          `json:"text"`
-	PartialJSON string          `json:"partial_json"`
+	PartialJSON provider.Text   `json:"partial_json"` // may cut a character in two
 	Thinking    string          `json:"thinking"`
 	Signature   string          `json:"signature"`
 	StopReason  provider.String `json:"stop_reason"`
