@@ -514,7 +514,8 @@ func (m *Model) requestWith(ctx context.Context, req *model.Request, sc *scratch
 	}
 	if req.Temperature != nil {
 		if m.temperature {
-			w.Temperature = req.Temperature
+			t := min(max(*req.Temperature, 0), 1) // rule 11 (OpenAI's range is 0 to 2)
+			w.Temperature = &t
 		} else {
 			m.log.LogAttrs(ctx, slog.LevelDebug, "temperature not sent: the API version rejects sampling parameters")
 		}
@@ -567,7 +568,10 @@ func (m *Model) wireTools(defs []model.ToolDef) ([]wireTool, error) {
 //  7. a tool_result with is_error set has content;
 //  8. tool names match ^[a-zA-Z0-9_-]{1,128}$ and are unique, and a tool's
 //     input_schema is a JSON object of type "object";
-//  9. max_tokens is at least 1.
+//  9. max_tokens is at least 1;
+//  10. tool_use ids are unique in the request, across turns too ("`tool_use`
+//     ids must be unique");
+//  11. temperature, under an API version that takes it, is from 0 to 1.
 
 // Texts the provider writes where the API needs content tollgate's transcript
 // does not have.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/providertest"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/anthropic"
 	"github.com/tollgate-dev/tollgate/model/modeltest"
 )
 
@@ -126,5 +127,26 @@ func TestBlankToolResultText(t *testing.T) {
 	}
 	if len(r) != 2 || !r[1].IsError || len(r[1].Content) != 1 || *r[1].Content[0].Text != "the tool call failed without a message" {
 		t.Errorf("blank failure = %+v, want an error result with text", r[1])
+	}
+}
+
+// TestTemperatureInRange: under an API version that takes sampling
+// parameters, a temperature outside the API's 0 to 1 (OpenAI's range is 0
+// to 2) is sent as the nearest bound, which the API accepts.
+func TestTemperatureInRange(t *testing.T) {
+	for _, tc := range []struct{ in, want float64 }{{1.5, 1}, {-0.2, 0}, {0.7, 0.7}} {
+		rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")})
+		m := newModel(t, rec.URL(), func(o *anthropic.Options) { o.APIVersion = "2023-06-01" })
+		temp := tc.in
+		if _, err := m.Generate(context.Background(), &model.Request{Model: "claude-test", Messages: []model.Message{model.User("hi")}, Temperature: &temp}); err != nil {
+			t.Fatal(err)
+		}
+		var b struct{ Temperature *float64 }
+		if err := json.Unmarshal(rec.Body(0), &b); err != nil || b.Temperature == nil || *b.Temperature != tc.want {
+			t.Errorf("temperature %v sent as %v (%v), want %v", tc.in, b.Temperature, err, tc.want)
+		}
+		if temp != tc.in {
+			t.Errorf("the request's temperature changed to %v", temp)
+		}
 	}
 }
