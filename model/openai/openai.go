@@ -673,7 +673,8 @@ var errNoFinish = &model.ProviderError{Provider: Provider, Message: "the stream 
 // Tool calls are keyed by the index of each tool-call delta, as OpenAI sends
 // them; a delta that carries an id different from the one its index already
 // has starts a new call (servers such as Ollama send several complete calls
-// all with index 0). A call whose id never arrives gets one of
+// all with index 0), and so does a second delta on one index in one chunk
+// (several complete calls with neither index nor id). A call whose id never arrives gets one of
 // [model.NewCallID].
 type accumulator struct {
 	text   strings.Builder
@@ -697,10 +698,11 @@ type callBuilder struct {
 }
 
 // call returns the call that a delta with index and id adds to: the last
-// one with that index, unless the delta's id differs from the one it has;
+// one with that index, unless the delta's id differs from the one it has or
+// fresh is set (the chunk had a delta on that index already: see indexUsed);
 // else a new one.
-func (a *accumulator) call(index int64, id string) *callBuilder {
-	for i := len(a.calls) - 1; i >= 0; i-- {
+func (a *accumulator) call(index int64, id string, fresh bool) *callBuilder {
+	for i := len(a.calls) - 1; i >= 0 && !fresh; i-- {
 		if b := &a.calls[i]; b.index == index {
 			if id != "" && b.id != "" && id != b.id {
 				break
@@ -737,7 +739,7 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 		delta += ch.Delta.Content
 		for i := range ch.Delta.ToolCalls {
 			tc := &ch.Delta.ToolCalls[i]
-			b := a.call(tc.Index, tc.ID)
+			b := a.call(tc.Index, tc.ID, indexUsed(ch.Delta.ToolCalls[:i], tc.Index))
 			if b.id == "" {
 				b.id = tc.ID
 			}
@@ -756,6 +758,19 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 	}
 	a.text.WriteString(delta)
 	return delta, nil
+}
+
+// indexUsed reports whether one of the tool-call deltas before, in the same
+// chunk, has index idx: a chunk carries at most one piece of a call, so a
+// second entry on an index (servers that send every call complete in one
+// chunk with neither index nor id) is a call of its own.
+func indexUsed(before []wireToolCallOut, idx int64) bool {
+	for _, tc := range before {
+		if tc.Index == idx {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *accumulator) response() (*model.Response, *model.ProviderError) {

@@ -49,6 +49,8 @@ func TestServerVariants(t *testing.T) {
 		{file: "litellm_choice_index.sse", ids: true, want: &model.Response{Message: readBoth("Reading both.", "toolu_01A", "toolu_01B"), Usage: usage, FinishReason: model.FinishToolCalls, Model: "claude-sonnet-4-5"}},
 		{file: "proxy_index_from_1.sse", ids: true, want: &model.Response{Message: readBoth("Reading both.", "toolu_01P", "toolu_01Q"), Usage: usage, FinishReason: model.FinishToolCalls, Model: "claude-sonnet-4-5"}},
 		{file: "missing_ids.sse", want: &model.Response{Message: readBoth("", "", ""), Usage: usage, FinishReason: model.FinishToolCalls, Model: "tgi"}},
+		// Both calls complete in one chunk, with neither index nor id.
+		{file: "one_chunk_no_index_no_id.sse", want: &model.Response{Message: readBoth("", "", ""), Usage: usage, FinishReason: model.FinishToolCalls, Model: "local-model"}},
 		{file: "numeric_ids.sse", want: &model.Response{Message: readBoth("", "", ""), Usage: usage, FinishReason: model.FinishToolCalls, Model: "local-model"}},
 		// Two calls under one id stay two calls; the agent gives the
 		// second an id of its own.
