@@ -201,6 +201,7 @@ func TestProviderFixturesBothCallsRun(t *testing.T) {
 		{"openai", "missing_ids.sse"},
 		{"openai", "numeric_ids.sse"},
 		{"openai", "one_chunk_no_index_no_id.sse"},
+		{"openai", "llamacpp_object_arguments.sse"},
 		{"openai", "ollama_tool_calls.sse"},
 		{"openai", "litellm_choice_index.sse"},
 		{"openai", "proxy_index_from_1.sse"},

@@ -224,16 +224,22 @@ type strictWords struct {
 	Choices           []struct {
 		FinishReason string `json:"finish_reason"`
 		Message      struct {
-			ToolCalls []struct {
-				Type string `json:"type"`
-			} `json:"tool_calls"`
+			ToolCalls []strictCall `json:"tool_calls"`
 		} `json:"message"`
 		Delta struct {
-			ToolCalls []struct {
-				Type string `json:"type"`
-			} `json:"tool_calls"`
+			ToolCalls []strictCall `json:"tool_calls"`
 		} `json:"delta"`
 	} `json:"choices"`
+}
+
+// strictCall is a tool call of strictWords: arguments sent as a JSON object
+// (llama.cpp's server, Text Generation Inference) are the codec's arguments
+// and not a string to the SDK.
+type strictCall struct {
+	Type     string `json:"type"`
+	Function struct {
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // wellTyped reports whether data is plain JSON (see plainJSON) in valid

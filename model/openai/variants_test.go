@@ -51,6 +51,9 @@ func TestServerVariants(t *testing.T) {
 		{file: "missing_ids.sse", want: &model.Response{Message: readBoth("", "", ""), Usage: usage, FinishReason: model.FinishToolCalls, Model: "tgi"}},
 		// Both calls complete in one chunk, with neither index nor id.
 		{file: "one_chunk_no_index_no_id.sse", want: &model.Response{Message: readBoth("", "", ""), Usage: usage, FinishReason: model.FinishToolCalls, Model: "local-model"}},
+		// Arguments as a JSON object, not its text (llama.cpp's server for a
+		// while in 2026).
+		{file: "llamacpp_object_arguments.sse", ids: true, want: &model.Response{Message: readBoth("", "ObjA1", "ObjB2"), Usage: usage, FinishReason: model.FinishToolCalls, Model: "gpt-3.5-turbo"}},
 		{file: "numeric_ids.sse", want: &model.Response{Message: readBoth("", "", ""), Usage: usage, FinishReason: model.FinishToolCalls, Model: "local-model"}},
 		// Two calls under one id stay two calls; the agent gives the
 		// second an id of its own.
@@ -103,7 +106,8 @@ func TestServerVariants(t *testing.T) {
 
 // TestGenerateCutAtOutputLimit: without streaming, as agent.Run asks, an
 // answer cut off at the output limit has finish reason length; a call cut
-// off mid-arguments keeps the model's text as a JSON string.
+// off mid-arguments keeps the model's text as a JSON string. And arguments
+// sent as a JSON object are those arguments.
 func TestGenerateCutAtOutputLimit(t *testing.T) {
 	usage := model.Usage{InputTokens: 120, OutputTokens: 31, TotalTokens: 151}
 	for _, tc := range []struct {
@@ -115,6 +119,8 @@ func TestGenerateCutAtOutputLimit(t *testing.T) {
 			model.ToolCall{ID: "call_b", Name: "read_file", Arguments: json.RawMessage(`"{\"path\":\"b.t"`)},
 		), Usage: usage, FinishReason: model.FinishLength, Model: "gpt-4.1-mini"}},
 		{"length_text.json", &model.Response{Message: model.Assistant("The files s"), Usage: usage, FinishReason: model.FinishLength, Model: "gpt-4.1-mini"}},
+		// Text Generation Inference: arguments as a JSON object.
+		{"tgi_object_arguments.json", &model.Response{Message: readBoth("", "0", "1"), Usage: usage, FinishReason: model.FinishToolCalls, Model: "tgi"}},
 	} {
 		rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/"+tc.file)})
 		got, err := newModel(t, rec.URL(), nil).Generate(context.Background(), canonical())
