@@ -137,3 +137,15 @@ func TestSplitCharacters(t *testing.T) {
 		t.Errorf("arguments (-want +got):\n%s", diff)
 	}
 }
+
+// TestGenerateErrorBody: an error object in a 200 answer (a gateway that
+// answers 200 whatever happened) is the error, with the server's message,
+// not an empty message; a transient kind is retryable.
+func TestGenerateErrorBody(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+	_, err := newModel(t, rec.URL(), func(o *anthropic.Options) { o.MaxRetries = -1 }).Generate(context.Background(), canonical())
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Message != "Overloaded" || pe.Type != "overloaded_error" || !pe.Retryable {
+		t.Errorf("err = %#v, want the server's retryable error", err)
+	}
+}
