@@ -571,7 +571,8 @@ func (m *Model) wireTools(defs []model.ToolDef) ([]wireTool, error) {
 //  9. max_tokens is at least 1;
 //  10. tool_use ids are unique in the request, across turns too ("`tool_use`
 //     ids must be unique");
-//  11. temperature, under an API version that takes it, is from 0 to 1.
+//  11. temperature, under an API version that takes it, is from 0 to 1;
+//  12. a tool_use block has a name (the field is required).
 
 // Texts the provider writes where the API needs content tollgate's transcript
 // does not have.
@@ -583,6 +584,9 @@ const (
 	// continueText opens a conversation that would otherwise start with an
 	// assistant turn.
 	continueText = "(continue)"
+	// unnamedTool names a tool call that has no name (a model's call that
+	// named no tool, which failed as an unknown tool).
+	unnamedTool = "unnamed_tool"
 )
 
 // turn is one user or assistant turn under construction.
@@ -672,7 +676,7 @@ func messagesWith(in []model.Message, sc *scratch) ([]wireMessage, error) {
 				addBlock(t, textBlock(msg.Content))
 			}
 			for _, c := range msg.ToolCalls {
-				addBlock(t, wireBlock{Type: "tool_use", ID: toolUseID(c.ID), Name: c.Name, Input: inputObject(c.Arguments)})
+				addBlock(t, wireBlock{Type: "tool_use", ID: toolUseID(c.ID), Name: cmp.Or(c.Name, unnamedTool), Input: inputObject(c.Arguments)}) // rule 12
 			}
 		case model.RoleTool:
 			tr := wireBlock{Type: "tool_result", ToolUseID: toolUseID(msg.ToolCallID), IsError: msg.IsError}

@@ -150,3 +150,27 @@ func TestTemperatureInRange(t *testing.T) {
 		}
 	}
 }
+
+// TestToolUseWithoutName: a call that named no tool (it failed as an
+// unknown tool) is replayed with a name, which the API requires.
+func TestToolUseWithoutName(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "response_tool_use.json")})
+	req := &model.Request{Model: "claude-test", Messages: []model.Message{
+		model.User("read"),
+		model.Assistant("", model.ToolCall{ID: "toolu_1", Arguments: json.RawMessage(`{}`)}),
+		model.ToolResult("toolu_1", "", `unknown tool ""`, true),
+	}}
+	if _, err := newModel(t, rec.URL(), nil).Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if bad := messagesRuleViolations(rec.Body(0)); len(bad) > 0 {
+		t.Errorf("the request breaks the Messages API's rules:\n%s\nbody: %s", strings.Join(bad, "\n"), rec.Body(0))
+	}
+	var b wireBody
+	if err := json.Unmarshal(rec.Body(0), &b); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Messages[1].Content[0].Name; got != "unnamed_tool" {
+		t.Errorf("name = %q, want unnamed_tool", got)
+	}
+}

@@ -106,6 +106,9 @@ func messagesRuleViolations(raw []byte) []string {
 				if !idPattern.MatchString(blk.ID) {
 					badf("rule 4: %s: id %q", where, blk.ID)
 				}
+				if blk.Name == "" {
+					badf("rule 12: %s: tool_use without a name", where)
+				}
 				seenOther = true
 			case "tool_result":
 				// Rules 5, 6, 7.
