@@ -195,25 +195,7 @@ var finalText = map[string]string{
 // block, indices from 1, and the Anthropic-compatible streams that send a
 // tool's input in content_block_start, in both places, or after empty deltas.
 func TestProviderFixturesBothCallsRun(t *testing.T) {
-	for _, tc := range []struct{ provider, file string }{
-		{"openai", "two_calls_one_index.sse"},
-		{"openai", "repeated_ids.sse"},
-		{"openai", "missing_ids.sse"},
-		{"openai", "numeric_ids.sse"},
-		{"openai", "one_chunk_no_index_no_id.sse"},
-		{"openai", "llamacpp_object_arguments.sse"},
-		{"openai", "ollama_tool_calls.sse"},
-		{"openai", "litellm_choice_index.sse"},
-		{"openai", "proxy_index_from_1.sse"},
-		{"openai", "id_on_every_chunk.sse"},
-		{"openai", "null_fields.sse"},
-		{"anthropic", "input_in_block_start.sse"},
-		{"anthropic", "input_both.sse"},
-		{"anthropic", "input_start_empty_deltas.sse"},
-		{"anthropic", "input_whole_delta.sse"},
-		{"anthropic", "no_event_lines.sse"},
-		{"anthropic", "bedrock_invocation_metrics.sse"},
-	} {
+	for _, tc := range bothCallsFixtures {
 		t.Run(tc.provider+"/"+strings.TrimSuffix(tc.file, ".sse"), func(t *testing.T) {
 			read := &testkit.Counter{Name: "read_file"}
 			m := fixtureModel(t, tc.provider, fixtureServer(t, tc.provider, nil, []string{tc.file, finalText[tc.provider]}))
@@ -233,23 +215,37 @@ func TestProviderFixturesBothCallsRun(t *testing.T) {
 	}
 }
 
+// bothCallsFixtures are the streams of TestProviderFixturesBothCallsRun.
+var bothCallsFixtures = []struct{ provider, file string }{
+	{"openai", "vllm_tool_calls.sse"},
+	{"openai", "llamacpp_tool_calls.sse"},
+	{"openai", "litellm_tool_calls.sse"},
+	{"openai", "openrouter_tool_calls.sse"},
+	{"openai", "azure_tool_calls.sse"},
+	{"openai", "two_calls_one_index.sse"},
+	{"openai", "repeated_ids.sse"},
+	{"openai", "missing_ids.sse"},
+	{"openai", "numeric_ids.sse"},
+	{"openai", "one_chunk_no_index_no_id.sse"},
+	{"openai", "llamacpp_object_arguments.sse"},
+	{"openai", "ollama_tool_calls.sse"},
+	{"openai", "litellm_choice_index.sse"},
+	{"openai", "proxy_index_from_1.sse"},
+	{"openai", "id_on_every_chunk.sse"},
+	{"openai", "null_fields.sse"},
+	{"anthropic", "input_in_block_start.sse"},
+	{"anthropic", "input_both.sse"},
+	{"anthropic", "input_start_empty_deltas.sse"},
+	{"anthropic", "input_whole_delta.sse"},
+	{"anthropic", "no_event_lines.sse"},
+	{"anthropic", "bedrock_invocation_metrics.sse"},
+}
+
 // An error inside a 200 stream, in each server's shape, and a stream that
 // just stops fail the run with a *model.ProviderError (the server's
 // message, when it sent one), and no tool call in them runs.
 func TestProviderFixturesFailTheRun(t *testing.T) {
-	for _, tc := range []struct{ provider, file, message string }{
-		{"openai", "vllm_error.sse", "CUDA out of memory"},
-		{"openai", "llamacpp_error.sse", "CUDA out of memory"},
-		{"openai", "litellm_error.sse", "CUDA out of memory"},
-		{"openai", "openrouter_error.sse", "Provider disconnected"},
-		{"openai", "tgi_error.sse", "CUDA out of memory"},
-		{"openai", "event_error.sse", "upstream timed out"},
-		{"openai", "finish_error.sse", `finish_reason "error"`},
-		{"openai", "stops_without_finish.sse", "ended before a finish_reason"},
-		{"openai", "done_without_finish.sse", "ended before a finish_reason"},
-		{"anthropic", "error_midway.sse", "Internal server error"},
-		{"anthropic", "stops_without_message_stop.sse", "ended before message_stop"},
-	} {
+	for _, tc := range failFixtures {
 		t.Run(tc.provider+"/"+strings.TrimSuffix(tc.file, ".sse"), func(t *testing.T) {
 			read := &testkit.Counter{Name: "read_file"}
 			m := fixtureModel(t, tc.provider, fixtureServer(t, tc.provider, nil, []string{tc.file}))
@@ -265,5 +261,61 @@ func TestProviderFixturesFailTheRun(t *testing.T) {
 				t.Errorf("read_file ran %d times, want none", read.Count())
 			}
 		})
+	}
+}
+
+// failFixtures are the streams of TestProviderFixturesFailTheRun, with what
+// the error must say.
+var failFixtures = []struct{ provider, file, message string }{
+	{"openai", "vllm_error.sse", "CUDA out of memory"},
+	{"openai", "llamacpp_error.sse", "CUDA out of memory"},
+	{"openai", "litellm_error.sse", "CUDA out of memory"},
+	{"openai", "openrouter_error.sse", "Provider disconnected"},
+	{"openai", "tgi_error.sse", "CUDA out of memory"},
+	{"openai", "event_error.sse", "upstream timed out"},
+	{"openai", "finish_error.sse", `finish_reason "error"`},
+	{"openai", "stops_without_finish.sse", "ended before a finish_reason"},
+	{"openai", "done_without_finish.sse", "ended before a finish_reason"},
+	{"anthropic", "error_midway.sse", "Internal server error"},
+	{"anthropic", "stops_without_message_stop.sse", "ended before message_stop"},
+}
+
+// outputLimitFixtures are the files of TestProviderFixturesOutputLimit.
+var outputLimitFixtures = []string{
+	"openai/length_cut.json", "openai/length_text.json", "openai/length_cut.sse", "openai/length_text.sse",
+	"anthropic/max_tokens_cut.json", "anthropic/max_tokens_text.json", "anthropic/max_tokens_cut.sse", "anthropic/max_tokens_text.sse",
+}
+
+// TestProviderFixturesAllRun: every recorded answer and stream of the
+// providers' testdata/servers goes through the agent in one of the tests
+// above, but those whose expected value is the provider's own to check.
+func TestProviderFixturesAllRun(t *testing.T) {
+	run := map[string]bool{}
+	for _, f := range bothCallsFixtures {
+		run[f.provider+"/"+f.file] = true
+	}
+	for _, f := range failFixtures {
+		run[f.provider+"/"+f.file] = true
+	}
+	for _, f := range outputLimitFixtures {
+		run[f] = true
+	}
+	providerOnly := map[string]string{
+		"openai/split_characters.sse":        "paths other than a.txt and b.txt; model/openai TestSplitCharacters",
+		"anthropic/split_characters.sse":     "paths other than a.txt and b.txt; model/anthropic TestSplitCharacters",
+		"openai/tgi_object_arguments.json":   "a Generate answer; model/openai TestGenerateCutAtOutputLimit",
+		"anthropic/input_in_block_start.sse": "", // listed: run above
+	}
+	for _, provider := range []string{"openai", "anthropic"} {
+		files, err := filepath.Glob(filepath.Join("..", "model", provider, "testdata", "servers", "*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s fixtures: %v", provider, err)
+		}
+		for _, f := range files {
+			name := provider + "/" + filepath.Base(f)
+			if !run[name] && providerOnly[name] == "" {
+				t.Errorf("%s runs through no agent test", name)
+			}
+		}
 	}
 }
