@@ -39,12 +39,14 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -317,23 +319,29 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if err != nil {
 			return err
 		}
+		var src io.Reader = r.Body
 		if jsonBody(r.Header) {
 			// A server that does not stream (or a gateway that fails)
 			// answers a streaming request with one JSON body: a chat
 			// completion, or an error object, read as Generate reads them.
-			defer r.Body.Close()
-			b, err := provider.ReadBodySize(r.Body, r.ContentLength, m.maxBody)
-			if err != nil {
-				return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
+			// Events under a JSON Content-Type are read as events.
+			br := bufio.NewReader(r.Body)
+			src = br
+			if startsJSON(br) {
+				defer r.Body.Close()
+				b, err := provider.ReadBody(br, m.maxBody)
+				if err != nil {
+					return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
+				}
+				out, err := m.response(b, w.Model)
+				if err != nil {
+					return err
+				}
+				whole = out
+				return nil
 			}
-			out, err := m.response(b, w.Model)
-			if err != nil {
-				return err
-			}
-			whole = out
-			return nil
 		}
-		e := provider.GetEvents(r.Body, m.maxBody)
+		e := provider.GetEvents(src, m.maxBody)
 		*c = wireCompletion{}
 		ok, perr := nextChunk(e, c)
 		if ok && perr == nil {
@@ -409,6 +417,23 @@ func jsonBody(h http.Header) bool {
 	ct, _, _ := strings.Cut(strings.ToLower(h.Get("Content-Type")), ";")
 	ct = strings.TrimSpace(ct)
 	return ct == "application/json" || strings.HasSuffix(ct, "+json")
+}
+
+// startsJSON reports whether the first byte of r that is not white space
+// is '{', without consuming it.
+func startsJSON(r *bufio.Reader) bool {
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		_ = r.UnreadByte()
+		return c == '{'
+	}
 }
 
 // nextChunk reads the next chunk of a stream into c. ok is false at the end

@@ -228,3 +228,13 @@ func TestSplitCharacters(t *testing.T) {
 		t.Errorf("Raw = %s (%v), want the same arguments", final.Raw, err)
 	}
 }
+
+// TestEventsUnderJSONContentType: a server that labels its event stream
+// application/json still streams.
+func TestEventsUnderJSONContentType(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Header: http.Header{"Content-Type": {"application/json"}}, Body: providertest.ReadFile(t, "servers/vllm_tool_calls.sse")})
+	_, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	if err != nil || final == nil || len(final.Message.ToolCalls) != 2 {
+		t.Fatalf("final = %+v, err = %v; want the two calls", final, err)
+	}
+}
