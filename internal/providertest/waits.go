@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/model/modeltest"
 )
 
 // Waits describes one provider for [TestRetryWaitIsVisible] and
@@ -121,7 +120,13 @@ func TestDefaultTimeout(t *testing.T, w Waits) {
 		}
 		start := time.Now()
 		_, err = m.Generate(context.Background(), w.Request())
-		_, _, err2 := modeltest.Collect(s.Stream(context.Background(), w.Request()))
+		var err2 error
+		for _, err := range s.Stream(context.Background(), w.Request()) {
+			if err != nil {
+				err2 = err
+				break
+			}
+		}
 		for _, err := range []error{err, err2} {
 			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timeout of 10m0s") {
 				t.Errorf("err = %v, want the default timeout", err)
