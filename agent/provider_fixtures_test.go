@@ -29,7 +29,8 @@ import (
 )
 
 // fixtureServer answers the n-th non-streaming request with json[n] and
-// the n-th streaming one with sse[n] (the last one repeats): each a fixture
+// the n-th streaming one with sse[n] (the last one repeats; a .json one is
+// sent as application/json, as a server that does not stream answers): each a fixture
 // file of the provider's testdata/servers, or, when it starts with "data:"
 // or "event:", the body itself.
 func fixtureServer(t *testing.T, provider string, json, sse []string) string {
@@ -54,7 +55,12 @@ func fixtureServer(t *testing.T, provider string, json, sse []string) string {
 		if stream {
 			name = sse[min(nSSE, len(sse)-1)]
 			nSSE++
-			w.Header().Set("Content-Type", "text/event-stream")
+			// A .json fixture is one JSON answer to a streaming request.
+			if strings.HasSuffix(name, ".json") {
+				w.Header().Set("Content-Type", "application/json")
+			} else {
+				w.Header().Set("Content-Type", "text/event-stream")
+			}
 		} else {
 			name = json[min(nJSON, len(json)-1)]
 			nJSON++
@@ -239,6 +245,7 @@ var bothCallsFixtures = []struct{ provider, file string }{
 	{"anthropic", "input_whole_delta.sse"},
 	{"anthropic", "no_event_lines.sse"},
 	{"anthropic", "bedrock_invocation_metrics.sse"},
+	{"anthropic", "stream_json_message.json"},
 }
 
 // An error inside a 200 stream, in each server's shape, and a stream that
@@ -278,6 +285,8 @@ var failFixtures = []struct{ provider, file, message string }{
 	{"openai", "done_without_finish.sse", "ended before a finish_reason"},
 	{"anthropic", "error_midway.sse", "Internal server error"},
 	{"anthropic", "stops_without_message_stop.sse", "ended before message_stop"},
+	{"anthropic", "event_error_text.sse", "upstream request timeout (gateway)"},
+	{"anthropic", "stream_json_error.json", "Overloaded"},
 }
 
 // outputLimitFixtures are the files of TestProviderFixturesOutputLimit.

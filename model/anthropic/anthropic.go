@@ -26,7 +26,11 @@
 // and assembles tool inputs per content block (or takes the input of
 // content_block_start, where some compatible servers send it whole). An
 // event without an event: line is known by the type in its data, as some
-// compatible servers send them; ping events are skipped.
+// compatible servers send them; ping events are skipped. An error event is
+// a *model.ProviderError with the server's message (its data's text, on one
+// line, when that is not JSON). A server that answers a streaming request
+// with one JSON body (a message, or an error object) is read as Generate
+// reads it.
 //
 // Every request it builds keeps the Messages API's rules by construction
 // (the list is above messages in the source): tool_use inputs are objects,
@@ -325,7 +329,7 @@ func (m *Model) eventError(e *wireError, data []byte) *model.ProviderError {
 		typ, msg = strings.Clone(e.Type), strings.Clone(e.Message) // borrowed from data
 	}
 	if msg == "" {
-		msg = provider.Truncate(string(data), 300)
+		msg = cmp.Or(provider.BodyText(data), "the server sent an error event without a message")
 	}
 	pe := retry.HTTPError(Provider, 0, nil, typ, msg, m.key)
 	pe.Retryable = typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error"
@@ -359,6 +363,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		evs   *provider.Events
 		first wireEvent
 		dec   decoder
+		whole *model.Response // the answer of a server that did not stream
 	)
 	err = retry.Do(ctx, m.policy, m.log, func(ctx context.Context, attempt int) error {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "messages stream", slog.String("model", id), slog.Int("attempt", attempt))
@@ -366,7 +371,25 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if err != nil {
 			return err
 		}
-		e := provider.NewEventsLimit(r.Body, m.maxBody)
+		// A server that does not stream (or a gateway that fails) answers
+		// a streaming request with one JSON body: a message, or an error
+		// object, read as Generate reads them. Events under a JSON
+		// Content-Type are read as events.
+		src, isJSON := provider.JSONAnswer(r)
+		if isJSON {
+			defer r.Body.Close()
+			b, err := provider.ReadBody(src, m.maxBody)
+			if err != nil {
+				return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
+			}
+			out, err := m.response(b, id)
+			if err != nil {
+				return err
+			}
+			whole = out
+			return nil
+		}
+		e := provider.NewEventsLimit(src, m.maxBody)
 		var ev wireEvent
 		ok, perr := m.nextEvent(e, &dec, &ev)
 		if ok && perr == nil {
@@ -385,6 +408,13 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	})
 	if err != nil {
 		yield(model.Chunk{}, err)
+		return
+	}
+	if whole != nil {
+		if d := whole.Message.Content; d != "" && !yield(model.Chunk{Delta: d}, nil) {
+			return
+		}
+		yield(model.Chunk{Response: whole}, nil)
 		return
 	}
 	defer resp.Body.Close()
@@ -427,6 +457,11 @@ func (m *Model) nextEvent(e *provider.Events, d *decoder, ev *wireEvent) (ok boo
 			continue
 		}
 		if err := d.decodeEvent(typ, data, ev); err != nil {
+			if string(typ) == "error" {
+				// An "event: error" is an error whatever its data holds:
+				// its text, on one line.
+				return false, m.eventError(nil, data)
+			}
 			return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: retry.Redact(provider.Truncate(err.Error()+": "+string(data), 300), m.key)}
 		}
 		switch ev.Type {

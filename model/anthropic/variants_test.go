@@ -149,3 +149,54 @@ func TestGenerateErrorBody(t *testing.T) {
 		t.Errorf("err = %#v, want the server's retryable error", err)
 	}
 }
+
+// TestStreamJSONAnswer: a server that answers a streaming request with one
+// JSON body (it does not stream, or a gateway failed) gives that answer,
+// its text as the one delta, or its error object as the error with the
+// server's message; neither is retried as an empty stream.
+func TestStreamJSONAnswer(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/stream_json_message.json")})
+	deltas, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &model.Response{Message: model.Assistant("Reading both.", call("toolu_j1", `{"path":"a.txt"}`), call("toolu_j2", `{"path":"b.txt"}`)),
+		Usage: model.Usage{InputTokens: 120, OutputTokens: 31, TotalTokens: 151}, FinishReason: model.FinishToolCalls, Model: "claude-sonnet-4-5"}
+	if diff := cmp.Diff(want, final, cmpopts.IgnoreFields(model.Response{}, "Raw")); diff != "" {
+		t.Errorf("response (-want +got):\n%s", diff)
+	}
+	if got := strings.Join(deltas, ""); got != "Reading both." {
+		t.Errorf("deltas %q, want the text", got)
+	}
+
+	rec = providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/stream_json_error.json")})
+	_, _, err = modeltest.Collect(newModel(t, rec.URL(), func(o *anthropic.Options) { o.MaxRetries = -1 }).Stream(context.Background(), canonical()))
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Message != "Overloaded" || pe.Type != "overloaded_error" || !pe.Retryable {
+		t.Errorf("err = %#v, want the server's retryable error", err)
+	}
+	if n := rec.Calls(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// TestEventsUnderJSONContentType: a server that labels its event stream
+// application/json still streams.
+func TestEventsUnderJSONContentType(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Header: http.Header{"Content-Type": {"application/json"}}, Body: providertest.ReadFile(t, "servers/no_event_lines.sse")})
+	_, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	if err != nil || final == nil || len(final.Message.ToolCalls) != 2 {
+		t.Fatalf("final = %+v, err = %v; want the two calls", final, err)
+	}
+}
+
+// TestEventErrorText: an "event: error" whose data is not JSON is the
+// error, with the server's text on one line (its tab a space).
+func TestEventErrorText(t *testing.T) {
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/event_error_text.sse")})
+	_, _, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Message != "upstream request timeout (gateway)" {
+		t.Errorf("err = %#v, want the server's text as the message", err)
+	}
+}

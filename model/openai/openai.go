@@ -39,14 +39,12 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -319,27 +317,23 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		if err != nil {
 			return err
 		}
-		var src io.Reader = r.Body
-		if jsonBody(r.Header) {
-			// A server that does not stream (or a gateway that fails)
-			// answers a streaming request with one JSON body: a chat
-			// completion, or an error object, read as Generate reads them.
-			// Events under a JSON Content-Type are read as events.
-			br := bufio.NewReader(r.Body)
-			src = br
-			if startsJSON(br) {
-				defer r.Body.Close()
-				b, err := provider.ReadBody(br, m.maxBody)
-				if err != nil {
-					return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
-				}
-				out, err := m.response(b, w.Model)
-				if err != nil {
-					return err
-				}
-				whole = out
-				return nil
+		// A server that does not stream (or a gateway that fails) answers
+		// a streaming request with one JSON body: a chat completion, or an
+		// error object, read as Generate reads them. Events under a JSON
+		// Content-Type are read as events.
+		src, isJSON := provider.JSONAnswer(r)
+		if isJSON {
+			defer r.Body.Close()
+			b, err := provider.ReadBody(src, m.maxBody)
+			if err != nil {
+				return m.wrap(ctx, fmt.Errorf("reading the answer: %w", err))
 			}
+			out, err := m.response(b, w.Model)
+			if err != nil {
+				return err
+			}
+			whole = out
+			return nil
 		}
 		e := provider.GetEvents(src, m.maxBody)
 		*c = wireCompletion{}
@@ -409,31 +403,6 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 		out.Model = w.Model
 	}
 	yield(model.Chunk{Response: out}, nil)
-}
-
-// jsonBody reports whether a response's Content-Type is JSON
-// (application/json, or a type with a +json suffix), not an event stream.
-func jsonBody(h http.Header) bool {
-	ct, _, _ := strings.Cut(strings.ToLower(h.Get("Content-Type")), ";")
-	ct = strings.TrimSpace(ct)
-	return ct == "application/json" || strings.HasSuffix(ct, "+json")
-}
-
-// startsJSON reports whether the first byte of r that is not white space
-// is '{', without consuming it.
-func startsJSON(r *bufio.Reader) bool {
-	for {
-		c, err := r.ReadByte()
-		if err != nil {
-			return false
-		}
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		_ = r.UnreadByte()
-		return c == '{'
-	}
 }
 
 // nextChunk reads the next chunk of a stream into c. ok is false at the end
