@@ -6,7 +6,8 @@
 // the bounded reading of a body and of server-sent events; and the pieces of
 // their wire codecs: [String] and [Members] to decode with fewer
 // allocations, [Text] for the pieces of a string a server may cut
-// mid-character, [AppendString] and [AppendRaw] to write requests by hand into
+// mid-character and [TextDelta] to hand on a stream's text in whole
+// characters, [AppendString] and [AppendRaw] to write requests by hand into
 // the bytes encoding/json writes. What differs between the vendors (their
 // options, their wire structs) stays in each provider; the retry policy and
 // the error values are in package internal/retry.

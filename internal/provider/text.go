@@ -71,6 +71,76 @@ func (c *Cursor) Text() (string, bool) {
 	return "", false
 }
 
+// StringText is [Cursor.Text] for a string field that a server may cut
+// mid-character (the text of a stream's text delta): the next value, and
+// true, when it is a JSON string, unquoted keeping what [Text] keeps; any
+// other value is skipped and false returned. The string is borrowed.
+func (c *Cursor) StringText() (string, bool) {
+	if c.space() != '"' {
+		c.Skip()
+		return "", false
+	}
+	return c.Text()
+}
+
+// TextDelta returns the piece of s, the text of a stream as its pieces
+// arrived (decoded as [Text] decodes them), that follows the sent bytes
+// already handed on: up to the end of its last whole character, as UTF-8
+// ([ValidText]), and the length of s it reaches (the next call's sent).
+// An incomplete UTF-8 sequence at the end of s, or the first half of a
+// surrogate pair, is held back for the next piece to complete, unless
+// flush is set (the stream has ended: what is held back is U+FFFD).
+// Handing on the deltas of successive calls, the last with flush, gives
+// ValidText(s) in all; a delta that is valid UTF-8 is a slice of s,
+// without an allocation.
+func TextDelta(s string, sent int, flush bool) (delta string, end int) {
+	end = len(s)
+	if !flush {
+		end = max(sent, end-heldBack(s))
+	}
+	return ValidText(s[sent:end]), end
+}
+
+// heldBack returns the number of bytes at the end of s that a next piece
+// may complete into a character: the start of a UTF-8 sequence with fewer
+// continuation bytes than its first byte announces, the WTF-8 of a high
+// surrogate (see [Text]), or a high surrogate followed by the start of a
+// sequence (of its low surrogate's WTF-8).
+func heldBack(s string) int {
+	n := incomplete(s)
+	if m := len(s) - n; m >= 3 && s[m-3] == 0xed && s[m-2] >= 0xa0 && s[m-2] <= 0xaf && s[m-1]&0xc0 == 0x80 && n > 0 && n < 3 {
+		n += 3
+	}
+	return n
+}
+
+// incomplete is heldBack without the surrogate followed by the start of
+// another: the start of a sequence, or a high surrogate, at the end of s.
+func incomplete(s string) int {
+	n := len(s)
+	for i := n - 1; i >= 0 && i >= n-3; i-- {
+		c := s[i]
+		if c&0xc0 == 0x80 {
+			continue // a continuation byte
+		}
+		k := n - i - 1 // continuation bytes after c
+		need := 0
+		switch {
+		case c >= 0xc2 && c <= 0xdf:
+			need = 1
+		case c >= 0xe0 && c <= 0xef:
+			need = 2
+		case c >= 0xf0 && c <= 0xf4:
+			need = 3
+		}
+		if k < need || (c == 0xed && k == 2 && s[i+1] >= 0xa0 && s[i+1] <= 0xaf) {
+			return n - i
+		}
+		return 0
+	}
+	return 0
+}
+
 // AppendText appends to dst the text that a [Text] field takes from the
 // JSON value v (valid JSON): a string's, unquoted keeping what [Text]
 // keeps, or an object's or an array's own, without insignificant white

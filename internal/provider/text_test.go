@@ -162,3 +162,117 @@ func TestTextValues(t *testing.T) {
 		}
 	}
 }
+
+// deltas hands on the text of pieces (each a JSON string's contents, as a
+// stream's text deltas) as a stream does with TextDelta: after each piece
+// the delta up to its last whole character, and what is held back once the
+// stream ends.
+func deltas(t *testing.T, pieces ...[]byte) []string {
+	t.Helper()
+	var (
+		text strings.Builder
+		sent int
+		out  []string
+	)
+	for i, p := range pieces {
+		var c Cursor
+		if !c.Reset(append(append([]byte(`"`), p...), '"')) {
+			t.Fatalf("%q: not a JSON string", p)
+		}
+		s, ok := c.StringText()
+		if !ok {
+			t.Fatalf("%q: StringText false", p)
+		}
+		text.WriteString(s)
+		var d string
+		d, sent = TextDelta(text.String(), sent, false)
+		out = append(out, d)
+		if i == len(pieces)-1 {
+			d, sent = TextDelta(text.String(), sent, true)
+			out = append(out, d)
+		}
+	}
+	if sent != text.Len() {
+		t.Fatalf("sent %d of %d bytes", sent, text.Len())
+	}
+	return out
+}
+
+// TestTextDeltaSplitMidCharacter: a character cut between two text deltas,
+// as raw bytes or between the halves of an escaped surrogate pair, is held
+// back until it is whole: no delta has U+FFFD or invalid UTF-8 in it, and
+// the deltas join into the text; what stays cut at the end is U+FFFD, as
+// ValidText makes it.
+func TestTextDeltaSplitMidCharacter(t *testing.T) {
+	const want = "été/日本語 😀 done"
+	check := func(how string, ds []string, want string) {
+		t.Helper()
+		for _, d := range ds {
+			if !utf8.ValidString(d) || strings.ContainsRune(d, utf8.RuneError) {
+				t.Fatalf("%s: delta %q of %q is not whole characters", how, d, ds)
+			}
+		}
+		if got := strings.Join(ds, ""); got != want {
+			t.Fatalf("%s: deltas %q join into %q, want %q", how, ds, got, want)
+		}
+	}
+	for i := range len(want) + 1 {
+		for j := i; j <= len(want); j++ {
+			check(fmt.Sprintf("UTF-8 cut at %d and %d", i, j), deltas(t, rawJSON(want[:i]), rawJSON(want[i:j]), rawJSON(want[j:])), want)
+		}
+	}
+	parts := asciiJSON(want)
+	for i := range len(parts) + 1 {
+		a, b := strings.Join(parts[:i], ""), strings.Join(parts[i:], "")
+		check(fmt.Sprintf("escapes cut after %d", i), deltas(t, []byte(a), []byte(b)), want)
+	}
+	for _, tc := range []struct {
+		pieces []string
+		want   string
+	}{
+		{[]string{`a\ud83d`}, "a\ufffd"},
+		{[]string{"a\xe6\x97"}, "a\ufffd\ufffd"},
+		{[]string{"a\xff", "b"}, "a\ufffdb"},
+		{[]string{`\ude00`, `\ud83d`, "x"}, "\ufffd\ufffdx"},
+	} {
+		var pieces [][]byte
+		for _, p := range tc.pieces {
+			pieces = append(pieces, []byte(p))
+		}
+		ds := deltas(t, pieces...)
+		if got := strings.Join(ds, ""); got != tc.want {
+			t.Errorf("%q: deltas %q, want %q", tc.pieces, ds, tc.want)
+		}
+	}
+}
+
+// FuzzTextDelta: however a stream's text is cut into pieces, the deltas
+// are valid UTF-8 and join into ValidText of the whole.
+func FuzzTextDelta(f *testing.F) {
+	for _, s := range []string{"été/日本語 😀", "\xed\xa0\xbd\xed\xb8\x80", "a\xffb\xe6\x97", "\xf0\x9f\x98"} {
+		f.Add([]byte(s), uint8(1), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, s []byte, i, j uint8) {
+		cuts := []int{min(int(i), len(s)), min(int(i)+int(j), len(s))}
+		var (
+			text strings.Builder
+			sent int
+			got  string
+		)
+		prev := 0
+		for _, c := range append(cuts, len(s)) {
+			text.Write(s[prev:c])
+			prev = c
+			d, end := TextDelta(text.String(), sent, false)
+			if !utf8.ValidString(d) || end < sent || end > text.Len() {
+				t.Fatalf("%q: delta %q, end %d (sent %d, len %d)", s, d, end, sent, text.Len())
+			}
+			got, sent = got+d, end
+		}
+		d, _ := TextDelta(text.String(), sent, true)
+		got += d
+		if want := ValidText(string(s)); got != want {
+			t.Fatalf("%q cut at %v: deltas %q, want %q", s, cuts, got, want)
+		}
+	})
+}
