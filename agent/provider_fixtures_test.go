@@ -312,6 +312,7 @@ func TestProviderFixturesAllRun(t *testing.T) {
 	providerOnly := map[string]string{
 		"openai/split_characters.sse":        "paths other than a.txt and b.txt; model/openai TestSplitCharacters",
 		"anthropic/split_characters.sse":     "paths other than a.txt and b.txt; model/anthropic TestSplitCharacters",
+		"anthropic/split_text.sse":           "a text answer checked delta by delta; model/anthropic TestSplitText",
 		"openai/tgi_object_arguments.json":   "a Generate answer; model/openai TestGenerateCutAtOutputLimit",
 		"anthropic/input_in_block_start.sse": "", // listed: run above
 	}

@@ -71,18 +71,6 @@ func (c *Cursor) Text() (string, bool) {
 	return "", false
 }
 
-// StringText is [Cursor.Text] for a string field that a server may cut
-// mid-character (the text of a stream's text delta): the next value, and
-// true, when it is a JSON string, unquoted keeping what [Text] keeps; any
-// other value is skipped and false returned. The string is borrowed.
-func (c *Cursor) StringText() (string, bool) {
-	if c.space() != '"' {
-		c.Skip()
-		return "", false
-	}
-	return c.Text()
-}
-
 // TextDelta returns the piece of s, the text of a stream as its pieces
 // arrived (decoded as [Text] decodes them), that follows the sent bytes
 // already handed on: up to the end of its last whole character, as UTF-8

@@ -179,9 +179,9 @@ func deltas(t *testing.T, pieces ...[]byte) []string {
 		if !c.Reset(append(append([]byte(`"`), p...), '"')) {
 			t.Fatalf("%q: not a JSON string", p)
 		}
-		s, ok := c.StringText()
+		s, ok := c.Text()
 		if !ok {
-			t.Fatalf("%q: StringText false", p)
+			t.Fatalf("%q: Cursor.Text false", p)
 		}
 		text.WriteString(s)
 		var d string

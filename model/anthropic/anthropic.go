@@ -337,7 +337,11 @@ func (m *Model) eventError(e *wireError, data []byte) *model.ProviderError {
 }
 
 // Stream implements [model.Streamer]: a streaming Messages API call. Text
-// deltas are yielded as they arrive; the last chunk carries the whole
+// deltas are yielded as they arrive, in whole characters: a character that
+// the server cut between two text_delta events (its UTF-8 bytes, or the
+// halves of an escaped surrogate pair) is held back from the first delta
+// and yielded whole with the next, so that the deltas join into the final
+// text; the last chunk carries the whole
 // response, tool inputs assembled from their input_json_delta pieces. Transient
 // failures are retried only until the first event has arrived, before
 // anything was yielded; a failure after that ends the sequence with the
@@ -439,6 +443,9 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	}
 	if !acc.stopped {
 		yield(model.Chunk{}, m.wrap(ctx, errTruncated))
+		return
+	}
+	if d := acc.rest(); d != "" && !yield(model.Chunk{Delta: d}, nil) {
 		return
 	}
 	yield(model.Chunk{Response: acc.response()}, nil)
@@ -1179,7 +1186,8 @@ func finishReason(r string) model.FinishReason {
 
 // accumulator assembles a streamed message.
 type accumulator struct {
-	text    strings.Builder
+	text    strings.Builder  // as the deltas sent it: a character cut between two is whole only once both arrived
+	sent    int              // the bytes of text handed on as deltas
 	blocks  map[int64]*block // by index, once a delta is not for the last block (blockAt)
 	order   []*block         // every content block, in order of content_block_start
 	tools   []*block         // the tool_use blocks among them
@@ -1270,9 +1278,9 @@ func (a *accumulator) add(ev *wireEvent) string {
 		switch ev.Delta.Type {
 		case "text_delta":
 			if b != nil {
-				b.text.WriteString(ev.Delta.Text)
+				b.text.WriteString(string(ev.Delta.Text))
 			}
-			return a.addText(ev.Delta.Text)
+			return a.addText(string(ev.Delta.Text))
 		case "input_json_delta":
 			if b != nil {
 				b.input = append(b.input, ev.Delta.PartialJSON...)
@@ -1305,12 +1313,23 @@ func (a *accumulator) add(ev *wireEvent) string {
 	return ""
 }
 
-// addText adds a text delta to the message's text and returns it, as a
-// copy that shares the text's memory.
+// addText adds a text delta to the message's text and returns the text
+// not handed on yet up to its last whole character (provider.TextDelta: a
+// character cut between two deltas is held back until it is whole), as a
+// copy that shares the text's memory when it is valid UTF-8.
 func (a *accumulator) addText(s string) string {
-	start := a.text.Len()
 	a.text.WriteString(s)
-	return a.text.String()[start:]
+	d, end := provider.TextDelta(a.text.String(), a.sent, false)
+	a.sent = end
+	return d
+}
+
+// rest returns what addText held back, once the stream has ended: a
+// character that stayed cut, as U+FFFD.
+func (a *accumulator) rest() string {
+	d, end := provider.TextDelta(a.text.String(), a.sent, true)
+	a.sent = end
+	return d
 }
 
 // mergeUsage keeps a copy of a usage object for Response.Raw, in
@@ -1373,7 +1392,7 @@ func (a *accumulator) rawUsage(members []usageMember) (_ []usageMember, ok bool)
 }
 
 func (a *accumulator) response() *model.Response {
-	msg := model.Message{Role: model.RoleAssistant, Content: a.text.String()}
+	msg := model.Message{Role: model.RoleAssistant, Content: provider.ValidText(a.text.String())}
 	for _, b := range a.tools {
 		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: b.id, Name: b.name, Arguments: b.arguments()})
 	}
@@ -1422,7 +1441,7 @@ func (a *accumulator) raw() json.RawMessage {
 		switch b.typ {
 		case "text":
 			out = append(out, `{"type":"text","text":`...)
-			out = provider.AppendString(out, b.text.String())
+			out = provider.AppendString(out, provider.ValidText(b.text.String())) // a character cut between two deltas, whole
 			out = append(out, '}')
 		case "thinking":
 			out = append(out, `{"type":"thinking","thinking":`...)

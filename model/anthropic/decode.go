@@ -338,7 +338,7 @@ func (d *decoder) delta(w *wireDelta) {
 		case 0:
 			d.word(&w.Type)
 		case 1:
-			d.str(&w.Text)
+			d.text(&w.Text)
 		case 2:
 			d.text(&w.PartialJSON)
 		case 3:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -198,5 +199,35 @@ func TestEventErrorText(t *testing.T) {
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.Message != "upstream request timeout (gateway)" {
 		t.Errorf("err = %#v, want the server's text as the message", err)
+	}
+}
+
+// TestSplitText: text deltas cut mid-character, as raw UTF-8 bytes and
+// between the halves of an escaped surrogate pair, give the whole text, in
+// the response, in its Raw, and in the deltas handed on, each of which
+// is whole characters (a cut one is held back until the next delta).
+func TestSplitText(t *testing.T) {
+	const want = "Café 日😀 ok"
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/split_text.sse")})
+	deltas, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Message.Content != want {
+		t.Errorf("text %q, want %q", final.Message.Content, want)
+	}
+	if got := strings.Join(deltas, ""); got != want {
+		t.Errorf("deltas %q join into %q, want %q", deltas, got, want)
+	}
+	for _, d := range deltas {
+		if !utf8.ValidString(d) || strings.ContainsRune(d, utf8.RuneError) {
+			t.Errorf("delta %q is not whole characters", d)
+		}
+	}
+	var raw struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(final.Raw, &raw); err != nil || len(raw.Content) != 1 || raw.Content[0].Text != want {
+		t.Errorf("Raw = %s (%v), want the same text", final.Raw, err)
 	}
 }

@@ -188,7 +188,7 @@ type wireStart struct {
 
 type wireDelta struct {
 	Type        provider.String `json:"type"`
-	Text        string          `json:"text"`
+	Text        provider.Text   `json:"text"`         // may cut a character in two
 	PartialJSON provider.Text   `json:"partial_json"` // may cut a character in two
 	Thinking    string          `json:"thinking"`
 	Signature   string          `json:"signature"`
