@@ -311,6 +311,7 @@ func TestProviderFixturesAllRun(t *testing.T) {
 	}
 	providerOnly := map[string]string{
 		"openai/split_characters.sse":        "paths other than a.txt and b.txt; model/openai TestSplitCharacters",
+		"openai/split_text.sse":              "a text answer checked delta by delta; model/openai TestSplitText",
 		"anthropic/split_characters.sse":     "paths other than a.txt and b.txt; model/anthropic TestSplitCharacters",
 		"anthropic/split_text.sse":           "a text answer checked delta by delta; model/anthropic TestSplitText",
 		"openai/tgi_object_arguments.json":   "a Generate answer; model/openai TestGenerateCutAtOutputLimit",

@@ -277,7 +277,11 @@ func (m *Model) statusError(status int, h http.Header, body []byte) *model.Provi
 }
 
 // Stream implements [model.Streamer]: a streaming Chat Completions call.
-// Text deltas are yielded as they arrive; the last chunk carries the whole
+// Text deltas are yielded as they arrive, in whole characters: a character
+// that the server cut between two chunks (its UTF-8 bytes, or the halves of
+// an escaped surrogate pair) is held back from the first delta and yielded
+// whole with the next, so that the deltas join into the final text; the
+// last chunk carries the whole
 // response, tool-call arguments assembled across chunks by index, usage from
 // the final usage chunk. Transient failures are retried only until the
 // first event has arrived, before anything was yielded; a failure after that
@@ -397,6 +401,10 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	out, perr := acc.response()
 	if perr != nil {
 		yield(model.Chunk{}, m.redact(perr))
+		return
+	}
+	// What was held back: a character that stayed cut, as U+FFFD.
+	if d, _ := provider.TextDelta(acc.text.String(), acc.sent, true); d != "" && !yield(model.Chunk{Delta: d}, nil) {
 		return
 	}
 	if out.Model == "" {
@@ -671,8 +679,9 @@ var errNoFinish = &model.ProviderError{Provider: Provider, Message: "the stream 
 // (several complete calls with neither index nor id). A call whose id never arrives gets one of
 // [model.NewCallID].
 type accumulator struct {
-	text   strings.Builder
-	calls  []callBuilder // in order of first appearance
+	text   strings.Builder // as the chunks sent it: a character cut between two is whole only once both arrived
+	sent   int             // the bytes of text handed on as deltas
+	calls  []callBuilder   // in order of first appearance
 	finish string
 	usage  wireUsage
 	model  string
@@ -730,7 +739,7 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 		// (LiteLLM, before it fixed it) numbers choices by content block,
 		// the text at 0 and the tool calls at 1 and after.
 		ch := &c.Choices[i]
-		delta += ch.Delta.Content
+		delta += string(ch.Delta.Content)
 		for i := range ch.Delta.ToolCalls {
 			tc := &ch.Delta.ToolCalls[i]
 			b := a.call(tc.Index, tc.ID, indexUsed(ch.Delta.ToolCalls[:i], tc.Index))
@@ -750,8 +759,14 @@ func (a *accumulator) add(c *wireCompletion) (string, *model.ProviderError) {
 			a.finish = string(ch.FinishReason)
 		}
 	}
+	if delta == "" {
+		return "", nil
+	}
 	a.text.WriteString(delta)
-	return delta, nil
+	// A character cut between two chunks is held back until it is whole.
+	d, end := provider.TextDelta(a.text.String(), a.sent, false)
+	a.sent = end
+	return d, nil
 }
 
 // indexUsed reports whether one of the tool-call deltas before, in the same
@@ -772,7 +787,7 @@ func (a *accumulator) response() (*model.Response, *model.ProviderError) {
 		e := *errNoFinish
 		return nil, &e
 	}
-	msg := model.Message{Role: model.RoleAssistant, Content: a.text.String()}
+	msg := model.Message{Role: model.RoleAssistant, Content: provider.ValidText(a.text.String())}
 	if len(a.calls) > 0 {
 		msg.ToolCalls = make([]model.ToolCall, len(a.calls))
 	}
@@ -815,7 +830,7 @@ func (a *accumulator) raw() json.RawMessage {
 	b = append(b, `,"model":`...)
 	b = provider.AppendString(b, a.model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	if t := a.text.String(); t != "" || len(a.calls) == 0 {
+	if t := provider.ValidText(a.text.String()); t != "" || len(a.calls) == 0 {
 		b = provider.AppendString(b, t)
 	} else {
 		b = append(b, "null"...)

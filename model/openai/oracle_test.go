@@ -184,7 +184,7 @@ func checkCompletion(t testing.TB, data []byte) {
 	u := c.Usage
 	got.Usage = [3]int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens}
 	for _, ch := range c.Choices {
-		x := choice{Index: ch.Index, Content: ch.Message.Content, Delta: ch.Delta.Content, Finish: string(ch.FinishReason)}
+		x := choice{Index: ch.Index, Content: ch.Message.Content, Delta: provider.ValidText(string(ch.Delta.Content)), Finish: string(ch.FinishReason)}
 		for _, tc := range ch.Message.ToolCalls {
 			x.Calls = append(x.Calls, call{0, tc.ID, string(tc.Type), tc.Function.Name, provider.ValidText(string(tc.Function.Arguments))})
 		}
@@ -374,7 +374,7 @@ func rawReference(a *accumulator) json.RawMessage {
 		FinishReason string  `json:"finish_reason"`
 	}
 	var content *string
-	if t := a.text.String(); t != "" || len(a.calls) == 0 {
+	if t := provider.ValidText(a.text.String()); t != "" || len(a.calls) == 0 {
 		content = &t
 	}
 	msg := message{Role: "assistant", Content: content}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -236,5 +237,38 @@ func TestEventsUnderJSONContentType(t *testing.T) {
 	_, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
 	if err != nil || final == nil || len(final.Message.ToolCalls) != 2 {
 		t.Fatalf("final = %+v, err = %v; want the two calls", final, err)
+	}
+}
+
+// TestSplitText: text deltas cut mid-character between two chunks, as raw
+// UTF-8 bytes and between the halves of an escaped surrogate pair, give the
+// whole text, in the response, in its Raw, and in the deltas handed on,
+// each of which is whole characters (a cut one is held back until the next
+// chunk).
+func TestSplitText(t *testing.T) {
+	const want = "Café 日😀 ok"
+	rec := providertest.NewRecorder(t, providertest.Answer{Body: providertest.ReadFile(t, "servers/split_text.sse")})
+	deltas, final, err := modeltest.Collect(newModel(t, rec.URL(), nil).Stream(context.Background(), canonical()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Message.Content != want {
+		t.Errorf("text %q, want %q", final.Message.Content, want)
+	}
+	if got := strings.Join(deltas, ""); got != want {
+		t.Errorf("deltas %q join into %q, want %q", deltas, got, want)
+	}
+	for _, d := range deltas {
+		if !utf8.ValidString(d) || strings.ContainsRune(d, utf8.RuneError) {
+			t.Errorf("delta %q is not whole characters", d)
+		}
+	}
+	var raw struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(final.Raw, &raw); err != nil || len(raw.Choices) != 1 || raw.Choices[0].Message.Content != want {
+		t.Errorf("Raw = %s (%v), want the same text", final.Raw, err)
 	}
 }

@@ -245,11 +245,19 @@ type answer struct {
 type wireChoice struct {
 	Index        int64           `json:"index"`
 	Message      wireMessageOut  `json:"message"`
-	Delta        wireMessageOut  `json:"delta"`
+	Delta        wireDeltaOut    `json:"delta"`
 	FinishReason provider.String `json:"finish_reason"`
 }
 
-// wireMessageOut is the message (or delta) of an answer. Content null is "".
+// wireDeltaOut is the delta of a stream's chunk. Its content may start or
+// end mid-character: it is decoded as provider.Text keeps it, for the
+// accumulator to hand on in whole characters. Content null is "".
+type wireDeltaOut struct {
+	Content   provider.Text     `json:"content"`
+	ToolCalls []wireToolCallOut `json:"tool_calls"`
+}
+
+// wireMessageOut is the message of an answer. Content null is "".
 type wireMessageOut struct {
 	Content   string            `json:"content"`
 	ToolCalls []wireToolCallOut `json:"tool_calls"`
