@@ -14,7 +14,8 @@ import (
 // application/json or a type with a +json suffix, and its first byte that
 // is not white space is '{'. An event stream labelled application/json is
 // an event stream. The reader is resp.Body itself when the Content-Type is
-// not JSON, else a reader that buffers it (nothing is consumed).
+// not JSON, else a reader that buffers it: of a JSON body only the white
+// space before it is consumed, of an event stream nothing.
 func JSONAnswer(resp *http.Response) (io.Reader, bool) {
 	ct, _, _ := strings.Cut(strings.ToLower(resp.Header.Get("Content-Type")), ";")
 	ct = strings.TrimSpace(ct)
