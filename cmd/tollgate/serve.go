@@ -200,7 +200,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return withCode(exitError, err)
 	}
 	if adminToken != "" {
-		if err := os.WriteFile(tokenPath, []byte(adminToken+"\n"), 0o600); err != nil {
+		if err := writeSecretFile(tokenPath, []byte(adminToken+"\n")); err != nil {
 			_ = ln.Close()
 			return withCode(exitError, fmt.Errorf("writing the admin token: %v", err))
 		}
@@ -316,4 +316,27 @@ runs), admin (everything in the tenant).`,
 		return nil
 	}
 	return cmd
+}
+
+// writeSecretFile writes data to path as a new file of mode 0600 that
+// replaces whatever path named: it is written under a fresh name in the same
+// directory and renamed over path, so a link planted at path is replaced,
+// never followed, and no other file's mode is kept.
+func writeSecretFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
 }

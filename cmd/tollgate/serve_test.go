@@ -487,3 +487,44 @@ func TestServeErrorShape(t *testing.T) {
 		})
 	}
 }
+
+// The admin token replaces a link planted at serve.token instead of writing
+// through it, and is the owner's only whatever file was there before.
+func TestServeTokenReplacesPlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "victim.txt")
+	writeTestFile(t, victim, "untouched\n")
+	if err := os.Chmod(victim, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(state, adminTokenFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "s.yaml"), "turns:\n  - text: done\n")
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, fmt.Sprintf("stateDir: %s\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n", state))
+	startServe(t, config)
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "untouched\n" {
+		t.Fatalf("the link's target was written: %q (%v)", b, err)
+	}
+	fi, err := os.Lstat(filepath.Join(state, adminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s is %v, want a regular file of mode 0600", adminTokenFile, fi.Mode())
+	}
+	if b, _ := os.ReadFile(filepath.Join(state, adminTokenFile)); !strings.HasPrefix(string(b), "tg_") {
+		t.Fatalf("%s holds %q, want the admin token", adminTokenFile, b)
+	}
+	if m, _ := filepath.Glob(filepath.Join(state, "."+adminTokenFile+".*")); len(m) != 0 {
+		t.Fatalf("temporary files left: %v", m)
+	}
+}
