@@ -429,4 +429,20 @@ print("pair", b.recv(1))'`, py)
 	if code, out := run(t, nil, sandbox.Policy{}, ws, client); code != 0 || !strings.Contains(out, "secret") {
 		t.Fatalf("control: exit %d\n%s", code, out)
 	}
+	// Route netlink (interfaces, addresses) stays open; sock_diag, which
+	// lists every socket of the machine, does not.
+	netlink := fmt.Sprintf(`%s -c 'import socket
+socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()
+print("route ok")
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()
+    print("diag ok")
+except OSError as e:
+    print("diag refused", e.errno)'`, py)
+	if code, out := run(t, s, p, ws, netlink); code != 0 || !strings.Contains(out, "route ok") || strings.Contains(out, "diag ok") {
+		t.Fatalf("netlink in the sandbox: exit %d\n%s", code, out)
+	}
+	if code, out := run(t, nil, sandbox.Policy{}, ws, netlink); code != 0 || !strings.Contains(out, "diag ok") {
+		t.Fatalf("netlink control: exit %d\n%s", code, out)
+	}
 }

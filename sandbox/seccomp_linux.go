@@ -11,15 +11,17 @@ import (
 )
 
 // The socket families a sandboxed command may create with socket(2): IPv4
-// and IPv6 (TCP connect and bind are Landlock's to allow, per port) and
-// route netlink (what getaddrinfo and ip read the interfaces with).
+// and IPv6 (TCP connect and bind are Landlock's to allow, per port); and
+// AF_NETLINK with protocol NETLINK_ROUTE only (what getaddrinfo and ip read
+// the interfaces with; the other netlink protocols, such as sock_diag that
+// lists every socket of the machine, are refused).
 // Everything else is refused with EACCES, Unix domain sockets above all:
 // Landlock (up to ABI 7) does not govern connecting to one by its path, so
 // a confined command could otherwise reach every socket its user may
 // (a PostgreSQL store with peer authentication, a Docker daemon, an SSH
 // agent, a desktop bus). socketpair(2) stays allowed: its two ends reach
 // nothing else.
-var socketFamilies = []uint32{unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+var socketFamilies = []uint32{unix.AF_INET, unix.AF_INET6}
 
 // auditArch is the AUDIT_ARCH_* value of this program's architecture, and
 // x32 whether system calls numbered from 0x40000000 (the x32 ABI of
@@ -41,13 +43,15 @@ const (
 	offArch    = 4
 	offArg0Lo  = 16
 	offArg0Hi  = 20
+	offArg2Lo  = 32
 	x32Syscall = 0x40000000
 )
 
 // filterSockets installs, for this thread and every later one of this
 // process and of what it executes, a seccomp filter (seccomp(2),
 // SECCOMP_SET_MODE_FILTER) that refuses socket(2) for the families not in
-// [socketFamilies] (EACCES), refuses io_uring (ENOSYS: its operations
+// [socketFamilies] and netlink sockets of a protocol other than
+// NETLINK_ROUTE (EACCES), refuses io_uring (ENOSYS: its operations
 // would open and connect sockets without the socket system call), and
 // refuses every system call made through another ABI than this program's
 // own (a 32-bit socketcall, int 0x80, the x32 ABI) with ENOSYS, so that
@@ -103,5 +107,10 @@ func socketFilter() []unix.SockFilter {
 	for _, f := range socketFamilies {
 		p = append(p, unix.SockFilter{Code: jeq, K: f, Jt: 0, Jf: 1}, stmt(ret, allow))
 	}
+	// socket(AF_NETLINK, type, NETLINK_ROUTE) only: the protocol is the
+	// third argument (an int, so its low half is what the kernel reads).
+	p = append(p, unix.SockFilter{Code: jeq, K: unix.AF_NETLINK, Jt: 0, Jf: 3},
+		stmt(ld, offArg2Lo),
+		unix.SockFilter{Code: jeq, K: unix.NETLINK_ROUTE, Jt: 0, Jf: 1}, stmt(ret, allow))
 	return append(p, stmt(ret, eacces))
 }
