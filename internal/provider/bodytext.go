@@ -26,6 +26,19 @@ func BodyText(b []byte) string {
 	return oneLine(b)
 }
 
+// asciiLower returns a copy of b with the ASCII letters A-Z in lower case
+// and every other byte as it is, so that it has b's length and offsets.
+func asciiLower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
 // htmlTitle returns the text of the <title> element of b when b is an HTML
 // page (its first non-blank byte is '<' and it has a title); only the first
 // 64 KiB are searched.
@@ -34,7 +47,10 @@ func htmlTitle(b []byte) ([]byte, bool) {
 	if len(b) == 0 || b[0] != '<' {
 		return nil, false
 	}
-	lower := bytes.ToLower(b)
+	// Only ASCII letters are folded, byte for byte: bytes.ToLower changes
+	// the length of some characters (Ⱥ is 2 bytes, its lower case 3), and
+	// indices into it would not be indices into b.
+	lower := asciiLower(b)
 	i := bytes.Index(lower, []byte("<title"))
 	if i < 0 {
 		return nil, false

@@ -19,6 +19,11 @@ func TestBodyText(t *testing.T) {
 		{"", ""},
 		{"\xff\xfe", "\ufffd\ufffd"},
 		{strings.Repeat("é", 200), strings.Repeat("é", 150) + "..."},
+		// Characters whose lower case has another length (Ⱥ: 2 bytes, 3
+		// lower; İ: 2 bytes, 1 lower) before the title: its text, not a
+		// crash or another slice of the page.
+		{"<" + strings.Repeat("Ⱥ", 50) + "<title>x</title>", "the server answered with an HTML page: x"},
+		{"<" + strings.Repeat("İ", 50) + "<TITLE>502</TITLE>", "the server answered with an HTML page: 502"},
 	} {
 		if got := BodyText([]byte(tc.body)); got != tc.want {
 			t.Errorf("BodyText(%q) = %q, want %q", tc.body, got, tc.want)
