@@ -1,7 +1,10 @@
 // Package providertest holds what the tests of tollgate's HTTP model providers
 // (model/openai, model/anthropic) share and what does not depend on a wire
 // format: a local server that records requests and plays canned answers
-// ([Recorder]), and golden files under testdata/ ([ReadFile], [Golden]).
+// ([Recorder]), golden files under testdata/ ([ReadFile], [Golden]), and the
+// tests every HTTP provider must pass the same way, run by each provider with
+// a description of itself: retry waits and the default timeout ([Waits]),
+// redirects ([Redirects]) and the answer size limit ([Sizes]).
 // It is for tests only; no library package or command may import it. The
 // fake servers that speak a vendor's wire format stay in each provider.
 package providertest
