@@ -48,8 +48,11 @@
 //   - signal, ptrace or read /proc/PID/environ of no process outside its own
 //     sandbox, and connect to no abstract UNIX socket outside it (ABI 6+);
 //   - make no socket of a family other than IPv4, IPv6 and route netlink,
-//     Unix domain sockets above all (EACCES; socketpair still works), and no
-//     io_uring (ENOSYS), by a seccomp filter that also refuses every system
+//     Unix domain sockets above all (EACCES; socketpair still works), no IPv4
+//     or IPv6 socket but a TCP or UDP stream or datagram one (MPTCP, SCTP,
+//     UDP-Lite and raw sockets are refused with EACCES: Landlock's TCP
+//     rules govern TCP alone, and an MPTCP socket connects where they
+//     refuse TCP), and no io_uring (ENOSYS), by a seccomp filter that also refuses every system
 //     call made through another ABI than the helper's own (32-bit calls on
 //     amd64 or arm64): Landlock (up to ABI 7) does not govern connecting to a
 //     Unix socket by its path, so without the filter a command would reach

@@ -446,3 +446,156 @@ except OSError as e:
 		t.Fatalf("netlink control: exit %d\n%s", code, out)
 	}
 }
+
+// Landlock's TCP rules govern TCP alone: a stream socket made with
+// IPPROTO_MPTCP (262) connected and bound where TCP was refused, and so
+// reached a store's PostgreSQL on loopback and approved its own calls.
+// In the sandbox every IPv4 and IPv6 socket other than TCP and UDP is
+// refused (MPTCP, SCTP, UDP-Lite, raw); unconfined, MPTCP connects.
+func TestNoMPTCPOrOtherInetProtocols(t *testing.T) {
+	s := newSandbox(t)
+	if s.Status().ABI < 4 {
+		t.Skipf("Landlock ABI %d does not restrict TCP", s.Status().ABI)
+	}
+	py := python(t)
+	port := acceptAndClose(t)
+	ws := t.TempDir()
+	probe := fmt.Sprintf(`%s -c 'import socket
+for name, fam, typ, proto in [("mptcp", socket.AF_INET, socket.SOCK_STREAM, 262),
+        ("mptcp6", socket.AF_INET6, socket.SOCK_STREAM, 262),
+        ("sctp", socket.AF_INET, socket.SOCK_STREAM, 132),
+        ("udplite", socket.AF_INET, socket.SOCK_DGRAM, 136),
+        ("raw", socket.AF_INET, socket.SOCK_RAW, 6)]:
+    try:
+        s = socket.socket(fam, typ, proto)
+    except OSError as e:
+        print(name, "refused", e.errno)
+        continue
+    print(name, "made")
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+s.connect(("127.0.0.1", %d))
+print("mptcp connected")'`, py, port)
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Read: pythonTree(py)}
+	code, out := run(t, s, p, ws, probe)
+	for _, name := range []string{"mptcp", "mptcp6", "sctp", "udplite", "raw"} {
+		if !strings.Contains(out, name+" refused 13") {
+			t.Errorf("%s socket in the sandbox: not refused with EACCES\n%s", name, out)
+		}
+	}
+	if code == 0 || strings.Contains(out, "mptcp connected") {
+		t.Fatalf("an MPTCP socket connected from the sandbox: exit %d\n%s", code, out)
+	}
+	// TCP and UDP sockets, blocking or not, are still made.
+	plain := fmt.Sprintf(`%s -c 'import socket
+socket.socket(socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK, 0).close()
+socket.socket(socket.AF_INET6, socket.SOCK_STREAM, socket.IPPROTO_TCP).close()
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, socket.IPPROTO_UDP).close()
+print("plain ok")'`, py)
+	if code, out := run(t, s, p, ws, plain); code != 0 || !strings.Contains(out, "plain ok") {
+		t.Fatalf("TCP and UDP sockets in the sandbox: exit %d\n%s", code, out)
+	}
+	// Unconfined, the same connection is made: the refusal is the sandbox's.
+	if code, out := run(t, nil, sandbox.Policy{}, ws, probe); code != 0 || !strings.Contains(out, "mptcp connected") {
+		t.Fatalf("control: MPTCP unconfined: exit %d\n%s", code, out)
+	}
+}
+
+// The reproduction as reported: a short LD_PRELOAD shim turns every
+// TCP socket of any program into an MPTCP one. With it, bash's /dev/tcp
+// neither connects nor binds from the sandbox; without the sandbox it
+// connects.
+func TestMPTCPShimDoesNotConnect(t *testing.T) {
+	s := newSandbox(t)
+	if s.Status().ABI < 4 {
+		t.Skipf("Landlock ABI %d does not restrict TCP", s.Status().ABI)
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatal("needs gcc (scripts/test.sh installs it) to build the LD_PRELOAD shim")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("needs bash (for /dev/tcp)")
+	}
+	shimDir := t.TempDir()
+	src := filepath.Join(shimDir, "mptcp.c")
+	if err := os.WriteFile(src, []byte(`#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+int socket(int d, int t, int p) {
+	int (*real)(int, int, int) = (int (*)(int, int, int))dlsym(RTLD_NEXT, "socket");
+	if ((d == AF_INET || d == AF_INET6) && (t & 0xf) == SOCK_STREAM && (p == 0 || p == IPPROTO_TCP)) p = 262;
+	return real(d, t, p);
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(shimDir, "mptcp.so")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", shim, src, "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("building the shim: %v\n%s", err, out)
+	}
+	port := acceptAndClose(t)
+	ws := t.TempDir()
+	connect := fmt.Sprintf("LD_PRELOAD=%s bash -c 'echo > /dev/tcp/127.0.0.1/%d' && echo connected", shim, port)
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Read: []string{shimDir}}
+	if code, out := run(t, s, p, ws, connect); code == 0 || strings.Contains(out, "connected") {
+		t.Fatalf("the MPTCP shim connected from the sandbox: exit %d\n%s", code, out)
+	}
+	if code, out := run(t, nil, sandbox.Policy{}, ws, connect); code != 0 || !strings.Contains(out, "connected") {
+		t.Fatalf("control: the shim unconfined: exit %d\n%s", code, out)
+	}
+	// Binding a listening MPTCP socket is refused too (python, since bash
+	// cannot listen).
+	py := python(t)
+	bind := fmt.Sprintf(`%s -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+s.bind(("127.0.0.1", 0)); s.listen(1)
+print("mptcp listening")'`, py)
+	p.Read = append(p.Read, pythonTree(py)...)
+	if code, out := run(t, s, p, ws, bind); code == 0 || strings.Contains(out, "listening") {
+		t.Fatalf("an MPTCP socket listened in the sandbox: exit %d\n%s", code, out)
+	}
+	if code, out := run(t, nil, sandbox.Policy{}, ws, bind); code != 0 || !strings.Contains(out, "listening") {
+		t.Fatalf("control: MPTCP listen unconfined: exit %d\n%s", code, out)
+	}
+}
+
+// python is the real path of python3, which scripts/test.sh installs.
+func python(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("needs python3 (scripts/test.sh installs it)")
+	}
+	if real, err := filepath.EvalSymlinks(py); err == nil {
+		py = real
+	}
+	return py
+}
+
+// pythonTree is what a sandboxed python3 at py must read beyond the
+// system's defaults: its directory and the one above it.
+func pythonTree(py string) []string {
+	return []string{filepath.Dir(py), filepath.Dir(filepath.Dir(py))}
+}
+
+// acceptAndClose listens on a loopback port for the test's length,
+// closing every connection it accepts, and returns the port.
+func acceptAndClose(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}

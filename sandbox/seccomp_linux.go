@@ -21,7 +21,17 @@ import (
 // (a PostgreSQL store with peer authentication, a Docker daemon, an SSH
 // agent, a desktop bus). socketpair(2) stays allowed: its two ends reach
 // nothing else.
+//
+// Within IPv4 and IPv6 only stream and datagram sockets of protocol 0, TCP
+// or UDP are made: Landlock's TCP rules govern TCP alone, and MPTCP
+// (IPPROTO_MPTCP, 262), SCTP or UDP-Lite would connect and bind where TCP
+// is refused (a stream socket of protocol 262 reached a store's
+// PostgreSQL on loopback). Raw and packet sockets are refused too.
 var socketFamilies = []uint32{unix.AF_INET, unix.AF_INET6}
+
+// inetProtocols are the protocols an IPv4 or IPv6 socket may be made
+// with: 0 (the type's default, TCP or UDP), TCP and UDP.
+var inetProtocols = []uint32{0, unix.IPPROTO_TCP, unix.IPPROTO_UDP}
 
 // auditArch is the AUDIT_ARCH_* value of this program's architecture, and
 // x32 whether system calls numbered from 0x40000000 (the x32 ABI of
@@ -43,6 +53,7 @@ const (
 	offArch    = 4
 	offArg0Lo  = 16
 	offArg0Hi  = 20
+	offArg1Lo  = 24
 	offArg2Lo  = 32
 	x32Syscall = 0x40000000
 )
@@ -50,7 +61,8 @@ const (
 // filterSockets installs, for this thread and every later one of this
 // process and of what it executes, a seccomp filter (seccomp(2),
 // SECCOMP_SET_MODE_FILTER) that refuses socket(2) for the families not in
-// [socketFamilies] and netlink sockets of a protocol other than
+// [socketFamilies], IPv4 and IPv6 sockets other than [inetSockets] allows
+// (MPTCP, SCTP, raw) and netlink sockets of a protocol other than
 // NETLINK_ROUTE (EACCES), refuses io_uring (ENOSYS: its operations
 // would open and connect sockets without the socket system call), and
 // refuses every system call made through another ABI than this program's
@@ -104,13 +116,56 @@ func socketFilter() []unix.SockFilter {
 		stmt(ld, offArg0Hi),
 		unix.SockFilter{Code: jeq, K: 0, Jt: 1, Jf: 0}, stmt(ret, eacces),
 		stmt(ld, offArg0Lo))
-	for _, f := range socketFamilies {
-		p = append(p, unix.SockFilter{Code: jeq, K: f, Jt: 0, Jf: 1}, stmt(ret, allow))
-	}
+	p = append(p, inetSockets()...)
 	// socket(AF_NETLINK, type, NETLINK_ROUTE) only: the protocol is the
 	// third argument (an int, so its low half is what the kernel reads).
 	p = append(p, unix.SockFilter{Code: jeq, K: unix.AF_NETLINK, Jt: 0, Jf: 3},
 		stmt(ld, offArg2Lo),
 		unix.SockFilter{Code: jeq, K: unix.NETLINK_ROUTE, Jt: 0, Jf: 1}, stmt(ret, allow))
 	return append(p, stmt(ret, eacces))
+}
+
+// inetSockets is the part of [socketFilter] that follows the load of
+// socket(2)'s family: an IPv4 or IPv6 socket is allowed only when its type
+// (without SOCK_NONBLOCK and SOCK_CLOEXEC) is SOCK_STREAM or SOCK_DGRAM and
+// its protocol one of [inetProtocols]; any other IPv4 or IPv6 socket is
+// refused with EACCES. Another family falls through to what follows.
+func inetSockets() []unix.SockFilter {
+	const (
+		ld     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		and    = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+		ret    = unix.BPF_RET | unix.BPF_K
+		allow  = unix.SECCOMP_RET_ALLOW
+		eacces = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+		// sockTypeMask is the kernel's SOCK_TYPE_MASK: the type's bits
+		// without the flags.
+		sockTypeMask = 0xf
+	)
+	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+	// The block checks the type, then the protocol; a protocol that
+	// matches jumps to the allow at its end, past the refusal before it.
+	block := []unix.SockFilter{
+		stmt(ld, offArg1Lo),
+		stmt(and, sockTypeMask),
+		{Code: jeq, K: unix.SOCK_STREAM, Jt: 1, Jf: 0},
+		{Code: jeq, K: unix.SOCK_DGRAM, Jt: 0, Jf: uint8(1 + len(inetProtocols))},
+		stmt(ld, offArg2Lo),
+	}
+	for i, proto := range inetProtocols {
+		block = append(block, unix.SockFilter{Code: jeq, K: proto, Jt: uint8(len(inetProtocols) - i), Jf: 0})
+	}
+	block = append(block, stmt(ret, eacces), stmt(ret, allow))
+	// Families: each of [socketFamilies] jumps to the block's start; a
+	// family not among them jumps past the block.
+	var p []unix.SockFilter
+	for i, f := range socketFamilies {
+		rest := uint8(len(socketFamilies) - 1 - i)
+		if i == len(socketFamilies)-1 {
+			p = append(p, unix.SockFilter{Code: jeq, K: f, Jt: 0, Jf: uint8(len(block))})
+		} else {
+			p = append(p, unix.SockFilter{Code: jeq, K: f, Jt: rest, Jf: 0})
+		}
+	}
+	return append(p, block...)
 }

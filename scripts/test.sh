@@ -28,6 +28,8 @@ if ! need node || ! need npm; then missing="$missing nodejs npm"; fi
 # The Claude Code hook fixtures (hooks/claudecode/testdata) are sh + jq and
 # python3 scripts, as such hooks are written.
 if ! need jq || ! need python3; then missing="$missing jq python3"; fi
+# The sandbox's tests build an LD_PRELOAD shim (an attacker's MPTCP one).
+if ! need gcc; then missing="$missing gcc libc6-dev"; fi
 # The approvals page (server/web) is tested in a real browser: Debian's
 # Chromium, found on PATH (or at $TOLLGATE_CHROMIUM) by the tests.
 if [ -z "${TOLLGATE_CHROMIUM:-}" ] && ! need chromium && ! need chromium-browser; then missing="$missing chromium"; fi
