@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
 // Mode says how much a sandboxed process may do.
@@ -69,6 +71,18 @@ type Policy struct {
 	Seal []string
 	// ConnectTCP are the TCP ports it may connect to and bind; none by default.
 	ConnectTCP []uint16
+	// DenyExec are globs on program base names ("rm", "python*"; package
+	// internal/glob: only * is special, case is ignored) that the command
+	// must not execute, however it is spelled: an exec supervisor
+	// (ptrace(2), in the helper) kills, before its first instruction, any
+	// process whose executable is one of the files these name on the
+	// command's PATH or in the system's program directories (any link to
+	// it), a file of the same content (a copy, a memfd), a file so named,
+	// or a dynamic loader run as a program; a process whose argv[0] names
+	// one; and an interpreter whose first or second argument is a denied
+	// script. Each refusal is written to the command's standard error.
+	// See the package documentation for what it does not stop.
+	DenyExec []string
 }
 
 // Options configures [New]. A nil *Options means all defaults.
@@ -186,6 +200,7 @@ type spec struct {
 	Protect    []string `json:"protect,omitempty"`
 	Seal       []string `json:"seal,omitempty"`
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
+	DenyExec   []string `json:"denyExec,omitempty"`
 	TempDir    string   `json:"tempDir,omitempty"`
 	Namespaces bool     `json:"namespaces,omitempty"`
 	Path       string   `json:"path,omitempty"`
@@ -227,6 +242,11 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 			}
 		}
 	}
+	for _, g := range p.DenyExec {
+		if !glob.Valid(g) || strings.Contains(g, "/") {
+			return false, fmt.Errorf("sandbox: denied program %q is not a base name or a glob with *", g)
+		}
+	}
 	prog := cmd.Path
 	if !filepath.IsAbs(prog) {
 		// Relative to cmd.Dir, itself relative to this process's working
@@ -240,7 +260,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	sp := spec{
 		Mode: p.Mode, ConnectTCP: slices.Clone(p.ConnectTCP), TempDir: s.tempDir,
 		Namespaces: s.status.Namespaces, Path: prog, Args: slices.Clone(cmd.Args),
-		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal),
+		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal), DenyExec: slices.Clone(p.DenyExec),
 	}
 	sp.Read = append(DefaultRead(), p.Read...)
 	sp.Read = append(sp.Read, prog)

@@ -1,0 +1,196 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/tollgate-dev/tollgate/internal/glob"
+)
+
+// systemPath are the program directories searched for denied programs
+// besides those of the command's PATH.
+var systemPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// fileID is a file's identity: its device and inode numbers.
+type fileID struct{ dev, ino uint64 }
+
+// deniedFiles is what the exec supervisor refuses: the programs whose base
+// name matches one of globs, found on the command's PATH and in
+// [systemPath], by identity and by content; see [deniedFiles.refuses].
+type deniedFiles struct {
+	globs []string
+	// ids maps each denied file (and every link to it) to the path it was
+	// found at.
+	ids map[fileID]string
+	// sums maps a size in bytes to the SHA-256 sums of the denied files of
+	// that size, each to the path it was found at: a copy is refused too.
+	sums map[int64]map[[sha256.Size]byte]string
+	// scripts are the denied files that start with "#!": their exec is the
+	// interpreter's, with the script's path as an argument.
+	scripts map[fileID]string
+}
+
+// resolveDenied finds the files of the programs matching globs on the
+// directories of path (a PATH value; relative entries are skipped) and of
+// [systemPath]. A directory that cannot be read is skipped: what it holds
+// cannot be found by name, and is still refused by content when run from
+// elsewhere.
+func resolveDenied(globs []string, path string) (*deniedFiles, error) {
+	d := &deniedFiles{globs: globs, ids: map[fileID]string{}, sums: map[int64]map[[sha256.Size]byte]string{}, scripts: map[fileID]string{}}
+	dirs := slices.Clone(systemPath)
+	for _, dir := range filepath.SplitList(path) {
+		if filepath.IsAbs(dir) && !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	for _, dir := range dirs {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !d.nameDenied(e.Name()) {
+				continue
+			}
+			if err := d.add(filepath.Join(dir, e.Name())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
+}
+
+// add records the file at p (links followed) when it is a regular file.
+func (d *deniedFiles) add(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil // a dangling link, a directory: nothing to run
+	}
+	id := idOf(fi)
+	if _, ok := d.ids[id]; ok {
+		return nil
+	}
+	sum, script, err := digest(p)
+	if err != nil {
+		return fmt.Errorf("denied program %s: %w", p, err)
+	}
+	d.ids[id] = p
+	if d.sums[fi.Size()] == nil {
+		d.sums[fi.Size()] = map[[sha256.Size]byte]string{}
+	}
+	d.sums[fi.Size()][sum] = p
+	if script {
+		d.scripts[id] = p
+	}
+	return nil
+}
+
+// nameDenied reports whether a program's base name matches a denied glob
+// (case ignored, as the policy's program conditions match).
+func (d *deniedFiles) nameDenied(name string) bool {
+	return slices.ContainsFunc(d.globs, func(g string) bool { return glob.Match(g, name) })
+}
+
+func idOf(fi os.FileInfo) fileID {
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil {
+		return fileID{}
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}
+}
+
+// digest returns the SHA-256 sum of the file at p and whether it starts
+// with "#!".
+func digest(p string) (sum [sha256.Size]byte, script bool, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return sum, false, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	br := bufio.NewReader(f)
+	head, _ := br.Peek(2)
+	script = bytes.Equal(head, []byte("#!"))
+	if _, err := io.Copy(h, br); err != nil {
+		return sum, false, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, script, nil
+}
+
+// execImage is what a process runs right after an exec: its executable
+// (exe, a path whose open yields the very file, such as /proc/PID/exe),
+// the executable's path as the kernel names it, its arguments, and its
+// working directory (for relative script paths).
+type execImage struct {
+	exe, exePath string
+	args         []string
+	cwd          string
+}
+
+// refuses says why the process described by img must not run, or "" when
+// it may: its executable is a denied file (by identity or content), has a
+// denied name, is a dynamic loader run as a program (it would load a
+// denied program without an exec), or is an interpreter whose first or
+// second argument is a denied script; or its argv[0] names a denied
+// program. An executable that cannot be read is refused.
+func (d *deniedFiles) refuses(img execImage) string {
+	fi, err := os.Stat(img.exe)
+	if err != nil {
+		return fmt.Sprintf("its executable cannot be checked: %v", err)
+	}
+	if p, ok := d.ids[idOf(fi)]; ok {
+		return "it is " + p
+	}
+	if sums := d.sums[fi.Size()]; sums != nil {
+		sum, _, err := digest(img.exe)
+		if err != nil {
+			return fmt.Sprintf("its executable cannot be checked: %v", err)
+		}
+		if p, ok := sums[sum]; ok {
+			return "it is a copy of " + p
+		}
+	}
+	base := filepath.Base(strings.TrimSuffix(img.exePath, " (deleted)"))
+	if d.nameDenied(base) {
+		return "its program is named " + base
+	}
+	if isLoader(base) {
+		return "it runs the dynamic loader " + base + " as a program, which loads programs without executing them"
+	}
+	if len(img.args) > 0 && d.nameDenied(filepath.Base(img.args[0])) {
+		return "it is called " + img.args[0]
+	}
+	for _, a := range img.args[1:min(len(img.args), 3)] {
+		if a == "" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !filepath.IsAbs(a) {
+			a = filepath.Join(img.cwd, a)
+		}
+		if fi, err := os.Stat(a); err == nil {
+			if p, ok := d.scripts[idOf(fi)]; ok {
+				return "it runs the script " + p
+			}
+		}
+	}
+	return ""
+}
+
+// isLoader reports whether name is the file name of a dynamic loader
+// (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ld-2.31.so,
+// ld64.so.2, ld-musl-x86_64.so.1).
+func isLoader(name string) bool {
+	return name == "ld.so" || strings.HasPrefix(name, "ld-") && strings.Contains(name, ".so") ||
+		strings.HasPrefix(name, "ld64.so")
+}
