@@ -139,3 +139,15 @@ func TestDenyExecBadGlob(t *testing.T) {
 		}
 	}
 }
+
+// The command's own program runs even when its name is denied (the bash
+// tool's shell under a rule that denies bash); what it executes does not.
+func TestDenyExecSparesTheCommandItself(t *testing.T) {
+	s := newSandbox(t)
+	ws := t.TempDir()
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, DenyExec: []string{"sh", "dash"}}
+	_, out := run(t, s, p, ws, "echo own; sh -c 'echo nested'")
+	if !strings.HasPrefix(out, "own\n") || strings.Contains(out, "nested") || !strings.Contains(out, "refused to execute") {
+		t.Fatalf("own program and a nested denied one: %q", out)
+	}
+}

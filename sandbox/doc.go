@@ -73,7 +73,8 @@
 //     a copy of it (same size and SHA-256, a memfd too), a file with a denied
 //     name, a dynamic loader run as a program (ld.so loads a program without
 //     executing it), a program called with a denied argv[0], or an
-//     interpreter whose first or second argument is a denied script. The
+//     interpreter whose first or second argument is a denied script; the
+//     command's own program (the bash tool's shell) is exempt. The
 //     refusal is written to the command's standard error and its status is
 //     that of a killed process (137). Without ptrace (Yama scope 3) such a
 //     command does not start. Under supervision no process of the command

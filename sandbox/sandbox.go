@@ -80,8 +80,10 @@ type Policy struct {
 	// it), a file of the same content (a copy, a memfd), a file so named,
 	// or a dynamic loader run as a program; a process whose argv[0] names
 	// one; and an interpreter whose first or second argument is a denied
-	// script. Each refusal is written to the command's standard error.
-	// See the package documentation for what it does not stop.
+	// script. The command's own program (cmd.Path, the bash tool's shell)
+	// is exempt; what it executes is not. Each refusal is written to the
+	// command's standard error. See the package documentation for what it
+	// does not stop.
 	DenyExec []string
 }
 

@@ -59,6 +59,9 @@ func superviseExec(child *exec.Cmd, deny *deniedFiles, stderr *os.File, started 
 		return 0, fmt.Errorf("supervising execs: %w", err)
 	}
 	seen := map[int]bool{main: true}
+	// The first exec of the child is the command's own program, chosen by
+	// the caller (the bash tool's shell): it is not judged.
+	own := true
 	for {
 		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
 		if errors.Is(err, unix.EINTR) {
@@ -75,6 +78,11 @@ func superviseExec(child *exec.Cmd, deny *deniedFiles, stderr *os.File, started 
 			continue
 		}
 		if !ws.Stopped() {
+			continue
+		}
+		if own && pid == main && ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC {
+			own = false
+			_ = unix.PtraceCont(pid, 0)
 			continue
 		}
 		_ = unix.PtraceCont(pid, stopSignal(pid, ws, seen, deny, stderr))
