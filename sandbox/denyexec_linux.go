@@ -143,7 +143,8 @@ type execImage struct {
 // denied name, is a dynamic loader run as a program (it would load a
 // denied program without an exec), or is an interpreter whose first or
 // second argument is a denied script; or its argv[0] names a denied
-// program. An executable that cannot be read is refused.
+// program, or it is busybox or toybox and its first argument does. An
+// executable that cannot be read is refused.
 func (d *deniedFiles) refuses(img execImage) string {
 	fi, err := os.Stat(img.exe)
 	if err != nil {
@@ -170,6 +171,9 @@ func (d *deniedFiles) refuses(img execImage) string {
 	}
 	if len(img.args) > 0 && d.nameDenied(filepath.Base(img.args[0])) {
 		return "it is called " + img.args[0]
+	}
+	if (base == "busybox" || base == "toybox") && len(img.args) > 1 && d.nameDenied(img.args[1]) {
+		return "it runs the applet " + img.args[1] + " of " + base
 	}
 	for _, a := range img.args[1:min(len(img.args), 3)] {
 		if a == "" || strings.HasPrefix(a, "-") {

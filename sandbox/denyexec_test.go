@@ -151,3 +151,32 @@ func TestDenyExecSparesTheCommandItself(t *testing.T) {
 		t.Fatalf("own program and a nested denied one: %q", out)
 	}
 }
+
+// Without namespaces (the helper is then no PID namespace's init, and
+// /proc is the machine's) the supervisor refuses the same way, and a
+// multi-call binary's denied applet is refused by its argument.
+func TestDenyExecWithoutNamespaces(t *testing.T) {
+	s, err := sandbox.New(&sandbox.Options{NoNamespaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	// A stand-in for busybox: a copy of echo under that name, so that its
+	// applet argument is all that names the program.
+	if err := exec.Command("cp", "/usr/bin/echo", filepath.Join(ws, "busybox")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, DenyExec: []string{"rm"}}
+	for _, script := range []string{"rm v", "cp /usr/bin/rm c && ./c v", "./busybox rm v"} {
+		if err := os.WriteFile(filepath.Join(ws, "v"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, out := run(t, s, p, ws, script)
+		if !exists(filepath.Join(ws, "v")) || !strings.Contains(out, "refused to execute") || strings.Contains(out, "rm v") {
+			t.Errorf("%q without namespaces: not refused\n%s", script, out)
+		}
+	}
+	if _, out := run(t, s, p, ws, "./busybox ls"); out != "ls\n" {
+		t.Errorf("an applet that is not denied: %q", out)
+	}
+}

@@ -38,7 +38,7 @@ func superviseExec(child *exec.Cmd, deny *deniedFiles, stderr *os.File, started 
 	runtime.LockOSThread()
 	child.SysProcAttr.Ptrace = true
 	if err := child.Start(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("starting it under the exec supervisor (ptrace(2), which the policy's denied programs need): %w", err)
 	}
 	close(started)
 	main := child.Process.Pid
