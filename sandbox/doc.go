@@ -79,7 +79,9 @@
 //     that of a killed process (137). Without ptrace (Yama scope 3) such a
 //     command does not start. Under supervision no process of the command
 //     can be traced by another (strace, gdb), processes ignore job-control
-//     stops, and ldd (which runs the loader) fails.
+//     stops, ldd (which runs the loader) fails, and without namespaces too
+//     what the command leaves running dies with the helper
+//     (PTRACE_O_EXITKILL).
 //
 // Mode read-only is the same without the workspace write access. Mode off
 // runs the command as it is.
