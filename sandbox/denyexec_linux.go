@@ -95,6 +95,20 @@ func (d *deniedFiles) add(p string) error {
 	return nil
 }
 
+// hidden returns the real paths of the denied files but own's (the
+// command's own program, which must stay executable).
+func (d *deniedFiles) hidden(own string) []string {
+	ownReal := realpath(own)
+	var out []string
+	for _, p := range d.ids {
+		if r := realpath(p); r != ownReal && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // nameDenied reports whether a program's base name matches a denied glob
 // (case ignored, as the policy's program conditions match).
 func (d *deniedFiles) nameDenied(name string) bool {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,10 +26,10 @@ import (
 // each script runs with bash -c in the sandbox, with the program rm denied
 // (sandbox.Policy.DenyExec) and victim files in its workspace, and is
 // judged by a policy whose rule denies rm. A victim that disappears means
-// the denied program ran: a failure. A script the supervisor refused an
-// exec of rm in (its log on the command's standard error) that the
-// analysis allows is an analysis bypass: reported, and a failure with
-// -bypass-fails. The scripts only delete with rm: other ways of deleting
+// the denied program ran: a failure. A script in which rm was refused
+// (the supervisor's log on the command's standard error, or a program's
+// report that Landlock refused it rm's file) that the analysis allows is
+// an analysis bypass: reported, and a failure with -bypass-fails. The scripts only delete with rm: other ways of deleting
 // (find -delete, unlink) are not the program rm and are left out.
 //
 // go test runs the corpus (testdata/fuzz/FuzzDenyExec) and
@@ -45,6 +46,12 @@ var victims = []string{"a", "b", "f", "v", "v1", "v2", "v3", "x", "y", "victim"}
 
 // refusal is what the supervisor writes when it refuses an exec.
 const refusal = "tollgate sandbox: refused to execute"
+
+// landlockRefusal matches a program's report that Landlock refused it
+// rm's file (EACCES on an exec or an open of /usr/bin/rm): rm's own file
+// is not even readable, so most spellings stop there, before the
+// supervisor.
+var landlockRefusal = regexp.MustCompile(`\brm\b[^\n]*Permission denied|Permission denied[^\n]*\brm\b`)
 
 // execFuzz runs scripts in the sandbox and judges them.
 type execFuzz struct {
@@ -119,7 +126,7 @@ func (f *execFuzz) run(t testing.TB, script string) outcome {
 	}
 	_ = cmd.Run() // a failing script is fine
 	o.output = out.String()
-	o.refused = strings.Contains(o.output, refusal)
+	o.refused = strings.Contains(o.output, refusal) || landlockRefusal.MatchString(o.output)
 	for _, v := range victims {
 		if _, err := os.Lstat(filepath.Join(ws, v)); err != nil {
 			o.deleted = append(o.deleted, v)

@@ -137,8 +137,17 @@ func helper(specJSON string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	var deny *deniedFiles
+	if len(sp.DenyExec) > 0 {
+		if deny, err = resolveDenied(sp.DenyExec, os.Getenv("PATH")); err != nil {
+			return fail("%v", err)
+		}
+	}
 	stage := sp
 	stage.Stage2, stage.Tmp = true, tmp
+	if deny != nil {
+		stage.Hidden = deny.hidden(sp.Path)
+	}
 	b, err := json.Marshal(stage)
 	if err != nil {
 		return fail("%v", err)
@@ -146,12 +155,6 @@ func helper(specJSON string) int {
 	child := &exec.Cmd{Path: self, Args: []string{self, helperArg, string(b)}, Env: withTmp(os.Environ(), tmp),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
-	var deny *deniedFiles
-	if len(sp.DenyExec) > 0 {
-		if deny, err = resolveDenied(sp.DenyExec, os.Getenv("PATH")); err != nil {
-			return fail("%v", err)
-		}
-	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	status, err := runChild(child, deny, sigs)
@@ -331,16 +334,9 @@ func readOnly(real string) error {
 // restrict enters the Landlock domain of sp (best effort: what the kernel
 // offers, up to ABI 7).
 func restrict(sp spec, tmp string) error {
-	var rules []landlock.Rule
-	dirs, files := split(sp.Read)
-	if len(dirs) > 0 {
-		rules = append(rules, landlock.RODirs(dirs...).IgnoreIfMissing())
-	}
-	if len(files) > 0 {
-		rules = append(rules, landlock.ROFiles(files...).IgnoreIfMissing())
-	}
+	rules := readRules(sp.Read, sp.Hidden)
 	write := append([]string{tmp}, sp.Write...)
-	dirs, files = split(write)
+	dirs, files := split(write)
 	if len(dirs) > 0 {
 		rules = append(rules, landlock.RWDirs(dirs...).WithRefer().IgnoreIfMissing())
 	}

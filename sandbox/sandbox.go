@@ -73,14 +73,16 @@ type Policy struct {
 	ConnectTCP []uint16
 	// DenyExec are globs on program base names ("rm", "python*"; package
 	// internal/glob: only * is special, case is ignored) that the command
-	// must not execute, however it is spelled: an exec supervisor
-	// (ptrace(2), in the helper) kills, before its first instruction, any
-	// process whose executable is one of the files these name on the
-	// command's PATH or in the system's program directories (any link to
-	// it), a file of the same content (a copy, a memfd), a file so named,
-	// or a dynamic loader run as a program; a process whose argv[0] names
-	// one; and an interpreter whose first or second argument is a denied
-	// script. The command's own program (cmd.Path, the bash tool's shell)
+	// must not execute, however it is spelled. The files these name on the
+	// command's PATH and in the system's program directories get no
+	// Landlock right (neither executed nor read, so neither copied nor fed
+	// to an interpreter or a loader) where they lie in the read-only
+	// trees; and an exec supervisor (ptrace(2), in the helper) kills,
+	// before its first instruction, any process whose executable is one of
+	// them (any link to it), a file of the same content (a copy, a memfd),
+	// a file so named, or a dynamic loader run as a program; a process
+	// whose argv[0] names one; and an interpreter whose first or second
+	// argument is a denied script. The command's own program (cmd.Path, the bash tool's shell)
 	// is exempt; what it executes is not. Each refusal is written to the
 	// command's standard error. See the package documentation for what it
 	// does not stop.
@@ -211,6 +213,9 @@ type spec struct {
 	// enters the Landlock domain and executes the command.
 	Stage2 bool   `json:"stage2,omitempty"`
 	Tmp    string `json:"tmp,omitempty"`
+	// Hidden are the real paths of the denied programs' files, which the
+	// second stage grants no access to.
+	Hidden []string `json:"hidden,omitempty"`
 }
 
 // helperArg is the first argument that makes a binary the helper.

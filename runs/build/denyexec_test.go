@@ -16,8 +16,8 @@ import (
 
 // A program the policy denies outright is refused by bash's sandbox at
 // exec, under a spelling the analysis of the script allows (a copy of the
-// program under another name): the builder hands the policy's denied
-// programs to the sandbox.
+// program under another name, in the workspace): the builder hands the
+// policy's denied programs to the sandbox.
 func TestPolicyDeniedProgramRefusedAtExec(t *testing.T) {
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
@@ -29,7 +29,16 @@ func TestPolicyDeniedProgramRefusedAtExec(t *testing.T) {
     decision: deny
     reason: no deleting
 `)
-	script := "cp /usr/bin/rm ./x && ./x victim"
+	// A copy of rm in the workspace, made before the run (the sandbox does
+	// not let a command read rm's own file to copy it).
+	rm, err := os.ReadFile("/usr/bin/rm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "x"), rm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "./x victim"
 	m := calls(model.FuncCall{Name: "bash", Arguments: map[string]string{"command": script}})
 	res := start(t, withModel(m, &build.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml", Sandbox: &runs.SandboxConfig{}}))
 	tc := res.ToolCalls[0]
