@@ -57,6 +57,12 @@ var landlockRefusal = regexp.MustCompile(`\brm\b[^\n]*Permission denied|Permissi
 type execFuzz struct {
 	sb  *sandbox.Sandbox
 	pol *approval.Policy
+	// canary is a writable directory first on the scripts' PATH that
+	// holds a copy of rm: Landlock leaves it executable, so that an exec
+	// of rm by name meets the supervisor, which says so, rather than a
+	// Landlock refusal that some programs report without rm's name, or
+	// not at all (perl's exec).
+	canary string
 }
 
 func newExecFuzz(t testing.TB) *execFuzz {
@@ -71,7 +77,15 @@ func newExecFuzz(t testing.TB) *execFuzz {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &execFuzz{sb: sb, pol: pol}
+	canary := t.TempDir()
+	rm, err := os.ReadFile("/usr/bin/rm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(canary, "rm"), rm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &execFuzz{sb: sb, pol: pol, canary: canary}
 }
 
 // buildHelper builds testdata/helper, a helper without the race detector
@@ -117,10 +131,10 @@ func (f *execFuzz) run(t testing.TB, script string) outcome {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = ws
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + ws, "LC_ALL=C"}
+	cmd.Env = []string{"PATH=" + f.canary + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + ws, "LC_ALL=C"}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, DenyExec: []string{"rm"}}
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Write: []string{f.canary}, DenyExec: []string{"rm"}}
 	if _, err := f.sb.Wrap(cmd, p); err != nil {
 		t.Fatal(err)
 	}
