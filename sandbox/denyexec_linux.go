@@ -3,9 +3,9 @@
 package sandbox
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,9 +32,13 @@ type deniedFiles struct {
 	// ids maps each denied file (and every link to it) to the path it was
 	// found at.
 	ids map[fileID]string
-	// sums maps a size in bytes to the SHA-256 sums of the denied files of
-	// that size, each to the path it was found at: a copy is refused too.
-	sums map[int64]map[[sha256.Size]byte]string
+	// bySize maps a size in bytes to the denied files of that size: an
+	// executable of one of these sizes is compared with them by content,
+	// so that a copy is refused too.
+	bySize map[int64][]string
+	// sums caches the SHA-256 sums of denied files, by path: they are
+	// computed when first needed.
+	sums map[string][sha256.Size]byte
 	// scripts are the denied files that start with "#!": their exec is the
 	// interpreter's, with the script's path as an argument.
 	scripts map[fileID]string
@@ -46,7 +50,8 @@ type deniedFiles struct {
 // cannot be found by name, and is still refused by content when run from
 // elsewhere.
 func resolveDenied(globs []string, path string) (*deniedFiles, error) {
-	d := &deniedFiles{globs: globs, ids: map[fileID]string{}, sums: map[int64]map[[sha256.Size]byte]string{}, scripts: map[fileID]string{}}
+	d := &deniedFiles{globs: globs, ids: map[fileID]string{}, bySize: map[int64][]string{},
+		sums: map[string][sha256.Size]byte{}, scripts: map[fileID]string{}}
 	dirs := slices.Clone(systemPath)
 	for _, dir := range filepath.SplitList(path) {
 		if filepath.IsAbs(dir) && !slices.Contains(dirs, dir) {
@@ -71,6 +76,7 @@ func resolveDenied(globs []string, path string) (*deniedFiles, error) {
 }
 
 // add records the file at p (links followed) when it is a regular file.
+// The error is one reading it.
 func (d *deniedFiles) add(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -80,15 +86,12 @@ func (d *deniedFiles) add(p string) error {
 	if _, ok := d.ids[id]; ok {
 		return nil
 	}
-	sum, script, err := digest(p)
+	script, err := isScript(p)
 	if err != nil {
 		return fmt.Errorf("denied program %s: %w", p, err)
 	}
 	d.ids[id] = p
-	if d.sums[fi.Size()] == nil {
-		d.sums[fi.Size()] = map[[sha256.Size]byte]string{}
-	}
-	d.sums[fi.Size()][sum] = p
+	d.bySize[fi.Size()] = append(d.bySize[fi.Size()], p)
 	if script {
 		d.scripts[id] = p
 	}
@@ -123,23 +126,61 @@ func idOf(fi os.FileInfo) fileID {
 	return fileID{dev: st.Dev, ino: st.Ino}
 }
 
-// digest returns the SHA-256 sum of the file at p and whether it starts
-// with "#!".
-func digest(p string) (sum [sha256.Size]byte, script bool, err error) {
+// copyOf says whether the file exe, of size bytes, has the content of a
+// denied file ("it is a copy of PATH"), or "" when it has not; a file that
+// cannot be read is refused.
+func (d *deniedFiles) copyOf(exe string, size int64) string {
+	cands := d.bySize[size]
+	if len(cands) == 0 {
+		return ""
+	}
+	sum, err := digest(exe)
+	if err != nil {
+		return fmt.Sprintf("its executable cannot be checked: %v", err)
+	}
+	for _, p := range cands {
+		ps, ok := d.sums[p]
+		if !ok {
+			if ps, err = digest(p); err != nil {
+				return fmt.Sprintf("the denied program %s cannot be read to compare: %v", p, err)
+			}
+			d.sums[p] = ps
+		}
+		if ps == sum {
+			return "it is a copy of " + p
+		}
+	}
+	return ""
+}
+
+// digest returns the SHA-256 sum of the file at p.
+func digest(p string) (sum [sha256.Size]byte, err error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return sum, false, err
+		return sum, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	br := bufio.NewReader(f)
-	head, _ := br.Peek(2)
-	script = bytes.Equal(head, []byte("#!"))
-	if _, err := io.Copy(h, br); err != nil {
-		return sum, false, err
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
 	}
 	copy(sum[:], h.Sum(nil))
-	return sum, script, nil
+	return sum, nil
+}
+
+// isScript reports whether the file at p starts with "#!".
+func isScript(p string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return bytes.Equal(head[:n], []byte("#!")), nil
 }
 
 // execImage is what a process runs right after an exec: its executable
@@ -167,14 +208,8 @@ func (d *deniedFiles) refuses(img execImage) string {
 	if p, ok := d.ids[idOf(fi)]; ok {
 		return "it is " + p
 	}
-	if sums := d.sums[fi.Size()]; sums != nil {
-		sum, _, err := digest(img.exe)
-		if err != nil {
-			return fmt.Sprintf("its executable cannot be checked: %v", err)
-		}
-		if p, ok := sums[sum]; ok {
-			return "it is a copy of " + p
-		}
+	if why := d.copyOf(img.exe, fi.Size()); why != "" {
+		return why
 	}
 	base := filepath.Base(strings.TrimSuffix(img.exePath, " (deleted)"))
 	if d.nameDenied(base) {
