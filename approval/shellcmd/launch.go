@@ -33,8 +33,8 @@ type launcher struct {
 // fakeroot, systemd and toybox define them; the dynamic loader (ld.so) is
 // [loaderLauncher].
 var launchers = map[string]launcher{
-	"prlimit": {flags: "cdefilmnqrstuvxyhV", valued: "po", longValued: []string{"--pid", "--output"}},
-	"nsenter": {flags: "aUFZechV", valued: "tSGW", optional: "muinpCTrw",
+	"prlimit": {flags: "hV", valued: "po", optional: "cdefilmnqrstuvxy", longValued: []string{"--pid", "--output"}},
+	"nsenter": {flags: "aFZechV", valued: "tSGW", optional: "muinpCTUrw",
 		longValued: []string{"--target", "--setuid", "--setgid", "--wdns"},
 		bare:       "nsenter without a program runs a shell on its standard input"},
 	"setpriv": {flags: "dVh", longValued: []string{"--inh-caps", "--ambient-caps", "--bounding-set", "--groups", "--ruid", "--euid",

@@ -252,6 +252,8 @@ func TestAnalyzeLaunchers(t *testing.T) {
 		{"prlimit -o RESOURCE rm v", []string{"prlimit", "prlimit>rm"}},
 		{"nsenter -t 1 -m -u rm v", []string{"nsenter", "nsenter>rm"}},
 		{"nsenter -m/proc/1/ns/mnt --wd=/ rm v", []string{"nsenter", "nsenter>rm"}},
+		{"nsenter -U/proc/1/ns/ust rm v", []string{"nsenter", "nsenter>rm"}},
+		{"prlimit -nunlimited:4096 -tsoft rm v", []string{"prlimit", "prlimit>rm"}},
 		{"nsenter -t 1 -m", []string{"nsenter", "nsenter>?"}},
 		{"setpriv --reuid 0 --inh-caps=-all rm v", []string{"setpriv", "setpriv>rm"}},
 		{"strace -f -o /dev/null -e trace=none rm v", []string{"strace", "strace>rm"}},
