@@ -49,7 +49,7 @@ type deniedFiles struct {
 // [systemPath]. A directory that cannot be read is skipped: what it holds
 // cannot be found by name, and is still refused by content when run from
 // elsewhere.
-func resolveDenied(globs []string, path string) (*deniedFiles, error) {
+func resolveDenied(globs []string, path string) *deniedFiles {
 	d := &deniedFiles{globs: globs, ids: map[fileID]string{}, bySize: map[int64][]string{},
 		sums: map[string][sha256.Size]byte{}, scripts: map[fileID]string{}}
 	dirs := slices.Clone(systemPath)
@@ -67,35 +67,30 @@ func resolveDenied(globs []string, path string) (*deniedFiles, error) {
 			if !d.nameDenied(e.Name()) {
 				continue
 			}
-			if err := d.add(filepath.Join(dir, e.Name())); err != nil {
-				return nil, err
-			}
+			d.add(filepath.Join(dir, e.Name()))
 		}
 	}
-	return d, nil
+	return d
 }
 
 // add records the file at p (links followed) when it is a regular file.
-// The error is one reading it.
-func (d *deniedFiles) add(p string) error {
+func (d *deniedFiles) add(p string) {
 	fi, err := os.Stat(p)
 	if err != nil || !fi.Mode().IsRegular() {
-		return nil // a dangling link, a directory: nothing to run
+		return // a dangling link, a directory: nothing to run
 	}
 	id := idOf(fi)
 	if _, ok := d.ids[id]; ok {
-		return nil
+		return
 	}
-	script, err := isScript(p)
-	if err != nil {
-		return fmt.Errorf("denied program %s: %w", p, err)
-	}
+	// A file this process cannot read is no script it could feed to an
+	// interpreter, nor one the command could copy: its identity suffices.
+	script, _ := isScript(p)
 	d.ids[id] = p
 	d.bySize[fi.Size()] = append(d.bySize[fi.Size()], p)
 	if script {
 		d.scripts[id] = p
 	}
-	return nil
 }
 
 // hidden returns the real paths of the denied files but own's (the
@@ -142,7 +137,7 @@ func (d *deniedFiles) copyOf(exe string, size int64) string {
 		ps, ok := d.sums[p]
 		if !ok {
 			if ps, err = digest(p); err != nil {
-				return fmt.Sprintf("the denied program %s cannot be read to compare: %v", p, err)
+				continue // unreadable here, so never copied by the command
 			}
 			d.sums[p] = ps
 		}

@@ -139,9 +139,7 @@ func helper(specJSON string) int {
 	}
 	var deny *deniedFiles
 	if len(sp.DenyExec) > 0 {
-		if deny, err = resolveDenied(sp.DenyExec, os.Getenv("PATH")); err != nil {
-			return fail("%v", err)
-		}
+		deny = resolveDenied(sp.DenyExec, os.Getenv("PATH"))
 	}
 	stage := sp
 	stage.Stage2, stage.Tmp = true, tmp
