@@ -64,7 +64,28 @@
 //     when the helper ends (the program exited, or the caller killed the
 //     helper's process group), every process the program started dies with
 //     it, including daemons that called setsid. The helper also dies with its
-//     parent (PR_SET_PDEATHSIG).
+//     parent (PR_SET_PDEATHSIG);
+//   - execute none of the programs of [Policy].DenyExec (the programs a
+//     policy denies). Their files (found on PATH and in the system's
+//     program directories) are left out of the Landlock rules: neither
+//     executed nor read (a directory holding one is granted entry by
+//     entry, its listing kept). And the helper supervises every exec of
+//     the command and its descendants with ptrace(2), killing at the exec
+//     stop (the new program loaded, none of its instructions run, its file
+//     not writable) a process that runs a denied program's file by any
+//     path or link, a copy of it (same size and SHA-256, a memfd too), a
+//     file with a denied name, a dynamic loader run as a program (ld.so
+//     loads a program without executing it), a program called with a
+//     denied argv[0], a denied applet of busybox or toybox, or an
+//     interpreter whose first or second argument is a denied script. The
+//     command's own program (the bash tool's shell) is exempt. A refusal
+//     by the supervisor is written to the command's standard error and the
+//     process ends as killed (137); one by Landlock is EACCES. Without
+//     ptrace (Yama scope 3) such a command does not start. Under
+//     supervision no process of the command can be traced by another
+//     (strace, gdb), processes ignore job-control stops, ldd (which runs
+//     the loader) fails, and, namespaces or not, what the command leaves
+//     running dies with the helper (PTRACE_O_EXITKILL).
 //
 // Mode read-only is the same without the workspace write access. Mode off
 // runs the command as it is.
@@ -77,6 +98,15 @@
 //     them).
 //   - Resource exhaustion (CPU, memory, disk inside the writable trees):
 //     timeouts and output caps bound those, not this package.
+//   - Code of a denied program run without an exec: a denied script read
+//     by an interpreter from its standard input or a pipe, an interpreter
+//     denied under one name but present as another file of other content
+//     (python3.11 and a vendored python), a multi-call binary (busybox)
+//     that holds the program as an applet, or a program's own loader that
+//     maps a copy into memory (a copy made before, in a writable tree, or
+//     reached through a hard link that lies in another granted tree: only
+//     the program's own file is unreadable). The policy's analysis of the
+//     script judges those spellings.
 //   - Anything on a kernel without Landlock: [New] says so in
 //     [Status] and [Sandbox.Wrap] still applies what remains (namespaces,
 //     the private TMPDIR, the PID namespace kill).

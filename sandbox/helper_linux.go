@@ -137,8 +137,15 @@ func helper(specJSON string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	var deny *deniedFiles
+	if len(sp.DenyExec) > 0 {
+		deny = resolveDenied(sp.DenyExec, os.Getenv("PATH"))
+	}
 	stage := sp
 	stage.Stage2, stage.Tmp = true, tmp
+	if deny != nil {
+		stage.Hidden = deny.hidden(sp.Path)
+	}
 	b, err := json.Marshal(stage)
 	if err != nil {
 		return fail("%v", err)
@@ -148,11 +155,42 @@ func helper(specJSON string) int {
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-	if err := child.Start(); err != nil {
-		return fail("starting %s: %v", sp.Path, err)
+	status, err := runChild(child, deny, sigs)
+	if init {
+		// Whatever the command left behind (daemons included) goes now, so
+		// that none outlives the command or writes into the removed TMPDIR.
+		// kill(-1) from the init of a PID namespace reaches only its members.
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+		for {
+			if _, err := syscall.Wait4(-1, nil, syscall.WALL, nil); errors.Is(err, syscall.ECHILD) {
+				break
+			} else if err != nil && !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
 	}
+	if err != nil {
+		return fail("running %s: %v", sp.Path, err)
+	}
+	if status.Signaled() {
+		return 128 + int(status.Signal())
+	}
+	return status.ExitStatus()
+}
+
+// runChild starts child, forwards sigs to it, and waits for it to end;
+// with deny, under the exec supervisor ([superviseExec]). An error is one
+// starting or waiting for it.
+func runChild(child *exec.Cmd, deny *deniedFiles, sigs chan os.Signal) (unix.WaitStatus, error) {
+	started := make(chan struct{})
 	done := make(chan struct{})
+	defer close(done)
 	go func() {
+		select {
+		case <-started:
+		case <-done:
+			return
+		}
 		for {
 			select {
 			case s := <-sigs:
@@ -162,32 +200,20 @@ func helper(specJSON string) int {
 			}
 		}
 	}()
-	err = child.Wait()
-	close(done)
-	if init {
-		// Whatever the command left behind (daemons included) goes now, so
-		// that none outlives the command or writes into the removed TMPDIR.
-		// kill(-1) from the init of a PID namespace reaches only its members.
-		_ = syscall.Kill(-1, syscall.SIGKILL)
-		for {
-			if _, err := syscall.Wait4(-1, nil, 0, nil); errors.Is(err, syscall.ECHILD) {
-				break
-			} else if err != nil && !errors.Is(err, syscall.EINTR) {
-				break
-			}
-		}
+	if deny != nil {
+		return superviseExec(child, deny, os.Stderr, started)
 	}
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return fail("%v", err)
-		}
+	if err := child.Start(); err != nil {
+		return 0, err
+	}
+	close(started)
+	err := child.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return 0, err
 	}
 	ws, _ := child.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return child.ProcessState.ExitCode()
+	return unix.WaitStatus(ws), nil
 }
 
 // withTmp returns env with TMPDIR (and TMP, TEMP) set to tmp.
@@ -306,16 +332,9 @@ func readOnly(real string) error {
 // restrict enters the Landlock domain of sp (best effort: what the kernel
 // offers, up to ABI 7).
 func restrict(sp spec, tmp string) error {
-	var rules []landlock.Rule
-	dirs, files := split(sp.Read)
-	if len(dirs) > 0 {
-		rules = append(rules, landlock.RODirs(dirs...).IgnoreIfMissing())
-	}
-	if len(files) > 0 {
-		rules = append(rules, landlock.ROFiles(files...).IgnoreIfMissing())
-	}
+	rules := readRules(sp.Read, sp.Hidden)
 	write := append([]string{tmp}, sp.Write...)
-	dirs, files = split(write)
+	dirs, files := split(write)
 	if len(dirs) > 0 {
 		rules = append(rules, landlock.RWDirs(dirs...).WithRefer().IgnoreIfMissing())
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
 // Mode says how much a sandboxed process may do.
@@ -69,6 +71,22 @@ type Policy struct {
 	Seal []string
 	// ConnectTCP are the TCP ports it may connect to and bind; none by default.
 	ConnectTCP []uint16
+	// DenyExec are globs on program base names ("rm", "python*"; package
+	// internal/glob: only * is special, case is ignored) that the command
+	// must not execute, however it is spelled. The files these name on the
+	// command's PATH and in the system's program directories get no
+	// Landlock right (neither executed nor read, so neither copied nor fed
+	// to an interpreter or a loader) where they lie in the read-only
+	// trees; and an exec supervisor (ptrace(2), in the helper) kills,
+	// before its first instruction, any process whose executable is one of
+	// them (any link to it), a file of the same content (a copy, a memfd),
+	// a file so named, or a dynamic loader run as a program; a process
+	// whose argv[0] names one; and an interpreter whose first or second
+	// argument is a denied script. The command's own program (cmd.Path, the bash tool's shell)
+	// is exempt; what it executes is not. Each refusal is written to the
+	// command's standard error. See the package documentation for what it
+	// does not stop.
+	DenyExec []string
 }
 
 // Options configures [New]. A nil *Options means all defaults.
@@ -186,6 +204,7 @@ type spec struct {
 	Protect    []string `json:"protect,omitempty"`
 	Seal       []string `json:"seal,omitempty"`
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
+	DenyExec   []string `json:"denyExec,omitempty"`
 	TempDir    string   `json:"tempDir,omitempty"`
 	Namespaces bool     `json:"namespaces,omitempty"`
 	Path       string   `json:"path,omitempty"`
@@ -194,6 +213,9 @@ type spec struct {
 	// enters the Landlock domain and executes the command.
 	Stage2 bool   `json:"stage2,omitempty"`
 	Tmp    string `json:"tmp,omitempty"`
+	// Hidden are the real paths of the denied programs' files, which the
+	// second stage grants no access to.
+	Hidden []string `json:"hidden,omitempty"`
 }
 
 // helperArg is the first argument that makes a binary the helper.
@@ -227,6 +249,11 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 			}
 		}
 	}
+	for _, g := range p.DenyExec {
+		if !glob.Valid(g) || strings.Contains(g, "/") {
+			return false, fmt.Errorf("sandbox: denied program %q is not a base name or a glob with *", g)
+		}
+	}
 	prog := cmd.Path
 	if !filepath.IsAbs(prog) {
 		// Relative to cmd.Dir, itself relative to this process's working
@@ -240,7 +267,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	sp := spec{
 		Mode: p.Mode, ConnectTCP: slices.Clone(p.ConnectTCP), TempDir: s.tempDir,
 		Namespaces: s.status.Namespaces, Path: prog, Args: slices.Clone(cmd.Args),
-		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal),
+		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal), DenyExec: slices.Clone(p.DenyExec),
 	}
 	sp.Read = append(DefaultRead(), p.Read...)
 	sp.Read = append(sp.Read, prog)

@@ -24,6 +24,10 @@
 //     busybox and xargs: their options are skipped and the command they run
 //     is reported (xargs appends words it reads at run time: a dynamic
 //     argument).
+//   - prlimit, nsenter, setpriv, strace, fakeroot, systemd-run, toybox and
+//     a dynamic loader run as a program (ld.so) run their command, and
+//     script -c its script; nsenter and fakeroot without a command, script
+//     without -c and systemd-run -S run a shell on their input: opaque.
 //   - find -exec, -execdir, -ok and -okdir run a command per file, and
 //     find -delete is reported as the command "rm" (with a dynamic
 //     argument), so that a rule on rm covers it.
@@ -582,6 +586,9 @@ func (a *analyzer) command(words []Word, rs []Redirect, stdin *syntax.Word, text
 		rest, ok := skipOptions(args, "sexunoFh", "wEc", []string{"--shared", "--exclusive", "--unlock", "--nonblock", "--close", "--no-fork", "--verbose"}, []string{"--timeout", "--wait", "--conflict-exit-code"}, 1)
 		a.wrapped("flock", rest, ok, text, depth, via, hops)
 	default:
+		if a.launch(name, args, text, depth, via, hops) {
+			return
+		}
 		if wr, ok := wrappers[name]; ok {
 			if name == "command" && slices.ContainsFunc(args, func(w Word) bool { return w.Value == "-v" || w.Value == "-V" }) {
 				return // command -v only looks the name up

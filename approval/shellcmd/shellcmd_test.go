@@ -238,3 +238,43 @@ func FuzzAnalyze(f *testing.F) {
 		}
 	})
 }
+
+// The launchers of issue 23 (each allowed a rule on rm before) and the
+// dynamic loader run their command; those that run a shell on their input
+// are opaque.
+func TestAnalyzeLaunchers(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   []string
+	}{
+		{"prlimit --nofile=100 rm v", []string{"prlimit", "prlimit>rm"}},
+		{"prlimit -n100 --pid 1", []string{"prlimit"}},
+		{"prlimit -o RESOURCE rm v", []string{"prlimit", "prlimit>rm"}},
+		{"nsenter -t 1 -m -u rm v", []string{"nsenter", "nsenter>rm"}},
+		{"nsenter -m/proc/1/ns/mnt --wd=/ rm v", []string{"nsenter", "nsenter>rm"}},
+		{"nsenter -U/proc/1/ns/ust rm v", []string{"nsenter", "nsenter>rm"}},
+		{"prlimit -nunlimited:4096 -tsoft rm v", []string{"prlimit", "prlimit>rm"}},
+		{"nsenter -t 1 -m", []string{"nsenter", "nsenter>?"}},
+		{"setpriv --reuid 0 --inh-caps=-all rm v", []string{"setpriv", "setpriv>rm"}},
+		{"strace -f -o /dev/null -e trace=none rm v", []string{"strace", "strace>rm"}},
+		{"strace -p 1", []string{"strace"}},
+		{"fakeroot -- rm v", []string{"fakeroot", "fakeroot>rm"}},
+		{"fakeroot", []string{"fakeroot", "fakeroot>?"}},
+		{`script -qc "rm v" /dev/null`, []string{"script", "script -c>rm"}},
+		{`script -q -c'rm v'`, []string{"script", "script -c>rm"}},
+		{`script --command="ls; rm v" log`, []string{"script", "script -c>ls", "script -c>rm"}},
+		{`script -c "$X"`, []string{"script", "script -c>?"}},
+		{"script log", []string{"script", "script>?"}},
+		{"systemd-run --user --pipe --wait -p Nice=5 rm v", []string{"systemd-run", "systemd-run>rm"}},
+		{"systemd-run -S", []string{"systemd-run", "systemd-run>?"}},
+		{"toybox rm v", []string{"toybox", "toybox>rm"}},
+		{"toybox sh -c 'rm v'", []string{"toybox", "sh", "sh -c>rm"}},
+		{"/lib64/ld-linux-x86-64.so.2 --library-path /lib /bin/rm v", []string{"ld-linux-x86-64.so.2", "ld-linux-x86-64.so.2>rm"}},
+		{"setpriv env rm v", []string{"setpriv", "setpriv>env", "setpriv>env>rm"}},
+	} {
+		got := programs(Analyze(tc.script))
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Analyze(%q) (-want +got):\n%s", tc.script, diff)
+		}
+	}
+}

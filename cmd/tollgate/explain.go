@@ -28,7 +28,9 @@ func newPolicyExplainCmd(env *cliEnv) *cobra.Command {
 		Long: `Show what a policy decides about one tool call: for a shell command, each
 simple command the policy found in it (through pipelines, subshells,
 substitutions, sh -c, eval, sudo, xargs, find -exec ...), the rule that
-decided it, then every vote and the final decision. The policy file is FILE
+decided it, then every vote and the final decision, and for bash the
+programs its sandbox refuses at exec whatever the spelling (those the policy
+denies outright). The policy file is FILE
 or --policy. Paths resolve against --workdir as in 'tollgate run'; the hints
 of builtin tools are known, other tools have none (unknown risk).
 Exit status 0 whatever the decision; 2 for a bad flag or file.`,
@@ -144,6 +146,11 @@ func printExplanation(env *cliEnv, pol *approval.Policy, call approval.Call) {
 		fmt.Fprintf(w, "  %-5s by %s: %s\n", v.Decision, v.By, safeText(v.Reason))
 	}
 	fmt.Fprintf(w, "decision: %s by %s: %s\n", ev.Verdict.Decision, ev.Verdict.By, safeText(ev.Verdict.Reason))
+	if call.Tool == builtin.Bash {
+		if progs := pol.DeniedPrograms(builtin.Bash); len(progs) > 0 {
+			fmt.Fprintf(w, "refused at exec by bash's sandbox, whatever the spelling: %s\n", safeText(strings.Join(progs, ", ")))
+		}
+	}
 }
 
 // oneLineSafe shows a command's text on one line, terminal-safe.

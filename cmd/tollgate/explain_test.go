@@ -95,6 +95,7 @@ func TestPolicyExplain(t *testing.T) {
 		"  1. ls  [ls]\n     no rule",
 		`\x1b[2J`,
 		"decision: deny by rule:no-rm: deleting files with rm is not allowed here",
+		"refused at exec by bash's sandbox, whatever the spelling: rm",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -24,7 +24,9 @@
 //   - PolicyFile and Autonomy: an approval.Policy authorizer whose path rules
 //     see the workspace as given and with its links resolved
 //     ([approval.Policy.WithWorkdir]) and every file an apply_patch call
-//     touches; ApprovalTTL;
+//     touches; ApprovalTTL; the programs it denies outright in bash's
+//     scripts ([approval.DeniedPrograms]) are also refused at exec by bash's
+//     sandbox (sandbox.Policy.DenyExec), whatever the script's spelling;
 //   - RecordsFile: one JSON line per tool call record (package
 //     approval/records);
 //   - MCPFiles: the servers' tools, offered beside the builtins; a server
@@ -226,6 +228,9 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 		}
 	}
 	s.addProtected(b.opts.Protect...)
+	// The programs the authorizers deny outright are refused at exec in
+	// bash's sandbox too, whatever the script's spelling.
+	s.sandbox.denyExec = approval.DeniedPrograms(builtin.Bash, s.opts.Authorizers...)
 	bopts := s.sandbox.builtinOptions()
 	// The file tools run in this process, outside any sandbox: they refuse
 	// the files that govern the run themselves, and the Claude Code settings

@@ -26,6 +26,9 @@ type sandboxConfig struct {
 	workspace  string // Workdir with its links resolved
 	cwd        string // the process's working directory
 	protectFns []func() []string
+	// denyExec are the programs the run's authorizers deny outright in
+	// bash's scripts: the bash tool's sandbox refuses them at exec.
+	denyExec []string
 }
 
 // protect returns the paths no sandboxed command may write: the running
@@ -62,7 +65,11 @@ func (c *sandboxConfig) policy(mode sandbox.Mode, workspace string) sandbox.Poli
 func (c *sandboxConfig) builtinOptions() *builtin.Options {
 	o := &builtin.Options{PassEnv: c.passEnv}
 	if c.sb != nil && c.bash != sandbox.Off {
-		o.Sandbox = func(cmd *exec.Cmd) (bool, error) { return c.sb.Wrap(cmd, c.policy(c.bash, c.workspace)) }
+		o.Sandbox = func(cmd *exec.Cmd) (bool, error) {
+			p := c.policy(c.bash, c.workspace)
+			p.DenyExec = c.denyExec
+			return c.sb.Wrap(cmd, p)
+		}
 	}
 	return o
 }
