@@ -129,17 +129,19 @@ const DefaultBodyReadTimeout = 30 * time.Second
 // to take stored runs up and resume answered ones, and [Server.Shutdown] to
 // stop.
 type Server struct {
-	store   store.Store
-	host    *runs.Host
-	agents  map[string]runs.RunConfig
-	config  *Config // where the agents were loaded from, or nil
-	tokens  *Tokens
-	tickets tickets
-	page    http.Handler
-	mux     *http.ServeMux
-	log     *slog.Logger
-	now     func() time.Time
-	beat    time.Duration
+	store store.Store
+	host  *runs.Host
+	// agentCache builds each agent once for its runs and resumes.
+	agentCache *agentCache
+	agents     map[string]runs.RunConfig
+	config     *Config // where the agents were loaded from, or nil
+	tokens     *Tokens
+	tickets    tickets
+	page       http.Handler
+	mux        *http.ServeMux
+	log        *slog.Logger
+	now        func() time.Time
+	beat       time.Duration
 	// writeTimeout bounds each write to an event stream.
 	writeTimeout time.Duration
 	// bodyTimeout bounds the reading of a request's body.
@@ -281,11 +283,13 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		ho.Now = srv.now
 	}
 	ho.Middleware = append([]agent.Middleware{m.middleware()}, ho.Middleware...)
+	srv.agentCache = newAgentCache(b)
 	h, err := runs.New(s, runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
+		ref := runFrom(ctx)
+		if lvl := srv.autonomy.effective(ref); lvl != "" {
 			cfg.Autonomy = lvl
 		}
-		return b.Build(ctx, cfg)
+		return srv.agentCache.build(ctx, ref.tenant, cfg)
 	}), &ho)
 	if err != nil {
 		return nil, err
@@ -572,7 +576,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.setClose()
 	})
 	idle := make(chan struct{})
-	go func() { s.runsWG.Wait(); close(idle) }()
+	go func() { s.runsWG.Wait(); s.agentCache.close(); close(idle) }()
 	select {
 	case <-idle:
 		return nil
