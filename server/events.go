@@ -55,7 +55,9 @@ func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, p Principa
 
 // follow calls emit for every event f selects after f.AfterSeq, in order,
 // and beat when nothing happened for a heartbeat interval, until ctx ends,
-// the server shuts down, or emit or beat fail.
+// the server shuts down, or emit or beat fail. It reads the server's feed
+// of the log while [Server.Run] follows it and the stream is within the
+// events it keeps, and the store otherwise (behind it, or no Run).
 func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(store.Event) error, beat func() error) error {
 	// Every wait ends at ctx's end or at Shutdown: one context for the
 	// stream, cancelled by a callback when the server closes (no goroutine
@@ -64,9 +66,12 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 	defer scancel()
 	defer context.AfterFunc(s.closed, scancel)()
 	for {
-		evs, err := s.store.ListEvents(ctx, f)
-		if err != nil {
-			return err
+		evs, changed, fed := s.feed.after(f)
+		if !fed {
+			var err error
+			if evs, err = s.store.ListEvents(ctx, f); err != nil {
+				return err
+			}
 		}
 		for _, ev := range evs {
 			if err := emit(ev); err != nil {
@@ -74,12 +79,17 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 			}
 			f.AfterSeq = ev.Seq
 		}
-		if len(evs) == f.Limit {
-			continue
+		if len(evs) == f.Limit || (!fed && len(evs) > 0) {
+			continue // more, or perhaps the feed has the rest now
 		}
-		wctx, cancel := context.WithTimeout(sctx, s.beat)
-		err = s.store.WaitEvents(wctx, f)
-		cancel()
+		var err error
+		if fed {
+			err = waitChanged(sctx, changed, s.beat)
+		} else {
+			wctx, cancel := context.WithTimeout(sctx, s.beat)
+			err = s.store.WaitEvents(wctx, f)
+			cancel()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -92,6 +102,21 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 		case err != nil:
 			return err
 		}
+	}
+}
+
+// waitChanged waits until changed is closed, ctx ends, or d passes
+// (context.DeadlineExceeded).
+func waitChanged(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-changed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return context.DeadlineExceeded
 	}
 }
 

@@ -133,15 +133,17 @@ type Server struct {
 	host  *runs.Host
 	// agentCache builds each agent once for its runs and resumes.
 	agentCache *agentCache
-	agents     map[string]runs.RunConfig
-	config     *Config // where the agents were loaded from, or nil
-	tokens     *Tokens
-	tickets    tickets
-	page       http.Handler
-	mux        *http.ServeMux
-	log        *slog.Logger
-	now        func() time.Time
-	beat       time.Duration
+	// feed hands the events Run reads to every event stream.
+	feed    *feed
+	agents  map[string]runs.RunConfig
+	config  *Config // where the agents were loaded from, or nil
+	tokens  *Tokens
+	tickets tickets
+	page    http.Handler
+	mux     *http.ServeMux
+	log     *slog.Logger
+	now     func() time.Time
+	beat    time.Duration
 	// writeTimeout bounds each write to an event stream.
 	writeTimeout time.Duration
 	// bodyTimeout bounds the reading of a request's body.
@@ -199,6 +201,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{}, tenantRuns: map[string]int{},
 		maxRuns: opts.MaxRunsPerTenant,
 		durable: opts.Durable,
+		feed:    newFeed(feedSize),
 	}
 	if srv.log == nil {
 		srv.log = slog.New(slog.DiscardHandler)
