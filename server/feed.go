@@ -25,6 +25,9 @@ type feed struct {
 	// last, in order, is in events.
 	base, last int64
 	events     []store.Event
+	// frames are the events as SSE events (sseFrame), encoded once for
+	// every stream; nil where encoding failed.
+	frames [][]byte
 	// changed is closed and replaced when events are added.
 	changed chan struct{}
 }
@@ -48,25 +51,31 @@ func (f *feed) publish(evs []store.Event) {
 	if !f.started {
 		return
 	}
-	f.events = append(f.events, evs...)
+	for _, ev := range evs {
+		frame, _ := sseFrame(ev)
+		f.events = append(f.events, ev)
+		f.frames = append(f.frames, frame)
+	}
 	f.last = evs[len(evs)-1].Seq
 	if n := len(f.events) - f.size; n > 0 {
 		f.base = f.events[n-1].Seq
 		f.events = slices.Delete(f.events, 0, n)
+		f.frames = slices.Delete(f.frames, 0, n)
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
 
 // after returns the kept events that ef selects after ef.AfterSeq, at most
-// ef.Limit of them, and a channel closed when more arrive. ok is false
+// ef.Limit of them, with their SSE frames, and a channel closed when more
+// arrive. ok is false
 // when the feed does not hold every event after ef.AfterSeq (it is not
 // started, or they are older than what it keeps): then read the store.
-func (f *feed) after(ef store.EventFilter) (evs []store.Event, changed <-chan struct{}, ok bool) {
+func (f *feed) after(ef store.EventFilter) (evs []store.Event, frames [][]byte, changed <-chan struct{}, ok bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if !f.started || ef.AfterSeq < f.base {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	i, _ := slices.BinarySearchFunc(f.events, ef.AfterSeq+1, func(e store.Event, seq int64) int {
 		switch {
@@ -77,13 +86,14 @@ func (f *feed) after(ef store.EventFilter) (evs []store.Event, changed <-chan st
 		}
 		return 0
 	})
-	for _, e := range f.events[i:] {
+	for j, e := range f.events[i:] {
 		if ef.Limit > 0 && len(evs) == ef.Limit {
 			break
 		}
 		if (ef.AllTenants || e.Tenant == ef.Tenant) && (ef.RunID == "" || e.RunID == ef.RunID) {
 			evs = append(evs, e)
+			frames = append(frames, f.frames[i+j])
 		}
 	}
-	return evs, f.changed, true
+	return evs, frames, f.changed, true
 }

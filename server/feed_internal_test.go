@@ -20,7 +20,7 @@ func seqs(evs []store.Event) []int64 {
 // (or run's) events after its position, at most its limit.
 func TestFeedKeepsTheLatest(t *testing.T) {
 	f := newFeed(3)
-	if _, _, ok := f.after(store.EventFilter{}); ok {
+	if _, _, _, ok := f.after(store.EventFilter{}); ok {
 		t.Fatal("a feed not started answered")
 	}
 	f.start(10)
@@ -53,7 +53,10 @@ func TestFeedKeepsTheLatest(t *testing.T) {
 		{store.EventFilter{AllTenants: true, AfterSeq: 15}, true, nil},
 		{store.EventFilter{AllTenants: true, AfterSeq: 99}, true, nil}, // ahead of the feed: wait
 	} {
-		got, _, ok := f.after(tc.ef)
+		got, frames, _, ok := f.after(tc.ef)
+		if len(frames) != len(got) {
+			t.Errorf("after(%+v): %d frames for %d events", tc.ef, len(frames), len(got))
+		}
 		if ok != tc.ok || !slices.Equal(seqs(got), tc.want) {
 			t.Errorf("after(%+v) = %v, %v; want %v, %v", tc.ef, seqs(got), ok, tc.want, tc.ok)
 		}

@@ -1,6 +1,7 @@
 package build_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,23 +30,31 @@ const servedClients = 50
 // servedRound is how many runs each loaded round drives.
 const servedRound = 200
 
+// servedWatchers is how many event streams watch the watched server.
+const servedWatchers = 100
+
 // BenchmarkServedVsInProcess measures a run served by package server (the
 // builder of this package, a SQLite store, runs started over HTTP by
 // servedClients clients) against the same agent built once and run in
 // this process (agent.Run), in interleaved rounds of one run at a time and
 // of servedRound runs under load. The agent is a script of two model turns
-// with one glob call. Reported per driver: loaded runs/s, one-at-a-time
-// ms/run, and CPU ms/run (this process and its children); served/inproc
-// gives the ratios the server's targets are stated in.
+// with one glob call. Drivers: inproc (agent.Run), host (a runs.Host on
+// its own SQLite store, the agent's options built once), served, and
+// watched (served, with servedWatchers SSE streams of the tenant open on
+// its server). Reported per driver: loaded runs/s, one-at-a-time ms/run,
+// and CPU ms/run (this process and its children); the ratios the server's
+// targets are stated in; and watched-lag-p99-ms, from an event's time in
+// the store to its arrival at a watcher.
 func BenchmarkServedVsInProcess(b *testing.B) {
 	cfg := servedConfig(b)
 	inproc, built := newInProcess(b, cfg)
 	host := newHost(b, cfg, built)
-	served := newServed(b, cfg)
+	served, _ := newServed(b, cfg, 0)
+	watched, lag := newServed(b, cfg, servedWatchers)
 	drivers := []struct {
 		name string
 		run  func() error
-	}{{"inproc", inproc}, {"host", host}, {"served", served}}
+	}{{"inproc", inproc}, {"host", host}, {"served", served}, {"watched", watched}}
 	tput := map[string][]float64{}
 	serial := map[string][]float64{}
 	cpu := map[string][]float64{}
@@ -56,14 +65,14 @@ func BenchmarkServedVsInProcess(b *testing.B) {
 			order = append(order[1:], order[0])
 		}
 		for _, d := range order {
-			t0, c0 := time.Now(), cpuTime()
+			t0 := time.Now()
 			for range 20 {
 				if err := d.run(); err != nil {
 					b.Fatal(err)
 				}
 			}
 			serial[d.name] = append(serial[d.name], float64(time.Since(t0).Microseconds())/1000/20)
-			t0, c0 = time.Now(), cpuTime()
+			t0, c0 := time.Now(), cpuTime()
 			if err := loaded(d.run); err != nil {
 				b.Fatal(err)
 			}
@@ -81,6 +90,8 @@ func BenchmarkServedVsInProcess(b *testing.B) {
 	b.ReportMetric(median(serial["served"])/median(serial["inproc"]), "served/inproc-serial")
 	b.ReportMetric(median(tput["served"])/median(tput["host"]), "served/host-runs/s")
 	b.ReportMetric(median(serial["served"])/median(serial["host"]), "served/host-serial")
+	b.ReportMetric(median(tput["watched"])/median(tput["served"]), "watched/served-runs/s")
+	b.ReportMetric(lag.p99(), "watched-lag-p99-ms")
 }
 
 // loaded drives servedRound runs with servedClients at once.
@@ -189,9 +200,10 @@ func newHost(b *testing.B, cfg runs.RunConfig, built *runs.Built) func() error {
 	}
 }
 
-// newServed starts a server over a SQLite store and returns a driver that
-// starts a run over HTTP and waits until it is stored as ended.
-func newServed(b *testing.B, cfg runs.RunConfig) func() error {
+// newServed starts a server over a SQLite store, with watchers SSE streams
+// of its tenant open, and returns a driver that starts a run over HTTP and
+// waits until it is stored as ended, and the watchers' delivery lags.
+func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *lags) {
 	st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "runs.db"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -201,7 +213,8 @@ func newServed(b *testing.B, cfg runs.RunConfig) func() error {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(st, build.New(nil), &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens})
+	srv, err := server.New(st, build.New(nil), &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens,
+		MaxStreams: 2 * servedWatchers, MaxStreamsPerPrincipal: 2 * servedWatchers, MaxRunsPerTenant: 4 * servedClients})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -210,11 +223,22 @@ func newServed(b *testing.B, cfg runs.RunConfig) func() error {
 	ts := httptest.NewServer(srv)
 	ends := newEnds(ctx, st)
 	b.Cleanup(func() {
+		cancel()
+		ts.CloseClientConnections()
 		ts.Close()
 		_ = srv.Shutdown(context.Background())
-		cancel()
 	})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: servedClients}}
+	l := &lags{}
+	for range watchers {
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer tg_ops")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET /v1/events: %v", err)
+		}
+		go l.watch(resp)
+	}
 	return func() error {
 		req, _ := http.NewRequest("POST", ts.URL+"/v1/runs", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
 		req.Header.Set("Authorization", "Bearer tg_ops")
@@ -234,7 +258,42 @@ func newServed(b *testing.B, cfg runs.RunConfig) func() error {
 			err = fmt.Errorf("run %s ended %s", view.ID, run.Status)
 		}
 		return err
+	}, l
+}
+
+// lags collects how long events took from the store to a watcher.
+type lags struct {
+	mu sync.Mutex
+	ms []float64
+}
+
+// watch reads an event stream until it ends, noting each event's lag.
+func (l *lags) watch(resp *http.Response) {
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev server.StreamEvent
+		if json.Unmarshal([]byte(data), &ev) == nil {
+			l.mu.Lock()
+			l.ms = append(l.ms, float64(time.Since(ev.Time).Microseconds())/1000)
+			l.mu.Unlock()
+		}
 	}
+}
+
+func (l *lags) p99() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ms) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.ms)
+	slices.Sort(s)
+	return s[len(s)*99/100]
 }
 
 // ends follows a store's event log and tells waiters how their run ended.
