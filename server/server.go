@@ -131,8 +131,8 @@ const DefaultBodyReadTimeout = 30 * time.Second
 type Server struct {
 	store store.Store
 	host  *runs.Host
-	// agentCache builds each agent once for its runs and resumes.
-	agentCache *agentCache
+	// buildCache builds each agent once for its runs and resumes.
+	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
 	feed    *feed
 	agents  map[string]runs.RunConfig
@@ -286,13 +286,12 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		ho.Now = srv.now
 	}
 	ho.Middleware = append([]agent.Middleware{m.middleware()}, ho.Middleware...)
-	srv.agentCache = newAgentCache(b)
+	srv.buildCache = runs.NewBuildCache(b)
 	h, err := runs.New(s, runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-		ref := runFrom(ctx)
-		if lvl := srv.autonomy.effective(ref); lvl != "" {
+		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
 			cfg.Autonomy = lvl
 		}
-		return srv.agentCache.build(ctx, ref.tenant, cfg)
+		return srv.buildCache.Build(ctx, cfg)
 	}), &ho)
 	if err != nil {
 		return nil, err
@@ -579,7 +578,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.setClose()
 	})
 	idle := make(chan struct{})
-	go func() { s.runsWG.Wait(); s.agentCache.close(); close(idle) }()
+	go func() { s.runsWG.Wait(); s.buildCache.Close(); close(idle) }()
 	select {
 	case <-idle:
 		return nil

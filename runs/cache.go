@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -7,29 +7,30 @@ import (
 	"os"
 	"slices"
 	"sync"
-
-	"github.com/tollgate-dev/tollgate/runs"
 )
 
-// maxIdleAgents bounds the built agents the server keeps that no run uses:
-// past it, the idle ones are closed when another is built.
+// maxIdleAgents bounds the built agents a [BuildCache] keeps that no run
+// uses: past it, the idle ones are closed when another is built.
 const maxIdleAgents = 64
 
-// agentCache builds each agent once per tenant and configuration and hands
-// the built agent to every run and resume of it: the builder's work (the
-// model, the sandbox, the policy, hooks and tools) is done once, not per run.
-// What a run keeps (its transcript, its tools' run state, its hooks' per-run
-// values) is in the agent made from the options for each part of the run
-// and in its state, never in the options.
+// BuildCache is a [Builder] that builds each agent once per tenant and
+// configuration and hands the built agent to every run and resume of it
+// (the tenant is [BuildTenant]'s): the builder's work (the model, the
+// sandbox, the policy, hooks and tools) is done once, not per run. What a
+// run keeps (its transcript, its tools' run state, its hooks' per-run
+// values) is in the agent a host makes from the options for each part of
+// the run and in its state, never in the options; the builder it wraps
+// must make options that several agents may use at once.
 //
 // A configuration is its JSON with its pins (so a governing file that
-// changed is a new configuration, built anew, as it is read today) and,
-// for a script model, the script file's size and time. One with MCP servers
-// or Claude Code project settings is built for each run as before: a run's
-// MCP servers are its own, and the user's settings files are not pinned. A
-// build that fails is not kept.
-type agentCache struct {
-	b runs.Builder
+// changed is a new configuration, built anew when a run first needs it) and,
+// for a script model, the script file's size and time; the request's
+// digest is not part of it. One with MCP servers or Claude Code project
+// settings is built for each run, as without the cache: a run's MCP servers
+// are its own, and the user's settings files are not pinned. A build that
+// fails is not kept. It is safe for concurrent use.
+type BuildCache struct {
+	b Builder
 
 	mu      sync.Mutex
 	entries map[string]*cachedAgent
@@ -39,7 +40,7 @@ type agentCache struct {
 // cachedAgent is one built agent; ready is closed once built or err is set.
 type cachedAgent struct {
 	ready chan struct{}
-	built *runs.Built
+	built *Built
 	err   error
 	// users counts the runs using it; an evicted one is closed when the
 	// last of them is done.
@@ -58,14 +59,16 @@ func (e *cachedAgent) isReady() bool {
 	}
 }
 
-func newAgentCache(b runs.Builder) *agentCache {
-	return &agentCache{b: b, entries: map[string]*cachedAgent{}}
+// NewBuildCache returns a cache of the agents b builds.
+func NewBuildCache(b Builder) *BuildCache {
+	return &BuildCache{b: b, entries: map[string]*cachedAgent{}}
 }
 
-// build returns the agent of cfg for tenant, building it when the cache
-// has none. The returned Built's Close releases it.
-func (c *agentCache) build(ctx context.Context, tenant string, cfg runs.RunConfig) (*runs.Built, error) {
-	key, ok := agentKey(tenant, cfg)
+// Build implements [Builder]: it returns the agent of cfg for the tenant
+// of ctx ([BuildTenant]), building it when the cache has none. The
+// returned Built's Close ends this run's use of it.
+func (c *BuildCache) Build(ctx context.Context, cfg RunConfig) (*Built, error) {
+	key, ok := agentKey(BuildTenant(ctx), cfg)
 	if !ok {
 		return c.b.Build(ctx, cfg)
 	}
@@ -106,7 +109,7 @@ func (c *agentCache) build(ctx context.Context, tenant string, cfg runs.RunConfi
 // share is e's agent for one run: its options are the cached agent's, with
 // slices clipped so that appending to them never writes into another run's,
 // and its Close releases the run's use.
-func (c *agentCache) share(key string, e *cachedAgent) *runs.Built {
+func (c *BuildCache) share(key string, e *cachedAgent) *Built {
 	b := *e.built
 	o := &b.Options
 	o.Middleware = slices.Clip(o.Middleware)
@@ -121,7 +124,7 @@ func (c *agentCache) share(key string, e *cachedAgent) *runs.Built {
 
 // release ends a run's use of e. An entry whose build failed leaves the
 // cache, and an evicted one is closed by its last user.
-func (c *agentCache) release(key string, e *cachedAgent) {
+func (c *BuildCache) release(key string, e *cachedAgent) {
 	c.mu.Lock()
 	e.users--
 	done := e.isReady()
@@ -137,7 +140,7 @@ func (c *agentCache) release(key string, e *cachedAgent) {
 
 // evictIdle closes the agents no run uses, other than keep's, once more
 // than maxIdleAgents are kept.
-func (c *agentCache) evictIdle(keep string) {
+func (c *BuildCache) evictIdle(keep string) {
 	c.mu.Lock()
 	var idle []*cachedAgent
 	if len(c.entries) > maxIdleAgents {
@@ -154,9 +157,9 @@ func (c *agentCache) evictIdle(keep string) {
 	}
 }
 
-// close closes every kept agent once no run uses it; builds after it are
-// not kept.
-func (c *agentCache) close() {
+// Close closes every kept agent, each once no run uses it; builds after it
+// are not kept.
+func (c *BuildCache) Close() {
 	c.mu.Lock()
 	c.closed = true
 	var idle []*cachedAgent
@@ -181,15 +184,9 @@ func (c *agentCache) close() {
 	}
 }
 
-func closeBuilt(b *runs.Built) {
-	if b != nil && b.Close != nil {
-		_ = b.Close()
-	}
-}
-
 // agentKey is the cache key of cfg for tenant, or false when cfg's agent is
 // built for each run.
-func agentKey(tenant string, cfg runs.RunConfig) (string, bool) {
+func agentKey(tenant string, cfg RunConfig) (string, bool) {
 	if len(cfg.MCPFiles) > 0 || (cfg.Claude != nil && cfg.Claude.Project) {
 		return "", false
 	}
@@ -205,4 +202,18 @@ func agentKey(tenant string, cfg runs.RunConfig) (string, bool) {
 		}
 	}
 	return key, true
+}
+
+type buildTenantKey struct{}
+
+// withBuildTenant puts the tenant of the run being built on ctx.
+func withBuildTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, buildTenantKey{}, tenant)
+}
+
+// BuildTenant returns the tenant of the run whose agent is being built:
+// [Host] and [Durable] put it on the context they give their [Builder].
+func BuildTenant(ctx context.Context) string {
+	t, _ := ctx.Value(buildTenantKey{}).(string)
+	return t
 }
