@@ -267,13 +267,20 @@ type lags struct {
 	ms []float64
 }
 
-// watch reads an event stream until it ends, noting each event's lag.
+// watch reads an event stream until it ends, noting the lag of each run's
+// end (decoding every event would make the watchers, not the server, what
+// the benchmark measures).
 func (l *lags) watch(resp *http.Response) {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
+	end := false
 	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
+		line := sc.Text()
+		if typ, ok := strings.CutPrefix(line, "event: "); ok {
+			end = typ == runs.EventRunFinished
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || !end {
 			continue
 		}
 		var ev server.StreamEvent
