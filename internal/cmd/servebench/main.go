@@ -10,6 +10,10 @@
 //	go build -o /tmp/tollgate ./cmd/tollgate
 //	go run ./internal/cmd/servebench -tollgate /tmp/tollgate -n 1000 -c 50
 //
+// -store names a PostgreSQL store instead (its URL, as $TOLLGATE_STORE_URL);
+// with it, -durable N makes the runs durable (a durable: section on the
+// store's database, the server driving up to N runs as a worker).
+//
 // It exits 1 when a run does not end done.
 package main
 
@@ -37,20 +41,26 @@ func main() {
 	n := flag.Int("n", 1000, "runs under load")
 	c := flag.Int("c", 50, "clients at once")
 	serial := flag.Int("serial", 50, "runs one at a time, before the load")
+	storeURL := flag.String("store", "", "a PostgreSQL store's URL (default: SQLite in the state directory)")
+	durable := flag.Int("durable", 0, "with -store: durable runs, this many driven by the server as a worker")
 	flag.Parse()
-	if err := run(*bin, *n, *c, *serial); err != nil {
+	if *durable > 0 && *storeURL == "" {
+		fmt.Fprintln(os.Stderr, "servebench: -durable needs -store")
+		os.Exit(2)
+	}
+	if err := run(*bin, *n, *c, *serial, *storeURL, *durable); err != nil {
 		fmt.Fprintln(os.Stderr, "servebench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n, c, serial int) error {
+func run(bin string, n, c, serial int, storeURL string, durable int) error {
 	dir, err := os.MkdirTemp("", "servebench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := startServer(bin, dir)
+	srv, err := startServer(bin, dir, storeURL, durable)
 	if err != nil {
 		return err
 	}
@@ -141,8 +151,9 @@ const script = `turns:
 `
 
 // startServer writes the agent's files under dir and starts the server on
-// a free port, with the state directory (and its SQLite store) in dir.
-func startServer(bin, dir string) (*server, error) {
+// a free port, with the state directory (and its SQLite store) in dir, or
+// the PostgreSQL store at storeURL, durable when durable > 0.
+func startServer(bin, dir, storeURL string, durable int) (*server, error) {
 	ws := filepath.Join(dir, "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return nil, err
@@ -156,6 +167,12 @@ func startServer(bin, dir string) (*server, error) {
 		return nil, err
 	}
 	cfg := "addr: 127.0.0.1:0\nagents:\n  globber:\n    model: script:script.yaml\n    workdir: ws\n"
+	if storeURL != "" {
+		cfg += "store: postgres\n"
+	}
+	if durable > 0 {
+		cfg += fmt.Sprintf("durable:\n  databaseEnv: TOLLGATE_STORE_URL\n  concurrency: %d\n", durable)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "server.yaml"), []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
@@ -163,6 +180,9 @@ func startServer(bin, dir string) (*server, error) {
 	cmd := exec.Command(bin, "serve", "--config", "server.yaml")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TOLLGATE_STATE_DIR="+state)
+	if storeURL != "" {
+		cmd.Env = append(cmd.Env, "TOLLGATE_STORE_URL="+storeURL)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
