@@ -41,6 +41,11 @@
 // ([ErrGoverningFileChanged]): a tool of the run cannot rewrite its policy
 // while it waits and have the resume load it.
 //
+// A host that drives many runs wraps its builder in a [BuildCache], which
+// builds each agent once per tenant and configuration (pins included) and
+// hands it to every run and resume of it; each part of a run still makes
+// its own agent from those options, so nothing of one run reaches another.
+//
 // # Durable runs
 //
 // [Durable] drives a run as a workflow of a durable-execution engine

@@ -250,7 +250,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 			}
 		}
 	}
-	built, err := buildPinned(ctx, d.build, in.Config)
+	built, err := buildPinned(withBuildTenant(ctx, in.Tenant), d.build, in.Config)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, nil)
 	}

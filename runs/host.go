@@ -235,7 +235,7 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	built, err := buildPinned(ctx, h.build, req.Config)
+	built, err := buildPinned(withBuildTenant(ctx, req.Tenant), h.build, req.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, er
 		return nil, release(err)
 	}
 	// Build before any approval is used, so that a failure leaves them as they were.
-	built, err := buildPinned(ctx, h.build, cfg)
+	built, err := buildPinned(withBuildTenant(ctx, claimed.Tenant), h.build, cfg)
 	if err != nil {
 		return nil, release(err)
 	}

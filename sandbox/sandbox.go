@@ -143,8 +143,31 @@ type Sandbox struct {
 // mainCalled records that [Main] ran in this process.
 var mainCalled atomic.Bool
 
+// probed holds the probes that answered, by helper file and kind: a
+// helper is started to be probed once per process (see [New]).
+var probed sync.Map
+
+// probeOnce is probe, remembered while the helper is the same file (its
+// path, size and time): a success is not asked again.
+func probeOnce(helper string, ns bool) error {
+	fi, err := os.Stat(helper)
+	if err != nil {
+		return probe(helper, ns)
+	}
+	key := fmt.Sprintf("%s\x00%v\x00%d\x00%d", helper, ns, fi.Size(), fi.ModTime().UnixNano())
+	if _, ok := probed.Load(key); ok {
+		return nil
+	}
+	if err := probe(helper, ns); err != nil {
+		return err
+	}
+	probed.Store(key, struct{}{})
+	return nil
+}
+
 // New checks what the kernel offers and that the helper answers, and returns
-// a Sandbox. It logs once, at WARN, when Landlock is missing. It fails when
+// a Sandbox. The helper is started to be probed once per process (while
+// its file is the same): later calls reuse what the first found. It logs once, at WARN, when Landlock is missing. It fails when
 // the helper cannot be started or does not run [Main], when no
 // Options.Helper is given and this program's main never called [Main]
 // (probing it would run the program itself), and on systems other than
@@ -175,10 +198,10 @@ func New(opts *Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{tempDir: o.TempDir, log: o.Logger}
 	s.status.Helper = o.Helper
-	if err := probe(o.Helper, false); err != nil {
+	if err := probeOnce(o.Helper, false); err != nil {
 		return nil, fmt.Errorf("sandbox: the helper %s does not answer (does its main call sandbox.Main first?): %w", o.Helper, err)
 	}
-	s.status.Namespaces = !o.NoNamespaces && probe(o.Helper, true) == nil
+	s.status.Namespaces = !o.NoNamespaces && probeOnce(o.Helper, true) == nil
 	s.status.ABI = abi()
 	if s.status.ABI == 0 {
 		s.warnOnce("sandbox: this kernel offers no Landlock; file, network and signal restrictions are off (namespaces and the private TMPDIR still apply)")

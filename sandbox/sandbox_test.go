@@ -599,3 +599,38 @@ func acceptAndClose(t *testing.T) int {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// The helper is started to be probed once per process: a second sandbox
+// on the same helper starts it no more.
+func TestProbedOnce(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	helper := filepath.Join(dir, "helper")
+	script := fmt.Sprintf("#!/bin/sh\necho x >> %q\nexec %q \"$@\"\n", count, exe)
+	if err := os.WriteFile(helper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	starts := func() int {
+		b, _ := os.ReadFile(count)
+		return bytes.Count(b, []byte("x"))
+	}
+	if _, err := sandbox.New(&sandbox.Options{Helper: helper}); err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	first := starts()
+	if first == 0 {
+		t.Fatal("the helper was never started")
+	}
+	for range 3 {
+		if _, err := sandbox.New(&sandbox.Options{Helper: helper}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := starts(); n != first {
+		t.Fatalf("three more sandboxes started the helper %d more times, want 0", n-first)
+	}
+}

@@ -130,6 +130,19 @@
 // agent that sets another is refused by [Config.CheckAgents] at its key,
 // and its runs by the host, instead of running without it.
 //
+// The server builds each agent once per tenant and configuration (the
+// configuration with the pins of its governing files, and the autonomy
+// level in force) and hands the built options to every run and resume of
+// it; each part of a run makes its agent from them, and what a run keeps
+// (transcript, tools' run state, hooks' per-run values) is in that agent
+// and the run's state. A governing file changed since is a new
+// configuration, built when a run first needs it; a build that fails is
+// not kept. An agent with MCP servers or Claude Code project settings is
+// built for each run, as its servers are the run's own and the user's
+// settings files are not pinned. The kept agents are closed at
+// [Server.Shutdown]. A builder given to New must therefore make options
+// that several agents may use at once.
+//
 // # Under a path prefix
 //
 // A Server may be mounted under a path prefix of another mux:

@@ -53,10 +53,14 @@ func (s *Server) streamParams(w http.ResponseWriter, r *http.Request, p Principa
 	return f, run, true
 }
 
-// follow calls emit for every event f selects after f.AfterSeq, in order,
-// and beat when nothing happened for a heartbeat interval, until ctx ends,
-// the server shuts down, or emit or beat fail.
-func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(store.Event) error, beat func() error) error {
+// follow calls emit for every event f selects after f.AfterSeq, in order
+// (with its SSE frame when the feed has it, else nil), flush (if not nil)
+// after each batch of them, and beat when nothing happened for a heartbeat
+// interval, until ctx ends, the server shuts down, or emit, flush or beat
+// fail. It reads the server's feed of the log while [Server.Run] follows it
+// and the stream is within the events it keeps, and the store otherwise
+// (behind it, or no Run).
+func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(store.Event, []byte) error, flush, beat func() error) error {
 	// Every wait ends at ctx's end or at Shutdown: one context for the
 	// stream, cancelled by a callback when the server closes (no goroutine
 	// waits for that), and a timer per wait for the heartbeat.
@@ -64,22 +68,39 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 	defer scancel()
 	defer context.AfterFunc(s.closed, scancel)()
 	for {
-		evs, err := s.store.ListEvents(ctx, f)
-		if err != nil {
-			return err
+		evs, frames, changed, fed := s.feed.after(f)
+		if !fed {
+			var err error
+			if evs, err = s.store.ListEvents(ctx, f); err != nil {
+				return err
+			}
 		}
-		for _, ev := range evs {
-			if err := emit(ev); err != nil {
+		for i, ev := range evs {
+			var frame []byte
+			if fed {
+				frame = frames[i]
+			}
+			if err := emit(ev, frame); err != nil {
 				return err
 			}
 			f.AfterSeq = ev.Seq
 		}
-		if len(evs) == f.Limit {
-			continue
+		if flush != nil && len(evs) > 0 {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
-		wctx, cancel := context.WithTimeout(sctx, s.beat)
-		err = s.store.WaitEvents(wctx, f)
-		cancel()
+		if len(evs) == f.Limit || (!fed && len(evs) > 0) {
+			continue // more, or perhaps the feed has the rest now
+		}
+		var err error
+		if fed {
+			err = waitChanged(sctx, changed, s.beat)
+		} else {
+			wctx, cancel := context.WithTimeout(sctx, s.beat)
+			err = s.store.WaitEvents(wctx, f)
+			cancel()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -92,6 +113,21 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 		case err != nil:
 			return err
 		}
+	}
+}
+
+// waitChanged waits until changed is closed, ctx ends, or d passes
+// (context.DeadlineExceeded).
+func waitChanged(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-changed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return context.DeadlineExceeded
 	}
 }
 
@@ -137,16 +173,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	if rc.Flush() != nil {
 		return
 	}
-	emit := func(ev store.Event) error {
-		b, err := json.Marshal(streamEvent(ev))
-		if err != nil {
-			return err
+	// emit writes an event, encoded once for every stream when the feed
+	// gave it (frame); the stream is flushed after each batch.
+	emit := func(ev store.Event, frame []byte) error {
+		if frame == nil {
+			var err error
+			if frame, err = sseFrame(ev); err != nil {
+				return err
+			}
 		}
 		deadline()
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseField(ev.Type), b); err != nil {
-			return err
-		}
-		if err := rc.Flush(); err != nil {
+		if _, err := w.Write(frame); err != nil {
 			return err
 		}
 		if f.RunID != "" && terminal(ev.Type) {
@@ -170,7 +207,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 				return
 			}
 			for _, ev := range evs {
-				if emit(ev) != nil {
+				if emit(ev, nil) != nil {
 					return
 				}
 				f.AfterSeq = ev.Seq
@@ -180,7 +217,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 			}
 		}
 	}
-	_ = s.follow(r.Context(), f, emit, beat)
+	_ = s.follow(r.Context(), f, emit, rc.Flush, beat)
+}
+
+// sseFrame is ev as an event of GET /v1/events, its id the event's Seq.
+func sseFrame(ev store.Event) ([]byte, error) {
+	b, err := json.Marshal(streamEvent(ev))
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseField(ev.Type), b), nil
 }
 
 // errRunEnded ends a stream of one run once its end was sent.
@@ -293,7 +339,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 			_ = send(s.wsHandle(ctx, p, m))
 		}
 	}()
-	emit := func(ev store.Event) error {
+	emit := func(ev store.Event, _ []byte) error {
 		se := streamEvent(ev)
 		return send(WSMessage{Type: "event", Event: &se})
 	}
@@ -302,7 +348,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 		defer pcancel()
 		return c.Ping(pctx)
 	}
-	err = s.follow(ctx, f, emit, beat)
+	err = s.follow(ctx, f, emit, nil, beat)
 	if errors.Is(err, errShuttingDown) {
 		_ = c.Close(websocket.StatusGoingAway, "the server is shutting down")
 		return

@@ -113,6 +113,7 @@ func (s *Server) Run(ctx context.Context) error {
 			break
 		}
 	}
+	s.feed.start(after)
 	for _, w := range s.webhooks {
 		go s.deliver(ctx, w, after)
 	}
@@ -144,6 +145,7 @@ func (s *Server) Run(ctx context.Context) error {
 				s.log.Error("reading events", "error", err)
 				break
 			}
+			s.feed.publish(evs) // to the streams first: resuming runs takes longer
 			for _, ev := range evs {
 				after = ev.Seq
 				s.onEvent(ctx, ev)

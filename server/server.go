@@ -129,8 +129,12 @@ const DefaultBodyReadTimeout = 30 * time.Second
 // to take stored runs up and resume answered ones, and [Server.Shutdown] to
 // stop.
 type Server struct {
-	store   store.Store
-	host    *runs.Host
+	store store.Store
+	host  *runs.Host
+	// buildCache builds each agent once for its runs and resumes.
+	buildCache *runs.BuildCache
+	// feed hands the events Run reads to every event stream.
+	feed    *feed
 	agents  map[string]runs.RunConfig
 	config  *Config // where the agents were loaded from, or nil
 	tokens  *Tokens
@@ -197,6 +201,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{}, tenantRuns: map[string]int{},
 		maxRuns: opts.MaxRunsPerTenant,
 		durable: opts.Durable,
+		feed:    newFeed(feedSize),
 	}
 	if srv.log == nil {
 		srv.log = slog.New(slog.DiscardHandler)
@@ -281,11 +286,12 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		ho.Now = srv.now
 	}
 	ho.Middleware = append([]agent.Middleware{m.middleware()}, ho.Middleware...)
+	srv.buildCache = runs.NewBuildCache(b)
 	h, err := runs.New(s, runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
 			cfg.Autonomy = lvl
 		}
-		return b.Build(ctx, cfg)
+		return srv.buildCache.Build(ctx, cfg)
 	}), &ho)
 	if err != nil {
 		return nil, err
@@ -572,7 +578,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.setClose()
 	})
 	idle := make(chan struct{})
-	go func() { s.runsWG.Wait(); close(idle) }()
+	go func() { s.runsWG.Wait(); s.buildCache.Close(); close(idle) }()
 	select {
 	case <-idle:
 		return nil

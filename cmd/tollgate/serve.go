@@ -171,8 +171,12 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	opts := &server.Options{Agents: cfg.Agents, Config: cfg, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
 	durable := "off"
 	if d := cfg.Durable; d != nil {
+		// The durable runs this process drives build each agent once
+		// (closed after the engine).
+		agents := runs.NewBuildCache(b)
+		defer agents.Close()
 		e, err := dbosengine.New(ctx, dbosengine.Options{
-			DatabaseURL: d.DatabaseURL, Store: st, Builder: b, Worker: d.Concurrency > 0,
+			DatabaseURL: d.DatabaseURL, Store: st, Builder: agents, Worker: d.Concurrency > 0,
 			Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
 			Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, Logger: logger,
 		})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 )
 
@@ -84,7 +85,11 @@ Each run's agent is built from the configuration stored with the run, as
 				return err
 			}
 			defer logs.Close()
-			opts.Builder = &cliBuilder{env: env, logs: logs, stateDir: stateDir, exts: runExtensions()}
+			// Each agent is built once and reused by the runs of its
+			// configuration (closed after the engine).
+			agents := runs.NewBuildCache(&cliBuilder{env: env, logs: logs, stateDir: stateDir, exts: runExtensions()})
+			defer agents.Close()
+			opts.Builder = agents
 			e, err := dbosengine.New(ctx, opts)
 			if err != nil {
 				return withCode(exitError, err)

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +37,10 @@ func setupHooks(ctx context.Context, s *setup) error {
 	if err != nil {
 		return &runs.FieldError{Field: runs.FieldHooksFiles, Err: err}
 	}
-	agentID := ""
+	// The agent's ID as agent.New names it; the built options may make
+	// several agents (a host reuses them across runs), all of this ID.
+	agentID := cmp.Or(s.opts.ID, "agent")
 	s.afterNew = append(s.afterNew, func(ctx context.Context, a *agent.Agent) error {
-		agentID = a.ID()
 		reg.ApplyTo(ctx, a)
 		return nil
 	})

@@ -12,6 +12,14 @@
 // never reused) are assigned and committed in order, so a reader never sees
 // sequence number n+1 before n.
 //
+// # Connections
+//
+// A Store keeps a bounded pool of connections open ([MaxConns], all of them
+// kept when idle: a new connection opens the file and runs its pragmas again),
+// and its writes take a lock of the Store's first: SQLite has one writer, and
+// writers of one process queue on that lock rather than on SQLite's busy
+// handler, which sleeps and retries.
+//
 // # Waiting
 //
 // [Store.WaitEvents] is woken at once by writes through the same *Store, and
@@ -60,6 +68,10 @@ const DefaultFile = "tollgate.db"
 // it fails with SQLITE_BUSY.
 const BusyTimeout = 10 * time.Second
 
+// MaxConns is how many connections a Store keeps open to its file, for
+// reads and the one write at a time.
+const MaxConns = 8
+
 // MinPoll and MaxPoll bound the interval at which WaitEvents polls the
 // database for events written by other processes: it starts at MinPoll and
 // doubles up to MaxPoll.
@@ -104,6 +116,9 @@ type Store struct {
 	now  func() time.Time
 	path string
 
+	// write is held by the write transaction of this Store in progress.
+	write sync.Mutex
+
 	mu sync.Mutex
 	// appended is closed and replaced after every commit that appended
 	// events through this Store, to wake WaitEvents.
@@ -134,6 +149,8 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
+	db.SetMaxOpenConns(MaxConns)
+	db.SetMaxIdleConns(MaxConns)
 	s := &Store{db: db, now: opts.NowFunc(), path: path, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
@@ -234,6 +251,8 @@ func (s *Store) migrate(ctx context.Context) error {
 // tx runs fn in one IMMEDIATE transaction (the DSN's _txlock), committing when
 // fn returns nil or an error marked with keep.
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.write.Lock()
+	defer s.write.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

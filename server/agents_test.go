@@ -1,0 +1,63 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// An agent is built once per tenant and configuration: a second run, and
+// the resume after an approval, use the agent the first run built; another
+// tenant, and a configuration changed by an autonomy level, get their own.
+func TestAgentBuiltOncePerConfiguration(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	builds := func(want int64, when string) {
+		t.Helper()
+		if n := f.builder.builds.Load(); n != want {
+			t.Fatalf("%s: %d builds, want %d", when, n, want)
+		}
+	}
+	first := f.startRun()
+	a := f.pending(first)
+	builds(1, "the first run halted")
+	var got server.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+		t.Fatalf("decision: %d", code)
+	}
+	f.waitRun(first, store.RunDone)
+	builds(1, "the first run resumed and ended")
+	second := f.startRun()
+	f.pending(second)
+	builds(1, "a second run of the tenant halted")
+
+	var v server.RunView
+	if code := f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
+		t.Fatalf("bob's run: %d", code)
+	}
+	f.pending2(v.ID, bobToken)
+	builds(2, "another tenant's run halted")
+
+	var ch server.AutonomyChange
+	if code := f.do("PUT", "/v1/autonomy", adaToken, server.AutonomyRequest{Level: "full_auto"}, &ch); code != http.StatusOK {
+		t.Fatalf("PUT /v1/autonomy: %d", code)
+	}
+	f.pending(f.startRun())
+	builds(3, "a run under another autonomy level halted")
+	if n := f.transfer.Count(); n != 1 {
+		t.Fatalf("transfer ran %d times, want 1 (the approved call)", n)
+	}
+}
+
+// pending2 waits until the run halts with one pending approval that token
+// sees.
+func (f *fixture) pending2(runID, token string) server.ApprovalView {
+	f.t.Helper()
+	f.waitRun(runID, store.RunPending)
+	var page server.ApprovalPage
+	if code := f.do("GET", "/v1/approvals?status=pending&run="+runID, token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
+		f.t.Fatalf("pending approvals of %s: %d %+v", runID, code, page)
+	}
+	return page.Approvals[0]
+}

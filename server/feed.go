@@ -1,0 +1,99 @@
+package server
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+)
+
+// feedSize is how many of the latest events the feed keeps for the
+// streams; a stream further behind reads the store.
+const feedSize = 8192
+
+// feed is the store's event log as [Server.Run] reads it, once for the
+// process, handed to every event stream (SSE and WebSocket): a stream reads
+// the latest events from here instead of querying the store for each new
+// event. The feed never waits for a stream: a stream that falls behind the
+// events kept reads the store again, from where it is, so that nothing is
+// lost or repeated.
+type feed struct {
+	size    int // events kept
+	mu      sync.RWMutex
+	started bool
+	// base and last bound what is kept: every event with base < Seq <=
+	// last, in order, is in events.
+	base, last int64
+	events     []store.Event
+	// frames are the events as SSE events (sseFrame), encoded once for
+	// every stream; nil where encoding failed.
+	frames [][]byte
+	// changed is closed and replaced when events are added.
+	changed chan struct{}
+}
+
+func newFeed(size int) *feed { return &feed{size: size, changed: make(chan struct{})} }
+
+// start marks the log as read up to seq: the feed is complete from there.
+func (f *feed) start(seq int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started, f.base, f.last = true, seq, seq
+}
+
+// publish adds events read from the store after the last, in order.
+func (f *feed) publish(evs []store.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.started {
+		return
+	}
+	for _, ev := range evs {
+		frame, _ := sseFrame(ev)
+		f.events = append(f.events, ev)
+		f.frames = append(f.frames, frame)
+	}
+	f.last = evs[len(evs)-1].Seq
+	if n := len(f.events) - f.size; n > 0 {
+		f.base = f.events[n-1].Seq
+		f.events = slices.Delete(f.events, 0, n)
+		f.frames = slices.Delete(f.frames, 0, n)
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// after returns the kept events that ef selects after ef.AfterSeq, at most
+// ef.Limit of them, with their SSE frames, and a channel closed when more
+// arrive. ok is false
+// when the feed does not hold every event after ef.AfterSeq (it is not
+// started, or they are older than what it keeps): then read the store.
+func (f *feed) after(ef store.EventFilter) (evs []store.Event, frames [][]byte, changed <-chan struct{}, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if !f.started || ef.AfterSeq < f.base {
+		return nil, nil, nil, false
+	}
+	i, _ := slices.BinarySearchFunc(f.events, ef.AfterSeq+1, func(e store.Event, seq int64) int {
+		switch {
+		case e.Seq < seq:
+			return -1
+		case e.Seq > seq:
+			return 1
+		}
+		return 0
+	})
+	for j, e := range f.events[i:] {
+		if ef.Limit > 0 && len(evs) == ef.Limit {
+			break
+		}
+		if (ef.AllTenants || e.Tenant == ef.Tenant) && (ef.RunID == "" || e.RunID == ef.RunID) {
+			evs = append(evs, e)
+			frames = append(frames, f.frames[i+j])
+		}
+	}
+	return evs, frames, f.changed, true
+}
