@@ -839,7 +839,7 @@ func decisionProblem(err error, id string) *Problem {
 	case errors.As(err, &decided):
 		by := decided.Approval.DecidedBy.String()
 		if !decided.Approval.Actor.IsZero() {
-			by += ", acting: " + decided.Approval.Actor.String()
+			by += "; recorded by " + decided.Approval.Actor.String()
 		}
 		return &Problem{Type: ProblemDecided, Title: "Already decided", Status: http.StatusConflict,
 			Detail: fmt.Sprintf("the approval is %s (by %s)", decided.Approval.Status, by)}

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval/store"
@@ -41,21 +42,23 @@ type DecidedError struct {
 	Approval store.Approval
 }
 
-// Error says what the request is and who decided it:
-// "store: approval already decided: approved by person:alice: reason".
+// Error says what the request is, who decided it and why, as the store
+// does: "store: approval already decided: approval req_1 of run run_1 is
+// approved (by person:alice; recorded by person:root: reason)".
 func (e *DecidedError) Error() string {
 	a := e.Approval
-	s := store.ErrDecided.Error() + ": " + string(a.Status)
-	if !a.DecidedBy.IsZero() {
-		s += " by " + a.DecidedBy.String()
-		if !a.Actor.IsZero() {
-			s += " (acting: " + a.Actor.String() + ")"
-		}
+	s := fmt.Sprintf("%s: approval %s of run %s is %s", store.ErrDecided, a.ID, a.RunID, a.Status)
+	if a.DecidedBy.IsZero() {
+		return s
+	}
+	s += " (by " + a.DecidedBy.String()
+	if !a.Actor.IsZero() {
+		s += "; recorded by " + a.Actor.String()
 	}
 	if a.Reason != "" {
 		s += ": " + a.Reason
 	}
-	return s
+	return s + ")"
 }
 
 // Unwrap returns [store.ErrDecided].

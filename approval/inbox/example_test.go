@@ -48,5 +48,5 @@ func Example() {
 	// Output:
 	// approved person:alice <nil>
 	// again: approved <nil>
-	// deny: true store: approval already decided: approved by person:alice
+	// deny: true store: approval already decided: approval req_1 of run run_1 is approved (by person:alice)
 }

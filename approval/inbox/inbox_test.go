@@ -189,7 +189,7 @@ func TestDecideTwice(t *testing.T) {
 			if !errors.As(err, &de) || !errors.Is(err, store.ErrDecided) || de.Approval.DecidedBy != alice || de.Approval.Actor != root {
 				t.Fatalf("%+v on a %s request: %v", d, a.Status, err)
 			}
-			if want := "approved by person:alice (acting: person:root): ok"; !strings.HasSuffix(err.Error(), want) {
+			if want := "approval req_1 of run run_1 is approved (by person:alice; recorded by person:root: ok)"; !strings.HasSuffix(err.Error(), want) {
 				t.Fatalf("%q, want it to end %q", err, want)
 			}
 		}
