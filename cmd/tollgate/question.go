@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -121,34 +122,34 @@ another kind (input), --data is passed to the tool as it is.`,
 				return err
 			}
 			raw := json.RawMessage(data)
-			if a.Kind == tool.KindQuestion {
+			if data == "" {
+				if a.Kind != tool.KindQuestion {
+					return usageErr("approvals answer: request %s is of kind %q; give the answer with --data", a.ID, a.Kind)
+				}
 				qs, err := builtin.ParseQuestions(a.Request)
 				if err != nil {
 					return withCode(exitError, err)
 				}
-				if data == "" {
-					if len(args)-1 != len(qs) {
-						return usageErr("approvals answer: request %s asks %d question(s); got %d answer(s)", a.ID, len(qs), len(args)-1)
-					}
-					var answers [][]string
-					for i, q := range qs {
-						answers = append(answers, choice(q, args[i+1]))
-					}
-					if raw, err = json.Marshal(builtin.QuestionAnswer{Answers: answers}); err != nil {
-						return withCode(exitError, err)
-					}
+				if len(args)-1 != len(qs) {
+					return usageErr("approvals answer: request %s asks %d question(s); got %d answer(s)", a.ID, len(qs), len(args)-1)
 				}
-				if _, err := builtin.ParseQuestionAnswer(qs, raw); err != nil {
-					return usageErr("approvals answer: %v", err)
+				var answers [][]string
+				for i, q := range qs {
+					answers = append(answers, choice(q, args[i+1]))
 				}
-			} else if data == "" {
-				return usageErr("approvals answer: request %s is of kind %q; give the answer with --data", a.ID, a.Kind)
-			} else if !json.Valid(raw) {
-				return usageErr("approvals answer: --data is not JSON")
+				if raw, err = json.Marshal(builtin.QuestionAnswer{Answers: answers}); err != nil {
+					return withCode(exitError, err)
+				}
 			}
-			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Answer{Approve: true, By: decider, Actor: actor, Data: raw})
+			// The inbox checks the answer: a question's against its
+			// questions, an input's value as JSON, an approval's edited
+			// arguments against the tool's schema.
+			a, err = inbox.New(s, nil).Decide(c.Context(), a, inbox.Decision{Approve: true, By: decider, Actor: actor, Data: raw})
+			if errors.Is(err, inbox.ErrInvalidData) {
+				return usageErr("approvals answer: %v", err)
+			}
 			if err != nil {
-				return withCode(exitError, decidedError(c.Context(), s, a, err))
+				return withCode(exitError, err)
 			}
 			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); %s\n", field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
 			return nil
