@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -480,8 +481,8 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	}
 
 	decide := func(approve bool) *cobra.Command {
-		var by, reason, editArgs string
-		var admin bool
+		var reason, editArgs string
+		as := &answerAs{state: state, runID: &runID}
 		use, short := "approve ID", "Approve a request (optionally with edited arguments)"
 		if !approve {
 			use, short = "deny ID", "Deny a request with a reason the model sees"
@@ -490,42 +491,22 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			Use: use, Short: short,
 			Args: argsUsage(cobra.ExactArgs(1)),
 			RunE: func(c *cobra.Command, args []string) error {
-				decider, actor, err := deciders(c.CommandPath(), by, admin)
-				if err != nil {
-					return err
-				}
-				s, err := state.open(c.Context())
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				a, err := findApproval(c.Context(), s, runID, args[0])
-				if err != nil {
-					return err
-				}
-				d := inbox.Decision{Approve: approve, By: decider, Actor: actor, Reason: reason}
-				if editArgs != "" {
-					if a.Kind != tool.KindApproval {
-						return usageErr("--args: request %s is a %s request; only approval requests take edited arguments (answer it with 'tollgate approvals answer')", field(a.ID), field(string(a.Kind)))
+				return as.decide(c, env, args[0], "", "--args", func(a store.Approval) (inbox.Decision, error) {
+					d := inbox.Decision{Approve: approve, Reason: reason}
+					if editArgs != "" {
+						if a.Kind != tool.KindApproval {
+							return d, usageErr("--args: request %s is a %s request; only approval requests take edited arguments (answer it with 'tollgate approvals answer')", field(a.ID), field(string(a.Kind)))
+						}
+						// Checked against the tool's schema by the inbox:
+						// an edit that fails when the run resumes has used
+						// the approval up.
+						d.Data = json.RawMessage(editArgs)
 					}
-					// Checked against the tool's schema by the inbox: an
-					// edit that fails when the run resumes has used the
-					// approval up.
-					d.Data = json.RawMessage(editArgs)
-				}
-				a, err = inbox.New(s, nil).Decide(c.Context(), a, d)
-				if errors.Is(err, inbox.ErrInvalidData) {
-					return usageErr("--args: %s; nothing was decided", field(err.Error()))
-				}
-				if err != nil {
-					return withCode(exitError, err)
-				}
-				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); %s\n", a.Status, field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
-				return nil
+					return d, nil
+				})
 			},
 		}
-		c.Flags().StringVar(&by, "by", "", "record that this person decided instead of the OS user running the command (needs --admin; the OS user is kept as the actor)")
-		c.Flags().BoolVar(&admin, "admin", false, "allow --by")
+		as.flags(c, "decided")
 		c.Flags().StringVar(&reason, "reason", "", "why; on deny the model sees it")
 		if approve {
 			c.Flags().StringVar(&editArgs, "args", "", "approve with these arguments instead (a JSON object); they are authorized again")
@@ -534,6 +515,58 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	}
 	cmd.AddCommand(list, show, decide(true), decide(false), newAnswerCmd(state, &runID, env))
 	return cmd
+}
+
+// answerAs is what approve, deny and answer share: who answers (the OS
+// user, or with --by and --admin the person named, the OS user kept as the
+// actor), the request, the inbox's decision and the line that says it.
+type answerAs struct {
+	state *stateFlags
+	runID *string
+	by    string
+	admin bool
+}
+
+// flags adds --by and --admin to c, whose answer is said to be "decided"
+// or "answered".
+func (w *answerAs) flags(c *cobra.Command, decided string) {
+	c.Flags().StringVar(&w.by, "by", "", "record that this person "+decided+" instead of the OS user running the command (needs --admin; the OS user is kept as the actor)")
+	c.Flags().BoolVar(&w.admin, "admin", false, "allow --by")
+}
+
+// decide finds request id, makes its decision with mk (By and Actor are
+// set after) and records it through the inbox, then prints "VERB ID of run
+// RUN (by WHO); NEXT", VERB the status when empty. Data that does not fit
+// the request is a usage error naming what (the flag that gave it).
+func (w *answerAs) decide(c *cobra.Command, env *cliEnv, id, verb, what string, mk func(store.Approval) (inbox.Decision, error)) error {
+	decider, actor, err := deciders(c.CommandPath(), w.by, w.admin)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	s, err := w.state.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	a, err := findApproval(ctx, s, *w.runID, id)
+	if err != nil {
+		return err
+	}
+	d, err := mk(a)
+	if err != nil {
+		return err
+	}
+	d.By, d.Actor = decider, actor
+	a, err = inbox.New(s, nil).Decide(ctx, a, d)
+	if errors.Is(err, inbox.ErrInvalidData) {
+		return usageErr("%s: %s; nothing was decided", what, field(err.Error()))
+	}
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); %s\n", cmp.Or(verb, string(a.Status)), field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(ctx, s, a.RunID, w.state.repeatFlags()))
+	return nil
 }
 
 // findApproval finds a request by ID (and run, when given) in the default
