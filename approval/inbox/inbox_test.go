@@ -202,13 +202,19 @@ func TestDecideExpired(t *testing.T) {
 	a := approvalOf(t, "req_1", `{"amount":5}`)
 	exp := t0.Add(time.Minute)
 	a.ExpiresAt = &exp
-	ib, _ := newInbox(t, &now, a)
+	_, s := newInbox(t, &now, a)
+	answered := 0
+	ib := inbox.New(s, &inbox.Options{Now: func() time.Time { return now }, Answer: func(ctx context.Context, runID, id string, ans store.Answer) (store.Approval, error) {
+		answered++
+		return s.Decide(ctx, runID, id, ans)
+	}})
 	now = exp
 	if got := ib.Status(find(t, ib, "req_1")); got != store.StatusExpired {
 		t.Fatalf("status at the expiry: %s", got)
 	}
-	if _, err := ib.Decide(ctx, find(t, ib, "req_1"), inbox.Decision{Approve: true, By: alice}); !errors.Is(err, store.ErrExpired) {
-		t.Fatalf("a decision at the expiry: %v", err)
+	// Refused by the inbox's clock, before anything is recorded.
+	if _, err := ib.Decide(ctx, find(t, ib, "req_1"), inbox.Decision{Approve: true, By: alice}); !errors.Is(err, store.ErrExpired) || answered != 0 {
+		t.Fatalf("a decision at the expiry: %v, %d answers recorded", err, answered)
 	}
 	as, err := ib.List(ctx, store.ApprovalFilter{Tenant: "acme"})
 	if err != nil || len(as) != 1 || as[0].Status != store.StatusExpired {
