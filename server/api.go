@@ -21,6 +21,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -647,16 +648,21 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 // findApproval returns the approval with the request ID id in p's tenant,
 // or writes 404.
 func (s *Server) findApproval(w http.ResponseWriter, r *http.Request, p Principal, id string) (store.Approval, bool) {
-	page, err := s.store.ListApprovals(r.Context(), store.ApprovalFilter{Tenant: p.Tenant, ID: id, Limit: 2})
+	a, err := s.inbox(nil).Find(r.Context(), inbox.Query{Tenant: p.Tenant, ID: id})
 	if err != nil {
-		problemf(w, r, http.StatusInternalServerError, "reading the approval failed")
+		writeProblem(w, r, findProblem(err, id))
 		return store.Approval{}, false
 	}
-	if len(page.Approvals) != 1 {
-		problemf(w, r, http.StatusNotFound, "no approval "+strconv.Quote(id))
-		return store.Approval{}, false
+	return a, true
+}
+
+// findProblem is the problem of an error of inbox.Find: 404 for a request
+// ID that names no single request of the tenant.
+func findProblem(err error, id string) Problem {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, inbox.ErrAmbiguous) || errors.Is(err, inbox.ErrNoID) {
+		return Problem{Status: http.StatusNotFound, Detail: "no approval " + strconv.Quote(id)}
 	}
-	return page.Approvals[0], true
+	return Problem{Status: http.StatusInternalServerError, Detail: "reading the approval failed"}
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Principal) {
@@ -757,88 +763,53 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, p Principal) {
 // checks and answers of POST /v1/approvals/{id}/decision, for HTTP and the
 // WebSocket alike.
 func (s *Server) decideCore(ctx context.Context, p Principal, id string, req DecisionRequest) (ApprovalView, *Problem) {
-	page, err := s.store.ListApprovals(ctx, store.ApprovalFilter{Tenant: p.Tenant, ID: id, Limit: 2})
+	a, err := s.inbox(nil).Find(ctx, inbox.Query{Tenant: p.Tenant, ID: id})
 	if err != nil {
-		return ApprovalView{}, &Problem{Status: http.StatusInternalServerError, Detail: "reading the approval failed"}
+		prob := findProblem(err, id)
+		return ApprovalView{}, &prob
 	}
-	if len(page.Approvals) != 1 {
-		return ApprovalView{}, &Problem{Status: http.StatusNotFound, Detail: "no approval " + strconv.Quote(id)}
-	}
-	return s.decideOn(ctx, p, page.Approvals[0], req)
+	return s.decideOn(ctx, p, a, req)
 }
 
 // decideOn is decideCore on the approval a, read from the store in p's
 // tenant by the caller: each decision reads its approval and its run once.
+// The checks are the inbox's (approval/inbox); the role, the body's
+// fields and the problems are the API's.
 func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, req DecisionRequest) (ApprovalView, *Problem) {
 	if !p.Has(RoleApprover) {
 		return ApprovalView{}, &Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "deciding needs the approver role"}
 	}
-	approve := false
+	d := inbox.Decision{By: p.Decider(), Reason: req.Reason, Digest: req.ArgsDigest}
 	switch req.Decision {
 	case "approve":
-		approve = true
+		d.Approve = true
 	case "deny":
-		if len(req.EditedArgs) > 0 {
-			return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "editedArgs: only an approval edits the arguments"}
-		}
 	default:
 		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: `decision: want "approve" or "deny"`}
 	}
-	by := p.Decider()
-	var data json.RawMessage
 	if len(req.EditedArgs) > 0 && string(req.EditedArgs) != "null" {
-		data = req.EditedArgs
+		d.Data = req.EditedArgs
 	}
-	if req.ArgsDigest == "" && approve {
+	if req.ArgsDigest == "" && d.Approve {
 		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "argsDigest: required; send the argsDigest of the approval you were shown"}
 	}
-	if req.ArgsDigest != "" && req.ArgsDigest != a.Digest {
-		return ApprovalView{}, &Problem{Type: ProblemDigestMismatch, Title: "Arguments changed", Status: http.StatusPreconditionFailed,
-			Detail: "argsDigest is not the digest of this approval's arguments: reload the approval and decide on what it shows"}
-	}
-	// A decision sent again (a retry) by the same principal is answered as
-	// the first was.
-	if a.Status != store.StatusPending && a.DecidedBy == by && a.Actor.IsZero() && sameDecision(a, approve, data) {
-		return s.viewOf(ctx, a), nil
-	}
-	if expired(a, s.now()) {
-		return ApprovalView{}, &Problem{Type: ProblemExpired, Title: "Approval expired", Status: http.StatusGone,
-			Detail: "the request expired before it was decided; the run goes on without the call"}
-	}
-	if a.Status != store.StatusPending {
-		return ApprovalView{}, &Problem{Type: ProblemDecided, Title: "Already decided", Status: http.StatusConflict,
-			Detail: fmt.Sprintf("the approval is %s (by %s)", a.Status, a.DecidedBy)}
-	}
-	if data != nil && a.Kind == tool.KindApproval {
-		if errs := s.checkEdit(a, data); len(errs) > 0 {
-			return ApprovalView{}, &Problem{Type: ProblemInvalidEdit, Title: "Invalid edited arguments", Status: http.StatusUnprocessableEntity,
-				Detail: "editedArgs do not fit the tool's input schema", Errors: errs}
+	// The run is read once, when the answer is recorded, for its kind and
+	// for the view: what the view shows of it (owner, agent) does not
+	// change with the decision.
+	var run *store.Run
+	answer := func(ctx context.Context, runID, id string, ans store.Answer) (store.Approval, error) {
+		run = s.readRun(ctx, runID)
+		if s.durable != nil && run != nil && durableRun(*run) {
+			return s.durable.Answer(ctx, runID, id, ans) // records it, then wakes the waiting workflow
 		}
+		return s.host.Answer(ctx, runID, id, ans)
 	}
-	// The run is read once, for its kind and for the view: what the view
-	// shows of it (owner, agent) does not change with the decision.
-	run := s.readRun(ctx, a.RunID)
-	answer := s.host.Answer
-	if s.durable != nil && run != nil && durableRun(*run) {
-		answer = s.durable.Answer // records it, then wakes the waiting workflow
+	got, err := s.inbox(answer).Decide(ctx, a, d)
+	if err != nil {
+		return ApprovalView{}, decisionProblem(err, a.ID)
 	}
-	got, err := answer(ctx, a.RunID, a.ID, store.Answer{Approve: approve, By: by, Reason: req.Reason, Data: data})
-	if err != nil && !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrExpired) && !errors.Is(err, store.ErrNotFound) &&
-		got.ID == a.ID && got.Status != store.StatusPending && got.DecidedBy == by && got.Actor.IsZero() {
-		// Recorded, but the run was not woken: it sees the answer at its
-		// next look at the store (runs.DurableOptions.AnswerPoll).
-		s.log.Warn("a decision is stored but its run was not woken", "run", a.RunID, "request", a.ID, "error", err)
-		err = nil
-	}
-	switch {
-	case errors.Is(err, store.ErrExpired):
-		return ApprovalView{}, &Problem{Type: ProblemExpired, Title: "Approval expired", Status: http.StatusGone, Detail: "the request expired before it was decided"}
-	case errors.Is(err, store.ErrDecided):
-		return ApprovalView{}, &Problem{Type: ProblemDecided, Title: "Already decided", Status: http.StatusConflict, Detail: "the approval was decided by someone else first"}
-	case errors.Is(err, store.ErrNotFound):
-		return ApprovalView{}, &Problem{Status: http.StatusNotFound, Detail: "no approval " + strconv.Quote(a.ID)}
-	case err != nil:
-		return ApprovalView{}, &Problem{Status: http.StatusInternalServerError, Detail: "storing the decision failed"}
+	if run == nil {
+		return s.viewOf(ctx, got), nil // the same decision again: nothing was recorded
 	}
 	if got.DecidedAt != nil {
 		s.metrics.decisionLatency.Observe(got.DecidedAt.Sub(got.CreatedAt).Seconds())
@@ -846,27 +817,43 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	return s.approvalView(ctx, got, run), nil
 }
 
-func expired(a store.Approval, now time.Time) bool {
-	return a.Status == store.StatusExpired || (a.Status == store.StatusPending && a.Expired(now))
+// inbox is the approvals driver on the server's store; answer records a
+// decision (nil: the store's Decide).
+func (s *Server) inbox(answer inbox.AnswerFunc) *inbox.Inbox {
+	return inbox.New(s.store, &inbox.Options{Answer: answer, Now: s.now, Log: s.log})
 }
 
-func sameDecision(a store.Approval, approve bool, data json.RawMessage) bool {
-	switch a.Status {
-	case store.StatusApproved, store.StatusUsed:
-		return approve && jsonEqual(a.Data, data)
-	case store.StatusDenied:
-		return !approve
+// decisionProblem is the problem of an error of inbox.Decide.
+func decisionProblem(err error, id string) *Problem {
+	var decided *inbox.DecidedError
+	var bad *inbox.DataError
+	switch {
+	case errors.Is(err, inbox.ErrDataOnDeny):
+		return &Problem{Status: http.StatusBadRequest, Detail: "editedArgs: only an approval edits the arguments"}
+	case errors.Is(err, inbox.ErrDigestMismatch):
+		return &Problem{Type: ProblemDigestMismatch, Title: "Arguments changed", Status: http.StatusPreconditionFailed,
+			Detail: "argsDigest is not the digest of this approval's arguments: reload the approval and decide on what it shows"}
+	case errors.Is(err, store.ErrExpired):
+		return &Problem{Type: ProblemExpired, Title: "Approval expired", Status: http.StatusGone,
+			Detail: "the request expired before it was decided; the run goes on without the call"}
+	case errors.As(err, &decided):
+		by := decided.Approval.DecidedBy.String()
+		if !decided.Approval.Actor.IsZero() {
+			by += "; recorded by " + decided.Approval.Actor.String()
+		}
+		return &Problem{Type: ProblemDecided, Title: "Already decided", Status: http.StatusConflict,
+			Detail: fmt.Sprintf("the approval is %s (by %s)", decided.Approval.Status, by)}
+	case errors.As(err, &bad):
+		detail := "editedArgs do not fit the tool's input schema"
+		if bad.Kind != tool.KindApproval {
+			detail = "editedArgs: " + bad.What + " does not fit the " + string(bad.Kind) + " request"
+		}
+		return &Problem{Type: ProblemInvalidEdit, Title: "Invalid edited arguments", Status: http.StatusUnprocessableEntity,
+			Detail: detail, Errors: bad.Problems}
+	case errors.Is(err, store.ErrNotFound):
+		return &Problem{Status: http.StatusNotFound, Detail: "no approval " + strconv.Quote(id)}
 	}
-	return false
-}
-
-// jsonEqual reports whether a and b are the same JSON value, numbers
-// compared digit for digit (approval.Digest's canonical form).
-func jsonEqual(a, b json.RawMessage) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return len(a) == len(b)
-	}
-	return approval.Digest(a) == approval.Digest(b)
+	return &Problem{Status: http.StatusInternalServerError, Detail: "storing the decision failed"}
 }
 
 func (s *Server) viewOf(ctx context.Context, a store.Approval) ApprovalView {
@@ -880,28 +867,6 @@ func (s *Server) readRun(ctx context.Context, id string) *store.Run {
 		return nil
 	}
 	return &run
-}
-
-// checkEdit validates edited arguments against the input schema the
-// approval request carries (the tool's, when the call was asked about: what
-// the person was shown); it returns each problem.
-func (s *Server) checkEdit(a store.Approval, data json.RawMessage) []string {
-	var obj map[string]any
-	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
-		return []string{"editedArgs must be a JSON object: the whole new arguments of the call"}
-	}
-	d, err := approval.ParseRequestData(a.Request)
-	if err != nil || d.Schema == nil {
-		return nil // the tool declares no schema: the agent checks what it can
-	}
-	v, err := tool.NewValidator(d.Schema)
-	if err != nil {
-		return []string{"the tool's input schema does not resolve: " + err.Error()}
-	}
-	if err := v.Validate(data); err != nil {
-		return strings.Split(err.Error(), "\n")
-	}
-	return nil
 }
 
 func (s *Server) getAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {

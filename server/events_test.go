@@ -275,6 +275,12 @@ func TestWebSocket(t *testing.T) {
 	if m := read(); m.Type != "error" || m.Problem == nil || m.Problem.Status != http.StatusBadRequest || !strings.Contains(m.Problem.Detail, "twice") {
 		t.Fatalf("a message with a key twice: %+v", m)
 	}
+	// A message without an ID names no approval, though the tenant has
+	// only one: an empty ID is not a filter that selects it.
+	_ = wsjson.Write(ctx, c, map[string]any{"v": 1, "type": "approve", "ref": "r0", "argsDigest": a.ArgsDigest})
+	if m := read(); m.Type != "error" || m.Ref != "r0" || m.Problem == nil || m.Problem.Status != http.StatusNotFound {
+		t.Fatalf("approve with no ID: %+v", m)
+	}
 	_ = wsjson.Write(ctx, c, map[string]any{"v": 1, "type": "approve", "ref": "r1", "id": a.ID, "argsDigest": "sha256:wrong"})
 	m := read()
 	if m.Type != "error" || m.Ref != "r1" || m.Problem == nil || m.Problem.Status != http.StatusPreconditionFailed {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/builtin"
@@ -182,7 +184,7 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 					fmt.Fprintf(w, "not a JSON object: %v\n", err)
 					continue
 				}
-				if err := checkEdit(store.Approval{ID: req.ID, Kind: req.Kind, Request: req}, json.RawMessage(s)); err != nil {
+				if err := inbox.CheckData(req, json.RawMessage(s)); err != nil {
 					fmt.Fprintf(w, "%s\n", safeText(err.Error()))
 					continue
 				}
@@ -248,40 +250,19 @@ func osPerson() approval.Principal {
 // person:NAME), which needs --admin, it is the person NAME, and the OS user
 // is kept as the actor who answered on NAME's behalf.
 func deciders(cmdPath, by string, admin bool) (decider, actor approval.Principal, err error) {
-	if by == "" {
-		return osPerson(), approval.Principal{}, nil
-	}
-	if !admin {
+	if by != "" && !admin {
 		return decider, actor, usageErr("%s: --by records a principal other than the OS user (%s); it needs --admin", cmdPath, currentUser())
 	}
-	p := approval.PrincipalOf(by)
-	if p.Kind != approval.PrincipalPerson || p.Name == "" {
-		return decider, actor, usageErr("%s: --by %s: names a person (NAME or person:NAME), not a %s", cmdPath, field(by), p.Kind)
+	decider, actor, err = inbox.OnBehalf(osPerson(), by)
+	if err != nil {
+		return decider, actor, usageErr("%s: --by %s: %s", cmdPath, field(by), strings.TrimPrefix(err.Error(), "inbox: "))
 	}
-	return p, osPerson(), nil
+	return decider, actor, nil
 }
 
 // decidedBy is the text that names who decided a: "person:alice", and for an
 // administrator's answer on someone's behalf "person:alice; recorded by
 // person:root with --admin".
-// decidedError adds to an error of Decide on a request already decided
-// who decided it and why (for a cancelled run's request: the run was
-// cancelled).
-func decidedError(ctx context.Context, s store.Store, a store.Approval, err error) error {
-	if !errors.Is(err, store.ErrDecided) {
-		return err
-	}
-	cur, gerr := s.GetApproval(ctx, a.RunID, a.ID)
-	if gerr != nil || cur.DecidedBy.IsZero() {
-		return err
-	}
-	why := ""
-	if cur.Reason != "" {
-		why = ": " + cur.Reason
-	}
-	return fmt.Errorf("%w (by %s%s)", err, decidedBy(cur), why)
-}
-
 func decidedBy(a store.Approval) string {
 	if a.Actor.IsZero() {
 		return a.DecidedBy.String()
@@ -452,15 +433,9 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			if status == "all" {
 				f.Status = ""
 			}
-			as, err := listApprovals(c.Context(), s, f)
+			as, err := inbox.New(s, nil).List(c.Context(), f) // expired ones as expired: no answer is taken any more
 			if err != nil {
 				return withCode(exitError, err)
-			}
-			now := time.Now()
-			for i, a := range as {
-				if a.Status == store.StatusPending && a.Expired(now) {
-					as[i].Status = store.StatusExpired // no answer is taken any more
-				}
 			}
 			if jsonOut {
 				if as == nil {
@@ -506,8 +481,8 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	}
 
 	decide := func(approve bool) *cobra.Command {
-		var by, reason, editArgs string
-		var admin bool
+		var reason, editArgs string
+		as := &answerAs{state: state, runID: &runID}
 		use, short := "approve ID", "Approve a request (optionally with edited arguments)"
 		if !approve {
 			use, short = "deny ID", "Deny a request with a reason the model sees"
@@ -516,42 +491,22 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			Use: use, Short: short,
 			Args: argsUsage(cobra.ExactArgs(1)),
 			RunE: func(c *cobra.Command, args []string) error {
-				decider, actor, err := deciders(c.CommandPath(), by, admin)
-				if err != nil {
-					return err
-				}
-				s, err := state.open(c.Context())
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				a, err := findApproval(c.Context(), s, runID, args[0])
-				if err != nil {
-					return err
-				}
-				d := store.Answer{Approve: approve, By: decider, Actor: actor, Reason: reason}
-				if editArgs != "" {
-					var obj map[string]any
-					if err := json.Unmarshal([]byte(editArgs), &obj); err != nil {
-						return usageErr("--args: not a JSON object: %v", err)
+				return as.decide(c, env, args[0], "", "--args", func(a store.Approval) (inbox.Decision, error) {
+					d := inbox.Decision{Approve: approve, Reason: reason}
+					if editArgs != "" {
+						if a.Kind != tool.KindApproval {
+							return d, usageErr("--args: request %s is a %s request; only approval requests take edited arguments (answer it with 'tollgate approvals answer')", field(a.ID), field(string(a.Kind)))
+						}
+						// Checked against the tool's schema by the inbox:
+						// an edit that fails when the run resumes has used
+						// the approval up.
+						d.Data = json.RawMessage(editArgs)
 					}
-					// Checked against the tool's schema now: an edit that
-					// fails when the run resumes has used the approval up.
-					if err := checkEdit(a, json.RawMessage(editArgs)); err != nil {
-						return usageErr("--args: %s; nothing was decided", field(err.Error()))
-					}
-					d.Data = json.RawMessage(editArgs)
-				}
-				a, err = s.Decide(c.Context(), a.RunID, a.ID, d)
-				if err != nil {
-					return withCode(exitError, decidedError(c.Context(), s, a, err))
-				}
-				fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); %s\n", a.Status, field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
-				return nil
+					return d, nil
+				})
 			},
 		}
-		c.Flags().StringVar(&by, "by", "", "record that this person decided instead of the OS user running the command (needs --admin; the OS user is kept as the actor)")
-		c.Flags().BoolVar(&admin, "admin", false, "allow --by")
+		as.flags(c, "decided")
 		c.Flags().StringVar(&reason, "reason", "", "why; on deny the model sees it")
 		if approve {
 			c.Flags().StringVar(&editArgs, "args", "", "approve with these arguments instead (a JSON object); they are authorized again")
@@ -562,52 +517,73 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-// checkEdit reports whether edited arguments can be given to the call that
-// request a is about: only the agent's own approval requests take edits, and
-// the arguments must satisfy the tool's input schema recorded in the request.
-func checkEdit(a store.Approval, args json.RawMessage) error {
-	if a.Kind != tool.KindApproval {
-		return fmt.Errorf("request %s is a %s request; only approval requests take edited arguments", a.ID, a.Kind)
-	}
-	rd, err := approval.ParseRequestData(a.Request)
-	if err != nil || rd.Schema == nil {
-		return nil // a hook's request, or one stored before schemas were recorded
-	}
-	v, err := tool.NewValidator(rd.Schema)
+// answerAs is what approve, deny and answer share: who answers (the OS
+// user, or with --by and --admin the person named, the OS user kept as the
+// actor), the request, the inbox's decision and the line that says it.
+type answerAs struct {
+	state *stateFlags
+	runID *string
+	by    string
+	admin bool
+}
+
+// flags adds --by and --admin to c, whose answer is said to be "decided"
+// or "answered".
+func (w *answerAs) flags(c *cobra.Command, decided string) {
+	c.Flags().StringVar(&w.by, "by", "", "record that this person "+decided+" instead of the OS user running the command (needs --admin; the OS user is kept as the actor)")
+	c.Flags().BoolVar(&w.admin, "admin", false, "allow --by")
+}
+
+// decide finds request id, makes its decision with mk (By and Actor are
+// set after) and records it through the inbox, then prints "VERB ID of run
+// RUN (by WHO); NEXT", VERB the status when empty. Data that does not fit
+// the request is a usage error naming what (the flag that gave it).
+func (w *answerAs) decide(c *cobra.Command, env *cliEnv, id, verb, what string, mk func(store.Approval) (inbox.Decision, error)) error {
+	decider, actor, err := deciders(c.CommandPath(), w.by, w.admin)
 	if err != nil {
-		return fmt.Errorf("the tool's schema cannot be used: %w", err)
+		return err
 	}
-	if err := v.Validate(args); err != nil {
-		return fmt.Errorf("the arguments do not fit %s's input schema: %w", rd.Tool, err)
+	ctx := c.Context()
+	s, err := w.state.open(ctx)
+	if err != nil {
+		return err
 	}
+	defer s.Close()
+	a, err := findApproval(ctx, s, *w.runID, id)
+	if err != nil {
+		return err
+	}
+	d, err := mk(a)
+	if err != nil {
+		return err
+	}
+	d.By, d.Actor = decider, actor
+	a, err = inbox.New(s, nil).Decide(ctx, a, d)
+	if errors.Is(err, inbox.ErrInvalidData) {
+		return usageErr("%s: %s; nothing was decided", what, field(err.Error()))
+	}
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	fmt.Fprintf(env.stdout, "%s %s of run %s (by %s); %s\n", cmp.Or(verb, string(a.Status)), field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(ctx, s, a.RunID, w.state.repeatFlags()))
 	return nil
 }
 
-// listApprovals returns every approval f selects, across pages.
-func listApprovals(ctx context.Context, s store.Store, f store.ApprovalFilter) ([]store.Approval, error) {
-	var out []store.Approval
-	for a, err := range store.AllApprovals(ctx, s, f) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// findApproval finds a request by ID (and run, when given).
+// findApproval finds a request by ID (and run, when given) in the default
+// tenant.
 func findApproval(ctx context.Context, s store.Store, runID, id string) (store.Approval, error) {
-	as, err := listApprovals(ctx, s, store.ApprovalFilter{RunID: runID, ID: id})
-	if err != nil {
-		return store.Approval{}, withCode(exitError, err)
+	a, err := inbox.New(s, nil).Find(ctx, inbox.Query{RunID: runID, ID: id})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return a, withCode(exitError, fmt.Errorf("no approval request %q (see 'tollgate approvals list')", id))
+	case errors.Is(err, inbox.ErrAmbiguous):
+		return a, usageErr("request ID %q is in several runs; say which with --run", id)
+	case errors.Is(err, inbox.ErrNoID):
+		return a, usageErr("the request ID is empty (see 'tollgate approvals list')")
+	case err != nil:
+		return a, withCode(exitError, err)
 	}
-	switch len(as) {
-	case 0:
-		return store.Approval{}, withCode(exitError, fmt.Errorf("no approval request %q (see 'tollgate approvals list')", id))
-	case 1:
-		return as[0], nil
-	}
-	return store.Approval{}, usageErr("request ID %q is in %d runs; say which with --run", id, len(as))
+	return a, nil
 }
 
 func newResumeCmd(env *cliEnv) *cobra.Command {

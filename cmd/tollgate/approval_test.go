@@ -145,6 +145,11 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "approved "+reqID) || !strings.Contains(out, "(by person:alice; recorded by person:"+currentUser()+" with --admin)") {
 		t.Fatalf("approvals approve: exit %d\n%s", code, out)
 	}
+	// The same answer again (a retry) is answered as the first.
+	code, out = runOut(tg("approvals", "approve", "--state-dir", "state", "--by", "alice", "--admin", reqID))
+	if code != 0 || !strings.Contains(out, "approved "+reqID) {
+		t.Fatalf("approvals approve again: exit %d\n%s", code, out)
+	}
 	code, out = runOut(tg("approvals", "deny", "--state-dir", "state", "--reason", "late", reqID))
 	if code != exitError || !strings.Contains(out, "already decided") {
 		t.Fatalf("deciding twice: exit %d\n%s", code, out)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -90,8 +91,8 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 // newAnswerCmd is `tollgate approvals answer`: the answer to a question
 // request (or the value of an input request), stored like an approval.
 func newAnswerCmd(state *stateFlags, runID *string, env *cliEnv) *cobra.Command {
-	var by, data string
-	var admin bool
+	var data string
+	as := &answerAs{state: state, runID: runID}
 	c := &cobra.Command{
 		Use:   "answer ID [ANSWER]...",
 		Short: "Answer a question request (one ANSWER per question, or --data JSON)",
@@ -107,55 +108,35 @@ another kind (input), --data is passed to the tool as it is.`,
 			if (data == "") == (len(args) == 1) {
 				return usageErr("approvals answer: give either ANSWER arguments or --data, not both or neither")
 			}
-			decider, actor, err := deciders(c.CommandPath(), by, admin)
-			if err != nil {
-				return err
-			}
-			s, err := state.open(c.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			a, err := findApproval(c.Context(), s, *runID, args[0])
-			if err != nil {
-				return err
-			}
-			raw := json.RawMessage(data)
-			if a.Kind == tool.KindQuestion {
-				qs, err := builtin.ParseQuestions(a.Request)
-				if err != nil {
-					return withCode(exitError, err)
-				}
+			return as.decide(c, env, args[0], "answered", "approvals answer", func(a store.Approval) (inbox.Decision, error) {
+				raw := json.RawMessage(data)
 				if data == "" {
+					if a.Kind != tool.KindQuestion {
+						return inbox.Decision{}, usageErr("approvals answer: request %s is of kind %q; give the answer with --data", a.ID, a.Kind)
+					}
+					qs, err := builtin.ParseQuestions(a.Request)
+					if err != nil {
+						return inbox.Decision{}, withCode(exitError, err)
+					}
 					if len(args)-1 != len(qs) {
-						return usageErr("approvals answer: request %s asks %d question(s); got %d answer(s)", a.ID, len(qs), len(args)-1)
+						return inbox.Decision{}, usageErr("approvals answer: request %s asks %d question(s); got %d answer(s)", a.ID, len(qs), len(args)-1)
 					}
 					var answers [][]string
 					for i, q := range qs {
 						answers = append(answers, choice(q, args[i+1]))
 					}
 					if raw, err = json.Marshal(builtin.QuestionAnswer{Answers: answers}); err != nil {
-						return withCode(exitError, err)
+						return inbox.Decision{}, withCode(exitError, err)
 					}
 				}
-				if _, err := builtin.ParseQuestionAnswer(qs, raw); err != nil {
-					return usageErr("approvals answer: %v", err)
-				}
-			} else if data == "" {
-				return usageErr("approvals answer: request %s is of kind %q; give the answer with --data", a.ID, a.Kind)
-			} else if !json.Valid(raw) {
-				return usageErr("approvals answer: --data is not JSON")
-			}
-			a, err = s.Decide(c.Context(), a.RunID, a.ID, store.Answer{Approve: true, By: decider, Actor: actor, Data: raw})
-			if err != nil {
-				return withCode(exitError, decidedError(c.Context(), s, a, err))
-			}
-			fmt.Fprintf(env.stdout, "answered %s of run %s (by %s); %s\n", field(a.ID), field(a.RunID), field(decidedBy(a)), nextStep(c.Context(), s, a.RunID, state.repeatFlags()))
-			return nil
+				// The inbox checks the answer: a question's against its
+				// questions, an input's value as JSON, an approval's edited
+				// arguments against the tool's schema.
+				return inbox.Decision{Approve: true, Data: raw}, nil
+			})
 		},
 	}
-	c.Flags().StringVar(&by, "by", "", "record that this person answered instead of the OS user running the command (needs --admin; the OS user is kept as the actor)")
-	c.Flags().BoolVar(&admin, "admin", false, "allow --by")
+	as.flags(c, "answered")
 	c.Flags().StringVar(&data, "data", "", "the answer as JSON")
 	return c
 }

@@ -31,6 +31,9 @@ var groups = []struct {
 	{"mcptool", 2}, {"hooks/declarative", 2}, {"hooks/claudecode", 2}, {"approval/store", 2}, {"approval/records", 2},
 	{"sandbox", 2}, {"telemetry", 2},
 	{"runs", 3},
+	// The approvals driver: finds and decides the requests of a store for
+	// every host (cmd, server); above the store it reads.
+	{"approval/inbox", 3},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 3},
