@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/gate"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -204,8 +205,10 @@ type Agent struct {
 	mu       sync.RWMutex
 	listener hooks.ToolCallListener
 
-	validators sync.Map // tool name -> cachedValidator
-	schemas    sync.Map // tool name -> cachedSchema
+	// gate decides and completes every tool call of the agent's runs.
+	gate *gate.Gate
+
+	schemas sync.Map // tool name -> cachedSchema
 
 	// toolLimits and agentLimits are Options.ToolLimits and the agent-wide
 	// limits resolved once (the map is copied: a caller changing its own
@@ -322,6 +325,11 @@ func New(opts Options) (*Agent, error) {
 			a.toolLimits[name] = &r
 		}
 	}
+	a.gate = gate.New(gate.Options{
+		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.ToolCallListener,
+		ApprovalTTL: opts.ApprovalTTL, OnRecord: opts.OnRecord, Logger: lg, Now: opts.Now, NewID: opts.NewID,
+		MaxResultBytes: func(name string) int { return a.limits(name).MaxResultBytes },
+	})
 	return a, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -166,20 +165,5 @@ func withCause(ctx context.Context, res tool.Result) tool.Result {
 	if cause := context.Cause(ctx); res.IsError && cause != nil && cause != ctx.Err() {
 		res.Output += fmt.Sprintf(" [%v]", cause)
 	}
-	return res
-}
-
-// capResult cuts res.Output to max bytes (0: no cap) at a character
-// boundary and appends a marker saying how much was cut.
-func capResult(res tool.Result, max int) tool.Result {
-	if max <= 0 || len(res.Output) <= max {
-		return res
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(res.Output[cut]) {
-		cut--
-	}
-	total := len(res.Output)
-	res.Output = res.Output[:cut] + fmt.Sprintf("\n[tool result truncated: %d of %d bytes cut (limit %d bytes)]", total-cut, total, max)
 	return res
 }
