@@ -67,7 +67,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
-	"unsafe"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
@@ -1139,14 +1138,8 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 	return resp, nil
 }
 
-// stringOf returns b as a string without copying it: b is room of an
-// answer, written once and never changed after.
-func stringOf(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
+// stringOf returns a copy of b as a string.
+func stringOf(b []byte) string { return string(b) }
 
 // arguments returns a tool_use block's input as tool-call arguments: b
 // itself when it is JSON (b is the caller's own copy: it is kept, not
