@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/gate"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -204,8 +205,10 @@ type Agent struct {
 	mu       sync.RWMutex
 	listener hooks.ToolCallListener
 
-	validators sync.Map // tool name -> cachedValidator
-	schemas    sync.Map // tool name -> cachedSchema
+	// gate decides and completes every tool call of the agent's runs.
+	gate *gate.Gate
+
+	schemas sync.Map // tool name -> cachedSchema
 
 	// toolLimits and agentLimits are Options.ToolLimits and the agent-wide
 	// limits resolved once (the map is copied: a caller changing its own
@@ -217,9 +220,6 @@ type Agent struct {
 	// resume started from, so that the same state is never resumed twice.
 	resumedMu sync.Mutex
 	resumed   map[string]int64
-
-	// workers run the tool calls and the tools (see workers).
-	workers *workers
 
 	// fixed is the latest snapshot of a ToolList, shared read-only by every
 	// run while its tools' specs stay the same.
@@ -312,9 +312,6 @@ func New(opts Options) (*Agent, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{opts: opts, log: lg, agentLimits: resolveLimits(ToolLimits{}, opts.ToolTimeout, opts.MaxResultBytes)}
-	if !inBubble() {
-		a.workers = newWorkers()
-	}
 	if len(opts.ToolLimits) > 0 {
 		a.toolLimits = make(map[string]*callLimits, len(opts.ToolLimits))
 		for name, l := range opts.ToolLimits {
@@ -322,6 +319,11 @@ func New(opts Options) (*Agent, error) {
 			a.toolLimits[name] = &r
 		}
 	}
+	a.gate = gate.New(gate.Options{
+		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.ToolCallListener,
+		ApprovalTTL: opts.ApprovalTTL, OnRecord: opts.OnRecord, Logger: lg, Now: opts.Now, NewID: opts.NewID,
+		MaxResultBytes: func(name string) int { return a.limits(name).MaxResultBytes },
+	})
 	return a, nil
 }
 

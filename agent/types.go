@@ -3,8 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/gate"
 	"slices"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
@@ -30,30 +30,21 @@ const (
 	StatusError Status = "error"
 )
 
-// Outcome classifies what happened to one tool call.
-type Outcome string
+// Outcome classifies what happened to one tool call: [gate.Outcome].
+type Outcome = gate.Outcome
 
-// Tool call outcomes, in pipeline order (docs/architecture.md).
+// Tool call outcomes, in pipeline order (docs/architecture.md); see
+// [gate.Outcome].
 const (
-	// OutcomeUnknownTool: no tool has the name the model used (step 1).
-	OutcomeUnknownTool Outcome = "unknown_tool"
-	// OutcomeInvalid: the arguments failed the tool's input schema (step 2, and
-	// again after a rewrite or an edit).
-	OutcomeInvalid Outcome = "invalid"
-	// OutcomeShortCircuit: a BeforeTool hook supplied the result (step 3).
-	OutcomeShortCircuit Outcome = "short_circuit"
-	// OutcomeDenied: a hook result that is an error, or the authorization step, denied it.
-	OutcomeDenied Outcome = "denied"
-	// OutcomeDeclined: a person (or an answerer) declined a pending request.
-	OutcomeDeclined Outcome = "declined"
-	// OutcomeExpired: the pending request expired before it was answered.
-	OutcomeExpired Outcome = "expired"
-	// OutcomePending: the call waits for an answer (not a result).
-	OutcomePending Outcome = "pending"
-	// OutcomeAllowed: the tool ran, allowed without asking anyone.
-	OutcomeAllowed Outcome = "allowed"
-	// OutcomeApproved: the tool ran after an answer approved it.
-	OutcomeApproved Outcome = "approved"
+	OutcomeUnknownTool  = gate.OutcomeUnknownTool
+	OutcomeInvalid      = gate.OutcomeInvalid
+	OutcomeShortCircuit = gate.OutcomeShortCircuit
+	OutcomeDenied       = gate.OutcomeDenied
+	OutcomeDeclined     = gate.OutcomeDeclined
+	OutcomeExpired      = gate.OutcomeExpired
+	OutcomePending      = gate.OutcomePending
+	OutcomeAllowed      = gate.OutcomeAllowed
+	OutcomeApproved     = gate.OutcomeApproved
 )
 
 // Vote is one source's say on a call, kept in the [Decision]: who voted
@@ -65,67 +56,11 @@ const (
 // ("hook:audit"), which is still read.
 type Vote = approval.Vote
 
-// Decision records who decided a call's fate and why (step 9 of the pipeline).
-type Decision struct {
-	Outcome Outcome `json:"outcome"`
-	// By is who decided: a hook by name, a policy rule by ID, an autonomy
-	// level, a person who answered, a flag that answers for everyone, or
-	// the runtime ([approval.Runtime] for an unknown tool or invalid
-	// arguments, [approval.Default] when nothing objected). In JSON an object
-	// {"kind": "rule", "name": "no-rm"}; its text form is By.String().
-	// States and records written before it was typed hold the text form,
-	// which is still read ([approval.Principal.UnmarshalJSON]).
-	By approval.Principal `json:"by"`
-	// Actor, when not zero, is who decided on By's behalf: an administrator
-	// who answered for the person named in By (the "act" claim of RFC 8693,
-	// section 4.1; see [tool.Answer.Actor]). An audit sees both.
-	Actor approval.Principal `json:"actor,omitzero"`
-	// Reason is the deciding source's reason.
-	Reason string `json:"reason,omitempty"`
-	// Votes lists every source that had a say, in the order they were heard.
-	// On a call taken up again after an answer, every source is heard again
-	// and the answer's vote follows the vote of the source that asked (the
-	// hook, or the last authorizer for an authorization's or a tool's request).
-	Votes []Vote `json:"votes,omitempty"`
-}
+// Decision records who decided a call's fate and why: [gate.Decision].
+type Decision = gate.Decision
 
-// ToolCallRecord is the record of one tool call: what the model asked, what ran,
-// what came back, and who decided.
-type ToolCallRecord struct {
-	// RunID names the run the call belongs to.
-	RunID string `json:"runId"`
-	// ID is the call's ID, as the model gave it or as the agent made it
-	// ("call_" and hex digits) when the model gave none.
-	ID string `json:"id"`
-	// Name is the tool's name as the model called it.
-	Name string `json:"name"`
-	// Turn is the model turn (1-based) that asked for the call.
-	Turn int `json:"turn"`
-	// RequestedArgs are the arguments as the model wrote them (also what the
-	// transcript keeps).
-	RequestedArgs json.RawMessage `json:"requestedArgs"`
-	// Args are the arguments as executed, after rewrites and edits; equal to
-	// RequestedArgs when nothing changed them.
-	Args json.RawMessage `json:"args"`
-	// RequestedDigest and ArgsDigest are approval.Digest of the two.
-	RequestedDigest string `json:"requestedDigest"`
-	ArgsDigest      string `json:"argsDigest"`
-	// Output, IsError and Metadata are the final result, after the AfterTool chain.
-	Output   string         `json:"output"`
-	IsError  bool           `json:"isError,omitempty"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-	// Ran reports whether the tool itself executed.
-	Ran bool `json:"ran"`
-	// ReplacedBy names the AfterTool hooks that replaced the result, in order.
-	ReplacedBy []string `json:"replacedBy,omitempty"`
-	// Decision is who decided whether the call ran, how, why, and every
-	// vote that led there.
-	Decision Decision `json:"decision"`
-	// Started is when the pipeline began for this call; Duration is how long the
-	// whole pipeline took (in JSON: nanoseconds).
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration"`
-}
+// ToolCallRecord is the record of one tool call: [gate.Record].
+type ToolCallRecord = gate.Record
 
 // Result is the outcome of [Agent.Run] or [Agent.Resume].
 type Result struct {
@@ -153,32 +88,18 @@ type Result struct {
 	State *State `json:"state,omitempty"`
 }
 
-// Origin says which pipeline step raised a pending request.
-type Origin string
+// Origin says which pipeline step raised a pending request: [gate.Origin].
+type Origin = gate.Origin
 
 // Origins of pending requests.
 const (
-	OriginHook          Origin = "hook"
-	OriginAuthorization Origin = "authorization"
-	OriginTool          Origin = "tool"
+	OriginHook          = gate.OriginHook
+	OriginAuthorization = gate.OriginAuthorization
+	OriginTool          = gate.OriginTool
 )
 
-// PendingCall is a tool call suspended on a request.
-type PendingCall struct {
-	Request tool.Request `json:"request"`
-	Origin  Origin       `json:"origin"`
-	// Hook names the BeforeTool hook that raised the request (OriginHook).
-	// Once the request is approved, that hook's ask is satisfied on the retry
-	// for the arguments of Digest.
-	Hook string `json:"hook,omitempty"`
-	// Digest binds the request to the arguments it was about: for a hook's
-	// request, the arguments that hook was shown; otherwise the call's.
-	Digest string `json:"digest,omitempty"`
-	// Args are the arguments at the time of the request.
-	Args json.RawMessage `json:"args,omitempty"`
-	// Votes heard before the request was raised.
-	Votes []Vote `json:"votes,omitempty"`
-}
+// PendingCall is a tool call suspended on a request: [gate.Pending].
+type PendingCall = gate.Pending
 
 // batchCall is one tool call of the halted turn.
 type batchCall struct {

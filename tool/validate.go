@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/internal/jsondecode"
@@ -118,10 +117,10 @@ func jsonKind(v any) string {
 // WithValidated returns ctx telling the tool's Call that args have already
 // been validated against schema, so that a tool made by [New] does not
 // validate them a second time (the agent validates every call's arguments
-// before it runs the call: step 2 of its pipeline). It covers only the very
-// same bytes (the same slice, not an equal copy) and the very same schema
-// (the same pointer as the tool's Spec().InputSchema); a Call with other
-// arguments or another schema validates as usual.
+// before it runs the call: step 2 of its pipeline). It covers only the same
+// bytes and the very same schema (the same pointer as the tool's
+// Spec().InputSchema); a Call with other arguments or another schema
+// validates as usual.
 func WithValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) context.Context {
 	if schema == nil {
 		return ctx
@@ -133,6 +132,5 @@ func WithValidated(ctx context.Context, schema *jsonschema.Schema, args json.Raw
 // schema (see [WithValidated]).
 func isValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) bool {
 	v, ok := ctx.Value(toolctx.ValidatedKey{}).(*toolctx.Validated)
-	return ok && v != nil && schema != nil && v.Schema == schema && len(v.Args) == len(args) && len(args) > 0 &&
-		unsafe.SliceData(v.Args) == unsafe.SliceData(args)
+	return ok && v != nil && schema != nil && v.Schema == schema && len(args) > 0 && bytes.Equal(v.Args, args)
 }

@@ -24,27 +24,31 @@ var groups = []struct {
 	// with, as the providers decode answers.
 	{"internal/jsondecode", 0},
 	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
-	{"agent", 2},
-	// Adapters: level 2 beside the agent; they may use the agent, never the
+	// The governed call as a service: decide and complete one call for
+	// any caller (the agent loop, the durable engine, agents tollgate
+	// does not run).
+	{"gate", 2},
+	{"agent", 3},
+	// Adapters: level 3 beside the agent; they may use the agent, never the
 	// reverse, and never each other.
-	{"model/openai", 2}, {"model/anthropic", 2}, {"model/scripted", 2}, {"model/modeltest", 2},
-	{"mcptool", 2}, {"hooks/declarative", 2}, {"hooks/claudecode", 2}, {"approval/store", 2}, {"approval/records", 2},
-	{"sandbox", 2}, {"telemetry", 2},
-	{"runs", 3},
+	{"model/openai", 3}, {"model/anthropic", 3}, {"model/scripted", 3}, {"model/modeltest", 3},
+	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"approval/store", 3}, {"approval/records", 3},
+	{"sandbox", 3}, {"telemetry", 3},
+	{"runs", 4},
 	// The approvals driver: finds and decides the requests of a store for
 	// every host (cmd, server); above the store it reads.
-	{"approval/inbox", 3},
+	{"approval/inbox", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
-	{"runs/dbosengine", 3},
-	{"server", 4}, // the HTTP API, above the host layer it drives runs with
+	{"runs/dbosengine", 4},
+	{"server", 5}, // the HTTP API, above the host layer it drives runs with
 	// The wiring of a RunConfig into a governed agent (providers, MCP,
 	// YAML hooks, the sandbox): what cmd used to do alone, for every host.
-	{"runs/build", 4},
-	{"cmd", 5},
+	{"runs/build", 5},
+	{"cmd", 6},
 	// Programs of the repository's own (benchmarks), not shipped: at the
 	// top, like cmd, since they wire the providers to the agent.
-	{"internal/cmd", 5},
+	{"internal/cmd", 6},
 }
 
 // allowedSideways lists the imports between groups of one level that the
@@ -61,7 +65,7 @@ var allowedSideways = map[[2]string]bool{
 	{"runs/dbosengine", "runs"}:     true,
 }
 
-// adapters may import the agent (a level-2 peer) but nothing may import them
+// adapters may import the agent (a level-3 peer) but nothing may import them
 // except cmd and their own group.
 var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,

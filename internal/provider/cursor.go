@@ -1,10 +1,10 @@
 package provider
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Cursor reads a JSON text value by value, for the hand-written decoders of
@@ -24,10 +24,11 @@ import (
 // never meets a syntax error. A decoder that needs encoding/json's error
 // for rejected text gets it from json.Unmarshal.
 //
-// Strings and raw values are borrowed: they share memory with the text, or
-// with the cursor's own buffer of unescaped strings, and are valid only
-// until the text or the cursor changes (the next Reset). A decoder that
-// keeps one must copy it (strings.Clone, bytes.Clone).
+// Strings are the decoder's own copies. Keys and raw values are borrowed:
+// they share memory with the text, or with the cursor's own buffer of
+// unescaped strings, and are valid only until the text or the cursor
+// changes (the next Reset). A decoder that keeps one must copy it
+// (bytes.Clone).
 type Cursor struct {
 	data []byte
 	i    int
@@ -133,9 +134,8 @@ func Field(key []byte, names []string) int {
 			return i
 		}
 	}
-	k := borrow(key)
 	for i, n := range names {
-		if strings.EqualFold(k, n) {
+		if bytes.EqualFold(key, []byte(n)) {
 			return i
 		}
 	}
@@ -144,7 +144,7 @@ func Field(key []byte, names []string) int {
 
 // String returns the next value, and true, when it is a JSON string; it
 // skips any other value and reports false (a string field keeps its
-// value). The string is borrowed: escapes are decoded, and invalid UTF-8
+// value). The string is a copy: escapes are decoded, and invalid UTF-8
 // and lone surrogates become U+FFFD, as encoding/json decodes them.
 func (c *Cursor) String() (string, bool) {
 	if c.space() != '"' {
@@ -153,7 +153,7 @@ func (c *Cursor) String() (string, bool) {
 	}
 	start := c.i
 	c.i = skipString(c.data, c.i)
-	return borrow(c.unquote(c.data[start:c.i])), true
+	return string(c.unquote(c.data[start:c.i])), true
 }
 
 // Int returns the next value, and true, when it is a JSON number that
@@ -303,15 +303,6 @@ func hex4(s []byte) rune {
 		r = r*16 + rune(c)
 	}
 	return r
-}
-
-// borrow returns b as a string without copying it: b must not change while
-// the string is in use (the rule of the Cursor's borrowed values).
-func borrow(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // Intern returns s as a String: one of the fixed words of [String] (the

@@ -35,10 +35,9 @@ func (a *Text) UnmarshalJSON(b []byte) error {
 			*a = Text(in) // its bytes as they are
 			return nil
 		}
-		// One allocation, not shared: the string may borrow it.
-		*a = Text(borrow(appendText(make([]byte, 0, len(in)), in)))
+		*a = Text(appendText(make([]byte, 0, len(in)), in))
 	case '{', '[':
-		*a = Text(borrow(appendCompact(make([]byte, 0, len(b)), b)))
+		*a = Text(appendCompact(make([]byte, 0, len(b)), b))
 	}
 	return nil
 }
@@ -47,7 +46,7 @@ func (a *Text) UnmarshalJSON(b []byte) error {
 // when it is a JSON string (unquoted keeping what [Text] keeps), an object
 // or an array (as its text, without insignificant white space), as
 // [Text.UnmarshalJSON] decodes it; any other value is skipped and false
-// returned (the field keeps its value). The string is borrowed.
+// returned (the field keeps its value). The string is a copy.
 func (c *Cursor) Text() (string, bool) {
 	switch c.space() {
 	case '"':
@@ -55,17 +54,17 @@ func (c *Cursor) Text() (string, bool) {
 		c.i = skipString(c.data, c.i)
 		in := c.data[start+1 : c.i-1]
 		if !hasByte(in, '\\') {
-			return borrow(in), true
+			return string(in), true
 		}
 		n := len(c.buf)
 		c.buf = appendText(c.buf, in)
-		return borrow(c.buf[n:]), true
+		return string(c.buf[n:]), true
 	case '{', '[':
 		start := c.i
 		c.Skip()
 		n := len(c.buf)
 		c.buf = appendCompact(c.buf, c.data[start:c.i])
-		return borrow(c.buf[n:]), true
+		return string(c.buf[n:]), true
 	}
 	c.Skip()
 	return "", false

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"encoding/json"
-	"unsafe"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
@@ -101,14 +100,8 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 	return resp, nil
 }
 
-// stringOf returns b as a string without copying it: b is room of an
-// answer, written once and never changed after.
-func stringOf(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
+// stringOf returns a copy of b as a string.
+func stringOf(b []byte) string { return string(b) }
 
 // usage is the usage of a message of in input and out output tokens.
 func usage(in, out int64) model.Usage {

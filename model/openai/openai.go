@@ -54,7 +54,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
@@ -550,7 +549,7 @@ func wireArguments(args json.RawMessage) string {
 			return text
 		}
 	}
-	return unsafe.String(unsafe.SliceData(args), len(args))
+	return string(args)
 }
 
 func usage(u wireUsage) model.Usage {
@@ -846,7 +845,7 @@ func (a *accumulator) raw() json.RawMessage {
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = provider.AppendString(b, c.name)
 			b = append(b, `,"arguments":`...)
-			b = provider.AppendString(b, unsafe.String(unsafe.SliceData(c.args), len(c.args))) // read only
+			b = provider.AppendString(b, string(c.args))
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')

@@ -1,0 +1,90 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/gate/gatetest"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// tools is a gate.Tools over a fixed list.
+type tools []tool.Tool
+
+func (ts tools) Tool(name string) (tool.Tool, bool) {
+	for _, t := range ts {
+		if t.Spec().Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+func (ts tools) Names() []string {
+	var names []string
+	for _, t := range ts {
+		names = append(names, t.Spec().Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// roundTrip sends v through JSON, as a caller in another process would.
+func roundTrip[T any](t *testing.T, v *T) *T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+// reporter is a caller that runs the tool itself, elsewhere, and reports
+// the result, as an agent tollgate does not run does: every value between
+// its steps crosses JSON.
+type reporter struct{}
+
+func (reporter) Call(t *testing.T, s gatetest.Setup, name string, args json.RawMessage, answer gatetest.Answerer) *gate.Record {
+	ctx := context.Background()
+	g := gate.New(gate.Options{Hooks: s.Hooks, Authorizers: s.Authorizers})
+	env := &gate.Env{Tools: tools{s.Tool}}
+	c := gate.Call{ID: "toolu_1", Name: name, Args: args, RunID: "session_1", Source: gate.SourceClaudeCode}
+	ru := g.Decide(ctx, env, *roundTrip(t, &c), nil, nil)
+	for i := 0; ru.Pending != nil; i++ {
+		if i > 1 {
+			t.Fatal("asked more than twice")
+		}
+		p := roundTrip(t, ru.Pending)
+		ans := answer(p.Request)
+		ru = g.Decide(ctx, env, c, p, roundTrip(t, ans))
+	}
+	if ru.Err != nil {
+		t.Fatal(ru.Err)
+	}
+	if ru.Allowed == nil {
+		return ru.Record
+	}
+	a := roundTrip(t, ru.Allowed)
+	// The caller runs the tool itself, then reports what it gave.
+	res, err := s.Tool.Call(ctx, a.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ru = g.Complete(ctx, env, a, gate.Reported(res, time.Millisecond))
+	if ru.Err != nil || ru.Record == nil {
+		t.Fatalf("complete: %+v", ru)
+	}
+	return ru.Record
+}
+
+// A caller that runs the tool itself and reports the result passes the
+// same suite as the agent and the durable engine.
+func TestConformanceReportedResults(t *testing.T) { gatetest.Run(t, reporter{}) }
