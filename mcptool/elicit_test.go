@@ -184,3 +184,18 @@ func TestElicitationURLMode(t *testing.T) {
 		t.Errorf("request (-want +got):\n%s\nprompt %q", d, asked[0].Prompt)
 	}
 }
+
+// The checks of a server's form and of a person's answer never panic, and
+// an accepted answer is always an object within the limit.
+func FuzzElicitChecks(f *testing.F) {
+	f.Add([]byte(`{"type":"object","properties":{"region":{"type":"string","title":"Region"}}}`), []byte(`{"region":"eu"}`))
+	f.Add([]byte(`{"properties":{"password":{}}}`), []byte(`null`))
+	f.Add([]byte(`[]`), []byte(`"x"`))
+	f.Fuzz(func(t *testing.T, schema, answer []byte) {
+		_ = checkFormSchema(schema)
+		content, err := elicitContent(answer)
+		if err == nil && (content == nil || len(answer) > MaxElicitAnswerBytes) {
+			t.Fatalf("elicitContent(%q) = %v", answer, content)
+		}
+	})
+}
