@@ -63,6 +63,9 @@ type OAuthOptions struct {
 	// Logger is told of logins and refreshes, never of a token or a secret;
 	// nil discards.
 	Logger *slog.Logger
+	// Fresh leaves a stored login unused, so that the server's 401 starts
+	// a new login, which replaces it once done (tollgate mcp login).
+	Fresh bool
 }
 
 // placeholderRedirect is the redirect URL of a handler that cannot log in:
@@ -148,7 +151,7 @@ func NewOAuthHandler(name string, sc *ServerConfig, o *OAuthOptions) (auth.OAuth
 		scopes := append([]string(nil), oc.Scopes...)
 		cfg.ScopeFilter = func([]string) []string { return scopes }
 	}
-	if opts.Store != nil {
+	if opts.Store != nil && !opts.Fresh {
 		l, err := opts.Store.Load(sc.URL)
 		if err != nil {
 			return nil, fmt.Errorf("mcp server %q: %w", name, err)
