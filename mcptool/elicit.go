@@ -73,10 +73,18 @@ var secretName = regexp.MustCompile(`(?i)pass(word|wd|phrase)|secret|token|api[_
 // no Elicit set, every elicitation is declined: nobody can accept for a
 // person. The SDK validates the form's schema before, and the accepted
 // content against it after, filling in the schema's defaults.
-func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.ElicitResult, err error) {
 	if req == nil || req.Params == nil {
 		return nil, invalidParams("elicitation without params")
 	}
+	defer func() {
+		outcome := "refused"
+		if res != nil {
+			outcome = res.Action
+		}
+		c.noticeCalls(tool.Notice{Kind: tool.NoticeElicitation, Source: "mcp:" + c.name,
+			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), outcome)})
+	}()
 	treq, err := c.elicitRequest(req.Params)
 	if err != nil {
 		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
@@ -102,6 +110,16 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		return nil, invalidParams(err.Error())
 	}
 	return &mcp.ElicitResult{Action: ElicitAccept, Content: content}, nil
+}
+
+// noticeCalls reports n to every call in flight on the server: the call
+// during which it asked (MCP elicitation names no call), so that the run's
+// events and records show it.
+func (c *conn) noticeCalls(n tool.Notice) {
+	c.progress.Range(func(_, v any) bool {
+		tool.ReportNotice(v.(context.Context), n)
+		return true
+	})
 }
 
 // elicitRequest checks p and turns it into the request a person answers.

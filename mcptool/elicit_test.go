@@ -199,3 +199,44 @@ func FuzzElicitChecks(f *testing.F) {
 		}
 	})
 }
+
+// noticeRecorder is a tool.Reporter that keeps the notices.
+type noticeRecorder struct {
+	mu      sync.Mutex
+	notices []tool.Notice
+}
+
+func (r *noticeRecorder) Progress(tool.Progress) {}
+func (r *noticeRecorder) Notice(n tool.Notice) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notices = append(r.notices, n)
+}
+
+// An elicitation is a notice of the call during which the server asked
+// (an event in the run's log and records), saying what became of it but
+// never the answer.
+func TestElicitationNotice(t *testing.T) {
+	for _, c := range []struct {
+		params *mcp.ElicitParams
+		ok     bool
+		want   string
+	}{
+		{form(), true, "the server asked the person for input (form mode): accept"},
+		{form(), false, "the server asked the person for input (form mode): decline"},
+		{&mcp.ElicitParams{Message: "pw", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}}, true, "the server asked the person for input (form mode): refused"},
+	} {
+		s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, c.params)}}}, &Options{
+			Elicit: func(_ context.Context, req tool.Request) (tool.Answer, error) {
+				return tool.Answer{ID: req.ID, OK: c.ok, Data: json.RawMessage(`{"region":"us"}`)}, nil
+			}})
+		rec := &noticeRecorder{}
+		_, _ = toolsByName(s)["mcp__srv__ask"].Call(tool.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
+		rec.mu.Lock()
+		want := []tool.Notice{{Kind: tool.NoticeElicitation, Source: "mcp:srv", Message: c.want}}
+		if d := cmp.Diff(want, rec.notices); d != "" {
+			t.Errorf("notices (-want +got):\n%s", d)
+		}
+		rec.mu.Unlock()
+	}
+}
