@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -56,7 +58,8 @@ type OAuthOptions struct {
 	// a loopback URL (RFC 8252, section 7.3); required with Fetch.
 	RedirectURL string
 	// HTTPClient carries the requests to the authorization server and the
-	// metadata documents; nil means http.DefaultClient.
+	// metadata documents; nil means http.DefaultClient. Either way a request
+	// to a URL that is not https (or http on the loopback) is refused.
 	HTTPClient *http.Client
 	// LookupEnv resolves ${NAME} in the client secret; nil means none are set.
 	LookupEnv func(string) (string, bool)
@@ -85,10 +88,14 @@ const placeholderRedirect = "http://127.0.0.1/callback"
 // process. The token goes only to sc.URL: the store holds it under that URL
 // and the transport sends it to that endpoint alone.
 //
-// It fails when sc has no URL, or the stored login cannot be read.
+// It fails when sc has no URL, when the URL is neither https nor http on
+// the loopback, or when the stored login cannot be read.
 func NewOAuthHandler(name string, sc *ServerConfig, o *OAuthOptions) (auth.OAuthHandler, error) {
 	if sc == nil || sc.URL == "" {
 		return nil, fmt.Errorf("mcp server %q: OAuth needs a streamable-HTTP server (url)", name)
+	}
+	if !secureURL(sc.URL) {
+		return nil, fmt.Errorf("mcp server %q: OAuth needs an https URL (or http on the loopback), not %s: the token would cross the network in clear", name, sc.URL)
 	}
 	var opts OAuthOptions
 	if o != nil {
@@ -97,9 +104,17 @@ func NewOAuthHandler(name string, sc *ServerConfig, o *OAuthOptions) (auth.OAuth
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = http.DefaultClient
+	base := opts.HTTPClient
+	if base == nil {
+		base = http.DefaultClient
 	}
+	hc := *base
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	hc.Transport = httpsOnly{rt}
+	opts.HTTPClient = &hc
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = func(string) (string, bool) { return "", false }
 	}
@@ -182,6 +197,38 @@ type noLogin struct {
 func (h *noLogin) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
 	_ = resp.Body.Close()
 	return fmt.Errorf("mcp server %q answered %d: %w: run `tollgate mcp login %s`", h.name, resp.StatusCode, ErrLoginRequired, h.name)
+}
+
+// secureURL reports whether u is https, or http to a loopback host
+// (127.0.0.0/8, ::1, localhost), where nothing crosses the network.
+func secureURL(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	switch p.Scheme {
+	case "https":
+		return true
+	case "http":
+		h := p.Hostname()
+		if h == "localhost" {
+			return true
+		}
+		ip := net.ParseIP(h)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
+}
+
+// httpsOnly refuses a request to an authorization server or metadata URL
+// that is not [secureURL]: client secrets, codes and tokens go there.
+type httpsOnly struct{ base http.RoundTripper }
+
+func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !secureURL(req.URL.String()) {
+		return nil, fmt.Errorf("mcptool: OAuth request to %s refused: want https (or http on the loopback)", req.URL.Redacted())
+	}
+	return t.base.RoundTrip(req)
 }
 
 // tokenSaver saves the tokens of one server's handler in the store.

@@ -311,3 +311,27 @@ func TestTokenStoreRefusesBadFiles(t *testing.T) {
 		t.Errorf("a world-readable login: %v", err)
 	}
 }
+
+// OAuth is refused over plain http beyond the loopback, for the MCP server
+// and for every request to the authorization server and its metadata.
+func TestOAuthHTTPSOnly(t *testing.T) {
+	if _, err := NewOAuthHandler("x", &ServerConfig{URL: "http://mcp.example.com/mcp"}, nil); err == nil || !strings.Contains(err.Error(), "https") {
+		t.Errorf("http MCP server: %v", err)
+	}
+	for u, ok := range map[string]bool{
+		"https://as.example.com/token": true, "http://127.0.0.1:8080/token": true, "http://[::1]/x": true,
+		"http://localhost/x": true, "http://as.example.com/token": false, "http://10.0.0.1/x": false, "ftp://h/x": false,
+	} {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		_, err := httpsOnly{roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})}.RoundTrip(req)
+		if (err == nil) != ok {
+			t.Errorf("%s: %v, want allowed %v", u, err, ok)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
