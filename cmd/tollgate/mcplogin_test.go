@@ -161,6 +161,10 @@ func TestMCPLoginThenRun(t *testing.T) {
 	if w.authorized <= before {
 		t.Error("the run sent no request with the token")
 	}
+	t.Setenv(envStateDir, state)
+	if code, out, errOut := apMain(t, "tools", "--mcp", cfg); code != 0 || !strings.Contains(out, "mcp__docs__echo") {
+		t.Errorf("tools after the login: exit %d\n%s\n%s", code, out, errOut)
+	}
 	code, out2, _ := apMain(t, "mcp", "logout", "docs", "--mcp", cfg, "--state-dir", state)
 	if files, _ := filepath.Glob(filepath.Join(state, "mcp-oauth", "*.json")); code != 0 || len(files) != 0 {
 		t.Errorf("logout: exit %d, %s; files left %v", code, out2, files)
