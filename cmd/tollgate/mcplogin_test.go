@@ -132,7 +132,7 @@ func TestMCPLoginThenRun(t *testing.T) {
 		_, _, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--state-dir", state, "--mcp", cfg, "hello")
 		return errOut
 	}
-	if errOut := run(); !strings.Contains(errOut, "OAuth login required") || !strings.Contains(errOut, "tollgate mcp login docs") {
+	if errOut := run(); !strings.Contains(errOut, "OAuth login required") || !strings.Contains(errOut, "log in with: tollgate mcp login docs --mcp "+cfg) {
 		t.Fatalf("a run before the login does not say to log in:\n%s", errOut)
 	}
 

@@ -44,6 +44,9 @@ func setupMCP(ctx context.Context, s *setup) error {
 		if st.SkippedMore > 0 {
 			s.notice("mcp: server %s: %d more tools skipped", st.Name, st.SkippedMore)
 		}
+		if errors.Is(st.Err, mcptool.ErrLoginRequired) {
+			s.notice("mcp: server %s needs an OAuth login; log in with: tollgate mcp login %s --mcp %s", st.Name, st.Name, strings.Join(files, " --mcp "))
+		}
 	}
 	s.toolsets = append(s.toolsets, set)
 	return nil
