@@ -36,6 +36,7 @@ type oauthWorld struct {
 	refresh    map[string]bool   // refresh tokens the AS accepts
 	issued     int
 	seenOpen   []string // Authorization headers the open server saw
+	redirect   bool     // the MCP server redirects every request to the open one
 	resources  []string // resource parameters of authorize and token requests
 }
 
@@ -53,8 +54,12 @@ func newOAuthWorld(t *testing.T) *oauthWorld {
 	mux.HandleFunc("/mcp", func(rw http.ResponseWriter, r *http.Request) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		w.mu.Lock()
-		ok := w.valid[tok]
+		ok, redirect := w.valid[tok], w.redirect
 		w.mu.Unlock()
+		if redirect {
+			http.Redirect(rw, r, w.open.URL, http.StatusTemporaryRedirect)
+			return
+		}
 		if !ok {
 			rw.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, w.mcp.URL))
 			http.Error(rw, "unauthorized", http.StatusUnauthorized)
@@ -335,3 +340,23 @@ func TestOAuthHTTPSOnly(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A server that redirects elsewhere (another port of the same host, here)
+// does not take its token there: the redirect is not followed.
+func TestOAuthTokenNotRedirected(t *testing.T) {
+	w := newOAuthWorld(t)
+	store := &TokenStore{Dir: t.TempDir()}
+	cfg := &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}}}
+	s := openOAuth(t, cfg, store, true)
+	callEcho(t, s, "mcp__docs__echo")
+	// From now on the server sends every request to the open server.
+	w.mu.Lock()
+	w.redirect = true
+	w.mu.Unlock()
+	_, _ = toolsByName(s)["mcp__docs__echo"].Call(context.Background(), json.RawMessage(`{}`))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seenOpen) > 0 {
+		t.Errorf("the token went to the other server: %q", w.seenOpen)
+	}
+}
