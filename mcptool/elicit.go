@@ -60,11 +60,38 @@ type ElicitData struct {
 	URL string `json:"url,omitempty"`
 }
 
-// secretName matches the names and titles of form fields that ask for a
-// secret, which form mode must not (MCP specification 2025-11-25,
-// "Elicitation: Security considerations": servers "MUST NOT use form mode
-// elicitation to request sensitive information").
-var secretName = regexp.MustCompile(`(?i)pass(word|wd|phrase)|secret|token|api[_ -]?key|private[_ -]?key|credential|\bpin\b|\bcvv\b|card[_ -]?number|\bssn\b`)
+// secretWords are what the names, titles and descriptions of form fields
+// that ask for a secret hold once lower-cased and stripped of everything
+// but letters and digits ("Pass_Word" is "password"), and secretShort the
+// short ones matched as whole words ("pin", not "shipping"): form mode must
+// not ask for them (MCP specification 2025-11-25, "Elicitation: Security
+// considerations": servers "MUST NOT use form mode elicitation to request
+// sensitive information"). A field that merely mentions one ("max tokens")
+// is refused as well: failing closed.
+var (
+	secretWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey",
+		"credential", "cardnumber", "creditcard", "securitycode", "accesskey", "sessionkey"}
+	secretShort = regexp.MustCompile(`(?i)\b(pin|cvv|cvc|ssn|otp|2fa|mfa)\b`)
+)
+
+// asksSecret reports whether s names a secret (see secretWords).
+func asksSecret(s string) bool {
+	if secretShort.MatchString(s) {
+		return true
+	}
+	compact := strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, s)
+	for _, w := range secretWords {
+		if strings.Contains(compact, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // onElicit answers a server's elicitation/create: it is checked (mode,
 // size, no secrets in form mode), then becomes a [tool.Request] handed to
@@ -182,7 +209,7 @@ func checkFormSchema(schema []byte) error {
 		return fmt.Errorf("requestedSchema has %d fields; at most %d", len(s.Properties), MaxElicitFields)
 	}
 	for name, p := range s.Properties {
-		if p.Format == "password" || secretName.MatchString(name) || secretName.MatchString(p.Title) || secretName.MatchString(p.Description) {
+		if p.Format == "password" || asksSecret(name) || asksSecret(p.Title) || asksSecret(p.Description) {
 			return fmt.Errorf("form field %q asks for a secret, which form mode must not (MCP specification, Elicitation: security considerations)", name)
 		}
 	}

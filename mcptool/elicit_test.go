@@ -149,6 +149,8 @@ func TestElicitationRefused(t *testing.T) {
 	cases := map[string]*mcp.ElicitParams{
 		"password field":  {Message: "log in", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}},
 		"api key title":   {Message: "key", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "string", "title": "Your API key"}}}},
+		"pass_word field": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"Pass_Word": map[string]any{"type": "string"}}}},
+		"pin field":       {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"card": map[string]any{"type": "string", "description": "Your PIN"}}}},
 		"password format": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"p": map[string]any{"type": "string", "format": "password"}}}},
 		"long message":    big,
 		"too many fields": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": many}},
@@ -187,6 +189,18 @@ func TestElicitationURLMode(t *testing.T) {
 
 // The checks of a server's form and of a person's answer never panic, and
 // an accepted answer is always an object within the limit.
+// Field names that do not ask for secrets pass.
+func TestAsksSecret(t *testing.T) {
+	for s, want := range map[string]bool{
+		"password": true, "Pass_Word": true, "API-Key": true, "client secret": true, "PIN": true, "one-time OTP": true,
+		"shipping address": false, "region": false, "spinner speed": false, "opinion": false, "name": false,
+	} {
+		if got := asksSecret(s); got != want {
+			t.Errorf("asksSecret(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 func FuzzElicitChecks(f *testing.F) {
 	f.Add([]byte(`{"type":"object","properties":{"region":{"type":"string","title":"Region"}}}`), []byte(`{"region":"eu"}`))
 	f.Add([]byte(`{"properties":{"password":{}}}`), []byte(`null`))
