@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -168,5 +170,36 @@ func TestMCPLoginThenRun(t *testing.T) {
 	code, out2, _ := apMain(t, "mcp", "logout", "docs", "--mcp", cfg, "--state-dir", state)
 	if files, _ := filepath.Glob(filepath.Join(state, "mcp-oauth", "*.json")); code != 0 || len(files) != 0 {
 		t.Errorf("logout: exit %d, %s; files left %v", code, out2, files)
+	}
+}
+
+// The loopback page takes the first redirect: a refusal (access_denied) is
+// an error naming it, a code is returned with its state and iss.
+func TestLoopbackFetcher(t *testing.T) {
+	for _, c := range []struct {
+		query, wantErr, wantCode string
+	}{
+		{"error=access_denied&error_description=no", "access_denied", ""},
+		{"code=abc&state=s1&iss=https%3A%2F%2Fas", "", "abc"},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetch := loopbackFetcher(ln, func(string) {
+			go func() {
+				resp, err := http.Get("http://" + ln.Addr().String() + "/callback?" + c.query)
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+			}()
+		})
+		res, err := fetch(context.Background(), &auth.AuthorizationArgs{URL: "https://as/authorize"})
+		switch {
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s: %v, want an error with %q", c.query, err, c.wantErr)
+		case c.wantCode != "" && (err != nil || res.Code != c.wantCode || res.State != "s1" || res.Iss != "https://as"):
+			t.Errorf("%s: %+v, %v", c.query, res, err)
+		}
 	}
 }
