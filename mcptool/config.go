@@ -64,7 +64,7 @@ type Config struct {
 // must be set.
 //
 // In mcp.json the keys are "command", "args", "env", "cwd", "url", "headers",
-// "disabled", "timeout", "callTimeout", "trusted", "sandbox", "sandboxRead",
+// "oauth", "disabled", "timeout", "callTimeout", "trusted", "sandbox", "sandboxRead",
 // "sandboxConnect" and the optional "type" ("stdio", "http",
 // "streamable-http" or "streamableHttp"; "sse" is rejected).
 type ServerConfig struct {
@@ -101,6 +101,10 @@ type ServerConfig struct {
 	// Headers are added to every HTTP request to URL. Values may use ${NAME} and
 	// ${NAME:-default} like Env; they are never logged.
 	Headers map[string]string
+	// OAuth, if set, says how tollgate registers with the server's
+	// authorization server (see [OAuthConfig]); the host's [Options].OAuth
+	// decides whether OAuth is used at all. In mcp.json the "oauth" object.
+	OAuth *OAuthConfig
 
 	// Transport, set in code only, connects to the server directly (for an
 	// in-process server, say one end of mcp.NewInMemoryTransports). Command and
@@ -645,6 +649,10 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 			if sc.Headers, err = strMap(); err != nil {
 				return nil, err
 			}
+		case "oauth":
+			if sc.OAuth, err = parseOAuth(f.val); err != nil {
+				return nil, bad("%v", err)
+			}
 		case "disabled":
 			if sc.Disabled, err = boolean(); err != nil {
 				return nil, err
@@ -705,6 +713,9 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 		}
 		return nil, p.errAt(sm.valOff, name, "", errors.New(msg))
 	}
+	if sc.OAuth != nil && sc.URL == "" {
+		return nil, p.errAt(sm.valOff, name, "oauth", errors.New("\"oauth\" needs \"url\" (a streamable HTTP server)"))
+	}
 	switch typ {
 	case "":
 	case "stdio":
@@ -721,6 +732,34 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 		return nil, p.errAt(typOff, name, "type", fmt.Errorf("unknown type %q (want \"stdio\" or \"http\")", typ))
 	}
 	return sc, nil
+}
+
+// parseOAuth reads the "oauth" object of a server.
+func parseOAuth(b []byte) (*OAuthConfig, error) {
+	var w struct {
+		ClientID          string   `json:"clientId"`
+		ClientSecret      string   `json:"clientSecret"`
+		ClientMetadataURL string   `json:"clientMetadataUrl"`
+		Scopes            []string `json:"scopes"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return nil, fmt.Errorf("want an object with clientId, clientSecret, clientMetadataUrl and scopes: %v", err)
+	}
+	if w.ClientSecret != "" && w.ClientID == "" {
+		return nil, errors.New("clientSecret without clientId")
+	}
+	if _, err := expand(w.ClientSecret, func(string) (string, bool) { return "", true }); err != nil {
+		return nil, fmt.Errorf("clientSecret: %v", err)
+	}
+	if w.ClientMetadataURL != "" {
+		u, err := url.Parse(w.ClientMetadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			return nil, fmt.Errorf("clientMetadataUrl %q: want an https URL with a path", w.ClientMetadataURL)
+		}
+	}
+	return &OAuthConfig{ClientID: w.ClientID, ClientSecret: w.ClientSecret, ClientMetadataURL: w.ClientMetadataURL, Scopes: w.Scopes}, nil
 }
 
 // ToolName returns the name under which tool remote of server appears:

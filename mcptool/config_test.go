@@ -58,6 +58,18 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseOAuth(t *testing.T) {
+	cfg, err := Parse("mcp.json", []byte(`{"mcpServers": {"docs": {"url": "https://h/mcp",
+	  "oauth": {"clientId": "tollgate-cli", "clientSecret": "${DOCS_SECRET}", "clientMetadataUrl": "https://tollgate.example/client.json", "scopes": ["read"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &OAuthConfig{ClientID: "tollgate-cli", ClientSecret: "${DOCS_SECRET}", ClientMetadataURL: "https://tollgate.example/client.json", Scopes: []string{"read"}}
+	if d := cmp.Diff(want, cfg.Servers["docs"].OAuth); d != "" {
+		t.Errorf("oauth (-want +got):\n%s", d)
+	}
+}
+
 func TestParseSandbox(t *testing.T) {
 	cfg, err := Parse("/etc/tg/mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "sandbox": "read-only", "sandboxRead": ["node_modules", "/opt/x"], "sandboxConnect": [443]}}}`))
 	if err != nil {
@@ -127,6 +139,10 @@ func TestParseErrors(t *testing.T) {
 		{"server name with __", `{"mcpServers": {"my__fs": {"command": "x"}}}`, `mcp.json:1:17: server "my__fs": the name (sanitized "my__fs") must not contain "__", which separates server and tool in mcp__<server>__<tool>; rename the server`},
 		{"server names clash", `{"mcpServers": {"my fs": {"command": "x"}, "my.fs": {"command": "y"}}}`, `mcp.json:1:44: server "my.fs": server names "my fs" and "my.fs" both become "my_fs" in tool names; rename one`},
 		{"empty name", `{"mcpServers": {"": {"command": "x"}}}`, `mcp.json:1:17: empty server name`},
+		{"oauth without url", `{"mcpServers": {"a": {"command": "x", "oauth": {}}}}`, `mcp.json:1:22: server "a": oauth: "oauth" needs "url" (a streamable HTTP server)`},
+		{"oauth unknown key", `{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"client_id": "x"}}}}`, `mcp.json:1:55: server "a": oauth: want an object with clientId, clientSecret, clientMetadataUrl and scopes: json: unknown field "client_id"`},
+		{"oauth secret alone", `{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"clientSecret": "${S}"}}}}`, `mcp.json:1:55: server "a": oauth: clientSecret without clientId`},
+		{"oauth metadata url", `{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"clientMetadataUrl": "http://c/x.json"}}}}`, `mcp.json:1:55: server "a": oauth: clientMetadataUrl "http://c/x.json": want an https URL with a path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Parse("mcp.json", []byte(tc.src))
@@ -192,6 +208,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{"mcpServers": {"fs": {"command": "npx", "args": ["-y"], "env": {"A": "${B:-c}"}, "timeout": "3s"}}}`)
 	f.Add(`{"mcpServers": {"api": {"url": "https://h/mcp", "headers": {"X": "${T}"}, "trusted": true}}}`)
 	f.Add(`{"mcpServers": {"a": {"command": "x",}}}`)
+	f.Add(`{"mcpServers": {"a": {"url": "https://h/mcp", "oauth": {"clientId": "c", "clientSecret": "${S}", "clientMetadataUrl": "https://c/m.json", "scopes": ["r"]}}}}`)
 	f.Add(`{"mcpServers": {"a": {"command": "x", "command": "y"}}}`)
 	f.Fuzz(func(t *testing.T, src string) {
 		cfg, err := Parse("f.json", []byte(src))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -29,9 +30,10 @@ var errClosed = errors.New("the MCP servers are closed")
 // exited, is replaced by a new one on the next call (see renew); tools hold
 // the conn, not the session.
 type conn struct {
-	name string
-	sc   *ServerConfig
-	o    *Options
+	name  string
+	sc    *ServerConfig
+	o     *Options
+	oauth auth.OAuthHandler // nil: no OAuth
 
 	renewMu sync.Mutex // held by one renewal at a time, while it dials
 
@@ -71,6 +73,13 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 			c.o.Logger.Info("mcp server says its tools changed", "server", c.name)
 		},
 		ProgressNotificationHandler: c.onProgress,
+		// Elicitation is always declared, form and URL mode: with nobody to
+		// ask ([Options].Elicit nil) it is declined, never left unanswered.
+		Capabilities: &mcp.ClientCapabilities{
+			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		},
+		ElicitationHandler: c.onElicit,
 	}
 }
 

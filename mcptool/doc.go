@@ -30,6 +30,33 @@
 // runs the server installed next to the file on the directory $WORKSPACE names,
 // wherever tollgate runs from.
 //
+// # OAuth
+//
+// A streamable-HTTP server behind OAuth 2.1 (MCP specification 2025-11-25,
+// "Authorization") is authorized by the handler [Options].OAuth returns;
+// [NewOAuthHandler] gives the go-sdk's authorization code handler: RFC 9728
+// discovery from the 401's WWW-Authenticate, RFC 8414 metadata, client ID
+// metadata document, pre-registered client ("oauth" in mcp.json, see
+// [OAuthConfig]) or dynamic registration, PKCE S256, the server's URL as
+// RFC 8707 resource, scope step-up on 403 insufficient_scope. Its logins
+// are kept by a [TokenStore] (0600 files, one per server URL) and used from
+// the start by later handlers, refreshed before they expire. Without a
+// person to log in ([OAuthOptions].Fetch nil) a 401 fails the server with
+// [ErrLoginRequired]. The token goes to the server's URL only; a redirect
+// to another origin is not followed.
+//
+// # Elicitation
+//
+// The client declares elicitation, form and URL mode. A server's
+// elicitation/create is checked (at most [MaxElicitFields] fields and
+// [MaxElicitSchemaBytes] of schema, a message of at most
+// [MaxElicitMessageBytes], an http or https URL; a form field that asks for
+// a password, token, key or other secret is refused, as the specification
+// requires) and becomes a [tool.Request] for [Options].Elicit, whose answer
+// accepts, declines or cancels; the SDK checks the accepted content
+// against the schema and fills in its defaults. With no Elicit the
+// elicitation is declined.
+//
 // # Names
 //
 // A tool appears as mcp__<server>__<tool> ([ToolName]), so that matchers such

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/proc"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -55,6 +56,24 @@ type Options struct {
 	// JSON response body and each event of an SSE stream while they are
 	// read: more fails the request ([ErrHTTPMessageTooLarge]).
 	MaxMessageBytes int
+	// Elicit, if set, is asked when a server sends elicitation/create (MCP
+	// specification 2025-11-25, "Client features: Elicitation"): the
+	// request is a [tool.Request] of kind [tool.KindInput] (form mode, the
+	// schema in its [ElicitData]) or [tool.KindAuthorization] (URL mode),
+	// and a person answers it. An answer with OK accepts (its Data is the
+	// form's content, a JSON object; empty takes the schema's defaults), OK
+	// false declines, and an error (no answer, ctx ended) cancels. Nil
+	// declines every elicitation: nobody accepts for a person. Elicit may be
+	// called from several goroutines at once.
+	Elicit tool.WaitFunc
+	// OAuth, if set, is called once per streamable-HTTP server (its name
+	// and configuration) for the OAuth handler that authorizes its requests
+	// (MCP specification 2025-11-25, "Authorization"): the handler's token
+	// goes in every request to the server's URL, and a 401 or 403 from it
+	// calls the handler's Authorize before the request is tried once more.
+	// Nil, or a nil handler, means no OAuth: a 401 fails the server. See
+	// [NewOAuthHandler] for the handler that stored logins give.
+	OAuth func(server string, sc *ServerConfig) (auth.OAuthHandler, error)
 }
 
 // State is where a server stands after [Open].
@@ -275,6 +294,13 @@ func connect(ctx context.Context, name string, sc *ServerConfig, o *Options, st 
 		return err
 	}
 	c := &conn{name: name, sc: sc, o: o}
+	if sc.URL != "" && sc.Transport == nil && o.OAuth != nil {
+		h, err := o.OAuth(name, sc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("oauth: %w", err)
+		}
+		c.oauth = h
+	}
 	session, err := dial(ctx, c, &stderr)
 	if err != nil {
 		return nil, nil, withStderr(err)
@@ -365,7 +391,7 @@ func (c *conn) listTools(ctx context.Context, session *mcp.ClientSession, abort 
 // that collects the server's stderr. On error nothing of it is left running.
 func dial(ctx context.Context, c *conn, stderr **tailBuffer) (*mcp.ClientSession, error) {
 	sc, o := c.sc, c.o
-	transport, err := newTransport(c.name, sc, o, stderr, c.oversized.Store)
+	transport, err := newTransport(c.name, sc, o, stderr, c.oversized.Store, c.oauth)
 	if err != nil {
 		return nil, err
 	}
@@ -400,8 +426,9 @@ func dial(ctx context.Context, c *conn, stderr **tailBuffer) (*mcp.ClientSession
 
 // newTransport builds the transport of one server. For stdio it sets *stderr
 // to the buffer that collects the server's stderr.
-// onOver, when set, is told of an HTTP message over the size limit.
-func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer, onOver func(*error)) (mcp.Transport, error) {
+// onOver, when set, is told of an HTTP message over the size limit; oauth,
+// when set, authorizes the requests of an HTTP server.
+func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer, onOver func(*error), oauth auth.OAuthHandler) (mcp.Transport, error) {
 	switch {
 	case sc.Transport != nil:
 		return sc.Transport, nil
@@ -424,10 +451,10 @@ func newTransport(name string, sc *ServerConfig, o *Options, stderr **tailBuffer
 			rt = http.DefaultTransport
 		}
 		hc.Transport = &boundTransport{base: &headerTransport{base: rt, headers: headers}, server: name, max: int64(o.MaxMessageBytes), onOver: onOver}
-		if len(headers) > 0 {
+		if len(headers) > 0 || oauth != nil {
 			hc.CheckRedirect = refuseCrossHost(name, base.CheckRedirect)
 		}
-		return &mcp.StreamableClientTransport{Endpoint: sc.URL, HTTPClient: &hc}, nil
+		return &mcp.StreamableClientTransport{Endpoint: sc.URL, HTTPClient: &hc, OAuthHandler: oauth}, nil
 	}
 	env := proc.Env(os.Environ(), nil)
 	keys := make([]string, 0, len(sc.Env))

@@ -7,6 +7,10 @@
 #   - Node.js and npm, for the real MCP servers the integration tests start
 #     (@modelcontextprotocol/server-filesystem and server-everything, pinned in
 #     mcptool/testdata/npm/package-lock.json and installed there with npm ci);
+#   - the MCP conformance suite (@modelcontextprotocol/conformance) and the
+#     Node.js 22 it needs (npm package node), pinned in
+#     mcptool/testdata/conformance/package-lock.json and installed there
+#     with npm ci, for internal/cmd/mcpconformance;
 #   - jq and python3, which the Claude Code hook fixtures are written in;
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
 #     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
@@ -49,6 +53,8 @@ fi
 
 echo "== installing the MCP servers used by the tests (npm ci)"
 npm ci --prefix mcptool/testdata/npm --no-audit --no-fund --loglevel=error
+echo "== installing the MCP conformance suite and Node.js 22 (npm ci)"
+npm ci --prefix mcptool/testdata/conformance --no-audit --no-fund --loglevel=error
 
 echo "== starting PostgreSQL"
 pgdir=$(mktemp -d /tmp/tollgate-pg.XXXXXX)
@@ -59,7 +65,7 @@ TOLLGATE_TEST_POSTGRES_URL=$(sh scripts/postgres.sh start "$pgdir")
 export TOLLGATE_TEST_POSTGRES_URL
 
 echo "== gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './mcptool/testdata/npm/*'))
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './mcptool/testdata/npm/*' -not -path './mcptool/testdata/conformance/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" >&2
   echo "$unformatted" >&2

@@ -28,6 +28,10 @@ const (
 	// call (an MCP stdio server that exited was restarted, or a streamable-
 	// HTTP server that lost the session was given a new one).
 	NoticeRestart = "restart"
+	// NoticeElicitation: the MCP server behind the tool asked the person
+	// for input during the call (MCP elicitation), and what became of it
+	// (accepted, declined, cancelled or refused); never the answer itself.
+	NoticeElicitation = "elicitation"
 )
 
 // Notice is something that happened, during a call, to what a tool relies

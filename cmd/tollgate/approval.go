@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 
@@ -75,7 +76,9 @@ func approvalRunExtension() runExtension {
 				}
 			case approvePrompt:
 				if isTerminal(cb.env.stdin) {
-					built.Options.WaitFor = terminalWait(cb.env.stdin, cb.env.stderr, cb.env.termHold())
+					tw := terminalWait(cb.env.stdin, cb.env.stderr, cb.env.termHold())
+					built.Options.WaitFor = tw
+					cb.elicit.Store(&tw) // the MCP servers' elicitations, asked the same way
 				}
 			case approveWait, "":
 				// No WaitFor: the run halts and is stored first, so a crash
@@ -152,6 +155,9 @@ func terminalWait(in io.Reader, w io.Writer, hold *termHold) tool.WaitFunc {
 		}
 		if req.Kind == tool.KindQuestion {
 			return askQuestions(ctx, w, readLine, req)
+		}
+		if d, err := mcptool.ParseElicitData(req); err == nil {
+			return askElicitation(ctx, w, readLine, req, d)
 		}
 		printPrompt(w, req.Prompt)
 		if d, err := approval.ParseRequestData(req); err == nil {
@@ -629,7 +635,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return err
 			}
 			defer logs.Close()
-			h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
+			h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}, false)
 			if err != nil {
 				return err
 			}

@@ -37,12 +37,19 @@ func mcpRunExtension() runExtension {
 
 // openMCP is build.OpenMCP for `tollgate tools`: the files' warnings go to
 // w; a file that does not load and a clash of tool names are usage errors
-// (exit 2), servers that did not start in time an error (exit 1).
+// (exit 2), servers that did not start in time an error (exit 1). The
+// person's OAuth logins (tollgate mcp login) in the default state directory
+// are used.
 func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logger, confine func(*exec.Cmd, string, *mcptool.ServerConfig) error) (*mcptool.Set, error) {
+	var logins string
+	if dir, err := defaultStateDir(); err == nil {
+		logins = mcpLoginsDir(dir)
+	}
 	set, err := build.OpenMCP(ctx, files, &build.MCPOptions{
-		Notice:  func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) },
-		Logger:  logger,
-		Confine: confine,
+		Notice:   func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) },
+		Logger:   logger,
+		Confine:  confine,
+		OAuthDir: logins,
 	})
 	if err != nil {
 		if fe, ok := errors.AsType[*runs.FieldError](err); ok {

@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -150,6 +152,31 @@ type cliBuilder struct {
 	// protect lists further files no tool may write (the server's
 	// configuration and tokens file).
 	protect []string
+	// mcpLogins says that the run is the person's at this terminal, whose
+	// OAuth logins to MCP servers (tollgate mcp login) it may use; a server
+	// or worker running for many people leaves it false.
+	mcpLogins bool
+	// elicit, once set (a terminal to ask), answers the MCP servers'
+	// elicitations; unset, they are declined.
+	elicit atomic.Pointer[tool.WaitFunc]
+}
+
+// loginsDir is the directory of the person's MCP logins for this run, or
+// "" when it may not use them.
+func (cb *cliBuilder) loginsDir() string {
+	if !cb.mcpLogins || cb.stateDir == "" {
+		return ""
+	}
+	return mcpLoginsDir(cb.stateDir)
+}
+
+// askElicit hands an MCP server's elicitation to the person at the terminal
+// if there is one, and declines it otherwise.
+func (cb *cliBuilder) askElicit(ctx context.Context, req tool.Request) (tool.Answer, error) {
+	if w := cb.elicit.Load(); w != nil {
+		return (*w)(ctx, req)
+	}
+	return tool.Answer{ID: req.ID, Reason: "nobody at a terminal to ask"}, nil
 }
 
 // logger returns the builder's logs; without log options nothing is logged.
@@ -190,9 +217,10 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		APIKey: cb.apiKey, StateDir: cb.stateDir, Protect: protect,
+		APIKey: cb.apiKey, StateDir: cb.stateDir, Protect: protect, MCPLogins: cb.loginsDir(),
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
+		Elicit: cb.askElicit,
 	})
 	built, err := b.Build(ctx, cfg)
 	if err != nil {
@@ -319,7 +347,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 			return err
 		}
 		defer logs.Close()
-		h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
+		h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts, mcpLogins: true}, true)
 		if err != nil {
 			return err
 		}

@@ -112,6 +112,14 @@ type Options struct {
 	// MCP server's reason, newlines included): escape control characters
 	// and newlines before writing it to a terminal.
 	Notice func(line string)
+	// MCPLogins, if set, is the directory of the person's OAuth logins to
+	// MCP servers (see [MCPOptions].OAuthDir); a host that runs for many
+	// people leaves it empty, since one person's login must not serve
+	// another's run.
+	MCPLogins string
+	// Elicit is asked the MCP servers' elicitations (see
+	// [MCPOptions].Elicit); nil declines them.
+	Elicit tool.WaitFunc
 }
 
 // Builder is a [runs.Builder] that applies every field of a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -12,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // setupMCP starts the servers of MCPFiles; their tools are offered beside
@@ -27,7 +30,8 @@ func setupMCP(ctx context.Context, s *setup) error {
 		return nil
 	}
 	s.addProtected(files...)
-	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.sandbox.mcpSandbox()})
+	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.sandbox.mcpSandbox(),
+		OAuthDir: s.b.opts.MCPLogins, Elicit: s.b.opts.Elicit})
 	if err != nil {
 		return err
 	}
@@ -39,6 +43,9 @@ func setupMCP(ctx context.Context, s *setup) error {
 		}
 		if st.SkippedMore > 0 {
 			s.notice("mcp: server %s: %d more tools skipped", st.Name, st.SkippedMore)
+		}
+		if errors.Is(st.Err, mcptool.ErrLoginRequired) {
+			s.notice("mcp: server %s needs an OAuth login; log in with: tollgate mcp login %s --mcp %s", st.Name, st.Name, strings.Join(files, " --mcp "))
 		}
 	}
 	s.toolsets = append(s.toolsets, set)
@@ -54,6 +61,36 @@ type MCPOptions struct {
 	Logger *slog.Logger
 	// Confine is mcptool.Options.Sandbox (see [MCPConfine]).
 	Confine func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error
+	// OAuthDir, if set, is the directory of the OAuth logins made with
+	// `tollgate mcp login` (an mcptool.TokenStore): a streamable-HTTP server
+	// with a login there gets its token (refreshed as needed); one that asks
+	// for authorization without a login fails with mcptool.ErrLoginRequired.
+	// Empty: no OAuth, a 401 fails the server.
+	OAuthDir string
+	// Elicit is asked a server's elicitation (mcptool.Options.Elicit); only
+	// an answer given by a person accepts ([PersonOnly]). Nil declines
+	// every elicitation.
+	Elicit tool.WaitFunc
+}
+
+// PersonOnly returns an elicitation asker that hands req to wait and
+// keeps its answer only when a person gave it: an acceptance by a flag
+// (--approve yes), a hook or the runtime becomes a decline, since what a
+// server asks for is the person's to give. A nil wait declines all.
+func PersonOnly(wait tool.WaitFunc) tool.WaitFunc {
+	return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+		if wait == nil {
+			return tool.Answer{ID: req.ID, Reason: "nobody to ask"}, nil
+		}
+		a, err := wait(ctx, req)
+		if err != nil {
+			return a, err
+		}
+		if a.OK && a.Who().Kind != tool.PrincipalPerson {
+			return tool.Answer{ID: req.ID, Reason: "not answered by a person"}, nil
+		}
+		return a, nil
+	}
 }
 
 // MCPOpenSlack is what [OpenMCP] allows on top of two start-up phases of the
@@ -131,7 +168,17 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	bound := 2*slowest + MCPOpenSlack
 	octx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	set, err := mcptool.Open(octx, cfg, &mcptool.Options{Logger: o.Logger, Sandbox: o.Confine})
+	mo := &mcptool.Options{Logger: o.Logger, Sandbox: o.Confine}
+	if o.Elicit != nil {
+		mo.Elicit = PersonOnly(o.Elicit)
+	}
+	if o.OAuthDir != "" {
+		store := &mcptool.TokenStore{Dir: o.OAuthDir}
+		mo.OAuth = func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
+			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: os.LookupEnv})
+		}
+	}
+	set, err := mcptool.Open(octx, cfg, mo)
 	if err != nil {
 		var ce *mcptool.CollisionError
 		var cfgErr *mcptool.ConfigError

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/spf13/cobra"
+
+	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/runs/build"
+)
+
+// mcpLoginsDir is the directory of the OAuth logins to MCP servers in the
+// state directory stateDir (an mcptool.TokenStore: 0700, one 0600 file per
+// server URL).
+func mcpLoginsDir(stateDir string) string { return filepath.Join(stateDir, "mcp-oauth") }
+
+// newMCPCmd is `tollgate mcp`: the OAuth logins to remote MCP servers.
+func newMCPCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Log in to remote MCP servers that use OAuth",
+	}
+	cmd.AddCommand(newMCPLoginCmd(env), newMCPLogoutCmd(env))
+	return cmd
+}
+
+func newMCPLoginCmd(env *cliEnv) *cobra.Command {
+	var files []string
+	var state stateFlags
+	var port int
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "login SERVER --mcp FILE",
+		Short: "Log in to an MCP server with OAuth, in the browser",
+		Long: `Log in to the streamable-HTTP MCP server SERVER of the --mcp files with OAuth
+(MCP specification, "Authorization"): tollgate finds the server's
+authorization server from its 401 answer, registers with it (the server's
+"oauth" settings in mcp.json: a client ID metadata document, a
+pre-registered clientId, else dynamic registration) and prints a URL. Open
+it in your browser and approve; the browser comes back to a page this
+command serves on 127.0.0.1, the code is exchanged (PKCE S256, with the
+server's URL as resource), and the server's tools are listed to check.
+
+The login is kept in the state directory (mcp-oauth/, files of mode 0600),
+for this server's URL only, and later 'tollgate run --mcp FILE' uses it,
+refreshing the token when it is about to expire. It is never put in a
+tool's or server's environment, nor logged. Log in again when a run says
+the server needs a login (a revoked token).
+
+Exit status: 0 logged in, 1 the login failed, 2 usage.`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			name := args[0]
+			sc, err := loginServer(files, name)
+			if err != nil {
+				return err
+			}
+			stateDir, err := state.resolve("")
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				return withCode(exitError, fmt.Errorf("mcp login: the redirect listener: %w", err))
+			}
+			defer ln.Close()
+			redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
+			ctx, cancel := context.WithTimeout(c.Context(), timeout)
+			defer cancel()
+			fetch := loopbackFetcher(ln, func(url string) {
+				fmt.Fprintf(env.stderr, "To log in to MCP server %s, open this URL in your browser:\n\n  %s\n\nWaiting for the authorization (at most %s)...\n", name, safeText(url), timeout)
+			})
+			store := &mcptool.TokenStore{Dir: mcpLoginsDir(stateDir)}
+			login := *sc
+			login.Timeout = min(timeout, mcptool.MaxTimeout)
+			set, err := mcptool.Open(ctx, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{name: &login}}, &mcptool.Options{
+				OAuth: func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
+					return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Fetch: fetch, RedirectURL: redirect, LookupEnv: os.LookupEnv, Fresh: true})
+				},
+			})
+			if err != nil {
+				return withCode(exitError, fmt.Errorf("mcp login: %w", err))
+			}
+			defer set.Close()
+			st := set.Servers()[0]
+			if st.State != mcptool.StateReady {
+				return withCode(exitError, fmt.Errorf("mcp login: server %s: %s", name, safeText(fmt.Sprint(st.Err))))
+			}
+			l, err := store.Load(sc.URL)
+			if err != nil || l == nil {
+				return withCode(exitError, fmt.Errorf("mcp login: server %s answered without asking for a login; nothing was stored", name))
+			}
+			fmt.Fprintf(env.stdout, "logged in to MCP server %s (%s): %d tools\n", name, safeText(sc.URL), st.Tools)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&files, "mcp", nil, "MCP servers file (mcp.json) that defines SERVER; repeatable")
+	cmd.Flags().IntVar(&port, "port", 0, "port of the loopback redirect URI, http://127.0.0.1:PORT/callback (0: any free port; set it when the client is registered with a fixed one)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the authorization in the browser")
+	state.add(cmd.Flags())
+	return cmd
+}
+
+func newMCPLogoutCmd(env *cliEnv) *cobra.Command {
+	var files []string
+	var state stateFlags
+	cmd := &cobra.Command{
+		Use:   "logout SERVER --mcp FILE",
+		Short: "Forget the OAuth login to an MCP server",
+		Args:  argsUsage(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			sc, err := loginServer(files, args[0])
+			if err != nil {
+				return err
+			}
+			stateDir, err := state.resolve("")
+			if err != nil {
+				return err
+			}
+			if err := (&mcptool.TokenStore{Dir: mcpLoginsDir(stateDir)}).Delete(sc.URL); err != nil {
+				return withCode(exitError, fmt.Errorf("mcp logout: %w", err))
+			}
+			fmt.Fprintf(env.stdout, "logged out of MCP server %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&files, "mcp", nil, "MCP servers file (mcp.json) that defines SERVER; repeatable")
+	state.add(cmd.Flags())
+	return cmd
+}
+
+// loginServer returns the configuration of the streamable-HTTP server name
+// in files, or a usage error.
+func loginServer(files []string, name string) (*mcptool.ServerConfig, error) {
+	if len(files) == 0 {
+		return nil, usageErr("mcp: --mcp FILE is required (the mcp.json that defines %s)", name)
+	}
+	cfg, err := build.LoadMCP(files, func(string) {})
+	if err != nil {
+		if fe, ok := errors.AsType[*runs.FieldError](err); ok {
+			return nil, usageErr("--mcp: %w", fe.Err)
+		}
+		return nil, usageErr("--mcp: %w", err)
+	}
+	sc, ok := cfg.Servers[name]
+	switch {
+	case !ok:
+		return nil, usageErr("mcp: no server %q in %s", name, cfg.File)
+	case sc.URL == "":
+		return nil, usageErr("mcp: server %q is not a streamable-HTTP server (no url); only those log in with OAuth", name)
+	}
+	return sc, nil
+}
+
+// maxCallbackQuery bounds the query of the redirect to the loopback page.
+const maxCallbackQuery = 8 << 10
+
+// loopbackFetcher is the authorization code fetcher of `tollgate mcp
+// login`: it shows the authorization URL (show), serves the redirect URI's
+// page on ln (RFC 8252, section 7.3) and returns the code, state and iss
+// of the first redirect to /callback. An error answer (access_denied) is an
+// error; the state is checked by the SDK.
+func loopbackFetcher(ln net.Listener, show func(url string)) auth.AuthorizationCodeFetcher {
+	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		type outcome struct {
+			res *auth.AuthorizationResult
+			err error
+		}
+		done := make(chan outcome, 1)
+		mux := http.NewServeMux()
+		mux.HandleFunc("/callback", func(w http.ResponseWriter, r *http.Request) {
+			if len(r.URL.RawQuery) > maxCallbackQuery {
+				http.Error(w, "query too long", http.StatusRequestURITooLong)
+				return
+			}
+			q := r.URL.Query()
+			var o outcome
+			if e := q.Get("error"); e != "" {
+				o.err = fmt.Errorf("the authorization server refused: %s %s", safeText(e), safeText(q.Get("error_description")))
+				fmt.Fprintf(w, "<p>The login failed: %s. You may close this window.</p>", html.EscapeString(e))
+			} else {
+				o.res = &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
+				fmt.Fprint(w, "<p>tollgate got the authorization. You may close this window.</p>")
+			}
+			select {
+			case done <- o:
+			default:
+			}
+		})
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		show(args.URL)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no authorization came back: %w", ctx.Err())
+		case o := <-done:
+			return o.res, o.err
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package mcptool
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Limits of an elicitation (MCP specification 2025-11-25, "Client
+// features: Elicitation"): what a server may ask, and what a person's answer
+// may hold. A request over them is refused with an error (-32602), an answer
+// over them is an error for the server.
+const (
+	// MaxElicitMessageBytes bounds the message a server shows the person.
+	MaxElicitMessageBytes = 4 << 10
+	// MaxElicitSchemaBytes bounds the requested schema, encoded as JSON.
+	MaxElicitSchemaBytes = 32 << 10
+	// MaxElicitFields bounds the properties of the requested schema.
+	MaxElicitFields = 50
+	// MaxElicitAnswerBytes bounds the content of an accepted answer.
+	MaxElicitAnswerBytes = 64 << 10
+	// MaxElicitURLBytes bounds the URL of a URL-mode elicitation.
+	MaxElicitURLBytes = 2 << 10
+)
+
+// The actions of an elicitation's result (MCP specification 2025-11-25).
+const (
+	ElicitAccept  = "accept"
+	ElicitDecline = "decline"
+	ElicitCancel  = "cancel"
+)
+
+// ElicitData is the Data of the [tool.Request] that an MCP server's
+// elicitation/create becomes ([Options].Elicit): kind [tool.KindInput] for
+// form mode, with the requested schema, or [tool.KindAuthorization] for URL
+// mode, with the request's URL also in [tool.Request].URL.
+type ElicitData struct {
+	// Server is the server's name in the configuration.
+	Server string `json:"server"`
+	// Mode is "form" or "url".
+	Mode string `json:"mode"`
+	// Message is what the server says it wants, as it wrote it.
+	Message string `json:"message"`
+	// RequestedSchema is the flat object schema of a form (form mode), with
+	// its defaults (SEP-1034) and enums (SEP-1330); the answer's Data is an
+	// object of it.
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	// URL is where the person goes (URL mode).
+	URL string `json:"url,omitempty"`
+}
+
+// secretWords are what the names, titles and descriptions of form fields
+// that ask for a secret hold once lower-cased and stripped of everything
+// but letters and digits ("Pass_Word" is "password"), and secretShort the
+// short ones matched as whole words ("pin", not "shipping"): form mode must
+// not ask for them (MCP specification 2025-11-25, "Elicitation: Security
+// considerations": servers "MUST NOT use form mode elicitation to request
+// sensitive information"). A field that merely mentions one ("max tokens")
+// is refused as well: failing closed.
+var (
+	secretWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey",
+		"credential", "cardnumber", "creditcard", "securitycode", "accesskey", "sessionkey"}
+	secretShort = regexp.MustCompile(`(?i)\b(pin|cvv|cvc|ssn|otp|2fa|mfa)\b`)
+)
+
+// asksSecret reports whether s names a secret (see secretWords).
+func asksSecret(s string) bool {
+	if secretShort.MatchString(s) {
+		return true
+	}
+	compact := strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, s)
+	for _, w := range secretWords {
+		if strings.Contains(compact, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// onElicit answers a server's elicitation/create: it is checked (mode,
+// size, no secrets in form mode), then becomes a [tool.Request] handed to
+// [Options].Elicit. The person's answer accepts (with the form's content),
+// declines (OK false) or cancels (no answer: an error, or ctx ended). With
+// no Elicit set, every elicitation is declined: nobody can accept for a
+// person. The SDK validates the form's schema before, and the accepted
+// content against it after, filling in the schema's defaults.
+func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.ElicitResult, err error) {
+	if req == nil || req.Params == nil {
+		return nil, invalidParams("elicitation without params")
+	}
+	defer func() {
+		outcome := "refused"
+		if res != nil {
+			outcome = res.Action
+		}
+		c.noticeCalls(tool.Notice{Kind: tool.NoticeElicitation, Source: "mcp:" + c.name,
+			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), outcome)})
+	}()
+	treq, err := c.elicitRequest(req.Params)
+	if err != nil {
+		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
+		return nil, invalidParams(err.Error())
+	}
+	if c.o.Elicit == nil {
+		c.o.Logger.Info("mcp server's elicitation declined: nobody to ask", "server", c.name, "mode", modeOf(req.Params))
+		return &mcp.ElicitResult{Action: ElicitDecline}, nil
+	}
+	c.o.Logger.Info("mcp server asks a person", "server", c.name, "mode", modeOf(req.Params), "request", treq.ID)
+	ans, err := c.o.Elicit(ctx, treq)
+	switch {
+	case err != nil:
+		c.o.Logger.Info("mcp server's elicitation cancelled", "server", c.name, "request", treq.ID, "error", err)
+		return &mcp.ElicitResult{Action: ElicitCancel}, nil
+	case !ans.OK:
+		return &mcp.ElicitResult{Action: ElicitDecline}, nil
+	case modeOf(req.Params) == "url":
+		return &mcp.ElicitResult{Action: ElicitAccept}, nil
+	}
+	content, err := elicitContent(ans.Data)
+	if err != nil {
+		return nil, invalidParams(err.Error())
+	}
+	return &mcp.ElicitResult{Action: ElicitAccept, Content: content}, nil
+}
+
+// noticeCalls reports n to every call in flight on the server: the call
+// during which it asked (MCP elicitation names no call), so that the run's
+// events and records show it.
+func (c *conn) noticeCalls(n tool.Notice) {
+	c.progress.Range(func(_, v any) bool {
+		tool.ReportNotice(v.(context.Context), n)
+		return true
+	})
+}
+
+// elicitRequest checks p and turns it into the request a person answers.
+func (c *conn) elicitRequest(p *mcp.ElicitParams) (tool.Request, error) {
+	if len(p.Message) > MaxElicitMessageBytes {
+		return tool.Request{}, fmt.Errorf("the message is %d bytes; at most %d", len(p.Message), MaxElicitMessageBytes)
+	}
+	d := ElicitData{Server: c.name, Mode: modeOf(p), Message: p.Message}
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	treq := tool.Request{ID: "elicitation_" + hex.EncodeToString(r[:])}
+	switch d.Mode {
+	case "form":
+		schema, err := json.Marshal(p.RequestedSchema)
+		if err != nil {
+			return tool.Request{}, fmt.Errorf("requestedSchema: %v", err)
+		}
+		if len(schema) > MaxElicitSchemaBytes {
+			return tool.Request{}, fmt.Errorf("requestedSchema is %d bytes; at most %d", len(schema), MaxElicitSchemaBytes)
+		}
+		if err := checkFormSchema(schema); err != nil {
+			return tool.Request{}, err
+		}
+		d.RequestedSchema = schema
+		treq.Kind = tool.KindInput
+		treq.Prompt = fmt.Sprintf("MCP server %q asks: %s", c.name, printable(p.Message))
+	case "url":
+		u, err := url.Parse(p.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(p.URL) > MaxElicitURLBytes {
+			return tool.Request{}, fmt.Errorf("url: want an http or https URL of at most %d bytes", MaxElicitURLBytes)
+		}
+		d.URL = u.String()
+		treq.Kind, treq.URL = tool.KindAuthorization, d.URL
+		treq.Prompt = fmt.Sprintf("MCP server %q asks you to open %s: %s", c.name, u.Redacted(), printable(p.Message))
+	default:
+		return tool.Request{}, fmt.Errorf("unsupported elicitation mode %q", d.Mode)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return tool.Request{}, err
+	}
+	treq.Data = data
+	return treq, nil
+}
+
+// checkFormSchema refuses a form with too many fields or a field that asks
+// for a secret (by its name, title or description, or format "password").
+func checkFormSchema(schema []byte) error {
+	var s struct {
+		Properties map[string]struct {
+			Title       string `json:"title"`
+			Description string `json:"description"`
+			Format      string `json:"format"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return fmt.Errorf("requestedSchema: %v", err)
+	}
+	if len(s.Properties) > MaxElicitFields {
+		return fmt.Errorf("requestedSchema has %d fields; at most %d", len(s.Properties), MaxElicitFields)
+	}
+	for name, p := range s.Properties {
+		if p.Format == "password" || asksSecret(name) || asksSecret(p.Title) || asksSecret(p.Description) {
+			return fmt.Errorf("form field %q asks for a secret, which form mode must not (MCP specification, Elicitation: security considerations)", name)
+		}
+	}
+	return nil
+}
+
+// elicitContent reads an accepted answer's Data: a JSON object, at most
+// MaxElicitAnswerBytes; empty data is an empty object (the form's defaults).
+func elicitContent(data json.RawMessage) (map[string]any, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) > MaxElicitAnswerBytes {
+		return nil, fmt.Errorf("the answer is %d bytes; at most %d", len(data), MaxElicitAnswerBytes)
+	}
+	content := map[string]any{}
+	if len(data) == 0 || string(data) == "null" {
+		return content, nil
+	}
+	if err := json.Unmarshal(data, &content); err != nil || content == nil {
+		return nil, fmt.Errorf("the answer is not a JSON object")
+	}
+	return content, nil
+}
+
+// ParseElicitData reads the [ElicitData] of a request that an elicitation
+// became; it fails for another kind of request.
+func ParseElicitData(req tool.Request) (*ElicitData, error) {
+	if !strings.HasPrefix(req.ID, "elicitation_") {
+		return nil, fmt.Errorf("request %s is not an MCP elicitation", req.ID)
+	}
+	var d ElicitData
+	if err := json.Unmarshal(req.Data, &d); err != nil {
+		return nil, fmt.Errorf("request %s: %v", req.ID, err)
+	}
+	return &d, nil
+}
+
+func modeOf(p *mcp.ElicitParams) string {
+	if p.Mode == "" {
+		return "form"
+	}
+	return p.Mode
+}
+
+func invalidParams(msg string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+}
+
+// printable replaces control characters (which could rewrite a terminal)
+// with spaces.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,256 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// elicitServer serves one tool, "ask", that asks the client for params (an
+// input request of a multi round-trip call, SEP-2322, which the SDK turns
+// into elicitation/create for clients of older protocol versions) and
+// returns the client's response as JSON text.
+func elicitServer(t *testing.T, params *mcp.ElicitParams) mcp.Transport {
+	srv := newServer(nil)
+	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["q"]; ok {
+			b, _ := json.Marshal(r)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": params}}, nil
+	})
+	return serve(t, srv)
+}
+
+// askOnce opens a server with elicitServer(params), calls "ask" and returns
+// the server's view of the result and the requests the person was asked.
+func askOnce(t *testing.T, params *mcp.ElicitParams, elicit tool.WaitFunc) (tool.Result, []tool.Request) {
+	t.Helper()
+	var mu sync.Mutex
+	var asked []tool.Request
+	var wrapped tool.WaitFunc
+	if elicit != nil {
+		wrapped = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
+			mu.Lock()
+			asked = append(asked, req)
+			mu.Unlock()
+			return elicit(ctx, req)
+		}
+	}
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, params)}}}, &Options{Elicit: wrapped})
+	res, err := toolsByName(s)["mcp__srv__ask"].Call(context.Background(), json.RawMessage(`{}`))
+	if err != nil {
+		res = tool.Error(err.Error())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return res, asked
+}
+
+func form() *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Message: "Which region?",
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"region": map[string]any{"type": "string", "enum": []string{"eu", "us"}, "default": "eu"},
+				"count":  map[string]any{"type": "integer", "default": 3},
+			},
+		},
+	}
+}
+
+// An elicitation is a question to a person: accepted with the person's
+// content (and the schema's defaults for what they left out), declined, or
+// cancelled when no answer comes; with nobody to ask it is declined.
+func TestElicitationAnsweredByAPerson(t *testing.T) {
+	answer := func(a tool.Answer, err error) tool.WaitFunc {
+		return func(_ context.Context, req tool.Request) (tool.Answer, error) {
+			a.ID = req.ID
+			return a, err
+		}
+	}
+	cases := []struct {
+		name   string
+		elicit tool.WaitFunc
+		want   string
+		asked  int
+	}{
+		{"accepted", answer(tool.Answer{OK: true, Data: json.RawMessage(`{"region":"us"}`)}, nil), `{"action":"accept","content":{"count":3,"region":"us"}}`, 1},
+		{"accepted with defaults", answer(tool.Answer{OK: true}, nil), `{"action":"accept","content":{"count":3,"region":"eu"}}`, 1},
+		{"declined", answer(tool.Answer{OK: false, Reason: "no"}, nil), `{"action":"decline"}`, 1},
+		{"cancelled", answer(tool.Answer{}, errors.New("nobody answered")), `{"action":"cancel"}`, 1},
+		{"nobody to ask", nil, `{"action":"decline"}`, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, asked := askOnce(t, form(), c.elicit)
+			if res.IsError || res.Output != c.want {
+				t.Errorf("server saw %q (isError %v), want %s", res.Output, res.IsError, c.want)
+			}
+			if len(asked) != c.asked {
+				t.Fatalf("asked %d times, want %d", len(asked), c.asked)
+			}
+			if c.asked == 0 {
+				return
+			}
+			req := asked[0]
+			d, err := ParseElicitData(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.Kind != tool.KindInput || !strings.Contains(req.Prompt, `"srv" asks: Which region?`) || d.Server != "srv" || d.Mode != "form" {
+				t.Errorf("request %+v, data %+v", req, d)
+			}
+			var schema map[string]any
+			if err := json.Unmarshal(d.RequestedSchema, &schema); err != nil || schema["properties"] == nil {
+				t.Errorf("schema %s: %v", d.RequestedSchema, err)
+			}
+		})
+	}
+}
+
+// An answer that does not fit the form, or is not an object, or is too big,
+// never reaches the server as accepted.
+func TestElicitationBadAnswers(t *testing.T) {
+	for name, data := range map[string]string{
+		"wrong type":   `{"count":"many"}`,
+		"not in enum":  `{"region":"mars"}`,
+		"not object":   `["us"]`,
+		"over the cap": `{"region":"` + strings.Repeat("x", MaxElicitAnswerBytes) + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, _ := askOnce(t, form(), func(_ context.Context, req tool.Request) (tool.Answer, error) {
+				return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(data)}, nil
+			})
+			if !res.IsError || strings.Contains(res.Output, "accept") {
+				t.Errorf("server saw %q, want an error", res.Output)
+			}
+		})
+	}
+}
+
+// Form mode never asks a person for a secret, and a request over the limits
+// is refused: neither reaches the person.
+func TestElicitationRefused(t *testing.T) {
+	big := form()
+	big.Message = strings.Repeat("m", MaxElicitMessageBytes+1)
+	many := map[string]any{}
+	for i := range MaxElicitFields + 1 {
+		many[strings.Repeat("f", i+1)] = map[string]any{"type": "string"}
+	}
+	cases := map[string]*mcp.ElicitParams{
+		"password field":  {Message: "log in", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}},
+		"api key title":   {Message: "key", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "string", "title": "Your API key"}}}},
+		"pass_word field": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"Pass_Word": map[string]any{"type": "string"}}}},
+		"pin field":       {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"card": map[string]any{"type": "string", "description": "Your PIN"}}}},
+		"password format": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"p": map[string]any{"type": "string", "format": "password"}}}},
+		"long message":    big,
+		"too many fields": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": many}},
+		"url not http":    {Mode: "url", Message: "go", URL: "javascript:alert(1)", ElicitationID: "e1"},
+	}
+	for name, p := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, asked := askOnce(t, p, func(_ context.Context, req tool.Request) (tool.Answer, error) {
+				return tool.Answer{ID: req.ID, OK: true}, nil
+			})
+			if !res.IsError || len(asked) != 0 {
+				t.Errorf("server saw %q (isError %v), person asked %d times; want refused before asking", res.Output, res.IsError, len(asked))
+			}
+		})
+	}
+}
+
+// URL mode is shown as a link to open; accepting sends no content.
+func TestElicitationURLMode(t *testing.T) {
+	p := &mcp.ElicitParams{Mode: "url", Message: "Connect your account", URL: "https://example.com/connect?x=1", ElicitationID: "e1"}
+	res, asked := askOnce(t, p, func(_ context.Context, req tool.Request) (tool.Answer, error) {
+		return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(`{"ignored":true}`)}, nil
+	})
+	if res.Output != `{"action":"accept"}` {
+		t.Errorf("server saw %q", res.Output)
+	}
+	if len(asked) != 1 {
+		t.Fatalf("asked %d times", len(asked))
+	}
+	want := tool.Request{Kind: tool.KindAuthorization, URL: "https://example.com/connect?x=1"}
+	got := tool.Request{Kind: asked[0].Kind, URL: asked[0].URL}
+	if d := cmp.Diff(want, got); d != "" || !strings.Contains(asked[0].Prompt, "open https://example.com/connect") {
+		t.Errorf("request (-want +got):\n%s\nprompt %q", d, asked[0].Prompt)
+	}
+}
+
+// The checks of a server's form and of a person's answer never panic, and
+// an accepted answer is always an object within the limit.
+// Field names that do not ask for secrets pass.
+func TestAsksSecret(t *testing.T) {
+	for s, want := range map[string]bool{
+		"password": true, "Pass_Word": true, "API-Key": true, "client secret": true, "PIN": true, "one-time OTP": true,
+		"shipping address": false, "region": false, "spinner speed": false, "opinion": false, "name": false,
+	} {
+		if got := asksSecret(s); got != want {
+			t.Errorf("asksSecret(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func FuzzElicitChecks(f *testing.F) {
+	f.Add([]byte(`{"type":"object","properties":{"region":{"type":"string","title":"Region"}}}`), []byte(`{"region":"eu"}`))
+	f.Add([]byte(`{"properties":{"password":{}}}`), []byte(`null`))
+	f.Add([]byte(`[]`), []byte(`"x"`))
+	f.Fuzz(func(t *testing.T, schema, answer []byte) {
+		_ = checkFormSchema(schema)
+		content, err := elicitContent(answer)
+		if err == nil && (content == nil || len(answer) > MaxElicitAnswerBytes) {
+			t.Fatalf("elicitContent(%q) = %v", answer, content)
+		}
+	})
+}
+
+// noticeRecorder is a tool.Reporter that keeps the notices.
+type noticeRecorder struct {
+	mu      sync.Mutex
+	notices []tool.Notice
+}
+
+func (r *noticeRecorder) Progress(tool.Progress) {}
+func (r *noticeRecorder) Notice(n tool.Notice) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notices = append(r.notices, n)
+}
+
+// An elicitation is a notice of the call during which the server asked
+// (an event in the run's log and records), saying what became of it but
+// never the answer.
+func TestElicitationNotice(t *testing.T) {
+	for _, c := range []struct {
+		params *mcp.ElicitParams
+		ok     bool
+		want   string
+	}{
+		{form(), true, "the server asked the person for input (form mode): accept"},
+		{form(), false, "the server asked the person for input (form mode): decline"},
+		{&mcp.ElicitParams{Message: "pw", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}}, true, "the server asked the person for input (form mode): refused"},
+	} {
+		s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, c.params)}}}, &Options{
+			Elicit: func(_ context.Context, req tool.Request) (tool.Answer, error) {
+				return tool.Answer{ID: req.ID, OK: c.ok, Data: json.RawMessage(`{"region":"us"}`)}, nil
+			}})
+		rec := &noticeRecorder{}
+		_, _ = toolsByName(s)["mcp__srv__ask"].Call(tool.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
+		rec.mu.Lock()
+		want := []tool.Notice{{Kind: tool.NoticeElicitation, Source: "mcp:srv", Message: c.want}}
+		if d := cmp.Diff(want, rec.notices); d != "" {
+			t.Errorf("notices (-want +got):\n%s", d)
+		}
+		rec.mu.Unlock()
+	}
+}
