@@ -20,7 +20,18 @@
 //	}
 //
 // [New] checks that the helper answers (so a host that forgot [Main] gets an
-// error, not a second copy of itself).
+// error, not a second copy of itself), and that it can enter the namespaces
+// and mount in them; [Status].NamespacesError says what the kernel refused
+// when it cannot.
+//
+// The helper enters the namespaces itself: started plainly, it runs itself
+// again as the init of new user, mount and PID namespaces, with the caller's
+// user and group mapped to themselves. A caller that is not dumpable (the
+// tollgate command makes itself so, to hide its environment) could not do it
+// for a user other than root: the /proc/PID/uid_map of its forked child
+// belongs to root until that child's execve. A user other than root keeps
+// CAP_SYS_ADMIN in the new user namespace only as an ambient capability of
+// the init, for its mounts; the command starts with no capability at all.
 //
 // # What a sandboxed process may do (mode workspace)
 //

@@ -95,6 +95,12 @@ type Status struct {
 	// Namespaces reports whether commands run in user, mount and PID
 	// namespaces of their own.
 	Namespaces bool
+	// NamespacesError says why there are no namespaces when Namespaces is
+	// false: what the helper met entering them (e.g. "entering user, mount
+	// and PID namespaces: fork/exec ...: operation not permitted" where the
+	// system refuses unprivileged user namespaces), or that they were
+	// turned off.
+	NamespacesError string
 	// Helper is the helper binary.
 	Helper string
 }
@@ -109,6 +115,9 @@ func (s Status) String() string {
 	ns := "namespaces: user, mount, pid"
 	if !s.Namespaces {
 		ns = "namespaces unavailable (protected paths inside the workspace stay writable; daemons that setsid may outlive a command)"
+		if s.NamespacesError != "" {
+			ns = "namespaces unavailable: " + s.NamespacesError + " (protected paths inside the workspace stay writable; daemons that setsid may outlive a command)"
+		}
 	}
 	return ll + "; " + ns
 }
@@ -160,7 +169,16 @@ func New(opts *Options) (*Sandbox, error) {
 	if err := probe(o.Helper, false); err != nil {
 		return nil, fmt.Errorf("sandbox: the helper %s does not answer (does its main call sandbox.Main first?): %w", o.Helper, err)
 	}
-	s.status.Namespaces = !o.NoNamespaces && probe(o.Helper, true) == nil
+	switch {
+	case o.NoNamespaces:
+		s.status.NamespacesError = "turned off (Options.NoNamespaces)"
+	default:
+		if err := probe(o.Helper, true); err != nil {
+			s.status.NamespacesError = err.Error()
+		} else {
+			s.status.Namespaces = true
+		}
+	}
 	s.status.ABI = abi()
 	if s.status.ABI == 0 {
 		s.warnOnce("sandbox: this kernel offers no Landlock; file, network and signal restrictions are off (namespaces and the private TMPDIR still apply)")
@@ -266,7 +284,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	}
 	cmd.Path = s.status.Helper
 	cmd.Args = []string{s.status.Helper, helperArg, string(b)}
-	prepareAttr(cmd, s.status.Namespaces)
+	prepareAttr(cmd)
 	return s.status.Namespaces, nil
 }
 
