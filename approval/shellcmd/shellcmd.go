@@ -774,48 +774,160 @@ func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text stri
 	}
 }
 
-// env handles env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... CMD.
+// env handles env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...] as GNU
+// coreutils' env reads it (getopt with "+a:C:iS:u:v0": options stop at the
+// first word that is not one, short options cluster, a long option may be
+// any unambiguous prefix of its name). -S STRING (--split-string, -SSTRING,
+// -vS STRING) splits STRING into words that are read again as env's
+// arguments, followed by the remaining ones.
 func (a *analyzer) env(args []Word, text string, depth int, via []string, hops int) {
-	for i, w := range args {
+	in := append(slices.Clone(via), "env")
+	if hops > 32 {
+		a.opaque("too many nested wrappers", via, text)
+		return
+	}
+	i := 0
+	for i < len(args) {
+		w := args[i]
 		v := w.Value
-		if !strings.HasPrefix(v, "-") {
+		if w.Dynamic && (w.Literal == "" || strings.HasPrefix(w.Literal, "-")) {
+			a.opaque("env's options are only known when the script runs", in, text)
+			return
+		}
+		if v == "--" {
+			i++
 			break
 		}
-		var s *Word
-		switch {
-		case (v == "-S" || v == "--split-string") && i+1 < len(args):
-			s = &args[i+1]
-		case strings.HasPrefix(v, "--split-string="):
-			s = &Word{Value: strings.TrimPrefix(v, "--split-string="), Dynamic: w.Dynamic}
-		case strings.HasPrefix(v, "-S") && len(v) > 2:
-			s = &Word{Value: v[2:], Dynamic: w.Dynamic}
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			if l := w.Literal; strings.Contains(l, "=") && isAssignment(l) {
+				// NAME=VALUE: env runs the next word even when it starts
+				// with "-"; reading on as options reports more, not less.
+				i++
+				continue
+			}
+			break
 		}
-		if s != nil {
-			vv := append(slices.Clone(via), "env -S")
-			if s.Dynamic {
-				a.opaque("env -S runs text that is only known when the script runs", vv, text)
+		i++
+		var split *Word
+		if strings.HasPrefix(v, "--") {
+			name, val, eq := strings.Cut(v, "=")
+			long, ok := envLongOption(name)
+			switch {
+			case !ok:
+				a.opaque("env has an option this analysis does not know", in, text)
 				return
+			case long == "--split-string" && eq:
+				split = &Word{Value: val}
+			case long == "--split-string" && i < len(args):
+				split = &args[i]
+				i++
+			case envLongOptions[long] && !eq:
+				i++ // its value is the next word
 			}
-			// env -S splits its string into words; a script with the rest
-			// of the arguments appended has the same simple command.
-			parts := []string{s.Value}
-			for _, r := range args[i+2:] {
-				if r.Dynamic {
-					parts = append(parts, "\"$X\"")
-					continue
+		} else {
+			for j := 1; j < len(v); j++ {
+				if v[j] == 'S' {
+					if j+1 < len(v) {
+						split = &Word{Value: v[j+1:]}
+					} else if i < len(args) {
+						split = &args[i]
+						i++
+					}
+					break
 				}
-				q, err := syntax.Quote(r.Value, syntax.LangBash)
-				if err != nil {
-					q = "\"$X\""
+				if strings.IndexByte("aCuP", v[j]) >= 0 {
+					if j == len(v)-1 {
+						i++ // its value is the next word
+					}
+					break
 				}
-				parts = append(parts, q)
 			}
-			a.script(strings.Join(parts, " "), depth+1, vv)
+		}
+		if split != nil {
+			a.envSplit(*split, args[min(i, len(args)):], text, depth, via, hops)
 			return
 		}
 	}
-	rest, ok := skipOptions(args, "0iv", "uCPa", []string{"--ignore-environment", "--null", "--debug"}, []string{"--unset", "--chdir", "--argv0", "--default-signal", "--ignore-signal", "--block-signal"}, 0)
-	a.wrapped("env", rest, ok, text, depth, via, hops)
+	a.wrapped("env", args[min(i, len(args)):], true, text, depth, via, hops)
+}
+
+// envSplit handles env -S STRING followed by the words rest: STRING is split
+// into words (quotes and backslashes as in sh; GNU env also expands ${NAME},
+// a dynamic word here) and env reads them and rest again as its arguments.
+// A string that is not a plain list of words (operators, redirections, a
+// comment) is analysed as a script with rest appended, which holds at least
+// every command env could run.
+func (a *analyzer) envSplit(s Word, rest []Word, text string, depth int, via []string, hops int) {
+	vv := append(slices.Clone(via), "env -S")
+	if s.Dynamic {
+		a.opaque("env -S runs text that is only known when the script runs", vv, text)
+		return
+	}
+	if words, ok := splitWords(s.Value); ok {
+		a.env(append(words, rest...), text, depth, vv, hops+1)
+		return
+	}
+	parts := []string{s.Value}
+	for _, r := range rest {
+		q, err := syntax.Quote(r.Value, syntax.LangBash)
+		if r.Dynamic || err != nil {
+			q = "\"$X\""
+		}
+		parts = append(parts, q)
+	}
+	a.script(strings.Join(parts, " "), depth+1, vv)
+}
+
+// splitWords splits s into words when it is a plain list of words: no
+// operator, redirection, assignment prefix or comment.
+func splitWords(s string) ([]Word, bool) {
+	if strings.Contains(s, "#") {
+		return nil, false
+	}
+	f, err := parse(s)
+	if err != nil || len(f.Stmts) > 1 {
+		return nil, false
+	}
+	if len(f.Stmts) == 0 {
+		return nil, true
+	}
+	st := f.Stmts[0]
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(st.Redirs) > 0 || st.Negated || st.Background || st.Coprocess || len(call.Assigns) > 0 {
+		return nil, false
+	}
+	words := make([]Word, len(call.Args))
+	for i, w := range call.Args {
+		words[i] = resolve(w)
+	}
+	return words, true
+}
+
+// envLongOptions are GNU env's long options, each with whether it takes a
+// value in the next word (the signal options take one only after "=").
+var envLongOptions = map[string]bool{
+	"--argv0": true, "--chdir": true, "--unset": true, "--split-string": true,
+	"--ignore-environment": false, "--null": false, "--debug": false,
+	"--default-signal": false, "--ignore-signal": false, "--block-signal": false,
+	"--list-signal-handling": false, "--help": false, "--version": false,
+}
+
+// envLongOption returns the long option of env that name spells, in full or
+// as an unambiguous prefix (getopt_long).
+func envLongOption(name string) (string, bool) {
+	if _, ok := envLongOptions[name]; ok {
+		return name, true
+	}
+	found := ""
+	for o := range envLongOptions {
+		if len(name) > 2 && strings.HasPrefix(o, name) {
+			if found != "" {
+				return "", false
+			}
+			found = o
+		}
+	}
+	return found, found != ""
 }
 
 // find handles -exec and friends, and -delete.
