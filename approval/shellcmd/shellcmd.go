@@ -13,12 +13,21 @@
 // command they run is reported too, after the wrapper itself:
 //
 //   - sh, bash, dash, zsh, ksh, mksh, ash and busybox sh with -c: the script
-//     string is analysed; with a literal here-document or here-string on
-//     stdin, that text is; with no script at all (reading a pipe) the shell
-//     is opaque.
+//     string is analysed; reading its script from stdin (no script file,
+//     -s, /dev/stdin) or a descriptor (/dev/fd/N, /proc/self/fd/N), and
+//     likewise source and ".": a literal here-document or here-string on
+//     that descriptor is analysed; anything else there (a pipe, a file, a
+//     process substitution) is opaque.
 //   - eval (its literal arguments joined with spaces), trap's command,
-//     alias values, watch (its arguments joined), env -S, su -c, flock -c
-//     and GNU parallel's command: analysed as scripts.
+//     alias values, watch (its arguments joined), su -c, flock -c and GNU
+//     parallel's command: analysed as scripts. env -S splits its string
+//     into words that env reads again.
+//   - Code in strings outside eval is opaque when it is not a plain name:
+//     the variable names given to printf -v, read, mapfile, getopts,
+//     wait -p, unset, test -v, declare and its relatives and namerefs
+//     (bash evaluates an array index in them, command substitutions
+//     included), ${!name}, ${name@P}, and BASH_ENV, ENV, PS0 to PS4 and
+//     PROMPT_COMMAND set to what may run code.
 //   - env, sudo, doas, nohup, timeout, nice, ionice, stdbuf, setsid, time,
 //     command, builtin, exec, chroot, unshare, taskset, unbuffer, runuser,
 //     busybox and xargs: their options are skipped and the command they run
@@ -155,6 +164,9 @@ type analyzer struct {
 	full    bool // MaxCommands reached; the opaque marker is added
 	arith   bool // the script uses arithmetic evaluation
 	cmdText bool // some literal text holds $( or `
+	// fdIn maps the input descriptors of the simple command being
+	// analysed to their literal here-documents (see inputs).
+	fdIn map[string]*syntax.Word
 }
 
 func (a *analyzer) add(c Command) {
@@ -197,6 +209,7 @@ func (a *analyzer) script(src string, depth int, via []string) {
 		a.arith, a.cmdText = false, false
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		a.nodeCode(n, src, via)
 		switch x := n.(type) {
 		case *syntax.Stmt:
 			a.stmt(x, src, depth, via)
@@ -273,7 +286,10 @@ func (a *analyzer) stmt(st *syntax.Stmt, src string, depth int, via []string) {
 			stdin = r.Word
 		}
 	}
+	prev := a.fdIn
+	a.fdIn = inputs(st.Redirs)
 	a.command(words, rs, stdin, nodeText(src, call), depth, via, 0)
+	a.fdIn = prev
 }
 
 func redirects(rs []*syntax.Redirect) []Redirect {
@@ -474,6 +490,7 @@ func (a *analyzer) command(words []Word, rs []Redirect, stdin *syntax.Word, text
 	}
 	args := words[1:]
 	name := c.Program
+	a.builtinCode(name, args, text, depth, via)
 	switch name {
 	case "cd", "pushd", "popd":
 		a.res.ChangesDir = true
@@ -715,7 +732,7 @@ func isAssignment(s string) bool {
 // shell handles sh and its relatives: -c SCRIPT, a script file, or stdin.
 func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text string, depth int, via []string) {
 	what := name + " -c"
-	c := false
+	c, s := false, false
 	i := 0
 	for i < len(args) {
 		v := args[i].Value
@@ -740,6 +757,9 @@ func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text stri
 		if strings.ContainsRune(v[1:], 'c') {
 			c = true
 		}
+		if v[0] == '-' && strings.ContainsRune(v[1:], 's') {
+			s = true // the script is read from stdin; operands are its arguments
+		}
 		if strings.ContainsAny(v[1:], "oO") && i < len(args) {
 			i++ // -o OPTION
 		}
@@ -756,21 +776,13 @@ func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text stri
 		a.script(w.Value, depth+1, v)
 	case c:
 		a.opaque(what+" without a script", append(slices.Clone(via), what), text)
-	case len(rest) > 0 && rest[0].Value != "/dev/stdin" && rest[0].Value != "-s":
-		w := rest[0]
-		if w.Dynamic {
-			a.opaque(name+" runs a script file that is only known when the script runs", append(slices.Clone(via), name), text)
-		}
-		// A script file: judged as the program name with its arguments.
-	case stdin != nil:
-		doc := resolve(stdin)
-		if doc.Dynamic {
-			a.opaque(name+" runs a here-document with substitutions", append(slices.Clone(via), name), text)
-			return
-		}
-		a.script(doc.Value, depth+1, append(slices.Clone(via), name+" <<"))
+	case len(rest) > 0 && !s:
+		// A script file: judged as the program name with its arguments,
+		// unless it is a descriptor (/dev/stdin, /dev/fd/N) or not known.
+		a.scriptFile(name, rest[0], depth, via, text)
 	default:
-		a.opaque(name+" reads its script from standard input", append(slices.Clone(via), name), text)
+		// -s, or no script file: the script is read from standard input.
+		a.fdScript(name, "0", depth, via, text)
 	}
 }
 
