@@ -165,8 +165,10 @@
 //   - The argv form, run without a shell, each element expanded on its own:
 //     argv: [logger, -t, tollgate, "tool ${tool} failed: ${error}"]. An
 //     element is data only to a program that treats it as data: after an
-//     interpreter (argv: [sh, -c, "... ${args}"], python -c, ...) it is code
-//     again, and the loader treats that as unsafe too.
+//     interpreter (argv: [sh, -c, "... ${args}"], python -c, ...; a version
+//     in the name counts, python3.11, perl5.36.0; so does env -S, which
+//     splits a string into the words it runs) it is code again, and the
+//     loader treats that as unsafe too.
 //
 // # Attaching
 //
