@@ -77,6 +77,21 @@
 //     it, including daemons that called setsid. The helper also dies with its
 //     parent (PR_SET_PDEATHSIG).
 //
+// # Limits
+//
+// A command may have at most [Policy].MaxProcesses processes and threads at
+// once ([DefaultMaxProcesses]) and [Policy].MaxMemory bytes of memory
+// ([DefaultMaxMemory]), so that a fork bomb stops growing and ends with the
+// call. Where the helper may make cgroups of its own below its current ones
+// (root, or a user to whom a cgroup v2 subtree is delegated), it does: one
+// per command, with pids.max and memory.max (cgroup v2) or in the pids and
+// memory hierarchies (cgroup v1), removed when the command ends. Otherwise
+// the bounds are rlimits: RLIMIT_NPROC set in the command's user namespace
+// (which counts its processes alone; the kernel exempts root from it, and
+// without namespaces it is not set, since it would count every process of
+// the user), and RLIMIT_DATA on each process. Without namespaces or
+// cgroups, the number of processes is not bounded.
+//
 // Mode read-only is the same without the workspace write access. Mode off
 // runs the command as it is.
 //
@@ -86,8 +101,9 @@
 //     readable; files the OS user may read outside them are not.
 //   - UDP and other IP protocols than TCP (Landlock ABI 7 does not restrict
 //     them).
-//   - Resource exhaustion (CPU, memory, disk inside the writable trees):
-//     timeouts and output caps bound those, not this package.
+//   - CPU and disk use inside the writable trees: timeouts and output caps
+//     bound those, not this package. Processes and memory are bounded (see
+//     below), CPU time is not.
 //   - Anything on a kernel without Landlock: [New] says so in
 //     [Status] and [Sandbox.Wrap] still applies what remains (namespaces,
 //     the private TMPDIR, the PID namespace kill).

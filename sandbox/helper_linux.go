@@ -116,6 +116,12 @@ func helper(specJSON string) int {
 		return fail("bad helper arguments: %v", err)
 	}
 	init := sp.Namespaces && os.Getpid() == 1
+	if !init && !sp.Stage2 && !sp.Probe {
+		// The first stage joins cgroups of its own, so that the limits
+		// hold for all it starts.
+		_, leave := joinCgroups(max(sp.MaxProcs, 0), max(sp.MaxMem, 0))
+		defer leave()
+	}
 	if sp.Namespaces && !init && !sp.Stage2 {
 		// First stage: this process is dumpable again (it was just
 		// executed), so it can write the ID mappings of a child of its own.
@@ -143,6 +149,11 @@ func helper(specJSON string) int {
 		if err := filterSockets(); err != nil {
 			return fail("%v", err)
 		}
+		if sp.MaxMem > 0 {
+			if err := setMemoryLimit(sp.MaxMem); err != nil {
+				return fail("%v", err)
+			}
+		}
 		// The capabilities are the calling thread's: drop them on the
 		// thread that executes the command.
 		runtime.LockOSThread()
@@ -160,6 +171,12 @@ func helper(specJSON string) int {
 		// only (and Landlock's all-threads call finds this process's threads).
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fail("mounting /proc: %v", err)
+		}
+	}
+	if init && sp.MaxProcs > 0 {
+		// Counted in this user namespace alone: the command's processes.
+		if err := setProcessLimit(sp.MaxProcs); err != nil {
+			return fail("%v", err)
 		}
 	}
 	tmp, err := os.MkdirTemp(sp.TempDir, "tollgate-sandbox-")

@@ -29,7 +29,8 @@ const otherUser = "nobody"
 // unwritable. The ID mappings of a child forked by a process that is not
 // dumpable could not be written by such a user (its /proc/PID/uid_map
 // belongs to root), and namespaces were off for every user but root. As
-// root, the test runs itself again as otherUser.
+// root, the test runs itself again as otherUser, with the tests of the
+// process and memory limits.
 func TestNamespacesForAUserOtherThanRoot(t *testing.T) {
 	if os.Getuid() != 0 {
 		checkNamespacesNotDumpable(t)
@@ -61,14 +62,18 @@ func TestNamespacesForAUserOtherThanRoot(t *testing.T) {
 	if err := os.Chown(home, uid, gid); err != nil {
 		t.Fatal(err)
 	}
-	name := t.Name()
-	cmd := exec.Command(self, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
+	// The limits too: for such a user they are rlimits, where no cgroup
+	// can be made.
+	names := []string{t.Name(), "TestProcessLimit", "TestMemoryLimit"}
+	cmd := exec.Command(self, "-test.run=^("+strings.Join(names, "|")+")$", "-test.v", "-test.count=1")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}}
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Fatalf("as %s (uid %d): %v\n%s", otherUser, uid, err, out)
+	for _, name := range names {
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+			t.Fatalf("as %s (uid %d): %s: %v\n%s", otherUser, uid, name, err, out)
+		}
 	}
 }
 

@@ -69,6 +69,26 @@ type Policy struct {
 	Seal []string
 	// ConnectTCP are the TCP ports it may connect to and bind; none by default.
 	ConnectTCP []uint16
+	// MaxProcesses bounds the processes and threads the command may have at
+	// once, its own included: beyond it fork and clone fail with EAGAIN, so
+	// a fork bomb stops growing (and ends with the call). 0 means
+	// [DefaultMaxProcesses]; a negative value, no bound.
+	MaxProcesses int
+	// MaxMemory bounds the command's memory, in bytes: the whole of it
+	// where a memory cgroup can be made (beyond it the kernel kills a
+	// process), and each process's data (RLIMIT_DATA: an allocation beyond
+	// it fails). 0 means [DefaultMaxMemory]; a negative value, no bound.
+	MaxMemory int64
+}
+
+// DefaultMaxProcesses is the bound on a command's processes and threads
+// when [Policy].MaxProcesses is 0.
+const DefaultMaxProcesses = 4096
+
+// DefaultMaxMemory returns the bound on a command's memory when
+// [Policy].MaxMemory is 0: half the machine's memory, at least 1 GiB.
+func DefaultMaxMemory() int64 {
+	return max(totalMemory()/2, 1<<30)
 }
 
 // Options configures [New]. A nil *Options means all defaults.
@@ -206,6 +226,8 @@ type spec struct {
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
 	TempDir    string   `json:"tempDir,omitempty"`
 	Namespaces bool     `json:"namespaces,omitempty"`
+	MaxProcs   int      `json:"maxProcs,omitempty"`
+	MaxMem     int64    `json:"maxMem,omitempty"`
 	Path       string   `json:"path,omitempty"`
 	Args       []string `json:"args,omitempty"`
 	// Stage2 and Tmp are set by the helper for its second stage, which
@@ -259,6 +281,13 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 		Mode: p.Mode, ConnectTCP: slices.Clone(p.ConnectTCP), TempDir: s.tempDir,
 		Namespaces: s.status.Namespaces, Path: prog, Args: slices.Clone(cmd.Args),
 		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal),
+		MaxProcs: p.MaxProcesses, MaxMem: p.MaxMemory,
+	}
+	if sp.MaxProcs == 0 {
+		sp.MaxProcs = DefaultMaxProcesses
+	}
+	if sp.MaxMem == 0 {
+		sp.MaxMem = DefaultMaxMemory()
 	}
 	sp.Read = append(DefaultRead(), p.Read...)
 	sp.Read = append(sp.Read, prog)
