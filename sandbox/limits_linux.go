@@ -113,12 +113,16 @@ func ownCgroups() map[string]string {
 }
 
 // sweep removes the cgroups below parent that helpers killed before they
-// could remove their own left behind (an empty one only: rmdir refuses the
-// others).
+// could remove their own left behind: those of a helper that is gone (a
+// cgroup is named after its helper's process ID), and empty (rmdir refuses
+// the others).
 func sweep(parent string) {
 	matches, _ := filepath.Glob(filepath.Join(parent, cgroupPrefix+"*"))
 	for _, m := range matches {
-		_ = os.Remove(m)
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(m), cgroupPrefix))
+		if err != nil || unix.Kill(pid, 0) == unix.ESRCH {
+			_ = os.Remove(m)
+		}
 	}
 }
 
