@@ -119,7 +119,7 @@ func TestCodeInStringsIsUnknownCode(t *testing.T) {
 		}
 	}
 	for _, cmd := range []string{
-		"printf -v out '%s' x", "read -r line <<< x", "declare -a arr=(1 2)", "local x=1", "export PATH=/usr/bin",
+		"printf -v out '%s' x", "read -r line <<< x", "read -p 'name? ' name", "read -a arr <<< x", "declare -a arr=(1 2)", "local x=1", "export PATH=/usr/bin",
 		"unset x y", "test -v HOME", "[[ -v arr[0] ]]", "echo ${!arr[@]} ${!BASH*}", "declare -n r=arr", "mapfile -t lines < f",
 		"BASH_ENV=/etc/profile bash -c true", "PS4='+ ' bash -xc true",
 	} {

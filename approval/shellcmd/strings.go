@@ -95,8 +95,8 @@ func (a *analyzer) builtinCode(name string, args []Word, text string, depth int,
 				case c == 'C':
 					a.opaque(name+" -C runs its callback as code", in, text)
 					return
-				case c == 'a' || c == 'p':
-					names = append(names, val)
+				case c == 'a' && name == "read", c == 'p' && name == "wait":
+					names = append(names, val) // read's -p is a prompt
 				}
 				break
 			}
