@@ -89,8 +89,10 @@
 // the bounds are rlimits: RLIMIT_NPROC set in the command's user namespace
 // (which counts its processes alone; the kernel exempts root from it, and
 // without namespaces it is not set, since it would count every process of
-// the user), and RLIMIT_DATA on each process. Without namespaces or
-// cgroups, the number of processes is not bounded.
+// the user), and RLIMIT_DATA on each process (only without a memory cgroup:
+// it refuses programs that reserve more than they use, as
+// AddressSanitizer's do; give such a command a negative MaxMemory). Without
+// namespaces or cgroups, the number of processes is not bounded.
 //
 // Mode read-only is the same without the workspace write access. Mode off
 // runs the command as it is.

@@ -149,7 +149,7 @@ func helper(specJSON string) int {
 		if err := filterSockets(); err != nil {
 			return fail("%v", err)
 		}
-		if sp.MaxMem > 0 {
+		if sp.MaxMem > 0 && !inMemoryCgroup() {
 			if err := setMemoryLimit(sp.MaxMem); err != nil {
 				return fail("%v", err)
 			}

@@ -141,6 +141,20 @@ func setProcessLimit(maxProcs int) error {
 	return nil
 }
 
+// inMemoryCgroup reports whether this process lies in a memory cgroup a
+// helper made (cgroup v1 memory hierarchy, or cgroup v2 with memory.max):
+// the memory bound is then the cgroup's, for all the command's processes
+// together, and RLIMIT_DATA is not set (it would refuse AddressSanitizer's
+// shadow memory, reserved but never used).
+func inMemoryCgroup() bool {
+	paths := ownCgroups()
+	if p, ok := paths["memory"]; ok {
+		return strings.HasPrefix(filepath.Base(p), cgroupPrefix)
+	}
+	p, ok := paths[""]
+	return ok && strings.HasPrefix(filepath.Base(p), cgroupPrefix) && exists(filepath.Join(cgroupRoot, p, "memory.max"))
+}
+
 // setMemoryLimit bounds the data (heap and private writable mappings) of
 // each process the command starts (RLIMIT_DATA): an allocation beyond it
 // fails with ENOMEM. Address space merely reserved (as V8 and Go reserve it)
