@@ -112,6 +112,9 @@ func TestCodeInStringsIsUnknownCode(t *testing.T) {
 		`PS4='$(rm v)' bash -xc true`,
 		`x='a[$(rm v)]'; [[ $x -eq 0 ]]`,
 		`wait -p 'a[$(rm v)]'`,
+		`k='b[$(rm v)]'; a[$k]=1`,
+		`k='b[$(rm v)]'; echo ${a[$k]}`,
+		`k='b[$(rm v)]'; echo ${a[k]}`,
 	} {
 		ev := p.Evaluate(bashCall(cmd))
 		if ev.Verdict.Decision == Allow || (ev.Verdict.By.String() != "rule:shell-opaque" && ev.Verdict.By.String() != "rule:no-rm") {
@@ -121,7 +124,7 @@ func TestCodeInStringsIsUnknownCode(t *testing.T) {
 	for _, cmd := range []string{
 		"printf -v out '%s' x", "read -r line <<< x", "read -p 'name? ' name", "read -a arr <<< x", "declare -a arr=(1 2)", "local x=1", "export PATH=/usr/bin",
 		"unset x y", "test -v HOME", "[[ -v arr[0] ]]", "echo ${!arr[@]} ${!BASH*}", "declare -n r=arr", "mapfile -t lines < f",
-		"BASH_ENV=/etc/profile bash -c true", "PS4='+ ' bash -xc true",
+		"BASH_ENV=/etc/profile bash -c true", "PS4='+ ' bash -xc true", "a[0]=1; echo ${a[@]} ${a[1]}", "i=1; a[$i]=x",
 	} {
 		if ev := p.Evaluate(bashCall(cmd)); ev.Verdict.Decision != Allow {
 			t.Errorf("%q: %s by %s (%s), want allow", cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason)

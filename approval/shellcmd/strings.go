@@ -314,6 +314,22 @@ func inputs(rs []*syntax.Redirect) map[string]*syntax.Word {
 	return m
 }
 
+// evaluatedIndex reports whether an array subscript is evaluated as
+// arithmetic that may name variables (whose values bash evaluates in turn,
+// array indices and their command substitutions included): any but a
+// number, @ or *.
+func evaluatedIndex(ix syntax.ArithmExpr) bool {
+	if ix == nil {
+		return false
+	}
+	if w, ok := ix.(*syntax.Word); ok {
+		if l := w.Lit(); l == "@" || l == "*" || isDigits(l) {
+			return false
+		}
+	}
+	return true
+}
+
 // nodeCode checks the nodes of a script that make bash run strings as code:
 // ${!name}, ${name@P}, declare arguments and namerefs, assignments to
 // BASH_ENV, ENV and the prompts, [[ -v name ]]; arithmetic comparisons in
@@ -321,6 +337,9 @@ func inputs(rs []*syntax.Redirect) map[string]*syntax.Word {
 func (a *analyzer) nodeCode(n syntax.Node, src string, via []string) {
 	switch x := n.(type) {
 	case *syntax.ParamExp:
+		if evaluatedIndex(x.Index) {
+			a.arith = true // ${a[$k]}: an indexed array's subscript is arithmetic
+		}
 		switch {
 		case x.Excl && x.Names == 0 && x.Index == nil:
 			a.opaque("${!name} evaluates a variable name only known when the script runs", via, nodeText(src, x))
@@ -351,6 +370,9 @@ func (a *analyzer) nodeCode(n syntax.Node, src string, via []string) {
 			}
 		}
 	case *syntax.Assign:
+		if evaluatedIndex(x.Index) {
+			a.arith = true // a[$k]=1
+		}
 		if x.Name != nil && x.Value != nil && specialValueUnsafe(x.Name.Value, resolve(x.Value)) {
 			a.opaque(specialReason(x.Name.Value), via, nodeText(src, x))
 		}
