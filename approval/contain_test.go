@@ -113,6 +113,8 @@ func TestCodeInStringsIsUnknownCode(t *testing.T) {
 		`x='a[$(rm v)]'; [[ $x -eq 0 ]]`,
 		`wait -p 'a[$(rm v)]'`,
 		`k='b[$(rm v)]'; a[$k]=1`,
+		`k='b[$'"(rm v)]"; a[$k]=1`,
+		`k=$'b[$(rm v)]'; (( a[k] ))`,
 		`k='b[$(rm v)]'; echo ${a[$k]}`,
 		`k='b[$(rm v)]'; echo ${a[k]}`,
 	} {

@@ -336,6 +336,13 @@ func evaluatedIndex(ix syntax.ArithmExpr) bool {
 // [[ ]] count as arithmetic evaluation.
 func (a *analyzer) nodeCode(n syntax.Node, src string, via []string) {
 	switch x := n.(type) {
+	case *syntax.Word:
+		// A command substitution spelled across quotes ('a[$'"(rm v)]")
+		// or with $'\x24' is text that holds one all the same.
+		// (match: the literal parts, each dynamic one a 0 byte.)
+		if v := resolve(x).match; !a.cmdText && (strings.Contains(v, "$(") || strings.Contains(v, "`")) {
+			a.cmdText = true
+		}
 	case *syntax.ParamExp:
 		if evaluatedIndex(x.Index) {
 			a.arith = true // ${a[$k]}: an indexed array's subscript is arithmetic
