@@ -142,7 +142,7 @@ func Example_permissionGate() {
 	defer os.RemoveAll(dir)
 	target := filepath.Join(dir, "x.txt")
 
-	tk, err := toolkit.New(&toolkit.Options{Workdir: dir}) // builtins on
+	tk, err := toolkit.New(&toolkit.Options{Workdir: dir, Unconfined: true}) // builtins on; bash unconfined
 	if err != nil {
 		panic(err)
 	}

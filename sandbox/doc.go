@@ -20,7 +20,18 @@
 //	}
 //
 // [New] checks that the helper answers (so a host that forgot [Main] gets an
-// error, not a second copy of itself).
+// error, not a second copy of itself), and that it can enter the namespaces
+// and mount in them; [Status].NamespacesError says what the kernel refused
+// when it cannot.
+//
+// The helper enters the namespaces itself: started plainly, it runs itself
+// again as the init of new user, mount and PID namespaces, with the caller's
+// user and group mapped to themselves. A caller that is not dumpable (the
+// tollgate command makes itself so, to hide its environment) could not do it
+// for a user other than root: the /proc/PID/uid_map of its forked child
+// belongs to root until that child's execve. A user other than root keeps
+// CAP_SYS_ADMIN in the new user namespace only as an ambient capability of
+// the init, for its mounts; the command starts with no capability at all.
 //
 // # What a sandboxed process may do (mode workspace)
 //
@@ -87,6 +98,23 @@
 //     the loader) fails, and, namespaces or not, what the command leaves
 //     running dies with the helper (PTRACE_O_EXITKILL).
 //
+// # Limits
+//
+// A command may have at most [Policy].MaxProcesses processes and threads at
+// once ([DefaultMaxProcesses]) and [Policy].MaxMemory bytes of memory
+// ([DefaultMaxMemory]), so that a fork bomb stops growing and ends with the
+// call. Where the helper may make cgroups of its own below its current ones
+// (root, or a user to whom a cgroup v2 subtree is delegated), it does: one
+// per command, with pids.max and memory.max (cgroup v2) or in the pids and
+// memory hierarchies (cgroup v1), removed when the command ends. Otherwise
+// the bounds are rlimits: RLIMIT_NPROC set in the command's user namespace
+// (which counts its processes alone; the kernel exempts root from it, and
+// without namespaces it is not set, since it would count every process of
+// the user), and RLIMIT_DATA on each process (only without a memory cgroup:
+// it refuses programs that reserve more than they use, as
+// AddressSanitizer's do; give such a command a negative MaxMemory). Without
+// namespaces or cgroups, the number of processes is not bounded.
+//
 // Mode read-only is the same without the workspace write access. Mode off
 // runs the command as it is.
 //
@@ -96,8 +124,9 @@
 //     readable; files the OS user may read outside them are not.
 //   - UDP and other IP protocols than TCP (Landlock ABI 7 does not restrict
 //     them).
-//   - Resource exhaustion (CPU, memory, disk inside the writable trees):
-//     timeouts and output caps bound those, not this package.
+//   - CPU and disk use inside the writable trees: timeouts and output caps
+//     bound those, not this package. Processes and memory are bounded (see
+//     below), CPU time is not.
 //   - Code of a denied program run without an exec: a denied script read
 //     by an interpreter from its standard input or a pipe, an interpreter
 //     denied under one name but present as another file of other content

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -38,14 +39,21 @@ func abi() int {
 func ABI() int { return abi() }
 
 // probe starts the helper with a probe spec, in namespaces when ns is set,
-// and checks its answer.
+// and checks its answer. The error carries what the helper said on its
+// standard error (why it could not enter the namespaces, say).
 func probe(helper string, ns bool) error {
 	b, _ := json.Marshal(spec{Probe: true, Namespaces: ns})
 	cmd := exec.Command(helper, helperArg, string(b))
 	cmd.Env = []string{}
-	prepareAttr(cmd, ns)
+	prepareAttr(cmd)
 	out, err := cmd.Output()
 	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(bytes.TrimSpace(ee.Stderr)) > 0 {
+			msg := bytes.TrimSpace(ee.Stderr)
+			msg = bytes.TrimPrefix(msg[:min(len(msg), 500)], []byte("tollgate sandbox: "))
+			return fmt.Errorf("%s", msg)
+		}
 		return err
 	}
 	if !bytes.Contains(out, []byte(probeReply)) {
@@ -54,20 +62,33 @@ func probe(helper string, ns bool) error {
 	return nil
 }
 
-// prepareAttr asks for the namespaces (when ns) and for the helper to die
-// with its parent.
-func prepareAttr(cmd *exec.Cmd, ns bool) {
+// prepareAttr asks for the helper to die with its parent. The helper enters
+// the namespaces itself (see [helper]): tollgate is not dumpable (it hides
+// its environment), a child it forks is not either until its execve, and the
+// /proc/PID/uid_map of a process that is not dumpable belongs to root, so a
+// user other than root could not write the child's ID mappings.
+func prepareAttr(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	a := cmd.SysProcAttr
-	a.Pdeathsig = syscall.SIGKILL
-	if ns {
-		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
-		uid, gid := os.Getuid(), os.Getgid()
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		a.GidMappingsEnableSetgroups = false
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// nsAttr is what starts the helper's init in new user, mount and PID
+// namespaces, with this process's user and group mapped to themselves. A
+// user other than root keeps CAP_SYS_ADMIN in the new user namespace across
+// the init's execve only as an ambient capability (capabilities(7)): the
+// init needs it to mount; the second stage drops it before it executes the
+// command (dropCapabilities).
+func nsAttr() *syscall.SysProcAttr {
+	uid, gid := os.Getuid(), os.Getgid()
+	return &syscall.SysProcAttr{
+		Pdeathsig:                  syscall.SIGKILL,
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN},
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		GidMappingsEnableSetgroups: false,
 	}
 }
 
@@ -94,7 +115,27 @@ func helper(specJSON string) int {
 	if err := json.Unmarshal([]byte(specJSON), &sp); err != nil {
 		return fail("bad helper arguments: %v", err)
 	}
+	init := sp.Namespaces && os.Getpid() == 1
+	if !init && !sp.Stage2 && !sp.Probe {
+		// The first stage joins cgroups of its own, so that the limits
+		// hold for all it starts.
+		_, leave := joinCgroups(max(sp.MaxProcs, 0), max(sp.MaxMem, 0))
+		defer leave()
+	}
+	if sp.Namespaces && !init && !sp.Stage2 {
+		// First stage: this process is dumpable again (it was just
+		// executed), so it can write the ID mappings of a child of its own.
+		return enterNamespaces(fail)
+	}
 	if sp.Probe {
+		if init {
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return fail("making mounts private: %v", err)
+			}
+			if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+				return fail("mounting /proc: %v", err)
+			}
+		}
 		fmt.Println(probeReply)
 		return 0
 	}
@@ -108,12 +149,19 @@ func helper(specJSON string) int {
 		if err := filterSockets(); err != nil {
 			return fail("%v", err)
 		}
+		if sp.MaxMem > 0 && !inMemoryCgroup() {
+			if err := setMemoryLimit(sp.MaxMem); err != nil {
+				return fail("%v", err)
+			}
+		}
+		// The capabilities are the calling thread's: drop them on the
+		// thread that executes the command.
+		runtime.LockOSThread()
+		if err := dropCapabilities(); err != nil {
+			return fail("%v", err)
+		}
 		err := syscall.Exec(sp.Path, sp.Args, os.Environ())
 		return fail("executing %s: %v", sp.Path, err)
-	}
-	init := sp.Namespaces && os.Getpid() == 1
-	if sp.Namespaces && !init {
-		return fail("expected to run as init of a PID namespace")
 	}
 	if sp.Namespaces {
 		if err := protect(sp.Protect, sp.Seal, sp.Write); err != nil {
@@ -123,6 +171,12 @@ func helper(specJSON string) int {
 		// only (and Landlock's all-threads call finds this process's threads).
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fail("mounting /proc: %v", err)
+		}
+	}
+	if init && sp.MaxProcs > 0 {
+		// Counted in this user namespace alone: the command's processes.
+		if err := setProcessLimit(sp.MaxProcs); err != nil {
+			return fail("%v", err)
 		}
 	}
 	tmp, err := os.MkdirTemp(sp.TempDir, "tollgate-sandbox-")
@@ -153,9 +207,7 @@ func helper(specJSON string) int {
 	child := &exec.Cmd{Path: self, Args: []string{self, helperArg, string(b)}, Env: withTmp(os.Environ(), tmp),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-	status, err := runChild(child, deny, sigs)
+	status, err := runChild(child, deny, forwardedSignals())
 	if init {
 		// Whatever the command left behind (daemons included) goes now, so
 		// that none outlives the command or writes into the removed TMPDIR.
@@ -172,6 +224,37 @@ func helper(specJSON string) int {
 	if err != nil {
 		return fail("running %s: %v", sp.Path, err)
 	}
+	return exitCode(status)
+}
+
+// enterNamespaces runs this helper again, with the same arguments, as the
+// init of new user, mount and PID namespaces, and returns its exit status.
+func enterNamespaces(fail func(string, ...any) int) int {
+	self, err := os.Executable()
+	if err != nil {
+		return fail("%v", err)
+	}
+	child := &exec.Cmd{Path: self, Args: slices.Clone(os.Args), Env: os.Environ(),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, SysProcAttr: nsAttr()}
+	status, err := runChild(child, nil, forwardedSignals())
+	if err != nil {
+		return fail("entering user, mount and PID namespaces: %v", err)
+	}
+	return exitCode(status)
+}
+
+// forwardedSignals returns a channel that receives the signals a caller
+// sends to stop the helper (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1/2),
+// for [runChild] to pass on.
+func forwardedSignals() chan os.Signal {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	return sigs
+}
+
+// exitCode is the exit status to end with for a child that ended with
+// status: its own, or 128 plus the signal that killed it.
+func exitCode(status unix.WaitStatus) int {
 	if status.Signaled() {
 		return 128 + int(status.Signal())
 	}
@@ -214,6 +297,23 @@ func runChild(child *exec.Cmd, deny *deniedFiles, sigs chan os.Signal) (unix.Wai
 	}
 	ws, _ := child.ProcessState.Sys().(syscall.WaitStatus)
 	return unix.WaitStatus(ws), nil
+}
+
+// dropCapabilities clears the calling thread's ambient, inheritable,
+// permitted and effective capabilities, so that a command run as a user
+// other than root holds none in the sandbox's user namespace (root regains
+// them at execve, as root in that namespace; Landlock still refuses it every
+// mount and unmount).
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("dropping the ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &none[0]); err != nil {
+		return fmt.Errorf("dropping the capabilities: %w", err)
+	}
+	return nil
 }
 
 // withTmp returns env with TMPDIR (and TMP, TEMP) set to tmp.

@@ -16,7 +16,9 @@ func ABI() int { return 0 }
 
 func probe(string, bool) error { return errUnsupported }
 
-func prepareAttr(*exec.Cmd, bool) {}
+func prepareAttr(*exec.Cmd) {}
 
 // Main returns at once: there is no helper outside Linux.
 func Main() { mainCalled.Store(true) }
+
+func totalMemory() int64 { return 0 }

@@ -87,6 +87,26 @@ type Policy struct {
 	// command's standard error. See the package documentation for what it
 	// does not stop.
 	DenyExec []string
+	// MaxProcesses bounds the processes and threads the command may have at
+	// once, its own included: beyond it fork and clone fail with EAGAIN, so
+	// a fork bomb stops growing (and ends with the call). 0 means
+	// [DefaultMaxProcesses]; a negative value, no bound.
+	MaxProcesses int
+	// MaxMemory bounds the command's memory, in bytes: the whole of it
+	// where a memory cgroup can be made (beyond it the kernel kills a
+	// process), and each process's data (RLIMIT_DATA: an allocation beyond
+	// it fails). 0 means [DefaultMaxMemory]; a negative value, no bound.
+	MaxMemory int64
+}
+
+// DefaultMaxProcesses is the bound on a command's processes and threads
+// when [Policy].MaxProcesses is 0.
+const DefaultMaxProcesses = 4096
+
+// DefaultMaxMemory returns the bound on a command's memory when
+// [Policy].MaxMemory is 0: half the machine's memory, at least 1 GiB.
+func DefaultMaxMemory() int64 {
+	return max(totalMemory()/2, 1<<30)
 }
 
 // Options configures [New]. A nil *Options means all defaults.
@@ -113,6 +133,12 @@ type Status struct {
 	// Namespaces reports whether commands run in user, mount and PID
 	// namespaces of their own.
 	Namespaces bool
+	// NamespacesError says why there are no namespaces when Namespaces is
+	// false: what the helper met entering them (e.g. "entering user, mount
+	// and PID namespaces: fork/exec ...: operation not permitted" where the
+	// system refuses unprivileged user namespaces), or that they were
+	// turned off.
+	NamespacesError string
 	// Helper is the helper binary.
 	Helper string
 }
@@ -127,6 +153,9 @@ func (s Status) String() string {
 	ns := "namespaces: user, mount, pid"
 	if !s.Namespaces {
 		ns = "namespaces unavailable (protected paths inside the workspace stay writable; daemons that setsid may outlive a command)"
+		if s.NamespacesError != "" {
+			ns = "namespaces unavailable: " + s.NamespacesError + " (protected paths inside the workspace stay writable; daemons that setsid may outlive a command)"
+		}
 	}
 	return ll + "; " + ns
 }
@@ -201,7 +230,16 @@ func New(opts *Options) (*Sandbox, error) {
 	if err := probeOnce(o.Helper, false); err != nil {
 		return nil, fmt.Errorf("sandbox: the helper %s does not answer (does its main call sandbox.Main first?): %w", o.Helper, err)
 	}
-	s.status.Namespaces = !o.NoNamespaces && probeOnce(o.Helper, true) == nil
+	switch {
+	case o.NoNamespaces:
+		s.status.NamespacesError = "turned off (Options.NoNamespaces)"
+	default:
+		if err := probeOnce(o.Helper, true); err != nil {
+			s.status.NamespacesError = err.Error()
+		} else {
+			s.status.Namespaces = true
+		}
+	}
 	s.status.ABI = abi()
 	if s.status.ABI == 0 {
 		s.warnOnce("sandbox: this kernel offers no Landlock; file, network and signal restrictions are off (namespaces and the private TMPDIR still apply)")
@@ -230,6 +268,8 @@ type spec struct {
 	DenyExec   []string `json:"denyExec,omitempty"`
 	TempDir    string   `json:"tempDir,omitempty"`
 	Namespaces bool     `json:"namespaces,omitempty"`
+	MaxProcs   int      `json:"maxProcs,omitempty"`
+	MaxMem     int64    `json:"maxMem,omitempty"`
 	Path       string   `json:"path,omitempty"`
 	Args       []string `json:"args,omitempty"`
 	// Stage2 and Tmp are set by the helper for its second stage, which
@@ -291,6 +331,13 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 		Mode: p.Mode, ConnectTCP: slices.Clone(p.ConnectTCP), TempDir: s.tempDir,
 		Namespaces: s.status.Namespaces, Path: prog, Args: slices.Clone(cmd.Args),
 		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal), DenyExec: slices.Clone(p.DenyExec),
+		MaxProcs: p.MaxProcesses, MaxMem: p.MaxMemory,
+	}
+	if sp.MaxProcs == 0 {
+		sp.MaxProcs = DefaultMaxProcesses
+	}
+	if sp.MaxMem == 0 {
+		sp.MaxMem = DefaultMaxMemory()
 	}
 	sp.Read = append(DefaultRead(), p.Read...)
 	sp.Read = append(sp.Read, prog)
@@ -316,7 +363,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	}
 	cmd.Path = s.status.Helper
 	cmd.Args = []string{s.status.Helper, helperArg, string(b)}
-	prepareAttr(cmd, s.status.Namespaces)
+	prepareAttr(cmd)
 	return s.status.Namespaces, nil
 }
 

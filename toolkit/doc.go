@@ -15,6 +15,9 @@
 //     shadows (replaces) that builtin. Any other duplicate name, such as two
 //     extra tools with one name, is an error at construction naming both.
 //   - Every name must be valid for the model providers (see tool.ValidName).
+//   - The builtin bash must be confined (Options.Builtin.Sandbox, which
+//     package sandbox provides) or declared unconfined (Options.Unconfined):
+//     a toolkit never runs a model's commands unconfined by omission.
 //
 // [Toolkit.Tools] lists the builtins that remain, in the fixed order of
 // builtin.Names (bash, read, write, edit, grep, glob, webfetch, question,

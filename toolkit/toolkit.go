@@ -27,6 +27,11 @@ var (
 	// ErrUnknownTool: a name that is not in the toolkit (for Disable: not a
 	// builtin). Check the spelling against [Toolkit.Tools] or builtin.Names.
 	ErrUnknownTool = errors.New("unknown tool")
+	// ErrUnconfined: the builtin bash is on and nothing confines it
+	// (Builtin.Sandbox is nil) although Unconfined was not set. Set
+	// Builtin.Sandbox (package sandbox: Sandbox.Wrapper), set Unconfined
+	// to run commands as the host's own user, or Disable bash.
+	ErrUnconfined = errors.New("bash would run commands unconfined")
 )
 
 // Options configures [New]. A nil *Options means all defaults: every builtin
@@ -58,6 +63,11 @@ type Options struct {
 	// Package runs/build does both (build.WorkspacePolicy); the README's
 	// "As a library" shows the wiring by hand.
 	Builtin *builtin.Options
+	// Unconfined lets the builtin bash run commands with the host's own
+	// rights, with no Builtin.Sandbox: [New] refuses that unless it is set
+	// ([ErrUnconfined]), so that a model's commands never run unconfined by
+	// omission.
+	Unconfined bool
 }
 
 // Toolkit is an immutable set of tools, resolved by name. It is safe for
@@ -77,7 +87,8 @@ type entry struct {
 //
 // It returns an error when the builtins cannot be created (Workdir missing or
 // not a directory, invalid Builtin options), when Disable names a non-builtin
-// ([ErrUnknownTool]), when an extra tool is nil, has an invalid name or an
+// ([ErrUnknownTool]), when the builtin bash is on with nothing to confine
+// it and Unconfined is not set ([ErrUnconfined]), when an extra tool is nil, has an invalid name or an
 // input schema that does not resolve ([ErrInvalidTool]), or when two tools
 // share a name other than by shadowing a builtin ([ErrDuplicateTool], naming
 // both tools by position and source).
@@ -108,6 +119,12 @@ func New(opts *Options) (*Toolkit, error) {
 				ErrDuplicateTool, s.Name, j, o.Extra[j].Spec().Source, i, s.Source)
 		}
 		extraAt[s.Name] = i
+	}
+
+	_, bashShadowed := extraAt["bash"]
+	bashOn := !o.NoBuiltins && !bashShadowed && !slices.Contains(o.Disable, "bash")
+	if bashOn && (o.Builtin == nil || o.Builtin.Sandbox == nil) && !o.Unconfined {
+		return nil, fmt.Errorf("toolkit: %w: set Builtin.Sandbox (sandbox.New, then Sandbox.Wrapper), Unconfined to say so, or Disable bash", ErrUnconfined)
 	}
 
 	var tools []tool.Tool

@@ -50,9 +50,16 @@ func echoTool(t *testing.T, name string) tool.Tool {
 	return tl
 }
 
+// mustNew is New with opts, bash declared unconfined: these tests are about
+// composition (TestBashMustBeConfined is about the default).
 func mustNew(t *testing.T, opts *toolkit.Options) *toolkit.Toolkit {
 	t.Helper()
-	k, err := toolkit.New(opts)
+	var o toolkit.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Unconfined = true
+	k, err := toolkit.New(&o)
 	if err != nil {
 		t.Fatal(err)
 	}

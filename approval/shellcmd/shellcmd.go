@@ -13,12 +13,21 @@
 // command they run is reported too, after the wrapper itself:
 //
 //   - sh, bash, dash, zsh, ksh, mksh, ash and busybox sh with -c: the script
-//     string is analysed; with a literal here-document or here-string on
-//     stdin, that text is; with no script at all (reading a pipe) the shell
-//     is opaque.
+//     string is analysed; reading its script from stdin (no script file,
+//     -s, /dev/stdin) or a descriptor (/dev/fd/N, /proc/self/fd/N), and
+//     likewise source and ".": a literal here-document or here-string on
+//     that descriptor is analysed; anything else there (a pipe, a file, a
+//     process substitution) is opaque.
 //   - eval (its literal arguments joined with spaces), trap's command,
-//     alias values, watch (its arguments joined), env -S, su -c, flock -c
-//     and GNU parallel's command: analysed as scripts.
+//     alias values, watch (its arguments joined), su -c, flock -c and GNU
+//     parallel's command: analysed as scripts. env -S splits its string
+//     into words that env reads again.
+//   - Code in strings outside eval is opaque when it is not a plain name:
+//     the variable names given to printf -v, read, mapfile, getopts,
+//     wait -p, unset, test -v, declare and its relatives and namerefs
+//     (bash evaluates an array index in them, command substitutions
+//     included), ${!name}, ${name@P}, and BASH_ENV, ENV, PS0 to PS4 and
+//     PROMPT_COMMAND set to what may run code.
 //   - env, sudo, doas, nohup, timeout, nice, ionice, stdbuf, setsid, time,
 //     command, builtin, exec, chroot, unshare, taskset, unbuffer, runuser,
 //     busybox and xargs: their options are skipped and the command they run
@@ -159,6 +168,9 @@ type analyzer struct {
 	full    bool // MaxCommands reached; the opaque marker is added
 	arith   bool // the script uses arithmetic evaluation
 	cmdText bool // some literal text holds $( or `
+	// fdIn maps the input descriptors of the simple command being
+	// analysed to their literal here-documents (see inputs).
+	fdIn map[string]*syntax.Word
 }
 
 func (a *analyzer) add(c Command) {
@@ -201,6 +213,7 @@ func (a *analyzer) script(src string, depth int, via []string) {
 		a.arith, a.cmdText = false, false
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		a.nodeCode(n, src, via)
 		switch x := n.(type) {
 		case *syntax.Stmt:
 			a.stmt(x, src, depth, via)
@@ -277,7 +290,10 @@ func (a *analyzer) stmt(st *syntax.Stmt, src string, depth int, via []string) {
 			stdin = r.Word
 		}
 	}
+	prev := a.fdIn
+	a.fdIn = inputs(st.Redirs)
 	a.command(words, rs, stdin, nodeText(src, call), depth, via, 0)
+	a.fdIn = prev
 }
 
 func redirects(rs []*syntax.Redirect) []Redirect {
@@ -478,6 +494,7 @@ func (a *analyzer) command(words []Word, rs []Redirect, stdin *syntax.Word, text
 	}
 	args := words[1:]
 	name := c.Program
+	a.builtinCode(name, args, text, depth, via)
 	switch name {
 	case "cd", "pushd", "popd":
 		a.res.ChangesDir = true
@@ -722,7 +739,7 @@ func isAssignment(s string) bool {
 // shell handles sh and its relatives: -c SCRIPT, a script file, or stdin.
 func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text string, depth int, via []string) {
 	what := name + " -c"
-	c := false
+	c, s := false, false
 	i := 0
 	for i < len(args) {
 		v := args[i].Value
@@ -747,6 +764,9 @@ func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text stri
 		if strings.ContainsRune(v[1:], 'c') {
 			c = true
 		}
+		if v[0] == '-' && strings.ContainsRune(v[1:], 's') {
+			s = true // the script is read from stdin; operands are its arguments
+		}
 		if strings.ContainsAny(v[1:], "oO") && i < len(args) {
 			i++ // -o OPTION
 		}
@@ -763,66 +783,170 @@ func (a *analyzer) shell(name string, args []Word, stdin *syntax.Word, text stri
 		a.script(w.Value, depth+1, v)
 	case c:
 		a.opaque(what+" without a script", append(slices.Clone(via), what), text)
-	case len(rest) > 0 && rest[0].Value != "/dev/stdin" && rest[0].Value != "-s":
-		w := rest[0]
-		if w.Dynamic {
-			a.opaque(name+" runs a script file that is only known when the script runs", append(slices.Clone(via), name), text)
-		}
-		// A script file: judged as the program name with its arguments.
-	case stdin != nil:
-		doc := resolve(stdin)
-		if doc.Dynamic {
-			a.opaque(name+" runs a here-document with substitutions", append(slices.Clone(via), name), text)
-			return
-		}
-		a.script(doc.Value, depth+1, append(slices.Clone(via), name+" <<"))
+	case len(rest) > 0 && !s:
+		// A script file: judged as the program name with its arguments,
+		// unless it is a descriptor (/dev/stdin, /dev/fd/N) or not known.
+		a.scriptFile(name, rest[0], depth, via, text)
 	default:
-		a.opaque(name+" reads its script from standard input", append(slices.Clone(via), name), text)
+		// -s, or no script file: the script is read from standard input.
+		a.fdScript(name, "0", depth, via, text)
 	}
 }
 
-// env handles env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... CMD.
+// env handles env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...] as GNU
+// coreutils' env reads it (getopt with "+a:C:iS:u:v0": options stop at the
+// first word that is not one, short options cluster, a long option may be
+// any unambiguous prefix of its name). -S STRING (--split-string, -SSTRING,
+// -vS STRING) splits STRING into words that are read again as env's
+// arguments, followed by the remaining ones.
 func (a *analyzer) env(args []Word, text string, depth int, via []string, hops int) {
-	for i, w := range args {
+	in := append(slices.Clone(via), "env")
+	if hops > 32 {
+		a.opaque("too many nested wrappers", via, text)
+		return
+	}
+	i := 0
+	for i < len(args) {
+		w := args[i]
 		v := w.Value
-		if !strings.HasPrefix(v, "-") {
+		if w.Dynamic && (w.Literal == "" || strings.HasPrefix(w.Literal, "-")) {
+			a.opaque("env's options are only known when the script runs", in, text)
+			return
+		}
+		if v == "--" {
+			i++
 			break
 		}
-		var s *Word
-		switch {
-		case (v == "-S" || v == "--split-string") && i+1 < len(args):
-			s = &args[i+1]
-		case strings.HasPrefix(v, "--split-string="):
-			s = &Word{Value: strings.TrimPrefix(v, "--split-string="), Dynamic: w.Dynamic}
-		case strings.HasPrefix(v, "-S") && len(v) > 2:
-			s = &Word{Value: v[2:], Dynamic: w.Dynamic}
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			if l := w.Literal; strings.Contains(l, "=") && isAssignment(l) {
+				// NAME=VALUE: env runs the next word even when it starts
+				// with "-"; reading on as options reports more, not less.
+				i++
+				continue
+			}
+			break
 		}
-		if s != nil {
-			vv := append(slices.Clone(via), "env -S")
-			if s.Dynamic {
-				a.opaque("env -S runs text that is only known when the script runs", vv, text)
+		i++
+		var split *Word
+		if strings.HasPrefix(v, "--") {
+			name, val, eq := strings.Cut(v, "=")
+			long, ok := envLongOption(name)
+			switch {
+			case !ok:
+				a.opaque("env has an option this analysis does not know", in, text)
 				return
+			case long == "--split-string" && eq:
+				split = &Word{Value: val}
+			case long == "--split-string" && i < len(args):
+				split = &args[i]
+				i++
+			case envLongOptions[long] && !eq:
+				i++ // its value is the next word
 			}
-			// env -S splits its string into words; a script with the rest
-			// of the arguments appended has the same simple command.
-			parts := []string{s.Value}
-			for _, r := range args[i+2:] {
-				if r.Dynamic {
-					parts = append(parts, "\"$X\"")
-					continue
+		} else {
+			for j := 1; j < len(v); j++ {
+				if v[j] == 'S' {
+					if j+1 < len(v) {
+						split = &Word{Value: v[j+1:]}
+					} else if i < len(args) {
+						split = &args[i]
+						i++
+					}
+					break
 				}
-				q, err := syntax.Quote(r.Value, syntax.LangBash)
-				if err != nil {
-					q = "\"$X\""
+				if strings.IndexByte("aCuP", v[j]) >= 0 {
+					if j == len(v)-1 {
+						i++ // its value is the next word
+					}
+					break
 				}
-				parts = append(parts, q)
 			}
-			a.script(strings.Join(parts, " "), depth+1, vv)
+		}
+		if split != nil {
+			a.envSplit(*split, args[min(i, len(args)):], text, depth, via, hops)
 			return
 		}
 	}
-	rest, ok := skipOptions(args, "0iv", "uCPa", []string{"--ignore-environment", "--null", "--debug"}, []string{"--unset", "--chdir", "--argv0", "--default-signal", "--ignore-signal", "--block-signal"}, 0)
-	a.wrapped("env", rest, ok, text, depth, via, hops)
+	a.wrapped("env", args[min(i, len(args)):], true, text, depth, via, hops)
+}
+
+// envSplit handles env -S STRING followed by the words rest: STRING is split
+// into words (quotes and backslashes as in sh; GNU env also expands ${NAME},
+// a dynamic word here) and env reads them and rest again as its arguments.
+// A string that is not a plain list of words (operators, redirections, a
+// comment) is analysed as a script with rest appended, which holds at least
+// every command env could run.
+func (a *analyzer) envSplit(s Word, rest []Word, text string, depth int, via []string, hops int) {
+	vv := append(slices.Clone(via), "env -S")
+	if s.Dynamic {
+		a.opaque("env -S runs text that is only known when the script runs", vv, text)
+		return
+	}
+	if words, ok := splitWords(s.Value); ok {
+		a.env(append(words, rest...), text, depth, vv, hops+1)
+		return
+	}
+	parts := []string{s.Value}
+	for _, r := range rest {
+		q, err := syntax.Quote(r.Value, syntax.LangBash)
+		if r.Dynamic || err != nil {
+			q = "\"$X\""
+		}
+		parts = append(parts, q)
+	}
+	a.script(strings.Join(parts, " "), depth+1, vv)
+}
+
+// splitWords splits s into words when it is a plain list of words: no
+// operator, redirection, assignment prefix or comment.
+func splitWords(s string) ([]Word, bool) {
+	if strings.Contains(s, "#") {
+		return nil, false
+	}
+	f, err := parse(s)
+	if err != nil || len(f.Stmts) > 1 {
+		return nil, false
+	}
+	if len(f.Stmts) == 0 {
+		return nil, true
+	}
+	st := f.Stmts[0]
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(st.Redirs) > 0 || st.Negated || st.Background || st.Coprocess || len(call.Assigns) > 0 {
+		return nil, false
+	}
+	words := make([]Word, len(call.Args))
+	for i, w := range call.Args {
+		words[i] = resolve(w)
+	}
+	return words, true
+}
+
+// envLongOptions are GNU env's long options, each with whether it takes a
+// value in the next word (the signal options take one only after "=").
+var envLongOptions = map[string]bool{
+	"--argv0": true, "--chdir": true, "--unset": true, "--split-string": true,
+	"--ignore-environment": false, "--null": false, "--debug": false,
+	"--default-signal": false, "--ignore-signal": false, "--block-signal": false,
+	"--list-signal-handling": false, "--help": false, "--version": false,
+}
+
+// envLongOption returns the long option of env that name spells, in full or
+// as an unambiguous prefix (getopt_long).
+func envLongOption(name string) (string, bool) {
+	if _, ok := envLongOptions[name]; ok {
+		return name, true
+	}
+	found := ""
+	for o := range envLongOptions {
+		if len(name) > 2 && strings.HasPrefix(o, name) {
+			if found != "" {
+				return "", false
+			}
+			found = o
+		}
+	}
+	return found, found != ""
 }
 
 // find handles -exec and friends, and -delete.

@@ -60,7 +60,7 @@ func TestAnalyzePrograms(t *testing.T) {
 		{`eval "$CMD"`, []string{"eval", "eval>?"}},
 		{"env rm x", []string{"env", "env>rm"}},
 		{"env -i A=1 -u B rm x", []string{"env", "env>rm"}},
-		{"env -S 'rm -f' x", []string{"env", "env -S>rm"}},
+		{"env -S 'rm -f' x", []string{"env", "env -S>env>rm"}},
 		{"sudo -u root rm x", []string{"sudo", "sudo>rm"}},
 		{"sudo $OPTS rm x", []string{"sudo", "sudo>?"}},
 		{"nohup rm x &", []string{"nohup", "nohup>rm"}},

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/internal/nofollow"
 )
 
 // logFlags are the log options of run and resume: -v and --log-file.
@@ -18,7 +20,7 @@ type logFlags struct {
 
 func (l *logFlags) add(f *pflag.FlagSet) {
 	f.BoolVarP(&l.verbose, "verbose", "v", false, "log decisions and hook log actions to stderr")
-	f.StringVar(&l.file, "log-file", "", "append every log line (decisions, hook log actions, warnings) to this file (created 0600) instead of stderr")
+	f.StringVar(&l.file, "log-file", "", "append every log line (decisions, hook log actions, warnings) to this file (created 0600; a symbolic link is refused) instead of stderr")
 }
 
 // cliLogs are a command's two loggers. Info carries the log lines proper
@@ -37,7 +39,9 @@ type cliLogs struct {
 // open makes the loggers of l; the caller closes them when the command ends.
 func (l *logFlags) open(env *cliEnv) (*cliLogs, error) {
 	if l.file != "" {
-		f, err := os.OpenFile(l.file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		// The file may lie in the workspace, where a tool could have put
+		// a link to a file of the user's in its place.
+		f, err := nofollow.OpenFile(l.file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, usageErr("--log-file: %v", err)
 		}

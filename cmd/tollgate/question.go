@@ -48,14 +48,16 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 	fmt.Fprintf(w, "\nthe agent asks (request %s):\n", safeText(req.ID))
 	var answers [][]string
 	for _, q := range qs {
+		// The model's text: a header and labels stay on their line, a
+		// question's further lines are marked as continuations.
 		if q.Header != "" {
-			fmt.Fprintf(w, "[%s] ", safeText(q.Header))
+			fmt.Fprintf(w, "[%s] ", oneLineSafe(q.Header))
 		}
-		fmt.Fprintf(w, "%s\n", safeText(q.Question))
+		fmt.Fprintf(w, "%s\n", markLines(q.Question))
 		for i, o := range q.Options {
-			fmt.Fprintf(w, "  %d. %s", i+1, safeText(o.Label))
+			fmt.Fprintf(w, "  %d. %s", i+1, oneLineSafe(o.Label))
 			if o.Description != "" {
-				fmt.Fprintf(w, ": %s", safeText(o.Description))
+				fmt.Fprintf(w, ": %s", oneLineSafe(o.Description))
 			}
 			fmt.Fprintln(w)
 		}

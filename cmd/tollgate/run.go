@@ -369,6 +369,9 @@ type printer struct {
 	json    bool
 	midText bool              // the last thing printed was a text delta without a newline
 	names   map[string]string // call ID -> tool name, to label lines of parallel calls
+	inText  bool              // the last event printed was text: a block of the model's text is open
+	nextLn  bool              // the next text starts a line of that block
+	firstLn bool              // and that line is the block's first
 }
 
 // label names the call a decision or result line is about.
@@ -377,6 +380,43 @@ func (p *printer) label(callID string) string {
 		return field(n) + " " + field(callID)
 	}
 	return field(callID)
+}
+
+// continued marks a continuation line of text from outside the command
+// (the model's, a question's): none of tollgate's own lines starts so.
+const continued = "  | "
+
+// text prints a delta of the model's text. Every line of a block of text
+// after its first starts with [continued], and so does a first line that
+// starts with a blank or "-", so that no text can pass for one of
+// tollgate's lines ("   [bash call_9] allowed by person:root", "-> bash").
+func (p *printer) text(delta string) {
+	if !p.inText {
+		p.inText, p.nextLn, p.firstLn = true, true, true
+	}
+	for delta != "" {
+		if p.nextLn {
+			if !p.firstLn || strings.ContainsAny(delta[:1], " \t-") {
+				fmt.Fprint(p.w, continued)
+			}
+			p.nextLn, p.firstLn = false, false
+		}
+		i := strings.IndexByte(delta, '\n')
+		if i < 0 {
+			fmt.Fprint(p.w, safeText(delta))
+			break
+		}
+		fmt.Fprint(p.w, safeText(delta[:i+1]))
+		delta = delta[i+1:]
+		p.nextLn = true
+	}
+	p.midText = !p.nextLn
+}
+
+// markLines returns text from outside the command for a line of its own:
+// terminal-safe, each line after the first starting with [continued].
+func markLines(s string) string {
+	return strings.ReplaceAll(safeText(s), "\n", "\n"+continued)
 }
 
 // endLine ends a line of streamed text left open, so that what follows (an
@@ -404,11 +444,11 @@ func (p *printer) print(ev agent.Event) {
 	}
 	if ev.Kind != agent.EventText {
 		p.endLine()
+		p.inText = false
 	}
 	switch ev.Kind {
 	case agent.EventText:
-		fmt.Fprint(p.w, safeText(ev.Delta))
-		p.midText = !strings.HasSuffix(ev.Delta, "\n")
+		p.text(ev.Delta)
 	case agent.EventToolCall:
 		if p.names == nil {
 			p.names = map[string]string{}

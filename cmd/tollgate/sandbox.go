@@ -24,7 +24,7 @@ import (
 func sandboxRunExtension() runExtension {
 	return runExtension{
 		flags: func(fs *pflag.FlagSet, f *runFlags) {
-			fs.StringVar(&f.sandbox, "sandbox", string(sandbox.Workspace), "confine bash: workspace (write only in --workdir and a private TMPDIR, no TCP), read-only, or off")
+			fs.StringVar(&f.sandbox, "sandbox", string(sandbox.Workspace), "confine bash: workspace (write only in --workdir and a private TMPDIR, no TCP), read-only, or off (bash then runs with your rights: it can write the state directory's store and record a decision under any name)")
 			fs.StringVar(&f.hooksSandbox, "hooks-sandbox", "", "confine command hooks: workspace (the working directory), read-only or off (default: as --sandbox)")
 			fs.StringArrayVar(&f.sandboxRead, "sandbox-read", nil, "a further file or directory sandboxed commands may read; repeatable")
 			fs.Var(newPortsValue(&f.sandboxConnect), "sandbox-connect", "a TCP port sandboxed commands may connect to; repeatable")

@@ -64,7 +64,7 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 					fmt.Fprintln(env.stdout)
 				}
 			}
-			tk, err := toolkit.New(&toolkit.Options{Workdir: workdir, Extra: extra})
+			tk, err := toolkit.New(&toolkit.Options{Workdir: workdir, Extra: extra, Unconfined: true}) // listed, never run
 			if err != nil {
 				return usageErr("tools: %v", err)
 			}

@@ -25,7 +25,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	tk, _ := toolkit.New(&toolkit.Options{Workdir: ws})
+	tk, _ := toolkit.New(&toolkit.Options{Workdir: ws, Unconfined: true})
 	m := scripted.New("demo", scripted.Script{Turns: []scripted.Turn{
 		{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "bash", Args: map[string]any{"command": "rm -rf ."}}}},
 		{Text: "ok"},

@@ -136,7 +136,7 @@ func (h *harness) run(t *testing.T, prompt string, turns ...[]scripted.ToolCall)
 	for range max(h.finals, 1) {
 		s.Turns = append(s.Turns, scripted.Turn{Text: "finished"})
 	}
-	tk, err := toolkit.New(&toolkit.Options{Workdir: h.ws})
+	tk, err := toolkit.New(&toolkit.Options{Workdir: h.ws, Unconfined: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,10 +132,12 @@
 //
 // # Timing
 //
-// Hooks run synchronously on the goroutine that runs the tool, one after the
-// other in registration order: the tool waits for every PRE_TOOL_USE hook, and
-// a slow command delays each matching call by up to its timeout. Tool calls of
-// one turn run concurrently, so hooks may run on several goroutines at once.
+// Hooks run synchronously on the call's goroutine (the agent's worker for
+// that call; the tool itself runs on a goroutine of its own, see package
+// agent), one after the other in registration order: the tool starts only
+// after every PRE_TOOL_USE hook has returned, and a slow command delays each
+// matching call by up to its timeout. Tool calls of one turn run
+// concurrently, so hooks may run on several goroutines at once.
 //
 // # Values from the model are data
 //
@@ -157,13 +159,16 @@
 //     TOLLGATE_OUTPUT_SIZE, and for keys passed to FireEvent TOLLGATE_ and the
 //     key in upper snake case (status: TOLLGATE_STATUS). Use them quoted:
 //     command: 'echo "$TOLLGATE_TOOL" >> calls.log'.
-//   - Stdin: the whole context as one JSON object, args embedded as JSON:
-//     command: "jq -r .args.path >> paths.log".
+//   - Stdin: the context as one JSON object, args embedded as JSON, each
+//     value up to [StdinValueLimit] bytes of JSON (a larger one becomes its
+//     text, cut with a marker): command: "jq -r .args.path >> paths.log".
 //   - The argv form, run without a shell, each element expanded on its own:
 //     argv: [logger, -t, tollgate, "tool ${tool} failed: ${error}"]. An
 //     element is data only to a program that treats it as data: after an
-//     interpreter (argv: [sh, -c, "... ${args}"], python -c, ...) it is code
-//     again, and the loader treats that as unsafe too.
+//     interpreter (argv: [sh, -c, "... ${args}"], python -c, ...; a version
+//     in the name counts, python3.11, perl5.36.0; so does env -S, which
+//     splits a string into the words it runs) it is code again, and the
+//     loader treats that as unsafe too.
 //
 // # Attaching
 //

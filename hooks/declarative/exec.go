@@ -11,7 +11,10 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/proc"
@@ -30,7 +33,8 @@ const (
 	// end never blocks.
 	OutputLimit = 64 << 10
 	// EnvValueLimit is the longest value, in bytes, put in a TOLLGATE_*
-	// environment variable; a longer one is cut there (stdin has it whole).
+	// environment variable; a longer one is cut there (stdin has it up to
+	// StdinValueLimit).
 	EnvValueLimit = 32 << 10
 	// LogMessageLimit is the longest message a log action writes, in bytes
 	// after expansion; a longer one is cut with a marker "…[N of M bytes cut]".
@@ -148,11 +152,35 @@ func (x *executor) command(ctx context.Context, name string, action Action, hctx
 	default:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			x.log.WarnContext(ctx, fmt.Sprintf("hook command exited with status %d", ee.ExitCode()), append(attrs, "output", outputLines(out))...)
+			x.log.WarnContext(ctx, "hook command "+exitText(ee), append(attrs, "output", outputLines(out))...)
 		} else {
 			x.log.WarnContext(ctx, "hook command failed to run", append(attrs, "err", err.Error())...)
 		}
 	}
+}
+
+// exitText says how a command ended: "exited with status 3", "was killed
+// by signal SIGKILL", or "exited with status 137 (128+9: signal SIGKILL)"
+// for the status a shell or the sandbox's helper gives a command that a
+// signal killed (ExitCode alone says -1 for a signal).
+func exitText(ee *exec.ExitError) string {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "was killed by signal " + signalName(ws.Signal())
+	}
+	code := ee.ExitCode()
+	if code > 128 && code < 128+65 {
+		return fmt.Sprintf("exited with status %d (128+%d: signal %s)", code, code-128, signalName(syscall.Signal(code-128)))
+	}
+	return fmt.Sprintf("exited with status %d", code)
+}
+
+// signalName is the signal's name ("SIGKILL"), or its number when it has
+// none.
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return fmt.Sprintf("%d", int(s))
 }
 
 // outputLines returns up to MaxOutputLines lines of what was captured, with a

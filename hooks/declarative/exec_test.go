@@ -365,3 +365,18 @@ func TestCommandSandboxSeam(t *testing.T) {
 		}
 	}
 }
+
+// A command killed by a signal is logged with the signal's name, not as
+// "exited with status -1"; a shell's 128+N status names it too.
+func TestCommandKilledBySignalIsNamed(t *testing.T) {
+	for _, tc := range []struct{ cmd, want string }{
+		{"kill -KILL $$", "hook command was killed by signal SIGKILL"},
+		{"kill -TERM $$", "hook command was killed by signal SIGTERM"},
+		{"sh -c 'kill -SEGV $$'", "hook command exited with status 139 (128+11: signal SIGSEGV)"},
+	} {
+		w := warnings(runAction(t, context.Background(), Command(tc.cmd), nil))
+		if len(w) != 1 || w[0].Msg != tc.want {
+			t.Errorf("%s: warnings = %+v, want %q", tc.cmd, w, tc.want)
+		}
+	}
+}

@@ -408,6 +408,9 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 			flag(argvNode, "argv[0] uses ${%s}: the model or an error would choose the program to run; name the program and pass the value as an argument, $TOLLGATE_%s or stdin", name, mustEnvSuffix(name))
 		} else if i, name := unsafeArgv(a.Argv); i >= 0 {
 			interp := a.Argv[interpreterAt(a.Argv)]
+			if path.Base(interp) == "env" {
+				interp += " -S"
+			}
 			flag(argvNode, "argv[%d] uses ${%s} as an argument of %s, which reads it as code: the model could write code there; pass it as $TOLLGATE_%s or stdin instead", i, name, interp, mustEnvSuffix(name))
 		}
 	}
@@ -429,19 +432,60 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 
 // interpreters read an argument as code (sh -c, python -c, perl -e, ...):
 // in argv after one of them, model-controlled text is as dangerous as in a
-// shell command.
+// shell command. A name matches with a version after it (python3.11,
+// perl5.36.0, lua5.4, tclsh8.6), as Debian and others install them.
 var interpreters = map[string]bool{
 	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true,
 	"fish": true, "csh": true, "tcsh": true, "busybox": true, "ssh": true, "eval": true,
 	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true,
 	"nodejs": true, "php": true, "lua": true, "awk": true, "gawk": true, "mawk": true, "osascript": true,
+	"pypy": true, "pypy3": true, "luajit": true, "tclsh": true, "wish": true, "expect": true,
+	"deno": true, "bun": true, "pwsh": true, "Rscript": true, "julia": true, "sed": true,
+	"nawk": true, "busybox.static": true, "rbash": true, "yash": true, "posh": true,
+}
+
+// isInterpreter reports whether the program a names an interpreter, by its
+// base name with any version after it left out.
+func isInterpreter(a string) bool {
+	b := path.Base(a)
+	return interpreters[b] || interpreters[strings.TrimRight(b, "0123456789.-_")]
+}
+
+// envSplits reports whether the options of env (the elements after it)
+// include -S or --split-string: env then splits a string into words (with
+// quotes, escapes and ${NAME}), so text in it can add words and, first,
+// choose the program.
+func envSplits(opts []string) bool {
+	for _, o := range opts {
+		switch {
+		case o == "--":
+			return false
+		case strings.HasPrefix(o, "--"):
+			if name, _, _ := strings.Cut(o, "="); len(name) > 3 && strings.HasPrefix("--split-string", name) {
+				return true
+			}
+		case strings.HasPrefix(o, "-") && len(o) > 1:
+			for _, c := range o[1:] {
+				if c == 'S' {
+					return true
+				}
+				if strings.ContainsRune("uCa", c) {
+					break // the rest is the option's value
+				}
+			}
+		default:
+			return false // NAME=VALUE or the command
+		}
+	}
+	return false
 }
 
 // interpreterAt returns the index of the first argv element that names an
-// interpreter (wrappers such as env, sudo or timeout may come before it), or -1.
+// interpreter, or env with -S (wrappers such as env, sudo or timeout may
+// come before it), or -1.
 func interpreterAt(argv []string) int {
 	for i, a := range argv {
-		if interpreters[path.Base(a)] {
+		if isInterpreter(a) || path.Base(a) == "env" && envSplits(argv[i+1:]) {
 			return i
 		}
 	}

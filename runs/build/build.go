@@ -251,7 +251,9 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 	bopts.CheckFile = func(ctx context.Context, u builtin.FileUse) error {
 		return approval.CheckFile(ctx, approval.Call{Tool: u.Tool, Args: u.Args, Hints: u.Hints}, u.Links, s.opts.Authorizers...)
 	}
-	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.Workdir, Extra: b.opts.Tools, Builtin: bopts})
+	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.Workdir, Extra: b.opts.Tools, Builtin: bopts,
+		// Unconfined only where the configuration turned the sandbox off.
+		Unconfined: bopts.Sandbox == nil})
 	if err != nil {
 		_ = s.closeAll()
 		if errors.Is(err, toolkit.ErrDuplicateTool) || errors.Is(err, toolkit.ErrInvalidTool) {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -30,7 +31,7 @@ func setupMCP(ctx context.Context, s *setup) error {
 		return nil
 	}
 	s.addProtected(files...)
-	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.sandbox.mcpSandbox(),
+	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
 		OAuthDir: s.b.opts.MCPLogins, Elicit: s.b.opts.Elicit})
 	if err != nil {
 		return err
@@ -50,6 +51,64 @@ func setupMCP(ctx context.Context, s *setup) error {
 	}
 	s.toolsets = append(s.toolsets, set)
 	return nil
+}
+
+// protectPrograms returns confine (nil: none) preceded by the protection of
+// each stdio server's own files inside the workspace: its program and the
+// arguments that name files (its script). A server trusted with its tools'
+// hints runs them unasked, so its code governs the run like a policy file:
+// a tool that rewrote it could make it claim readOnlyHint and run what it
+// likes next time. The files are protected like the MCP files themselves,
+// from the file tools and, with namespaces, from sandboxed commands.
+func (s *setup) protectPrograms(confine func(*exec.Cmd, string, *mcptool.ServerConfig) error) func(*exec.Cmd, string, *mcptool.ServerConfig) error {
+	var mu sync.Mutex // servers start concurrently
+	ws := s.cfg.Workdir
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	return func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
+		// The confinement reads the protected paths: under the same lock.
+		mu.Lock()
+		defer mu.Unlock()
+		if files := programFiles(cmd, ws); len(files) > 0 {
+			s.addProtected(files...)
+		}
+		if confine == nil {
+			return nil
+		}
+		return confine(cmd, server, sc)
+	}
+}
+
+// programFiles returns the regular files among cmd's program and arguments
+// (resolved against cmd.Dir) that lie inside ws, with their links resolved.
+func programFiles(cmd *exec.Cmd, ws string) []string {
+	if ws == "" {
+		return nil
+	}
+	var out []string
+	for i, a := range append([]string{cmd.Path}, cmd.Args[1:]...) {
+		if a == "" || (i > 0 && strings.HasPrefix(a, "-")) {
+			continue
+		}
+		if !filepath.IsAbs(a) {
+			a = filepath.Join(cmd.Dir, a)
+		}
+		real, err := filepath.EvalSymlinks(a)
+		if err != nil {
+			continue
+		}
+		if abs, err := filepath.Abs(real); err == nil {
+			real = abs
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if rel, err := filepath.Rel(ws, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			out = append(out, real)
+		}
+	}
+	return out
 }
 
 // MCPOptions configures [OpenMCP]; nil means defaults.

@@ -54,6 +54,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -166,8 +167,13 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 // which no other local user may read, whatever the directory allows. A
 // file made by an earlier version with a wider mode is narrowed; a file
 // this process does not own is left as it is.
+//
+// A database path whose last element is a symbolic link is refused: the
+// state directory may lie in the workspace, where a tool could have put a
+// link to a file of the user's, which the store would then create, narrow
+// and overwrite.
 func ownerOnly(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := nofollow.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
