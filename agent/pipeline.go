@@ -112,11 +112,19 @@ func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, 
 // env is what the run lends the gate for one call: its tools, the
 // authorizers a parent agent handed down, the events, the run's request IDs.
 func (r *runner) env(ctx context.Context, emit func(Event)) *gate.Env {
-	env := &gate.Env{Tools: r, Observer: &callEvents{emit: emit}, ClaimID: r.claimRequestID}
+	ce := &callEnv{events: callEvents{emit: emit}}
+	ce.Env = gate.Env{Tools: r, Observer: &ce.events, ClaimID: r.claimRequestID}
 	if g := inherited(ctx); g != nil {
-		env.Authorizers = g.authorizers
+		ce.Env.Authorizers = g.authorizers
 	}
-	return env
+	return &ce.Env
+}
+
+// callEnv is a call's environment and the events its observer makes,
+// made together.
+type callEnv struct {
+	gate.Env
+	events callEvents
 }
 
 // Tool returns the run's tool called name (gate.Tools).

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,10 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/tool"
 )
+
+// ErrNoRecord is Complete's error for an [Allowed] without its Record:
+// not one that Decide made.
+var ErrNoRecord = errors.New("gate: the allowed call has no record (it was not made by Decide)")
 
 // Ran is what running an allowed call gave: the tool's result (or the one
 // the caller reports for a tool it ran elsewhere), how long it took, and
@@ -42,9 +47,13 @@ func Reported(res tool.Result, latency time.Duration) Runner {
 // asks instead of answering (a pending request in its result) suspends the
 // call: the ruling is Pending. A context that ends during PRE_TOOL_USE
 // runs nothing: the ruling is its Err. An AfterTool hook that fails
-// withholds the result: the ruling is the Record with the Err.
+// withholds the result: the ruling is the Record with the Err. An Allowed
+// without its Record is refused with [ErrNoRecord].
 func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) Ruling {
 	c, rec := &a.Call, a.Record
+	if rec == nil {
+		return Ruling{Err: ErrNoRecord}
+	}
 	if a.Answer != nil {
 		ctx = tool.WithAnswer(ctx, *a.Answer)
 	}
@@ -73,16 +82,16 @@ func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) R
 			g.guard(ctx, c, "tool call listener (PostToolUse)", func() { l.PostToolUse(ctx, &post) })
 		}
 		if a.Answer != nil {
-			return Ruling{Record: g.finish(ctx, env, c, &rec, tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", OriginTool, res.Pending.Prompt),
+			return Ruling{Record: g.finish(ctx, env, c, rec, tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", OriginTool, res.Pending.Prompt),
 				Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "second pending request", Votes: decision.Votes}, false)}
 		}
-		return Ruling{Pending: g.suspend(ctx, env, c, &rec, OriginTool, res.Pending, a.Args, decision.Votes)}
+		return Ruling{Pending: g.suspend(ctx, env, c, rec, OriginTool, res.Pending, a.Args, decision.Votes)}
 	}
 	if l != nil {
 		g.listenAfter(ctx, c, l, *use, res, ran.Latency)
 	}
 	rec.Decision = decision
-	return g.afterTool(ctx, env, a, &rec, res)
+	return g.afterTool(ctx, env, a, rec, res)
 }
 
 // listenAfter tells the listener the tool returned: POST_TOOL_USE, and

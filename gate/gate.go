@@ -169,8 +169,10 @@ type Ruling struct {
 }
 
 // Allowed is a call the gate decided to run, with what [Gate.Complete]
-// needs to finish it. It serializes: an agent tollgate does not run keeps
-// it while it runs the tool itself.
+// needs to finish it. It serializes: a host governing an agent tollgate does
+// not run keeps it while that agent runs the tool. It is the gate's own
+// state: keep it where the agent cannot change it (the agent reports only
+// the result).
 type Allowed struct {
 	Call Call `json:"call"`
 	// Args are the arguments the tool runs with: the call's, as rewritten by
@@ -178,8 +180,8 @@ type Allowed struct {
 	// tool's input schema.
 	Args json.RawMessage `json:"args"`
 	// Record is the call's record so far: the requested and final
-	// arguments, the decision, the start.
-	Record Record `json:"record"`
+	// arguments, the decision, the start. [Gate.Complete] finishes it.
+	Record *Record `json:"record"`
 	// Context holds the BeforeTool hooks' notes, appended to the result.
 	Context []string `json:"context,omitempty"`
 	// Answer is the answer that approved the call, if any.

@@ -88,3 +88,15 @@ func (reporter) Call(t *testing.T, s gatetest.Setup, name string, args json.RawM
 // A caller that runs the tool itself and reports the result passes the
 // same suite as the agent and the durable engine.
 func TestConformanceReportedResults(t *testing.T) { gatetest.Run(t, reporter{}) }
+
+// An Allowed that Decide did not make (no record) is refused, and nothing
+// runs.
+func TestCompleteRefusesAnAllowedWithoutRecord(t *testing.T) {
+	g := gate.New(gate.Options{})
+	ran := false
+	ru := g.Complete(context.Background(), &gate.Env{}, &gate.Allowed{Call: gate.Call{ID: "c", Name: "bash"}},
+		func(context.Context, *gate.Allowed) gate.Ran { ran = true; return gate.Ran{} })
+	if ru.Err != gate.ErrNoRecord || ran {
+		t.Fatalf("ruling %+v, ran %v", ru, ran)
+	}
+}
