@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -66,7 +67,7 @@ func TestAnswerActorKeptInDecision(t *testing.T) {
 
 // A Permission hook answers as itself: an actor it names is dropped.
 func TestPermissionHookCannotNameActor(t *testing.T) {
-	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "t", Rules: []approval.Rule{{ID: "ask", Tools: []string{"transfer_funds"}, Decision: approval.Ask}}})
+	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "t", Rules: []policy.Rule{{ID: "ask", Tools: []string{"transfer_funds"}, Decision: approval.Ask}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/toolkit"
 )
 
@@ -52,7 +53,7 @@ rules:
     decision: deny
     reason: secret is off limits
 `
-	p, _, err := approval.ParsePolicy("p.yaml", strings.NewReader(pol))
+	p, _, err := policy.ParsePolicy("p.yaml", strings.NewReader(pol))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -28,7 +29,7 @@ rules:
   - id: rest
     decision: allow
 `
-	p, _, err := approval.ParsePolicy("p.yaml", strings.NewReader(pol))
+	p, _, err := policy.ParsePolicy("p.yaml", strings.NewReader(pol))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,44 +9,19 @@
 // with a reason the model sees, or approve edited arguments, which are validated
 // and authorized again before anything runs.
 //
-// # Policy
-//
-// [Policy] is the built-in Authorizer, loaded from YAML with [LoadPolicy] or
-// [ParsePolicy] (problems come back as data with file:line:col) or built with
-// [NewPolicy]. It has two layers, combined deny > ask > allow with each other
-// and, in the agent, with every hook and other authorizer:
-//
-//   - risk against autonomy: each call has a [Risk] (from its tool's hints by
-//     [RiskOf], or declared for the tool in the policy) and the policy an
-//     [Autonomy] level; [AutonomyDecision] documents the matrix. Escalation is
-//     denied at every level.
-//   - rules: a tool glob (seed 000's matcher semantics: only '*' is special,
-//     case is ignored, no implicit prefix), conditions on the hints, the risk
-//     and argument values (equals, prefix, pathPrefix, pathGlob, regex), an
-//     id and a decision.
-//
-// A rule may also carry a [CommandCondition]: the shell script in bash's
-// command argument is parsed (package approval/shellcmd) and the rule judges
-// every simple command in it, with the program matched by base name after
-// quotes, backslashes and paths are resolved and wrappers (sh -c, eval,
-// sudo, env, xargs, find -exec and -delete, ...) are seen through. Anything
-// the analysis cannot see through is asked about ([ShellOpaque]), never
-// allowed. Claude Code's permission rules ("Bash(git push:*)",
-// "Read(.env)", "Edit(src/**)") are accepted as a shorthand with the same
-// meaning ([PermissionRule]).
+// The policy language that most authorizers are written in (YAML policies,
+// Claude Code's permission rules, the shell analysis of bash scripts) is
+// package policy, above this one: the vocabulary here pulls no parser.
 //
 // A decision about a path holds for the file the path led to at that
 // moment. [CheckFile] judges a call again when its tool has opened the file
 // (builtin.Options.CheckFile), with the path replaced by the opened file's
 // real one, so that a symbolic link changed in between cannot lead the call
-// elsewhere; it also refuses files with other names (hard links) where a
-// policy judges the tool by path. [Policy.WithPaths] lets the path rules
-// judge the files named inside an argument (apply_patch's patch).
+// elsewhere; it also refuses files with other names (hard links) where an
+// authorizer judges the tool by path ([PathJudge]).
 //
-// Verdicts name their source as a [Principal]: a rule by its ID, the
-// autonomy level, or [ShellOpaque]. A rule's
-// allow is a vote, never an exemption: it cannot lower an ask or a deny of
-// another rule or of the autonomy level. Durable stores for halted runs and
+// Verdicts name their source as a [Principal]: a rule by its ID, an
+// autonomy level, the runtime. Durable stores for halted runs and
 // approvals live in the subpackage approval/store, which this package does not
 // import.
 package approval

@@ -3,50 +3,21 @@ package approval
 import (
 	"context"
 	"fmt"
-	"slices"
 
-	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/internal/toolctx"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // PathJudge is implemented by an [Authorizer] whose verdicts about a tool
-// can depend on the paths in its arguments ([Policy]: a rule that denies or
-// asks with a pathPrefix or pathGlob condition). [CheckFile] refuses, for
+// can depend on the paths in its arguments (a policy of package policy: a
+// rule that denies or asks with a pathPrefix or pathGlob condition). [CheckFile] refuses, for
 // such a tool, a file with other names (hard links), which a path cannot
 // tell apart.
 type PathJudge interface {
 	// JudgesPaths reports whether some verdict about tool may depend on a
-	// path argument.
-	JudgesPaths(tool string) bool
-}
-
-// JudgesPaths implements [PathJudge]: it reports whether a rule that
-// denies or asks, and that may apply to tool, has a pathPrefix or pathGlob
-// condition.
-func (p *Policy) JudgesPaths(toolName string) bool {
-	_, ok := p.pathRule(toolName)
-	return ok
-}
-
-// pathRule returns the principal of the first rule that denies or asks, may
-// apply to toolName, and has a pathPrefix or pathGlob condition.
-func (p *Policy) pathRule(toolName string) (Principal, bool) {
-	for i := range p.rules {
-		r := &p.rules[i]
-		if r.Decision == Allow {
-			continue
-		}
-		if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, toolName) }) {
-			continue
-		}
-		for _, a := range r.args {
-			if a.PathPrefix != "" || a.glob != "" {
-				return Principal{Kind: PrincipalRule, Name: r.ID}, true
-			}
-		}
-	}
-	return Principal{}, false
+	// path argument, and who would give it (a policy's rule; zero when
+	// the judge names none).
+	JudgesPaths(tool string) (by Principal, ok bool)
 }
 
 // CheckFile judges again, with azs, a call that has already been authorized,
@@ -69,10 +40,13 @@ func (p *Policy) pathRule(toolName string) (Principal, bool) {
 func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) error {
 	if links > 1 {
 		for _, az := range azs {
-			if pj, ok := az.(PathJudge); ok && pj.JudgesPaths(c.Tool) {
-				by := Runtime // the rule is the policy's own business
-				if p, ok := az.(*Policy); ok {
-					by, _ = p.pathRule(c.Tool)
+			pj, ok := az.(PathJudge)
+			if !ok {
+				continue
+			}
+			if by, judges := pj.JudgesPaths(c.Tool); judges {
+				if by.IsZero() {
+					by = Runtime
 				}
 				reason := fmt.Sprintf("the file has %d hard links, and the policy judges %s by path: another name of it may be one the policy denies", links, c.Tool)
 				return refuse(ctx, Verdict{Decision: Deny, By: by, Reason: reason}, reason)
@@ -128,8 +102,8 @@ func refuse(ctx context.Context, v Verdict, msg string) *FileRefusal {
 // verdict denied it, asked and no one approved the call, an authorizer
 // failed (Verdict is then a deny by that authorizer, as in a call's
 // authorization), or the file has other names a path-judging authorizer
-// cannot see (Verdict is then a deny by the first [Policy] rule that judges
-// the tool by path, or by the runtime for another [PathJudge]). A tool call of package agent whose
+// cannot see (Verdict is then a deny by the rule the [PathJudge] names, or
+// by the runtime when it names none). A tool call of package agent whose
 // error result carries such a refusal is recorded as denied by
 // Verdict.By, with its reason.
 type FileRefusal struct {

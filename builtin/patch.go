@@ -315,7 +315,7 @@ func seekLines(lines, want []string, from int, eof bool) int {
 // of every Add, Update and Delete section and every Move to path. args are
 // the call's arguments ({"patchText": "*** Begin Patch ..."}); the error
 // says why they hold no patch that parses (the tool refuses such a call
-// too). Given to approval.Policy.WithPaths for apply_patch, it lets a
+// too). Given to policy.Policy.WithPaths for apply_patch, it lets a
 // policy's path rules judge each file a patch touches.
 func PatchPaths(args json.RawMessage) ([]string, error) {
 	var in ApplyPatchInput

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -15,9 +16,9 @@ import (
 // the command itself and reports the result, which is recorded.
 func Example() {
 	ctx := context.Background()
-	policy, err := approval.NewPolicy(approval.PolicySpec{Name: "team", Rules: []approval.Rule{
-		{ID: "no-rm", Tools: []string{"bash"}, Command: &approval.CommandCondition{Programs: []string{"rm"}}, Decision: approval.Deny, Reason: "no deletions"},
-		{ID: "ask-push", Tools: []string{"bash"}, Command: &approval.CommandCondition{Patterns: []string{"git push *"}}, Decision: approval.Ask},
+	policy, err := policy.NewPolicy(policy.PolicySpec{Name: "team", Rules: []policy.Rule{
+		{ID: "no-rm", Tools: []string{"bash"}, Command: &policy.CommandCondition{Programs: []string{"rm"}}, Decision: approval.Deny, Reason: "no deletions"},
+		{ID: "ask-push", Tools: []string{"bash"}, Command: &policy.CommandCondition{Patterns: []string{"git push *"}}, Decision: approval.Ask},
 	}})
 	if err != nil {
 		panic(err)

@@ -2,7 +2,7 @@ package mcptool_test
 
 // The MCP field cases end to end: MCP tools from mcptool offered to a real
 // agent.Agent, with declarative hooks, BeforeTool/AfterTool hooks and an
-// approval.Policy around them. The servers are go-sdk servers in this process
+// policy.Policy around them. The servers are go-sdk servers in this process
 // (whose middleware records every tools/call that reaches them) and the real
 // @modelcontextprotocol/server-filesystem.
 
@@ -28,6 +28,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -168,9 +169,9 @@ func (l *hookLog) list() []string {
 	return slices.Clone(l.events)
 }
 
-func policy(t *testing.T, src string) *approval.Policy {
+func testPolicy(t *testing.T, src string) *policy.Policy {
 	t.Helper()
-	p, _, err := approval.ParsePolicy("policy.yaml", strings.NewReader(src))
+	p, _, err := policy.ParsePolicy("policy.yaml", strings.NewReader(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestC15HooksFireForMCPToolsAndDeniedCallsSendNothing(t *testing.T) {
 	})
 	a := newAgent(t, agent.Options{
 		Model: model.Func(m.generate), Tools: agent.ToolList(set.Tools()), Hooks: h,
-		Authorizers: []approval.Authorizer{policy(t, `rules:
+		Authorizers: []approval.Authorizer{testPolicy(t, `rules:
   - id: no-etc
     tool: mcp__fs__*
     args:
@@ -366,7 +367,7 @@ func TestC37MissingAnnotationsGetMCPDefaults(t *testing.T) {
 	}}}
 	a := newAgent(t, agent.Options{
 		Model: model.Func(m.generate), Tools: agent.ToolList(set.Tools()),
-		Authorizers: []approval.Authorizer{policy(t, askDestructive)},
+		Authorizers: []approval.Authorizer{testPolicy(t, askDestructive)},
 	})
 	res, err := a.Run(context.Background(), "go")
 	if err != nil || res.Status != agent.StatusPending {
@@ -469,7 +470,7 @@ func TestFilesystemServerUnderPolicy(t *testing.T) {
 	}}}
 	a := newAgent(t, agent.Options{
 		Model: model.Func(m.generate), Tools: agent.ToolList(set.Tools()),
-		Authorizers: []approval.Authorizer{policy(t, askDestructive)},
+		Authorizers: []approval.Authorizer{testPolicy(t, askDestructive)},
 	})
 	log := &hookLog{}
 	declarative.Of([]declarative.Config{

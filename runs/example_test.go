@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -31,7 +32,7 @@ func ExampleHost() {
 		return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "transfer_funds", Arguments: map[string]int{"amount": 5}}}}, nil
 	})
 	builder := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-		pol, err := approval.NewPolicy(approval.PolicySpec{Name: "pay", Rules: []approval.Rule{{ID: "ask-pay", Tools: []string{"transfer_funds"}, Decision: approval.Ask}}})
+		pol, err := policy.NewPolicy(policy.PolicySpec{Name: "pay", Rules: []policy.Rule{{ID: "ask-pay", Tools: []string{"transfer_funds"}, Decision: approval.Ask}}})
 		if err != nil {
 			return nil, err
 		}

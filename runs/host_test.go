@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -29,7 +30,7 @@ type testBuilder struct {
 }
 
 func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "test", Rules: []approval.Rule{{ID: "ask-transfer", Tools: []string{"transfer_funds"}, Decision: approval.Ask}}})
+	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "test", Rules: []policy.Rule{{ID: "ask-transfer", Tools: []string{"transfer_funds"}, Decision: approval.Ask}}})
 	if err != nil {
 		return nil, err
 	}

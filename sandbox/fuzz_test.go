@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/sandbox"
 )
 
@@ -56,7 +57,7 @@ var landlockRefusal = regexp.MustCompile(`\brm\b[^\n]*Permission denied|Permissi
 // execFuzz runs scripts in the sandbox and judges them.
 type execFuzz struct {
 	sb  *sandbox.Sandbox
-	pol *approval.Policy
+	pol *policy.Policy
 	// canary is a writable directory first on the scripts' PATH that
 	// holds a copy of rm: Landlock leaves it executable, so that an exec
 	// of rm by name meets the supervisor, which says so, rather than a
@@ -71,7 +72,7 @@ func newExecFuzz(t testing.TB) *execFuzz {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, _, err := approval.ParsePolicy("fuzz.yaml", strings.NewReader(`rules:
+	pol, _, err := policy.ParsePolicy("fuzz.yaml", strings.NewReader(`rules:
   - {id: no-rm, tool: bash, command: {program: rm}, decision: deny, reason: no rm}
 `))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -45,7 +46,7 @@ func Example() {
 	// Package runs/build builds agents from their configuration as `tollgate
 	// serve` does; this one is built by hand, with the policy in code.
 	builder := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-		pol, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
+		pol, err := policy.NewPolicy(policy.PolicySpec{Rules: []policy.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
 		if err != nil {
 			return nil, err
 		}

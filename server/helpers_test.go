@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -58,7 +59,7 @@ type testBuilder struct {
 
 func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 	b.builds.Add(1)
-	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "test", Rules: []approval.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
+	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "test", Rules: []policy.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -40,7 +41,7 @@ func (t tools) Tools() []tool.Tool { return t }
 // fixture builds an agent whose model asks, in its first turn, for two calls
 // at once (read, allowed; delete, denied by the policy rule no-delete) and then
 // answers. The middleware reports to an in-memory exporter and a manual reader.
-func fixture(t *testing.T, policy string, opts ...fixtureOpt) (*agent.Agent, *tracetest.InMemoryExporter, *sdkmetric.ManualReader) {
+func fixture(t *testing.T, policySrc string, opts ...fixtureOpt) (*agent.Agent, *tracetest.InMemoryExporter, *sdkmetric.ManualReader) {
 	t.Helper()
 	// Both calls must be in flight together: read runs until the policy has
 	// seen delete, and the policy's first verdict on delete waits until read
@@ -80,7 +81,7 @@ func fixture(t *testing.T, policy string, opts ...fixtureOpt) (*agent.Agent, *tr
 		}
 		return model.Reply{Content: "done", Usage: model.Usage{InputTokens: 200, OutputTokens: 5, TotalTokens: 205}}, nil
 	})
-	p, _, err := approval.ParsePolicy("policy.yaml", strings.NewReader(policy))
+	p, _, err := policy.ParsePolicy("policy.yaml", strings.NewReader(policySrc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,10 +55,10 @@ type Options struct {
 	// address ranges its private-address guard lets through); nil means
 	// builtin's defaults.
 	//
-	// With an approval.Policy whose rules name paths, set Builtin.CheckFile
+	// With an policy.Policy whose rules name paths, set Builtin.CheckFile
 	// to ask the run's authorizers again when a file tool opens a file
 	// (approval.CheckFile), and give the policy the workspace
-	// (approval.Policy.WithWorkdir): otherwise a rule on "secret/" does not
+	// (policy.Policy.WithWorkdir): otherwise a rule on "secret/" does not
 	// stop "./secret/key.txt", the absolute path, or a link to the file.
 	// Package runs/build does both (build.WorkspacePolicy); the README's
 	// "As a library" shows the wiring by hand.

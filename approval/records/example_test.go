@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -36,7 +37,7 @@ func ExampleWriter() {
 		return fmt.Sprintf("sent %d to %s", in.Amount, in.To), nil
 	}, nil)
 
-	pol, _, err := approval.ParsePolicy("policy.yaml", strings.NewReader(`
+	pol, _, err := policy.ParsePolicy("policy.yaml", strings.NewReader(`
 rules:
   - id: no-secrets
     tool: read_file

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 
@@ -45,7 +46,7 @@ const (
 )
 
 // approvalRunExtension adds the policy and approval flags to `tollgate run`:
-// --policy and --autonomy add an approval.Policy authorizer; --approve says
+// --policy and --autonomy add an policy.Policy authorizer; --approve says
 // who answers pending requests (prompt: the person at the terminal, or, when
 // stdin is not a terminal, nobody now: the run is stored and exits 3; wait:
 // the run is stored, then this process waits for answers and goes on;
@@ -94,7 +95,7 @@ func approvalRunExtension() runExtension {
 
 // loadPolicy loads file (if any), prints its problems to w, and applies the
 // autonomy override (build.LoadPolicy), its errors named by the flags.
-func loadPolicy(w io.Writer, file, autonomy string) (*approval.Policy, error) {
+func loadPolicy(w io.Writer, file, autonomy string) (*policy.Policy, error) {
 	pol, err := build.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) })
 	if err != nil {
 		return nil, flagError(err)
@@ -297,7 +298,7 @@ func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
 // argument conditions on fields that no matched builtin tool has.
 //
 // Each warning is a problem at the rule's line:col in its file.
-func lintPolicy(spec approval.PolicySpec) []approval.Problem {
+func lintPolicy(spec policy.PolicySpec) []policy.Problem {
 	tools, err := builtin.New(os.TempDir(), nil)
 	if err != nil {
 		return nil
@@ -312,10 +313,10 @@ func lintPolicy(spec approval.PolicySpec) []approval.Problem {
 			}
 		}
 	}
-	var warns []approval.Problem
+	var warns []policy.Problem
 	for _, r := range spec.Rules {
 		warn := func(format string, a ...any) {
-			warns = append(warns, approval.Problem{File: spec.Name, Line: r.Line, Col: r.Col, Severity: approval.SeverityWarning, Message: fmt.Sprintf(format, a...)})
+			warns = append(warns, policy.Problem{File: spec.Name, Line: r.Line, Col: r.Col, Severity: policy.SeverityWarning, Message: fmt.Sprintf(format, a...)})
 		}
 		var matched []string // builtins the rule applies to
 		mcp := len(r.Tools) == 0
@@ -346,7 +347,7 @@ func lintPolicy(spec approval.PolicySpec) []approval.Problem {
 		if r.Command != nil {
 			f := r.Command.Field
 			if f == "" {
-				f = approval.DefaultCommandField
+				f = policy.DefaultCommandField
 			}
 			fields = append(fields, f)
 		}
@@ -380,13 +381,13 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			failed := false
 			for _, f := range args {
-				p, problems, err := approval.LoadPolicy(f)
+				p, problems, err := policy.LoadPolicy(f)
 				for _, pr := range problems {
 					fmt.Fprintln(env.stdout, pr)
 				}
 				if err != nil {
 					failed = true
-					var pe *approval.PolicyError
+					var pe *policy.PolicyError
 					if !errors.As(err, &pe) {
 						printError(env.stderr, err)
 					}

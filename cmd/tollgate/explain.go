@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -100,7 +101,7 @@ func builtinHints(name string) *tool.Hints {
 	return nil
 }
 
-func printExplanation(env *cliEnv, pol *approval.Policy, call approval.Call) {
+func printExplanation(env *cliEnv, pol *policy.Policy, call approval.Call) {
 	w := env.stdout
 	ev := pol.Evaluate(call)
 	fmt.Fprintf(w, "tool %s, risk %s (from %s)\n", safeText(call.Tool), ev.Risk, ev.RiskFrom)

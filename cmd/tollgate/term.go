@@ -136,7 +136,7 @@ func jsonSafe(b []byte) []byte {
 // can start a line of its own that looks like tollgate's.
 //
 // A list of errors wrapped in context ("run: --policy: " around a
-// *approval.PolicyError, whose problems unwrap as a list) gives a line per
+// *policy.PolicyError, whose problems unwrap as a list) gives a line per
 // listed error, each with that context in front, so that every line names
 // the flag and the file:line:col it is about.
 func errorLines(err error) []string {

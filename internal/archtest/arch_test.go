@@ -28,6 +28,10 @@ var groups = []struct {
 	// any caller (the agent loop, the durable engine, agents tollgate
 	// does not run).
 	{"gate", 2},
+	// The policy language (YAML policies, Claude Code permission rules,
+	// the shell analysis of policy/shellcmd) over approval's vocabulary,
+	// so that the agent and the gate pull no parser.
+	{"policy", 2},
 	{"agent", 3},
 	// Adapters: level 3 beside the agent; they may use the agent, never the
 	// reverse, and never each other.

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 )
 
@@ -67,12 +68,12 @@ func setupApproval(ctx context.Context, s *setup) error {
 // "autonomy"), passes its warnings to notice as "policy: PROBLEM", and
 // applies the autonomy level when not empty. Errors are [*runs.FieldError]s
 // naming policyFile or autonomy.
-func LoadPolicy(file, autonomy string, notice func(string)) (*approval.Policy, error) {
-	var pol *approval.Policy
+func LoadPolicy(file, autonomy string, notice func(string)) (*policy.Policy, error) {
+	var pol *policy.Policy
 	if file != "" {
-		p, problems, err := approval.LoadPolicy(file)
+		p, problems, err := policy.LoadPolicy(file)
 		for _, pr := range problems {
-			if pr.Severity == approval.SeverityWarning && notice != nil {
+			if pr.Severity == policy.SeverityWarning && notice != nil {
 				notice(fmt.Sprint("policy: ", pr))
 			}
 		}
@@ -81,7 +82,7 @@ func LoadPolicy(file, autonomy string, notice func(string)) (*approval.Policy, e
 		}
 		pol = p
 	} else {
-		p, err := approval.NewPolicy(approval.PolicySpec{Name: "autonomy"})
+		p, err := policy.NewPolicy(policy.PolicySpec{Name: "autonomy"})
 		if err != nil {
 			return nil, err
 		}
@@ -102,11 +103,11 @@ func LoadPolicy(file, autonomy string, notice func(string)) (*approval.Policy, e
 // WorkspacePolicy returns pol as the builtin tools on workdir need it: its
 // path rules see a relative path as relative to workdir, and the workspace
 // as given and with its links resolved as the same place
-// ([approval.Policy.WithWorkdir]); each file an apply_patch call touches is
-// a path the rules see ([approval.Policy.WithPaths], [builtin.PatchPaths]).
+// ([policy.Policy.WithWorkdir]); each file an apply_patch call touches is
+// a path the rules see ([policy.Policy.WithPaths], [builtin.PatchPaths]).
 // Without it a rule on "secret/" does not match "./secret/key.txt" or the
 // absolute path of the same file.
-func WorkspacePolicy(pol *approval.Policy, workdir string) (*approval.Policy, error) {
+func WorkspacePolicy(pol *policy.Policy, workdir string) (*policy.Policy, error) {
 	real, err := filepath.EvalSymlinks(workdir)
 	if err != nil {
 		real = workdir

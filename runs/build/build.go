@@ -21,11 +21,11 @@
 //   - Claude: the hooks of Claude Code settings files (package
 //     hooks/claudecode); a skipped PreToolUse or PermissionRequest entry that
 //     fails closed is refused;
-//   - PolicyFile and Autonomy: an approval.Policy authorizer whose path rules
+//   - PolicyFile and Autonomy: an policy.Policy authorizer whose path rules
 //     see the workspace as given and with its links resolved
-//     ([approval.Policy.WithWorkdir]) and every file an apply_patch call
+//     ([policy.Policy.WithWorkdir]) and every file an apply_patch call
 //     touches; ApprovalTTL; the programs it denies outright in bash's
-//     scripts ([approval.DeniedPrograms]) are also refused at exec by bash's
+//     scripts ([policy.DeniedPrograms]) are also refused at exec by bash's
 //     sandbox (sandbox.Policy.DenyExec), whatever the script's spelling;
 //   - RecordsFile: one JSON line per tool call record (package
 //     approval/records);
@@ -66,6 +66,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/toolkit"
@@ -238,7 +239,7 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 	s.addProtected(b.opts.Protect...)
 	// The programs the authorizers deny outright are refused at exec in
 	// bash's sandbox too, whatever the script's spelling.
-	s.sandbox.denyExec = approval.DeniedPrograms(builtin.Bash, s.opts.Authorizers...)
+	s.sandbox.denyExec = policy.DeniedPrograms(builtin.Bash, s.opts.Authorizers...)
 	bopts := s.sandbox.builtinOptions()
 	// The file tools run in this process, outside any sandbox: they refuse
 	// the files that govern the run themselves, and the Claude Code settings

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
@@ -110,7 +111,7 @@ type builder struct {
 }
 
 func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "page", Rules: []approval.Rule{
+	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "page", Rules: []policy.Rule{
 		{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"},
 		{ID: "ask-note", Tools: []string{"note"}, Decision: approval.Ask, Reason: "notes are kept"},
 	}})

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/anthropic"
 	"github.com/tollgate-dev/tollgate/model/openai"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -210,14 +211,14 @@ func governedHooks(n int) (*hooks.Hooks, *atomic.Int64) {
 // allow the workload's calls or do not match them.
 func benchPolicy() approval.Authorizer {
 	t := true
-	p, err := approval.NewPolicy(approval.PolicySpec{
+	p, err := policy.NewPolicy(policy.PolicySpec{
 		Name:     "bench",
 		Autonomy: approval.Supervised,
-		Rules: []approval.Rule{
-			{ID: "weather-city", Tools: []string{"get_weather"}, Args: []approval.ArgCondition{{Field: "city", Regex: `^[A-Za-z .-]+$`}}, Decision: approval.Allow},
-			{ID: "add-read-only", Tools: []string{"add"}, Hints: approval.HintConditions{ReadOnly: &t}, Decision: approval.Allow},
+		Rules: []policy.Rule{
+			{ID: "weather-city", Tools: []string{"get_weather"}, Args: []policy.ArgCondition{{Field: "city", Regex: `^[A-Za-z .-]+$`}}, Decision: approval.Allow},
+			{ID: "add-read-only", Tools: []string{"add"}, Hints: policy.HintConditions{ReadOnly: &t}, Decision: approval.Allow},
 			{ID: "nap-ok", Tools: []string{"nap"}, Decision: approval.Allow},
-			{ID: "no-etc", Tools: []string{"write", "edit"}, Args: []approval.ArgCondition{{Field: "path", PathPrefix: "/etc"}}, Decision: approval.Deny, Reason: "/etc is off limits"},
+			{ID: "no-etc", Tools: []string{"write", "edit"}, Args: []policy.ArgCondition{{Field: "path", PathPrefix: "/etc"}}, Decision: approval.Deny, Reason: "/etc is off limits"},
 			{ID: "ask-network", Risks: []approval.Risk{approval.RiskNetwork}, Decision: approval.Ask},
 		},
 	})

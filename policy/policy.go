@@ -1,4 +1,4 @@
-package approval
+package policy
 
 import (
 	"bytes"
@@ -13,9 +13,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tollgate-dev/tollgate/approval/shellcmd"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
+	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -26,7 +27,7 @@ type PolicySpec struct {
 	Name string
 	// Autonomy is the autonomy level of the risk layer; empty turns that layer
 	// off (only rules decide).
-	Autonomy Autonomy
+	Autonomy approval.Autonomy
 	// Risks declare the risk of tools by name; the first declaration whose glob
 	// matches the tool wins over the risk derived from hints.
 	Risks []RiskDeclaration
@@ -39,7 +40,7 @@ type RiskDeclaration struct {
 	// Tool is a glob with seed 000 matcher semantics (package internal/glob:
 	// only '*' is special, case is ignored, the whole name must match).
 	Tool string
-	Risk Risk
+	Risk approval.Risk
 }
 
 // Rule is one policy rule: when every condition holds, it votes Decision.
@@ -55,7 +56,7 @@ type Rule struct {
 	// idempotent false, openWorld true), the strictest reading.
 	Hints HintConditions
 	// Risks, if not empty, require the call's risk to be one of them.
-	Risks []Risk
+	Risks []approval.Risk
 	// Args are conditions on argument values; all must hold.
 	Args []ArgCondition
 	// Command, if set, is a condition on the simple commands of a shell
@@ -63,7 +64,7 @@ type Rule struct {
 	// command it holds for. See [CommandCondition].
 	Command *CommandCondition
 	// Decision is what the rule votes when it matches.
-	Decision Effect
+	Decision approval.Effect
 	// Reason explains the vote; on deny the model sees it.
 	Reason string
 	// Line and Col locate the rule's entry in its policy file (1-based),
@@ -136,7 +137,7 @@ type Policy struct {
 	paths   map[string]func(json.RawMessage) ([]string, error) // see WithPaths, by tool name
 	// autonomyReasons are the reasons of the autonomy level's verdicts, by
 	// risk, made once.
-	autonomyReasons map[Risk]string
+	autonomyReasons map[approval.Risk]string
 }
 
 type compiledRule struct {
@@ -163,7 +164,7 @@ type compiledArg struct {
 func NewPolicy(spec PolicySpec) (*Policy, error) {
 	var errs []error
 	if spec.Autonomy != "" && !spec.Autonomy.Valid() {
-		_, err := ParseAutonomy(string(spec.Autonomy))
+		_, err := approval.ParseAutonomy(string(spec.Autonomy))
 		errs = append(errs, err)
 	}
 	for i, d := range spec.Risks {
@@ -211,7 +212,7 @@ func NewPolicy(spec PolicySpec) (*Policy, error) {
 			cc, err := compileCommand(*r.Command)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", where, err))
-			} else if r.Command.Opaque && r.Decision == Allow {
+			} else if r.Command.Opaque && r.Decision == approval.Allow {
 				errs = append(errs, fmt.Errorf("%s: a rule on opaque commands cannot allow them (ask or deny)", where))
 			}
 			cr.cmd = cc
@@ -233,7 +234,7 @@ func NewPolicy(spec PolicySpec) (*Policy, error) {
 	return p, nil
 }
 
-func badRisk(r Risk) error {
+func badRisk(r approval.Risk) error {
 	return fmt.Errorf("unknown risk %q (want one of read_only, write, network, destructive, unknown, escalation)", r)
 }
 
@@ -297,7 +298,7 @@ func canonicalJSON(b json.RawMessage) (string, error) {
 func (p *Policy) Name() string { return p.spec.Name }
 
 // Autonomy returns the autonomy level, or "" when the risk layer is off.
-func (p *Policy) Autonomy() Autonomy { return p.spec.Autonomy }
+func (p *Policy) Autonomy() approval.Autonomy { return p.spec.Autonomy }
 
 // Spec returns a copy of the policy's specification.
 func (p *Policy) Spec() PolicySpec { return cloneSpec(p.spec) }
@@ -333,9 +334,9 @@ func cloneSpec(spec PolicySpec) PolicySpec {
 // WithAutonomy returns a copy of p with autonomy level a ("" turns the risk
 // layer off), or an error for an unknown level. The command line's --autonomy
 // uses it to override the policy file's level.
-func (p *Policy) WithAutonomy(a Autonomy) (*Policy, error) {
+func (p *Policy) WithAutonomy(a approval.Autonomy) (*Policy, error) {
 	if a != "" && !a.Valid() {
-		_, err := ParseAutonomy(string(a))
+		_, err := approval.ParseAutonomy(string(a))
 		return nil, err
 	}
 	c := *p
@@ -414,7 +415,7 @@ func (p *Policy) WithPaths(toolName string, paths func(args json.RawMessage) ([]
 
 // variants returns the argument objects a call is judged on: args, or one
 // per path of WithPaths for the call's tool.
-func (p *Policy) variants(c Call, args map[string]any) []map[string]any {
+func (p *Policy) variants(c approval.Call, args map[string]any) []map[string]any {
 	f := p.paths[c.Tool]
 	if f == nil {
 		return []map[string]any{args}
@@ -444,15 +445,15 @@ type workdir struct {
 // Evaluation explains a policy's decision about one call.
 type Evaluation struct {
 	// Risk is the call's risk level.
-	Risk Risk
+	Risk approval.Risk
 	// RiskFrom says where the risk came from: "hints", or "declared:<glob>".
 	RiskFrom string
 	// Verdicts lists every source that had a say: the matching rules in
 	// policy order, then the autonomy level (when set).
-	Verdicts []Verdict
+	Verdicts []approval.Verdict
 	// Verdict is the strongest of Verdicts under deny > ask > allow (the first
 	// among equals), or an allow by "default" when Verdicts is empty.
-	Verdict Verdict
+	Verdict approval.Verdict
 	// Commands lists the simple commands of the call's shell script, each
 	// with what the rules said about it, when some rule with a command
 	// condition applies to the call (see [CommandCondition]).
@@ -468,15 +469,15 @@ type CommandEvaluation struct {
 	// a rule that may hold (a word known only at run time) votes ask, unless
 	// it allows (then it does not vote); an opaque command no rule speaks
 	// about gets an ask by [ShellOpaque].
-	Verdicts []Verdict
+	Verdicts []approval.Verdict
 	// Verdict is the strongest of Verdicts, nil when no rule had a say.
-	Verdict *Verdict
+	Verdict *approval.Verdict
 }
 
 // Evaluate decides about c and says why. Arguments that are not a JSON object
 // are treated as an empty object (the agent validates them before this step).
-func (p *Policy) Evaluate(c Call) Evaluation {
-	ev := Evaluation{Risk: RiskOf(c.Hints), RiskFrom: "hints"}
+func (p *Policy) Evaluate(c approval.Call) Evaluation {
+	ev := Evaluation{Risk: approval.RiskOf(c.Hints), RiskFrom: "hints"}
 	for _, d := range p.spec.Risks {
 		if glob.Match(d.Tool, c.Tool) {
 			ev.Risk, ev.RiskFrom = d.Risk, "declared:"+d.Tool
@@ -506,17 +507,17 @@ func (p *Policy) Evaluate(c Call) Evaluation {
 		ev.Commands, ev.Verdicts = p.judgeCommands(cmdRules, args, ev.Verdicts)
 	}
 	if a := p.spec.Autonomy; a != "" {
-		d := AutonomyDecision(a, ev.Risk)
+		d := approval.AutonomyDecision(a, ev.Risk)
 		reason, ok := p.autonomyReasons[ev.Risk]
 		if !ok {
 			reason = autonomyReason(a, ev.Risk)
 		}
-		ev.Verdicts = append(ev.Verdicts, Verdict{Decision: d, Reason: reason, By: Principal{Kind: PrincipalAutonomy, Name: string(a)}})
+		ev.Verdicts = append(ev.Verdicts, approval.Verdict{Decision: d, Reason: reason, By: approval.Principal{Kind: approval.PrincipalAutonomy, Name: string(a)}})
 	}
 	if len(ev.Verdicts) == 0 {
-		ev.Verdict = Verdict{Decision: Allow, By: Default, Reason: "no policy rule matched and no autonomy level is set"}
+		ev.Verdict = approval.Verdict{Decision: approval.Allow, By: approval.Default, Reason: "no policy rule matched and no autonomy level is set"}
 	} else {
-		ev.Verdict = Strongest(ev.Verdicts...)
+		ev.Verdict = approval.Strongest(ev.Verdicts...)
 	}
 	return ev
 }
@@ -541,23 +542,23 @@ func (p *Policy) needsArgs(tool string) bool {
 func (p *Policy) makeAutonomyReasons() {
 	p.autonomyReasons = nil
 	if a := p.spec.Autonomy; a != "" {
-		p.autonomyReasons = make(map[Risk]string, len(Risks))
-		for _, r := range Risks {
+		p.autonomyReasons = make(map[approval.Risk]string, len(approval.Risks))
+		for _, r := range approval.Risks {
 			p.autonomyReasons[r] = autonomyReason(a, r)
 		}
 	}
 }
 
 // autonomyReason is the reason of autonomy level a's verdict on risk r.
-func autonomyReason(a Autonomy, r Risk) string {
-	if r == RiskEscalation {
+func autonomyReason(a approval.Autonomy, r approval.Risk) string {
+	if r == approval.RiskEscalation {
 		return "escalation is denied at every autonomy level"
 	}
-	return fmt.Sprintf("%s risk at autonomy %s: %s", r, a, AutonomyDecision(a, r))
+	return fmt.Sprintf("%s risk at autonomy %s: %s", r, a, approval.AutonomyDecision(a, r))
 }
 
 // verdict is r's vote d; note is added to the reason.
-func (r *compiledRule) verdict(d Effect, note string) Verdict {
+func (r *compiledRule) verdict(d approval.Effect, note string) approval.Verdict {
 	reason := r.reason
 	if reason == "" { // a rule not made by NewPolicy
 		reason = r.Reason
@@ -568,19 +569,19 @@ func (r *compiledRule) verdict(d Effect, note string) Verdict {
 	if note != "" {
 		reason += " (" + note + ")"
 	}
-	return Verdict{Decision: d, Reason: reason, By: Principal{Kind: PrincipalRule, Name: r.ID}}
+	return approval.Verdict{Decision: d, Reason: reason, By: approval.Principal{Kind: approval.PrincipalRule, Name: r.ID}}
 }
 
 // opaqueVerdict is the vote about an opaque command no rule speaks about.
-func opaqueVerdict(c *shellcmd.Command) Verdict {
-	return Verdict{Decision: Ask, By: ShellOpaque, Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
+func opaqueVerdict(c *shellcmd.Command) approval.Verdict {
+	return approval.Verdict{Decision: approval.Ask, By: approval.ShellOpaque, Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
 }
 
 // judgeCommands applies the command rules rs (whose other conditions hold)
 // to each simple command of the script argument(s) they read, and adds
 // their votes to vs: every deny and ask of a command, and the allows only
 // when every simple command of the script is allowed by some rule.
-func (p *Policy) judgeCommands(rs []*compiledRule, args map[string]any, vs []Verdict) ([]CommandEvaluation, []Verdict) {
+func (p *Policy) judgeCommands(rs []*compiledRule, args map[string]any, vs []approval.Verdict) ([]CommandEvaluation, []approval.Verdict) {
 	var out []CommandEvaluation
 	fields := map[string][]*compiledRule{}
 	var order []string
@@ -591,8 +592,8 @@ func (p *Policy) judgeCommands(rs []*compiledRule, args map[string]any, vs []Ver
 		}
 		fields[f] = append(fields[f], r)
 	}
-	seen := map[Verdict]bool{}
-	add := func(v Verdict) {
+	seen := map[approval.Verdict]bool{}
+	add := func(v approval.Verdict) {
 		if !seen[v] {
 			seen[v] = true
 			vs = append(vs, v)
@@ -605,7 +606,7 @@ func (p *Policy) judgeCommands(rs []*compiledRule, args map[string]any, vs []Ver
 			continue // no script: the command conditions do not hold
 		}
 		an := shellcmd.Analyze(str)
-		var allows []Verdict
+		var allows []approval.Verdict
 		allAllowed := len(an.Commands) > 0
 		for i := range an.Commands {
 			c := &an.Commands[i]
@@ -619,17 +620,17 @@ func (p *Policy) judgeCommands(rs []*compiledRule, args map[string]any, vs []Ver
 				switch {
 				case t == shellcmd.Yes:
 					ce.Verdicts = append(ce.Verdicts, r.verdict(r.Decision, ""))
-				case t == shellcmd.Maybe && r.Decision != Allow:
-					ce.Verdicts = append(ce.Verdicts, r.verdict(Ask, "the rule may hold: part of the command is known only when it runs; a person decides"))
+				case t == shellcmd.Maybe && r.Decision != approval.Allow:
+					ce.Verdicts = append(ce.Verdicts, r.verdict(approval.Ask, "the rule may hold: part of the command is known only when it runs; a person decides"))
 				}
 			}
 			if c.Opaque != "" && !speaksOpaque {
 				ce.Verdicts = append(ce.Verdicts, opaqueVerdict(c))
 			}
 			if len(ce.Verdicts) > 0 {
-				v := Strongest(ce.Verdicts...)
+				v := approval.Strongest(ce.Verdicts...)
 				ce.Verdict = &v
-				if v.Decision == Allow {
+				if v.Decision == approval.Allow {
 					allows = append(allows, v)
 				} else {
 					add(v)
@@ -664,14 +665,14 @@ func lookup(args map[string]any, path []string) (any, bool) {
 
 // Authorize implements [Authorizer]: the Verdict of [Policy.Evaluate]. It never
 // returns an error.
-func (p *Policy) Authorize(ctx context.Context, c Call) (Verdict, error) {
+func (p *Policy) Authorize(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 	return p.Evaluate(c).Verdict, nil
 }
 
 // mcpDefaults are the MCP specification's defaults for missing annotations.
 var mcpDefaults = tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
 
-func (r *compiledRule) matches(c Call, risk Risk, args map[string]any, wd workdir) bool {
+func (r *compiledRule) matches(c approval.Call, risk approval.Risk, args map[string]any, wd workdir) bool {
 	if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, c.Tool) }) {
 		return false
 	}

@@ -1,7 +1,8 @@
-package approval
+package policy
 
 import (
 	"fmt"
+	"github.com/tollgate-dev/tollgate/approval"
 	"os"
 	"path"
 	"strings"
@@ -34,7 +35,7 @@ import (
 //
 // Errors: an unknown tool name, a specifier on a tool that takes none, a
 // bad pattern or glob.
-func PermissionRule(id, perm string, d Effect) (Rule, error) {
+func PermissionRule(id, perm string, d approval.Effect) (Rule, error) {
 	r := Rule{ID: id, Decision: d}
 	s := strings.TrimSpace(perm)
 	name, spec, hasSpec := strings.Cut(s, "(")

@@ -1,4 +1,4 @@
-package approval_test
+package policy_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -25,7 +26,7 @@ rules:
     decision: ask
     reason: the network needs a person
 `
-	p, problems, err := approval.ParsePolicy("policy.yaml", strings.NewReader(src))
+	p, problems, err := policy.ParsePolicy("policy.yaml", strings.NewReader(src))
 	if err != nil {
 		fmt.Println(err)
 		return

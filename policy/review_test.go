@@ -1,4 +1,4 @@
-package approval_test
+package policy_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
 )
 
 func TestDigestKeepsEveryDigit(t *testing.T) {
@@ -23,8 +24,8 @@ func TestDigestKeepsEveryDigit(t *testing.T) {
 // or the one Spec returns changes no decision.
 func TestPolicyIsImmutable(t *testing.T) {
 	yes := true
-	spec := approval.PolicySpec{Rules: []approval.Rule{{ID: "no-delete", Tools: []string{"delete_*"}, Hints: approval.HintConditions{Destructive: &yes}, Decision: approval.Deny, Reason: "no"}}}
-	p, err := approval.NewPolicy(spec)
+	spec := policy.PolicySpec{Rules: []policy.Rule{{ID: "no-delete", Tools: []string{"delete_*"}, Hints: policy.HintConditions{Destructive: &yes}, Decision: approval.Deny, Reason: "no"}}}
+	p, err := policy.NewPolicy(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

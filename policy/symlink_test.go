@@ -1,7 +1,8 @@
-package approval
+package policy
 
 import (
 	"encoding/json"
+	"github.com/tollgate-dev/tollgate/approval"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,7 +39,7 @@ func TestPathPrefixFollowsSymlinks(t *testing.T) {
 	if err := os.Symlink(ws, alias); err != nil {
 		t.Fatal(err)
 	}
-	spec := PolicySpec{Rules: []Rule{{ID: "no-secret", Args: []ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: Deny, Reason: "secret"}}}
+	spec := PolicySpec{Rules: []Rule{{ID: "no-secret", Args: []ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny, Reason: "secret"}}}
 	p, err := NewPolicy(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +65,8 @@ func TestPathPrefixFollowsSymlinks(t *testing.T) {
 	} {
 		for _, tl := range []string{"read", "mcp__fs__read_text_file"} {
 			args, _ := json.Marshal(map[string]string{"path": path})
-			v := p.Evaluate(Call{Tool: tl, Args: args}).Verdict
-			if got := v.Decision == Deny; got != denied {
+			v := p.Evaluate(approval.Call{Tool: tl, Args: args}).Verdict
+			if got := v.Decision == approval.Deny; got != denied {
 				t.Errorf("%s %s: %s by %s, want denied=%v", tl, path, v.Decision, v.By, denied)
 			}
 		}

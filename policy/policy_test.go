@@ -1,4 +1,4 @@
-package approval_test
+package policy_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -106,9 +107,9 @@ rules:
     reason: git is fine
 `
 
-func mustPolicy(t testing.TB, src string) *approval.Policy {
+func mustPolicy(t testing.TB, src string) *policy.Policy {
 	t.Helper()
-	p, probs, err := approval.ParsePolicy("test.yaml", strings.NewReader(src))
+	p, probs, err := policy.ParsePolicy("test.yaml", strings.NewReader(src))
 	if err != nil {
 		t.Fatalf("ParsePolicy: %v", err)
 	}
@@ -200,12 +201,12 @@ rules:
 }
 
 func TestNewPolicyErrors(t *testing.T) {
-	_, err := approval.NewPolicy(approval.PolicySpec{
+	_, err := policy.NewPolicy(policy.PolicySpec{
 		Name:     "inline",
 		Autonomy: "yolo",
-		Rules: []approval.Rule{
+		Rules: []policy.Rule{
 			{ID: "a", Decision: "maybe"},
-			{ID: "a", Decision: approval.Deny, Args: []approval.ArgCondition{{Field: "cmd", Regex: "("}}},
+			{ID: "a", Decision: approval.Deny, Args: []policy.ArgCondition{{Field: "cmd", Regex: "("}}},
 			{Decision: approval.Allow, Tools: []string{""}},
 		},
 	})
@@ -271,7 +272,7 @@ func TestParsePolicyProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, probs, err := approval.ParsePolicy("p.yaml", strings.NewReader(tt.src))
+			p, probs, err := policy.ParsePolicy("p.yaml", strings.NewReader(tt.src))
 			var got []string
 			for _, pr := range probs {
 				got = append(got, pr.String())
@@ -287,7 +288,7 @@ func TestParsePolicyProblems(t *testing.T) {
 			if tt.ok != (err == nil) || tt.ok != (p != nil) {
 				t.Fatalf("policy %v, err %v; want ok=%v", p, err, tt.ok)
 			}
-			var pe *approval.PolicyError
+			var pe *policy.PolicyError
 			if !tt.ok && (!errors.As(err, &pe) || len(pe.Problems) == 0) {
 				t.Errorf("err %T does not carry the problems", err)
 			}
@@ -296,8 +297,8 @@ func TestParsePolicyProblems(t *testing.T) {
 }
 
 func TestLoadPolicyMissingFile(t *testing.T) {
-	_, _, err := approval.LoadPolicy(t.TempDir() + "/nope.yaml")
-	var pe *approval.PolicyError
+	_, _, err := policy.LoadPolicy(t.TempDir() + "/nope.yaml")
+	var pe *policy.PolicyError
 	if err == nil || errors.As(err, &pe) {
 		t.Errorf("err = %v, want an I/O error", err)
 	}
@@ -312,11 +313,11 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Add("rules:\n  - id: a\n    tool: x\n    decision: deny\n    reason: r\n")
 	f.Add("rules:\n  - id: a\n    tool: bash\n    command: {program: rm, flags: [-rf], writes: [/etc]}\n    decision: deny\n    reason: r\npermissions:\n  deny: [\"Read(.env)\", \"Bash(git push:*)\"]\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		p, probs, err := approval.ParsePolicy("f.yaml", strings.NewReader(src))
+		p, probs, err := policy.ParsePolicy("f.yaml", strings.NewReader(src))
 		hasErr := false
 		lines := strings.Count(src, "\n") + 1
 		for _, pr := range probs {
-			if pr.Severity == approval.SeverityError {
+			if pr.Severity == policy.SeverityError {
 				hasErr = true
 			}
 			if pr.Line < 0 || pr.Line > lines+1 || pr.Col < 0 {
@@ -345,7 +346,7 @@ func FuzzParsePolicy(f *testing.F) {
 // A read-only tool whose destructive hint is set (the MCP default fills it in
 // when a read-only tool omits it) is not matched by `destructive: true`.
 func TestDestructiveConditionIgnoresReadOnlyTools(t *testing.T) {
-	pol, problems, err := approval.ParsePolicy("p.yaml", strings.NewReader("rules:\n  - id: ask-destructive\n    hints: {destructive: true}\n    decision: ask\n"))
+	pol, problems, err := policy.ParsePolicy("p.yaml", strings.NewReader("rules:\n  - id: ask-destructive\n    hints: {destructive: true}\n    decision: ask\n"))
 	if err != nil {
 		t.Fatal(err, problems)
 	}
@@ -367,7 +368,7 @@ func TestDestructiveConditionIgnoresReadOnlyTools(t *testing.T) {
 // With a working directory, a relative pathPrefix also covers absolute and
 // dotted spellings of the same file, as the builtin tools resolve them.
 func TestPathPrefixWithWorkdir(t *testing.T) {
-	pol, problems, err := approval.ParsePolicy("p.yaml", strings.NewReader("rules:\n  - id: no-secret\n    args: {path: {pathPrefix: secret}}\n    decision: deny\n    reason: no\n"))
+	pol, problems, err := policy.ParsePolicy("p.yaml", strings.NewReader("rules:\n  - id: no-secret\n    args: {path: {pathPrefix: secret}}\n    decision: deny\n    reason: no\n"))
 	if err != nil {
 		t.Fatal(err, problems)
 	}

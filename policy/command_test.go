@@ -1,10 +1,11 @@
-package approval
+package policy
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -24,14 +25,14 @@ func mustParse(t *testing.T, src string) *Policy {
 	return p
 }
 
-func bashCall(cmd string) Call {
+func bashCall(cmd string) approval.Call {
 	b, _ := json.Marshal(map[string]string{"command": cmd})
-	return Call{Tool: "bash", Args: b}
+	return approval.Call{Tool: "bash", Args: b}
 }
 
-func call(tl string, args map[string]any) Call {
+func call(tl string, args map[string]any) approval.Call {
 	b, _ := json.Marshal(args)
-	return Call{Tool: tl, Args: b}
+	return approval.Call{Tool: tl, Args: b}
 }
 
 // The bypasses of a text rule on rm all reach a rule on the program rm.
@@ -79,12 +80,12 @@ rules:
 		"RM notes.txt",
 	} {
 		ev := p.Evaluate(bashCall(cmd))
-		if ev.Verdict.Decision != Deny || ev.Verdict.By.String() != "rule:no-rm" {
+		if ev.Verdict.Decision != approval.Deny || ev.Verdict.By.String() != "rule:no-rm" {
 			t.Errorf("%q: %s by %s (%s), want deny by rule:no-rm", cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason)
 		}
 	}
 	for _, cmd := range []string{"ls -l", "git rm --cached x", "echo rm", "grep -r rm ."} {
-		if ev := p.Evaluate(bashCall(cmd)); ev.Verdict.Decision != Allow {
+		if ev := p.Evaluate(bashCall(cmd)); ev.Verdict.Decision != approval.Allow {
 			t.Errorf("%q: %s by %s, want allow", cmd, ev.Verdict.Decision, ev.Verdict.By)
 		}
 	}
@@ -103,7 +104,7 @@ rules:
 `)
 	for _, cmd := range []string{"$X notes.txt", "echo rm x | sh", `eval "$CMD"`, `sh -c "$1"`, "echo 'unterminated", "$(echo rm) x", "r{m,} x"} {
 		ev := p.Evaluate(bashCall(cmd))
-		if ev.Verdict.Decision != Ask || ev.Verdict.By.String() != "rule:shell-opaque" {
+		if ev.Verdict.Decision != approval.Ask || ev.Verdict.By.String() != "rule:shell-opaque" {
 			t.Errorf("%q: %s by %s, want ask by rule:shell-opaque", cmd, ev.Verdict.Decision, ev.Verdict.By)
 		}
 		if strings.Contains(ev.Verdict.Reason, "notes.txt") || strings.Contains(ev.Verdict.Reason, "CMD") {
@@ -122,12 +123,12 @@ rules:
     decision: deny
     reason: say what you run
 `)
-	if ev := deny.Evaluate(bashCall("$X y")); ev.Verdict.Decision != Deny || ev.Verdict.By.String() != "rule:opaque" {
+	if ev := deny.Evaluate(bashCall("$X y")); ev.Verdict.Decision != approval.Deny || ev.Verdict.By.String() != "rule:opaque" {
 		t.Errorf("opaque with a deny rule: %+v", ev.Verdict)
 	}
 	// No command rule applies: the analysis is not run, nothing is asked.
 	none := mustParse(t, "autonomy: full_auto\n")
-	if ev := none.Evaluate(bashCall("$X y")); ev.Verdict.Decision != Allow || ev.Commands != nil {
+	if ev := none.Evaluate(bashCall("$X y")); ev.Verdict.Decision != approval.Allow || ev.Commands != nil {
 		t.Errorf("no command rule: %+v", ev)
 	}
 }
@@ -142,21 +143,21 @@ permissions:
 `)
 	for _, tc := range []struct {
 		cmd  string
-		want Effect
+		want approval.Effect
 		by   string
 	}{
-		{"git push origin main", Deny, "rule:deny:Bash(git push:*)"},
-		{"/usr/bin/git push", Deny, "rule:deny:Bash(git push:*)"},
-		{"git push $REMOTE", Deny, "rule:deny:Bash(git push:*)"},
-		{"git $SUB origin", Ask, "rule:deny:Bash(git push:*)"},
-		{"git status", Allow, "rule:allow:Bash(git status)"},
-		{"npm run test", Allow, "rule:allow:Bash(npm run test:*)"},
-		{"npm run test -- --watch", Allow, "rule:allow:Bash(npm run test:*)"},
-		{"git status && npm run test", Allow, "rule:allow:Bash(git status)"},
+		{"git push origin main", approval.Deny, "rule:deny:Bash(git push:*)"},
+		{"/usr/bin/git push", approval.Deny, "rule:deny:Bash(git push:*)"},
+		{"git push $REMOTE", approval.Deny, "rule:deny:Bash(git push:*)"},
+		{"git $SUB origin", approval.Ask, "rule:deny:Bash(git push:*)"},
+		{"git status", approval.Allow, "rule:allow:Bash(git status)"},
+		{"npm run test", approval.Allow, "rule:allow:Bash(npm run test:*)"},
+		{"npm run test -- --watch", approval.Allow, "rule:allow:Bash(npm run test:*)"},
+		{"git status && npm run test", approval.Allow, "rule:allow:Bash(git status)"},
 		// An allow covers a call only when it covers every command.
-		{"npm run test && curl evil.example", Allow, "runtime:default"},
-		{"npm run test; git push", Deny, "rule:deny:Bash(git push:*)"},
-		{"git status | sh", Ask, "rule:shell-opaque"},
+		{"npm run test && curl evil.example", approval.Allow, "runtime:default"},
+		{"npm run test; git push", approval.Deny, "rule:deny:Bash(git push:*)"},
+		{"git status | sh", approval.Ask, "rule:shell-opaque"},
 	} {
 		ev := p.Evaluate(bashCall(tc.cmd))
 		if ev.Verdict.Decision != tc.want || ev.Verdict.By.String() != tc.by {
@@ -181,23 +182,23 @@ rules:
 `)
 	for _, tc := range []struct {
 		cmd  string
-		want Effect
+		want approval.Effect
 	}{
-		{"rm -rf x", Deny},
-		{"rm -r -f x", Deny},
-		{"rm -f x", Allow},
-		{"rm -f $X", Ask},
-		{"echo x > /etc/passwd", Deny},
-		{"echo x >> /tmp/../etc/hosts", Deny},
-		{"(echo x) > /etc/passwd", Deny},
-		{"echo x > secret/a", Deny},
-		{"echo x > /ws/secret/a", Deny},
-		{"echo x > ./public/../secret/a", Deny},
-		{"echo x > out.txt", Allow},
-		{"echo x 2>/dev/null >&2", Allow},
-		{"echo x > $F", Ask},
-		{"cd /; echo x > etc/passwd", Ask},
-		{"cat < /etc/passwd", Allow},
+		{"rm -rf x", approval.Deny},
+		{"rm -r -f x", approval.Deny},
+		{"rm -f x", approval.Allow},
+		{"rm -f $X", approval.Ask},
+		{"echo x > /etc/passwd", approval.Deny},
+		{"echo x >> /tmp/../etc/hosts", approval.Deny},
+		{"(echo x) > /etc/passwd", approval.Deny},
+		{"echo x > secret/a", approval.Deny},
+		{"echo x > /ws/secret/a", approval.Deny},
+		{"echo x > ./public/../secret/a", approval.Deny},
+		{"echo x > out.txt", approval.Allow},
+		{"echo x 2>/dev/null >&2", approval.Allow},
+		{"echo x > $F", approval.Ask},
+		{"cd /; echo x > etc/passwd", approval.Ask},
+		{"cat < /etc/passwd", approval.Allow},
 	} {
 		if ev := p.Evaluate(bashCall(tc.cmd)); ev.Verdict.Decision != tc.want {
 			t.Errorf("%q: %s by %s, want %s", tc.cmd, ev.Verdict.Decision, ev.Verdict.By, tc.want)
@@ -218,27 +219,27 @@ rules:
     reason: no rm
 `)
 	for _, tc := range []struct {
-		c    Call
-		want Effect
+		c    approval.Call
+		want approval.Effect
 		by   string
 	}{
-		{call("read", map[string]any{"path": ".env"}), Deny, "rule:deny:Read(.env)"},
-		{call("read", map[string]any{"path": "sub/dir/.env"}), Deny, "rule:deny:Read(.env)"},
-		{call("read", map[string]any{"path": "/ws/.env"}), Deny, "rule:deny:Read(.env)"},
-		{call("grep", map[string]any{"pattern": "x", "path": ".env"}), Deny, "rule:deny:Read(.env)"},
-		{call("read", map[string]any{"path": ".envrc"}), Allow, "runtime:default"},
-		{call("edit", map[string]any{"path": "src/a/b.go"}), Deny, "rule:deny:Edit(src/**)"},
-		{call("write", map[string]any{"path": "/ws/src/x"}), Deny, "rule:deny:Edit(src/**)"},
-		{call("edit", map[string]any{"path": "docs/src/x"}), Allow, "runtime:default"},
-		{call("read", map[string]any{"path": "src/a.go"}), Allow, "runtime:default"},
-		{call("read", map[string]any{"path": "/etc/passwd"}), Deny, "rule:deny:Read(//etc/**)"},
-		{call("edit", map[string]any{"path": "docs/private/a.md"}), Deny, "rule:deny:Edit(/docs/private/**)"},
-		{call("edit", map[string]any{"path": "x/docs/private/a.md"}), Allow, "runtime:default"},
-		{call("mcp__github__create_issue", nil), Deny, "rule:deny:mcp__github"},
-		{call("mcp__githubx__y", nil), Allow, "runtime:default"},
-		{bashCall("npm run test"), Ask, "rule:ask:Bash(npm run test *)"},
-		{bashCall("npm run build"), Allow, "runtime:default"},
-		{bashCall("sh -c 'rm x'"), Deny, "rule:no-rm"},
+		{call("read", map[string]any{"path": ".env"}), approval.Deny, "rule:deny:Read(.env)"},
+		{call("read", map[string]any{"path": "sub/dir/.env"}), approval.Deny, "rule:deny:Read(.env)"},
+		{call("read", map[string]any{"path": "/ws/.env"}), approval.Deny, "rule:deny:Read(.env)"},
+		{call("grep", map[string]any{"pattern": "x", "path": ".env"}), approval.Deny, "rule:deny:Read(.env)"},
+		{call("read", map[string]any{"path": ".envrc"}), approval.Allow, "runtime:default"},
+		{call("edit", map[string]any{"path": "src/a/b.go"}), approval.Deny, "rule:deny:Edit(src/**)"},
+		{call("write", map[string]any{"path": "/ws/src/x"}), approval.Deny, "rule:deny:Edit(src/**)"},
+		{call("edit", map[string]any{"path": "docs/src/x"}), approval.Allow, "runtime:default"},
+		{call("read", map[string]any{"path": "src/a.go"}), approval.Allow, "runtime:default"},
+		{call("read", map[string]any{"path": "/etc/passwd"}), approval.Deny, "rule:deny:Read(//etc/**)"},
+		{call("edit", map[string]any{"path": "docs/private/a.md"}), approval.Deny, "rule:deny:Edit(/docs/private/**)"},
+		{call("edit", map[string]any{"path": "x/docs/private/a.md"}), approval.Allow, "runtime:default"},
+		{call("mcp__github__create_issue", nil), approval.Deny, "rule:deny:mcp__github"},
+		{call("mcp__githubx__y", nil), approval.Allow, "runtime:default"},
+		{bashCall("npm run test"), approval.Ask, "rule:ask:Bash(npm run test *)"},
+		{bashCall("npm run build"), approval.Allow, "runtime:default"},
+		{bashCall("sh -c 'rm x'"), approval.Deny, "rule:no-rm"},
 	} {
 		ev := p.Evaluate(tc.c)
 		if ev.Verdict.Decision != tc.want || ev.Verdict.By.String() != tc.by {
@@ -246,7 +247,7 @@ rules:
 		}
 	}
 	for _, bad := range []string{"WebFetch(domain:x)", "Bash(", "Grep(x)", "Bash()", "Read([)"} {
-		if _, err := PermissionRule("x", bad, Deny); err == nil {
+		if _, err := PermissionRule("x", bad, approval.Deny); err == nil {
 			t.Errorf("PermissionRule(%q): no error", bad)
 		}
 	}
@@ -264,9 +265,9 @@ rules:
     args: {path: {pathGlob: "config/**/secret*"}}
     decision: deny
 `)
-	for path, want := range map[string]Effect{
-		"a.pem": Deny, "x/y/a.pem": Deny, "/ws/k.pem": Deny, "a.pem.txt": Allow,
-		"config/secret.yaml": Deny, "config/a/b/secrets/x": Deny, "other/config/secret": Allow,
+	for path, want := range map[string]approval.Effect{
+		"a.pem": approval.Deny, "x/y/a.pem": approval.Deny, "/ws/k.pem": approval.Deny, "a.pem.txt": approval.Allow,
+		"config/secret.yaml": approval.Deny, "config/a/b/secrets/x": approval.Deny, "other/config/secret": approval.Allow,
 	} {
 		if ev := p.Evaluate(call("read", map[string]any{"path": path})); ev.Verdict.Decision != want {
 			t.Errorf("read %s: %s, want %s", path, ev.Verdict.Decision, want)
@@ -328,11 +329,11 @@ rules:
 `)
 	c := bashCall("rm x")
 	c.Hints = &tool.Hints{ReadOnly: true}
-	if ev := p.Evaluate(c); ev.Verdict.Decision != Allow || ev.Commands != nil {
+	if ev := p.Evaluate(c); ev.Verdict.Decision != approval.Allow || ev.Commands != nil {
 		t.Errorf("read-only hint: %+v", ev.Verdict)
 	}
 	c.Hints = nil
-	if ev := p.Evaluate(c); ev.Verdict.Decision != Deny {
+	if ev := p.Evaluate(c); ev.Verdict.Decision != approval.Deny {
 		t.Errorf("no hints: %+v", ev.Verdict)
 	}
 }

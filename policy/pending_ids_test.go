@@ -1,4 +1,4 @@
-package approval_test
+package policy_test
 
 import (
 	"context"

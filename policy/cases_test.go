@@ -1,4 +1,4 @@
-package approval_test
+package policy_test
 
 // Field cases of ../shared/cases/CASES.md (approval and suspension, C04, C05)
 // through a real agent with the real Policy.
@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -633,7 +634,7 @@ func TestC05SeveralMatchingSources(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		hooks  func() *hooks.Hooks
-		policy *approval.Policy
+		policy *policy.Policy
 		by     string
 	}{
 		{"allow then deny hook", func() *hooks.Hooks { return (&hooks.Hooks{}).BeforeTool("allower", allow).BeforeTool("denier", deny) }, fullAuto, "hook:denier"},

@@ -1,4 +1,4 @@
-package approval
+package policy
 
 import (
 	"encoding/json"
@@ -12,9 +12,10 @@ import (
 	yaml "github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
-	"github.com/tollgate-dev/tollgate/approval/shellcmd"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 )
 
 // Severity says whether a [Problem] stops a policy from loading.
@@ -263,7 +264,7 @@ func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
 		case "":
 		case "autonomy":
 			if s, ok := ps.str(kv.Value, "autonomy"); ok {
-				if a, err := ParseAutonomy(s); err != nil {
+				if a, err := approval.ParseAutonomy(s); err != nil {
 					ps.errorf(kv.Value, "%v", err)
 				} else {
 					spec.Autonomy = a
@@ -464,15 +465,15 @@ func (ps *policyParser) checkGlob(n ast.Node, g string) {
 	}
 }
 
-func (ps *policyParser) riskList(n ast.Node) []Risk {
+func (ps *policyParser) riskList(n ast.Node) []approval.Risk {
 	rs, nodes := ps.strs(n, "risk")
-	var out []Risk
+	var out []approval.Risk
 	for i, r := range rs {
-		if !Risk(r).Valid() {
-			ps.errorf(nodes[i], "%v", badRisk(Risk(r)))
+		if !approval.Risk(r).Valid() {
+			ps.errorf(nodes[i], "%v", badRisk(approval.Risk(r)))
 			continue
 		}
-		out = append(out, Risk(r))
+		out = append(out, approval.Risk(r))
 	}
 	return out
 }
@@ -509,7 +510,7 @@ func (ps *policyParser) risks(n ast.Node) []RiskDeclaration {
 			case "risk":
 				if s, ok := ps.str(kv.Value, "risk"); ok {
 					haveRisk = true
-					d.Risk = Risk(s)
+					d.Risk = approval.Risk(s)
 					if !d.Risk.Valid() {
 						ps.errorf(kv.Value, "%v", badRisk(d.Risk))
 					}
@@ -593,7 +594,7 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 				conditions++
 			case "decision":
 				if s, ok := ps.str(kv.Value, "decision"); ok {
-					r.Decision, decNode = Effect(s), kv.Value
+					r.Decision, decNode = approval.Effect(s), kv.Value
 					if !r.Decision.Valid() {
 						ps.errorf(kv.Value, "%v", badDecision(s))
 					}
@@ -621,7 +622,7 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 				r.Args = append(r.Args, pr.Args...)
 			}
 		}
-		if r.Command != nil && r.Command.Opaque && r.Decision == Allow && cmdNode != nil {
+		if r.Command != nil && r.Command.Opaque && r.Decision == approval.Allow && cmdNode != nil {
 			ps.errorf(cmdNode, "rule %q: opaque commands cannot be allowed (ask or deny)", r.ID)
 		}
 		if idNode == nil {
@@ -633,7 +634,7 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 		if conditions == 0 && idNode != nil {
 			ps.warnf(idNode, "rule %q has no condition (tool, command, hints, risk, args): it matches every call", r.ID)
 		}
-		if r.Decision == Deny && r.Reason == "" && decNode != nil {
+		if r.Decision == approval.Deny && r.Reason == "" && decNode != nil {
 			ps.warnf(decNode, "rule %q denies without a reason: the model only learns that the rule denied the call", r.ID)
 		}
 		out = append(out, r)
@@ -900,12 +901,12 @@ func (ps *policyParser) permissions(n ast.Node) []Rule {
 	seen := map[string]bool{}
 	for _, kv := range kvs {
 		key, kn := ps.key(kv)
-		var d Effect
+		var d approval.Effect
 		switch key {
 		case "":
 			continue
 		case "allow", "ask", "deny":
-			d = Effect(key)
+			d = approval.Effect(key)
 		default:
 			ps.errorf(kn, "unknown key %q in permissions (tollgate reads allow, ask and deny; set the rest with tollgate's flags)", key)
 			continue

@@ -1,19 +1,19 @@
-package approval_test
+package policy_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
 )
 
 // A PolicyError's problems unwrap as errors, one each, whose texts are the
 // lines of its Error: a caller can print them one a line with its own
 // context in front, and errors.As finds a Problem.
 func TestPolicyErrorUnwrapsProblems(t *testing.T) {
-	_, _, err := approval.ParsePolicy("p.yaml", strings.NewReader("autonomy: yolo\nrules:\n  - id: x\n    tool: bash\n    decision: maybe\n"))
-	var pe *approval.PolicyError
+	_, _, err := policy.ParsePolicy("p.yaml", strings.NewReader("autonomy: yolo\nrules:\n  - id: x\n    tool: bash\n    decision: maybe\n"))
+	var pe *policy.PolicyError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a *approval.PolicyError", err)
 	}
@@ -28,8 +28,8 @@ func TestPolicyErrorUnwrapsProblems(t *testing.T) {
 	if got := strings.Join(texts, "\n"); got != err.Error() {
 		t.Errorf("the unwrapped problems read\n%s\nbut Error is\n%s", got, err.Error())
 	}
-	var p approval.Problem
-	if !errors.As(err, &p) || p.Line != 1 || p.Col != 11 || p.Severity != approval.SeverityError {
+	var p policy.Problem
+	if !errors.As(err, &p) || p.Line != 1 || p.Col != 11 || p.Severity != policy.SeverityError {
 		t.Errorf("errors.As Problem = %+v", p)
 	}
 }

@@ -1,4 +1,4 @@
-package approval_test
+package policy_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/policy"
 )
 
 // The builtin file tools ask the policy again about the file they opened:
@@ -21,8 +22,8 @@ func ExampleCheckFile() {
 	_ = os.WriteFile(filepath.Join(ws, "secret", "key.txt"), []byte("k\n"), 0o644)
 	_ = os.Symlink("secret", filepath.Join(ws, "public"))
 
-	pol, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{{
-		ID: "no-secret", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "secret"}},
+	pol, err := policy.NewPolicy(policy.PolicySpec{Rules: []policy.Rule{{
+		ID: "no-secret", Args: []policy.ArgCondition{{Field: "path", PathPrefix: "secret"}},
 		Decision: approval.Deny, Reason: "secret is off limits",
 	}}})
 	if err != nil {

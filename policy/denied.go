@@ -1,9 +1,10 @@
-package approval
+package policy
 
 import (
 	"slices"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
@@ -19,7 +20,7 @@ type ProgramDenier interface {
 
 // DeniedPrograms returns the programs that the authorizers implementing
 // [ProgramDenier] deny outright for tool, without duplicates, in order.
-func DeniedPrograms(tool string, auths ...Authorizer) []string {
+func DeniedPrograms(tool string, auths ...approval.Authorizer) []string {
 	var out []string
 	for _, a := range auths {
 		if d, ok := a.(ProgramDenier); ok {
@@ -44,7 +45,7 @@ func DeniedPrograms(tool string, auths ...Authorizer) []string {
 func (p *Policy) DeniedPrograms(tool string) []string {
 	var out []string
 	for _, r := range p.rules {
-		if r.Decision != Deny || r.Command == nil || !r.unconditional(tool) {
+		if r.Decision != approval.Deny || r.Command == nil || !r.unconditional(tool) {
 			continue
 		}
 		c := r.Command

@@ -1,17 +1,18 @@
-package approval_test
+package policy_test
 
 import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // The reasons a policy gives are made once, and follow WithAutonomy: the
 // copy speaks of its own level, the original of its own.
 func TestPolicyReasonsFollowAutonomy(t *testing.T) {
-	p, err := approval.NewPolicy(approval.PolicySpec{Name: "p", Autonomy: approval.Supervised,
-		Rules: []approval.Rule{{ID: "r1", Tools: []string{"t"}, Decision: approval.Allow}}})
+	p, err := policy.NewPolicy(policy.PolicySpec{Name: "p", Autonomy: approval.Supervised,
+		Rules: []policy.Rule{{ID: "r1", Tools: []string{"t"}, Decision: approval.Allow}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +22,7 @@ func TestPolicyReasonsFollowAutonomy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		p    *approval.Policy
+		p    *policy.Policy
 		want []string
 	}{
 		{p, []string{"policy rule r1 says allow", "read_only risk at autonomy supervised: allow"}},

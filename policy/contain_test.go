@@ -1,6 +1,9 @@
-package approval
+package policy
 
-import "testing"
+import (
+	"github.com/tollgate-dev/tollgate/approval"
+	"testing"
+)
 
 // containPolicy denies rm at full autonomy: every spelling below must not be
 // allowed.
@@ -31,7 +34,7 @@ func TestEnvSplitStringIsTheCommandItRuns(t *testing.T) {
 		"env --block-signal rm victim",
 	} {
 		ev := p.Evaluate(bashCall(cmd))
-		if ev.Verdict.Decision != Deny || ev.Verdict.By.String() != "rule:no-rm" {
+		if ev.Verdict.Decision != approval.Deny || ev.Verdict.By.String() != "rule:no-rm" {
 			t.Errorf("%q: %s by %s (%s), want deny by rule:no-rm", cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason)
 		}
 	}
@@ -64,12 +67,12 @@ func TestScriptsFromDescriptorsAreAnalysed(t *testing.T) {
 		{`bash -s < <(echo rm v)`, "rule:shell-opaque"},
 	} {
 		ev := p.Evaluate(bashCall(tc.cmd))
-		if ev.Verdict.Decision == Allow || ev.Verdict.By.String() != tc.by {
+		if ev.Verdict.Decision == approval.Allow || ev.Verdict.By.String() != tc.by {
 			t.Errorf("%q: %s by %s (%s), want %s", tc.cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason, tc.by)
 		}
 	}
 	for _, cmd := range []string{"source venv/bin/activate", ". ~/.profile", "bash build.sh", "echo hi | cat"} {
-		if ev := p.Evaluate(bashCall(cmd)); ev.Verdict.Decision != Allow {
+		if ev := p.Evaluate(bashCall(cmd)); ev.Verdict.Decision != approval.Allow {
 			t.Errorf("%q: %s by %s (%s), want allow", cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason)
 		}
 	}
@@ -119,7 +122,7 @@ func TestCodeInStringsIsUnknownCode(t *testing.T) {
 		`k='b[$(rm v)]'; echo ${a[k]}`,
 	} {
 		ev := p.Evaluate(bashCall(cmd))
-		if ev.Verdict.Decision == Allow || (ev.Verdict.By.String() != "rule:shell-opaque" && ev.Verdict.By.String() != "rule:no-rm") {
+		if ev.Verdict.Decision == approval.Allow || (ev.Verdict.By.String() != "rule:shell-opaque" && ev.Verdict.By.String() != "rule:no-rm") {
 			t.Errorf("%q: %s by %s (%s), want ask by rule:shell-opaque", cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason)
 		}
 	}
@@ -128,7 +131,7 @@ func TestCodeInStringsIsUnknownCode(t *testing.T) {
 		"unset x y", "test -v HOME", "[[ -v arr[0] ]]", "echo ${!arr[@]} ${!BASH*}", "declare -n r=arr", "mapfile -t lines < f",
 		"BASH_ENV=/etc/profile bash -c true", "PS4='+ ' bash -xc true", "a[0]=1; echo ${a[@]} ${a[1]}", "i=1; a[$i]=x",
 	} {
-		if ev := p.Evaluate(bashCall(cmd)); ev.Verdict.Decision != Allow {
+		if ev := p.Evaluate(bashCall(cmd)); ev.Verdict.Decision != approval.Allow {
 			t.Errorf("%q: %s by %s (%s), want allow", cmd, ev.Verdict.Decision, ev.Verdict.By, ev.Verdict.Reason)
 		}
 	}

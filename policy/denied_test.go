@@ -1,11 +1,11 @@
-package approval_test
+package policy_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
 )
 
 // The programs a policy denies outright are those of deny rules with no
@@ -28,12 +28,12 @@ rules:
 permissions:
   deny: ["Bash(chmod:*)", "Bash(npm test)"]
 `
-	pol, _, err := approval.ParsePolicy("p.yaml", strings.NewReader(src))
+	pol, _, err := policy.ParsePolicy("p.yaml", strings.NewReader(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"rm", "python*", "curl", "wget", "nc", "shred*", "chmod"}
-	if diff := cmp.Diff(want, approval.DeniedPrograms("bash", pol)); diff != "" {
+	if diff := cmp.Diff(want, policy.DeniedPrograms("bash", pol)); diff != "" {
 		t.Errorf("DeniedPrograms (-want +got):\n%s", diff)
 	}
 	if got := pol.DeniedPrograms("edit"); !cmp.Equal(got, []string{"curl", "vi"}) {

@@ -1,4 +1,4 @@
-package approval_test
+package policy_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -20,7 +21,7 @@ import (
 // goroutine swings between them until stop is called. The policy denies
 // pathPrefix secret, with the workspace as its working directory and
 // apply_patch's files as paths.
-func raceWorkspace(t *testing.T) (ws string, pol *approval.Policy, stop func()) {
+func raceWorkspace(t *testing.T) (ws string, pol *policy.Policy, stop func()) {
 	t.Helper()
 	ws = t.TempDir()
 	for dir, content := range map[string]string{"secret": "SECRET-KEY\n", "open": "public\n"} {
@@ -37,7 +38,7 @@ func raceWorkspace(t *testing.T) (ws string, pol *approval.Policy, stop func()) 
 	if err := os.Symlink("open", filepath.Join(ws, "public")); err != nil {
 		t.Fatal(err)
 	}
-	p, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{{ID: "no-secret", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny, Reason: "secret is off limits"}}})
+	p, err := policy.NewPolicy(policy.PolicySpec{Rules: []policy.Rule{{ID: "no-secret", Args: []policy.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny, Reason: "secret is off limits"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,15 +164,15 @@ func TestHardLinkToDeniedFileIsRefused(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		rule    approval.Rule
+		rule    policy.Rule
 		refused bool
 	}{
-		{"path rule", approval.Rule{ID: "no-secret", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny}, true},
-		{"path rule for another tool", approval.Rule{ID: "no-secret", Tools: []string{"write"}, Args: []approval.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny}, false},
-		{"no path rule", approval.Rule{ID: "no-bash", Tools: []string{"bash"}, Decision: approval.Deny}, false},
+		{"path rule", policy.Rule{ID: "no-secret", Args: []policy.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny}, true},
+		{"path rule for another tool", policy.Rule{ID: "no-secret", Tools: []string{"write"}, Args: []policy.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny}, false},
+		{"no path rule", policy.Rule{ID: "no-bash", Tools: []string{"bash"}, Decision: approval.Deny}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pol, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{tc.rule}})
+			pol, err := policy.NewPolicy(policy.PolicySpec{Rules: []policy.Rule{tc.rule}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,9 +209,9 @@ func TestHardLinkToDeniedFileIsRefused(t *testing.T) {
 // patch adds, updates, deletes or moves to is a "path" the rules see.
 func TestApplyPatchPathsAreJudged(t *testing.T) {
 	ws := t.TempDir()
-	pol, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{
-		{ID: "no-secret", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny},
-		{ID: "ask-docs", Args: []approval.ArgCondition{{Field: "path", PathGlob: "docs/**"}}, Decision: approval.Ask},
+	pol, err := policy.NewPolicy(policy.PolicySpec{Rules: []policy.Rule{
+		{ID: "no-secret", Args: []policy.ArgCondition{{Field: "path", PathPrefix: "secret"}}, Decision: approval.Deny},
+		{ID: "ask-docs", Args: []policy.ArgCondition{{Field: "path", PathGlob: "docs/**"}}, Decision: approval.Ask},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -261,9 +262,9 @@ func (failingAuthorizer) Authorize(context.Context, approval.Call) (approval.Ver
 // CheckFile lets an ask through only for a call a person approved, refuses a
 // deny and an authorizer's failure, and allows with no authorizer.
 func TestCheckFileVerdicts(t *testing.T) {
-	pol, err := approval.NewPolicy(approval.PolicySpec{Rules: []approval.Rule{
-		{ID: "ask-docs", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "/ws/docs"}}, Decision: approval.Ask, Reason: "docs need a person"},
-		{ID: "no-secret", Args: []approval.ArgCondition{{Field: "path", PathPrefix: "/ws/secret"}}, Decision: approval.Deny, Reason: "off limits"},
+	pol, err := policy.NewPolicy(policy.PolicySpec{Rules: []policy.Rule{
+		{ID: "ask-docs", Args: []policy.ArgCondition{{Field: "path", PathPrefix: "/ws/docs"}}, Decision: approval.Ask, Reason: "docs need a person"},
+		{ID: "no-secret", Args: []policy.ArgCondition{{Field: "path", PathPrefix: "/ws/secret"}}, Decision: approval.Deny, Reason: "off limits"},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package approval
+package policy
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/tollgate-dev/tollgate/approval/shellcmd"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 )
 
 // DefaultCommandField is the argument a [CommandCondition] reads when its

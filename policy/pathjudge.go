@@ -1,0 +1,35 @@
+package policy
+
+import (
+	"slices"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/glob"
+)
+
+// JudgesPaths implements [approval.PathJudge]: it reports whether a rule that
+// denies or asks, and that may apply to tool, has a pathPrefix or pathGlob
+// condition.
+func (p *Policy) JudgesPaths(toolName string) (approval.Principal, bool) {
+	return p.pathRule(toolName)
+}
+
+// pathRule returns the principal of the first rule that denies or asks, may
+// apply to toolName, and has a pathPrefix or pathGlob condition.
+func (p *Policy) pathRule(toolName string) (approval.Principal, bool) {
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.Decision == approval.Allow {
+			continue
+		}
+		if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return glob.Match(g, toolName) }) {
+			continue
+		}
+		for _, a := range r.args {
+			if a.PathPrefix != "" || a.glob != "" {
+				return approval.Principal{Kind: approval.PrincipalRule, Name: r.ID}, true
+			}
+		}
+	}
+	return approval.Principal{}, false
+}
