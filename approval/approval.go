@@ -22,7 +22,7 @@
 //
 // Verdicts name their source as a [Principal]: a rule by its ID, an
 // autonomy level, the runtime. Durable stores for halted runs and
-// approvals live in the subpackage approval/store, which this package does not
+// approvals live in the subpackage store, which this package does not
 // import.
 package approval
 
@@ -40,7 +40,7 @@ import (
 
 // Effect is what an authorization source says about a call: allow, ask or
 // deny. (Who decided a call's fate, and why, is recorded in agent.Decision;
-// a person's answer to an approval is approval/store.Answer.)
+// a person's answer to an approval is store.Answer.)
 type Effect string
 
 // The decisions, from weakest to strongest.

@@ -16,12 +16,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

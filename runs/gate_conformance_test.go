@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/gate/gatetest"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // The durable engine is a user of the gate: a durable run's calls, each

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // An agent is built once per tenant and configuration: a second run, and

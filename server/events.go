@@ -11,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // StreamEvent is one event of the store's log as GET /v1/events (the data

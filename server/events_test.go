@@ -18,10 +18,10 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // sseEvent is one event read from a stream; comment is set for a comment line.

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // feedSize is how many of the latest events the feed keeps for the

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 func seqs(evs []store.Event) []int64 {

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // readCounter is a store that counts the GetRun and ListApprovals calls made

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // EventAutonomyChanged is the store event PUT /v1/autonomy appends (seed

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // Options configures a [Server]; nil means defaults, except that Agents and

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // waitWatcher is a store that, in each WaitEvents, looks for goroutines an

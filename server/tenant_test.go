@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // A token of tenant globex sees nothing of tenant acme: its run, approval

@@ -13,8 +13,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // Webhook sends the events of one tenant to a URL as they are stored,

@@ -15,8 +15,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // A webhook gets its tenant's events of the types it asks for, signed per

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // The exit statuses README.md promises: 0 done, 1 error, 2 usage, 4 incomplete

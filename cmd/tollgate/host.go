@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/postgres"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/postgres"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // runSummary is a run as `tollgate runs list --json` prints it.

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/postgres"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/postgres"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // tollgate worker takes a run enqueued by another process, builds its agent

@@ -36,7 +36,7 @@ var groups = []struct {
 	// Adapters: level 3 beside the agent; they may use the agent, never the
 	// reverse, and never each other.
 	{"model/openai", 3}, {"model/anthropic", 3}, {"model/scripted", 3}, {"model/modeltest", 3},
-	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"approval/store", 3}, {"approval/records", 3},
+	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"store", 3}, {"records", 3},
 	{"sandbox", 3}, {"telemetry", 3},
 	{"runs", 4},
 	// The approvals driver: finds and decides the requests of a store for
@@ -73,7 +73,7 @@ var allowedSideways = map[[2]string]bool{
 // except cmd and their own group.
 var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
-	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "approval/store": true, "approval/records": true,
+	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "store": true, "records": true,
 	"sandbox": true, "telemetry": true,
 	"runs/dbosengine": true,
 }
@@ -153,15 +153,15 @@ func TestViolationsCatchesBadEdges(t *testing.T) {
 		"hooks":             {"approval"},         // siblings
 		"hooks/declarative": {"model/scripted"},   // adapter to adapter
 		"newpkg":            nil,                  // unplaced
-		"approval/records":  {"internal/testkit"}, // test doubles outside a test
+		"records":           {"internal/testkit"}, // test doubles outside a test
 		"builtin":           {"sandbox"},          // a level-1 package reaching an adapter
 	}
 	good := map[string][]string{
-		"toolkit":          {"builtin", "tool", "model"},
-		"agent":            {"hooks", "approval", "tool", "model", "internal/proc"},
-		"approval/records": {"agent", "approval"},
-		"cmd/tollgate":     {"mcptool", "agent", "hooks/declarative"},
-		"internal/retry":   {"model"},
+		"toolkit":        {"builtin", "tool", "model"},
+		"agent":          {"hooks", "approval", "tool", "model", "internal/proc"},
+		"records":        {"agent", "approval"},
+		"cmd/tollgate":   {"mcptool", "agent", "hooks/declarative"},
+		"internal/retry": {"model"},
 	}
 	if got := violations(bad); len(got) != 7 {
 		t.Errorf("violations(bad) = %q, want 7", got)
@@ -175,7 +175,7 @@ func TestViolationsCatchesBadEdges(t *testing.T) {
 func TestGroupOf(t *testing.T) {
 	for pkg, want := range map[string]string{
 		"agent": "agent", "model": "model", "model/openai": "model/openai", "hooks/declarative": "hooks/declarative",
-		"hooks": "hooks", "approval/store/sqlite": "approval/store", "internal/proc": "internal", "cmd/tollgate": "cmd",
+		"hooks": "hooks", "store/sqlite": "store", "internal/proc": "internal", "cmd/tollgate": "cmd",
 	} {
 		if got, _ := groupOf(pkg); got != want {
 			t.Errorf("groupOf(%q) = %q, want %q", pkg, got, want)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
 )
 

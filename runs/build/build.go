@@ -28,7 +28,7 @@
 //     scripts ([policy.DeniedPrograms]) are also refused at exec by bash's
 //     sandbox (sandbox.Policy.DenyExec), whatever the script's spelling;
 //   - RecordsFile: one JSON line per tool call record (package
-//     approval/records);
+//     records);
 //   - MCPFiles: the servers' tools, offered beside the builtins; a server
 //     that fails is reported and left out;
 //   - the builtin tools on Workdir (package toolkit) and [Options.Tools];
@@ -61,13 +61,13 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/toolkit"
 )

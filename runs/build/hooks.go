@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // setupHooks loads HooksFiles: their declarative hooks (seed 000) become the

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

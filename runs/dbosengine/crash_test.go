@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // Notified returns how many notifications s's listener has received (and

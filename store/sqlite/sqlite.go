@@ -52,10 +52,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )

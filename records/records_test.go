@@ -19,9 +19,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/records"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // A database path that is a symbolic link (planted in a state directory

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // The database holds transcripts, tool arguments and outputs: in a state

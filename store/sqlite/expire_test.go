@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // ExpireApprovals finds the due approvals in SQL: an approval that is not

@@ -3,7 +3,7 @@ package store_test
 import (
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

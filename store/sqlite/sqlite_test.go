@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
-	"github.com/tollgate-dev/tollgate/approval/store/storetest"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
+	"github.com/tollgate-dev/tollgate/store/storetest"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

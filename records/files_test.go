@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval/records"
+	"github.com/tollgate-dev/tollgate/records"
 )
 
 // A line keeps the path a file tool was given next to the real path of the

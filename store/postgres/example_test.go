@@ -6,8 +6,8 @@ import (
 	"log"
 	"os"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/postgres"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/postgres"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

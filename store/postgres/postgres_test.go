@@ -17,10 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/postgres"
-	"github.com/tollgate-dev/tollgate/approval/store/storetest"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/postgres"
+	"github.com/tollgate-dev/tollgate/store/storetest"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

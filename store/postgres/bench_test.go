@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/postgres"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/postgres"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

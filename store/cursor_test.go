@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 func TestCursorRoundTrip(t *testing.T) {

@@ -3,9 +3,9 @@
 // (the CLI, a server, several processes sharing one database) can claim, watch
 // and page through runs (docs/architecture.md, "Suspension and approval" and
 // "The store"). [Store] is the interface; [Memory] is the in-memory
-// implementation, package approval/store/sqlite the durable one in one file,
-// package approval/store/postgres the one that processes on many machines
-// share, and package approval/store/storetest the test suite every
+// implementation, package store/sqlite the durable one in one file,
+// package store/postgres the one that processes on many machines
+// share, and package store/storetest the test suite every
 // implementation must pass.
 //
 // A store knows nothing of the agent: a run's halted state, its latest result

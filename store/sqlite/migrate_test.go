@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -3,8 +3,8 @@ package store_test
 import (
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/storetest"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/storetest"
 )
 
 func TestMemory(t *testing.T) {

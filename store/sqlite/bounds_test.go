@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/approval/store"
-	"github.com/tollgate-dev/tollgate/approval/store/sqlite"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // A database file is written by other processes: a run's state, an
