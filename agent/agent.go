@@ -221,8 +221,6 @@ type Agent struct {
 	resumedMu sync.Mutex
 	resumed   map[string]int64
 
-	// workers run the tool calls and the tools (see workers).
-	workers *workers
 
 	// fixed is the latest snapshot of a ToolList, shared read-only by every
 	// run while its tools' specs stay the same.
@@ -315,9 +313,6 @@ func New(opts Options) (*Agent, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{opts: opts, log: lg, agentLimits: resolveLimits(ToolLimits{}, opts.ToolTimeout, opts.MaxResultBytes)}
-	if !inBubble() {
-		a.workers = newWorkers()
-	}
 	if len(opts.ToolLimits) > 0 {
 		a.toolLimits = make(map[string]*callLimits, len(opts.ToolLimits))
 		for name, l := range opts.ToolLimits {

@@ -55,13 +55,9 @@
 // the turn's other calls have finished (they are not cancelled, so none is
 // left half done); the partial result records every call that ran.
 //
-// Each call runs on one of the agent's worker goroutines, and its tool on
-// another (so that a tool that ignores its context can be abandoned after
-// [AbandonAfter]; it keeps its goroutine until it returns). A worker that
-// finished waits up to a second for the next task and then exits, so an idle
-// agent holds no goroutine for long; no task ever waits for a worker. An
-// agent made inside a testing/synctest bubble starts a goroutine per task
-// (an idle worker would outlive the bubble); use it in that bubble only.
+// Each call runs on a goroutine of its own, and its tool on another (so that
+// a tool that ignores its context can be abandoned after [AbandonAfter]; it
+// keeps its goroutine until it returns). An idle agent holds no goroutine.
 //
 // # Suspension
 //

@@ -1,10 +1,7 @@
 package agent_test
 
 import (
-	"bytes"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/model"
@@ -32,19 +29,3 @@ func toolMsgs(res *agent.Result) []model.Message {
 	return out
 }
 
-// goroutinesWithoutWorkers waits until no agent has a worker goroutine left
-// (idle ones exit after agent.WorkerIdle) and returns the number of
-// goroutines then, so that a test comparing it with the number after a run
-// counts the run's leaks and not workers that earlier tests left to expire.
-func goroutinesWithoutWorkers(t *testing.T) int {
-	t.Helper()
-	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(agent.WorkerIdle + 5*time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("agent.(*workers).work")) {
-			return runtime.NumGoroutine() // no run goes on, so no worker can start
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent workers still live %v after the last test's calls", agent.WorkerIdle+5*time.Second)
-		}
-	}
-}

@@ -81,82 +81,30 @@ func (a *Agent) limits(name string) *callLimits {
 // tool does, or [AbandonAfter] after ctx (or the timeout) ended if the tool
 // ignores its context; the abandoned call's result is dropped.
 //
-// The tool runs on a goroutine of its own (one of p's workers), since only
-// then can a tool that never returns be abandoned: it keeps that goroutine
-// until it returns. The timer for the abandonment is made only once ctx has
-// ended, so a call that returns in time pays for a hand-off to a worker, a
-// channel and its timeout's context.
-func executeBounded(ctx context.Context, p *workers, t tool.Tool, inv *tool.Invocation, args json.RawMessage, lim *callLimits) tool.Result {
+// The tool runs on a goroutine of its own, since only then can a tool that
+// never returns be abandoned: it keeps that goroutine until it returns. The
+// timer for the abandonment is made only once ctx has ended.
+func executeBounded(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage, lim *callLimits) tool.Result {
 	if lim.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, lim.cause)
 		defer cancel()
 	}
-	k := p.task()
-	k.ctx, k.t, k.inv, k.args = ctx, t, inv, args
-	p.do(k.run)
+	done := make(chan tool.Result, 1) // an abandoned tool never blocks on it
+	go func() { done <- execute(ctx, t, inv, args) }()
 	select {
-	case <-k.done:
-		return withCause(ctx, p.finish(k))
+	case res := <-done:
+		return withCause(ctx, res)
 	case <-ctx.Done():
 	}
 	timer := time.NewTimer(AbandonAfter)
 	defer timer.Stop()
 	select {
-	case <-k.done:
-		return withCause(ctx, p.finish(k))
+	case res := <-done:
+		return withCause(ctx, res)
 	case <-timer.C:
-		// The task stays with its worker (never back in the pool): the
-		// tool may still write its result.
 		return tool.Errorf("%s did not return within %s after it was stopped (%v); the call was abandoned", t.Spec().Name, AbandonAfter, context.Cause(ctx))
 	}
-}
-
-// toolTask is one tool's execution handed to a worker: run executes it and
-// signals done (buffered: the worker never waits). Tasks are reused (the
-// workers' pool) once their result has been taken, so that a call costs no
-// allocation for the hand-off; an abandoned task is never reused.
-type toolTask struct {
-	ctx  context.Context
-	t    tool.Tool
-	inv  *tool.Invocation
-	args json.RawMessage
-	res  tool.Result
-	done chan struct{}
-	run  func() // k.exec, bound once when the task is made
-}
-
-func newToolTask() *toolTask {
-	k := &toolTask{done: make(chan struct{}, 1)}
-	k.run = k.exec
-	return k
-}
-
-func (k *toolTask) exec() {
-	k.res = execute(k.ctx, k.t, k.inv, k.args)
-	k.done <- struct{}{}
-}
-
-// task returns a tool task from p's pool, or a new one when p is nil (an
-// agent made in a synctest bubble).
-func (p *workers) task() *toolTask {
-	if p == nil {
-		return newToolTask()
-	}
-	return p.toolTasks.Get().(*toolTask)
-}
-
-// finish returns k's result and puts k back in p's pool; it must be called
-// once, after done was received. The pool is p's own, not the package's, so
-// that a task (and its channel) never passes from one agent to another, nor
-// into or out of a synctest bubble.
-func (p *workers) finish(k *toolTask) tool.Result {
-	res := k.res
-	if p != nil {
-		*k = toolTask{done: k.done, run: k.run}
-		p.toolTasks.Put(k)
-	}
-	return res
 }
 
 // withCause adds to an error result of a call whose context ended why it

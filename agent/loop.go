@@ -62,9 +62,9 @@ type runner struct {
 	// generate: nobody reads the events but the done one (Run, Resume), so
 	// each model turn is one Generate call even when the model can stream,
 	// and the other events are numbered (the state's sequence number counts
-	// them as in Stream) but never built or delivered.
+	// them as in Stream) but never delivered.
 	generate bool
-	// uncounted counts the events the running calls skipped (generate).
+	// uncounted counts the events the running calls dropped (generate).
 	uncounted atomic.Int64
 
 	tools map[string]tool.Tool
@@ -659,11 +659,7 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 		return nil, err
 	}
 	r.st.Usage = r.st.Usage.Add(resp.Usage)
-	if r.generate {
-		r.emit(Event{})
-	} else {
-		r.emit(Event{Kind: EventUsage, Turn: turn, Usage: &resp.Usage})
-	}
+	r.emit(Event{Kind: EventUsage, Turn: turn, Usage: &resp.Usage})
 	return resp, nil
 }
 
@@ -719,8 +715,7 @@ func (k *chunkSink) take(ch model.Chunk, err error) bool {
 // MaxParallel), with the given answers (nil for a first attempt). Worker events
 // are funnelled to the driving goroutine, which also starts the calls, in the
 // model's order, each once a slot is free (so that with MaxParallel 1 they run
-// one after another in order): one goroutine per call and no other, taken
-// from the agent's workers. It returns the first hook error.
+// one after another in order): one goroutine per call and no other. It returns the first hook error.
 func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error {
 	type done struct {
 		i  int
@@ -754,7 +749,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			ans, b := which[i], r.st.Batch[i]
 			next++
 			running++
-			r.a.workers.do(func() { doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)} })
+			go func() { doneCh <- done{i, r.call(ctx, b.Call, b.Pending, ans, send)} }()
 		}
 		var d done
 		select {

@@ -23,12 +23,8 @@ import (
 // the answer to a pending request and retries the call once with it.
 func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
 	// Announced on the first attempt and again when a resume takes the call up.
-	if r.generate {
-		emit(Event{}) // counted, never read: see runner.generate
-	} else {
-		c := call
-		emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
-	}
+	c := call
+	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
 	oc := r.pipeline(ctx, call, prior, ans, emit)
 	wait := r.a.opts.WaitFor
 	if g := inherited(ctx); wait == nil && g != nil {
@@ -116,7 +112,7 @@ func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, 
 // env is what the run lends the gate for one call: its tools, the
 // authorizers a parent agent handed down, the events, the run's request IDs.
 func (r *runner) env(ctx context.Context, emit func(Event)) *gate.Env {
-	env := &gate.Env{Tools: r, Observer: &callEvents{r: r, emit: emit}, ClaimID: r.claimRequestID}
+	env := &gate.Env{Tools: r, Observer: &callEvents{emit: emit}, ClaimID: r.claimRequestID}
 	if g := inherited(ctx); g != nil {
 		env.Authorizers = g.authorizers
 	}
@@ -134,15 +130,10 @@ func (r *runner) Names() []string { return r.toolNames() }
 
 // callEvents turns what the gate tells of one call into the run's events.
 type callEvents struct {
-	r    *runner
 	emit func(Event)
 }
 
 func (e *callEvents) Decided(c *gate.Call, d Decision) {
-	if e.r.generate { // counted, never read: see runner.generate
-		e.emit(Event{})
-		return
-	}
 	e.emit(Event{Kind: EventDecision, Turn: c.Turn, CallID: c.ID, Decision: &d})
 }
 
@@ -151,16 +142,12 @@ func (e *callEvents) Pending(c *gate.Call, req tool.Request) {
 }
 
 func (e *callEvents) Recorded(c *gate.Call, rec *ToolCallRecord) {
-	if e.r.generate {
-		e.emit(Event{})
-		return
-	}
 	cp := *rec
 	e.emit(Event{Kind: EventToolResult, Turn: c.Turn, CallID: c.ID, Record: &cp})
 }
 
-// runTool is the gate's runner for the agent: the tool, on one of the
-// agent's workers, bounded by the call's limits, with the call's context.
+// runTool is the gate's runner for the agent: the tool, on a goroutine of
+// its own, bounded by the call's limits, with the call's context.
 func (r *runner) runTool(emit func(Event)) gate.Runner {
 	return func(ctx context.Context, a *gate.Allowed) gate.Ran {
 		t := r.tools[a.Call.Name]
@@ -178,7 +165,7 @@ func (r *runner) runTool(emit func(Event)) gate.Runner {
 			inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: a.Call.ID, Turn: a.Call.Turn, Answer: a.Answer}
 			tctx = tool.WithInvocation(tctx, *inv)
 		}
-		res := executeBounded(tctx, r.a.workers, t, inv, a.Args, r.a.limits(a.Call.Name))
+		res := executeBounded(tctx, t, inv, a.Args, r.a.limits(a.Call.Name))
 		cc.rep.close()
 		return gate.Ran{Result: res, Latency: time.Since(start), Refusal: cc.refusal.Load()}
 	}
