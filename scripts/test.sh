@@ -6,7 +6,10 @@
 #   - Go 1.26 (on PATH);
 #   - Node.js and npm, for the real MCP servers the integration tests start
 #     (@modelcontextprotocol/server-filesystem and server-everything, pinned in
-#     mcptool/testdata/npm/package-lock.json and installed there with npm ci);
+#     mcptool/testdata/npm/package-lock.json and installed there with npm ci),
+#     and for the Claude Code CLI that `tollgate claude-code hook` governs in
+#     its tests (@anthropic-ai/claude-code, pinned in
+#     cmd/tollgate/testdata/claudecode/package-lock.json);
 #   - jq and python3, which the Claude Code hook fixtures are written in;
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
 #     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
@@ -49,6 +52,11 @@ fi
 
 echo "== installing the MCP servers used by the tests (npm ci)"
 npm ci --prefix mcptool/testdata/npm --no-audit --no-fund --loglevel=error
+echo "== installing the Claude Code CLI used by the tests (npm ci)"
+# Pinned in cmd/tollgate/testdata/claudecode/package-lock.json; its native
+# binary comes in its platform package. The tests run it offline against a
+# local mock of the Messages API, with tollgate's hook deciding its calls.
+npm ci --prefix cmd/tollgate/testdata/claudecode --no-audit --no-fund --loglevel=error
 
 echo "== starting PostgreSQL"
 pgdir=$(mktemp -d /tmp/tollgate-pg.XXXXXX)

@@ -35,6 +35,9 @@ var groups = []struct {
 	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"approval/store", 3}, {"approval/records", 3},
 	{"sandbox", 3}, {"telemetry", 3},
 	{"runs", 4},
+	// Claude Code governed by the gate: its hook events decided with
+	// tollgate's policies (the hook command and the server's http hook).
+	{"claudegate", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},
