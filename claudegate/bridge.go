@@ -30,6 +30,9 @@ type Options struct {
 	// working directory (approval.Policy.WithWorkdir), combined
 	// deny > ask > allow.
 	Policies []*approval.Policy
+	// Authorizers are heard after the policies: a server's view of what
+	// the hook's own policy said, say.
+	Authorizers []approval.Authorizer
 	// Listener, if set, hears the calls that run (seed 000's hooks):
 	// PRE_TOOL_USE when PreToolUse allows a call, POST_TOOL_USE and
 	// ON_ERROR when PostToolUse or PostToolUseFailure reports its result.
@@ -162,7 +165,7 @@ func (b *Bridge) call(in *Input) (gate.Call, claudeTool) {
 // gate returns the gate for a session working in cwd: the policies with
 // cwd as their working directory.
 func (b *Bridge) gate(cwd string, listener hooks.ToolCallListener, record bool) (*gate.Gate, error) {
-	azs := make([]approval.Authorizer, 0, len(b.opts.Policies))
+	azs := make([]approval.Authorizer, 0, len(b.opts.Policies)+len(b.opts.Authorizers))
 	for _, p := range b.opts.Policies {
 		if filepath.IsAbs(cwd) {
 			real, err := filepath.EvalSymlinks(cwd)
@@ -177,6 +180,7 @@ func (b *Bridge) gate(cwd string, listener hooks.ToolCallListener, record bool) 
 		}
 		azs = append(azs, p)
 	}
+	azs = append(azs, b.opts.Authorizers...)
 	opts := gate.Options{Authorizers: azs, Logger: b.log, ApprovalTTL: b.opts.ApprovalTTL}
 	if record {
 		opts.OnRecord = b.opts.OnRecord
@@ -356,4 +360,26 @@ func guard(lg *slog.Logger, fn func()) {
 		}
 	}()
 	fn()
+}
+
+// Judge returns what the policies say about a tool event's call, without
+// recording it or keeping any state: deny with the reason the model would
+// read, ask with the request's prompt, or allow. A hook that forwards
+// events to a server judges them with its own policy first.
+func (b *Bridge) Judge(ctx context.Context, in *Input) (approval.Effect, string) {
+	c, t := b.call(in)
+	g, err := b.gate(in.Cwd, nil, false)
+	if err != nil {
+		return approval.Deny, "tollgate could not judge the call: " + err.Error()
+	}
+	ru := g.Decide(ctx, &gate.Env{Tools: oneTool{t}}, c, nil, nil)
+	switch {
+	case ru.Err != nil:
+		return approval.Deny, "tollgate's hook failed: " + ru.Err.Error()
+	case ru.Record != nil:
+		return approval.Deny, ru.Record.Output
+	case ru.Pending != nil:
+		return approval.Ask, ru.Pending.Request.Prompt
+	}
+	return approval.Allow, ""
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/server"
 )
 
 // claudeHookFlags are the flags of `tollgate claude-code hook`.
@@ -27,6 +30,10 @@ type claudeHookFlags struct {
 	hooks    []string
 	records  string
 	stateDir string
+	// server, tokenFile and wait: server mode.
+	server    string
+	tokenFile string
+	wait      time.Duration
 }
 
 func newClaudeCodeCmd(env *cliEnv) *cobra.Command {
@@ -74,6 +81,9 @@ a crash) denies, with exit status 2.
 	fs.StringArrayVar(&f.policies, "policy", nil, "policy file whose rules decide (repeatable; combined deny > ask > allow)")
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML) whose PRE_TOOL_USE, POST_TOOL_USE and ON_ERROR hooks fire for the calls that run (repeatable)")
 	fs.StringVar(&f.records, "records", "", "append one decision record per call (JSON lines) to this file")
+	fs.StringVar(&f.server, "server", "", "answer through tollgate's server at this URL ('tollgate serve' with a claudeCode: section): it decides with the team's policy too, and an ask waits for a person's answer on the approvals page")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the server's bearer token, an agent-role token ('tollgate serve token --role agent'); default $"+envToken)
+	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for a person's answer; no answer denies (keep it below the hook's timeout)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "directory of the sessions' state between events (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
 	return cmd
 }
@@ -81,7 +91,11 @@ a crash) denies, with exit status 2.
 // runClaudeHook reads the event, answers it, and exits 0, 1 or 2 as the
 // answer says. Whatever fails before a decision denies (fail closed).
 func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err error) {
-	in, perr := claudegate.ParseInput(env.stdin)
+	raw, rerr := io.ReadAll(io.LimitReader(env.stdin, claudegate.MaxInputBytes+1))
+	in, perr := claudegate.ParseInput(bytes.NewReader(raw))
+	if rerr != nil {
+		perr = rerr
+	}
 	ev := claudegateEvent(in)
 	defer func() {
 		if p := recover(); p != nil {
@@ -95,7 +109,12 @@ func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err er
 	if err != nil {
 		return writeClaudeAnswer(env, claudegate.Failed(ev, "tollgate's hook is misconfigured: "+err.Error()))
 	}
-	ans := b.Handle(ctx, in)
+	var ans claudegate.Answer
+	if f.server != "" {
+		ans = forwardClaude(ctx, f, in, raw, b)
+	} else {
+		ans = b.Handle(ctx, in)
+	}
 	if cerr := closeAll(); cerr != nil {
 		fmt.Fprintln(env.stderr, "tollgate: claude-code hook:", cerr)
 	}
@@ -181,4 +200,26 @@ func claudeBridge(f *claudeHookFlags, in *claudegate.Input, stderr io.Writer) (*
 	}
 	b, err := claudegate.New(opts)
 	return b, closeAll, err
+}
+
+// claudeServeOptions loads the claudeCode: section of server.yaml: its
+// policy (with its autonomy level) and hooks, for the server's decisions.
+func claudeServeOptions(cc *server.ClaudeCodeConfig, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
+	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: claudeCode:", s) }
+	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, "claude-code-server")}
+	if cc.PolicyFile != "" || cc.Autonomy != "" {
+		pol, err := build.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
+		if err != nil {
+			return nil, err
+		}
+		o.Policies = append(o.Policies, pol)
+	}
+	if len(cc.HooksFiles) > 0 {
+		reg, err := build.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			return nil, err
+		}
+		o.Listener = reg
+	}
+	return o, nil
 }
