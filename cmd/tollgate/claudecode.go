@@ -42,7 +42,7 @@ func newClaudeCodeCmd(env *cliEnv) *cobra.Command {
 		Short: "Govern Claude Code's tool calls with tollgate's policies and hooks",
 		Args:  argsUsage(cobra.NoArgs),
 	}
-	cmd.AddCommand(newClaudeHookCmd(env))
+	cmd.AddCommand(newClaudeHookCmd(env), newClaudeSettingsCmd(env))
 	return cmd
 }
 

@@ -200,10 +200,18 @@ type claudeRun struct {
 	Output    map[string]any
 }
 
-// runClaude runs Claude Code on a prompt with the hooks of
-// `tollgate claude-code hook` (hookArgs added), the model scripted to
-// make the calls of script, and returns what happened.
-func runClaude(t *testing.T, policy string, hookArgs []string, prepare func(ws string), script ...toolUse) *claudeRun {
+// claudeOpts are a test's flags of `tollgate claude-code settings` (beyond
+// the policy, records and state directory) and Claude Code's extra
+// environment.
+type claudeOpts struct {
+	Args []string
+	Env  []string
+}
+
+// runClaude runs Claude Code on a prompt with the hooks that
+// `tollgate claude-code settings` prints (o.Args added), the model
+// scripted to make the calls of script, and returns what happened.
+func runClaude(t *testing.T, policy string, o claudeOpts, prepare func(ws string), script ...toolUse) *claudeRun {
 	t.Helper()
 	claude, tg := claudeBinary(t), tollgateBinary(t)
 	dir := t.TempDir()
@@ -229,17 +237,12 @@ func runClaude(t *testing.T, policy string, hookArgs []string, prepare func(ws s
 	if err := os.WriteFile(polFile, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{tg, "claude-code", "hook", "--policy", polFile, "--records", cr.Records, "--state-dir", cr.StateDir}, hookArgs...)
-	command := shellJoin(args)
-	handler := []any{map[string]any{"type": "command", "command": command, "timeout": 30}}
-	settings := map[string]any{"hooks": map[string]any{
-		"PreToolUse":         []any{map[string]any{"matcher": "*", "hooks": handler}},
-		"PostToolUse":        []any{map[string]any{"matcher": "*", "hooks": handler}},
-		"PostToolUseFailure": []any{map[string]any{"matcher": "*", "hooks": handler}},
-		"UserPromptSubmit":   []any{map[string]any{"hooks": handler}},
-		"SessionEnd":         []any{map[string]any{"hooks": handler}},
-	}}
-	sb, _ := json.Marshal(settings)
+	// The settings are what `tollgate claude-code settings` prints.
+	args := append([]string{"claude-code", "settings", "--policy", polFile, "--records", cr.Records, "--state-dir", cr.StateDir}, o.Args...)
+	sb, err := exec.Command(tg, args...).Output()
+	if err != nil {
+		t.Fatalf("claude-code settings: %v", err)
+	}
 	setFile := filepath.Join(dir, "settings.json")
 	if err := os.WriteFile(setFile, sb, 0o644); err != nil {
 		t.Fatal(err)
@@ -256,6 +259,7 @@ func runClaude(t *testing.T, policy string, hookArgs []string, prepare func(ws s
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
 		"TOLLGATE_STATE_DIR=" + cr.StateDir,
 	}
+	cmd.Env = append(cmd.Env, o.Env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -266,15 +270,6 @@ func runClaude(t *testing.T, policy string, hookArgs []string, prepare func(ws s
 	}
 	cr.Results = mock.Results()
 	return cr
-}
-
-// shellJoin quotes args for sh.
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 // recordLines reads the decision records.
@@ -315,7 +310,7 @@ const claudePolicy = `rules:
 // Bash /bin/rm and env rm are denied by a command rule; the model reads the
 // rule's reason; the file stays; the records name the rule.
 func TestClaudeCodeDeniesRm(t *testing.T) {
-	r := runClaude(t, claudePolicy, nil, func(ws string) {
+	r := runClaude(t, claudePolicy, claudeOpts{}, func(ws string) {
 		writeFile(t, ws, "keep.txt", "kept")
 	},
 		toolUse{"Bash", `{"command":"/bin/rm -f keep.txt","description":"remove"}`},
@@ -346,7 +341,7 @@ func TestClaudeCodeDeniesRm(t *testing.T) {
 // A command no rule speaks of runs, and its result is recorded with who
 // let it run.
 func TestClaudeCodeAllowedCommandRuns(t *testing.T) {
-	r := runClaude(t, claudePolicy, nil, nil,
+	r := runClaude(t, claudePolicy, claudeOpts{}, nil,
 		toolUse{"Bash", `{"command":"echo made > made.txt && echo ok","description":"make"}`},
 	)
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "made.txt")); err != nil || string(b) != "made\n" {
@@ -364,7 +359,7 @@ func TestClaudeCodeAllowedCommandRuns(t *testing.T) {
 // A path rule on write governs Write's file_path: the secret file is not
 // written, the other one is.
 func TestClaudeCodeWritePathRule(t *testing.T) {
-	r := runClaude(t, claudePolicy, nil, func(ws string) {
+	r := runClaude(t, claudePolicy, claudeOpts{}, func(ws string) {
 		if err := os.MkdirAll(filepath.Join(ws, "secret"), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -91,8 +91,8 @@ func (cs *claudeServer) decideNext(t *testing.T, decision, reason string) <-chan
 	return done
 }
 
-func (cs *claudeServer) hookArgs(wait string) []string {
-	return []string{"--server", cs.url, "--token-file", cs.agentFile, "--wait", wait}
+func (cs *claudeServer) hookArgs(wait string) claudeOpts {
+	return claudeOpts{Args: []string{"--server", cs.url, "--token-file", cs.agentFile, "--wait", wait}}
 }
 
 // A write the team's policy asks about waits for a person on the server:
@@ -159,5 +159,25 @@ func TestClaudeCodeServerNoAnswer(t *testing.T) {
 	}
 	if !strings.Contains(r.Results["toolu_01"], "no one answered") {
 		t.Errorf("the model read %q", r.Results["toolu_01"])
+	}
+}
+
+// Claude Code's http hook type, as 'tollgate claude-code settings --http'
+// prints it, reaches the server with the token from the environment: the
+// ask is approved there and the write runs once.
+func TestClaudeCodeServerHTTPHook(t *testing.T) {
+	cs := startClaudeServer(t)
+	decided := cs.decideNext(t, "approve", "")
+	o := claudeOpts{Args: []string{"--server", cs.url, "--http", "--wait", "60s"}, Env: []string{envToken + "=" + cs.agent}}
+	r := runClaude(t, claudePolicy, o, nil,
+		toolUse{"Write", `{"file_path":"WS/notes.txt","content":"hello"}`})
+	<-decided
+	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("notes.txt = %q, %v", b, err)
+	}
+	var page server.RunPage
+	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
+	if len(page.Runs) != 1 || page.Runs[0].Owner != "person:ci-bot" {
+		t.Errorf("runs %+v", page.Runs)
 	}
 }
