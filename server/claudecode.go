@@ -209,36 +209,59 @@ func (cc *claudeCode) lock(runID string) func() {
 	return m.Unlock
 }
 
-// record adds rec to the session run's tool calls (its state while it
-// runs, its result once it ended) and appends its events.
+// maxSessionCalls bounds the records GET /v1/runs/{id} shows of a
+// session's run: the latest ones (every record is in the run's events).
+const maxSessionCalls = 1000
+
+// record appends rec's events to the session's run: tool.decided for a
+// call that did not run, then tool.finished with the record. The run view
+// reads the records from them ([claudeCode.toolCalls]), so that a decision
+// costs the same at the thousandth call as at the first.
 func (cc *claudeCode) record(ctx context.Context, run store.Run, rec gate.Record) {
-	defer cc.lock(run.ID)()
-	st := cc.s.store
-	cur, err := st.GetRun(ctx, run.ID)
-	if err != nil {
-		cc.s.log.Error("claude-code record", "error", err)
-		return
-	}
-	var calls struct {
-		ToolCalls []json.RawMessage `json:"toolCalls"`
-	}
-	_ = json.Unmarshal(cur.State, &calls)
-	rb, err := json.Marshal(rec)
-	if err != nil {
-		return
-	}
-	calls.ToolCalls = append(calls.ToolCalls, rb)
-	b, _ := json.Marshal(calls)
 	var evs []store.Event
 	if !rec.Ran {
 		d := rec.Decision
 		evs = append(evs, agentEvent(run, agent.Event{Kind: agent.EventDecision, RunID: run.ID, CallID: rec.ID, Decision: &d}))
 	}
 	evs = append(evs, agentEvent(run, agent.Event{Kind: agent.EventToolResult, RunID: run.ID, CallID: rec.ID, Record: &rec}))
-	u := store.RunUpdate{State: b, Result: b, Events: evs}
-	if _, err := st.UpdateRun(ctx, run.ID, u); err != nil {
+	if _, err := cc.s.store.AppendEvents(ctx, evs...); err != nil {
 		cc.s.log.Error("claude-code record", "error", err)
 	}
+}
+
+// toolCalls returns the records of a session's run, from its tool.finished
+// events: the latest maxSessionCalls, oldest first, as a JSON array.
+func claudeToolCalls(ctx context.Context, st store.Store, run store.Run) (json.RawMessage, error) {
+	var recs []json.RawMessage
+	var after int64
+	for {
+		evs, err := st.ListEvents(ctx, store.EventFilter{Tenant: run.Tenant, RunID: run.ID, AfterSeq: after, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Type != runs.EventToolFinished {
+				continue
+			}
+			var e struct {
+				Record json.RawMessage `json:"record"`
+			}
+			if json.Unmarshal(ev.Data, &e) == nil && len(e.Record) > 0 {
+				recs = append(recs, e.Record)
+			}
+		}
+		if len(evs) < store.MaxLimit {
+			break
+		}
+	}
+	if len(recs) > maxSessionCalls {
+		recs = recs[len(recs)-maxSessionCalls:]
+	}
+	if recs == nil {
+		recs = []json.RawMessage{}
+	}
+	return json.Marshal(recs)
 }
 
 func agentEvent(run store.Run, ev agent.Event) store.Event {

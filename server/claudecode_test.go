@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,16 @@ func TestClaudeHookHTTP(t *testing.T) {
 	if len(runs.Runs) != 1 || runs.Runs[0].Agent != server.ClaudeAgent || runs.Runs[0].Owner != "person:ci-bot" || runs.Runs[0].Status != store.RunRunning {
 		t.Errorf("runs %+v", runs.Runs)
 	}
+	var view struct {
+		ToolCalls []struct {
+			Name     string
+			Decision struct{ Outcome, Reason string }
+		}
+	}
+	f.do("GET", "/v1/runs/"+runs.Runs[0].ID, aliceToken, nil, &view)
+	if len(view.ToolCalls) != 1 || view.ToolCalls[0].Name != "bash" || view.ToolCalls[0].Decision.Outcome != "denied" || view.ToolCalls[0].Decision.Reason != "no deletions" {
+		t.Errorf("the run's calls: %+v", view.ToolCalls)
+	}
 	f.do("POST", "/v1/hooks/claude-code", agentToken, []byte(`{"session_id":"sess-1","hook_event_name":"SessionEnd","reason":"exit"}`), nil)
 	f.do("GET", "/v1/runs", aliceToken, nil, &runs)
 	if len(runs.Runs) != 1 || runs.Runs[0].Status != store.RunDone {
@@ -162,15 +173,20 @@ func TestClaudeHookLocalAsk(t *testing.T) {
 }
 
 // BenchmarkClaudeHookHTTP is a PreToolUse decision through the http hook
-// on loopback (a local policy, no ask).
+// on loopback (the server's policy denies; the call is recorded on the
+// session's run); it reports the median (p50-ns).
 func BenchmarkClaudeHookHTTP(b *testing.B) {
 	f := claudeFixture(b)
 	ev := hookEvent("PreToolUse", "Bash", `{"command":"env rm -rf /srv"}`, "t1")
-	b.ResetTimer()
+	var times []time.Duration
 	for b.Loop() {
+		start := time.Now()
 		var out claudegate.Output
 		if f.do("POST", "/v1/hooks/claude-code", agentToken, ev, &out) != http.StatusOK {
 			b.Fatal("status")
 		}
+		times = append(times, time.Since(start))
 	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -386,4 +387,30 @@ func TestClaudeCodeWritePathRule(t *testing.T) {
 	if recs[1]["tool"] != "write" || recs[1]["outcome"] != "allowed" || recs[1]["ran"] != true {
 		t.Errorf("second record %v", recs[1])
 	}
+}
+
+// BenchmarkClaudeHookCommand is a PreToolUse decision with a local policy
+// through the command hook, process start included, as Claude Code runs
+// it; it reports the median (p50-ns).
+func BenchmarkClaudeHookCommand(b *testing.B) {
+	tg := tollgateBinary(b)
+	dir := b.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte(claudePolicy), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ev := []byte(`{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"env rm -rf /srv"},"tool_use_id":"t1"}`)
+	var times []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		cmd := exec.Command(tg, "claude-code", "hook", "--policy", pol, "--state-dir", filepath.Join(dir, "state"))
+		cmd.Stdin = bytes.NewReader(ev)
+		out, err := cmd.Output()
+		if err != nil || !bytes.Contains(out, []byte(`"deny"`)) {
+			b.Fatalf("%v %s", err, out)
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 }
