@@ -54,6 +54,12 @@ type Options struct {
 	// (the operating system's user): an ask approved there is recorded
 	// as approved by this person.
 	Prompter string
+	// ReadTranscript lets the bridge read the transcript file an event
+	// names (transcript_path), for the last prompt and stated intent shown
+	// with a request; only where that file is the agent's user's own (the
+	// command hook), never on a server, where the path would name the
+	// server's files.
+	ReadTranscript bool
 	// ApprovalTTL, if positive, bounds how long an approval request waits.
 	ApprovalTTL time.Duration
 	// Logger receives decisions and failures (never argument values);
@@ -144,6 +150,34 @@ func (b *Bridge) Notes(sessionID string) (prompt, intent string) {
 	var n notes
 	_, _ = s.read(filepath.Join(s.dir, "notes.json"), &n)
 	return n.Prompt, n.Intent
+}
+
+// Context returns what a person asked about one of in's calls is shown of
+// the session: the last user prompt and the model's last stated intent,
+// from the transcript (Options.ReadTranscript), else from what the event
+// carries (TollgatePrompt, TollgateIntent), else from the session's notes.
+func (b *Bridge) Context(in *Input) (prompt, intent string) {
+	if b.opts.ReadTranscript {
+		prompt, intent = TranscriptNotes(in.TranscriptPath)
+	}
+	if prompt == "" && intent == "" {
+		prompt, intent = cut(in.TollgatePrompt, maxNoteBytes), cut(in.TollgateIntent, maxNoteBytes)
+	}
+	if prompt == "" && intent == "" {
+		prompt, intent = b.Notes(in.SessionID)
+	}
+	return prompt, intent
+}
+
+func contextText(prompt, intent string) string {
+	s := "\n"
+	if prompt != "" {
+		s += "\nLast user prompt: " + prompt
+	}
+	if intent != "" {
+		s += "\nThe model's stated intent: " + intent
+	}
+	return s
 }
 
 func cut(s string, n int) string {
@@ -241,7 +275,12 @@ func (b *Bridge) preToolUse(ctx context.Context, in *Input) Answer {
 }
 
 // askAndWait asks the Asker and takes the answer up; no answer denies.
+// The request shows the session's last prompt and the model's stated
+// intent ([Bridge.Context]).
 func (b *Bridge) askAndWait(ctx context.Context, in *Input, g *gate.Gate, env *gate.Env, c gate.Call, p *gate.Pending) gate.Ruling {
+	if prompt, intent := b.Context(in); prompt != "" || intent != "" {
+		p.Request.Prompt += contextText(prompt, intent)
+	}
 	ans, err := b.opts.Asker.Ask(ctx, in, c, p)
 	if err != nil {
 		rec := g.End(ctx, env, c, tool.Errorf("the approval request could not be made or answered (%v); the call was not allowed", err),

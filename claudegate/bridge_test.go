@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -280,5 +282,34 @@ func TestNotes(t *testing.T) {
 	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", HookEventName: claudecode.SessionEnd})
 	if p, i := f.b.Notes("s1"); p != "" || i != "" {
 		t.Errorf("after SessionEnd: %q %q", p, i)
+	}
+}
+
+// A request shows the session's last prompt and the model's stated intent,
+// read from the transcript Claude Code names.
+func TestAskShowsTranscriptContext(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.jsonl")
+	lines := []string{
+		`{"type":"user","message":{"role":"user","content":"an old prompt"}}`,
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"old intent"}]}}`,
+		`{"type":"user","message":{"role":"user","content":"tidy the notes"}}`,
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"I will rewrite notes.txt."},{"type":"tool_use","id":"t1","name":"Write","input":{}}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t0","content":"x"}]}}`,
+	}
+	if err := os.WriteFile(tr, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var shown string
+	b, err := claudegate.New(&claudegate.Options{Policies: []*approval.Policy{policy(t)}, StateDir: dir, ReadTranscript: true,
+		Asker: asker(func(p *gate.Pending) (*tool.Answer, error) { shown = p.Request.Prompt; return nil, nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := event(claudecode.PreToolUse, "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1")
+	in.TranscriptPath = tr
+	b.Handle(context.Background(), in)
+	if !strings.Contains(shown, "Last user prompt: tidy the notes") || !strings.Contains(shown, "The model's stated intent: I will rewrite notes.txt.") {
+		t.Errorf("the request shows %q", shown)
 	}
 }

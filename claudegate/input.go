@@ -47,6 +47,12 @@ type Input struct {
 	// StopHookActive and LastAssistantMessage: Stop.
 	StopHookActive       bool   `json:"stop_hook_active,omitempty"`
 	LastAssistantMessage string `json:"last_assistant_message,omitempty"`
+	// TollgatePrompt and TollgateIntent are added by a command hook that
+	// forwards the event to a server: the session's last user prompt and
+	// the model's last stated intent, read from the transcript on the
+	// agent's machine. They are shown to the person asked, never decide.
+	TollgatePrompt string `json:"tollgate_prompt,omitempty"`
+	TollgateIntent string `json:"tollgate_intent,omitempty"`
 }
 
 // Events the bridge answers. Any other event is answered with no opinion.

@@ -40,6 +40,14 @@ func forwardClaude(ctx context.Context, f *claudeHookFlags, in *claudegate.Input
 			localAsk = oneLineHeader(reason)
 		}
 	}
+	if ev == claudecode.PreToolUse {
+		// The person asked sees the session's last prompt and the model's
+		// stated intent, which only this machine's transcript holds.
+		in.TollgatePrompt, in.TollgateIntent = claudegate.TranscriptNotes(in.TranscriptPath)
+		if b, err := json.Marshal(in); err == nil {
+			raw = b
+		}
+	}
 	token, err := claudeToken(f.tokenFile)
 	if err != nil {
 		return claudegate.Failed(ev, err.Error())

@@ -107,6 +107,11 @@ func TestClaudeCodeServerApproved(t *testing.T) {
 	if a.Tool != "write" || a.RunOwner != "person:ci-bot" {
 		t.Errorf("approval %+v", a)
 	}
+	// The card shows the session's prompt, from the transcript the hook
+	// read on Claude Code's machine.
+	if !strings.Contains(a.Prompt, "Last user prompt: do the task") {
+		t.Errorf("the approval's prompt %q", a.Prompt)
+	}
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello" {
 		t.Errorf("notes.txt = %q, %v", b, err)
 	}
