@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
@@ -161,6 +162,22 @@ func setupClaude(ctx context.Context, s *setup) error {
 			skipped++
 		}
 	}
+	if len(settings.Permissions) > 0 {
+		// The permissions' allow, ask and deny lists are rules too: a deny
+		// list that is not enforced would be worse than refusing to run.
+		pol, err := ClaudePermissions(settings.Permissions, s.b.opts.Notice)
+		if err != nil {
+			return &runs.FieldError{Field: "claude.files", Err: err}
+		}
+		if pol, err = WorkspacePolicy(pol, s.cfg.Workdir); err != nil {
+			return &runs.FieldError{Field: "claude.files", Err: err}
+		}
+		s.opts.Authorizers = append(s.opts.Authorizers, pol)
+		s.addProtected(all...)
+		if settings.Handlers() == 0 {
+			return nil
+		}
+	}
 	if len(cc.Files) > 0 && settings.Handlers() == 0 {
 		if skipped > 0 {
 			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hook of %s loaded: every entry (%d) was skipped (see their diagnostics)", strings.Join(cc.Files, ", "), skipped)}
@@ -176,6 +193,40 @@ func setupClaude(ctx context.Context, s *setup) error {
 	}
 	c.Register(s.opts.Hooks)
 	return nil
+}
+
+// ClaudePermissions returns the policy of Claude Code settings' permission
+// rules (approval.PermissionRule): each rule's ID is "LIST:RULE"
+// ("deny:Bash(rm:*)"), combined with the other rules and policies as
+// deny > ask > allow. An ask or deny rule tollgate cannot read is an error
+// naming its FILE:LINE:COL; an allow rule it cannot read (a tool tollgate
+// does not have) is left out, which only makes the policy stricter, and
+// passed to notice.
+func ClaudePermissions(perms []claudecode.Permission, notice func(string)) (*approval.Policy, error) {
+	spec := approval.PolicySpec{Name: "claude-settings"}
+	seen := map[string]bool{}
+	var errs []error
+	for _, p := range perms {
+		id := p.List + ":" + p.Rule
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		r, err := approval.PermissionRule(id, p.Rule, approval.Effect(p.List))
+		if err != nil && p.List == "allow" {
+			notice(fmt.Sprintf("claude settings: %s: permissions.allow: %v; not applied (an allow left out only asks or denies more)", p.Source, err))
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: permissions.%s: %w", p.Source, p.List, err))
+			continue
+		}
+		spec.Rules = append(spec.Rules, r)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return approval.NewPolicy(spec)
 }
 
 // ParseFailModes reads EVENT=open|closed values of ClaudeConfig.FailModes;
