@@ -214,9 +214,18 @@ type claudeOpts struct {
 // scripted to make the calls of script, and returns what happened.
 func runClaude(t *testing.T, policy string, o claudeOpts, prepare func(ws string), script ...toolUse) *claudeRun {
 	t.Helper()
+	cr, wait := startClaude(t, policy, o, prepare, script...)
+	wait()
+	return cr
+}
+
+// startClaude starts what runClaude runs; wait waits for Claude Code to
+// end and fills in the results.
+func startClaude(t *testing.T, policy string, o claudeOpts, prepare func(ws string), script ...toolUse) (cr *claudeRun, wait func()) {
+	t.Helper()
 	claude, tg := claudeBinary(t), tollgateBinary(t)
 	dir := t.TempDir()
-	cr := &claudeRun{
+	cr = &claudeRun{
 		Workspace: filepath.Join(dir, "ws"),
 		Records:   filepath.Join(dir, "records.jsonl"),
 		StateDir:  filepath.Join(dir, "state"),
@@ -250,7 +259,6 @@ func runClaude(t *testing.T, policy string, o claudeOpts, prepare func(ws string
 	}
 	mock := newMockMessages(t, script...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, claude, "-p", "do the task", "--settings", setFile, "--output-format", "json",
 		"--dangerously-skip-permissions", "--model", "claude-sonnet-4-5")
 	cmd.Dir = cr.Workspace
@@ -263,14 +271,21 @@ func runClaude(t *testing.T, policy string, o claudeOpts, prepare func(ws string
 	cmd.Env = append(cmd.Env, o.Env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &cr.Output); err != nil {
-		t.Fatalf("claude's output is not JSON: %v\n%s\nstderr: %s", err, stdout.String(), stderr.String())
+	return cr, func() {
+		t.Helper()
+		defer cancel()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &cr.Output); err != nil {
+			t.Fatalf("claude's output is not JSON: %v\n%s\nstderr: %s", err, stdout.String(), stderr.String())
+		}
+		cr.Results = mock.Results()
 	}
-	cr.Results = mock.Results()
-	return cr
 }
 
 // recordLines reads the decision records.

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/tollgate-dev/tollgate/internal/browsertest"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -184,5 +187,39 @@ func TestClaudeCodeServerHTTPHook(t *testing.T) {
 	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
 	if len(page.Runs) != 1 || page.Runs[0].Owner != "person:ci-bot" {
 		t.Errorf("runs %+v", page.Runs)
+	}
+}
+
+// The approvals page shows a Claude Code session's write with the session's
+// prompt; a click on Approve lets it run, once.
+func TestClaudeCodeServerPageApproves(t *testing.T) {
+	cs := startClaudeServer(t)
+	r, wait := startClaude(t, claudePolicy, cs.hookArgs("90s"), nil,
+		toolUse{"Write", `{"file_path":"WS/notes.txt","content":"hello"}`})
+	ctx := chrome.Tab(t)
+	browsertest.SignIn(t, ctx, cs.url, cs.approver)
+	card := `li.approval`
+	browsertest.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS(card+` button.approve`)))
+	args := browsertest.Value(t, ctx, chromedp.TextContent(chromedp.CSS(card+` pre.args`)))
+	if !strings.Contains(args, "notes.txt") {
+		t.Errorf("the card shows arguments %q", args)
+	}
+	if _, err := os.Stat(filepath.Join(r.Workspace, "notes.txt")); err == nil {
+		t.Fatal("the write ran before the approval")
+	}
+	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS(card+` button.approve`)))
+	browsertest.WaitText(t, ctx, card+` .outcome`, "Approved: write")
+	wait()
+	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("notes.txt = %q, %v", b, err)
+	}
+	var page server.RunPage
+	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
+	var run struct{ ToolCalls []struct{ Ran bool } }
+	if len(page.Runs) == 1 {
+		cs.do(t, "GET", "/v1/runs/"+page.Runs[0].ID, cs.approver, nil, &run)
+	}
+	if len(run.ToolCalls) != 1 || !run.ToolCalls[0].Ran {
+		t.Errorf("the session's calls: %+v (runs %+v)", run.ToolCalls, page.Runs)
 	}
 }
