@@ -3,6 +3,8 @@ package claudegate_test
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,6 +46,23 @@ func FuzzParseInput(f *testing.F) {
 		}
 		if in.SessionID == "" || in.HookEventName == "" {
 			t.Fatalf("accepted %+v", in)
+		}
+	})
+}
+
+// FuzzTranscriptNotes: any transcript gives at most 4 KiB of each note,
+// without panicking.
+func FuzzTranscriptNotes(f *testing.F) {
+	f.Add([]byte(`{"type":"user","message":{"content":"hi"}}` + "\n" + `{"type":"assistant","message":{"content":[{"type":"text","text":"ok"}]}}`))
+	f.Add([]byte(`{"type":"user","message":{"content":[{"type":"tool_result"}]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "t.jsonl")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		prompt, intent := claudegate.TranscriptNotes(p)
+		if len(prompt) > 4<<10 || len(intent) > 4<<10 {
+			t.Fatalf("notes too long: %d, %d", len(prompt), len(intent))
 		}
 	})
 }
