@@ -205,3 +205,30 @@ func TestRunClaudeSettingsPermissions(t *testing.T) {
 		t.Errorf("hooks check bad: exit %d\n%s", code, out)
 	}
 }
+
+// A Claude Code hook the hooks sandbox refuses (it writes outside the
+// workspace) denies the call, and the reason says it may have been the
+// sandbox and names the setting.
+func TestRunClaudeHookRefusedBySandbox(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	dir := t.TempDir()
+	settings := writeFile(t, dir, "settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo seen > `+outside+`/log.txt"}]}]}}`)
+	script := writeFile(t, dir, "script.yaml", "turns:\n  - toolCalls:\n      - {name: bash, args: {command: \"touch ran\"}}\n  - text: done\n")
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", settings, "--hooks-sandbox", "workspace", "go")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !sandboxedHere(t) {
+		// Without a sandbox the hook writes its log and the call runs.
+		if _, err := os.Stat(filepath.Join(outside, "log.txt")); err != nil {
+			t.Errorf("the unconfined hook did not run: %v\n%s", err, out)
+		}
+		return
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Errorf("the call ran although its guard was refused:\n%s", out)
+	}
+	if !strings.Contains(out, "denied by hook:claude:PreToolUse: the hooks sandbox (workspace; --hooks-sandbox, sandbox.hooks in server.yaml) may have refused it: sh: ") {
+		t.Errorf("the reason does not name the sandbox:\n%s", out)
+	}
+}

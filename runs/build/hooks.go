@@ -31,7 +31,7 @@ func setupHooks(ctx context.Context, s *setup) error {
 	// The hooks' log actions are log lines; a command that failed is a
 	// warning.
 	dopts := &declarative.Options{Logger: s.b.opts.WarnLogger, Dir: s.cfg.Workdir}
-	dopts.Sandbox, dopts.PassEnv = s.sandbox.hookSandbox(), s.sandbox.passEnv
+	dopts.Sandbox, dopts.PassEnv, dopts.SandboxNote = s.sandbox.hookSandbox(), s.sandbox.passEnv, s.sandbox.hookSandboxNote()
 	s.addProtected(files...)
 	reg, err := LoadHookFiles(files, s.b.opts.Notice, dopts)
 	if err != nil {
@@ -185,7 +185,7 @@ func setupClaude(ctx context.Context, s *setup) error {
 		return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hooks in %s", strings.Join(cc.Files, ", "))}
 	}
 	copts := &claudecode.Options{ProjectDir: s.cfg.Workdir, FailModes: modes, DefaultTimeout: time.Duration(cc.Timeout), Logger: s.b.opts.WarnLogger}
-	copts.Sandbox, copts.PassEnv = s.sandbox.hookSandbox(), s.sandbox.passEnv
+	copts.Sandbox, copts.PassEnv, copts.SandboxNote = s.sandbox.hookSandbox(), s.sandbox.passEnv, s.sandbox.hookSandboxNote()
 	s.addProtected(all...)
 	c, err := claudecode.New(settings, copts)
 	if err != nil {
