@@ -33,6 +33,11 @@ type Options struct {
 	// Authorizers are heard after the policies: a server's view of what
 	// the hook's own policy said, say.
 	Authorizers []approval.Authorizer
+	// Hooks are seed 002's lifecycle hooks, heard as for any call:
+	// BeforeTool and Permission at PreToolUse, AfterTool at PostToolUse,
+	// where a replaced result reaches Claude Code as updatedToolOutput (the
+	// model sees the replacement, a redaction say); nil means none.
+	Hooks *hooks.Hooks
 	// Listener, if set, hears the calls that run (seed 000's hooks):
 	// PRE_TOOL_USE when PreToolUse allows a call, POST_TOOL_USE and
 	// ON_ERROR when PostToolUse or PostToolUseFailure reports its result.
@@ -215,7 +220,7 @@ func (b *Bridge) gate(cwd string, listener hooks.ToolCallListener, record bool) 
 		azs = append(azs, p)
 	}
 	azs = append(azs, b.opts.Authorizers...)
-	opts := gate.Options{Authorizers: azs, Logger: b.log, ApprovalTTL: b.opts.ApprovalTTL}
+	opts := gate.Options{Authorizers: azs, Hooks: b.opts.Hooks, Logger: b.log, ApprovalTTL: b.opts.ApprovalTTL}
 	if record {
 		opts.OnRecord = b.opts.OnRecord
 	}
@@ -364,6 +369,12 @@ func (b *Bridge) postToolUse(ctx context.Context, in *Input) Answer {
 	ru := g.Complete(ctx, env, a, gate.Reported(res, 0))
 	if ru.Err != nil {
 		return failed(in.HookEventName, "tollgate's after-tool hooks failed: "+ru.Err.Error())
+	}
+	if ru.Record != nil && len(ru.Record.ReplacedBy) > 0 && in.HookEventName == claudecode.PostToolUse {
+		// An AfterTool hook replaced the result: the model sees the
+		// replacement instead of what the tool gave.
+		out, _ := json.Marshal(ru.Record.Output)
+		return Answer{Output: &Output{Specific: &Specific{HookEventName: claudecode.PostToolUse, UpdatedToolOutput: out}}}
 	}
 	return none()
 }

@@ -313,3 +313,54 @@ func TestAskShowsTranscriptContext(t *testing.T) {
 		t.Errorf("the request shows %q", shown)
 	}
 }
+
+// An AfterTool hook's replacement (a redaction) reaches Claude Code as
+// updatedToolOutput, and the record keeps the replacement.
+func TestAfterToolRedactionReachesClaudeCode(t *testing.T) {
+	var recs []gate.Record
+	h := (&hooks.Hooks{}).AfterTool("redact", func(_ context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
+		return hooks.Replace(tool.Text(strings.ReplaceAll(ev.Result.Output, "sk-secret", "[redacted]"))), nil
+	})
+	b, err := claudegate.New(&claudegate.Options{Policies: []*approval.Policy{policy(t)}, StateDir: t.TempDir(), Hooks: h,
+		OnRecord: func(_ context.Context, r gate.Record) { recs = append(recs, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"ls"}`, "t1"))
+	post := event(claudecode.PostToolUse, "Bash", `{"command":"ls"}`, "t1")
+	post.ToolResponse = json.RawMessage(`"key sk-secret"`)
+	a := b.Handle(ctx, post)
+	if a.Output == nil || a.Output.Specific == nil || string(a.Output.Specific.UpdatedToolOutput) != `"key [redacted]"` {
+		t.Fatalf("answer %+v", a.Output)
+	}
+	if len(recs) != 1 || recs[0].Output != "key [redacted]" || fmt.Sprint(recs[0].ReplacedBy) != "[redact]" {
+		t.Errorf("records %+v", recs)
+	}
+}
+
+// Rules may name Claude Code's tools, in its Tool(specifier) syntax too.
+func TestRulesNameClaudeCodeTools(t *testing.T) {
+	p, _, err := approval.ParsePolicy("p.yaml", strings.NewReader(`rules:
+  - id: push
+    tool: "Bash(git push:*)"
+    decision: deny
+  - id: writes
+    tool: Write
+    decision: ask
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := claudegate.New(&claudegate.Options{Policies: []*approval.Policy{p}, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if d := decision(b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"cd x && git push origin"}`, "t1"))); d != "deny" {
+		t.Errorf("git push: %s", d)
+	}
+	if d := decision(b.Handle(ctx, event(claudecode.PreToolUse, "Write", `{"file_path":"/w/a","content":""}`, "t2"))); d != "ask" {
+		t.Errorf("Write: %s", d)
+	}
+}

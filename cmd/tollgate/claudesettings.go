@@ -18,7 +18,7 @@ import (
 // the order printed; the tool events match every tool.
 var claudeEvents = []claudecode.Event{
 	claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse, claudecode.PostToolUseFailure,
-	claudecode.UserPromptSubmit, claudecode.Stop, claudecode.SessionEnd,
+	claudecode.UserPromptSubmit, claudecode.Stop, claudecode.SessionStart, claudecode.SessionEnd,
 }
 
 func newClaudeSettingsCmd(env *cliEnv) *cobra.Command {
