@@ -178,6 +178,14 @@ func (cc *claudeCode) session(ctx context.Context, p Principal, in *claudegate.I
 	id := sessionRunID(p, in.SessionID)
 	st := cc.s.store
 	run, err := st.GetRun(ctx, id)
+	if err == nil && run.Status.Finished() {
+		// A session resumed after its end (claude --resume) goes on in
+		// the same run.
+		if r, err := st.UpdateRun(ctx, id, store.RunUpdate{From: run.Status, Status: store.RunRunning}); err == nil {
+			return r, nil
+		}
+		return st.GetRun(ctx, id)
+	}
 	if err == nil {
 		return run, nil
 	}
@@ -278,7 +286,13 @@ func agentEvent(run store.Run, ev agent.Event) store.Event {
 
 // end marks the session's run done at SessionEnd.
 func (cc *claudeCode) end(ctx context.Context, run store.Run) {
-	defer cc.lock(run.ID)()
+	unlock := cc.lock(run.ID)
+	defer func() {
+		unlock()
+		cc.mu.Lock()
+		delete(cc.runs, run.ID)
+		cc.mu.Unlock()
+	}()
 	data, _ := json.Marshal(map[string]string{"status": string(store.RunDone)})
 	if _, err := cc.s.store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunDone,
 		Events: []store.Event{{Tenant: run.Tenant, RunID: run.ID, Type: runs.EventRunFinished, Data: data}}}); err != nil {

@@ -102,6 +102,12 @@ func TestClaudeHookHTTP(t *testing.T) {
 	if len(runs.Runs) != 1 || runs.Runs[0].Status != store.RunDone {
 		t.Errorf("after SessionEnd: %+v", runs.Runs)
 	}
+	// A resumed session goes on in its run.
+	f.do("POST", "/v1/hooks/claude-code", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"ls"}`, "t3"), nil)
+	f.do("GET", "/v1/runs", aliceToken, nil, &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].Status != store.RunRunning {
+		t.Errorf("after a resume: %+v", runs.Runs)
+	}
 }
 
 // An ask waits for a person: an approval with edited arguments becomes
