@@ -429,3 +429,35 @@ func BenchmarkClaudeHookCommand(b *testing.B) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 }
+
+// The hook fails closed: input it cannot read, a policy that does not
+// load, a server it cannot reach and a missing token all deny, with exit
+// status 2 and the reason on stderr, so that Claude Code blocks the call
+// even without reading the JSON.
+func TestClaudeHookFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	badPolicy := writeFile(t, dir, "bad.yaml", "rules: [{id: x, decision: maybe}]\n")
+	tokenFile := writeFile(t, dir, "token", "tg_x\n")
+	ev := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`
+	t.Setenv(envToken, "")
+	for _, c := range []struct {
+		name, stdin, reason string
+		args                []string
+	}{
+		{"bad input", `{"hook_event_name":`, "could not read the hook event", nil},
+		{"bad policy", ev, "misconfigured", []string{"--policy", badPolicy}},
+		{"server down", ev, "could not be reached", []string{"--server", "http://127.0.0.1:1", "--token-file", tokenFile}},
+		{"no token", ev, "no token for the server", []string{"--server", "http://127.0.0.1:1"}},
+	} {
+		var out, errb bytes.Buffer
+		args := append([]string{"claude-code", "hook", "--state-dir", filepath.Join(dir, "state")}, c.args...)
+		code := Main(context.Background(), args, strings.NewReader(c.stdin), &out, &errb)
+		var o struct {
+			Specific struct{ PermissionDecision, PermissionDecisionReason string } `json:"hookSpecificOutput"`
+		}
+		_ = json.Unmarshal(out.Bytes(), &o)
+		if code != 2 || o.Specific.PermissionDecision != "deny" || !strings.Contains(o.Specific.PermissionDecisionReason, c.reason) || !strings.Contains(errb.String(), c.reason) {
+			t.Errorf("%s: exit %d, stdout %s, stderr %s", c.name, code, out.String(), errb.String())
+		}
+	}
+}
