@@ -116,11 +116,47 @@ func (b *Bridge) Handle(ctx context.Context, in *Input) (a Answer) {
 	case claudecode.Stop:
 		return b.remember(in, func(n *notes) { n.Intent = in.LastAssistantMessage })
 	case claudecode.SessionEnd:
+		b.sweep(ctx, in)
 		if err := newSession(b.opts.StateDir, in.SessionID).remove(); err != nil {
 			b.log.Warn("claude-code session state not removed", "error", err)
 		}
 	}
 	return none()
+}
+
+// claudeCodeRuntime is who ended a call that Claude Code never ran.
+var claudeCodeRuntime = approval.Principal{Kind: approval.PrincipalRuntime, Name: "claude-code"}
+
+// sweep records, at SessionEnd, the calls of the session that never came
+// to PostToolUse: an ask Claude Code's prompt did not approve (declined;
+// in -p mode nobody is asked), or a call tollgate allowed that Claude Code
+// did not run (its own rules, an interrupt). Each call is recorded once.
+func (b *Bridge) sweep(ctx context.Context, in *Input) {
+	s := newSession(b.opts.StateDir, in.SessionID)
+	names, _ := filepath.Glob(filepath.Join(s.dir, "call-*.json"))
+	if len(names) == 0 {
+		return
+	}
+	g, err := b.gate(in.Cwd, nil, true)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		var sv saved
+		if found, err := s.take(name, &sv); err != nil || !found {
+			continue
+		}
+		env := &gate.Env{Tools: oneTool{toolOf(sv.ClaudeName)}}
+		switch {
+		case sv.Pending != nil:
+			reason := "asked at Claude Code's permission prompt, and not approved there: the call did not run"
+			g.End(ctx, env, sv.Call, tool.Errorf("%s", reason), gate.Decision{Outcome: gate.OutcomeDeclined, By: claudeCodeRuntime, Reason: reason, Votes: sv.Pending.Votes})
+		case sv.Allowed != nil:
+			d := sv.Allowed.Record.Decision
+			d.Reason = "Claude Code did not run the call (no PostToolUse came); tollgate had " + string(d.Outcome) + " it"
+			g.End(ctx, env, sv.Call, tool.Errorf("%s", d.Reason), d)
+		}
+	}
 }
 
 // notes are what a session's events say about it: the last user prompt

@@ -364,3 +364,27 @@ func TestRulesNameClaudeCodeTools(t *testing.T) {
 		t.Errorf("Write: %s", d)
 	}
 }
+
+// At SessionEnd, an ask Claude Code's prompt never approved is recorded as
+// declined, and a call tollgate allowed that Claude Code never ran as not
+// run: every call of the session has a record.
+func TestSessionEndRecordsCallsThatNeverRan(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	f.b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"git push"}`, "t1"))
+	f.b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"ls"}`, "t2"))
+	if len(f.records) != 0 {
+		t.Fatalf("records before the end: %+v", f.records)
+	}
+	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", Cwd: "/work/ws", HookEventName: claudecode.SessionEnd})
+	got := map[string]string{}
+	for _, r := range f.records {
+		if r.Ran {
+			t.Errorf("%s recorded as run", r.ID)
+		}
+		got[r.ID] = string(r.Decision.Outcome) + " by " + r.Decision.By.String()
+	}
+	if got["t1"] != "declined by runtime:claude-code" || got["t2"] != "allowed by rule:ls-ok" || len(got) != 2 {
+		t.Errorf("records %v", got)
+	}
+}

@@ -24,8 +24,11 @@
 //     A call asked at Claude Code's prompt that reaches PostToolUse was
 //     approved there: it is recorded as approved by Options.Prompter.
 //   - UserPromptSubmit and Stop keep the session's last prompt and the
-//     model's last stated intent ([Bridge.Notes]); SessionEnd removes the
-//     session's state. SessionStart and other events get no opinion.
+//     model's last stated intent ([Bridge.Notes]); SessionEnd records the
+//     calls that never came to PostToolUse (an ask the prompt did not
+//     approve: declined by runtime:claude-code; an allowed call Claude Code
+//     did not run: not run) and removes the session's state. SessionStart
+//     and other events get no opinion.
 //
 // # One policy for both worlds
 //

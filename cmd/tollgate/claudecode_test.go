@@ -461,3 +461,26 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// An ask without a server is Claude Code's own prompt; in -p mode nobody
+// is there to answer, so the call does not run, and at the session's end
+// its record says it was declined.
+func TestClaudeCodeAskWithoutServer(t *testing.T) {
+	policy := claudePolicy + `  - id: ask-touch
+    tool: bash
+    command: {program: touch}
+    decision: ask
+    reason: touching is reviewed
+`
+	r := runClaude(t, policy, claudeOpts{}, nil, toolUse{"Bash", `{"command":"touch asked.txt","description":"x"}`})
+	if _, err := os.Stat(filepath.Join(r.Workspace, "asked.txt")); err == nil {
+		t.Error("the asked call ran with nobody to answer")
+	}
+	if !strings.Contains(r.Results["toolu_01"], "rule:ask-touch") {
+		t.Errorf("the model read %q", r.Results["toolu_01"])
+	}
+	recs := recordLines(t, r.Records)
+	if len(recs) != 1 || recs[0]["outcome"] != "declined" || fmt.Sprint(recs[0]["by"]) != "map[kind:runtime name:claude-code]" || recs[0]["ran"] != false {
+		t.Errorf("records %v", recs)
+	}
+}
