@@ -11,6 +11,9 @@
 #     Node.js 22 it needs (npm package node), pinned in
 #     mcptool/testdata/conformance/package-lock.json and installed there
 #     with npm ci, for internal/cmd/mcpconformance;
+#   - the Claude Code CLI that `tollgate claude-code hook` governs in its
+#     tests (@anthropic-ai/claude-code, pinned in
+#     cmd/tollgate/testdata/claudecode/package-lock.json);
 #   - jq and python3, which the Claude Code hook fixtures are written in;
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
 #     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
@@ -55,6 +58,11 @@ echo "== installing the MCP servers used by the tests (npm ci)"
 npm ci --prefix mcptool/testdata/npm --no-audit --no-fund --loglevel=error
 echo "== installing the MCP conformance suite and Node.js 22 (npm ci)"
 npm ci --prefix mcptool/testdata/conformance --no-audit --no-fund --loglevel=error
+echo "== installing the Claude Code CLI used by the tests (npm ci)"
+# Pinned in cmd/tollgate/testdata/claudecode/package-lock.json; its native
+# binary comes in its platform package. The tests run it offline against a
+# local mock of the Messages API, with tollgate's hook deciding its calls.
+npm ci --prefix cmd/tollgate/testdata/claudecode --no-audit --no-fund --loglevel=error
 
 echo "== starting PostgreSQL"
 pgdir=$(mktemp -d /tmp/tollgate-pg.XXXXXX)

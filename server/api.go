@@ -542,6 +542,13 @@ func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
 	if isJSONArray(res.ToolCalls) {
 		v.ToolCalls = res.ToolCalls
 	}
+	if claudeSession(run) {
+		calls, err := claudeToolCalls(ctx, s.store, run)
+		if err != nil {
+			return v, err
+		}
+		v.ToolCalls = calls
+	}
 	if run.Status == store.RunPending {
 		for a, err := range store.AllApprovals(ctx, s.store, store.ApprovalFilter{Tenant: run.Tenant, RunID: run.ID, Status: store.StatusPending}) {
 			if err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // Role is what a token may do within its tenant. A token has one or more
-// roles; every role may read (runs, approvals, events).
+// roles; every role but agent may read (runs, approvals, events).
 type Role string
 
 // Roles, from least to most power. Roles are a set, not a ladder: an
@@ -33,12 +33,19 @@ const (
 	// RoleAdmin may do everything in its tenant, including setting the
 	// tenant's autonomy level.
 	RoleAdmin Role = "admin"
+	// RoleAgent is the token of an agent tollgate does not run (a Claude
+	// Code hook): it may open sessions, report calls and results, ask and
+	// wait (POST /v1/hooks/claude-code), and nothing else: a token with
+	// only this role may not decide, list approvals or read runs (403).
+	// An agent's shell can read whatever its process holds, so its token
+	// must be worthless for approving.
+	RoleAgent Role = "agent"
 )
 
-// Valid reports whether r is one of the four roles.
+// Valid reports whether r is one of the five roles.
 func (r Role) Valid() bool {
 	switch r {
-	case RoleViewer, RoleApprover, RoleOperator, RoleAdmin:
+	case RoleViewer, RoleApprover, RoleOperator, RoleAdmin, RoleAgent:
 		return true
 	}
 	return false
@@ -53,13 +60,14 @@ type Principal struct {
 	Roles  []Role `json:"roles"`
 }
 
-// Has reports whether p may act as r: every principal may view, an admin
-// may do everything, others what their roles list.
+// Has reports whether p may act as r: every principal but one whose only
+// role is agent may view, an admin may do everything, others what their
+// roles list.
 func (p Principal) Has(r Role) bool {
-	if r == RoleViewer || slices.Contains(p.Roles, RoleAdmin) {
+	if slices.Contains(p.Roles, RoleAdmin) || slices.Contains(p.Roles, r) {
 		return true
 	}
-	return slices.Contains(p.Roles, r)
+	return r == RoleViewer && slices.ContainsFunc(p.Roles, func(x Role) bool { return x != RoleAgent })
 }
 
 // Decider is the principal recorded on a decision, a cancel or a started
@@ -123,11 +131,11 @@ func NewTokens(entries []TokenEntry) (*Tokens, error) {
 			return nil, fmt.Errorf("tokens[%d]: tenant %q: no spaces or control characters", i, e.Tenant)
 		}
 		if len(e.Roles) == 0 {
-			return nil, fmt.Errorf("tokens[%d]: roles: want at least one of viewer, approver, operator, admin", i)
+			return nil, fmt.Errorf("tokens[%d]: roles: want at least one of viewer, approver, operator, admin, agent", i)
 		}
 		for _, r := range e.Roles {
 			if !r.Valid() {
-				return nil, fmt.Errorf("tokens[%d]: roles: unknown role %q (want viewer, approver, operator or admin)", i, r)
+				return nil, fmt.Errorf("tokens[%d]: roles: unknown role %q (want viewer, approver, operator, admin or agent)", i, r)
 			}
 		}
 		if _, dup := t.byHash[h]; dup {

@@ -104,6 +104,9 @@ type Config struct {
 	// Durable is the durable: section, or nil for runs driven by the
 	// server itself.
 	Durable *DurableConfig
+	// ClaudeCode is the claudeCode: section, or nil when the server does
+	// not govern Claude Code.
+	ClaudeCode *ClaudeCodeConfig
 
 	// syntax is the file's syntax tree, for the positions of later problems.
 	syntax *ast.File
@@ -268,6 +271,37 @@ type configYAML struct {
 	Agents        map[string]agentYAML `yaml:"agents"`
 	Webhooks      []webhookYAML        `yaml:"webhooks"`
 	Durable       *durableYAML         `yaml:"durable"`
+	ClaudeCode    *claudeCodeYAML      `yaml:"claudeCode"`
+}
+
+type claudeCodeYAML struct {
+	Policy      string   `yaml:"policy"`
+	Hooks       []string `yaml:"hooks"`
+	Autonomy    string   `yaml:"autonomy"`
+	ApprovalTTL string   `yaml:"approvalTtl"`
+	Tenants     []string `yaml:"tenants"`
+}
+
+// ClaudeCodeConfig is the claudeCode: section of server.yaml: how the
+// server decides the calls of the Claude Code sessions whose hooks it
+// answers (POST /v1/hooks/claude-code, `tollgate claude-code hook
+// --server`), so that the team's policy lives where the agent cannot
+// edit it.
+//
+//	claudeCode:
+//	  policy: team-policy.yaml    # the team's policy (rules, permissions, autonomy)
+//	  hooks: [audit.yaml]         # seed 000's declarative hooks
+//	  autonomy: supervised        # overrides the policy's level
+//	  approvalTtl: 1h             # how long a request stays answerable
+//	  tenants: [acme]             # the tenants whose agent tokens may use it (default: all)
+type ClaudeCodeConfig struct {
+	// PolicyFile and HooksFiles are absolute paths (or empty).
+	PolicyFile string
+	HooksFiles []string
+	Autonomy   string
+	// ApprovalTTL is zero for none.
+	ApprovalTTL time.Duration
+	Tenants     []string
 }
 
 type durableYAML struct {
@@ -439,8 +473,20 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	c.LeaseTTL = duration("$.leaseTtl", "leaseTtl", y.LeaseTTL)
 	c.ShutdownGrace = duration("$.shutdownGrace", "shutdownGrace", y.ShutdownGrace)
-	if len(y.Agents) == 0 {
-		ps.add("$", "agents", "the configuration names no agent; add one under agents:")
+	if len(y.Agents) == 0 && y.ClaudeCode == nil {
+		ps.add("$", "agents", "the configuration names no agent; add one under agents: (or a claudeCode: section)")
+	}
+	if cc := y.ClaudeCode; cc != nil {
+		c.ClaudeCode = &ClaudeCodeConfig{PolicyFile: rel(cc.Policy), Autonomy: cc.Autonomy, Tenants: cc.Tenants,
+			ApprovalTTL: duration("$.claudeCode.approvalTtl", "claudeCode.approvalTtl", cc.ApprovalTTL)}
+		for _, h := range cc.Hooks {
+			c.ClaudeCode.HooksFiles = append(c.ClaudeCode.HooksFiles, rel(h))
+		}
+		if cc.Autonomy != "" {
+			if _, err := approval.ParseAutonomy(cc.Autonomy); err != nil {
+				ps.add("$.claudeCode.autonomy", "claudeCode.autonomy", "%v", err)
+			}
+		}
 	}
 	names := make([]string, 0, len(y.Agents))
 	for name := range y.Agents {

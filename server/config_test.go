@@ -114,6 +114,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"durable memory store", "store: memory\nagents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n", "store: memory cannot hold durable runs"},
 		{"tag over a list", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: !x 0\n", ": the YAML decoder failed on this document"},
 		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
+		{"claudeCode bad autonomy", "claudeCode:\n  autonomy: yolo\n", ":2:13: claudeCode.autonomy:"},
+		{"claudeCode bad ttl", "claudeCode:\n  approvalTtl: soon\n", ":2:16: claudeCode.approvalTtl: want a duration"},
+		{"claudeCode unknown key", "claudeCode:\n  polcy: p.yaml\n", ":2:3: "},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -304,5 +307,21 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 	})
 	if err := c.CheckAgents(t.Context(), applied); err != nil {
 		t.Fatalf("CheckAgents with Applied: %v", err)
+	}
+}
+
+// A claudeCode: section alone is a configuration: its paths are resolved
+// against the file's directory.
+func TestLoadConfigClaudeCode(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "server.yaml", "claudeCode:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
+	c, err := server.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := c.ClaudeCode
+	if cc == nil || cc.PolicyFile != filepath.Join(dir, "team.yaml") || len(cc.HooksFiles) != 1 || cc.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
+		cc.Autonomy != "supervised" || cc.ApprovalTTL != time.Hour || len(cc.Tenants) != 1 || cc.Tenants[0] != "acme" || len(c.Agents) != 0 {
+		t.Fatalf("claudeCode %+v, agents %v", cc, c.Agents)
 	}
 }

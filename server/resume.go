@@ -244,6 +244,9 @@ func (s *Server) tryResumeRun(ctx context.Context, r store.Run) {
 	if durableRun(r) {
 		return // its workflow waits for the answer and goes on by itself
 	}
+	if claudeSession(r) {
+		return // Claude Code drives it; its hook waits for the answer
+	}
 	switch r.Status {
 	case store.RunPending:
 		p, err := s.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, RunID: r.ID, Status: store.StatusPending, Limit: 1})

@@ -68,6 +68,10 @@ type Options struct {
 	// The server never resumes a durable run itself: its workflow does.
 	// Events, approvals and metrics come from the store as for any run.
 	Durable runs.DurableQueue
+	// ClaudeCode, if set, serves POST /v1/hooks/claude-code: Claude Code's
+	// hook events decided with its policies, each session a run (see
+	// [ClaudeCodeOptions]); without it the path is 404.
+	ClaudeCode *ClaudeCodeOptions
 	// Logger receives the server's logs (default discards). Tokens, prompts
 	// and arguments are never logged.
 	Logger *slog.Logger
@@ -129,8 +133,9 @@ const DefaultBodyReadTimeout = 30 * time.Second
 // to take stored runs up and resume answered ones, and [Server.Shutdown] to
 // stop.
 type Server struct {
-	store store.Store
-	host  *runs.Host
+	claude *claudeCode // nil without Options.ClaudeCode
+	store  store.Store
+	host   *runs.Host
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
@@ -202,6 +207,12 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		maxRuns: opts.MaxRunsPerTenant,
 		durable: opts.Durable,
 		feed:    newFeed(feedSize),
+	}
+	if cc := opts.ClaudeCode; cc != nil {
+		if cc.StateDir == "" {
+			return nil, errors.New("server: ClaudeCodeOptions.StateDir is required")
+		}
+		srv.claude = &claudeCode{s: srv, opts: *cc, runs: map[string]*sync.Mutex{}}
 	}
 	if srv.log == nil {
 		srv.log = slog.New(slog.DiscardHandler)
@@ -338,6 +349,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/events", s.streamAuth(s.events))
 	mux.HandleFunc("GET /v1/ws", s.streamAuth(s.websocket))
 	mux.HandleFunc("GET /v1/agents", s.auth(RoleViewer, s.listAgents))
+	mux.HandleFunc("POST /v1/hooks/claude-code", s.auth(RoleAgent, s.claudeHook))
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/policy"
 )
 
 // claudeRunExtension adds the Claude Code hook flags to `tollgate run`:
@@ -43,10 +45,27 @@ func checkClaudeSettings(f string, w io.Writer) int {
 			bad++
 		}
 	}
-	if s.Handlers() == 0 {
+	if s.Handlers() == 0 && len(s.Permissions) == 0 {
 		bad++
 	}
+	// The permissions are rules 'tollgate run --claude-settings' enforces.
+	for _, p := range s.Permissions {
+		if _, err := policy.PermissionRule(p.List+":"+p.Rule, p.Rule, approval.Effect(p.List)); err != nil {
+			if p.List == "allow" {
+				fmt.Fprintf(w, "%s: warning: permissions.allow: %v; not applied\n", p.Source, err)
+				continue
+			}
+			fmt.Fprintf(w, "%s: error: permissions.%s: %v\n", p.Source, p.List, err)
+			bad++
+		}
+	}
 	fmt.Fprintf(w, "%s: %d Claude Code hook handler(s) loaded\n", f, s.Handlers())
+	if len(s.Permissions) > 0 {
+		fmt.Fprintf(w, "%s: %d permission rule(s), enforced as policy rules\n", f, len(s.Permissions))
+		for _, p := range s.Permissions {
+			fmt.Fprintf(w, "  %s %s (rule %s:%s)\n", p.List, p.Rule, p.List, p.Rule)
+		}
+	}
 	for _, g := range s.Groups {
 		m := g.Matcher
 		if m == "" {

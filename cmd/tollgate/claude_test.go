@@ -162,3 +162,73 @@ func TestFileToolsCannotRewriteGovernance(t *testing.T) {
 		}
 	}
 }
+
+// `tollgate run --claude-settings` enforces the settings' permissions as
+// rules: a deny list's Bash(rm:*) denies /bin/rm too, naming the rule;
+// `hooks check` lists them and reports one it cannot read.
+func TestRunClaudeSettingsPermissions(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, ws, "keep.txt", "x\n")
+	dir := t.TempDir()
+	settings := writeFile(t, dir, "settings.json", `{"permissions": {"deny": ["Bash(rm:*)"], "allow": ["WebSearch", "Bash(ls:*)"]}}`)
+	script := writeFile(t, dir, "script.yaml", `turns:
+  - toolCalls:
+      - {name: bash, args: {command: "/bin/rm keep.txt"}}
+      - {name: bash, args: {command: "touch made.txt"}}
+  - text: done
+`)
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", settings, "go")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "keep.txt")); err != nil {
+		t.Errorf("keep.txt was removed:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made.txt")); err != nil {
+		t.Errorf("the other command did not run:\n%s", out)
+	}
+	if !strings.Contains(out, "denied by rule:deny:Bash(rm:*)") {
+		t.Errorf("output lacks the rule:\n%s", out)
+	}
+	if !strings.Contains(errOut, "permissions.allow") || !strings.Contains(errOut, "WebSearch") {
+		t.Errorf("stderr does not say the allow rule was left out:\n%s", errOut)
+	}
+	code, out, _ = runMain(t, "hooks", "check", settings)
+	if code != 0 || !strings.Contains(out, "3 permission rule(s)") || !strings.Contains(out, "deny Bash(rm:*)") {
+		t.Errorf("hooks check: exit %d\n%s", code, out)
+	}
+	bad := writeFile(t, dir, "bad.json", `{"permissions": {"deny": ["Frobnicate(x)"]}}`)
+	if code, _, _ := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", bad, "go"); code == 0 {
+		t.Error("a deny rule tollgate cannot read did not stop the run")
+	}
+	if code, out, _ := runMain(t, "hooks", "check", bad); code == 0 || !strings.Contains(out, "bad.json:1:27: error: permissions.deny") {
+		t.Errorf("hooks check bad: exit %d\n%s", code, out)
+	}
+}
+
+// A Claude Code hook the hooks sandbox refuses (it writes outside the
+// workspace) denies the call, and the reason says it may have been the
+// sandbox and names the setting.
+func TestRunClaudeHookRefusedBySandbox(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	dir := t.TempDir()
+	settings := writeFile(t, dir, "settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo seen > `+outside+`/log.txt"}]}]}}`)
+	script := writeFile(t, dir, "script.yaml", "turns:\n  - toolCalls:\n      - {name: bash, args: {command: \"touch ran\"}}\n  - text: done\n")
+	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-settings", settings, "--hooks-sandbox", "workspace", "go")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !sandboxedHere(t) {
+		// Without a sandbox the hook writes its log and the call runs.
+		if _, err := os.Stat(filepath.Join(outside, "log.txt")); err != nil {
+			t.Errorf("the unconfined hook did not run: %v\n%s", err, out)
+		}
+		return
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Errorf("the call ran although its guard was refused:\n%s", out)
+	}
+	if !strings.Contains(out, "denied by hook:claude:PreToolUse: the hooks sandbox (workspace; --hooks-sandbox, sandbox.hooks in server.yaml) may have refused it: sh: ") {
+		t.Errorf("the reason does not name the sandbox:\n%s", out)
+	}
+}

@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 }
 
 // tollgateBinary builds the command once and returns its path.
-func tollgateBinary(t *testing.T) string {
+func tollgateBinary(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
 		binary.dir, binary.err = os.MkdirTemp("", "tollgate-e2e-")

@@ -169,6 +169,11 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return configErr("%w", err)
 	}
 	opts := &server.Options{Agents: cfg.Agents, Config: cfg, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
+	if cc := cfg.ClaudeCode; cc != nil {
+		if opts.ClaudeCode, err = claudeServeOptions(cc, stateDir, env.stderr); err != nil {
+			return configErr("%s: claudeCode: %w", cfg.File, err)
+		}
+	}
 	durable := "off"
 	if d := cfg.Durable; d != nil {
 		// The durable runs this process drives build each agent once
@@ -300,7 +305,7 @@ runs), admin (everything in the tenant).`,
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "the principal's name: decisions record person:NAME (required)")
 	f.StringVar(&tenant, "tenant", "", "the tenant (default: the default tenant)")
-	f.StringArrayVar(&roles, "role", nil, "a role: viewer, approver, operator or admin; repeatable (required)")
+	f.StringArrayVar(&roles, "role", nil, "a role: viewer, approver, operator, admin or agent (a Claude Code hook's: asks and waits, never decides or reads); repeatable (required)")
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		tok, hash, err := server.NewToken()
 		if err != nil {

@@ -72,6 +72,11 @@ type Options struct {
 	// hook failure (a deny where the event fails closed). Nil runs handlers
 	// unconfined.
 	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)
+	// SandboxNote is said after the failure or block of a handler that ran
+	// in the sandbox when its stderr shows a refusal (permission denied,
+	// operation not permitted, read-only file system): which sandbox it
+	// likely was and the setting that changes it.
+	SandboxNote string
 	// HTTPClient sends http handlers' requests (default: a client without
 	// redirects to other hosts' credentials, i.e. http.DefaultClient's
 	// transport; the handler's timeout bounds each request).

@@ -37,6 +37,9 @@ type result struct {
 	stdout string
 	stderr string
 	out    *output // its JSON, when it printed valid JSON
+	// refused is the sandbox note, when the handler ran sandboxed and its
+	// stderr shows a refusal.
+	refused string
 }
 
 // blocked reports exit 2: the handler blocks.
@@ -53,6 +56,9 @@ func (r *result) blockReason() string {
 		}
 	}
 	if s := strings.TrimSpace(r.stderr); s != "" {
+		if r.refused != "" {
+			s = r.refused + ": " + s
+		}
 		return s
 	}
 	return "blocked by hook " + r.h.Source
@@ -97,6 +103,9 @@ func (x *runtime) run(ctx context.Context, h *Handler, ev Event, stdin []byte) *
 		}
 	}
 	r.out = out
+	if r.failed != "" && r.refused != "" {
+		r.failed += " (" + r.refused + ")"
+	}
 	return r
 }
 
@@ -121,6 +130,11 @@ func (x *runtime) runCommand(ctx context.Context, h *Handler, stdin []byte) *res
 			r.failed = "could not be started: sandbox: " + err.Error()
 			return r
 		}
+		defer func() {
+			if x.opts.SandboxNote != "" && proc.Refused(r.stderr) {
+				r.refused = x.opts.SandboxNote
+			}
+		}()
 	}
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout, stderr := proc.NewLimitedBuffer(MaxOutput+1), proc.NewLimitedBuffer(MaxStderr)

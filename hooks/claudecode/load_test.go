@@ -158,8 +158,14 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(guards))
 	f.Add([]byte(`{"hooks":{"PreToolUse":[{"matcher":"(","hooks":[]}]}}`))
 	f.Add([]byte(`{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":1e99}]}]}}`))
+	f.Add([]byte(`{"permissions":{"deny":["Bash(rm:*)",7],"ask":"x","allow":["Read"],"defaultMode":"plan"}}`))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		s := claudecode.Parse(src, "f.json")
+		for _, p := range s.Permissions {
+			if !strings.HasPrefix(p.Source, "f.json:") || (p.List != "allow" && p.List != "ask" && p.List != "deny") {
+				t.Fatalf("permission without source or list: %+v", p)
+			}
+		}
 		for _, g := range s.Groups {
 			for _, h := range g.Handlers {
 				if !strings.HasPrefix(h.Source, "f.json:") || h.Type == "" {
@@ -207,5 +213,22 @@ func TestUnknownEventListsEveryFiredEvent(t *testing.T) {
 	}
 	if !slices.Contains(offered, string(claudecode.SubagentStop)) {
 		t.Errorf("%q leaves out SubagentStop", msg)
+	}
+}
+
+// The permissions object's lists are read with their positions, whether or
+// not the file has hooks; what tollgate does not apply is reported.
+func TestParsePermissions(t *testing.T) {
+	s := claudecode.Parse([]byte(`{"permissions": {"deny": ["Bash(rm:*)", 7], "allow": ["Read(./src/**)"], "defaultMode": "plan"}}`), "s.json")
+	got := fmt.Sprint(s.Permissions)
+	if got != "[{deny Bash(rm:*) s.json:1:27} {allow Read(./src/**) s.json:1:55}]" {
+		t.Errorf("permissions %s", got)
+	}
+	var msgs []string
+	for _, d := range s.Diagnostics {
+		msgs = append(msgs, d.String())
+	}
+	if len(msgs) != 2 || !strings.Contains(msgs[0], "skipped permissions.deny[1]") || !strings.Contains(msgs[1], "permissions.defaultMode is not applied") {
+		t.Errorf("diagnostics %q", msgs)
 	}
 }

@@ -184,8 +184,20 @@ type Group struct {
 // Settings is the hooks of one or more settings files, in file order. Use
 // [Parse] or [LoadFiles]; Add joins files.
 type Settings struct {
-	Groups      []Group
+	Groups []Group
+	// Permissions are the rules of the permissions object's allow, ask and
+	// deny lists, in file order (read even when the file has no hooks).
+	Permissions []Permission
 	Diagnostics []Diagnostic
+}
+
+// Permission is one rule of a settings file's permissions object: List is
+// "allow", "ask" or "deny", Rule the rule as written ("Bash(rm:*)"), and
+// Source its FILE:LINE:COL.
+type Permission struct {
+	List   string
+	Rule   string
+	Source string
 }
 
 // Add appends o's groups and diagnostics to s and returns s: settings from
@@ -193,6 +205,7 @@ type Settings struct {
 func (s *Settings) Add(o *Settings) *Settings {
 	if o != nil {
 		s.Groups = append(s.Groups, o.Groups...)
+		s.Permissions = append(s.Permissions, o.Permissions...)
 		s.Diagnostics = append(s.Diagnostics, o.Diagnostics...)
 	}
 	return s
@@ -309,28 +322,36 @@ func Parse(src []byte, file string) (s *Settings) {
 	}
 	var hooksNode *ast.MappingValueNode
 	for _, mv := range top.Values {
+		if keyString(mv) == "permissions" {
+			s.Permissions = l.permissions(mv)
+		}
+	}
+	perms := s.Permissions
+	for _, mv := range top.Values {
 		switch keyString(mv) {
 		case "hooks":
 			hooksNode = mv
 		case "disableAllHooks":
 			if b, ok := mv.Value.(*ast.BoolNode); ok && b.Value {
 				l.add(mv, false, "disableAllHooks is true: no hooks from this file")
-				return &Settings{Diagnostics: l.diags}
+				return &Settings{Permissions: perms, Diagnostics: l.diags}
 			}
 		}
 	}
 	if hooksNode == nil {
-		l.add(body, false, "no hooks object: no hooks")
-		return &Settings{Diagnostics: l.diags}
+		if len(perms) == 0 {
+			l.add(body, false, "no hooks object: no hooks")
+		}
+		return &Settings{Permissions: perms, Diagnostics: l.diags}
 	}
 	if isNull(hooksNode.Value) {
 		l.add(hooksNode, false, "hooks is null: no hooks")
-		return &Settings{Diagnostics: l.diags}
+		return &Settings{Permissions: perms, Diagnostics: l.diags}
 	}
 	events, ok := hooksNode.Value.(*ast.MappingNode)
 	if !ok {
 		l.fatal(hooksNode.Value, "hooks must be an object of event names, not %s; no hooks loaded", kind(hooksNode.Value))
-		return &Settings{Diagnostics: l.diags}
+		return &Settings{Permissions: perms, Diagnostics: l.diags}
 	}
 	count := 0
 	seenEvent := map[string]bool{}
@@ -365,6 +386,41 @@ func Parse(src []byte, file string) (s *Settings) {
 	l.event = ""
 	s.Diagnostics = l.diags
 	return s
+}
+
+// permissions reads the permissions object's allow, ask and deny lists of
+// strings; anything else in it is tollgate's flags' business and is
+// reported, and a non-string rule is skipped with a diagnostic.
+func (l *loader) permissions(mv *ast.MappingValueNode) []Permission {
+	m, ok := mv.Value.(*ast.MappingNode)
+	if !ok {
+		if !isNull(mv.Value) {
+			l.add(mv.Value, true, "skipped permissions: it must be an object with allow, ask and deny lists, not %s", kind(mv.Value))
+		}
+		return nil
+	}
+	var out []Permission
+	for _, kv := range m.Values {
+		list := keyString(kv)
+		if list != "allow" && list != "ask" && list != "deny" {
+			l.add(kv, false, "permissions.%s is not applied by tollgate (it reads allow, ask and deny)", list)
+			continue
+		}
+		seq, ok := kv.Value.(*ast.SequenceNode)
+		if !ok {
+			l.add(kv.Value, true, "skipped permissions.%s: it must be a list of rules, not %s", list, kind(kv.Value))
+			continue
+		}
+		for i, n := range seq.Values {
+			r, ok := stringValue(n)
+			if !ok {
+				l.add(n, true, "skipped permissions.%s[%d]: a rule must be a string, not %s", list, i, kind(n))
+				continue
+			}
+			out = append(out, Permission{List: list, Rule: r, Source: l.source(n)})
+		}
+	}
+	return out
 }
 
 // loader collects diagnostics for one file.

@@ -70,7 +70,9 @@ type executor struct {
 	log     *slog.Logger
 	passEnv []string
 	sandbox func(cmd *exec.Cmd) (bool, error)
-	dir     string // the commands' working directory; empty: the process's
+	// sandboxNote is said of a sandboxed command whose output shows a refusal.
+	sandboxNote string
+	dir         string // the commands' working directory; empty: the process's
 }
 
 func newExecutor(logger *slog.Logger) *executor {
@@ -152,7 +154,11 @@ func (x *executor) command(ctx context.Context, name string, action Action, hctx
 	default:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			x.log.WarnContext(ctx, "hook command "+exitText(ee), append(attrs, "output", outputLines(out))...)
+			msg := "hook command " + exitText(ee)
+			if x.sandbox != nil && x.sandboxNote != "" && proc.Refused(out.String()) {
+				msg += " (" + x.sandboxNote + ")"
+			}
+			x.log.WarnContext(ctx, msg, append(attrs, "output", outputLines(out))...)
 		} else {
 			x.log.WarnContext(ctx, "hook command failed to run", append(attrs, "err", err.Error())...)
 		}

@@ -380,3 +380,26 @@ func TestCommandKilledBySignalIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// A command that failed in the sandbox with a refusal in its output gets
+// the sandbox's note in its warning; one that ran unconfined does not.
+func TestCommandRefusedInSandboxIsNamed(t *testing.T) {
+	refused := Command("echo 'cannot create /x: Permission denied' >&2; exit 2")
+	for _, sandboxed := range []bool{true, false} {
+		lg, h := newRecLogger()
+		opts := &Options{Logger: lg, SandboxNote: "the hooks sandbox (workspace) may have refused it"}
+		if sandboxed {
+			opts.Sandbox = func(*exec.Cmd) (bool, error) { return false, nil }
+		}
+		r := Of([]Config{{Event: OnStop, Action: refused}}, opts)
+		r.FireEvent(context.Background(), OnStop, nil)
+		w := warnings(h.records())
+		want := "hook command exited with status 2"
+		if sandboxed {
+			want += " (the hooks sandbox (workspace) may have refused it)"
+		}
+		if len(w) != 1 || w[0].Msg != want {
+			t.Errorf("sandboxed %v: warnings %+v, want %q", sandboxed, w, want)
+		}
+	}
+}

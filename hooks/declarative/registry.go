@@ -58,6 +58,11 @@ type Options struct {
 	// namespace). When it fails the command is not started and a warning is
 	// logged. Nil runs commands unconfined.
 	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)
+	// SandboxNote is added to the warning about a command that failed in
+	// the sandbox when its output shows a refusal (permission denied,
+	// operation not permitted, read-only file system): which sandbox it
+	// likely was and the setting that changes it.
+	SandboxNote string
 	// Dir, if set, is the working directory of the standard executor's
 	// command actions (an absolute path); empty means the process working
 	// directory (seed 000). A host that resumes runs sets it to the run's
@@ -211,6 +216,7 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 		r.std = newExecutor(base)
 		r.std.passEnv = slices.Clone(o.PassEnv)
 		r.std.sandbox = o.Sandbox
+		r.std.sandboxNote = o.SandboxNote
 		r.std.dir = o.Dir
 		r.exec = r.std
 	}

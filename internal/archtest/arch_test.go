@@ -42,6 +42,9 @@ var groups = []struct {
 	// The approvals driver: finds and decides the requests of a store for
 	// every host (cmd, server); above the store it reads.
 	{"approval/inbox", 4},
+	// Claude Code governed by the gate: its hook events decided with
+	// tollgate's policies (the hook command and the server's http hook).
+	{"claudegate", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},

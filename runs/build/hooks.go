@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -31,7 +33,7 @@ func setupHooks(ctx context.Context, s *setup) error {
 	// The hooks' log actions are log lines; a command that failed is a
 	// warning.
 	dopts := &declarative.Options{Logger: s.b.opts.WarnLogger, Dir: s.cfg.Workdir}
-	dopts.Sandbox, dopts.PassEnv = s.sandbox.hookSandbox(), s.sandbox.passEnv
+	dopts.Sandbox, dopts.PassEnv, dopts.SandboxNote = s.sandbox.hookSandbox(), s.sandbox.passEnv, s.sandbox.hookSandboxNote()
 	s.addProtected(files...)
 	reg, err := LoadHookFiles(files, s.b.opts.Notice, dopts)
 	if err != nil {
@@ -163,6 +165,22 @@ func setupClaude(ctx context.Context, s *setup) error {
 			skipped++
 		}
 	}
+	if len(settings.Permissions) > 0 {
+		// The permissions' allow, ask and deny lists are rules too: a deny
+		// list that is not enforced would be worse than refusing to run.
+		pol, err := ClaudePermissions(settings.Permissions, s.b.opts.Notice)
+		if err != nil {
+			return &runs.FieldError{Field: "claude.files", Err: err}
+		}
+		if pol, err = WorkspacePolicy(pol, s.cfg.Workdir); err != nil {
+			return &runs.FieldError{Field: "claude.files", Err: err}
+		}
+		s.opts.Authorizers = append(s.opts.Authorizers, pol)
+		s.addProtected(all...)
+		if settings.Handlers() == 0 {
+			return nil
+		}
+	}
 	if len(cc.Files) > 0 && settings.Handlers() == 0 {
 		if skipped > 0 {
 			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hook of %s loaded: every entry (%d) was skipped (see their diagnostics)", strings.Join(cc.Files, ", "), skipped)}
@@ -170,7 +188,7 @@ func setupClaude(ctx context.Context, s *setup) error {
 		return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hooks in %s", strings.Join(cc.Files, ", "))}
 	}
 	copts := &claudecode.Options{ProjectDir: s.cfg.Workdir, FailModes: modes, DefaultTimeout: time.Duration(cc.Timeout), Logger: s.b.opts.WarnLogger}
-	copts.Sandbox, copts.PassEnv = s.sandbox.hookSandbox(), s.sandbox.passEnv
+	copts.Sandbox, copts.PassEnv, copts.SandboxNote = s.sandbox.hookSandbox(), s.sandbox.passEnv, s.sandbox.hookSandboxNote()
 	s.addProtected(all...)
 	c, err := claudecode.New(settings, copts)
 	if err != nil {
@@ -178,6 +196,40 @@ func setupClaude(ctx context.Context, s *setup) error {
 	}
 	c.Register(s.opts.Hooks)
 	return nil
+}
+
+// ClaudePermissions returns the policy of Claude Code settings' permission
+// rules (approval.PermissionRule): each rule's ID is "LIST:RULE"
+// ("deny:Bash(rm:*)"), combined with the other rules and policies as
+// deny > ask > allow. An ask or deny rule tollgate cannot read is an error
+// naming its FILE:LINE:COL; an allow rule it cannot read (a tool tollgate
+// does not have) is left out, which only makes the policy stricter, and
+// passed to notice.
+func ClaudePermissions(perms []claudecode.Permission, notice func(string)) (*policy.Policy, error) {
+	spec := policy.PolicySpec{Name: "claude-settings"}
+	seen := map[string]bool{}
+	var errs []error
+	for _, p := range perms {
+		id := p.List + ":" + p.Rule
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		r, err := policy.PermissionRule(id, p.Rule, approval.Effect(p.List))
+		if err != nil && p.List == "allow" {
+			notice(fmt.Sprintf("claude settings: %s: permissions.allow: %v; not applied (an allow left out only asks or denies more)", p.Source, err))
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: permissions.%s: %w", p.Source, p.List, err))
+			continue
+		}
+		spec.Rules = append(spec.Rules, r)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return policy.NewPolicy(spec)
 }
 
 // ParseFailModes reads EVENT=open|closed values of ClaudeConfig.FailModes;

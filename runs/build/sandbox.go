@@ -95,6 +95,16 @@ func (c *sandboxConfig) hookSandbox() func(cmd *exec.Cmd) (bool, error) {
 	}
 }
 
+// hookSandboxNote names the hooks sandbox and its setting in the failure
+// of a hook whose output shows a refusal, so that a person sees it was the
+// sandbox and what to change; "" when hooks run unconfined.
+func (c *sandboxConfig) hookSandboxNote() string {
+	if c.sb == nil || c.hooks == sandbox.Off {
+		return ""
+	}
+	return fmt.Sprintf("the hooks sandbox (%s; --hooks-sandbox, sandbox.hooks in server.yaml) may have refused it", c.hooks)
+}
+
 // MCPConfine returns the confinement of stdio MCP servers (for
 // mcptool.Options.Sandbox) under sb: each server runs as its "sandbox" in
 // mcp.json says (default workspace, on base's workspace), and may read its

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/records"
+	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// claudeHookFlags are the flags of `tollgate claude-code hook`.
+type claudeHookFlags struct {
+	policies []string
+	hooks    []string
+	records  string
+	stateDir string
+	// server, tokenFile and wait: server mode.
+	server    string
+	tokenFile string
+	wait      time.Duration
+}
+
+func newClaudeCodeCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "claude-code",
+		Short: "Govern Claude Code's tool calls with tollgate's policies and hooks",
+		Args:  argsUsage(cobra.NoArgs),
+	}
+	cmd.AddCommand(newClaudeHookCmd(env), newClaudeSettingsCmd(env))
+	return cmd
+}
+
+func newClaudeHookCmd(env *cliEnv) *cobra.Command {
+	var f claudeHookFlags
+	cmd := &cobra.Command{
+		Use:   "hook",
+		Short: "Answer one Claude Code hook event (a command hook in settings.json)",
+		Long: `Read one Claude Code hook event (JSON) on stdin and answer it on stdout
+with Claude Code's hook JSON: PreToolUse and PermissionRequest are decided by
+tollgate's policies, PostToolUse and PostToolUseFailure record the result of
+the call, UserPromptSubmit, Stop, SessionStart and SessionEnd keep the
+session's state.
+
+Claude Code's tools are judged under tollgate's names and arguments (Bash is
+bash with command; Write, Edit and MultiEdit are write and edit with path
+from file_path; Read, Glob, Grep and WebFetch are read, glob, grep and
+webfetch; mcp__* as they are), with the hints of tollgate's tools, so that a
+policy written for tollgate governs Claude Code unchanged.
+
+A deny is Claude Code's deny with the reason, which the model sees; an ask
+is Claude Code's own permission prompt; an allow by a rule or an autonomy
+level is an allow; when no rule matched, Claude Code's own permissions
+decide. A hook that cannot decide (bad input, a policy that does not load,
+a crash) denies, with exit status 2.
+
+'tollgate claude-code settings' prints the settings.json block that runs it.`,
+		Example: `  echo '{"session_id":"s","cwd":"/w","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf x"},"tool_use_id":"t1"}' \
+    | tollgate claude-code hook --policy policy.yaml`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runClaudeHook(c.Context(), env, &f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&f.policies, "policy", nil, "policy file whose rules decide (repeatable; combined deny > ask > allow)")
+	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML) whose PRE_TOOL_USE, POST_TOOL_USE and ON_ERROR hooks fire for the calls that run (repeatable)")
+	fs.StringVar(&f.records, "records", "", "append one decision record per call (JSON lines) to this file")
+	fs.StringVar(&f.server, "server", "", "answer through tollgate's server at this URL ('tollgate serve' with a claudeCode: section): it decides with the team's policy too, and an ask waits for a person's answer on the approvals page")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the server's bearer token, an agent-role token ('tollgate serve token --role agent'); default $"+envToken)
+	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for a person's answer; no answer denies (keep it below the hook's timeout)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "directory of the sessions' state between events (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
+	return cmd
+}
+
+// runClaudeHook reads the event, answers it, and exits 0, 1 or 2 as the
+// answer says. Whatever fails before a decision denies (fail closed).
+func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err error) {
+	raw, rerr := io.ReadAll(io.LimitReader(env.stdin, claudegate.MaxInputBytes+1))
+	in, perr := claudegate.ParseInput(bytes.NewReader(raw))
+	if rerr != nil {
+		perr = rerr
+	}
+	ev := claudegateEvent(in)
+	defer func() {
+		if p := recover(); p != nil {
+			err = writeClaudeAnswer(env, claudegate.Failed(ev, fmt.Sprintf("tollgate's hook failed (%v); the call was not allowed", p)))
+		}
+	}()
+	if perr != nil {
+		return writeClaudeAnswer(env, claudegate.Failed(ev, "tollgate could not read the hook event: "+perr.Error()))
+	}
+	b, closeAll, err := claudeBridge(f, in, env.stderr)
+	if err != nil {
+		return writeClaudeAnswer(env, claudegate.Failed(ev, "tollgate's hook is misconfigured: "+err.Error()))
+	}
+	var ans claudegate.Answer
+	if f.server != "" {
+		ans = forwardClaude(ctx, f, in, raw, b)
+	} else {
+		ans = b.Handle(ctx, in)
+	}
+	if cerr := closeAll(); cerr != nil {
+		fmt.Fprintln(env.stderr, "tollgate: claude-code hook:", cerr)
+	}
+	return writeClaudeAnswer(env, ans)
+}
+
+func claudegateEvent(in *claudegate.Input) claudecode.Event {
+	if in == nil {
+		return ""
+	}
+	return in.HookEventName
+}
+
+// writeClaudeAnswer prints the answer's JSON and returns the error that
+// makes Main exit with its code, its Stderr printed.
+func writeClaudeAnswer(env *cliEnv, a claudegate.Answer) error {
+	if a.Output != nil {
+		b, err := json.Marshal(a.Output)
+		if err != nil {
+			return &exitCodeError{code: 2, err: err, config: true}
+		}
+		fmt.Fprintf(env.stdout, "%s\n", b)
+	}
+	if a.Exit == 0 {
+		return nil
+	}
+	var msg error
+	if a.Stderr != "" {
+		msg = errors.New(a.Stderr)
+	}
+	return &exitCodeError{code: a.Exit, err: msg, config: true}
+}
+
+// claudeBridge builds the bridge of the flags for the event in.
+func claudeBridge(f *claudeHookFlags, in *claudegate.Input, stderr io.Writer) (*claudegate.Bridge, func() error, error) {
+	notice := func(s string) { fmt.Fprintln(stderr, "tollgate:", s) }
+	closers := []func() error{}
+	closeAll := func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
+	}
+	opts := &claudegate.Options{StateDir: f.stateDir}
+	if opts.StateDir == "" {
+		d, err := defaultStateDir()
+		if err != nil {
+			return nil, closeAll, err
+		}
+		opts.StateDir = d
+	}
+	for _, p := range f.policies {
+		pol, err := build.LoadPolicy(p, "", notice)
+		if err != nil {
+			return nil, closeAll, err
+		}
+		opts.Policies = append(opts.Policies, pol)
+	}
+	if len(f.hooks) > 0 {
+		dir := in.Cwd
+		if !filepath.IsAbs(dir) {
+			dir = ""
+		}
+		reg, err := build.LoadHookFiles(f.hooks, notice, &declarative.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			return nil, closeAll, err
+		}
+		opts.Listener = reg
+	}
+	if f.records != "" {
+		w, err := records.OpenFile(f.records, nil)
+		if err != nil {
+			return nil, closeAll, err
+		}
+		closers = append(closers, w.Close)
+		opts.OnRecord = func(ctx context.Context, rec gate.Record) { w.Record(ctx, rec) }
+	}
+	if u, err := user.Current(); err == nil {
+		opts.Prompter = u.Username
+	} else {
+		opts.Prompter = os.Getenv("USER")
+	}
+	b, err := claudegate.New(opts)
+	return b, closeAll, err
+}
+
+// claudeServeOptions loads the claudeCode: section of server.yaml: its
+// policy (with its autonomy level) and hooks, for the server's decisions.
+func claudeServeOptions(cc *server.ClaudeCodeConfig, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
+	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: claudeCode:", s) }
+	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, "claude-code-server")}
+	if cc.PolicyFile != "" || cc.Autonomy != "" {
+		pol, err := build.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
+		if err != nil {
+			return nil, err
+		}
+		o.Policies = append(o.Policies, pol)
+	}
+	if len(cc.HooksFiles) > 0 {
+		reg, err := build.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			return nil, err
+		}
+		o.Listener = reg
+	}
+	return o, nil
+}

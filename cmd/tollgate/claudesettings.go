@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// claudeEvents are the events `tollgate claude-code settings` hooks, in
+// the order printed; the tool events match every tool.
+var claudeEvents = []claudecode.Event{
+	claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse, claudecode.PostToolUseFailure,
+	claudecode.UserPromptSubmit, claudecode.Stop, claudecode.SessionStart, claudecode.SessionEnd,
+}
+
+func newClaudeSettingsCmd(env *cliEnv) *cobra.Command {
+	var f claudeHookFlags
+	var useHTTP bool
+	cmd := &cobra.Command{
+		Use:   "settings",
+		Short: "Print the settings.json hooks block that has tollgate govern Claude Code",
+		Long: `Print the "hooks" block of a Claude Code settings file (.claude/settings.json,
+or ~/.claude/settings.json for every project) that runs 'tollgate claude-code
+hook' with these flags for every tool call and session event. File paths are
+made absolute. The timeout of the tool events is above --wait, so that no
+answer is a deny tollgate gives, not a timeout Claude Code lets through.
+
+With --http (and --server), the block uses Claude Code's http hook type
+instead: no process per event; the token comes from $TOLLGATE_TOKEN.`,
+		Example: `  tollgate claude-code settings --policy policy.yaml > .claude/settings.json
+  tollgate claude-code settings --server https://tollgate.example.com --token-file ~/.tollgate-token`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if useHTTP && f.server == "" {
+				return usageErr("claude-code settings: --http needs --server")
+			}
+			s, err := claudeSettings(&f, useHTTP)
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			b, err := json.MarshalIndent(s, "", "  ")
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			fmt.Fprintf(env.stdout, "%s\n", b)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&f.policies, "policy", nil, "policy file the hook decides with (repeatable)")
+	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (repeatable)")
+	fs.StringVar(&f.records, "records", "", "decision records file (JSON lines)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
+	fs.StringVar(&f.server, "server", "", "tollgate server URL")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
+	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
+	fs.BoolVar(&useHTTP, "http", false, "use Claude Code's http hook type (POST to --server) instead of a command")
+	return cmd
+}
+
+// claudeSettings returns the settings object: {"hooks": {EVENT: [{matcher,
+// hooks: [handler]}]}}.
+func claudeSettings(f *claudeHookFlags, useHTTP bool) (map[string]any, error) {
+	abs := func(p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		return filepath.Abs(p)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{self, "claude-code", "hook"}
+	for _, p := range f.policies {
+		a, err := abs(p)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--policy", a)
+	}
+	for _, h := range f.hooks {
+		a, err := abs(h)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--hooks", a)
+	}
+	for _, fl := range []struct{ name, val string }{{"--records", f.records}, {"--state-dir", f.stateDir}, {"--token-file", f.tokenFile}} {
+		a, err := abs(fl.val)
+		if err != nil {
+			return nil, err
+		}
+		if a != "" {
+			args = append(args, fl.name, a)
+		}
+	}
+	// The tool events wait for a person at most --wait; Claude Code's
+	// timeout must be longer, or its timeout (which lets the call run)
+	// would come first.
+	toolTimeout := 30
+	if f.server != "" {
+		args = append(args, "--server", f.server, "--wait", f.wait.String())
+		toolTimeout = int((f.wait + 30*time.Second).Seconds())
+	}
+	hooks := map[string]any{}
+	for _, ev := range claudeEvents {
+		timeout := 30
+		if ev == claudecode.PreToolUse || ev == claudecode.PermissionRequest {
+			timeout = toolTimeout
+		}
+		var h map[string]any
+		if useHTTP {
+			h = map[string]any{"type": "http", "url": fmt.Sprintf("%s/v1/hooks/claude-code?wait=%s", f.server, f.wait),
+				"headers": map[string]string{"Authorization": "Bearer $" + envToken}, "allowedEnvVars": []string{envToken}, "timeout": timeout}
+		} else {
+			h = map[string]any{"type": "command", "command": shellQuote(args), "timeout": timeout}
+		}
+		group := map[string]any{"hooks": []any{h}}
+		switch ev {
+		case claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse, claudecode.PostToolUseFailure:
+			group["matcher"] = "*"
+		}
+		hooks[string(ev)] = []any{group}
+	}
+	return map[string]any{"hooks": hooks}, nil
+}
+
+// shellQuote joins args into one sh command line, each word quoted.
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}

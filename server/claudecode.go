@@ -1,0 +1,388 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// ClaudeCodeOptions governs Claude Code sessions through the server (the
+// claudeCode: section of server.yaml): POST /v1/hooks/claude-code answers
+// Claude Code's hook events, deciding with these policies, and each session
+// is a run of the token's principal with every call, decision and result.
+type ClaudeCodeOptions struct {
+	// Policies decide every call (the team's policy, with its autonomy
+	// level), combined deny > ask > allow.
+	Policies []*policy.Policy
+	// Listener, if set, hears the calls that run (seed 000's hooks).
+	Listener hooks.ToolCallListener
+	// ApprovalTTL, if positive, bounds how long an approval request stays
+	// answerable.
+	ApprovalTTL time.Duration
+	// Tenants, if not empty, are the tenants whose tokens may use the
+	// endpoint (404 for the others).
+	Tenants []string
+	// StateDir holds the sessions' calls between PreToolUse and
+	// PostToolUse. Required.
+	StateDir string
+	// MaxWait bounds ?wait= (default 10 minutes).
+	MaxWait time.Duration
+}
+
+// Defaults of POST /v1/hooks/claude-code's ?wait=.
+const (
+	DefaultClaudeWait    = 50 * time.Second
+	DefaultClaudeMaxWait = 10 * time.Minute
+)
+
+// ClaudeAgent is the agent name of a Claude Code session's run.
+const ClaudeAgent = "claude-code"
+
+// HeaderAsk carries the reason of an ask by the hook's own policy (the
+// command hook's --policy): the server then asks a person even where its
+// own policies allow. Nothing else the hook sends can lower a decision.
+const HeaderAsk = "Tollgate-Ask"
+
+// claudeCode is the server's Claude Code endpoint.
+type claudeCode struct {
+	s    *Server
+	opts ClaudeCodeOptions
+	mu   sync.Mutex
+	runs map[string]*sync.Mutex // per session run: its records are read, changed and written
+}
+
+func (s *Server) claudeHook(w http.ResponseWriter, r *http.Request, p Principal) {
+	cc := s.claude
+	if cc == nil || (len(cc.opts.Tenants) > 0 && !slices.Contains(cc.opts.Tenants, p.Tenant)) {
+		s.noRoute(w, r)
+		return
+	}
+	wait, err := cc.wait(r)
+	if err != nil {
+		problemf(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	// From here on every failure is a deny in Claude Code's terms (a 200
+	// with its JSON): an http hook's error status lets the call run.
+	in, err := claudegate.ParseInput(http.MaxBytesReader(w, r.Body, claudegate.MaxInputBytes))
+	if err != nil {
+		writeClaude(w, claudegate.Failed("", err.Error()))
+		return
+	}
+	writeClaude(w, cc.handle(r.Context(), p, in, wait, r.Header.Get(HeaderAsk)))
+}
+
+func (cc *claudeCode) wait(r *http.Request) (time.Duration, error) {
+	max := cc.opts.MaxWait
+	if max <= 0 {
+		max = DefaultClaudeMaxWait
+	}
+	q := r.URL.Query().Get("wait")
+	if q == "" {
+		return min(DefaultClaudeWait, max), nil
+	}
+	d, err := time.ParseDuration(q)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("wait: want a duration such as 50s, got %q", q)
+	}
+	return min(d, max), nil
+}
+
+func writeClaude(w http.ResponseWriter, a claudegate.Answer) {
+	out := a.Output
+	if out == nil {
+		out = &claudegate.Output{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handle answers one event of principal p's session.
+func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.Input, wait time.Duration, localAsk string) claudegate.Answer {
+	run, err := cc.session(ctx, p, in)
+	if err != nil {
+		cc.s.log.Error("claude-code session", "error", err)
+		return claudegate.Failed(in.HookEventName, "tollgate's server could not open the session's run")
+	}
+	in.SessionID = run.ID
+	opts := &claudegate.Options{
+		Policies: cc.opts.Policies, Listener: cc.opts.Listener, StateDir: cc.opts.StateDir,
+		Principal: p.Decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log,
+		Asker:    &storeAsker{cc: cc, run: run, wait: wait},
+		OnRecord: func(ctx context.Context, rec gate.Record) { cc.record(ctx, run, rec) },
+	}
+	if localAsk != "" {
+		opts.Authorizers = []approval.Authorizer{localAsker(localAsk)}
+	}
+	b, err := claudegate.New(opts)
+	if err != nil {
+		return claudegate.Failed(in.HookEventName, err.Error())
+	}
+	a := b.Handle(ctx, in)
+	if in.HookEventName == claudecode.SessionEnd {
+		cc.end(ctx, run)
+	}
+	return a
+}
+
+// localAsker is the hook's own policy's ask, heard by the server: it asks,
+// and never allows or denies.
+type localAsker string
+
+func (l localAsker) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
+	return approval.Verdict{Decision: approval.Ask, Reason: string(l), By: approval.Principal{Kind: approval.PrincipalHook, Name: "claude-code-local-policy"}}, nil
+}
+
+// sessionRunID is the run of a Claude Code session: derived from the
+// tenant, the principal and the session's ID, so that no principal can
+// reach another's session by naming its ID.
+func sessionRunID(p Principal, session string) string {
+	h := sha256.Sum256([]byte(p.Tenant + "\x00" + p.Name + "\x00" + session))
+	return "cc_" + hex.EncodeToString(h[:8])
+}
+
+// sessionConfig is a Claude Code session run's configuration.
+type sessionConfig struct {
+	Agent     string `json:"agent"`
+	Source    string `json:"source"`
+	Session   string `json:"session"`
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// claudeSession reports whether r is a Claude Code session's run, which
+// the server never resumes: Claude Code drives it.
+func claudeSession(r store.Run) bool {
+	var c sessionConfig
+	return json.Unmarshal(r.Config, &c) == nil && c.Source == string(gate.SourceClaudeCode)
+}
+
+// session returns the run of in's session, stored (running) at its first
+// event.
+func (cc *claudeCode) session(ctx context.Context, p Principal, in *claudegate.Input) (store.Run, error) {
+	id := sessionRunID(p, in.SessionID)
+	st := cc.s.store
+	run, err := st.GetRun(ctx, id)
+	if err == nil && run.Status.Finished() {
+		// A session resumed after its end (claude --resume) goes on in
+		// the same run.
+		if r, err := st.UpdateRun(ctx, id, store.RunUpdate{From: run.Status, Status: store.RunRunning}); err == nil {
+			return r, nil
+		}
+		return st.GetRun(ctx, id)
+	}
+	if err == nil {
+		return run, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return run, err
+	}
+	cfg, _ := json.Marshal(sessionConfig{Agent: ClaudeAgent, Source: string(gate.SourceClaudeCode), Session: in.SessionID, Workspace: in.Cwd})
+	owner := p.Decider()
+	started, _ := json.Marshal(map[string]any{"agent": ClaudeAgent, "owner": owner, "source": gate.SourceClaudeCode, "workspace": in.Cwd})
+	run, err = st.CreateRun(ctx, store.CreateRunRequest{
+		Run:    store.Run{ID: id, Tenant: p.Tenant, Owner: owner.String(), Status: store.RunRunning, Config: cfg},
+		Events: []store.Event{{Type: runs.EventRunStarted, Data: started}},
+	})
+	if errors.Is(err, store.ErrExists) {
+		return st.GetRun(ctx, id)
+	}
+	return run, err
+}
+
+func (cc *claudeCode) lock(runID string) func() {
+	cc.mu.Lock()
+	m, ok := cc.runs[runID]
+	if !ok {
+		m = &sync.Mutex{}
+		cc.runs[runID] = m
+	}
+	cc.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// maxSessionCalls bounds the records GET /v1/runs/{id} shows of a
+// session's run: the latest ones (every record is in the run's events).
+const maxSessionCalls = 1000
+
+// record appends rec's events to the session's run: tool.decided for a
+// call that did not run, then tool.finished with the record. The run view
+// reads the records from them ([claudeCode.toolCalls]), so that a decision
+// costs the same at the thousandth call as at the first.
+func (cc *claudeCode) record(ctx context.Context, run store.Run, rec gate.Record) {
+	var evs []store.Event
+	if !rec.Ran {
+		d := rec.Decision
+		evs = append(evs, agentEvent(run, agent.Event{Kind: agent.EventDecision, RunID: run.ID, CallID: rec.ID, Decision: &d}))
+	}
+	evs = append(evs, agentEvent(run, agent.Event{Kind: agent.EventToolResult, RunID: run.ID, CallID: rec.ID, Record: &rec}))
+	if _, err := cc.s.store.AppendEvents(ctx, evs...); err != nil {
+		cc.s.log.Error("claude-code record", "error", err)
+	}
+}
+
+// toolCalls returns the records of a session's run, from its tool.finished
+// events: the latest maxSessionCalls, oldest first, as a JSON array.
+func claudeToolCalls(ctx context.Context, st store.Store, run store.Run) (json.RawMessage, error) {
+	var recs []json.RawMessage
+	var after int64
+	for {
+		evs, err := st.ListEvents(ctx, store.EventFilter{Tenant: run.Tenant, RunID: run.ID, AfterSeq: after, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Type != runs.EventToolFinished {
+				continue
+			}
+			var e struct {
+				Record json.RawMessage `json:"record"`
+			}
+			if json.Unmarshal(ev.Data, &e) == nil && len(e.Record) > 0 {
+				recs = append(recs, e.Record)
+			}
+		}
+		if len(evs) < store.MaxLimit {
+			break
+		}
+	}
+	if len(recs) > maxSessionCalls {
+		recs = recs[len(recs)-maxSessionCalls:]
+	}
+	if recs == nil {
+		recs = []json.RawMessage{}
+	}
+	return json.Marshal(recs)
+}
+
+func agentEvent(run store.Run, ev agent.Event) store.Event {
+	typ := runs.EventToolFinished
+	switch ev.Kind {
+	case agent.EventDecision:
+		typ = runs.EventToolDecided
+	case agent.EventPending:
+		typ = runs.EventApprovalRequest
+	}
+	b, _ := json.Marshal(ev)
+	return store.Event{Tenant: run.Tenant, RunID: run.ID, Type: typ, Data: b}
+}
+
+// end marks the session's run done at SessionEnd.
+func (cc *claudeCode) end(ctx context.Context, run store.Run) {
+	unlock := cc.lock(run.ID)
+	defer func() {
+		unlock()
+		cc.mu.Lock()
+		delete(cc.runs, run.ID)
+		cc.mu.Unlock()
+	}()
+	data, _ := json.Marshal(map[string]string{"status": string(store.RunDone)})
+	if _, err := cc.s.store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunDone,
+		Events: []store.Event{{Tenant: run.Tenant, RunID: run.ID, Type: runs.EventRunFinished, Data: data}}}); err != nil {
+		cc.s.log.Warn("claude-code session end", "error", err)
+	}
+}
+
+// storeAsker makes a call's approval request an approval of the session's
+// run, shown on the page and in GET /v1/approvals, and waits for its
+// decision at most wait.
+type storeAsker struct {
+	cc   *claudeCode
+	run  store.Run
+	wait time.Duration
+}
+
+func (a *storeAsker) Ask(ctx context.Context, in *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
+	st := a.cc.s.store
+	req := p.Request
+	ap := store.Approval{ID: req.ID, RunID: a.run.ID, CallID: c.ID, Tool: c.Name, Digest: p.Digest, Kind: req.Kind, Prompt: req.Prompt, Request: req, ExpiresAt: req.ExpiresAt}
+	ev := agentEvent(a.run, agent.Event{Kind: agent.EventPending, RunID: a.run.ID, CallID: c.ID, Request: &req})
+	unlock := a.cc.lock(a.run.ID)
+	_, err := st.UpdateRun(ctx, a.run.ID, store.RunUpdate{Status: store.RunPending, Approvals: []store.Approval{ap}, Events: []store.Event{ev}})
+	unlock()
+	if err != nil {
+		return nil, fmt.Errorf("storing the approval request: %w", err)
+	}
+	defer a.running(context.WithoutCancel(ctx))
+	wctx, cancel := context.WithTimeout(ctx, a.wait)
+	defer cancel()
+	got, err := a.await(wctx, req.ID)
+	if err != nil {
+		// No answer in time: the request is closed, so that no one
+		// approves what no longer waits.
+		_, derr := st.Decide(context.WithoutCancel(ctx), a.run.ID, req.ID, store.Answer{By: approval.Runtime, Reason: "no answer within the hook's wait"})
+		if derr == nil || errors.Is(derr, store.ErrExpired) {
+			return nil, nil
+		}
+		if errors.Is(derr, store.ErrDecided) {
+			got, err = st.GetApproval(context.WithoutCancel(ctx), a.run.ID, req.ID)
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			return nil, derr
+		}
+	}
+	switch got.Status {
+	case store.StatusApproved:
+		// Used once, for the arguments it was given for.
+		if _, err := st.Consume(context.WithoutCancel(ctx), a.run.ID, got.ID, got.Digest); err != nil {
+			return nil, fmt.Errorf("using the approval: %w", err)
+		}
+		return &tool.Answer{ID: got.ID, OK: true, Principal: got.DecidedBy, Actor: got.Actor, Reason: got.Reason, Data: got.Data}, nil
+	case store.StatusDenied:
+		return &tool.Answer{ID: got.ID, OK: false, Principal: got.DecidedBy, Actor: got.Actor, Reason: got.Reason}, nil
+	}
+	return nil, nil // expired
+}
+
+// running sets the session's run back to running once nothing waits.
+func (a *storeAsker) running(ctx context.Context) {
+	defer a.cc.lock(a.run.ID)()
+	if _, err := a.cc.s.store.UpdateRun(ctx, a.run.ID, store.RunUpdate{From: store.RunPending, Status: store.RunRunning}); err != nil && !errors.Is(err, store.ErrConflict) {
+		a.cc.s.log.Warn("claude-code session status", "error", err)
+	}
+}
+
+// await returns the approval once it is no longer pending, or ctx's error.
+func (a *storeAsker) await(ctx context.Context, id string) (store.Approval, error) {
+	st := a.cc.s.store
+	var after int64
+	for {
+		got, err := st.GetApproval(ctx, a.run.ID, id)
+		if err != nil {
+			return got, err
+		}
+		if got.Status != store.StatusPending {
+			return got, nil
+		}
+		evs, err := st.ListEvents(ctx, store.EventFilter{Tenant: a.run.Tenant, RunID: a.run.ID, AfterSeq: after, Limit: store.MaxLimit})
+		if err != nil {
+			return got, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+		}
+		if err := st.WaitEvents(ctx, store.EventFilter{Tenant: a.run.Tenant, RunID: a.run.ID, AfterSeq: after}); err != nil {
+			return got, err
+		}
+	}
+}

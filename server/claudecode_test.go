@@ -1,0 +1,198 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
+)
+
+const agentToken = "tg_agent"
+
+const claudeTeamPolicy = `rules:
+  - id: no-rm
+    tool: bash
+    command: {program: rm}
+    decision: deny
+    reason: no deletions
+  - id: review-notes
+    tool: write
+    args:
+      path: {regex: 'notes'}
+    decision: ask
+    reason: the notes are reviewed
+`
+
+// claudeFixture is a server with a claudeCode: policy and the tokens of
+// testTokens plus an agent's (ci-bot, tenant acme).
+func claudeFixture(t testing.TB) *fixture {
+	t.Helper()
+	pol, _, err := policy.ParsePolicy("team.yaml", strings.NewReader(claudeTeamPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []server.TokenEntry{
+		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+	}
+	tk, err := server.NewTokens(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk,
+		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()}})
+}
+
+func hookEvent(ev, toolName, input, id string) []byte {
+	b, _ := json.Marshal(map[string]any{"session_id": "sess-1", "cwd": "/work/ws", "hook_event_name": ev, "tool_name": toolName, "tool_input": json.RawMessage(input), "tool_use_id": id})
+	return b
+}
+
+func permission(out claudegate.Output) string {
+	if out.Specific == nil {
+		return "none"
+	}
+	return out.Specific.PermissionDecision + ": " + out.Specific.PermissionDecisionReason
+}
+
+// Claude Code's http hook: a deny of the team's policy with its reason; bad
+// input denied with a 200 (an http hook's error status would let the call
+// run); the endpoint is the agent role's alone.
+func TestClaudeHookHTTP(t *testing.T) {
+	f := claudeFixture(t)
+	var out claudegate.Output
+	if code := f.do("POST", "/v1/hooks/claude-code", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"env rm -rf /srv"}`, "t1"), &out); code != http.StatusOK || permission(out) != "deny: denied by rule:no-rm: no deletions" {
+		t.Errorf("rm: %d %s", code, permission(out))
+	}
+	out = claudegate.Output{}
+	if code := f.do("POST", "/v1/hooks/claude-code", agentToken, []byte(`{"hook_event_name": "PreToolUse"`), &out); code != http.StatusOK || !strings.HasPrefix(permission(out), "deny: ") {
+		t.Errorf("bad input: %d %s", code, permission(out))
+	}
+	if code := f.do("POST", "/v1/hooks/claude-code", aliceToken, hookEvent("PreToolUse", "Bash", `{"command":"ls"}`, "t2"), nil); code != http.StatusForbidden {
+		t.Errorf("an approver's token: %d, want 403", code)
+	}
+	if code := f.do("GET", "/v1/runs", agentToken, nil, nil); code != http.StatusForbidden {
+		t.Errorf("the agent's token listing runs: %d, want 403", code)
+	}
+	var runs server.RunPage
+	f.do("GET", "/v1/runs", aliceToken, nil, &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].Agent != server.ClaudeAgent || runs.Runs[0].Owner != "person:ci-bot" || runs.Runs[0].Status != store.RunRunning {
+		t.Errorf("runs %+v", runs.Runs)
+	}
+	var view struct {
+		ToolCalls []struct {
+			Name     string
+			Decision struct{ Outcome, Reason string }
+		}
+	}
+	f.do("GET", "/v1/runs/"+runs.Runs[0].ID, aliceToken, nil, &view)
+	if len(view.ToolCalls) != 1 || view.ToolCalls[0].Name != "bash" || view.ToolCalls[0].Decision.Outcome != "denied" || view.ToolCalls[0].Decision.Reason != "no deletions" {
+		t.Errorf("the run's calls: %+v", view.ToolCalls)
+	}
+	f.do("POST", "/v1/hooks/claude-code", agentToken, []byte(`{"session_id":"sess-1","hook_event_name":"SessionEnd","reason":"exit"}`), nil)
+	f.do("GET", "/v1/runs", aliceToken, nil, &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].Status != store.RunDone {
+		t.Errorf("after SessionEnd: %+v", runs.Runs)
+	}
+	// A resumed session goes on in its run.
+	f.do("POST", "/v1/hooks/claude-code", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"ls"}`, "t3"), nil)
+	f.do("GET", "/v1/runs", aliceToken, nil, &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].Status != store.RunRunning {
+		t.Errorf("after a resume: %+v", runs.Runs)
+	}
+}
+
+// An ask waits for a person: an approval with edited arguments becomes
+// updatedInput in Claude Code's shape; the agent's token cannot decide.
+func TestClaudeHookAskApprovedWithEdit(t *testing.T) {
+	f := claudeFixture(t)
+	got := make(chan claudegate.Output, 1)
+	go func() {
+		var out claudegate.Output
+		f.do("POST", "/v1/hooks/claude-code?wait=1m", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1"), &out)
+		got <- out
+	}()
+	var a server.ApprovalView
+	for {
+		var page server.ApprovalPage
+		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
+		if len(page.Approvals) > 0 {
+			a = page.Approvals[0]
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	edit := json.RawMessage(`{"path":"/work/ws/notes.txt","content":"b"}`)
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", agentToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
+		t.Errorf("the agent deciding: %d, want 403", code)
+	}
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: edit}, nil); code != http.StatusOK {
+		t.Fatalf("deciding: %d", code)
+	}
+	out := <-got
+	var in bytes.Buffer
+	if out.Specific != nil {
+		_ = json.Compact(&in, out.Specific.UpdatedInput)
+	}
+	if permission(out) != "allow: approved by person:alice" || in.String() != `{"content":"b","file_path":"/work/ws/notes.txt"}` {
+		t.Errorf("%s %s", permission(out), in.String())
+	}
+}
+
+// No answer within ?wait= denies, says so, and closes the request.
+func TestClaudeHookNoAnswer(t *testing.T) {
+	f := claudeFixture(t)
+	var out claudegate.Output
+	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1"), &out)
+	if !strings.Contains(permission(out), "deny: no one answered") {
+		t.Errorf("%s", permission(out))
+	}
+	var page server.ApprovalPage
+	f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
+	if len(page.Approvals) != 0 {
+		t.Errorf("still pending: %+v", page.Approvals)
+	}
+}
+
+// The hook's own policy's ask (the Tollgate-Ask header) makes the server
+// ask a person where its own policy has no rule; it never allows.
+func TestClaudeHookLocalAsk(t *testing.T) {
+	f := claudeFixture(t)
+	var out claudegate.Output
+	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"git push"}`, "t1"), &out, server.HeaderAsk, "the hook's policy asks")
+	if !strings.Contains(permission(out), "deny: no one answered") {
+		t.Errorf("with the header: %s", permission(out))
+	}
+	out = claudegate.Output{}
+	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"git push"}`, "t2"), &out)
+	if permission(out) != "none" {
+		t.Errorf("without: %s", permission(out))
+	}
+}
+
+// BenchmarkClaudeHookHTTP is a PreToolUse decision through the http hook
+// on loopback (the server's policy denies; the call is recorded on the
+// session's run); it reports the median (p50-ns).
+func BenchmarkClaudeHookHTTP(b *testing.B) {
+	f := claudeFixture(b)
+	ev := hookEvent("PreToolUse", "Bash", `{"command":"env rm -rf /srv"}`, "t1")
+	var times []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		var out claudegate.Output
+		if f.do("POST", "/v1/hooks/claude-code", agentToken, ev, &out) != http.StatusOK {
+			b.Fatal("status")
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
+}
