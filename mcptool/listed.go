@@ -1,0 +1,39 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Listed returns a copy of the tool as its server listed it in tools/list
+// (name, title, description, schemas, annotations, _meta), for a host that
+// offers the tool to MCP clients of its own (an MCP gateway). The schemas
+// are shared with the tool: do not change them.
+func (t *Tool) Listed() *mcp.Tool { return listedCopy(t.listed) }
+
+// CallMCP is [Tool.Call] that also returns the server's answer as it came
+// (content of every kind, structuredContent, _meta), or nil when there is
+// none (the call failed, or ran out of its CallTimeout), for a host that
+// hands the answer on to an MCP client. The [tool.Result] is the one Call
+// returns.
+func (t *Tool) CallMCP(ctx context.Context, args json.RawMessage) (*mcp.CallToolResult, tool.Result, error) {
+	var raw *mcp.CallToolResult
+	res, err := t.call(ctx, args, &raw)
+	return raw, res, err
+}
+
+// listedCopy is a shallow copy of t with its own annotations, or nil.
+func listedCopy(t *mcp.Tool) *mcp.Tool {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	if t.Annotations != nil {
+		a := *t.Annotations
+		c.Annotations = &a
+	}
+	return &c
+}
