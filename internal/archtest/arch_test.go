@@ -35,6 +35,9 @@ var groups = []struct {
 	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"approval/store", 3}, {"approval/records", 3},
 	{"sandbox", 3}, {"telemetry", 3},
 	{"runs", 4},
+	// The MCP gateway: an MCP server that governs the calls of MCP
+	// clients with the gate, in front of mcptool's upstream servers.
+	{"mcpgateway", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},

@@ -1,0 +1,408 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/mcpgateway"
+	"github.com/tollgate-dev/tollgate/mcptool"
+)
+
+// upstream is a small MCP server behind the gateway; it counts the calls
+// that reach it, by tool.
+type upstream struct {
+	mu    sync.Mutex
+	calls map[string]int
+	// slowStarted is closed when the slow tool starts; slowEnded when its
+	// context ends.
+	slowStarted, slowEnded chan struct{}
+}
+
+func (u *upstream) count(name string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.calls[name]
+}
+
+func (u *upstream) hit(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.calls[name]++
+}
+
+type textIn struct {
+	Text string `json:"text"`
+}
+
+type pathIn struct {
+	Path string `json:"path"`
+}
+
+type noIn struct{}
+
+// newUpstream returns the server and the client end of a transport to it.
+func newUpstream(t *testing.T) (*upstream, mcp.Transport) {
+	u := &upstream{calls: map[string]int{}, slowStarted: make(chan struct{}), slowEnded: make(chan struct{})}
+	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+		u.hit("echo")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "secret", Annotations: ro}, func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+		u.hit("secret")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "token=SECRET-123"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Annotations: ro}, func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+		u.hit("image")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte("PNG"), MIMEType: "image/png"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "rm"}, func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+		u.hit("rm")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "removed " + in.Path}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "push"}, func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+		u.hit("push")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pushed"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Annotations: ro}, func(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+		u.hit("slow")
+		close(u.slowStarted)
+		<-ctx.Done()
+		close(u.slowEnded)
+		return nil, nil, ctx.Err()
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	return u, ct
+}
+
+// records collects the gate's records.
+type records struct {
+	mu   sync.Mutex
+	recs []gate.Record
+}
+
+func (r *records) add(_ context.Context, rec gate.Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec)
+}
+
+// last returns the last record of the tool named name (gate name).
+func (r *records) last(t *testing.T, name string) gate.Record {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range slices.Backward(r.recs) {
+		if rec.Name == name {
+			return rec
+		}
+	}
+	t.Fatalf("no record of %s among %d", name, len(r.recs))
+	return gate.Record{}
+}
+
+// teamPolicy denies rm and asks before push.
+func teamPolicy(t *testing.T) approval.Authorizer {
+	p, err := approval.NewPolicy(approval.PolicySpec{Name: "team", Rules: []approval.Rule{
+		{ID: "no-rm", Tools: []string{"mcp__up__rm"}, Decision: approval.Deny, Reason: "no deletions"},
+		{ID: "ask-push", Tools: []string{"mcp__up__push"}, Decision: approval.Ask, Reason: "pushes are reviewed"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fixture is a gateway in front of one upstream, and a client of it.
+type fixture struct {
+	up      *upstream
+	gw      *mcpgateway.Gateway
+	client  *mcp.ClientSession
+	records *records
+}
+
+// setup starts an upstream, a gateway in front of it with the team policy
+// (and h, opts), and connects a client with copts.
+func setup(t *testing.T, h *hooks.Hooks, opts *mcpgateway.Options, copts *mcp.ClientOptions) *fixture {
+	t.Helper()
+	up, ct := newUpstream(t)
+	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"up": {Transport: ct, Trusted: true}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = set.Close() })
+	recs := &records{}
+	var o mcpgateway.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Gate.Hooks = h
+	o.Gate.Authorizers = []approval.Authorizer{teamPolicy(t)}
+	o.Gate.OnRecord = recs.add
+	gw, err := mcpgateway.New(t.Context(), set, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{up: up, gw: gw, client: connect(t, gw, copts), records: recs}
+}
+
+// connect connects a new client to gw.
+func connect(t *testing.T, gw *mcpgateway.Gateway, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := gw.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, copts).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestAllowedCallPassesAsTheUpstreamAnswered(t *testing.T) {
+	f := setup(t, nil, nil, nil)
+	res := call(t, f.client, "echo", map[string]any{"text": "hi"})
+	if res.IsError || text(res) != "echo: hi" {
+		t.Fatalf("echo: %+v %q", res, text(res))
+	}
+	if n := f.up.count("echo"); n != 1 {
+		t.Errorf("upstream echo calls = %d, want 1", n)
+	}
+	rec := f.records.last(t, "mcp__up__echo")
+	if !rec.Ran || rec.Decision.Outcome != gate.OutcomeAllowed || rec.Decision.By != approval.Default {
+		t.Errorf("record: ran %v, %s by %s; want ran, allowed by %s", rec.Ran, rec.Decision.Outcome, rec.Decision.By, approval.Default)
+	}
+	// A content kind the gate's text does not carry reaches the client as
+	// the upstream sent it.
+	res = call(t, f.client, "image", map[string]any{})
+	img, ok := res.Content[0].(*mcp.ImageContent)
+	if len(res.Content) != 1 || !ok || string(img.Data) != "PNG" || img.MIMEType != "image/png" {
+		t.Errorf("image: %+v, want the upstream's image", res.Content)
+	}
+}
+
+func TestInvalidArgumentsNeverReachTheUpstream(t *testing.T) {
+	f := setup(t, nil, nil, nil)
+	res := call(t, f.client, "echo", map[string]any{"text": 42})
+	if !res.IsError {
+		t.Fatalf("echo with a number: %q, want an error", text(res))
+	}
+	if n := f.up.count("echo"); n != 0 {
+		t.Errorf("upstream echo calls = %d, want 0", n)
+	}
+	if rec := f.records.last(t, "mcp__up__echo"); rec.Decision.Outcome != gate.OutcomeInvalid {
+		t.Errorf("record outcome %s, want invalid", rec.Decision.Outcome)
+	}
+}
+
+func TestDeniedToolIsNotListedAndIsRefused(t *testing.T) {
+	f := setup(t, nil, nil, nil)
+	res, err := f.client.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"echo", "image", "push", "secret", "slow"}; !slices.Equal(names, want) {
+		t.Errorf("tools/list = %v, want %v (rm denied outright)", names, want)
+	}
+	got := call(t, f.client, "rm", map[string]any{"path": "/srv"})
+	if !got.IsError || !strings.Contains(text(got), "no deletions") {
+		t.Errorf("rm: %q, want an error saying no deletions", text(got))
+	}
+	if n := f.up.count("rm"); n != 0 {
+		t.Errorf("upstream rm calls = %d, want 0", n)
+	}
+	rec := f.records.last(t, "mcp__up__rm")
+	if rec.Ran || rec.Decision.Outcome != gate.OutcomeDenied || rec.Decision.By.String() != "rule:no-rm" {
+		t.Errorf("record: ran %v, %s by %s; want denied by rule:no-rm", rec.Ran, rec.Decision.Outcome, rec.Decision.By)
+	}
+}
+
+func TestAfterToolRedactionReachesTheClient(t *testing.T) {
+	h := (&hooks.Hooks{}).AfterTool("redact", func(_ context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
+		if !strings.Contains(ev.Result.Output, "SECRET-") {
+			return nil, nil
+		}
+		r := ev.Result
+		r.Output = strings.ReplaceAll(r.Output, "SECRET-123", "[redacted]")
+		return hooks.Replace(r), nil
+	})
+	f := setup(t, h, nil, nil)
+	res := call(t, f.client, "secret", nil)
+	raw, _ := json.Marshal(res)
+	if strings.Contains(string(raw), "SECRET") || text(res) != "token=[redacted]" {
+		t.Errorf("secret: %s, want the redacted text only", raw)
+	}
+	if rec := f.records.last(t, "mcp__up__secret"); !slices.Equal(rec.ReplacedBy, []string{"redact"}) {
+		t.Errorf("record replaced by %v, want [redact]", rec.ReplacedBy)
+	}
+	// A result the hook leaves alone passes as it came.
+	if res := call(t, f.client, "echo", map[string]any{"text": "x"}); text(res) != "echo: x" {
+		t.Errorf("echo: %q", text(res))
+	}
+}
+
+func TestAskWithoutAnApproverIsRefused(t *testing.T) {
+	f := setup(t, nil, nil, nil)
+	res := call(t, f.client, "push", nil)
+	if !res.IsError || !strings.Contains(text(res), "needs a person's approval") {
+		t.Errorf("push: %q, want a refusal saying it needs an approval", text(res))
+	}
+	if n := f.up.count("push"); n != 0 {
+		t.Errorf("upstream push calls = %d, want 0", n)
+	}
+	rec := f.records.last(t, "mcp__up__push")
+	if rec.Ran || rec.Decision.By != approval.Runtime || !slices.ContainsFunc(rec.Decision.Votes, func(v approval.Vote) bool { return v.Source.String() == "rule:ask-push" }) {
+		t.Errorf("record: ran %v, by %s, votes %+v; want refused by the runtime after rule:ask-push", rec.Ran, rec.Decision.By, rec.Decision.Votes)
+	}
+}
+
+func TestAskThroughElicitation(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer *mcp.ElicitResult
+		ran    bool
+	}{
+		{"approve", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, true},
+		{"accept without approving", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, false},
+		{"decline", &mcp.ElicitResult{Action: "decline"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked atomic.Int32
+			copts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				if !strings.Contains(req.Params.Message, "mcp__up__push") {
+					t.Errorf("elicitation message %q does not name the call", req.Params.Message)
+				}
+				return tc.answer, nil
+			}}
+			f := setup(t, nil, &mcpgateway.Options{Elicit: true, Answerer: "alice"}, copts)
+			res := call(t, f.client, "push", nil)
+			if asked.Load() != 1 {
+				t.Errorf("asked %d times, want 1", asked.Load())
+			}
+			if got := f.up.count("push") == 1; got != tc.ran || res.IsError == tc.ran {
+				t.Errorf("ran %v (%q), want %v", got, text(res), tc.ran)
+			}
+			rec := f.records.last(t, "mcp__up__push")
+			if rec.Decision.By.String() != "person:alice" {
+				t.Errorf("record by %s, want person:alice", rec.Decision.By)
+			}
+		})
+	}
+}
+
+// An elicitation the gateway was not allowed to send is never sent: the
+// call is refused.
+func TestNoElicitationUnlessEnabled(t *testing.T) {
+	var asked atomic.Int32
+	copts := &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}}
+	f := setup(t, nil, nil, copts)
+	if res := call(t, f.client, "push", nil); !res.IsError || asked.Load() != 0 || f.up.count("push") != 0 {
+		t.Errorf("push: %q, asked %d; want refused without asking", text(res), asked.Load())
+	}
+}
+
+func TestSeveralServersArePrefixed(t *testing.T) {
+	_, a := newUpstream(t)
+	_, b := newUpstream(t)
+	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"a": {Transport: a}, "b": {Transport: b}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = set.Close() })
+	recs := &records{}
+	gw, err := mcpgateway.New(t.Context(), set, &mcpgateway.Options{Gate: gate.Options{OnRecord: recs.add}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, gw, nil)
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "a__echo") || !slices.Contains(names, "b__echo") || slices.Contains(names, "echo") {
+		t.Errorf("tools/list = %v, want a__echo and b__echo", names)
+	}
+	if got := call(t, cs, "b__echo", map[string]any{"text": "x"}); text(got) != "echo: x" {
+		t.Errorf("b__echo: %q", text(got))
+	}
+	if rec := recs.last(t, "mcp__b__echo"); !rec.Ran {
+		t.Errorf("record of mcp__b__echo: %+v", rec)
+	}
+}
+
+// A client that goes away during a call costs nothing lasting: the
+// upstream's call is cancelled, and the gateway serves the next client.
+func TestClientGoneMidCall(t *testing.T) {
+	f := setup(t, nil, nil, nil)
+	sc, cc := net.Pipe()
+	ss, err := f.gw.Server().Connect(t.Context(), &mcp.IOTransport{Reader: sc, Writer: sc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "leaving", Version: "1"}, nil).Connect(t.Context(), &mcp.IOTransport{Reader: cc, Writer: cc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+	}()
+	<-f.up.slowStarted
+	_ = cc.Close()   // the client's connection drops
+	<-f.up.slowEnded // the upstream's call was cancelled
+	if res := call(t, f.client, "echo", map[string]any{"text": "again"}); text(res) != "echo: again" {
+		t.Errorf("echo after a client left mid-call: %q", text(res))
+	}
+}
