@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/approval/records"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/mcpgateway"
+	"github.com/tollgate-dev/tollgate/runs/build"
+)
+
+// Bounds of the gateway's HTTP server.
+const (
+	// gatewayMaxBody bounds one HTTP request body, in bytes.
+	gatewayMaxBody = 4 << 20
+	// gatewaySessionIdle closes a client session idle this long.
+	gatewaySessionIdle = 30 * time.Minute
+)
+
+// gatewayFlags are the flags of `tollgate gateway`.
+type gatewayFlags struct {
+	mcp     []string
+	policy  string
+	hooks   []string
+	records string
+	workdir string
+	addr    string
+}
+
+func newGatewayCmd(env *cliEnv) *cobra.Command {
+	var f gatewayFlags
+	cmd := &cobra.Command{
+		Use:   "gateway --mcp FILE [flags]",
+		Short: "Serve MCP servers to any MCP client, governing every tool call",
+		Long: `Serve the MCP servers of an mcp.json to any MCP client (Claude Desktop,
+Claude Code, Cursor, an agent framework), over stdio (the default) or
+streamable HTTP at /mcp (--addr), and decide every tools/call as a
+tollgate run decides its own: BeforeTool hooks, the policy, autonomy from
+the tools' hints (an untrusted server's are the strictest), the hooks
+files' PRE_TOOL_USE and POST_TOOL_USE, AfterTool hooks, the records.
+
+The client sees an upstream's own tool names when the file has one server,
+and SERVER__TOOL when it has several; policies, hooks and records see
+mcp__SERVER__TOOL, as in 'tollgate run'. tools/list leaves out the tools the
+policy denies outright. A call the policy asks about is put to the person at
+the client through elicitation (stdio, when the client supports it), and
+otherwise refused with an error result that says why.
+
+Stdio servers start in the sandbox of 'tollgate run' (their "sandbox" in
+mcp.json, default workspace on --workdir). --addr serves loopback addresses
+only. Status lines and warnings go to stderr; on stdio, stdout is the MCP
+connection.
+
+Exit status: 0 when the client closed the connection (or on SIGINT or
+SIGTERM), 1 error, 2 usage.`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error { return runGateway(c.Context(), env, &f) },
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&f.mcp, "mcp", nil, "MCP servers file (mcp.json) whose servers the gateway serves; repeatable; required")
+	fs.StringVar(&f.policy, "policy", "", "authorization policy file (YAML; see 'tollgate policy check')")
+	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML, seed 000); repeatable")
+	fs.StringVar(&f.records, "records", "", "append one JSON line per tool call record to this file")
+	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, and the sandbox of stdio servers")
+	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only)")
+	return cmd
+}
+
+// runGateway serves until the client goes away or a signal comes.
+func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
+	if len(f.mcp) == 0 {
+		return usageErr("gateway: --mcp FILE is required")
+	}
+	if f.addr != "" {
+		if err := loopbackOnly(f.addr); err != nil {
+			return usageErr("gateway: --addr %s: %v", f.addr, err)
+		}
+	}
+	workdir, err := filepath.Abs(f.workdir)
+	if err != nil {
+		return usageErr("gateway: --workdir %s: %v", f.workdir, err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate: "+oneLine(line, 2000)) }
+
+	gopts, closeGate, err := gatewayGate(f, workdir, notice, logger)
+	if err != nil {
+		return err
+	}
+	defer closeGate()
+	confine, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
+	if err != nil {
+		return err
+	}
+	set, err := openMCP(ctx, f.mcp, env.stderr, logger, confine)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	for _, st := range set.Servers() {
+		notice("mcp: " + build.MCPStatusLine(st))
+	}
+	gw, err := mcpgateway.New(ctx, set, &mcpgateway.Options{
+		Gate:      gopts,
+		Workspace: workdir,
+		// The person at a local client answers through elicitation; an
+		// HTTP client's credentials may be an agent's, which never answers.
+		Elicit:   f.addr == "",
+		Answerer: currentUser(),
+		Logger:   logger,
+	})
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("gateway: %w", err))
+	}
+	if f.addr == "" {
+		err := gw.Server().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}})
+		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
+			return withCode(exitError, fmt.Errorf("gateway: %w", err))
+		}
+		return nil
+	}
+	return serveGateway(ctx, env, gw, f.addr, logger)
+}
+
+// gatewayGate is the gate's configuration from the flags: the policy with
+// the workspace's path spellings, the hooks files' listener, the records
+// file. The function returned closes what was opened.
+func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (gate.Options, func(), error) {
+	var o gate.Options
+	var closers []func() error
+	closeAll := func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	if f.policy != "" {
+		pol, err := build.LoadPolicy(f.policy, "", notice)
+		if err == nil {
+			pol, err = build.WorkspacePolicy(pol, workdir)
+		}
+		if err != nil {
+			return o, closeAll, usageErr("gateway: --policy %s: %v", f.policy, unwrapField(err))
+		}
+		o.Authorizers = []approval.Authorizer{pol}
+	}
+	if len(f.hooks) > 0 {
+		reg, err := build.LoadHookFiles(f.hooks, notice, &declarative.Options{Logger: logger, Dir: workdir})
+		if err != nil {
+			return o, closeAll, usageErr("gateway: --hooks: %v", err)
+		}
+		o.Listener = func() hooks.ToolCallListener { return reg }
+	}
+	if f.records != "" {
+		w, err := records.OpenFile(f.records, &records.Options{Logger: logger})
+		if err != nil {
+			return o, closeAll, usageErr("gateway: --records %s: %v", f.records, err)
+		}
+		closers = append(closers, w.Close)
+		o.OnRecord = func(ctx context.Context, rec gate.Record) { w.Record(ctx, rec) }
+	}
+	return o, closeAll, nil
+}
+
+// unwrapField is the error inside a field error of runs/build.
+func unwrapField(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
+}
+
+// serveGateway serves gw over streamable HTTP at addr's /mcp until ctx
+// ends: Host checks against DNS rebinding (the SDK's), Origin checks
+// against cross-origin requests from a browser, a bound on bodies, idle
+// sessions closed.
+func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, logger *slog.Logger) error {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return gw.Server() }, &mcp.StreamableHTTPOptions{
+		Logger:              logger,
+		MaxRequestBodyBytes: gatewayMaxBody,
+		SessionTimeout:      gatewaySessionIdle,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(h))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("gateway: %w", err))
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	fmt.Fprintf(env.stderr, "tollgate: gateway: serving MCP at http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		return nil
+	case err := <-errc:
+		return withCode(exitError, fmt.Errorf("gateway: %w", err))
+	}
+}
+
+// loopbackOnly refuses an address whose host is not a loopback address or
+// "localhost": without tokens, anyone who reaches the port could call the
+// tools.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return errors.New("the gateway serves loopback addresses only (127.0.0.1, [::1], localhost): it has no tokens yet, and anyone who reached the port could call the tools")
+}
+
+// nopWriteCloser is a writer whose Close does nothing: stdout stays the
+// process's.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
