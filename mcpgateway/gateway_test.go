@@ -26,6 +26,7 @@ type upstream struct {
 	// slowStarted is closed when the slow tool starts; slowEnded when its
 	// context ends.
 	slowStarted, slowEnded chan struct{}
+	slowOnce               sync.Once
 }
 
 func (u *upstream) count(name string) int {
@@ -51,7 +52,7 @@ type pathIn struct {
 type noIn struct{}
 
 // newUpstream returns the server and the client end of a transport to it.
-func newUpstream(t *testing.T) (*upstream, mcp.Transport) {
+func newUpstream(t testing.TB) (*upstream, mcp.Transport) {
 	u := &upstream{calls: map[string]int{}, slowStarted: make(chan struct{}), slowEnded: make(chan struct{})}
 	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
@@ -77,9 +78,15 @@ func newUpstream(t *testing.T) (*upstream, mcp.Transport) {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Annotations: ro}, func(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
 		u.hit("slow")
-		close(u.slowStarted)
+		first := false
+		u.slowOnce.Do(func() { first = true })
+		if first {
+			close(u.slowStarted)
+		}
 		<-ctx.Done()
-		close(u.slowEnded)
+		if first {
+			close(u.slowEnded)
+		}
 		return nil, nil, ctx.Err()
 	})
 	st, ct := mcp.NewInMemoryTransports()
@@ -104,7 +111,7 @@ func (r *records) add(_ context.Context, rec gate.Record) {
 }
 
 // last returns the last record of the tool named name (gate name).
-func (r *records) last(t *testing.T, name string) gate.Record {
+func (r *records) last(t testing.TB, name string) gate.Record {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -118,7 +125,7 @@ func (r *records) last(t *testing.T, name string) gate.Record {
 }
 
 // teamPolicy denies rm and asks before push.
-func teamPolicy(t *testing.T) approval.Authorizer {
+func teamPolicy(t testing.TB) approval.Authorizer {
 	p, err := approval.NewPolicy(approval.PolicySpec{Name: "team", Rules: []approval.Rule{
 		{ID: "no-rm", Tools: []string{"mcp__up__rm"}, Decision: approval.Deny, Reason: "no deletions"},
 		{ID: "ask-push", Tools: []string{"mcp__up__push"}, Decision: approval.Ask, Reason: "pushes are reviewed"},
@@ -139,7 +146,7 @@ type fixture struct {
 
 // setup starts an upstream, a gateway in front of it with the team policy
 // (and h, opts), and connects a client with copts.
-func setup(t *testing.T, h *hooks.Hooks, opts *mcpgateway.Options, copts *mcp.ClientOptions) *fixture {
+func setup(t testing.TB, h *hooks.Hooks, opts *mcpgateway.Options, copts *mcp.ClientOptions) *fixture {
 	t.Helper()
 	up, ct := newUpstream(t)
 	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"up": {Transport: ct, Trusted: true}}}, nil)
@@ -163,7 +170,7 @@ func setup(t *testing.T, h *hooks.Hooks, opts *mcpgateway.Options, copts *mcp.Cl
 }
 
 // connect connects a new client to gw.
-func connect(t *testing.T, gw *mcpgateway.Gateway, copts *mcp.ClientOptions) *mcp.ClientSession {
+func connect(t testing.TB, gw *mcpgateway.Gateway, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := gw.Server().Connect(t.Context(), st, nil)
@@ -179,7 +186,7 @@ func connect(t *testing.T, gw *mcpgateway.Gateway, copts *mcp.ClientOptions) *mc
 	return cs
 }
 
-func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+func call(t testing.TB, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
