@@ -37,3 +37,18 @@ func listedCopy(t *mcp.Tool) *mcp.Tool {
 	}
 	return &c
 }
+
+// Session returns the current session with the server named server, for a
+// host that hands its clients' other requests on to it (resources,
+// prompts, completion), and false when no server of the set has that name
+// or its session has ended. A session renewed later (see
+// [ServerStatus].Renewals) is another: ask again for each request.
+func (s *Set) Session(server string) (*mcp.ClientSession, bool) {
+	for _, c := range s.conns {
+		if c.name == server {
+			session, _, dead := c.current()
+			return session, !dead
+		}
+	}
+	return nil, false
+}
