@@ -86,8 +86,11 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 	gw.server = mcp.NewServer(o.Implementation, &mcp.ServerOptions{
 		Logger: o.Logger,
 		// Tools are always offered, even while every upstream tool is
-		// denied, so that a client sees the list change later.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// denied, so that a client sees the list change later; the rest
+		// as the upstreams offer it.
+		Capabilities:       capabilities(gw.upstreams()),
+		SubscribeHandler:   gw.subscribe,
+		UnsubscribeHandler: gw.unsubscribe,
 	})
 	gw.server.AddReceivingMiddleware(gw.middleware)
 	if err := gw.sync(ctx, false); err != nil {
@@ -126,6 +129,12 @@ func (gw *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					return res, nil
 				}
 			}
+		}
+		if res, ok, err := gw.passthrough(ctx, req); ok {
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
 		}
 		return next(ctx, method, req)
 	}

@@ -89,6 +89,12 @@ func newUpstream(t testing.TB) (*upstream, mcp.Transport) {
 		}
 		return nil, nil, ctx.Err()
 	})
+	s.AddResource(&mcp.Resource{URI: "test://note", Name: "note", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://note", MIMEType: "text/plain", Text: "a note"}}}, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+	})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(t.Context(), st, nil)
 	if err != nil {
@@ -411,5 +417,47 @@ func TestClientGoneMidCall(t *testing.T) {
 	<-f.up.slowEnded // the upstream's call was cancelled
 	if res := call(t, f.client, "echo", map[string]any{"text": "again"}); text(res) != "echo: again" {
 		t.Errorf("echo after a client left mid-call: %q", text(res))
+	}
+}
+
+// Resources and prompts pass through: the upstream's, named as it names
+// them when it is the only one, prefixed by its name when there are
+// several.
+func TestResourcesAndPromptsPassThrough(t *testing.T) {
+	f := setup(t, nil, nil, nil)
+	rr, err := f.client.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "test://note"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "a note" {
+		t.Errorf("resources/read: %+v, %v", rr, err)
+	}
+	lr, err := f.client.ListResources(t.Context(), nil)
+	if err != nil || len(lr.Resources) != 1 || lr.Resources[0].URI != "test://note" {
+		t.Errorf("resources/list: %+v, %v", lr, err)
+	}
+	gp, err := f.client.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "greet"})
+	if err != nil || len(gp.Messages) != 1 || gp.Messages[0].Content.(*mcp.TextContent).Text != "hello" {
+		t.Errorf("prompts/get: %+v, %v", gp, err)
+	}
+
+	_, a := newUpstream(t)
+	_, b := newUpstream(t)
+	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"a": {Transport: a}, "b": {Transport: b}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = set.Close() })
+	gw, err := mcpgateway.New(t.Context(), set, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, gw, nil)
+	lp, err := cs.ListPrompts(t.Context(), nil)
+	if err != nil || len(lp.Prompts) != 2 || lp.Prompts[0].Name != "a__greet" || lp.Prompts[1].Name != "b__greet" {
+		t.Errorf("prompts/list of two servers: %+v, %v", lp, err)
+	}
+	if gp, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "b__greet"}); err != nil || len(gp.Messages) != 1 {
+		t.Errorf("prompts/get b__greet: %+v, %v", gp, err)
+	}
+	if _, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "greet"}); err == nil {
+		t.Error("prompts/get greet of two servers: no error")
 	}
 }

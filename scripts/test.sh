@@ -49,6 +49,9 @@ fi
 
 echo "== installing the MCP servers used by the tests (npm ci)"
 npm ci --prefix mcptool/testdata/npm --no-audit --no-fund --loglevel=error
+# The MCP conformance suite and the Node.js 22 it needs, for the gateway's
+# conformance test (mcpgateway/testdata/npm).
+npm ci --prefix mcpgateway/testdata/npm --no-audit --no-fund --loglevel=error
 
 echo "== starting PostgreSQL"
 pgdir=$(mktemp -d /tmp/tollgate-pg.XXXXXX)
