@@ -52,3 +52,41 @@ func (s *Set) Session(server string) (*mcp.ClientSession, bool) {
 	}
 	return nil, false
 }
+
+// forward sets the handlers of o that hand a server's requests and log
+// messages on to [Options].Forward.
+func (c *conn) forward(o *mcp.ClientOptions) {
+	f := c.o.Forward
+	if f == nil {
+		return
+	}
+	if f.CreateMessage != nil {
+		o.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return f.CreateMessage(ctx, c.name, req)
+		}
+	}
+	if f.Elicit != nil {
+		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return f.Elicit(ctx, c.name, req)
+		}
+	}
+	if f.Log != nil {
+		o.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) { f.Log(ctx, c.name, req) }
+	}
+}
+
+// forwardProtocol is the protocol version a client with [Options].Forward
+// speaks: the newest in which a server may send its client requests of
+// its own (sampling, elicitation) while it serves a call; from
+// 2026-07-28 on it returns them in the call's result instead (SEP-2322),
+// which a server of the older kind cannot.
+const forwardProtocol = "2025-11-25"
+
+// sessionOptions are the options of c's sessions: with [Options].Forward,
+// the protocol version of forwardProtocol; else the SDK's defaults.
+func (c *conn) sessionOptions() *mcp.ClientSessionOptions {
+	if c.o.Forward == nil {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: forwardProtocol}
+}

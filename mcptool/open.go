@@ -55,6 +55,25 @@ type Options struct {
 	// JSON response body and each event of an SSE stream while they are
 	// read: more fails the request ([ErrHTTPMessageTooLarge]).
 	MaxMessageBytes int
+	// Forward, if set, receives what a server asks of its client beyond
+	// tools: sampling, elicitation and log messages, for a host that
+	// hands them on to MCP clients of its own (an MCP gateway). The
+	// client then declares sampling and elicitation in initialize. Nil:
+	// it declares neither, and drops log messages.
+	Forward *Forward
+}
+
+// Forward receives what a server asks of its client beyond tools (see
+// [Options].Forward), with the server's name. A nil function declines:
+// the server gets an error for a request, and a notification is dropped.
+type Forward struct {
+	// CreateMessage answers sampling/createMessage (MCP specification
+	// 2025-11-25, "Client: Sampling").
+	CreateMessage func(ctx context.Context, server string, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+	// Elicit answers elicitation/create ("Client: Elicitation").
+	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// Log receives notifications/message ("Utilities: Logging").
+	Log func(ctx context.Context, server string, req *mcp.LoggingMessageRequest)
 }
 
 // State is where a server stands after [Open].
@@ -384,7 +403,7 @@ func dial(ctx context.Context, c *conn, stderr **tailBuffer) (*mcp.ClientSession
 	var session *mcp.ClientSession
 	err = bounded(ctx, sc.timeout(), abort, func(ctx context.Context) error {
 		var err error
-		session, err = client.Connect(ctx, tracked, nil)
+		session, err = client.Connect(ctx, tracked, c.sessionOptions())
 		return err
 	})
 	if err != nil {
