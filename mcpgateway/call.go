@@ -49,6 +49,8 @@ func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *mcptoo
 	if ru.Allowed != nil {
 		ctx := withProgress(ctx, req)
 		ru = gw.gate.Complete(ctx, env, ru.Allowed, func(ctx context.Context, a *gate.Allowed) gate.Ran {
+			end := gw.opts.Relay.begin(t.Server(), ctx, req.Session)
+			defer end()
 			start := time.Now()
 			r, res, err := t.CallMCP(ctx, a.Args)
 			if err != nil {

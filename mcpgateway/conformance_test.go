@@ -66,15 +66,16 @@ func TestConformanceServerScenarios(t *testing.T) {
 
 	// Through the gateway: the server over stdio behind it, trusted, with
 	// no policy (every call allowed, and recorded).
+	relay := mcpgateway.NewRelay()
 	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{
 		"everything": {Command: everything, Trusted: true},
-	}}, nil)
+	}}, &mcptool.Options{Forward: relay.Forward()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = set.Close() })
 	recs := &records{}
-	opts := &mcpgateway.Options{}
+	opts := &mcpgateway.Options{Relay: relay}
 	opts.Gate.OnRecord = recs.add
 	gw, err := mcpgateway.New(t.Context(), set, opts)
 	if err != nil {

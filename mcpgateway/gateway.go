@@ -40,6 +40,10 @@ type Options struct {
 	// Answerer names the person who answers through elicitation, in the
 	// decision ("person:NAME"); empty means an unnamed person.
 	Answerer string
+	// Relay hands the upstreams' sampling, elicitation and log messages on
+	// to the clients; it must be the one whose Forward the set was opened
+	// with. Nil: none are handed on.
+	Relay *Relay
 	// Logger receives what the gateway does (never argument values, results
 	// or tokens); nil discards.
 	Logger *slog.Logger
@@ -79,6 +83,9 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 	if o.Implementation == nil {
 		o.Implementation = &mcp.Implementation{Name: "tollgate-gateway", Version: "dev"}
 	}
+	if o.Relay == nil {
+		o.Relay = NewRelay()
+	}
 	if o.RunID == "" {
 		o.RunID = gate.RandomID("gw_")
 	}
@@ -114,6 +121,15 @@ func (gw *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			if err := gw.sync(ctx, true); err != nil {
 				gw.opts.Logger.Warn("mcp gateway: upstream tools could not be listed again", "error", err)
+			}
+		case "logging/setLevel":
+			// The upstreams send log messages only once asked to.
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
+				for _, u := range gw.upstreams() {
+					if u.caps.Logging != nil {
+						_ = u.session.SetLoggingLevel(ctx, p)
+					}
+				}
 			}
 		case "tools/call":
 			if err := gw.sync(ctx, true); err != nil {

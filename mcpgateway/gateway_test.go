@@ -461,3 +461,50 @@ func TestResourcesAndPromptsPassThrough(t *testing.T) {
 		t.Error("prompts/get greet of two servers: no error")
 	}
 }
+
+// An upstream's elicitation during a call reaches the client that made the
+// call, and its answer goes back to the upstream. (A client of protocol
+// 2026-07-28 takes such requests only in a call's result, which the
+// gateway does not make of an upstream's request: it speaks 2025-11-25.)
+func TestUpstreamElicitationReachesTheClient(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + res.Content["name"].(string)}}}, nil, nil
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	relay := mcpgateway.NewRelay()
+	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"asker": {Transport: ct}}}, &mcptool.Options{Forward: relay.Forward()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = set.Close() })
+	gw, err := mcpgateway.New(t.Context(), set, &mcpgateway.Options{Relay: relay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gst, gct := mcp.NewInMemoryTransports()
+	gss, err := gw.Server().Connect(t.Context(), gst, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+	}}).Connect(t.Context(), gct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if res := call(t, cs, "ask", nil); res.IsError || text(res) != "hello ada" {
+		t.Errorf("ask: %q, want hello ada", text(res))
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
+	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs/build"
 )
 
@@ -111,9 +112,14 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if err != nil {
 		return err
 	}
-	set, err := openMCP(ctx, f.mcp, env.stderr, logger, confine)
+	cfg, err := build.LoadMCP(f.mcp, notice)
 	if err != nil {
-		return err
+		return usageErr("gateway: --mcp: %v", unwrapField(err))
+	}
+	relay := mcpgateway.NewRelay()
+	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine, Forward: relay.Forward()})
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("gateway: mcp: %w", err))
 	}
 	defer set.Close()
 	for _, st := range set.Servers() {
@@ -126,6 +132,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		// HTTP client's credentials may be an agent's, which never answers.
 		Elicit:   f.addr == "",
 		Answerer: currentUser(),
+		Relay:    relay,
 		Logger:   logger,
 	})
 	if err != nil {
