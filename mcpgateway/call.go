@@ -36,6 +36,14 @@ func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *mcptoo
 		if gw.opts.Principal != nil {
 			c.Principal = gw.opts.Principal(req)
 		}
+		if ok, pinned, now, err := gw.pins.check(t); !ok || err != nil {
+			why := fmt.Sprintf("the definition of %s (its description or input schema) changed since it was first seen (digest %.12s, now %.12s); it is refused until it is approved again (remove its pin)", c.Name, pinned, now)
+			if err != nil {
+				why = fmt.Sprintf("the definition of %s could not be pinned: %v", c.Name, err)
+			}
+			rec := gw.gate.End(ctx, env, c, tool.Errorf("%s", why), gate.Decision{Outcome: gate.OutcomeDenied, By: approval.Runtime, Reason: "tool definition changed (rug pull guard)"})
+			return errorResult(rec.Output), nil
+		}
 		ru = gw.gate.Decide(ctx, env, c, nil, nil)
 		if ru.Pending != nil {
 			var asking *mcp.CallToolResult

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ type Options struct {
 	// to the clients; it must be the one whose Forward the set was opened
 	// with. Nil: none are handed on.
 	Relay *Relay
+	// PinsFile keeps the digest of every tool's definition (description
+	// and input schema) as first seen, across starts; a tool whose
+	// definition changes is refused until its entry is removed. Empty
+	// keeps them in memory, from the gateway's start.
+	PinsFile string
 	// Logger receives what the gateway does (never argument values, results
 	// or tokens); nil discards.
 	Logger *slog.Logger
@@ -62,6 +68,7 @@ type Gateway struct {
 	mu     sync.RWMutex
 	cat    *catalogue
 	asks   asks
+	pins   *pins
 }
 
 // New returns a gateway in front of set, with its tools listed and
@@ -89,7 +96,11 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 	if o.RunID == "" {
 		o.RunID = gate.RandomID("gw_")
 	}
-	gw := &Gateway{set: set, gate: gate.New(o.Gate), opts: o, cat: &catalogue{}}
+	p, err := loadPins(o.PinsFile)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgateway: %w", err)
+	}
+	gw := &Gateway{set: set, gate: gate.New(o.Gate), opts: o, cat: &catalogue{}, pins: p}
 	gw.server = mcp.NewServer(o.Implementation, &mcp.ServerOptions{
 		Logger: o.Logger,
 		// Tools are always offered, even while every upstream tool is

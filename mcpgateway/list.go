@@ -37,6 +37,9 @@ func (gw *Gateway) sync(ctx context.Context, refresh bool) error {
 		cat.byClient[name] = t
 		cat.byGate[t.Spec().Name] = t
 		cat.names = append(cat.names, t.Spec().Name)
+		if ok, _, _, err := gw.pins.check(t); !ok || err != nil {
+			gw.opts.Logger.Warn("mcp gateway: a tool's definition changed since it was pinned; its calls are refused", "tool", t.Spec().Name, "error", err)
+		}
 		if v, denied := gw.deniedOutright(ctx, t); denied {
 			gw.opts.Logger.Info("mcp gateway: tool left out of tools/list", "tool", t.Spec().Name, "by", v.By.String())
 			continue

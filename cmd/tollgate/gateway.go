@@ -43,6 +43,7 @@ type gatewayFlags struct {
 	records string
 	workdir string
 	addr    string
+	pins    string
 }
 
 func newGatewayCmd(env *cliEnv) *cobra.Command {
@@ -60,7 +61,9 @@ files' PRE_TOOL_USE and POST_TOOL_USE, AfterTool hooks, the records.
 The client sees an upstream's own tool names when the file has one server,
 and SERVER__TOOL when it has several; policies, hooks and records see
 mcp__SERVER__TOOL, as in 'tollgate run'. tools/list leaves out the tools the
-policy denies outright. A call the policy asks about is put to the person at
+policy denies outright. A tool whose description or input schema changes
+after the gateway first saw it (a "rug pull") is refused; --pins keeps what
+was first seen across starts. A call the policy asks about is put to the person at
 the client through elicitation (stdio, when the client supports it), and
 otherwise refused with an error result that says why.
 
@@ -80,6 +83,7 @@ SIGTERM), 1 error, 2 usage.`,
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML, seed 000); repeatable")
 	fs.StringVar(&f.records, "records", "", "append one JSON line per tool call record to this file")
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, and the sandbox of stdio servers")
+	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")
 	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only)")
 	return cmd
 }
@@ -133,6 +137,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		Elicit:   f.addr == "",
 		Answerer: currentUser(),
 		Relay:    relay,
+		PinsFile: f.pins,
 		Logger:   logger,
 	})
 	if err != nil {
