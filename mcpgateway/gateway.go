@@ -30,8 +30,9 @@ type Options struct {
 	// RunID names the calls of a client session that has no session ID
 	// (stdio) in calls and records; empty means a random "gw_" ID.
 	RunID string
-	// Principal returns who asks for a call made with req (an HTTP client's
-	// token); nil means the zero principal.
+	// Principal returns who asks for a call made with req; nil means the
+	// principal of the request's bearer token ([Gateway.Handler]), zero
+	// without one.
 	Principal func(req *mcp.CallToolRequest) tool.Principal
 	// Elicit asks the client's person, through form elicitation, about a
 	// call that needs an approval, when the client declares it. Set it only
@@ -89,6 +90,9 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 	}
 	if o.Implementation == nil {
 		o.Implementation = &mcp.Implementation{Name: "tollgate-gateway", Version: "dev"}
+	}
+	if o.Principal == nil {
+		o.Principal = tokenPrincipal
 	}
 	if o.Relay == nil {
 		o.Relay = NewRelay()

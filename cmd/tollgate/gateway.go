@@ -25,14 +25,8 @@ import (
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs/build"
-)
-
-// Bounds of the gateway's HTTP server.
-const (
-	// gatewayMaxBody bounds one HTTP request body, in bytes.
-	gatewayMaxBody = 4 << 20
-	// gatewaySessionIdle closes a client session idle this long.
-	gatewaySessionIdle = 30 * time.Minute
+	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // gatewayFlags are the flags of `tollgate gateway`.
@@ -44,6 +38,7 @@ type gatewayFlags struct {
 	workdir string
 	addr    string
 	pins    string
+	tokens  string
 }
 
 func newGatewayCmd(env *cliEnv) *cobra.Command {
@@ -69,7 +64,9 @@ otherwise refused with an error result that says why.
 
 Stdio servers start in the sandbox of 'tollgate run' (their "sandbox" in
 mcp.json, default workspace on --workdir). --addr serves loopback addresses
-only. Status lines and warnings go to stderr; on stdio, stdout is the MCP
+only, unless --tokens names a tokens file (as for 'tollgate serve'): then
+every request needs a bearer token of it, and its name asks for the calls.
+No token answers an ask: on HTTP a call that needs a person is refused. Status lines and warnings go to stderr; on stdio, stdout is the MCP
 connection.
 
 Exit status: 0 when the client closed the connection (or on SIGINT or
@@ -84,6 +81,7 @@ SIGTERM), 1 error, 2 usage.`,
 	fs.StringVar(&f.records, "records", "", "append one JSON line per tool call record to this file")
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, and the sandbox of stdio servers")
 	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")
+	fs.StringVar(&f.tokens, "tokens", "", "with --addr: bearer tokens by SHA-256, as for 'tollgate serve' (see 'tollgate serve token'); every request needs one, and any address may be served")
 	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only)")
 	return cmd
 }
@@ -93,7 +91,21 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if len(f.mcp) == 0 {
 		return usageErr("gateway: --mcp FILE is required")
 	}
-	if f.addr != "" {
+	var tokens *server.Tokens
+	if f.tokens != "" {
+		if f.addr == "" {
+			return usageErr("gateway: --tokens is for --addr (HTTP); a stdio client is the local user")
+		}
+		t, err := server.LoadTokens(f.tokens)
+		if err != nil {
+			return usageErr("gateway: --tokens %s: %v", f.tokens, err)
+		}
+		if t.Len() == 0 {
+			return usageErr("gateway: --tokens %s holds no token", f.tokens)
+		}
+		tokens = t
+	}
+	if f.addr != "" && tokens == nil {
 		if err := loopbackOnly(f.addr); err != nil {
 			return usageErr("gateway: --addr %s: %v", f.addr, err)
 		}
@@ -150,7 +162,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		}
 		return nil
 	}
-	return serveGateway(ctx, env, gw, f.addr, logger)
+	return serveGateway(ctx, env, gw, f.addr, tokens)
 }
 
 // gatewayGate is the gate's configuration from the flags: the policy with
@@ -201,17 +213,18 @@ func unwrapField(err error) error {
 }
 
 // serveGateway serves gw over streamable HTTP at addr's /mcp until ctx
-// ends: Host checks against DNS rebinding (the SDK's), Origin checks
-// against cross-origin requests from a browser, a bound on bodies, idle
-// sessions closed.
-func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, logger *slog.Logger) error {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return gw.Server() }, &mcp.StreamableHTTPOptions{
-		Logger:              logger,
-		MaxRequestBodyBytes: gatewayMaxBody,
-		SessionTimeout:      gatewaySessionIdle,
-	})
+// ends (mcpgateway.Gateway.Handler: tokens when given, Host and Origin
+// checks, bounded bodies, idle sessions closed).
+func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, tokens *server.Tokens) error {
+	var verify func(string) (tool.Principal, bool)
+	if tokens != nil {
+		verify = func(token string) (tool.Principal, bool) {
+			p, ok := tokens.Lookup(token)
+			return p.Decider(), ok
+		}
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(h))
+	mux.Handle("/mcp", gw.Handler(&mcpgateway.HTTPOptions{Verify: verify}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("gateway: %w", err))
@@ -245,7 +258,7 @@ func loopbackOnly(addr string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return errors.New("the gateway serves loopback addresses only (127.0.0.1, [::1], localhost): it has no tokens yet, and anyone who reached the port could call the tools")
+	return errors.New("without --tokens the gateway serves loopback addresses only (127.0.0.1, [::1], localhost): anyone who reached the port could call the tools")
 }
 
 // nopWriteCloser is a writer whose Close does nothing: stdout stays the

@@ -155,3 +155,17 @@ func TestGatewayHTTP(t *testing.T) {
 		t.Errorf("exit %d after cancel", code)
 	}
 }
+
+// --tokens is for HTTP, and a tokens file that does not load is a usage
+// error.
+func TestGatewayTokensFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := gatewayMCPFile(t, dir)
+	tokens := apWrite(t, dir, "tokens.yaml", "tokens: []\n")
+	if code, _, stderr := runMain(t, "gateway", "--mcp", file, "--tokens", tokens); code != exitUsage || !strings.Contains(stderr, "--tokens is for --addr") {
+		t.Errorf("--tokens without --addr: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runMain(t, "gateway", "--mcp", file, "--tokens", tokens, "--addr", "127.0.0.1:0"); code != exitUsage || !strings.Contains(stderr, "lists no token") {
+		t.Errorf("empty tokens file: exit %d, %q", code, stderr)
+	}
+}
