@@ -98,15 +98,16 @@ func (gw *Gateway) ask(ctx context.Context, req *mcp.CallToolRequest, env *gate.
 	return nil, gate.Ruling{Record: rec}
 }
 
-// answered takes up a call the client retries with the answer to an ask:
+// answered takes up call c, which the client retries with the answer to an ask:
 // the state must be one the gateway gave this session for this tool and
 // these arguments, and unused. The answer approves only when the person
 // accepted with approve true.
-func (gw *Gateway) answered(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env) (gate.Call, gate.Ruling) {
+func (gw *Gateway) answered(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, c gate.Call) (gate.Call, gate.Ruling) {
 	st, ok := gw.asks.take(req.Params.RequestState)
 	if !ok || st.session != req.Session || st.tool != req.Params.Name || time.Now().After(st.expires) {
-		c := gate.Call{ID: gate.RandomID("mcp_"), Name: req.Params.Name, Args: arguments(req.Params.Arguments), RunID: gw.runID(req), Source: gate.SourceMCP}
-		return c, gate.Ruling{Record: &gate.Record{Name: c.Name, Output: "this answer is for no call waiting here (unknown, used, expired or another session's); the call did not run", IsError: true}}
+		rec := gw.gate.End(ctx, env, c, tool.Errorf("this answer is for no call waiting here (unknown, used, expired or another session's); the call did not run"),
+			gate.Decision{Outcome: gate.OutcomeDenied, By: approval.Runtime, Reason: "an answer to no ask of this session"})
+		return c, gate.Ruling{Record: rec}
 	}
 	if approval.Digest(arguments(req.Params.Arguments)) != approval.Digest(st.call.Args) {
 		rec := gw.gate.End(ctx, env, st.call, tool.Errorf("the answer came with other arguments than those asked about; the call did not run"),

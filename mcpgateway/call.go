@@ -20,22 +20,19 @@ import (
 // result.
 func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *mcptool.Tool) (*mcp.CallToolResult, error) {
 	env := &gate.Env{Tools: gw.catalogue()}
-	var c gate.Call
+	c := gate.Call{
+		ID:        gate.RandomID("mcp_"),
+		Name:      t.Spec().Name,
+		Args:      arguments(req.Params.Arguments),
+		RunID:     gw.runID(req),
+		Source:    gate.SourceMCP,
+		Principal: gw.opts.Principal(req),
+		Workspace: gw.opts.Workspace,
+	}
 	var ru gate.Ruling
 	if req.Params.RequestState != "" {
-		c, ru = gw.answered(ctx, req, env)
+		c, ru = gw.answered(ctx, req, env, c)
 	} else {
-		c = gate.Call{
-			ID:        gate.RandomID("mcp_"),
-			Name:      t.Spec().Name,
-			Args:      arguments(req.Params.Arguments),
-			RunID:     gw.runID(req),
-			Source:    gate.SourceMCP,
-			Workspace: gw.opts.Workspace,
-		}
-		if gw.opts.Principal != nil {
-			c.Principal = gw.opts.Principal(req)
-		}
 		if ok, pinned, now, err := gw.pins.check(t); !ok || err != nil {
 			why := fmt.Sprintf("the definition of %s (its description or input schema) changed since it was first seen (digest %.12s, now %.12s); it is refused until it is approved again (remove its pin)", c.Name, pinned, now)
 			if err != nil {

@@ -547,3 +547,31 @@ func TestChangedToolIsRefused(t *testing.T) {
 		t.Errorf("pins file: %s, %v", b, err)
 	}
 }
+
+// A client of protocol 2025-11-25 (as most clients are) is asked through a
+// server-initiated elicitation/create, and its approval runs the call once.
+func TestAskThroughElicitationOlderProtocol(t *testing.T) {
+	f := setup(t, nil, &mcpgateway.Options{Elicit: true, Answerer: "bob"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := f.gw.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	var asked atomic.Int32
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "old", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}}).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	res := call(t, cs, "push", nil)
+	if res.IsError || text(res) != "pushed" || asked.Load() != 1 || f.up.count("push") != 1 {
+		t.Errorf("push: %q, asked %d, ran %d; want pushed once after one question", text(res), asked.Load(), f.up.count("push"))
+	}
+	if rec := f.records.last(t, "mcp__up__push"); rec.Decision.By.String() != "person:bob" || rec.Decision.Outcome != gate.OutcomeApproved {
+		t.Errorf("record: %s by %s, want approved by person:bob", rec.Decision.Outcome, rec.Decision.By)
+	}
+}
