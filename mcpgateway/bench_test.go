@@ -16,7 +16,8 @@ import (
 // BenchmarkToolCall is a tools/call of a trivial tool (echo) on loopback
 // streamable HTTP, direct to the upstream and through the gateway in front
 // of it (the upstream on HTTP too, no policy: the gate's pipeline, one
-// more hop). Each reports its median latency as p50-ns:
+// more hop); and the same on in-memory transports (what the gateway itself
+// costs, with no network). Each reports its median latency as p50-ns:
 //
 //	go test -run x -bench ToolCall -benchtime 2000x ./mcpgateway
 func BenchmarkToolCall(b *testing.B) {
@@ -36,6 +37,43 @@ func BenchmarkToolCall(b *testing.B) {
 		}
 		benchCalls(b, clientOver(b, serveHTTP(b, gw.Server())))
 	})
+	b.Run("memory-direct", func(b *testing.B) {
+		benchCalls(b, clientIn(b, echoServer()))
+	})
+	b.Run("memory-gateway", func(b *testing.B) {
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := echoServer().Connect(b.Context(), st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = ss.Close() })
+		set, err := mcptool.Open(b.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"up": {Transport: ct, Trusted: true}}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = set.Close() })
+		gw, err := mcpgateway.New(b.Context(), set, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchCalls(b, clientIn(b, gw.Server()))
+	})
+}
+
+// clientIn connects a client to s over in-memory transports.
+func clientIn(b *testing.B, s *mcp.Server) *mcp.ClientSession {
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(b.Context(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
 
 func echoServer() *mcp.Server {
