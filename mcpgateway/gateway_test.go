@@ -73,6 +73,10 @@ func newUpstream(t testing.TB) (*upstream, mcp.Transport) {
 		u.hit("image")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte("PNG"), MIMEType: "image/png"}}}, nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Annotations: ro}, func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+		u.hit("fail")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "disk on fire"}}, IsError: true}, nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "rm"}, func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
 		u.hit("rm")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "removed " + in.Path}}}, nil, nil
@@ -263,7 +267,7 @@ func TestDeniedToolIsNotListedAndIsRefused(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"echo", "image", "push", "secret", "slow"}; !slices.Equal(names, want) {
+	if want := []string{"echo", "fail", "image", "push", "secret", "slow"}; !slices.Equal(names, want) {
 		t.Errorf("tools/list = %v, want %v (rm denied outright)", names, want)
 	}
 	got := call(t, f.client, "rm", map[string]any{"path": "/srv"})
@@ -573,5 +577,45 @@ func TestAskThroughElicitationOlderProtocol(t *testing.T) {
 	}
 	if rec := f.records.last(t, "mcp__up__push"); rec.Decision.By.String() != "person:bob" || rec.Decision.Outcome != gate.OutcomeApproved {
 		t.Errorf("record: %s by %s, want approved by person:bob", rec.Decision.Outcome, rec.Decision.By)
+	}
+}
+
+// listener counts the tool call listener's events by kind and tool.
+type listener struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *listener) add(kind string, u *hooks.ToolUse) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, kind+" "+u.Tool)
+}
+
+func (l *listener) PreToolUse(_ context.Context, u *hooks.ToolUse)  { l.add("pre", u) }
+func (l *listener) PostToolUse(_ context.Context, u *hooks.ToolUse) { l.add("post", u) }
+func (l *listener) OnError(_ context.Context, u *hooks.ToolUse)     { l.add("error", u) }
+
+// C15 and C36: the hooks files' listener hears a gateway client's calls by
+// their native names, once each; a denied call fires none and sends no
+// tools/call upstream; an upstream's isError reaches the client as an
+// error with its text, and ON_ERROR fires.
+func TestListenerAndUpstreamErrors(t *testing.T) {
+	l := &listener{}
+	f := setup(t, nil, &mcpgateway.Options{Gate: gate.Options{Listener: func() hooks.ToolCallListener { return l }}}, nil)
+	res := call(t, f.client, "fail", nil)
+	if !res.IsError || text(res) != "disk on fire" {
+		t.Errorf("fail: %+v %q, want the upstream's error", res, text(res))
+	}
+	call(t, f.client, "rm", map[string]any{"path": "/"})
+	call(t, f.client, "echo", map[string]any{"text": "x"})
+	l.mu.Lock()
+	got := strings.Join(l.events, ", ")
+	l.mu.Unlock()
+	if want := "pre mcp__up__fail, post mcp__up__fail, error mcp__up__fail, pre mcp__up__echo, post mcp__up__echo"; got != want {
+		t.Errorf("listener heard %q, want %q", got, want)
+	}
+	if f.up.count("rm") != 0 {
+		t.Error("the denied rm reached the upstream")
 	}
 }
