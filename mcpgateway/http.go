@@ -16,6 +16,8 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	// DefaultSessionIdle closes a client session idle this long.
 	DefaultSessionIdle = 30 * time.Minute
+	// DefaultMaxRequests bounds the HTTP requests served at once.
+	DefaultMaxRequests = 256
 )
 
 // HTTPOptions configures [Gateway.Handler]. A nil *HTTPOptions means all
@@ -32,6 +34,11 @@ type HTTPOptions struct {
 	// SessionIdle closes a session idle this long; zero means
 	// [DefaultSessionIdle].
 	SessionIdle time.Duration
+	// MaxRequests bounds the requests served at once, each open stream
+	// (a call's answer, a session's GET stream) one of them; more are
+	// refused with 503 at once, so that a client that floods holds no
+	// more. Zero means [DefaultMaxRequests].
+	MaxRequests int
 }
 
 // Handler returns the gateway as a streamable HTTP handler (MCP
@@ -40,7 +47,8 @@ type HTTPOptions struct {
 // principal asks for the session's calls ([gate.Call].Principal); requests
 // with a Host that is not a loopback name arriving on a loopback address
 // are refused (DNS rebinding), as are cross-origin requests from a
-// browser (Origin, Sec-Fetch-Site).
+// browser (Origin, Sec-Fetch-Site); bodies, idle sessions and the
+// requests served at once are bounded.
 func (gw *Gateway) Handler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -51,6 +59,9 @@ func (gw *Gateway) Handler(opts *HTTPOptions) http.Handler {
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = DefaultMaxRequests
 	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return gw.server }, &mcp.StreamableHTTPOptions{
 		Logger:              gw.opts.Logger,
@@ -67,7 +78,23 @@ func (gw *Gateway) Handler(opts *HTTPOptions) http.Handler {
 		}
 		h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
-	return http.NewCrossOriginProtection().Handler(h)
+	return limit(o.MaxRequests, http.NewCrossOriginProtection().Handler(h))
+}
+
+// limit serves at most n requests of h at once and refuses the others
+// with 503 and Retry-After.
+func limit(n int, h http.Handler) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests at once", http.StatusServiceUnavailable)
+		}
+	})
 }
 
 // principalKind is the key of a token's principal kind in

@@ -1,6 +1,7 @@
 package mcpgateway_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -65,5 +66,50 @@ func TestHandlerRefusesCrossOrigin(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-origin POST: %d, want 403", resp.StatusCode)
+	}
+}
+
+// A client that holds the only request slot makes the next request a 503,
+// at once; once it lets go, requests are served again.
+func TestHandlerBoundsRequests(t *testing.T) {
+	f := setup(t, nil, nil, nil)
+	srv := httptest.NewServer(f.gw.Handler(&mcpgateway.HTTPOptions{MaxRequests: 1}))
+	t.Cleanup(srv.Close)
+	body, hold := io.Pipe()
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		req, _ := http.NewRequest("POST", srv.URL, body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	_, _ = hold.Write([]byte("{")) // the request is in the handler, its body unfinished
+	refused := false
+	for range 200 {
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			refused = true
+			break
+		}
+	}
+	if !refused {
+		t.Error("no request was refused while the only slot was held")
+	}
+	_ = hold.Close()
+	<-held
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		t.Error("still refused after the slot was let go")
 	}
 }
