@@ -26,12 +26,20 @@ type pins struct {
 	mu   sync.Mutex
 	file string            // "" keeps them in memory
 	m    map[string]string // mcp__SERVER__TOOL -> digest
+	// digests caches each tool's digest by name, for the *mcptool.Tool it
+	// was made of (a listing makes new ones).
+	digests map[string]cachedDigest
+}
+
+type cachedDigest struct {
+	t      *mcptool.Tool
+	digest string
 }
 
 // loadPins reads file (a JSON object of tool names to digests), or starts
 // empty when file is "" or does not exist yet.
 func loadPins(file string) (*pins, error) {
-	p := &pins{file: file, m: map[string]string{}}
+	p := &pins{file: file, m: map[string]string{}, digests: map[string]cachedDigest{}}
 	if file == "" {
 		return p, nil
 	}
@@ -56,10 +64,15 @@ func loadPins(file string) (*pins, error) {
 // check pins t when it is new and reports whether its definition is the
 // pinned one, with both digests.
 func (p *pins) check(t *mcptool.Tool) (ok bool, pinned, now string, err error) {
-	now = definitionDigest(t)
 	name := t.Spec().Name
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if c, ok := p.digests[name]; ok && c.t == t {
+		now = c.digest
+	} else {
+		now = definitionDigest(t)
+		p.digests[name] = cachedDigest{t, now}
+	}
 	pinned, seen := p.m[name]
 	if seen {
 		return pinned == now, pinned, now, nil
