@@ -57,16 +57,17 @@ The client sees an upstream's own tool names when the file has one server,
 and SERVER__TOOL when it has several; policies, hooks and records see
 mcp__SERVER__TOOL, as in 'tollgate run'. tools/list leaves out the tools the
 policy denies outright. A tool whose description or input schema changes
-after the gateway first saw it (a "rug pull") is refused; --pins keeps what
-was first seen across starts. A call the policy asks about is put to the person at
-the client through elicitation (stdio, when the client supports it), and
-otherwise refused with an error result that says why.
+after the gateway first saw it (a "rug pull") is refused; --pins keeps
+what was first seen across starts. A call the policy asks about is put to
+the person at the client through elicitation (stdio, when the client
+supports it), and otherwise refused with an error result that says why.
 
 Stdio servers start in the sandbox of 'tollgate run' (their "sandbox" in
 mcp.json, default workspace on --workdir). --addr serves loopback addresses
 only, unless --tokens names a tokens file (as for 'tollgate serve'): then
 every request needs a bearer token of it, and its name asks for the calls.
-No token answers an ask: on HTTP a call that needs a person is refused. Status lines and warnings go to stderr; on stdio, stdout is the MCP
+No token answers an ask: on HTTP a call that needs a person is refused.
+Status lines and warnings go to stderr; on stdio, stdout is the MCP
 connection.
 
 Exit status: 0 when the client closed the connection (or on SIGINT or
@@ -82,7 +83,7 @@ SIGTERM), 1 error, 2 usage.`,
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, and the sandbox of stdio servers")
 	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")
 	fs.StringVar(&f.tokens, "tokens", "", "with --addr: bearer tokens by SHA-256, as for 'tollgate serve' (see 'tollgate serve token'); every request needs one, and any address may be served")
-	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only)")
+	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only, unless --tokens)")
 	return cmd
 }
 
