@@ -115,6 +115,7 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 		UnsubscribeHandler: gw.unsubscribe,
 	})
 	gw.server.AddReceivingMiddleware(gw.middleware)
+	o.Relay.server.Store(gw.server)
 	if err := gw.sync(ctx, false); err != nil {
 		return nil, err
 	}

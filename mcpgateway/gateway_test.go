@@ -58,7 +58,10 @@ type noIn struct{}
 // newUpstream returns the server and the client end of a transport to it.
 func newUpstream(t testing.TB) (*upstream, mcp.Transport) {
 	u := &upstream{calls: map[string]int{}, slowStarted: make(chan struct{}), slowEnded: make(chan struct{})}
-	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
 	u.server = s
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
@@ -617,5 +620,44 @@ func TestListenerAndUpstreamErrors(t *testing.T) {
 	}
 	if f.up.count("rm") != 0 {
 		t.Error("the denied rm reached the upstream")
+	}
+}
+
+// A client (of protocol 2025-11-25) subscribed to an upstream's resource
+// hears that it changed.
+func TestResourceUpdatedReachesSubscribers(t *testing.T) {
+	up, ct := newUpstream(t)
+	relay := mcpgateway.NewRelay()
+	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"up": {Transport: ct}}}, &mcptool.Options{Forward: relay.Forward()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = set.Close() })
+	gw, err := mcpgateway.New(t.Context(), set, &mcpgateway.Options{Relay: relay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := make(chan string, 1)
+	gst, gct := mcp.NewInMemoryTransports()
+	gss, err := gw.Server().Connect(t.Context(), gst, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		updated <- req.Params.URI
+	}}).Connect(t.Context(), gct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "test://note"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.server.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "test://note"}); err != nil {
+		t.Fatal(err)
+	}
+	if uri := <-updated; uri != "test://note" {
+		t.Errorf("updated %q", uri)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/mcptool"
@@ -15,8 +16,13 @@ import (
 // several. Pass [Relay.Forward] as [mcptool.Options].Forward when opening
 // the set, and the relay as [Options].Relay. What comes while no call to
 // the server is in flight is refused (a request) or dropped (a log
-// message). It is safe for concurrent use.
+// message). An updated resource is told to the clients subscribed to it.
+// It is safe for concurrent use.
 type Relay struct {
+	// server is the gateway's, which tells its subscribed clients of an
+	// updated resource; nil until a gateway takes the relay.
+	server atomic.Pointer[mcp.Server]
+
 	mu      sync.Mutex
 	flights map[string][]*flight
 	last    map[string]*mcp.ServerSession // the session of the last call to each server
@@ -54,6 +60,11 @@ func (r *Relay) Forward() *mcptool.Forward {
 				return nil, errNoCall
 			}
 			return f.session.Elicit(f.ctx, req.Params)
+		},
+		ResourceUpdated: func(ctx context.Context, _ string, req *mcp.ResourceUpdatedNotificationRequest) {
+			if s := r.server.Load(); s != nil && req.Params != nil {
+				_ = s.ResourceUpdated(ctx, req.Params)
+			}
 		},
 		Log: func(_ context.Context, server string, req *mcp.LoggingMessageRequest) {
 			if f := r.current(server); f != nil {

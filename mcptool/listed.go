@@ -73,6 +73,11 @@ func (c *conn) forward(o *mcp.ClientOptions) {
 	if f.Log != nil {
 		o.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) { f.Log(ctx, c.name, req) }
 	}
+	if f.ResourceUpdated != nil {
+		o.ResourceUpdatedHandler = func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			f.ResourceUpdated(ctx, c.name, req)
+		}
+	}
 }
 
 // forwardProtocol is the protocol version a client with [Options].Forward

@@ -74,6 +74,9 @@ type Forward struct {
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	// Log receives notifications/message ("Utilities: Logging").
 	Log func(ctx context.Context, server string, req *mcp.LoggingMessageRequest)
+	// ResourceUpdated receives notifications/resources/updated for a
+	// resource the host subscribed to ("Server: Resources").
+	ResourceUpdated func(ctx context.Context, server string, req *mcp.ResourceUpdatedNotificationRequest)
 }
 
 // State is where a server stands after [Open].
