@@ -28,7 +28,7 @@ type Asker interface {
 // Options configures a [Bridge]. StateDir is required.
 type Options struct {
 	// Policies judge every call, each with the session's cwd as its
-	// working directory (approval.Policy.WithWorkdir), combined
+	// working directory (policy.Policy.WithWorkdir), combined
 	// deny > ask > allow.
 	Policies []*policy.Policy
 	// Authorizers are heard after the policies: a server's view of what

@@ -66,7 +66,7 @@ type conn struct {
 // clientOptions are the options of every client of c: its logger, and the
 // handlers of the notifications tollgate acts on.
 func (c *conn) clientOptions() *mcp.ClientOptions {
-	return &mcp.ClientOptions{
+	o := &mcp.ClientOptions{
 		Logger: c.o.Logger.With("server", c.name),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			c.listChanged.Store(true)
@@ -81,6 +81,8 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 		},
 		ElicitationHandler: c.onElicit,
 	}
+	c.forward(o)
+	return o
 }
 
 // newProgressToken returns a token for one call, unique within the set's

@@ -74,6 +74,28 @@ type Options struct {
 	// Nil, or a nil handler, means no OAuth: a 401 fails the server. See
 	// [NewOAuthHandler] for the handler that stored logins give.
 	OAuth func(server string, sc *ServerConfig) (auth.OAuthHandler, error)
+	// Forward, if set, receives what a server asks of its client beyond
+	// tools: sampling, elicitation and log messages, for a host that
+	// hands them on to MCP clients of its own (an MCP gateway). The
+	// client then declares sampling and elicitation in initialize. Nil:
+	// it declares neither, and drops log messages.
+	Forward *Forward
+}
+
+// Forward receives what a server asks of its client beyond tools (see
+// [Options].Forward), with the server's name. A nil function declines:
+// the server gets an error for a request, and a notification is dropped.
+type Forward struct {
+	// CreateMessage answers sampling/createMessage (MCP specification
+	// 2025-11-25, "Client: Sampling").
+	CreateMessage func(ctx context.Context, server string, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+	// Elicit answers elicitation/create ("Client: Elicitation").
+	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// Log receives notifications/message ("Utilities: Logging").
+	Log func(ctx context.Context, server string, req *mcp.LoggingMessageRequest)
+	// ResourceUpdated receives notifications/resources/updated for a
+	// resource the host subscribed to ("Server: Resources").
+	ResourceUpdated func(ctx context.Context, server string, req *mcp.ResourceUpdatedNotificationRequest)
 }
 
 // State is where a server stands after [Open].
@@ -410,7 +432,7 @@ func dial(ctx context.Context, c *conn, stderr **tailBuffer) (*mcp.ClientSession
 	var session *mcp.ClientSession
 	err = bounded(ctx, sc.timeout(), abort, func(ctx context.Context) error {
 		var err error
-		session, err = client.Connect(ctx, tracked, nil)
+		session, err = client.Connect(ctx, tracked, c.sessionOptions())
 		return err
 	})
 	if err != nil {

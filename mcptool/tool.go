@@ -139,6 +139,8 @@ type Tool struct {
 	trusted     bool
 	callTimeout time.Duration
 	conn        *conn
+	// listed is the tool as the server listed it (see [Tool.Listed]).
+	listed *mcp.Tool
 }
 
 // newTool makes the tool.Tool of one listed tool. Its error says, in one
@@ -191,6 +193,7 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, erro
 		trusted:     sc.Trusted,
 		callTimeout: sc.CallTimeout,
 		conn:        c,
+		listed:      listedCopy(t),
 	}, nil
 }
 
@@ -287,6 +290,12 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 // ([tool.NoticeRestart]); the server's progress notifications for the call
 // (it is sent with a progress token) as progress ([tool.ReportProgress]).
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	return t.call(ctx, args, nil)
+}
+
+// call is [Tool.Call]; when raw is not nil, it is set to the server's
+// answer as it came, when there is one.
+func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToolResult) (tool.Result, error) {
 	if len(strings.TrimSpace(string(args))) == 0 || strings.TrimSpace(string(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -351,6 +360,9 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 			err = fmt.Errorf("%w (%w)", *over, err)
 		}
 		return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, err)
+	}
+	if raw != nil {
+		*raw = res
 	}
 	return t.result(res), nil
 }

@@ -45,6 +45,9 @@ var groups = []struct {
 	// Claude Code governed by the gate: its hook events decided with
 	// tollgate's policies (the hook command and the server's http hook).
 	{"claudegate", 4},
+	// The MCP gateway: an MCP server that governs the calls of MCP
+	// clients with the gate, in front of mcptool's upstream servers.
+	{"mcpgateway", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},

@@ -199,7 +199,7 @@ func setupClaude(ctx context.Context, s *setup) error {
 }
 
 // ClaudePermissions returns the policy of Claude Code settings' permission
-// rules (approval.PermissionRule): each rule's ID is "LIST:RULE"
+// rules (policy.PermissionRule): each rule's ID is "LIST:RULE"
 // ("deny:Bash(rm:*)"), combined with the other rules and policies as
 // deny > ask > allow. An ask or deny rule tollgate cannot read is an error
 // naming its FILE:LINE:COL; an allow rule it cannot read (a tool tollgate

@@ -1,0 +1,234 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Options configures a [Gateway]. A nil *Options means all defaults.
+type Options struct {
+	// Gate configures the gate every call goes through: hooks, authorizers
+	// (also used to filter tools/list), the tool call listener, the result
+	// cap, OnRecord. Its zero value allows every call.
+	Gate gate.Options
+	// Implementation is the server's name and version in initialize; nil
+	// means {Name: "tollgate-gateway", Version: "dev"}.
+	Implementation *mcp.Implementation
+	// Workspace is the directory calls work in, on every [gate.Call].
+	Workspace string
+	// RunID names the calls of a client session that has no session ID
+	// (stdio) in calls and records; empty means a random "gw_" ID.
+	RunID string
+	// Principal returns who asks for a call made with req; nil means the
+	// principal of the request's bearer token ([Gateway.Handler]), zero
+	// without one.
+	Principal func(req *mcp.CallToolRequest) tool.Principal
+	// Elicit asks the client's person, through form elicitation, about a
+	// call that needs an approval, when the client declares it. Set it only
+	// when the client's answers are a person's (a local client over
+	// stdio), never for clients whose credentials an agent holds.
+	Elicit bool
+	// Answerer names the person who answers through elicitation, in the
+	// decision ("person:NAME"); empty means an unnamed person.
+	Answerer string
+	// Relay hands the upstreams' sampling, elicitation and log messages on
+	// to the clients; it must be the one whose Forward the set was opened
+	// with. Nil: none are handed on.
+	Relay *Relay
+	// PinsFile keeps the digest of every tool's definition (description
+	// and input schema) as first seen, across starts; a tool whose
+	// definition changes is refused until its entry is removed. Empty
+	// keeps them in memory, from the gateway's start.
+	PinsFile string
+	// Logger receives what the gateway does (never argument values, results
+	// or tokens); nil discards.
+	Logger *slog.Logger
+}
+
+// Gateway is an MCP server in front of the servers of a [mcptool.Set] that
+// governs every tools/call with a [gate.Gate]. Its methods are safe for
+// concurrent use. See the package documentation.
+type Gateway struct {
+	set    *mcptool.Set
+	gate   *gate.Gate
+	opts   Options
+	server *mcp.Server
+
+	syncMu sync.Mutex // held by one sync at a time
+	mu     sync.RWMutex
+	cat    *catalogue
+	asks   asks
+	pins   *pins
+}
+
+// New returns a gateway in front of set, with its tools listed and
+// filtered. set stays the caller's to close.
+func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error) {
+	if set == nil {
+		return nil, errors.New("mcpgateway: no MCP servers (nil set)")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Gate.Logger == nil {
+		o.Gate.Logger = o.Logger
+	}
+	if o.Implementation == nil {
+		o.Implementation = &mcp.Implementation{Name: "tollgate-gateway", Version: "dev"}
+	}
+	if o.Principal == nil {
+		o.Principal = tokenPrincipal
+	}
+	if o.Relay == nil {
+		o.Relay = NewRelay()
+	}
+	if o.RunID == "" {
+		o.RunID = gate.RandomID("gw_")
+	}
+	p, err := loadPins(o.PinsFile)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgateway: %w", err)
+	}
+	gw := &Gateway{set: set, gate: gate.New(o.Gate), opts: o, cat: &catalogue{}, pins: p}
+	gw.server = mcp.NewServer(o.Implementation, &mcp.ServerOptions{
+		Logger: o.Logger,
+		// Tools are always offered, even while every upstream tool is
+		// denied, so that a client sees the list change later; the rest
+		// as the upstreams offer it.
+		Capabilities:       capabilities(gw.upstreams()),
+		SubscribeHandler:   gw.subscribe,
+		UnsubscribeHandler: gw.unsubscribe,
+	})
+	gw.server.AddReceivingMiddleware(gw.middleware)
+	o.Relay.server.Store(gw.server)
+	if err := gw.sync(ctx, false); err != nil {
+		return nil, err
+	}
+	return gw, nil
+}
+
+// Server returns the MCP server: run it on a transport
+// ([mcp.Server.Run] with [mcp.StdioTransport]) or serve it over HTTP
+// ([mcp.NewStreamableHTTPHandler]).
+func (gw *Gateway) Server() *mcp.Server { return gw.server }
+
+// middleware reads the upstreams' tool lists again before tools/list and
+// tools/call, and governs a tools/call of a tool left out of tools/list,
+// so that it is denied and recorded (the offered tools' calls reach
+// [Gateway.handle] through the SDK).
+func (gw *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			if err := gw.sync(ctx, true); err != nil {
+				gw.opts.Logger.Warn("mcp gateway: upstream tools could not be listed again", "error", err)
+			}
+		case "logging/setLevel":
+			// The upstreams send log messages only once asked to.
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
+				for _, u := range gw.upstreams() {
+					if u.caps.Logging != nil {
+						_ = u.session.SetLoggingLevel(ctx, p)
+					}
+				}
+			}
+		case "tools/call":
+			if err := gw.sync(ctx, true); err != nil {
+				gw.opts.Logger.Warn("mcp gateway: upstream tools could not be listed again", "error", err)
+			}
+			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+				cat := gw.catalogue()
+				if t, ok := cat.byClient[r.Params.Name]; ok && cat.offered[r.Params.Name] == "" {
+					res, err := gw.call(ctx, r, t)
+					if err != nil {
+						return nil, err
+					}
+					return res, nil
+				}
+			}
+		}
+		if res, ok, err := gw.passthrough(ctx, req); ok {
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// catalogue is the gateway's view of the upstream tools at one time.
+type catalogue struct {
+	byClient map[string]*mcptool.Tool // client name -> tool
+	byGate   map[string]*mcptool.Tool // mcp__SERVER__TOOL -> tool
+	names    []string                 // gate names, sorted
+	offered  map[string]string        // client name -> digest of what tools/list shows
+}
+
+// Tool implements [gate.Tools].
+func (c *catalogue) Tool(name string) (tool.Tool, bool) {
+	t, ok := c.byGate[name]
+	return t, ok
+}
+
+// Names implements [gate.Tools].
+func (c *catalogue) Names() []string { return c.names }
+
+func (gw *Gateway) catalogue() *catalogue {
+	gw.mu.RLock()
+	defer gw.mu.RUnlock()
+	return gw.cat
+}
+
+// clientName is the name the client sees for t: its own with one server,
+// else its gate name without the "mcp__" prefix.
+func clientName(t *mcptool.Tool, servers int) string {
+	if servers == 1 {
+		return t.RemoteName()
+	}
+	return strings.TrimPrefix(t.Spec().Name, "mcp__")
+}
+
+// servers counts the servers of the set that are not disabled: the names
+// the client sees do not change when one of several fails.
+func servers(set *mcptool.Set) int {
+	n := 0
+	for _, st := range set.Servers() {
+		if st.State != mcptool.StateDisabled {
+			n++
+		}
+	}
+	return n
+}
+
+// deniedOutright reports whether the authorizers deny t for a call with no
+// arguments (an authorizer that fails denies: fail closed), and by whom.
+func (gw *Gateway) deniedOutright(ctx context.Context, t *mcptool.Tool) (approval.Verdict, bool) {
+	spec := t.Spec()
+	c := approval.Call{Tool: spec.Name, Args: json.RawMessage(`{}`), Hints: spec.Hints, RunID: gw.opts.RunID}
+	for _, a := range gw.opts.Gate.Authorizers {
+		v, err := a.Authorize(ctx, c)
+		if err != nil {
+			return approval.Verdict{Decision: approval.Deny, Reason: err.Error(), By: v.By}, true
+		}
+		if v.Decision == approval.Deny {
+			return v, true
+		}
+	}
+	return approval.Verdict{}, false
+}

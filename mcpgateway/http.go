@@ -1,0 +1,115 @@
+package mcpgateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Defaults of [HTTPOptions].
+const (
+	// DefaultMaxBodyBytes bounds one HTTP request body.
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultSessionIdle closes a client session idle this long.
+	DefaultSessionIdle = 30 * time.Minute
+	// DefaultMaxRequests bounds the HTTP requests served at once.
+	DefaultMaxRequests = 256
+)
+
+// HTTPOptions configures [Gateway.Handler]. A nil *HTTPOptions means all
+// defaults (and no tokens).
+type HTTPOptions struct {
+	// Verify returns the principal of a bearer token, or false for a token
+	// it does not know (the request is refused with 401). Nil: no token is
+	// asked for; serve loopback addresses only then. It must not log or
+	// keep the token.
+	Verify func(token string) (tool.Principal, bool)
+	// MaxBodyBytes bounds one request body (413 beyond); zero means
+	// [DefaultMaxBodyBytes].
+	MaxBodyBytes int64
+	// SessionIdle closes a session idle this long; zero means
+	// [DefaultSessionIdle].
+	SessionIdle time.Duration
+	// MaxRequests bounds the requests served at once, each open stream
+	// (a call's answer, a session's GET stream) one of them; more are
+	// refused with 503 at once, so that a client that floods holds no
+	// more. Zero means [DefaultMaxRequests].
+	MaxRequests int
+}
+
+// Handler returns the gateway as a streamable HTTP handler (MCP
+// specification 2025-11-25, "Transports: Streamable HTTP"): with
+// Verify, every request needs a bearer token it knows, and the token's
+// principal asks for the session's calls ([gate.Call].Principal); requests
+// with a Host that is not a loopback name arriving on a loopback address
+// are refused (DNS rebinding), as are cross-origin requests from a
+// browser (Origin, Sec-Fetch-Site); bodies, idle sessions and the
+// requests served at once are bounded.
+func (gw *Gateway) Handler(opts *HTTPOptions) http.Handler {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = DefaultMaxRequests
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return gw.server }, &mcp.StreamableHTTPOptions{
+		Logger:              gw.opts.Logger,
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+		SessionTimeout:      o.SessionIdle,
+	})
+	if o.Verify != nil {
+		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+			p, ok := o.Verify(token)
+			if !ok {
+				return nil, auth.ErrInvalidToken
+			}
+			return &auth.TokenInfo{UserID: p.Name, Extra: map[string]any{principalKind: string(p.Kind)}}, nil
+		}
+		h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	return limit(o.MaxRequests, http.NewCrossOriginProtection().Handler(h))
+}
+
+// limit serves at most n requests of h at once and refuses the others
+// with 503 and Retry-After.
+func limit(n int, h http.Handler) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests at once", http.StatusServiceUnavailable)
+		}
+	})
+}
+
+// principalKind is the key of a token's principal kind in
+// auth.TokenInfo.Extra.
+const principalKind = "tollgate.principal.kind"
+
+// tokenPrincipal is the principal of the bearer token req came with
+// ([Gateway.Handler]), or the zero principal.
+func tokenPrincipal(req *mcp.CallToolRequest) tool.Principal {
+	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
+		return tool.Principal{}
+	}
+	kind, _ := req.Extra.TokenInfo.Extra[principalKind].(string)
+	if kind == "" {
+		kind = string(tool.PrincipalPerson)
+	}
+	return tool.Principal{Kind: tool.PrincipalKind(kind), Name: req.Extra.TokenInfo.UserID}
+}

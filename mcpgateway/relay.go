@@ -1,0 +1,126 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/mcptool"
+)
+
+// Relay hands what an upstream server asks of its client (sampling,
+// elicitation, log messages) on to the client of the gateway whose
+// tools/call to that server is in flight, the latest one when there are
+// several. Pass [Relay.Forward] as [mcptool.Options].Forward when opening
+// the set, and the relay as [Options].Relay. What comes while no call to
+// the server is in flight is refused (a request) or dropped (a log
+// message). An updated resource is told to the clients subscribed to it.
+// It is safe for concurrent use.
+type Relay struct {
+	// server is the gateway's, which tells its subscribed clients of an
+	// updated resource; nil until a gateway takes the relay.
+	server atomic.Pointer[mcp.Server]
+
+	mu      sync.Mutex
+	flights map[string][]*flight
+	last    map[string]*mcp.ServerSession // the session of the last call to each server
+}
+
+// flight is one tools/call in flight to a server: the gateway client's
+// session, and the call's context (on streamable HTTP, what is sent with
+// it goes on the call's stream).
+type flight struct {
+	ctx     context.Context
+	session *mcp.ServerSession
+}
+
+// errNoCall refuses an upstream's request that no client call is waiting on.
+var errNoCall = errors.New("no client of the gateway has a call in flight to this server to ask")
+
+// NewRelay returns a relay with no call in flight.
+func NewRelay() *Relay {
+	return &Relay{flights: map[string][]*flight{}, last: map[string]*mcp.ServerSession{}}
+}
+
+// Forward returns the handlers to give [mcptool.Open].
+func (r *Relay) Forward() *mcptool.Forward {
+	return &mcptool.Forward{
+		CreateMessage: func(_ context.Context, server string, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			f := r.current(server)
+			if f == nil {
+				return nil, errNoCall
+			}
+			return f.session.CreateMessage(f.ctx, req.Params)
+		},
+		Elicit: func(_ context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			f := r.current(server)
+			if f == nil {
+				return nil, errNoCall
+			}
+			return f.session.Elicit(f.ctx, req.Params)
+		},
+		ResourceUpdated: func(ctx context.Context, _ string, req *mcp.ResourceUpdatedNotificationRequest) {
+			if s := r.server.Load(); s != nil && req.Params != nil {
+				_ = s.ResourceUpdated(ctx, req.Params)
+			}
+		},
+		Log: func(_ context.Context, server string, req *mcp.LoggingMessageRequest) {
+			if f := r.current(server); f != nil {
+				_ = f.session.Log(f.ctx, req.Params)
+				return
+			}
+			// A message handled after its call's answer (the SDK hands
+			// notifications on while the answer goes its own way) goes to
+			// the session of the last call, outside any call.
+			if s := r.lastSession(server); s != nil {
+				_ = s.Log(context.Background(), req.Params)
+			}
+		},
+	}
+}
+
+// begin registers a call in flight to server until end is called.
+func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) (end func()) {
+	if s == nil {
+		return func() {}
+	}
+	f := &flight{ctx: ctx, session: s}
+	r.mu.Lock()
+	r.flights[server] = append(r.flights[server], f)
+	r.last[server] = s
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		fs := r.flights[server]
+		for i, g := range fs {
+			if g == f {
+				r.flights[server] = append(fs[:i:i], fs[i+1:]...)
+				break
+			}
+		}
+		if len(r.flights[server]) == 0 {
+			delete(r.flights, server)
+		}
+	}
+}
+
+// current returns the latest call in flight to server, or nil.
+func (r *Relay) current(server string) *flight {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fs := r.flights[server]
+	if len(fs) == 0 {
+		return nil
+	}
+	return fs[len(fs)-1]
+}
+
+// lastSession returns the session of the last call to server, or nil.
+func (r *Relay) lastSession(server string) *mcp.ServerSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[server]
+}
