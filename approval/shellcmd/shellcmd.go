@@ -27,7 +27,9 @@
 //     wait -p, unset, test -v, declare and its relatives and namerefs
 //     (bash evaluates an array index in them, command substitutions
 //     included), ${!name}, ${name@P}, and BASH_ENV, ENV, PS0 to PS4 and
-//     PROMPT_COMMAND set to what may run code.
+//     PROMPT_COMMAND set to what may run code. hash -p, enable -f and any
+//     assignment to BASH_CMDS or BASH_ALIASES are opaque: they change which
+//     program a command name runs.
 //   - env, sudo, doas, nohup, timeout, nice, ionice, stdbuf, setsid, time,
 //     command, builtin, exec, chroot, unshare, taskset, unbuffer, runuser,
 //     busybox and xargs: their options are skipped and the command they run

@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -278,3 +279,38 @@ func TestAnalyzeLaunchers(t *testing.T) {
 		}
 	}
 }
+
+// Bash's command tables change what a command name runs: hash -p, an
+// assignment to BASH_CMDS or BASH_ALIASES (in any of bash's ways of
+// assigning), and enable -f (a builtin from a shared object). A script that
+// uses them is opaque, since "foo x" may then run rm.
+func TestCommandTablesOpaque(t *testing.T) {
+	for _, s := range []string{
+		"hash -p /bin/rm foo; foo x",
+		"hash -rp/bin/rm foo; foo x",
+		"builtin hash -p /bin/rm foo; foo x",
+		"enable -f ./x.so foo; foo x",
+		"BASH_CMDS[foo]=/bin/rm; foo x",
+		"BASH_CMDS=/bin/rm; 0 x",
+		"BASH_CMDS+=([foo]=/bin/rm); foo x",
+		"declare -A BASH_CMDS=([foo]=/bin/rm); foo x",
+		"builtin declare -A BASH_CMDS=([foo]=/bin/rm); foo x",
+		"for BASH_CMDS in /bin/rm; do 0 x; done",
+		"read BASH_CMDS <<< /bin/rm; 0 x",
+		"printf -v BASH_CMDS /bin/rm; 0 x",
+		"declare -n r=BASH_CMDS; r[foo]=/bin/rm; foo x",
+		"shopt -s expand_aliases; BASH_ALIASES[foo]=rm\nfoo x",
+	} {
+		if got := programs(Analyze(s)); !slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want an opaque command", s, got)
+		}
+	}
+	for _, s := range []string{"hash ls", "hash -r", "enable -n kill", "BASH_VERSION_X=1"} {
+		if got := programs(Analyze(s)); slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want no opaque command", s, got)
+		}
+	}
+}
+
+// opaqueEntry reports whether an entry of programs is an opaque command.
+func opaqueEntry(p string) bool { return strings.HasSuffix(p, "?") }
