@@ -29,7 +29,9 @@
 //     included), ${!name}, ${name@P}, and BASH_ENV, ENV, PS0 to PS4 and
 //     PROMPT_COMMAND set to what may run code. hash -p, enable -f and any
 //     assignment to BASH_CMDS or BASH_ALIASES are opaque: they change which
-//     program a command name runs.
+//     program a command name runs. So are compgen and complete with -C or
+//     with a -W word list that holds a command substitution or is only
+//     known at run time, and fc but fc -l (it runs commands of the history).
 //   - env, sudo, doas, nohup, timeout, nice, ionice, stdbuf, setsid, time,
 //     command, builtin, exec, chroot, unshare, taskset, unbuffer, runuser,
 //     busybox and xargs: their options are skipped and the command they run

@@ -314,3 +314,28 @@ func TestCommandTablesOpaque(t *testing.T) {
 
 // opaqueEntry reports whether an entry of programs is an opaque command.
 func opaqueEntry(p string) bool { return strings.HasSuffix(p, "?") }
+
+// compgen -C runs a command, compgen -W expands its word list again
+// (command substitutions included), and fc runs commands of the history
+// through an editor that is a command line: opaque. Listing is not.
+func TestCompletionAndHistoryOpaque(t *testing.T) {
+	for _, s := range []string{
+		"compgen -C 'rm x' x",
+		"compgen -W '$(rm x)' x",
+		"compgen -W\"`rm x`\" x",
+		`compgen -W "$v" x`,
+		"complete -C 'rm x' ls",
+		"set -o history; history -s echo hi; fc -e 'rm x;:' -1",
+		"FCEDIT='rm x;:' fc -1",
+		"fc -s",
+	} {
+		if got := programs(Analyze(s)); !slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want an opaque command", s, got)
+		}
+	}
+	for _, s := range []string{"compgen -W 'a b' x", "compgen -A file -f x", "fc -l", "fc -ln -5", "complete -F f ls"} {
+		if got := programs(Analyze(s)); slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want no opaque command", s, got)
+		}
+	}
+}

@@ -138,6 +138,43 @@ func (a *analyzer) builtinCode(name string, args []Word, text string, depth int,
 				return
 			}
 		}
+	case "compgen", "complete":
+		// -C runs a command for the completions, and the word list of -W
+		// is expanded again, command substitutions included.
+		for i := 0; i < len(args); i++ {
+			w := args[i]
+			if w.Value == "--" || !w.Dynamic && !strings.HasPrefix(w.Value, "-") {
+				continue // a word to complete or a command name
+			}
+			if w.Dynamic && (w.Literal == "" || strings.HasPrefix(w.Literal, "-")) {
+				a.opaque(name+"'s options are only known when the script runs", in, text)
+				return
+			}
+			opts := strings.TrimPrefix(w.Value, "-")
+			if strings.ContainsRune(opts, 'C') {
+				a.opaque(name+" -C runs a command to complete", in, text)
+				return
+			}
+			if j := strings.IndexByte(opts, 'W'); j >= 0 {
+				list := Word{Value: opts[j+1:]}
+				if list.Value == "" && i+1 < len(args) {
+					i++
+					list = args[i]
+				}
+				if list.Dynamic || strings.Contains(list.Value, "$(") || strings.Contains(list.Value, "`") {
+					a.opaque(name+" -W expands its word list again, command substitutions included", in, text)
+					return
+				}
+			}
+		}
+	case "fc":
+		// fc without -l runs commands of the history (edited by -e's
+		// editor, itself a command line).
+		if !slices.ContainsFunc(args, func(w Word) bool {
+			return !w.Dynamic && strings.HasPrefix(w.Value, "-") && !strings.HasPrefix(w.Value, "--") && strings.ContainsRune(w.Value, 'l') && !strings.ContainsAny(w.Value, "es")
+		}) {
+			a.opaque("fc runs commands from the history", in, text)
+		}
 	case "getopts":
 		if len(args) >= 2 && unsafe(args[1]) {
 			a.opaque(nameAsCode, in, text)
