@@ -339,3 +339,32 @@ func TestCompletionAndHistoryOpaque(t *testing.T) {
 		}
 	}
 }
+
+// su's command in every spelling (a cluster, attached, --session-command),
+// runuser in su's form, setarch and its architecture links, and sg run the
+// command they are given.
+func TestSuSetarchSg(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   []string
+	}{
+		{"su -lc 'rm x' root", []string{"su", "su -c>rm"}},
+		{"su -c'rm x' root", []string{"su", "su -c>rm"}},
+		{"su --session-command='rm x' root", []string{"su", "su -c>rm"}},
+		{"su -s /bin/sh -c 'rm x'", []string{"su", "su -c>rm"}},
+		{"runuser root -c 'rm x'", []string{"runuser", "runuser -c>rm"}},
+		{"runuser -l root -c 'rm x'", []string{"runuser", "runuser -c>rm"}},
+		{"runuser -u root -- rm x", []string{"runuser", "runuser>rm"}},
+		{"setarch x86_64 -R rm x", []string{"setarch", "setarch>rm"}},
+		{"x86_64 rm x", []string{"x86_64", "x86_64>rm"}},
+		{"linux64 -R rm x", []string{"linux64", "linux64>rm"}},
+		{"setarch x86_64", []string{"setarch", "setarch>?"}},
+		{"sg wheel -c 'rm x'", []string{"sg", "sg -c>rm"}},
+		{"sg wheel 'rm x'", []string{"sg", "sg -c>rm"}},
+		{"sg wheel", []string{"sg", "sg>?"}},
+	} {
+		if got := programs(Analyze(tc.script)); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.script, got, tc.want)
+		}
+	}
+}
