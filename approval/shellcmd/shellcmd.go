@@ -909,9 +909,16 @@ func (a *analyzer) env(args []Word, text string, depth int, via []string, hops i
 			break
 		}
 		if !strings.HasPrefix(v, "-") || v == "-" {
-			if l := w.Literal; strings.Contains(l, "=") && isAssignment(l) {
-				// NAME=VALUE: env runs the next word even when it starts
-				// with "-"; reading on as options reports more, not less.
+			if l := w.Literal; strings.Contains(l, "=") {
+				// NAME=VALUE (any word with "=", as env reads it): env runs
+				// the next word even when it starts with "-"; reading on as
+				// options reports more, not less.
+				if strings.HasPrefix(l, "BASH_FUNC_") {
+					// BASH_FUNC_f%%='() { rm x; }' is a function f that
+					// every bash started under it defines.
+					a.opaque("env exports a bash function (BASH_FUNC_) that a bash it starts runs", in, text)
+					return
+				}
 				i++
 				continue
 			}

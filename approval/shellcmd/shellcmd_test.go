@@ -368,3 +368,21 @@ func TestSuSetarchSg(t *testing.T) {
 		}
 	}
 }
+
+// env takes every word with "=" before the command as an assignment, and
+// one of BASH_FUNC_NAME%% defines a function that the bash it starts runs:
+// opaque.
+func TestEnvExportedFunction(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   []string
+	}{
+		{"env 'BASH_FUNC_x%%=() { rm y; }' bash -c x", []string{"env", "env>?"}},
+		{"env -i 'BASH_FUNC_x%%=() { rm y; }' bash -c x", []string{"env", "env>?"}},
+		{"env a/b=c rm x", []string{"env", "env>rm"}},
+	} {
+		if got := programs(Analyze(tc.script)); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.script, got, tc.want)
+		}
+	}
+}
