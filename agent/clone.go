@@ -56,7 +56,7 @@ func (s *stateData) clone() (*stateData, error) {
 		recs := make([]ToolCallRecord, records)
 		pends := make([]PendingCall, pending)
 		for i, b := range s.Batch {
-			c.Batch[i].Call = cl.call(b.Call)
+			c.Batch[i].Call, c.Batch[i].CutOff = cl.call(b.Call), b.CutOff
 			if b.Record != nil {
 				r := &recs[0]
 				recs = recs[1:]

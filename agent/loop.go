@@ -396,7 +396,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		r.st.Batch = make([]batchCall, len(msg.ToolCalls))
 		all := map[int]*tool.Answer{}
 		for i, c := range msg.ToolCalls {
-			r.st.Batch[i] = batchCall{Call: c}
+			r.st.Batch[i] = batchCall{Call: c, CutOff: r.cutOff[c.ID]}
 			all[i] = nil
 		}
 		if err := r.checkpoint(ctx, CheckpointTurn); err != nil {

@@ -52,6 +52,16 @@ func (a *Agent) resume(ctx context.Context, state *State, answers []tool.Answer,
 			return r.fail(err)
 		}
 		if len(st.Batch) > 0 {
+			// The calls the output limit cut off stay cut off: a recovery
+			// runs the calls of the turn that neither finished nor suspended.
+			for _, b := range st.Batch {
+				if b.CutOff {
+					if r.cutOff == nil {
+						r.cutOff = map[string]bool{}
+					}
+					r.cutOff[b.Call.ID] = true
+				}
+			}
 			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
 				return res, err
 			}

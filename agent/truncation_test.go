@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -112,4 +113,41 @@ func TestOutputLimit(t *testing.T) {
 		}
 		check(t, res, read)
 	})
+}
+
+// A call cut off at the output limit never runs, also when the run is
+// recovered from the checkpoint taken after the turn (the process died
+// before the calls ran): whether a call was cut off is part of the state.
+func TestOutputLimitCutOffCallNotRunOnRecovery(t *testing.T) {
+	m := replies{
+		{Message: model.Assistant("", readCall("call_a", `{"path":"a.txt"}`), readCall("call_b", `{"path":"b.t"}`)), FinishReason: model.FinishLength},
+		{Message: model.Assistant("done"), FinishReason: model.FinishStop},
+	}
+	crash := errors.New("crash")
+	var saved *agent.State
+	read := &testkit.Counter{Name: "read_file"}
+	a := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{read}, Checkpoint: func(_ context.Context, cp agent.Checkpoint) error {
+		if cp.Kind == agent.CheckpointTurn && saved == nil {
+			saved = cp.State
+			return crash
+		}
+		return nil
+	}})
+	if _, err := a.Run(context.Background(), "read both"); !errors.Is(err, crash) || saved == nil {
+		t.Fatalf("run: %v, state %v", err, saved != nil)
+	}
+	read2 := &testkit.Counter{Name: "read_file"}
+	b := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{read2}})
+	res, err := b.Resume(context.Background(), saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read2.Count() != 1 {
+		t.Errorf("read_file ran %d times on recovery, want 1 (the complete call only)", read2.Count())
+	}
+	for _, r := range res.ToolCalls {
+		if r.ID == "call_b" && r.Ran {
+			t.Errorf("the cut-off call ran on recovery: %+v", r)
+		}
+	}
 }

@@ -108,6 +108,9 @@ type batchCall struct {
 	Record *ToolCallRecord `json:"record,omitempty"`
 	// Pending is set while the call waits for an answer.
 	Pending *PendingCall `json:"pending,omitempty"`
+	// CutOff says the model's output limit cut the call off (gate.Call's
+	// CutOff): it never runs, also when a recovery takes the turn up again.
+	CutOff bool `json:"cutOff,omitempty"`
 }
 
 // StateVersion is the version of the [State] encoding written by this package.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -216,5 +217,47 @@ func TestDenyExecWithoutNamespaces(t *testing.T) {
 	}
 	if _, out := run(t, s, p, ws, "./busybox ls"); out != "ls\n" {
 		t.Errorf("an applet that is not denied: %q", out)
+	}
+}
+
+// A child made with clone(2) and CLONE_UNTRACED would be no tracee of the
+// exec supervisor: what it executes would go unjudged (a copy of a denied
+// program ran). The filter refuses such a clone (EPERM) and clone3(2),
+// whose flags it cannot read (ENOSYS: the C library falls back to clone).
+func TestDenyExecNoUntracedChild(t *testing.T) {
+	s := newSandbox(t)
+	py := python(t)
+	ws := t.TempDir()
+	if out, err := exec.Command("cp", "/usr/bin/rm", filepath.Join(ws, "c")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Read: pythonTree(py), DenyExec: []string{"rm"}}
+	victim := filepath.Join(ws, "v")
+	if err := os.WriteFile(victim, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// clone(CLONE_UNTRACED|SIGCHLD) as fork(2) would, then clone3(NULL, 0).
+	var nrClone, nrClone3 = 56, 435
+	if runtime.GOARCH == "arm64" {
+		nrClone = 220
+	}
+	script := py + ` -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+pid = libc.syscall(` + strconv.Itoa(nrClone) + `, 0x00800000|17, 0, 0, 0, 0)
+if pid == 0:
+    os.execv("./c", ["c", "v"])
+print("clone", pid, ctypes.get_errno())
+if pid > 0:
+    os.waitpid(pid, 0)
+ctypes.set_errno(0)
+print("clone3", libc.syscall(` + strconv.Itoa(nrClone3) + `, 0, 0), ctypes.get_errno())
+'`
+	code, out := run(t, s, p, ws, script)
+	if !exists(victim) {
+		t.Fatalf("an untraced child executed a copy of a denied program: exit %d\n%s", code, out)
+	}
+	if want := "clone -1 1\nclone3 -1 38\n"; out != want {
+		t.Fatalf("got exit %d, %q; want %q", code, out, want)
 	}
 }

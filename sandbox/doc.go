@@ -95,7 +95,9 @@
 //     ptrace (Yama scope 3) such a command does not start. Under
 //     supervision no process of the command can be traced by another
 //     (strace, gdb), processes ignore job-control stops, ldd (which runs
-//     the loader) fails, and, namespaces or not, what the command leaves
+//     the loader) fails, no process can be cloned untraced (clone(2) with
+//     CLONE_UNTRACED is EPERM, clone3(2) ENOSYS, by the seccomp filter),
+//     and, namespaces or not, what the command leaves
 //     running dies with the helper (PTRACE_O_EXITKILL).
 //
 // # Limits

@@ -64,7 +64,9 @@ const (
 // [socketFamilies], IPv4 and IPv6 sockets other than [inetSockets] allows
 // (MPTCP, SCTP, raw) and netlink sockets of a protocol other than
 // NETLINK_ROUTE (EACCES), refuses io_uring (ENOSYS: its operations
-// would open and connect sockets without the socket system call), and
+// would open and connect sockets without the socket system call), refuses
+// clone(2) with CLONE_UNTRACED (EPERM) and clone3(2) (ENOSYS), so that
+// no process of the command escapes the exec supervisor, and
 // refuses every system call made through another ABI than this program's
 // own (a 32-bit socketcall, int 0x80, the x32 ABI) with ENOSYS, so that
 // the filter cannot be walked around. Everything else is allowed. It needs
@@ -91,10 +93,12 @@ func socketFilter() []unix.SockFilter {
 		ld     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 		ret    = unix.BPF_RET | unix.BPF_K
 		allow  = unix.SECCOMP_RET_ALLOW
 		enosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 		eacces = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+		eperm  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	)
 	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
 	// The program is built back to front in spirit: the jumps are
@@ -107,9 +111,19 @@ func socketFilter() []unix.SockFilter {
 	if x32 {
 		p = append(p, unix.SockFilter{Code: jge, K: x32Syscall, Jt: 0, Jf: 1}, stmt(ret, enosys))
 	}
-	for _, nr := range []uint32{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER} {
+	for _, nr := range []uint32{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER, unix.SYS_CLONE3} {
 		p = append(p, unix.SockFilter{Code: jeq, K: nr, Jt: 0, Jf: 1}, stmt(ret, enosys))
 	}
+	// clone(2) with CLONE_UNTRACED (its flags are the low half of the first
+	// argument): EPERM. Such a child is no tracee of the exec supervisor,
+	// so what it executed would not be judged, and it would outlive the
+	// supervisor (PTRACE_O_EXITKILL kills tracees only). clone3(2), whose
+	// flags lie in memory a filter cannot read, is ENOSYS above: the C
+	// libraries fall back to clone(2) then.
+	p = append(p, unix.SockFilter{Code: jeq, K: unix.SYS_CLONE, Jt: 0, Jf: 4},
+		stmt(ld, offArg0Lo),
+		unix.SockFilter{Code: jset, K: unix.CLONE_UNTRACED, Jt: 0, Jf: 1}, stmt(ret, eperm),
+		stmt(ret, allow))
 	// socket(family, ...): allowed only for a family of the list, with
 	// the upper half of the argument 0 (the kernel reads an int).
 	p = append(p, unix.SockFilter{Code: jeq, K: unix.SYS_SOCKET, Jt: 1, Jf: 0}, stmt(ret, allow),

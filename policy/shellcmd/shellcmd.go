@@ -19,7 +19,9 @@
 //     that descriptor is analysed; anything else there (a pipe, a file, a
 //     process substitution) is opaque.
 //   - eval (its literal arguments joined with spaces), trap's command,
-//     alias values, watch (its arguments joined), su -c, flock -c and GNU
+//     alias values, watch (its arguments joined), su -c (and runuser USER
+//     -c; -c in a cluster, attached or as --session-command too), sg
+//     GROUP [-c] COMMAND, flock -c and GNU
 //     parallel's command: analysed as scripts. env -S splits its string
 //     into words that env reads again.
 //   - Code in strings outside eval is opaque when it is not a plain name:
@@ -27,9 +29,14 @@
 //     wait -p, unset, test -v, declare and its relatives and namerefs
 //     (bash evaluates an array index in them, command substitutions
 //     included), ${!name}, ${name@P}, and BASH_ENV, ENV, PS0 to PS4 and
-//     PROMPT_COMMAND set to what may run code.
+//     PROMPT_COMMAND set to what may run code. hash -p, enable -f and any
+//     assignment to BASH_CMDS or BASH_ALIASES are opaque: they change which
+//     program a command name runs. So are compgen and complete with -C or
+//     with a -W word list that holds a command substitution or is only
+//     known at run time, and fc but fc -l (it runs commands of the history).
 //   - env, sudo, doas, nohup, timeout, nice, ionice, stdbuf, setsid, time,
 //     command, builtin, exec, chroot, unshare, taskset, unbuffer, runuser,
+//     setarch (and its links linux32, linux64, i386, x86_64, uname26),
 //     busybox and xargs: their options are skipped and the command they run
 //     is reported (xargs appends words it reads at run time: a dynamic
 //     argument).
@@ -552,17 +559,54 @@ func (a *analyzer) command(words []Word, rs []Redirect, stdin *syntax.Word, text
 			sub("watch", rest)
 		}
 	case "su":
-		for i := 0; i < len(args); i++ {
-			v := args[i].Value
-			if (v == "-c" || v == "--command" || v == "--session-command") && i+1 < len(args) {
-				sub("su -c", args[i+1:i+2])
-				return
-			}
-			if strings.HasPrefix(v, "--command=") {
-				sub("su -c", []Word{{Value: strings.TrimPrefix(v, "--command="), Dynamic: args[i].Dynamic}})
-				return
-			}
+		a.suCommand(name, args, text, in, sub)
+	case "runuser":
+		if slices.ContainsFunc(args, func(w Word) bool {
+			return w.Value == "-u" || strings.HasPrefix(w.Value, "--user") || strings.HasPrefix(w.Value, "-u") && !strings.HasPrefix(w.Value, "--")
+		}) {
+			rest, ok := skipOptions(args, wrappers["runuser"].flags, wrappers["runuser"].valued, nil, wrappers["runuser"].longValued, 0)
+			a.wrapped(name, rest, ok, text, depth, via, hops)
+		} else {
+			a.suCommand(name, args, text, in, sub) // runuser USER -c COMMAND, as su
 		}
+	case "setarch", "linux32", "linux64", "i386", "x86_64", "uname26":
+		// setarch ARCH [options] [program [arguments]]; the links named
+		// after an architecture take no ARCH. Without a program it runs a
+		// shell on its standard input.
+		positional := 0
+		if name == "setarch" {
+			positional = 1
+		}
+		const flags = "v3BFILRSTXZ"
+		longFlags := []string{"--verbose", "--3gb", "--4gb", "--32bit", "--fdpic-funcptrs", "--short-inode", "--addr-compat-layout",
+			"--addr-no-randomize", "--whole-seconds", "--sticky-timeouts", "--read-implies-exec", "--mmap-page-zero", "--uname-2.6", "--list", "--show"}
+		rest, ok := skipOptions(args, flags, "", longFlags, nil, positional)
+		if ok {
+			rest, ok = skipOptions(rest, flags, "", longFlags, nil, 0)
+		}
+		if ok && len(rest) == 0 && !slices.ContainsFunc(args, func(w Word) bool { return w.Value == "--list" || strings.HasPrefix(w.Value, "--show") }) {
+			a.opaque(name+" without a program runs a shell on its standard input", in(name), text)
+			return
+		}
+		a.wrapped(name, rest, ok, text, depth, via, hops)
+	case "sg":
+		// sg GROUP [-c] COMMAND: the command is a script for /bin/sh;
+		// without one it runs a shell on its standard input.
+		rest := args
+		if len(rest) > 0 && rest[0].Value == "-" {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 {
+			rest = rest[1:] // the group
+		}
+		if len(rest) > 0 && rest[0].Value == "-c" {
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			a.opaque("sg without a command runs a shell on its standard input", in(name), text)
+			return
+		}
+		sub("sg -c", rest[:1])
 	case "parallel":
 		var cmd []Word
 		for _, w := range args {
@@ -635,6 +679,53 @@ func (a *analyzer) wrapped(name string, rest []Word, ok bool, text string, depth
 		return
 	}
 	a.command(rest, nil, nil, text, depth, v, hops+1)
+}
+
+// suCommand reports the command of su (or runuser in su's form): the
+// script of -c, --command or --session-command (also in a cluster of short
+// options, "-lc", or attached, "-cSCRIPT"), analysed with sub. Options that
+// are only known when the script runs make it opaque.
+func (a *analyzer) suCommand(name string, args []Word, text string, in func(string) []string, sub func(string, []Word)) {
+	what := name + " -c"
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.Value
+		if w.Dynamic && (w.Literal == "" || strings.HasPrefix(w.Literal, "-")) {
+			a.opaque(name+"'s options are only known when the script runs", in(name), text)
+			return
+		}
+		switch {
+		case v == "--":
+			return // what follows are the shell's arguments
+		case v == "--command" || v == "--session-command":
+			if i+1 < len(args) {
+				sub(what, args[i+1:i+2])
+			}
+			return
+		case strings.HasPrefix(v, "--command=") || strings.HasPrefix(v, "--session-command="):
+			_, val, _ := strings.Cut(v, "=")
+			sub(what, []Word{{Value: val, Dynamic: w.Dynamic, Literal: val}})
+			return
+		case strings.HasPrefix(v, "--") || !strings.HasPrefix(v, "-"):
+			continue
+		}
+		for j := 1; j < len(v); j++ {
+			if v[j] == 'c' {
+				if j < len(v)-1 {
+					sub(what, []Word{{Value: v[j+1:], Dynamic: w.Dynamic, Literal: v[j+1:]}})
+				} else if i+1 < len(args) {
+					sub(what, args[i+1:i+2])
+				}
+				return
+			}
+			if strings.IndexByte("sgGw", v[j]) >= 0 { // an option whose value is the rest
+				if j == len(v)-1 {
+					i++
+				}
+				break
+			}
+		}
+	}
 }
 
 // wrapper describes the options of a command that runs another command.
@@ -818,9 +909,16 @@ func (a *analyzer) env(args []Word, text string, depth int, via []string, hops i
 			break
 		}
 		if !strings.HasPrefix(v, "-") || v == "-" {
-			if l := w.Literal; strings.Contains(l, "=") && isAssignment(l) {
-				// NAME=VALUE: env runs the next word even when it starts
-				// with "-"; reading on as options reports more, not less.
+			if l := w.Literal; strings.Contains(l, "=") {
+				// NAME=VALUE (any word with "=", as env reads it): env runs
+				// the next word even when it starts with "-"; reading on as
+				// options reports more, not less.
+				if strings.HasPrefix(l, "BASH_FUNC_") {
+					// BASH_FUNC_f%%='() { rm x; }' is a function f that
+					// every bash started under it defines.
+					a.opaque("env exports a bash function (BASH_FUNC_) that a bash it starts runs", in, text)
+					return
+				}
 				i++
 				continue
 			}

@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -275,6 +276,113 @@ func TestAnalyzeLaunchers(t *testing.T) {
 		got := programs(Analyze(tc.script))
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("Analyze(%q) (-want +got):\n%s", tc.script, diff)
+		}
+	}
+}
+
+// Bash's command tables change what a command name runs: hash -p, an
+// assignment to BASH_CMDS or BASH_ALIASES (in any of bash's ways of
+// assigning), and enable -f (a builtin from a shared object). A script that
+// uses them is opaque, since "foo x" may then run rm.
+func TestCommandTablesOpaque(t *testing.T) {
+	for _, s := range []string{
+		"hash -p /bin/rm foo; foo x",
+		"hash -rp/bin/rm foo; foo x",
+		"builtin hash -p /bin/rm foo; foo x",
+		"enable -f ./x.so foo; foo x",
+		"BASH_CMDS[foo]=/bin/rm; foo x",
+		"BASH_CMDS=/bin/rm; 0 x",
+		"BASH_CMDS+=([foo]=/bin/rm); foo x",
+		"declare -A BASH_CMDS=([foo]=/bin/rm); foo x",
+		"builtin declare -A BASH_CMDS=([foo]=/bin/rm); foo x",
+		"for BASH_CMDS in /bin/rm; do 0 x; done",
+		"read BASH_CMDS <<< /bin/rm; 0 x",
+		"printf -v BASH_CMDS /bin/rm; 0 x",
+		"declare -n r=BASH_CMDS; r[foo]=/bin/rm; foo x",
+		"shopt -s expand_aliases; BASH_ALIASES[foo]=rm\nfoo x",
+	} {
+		if got := programs(Analyze(s)); !slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want an opaque command", s, got)
+		}
+	}
+	for _, s := range []string{"hash ls", "hash -r", "enable -n kill", "BASH_VERSION_X=1"} {
+		if got := programs(Analyze(s)); slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want no opaque command", s, got)
+		}
+	}
+}
+
+// opaqueEntry reports whether an entry of programs is an opaque command.
+func opaqueEntry(p string) bool { return strings.HasSuffix(p, "?") }
+
+// compgen -C runs a command, compgen -W expands its word list again
+// (command substitutions included), and fc runs commands of the history
+// through an editor that is a command line: opaque. Listing is not.
+func TestCompletionAndHistoryOpaque(t *testing.T) {
+	for _, s := range []string{
+		"compgen -C 'rm x' x",
+		"compgen -W '$(rm x)' x",
+		"compgen -W\"`rm x`\" x",
+		`compgen -W "$v" x`,
+		"complete -C 'rm x' ls",
+		"set -o history; history -s echo hi; fc -e 'rm x;:' -1",
+		"FCEDIT='rm x;:' fc -1",
+		"fc -s",
+	} {
+		if got := programs(Analyze(s)); !slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want an opaque command", s, got)
+		}
+	}
+	for _, s := range []string{"compgen -W 'a b' x", "compgen -A file -f x", "fc -l", "fc -ln -5", "complete -F f ls"} {
+		if got := programs(Analyze(s)); slices.ContainsFunc(got, opaqueEntry) {
+			t.Errorf("%q: %v, want no opaque command", s, got)
+		}
+	}
+}
+
+// su's command in every spelling (a cluster, attached, --session-command),
+// runuser in su's form, setarch and its architecture links, and sg run the
+// command they are given.
+func TestSuSetarchSg(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   []string
+	}{
+		{"su -lc 'rm x' root", []string{"su", "su -c>rm"}},
+		{"su -c'rm x' root", []string{"su", "su -c>rm"}},
+		{"su --session-command='rm x' root", []string{"su", "su -c>rm"}},
+		{"su -s /bin/sh -c 'rm x'", []string{"su", "su -c>rm"}},
+		{"runuser root -c 'rm x'", []string{"runuser", "runuser -c>rm"}},
+		{"runuser -l root -c 'rm x'", []string{"runuser", "runuser -c>rm"}},
+		{"runuser -u root -- rm x", []string{"runuser", "runuser>rm"}},
+		{"setarch x86_64 -R rm x", []string{"setarch", "setarch>rm"}},
+		{"x86_64 rm x", []string{"x86_64", "x86_64>rm"}},
+		{"linux64 -R rm x", []string{"linux64", "linux64>rm"}},
+		{"setarch x86_64", []string{"setarch", "setarch>?"}},
+		{"sg wheel -c 'rm x'", []string{"sg", "sg -c>rm"}},
+		{"sg wheel 'rm x'", []string{"sg", "sg -c>rm"}},
+		{"sg wheel", []string{"sg", "sg>?"}},
+	} {
+		if got := programs(Analyze(tc.script)); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.script, got, tc.want)
+		}
+	}
+}
+
+// env takes every word with "=" before the command as an assignment, and
+// one of BASH_FUNC_NAME%% defines a function that the bash it starts runs:
+// opaque.
+func TestEnvExportedFunction(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   []string
+	}{
+		{"env 'BASH_FUNC_x%%=() { rm y; }' bash -c x", []string{"env", "env>?"}},
+		{"env -i 'BASH_FUNC_x%%=() { rm y; }' bash -c x", []string{"env", "env>?"}},
+		{"env a/b=c rm x", []string{"env", "env>rm"}},
+	} {
+		if got := programs(Analyze(tc.script)); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.script, got, tc.want)
 		}
 	}
 }

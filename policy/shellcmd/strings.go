@@ -27,7 +27,25 @@ var safeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[([0-9]+|@|\*)\])?$`
 
 // isSafeName reports whether w is a literal name that bash evaluates
 // without running anything.
-func isSafeName(w Word) bool { return !w.Dynamic && safeName.MatchString(w.Value) }
+func isSafeName(w Word) bool { return !w.Dynamic && safeNameString(w.Value) }
+
+// safeNameString reports whether s is a safe name (safeName) that is not
+// one of bash's command tables: a value stored in BASH_CMDS or
+// BASH_ALIASES, by whatever assignment, names the program a later command
+// runs ("BASH_CMDS[ls]=/bin/rm; ls x" runs rm).
+func safeNameString(s string) bool { return safeName.MatchString(s) && !commandTable(s) }
+
+// commandTable reports whether the variable name s (with or without an
+// index) is BASH_CMDS or BASH_ALIASES, bash's hash table of programs and
+// its aliases: assigning to them changes what a command name runs.
+func commandTable(s string) bool {
+	n, _, _ := strings.Cut(s, "[")
+	return n == "BASH_CMDS" || n == "BASH_ALIASES"
+}
+
+// commandTableReason is the reason given for an assignment to a command
+// table.
+const commandTableReason = "an assignment to BASH_CMDS or BASH_ALIASES changes which program a command name runs"
 
 // nameAsCode is the reason given for a name bash may evaluate as code.
 const nameAsCode = "bash evaluates a variable name given as a string, and an array index in it may run commands"
@@ -55,7 +73,7 @@ func (a *analyzer) builtinCode(name string, args []Word, text string, depth int,
 				}
 				return
 			case strings.HasPrefix(v, "-v") && len(v) > 2:
-				if !safeName.MatchString(v[2:]) {
+				if !safeNameString(v[2:]) {
 					a.opaque(nameAsCode, in, text)
 				}
 				return
@@ -106,6 +124,56 @@ func (a *analyzer) builtinCode(name string, args []Word, text string, depth int,
 		}
 		if unsafe(names...) {
 			a.opaque(nameAsCode, in, text)
+		}
+	case "hash", "enable":
+		// hash -p PATH NAME makes NAME run PATH; enable -f FILE NAME loads
+		// a builtin from a shared object.
+		opt := map[string]string{"hash": "p", "enable": "f"}[name]
+		for _, w := range args {
+			if w.Value == "--" || !w.Dynamic && !strings.HasPrefix(w.Value, "-") {
+				break
+			}
+			if w.Dynamic || strings.Contains(w.Value, opt) {
+				a.opaque(name+" -"+opt+" binds a command name to a program the name does not say", in, text)
+				return
+			}
+		}
+	case "compgen", "complete":
+		// -C runs a command for the completions, and the word list of -W
+		// is expanded again, command substitutions included.
+		for i := 0; i < len(args); i++ {
+			w := args[i]
+			if w.Value == "--" || !w.Dynamic && !strings.HasPrefix(w.Value, "-") {
+				continue // a word to complete or a command name
+			}
+			if w.Dynamic && (w.Literal == "" || strings.HasPrefix(w.Literal, "-")) {
+				a.opaque(name+"'s options are only known when the script runs", in, text)
+				return
+			}
+			opts := strings.TrimPrefix(w.Value, "-")
+			if strings.ContainsRune(opts, 'C') {
+				a.opaque(name+" -C runs a command to complete", in, text)
+				return
+			}
+			if j := strings.IndexByte(opts, 'W'); j >= 0 {
+				list := Word{Value: opts[j+1:]}
+				if list.Value == "" && i+1 < len(args) {
+					i++
+					list = args[i]
+				}
+				if list.Dynamic || strings.Contains(list.Value, "$(") || strings.Contains(list.Value, "`") {
+					a.opaque(name+" -W expands its word list again, command substitutions included", in, text)
+					return
+				}
+			}
+		}
+	case "fc":
+		// fc without -l runs commands of the history (edited by -e's
+		// editor, itself a command line).
+		if !slices.ContainsFunc(args, func(w Word) bool {
+			return !w.Dynamic && strings.HasPrefix(w.Value, "-") && !strings.HasPrefix(w.Value, "--") && strings.ContainsRune(w.Value, 'l') && !strings.ContainsAny(w.Value, "es")
+		}) {
+			a.opaque("fc runs commands from the history", in, text)
 		}
 	case "getopts":
 		if len(args) >= 2 && unsafe(args[1]) {
@@ -179,13 +247,13 @@ func (a *analyzer) declared(w Word, nameref bool) bool {
 	if w.Dynamic {
 		name = lname
 	}
-	if !safeName.MatchString(name) {
+	if !safeNameString(name) {
 		return true
 	}
 	if hasValue && specialValueUnsafe(name, Word{Value: value, Dynamic: w.Dynamic}) {
 		return true
 	}
-	return nameref && hasValue && (w.Dynamic || !safeName.MatchString(value))
+	return nameref && hasValue && (w.Dynamic || !safeNameString(value))
 }
 
 // valueOf is the part of the NAME=VALUE word w after the first "=".
@@ -380,8 +448,14 @@ func (a *analyzer) nodeCode(n syntax.Node, src string, via []string) {
 		if evaluatedIndex(x.Index) {
 			a.arith = true // a[$k]=1
 		}
-		if x.Name != nil && x.Value != nil && specialValueUnsafe(x.Name.Value, resolve(x.Value)) {
+		if x.Name != nil && commandTable(x.Name.Value) {
+			a.opaque(commandTableReason, via, nodeText(src, x))
+		} else if x.Name != nil && x.Value != nil && specialValueUnsafe(x.Name.Value, resolve(x.Value)) {
 			a.opaque(specialReason(x.Name.Value), via, nodeText(src, x))
+		}
+	case *syntax.WordIter:
+		if x.Name != nil && commandTable(x.Name.Value) { // for BASH_CMDS in /bin/rm; do 0 x; done
+			a.opaque(commandTableReason, via, nodeText(src, x))
 		}
 	case *syntax.UnaryTest:
 		if w, ok := x.X.(*syntax.Word); ok && (x.Op == syntax.TsVarSet || x.Op == syntax.TsRefVar) && !isSafeName(resolve(w)) {
