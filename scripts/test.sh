@@ -8,11 +8,15 @@
 #     (@modelcontextprotocol/server-filesystem and server-everything, pinned in
 #     mcptool/testdata/npm/package-lock.json and installed there with npm ci);
 #   - jq and python3, which the Claude Code hook fixtures are written in;
+#   - gcc and libc6-dev, for the shim the sandbox's tests build;
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
 #     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
 #     stopped by its PID when the tests end;
 #   - Chromium, which the approvals page's tests (server/web) drive with
 #     chromedp, headless, as root, with no network beyond the loopback.
+#
+# It needs root and apt-get to install; docs/testing.md says what it leaves
+# changed on the machine, and how to run the tests without the services.
 #
 # Usage: sh scripts/test.sh [extra go test flags, e.g. -run TestDemo]
 set -eu

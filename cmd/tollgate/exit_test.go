@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 )
 
-// The exit statuses README.md promises: 0 done, 1 error, 2 usage, 4 incomplete
+// The exit statuses docs/cli.md promises: 0 done, 1 error, 2 usage, 4 incomplete
 // (3, pending, is pinned by the approval tests).
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()

@@ -42,6 +42,9 @@ var groups = []struct {
 	// Programs of the repository's own (benchmarks), not shipped: at the
 	// top, like cmd, since they wire the providers to the agent.
 	{"internal/cmd", 5},
+	// The README's programs (internal/readme/library): at the top, like
+	// cmd, since they wire the agent, its tools and hooks together.
+	{"internal/readme", 5},
 }
 
 // allowedSideways lists the imports between groups of one level that the
