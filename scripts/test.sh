@@ -1,5 +1,5 @@
 #!/bin/sh
-# The test command of README.md, and what CI runs (.ci/run).
+# The test command of README.md and docs/testing.md, and what CI runs (.ci/run).
 #
 # It installs what the tests need, then checks formatting, vets and runs every
 # test with the race detector:

@@ -50,8 +50,8 @@ several servers may share; a run that waits for an approval survives a restart: 
 runs resume by themselves, exactly once. People decide in a browser on the
 approvals page at the server's address (/). With a durable: section the runs
 are durable runs on a DBOS queue, driven by 'tollgate worker' processes (and
-by this one when its concurrency is above zero); see "Many machines" in the
-README. See package server for the API and
+by this one when its concurrency is above zero); see "Many machines" in
+docs/durable.md. See docs/server.md and package server for the API, and
 'tollgate serve token' to make a token.
 
 Without a tokens file the server listens on loopback only, and writes an admin
