@@ -174,9 +174,14 @@ Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
 		Version:       version(),
 	}
 	root.SetVersionTemplate("tollgate {{.Version}}\n")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s%v", commandPrefix(c), err) })
+	root.SetFlagErrorFunc(flagUsageError)
 	// An unknown subcommand is a usage error too (exit 2).
-	root.Args = argsUsage(cobra.NoArgs)
+	root.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return unknownCommand(c, args[0])
+		}
+		return nil
+	}
 	root.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
 	root.AddCommand(
 		newRunCmd(env),
@@ -195,7 +200,7 @@ Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
 		if c != root && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
 			c.Args = func(cmd *cobra.Command, args []string) error {
 				if len(args) > 0 {
-					return usageErr("unknown command %q for %q (see '%s --help')", args[0], cmd.CommandPath(), cmd.CommandPath())
+					return unknownCommand(cmd, args[0])
 				}
 				return nil
 			}
