@@ -428,7 +428,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	var runID string
 	state := &stateFlags{}
 	cmd := &cobra.Command{Use: "approvals", Short: "List, show, approve, deny and answer the pending requests of halted runs"}
-	state.add(cmd.PersistentFlags())
+	state.add(cmd.PersistentFlags(), env)
 	cmd.PersistentFlags().StringVar(&runID, "run", "", "the run the request belongs to (needed when two runs share a request ID)")
 
 	var status string
@@ -653,7 +653,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return err
 			}
 			defer logs.Close()
-			h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
+			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions()}, false)
 			if err != nil {
 				return err
 			}
@@ -674,6 +674,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return usageErr("resume: run %s was started with --api-key, which is never stored; give the key again with --api-key (or start runs with --api-key-env NAME, which is stored as a name)", field(run.ID))
 			}
 			if wait {
+				fmt.Fprintf(env.stderr, "tollgate: waiting for answers to run %s (Ctrl-C stops waiting; the run stays stored)\n", field(run.ID))
 				if err := h.WaitAnswered(ctx, run.ID); err != nil {
 					return withCode(exitError, err)
 				}
@@ -686,7 +687,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 	cmd.Flags().StringVar(&apiKey, "api-key", "", "API key for a run started with --api-key (never stored); other runs read theirs from the stored --api-key-env or the provider's variable")
 	cmd.Flags().BoolVar(&reclaim, "reclaim", false, "no longer needed (a run whose process died is taken over automatically); kept so that scripts go on working")
 	_ = cmd.Flags().MarkHidden("reclaim")
-	state.add(cmd.Flags())
+	state.add(cmd.Flags(), env)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every pending request of the run is decided, and again at every later halt, until the run ends")
 	cmd.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "no longer used: waiting is woken by the store")
 	_ = cmd.Flags().MarkHidden("poll")

@@ -14,7 +14,9 @@ import (
 // With the sandbox off, a bash call read the provider key from tollgate's
 // own environment through /proc/$PPID/environ. tollgate is no longer
 // dumpable, so a child running as the same user (not root: root may read
-// any process's memory) is refused.
+// any process's memory) is refused. Not parallel: while it writes its copy
+// of the binary, a process that another test forks would inherit the open
+// file, and executing the copy would fail with "text file busy".
 func TestParentEnvironIsUnreadable(t *testing.T) {
 	const key = "sk-environ-secret-0123456789"
 	bin := tollgateBinary(t)

@@ -45,6 +45,7 @@ func TestProviderErrorCannotForgeLines(t *testing.T) {
 // The errors of an errors.Join each get a line of their own; newlines
 // inside one do not.
 func TestErrorLines(t *testing.T) {
+	t.Parallel()
 	got := errorLines(errors.Join(errors.New("first"), errors.New("second\ntollgate: forged")))
 	if len(got) != 2 || got[0] != "first" || got[1] != `second\ntollgate: forged` {
 		t.Fatalf("errorLines = %q", got)
@@ -54,6 +55,7 @@ func TestErrorLines(t *testing.T) {
 // An MCP server's name and version in its "ready" line, and its error in a
 // "FAILED" line, stay on that line as the command prints it (a notice line).
 func TestMCPStatusLineOneLine(t *testing.T) {
+	t.Parallel()
 	print := func(st mcptool.ServerStatus) string {
 		return "tollgate: " + oneLine("mcp: "+build.MCPStatusLine(st), 2000)
 	}

@@ -258,6 +258,7 @@ func TestVendorKeyNotSentElsewhere(t *testing.T) {
 
 // The key given with --api-key is not in the configuration stored for resume.
 func TestStoredConfigNeverKeepsTheKey(t *testing.T) {
+	t.Parallel()
 	rc := newRunCommand(&cliEnv{})
 	if err := rc.cmd.ParseFlags([]string{"--model", "openai:m", "--api-key", cliKey, "--base-url", "http://127.0.0.1:1/v1"}); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ func docSection(t *testing.T, file, title string) string {
 // The synopsis under "The command" of docs/cli.md names every command
 // tollgate has, and every subcommand on a line of its command.
 func TestCLIDocSynopsisNamesEveryCommand(t *testing.T) {
+	t.Parallel()
 	synopsis := docSection(t, "docs/cli.md", "## The command")
 	for _, c := range newRootCmd(&cliEnv{}).Commands() {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
@@ -68,6 +69,7 @@ func TestCLIDocSynopsisNamesEveryCommand(t *testing.T) {
 // The application version docs/durable.md tells operators to look for is
 // the one workers run under.
 func TestDurableDocWorkflowVersion(t *testing.T) {
+	t.Parallel()
 	if s := docSection(t, "docs/durable.md", "## Many machines: durable runs and workers"); !strings.Contains(s, "`"+dbosengine.ApplicationVersion+"`") {
 		t.Errorf("docs/durable.md's \"Many machines\" does not name the application version %s", dbosengine.ApplicationVersion)
 	}

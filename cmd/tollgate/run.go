@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -286,7 +285,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 	f.StringArrayVar(&fl.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
 	f.BoolVar(&fl.json, "json", false, "print one JSON event per line instead of text")
 	fl.logs.add(f)
-	state.add(f)
+	state.add(f, env)
 	for _, e := range rc.exts {
 		if e.flags != nil {
 			e.flags(f, fl)
@@ -298,7 +297,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		dir, err := os.Getwd()
+		dir, err := env.wd()
 		if err != nil {
 			return withCode(exitError, err)
 		}
@@ -319,7 +318,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 			return err
 		}
 		defer logs.Close()
-		h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
+		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts}, true)
 		if err != nil {
 			return err
 		}

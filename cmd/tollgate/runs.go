@@ -76,7 +76,7 @@ func parseRunStatus(s string) (store.RunStatus, error) {
 func newRunsCmd(env *cliEnv) *cobra.Command {
 	state := &stateFlags{}
 	cmd := &cobra.Command{Use: "runs", Short: "List, show, cancel and prune the stored runs"}
-	state.add(cmd.PersistentFlags())
+	state.add(cmd.PersistentFlags(), env)
 
 	var status string
 	var jsonOut bool
@@ -169,7 +169,7 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, closeStore, err := openHost(c.Context(), storeURL, dir, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
+			h, closeStore, err := openHost(c.Context(), env, storeURL, dir, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
 				return nil, fmt.Errorf("cancel builds no agent")
 			}), false)
 			if err != nil {

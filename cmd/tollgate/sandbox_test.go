@@ -102,6 +102,7 @@ func needSandbox(t *testing.T) {
 // request stays pending and the gated call never runs. Unsandboxed, the same call approves, but only as the
 // OS user running it, never as a name it chose.
 func TestToolCannotApproveItself(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	bin := tollgateBinary(t)
 	ws := t.TempDir()
@@ -167,6 +168,7 @@ func TestToolCannotApproveItself(t *testing.T) {
 // run. Sandboxed, the helper dies with the bash call (PID namespace): once
 // the run has halted, no such process is left and the request is pending.
 func TestSetsidHelperCannotApproveLater(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	bin := tollgateBinary(t)
 	ws := t.TempDir()
@@ -248,6 +250,7 @@ func TestKeysDoNotReachTools(t *testing.T) {
 // A command hook that starts a daemon and outlives its timeout: the whole
 // tree is killed and the warning says so.
 func TestHookTimeoutKillsTheWholeTree(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws := t.TempDir()
 	marker := fmt.Sprintf("%d.%d", 700+os.Getpid()%100, os.Getpid())
@@ -272,6 +275,7 @@ func TestHookTimeoutKillsTheWholeTree(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	code, out, _ := apMain(t, "doctor")
 	want := fmt.Sprintf("sandbox: landlock ABI %d", sandbox.ABI())
 	if sandbox.ABI() == 0 {
@@ -283,6 +287,7 @@ func TestDoctor(t *testing.T) {
 }
 
 func TestApproveByNeedsAdmin(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"approvals", "approve", "--by", "security-team", "req_1"},
 		{"approvals", "deny", "--by", "security-team", "req_1"},

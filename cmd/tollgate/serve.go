@@ -64,7 +64,7 @@ token for the default tenant to serve.token in the state directory.`,
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "server configuration file (YAML; required)")
 	f.StringVar(&addr, "addr", "", "address to listen on, HOST:PORT (default: the configuration's addr, else "+server.DefaultAddr+")")
-	state.add(f)
+	state.add(f, env)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if configPath == "" {
 			return serveError(usageErr("--config is required"))
@@ -136,7 +136,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			return withCode(exitError, err)
 		}
 	}
-	ttl, err := leaseTTL()
+	ttl, err := leaseTTL(env)
 	if err != nil {
 		return err
 	}
