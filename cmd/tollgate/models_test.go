@@ -208,9 +208,9 @@ func TestRunModelUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--model", "openai:gpt-4.1-mini"}, "set OPENAI_API_KEY or pass --api-key"},
-		{[]string{"--model", "openai:some/model", "--base-url", "https://openrouter.ai/api/v1"}, "set OPENROUTER_API_KEY or pass --api-key"},
-		{[]string{"--model", "anthropic:claude-test"}, "set ANTHROPIC_API_KEY or pass --api-key"},
+		{[]string{"--model", "openai:gpt-4.1-mini"}, "export OPENAI_API_KEY=... (or name another variable with --api-key-env)"},
+		{[]string{"--model", "openai:some/model", "--base-url", "https://openrouter.ai/api/v1"}, "export OPENROUTER_API_KEY=... (or name another variable with --api-key-env)"},
+		{[]string{"--model", "anthropic:claude-test"}, "export ANTHROPIC_API_KEY=... (or name another variable with --api-key-env)"},
 		{[]string{"--model", "openai:"}, "want KIND:NAME"},
 		{[]string{"--model", "gemini:pro"}, `unknown kind "gemini" (known: script, openai, anthropic)`},
 		{[]string{"--model", "openai:m", "--base-url", "ftp://127.0.0.1/v1", "--api-key", cliKey}, "not an absolute http(s) URL"},
@@ -223,6 +223,9 @@ func TestRunModelUsageErrors(t *testing.T) {
 		}
 		if strings.Contains(out+errOut, cliKey) {
 			t.Errorf("%q: the API key appears in the output", tc.args)
+		}
+		if strings.Contains(errOut, "pass --api-key") {
+			t.Errorf("%q: the error points to --api-key, which every process of the machine sees: %q", tc.args, errOut)
 		}
 	}
 }
