@@ -595,6 +595,15 @@ func listApprovals(ctx context.Context, s store.Store, f store.ApprovalFilter) (
 	return out, nil
 }
 
+// noSuchRun says that no run has the ID when err is the store's
+// [store.ErrNotFound], in the command's terms; it returns err otherwise.
+func noSuchRun(err error, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no run %q (see 'tollgate runs list')", id)
+	}
+	return err
+}
+
 // findApproval finds a request by ID (and run, when given).
 func findApproval(ctx context.Context, s store.Store, runID, id string) (store.Approval, error) {
 	as, err := listApprovals(ctx, s, store.ApprovalFilter{RunID: runID, ID: id})
@@ -661,7 +670,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			ctx := c.Context()
 			run, err := h.Store().GetRun(ctx, args[0])
 			if err != nil {
-				return withCode(exitError, err)
+				return withCode(exitError, noSuchRun(err, args[0]))
 			}
 			cfg, err := runs.LoadConfig(run)
 			if err != nil {

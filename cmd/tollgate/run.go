@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,6 +243,21 @@ func flagError(err error) error {
 	return withCode(exitError, fmt.Errorf("run: %w", err))
 }
 
+// checkWorkdir refuses a workspace that is not an existing directory, in
+// the flag's terms, before anything is built or stored.
+func checkWorkdir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErr("run: --workdir %s: no such directory", field(dir))
+	case err != nil:
+		return usageErr("run: --workdir %s: %v", field(dir), err)
+	case !fi.IsDir():
+		return usageErr("run: --workdir %s: not a directory", field(dir))
+	}
+	return nil
+}
+
 // runCommand is `tollgate run` with its parsed flags.
 type runCommand struct {
 	cmd   *cobra.Command
@@ -303,6 +320,9 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		}
 		cfg, err := fl.config(dir)
 		if err != nil {
+			return err
+		}
+		if err := checkWorkdir(cfg.Workdir); err != nil {
 			return err
 		}
 		stateDir, err := state.resolve(cfg.Workdir)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -132,7 +133,7 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			defer s.Close()
 			r, err := s.GetRun(c.Context(), args[0])
 			if err != nil {
-				return withCode(exitError, err)
+				return withCode(exitError, noSuchRun(err, args[0]))
 			}
 			d := runDetail{ID: r.ID, Tenant: r.Tenant, Owner: r.Owner, Status: r.Status, Config: r.Config, Result: r.Result,
 				Lease: r.Lease, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Events: []store.Event{}}
@@ -177,7 +178,9 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			}
 			defer closeStore()
 			by := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
-			if err := h.Cancel(c.Context(), args[0], by); err != nil {
+			if err := h.Cancel(c.Context(), args[0], by); errors.Is(err, store.ErrNotFound) {
+				return withCode(exitError, noSuchRun(err, args[0]))
+			} else if err != nil {
 				return withCode(exitError, err)
 			}
 			fmt.Fprintf(env.stdout, "cancelled run %s\n", field(args[0]))
