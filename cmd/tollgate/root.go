@@ -231,7 +231,7 @@ Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
 		newToolsCmd(env),
 		newHooksCmd(env),
 		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env), newRunsCmd(env),
-		newDoctorCmd(env),
+		withSetupChecks(newDoctorCmd(env), env),
 		newServeCmd(env),
 		newWorkerCmd(env),
 	)
