@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 // tests (tollgateBinary), in binDir, removed by TestMain.
 var binary struct {
 	once sync.Once
+	env  []string // go build's environment: the process's before any test changed it
 	dir  string
 	path string
 	err  error
@@ -39,7 +41,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv(envStateDir, state)
+	binary.env = os.Environ()
+	// When every test runs, the end-to-end tests' binary builds while the
+	// first tests run, rather than in the first test that needs it.
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
+		go binary.once.Do(buildBinary)
+	}
 	code := m.Run()
+	binary.once.Do(func() {}) // waits for a build under way
 	chrome.Close()
 	os.RemoveAll(state)
 	if binary.dir != "" {
@@ -48,19 +58,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tollgateBinary builds the command once and returns its path.
+// buildBinary builds the command into binary.dir, once (binary.once).
+func buildBinary() {
+	binary.dir, binary.err = os.MkdirTemp("", "tollgate-e2e-")
+	if binary.err != nil {
+		return
+	}
+	binary.path = filepath.Join(binary.dir, "tollgate")
+	build := exec.Command("go", "build", "-o", binary.path, ".")
+	build.Env = binary.env // a test's Setenv (HOME) must not move the build cache
+	if out, err := build.CombinedOutput(); err != nil {
+		binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+	}
+}
+
+// tollgateBinary returns the path of the command built once for the
+// package, waiting for the build TestMain started.
 func tollgateBinary(t *testing.T) string {
 	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "tollgate-e2e-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "tollgate")
-		if out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput(); err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
+	binary.once.Do(buildBinary)
 	if binary.err != nil {
 		t.Fatal(binary.err)
 	}
