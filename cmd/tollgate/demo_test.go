@@ -58,7 +58,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		`[edit call_5_1] <- error (55 bytes): refused: path "../outside.txt" is outside the workspace`,
 		`[bash call_6_1] denied by rule:no-rm: deleting files with rm is not allowed here`,
-		`[write call_7_1] denied by hook:deny: tool "write" is denied by deny write`,
+		`[write call_7_1] denied by hook:deny: the deny list has "write"`,
 		`[edit call_8_1] approved by flag:--approve=yes`,
 		`[bash call_4_1] <- ok`,
 		`[todowrite call_1_2] <- ok (108 bytes): 2 todos: 0 completed, 1 in progress, 1 pending`,

@@ -273,12 +273,13 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 // DenyHook is the BeforeTool hook of a configuration's Deny: it denies every
 // tool whose name matches one of globs (package internal/glob: * is the
 // only wildcard, matching is case-insensitive), with the reason
-// `tool "NAME" is denied by deny GLOB`.
+// `the deny list has "GLOB"` (a decision then reads
+// `denied by hook:deny: the deny list has "write"`).
 func DenyHook(globs []string) hooks.BeforeToolFunc {
 	return func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		for _, g := range globs {
 			if glob.Match(g, ev.Name) {
-				return hooks.Deny(fmt.Sprintf("tool %q is denied by deny %s", ev.Name, g)), nil
+				return hooks.Deny(fmt.Sprintf("the deny list has %q", g)), nil
 			}
 		}
 		return nil, nil
