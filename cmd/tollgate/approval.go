@@ -67,7 +67,7 @@ func approvalRunExtension() runExtension {
 				built.Options.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 					ans := tool.Answer{ID: req.ID, OK: ok, Principal: by}
 					if !ok {
-						ans.Reason = "declined by --approve=no"
+						ans.Reason = "every request is declined without asking"
 					}
 					return ans, nil
 				}

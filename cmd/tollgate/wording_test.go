@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Errors name what the user typed, not the packages that found them: a
+// missing workspace, an unknown run ID.
+func TestErrorsInTheUsersTerms(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - text: hi\n")
+	state := filepath.Join(dir, "state")
+	if code, _, errOut := tgMain(t, "run", "--model", "script:"+script, "--state-dir", state, "--workdir", filepath.Join(dir, "nowhere"), "x"); code != exitUsage ||
+		!strings.Contains(errOut, "run: --workdir "+filepath.Join(dir, "nowhere")+": no such directory") || strings.Contains(errOut, "lstat") {
+		t.Errorf("run --workdir nowhere: exit %d, stderr:\n%s", code, errOut)
+	}
+	if code, _, errOut := tgMain(t, "run", "--model", "script:"+script, "--state-dir", state, "--workdir", script, "x"); code != exitUsage ||
+		!strings.Contains(errOut, "run: --workdir "+script+": not a directory") {
+		t.Errorf("run --workdir FILE: exit %d, stderr:\n%s", code, errOut)
+	}
+	// A store for the commands that only read one.
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := tgMain(t, "run", "--model", "script:"+script, "--state-dir", state, "--workdir", ws, "x"); code != exitDone {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"runs", "show", "run_x"}, {"runs", "cancel", "run_x"}, {"resume", "run_x"}} {
+		code, _, errOut := tgMain(t, append(args, "--state-dir", state)...)
+		if code != exitError || !strings.Contains(errOut, `no run "run_x" (see 'tollgate runs list')`) || strings.Contains(errOut, "store:") {
+			t.Errorf("%s: exit %d, stderr:\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
+
+// --approve=no's declines say why once: the flag is the decider, the reason
+// is what it does.
+func TestApproveNoSaysWhyOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: write, args: {path: a.txt, content: x}}]\n  - text: done\n")
+	policy := apWrite(t, dir, "p.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
+	code, out, errOut := tgMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--approve", "no", "--state-dir", filepath.Join(dir, "state"), "x")
+	want := "declined by flag:--approve=no: every request is declined without asking"
+	if code != exitDone || !strings.Contains(out, want) || strings.Contains(out, "declined by --approve=no") {
+		t.Errorf("exit %d, want a line %q:\n%s%s", code, want, out, errOut)
+	}
+}
