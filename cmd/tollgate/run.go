@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -360,6 +361,7 @@ type printer struct {
 	json    bool
 	midText bool              // the last thing printed was a text delta without a newline
 	names   map[string]string // call ID -> tool name, to label lines of parallel calls
+	asked   map[string]bool   // call IDs of calls that asked a question
 }
 
 // label names the call a decision or result line is about.
@@ -411,12 +413,25 @@ func (p *printer) print(ev agent.Event) {
 		if d.Outcome == agent.OutcomePending {
 			return // the pending line that follows says it all
 		}
-		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), d.Outcome, field(d.By.String()))
+		if d.Outcome == agent.OutcomeAllowed && d.By == approval.Default {
+			return // nothing objected: the call and its result say it all
+		}
+		outcome := string(d.Outcome)
+		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] && d.By.Kind == approval.PrincipalPerson {
+			outcome = "answered" // a question: the person answered it
+		}
+		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), outcome, field(d.By.String()))
 		if d.Reason != "" {
 			line += ": " + oneLine(d.Reason, 200)
 		}
 		fmt.Fprintln(p.w, line)
 	case agent.EventPending:
+		if ev.Request.Kind == tool.KindQuestion {
+			if p.asked == nil {
+				p.asked = map[string]bool{}
+			}
+			p.asked[ev.CallID] = true
+		}
 		fmt.Fprintf(p.w, "   [%s] pending %s (%s): %s\n", p.label(ev.CallID), field(ev.Request.ID), field(string(ev.Request.Kind)), oneLine(ev.Request.Prompt, 300))
 	case agent.EventProgress:
 		pr := ev.Progress

@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Errors name what the user typed, not the packages that found them: a
@@ -53,5 +58,34 @@ func TestApproveNoSaysWhyOnce(t *testing.T) {
 	want := "declined by flag:--approve=no: every request is declined without asking"
 	if code != exitDone || !strings.Contains(out, want) || strings.Contains(out, "declined by --approve=no") {
 		t.Errorf("exit %d, want a line %q:\n%s%s", code, want, out, errOut)
+	}
+}
+
+// The text output leaves out the decision of a call nothing objected to,
+// and says a person answered a question rather than approved it.
+func TestPrinterDecisionLines(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	p := &printer{w: &out}
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	for _, ev := range []agent.Event{
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c1", Name: "read", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventDecision, CallID: "c1", Decision: &agent.Decision{Outcome: agent.OutcomeAllowed, By: approval.Default}},
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c2", Name: "question", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventPending, CallID: "c2", Request: &tool.Request{ID: "q1", Kind: tool.KindQuestion, Prompt: "Which?"}},
+		{Kind: agent.EventDecision, CallID: "c2", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c3", Name: "write", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventPending, CallID: "c3", Request: &tool.Request{ID: "r1", Kind: tool.KindApproval, Prompt: "Allow write?"}},
+		{Kind: agent.EventDecision, CallID: "c3", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+	} {
+		p.event(ev)
+	}
+	if strings.Contains(out.String(), "[read c1] allowed") {
+		t.Errorf("a call nothing objected to has a decision line:\n%s", out.String())
+	}
+	for _, want := range []string{"[question c2] answered by person:alice\n", "[write c3] approved by person:alice\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
