@@ -451,7 +451,7 @@ func TestTakeoverAfterKilledResumeEndToEnd(t *testing.T) {
 	// The fast call's result is checkpointed right after it finishes; give
 	// the checkpoint its moment by waiting for the store to show it.
 	waitFor(t, func() bool {
-		code, out := e.runOut(e.tg("runs", "show", "--state-dir", "state", runID))
+		code, out := e.runOut(e.tg("runs", "show", "--json", "--state-dir", "state", runID))
 		return code == 0 && strings.Contains(out, `"fast"`)
 	})
 	res.Process.Signal(syscall.SIGKILL)

@@ -120,10 +120,10 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 	list.Flags().StringVar(&status, "status", "", "only runs with this status: running, pending, resuming, done, incomplete, error or cancelled")
 	list.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array instead of a table")
 
-	var withState bool
+	var withState, showJSON bool
 	show := &cobra.Command{
 		Use:   "show RUN_ID",
-		Short: "Show one run as JSON: its configuration, result, lease and events",
+		Short: "Show one run: its tool calls, decisions and durations (--json: its configuration, result, lease and events)",
 		Args:  argsUsage(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := state.open(c.Context())
@@ -152,10 +152,14 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 				d.Events = append(d.Events, evs...)
 				after = evs[len(evs)-1].Seq
 			}
-			return writeJSON(env.stdout, d)
+			if showJSON || withState {
+				return writeJSON(env.stdout, d)
+			}
+			return printRunSummary(env.stdout, d)
 		},
 	}
-	show.Flags().BoolVar(&withState, "state", false, "include the run's state (its transcript)")
+	show.Flags().BoolVar(&showJSON, "json", false, "print the run as JSON: its configuration, result, lease and events")
+	show.Flags().BoolVar(&withState, "state", false, "include the run's state (its transcript) in the JSON (implies --json)")
 
 	cancel := &cobra.Command{
 		Use:   "cancel RUN_ID",

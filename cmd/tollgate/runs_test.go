@@ -179,7 +179,7 @@ func TestRunsCommands(t *testing.T) {
 	}
 
 	var d runDetail
-	code, out, _ = tgMain(t, "runs", "show", runID, "--state-dir", state)
+	code, out, _ = tgMain(t, "runs", "show", "--json", runID, "--state-dir", state)
 	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil {
 		t.Fatalf("runs show: exit %d, %v\n%s", code, err, out)
 	}
@@ -190,6 +190,13 @@ func TestRunsCommands(t *testing.T) {
 	if d.Status != store.RunPending || !strings.Contains(string(d.Config), ws) || d.State != nil ||
 		!regexp.MustCompile(`^run\.started .*tool\.call .*approval\.requested run\.halted$`).MatchString(strings.Join(types, " ")) {
 		t.Errorf("runs show: status %s, events %q\n%s", d.Status, types, out)
+	}
+	// Without --json: a summary for people, the JSON left out.
+	code, out, _ = tgMain(t, "runs", "show", runID, "--state-dir", state)
+	for _, want := range []string{"run " + runID + ": pending\n", "workdir: " + ws + "\n", "waits for: " + as[0].ID + " (approval)", "tollgate runs show --json " + runID} {
+		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, `"events"`) {
+			t.Errorf("runs show: exit %d, output lacks %q or has the JSON:\n%s", code, want, out)
+		}
 	}
 
 	if code, out, errOut := tgMain(t, "runs", "cancel", runID, "--state-dir", state); code != 0 || !strings.Contains(out, "cancelled run "+runID) {

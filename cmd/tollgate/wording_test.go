@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
@@ -86,6 +87,15 @@ func TestPrinterDecisionLines(t *testing.T) {
 	for _, want := range []string{"[question c2] answered by person:alice\n", "[write c3] approved by person:alice\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestTook(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{0: "0 ms", 12 * time.Millisecond: "12 ms", 999 * time.Millisecond: "999 ms", 1500 * time.Millisecond: "1.5 s", 90 * time.Second: "90.0 s"} {
+		if got := took(d); got != want {
+			t.Errorf("took(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
