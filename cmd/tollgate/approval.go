@@ -463,10 +463,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				}
 			}
 			if jsonOut {
-				if as == nil {
-					as = []store.Approval{}
-				}
-				return writeJSON(env.stdout, as)
+				return writeJSON(env.stdout, approvalsJSON(as))
 			}
 			tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tSTATUS\tTOOL\tPROMPT")
@@ -480,9 +477,10 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	list.Flags().StringVar(&status, "status", string(store.StatusPending), "pending, approved, denied, expired, used or all")
 	list.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array of the requests instead of a table")
 
+	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one approval request as JSON",
+		Short: "Show one approval request (--json: all of it, as JSON)",
 		Args:  argsUsage(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := state.open(c.Context())
@@ -494,16 +492,14 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false) // show "a && b > c" as written
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(a)
-			b := bytes.TrimRight(buf.Bytes(), "\n")
-			fmt.Fprintf(env.stdout, "%s\n", b)
+			if showJSON {
+				return writeJSON(env.stdout, approvalsJSON([]store.Approval{a})[0])
+			}
+			printApproval(env.stdout, a)
 			return nil
 		},
 	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print the request as JSON, its arguments' digest as argsDigest")
 
 	decide := func(approve bool) *cobra.Command {
 		var by, reason, editArgs string

@@ -179,7 +179,7 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 	// show and list --json name who decided and the administrator who acted.
 	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
 	admin := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
-	code, out = runOut(tg("approvals", "show", "--state-dir", "state", reqID))
+	code, out = runOut(tg("approvals", "show", "--json", "--state-dir", "state", reqID))
 	var shown store.Approval
 	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.Status != store.StatusUsed || shown.DecidedBy != alice || shown.Actor != admin {
 		t.Fatalf("approvals show: exit %d, %+v\n%s", code, shown, out)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -176,6 +177,21 @@ func TestRunsCommands(t *testing.T) {
 	code, out, _ = tgMain(t, "approvals", "list", "--json", "--state-dir", state)
 	if err := json.Unmarshal([]byte(out), &as); code != 0 || err != nil || len(as) != 1 || as[0].RunID != runID || as[0].Tool != "bash" || as[0].Status != store.StatusPending {
 		t.Fatalf("approvals list --json: exit %d, %v\n%s", code, err, out)
+	}
+	// The digest is argsDigest, as in the HTTP API; show is text unless --json.
+	var raw []map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil || len(raw) != 1 || !strings.HasPrefix(fmt.Sprint(raw[0]["argsDigest"]), "sha256:") || raw[0]["digest"] != nil {
+		t.Errorf("approvals list --json does not name the digest argsDigest (%v):\n%s", err, out)
+	}
+	code, out, _ = tgMain(t, "approvals", "show", as[0].ID, "--state-dir", state)
+	for _, want := range []string{"request " + as[0].ID + " (approval): pending\n", "tool: bash\n", "argsDigest: sha256:"} {
+		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, `"id":`) {
+			t.Errorf("approvals show: exit %d, output lacks %q or has JSON:\n%s", code, want, out)
+		}
+	}
+	code, out, _ = tgMain(t, "approvals", "show", "--json", as[0].ID, "--state-dir", state)
+	if code != 0 || !strings.Contains(out, `"argsDigest": "sha256:`) || !strings.Contains(out, `"id": "`+as[0].ID+`"`) {
+		t.Errorf("approvals show --json: exit %d\n%s", code, out)
 	}
 
 	var d runDetail

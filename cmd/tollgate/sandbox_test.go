@@ -170,7 +170,7 @@ func TestToolCannotApproveItself(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "forged=2") {
 		t.Fatalf("unsandboxed: exit %d\n%s", code, out)
 	}
-	code, out = tg("approvals", "show", m[1])
+	code, out = tg("approvals", "show", "--json", m[1])
 	if code != 0 || !strings.Contains(out, `"decidedBy": {
     "kind": "person",
     "name": "`+currentUser()+`"
