@@ -75,6 +75,6 @@ go vet ./...
 
 echo "== go test -race"
 # cmd/tollgate builds its binary once and runs every command end to end; on
-# two loaded cores it has taken over eight minutes, near go test's default
-# ten-minute limit per package, so the limit is set to 20 minutes here.
+# two loaded cores it takes minutes with -race (docs/testing.md), so the limit
+# per package is 20 minutes here rather than go test's default ten.
 go test -race -count=1 -timeout 20m "$@" ./...
