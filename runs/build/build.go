@@ -73,12 +73,14 @@ import (
 // configuration; nil means defaults.
 type Options struct {
 	// OpenModel opens the run's model and returns it with the model name to
-	// send; nil is [OpenModel] with APIKey and WarnLogger.
+	// send; nil is [OpenModel] with APIKey, WarnLogger and Getenv.
 	OpenModel func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error)
 	// APIKey is the model's key for this process when the key is not in the
 	// environment (runs.ModelRef.KeyGiven); never stored, logged or passed
 	// to a child process.
 	APIKey string
+	// Getenv reads the variables that hold the model's key (nil: os.Getenv).
+	Getenv func(string) string
 	// Tools are offered beside the builtins and the MCP servers' tools; one
 	// named like a builtin replaces it (package toolkit), two with one name
 	// fail the build.
@@ -136,9 +138,9 @@ func New(opts *Options) *Builder {
 		b.opts.Notice = func(line string) { warn.Warn(line) }
 	}
 	if b.opts.OpenModel == nil {
-		key, warn := b.opts.APIKey, b.opts.WarnLogger
+		key, warn, getenv := b.opts.APIKey, b.opts.WarnLogger, b.opts.Getenv
 		b.opts.OpenModel = func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
-			return OpenModel(ref, &ModelOptions{APIKey: key, Logger: warn})
+			return OpenModel(ref, &ModelOptions{APIKey: key, Logger: warn, Getenv: getenv})
 		}
 	}
 	return b
