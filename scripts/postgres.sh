@@ -11,17 +11,56 @@
 #
 # The tests read the URL from TOLLGATE_TEST_POSTGRES_URL; scripts/test.sh does
 # both steps. The server trusts local connections and listens only on loopback.
+#
+# Installing needs root and apt-get. Debian's package would create and start
+# a cluster of the system's own; to keep it from doing so,
+# /etc/postgresql-common/createcluster.conf says create_main_cluster = false
+# during the install only, and is then put back as it was found (or, when
+# there was none, as the package installs it). TOLLGATE_PG_ROOT, for the
+# script's own test, is prepended to the system paths it reads and writes.
 set -eu
+root=${TOLLGATE_PG_ROOT:-}
 
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 
 find_bin() {
-  for d in /usr/lib/postgresql/*/bin; do
+  for d in "$root"/usr/lib/postgresql/*/bin; do
     if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then echo "$d"; return 0; fi
   done
   return 1
+}
+
+conf=$root/etc/postgresql-common/createcluster.conf
+saved=""
+had_dist=""
+
+# no_main_cluster keeps a copy of createcluster.conf, if there is one, and
+# writes one that tells the package not to create a cluster.
+no_main_cluster() {
+  if [ -e "$conf" ]; then
+    saved=$(mktemp)
+    cp -p "$conf" "$saved"
+  fi
+  if [ -e "$conf.ucf-dist" ]; then had_dist=1; fi
+  mkdir -p "$(dirname "$conf")"
+  echo "create_main_cluster = false" > "$conf"
+}
+
+# restore_conf puts createcluster.conf back as no_main_cluster found it; when
+# there was none, it is the package's own, and the copy of it that the
+# package's configuration tool set aside beside ours is removed.
+restore_conf() {
+  if [ -n "$saved" ]; then
+    cp -p "$saved" "$conf"
+    rm -f "$saved"
+  elif [ -f "$root/usr/share/postgresql-common/createcluster.conf" ]; then
+    cp "$root/usr/share/postgresql-common/createcluster.conf" "$conf"
+  else
+    rm -f "$conf"
+  fi
+  if [ -z "$had_dist" ]; then rm -f "$conf.ucf-dist"; fi
 }
 
 as_owner() {
@@ -36,13 +75,21 @@ case "$cmd" in
 start)
   if ! bin=$(find_bin); then
     echo "== installing PostgreSQL (Debian packages)" >&2
-    command -v apt-get >/dev/null 2>&1 || { echo "PostgreSQL is required for the store tests" >&2; exit 1; }
-    # Only the binaries: no cluster of the system's own is created or started.
-    mkdir -p /etc/postgresql-common
-    echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
+    if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
+      echo "the PostgreSQL tests need PostgreSQL's server binaries (/usr/lib/postgresql/*/bin);" \
+        "installing them takes root and apt-get (apt-get install postgresql)" >&2
+      exit 1
+    fi
     # scripts/test.sh updated the lists already when it installed anything.
     if [ -z "${TOLLGATE_APT_UPDATED:-}" ]; then apt-get update -qq >&2; fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    no_main_cluster
+    trap 'restore_conf; exit 130' INT
+    trap 'restore_conf; exit 143' TERM
+    status=0
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null || status=$?
+    restore_conf
+    trap - INT TERM
+    [ "$status" = 0 ] || exit "$status"
     bin=$(find_bin)
   fi
   mkdir -p "$dir"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The test command of README.md, and what CI runs (.ci/run).
+# The test command of README.md and docs/testing.md, and what CI runs (.ci/run).
 #
 # It installs what the tests need, then checks formatting, vets and runs every
 # test with the race detector:
@@ -15,11 +15,15 @@
 #     tests (@anthropic-ai/claude-code, pinned in
 #     cmd/tollgate/testdata/claudecode/package-lock.json);
 #   - jq and python3, which the Claude Code hook fixtures are written in;
+#   - gcc and libc6-dev, for the shim the sandbox's tests build;
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
 #     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
 #     stopped by its PID when the tests end;
 #   - Chromium, which the approvals page's tests (server/web) drive with
 #     chromedp, headless, as root, with no network beyond the loopback.
+#
+# It needs root and apt-get to install; docs/testing.md says what it leaves
+# changed on the machine, and how to run the tests without the services.
 #
 # Usage: sh scripts/test.sh [extra go test flags, e.g. -run TestDemo]
 set -eu
@@ -85,6 +89,6 @@ go vet ./...
 
 echo "== go test -race"
 # cmd/tollgate builds its binary once and runs every command end to end; on
-# two loaded cores it has taken over eight minutes, near go test's default
-# ten-minute limit per package, so the limit is set to 20 minutes here.
+# two loaded cores it takes minutes with -race (docs/testing.md), so the limit
+# per package is 20 minutes here rather than go test's default ten.
 go test -race -count=1 -timeout 20m "$@" ./...

@@ -71,7 +71,7 @@ func approvalRunExtension() runExtension {
 				built.Options.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 					ans := tool.Answer{ID: req.ID, OK: ok, Principal: by}
 					if !ok {
-						ans.Reason = "declined by --approve=no"
+						ans.Reason = "every request is declined without asking"
 					}
 					return ans, nil
 				}
@@ -416,7 +416,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	var runID string
 	state := &stateFlags{}
 	cmd := &cobra.Command{Use: "approvals", Short: "List, show, approve, deny and answer the pending requests of halted runs"}
-	state.add(cmd.PersistentFlags())
+	state.add(cmd.PersistentFlags(), env)
 	cmd.PersistentFlags().StringVar(&runID, "run", "", "the run the request belongs to (needed when two runs share a request ID)")
 
 	var status string
@@ -445,10 +445,7 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 				return withCode(exitError, err)
 			}
 			if jsonOut {
-				if as == nil {
-					as = []store.Approval{}
-				}
-				return writeJSON(env.stdout, as)
+				return writeJSON(env.stdout, approvalsJSON(as))
 			}
 			tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tSTATUS\tTOOL\tPROMPT")
@@ -462,9 +459,10 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 	list.Flags().StringVar(&status, "status", string(store.StatusPending), "pending, approved, denied, expired, used or all")
 	list.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array of the requests instead of a table")
 
+	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one approval request as JSON",
+		Short: "Show one approval request (--json: all of it, as JSON)",
 		Args:  argsUsage(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := state.open(c.Context())
@@ -476,16 +474,14 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false) // show "a && b > c" as written
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(a)
-			b := bytes.TrimRight(buf.Bytes(), "\n")
-			fmt.Fprintf(env.stdout, "%s\n", b)
+			if showJSON {
+				return writeJSON(env.stdout, approvalsJSON([]store.Approval{a})[0])
+			}
+			printApproval(env.stdout, a)
 			return nil
 		},
 	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print the request as JSON, its arguments' digest as argsDigest")
 
 	decide := func(approve bool) *cobra.Command {
 		var reason, editArgs string
@@ -576,6 +572,15 @@ func (w *answerAs) decide(c *cobra.Command, env *cliEnv, id, verb, what string, 
 	return nil
 }
 
+// noSuchRun says that no run has the ID when err is the store's
+// [store.ErrNotFound], in the command's terms; it returns err otherwise.
+func noSuchRun(err error, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no run %q (see 'tollgate runs list')", id)
+	}
+	return err
+}
+
 // findApproval finds a request by ID (and run, when given) in the default
 // tenant.
 func findApproval(ctx context.Context, s store.Store, runID, id string) (store.Approval, error) {
@@ -636,7 +641,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return err
 			}
 			defer logs.Close()
-			h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}, false)
+			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}, false)
 			if err != nil {
 				return err
 			}
@@ -644,7 +649,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			ctx := c.Context()
 			run, err := h.Store().GetRun(ctx, args[0])
 			if err != nil {
-				return withCode(exitError, err)
+				return withCode(exitError, noSuchRun(err, args[0]))
 			}
 			cfg, err := runs.LoadConfig(run)
 			if err != nil {
@@ -657,6 +662,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return usageErr("resume: run %s was started with --api-key, which is never stored; give the key again with --api-key (or start runs with --api-key-env NAME, which is stored as a name)", field(run.ID))
 			}
 			if wait {
+				fmt.Fprintf(env.stderr, "tollgate: waiting for answers to run %s (Ctrl-C stops waiting; the run stays stored)\n", field(run.ID))
 				if err := h.WaitAnswered(ctx, run.ID); err != nil {
 					return withCode(exitError, err)
 				}
@@ -669,7 +675,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 	cmd.Flags().StringVar(&apiKey, "api-key", "", "API key for a run started with --api-key (never stored); other runs read theirs from the stored --api-key-env or the provider's variable")
 	cmd.Flags().BoolVar(&reclaim, "reclaim", false, "no longer needed (a run whose process died is taken over automatically); kept so that scripts go on working")
 	_ = cmd.Flags().MarkHidden("reclaim")
-	state.add(cmd.Flags())
+	state.add(cmd.Flags(), env)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every pending request of the run is decided, and again at every later halt, until the run ends")
 	cmd.Flags().DurationVar(&poll, "poll", 250*time.Millisecond, "no longer used: waiting is woken by the store")
 	_ = cmd.Flags().MarkHidden("poll")

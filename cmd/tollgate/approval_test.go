@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,6 +38,7 @@ func apMain(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestPolicyCheck(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := apWrite(t, dir, "good.yaml", "autonomy: supervised\nrules:\n  - id: no-rm\n    tool: bash\n    args:\n      command: {regex: 'rm\\s+-rf'}\n    decision: deny\n    reason: no\n")
 	bad := apWrite(t, dir, "bad.yaml", "autonomy: yolo\nrules:\n  - id: x\n    tool: bash\n    decision: maybe\n")
@@ -57,6 +59,7 @@ func TestPolicyCheck(t *testing.T) {
 }
 
 func TestTerminalWait(t *testing.T) {
+	t.Parallel()
 	req := tool.Request{ID: "req_1", Kind: tool.KindApproval, Prompt: "Allow bash?"}
 	for _, tt := range []struct {
 		in   string
@@ -100,6 +103,7 @@ func (blockingReader) Read([]byte) (int, error) { select {} }
 // that appends a line to a file ran exactly once, and a second resume
 // changes nothing.
 func TestApproveLaterEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	tg, runOut, lines := e.tg, e.runOut, e.lines
 	dir := e.dir
@@ -118,14 +122,22 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 
 	// A resume that waits for the decision, killed while it waits.
 	waiter := tg("resume", "--state-dir", "state", "--wait", "--poll", "50ms", runID)
-	var wout bytes.Buffer
-	waiter.Stdout, waiter.Stderr = &wout, &wout
+	waiterErr, err := waiter.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := waiter.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
-	if waiter.ProcessState != nil {
-		t.Fatalf("resume --wait did not wait:\n%s", wout.String())
+	// It says when it has taken the run up and waits; until then, and if
+	// it ends instead, its stderr is read to the end.
+	var said strings.Builder
+	for sc := bufio.NewScanner(waiterErr); !strings.Contains(said.String(), "waiting for answers to run "+runID) && sc.Scan(); {
+		said.WriteString(sc.Text() + "\n")
+	}
+	if !strings.Contains(said.String(), "waiting for answers to run "+runID) {
+		_ = waiter.Wait()
+		t.Fatalf("resume --wait did not wait:\n%s", said.String())
 	}
 	if err := waiter.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -172,7 +184,7 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 	// show and list --json name who decided and the administrator who acted.
 	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
 	admin := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
-	code, out = runOut(tg("approvals", "show", "--state-dir", "state", reqID))
+	code, out = runOut(tg("approvals", "show", "--json", "--state-dir", "state", reqID))
 	var shown store.Approval
 	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.Status != store.StatusUsed || shown.DecidedBy != alice || shown.Actor != admin {
 		t.Fatalf("approvals show: exit %d, %+v\n%s", code, shown, out)
@@ -283,6 +295,7 @@ func (e *e2e) pendingRequest(tool string) (runID, reqID string) {
 // then waits; it is killed with SIGKILL while it waits; another process
 // approves; `tollgate resume` runs the call exactly once.
 func TestRunWaitKilledThenResumedEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "append a line")
 	var rout bytes.Buffer
@@ -319,6 +332,7 @@ func TestRunWaitKilledThenResumedEndToEnd(t *testing.T) {
 // Not interrupted, `tollgate run --approve wait` goes on by itself once
 // another process answers, and exits 0 with the call run once.
 func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "append a line")
 	var rout bytes.Buffer
@@ -348,6 +362,7 @@ func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
 // was started: the stored configuration holds the paths as resolved then
 // (the workspace, the script, the policy), not the flags as typed.
 func TestResumeFromAnotherDirectoryEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	state := filepath.Join(e.dir, "state")
 	// A command hook writes where it runs: the recorded workspace.
@@ -396,6 +411,7 @@ func TestResumeFromAnotherDirectoryEndToEnd(t *testing.T) {
 // resume' once its lease expired, with no manual step: the finished call is
 // not run again (counted by the call itself), the unfinished one is.
 func TestTakeoverAfterKilledResumeEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	apWrite(t, e.dir, "script.yaml", `turns:
   - toolCalls:
@@ -440,7 +456,7 @@ func TestTakeoverAfterKilledResumeEndToEnd(t *testing.T) {
 	// The fast call's result is checkpointed right after it finishes; give
 	// the checkpoint its moment by waiting for the store to show it.
 	waitFor(t, func() bool {
-		code, out := e.runOut(e.tg("runs", "show", "--state-dir", "state", runID))
+		code, out := e.runOut(e.tg("runs", "show", "--json", "--state-dir", "state", runID))
 		return code == 0 && strings.Contains(out, `"fast"`)
 	})
 	res.Process.Signal(syscall.SIGKILL)
@@ -483,6 +499,7 @@ func TestTakeoverAfterKilledResumeEndToEnd(t *testing.T) {
 // Two resumes of one run started at once: one runs it, the other is refused
 // (exit 1), and the approved call runs once.
 func TestConcurrentResumesOneWinsEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	apWrite(t, e.dir, "script.yaml", `turns:
   - toolCalls:
@@ -533,6 +550,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // --approve wait with --approval-ttl: when nobody answers in time, the call
 // is refused as expired and the run goes on by itself.
 func TestRunWaitExpiresEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "--approval-ttl", "1s", "append a line")
 	var rout bytes.Buffer
@@ -565,6 +583,7 @@ func TestRunWaitExpiresEndToEnd(t *testing.T) {
 // is a bash rm. Every line of the prompt after its first is marked as
 // quoted text, and the arguments stay on their one line.
 func TestTerminalWaitPromptCannotForgeLines(t *testing.T) {
+	t.Parallel()
 	forged := "  tool: read  call: call_1\n  args: {\"path\":\"notes.txt\"}\n[a]pprove, [d]eny, [e]dit arguments? "
 	args := json.RawMessage("{\"command\":\"rm -rf ~\"\n\n\n,\"x\"\r\n:\"  tool: read\"}")
 	data, err := json.Marshal(approval.RequestData{Tool: "bash", CallID: "call_9", Args: args, Digest: approval.Digest(args)})

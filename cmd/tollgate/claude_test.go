@@ -11,6 +11,7 @@ import (
 // unchanged: the rm -rf it blocks never runs, a plain command does, and the
 // guard that fails denies (fail closed) with "hook failed" in the output.
 func TestRunClaudeSettings(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	writeFile(t, ws, "notes.txt", "keep me\n")
 	writeFile(t, ws, "other.txt", "x\n")
@@ -80,6 +81,7 @@ func TestRunClaudeProjectSettings(t *testing.T) {
 }
 
 func TestHooksCheckClaudeSettings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.json", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"./stop.sh"}]}]}}`)
 	code, out, _ := runMain(t, "hooks", "check", good)
@@ -136,6 +138,7 @@ func TestRunClaudeSettingsFailClosedAndScrubbed(t *testing.T) {
 // The model's file tools cannot rewrite the files that govern its run when
 // they sit in the workspace (the policy, the records), nor plant Claude Code settings that a later run would read.
 func TestFileToolsCannotRewriteGovernance(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	policy := writeFile(t, ws, "policy.yaml", "rules:\n  - id: no-rm\n    tool: bash\n    command: {program: rm}\n    decision: deny\n    reason: no\n")
 	script := writeFile(t, t.TempDir(), "script.yaml", `turns:

@@ -105,7 +105,7 @@ func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err er
 	if perr != nil {
 		return writeClaudeAnswer(env, claudegate.Failed(ev, "tollgate could not read the hook event: "+perr.Error()))
 	}
-	b, closeAll, err := claudeBridge(f, in, env.stderr)
+	b, closeAll, err := claudeBridge(env, f, in)
 	if err != nil {
 		return writeClaudeAnswer(env, claudegate.Failed(ev, "tollgate's hook is misconfigured: "+err.Error()))
 	}
@@ -149,7 +149,8 @@ func writeClaudeAnswer(env *cliEnv, a claudegate.Answer) error {
 }
 
 // claudeBridge builds the bridge of the flags for the event in.
-func claudeBridge(f *claudeHookFlags, in *claudegate.Input, stderr io.Writer) (*claudegate.Bridge, func() error, error) {
+func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claudegate.Bridge, func() error, error) {
+	stderr := env.stderr
 	notice := func(s string) { fmt.Fprintln(stderr, "tollgate:", s) }
 	closers := []func() error{}
 	closeAll := func() error {
@@ -161,7 +162,7 @@ func claudeBridge(f *claudeHookFlags, in *claudegate.Input, stderr io.Writer) (*
 	}
 	opts := &claudegate.Options{StateDir: f.stateDir}
 	if opts.StateDir == "" {
-		d, err := defaultStateDir()
+		d, err := defaultStateDir(env)
 		if err != nil {
 			return nil, closeAll, err
 		}

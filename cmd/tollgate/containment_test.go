@@ -12,6 +12,7 @@ import (
 // secret/key.txt through a link public -> secret in the workspace, also with
 // bash denied. Both calls are now denied by the rule.
 func TestSymlinkDoesNotBypassPathPrefix(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(filepath.Join(ws, "secret"), 0o755); err != nil {
@@ -44,6 +45,7 @@ func TestSymlinkDoesNotBypassPathPrefix(t *testing.T) {
 // read on a FIFO in the workspace blocked the run forever, past --timeout
 // and SIGINT; it is now an error result and the run goes on.
 func TestReadFIFODoesNotHang(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
@@ -59,6 +61,7 @@ func TestReadFIFODoesNotHang(t *testing.T) {
 // could clear the screen, and a newline could forge a line such as
 // "approved by person:admin". So could a YAML error quoting the file.
 func TestTerminalOutputIsEscaped(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := writeFile(t, dir, "s.yaml", `turns:
   - toolCalls:
@@ -93,6 +96,7 @@ func TestTerminalOutputIsEscaped(t *testing.T) {
 // policy; the records keep the real path next to the requested one; and
 // apply_patch's files meet the same path rules.
 func TestLinkChangedAfterDecisionIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	for name, content := range map[string]string{"secret/key.txt": "sk-the-key\n", "open/key.txt": "public\n"} {

@@ -35,6 +35,7 @@ func copyDir(t *testing.T, src, dst string) {
 // TestDemo runs the README's demo (examples/demo/run.sh's flags) on a copy of
 // the workspace and checks every governed outcome it is there to show.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	demo, err := filepath.Abs("../../examples/demo")
 	if err != nil {
 		t.Fatal(err)
@@ -42,23 +43,22 @@ func TestDemo(t *testing.T) {
 	tmp := t.TempDir()
 	ws := filepath.Join(tmp, "workspace")
 	copyDir(t, filepath.Join(demo, "workspace"), ws)
-	t.Chdir(tmp)
 	logFile := filepath.Join(tmp, "tollgate.log")
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"run", "--log-file", logFile,
+	code := mainEnv(context.Background(), []string{"run", "--log-file", logFile,
 		"--model", "script:" + filepath.Join(demo, "script.yaml"),
 		"--workdir", ws, "--deny", "write",
 		"--hooks", filepath.Join(demo, "hooks.yaml"),
 		"--policy", filepath.Join(demo, "policy.yaml"),
 		"--approve", "yes", "--state-dir", filepath.Join(tmp, ".tollgate"),
-		"Tidy up the release notes"}, strings.NewReader(""), &out, &errb)
+		"Tidy up the release notes"}, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, dir: tmp})
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	for _, want := range []string{
 		`[edit call_5_1] <- error (55 bytes): refused: path "../outside.txt" is outside the workspace`,
 		`[bash call_6_1] denied by rule:no-rm: deleting files with rm is not allowed here`,
-		`[write call_7_1] denied by hook:deny: tool "write" is denied by deny write`,
+		`[write call_7_1] denied by hook:deny: the deny list has "write"`,
 		`[edit call_8_1] approved by flag:--approve=yes`,
 		`[bash call_4_1] <- ok`,
 		`[todowrite call_1_2] <- ok (108 bytes): 2 todos: 0 completed, 1 in progress, 1 pending`,
@@ -97,6 +97,7 @@ func TestDemo(t *testing.T) {
 // --timeout stops the whole run: the running tool's process group is killed
 // and the run fails with exit 1 naming the limit.
 func TestRunTimeout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "slow.yaml")
 	os.WriteFile(script, []byte("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"sleep 30 & wait\"}\n  - text: done\n"), 0o644)

@@ -13,6 +13,7 @@ import (
 // own that names the flag and the problem's file:line:col, instead of one
 // line holding them all with \n between them.
 func TestRunPolicyErrorsOneLineEach(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := writeFile(t, dir, "s.yaml", "turns:\n  - text: hi\n")
 	pol := writeFile(t, dir, "p.yaml", "autonomy: supervized\nrules:\n  - id: a\n    tool: bash\n    decision: maybe\n")
@@ -36,6 +37,7 @@ func TestRunPolicyErrorsOneLineEach(t *testing.T) {
 
 // So does a server configuration with several problems.
 func TestServeConfigErrorsOneLineEach(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "server.yaml")
 	writeTestFile(t, config, "leaseTtl: 30\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n    approvalTtl: 1 hour\n")
@@ -58,6 +60,7 @@ func TestServeConfigErrorsOneLineEach(t *testing.T) {
 // context before each; it keeps whole an error whose parts are not one a
 // line (fmt.Errorf with two %w), and still escapes newlines inside a part.
 func TestErrorLinesNestedList(t *testing.T) {
+	t.Parallel()
 	list := errors.Join(errors.New("f:1:2: one"), errors.New("f:3:4: two\ntollgate: forged"))
 	got := errorLines(fmt.Errorf("run: --policy: %w", list))
 	want := []string{"run: --policy: f:1:2: one", `run: --policy: f:3:4: two\ntollgate: forged`}

@@ -14,9 +14,10 @@ import (
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
-// The exit statuses README.md promises: 0 done, 1 error, 2 usage, 4 incomplete
+// The exit statuses docs/cli.md promises: 0 done, 1 error, 2 usage, 4 incomplete
 // (3, pending, is pinned by the approval tests).
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, src string) string {
 		p := filepath.Join(dir, name)
@@ -70,6 +71,7 @@ func TestExitCodes(t *testing.T) {
 // A typo in a subcommand of a command group is a usage error (exit 2), never
 // help with exit 0: "tollgate policy chek FILE && deploy" must not deploy.
 func TestUnknownSubcommandIsUsageError(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"policy", "chek", "x.yaml"}, {"hooks", "chek", "x.yaml"}, {"approvals", "aprove", "req_1"}} {
 		code, out, errOut := runMain(t, args...)
 		if code != exitUsage || !strings.Contains(errOut, "unknown command") {
@@ -82,6 +84,7 @@ func TestUnknownSubcommandIsUsageError(t *testing.T) {
 // --prompt-file, and reaches the model as the user's message (read back from
 // the stored run).
 func TestPromptSources(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "done.yaml")
 	os.WriteFile(script, []byte("turns:\n  - toolCalls: [{name: glob, args: {pattern: '*'}}]\n  - text: hello\n"), 0o644)

@@ -61,7 +61,7 @@ Exit status 0 whatever the decision; 2 for a bad flag or file.`,
 			if err != nil {
 				return err
 			}
-			abs, err := filepath.Abs(workdir)
+			abs, err := env.abs(workdir)
 			if err != nil {
 				return usageErr("policy explain: --workdir: %v", err)
 			}

@@ -34,6 +34,7 @@ var demoBypasses = []string{
 // Through the command line, with the demo's policy, every bypass is denied
 // and notes.txt survives.
 func TestDemoPolicyDeniesRmBypasses(t *testing.T) {
+	t.Parallel()
 	demo, _ := filepath.Abs("../../examples/demo")
 	tmp := t.TempDir()
 	ws := filepath.Join(tmp, "workspace")
@@ -76,6 +77,7 @@ func TestDemoPolicyDeniesRmBypasses(t *testing.T) {
 }
 
 func TestPolicyExplain(t *testing.T) {
+	t.Parallel()
 	demo, _ := filepath.Abs("../../examples/demo")
 	run := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
@@ -123,6 +125,7 @@ func TestPolicyExplain(t *testing.T) {
 // A --deny glob that can never match a tool name is a usage error: it would
 // let every tool run.
 func TestDenyGlobThatNeverMatches(t *testing.T) {
+	t.Parallel()
 	for _, g := range []string{"edit|write", "mcp__fs__.*", "Bash(rm:*)", "edit,write"} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), []string{"run", "--model", "script:nonexistent.yaml", "--deny", g, "x"}, strings.NewReader(""), &out, &errb)

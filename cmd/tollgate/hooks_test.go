@@ -26,6 +26,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 }
 
 func TestHooksCheckDemoFile(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runMain(t, "hooks", "check", "../../examples/demo/hooks.yaml")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -46,6 +47,7 @@ func TestHooksCheckDemoFile(t *testing.T) {
 }
 
 func TestHooksCheckReportsProblems(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := writeFile(t, dir, "bad.yaml", `hooks:
   - event: preToolUse
@@ -120,6 +122,7 @@ func TestHooksCheckReportsProblems(t *testing.T) {
 // tollgate run --hooks applies the hooks, logs to stderr, runs a command on a
 // failing call, and fires ON_STOP once with the run's status.
 func TestRunWithHooks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
@@ -175,6 +178,7 @@ func TestRunWithHooks(t *testing.T) {
 // Log lines (decisions, hook log actions) reach stderr only with -v; with
 // --log-file they go to the file, warnings too, and stderr gets none.
 func TestLogLinesOnlyWithVerboseOrLogFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {

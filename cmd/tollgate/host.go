@@ -42,9 +42,13 @@ const maxPromptBytes = 4 << 20
 
 // stateFlags is the --state-dir and --store flags of the commands that use
 // the store.
-type stateFlags struct{ dir, store string }
+type stateFlags struct {
+	dir, store string
+	env        *cliEnv // the command's environment and working directory
+}
 
-func (s *stateFlags) add(f *pflag.FlagSet) {
+func (s *stateFlags) add(f *pflag.FlagSet, env *cliEnv) {
+	s.env = env
 	f.StringVar(&s.dir, "state-dir", "", "directory of the store of runs and approvals (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
 	f.StringVar(&s.store, "store", "", "PostgreSQL URL of a store shared by many processes, postgres://USER@HOST:PORT/DB (default: $"+envStoreURL+"; else the SQLite file of the state directory). No password here: a command line is visible to every process; use $"+envStoreURL+", $PGPASSWORD or ~/.pgpass")
 }
@@ -58,7 +62,7 @@ func (s *stateFlags) add(f *pflag.FlagSet) {
 func (s *stateFlags) storeURL() (string, error) {
 	raw, from := s.store, "--store"
 	if raw == "" {
-		raw, from = os.Getenv(envStoreURL), "$"+envStoreURL
+		raw, from = s.env.env(envStoreURL), "$"+envStoreURL
 	}
 	if raw == "" {
 		return "", nil
@@ -120,16 +124,16 @@ func describeStore(raw string) string {
 // defaultStateDir is the user's state directory for tollgate:
 // $TOLLGATE_STATE_DIR, else $XDG_STATE_HOME/tollgate (XDG Base Directory
 // Specification), else ~/.local/state/tollgate.
-func defaultStateDir() (string, error) {
-	if d := os.Getenv(envStateDir); d != "" {
+func defaultStateDir(env *cliEnv) (string, error) {
+	if d := env.env(envStateDir); d != "" {
 		return d, nil
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+	if d := env.env("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "tollgate"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", withCode(exitError, fmt.Errorf("no state directory: set $%s or --state-dir (%v)", envStateDir, err))
+	home := env.env("HOME")
+	if home == "" {
+		return "", withCode(exitError, fmt.Errorf("no state directory: set $%s or --state-dir ($HOME is not defined)", envStateDir))
 	}
 	return filepath.Join(home, ".local", "state", "tollgate"), nil
 }
@@ -140,13 +144,13 @@ func defaultStateDir() (string, error) {
 func (s *stateFlags) resolve(workspace string) (string, error) {
 	dir := s.dir
 	if dir == "" {
-		d, err := defaultStateDir()
+		d, err := defaultStateDir(s.env)
 		if err != nil {
 			return "", err
 		}
 		dir = d
 	}
-	abs, err := filepath.Abs(dir)
+	abs, err := s.env.abs(dir)
 	if err != nil {
 		return "", withCode(exitError, err)
 	}
@@ -228,9 +232,9 @@ func openExistingStore(ctx context.Context, dir string) (*sqlite.Store, error) {
 	return openStore(ctx, dir)
 }
 
-// leaseTTL reads $TOLLGATE_LEASE_TTL (0: the default).
-func leaseTTL() (time.Duration, error) {
-	v := os.Getenv(envLeaseTTL)
+// leaseTTL reads $TOLLGATE_LEASE_TTL of env (0: the default).
+func leaseTTL(env *cliEnv) (time.Duration, error) {
+	v := env.env(envLeaseTTL)
 	if v == "" {
 		return 0, nil
 	}
@@ -243,8 +247,8 @@ func leaseTTL() (time.Duration, error) {
 
 // openHost opens the store ([openStoreAt]) and a runs.Host over it that
 // builds agents with b.
-func openHost(ctx context.Context, storeURL, stateDir string, b runs.Builder, create bool) (*runs.Host, func(), error) {
-	ttl, err := leaseTTL()
+func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir string, b runs.Builder, create bool) (*runs.Host, func(), error) {
+	ttl, err := leaseTTL(env)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,7 +272,11 @@ func readPrompt(env *cliEnv, args []string, file string) (string, error) {
 	case file != "" && len(args) > 0:
 		return "", usageErr("run: give the prompt as an argument or with --prompt-file, not both")
 	case file != "":
-		f, err := os.Open(file)
+		path, err := env.abs(file)
+		if err != nil {
+			return "", usageErr("run: --prompt-file: %v", err)
+		}
+		f, err := os.Open(path)
 		if err != nil {
 			return "", usageErr("run: --prompt-file: %v", err)
 		}

@@ -39,14 +39,18 @@ type cliLogs struct {
 // open makes the loggers of l; the caller closes them when the command ends.
 func (l *logFlags) open(env *cliEnv) (*cliLogs, error) {
 	if l.file != "" {
+		path, err := env.abs(l.file)
+		if err != nil {
+			return nil, usageErr("--log-file: %v", err)
+		}
 		// The file may lie in the workspace, where a tool could have put
 		// a link to a file of the user's in its place.
-		f, err := nofollow.OpenFile(l.file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := nofollow.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, usageErr("--log-file: %v", err)
 		}
 		lg := slog.New(slog.NewTextHandler(&lockedWriter{w: f}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		return &cliLogs{Info: lg, Warn: lg, path: l.file, close: f.Close}, nil
+		return &cliLogs{Info: lg, Warn: lg, path: path, close: f.Close}, nil
 	}
 	w := &lockedWriter{w: env.stderr}
 	warn := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))

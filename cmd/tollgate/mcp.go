@@ -40,9 +40,9 @@ func mcpRunExtension() runExtension {
 // (exit 2), servers that did not start in time an error (exit 1). The
 // person's OAuth logins (tollgate mcp login) in the default state directory
 // are used.
-func openMCP(ctx context.Context, files []string, w io.Writer, logger *slog.Logger, confine func(*exec.Cmd, string, *mcptool.ServerConfig) error) (*mcptool.Set, error) {
+func openMCP(ctx context.Context, env *cliEnv, files []string, w io.Writer, logger *slog.Logger, confine func(*exec.Cmd, string, *mcptool.ServerConfig) error) (*mcptool.Set, error) {
 	var logins string
-	if dir, err := defaultStateDir(); err == nil {
+	if dir, err := defaultStateDir(env); err == nil {
 		logins = mcpLoginsDir(dir)
 	}
 	set, err := build.OpenMCP(ctx, files, &build.MCPOptions{

@@ -53,6 +53,7 @@ func mcpConfig(t *testing.T, dir string, servers map[string]any) string {
 // A file that does not load is a usage error naming the file, the line, the
 // server and the field; nothing runs.
 func TestRunMCPBadConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := apWrite(t, dir, "script.yaml", "turns:\n  - text: hi\n")
 	for _, tc := range []struct{ src, want string }{
@@ -87,6 +88,7 @@ func TestRunMCPBadConfig(t *testing.T) {
 // disabled), then every tool with the hints the gates use and the hints its
 // server claims; exit 1 because a server failed.
 func TestToolsMCP(t *testing.T) {
+	t.Parallel()
 	node, entry := fsServer(t)
 	root := t.TempDir()
 	// Sandboxed as under `tollgate run`: the servers may read their installation.
@@ -210,6 +212,7 @@ func mcpTestServer() {
 // `tollgate tools --mcp` started stdio servers unconfined; they now run in the
 // sandbox of `tollgate run`: a server cannot write outside the workspace.
 func TestToolsMCPIsSandboxed(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws, outside := t.TempDir(), t.TempDir()
 	marker := filepath.Join(outside, "escaped")
@@ -233,6 +236,7 @@ func TestToolsMCPIsSandboxed(t *testing.T) {
 // good one: the server is ready with good, and the skipped tools are listed
 // with their reasons, their names escaped; exit 0.
 func TestToolsMCPSkippedTool(t *testing.T) {
+	t.Parallel()
 	cfg := mcpConfig(t, t.TempDir(), map[string]any{
 		"app": map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool"}},
 	})
@@ -373,6 +377,7 @@ func TestRunMCPApproveLater(t *testing.T) {
 // hints the gates use and the hints it claims, and its skipped tools with
 // reasons; every tool offered; escapes stay escaped.
 func TestToolsMCPJSON(t *testing.T) {
+	t.Parallel()
 	cfg := mcpConfig(t, t.TempDir(), map[string]any{
 		"app":    map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool"}},
 		"broken": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
@@ -430,6 +435,7 @@ func TestToolsMCPJSON(t *testing.T) {
 // A server's progress reports for a call are printed under the call, escaped
 // (text), and are events of their own with --json.
 func TestRunPrintsMCPProgress(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := mcpConfig(t, dir, map[string]any{
 		"app": map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "progress"}},
@@ -480,6 +486,7 @@ func TestRunPrintsMCPProgress(t *testing.T) {
 // A tool a server adds during a run (notifications/tools/list_changed) is
 // offered from the next turn.
 func TestRunMCPToolListChanged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := mcpConfig(t, dir, map[string]any{
 		"app": map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "progress"}},

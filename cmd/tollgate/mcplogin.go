@@ -107,7 +107,7 @@ Exit status: 0 logged in, 1 the login failed, 2 usage.`,
 	cmd.Flags().StringArrayVar(&files, "mcp", nil, "MCP servers file (mcp.json) that defines SERVER; repeatable")
 	cmd.Flags().IntVar(&port, "port", 0, "port of the loopback redirect URI, http://127.0.0.1:PORT/callback (0: any free port; set it when the client is registered with a fixed one)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the authorization in the browser")
-	state.add(cmd.Flags())
+	state.add(cmd.Flags(), env)
 	return cmd
 }
 
@@ -135,7 +135,7 @@ func newMCPLogoutCmd(env *cliEnv) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&files, "mcp", nil, "MCP servers file (mcp.json) that defines SERVER; repeatable")
-	state.add(cmd.Flags())
+	state.add(cmd.Flags(), env)
 	return cmd
 }
 

@@ -28,8 +28,10 @@ func modelKindKnown(kind string) bool {
 }
 
 // keyFlagError returns build.OpenModel's missing key (a build.KeyError) as
-// the usage error of run's flags, which name how a key is given: --api-key,
-// or the variable of --api-key-env. It returns nil for any other error.
+// the usage error of run's flags, which name how a key is given: the
+// service's variable, or the one --api-key-env names. It does not point to
+// --api-key: a key on a command line is visible to every process of the
+// machine. It returns nil for any other error.
 func keyFlagError(err error) error {
 	ke, ok := errors.AsType[*build.KeyError](err)
 	if !ok {
@@ -38,7 +40,7 @@ func keyFlagError(err error) error {
 	if ke.Named {
 		return usageErr("run: --api-key-env %s: the variable is unset or empty", ke.Variable)
 	}
-	return usageErr("run: no API key for %s: set %s or pass --api-key", ke.Host, ke.Variable)
+	return usageErr("run: no API key for %s: export %s=... (or name another variable with --api-key-env)", ke.Host, ke.Variable)
 }
 
 // scriptKeyError refuses --api-key (given to resume) for a run whose model

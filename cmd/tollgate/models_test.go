@@ -35,28 +35,35 @@ func cliWorkdir(t *testing.T) string {
 	return dir
 }
 
-// noKeysInEnv clears the key variables so that the machine's own keys play
-// no part in a test.
-func noKeysInEnv(t *testing.T) {
-	for _, v := range []string{"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"} {
-		t.Setenv(v, "")
+// withoutKeys is an environment for the command without the providers' keys,
+// so that the machine's own keys play no part, with the variables of kv
+// (name, value, ...) set.
+func withoutKeys(kv ...string) map[string]string {
+	env := map[string]string{"OPENAI_API_KEY": "", "OPENROUTER_API_KEY": "", "ANTHROPIC_API_KEY": ""}
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
 	}
+	return env
 }
 
 func TestRunOpenAIStreamsToTerminal(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	srv := providertest.NewLLMServer(t, readThenAnswer...)
-	code, out, errOut := apMain(t, "run", "--model", "openai:gpt-test-1", "--base-url", srv.URL+"/v1",
+	code, out, errOut := tgMainIn(t, "", env, "run", "--model", "openai:gpt-test-1", "--base-url", srv.URL+"/v1",
 		"--api-key", cliKey, "--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	// The tool call (assembled from its split arguments), its decision, its
-	// result, and the streamed text of both turns, in that order.
+	// The tool call (assembled from its split arguments), its result (a
+	// call nothing objected to has no decision line), and the streamed text
+	// of both turns, in that order.
+	if strings.Contains(out, "allowed by runtime:default") {
+		t.Errorf("a call nothing objected to has a decision line:\n%s", out)
+	}
 	want := []string{
 		"Let me read the notes.",
 		`-> read {"path":"notes.txt"}  [call_read1]`,
-		"allowed by runtime:default",
 		"<- ok",
 		"buy milk",
 		"The notes say: buy milk.",
@@ -93,10 +100,10 @@ func TestRunOpenAIStreamsToTerminal(t *testing.T) {
 }
 
 func TestRunOpenAIJSONEvents(t *testing.T) {
-	noKeysInEnv(t)
-	t.Setenv("LOCAL_LLM_KEY", cliKey)
+	t.Parallel()
+	env := withoutKeys("LOCAL_LLM_KEY", cliKey)
 	srv := providertest.NewLLMServer(t, readThenAnswer...)
-	code, out, errOut := apMain(t, "run", "--json", "--model", "openai:gpt-test-1", "--base-url", srv.URL+"/v1", "--api-key-env", "LOCAL_LLM_KEY",
+	code, out, errOut := tgMainIn(t, "", env, "run", "--json", "--model", "openai:gpt-test-1", "--base-url", srv.URL+"/v1", "--api-key-env", "LOCAL_LLM_KEY",
 		"--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -143,10 +150,10 @@ func TestRunOpenAIJSONEvents(t *testing.T) {
 
 // A vendor's key goes to another server only when asked for by name.
 func TestRunAnthropicKeyFromEnv(t *testing.T) {
-	noKeysInEnv(t)
-	t.Setenv("ANTHROPIC_API_KEY", cliKey)
+	t.Parallel()
+	env := withoutKeys("ANTHROPIC_API_KEY", cliKey)
 	srv := providertest.NewLLMServer(t, readThenAnswer...)
-	code, out, errOut := apMain(t, "run", "--model", "anthropic:claude-test-1", "--base-url", srv.URL,
+	code, out, errOut := tgMainIn(t, "", env, "run", "--model", "anthropic:claude-test-1", "--base-url", srv.URL,
 		"--api-key-env", "ANTHROPIC_API_KEY", "--workdir", cliWorkdir(t), "read my notes")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -169,7 +176,8 @@ func TestRunAnthropicKeyFromEnv(t *testing.T) {
 // text or JSON output, with -v logging, on a rejected request or an error
 // event in the middle of a stream.
 func TestRunNeverPrintsTheKey(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	rejected := func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
@@ -186,7 +194,7 @@ func TestRunNeverPrintsTheKey(t *testing.T) {
 				srv := providertest.NewLLMServer(t)
 				srv.Fail = fail
 				args := append([]string{"run", "--model", "openai:gpt-test-1", "--base-url", srv.URL + "/v1", "--api-key", cliKey, "--workdir", t.TempDir()}, extra...)
-				code, out, errOut := apMain(t, append(args, "hello")...)
+				code, out, errOut := tgMainIn(t, "", env, append(args, "hello")...)
 				if code != exitError {
 					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitError, out, errOut)
 				}
@@ -202,27 +210,31 @@ func TestRunNeverPrintsTheKey(t *testing.T) {
 }
 
 func TestRunModelUsageErrors(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	script := apWrite(t, t.TempDir(), "s.yaml", "turns:\n  - text: hi\n")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--model", "openai:gpt-4.1-mini"}, "set OPENAI_API_KEY or pass --api-key"},
-		{[]string{"--model", "openai:some/model", "--base-url", "https://openrouter.ai/api/v1"}, "set OPENROUTER_API_KEY or pass --api-key"},
-		{[]string{"--model", "anthropic:claude-test"}, "set ANTHROPIC_API_KEY or pass --api-key"},
+		{[]string{"--model", "openai:gpt-4.1-mini"}, "export OPENAI_API_KEY=... (or name another variable with --api-key-env)"},
+		{[]string{"--model", "openai:some/model", "--base-url", "https://openrouter.ai/api/v1"}, "export OPENROUTER_API_KEY=... (or name another variable with --api-key-env)"},
+		{[]string{"--model", "anthropic:claude-test"}, "export ANTHROPIC_API_KEY=... (or name another variable with --api-key-env)"},
 		{[]string{"--model", "openai:"}, "want KIND:NAME"},
 		{[]string{"--model", "gemini:pro"}, `unknown kind "gemini" (known: script, openai, anthropic)`},
 		{[]string{"--model", "openai:m", "--base-url", "ftp://127.0.0.1/v1", "--api-key", cliKey}, "not an absolute http(s) URL"},
 		{[]string{"--model", "script:" + script, "--api-key", cliKey}, "--base-url, --api-key and --api-key-env are for openai: and anthropic: models"},
 		{[]string{"--model", "openai:m", "--base-url", "http://127.0.0.1:1/v1", "--api-key-env", "TOLLGATE_UNSET_KEY_VAR"}, "--api-key-env TOLLGATE_UNSET_KEY_VAR: the variable is unset or empty"},
 	} {
-		code, out, errOut := apMain(t, append(append([]string{"run"}, tc.args...), "hi")...)
+		code, out, errOut := tgMainIn(t, "", env, append(append([]string{"run"}, tc.args...), "hi")...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, exitUsage, tc.want)
 		}
 		if strings.Contains(out+errOut, cliKey) {
 			t.Errorf("%q: the API key appears in the output", tc.args)
+		}
+		if strings.Contains(errOut, "pass --api-key") {
+			t.Errorf("%q: the error points to --api-key, which every process of the machine sees: %q", tc.args, errOut)
 		}
 	}
 }
@@ -230,9 +242,10 @@ func TestRunModelUsageErrors(t *testing.T) {
 // A local OpenAI-compatible server (Ollama, vLLM) needs no key: none is
 // asked for and no Authorization header is sent.
 func TestRunLocalServerWithoutKey(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	srv := providertest.NewLLMServer(t, providertest.Turn{Text: "Hello from a local model."})
-	code, out, errOut := apMain(t, "run", "--model", "openai:llama3.1", "--base-url", srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
+	code, out, errOut := tgMainIn(t, "", env, "run", "--model", "openai:llama3.1", "--base-url", srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
 	if code != exitDone || !strings.Contains(out, "Hello from a local model.") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -244,10 +257,10 @@ func TestRunLocalServerWithoutKey(t *testing.T) {
 // OPENAI_API_KEY belongs to api.openai.com: it is not sent to another
 // --base-url unless --api-key-env names it.
 func TestVendorKeyNotSentElsewhere(t *testing.T) {
-	noKeysInEnv(t)
-	t.Setenv("OPENAI_API_KEY", cliKey)
+	t.Parallel()
+	env := withoutKeys("OPENAI_API_KEY", cliKey)
 	srv := providertest.NewLLMServer(t, providertest.Turn{Text: "hi"})
-	code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
+	code, out, errOut := tgMainIn(t, "", env, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1", "--workdir", t.TempDir(), "hi")
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -258,6 +271,7 @@ func TestVendorKeyNotSentElsewhere(t *testing.T) {
 
 // The key given with --api-key is not in the configuration stored for resume.
 func TestStoredConfigNeverKeepsTheKey(t *testing.T) {
+	t.Parallel()
 	rc := newRunCommand(&cliEnv{})
 	if err := rc.cmd.ParseFlags([]string{"--model", "openai:m", "--api-key", cliKey, "--base-url", "http://127.0.0.1:1/v1"}); err != nil {
 		t.Fatal(err)
@@ -282,7 +296,8 @@ func TestStoredConfigNeverKeepsTheKey(t *testing.T) {
 // stored, so a resume without it is refused before anything runs, and a
 // resume that gives it again sends it.
 func TestResumeOfRunStartedWithAPIKeyNeedsTheKey(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	srv := providertest.NewLLMServer(t,
 		providertest.Turn{Calls: []providertest.Call{{ID: "call_w1", Name: "write", Args: `{"path":"out.txt","content":"hi"}`}}},
 		providertest.Turn{Text: "written"})
@@ -290,23 +305,23 @@ func TestResumeOfRunStartedWithAPIKeyNeedsTheKey(t *testing.T) {
 	ws := cliWorkdir(t)
 	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n    reason: writes need a person\n")
 	state := filepath.Join(dir, "state")
-	code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1", "--api-key", cliKey,
+	code, out, errOut := tgMainIn(t, "", env, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1", "--api-key", cliKey,
 		"--workdir", ws, "--policy", policy, "--state-dir", state, "--approve", "prompt", "write it")
 	if code != exitPending {
 		t.Fatalf("run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitPending, out, errOut)
 	}
 	runID, reqID := onlyPending(t, state)
-	if code, out, errOut = apMain(t, "approvals", "approve", "--state-dir", state, "--run", runID, reqID); code != 0 {
+	if code, out, errOut = tgMainIn(t, "", env, "approvals", "approve", "--state-dir", state, "--run", runID, reqID); code != 0 {
 		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, errOut = apMain(t, "resume", "--state-dir", state, runID)
+	code, out, errOut = tgMainIn(t, "", env, "resume", "--state-dir", state, runID)
 	if code != exitUsage || !strings.Contains(errOut, "started with --api-key") {
 		t.Fatalf("resume without the key: exit %d, want %d naming --api-key\nstdout:\n%s\nstderr:\n%s", code, exitUsage, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err == nil {
 		t.Fatal("the approved call ran although the resume was refused")
 	}
-	code, out, errOut = apMain(t, "resume", "--state-dir", state, "--api-key", cliKey, runID)
+	code, out, errOut = tgMainIn(t, "", env, "resume", "--state-dir", state, "--api-key", cliKey, runID)
 	if code != exitDone || !strings.Contains(out, "written") {
 		t.Fatalf("resume with the key: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -330,7 +345,8 @@ func onlyPending(t *testing.T, state string) (runID, reqID string) {
 // Edited arguments are checked against the tool's schema when the approval
 // is made: a bad edit is refused and the request stays pending for a good one.
 func TestApproveArgsCheckedAgainstSchema(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	srv := providertest.NewLLMServer(t,
 		providertest.Turn{Calls: []providertest.Call{{ID: "call_w1", Name: "write", Args: `{"path":"out.txt","content":"hi"}`}}},
 		providertest.Turn{Text: "written"})
@@ -338,22 +354,22 @@ func TestApproveArgsCheckedAgainstSchema(t *testing.T) {
 	ws := cliWorkdir(t)
 	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
 	state := filepath.Join(dir, "state")
-	if code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1",
+	if code, out, errOut := tgMainIn(t, "", env, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1",
 		"--workdir", ws, "--policy", policy, "--state-dir", state, "write it"); code != exitPending {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
 	}
 	runID, reqID := onlyPending(t, state)
-	code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, "--args", `{"path":"out.txt","content":7}`, reqID)
+	code, out, errOut := tgMainIn(t, "", env, "approvals", "approve", "--state-dir", state, "--args", `{"path":"out.txt","content":7}`, reqID)
 	if code != exitUsage || !strings.Contains(errOut, "input schema") {
 		t.Fatalf("bad edit: exit %d, want %d naming the schema\n%s%s", code, exitUsage, out, errOut)
 	}
 	if r2, q2 := onlyPending(t, state); r2 != runID || q2 != reqID {
 		t.Fatalf("the request is no longer pending after a refused edit")
 	}
-	if code, out, errOut = apMain(t, "approvals", "approve", "--state-dir", state, "--args", `{"path":"out.txt","content":"edited"}`, reqID); code != 0 {
+	if code, out, errOut = tgMainIn(t, "", env, "approvals", "approve", "--state-dir", state, "--args", `{"path":"out.txt","content":"edited"}`, reqID); code != 0 {
 		t.Fatalf("good edit: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut = apMain(t, "resume", "--state-dir", state, runID); code != exitDone {
+	if code, out, errOut = tgMainIn(t, "", env, "resume", "--state-dir", state, runID); code != exitDone {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(b) != "edited" {
@@ -364,7 +380,8 @@ func TestApproveArgsCheckedAgainstSchema(t *testing.T) {
 // resume --wait goes on waiting when the resumed run halts again, as run
 // --approve wait does, until the run ends.
 func TestResumeWaitWaitsAtEveryHalt(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	srv := providertest.NewLLMServer(t,
 		providertest.Turn{Calls: []providertest.Call{{ID: "call_w1", Name: "write", Args: `{"path":"a.txt","content":"a"}`}}},
 		providertest.Turn{Calls: []providertest.Call{{ID: "call_w2", Name: "write", Args: `{"path":"b.txt","content":"b"}`}}},
@@ -373,7 +390,7 @@ func TestResumeWaitWaitsAtEveryHalt(t *testing.T) {
 	ws := cliWorkdir(t)
 	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
 	state := filepath.Join(dir, "state")
-	if code, out, errOut := apMain(t, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1",
+	if code, out, errOut := tgMainIn(t, "", env, "run", "--model", "openai:m", "--base-url", srv.URL+"/v1",
 		"--workdir", ws, "--policy", policy, "--state-dir", state, "write two files"); code != exitPending {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
 	}
@@ -384,10 +401,10 @@ func TestResumeWaitWaitsAtEveryHalt(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, out, errOut := apMain(t, "resume", "--state-dir", state, "--wait", "--poll", "20ms", runID)
+		code, out, errOut := tgMainIn(t, "", env, "resume", "--state-dir", state, "--wait", "--poll", "20ms", runID)
 		done <- result{code, out, errOut}
 	}()
-	if code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, first); code != 0 {
+	if code, out, errOut := tgMainIn(t, "", env, "approvals", "approve", "--state-dir", state, first); code != 0 {
 		t.Fatalf("approve 1: exit %d\n%s%s", code, out, errOut)
 	}
 	// The run halts again on the second write; the waiting resume stays.
@@ -406,7 +423,7 @@ func TestResumeWaitWaitsAtEveryHalt(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, second); code != 0 {
+	if code, out, errOut := tgMainIn(t, "", env, "approvals", "approve", "--state-dir", state, second); code != 0 {
 		t.Fatalf("approve 2: exit %d\n%s%s", code, out, errOut)
 	}
 	r := <-done
@@ -444,27 +461,28 @@ func pendingApprovals(t *testing.T, state string) []store.Approval {
 // A script model takes no key: resume refuses --api-key for a run whose
 // model is a script, as run does, before anything runs.
 func TestResumeOfScriptRunRefusesAPIKey(t *testing.T) {
-	noKeysInEnv(t)
+	t.Parallel()
+	env := withoutKeys()
 	dir := t.TempDir()
 	ws := cliWorkdir(t)
 	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: write, args: {path: out.txt, content: hi}}]\n  - text: written\n")
 	policy := apWrite(t, dir, "policy.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
 	state := filepath.Join(dir, "state")
-	if code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "write it"); code != exitPending {
+	if code, out, errOut := tgMainIn(t, "", env, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "write it"); code != exitPending {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
 	}
 	runID, reqID := onlyPending(t, state)
-	if code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, reqID); code != 0 {
+	if code, out, errOut := tgMainIn(t, "", env, "approvals", "approve", "--state-dir", state, reqID); code != 0 {
 		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, errOut := apMain(t, "resume", "--state-dir", state, "--api-key", cliKey, runID)
+	code, out, errOut := tgMainIn(t, "", env, "resume", "--state-dir", state, "--api-key", cliKey, runID)
 	if code != exitUsage || !strings.Contains(errOut, "--base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:") || strings.Contains(out+errOut, cliKey) {
 		t.Fatalf("resume --api-key of a script run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err == nil {
 		t.Fatal("the approved call ran although the resume was refused")
 	}
-	if code, out, errOut = apMain(t, "resume", "--state-dir", state, runID); code != exitDone || !strings.Contains(out, "written") {
+	if code, out, errOut = tgMainIn(t, "", env, "resume", "--state-dir", state, runID); code != exitDone || !strings.Contains(out, "written") {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}
 }

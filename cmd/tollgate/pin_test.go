@@ -40,6 +40,7 @@ func pinWorkspace(t *testing.T) (dir, ws string) {
 // .claude/settings.local.json: the resume after a person's "no" refuses to
 // build the run, naming the policy, and the denied write never runs.
 func TestResumeRefusesSwappedPolicy(t *testing.T) {
+	t.Parallel()
 	dir, ws := pinWorkspace(t)
 	state := filepath.Join(dir, "state")
 	code, out, errOut := runMain(t, "run", "--model", "script:"+filepath.Join(dir, "s.yaml"), "--workdir", ws, "--policy", filepath.Join(ws, "conf", "policy.yaml"),
@@ -76,6 +77,7 @@ func TestResumeRefusesSwappedPolicy(t *testing.T) {
 // policy's directory nor create the workspace's .claude directory or a
 // settings file in it.
 func TestSandboxKeepsGoverningFilesInPlace(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	dir, ws := pinWorkspace(t)
 	code, out, errOut := runMain(t, "run", "--model", "script:"+filepath.Join(dir, "s.yaml"), "--workdir", ws, "--policy", filepath.Join(ws, "conf", "policy.yaml"),

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -21,6 +20,7 @@ import (
 )
 
 func TestSafeText(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain\ttext\n":             "plain\ttext\n",
 		"hi\x1b[2K\r\x1b[1Afake":    `hi\x1b[2K\x0d\x1b[1Afake`,
@@ -36,6 +36,7 @@ func TestSafeText(t *testing.T) {
 // Model text and tool output reach the terminal without control sequences,
 // and arguments are shown as written ("&&", not "\u0026\u0026").
 func TestRunOutputIsTerminalSafe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "s.yaml")
 	os.WriteFile(script, []byte("turns:\n  - text: \"hello\\e[2K\\r\\e[1A\\e[31mFAKE\"\n    toolCalls:\n      - name: bash\n        args: {command: \"printf '\\\\033[31mred' && true\"}\n  - text: done\n"), 0o644)
@@ -57,6 +58,7 @@ func TestRunOutputIsTerminalSafe(t *testing.T) {
 // A policy's relative pathPrefix covers the absolute spelling of the same
 // workspace file: run gives the policy its --workdir.
 func TestPolicyPathsResolveAgainstWorkdir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	os.MkdirAll(filepath.Join(ws, "secret"), 0o755)
@@ -87,16 +89,16 @@ func TestPolicyPathsResolveAgainstWorkdir(t *testing.T) {
 // --approval-ttl makes approval requests expire: an approval given too late is
 // refused, and resume gives the model the expiry instead of running the call.
 func TestApprovalTTL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	t.Chdir(dir)
-	os.WriteFile("p.yaml", []byte("rules:\n  - id: ask-bash\n    tool: bash\n    decision: ask\n    reason: r\n"), 0o644)
-	os.WriteFile("s.yaml", []byte("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"echo ran >> ran.txt\"}\n  - text: done\n"), 0o644)
+	in := func(name string) string { return filepath.Join(dir, name) }
+	os.WriteFile(in("p.yaml"), []byte("rules:\n  - id: ask-bash\n    tool: bash\n    decision: ask\n    reason: r\n"), 0o644)
+	os.WriteFile(in("s.yaml"), []byte("turns:\n  - toolCalls:\n      - name: bash\n        args: {command: \"echo ran >> ran.txt\"}\n  - text: done\n"), 0o644)
 	run := func(args ...string) (int, string) {
-		var out, errb bytes.Buffer
-		code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
-		return code, out.String() + errb.String()
+		code, out, errOut := tgMainIn(t, dir, nil, args...)
+		return code, out + errOut
 	}
-	code, out := run("run", "--model", "script:s.yaml", "--workdir", ".", "--policy", "p.yaml", "--approval-ttl", "1ms", "x")
+	code, out := run("run", "--model", "script:s.yaml", "--workdir", ".", "--policy", "p.yaml", "--approval-ttl", "1ns", "x")
 	if code != exitPending {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
@@ -105,7 +107,6 @@ func TestApprovalTTL(t *testing.T) {
 	if req == nil || runID == nil {
 		t.Fatalf("no request or run ID in:\n%s", out)
 	}
-	time.Sleep(20 * time.Millisecond) // let the 1 ms expiry pass
 	if code, out := run("approvals", "approve", req[1]); code == 0 || !strings.Contains(out, "expired") {
 		t.Fatalf("late approval: exit %d\n%s", code, out)
 	}
@@ -113,7 +114,7 @@ func TestApprovalTTL(t *testing.T) {
 	if code != exitDone || !strings.Contains(out, "expired") {
 		t.Fatalf("resume: exit %d\n%s", code, out)
 	}
-	if _, err := os.Stat("ran.txt"); err == nil {
+	if _, err := os.Stat(in("ran.txt")); err == nil {
 		t.Error("the expired request's call ran")
 	}
 	if code, _ := run("approvals", "list", "--status", "bogus"); code != exitUsage {
@@ -124,6 +125,7 @@ func TestApprovalTTL(t *testing.T) {
 // policy check warns about rules that can never match a tool or an argument
 // tollgate run offers.
 func TestPolicyCheckLint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := filepath.Join(dir, "p.yaml")
 	os.WriteFile(f, []byte("rules:\n  - id: typo\n    tool: bassh\n    decision: deny\n    reason: x\n  - id: wrong-arg\n    tool: bash\n    args: {cmd: {regex: rm}}\n    decision: deny\n    reason: x\n  - id: fine\n    tool: [edit, \"mcp__*\"]\n    args: {path: {prefix: /etc}}\n    decision: deny\n    reason: x\n"), 0o644)
@@ -146,36 +148,36 @@ func TestPolicyCheckLint(t *testing.T) {
 
 // An unusable --state-dir is a usage error before any call runs.
 func TestStateDirCheckedFirst(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	t.Chdir(dir)
-	os.Mkdir("ws", 0o755)
-	os.WriteFile("afile", []byte("x"), 0o644)
+	in := func(name string) string { return filepath.Join(dir, name) }
+	os.Mkdir(in("ws"), 0o755)
+	os.WriteFile(in("afile"), []byte("x"), 0o644)
 	// One turn: an allowed call with a side effect, and a call that asks.
-	os.WriteFile("s.yaml", []byte("turns:\n  - toolCalls:\n      - {name: bash, args: {command: \"echo x > side.txt\"}}\n      - {name: write, args: {path: w.txt, content: x}}\n  - text: done\n"), 0o644)
-	os.WriteFile("p.yaml", []byte("rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n"), 0o644)
+	os.WriteFile(in("s.yaml"), []byte("turns:\n  - toolCalls:\n      - {name: bash, args: {command: \"echo x > side.txt\"}}\n      - {name: write, args: {path: w.txt, content: x}}\n  - text: done\n"), 0o644)
+	os.WriteFile(in("p.yaml"), []byte("rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n"), 0o644)
 	run := func(stateDir string) (int, string) {
-		var out, errb bytes.Buffer
-		code := Main(context.Background(), []string{"run", "--model", "script:s.yaml", "--workdir", "ws", "--policy", "p.yaml", "--state-dir", stateDir, "x"}, strings.NewReader(""), &out, &errb)
-		return code, out.String() + errb.String()
+		code, out, errOut := tgMainIn(t, dir, nil, "run", "--model", "script:s.yaml", "--workdir", "ws", "--policy", "p.yaml", "--state-dir", stateDir, "x")
+		return code, out + errOut
 	}
 	if code, out := run("afile"); code != exitUsage || !strings.Contains(out, "not a directory") {
 		t.Fatalf("state dir is a file: exit %d\n%s", code, out)
 	}
-	if _, err := os.Stat("ws/side.txt"); err == nil {
+	if _, err := os.Stat(in("ws/side.txt")); err == nil {
 		t.Fatal("a call ran before the state dir was found unusable")
 	}
-	os.MkdirAll("bad", 0o755)
-	os.WriteFile(filepath.Join("bad", "tollgate.db"), []byte("this is not a database, not at all, no"), 0o644)
+	os.MkdirAll(in("bad"), 0o755)
+	os.WriteFile(in(filepath.Join("bad", "tollgate.db")), []byte("this is not a database, not at all, no"), 0o644)
 	if code, out := run("bad"); code != exitUsage {
 		t.Fatalf("corrupt store: exit %d\n%s", code, out)
 	}
-	if _, err := os.Stat("ws/side.txt"); err == nil {
+	if _, err := os.Stat(in("ws/side.txt")); err == nil {
 		t.Fatal("a call ran before the store was found unusable")
 	}
 	if code, out := run(filepath.Join("fresh", "state")); code != exitPending {
 		t.Fatalf("fresh state dir: exit %d\n%s", code, out)
 	}
-	if _, err := os.Stat("ws/side.txt"); err != nil {
+	if _, err := os.Stat(in("ws/side.txt")); err != nil {
 		t.Fatal("with a usable state dir the allowed call should have run")
 	}
 }
@@ -183,6 +185,7 @@ func TestStateDirCheckedFirst(t *testing.T) {
 // A question given up on (its context ended) does not swallow the answer
 // typed for the next one.
 func TestTerminalWaitAfterCancel(t *testing.T) {
+	t.Parallel()
 	pr, pw := io.Pipe()
 	var prompts bytes.Buffer
 	wait := terminalWait(pr, &prompts, nil)
@@ -200,6 +203,7 @@ func TestTerminalWaitAfterCancel(t *testing.T) {
 }
 
 func TestOneLineKeepsCharactersWhole(t *testing.T) {
+	t.Parallel()
 	s := strings.Repeat("日本語", 100)
 	got := oneLine(s, 200)
 	if !utf8.ValidString(got) || len(got) > 200+len("…") {
@@ -211,6 +215,7 @@ func TestOneLineKeepsCharactersWhole(t *testing.T) {
 // running beside it wait, and follow the answer in their order: they never
 // break into the prompt.
 func TestEventLinesWaitForThePrompt(t *testing.T) {
+	t.Parallel()
 	var term syncBuffer // the terminal: prompts and event lines together
 	hold := &termHold{}
 	p := &printer{w: &term, hold: hold}
@@ -268,6 +273,7 @@ func (s *syncBuffer) String() string {
 // A notice (an MCP server restarted during a call) is printed under its
 // call, every field escaped.
 func TestPrintNotice(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	p := &printer{w: &b}
 	p.event(agent.Event{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c1", Name: "mcp__x__t", Arguments: []byte("{}")}})

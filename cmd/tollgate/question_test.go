@@ -23,6 +23,7 @@ func questionRequest(t *testing.T) tool.Request {
 }
 
 func TestTerminalAsksQuestions(t *testing.T) {
+	t.Parallel()
 	req := questionRequest(t)
 	for _, tt := range []struct {
 		in, data string
@@ -56,6 +57,7 @@ func TestTerminalAsksQuestions(t *testing.T) {
 // like an approval does; `approvals answer` answers it; resume gives the
 // model the answers.
 func TestQuestionHaltAnswerResume(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	state := filepath.Join(dir, "state")

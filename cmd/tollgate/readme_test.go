@@ -9,18 +9,19 @@ import (
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 )
 
-// readmeSection returns the text of README.md from the heading title to the
-// next heading of the same level.
-func readmeSection(t *testing.T, title string) string {
+// docSection returns the text of the page file (a path from the
+// repository's root) from the heading title to the next heading of the same
+// level.
+func docSection(t *testing.T, file, title string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, "\n"+title+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no heading %q", title)
+		t.Fatalf("%s has no heading %q", file, title)
 	}
 	s = s[i+len(title)+2:]
 	level := title[:strings.Index(title, " ")+1]
@@ -30,10 +31,11 @@ func readmeSection(t *testing.T, title string) string {
 	return s
 }
 
-// The synopsis under "The command" names every command tollgate has, and
-// every subcommand on a line of its command.
-func TestREADMESynopsisNamesEveryCommand(t *testing.T) {
-	synopsis := readmeSection(t, "## The command")
+// The synopsis under "The command" of docs/cli.md names every command
+// tollgate has, and every subcommand on a line of its command.
+func TestCLIDocSynopsisNamesEveryCommand(t *testing.T) {
+	t.Parallel()
+	synopsis := docSection(t, "docs/cli.md", "## The command")
 	for _, c := range newRootCmd(&cliEnv{}).Commands() {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
 			continue
@@ -45,7 +47,7 @@ func TestREADMESynopsisNamesEveryCommand(t *testing.T) {
 			}
 		}
 		if len(lines) == 0 {
-			t.Errorf("README.md's synopsis under \"The command\" lacks tollgate %s", c.Name())
+			t.Errorf("docs/cli.md's synopsis under \"The command\" lacks tollgate %s", c.Name())
 			continue
 		}
 		for _, sub := range c.Commands() {
@@ -58,16 +60,17 @@ func TestREADMESynopsisNamesEveryCommand(t *testing.T) {
 				found = found || slices.Contains(words, sub.Name())
 			}
 			if !found {
-				t.Errorf("README.md's synopsis lacks tollgate %s %s", c.Name(), sub.Name())
+				t.Errorf("docs/cli.md's synopsis lacks tollgate %s %s", c.Name(), sub.Name())
 			}
 		}
 	}
 }
 
-// The application version README.md tells operators to look for is the
-// one workers run under.
-func TestREADMEWorkflowVersion(t *testing.T) {
-	if s := readmeSection(t, "## Many machines: durable runs and workers"); !strings.Contains(s, "`"+dbosengine.ApplicationVersion+"`") {
-		t.Errorf("README.md's \"Many machines\" does not name the application version %s", dbosengine.ApplicationVersion)
+// The application version docs/durable.md tells operators to look for is
+// the one workers run under.
+func TestDurableDocWorkflowVersion(t *testing.T) {
+	t.Parallel()
+	if s := docSection(t, "docs/durable.md", "## Many machines: durable runs and workers"); !strings.Contains(s, "`"+dbosengine.ApplicationVersion+"`") {
+		t.Errorf("docs/durable.md's \"Many machines\" does not name the application version %s", dbosengine.ApplicationVersion)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -25,9 +27,44 @@ const (
 type cliEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// getenv reads the command's environment and dir is its working
+	// directory, from which relative paths are taken: the process's when
+	// nil and empty (Main), a test's own otherwise, so that tests need not
+	// change the process's and can run in parallel.
+	getenv func(string) string
+	dir    string
 
 	holdOnce sync.Once
 	hold     *termHold
+}
+
+// env returns the value of the variable name in the command's environment.
+func (e *cliEnv) env(name string) string {
+	if e.getenv == nil {
+		return os.Getenv(name)
+	}
+	return e.getenv(name)
+}
+
+// wd returns the command's working directory.
+func (e *cliEnv) wd() (string, error) {
+	if e.dir != "" {
+		return e.dir, nil
+	}
+	return os.Getwd()
+}
+
+// abs returns p as an absolute, clean path, a relative one taken from the
+// command's working directory (as filepath.Abs does from the process's).
+func (e *cliEnv) abs(p string) (string, error) {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p), nil
+	}
+	wd, err := e.wd()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(wd, p), nil
 }
 
 // termHold returns the terminal's hold: event lines wait while a prompt asks.
@@ -129,9 +166,15 @@ func withCode(code int, err error) error { return &exitCodeError{code: code, err
 
 // Main runs the tollgate command with args and returns its exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return mainEnv(ctx, args, &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr})
+}
+
+// mainEnv is Main in the environment and working directory of env.
+func mainEnv(ctx context.Context, args []string, env *cliEnv) int {
 	// Whatever reaches the terminal is escaped (see termWriter).
-	stdout, stderr = &termWriter{w: stdout}, &termWriter{w: stderr}
-	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr}
+	stdout, stderr := io.Writer(&termWriter{w: env.stdout}), io.Writer(&termWriter{w: env.stderr})
+	stdin := env.stdin
+	env = &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr, getenv: env.getenv, dir: env.dir}
 	root := newRootCmd(env)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -174,16 +217,21 @@ Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
 		Version:       version(),
 	}
 	root.SetVersionTemplate("tollgate {{.Version}}\n")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%s%v", commandPrefix(c), err) })
+	root.SetFlagErrorFunc(flagUsageError)
 	// An unknown subcommand is a usage error too (exit 2).
-	root.Args = argsUsage(cobra.NoArgs)
+	root.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return unknownCommand(c, args[0])
+		}
+		return nil
+	}
 	root.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
 	root.AddCommand(
 		newRunCmd(env),
 		newToolsCmd(env),
 		newHooksCmd(env),
 		newPolicyCmd(env), newApprovalsCmd(env), newResumeCmd(env), newRunsCmd(env),
-		newDoctorCmd(env),
+		withSetupChecks(newDoctorCmd(env), env),
 		newServeCmd(env),
 		newWorkerCmd(env),
 		newMCPCmd(env),
@@ -198,7 +246,7 @@ Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
 		if c != root && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
 			c.Args = func(cmd *cobra.Command, args []string) error {
 				if len(args) > 0 {
-					return usageErr("unknown command %q for %q (see '%s --help')", args[0], cmd.CommandPath(), cmd.CommandPath())
+					return unknownCommand(cmd, args[0])
 				}
 				return nil
 			}

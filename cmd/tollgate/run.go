@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -217,7 +218,7 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		APIKey: cb.apiKey, StateDir: cb.stateDir, Protect: protect, MCPLogins: cb.loginsDir(),
+		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, MCPLogins: cb.loginsDir(),
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 		Elicit: cb.askElicit,
@@ -270,6 +271,21 @@ func flagError(err error) error {
 	return withCode(exitError, fmt.Errorf("run: %w", err))
 }
 
+// checkWorkdir refuses a workspace that is not an existing directory, in
+// the flag's terms, before anything is built or stored.
+func checkWorkdir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErr("run: --workdir %s: no such directory", field(dir))
+	case err != nil:
+		return usageErr("run: --workdir %s: %v", field(dir), err)
+	case !fi.IsDir():
+		return usageErr("run: --workdir %s: not a directory", field(dir))
+	}
+	return nil
+}
+
 // runCommand is `tollgate run` with its parsed flags.
 type runCommand struct {
 	cmd   *cobra.Command
@@ -314,7 +330,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 	f.StringArrayVar(&fl.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
 	f.BoolVar(&fl.json, "json", false, "print one JSON event per line instead of text")
 	fl.logs.add(f)
-	state.add(f)
+	state.add(f, env)
 	for _, e := range rc.exts {
 		if e.flags != nil {
 			e.flags(f, fl)
@@ -326,12 +342,15 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		dir, err := os.Getwd()
+		dir, err := env.wd()
 		if err != nil {
 			return withCode(exitError, err)
 		}
 		cfg, err := fl.config(dir)
 		if err != nil {
+			return err
+		}
+		if err := checkWorkdir(cfg.Workdir); err != nil {
 			return err
 		}
 		stateDir, err := state.resolve(cfg.Workdir)
@@ -347,7 +366,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 			return err
 		}
 		defer logs.Close()
-		h, closeStore, err := openHost(c.Context(), storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts, mcpLogins: true}, true)
+		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts, mcpLogins: true}, true)
 		if err != nil {
 			return err
 		}
@@ -372,6 +391,7 @@ type printer struct {
 	inText  bool              // the last event printed was text: a block of the model's text is open
 	nextLn  bool              // the next text starts a line of that block
 	firstLn bool              // and that line is the block's first
+	asked   map[string]bool   // call IDs of calls that asked a question
 }
 
 // label names the call a decision or result line is about.
@@ -460,12 +480,25 @@ func (p *printer) print(ev agent.Event) {
 		if d.Outcome == agent.OutcomePending {
 			return // the pending line that follows says it all
 		}
-		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), d.Outcome, field(d.By.String()))
+		if d.Outcome == agent.OutcomeAllowed && d.By == approval.Default {
+			return // nothing objected: the call and its result say it all
+		}
+		outcome := string(d.Outcome)
+		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] && d.By.Kind == approval.PrincipalPerson {
+			outcome = "answered" // a question: the person answered it
+		}
+		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), outcome, field(d.By.String()))
 		if d.Reason != "" {
 			line += ": " + oneLine(d.Reason, 200)
 		}
 		fmt.Fprintln(p.w, line)
 	case agent.EventPending:
+		if ev.Request.Kind == tool.KindQuestion {
+			if p.asked == nil {
+				p.asked = map[string]bool{}
+			}
+			p.asked[ev.CallID] = true
+		}
 		fmt.Fprintf(p.w, "   [%s] pending %s (%s): %s\n", p.label(ev.CallID), field(ev.Request.ID), field(string(ev.Request.Kind)), oneLine(ev.Request.Prompt, 300))
 	case agent.EventProgress:
 		pr := ev.Progress

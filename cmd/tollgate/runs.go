@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -76,7 +77,7 @@ func parseRunStatus(s string) (store.RunStatus, error) {
 func newRunsCmd(env *cliEnv) *cobra.Command {
 	state := &stateFlags{}
 	cmd := &cobra.Command{Use: "runs", Short: "List, show, cancel and prune the stored runs"}
-	state.add(cmd.PersistentFlags())
+	state.add(cmd.PersistentFlags(), env)
 
 	var status string
 	var jsonOut bool
@@ -119,10 +120,10 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 	list.Flags().StringVar(&status, "status", "", "only runs with this status: running, pending, resuming, done, incomplete, error or cancelled")
 	list.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array instead of a table")
 
-	var withState bool
+	var withState, showJSON bool
 	show := &cobra.Command{
 		Use:   "show RUN_ID",
-		Short: "Show one run as JSON: its configuration, result, lease and events",
+		Short: "Show one run: its tool calls, decisions and durations (--json: its configuration, result, lease and events)",
 		Args:  argsUsage(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := state.open(c.Context())
@@ -132,7 +133,7 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			defer s.Close()
 			r, err := s.GetRun(c.Context(), args[0])
 			if err != nil {
-				return withCode(exitError, err)
+				return withCode(exitError, noSuchRun(err, args[0]))
 			}
 			d := runDetail{ID: r.ID, Tenant: r.Tenant, Owner: r.Owner, Status: r.Status, Config: r.Config, Result: r.Result,
 				Lease: r.Lease, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Events: []store.Event{}}
@@ -151,10 +152,14 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 				d.Events = append(d.Events, evs...)
 				after = evs[len(evs)-1].Seq
 			}
-			return writeJSON(env.stdout, d)
+			if showJSON || withState {
+				return writeJSON(env.stdout, d)
+			}
+			return printRunSummary(env.stdout, d)
 		},
 	}
-	show.Flags().BoolVar(&withState, "state", false, "include the run's state (its transcript)")
+	show.Flags().BoolVar(&showJSON, "json", false, "print the run as JSON: its configuration, result, lease and events")
+	show.Flags().BoolVar(&withState, "state", false, "include the run's state (its transcript) in the JSON (implies --json)")
 
 	cancel := &cobra.Command{
 		Use:   "cancel RUN_ID",
@@ -169,7 +174,7 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, closeStore, err := openHost(c.Context(), storeURL, dir, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
+			h, closeStore, err := openHost(c.Context(), env, storeURL, dir, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
 				return nil, fmt.Errorf("cancel builds no agent")
 			}), false)
 			if err != nil {
@@ -177,7 +182,9 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			}
 			defer closeStore()
 			by := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
-			if err := h.Cancel(c.Context(), args[0], by); err != nil {
+			if err := h.Cancel(c.Context(), args[0], by); errors.Is(err, store.ErrNotFound) {
+				return withCode(exitError, noSuchRun(err, args[0]))
+			} else if err != nil {
 				return withCode(exitError, err)
 			}
 			fmt.Fprintf(env.stdout, "cancelled run %s\n", field(args[0]))

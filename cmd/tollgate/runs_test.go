@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,7 +24,32 @@ func tgMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
+// tgMainIn runs the command in this process with empty stdin, in the
+// working directory dir ("": the process's) and with the variables of vars
+// in place of the process's (one vars does not name is the process's):
+// tests that give their own need not change the process's, and run in
+// parallel.
+func tgMainIn(t *testing.T, dir string, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = mainEnv(context.Background(), args, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		dir: dir, getenv: testEnv(vars)})
+	return code, out.String(), errb.String()
+}
+
+// testEnv reads vars, and the process's environment for a variable vars
+// does not name.
+func testEnv(vars map[string]string) func(string) string {
+	return func(name string) string {
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		return os.Getenv(name)
+	}
+}
+
 func TestDefaultStateDir(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, override, xdg, home, want string
 	}{
@@ -33,10 +59,7 @@ func TestDefaultStateDir(t *testing.T) {
 		{"home", "", "", "/home/u", "/home/u/.local/state/tollgate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(envStateDir, tc.override)
-			t.Setenv("XDG_STATE_HOME", tc.xdg)
-			t.Setenv("HOME", tc.home)
-			got, err := defaultStateDir()
+			got, err := defaultStateDir(&cliEnv{getenv: testEnv(map[string]string{envStateDir: tc.override, "XDG_STATE_HOME": tc.xdg, "HOME": tc.home})})
 			if err != nil || got != tc.want {
 				t.Errorf("defaultStateDir() = %q, %v; want %q", got, err, tc.want)
 			}
@@ -47,6 +70,7 @@ func TestDefaultStateDir(t *testing.T) {
 // A state directory inside the workspace is refused before any call runs,
 // however it is named (a flag, the variable, a link to the workspace).
 func TestStateDirInsideWorkspaceRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)
@@ -61,14 +85,15 @@ func TestStateDirInsideWorkspaceRefused(t *testing.T) {
 		{"through a link", filepath.Join(dir, "link", "state"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{}
 			if tc.env != "" {
-				t.Setenv(envStateDir, tc.env)
+				vars[envStateDir] = tc.env
 			}
 			args := []string{"run", "--model", "script:" + script, "--workdir", ws}
 			if tc.flag != "" {
 				args = append(args, "--state-dir", tc.flag)
 			}
-			code, out, errOut := tgMain(t, append(args, "x")...)
+			code, out, errOut := tgMainIn(t, "", vars, append(args, "x")...)
 			if code != exitUsage || !strings.Contains(errOut, "is inside the workspace") {
 				t.Fatalf("exit %d\n%s%s", code, out, errOut)
 			}
@@ -87,6 +112,7 @@ func TestStateDirInsideWorkspaceRefused(t *testing.T) {
 // The commands that read or answer never create a store: a mistyped state
 // directory is an error naming it (exit 1), and it is not created.
 func TestReadOnlyCommandsNeverCreateStore(t *testing.T) {
+	t.Parallel()
 	typo := filepath.Join(t.TempDir(), "stat-dir")
 	for _, args := range [][]string{
 		{"approvals", "list"},
@@ -114,6 +140,7 @@ func TestReadOnlyCommandsNeverCreateStore(t *testing.T) {
 // tollgate runs list|show|cancel|prune on a halted run, and the --json
 // listings.
 func TestRunsCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)
@@ -151,9 +178,24 @@ func TestRunsCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &as); code != 0 || err != nil || len(as) != 1 || as[0].RunID != runID || as[0].Tool != "bash" || as[0].Status != store.StatusPending {
 		t.Fatalf("approvals list --json: exit %d, %v\n%s", code, err, out)
 	}
+	// The digest is argsDigest, as in the HTTP API; show is text unless --json.
+	var raw []map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil || len(raw) != 1 || !strings.HasPrefix(fmt.Sprint(raw[0]["argsDigest"]), "sha256:") || raw[0]["digest"] != nil {
+		t.Errorf("approvals list --json does not name the digest argsDigest (%v):\n%s", err, out)
+	}
+	code, out, _ = tgMain(t, "approvals", "show", as[0].ID, "--state-dir", state)
+	for _, want := range []string{"request " + as[0].ID + " (approval): pending\n", "tool: bash\n", "argsDigest: sha256:"} {
+		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, `"id":`) {
+			t.Errorf("approvals show: exit %d, output lacks %q or has JSON:\n%s", code, want, out)
+		}
+	}
+	code, out, _ = tgMain(t, "approvals", "show", "--json", as[0].ID, "--state-dir", state)
+	if code != 0 || !strings.Contains(out, `"argsDigest": "sha256:`) || !strings.Contains(out, `"id": "`+as[0].ID+`"`) {
+		t.Errorf("approvals show --json: exit %d\n%s", code, out)
+	}
 
 	var d runDetail
-	code, out, _ = tgMain(t, "runs", "show", runID, "--state-dir", state)
+	code, out, _ = tgMain(t, "runs", "show", "--json", runID, "--state-dir", state)
 	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil {
 		t.Fatalf("runs show: exit %d, %v\n%s", code, err, out)
 	}
@@ -164,6 +206,13 @@ func TestRunsCommands(t *testing.T) {
 	if d.Status != store.RunPending || !strings.Contains(string(d.Config), ws) || d.State != nil ||
 		!regexp.MustCompile(`^run\.started .*tool\.call .*approval\.requested run\.halted$`).MatchString(strings.Join(types, " ")) {
 		t.Errorf("runs show: status %s, events %q\n%s", d.Status, types, out)
+	}
+	// Without --json: a summary for people, the JSON left out.
+	code, out, _ = tgMain(t, "runs", "show", runID, "--state-dir", state)
+	for _, want := range []string{"run " + runID + ": pending\n", "workdir: " + ws + "\n", "waits for: " + as[0].ID + " (approval)", "tollgate runs show --json " + runID} {
+		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, `"events"`) {
+			t.Errorf("runs show: exit %d, output lacks %q or has the JSON:\n%s", code, want, out)
+		}
 	}
 
 	if code, out, errOut := tgMain(t, "runs", "cancel", runID, "--state-dir", state); code != 0 || !strings.Contains(out, "cancelled run "+runID) {
@@ -197,6 +246,7 @@ func TestRunsCommands(t *testing.T) {
 }
 
 func TestToolsJSON(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := tgMain(t, "tools", "--json", "--workdir", t.TempDir())
 	var doc struct {
 		Tools []tool.Spec `json:"tools"`
@@ -218,6 +268,7 @@ func TestToolsJSON(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, _ := tgMain(t, "--version")
 	if code != 0 || !strings.HasPrefix(out, "tollgate ") || !strings.Contains(out, runtime.Version()) {
 		t.Errorf("--version: exit %d, %q", code, out)

@@ -43,17 +43,17 @@ func sandboxRunExtension() runExtension {
 func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16, mcpFiles []string) (func(*exec.Cmd, string, *mcptool.ServerConfig) error, error) {
 	var read []string
 	for _, r := range reads {
-		abs, err := filepath.Abs(r)
+		abs, err := env.abs(r)
 		if err != nil {
 			return nil, usageErr("tools: --sandbox-read %s: %v", r, err)
 		}
 		read = append(read, abs)
 	}
-	cwd, err := os.Getwd()
+	cwd, err := env.wd()
 	if err != nil {
 		return nil, err
 	}
-	workspace, err := filepath.Abs(workdir)
+	workspace, err := env.abs(workdir)
 	if err != nil {
 		return nil, usageErr("tools: --workdir %s: %v", workdir, err)
 	}
@@ -65,7 +65,7 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 		protect = append(protect, exe)
 	}
 	for _, f := range mcpFiles {
-		if abs, err := filepath.Abs(f); err == nil {
+		if abs, err := env.abs(f); err == nil {
 			protect = append(protect, abs)
 		}
 	}

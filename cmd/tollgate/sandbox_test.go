@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 // tests (tollgateBinary), in binDir, removed by TestMain.
 var binary struct {
 	once sync.Once
+	env  []string // go build's environment: the process's before any test changed it
 	dir  string
 	path string
 	err  error
@@ -39,7 +41,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv(envStateDir, state)
+	binary.env = os.Environ()
+	// When every test runs, the end-to-end tests' binary builds while the
+	// first tests run, rather than in the first test that needs it.
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
+		go binary.once.Do(buildBinary)
+	}
 	code := m.Run()
+	binary.once.Do(func() {}) // waits for a build under way
 	chrome.Close()
 	os.RemoveAll(state)
 	if binary.dir != "" {
@@ -48,19 +58,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tollgateBinary builds the command once and returns its path.
+// buildBinary builds the command into binary.dir, once (binary.once).
+func buildBinary() {
+	binary.dir, binary.err = os.MkdirTemp("", "tollgate-e2e-")
+	if binary.err != nil {
+		return
+	}
+	binary.path = filepath.Join(binary.dir, "tollgate")
+	build := exec.Command("go", "build", "-o", binary.path, ".")
+	build.Env = binary.env // a test's Setenv (HOME) must not move the build cache
+	if out, err := build.CombinedOutput(); err != nil {
+		binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+	}
+}
+
+// tollgateBinary returns the path of the command built once for the
+// package, waiting for the build TestMain started.
 func tollgateBinary(t testing.TB) string {
 	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "tollgate-e2e-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "tollgate")
-		if out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput(); err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
+	binary.once.Do(buildBinary)
 	if binary.err != nil {
 		t.Fatal(binary.err)
 	}
@@ -102,6 +118,7 @@ func needSandbox(t *testing.T) {
 // request stays pending and the gated call never runs. Unsandboxed, the same call approves, but only as the
 // OS user running it, never as a name it chose.
 func TestToolCannotApproveItself(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	bin := tollgateBinary(t)
 	ws := t.TempDir()
@@ -153,7 +170,7 @@ func TestToolCannotApproveItself(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "forged=2") {
 		t.Fatalf("unsandboxed: exit %d\n%s", code, out)
 	}
-	code, out = tg("approvals", "show", m[1])
+	code, out = tg("approvals", "show", "--json", m[1])
 	if code != 0 || !strings.Contains(out, `"decidedBy": {
     "kind": "person",
     "name": "`+currentUser()+`"
@@ -167,6 +184,7 @@ func TestToolCannotApproveItself(t *testing.T) {
 // run. Sandboxed, the helper dies with the bash call (PID namespace): once
 // the run has halted, no such process is left and the request is pending.
 func TestSetsidHelperCannotApproveLater(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	bin := tollgateBinary(t)
 	ws := t.TempDir()
@@ -248,6 +266,7 @@ func TestKeysDoNotReachTools(t *testing.T) {
 // A command hook that starts a daemon and outlives its timeout: the whole
 // tree is killed and the warning says so.
 func TestHookTimeoutKillsTheWholeTree(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws := t.TempDir()
 	marker := fmt.Sprintf("%d.%d", 700+os.Getpid()%100, os.Getpid())
@@ -272,6 +291,7 @@ func TestHookTimeoutKillsTheWholeTree(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	code, out, _ := apMain(t, "doctor")
 	want := fmt.Sprintf("sandbox: landlock ABI %d", sandbox.ABI())
 	if sandbox.ABI() == 0 {
@@ -283,6 +303,7 @@ func TestDoctor(t *testing.T) {
 }
 
 func TestApproveByNeedsAdmin(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"approvals", "approve", "--by", "security-team", "req_1"},
 		{"approvals", "deny", "--by", "security-team", "req_1"},

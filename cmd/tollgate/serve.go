@@ -50,8 +50,8 @@ several servers may share; a run that waits for an approval survives a restart: 
 runs resume by themselves, exactly once. People decide in a browser on the
 approvals page at the server's address (/). With a durable: section the runs
 are durable runs on a DBOS queue, driven by 'tollgate worker' processes (and
-by this one when its concurrency is above zero); see "Many machines" in the
-README. See package server for the API and
+by this one when its concurrency is above zero); see "Many machines" in
+docs/durable.md. See docs/server.md and package server for the API, and
 'tollgate serve token' to make a token.
 
 Without a tokens file the server listens on loopback only, and writes an admin
@@ -64,7 +64,7 @@ token for the default tenant to serve.token in the state directory.`,
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "server configuration file (YAML; required)")
 	f.StringVar(&addr, "addr", "", "address to listen on, HOST:PORT (default: the configuration's addr, else "+server.DefaultAddr+")")
-	state.add(f)
+	state.add(f, env)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if configPath == "" {
 			return serveError(usageErr("--config is required"))
@@ -136,7 +136,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			return withCode(exitError, err)
 		}
 	}
-	ttl, err := leaseTTL()
+	ttl, err := leaseTTL(env)
 	if err != nil {
 		return err
 	}

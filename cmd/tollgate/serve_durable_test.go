@@ -70,6 +70,7 @@ func startWorker(t *testing.T, cfg string, env ...string) *exec.Cmd {
 // second worker takes the run over, and once approved its command runs
 // exactly once too.
 func TestServeWithDurableWorkers(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Database(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")

@@ -23,6 +23,8 @@ var chrome browsertest.Chrome
 // a click on Approve resumes the run, the command runs exactly once, and the
 // page shows the run's result.
 func TestServePageApprovesAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	browsertest.Need(t)
 	ws, token, run, second := haltedAcrossSIGKILL(t, "counted once")
 	resp, err := http.Get(second.url + "/")
 	if err != nil {

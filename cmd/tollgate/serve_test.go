@@ -108,6 +108,7 @@ func (p *serveProc) waitEvent(t *testing.T, token, runID, typ string) {
 // a new server on the same state directory shows the approval, takes the
 // decision and resumes the run by itself: the command runs exactly once.
 func TestServeSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	ws, token, run, second := haltedAcrossSIGKILL(t, "counted")
 	var page server.ApprovalPage
 	if code := second.do(t, "GET", "/v1/approvals?status=pending", token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
@@ -179,6 +180,7 @@ agents:
 
 // Without a tokens file the server refuses a non-loopback address.
 func TestServeRefusesOpenAddrWithoutTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "server.yaml")
 	writeTestFile(t, config, "addr: 0.0.0.0:7777\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
@@ -193,6 +195,7 @@ func TestServeRefusesOpenAddrWithoutTokens(t *testing.T) {
 // tokens file that loads, with each entry standing for the token printed on
 // stderr, and no token in the file.
 func TestServeToken(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "tokens.yaml")
 	writeTestFile(t, p, "")
 	tokens := map[string]string{}
@@ -243,6 +246,7 @@ func writeTestFile(t *testing.T, p, body string) {
 // workspace, and a sandboxed command can neither change it nor read the
 // state directory's admin token.
 func TestServeToolsCannotReachCredentials(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	state := filepath.Join(dir, "state")
@@ -311,6 +315,7 @@ func TestServeToolsCannotReachCredentials(t *testing.T) {
 // on one and approved on the other is resumed by exactly one of them, and
 // its command runs once; each lists the other's runs.
 func TestServeTwoServersOnePostgresStore(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Database(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
@@ -358,6 +363,7 @@ func TestServeTwoServersOnePostgresStore(t *testing.T) {
 // lying inside it, is refused like one named inside it: the agent's tools
 // could read the server's admin token from it.
 func TestServeRefusesStateDirLinkedIntoWorkspace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(filepath.Join(ws, "state"), 0o700); err != nil {
@@ -385,6 +391,7 @@ func TestServeRefusesStateDirLinkedIntoWorkspace(t *testing.T) {
 // about at start; one limited with tenants: is not, and is hidden from the
 // other tenant.
 func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), "tokens:\n"+
 		"  - {name: alice, tenant: acme, roles: [viewer], sha256: "+server.HashToken("tg_alice")+"}\n"+
@@ -414,6 +421,7 @@ func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
 // model is missing, stops the start with the file, line and field of
 // server.yaml (never a flag of run), not the first run.
 func TestServeRefusesAgentThatDoesNotBuild(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
 		t.Fatal(err)
@@ -449,6 +457,7 @@ func TestServeRefusesAgentThatDoesNotBuild(t *testing.T) {
 // (the file, what it names, the environment) has no hint to read --help,
 // which flag errors keep, naming serve's own help.
 func TestServeErrorShape(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	good := filepath.Join(dir, "server.yaml")
@@ -472,9 +481,9 @@ func TestServeErrorShape(t *testing.T) {
 		{"bad --addr", "", []string{"--config", good, "--addr", "nope"}, `--addr "nope": want HOST:PORT`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(envLeaseTTL, tc.leaseTTL)
 			var out, errb bytes.Buffer
-			code := Main(t.Context(), append([]string{"serve", "--state-dir", state}, tc.args...), nil, &out, &errb)
+			code := mainEnv(t.Context(), append([]string{"serve", "--state-dir", state}, tc.args...),
+				&cliEnv{stdout: &out, stderr: &errb, getenv: testEnv(map[string]string{envLeaseTTL: tc.leaseTTL})})
 			lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
 			if code != exitUsage || !strings.HasPrefix(lines[0], "tollgate: serve: ") || strings.HasPrefix(lines[0], "tollgate: serve: serve") ||
 				!strings.Contains(lines[0], tc.want) {
@@ -491,6 +500,7 @@ func TestServeErrorShape(t *testing.T) {
 // The admin token replaces a link planted at serve.token instead of writing
 // through it, and is the owner's only whatever file was there before.
 func TestServeTokenReplacesPlantedLink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o700); err != nil {

@@ -15,13 +15,17 @@ import (
 // halted by one command is listed, approved and resumed by the others, and
 // no SQLite file is made in the state directory.
 func TestPostgresStoreCommands(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Database(t)
-	t.Setenv(envStoreURL, db)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)
 	state := filepath.Join(dir, "state")
-	t.Setenv(envStateDir, state)
+	vars := map[string]string{envStoreURL: db, envStateDir: state}
+	tgMain := func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		return tgMainIn(t, "", vars, args...)
+	}
 	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: bash, id: gated, args: {command: \"echo ran >> count.txt\"}}]\n  - text: done\n")
 	policy := apWrite(t, dir, "p.yaml", "rules:\n  - id: ask-bash\n    tool: bash\n    decision: ask\n")
 	code, out, errOut := tgMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "x")
@@ -57,7 +61,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 
 	// The same database named by --store instead: the printed commands
 	// repeat it.
-	t.Setenv(envStoreURL, "")
+	vars[envStoreURL] = ""
 	code, out, errOut = tgMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--store", db, "y")
 	if code != exitPending || !strings.Contains(out, "tollgate resume --store "+db+" run_") {
 		t.Fatalf("run --store: exit %d\n%s%s", code, out, errOut)
@@ -70,7 +74,8 @@ func TestPostgresStoreCommands(t *testing.T) {
 // --store refuses what is not a PostgreSQL URL, and a password on the
 // command line.
 func TestStoreFlagRefusals(t *testing.T) {
-	t.Setenv(envStoreURL, "")
+	t.Parallel()
+	vars := map[string]string{envStoreURL: ""}
 	u, err := url.Parse("postgres://tollgate@127.0.0.1:1/db")
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +86,13 @@ func TestStoreFlagRefusals(t *testing.T) {
 		{"mysql://x@h/db", "want a PostgreSQL URL"},
 		{u.String(), "holds a password"},
 	} {
-		code, out, errOut := tgMain(t, "runs", "list", "--store", tc.url)
+		code, out, errOut := tgMainIn(t, "", vars, "runs", "list", "--store", tc.url)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(out+errOut, "hunter2") {
 			t.Errorf("--store %s: exit %d\n%s%s", tc.url, code, out, errOut)
 		}
 	}
-	t.Setenv(envStoreURL, "sqlite:///x")
-	if code, _, errOut := tgMain(t, "runs", "list"); code != exitUsage || !strings.Contains(errOut, "$"+envStoreURL) {
+	vars[envStoreURL] = "sqlite:///x"
+	if code, _, errOut := tgMainIn(t, "", vars, "runs", "list"); code != exitUsage || !strings.Contains(errOut, "$"+envStoreURL) {
 		t.Errorf("$%s=sqlite:///x: exit %d\n%s", envStoreURL, code, errOut)
 	}
 }
@@ -96,7 +101,7 @@ func TestStoreFlagRefusals(t *testing.T) {
 // that cannot be made is a configuration error naming it, in the same
 // words, exit 2 without the usage hint.
 func TestStateDirErrorsAlike(t *testing.T) {
-	t.Setenv(envStoreURL, "")
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
@@ -117,7 +122,7 @@ func TestStateDirErrorsAlike(t *testing.T) {
 		{"worker", []string{"worker", "--config", worker}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := tgMain(t, tc.args...)
+			code, _, errOut := tgMainIn(t, "", map[string]string{envStoreURL: ""}, tc.args...)
 			want := "state directory " + state + ": "
 			if code != exitUsage || !strings.Contains(errOut, want) || strings.Contains(errOut, "--help") {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d naming %q, without the usage hint", code, errOut, exitUsage, want)

@@ -50,7 +50,7 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 				if err != nil {
 					return err
 				}
-				set, err := openMCP(c.Context(), mcpFiles, env.stderr, nil, confine)
+				set, err := openMCP(c.Context(), env, mcpFiles, env.stderr, nil, confine)
 				if err != nil {
 					return err
 				}

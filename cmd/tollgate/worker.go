@@ -62,7 +62,7 @@ Each run's agent is built from the configuration stored with the run, as
 			if err != nil {
 				return usageErr("worker: %s: %v", cfgPath, err)
 			}
-			state := stateFlags{dir: cfg.StateDir}
+			state := stateFlags{dir: cfg.StateDir, env: env}
 			stateDir, err := state.resolve("")
 			if err != nil {
 				return err

@@ -26,6 +26,7 @@ import (
 // drives it to the end, and stops cleanly on SIGTERM: on SQLite files, and
 // with DBOS and the store in one PostgreSQL database named by a variable.
 func TestWorkerDrivesAnEnqueuedRun(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
 		workerDrives(t, dir, "database: sqlite:dbos.db\nstateDir: state\nconcurrency: 4\nexecutorId: worker-a\n", nil,
@@ -134,6 +135,7 @@ func workerDrives(t *testing.T, dir, config string, env []string, dbURL string, 
 // A configuration that cannot work is a usage error naming the file and
 // where the problem is.
 func TestWorkerConfigErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, tc := range map[string]struct{ doc, want string }{
 		"unknown key":  {"database: sqlite:x.db\nconcurency: 4\n", "worker.yaml:2:1"},

@@ -10,7 +10,7 @@
 # The agent reads, greps, edits and runs a shell command; its edit outside
 # the workspace is refused by confinement, its `rm` by the policy, its
 # overwrite by --deny write, and the edit of the notes waits for approval
-# (answered "yes" here; see README.md for the approve-later flow).
+# (answered "yes" here; see docs/cli.md for the approve-later flow).
 # Exit status is tollgate's.
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)

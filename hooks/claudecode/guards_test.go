@@ -1,6 +1,7 @@
 package claudecode_test
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -26,7 +27,20 @@ const guards = `{
   }
 }`
 
+// needPrograms fails t, saying what to install, when a program the guards
+// are written in is missing; otherwise each guard would fail as a hook and
+// the test would report denials it cannot explain.
+func needPrograms(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			t.Fatalf("the guards are written in sh with jq and in python3, and %s is not on PATH: apt-get install %s (scripts/test.sh does)", name, name)
+		}
+	}
+}
+
 func TestPopularGuards(t *testing.T) {
+	needPrograms(t, "jq", "python3")
 	h := newHarness(t, strings.ReplaceAll(guards, `"$CLAUDE_PROJECT_DIR\"/../guards/`, `$TD/guards/`))
 	h.finals = 2
 	res, err := h.run(t, "tidy up",

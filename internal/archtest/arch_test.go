@@ -59,6 +59,9 @@ var groups = []struct {
 	// Programs of the repository's own (benchmarks), not shipped: at the
 	// top, like cmd, since they wire the providers to the agent.
 	{"internal/cmd", 6},
+	// The README's programs (internal/readme/library): at the top, like
+	// cmd, since they wire the agent, its tools and hooks together.
+	{"internal/readme", 6},
 }
 
 // allowedSideways lists the imports between groups of one level that the

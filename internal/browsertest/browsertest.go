@@ -8,6 +8,10 @@
 // machine whose only network is the loopback, so it starts headless, without
 // its sandbox, GPU, QUIC, first-run screens, background networking,
 // component updates or sync, in a fresh user data directory.
+//
+// A test that needs the browser fails, rather than skips, when Chromium is
+// missing: a missing browser must not pass silently. Setting
+// TOLLGATE_TEST_BROWSER=skip skips those tests on purpose, and says so.
 package browsertest
 
 import (
@@ -24,6 +28,19 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// EnvSkip names the variable that, set to "skip", skips the browser tests
+// knowingly instead of failing them when no Chromium is installed.
+const EnvSkip = "TOLLGATE_TEST_BROWSER"
+
+// Need skips t when EnvSkip is "skip"; a test that starts servers before
+// its first [Chrome.Tab] calls it first, so that a skip costs nothing.
+func Need(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvSkip) == "skip" {
+		t.Skipf("browser tests skipped on purpose (%s=skip)", EnvSkip)
+	}
+}
+
 // TabTimeout bounds everything one test does in its tab.
 const TabTimeout = 90 * time.Second
 
@@ -39,7 +56,7 @@ func Path() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("no Chromium on PATH: install Debian's chromium (apt-get install -y chromium; scripts/test.sh does) or set TOLLGATE_CHROMIUM")
+	return "", errors.New("this test needs Chromium and there is none on PATH: install Debian's chromium (apt-get install -y chromium; scripts/test.sh does) or set TOLLGATE_CHROMIUM (" + EnvSkip + "=skip skips such tests)")
 }
 
 // Chrome is one Chromium shared by a test package: the first [Chrome.Tab]
@@ -93,9 +110,10 @@ func (c *Chrome) start() {
 // origin) and returns its context, which ends after [TabTimeout]; the tab
 // closes when the test's cleanups run, before those registered earlier (a
 // server the page talks to stops after the tab). It fails the test when
-// Chromium is missing or does not start.
+// Chromium is missing or does not start, and skips it as [Need] does.
 func (c *Chrome) Tab(t testing.TB) context.Context {
 	t.Helper()
+	Need(t)
 	c.once.Do(c.start)
 	if c.err != nil {
 		t.Fatal(c.err)

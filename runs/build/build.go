@@ -76,12 +76,14 @@ import (
 // configuration; nil means defaults.
 type Options struct {
 	// OpenModel opens the run's model and returns it with the model name to
-	// send; nil is [OpenModel] with APIKey and WarnLogger.
+	// send; nil is [OpenModel] with APIKey, WarnLogger and Getenv.
 	OpenModel func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error)
 	// APIKey is the model's key for this process when the key is not in the
 	// environment (runs.ModelRef.KeyGiven); never stored, logged or passed
 	// to a child process.
 	APIKey string
+	// Getenv reads the variables that hold the model's key (nil: os.Getenv).
+	Getenv func(string) string
 	// Tools are offered beside the builtins and the MCP servers' tools; one
 	// named like a builtin replaces it (package toolkit), two with one name
 	// fail the build.
@@ -147,9 +149,9 @@ func New(opts *Options) *Builder {
 		b.opts.Notice = func(line string) { warn.Warn(line) }
 	}
 	if b.opts.OpenModel == nil {
-		key, warn := b.opts.APIKey, b.opts.WarnLogger
+		key, warn, getenv := b.opts.APIKey, b.opts.WarnLogger, b.opts.Getenv
 		b.opts.OpenModel = func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
-			return OpenModel(ref, &ModelOptions{APIKey: key, Logger: warn})
+			return OpenModel(ref, &ModelOptions{APIKey: key, Logger: warn, Getenv: getenv})
 		}
 	}
 	return b
@@ -289,12 +291,13 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 // DenyHook is the BeforeTool hook of a configuration's Deny: it denies every
 // tool whose name matches one of globs (package internal/glob: * is the
 // only wildcard, matching is case-insensitive), with the reason
-// `tool "NAME" is denied by deny GLOB`.
+// `the deny list has "GLOB"` (a decision then reads
+// `denied by hook:deny: the deny list has "write"`).
 func DenyHook(globs []string) hooks.BeforeToolFunc {
 	return func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		for _, g := range globs {
 			if glob.Match(g, ev.Name) {
-				return hooks.Deny(fmt.Sprintf("tool %q is denied by deny %s", ev.Name, g)), nil
+				return hooks.Deny(fmt.Sprintf("the deny list has %q", g)), nil
 			}
 		}
 		return nil, nil

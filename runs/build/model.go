@@ -23,6 +23,9 @@ type ModelOptions struct {
 	APIKey string
 	// Logger receives the provider's retries, with how long each waits.
 	Logger *slog.Logger
+	// Getenv reads the variables that hold keys (nil: os.Getenv): a host
+	// whose environment is not the process's gives its own.
+	Getenv func(string) string
 }
 
 // OpenModel opens the model ref names and returns it with the model name to
@@ -67,19 +70,24 @@ func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, erro
 	if ref.KeyGiven && o.APIKey == "" {
 		return nil, "", fieldErr("model", "the run was started with a key given directly, which is never stored; give it again")
 	}
-	var base, envKey, envVar string
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var base, envVar string
 	if ref.Provider == "openai" {
 		base = cmp.Or(ref.BaseURL, openai.DefaultBaseURL)
-		envKey, envVar = openai.KeyFromEnv(base)
+		_, envVar = openai.KeyFromEnv(base)
 	} else {
 		base = cmp.Or(ref.BaseURL, anthropic.DefaultBaseURL)
-		envKey, envVar = anthropic.KeyFromEnv()
+		_, envVar = anthropic.KeyFromEnv()
 	}
+	envKey := getenv(envVar)
 	key := o.APIKey
 	switch {
 	case key != "":
 	case ref.APIKeyEnv != "":
-		if key = os.Getenv(ref.APIKeyEnv); key == "" {
+		if key = getenv(ref.APIKeyEnv); key == "" {
 			return nil, "", &runs.FieldError{Field: "model.apiKeyEnv", Err: &KeyError{Host: hostOf(base), Variable: ref.APIKeyEnv, Named: true}}
 		}
 	case HostedService(base):

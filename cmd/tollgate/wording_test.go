@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Errors name what the user typed, not the packages that found them: a
+// missing workspace, an unknown run ID.
+func TestErrorsInTheUsersTerms(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - text: hi\n")
+	state := filepath.Join(dir, "state")
+	if code, _, errOut := tgMain(t, "run", "--model", "script:"+script, "--state-dir", state, "--workdir", filepath.Join(dir, "nowhere"), "x"); code != exitUsage ||
+		!strings.Contains(errOut, "run: --workdir "+filepath.Join(dir, "nowhere")+": no such directory") || strings.Contains(errOut, "lstat") {
+		t.Errorf("run --workdir nowhere: exit %d, stderr:\n%s", code, errOut)
+	}
+	if code, _, errOut := tgMain(t, "run", "--model", "script:"+script, "--state-dir", state, "--workdir", script, "x"); code != exitUsage ||
+		!strings.Contains(errOut, "run: --workdir "+script+": not a directory") {
+		t.Errorf("run --workdir FILE: exit %d, stderr:\n%s", code, errOut)
+	}
+	// A store for the commands that only read one.
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := tgMain(t, "run", "--model", "script:"+script, "--state-dir", state, "--workdir", ws, "x"); code != exitDone {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"runs", "show", "run_x"}, {"runs", "cancel", "run_x"}, {"resume", "run_x"}} {
+		code, _, errOut := tgMain(t, append(args, "--state-dir", state)...)
+		if code != exitError || !strings.Contains(errOut, `no run "run_x" (see 'tollgate runs list')`) || strings.Contains(errOut, "store:") {
+			t.Errorf("%s: exit %d, stderr:\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
+
+// --approve=no's declines say why once: the flag is the decider, the reason
+// is what it does.
+func TestApproveNoSaysWhyOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: write, args: {path: a.txt, content: x}}]\n  - text: done\n")
+	policy := apWrite(t, dir, "p.yaml", "rules:\n  - id: ask-write\n    tool: write\n    decision: ask\n")
+	code, out, errOut := tgMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--approve", "no", "--state-dir", filepath.Join(dir, "state"), "x")
+	want := "declined by flag:--approve=no: every request is declined without asking"
+	if code != exitDone || !strings.Contains(out, want) || strings.Contains(out, "declined by --approve=no") {
+		t.Errorf("exit %d, want a line %q:\n%s%s", code, want, out, errOut)
+	}
+}
+
+// The text output leaves out the decision of a call nothing objected to,
+// and says a person answered a question rather than approved it.
+func TestPrinterDecisionLines(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	p := &printer{w: &out}
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	for _, ev := range []agent.Event{
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c1", Name: "read", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventDecision, CallID: "c1", Decision: &agent.Decision{Outcome: agent.OutcomeAllowed, By: approval.Default}},
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c2", Name: "question", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventPending, CallID: "c2", Request: &tool.Request{ID: "q1", Kind: tool.KindQuestion, Prompt: "Which?"}},
+		{Kind: agent.EventDecision, CallID: "c2", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c3", Name: "write", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventPending, CallID: "c3", Request: &tool.Request{ID: "r1", Kind: tool.KindApproval, Prompt: "Allow write?"}},
+		{Kind: agent.EventDecision, CallID: "c3", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+	} {
+		p.event(ev)
+	}
+	if strings.Contains(out.String(), "[read c1] allowed") {
+		t.Errorf("a call nothing objected to has a decision line:\n%s", out.String())
+	}
+	for _, want := range []string{"[question c2] answered by person:alice\n", "[write c3] approved by person:alice\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestTook(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{0: "0 ms", 12 * time.Millisecond: "12 ms", 999 * time.Millisecond: "999 ms", 1500 * time.Millisecond: "1.5 s", 90 * time.Second: "90.0 s"} {
+		if got := took(d); got != want {
+			t.Errorf("took(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
