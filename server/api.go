@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -146,6 +147,10 @@ type ApprovalView struct {
 	DecisionReason  string             `json:"decisionReason,omitempty"`
 	DecidedAt       *time.Time         `json:"decidedAt,omitempty"`
 	EditedArguments json.RawMessage    `json:"editedArguments,omitempty"`
+	// Questions, on a request of kind question, are the questions the model
+	// asks (each with its options and whether it takes several answers):
+	// what a person answers with a decision's answer.
+	Questions []builtin.Question `json:"questions,omitempty"`
 }
 
 // ApprovalPage is GET /v1/approvals.
@@ -168,6 +173,12 @@ type DecisionRequest struct {
 	// ArgsDigest must be the argsDigest the person was shown: what they saw
 	// is what runs (412 otherwise). Required to approve.
 	ArgsDigest string `json:"argsDigest"`
+	// Answer, on approve, answers a request of kind question (required
+	// there): {"answers": [["choice"], ...]} with one list per question, or
+	// a shorter form builtin.ParseQuestionAnswer reads (["a", "b"], or "a"
+	// for one question). An option's label or the person's own words; 422
+	// when it does not fit the questions. On an input request, the value.
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // AutonomyRequest is the body of PUT /v1/autonomy: seed 000's set_autonomy.
@@ -725,7 +736,9 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 		left := int64(a.ExpiresAt.Sub(now) / time.Second)
 		v.SecondsLeft = &left
 	}
-	if d, err := approval.ParseRequestData(a.Request); err == nil {
+	if a.Kind == tool.KindQuestion {
+		showQuestions(&v, a)
+	} else if d, err := approval.ParseRequestData(a.Request); err == nil {
 		v.Arguments, v.Hints, v.AskedBy, v.Reason, v.InputSchema = d.Args, d.Hints, d.By.String(), d.Reason, d.Schema
 		v.Risk = approval.RiskOf(d.Hints)
 		var buf bytes.Buffer
@@ -787,9 +800,11 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	default:
 		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: `decision: want "approve" or "deny"`}
 	}
-	if len(req.EditedArgs) > 0 && string(req.EditedArgs) != "null" {
-		d.Data = req.EditedArgs
+	data, prob := decisionData(a, req, d.Approve)
+	if prob != nil {
+		return ApprovalView{}, prob
 	}
+	d.Data = data
 	if req.ArgsDigest == "" && d.Approve {
 		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "argsDigest: required; send the argsDigest of the approval you were shown"}
 	}
