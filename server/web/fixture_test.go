@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -167,7 +168,17 @@ func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(f.store, &builder{m: m, tools: agent.ToolList{f.transfer, f.note}, ttl: ttl}, &server.Options{
+	tools := agent.ToolList{f.transfer, f.note}
+	builtins, err := builtin.New(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range builtins {
+		if b.Spec().Name == builtin.QuestionTool {
+			tools = append(tools, b) // read-only: the policy lets it ask
+		}
+	}
+	srv, err := server.New(f.store, &builder{m: m, tools: tools, ttl: ttl}, &server.Options{
 		Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
 		Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) },

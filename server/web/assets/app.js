@@ -332,35 +332,45 @@
     art.append(el('h3', { id: ids.h },
       el('span', { class: 'tool' }, a.tool),
       ' ',
-      el('span', { class: 'risk risk-' + risk.replace(/[^a-z-]/g, '') }, 'risk: ' + risk)));
+      el('span', { class: 'risk risk-' + risk.replace(/_/g, '-').replace(/[^a-z-]/g, '') }, 'risk: ' + risk)));
 
     const cd = el('p', { class: 'countdown' }, a.expiresAt ? 'Time left: …' : 'No deadline');
     if (a.expiresAt) cd.dataset.expiresAt = a.expiresAt;
     art.append(cd);
 
+    const questions = a.kind === 'question' && Array.isArray(a.questions) && a.questions.length ? a.questions : null;
     const dl = el('dl', { class: 'facts' });
-    fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'));
-    fact(dl, 'Reason', a.reason || '(none given)');
-    if (a.prompt) fact(dl, 'Question', a.prompt);
-    fact(dl, 'Hints', hintsText(a.hints));
+    if (questions) {
+      fact(dl, 'Asked by', 'the model, with the ', el('code', {}, a.tool || 'question'), ' tool');
+    } else {
+      fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'));
+      fact(dl, 'Reason', a.reason || '(none given)');
+      if (a.prompt) fact(dl, 'Question', a.prompt);
+      fact(dl, 'Hints', hintsText(a.hints));
+    }
     fact(dl, 'Run', runLink(a.runId), a.agent ? ' · agent ' + a.agent : '', a.runOwner ? ' · started by ' + a.runOwner : '');
     fact(dl, 'Call', el('code', {}, a.callId || ''), a.kind && a.kind !== 'approval' ? ' · ' + a.kind : '');
     art.append(dl);
 
     const pretty = a.argumentsPretty || (a.arguments ? JSON.stringify(a.arguments, null, 2) : '{}');
-    art.append(el('h4', {}, 'Arguments'));
-    if (hasHidden(pretty)) {
-      art.append(el('p', { class: 'warning' }, 'The arguments hold invisible or direction-changing characters, shown as \\u{…}.'));
+    const answerForm = questions ? questionForm(questions, n) : null;
+    if (answerForm) {
+      art.append(answerForm.node);
+    } else {
+      art.append(el('h4', {}, 'Arguments'));
+      if (hasHidden(pretty)) {
+        art.append(el('p', { class: 'warning' }, 'The arguments hold invisible or direction-changing characters, shown as \\u{…}.'));
+      }
+      art.append(el('pre', { class: 'args', tabindex: '0', 'aria-label': 'Arguments of ' + visible(a.tool) }, pretty));
     }
-    art.append(el('pre', { class: 'args', tabindex: '0', 'aria-label': 'Arguments of ' + visible(a.tool) }, pretty));
 
     const decider = can('approver');
     const actions = el('div', { class: 'actions' });
-    const approveBtn = el('button', { type: 'button', class: 'approve primary' }, 'Approve');
-    const denyOpen = el('button', { type: 'button', class: 'deny-open', 'aria-expanded': 'false', 'aria-controls': ids.deny }, 'Deny…');
+    const approveBtn = el('button', { type: 'button', class: (questions ? 'answer' : 'approve') + ' primary' }, questions ? 'Answer' : 'Approve');
+    const denyOpen = el('button', { type: 'button', class: 'deny-open', 'aria-expanded': 'false', 'aria-controls': ids.deny }, questions ? 'Decline…' : 'Deny…');
     const editOpen = el('button', { type: 'button', class: 'edit-open', 'aria-expanded': 'false', 'aria-controls': ids.edit }, 'Edit arguments…');
     actions.append(approveBtn, denyOpen);
-    const editable = !a.kind || a.kind === 'approval';
+    const editable = (!a.kind || a.kind === 'approval') && !questions;
     if (editable) actions.append(editOpen);
     art.append(actions);
     if (!decider) {
@@ -372,9 +382,9 @@
     const denyForm = el('form', { id: ids.deny, class: 'deny-form', novalidate: true });
     denyForm.hidden = true;
     const reason = el('textarea', { id: ids.reason, class: 'reason', rows: '2', maxlength: '2000' });
-    const denyBtn = el('button', { type: 'submit', class: 'deny danger' }, 'Deny');
+    const denyBtn = el('button', { type: 'submit', class: 'deny danger' }, questions ? 'Decline' : 'Deny');
     const denyCancel = el('button', { type: 'button', class: 'cancel' }, 'Cancel');
-    denyForm.append(el('label', { for: ids.reason }, 'Why deny? The model is told this reason.'), reason, el('div', { class: 'actions' }, denyBtn, denyCancel));
+    denyForm.append(el('label', { for: ids.reason }, (questions ? 'Why decline?' : 'Why deny?') + ' The model is told this reason (required).'), reason, el('div', { class: 'actions' }, denyBtn, denyCancel));
     art.append(denyForm);
 
     // Edit the arguments, then approve.
@@ -424,11 +434,11 @@
     }
 
     const buttons = [approveBtn, denyOpen, editOpen, denyBtn, approveEdited];
-    async function decide(decision, reasonText, edited) {
+    async function decide(decision, reasonText, edited, answer) {
       setText(err, '');
       // The digest is sent exactly as the API showed it: the approval
       // covers the arguments shown and nothing else.
-      let body = JSON.stringify({ decision, reason: reasonText || undefined, argsDigest: li.dataset.argsDigest });
+      let body = JSON.stringify({ decision, reason: reasonText || undefined, argsDigest: li.dataset.argsDigest, answer });
       if (edited !== undefined) body = body.slice(0, -1) + ',"editedArgs":' + edited + '}';
       for (const b of buttons) b.disabled = true;
       li.setAttribute('aria-busy', 'true');
@@ -436,7 +446,7 @@
         const v = await api('POST', 'v1/approvals/' + enc(a.id) + '/decision', body);
         li.classList.add('decided');
         const outcome = el('p', { class: 'outcome', role: 'status', tabindex: '-1' },
-          (v.status === 'denied' ? 'Denied' : 'Approved') + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
+          (v.status === 'denied' ? (questions ? 'Declined' : 'Denied') : (questions ? 'Answered' : 'Approved')) + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
         art.replaceChildren(outcome);
         // The button that had focus is gone: keep the keyboard where it was.
         outcome.focus();
@@ -449,10 +459,30 @@
         if (e.status === 409 || e.status === 410) refreshApprovalsSoon();
       }
     }
-    approveBtn.addEventListener('click', () => decide('approve'));
+    approveBtn.addEventListener('click', () => {
+      if (!answerForm) {
+        decide('approve');
+        return;
+      }
+      const got = answerForm.answers();
+      if (got.missing !== null) {
+        setText(err, 'Answer question ' + (got.missing + 1) + ' first: pick an option or write your own answer.');
+        got.focus();
+        return;
+      }
+      decide('approve', '', undefined, { answers: got.answers });
+    });
     denyForm.addEventListener('submit', (e) => {
       e.preventDefault();
-      decide('deny', reason.value.trim());
+      const why = reason.value.trim();
+      if (!why) {
+        setText(err, 'Give a reason: the model is told it.');
+        reason.setAttribute('aria-invalid', 'true');
+        reason.focus();
+        return;
+      }
+      reason.removeAttribute('aria-invalid');
+      decide('deny', why);
     });
     editForm.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -480,6 +510,56 @@
     return li;
   }
 
+  // questionForm builds the answer form of a question request: for each
+  // question its options (radio buttons, or checkboxes when it takes
+  // several answers) and a field for the person's own words. answers()
+  // returns {answers, missing, focus}: one list per question, and the index
+  // of the first question left unanswered (null when none is).
+  function questionForm(questions, n) {
+    const node = el('div', { class: 'questions' });
+    const reads = [];
+    questions.forEach((q, i) => {
+      const name = 'ap' + n + '-q' + i;
+      const fs = el('fieldset', { class: 'question' });
+      fs.append(el('legend', {}, q.header ? el('span', { class: 'q-header' }, q.header + ': ') : null, el('span', { class: 'q-text' }, q.question)));
+      const boxes = [];
+      (q.options || []).forEach((o, j) => {
+        const id = name + '-o' + j;
+        const box = el('input', { type: q.multiple ? 'checkbox' : 'radio', name, id, class: 'q-option' });
+        box.value = o.label;
+        boxes.push(box);
+        fs.append(el('div', { class: 'option' }, box, el('label', { for: id }, o.label, o.description ? el('span', { class: 'help' }, ' — ' + o.description) : null)));
+      });
+      const ownID = name + '-own';
+      const own = el('input', { type: 'text', id: ownID, class: 'q-own', maxlength: '2000', autocomplete: 'off' });
+      fs.append(el('label', { for: ownID, class: 'own' }, boxes.length ? 'Or in your own words' + (q.multiple ? ' (added to the choices)' : '') : 'Your answer'), own);
+      if (!q.multiple) {
+        // One answer: own words replace a picked option, and the reverse.
+        own.addEventListener('input', () => { if (own.value.trim()) for (const b of boxes) b.checked = false; });
+        for (const b of boxes) b.addEventListener('change', () => { if (b.checked) own.value = ''; });
+      }
+      node.append(fs);
+      reads.push(() => {
+        const picked = boxes.filter((b) => b.checked).map((b) => b.value);
+        const words = own.value.trim();
+        if (words) picked.push(words);
+        return { picked, first: boxes[0] || own };
+      });
+    });
+    return {
+      node,
+      answers() {
+        const answers = [];
+        for (let i = 0; i < reads.length; i++) {
+          const r = reads[i]();
+          if (!r.picked.length) return { answers, missing: i, focus: () => r.first.focus() };
+          answers.push(r.picked);
+        }
+        return { answers, missing: null, focus: () => {} };
+      },
+    };
+  }
+
   // showProblem shows an API error (an RFC 9457 problem) in box.
   function showProblem(box, e) {
     box.replaceChildren();
@@ -505,7 +585,7 @@
         cd.textContent = 'Expired: the run goes on without this call.';
         cd.classList.add('expired');
         const card = cd.closest('.approval');
-        for (const b of card.querySelectorAll('button.approve, button.approve-edited, button.deny')) b.disabled = true;
+        for (const b of card.querySelectorAll('button.approve, button.answer, button.approve-edited, button.deny')) b.disabled = true;
         continue;
       }
       const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
