@@ -65,6 +65,9 @@ type RunSummary struct {
 	ID string `json:"id"`
 	// Agent is the name of the agent in the server's configuration.
 	Agent string `json:"agent"`
+	// Source is what started the run: "agent", "claude-code" or
+	// "command-line" ([RunContext.Source]).
+	Source string `json:"source"`
 	// Owner is the principal who started the run, as text ("person:alice").
 	Owner string `json:"owner"`
 	// Status is the run's status (running, pending, done, failed, ...).
@@ -151,6 +154,10 @@ type ApprovalView struct {
 	// asks (each with its options and whether it takes several answers):
 	// what a person answers with a decision's answer.
 	Questions []builtin.Question `json:"questions,omitempty"`
+	// Context is what the run says around the call: its source, prompt,
+	// workspace, the model's stated intent and the earlier decisions on the
+	// same tool; absent when the run cannot be read.
+	Context *RunContext `json:"context,omitempty"`
 }
 
 // ApprovalPage is GET /v1/approvals.
@@ -515,10 +522,11 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, ru
 
 func summary(run store.Run) RunSummary {
 	var cfg struct {
-		Agent string `json:"agent"`
+		Agent  string          `json:"agent"`
+		Claude json.RawMessage `json:"claude"`
 	}
 	_ = json.Unmarshal(run.Config, &cfg)
-	return RunSummary{ID: run.ID, Agent: cfg.Agent, Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, present(cfg.Claude)), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 }
 
 func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
@@ -746,6 +754,7 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 			v.ArgumentsPretty = buf.String()
 		}
 	}
+	v.Context = runContext(a, run)
 	if run != nil {
 		v.RunOwner = run.Owner
 		if cfg, err := runs.LoadConfig(*run); err == nil {

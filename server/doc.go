@@ -18,7 +18,9 @@
 //	GET  /v1/approvals?status=&run=&cursor=&limit=                                viewer
 //	GET  /v1/approvals/{id}            tool, arguments, digest, hints, risk,
 //	                                   who asked and why, expiry, input schema,
-//	                                   a question's questions                     viewer
+//	                                   a question's questions, the run's context
+//	                                   (source, prompt, intent, workspace,
+//	                                   earlier decisions on the tool)             viewer
 //	POST /v1/approvals/{id}/decision   {decision, reason?, editedArgs?, answer?,
 //	                                   argsDigest}                                approver
 //	GET  /v1/autonomy, PUT /v1/autonomy {level, run?}  (seed 000's set_autonomy)  viewer / approver (run) / admin (tenant)

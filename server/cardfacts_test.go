@@ -1,0 +1,96 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval/store"
+
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/server"
+)
+
+// twoTransfers says what it will do and asks for transfer {"amount": 5},
+// then for {"amount": 3}, then answers "done".
+func twoTransfers() model.Model {
+	return model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		switch testkit.Turn(req) {
+		case 0:
+			return model.Reply{Content: "I'll move five first.", ToolCalls: []model.FuncCall{testkit.Call("c1", "transfer", map[string]int{"amount": 5})}}, nil
+		case 1:
+			return model.Reply{Content: "Now <b>three</b> more.", ToolCalls: []model.FuncCall{testkit.Call("c2", "transfer", map[string]int{"amount": 3})}}, nil
+		}
+		return model.Reply{Content: "done"}, nil
+	})
+}
+
+// An approval shows its run's context: the source, the prompt, the
+// workspace, what the model said it was doing in the turn that asked, and
+// the decisions already made on the same tool in the run.
+func TestApprovalContext(t *testing.T) {
+	f := newFixture(t, nil, twoTransfers(), nil)
+	id := f.startRun()
+	a := f.pending(id)
+	c := a.Context
+	if c == nil || c.Source != server.SourceAgent || c.Prompt != "pay" || c.Intent != "I'll move five first." || c.Workspace == "" || len(c.Earlier) != 0 {
+		t.Fatalf("first approval's context: %+v", c)
+	}
+	var got server.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	b := f.nextPending(id, a.ID)
+	c = b.Context
+	if c == nil || c.Intent != "Now <b>three</b> more." || len(c.Earlier) != 1 ||
+		c.Earlier[0].Outcome != "approved" || c.Earlier[0].By != "person:alice" || compact(t, c.Earlier[0].Args) != `{"amount":5}` {
+		t.Fatalf("second approval's context: %+v", c)
+	}
+	// The same through GET /v1/approvals/{id}, and nothing of another tenant's.
+	if code := f.do("GET", "/v1/approvals/"+b.ID, vicToken, nil, &got); code != http.StatusOK || got.Context == nil || got.Context.Intent != c.Intent {
+		t.Fatalf("GET approval: %d %+v", code, got.Context)
+	}
+	if code := f.do("GET", "/v1/approvals/"+b.ID, bobToken, nil, nil); code != http.StatusNotFound {
+		t.Fatalf("another tenant's GET: %d", code)
+	}
+}
+
+func compact(t *testing.T, b json.RawMessage) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return buf.String()
+}
+
+// nextPending returns the pending approval of run id other than prev,
+// following the store's events until there is one.
+func (f *fixture) nextPending(id, prev string) server.ApprovalView {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var after int64
+	for {
+		if evs, _ := f.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: id, AfterSeq: after}); len(evs) > 0 {
+			after = evs[len(evs)-1].Seq
+		}
+		var page server.ApprovalPage
+		f.do("GET", "/v1/approvals?status=pending&run="+id, aliceToken, nil, &page)
+		for _, a := range page.Approvals {
+			if a.ID != prev {
+				return a
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_ = f.store.WaitEvents(wctx, store.EventFilter{AllTenants: true, RunID: id, AfterSeq: after})
+		wcancel()
+		if ctx.Err() != nil {
+			f.t.Fatalf("run %s: no approval after %s", id, prev)
+		}
+	}
+}
