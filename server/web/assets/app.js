@@ -313,6 +313,16 @@
     dl.append(el('dt', {}, name), el('dd', {}, ...value));
   }
 
+  // sourceText names what started a run: an agent of the server's
+  // configuration, a Claude Code session, or the command line.
+  function sourceText(source, agent) {
+    switch (source) {
+      case 'claude-code': return 'Claude Code session';
+      case 'command-line': return 'command line (tollgate run)';
+      default: return agent ? 'agent ' + agent : 'agent';
+    }
+  }
+
   function runLink(id) {
     return el('a', { href: '#run=' + enc(id), class: 'run-link' }, el('code', {}, id));
   }
@@ -348,9 +358,21 @@
       if (a.prompt) fact(dl, 'Question', a.prompt);
       fact(dl, 'Hints', hintsText(a.hints));
     }
-    fact(dl, 'Run', runLink(a.runId), a.agent ? ' · agent ' + a.agent : '', a.runOwner ? ' · started by ' + a.runOwner : '');
+    const c = a.context || {};
+    fact(dl, 'Run', runLink(a.runId), ' · ' + sourceText(c.source || '', a.agent), a.runOwner ? ' · started by ' + a.runOwner : '');
+    if (c.workspace) fact(dl, 'Workspace', el('code', {}, c.workspace));
     fact(dl, 'Call', el('code', {}, a.callId || ''), a.kind && a.kind !== 'approval' ? ' · ' + a.kind : '');
     art.append(dl);
+    if (c.prompt) art.append(el('h4', {}, 'The run\'s prompt'), el('blockquote', { class: 'prompt' }, c.prompt));
+    if (c.intent) art.append(el('h4', {}, 'The model says'), el('blockquote', { class: 'intent' }, c.intent));
+    if (Array.isArray(c.earlier) && c.earlier.length) {
+      const ul = el('ul', { class: 'earlier' });
+      for (const e of c.earlier) {
+        ul.append(el('li', {}, String(e.outcome || ''), e.by ? ' by ' : '', e.by ? el('code', {}, e.by) : '', e.reason ? ': ' + e.reason : '',
+          e.args ? el('code', { class: 'earlier-args' }, ' ' + JSON.stringify(e.args)) : ''));
+      }
+      art.append(el('h4', {}, 'Earlier in this run: ' + visible(a.tool)), ul);
+    }
 
     const pretty = a.argumentsPretty || (a.arguments ? JSON.stringify(a.arguments, null, 2) : '{}');
     const answerForm = questions ? questionForm(questions, n) : null;
@@ -412,6 +434,7 @@
     art.append(err);
 
     function toggle(form, opener, show) {
+      setText(err, '');
       form.hidden = !show;
       opener.setAttribute('aria-expanded', String(show));
       if (show) {
@@ -625,7 +648,7 @@
       }
       li.className = 'run status-' + String(r.status).replace(/[^a-z]/g, '');
       setText(li.querySelector('.status'), r.status);
-      setText(li.querySelector('.about'), ' · agent ' + (r.agent || '?') + ' · ' + (r.owner || '') + ' · ' + when(r.createdAt));
+      setText(li.querySelector('.about'), ' · ' + sourceText(r.source || '', r.agent) + (r.owner ? ' · ' + r.owner : '') + ' · ' + when(r.createdAt));
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
       i++;
     }
@@ -731,8 +754,8 @@
     const dl = $('run-facts');
     dl.replaceChildren();
     fact(dl, 'Status', el('span', { class: 'status run-status' }, r.status));
-    fact(dl, 'Agent', r.agent || '?');
-    fact(dl, 'Started by', r.owner || '');
+    fact(dl, 'Source', sourceText(r.source || '', r.agent));
+    if (r.owner) fact(dl, 'Started by', r.owner);
     if (r.autonomy) fact(dl, 'Autonomy', r.autonomy);
     fact(dl, 'Created', when(r.createdAt));
     fact(dl, 'Updated', when(r.updatedAt));
