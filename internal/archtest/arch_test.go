@@ -38,6 +38,9 @@ var groups = []struct {
 	// The approvals driver: finds and decides the requests of a store for
 	// every host (cmd, server); above the store it reads.
 	{"approval/inbox", 4},
+	// A candidate policy replayed on the calls a store recorded; above the
+	// store it reads and the gate whose records it decodes.
+	{"approval/replay", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},
