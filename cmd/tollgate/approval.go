@@ -401,7 +401,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(check, newPolicyExplainCmd(env))
+	cmd.AddCommand(check, newPolicyExplainCmd(env), newPolicyReplayCmd(env))
 	return cmd
 }
 
