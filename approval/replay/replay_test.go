@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -68,25 +69,18 @@ func fixtureStore(t testing.TB) store.Store {
 	return s
 }
 
-const candidate = `rules:
-  - id: ask-rm
-    tool: bash
-    args: {command: {regex: '\brm\b'}}
-    decision: ask
-    reason: deleting
-  - id: no-write
-    tool: write
-    decision: deny
-    reason: read-only day
-  - id: ask-fetch
-    tool: webfetch
-    decision: ask
-    reason: the network
-`
+// candidateFile is the sample candidate policy of the docs
+// (docs/approvals.md shows its replay of the fixture store).
+const candidateFile = "../../examples/replay/candidate.yaml"
 
 func candidatePolicy(t testing.TB) *approval.Policy {
 	t.Helper()
-	p, _, err := approval.ParsePolicy("candidate.yaml", strings.NewReader(candidate))
+	f, err := os.Open(candidateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, _, err := approval.ParsePolicy("candidate.yaml", f)
 	if err != nil {
 		t.Fatal(err)
 	}
