@@ -59,6 +59,18 @@ type Report struct {
 	SavedDeclined  int `json:"savedDeclined"`
 	// ApprovalsAdded counts the calls decided alone that it would ask about.
 	ApprovalsAdded int `json:"approvalsAdded"`
+	// Shadow counts how often each shadow rule of the policy (mode:
+	// shadow) would have voted, by rule and vote, sorted by rule then vote;
+	// those votes change no decision above.
+	Shadow []ShadowCount `json:"shadow"`
+}
+
+// ShadowCount is how often one shadow rule would have voted one way.
+type ShadowCount struct {
+	// Rule is the rule ("rule:deny-etc").
+	Rule     string          `json:"rule"`
+	Decision approval.Effect `json:"decision"`
+	Count    int             `json:"count"`
 }
 
 // Change is one kind of changed decision.
@@ -86,13 +98,17 @@ type Example struct {
 
 // Replay evaluates p on every call of calls and reports what changes.
 func Replay(p *approval.Policy, calls iter.Seq[Call]) Report {
-	r := Report{Policy: p.Name(), Changes: []Change{}}
+	r := Report{Policy: p.Name(), Changes: []Change{}, Shadow: []ShadowCount{}}
 	runs := map[string]bool{}
 	changes := map[[2]approval.Effect]*Change{}
+	shadow := map[ShadowCount]int{}
 	for c := range calls {
 		r.Calls++
 		runs[c.Tenant+"\x00"+c.RunID] = true
 		ev := p.Evaluate(approval.Call{Tool: c.Tool, CallID: c.CallID, Args: c.Args, Hints: c.Hints, RunID: c.RunID})
+		for _, v := range ev.Shadow {
+			shadow[ShadowCount{Rule: v.By.String(), Decision: v.Decision}]++
+		}
 		now := ev.Verdict.Decision
 		if now == c.Was {
 			r.Unchanged++
@@ -120,6 +136,14 @@ func Replay(p *approval.Policy, calls iter.Seq[Call]) Report {
 		}
 	}
 	r.Runs = len(runs)
+	r.Shadow = []ShadowCount{}
+	for k, n := range shadow {
+		k.Count = n
+		r.Shadow = append(r.Shadow, k)
+	}
+	slices.SortFunc(r.Shadow, func(a, b ShadowCount) int {
+		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(rank(a.Decision), rank(b.Decision)))
+	})
 	for _, ch := range changes {
 		r.Changes = append(r.Changes, *ch)
 	}

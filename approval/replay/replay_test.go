@@ -102,7 +102,7 @@ func TestReplayFixture(t *testing.T) {
 	ex := func(run, call, tool, args, outcome, was, by string) replay.Example {
 		return replay.Example{RunID: run, CallID: call, Tool: tool, Args: args, Outcome: outcome, WasBy: was, By: by}
 	}
-	want := replay.Report{Policy: "candidate.yaml", Calls: 7, Runs: 2, Unchanged: 2,
+	want := replay.Report{Policy: "candidate.yaml", Calls: 7, Runs: 2, Unchanged: 2, Shadow: []replay.ShadowCount{},
 		ApprovalsSaved: 3, SavedDeclined: 1, ApprovalsAdded: 1,
 		Changes: []replay.Change{
 			{From: approval.Allow, To: approval.Ask, Count: 1, Examples: []replay.Example{
@@ -199,5 +199,48 @@ ask -> allow: 3
 `
 	if b.String() != want {
 		t.Fatalf("text:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// A shadow rule of the candidate changes no decision; the report counts
+// how often it would have voted.
+func TestReplayShadowCounts(t *testing.T) {
+	calls, err := replay.Calls(context.Background(), fixtureStore(t), replay.Options{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := approval.ParsePolicy("p.yaml", strings.NewReader(`rules:
+  - id: ask-bash
+    tool: bash
+    decision: ask
+  - id: deny-go
+    mode: shadow
+    tool: bash
+    args: {command: {prefix: "go "}}
+    decision: deny
+    reason: no go today
+  - id: ask-read
+    mode: shadow
+    tool: read
+    decision: ask
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := replay.Replay(p, replay.Seq(calls))
+	want := []replay.ShadowCount{{Rule: "rule:ask-read", Decision: approval.Ask, Count: 1}, {Rule: "rule:deny-go", Decision: approval.Deny, Count: 3}}
+	if !reflect.DeepEqual(r.Shadow, want) {
+		t.Fatalf("shadow counts: %+v", r.Shadow)
+	}
+	// bash was asked about and still is: the shadow deny changes nothing.
+	for _, c := range r.Changes {
+		if c.To == approval.Deny {
+			t.Fatalf("a shadow rule changed a decision: %+v", c)
+		}
+	}
+	var b strings.Builder
+	_ = replay.WriteText(&b, r)
+	if !strings.Contains(b.String(), "  rule:deny-go deny: 3\n") {
+		t.Fatalf("text:\n%s", b.String())
 	}
 }

@@ -26,5 +26,11 @@ func WriteText(w io.Writer, r Report) error {
 			fmt.Fprintf(w, "  %s %s %s %s: was %s (%s), now %s\n", e.RunID, strconv.Quote(e.CallID), strconv.Quote(e.Tool), strconv.Quote(e.Args), was, e.Outcome, e.By)
 		}
 	}
+	if len(r.Shadow) > 0 {
+		fmt.Fprintf(w, "\nshadow rules (decide nothing; how often they would have voted):\n")
+		for _, sc := range r.Shadow {
+			fmt.Fprintf(w, "  %s %s: %d\n", sc.Rule, sc.Decision, sc.Count)
+		}
+	}
 	return nil
 }
