@@ -37,6 +37,9 @@ type Call struct {
 	// level that decided it ("rule:ask-bash"; "" for the default allow).
 	Was   approval.Effect
 	WasBy string
+	// Shadow are the votes the shadow rules of the policy then in force
+	// recorded beside the decision.
+	Shadow []approval.Vote
 }
 
 // Report is what a candidate policy changes over the recorded calls.
@@ -136,14 +139,7 @@ func Replay(p *approval.Policy, calls iter.Seq[Call]) Report {
 		}
 	}
 	r.Runs = len(runs)
-	r.Shadow = []ShadowCount{}
-	for k, n := range shadow {
-		k.Count = n
-		r.Shadow = append(r.Shadow, k)
-	}
-	slices.SortFunc(r.Shadow, func(a, b ShadowCount) int {
-		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(rank(a.Decision), rank(b.Decision)))
-	})
+	r.Shadow = sortedCounts(shadow)
 	for _, ch := range changes {
 		r.Changes = append(r.Changes, *ch)
 	}

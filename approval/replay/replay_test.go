@@ -244,3 +244,23 @@ func TestReplayShadowCounts(t *testing.T) {
 		t.Fatalf("text:\n%s", b.String())
 	}
 }
+
+// The shadow votes recorded beside decisions are counted by rule and vote.
+func TestRecordedShadow(t *testing.T) {
+	s := store.NewMemory(nil)
+	r1 := rec("c1", "bash", `{"command":"rm x"}`, gate.OutcomeAllowed)
+	r1.Decision.Shadow = []approval.Vote{vote(approval.PrincipalRule, "no-rm", "deny")}
+	r2 := rec("c2", "bash", `{"command":"rm y"}`, gate.OutcomeApproved, askBash, alice)
+	r2.Decision.Shadow = []approval.Vote{vote(approval.PrincipalRule, "no-rm", "deny"), vote(approval.PrincipalRule, "ask-all", "ask")}
+	addRun(t, s, "run_a", "acme", r1, r2)
+	addRun(t, s, "run_g", "globex", r1)
+	calls, err := replay.Calls(context.Background(), s, replay.Options{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := replay.RecordedShadow(replay.Seq(calls))
+	want := []replay.ShadowCount{{Rule: "rule:ask-all", Decision: approval.Ask, Count: 1}, {Rule: "rule:no-rm", Decision: approval.Deny, Count: 2}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("recorded shadow: %+v", got)
+	}
+}

@@ -111,7 +111,7 @@ func callOf(run store.Run, rec gate.Record) (Call, bool) {
 		args = rec.RequestedArgs
 	}
 	c := Call{Tenant: run.Tenant, RunID: run.ID, CallID: rec.ID, Tool: rec.Name, Args: args, Started: rec.Started,
-		Outcome: string(rec.Decision.Outcome), Was: approval.Allow}
+		Outcome: string(rec.Decision.Outcome), Was: approval.Allow, Shadow: rec.Decision.Shadow}
 	var vs []approval.Verdict
 	for _, v := range rec.Decision.Votes {
 		if v.Source.Kind == approval.PrincipalRule || v.Source.Kind == approval.PrincipalAutonomy {
