@@ -58,7 +58,11 @@ type testBuilder struct {
 
 func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 	b.builds.Add(1)
-	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "test", Rules: []approval.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
+	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "test", Rules: []approval.Rule{
+		{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"},
+		// Decides nothing: its would-be deny is recorded beside the decision.
+		{ID: "watch-transfer", Tools: []string{"transfer"}, Decision: approval.Deny, Reason: "watched", Shadow: true},
+	}})
 	if err != nil {
 		return nil, err
 	}
