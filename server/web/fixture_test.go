@@ -114,6 +114,8 @@ func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 	pol, err := approval.NewPolicy(approval.PolicySpec{Name: "page", Rules: []approval.Rule{
 		{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"},
 		{ID: "ask-note", Tools: []string{"note"}, Decision: approval.Ask, Reason: "notes are kept"},
+		// Decides nothing: its would-be deny is recorded beside each transfer's decision.
+		{ID: "watch-transfer", Tools: []string{"transfer"}, Decision: approval.Deny, Reason: "watched", Shadow: true},
 	}})
 	if err != nil {
 		return nil, err

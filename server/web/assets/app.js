@@ -128,7 +128,7 @@
     who.hidden = false;
     setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
     knownPending = null;
-    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents()]);
+    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow()]);
     followTenant();
     routeFromHash();
   }
@@ -219,7 +219,7 @@
     };
   }
   const refreshApprovalsSoon = debounce(() => refreshApprovals(), 100);
-  const refreshRunsSoon = debounce(() => refreshRuns(), 150);
+  const refreshRunsSoon = debounce(() => { refreshRuns(); refreshShadow(); }, 150);
   const refreshRunSoon = debounce(() => { if (openRunID) loadRun(openRunID); }, 100);
 
   function followTenant() {
@@ -656,6 +656,23 @@
       if (!keep.has(li.dataset.runId)) li.remove();
     }
     $('runs-empty').hidden = list.children.length > 0;
+  }
+
+  // refreshShadow shows how often each shadow rule would have voted.
+  async function refreshShadow() {
+    if (!token) return;
+    let page;
+    try {
+      page = await api('GET', 'v1/shadow');
+    } catch (e) {
+      return;
+    }
+    const list = $('shadow-counts');
+    list.replaceChildren();
+    for (const c of page.rules || []) {
+      list.append(el('li', {}, el('code', {}, c.rule), ' would ' + c.decision + ': ' + c.count + ' call' + (c.count === 1 ? '' : 's')));
+    }
+    $('shadow-empty').hidden = list.children.length > 0;
   }
 
   // loadAgents fills the start form's agents, for operators.
