@@ -60,3 +60,14 @@ func TestPolicyReplay(t *testing.T) {
 		t.Fatalf("a missing policy file: exit 0\n%s", errOut)
 	}
 }
+
+// policy explain shows what a shadow rule would vote, apart from the
+// decision it does not change.
+func TestPolicyExplainShadow(t *testing.T) {
+	pol := apWrite(t, t.TempDir(), "p.yaml", "rules:\n  - id: no-push\n    mode: shadow\n    tool: bash\n    command: {pattern: \"git push *\"}\n    decision: deny\n    reason: pushes are reviewed\n")
+	code, out, errOut := apMain(t, "policy", "explain", pol, "--tool", "bash", "--args", `{"command":"git push origin main"}`)
+	if code != 0 || !strings.Contains(out, "decision: allow by runtime:default") ||
+		!strings.Contains(out, "shadow (decides nothing): deny by rule:no-push: pushes are reviewed\n") {
+		t.Fatalf("explain: exit %d\n%s%s", code, out, errOut)
+	}
+}
