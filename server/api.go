@@ -612,6 +612,14 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	f := store.RunFilter{Tenant: p.Tenant, Limit: limit, Cursor: cursor, Status: store.RunStatus(r.URL.Query().Get("status"))}
+	switch r.URL.Query().Get("order") {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		problemf(w, r, http.StatusBadRequest, "order: want oldest or newest")
+		return
+	}
 	switch f.Status {
 	case "", store.RunRunning, store.RunPending, store.RunResuming, store.RunDone, store.RunIncomplete, store.RunError, store.RunCancelled:
 	default:

@@ -94,3 +94,21 @@ func (f *fixture) nextPending(id, prev string) server.ApprovalView {
 		}
 	}
 }
+
+// GET /v1/runs?order=newest lists the tenant's runs newest first, and
+// names each run's source; another order is 400.
+func TestListRunsNewestFirst(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	first, second := f.startRun(), f.startRun()
+	var page server.RunPage
+	if code := f.do("GET", "/v1/runs?order=newest", vicToken, nil, &page); code != http.StatusOK || len(page.Runs) != 2 ||
+		page.Runs[0].ID != second || page.Runs[1].ID != first || page.Runs[0].Source != server.SourceAgent {
+		t.Fatalf("newest first: %d %+v", code, page)
+	}
+	if code := f.do("GET", "/v1/runs?order=newest", bobToken, nil, &page); code != http.StatusOK || len(page.Runs) != 0 {
+		t.Fatalf("another tenant's runs: %d %+v", code, page)
+	}
+	if code := f.do("GET", "/v1/runs?order=random", vicToken, nil, nil); code != http.StatusBadRequest {
+		t.Fatalf("order=random: %d", code)
+	}
+}

@@ -12,7 +12,7 @@
 // as RFC 9457 problem details (application/problem+json):
 //
 //	POST /v1/runs                      {agent, prompt}; Idempotency-Key header   operator
-//	GET  /v1/runs?status=&cursor=&limit=                                          viewer
+//	GET  /v1/runs?status=&order=oldest|newest&cursor=&limit=                     viewer
 //	GET  /v1/runs/{id}                 status, transcript, tool calls, pending    viewer
 //	POST /v1/runs/{id}/cancel                                                     operator
 //	GET  /v1/approvals?status=&run=&cursor=&limit=                                viewer

@@ -78,6 +78,9 @@ func TestPageCardShowsContext(t *testing.T) {
 	}
 	run(t, ctx, chromedp.Click(chromedp.CSS(next+` button.approve`)))
 	f.waitRun(v.ID, store.RunDone)
+	// Recent runs, newest first: a run started now heads the list.
+	later := f.startRun()
+	waitText(t, ctx, `#runs li:first-child`, later)
 	if got := f.transfer.runs(t); len(got) != 2 {
 		t.Fatalf("transfer ran %q, want twice", got)
 	}

@@ -629,7 +629,7 @@
     if (!token) return;
     let page;
     try {
-      page = await api('GET', 'v1/runs?limit=20');
+      page = await api('GET', 'v1/runs?limit=20&order=newest');
     } catch (e) {
       return;
     }
