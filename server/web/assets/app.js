@@ -272,6 +272,7 @@
       if (!seen.has(card.dataset.approvalId) && !card.classList.contains('decided')) removeCard(card);
     }
     knownPending = seen;
+    showBatches();
     setText($('pending-count'), seen.size ? '(' + seen.size + (page.next ? '+' : '') + ')' : '');
     setText($('approvals-more'), page.next ? 'More approvals wait than this page shows; the first ' + seen.size + ' are here. Decide these, and the next ones take their place.' : '');
     $('approvals-empty').hidden = seen.size > 0;
@@ -280,6 +281,33 @@
       announce('New approval: ' + visible(fresh[0].tool) + ' in run ' + fresh[0].runId + '.');
     } else if (fresh.length > 1) {
       announce(fresh.length + ' new approvals.');
+    }
+  }
+
+  // showBatches offers, for each run with several pending approvals (the
+  // parallel calls of one turn), to approve them all at once: each is sent
+  // as its own decision, bound to its own digest, as its card's Approve
+  // would send it.
+  function showBatches() {
+    const box = $('batches');
+    box.replaceChildren();
+    const byRun = new Map();
+    for (const card of $('approvals').children) {
+      if (card.classList.contains('decided') || !card.batchable) continue;
+      const run = card.dataset.runId;
+      if (!byRun.has(run)) byRun.set(run, []);
+      byRun.get(run).push(card);
+    }
+    for (const [run, cards] of byRun) {
+      if (cards.length < 2) continue;
+      const btn = el('button', { type: 'button', class: 'approve-batch primary' }, 'Approve all ' + cards.length);
+      btn.addEventListener('click', async () => {
+        btn.disabled = true;
+        for (const card of cards) {
+          if (card.isConnected && !card.classList.contains('decided')) await card.approveInBatch();
+        }
+      });
+      box.append(el('p', { class: 'batch' }, 'Run ', runLink(run), ' waits for ' + cards.length + ' calls of one turn, each shown below: ', btn));
     }
   }
 
@@ -334,6 +362,7 @@
     const ids = { h: 'ap' + n + '-h', deny: 'ap' + n + '-deny', edit: 'ap' + n + '-edit', reason: 'ap' + n + '-reason', args: 'ap' + n + '-args', err: 'ap' + n + '-err' };
     const li = el('li', { class: 'approval card' });
     li.dataset.approvalId = a.id;
+    li.dataset.runId = a.runId;
     li.dataset.argsDigest = a.argsDigest || '';
     const art = el('article', { 'aria-labelledby': ids.h });
     li.append(art);
@@ -468,6 +497,7 @@
       try {
         const v = await api('POST', 'v1/approvals/' + enc(a.id) + '/decision', body);
         li.classList.add('decided');
+        showBatches();
         const outcome = el('p', { class: 'outcome', role: 'status', tabindex: '-1' },
           (v.status === 'denied' ? (questions ? 'Declined' : 'Denied') : (questions ? 'Answered' : 'Approved')) + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
         art.replaceChildren(outcome);
@@ -482,6 +512,10 @@
         if (e.status === 409 || e.status === 410) refreshApprovalsSoon();
       }
     }
+    // A batch approves this card as its own Approve does: its digest, its
+    // decision, its outcome shown here.
+    li.approveInBatch = () => decide('approve');
+    li.batchable = !answerForm && editable && decider;
     approveBtn.addEventListener('click', () => {
       if (!answerForm) {
         decide('approve');
