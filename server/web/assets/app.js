@@ -277,6 +277,7 @@
     setText($('approvals-more'), page.next ? 'More approvals wait than this page shows; the first ' + seen.size + ' are here. Decide these, and the next ones take their place.' : '');
     $('approvals-empty').hidden = seen.size > 0;
     tick();
+    notify(fresh);
     if (fresh.length === 1) {
       announce('New approval: ' + visible(fresh[0].tool) + ' in run ' + fresh[0].runId + '.');
     } else if (fresh.length > 1) {
@@ -309,6 +310,40 @@
       });
       box.append(el('p', { class: 'batch' }, 'Run ', runLink(run), ' waits for ' + cards.length + ' calls of one turn, each shown below: ', btn));
     }
+  }
+
+  // notify raises a browser notification for each new approval, once the
+  // person has allowed notifications (never asked for unprompted). The
+  // text is the tool and the run: a notification shows text only.
+  function notify(fresh) {
+    const N = window.Notification;
+    if (!N || N.permission !== 'granted') return;
+    for (const a of fresh.slice(0, 5)) {
+      try {
+        new N('tollgate: approval needed', { body: visible(a.tool) + ' in run ' + a.runId, tag: a.id });
+      } catch (e) {
+        return; // a browser that only notifies from a service worker
+      }
+    }
+  }
+
+  // showNotifyState shows the notification button or what was chosen.
+  function showNotifyState() {
+    const N = window.Notification;
+    const btn = $('notify');
+    btn.hidden = !N || N.permission !== 'default';
+    let state = '';
+    if (!N) state = 'This browser cannot notify.';
+    else if (N.permission === 'granted') state = 'New approvals raise a notification.';
+    else if (N.permission === 'denied') state = 'Notifications are blocked for this page.';
+    setText($('notify-state'), state);
+  }
+
+  async function askNotify() {
+    const N = window.Notification;
+    if (!N) return;
+    try { await N.requestPermission(); } catch (e) { /* refused */ }
+    showNotifyState();
   }
 
   // removeCard takes a card off the list; if it held the focus, the focus
@@ -904,6 +939,8 @@
       signIn(t);
     });
     $('signout').addEventListener('click', () => signOut(''));
+    $('notify').addEventListener('click', askNotify);
+    showNotifyState();
     $('start-form').addEventListener('submit', startRun);
     $('run-close').addEventListener('click', closeRun);
     $('run-cancel').addEventListener('click', async () => {
