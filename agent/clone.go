@@ -159,6 +159,7 @@ func (cl *cloner) pending(dst, src *PendingCall) {
 	}
 	dst.Args = cl.bytes(src.Args)
 	dst.Votes = slices.Clone(src.Votes)
+	dst.Shadow = slices.Clone(src.Shadow)
 }
 
 // maxCloneDepth is how deep cloneValue follows nested maps and lists by

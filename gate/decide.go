@@ -81,6 +81,7 @@ func (g *Gate) Decide(ctx context.Context, env *Env, c Call, prior *Pending, ans
 func (p *pass) takeAnswer() *Ruling {
 	if p.prior != nil {
 		p.votes = slices.Clone(p.prior.Votes)
+		p.shadow = slices.Clone(p.prior.Shadow)
 	}
 	by := answerer(p.ans)
 	if p.prior != nil && p.prior.Request.Expired(p.g.opts.Now()) {
@@ -254,7 +255,9 @@ func (p *pass) suspend(ctx context.Context, origin Origin, req *tool.Request) Ru
 		return p.end(tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", origin, req.Prompt),
 			Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "second pending request"})
 	}
-	return Ruling{Pending: p.g.suspend(ctx, p.env, p.c, p.rec, origin, req, p.args, p.votes)}
+	pd := p.g.suspend(ctx, p.env, p.c, p.rec, origin, req, p.args, p.votes)
+	pd.Shadow = p.shadow
+	return Ruling{Pending: pd}
 }
 
 // suspend makes the pending call of req and tells the observer, the Pending
@@ -387,7 +390,7 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason}), false
 	}
 	p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteAllow, Reason: pans.Reason})
-	p.prior = &Pending{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(p.args), Args: storable(p.args), Votes: p.votes}
+	p.prior = &Pending{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(p.args), Args: storable(p.args), Votes: p.votes, Shadow: p.shadow}
 	p.ans = pans
 	if len(bytes.TrimSpace(pans.Data)) > 0 {
 		return Ruling{}, true

@@ -127,4 +127,7 @@ type Pending struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// Votes heard before the request was raised.
 	Votes []approval.Vote `json:"votes,omitempty"`
+	// Shadow are the shadow rules' would-be votes heard with them, kept
+	// for the record of a call that ends on the answer (declined).
+	Shadow []approval.Vote `json:"shadow,omitempty"`
 }
