@@ -32,6 +32,9 @@
 //	GET  /v1/agents                    the agents the caller's tenant may start   viewer
 //	GET  /v1/shadow?since=             how often each shadow rule would have voted
 //	                                   on the tenant's recorded calls             viewer
+//	GET  /v1/audit?tool=&rule=&person=&source=&outcome=&since=&limit=&format=json|jsonl
+//	                                   the tenant's decided calls, searched;
+//	                                   jsonl exports one a line                   viewer
 //	GET  /v1/me                        the token's principal                      viewer
 //	GET  /healthz, /readyz, /metrics   no token (the store's counts in /metrics are read at most every 10 s)
 //	GET  /, /assets/..., any other GET [Options.Page], when set
