@@ -126,8 +126,14 @@ type ApprovalView struct {
 	// covers these arguments only.
 	ArgsDigest string      `json:"argsDigest"`
 	Hints      *tool.Hints `json:"hints,omitempty"`
-	// Risk is the call's risk from its hints (approval.RiskOf).
-	Risk approval.Risk `json:"risk,omitempty"`
+	// Risk is the call's risk: as the run's policy file judges it (its
+	// risk declarations, then the hints; RiskFrom says which: "hints" or
+	// "declared:GLOB"), else from the hints alone (approval.RiskOf).
+	Risk     approval.Risk `json:"risk,omitempty"`
+	RiskFrom string        `json:"riskFrom,omitempty"`
+	// RuleAt is where the rule that asked is written in the run's policy
+	// file ("policy.yaml:12:5"), when it is one.
+	RuleAt string `json:"ruleAt,omitempty"`
 	// AskedBy is the rule, hook or autonomy level that asked
 	// ("rule:review-notes"), and Reason why.
 	AskedBy string `json:"askedBy,omitempty"`
@@ -757,6 +763,7 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 	} else if d, err := approval.ParseRequestData(a.Request); err == nil {
 		v.Arguments, v.Hints, v.AskedBy, v.Reason, v.InputSchema = d.Args, d.Hints, d.By.String(), d.Reason, d.Schema
 		v.Risk = approval.RiskOf(d.Hints)
+		s.showPolicy(&v, a, run, d.Args)
 		var buf bytes.Buffer
 		if json.Indent(&buf, d.Args, "", "  ") == nil {
 			v.ArgumentsPretty = buf.String()

@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/store"
 
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -110,5 +114,31 @@ func TestListRunsNewestFirst(t *testing.T) {
 	}
 	if code := f.do("GET", "/v1/runs?order=random", vicToken, nil, nil); code != http.StatusBadRequest {
 		t.Fatalf("order=random: %d", code)
+	}
+}
+
+// An approval of a run with a policy file says where the rule that asked
+// is written, and takes the risk the file declares over the hints'; a
+// file changed on disk is read again.
+func TestApprovalRuleAtAndDeclaredRisk(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	write := func(src string) {
+		t.Helper()
+		if err := os.WriteFile(pol, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("risks:\n  - tool: transfer\n    risk: network\nrules:\n  - id: ask-transfer\n    tool: transfer\n    decision: ask\n    reason: money moves\n")
+	cfg := payerConfig(t)
+	cfg.PolicyFile = pol
+	f := newFixture(t, nil, nil, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}})
+	a := f.pending(f.startRun())
+	if a.RuleAt != "policy.yaml:5:5" || a.Risk != approval.RiskNetwork || a.RiskFrom != "declared:transfer" {
+		t.Fatalf("rule at %q, risk %q from %q", a.RuleAt, a.Risk, a.RiskFrom)
+	}
+	write("rules:\n  - id: other\n    tool: x\n    decision: deny\n    reason: r\n\n  - id: ask-transfer\n    tool: transfer\n    decision: ask\n    reason: money moves\n")
+	var got server.ApprovalView
+	if code := f.do("GET", "/v1/approvals/"+a.ID, vicToken, nil, &got); code != http.StatusOK || got.RuleAt != "policy.yaml:7:5" || got.RiskFrom != "hints" {
+		t.Fatalf("after the file changed: %d rule at %q, risk from %q", code, got.RuleAt, got.RiskFrom)
 	}
 }

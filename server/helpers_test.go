@@ -66,13 +66,20 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 	if err != nil {
 		return nil, err
 	}
+	applied := []string{runs.FieldAutonomy, runs.FieldApprovalTTL}
+	if cfg.PolicyFile != "" { // the run's own policy file instead
+		if pol, _, err = approval.LoadPolicy(cfg.PolicyFile); err != nil {
+			return nil, err
+		}
+		applied = append(applied, runs.FieldPolicyFile)
+	}
 	if cfg.Autonomy != "" {
 		if pol, err = pol.WithAutonomy(approval.Autonomy(cfg.Autonomy)); err != nil {
 			return nil, err
 		}
 	}
 	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools, Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: time.Duration(cfg.ApprovalTTL)},
-		Applied: []string{runs.FieldAutonomy, runs.FieldApprovalTTL}}, nil
+		Applied: applied}, nil
 }
 
 func payerConfig(t testing.TB) runs.RunConfig {

@@ -134,16 +134,19 @@ type Server struct {
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
-	feed    *feed
-	agents  map[string]runs.RunConfig
-	config  *Config // where the agents were loaded from, or nil
-	tokens  *Tokens
-	tickets tickets
-	page    http.Handler
-	mux     *http.ServeMux
-	log     *slog.Logger
-	now     func() time.Time
-	beat    time.Duration
+	feed   *feed
+	agents map[string]runs.RunConfig
+	config *Config // where the agents were loaded from, or nil
+	// policies are the runs' policy files, read for what an approval shows
+	// (a rule's line, declared risks).
+	policies policyFiles
+	tokens   *Tokens
+	tickets  tickets
+	page     http.Handler
+	mux      *http.ServeMux
+	log      *slog.Logger
+	now      func() time.Time
+	beat     time.Duration
 	// writeTimeout bounds each write to an event stream.
 	writeTimeout time.Duration
 	// bodyTimeout bounds the reading of a request's body.

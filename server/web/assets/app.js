@@ -417,10 +417,10 @@
     if (questions) {
       fact(dl, 'Asked by', 'the model, with the ', el('code', {}, a.tool || 'question'), ' tool');
     } else {
-      fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'));
+      fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'), a.ruleAt ? el('span', { class: 'rule-at' }, ' (' + a.ruleAt + ')') : '');
       fact(dl, 'Reason', a.reason || '(none given)');
       if (a.prompt) fact(dl, 'Question', a.prompt);
-      fact(dl, 'Hints', hintsText(a.hints));
+      fact(dl, 'Hints', hintsText(a.hints), a.riskFrom && a.riskFrom.startsWith('declared:') ? ' · risk declared by the policy for ' + a.riskFrom.slice(9) : '');
     }
     const c = a.context || {};
     fact(dl, 'Run', runLink(a.runId), ' · ' + sourceText(c.source || '', a.agent), a.runOwner ? ' · started by ' + a.runOwner : '');
