@@ -35,6 +35,8 @@
 //	GET  /v1/audit?tool=&rule=&person=&source=&outcome=&since=&limit=&format=json|jsonl
 //	                                   the tenant's decided calls, searched;
 //	                                   jsonl exports one a line                   viewer
+//	POST /v1/policy/replay             {policy, since?}: a candidate policy
+//	                                   replayed on the tenant's recorded calls    approver
 //	GET  /v1/me                        the token's principal                      viewer
 //	GET  /healthz, /readyz, /metrics   no token (the store's counts in /metrics are read at most every 10 s)
 //	GET  /, /assets/..., any other GET [Options.Page], when set

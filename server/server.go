@@ -343,6 +343,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/agents", s.auth(RoleViewer, s.listAgents))
 	mux.HandleFunc("GET /v1/shadow", s.auth(RoleViewer, s.shadowCounts))
 	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))
+	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))
