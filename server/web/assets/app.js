@@ -128,6 +128,7 @@
     who.hidden = false;
     setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
     knownPending = null;
+    $('replay').hidden = !can('approver');
     await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow()]);
     followTenant();
     routeFromHash();
@@ -744,6 +745,29 @@
     $('shadow-empty').hidden = list.children.length > 0;
   }
 
+  // replayPolicy replays the candidate policy of the form on the calls
+  // recorded in the tenant and shows what it changes.
+  async function replayPolicy(e) {
+    e.preventDefault();
+    const err = $('replay-error');
+    const out = $('replay-result');
+    setText(err, '');
+    const body = { policy: $('replay-policy').value };
+    const since = $('replay-since').value.trim();
+    if (since) body.since = since;
+    $('replay-submit').disabled = true;
+    try {
+      const r = await api('POST', 'v1/policy/replay', JSON.stringify(body));
+      setText(out, r.text);
+      out.hidden = false;
+    } catch (x) {
+      out.hidden = true;
+      showProblem(err, x);
+    } finally {
+      $('replay-submit').disabled = false;
+    }
+  }
+
   // loadAgents fills the start form's agents, for operators.
   async function loadAgents() {
     const section = $('start');
@@ -942,6 +966,7 @@
     $('notify').addEventListener('click', askNotify);
     showNotifyState();
     $('start-form').addEventListener('submit', startRun);
+    $('replay-form').addEventListener('submit', replayPolicy);
     $('run-close').addEventListener('click', closeRun);
     $('run-cancel').addEventListener('click', async () => {
       if (!openRunID) return;
