@@ -47,6 +47,7 @@ type AuditEntry struct {
 
 // AuditPage is GET /v1/audit.
 type AuditPage struct {
+	// Entries are the decisions found, in the store's order.
 	Entries []AuditEntry `json:"entries"`
 	// Truncated is set when more decisions matched than the limit.
 	Truncated bool `json:"truncated,omitempty"`

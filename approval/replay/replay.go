@@ -71,21 +71,26 @@ type Report struct {
 // ShadowCount is how often one shadow rule would have voted one way.
 type ShadowCount struct {
 	// Rule is the rule ("rule:deny-etc").
-	Rule     string          `json:"rule"`
+	Rule string `json:"rule"`
+	// Decision is the vote it would have cast, and Count how often.
 	Decision approval.Effect `json:"decision"`
 	Count    int             `json:"count"`
 }
 
 // Change is one kind of changed decision.
 type Change struct {
-	From     approval.Effect `json:"from"`
-	To       approval.Effect `json:"to"`
-	Count    int             `json:"count"`
-	Examples []Example       `json:"examples"`
+	// From is the recorded policy effect, To the candidate's.
+	From approval.Effect `json:"from"`
+	To   approval.Effect `json:"to"`
+	// Count is how many calls changed so; Examples are the first
+	// [MaxExamples] of them, in the store's order.
+	Count    int       `json:"count"`
+	Examples []Example `json:"examples"`
 }
 
 // Example is one changed call.
 type Example struct {
+	// RunID, CallID and Tool name the call.
 	RunID  string `json:"runId"`
 	CallID string `json:"callId"`
 	Tool   string `json:"tool"`
