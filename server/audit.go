@@ -37,6 +37,10 @@ type AuditEntry struct {
 	By     string `json:"by"`
 	Actor  string `json:"actor,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// RuleAt is where the rule that decided, or the last rule that voted
+	// (the one that asked, on an approved call), is written in the run's
+	// policy file ("policy.yaml:12:5"), when the file still has it.
+	RuleAt string `json:"ruleAt,omitempty"`
 	// Args are the arguments the call ran with (or was refused with).
 	Args json.RawMessage `json:"args,omitempty"`
 	// Votes are every source that had a say; Shadow the shadow rules'
@@ -129,7 +133,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 			problemf(w, r, http.StatusInternalServerError, "reading the runs failed")
 			return
 		}
-		for _, e := range auditEntries(run) {
+		for _, e := range s.auditEntries(run) {
 			if !f.matches(e) {
 				continue
 			}
@@ -160,7 +164,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 
 // auditEntries are the decided calls of run: its result's records when it
 // ended, its state's otherwise; calls still pending are left out.
-func auditEntries(run store.Run) []AuditEntry {
+func (s *Server) auditEntries(run store.Run) []AuditEntry {
 	var v struct {
 		ToolCalls []gate.Record `json:"toolCalls"`
 	}
@@ -172,6 +176,7 @@ func auditEntries(run store.Run) []AuditEntry {
 		return nil
 	}
 	source := summary(run).Source
+	path, pol := s.runPolicy(run)
 	var out []AuditEntry
 	for _, rec := range v.ToolCalls {
 		d := rec.Decision
@@ -183,7 +188,22 @@ func auditEntries(run store.Run) []AuditEntry {
 		if !d.Actor.IsZero() {
 			e.Actor = d.Actor.String()
 		}
+		e.RuleAt = ruleAt(pol, path, lastRule(d))
 		out = append(out, e)
 	}
 	return out
+}
+
+// lastRule is the rule that decided d, else the last rule that voted on it
+// (the one that asked, when a person approved), else the zero principal.
+func lastRule(d gate.Decision) approval.Principal {
+	if d.By.Kind == approval.PrincipalRule {
+		return d.By
+	}
+	for i := len(d.Votes) - 1; i >= 0; i-- {
+		if d.Votes[i].Source.Kind == approval.PrincipalRule {
+			return d.Votes[i].Source
+		}
+	}
+	return approval.Principal{}
 }

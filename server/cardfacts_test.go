@@ -136,6 +136,15 @@ func TestApprovalRuleAtAndDeclaredRisk(t *testing.T) {
 	if a.RuleAt != "policy.yaml:5:5" || a.Risk != approval.RiskNetwork || a.RiskFrom != "declared:transfer" {
 		t.Fatalf("rule at %q, risk %q from %q", a.RuleAt, a.Risk, a.RiskFrom)
 	}
+	// The decision, in the audit, links to the rule's line.
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	f.waitRun(a.RunID, store.RunDone)
+	var page server.AuditPage
+	if code := f.do("GET", "/v1/audit", vicToken, nil, &page); code != http.StatusOK || len(page.Entries) != 1 || page.Entries[0].RuleAt != "policy.yaml:5:5" {
+		t.Fatalf("audit: %d %+v", code, page)
+	}
 	write("rules:\n  - id: other\n    tool: x\n    decision: deny\n    reason: r\n\n  - id: ask-transfer\n    tool: transfer\n    decision: ask\n    reason: money moves\n")
 	var got server.ApprovalView
 	if code := f.do("GET", "/v1/approvals/"+a.ID, vicToken, nil, &got); code != http.StatusOK || got.RuleAt != "policy.yaml:7:5" || got.RiskFrom != "hints" {

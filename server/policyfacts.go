@@ -58,24 +58,34 @@ func (s *Server) showPolicy(v *ApprovalView, a store.Approval, run *store.Run, a
 	if run == nil {
 		return
 	}
-	cfg, err := runs.LoadConfig(*run)
-	if err != nil || cfg.PolicyFile == "" {
-		return
-	}
-	p := s.policies.get(cfg.PolicyFile)
+	path, p := s.runPolicy(*run)
 	if p == nil {
 		return
 	}
 	ev := p.Evaluate(approval.Call{Tool: a.Tool, Args: args, Hints: v.Hints, RunID: a.RunID})
 	v.Risk, v.RiskFrom = ev.Risk, ev.RiskFrom
-	by := approval.PrincipalOf(v.AskedBy)
-	if by.Kind != approval.PrincipalRule {
-		return
+	v.RuleAt = ruleAt(p, path, approval.PrincipalOf(v.AskedBy))
+}
+
+// ruleAt is where the rule by is written in the policy p of the file
+// path ("policy.yaml:12:5"), or "" when by is not one of its rules.
+func ruleAt(p *approval.Policy, path string, by approval.Principal) string {
+	if p == nil || by.Kind != approval.PrincipalRule {
+		return ""
 	}
 	for _, r := range p.Spec().Rules {
 		if r.ID == by.Name && r.Line > 0 {
-			v.RuleAt = fmt.Sprintf("%s:%d:%d", filepath.Base(cfg.PolicyFile), r.Line, r.Col)
-			return
+			return fmt.Sprintf("%s:%d:%d", filepath.Base(path), r.Line, r.Col)
 		}
 	}
+	return ""
+}
+
+// runPolicy returns the policy file of run and its policy, or "" and nil.
+func (s *Server) runPolicy(run store.Run) (string, *approval.Policy) {
+	cfg, err := runs.LoadConfig(run)
+	if err != nil || cfg.PolicyFile == "" {
+		return "", nil
+	}
+	return cfg.PolicyFile, s.policies.get(cfg.PolicyFile)
 }
