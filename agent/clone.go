@@ -138,6 +138,7 @@ func (cl *cloner) record(dst, src *ToolCallRecord) error {
 	dst.Args = cl.bytes(src.Args)
 	dst.ReplacedBy = slices.Clone(src.ReplacedBy)
 	dst.Decision.Votes = slices.Clone(src.Decision.Votes)
+	dst.Decision.Shadow = slices.Clone(src.Decision.Shadow)
 	if src.Metadata != nil {
 		m, err := cloneMetadata(src.Metadata, 0)
 		if err != nil {
@@ -158,6 +159,7 @@ func (cl *cloner) pending(dst, src *PendingCall) {
 	}
 	dst.Args = cl.bytes(src.Args)
 	dst.Votes = slices.Clone(src.Votes)
+	dst.Shadow = slices.Clone(src.Shadow)
 }
 
 // maxCloneDepth is how deep cloneValue follows nested maps and lists by

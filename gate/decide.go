@@ -36,6 +36,8 @@ type pass struct {
 	prior *Pending     // the request the call was suspended on, on a retry
 	ans   *tool.Answer // its answer
 	votes []approval.Vote
+	// shadow: the shadow rules' would-be votes, recorded beside the decision.
+	shadow []approval.Vote
 	// answered: the answer's vote still leads votes, waiting for its place.
 	answered bool
 	t        tool.Tool
@@ -79,6 +81,7 @@ func (g *Gate) Decide(ctx context.Context, env *Env, c Call, prior *Pending, ans
 func (p *pass) takeAnswer() *Ruling {
 	if p.prior != nil {
 		p.votes = slices.Clone(p.prior.Votes)
+		p.shadow = slices.Clone(p.prior.Shadow)
 	}
 	by := answerer(p.ans)
 	if p.prior != nil && p.prior.Request.Expired(p.g.opts.Now()) {
@@ -240,7 +243,7 @@ func (p *pass) invalidRewrite(hookVotes []approval.Vote, err error) Ruling {
 // end records a call that ends in Decide without running; the decision
 // gets the votes heard so far.
 func (p *pass) end(res tool.Result, d Decision) Ruling {
-	d.Votes = p.votes
+	d.Votes, d.Shadow = p.votes, p.shadow
 	return Ruling{Record: p.g.finish(p.ctx, p.env, p.c, p.rec, res, d, false)}
 }
 
@@ -252,7 +255,9 @@ func (p *pass) suspend(ctx context.Context, origin Origin, req *tool.Request) Ru
 		return p.end(tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", origin, req.Prompt),
 			Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "second pending request"})
 	}
-	return Ruling{Pending: p.g.suspend(ctx, p.env, p.c, p.rec, origin, req, p.args, p.votes)}
+	pd := p.g.suspend(ctx, p.env, p.c, p.rec, origin, req, p.args, p.votes)
+	pd.Shadow = p.shadow
+	return Ruling{Pending: pd}
 }
 
 // suspend makes the pending call of req and tells the observer, the Pending
@@ -299,7 +304,8 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 		if r != nil {
 			return *r
 		}
-		verdict, avotes := p.g.authorize(ctx, p.env, p.c, p.args, p.spec.Hints, p.votes)
+		verdict, avotes, shadow := p.g.authorize(ctx, p.env, p.c, p.args, p.spec.Hints, p.votes)
+		p.shadow = shadow
 		p.votes = append(p.votes, avotes...)
 		p.placeAnswer(approval.Principal{}) // an authorizer's or a tool's request: heard after every authorizer
 		// An approval answer covers this call when it was given for these
@@ -384,7 +390,7 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason}), false
 	}
 	p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteAllow, Reason: pans.Reason})
-	p.prior = &Pending{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(p.args), Args: storable(p.args), Votes: p.votes}
+	p.prior = &Pending{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(p.args), Args: storable(p.args), Votes: p.votes, Shadow: p.shadow}
 	p.ans = pans
 	if len(bytes.TrimSpace(pans.Data)) > 0 {
 		return Ruling{}, true
@@ -395,7 +401,7 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 // allow ends Decide on a call that runs: the decision is told to the
 // observer now, before the listener and the tool.
 func (p *pass) allow(ctx context.Context, d Decision) Ruling {
-	d.Votes = p.votes
+	d.Votes, d.Shadow = p.votes, p.shadow
 	p.rec.Decision = d
 	if p.env.Observer != nil {
 		p.env.Observer.Decided(p.c, d)
@@ -406,7 +412,11 @@ func (p *pass) allow(ctx context.Context, d Decision) Ruling {
 // authorize runs every authorizer (the gate's, then the environment's)
 // and combines them with the hooks' allow votes under deny > ask > allow.
 // An authorizer that fails or panics denies (fail closed).
-func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMessage, hints *tool.Hints, votes []approval.Vote) (approval.Verdict, []approval.Vote) {
+//
+// The third result lists what shadow rules would have voted (from the
+// authorizers that are [approval.ShadowAuthorizer]): recorded, never
+// combined.
+func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMessage, hints *tool.Hints, votes []approval.Vote) (approval.Verdict, []approval.Vote, []approval.Vote) {
 	var verdicts []approval.Verdict
 	for _, v := range votes {
 		if v.Decision == approval.VoteAllow && v.Source.Kind == approval.PrincipalHook {
@@ -418,16 +428,19 @@ func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMe
 		azs = append(slices.Clone(azs), env.Authorizers...)
 	}
 	if len(azs) == 0 {
-		return approval.Strongest(verdicts...), nil
+		return approval.Strongest(verdicts...), nil, nil
 	}
 	ac := approval.Call{Tool: c.Name, CallID: c.ID, Args: slices.Clone(args), RunID: c.RunID}
 	if hints != nil {
 		h := *hints
 		ac.Hints = &h
 	}
-	var out []approval.Vote
+	var out, shadow []approval.Vote
 	for i, az := range azs {
-		v, err := safeAuthorize(ctx, az, ac)
+		v, sv, err := safeAuthorize(ctx, az, ac)
+		for _, x := range sv {
+			shadow = append(shadow, approval.Vote{Source: x.By, Decision: approval.VoteDecision(x.Decision), Reason: x.Reason})
+		}
 		if v.By.IsZero() {
 			v.By = approval.Principal{Kind: approval.PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
 		}
@@ -440,17 +453,22 @@ func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMe
 		verdicts = append(verdicts, v)
 		out = append(out, approval.Vote{Source: v.By, Decision: approval.VoteDecision(v.Decision), Reason: v.Reason})
 	}
-	return approval.Strongest(verdicts...), out
+	return approval.Strongest(verdicts...), out, shadow
 }
 
 // safeAuthorize calls az, turning a panic into an error (which denies: fail closed).
-func safeAuthorize(ctx context.Context, az approval.Authorizer, c approval.Call) (v approval.Verdict, err error) {
+// A [approval.ShadowAuthorizer] is asked for its shadow votes too.
+func safeAuthorize(ctx context.Context, az approval.Authorizer, c approval.Call) (v approval.Verdict, shadow []approval.Verdict, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			v, err = approval.Verdict{}, fmt.Errorf("authorizer panicked: %v", p)
+			v, shadow, err = approval.Verdict{}, nil, fmt.Errorf("authorizer panicked: %v", p)
 		}
 	}()
-	return az.Authorize(ctx, c)
+	if sa, ok := az.(approval.ShadowAuthorizer); ok {
+		return sa.AuthorizeShadow(ctx, c)
+	}
+	v, err = az.Authorize(ctx, c)
+	return v, nil, err
 }
 
 // approvalRequest is the request of an authorizer's ask: its data is the

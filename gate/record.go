@@ -56,6 +56,9 @@ type Decision struct {
 	// and the answer's vote follows the vote of the source that asked (the
 	// hook, or the last authorizer for an authorization's or a tool's request).
 	Votes []approval.Vote `json:"votes,omitempty"`
+	// Shadow lists what the policies' shadow rules would have voted
+	// ([approval.ShadowAuthorizer]): beside the decision, never part of it.
+	Shadow []approval.Vote `json:"shadow,omitempty"`
 }
 
 // Record is the record of one tool call: what the caller asked, what ran,
@@ -124,4 +127,7 @@ type Pending struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// Votes heard before the request was raised.
 	Votes []approval.Vote `json:"votes,omitempty"`
+	// Shadow are the shadow rules' would-be votes heard with them, kept
+	// for the record of a call that ends on the answer (declined).
+	Shadow []approval.Vote `json:"shadow,omitempty"`
 }

@@ -603,8 +603,16 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 				if s, ok := ps.str(kv.Value, "reason"); ok {
 					r.Reason = s
 				}
+			case "mode":
+				if s, ok := ps.str(kv.Value, "mode"); ok {
+					shadow, err := ruleMode(s)
+					if err != nil {
+						ps.errorf(kv.Value, "%v", err)
+					}
+					r.Shadow = shadow
+				}
 			default:
-				ps.errorf(kn, "unknown key %q in a rule (want id, description, tool, command, hints, risk, args, decision, reason)", key)
+				ps.errorf(kn, "unknown key %q in a rule (want id, description, tool, command, hints, risk, args, decision, reason, mode)", key)
 			}
 		}
 		if perm != "" {

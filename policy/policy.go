@@ -67,6 +67,10 @@ type Rule struct {
 	Decision approval.Effect
 	// Reason explains the vote; on deny the model sees it.
 	Reason string
+	// Shadow makes the rule decide nothing: its would-be vote is reported
+	// beside the real decision (Evaluation.Shadow, [approval.ShadowAuthorizer]).
+	// In YAML, mode: shadow (mode: enforce, the default, decides).
+	Shadow bool
 	// Line and Col locate the rule's entry in its policy file (1-based),
 	// for messages about it; zero for a rule built in code.
 	Line, Col int
@@ -458,6 +462,9 @@ type Evaluation struct {
 	// with what the rules said about it, when some rule with a command
 	// condition applies to the call (see [CommandCondition]).
 	Commands []CommandEvaluation
+	// Shadow lists what the matching shadow rules ([Rule.Shadow]) would
+	// have voted, in policy order; they are not in Verdicts.
+	Shadow []approval.Verdict
 }
 
 // CommandEvaluation is what the rules with a command condition said about
@@ -490,11 +497,15 @@ func (p *Policy) Evaluate(c approval.Call) Evaluation {
 		d.UseNumber()
 		_ = d.Decode(&args)
 	}
-	var cmdRules []*compiledRule
+	var cmdRules, shadow []*compiledRule
 	variants := p.variants(c, args)
 	for i := range p.rules {
 		r := &p.rules[i]
 		if !slices.ContainsFunc(variants, func(a map[string]any) bool { return r.matches(c, ev.Risk, a, p.workdir) }) {
+			continue
+		}
+		if r.Shadow {
+			shadow = append(shadow, r)
 			continue
 		}
 		if r.cmd != nil {
@@ -506,6 +517,7 @@ func (p *Policy) Evaluate(c approval.Call) Evaluation {
 	if len(cmdRules) > 0 {
 		ev.Commands, ev.Verdicts = p.judgeCommands(cmdRules, args, ev.Verdicts)
 	}
+	ev.Shadow = p.shadowVerdicts(shadow, args)
 	if a := p.spec.Autonomy; a != "" {
 		d := approval.AutonomyDecision(a, ev.Risk)
 		reason, ok := p.autonomyReasons[ev.Risk]

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -64,6 +65,9 @@ type RunSummary struct {
 	ID string `json:"id"`
 	// Agent is the name of the agent in the server's configuration.
 	Agent string `json:"agent"`
+	// Source is what started the run: "agent", "claude-code" or
+	// "command-line" ([RunContext.Source]).
+	Source string `json:"source"`
 	// Owner is the principal who started the run, as text ("person:alice").
 	Owner string `json:"owner"`
 	// Status is the run's status (running, pending, done, failed, ...).
@@ -122,8 +126,14 @@ type ApprovalView struct {
 	// covers these arguments only.
 	ArgsDigest string      `json:"argsDigest"`
 	Hints      *tool.Hints `json:"hints,omitempty"`
-	// Risk is the call's risk from its hints (approval.RiskOf).
-	Risk approval.Risk `json:"risk,omitempty"`
+	// Risk is the call's risk: as the run's policy file judges it (its
+	// risk declarations, then the hints; RiskFrom says which: "hints" or
+	// "declared:GLOB"), else from the hints alone (approval.RiskOf).
+	Risk     approval.Risk `json:"risk,omitempty"`
+	RiskFrom string        `json:"riskFrom,omitempty"`
+	// RuleAt is where the rule that asked is written in the run's policy
+	// file ("policy.yaml:12:5"), when it is one.
+	RuleAt string `json:"ruleAt,omitempty"`
 	// AskedBy is the rule, hook or autonomy level that asked
 	// ("rule:review-notes"), and Reason why.
 	AskedBy string `json:"askedBy,omitempty"`
@@ -146,6 +156,14 @@ type ApprovalView struct {
 	DecisionReason  string             `json:"decisionReason,omitempty"`
 	DecidedAt       *time.Time         `json:"decidedAt,omitempty"`
 	EditedArguments json.RawMessage    `json:"editedArguments,omitempty"`
+	// Questions, on a request of kind question, are the questions the model
+	// asks (each with its options and whether it takes several answers):
+	// what a person answers with a decision's answer.
+	Questions []builtin.Question `json:"questions,omitempty"`
+	// Context is what the run says around the call: its source, prompt,
+	// workspace, the model's stated intent and the earlier decisions on the
+	// same tool; absent when the run cannot be read.
+	Context *RunContext `json:"context,omitempty"`
 }
 
 // ApprovalPage is GET /v1/approvals.
@@ -168,6 +186,12 @@ type DecisionRequest struct {
 	// ArgsDigest must be the argsDigest the person was shown: what they saw
 	// is what runs (412 otherwise). Required to approve.
 	ArgsDigest string `json:"argsDigest"`
+	// Answer, on approve, answers a request of kind question (required
+	// there): {"answers": [["choice"], ...]} with one list per question, or
+	// a shorter form builtin.ParseQuestionAnswer reads (["a", "b"], or "a"
+	// for one question). An option's label or the person's own words; 422
+	// when it does not fit the questions. On an input request, the value.
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // AutonomyRequest is the body of PUT /v1/autonomy: seed 000's set_autonomy.
@@ -504,10 +528,11 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, ru
 
 func summary(run store.Run) RunSummary {
 	var cfg struct {
-		Agent string `json:"agent"`
+		Agent  string          `json:"agent"`
+		Claude json.RawMessage `json:"claude"`
 	}
 	_ = json.Unmarshal(run.Config, &cfg)
-	return RunSummary{ID: run.ID, Agent: cfg.Agent, Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, present(cfg.Claude)), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 }
 
 func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
@@ -600,6 +625,14 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	f := store.RunFilter{Tenant: p.Tenant, Limit: limit, Cursor: cursor, Status: store.RunStatus(r.URL.Query().Get("status"))}
+	switch r.URL.Query().Get("order") {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		problemf(w, r, http.StatusBadRequest, "order: want oldest or newest")
+		return
+	}
 	switch f.Status {
 	case "", store.RunRunning, store.RunPending, store.RunResuming, store.RunDone, store.RunIncomplete, store.RunError, store.RunCancelled:
 	default:
@@ -732,14 +765,18 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 		left := int64(a.ExpiresAt.Sub(now) / time.Second)
 		v.SecondsLeft = &left
 	}
-	if d, err := approval.ParseRequestData(a.Request); err == nil {
+	if a.Kind == tool.KindQuestion {
+		showQuestions(&v, a)
+	} else if d, err := approval.ParseRequestData(a.Request); err == nil {
 		v.Arguments, v.Hints, v.AskedBy, v.Reason, v.InputSchema = d.Args, d.Hints, d.By.String(), d.Reason, d.Schema
 		v.Risk = approval.RiskOf(d.Hints)
+		s.showPolicy(&v, a, run, d.Args)
 		var buf bytes.Buffer
 		if json.Indent(&buf, d.Args, "", "  ") == nil {
 			v.ArgumentsPretty = buf.String()
 		}
 	}
+	v.Context = runContext(a, run)
 	if run != nil {
 		v.RunOwner = run.Owner
 		if cfg, err := runs.LoadConfig(*run); err == nil {
@@ -794,9 +831,11 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	default:
 		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: `decision: want "approve" or "deny"`}
 	}
-	if len(req.EditedArgs) > 0 && string(req.EditedArgs) != "null" {
-		d.Data = req.EditedArgs
+	data, prob := decisionData(a, req, d.Approve)
+	if prob != nil {
+		return ApprovalView{}, prob
 	}
+	d.Data = data
 	if req.ArgsDigest == "" && d.Approve {
 		return ApprovalView{}, &Problem{Status: http.StatusBadRequest, Detail: "argsDigest: required; send the argsDigest of the approval you were shown"}
 	}

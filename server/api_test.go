@@ -69,7 +69,7 @@ func TestStartApproveResume(t *testing.T) {
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:other"}, &prob); code != http.StatusPreconditionFailed {
 		t.Fatalf("repeated decision with another digest: %d %+v", code, prob)
 	}
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", ArgsDigest: a.ArgsDigest}, &prob); code != http.StatusConflict || prob.Type != server.ProblemDecided {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", Reason: "no", ArgsDigest: a.ArgsDigest}, &prob); code != http.StatusConflict || prob.Type != server.ProblemDecided {
 		t.Fatalf("other decision after one: %d %+v", code, prob)
 	}
 	if n := f.transfer.Count(); n != 1 {

@@ -12,19 +12,31 @@
 // as RFC 9457 problem details (application/problem+json):
 //
 //	POST /v1/runs                      {agent, prompt}; Idempotency-Key header   operator
-//	GET  /v1/runs?status=&cursor=&limit=                                          viewer
+//	GET  /v1/runs?status=&order=oldest|newest&cursor=&limit=                     viewer
 //	GET  /v1/runs/{id}                 status, transcript, tool calls, pending    viewer
 //	POST /v1/runs/{id}/cancel                                                     operator
 //	GET  /v1/approvals?status=&run=&cursor=&limit=                                viewer
 //	GET  /v1/approvals/{id}            tool, arguments, digest, hints, risk,
-//	                                   who asked and why, expiry, input schema    viewer
-//	POST /v1/approvals/{id}/decision   {decision, reason?, editedArgs?, argsDigest} approver
+//	                                   who asked and why, expiry, input schema,
+//	                                   a question's questions, the run's context
+//	                                   (source, prompt, intent, workspace,
+//	                                   earlier decisions on the tool)             viewer
+//	POST /v1/approvals/{id}/decision   {decision, reason?, editedArgs?, answer?,
+//	                                   argsDigest}                                approver
 //	GET  /v1/autonomy, PUT /v1/autonomy {level, run?}  (seed 000's set_autonomy)  viewer / approver (run) / admin (tenant)
 //	POST /v1/events/ticket             a 60 s ticket for ?ticket= on the streams  viewer
 //	GET  /v1/events?run=&after=        Server-Sent Events                         viewer
 //	GET  /v1/ws?run=&after=            the same events on a WebSocket, and
-//	                                   approve / deny / modify / set_autonomy     viewer (approver to decide)
+//	                                   approve / deny / modify / answer /
+//	                                   set_autonomy                               viewer (approver to decide)
 //	GET  /v1/agents                    the agents the caller's tenant may start   viewer
+//	GET  /v1/shadow?since=             how often each shadow rule would have voted
+//	                                   on the tenant's recorded calls             viewer
+//	GET  /v1/audit?tool=&rule=&person=&source=&outcome=&since=&limit=&format=json|jsonl
+//	                                   the tenant's decided calls, searched;
+//	                                   jsonl exports one a line                   viewer
+//	POST /v1/policy/replay             {policy, since?}: a candidate policy
+//	                                   replayed on the tenant's recorded calls    approver
 //	GET  /v1/me                        the token's principal                      viewer
 //	GET  /healthz, /readyz, /metrics   no token (the store's counts in /metrics are read at most every 10 s)
 //	GET  /, /assets/..., any other GET [Options.Page], when set
@@ -44,11 +56,17 @@
 // does not answer is 405 with the methods it does in Allow (RFC 9110).
 //
 // A decision's argsDigest is required to approve; a deny needs none (a
-// wrong one is still 412). Decision errors: 404 an unknown approval or
+// wrong one is still 412) but needs a reason, which the model is told. A
+// question (kind question) is approved with an answer and only so: answer
+// holds one list of choices per question ({"answers": [["Blue"], ["Mon",
+// "my own words"]]}), an option's label or the person's own words. 400 a
+// deny without a reason, a question approved without an answer, an answer
+// on an approval, or both answer and editedArgs. Decision errors: 404 an unknown approval or
 // another tenant's, 409 already decided (the same decision sent again by
 // the same principal is answered 200, as the first), 410 expired, 412 argsDigest is not the digest of the
 // arguments shown, 422 editedArgs that do not fit the tool's input schema
-// (they are authorized again when the run goes on), 403 a role that may
+// (they are authorized again when the run goes on) or an answer that does
+// not fit the questions, 403 a role that may
 // not, 401 no or an unknown token.
 //
 // # Tokens, tenants, roles

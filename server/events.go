@@ -258,14 +258,17 @@ func sseField(v string) string {
 //
 // From the client: {"v":1,"type":"approve"|"deny"|"modify","ref":"r1",
 // "id":"req_...","argsDigest":"...","reason":"...","editedArgs":{...}}
-// (modify is approve with editedArgs, seed 000's server's Modify), and
+// (modify is approve with editedArgs, seed 000's server's Modify),
+// {"v":1,"type":"answer","ref":"r3","id":"question_...","argsDigest":"...",
+// "answer":{"answers":[["blue"]]}} (approve with an answer to a question), and
 // {"v":1,"type":"set_autonomy","ref":"r2","level":"cautious","run":"run_..."}.
 // The principal is the connection's, as on the HTTP API.
 type WSMessage struct {
 	// V is the message format's version, 1.
 	V int `json:"v"`
 	// Type is "event", "result", "autonomy" or "error" from the server;
-	// "approve", "deny", "modify" or "set_autonomy" from the client.
+	// "approve", "deny", "modify", "answer" or "set_autonomy" from the
+	// client.
 	Type string `json:"type"`
 	// Ref is the client's name for a message it sent (any text), repeated
 	// on the server's answer to it.
@@ -282,6 +285,9 @@ type WSMessage struct {
 	// EditedArgs are the arguments of a "modify" (a JSON object the tool's
 	// input schema must accept).
 	EditedArgs json.RawMessage `json:"editedArgs,omitempty"`
+	// Answer is the answer of an "answer" to a question (the forms of
+	// DecisionRequest.Answer).
+	Answer json.RawMessage `json:"answer,omitempty"`
 	// Level is the autonomy level of a "set_autonomy" (full_auto,
 	// supervised, cautious, manual; empty removes the override).
 	Level string `json:"level,omitempty"`
@@ -369,12 +375,14 @@ func (s *Server) wsHandle(ctx context.Context, p Principal, m WSMessage) WSMessa
 		return out
 	}
 	switch m.Type {
-	case "approve", "deny", "modify":
-		d := DecisionRequest{Decision: m.Type, Reason: m.Reason, EditedArgs: m.EditedArgs, ArgsDigest: m.ArgsDigest}
-		if m.Type == "modify" {
-			if len(m.EditedArgs) == 0 {
-				return fail(&Problem{Status: http.StatusBadRequest, Detail: "modify needs editedArgs"})
-			}
+	case "approve", "deny", "modify", "answer":
+		d := DecisionRequest{Decision: m.Type, Reason: m.Reason, EditedArgs: m.EditedArgs, ArgsDigest: m.ArgsDigest, Answer: m.Answer}
+		switch {
+		case m.Type == "modify" && len(m.EditedArgs) == 0:
+			return fail(&Problem{Status: http.StatusBadRequest, Detail: "modify needs editedArgs"})
+		case m.Type == "answer" && len(m.Answer) == 0:
+			return fail(&Problem{Status: http.StatusBadRequest, Detail: "answer needs an answer"})
+		case m.Type == "modify", m.Type == "answer":
 			d.Decision = "approve"
 		}
 		v, prob := s.decideCore(ctx, p, m.ID, d)
@@ -389,7 +397,7 @@ func (s *Server) wsHandle(ctx context.Context, p Principal, m WSMessage) WSMessa
 		}
 		out.Type, out.Autonomy = "autonomy", &ch
 	default:
-		return fail(&Problem{Status: http.StatusBadRequest, Detail: "unknown message type " + strconv.Quote(m.Type) + " (want approve, deny, modify or set_autonomy)"})
+		return fail(&Problem{Status: http.StatusBadRequest, Detail: "unknown message type " + strconv.Quote(m.Type) + " (want approve, deny, modify, answer or set_autonomy)"})
 	}
 	return out
 }

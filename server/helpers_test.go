@@ -59,9 +59,20 @@ type testBuilder struct {
 
 func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 	b.builds.Add(1)
-	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "test", Rules: []policy.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})
+	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "test", Rules: []policy.Rule{
+		{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"},
+		// Decides nothing: its would-be deny is recorded beside the decision.
+		{ID: "watch-transfer", Tools: []string{"transfer"}, Decision: approval.Deny, Reason: "watched", Shadow: true},
+	}})
 	if err != nil {
 		return nil, err
+	}
+	applied := []string{runs.FieldAutonomy, runs.FieldApprovalTTL}
+	if cfg.PolicyFile != "" { // the run's own policy file instead
+		if pol, _, err = policy.LoadPolicy(cfg.PolicyFile); err != nil {
+			return nil, err
+		}
+		applied = append(applied, runs.FieldPolicyFile)
 	}
 	if cfg.Autonomy != "" {
 		if pol, err = pol.WithAutonomy(approval.Autonomy(cfg.Autonomy)); err != nil {
@@ -69,7 +80,7 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 		}
 	}
 	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools, Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: time.Duration(cfg.ApprovalTTL)},
-		Applied: []string{runs.FieldAutonomy, runs.FieldApprovalTTL}}, nil
+		Applied: applied}, nil
 }
 
 func payerConfig(t testing.TB) runs.RunConfig {

@@ -139,16 +139,19 @@ type Server struct {
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
-	feed    *feed
-	agents  map[string]runs.RunConfig
-	config  *Config // where the agents were loaded from, or nil
-	tokens  *Tokens
-	tickets tickets
-	page    http.Handler
-	mux     *http.ServeMux
-	log     *slog.Logger
-	now     func() time.Time
-	beat    time.Duration
+	feed   *feed
+	agents map[string]runs.RunConfig
+	config *Config // where the agents were loaded from, or nil
+	// policies are the runs' policy files, read for what an approval shows
+	// (a rule's line, declared risks).
+	policies policyFiles
+	tokens   *Tokens
+	tickets  tickets
+	page     http.Handler
+	mux      *http.ServeMux
+	log      *slog.Logger
+	now      func() time.Time
+	beat     time.Duration
 	// writeTimeout bounds each write to an event stream.
 	writeTimeout time.Duration
 	// bodyTimeout bounds the reading of a request's body.
@@ -350,6 +353,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/ws", s.streamAuth(s.websocket))
 	mux.HandleFunc("GET /v1/agents", s.auth(RoleViewer, s.listAgents))
 	mux.HandleFunc("POST /v1/hooks/claude-code", s.auth(RoleAgent, s.claudeHook))
+	mux.HandleFunc("GET /v1/shadow", s.auth(RoleViewer, s.shadowCounts))
+	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))
+	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))

@@ -271,24 +271,32 @@ func (m *Memory) ListRuns(ctx context.Context, f RunFilter) (RunPage, error) {
 	if err != nil {
 		return RunPage{}, err
 	}
-	after, err := DecodeCursor("runs", f.Cursor)
+	kind := RunsCursorKind(f)
+	from, err := DecodeCursor(kind, f.Cursor)
 	if err != nil {
 		return RunPage{}, err
+	}
+	past := func(pos int64) bool { return pos > from }
+	if f.Newest {
+		past = func(pos int64) bool { return from == 0 || pos < from }
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var sel []*memRun
 	for _, r := range m.runs {
-		if r.pos > after && tenantOK(f.Tenant, f.AllTenants, r.run.Tenant) &&
+		if past(r.pos) && tenantOK(f.Tenant, f.AllTenants, r.run.Tenant) &&
 			(f.Status == "" || r.run.Status == f.Status) && (f.Owner == "" || r.run.Owner == f.Owner) {
 			sel = append(sel, r)
 		}
 	}
 	slices.SortFunc(sel, func(a, b *memRun) int { return cmp.Compare(a.pos, b.pos) })
+	if f.Newest {
+		slices.Reverse(sel)
+	}
 	var p RunPage
 	if len(sel) > limit {
 		sel = sel[:limit]
-		p.Next = EncodeCursor("runs", sel[limit-1].pos)
+		p.Next = EncodeCursor(kind, sel[limit-1].pos)
 	}
 	for _, r := range sel {
 		p.Runs = append(p.Runs, cloneRun(r.run))

@@ -524,9 +524,22 @@ type RunFilter struct {
 	Limit int
 	// Cursor is the Next of the previous page, or empty for the first.
 	Cursor string
+	// Newest lists the runs newest first (a cursor of one order is not
+	// one of the other: [ErrBadCursor]).
+	Newest bool
 }
 
-// RunPage is one page of runs, oldest first.
+// RunsCursorKind is the kind of the cursors of a run listing in the
+// order f asks for ([EncodeCursor], [DecodeCursor]).
+func RunsCursorKind(f RunFilter) string {
+	if f.Newest {
+		return "runs-newest"
+	}
+	return "runs"
+}
+
+// RunPage is one page of runs, oldest first unless the filter asked for
+// newest first.
 type RunPage struct {
 	Runs []Run
 	// Next is the cursor of the next page, empty when this is the last.

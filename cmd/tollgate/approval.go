@@ -408,7 +408,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(check, newPolicyExplainCmd(env))
+	cmd.AddCommand(check, newPolicyExplainCmd(env), newPolicyReplayCmd(env))
 	return cmd
 }
 
@@ -496,6 +496,9 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			RunE: func(c *cobra.Command, args []string) error {
 				return as.decide(c, env, args[0], "", "--args", func(a store.Approval) (inbox.Decision, error) {
 					d := inbox.Decision{Approve: approve, Reason: reason}
+					if err := plainDecision(a, approve, reason); err != nil {
+						return d, err
+					}
 					if editArgs != "" {
 						if a.Kind != tool.KindApproval {
 							return d, usageErr("--args: request %s is a %s request; only approval requests take edited arguments (answer it with 'tollgate approvals answer')", field(a.ID), field(string(a.Kind)))

@@ -147,6 +147,9 @@ func printExplanation(env *cliEnv, pol *policy.Policy, call approval.Call) {
 		fmt.Fprintf(w, "  %-5s by %s: %s\n", v.Decision, v.By, safeText(v.Reason))
 	}
 	fmt.Fprintf(w, "decision: %s by %s: %s\n", ev.Verdict.Decision, ev.Verdict.By, safeText(ev.Verdict.Reason))
+	for _, v := range ev.Shadow {
+		fmt.Fprintf(w, "shadow (decides nothing): %s by %s: %s\n", v.Decision, v.By, safeText(v.Reason))
+	}
 	if call.Tool == builtin.Bash {
 		if progs := pol.DeniedPrograms(builtin.Bash); len(progs) > 0 {
 			fmt.Fprintf(w, "refused at exec by bash's sandbox, whatever the spelling: %s\n", safeText(strings.Join(progs, ", ")))

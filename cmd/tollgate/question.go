@@ -142,3 +142,17 @@ another kind (input), --data is passed to the tool as it is.`,
 	c.Flags().StringVar(&data, "data", "", "the answer as JSON")
 	return c
 }
+
+// plainDecision refuses what approve and deny must not record on a: a
+// question approved without an answer (the model would be told the user
+// gave none: 'approvals answer' answers it), and a deny without a reason
+// (the model is told the reason).
+func plainDecision(a store.Approval, approve bool, reason string) error {
+	if approve && a.Kind == tool.KindQuestion {
+		return usageErr("approve: request %s is a question; answer it with 'tollgate approvals answer %s ANSWER...', or decline it with 'tollgate approvals deny --reason WHY'", field(a.ID), field(a.ID))
+	}
+	if !approve && strings.TrimSpace(reason) == "" {
+		return usageErr("deny: --reason is required: the model is told why")
+	}
+	return nil
+}

@@ -85,6 +85,14 @@ func TestQuestionHaltAnswerResume(t *testing.T) {
 	}
 	reqID := m[1]
 
+	// Approving a question would tell the model it got no answer; a deny
+	// without a reason would tell it nothing: both refused.
+	if code, _, errOut := apMain(t, "approvals", "approve", "--state-dir", state, reqID); code != exitUsage || !strings.Contains(errOut, "approvals answer") {
+		t.Errorf("approve of a question: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := apMain(t, "approvals", "deny", "--state-dir", state, reqID, "--reason", " "); code != exitUsage || !strings.Contains(errOut, "--reason is required") {
+		t.Errorf("deny without a reason: exit %d\n%s", code, errOut)
+	}
 	code, out, _ = apMain(t, "approvals", "answer", "--state-dir", state, reqID, "2")
 	if code != exitUsage {
 		t.Errorf("an answer to one of two questions: exit %d, want %d\n%s", code, exitUsage, out)

@@ -48,6 +48,9 @@ var groups = []struct {
 	// The MCP gateway: an MCP server that governs the calls of MCP
 	// clients with the gate, in front of mcptool's upstream servers.
 	{"mcpgateway", 4},
+	// A candidate policy replayed on the calls a store recorded; above the
+	// store it reads and the gate whose records it decodes.
+	{"approval/replay", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},

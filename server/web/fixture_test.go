@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -114,6 +115,8 @@ func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "page", Rules: []policy.Rule{
 		{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"},
 		{ID: "ask-note", Tools: []string{"note"}, Decision: approval.Ask, Reason: "notes are kept"},
+		// Decides nothing: its would-be deny is recorded beside each transfer's decision.
+		{ID: "watch-transfer", Tools: []string{"transfer"}, Decision: approval.Deny, Reason: "watched", Shadow: true},
 	}})
 	if err != nil {
 		return nil, err
@@ -168,7 +171,17 @@ func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(f.store, &builder{m: m, tools: agent.ToolList{f.transfer, f.note}, ttl: ttl}, &server.Options{
+	tools := agent.ToolList{f.transfer, f.note}
+	builtins, err := builtin.New(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range builtins {
+		if b.Spec().Name == builtin.QuestionTool {
+			tools = append(tools, b) // read-only: the policy lets it ask
+		}
+	}
+	srv, err := server.New(f.store, &builder{m: m, tools: tools, ttl: ttl}, &server.Options{
 		Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
 		Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) },

@@ -764,20 +764,30 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	after, err := store.DecodeCursor("runs", f.Cursor)
+	kind := store.RunsCursorKind(f)
+	from, err := store.DecodeCursor(kind, f.Cursor)
 	if err != nil {
 		return store.RunPage{}, err
 	}
 	var w where
 	w.tenant(f.Tenant, f.AllTenants)
-	w.add("seq > ?", after)
+	order := " ORDER BY seq"
+	switch {
+	case !f.Newest:
+		w.add("seq > ?", from)
+	case from > 0:
+		w.add("seq < ?", from)
+	}
+	if f.Newest {
+		order = " ORDER BY seq DESC"
+	}
 	if f.Status != "" {
 		w.add("status = ?", string(f.Status))
 	}
 	if f.Owner != "" {
 		w.add("owner = ?", f.Owner)
 	}
-	q := `SELECT ` + runCols + ` FROM runs WHERE ` + w.String() + ` ORDER BY seq` + w.limit(limit+1)
+	q := `SELECT ` + runCols + ` FROM runs WHERE ` + w.String() + order + w.limit(limit+1)
 	rows, err := s.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return store.RunPage{}, s.wrap(err)
@@ -787,7 +797,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	var last int64
 	for rows.Next() {
 		if len(p.Runs) == limit {
-			p.Next = store.EncodeCursor("runs", last)
+			p.Next = store.EncodeCursor(kind, last)
 			break
 		}
 		r, _, seq, err := scanRun(rows)

@@ -606,14 +606,23 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	after, err := store.DecodeCursor("runs", f.Cursor)
+	kind := store.RunsCursorKind(f)
+	from, err := store.DecodeCursor(kind, f.Cursor)
 	if err != nil {
 		return store.RunPage{}, err
 	}
+	seq, order := "seq > ?", "seq"
+	if f.Newest {
+		seq, order = "(? = 0 OR seq < ?)", "seq DESC"
+	}
+	args := []any{from}
+	if f.Newest {
+		args = append(args, from)
+	}
+	args = append(args, f.AllTenants, f.Tenant, string(f.Status), string(f.Status), f.Owner, f.Owner, limit+1)
 	rows, err := s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs
-		WHERE seq > ? AND (? OR tenant = ?) AND (? = '' OR status = ?) AND (? = '' OR owner = ?)
-		ORDER BY seq LIMIT ?`,
-		after, f.AllTenants, f.Tenant, string(f.Status), string(f.Status), f.Owner, f.Owner, limit+1)
+		WHERE `+seq+` AND (? OR tenant = ?) AND (? = '' OR status = ?) AND (? = '' OR owner = ?)
+		ORDER BY `+order+` LIMIT ?`, args...)
 	if err != nil {
 		return store.RunPage{}, err
 	}
@@ -622,7 +631,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	var last int64
 	for rows.Next() {
 		if len(p.Runs) == limit {
-			p.Next = store.EncodeCursor("runs", last)
+			p.Next = store.EncodeCursor(kind, last)
 			break
 		}
 		r, _, seq, err := scanRunPos(rows)

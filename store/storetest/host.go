@@ -672,6 +672,30 @@ func testPagination(t *testing.T, s store.Store, c *Clock) {
 	if d := cmp.Diff(want, got); d != "" || pages != 5 {
 		t.Fatalf("%d pages; runs across pages (-want +got):\n%s", pages, d)
 	}
+	// Newest first, across pages: the same runs in reverse; a cursor of
+	// one order is not one of the other.
+	var newest []string
+	nf := store.RunFilter{Limit: 5, Newest: true}
+	for {
+		p, err := s.ListRuns(ctx, nf)
+		check(t, err, "ListRuns newest first")
+		for _, r := range p.Runs {
+			newest = append(newest, r.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		if nf.Cursor == "" {
+			_, err := s.ListRuns(ctx, store.RunFilter{Limit: 5, Cursor: p.Next})
+			mustErr(t, err, store.ErrBadCursor, "ListRuns oldest first with a newest-first cursor")
+		}
+		nf.Cursor = p.Next
+	}
+	reversed := slices.Clone(want)
+	slices.Reverse(reversed)
+	if d := cmp.Diff(reversed, newest); d != "" {
+		t.Fatalf("runs newest first (-want +got):\n%s", d)
+	}
 	p, err := s.ListRuns(ctx, store.RunFilter{Limit: 23})
 	check(t, err, "ListRuns of exactly all")
 	if len(p.Runs) != 23 || p.Next != "" {

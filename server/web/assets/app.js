@@ -128,7 +128,8 @@
     who.hidden = false;
     setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
     knownPending = null;
-    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents()]);
+    $('replay').hidden = !can('approver');
+    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow()]);
     followTenant();
     routeFromHash();
   }
@@ -219,7 +220,7 @@
     };
   }
   const refreshApprovalsSoon = debounce(() => refreshApprovals(), 100);
-  const refreshRunsSoon = debounce(() => refreshRuns(), 150);
+  const refreshRunsSoon = debounce(() => { refreshRuns(); refreshShadow(); }, 150);
   const refreshRunSoon = debounce(() => { if (openRunID) loadRun(openRunID); }, 100);
 
   function followTenant() {
@@ -272,15 +273,78 @@
       if (!seen.has(card.dataset.approvalId) && !card.classList.contains('decided')) removeCard(card);
     }
     knownPending = seen;
+    showBatches();
     setText($('pending-count'), seen.size ? '(' + seen.size + (page.next ? '+' : '') + ')' : '');
     setText($('approvals-more'), page.next ? 'More approvals wait than this page shows; the first ' + seen.size + ' are here. Decide these, and the next ones take their place.' : '');
     $('approvals-empty').hidden = seen.size > 0;
     tick();
+    notify(fresh);
     if (fresh.length === 1) {
       announce('New approval: ' + visible(fresh[0].tool) + ' in run ' + fresh[0].runId + '.');
     } else if (fresh.length > 1) {
       announce(fresh.length + ' new approvals.');
     }
+  }
+
+  // showBatches offers, for each run with several pending approvals (the
+  // parallel calls of one turn), to approve them all at once: each is sent
+  // as its own decision, bound to its own digest, as its card's Approve
+  // would send it.
+  function showBatches() {
+    const box = $('batches');
+    box.replaceChildren();
+    const byRun = new Map();
+    for (const card of $('approvals').children) {
+      if (card.classList.contains('decided') || !card.batchable) continue;
+      const run = card.dataset.runId;
+      if (!byRun.has(run)) byRun.set(run, []);
+      byRun.get(run).push(card);
+    }
+    for (const [run, cards] of byRun) {
+      if (cards.length < 2) continue;
+      const btn = el('button', { type: 'button', class: 'approve-batch primary' }, 'Approve all ' + cards.length);
+      btn.addEventListener('click', async () => {
+        btn.disabled = true;
+        for (const card of cards) {
+          if (card.isConnected && !card.classList.contains('decided')) await card.approveInBatch();
+        }
+      });
+      box.append(el('p', { class: 'batch' }, 'Run ', runLink(run), ' waits for ' + cards.length + ' calls of one turn, each shown below: ', btn));
+    }
+  }
+
+  // notify raises a browser notification for each new approval, once the
+  // person has allowed notifications (never asked for unprompted). The
+  // text is the tool and the run: a notification shows text only.
+  function notify(fresh) {
+    const N = window.Notification;
+    if (!N || N.permission !== 'granted') return;
+    for (const a of fresh.slice(0, 5)) {
+      try {
+        new N('tollgate: approval needed', { body: visible(a.tool) + ' in run ' + a.runId, tag: a.id });
+      } catch (e) {
+        return; // a browser that only notifies from a service worker
+      }
+    }
+  }
+
+  // showNotifyState shows the notification button or what was chosen.
+  function showNotifyState() {
+    const N = window.Notification;
+    const btn = $('notify');
+    btn.hidden = !N || N.permission !== 'default';
+    let state = '';
+    if (!N) state = 'This browser cannot notify.';
+    else if (N.permission === 'granted') state = 'New approvals raise a notification.';
+    else if (N.permission === 'denied') state = 'Notifications are blocked for this page.';
+    setText($('notify-state'), state);
+  }
+
+  async function askNotify() {
+    const N = window.Notification;
+    if (!N) return;
+    try { await N.requestPermission(); } catch (e) { /* refused */ }
+    showNotifyState();
   }
 
   // removeCard takes a card off the list; if it held the focus, the focus
@@ -313,6 +377,16 @@
     dl.append(el('dt', {}, name), el('dd', {}, ...value));
   }
 
+  // sourceText names what started a run: an agent of the server's
+  // configuration, a Claude Code session, or the command line.
+  function sourceText(source, agent) {
+    switch (source) {
+      case 'claude-code': return 'Claude Code session';
+      case 'command-line': return 'command line (tollgate run)';
+      default: return agent ? 'agent ' + agent : 'agent';
+    }
+  }
+
   function runLink(id) {
     return el('a', { href: '#run=' + enc(id), class: 'run-link' }, el('code', {}, id));
   }
@@ -324,6 +398,7 @@
     const ids = { h: 'ap' + n + '-h', deny: 'ap' + n + '-deny', edit: 'ap' + n + '-edit', reason: 'ap' + n + '-reason', args: 'ap' + n + '-args', err: 'ap' + n + '-err' };
     const li = el('li', { class: 'approval card' });
     li.dataset.approvalId = a.id;
+    li.dataset.runId = a.runId;
     li.dataset.argsDigest = a.argsDigest || '';
     const art = el('article', { 'aria-labelledby': ids.h });
     li.append(art);
@@ -332,35 +407,57 @@
     art.append(el('h3', { id: ids.h },
       el('span', { class: 'tool' }, a.tool),
       ' ',
-      el('span', { class: 'risk risk-' + risk.replace(/[^a-z-]/g, '') }, 'risk: ' + risk)));
+      el('span', { class: 'risk risk-' + risk.replace(/_/g, '-').replace(/[^a-z-]/g, '') }, 'risk: ' + risk)));
 
     const cd = el('p', { class: 'countdown' }, a.expiresAt ? 'Time left: …' : 'No deadline');
     if (a.expiresAt) cd.dataset.expiresAt = a.expiresAt;
     art.append(cd);
 
+    const questions = a.kind === 'question' && Array.isArray(a.questions) && a.questions.length ? a.questions : null;
     const dl = el('dl', { class: 'facts' });
-    fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'));
-    fact(dl, 'Reason', a.reason || '(none given)');
-    if (a.prompt) fact(dl, 'Question', a.prompt);
-    fact(dl, 'Hints', hintsText(a.hints));
-    fact(dl, 'Run', runLink(a.runId), a.agent ? ' · agent ' + a.agent : '', a.runOwner ? ' · started by ' + a.runOwner : '');
+    if (questions) {
+      fact(dl, 'Asked by', 'the model, with the ', el('code', {}, a.tool || 'question'), ' tool');
+    } else {
+      fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'), a.ruleAt ? el('span', { class: 'rule-at' }, ' (' + a.ruleAt + ')') : '');
+      fact(dl, 'Reason', a.reason || '(none given)');
+      if (a.prompt) fact(dl, 'Question', a.prompt);
+      fact(dl, 'Hints', hintsText(a.hints), a.riskFrom && a.riskFrom.startsWith('declared:') ? ' · risk declared by the policy for ' + a.riskFrom.slice(9) : '');
+    }
+    const c = a.context || {};
+    fact(dl, 'Run', runLink(a.runId), ' · ' + sourceText(c.source || '', a.agent), a.runOwner ? ' · started by ' + a.runOwner : '');
+    if (c.workspace) fact(dl, 'Workspace', el('code', {}, c.workspace));
     fact(dl, 'Call', el('code', {}, a.callId || ''), a.kind && a.kind !== 'approval' ? ' · ' + a.kind : '');
     art.append(dl);
+    if (c.prompt) art.append(el('h4', {}, 'The run\'s prompt'), el('blockquote', { class: 'prompt' }, c.prompt));
+    if (c.intent) art.append(el('h4', {}, 'The model says'), el('blockquote', { class: 'intent' }, c.intent));
+    if (Array.isArray(c.earlier) && c.earlier.length) {
+      const ul = el('ul', { class: 'earlier' });
+      for (const e of c.earlier) {
+        ul.append(el('li', {}, String(e.outcome || ''), e.by ? ' by ' : '', e.by ? el('code', {}, e.by) : '', e.reason ? ': ' + e.reason : '',
+          e.args ? el('code', { class: 'earlier-args' }, ' ' + JSON.stringify(e.args)) : ''));
+      }
+      art.append(el('h4', {}, 'Earlier in this run: ' + visible(a.tool)), ul);
+    }
 
     const pretty = a.argumentsPretty || (a.arguments ? JSON.stringify(a.arguments, null, 2) : '{}');
-    art.append(el('h4', {}, 'Arguments'));
-    if (hasHidden(pretty)) {
-      art.append(el('p', { class: 'warning' }, 'The arguments hold invisible or direction-changing characters, shown as \\u{…}.'));
+    const answerForm = questions ? questionForm(questions, n) : null;
+    if (answerForm) {
+      art.append(answerForm.node);
+    } else {
+      art.append(el('h4', {}, 'Arguments'));
+      if (hasHidden(pretty)) {
+        art.append(el('p', { class: 'warning' }, 'The arguments hold invisible or direction-changing characters, shown as \\u{…}.'));
+      }
+      art.append(el('pre', { class: 'args', tabindex: '0', 'aria-label': 'Arguments of ' + visible(a.tool) }, pretty));
     }
-    art.append(el('pre', { class: 'args', tabindex: '0', 'aria-label': 'Arguments of ' + visible(a.tool) }, pretty));
 
     const decider = can('approver');
     const actions = el('div', { class: 'actions' });
-    const approveBtn = el('button', { type: 'button', class: 'approve primary' }, 'Approve');
-    const denyOpen = el('button', { type: 'button', class: 'deny-open', 'aria-expanded': 'false', 'aria-controls': ids.deny }, 'Deny…');
+    const approveBtn = el('button', { type: 'button', class: (questions ? 'answer' : 'approve') + ' primary' }, questions ? 'Answer' : 'Approve');
+    const denyOpen = el('button', { type: 'button', class: 'deny-open', 'aria-expanded': 'false', 'aria-controls': ids.deny }, questions ? 'Decline…' : 'Deny…');
     const editOpen = el('button', { type: 'button', class: 'edit-open', 'aria-expanded': 'false', 'aria-controls': ids.edit }, 'Edit arguments…');
     actions.append(approveBtn, denyOpen);
-    const editable = !a.kind || a.kind === 'approval';
+    const editable = (!a.kind || a.kind === 'approval') && !questions;
     if (editable) actions.append(editOpen);
     art.append(actions);
     if (!decider) {
@@ -372,9 +469,9 @@
     const denyForm = el('form', { id: ids.deny, class: 'deny-form', novalidate: true });
     denyForm.hidden = true;
     const reason = el('textarea', { id: ids.reason, class: 'reason', rows: '2', maxlength: '2000' });
-    const denyBtn = el('button', { type: 'submit', class: 'deny danger' }, 'Deny');
+    const denyBtn = el('button', { type: 'submit', class: 'deny danger' }, questions ? 'Decline' : 'Deny');
     const denyCancel = el('button', { type: 'button', class: 'cancel' }, 'Cancel');
-    denyForm.append(el('label', { for: ids.reason }, 'Why deny? The model is told this reason.'), reason, el('div', { class: 'actions' }, denyBtn, denyCancel));
+    denyForm.append(el('label', { for: ids.reason }, (questions ? 'Why decline?' : 'Why deny?') + ' The model is told this reason (required).'), reason, el('div', { class: 'actions' }, denyBtn, denyCancel));
     art.append(denyForm);
 
     // Edit the arguments, then approve.
@@ -402,6 +499,7 @@
     art.append(err);
 
     function toggle(form, opener, show) {
+      setText(err, '');
       form.hidden = !show;
       opener.setAttribute('aria-expanded', String(show));
       if (show) {
@@ -424,19 +522,20 @@
     }
 
     const buttons = [approveBtn, denyOpen, editOpen, denyBtn, approveEdited];
-    async function decide(decision, reasonText, edited) {
+    async function decide(decision, reasonText, edited, answer) {
       setText(err, '');
       // The digest is sent exactly as the API showed it: the approval
       // covers the arguments shown and nothing else.
-      let body = JSON.stringify({ decision, reason: reasonText || undefined, argsDigest: li.dataset.argsDigest });
+      let body = JSON.stringify({ decision, reason: reasonText || undefined, argsDigest: li.dataset.argsDigest, answer });
       if (edited !== undefined) body = body.slice(0, -1) + ',"editedArgs":' + edited + '}';
       for (const b of buttons) b.disabled = true;
       li.setAttribute('aria-busy', 'true');
       try {
         const v = await api('POST', 'v1/approvals/' + enc(a.id) + '/decision', body);
         li.classList.add('decided');
+        showBatches();
         const outcome = el('p', { class: 'outcome', role: 'status', tabindex: '-1' },
-          (v.status === 'denied' ? 'Denied' : 'Approved') + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
+          (v.status === 'denied' ? (questions ? 'Declined' : 'Denied') : (questions ? 'Answered' : 'Approved')) + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
         art.replaceChildren(outcome);
         // The button that had focus is gone: keep the keyboard where it was.
         outcome.focus();
@@ -449,10 +548,34 @@
         if (e.status === 409 || e.status === 410) refreshApprovalsSoon();
       }
     }
-    approveBtn.addEventListener('click', () => decide('approve'));
+    // A batch approves this card as its own Approve does: its digest, its
+    // decision, its outcome shown here.
+    li.approveInBatch = () => decide('approve');
+    li.batchable = !answerForm && editable && decider;
+    approveBtn.addEventListener('click', () => {
+      if (!answerForm) {
+        decide('approve');
+        return;
+      }
+      const got = answerForm.answers();
+      if (got.missing !== null) {
+        setText(err, 'Answer question ' + (got.missing + 1) + ' first: pick an option or write your own answer.');
+        got.focus();
+        return;
+      }
+      decide('approve', '', undefined, { answers: got.answers });
+    });
     denyForm.addEventListener('submit', (e) => {
       e.preventDefault();
-      decide('deny', reason.value.trim());
+      const why = reason.value.trim();
+      if (!why) {
+        setText(err, 'Give a reason: the model is told it.');
+        reason.setAttribute('aria-invalid', 'true');
+        reason.focus();
+        return;
+      }
+      reason.removeAttribute('aria-invalid');
+      decide('deny', why);
     });
     editForm.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -480,6 +603,56 @@
     return li;
   }
 
+  // questionForm builds the answer form of a question request: for each
+  // question its options (radio buttons, or checkboxes when it takes
+  // several answers) and a field for the person's own words. answers()
+  // returns {answers, missing, focus}: one list per question, and the index
+  // of the first question left unanswered (null when none is).
+  function questionForm(questions, n) {
+    const node = el('div', { class: 'questions' });
+    const reads = [];
+    questions.forEach((q, i) => {
+      const name = 'ap' + n + '-q' + i;
+      const fs = el('fieldset', { class: 'question' });
+      fs.append(el('legend', {}, q.header ? el('span', { class: 'q-header' }, q.header + ': ') : null, el('span', { class: 'q-text' }, q.question)));
+      const boxes = [];
+      (q.options || []).forEach((o, j) => {
+        const id = name + '-o' + j;
+        const box = el('input', { type: q.multiple ? 'checkbox' : 'radio', name, id, class: 'q-option' });
+        box.value = o.label;
+        boxes.push(box);
+        fs.append(el('div', { class: 'option' }, box, el('label', { for: id }, o.label, o.description ? el('span', { class: 'help' }, ' — ' + o.description) : null)));
+      });
+      const ownID = name + '-own';
+      const own = el('input', { type: 'text', id: ownID, class: 'q-own', maxlength: '2000', autocomplete: 'off' });
+      fs.append(el('label', { for: ownID, class: 'own' }, boxes.length ? 'Or in your own words' + (q.multiple ? ' (added to the choices)' : '') : 'Your answer'), own);
+      if (!q.multiple) {
+        // One answer: own words replace a picked option, and the reverse.
+        own.addEventListener('input', () => { if (own.value.trim()) for (const b of boxes) b.checked = false; });
+        for (const b of boxes) b.addEventListener('change', () => { if (b.checked) own.value = ''; });
+      }
+      node.append(fs);
+      reads.push(() => {
+        const picked = boxes.filter((b) => b.checked).map((b) => b.value);
+        const words = own.value.trim();
+        if (words) picked.push(words);
+        return { picked, first: boxes[0] || own };
+      });
+    });
+    return {
+      node,
+      answers() {
+        const answers = [];
+        for (let i = 0; i < reads.length; i++) {
+          const r = reads[i]();
+          if (!r.picked.length) return { answers, missing: i, focus: () => r.first.focus() };
+          answers.push(r.picked);
+        }
+        return { answers, missing: null, focus: () => {} };
+      },
+    };
+  }
+
   // showProblem shows an API error (an RFC 9457 problem) in box.
   function showProblem(box, e) {
     box.replaceChildren();
@@ -505,7 +678,7 @@
         cd.textContent = 'Expired: the run goes on without this call.';
         cd.classList.add('expired');
         const card = cd.closest('.approval');
-        for (const b of card.querySelectorAll('button.approve, button.approve-edited, button.deny')) b.disabled = true;
+        for (const b of card.querySelectorAll('button.approve, button.answer, button.approve-edited, button.deny')) b.disabled = true;
         continue;
       }
       const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
@@ -526,7 +699,7 @@
     if (!token) return;
     let page;
     try {
-      page = await api('GET', 'v1/runs?limit=20');
+      page = await api('GET', 'v1/runs?limit=20&order=newest');
     } catch (e) {
       return;
     }
@@ -545,7 +718,7 @@
       }
       li.className = 'run status-' + String(r.status).replace(/[^a-z]/g, '');
       setText(li.querySelector('.status'), r.status);
-      setText(li.querySelector('.about'), ' · agent ' + (r.agent || '?') + ' · ' + (r.owner || '') + ' · ' + when(r.createdAt));
+      setText(li.querySelector('.about'), ' · ' + sourceText(r.source || '', r.agent) + (r.owner ? ' · ' + r.owner : '') + ' · ' + when(r.createdAt));
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
       i++;
     }
@@ -553,6 +726,46 @@
       if (!keep.has(li.dataset.runId)) li.remove();
     }
     $('runs-empty').hidden = list.children.length > 0;
+  }
+
+  // refreshShadow shows how often each shadow rule would have voted.
+  async function refreshShadow() {
+    if (!token) return;
+    let page;
+    try {
+      page = await api('GET', 'v1/shadow');
+    } catch (e) {
+      return;
+    }
+    const list = $('shadow-counts');
+    list.replaceChildren();
+    for (const c of page.rules || []) {
+      list.append(el('li', {}, el('code', {}, c.rule), ' would ' + c.decision + ': ' + c.count + ' call' + (c.count === 1 ? '' : 's')));
+    }
+    $('shadow-empty').hidden = list.children.length > 0;
+  }
+
+  // replayPolicy replays the candidate policy of the form on the calls
+  // recorded in the tenant and shows what it changes.
+  async function replayPolicy(e) {
+    e.preventDefault();
+    const err = $('replay-error');
+    const out = $('replay-result');
+    setText(err, '');
+    const body = { policy: $('replay-policy').value };
+    const since = $('replay-since').value.trim();
+    if (since) body.since = since;
+    $('replay-submit').disabled = true;
+    try {
+      const r = await api('POST', 'v1/policy/replay', JSON.stringify(body));
+      setText(out, r.text);
+      out.hidden = false;
+    } catch (x) {
+      out.hidden = true;
+      showProblem(err, x);
+    } finally {
+      $('replay-submit').disabled = false;
+    }
   }
 
   // loadAgents fills the start form's agents, for operators.
@@ -651,8 +864,8 @@
     const dl = $('run-facts');
     dl.replaceChildren();
     fact(dl, 'Status', el('span', { class: 'status run-status' }, r.status));
-    fact(dl, 'Agent', r.agent || '?');
-    fact(dl, 'Started by', r.owner || '');
+    fact(dl, 'Source', sourceText(r.source || '', r.agent));
+    if (r.owner) fact(dl, 'Started by', r.owner);
     if (r.autonomy) fact(dl, 'Autonomy', r.autonomy);
     fact(dl, 'Created', when(r.createdAt));
     fact(dl, 'Updated', when(r.updatedAt));
@@ -750,7 +963,10 @@
       signIn(t);
     });
     $('signout').addEventListener('click', () => signOut(''));
+    $('notify').addEventListener('click', askNotify);
+    showNotifyState();
     $('start-form').addEventListener('submit', startRun);
+    $('replay-form').addEventListener('submit', replayPolicy);
     $('run-close').addEventListener('click', closeRun);
     $('run-cancel').addEventListener('click', async () => {
       if (!openRunID) return;

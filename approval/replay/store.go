@@ -1,0 +1,126 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Options selects the recorded calls [Calls] reads.
+type Options struct {
+	// Tenant is the tenant read ("" is the default tenant); AllTenants
+	// reads every tenant (the local command line).
+	Tenant     string
+	AllTenants bool
+	// Since, when not zero, skips calls decided before it.
+	Since time.Time
+	// Hints gives a tool's hints when no approval request of the store
+	// recorded them (the builtin tools' own, say); nil means none.
+	Hints func(tool string) *tool.Hints
+}
+
+// Calls returns the recorded calls of the store s that o selects, in the
+// store's order: runs as stored, calls as recorded in each. A run whose
+// state or result does not decode is skipped. Errors: the store's.
+func Calls(ctx context.Context, s store.Store, o Options) ([]Call, error) {
+	hints, err := requestHints(ctx, s, o)
+	if err != nil {
+		return nil, err
+	}
+	var out []Call
+	for run, err := range store.AllRuns(ctx, s, store.RunFilter{Tenant: o.Tenant, AllTenants: o.AllTenants}) {
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range records(run) {
+			c, ok := callOf(run, rec)
+			if !ok || (!o.Since.IsZero() && c.Started.Before(o.Since)) {
+				continue
+			}
+			c.Hints = hints[[2]string{run.Tenant, c.Tool}]
+			if c.Hints == nil && o.Hints != nil {
+				c.Hints = o.Hints(c.Tool)
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Seq returns calls as a sequence for [Replay].
+func Seq(calls []Call) iter.Seq[Call] {
+	return func(yield func(Call) bool) {
+		for _, c := range calls {
+			if !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// requestHints returns the hints approval requests recorded, per tenant
+// and tool (the latest request's).
+func requestHints(ctx context.Context, s store.Store, o Options) (map[[2]string]*tool.Hints, error) {
+	out := map[[2]string]*tool.Hints{}
+	for a, err := range store.AllApprovals(ctx, s, store.ApprovalFilter{Tenant: o.Tenant, AllTenants: o.AllTenants}) {
+		if err != nil {
+			return nil, err
+		}
+		if a.Kind != tool.KindApproval {
+			continue
+		}
+		if d, err := approval.ParseRequestData(a.Request); err == nil && d.Hints != nil {
+			out[[2]string{a.Tenant, a.Tool}] = d.Hints
+		}
+	}
+	return out, nil
+}
+
+// records returns the tool call records of run: its result's when it
+// ended, its state's otherwise.
+func records(run store.Run) []gate.Record {
+	var v struct {
+		ToolCalls []gate.Record `json:"toolCalls"`
+	}
+	src := run.State
+	if run.Status.Finished() || len(src) == 0 {
+		src = run.Result
+	}
+	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
+		return nil
+	}
+	return v.ToolCalls
+}
+
+// callOf is the replayed call of a record, and false for a record that
+// never reached the policy or waits for an answer.
+func callOf(run store.Run, rec gate.Record) (Call, bool) {
+	switch rec.Decision.Outcome {
+	case gate.OutcomeAllowed, gate.OutcomeApproved, gate.OutcomeDenied, gate.OutcomeDeclined, gate.OutcomeExpired:
+	default:
+		return Call{}, false
+	}
+	args := rec.Args
+	if len(args) == 0 {
+		args = rec.RequestedArgs
+	}
+	c := Call{Tenant: run.Tenant, RunID: run.ID, CallID: rec.ID, Tool: rec.Name, Args: args, Started: rec.Started,
+		Outcome: string(rec.Decision.Outcome), Was: approval.Allow, Shadow: rec.Decision.Shadow}
+	var vs []approval.Verdict
+	for _, v := range rec.Decision.Votes {
+		if v.Source.Kind == approval.PrincipalRule || v.Source.Kind == approval.PrincipalAutonomy {
+			vs = append(vs, approval.Verdict{Decision: approval.Effect(v.Decision), By: v.Source})
+		}
+	}
+	if len(vs) > 0 {
+		w := approval.Strongest(vs...)
+		c.Was, c.WasBy = w.Decision, w.By.String()
+	}
+	return c, true
+}

@@ -1,0 +1,209 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/store"
+)
+
+// Limits of GET /v1/audit.
+const (
+	// DefaultAuditLimit is how many decisions a search returns when
+	// ?limit= is not given; MaxAuditLimit the most it returns.
+	DefaultAuditLimit = 1000
+	MaxAuditLimit     = 100_000
+)
+
+// AuditEntry is one decided tool call, as GET /v1/audit shows it.
+type AuditEntry struct {
+	// Time is when the call was decided.
+	Time time.Time `json:"time"`
+	// RunID, CallID and Tool name the call; Source what started the run
+	// ([RunContext.Source]).
+	RunID  string `json:"runId"`
+	CallID string `json:"callId"`
+	Tool   string `json:"tool"`
+	Source string `json:"source"`
+	// Outcome is the gate's (allowed, approved, denied, declined, ...).
+	Outcome string `json:"outcome"`
+	// By decided ("rule:no-rm", "person:alice"); Actor, when set, acted on
+	// By's behalf; Reason is the decision's reason.
+	By     string `json:"by"`
+	Actor  string `json:"actor,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// RuleAt is where the rule that decided, or the last rule that voted
+	// (the one that asked, on an approved call), is written in the run's
+	// policy file ("policy.yaml:12:5"), when the file still has it.
+	RuleAt string `json:"ruleAt,omitempty"`
+	// Args are the arguments the call ran with (or was refused with).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Votes are every source that had a say; Shadow the shadow rules'
+	// would-be votes.
+	Votes  []approval.Vote `json:"votes,omitempty"`
+	Shadow []approval.Vote `json:"shadow,omitempty"`
+}
+
+// AuditPage is GET /v1/audit.
+type AuditPage struct {
+	// Entries are the decisions found, in the store's order.
+	Entries []AuditEntry `json:"entries"`
+	// Truncated is set when more decisions matched than the limit.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// auditFilter is what GET /v1/audit selects; empty fields select all.
+type auditFilter struct {
+	tool, rule, person, source, outcome string
+	since                               time.Time
+}
+
+// matches reports whether e is selected: the tool, source and outcome
+// exactly; a rule that voted or decided (rule:NAME); a person who decided
+// or acted (person:NAME); decided at or after since.
+func (f auditFilter) matches(e AuditEntry) bool {
+	switch {
+	case f.tool != "" && e.Tool != f.tool,
+		f.source != "" && e.Source != f.source,
+		f.outcome != "" && e.Outcome != f.outcome,
+		!f.since.IsZero() && e.Time.Before(f.since):
+		return false
+	}
+	if f.rule != "" {
+		want := approval.Principal{Kind: approval.PrincipalRule, Name: f.rule}.String()
+		if e.By != want && !votedBy(e.Votes, want) {
+			return false
+		}
+	}
+	if f.person != "" {
+		want := approval.Principal{Kind: approval.PrincipalPerson, Name: f.person}.String()
+		if e.By != want && e.Actor != want {
+			return false
+		}
+	}
+	return true
+}
+
+func votedBy(vs []approval.Vote, who string) bool {
+	for _, v := range vs {
+		if v.Source.String() == who {
+			return true
+		}
+	}
+	return false
+}
+
+// audit is GET /v1/audit?tool=&rule=&person=&source=&outcome=&since=&limit=&format=:
+// the decided calls of the caller's tenant, in the store's order (runs as
+// stored, calls as recorded), as JSON or, with format=jsonl, as JSON Lines
+// (application/jsonl, one AuditEntry a line).
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
+	q := r.URL.Query()
+	f := auditFilter{tool: q.Get("tool"), rule: q.Get("rule"), person: q.Get("person"), source: q.Get("source"), outcome: q.Get("outcome")}
+	if v := q.Get("since"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			problemf(w, r, http.StatusBadRequest, "since: want a positive duration such as 24h")
+			return
+		}
+		f.since = s.now().Add(-d)
+	}
+	limit := DefaultAuditLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxAuditLimit {
+			problemf(w, r, http.StatusBadRequest, "limit: want a number from 1 to "+strconv.Itoa(MaxAuditLimit))
+			return
+		}
+		limit = n
+	}
+	format := q.Get("format")
+	if format != "" && format != "json" && format != "jsonl" {
+		problemf(w, r, http.StatusBadRequest, "format: want json or jsonl")
+		return
+	}
+	out := AuditPage{Entries: []AuditEntry{}}
+	for run, err := range store.AllRuns(r.Context(), s.store, store.RunFilter{Tenant: p.Tenant}) {
+		if err != nil {
+			problemf(w, r, http.StatusInternalServerError, "reading the runs failed")
+			return
+		}
+		for _, e := range s.auditEntries(run) {
+			if !f.matches(e) {
+				continue
+			}
+			if len(out.Entries) == limit {
+				out.Truncated = true
+				break
+			}
+			out.Entries = append(out.Entries, e)
+		}
+		if out.Truncated {
+			break
+		}
+	}
+	if format != "jsonl" {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for _, e := range out.Entries {
+		if err := enc.Encode(e); err != nil {
+			return
+		}
+	}
+	_ = bw.Flush()
+}
+
+// auditEntries are the decided calls of run: its result's records when it
+// ended, its state's otherwise; calls still pending are left out.
+func (s *Server) auditEntries(run store.Run) []AuditEntry {
+	var v struct {
+		ToolCalls []gate.Record `json:"toolCalls"`
+	}
+	src := run.State
+	if run.Status.Finished() || len(src) == 0 {
+		src = run.Result
+	}
+	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
+		return nil
+	}
+	source := summary(run).Source
+	path, pol := s.runPolicy(run)
+	var out []AuditEntry
+	for _, rec := range v.ToolCalls {
+		d := rec.Decision
+		if d.Outcome == gate.OutcomePending {
+			continue
+		}
+		e := AuditEntry{Time: rec.Started, RunID: run.ID, CallID: rec.ID, Tool: rec.Name, Source: source, Outcome: string(d.Outcome),
+			By: d.By.String(), Reason: d.Reason, Args: rec.Args, Votes: d.Votes, Shadow: d.Shadow}
+		if !d.Actor.IsZero() {
+			e.Actor = d.Actor.String()
+		}
+		e.RuleAt = ruleAt(pol, path, lastRule(d))
+		out = append(out, e)
+	}
+	return out
+}
+
+// lastRule is the rule that decided d, else the last rule that voted on it
+// (the one that asked, when a person approved), else the zero principal.
+func lastRule(d gate.Decision) approval.Principal {
+	if d.By.Kind == approval.PrincipalRule {
+		return d.By
+	}
+	for i := len(d.Votes) - 1; i >= 0; i-- {
+		if d.Votes[i].Source.Kind == approval.PrincipalRule {
+			return d.Votes[i].Source
+		}
+	}
+	return approval.Principal{}
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
+)
+
+// maxPolicyFiles bounds the policy files kept read (a file changed on
+// disk is read again).
+const maxPolicyFiles = 64
+
+// policyFiles keeps the policy files of runs, read once per version on
+// disk (size and modification time).
+type policyFiles struct {
+	mu sync.Mutex
+	m  map[string]policyFile
+}
+
+type policyFile struct {
+	size int64
+	mod  time.Time
+	p    *policy.Policy // nil when the file does not load
+}
+
+// get returns the policy of the file path, or nil when it cannot be read.
+func (pf *policyFiles) get(path string) *policy.Policy {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if c, ok := pf.m[path]; ok && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) {
+		return c.p
+	}
+	p, _, err := policy.LoadPolicy(path)
+	if err != nil {
+		p = nil
+	}
+	if pf.m == nil || len(pf.m) >= maxPolicyFiles {
+		pf.m = map[string]policyFile{}
+	}
+	pf.m[path] = policyFile{size: fi.Size(), mod: fi.ModTime(), p: p}
+	return p
+}
+
+// showPolicy adds to v what the run's policy file says about the call: the
+// risk as the policy judges it (its risk declarations first, then the
+// hints) and where the rule that asked is written (FILE:LINE:COL).
+func (s *Server) showPolicy(v *ApprovalView, a store.Approval, run *store.Run, args []byte) {
+	if run == nil {
+		return
+	}
+	path, p := s.runPolicy(*run)
+	if p == nil {
+		return
+	}
+	ev := p.Evaluate(approval.Call{Tool: a.Tool, Args: args, Hints: v.Hints, RunID: a.RunID})
+	v.Risk, v.RiskFrom = ev.Risk, ev.RiskFrom
+	v.RuleAt = ruleAt(p, path, approval.PrincipalOf(v.AskedBy))
+}
+
+// ruleAt is where the rule by is written in the policy p of the file
+// path ("policy.yaml:12:5"), or "" when by is not one of its rules.
+func ruleAt(p *policy.Policy, path string, by approval.Principal) string {
+	if p == nil || by.Kind != approval.PrincipalRule {
+		return ""
+	}
+	for _, r := range p.Spec().Rules {
+		if r.ID == by.Name && r.Line > 0 {
+			return fmt.Sprintf("%s:%d:%d", filepath.Base(path), r.Line, r.Col)
+		}
+	}
+	return ""
+}
+
+// runPolicy returns the policy file of run and its policy, or "" and nil.
+func (s *Server) runPolicy(run store.Run) (string, *policy.Policy) {
+	cfg, err := runs.LoadConfig(run)
+	if err != nil || cfg.PolicyFile == "" {
+		return "", nil
+	}
+	return cfg.PolicyFile, s.policies.get(cfg.PolicyFile)
+}

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval/replay"
+)
+
+// ShadowPage is GET /v1/shadow: how often each shadow rule (mode: shadow)
+// would have voted on the calls recorded in the caller's tenant.
+type ShadowPage struct {
+	// Rules are the counts by rule and vote, sorted by rule then vote.
+	Rules []replay.ShadowCount `json:"rules"`
+	// Calls is the number of recorded calls counted.
+	Calls int `json:"calls"`
+	// Since, when set, is where the count starts (?since=DURATION ago).
+	Since *time.Time `json:"since,omitempty"`
+}
+
+// shadowCounts is GET /v1/shadow?since=DURATION: the shadow votes recorded
+// beside the decisions of the tenant's runs, counted. It reads every run
+// of the tenant (since bounds the calls counted, not the runs read).
+func (s *Server) shadowCounts(w http.ResponseWriter, r *http.Request, p Principal) {
+	o := replay.Options{Tenant: p.Tenant}
+	out := ShadowPage{}
+	if v := r.URL.Query().Get("since"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			problemf(w, r, http.StatusBadRequest, "since: want a positive duration such as 24h")
+			return
+		}
+		o.Since = s.now().Add(-d)
+		out.Since = &o.Since
+	}
+	calls, err := replay.Calls(r.Context(), s.store, o)
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "reading the recorded calls failed")
+		return
+	}
+	out.Calls, out.Rules = len(calls), replay.RecordedShadow(replay.Seq(calls))
+	writeJSON(w, http.StatusOK, out)
+}
