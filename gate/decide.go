@@ -327,7 +327,12 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 			}
 			return r
 		default:
-			if p.ans != nil {
+			// An answer decided this call when it approved these arguments,
+			// or answered the tool's own request (the tool goes on with
+			// it); an approval of other arguments (a hook rewrote them
+			// after it) is only a vote, and the call is allowed by the
+			// source that allowed it.
+			if covered || (p.ans != nil && p.prior != nil && p.prior.Origin == OriginTool) {
 				return p.allow(ctx, Decision{Outcome: OutcomeApproved, By: answerer(p.ans), Actor: p.ans.Actor, Reason: p.ans.Reason})
 			}
 			return p.allow(ctx, Decision{Outcome: OutcomeAllowed, By: verdict.By, Reason: verdict.Reason})

@@ -3,6 +3,8 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"sort"
 	"testing"
 	"time"
@@ -98,5 +100,55 @@ func TestCompleteRefusesAnAllowedWithoutRecord(t *testing.T) {
 		func(context.Context, *gate.Allowed) gate.Ran { ran = true; return gate.Ran{} })
 	if ru.Err != gate.ErrNoRecord || ran {
 		t.Fatalf("ruling %+v, ran %v", ru, ran)
+	}
+}
+
+// An approval binds to the arguments it was given for: when a hook
+// rewrites them after the approval and the policy allows the new ones,
+// the record says who allowed them, not that the person approved them
+// (the person's answer stays a vote).
+func TestApprovalOfOtherArgumentsIsOnlyAVote(t *testing.T) {
+	ctx := context.Background()
+	p := &gatetest.Probe{}
+	h := &hooks.Hooks{}
+	asked := false
+	h.BeforeTool("ask-once", func(_ context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		if ev.Answer == nil {
+			asked = true
+			return hooks.Ask(tool.Request{Prompt: "write?"}), nil
+		}
+		return nil, nil
+	})
+	h.BeforeTool("jail", func(_ context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
+		if ev.Answer == nil {
+			return nil, nil
+		}
+		return hooks.Rewrite(json.RawMessage(`{"path":"/tmp/jail/a"}`)), nil
+	})
+	allowAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
+		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: approval.PrincipalRule, Name: "open"}}, nil
+	})
+	g := gate.New(gate.Options{Hooks: h, Authorizers: []approval.Authorizer{allowAll}})
+	env := &gate.Env{Tools: tools{p.Tool()}}
+	c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a"}`)}
+	ru := g.Decide(ctx, env, c, nil, nil)
+	if ru.Pending == nil || !asked {
+		t.Fatalf("no ask: %+v", ru)
+	}
+	ans := tool.Answer{ID: ru.Pending.Request.ID, OK: true, By: "alice"}
+	ru = g.Decide(ctx, env, c, ru.Pending, &ans)
+	if ru.Allowed == nil {
+		t.Fatalf("not allowed: %+v", ru)
+	}
+	d := ru.Allowed.Record.Decision
+	if d.Outcome != gate.OutcomeAllowed || d.By.String() != "rule:open" {
+		t.Fatalf("decision %s by %s, want allowed by rule:open (alice approved other arguments)", d.Outcome, d.By)
+	}
+	var voted bool
+	for _, v := range d.Votes {
+		voted = voted || v.Source.String() == "person:alice"
+	}
+	if !voted {
+		t.Fatalf("alice's answer is not among the votes: %+v", d.Votes)
 	}
 }

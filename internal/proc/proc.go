@@ -30,9 +30,31 @@ func Prepare(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cmd.Cancel = func() error { return KillGroup(cmd) }
+	cmd.Cancel = func() error {
+		err := KillGroup(cmd)
+		awaitGroupGone(cmd, DefaultWaitDelay)
+		return err
+	}
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = DefaultWaitDelay
+	}
+}
+
+// awaitGroupGone waits, at most max, until no process of cmd's group is
+// left. A sandboxed command's PID namespace has its init in the group: the
+// kernel ends that init only once every process of its namespace has
+// ended, so the cancellation (and Wait, which waits for it) returns only
+// when a daemon the command left in its namespace is gone too.
+func awaitGroupGone(cmd *exec.Cmd, max time.Duration) {
+	if cmd.Process == nil {
+		return
+	}
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(-cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

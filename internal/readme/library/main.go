@@ -26,8 +26,8 @@ func main() {
 		log.Fatal(err)
 	}
 
-	// The builtin tools, confined to the workspace: bash, read, write, edit, grep, ...
-	tk, err := toolkit.New(&toolkit.Options{Workdir: ws})
+	// The builtin tools on the workspace but bash, which needs the sandbox (docs/library.md).
+	tk, err := toolkit.New(&toolkit.Options{Workdir: ws, Disable: []string{"bash"}})
 	if err != nil {
 		log.Fatal(err)
 	}
