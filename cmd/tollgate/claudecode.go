@@ -217,11 +217,16 @@ func claudeBridge(f *claudeHookFlags, in *claudegate.Input, stderr io.Writer) (*
 	return b, closeAll, err
 }
 
-// claudeServeOptions loads the claudeCode: section of server.yaml: its
-// policy (with its autonomy level) and hooks, for the server's decisions.
-func claudeServeOptions(cc *server.ClaudeCodeConfig, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
-	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: claudeCode:", s) }
-	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, "claude-code-server")}
+// claudeServeOptions loads the claudeCode: or codex: section (named
+// section) of server.yaml: its policy (with its autonomy level) and
+// hooks, for the server's decisions.
+func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
+	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: "+section+":", s) }
+	dir := "claude-code-server"
+	if section == "codex" {
+		dir = "codex-server"
+	}
+	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, dir)}
 	if cc.PolicyFile != "" || cc.Autonomy != "" {
 		pol, err := build.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -152,6 +153,8 @@ type codexRun struct {
 type codexOpts struct {
 	Args  []string
 	Trust bool
+	// Only, if set, keeps these events' hooks alone.
+	Only []string
 }
 
 const codexConfig = `model_provider = "mock"
@@ -200,6 +203,18 @@ func runCodex(t *testing.T, policy string, o codexOpts, prepare func(ws string),
 	hooks, err := exec.Command(tg, args...).Output()
 	if err != nil {
 		t.Fatalf("codex settings: %v", err)
+	}
+	if o.Only != nil {
+		var h struct{ Hooks map[string]json.RawMessage }
+		if err := json.Unmarshal(hooks, &h); err != nil {
+			t.Fatal(err)
+		}
+		for ev := range h.Hooks {
+			if !slices.Contains(o.Only, ev) {
+				delete(h.Hooks, ev)
+			}
+		}
+		hooks, _ = json.Marshal(map[string]any{"hooks": h.Hooks})
 	}
 	hooksFile := writeFile(t, cr.Home, "hooks.json", string(hooks))
 	if o.Trust {
