@@ -26,6 +26,10 @@ func TestCodexServerApproved(t *testing.T) {
 	if a.Tool != "bash" || a.RunOwner != "person:ci-bot" {
 		t.Errorf("approval %+v", a)
 	}
+	// The card shows the session's prompt, which UserPromptSubmit brought.
+	if !strings.Contains(a.Prompt, "Last user prompt: do the task") {
+		t.Errorf("the approval's prompt %q", a.Prompt)
+	}
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello\n" {
 		t.Errorf("notes.txt = %q, %v: want the command run once", b, err)
 	}
