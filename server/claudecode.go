@@ -142,7 +142,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 		OnRecord: func(ctx context.Context, rec gate.Record) { cc.record(ctx, run, rec) },
 	}
 	if localAsk != "" {
-		opts.Authorizers = []approval.Authorizer{localAsker(localAsk)}
+		opts.Authorizers = []approval.Authorizer{localAsker{reason: localAsk, source: cc.source}}
 	}
 	b, err := claudegate.New(opts)
 	if err != nil {
@@ -158,11 +158,15 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 }
 
 // localAsker is the hook's own policy's ask, heard by the server: it asks,
-// and never allows or denies.
-type localAsker string
+// and never allows or denies. It is named after the agent:
+// hook:claude-code-local-policy, hook:codex-local-policy.
+type localAsker struct {
+	reason string
+	source gate.Source
+}
 
 func (l localAsker) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{Decision: approval.Ask, Reason: string(l), By: approval.Principal{Kind: approval.PrincipalHook, Name: "claude-code-local-policy"}}, nil
+	return approval.Verdict{Decision: approval.Ask, Reason: l.reason, By: approval.Principal{Kind: approval.PrincipalHook, Name: string(l.source) + "-local-policy"}}, nil
 }
 
 // sessionRunID is the run of a session of the agent source: derived from

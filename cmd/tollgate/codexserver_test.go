@@ -104,3 +104,18 @@ func TestCodexServerUnreachable(t *testing.T) {
 		t.Errorf("the model read %q", out)
 	}
 }
+
+// The hook's own policy's ask goes to the server, which asks a person
+// though its own policy says nothing of the call: approved, it runs.
+func TestCodexServerLocalAsk(t *testing.T) {
+	cs := startHookServer(t, "codex")
+	decided := cs.decideNext(t, "approve", "")
+	r := runCodex(t, codexPolicy, cs.codexArgs("60s"), nil, "touch asked.txt")
+	a := <-decided
+	if a.AskedBy != "hook:codex-local-policy" || !strings.Contains(a.Reason, "touching is reviewed") {
+		t.Errorf("approval asked by %q for %q", a.AskedBy, a.Reason)
+	}
+	if _, err := os.Stat(filepath.Join(r.Workspace, "asked.txt")); err != nil {
+		t.Errorf("the approved call did not run: %v", err)
+	}
+}
