@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 func (cs *claudeServer) codexArgs(wait string) codexOpts {
@@ -35,7 +36,8 @@ func TestCodexServerApproved(t *testing.T) {
 	}
 	var page server.RunPage
 	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
-	if len(page.Runs) != 1 || page.Runs[0].Agent != server.CodexAgent || page.Runs[0].Owner != "person:ci-bot" {
+	// Codex has no SessionEnd: its Stop marks the run done.
+	if len(page.Runs) != 1 || page.Runs[0].Agent != server.CodexAgent || page.Runs[0].Owner != "person:ci-bot" || page.Runs[0].Status != store.RunDone {
 		t.Fatalf("runs %+v", page.Runs)
 	}
 	var run struct {
