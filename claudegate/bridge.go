@@ -68,6 +68,13 @@ type Options struct {
 	ReadTranscript bool
 	// ApprovalTTL, if positive, bounds how long an approval request waits.
 	ApprovalTTL time.Duration
+	// Source is the agent whose hooks the bridge answers, the calls'
+	// source: gate.SourceClaudeCode (the default) or gate.SourceCodex.
+	// Codex's PreToolUse cannot ask, so for Codex an ask without an Asker
+	// is a deny, recorded as declined by runtime:codex, whose reason says
+	// that a person must approve the call ([CodexAnswer] gives Codex's
+	// dialect of the answers).
+	Source gate.Source
 	// Logger receives decisions and failures (never argument values);
 	// default discards.
 	Logger *slog.Logger
@@ -87,6 +94,9 @@ func New(opts *Options) (*Bridge, error) {
 		return nil, errors.New("claudegate: Options.StateDir is required")
 	}
 	o := *opts
+	if o.Source == "" {
+		o.Source = gate.SourceClaudeCode
+	}
 	lg := o.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -118,7 +128,7 @@ func (b *Bridge) Handle(ctx context.Context, in *Input) (a Answer) {
 		return b.remember(in, func(n *notes) { n.Intent = in.LastAssistantMessage })
 	case claudecode.SessionEnd:
 		b.sweep(ctx, in)
-		if err := newSession(b.opts.StateDir, in.SessionID).remove(); err != nil {
+		if err := b.session(in.SessionID).remove(); err != nil {
 			b.log.Warn("claude-code session state not removed", "error", err)
 		}
 	}
@@ -133,7 +143,7 @@ var claudeCodeRuntime = approval.Principal{Kind: approval.PrincipalRuntime, Name
 // in -p mode nobody is asked), or a call tollgate allowed that Claude Code
 // did not run (its own rules, an interrupt). Each call is recorded once.
 func (b *Bridge) sweep(ctx context.Context, in *Input) {
-	s := newSession(b.opts.StateDir, in.SessionID)
+	s := b.session(in.SessionID)
 	names, _ := filepath.Glob(filepath.Join(s.dir, "call-*.json"))
 	if len(names) == 0 {
 		return
@@ -171,7 +181,7 @@ type notes struct {
 const maxNoteBytes = 4 << 10
 
 func (b *Bridge) remember(in *Input, set func(*notes)) Answer {
-	s := newSession(b.opts.StateDir, in.SessionID)
+	s := b.session(in.SessionID)
 	name := filepath.Join(s.dir, "notes.json")
 	var n notes
 	if _, err := s.read(name, &n); err != nil {
@@ -188,7 +198,7 @@ func (b *Bridge) remember(in *Input, set func(*notes)) Answer {
 // Notes returns the session's last user prompt and the model's last
 // stated intent, as UserPromptSubmit and Stop left them (empty when none).
 func (b *Bridge) Notes(sessionID string) (prompt, intent string) {
-	s := newSession(b.opts.StateDir, sessionID)
+	s := b.session(sessionID)
 	var n notes
 	_, _ = s.read(filepath.Join(s.dir, "notes.json"), &n)
 	return n.Prompt, n.Intent
@@ -234,7 +244,7 @@ func (b *Bridge) call(in *Input) (gate.Call, claudeTool) {
 	t := toolOf(in.ToolName)
 	return gate.Call{
 		ID: in.ToolUseID, Name: t.s.Name, Args: TollgateArgs(in.ToolName, in.ToolInput),
-		RunID: in.SessionID, Source: gate.SourceClaudeCode, Principal: b.opts.Principal, Workspace: in.Cwd,
+		RunID: in.SessionID, Source: b.opts.Source, Principal: b.opts.Principal, Workspace: in.Cwd,
 	}, t
 }
 
@@ -279,13 +289,17 @@ func (b *Bridge) preToolUse(ctx context.Context, in *Input) Answer {
 	env := &gate.Env{Tools: oneTool{t}}
 	ru := g.Decide(ctx, env, c, nil, nil)
 	if ru.Pending != nil {
-		if b.opts.Asker == nil {
+		switch {
+		case b.opts.Asker == nil && b.opts.Source == gate.SourceCodex:
+			ru = b.cannotAsk(ctx, g, env, c, ru.Pending)
+		case b.opts.Asker == nil:
 			if err := b.saveCall(in, c, nil, ru.Pending); err != nil {
 				return Failed(in.HookEventName, "tollgate could not keep the call's state: "+err.Error())
 			}
 			return ask(ru.Pending.Request.Prompt)
+		default:
+			ru = b.askAndWait(ctx, in, g, env, c, ru.Pending)
 		}
-		ru = b.askAndWait(ctx, in, g, env, c, ru.Pending)
 	}
 	switch {
 	case ru.Err != nil:
@@ -337,11 +351,21 @@ func (b *Bridge) askAndWait(ctx context.Context, in *Input, g *gate.Gate, env *g
 	return g.Decide(ctx, env, c, p, ans)
 }
 
+// cannotAsk ends a call the policies ask about where no one can be
+// asked (Codex without a server): declined by the runtime, with a reason
+// that says a person must approve it.
+func (b *Bridge) cannotAsk(ctx context.Context, g *gate.Gate, env *gate.Env, c gate.Call, p *gate.Pending) gate.Ruling {
+	reason := "a person must approve this call and " + string(b.opts.Source) + " cannot ask (run its hook with --server to ask on tollgate's approvals page): " + p.Request.Prompt
+	by := approval.Principal{Kind: approval.PrincipalRuntime, Name: string(b.opts.Source)}
+	rec := g.End(ctx, env, c, tool.Errorf("%s", reason), gate.Decision{Outcome: gate.OutcomeDeclined, By: by, Reason: reason, Votes: p.Votes})
+	return gate.Ruling{Record: rec}
+}
+
 func (b *Bridge) saveCall(in *Input, c gate.Call, a *gate.Allowed, p *gate.Pending) error {
 	if in.ToolUseID == "" {
 		return nil // nothing to pair a PostToolUse with
 	}
-	s := newSession(b.opts.StateDir, in.SessionID)
+	s := b.session(in.SessionID)
 	return s.save(s.callFile(in.ToolUseID), saved{ClaudeName: in.ToolName, Call: c, Allowed: a, Pending: p})
 }
 
@@ -368,7 +392,7 @@ func (b *Bridge) permissionRequest(ctx context.Context, in *Input) Answer {
 // postToolUse completes the call saved at PreToolUse with the result
 // Claude Code reports, and records it.
 func (b *Bridge) postToolUse(ctx context.Context, in *Input) Answer {
-	s := newSession(b.opts.StateDir, in.SessionID)
+	s := b.session(in.SessionID)
 	var sv saved
 	found, err := s.take(s.callFile(in.ToolUseID), &sv)
 	if err != nil {

@@ -46,7 +46,7 @@ const policyYAML = `rules:
     decision: ask
 `
 
-func testPolicy(t *testing.T) *policy.Policy {
+func testPolicy(t testing.TB) *policy.Policy {
 	t.Helper()
 	p, _, err := policy.ParsePolicy("policy.yaml", strings.NewReader(policyYAML))
 	if err != nil {

@@ -4,6 +4,11 @@
 // policies and hooks decide Claude Code's tool calls and every call is
 // recorded with who decided. `tollgate claude-code hook` is its command.
 //
+// Codex CLI's hooks share Claude Code's JSON; Options.Source
+// gate.SourceCodex and [CodexAnswer] give its dialect (no ask, and a
+// hook's failure lets a call run there, so every refusal is an explicit
+// deny with exit code 2). `tollgate codex hook` is its command.
+//
 // # Events
 //
 //   - PreToolUse: the call is decided ([gate.Gate.Decide]). A deny is

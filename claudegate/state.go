@@ -34,8 +34,10 @@ type saved struct {
 // side, so never part of a path as they are), mode 0600.
 type session struct{ dir string }
 
-func newSession(stateDir, id string) session {
-	return session{dir: filepath.Join(stateDir, "claude-code", hashName(id))}
+// session returns the session id's state, under a directory of the
+// bridge's source (claude-code, codex).
+func (b *Bridge) session(id string) session {
+	return session{dir: filepath.Join(b.opts.StateDir, string(b.opts.Source), hashName(id))}
 }
 
 func hashName(s string) string {

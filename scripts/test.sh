@@ -14,6 +14,8 @@
 #   - the Claude Code CLI that `tollgate claude-code hook` governs in its
 #     tests (@anthropic-ai/claude-code, pinned in
 #     cmd/tollgate/testdata/claudecode/package-lock.json);
+#   - the Codex CLI that `tollgate codex hook` governs in its tests
+#     (@openai/codex, pinned in cmd/tollgate/testdata/codex/package-lock.json);
 #   - jq and python3, which the Claude Code hook fixtures are written in;
 #   - gcc and libc6-dev, for the shim the sandbox's tests build;
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
@@ -67,6 +69,11 @@ echo "== installing the Claude Code CLI used by the tests (npm ci)"
 # binary comes in its platform package. The tests run it offline against a
 # local mock of the Messages API, with tollgate's hook deciding its calls.
 npm ci --prefix cmd/tollgate/testdata/claudecode --no-audit --no-fund --loglevel=error
+echo "== installing the Codex CLI used by the tests (npm ci)"
+# Pinned in cmd/tollgate/testdata/codex/package-lock.json; its native binary
+# comes in its platform package. The tests run it offline against a local
+# mock of the Responses API, with tollgate's hook deciding its calls.
+npm ci --prefix cmd/tollgate/testdata/codex --no-audit --no-fund --loglevel=error
 
 echo "== starting PostgreSQL"
 pgdir=$(mktemp -d /tmp/tollgate-pg.XXXXXX)

@@ -34,8 +34,9 @@ const (
 	// tenant's autonomy level.
 	RoleAdmin Role = "admin"
 	// RoleAgent is the token of an agent tollgate does not run (a Claude
-	// Code hook): it may open sessions, report calls and results, ask and
-	// wait (POST /v1/hooks/claude-code), and nothing else: a token with
+	// Code or Codex hook): it may open sessions, report calls and results,
+	// ask and wait (POST /v1/hooks/claude-code, POST /v1/hooks/codex), and
+	// nothing else: a token with
 	// only this role may not decide, list approvals or read runs (403).
 	// An agent's shell can read whatever its process holds, so its token
 	// must be worthless for approving.

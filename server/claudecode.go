@@ -56,6 +56,9 @@ const (
 // ClaudeAgent is the agent name of a Claude Code session's run.
 const ClaudeAgent = "claude-code"
 
+// CodexAgent is the agent name of a Codex session's run.
+const CodexAgent = "codex"
+
 // HeaderAsk carries the reason of an ask by the hook's own policy (the
 // command hook's --policy): the server then asks a person even where its
 // own policies allow. Nothing else the hook sends can lower a decision.
@@ -63,14 +66,24 @@ const HeaderAsk = "Tollgate-Ask"
 
 // claudeCode is the server's Claude Code endpoint.
 type claudeCode struct {
-	s    *Server
-	opts ClaudeCodeOptions
-	mu   sync.Mutex
-	runs map[string]*sync.Mutex // per session run: its records are read, changed and written
+	s      *Server
+	opts   ClaudeCodeOptions
+	source gate.Source // claude-code or codex: the agent whose hooks it answers
+	mu     sync.Mutex
+	runs   map[string]*sync.Mutex // per session run: its records are read, changed and written
 }
 
 func (s *Server) claudeHook(w http.ResponseWriter, r *http.Request, p Principal) {
-	cc := s.claude
+	s.agentHook(s.claude, w, r, p)
+}
+
+// codexHook is POST /v1/hooks/codex: Codex CLI's hook events, answered
+// by the same bridge in the JSON Codex shares with Claude Code.
+func (s *Server) codexHook(w http.ResponseWriter, r *http.Request, p Principal) {
+	s.agentHook(s.codex, w, r, p)
+}
+
+func (s *Server) agentHook(cc *claudeCode, w http.ResponseWriter, r *http.Request, p Principal) {
 	if cc == nil || (len(cc.opts.Tenants) > 0 && !slices.Contains(cc.opts.Tenants, p.Tenant)) {
 		s.noRoute(w, r)
 		return
@@ -118,42 +131,53 @@ func writeClaude(w http.ResponseWriter, a claudegate.Answer) {
 func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.Input, wait time.Duration, localAsk string) claudegate.Answer {
 	run, err := cc.session(ctx, p, in)
 	if err != nil {
-		cc.s.log.Error("claude-code session", "error", err)
+		cc.s.log.Error("agent session", "source", cc.source, "error", err)
 		return claudegate.Failed(in.HookEventName, "tollgate's server could not open the session's run")
 	}
 	in.SessionID = run.ID
 	opts := &claudegate.Options{
 		Policies: cc.opts.Policies, Listener: cc.opts.Listener, StateDir: cc.opts.StateDir,
-		Principal: p.Decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log,
+		Principal: p.Decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log, Source: cc.source,
 		Asker:    &storeAsker{cc: cc, run: run, wait: wait},
 		OnRecord: func(ctx context.Context, rec gate.Record) { cc.record(ctx, run, rec) },
 	}
 	if localAsk != "" {
-		opts.Authorizers = []approval.Authorizer{localAsker(localAsk)}
+		opts.Authorizers = []approval.Authorizer{localAsker{reason: localAsk, source: cc.source}}
 	}
 	b, err := claudegate.New(opts)
 	if err != nil {
 		return claudegate.Failed(in.HookEventName, err.Error())
 	}
 	a := b.Handle(ctx, in)
-	if in.HookEventName == claudecode.SessionEnd {
+	// Codex has no SessionEnd: its session's run is done at each Stop,
+	// and goes on at its next event.
+	if in.HookEventName == claudecode.SessionEnd || (cc.source == gate.SourceCodex && in.HookEventName == claudecode.Stop) {
 		cc.end(ctx, run)
 	}
 	return a
 }
 
 // localAsker is the hook's own policy's ask, heard by the server: it asks,
-// and never allows or denies.
-type localAsker string
-
-func (l localAsker) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{Decision: approval.Ask, Reason: string(l), By: approval.Principal{Kind: approval.PrincipalHook, Name: "claude-code-local-policy"}}, nil
+// and never allows or denies. It is named after the agent:
+// hook:claude-code-local-policy, hook:codex-local-policy.
+type localAsker struct {
+	reason string
+	source gate.Source
 }
 
-// sessionRunID is the run of a Claude Code session: derived from the
-// tenant, the principal and the session's ID, so that no principal can
-// reach another's session by naming its ID.
-func sessionRunID(p Principal, session string) string {
+func (l localAsker) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
+	return approval.Verdict{Decision: approval.Ask, Reason: l.reason, By: approval.Principal{Kind: approval.PrincipalHook, Name: string(l.source) + "-local-policy"}}, nil
+}
+
+// sessionRunID is the run of a session of the agent source: derived from
+// the tenant, the principal and the session's ID, so that no principal
+// can reach another's session by naming its ID (cc_ for Claude Code, cx_
+// for Codex, whose IDs are hashed with the source).
+func sessionRunID(source gate.Source, p Principal, session string) string {
+	if source == gate.SourceCodex {
+		h := sha256.Sum256([]byte(string(source) + "\x00" + p.Tenant + "\x00" + p.Name + "\x00" + session))
+		return "cx_" + hex.EncodeToString(h[:8])
+	}
 	h := sha256.Sum256([]byte(p.Tenant + "\x00" + p.Name + "\x00" + session))
 	return "cc_" + hex.EncodeToString(h[:8])
 }
@@ -166,17 +190,17 @@ type sessionConfig struct {
 	Workspace string `json:"workspace,omitempty"`
 }
 
-// claudeSession reports whether r is a Claude Code session's run, which
-// the server never resumes: Claude Code drives it.
+// claudeSession reports whether r is a Claude Code or Codex session's
+// run, which the server never resumes: the agent drives it.
 func claudeSession(r store.Run) bool {
 	var c sessionConfig
-	return json.Unmarshal(r.Config, &c) == nil && c.Source == string(gate.SourceClaudeCode)
+	return json.Unmarshal(r.Config, &c) == nil && (c.Source == string(gate.SourceClaudeCode) || c.Source == string(gate.SourceCodex))
 }
 
 // session returns the run of in's session, stored (running) at its first
 // event.
 func (cc *claudeCode) session(ctx context.Context, p Principal, in *claudegate.Input) (store.Run, error) {
-	id := sessionRunID(p, in.SessionID)
+	id := sessionRunID(cc.source, p, in.SessionID)
 	st := cc.s.store
 	run, err := st.GetRun(ctx, id)
 	if err == nil && run.Status.Finished() {
@@ -193,9 +217,9 @@ func (cc *claudeCode) session(ctx context.Context, p Principal, in *claudegate.I
 	if !errors.Is(err, store.ErrNotFound) {
 		return run, err
 	}
-	cfg, _ := json.Marshal(sessionConfig{Agent: ClaudeAgent, Source: string(gate.SourceClaudeCode), Session: in.SessionID, Workspace: in.Cwd})
+	cfg, _ := json.Marshal(sessionConfig{Agent: string(cc.source), Source: string(cc.source), Session: in.SessionID, Workspace: in.Cwd})
 	owner := p.Decider()
-	started, _ := json.Marshal(map[string]any{"agent": ClaudeAgent, "owner": owner, "source": gate.SourceClaudeCode, "workspace": in.Cwd})
+	started, _ := json.Marshal(map[string]any{"agent": string(cc.source), "owner": owner, "source": cc.source, "workspace": in.Cwd})
 	run, err = st.CreateRun(ctx, store.CreateRunRequest{
 		Run:    store.Run{ID: id, Tenant: p.Tenant, Owner: owner.String(), Status: store.RunRunning, Config: cfg},
 		Events: []store.Event{{Type: runs.EventRunStarted, Data: started}},

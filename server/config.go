@@ -107,6 +107,10 @@ type Config struct {
 	// ClaudeCode is the claudeCode: section, or nil when the server does
 	// not govern Claude Code.
 	ClaudeCode *ClaudeCodeConfig
+	// Codex is the codex: section, with the same fields, or nil when the
+	// server does not govern Codex (POST /v1/hooks/codex, `tollgate codex
+	// hook --server`).
+	Codex *ClaudeCodeConfig
 
 	// syntax is the file's syntax tree, for the positions of later problems.
 	syntax *ast.File
@@ -272,6 +276,7 @@ type configYAML struct {
 	Webhooks      []webhookYAML        `yaml:"webhooks"`
 	Durable       *durableYAML         `yaml:"durable"`
 	ClaudeCode    *claudeCodeYAML      `yaml:"claudeCode"`
+	Codex         *claudeCodeYAML      `yaml:"codex"`
 }
 
 type claudeCodeYAML struct {
@@ -473,21 +478,27 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	c.LeaseTTL = duration("$.leaseTtl", "leaseTtl", y.LeaseTTL)
 	c.ShutdownGrace = duration("$.shutdownGrace", "shutdownGrace", y.ShutdownGrace)
-	if len(y.Agents) == 0 && y.ClaudeCode == nil {
-		ps.add("$", "agents", "the configuration names no agent; add one under agents: (or a claudeCode: section)")
+	if len(y.Agents) == 0 && y.ClaudeCode == nil && y.Codex == nil {
+		ps.add("$", "agents", "the configuration names no agent; add one under agents: (or a claudeCode: or codex: section)")
 	}
-	if cc := y.ClaudeCode; cc != nil {
-		c.ClaudeCode = &ClaudeCodeConfig{PolicyFile: rel(cc.Policy), Autonomy: cc.Autonomy, Tenants: cc.Tenants,
-			ApprovalTTL: duration("$.claudeCode.approvalTtl", "claudeCode.approvalTtl", cc.ApprovalTTL)}
+	hookSection := func(name string, cc *claudeCodeYAML) *ClaudeCodeConfig {
+		if cc == nil {
+			return nil
+		}
+		out := &ClaudeCodeConfig{PolicyFile: rel(cc.Policy), Autonomy: cc.Autonomy, Tenants: cc.Tenants,
+			ApprovalTTL: duration("$."+name+".approvalTtl", name+".approvalTtl", cc.ApprovalTTL)}
 		for _, h := range cc.Hooks {
-			c.ClaudeCode.HooksFiles = append(c.ClaudeCode.HooksFiles, rel(h))
+			out.HooksFiles = append(out.HooksFiles, rel(h))
 		}
 		if cc.Autonomy != "" {
 			if _, err := approval.ParseAutonomy(cc.Autonomy); err != nil {
-				ps.add("$.claudeCode.autonomy", "claudeCode.autonomy", "%v", err)
+				ps.add("$."+name+".autonomy", name+".autonomy", "%v", err)
 			}
 		}
+		return out
 	}
+	c.ClaudeCode = hookSection("claudeCode", y.ClaudeCode)
+	c.Codex = hookSection("codex", y.Codex)
 	names := make([]string, 0, len(y.Agents))
 	for name := range y.Agents {
 		names = append(names, name)

@@ -325,3 +325,23 @@ func TestLoadConfigClaudeCode(t *testing.T) {
 		t.Fatalf("claudeCode %+v, agents %v", cc, c.Agents)
 	}
 }
+
+// A codex: section alone is a configuration too, with the fields of
+// claudeCode:, and its errors name it.
+func TestLoadConfigCodex(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "server.yaml", "codex:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
+	c, err := server.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx := c.Codex
+	if cx == nil || c.ClaudeCode != nil || cx.PolicyFile != filepath.Join(dir, "team.yaml") || len(cx.HooksFiles) != 1 || cx.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
+		cx.Autonomy != "supervised" || cx.ApprovalTTL != time.Hour || len(cx.Tenants) != 1 || cx.Tenants[0] != "acme" {
+		t.Fatalf("codex %+v", cx)
+	}
+	p = writeFile(t, dir, "bad.yaml", "codex:\n  approvalTtl: soon\n")
+	if _, err := server.LoadConfig(p); err == nil || !strings.Contains(err.Error(), "codex.approvalTtl: want a duration") {
+		t.Errorf("bad ttl: %v", err)
+	}
+}

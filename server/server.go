@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -72,6 +73,11 @@ type Options struct {
 	// hook events decided with its policies, each session a run (see
 	// [ClaudeCodeOptions]); without it the path is 404.
 	ClaudeCode *ClaudeCodeOptions
+	// Codex, if set, serves POST /v1/hooks/codex: Codex CLI's hook
+	// events, answered as ClaudeCode's are (in the JSON they share;
+	// `tollgate codex hook` gives Codex's dialect), its sessions runs of
+	// agent codex; without it the path is 404.
+	Codex *ClaudeCodeOptions
 	// Logger receives the server's logs (default discards). Tokens, prompts
 	// and arguments are never logged.
 	Logger *slog.Logger
@@ -134,6 +140,7 @@ const DefaultBodyReadTimeout = 30 * time.Second
 // stop.
 type Server struct {
 	claude *claudeCode // nil without Options.ClaudeCode
+	codex  *claudeCode // nil without Options.Codex
 	store  store.Store
 	host   *runs.Host
 	// buildCache builds each agent once for its runs and resumes.
@@ -215,7 +222,13 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		if cc.StateDir == "" {
 			return nil, errors.New("server: ClaudeCodeOptions.StateDir is required")
 		}
-		srv.claude = &claudeCode{s: srv, opts: *cc, runs: map[string]*sync.Mutex{}}
+		srv.claude = &claudeCode{s: srv, opts: *cc, source: gate.SourceClaudeCode, runs: map[string]*sync.Mutex{}}
+	}
+	if cc := opts.Codex; cc != nil {
+		if cc.StateDir == "" {
+			return nil, errors.New("server: Options.Codex.StateDir is required")
+		}
+		srv.codex = &claudeCode{s: srv, opts: *cc, source: gate.SourceCodex, runs: map[string]*sync.Mutex{}}
 	}
 	if srv.log == nil {
 		srv.log = slog.New(slog.DiscardHandler)
@@ -356,6 +369,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/shadow", s.auth(RoleViewer, s.shadowCounts))
 	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))
 	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
+	mux.HandleFunc("POST /v1/hooks/codex", s.auth(RoleAgent, s.codexHook))
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))

@@ -34,6 +34,9 @@ type claudeHookFlags struct {
 	server    string
 	tokenFile string
 	wait      time.Duration
+	// source is the agent whose hooks are answered: claude-code, or codex
+	// (whose dialect [claudegate.CodexAnswer] gives).
+	source gate.Source
 }
 
 func newClaudeCodeCmd(env *cliEnv) *cobra.Command {
@@ -47,7 +50,7 @@ func newClaudeCodeCmd(env *cliEnv) *cobra.Command {
 }
 
 func newClaudeHookCmd(env *cliEnv) *cobra.Command {
-	var f claudeHookFlags
+	f := claudeHookFlags{source: gate.SourceClaudeCode}
 	cmd := &cobra.Command{
 		Use:   "hook",
 		Short: "Answer one Claude Code hook event (a command hook in settings.json)",
@@ -77,15 +80,21 @@ a crash) denies, with exit status 2.
 			return runClaudeHook(c.Context(), env, &f)
 		},
 	}
+	addHookFlags(cmd, &f, "claudeCode:")
+	return cmd
+}
+
+// addHookFlags adds the flags of a hook command to cmd; section names
+// server.yaml's section that governs the agent.
+func addHookFlags(cmd *cobra.Command, f *claudeHookFlags, section string) {
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.policies, "policy", nil, "policy file whose rules decide (repeatable; combined deny > ask > allow)")
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML) whose PRE_TOOL_USE, POST_TOOL_USE and ON_ERROR hooks fire for the calls that run (repeatable)")
 	fs.StringVar(&f.records, "records", "", "append one decision record per call (JSON lines) to this file")
-	fs.StringVar(&f.server, "server", "", "answer through tollgate's server at this URL ('tollgate serve' with a claudeCode: section): it decides with the team's policy too, and an ask waits for a person's answer on the approvals page")
+	fs.StringVar(&f.server, "server", "", "answer through tollgate's server at this URL ('tollgate serve' with a "+section+" section): it decides with the team's policy too, and an ask waits for a person's answer on the approvals page")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the server's bearer token, an agent-role token ('tollgate serve token --role agent'); default $"+envToken)
 	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for a person's answer; no answer denies (keep it below the hook's timeout)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "directory of the sessions' state between events (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
-	return cmd
 }
 
 // runClaudeHook reads the event, answers it, and exits 0, 1 or 2 as the
@@ -97,17 +106,23 @@ func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err er
 		perr = rerr
 	}
 	ev := claudegateEvent(in)
+	writeAnswer := func(a claudegate.Answer) error {
+		if f.source == gate.SourceCodex {
+			a = claudegate.CodexAnswer(ev, a)
+		}
+		return writeClaudeAnswer(env, a)
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = writeClaudeAnswer(env, claudegate.Failed(ev, fmt.Sprintf("tollgate's hook failed (%v); the call was not allowed", p)))
+			err = writeAnswer(claudegate.Failed(ev, fmt.Sprintf("tollgate's hook failed (%v); the call was not allowed", p)))
 		}
 	}()
 	if perr != nil {
-		return writeClaudeAnswer(env, claudegate.Failed(ev, "tollgate could not read the hook event: "+perr.Error()))
+		return writeAnswer(claudegate.Failed(ev, "tollgate could not read the hook event: "+perr.Error()))
 	}
 	b, closeAll, err := claudeBridge(env, f, in)
 	if err != nil {
-		return writeClaudeAnswer(env, claudegate.Failed(ev, "tollgate's hook is misconfigured: "+err.Error()))
+		return writeAnswer(claudegate.Failed(ev, "tollgate's hook is misconfigured: "+err.Error()))
 	}
 	var ans claudegate.Answer
 	if f.server != "" {
@@ -116,9 +131,9 @@ func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err er
 		ans = b.Handle(ctx, in)
 	}
 	if cerr := closeAll(); cerr != nil {
-		fmt.Fprintln(env.stderr, "tollgate: claude-code hook:", cerr)
+		fmt.Fprintln(env.stderr, "tollgate:", f.source, "hook:", cerr)
 	}
-	return writeClaudeAnswer(env, ans)
+	return writeAnswer(ans)
 }
 
 func claudegateEvent(in *claudegate.Input) claudecode.Event {
@@ -160,7 +175,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		}
 		return errors.Join(errs...)
 	}
-	opts := &claudegate.Options{StateDir: f.stateDir}
+	opts := &claudegate.Options{StateDir: f.stateDir, Source: f.source}
 	if opts.StateDir == "" {
 		d, err := defaultStateDir(env)
 		if err != nil {
@@ -203,11 +218,16 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 	return b, closeAll, err
 }
 
-// claudeServeOptions loads the claudeCode: section of server.yaml: its
-// policy (with its autonomy level) and hooks, for the server's decisions.
-func claudeServeOptions(cc *server.ClaudeCodeConfig, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
-	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: claudeCode:", s) }
-	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, "claude-code-server")}
+// claudeServeOptions loads the claudeCode: or codex: section (named
+// section) of server.yaml: its policy (with its autonomy level) and
+// hooks, for the server's decisions.
+func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
+	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: "+section+":", s) }
+	dir := "claude-code-server"
+	if section == "codex" {
+		dir = "codex-server"
+	}
+	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, dir)}
 	if cc.PolicyFile != "" || cc.Autonomy != "" {
 		pol, err := build.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
 		if err != nil {

@@ -52,7 +52,7 @@ func forwardClaude(ctx context.Context, f *claudeHookFlags, in *claudegate.Input
 	if err != nil {
 		return claudegate.Failed(ev, err.Error())
 	}
-	u, err := url.Parse(strings.TrimRight(f.server, "/") + "/v1/hooks/claude-code")
+	u, err := url.Parse(strings.TrimRight(f.server, "/") + "/v1/hooks/" + string(f.source))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return claudegate.Failed(ev, fmt.Sprintf("--server %q is not an http or https URL", f.server))
 	}

@@ -26,6 +26,14 @@ type claudeServer struct {
 
 func startClaudeServer(t *testing.T) *claudeServer {
 	t.Helper()
+	return startHookServer(t, "claudeCode")
+}
+
+// startHookServer starts a `tollgate serve` whose server.yaml section
+// (claudeCode or codex) decides with the team's policy, which also asks
+// about every tee.
+func startHookServer(t *testing.T, section string) *claudeServer {
+	t.Helper()
 	dir := t.TempDir()
 	cs := &claudeServer{}
 	var entries strings.Builder
@@ -49,8 +57,13 @@ func startClaudeServer(t *testing.T) *claudeServer {
       path: {regex: 'notes'}
     decision: ask
     reason: the notes are reviewed
+  - id: review-tee
+    tool: bash
+    command: {program: tee}
+    decision: ask
+    reason: the notes are reviewed
 `)
-	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\nclaudeCode:\n  policy: team-policy.yaml\n")
+	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\n"+section+":\n  policy: team-policy.yaml\n")
 	cs.agentFile = filepath.Join(dir, "agent.token")
 	writeTestFile(t, cs.agentFile, cs.agent+"\n")
 	cs.serveProc = startServe(t, filepath.Join(dir, "server.yaml"))

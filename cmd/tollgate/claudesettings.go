@@ -69,47 +69,9 @@ instead: no process per event; the token comes from $TOLLGATE_TOKEN.`,
 // claudeSettings returns the settings object: {"hooks": {EVENT: [{matcher,
 // hooks: [handler]}]}}.
 func claudeSettings(f *claudeHookFlags, useHTTP bool) (map[string]any, error) {
-	abs := func(p string) (string, error) {
-		if p == "" {
-			return "", nil
-		}
-		return filepath.Abs(p)
-	}
-	self, err := os.Executable()
+	args, toolTimeout, err := hookCommand(f, "claude-code")
 	if err != nil {
 		return nil, err
-	}
-	args := []string{self, "claude-code", "hook"}
-	for _, p := range f.policies {
-		a, err := abs(p)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "--policy", a)
-	}
-	for _, h := range f.hooks {
-		a, err := abs(h)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "--hooks", a)
-	}
-	for _, fl := range []struct{ name, val string }{{"--records", f.records}, {"--state-dir", f.stateDir}, {"--token-file", f.tokenFile}} {
-		a, err := abs(fl.val)
-		if err != nil {
-			return nil, err
-		}
-		if a != "" {
-			args = append(args, fl.name, a)
-		}
-	}
-	// The tool events wait for a person at most --wait; Claude Code's
-	// timeout must be longer, or its timeout (which lets the call run)
-	// would come first.
-	toolTimeout := 30
-	if f.server != "" {
-		args = append(args, "--server", f.server, "--wait", f.wait.String())
-		toolTimeout = int((f.wait + 30*time.Second).Seconds())
 	}
 	hooks := map[string]any{}
 	for _, ev := range claudeEvents {
@@ -141,4 +103,55 @@ func shellQuote(args []string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// hookCommand returns the command line of `tollgate AGENT hook` with f's
+// flags (file paths made absolute), and the timeout in seconds the agent
+// must give the tool events: above --wait with a server, so that no
+// answer is tollgate's deny and not the agent's timeout (which lets the
+// call run).
+func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
+	abs := func(p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		return filepath.Abs(p)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	args := []string{self, agent, "hook"}
+	for _, p := range f.policies {
+		a, err := abs(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		args = append(args, "--policy", a)
+	}
+	for _, h := range f.hooks {
+		a, err := abs(h)
+		if err != nil {
+			return nil, 0, err
+		}
+		args = append(args, "--hooks", a)
+	}
+	for _, fl := range []struct{ name, val string }{{"--records", f.records}, {"--state-dir", f.stateDir}, {"--token-file", f.tokenFile}} {
+		a, err := abs(fl.val)
+		if err != nil {
+			return nil, 0, err
+		}
+		if a != "" {
+			args = append(args, fl.name, a)
+		}
+	}
+	// The tool events wait for a person at most --wait; the agent's
+	// timeout must be longer, or its timeout (which lets the call run)
+	// would come first.
+	toolTimeout := 30
+	if f.server != "" {
+		args = append(args, "--server", f.server, "--wait", f.wait.String())
+		toolTimeout = int((f.wait + 30*time.Second).Seconds())
+	}
+	return args, toolTimeout, nil
 }

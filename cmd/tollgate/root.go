@@ -236,6 +236,7 @@ Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
 		newWorkerCmd(env),
 		newMCPCmd(env),
 		newClaudeCodeCmd(env),
+		newCodexCmd(env),
 		newGatewayCmd(env),
 	)
 	// Unknown subcommands and bad arguments are usage errors too, at every

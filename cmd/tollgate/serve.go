@@ -169,8 +169,13 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return configErr("%w", err)
 	}
 	opts := &server.Options{Agents: cfg.Agents, Config: cfg, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
+	if cc := cfg.Codex; cc != nil {
+		if opts.Codex, err = claudeServeOptions(cc, "codex", stateDir, env.stderr); err != nil {
+			return configErr("%s: codex: %w", cfg.File, err)
+		}
+	}
 	if cc := cfg.ClaudeCode; cc != nil {
-		if opts.ClaudeCode, err = claudeServeOptions(cc, stateDir, env.stderr); err != nil {
+		if opts.ClaudeCode, err = claudeServeOptions(cc, "claudeCode", stateDir, env.stderr); err != nil {
 			return configErr("%s: claudeCode: %w", cfg.File, err)
 		}
 	}
