@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ instead: no process per event; the token comes from $TOLLGATE_TOKEN.`,
 			}
 			s, err := claudeSettings(&f, useHTTP)
 			if err != nil {
-				return withCode(exitError, err)
+				return orCode(exitError, err)
 			}
 			b, err := json.MarshalIndent(s, "", "  ")
 			if err != nil {
@@ -117,20 +118,32 @@ func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
 		}
 		return filepath.Abs(p)
 	}
+	// A file the hook names must be there now: a settings block naming a
+	// missing policy would deny every call the agent asks for later.
+	exists := func(flag, p string) (string, error) {
+		a, err := abs(p)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(a); err != nil {
+			return "", configErr("%s %s: %v", flag, p, errors.Unwrap(err))
+		}
+		return a, nil
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, 0, err
 	}
 	args := []string{self, agent, "hook"}
 	for _, p := range f.policies {
-		a, err := abs(p)
+		a, err := exists("--policy", p)
 		if err != nil {
 			return nil, 0, err
 		}
 		args = append(args, "--policy", a)
 	}
 	for _, h := range f.hooks {
-		a, err := abs(h)
+		a, err := exists("--hooks", h)
 		if err != nil {
 			return nil, 0, err
 		}

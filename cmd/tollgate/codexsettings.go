@@ -46,7 +46,7 @@ flags change, which changes the hash).`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			hooks, err := codexHooks(&f)
 			if err != nil {
-				return withCode(exitError, err)
+				return orCode(exitError, err)
 			}
 			if trust != "" {
 				abs, err := filepath.Abs(trust)
