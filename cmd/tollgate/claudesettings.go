@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,13 +57,7 @@ instead: no process per event; the token comes from $TOLLGATE_TOKEN.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVar(&f.policies, "policy", nil, "policy file the hook decides with (repeatable)")
-	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (repeatable)")
-	fs.StringVar(&f.records, "records", "", "decision records file (JSON lines)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
-	fs.StringVar(&f.server, "server", "", "tollgate server URL")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
-	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
+	addSettingsFlags(fs, &f)
 	fs.BoolVar(&useHTTP, "http", false, "use Claude Code's http hook type (POST to --server) instead of a command")
 	return cmd
 }
@@ -167,4 +162,16 @@ func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
 		toolTimeout = int((f.wait + 30*time.Second).Seconds())
 	}
 	return args, toolTimeout, nil
+}
+
+// addSettingsFlags adds the flags of the hook command that a settings
+// command writes into the block it prints (claude-code and codex settings).
+func addSettingsFlags(fs *pflag.FlagSet, f *claudeHookFlags) {
+	fs.StringArrayVar(&f.policies, "policy", nil, "policy file the hook decides with (repeatable)")
+	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (repeatable)")
+	fs.StringVar(&f.records, "records", "", "decision records file (JSON lines)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
+	fs.StringVar(&f.server, "server", "", "tollgate server URL")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
+	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
 }
