@@ -235,3 +235,23 @@ func TestRunClaudeHookRefusedBySandbox(t *testing.T) {
 		t.Errorf("the reason does not name the sandbox:\n%s", out)
 	}
 }
+
+// The settings name files the hook reads at every call: a missing policy
+// is said now (exit 2, naming the flag and the file), not found later as
+// a hook that denies every call.
+func TestClaudeSettingsRefusesAMissingPolicy(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := apMain(t, "claude-code", "settings", "--policy", filepath.Join(t.TempDir(), "nope.yaml"))
+	if code != exitUsage || !strings.Contains(errOut, "--policy") || !strings.Contains(errOut, "nope.yaml") || strings.Contains(out, "hooks") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+// Codex's settings say so too.
+func TestCodexSettingsRefusesAMissingPolicy(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := apMain(t, "codex", "settings", "--policy", filepath.Join(t.TempDir(), "nope.yaml"))
+	if code != exitUsage || !strings.Contains(errOut, "--policy") || !strings.Contains(errOut, "nope.yaml") || strings.Contains(out, "hooks") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +46,7 @@ instead: no process per event; the token comes from $TOLLGATE_TOKEN.`,
 			}
 			s, err := claudeSettings(&f, useHTTP)
 			if err != nil {
-				return withCode(exitError, err)
+				return orCode(exitError, err)
 			}
 			b, err := json.MarshalIndent(s, "", "  ")
 			if err != nil {
@@ -55,13 +57,7 @@ instead: no process per event; the token comes from $TOLLGATE_TOKEN.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVar(&f.policies, "policy", nil, "policy file the hook decides with (repeatable)")
-	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (repeatable)")
-	fs.StringVar(&f.records, "records", "", "decision records file (JSON lines)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
-	fs.StringVar(&f.server, "server", "", "tollgate server URL")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
-	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
+	addSettingsFlags(fs, &f)
 	fs.BoolVar(&useHTTP, "http", false, "use Claude Code's http hook type (POST to --server) instead of a command")
 	return cmd
 }
@@ -117,20 +113,32 @@ func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
 		}
 		return filepath.Abs(p)
 	}
+	// A file the hook names must be there now: a settings block naming a
+	// missing policy would deny every call the agent asks for later.
+	exists := func(flag, p string) (string, error) {
+		a, err := abs(p)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(a); err != nil {
+			return "", configErr("%s %s: %v", flag, p, errors.Unwrap(err))
+		}
+		return a, nil
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, 0, err
 	}
 	args := []string{self, agent, "hook"}
 	for _, p := range f.policies {
-		a, err := abs(p)
+		a, err := exists("--policy", p)
 		if err != nil {
 			return nil, 0, err
 		}
 		args = append(args, "--policy", a)
 	}
 	for _, h := range f.hooks {
-		a, err := abs(h)
+		a, err := exists("--hooks", h)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -154,4 +162,16 @@ func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
 		toolTimeout = int((f.wait + 30*time.Second).Seconds())
 	}
 	return args, toolTimeout, nil
+}
+
+// addSettingsFlags adds the flags of the hook command that a settings
+// command writes into the block it prints (claude-code and codex settings).
+func addSettingsFlags(fs *pflag.FlagSet, f *claudeHookFlags) {
+	fs.StringArrayVar(&f.policies, "policy", nil, "policy file the hook decides with (repeatable)")
+	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (repeatable)")
+	fs.StringVar(&f.records, "records", "", "decision records file (JSON lines)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
+	fs.StringVar(&f.server, "server", "", "tollgate server URL")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
+	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
 }

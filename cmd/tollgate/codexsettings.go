@@ -13,7 +13,6 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
-	"github.com/tollgate-dev/tollgate/server"
 )
 
 // codexEvents are the events `tollgate codex settings` hooks, in the
@@ -46,7 +45,7 @@ flags change, which changes the hash).`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			hooks, err := codexHooks(&f)
 			if err != nil {
-				return withCode(exitError, err)
+				return orCode(exitError, err)
 			}
 			if trust != "" {
 				abs, err := filepath.Abs(trust)
@@ -65,13 +64,7 @@ flags change, which changes the hash).`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVar(&f.policies, "policy", nil, "policy file the hook decides with (repeatable)")
-	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (repeatable)")
-	fs.StringVar(&f.records, "records", "", "decision records file (JSON lines)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
-	fs.StringVar(&f.server, "server", "", "tollgate server URL")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
-	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
+	addSettingsFlags(fs, &f)
 	fs.StringVar(&trust, "trust", "", "print the config.toml entries that trust these hooks kept in the hooks.json at this path")
 	return cmd
 }

@@ -164,6 +164,16 @@ func commandError(name string, err error) error {
 // (nothing more to print).
 func withCode(code int, err error) error { return &exitCodeError{code: code, err: err} }
 
+// orCode is err with its own exit status when it has one ([usageErr],
+// [configErr]), else with code.
+func orCode(code int, err error) error {
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		return err
+	}
+	return withCode(code, err)
+}
+
 // Main runs the tollgate command with args and returns its exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return mainEnv(ctx, args, &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr})
