@@ -456,8 +456,17 @@ func (p *printer) event(ev agent.Event) {
 	p.print(ev)
 }
 
+// eventHalted is the kind of the last --json event of a run that halted on
+// pending requests: the agent's done event, with the pending result.
+const eventHalted agent.EventKind = "halted"
+
 func (p *printer) print(ev agent.Event) {
 	if p.json {
+		if ev.Kind == agent.EventDone && ev.Result != nil && ev.Result.Status == agent.StatusPending {
+			// The run waits for answers: its last event says so, rather
+			// than that it is done (exit 3 says it too).
+			ev.Kind = eventHalted
+		}
 		b, _ := model.MarshalJSON(ev)
 		fmt.Fprintf(p.w, "%s\n", jsonSafe(b))
 		return

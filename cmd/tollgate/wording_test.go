@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,32 @@ func TestTook(t *testing.T) {
 		if got := took(d); got != want {
 			t.Errorf("took(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// With --json, a run that halts on a pending request ends with a halted
+// event carrying the pending result, not a done one; a finished run ends
+// with done.
+func TestJSONHaltedRunEndsHalted(t *testing.T) {
+	t.Parallel()
+	ws, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
+	script := apWrite(t, ws, "script.yaml", "turns:\n  - toolCalls:\n      - {name: bash, id: c1, args: {command: \"echo hi\"}}\n  - text: done\n")
+	policy := apWrite(t, ws, "policy.yaml", "rules:\n  - id: ask-bash\n    tool: bash\n    decision: ask\n")
+	code, out, errOut := apMain(t, "run", "--json", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "--sandbox", "off", "x")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var last struct {
+		Kind   string `json:"kind"`
+		Result struct {
+			Status string `json:"status"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || code != exitPending || last.Kind != "halted" || last.Result.Status != "pending" {
+		t.Fatalf("exit %d, last event %+v (%v)\n%s\n%s", code, last, err, out, errOut)
+	}
+	done := apWrite(t, ws, "done.yaml", "turns:\n  - text: hi\n")
+	code, out, _ = apMain(t, "run", "--json", "--model", "script:"+done, "--workdir", ws, "--state-dir", state, "x")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || code != exitDone || last.Kind != "done" {
+		t.Fatalf("finished run: exit %d, last event %+v\n%s", code, last, out)
 	}
 }
