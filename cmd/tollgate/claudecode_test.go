@@ -23,13 +23,20 @@ import (
 // claudeBinary returns the pinned Claude Code CLI that scripts/test.sh
 // installs with npm ci in testdata/claudecode.
 func claudeBinary(t *testing.T) string {
+	return pinnedCLI(t, "the Claude Code CLI", "claudecode", "claude")
+}
+
+// pinnedCLI returns the program bin of the npm packages pinned in
+// testdata/dir, which scripts/test.sh installs with npm ci; the test fails,
+// saying how to install it, when it is missing.
+func pinnedCLI(t *testing.T, what, dir, bin string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("testdata", "claudecode", "node_modules", ".bin", "claude"))
+	p, err := filepath.Abs(filepath.Join("testdata", dir, "node_modules", ".bin", bin))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the Claude Code CLI is not installed (%v): run npm ci --prefix cmd/tollgate/testdata/claudecode (scripts/test.sh does)", err)
+		t.Fatalf("%s is not installed (%v): run npm ci --prefix cmd/tollgate/testdata/%s (scripts/test.sh does)", what, err, dir)
 	}
 	return p
 }
