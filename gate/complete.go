@@ -123,7 +123,7 @@ func (g *Gate) afterTool(ctx context.Context, env *Env, a *Allowed, rec *Record,
 	if g.opts.MaxResultBytes != nil {
 		max = g.opts.MaxResultBytes(c.Name)
 	}
-	final = CapResult(withContext(final, a.Context), max)
+	final = capResult(withContext(final, a.Context), max)
 	return Ruling{Record: g.finish(ctx, env, c, rec, final, rec.Decision, true)}
 }
 
@@ -229,9 +229,9 @@ func withContext(res tool.Result, notes []string) tool.Result {
 	return res
 }
 
-// CapResult cuts res.Output to max bytes (0 or negative: no cap) at a
+// capResult cuts res.Output to max bytes (0 or negative: no cap) at a
 // character boundary and appends a marker saying how much was cut.
-func CapResult(res tool.Result, max int) tool.Result {
+func capResult(res tool.Result, max int) tool.Result {
 	if max <= 0 || len(res.Output) <= max {
 		return res
 	}
