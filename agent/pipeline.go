@@ -47,17 +47,8 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 		return r.end(ctx, call, tool.Errorf("no answer to request %s: %v", req.ID, err),
 			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
 	}
-	if answer.ID == "" {
-		answer.ID = req.ID
-	}
-	if answer.ID != req.ID {
-		return r.end(ctx, call, tool.Errorf("the answer is for request %s, not %s", answer.ID, req.ID),
-			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "misrouted answer", Votes: oc.Pending.Votes}, emit)
-	}
-	if err := answer.Check(); err != nil {
-		return r.end(ctx, call, tool.Errorf("the answer to request %s was refused: %v", req.ID, err),
-			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "the answer names two different answerers", Votes: oc.Pending.Votes}, emit)
-	}
+	// The gate checks the answer against the request (its ID, its
+	// answerers) before anything runs.
 	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
 }
 

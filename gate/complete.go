@@ -138,7 +138,7 @@ func (g *Gate) End(ctx context.Context, env *Env, c Call, res tool.Result, d Dec
 func (g *Gate) newRecord(c Call) *Record {
 	d := approval.Digest(c.Args)
 	return &Record{
-		RunID: c.RunID, ID: c.ID, Name: c.Name, Turn: c.Turn,
+		RunID: c.RunID, Source: c.Source, Principal: c.Principal, ID: c.ID, Name: c.Name, Turn: c.Turn,
 		RequestedArgs: c.Args, Args: c.Args,
 		RequestedDigest: d, ArgsDigest: d,
 		Started: g.opts.Now(),
