@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/tollgate-dev/tollgate/gate"
-	"log/slog"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -65,13 +63,9 @@ func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	c := *w
-	c.Request.Data = slices.Clone(w.Request.Data)
-	if w.Request.ExpiresAt != nil {
-		t := *w.Request.ExpiresAt
-		c.Request.ExpiresAt = &t
-	}
-	c.Args, c.Votes = slices.Clone(w.Args), slices.Clone(w.Votes)
+	var c PendingCall
+	var cl cloner
+	cl.pending(&c, w)
 	return &c, true
 }
 
@@ -223,18 +217,6 @@ func (a *Agent) schemaJSON(spec tool.Spec) json.RawMessage {
 	}
 	a.schemas.Store(spec.Name, cachedSchema{spec.InputSchema, b})
 	return b
-}
-
-// guard runs a host callback that has no way to fail (the listener,
-// OnRecord) on a call's goroutine: a panic there is logged and the run goes
-// on, rather than crashing the process from a worker goroutine.
-func (r *runner) guard(ctx context.Context, what string, fn func()) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.a.log.LogAttrs(ctx, slog.LevelError, what+" panicked", slog.String("run", r.st.RunID), slog.Any("panic", p))
-		}
-	}()
-	fn()
 }
 
 // safeWait calls a WaitFor function, turning a panic into an error (no answer).

@@ -274,13 +274,6 @@ func declinedBy(p approval.Principal) string {
 	return p.String()
 }
 
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
 func lastSource(votes []approval.Vote, def approval.Principal) approval.Principal {
 	if len(votes) == 0 {
 		return def
@@ -288,9 +281,14 @@ func lastSource(votes []approval.Vote, def approval.Principal) approval.Principa
 	return votes[len(votes)-1].Source
 }
 
+// abbreviate cuts s to at most n bytes, at a character boundary, and
+// marks the cut.
 func abbreviate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

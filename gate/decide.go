@@ -107,7 +107,7 @@ func (p *pass) takeAnswer() *Ruling {
 		return &r
 	}
 	if !p.ans.OK {
-		reason := orDefault(p.ans.Reason, "no reason given")
+		reason := cmp.Or(p.ans.Reason, "no reason given")
 		p.votes = append(p.votes, approval.Vote{Source: by, Actor: p.ans.Actor, Decision: approval.VoteDeny, Reason: reason})
 		r := p.end(tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: p.ans.Actor, Reason: reason})
@@ -330,7 +330,7 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 		covered := p.ans != nil && p.prior != nil && p.prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(p.args) == p.prior.Digest)
 		switch verdict.Decision {
 		case approval.Deny:
-			return p.end(withContext(tool.Errorf("denied by %s: %s", verdict.By, orDefault(verdict.Reason, "no reason given")), p.notes),
+			return p.end(withContext(tool.Errorf("denied by %s: %s", verdict.By, cmp.Or(verdict.Reason, "no reason given")), p.notes),
 				Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason})
 		case approval.Ask:
 			if covered {
@@ -406,7 +406,7 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 	}
 	by := answerer(pans)
 	if !pans.OK {
-		reason := orDefault(pans.Reason, "no reason given")
+		reason := cmp.Or(pans.Reason, "no reason given")
 		p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteDeny, Reason: reason})
 		return p.end(tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason}), false

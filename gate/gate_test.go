@@ -6,8 +6,10 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"sort"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/gate/gatetest"
@@ -205,5 +207,20 @@ func TestWhoAsksReachesAuthorizersAndRecord(t *testing.T) {
 	}
 	if rec := ru.Allowed.Record; rec.Source != gate.SourceClaudeCode || rec.Principal != bob {
 		t.Fatalf("record: source %q principal %v", rec.Source, rec.Principal)
+	}
+}
+
+// An approval request's prompt cuts long arguments at a character
+// boundary: the text a person reads stays valid UTF-8.
+func TestPromptCutsWholeCharacters(t *testing.T) {
+	askAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
+		return approval.Verdict{Decision: approval.Ask}, nil
+	})
+	p := &gatetest.Probe{}
+	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{askAll}})
+	args, _ := json.Marshal(map[string]string{"path": "/tmp/x" + strings.Repeat("é", 150)})
+	ru := g.Decide(context.Background(), &gate.Env{Tools: tools{p.Tool()}}, gate.Call{ID: "c1", Name: "write", Args: args}, nil, nil)
+	if ru.Pending == nil || !utf8.ValidString(ru.Pending.Request.Prompt) || !strings.Contains(ru.Pending.Request.Prompt, "…") {
+		t.Fatalf("prompt %q", ru.Pending.Request.Prompt)
 	}
 }
