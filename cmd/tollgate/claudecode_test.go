@@ -491,3 +491,30 @@ func TestClaudeCodeAskWithoutServer(t *testing.T) {
 		t.Errorf("records %v", recs)
 	}
 }
+
+// The agent's Write and Edit may not change what governs it: a write to
+// the hook's policy file or to the workspace's .claude settings is
+// denied by rule:governing-files; a write elsewhere is left to the policy.
+func TestClaudeHookProtectsGoverningFiles(t *testing.T) {
+	dir := t.TempDir()
+	pol := writeFile(t, dir, "policy.yaml", "rules:\n  - {id: no-rm, tool: bash, command: {program: rm}, decision: deny, reason: no}\n")
+	for _, c := range []struct {
+		path, want string
+	}{
+		{pol, "deny"},
+		{filepath.Join(dir, ".claude", "settings.json"), "deny"},
+		{filepath.Join(dir, "notes.txt"), ""},
+	} {
+		ev, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": dir, "hook_event_name": "PreToolUse", "tool_name": "Write",
+			"tool_input": map[string]string{"file_path": c.path, "content": "rules: []"}, "tool_use_id": "t1"})
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"claude-code", "hook", "--policy", pol, "--state-dir", filepath.Join(t.TempDir(), "state")}, bytes.NewReader(ev), &out, &errb)
+		var o struct {
+			Specific struct{ PermissionDecision, PermissionDecisionReason string } `json:"hookSpecificOutput"`
+		}
+		_ = json.Unmarshal(out.Bytes(), &o)
+		if o.Specific.PermissionDecision != c.want || (c.want == "deny" && !strings.Contains(o.Specific.PermissionDecisionReason, "governing-files")) {
+			t.Errorf("write %s: exit %d, %+v, stderr %s", c.path, code, o.Specific, errb.String())
+		}
+	}
+}
