@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/tollgate-dev/tollgate/gate"
@@ -302,7 +300,7 @@ func New(opts Options) (*Agent, error) {
 		opts.Now = time.Now
 	}
 	if opts.NewID == nil {
-		opts.NewID = randomID
+		opts.NewID = gate.RandomID
 	}
 	if opts.Hooks == nil {
 		opts.Hooks = &hooks.Hooks{}
@@ -399,13 +397,6 @@ func orNoResult(res *Result, err error) (*Result, error) {
 		err = errors.New("agent: stream ended without a result")
 	}
 	return res, err
-}
-
-// randomID is the default Options.NewID.
-func randomID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }
 
 // ToolList is a fixed [Toolset]: the tools in the given order.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/tollgate-dev/tollgate/gate"
-	"log/slog"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -47,17 +45,8 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 		return r.end(ctx, call, tool.Errorf("no answer to request %s: %v", req.ID, err),
 			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
 	}
-	if answer.ID == "" {
-		answer.ID = req.ID
-	}
-	if answer.ID != req.ID {
-		return r.end(ctx, call, tool.Errorf("the answer is for request %s, not %s", answer.ID, req.ID),
-			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "misrouted answer", Votes: oc.Pending.Votes}, emit)
-	}
-	if err := answer.Check(); err != nil {
-		return r.end(ctx, call, tool.Errorf("the answer to request %s was refused: %v", req.ID, err),
-			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "the answer names two different answerers", Votes: oc.Pending.Votes}, emit)
-	}
+	// The gate checks the answer against the request (its ID, its
+	// answerers) before anything runs.
 	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
 }
 
@@ -74,13 +63,9 @@ func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	c := *w
-	c.Request.Data = slices.Clone(w.Request.Data)
-	if w.Request.ExpiresAt != nil {
-		t := *w.Request.ExpiresAt
-		c.Request.ExpiresAt = &t
-	}
-	c.Args, c.Votes = slices.Clone(w.Args), slices.Clone(w.Votes)
+	var c PendingCall
+	var cl cloner
+	cl.pending(&c, w)
 	return &c, true
 }
 
@@ -232,18 +217,6 @@ func (a *Agent) schemaJSON(spec tool.Spec) json.RawMessage {
 	}
 	a.schemas.Store(spec.Name, cachedSchema{spec.InputSchema, b})
 	return b
-}
-
-// guard runs a host callback that has no way to fail (the listener,
-// OnRecord) on a call's goroutine: a panic there is logged and the run goes
-// on, rather than crashing the process from a worker goroutine.
-func (r *runner) guard(ctx context.Context, what string, fn func()) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.a.log.LogAttrs(ctx, slog.LevelError, what+" panicked", slog.String("run", r.st.RunID), slog.Any("panic", p))
-		}
-	}()
-	fn()
 }
 
 // safeWait calls a WaitFor function, turning a panic into an error (no answer).

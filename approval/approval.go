@@ -78,8 +78,15 @@ type Call struct {
 	Args json.RawMessage
 	// Hints are the tool's hints; nil means unknown (treat as mutating).
 	Hints *tool.Hints
-	// RunID names the run.
+	// RunID names the run (or the session of an agent tollgate does not
+	// run).
 	RunID string
+	// Source is the kind of program that asks ("agent", "claude-code",
+	// "codex", "mcp"; see gate.Source); empty when the caller did not say.
+	Source string
+	// Principal is who asks: the run's owner, an agent token's principal,
+	// an MCP client's token; zero when the caller did not say.
+	Principal tool.Principal
 }
 
 // Verdict is an authorization source's decision with its reason and source.

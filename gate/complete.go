@@ -123,7 +123,7 @@ func (g *Gate) afterTool(ctx context.Context, env *Env, a *Allowed, rec *Record,
 	if g.opts.MaxResultBytes != nil {
 		max = g.opts.MaxResultBytes(c.Name)
 	}
-	final = CapResult(withContext(final, a.Context), max)
+	final = capResult(withContext(final, a.Context), max)
 	return Ruling{Record: g.finish(ctx, env, c, rec, final, rec.Decision, true)}
 }
 
@@ -138,7 +138,7 @@ func (g *Gate) End(ctx context.Context, env *Env, c Call, res tool.Result, d Dec
 func (g *Gate) newRecord(c Call) *Record {
 	d := approval.Digest(c.Args)
 	return &Record{
-		RunID: c.RunID, ID: c.ID, Name: c.Name, Turn: c.Turn,
+		RunID: c.RunID, Source: c.Source, Principal: c.Principal, ID: c.ID, Name: c.Name, Turn: c.Turn,
 		RequestedArgs: c.Args, Args: c.Args,
 		RequestedDigest: d, ArgsDigest: d,
 		Started: g.opts.Now(),
@@ -229,9 +229,9 @@ func withContext(res tool.Result, notes []string) tool.Result {
 	return res
 }
 
-// CapResult cuts res.Output to max bytes (0 or negative: no cap) at a
+// capResult cuts res.Output to max bytes (0 or negative: no cap) at a
 // character boundary and appends a marker saying how much was cut.
-func CapResult(res tool.Result, max int) tool.Result {
+func capResult(res tool.Result, max int) tool.Result {
 	if max <= 0 || len(res.Output) <= max {
 		return res
 	}
@@ -274,13 +274,6 @@ func declinedBy(p approval.Principal) string {
 	return p.String()
 }
 
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
 func lastSource(votes []approval.Vote, def approval.Principal) approval.Principal {
 	if len(votes) == 0 {
 		return def
@@ -288,9 +281,14 @@ func lastSource(votes []approval.Vote, def approval.Principal) approval.Principa
 	return votes[len(votes)-1].Source
 }
 
+// abbreviate cuts s to at most n bytes, at a character boundary, and
+// marks the cut.
 func abbreviate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,13 +76,29 @@ func (g *Gate) Decide(ctx context.Context, env *Env, c Call, prior *Pending, ans
 	return p.authorization(ctx)
 }
 
-// takeAnswer checks an answer before anything runs: an expired request or
+// takeAnswer checks an answer before anything runs: an answer for another
+// request, one that names two different answerers, an expired request or
 // a declining answer ends the call. An approving answer's vote leads the
 // votes until it finds its place (placeAnswer).
 func (p *pass) takeAnswer() *Ruling {
 	if p.prior != nil {
 		p.votes = slices.Clone(p.prior.Votes)
 		p.shadow = slices.Clone(p.prior.Shadow)
+		// An answer without an ID is for the request it is given with;
+		// one for another request decides nothing here.
+		a := *p.ans
+		a.ID = cmp.Or(a.ID, p.prior.Request.ID)
+		p.ans = &a
+		if a.ID != p.prior.Request.ID {
+			r := p.end(tool.Errorf("the answer is for request %s, not %s", a.ID, p.prior.Request.ID),
+				Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "misrouted answer"})
+			return &r
+		}
+	}
+	if err := p.ans.Check(); err != nil {
+		r := p.end(tool.Errorf("the answer to request %s was refused: %v", p.ans.ID, err),
+			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: "the answer names two different answerers"})
+		return &r
 	}
 	by := answerer(p.ans)
 	if p.prior != nil && p.prior.Request.Expired(p.g.opts.Now()) {
@@ -90,7 +107,7 @@ func (p *pass) takeAnswer() *Ruling {
 		return &r
 	}
 	if !p.ans.OK {
-		reason := orDefault(p.ans.Reason, "no reason given")
+		reason := cmp.Or(p.ans.Reason, "no reason given")
 		p.votes = append(p.votes, approval.Vote{Source: by, Actor: p.ans.Actor, Decision: approval.VoteDeny, Reason: reason})
 		r := p.end(tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: p.ans.Actor, Reason: reason})
@@ -313,7 +330,7 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 		covered := p.ans != nil && p.prior != nil && p.prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(p.args) == p.prior.Digest)
 		switch verdict.Decision {
 		case approval.Deny:
-			return p.end(withContext(tool.Errorf("denied by %s: %s", verdict.By, orDefault(verdict.Reason, "no reason given")), p.notes),
+			return p.end(withContext(tool.Errorf("denied by %s: %s", verdict.By, cmp.Or(verdict.Reason, "no reason given")), p.notes),
 				Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason})
 		case approval.Ask:
 			if covered {
@@ -389,7 +406,7 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 	}
 	by := answerer(pans)
 	if !pans.OK {
-		reason := orDefault(pans.Reason, "no reason given")
+		reason := cmp.Or(pans.Reason, "no reason given")
 		p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteDeny, Reason: reason})
 		return p.end(tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason}), false
@@ -435,7 +452,7 @@ func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMe
 	if len(azs) == 0 {
 		return approval.Strongest(verdicts...), nil, nil
 	}
-	ac := approval.Call{Tool: c.Name, CallID: c.ID, Args: slices.Clone(args), RunID: c.RunID}
+	ac := approval.Call{Tool: c.Name, CallID: c.ID, Args: slices.Clone(args), RunID: c.RunID, Source: string(c.Source), Principal: c.Principal}
 	if hints != nil {
 		h := *hints
 		ac.Hints = &h

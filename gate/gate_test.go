@@ -6,8 +6,10 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"sort"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/gate/gatetest"
@@ -150,5 +152,75 @@ func TestApprovalOfOtherArgumentsIsOnlyAVote(t *testing.T) {
 	}
 	if !voted {
 		t.Fatalf("alice's answer is not among the votes: %+v", d.Votes)
+	}
+}
+
+// Decide checks an answer against the request it is given with, whoever
+// the caller: an answer for another request, or one that names two
+// different answerers, decides nothing and the tool does not run.
+func TestDecideRefusesAnAnswerForAnotherRequest(t *testing.T) {
+	ctx := context.Background()
+	askAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
+		return approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}}, nil
+	})
+	for _, tc := range []struct {
+		name, reason string
+		ans          tool.Answer
+	}{
+		{"another request", "misrouted answer", tool.Answer{ID: "req_other", OK: true, By: "alice"}},
+		{"two answerers", "the answer names two different answerers", tool.Answer{OK: true, By: "alice", Principal: approval.Principal{Kind: approval.PrincipalPerson, Name: "mallory"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &gatetest.Probe{}
+			g := gate.New(gate.Options{Authorizers: []approval.Authorizer{askAll}})
+			env := &gate.Env{Tools: tools{p.Tool()}}
+			c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a"}`)}
+			ru := g.Decide(ctx, env, c, nil, nil)
+			if ru.Pending == nil {
+				t.Fatalf("no ask: %+v", ru)
+			}
+			ans := tc.ans
+			ru = g.Decide(ctx, env, c, ru.Pending, &ans)
+			if ru.Record == nil || ru.Record.Decision.Outcome != gate.OutcomeDeclined || ru.Record.Decision.Reason != tc.reason || len(p.Runs()) != 0 {
+				t.Fatalf("ruling %+v, ran %v", ru, p.Runs())
+			}
+		})
+	}
+}
+
+// Who asks reaches the authorizers and the record: a policy can judge a
+// Claude Code session's calls apart from the agent's, and the audit says
+// whose call it was.
+func TestWhoAsksReachesAuthorizersAndRecord(t *testing.T) {
+	var seen approval.Call
+	az := approval.AuthorizerFunc(func(_ context.Context, c approval.Call) (approval.Verdict, error) {
+		seen = c
+		return approval.Verdict{Decision: approval.Allow}, nil
+	})
+	p := &gatetest.Probe{}
+	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{az}})
+	bob := approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}
+	c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a"}`), RunID: "cc_1", Source: gate.SourceClaudeCode, Principal: bob}
+	ru := g.Decide(context.Background(), &gate.Env{Tools: tools{p.Tool()}}, c, nil, nil)
+	if ru.Allowed == nil || seen.Source != "claude-code" || seen.Principal != bob {
+		t.Fatalf("the authorizer saw source %q principal %v", seen.Source, seen.Principal)
+	}
+	if rec := ru.Allowed.Record; rec.Source != gate.SourceClaudeCode || rec.Principal != bob {
+		t.Fatalf("record: source %q principal %v", rec.Source, rec.Principal)
+	}
+}
+
+// An approval request's prompt cuts long arguments at a character
+// boundary: the text a person reads stays valid UTF-8.
+func TestPromptCutsWholeCharacters(t *testing.T) {
+	askAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
+		return approval.Verdict{Decision: approval.Ask}, nil
+	})
+	p := &gatetest.Probe{}
+	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{askAll}})
+	args, _ := json.Marshal(map[string]string{"path": "/tmp/x" + strings.Repeat("é", 150)})
+	ru := g.Decide(context.Background(), &gate.Env{Tools: tools{p.Tool()}}, gate.Call{ID: "c1", Name: "write", Args: args}, nil, nil)
+	if ru.Pending == nil || !utf8.ValidString(ru.Pending.Request.Prompt) || !strings.Contains(ru.Pending.Request.Prompt, "…") {
+		t.Fatalf("prompt %q", ru.Pending.Request.Prompt)
 	}
 }

@@ -67,6 +67,11 @@ type Record struct {
 	// RunID names the run (or the session of an agent tollgate does not
 	// run) the call belongs to.
 	RunID string `json:"runId"`
+	// Source and Principal are who asked for the call ([Call]): the kind of
+	// program and the principal; empty for the agent's own calls made
+	// before they were recorded.
+	Source    Source         `json:"source,omitempty"`
+	Principal tool.Principal `json:"principal,omitzero"`
 	// ID is the call's ID, as the model gave it or as the agent made it
 	// ("call_" and hex digits) when the model gave none.
 	ID string `json:"id"`

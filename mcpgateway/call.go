@@ -29,18 +29,21 @@ func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *mcptoo
 		Principal: gw.opts.Principal(req),
 		Workspace: gw.opts.Workspace,
 	}
+	// The pin is checked on every call, the one that answers an ask
+	// included: a definition changed between the ask and its answer is
+	// refused too.
+	if ok, pinned, now, err := gw.pins.check(t); !ok || err != nil {
+		why := fmt.Sprintf("the definition of %s (its description or input schema) changed since it was first seen (digest %.12s, now %.12s); it is refused until it is approved again (remove its pin)", c.Name, pinned, now)
+		if err != nil {
+			why = fmt.Sprintf("the definition of %s could not be pinned: %v", c.Name, err)
+		}
+		rec := gw.gate.End(ctx, env, c, tool.Errorf("%s", why), gate.Decision{Outcome: gate.OutcomeDenied, By: approval.Runtime, Reason: "tool definition changed (rug pull guard)"})
+		return errorResult(rec.Output), nil
+	}
 	var ru gate.Ruling
 	if req.Params.RequestState != "" {
 		c, ru = gw.answered(ctx, req, env, c)
 	} else {
-		if ok, pinned, now, err := gw.pins.check(t); !ok || err != nil {
-			why := fmt.Sprintf("the definition of %s (its description or input schema) changed since it was first seen (digest %.12s, now %.12s); it is refused until it is approved again (remove its pin)", c.Name, pinned, now)
-			if err != nil {
-				why = fmt.Sprintf("the definition of %s could not be pinned: %v", c.Name, err)
-			}
-			rec := gw.gate.End(ctx, env, c, tool.Errorf("%s", why), gate.Decision{Outcome: gate.OutcomeDenied, By: approval.Runtime, Reason: "tool definition changed (rug pull guard)"})
-			return errorResult(rec.Output), nil
-		}
 		ru = gw.gate.Decide(ctx, env, c, nil, nil)
 		if ru.Pending != nil {
 			var asking *mcp.CallToolResult

@@ -88,13 +88,20 @@ func (s *Server) agentHook(cc *claudeCode, w http.ResponseWriter, r *http.Reques
 		s.noRoute(w, r)
 		return
 	}
-	wait, err := cc.wait(r)
-	if err != nil {
-		problemf(w, r, http.StatusBadRequest, err.Error())
+	// Every failure from here on is a deny in the agent's terms (a 200 with
+	// its JSON): an http hook's error status lets the call run.
+	//
+	// The agent's shell can read the token its hooks hold: a token that
+	// may also decide approvals would let the agent approve its own asks.
+	if p.Has(RoleApprover) {
+		writeClaude(w, claudegate.Failed("", "this token may decide approvals, and the agent can read it: give the agent's hooks a token with the agent role alone (tollgate serve token --role agent)"))
 		return
 	}
-	// From here on every failure is a deny in Claude Code's terms (a 200
-	// with its JSON): an http hook's error status lets the call run.
+	wait, err := cc.wait(r)
+	if err != nil {
+		writeClaude(w, claudegate.Failed("", err.Error()))
+		return
+	}
 	in, err := claudegate.ParseInput(http.MaxBytesReader(w, r.Body, claudegate.MaxInputBytes))
 	if err != nil {
 		writeClaude(w, claudegate.Failed("", err.Error()))

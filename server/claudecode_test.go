@@ -42,6 +42,7 @@ func claudeFixture(t testing.TB) *fixture {
 	entries := []server.TokenEntry{
 		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
 		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: server.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
 	}
 	tk, err := server.NewTokens(entries)
 	if err != nil {
@@ -195,4 +196,23 @@ func BenchmarkClaudeHookHTTP(b *testing.B) {
 	}
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
+}
+
+// agentAdminToken is a token with the agent role and the admin role.
+const agentAdminToken = "tg_agent_admin_0123456789abcdef0123456789"
+
+// A token that may decide approvals is refused on the hook routes, with a
+// deny (not an error status, which an http hook lets through): the
+// agent's shell can read its hooks' token, and with one that may decide it
+// would approve its own asks. A malformed ?wait= is a deny too.
+func TestClaudeHookRefusesATokenThatMayDecide(t *testing.T) {
+	f := claudeFixture(t)
+	var out claudegate.Output
+	if code := f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentAdminToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1"), &out); code != http.StatusOK || !strings.HasPrefix(permission(out), "deny: ") || !strings.Contains(permission(out), "may decide approvals") {
+		t.Fatalf("an admin agent token: %d %q, want a deny", code, permission(out))
+	}
+	out = claudegate.Output{}
+	if code := f.do("POST", "/v1/hooks/claude-code?wait=ten", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"ls"}`, "t2"), &out); code != http.StatusOK || !strings.HasPrefix(permission(out), "deny: ") {
+		t.Fatalf("a bad wait: %d %q, want a deny", code, permission(out))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // `tollgate run --claude-settings` runs a settings file's PreToolUse guard
@@ -253,5 +254,16 @@ func TestCodexSettingsRefusesAMissingPolicy(t *testing.T) {
 	code, out, errOut := apMain(t, "codex", "settings", "--policy", filepath.Join(t.TempDir(), "nope.yaml"))
 	if code != exitUsage || !strings.Contains(errOut, "--policy") || !strings.Contains(errOut, "nope.yaml") || strings.Contains(out, "hooks") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+// The hook gives up on a server that does not answer, and denies, well
+// before the agent's timeout for it, which would let the call run: they
+// are apart by more than a hook's start and its policy take.
+func TestHookDeniesBeforeTheAgentsTimeout(t *testing.T) {
+	for _, wait := range []time.Duration{0, time.Second, 50 * time.Second, 10 * time.Minute} {
+		if margin := time.Duration(agentTimeout(wait))*time.Second - hookDeadline(wait); margin < 10*time.Second {
+			t.Errorf("--wait %s: the hook's deadline is %s, the agent's timeout %ds: a margin of %s", wait, hookDeadline(wait), agentTimeout(wait), margin)
+		}
 	}
 }

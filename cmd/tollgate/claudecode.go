@@ -209,6 +209,13 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		closers = append(closers, w.Close)
 		opts.OnRecord = func(ctx context.Context, rec gate.Record) { w.Record(ctx, rec) }
 	}
+	// The agent may not rewrite what governs it: its next call would be
+	// judged by what it wrote.
+	protect := append(append([]string{opts.StateDir, f.records}, f.policies...), f.hooks...)
+	if filepath.IsAbs(in.Cwd) {
+		protect = append(protect, filepath.Join(in.Cwd, ".claude"), filepath.Join(in.Cwd, ".codex"))
+	}
+	opts.Authorizers = append(opts.Authorizers, claudegate.ProtectFiles(protect...))
 	if u, err := user.Current(); err == nil {
 		opts.Prompter = u.Username
 	} else {

@@ -23,13 +23,20 @@ import (
 // claudeBinary returns the pinned Claude Code CLI that scripts/test.sh
 // installs with npm ci in testdata/claudecode.
 func claudeBinary(t *testing.T) string {
+	return pinnedCLI(t, "the Claude Code CLI", "claudecode", "claude")
+}
+
+// pinnedCLI returns the program bin of the npm packages pinned in
+// testdata/dir, which scripts/test.sh installs with npm ci; the test fails,
+// saying how to install it, when it is missing.
+func pinnedCLI(t *testing.T, what, dir, bin string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("testdata", "claudecode", "node_modules", ".bin", "claude"))
+	p, err := filepath.Abs(filepath.Join("testdata", dir, "node_modules", ".bin", bin))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the Claude Code CLI is not installed (%v): run npm ci --prefix cmd/tollgate/testdata/claudecode (scripts/test.sh does)", err)
+		t.Fatalf("%s is not installed (%v): run npm ci --prefix cmd/tollgate/testdata/%s (scripts/test.sh does)", what, err, dir)
 	}
 	return p
 }
@@ -482,5 +489,32 @@ func TestClaudeCodeAskWithoutServer(t *testing.T) {
 	recs := recordLines(t, r.Records)
 	if len(recs) != 1 || recs[0]["outcome"] != "declined" || fmt.Sprint(recs[0]["by"]) != "map[kind:runtime name:claude-code]" || recs[0]["ran"] != false {
 		t.Errorf("records %v", recs)
+	}
+}
+
+// The agent's Write and Edit may not change what governs it: a write to
+// the hook's policy file or to the workspace's .claude settings is
+// denied by rule:governing-files; a write elsewhere is left to the policy.
+func TestClaudeHookProtectsGoverningFiles(t *testing.T) {
+	dir := t.TempDir()
+	pol := writeFile(t, dir, "policy.yaml", "rules:\n  - {id: no-rm, tool: bash, command: {program: rm}, decision: deny, reason: no}\n")
+	for _, c := range []struct {
+		path, want string
+	}{
+		{pol, "deny"},
+		{filepath.Join(dir, ".claude", "settings.json"), "deny"},
+		{filepath.Join(dir, "notes.txt"), ""},
+	} {
+		ev, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": dir, "hook_event_name": "PreToolUse", "tool_name": "Write",
+			"tool_input": map[string]string{"file_path": c.path, "content": "rules: []"}, "tool_use_id": "t1"})
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"claude-code", "hook", "--policy", pol, "--state-dir", filepath.Join(t.TempDir(), "state")}, bytes.NewReader(ev), &out, &errb)
+		var o struct {
+			Specific struct{ PermissionDecision, PermissionDecisionReason string } `json:"hookSpecificOutput"`
+		}
+		_ = json.Unmarshal(out.Bytes(), &o)
+		if o.Specific.PermissionDecision != c.want || (c.want == "deny" && !strings.Contains(o.Specific.PermissionDecisionReason, "governing-files")) {
+			t.Errorf("write %s: exit %d, %+v, stderr %s", c.path, code, o.Specific, errb.String())
+		}
 	}
 }

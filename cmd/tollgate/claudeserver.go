@@ -57,7 +57,7 @@ func forwardClaude(ctx context.Context, f *claudeHookFlags, in *claudegate.Input
 		return claudegate.Failed(ev, fmt.Sprintf("--server %q is not an http or https URL", f.server))
 	}
 	u.RawQuery = url.Values{"wait": {f.wait.String()}}.Encode()
-	ctx, cancel := context.WithTimeout(ctx, f.wait+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, hookDeadline(f.wait))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(raw))
 	if err != nil {
@@ -117,3 +117,20 @@ func oneLineHeader(s string) string {
 	}
 	return s
 }
+
+// The hook's own deadline and the agent's timeout for it, both beyond
+// --wait: the hook gives up on the server, and denies, well before the
+// agent's timeout, which lets the call run (Claude Code and Codex fail
+// open). The margin between the two covers the hook's start, its policy
+// and the transcript it reads before it asks.
+const (
+	hookSlack  = 10 * time.Second
+	agentSlack = 30 * time.Second
+)
+
+// hookDeadline is how long the hook waits for the server's answer.
+func hookDeadline(wait time.Duration) time.Duration { return wait + hookSlack }
+
+// agentTimeout is the timeout, in seconds, the printed settings give the
+// hook's tool events.
+func agentTimeout(wait time.Duration) int { return int((wait + agentSlack).Seconds()) }

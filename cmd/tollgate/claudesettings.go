@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -159,7 +158,7 @@ func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
 	toolTimeout := 30
 	if f.server != "" {
 		args = append(args, "--server", f.server, "--wait", f.wait.String())
-		toolTimeout = int((f.wait + 30*time.Second).Seconds())
+		toolTimeout = agentTimeout(f.wait)
 	}
 	return args, toolTimeout, nil
 }

@@ -22,17 +22,7 @@ import (
 
 // codexBinary returns the pinned Codex CLI that scripts/test.sh installs
 // with npm ci in testdata/codex.
-func codexBinary(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("testdata", "codex", "node_modules", ".bin", "codex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the Codex CLI is not installed (%v): run npm ci --prefix cmd/tollgate/testdata/codex (scripts/test.sh does)", err)
-	}
-	return p
-}
+func codexBinary(t *testing.T) string { return pinnedCLI(t, "the Codex CLI", "codex", "codex") }
 
 // mockResponses is a local OpenAI Responses API that scripts the model:
 // each turn (POST /v1/responses, streamed) answers the next shell command
