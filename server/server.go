@@ -142,7 +142,9 @@ type Server struct {
 	claude *claudeCode // nil without Options.ClaudeCode
 	codex  *claudeCode // nil without Options.Codex
 	store  store.Store
-	host   *runs.Host
+	// layerCache keeps the tenants' compiled rule layers (rules.go).
+	layerCache layerCache
+	host       *runs.Host
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
@@ -318,7 +320,12 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
 			cfg.Autonomy = lvl
 		}
-		return srv.buildCache.Build(ctx, cfg)
+		built, err := srv.buildCache.Build(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		srv.withLayer(ctx, built, cfg.Workdir)
+		return built, nil
 	}), &ho)
 	if err != nil {
 		return nil, err
@@ -370,6 +377,10 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))
 	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
 	mux.HandleFunc("POST /v1/hooks/codex", s.auth(RoleAgent, s.codexHook))
+	mux.HandleFunc("GET /v1/rules", s.auth(RoleViewer, s.getRules))
+	mux.HandleFunc("POST /v1/rules/proposals", s.auth(RoleApprover, s.proposeRule))
+	mux.HandleFunc("POST /v1/rules/{id}/accept", s.auth(RoleAdmin, s.acceptRule))
+	mux.HandleFunc("DELETE /v1/rules/{id}", s.auth(RoleAdmin, s.removeRule))
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))

@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// ProposeRequest is the body of POST /v1/rules/proposals: remember the
+// decision on an approval as a rule of the tenant's layer.
+type ProposeRequest struct {
+	// Approval is the decided approval's ID (a request of the tenant).
+	Approval string `json:"approval"`
+	// Effect is "allow" (always allow what was approved) or "deny"
+	// (always deny it).
+	Effect string `json:"effect"`
+}
+
+// RuleLayerView is the answer of GET /v1/rules: the tenant's layer (its
+// version, accepted rules and proposals) and its latest changes.
+type RuleLayerView struct {
+	store.Layer
+	// History is the layer's last changes, newest first.
+	History []store.LayerChange `json:"history"`
+}
+
+// maxLayerHistory is how many changes GET /v1/rules shows.
+const maxLayerHistory = 100
+
+// layers returns the store's rule layers, or writes 501 when it keeps none.
+func (s *Server) layers(w http.ResponseWriter, r *http.Request) (store.Layers, bool) {
+	l, ok := s.store.(store.Layers)
+	if !ok {
+		problemf(w, r, http.StatusNotImplemented, "this server's store keeps no rule layer")
+	}
+	return l, ok
+}
+
+// getRules is GET /v1/rules (viewer).
+func (s *Server) getRules(w http.ResponseWriter, r *http.Request, p Principal) {
+	ls, ok := s.layers(w, r)
+	if !ok {
+		return
+	}
+	l, err := ls.GetLayer(r.Context(), p.Tenant)
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "reading the rule layer failed")
+		return
+	}
+	h, err := ls.LayerHistory(r.Context(), p.Tenant, maxLayerHistory)
+	if err != nil {
+		problemf(w, r, http.StatusInternalServerError, "reading the rule layer's history failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, RuleLayerView{Layer: l, History: h})
+}
+
+// proposeRule is POST /v1/rules/proposals (approver): a rule proposed from
+// a decided approval of the tenant. 404 for an approval of another
+// tenant, 409 for one not decided yet, 422 when no rule can be made of its
+// call (a question, a command the analysis cannot see through).
+func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal) {
+	ls, ok := s.layers(w, r)
+	if !ok {
+		return
+	}
+	var req ProposeRequest
+	if !s.readJSON(w, r, 4<<10, &req) {
+		return
+	}
+	eff := approval.Effect(req.Effect)
+	if eff != approval.Allow && eff != approval.Deny {
+		problemf(w, r, http.StatusBadRequest, `effect: want "allow" or "deny"`)
+		return
+	}
+	a, ok := s.findApproval(w, r, p, req.Approval)
+	if !ok {
+		return
+	}
+	if a.Status == store.StatusPending {
+		problemf(w, r, http.StatusConflict, "approval "+strconv.Quote(a.ID)+" is not decided yet: decide it, then remember the decision")
+		return
+	}
+	d, err := approval.ParseRequestData(a.Request)
+	if err != nil || a.Kind != tool.KindApproval {
+		problemf(w, r, http.StatusUnprocessableEntity, "approval "+strconv.Quote(a.ID)+" is not about a tool call's arguments: no rule can be made of it")
+		return
+	}
+	prop, err := layer.Propose(newRuleID(string(eff), a.Tool), a.Tool, d.Args, eff, a.RunID+"/"+a.ID)
+	if err != nil {
+		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	rule, err := ls.ProposeLayerRule(r.Context(), store.LayerRule{ID: prop.ID, Tenant: p.Tenant, Text: prop.Text, Effect: string(eff),
+		Tool: a.Tool, Source: a.RunID + "/" + a.ID, ProposedBy: p.Decider()})
+	if err != nil {
+		writeProblem(w, r, layerProblem(err, prop.ID))
+		return
+	}
+	writeJSON(w, http.StatusCreated, rule)
+}
+
+// newRuleID is a new rule's ID: the effect, the tool (its letters and
+// digits, cut) and a random suffix.
+func newRuleID(effect, toolName string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := make([]rune, 0, 24)
+	for _, c := range toolName {
+		if len(name) == 24 {
+			break
+		}
+		if c < 0x80 && (c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
+			name = append(name, c)
+		}
+	}
+	return fmt.Sprintf("%s-%s-%s", effect, string(name), hex.EncodeToString(b))
+}
+
+// acceptRule is POST /v1/rules/{id}/accept (admin).
+func (s *Server) acceptRule(w http.ResponseWriter, r *http.Request, p Principal) {
+	s.changeRule(w, r, p, store.LayerAccept)
+}
+
+// removeRule is DELETE /v1/rules/{id} (admin): a rule leaves the layer, or
+// a proposal is dropped.
+func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p Principal) {
+	s.changeRule(w, r, p, store.LayerRemove)
+}
+
+func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal, action store.LayerAction) {
+	ls, ok := s.layers(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	var c store.LayerChange
+	var err error
+	if action == store.LayerAccept {
+		// What goes into the layer must load: a rule the layer cannot
+		// compile would fail every decision of the tenant closed.
+		var l store.Layer
+		if l, err = ls.GetLayer(r.Context(), p.Tenant); err == nil {
+			for _, pr := range l.Proposed {
+				if pr.ID == id {
+					if _, perr := layer.ParseRule(pr.ID, pr.Text); perr != nil {
+						problemf(w, r, http.StatusUnprocessableEntity, perr.Error())
+						return
+					}
+				}
+			}
+			c, err = ls.AcceptLayerRule(r.Context(), p.Tenant, id, p.Decider())
+		}
+	} else {
+		c, err = ls.RemoveLayerRule(r.Context(), p.Tenant, id, p.Decider())
+	}
+	if err != nil {
+		writeProblem(w, r, layerProblem(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// layerProblem is the problem of a store.Layers error.
+func layerProblem(err error, id string) Problem {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Problem{Status: http.StatusNotFound, Detail: "no rule " + strconv.Quote(id)}
+	case errors.Is(err, store.ErrDecided), errors.Is(err, store.ErrExists):
+		return Problem{Status: http.StatusConflict, Detail: err.Error()}
+	case errors.Is(err, store.ErrInvalid):
+		return Problem{Status: http.StatusUnprocessableEntity, Detail: err.Error()}
+	}
+	return Problem{Status: http.StatusInternalServerError, Detail: "changing the rule layer failed"}
+}
+
+// layerCache keeps compiled layers by tenant, version and working
+// directory, so that a decision reads the store's version and compiles
+// only after a change.
+type layerCache struct {
+	mu sync.Mutex
+	m  map[string]*layer.Layer
+}
+
+// maxCachedLayers bounds the layer cache; past it, it starts again.
+const maxCachedLayers = 256
+
+// layerGetter returns the getter of tenant's layer (for runs working in
+// workdir): the store's latest version at every call.
+func (s *Server) layerGetter(ls store.Layers, tenant, workdir string) layer.Getter {
+	return func(ctx context.Context) (*layer.Layer, error) {
+		l, err := ls.GetLayer(ctx, tenant)
+		if err != nil {
+			return nil, err
+		}
+		key := fmt.Sprintf("%q\x00%d\x00%q", tenant, l.Version, workdir)
+		c := &s.layerCache
+		c.mu.Lock()
+		compiled, ok := c.m[key]
+		c.mu.Unlock()
+		if ok {
+			return compiled, nil
+		}
+		rules := make([]layer.Rule, len(l.Rules))
+		for i, r := range l.Rules {
+			rules[i] = layer.Rule{ID: r.ID, Text: r.Text, AcceptedBy: r.AcceptedBy}
+		}
+		if compiled, err = layer.Compile(l.Version, rules); err == nil {
+			compiled, err = compiled.WithWorkdir(workdir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= maxCachedLayers {
+			c.m = map[string]*layer.Layer{}
+		}
+		c.m[key] = compiled
+		c.mu.Unlock()
+		return compiled, nil
+	}
+}
+
+// withLayer adds the rule layer of the run's tenant (runs.BuildTenant) to
+// a built agent: its deny rules as one more authorizer, its allow rules as
+// the last Permission hook. The built options are this run's copy; the
+// hooks are copied before the hook is added, so that no other run's agent
+// gets it.
+func (s *Server) withLayer(ctx context.Context, b *runs.Built, workdir string) {
+	ls, ok := s.store.(store.Layers)
+	if !ok {
+		return
+	}
+	get := s.layerGetter(ls, runs.BuildTenant(ctx), workdir)
+	b.Options.Authorizers = append(b.Options.Authorizers, layer.Authorizer(get))
+	h := (&hooks.Hooks{}).Merge(b.Options.Hooks)
+	b.Options.Hooks = h.Permission(layer.HookName, layer.PermissionHook(get))
+}
