@@ -1,19 +1,12 @@
 package server
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/policy/layer"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -98,7 +91,7 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusUnprocessableEntity, "approval "+strconv.Quote(a.ID)+" is not about a tool call's arguments: no rule can be made of it")
 		return
 	}
-	prop, err := layer.Propose(newRuleID(string(eff), a.Tool), a.Tool, d.Args, eff, a.RunID+"/"+a.ID)
+	prop, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, d.Args, eff, a.RunID+"/"+a.ID)
 	if err != nil {
 		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
@@ -110,23 +103,6 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		return
 	}
 	writeJSON(w, http.StatusCreated, rule)
-}
-
-// newRuleID is a new rule's ID: the effect, the tool (its letters and
-// digits, cut) and a random suffix.
-func newRuleID(effect, toolName string) string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := make([]rune, 0, 24)
-	for _, c := range toolName {
-		if len(name) == 24 {
-			break
-		}
-		if c < 0x80 && (c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
-			name = append(name, c)
-		}
-	}
-	return fmt.Sprintf("%s-%s-%s", effect, string(name), hex.EncodeToString(b))
 }
 
 // acceptRule is POST /v1/rules/{id}/accept (admin).
@@ -184,67 +160,4 @@ func layerProblem(err error, id string) Problem {
 		return Problem{Status: http.StatusUnprocessableEntity, Detail: err.Error()}
 	}
 	return Problem{Status: http.StatusInternalServerError, Detail: "changing the rule layer failed"}
-}
-
-// layerCache keeps compiled layers by tenant, version and working
-// directory, so that a decision reads the store's version and compiles
-// only after a change.
-type layerCache struct {
-	mu sync.Mutex
-	m  map[string]*layer.Layer
-}
-
-// maxCachedLayers bounds the layer cache; past it, it starts again.
-const maxCachedLayers = 256
-
-// layerGetter returns the getter of tenant's layer (for runs working in
-// workdir): the store's latest version at every call.
-func (s *Server) layerGetter(ls store.Layers, tenant, workdir string) layer.Getter {
-	return func(ctx context.Context) (*layer.Layer, error) {
-		l, err := ls.GetLayer(ctx, tenant)
-		if err != nil {
-			return nil, err
-		}
-		key := fmt.Sprintf("%q\x00%d\x00%q", tenant, l.Version, workdir)
-		c := &s.layerCache
-		c.mu.Lock()
-		compiled, ok := c.m[key]
-		c.mu.Unlock()
-		if ok {
-			return compiled, nil
-		}
-		rules := make([]layer.Rule, len(l.Rules))
-		for i, r := range l.Rules {
-			rules[i] = layer.Rule{ID: r.ID, Text: r.Text, AcceptedBy: r.AcceptedBy}
-		}
-		if compiled, err = layer.Compile(l.Version, rules); err == nil {
-			compiled, err = compiled.WithWorkdir(workdir)
-		}
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxCachedLayers {
-			c.m = map[string]*layer.Layer{}
-		}
-		c.m[key] = compiled
-		c.mu.Unlock()
-		return compiled, nil
-	}
-}
-
-// withLayer adds the rule layer of the run's tenant (runs.BuildTenant) to
-// a built agent: its deny rules as one more authorizer, its allow rules as
-// the last Permission hook. The built options are this run's copy; the
-// hooks are copied before the hook is added, so that no other run's agent
-// gets it.
-func (s *Server) withLayer(ctx context.Context, b *runs.Built, workdir string) {
-	ls, ok := s.store.(store.Layers)
-	if !ok {
-		return
-	}
-	get := s.layerGetter(ls, runs.BuildTenant(ctx), workdir)
-	b.Options.Authorizers = append(b.Options.Authorizers, layer.Authorizer(get))
-	h := (&hooks.Hooks{}).Merge(b.Options.Hooks)
-	b.Options.Hooks = h.Permission(layer.HookName, layer.PermissionHook(get))
 }

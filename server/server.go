@@ -142,9 +142,7 @@ type Server struct {
 	claude *claudeCode // nil without Options.ClaudeCode
 	codex  *claudeCode // nil without Options.Codex
 	store  store.Store
-	// layerCache keeps the tenants' compiled rule layers (rules.go).
-	layerCache layerCache
-	host       *runs.Host
+	host   *runs.Host
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
@@ -316,17 +314,17 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	ho.Middleware = append([]agent.Middleware{m.middleware()}, ho.Middleware...)
 	srv.buildCache = runs.NewBuildCache(b)
-	h, err := runs.New(s, runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	var built runs.Builder = runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
 			cfg.Autonomy = lvl
 		}
-		built, err := srv.buildCache.Build(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		srv.withLayer(ctx, built, cfg.Workdir)
-		return built, nil
-	}), &ho)
+		return srv.buildCache.Build(ctx, cfg)
+	})
+	if ls, ok := s.(store.Layers); ok {
+		// Each tenant's runs are decided with its rule layer.
+		built = runs.WithLayer(built, ls)
+	}
+	h, err := runs.New(s, built, &ho)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package layer
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,6 +142,24 @@ func Propose(id, toolName string, args json.RawMessage, effect approval.Effect, 
 		return Proposal{}, fmt.Errorf("%w: the rule would be %d bytes, more than %d", ErrNoScope, b.Len(), MaxRuleText)
 	}
 	return Proposal{ID: id, Tool: toolName, Effect: effect, Text: b.String(), Scope: scope}, nil
+}
+
+// NewID returns a new rule ID: the effect, the tool's name (its ASCII
+// letters, digits, '-' and '_', at most 24) and 8 random hex digits
+// ("allow-bash-3f2a9c01").
+func NewID(effect approval.Effect, toolName string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := make([]rune, 0, 24)
+	for _, c := range toolName {
+		if len(name) == 24 {
+			break
+		}
+		if c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') {
+			name = append(name, c)
+		}
+	}
+	return fmt.Sprintf("%s-%s-%s", effect, string(name), hex.EncodeToString(b))
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
