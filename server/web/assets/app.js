@@ -129,7 +129,7 @@
     setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
     knownPending = null;
     $('replay').hidden = !can('approver');
-    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow()]);
+    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow(), refreshLayer()]);
     followTenant();
     routeFromHash();
   }
@@ -220,7 +220,7 @@
     };
   }
   const refreshApprovalsSoon = debounce(() => refreshApprovals(), 100);
-  const refreshRunsSoon = debounce(() => { refreshRuns(); refreshShadow(); }, 150);
+  const refreshRunsSoon = debounce(() => { refreshRuns(); refreshShadow(); refreshLayer(); }, 150);
   const refreshRunSoon = debounce(() => { if (openRunID) loadRun(openRunID); }, 100);
 
   function followTenant() {
@@ -540,7 +540,10 @@
         // The button that had focus is gone: keep the keyboard where it was.
         outcome.focus();
         announce((v.status === 'denied' ? 'Denied ' : 'Approved ') + visible(a.tool) + '.');
-        window.setTimeout(() => { removeCard(li); refreshApprovalsSoon(); }, 4000);
+        const leave = window.setTimeout(() => { removeCard(li); refreshApprovalsSoon(); }, 4000);
+        if (!questions && can('approver')) {
+          art.append(rememberForm(a, v.status === 'denied' ? 'deny' : 'allow', () => window.clearTimeout(leave), li));
+        }
       } catch (e) {
         for (const b of buttons) b.disabled = !decider;
         li.removeAttribute('aria-busy');
@@ -743,6 +746,98 @@
       list.append(el('li', {}, el('code', {}, c.rule), ' would ' + c.decision + ': ' + c.count + ' call' + (c.count === 1 ? '' : 's')));
     }
     $('shadow-empty').hidden = list.children.length > 0;
+  }
+
+  // ---- the rule layer ------------------------------------------------
+
+  // rememberForm is what a decided card offers: remember the decision as a
+  // rule of the tenant's layer. Asking for it keeps the card (stay) and
+  // shows the rule proposed, as the YAML it adds; an administrator accepts
+  // it in the "Rule layer" section.
+  function rememberForm(a, effect, stay, li) {
+    const box = el('div', { class: 'remember' });
+    const btn = el('button', { type: 'button', class: 'remember-open' }, effect === 'deny' ? 'Remember: always deny…' : 'Remember: always allow…');
+    const err = el('div', { class: 'error', role: 'alert' });
+    box.append(btn, err);
+    btn.addEventListener('click', async () => {
+      stay();
+      btn.disabled = true;
+      setText(err, '');
+      try {
+        const r = await api('POST', 'v1/rules/proposals', JSON.stringify({ approval: a.id, effect }));
+        const close = el('button', { type: 'button', class: 'remember-close' }, 'Close');
+        close.addEventListener('click', () => { removeCard(li); refreshApprovalsSoon(); });
+        box.replaceChildren(
+          el('p', { class: 'help', role: 'status' }, 'Proposed as rule ', el('code', {}, r.id), ': it adds this to the rule layer once an administrator accepts it.'),
+          el('pre', { class: 'text proposal-yaml', tabindex: '0' }, r.text),
+          close);
+        refreshLayer();
+      } catch (e) {
+        btn.disabled = false;
+        showProblem(err, e);
+      }
+    });
+    return box;
+  }
+
+  // refreshLayer shows the tenant's rule layer: its proposals (which an
+  // administrator accepts or drops), the rules in force and the history.
+  async function refreshLayer() {
+    if (!token) return;
+    let l;
+    try {
+      l = await api('GET', 'v1/rules');
+    } catch (e) {
+      if (e.status !== 501) showProblem($('layer-error'), e);
+      return;
+    }
+    $('layer').hidden = false;
+    setText($('layer-version'), 'version ' + l.version);
+    const admin = can('admin');
+    const show = (list, rules, proposed) => {
+      list.replaceChildren();
+      for (const r of rules || []) {
+        const li = el('li', { class: 'layer-rule' },
+          el('p', {}, el('code', {}, r.id), ' · ' + r.effect + ' ' + visible(r.tool) +
+            (proposed ? ' · proposed by ' + principal(r.proposedBy) : ' · in force since version ' + r.version + ', accepted by ' + principal(r.acceptedBy))),
+          el('pre', { class: 'text' }, r.text));
+        li.dataset.ruleId = r.id;
+        if (admin) {
+          const acts = el('div', { class: 'actions' });
+          if (proposed) {
+            const ok = el('button', { type: 'button', class: 'accept' }, 'Accept');
+            ok.addEventListener('click', () => changeRule('POST', 'v1/rules/' + enc(r.id) + '/accept'));
+            acts.append(ok);
+          }
+          const rm = el('button', { type: 'button', class: 'remove' }, proposed ? 'Drop' : 'Remove');
+          rm.addEventListener('click', () => changeRule('DELETE', 'v1/rules/' + enc(r.id)));
+          acts.append(rm);
+          li.append(acts);
+        }
+        list.append(li);
+      }
+    };
+    show($('layer-proposed'), l.proposed, true);
+    show($('layer-rules'), l.rules, false);
+    $('layer-proposed-empty').hidden = (l.proposed || []).length > 0;
+    $('layer-rules-empty').hidden = (l.rules || []).length > 0;
+    const hist = $('layer-history');
+    hist.replaceChildren();
+    for (const c of l.history || []) {
+      hist.append(el('li', {}, 'version ' + c.version + ': ' + (c.action === 'accept' ? 'accepted ' : 'removed ') + c.effect + ' rule ',
+        el('code', {}, c.ruleId), ' (' + visible(c.tool) + ') by ' + principal(c.by) + ' · ' + when(c.at)));
+    }
+    $('layer-history-empty').hidden = hist.children.length > 0;
+  }
+
+  async function changeRule(method, path) {
+    setText($('layer-error'), '');
+    try {
+      await api(method, path);
+    } catch (e) {
+      showProblem($('layer-error'), e);
+    }
+    refreshLayer();
   }
 
   // replayPolicy replays the candidate policy of the form on the calls
