@@ -27,43 +27,54 @@ func WithLayer(b Builder, ls store.Layers) Builder {
 	if ls == nil {
 		return b
 	}
-	lb := &layerBuilder{b: b, ls: ls, cache: map[string]*layer.Layer{}}
-	return BuilderFunc(lb.build)
+	src := NewLayerSource(ls)
+	return BuilderFunc(func(ctx context.Context, cfg RunConfig) (*Built, error) {
+		built, err := b.Build(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		get := src.Getter(BuildTenant(ctx), cfg.Workdir)
+		out := *built
+		azs := out.Options.Authorizers
+		out.Options.Authorizers = append(azs[:len(azs):len(azs)], layer.Authorizer(get))
+		out.Options.Hooks = LayerHooks(out.Options.Hooks, get)
+		return &out, nil
+	})
 }
 
-type layerBuilder struct {
-	b  Builder
+// LayerHooks returns a copy of h (nil: none) with the layer's Permission
+// hook added last, named [layer.HookName].
+func LayerHooks(h *hooks.Hooks, get layer.Getter) *hooks.Hooks {
+	return (&hooks.Hooks{}).Merge(h).Permission(layer.HookName, layer.PermissionHook(get))
+}
+
+// LayerSource reads the tenants' rule layers from a store, and compiles
+// each version once. It is safe for concurrent use.
+type LayerSource struct {
 	ls store.Layers
 
 	mu    sync.Mutex
 	cache map[string]*layer.Layer // by tenant, version and workdir
 }
 
-func (lb *layerBuilder) build(ctx context.Context, cfg RunConfig) (*Built, error) {
-	built, err := lb.b.Build(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	get := lb.getter(BuildTenant(ctx), cfg.Workdir)
-	out := *built
-	out.Options.Authorizers = append(out.Options.Authorizers[:len(out.Options.Authorizers):len(out.Options.Authorizers)], layer.Authorizer(get))
-	h := (&hooks.Hooks{}).Merge(out.Options.Hooks)
-	out.Options.Hooks = h.Permission(layer.HookName, layer.PermissionHook(get))
-	return &out, nil
+// NewLayerSource returns a source over ls.
+func NewLayerSource(ls store.Layers) *LayerSource {
+	return &LayerSource{ls: ls, cache: map[string]*layer.Layer{}}
 }
 
-// getter returns the getter of tenant's layer for runs working in workdir:
-// the store's version at every call, compiled once per version.
-func (lb *layerBuilder) getter(tenant, workdir string) layer.Getter {
+// Getter returns the getter of tenant's layer for calls working in workdir
+// (relative path prefixes resolve against it; "" compares paths as
+// written): the store's version at every call, compiled once per version.
+func (src *LayerSource) Getter(tenant, workdir string) layer.Getter {
 	return func(ctx context.Context) (*layer.Layer, error) {
-		l, err := lb.ls.GetLayer(ctx, tenant)
+		l, err := src.ls.GetLayer(ctx, tenant)
 		if err != nil {
 			return nil, err
 		}
 		key := fmt.Sprintf("%q\x00%d\x00%q", tenant, l.Version, workdir)
-		lb.mu.Lock()
-		compiled, ok := lb.cache[key]
-		lb.mu.Unlock()
+		src.mu.Lock()
+		compiled, ok := src.cache[key]
+		src.mu.Unlock()
 		if ok {
 			return compiled, nil
 		}
@@ -77,12 +88,12 @@ func (lb *layerBuilder) getter(tenant, workdir string) layer.Getter {
 		if err != nil {
 			return nil, err
 		}
-		lb.mu.Lock()
-		if len(lb.cache) >= maxCachedLayers {
-			lb.cache = map[string]*layer.Layer{}
+		src.mu.Lock()
+		if len(src.cache) >= maxCachedLayers {
+			src.cache = map[string]*layer.Layer{}
 		}
-		lb.cache[key] = compiled
-		lb.mu.Unlock()
+		src.cache[key] = compiled
+		src.mu.Unlock()
 		return compiled, nil
 	}
 }

@@ -32,8 +32,8 @@ type RuleLayerView struct {
 // maxLayerHistory is how many changes GET /v1/rules shows.
 const maxLayerHistory = 100
 
-// layers returns the store's rule layers, or writes 501 when it keeps none.
-func (s *Server) layers(w http.ResponseWriter, r *http.Request) (store.Layers, bool) {
+// ruleLayers returns the store's rule layers, or writes 501 when it keeps none.
+func (s *Server) ruleLayers(w http.ResponseWriter, r *http.Request) (store.Layers, bool) {
 	l, ok := s.store.(store.Layers)
 	if !ok {
 		problemf(w, r, http.StatusNotImplemented, "this server's store keeps no rule layer")
@@ -43,7 +43,7 @@ func (s *Server) layers(w http.ResponseWriter, r *http.Request) (store.Layers, b
 
 // getRules is GET /v1/rules (viewer).
 func (s *Server) getRules(w http.ResponseWriter, r *http.Request, p Principal) {
-	ls, ok := s.layers(w, r)
+	ls, ok := s.ruleLayers(w, r)
 	if !ok {
 		return
 	}
@@ -65,7 +65,7 @@ func (s *Server) getRules(w http.ResponseWriter, r *http.Request, p Principal) {
 // tenant, 409 for one not decided yet, 422 when no rule can be made of its
 // call (a question, a command the analysis cannot see through).
 func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal) {
-	ls, ok := s.layers(w, r)
+	ls, ok := s.ruleLayers(w, r)
 	if !ok {
 		return
 	}
@@ -117,7 +117,7 @@ func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p Principal)
 }
 
 func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal, action store.LayerAction) {
-	ls, ok := s.layers(w, r)
+	ls, ok := s.ruleLayers(w, r)
 	if !ok {
 		return
 	}

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -182,5 +184,52 @@ func TestRulesEndpoints(t *testing.T) {
 	}
 	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", adaToken, nil, nil); code != http.StatusConflict {
 		t.Fatalf("accepting twice: %d, want 409", code)
+	}
+}
+
+// A Claude Code session of the tenant is decided with its layer too: a
+// write approved once and remembered is allowed at the next PreToolUse
+// without a person.
+func TestRememberClaudeCode(t *testing.T) {
+	f := claudeFixture(t)
+	got := make(chan claudegate.Output, 1)
+	go func() {
+		var out claudegate.Output
+		f.do("POST", "/v1/hooks/claude-code?wait=1m", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes/a.txt","content":"a"}`, "t1"), &out)
+		got <- out
+	}()
+	var a server.ApprovalView
+	for a.ID == "" {
+		var page server.ApprovalPage
+		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
+		if len(page.Approvals) > 0 {
+			a = page.Approvals[0]
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("deciding: %d", code)
+	}
+	<-got
+	var rule store.LayerRule
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `path: {pathPrefix: "/work/ws/notes"}`) {
+		t.Fatalf("propose: %d %+v", code, rule)
+	}
+	var out claudegate.Output
+	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes/b.txt","content":"b"}`, "t2"), &out)
+	if strings.HasPrefix(permission(out), "allow") {
+		t.Fatalf("a proposal answered: %s", permission(out))
+	}
+	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", agentAdminToken, nil, nil); code != http.StatusOK {
+		t.Fatalf("accept: %d", code)
+	}
+	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes/b.txt","content":"b"}`, "t3"), &out)
+	if p := permission(out); p != "allow: approved by hook:rule-layer" {
+		t.Fatalf("the remembered write: %s", p)
+	}
+	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/other/notes.txt","content":"b"}`, "t4"), &out)
+	if strings.HasPrefix(permission(out), "allow") {
+		t.Fatalf("a write outside the rule's scope: %s", permission(out))
 	}
 }

@@ -142,6 +142,8 @@ type Server struct {
 	claude *claudeCode // nil without Options.ClaudeCode
 	codex  *claudeCode // nil without Options.Codex
 	store  store.Store
+	// layers reads the tenants' rule layers; nil when the store keeps none.
+	layers *runs.LayerSource
 	host   *runs.Host
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
@@ -321,8 +323,9 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		return srv.buildCache.Build(ctx, cfg)
 	})
 	if ls, ok := s.(store.Layers); ok {
-		// Each tenant's runs are decided with its rule layer.
+		// Each tenant's runs and sessions are decided with its rule layer.
 		built = runs.WithLayer(built, ls)
+		srv.layers = runs.NewLayerSource(ls)
 	}
 	h, err := runs.New(s, built, &ho)
 	if err != nil {
