@@ -77,7 +77,7 @@ func TestRememberAllow(t *testing.T) {
 	for _, e := range audit.Entries {
 		if e.RunID == run {
 			found = true
-			if e.By != "hook:rule-layer" || !strings.Contains(e.Reason, "approved by rule layer v1 (rule "+rule.ID+"), accepted by person:ada") {
+			if e.By != "hook:rule-layer" || !strings.Contains(e.Reason, "approved by rule layer v1 (rule "+rule.ID+"), accepted by person:ada") || e.LayerVersion != 1 {
 				t.Fatalf("the remembered decision: by %s, %q", e.By, e.Reason)
 			}
 		}
@@ -123,7 +123,7 @@ func TestRememberDeny(t *testing.T) {
 	}
 	var audit server.AuditPage
 	f.do("GET", "/v1/audit?outcome=denied", vicToken, nil, &audit)
-	if len(audit.Entries) != 1 || audit.Entries[0].RunID != run || audit.Entries[0].By != "rule:"+rule.ID || !strings.Contains(audit.Entries[0].Reason, "rule layer v1, accepted by person:ada") {
+	if len(audit.Entries) != 1 || audit.Entries[0].RunID != run || audit.Entries[0].By != "rule:"+rule.ID || !strings.Contains(audit.Entries[0].Reason, "rule layer v1, accepted by person:ada") || audit.Entries[0].LayerVersion != 1 {
 		t.Fatalf("denied entries: %+v", audit.Entries)
 	}
 }

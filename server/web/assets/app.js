@@ -129,6 +129,7 @@
     setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
     knownPending = null;
     $('replay').hidden = !can('approver');
+    $('audit').hidden = !can('viewer');
     await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow(), refreshLayer()]);
     followTenant();
     routeFromHash();
@@ -824,7 +825,7 @@
     const hist = $('layer-history');
     hist.replaceChildren();
     for (const c of l.history || []) {
-      hist.append(el('li', {}, 'version ' + c.version + ': ' + (c.action === 'accept' ? 'accepted ' : 'removed ') + c.effect + ' rule ',
+      hist.append(el('li', { id: 'layer-v' + c.version }, 'version ' + c.version + ': ' + (c.action === 'accept' ? 'accepted ' : 'removed ') + c.effect + ' rule ',
         el('code', {}, c.ruleId), ' (' + visible(c.tool) + ') by ' + principal(c.by) + ' · ' + when(c.at)));
     }
     $('layer-history-empty').hidden = hist.children.length > 0;
@@ -838,6 +839,68 @@
       showProblem($('layer-error'), e);
     }
     refreshLayer();
+  }
+
+  // ---- audit ---------------------------------------------------------
+
+  // auditQuery is the query of the audit form's fields.
+  function auditQuery() {
+    const q = new URLSearchParams();
+    for (const [name, id] of [['tool', 'audit-tool'], ['rule', 'audit-rule'], ['person', 'audit-person'], ['source', 'audit-source'], ['outcome', 'audit-outcome'], ['since', 'audit-since']]) {
+      const v = $(id).value.trim();
+      if (v) q.set(name, v);
+    }
+    return q;
+  }
+
+  let auditURL = '';
+
+  // searchAudit shows the decisions the form selects, each with the rule
+  // that decided or asked (its file:line, or the rule layer's version,
+  // linked to the layer's history), and makes the export link: the same
+  // search as JSON Lines, fetched with the token (a plain link would carry
+  // none).
+  async function searchAudit(e) {
+    if (e) e.preventDefault();
+    const err = $('audit-error');
+    setText(err, '');
+    const q = auditQuery();
+    $('audit-submit').disabled = true;
+    try {
+      const page = await api('GET', 'v1/audit?' + q.toString());
+      const body = $('audit-results').querySelector('tbody');
+      body.replaceChildren();
+      for (const x of page.entries || []) {
+        let rule = '';
+        if (x.layerVersion) {
+          rule = el('a', { href: '#layer-v' + x.layerVersion, class: 'layer-link' }, 'rule layer v' + x.layerVersion);
+        } else if (x.ruleAt) {
+          rule = el('code', { class: 'rule-at' }, x.ruleAt);
+        }
+        body.append(el('tr', { class: 'audit-entry' },
+          el('td', {}, when(x.time)), el('td', {}, runLink(x.runId)), el('td', {}, el('code', {}, x.tool)),
+          el('td', { class: 'outcome-' + String(x.outcome).replace(/[^a-z]/g, '') }, x.outcome),
+          el('td', {}, x.by + (x.actor ? ' (given by ' + x.actor + ')' : '')), el('td', { class: 'rule' }, rule), el('td', {}, x.reason || '')));
+      }
+      const n = (page.entries || []).length;
+      $('audit-results').hidden = n === 0;
+      setText($('audit-count'), n + ' decision' + (n === 1 ? '' : 's') + (page.truncated ? ' (more match: narrow the search)' : ''));
+      q.set('format', 'jsonl');
+      const resp = await fetch('v1/audit?' + q.toString(), { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store', credentials: 'omit' });
+      if (!resp.ok) throw new APIError(resp.status, null, resp.status + ' ' + resp.statusText);
+      const lines = await resp.text();
+      if (auditURL) URL.revokeObjectURL(auditURL);
+      auditURL = URL.createObjectURL(new Blob([lines], { type: 'application/jsonl' }));
+      const a = $('audit-export');
+      a.href = auditURL;
+      const count = lines.split('\n').filter((l) => l !== '').length;
+      setText(a, 'Export as JSON Lines (' + count + ' line' + (count === 1 ? '' : 's') + ')');
+      a.hidden = false;
+    } catch (x) {
+      showProblem(err, x);
+    } finally {
+      $('audit-submit').disabled = false;
+    }
   }
 
   // replayPolicy replays the candidate policy of the form on the calls
@@ -1062,6 +1125,7 @@
     showNotifyState();
     $('start-form').addEventListener('submit', startRun);
     $('replay-form').addEventListener('submit', replayPolicy);
+    $('audit-form').addEventListener('submit', searchAudit);
     $('run-close').addEventListener('click', closeRun);
     $('run-cancel').addEventListener('click', async () => {
       if (!openRunID) return;
