@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -31,6 +32,17 @@ type RuleLayerView struct {
 
 // maxLayerHistory is how many changes GET /v1/rules shows.
 const maxLayerHistory = 100
+
+// noAgentWrites writes 403 for a token that holds the agent role, whatever
+// else it holds: what an agent's shell can read never changes the layer.
+func noAgentWrites(w http.ResponseWriter, r *http.Request, p Principal) bool {
+	if slices.Contains(p.Roles, RoleAgent) {
+		writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
+			Detail: "a token with the agent role may not change the rule layer"})
+		return false
+	}
+	return true
+}
 
 // ruleLayers returns the store's rule layers, or writes 501 when it keeps none.
 func (s *Server) ruleLayers(w http.ResponseWriter, r *http.Request) (store.Layers, bool) {
@@ -65,6 +77,9 @@ func (s *Server) getRules(w http.ResponseWriter, r *http.Request, p Principal) {
 // tenant, 409 for one not decided yet, 422 when no rule can be made of its
 // call (a question, a command the analysis cannot see through).
 func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal) {
+	if !noAgentWrites(w, r, p) {
+		return
+	}
 	ls, ok := s.ruleLayers(w, r)
 	if !ok {
 		return
@@ -117,6 +132,9 @@ func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p Principal)
 }
 
 func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal, action store.LayerAction) {
+	if !noAgentWrites(w, r, p) {
+		return
+	}
 	ls, ok := s.ruleLayers(w, r)
 	if !ok {
 		return

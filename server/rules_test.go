@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // rulesTokens are the test tokens and an agent's token of tenant acme.
@@ -221,8 +222,11 @@ func TestRememberClaudeCode(t *testing.T) {
 	if strings.HasPrefix(permission(out), "allow") {
 		t.Fatalf("a proposal answered: %s", permission(out))
 	}
-	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", agentAdminToken, nil, nil); code != http.StatusOK {
-		t.Fatalf("accept: %d", code)
+	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", agentAdminToken, nil, nil); code != http.StatusForbidden {
+		t.Fatalf("an agent's token that is also an admin's accepted: %d, want 403", code)
+	}
+	if _, err := f.store.(store.Layers).AcceptLayerRule(t.Context(), "acme", rule.ID, tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}); err != nil {
+		t.Fatal(err)
 	}
 	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes/b.txt","content":"b"}`, "t3"), &out)
 	if p := permission(out); p != "allow: approved by hook:rule-layer" {
