@@ -139,12 +139,13 @@ func (l *Layer) WithWorkdir(dir string) (*Layer, error) {
 // Authorize implements [approval.Authorizer]: the layer's deny rules'
 // vote on c (a deny, or an ask where a deny rule may hold: a word known
 // only at run time), each named rule:ID with the layer's version and who
-// accepted it in the reason; an allow by the runtime's default otherwise,
-// which never outweighs another authorizer's verdict.
+// accepted it in the reason; otherwise an allow by the runtime's default
+// with no reason, which never outweighs another authorizer's verdict and
+// decides as a gate without authorizers does.
 func (l *Layer) Authorize(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 	v := l.deny.Evaluate(c).Verdict
 	if v.Decision == approval.Allow || v.By == approval.Default {
-		return approval.Verdict{Decision: approval.Allow, By: approval.Default, Reason: "no rule of the rule layer denies it"}, nil
+		return approval.Verdict{Decision: approval.Allow, By: approval.Default}, nil
 	}
 	v.Reason = fmt.Sprintf("%s (rule layer v%d%s)", v.Reason, l.version, l.acceptedBy(v.By.Name))
 	return v, nil
