@@ -106,7 +106,11 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusUnprocessableEntity, "approval "+strconv.Quote(a.ID)+" is not about a tool call's arguments: no rule can be made of it")
 		return
 	}
-	prop, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, d.Args, eff, a.RunID+"/"+a.ID)
+	args := d.Args
+	if len(a.Data) > 0 && (a.Status == store.StatusApproved || a.Status == store.StatusUsed) {
+		args = a.Data // approved with edits: what was approved is what the person wrote
+	}
+	prop, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, args, eff, a.RunID+"/"+a.ID)
 	if err != nil {
 		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
 		return

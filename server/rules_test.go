@@ -237,3 +237,19 @@ func TestRememberClaudeCode(t *testing.T) {
 		t.Fatalf("a write outside the rule's scope: %s", permission(out))
 	}
 }
+
+// An approval with edited arguments is remembered as what the person
+// approved: the edited arguments.
+func TestRememberEdited(t *testing.T) {
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	run := f.startRun()
+	a := f.pending(run)
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: []byte(`{"amount":3}`)}, nil); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	f.waitRun(run, store.RunDone)
+	var rule store.LayerRule
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `"amount": {equals: 3}`) {
+		t.Fatalf("propose: %d\n%s", code, rule.Text)
+	}
+}

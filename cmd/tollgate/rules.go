@@ -156,7 +156,11 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 			if deny {
 				eff = approval.Deny
 			}
-			p, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, d.Args, eff, a.RunID+"/"+a.ID)
+			callArgs := d.Args
+			if len(a.Data) > 0 && (a.Status == store.StatusApproved || a.Status == store.StatusUsed) {
+				callArgs = a.Data // approved with edits: what was approved is what the person wrote
+			}
+			p, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, callArgs, eff, a.RunID+"/"+a.ID)
 			if err != nil {
 				return withCode(exitError, err)
 			}
