@@ -10,8 +10,8 @@ import (
 	"github.com/tollgate-dev/tollgate/store"
 )
 
-// maxCachedLayers bounds the compiled layers a [WithLayer] builder keeps;
-// past it, it starts again.
+// maxCachedLayers bounds the compiled layers a [LayerSource] keeps; past
+// it, it starts again.
 const maxCachedLayers = 256
 
 // WithLayer returns a builder that builds with b and adds the rule layer
@@ -48,41 +48,54 @@ func LayerHooks(h *hooks.Hooks, get layer.Getter) *hooks.Hooks {
 	return (&hooks.Hooks{}).Merge(h).Permission(layer.HookName, layer.PermissionHook(get))
 }
 
-// LayerSource reads the tenants' rule layers from a store, and compiles
-// each version once. It is safe for concurrent use.
+// LayerSource reads the tenants' rule layers from a store. At each call
+// a getter reads the layer's version (one cheap read) and reads and
+// compiles the layer again only when it changed. It is safe for
+// concurrent use.
 type LayerSource struct {
 	ls store.Layers
 
 	mu    sync.Mutex
-	cache map[string]*layer.Layer // by tenant, version and workdir
+	cache map[string]cachedLayer // by tenant and workdir
+}
+
+// cachedLayer is a tenant's layer compiled at a version.
+type cachedLayer struct {
+	version int64
+	l       *layer.Layer
 }
 
 // NewLayerSource returns a source over ls.
 func NewLayerSource(ls store.Layers) *LayerSource {
-	return &LayerSource{ls: ls, cache: map[string]*layer.Layer{}}
+	return &LayerSource{ls: ls, cache: map[string]cachedLayer{}}
 }
 
 // Getter returns the getter of tenant's layer for calls working in workdir
 // (relative path prefixes resolve against it; "" compares paths as
-// written): the store's version at every call, compiled once per version.
+// written): the store's latest version at every call.
 func (src *LayerSource) Getter(tenant, workdir string) layer.Getter {
+	key := fmt.Sprintf("%q\x00%q", tenant, workdir)
 	return func(ctx context.Context) (*layer.Layer, error) {
-		l, err := src.ls.GetLayer(ctx, tenant)
+		v, err := src.ls.LayerVersion(ctx, tenant)
 		if err != nil {
 			return nil, err
 		}
-		key := fmt.Sprintf("%q\x00%d\x00%q", tenant, l.Version, workdir)
 		src.mu.Lock()
-		compiled, ok := src.cache[key]
+		c, ok := src.cache[key]
 		src.mu.Unlock()
-		if ok {
-			return compiled, nil
+		if ok && c.version == v {
+			return c.l, nil
+		}
+		l, err := src.ls.GetLayer(ctx, tenant)
+		if err != nil {
+			return nil, err
 		}
 		rules := make([]layer.Rule, len(l.Rules))
 		for i, r := range l.Rules {
 			rules[i] = layer.Rule{ID: r.ID, Text: r.Text, AcceptedBy: r.AcceptedBy}
 		}
-		if compiled, err = layer.Compile(l.Version, rules); err == nil {
+		compiled, err := layer.Compile(l.Version, rules)
+		if err == nil {
 			compiled, err = compiled.WithWorkdir(workdir)
 		}
 		if err != nil {
@@ -90,9 +103,9 @@ func (src *LayerSource) Getter(tenant, workdir string) layer.Getter {
 		}
 		src.mu.Lock()
 		if len(src.cache) >= maxCachedLayers {
-			src.cache = map[string]*layer.Layer{}
+			src.cache = map[string]cachedLayer{}
 		}
-		src.cache[key] = compiled
+		src.cache[key] = cachedLayer{version: l.Version, l: compiled}
 		src.mu.Unlock()
 		return compiled, nil
 	}

@@ -136,6 +136,10 @@ type Layers interface {
 	RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (LayerChange, error)
 	// GetLayer returns tenant's layer as it is now.
 	GetLayer(ctx context.Context, tenant string) (Layer, error)
+	// LayerVersion returns the version of tenant's layer (0: never
+	// changed): one cheap read, for a caller that keeps the layer of a
+	// version and reads it again only when the version changed.
+	LayerVersion(ctx context.Context, tenant string) (int64, error)
 	// LayerHistory returns the last limit changes of tenant's layer,
 	// newest first (limit as [RunFilter]'s Limit; [ErrInvalid] when
 	// negative).

@@ -120,3 +120,11 @@ func (m *Memory) LayerHistory(ctx context.Context, tenant string, limit int) ([]
 	}
 	return out, nil
 }
+
+// LayerVersion implements [Layers].
+func (m *Memory) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	l := &m.layers
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.changes[tenant])), nil
+}

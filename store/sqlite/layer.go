@@ -127,6 +127,13 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 	return l, wrap(rows.Err())
 }
 
+// LayerVersion implements [store.Layers].
+func (s *Store) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&v)
+	return v, wrap(err)
+}
+
 // LayerHistory implements [store.Layers].
 func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
 	n, err := store.PageLimit(limit)

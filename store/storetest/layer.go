@@ -97,6 +97,12 @@ func testLayerLifecycle(t *testing.T, s store.Store, c *Clock) {
 	if got.Version != 3 || len(got.Rules) != 1 || got.Rules[0].ID != "r1" {
 		t.Fatalf("layer after removal = %+v", got)
 	}
+	if v, err := l.LayerVersion(ctx, "acme"); err != nil || v != 3 {
+		t.Fatalf("LayerVersion = %d, %v, want 3", v, err)
+	}
+	if v, err := l.LayerVersion(ctx, "globex"); err != nil || v != 0 {
+		t.Fatalf("another tenant's LayerVersion = %d, %v, want 0", v, err)
+	}
 	hist, err := l.LayerHistory(ctx, "acme", 0)
 	if err != nil {
 		t.Fatal(err)
