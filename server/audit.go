@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -41,6 +43,10 @@ type AuditEntry struct {
 	// (the one that asked, on an approved call), is written in the run's
 	// policy file ("policy.yaml:12:5"), when the file still has it.
 	RuleAt string `json:"ruleAt,omitempty"`
+	// LayerVersion is the version of the tenant's rule layer that decided
+	// the call (a remembered allow that answered it, a remembered deny),
+	// 0 when the layer did not.
+	LayerVersion int64 `json:"layerVersion,omitempty"`
 	// Args are the arguments the call ran with (or was refused with).
 	Args json.RawMessage `json:"args,omitempty"`
 	// Votes are every source that had a say; Shadow the shadow rules'
@@ -189,6 +195,7 @@ func (s *Server) auditEntries(run store.Run) []AuditEntry {
 			e.Actor = d.Actor.String()
 		}
 		e.RuleAt = ruleAt(pol, path, lastRule(d))
+		e.LayerVersion = layerVersion(d)
 		out = append(out, e)
 	}
 	return out
@@ -206,4 +213,24 @@ func lastRule(d gate.Decision) approval.Principal {
 		}
 	}
 	return approval.Principal{}
+}
+
+// layerReason finds the rule layer's version in the reason of a decision
+// it made ("approved by rule layer v3 (rule ...)", "... (rule layer v3,
+// accepted by ...)").
+var layerReason = regexp.MustCompile(`\brule layer v([0-9]{1,18})\b`)
+
+// layerVersion is the version of the rule layer that decided d: d is by
+// the layer's hook or by a rule whose reason names the layer; 0 otherwise.
+func layerVersion(d gate.Decision) int64 {
+	byLayer := d.By == approval.Principal{Kind: approval.PrincipalHook, Name: layer.HookName}
+	if !byLayer && d.By.Kind != approval.PrincipalRule {
+		return 0
+	}
+	m := layerReason.FindStringSubmatch(d.Reason)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
 }

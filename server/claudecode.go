@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -150,6 +151,13 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 	}
 	if localAsk != "" {
 		opts.Authorizers = []approval.Authorizer{localAsker{reason: localAsk, source: cc.source}}
+	}
+	if cc.s.layers != nil {
+		// The tenant's rule layer decides the session's calls too; paths
+		// are compared as the agent wrote them (absolute in Claude Code).
+		get := cc.s.layers.Getter(p.Tenant, "")
+		opts.Authorizers = append(opts.Authorizers, layer.Authorizer(get))
+		opts.Hooks = runs.LayerHooks(opts.Hooks, get)
 	}
 	b, err := claudegate.New(opts)
 	if err != nil {

@@ -142,6 +142,8 @@ type Server struct {
 	claude *claudeCode // nil without Options.ClaudeCode
 	codex  *claudeCode // nil without Options.Codex
 	store  store.Store
+	// layers reads the tenants' rule layers; nil when the store keeps none.
+	layers *runs.LayerSource
 	host   *runs.Host
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
@@ -314,12 +316,18 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	}
 	ho.Middleware = append([]agent.Middleware{m.middleware()}, ho.Middleware...)
 	srv.buildCache = runs.NewBuildCache(b)
-	h, err := runs.New(s, runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	var built runs.Builder = runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
 			cfg.Autonomy = lvl
 		}
 		return srv.buildCache.Build(ctx, cfg)
-	}), &ho)
+	})
+	if ls, ok := s.(store.Layers); ok {
+		// Each tenant's runs and sessions are decided with its rule layer.
+		built = runs.WithLayer(built, ls)
+		srv.layers = runs.NewLayerSource(ls)
+	}
+	h, err := runs.New(s, built, &ho)
 	if err != nil {
 		return nil, err
 	}
@@ -370,6 +378,10 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))
 	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
 	mux.HandleFunc("POST /v1/hooks/codex", s.auth(RoleAgent, s.codexHook))
+	mux.HandleFunc("GET /v1/rules", s.auth(RoleViewer, s.getRules))
+	mux.HandleFunc("POST /v1/rules/proposals", s.auth(RoleApprover, s.proposeRule))
+	mux.HandleFunc("POST /v1/rules/{id}/accept", s.auth(RoleAdmin, s.acceptRule))
+	mux.HandleFunc("DELETE /v1/rules/{id}", s.auth(RoleAdmin, s.removeRule))
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))

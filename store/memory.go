@@ -29,6 +29,8 @@ type Memory struct {
 	eventSeq  int64
 	// changed is closed and replaced by every append to the log.
 	changed chan struct{}
+	// layers are the tenants' rule layers (memory_layer.go).
+	layers memLayers
 }
 
 type memRun struct {

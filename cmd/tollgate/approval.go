@@ -408,7 +408,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(check, newPolicyExplainCmd(env), newPolicyReplayCmd(env))
+	cmd.AddCommand(check, newPolicyExplainCmd(env), newPolicyReplayCmd(env), newPolicyRulesCmd(env))
 	return cmd
 }
 

@@ -256,6 +256,9 @@ func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir string, b run
 	if err != nil {
 		return nil, nil, err
 	}
+	if ls, ok := s.(store.Layers); ok {
+		b = runs.WithLayer(b, ls) // the store's rule layer decides too
+	}
 	h, err := runs.New(s, b, &runs.Options{LeaseTTL: ttl})
 	if err != nil {
 		_ = s.Close()

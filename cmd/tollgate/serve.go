@@ -183,7 +183,11 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if d := cfg.Durable; d != nil {
 		// The durable runs this process drives build each agent once
 		// (closed after the engine).
-		agents := runs.NewBuildCache(b)
+		var ab runs.Builder = b
+		if ls, ok := st.(store.Layers); ok {
+			ab = runs.WithLayer(b, ls)
+		}
+		agents := runs.NewBuildCache(ab)
 		defer agents.Close()
 		e, err := dbosengine.New(ctx, dbosengine.Options{
 			DatabaseURL: d.DatabaseURL, Store: st, Builder: agents, Worker: d.Concurrency > 0,

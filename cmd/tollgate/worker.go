@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // workerDrain is how long a stopping worker lets its runs reach a step
@@ -87,7 +88,11 @@ Each run's agent is built from the configuration stored with the run, as
 			defer logs.Close()
 			// Each agent is built once and reused by the runs of its
 			// configuration (closed after the engine).
-			agents := runs.NewBuildCache(&cliBuilder{env: env, logs: logs, stateDir: stateDir, exts: runExtensions()})
+			var b runs.Builder = &cliBuilder{env: env, logs: logs, stateDir: stateDir, exts: runExtensions()}
+			if ls, ok := st.(store.Layers); ok {
+				b = runs.WithLayer(b, ls) // each tenant's rule layer decides too
+			}
+			agents := runs.NewBuildCache(b)
 			defer agents.Close()
 			opts.Builder = agents
 			e, err := dbosengine.New(ctx, opts)

@@ -32,6 +32,7 @@ import (
 const (
 	aliceToken = "tg_alice_page"
 	vicToken   = "tg_vic_page"
+	adaToken   = "tg_ada_page"
 )
 
 const transferSchema = `{"type":"object","properties":{"amount":{"type":"integer","maximum":100}},"required":["amount"],"additionalProperties":false}`
@@ -163,6 +164,7 @@ func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Durat
 	tokens, err := server.NewTokens([]server.TokenEntry{
 		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
 		{SHA256: server.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
+		{SHA256: server.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -132,7 +132,7 @@ const (
 )
 
 // SchemaVersion is the schema version this package writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS

@@ -670,7 +670,7 @@ func TestDecidedByTextStillReads(t *testing.T) {
 	s.Close()
 	// Back to version 1: no actor column, who decided as text.
 	c := rawConn(t, url)
-	for _, q := range []string{`ALTER TABLE approvals DROP COLUMN actor`, `UPDATE schema_version SET version = 1`} {
+	for _, q := range []string{`DROP TABLE layer_rules, layer_changes`, `ALTER TABLE approvals DROP COLUMN actor`, `UPDATE schema_version SET version = 1`} {
 		if _, err := c.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -72,7 +72,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ConcurrentConsume", testConcurrentConsume},
 		{"ConcurrentUpdateRun", testConcurrentUpdateRun},
 	}
-	for _, tt := range append(tests, hostTests...) {
+	for _, tt := range append(append(tests, hostTests...), layerTests...) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Clock{t: time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)}
 			s := newStore(t, &store.Options{Now: c.Now})

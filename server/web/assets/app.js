@@ -129,7 +129,8 @@
     setText(who, p.name + ' · tenant ' + p.tenant + ' · ' + (p.roles || []).join(', '));
     knownPending = null;
     $('replay').hidden = !can('approver');
-    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow()]);
+    $('audit').hidden = !can('viewer');
+    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow(), refreshLayer()]);
     followTenant();
     routeFromHash();
   }
@@ -220,7 +221,7 @@
     };
   }
   const refreshApprovalsSoon = debounce(() => refreshApprovals(), 100);
-  const refreshRunsSoon = debounce(() => { refreshRuns(); refreshShadow(); }, 150);
+  const refreshRunsSoon = debounce(() => { refreshRuns(); refreshShadow(); refreshLayer(); }, 150);
   const refreshRunSoon = debounce(() => { if (openRunID) loadRun(openRunID); }, 100);
 
   function followTenant() {
@@ -540,7 +541,10 @@
         // The button that had focus is gone: keep the keyboard where it was.
         outcome.focus();
         announce((v.status === 'denied' ? 'Denied ' : 'Approved ') + visible(a.tool) + '.');
-        window.setTimeout(() => { removeCard(li); refreshApprovalsSoon(); }, 4000);
+        const leave = window.setTimeout(() => { removeCard(li); refreshApprovalsSoon(); }, 4000);
+        if (!questions && can('approver')) {
+          art.append(rememberForm(a, v.status === 'denied' ? 'deny' : 'allow', () => window.clearTimeout(leave), li));
+        }
       } catch (e) {
         for (const b of buttons) b.disabled = !decider;
         li.removeAttribute('aria-busy');
@@ -743,6 +747,160 @@
       list.append(el('li', {}, el('code', {}, c.rule), ' would ' + c.decision + ': ' + c.count + ' call' + (c.count === 1 ? '' : 's')));
     }
     $('shadow-empty').hidden = list.children.length > 0;
+  }
+
+  // ---- the rule layer ------------------------------------------------
+
+  // rememberForm is what a decided card offers: remember the decision as a
+  // rule of the tenant's layer. Asking for it keeps the card (stay) and
+  // shows the rule proposed, as the YAML it adds; an administrator accepts
+  // it in the "Rule layer" section.
+  function rememberForm(a, effect, stay, li) {
+    const box = el('div', { class: 'remember' });
+    const btn = el('button', { type: 'button', class: 'remember-open' }, effect === 'deny' ? 'Remember: always deny…' : 'Remember: always allow…');
+    const err = el('div', { class: 'error', role: 'alert' });
+    box.append(btn, err);
+    btn.addEventListener('click', async () => {
+      stay();
+      btn.disabled = true;
+      setText(err, '');
+      try {
+        const r = await api('POST', 'v1/rules/proposals', JSON.stringify({ approval: a.id, effect }));
+        const close = el('button', { type: 'button', class: 'remember-close' }, 'Close');
+        close.addEventListener('click', () => { removeCard(li); refreshApprovalsSoon(); });
+        box.replaceChildren(
+          el('p', { class: 'help', role: 'status' }, 'Proposed as rule ', el('code', {}, r.id), ': it adds this to the rule layer once an administrator accepts it.'),
+          el('pre', { class: 'text proposal-yaml', tabindex: '0' }, r.text),
+          close);
+        refreshLayer();
+      } catch (e) {
+        btn.disabled = false;
+        showProblem(err, e);
+      }
+    });
+    return box;
+  }
+
+  // refreshLayer shows the tenant's rule layer: its proposals (which an
+  // administrator accepts or drops), the rules in force and the history.
+  async function refreshLayer() {
+    if (!token) return;
+    let l;
+    try {
+      l = await api('GET', 'v1/rules');
+    } catch (e) {
+      if (e.status !== 501) showProblem($('layer-error'), e);
+      return;
+    }
+    $('layer').hidden = false;
+    setText($('layer-version'), 'version ' + l.version);
+    const admin = can('admin');
+    const show = (list, rules, proposed) => {
+      list.replaceChildren();
+      for (const r of rules || []) {
+        const li = el('li', { class: 'layer-rule' },
+          el('p', {}, el('code', {}, r.id), ' · ' + r.effect + ' ' + visible(r.tool) +
+            (proposed ? ' · proposed by ' + principal(r.proposedBy) : ' · in force since version ' + r.version + ', accepted by ' + principal(r.acceptedBy))),
+          el('pre', { class: 'text' }, r.text));
+        li.dataset.ruleId = r.id;
+        if (admin) {
+          const acts = el('div', { class: 'actions' });
+          if (proposed) {
+            const ok = el('button', { type: 'button', class: 'accept' }, 'Accept');
+            ok.addEventListener('click', () => changeRule('POST', 'v1/rules/' + enc(r.id) + '/accept'));
+            acts.append(ok);
+          }
+          const rm = el('button', { type: 'button', class: 'remove' }, proposed ? 'Drop' : 'Remove');
+          rm.addEventListener('click', () => changeRule('DELETE', 'v1/rules/' + enc(r.id)));
+          acts.append(rm);
+          li.append(acts);
+        }
+        list.append(li);
+      }
+    };
+    show($('layer-proposed'), l.proposed, true);
+    show($('layer-rules'), l.rules, false);
+    $('layer-proposed-empty').hidden = (l.proposed || []).length > 0;
+    $('layer-rules-empty').hidden = (l.rules || []).length > 0;
+    const hist = $('layer-history');
+    hist.replaceChildren();
+    for (const c of l.history || []) {
+      hist.append(el('li', { id: 'layer-v' + c.version }, 'version ' + c.version + ': ' + (c.action === 'accept' ? 'accepted ' : 'removed ') + c.effect + ' rule ',
+        el('code', {}, c.ruleId), ' (' + visible(c.tool) + ') by ' + principal(c.by) + ' · ' + when(c.at)));
+    }
+    $('layer-history-empty').hidden = hist.children.length > 0;
+  }
+
+  async function changeRule(method, path) {
+    setText($('layer-error'), '');
+    try {
+      await api(method, path);
+    } catch (e) {
+      showProblem($('layer-error'), e);
+    }
+    refreshLayer();
+  }
+
+  // ---- audit ---------------------------------------------------------
+
+  // auditQuery is the query of the audit form's fields.
+  function auditQuery() {
+    const q = new URLSearchParams();
+    for (const [name, id] of [['tool', 'audit-tool'], ['rule', 'audit-rule'], ['person', 'audit-person'], ['source', 'audit-source'], ['outcome', 'audit-outcome'], ['since', 'audit-since']]) {
+      const v = $(id).value.trim();
+      if (v) q.set(name, v);
+    }
+    return q;
+  }
+
+  let auditURL = '';
+
+  // searchAudit shows the decisions the form selects, each with the rule
+  // that decided or asked (its file:line, or the rule layer's version,
+  // linked to the layer's history), and makes the export link: the same
+  // search as JSON Lines, fetched with the token (a plain link would carry
+  // none).
+  async function searchAudit(e) {
+    if (e) e.preventDefault();
+    const err = $('audit-error');
+    setText(err, '');
+    const q = auditQuery();
+    $('audit-submit').disabled = true;
+    try {
+      const page = await api('GET', 'v1/audit?' + q.toString());
+      const body = $('audit-results').querySelector('tbody');
+      body.replaceChildren();
+      for (const x of page.entries || []) {
+        let rule = '';
+        if (x.layerVersion) {
+          rule = el('a', { href: '#layer-v' + x.layerVersion, class: 'layer-link' }, 'rule layer v' + x.layerVersion);
+        } else if (x.ruleAt) {
+          rule = el('code', { class: 'rule-at' }, x.ruleAt);
+        }
+        body.append(el('tr', { class: 'audit-entry' },
+          el('td', {}, when(x.time)), el('td', {}, runLink(x.runId)), el('td', {}, el('code', {}, x.tool)),
+          el('td', { class: 'outcome-' + String(x.outcome).replace(/[^a-z]/g, '') }, x.outcome),
+          el('td', {}, x.by + (x.actor ? ' (given by ' + x.actor + ')' : '')), el('td', { class: 'rule' }, rule), el('td', {}, x.reason || '')));
+      }
+      const n = (page.entries || []).length;
+      $('audit-results').hidden = n === 0;
+      setText($('audit-count'), n + ' decision' + (n === 1 ? '' : 's') + (page.truncated ? ' (more match: narrow the search)' : ''));
+      q.set('format', 'jsonl');
+      const resp = await fetch('v1/audit?' + q.toString(), { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store', credentials: 'omit' });
+      if (!resp.ok) throw new APIError(resp.status, null, resp.status + ' ' + resp.statusText);
+      const lines = await resp.text();
+      if (auditURL) URL.revokeObjectURL(auditURL);
+      auditURL = URL.createObjectURL(new Blob([lines], { type: 'application/jsonl' }));
+      const a = $('audit-export');
+      a.href = auditURL;
+      const count = lines.split('\n').filter((l) => l !== '').length;
+      setText(a, 'Export as JSON Lines (' + count + ' line' + (count === 1 ? '' : 's') + ')');
+      a.hidden = false;
+    } catch (x) {
+      showProblem(err, x);
+    } finally {
+      $('audit-submit').disabled = false;
+    }
   }
 
   // replayPolicy replays the candidate policy of the form on the calls
@@ -967,6 +1125,7 @@
     showNotifyState();
     $('start-form').addEventListener('submit', startRun);
     $('replay-form').addEventListener('submit', replayPolicy);
+    $('audit-form').addEventListener('submit', searchAudit);
     $('run-close').addEventListener('click', closeRun);
     $('run-cancel').addEventListener('click', async () => {
       if (!openRunID) return;

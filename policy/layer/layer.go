@@ -1,0 +1,219 @@
+// Package layer is the rule layer: the policy that people build from their
+// decisions ("approve and remember", docs/approvals.md). A rule is
+// proposed from a decided call ([Propose]: the tool with a command prefix,
+// a path prefix or the exact arguments), accepted by an administrator into
+// a tenant's layer (kept, versioned, in package store: store.Layers), and
+// applies from the next decision of that tenant's runs.
+//
+// The policy files decide under deny > ask > allow, so a remembered allow
+// cannot be one more allow vote: it would never lower an ask. The layer's
+// two effects therefore act at two places of the gate (seed 002):
+//
+//   - a remembered deny is one more authorizer's deny vote ([Layer.Authorize]);
+//   - a remembered allow answers the pending request of an ask whose
+//     arguments fall inside its scope, as a Permission hook answers
+//     ([Layer.Answer], [PermissionHook]): the decision is recorded as
+//     approved by hook:rule-layer, "approved by rule layer v3 (rule R),
+//     accepted by person:alice". It never meets a deny of the files:
+//     a denied call asks no one.
+//
+// A remembered allow of a shell command never covers a script that
+// writes a file through a redirection, nor one the analysis cannot see
+// through: those are asked about as before.
+package layer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/policy/shellcmd"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// HookName is the name of the layer's Permission hook: decisions it makes
+// are by hook:rule-layer.
+const HookName = "rule-layer"
+
+// Rule is one accepted rule of a layer as the store keeps it.
+type Rule struct {
+	// ID is the rule's ID; its text's one rule must have it.
+	ID string
+	// Text is the rule: a policy document with one rule whose decision is
+	// allow or deny (what [Propose] makes).
+	Text string
+	// AcceptedBy is who accepted it into the layer.
+	AcceptedBy tool.Principal
+}
+
+// Layer is a tenant's layer at one version, compiled. It is immutable and
+// safe for concurrent use.
+type Layer struct {
+	version     int64
+	allow, deny *policy.Policy
+	accepted    map[string]tool.Principal
+}
+
+// Compile parses rules, the accepted rules of a layer at version. Errors
+// name the rule: a text that does not load as a policy, holds anything but
+// one rule, a rule with another ID, a decision other than allow or deny,
+// or a shadow rule.
+func Compile(version int64, rules []Rule) (*Layer, error) {
+	l := &Layer{version: version, accepted: map[string]tool.Principal{}}
+	var allow, deny []policy.Rule
+	for _, r := range rules {
+		pr, err := ParseRule(r.ID, r.Text)
+		if err != nil {
+			return nil, err
+		}
+		l.accepted[r.ID] = r.AcceptedBy
+		if pr.Decision == approval.Allow {
+			allow = append(allow, pr)
+		} else {
+			deny = append(deny, pr)
+		}
+	}
+	var err error
+	name := fmt.Sprintf("rule layer v%d", version)
+	if l.allow, err = policy.NewPolicy(policy.PolicySpec{Name: name, Rules: allow}); err != nil {
+		return nil, err
+	}
+	if l.deny, err = policy.NewPolicy(policy.PolicySpec{Name: name, Rules: deny}); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ParseRule loads the text of the layer rule id: a policy document with
+// exactly one rule, of that ID, deciding allow or deny, enforced.
+func ParseRule(id, text string) (policy.Rule, error) {
+	where := "layer rule " + id
+	pol, problems, err := policy.ParsePolicy(where, strings.NewReader(text))
+	if err != nil {
+		var msgs []string
+		for _, p := range problems {
+			msgs = append(msgs, p.String())
+		}
+		if len(msgs) == 0 {
+			msgs = append(msgs, err.Error())
+		}
+		return policy.Rule{}, fmt.Errorf("%s: %s", where, strings.Join(msgs, "; "))
+	}
+	spec := pol.Spec()
+	switch {
+	case len(spec.Rules) != 1 || spec.Autonomy != "" || len(spec.Risks) > 0:
+		return policy.Rule{}, fmt.Errorf("%s: want a policy with exactly one rule and nothing else", where)
+	case spec.Rules[0].ID != id:
+		return policy.Rule{}, fmt.Errorf("%s: its rule's id is %q", where, spec.Rules[0].ID)
+	case spec.Rules[0].Decision != approval.Allow && spec.Rules[0].Decision != approval.Deny:
+		return policy.Rule{}, fmt.Errorf("%s: decision %s: a layer rule allows or denies", where, spec.Rules[0].Decision)
+	case spec.Rules[0].Shadow:
+		return policy.Rule{}, fmt.Errorf("%s: a layer rule cannot be a shadow rule", where)
+	}
+	return spec.Rules[0], nil
+}
+
+// Version returns the layer's version.
+func (l *Layer) Version() int64 { return l.version }
+
+// WithWorkdir returns the layer with its path prefixes resolved against a
+// run's working directory, as [policy.Policy.WithWorkdir] does.
+func (l *Layer) WithWorkdir(dir string) (*Layer, error) {
+	if dir == "" {
+		return l, nil
+	}
+	out := *l
+	var err error
+	if out.allow, err = l.allow.WithWorkdir(dir); err != nil {
+		return nil, err
+	}
+	if out.deny, err = l.deny.WithWorkdir(dir); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Authorize implements [approval.Authorizer]: the layer's deny rules'
+// vote on c (a deny, or an ask where a deny rule may hold: a word known
+// only at run time), each named rule:ID with the layer's version and who
+// accepted it in the reason; otherwise an allow by the runtime's default
+// with no reason, which never outweighs another authorizer's verdict and
+// decides as a gate without authorizers does.
+func (l *Layer) Authorize(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+	v := l.deny.Evaluate(c).Verdict
+	if v.Decision == approval.Allow || v.By == approval.Default {
+		return approval.Verdict{Decision: approval.Allow, By: approval.Default}, nil
+	}
+	v.Reason = fmt.Sprintf("%s (rule layer v%d%s)", v.Reason, l.version, l.acceptedBy(v.By.Name))
+	return v, nil
+}
+
+func (l *Layer) acceptedBy(id string) string {
+	if p, ok := l.accepted[id]; ok && !p.IsZero() {
+		return ", accepted by " + p.String()
+	}
+	return ""
+}
+
+// Answer returns the layer's answer to the approval request of an ask on
+// c, or nil when no allow rule covers c: every simple command of a shell
+// script must be allowed by the rules, and a script that writes through a
+// redirection is never covered. The answer approves with the reason
+// "approved by rule layer vN (rule ID), accepted by P".
+func (l *Layer) Answer(c approval.Call) *tool.Answer {
+	ev := l.allow.Evaluate(c)
+	v := ev.Verdict
+	if v.Decision != approval.Allow || v.By.Kind != approval.PrincipalRule || v.By == approval.Default {
+		return nil
+	}
+	for _, ce := range ev.Commands {
+		if writes(ce.Command) {
+			return nil
+		}
+	}
+	return &tool.Answer{OK: true, Reason: fmt.Sprintf("approved by rule layer v%d (rule %s)%s", l.version, v.By.Name, l.acceptedBy(v.By.Name))}
+}
+
+func writes(c shellcmd.Command) bool {
+	for _, r := range c.Redirects {
+		if r.Write {
+			return true
+		}
+	}
+	return false
+}
+
+// Getter returns the layer that applies now (the store's latest version,
+// compiled); an error fails closed: [Authorizer] denies and
+// [PermissionHook] leaves the request to a person.
+type Getter func(ctx context.Context) (*Layer, error)
+
+// Authorizer is the layer's deny rules as an authorizer, reading the
+// layer at every call (a change applies from the next decision). A layer
+// that cannot be read denies (fail closed).
+func Authorizer(get Getter) approval.Authorizer {
+	return approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
+		l, err := get(ctx)
+		if err != nil {
+			return approval.Verdict{By: approval.Principal{Kind: approval.PrincipalRule, Name: HookName}}, fmt.Errorf("the rule layer could not be read: %w", err)
+		}
+		return l.Authorize(ctx, c)
+	})
+}
+
+// PermissionHook is the layer's allow rules as a Permission hook (register
+// it as [HookName]): it answers an ask the layer covers, reading the layer
+// at every ask; it has no opinion (a person is asked) when it covers
+// nothing or the layer cannot be read.
+func PermissionHook(get Getter) hooks.PermissionFunc {
+	return func(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
+		l, err := get(ctx)
+		if err != nil {
+			return nil, nil
+		}
+		return l.Answer(approval.Call{Tool: ev.Name, CallID: ev.ID, Args: ev.Args, Hints: ev.Hints}), nil
+	}
+}

@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// # The rule layer
+//
+// A tenant's rule layer is the policy that people build from their
+// decisions ("approve and remember", docs/approvals.md): rules proposed
+// from a decided approval by an approver, accepted into the layer by an
+// administrator, removed by one. The store keeps each rule's text (policy
+// YAML) as given and never parses it; package policy/layer does.
+//
+// The layer is versioned per tenant: version 0 is the empty layer, and
+// every change (an acceptance, a removal) makes the next version and is
+// kept in the layer's history with who made it and when. Every method
+// takes the tenant and touches that tenant's rules only: a rule of another
+// tenant is [ErrNotFound]. Only the server's administrators and the local
+// command write the layer; no tool does (the store's file is outside every
+// workspace and protected from the tools).
+
+// LayerRuleStatus is a layer rule's status: proposed, then accepted, and
+// removed (from either).
+type LayerRuleStatus string
+
+// Layer rule statuses.
+const (
+	LayerProposed LayerRuleStatus = "proposed"
+	LayerAccepted LayerRuleStatus = "accepted"
+	LayerRemoved  LayerRuleStatus = "removed"
+)
+
+// LayerAction is what a change of the layer did.
+type LayerAction string
+
+// Layer actions.
+const (
+	// LayerAccept: a proposed rule entered the layer.
+	LayerAccept LayerAction = "accept"
+	// LayerRemove: an accepted rule left the layer, or a proposal was
+	// dropped.
+	LayerRemove LayerAction = "remove"
+)
+
+// Limits on the rule layer.
+const (
+	// MaxLayerRuleText is the longest rule text, in bytes.
+	MaxLayerRuleText = 16 << 10
+	// MaxLayerRuleID is the longest rule ID, in bytes.
+	MaxLayerRuleID = 128
+	// MaxLayerRules is how many rules (proposed and accepted) one tenant's
+	// layer holds at most; a proposal past it is [ErrInvalid].
+	MaxLayerRules = 1000
+)
+
+// LayerRule is one rule of a tenant's layer, or a proposal for one.
+type LayerRule struct {
+	// ID names the rule within its tenant: letters, digits, '-', '_' and
+	// '.', at most [MaxLayerRuleID] bytes.
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	// Text is the rule as policy YAML (a document with one rule), at most
+	// [MaxLayerRuleText] bytes; the store keeps it as given.
+	Text string `json:"text"`
+	// Effect ("allow" or "deny") and Tool describe the rule for listings.
+	Effect string `json:"effect"`
+	Tool   string `json:"tool"`
+	// Source names the decision the rule was proposed from
+	// ("RUN/APPROVAL"), empty when none.
+	Source string          `json:"source,omitempty"`
+	Status LayerRuleStatus `json:"status"`
+	// ProposedBy and ProposedAt: who proposed it, when (set by the store).
+	ProposedBy tool.Principal `json:"proposedBy,omitzero"`
+	ProposedAt time.Time      `json:"proposedAt"`
+	// AcceptedBy, AcceptedAt and Version: who accepted it, when, and the
+	// layer version its acceptance made; zero while proposed.
+	AcceptedBy tool.Principal `json:"acceptedBy,omitzero"`
+	AcceptedAt *time.Time     `json:"acceptedAt,omitempty"`
+	Version    int64          `json:"version,omitempty"`
+	// RemovedBy and RemovedAt: who removed it, when.
+	RemovedBy tool.Principal `json:"removedBy,omitzero"`
+	RemovedAt *time.Time     `json:"removedAt,omitempty"`
+}
+
+// LayerChange is one entry of a layer's history: the version it made,
+// what it did to which rule, who did it and when.
+type LayerChange struct {
+	Tenant  string      `json:"tenant"`
+	Version int64       `json:"version"`
+	Action  LayerAction `json:"action"`
+	RuleID  string      `json:"ruleId"`
+	// Text, Effect and Tool are the rule's.
+	Text   string         `json:"text"`
+	Effect string         `json:"effect"`
+	Tool   string         `json:"tool"`
+	By     tool.Principal `json:"by"`
+	At     time.Time      `json:"at"`
+}
+
+// Layer is a tenant's rule layer at one version.
+type Layer struct {
+	Tenant string `json:"tenant"`
+	// Version counts the changes made to the layer (0: never changed).
+	Version int64 `json:"version"`
+	// Rules are the accepted rules, in the order they were accepted.
+	Rules []LayerRule `json:"rules"`
+	// Proposed are the proposals waiting for an administrator, oldest
+	// first.
+	Proposed []LayerRule `json:"proposed"`
+}
+
+// Layers keeps each tenant's rule layer. [Memory] and the SQLite and
+// PostgreSQL stores implement it; find it on a [Store] by type assertion.
+// Every method is atomic, also across processes sharing one store.
+type Layers interface {
+	// ProposeLayerRule stores r as a proposal of r.Tenant's layer and
+	// returns it as stored (Status proposed, ProposedAt set). Errors:
+	// [ErrExists] for a taken ID; [ErrInvalid] for a bad ID, text, effect
+	// or proposer, or a layer that holds [MaxLayerRules] rules.
+	ProposeLayerRule(ctx context.Context, r LayerRule) (LayerRule, error)
+	// AcceptLayerRule moves the proposal id of tenant into the layer, as
+	// the next version, accepted by by. Errors: [ErrNotFound];
+	// [ErrDecided] when it is not a proposal; [ErrInvalid] for a bad by.
+	AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (LayerChange, error)
+	// RemoveLayerRule removes the rule or proposal id of tenant, as the
+	// next version. Errors: [ErrNotFound]; [ErrDecided] when it was
+	// removed already; [ErrInvalid] for a bad by.
+	RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (LayerChange, error)
+	// GetLayer returns tenant's layer as it is now.
+	GetLayer(ctx context.Context, tenant string) (Layer, error)
+	// LayerVersion returns the version of tenant's layer (0: never
+	// changed): one cheap read, for a caller that keeps the layer of a
+	// version and reads it again only when the version changed.
+	LayerVersion(ctx context.Context, tenant string) (int64, error)
+	// LayerHistory returns the last limit changes of tenant's layer,
+	// newest first (limit as [RunFilter]'s Limit; [ErrInvalid] when
+	// negative).
+	LayerHistory(ctx context.Context, tenant string, limit int) ([]LayerChange, error)
+}
+
+// CheckLayerRule validates a proposal, for implementations ([ErrInvalid]).
+func CheckLayerRule(r LayerRule) error {
+	switch {
+	case r.ID == "" || len(r.ID) > MaxLayerRuleID || strings.IndexFunc(r.ID, badIDRune) >= 0:
+		return fmt.Errorf("%w: layer rule ID %q: want 1 to %d letters, digits, '-', '_' or '.'", ErrInvalid, r.ID, MaxLayerRuleID)
+	case r.Text == "" || len(r.Text) > MaxLayerRuleText || !utf8.ValidString(r.Text):
+		return fmt.Errorf("%w: layer rule %s: text must be UTF-8, 1 to %d bytes", ErrInvalid, r.ID, MaxLayerRuleText)
+	case r.Effect != "allow" && r.Effect != "deny":
+		return fmt.Errorf("%w: layer rule %s: effect %q is not allow or deny", ErrInvalid, r.ID, r.Effect)
+	case len(r.Tool) > 256 || len(r.Source) > 512:
+		return fmt.Errorf("%w: layer rule %s: tool or source too long", ErrInvalid, r.ID)
+	}
+	return checkLayerPrincipal("ProposedBy", r.ProposedBy)
+}
+
+func badIDRune(r rune) bool {
+	return !(r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.'))
+}
+
+// CheckLayerPrincipal validates who changes a layer, for implementations
+// ([ErrInvalid]).
+func CheckLayerPrincipal(by tool.Principal) error { return checkLayerPrincipal("by", by) }
+
+func checkLayerPrincipal(field string, by tool.Principal) error {
+	if err := checkAnswer(Answer{By: by}); err != nil {
+		return fmt.Errorf("%w (layer change %s)", err, field)
+	}
+	return nil
+}
+
+// ApplyLayerChange is the state machine of [Layers.AcceptLayerRule] and
+// [Layers.RemoveLayerRule], for implementations: given the stored rule,
+// the layer's current version and the time, it returns the rule as it
+// must be stored and the change to append, or the error to return.
+func ApplyLayerChange(r LayerRule, action LayerAction, version int64, by tool.Principal, now time.Time) (LayerRule, LayerChange, error) {
+	if err := CheckLayerPrincipal(by); err != nil {
+		return r, LayerChange{}, err
+	}
+	switch {
+	case action == LayerAccept && r.Status != LayerProposed:
+		return r, LayerChange{}, fmt.Errorf("%w: layer rule %s is %s, not proposed", ErrDecided, r.ID, r.Status)
+	case action == LayerRemove && r.Status == LayerRemoved:
+		return r, LayerChange{}, fmt.Errorf("%w: layer rule %s was removed already", ErrDecided, r.ID)
+	case action != LayerAccept && action != LayerRemove:
+		return r, LayerChange{}, fmt.Errorf("%w: layer action %q", ErrInvalid, action)
+	}
+	t := now
+	if action == LayerAccept {
+		r.Status, r.AcceptedBy, r.AcceptedAt, r.Version = LayerAccepted, by, &t, version+1
+	} else {
+		r.Status, r.RemovedBy, r.RemovedAt = LayerRemoved, by, &t
+	}
+	c := LayerChange{Tenant: r.Tenant, Version: version + 1, Action: action, RuleID: r.ID, Text: r.Text, Effect: r.Effect, Tool: r.Tool, By: by, At: now}
+	return r, c, nil
+}

@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+var _ store.Layers = (*Store)(nil)
+
+const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at`
+
+func scanLayerRule(row pgx.Row) (store.LayerRule, error) {
+	var r store.LayerRule
+	var status, proposedBy, acceptedBy, removedBy string
+	if err := row.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &r.ProposedAt, &acceptedBy, &r.AcceptedAt, &r.Version, &removedBy, &r.RemovedAt); err != nil {
+		return r, err
+	}
+	r.Status = store.LayerRuleStatus(status)
+	r.ProposedBy, _ = store.PrincipalsFromText(proposedBy, "")
+	r.AcceptedBy, _ = store.PrincipalsFromText(acceptedBy, "")
+	r.RemovedBy, _ = store.PrincipalsFromText(removedBy, "")
+	r.ProposedAt = r.ProposedAt.UTC()
+	for _, p := range []*time.Time{r.AcceptedAt, r.RemovedAt} {
+		if p != nil {
+			*p = p.UTC()
+		}
+	}
+	return r, nil
+}
+
+// lockLayer serialises the changes of one tenant's layer until the end of
+// the transaction, so that two changes never take one version.
+func lockLayer(ctx context.Context, tx pgx.Tx, tenant string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('tollgate-layer:' || $1, 0))`, tenant)
+	return err
+}
+
+// ProposeLayerRule implements [store.Layers].
+func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+	if err := store.CheckLayerRule(r); err != nil {
+		return store.LayerRule{}, err
+	}
+	r.Status, r.ProposedAt = store.LayerProposed, pgTime(s.now())
+	r.AcceptedBy, r.AcceptedAt, r.Version, r.RemovedBy, r.RemovedAt = tool.Principal{}, nil, 0, tool.Principal{}, nil
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockLayer(ctx, tx, r.Tenant); err != nil {
+			return err
+		}
+		var live int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = $1 AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
+			return err
+		}
+		if live >= store.MaxLayerRules {
+			return fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), store.PrincipalText(r.ProposedBy), r.ProposedAt)
+		if uniqueViolation(err, "layer_rules_tenant_id") {
+			return fmt.Errorf("%w: layer rule %s", store.ErrExists, r.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return store.LayerRule{}, err
+	}
+	return r, nil
+}
+
+// AcceptLayerRule implements [store.Layers].
+func (s *Store) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
+}
+
+// RemoveLayerRule implements [store.Layers].
+func (s *Store) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
+}
+
+func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
+	var c store.LayerChange
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockLayer(ctx, tx, tenant); err != nil {
+			return err
+		}
+		r, err := scanLayerRule(tx.QueryRow(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = $1 AND id = $2`, tenant, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&version); err != nil {
+			return err
+		}
+		r, c, err = store.ApplyLayerChange(r, action, version, by, pgTime(s.now()))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE layer_rules SET status = $1, accepted_by = $2, accepted_at = $3, version = $4, removed_by = $5, removed_at = $6 WHERE tenant = $7 AND id = $8`,
+			string(r.Status), store.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, store.PrincipalText(r.RemovedBy), r.RemovedAt, tenant, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, store.PrincipalText(c.By), c.At)
+		return err
+	})
+	if err != nil {
+		return store.LayerChange{}, err
+	}
+	return c, nil
+}
+
+// GetLayer implements [store.Layers].
+func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
+	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&l.Version); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = $1 AND status <> 'removed' ORDER BY version, seq`, tenant)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanLayerRule(rows)
+			if err != nil {
+				return err
+			}
+			if r.Status == store.LayerAccepted {
+				l.Rules = append(l.Rules, r)
+			} else {
+				l.Proposed = append(l.Proposed, r)
+			}
+		}
+		return rows.Err()
+	})
+	return l, s.wrap(err)
+}
+
+// LayerVersion implements [store.Layers].
+func (s *Store) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	var v int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&v)
+	return v, s.wrap(err)
+}
+
+// LayerHistory implements [store.Layers].
+func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+	n, err := store.PageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT version, action, rule_id, text, effect, tool, by_principal, at FROM layer_changes WHERE tenant = $1 ORDER BY version DESC LIMIT $2`, tenant, n)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	defer rows.Close()
+	out := []store.LayerChange{}
+	for rows.Next() {
+		c := store.LayerChange{Tenant: tenant}
+		var action, by string
+		if err := rows.Scan(&c.Version, &action, &c.RuleID, &c.Text, &c.Effect, &c.Tool, &by, &c.At); err != nil {
+			return nil, s.wrap(err)
+		}
+		c.Action, c.At = store.LayerAction(action), c.At.UTC()
+		c.By, _ = store.PrincipalsFromText(by, "")
+		out = append(out, c)
+	}
+	return out, s.wrap(rows.Err())
+}

@@ -1,0 +1,173 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+var _ store.Layers = (*Store)(nil)
+
+const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at`
+
+func scanLayerRule(sc scanner) (store.LayerRule, error) {
+	var r store.LayerRule
+	var status, proposedBy, proposedAt, acceptedBy, removedBy string
+	var acceptedAt, removedAt sql.NullString
+	if err := sc.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &proposedAt, &acceptedBy, &acceptedAt, &r.Version, &removedBy, &removedAt); err != nil {
+		return r, err
+	}
+	r.Status = store.LayerRuleStatus(status)
+	r.ProposedBy, _ = store.PrincipalsFromText(proposedBy, "")
+	r.AcceptedBy, _ = store.PrincipalsFromText(acceptedBy, "")
+	r.RemovedBy, _ = store.PrincipalsFromText(removedBy, "")
+	var errs [3]error
+	r.ProposedAt, errs[0] = parseTS(proposedAt)
+	r.AcceptedAt, errs[1] = parseTSPtr(acceptedAt)
+	r.RemovedAt, errs[2] = parseTSPtr(removedAt)
+	return r, errors.Join(errs[:]...)
+}
+
+// ProposeLayerRule implements [store.Layers].
+func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+	if err := store.CheckLayerRule(r); err != nil {
+		return store.LayerRule{}, err
+	}
+	r.Status, r.ProposedAt = store.LayerProposed, s.now().UTC()
+	r.AcceptedBy, r.AcceptedAt, r.Version, r.RemovedBy, r.RemovedAt = tool.Principal{}, nil, 0, tool.Principal{}, nil
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var live int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = ? AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
+			return err
+		}
+		if live >= store.MaxLayerRules {
+			return fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), store.PrincipalText(r.ProposedBy), ts(r.ProposedAt))
+		if isUnique(err) {
+			return fmt.Errorf("%w: layer rule %s", store.ErrExists, r.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return store.LayerRule{}, wrap(err)
+	}
+	return r, nil
+}
+
+// AcceptLayerRule implements [store.Layers].
+func (s *Store) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
+}
+
+// RemoveLayerRule implements [store.Layers].
+func (s *Store) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
+}
+
+func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
+	var c store.LayerChange
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		r, err := scanLayerRule(tx.QueryRowContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND id = ?`, tenant, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		var version int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&version); err != nil {
+			return err
+		}
+		r, c, err = store.ApplyLayerChange(r, action, version, by, s.now().UTC())
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ? WHERE tenant = ? AND id = ?`,
+			string(r.Status), store.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, store.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), tenant, id); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, store.PrincipalText(c.By), ts(c.At))
+		return err
+	})
+	if err != nil {
+		return store.LayerChange{}, wrap(err)
+	}
+	return c, nil
+}
+
+// GetLayer implements [store.Layers].
+func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
+	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&l.Version); err != nil {
+		return l, wrap(err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND status <> 'removed' ORDER BY version, seq`, tenant)
+	if err != nil {
+		return l, wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanLayerRule(rows)
+		if err != nil {
+			return l, wrap(err)
+		}
+		if r.Status == store.LayerAccepted {
+			l.Rules = append(l.Rules, r)
+		} else {
+			l.Proposed = append(l.Proposed, r)
+		}
+	}
+	return l, wrap(rows.Err())
+}
+
+// LayerVersion implements [store.Layers].
+func (s *Store) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&v)
+	return v, wrap(err)
+}
+
+// LayerHistory implements [store.Layers].
+func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+	n, err := store.PageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT version, action, rule_id, text, effect, tool, by_principal, at FROM layer_changes WHERE tenant = ? ORDER BY version DESC LIMIT ?`, tenant, n)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	out := []store.LayerChange{}
+	for rows.Next() {
+		c := store.LayerChange{Tenant: tenant}
+		var action, by, at string
+		if err := rows.Scan(&c.Version, &action, &c.RuleID, &c.Text, &c.Effect, &c.Tool, &by, &at); err != nil {
+			return nil, wrap(err)
+		}
+		c.Action = store.LayerAction(action)
+		c.By, _ = store.PrincipalsFromText(by, "")
+		var perr error
+		if c.At, perr = parseTS(at); perr != nil {
+			return nil, wrap(perr)
+		}
+		out = append(out, c)
+	}
+	return out, wrap(rows.Err())
+}
+
+// wrap names the store in an error of the layer's, leaving nil and the
+// store's own sentinels as they are.
+func wrap(err error) error {
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrDecided) || errors.Is(err, store.ErrInvalid) {
+		return err
+	}
+	return fmt.Errorf("sqlite: rule layer: %w", err)
+}
