@@ -19,8 +19,8 @@ const DecisionKeySize = 32
 // its request ([Approval.Answer]): what the model, the records and the
 // terminal are told of a decision the store holds but tollgate did not make.
 const UnverifiedReason = "the decision on this request in the store was not made through tollgate " +
-	"(it carries no valid MAC: it was written into the database directly, or decided before tollgate sealed its decisions); " +
-	"the call was not run; to run it, ask for it again and decide the new request"
+	"(it carries no valid MAC: it was written into the database directly, decided by a process with another store key, " +
+	"or decided before tollgate sealed its decisions); the call was not run; to run it, ask for it again and decide the new request"
 
 // Sealer seals decisions with a store's decision key and checks them, for
 // implementations: a store seals every approval it writes decided

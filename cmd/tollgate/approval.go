@@ -285,8 +285,12 @@ func currentUser() string {
 	return "uid:" + strconv.Itoa(uid)
 }
 
-func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
-	s, err := sqlite.Open(ctx, filepath.Join(dir, sqlite.DefaultFile), nil)
+func openStore(ctx context.Context, dir, keyFile string) (*sqlite.Store, error) {
+	opts, err := decisionKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(dir, sqlite.DefaultFile), opts)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
@@ -644,7 +648,11 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return err
 			}
 			defer logs.Close()
-			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}, false)
+			keyFile, err := state.keyFile(stateDir, "")
+			if err != nil {
+				return err
+			}
+			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}, false)
 			if err != nil {
 				return err
 			}

@@ -366,7 +366,11 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 			return err
 		}
 		defer logs.Close()
-		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts, mcpLogins: true}, true)
+		keyFile, err := state.keyFile(stateDir, cfg.Workdir)
+		if err != nil {
+			return err
+		}
+		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts, mcpLogins: true}, true)
 		if err != nil {
 			return err
 		}

@@ -89,6 +89,9 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if cfg.StateDir != "" && state.dir == "" {
 		state.dir = cfg.StateDir
 	}
+	if cfg.StoreKeyFile != "" && state.key == "" {
+		state.key = cfg.StoreKeyFile
+	}
 	stateDir, err := state.resolve("")
 	if err != nil {
 		return err
@@ -156,7 +159,16 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	case storeURL == "" && cfg.Store == "memory":
 		st = store.NewMemory(nil)
 	default:
-		if st, err = openStoreAt(ctx, storeURL, stateDir, true); err != nil {
+		keyFile, err := state.keyFile(stateDir, "")
+		if err != nil {
+			return err
+		}
+		for name, a := range cfg.Agents {
+			if within(realpath.Resolve(keyFile), realpath.Resolve(a.Workdir)) {
+				return configErr("store key file %s is inside the workspace of agent %s, where its tools could read it; keep it outside (storeKeyFile, --store-key-file)", keyFile, name)
+			}
+		}
+		if st, err = openStoreAt(ctx, storeURL, stateDir, keyFile, true); err != nil {
 			return err
 		}
 	}

@@ -62,13 +62,17 @@ Each run's agent is built from the configuration stored with the run, as
 			if err != nil {
 				return usageErr("worker: %s: %v", cfgPath, err)
 			}
-			state := stateFlags{dir: cfg.StateDir, env: env}
+			state := stateFlags{dir: cfg.StateDir, key: cfg.StoreKeyFile, env: env}
 			stateDir, err := state.resolve("")
 			if err != nil {
 				return err
 			}
+			keyFile, err := state.keyFile(stateDir, "")
+			if err != nil {
+				return err
+			}
 			ctx := c.Context()
-			st, err := openStoreAt(ctx, storeURL, stateDir, true)
+			st, err := openStoreAt(ctx, storeURL, stateDir, keyFile, true)
 			if err != nil {
 				return commandError("worker", err)
 			}
