@@ -147,3 +147,21 @@ func TestLoadDecisionKey(t *testing.T) {
 		t.Errorf("garbage: %v", err)
 	}
 }
+
+// Whatever a key file holds, LoadDecisionKey returns a key of the right
+// size or an error, never a panic; a key is read back as written.
+func FuzzLoadDecisionKey(f *testing.F) {
+	f.Add([]byte("0101010101010101010101010101010101010101010101010101010101010101\n"))
+	f.Add([]byte("zz"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		path := filepath.Join(t.TempDir(), "k")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k, err := store.LoadDecisionKey(path)
+		if err == nil && len(k) != store.DecisionKeySize {
+			t.Fatalf("key of %d bytes from %q", len(k), content)
+		}
+	})
+}

@@ -454,7 +454,10 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tSTATUS\tTOOL\tPROMPT")
 			for _, a := range as {
-				status := a.Status
+				status := string(a.Status)
+				if a.Unverified {
+					status += " (not made through tollgate: declined)"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", field(a.ID), field(a.RunID), status, field(a.Tool), oneLine(a.Prompt, 80))
 			}
 			return tw.Flush()

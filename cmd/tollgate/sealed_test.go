@@ -38,6 +38,10 @@ func TestForgedApprovalIsNotRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	code, out = e.runOut(e.tg("approvals", "list", "--state-dir", "state", "--status", "all"))
+	if code != 0 || !strings.Contains(out, "approved (not made through tollgate: declined)") {
+		t.Fatalf("approvals list: exit %d\n%s", code, out)
+	}
 	code, out = e.runOut(e.tg("resume", "--state-dir", "state", runID))
 	if e.lines() != 0 {
 		t.Fatalf("the forged approval ran the call:\n%s", out)
