@@ -646,16 +646,12 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return err
 			}
-			logs, err := lf.open(env)
-			if err != nil {
-				return err
-			}
-			defer logs.Close()
 			keyFile, err := state.keyFile(stateDir, "")
 			if err != nil {
 				return err
 			}
-			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}, false)
+			b := &cliBuilder{env: env, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}
+			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, b, false)
 			if err != nil {
 				return err
 			}
@@ -669,6 +665,14 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return withCode(exitError, err)
 			}
+			// Opened once the run's workspace is known: no link an agent
+			// could have planted in it is followed.
+			logs, err := lf.open(env, cfg.Workdir)
+			if err != nil {
+				return err
+			}
+			defer logs.Close()
+			b.logs = logs
 			// A key given with --api-key is never stored: without it again
 			// the resumed run would reach the model with no key, fail after
 			// the approved calls ran, and end the run for nothing.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -158,10 +159,17 @@ func (s *stateFlags) resolve(workspace string) (string, error) {
 	if err != nil {
 		return "", withCode(exitError, err)
 	}
-	if workspace != "" && within(realpath.Resolve(abs), realpath.Resolve(workspace)) {
+	if workspace != "" && insideWorkspace(abs, workspace) {
 		return "", usageErr("state directory %s is inside the workspace %s, where the agent's tools could change it; choose another with --state-dir or $%s", abs, workspace, envStateDir)
 	}
 	return abs, nil
+}
+
+// insideWorkspace reports whether the path p is the workspace ws or lies
+// under it, by name (a path through a link that a tool could have planted
+// in the workspace included) or once links are resolved.
+func insideWorkspace(p, ws string) bool {
+	return nofollow.Within(ws, p) || within(realpath.Resolve(p), realpath.Resolve(ws))
 }
 
 // within reports whether p is dir or under it.
@@ -181,7 +189,7 @@ func (s *stateFlags) keyFile(stateDir, workspace string) (string, error) {
 	if err != nil {
 		return "", withCode(exitError, err)
 	}
-	if workspace != "" && within(realpath.Resolve(abs), realpath.Resolve(workspace)) {
+	if workspace != "" && insideWorkspace(abs, workspace) {
 		return "", configErr("--store-key-file %s is inside the workspace %s, where the agent's tools could read it; keep it outside", s.key, workspace)
 	}
 	return abs, nil

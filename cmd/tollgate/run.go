@@ -361,7 +361,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		logs, err := fl.logs.open(env)
+		logs, err := fl.logs.open(env, cfg.Workdir)
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/server"
@@ -99,7 +98,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	for name, a := range cfg.Agents {
 		// Links resolved on both sides: a state directory reached through a
 		// link from outside is still inside the workspace it lies in.
-		if within(realpath.Resolve(stateDir), realpath.Resolve(a.Workdir)) {
+		if insideWorkspace(stateDir, a.Workdir) {
 			return configErr("state directory %s is inside the workspace of agent %s, where its tools could change it; choose another with stateDir or --state-dir", stateDir, name)
 		}
 	}
@@ -164,7 +163,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			return err
 		}
 		for name, a := range cfg.Agents {
-			if within(realpath.Resolve(keyFile), realpath.Resolve(a.Workdir)) {
+			if insideWorkspace(keyFile, a.Workdir) {
 				return configErr("store key file %s is inside the workspace of agent %s, where its tools could read it; keep it outside (storeKeyFile, --store-key-file)", keyFile, name)
 			}
 		}

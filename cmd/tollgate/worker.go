@@ -84,7 +84,7 @@ Each run's agent is built from the configuration stored with the run, as
 			opts.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 			opts.Store, opts.Worker = st, true
 			lf := logFlags{verbose: verbose}
-			logs, err := lf.open(env)
+			logs, err := lf.open(env, "")
 			if err != nil {
 				return err
 			}
