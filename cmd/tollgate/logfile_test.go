@@ -33,8 +33,8 @@ func TestLogFileRefusesASymbolicLink(t *testing.T) {
 }
 
 // A link a tool could have planted in place of a directory of the
-// workspace is not followed either: `tollgate run` refuses a --log-file and
-// a --state-dir whose path goes through one, and writes nothing where it
+// workspace is not followed either: `tollgate run` refuses a --log-file, a
+// --records file and a --state-dir whose path goes through one, and writes nothing where it
 // leads; a link above the workspace is the user's and is followed.
 func TestRunRefusesLinkedDirectoriesInTheWorkspace(t *testing.T) {
 	top, outside := t.TempDir(), t.TempDir()
@@ -61,6 +61,9 @@ func TestRunRefusesLinkedDirectoriesInTheWorkspace(t *testing.T) {
 	}
 	if code, out := run("--state-dir", filepath.Join(ws, "logs", "state")); code != exitUsage || !strings.Contains(out, "inside the workspace") {
 		t.Errorf("--state-dir through a link: exit %d\n%s", code, out)
+	}
+	if code, out := run("--state-dir", state, "--records", filepath.Join(ws, "logs", "records.jsonl")); code == exitDone || !strings.Contains(out, "symbolic link") {
+		t.Errorf("--records through a link: exit %d\n%s", code, out)
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("written through the link: %v", entries)
