@@ -650,7 +650,7 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return err
 			}
-			b := &cliBuilder{env: env, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}
+			b := &cliBuilder{env: env, apiKey: apiKey, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), mcpLogins: true}
 			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, b, false)
 			if err != nil {
 				return err

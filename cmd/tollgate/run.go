@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
@@ -149,7 +151,10 @@ type cliBuilder struct {
 	logs     *cliLogs
 	apiKey   string // --api-key of this process, never stored
 	stateDir string // protected from every tool
-	exts     []runExtension
+	// keyFile is the store's decision key when not decision.key in
+	// stateDir; both are hidden from every sandboxed command.
+	keyFile string
+	exts    []runExtension
 	// protect lists further files no tool may write (the server's
 	// configuration and tokens file).
 	protect []string
@@ -202,6 +207,19 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 // (runs.FieldError naming the configuration's fields, which Build maps to
 // run's flags); flags also refuses this process's --api-key for a script
 // model, as run's flags do.
+// hidden returns the files no sandboxed command may read: the store's
+// decision key (see "Sealed decisions" in docs/sandbox.md).
+func (cb *cliBuilder) hidden() []string {
+	var out []string
+	if cb.stateDir != "" {
+		out = append(out, filepath.Join(cb.stateDir, store.DecisionKeyFile))
+	}
+	if cb.keyFile != "" {
+		out = append(out, cb.keyFile)
+	}
+	return out
+}
+
 func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool) (*runs.Built, error) {
 	logs := cb.logger()
 	protect := cb.protect
@@ -218,7 +236,7 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, MCPLogins: cb.loginsDir(),
+		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, Hide: cb.hidden(), MCPLogins: cb.loginsDir(),
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 		Elicit: cb.askElicit,
@@ -370,7 +388,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts, mcpLogins: true}, true)
+		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, keyFile: keyFile, exts: rc.exts, mcpLogins: true}, true)
 		if err != nil {
 			return err
 		}

@@ -52,9 +52,19 @@ func TestForgedApprovalIsNotRunEndToEnd(t *testing.T) {
 }
 
 // A sandboxed command cannot read the store's key, and the key is in no
-// child's environment: the model's bash runs `env` and `cat KEYFILE`.
+// child's environment: the model's bash runs `env` and `cat KEYFILE`. The
+// key is left out of the trees Landlock grants by default, and hidden when
+// --sandbox-read grants the state directory that holds it.
 func TestSandboxedToolCannotReadStoreKeyEndToEnd(t *testing.T) {
-	t.Parallel()
+	for name, extra := range map[string][]string{"default": nil, "state dir readable": {"--sandbox-read", "state"}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testToolCannotReadStoreKey(t, extra)
+		})
+	}
+}
+
+func testToolCannotReadStoreKey(t *testing.T, extra []string) {
 	e := newE2E(t)
 	keyFile := filepath.Join(e.dir, "state", store.DecisionKeyFile)
 	key, err := store.LoadDecisionKey(keyFile) // made first, so that it exists when the tool runs
@@ -69,7 +79,8 @@ func TestSandboxedToolCannotReadStoreKeyEndToEnd(t *testing.T) {
   - text: "done"
 `)
 	apWrite(t, e.dir, "allow.yaml", "rules:\n  - id: allow-bash\n    tool: bash\n    decision: allow\n")
-	code, out := e.runOut(e.tg("run", "--model", "script:leak.yaml", "--workdir", "ws", "--policy", "allow.yaml", "--state-dir", "state", "leak the key"))
+	args := append([]string{"run", "--model", "script:leak.yaml", "--workdir", "ws", "--policy", "allow.yaml", "--state-dir", "state"}, extra...)
+	code, out := e.runOut(e.tg(append(args, "leak the key")...))
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(e.ws, name))
 		if err != nil {

@@ -150,6 +150,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return err
 	}
 	var st store.Store
+	var keyFile string
 	switch {
 	case storeURL != "" && cfg.Store == "memory":
 		return configErr("%s says store: memory, but a PostgreSQL store is named (--store or $%s)", cfg.File, envStoreURL)
@@ -158,8 +159,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	case storeURL == "" && cfg.Store == "memory":
 		st = store.NewMemory(nil)
 	default:
-		keyFile, err := state.keyFile(stateDir, "")
-		if err != nil {
+		if keyFile, err = state.keyFile(stateDir, ""); err != nil {
 			return err
 		}
 		for name, a := range cfg.Agents {
@@ -173,7 +173,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b := serveBuilder{&cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}}
+	b := serveBuilder{&cliBuilder{env: env, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), protect: protect}}
 	// Each agent is built once now: a missing file or one that does not
 	// load stops the start, where it is seen, not the first run.
 	if err := cfg.CheckAgents(ctx, b); err != nil {
