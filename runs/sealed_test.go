@@ -117,3 +117,49 @@ func TestForgedDecisionIsNotRun(t *testing.T) {
 		})
 	}
 }
+
+// The durable engine refuses a forged decision too: while the run waits,
+// the approval is set approved with SQL; the run goes on with the call
+// declined in the runtime's name, and the tool never runs.
+func TestDurableForgedDecisionIsNotRun(t *testing.T) {
+	key := make([]byte, store.DecisionKeySize)
+	key[1] = 9
+	for name, open := range sealedBackends {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st, forge := open(t, key)
+			defer st.Close()
+			transfer := &testkit.Counter{Name: "transfer_funds"}
+			call := []model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}
+			b := &testBuilder{m: testkit.Script(call), tools: agent.ToolList{transfer}}
+			d, err := runs.NewDurable(st, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := newFakeEngine()
+			forged := false
+			eng.onWait = func(string) {
+				if !forged {
+					forge(t)
+					forged = true
+				}
+			}
+			input := runs.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+			if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+				t.Fatal(err)
+			}
+			eng.execution(-1)
+			res, err := d.Drive(ctx, eng, input)
+			if err != nil || res == nil {
+				t.Fatalf("drive: %v %v", res, err)
+			}
+			if !forged || transfer.Count() != 0 {
+				t.Fatalf("forged %v; the tool ran %d times", forged, transfer.Count())
+			}
+			dec := res.ToolCalls[0].Decision
+			if dec.Outcome != agent.OutcomeDeclined || dec.By.Kind != tool.PrincipalRuntime || dec.Reason != store.UnverifiedReason {
+				t.Fatalf("decision %+v", dec)
+			}
+		})
+	}
+}
