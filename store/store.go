@@ -11,7 +11,8 @@
 // A store knows nothing of the agent: a run's halted state, its latest result
 // and the host's run configuration are opaque JSON (the agent's State and
 // Result, and whatever the host needs to rebuild the same agent). It therefore
-// imports only the level-0 package tool, and the agent never imports it.
+// imports only level-0 packages (tool, and internal/nofollow for its key
+// file), and the agent never imports it.
 //
 // # Tenants
 //
