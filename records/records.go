@@ -18,12 +18,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/nofollow"
 )
 
 // Line is one JSON line: the decision record of one tool call.
@@ -132,6 +132,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
+	// Workspace, if set, is the agent's workspace: [OpenFile] refuses a
+	// path that goes through a symbolic link inside it (a tool could have
+	// planted one in place of a directory).
+	Workspace string
 }
 
 // Writer writes one JSON line per record to an io.Writer. It is safe for
@@ -166,18 +170,16 @@ func NewWriter(w io.Writer, opts *Options) *Writer {
 // OpenFile opens path for appending (creating it with mode 0600) and returns
 // a writer to it; Close closes the file. A path that exists and is not a
 // regular file (a FIFO, a device: opening one could block the run forever)
-// is an error, and so is a symbolic link.
+// is an error, and so is a symbolic link, at the end of path or, with
+// opts.Workspace, anywhere in its part inside the workspace.
 func OpenFile(path string, opts *Options) (*Writer, error) {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("records: %s is not a regular file (%s)", path, fi.Mode().Type())
+	var ws string
+	if opts != nil {
+		ws = opts.Workspace
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o600)
+	f, err := nofollow.OpenFileIn(ws, path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("records: %s is not a regular file", path)
 	}
 	w := NewWriter(f, opts)
 	w.c = f

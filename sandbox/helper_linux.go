@@ -200,6 +200,11 @@ func helper(specJSON string) int {
 	if deny != nil {
 		stage.Hidden = deny.hidden(sp.Path)
 	}
+	for _, h := range sp.Hide {
+		if _, err := os.Stat(h); err == nil {
+			stage.Hidden = append(stage.Hidden, realpath(h))
+		}
+	}
 	b, err := json.Marshal(stage)
 	if err != nil {
 		return fail("%v", err)

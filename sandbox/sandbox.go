@@ -69,6 +69,11 @@ type Policy struct {
 	// whose settings a later run may read). Like Protect, it needs mount
 	// namespaces.
 	Seal []string
+	// Hide are files it must neither read, write nor execute even where
+	// they lie in a tree it may read (the store's decision key, when a
+	// Read tree holds the state directory): Landlock grants such a tree
+	// entry by entry around them, as for the programs of DenyExec.
+	Hide []string
 	// ConnectTCP are the TCP ports it may connect to and bind; none by default.
 	ConnectTCP []uint16
 	// DenyExec are globs on program base names ("rm", "python*"; package
@@ -266,6 +271,7 @@ type spec struct {
 	Seal       []string `json:"seal,omitempty"`
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
 	DenyExec   []string `json:"denyExec,omitempty"`
+	Hide       []string `json:"hide,omitempty"`
 	TempDir    string   `json:"tempDir,omitempty"`
 	Namespaces bool     `json:"namespaces,omitempty"`
 	MaxProcs   int      `json:"maxProcs,omitempty"`
@@ -305,7 +311,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	if cmd.Err != nil {
 		return false, cmd.Err
 	}
-	for _, list := range [][]string{{p.Workspace}, p.Read, p.Write, p.Protect, p.Seal} {
+	for _, list := range [][]string{{p.Workspace}, p.Read, p.Write, p.Protect, p.Seal, p.Hide} {
 		for _, path := range list {
 			if path != "" && !filepath.IsAbs(path) {
 				return false, fmt.Errorf("sandbox: policy path %q is not absolute", path)
@@ -330,7 +336,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	sp := spec{
 		Mode: p.Mode, ConnectTCP: slices.Clone(p.ConnectTCP), TempDir: s.tempDir,
 		Namespaces: s.status.Namespaces, Path: prog, Args: slices.Clone(cmd.Args),
-		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal), DenyExec: slices.Clone(p.DenyExec),
+		Protect: slices.Clone(p.Protect), Seal: slices.Clone(p.Seal), DenyExec: slices.Clone(p.DenyExec), Hide: slices.Clone(p.Hide),
 		MaxProcs: p.MaxProcesses, MaxMem: p.MaxMemory,
 	}
 	if sp.MaxProcs == 0 {

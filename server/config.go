@@ -38,6 +38,8 @@ const (
 //	store: sqlite                 # sqlite (default, in stateDir), postgres (the command's --store or
 //	                              # $TOLLGATE_STORE_URL, shared by several servers) or memory (nothing survives a restart)
 //	tokens: tokens.yaml           # bearer tokens by SHA-256 (see LoadTokens)
+//	storeKeyFile: /etc/tollgate/decision.key  # the store's decision key (default: decision.key in stateDir);
+//	                              # every server and worker of one PostgreSQL store needs the same
 //	leaseTtl: 30s                 # a run's lease without a heartbeat
 //	shutdownGrace: 30s            # how long running runs get to finish or halt on SIGTERM
 //	agents:
@@ -88,7 +90,10 @@ type Config struct {
 	// Store is "sqlite", "postgres" or "memory".
 	Store string
 	// TokensFile is the tokens file, absolute, or empty.
-	TokensFile string
+	// StoreKeyFile is the file of the store's decision key
+	// (store.LoadDecisionKey), absolute, or empty for the caller's default.
+	StoreKeyFile string
+	TokensFile   string
 	// LeaseTTL and ShutdownGrace are zero for the defaults.
 	LeaseTTL      time.Duration
 	ShutdownGrace time.Duration
@@ -270,6 +275,7 @@ type configYAML struct {
 	StateDir      string               `yaml:"stateDir"`
 	Store         string               `yaml:"store"`
 	Tokens        string               `yaml:"tokens"`
+	StoreKeyFile  string               `yaml:"storeKeyFile"`
 	LeaseTTL      string               `yaml:"leaseTtl"`
 	ShutdownGrace string               `yaml:"shutdownGrace"`
 	Agents        map[string]agentYAML `yaml:"agents"`
@@ -452,7 +458,7 @@ func LoadConfig(path string) (*Config, error) {
 		return filepath.Join(dir, p)
 	}
 	ps := &problems{path: abs, f: f}
-	c := &Config{syntax: f, File: abs, Addr: y.Addr, StateDir: rel(y.StateDir), Store: y.Store, TokensFile: rel(y.Tokens), Agents: map[string]runs.RunConfig{}, AgentTenants: map[string][]string{}}
+	c := &Config{syntax: f, File: abs, Addr: y.Addr, StateDir: rel(y.StateDir), Store: y.Store, TokensFile: rel(y.Tokens), StoreKeyFile: rel(y.StoreKeyFile), Agents: map[string]runs.RunConfig{}, AgentTenants: map[string][]string{}}
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {

@@ -27,6 +27,7 @@ func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "server.yaml", `addr: 127.0.0.1:8080
 tokens: tokens.yaml
+storeKeyFile: decision.key
 leaseTtl: 10s
 agents:
   payer:
@@ -49,7 +50,7 @@ agents:
 		t.Fatal(err)
 	}
 	a := c.Agents["payer"]
-	if c.Addr != "127.0.0.1:8080" || c.Store != "sqlite" || c.TokensFile != filepath.Join(dir, "tokens.yaml") || c.LeaseTTL != 10*time.Second ||
+	if c.Addr != "127.0.0.1:8080" || c.Store != "sqlite" || c.TokensFile != filepath.Join(dir, "tokens.yaml") || c.StoreKeyFile != filepath.Join(dir, "decision.key") || c.LeaseTTL != 10*time.Second ||
 		a.Agent != "payer" || a.Model.Name != filepath.Join(dir, "script.yaml") || a.Workdir != filepath.Join(dir, "ws") ||
 		a.PolicyFile != filepath.Join(dir, "policy.yaml") || a.Autonomy != "cautious" || time.Duration(a.ApprovalTTL) != time.Hour || a.Sandbox.Bash != "off" {
 		t.Fatalf("config %+v, agent %+v", c, a)

@@ -18,7 +18,8 @@ import (
 // channel that every append closes (no polling). The zero value is not
 // usable; use [NewMemory].
 type Memory struct {
-	now func() time.Time
+	now  func() time.Time
+	seal *Sealer
 
 	mu        sync.Mutex
 	runs      map[string]*memRun
@@ -46,10 +47,17 @@ type memApproval struct {
 
 type approvalKey struct{ run, id string }
 
-// NewMemory returns an empty in-memory store.
+// NewMemory returns an empty in-memory store. It seals its decisions with
+// opts.DecisionKey, or with this process's random key when there is none;
+// it panics on a key that is not [DecisionKeySize] bytes.
 func NewMemory(opts *Options) *Memory {
+	seal, err := NewSealer(opts)
+	if err != nil {
+		panic(err)
+	}
 	return &Memory{
 		now:       opts.NowFunc(),
+		seal:      seal,
 		runs:      map[string]*memRun{},
 		approvals: map[approvalKey]*memApproval{},
 		changed:   make(chan struct{}),
@@ -338,7 +346,7 @@ func (m *Memory) GetApproval(ctx context.Context, runID, id string) (Approval, e
 	if !ok {
 		return Approval{}, fmt.Errorf("%w: approval %s of run %s", ErrNotFound, id, runID)
 	}
-	return cloneApproval(a.a), nil
+	return m.seal.Check(cloneApproval(a.a)), nil
 }
 
 // ListApprovals implements [Store].
@@ -368,7 +376,7 @@ func (m *Memory) ListApprovals(ctx context.Context, f ApprovalFilter) (ApprovalP
 		p.Next = EncodeCursor("approvals", sel[limit-1].pos)
 	}
 	for _, a := range sel {
-		p.Approvals = append(p.Approvals, cloneApproval(a.a))
+		p.Approvals = append(p.Approvals, m.seal.Check(cloneApproval(a.a)))
 	}
 	return p, nil
 }
@@ -382,7 +390,9 @@ func (m *Memory) transition(runID, id string, step func(Approval, time.Time) (Ap
 	if !ok {
 		return Approval{}, fmt.Errorf("%w: approval %s of run %s", ErrNotFound, id, runID)
 	}
-	next, err := step(a.a, m.now())
+	prev := m.seal.Check(a.a)
+	next, err := step(prev, m.now())
+	next = m.seal.Seal(prev, next)
 	a.a = next
 	if event(next, err) {
 		m.commit(nil, []Event{ApprovalEventOf(next)})
@@ -426,7 +436,8 @@ func (m *Memory) ExpireApprovals(ctx context.Context) ([]Approval, error) {
 	var out []Approval
 	var evs []Event
 	for _, a := range due {
-		a.a = ExpireApproval(a.a, now)
+		prev := m.seal.Check(a.a)
+		a.a = m.seal.Seal(prev, ExpireApproval(prev, now))
 		out = append(out, cloneApproval(a.a))
 		evs = append(evs, ApprovalEventOf(a.a))
 	}
@@ -528,10 +539,14 @@ func ApplyDecision(a Approval, d Answer, now time.Time) (Approval, error) {
 }
 
 // ApplyConsume is the state machine of [Store.Consume], for implementations,
-// like [ApplyDecision]: on ErrExpired the returned approval is marked expired
+// like [ApplyDecision]: an unverified approval (see [Sealer.Check]) is
+// refused with [ErrUnverified]; on ErrExpired the returned approval is marked expired
 // and must be stored (with its [EventApprovalExpired] event); on other errors
 // it is unchanged.
 func ApplyConsume(a Approval, digest string, now time.Time) (Approval, error) {
+	if a.Unverified && a.Status != StatusPending {
+		return a, fmt.Errorf("%w: approval %s of run %s is %s, but its decision carries no valid MAC", ErrUnverified, a.ID, a.RunID, a.Status)
+	}
 	switch a.Status {
 	case StatusUsed:
 		return a, fmt.Errorf("%w: approval %s of run %s", ErrUsed, a.ID, a.RunID)

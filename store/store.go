@@ -11,7 +11,8 @@
 // A store knows nothing of the agent: a run's halted state, its latest result
 // and the host's run configuration are opaque JSON (the agent's State and
 // Result, and whatever the host needs to rebuild the same agent). It therefore
-// imports only the level-0 package tool, and the agent never imports it.
+// imports only level-0 packages (tool, and internal/nofollow for its key
+// file), and the agent never imports it.
 //
 // # Tenants
 //
@@ -43,6 +44,21 @@
 // [EventApprovalDecided] event, and a recorded expiry an [EventApprovalExpired]
 // event, in the same transaction, so that waiting for a run's events
 // ([Store.WaitEvents]) covers waiting for its answers.
+//
+// # Sealed decisions
+//
+// A decision (approved, denied, expired, used) is sealed by the store that
+// writes it: an HMAC-SHA256, with the store's decision key
+// ([Options].DecisionKey), over what a resume trusts of it (see [Sealer]).
+// Every approval a store reads is checked: one whose decision carries no
+// MAC, or a wrong one (a row changed in the database by something other
+// than tollgate: a tool that could write the SQLite file, a client of the
+// PostgreSQL server; or a row decided before decisions were sealed) is
+// returned with Unverified set; its [Approval.Answer] declines the request
+// with [UnverifiedReason], and Consume refuses it ([ErrUnverified]). A
+// pending approval needs no MAC: it decides nothing. Sealing never
+// launders: a step from an unverified approval (an expiry) stays
+// unverified.
 //
 // # Runs and leases
 //
@@ -128,6 +144,10 @@ var (
 	// ErrBadCursor: a page cursor that this store did not make for this
 	// listing (corrupt, truncated, or from another listing).
 	ErrBadCursor = errors.New("store: bad page cursor")
+	// ErrUnverified: Consume on an approval whose decision carries no valid
+	// MAC: it was not made through tollgate (see "Sealed decisions" in the
+	// package doc). The call must not run.
+	ErrUnverified = errors.New("store: the decision in the store was not made through tollgate")
 	// ErrInvalid: a malformed argument (an empty holder or event type, a
 	// non-positive TTL, a negative limit, invalid JSON); the message says
 	// which.
@@ -262,6 +282,13 @@ type Approval struct {
 	UsedAt    *time.Time `json:"usedAt,omitempty"`
 	// ExpiresAt is the request's expiry, if any.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// MAC seals the decision, for implementations ([Sealer]): base64 of an
+	// HMAC-SHA256, empty while pending. Kept by the store, never shown.
+	MAC string `json:"-"`
+	// Unverified is set by the store that read the approval when its
+	// decision carries no valid MAC: it was not made through tollgate, and
+	// nothing may act on it (see "Sealed decisions" in the package doc).
+	Unverified bool `json:"unverified,omitempty"`
 }
 
 // Expired reports whether a has an expiry at or before now.
@@ -271,9 +298,14 @@ func (a Approval) Expired(now time.Time) bool {
 
 // Answer returns the answer a decided approval gives its request: approved and
 // used ones approve (with Data), denied ones decline with the reason, expired
-// ones decline as expired. A pending approval has no answer (false).
+// ones decline as expired, and an unverified one (see "Sealed decisions" in
+// the package doc) declines in the runtime's name with [UnverifiedReason],
+// whatever its status says. A pending approval has no answer (false).
 func (a Approval) Answer() (tool.Answer, bool) {
 	ans := tool.Answer{ID: a.ID, Reason: a.Reason, Principal: a.DecidedBy, Actor: a.Actor}
+	if a.Unverified && a.Status != StatusPending {
+		return tool.Answer{ID: a.ID, Principal: tool.Principal{Kind: tool.PrincipalRuntime}, Reason: UnverifiedReason}, true
+	}
 	switch a.Status {
 	case StatusApproved, StatusUsed:
 		ans.OK, ans.Data = true, a.Data
@@ -679,6 +711,13 @@ type Store interface {
 type Options struct {
 	// Now returns the current time (default time.Now); for tests.
 	Now func() time.Time
+	// DecisionKey is the key of the MACs that seal the store's decisions
+	// ([DecisionKeySize] bytes; see [LoadDecisionKey] and "Sealed
+	// decisions" in the package doc). Every process that shares a durable
+	// store must be given the same key. Nil means a key made at random for
+	// this process: decisions written by another process, or before a
+	// restart, are then refused.
+	DecisionKey []byte
 }
 
 // NowFunc returns o.Now, or time.Now when o or o.Now is nil.

@@ -285,8 +285,12 @@ func currentUser() string {
 	return "uid:" + strconv.Itoa(uid)
 }
 
-func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
-	s, err := sqlite.Open(ctx, filepath.Join(dir, sqlite.DefaultFile), nil)
+func openStore(ctx context.Context, dir, keyFile string) (*sqlite.Store, error) {
+	opts, err := decisionKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(dir, sqlite.DefaultFile), opts)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
@@ -450,7 +454,10 @@ func newApprovalsCmd(env *cliEnv) *cobra.Command {
 			tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tSTATUS\tTOOL\tPROMPT")
 			for _, a := range as {
-				status := a.Status
+				status := string(a.Status)
+				if a.Unverified {
+					status += " (not made through tollgate: declined)"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", field(a.ID), field(a.RunID), status, field(a.Tool), oneLine(a.Prompt, 80))
 			}
 			return tw.Flush()
@@ -639,12 +646,12 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return err
 			}
-			logs, err := lf.open(env)
+			keyFile, err := state.keyFile(stateDir, "")
 			if err != nil {
 				return err
 			}
-			defer logs.Close()
-			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: apiKey, stateDir: stateDir, exts: runExtensions(), mcpLogins: true}, false)
+			b := &cliBuilder{env: env, apiKey: apiKey, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), mcpLogins: true}
+			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, b, false)
 			if err != nil {
 				return err
 			}
@@ -658,6 +665,14 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 			if err != nil {
 				return withCode(exitError, err)
 			}
+			// Opened once the run's workspace is known: no link an agent
+			// could have planted in it is followed.
+			logs, err := lf.open(env, cfg.Workdir)
+			if err != nil {
+				return err
+			}
+			defer logs.Close()
+			b.logs = logs
 			// A key given with --api-key is never stored: without it again
 			// the resumed run would reach the model with no key, fail after
 			// the approved calls ran, and end the run for nothing.

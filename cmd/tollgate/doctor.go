@@ -111,7 +111,11 @@ func doctorStore(ctx context.Context, state *stateFlags) (string, bool) {
 	if _, err := os.Stat(filepath.Join(dir, sqlite.DefaultFile)); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Sprintf("state: %s (no store yet: made by the first run)", dir), true
 	}
-	s, err := openExistingStore(ctx, dir)
+	keyFile, err := state.keyFile(dir, "")
+	if err != nil {
+		return "state: " + err.Error(), false
+	}
+	s, err := openExistingStore(ctx, dir, keyFile)
 	if err != nil {
 		return fmt.Sprintf("state: %s: %s", dir, err.Error()), false
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -44,12 +45,16 @@ const maxPromptBytes = 4 << 20
 // the store.
 type stateFlags struct {
 	dir, store string
-	env        *cliEnv // the command's environment and working directory
+	// key is the file of the store's decision key, "" for decision.key in
+	// the state directory.
+	key string
+	env *cliEnv // the command's environment and working directory
 }
 
 func (s *stateFlags) add(f *pflag.FlagSet, env *cliEnv) {
 	s.env = env
 	f.StringVar(&s.dir, "state-dir", "", "directory of the store of runs and approvals (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
+	f.StringVar(&s.key, "store-key-file", "", "file of the key that seals the store's decisions, mode 0600, made when missing (default: "+store.DecisionKeyFile+" in the state directory); every process of one store needs the same")
 	f.StringVar(&s.store, "store", "", "PostgreSQL URL of a store shared by many processes, postgres://USER@HOST:PORT/DB (default: $"+envStoreURL+"; else the SQLite file of the state directory). No password here: a command line is visible to every process; use $"+envStoreURL+", $PGPASSWORD or ~/.pgpass")
 }
 
@@ -154,16 +159,50 @@ func (s *stateFlags) resolve(workspace string) (string, error) {
 	if err != nil {
 		return "", withCode(exitError, err)
 	}
-	if workspace != "" && within(realpath.Resolve(abs), realpath.Resolve(workspace)) {
+	if workspace != "" && insideWorkspace(abs, workspace) {
 		return "", usageErr("state directory %s is inside the workspace %s, where the agent's tools could change it; choose another with --state-dir or $%s", abs, workspace, envStateDir)
 	}
 	return abs, nil
+}
+
+// insideWorkspace reports whether the path p is the workspace ws or lies
+// under it, by name (a path through a link that a tool could have planted
+// in the workspace included) or once links are resolved.
+func insideWorkspace(p, ws string) bool {
+	return nofollow.Within(ws, p) || within(realpath.Resolve(p), realpath.Resolve(ws))
 }
 
 // within reports whether p is dir or under it.
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// keyFile returns the file of the store's decision key: --store-key-file,
+// else decision.key in stateDir; absolute. With a workspace, a file inside
+// it is refused: the agent's tools could read the key, or replace it.
+func (s *stateFlags) keyFile(stateDir, workspace string) (string, error) {
+	if s.key == "" {
+		return filepath.Join(stateDir, store.DecisionKeyFile), nil
+	}
+	abs, err := s.env.abs(s.key)
+	if err != nil {
+		return "", withCode(exitError, err)
+	}
+	if workspace != "" && insideWorkspace(abs, workspace) {
+		return "", configErr("--store-key-file %s is inside the workspace %s, where the agent's tools could read it; keep it outside", s.key, workspace)
+	}
+	return abs, nil
+}
+
+// decisionKey loads (making it when missing) the store's decision key from
+// the file keyFile; an unreadable or unsafe file is a configuration error.
+func decisionKey(keyFile string) (*store.Options, error) {
+	key, err := store.LoadDecisionKey(keyFile)
+	if err != nil {
+		return nil, configErr("%v", err)
+	}
+	return &store.Options{DecisionKey: key}, nil
 }
 
 // open opens the store: the PostgreSQL one of storeURL, else the existing
@@ -173,14 +212,18 @@ func (s *stateFlags) open(ctx context.Context) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u != "" {
-		return openPostgres(ctx, u)
-	}
 	dir, err := s.resolve("")
 	if err != nil {
 		return nil, err
 	}
-	return openExistingStore(ctx, dir)
+	keyFile, err := s.keyFile(dir, "")
+	if err != nil {
+		return nil, err
+	}
+	if u != "" {
+		return openPostgres(ctx, u, keyFile)
+	}
+	return openExistingStore(ctx, dir, keyFile)
 }
 
 // openStoreAt opens the store of a command, as every command does: the
@@ -189,12 +232,12 @@ func (s *stateFlags) open(ctx context.Context) (store.Store, error) {
 // only one that exists already (openExistingStore). A state directory that
 // cannot be made or opened is a configuration error naming it; a store
 // that does not answer is an error (exit 1).
-func openStoreAt(ctx context.Context, storeURL, stateDir string, create bool) (store.Store, error) {
+func openStoreAt(ctx context.Context, storeURL, stateDir, keyFile string, create bool) (store.Store, error) {
 	switch {
 	case storeURL != "":
-		return openPostgres(ctx, storeURL)
+		return openPostgres(ctx, storeURL, keyFile)
 	case !create:
-		s, err := openExistingStore(ctx, stateDir)
+		s, err := openExistingStore(ctx, stateDir, keyFile)
 		if err != nil {
 			return nil, err
 		}
@@ -203,16 +246,25 @@ func openStoreAt(ctx context.Context, storeURL, stateDir string, create bool) (s
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, configErr("state directory %s: %v", stateDir, err)
 	}
-	s, err := sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), nil)
+	opts, err := decisionKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), opts)
 	if err != nil {
 		return nil, configErr("state directory %s: %v", stateDir, err)
 	}
 	return s, nil
 }
 
-// openPostgres opens the PostgreSQL store at url (migrating its schema).
-func openPostgres(ctx context.Context, url string) (store.Store, error) {
-	s, err := postgres.Open(ctx, url, nil)
+// openPostgres opens the PostgreSQL store at url (migrating its schema),
+// with the decision key of keyFile.
+func openPostgres(ctx context.Context, url, keyFile string) (store.Store, error) {
+	opts, err := decisionKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := postgres.Open(ctx, url, opts)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
@@ -221,7 +273,7 @@ func openPostgres(ctx context.Context, url string) (store.Store, error) {
 
 // openExistingStore opens the store in dir for a command that only reads or
 // answers: it never creates one, and a missing one is an error naming dir.
-func openExistingStore(ctx context.Context, dir string) (*sqlite.Store, error) {
+func openExistingStore(ctx context.Context, dir, keyFile string) (*sqlite.Store, error) {
 	db := filepath.Join(dir, sqlite.DefaultFile)
 	if _, err := os.Stat(db); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -229,7 +281,7 @@ func openExistingStore(ctx context.Context, dir string) (*sqlite.Store, error) {
 		}
 		return nil, withCode(exitError, err)
 	}
-	return openStore(ctx, dir)
+	return openStore(ctx, dir, keyFile)
 }
 
 // leaseTTL reads $TOLLGATE_LEASE_TTL of env (0: the default).
@@ -247,12 +299,12 @@ func leaseTTL(env *cliEnv) (time.Duration, error) {
 
 // openHost opens the store ([openStoreAt]) and a runs.Host over it that
 // builds agents with b.
-func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir string, b runs.Builder, create bool) (*runs.Host, func(), error) {
+func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir, keyFile string, b runs.Builder, create bool) (*runs.Host, func(), error) {
 	ttl, err := leaseTTL(env)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := openStoreAt(ctx, storeURL, stateDir, create)
+	s, err := openStoreAt(ctx, storeURL, stateDir, keyFile, create)
 	if err != nil {
 		return nil, nil, err
 	}

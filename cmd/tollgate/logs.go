@@ -37,15 +37,17 @@ type cliLogs struct {
 }
 
 // open makes the loggers of l; the caller closes them when the command ends.
-func (l *logFlags) open(env *cliEnv) (*cliLogs, error) {
+// workspace is the run's, "" when there is none.
+func (l *logFlags) open(env *cliEnv, workspace string) (*cliLogs, error) {
 	if l.file != "" {
 		path, err := env.abs(l.file)
 		if err != nil {
 			return nil, usageErr("--log-file: %v", err)
 		}
 		// The file may lie in the workspace, where a tool could have put
-		// a link to a file of the user's in its place.
-		f, err := nofollow.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		// a link to a file of the user's in its place, or in place of a
+		// directory above it.
+		f, err := nofollow.OpenFileIn(workspace, path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, usageErr("--log-file: %v", err)
 		}

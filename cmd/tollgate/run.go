@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
@@ -149,7 +151,10 @@ type cliBuilder struct {
 	logs     *cliLogs
 	apiKey   string // --api-key of this process, never stored
 	stateDir string // protected from every tool
-	exts     []runExtension
+	// keyFile is the store's decision key when not decision.key in
+	// stateDir; both are hidden from every sandboxed command.
+	keyFile string
+	exts    []runExtension
 	// protect lists further files no tool may write (the server's
 	// configuration and tokens file).
 	protect []string
@@ -202,6 +207,19 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 // (runs.FieldError naming the configuration's fields, which Build maps to
 // run's flags); flags also refuses this process's --api-key for a script
 // model, as run's flags do.
+// hidden returns the files no sandboxed command may read: the store's
+// decision key (see "Sealed decisions" in docs/sandbox.md).
+func (cb *cliBuilder) hidden() []string {
+	var out []string
+	if cb.stateDir != "" {
+		out = append(out, filepath.Join(cb.stateDir, store.DecisionKeyFile))
+	}
+	if cb.keyFile != "" {
+		out = append(out, cb.keyFile)
+	}
+	return out
+}
+
 func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool) (*runs.Built, error) {
 	logs := cb.logger()
 	protect := cb.protect
@@ -218,7 +236,7 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, MCPLogins: cb.loginsDir(),
+		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, Hide: cb.hidden(), MCPLogins: cb.loginsDir(),
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 		Elicit: cb.askElicit,
@@ -361,12 +379,16 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		logs, err := fl.logs.open(env)
+		logs, err := fl.logs.open(env, cfg.Workdir)
 		if err != nil {
 			return err
 		}
 		defer logs.Close()
-		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, exts: rc.exts, mcpLogins: true}, true)
+		keyFile, err := state.keyFile(stateDir, cfg.Workdir)
+		if err != nil {
+			return err
+		}
+		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, keyFile: keyFile, exts: rc.exts, mcpLogins: true}, true)
 		if err != nil {
 			return err
 		}
@@ -391,6 +413,7 @@ type printer struct {
 	inText  bool              // the last event printed was text: a block of the model's text is open
 	nextLn  bool              // the next text starts a line of that block
 	firstLn bool              // and that line is the block's first
+	held    string            // the first line's beginning, held back while it could start as tollgate's own lines
 	asked   map[string]bool   // call IDs of calls that asked a question
 }
 
@@ -406,17 +429,67 @@ func (p *printer) label(callID string) string {
 // (the model's, a question's): none of tollgate's own lines starts so.
 const continued = "  | "
 
+// ownStarts are how tollgate's own lines on a terminal start, besides a
+// blank or "-" ("   [bash call_9] allowed", "-> bash"): its messages
+// ("tollgate: waiting for answers"), the end of a run ("run run_1 is
+// pending", "stored run run_1 in …", "then: tollgate resume …"). A first
+// line of the model's text that starts so is marked; the comparison ignores
+// case.
+var ownStarts = []string{"tollgate", "run ", "stored run", "then:"}
+
+// startsOwn reports whether s starts as one of tollgate's own lines.
+func startsOwn(s string) bool {
+	if s != "" && strings.ContainsAny(s[:1], " \t-") {
+		return true
+	}
+	for _, o := range ownStarts {
+		if len(s) >= len(o) && strings.EqualFold(s[:len(o)], o) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayStartOwn reports whether more text could make s, a line's beginning
+// without its newline, start as one of tollgate's own lines.
+func mayStartOwn(s string) bool {
+	if s == "" {
+		return true
+	}
+	for _, o := range ownStarts {
+		if len(s) < len(o) && strings.EqualFold(s, o[:len(s)]) {
+			return true
+		}
+	}
+	return false
+}
+
 // text prints a delta of the model's text. Every line of a block of text
 // after its first starts with [continued], and so does a first line that
-// starts with a blank or "-", so that no text can pass for one of
-// tollgate's lines ("   [bash call_9] allowed by person:root", "-> bash").
+// starts as one of tollgate's own lines ([startsOwn]), so that no text can
+// pass for one ("   [bash call_9] allowed by person:root", "-> bash",
+// "tollgate: ..."). The first line's beginning is held back while it
+// could still become one (a delta "toll" before "gate:"): until it cannot,
+// its newline comes, or the block ends ([printer.endLine]).
 func (p *printer) text(delta string) {
 	if !p.inText {
 		p.inText, p.nextLn, p.firstLn = true, true, true
 	}
+	if p.firstLn && p.nextLn {
+		p.held += delta
+		if !strings.Contains(p.held, "\n") && !startsOwn(p.held) && mayStartOwn(p.held) {
+			return
+		}
+		delta, p.held = p.held, ""
+	}
+	p.emit(delta)
+}
+
+// emit prints text of the current block, marking its lines.
+func (p *printer) emit(delta string) {
 	for delta != "" {
 		if p.nextLn {
-			if !p.firstLn || strings.ContainsAny(delta[:1], " \t-") {
+			if !p.firstLn || startsOwn(delta) {
 				fmt.Fprint(p.w, continued)
 			}
 			p.nextLn, p.firstLn = false, false
@@ -442,6 +515,12 @@ func markLines(s string) string {
 // endLine ends a line of streamed text left open, so that what follows (an
 // error on stderr, the shell prompt) starts on a line of its own.
 func (p *printer) endLine() {
+	if p.held != "" {
+		// The block ended while its first line was held back.
+		h := p.held
+		p.held = ""
+		p.emit(h)
+	}
 	if p.midText {
 		fmt.Fprintln(p.w)
 		p.midText = false

@@ -114,8 +114,8 @@ func needSandbox(t *testing.T) {
 
 // A sandboxed tool cannot approve its own gated call: an allowed bash call
 // of a second run runs `tollgate approvals approve` and `tollgate resume` on
-// the first run's pending request. The store is read-only to it, so the
-// request stays pending and the gated call never runs. Unsandboxed, the same call approves, but only as the
+// the first run's pending request. The store's decision key is hidden from
+// it (and the store read-only), so the request stays pending and the gated call never runs. Unsandboxed, the same call approves, but only as the
 // OS user running it, never as a name it chose.
 func TestToolCannotApproveItself(t *testing.T) {
 	t.Parallel()
@@ -152,7 +152,7 @@ func TestToolCannotApproveItself(t *testing.T) {
 	// The helper must be able to run the binary: allow reading it, so that
 	// only the store stands in the way.
 	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox-read", filepath.Dir(bin), "--sandbox-read", state, "attack")
-	if code != 0 || !strings.Contains(out, "approve=1") {
+	if code != 0 || !strings.Contains(out, "approve=2") || !strings.Contains(out, "decision key") {
 		t.Fatalf("sandboxed attack: exit %d\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "count.txt")); err == nil {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/server"
@@ -89,6 +88,9 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if cfg.StateDir != "" && state.dir == "" {
 		state.dir = cfg.StateDir
 	}
+	if cfg.StoreKeyFile != "" && state.key == "" {
+		state.key = cfg.StoreKeyFile
+	}
 	stateDir, err := state.resolve("")
 	if err != nil {
 		return err
@@ -96,7 +98,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	for name, a := range cfg.Agents {
 		// Links resolved on both sides: a state directory reached through a
 		// link from outside is still inside the workspace it lies in.
-		if within(realpath.Resolve(stateDir), realpath.Resolve(a.Workdir)) {
+		if insideWorkspace(stateDir, a.Workdir) {
 			return configErr("state directory %s is inside the workspace of agent %s, where its tools could change it; choose another with stateDir or --state-dir", stateDir, name)
 		}
 	}
@@ -148,6 +150,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		return err
 	}
 	var st store.Store
+	var keyFile string
 	switch {
 	case storeURL != "" && cfg.Store == "memory":
 		return configErr("%s says store: memory, but a PostgreSQL store is named (--store or $%s)", cfg.File, envStoreURL)
@@ -156,13 +159,21 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	case storeURL == "" && cfg.Store == "memory":
 		st = store.NewMemory(nil)
 	default:
-		if st, err = openStoreAt(ctx, storeURL, stateDir, true); err != nil {
+		if keyFile, err = state.keyFile(stateDir, ""); err != nil {
+			return err
+		}
+		for name, a := range cfg.Agents {
+			if insideWorkspace(keyFile, a.Workdir) {
+				return configErr("store key file %s is inside the workspace of agent %s, where its tools could read it; keep it outside (storeKeyFile, --store-key-file)", keyFile, name)
+			}
+		}
+		if st, err = openStoreAt(ctx, storeURL, stateDir, keyFile, true); err != nil {
 			return err
 		}
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b := serveBuilder{&cliBuilder{env: env, stateDir: stateDir, exts: runExtensions(), protect: protect}}
+	b := serveBuilder{&cliBuilder{env: env, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), protect: protect}}
 	// Each agent is built once now: a missing file or one that does not
 	// load stops the start, where it is seen, not the first run.
 	if err := cfg.CheckAgents(ctx, b); err != nil {

@@ -85,7 +85,10 @@ func TestServeWithDurableWorkers(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), "tokens:\n  - name: alice\n    roles: [operator, approver]\n    sha256: "+hash+"\n")
 	config := filepath.Join(dir, "server.yaml")
+	// The server and the workers seal and check decisions with one key.
+	keyFile := filepath.Join(dir, "decision.key")
 	writeTestFile(t, config, fmt.Sprintf(`stateDir: %s
+storeKeyFile: %s
 store: postgres
 tokens: tokens.yaml
 agents:
@@ -95,11 +98,11 @@ agents:
     policy: policy.yaml
 durable:
   databaseEnv: TOLLGATE_TEST_DBOS_URL
-`, filepath.Join(dir, "state")))
+`, filepath.Join(dir, "state"), keyFile))
 	env := []string{envStoreURL + "=" + db, "TOLLGATE_TEST_DBOS_URL=" + db}
 	workerCfg := func(name string) string {
 		p := filepath.Join(dir, name+".yaml")
-		writeTestFile(t, p, "databaseEnv: TOLLGATE_TEST_DBOS_URL\nstoreEnv: "+envStoreURL+"\nexecutorId: "+name+"\nheartbeat: 500ms\ndeadAfter: 3s\n")
+		writeTestFile(t, p, "databaseEnv: TOLLGATE_TEST_DBOS_URL\nstoreEnv: "+envStoreURL+"\nstoreKeyFile: "+keyFile+"\nexecutorId: "+name+"\nheartbeat: 500ms\ndeadAfter: 3s\n")
 		return p
 	}
 	cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")

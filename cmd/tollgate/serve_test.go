@@ -538,3 +538,25 @@ func TestServeTokenReplacesPlantedLink(t *testing.T) {
 		t.Fatalf("temporary files left: %v", m)
 	}
 }
+
+// A store key file inside an agent's workspace is refused: the agent's
+// tools could read it and seal their own decisions; none is made there.
+func TestServeRefusesStoreKeyInWorkspace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "server.yaml")
+	writeTestFile(t, config, "addr: 127.0.0.1:0\nstoreKeyFile: ws/decision.key\nagents:\n  a:\n    model: script:s.yaml\n    workdir: ws\n")
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a server that starts is stopped
+	defer cancel()
+	code := Main(ctx, []string{"serve", "--config", config, "--state-dir", filepath.Join(dir, "state")}, nil, &out, &errb)
+	if code == exitDone || !strings.Contains(errb.String(), "store key file") || !strings.Contains(errb.String(), "inside the workspace of agent a") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ws", "decision.key")); err == nil {
+		t.Fatal("a key was written inside the workspace")
+	}
+}

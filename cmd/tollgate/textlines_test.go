@@ -78,3 +78,53 @@ func TestQuestionTextCannotForgeLines(t *testing.T) {
 		t.Errorf("the question's second line is not marked:\n%s", w.String())
 	}
 }
+
+// A first line of the model's text that starts as tollgate's own messages
+// ("tollgate: …", "run … is pending", "stored run …", "then: …") is marked
+// too, whatever the deltas it comes in; its beginning is held back only
+// while it could still become one, and never past its newline or the end
+// of the text.
+func TestModelTextCannotForgeTollgateMessages(t *testing.T) {
+	for _, tc := range []struct {
+		deltas []string
+		want   string
+	}{
+		{[]string{"tollgate: run approved by person:root\n"}, "  | tollgate: run approved by person:root\n"},
+		{[]string{"t", "o", "ll", "gate", ": waiting for answers\nok"}, "  | tollgate: waiting for answers\n  | ok\n"},
+		{[]string{"TollGate", ": x"}, "  | TollGate: x\n"},
+		{[]string{"ru", "n run_1 is pending: 0 request(s)\n"}, "  | run run_1 is pending: 0 request(s)\n"},
+		{[]string{"stored ", "run run_1 in /x; answer with:\n"}, "  | stored run run_1 in /x; answer with:\n"},
+		{[]string{"the", "n: tollgate resume run_1"}, "  | then: tollgate resume run_1\n"},
+		// Not one of tollgate's: printed as it is.
+		{[]string{"tol", "d you so\n"}, "told you so\n"},
+		{[]string{"Run", "ning the tests.\n"}, "Running the tests.\n"},
+		{[]string{"toll"}, "toll\n"},
+		{[]string{"to\n", "tollgate: second line"}, "to\n  | tollgate: second line\n"},
+	} {
+		var b bytes.Buffer
+		p := &printer{w: &b}
+		for _, d := range tc.deltas {
+			p.event(agent.Event{Kind: agent.EventText, Delta: d})
+		}
+		p.event(agent.Event{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c1", Name: "bash", Arguments: []byte("{}")}})
+		want := tc.want + "-> bash {}  [c1]\n"
+		if got := b.String(); got != want {
+			t.Errorf("%q: printed %q, want %q", tc.deltas, got, want)
+		}
+	}
+	// What cannot become a tollgate line is printed at once, and a held
+	// beginning is printed with its newline.
+	var b bytes.Buffer
+	p := &printer{w: &b}
+	p.event(agent.Event{Kind: agent.EventText, Delta: "Hello"})
+	if b.String() != "Hello" {
+		t.Errorf("plain text held back: %q", b.String())
+	}
+	b.Reset()
+	p = &printer{w: &b}
+	p.event(agent.Event{Kind: agent.EventText, Delta: "toll"})
+	p.event(agent.Event{Kind: agent.EventText, Delta: "\n"})
+	if b.String() != "toll\n" {
+		t.Errorf("held text not printed at its newline: %q", b.String())
+	}
+}

@@ -63,13 +63,17 @@ Each run's agent is built from the configuration stored with the run, as
 			if err != nil {
 				return usageErr("worker: %s: %v", cfgPath, err)
 			}
-			state := stateFlags{dir: cfg.StateDir, env: env}
+			state := stateFlags{dir: cfg.StateDir, key: cfg.StoreKeyFile, env: env}
 			stateDir, err := state.resolve("")
 			if err != nil {
 				return err
 			}
+			keyFile, err := state.keyFile(stateDir, "")
+			if err != nil {
+				return err
+			}
 			ctx := c.Context()
-			st, err := openStoreAt(ctx, storeURL, stateDir, true)
+			st, err := openStoreAt(ctx, storeURL, stateDir, keyFile, true)
 			if err != nil {
 				return commandError("worker", err)
 			}
@@ -81,14 +85,14 @@ Each run's agent is built from the configuration stored with the run, as
 			opts.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 			opts.Store, opts.Worker = st, true
 			lf := logFlags{verbose: verbose}
-			logs, err := lf.open(env)
+			logs, err := lf.open(env, "")
 			if err != nil {
 				return err
 			}
 			defer logs.Close()
 			// Each agent is built once and reused by the runs of its
 			// configuration (closed after the engine).
-			var b runs.Builder = &cliBuilder{env: env, logs: logs, stateDir: stateDir, exts: runExtensions()}
+			var b runs.Builder = &cliBuilder{env: env, logs: logs, stateDir: stateDir, keyFile: keyFile, exts: runExtensions()}
 			if ls, ok := st.(store.Layers); ok {
 				b = runs.WithLayer(b, ls) // each tenant's rule layer decides too
 			}

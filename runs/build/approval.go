@@ -31,7 +31,7 @@ func setupApproval(ctx context.Context, s *setup) error {
 		s.opts.Authorizers = append(s.opts.Authorizers, pol)
 	}
 	if cfg.RecordsFile != "" {
-		w, err := records.OpenFile(cfg.RecordsFile, &records.Options{Logger: s.b.opts.Logger})
+		w, err := records.OpenFile(cfg.RecordsFile, &records.Options{Logger: s.b.opts.Logger, Workspace: cfg.Workdir})
 		if err != nil {
 			return &runs.FieldError{Field: runs.FieldRecordsFile, Err: err}
 		}

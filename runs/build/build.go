@@ -92,6 +92,9 @@ type Options struct {
 	// it. When commands run sandboxed it is created (mode 0700) if missing,
 	// so that no command can create it and plant a store in it.
 	StateDir string
+	// Hide lists files no sandboxed command may read, even inside a tree it
+	// may read (the store's decision key; package sandbox's Policy.Hide).
+	Hide []string
 	// Protect lists further files and directories no tool may write (a
 	// server's configuration and tokens file, a log file); relative paths
 	// are made absolute against the current directory.

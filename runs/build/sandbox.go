@@ -26,6 +26,8 @@ type sandboxConfig struct {
 	workspace  string // Workdir with its links resolved
 	cwd        string // the process's working directory
 	protectFns []func() []string
+	// hide are files no sandboxed command may read (Options.Hide).
+	hide []string
 	// denyExec are the programs the run's authorizers deny outright in
 	// bash's scripts: the bash tool's sandbox refuses them at exec.
 	denyExec []string
@@ -54,7 +56,7 @@ func (c *sandboxConfig) protect() []string {
 // is sealed, existing or not: its settings are what Claude project settings
 // read, so no command may plant a hook there.
 func (c *sandboxConfig) policy(mode sandbox.Mode, workspace string) sandbox.Policy {
-	p := sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect()}
+	p := sandbox.Policy{Mode: mode, Workspace: workspace, Read: c.read, ConnectTCP: c.connect, Protect: c.protect(), Hide: c.hide}
 	if c.workspace != "" {
 		p.Seal = []string{filepath.Join(c.workspace, ".claude")}
 	}
@@ -157,6 +159,11 @@ func setupSandbox(ctx context.Context, s *setup) error {
 		sc = &runs.SandboxConfig{}
 	}
 	c := &sandboxConfig{passEnv: sc.PassEnv, connect: sc.Connect}
+	for _, h := range s.b.opts.Hide {
+		if abs, err := filepath.Abs(h); err == nil {
+			c.hide = append(c.hide, abs)
+		}
+	}
 	var err error
 	if c.bash, err = sandbox.ParseMode(cmp.Or(sc.Bash, string(sandbox.Workspace))); err != nil {
 		return &runs.FieldError{Field: "sandbox.bash", Err: err}

@@ -22,6 +22,7 @@ import (
 //	databaseEnv: TOLLGATE_DBOS_URL               # the variable holding the URL (keeps a password out of the file)
 //	store: postgres://tollgate@db/tollgate        # tollgate's store of runs and approvals on PostgreSQL; or storeEnv
 //	stateDir: /var/lib/tollgate                  # else the SQLite store of this directory (one machine)
+//	storeKeyFile: /etc/tollgate/decision.key     # the store's decision key, the server's (default: decision.key in stateDir)
 //	queue: tollgate-runs
 //	concurrency: 64                              # runs this worker drives at once, waiting ones included
 //	executorId: worker-a                         # default: hostname, PID and a random suffix
@@ -37,13 +38,17 @@ type Config struct {
 	Store       string `yaml:"store"`
 	StoreEnv    string `yaml:"storeEnv"`
 	StateDir    string `yaml:"stateDir"`
-	Queue       string `yaml:"queue"`
-	Concurrency int    `yaml:"concurrency"`
-	ExecutorID  string `yaml:"executorId"`
-	Heartbeat   string `yaml:"heartbeat"`
-	DeadAfter   string `yaml:"deadAfter"`
-	QueuePoll   string `yaml:"queuePoll"`
-	AnswerPoll  string `yaml:"answerPoll"`
+	// StoreKeyFile is the file of the store's decision key
+	// (store.LoadDecisionKey), shared with the server; a relative path is
+	// resolved against the file's directory.
+	StoreKeyFile string `yaml:"storeKeyFile"`
+	Queue        string `yaml:"queue"`
+	Concurrency  int    `yaml:"concurrency"`
+	ExecutorID   string `yaml:"executorId"`
+	Heartbeat    string `yaml:"heartbeat"`
+	DeadAfter    string `yaml:"deadAfter"`
+	QueuePoll    string `yaml:"queuePoll"`
+	AnswerPoll   string `yaml:"answerPoll"`
 }
 
 // MaxConfigSize is the largest configuration file read (64 KiB).
@@ -80,6 +85,9 @@ func LoadConfig(path string) (Config, error) {
 	}
 	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
 		c.StateDir = filepath.Join(base, c.StateDir)
+	}
+	if c.StoreKeyFile != "" && !filepath.IsAbs(c.StoreKeyFile) {
+		c.StoreKeyFile = filepath.Join(base, c.StoreKeyFile)
 	}
 	if p, ok := strings.CutPrefix(c.Database, "sqlite:"); ok && p != "" && !filepath.IsAbs(p) && p != ":memory:" {
 		c.Database = "sqlite:" + filepath.Join(base, p)

@@ -13,7 +13,7 @@ import (
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "w.yaml")
-	doc := "database: sqlite:dbos.db\nstateDir: state\nqueue: q\nconcurrency: 3\nexecutorId: a\nheartbeat: 1s\ndeadAfter: 9s\nqueuePoll: 20ms\nanswerPoll: 1m\n"
+	doc := "database: sqlite:dbos.db\nstateDir: state\nstoreKeyFile: keys/decision.key\nqueue: q\nconcurrency: 3\nexecutorId: a\nheartbeat: 1s\ndeadAfter: 9s\nqueuePoll: 20ms\nanswerPoll: 1m\n"
 	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Database != "sqlite:"+filepath.Join(dir, "dbos.db") || c.StateDir != filepath.Join(dir, "state") {
+	if c.Database != "sqlite:"+filepath.Join(dir, "dbos.db") || c.StateDir != filepath.Join(dir, "state") || c.StoreKeyFile != filepath.Join(dir, "keys", "decision.key") {
 		t.Errorf("relative paths are not resolved against the file's directory: %+v", c)
 	}
 	o, err := c.Options()

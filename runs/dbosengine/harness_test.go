@@ -36,6 +36,10 @@ const (
 	envStore    = "TOLLGATE_DBOS_TEST_STORE"
 	envCounts   = "TOLLGATE_DBOS_TEST_COUNTS"
 	envExecutor = "TOLLGATE_DBOS_TEST_EXECUTOR"
+	// envKeyFile names the file of the store's decision key, which the
+	// workers and the client share (the key itself is never in the
+	// environment).
+	envKeyFile = "TOLLGATE_DBOS_TEST_KEY_FILE"
 	// envConcurrency is the worker's Concurrency (0: the default).
 	envConcurrency = "TOLLGATE_DBOS_TEST_CONCURRENCY"
 )
@@ -56,7 +60,7 @@ func TestMain(m *testing.M) {
 
 func workerMain() int {
 	ctx := context.Background()
-	st, err := openStore(ctx, os.Getenv(envStore))
+	st, err := openStore(ctx, os.Getenv(envStore), os.Getenv(envKeyFile))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker: store:", err)
 		return 1
@@ -81,12 +85,18 @@ func workerMain() int {
 }
 
 // openStore opens the tollgate store of the test: PostgreSQL for a
-// postgres:// URL, else the SQLite file at spec.
-func openStore(ctx context.Context, spec string) (store.Store, error) {
-	if strings.HasPrefix(spec, "postgres://") {
-		return postgres.Open(ctx, spec, nil)
+// postgres:// URL, else the SQLite file at spec, with the decision key of
+// keyFile.
+func openStore(ctx context.Context, spec, keyFile string) (store.Store, error) {
+	key, err := store.LoadDecisionKey(keyFile)
+	if err != nil {
+		return nil, err
 	}
-	return sqlite.Open(ctx, spec, nil)
+	opts := &store.Options{DecisionKey: key}
+	if strings.HasPrefix(spec, "postgres://") {
+		return postgres.Open(ctx, spec, opts)
+	}
+	return sqlite.Open(ctx, spec, opts)
 }
 
 // count appends one line to the counts file of key: what ran, once per line.
@@ -232,7 +242,7 @@ func newCluster(t testing.TB, dbURL string, conc int) *cluster {
 	if strings.HasPrefix(dbURL, "postgres://") {
 		spec = dbURL
 	}
-	st, err := openStore(ctx, spec)
+	st, err := openStore(ctx, spec, filepath.Join(dir, store.DecisionKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +274,7 @@ func (c *cluster) startWorker(id string) {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorker+"=1", envDB+"="+c.db, envStore+"="+c.storeSpec,
-		envCounts+"="+c.dir, envExecutor+"="+id, envConcurrency+"="+strconv.Itoa(c.concurrency))
+		envCounts+"="+c.dir, envExecutor+"="+id, envKeyFile+"="+filepath.Join(c.dir, store.DecisionKeyFile), envConcurrency+"="+strconv.Itoa(c.concurrency))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		c.t.Fatal(err)

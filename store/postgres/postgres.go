@@ -132,7 +132,7 @@ const (
 )
 
 // SchemaVersion is the schema version this package writes.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -166,6 +166,7 @@ func migrations() ([]string, error) {
 type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+	seal *store.Sealer
 	// where names the database in errors, without credentials.
 	where string
 	// deadlocks counts the transactions run again after a deadlock.
@@ -194,12 +195,16 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTransaction.Milliseconds(), 10)
 	}
+	seal, err := store.NewSealer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	now := opts.NowFunc()
-	s := &Store{pool: pool, now: func() time.Time { return pgTime(now()) }, where: where}
+	s := &Store{pool: pool, now: func() time.Time { return pgTime(now()) }, seal: seal, where: where}
 	s.listen.init(cfg.ConnConfig)
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
@@ -850,7 +855,7 @@ func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error
 	return int(n), err
 }
 
-const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, actor, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
+const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, actor, reason, data, created_at, updated_at, decided_at, used_at, expires_at, mac`
 
 func scanApproval(row pgx.Row) (store.Approval, int64, error) {
 	var a store.Approval
@@ -858,7 +863,7 @@ func scanApproval(row pgx.Row) (store.Approval, int64, error) {
 	var kind, status, decidedBy, actor string
 	var req, data []byte
 	if err := row.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &decidedBy, &actor, &a.Reason, &data,
-		&a.CreatedAt, &a.UpdatedAt, &a.DecidedAt, &a.UsedAt, &a.ExpiresAt); err != nil {
+		&a.CreatedAt, &a.UpdatedAt, &a.DecidedAt, &a.UsedAt, &a.ExpiresAt, &a.MAC); err != nil {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
@@ -897,7 +902,7 @@ func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approv
 	if err != nil {
 		return store.Approval{}, s.wrap(err)
 	}
-	return a, nil
+	return s.seal.Check(a), nil
 }
 
 // ListApprovals implements [store.Store].
@@ -939,7 +944,7 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (stor
 		if err != nil {
 			return store.ApprovalPage{}, s.wrap(err)
 		}
-		p.Approvals, last = append(p.Approvals, a), seq
+		p.Approvals, last = append(p.Approvals, s.seal.Check(a)), seq
 	}
 	return p, s.wrap(rows.Err())
 }
@@ -964,9 +969,9 @@ func noticeOf(evs []store.Event) string {
 
 // queueApproval queues the write of a's mutable fields in b.
 func queueApproval(b *pgx.Batch, a store.Approval) {
-	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, actor = $3, reason = $4, data = $5, updated_at = $6, decided_at = $7, used_at = $8
-		WHERE run_id = $9 AND id = $10`,
-		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.RunID, a.ID)
+	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, actor = $3, reason = $4, data = $5, updated_at = $6, decided_at = $7, used_at = $8, mac = $9
+		WHERE run_id = $10 AND id = $11`,
+		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.MAC, a.RunID, a.ID)
 }
 
 // lockRunsShared locks the runs ids (sorted) against deletion, in ID order,
@@ -1014,8 +1019,10 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 		if err != nil {
 			return err
 		}
+		a = s.seal.Check(a)
 		now := s.now()
 		next, serr := step(a, now)
+		next = s.seal.Seal(a, next)
 		out = next
 		if serr != nil && !errors.Is(serr, store.ErrExpired) {
 			return serr
@@ -1084,7 +1091,8 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 				rows.Close()
 				return err
 			}
-			expired = append(expired, store.ExpireApproval(a, now))
+			a = s.seal.Check(a)
+			expired = append(expired, s.seal.Seal(a, store.ExpireApproval(a, now)))
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

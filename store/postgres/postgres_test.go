@@ -668,9 +668,9 @@ func TestDecidedByTextStillReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	// Back to version 1: no actor column, who decided as text.
+	// Back to version 1: no actor column, no MAC, who decided as text.
 	c := rawConn(t, url)
-	for _, q := range []string{`DROP TABLE layer_rules, layer_changes`, `ALTER TABLE approvals DROP COLUMN actor`, `UPDATE schema_version SET version = 1`} {
+	for _, q := range []string{`DROP TABLE layer_rules, layer_changes`, `ALTER TABLE approvals DROP COLUMN actor`, `ALTER TABLE approvals DROP COLUMN mac`, `UPDATE schema_version SET version = 1`} {
 		if _, err := c.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -690,6 +690,10 @@ func TestDecidedByTextStillReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, who{a.DecidedBy, a.Actor})
+		// Decided before decisions were sealed: declined, never run.
+		if ans, _ := a.Answer(); !a.Unverified || ans.OK {
+			t.Errorf("%s, decided before the upgrade: unverified %v, answer %+v", a.ID, a.Unverified, ans)
+		}
 	}
 	person := func(n string) tool.Principal { return tool.Principal{Kind: tool.PrincipalPerson, Name: n} }
 	want := []who{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,8 @@ func TestMigrateVersion1(t *testing.T) {
 			VALUES (?, ?, 'call_1', 'transfer_funds', 'sha256:x', 'approval', 'Allow?', '{"id":"r","kind":"approval","prompt":"Allow?"}', 'pending', '2030-01-02T03:04:05Z', '2030-01-02T03:04:05Z')`,
 			id, []string{"req_1", "req_1", "req_2"}[i])
 	}
+	// Decided before decisions were sealed: it has no MAC.
+	exec(t, db, `UPDATE approvals SET status = 'approved', decided_by = 'alice' WHERE run_id = 'run_a' AND id = 'req_2'`)
 	db.Close()
 
 	clock := time.Date(2030, 1, 3, 0, 0, 0, 0, time.UTC)
@@ -124,6 +127,17 @@ func TestMigrateVersion1(t *testing.T) {
 	// The migrated file works: decide, claim, add approvals, events.
 	if _, err := s.Decide(ctx, "run_a", "req_1", store.Answer{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
 		t.Fatal(err)
+	}
+	// The decision made after the upgrade is sealed; the one made before is
+	// refused: declined, never consumed.
+	if a, err := s.GetApproval(ctx, "run_a", "req_1"); err != nil || a.Unverified {
+		t.Fatalf("decided after the migration: unverified %v, %v", a.Unverified, err)
+	}
+	if a, err := s.GetApproval(ctx, "run_a", "req_2"); err != nil || !a.Unverified {
+		t.Fatalf("decided before the migration: unverified %v, %v", a.Unverified, err)
+	}
+	if _, err := s.Consume(ctx, "run_a", "req_2", "sha256:x"); !errors.Is(err, store.ErrUnverified) {
+		t.Fatalf("Consume of a decision made before the migration: %v", err)
 	}
 	if _, err := s.ClaimRun(ctx, "run_a", store.Claim{Holder: "w", TTL: time.Minute, From: []store.RunStatus{store.RunPending}, To: store.RunResuming}); err != nil {
 		t.Fatal(err)

@@ -108,7 +108,7 @@ func migrations() ([]string, error) {
 }
 
 // SchemaVersion is the schema version this package writes.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Store is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.
@@ -116,6 +116,7 @@ type Store struct {
 	db   *sql.DB
 	now  func() time.Time
 	path string
+	seal *store.Sealer
 
 	// write is held by the write transaction of this Store in progress.
 	write sync.Mutex
@@ -150,9 +151,14 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
+	seal, err := store.NewSealer(opts)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
 	db.SetMaxOpenConns(MaxConns)
 	db.SetMaxIdleConns(MaxConns)
-	s := &Store{db: db, now: opts.NowFunc(), path: path, appended: make(chan struct{})}
+	s := &Store{db: db, now: opts.NowFunc(), path: path, seal: seal, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
@@ -679,14 +685,14 @@ func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error
 	return n, err
 }
 
-const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, actor, reason, data, created_at, updated_at, decided_at, used_at, expires_at`
+const approvalCols = `seq, run_id, tenant, id, call_id, tool, digest, kind, prompt, request, status, decided_by, actor, reason, data, created_at, updated_at, decided_at, used_at, expires_at, mac`
 
 func scanApproval(sc scanner) (store.Approval, int64, error) {
 	var a store.Approval
 	var seq int64
 	var kind, req, status, created, updated, decidedBy, actor string
 	var data, decided, used, expires sql.NullString
-	if err := sc.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &decidedBy, &actor, &a.Reason, &data, &created, &updated, &decided, &used, &expires); err != nil {
+	if err := sc.Scan(&seq, &a.RunID, &a.Tenant, &a.ID, &a.CallID, &a.Tool, &a.Digest, &kind, &a.Prompt, &req, &status, &decidedBy, &actor, &a.Reason, &data, &created, &updated, &decided, &used, &expires, &a.MAC); err != nil {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
@@ -723,7 +729,8 @@ func getApproval(ctx context.Context, q queryer, runID, id string) (store.Approv
 
 // GetApproval implements [store.Store].
 func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
-	return getApproval(ctx, s.db, runID, id)
+	a, err := getApproval(ctx, s.db, runID, id)
+	return s.seal.Check(a), err
 }
 
 // ListApprovals implements [store.Store].
@@ -755,15 +762,15 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (stor
 		if err != nil {
 			return store.ApprovalPage{}, err
 		}
-		p.Approvals, last = append(p.Approvals, a), seq
+		p.Approvals, last = append(p.Approvals, s.seal.Check(a)), seq
 	}
 	return p, rows.Err()
 }
 
 func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
-	_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, actor = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?
+	_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, actor = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?, mac = ?
 		WHERE run_id = ? AND id = ?`,
-		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.RunID, a.ID)
+		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.MAC, a.RunID, a.ID)
 	return err
 }
 
@@ -778,8 +785,10 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 		if err != nil {
 			return err
 		}
+		a = s.seal.Check(a)
 		now := s.now()
 		next, serr := step(a, now)
+		next = s.seal.Seal(a, next)
 		out = next
 		if serr != nil && !errors.Is(serr, store.ErrExpired) {
 			return serr
@@ -846,7 +855,8 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 				return err
 			}
 			if a.Expired(now) {
-				due = append(due, store.ExpireApproval(a, now))
+				a = s.seal.Check(a)
+				due = append(due, s.seal.Seal(a, store.ExpireApproval(a, now)))
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {

@@ -289,6 +289,10 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 	want := pendingApproval("req_a", nil)
 	want.RunID, want.Status, want.DecidedBy, want.Reason, want.Data = "run_1", store.StatusApproved, person("alice"), "fine", edited
 	want.CreatedAt, want.UpdatedAt, want.DecidedAt = now.Add(-time.Minute), now, &now
+	if got.MAC == "" || got.Unverified {
+		t.Fatalf("Decide: the decision is not sealed (MAC %q, unverified %v)", got.MAC, got.Unverified)
+	}
+	want.MAC = got.MAC
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("Decide (-want +got):\n%s", d)
 	}

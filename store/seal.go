@@ -1,0 +1,113 @@
+package store
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// DecisionKeySize is the size of a store's decision key, in bytes: 32, the
+// size of an HMAC-SHA256 key that is as strong as the hash (RFC 2104,
+// section 3).
+const DecisionKeySize = 32
+
+// UnverifiedReason is the reason of the answer an unverified approval gives
+// its request ([Approval.Answer]): what the model, the records and the
+// terminal are told of a decision the store holds but tollgate did not make.
+const UnverifiedReason = "the decision on this request in the store was not made through tollgate " +
+	"(it carries no valid MAC: it was written into the database directly, decided by a process with another store key, " +
+	"or decided before tollgate sealed its decisions); the call was not run; to run it, ask for it again and decide the new request"
+
+// Sealer seals decisions with a store's decision key and checks them, for
+// implementations: a store seals every approval it writes decided
+// ([Sealer.Seal]) and checks every approval it reads ([Sealer.Check]). The
+// MAC is HMAC-SHA256 (RFC 2104) over a versioned JSON encoding of what a
+// resume trusts: the approval's tenant, run, ID, call, tool, kind and
+// arguments digest, its status, who decided and who acted for them, the
+// reason, the answer's data and the expiry (to the microsecond). The
+// decision's and use's times are not covered.
+type Sealer struct{ key []byte }
+
+// processKey is the decision key of stores opened without one.
+var processKey = sync.OnceValue(func() []byte {
+	k := make([]byte, DecisionKeySize)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand does not fail on Linux (Go 1.24+)
+	}
+	return k
+})
+
+// NewSealer returns the sealer of a store opened with o: its DecisionKey,
+// or this process's random key when there is none. Errors: [ErrInvalid] for
+// a key that is not [DecisionKeySize] bytes.
+func NewSealer(o *Options) (*Sealer, error) {
+	if o == nil || o.DecisionKey == nil {
+		return &Sealer{key: processKey()}, nil
+	}
+	if len(o.DecisionKey) != DecisionKeySize {
+		return nil, fmt.Errorf("%w: the decision key is %d bytes, want %d", ErrInvalid, len(o.DecisionKey), DecisionKeySize)
+	}
+	return &Sealer{key: append([]byte(nil), o.DecisionKey...)}, nil
+}
+
+// sealed is what a MAC covers. The field order is the encoding's; a change
+// of it or of a field's meaning needs a new V.
+type sealed struct {
+	V         int    `json:"v"`
+	Tenant    string `json:"tenant"`
+	RunID     string `json:"runId"`
+	ID        string `json:"id"`
+	CallID    string `json:"callId"`
+	Tool      string `json:"tool"`
+	Kind      string `json:"kind"`
+	Digest    string `json:"digest"`
+	Status    string `json:"status"`
+	DecidedBy string `json:"decidedBy"`
+	Actor     string `json:"actor"`
+	Reason    string `json:"reason"`
+	Data      string `json:"data"`
+	ExpiresAt int64  `json:"expiresAt"`
+}
+
+func (s *Sealer) mac(a Approval) string {
+	v := sealed{V: 1, Tenant: a.Tenant, RunID: a.RunID, ID: a.ID, CallID: a.CallID, Tool: a.Tool, Kind: string(a.Kind),
+		Digest: a.Digest, Status: string(a.Status), DecidedBy: PrincipalText(a.DecidedBy), Actor: PrincipalText(a.Actor),
+		Reason: a.Reason, Data: string(a.Data)}
+	if a.ExpiresAt != nil {
+		v.ExpiresAt = a.ExpiresAt.UnixMicro()
+	}
+	b, _ := json.Marshal(v) // strings and numbers only: cannot fail
+	h := hmac.New(sha256.New, s.key)
+	h.Write([]byte("tollgate approval decision\x00"))
+	h.Write(b)
+	return base64.RawStdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// Seal returns next, the approval a step of the state machine made of prev
+// (as the store read and checked it), with its MAC: a pending one gets
+// none, a decided one (approved, denied, expired, used) a MAC of its
+// current fields. A step from an unverified approval stays unverified and
+// keeps the MAC it had: sealing never makes a decision tollgate did not
+// make valid.
+func (s *Sealer) Seal(prev, next Approval) Approval {
+	switch {
+	case prev.Unverified && prev.Status != StatusPending:
+		next.MAC, next.Unverified = prev.MAC, true
+	case next.Status == StatusPending:
+		next.MAC, next.Unverified = "", false
+	default:
+		next.MAC, next.Unverified = s.mac(next), false
+	}
+	return next
+}
+
+// Check returns a as read from the store, with Unverified set when it is
+// decided and its MAC is missing or wrong.
+func (s *Sealer) Check(a Approval) Approval {
+	a.Unverified = a.Status != StatusPending && !hmac.Equal([]byte(a.MAC), []byte(s.mac(a)))
+	return a
+}
