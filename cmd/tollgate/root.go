@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -289,36 +288,4 @@ func commandPrefix(c *cobra.Command) string {
 		return ""
 	}
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") + ": "
-}
-
-// version describes this build from the Go build information: the module
-// version ("(devel)" for a build from a work tree), the VCS revision and
-// whether the tree was modified, and the Go version.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown (no build information)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "+modified"
-			}
-		}
-	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		v += " " + rev + modified
-	}
-	return v + " " + bi.GoVersion
 }
