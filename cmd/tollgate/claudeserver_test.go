@@ -34,6 +34,13 @@ func startClaudeServer(t *testing.T) *claudeServer {
 // about every tee.
 func startHookServer(t *testing.T, section string) *claudeServer {
 	t.Helper()
+	// The client first: a missing one fails (or, -short, skips) the test
+	// before a server and a decider are started for it.
+	if section == "codex" {
+		codexBinary(t)
+	} else {
+		claudeBinary(t)
+	}
 	dir := t.TempDir()
 	cs := &claudeServer{}
 	var entries strings.Builder
