@@ -492,11 +492,15 @@ func (p *printer) print(ev agent.Event) {
 		if d.Outcome == agent.OutcomeAllowed && d.By == approval.Default {
 			return // nothing objected: the call and its result say it all
 		}
-		outcome := string(d.Outcome)
-		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] && d.By.Kind == approval.PrincipalPerson {
-			outcome = "answered" // a question: the person answered it
+		outcome, by := string(d.Outcome), field(d.By.String())
+		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] {
+			if d.By.Kind == approval.PrincipalPerson {
+				outcome = "answered" // a question: the person answered it
+			} else {
+				by += ", without an answer" // --approve yes lets a question go on unanswered
+			}
 		}
-		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), outcome, field(d.By.String()))
+		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), outcome, by)
 		if d.Reason != "" {
 			line += ": " + oneLine(d.Reason, 200)
 		}

@@ -79,13 +79,17 @@ func TestPrinterDecisionLines(t *testing.T) {
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c3", Name: "write", Arguments: []byte(`{}`)}},
 		{Kind: agent.EventPending, CallID: "c3", Request: &tool.Request{ID: "r1", Kind: tool.KindApproval, Prompt: "Allow write?"}},
 		{Kind: agent.EventDecision, CallID: "c3", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c4", Name: "question", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventPending, CallID: "c4", Request: &tool.Request{ID: "q2", Kind: tool.KindQuestion, Prompt: "Which?"}},
+		{Kind: agent.EventDecision, CallID: "c4", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=yes"}}},
 	} {
 		p.event(ev)
 	}
 	if strings.Contains(out.String(), "[read c1] allowed") {
 		t.Errorf("a call nothing objected to has a decision line:\n%s", out.String())
 	}
-	for _, want := range []string{"[question c2] answered by person:alice\n", "[write c3] approved by person:alice\n"} {
+	for _, want := range []string{"[question c2] answered by person:alice\n", "[write c3] approved by person:alice\n",
+		"[question c4] approved by flag:--approve=yes, without an answer\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
