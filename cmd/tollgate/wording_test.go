@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,42 @@ func TestJSONHaltedRunEndsHalted(t *testing.T) {
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || code != exitDone || last.Kind != "done" {
 		t.Fatalf("finished run: exit %d, last event %+v\n%s", code, last, out)
+	}
+}
+
+// runs show of a finished run sums it up for people: its turns and tool
+// calls, one line per call with its decision, who made it and how long it
+// took (ms or s), and the answer; the JSON only with --json.
+func TestRunsShowSummarizesCalls(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: write, id: c1, args: {path: a.txt, content: x}}, {name: bash, id: c2, args: {command: \"rm a.txt\"}}]\n  - text: all done\n")
+	policy := apWrite(t, dir, "p.yaml", "rules:\n  - id: no-rm\n    tool: bash\n    decision: deny\n")
+	if code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "x"); code != exitDone {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ := apMain(t, "runs", "list", "--json", "--state-dir", state)
+	var runs []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &runs); code != 0 || err != nil || len(runs) != 1 {
+		t.Fatalf("runs list: exit %d, %v\n%s", code, err, out)
+	}
+	code, out, _ = apMain(t, "runs", "show", runs[0].ID, "--state-dir", state)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^run ` + runs[0].ID + `: done$`),
+		regexp.MustCompile(`(?m)^turns: 2; tool calls: 2$`),
+		regexp.MustCompile(`(?m)^ +CALL +TOOL +DECISION +BY +TOOK$`),
+		regexp.MustCompile(`(?m)^ +c1 +write +allowed +runtime:default +\d+(\.\d)? m?s$`),
+		regexp.MustCompile(`(?m)^ +c2 +bash +denied +rule:no-rm +\d+(\.\d)? m?s$`),
+		regexp.MustCompile(`(?m)^answer: all done$`),
+	} {
+		if code != 0 || !want.MatchString(out) || strings.Contains(out, `"transcript"`) {
+			t.Errorf("runs show: exit %d, output lacks %s or has the JSON:\n%s", code, want, out)
+		}
 	}
 }
