@@ -337,6 +337,7 @@ const claudePolicy = `rules:
 // Bash /bin/rm and env rm are denied by a command rule; the model reads the
 // rule's reason; the file stays; the records name the rule.
 func TestClaudeCodeDeniesRm(t *testing.T) {
+	t.Parallel()
 	r := runClaude(t, claudePolicy, claudeOpts{}, func(ws string) {
 		writeFile(t, ws, "keep.txt", "kept")
 	},
@@ -368,6 +369,7 @@ func TestClaudeCodeDeniesRm(t *testing.T) {
 // A command no rule speaks of runs, and its result is recorded with who
 // let it run.
 func TestClaudeCodeAllowedCommandRuns(t *testing.T) {
+	t.Parallel()
 	r := runClaude(t, claudePolicy, claudeOpts{}, nil,
 		toolUse{"Bash", `{"command":"echo made > made.txt && echo ok","description":"make"}`},
 	)
@@ -386,6 +388,7 @@ func TestClaudeCodeAllowedCommandRuns(t *testing.T) {
 // A path rule on write governs Write's file_path: the secret file is not
 // written, the other one is.
 func TestClaudeCodeWritePathRule(t *testing.T) {
+	t.Parallel()
 	r := runClaude(t, claudePolicy, claudeOpts{}, func(ws string) {
 		if err := os.MkdirAll(filepath.Join(ws, "secret"), 0o755); err != nil {
 			t.Fatal(err)
@@ -477,6 +480,7 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 // is there to answer, so the call does not run, and at the session's end
 // its record says it was declined.
 func TestClaudeCodeAskWithoutServer(t *testing.T) {
+	t.Parallel()
 	policy := claudePolicy + `  - id: ask-touch
     tool: bash
     command: {program: touch}
