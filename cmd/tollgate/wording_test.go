@@ -169,3 +169,28 @@ func TestRunsShowSummarizesCalls(t *testing.T) {
 		}
 	}
 }
+
+// runs show says a question a person let go on was answered, as run does.
+func TestRunsShowSaysAnswered(t *testing.T) {
+	t.Parallel()
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	res, err := json.Marshal(agent.Result{Status: agent.StatusDone, Turns: 2, ToolCalls: []agent.ToolCallRecord{
+		{ID: "c1", Name: "question", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{ID: "c2", Name: "write", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := printRunSummary(&out, runDetail{ID: "run_1", Status: "done", Result: res}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^ +c1 +question +answered +person:alice `),
+		regexp.MustCompile(`(?m)^ +c2 +write +approved +person:alice `),
+	} {
+		if !want.MatchString(out.String()) {
+			t.Errorf("runs show lacks %s:\n%s", want, out.String())
+		}
+	}
+}
