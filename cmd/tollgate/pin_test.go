@@ -102,22 +102,3 @@ func TestSandboxKeepsGoverningFilesInPlace(t *testing.T) {
 		t.Fatalf("notes.txt = %q", b)
 	}
 }
-
-// A workspace's own .claude directory, empty, stays after a sandboxed run.
-func TestSandboxKeepsTheWorkspacesClaudeDirectory(t *testing.T) {
-	t.Parallel()
-	needSandbox(t)
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	if err := os.MkdirAll(filepath.Join(ws, ".claude"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	script := writeFile(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo hi\"}}]\n  - text: done\n")
-	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--state-dir", filepath.Join(dir, "state"), "x")
-	if code != exitDone || !strings.Contains(out, "hi") {
-		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
-	}
-	if fi, err := os.Stat(filepath.Join(ws, ".claude")); err != nil || !fi.IsDir() {
-		t.Errorf("the workspace's own .claude directory went: %v", err)
-	}
-}
