@@ -63,8 +63,11 @@ func lockShared(dir string) (int, error) {
 
 // lockSealParents takes a shared flock(2) on the parent of each sealed
 // directory, held by this helper (the init of the command's namespaces)
-// until it exits, after every process of the command: while it is held,
-// [RemoveSealed] leaves the directories in place. The descriptors are
+// until it exits, which it does after every process of the command when
+// the command ends (a helper that is killed lets its lock go a moment
+// before the kernel ends the rest of its namespace: the host's own
+// [HoldSealed] covers that moment): while it is held, [RemoveSealed] leaves
+// the directories in place. The descriptors are
 // close-on-exec, so the command never holds them. A parent that does not
 // exist is not locked (its seal is made with it).
 func lockSealParents(seal []string) error {
