@@ -53,7 +53,8 @@
 //     another file in its place;
 //   - never write in the directories of [Policy].Seal, existing or not (one
 //     that is missing inside a writable tree is created empty first, then
-//     mounted read-only like a protected path);
+//     mounted read-only like a protected path; [RemoveSealed] removes it
+//     again, once no command that seals it runs);
 //   - connect or bind TCP only to the ports of [Policy].ConnectTCP (Landlock
 //     ABI 4+);
 //   - signal, ptrace or read /proc/PID/environ of no process outside its own

@@ -349,6 +349,10 @@ func protect(paths, seal, writable []string) error {
 		}
 		return false
 	}
+	// The sealed directories stay while this helper runs (RemoveSealed).
+	if err := lockSealParents(seal); err != nil {
+		return err
+	}
 	// A sealed directory that is missing is created empty, so that it can
 	// be mounted read-only and nothing can be created in its place.
 	for _, d := range seal {

@@ -22,3 +22,9 @@ func prepareAttr(*exec.Cmd) {}
 func Main() { mainCalled.Store(true) }
 
 func totalMemory() int64 { return 0 }
+
+// RemoveSealed reports false: outside Linux nothing is sealed.
+func RemoveSealed(string) (bool, error) { return false, nil }
+
+// HoldSealed returns at once: outside Linux nothing is sealed.
+func HoldSealed(string) (func(), error) { return func() {}, nil }

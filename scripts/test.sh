@@ -25,7 +25,11 @@
 #     chromedp, headless, as root, with no network beyond the loopback.
 #
 # It needs root and apt-get to install; docs/testing.md says what it leaves
-# changed on the machine, and how to run the tests without the services.
+# changed on the machine (no configuration file, no running service), and how
+# to run the tests without root and without the services:
+#   TOLLGATE_TEST_POSTGRES=skip TOLLGATE_TEST_BROWSER=skip go test -short ./...
+# (-short skips the tests on Node.js: the MCP servers, the conformance suite,
+# the Claude Code and Codex CLIs).
 #
 # Usage: sh scripts/test.sh [extra go test flags, e.g. -run TestDemo]
 set -eu

@@ -171,6 +171,7 @@ func TestFileToolsCannotRewriteGovernance(t *testing.T) {
 // rules: a deny list's Bash(rm:*) denies /bin/rm too, naming the rule;
 // `hooks check` lists them and reports one it cannot read.
 func TestRunClaudeSettingsPermissions(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	writeFile(t, ws, "keep.txt", "x\n")
 	dir := t.TempDir()
@@ -214,6 +215,7 @@ func TestRunClaudeSettingsPermissions(t *testing.T) {
 // workspace) denies the call, and the reason says it may have been the
 // sandbox and names the setting.
 func TestRunClaudeHookRefusedBySandbox(t *testing.T) {
+	t.Parallel()
 	ws, outside := t.TempDir(), t.TempDir()
 	dir := t.TempDir()
 	settings := writeFile(t, dir, "settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo seen > `+outside+`/log.txt"}]}]}}`)

@@ -28,7 +28,8 @@ func claudeBinary(t *testing.T) string {
 
 // pinnedCLI returns the program bin of the npm packages pinned in
 // testdata/dir, which scripts/test.sh installs with npm ci; the test fails,
-// saying how to install it, when it is missing.
+// saying how to install it, when it is missing (with -short, it is skipped,
+// as the tests on Node.js's MCP servers are: docs/testing.md).
 func pinnedCLI(t *testing.T, what, dir, bin string) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("testdata", dir, "node_modules", ".bin", bin))
@@ -36,6 +37,9 @@ func pinnedCLI(t *testing.T, what, dir, bin string) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
+		if testing.Short() {
+			t.Skipf("-short: %s is not installed (npm ci --prefix cmd/tollgate/testdata/%s)", what, dir)
+		}
 		t.Fatalf("%s is not installed (%v): run npm ci --prefix cmd/tollgate/testdata/%s (scripts/test.sh does)", what, err, dir)
 	}
 	return p
@@ -333,6 +337,7 @@ const claudePolicy = `rules:
 // Bash /bin/rm and env rm are denied by a command rule; the model reads the
 // rule's reason; the file stays; the records name the rule.
 func TestClaudeCodeDeniesRm(t *testing.T) {
+	t.Parallel()
 	r := runClaude(t, claudePolicy, claudeOpts{}, func(ws string) {
 		writeFile(t, ws, "keep.txt", "kept")
 	},
@@ -364,6 +369,7 @@ func TestClaudeCodeDeniesRm(t *testing.T) {
 // A command no rule speaks of runs, and its result is recorded with who
 // let it run.
 func TestClaudeCodeAllowedCommandRuns(t *testing.T) {
+	t.Parallel()
 	r := runClaude(t, claudePolicy, claudeOpts{}, nil,
 		toolUse{"Bash", `{"command":"echo made > made.txt && echo ok","description":"make"}`},
 	)
@@ -382,6 +388,7 @@ func TestClaudeCodeAllowedCommandRuns(t *testing.T) {
 // A path rule on write governs Write's file_path: the secret file is not
 // written, the other one is.
 func TestClaudeCodeWritePathRule(t *testing.T) {
+	t.Parallel()
 	r := runClaude(t, claudePolicy, claudeOpts{}, func(ws string) {
 		if err := os.MkdirAll(filepath.Join(ws, "secret"), 0o755); err != nil {
 			t.Fatal(err)
@@ -473,6 +480,7 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 // is there to answer, so the call does not run, and at the session's end
 // its record says it was declined.
 func TestClaudeCodeAskWithoutServer(t *testing.T) {
+	t.Parallel()
 	policy := claudePolicy + `  - id: ask-touch
     tool: bash
     command: {program: touch}

@@ -34,6 +34,13 @@ func startClaudeServer(t *testing.T) *claudeServer {
 // about every tee.
 func startHookServer(t *testing.T, section string) *claudeServer {
 	t.Helper()
+	// The client first: a missing one fails (or, -short, skips) the test
+	// before a server and a decider are started for it.
+	if section == "codex" {
+		codexBinary(t)
+	} else {
+		claudeBinary(t)
+	}
 	dir := t.TempDir()
 	cs := &claudeServer{}
 	var entries strings.Builder
@@ -115,6 +122,7 @@ func (cs *claudeServer) hookArgs(wait string) claudeOpts {
 // approved there, it runs once, and the session is a run of the hook's
 // principal with the call recorded as approved by alice.
 func TestClaudeCodeServerApproved(t *testing.T) {
+	t.Parallel()
 	cs := startClaudeServer(t)
 	decided := cs.decideNext(t, "approve", "")
 	r := runClaude(t, claudePolicy, cs.hookArgs("60s"), nil,
@@ -157,6 +165,7 @@ func TestClaudeCodeServerApproved(t *testing.T) {
 
 // A person's deny reaches the model with the reason; nothing is written.
 func TestClaudeCodeServerDenied(t *testing.T) {
+	t.Parallel()
 	cs := startClaudeServer(t)
 	decided := cs.decideNext(t, "deny", "not the notes today")
 	r := runClaude(t, claudePolicy, cs.hookArgs("60s"), nil,
@@ -172,6 +181,7 @@ func TestClaudeCodeServerDenied(t *testing.T) {
 
 // No answer within --wait denies, and says so.
 func TestClaudeCodeServerNoAnswer(t *testing.T) {
+	t.Parallel()
 	cs := startClaudeServer(t)
 	r := runClaude(t, claudePolicy, cs.hookArgs("2s"), nil,
 		toolUse{"Write", `{"file_path":"WS/notes.txt","content":"hello"}`})
@@ -187,6 +197,7 @@ func TestClaudeCodeServerNoAnswer(t *testing.T) {
 // prints it, reaches the server with the token from the environment: the
 // ask is approved there and the write runs once.
 func TestClaudeCodeServerHTTPHook(t *testing.T) {
+	t.Parallel()
 	cs := startClaudeServer(t)
 	decided := cs.decideNext(t, "approve", "")
 	o := claudeOpts{Args: []string{"--server", cs.url, "--http", "--wait", "60s"}, Env: []string{envToken + "=" + cs.agent}}
@@ -206,6 +217,7 @@ func TestClaudeCodeServerHTTPHook(t *testing.T) {
 // The approvals page shows a Claude Code session's write with the session's
 // prompt; a click on Approve lets it run, once.
 func TestClaudeCodeServerPageApproves(t *testing.T) {
+	t.Parallel()
 	cs := startClaudeServer(t)
 	r, wait := startClaude(t, claudePolicy, cs.hookArgs("90s"), nil,
 		toolUse{"Write", `{"file_path":"WS/notes.txt","content":"hello"}`})

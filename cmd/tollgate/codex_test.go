@@ -252,6 +252,7 @@ const codexPolicy = `rules:
 // rm in several spellings is denied by a command rule: Codex does not run
 // it, the model reads the rule's reason, the records name the rule.
 func TestCodexDeniesRm(t *testing.T) {
+	t.Parallel()
 	r := runCodex(t, codexPolicy, codexOpts{}, func(ws string) {
 		writeFile(t, ws, "keep.txt", "kept")
 	}, "rm -f keep.txt", "/bin/rm -f keep.txt", "env rm -f keep.txt", "(cd . && rm -f keep.txt)")
@@ -278,6 +279,7 @@ func TestCodexDeniesRm(t *testing.T) {
 // A command no rule speaks of runs, and its record says who let it run
 // and holds its result.
 func TestCodexAllowedCommandRuns(t *testing.T) {
+	t.Parallel()
 	r := runCodex(t, codexPolicy, codexOpts{}, nil, "echo made > made.txt && echo ok")
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "made.txt")); err != nil || string(b) != "made\n" {
 		t.Errorf("made.txt = %q, %v: the command did not run", b, err)
@@ -295,6 +297,7 @@ func TestCodexAllowedCommandRuns(t *testing.T) {
 // denied with a reason that says a person must approve it, and recorded
 // as declined by runtime:codex.
 func TestCodexAskWithoutServerDenies(t *testing.T) {
+	t.Parallel()
 	r := runCodex(t, codexPolicy, codexOpts{}, nil, "touch asked.txt")
 	if _, err := os.Stat(filepath.Join(r.Workspace, "asked.txt")); err == nil {
 		t.Error("the asked call ran with nobody to answer")
@@ -312,6 +315,7 @@ func TestCodexAskWithoutServerDenies(t *testing.T) {
 // config.toml, Codex runs the hook without --dangerously-bypass-hook-trust:
 // rm is denied.
 func TestCodexTrustedHooks(t *testing.T) {
+	t.Parallel()
 	r := runCodex(t, codexPolicy, codexOpts{Trust: true}, func(ws string) {
 		writeFile(t, ws, "keep.txt", "kept")
 	}, "rm -f keep.txt")

@@ -20,6 +20,7 @@ func (cs *claudeServer) codexArgs(wait string) codexOpts {
 // is a run of agent codex of the hook's principal, with the call recorded
 // as approved by alice.
 func TestCodexServerApproved(t *testing.T) {
+	t.Parallel()
 	cs := startHookServer(t, "codex")
 	decided := cs.decideNext(t, "approve", "")
 	r := runCodex(t, codexPolicy, cs.codexArgs("60s"), nil, "echo hello | tee -a notes.txt")
@@ -62,6 +63,7 @@ func TestCodexServerApproved(t *testing.T) {
 // A person's deny reaches the model with the reason; the command does not
 // run.
 func TestCodexServerDenied(t *testing.T) {
+	t.Parallel()
 	cs := startHookServer(t, "codex")
 	decided := cs.decideNext(t, "deny", "not the notes today")
 	r := runCodex(t, codexPolicy, cs.codexArgs("60s"), nil, "echo hello | tee -a notes.txt")
@@ -76,6 +78,7 @@ func TestCodexServerDenied(t *testing.T) {
 
 // No answer within --wait denies, and says so.
 func TestCodexServerNoAnswer(t *testing.T) {
+	t.Parallel()
 	cs := startHookServer(t, "codex")
 	r := runCodex(t, codexPolicy, cs.codexArgs("2s"), nil, "echo hello | tee -a notes.txt")
 	if _, err := os.Stat(filepath.Join(r.Workspace, "notes.txt")); err == nil {
@@ -91,6 +94,7 @@ func TestCodexServerNoAnswer(t *testing.T) {
 // every hook, the prompt itself is refused (UserPromptSubmit); with
 // PreToolUse alone, the call is denied with the reason.
 func TestCodexServerUnreachable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	token := writeFile(t, dir, "agent.token", "tg_unused\n")
 	args := []string{"--server", "http://127.0.0.1:1", "--token-file", token, "--wait", "2s"}
@@ -110,6 +114,7 @@ func TestCodexServerUnreachable(t *testing.T) {
 // The hook's own policy's ask goes to the server, which asks a person
 // though its own policy says nothing of the call: approved, it runs.
 func TestCodexServerLocalAsk(t *testing.T) {
+	t.Parallel()
 	cs := startHookServer(t, "codex")
 	decided := cs.decideNext(t, "approve", "")
 	r := runCodex(t, codexPolicy, cs.codexArgs("60s"), nil, "touch asked.txt")

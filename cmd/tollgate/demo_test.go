@@ -62,7 +62,7 @@ func TestDemo(t *testing.T) {
 		`[edit call_8_1] approved by flag:--approve=yes`,
 		`[bash call_4_1] <- ok`,
 		`[todowrite call_1_2] <- ok (108 bytes): 2 todos: 0 completed, 1 in progress, 1 pending`,
-		`[question call_2_2] approved by flag:--approve=yes`,
+		`[question call_2_2] approved by flag:--approve=yes, without an answer`,
 		`changed: 1 in_progress -> completed, 2 pending -> completed`,
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -78,7 +78,7 @@ SIGTERM), 1 error, 2 usage.`,
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.mcp, "mcp", nil, "MCP servers file (mcp.json) whose servers the gateway serves; repeatable; required")
 	fs.StringVar(&f.policy, "policy", "", "authorization policy file (YAML; see 'tollgate policy check')")
-	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML, seed 000); repeatable")
+	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative tool call hooks file (YAML, see 'tollgate hooks check'); repeatable")
 	fs.StringVar(&f.records, "records", "", "append one JSON line per tool call record to this file")
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, and the sandbox of stdio servers")
 	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")

@@ -14,10 +14,12 @@ const modelKinds = `Models (--model KIND:NAME):
   openai:MODEL      OpenAI Chat Completions, or any server that speaks it
                     (OpenRouter, Ollama, vLLM, LM Studio) with --base-url
   anthropic:MODEL   Anthropic Messages API
-The key comes from --api-key, else from the variable --api-key-env names,
-else, for the hosted service it belongs to only, from OPENAI_API_KEY (api.openai.com),
+The key comes from the variable --api-key-env names, else, for the hosted
+service it belongs to only, from OPENAI_API_KEY (api.openai.com),
 OPENROUTER_API_KEY (openrouter.ai) or ANTHROPIC_API_KEY (api.anthropic.com):
-a vendor's key is never sent to another --base-url. The hosted services
+a vendor's key is never sent to another --base-url. --api-key overrides them,
+but a command line is visible to every process of the machine: prefer a
+variable. The hosted services
 require a key; other servers may need none. The key is never printed, logged
 or stored with a halted run: 'tollgate resume' reads it from the environment
 again (--api-key-env is stored, being only a name).`

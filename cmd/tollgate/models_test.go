@@ -486,3 +486,20 @@ func TestResumeOfScriptRunRefusesAPIKey(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// run's help puts the key in a variable and warns against --api-key: a
+// command line is visible to every process of the machine.
+func TestRunHelpPrefersTheKeyVariable(t *testing.T) {
+	t.Parallel()
+	code, out, _ := tgMain(t, "run", "--help")
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"The key comes from the variable --api-key-env names",
+		"--api-key overrides them, but a command line is visible to every process of the machine: prefer a variable.",
+		"API key, visible to every process of the machine on a command line: prefer the variable",
+	} {
+		if code != 0 || !strings.Contains(flat, want) {
+			t.Errorf("run --help: exit %d, lacks %q:\n%s", code, want, out)
+		}
+	}
+}

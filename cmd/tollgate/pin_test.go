@@ -94,6 +94,10 @@ func TestSandboxKeepsGoverningFilesInPlace(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, ".claude", "settings.local.json")); err == nil {
 		t.Errorf("a Claude Code settings file was planted\n%s", out)
 	}
+	// The .claude directory the sandbox made to seal it goes with the run.
+	if _, err := os.Lstat(filepath.Join(ws, ".claude")); err == nil {
+		t.Errorf("the run left a .claude directory in a workspace that had none\n%s", out)
+	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "original\n" {
 		t.Fatalf("notes.txt = %q", b)
 	}

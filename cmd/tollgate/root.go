@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -271,14 +270,44 @@ Exit status: 0 done, 1 error, 2 usage or configuration, 3 pending,
 	return root
 }
 
-// argsUsage wraps a cobra positional-argument check so that its failure exits 2.
+// argsUsage wraps a cobra positional-argument check so that its failure exits 2,
+// saying the arguments the command's usage names ("runs show: want RUN_ID;
+// got no argument") rather than cobra's count.
 func argsUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
+			if want := usageArgs(cmd.Use); want != "" {
+				got := "no argument"
+				if len(args) > 0 {
+					got = fmt.Sprintf("%d: %s", len(args), oneLine(strings.Join(args, " "), 200))
+				}
+				return usageErr("%swant %s; got %s", commandPrefix(cmd), want, got)
+			}
 			return usageErr("%s%v", commandPrefix(cmd), err)
 		}
 		return nil
 	}
+}
+
+// usageArgs returns the positional arguments a command's Use names
+// ("show RUN_ID": "RUN_ID"; "answer ID [ANSWER]...": "ID [ANSWER]..."),
+// without its flags and their values; "" when it names none.
+func usageArgs(use string) string {
+	words := strings.Fields(use)
+	var out []string
+	for i := 1; i < len(words); i++ {
+		w := strings.Trim(words[i], "[]")
+		switch {
+		case w == "flags":
+		case strings.HasPrefix(w, "-"):
+			if i+1 < len(words) && !strings.HasPrefix(strings.Trim(words[i+1], "[]"), "-") {
+				i++ // the flag's value
+			}
+		default:
+			out = append(out, words[i])
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // commandPrefix is "serve token: " for the command `tollgate serve token`,
@@ -289,36 +318,4 @@ func commandPrefix(c *cobra.Command) string {
 		return ""
 	}
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") + ": "
-}
-
-// version describes this build from the Go build information: the module
-// version ("(devel)" for a build from a work tree), the VCS revision and
-// whether the tree was modified, and the Go version.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown (no build information)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "+modified"
-			}
-		}
-	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		v += " " + rev + modified
-	}
-	return v + " " + bi.GoVersion
 }

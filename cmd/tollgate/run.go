@@ -338,7 +338,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 	fl := &rc.flags
 	f.StringVar(&fl.model, "model", "", "model to use: script:PATH, openai:MODEL or anthropic:MODEL (required)")
 	f.StringVar(&fl.baseURL, "base-url", "", "API root of an openai: or anthropic: model (default: the vendor's; e.g. http://127.0.0.1:11434/v1 for Ollama)")
-	f.StringVar(&fl.apiKey, "api-key", "", "API key (default: --api-key-env, else the hosted service's OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY)")
+	f.StringVar(&fl.apiKey, "api-key", "", "API key, visible to every process of the machine on a command line: prefer the variable (default: --api-key-env, else the hosted service's OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY)")
 	f.StringVar(&fl.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (for servers other than the hosted ones)")
 	f.StringVar(&fl.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
 	f.StringVar(&fl.system, "system", "", "system prompt")
@@ -571,11 +571,15 @@ func (p *printer) print(ev agent.Event) {
 		if d.Outcome == agent.OutcomeAllowed && d.By == approval.Default {
 			return // nothing objected: the call and its result say it all
 		}
-		outcome := string(d.Outcome)
-		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] && d.By.Kind == approval.PrincipalPerson {
-			outcome = "answered" // a question: the person answered it
+		outcome, by := string(d.Outcome), field(d.By.String())
+		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] {
+			if d.By.Kind == approval.PrincipalPerson {
+				outcome = "answered" // a question: the person answered it
+			} else {
+				by += ", without an answer" // --approve yes lets a question go on unanswered
+			}
 		}
-		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), outcome, field(d.By.String()))
+		line := fmt.Sprintf("   [%s] %s by %s", p.label(ev.CallID), outcome, by)
 		if d.Reason != "" {
 			line += ": " + oneLine(d.Reason, 200)
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -32,7 +34,7 @@ func printRunSummary(w io.Writer, d runDetail) error {
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  CALL\tTOOL\tDECISION\tBY\tTOOK")
 			for _, c := range res.ToolCalls {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", field(c.ID), field(c.Name), c.Decision.Outcome, field(c.Decision.By.String()), took(c.Duration))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", field(c.ID), field(c.Name), callOutcome(c), field(c.Decision.By.String()), took(c.Duration))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -59,4 +61,13 @@ func took(d time.Duration) string {
 		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+}
+
+// callOutcome is c's outcome as the summary says it: a question a person
+// let go on was answered, not approved (as `tollgate run` prints it).
+func callOutcome(c agent.ToolCallRecord) string {
+	if c.Name == builtin.QuestionTool && c.Decision.Outcome == agent.OutcomeApproved && c.Decision.By.Kind == approval.PrincipalPerson {
+		return "answered"
+	}
+	return string(c.Decision.Outcome)
 }

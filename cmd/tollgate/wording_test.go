@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,13 +80,17 @@ func TestPrinterDecisionLines(t *testing.T) {
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c3", Name: "write", Arguments: []byte(`{}`)}},
 		{Kind: agent.EventPending, CallID: "c3", Request: &tool.Request{ID: "r1", Kind: tool.KindApproval, Prompt: "Allow write?"}},
 		{Kind: agent.EventDecision, CallID: "c3", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c4", Name: "question", Arguments: []byte(`{}`)}},
+		{Kind: agent.EventPending, CallID: "c4", Request: &tool.Request{ID: "q2", Kind: tool.KindQuestion, Prompt: "Which?"}},
+		{Kind: agent.EventDecision, CallID: "c4", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=yes"}}},
 	} {
 		p.event(ev)
 	}
 	if strings.Contains(out.String(), "[read c1] allowed") {
 		t.Errorf("a call nothing objected to has a decision line:\n%s", out.String())
 	}
-	for _, want := range []string{"[question c2] answered by person:alice\n", "[write c3] approved by person:alice\n"} {
+	for _, want := range []string{"[question c2] answered by person:alice\n", "[write c3] approved by person:alice\n",
+		"[question c4] approved by flag:--approve=yes, without an answer\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -125,5 +130,67 @@ func TestJSONHaltedRunEndsHalted(t *testing.T) {
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || code != exitDone || last.Kind != "done" {
 		t.Fatalf("finished run: exit %d, last event %+v\n%s", code, last, out)
+	}
+}
+
+// runs show of a finished run sums it up for people: its turns and tool
+// calls, one line per call with its decision, who made it and how long it
+// took (ms or s), and the answer; the JSON only with --json.
+func TestRunsShowSummarizesCalls(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := apWrite(t, dir, "s.yaml", "turns:\n  - toolCalls: [{name: write, id: c1, args: {path: a.txt, content: x}}, {name: bash, id: c2, args: {command: \"rm a.txt\"}}]\n  - text: all done\n")
+	policy := apWrite(t, dir, "p.yaml", "rules:\n  - id: no-rm\n    tool: bash\n    decision: deny\n")
+	if code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--policy", policy, "--state-dir", state, "x"); code != exitDone {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ := apMain(t, "runs", "list", "--json", "--state-dir", state)
+	var runs []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &runs); code != 0 || err != nil || len(runs) != 1 {
+		t.Fatalf("runs list: exit %d, %v\n%s", code, err, out)
+	}
+	code, out, _ = apMain(t, "runs", "show", runs[0].ID, "--state-dir", state)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^run ` + runs[0].ID + `: done$`),
+		regexp.MustCompile(`(?m)^turns: 2; tool calls: 2$`),
+		regexp.MustCompile(`(?m)^ +CALL +TOOL +DECISION +BY +TOOK$`),
+		regexp.MustCompile(`(?m)^ +c1 +write +allowed +runtime:default +\d+(\.\d)? m?s$`),
+		regexp.MustCompile(`(?m)^ +c2 +bash +denied +rule:no-rm +\d+(\.\d)? m?s$`),
+		regexp.MustCompile(`(?m)^answer: all done$`),
+	} {
+		if code != 0 || !want.MatchString(out) || strings.Contains(out, `"transcript"`) {
+			t.Errorf("runs show: exit %d, output lacks %s or has the JSON:\n%s", code, want, out)
+		}
+	}
+}
+
+// runs show says a question a person let go on was answered, as run does.
+func TestRunsShowSaysAnswered(t *testing.T) {
+	t.Parallel()
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	res, err := json.Marshal(agent.Result{Status: agent.StatusDone, Turns: 2, ToolCalls: []agent.ToolCallRecord{
+		{ID: "c1", Name: "question", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{ID: "c2", Name: "write", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := printRunSummary(&out, runDetail{ID: "run_1", Status: "done", Result: res}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^ +c1 +question +answered +person:alice `),
+		regexp.MustCompile(`(?m)^ +c2 +write +approved +person:alice `),
+	} {
+		if !want.MatchString(out.String()) {
+			t.Errorf("runs show lacks %s:\n%s", want, out.String())
+		}
 	}
 }

@@ -3,7 +3,9 @@ package build
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,5 +202,29 @@ func setupSandbox(ctx context.Context, s *setup) error {
 		return fmt.Errorf("sandbox: %w (set sandbox.bash and sandbox.hooks to off to run commands unconfined)", err)
 	}
 	c.sb = sb
+	return holdClaudeSeal(s, filepath.Join(c.workspace, ".claude"))
+}
+
+// holdClaudeSeal keeps the workspace's .claude directory, which every
+// sandboxed command of the run seals, in place for the whole run, and
+// registers the closer that removes it when the run ends if the workspace
+// had none when the build began and it is still empty: the seal leaves no
+// trace (sandbox.RemoveSealed, which leaves it while a command of another
+// run still seals it).
+func holdClaudeSeal(s *setup, claude string) error {
+	_, err := os.Lstat(claude)
+	missing := errors.Is(err, fs.ErrNotExist)
+	release, err := sandbox.HoldSealed(claude)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	s.closers = append(s.closers, func() error {
+		release()
+		if !missing {
+			return nil
+		}
+		_, err := sandbox.RemoveSealed(claude)
+		return err
+	})
 	return nil
 }
