@@ -12,13 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/runs"
 )
@@ -223,7 +222,7 @@ func (c *Config) agentBuildProblem(name string, err error) string {
 	}
 	ps := &problems{path: c.File, f: c.syntax}
 	ps.add("$.agents."+name+"."+key, "agents."+name+"."+key, "%s", msg)
-	return ps.list[0]
+	return ps.list.List()[0].Error()
 }
 
 // DurableConfig is the durable: section of a server configuration: the
@@ -356,82 +355,37 @@ type sandboxYAML struct {
 
 // ConfigError lists every problem of a configuration or tokens file, each
 // as FILE:LINE:COL: field: message.
-type ConfigError struct {
-	Problems []string
-}
+//
+// Deprecated: it is [configfile.Error], the error of every configuration
+// file; use that name.
+type ConfigError = configfile.Error
 
-// Error joins the problems, one a line.
-func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
-
-// Unwrap returns the problems as errors, one each, as errors.Join's errors
-// are: a program that prints one error a line, or puts its own context in
-// front of each, can do so without parsing Error.
-func (e *ConfigError) Unwrap() []error {
-	errs := make([]error, len(e.Problems))
-	for i, p := range e.Problems {
-		errs[i] = errors.New(p)
-	}
-	return errs
-}
-
-// yamlErr is what goccy/go-yaml's errors have in common.
-type yamlErr interface {
-	GetToken() *token.Token
-	GetMessage() string
-}
-
-// decodeStrict reads a bounded YAML file into v, refusing unknown keys,
-// aliases and duplicate keys; errors carry FILE:LINE:COL.
+// decodeStrict reads a bounded YAML file into v, refusing unknown keys
+// (each with the key probably meant), aliases and duplicate keys; errors
+// are a *configfile.Error with FILE:LINE:COL.
 func decodeStrict(path string, v any) (*ast.File, error) {
-	src, err := bounded.ReadFile(path, bounded.Limits{MaxBytes: MaxConfigBytes})
+	src, err := configread.ReadFile(path, bounded.Limits{MaxBytes: MaxConfigBytes})
 	if err != nil {
 		return nil, err
 	}
-	if err := bounded.CheckYAML(path, src, bounded.Limits{MaxBytes: MaxConfigBytes, MaxDepth: MaxConfigDepth}); err != nil {
-		return nil, err
-	}
-	if err := bounded.UnmarshalYAML(src, v, yaml.DisallowUnknownField()); err != nil {
-		var ye yamlErr
-		if errors.As(err, &ye) {
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				return nil, &ConfigError{Problems: []string{fmt.Sprintf("%s:%d:%d: %s", path, tk.Position.Line, tk.Position.Column, ye.GetMessage())}}
-			}
-			return nil, &ConfigError{Problems: []string{path + ": " + ye.GetMessage()}}
-		}
-		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
-	}
-	f, err := parser.ParseBytes(src, 0)
-	if err != nil {
-		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
-	}
-	return f, nil
+	return configread.DecodeYAML(path, src, v, bounded.Limits{MaxBytes: MaxConfigBytes, MaxDepth: MaxConfigDepth})
 }
 
 // problems collects positioned problems of one file.
 type problems struct {
 	path string
 	f    *ast.File
-	list []string
+	list configread.Problems
 }
 
+// add records a problem about field at the node yamlPath names
+// ("$.agents.NAME.model"), or about the whole file when f has no such node.
 func (p *problems) add(yamlPath, field, format string, args ...any) {
-	where := p.path
-	if yp, err := yaml.PathString(yamlPath); err == nil && p.f != nil {
-		if n, err := yp.FilterFile(p.f); err == nil && n != nil {
-			if tk := n.GetToken(); tk != nil && tk.Position != nil {
-				where = fmt.Sprintf("%s:%d:%d", p.path, tk.Position.Line, tk.Position.Column)
-			}
-		}
-	}
-	p.list = append(p.list, fmt.Sprintf("%s: %s: %s", where, field, fmt.Sprintf(format, args...)))
+	p.list.File = p.path
+	p.list.Add(configread.PathPos(p.f, yamlPath), field, format, args...)
 }
 
-func (p *problems) err() error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	return &ConfigError{Problems: p.list}
-}
+func (p *problems) err() error { return p.list.Err() }
 
 // LoadConfig reads and checks a server configuration file (see [Config]).
 func LoadConfig(path string) (*Config, error) {
@@ -686,10 +640,10 @@ func LoadTokens(path string) (*Tokens, error) {
 	}
 	t, err := NewTokens(y.Tokens)
 	if err != nil {
-		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
+		return nil, configread.Errorf(path, configread.Pos{}, "", "%v", err)
 	}
 	if t.Len() == 0 {
-		return nil, &ConfigError{Problems: []string{path + ": the file lists no token"}}
+		return nil, configread.Errorf(path, configread.Pos{}, "", "the file lists no token")
 	}
 	return t, nil
 }

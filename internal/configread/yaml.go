@@ -268,3 +268,12 @@ func Entries(n ast.Node) ([]*ast.MappingValueNode, bool) {
 	}
 	return nil, false
 }
+
+// ReadFile reads the regular file at path within lim's size
+// ([bounded.ReadFile]); a file past the limit, or not a regular file, is a
+// *configfile.Error. Errors of the file system are returned as they are
+// (they wrap fs.ErrNotExist, ...).
+func ReadFile(path string, lim bounded.Limits) ([]byte, error) {
+	src, err := bounded.ReadFile(path, lim)
+	return src, asError(err)
+}
