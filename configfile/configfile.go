@@ -72,6 +72,19 @@ func (p Problem) Error() string {
 	return b.String()
 }
 
+// String is [Problem.Error].
+func (p Problem) String() string { return p.Error() }
+
+// As lets errors.As find a problem with a Problem target as well as a
+// *Problem one: it copies p into target when target is a *Problem.
+func (p *Problem) As(target any) bool {
+	t, ok := target.(*Problem)
+	if ok {
+		*t = *p
+	}
+	return ok
+}
+
 // Error is a configuration file refused for its problems: Problems lists
 // every error found, in the order of the file.
 type Error struct {

@@ -36,6 +36,10 @@ func TestErrorAs(t *testing.T) {
 	if !errors.As(err, &p) || p.Line != 1 {
 		t.Fatalf("errors.As *Problem: %v", p)
 	}
+	var v configfile.Problem
+	if !errors.As(err, &v) || v.Line != 1 {
+		t.Fatalf("errors.As Problem: %v", v)
+	}
 	if got, want := e.Error(), "f:1:2: a\nf:3:4: b"; got != want {
 		t.Errorf("Error: %q, want %q", got, want)
 	}
