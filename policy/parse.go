@@ -18,10 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 )
 
-// Severity says whether a [Problem] stops a policy from loading.
-type Severity = configfile.Severity
-
-// The severities of a [Problem].
+// The severities of a [Problem] (a [configfile.Severity]).
 const (
 	// SeverityError: the policy does not load.
 	SeverityError = configfile.SeverityError
@@ -159,7 +156,7 @@ func (ps *policyParser) failed() bool {
 	return slices.ContainsFunc(ps.problems, func(p Problem) bool { return p.Severity == SeverityError })
 }
 
-func (ps *policyParser) add(n ast.Node, sev Severity, format string, args ...any) {
+func (ps *policyParser) add(n ast.Node, sev configfile.Severity, format string, args ...any) {
 	p := Problem{File: ps.name, Severity: sev, Message: fmt.Sprintf(format, args...)}
 	pos := configread.NodePos(n)
 	p.Line, p.Col = pos.Line, pos.Col

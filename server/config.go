@@ -116,13 +116,14 @@ type Config struct {
 }
 
 // FieldError is an error of a [runs.Builder] about one field of an agent's
-// configuration: Field is its key in server.yaml ("policy", "hooks", "mcp",
-// "model", ...). [Config.CheckAgents] reports it at that field's line, and a
-// [*runs.FieldError] at the line of the key its field is read from.
-type FieldError struct {
-	Field string
-	Err   error
-}
+// configuration. [Config.CheckAgents] reports it at the line of that field
+// in server.yaml: Field is either the field's key in server.yaml
+// ("policy", "hooks", "mcp", "model", ...) or its JSON name in
+// [runs.RunConfig] ("policyFile", "sandbox.bash"), read from the key it
+// comes from.
+//
+// Deprecated: it is [runs.FieldError]; use that name.
+type FieldError = runs.FieldError
 
 // configKeys maps the JSON names of [runs.RunConfig] fields that differ
 // from their keys in server.yaml to those keys.
@@ -140,12 +141,6 @@ func configKey(field string) string {
 	}
 	return field
 }
-
-// Error returns "FIELD: ERR".
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
-
-// Unwrap returns Err.
-func (e *FieldError) Unwrap() error { return e.Err }
 
 // CheckAgents checks every agent before the server starts, so that a
 // missing workspace or policy file, or a policy, hooks or MCP file that
@@ -194,13 +189,10 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 }
 
 // buildErrorKey returns the server.yaml key of an agent's build error and
-// what is wrong with it: a [*FieldError]'s Field, or the key a
-// [*runs.FieldError]'s field is read from (configKey: "policy" for
-// "policyFile"). It returns "" for an error about no one field.
+// what is wrong with it: the key a [*runs.FieldError]'s field is read from
+// (configKey: "policy" for "policyFile"; a server.yaml key is itself). It
+// returns "" for an error about no one field.
 func buildErrorKey(err error) (key, msg string) {
-	if fe, ok := errors.AsType[*FieldError](err); ok {
-		return fe.Field, fe.Err.Error()
-	}
 	if rfe, ok := errors.AsType[*runs.FieldError](err); ok {
 		return configKey(rfe.Field), rfe.Err.Error()
 	}
