@@ -183,7 +183,7 @@ func (ps *policyParser) warnf(n ast.Node, format string, args ...any) {
 }
 
 func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
-	f, err := configread.ParseYAML(ps.name, src)
+	f, err := configread.ParseYAML(ps.name, src, 0)
 	if err != nil {
 		ce, _ := errors.AsType[*configfile.Error](err)
 		for _, p := range ce.Problems {

@@ -7,15 +7,16 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
@@ -153,17 +154,12 @@ func parseHooks(src []byte, file string, allowUnsafe bool) (cfgs []Config, diags
 			diags = append(l.diags, Diagnostic{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the YAML parser failed on this document (%v); no hooks loaded", p)})
 		}
 	}()
-	f, err := parser.ParseBytes(src, parser.ParseComments, parser.AllowDuplicateMapKey())
+	f, err := configread.ParseYAML(file, src, parser.ParseComments, parser.AllowDuplicateMapKey())
 	if err != nil {
-		d := Diagnostic{File: file, Severity: slog.LevelError}
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				d.Line, d.Col = tk.Position.Line, tk.Position.Column
-			}
-			d.Message = "the document does not parse as YAML: " + ye.GetMessage() + "; no hooks loaded"
-		} else {
-			d.Message = "the document does not parse as YAML: " + err.Error() + "; no hooks loaded"
+		d := Diagnostic{File: file, Severity: slog.LevelError, Message: "the document does not parse as YAML: " + err.Error() + "; no hooks loaded"}
+		if p, ok := errors.AsType[*configfile.Problem](err); ok {
+			d.Line, d.Col = p.Line, p.Col
+			d.Message = "the document does not parse as YAML: " + p.Message + "; no hooks loaded"
 		}
 		return nil, []Diagnostic{d}
 	}
@@ -542,6 +538,9 @@ func (l *loader) fields(m *ast.MappingNode, known ...string) (map[string]*ast.Ma
 			ok = ok || k == kn
 		}
 		if !ok {
+			if s := configread.Suggest(k, known); s != "" {
+				return nil, fmt.Sprintf("unknown field %q; did you mean %q?", k, s), mv
+			}
 			return nil, fmt.Sprintf("unknown field %q (want %s)", k, strings.Join(known, ", ")), mv
 		}
 		if _, dup := out[k]; dup {
@@ -577,127 +576,26 @@ func cutByComment(n ast.Node) string {
 }
 
 // unwrap removes anchors and tags around a node.
-func unwrap(n ast.Node) ast.Node {
-	for range 8 {
-		switch x := n.(type) {
-		case *ast.AnchorNode:
-			n = x.Value
-		case *ast.TagNode:
-			n = x.Value
-		default:
-			return n
-		}
-	}
-	return n
-}
+func unwrap(n ast.Node) ast.Node { return configread.Unwrap(n) }
 
-func isComment(n ast.Node) bool {
-	switch n.(type) {
-	case *ast.CommentNode, *ast.CommentGroupNode:
-		return true
-	}
-	return false
-}
+func isComment(n ast.Node) bool { return configread.IsComment(n) }
 
-func isNull(n ast.Node) bool {
-	if n == nil {
-		return true
-	}
-	_, ok := unwrap(n).(*ast.NullNode)
-	return ok
-}
+func isNull(n ast.Node) bool { return configread.IsNull(n) }
 
 // scalarString returns the text of a string scalar (plain, quoted or block).
-func scalarString(n ast.Node) (string, bool) {
-	switch x := unwrap(n).(type) {
-	case *ast.StringNode:
-		return x.Value, true
-	case *ast.LiteralNode:
-		if x.Value == nil {
-			return "", true
-		}
-		return x.Value.Value, true
-	}
-	return "", false
-}
+func scalarString(n ast.Node) (string, bool) { return configread.Text(n) }
 
 // scalarText is scalarString that also takes numbers and booleans as written
 // (argv: [sleep, 5]).
-func scalarText(n ast.Node) (string, bool) {
-	if s, ok := scalarString(n); ok {
-		return s, true
-	}
-	switch x := unwrap(n).(type) {
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-		if tk := x.GetToken(); tk != nil {
-			return tk.Value, true
-		}
-	}
-	return "", false
-}
+func scalarText(n ast.Node) (string, bool) { return configread.ScalarText(n) }
 
-func keyString(mv *ast.MappingValueNode) string {
-	if mv.Key == nil {
-		return ""
-	}
-	if s, ok := scalarString(mv.Key); ok {
-		return s
-	}
-	if tk := mv.Key.GetToken(); tk != nil {
-		return tk.Value
-	}
-	return ""
-}
+func keyString(mv *ast.MappingValueNode) string { return configread.Key(mv) }
 
 // kind names a node's type for messages.
-func kind(n ast.Node) string {
-	switch unwrap(n).(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode:
-		return "a number"
-	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	case *ast.MappingNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.AliasNode:
-		return "an alias"
-	}
-	return "a " + strconv.Quote(unwrap(n).Type().String())
-}
+func kind(n ast.Node) string { return configread.Kind(n, false) }
 
 // position returns where a node starts: for a mapping, its first key.
 func position(n ast.Node) (int, int) {
-	if n == nil {
-		return 0, 0
-	}
-	switch x := n.(type) {
-	case *ast.MappingNode:
-		if !x.IsFlowStyle && len(x.Values) > 0 {
-			return position(x.Values[0])
-		}
-	case *ast.MappingValueNode:
-		if x.Key != nil {
-			return position(x.Key)
-		}
-	case *ast.AnchorNode:
-		if x.Start != nil && x.Start.Position != nil {
-			return x.Start.Position.Line, x.Start.Position.Column
-		}
-	case *ast.TagNode:
-		if x.Start != nil && x.Start.Position != nil {
-			return x.Start.Position.Line, x.Start.Position.Column
-		}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return 0, 0
-	}
-	return tk.Position.Line, tk.Position.Column
+	p := configread.NodePos(n)
+	return p.Line, p.Col
 }

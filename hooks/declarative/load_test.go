@@ -440,3 +440,20 @@ func TestDemoHooksFile(t *testing.T) {
 		t.Errorf("hooks %v: want logs on every call and a command on errors", r.Hooks())
 	}
 }
+
+// A misspelt field is skipped with the field that was probably meant.
+func TestLoadSuggestsTheFieldMeant(t *testing.T) {
+	doc := "hooks:\n  - event: preToolUse\n    matchr: bash\n    action: {type: log, message: a}\n  - event: onError\n    action: {type: log, mesage: a}\n"
+	r := FromYAML(strings.NewReader(doc), &Options{File: "h.yaml", Logger: slog.New(slog.DiscardHandler)})
+	var got []string
+	for _, d := range r.Diagnostics() {
+		got = append(got, d.String())
+	}
+	want := []string{
+		`h.yaml:3:5: warning: skipped hook 1: unknown field "matchr"; did you mean "matcher"?`,
+		`h.yaml:6:25: warning: skipped hook 2: action: unknown field "mesage"; did you mean "message"?`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+}

@@ -13,16 +13,17 @@ import (
 )
 
 // ParseYAML parses src, a document named file that [bounded.CheckYAML]
-// passed, into its syntax tree. A syntax error is a *configfile.Error
-// with the error's position; a panic of the parser (third-party code) is
-// one too, instead of a crash of the host.
-func ParseYAML(file string, src []byte, opts ...parser.Option) (f *ast.File, err error) {
+// passed, into its syntax tree with goccy/go-yaml's parser, mode and opts.
+// A syntax error is a *configfile.Error with the error's position; a
+// panic of the parser (third-party code) is one too, instead of a crash of
+// the host.
+func ParseYAML(file string, src []byte, mode parser.Mode, opts ...parser.Option) (f *ast.File, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			f, err = nil, Errorf(file, Pos{}, "", "the YAML parser failed on this document (%v)", p)
 		}
 	}()
-	f, err = parser.ParseBytes(src, 0, opts...)
+	f, err = parser.ParseBytes(src, mode, opts...)
 	if err != nil {
 		return nil, yamlError(file, err)
 	}
@@ -50,7 +51,7 @@ func DecodeYAML(file string, src []byte, v any, lim bounded.Limits) (*ast.File, 
 	if err := bounded.CheckYAML(file, src, lim); err != nil {
 		return nil, asError(err)
 	}
-	f, err := ParseYAML(file, src)
+	f, err := ParseYAML(file, src, 0)
 	if err != nil {
 		return nil, err
 	}
