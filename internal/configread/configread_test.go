@@ -158,3 +158,16 @@ func TestObject(t *testing.T) {
 		t.Error("data after the value accepted")
 	}
 }
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"model", "model", 0}, {"modle", "model", 2}, {"mode", "model", 1}, {"", "abc", 3}, {"kitten", "sitting", 3},
+	} {
+		if got := EditDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
