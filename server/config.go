@@ -469,9 +469,10 @@ func LoadConfig(path string) (*Config, error) {
 		if len(a.Tenants) > 0 {
 			c.AgentTenants[name] = a.Tenants
 		}
-		kind, model, ok := strings.Cut(a.Model, ":")
-		if !ok || model == "" || (kind != "openai" && kind != "anthropic" && kind != "script") {
-			ps.add(base+".model", field("model"), "want openai:MODEL, anthropic:MODEL or script:PATH, got %q", a.Model)
+		ref, err := runs.ParseModelRef(a.Model)
+		ok := err == nil
+		if !ok {
+			ps.add(base+".model", field("model"), "%v", err)
 		}
 		if a.Workdir == "" {
 			ps.add(base, field("workdir"), "required: the workspace of the agent's tools")
@@ -490,7 +491,7 @@ func LoadConfig(path string) (*Config, error) {
 			}
 		}
 		cfg := runs.RunConfig{
-			Agent: name, Model: runs.ModelRef{Provider: kind, Name: model, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv},
+			Agent: name, Model: runs.ModelRef{Provider: ref.Provider, Name: ref.Name, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv},
 			Workdir: a.Workdir, System: a.System, MaxTurns: a.MaxTurns,
 			Timeout: runs.Duration(duration(base+".timeout", field("timeout"), a.Timeout)),
 			Deny:    a.Deny, HooksFiles: a.Hooks, PolicyFile: a.Policy, Autonomy: a.Autonomy,
