@@ -158,6 +158,10 @@ func TestLoadTokens(t *testing.T) {
 	if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":4:") || !strings.Contains(err.Error(), ": tokens[1]: ") {
 		t.Errorf("bad list: %v", err)
 	}
+	p = writeFile(t, dir, "typo.yaml", "tokens:\n  - name: a\n    tenat: acme\n    roles: [viewer]\n    sha256: "+hash+"\n")
+	if _, err := server.LoadTokens(p); err == nil || err.Error() != p+`:3:5: tokens[0].tenat: unknown key "tenat"; did you mean "tenant"?` {
+		t.Errorf("misspelt key: %v", err)
+	}
 	for name, body := range map[string]string{
 		"short hash":   "tokens:\n  - name: a\n    roles: [viewer]\n    sha256: abc\n",
 		"unknown role": "tokens:\n  - name: a\n    roles: [root]\n    sha256: " + hash + "\n",
