@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,42 +80,24 @@ var notFired = map[string]string{
 }
 
 // Diagnostic is one problem found in a settings file: a skipped entry
-// (Skipped) or a warning about an entry kept. Line and Col count from 1; 0
-// when unknown. String formats it as FILE:LINE:COL: warning: MESSAGE, the
-// form of `tollgate hooks check`.
+// (Skipped) or a warning about an entry kept (Severity
+// configfile.SeverityWarning), or a file that was not read at all
+// (configfile.SeverityError). It is the [configfile.Problem] every
+// configuration file reports (Line and Col from 1, 0 when unknown), with
+// what the loader did about it. Its String is FILE:LINE:COL: warning:
+// MESSAGE, the form of `tollgate hooks check`.
 type Diagnostic struct {
-	File      string
-	Line, Col int
-	// Severity is slog.LevelWarn, or slog.LevelError for a file that was not
-	// read at all.
-	Severity slog.Level
-	Skipped  bool
+	configfile.Problem
+	Skipped bool
 	// Event is the hook event the entry belongs to, when the entry is inside
 	// one ("" for file-level problems): a host that fails closed refuses to
 	// run when a gate of PreToolUse or PermissionRequest was skipped.
-	Event   Event
-	Message string
+	Event Event
 }
 
-// String formats d as "FILE:LINE:COL: warning: MESSAGE" (or "error:").
-func (d Diagnostic) String() string {
-	var b strings.Builder
-	if d.File != "" {
-		b.WriteString(d.File + ":")
-	}
-	if d.Line > 0 {
-		fmt.Fprintf(&b, "%d:%d:", d.Line, d.Col)
-	}
-	if b.Len() > 0 {
-		b.WriteString(" ")
-	}
-	if d.Severity >= slog.LevelError {
-		b.WriteString("error: ")
-	} else {
-		b.WriteString("warning: ")
-	}
-	b.WriteString(d.Message)
-	return b.String()
+// diag returns a diagnostic at pos of file.
+func diag(file string, line, col int, sev configfile.Severity, skipped bool, ev Event, msg string) Diagnostic {
+	return Diagnostic{Problem: configfile.Problem{File: file, Line: line, Col: col, Severity: sev, Message: msg}, Skipped: skipped, Event: ev}
 }
 
 // HandlerType is a handler's "type".
@@ -283,7 +264,7 @@ func Parse(src []byte, file string) (s *Settings) {
 	s = &Settings{}
 	defer func() {
 		if p := recover(); p != nil { // the parser is third-party code
-			s = &Settings{Diagnostics: append(l.diags, Diagnostic{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the parser failed on this file (%v); no hooks loaded", p)})}
+			s = &Settings{Diagnostics: append(l.diags, diag(file, 0, 0, configfile.SeverityError, false, "", fmt.Sprintf("the parser failed on this file (%v); no hooks loaded", p)))}
 		}
 	}()
 	if len(src) > MaxSettingsSize {
@@ -303,11 +284,11 @@ func Parse(src []byte, file string) (s *Settings) {
 		if strings.HasPrefix(msg, "nested deeper") {
 			msg = fmt.Sprintf("the file nests deeper than %d levels", MaxDepth)
 		}
-		return &Settings{Diagnostics: []Diagnostic{{File: file, Line: be.Line, Col: be.Col, Severity: slog.LevelError, Message: msg + "; no hooks loaded"}}}
+		return &Settings{Diagnostics: []Diagnostic{diag(file, be.Line, be.Col, configfile.SeverityError, false, "", msg+"; no hooks loaded")}}
 	}
 	f, err := configread.ParseYAML(file, src, 0)
 	if err != nil {
-		d := Diagnostic{File: file, Severity: slog.LevelError, Message: "the file does not parse as JSON: " + err.Error() + "; no hooks loaded"}
+		d := diag(file, 0, 0, configfile.SeverityError, false, "", "the file does not parse as JSON: "+err.Error()+"; no hooks loaded")
 		if p, ok := errors.AsType[*configfile.Problem](err); ok {
 			d.Line, d.Col = p.Line, p.Col
 			d.Message = "the file does not parse as JSON: " + p.Message + "; no hooks loaded"
@@ -436,12 +417,12 @@ type loader struct {
 
 func (l *loader) add(n ast.Node, skipped bool, format string, args ...any) {
 	line, col := position(n)
-	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelWarn, Skipped: skipped, Event: l.event, Message: fmt.Sprintf(format, args...)})
+	l.diags = append(l.diags, diag(l.file, line, col, configfile.SeverityWarning, skipped, l.event, fmt.Sprintf(format, args...)))
 }
 
 func (l *loader) fatal(n ast.Node, format string, args ...any) {
 	line, col := position(n)
-	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelError, Message: fmt.Sprintf(format, args...)})
+	l.diags = append(l.diags, diag(l.file, line, col, configfile.SeverityError, false, "", fmt.Sprintf(format, args...)))
 }
 
 func (l *loader) source(n ast.Node) string {

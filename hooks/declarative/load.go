@@ -29,15 +29,16 @@ const MaxDocumentSize = 4 << 20
 // registry, checked before the document is parsed.
 const MaxDepth = 32
 
-// Diagnostic is one problem found while loading hooks: a skipped entry (WARN,
-// Skipped), a warning about an entry that was kept (WARN), or a document that
-// could not be read (ERROR, nothing loaded). Line and Col count from 1; they
-// are 0 when unknown (hooks built in code).
+// Diagnostic is one problem found while loading hooks: a skipped entry
+// (a warning, Skipped), a warning about an entry that was kept, or a
+// document that could not be read (an error, nothing loaded). It is the
+// [configfile.Problem] every configuration file reports (File, Line and Col
+// from 1, 0 when unknown, as for hooks built in code; Severity
+// configfile.SeverityWarning or SeverityError; Message), with what the
+// loader did about it. Its String is "FILE:LINE:COL: warning: MESSAGE" (or
+// "error:"), leaving out what is unknown.
 type Diagnostic struct {
-	File      string
-	Line, Col int
-	// Severity is slog.LevelWarn or slog.LevelError.
-	Severity slog.Level
+	configfile.Problem
 	// Skipped is true when an entry was left out because of this problem.
 	Skipped bool
 	// Unsafe is true when text a model or an error controls would reach code
@@ -47,30 +48,25 @@ type Diagnostic struct {
 	// (Skipped is true too) unless [Options].AllowUnsafeCommands keeps it as
 	// seed 000 would (then it is a warning); `tollgate hooks check` and
 	// `tollgate run --hooks` refuse the file either way.
-	Unsafe  bool
-	Message string
+	Unsafe bool
 }
 
-// String formats d as "FILE:LINE:COL: warning: MESSAGE" (or "error:"),
-// leaving out what is unknown.
-func (d Diagnostic) String() string {
-	var b strings.Builder
-	if d.File != "" {
-		b.WriteString(d.File + ":")
+// diag returns a diagnostic at line and col of file; sev is slog.LevelWarn
+// or slog.LevelError.
+func diag(file string, line, col int, sev slog.Level, skipped bool, msg string) Diagnostic {
+	s := configfile.SeverityWarning
+	if sev >= slog.LevelError {
+		s = configfile.SeverityError
 	}
-	if d.Line > 0 {
-		fmt.Fprintf(&b, "%d:%d:", d.Line, d.Col)
+	return Diagnostic{Problem: configfile.Problem{File: file, Line: line, Col: col, Severity: s, Message: msg}, Skipped: skipped}
+}
+
+// level is the slog level a diagnostic is logged at.
+func (d Diagnostic) level() slog.Level {
+	if d.Severity == configfile.SeverityError {
+		return slog.LevelError
 	}
-	if b.Len() > 0 {
-		b.WriteString(" ")
-	}
-	if d.Severity >= slog.LevelError {
-		b.WriteString("error: ")
-	} else {
-		b.WriteString("warning: ")
-	}
-	b.WriteString(d.Message)
-	return b.String()
+	return slog.LevelWarn
 }
 
 // FromYAML reads hooks from a YAML document with a top-level hooks list (seed
@@ -96,11 +92,11 @@ func FromYAML(r io.Reader, opts *Options) *Registry {
 	var be *bounded.Error
 	switch {
 	case err != nil:
-		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: "reading the hooks document: " + err.Error() + "; no hooks loaded"}}
+		diags = []Diagnostic{diag(file, 0, 0, slog.LevelError, false, "reading the hooks document: "+err.Error()+"; no hooks loaded")}
 	case len(src) > MaxDocumentSize:
-		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize)}}
+		diags = []Diagnostic{diag(file, 0, 0, slog.LevelError, false, fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize))}
 	case errors.As(bounded.CheckYAML(file, src, lim), &be):
-		diags = []Diagnostic{{File: file, Line: be.Line, Col: be.Col, Severity: slog.LevelError, Message: "the hooks document is " + be.Message + "; no hooks loaded"}}
+		diags = []Diagnostic{diag(file, be.Line, be.Col, slog.LevelError, false, "the hooks document is "+be.Message+"; no hooks loaded")}
 	default:
 		cfgs, diags = parseHooks(src, file, opts != nil && opts.AllowUnsafeCommands)
 	}
@@ -136,7 +132,7 @@ type loader struct {
 
 func (l *loader) add(n ast.Node, sev slog.Level, skipped bool, format string, args ...any) {
 	line, col := position(n)
-	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: sev, Skipped: skipped, Message: fmt.Sprintf(format, args...)})
+	l.diags = append(l.diags, diag(l.file, line, col, sev, skipped, fmt.Sprintf(format, args...)))
 }
 
 func (l *loader) fatal(n ast.Node, format string, args ...any) {
@@ -151,12 +147,12 @@ func parseHooks(src []byte, file string, allowUnsafe bool) (cfgs []Config, diags
 		// The parser is third-party code; a document must never crash the host.
 		if p := recover(); p != nil {
 			cfgs = nil
-			diags = append(l.diags, Diagnostic{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the YAML parser failed on this document (%v); no hooks loaded", p)})
+			diags = append(l.diags, diag(file, 0, 0, slog.LevelError, false, fmt.Sprintf("the YAML parser failed on this document (%v); no hooks loaded", p)))
 		}
 	}()
 	f, err := configread.ParseYAML(file, src, parser.ParseComments, parser.AllowDuplicateMapKey())
 	if err != nil {
-		d := Diagnostic{File: file, Severity: slog.LevelError, Message: "the document does not parse as YAML: " + err.Error() + "; no hooks loaded"}
+		d := diag(file, 0, 0, slog.LevelError, false, "the document does not parse as YAML: "+err.Error()+"; no hooks loaded")
 		if p, ok := errors.AsType[*configfile.Problem](err); ok {
 			d.Line, d.Col = p.Line, p.Col
 			d.Message = "the document does not parse as YAML: " + p.Message + "; no hooks loaded"
