@@ -13,8 +13,9 @@
 //		for _, p := range ce.Problems { ... p.Line, p.Field, p.Message ... }
 //	}
 //
-// Hooks files, whose bad entries are skipped rather than refused (seed
-// 000), report their problems as diagnostics of their own package.
+// Hooks files (seed 000's YAML, Claude Code's settings.json), whose bad
+// entries are skipped rather than refused, list their problems as
+// diagnostics that embed a Problem and say what was skipped.
 package configfile
 
 import (

@@ -171,3 +171,29 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+type inlineDoc struct {
+	Base    `yaml:",inline"`
+	Tenants []string `yaml:"tenants"`
+}
+
+type Base struct {
+	Model string `yaml:"model"`
+	Skip  string `yaml:"-"`
+	Plain string
+}
+
+// An inline struct's keys are the document's own; a "-" field has none; a
+// field without a tag is named as goccy/go-yaml names it.
+func TestCheckKeysInline(t *testing.T) {
+	var d inlineDoc
+	_, err := DecodeYAML("i.yaml", []byte("model: m\ntenants: [a]\nplain: p\n"), &d, bounded.Limits{})
+	if err != nil || d.Model != "m" || d.Plain != "p" {
+		t.Fatalf("DecodeYAML: %v %+v", err, d)
+	}
+	_, err = DecodeYAML("i.yaml", []byte("modl: m\nskip: s\n"), &d, bounded.Limits{})
+	ps := problems(t, err)
+	if len(ps) != 2 || ps[0].Error() != `i.yaml:1:1: modl: unknown key "modl"; did you mean "model"?` || ps[1].Field != "skip" {
+		t.Errorf("problems: %v", ps)
+	}
+}
