@@ -7,16 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-dev/tollgate/configfile"
 	docbound "github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -140,6 +143,10 @@ type ServerConfig struct {
 	SandboxConnect []uint16
 }
 
+// serverKeys are the keys of a server in mcp.json.
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "disabled",
+	"timeout", "callTimeout", "trusted", "sandbox", "sandboxRead", "sandboxConnect"}
+
 // SandboxModes are the values "sandbox" takes in mcp.json (besides empty).
 var sandboxModes = []string{"off", "workspace", "read-only"}
 
@@ -155,57 +162,36 @@ func (sc *ServerConfig) transportKind() string {
 	}
 }
 
-// ConfigError is an error in an MCP configuration. Every error [Parse], [Load]
-// and [Config.Validate] return is a *ConfigError (test with errors.As).
-type ConfigError struct {
-	// File is the configuration file, or "" for a configuration built in code.
-	File string
-	// Line and Col locate the offending JSON value or key (1-based; Col counts
-	// bytes); 0 when unknown.
-	Line, Col int
-	// Server is the server's name, "" for an error outside any server.
-	Server string
-	// Field is the server's field ("timeout", "headers.Authorization"), or "".
-	Field string
-	// Err says what is wrong.
-	Err error
-}
+// ConfigError is one problem of an MCP configuration: the file (or "" for
+// a configuration built in code), the line and column of the offending
+// JSON value or key (1-based, Col in bytes; 0 when unknown), the field
+// ("mcpServers.fs.timeout", "mcpServers.api.headers.Authorization";
+// "mcpServers" for a problem of the list) and what is wrong. Every error
+// [Parse] and [Config.Validate] return holds one (test with errors.As);
+// [Load] returns the file system's errors as they are.
+//
+// Deprecated: it is [configfile.Problem], the problem type of every
+// configuration file; use that name.
+type ConfigError = configfile.Problem
 
-// Error renders the error as "file:line:col: server "x": field: message".
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	file := e.File
-	if file == "" {
-		file = "mcp config"
+// serverField names field of server name as mcp.json nests it:
+// "mcpServers.NAME.FIELD" (the name quoted when it has characters other
+// than letters, digits, '_' and '-').
+func serverField(name, field string) string {
+	if name != sanitizeChars(name) || name == "" {
+		name = strconv.Quote(name)
 	}
-	b.WriteString(file)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	if field == "" {
+		return "mcpServers." + name
 	}
-	b.WriteString(": ")
-	if e.Server != "" {
-		fmt.Fprintf(&b, "server %q: ", e.Server)
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
+	return "mcpServers." + name + "." + field
 }
-
-// Unwrap returns the underlying error.
-func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Load reads and parses the mcp.json file at path; see [Parse].
 func Load(path string) (*Config, error) {
-	data, err := docbound.ReadFile(path, configLimits)
-	var be *docbound.Error
-	if errors.As(err, &be) {
-		return nil, &ConfigError{File: path, Err: errors.New(be.Message)}
-	}
+	data, err := configread.ReadFile(path, configLimits)
 	if err != nil {
-		return nil, &ConfigError{File: path, Err: err}
+		return nil, err
 	}
 	return Parse(path, data)
 }
@@ -225,9 +211,8 @@ var configLimits = docbound.Limits{MaxBytes: MaxConfigSize, MaxDepth: MaxConfigD
 // Duplicate keys are errors, never a silent override, and so is a document
 // larger than [MaxConfigSize] bytes or nested deeper than [MaxConfigDepth].
 func Parse(file string, data []byte) (*Config, error) {
-	var be *docbound.Error
-	if errors.As(docbound.CheckJSON(file, data, configLimits), &be) {
-		return nil, &ConfigError{File: file, Line: be.Line, Col: be.Col, Err: errors.New(be.Message)}
+	if be, ok := errors.AsType[*docbound.Error](docbound.CheckJSON(file, data, configLimits)); ok {
+		return nil, configread.Errorf(file, configread.Pos{Line: be.Line, Col: be.Col}, "", "%s", be.Message)
 	}
 	p := &parser{file: file, data: data}
 	return p.parse()
@@ -237,8 +222,19 @@ func Parse(file string, data []byte) (*Config, error) {
 // is non-empty, does not contain "__" once sanitized, and sanitizes to a
 // name no other server sanitizes to; every server sets exactly one of Command,
 // URL and Transport; URLs are http or https; ${...} references are well formed;
-// timeouts are not negative. It returns a *[ConfigError].
+// timeouts are not negative. The first problem is returned as a
+// *configfile.Error of one [configfile.Problem].
 func (c *Config) Validate() error {
+	name, field, err := c.check()
+	if err == nil {
+		return nil
+	}
+	return configread.Errorf(c.File, configread.Pos{}, serverField(name, field), "%v", err)
+}
+
+// check is [Config.Validate]: it returns the server and the field of the
+// first problem, and the problem.
+func (c *Config) check() (server, field string, err error) {
 	names := make([]string, 0, len(c.Servers))
 	for name := range c.Servers {
 		names = append(names, name)
@@ -247,8 +243,8 @@ func (c *Config) Validate() error {
 	seen := map[string]string{}
 	for _, name := range names {
 		sc := c.Servers[name]
-		fail := func(field string, err error) error {
-			return &ConfigError{File: c.File, Server: name, Field: field, Err: err}
+		fail := func(field string, err error) (string, string, error) {
+			return name, field, err
 		}
 		if name == "" {
 			return fail("", errors.New("empty server name"))
@@ -315,7 +311,7 @@ func (c *Config) Validate() error {
 			return fail("callTimeout", errors.New("negative"))
 		}
 	}
-	return nil
+	return "", "", nil
 }
 
 // expand replaces ${NAME} and ${NAME:-default} in s with lookup(NAME) (or the
@@ -375,140 +371,48 @@ type parser struct {
 	data []byte
 }
 
-// member is one "key": value pair of a JSON object.
-type member struct {
-	key    string
-	keyOff int
-	val    json.RawMessage
-	valOff int
+// errAt returns the problem err of field of server at byte offset off of
+// the file, as a *configfile.Error.
+func (p *parser) errAt(off int, server, field string, err error) error {
+	f := field
+	if server != "" {
+		f = serverField(server, field)
+	}
+	return configread.Errorf(p.file, configread.LineCol(p.data, off), f, "%v", err)
 }
 
-func (p *parser) pos(off int) (line, col int) {
-	if off < 0 || off > len(p.data) {
-		return 0, 0
+// members splits the JSON object raw, at byte offset base of the file,
+// into its members ([configread.Object]); a problem is about field of
+// server.
+func (p *parser) members(raw []byte, base int, server, field string) ([]configread.Member, error) {
+	ms, err := configread.Object(raw, base)
+	if oe, ok := errors.AsType[*configread.OffsetError](err); ok {
+		return nil, p.errAt(oe.Off, server, field, oe.Err)
 	}
-	before := p.data[:off]
-	line = bytes.Count(before, []byte("\n")) + 1
-	col = off - (bytes.LastIndexByte(before, '\n') + 1) + 1
-	return line, col
-}
-
-func (p *parser) errAt(off int, server, field string, err error) *ConfigError {
-	line, col := p.pos(off)
-	return &ConfigError{File: p.file, Line: line, Col: col, Server: server, Field: field, Err: err}
-}
-
-func skipSpace(data []byte, i int, also byte) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\r', '\n', also:
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// members splits the JSON object at data[base:base+len(raw)] into its members,
-// in order. Duplicate keys are errors.
-func (p *parser) members(raw []byte, base int, server, field string) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, p.syntax(err, base, server, field)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, p.errAt(base+skipSpace(raw, 0, 0), server, field, fmt.Errorf("want a JSON object, got %s", describeJSON(raw)))
-	}
-	var out []member
-	seen := map[string]bool{}
-	for dec.More() {
-		keyOff := skipSpace(raw, int(dec.InputOffset()), ',')
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, p.syntax(err, base, server, field)
-		}
-		key, _ := tok.(string)
-		valOff := skipSpace(raw, int(dec.InputOffset()), ':')
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, p.syntax(err, base, server, field)
-		}
-		if seen[key] {
-			return nil, p.errAt(base+keyOff, server, field, fmt.Errorf("duplicate key %q", key))
-		}
-		seen[key] = true
-		out = append(out, member{key: key, keyOff: base + keyOff, val: val, valOff: base + valOff})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, p.syntax(err, base, server, field)
-	}
-	return out, nil
-}
-
-func (p *parser) syntax(err error, base int, server, field string) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return p.errAt(base+int(se.Offset), server, field, fmt.Errorf("invalid JSON: %v", se))
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return p.errAt(base+int(te.Offset), server, field, err)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return p.errAt(len(p.data), server, field, errors.New("invalid JSON: unexpected end of input"))
-	}
-	return p.errAt(base, server, field, fmt.Errorf("invalid JSON: %v", err))
-}
-
-func describeJSON(raw []byte) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
+	return ms, err
 }
 
 func (p *parser) parse() (*Config, error) {
 	// Anything after the top-level value is an error.
-	dec := json.NewDecoder(bytes.NewReader(p.data))
-	var top json.RawMessage
-	if err := dec.Decode(&top); err != nil {
-		return nil, p.syntax(err, 0, "", "")
+	top, topOff, err := configread.Document(p.data)
+	if oe, ok := errors.AsType[*configread.OffsetError](err); ok {
+		return nil, p.errAt(oe.Off, "", "", oe.Err)
 	}
-	if dec.More() {
-		return nil, p.errAt(int(dec.InputOffset()), "", "", errors.New("invalid JSON: data after the top-level object"))
-	}
-	topOff := skipSpace(p.data, 0, 0)
 	ms, err := p.members(top, topOff, "", "")
 	if err != nil {
 		return nil, err
 	}
 	cfg := &Config{File: p.file, Servers: map[string]*ServerConfig{}}
-	var servers *member
+	var servers *configread.Member
 	for i := range ms {
-		if ms[i].key == "mcpServers" {
+		if ms[i].Key == "mcpServers" {
 			servers = &ms[i]
 		}
 	}
 	if servers == nil {
 		return nil, p.errAt(topOff, "", "", errors.New("no \"mcpServers\" object"))
 	}
-	sms, err := p.members(servers.val, servers.valOff, "", "mcpServers")
+	sms, err := p.members(servers.Value, servers.ValueOff, "", "mcpServers")
 	if err != nil {
 		return nil, err
 	}
@@ -521,26 +425,24 @@ func (p *parser) parse() (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Servers[sm.key] = sc
+		cfg.Servers[sm.Key] = sc
 	}
-	// Validate without positions, then attach the position of the server.
-	if err := cfg.Validate(); err != nil {
-		var ce *ConfigError
-		if errors.As(err, &ce) && ce.Line == 0 {
-			for _, sm := range sms {
-				if sm.key == ce.Server {
-					ce.Line, ce.Col = p.pos(sm.keyOff)
-				}
+	// Validate without positions, then report at the server's name.
+	if name, field, err := cfg.check(); err != nil {
+		off := -1
+		for _, sm := range sms {
+			if sm.Key == name {
+				off = sm.KeyOff
 			}
 		}
-		return nil, err
+		return nil, p.errAt(off, name, field, err)
 	}
 	return cfg, nil
 }
 
-func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, error) {
-	name := sm.key
-	fields, err := p.members(sm.val, sm.valOff, name, "")
+func (p *parser) server(cfg *Config, sm configread.Member, dir string) (*ServerConfig, error) {
+	name := sm.Key
+	fields, err := p.members(sm.Value, sm.ValueOff, name, "")
 	if err != nil {
 		return nil, err
 	}
@@ -550,44 +452,44 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 	var unknown []string // unknown keys with their line:col, for the error below
 	for _, f := range fields {
 		bad := func(format string, args ...any) error {
-			return p.errAt(f.valOff, name, f.key, fmt.Errorf(format, args...))
+			return p.errAt(f.ValueOff, name, f.Key, fmt.Errorf(format, args...))
 		}
 		str := func() (string, error) {
 			var s string
-			if err := json.Unmarshal(f.val, &s); err != nil {
-				return "", bad("want a string, got %s", describeJSON(f.val))
+			if err := json.Unmarshal(f.Value, &s); err != nil {
+				return "", bad("want a string, got %s", configread.KindJSON(f.Value))
 			}
 			return s, nil
 		}
 		boolean := func() (bool, error) {
 			var b bool
-			if err := json.Unmarshal(f.val, &b); err != nil {
-				return false, bad("want true or false, got %s", describeJSON(f.val))
+			if err := json.Unmarshal(f.Value, &b); err != nil {
+				return false, bad("want true or false, got %s", configread.KindJSON(f.Value))
 			}
 			return b, nil
 		}
 		strMap := func() (map[string]string, error) {
-			ms, err := p.members(f.val, f.valOff, name, f.key)
+			ms, err := p.members(f.Value, f.ValueOff, name, f.Key)
 			if err != nil {
 				return nil, err
 			}
 			out := make(map[string]string, len(ms))
 			for _, m := range ms {
 				var s string
-				if err := json.Unmarshal(m.val, &s); err != nil {
-					return nil, p.errAt(m.valOff, name, f.key+"."+m.key, fmt.Errorf("want a string, got %s", describeJSON(m.val)))
+				if err := json.Unmarshal(m.Value, &s); err != nil {
+					return nil, p.errAt(m.ValueOff, name, f.Key+"."+m.Key, fmt.Errorf("want a string, got %s", configread.KindJSON(m.Value)))
 				}
 				if _, err := expand(s, func(string) (string, bool) { return "", true }); err != nil {
-					return nil, p.errAt(m.valOff, name, f.key+"."+m.key, err)
+					return nil, p.errAt(m.ValueOff, name, f.Key+"."+m.Key, err)
 				}
-				out[m.key] = s
+				out[m.Key] = s
 			}
 			return out, nil
 		}
 		duration := func(max time.Duration) (time.Duration, error) {
 			var s string
-			if err := json.Unmarshal(f.val, &s); err != nil {
-				return 0, bad("want a duration string such as \"30s\" or \"2m\", got %s %s", describeJSON(f.val), bytes.TrimSpace(f.val))
+			if err := json.Unmarshal(f.Value, &s); err != nil {
+				return 0, bad("want a duration string such as \"30s\" or \"2m\", got %s %s", configread.KindJSON(f.Value), bytes.TrimSpace(f.Value))
 			}
 			d, err := time.ParseDuration(s)
 			if err != nil {
@@ -598,12 +500,12 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 			}
 			return d, nil
 		}
-		switch f.key {
+		switch f.Key {
 		case "type":
 			if typ, err = str(); err != nil {
 				return nil, err
 			}
-			typOff = f.valOff
+			typOff = f.ValueOff
 		case "command":
 			if sc.Command, err = str(); err != nil {
 				return nil, err
@@ -612,12 +514,12 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 				return nil, bad("empty command")
 			}
 		case "args":
-			if err := json.Unmarshal(f.val, &sc.Args); err != nil {
-				return nil, bad("want an array of strings, got %s", describeJSON(f.val))
+			if err := json.Unmarshal(f.Value, &sc.Args); err != nil {
+				return nil, bad("want an array of strings, got %s", configread.KindJSON(f.Value))
 			}
 			for i, a := range sc.Args {
 				if _, err := expand(a, func(string) (string, bool) { return "", true }); err != nil {
-					return nil, p.errAt(f.valOff, name, fmt.Sprintf("args[%d]", i), err)
+					return nil, p.errAt(f.ValueOff, name, fmt.Sprintf("args[%d]", i), err)
 				}
 			}
 		case "env":
@@ -650,7 +552,7 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 				return nil, err
 			}
 		case "oauth":
-			if sc.OAuth, err = parseOAuth(f.val); err != nil {
+			if sc.OAuth, err = parseOAuth(f.Value); err != nil {
 				return nil, bad("%v", err)
 			}
 		case "disabled":
@@ -677,12 +579,12 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 				return nil, bad("%q: want off, workspace or read-only", sc.Sandbox)
 			}
 		case "sandboxRead":
-			if err := json.Unmarshal(f.val, &sc.SandboxRead); err != nil {
-				return nil, bad("want an array of paths, got %s", describeJSON(f.val))
+			if err := json.Unmarshal(f.Value, &sc.SandboxRead); err != nil {
+				return nil, bad("want an array of paths, got %s", configread.KindJSON(f.Value))
 			}
 			for i, r := range sc.SandboxRead {
 				if r == "" {
-					return nil, p.errAt(f.valOff, name, fmt.Sprintf("sandboxRead[%d]", i), errors.New("empty path"))
+					return nil, p.errAt(f.ValueOff, name, fmt.Sprintf("sandboxRead[%d]", i), errors.New("empty path"))
 				}
 				if !filepath.IsAbs(r) {
 					if sc.SandboxRead[i], err = filepath.Abs(filepath.Join(dir, r)); err != nil {
@@ -691,17 +593,25 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 				}
 			}
 		case "sandboxConnect":
-			if err := json.Unmarshal(f.val, &sc.SandboxConnect); err != nil {
-				return nil, bad("want an array of TCP ports (1-65535), got %s", describeJSON(f.val))
+			if err := json.Unmarshal(f.Value, &sc.SandboxConnect); err != nil {
+				return nil, bad("want an array of TCP ports (1-65535), got %s", configread.KindJSON(f.Value))
 			}
 			if slices.Contains(sc.SandboxConnect, 0) {
 				return nil, bad("port 0 is not a port")
 			}
 		default:
-			line, col := p.pos(f.keyOff)
-			cfg.Warnings = append(cfg.Warnings, (&ConfigError{File: p.file, Line: line, Col: col, Server: name, Field: f.key,
-				Err: errors.New("unknown field, ignored")}).Error())
-			unknown = append(unknown, fmt.Sprintf("%q at %d:%d", f.key, line, col))
+			pos := configread.LineCol(p.data, f.KeyOff)
+			msg := fmt.Sprintf("unknown key %q, ignored", f.Key)
+			if s := configread.Suggest(f.Key, serverKeys); s != "" {
+				msg = fmt.Sprintf("unknown key %q, ignored; did you mean %q?", f.Key, s)
+			}
+			cfg.Warnings = append(cfg.Warnings, configfile.Problem{File: p.file, Line: pos.Line, Col: pos.Col,
+				Severity: configfile.SeverityWarning, Field: serverField(name, f.Key), Message: msg}.Error())
+			u := fmt.Sprintf("%q at %d:%d", f.Key, pos.Line, pos.Col)
+			if s := configread.Suggest(f.Key, serverKeys); s != "" {
+				u += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			unknown = append(unknown, u)
 		}
 	}
 	if sc.Command == "" && sc.URL == "" {
@@ -709,12 +619,12 @@ func (p *parser) server(cfg *Config, sm member, dir string) (*ServerConfig, erro
 		if len(unknown) > 0 {
 			// A misspelt "comand" is the likely cause: say so here, where
 			// the warning about it would otherwise be lost.
-			msg += "; unknown field " + strings.Join(unknown, ", unknown field ") + " was ignored (misspelt?)"
+			msg += "; unknown key " + strings.Join(unknown, ", unknown key ") + " was ignored"
 		}
-		return nil, p.errAt(sm.valOff, name, "", errors.New(msg))
+		return nil, p.errAt(sm.ValueOff, name, "", errors.New(msg))
 	}
 	if sc.OAuth != nil && sc.URL == "" {
-		return nil, p.errAt(sm.valOff, name, "oauth", errors.New("\"oauth\" needs \"url\" (a streamable HTTP server)"))
+		return nil, p.errAt(sm.ValueOff, name, "oauth", errors.New("\"oauth\" needs \"url\" (a streamable HTTP server)"))
 	}
 	switch typ {
 	case "":

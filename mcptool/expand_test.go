@@ -94,9 +94,9 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"
 func TestExpandArgsAndCwdErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{`{"mcpServers": {"a": {"command": "x", "args": ["ok", "${A-B}"]}}}`,
-			`mcp.json:1:47: server "a": args[1]: "${A-B}": "A-B" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`},
+			`mcp.json:1:47: mcpServers.a.args[1]: "${A-B}": "A-B" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`},
 		{`{"mcpServers": {"a": {"command": "x", "cwd": "${DIR"}}}`,
-			`mcp.json:1:46: server "a": cwd: unterminated "${"`},
+			`mcp.json:1:46: mcpServers.a.cwd: unterminated "${"`},
 	} {
 		_, err := Parse("mcp.json", []byte(tc.src))
 		var ce *ConfigError
@@ -110,7 +110,7 @@ func TestExpandArgsAndCwdErrors(t *testing.T) {
 	} {
 		err := (&Config{Servers: map[string]*ServerConfig{"a": sc}}).Validate()
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != field {
+		if !errors.As(err, &ce) || ce.Field != "mcpServers.a."+field {
 			t.Errorf("Validate(%+v) = %v, want an error on field %s", sc, err, field)
 		}
 	}

@@ -9,75 +9,33 @@ import (
 	"slices"
 	"strings"
 
-	yaml "github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 )
 
-// Severity says whether a [Problem] stops a policy from loading.
-type Severity string
-
-// The severities of a [Problem].
+// The severities of a [Problem] (a [configfile.Severity]).
 const (
 	// SeverityError: the policy does not load.
-	SeverityError Severity = "error"
+	SeverityError = configfile.SeverityError
 	// SeverityWarning: the policy loads, but probably not as meant.
-	SeverityWarning Severity = "warning"
+	SeverityWarning = configfile.SeverityWarning
 )
 
 // Problem is one finding about a policy file, with its position (1-based line
-// and column; 0 when the problem concerns the whole file).
-type Problem struct {
-	File     string   `json:"file"`
-	Line     int      `json:"line"`
-	Col      int      `json:"col"`
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"`
-}
-
-// String renders p as "file:line:col: severity: message", the form compilers
-// use and editors jump to.
-func (p Problem) String() string {
-	if p.Line == 0 {
-		return fmt.Sprintf("%s: %s: %s", p.File, p.Severity, p.Message)
-	}
-	return fmt.Sprintf("%s:%d:%d: %s: %s", p.File, p.Line, p.Col, p.Severity, p.Message)
-}
-
-// Error is [Problem.String], so that a problem is an error (the errors
-// [PolicyError.Unwrap] returns).
-func (p Problem) Error() string { return p.String() }
+// and column; 0 when the problem concerns the whole file): the problem of
+// every configuration file, rendered "file:line:col: severity: message",
+// the form compilers use and editors jump to.
+type Problem = configfile.Problem
 
 // PolicyError is the error of [ParsePolicy] and [LoadPolicy] when a policy
 // file has errors; Problems lists them (warnings excluded). Test for it with
-// errors.As.
-type PolicyError struct {
-	Problems []Problem
-}
-
-// Error lists every problem, one "file:line:col: severity: message" a line.
-func (e *PolicyError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap returns the problems, each an error (see [Problem.Error]), as
-// errors.Join's errors are: a program that prints one error a line, or
-// puts its own context in front of each, can do so without parsing Error.
-func (e *PolicyError) Unwrap() []error {
-	errs := make([]error, len(e.Problems))
-	for i, p := range e.Problems {
-		errs[i] = p
-	}
-	return errs
-}
+// errors.As. It is the error of every configuration file.
+type PolicyError = configfile.Error
 
 // LoadPolicy reads the policy file at path; see [ParsePolicy].
 func LoadPolicy(path string) (*Policy, []Problem, error) {
@@ -198,23 +156,22 @@ func (ps *policyParser) failed() bool {
 	return slices.ContainsFunc(ps.problems, func(p Problem) bool { return p.Severity == SeverityError })
 }
 
-func (ps *policyParser) add(n ast.Node, sev Severity, format string, args ...any) {
+func (ps *policyParser) add(n ast.Node, sev configfile.Severity, format string, args ...any) {
 	p := Problem{File: ps.name, Severity: sev, Message: fmt.Sprintf(format, args...)}
-	// A mapping's own token is its first ':'; point at its first key instead.
-	switch x := n.(type) {
-	case *ast.MappingNode:
-		if len(x.Values) > 0 && !x.IsFlowStyle {
-			n = x.Values[0].Key
-		}
-	case *ast.MappingValueNode:
-		n = x.Key
-	}
-	if n != nil {
-		if tk := n.GetToken(); tk != nil && tk.Position != nil {
-			p.Line, p.Col = tk.Position.Line, tk.Position.Column
-		}
-	}
+	pos := configread.NodePos(n)
+	p.Line, p.Col = pos.Line, pos.Col
 	ps.problems = append(ps.problems, p)
+}
+
+// unknownKey reports key, an unknown what ("key", "hint") of the entry in
+// says (" in a rule", or ""), with the key probably meant or, when none is
+// close, the keys wanted (want, the text in parentheses).
+func (ps *policyParser) unknownKey(n ast.Node, what, key, in, want string, known ...string) {
+	if s := configread.Suggest(key, known); s != "" {
+		ps.errorf(n, "unknown %s %q%s; did you mean %q?", what, key, in, s)
+		return
+	}
+	ps.errorf(n, "unknown %s %q%s (%s)", what, key, in, want)
 }
 
 func (ps *policyParser) errorf(n ast.Node, format string, args ...any) {
@@ -226,22 +183,18 @@ func (ps *policyParser) warnf(n ast.Node, format string, args ...any) {
 }
 
 func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
-	f, err := parseYAML(src)
+	f, err := configread.ParseYAML(ps.name, src, 0)
 	if err != nil {
-		p := Problem{File: ps.name, Severity: SeverityError, Message: err.Error()}
-		var se *yaml.SyntaxError
-		if errors.As(err, &se) {
-			p.Message = se.Message
-			if se.Token != nil && se.Token.Position != nil {
-				p.Line, p.Col = se.Token.Position.Line, se.Token.Position.Column
-			}
+		ce, _ := errors.AsType[*configfile.Error](err)
+		for _, p := range ce.Problems {
+			p.Severity = SeverityError
+			ps.problems = append(ps.problems, p)
 		}
-		ps.problems = append(ps.problems, p)
 		return spec
 	}
 	var body ast.Node
 	for _, d := range f.Docs {
-		if d == nil || d.Body == nil || isComment(d.Body) {
+		if d == nil || d.Body == nil || configread.IsComment(d.Body) {
 			continue
 		}
 		if body != nil {
@@ -277,32 +230,13 @@ func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
 		case "permissions":
 			spec.Rules = append(spec.Rules, ps.permissions(kv.Value)...)
 		default:
-			ps.errorf(kn, "unknown key %q (want autonomy, risks, rules or permissions)", key)
+			ps.unknownKey(kn, "key", key, "", "want autonomy, risks, rules or permissions", "autonomy", "risks", "rules", "permissions")
 		}
 	}
 	if spec.Autonomy == "" && len(spec.Rules) == 0 && !ps.failed() {
 		ps.warnf(body, "no rules and no autonomy level: every call is allowed")
 	}
 	return spec
-}
-
-// parseYAML parses src, turning a panic in the YAML parser into an error so
-// that no input can crash the caller.
-func parseYAML(src []byte) (f *ast.File, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			f, err = nil, fmt.Errorf("YAML parser failed: %v", p)
-		}
-	}()
-	return parser.ParseBytes(src, 0)
-}
-
-func isComment(n ast.Node) bool {
-	_, ok := n.(*ast.CommentGroupNode)
-	if !ok {
-		_, ok = n.(*ast.CommentNode)
-	}
-	return ok
 }
 
 // unwrap strips anchors and tags and rejects aliases (nil return).
@@ -352,23 +286,7 @@ func (ps *policyParser) sequence(n ast.Node, what string) ([]ast.Node, bool) {
 	return nil, false
 }
 
-func describe(n ast.Node) string {
-	switch n.(type) {
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	case *ast.NullNode:
-		return "null"
-	}
-	return "a " + strings.ToLower(n.Type().String())
-}
+func describe(n ast.Node) string { return configread.Kind(n, false) }
 
 // key returns the text of a mapping key ("" after reporting a problem).
 func (ps *policyParser) key(kv *ast.MappingValueNode) (string, ast.Node) {
@@ -392,22 +310,7 @@ func (ps *policyParser) key(kv *ast.MappingValueNode) (string, ast.Node) {
 	return s, k
 }
 
-func scalarText(n ast.Node) (string, bool) {
-	switch x := n.(type) {
-	case *ast.StringNode:
-		return x.Value, true
-	case *ast.LiteralNode:
-		if x.Value == nil {
-			return "", true
-		}
-		return x.Value.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-		if tk := n.GetToken(); tk != nil {
-			return tk.Value, true
-		}
-	}
-	return "", false
-}
+func scalarText(n ast.Node) (string, bool) { return configread.ScalarText(n) }
 
 // str reads a string value; numbers and booleans are rejected so that
 // "decision: yes" or "id: 12" say what they are.
@@ -516,7 +419,7 @@ func (ps *policyParser) risks(n ast.Node) []RiskDeclaration {
 					}
 				}
 			default:
-				ps.errorf(kn, "unknown key %q in a risk declaration (want tool, risk)", key)
+				ps.unknownKey(kn, "key", key, " in a risk declaration", "want tool, risk", "tool", "risk")
 			}
 		}
 		if !haveTool || !haveRisk {
@@ -612,7 +515,7 @@ func (ps *policyParser) rules(n ast.Node) []Rule {
 					r.Shadow = shadow
 				}
 			default:
-				ps.errorf(kn, "unknown key %q in a rule (want id, description, tool, command, hints, risk, args, decision, reason, mode)", key)
+				ps.unknownKey(kn, "key", key, " in a rule", "want id, description, tool, command, hints, risk, args, decision, reason, mode", "id", "description", "tool", "command", "hints", "risk", "args", "decision", "reason", "mode")
 			}
 		}
 		if perm != "" {
@@ -668,7 +571,7 @@ func (ps *policyParser) hints(n ast.Node) HintConditions {
 		case "openWorld":
 			dst = &h.OpenWorld
 		default:
-			ps.errorf(kn, "unknown hint %q (want readOnly, destructive, idempotent, openWorld)", key)
+			ps.unknownKey(kn, "hint", key, "", "want readOnly, destructive, idempotent, openWorld", "readOnly", "destructive", "idempotent", "openWorld")
 			continue
 		}
 		v := ps.unwrap(kv.Value)
@@ -888,7 +791,7 @@ func (ps *policyParser) command(n ast.Node) *CommandCondition {
 			}
 			c.Opaque = b.Value
 		default:
-			ps.errorf(kn, "unknown key %q in a command condition (want program, pattern, flags, writes, opaque, field)", key)
+			ps.unknownKey(kn, "key", key, " in a command condition", "want program, pattern, flags, writes, opaque, field", "program", "pattern", "flags", "writes", "opaque", "field")
 		}
 	}
 	if _, err := compileCommand(*c); err != nil && !ps.failed() {
@@ -916,7 +819,7 @@ func (ps *policyParser) permissions(n ast.Node) []Rule {
 		case "allow", "ask", "deny":
 			d = approval.Effect(key)
 		default:
-			ps.errorf(kn, "unknown key %q in permissions (tollgate reads allow, ask and deny; set the rest with tollgate's flags)", key)
+			ps.unknownKey(kn, "key", key, " in permissions", "tollgate reads allow, ask and deny; set the rest with tollgate's flags", "allow", "ask", "deny")
 			continue
 		}
 		items, _ := ps.sequence(kv.Value, "permissions."+key)

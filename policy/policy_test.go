@@ -246,7 +246,7 @@ func TestParsePolicyProblems(t *testing.T) {
     hints: {readOnly: "yes"}
 `, []string{
 			`p.yaml:2:5: error: rule "r1" needs a decision`,
-			`p.yaml:4:5: error: unknown key "decison" in a rule`,
+			`p.yaml:4:5: error: unknown key "decison" in a rule; did you mean "decision"?`,
 			`p.yaml:5:9: error: duplicate rule id "r1" (first on line 2)`,
 			`p.yaml:7:15: error: unknown decision "nope"`,
 			`p.yaml:9:20: error: argument "cmd": bad regex`,

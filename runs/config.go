@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/configread"
 )
 
 // ConfigVersion is the version of the [RunConfig] encoding this package
@@ -38,8 +41,33 @@ type ModelRef struct {
 }
 
 // String renders the reference as the command line writes it
-// ("openai:gpt-4.1", "script:/abs/script.yaml").
+// ("openai:gpt-4.1", "script:/abs/script.yaml"); [ParseModelRef] reads it
+// back.
 func (m ModelRef) String() string { return m.Provider + ":" + m.Name }
+
+// modelProviders are the providers a [ModelRef] names.
+var modelProviders = []string{"script", "openai", "anthropic"}
+
+// ParseModelRef reads a model reference as the command line's --model and
+// server.yaml's model: write it, PROVIDER:NAME: "openai:gpt-4.1-mini",
+// "anthropic:claude-sonnet-4-5", "script:PATH" (the name is everything
+// after the first colon, so a path may hold colons). The result has
+// Provider and Name set. Text without a colon or a name, and a provider
+// other than script, openai and anthropic (with the one probably meant),
+// are errors, whose text does not repeat the flag or key it came from.
+func ParseModelRef(s string) (ModelRef, error) {
+	provider, name, ok := strings.Cut(s, ":")
+	if !ok || name == "" {
+		return ModelRef{}, fmt.Errorf("want openai:MODEL, anthropic:MODEL or script:PATH, got %q", s)
+	}
+	if !slices.Contains(modelProviders, provider) {
+		if m := configread.Suggest(provider, modelProviders); m != "" {
+			return ModelRef{}, fmt.Errorf("%q: unknown provider %q; did you mean %q?", s, provider, m)
+		}
+		return ModelRef{}, fmt.Errorf("%q: unknown provider %q (known: script, openai, anthropic)", s, provider)
+	}
+	return ModelRef{Provider: provider, Name: name}, nil
+}
 
 // Duration is a time.Duration that encodes in JSON as Go's text form ("1m30s")
 // and decodes from it or from a number of nanoseconds.

@@ -12,13 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/runs"
 )
@@ -122,13 +121,14 @@ type Config struct {
 }
 
 // FieldError is an error of a [runs.Builder] about one field of an agent's
-// configuration: Field is its key in server.yaml ("policy", "hooks", "mcp",
-// "model", ...). [Config.CheckAgents] reports it at that field's line, and a
-// [*runs.FieldError] at the line of the key its field is read from.
-type FieldError struct {
-	Field string
-	Err   error
-}
+// configuration. [Config.CheckAgents] reports it at the line of that field
+// in server.yaml: Field is either the field's key in server.yaml
+// ("policy", "hooks", "mcp", "model", ...) or its JSON name in
+// [runs.RunConfig] ("policyFile", "sandbox.bash"), read from the key it
+// comes from.
+//
+// Deprecated: it is [runs.FieldError]; use that name.
+type FieldError = runs.FieldError
 
 // configKeys maps the JSON names of [runs.RunConfig] fields that differ
 // from their keys in server.yaml to those keys.
@@ -146,12 +146,6 @@ func configKey(field string) string {
 	}
 	return field
 }
-
-// Error returns "FIELD: ERR".
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
-
-// Unwrap returns Err.
-func (e *FieldError) Unwrap() error { return e.Err }
 
 // CheckAgents checks every agent before the server starts, so that a
 // missing workspace or policy file, or a policy, hooks or MCP file that
@@ -200,13 +194,10 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 }
 
 // buildErrorKey returns the server.yaml key of an agent's build error and
-// what is wrong with it: a [*FieldError]'s Field, or the key a
-// [*runs.FieldError]'s field is read from (configKey: "policy" for
-// "policyFile"). It returns "" for an error about no one field.
+// what is wrong with it: the key a [*runs.FieldError]'s field is read from
+// (configKey: "policy" for "policyFile"; a server.yaml key is itself). It
+// returns "" for an error about no one field.
 func buildErrorKey(err error) (key, msg string) {
-	if fe, ok := errors.AsType[*FieldError](err); ok {
-		return fe.Field, fe.Err.Error()
-	}
 	if rfe, ok := errors.AsType[*runs.FieldError](err); ok {
 		return configKey(rfe.Field), rfe.Err.Error()
 	}
@@ -228,7 +219,7 @@ func (c *Config) agentBuildProblem(name string, err error) string {
 	}
 	ps := &problems{path: c.File, f: c.syntax}
 	ps.add("$.agents."+name+"."+key, "agents."+name+"."+key, "%s", msg)
-	return ps.list[0]
+	return ps.list.List()[0].Error()
 }
 
 // DurableConfig is the durable: section of a server configuration: the
@@ -362,82 +353,37 @@ type sandboxYAML struct {
 
 // ConfigError lists every problem of a configuration or tokens file, each
 // as FILE:LINE:COL: field: message.
-type ConfigError struct {
-	Problems []string
-}
+//
+// Deprecated: it is [configfile.Error], the error of every configuration
+// file; use that name.
+type ConfigError = configfile.Error
 
-// Error joins the problems, one a line.
-func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
-
-// Unwrap returns the problems as errors, one each, as errors.Join's errors
-// are: a program that prints one error a line, or puts its own context in
-// front of each, can do so without parsing Error.
-func (e *ConfigError) Unwrap() []error {
-	errs := make([]error, len(e.Problems))
-	for i, p := range e.Problems {
-		errs[i] = errors.New(p)
-	}
-	return errs
-}
-
-// yamlErr is what goccy/go-yaml's errors have in common.
-type yamlErr interface {
-	GetToken() *token.Token
-	GetMessage() string
-}
-
-// decodeStrict reads a bounded YAML file into v, refusing unknown keys,
-// aliases and duplicate keys; errors carry FILE:LINE:COL.
+// decodeStrict reads a bounded YAML file into v, refusing unknown keys
+// (each with the key probably meant), aliases and duplicate keys; errors
+// are a *configfile.Error with FILE:LINE:COL.
 func decodeStrict(path string, v any) (*ast.File, error) {
-	src, err := bounded.ReadFile(path, bounded.Limits{MaxBytes: MaxConfigBytes})
+	src, err := configread.ReadFile(path, bounded.Limits{MaxBytes: MaxConfigBytes})
 	if err != nil {
 		return nil, err
 	}
-	if err := bounded.CheckYAML(path, src, bounded.Limits{MaxBytes: MaxConfigBytes, MaxDepth: MaxConfigDepth}); err != nil {
-		return nil, err
-	}
-	if err := bounded.UnmarshalYAML(src, v, yaml.DisallowUnknownField()); err != nil {
-		var ye yamlErr
-		if errors.As(err, &ye) {
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				return nil, &ConfigError{Problems: []string{fmt.Sprintf("%s:%d:%d: %s", path, tk.Position.Line, tk.Position.Column, ye.GetMessage())}}
-			}
-			return nil, &ConfigError{Problems: []string{path + ": " + ye.GetMessage()}}
-		}
-		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
-	}
-	f, err := parser.ParseBytes(src, 0)
-	if err != nil {
-		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
-	}
-	return f, nil
+	return configread.DecodeYAML(path, src, v, bounded.Limits{MaxBytes: MaxConfigBytes, MaxDepth: MaxConfigDepth})
 }
 
 // problems collects positioned problems of one file.
 type problems struct {
 	path string
 	f    *ast.File
-	list []string
+	list configread.Problems
 }
 
+// add records a problem about field at the node yamlPath names
+// ("$.agents.NAME.model"), or about the whole file when f has no such node.
 func (p *problems) add(yamlPath, field, format string, args ...any) {
-	where := p.path
-	if yp, err := yaml.PathString(yamlPath); err == nil && p.f != nil {
-		if n, err := yp.FilterFile(p.f); err == nil && n != nil {
-			if tk := n.GetToken(); tk != nil && tk.Position != nil {
-				where = fmt.Sprintf("%s:%d:%d", p.path, tk.Position.Line, tk.Position.Column)
-			}
-		}
-	}
-	p.list = append(p.list, fmt.Sprintf("%s: %s: %s", where, field, fmt.Sprintf(format, args...)))
+	p.list.File = p.path
+	p.list.Add(configread.PathPos(p.f, yamlPath), field, format, args...)
 }
 
-func (p *problems) err() error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	return &ConfigError{Problems: p.list}
-}
+func (p *problems) err() error { return p.list.Err() }
 
 // LoadConfig reads and checks a server configuration file (see [Config]).
 func LoadConfig(path string) (*Config, error) {
@@ -529,9 +475,10 @@ func LoadConfig(path string) (*Config, error) {
 		if len(a.Tenants) > 0 {
 			c.AgentTenants[name] = a.Tenants
 		}
-		kind, model, ok := strings.Cut(a.Model, ":")
-		if !ok || model == "" || (kind != "openai" && kind != "anthropic" && kind != "script") {
-			ps.add(base+".model", field("model"), "want openai:MODEL, anthropic:MODEL or script:PATH, got %q", a.Model)
+		ref, err := runs.ParseModelRef(a.Model)
+		ok := err == nil
+		if !ok {
+			ps.add(base+".model", field("model"), "%v", err)
 		}
 		if a.Workdir == "" {
 			ps.add(base, field("workdir"), "required: the workspace of the agent's tools")
@@ -550,7 +497,7 @@ func LoadConfig(path string) (*Config, error) {
 			}
 		}
 		cfg := runs.RunConfig{
-			Agent: name, Model: runs.ModelRef{Provider: kind, Name: model, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv},
+			Agent: name, Model: runs.ModelRef{Provider: ref.Provider, Name: ref.Name, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv},
 			Workdir: a.Workdir, System: a.System, MaxTurns: a.MaxTurns,
 			Timeout: runs.Duration(duration(base+".timeout", field("timeout"), a.Timeout)),
 			Deny:    a.Deny, HooksFiles: a.Hooks, PolicyFile: a.Policy, Autonomy: a.Autonomy,
@@ -692,10 +639,10 @@ func LoadTokens(path string) (*Tokens, error) {
 	}
 	t, err := NewTokens(y.Tokens)
 	if err != nil {
-		return nil, &ConfigError{Problems: []string{path + ": " + err.Error()}}
+		return nil, configread.Errorf(path, configread.Pos{}, "", "%v", err)
 	}
 	if t.Len() == 0 {
-		return nil, &ConfigError{Problems: []string{path + ": the file lists no token"}}
+		return nil, configread.Errorf(path, configread.Pos{}, "", "the file lists no token")
 	}
 	return t, nil
 }

@@ -93,7 +93,7 @@ func TestLoadConfigDurable(t *testing.T) {
 func TestLoadConfigErrors(t *testing.T) {
 	t.Setenv("TOLLGATE_TEST_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	cases := []struct{ name, body, want string }{
-		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", ":5:5: "},
+		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", `:5:5: agents.a.modle: unknown key "modle"; did you mean "model"?`},
 		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
 		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
 		{"empty tenants", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: []\n", ":5:14: agents.a.tenants: an empty list"},
@@ -106,7 +106,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"alias", "x: &a [1]\ny: *a\n", "alias"},
 		{"too deep", strings.Repeat("[", 40) + strings.Repeat("]", 40), "nest"},
 		{"webhook secret unset", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: https://x\n    secretEnv: TOLLGATE_TEST_UNSET_SECRET\n", ":7:16: webhooks[0].secretEnv: the environment variable TOLLGATE_TEST_UNSET_SECRET is not set"},
-		{"durable no database", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  concurrency: 2\n", ":6:14: durable.database: required"},
+		{"durable no database", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  concurrency: 2\n", ":6:3: durable.database: required"},
 		{"durable env unset", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  databaseEnv: TOLLGATE_TEST_UNSET_DBOS\n", ":6:16: durable.databaseEnv: the environment variable TOLLGATE_TEST_UNSET_DBOS is not set"},
 		{"durable both", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:d.db\n  databaseEnv: X\n", "durable.database: database and databaseEnv are both set"},
 		{"durable bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: mysql://x\n", "durable.database: want postgres://"},
@@ -117,7 +117,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
 		{"claudeCode bad autonomy", "claudeCode:\n  autonomy: yolo\n", ":2:13: claudeCode.autonomy:"},
 		{"claudeCode bad ttl", "claudeCode:\n  approvalTtl: soon\n", ":2:16: claudeCode.approvalTtl: want a duration"},
-		{"claudeCode unknown key", "claudeCode:\n  polcy: p.yaml\n", ":2:3: "},
+		{"claudeCode unknown key", "claudeCode:\n  polcy: p.yaml\n", `:2:3: claudeCode.polcy: unknown key "polcy"; did you mean "policy"?`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,6 +158,10 @@ func TestLoadTokens(t *testing.T) {
 	p = writeFile(t, dir, "badlist.yaml", "- name: a\n  roles: [viewer]\n  sha256: "+hash+"\n- name: b\n  roles: [root]\n  sha256: "+hash+"\n")
 	if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":4:") || !strings.Contains(err.Error(), ": tokens[1]: ") {
 		t.Errorf("bad list: %v", err)
+	}
+	p = writeFile(t, dir, "typo.yaml", "tokens:\n  - name: a\n    tenat: acme\n    roles: [viewer]\n    sha256: "+hash+"\n")
+	if _, err := server.LoadTokens(p); err == nil || err.Error() != p+`:3:5: tokens[0].tenat: unknown key "tenat"; did you mean "tenant"?` {
+		t.Errorf("misspelt key: %v", err)
 	}
 	for name, body := range map[string]string{
 		"short hash":   "tokens:\n  - name: a\n    roles: [viewer]\n    sha256: abc\n",
@@ -249,10 +253,10 @@ func TestCheckAgents(t *testing.T) {
 	for i, want := range []string{
 		p + ":11:13: agents.badpolicy.policy: open policy.yaml: no such file",
 		p + ":7:14: agents.nows.workdir: the workspace " + filepath.Join(dir, "missing") + ": ",
-		p + ":13:10: agents.other: the agent does not build: no API key",
+		p + ":13:5: agents.other: the agent does not build: no API key",
 	} {
-		if !strings.HasPrefix(ce.Problems[i], want) {
-			t.Errorf("problem %d: %q, want %q...", i, ce.Problems[i], want)
+		if !strings.HasPrefix(ce.Problems[i].Error(), want) {
+			t.Errorf("problem %d: %q, want %q...", i, ce.Problems[i].Error(), want)
 		}
 	}
 	delete(c.Agents, "nows")
@@ -298,8 +302,8 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 		p + ":5:11: agents.denier.deny: set to [\"save_note\"], but the builder did not apply it",
 		p + ":9:13: agents.governed.policy: set to \"" + filepath.Join(dir, "policy.yaml") + "\", but the builder did not apply it",
 	} {
-		if !strings.HasPrefix(ce.Problems[i], want) {
-			t.Errorf("problem %d: %q, want %q...", i, ce.Problems[i], want)
+		if !strings.HasPrefix(ce.Problems[i].Error(), want) {
+			t.Errorf("problem %d: %q, want %q...", i, ce.Problems[i].Error(), want)
 		}
 	}
 	// A builder that lists what it applied passes.

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/policy"
 )
@@ -41,7 +41,7 @@ func checkClaudeSettings(f string, w io.Writer) int {
 	bad := 0
 	for _, d := range s.Diagnostics {
 		fmt.Fprintln(w, d)
-		if d.Skipped || d.Severity >= slog.LevelError {
+		if d.Skipped || d.Severity == configfile.SeverityError {
 			bad++
 		}
 	}

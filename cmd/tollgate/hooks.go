@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 )
 
@@ -64,7 +64,7 @@ model-controlled text into the shell (which 'tollgate run --hooks' refuses),
 				}
 				for _, d := range reg.Diagnostics() {
 					fmt.Fprintln(env.stdout, d)
-					if d.Skipped || d.Unsafe || d.Severity >= slog.LevelError {
+					if d.Skipped || d.Unsafe || d.Severity == configfile.SeverityError {
 						bad++
 					}
 				}

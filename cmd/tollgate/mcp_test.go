@@ -57,9 +57,9 @@ func TestRunMCPBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	script := apWrite(t, dir, "script.yaml", "turns:\n  - text: hi\n")
 	for _, tc := range []struct{ src, want string }{
-		{`{"mcpServers": {"fs": {"command": "x", "timeout": "soon"}}}`, `mcp.json:1:51: server "fs": timeout: "soon" is not a duration`},
-		{`{"mcpServers": {"fs": {"command": "x", "args": ["${A-B}"]}}}`, `server "fs": args[0]: "${A-B}": "A-B" is not a variable name`},
-		{`{"mcpServers": {"fs": {"url": "ftp://h"}}}`, `server "fs": url: "ftp://h" is not an http or https URL`},
+		{`{"mcpServers": {"fs": {"command": "x", "timeout": "soon"}}}`, `mcp.json:1:51: mcpServers.fs.timeout: "soon" is not a duration`},
+		{`{"mcpServers": {"fs": {"command": "x", "args": ["${A-B}"]}}}`, `mcpServers.fs.args[0]: "${A-B}": "A-B" is not a variable name`},
+		{`{"mcpServers": {"fs": {"url": "ftp://h"}}}`, `mcpServers.fs.url: "ftp://h" is not an http or https URL`},
 	} {
 		cfg := apWrite(t, dir, "mcp.json", tc.src)
 		code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "hello")

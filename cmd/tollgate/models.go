@@ -24,11 +24,6 @@ require a key; other servers may need none. The key is never printed, logged
 or stored with a halted run: 'tollgate resume' reads it from the environment
 again (--api-key-env is stored, being only a name).`
 
-// modelKindKnown reports whether kind is one --model knows (modelKinds).
-func modelKindKnown(kind string) bool {
-	return kind == "script" || kind == "openai" || kind == "anthropic"
-}
-
 // keyFlagError returns build.OpenModel's missing key (a build.KeyError) as
 // the usage error of run's flags, which name how a key is given: the
 // service's variable, or the one --api-key-env names. It does not point to

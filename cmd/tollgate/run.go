@@ -95,18 +95,15 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 	default:
 		return runs.RunConfig{}, usageErr("run: --approve %q: want prompt, wait, yes or no", f.approve)
 	}
-	kind, name, ok := strings.Cut(f.model, ":")
-	if !ok || name == "" {
-		return runs.RunConfig{}, usageErr("run: --model %q: want KIND:NAME, e.g. script:PATH, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5", f.model)
+	ref, err := runs.ParseModelRef(f.model)
+	if err != nil {
+		return runs.RunConfig{}, usageErr("run: --model: %v", err)
 	}
-	if !modelKindKnown(kind) {
-		return runs.RunConfig{}, usageErr("run: --model %q: unknown kind %q (known: script, openai, anthropic)", f.model, kind)
-	}
-	if kind == "script" && (f.baseURL != "" || f.apiKey != "" || f.apiKeyEnv != "") {
+	if ref.Provider == "script" && (f.baseURL != "" || f.apiKey != "" || f.apiKeyEnv != "") {
 		return runs.RunConfig{}, usageErr("run: --base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:")
 	}
 	cfg := runs.RunConfig{
-		Model:   runs.ModelRef{Provider: kind, Name: name, BaseURL: f.baseURL, APIKeyEnv: f.apiKeyEnv, KeyGiven: f.apiKey != ""},
+		Model:   runs.ModelRef{Provider: ref.Provider, Name: ref.Name, BaseURL: f.baseURL, APIKeyEnv: f.apiKeyEnv, KeyGiven: f.apiKey != ""},
 		Workdir: f.workdir, System: f.system, MaxTurns: f.maxTurns, Timeout: runs.Duration(f.timeout),
 		Deny: f.deny, HooksFiles: f.hooks, PolicyFile: f.policy, Autonomy: f.autonomy,
 		ApprovalTTL: runs.Duration(f.approvalTTL), MCPFiles: f.mcp, RecordsFile: f.records, Answer: f.approve,
@@ -115,7 +112,7 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 	if len(f.claudeFiles) > 0 || f.claudeProject || len(f.claudeFails) > 0 || f.claudeTimeout != 0 {
 		cfg.Claude = &runs.ClaudeConfig{Files: f.claudeFiles, Project: f.claudeProject, FailModes: f.claudeFails, Timeout: runs.Duration(f.claudeTimeout)}
 	}
-	cfg, err := cfg.Resolve(dir)
+	cfg, err = cfg.Resolve(dir)
 	if err != nil {
 		return cfg, usageErr("run: %v", err)
 	}

@@ -37,17 +37,3 @@ func TestUsageErrorsSuggestAndSpeakPlainly(t *testing.T) {
 		t.Errorf("tollgate frobnicate suggested something:\n%s", errOut)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"model", "model", 0}, {"modle", "model", 2}, {"mode", "model", 1}, {"", "abc", 3}, {"kitten", "sitting", 3},
-	} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}

@@ -232,3 +232,25 @@ func TestParsePermissions(t *testing.T) {
 		t.Errorf("diagnostics %q", msgs)
 	}
 }
+
+// A misspelt event or field is reported with the name that was probably
+// meant.
+func TestParseSuggestsTheNameMeant(t *testing.T) {
+	src := `{"hooks": {
+  "PreTooluse": [{"hooks": [{"type": "command", "command": "a"}]}],
+  "Stop": [{"matchr": "x", "hooks": [{"type": "command", "command": "b", "timeuot": 5}]}]
+}}`
+	s := claudecode.Parse([]byte(src), "s.json")
+	var got []string
+	for _, d := range s.Diagnostics {
+		got = append(got, d.String())
+	}
+	want := []string{
+		`s.json:2:3: warning: skipped hooks.PreTooluse: unknown event; did you mean "PreToolUse"?`,
+		`s.json:3:13: warning: hooks.Stop[0]: unknown field "matchr" is ignored; did you mean "matcher"?`,
+		`s.json:3:74: warning: hooks.Stop[0].hooks[0]: unknown field "timeuot" is ignored; did you mean "timeout"?`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}

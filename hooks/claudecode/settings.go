@@ -4,16 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+
+	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 )
 
 // Limits on what a settings file may hold.
@@ -79,42 +80,24 @@ var notFired = map[string]string{
 }
 
 // Diagnostic is one problem found in a settings file: a skipped entry
-// (Skipped) or a warning about an entry kept. Line and Col count from 1; 0
-// when unknown. String formats it as FILE:LINE:COL: warning: MESSAGE, the
-// form of `tollgate hooks check`.
+// (Skipped) or a warning about an entry kept (Severity
+// configfile.SeverityWarning), or a file that was not read at all
+// (configfile.SeverityError). It is the [configfile.Problem] every
+// configuration file reports (Line and Col from 1, 0 when unknown), with
+// what the loader did about it. Its String is FILE:LINE:COL: warning:
+// MESSAGE, the form of `tollgate hooks check`.
 type Diagnostic struct {
-	File      string
-	Line, Col int
-	// Severity is slog.LevelWarn, or slog.LevelError for a file that was not
-	// read at all.
-	Severity slog.Level
-	Skipped  bool
+	configfile.Problem
+	Skipped bool
 	// Event is the hook event the entry belongs to, when the entry is inside
 	// one ("" for file-level problems): a host that fails closed refuses to
 	// run when a gate of PreToolUse or PermissionRequest was skipped.
-	Event   Event
-	Message string
+	Event Event
 }
 
-// String formats d as "FILE:LINE:COL: warning: MESSAGE" (or "error:").
-func (d Diagnostic) String() string {
-	var b strings.Builder
-	if d.File != "" {
-		b.WriteString(d.File + ":")
-	}
-	if d.Line > 0 {
-		fmt.Fprintf(&b, "%d:%d:", d.Line, d.Col)
-	}
-	if b.Len() > 0 {
-		b.WriteString(" ")
-	}
-	if d.Severity >= slog.LevelError {
-		b.WriteString("error: ")
-	} else {
-		b.WriteString("warning: ")
-	}
-	b.WriteString(d.Message)
-	return b.String()
+// diag returns a diagnostic at pos of file.
+func diag(file string, line, col int, sev configfile.Severity, skipped bool, ev Event, msg string) Diagnostic {
+	return Diagnostic{Problem: configfile.Problem{File: file, Line: line, Col: col, Severity: sev, Message: msg}, Skipped: skipped, Event: ev}
 }
 
 // HandlerType is a handler's "type".
@@ -281,7 +264,7 @@ func Parse(src []byte, file string) (s *Settings) {
 	s = &Settings{}
 	defer func() {
 		if p := recover(); p != nil { // the parser is third-party code
-			s = &Settings{Diagnostics: append(l.diags, Diagnostic{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the parser failed on this file (%v); no hooks loaded", p)})}
+			s = &Settings{Diagnostics: append(l.diags, diag(file, 0, 0, configfile.SeverityError, false, "", fmt.Sprintf("the parser failed on this file (%v); no hooks loaded", p)))}
 		}
 	}()
 	if len(src) > MaxSettingsSize {
@@ -294,15 +277,21 @@ func Parse(src []byte, file string) (s *Settings) {
 	}
 	// Tabs are JSON whitespace but not YAML indentation: read them as spaces,
 	// which keeps every line and column.
-	f, err := parser.ParseBytes([]byte(strings.ReplaceAll(string(src), "\t", " ")), 0)
+	src = []byte(strings.ReplaceAll(string(src), "\t", " "))
+	lim := bounded.Limits{MaxBytes: MaxSettingsSize, MaxDepth: MaxDepth}
+	if be, ok := errors.AsType[*bounded.Error](bounded.CheckYAML(file, src, lim)); ok {
+		msg := be.Message
+		if strings.HasPrefix(msg, "nested deeper") {
+			msg = fmt.Sprintf("the file nests deeper than %d levels", MaxDepth)
+		}
+		return &Settings{Diagnostics: []Diagnostic{diag(file, be.Line, be.Col, configfile.SeverityError, false, "", msg+"; no hooks loaded")}}
+	}
+	f, err := configread.ParseYAML(file, src, 0)
 	if err != nil {
-		d := Diagnostic{File: file, Severity: slog.LevelError, Message: "the file does not parse as JSON: " + err.Error() + "; no hooks loaded"}
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				d.Line, d.Col = tk.Position.Line, tk.Position.Column
-			}
-			d.Message = "the file does not parse as JSON: " + ye.GetMessage() + "; no hooks loaded"
+		d := diag(file, 0, 0, configfile.SeverityError, false, "", "the file does not parse as JSON: "+err.Error()+"; no hooks loaded")
+		if p, ok := errors.AsType[*configfile.Problem](err); ok {
+			d.Line, d.Col = p.Line, p.Col
+			d.Message = "the file does not parse as JSON: " + p.Message + "; no hooks loaded"
 		}
 		return &Settings{Diagnostics: []Diagnostic{d}}
 	}
@@ -311,10 +300,6 @@ func Parse(src []byte, file string) (s *Settings) {
 		return &Settings{Diagnostics: l.diags}
 	}
 	body := f.Docs[0].Body
-	if d := depth(body, 0); d > MaxDepth {
-		l.fatal(body, "the file nests deeper than %d levels; no hooks loaded", MaxDepth)
-		return &Settings{Diagnostics: l.diags}
-	}
 	top, ok := body.(*ast.MappingNode)
 	if !ok {
 		l.fatal(body, "a settings file must be a JSON object, not %s; no hooks loaded", kind(body))
@@ -368,7 +353,7 @@ func Parse(src []byte, file string) (s *Settings) {
 			continue
 		}
 		if !fired[Event(name)] {
-			l.add(ev, true, "skipped hooks.%s: unknown event (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification)", name)
+			l.add(ev, true, "skipped hooks.%s: unknown event%s", name, meant(name, " (want one of PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification)", eventNames...))
 			continue
 		}
 		groups, ok := ev.Value.(*ast.SequenceNode)
@@ -432,12 +417,12 @@ type loader struct {
 
 func (l *loader) add(n ast.Node, skipped bool, format string, args ...any) {
 	line, col := position(n)
-	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelWarn, Skipped: skipped, Event: l.event, Message: fmt.Sprintf(format, args...)})
+	l.diags = append(l.diags, diag(l.file, line, col, configfile.SeverityWarning, skipped, l.event, fmt.Sprintf(format, args...)))
 }
 
 func (l *loader) fatal(n ast.Node, format string, args ...any) {
 	line, col := position(n)
-	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: slog.LevelError, Message: fmt.Sprintf(format, args...)})
+	l.diags = append(l.diags, diag(l.file, line, col, configfile.SeverityError, false, "", fmt.Sprintf(format, args...)))
 }
 
 func (l *loader) source(n ast.Node) string {
@@ -470,7 +455,7 @@ func (l *loader) group(ev Event, gi int, n ast.Node, count *int) (Group, bool) {
 		case "hooks":
 			list = mv
 		default:
-			l.add(mv, false, "%s: unknown field %q is ignored (want matcher, hooks)", where, k)
+			l.add(mv, false, "%s: unknown field %q is ignored%s", where, k, meant(k, " (want matcher, hooks)", "matcher", "hooks"))
 		}
 	}
 	mt, err := CompileMatcher(g.Matcher)
@@ -589,7 +574,7 @@ func (l *loader) handler(where string, n ast.Node) (Handler, bool) {
 		case "statusMessage", "once", "model", "prompt", "allowedEnvVars":
 			// Claude Code's display and prompt-handler fields: nothing to run.
 		default:
-			l.add(mv, false, "%s: unknown field %q is ignored", where, k)
+			l.add(mv, false, "%s: unknown field %q is ignored%s", where, k, meant(k, "", handlerFields...))
 		}
 	}
 	switch h.Type {
@@ -619,81 +604,37 @@ func (l *loader) handler(where string, n ast.Node) (Handler, bool) {
 	return h, true
 }
 
-// depth returns the nesting depth of n, stopping past MaxDepth.
-func depth(n ast.Node, d int) int {
-	if d > MaxDepth {
-		return d
+// eventNames are the events Claude Code knows, fired or not.
+var eventNames = []string{"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
+	"UserPromptSubmit", "Stop", "SubagentStop", "SessionStart", "SessionEnd", "Notification",
+	"PreCompact", "PostCompact", "SubagentStart", "TeammateIdle", "TaskCompleted", "ConfigChange",
+	"InstructionsLoaded", "WorktreeCreate", "WorktreeRemove", "Setup"}
+
+// handlerFields are the fields of a handler that Claude Code knows.
+var handlerFields = []string{"type", "command", "args", "url", "headers", "timeout", "if", "async",
+	"statusMessage", "once", "model", "prompt", "allowedEnvVars"}
+
+// meant returns "; did you mean "K"?" for the field of known that k was
+// probably meant to be, else otherwise.
+func meant(k, otherwise string, known ...string) string {
+	if s := configread.Suggest(k, known); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
 	}
-	best := d
-	switch x := n.(type) {
-	case *ast.MappingNode:
-		for _, mv := range x.Values {
-			best = max(best, depth(mv.Value, d+1))
-		}
-	case *ast.SequenceNode:
-		for _, v := range x.Values {
-			best = max(best, depth(v, d+1))
-		}
-	}
-	return best
+	return otherwise
 }
 
-func isNull(n ast.Node) bool {
-	_, ok := n.(*ast.NullNode)
-	return n == nil || ok
-}
+func isNull(n ast.Node) bool { return configread.IsNull(n) }
 
 // stringValue returns the text of a string node.
-func stringValue(n ast.Node) (string, bool) {
-	if x, ok := n.(*ast.StringNode); ok {
-		return x.Value, true
-	}
-	return "", false
-}
+func stringValue(n ast.Node) (string, bool) { return configread.Text(n) }
 
-func keyString(mv *ast.MappingValueNode) string {
-	if mv.Key == nil {
-		return ""
-	}
-	if s, ok := stringValue(mv.Key); ok {
-		return s
-	}
-	if tk := mv.Key.GetToken(); tk != nil {
-		return tk.Value
-	}
-	return ""
-}
+func keyString(mv *ast.MappingValueNode) string { return configread.Key(mv) }
 
 // kind names a node's JSON type for messages.
-func kind(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	case *ast.MappingNode:
-		return "an object"
-	case *ast.SequenceNode:
-		return "an array"
-	}
-	return "a " + n.Type().String()
-}
+func kind(n ast.Node) string { return configread.Kind(n, true) }
 
 // position returns where a node starts: for an object, its opening brace.
 func position(n ast.Node) (int, int) {
-	if n == nil {
-		return 0, 0
-	}
-	if mv, ok := n.(*ast.MappingValueNode); ok && mv.Key != nil {
-		return position(mv.Key)
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return 0, 0
-	}
-	return tk.Position.Line, tk.Position.Column
+	p := configread.NodePos(n)
+	return p.Line, p.Col
 }

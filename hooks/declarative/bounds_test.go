@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/configfile"
 )
 
 // A 40 KB deeply nested hooks file needed ~670 MB to parse (120 KB crashed
@@ -19,7 +20,7 @@ func TestFromYAMLRefusesNestingBomb(t *testing.T) {
 	} {
 		r := FromYAML(strings.NewReader(doc), &Options{File: "bomb.yaml"})
 		ds := r.Diagnostics()
-		if len(r.Hooks()) != 0 || len(ds) != 1 || ds[0].Severity != slog.LevelError || ds[0].Line == 0 ||
+		if len(r.Hooks()) != 0 || len(ds) != 1 || ds[0].Severity != configfile.SeverityError || ds[0].Line == 0 ||
 			!strings.Contains(ds[0].String(), "the hooks document is nested deeper than 32 levels; no hooks loaded") {
 			t.Errorf("%s: %d hooks, diagnostics %v", name, len(r.Hooks()), ds)
 		}

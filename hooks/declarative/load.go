@@ -7,15 +7,16 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
@@ -28,15 +29,16 @@ const MaxDocumentSize = 4 << 20
 // registry, checked before the document is parsed.
 const MaxDepth = 32
 
-// Diagnostic is one problem found while loading hooks: a skipped entry (WARN,
-// Skipped), a warning about an entry that was kept (WARN), or a document that
-// could not be read (ERROR, nothing loaded). Line and Col count from 1; they
-// are 0 when unknown (hooks built in code).
+// Diagnostic is one problem found while loading hooks: a skipped entry
+// (a warning, Skipped), a warning about an entry that was kept, or a
+// document that could not be read (an error, nothing loaded). It is the
+// [configfile.Problem] every configuration file reports (File, Line and Col
+// from 1, 0 when unknown, as for hooks built in code; Severity
+// configfile.SeverityWarning or SeverityError; Message), with what the
+// loader did about it. Its String is "FILE:LINE:COL: warning: MESSAGE" (or
+// "error:"), leaving out what is unknown.
 type Diagnostic struct {
-	File      string
-	Line, Col int
-	// Severity is slog.LevelWarn or slog.LevelError.
-	Severity slog.Level
+	configfile.Problem
 	// Skipped is true when an entry was left out because of this problem.
 	Skipped bool
 	// Unsafe is true when text a model or an error controls would reach code
@@ -46,30 +48,25 @@ type Diagnostic struct {
 	// (Skipped is true too) unless [Options].AllowUnsafeCommands keeps it as
 	// seed 000 would (then it is a warning); `tollgate hooks check` and
 	// `tollgate run --hooks` refuse the file either way.
-	Unsafe  bool
-	Message string
+	Unsafe bool
 }
 
-// String formats d as "FILE:LINE:COL: warning: MESSAGE" (or "error:"),
-// leaving out what is unknown.
-func (d Diagnostic) String() string {
-	var b strings.Builder
-	if d.File != "" {
-		b.WriteString(d.File + ":")
+// diag returns a diagnostic at line and col of file; sev is slog.LevelWarn
+// or slog.LevelError.
+func diag(file string, line, col int, sev slog.Level, skipped bool, msg string) Diagnostic {
+	s := configfile.SeverityWarning
+	if sev >= slog.LevelError {
+		s = configfile.SeverityError
 	}
-	if d.Line > 0 {
-		fmt.Fprintf(&b, "%d:%d:", d.Line, d.Col)
+	return Diagnostic{Problem: configfile.Problem{File: file, Line: line, Col: col, Severity: s, Message: msg}, Skipped: skipped}
+}
+
+// level is the slog level a diagnostic is logged at.
+func (d Diagnostic) level() slog.Level {
+	if d.Severity == configfile.SeverityError {
+		return slog.LevelError
 	}
-	if b.Len() > 0 {
-		b.WriteString(" ")
-	}
-	if d.Severity >= slog.LevelError {
-		b.WriteString("error: ")
-	} else {
-		b.WriteString("warning: ")
-	}
-	b.WriteString(d.Message)
-	return b.String()
+	return slog.LevelWarn
 }
 
 // FromYAML reads hooks from a YAML document with a top-level hooks list (seed
@@ -95,11 +92,11 @@ func FromYAML(r io.Reader, opts *Options) *Registry {
 	var be *bounded.Error
 	switch {
 	case err != nil:
-		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: "reading the hooks document: " + err.Error() + "; no hooks loaded"}}
+		diags = []Diagnostic{diag(file, 0, 0, slog.LevelError, false, "reading the hooks document: "+err.Error()+"; no hooks loaded")}
 	case len(src) > MaxDocumentSize:
-		diags = []Diagnostic{{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize)}}
+		diags = []Diagnostic{diag(file, 0, 0, slog.LevelError, false, fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize))}
 	case errors.As(bounded.CheckYAML(file, src, lim), &be):
-		diags = []Diagnostic{{File: file, Line: be.Line, Col: be.Col, Severity: slog.LevelError, Message: "the hooks document is " + be.Message + "; no hooks loaded"}}
+		diags = []Diagnostic{diag(file, be.Line, be.Col, slog.LevelError, false, "the hooks document is "+be.Message+"; no hooks loaded")}
 	default:
 		cfgs, diags = parseHooks(src, file, opts != nil && opts.AllowUnsafeCommands)
 	}
@@ -135,7 +132,7 @@ type loader struct {
 
 func (l *loader) add(n ast.Node, sev slog.Level, skipped bool, format string, args ...any) {
 	line, col := position(n)
-	l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Severity: sev, Skipped: skipped, Message: fmt.Sprintf(format, args...)})
+	l.diags = append(l.diags, diag(l.file, line, col, sev, skipped, fmt.Sprintf(format, args...)))
 }
 
 func (l *loader) fatal(n ast.Node, format string, args ...any) {
@@ -150,20 +147,15 @@ func parseHooks(src []byte, file string, allowUnsafe bool) (cfgs []Config, diags
 		// The parser is third-party code; a document must never crash the host.
 		if p := recover(); p != nil {
 			cfgs = nil
-			diags = append(l.diags, Diagnostic{File: file, Severity: slog.LevelError, Message: fmt.Sprintf("the YAML parser failed on this document (%v); no hooks loaded", p)})
+			diags = append(l.diags, diag(file, 0, 0, slog.LevelError, false, fmt.Sprintf("the YAML parser failed on this document (%v); no hooks loaded", p)))
 		}
 	}()
-	f, err := parser.ParseBytes(src, parser.ParseComments, parser.AllowDuplicateMapKey())
+	f, err := configread.ParseYAML(file, src, parser.ParseComments, parser.AllowDuplicateMapKey())
 	if err != nil {
-		d := Diagnostic{File: file, Severity: slog.LevelError}
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				d.Line, d.Col = tk.Position.Line, tk.Position.Column
-			}
-			d.Message = "the document does not parse as YAML: " + ye.GetMessage() + "; no hooks loaded"
-		} else {
-			d.Message = "the document does not parse as YAML: " + err.Error() + "; no hooks loaded"
+		d := diag(file, 0, 0, slog.LevelError, false, "the document does not parse as YAML: "+err.Error()+"; no hooks loaded")
+		if p, ok := errors.AsType[*configfile.Problem](err); ok {
+			d.Line, d.Col = p.Line, p.Col
+			d.Message = "the document does not parse as YAML: " + p.Message + "; no hooks loaded"
 		}
 		return nil, []Diagnostic{d}
 	}
@@ -542,6 +534,9 @@ func (l *loader) fields(m *ast.MappingNode, known ...string) (map[string]*ast.Ma
 			ok = ok || k == kn
 		}
 		if !ok {
+			if s := configread.Suggest(k, known); s != "" {
+				return nil, fmt.Sprintf("unknown field %q; did you mean %q?", k, s), mv
+			}
 			return nil, fmt.Sprintf("unknown field %q (want %s)", k, strings.Join(known, ", ")), mv
 		}
 		if _, dup := out[k]; dup {
@@ -577,127 +572,26 @@ func cutByComment(n ast.Node) string {
 }
 
 // unwrap removes anchors and tags around a node.
-func unwrap(n ast.Node) ast.Node {
-	for range 8 {
-		switch x := n.(type) {
-		case *ast.AnchorNode:
-			n = x.Value
-		case *ast.TagNode:
-			n = x.Value
-		default:
-			return n
-		}
-	}
-	return n
-}
+func unwrap(n ast.Node) ast.Node { return configread.Unwrap(n) }
 
-func isComment(n ast.Node) bool {
-	switch n.(type) {
-	case *ast.CommentNode, *ast.CommentGroupNode:
-		return true
-	}
-	return false
-}
+func isComment(n ast.Node) bool { return configread.IsComment(n) }
 
-func isNull(n ast.Node) bool {
-	if n == nil {
-		return true
-	}
-	_, ok := unwrap(n).(*ast.NullNode)
-	return ok
-}
+func isNull(n ast.Node) bool { return configread.IsNull(n) }
 
 // scalarString returns the text of a string scalar (plain, quoted or block).
-func scalarString(n ast.Node) (string, bool) {
-	switch x := unwrap(n).(type) {
-	case *ast.StringNode:
-		return x.Value, true
-	case *ast.LiteralNode:
-		if x.Value == nil {
-			return "", true
-		}
-		return x.Value.Value, true
-	}
-	return "", false
-}
+func scalarString(n ast.Node) (string, bool) { return configread.Text(n) }
 
 // scalarText is scalarString that also takes numbers and booleans as written
 // (argv: [sleep, 5]).
-func scalarText(n ast.Node) (string, bool) {
-	if s, ok := scalarString(n); ok {
-		return s, true
-	}
-	switch x := unwrap(n).(type) {
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-		if tk := x.GetToken(); tk != nil {
-			return tk.Value, true
-		}
-	}
-	return "", false
-}
+func scalarText(n ast.Node) (string, bool) { return configread.ScalarText(n) }
 
-func keyString(mv *ast.MappingValueNode) string {
-	if mv.Key == nil {
-		return ""
-	}
-	if s, ok := scalarString(mv.Key); ok {
-		return s
-	}
-	if tk := mv.Key.GetToken(); tk != nil {
-		return tk.Value
-	}
-	return ""
-}
+func keyString(mv *ast.MappingValueNode) string { return configread.Key(mv) }
 
 // kind names a node's type for messages.
-func kind(n ast.Node) string {
-	switch unwrap(n).(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode:
-		return "a number"
-	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	case *ast.MappingNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.AliasNode:
-		return "an alias"
-	}
-	return "a " + strconv.Quote(unwrap(n).Type().String())
-}
+func kind(n ast.Node) string { return configread.Kind(n, false) }
 
 // position returns where a node starts: for a mapping, its first key.
 func position(n ast.Node) (int, int) {
-	if n == nil {
-		return 0, 0
-	}
-	switch x := n.(type) {
-	case *ast.MappingNode:
-		if !x.IsFlowStyle && len(x.Values) > 0 {
-			return position(x.Values[0])
-		}
-	case *ast.MappingValueNode:
-		if x.Key != nil {
-			return position(x.Key)
-		}
-	case *ast.AnchorNode:
-		if x.Start != nil && x.Start.Position != nil {
-			return x.Start.Position.Line, x.Start.Position.Column
-		}
-	case *ast.TagNode:
-		if x.Start != nil && x.Start.Position != nil {
-			return x.Start.Position.Line, x.Start.Position.Column
-		}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return 0, 0
-	}
-	return tk.Position.Line, tk.Position.Column
+	p := configread.NodePos(n)
+	return p.Line, p.Col
 }

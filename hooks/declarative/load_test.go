@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tollgate-dev/tollgate/configfile"
 )
 
 // The seed's YAML example loads as three hooks.
@@ -127,7 +129,7 @@ func TestFromYAMLSkipsBadEntries(t *testing.T) {
 	}
 	var got []string
 	for _, d := range r.Diagnostics() {
-		if !d.Skipped || d.Severity != slog.LevelWarn {
+		if !d.Skipped || d.Severity != configfile.SeverityWarning {
 			t.Errorf("diagnostic %v: want a skipped WARN", d)
 		}
 		got = append(got, d.String())
@@ -191,7 +193,7 @@ func TestFromYAMLBrokenDocument(t *testing.T) {
 				t.Errorf("hooks = %v, want none", r.Hooks())
 			}
 			ds := r.Diagnostics()
-			if len(ds) != 1 || ds[0].Severity != slog.LevelError || !strings.HasPrefix(ds[0].String(), tt.want) {
+			if len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.HasPrefix(ds[0].String(), tt.want) {
 				t.Fatalf("diagnostics = %v, want one ERROR starting %q", ds, tt.want)
 			}
 			if errs := h.atLeast(slog.LevelError); len(errs) != 1 {
@@ -269,7 +271,7 @@ func TestFromYAMLEmpty(t *testing.T) {
 			t.Errorf("%q: hooks %v", doc, r.Hooks())
 		}
 		for _, d := range r.Diagnostics() {
-			if d.Severity != slog.LevelWarn || d.Skipped {
+			if d.Severity != configfile.SeverityWarning || d.Skipped {
 				t.Errorf("%q: diagnostic %v, want a WARN that skips nothing", doc, d)
 			}
 		}
@@ -304,7 +306,7 @@ func TestFromYAMLAnchorsAndAliases(t *testing.T) {
 func TestFromYAMLTooLarge(t *testing.T) {
 	doc := "hooks: []\n#" + strings.Repeat("x", MaxDocumentSize)
 	r := FromYAML(strings.NewReader(doc), nil)
-	if ds := r.Diagnostics(); len(ds) != 1 || ds[0].Severity != slog.LevelError || !strings.Contains(ds[0].Message, "larger than") {
+	if ds := r.Diagnostics(); len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.Contains(ds[0].Message, "larger than") {
 		t.Errorf("diagnostics = %v", ds)
 	}
 }
@@ -315,7 +317,7 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("disk on f
 
 func TestFromYAMLReadError(t *testing.T) {
 	r := FromYAML(failingReader{}, nil)
-	if ds := r.Diagnostics(); len(ds) != 1 || ds[0].Severity != slog.LevelError || !strings.Contains(ds[0].Message, "disk on fire") {
+	if ds := r.Diagnostics(); len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.Contains(ds[0].Message, "disk on fire") {
 		t.Errorf("diagnostics = %v", ds)
 	}
 }
@@ -405,7 +407,7 @@ func FuzzFromYAML(f *testing.F) {
 			if d.Line < 0 || d.Line > lines+1 || d.Col < 0 {
 				t.Fatalf("diagnostic %v outside the document (%d lines)", d, lines)
 			}
-			if d.Severity == slog.LevelError {
+			if d.Severity == configfile.SeverityError {
 				errs++
 			}
 		}
@@ -438,5 +440,22 @@ func TestDemoHooksFile(t *testing.T) {
 	}
 	if !pre || !post || !onErr {
 		t.Errorf("hooks %v: want logs on every call and a command on errors", r.Hooks())
+	}
+}
+
+// A misspelt field is skipped with the field that was probably meant.
+func TestLoadSuggestsTheFieldMeant(t *testing.T) {
+	doc := "hooks:\n  - event: preToolUse\n    matchr: bash\n    action: {type: log, message: a}\n  - event: onError\n    action: {type: log, mesage: a}\n"
+	r := FromYAML(strings.NewReader(doc), &Options{File: "h.yaml", Logger: slog.New(slog.DiscardHandler)})
+	var got []string
+	for _, d := range r.Diagnostics() {
+		got = append(got, d.String())
+	}
+	want := []string{
+		`h.yaml:3:5: warning: skipped hook 1: unknown field "matchr"; did you mean "matcher"?`,
+		`h.yaml:6:25: warning: skipped hook 2: action: unknown field "mesage"; did you mean "message"?`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
 	}
 }

@@ -1,9 +1,10 @@
 package declarative
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/configfile"
 )
 
 // A matcher that can never match a tool name (a regular expression, a list)
@@ -36,7 +37,7 @@ func TestMatcherThatNeverMatchesWarns(t *testing.T) {
 
 	reg := Of([]Config{{Event: PreToolUse, Matcher: "read(x)", Action: Log("x")}, {Event: OnError, Matcher: "a|b", Action: Log("x")}}, &Options{Logger: lg})
 	ds := reg.Diagnostics()
-	if len(reg.Hooks()) != 2 || len(ds) != 1 || ds[0].Severity != slog.LevelWarn || ds[0].Skipped || !strings.Contains(ds[0].Message, "config[0]") {
+	if len(reg.Hooks()) != 2 || len(ds) != 1 || ds[0].Severity != configfile.SeverityWarning || ds[0].Skipped || !strings.Contains(ds[0].Message, "config[0]") {
 		t.Errorf("Of: hooks %d, diagnostics %v; want 2 hooks and one warning about config[0]", len(reg.Hooks()), ds)
 	}
 }

@@ -165,13 +165,11 @@ func Of(configs []Config, opts *Options) *Registry {
 	var diags []Diagnostic
 	for i, c := range configs {
 		if err := c.Validate(); err != nil {
-			diags = append(diags, Diagnostic{Severity: slog.LevelWarn, Skipped: true,
-				Message: fmt.Sprintf("skipped config[%d] (%s): %v", i, c.Event, err)})
+			diags = append(diags, diag("", 0, 0, slog.LevelWarn, true, fmt.Sprintf("skipped config[%d] (%s): %v", i, c.Event, err)))
 			continue
 		}
 		if msg := glob.ToolNameProblem(string(c.Matcher)); msg != "" && c.Event.usesMatcher() {
-			diags = append(diags, Diagnostic{Severity: slog.LevelWarn,
-				Message: fmt.Sprintf("config[%d] (%s): %s; the hook never runs", i, c.Event, msg)})
+			diags = append(diags, diag("", 0, 0, slog.LevelWarn, false, fmt.Sprintf("config[%d] (%s): %s; the hook never runs", i, c.Event, msg)))
 		}
 		cfgs = append(cfgs, c)
 	}
@@ -234,7 +232,7 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 // report records diagnostics and logs each at its severity.
 func (r *Registry) report(diags []Diagnostic) {
 	for _, d := range diags {
-		r.log.Log(context.Background(), d.Severity, d.String())
+		r.log.Log(context.Background(), d.level(), d.String())
 	}
 	r.diags = append(r.diags, diags...)
 }

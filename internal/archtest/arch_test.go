@@ -16,6 +16,9 @@ var groups = []struct {
 	level  int
 }{
 	{"tool", 0}, {"model", 0},
+	// What a program sees of a configuration file that does not load: one
+	// problem type, FILE:LINE:COL: field: message.
+	{"configfile", 0},
 	{"internal", 0},
 	// The context keys package tool shares with the agent, so that the
 	// agent can answer them from one context value per call.
@@ -76,6 +79,7 @@ var allowedSideways = map[[2]string]bool{
 	{"toolkit", "builtin"}:          true,
 	{"internal", "model"}:           true,
 	{"internal", "tool"}:            true,
+	{"internal", "configfile"}:      true,
 	{"tool", "internal/toolctx"}:    true,
 	{"tool", "internal/jsondecode"}: true,
 	{"runs/dbosengine", "runs"}:     true,

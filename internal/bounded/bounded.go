@@ -22,6 +22,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/tollgate-dev/tollgate/configfile"
 )
 
 // Defaults of [Limits].
@@ -57,24 +59,9 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Error is a document refused by a limit: FILE:LINE:COL: message, where
-// Line and Col (from 1) are 0 when the problem has no position (size).
-type Error struct {
-	File      string
-	Line, Col int
-	Message   string
-}
-
-// Error formats the problem with its source and position.
-func (e *Error) Error() string {
-	s := e.File
-	if e.Line > 0 {
-		s += fmt.Sprintf(":%d:%d", e.Line, e.Col)
-	}
-	if s != "" {
-		s += ": "
-	}
-	return s + e.Message
-}
+// Line and Col (from 1) are 0 when the problem has no position (size). It
+// is the one problem type of every configuration file.
+type Error = configfile.Problem
 
 // Read reads all of r, or fails with an *Error when r holds more than
 // l.MaxBytes bytes (reading at most one byte more). file names the document

@@ -26,10 +26,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -77,9 +75,10 @@ const (
 var scriptLimits = bounded.Limits{MaxBytes: MaxScriptSize, MaxDepth: MaxScriptDepth}
 
 // Parse reads a script from r. name is used in error messages (a file path).
-// Errors are one line, "name:LINE:COL: problem" (the line and column of
-// the problem; name alone when the problem is the whole file); unknown keys
-// are errors, and so is a script past the limits above.
+// Errors are a *configfile.Error, each problem one line, "name:LINE:COL:
+// field: problem" (the line and column of the problem; name alone when the
+// problem is the whole file); unknown keys are errors (with the key
+// probably meant), and so is a script past the limits above.
 func Parse(name string, r io.Reader) (Script, error) {
 	data, err := bounded.Read(r, name, scriptLimits)
 	if err != nil {
@@ -89,71 +88,26 @@ func Parse(name string, r io.Reader) (Script, error) {
 		return Script{}, err
 	}
 	var s Script
-	if err := bounded.UnmarshalYAML(data, &s, yaml.DisallowUnknownField()); err != nil {
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				return Script{}, fmt.Errorf("%s:%d:%d: %s", name, tk.Position.Line, tk.Position.Column, ye.GetMessage())
-			}
-			return Script{}, fmt.Errorf("%s: %s", name, ye.GetMessage())
-		}
-		return Script{}, fmt.Errorf("%s: %w", name, err)
+	f, err := configread.DecodeYAML(name, data, &s, scriptLimits)
+	if err != nil {
+		return Script{}, err
 	}
 	for i, t := range s.Turns {
 		for j, c := range t.ToolCalls {
 			if strings.TrimSpace(c.Name) == "" {
 				field := fmt.Sprintf("turns[%d].toolCalls[%d]", i, j)
-				return Script{}, fmt.Errorf("%s: %s: name is required", at(name, data, field), field)
+				return Script{}, configread.Errorf(name, configread.PathPos(f, "$."+field), field, "name is required")
 			}
 		}
 		if t.Text == "" && len(t.ToolCalls) == 0 {
 			field := fmt.Sprintf("turns[%d]", i)
-			return Script{}, fmt.Errorf("%s: %s: a turn needs text or toolCalls", at(name, data, field), field)
+			return Script{}, configread.Errorf(name, configread.PathPos(f, "$."+field), field, "a turn needs text or toolCalls")
 		}
 	}
 	if len(s.Turns) == 0 {
-		return Script{}, fmt.Errorf("%s: the script has no turns", name)
+		return Script{}, configread.Errorf(name, configread.Pos{}, "", "the script has no turns")
 	}
 	return s, nil
-}
-
-// at returns "name:LINE:COL" of the node at field (a path such as
-// "turns[0].toolCalls[1]") of the document data, or name alone when it
-// cannot be found.
-func at(name string, data []byte, field string) (pos string) {
-	defer func() {
-		if recover() != nil { // the YAML library's; a position is not worth a crash
-			pos = name
-		}
-	}()
-	p, err := yaml.PathString("$." + field)
-	if err != nil {
-		return name
-	}
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return name
-	}
-	n, err := p.FilterFile(f)
-	if err != nil || n == nil {
-		return name
-	}
-	tk := n.GetToken()
-	// A block mapping's token is its first ':'; point at its first key.
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		if len(m.Values) > 0 && m.Values[0].Key != nil {
-			tk = m.Values[0].Key.GetToken()
-		}
-	case *ast.MappingValueNode:
-		if m.Key != nil {
-			tk = m.Key.GetToken()
-		}
-	}
-	if tk != nil && tk.Position != nil {
-		return fmt.Sprintf("%s:%d:%d", name, tk.Position.Line, tk.Position.Column)
-	}
-	return name
 }
 
 // Load parses the script file at path and returns a model replaying it.

@@ -52,7 +52,7 @@ func TestReplayAndExhaustion(t *testing.T) {
 // to), without the YAML library's excerpt of the source.
 func TestParseErrorsNamePosition(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
-		{"turns:\n  - text: hi\n    tool_calls: []\n", `x.yaml:3:5: unknown field "tool_calls"`},
+		{"turns:\n  - text: hi\n    tool_calls: []\n", `x.yaml:3:5: turns[0].tool_calls: unknown key "tool_calls"; did you mean "toolCalls"?`},
 		{"turns:\n  - text: hi\n    toolCalls:\n      - name: read\n        args: notamap\n", "x.yaml:5:15: "},
 		{"turns:\n  - text: hi\n  - toolCalls:\n      - args: {a: 1}\n", "x.yaml:4:9: turns[1].toolCalls[0]: name is required"},
 		{"turns: []\n", "x.yaml: the script has no turns"},

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -82,7 +82,7 @@ func LoadHookFiles(files []string, notice func(string), opts *declarative.Option
 		unsafe, skipped := 0, 0
 		for _, d := range reg.Diagnostics() {
 			notice(fmt.Sprint("hooks: ", d))
-			if d.Severity >= slog.LevelError {
+			if d.Severity == configfile.SeverityError {
 				return nil, fmt.Errorf("%s did not load (see its diagnostics)", f)
 			}
 			if d.Unsafe {
@@ -145,7 +145,7 @@ func setupClaude(ctx context.Context, s *setup) error {
 	bad := 0
 	for _, d := range settings.Diagnostics {
 		s.notice("claude settings: %s", d)
-		if d.Severity >= slog.LevelError {
+		if d.Severity == configfile.SeverityError {
 			bad++
 		}
 	}

@@ -50,8 +50,8 @@ func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, erro
 	fieldErr := func(field, format string, args ...any) error {
 		return &runs.FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 	}
-	if ref.Name == "" {
-		return nil, "", fieldErr("model", "%q: want a provider and a name, e.g. script:PATH, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5", ref.String())
+	if _, err := runs.ParseModelRef(ref.String()); err != nil {
+		return nil, "", &runs.FieldError{Field: "model", Err: err}
 	}
 	switch ref.Provider {
 	case "script":

@@ -8,11 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 )
 
 // Config is the YAML file of `tollgate worker --config FILE`, which a
@@ -61,23 +58,14 @@ const MaxConfigSize = 64 << 10
 // against the file's directory.
 func LoadConfig(path string) (Config, error) {
 	lim := bounded.Limits{MaxBytes: MaxConfigSize, MaxDepth: 4}
-	src, err := bounded.ReadFile(path, lim)
+	src, err := configread.ReadFile(path, lim)
 	if err != nil {
 		return Config{}, err
 	}
-	if err := bounded.CheckYAML(path, src, lim); err != nil {
-		return Config{}, err
-	}
 	var c Config
-	if err := bounded.UnmarshalYAML(src, &c, yaml.DisallowUnknownField()); err != nil {
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				return Config{}, fmt.Errorf("%s:%d:%d: %s", path, tk.Position.Line, tk.Position.Column, ye.GetMessage())
-			}
-			return Config{}, fmt.Errorf("%s: %s", path, ye.GetMessage())
-		}
-		return Config{}, fmt.Errorf("%s: %v", path, err)
+	f, err := configread.DecodeYAML(path, src, &c, lim)
+	if err != nil {
+		return Config{}, err
 	}
 	base := filepath.Dir(path)
 	if abs, err := filepath.Abs(base); err == nil {
@@ -93,7 +81,10 @@ func LoadConfig(path string) (Config, error) {
 		c.Database = "sqlite:" + filepath.Join(base, p)
 	}
 	if _, err := c.Options(); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", keyPosition(path, src, err), err)
+		if ke, ok := errors.AsType[*keyError](err); ok {
+			return Config{}, configread.Errorf(path, configread.PathPos(f, "$."+ke.key), ke.key, "%s", strings.TrimPrefix(err.Error(), ke.key+": "))
+		}
+		return Config{}, configread.Errorf(path, configread.Pos{}, "", "%v", err)
 	}
 	return c, nil
 }
@@ -109,38 +100,6 @@ func (e *keyError) Unwrap() error { return e.err }
 
 func keyErrorf(key, format string, args ...any) error {
 	return &keyError{key: key, err: fmt.Errorf(format, args...)}
-}
-
-// keyPosition returns "path:LINE:COL" of the value of the key err is
-// about, in the document src, or path alone when err names no key or the
-// file does not set it.
-func keyPosition(path string, src []byte, err error) (pos string) {
-	defer func() {
-		if recover() != nil { // the YAML library's; a position is not worth a crash
-			pos = path
-		}
-	}()
-	var ke *keyError
-	if !errors.As(err, &ke) {
-		return path
-	}
-	f, perr := parser.ParseBytes(src, 0)
-	if perr != nil || len(f.Docs) == 0 {
-		return path
-	}
-	m, ok := f.Docs[0].Body.(*ast.MappingNode)
-	if !ok {
-		return path
-	}
-	for _, v := range m.Values {
-		if v.Key == nil || v.Key.GetToken() == nil || v.Key.GetToken().Value != ke.key || v.Value == nil {
-			continue
-		}
-		if tk := v.Value.GetToken(); tk != nil && tk.Position != nil {
-			return fmt.Sprintf("%s:%d:%d", path, tk.Position.Line, tk.Position.Column)
-		}
-	}
-	return path
 }
 
 // StoreURL returns the PostgreSQL URL of tollgate's store (store, or the

@@ -56,6 +56,7 @@ func TestLoadConfigValueErrorsNamePosition(t *testing.T) {
 		{"database: sqlite:d.db\nstore: mysql://x\n", ":2:8: store: want a PostgreSQL URL"},
 		{"databaseEnv: TOLLGATE_TEST_UNSET_DBOS\n", ":1:14: databaseEnv: the variable TOLLGATE_TEST_UNSET_DBOS is not set"},
 		{"queue: q\n", "c.yaml: database: required"}, // not in the file: no position
+		{"database: sqlite:d.db\nconcurency: 4\n", `:2:1: concurency: unknown key "concurency"; did you mean "concurrency"?`},
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		if err := os.WriteFile(p, []byte(tc.doc), 0o600); err != nil {
