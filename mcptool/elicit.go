@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -58,6 +60,11 @@ type ElicitData struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
 	// URL is where the person goes (URL mode).
 	URL string `json:"url,omitempty"`
+	// Questions, in the pending request of an elicitation nobody could
+	// answer at once, are the form's fields as questions
+	// ([ElicitQuestions]), so that whatever answers the question tool's
+	// requests answers it.
+	Questions []builtin.Question `json:"questions,omitempty"`
 }
 
 // secretWords are what the names, titles and descriptions of form fields
@@ -97,17 +104,22 @@ func asksSecret(s string) bool {
 // size, no secrets in form mode), then becomes a [tool.Request] handed to
 // [Options].Elicit. The person's answer accepts (with the form's content),
 // declines (OK false) or cancels (no answer: an error, or ctx ended). With
-// no Elicit set, every elicitation is declined: nobody can accept for a
-// person. The SDK validates the form's schema before, and the accepted
-// content against it after, filling in the schema's defaults.
+// no Elicit set, or one that returns [ErrAskLater], nobody can answer now:
+// the call during which the server asked halts on a pending request
+// (elicitLater), answered later as the question tool's are. The SDK
+// validates the form's schema before, and the accepted content against it
+// after, filling in the schema's defaults.
 func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.ElicitResult, err error) {
 	if req == nil || req.Params == nil {
 		return nil, invalidParams("elicitation without params")
 	}
+	outcome := ""
 	defer func() {
-		outcome := "refused"
-		if res != nil {
-			outcome = res.Action
+		if outcome == "" {
+			outcome = "refused"
+			if res != nil {
+				outcome = res.Action
+			}
 		}
 		c.noticeCalls(tool.Notice{Kind: tool.NoticeElicitation, Source: "mcp:" + c.name,
 			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), outcome)})
@@ -117,13 +129,20 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
 		return nil, invalidParams(err.Error())
 	}
+	d, err := ParseElicitData(treq)
+	if err != nil {
+		return nil, invalidParams(err.Error())
+	}
 	if c.o.Elicit == nil {
-		c.o.Logger.Info("mcp server's elicitation declined: nobody to ask", "server", c.name, "mode", modeOf(req.Params))
-		return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		res, outcome = c.elicitLater(d)
+		return res, nil
 	}
 	c.o.Logger.Info("mcp server asks a person", "server", c.name, "mode", modeOf(req.Params), "request", treq.ID)
 	ans, err := c.o.Elicit(ctx, treq)
 	switch {
+	case errors.Is(err, ErrAskLater):
+		res, outcome = c.elicitLater(d)
+		return res, nil
 	case err != nil:
 		c.o.Logger.Info("mcp server's elicitation cancelled", "server", c.name, "request", treq.ID, "error", err)
 		return &mcp.ElicitResult{Action: ElicitCancel}, nil

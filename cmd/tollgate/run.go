@@ -25,6 +25,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -158,7 +159,7 @@ type cliBuilder struct {
 	// or worker running for many people leaves it false.
 	mcpLogins bool
 	// elicit, once set (a terminal to ask), answers the MCP servers'
-	// elicitations; unset, they are declined.
+	// elicitations; unset, the call halts on them.
 	elicit atomic.Pointer[tool.WaitFunc]
 }
 
@@ -172,12 +173,13 @@ func (cb *cliBuilder) loginsDir() string {
 }
 
 // askElicit hands an MCP server's elicitation to the person at the terminal
-// if there is one, and declines it otherwise.
+// if there is one; otherwise the call halts on it as a pending request
+// (mcptool.ErrAskLater), answered with 'tollgate approvals answer'.
 func (cb *cliBuilder) askElicit(ctx context.Context, req tool.Request) (tool.Answer, error) {
 	if w := cb.elicit.Load(); w != nil {
 		return (*w)(ctx, req)
 	}
-	return tool.Answer{ID: req.ID, Reason: "nobody at a terminal to ask"}, nil
+	return tool.Answer{}, mcptool.ErrAskLater
 }
 
 // logger returns the builder's logs; without log options nothing is logged.

@@ -121,7 +121,7 @@ type Options struct {
 	// another's run.
 	MCPLogins string
 	// Elicit is asked the MCP servers' elicitations (see
-	// [MCPOptions].Elicit); nil declines them.
+	// [MCPOptions].Elicit); nil halts the call on them as pending requests.
 	Elicit tool.WaitFunc
 }
 

@@ -127,8 +127,9 @@ type MCPOptions struct {
 	// Empty: no OAuth, a 401 fails the server.
 	OAuthDir string
 	// Elicit is asked a server's elicitation (mcptool.Options.Elicit); only
-	// an answer given by a person accepts ([PersonOnly]). Nil declines
-	// every elicitation.
+	// an answer given by a person accepts ([PersonOnly]). Nil, or an Elicit
+	// returning mcptool.ErrAskLater, halts the call on the elicitation as a
+	// pending request, answered like the question tool's.
 	Elicit tool.WaitFunc
 }
 
