@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -113,16 +114,15 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 	if req == nil || req.Params == nil {
 		return nil, invalidParams("elicitation without params")
 	}
-	outcome := ""
+	outcome, by, reason := "", "", ""
 	defer func() {
-		if outcome == "" {
-			outcome = "refused"
-			if res != nil {
-				outcome = res.Action
-			}
+		action := "refused"
+		if res != nil {
+			action = res.Action
 		}
+		c.recordCalls(ElicitationRecord{Server: c.name, Mode: modeOf(req.Params), Outcome: action, By: by, Reason: reason})
 		c.noticeCalls(tool.Notice{Kind: tool.NoticeElicitation, Source: "mcp:" + c.name,
-			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), outcome)})
+			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), cmp.Or(outcome, action))})
 	}()
 	treq, err := c.elicitRequest(req.Params)
 	if err != nil {
@@ -132,6 +132,15 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 	d, err := ParseElicitData(treq)
 	if err != nil {
 		return nil, invalidParams(err.Error())
+	}
+	if c.o.ElicitPolicy != nil {
+		var ok bool
+		if ok, by, reason = c.o.ElicitPolicy(c.name, c.sc.Trusted); !ok {
+			c.o.Logger.Info("mcp server's elicitation declined by policy", "server", c.name, "by", by, "reason", reason)
+			outcome = fmt.Sprintf("decline (%s: %s)", by, printable(reason))
+			return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		}
+		by, reason = "", ""
 	}
 	if c.o.Elicit == nil {
 		res, outcome = c.elicitLater(d)
@@ -157,6 +166,41 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 	}
 	return &mcp.ElicitResult{Action: ElicitAccept, Content: content}, nil
 }
+
+// MetaElicitations is the metadata key of an MCP tool's result that lists
+// the elicitations the server made during the call ([]ElicitationRecord),
+// so that the call's record keeps them.
+const MetaElicitations = "mcpElicitations"
+
+// ElicitationRecord is what the record of a call keeps of one elicitation
+// its server made: never the person's answer.
+type ElicitationRecord struct {
+	// Server is the server's name; Mode is "form" or "url".
+	Server string `json:"server"`
+	Mode   string `json:"mode"`
+	// Outcome is what the server was told (accept, decline, cancel) or
+	// "refused" (an error: a form asking for a secret, over the limits).
+	Outcome string `json:"outcome"`
+	// By and Reason, when a policy declined it, name the rule
+	// ("rule:<ID>") and say why.
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// recordCalls adds r to every call in flight on the server (see
+// noticeCalls), for its result's [MetaElicitations].
+func (c *conn) recordCalls(r ElicitationRecord) {
+	for _, cs := range c.inFlight() {
+		cs.mu.Lock()
+		if len(cs.records) < maxElicitRecords {
+			cs.records = append(cs.records, r)
+		}
+		cs.mu.Unlock()
+	}
+}
+
+// maxElicitRecords bounds the elicitations one call's record keeps.
+const maxElicitRecords = 32
 
 // noticeCalls reports n to every call in flight on the server: the call
 // during which it asked (MCP elicitation names no call), so that the run's

@@ -40,6 +40,14 @@ type callState struct {
 	mu      sync.Mutex
 	answer  *tool.Answer // the answer to the call's elicitation, until used
 	pending *tool.Request
+	records []ElicitationRecord
+}
+
+// elicitations returns what the call's record keeps of its elicitations.
+func (cs *callState) elicitations() []ElicitationRecord {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.records
 }
 
 // newCallState returns the state of a call of remote with args, carrying

@@ -68,6 +68,13 @@ type Options struct {
 	// (see [Tool.Call]), answered later. Elicit may be called from several
 	// goroutines at once.
 	Elicit tool.WaitFunc
+	// ElicitPolicy, if set, is asked first whether the server (by its name
+	// and its trust) may ask the person for input at all (a policy's
+	// elicitation rules): when ok is false the server is told decline, by
+	// (a rule, "rule:<ID>") and reason are logged and shown on the call's
+	// notice and in its result's metadata ([MetaElicitations]), and nobody
+	// is asked. Nil allows every server.
+	ElicitPolicy func(server string, trusted bool) (ok bool, by, reason string)
 	// OAuth, if set, is called once per streamable-HTTP server (its name
 	// and configuration) for the OAuth handler that authorizes its requests
 	// (MCP specification 2025-11-25, "Authorization"): the handler's token

@@ -388,7 +388,11 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 	if raw != nil {
 		*raw = res
 	}
-	return t.result(res), nil
+	out := t.result(res)
+	if recs := cs.elicitations(); len(recs) > 0 {
+		out.Metadata[MetaElicitations] = recs
+	}
+	return out, nil
 }
 
 // noticeRenewed tells the call's reporter that the server's session was

@@ -276,11 +276,13 @@ func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
 			spec.Rules = append(spec.Rules, ps.rules(kv.Value)...)
 		case "permissions":
 			spec.Rules = append(spec.Rules, ps.permissions(kv.Value)...)
+		case "elicitation":
+			spec.Elicitation = append(spec.Elicitation, ps.elicitation(kv.Value)...)
 		default:
-			ps.errorf(kn, "unknown key %q (want autonomy, risks, rules or permissions)", key)
+			ps.errorf(kn, "unknown key %q (want autonomy, risks, rules, permissions or elicitation)", key)
 		}
 	}
-	if spec.Autonomy == "" && len(spec.Rules) == 0 && !ps.failed() {
+	if spec.Autonomy == "" && len(spec.Rules) == 0 && len(spec.Elicitation) == 0 && !ps.failed() {
 		ps.warnf(body, "no rules and no autonomy level: every call is allowed")
 	}
 	return spec

@@ -93,3 +93,28 @@ func TestElicitationAnswerChecked(t *testing.T) {
 		t.Fatalf("resume: exit %d; the answer must not reach another elicitation:\n%s%s", code, out, errOut)
 	}
 }
+
+// A policy's elicitation rule declines what an untrusted server asks: the
+// server is told decline without anyone being asked, and the call's
+// record names the rule.
+func TestElicitationDeniedByPolicy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := mcpConfig(t, dir, map[string]any{"app": map[string]any{"command": os.Args[0], "env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "elicit"}}})
+	script := apWrite(t, dir, "script.yaml", "turns:\n  - toolCalls:\n      - {name: mcp__app__deploy, id: d1, args: {env: prod}}\n  - text: done\n")
+	pol := apWrite(t, t.TempDir(), "policy.yaml", "elicitation:\n  - id: untrusted-never-ask\n    trusted: false\n    decision: deny\n    reason: only trusted servers ask for input\n")
+	records := filepath.Join(t.TempDir(), "records.jsonl")
+	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "--policy", pol,
+		"--records", records, "--state-dir", t.TempDir(), "deploy")
+	if code != exitDone || !strings.Contains(out, `server got {"action":"decline"}`) ||
+		!strings.Contains(out, "decline (rule:untrusted-never-ask: only trusted servers ask for input)") {
+		t.Fatalf("run: exit %d, want the server declined by the rule:\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"elicitations":[{"server":"app","mode":"form","outcome":"decline","by":"rule:untrusted-never-ask","reason":"only trusted servers ask for input"}]`) {
+		t.Errorf("the record does not name the rule:\n%s", b)
+	}
+}
