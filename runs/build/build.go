@@ -59,6 +59,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
@@ -120,6 +121,9 @@ type Options struct {
 	// people leaves it empty, since one person's login must not serve
 	// another's run.
 	MCPLogins string
+	// MCPLoginOffer, if set with MCPLogins, offers the person a login to
+	// a server that asks for one (see [MCPOptions].OAuthOffer).
+	MCPLoginOffer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)
 	// Elicit is asked the MCP servers' elicitations (see
 	// [MCPOptions].Elicit); nil halts the call on them as pending requests.
 	Elicit tool.WaitFunc

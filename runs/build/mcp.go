@@ -34,7 +34,7 @@ func setupMCP(ctx context.Context, s *setup) error {
 	}
 	s.addProtected(files...)
 	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
-		OAuthDir: s.b.opts.MCPLogins, Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
+		OAuthDir: s.b.opts.MCPLogins, OAuthOffer: s.b.opts.MCPLoginOffer, Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
 	if err != nil {
 		return err
 	}
@@ -128,6 +128,10 @@ type MCPOptions struct {
 	// for authorization without a login fails with mcptool.ErrLoginRequired.
 	// Empty: no OAuth, a 401 fails the server.
 	OAuthDir string
+	// OAuthOffer, if set with OAuthDir, offers the person a login when a
+	// server asks for one (mcptool.OAuthOptions.Offer): a terminal's "Log
+	// in now?". Nil: the server fails with mcptool.ErrLoginRequired.
+	OAuthOffer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)
 	// Elicit is asked a server's elicitation (mcptool.Options.Elicit); only
 	// an answer given by a person accepts ([PersonOnly]). Nil, or an Elicit
 	// returning mcptool.ErrAskLater, halts the call on the elicitation as a
@@ -263,7 +267,7 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	if o.OAuthDir != "" {
 		store := &mcptool.TokenStore{Dir: o.OAuthDir}
 		mo.OAuth = func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: os.LookupEnv})
+			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: os.LookupEnv, Offer: o.OAuthOffer})
 		}
 	}
 	set, err := mcptool.Open(octx, cfg, mo)
