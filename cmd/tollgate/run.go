@@ -158,6 +158,10 @@ type cliBuilder struct {
 	// OAuth logins to MCP servers (tollgate mcp login) it may use; a server
 	// or worker running for many people leaves it false.
 	mcpLogins bool
+	// tenantLogins says that the run is one of a server's or worker's,
+	// which uses the OAuth logins of its tenant (made on the server's
+	// page or API) in the state directory.
+	tenantLogins bool
 	// elicit, once set (a terminal to ask), answers the MCP servers'
 	// elicitations; unset, the call halts on them.
 	elicit atomic.Pointer[tool.WaitFunc]
@@ -167,6 +171,15 @@ type cliBuilder struct {
 // "" when it may not use them.
 func (cb *cliBuilder) loginsDir() string {
 	if !cb.mcpLogins || cb.stateDir == "" {
+		return ""
+	}
+	return mcpLoginsDir(cb.stateDir)
+}
+
+// tenantLoginsDir is the directory of the tenants' MCP logins for a
+// server's or worker's run, or "" for a person's.
+func (cb *cliBuilder) tenantLoginsDir() string {
+	if !cb.tenantLogins || cb.stateDir == "" {
 		return ""
 	}
 	return mcpLoginsDir(cb.stateDir)
@@ -220,7 +233,7 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, MCPLogins: cb.loginsDir(), MCPLoginOffer: cb.loginOffer(cfg),
+		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, MCPLogins: cb.loginsDir(), MCPLoginOffer: cb.loginOffer(cfg), MCPTenantLogins: cb.tenantLoginsDir(),
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 		Elicit: cb.askElicit,

@@ -87,7 +87,7 @@ Each run's agent is built from the configuration stored with the run, as
 			defer logs.Close()
 			// Each agent is built once and reused by the runs of its
 			// configuration (closed after the engine).
-			agents := runs.NewBuildCache(&cliBuilder{env: env, logs: logs, stateDir: stateDir, exts: runExtensions()})
+			agents := runs.NewBuildCache(&cliBuilder{env: env, logs: logs, stateDir: stateDir, exts: runExtensions(), tenantLogins: true})
 			defer agents.Close()
 			opts.Builder = agents
 			e, err := dbosengine.New(ctx, opts)

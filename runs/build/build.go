@@ -121,6 +121,12 @@ type Options struct {
 	// people leaves it empty, since one person's login must not serve
 	// another's run.
 	MCPLogins string
+	// MCPTenantLogins, if set, is the directory of the tenants' OAuth
+	// logins to MCP servers (tollgate serve and tollgate worker, which run
+	// for many): a run uses its own tenant's (runs.BuildTenant,
+	// mcptool.TenantTokenStore), never another's. It takes the place of
+	// MCPLogins.
+	MCPTenantLogins string
 	// MCPLoginOffer, if set with MCPLogins, offers the person a login to
 	// a server that asks for one (see [MCPOptions].OAuthOffer).
 	MCPLoginOffer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)

@@ -33,8 +33,12 @@ func setupMCP(ctx context.Context, s *setup) error {
 		return nil
 	}
 	s.addProtected(files...)
+	logins := s.b.opts.MCPLogins
+	if dir := s.b.opts.MCPTenantLogins; dir != "" {
+		logins = mcptool.TenantTokenStore(dir, runs.BuildTenant(ctx)).Dir
+	}
 	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
-		OAuthDir: s.b.opts.MCPLogins, OAuthOffer: s.b.opts.MCPLoginOffer, Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
+		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
 	if err != nil {
 		return err
 	}
