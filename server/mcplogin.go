@@ -7,6 +7,8 @@ import (
 	"html"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +50,52 @@ type MCPLoginStarted struct {
 	Server           string    `json:"server"`
 	AuthorizationURL string    `json:"authorizationUrl"`
 	ExpiresAt        time.Time `json:"expiresAt"`
+}
+
+// MCPLoginView is one OAuth-capable MCP server of an agent of the tenant
+// (GET /v1/mcp/logins): a streamable-HTTP server of the agent's mcp.json
+// files, and whether the tenant is logged in to it.
+type MCPLoginView struct {
+	Agent    string `json:"agent"`
+	Server   string `json:"server"`
+	URL      string `json:"url"`
+	LoggedIn bool   `json:"loggedIn"`
+}
+
+// listMCPLogins is GET /v1/mcp/logins: the streamable-HTTP MCP servers of
+// the tenant's agents, sorted by agent and server, each with whether the
+// tenant holds a login to it (never the login itself).
+func (s *Server) listMCPLogins(w http.ResponseWriter, r *http.Request, p Principal) {
+	store := mcptool.TenantTokenStore(s.mcpLogins.opts.Dir, p.Tenant)
+	names := make([]string, 0, len(s.agents))
+	for name := range s.agents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := []MCPLoginView{}
+	for _, name := range names {
+		cfg, ok := s.agent(name, p.Tenant)
+		if !ok {
+			continue
+		}
+		var servers []MCPLoginView
+		for _, f := range cfg.MCPFiles {
+			c, err := mcptool.Load(f)
+			if err != nil {
+				continue
+			}
+			for sname, sc := range c.Servers {
+				if sc.URL == "" || sc.Disabled {
+					continue
+				}
+				l, err := store.Load(sc.URL)
+				servers = append(servers, MCPLoginView{Agent: name, Server: sname, URL: sc.URL, LoggedIn: err == nil && l != nil})
+			}
+		}
+		slices.SortFunc(servers, func(a, b MCPLoginView) int { return strings.Compare(a.Server, b.Server) })
+		out = append(out, servers...)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // mcpLogins holds the logins started and not yet finished, by state.
@@ -158,8 +206,13 @@ func (s *Server) mcpCallback(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'")
 		w.WriteHeader(status)
-		fmt.Fprintf(w, "<!doctype html><title>tollgate</title><p>%s</p>", html.EscapeString(msg))
+		class := "mcp-login-failed"
+		if status == http.StatusOK {
+			class = "mcp-login-done"
+		}
+		fmt.Fprintf(w, "<!doctype html><title>tollgate</title><p class=%q>%s</p><p><a href=\"/\">Back to the approvals page</a></p>", class, html.EscapeString(msg))
 	}
 	if ml == nil || q.Get("state") == "" {
 		page(http.StatusBadRequest, "No login is waiting for this answer (it expired, or was finished). Start the login again.")

@@ -149,6 +149,20 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	if l, err := mcptool.TenantTokenStore(logins, "acme").Load(mcpURL); err != nil || l == nil {
 		t.Errorf("acme's login: %v %v", l, err)
 	}
+	for token, want := range map[string]bool{aliceToken: true, bobToken: false} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/mcp/logins", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []server.MCPLoginView
+		_ = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if len(list) != 1 || list[0].Server != "docs" || list[0].LoggedIn != want {
+			t.Errorf("GET /v1/mcp/logins for %s: %+v, want logged in %v", token, list, want)
+		}
+	}
 	if l, err := mcptool.TenantTokenStore(logins, "globex").Load(mcpURL); err != nil || l != nil {
 		t.Errorf("globex's login: %v %v", l, err)
 	}

@@ -382,6 +382,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
 	mux.HandleFunc("POST /v1/hooks/codex", s.auth(RoleAgent, s.codexHook))
 	if s.mcpLogins != nil {
+		mux.HandleFunc("GET /v1/mcp/logins", s.auth(RoleApprover, s.listMCPLogins))
 		mux.HandleFunc("POST /v1/mcp/logins", s.auth(RoleApprover, s.startMCPLogin))
 		mux.HandleFunc("GET /v1/mcp/oauth/callback", s.mcpCallback)
 	}
