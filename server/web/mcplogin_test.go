@@ -31,7 +31,10 @@ func oauthMCP(t *testing.T) string {
 	var mu sync.Mutex
 	challenges, tokens := map[string]string{}, map[string]bool{}
 	var as, rs *httptest.Server
-	js := func(w http.ResponseWriter, v any) { w.Header().Set("Content-Type", "application/json"); _ = json.NewEncoder(w).Encode(v) }
+	js := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
 	as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
