@@ -380,6 +380,10 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 			r.Metadata = map[string]any{MetaServer: t.server, MetaTool: t.remote}
 			return r, nil
 		}
+		if errors.Is(err, ErrLoginRequired) {
+			tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
+				Message: fmt.Sprintf("MCP server %q needs an OAuth login: run `tollgate mcp login %s`", t.server, t.server)})
+		}
 		if over := t.conn.oversized.Swap(nil); over != nil && !errors.Is(err, ErrHTTPMessageTooLarge) {
 			err = fmt.Errorf("%w (%w)", *over, err)
 		}

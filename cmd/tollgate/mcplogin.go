@@ -221,7 +221,15 @@ func (cb *cliBuilder) loginOffer(cfg runs.RunConfig) func(context.Context, strin
 	if cb.loginsDir() == "" || cfg.Answer != approvePrompt || !isTerminal(cb.env.stdin) {
 		return nil
 	}
-	return offerLogin(cb.env.stdin, cb.env.stderr, cb.env.termHold())
+	offer := offerLogin(cb.env.stdin, cb.env.stderr, cb.env.termHold())
+	return func(ctx context.Context, server string) (auth.AuthorizationCodeFetcher, string, func(), error) {
+		// Only while the servers start: once the run goes on, its
+		// questions own the terminal's input.
+		if cb.started.Load() {
+			return nil, "", nil, mcptool.ErrLoginRequired
+		}
+		return offer(ctx, server)
+	}
 }
 
 // offerLogin asks on w whether to log in to a server now and reads the

@@ -162,6 +162,9 @@ type cliBuilder struct {
 	// which uses the OAuth logins of its tenant (made on the server's
 	// page or API) in the state directory.
 	tenantLogins bool
+	// started is set once the run's tools are open: a login is offered
+	// at the terminal only before (loginOffer).
+	started atomic.Bool
 	// elicit, once set (a terminal to ask), answers the MCP servers'
 	// elicitations; unset, the call halts on them.
 	elicit atomic.Pointer[tool.WaitFunc]
@@ -239,6 +242,7 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		Elicit: cb.askElicit,
 	})
 	built, err := b.Build(ctx, cfg)
+	cb.started.Store(true)
 	if err != nil {
 		return nil, err
 	}
