@@ -85,7 +85,7 @@ func fieldQuestion(name string, p *jsonschema.Schema, required bool) builtin.Que
 	if !required {
 		text += " (optional)"
 	}
-	q := builtin.Question{Question: text, Header: name}
+	q := builtin.Question{Question: text, Header: printable(name)}
 	choices := p
 	if p.Type == "array" && p.Items != nil {
 		q.Multiple, choices = true, p.Items

@@ -203,7 +203,7 @@ func laterRequest(key string, d *ElicitData) (tool.Request, error) {
 			req.Prompt = fmt.Sprintf("MCP server %q asks you to open %s: %s", d.Server, u.Redacted(), printable(d.Message))
 		}
 	default:
-		if qs, err := ElicitQuestions(d.RequestedSchema); err == nil {
+		if qs, err := ElicitQuestions(d.RequestedSchema); err == nil && fitsQuestionTool(qs) {
 			req.Kind, later.Questions = tool.KindQuestion, qs
 			req.Prompt += questionsText(qs)
 		}
@@ -234,4 +234,16 @@ func questionsText(qs []builtin.Question) string {
 		}
 	}
 	return b.String()
+}
+
+// fitsQuestionTool reports whether qs are within the question tool's
+// limits (options per question, text), so that everything that shows and
+// answers its requests takes them; a form that is not is an input request.
+func fitsQuestionTool(qs []builtin.Question) bool {
+	data, err := json.Marshal(builtin.QuestionInput{Questions: qs})
+	if err != nil {
+		return false
+	}
+	_, err = builtin.ParseQuestions(tool.Request{ID: "check", Kind: tool.KindQuestion, Data: data})
+	return err == nil
 }

@@ -3,6 +3,7 @@ package mcptool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -184,4 +185,25 @@ func FuzzElicitAnswer(f *testing.F) {
 			t.Fatalf("ElicitAnswer(%q, %q): accept without content", schema, answer)
 		}
 	})
+}
+
+// A form the question tool cannot carry (a choice of 25) halts as an
+// input request, answered with the content as JSON.
+func TestElicitationBeyondQuestions(t *testing.T) {
+	var regions []string
+	for i := range 25 {
+		regions = append(regions, fmt.Sprintf("r%d", i))
+	}
+	p := &mcp.ElicitParams{Message: "Which region?", RequestedSchema: map[string]any{"type": "object",
+		"properties": map[string]any{"region": map[string]any{"type": "string", "enum": regions}}}}
+	ls := &laterServer{}
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: ls.transport(t, func(int) *mcp.ElicitParams { return p })}}}, nil)
+	res := callAsk(t, s, `{}`, nil)
+	if res.Pending == nil || res.Pending.Kind != tool.KindInput {
+		t.Fatalf("result %+v, want an input request", res)
+	}
+	res = callAsk(t, s, `{}`, &tool.Answer{ID: res.Pending.ID, OK: true, By: "alice", Data: json.RawMessage(`{"action":"accept","content":{"region":"r24"}}`)})
+	if res.Output != `{"action":"accept","content":{"region":"r24"}}` {
+		t.Errorf("server saw %q", res.Output)
+	}
 }
