@@ -51,10 +51,14 @@ var ErrNoLoginNeeded = errors.New("the server did not ask for a login")
 // authorization URL, which it returns without waiting for the person. The
 // login goes on in the background until ctx ends: ctx bounds the whole
 // login, the person's time in the browser included. o.Fetch and o.Offer
-// are ignored; o.Store and o.RedirectURL are required.
+// are ignored; o.Store and o.RedirectURL are required. It fails for a
+// server that is not streamable HTTP (no URL), which it never starts.
 func StartLogin(ctx context.Context, name string, sc *ServerConfig, o *OAuthOptions) (*PendingLogin, error) {
 	if o == nil || o.Store == nil || o.RedirectURL == "" {
 		return nil, errors.New("mcptool: StartLogin needs OAuthOptions.Store and RedirectURL")
+	}
+	if sc == nil || sc.URL == "" || sc.Transport != nil {
+		return nil, fmt.Errorf("mcp server %q: OAuth needs a streamable-HTTP server (url)", name)
 	}
 	p := &PendingLogin{codes: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), store: o.Store, url: sc.URL}
 	urls := make(chan string, 1)
