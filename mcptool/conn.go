@@ -52,7 +52,10 @@ type conn struct {
 	// progress maps the progress token of every call in flight to the
 	// call's context, which carries its tool.Reporter.
 	progress sync.Map
-	tokens   atomic.Uint64
+	// calls maps the progress token of every call in flight to its
+	// *callState, which the elicitation handler reads (elicitLater).
+	calls  sync.Map
+	tokens atomic.Uint64
 	// oversized is the last HTTP message over the size limit, which the
 	// SDK may report only as a request without a response; a failed call
 	// takes it to say why.

@@ -54,8 +54,11 @@
 // a password, token, key or other secret is refused, as the specification
 // requires) and becomes a [tool.Request] for [Options].Elicit, whose answer
 // accepts, declines or cancels; the SDK checks the accepted content
-// against the schema and fills in its defaults. With no Elicit the
-// elicitation is declined.
+// against the schema and fills in its defaults. With no Elicit (or one
+// returning [ErrAskLater]: nobody at a terminal) the call during which the
+// server asked halts on a pending request, the form's fields as questions,
+// and the call taken up again with a person's answer gives it to the
+// server's identical elicitation, once (see [Tool.Call]).
 //
 // # Names
 //

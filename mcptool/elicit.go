@@ -2,10 +2,12 @@ package mcptool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -58,6 +61,11 @@ type ElicitData struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
 	// URL is where the person goes (URL mode).
 	URL string `json:"url,omitempty"`
+	// Questions, in the pending request of an elicitation nobody could
+	// answer at once, are the form's fields as questions
+	// ([ElicitQuestions]), so that whatever answers the question tool's
+	// requests answers it.
+	Questions []builtin.Question `json:"questions,omitempty"`
 }
 
 // secretWords are what the names, titles and descriptions of form fields
@@ -97,33 +105,53 @@ func asksSecret(s string) bool {
 // size, no secrets in form mode), then becomes a [tool.Request] handed to
 // [Options].Elicit. The person's answer accepts (with the form's content),
 // declines (OK false) or cancels (no answer: an error, or ctx ended). With
-// no Elicit set, every elicitation is declined: nobody can accept for a
-// person. The SDK validates the form's schema before, and the accepted
-// content against it after, filling in the schema's defaults.
+// no Elicit set, or one that returns [ErrAskLater], nobody can answer now:
+// the call during which the server asked halts on a pending request
+// (elicitLater), answered later as the question tool's are. The SDK
+// validates the form's schema before, and the accepted content against it
+// after, filling in the schema's defaults.
 func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.ElicitResult, err error) {
 	if req == nil || req.Params == nil {
 		return nil, invalidParams("elicitation without params")
 	}
+	outcome, by, reason := "", "", ""
 	defer func() {
-		outcome := "refused"
+		action := "refused"
 		if res != nil {
-			outcome = res.Action
+			action = res.Action
 		}
+		c.recordCalls(ElicitationRecord{Server: c.name, Mode: modeOf(req.Params), Outcome: action, By: by, Reason: reason})
 		c.noticeCalls(tool.Notice{Kind: tool.NoticeElicitation, Source: "mcp:" + c.name,
-			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), outcome)})
+			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), cmp.Or(outcome, action))})
 	}()
 	treq, err := c.elicitRequest(req.Params)
 	if err != nil {
 		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
 		return nil, invalidParams(err.Error())
 	}
+	d, err := ParseElicitData(treq)
+	if err != nil {
+		return nil, invalidParams(err.Error())
+	}
+	if c.o.ElicitPolicy != nil {
+		var ok bool
+		if ok, by, reason = c.o.ElicitPolicy(c.name, c.sc.Trusted); !ok {
+			c.o.Logger.Info("mcp server's elicitation declined by policy", "server", c.name, "by", by, "reason", reason)
+			outcome = fmt.Sprintf("decline (%s: %s)", by, printable(reason))
+			return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		}
+		by, reason = "", ""
+	}
 	if c.o.Elicit == nil {
-		c.o.Logger.Info("mcp server's elicitation declined: nobody to ask", "server", c.name, "mode", modeOf(req.Params))
-		return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		res, outcome = c.elicitLater(d)
+		return res, nil
 	}
 	c.o.Logger.Info("mcp server asks a person", "server", c.name, "mode", modeOf(req.Params), "request", treq.ID)
 	ans, err := c.o.Elicit(ctx, treq)
 	switch {
+	case errors.Is(err, ErrAskLater):
+		res, outcome = c.elicitLater(d)
+		return res, nil
 	case err != nil:
 		c.o.Logger.Info("mcp server's elicitation cancelled", "server", c.name, "request", treq.ID, "error", err)
 		return &mcp.ElicitResult{Action: ElicitCancel}, nil
@@ -138,6 +166,41 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 	}
 	return &mcp.ElicitResult{Action: ElicitAccept, Content: content}, nil
 }
+
+// MetaElicitations is the metadata key of an MCP tool's result that lists
+// the elicitations the server made during the call ([]ElicitationRecord),
+// so that the call's record keeps them.
+const MetaElicitations = "mcpElicitations"
+
+// ElicitationRecord is what the record of a call keeps of one elicitation
+// its server made: never the person's answer.
+type ElicitationRecord struct {
+	// Server is the server's name; Mode is "form" or "url".
+	Server string `json:"server"`
+	Mode   string `json:"mode"`
+	// Outcome is what the server was told (accept, decline, cancel) or
+	// "refused" (an error: a form asking for a secret, over the limits).
+	Outcome string `json:"outcome"`
+	// By and Reason, when a policy declined it, name the rule
+	// ("rule:<ID>") and say why.
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// recordCalls adds r to every call in flight on the server (see
+// noticeCalls), for its result's [MetaElicitations].
+func (c *conn) recordCalls(r ElicitationRecord) {
+	for _, cs := range c.inFlight() {
+		cs.mu.Lock()
+		if len(cs.records) < maxElicitRecords {
+			cs.records = append(cs.records, r)
+		}
+		cs.mu.Unlock()
+	}
+}
+
+// maxElicitRecords bounds the elicitations one call's record keeps.
+const maxElicitRecords = 32
 
 // noticeCalls reports n to every call in flight on the server: the call
 // during which it asked (MCP elicitation names no call), so that the run's

@@ -69,6 +69,15 @@ type OAuthOptions struct {
 	// Fresh leaves a stored login unused, so that the server's 401 starts
 	// a new login, which replaces it once done (tollgate mcp login).
 	Fresh bool
+	// Offer, if set with Fetch nil, is called when the server asks for an
+	// authorization and nobody is logging in: a host with a person at a
+	// terminal asks whether to log in now and, if so, returns the fetcher
+	// and loopback redirect URL of a login (as Fetch and RedirectURL), and
+	// done, called once the login is over. The login's token is stored as
+	// `tollgate mcp login`'s is, and the request that met the 401 is tried
+	// again. An error (the person said no: [ErrLoginRequired]) fails the
+	// server as without Offer. A handler offers a login once.
+	Offer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)
 }
 
 // placeholderRedirect is the redirect URL of a handler that cannot log in:
@@ -181,22 +190,65 @@ func NewOAuthHandler(name string, sc *ServerConfig, o *OAuthOptions) (auth.OAuth
 		return nil, fmt.Errorf("mcp server %q: oauth: %w", name, err)
 	}
 	if opts.Fetch == nil {
-		return &noLogin{AuthorizationCodeHandler: h, name: name}, nil
+		return &noLogin{cur: h, name: name, sc: sc, opts: opts}, nil
 	}
 	return h, nil
 }
 
-// noLogin is a handler with a stored login (or none) and nobody to log in:
-// a 401 or 403 fails at once with [ErrLoginRequired], without a request to
-// the authorization server.
+// noLogin is a handler with a stored login (or none) and nobody logging
+// in: a 401 or 403 fails at once with [ErrLoginRequired], without a
+// request to the authorization server, unless the person takes the login
+// offered (OAuthOptions.Offer): then a login handler replaces the stored
+// one and authorizes.
 type noLogin struct {
-	*auth.AuthorizationCodeHandler
 	name string
+	sc   *ServerConfig
+	opts OAuthOptions
+
+	mu      sync.Mutex // held during an offered login
+	cur     auth.OAuthHandler
+	offered bool // a login was offered: it is not offered again
 }
 
-func (h *noLogin) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
-	_ = resp.Body.Close()
-	return fmt.Errorf("mcp server %q answered %d: %w: run `tollgate mcp login %s`", h.name, resp.StatusCode, ErrLoginRequired, h.name)
+func (h *noLogin) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	cur := h.cur
+	h.mu.Unlock()
+	return cur.TokenSource(ctx)
+}
+
+func (h *noLogin) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	refused := fmt.Errorf("mcp server %q answered %d: %w: run `tollgate mcp login %s`", h.name, resp.StatusCode, ErrLoginRequired, h.name)
+	if h.opts.Offer == nil {
+		_ = resp.Body.Close()
+		return refused
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.offered {
+		_ = resp.Body.Close()
+		return refused
+	}
+	h.offered = true
+	fetch, redirect, done, err := h.opts.Offer(ctx, h.name)
+	if err != nil {
+		_ = resp.Body.Close()
+		return fmt.Errorf("%w (%v)", refused, err)
+	}
+	defer done()
+	o := h.opts
+	o.Fetch, o.RedirectURL, o.Offer, o.Fresh = fetch, redirect, nil, true
+	login, err := NewOAuthHandler(h.name, h.sc, &o)
+	if err != nil {
+		_ = resp.Body.Close()
+		return err
+	}
+	if err := login.Authorize(ctx, req, resp); err != nil {
+		return fmt.Errorf("mcp server %q: the login failed: %w", h.name, err)
+	}
+	h.opts.Logger.Info("mcp server: OAuth login offered at a 401 done", "server", h.name)
+	h.cur = login
+	return nil
 }
 
 // secureURL reports whether u is https, or http to a loopback host

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // oauthWorld is an authorization server and an MCP server it protects
@@ -358,5 +359,27 @@ func TestOAuthTokenNotRedirected(t *testing.T) {
 	defer w.mu.Unlock()
 	if len(w.seenOpen) > 0 {
 		t.Errorf("the token went to the other server: %q", w.seenOpen)
+	}
+}
+
+// A token revoked during a run fails the next call with the login it
+// needs, and the call's notice says so (an event in the run's log).
+func TestOAuthRevokedDuringRunIsANotice(t *testing.T) {
+	w := newOAuthWorld(t)
+	store := &TokenStore{Dir: t.TempDir()}
+	cfg := &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}}}
+	callEcho(t, openOAuth(t, cfg, store, true), "mcp__docs__echo")
+	s := openOAuth(t, cfg, store, false)
+	callEcho(t, s, "mcp__docs__echo")
+	w.revokeAll()
+	rec := &noticeRecorder{}
+	_, err := toolsByName(s)["mcp__docs__echo"].Call(tool.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
+	if !errors.Is(err, ErrLoginRequired) {
+		t.Fatalf("call after the revocation: %v, want ErrLoginRequired", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.notices) != 1 || rec.notices[0].Kind != tool.NoticeLogin || !strings.Contains(rec.notices[0].Message, "tollgate mcp login docs") {
+		t.Errorf("notices %+v", rec.notices)
 	}
 }

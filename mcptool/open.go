@@ -62,10 +62,19 @@ type Options struct {
 	// schema in its [ElicitData]) or [tool.KindAuthorization] (URL mode),
 	// and a person answers it. An answer with OK accepts (its Data is the
 	// form's content, a JSON object; empty takes the schema's defaults), OK
-	// false declines, and an error (no answer, ctx ended) cancels. Nil
-	// declines every elicitation: nobody accepts for a person. Elicit may be
-	// called from several goroutines at once.
+	// false declines, and an error (no answer, ctx ended) cancels. Nil, or
+	// an Elicit that returns [ErrAskLater], means nobody can answer now:
+	// the call during which the server asked halts on a pending request
+	// (see [Tool.Call]), answered later. Elicit may be called from several
+	// goroutines at once.
 	Elicit tool.WaitFunc
+	// ElicitPolicy, if set, is asked first whether the server (by its name
+	// and its trust) may ask the person for input at all (a policy's
+	// elicitation rules): when ok is false the server is told decline, by
+	// (a rule, "rule:<ID>") and reason are logged and shown on the call's
+	// notice and in its result's metadata ([MetaElicitations]), and nobody
+	// is asked. Nil allows every server.
+	ElicitPolicy func(server string, trusted bool) (ok bool, by, reason string)
 	// OAuth, if set, is called once per streamable-HTTP server (its name
 	// and configuration) for the OAuth handler that authorizes its requests
 	// (MCP specification 2025-11-25, "Authorization"): the handler's token

@@ -289,6 +289,18 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 // renewal during the call is reported to the call's reporter as a notice
 // ([tool.NoticeRestart]); the server's progress notifications for the call
 // (it is sent with a progress token) as progress ([tool.ReportProgress]).
+//
+// A server's elicitation during the call that nobody can answer now
+// ([Options].Elicit nil or returning [ErrAskLater]) halts the call: the
+// server is told cancel, the call is cancelled, and Call returns the
+// elicitation as a pending request ([tool.Pending]): a question per field
+// of the form ([ElicitQuestions]), its Data the [ElicitData]. Called again
+// with the answer ([tool.WithAnswer]), the call gives it to the server's
+// identical elicitation (same server, tool, arguments' digest, message,
+// schema's digest and URL without its query), once; any other elicitation
+// halts the call again. Only a person's answer accepts
+// ([ElicitAnswer] reads its data); another's declines. This relies on the
+// server's tool asking before it acts, as the specification's examples do.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 	return t.call(ctx, args, nil)
 }
@@ -305,6 +317,10 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 		callCtx, cancel = context.WithTimeout(ctx, t.callTimeout)
 		defer cancel()
 	}
+	// A server's elicitation that nobody can answer now halts the call
+	// (elicitLater): it is cancelled, and its pending request returned.
+	callCtx, halt := context.WithCancel(callCtx)
+	defer halt()
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	// A progress token with every call (MCP specification 2025-06-18,
 	// "Utilities: Progress"): the server's notifications/progress for it
@@ -312,6 +328,9 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 	token, done := t.conn.newProgressToken(ctx)
 	defer done()
 	params.SetProgressToken(token)
+	cs := newCallState(ctx, t.remote, args, halt)
+	t.conn.calls.Store(token, cs)
+	defer t.conn.calls.Delete(token)
 	session, gen, dead := t.conn.current()
 	startGen := gen
 	defer func() {
@@ -347,6 +366,11 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 			}
 		}
 	}
+	if p := cs.takePending(); p != nil && ctx.Err() == nil {
+		// The server asked a person and nobody can answer now: whatever the
+		// server made of the cancel, the call waits for the answer.
+		return tool.Pending(*p), nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return tool.Result{}, fmt.Errorf("mcp server %q: tool %q: %w", t.server, t.remote, ctx.Err())
@@ -356,6 +380,10 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 			r.Metadata = map[string]any{MetaServer: t.server, MetaTool: t.remote}
 			return r, nil
 		}
+		if errors.Is(err, ErrLoginRequired) {
+			tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
+				Message: fmt.Sprintf("MCP server %q needs an OAuth login: run `tollgate mcp login %s`", t.server, t.server)})
+		}
 		if over := t.conn.oversized.Swap(nil); over != nil && !errors.Is(err, ErrHTTPMessageTooLarge) {
 			err = fmt.Errorf("%w (%w)", *over, err)
 		}
@@ -364,7 +392,11 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 	if raw != nil {
 		*raw = res
 	}
-	return t.result(res), nil
+	out := t.result(res)
+	if recs := cs.elicitations(); len(recs) > 0 {
+		out.Metadata[MetaElicitations] = recs
+	}
+	return out, nil
 }
 
 // noticeRenewed tells the call's reporter that the server's session was

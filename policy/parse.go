@@ -229,11 +229,13 @@ func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
 			spec.Rules = append(spec.Rules, ps.rules(kv.Value)...)
 		case "permissions":
 			spec.Rules = append(spec.Rules, ps.permissions(kv.Value)...)
+		case "elicitation":
+			spec.Elicitation = append(spec.Elicitation, ps.elicitation(kv.Value)...)
 		default:
-			ps.unknownKey(kn, "key", key, "", "want autonomy, risks, rules or permissions", "autonomy", "risks", "rules", "permissions")
+			ps.unknownKey(kn, "key", key, "", "want autonomy, risks, rules, permissions or elicitation", "autonomy", "risks", "rules", "permissions", "elicitation")
 		}
 	}
-	if spec.Autonomy == "" && len(spec.Rules) == 0 && !ps.failed() {
+	if spec.Autonomy == "" && len(spec.Rules) == 0 && len(spec.Elicitation) == 0 && !ps.failed() {
 		ps.warnf(body, "no rules and no autonomy level: every call is allowed")
 	}
 	return spec

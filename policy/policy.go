@@ -33,6 +33,9 @@ type PolicySpec struct {
 	Risks []RiskDeclaration
 	// Rules are the rules, in file order.
 	Rules []Rule
+	// Elicitation are the rules on MCP servers asking the person for
+	// input (see [Policy.Elicitation]).
+	Elicitation []ElicitationRule
 }
 
 // RiskDeclaration declares the risk of every tool whose name matches Tool.

@@ -312,6 +312,7 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Add("autonomy: manual\n")
 	f.Add("rules:\n  - id: a\n    tool: x\n    decision: deny\n    reason: r\n")
 	f.Add("rules:\n  - id: a\n    tool: bash\n    command: {program: rm, flags: [-rf], writes: [/etc]}\n    decision: deny\n    reason: r\npermissions:\n  deny: [\"Read(.env)\", \"Bash(git push:*)\"]\n")
+	f.Add("elicitation:\n  - id: e\n    server: \"git*\"\n    trusted: false\n    decision: deny\n    reason: r\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		p, probs, err := policy.ParsePolicy("f.yaml", strings.NewReader(src))
 		hasErr := false

@@ -58,6 +58,50 @@ type Line struct {
 	// (builtin file tools: metadata "path" and "realPath", or apply_patch's
 	// "files"); at most maxFiles, each path cut at maxPathBytes.
 	Files []FileRecord `json:"files,omitempty"`
+	// Elicitations are the requests for a person's input an MCP server made
+	// during the call (its result's metadata "mcpElicitations"): what the
+	// server was told, and the policy rule that declined one; never the
+	// person's answer. At most maxElicitations.
+	Elicitations []Elicitation `json:"elicitations,omitempty"`
+}
+
+// Elicitation is one MCP server's request for a person's input during a
+// call (mcptool.ElicitationRecord).
+type Elicitation struct {
+	Server  string `json:"server"`
+	Mode    string `json:"mode"`
+	Outcome string `json:"outcome"`
+	By      string `json:"by,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// maxElicitations bounds Line.Elicitations.
+const maxElicitations = 32
+
+// elicitationsOf reads the elicitations a result's metadata lists, in
+// whatever form the metadata holds them (the tool's type, or JSON decoded).
+func elicitationsOf(meta map[string]any) []Elicitation {
+	v, ok := meta["mcpElicitations"]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out []Elicitation
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	if len(out) > maxElicitations {
+		out = out[:maxElicitations]
+	}
+	for i := range out {
+		e := &out[i]
+		e.Server, e.Mode, e.Outcome = bounded.Cut(e.Server, 256), bounded.Cut(e.Mode, 16), bounded.Cut(e.Outcome, 16)
+		e.By, e.Reason = bounded.Cut(e.By, 256), bounded.Cut(e.Reason, 1024)
+	}
+	return out
 }
 
 // FileRecord is a file a tool call used: the path as the call named it and
@@ -119,7 +163,7 @@ func LineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
 		RequestedDigest: rec.RequestedDigest, ArgsDigest: rec.ArgsDigest,
 		Outcome: d.Outcome, By: d.By, Actor: d.Actor, Reason: d.Reason, Votes: d.Votes,
 		Ran: rec.Ran, IsError: rec.IsError, Started: rec.Started, Duration: rec.Duration,
-		Files: filesOf(rec.Metadata),
+		Files: filesOf(rec.Metadata), Elicitations: elicitationsOf(rec.Metadata),
 	}
 }
 

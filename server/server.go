@@ -78,6 +78,11 @@ type Options struct {
 	// `tollgate codex hook` gives Codex's dialect), its sessions runs of
 	// agent codex; without it the path is 404.
 	Codex *ClaudeCodeOptions
+	// MCPLogins, if set, lets a tenant's approvers log the tenant in to an
+	// agent's OAuth MCP server (POST /v1/mcp/logins, the browser coming
+	// back to GET /v1/mcp/oauth/callback); the tenant's runs use the
+	// login, no other tenant's do. Nil: no such routes.
+	MCPLogins *MCPLoginOptions
 	// Logger receives the server's logs (default discards). Tokens, prompts
 	// and arguments are never logged.
 	Logger *slog.Logger
@@ -171,6 +176,9 @@ type Server struct {
 
 	// agentTenants are the tenants of each agent not open to all.
 	agentTenants map[string][]string
+	// mcpLogins are the tenants' MCP logins under way; nil without
+	// Options.MCPLogins.
+	mcpLogins *mcpLogins
 
 	autonomy autonomyTable
 	webhooks []*webhook
@@ -334,6 +342,9 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	srv.host = h
 	srv.runCtx, srv.stopRun = context.WithCancelCause(context.Background())
 	srv.closed, srv.setClose = context.WithCancel(context.Background())
+	if srv.mcpLogins, err = newMCPLogins(opts.MCPLogins); err != nil {
+		return nil, err
+	}
 	srv.routes(reg)
 	return srv, nil
 }
@@ -382,6 +393,11 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("POST /v1/rules/proposals", s.auth(RoleApprover, s.proposeRule))
 	mux.HandleFunc("POST /v1/rules/{id}/accept", s.auth(RoleAdmin, s.acceptRule))
 	mux.HandleFunc("DELETE /v1/rules/{id}", s.auth(RoleAdmin, s.removeRule))
+	if s.mcpLogins != nil {
+		mux.HandleFunc("GET /v1/mcp/logins", s.auth(RoleApprover, s.listMCPLogins))
+		mux.HandleFunc("POST /v1/mcp/logins", s.auth(RoleApprover, s.startMCPLogin))
+		mux.HandleFunc("GET /v1/mcp/oauth/callback", s.mcpCallback)
+	}
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))

@@ -32,6 +32,10 @@ const (
 	// for input during the call (MCP elicitation), and what became of it
 	// (accepted, declined, cancelled or refused); never the answer itself.
 	NoticeElicitation = "elicitation"
+	// NoticeLogin: the MCP server behind the tool asked for an OAuth login
+	// during the call (its token was revoked, or it wants more scopes) and
+	// nobody could log in there and then; never the token.
+	NoticeLogin = "login"
 )
 
 // Notice is something that happened, during a call, to what a tool relies

@@ -3,10 +3,12 @@ package inbox
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -20,11 +22,21 @@ import (
 //     but an edit that fails then has used the approval up;
 //   - a question (tool.KindQuestion): data is the answer to its questions,
 //     as builtin.ParseQuestionAnswer reads it; empty data is no answer;
+//   - an MCP server's elicitation (a question, input or authorization
+//     request whose Data is an mcptool.ElicitData): data is read by
+//     mcptool.ElicitAnswer against the server's form (the answers to its
+//     questions, the content, or a decline or cancel);
 //   - any other kind (input): data, when present, is a JSON value, given to
 //     the tool as it is.
 //
 // The error is a [*DataError] (wrapping [ErrInvalidData]).
 func CheckData(req tool.Request, data json.RawMessage) error {
+	if d, err := mcptool.ParseElicitData(req); err == nil && req.Kind != tool.KindApproval {
+		if _, _, err := mcptool.ElicitAnswer(d, bytes.TrimSpace(data)); err != nil {
+			return &DataError{Kind: req.Kind, What: "the answer to MCP server " + strconv.Quote(d.Server), Problems: []string{err.Error()}}
+		}
+		return nil
+	}
 	switch req.Kind {
 	case tool.KindApproval:
 		return checkEdit(req, data)

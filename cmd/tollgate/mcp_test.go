@@ -143,6 +143,9 @@ func mcpTestServer() {
 		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test-" + mode, Version: "0"}, nil)
+	if mode == "elicit" {
+		elicitTestServer(srv)
+	}
 	if mode == "progress" {
 		// One tool, work, that reports its progress twice (the second
 		// message with an escape sequence), then pings the client: the ping
@@ -206,6 +209,35 @@ func mcpTestServer() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	os.Exit(0)
+}
+
+// elicitTestServer serves one tool, deploy, that asks the person for a
+// region and a count (the message read from the file named by
+// TOLLGATE_TEST_MCP_MESSAGE, if set) before it acts, as an input request
+// of a multi round-trip call (which the client answers through its
+// elicitation handler), and returns what the client answered.
+func elicitTestServer(srv *mcp.Server) {
+	srv.AddTool(&mcp.Tool{Name: "deploy", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["where"]; ok {
+			b, _ := json.Marshal(r)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "server got " + string(b)}}}, nil
+		}
+		msg := "Deploy to which region?"
+		if f := os.Getenv("TOLLGATE_TEST_MCP_MESSAGE"); f != "" {
+			b, _ := os.ReadFile(f)
+			msg = strings.TrimSpace(string(b))
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"where": &mcp.ElicitParams{Message: msg, RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"region": map[string]any{"type": "string", "enum": []string{"eu", "us"}},
+				"count":  map[string]any{"type": "integer", "default": 3},
+			},
+			"required": []string{"region"},
+		}}}}, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 	os.Exit(0)
 }
 

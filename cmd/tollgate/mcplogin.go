@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -207,5 +210,99 @@ func loopbackFetcher(ln net.Listener, show func(url string)) auth.AuthorizationC
 		case o := <-done:
 			return o.res, o.err
 		}
+	}
+}
+
+// loginOffer returns the offer of a login to a server that asks for one
+// during a run (build.Options.MCPLoginOffer), or nil when nobody is at the
+// terminal to take it (the run's answers are not asked there, or stdin is
+// not a terminal): then the run says to run `tollgate mcp login`.
+func (cb *cliBuilder) loginOffer(cfg runs.RunConfig) func(context.Context, string) (auth.AuthorizationCodeFetcher, string, func(), error) {
+	if cb.loginsDir() == "" || cfg.Answer != approvePrompt || !isTerminal(cb.env.stdin) {
+		return nil
+	}
+	offer := offerLogin(cb.env.stdin, cb.env.stderr, cb.env.termHold())
+	return func(ctx context.Context, server string) (auth.AuthorizationCodeFetcher, string, func(), error) {
+		// Only while the servers start: once the run goes on, its
+		// questions own the terminal's input.
+		if cb.started.Load() {
+			return nil, "", nil, mcptool.ErrLoginRequired
+		}
+		return offer(ctx, server)
+	}
+}
+
+// offerLogin asks on w whether to log in to a server now and reads the
+// answer from in, one line, one byte at a time (what follows the line
+// stays for the run's later questions). On yes it listens on a loopback
+// port for the redirect and returns the fetcher that shows the
+// authorization URL on w. One offer at a time: servers start together.
+func offerLogin(in io.Reader, w io.Writer, hold *termHold) func(context.Context, string) (auth.AuthorizationCodeFetcher, string, func(), error) {
+	var mu sync.Mutex
+	return func(ctx context.Context, server string) (auth.AuthorizationCodeFetcher, string, func(), error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if hold != nil {
+			defer hold.ask()()
+		}
+		fmt.Fprintf(w, "MCP server %s needs an OAuth login. Log in to %s now? [y/N] ", safeText(server), safeText(server))
+		line, err := readByteLine(ctx, in)
+		if err != nil || !isYes(line) {
+			fmt.Fprintf(w, "not logged in; later: tollgate mcp login %s --mcp FILE\n", safeText(server))
+			return nil, "", nil, mcptool.ErrLoginRequired
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("the redirect listener: %w", err)
+		}
+		redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
+		fetch := loopbackFetcher(ln, func(url string) {
+			fmt.Fprintf(w, "To log in to MCP server %s, open this URL in your browser:\n\n  %s\n\nWaiting for the authorization...\n", safeText(server), safeText(url))
+		})
+		return fetch, redirect, func() { _ = ln.Close() }, nil
+	}
+}
+
+// isYes reports whether a typed answer is yes.
+func isYes(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return s == "y" || s == "yes"
+}
+
+// maxOfferLine bounds the line read for a yes or no.
+const maxOfferLine = 256
+
+// readByteLine reads one line from in a byte at a time, so that nothing
+// after it is taken from the reader the run's questions use later. An
+// ended ctx gives up waiting (the read goes on until the line comes).
+func readByteLine(ctx context.Context, in io.Reader) (string, error) {
+	type result struct {
+		s   string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var b []byte
+		one := make([]byte, 1)
+		for len(b) < maxOfferLine {
+			n, err := in.Read(one)
+			if n == 1 {
+				if one[0] == '\n' {
+					break
+				}
+				b = append(b, one[0])
+			}
+			if err != nil {
+				done <- result{string(b), err}
+				return
+			}
+		}
+		done <- result{string(b), nil}
+	}()
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case r := <-done:
+		return r.s, r.err
 	}
 }

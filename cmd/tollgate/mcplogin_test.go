@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
 // loginWorld is a local authorization server and an MCP server it protects.
@@ -201,5 +202,69 @@ func TestLoopbackFetcher(t *testing.T) {
 		case c.wantCode != "" && (err != nil || res.Code != c.wantCode || res.State != "s1" || res.Iss != "https://as"):
 			t.Errorf("%s: %+v, %v", c.query, res, err)
 		}
+	}
+}
+
+// openPTY returns the two ends of a new pseudo-terminal: what the person
+// types is written to master; slave is the run's stdin, a terminal.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return m, s
+}
+
+// A run at a terminal that meets a server needing a login offers it: yes
+// runs the login there (the URL printed, the code taken on the loopback
+// page, the token stored) and the server is connected; no leaves the
+// server out with the command to run.
+func TestRunOffersMCPLogin(t *testing.T) {
+	for _, c := range []struct {
+		typed, want string
+		stored      int
+	}{
+		{"y\n", "server docs: ready", 1},
+		{"n\n", "not logged in; later: tollgate mcp login docs", 0},
+	} {
+		t.Run(strings.TrimSpace(c.typed), func(t *testing.T) {
+			w := newLoginWorld(t)
+			dir, state := t.TempDir(), t.TempDir()
+			cfg := mcpConfig(t, dir, map[string]any{"docs": map[string]any{"url": w.rs.URL + "/mcp"}})
+			script := apWrite(t, dir, "script.yaml", "turns:\n  - text: done\n")
+			master, slave := openPTY(t)
+			if _, err := master.WriteString(c.typed); err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			stderr := &browserOnStderr{}
+			code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", dir, "--state-dir", state, "--mcp", cfg, "hello"}, slave, &out, stderr)
+			stderr.wg.Wait()
+			errOut := stderr.buf.String()
+			if code != 0 || !strings.Contains(errOut, "MCP server docs needs an OAuth login. Log in to docs now? [y/N] ") || !strings.Contains(errOut, c.want) {
+				t.Fatalf("run: exit %d, want %q\nstdout %s\nstderr %s", code, c.want, out.String(), errOut)
+			}
+			files, _ := filepath.Glob(filepath.Join(state, "mcp-oauth", "*.json"))
+			if len(files) != c.stored {
+				t.Errorf("stored logins %v, want %d", files, c.stored)
+			}
+			if strings.Contains(out.String()+errOut, "tok0") {
+				t.Error("the token was printed")
+			}
+		})
 	}
 }

@@ -94,6 +94,7 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 // request (or the value of an input request), stored like an approval.
 func newAnswerCmd(state *stateFlags, runID *string, env *cliEnv) *cobra.Command {
 	var data string
+	var decline, cancel bool
 	as := &answerAs{state: state, runID: runID}
 	c := &cobra.Command{
 		Use:   "answer ID [ANSWER]...",
@@ -104,9 +105,21 @@ Give one ANSWER per question, in order: an option's number picks that option,
 anything else is your own words; for a question that allows several answers,
 separate them with commas. Or give the whole answer as JSON with --data, e.g.
 --data '{"answers": [["postgres"], ["auth", "search"]]}'. For a request of
-another kind (input), --data is passed to the tool as it is.`,
+another kind (input), --data is passed to the tool as it is.
+
+An MCP server's request for input (elicitation) is answered the same way,
+one ANSWER per field; --decline or --cancel tell the server that instead.`,
 		Args: argsUsage(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
+			if decline || cancel {
+				if decline == cancel || data != "" || len(args) != 1 {
+					return usageErr("approvals answer: --decline and --cancel take no ANSWER, --data or each other")
+				}
+				data = `{"action":"decline"}`
+				if cancel {
+					data = `{"action":"cancel"}`
+				}
+			}
 			if (data == "") == (len(args) == 1) {
 				return usageErr("approvals answer: give either ANSWER arguments or --data, not both or neither")
 			}
@@ -140,6 +153,8 @@ another kind (input), --data is passed to the tool as it is.`,
 	}
 	as.flags(c, "answered")
 	c.Flags().StringVar(&data, "data", "", "the answer as JSON")
+	c.Flags().BoolVar(&decline, "decline", false, "decline an MCP server's request for input (the server is told so)")
+	c.Flags().BoolVar(&cancel, "cancel", false, "cancel an MCP server's request for input (the server is told so)")
 	return c
 }
 

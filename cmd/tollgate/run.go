@@ -27,6 +27,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -159,8 +160,15 @@ type cliBuilder struct {
 	// OAuth logins to MCP servers (tollgate mcp login) it may use; a server
 	// or worker running for many people leaves it false.
 	mcpLogins bool
+	// tenantLogins says that the run is one of a server's or worker's,
+	// which uses the OAuth logins of its tenant (made on the server's
+	// page or API) in the state directory.
+	tenantLogins bool
+	// started is set once the run's tools are open: a login is offered
+	// at the terminal only before (loginOffer).
+	started atomic.Bool
 	// elicit, once set (a terminal to ask), answers the MCP servers'
-	// elicitations; unset, they are declined.
+	// elicitations; unset, the call halts on them.
 	elicit atomic.Pointer[tool.WaitFunc]
 }
 
@@ -173,13 +181,23 @@ func (cb *cliBuilder) loginsDir() string {
 	return mcpLoginsDir(cb.stateDir)
 }
 
+// tenantLoginsDir is the directory of the tenants' MCP logins for a
+// server's or worker's run, or "" for a person's.
+func (cb *cliBuilder) tenantLoginsDir() string {
+	if !cb.tenantLogins || cb.stateDir == "" {
+		return ""
+	}
+	return mcpLoginsDir(cb.stateDir)
+}
+
 // askElicit hands an MCP server's elicitation to the person at the terminal
-// if there is one, and declines it otherwise.
+// if there is one; otherwise the call halts on it as a pending request
+// (mcptool.ErrAskLater), answered with 'tollgate approvals answer'.
 func (cb *cliBuilder) askElicit(ctx context.Context, req tool.Request) (tool.Answer, error) {
 	if w := cb.elicit.Load(); w != nil {
 		return (*w)(ctx, req)
 	}
-	return tool.Answer{ID: req.ID, Reason: "nobody at a terminal to ask"}, nil
+	return tool.Answer{}, mcptool.ErrAskLater
 }
 
 // logger returns the builder's logs; without log options nothing is logged.
@@ -233,12 +251,13 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, Hide: cb.hidden(), MCPLogins: cb.loginsDir(),
+		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, Hide: cb.hidden(), MCPLogins: cb.loginsDir(), MCPLoginOffer: cb.loginOffer(cfg), MCPTenantLogins: cb.tenantLoginsDir(),
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 		Elicit: cb.askElicit,
 	})
 	built, err := b.Build(ctx, cfg)
+	cb.started.Store(true)
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b := serveBuilder{&cliBuilder{env: env, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), protect: protect}}
+	b := serveBuilder{&cliBuilder{env: env, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), protect: protect, tenantLogins: true}}
 	// Each agent is built once now: a missing file or one that does not
 	// load stops the start, where it is seen, not the first run.
 	if err := cfg.CheckAgents(ctx, b); err != nil {
@@ -220,12 +220,16 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			durable = fmt.Sprintf("enqueued; this process drives up to %d as worker %s", d.Concurrency, e.ExecutorID())
 		}
 	}
-	srv, err := server.New(st, b, opts)
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return withCode(exitError, err)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	// The tenants' MCP logins land in the state directory; the browser
+	// comes back to this listener.
+	opts.MCPLogins = &server.MCPLoginOptions{Dir: mcpLoginsDir(stateDir), RedirectURL: callbackURL(ln.Addr())}
+	srv, err := server.New(st, b, opts)
 	if err != nil {
+		_ = ln.Close()
 		return withCode(exitError, err)
 	}
 	if adminToken != "" {
@@ -368,4 +372,18 @@ func writeSecretFile(path string, data []byte) error {
 		_ = os.Remove(tmp)
 	}
 	return err
+}
+
+// callbackURL is the URL of the MCP logins' OAuth callback on the
+// listener at addr, as a browser on this machine reaches it (an
+// unspecified address is the loopback).
+func callbackURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/v1/mcp/oauth/callback"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/v1/mcp/oauth/callback"
 }

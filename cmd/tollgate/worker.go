@@ -92,7 +92,7 @@ Each run's agent is built from the configuration stored with the run, as
 			defer logs.Close()
 			// Each agent is built once and reused by the runs of its
 			// configuration (closed after the engine).
-			var b runs.Builder = &cliBuilder{env: env, logs: logs, stateDir: stateDir, keyFile: keyFile, exts: runExtensions()}
+			var b runs.Builder = &cliBuilder{env: env, logs: logs, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), tenantLogins: true}
 			if ls, ok := st.(store.Layers); ok {
 				b = runs.WithLayer(b, ls) // each tenant's rule layer decides too
 			}

@@ -59,6 +59,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
@@ -123,8 +124,17 @@ type Options struct {
 	// people leaves it empty, since one person's login must not serve
 	// another's run.
 	MCPLogins string
+	// MCPTenantLogins, if set, is the directory of the tenants' OAuth
+	// logins to MCP servers (tollgate serve and tollgate worker, which run
+	// for many): a run uses its own tenant's (runs.BuildTenant,
+	// mcptool.TenantTokenStore), never another's. It takes the place of
+	// MCPLogins.
+	MCPTenantLogins string
+	// MCPLoginOffer, if set with MCPLogins, offers the person a login to
+	// a server that asks for one (see [MCPOptions].OAuthOffer).
+	MCPLoginOffer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)
 	// Elicit is asked the MCP servers' elicitations (see
-	// [MCPOptions].Elicit); nil declines them.
+	// [MCPOptions].Elicit); nil halts the call on them as pending requests.
 	Elicit tool.WaitFunc
 }
 

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -31,8 +33,12 @@ func setupMCP(ctx context.Context, s *setup) error {
 		return nil
 	}
 	s.addProtected(files...)
+	logins := s.b.opts.MCPLogins
+	if dir := s.b.opts.MCPTenantLogins; dir != "" {
+		logins = mcptool.TenantTokenStore(dir, runs.BuildTenant(ctx)).Dir
+	}
 	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
-		OAuthDir: s.b.opts.MCPLogins, Elicit: s.b.opts.Elicit})
+		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
 	if err != nil {
 		return err
 	}
@@ -126,10 +132,41 @@ type MCPOptions struct {
 	// for authorization without a login fails with mcptool.ErrLoginRequired.
 	// Empty: no OAuth, a 401 fails the server.
 	OAuthDir string
+	// OAuthOffer, if set with OAuthDir, offers the person a login when a
+	// server asks for one (mcptool.OAuthOptions.Offer): a terminal's "Log
+	// in now?". Nil: the server fails with mcptool.ErrLoginRequired.
+	OAuthOffer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)
 	// Elicit is asked a server's elicitation (mcptool.Options.Elicit); only
-	// an answer given by a person accepts ([PersonOnly]). Nil declines
-	// every elicitation.
+	// an answer given by a person accepts ([PersonOnly]). Nil, or an Elicit
+	// returning mcptool.ErrAskLater, halts the call on the elicitation as a
+	// pending request, answered like the question tool's.
 	Elicit tool.WaitFunc
+	// ElicitPolicy says which servers may ask the person for input
+	// (mcptool.Options.ElicitPolicy; a policy's elicitation rules, see
+	// [policy.Policy.Elicitation]); nil allows all.
+	ElicitPolicy func(server string, trusted bool) (ok bool, by, reason string)
+}
+
+// elicitPolicy returns the elicitation rules of the policies among auths,
+// all of them heard (a deny of any wins), or nil when there is none.
+func elicitPolicy(auths []approval.Authorizer) func(string, bool) (bool, string, string) {
+	var pols []*policy.Policy
+	for _, a := range auths {
+		if p, ok := a.(*policy.Policy); ok {
+			pols = append(pols, p)
+		}
+	}
+	if len(pols) == 0 {
+		return nil
+	}
+	return func(server string, trusted bool) (bool, string, string) {
+		for _, p := range pols {
+			if ok, by, reason := p.Elicitation(server, trusted); !ok {
+				return false, by, reason
+			}
+		}
+		return true, "", ""
+	}
 }
 
 // PersonOnly returns an elicitation asker that hands req to wait and
@@ -227,14 +264,14 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	bound := 2*slowest + MCPOpenSlack
 	octx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	mo := &mcptool.Options{Logger: o.Logger, Sandbox: o.Confine}
+	mo := &mcptool.Options{Logger: o.Logger, Sandbox: o.Confine, ElicitPolicy: o.ElicitPolicy}
 	if o.Elicit != nil {
 		mo.Elicit = PersonOnly(o.Elicit)
 	}
 	if o.OAuthDir != "" {
 		store := &mcptool.TokenStore{Dir: o.OAuthDir}
 		mo.OAuth = func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: os.LookupEnv})
+			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: os.LookupEnv, Offer: o.OAuthOffer})
 		}
 	}
 	set, err := mcptool.Open(octx, cfg, mo)

@@ -130,7 +130,7 @@
     knownPending = null;
     $('replay').hidden = !can('approver');
     $('audit').hidden = !can('viewer');
-    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow(), refreshLayer()]);
+    await Promise.all([refreshApprovals(), refreshRuns(), loadAgents(), refreshShadow(), refreshLayer(), loadMCPLogins()]);
     followTenant();
     routeFromHash();
   }
@@ -946,6 +946,43 @@
       select.append(o);
     }
     section.hidden = agents.length === 0;
+  }
+
+  // loadMCPLogins lists the agents' OAuth MCP servers, for approvers, each
+  // with a link that starts the tenant's login (POST v1/mcp/logins) and
+  // opens the authorization server's page.
+  async function loadMCPLogins() {
+    const section = $('mcp-logins');
+    section.hidden = true;
+    if (!can('approver')) return;
+    let list;
+    try {
+      list = await api('GET', 'v1/mcp/logins');
+    } catch (e) {
+      return;
+    }
+    const ul = $('mcp-logins-list');
+    ul.replaceChildren();
+    for (const s of Array.isArray(list) ? list : []) {
+      const link = el('a', { href: '#', class: 'mcp-login' }, s.loggedIn ? 'Log in again' : 'Log in');
+      link.addEventListener('click', (e) => { e.preventDefault(); startMCPLogin(s); });
+      ul.append(el('li', {}, el('code', {}, s.server), ' (agent ' + s.agent + ', ' + s.url + '): ',
+        s.loggedIn ? 'logged in. ' : 'not logged in. ', link));
+    }
+    section.hidden = ul.children.length === 0;
+  }
+
+  async function startMCPLogin(s) {
+    const err = $('mcp-logins-error');
+    setText(err, '');
+    try {
+      const r = await api('POST', 'v1/mcp/logins', JSON.stringify({ agent: s.agent, server: s.server }));
+      const u = new URL(r.authorizationUrl);
+      if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error('not a web address: ' + r.authorizationUrl);
+      location.assign(u.href);
+    } catch (x) {
+      showProblem(err, x);
+    }
   }
 
   async function startRun(e) {

@@ -1,0 +1,137 @@
+package mcptool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TenantTokenStore returns the store of the OAuth logins of tenant under
+// dir: a directory of its own (named by the SHA-256 of the tenant's name,
+// under dir/tenants), so that one tenant's runs never find another's
+// tokens. A server or worker that runs for many tenants keeps their logins
+// so (tollgate serve, tollgate worker).
+func TenantTokenStore(dir, tenant string) *TokenStore {
+	sum := sha256.Sum256([]byte(tenant))
+	return &TokenStore{Dir: filepath.Join(dir, "tenants", hex.EncodeToString(sum[:16]))}
+}
+
+// PendingLogin is an OAuth login to an MCP server whose authorization a
+// person gives in a browser that comes back to a redirect URL the host
+// serves (a server's page, rather than a loopback port): [StartLogin]
+// returns it with the URL to send the person to; the host hands the
+// redirect's code to [PendingLogin.Finish].
+type PendingLogin struct {
+	// URL is the authorization URL the person opens.
+	URL string
+	// State is the URL's state parameter, which the redirect carries back.
+	State string
+
+	codes chan *auth.AuthorizationResult
+	done  chan error
+	store *TokenStore
+	url   string
+}
+
+// ErrNoLoginNeeded is returned by [StartLogin] when the server answered
+// without asking for an authorization.
+var ErrNoLoginNeeded = errors.New("the server did not ask for a login")
+
+// StartLogin starts the OAuth login of o.Store to the streamable-HTTP
+// server name (configuration sc): it connects to the server, meets its 401
+// and, as [NewOAuthHandler] does, finds the authorization server,
+// registers (with o.RedirectURL as redirect URI) and builds the
+// authorization URL, which it returns without waiting for the person. The
+// login goes on in the background until ctx ends: ctx bounds the whole
+// login, the person's time in the browser included. o.Fetch and o.Offer
+// are ignored; o.Store and o.RedirectURL are required. It fails for a
+// server that is not streamable HTTP (no URL), which it never starts.
+func StartLogin(ctx context.Context, name string, sc *ServerConfig, o *OAuthOptions) (*PendingLogin, error) {
+	if o == nil || o.Store == nil || o.RedirectURL == "" {
+		return nil, errors.New("mcptool: StartLogin needs OAuthOptions.Store and RedirectURL")
+	}
+	if sc == nil || sc.URL == "" || sc.Transport != nil {
+		return nil, fmt.Errorf("mcp server %q: OAuth needs a streamable-HTTP server (url)", name)
+	}
+	p := &PendingLogin{codes: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), store: o.Store, url: sc.URL}
+	urls := make(chan string, 1)
+	opts := *o
+	opts.Offer, opts.Fresh = nil, true
+	opts.Fetch = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		urls <- args.URL
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case res := <-p.codes:
+			if res == nil {
+				return nil, errors.New("the authorization was refused")
+			}
+			return res, nil
+		}
+	}
+	go func() {
+		set, err := Open(ctx, &Config{Servers: map[string]*ServerConfig{name: sc}}, &Options{
+			Client: &mcp.Implementation{Name: "tollgate", Version: "dev"},
+			OAuth: func(name string, sc *ServerConfig) (auth.OAuthHandler, error) {
+				return NewOAuthHandler(name, sc, &opts)
+			},
+		})
+		if err == nil {
+			st := set.Servers()[0]
+			if st.State != StateReady {
+				err = fmt.Errorf("server %s: %v", name, st.Err)
+			}
+			_ = set.Close()
+		}
+		p.done <- err
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case u := <-urls:
+		p.URL = u
+		if pu, err := url.Parse(u); err == nil {
+			p.State = pu.Query().Get("state")
+		}
+		return p, nil
+	case err := <-p.done:
+		if err == nil {
+			err = ErrNoLoginNeeded
+		}
+		return nil, err
+	}
+}
+
+// Finish hands the redirect's result to the login (nil: the person
+// refused) and waits for it to end: the code exchanged (PKCE), the token
+// stored, the server's tools listed. Call it once.
+func (p *PendingLogin) Finish(ctx context.Context, res *auth.AuthorizationResult) error {
+	select {
+	case p.codes <- res:
+	default:
+		return errors.New("mcptool: the login was finished already")
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-p.done:
+		if err != nil {
+			return err
+		}
+	}
+	l, err := p.store.Load(p.url)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		return errors.New("the server connected without the login: nothing was stored")
+	}
+	return nil
+}

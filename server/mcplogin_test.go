@@ -1,0 +1,181 @@
+package server_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
+)
+
+// oauthMCP is an authorization server (dynamic registration, PKCE S256)
+// and an MCP server it protects; it returns the MCP server's URL.
+func oauthMCP(t *testing.T) string {
+	var mu sync.Mutex
+	challenges, tokens := map[string]string{}, map[string]bool{}
+	var as, rs *httptest.Server
+	js := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/.well-known/oauth-authorization-server":
+			js(w, map[string]any{"issuer": as.URL, "authorization_endpoint": as.URL + "/authorize", "token_endpoint": as.URL + "/token",
+				"registration_endpoint": as.URL + "/register", "code_challenge_methods_supported": []string{"S256"}})
+		case "/register":
+			w.WriteHeader(http.StatusCreated)
+			js(w, map[string]any{"client_id": "c1", "token_endpoint_auth_method": "none"})
+		case "/authorize":
+			q := r.URL.Query()
+			code := fmt.Sprintf("code%d", len(challenges))
+			challenges[code] = q.Get("code_challenge")
+			http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+q.Get("state"), http.StatusFound)
+		case "/token":
+			_ = r.ParseForm()
+			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
+			if challenges[r.Form.Get("code")] != base64.RawURLEncoding.EncodeToString(sum[:]) {
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			}
+			tok := fmt.Sprintf("tok%d", len(tokens))
+			tokens[tok] = true
+			js(w, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(as.Close)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	rs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+			js(w, map[string]any{"resource": rs.URL + "/mcp", "authorization_servers": []string{as.URL}})
+			return
+		}
+		mu.Lock()
+		ok := tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(rs.Close)
+	return rs.URL + "/mcp"
+}
+
+// An approver starts a login to an agent's OAuth MCP server; the browser
+// comes back to the server's callback, and the token lands in the
+// approver's tenant's logins, not another's. A viewer may not, and a
+// server the agent does not have is 404.
+func TestMCPLoginPerTenant(t *testing.T) {
+	mcpURL := oauthMCP(t)
+	dir := t.TempDir()
+	mcpFile := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {"docs": {"url": "`+mcpURL+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := payerConfig(t)
+	cfg.MCPFiles = []string{mcpFile}
+	logins := filepath.Join(dir, "logins")
+	ts := httptest.NewUnstartedServer(nil)
+	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t),
+		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = srv
+	ts.Start()
+	t.Cleanup(ts.Close)
+	post := func(token, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/mcp/logins", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(vicToken, `{"agent":"docs-agent","server":"docs"}`); code != http.StatusForbidden {
+		t.Errorf("a viewer's login: %d %s", code, body)
+	}
+	if code, body := post(aliceToken, `{"agent":"docs-agent","server":"nope"}`); code != http.StatusNotFound {
+		t.Errorf("an unknown server: %d %s", code, body)
+	}
+	code, body := post(aliceToken, `{"agent":"docs-agent","server":"docs"}`)
+	var started server.MCPLoginStarted
+	if code != http.StatusCreated || json.Unmarshal([]byte(body), &started) != nil || started.AuthorizationURL == "" {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	// The person's browser: the authorization server sends it back to
+	// the callback.
+	resp, err := http.Get(started.AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Logged in to MCP server docs for tenant acme") {
+		t.Fatalf("callback: %d %s", resp.StatusCode, page)
+	}
+	if l, err := mcptool.TenantTokenStore(logins, "acme").Load(mcpURL); err != nil || l == nil {
+		t.Errorf("acme's login: %v %v", l, err)
+	}
+	for token, want := range map[string]bool{aliceToken: true, bobToken: false} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/mcp/logins", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []server.MCPLoginView
+		_ = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if len(list) != 1 || list[0].Server != "docs" || list[0].LoggedIn != want {
+			t.Errorf("GET /v1/mcp/logins for %s: %+v, want logged in %v", token, list, want)
+		}
+	}
+	if l, err := mcptool.TenantTokenStore(logins, "globex").Load(mcpURL); err != nil || l != nil {
+		t.Errorf("globex's login: %v %v", l, err)
+	}
+	if strings.Contains(body+string(page), "tok0") {
+		t.Error("the token was shown")
+	}
+	// The same answer again finds no login waiting.
+	au, _ := url.Parse(started.AuthorizationURL)
+	resp, err = http.Get(ts.URL + "/v1/mcp/oauth/callback?code=code0&state=" + url.QueryEscape(au.Query().Get("state")))
+	if err == nil {
+		resp.Body.Close()
+	}
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a replayed callback: %v %v", resp.StatusCode, err)
+	}
+}
