@@ -45,6 +45,9 @@ type gatewayFlags struct {
 	tokens  string
 	// builtins: --workdir was given, so the builtin tools are served on it.
 	builtins bool
+	claude   []string
+	// protect are further files the builtin tools may not write.
+	protect []string
 }
 
 func newGatewayCmd(env *cliEnv) *cobra.Command {
@@ -57,7 +60,8 @@ Claude Code, Cursor, an agent framework), over stdio (the default) or
 streamable HTTP at /mcp (--addr), and decide every tools/call as a
 tollgate run decides its own: BeforeTool hooks, the policy, autonomy from
 the tools' hints (an untrusted server's are the strictest), the hooks
-files' PRE_TOOL_USE and POST_TOOL_USE, AfterTool hooks, the records.
+files' PRE_TOOL_USE and POST_TOOL_USE, the hooks and permission rules of
+Claude Code settings files (--claude-settings), the records.
 
 The client sees an upstream's own tool names when the file has one server,
 and SERVER__TOOL when it has several; policies, hooks and records see
@@ -93,6 +97,7 @@ SIGTERM), 1 error, 2 usage.`,
 	fs.StringArrayVar(&f.mcp, "mcp", nil, "MCP servers file (mcp.json) whose servers the gateway serves; repeatable; required unless --workdir")
 	fs.StringVar(&f.policy, "policy", "", "authorization policy file (YAML; see 'tollgate policy check')")
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML, seed 000); repeatable")
+	fs.StringArrayVar(&f.claude, "claude-settings", nil, "Claude Code settings file whose hooks (PreToolUse, PermissionRequest, PostToolUse: a result's replacement reaches the client) and permission rules govern the calls, as in 'tollgate run'; repeatable")
 	fs.StringVar(&f.records, "records", "", "append one JSON line per tool call record to this file")
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, the sandbox of stdio servers; given, the builtin tools are served on it")
 	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")
@@ -139,6 +144,9 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		return err
 	}
 	defer closeGate()
+	if err := gatewayClaude(ctx, f, workdir, &gopts, notice, logger); err != nil {
+		return err
+	}
 	confine, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
 	if err != nil {
 		return err
@@ -303,7 +311,7 @@ func (nopWriteCloser) Close() error { return nil }
 // again and refusing the gateway's own files. question is left out: its
 // questions would have no one to answer them.
 func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts gate.Options, logger *slog.Logger) ([]tool.Tool, error) {
-	protect := append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...)
+	protect := append(append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...), f.protect...)
 	protect = slices.DeleteFunc(protect, func(p string) bool { return p == "" })
 	tk, err := build.Builtins(ctx, &build.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
 		Protect: protect, Disable: []string{builtin.QuestionTool}, Logger: logger})
@@ -315,4 +323,25 @@ func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts
 		return nil, withCode(exitError, fmt.Errorf("gateway: builtin tools: %w", err))
 	}
 	return tk.Tools(), nil
+}
+
+// gatewayClaude adds the hooks and permission rules of the --claude-settings
+// files to o, as 'tollgate run' runs them (build.ClaudeHooks), and the
+// files to those the builtin tools may not write.
+func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate.Options, notice func(string), logger *slog.Logger) error {
+	if len(f.claude) == 0 {
+		return nil
+	}
+	h, auths, protected, err := build.ClaudeHooks(ctx, &build.ClaudeHooksOptions{Files: f.claude, Workdir: workdir, Notice: notice, Logger: logger})
+	if err != nil {
+		var fe *runs.FieldError
+		if errors.As(err, &fe) {
+			return usageErr("gateway: --claude-settings: %v", fe.Err)
+		}
+		return withCode(exitError, fmt.Errorf("gateway: --claude-settings: %w", err))
+	}
+	o.Hooks = h
+	o.Authorizers = append(o.Authorizers, auths...)
+	f.protect = append(f.protect, protected...)
+	return nil
 }

@@ -143,6 +143,9 @@ func mcpTestServer() {
 		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test-" + mode, Version: "0"}, nil)
+	if mode == "notes" {
+		notesServer(srv)
+	}
 	if mode == "progress" {
 		// One tool, work, that reports its progress twice (the second
 		// message with an escape sequence), then pings the client: the ping
