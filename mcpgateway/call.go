@@ -18,9 +18,9 @@ import (
 // context's (the client cancelled, or went away); everything else is a
 // result.
 func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t tool.Tool) (*mcp.CallToolResult, error) {
-	env := &gate.Env{Tools: gw.catalogue()}
+	env := &gate.Env{Tools: gw.catalogue(), Observer: observer(ctx)}
 	c := gate.Call{
-		ID:        gate.RandomID("mcp_"),
+		ID:        callID(ctx),
 		Name:      t.Spec().Name,
 		Args:      arguments(req.Params.Arguments),
 		RunID:     gw.runID(req),

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -61,6 +62,10 @@ type Options struct {
 	// tool takes one of theirs. Their names must be valid MCP tool names
 	// and differ.
 	Tools []tool.Tool
+	// Tracer traces and counts every tools/call as a run's calls are
+	// (execute_tool spans, tollgate.tool.decisions), with the MCP session,
+	// method, protocol version and client; nil: none.
+	Tracer *telemetry.Tracer
 }
 
 // Gateway is an MCP server in front of the servers of a [mcptool.Set] that
@@ -171,7 +176,7 @@ func (gw *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
 				cat := gw.catalogue()
 				if t, ok := cat.byClient[r.Params.Name]; ok && cat.offered[r.Params.Name] == "" {
-					res, err := gw.call(ctx, r, t)
+					res, err := gw.tracedCall(ctx, r, t)
 					if err != nil {
 						return nil, err
 					}

@@ -127,7 +127,7 @@ func digest(t *mcp.Tool) string {
 // ([Gateway.call]).
 func (gw *Gateway) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if t, ok := gw.catalogue().byClient[req.Params.Name]; ok {
-		return gw.call(ctx, req, t)
+		return gw.tracedCall(ctx, req, t)
 	}
 	return errorResult(fmt.Sprintf("unknown tool %q", req.Params.Name)), nil
 }

@@ -191,6 +191,13 @@ type instruments struct {
 // The instruments are created once, here. Should the meter provider refuse
 // one (it does not for these names and units), that metric is not recorded.
 func Middleware(opts *Options) agent.Middleware {
+	in := newInstruments(opts)
+	return agent.Middleware{Run: in.run, Turn: in.turn, Call: in.call, Wait: in.wait}
+}
+
+// newInstruments creates the tracer and the instruments of opts' providers
+// (nil: no-op ones).
+func newInstruments(opts *Options) *instruments {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -217,7 +224,7 @@ func Middleware(opts *Options) agent.Middleware {
 		c = metricnoop.Int64Counter{}
 	}
 	in.decisions = c
-	return agent.Middleware{Run: in.run, Turn: in.turn, Call: in.call, Wait: in.wait}
+	return in
 }
 
 func (in *instruments) run(next agent.RunHandler) agent.RunHandler {

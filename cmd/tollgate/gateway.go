@@ -30,6 +30,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -147,6 +148,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if err := gatewayClaude(ctx, f, workdir, &gopts, notice, logger); err != nil {
 		return err
 	}
+	tracer, closeTelemetry, err := gatewayTelemetry(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer closeTelemetry()
 	confine, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
 	if err != nil {
 		return err
@@ -180,6 +186,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	gw, err := mcpgateway.New(ctx, set, &mcpgateway.Options{
 		Tools:     builtins,
+		Tracer:    tracer,
 		Gate:      gopts,
 		Workspace: workdir,
 		// The person at a local client answers through elicitation; an
@@ -344,4 +351,19 @@ func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate
 	o.Authorizers = append(o.Authorizers, auths...)
 	f.protect = append(f.protect, protected...)
 	return nil
+}
+
+// gatewayTelemetry is the tracer of the gateway's calls when the standard
+// OTEL_* variables ask for an OTLP export (as for 'tollgate run'), else
+// nil; the function returned flushes and stops the exporters.
+func gatewayTelemetry(ctx context.Context, logger *slog.Logger) (*telemetry.Tracer, func(), error) {
+	opts, closers, err := otlpTelemetry(ctx, logger, "gateway")
+	if err != nil || opts == nil {
+		return nil, func() {}, err
+	}
+	return telemetry.NewTracer(opts), func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}, nil
 }
