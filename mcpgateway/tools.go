@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/mcptool"
@@ -69,9 +70,32 @@ func (gw *Gateway) run(ctx context.Context, req *mcp.CallToolRequest, t tool.Too
 	}
 	end := gw.opts.Relay.begin(mt.Server(), ctx, req.Session)
 	defer end()
-	raw, res, err := mt.CallMCP(ctx, args)
+	uctx, done := upstreamContext(ctx)
+	defer done()
+	raw, res, err := mt.CallMCP(uctx, args)
 	if err != nil {
 		res = tool.Errorf("%v", err)
 	}
 	return raw, res
+}
+
+// drainGrace is how long the end of an upstream's answer may still be read
+// once the call has returned.
+const drainGrace = time.Second
+
+// upstreamContext returns the context of a call to an upstream: ended when
+// ctx ends while the call is in flight (the client cancelled, or went
+// away), and drainGrace after done is called otherwise. On streamable HTTP
+// the SDK still reads the end of the response stream after the answer has
+// come; a context ended at that moment closes the connection, and every
+// such call cost the next one a new TCP connection to the upstream. The
+// grace bounds what an upstream that never ends its stream can hold.
+func upstreamContext(ctx context.Context) (context.Context, func()) {
+	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unwatch := context.AfterFunc(ctx, cancel)
+	return uctx, func() {
+		if unwatch() {
+			time.AfterFunc(drainGrace, cancel)
+		}
+	}
 }

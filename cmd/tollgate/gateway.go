@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -33,6 +34,10 @@ import (
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
 )
+
+// gatewayGCPercent is the garbage collector's target of `tollgate gateway`
+// when GOGC is not set (runtime/debug.SetGCPercent; the default is 100).
+const gatewayGCPercent = 400
 
 // gatewayFlags are the flags of `tollgate gateway`.
 type gatewayFlags struct {
@@ -137,6 +142,14 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		// The MCP SDK's JSON decoding allocates a 32 KiB buffer for every
+		// value it decodes, several per message: the gateway's live heap
+		// stays small while it allocates about 0.5 MB per call, and the
+		// collector, at the default target, took most of a call's time
+		// (docs/gateway.md, "Cost"). GOGC, when set, decides.
+		defer debug.SetGCPercent(debug.SetGCPercent(gatewayGCPercent))
+	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate: "+oneLine(line, 2000)) }
 
