@@ -13,10 +13,12 @@ import (
 
 // BenchmarkGatewayStdio measures a tools/call of a trivial tool (good, of
 // the test server) as a client that starts its servers makes it: direct to
-// the server, a process on stdio, and through `tollgate gateway` (no
-// policy), a process on stdio that starts the server on stdio. The two are
-// called in turn; each reports its median latency, the gateway's overhead,
-// the target (10 % of direct + 200 µs) and the ratio. "default" runs the
+// the server, a process on stdio; through a relay, a process that starts
+// the server and copies the bytes both ways (the floor of any process in
+// between); and through `tollgate gateway` (no policy), a process on stdio
+// that starts the server on stdio. The three are called in turn; each
+// reports its median latency, the gateway's overhead, the target (10 % of
+// direct + 200 µs), the ratio and the relay's cost (hop-µs). "default" runs the
 // gateway as it starts; "GOGC=100" with the garbage collector's default
 // target instead of the gateway's own:
 //
@@ -39,14 +41,17 @@ func BenchmarkGatewayStdio(b *testing.B) {
 				gw.Env = append(gw.Env, env)
 			}
 			gateway := commandClient(b, gw)
+			rcmd := exec.Command(os.Args[0])
+			rcmd.Env = append(os.Environ(), "TOLLGATE_TEST_MCP_SERVER=relay")
+			relay := commandClient(b, rcmd)
 			params := &mcp.CallToolParams{Name: "good", Arguments: map[string]any{}}
-			var ld, lg []time.Duration
+			var ld, lr, lg []time.Duration
 			b.ResetTimer()
 			for range b.N {
 				for _, c := range []struct {
 					cs  *mcp.ClientSession
 					lat *[]time.Duration
-				}{{direct, &ld}, {gateway, &lg}} {
+				}{{direct, &ld}, {relay, &lr}, {gateway, &lg}} {
 					start := time.Now()
 					res, err := c.cs.CallTool(b.Context(), params)
 					*c.lat = append(*c.lat, time.Since(start))
@@ -56,10 +61,14 @@ func BenchmarkGatewayStdio(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			slices.Sort(ld)
-			slices.Sort(lg)
-			d, g := float64(ld[len(ld)/2].Nanoseconds())/1e3, float64(lg[len(lg)/2].Nanoseconds())/1e3
+			p50 := func(l []time.Duration) float64 {
+				slices.Sort(l)
+				return float64(l[len(l)/2].Nanoseconds()) / 1e3
+			}
+			d, r, g := p50(ld), p50(lr), p50(lg)
 			b.ReportMetric(d, "direct-µs")
+			b.ReportMetric(r, "relay-µs")
+			b.ReportMetric(r-d, "hop-µs")
 			b.ReportMetric(g, "gateway-µs")
 			b.ReportMetric(g-d, "overhead-µs")
 			b.ReportMetric(0.1*d+200, "target-µs")
@@ -88,4 +97,24 @@ func commandClient(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
 	}
 	b.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// relayProcess makes the test binary a relay (TOLLGATE_TEST_MCP_SERVER=relay):
+// it starts itself as the test server (mode badtool) and copies its stdin
+// to the server's and the server's stdout to its own, then exits with it.
+func relayProcess() {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "TOLLGATE_TEST_MCP_SERVER=badtool")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		os.Exit(1)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil || cmd.Start() != nil {
+		os.Exit(1)
+	}
+	go func() { _, _ = io.Copy(in, os.Stdin); _ = in.Close() }()
+	_, _ = io.Copy(os.Stdout, out)
+	_ = cmd.Wait()
+	os.Exit(0)
 }
