@@ -77,9 +77,9 @@ read, write, edit, grep, glob, webfetch, apply_patch, todowrite) are served
 too, on that workspace, under the names a tollgate run gives them, with the
 upstreams' tools named SERVER__TOOL: bash runs in the sandbox of 'tollgate
 run', the programs the policy denies outright are refused at exec, and the
-file tools refuse the gateway's own files. A tool whose description or input schema changes
-after the gateway first saw it (a "rug pull") is refused; --pins keeps
-what was first seen across starts. A call the policy asks about is put to
+file tools refuse the gateway's own files. A tool whose description or
+input schema changes after the gateway first saw it (a "rug pull") is
+refused; --pins keeps what was first seen across starts. A call the policy asks about is put to
 the person at the client through elicitation (stdio, when the client
 supports it), and otherwise refused with an error result that says why.
 
@@ -89,7 +89,8 @@ only, unless --tokens names a tokens file (as for 'tollgate serve'): then
 every request needs a bearer token of it, and its name asks for the calls.
 No token answers an ask: on HTTP a call that needs a person is refused.
 Status lines and warnings go to stderr; on stdio, stdout is the MCP
-connection.
+connection. With OTEL_EXPORTER_OTLP_ENDPOINT set, every call is exported as
+an execute_tool span, as for 'tollgate run'.
 
 Exit status: 0 when the client closed the connection (or on SIGINT or
 SIGTERM), 1 error, 2 usage.`,
