@@ -68,6 +68,9 @@ func TestCallsAreTraced(t *testing.T) {
 	if _, ok := attrs["gen_ai.tool.call.arguments"]; ok {
 		t.Error("the arguments are on the span without being asked for")
 	}
+	if _, ok := attrs["tollgate.turn"]; ok {
+		t.Error("a client's call has a model turn")
+	}
 
 	call(t, f.client, "rm", map[string]any{"path": "x"})
 	s, attrs = spanOf(t, exp, "execute_tool mcp__up__rm")

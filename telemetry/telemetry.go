@@ -321,7 +321,10 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 			semconv.GenAIOperationNameExecuteTool,
 			semconv.GenAIToolName(name),
 			semconv.GenAIToolCallID(clip(c.Call.ID)),
-			KeyTurn.Int(c.Turn),
+		}
+		if c.Turn > 0 {
+			// A call of no model turn (a gateway's client's) has none.
+			attrs = append(attrs, KeyTurn.Int(c.Turn))
 		}
 		if c.Answer != nil {
 			attrs = append(attrs, KeyApprovalID.String(clip(c.Answer.ID)))
