@@ -52,6 +52,11 @@
 //     its final outcome.
 //
 // Histogram bucket boundaries are the ones the GenAI conventions advise.
+//
+// The calls that a caller of package gate governs outside the agent loop
+// (package mcpgateway's tools/call) get the same execute_tool span and
+// decision count from [Tracer], with the caller's own attributes (the MCP
+// session and client) and no tollgate.turn.
 package telemetry
 
 import (
