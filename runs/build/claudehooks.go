@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -42,6 +43,9 @@ type ClaudeHooksOptions struct {
 // entry that was skipped, files with no hook. Errors are
 // [*runs.FieldError]s naming the field ("claude.files").
 func ClaudeHooks(ctx context.Context, opts *ClaudeHooksOptions) (*hooks.Hooks, []approval.Authorizer, []string, error) {
+	if opts == nil || len(opts.Files) == 0 {
+		return nil, nil, nil, &runs.FieldError{Field: "claude.files", Err: errors.New("no Claude Code settings file given")}
+	}
 	b := New(&Options{Notice: opts.Notice, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
 	s := &setup{b: b, cfg: runs.RunConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox, Claude: &runs.ClaudeConfig{Files: opts.Files}},
 		opts: &agent.Options{Hooks: &hooks.Hooks{}}}
