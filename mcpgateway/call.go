@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
-	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -18,10 +17,10 @@ import (
 // person, Complete with the upstream call as the runner. Its error is the
 // context's (the client cancelled, or went away); everything else is a
 // result.
-func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *mcptool.Tool) (*mcp.CallToolResult, error) {
-	env := &gate.Env{Tools: gw.catalogue()}
+func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t tool.Tool) (*mcp.CallToolResult, error) {
+	env := &gate.Env{Tools: gw.catalogue(), Observer: observer(ctx)}
 	c := gate.Call{
-		ID:        gate.RandomID("mcp_"),
+		ID:        callID(ctx),
 		Name:      t.Spec().Name,
 		Args:      arguments(req.Params.Arguments),
 		RunID:     gw.runID(req),
@@ -57,15 +56,9 @@ func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *mcptoo
 	if ru.Allowed != nil {
 		ctx := withProgress(ctx, req)
 		ru = gw.gate.Complete(ctx, env, ru.Allowed, func(ctx context.Context, a *gate.Allowed) gate.Ran {
-			end := gw.opts.Relay.begin(t.Server(), ctx, req.Session)
-			defer end()
 			start := time.Now()
-			r, res, err := t.CallMCP(ctx, a.Args)
-			if err != nil {
-				res = tool.Errorf("%v", err)
-			}
-			raw, ran = r, res
-			return gate.Ran{Result: res, Latency: time.Since(start)}
+			raw, ran = gw.run(ctx, req, t, a.Args)
+			return gate.Ran{Result: ran, Latency: time.Since(start)}
 		})
 	}
 	if err := ctx.Err(); err != nil {

@@ -13,6 +13,10 @@
 // policies, hooks and records always see the names of the native runtime
 // (mcp__SERVER__TOOL), so that one policy governs both.
 //
+// The gateway's own tools ([Options].Tools: the builtins of a workspace)
+// are served beside the upstreams' under their own names, which the gate
+// sees too; with them, the upstreams' tools are always prefixed.
+//
 // # A call
 //
 // Every tools/call is a [gate.Call] with source [gate.SourceMCP]: resolve,

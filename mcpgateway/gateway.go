@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -54,6 +55,17 @@ type Options struct {
 	// Logger receives what the gateway does (never argument values, results
 	// or tokens); nil discards.
 	Logger *slog.Logger
+	// Tools are served beside the upstreams' under their own names (the
+	// builtins of a workspace, sandboxed by whoever made them: package
+	// runs/build's Builtins), and governed alike. With tools, the
+	// upstreams' tools are always named SERVER__TOOL, so that no upstream
+	// tool takes one of theirs. Their names must be valid MCP tool names
+	// and differ.
+	Tools []tool.Tool
+	// Tracer traces and counts every tools/call as a run's calls are
+	// (execute_tool spans, tollgate.tool.decisions), with the MCP session,
+	// method, protocol version and client; nil: none.
+	Tracer *telemetry.Tracer
 }
 
 // Gateway is an MCP server in front of the servers of a [mcptool.Set] that
@@ -73,14 +85,24 @@ type Gateway struct {
 }
 
 // New returns a gateway in front of set, with its tools listed and
-// filtered. set stays the caller's to close.
+// filtered. set stays the caller's to close. set may be nil when
+// [Options].Tools are given: the gateway serves those alone.
 func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error) {
-	if set == nil {
-		return nil, errors.New("mcpgateway: no MCP servers (nil set)")
-	}
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if set == nil {
+		if len(o.Tools) == 0 {
+			return nil, errors.New("mcpgateway: no MCP servers (nil set) and no tools")
+		}
+		var err error
+		if set, err = mcptool.Open(ctx, nil, nil); err != nil {
+			return nil, fmt.Errorf("mcpgateway: %w", err)
+		}
+	}
+	if err := checkTools(o.Tools); err != nil {
+		return nil, err
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -154,7 +176,7 @@ func (gw *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
 				cat := gw.catalogue()
 				if t, ok := cat.byClient[r.Params.Name]; ok && cat.offered[r.Params.Name] == "" {
-					res, err := gw.call(ctx, r, t)
+					res, err := gw.tracedCall(ctx, r, t)
 					if err != nil {
 						return nil, err
 					}
@@ -174,10 +196,10 @@ func (gw *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // catalogue is the gateway's view of the upstream tools at one time.
 type catalogue struct {
-	byClient map[string]*mcptool.Tool // client name -> tool
-	byGate   map[string]*mcptool.Tool // mcp__SERVER__TOOL -> tool
-	names    []string                 // gate names, sorted
-	offered  map[string]string        // client name -> digest of what tools/list shows
+	byClient map[string]tool.Tool // client name -> tool
+	byGate   map[string]tool.Tool // gate name (mcp__SERVER__TOOL, a builtin's) -> tool
+	names    []string             // gate names, sorted
+	offered  map[string]string    // client name -> digest of what tools/list shows
 }
 
 // Tool implements [gate.Tools].
@@ -196,10 +218,15 @@ func (gw *Gateway) catalogue() *catalogue {
 }
 
 // clientName is the name the client sees for t: its own with one server,
-// else its gate name without the "mcp__" prefix.
-func clientName(t *mcptool.Tool, servers int) string {
+// else its gate name without the "mcp__" prefix (a gateway's own tool:
+// its name).
+func clientName(t tool.Tool, servers int) string {
+	mt, ok := t.(*mcptool.Tool)
+	if !ok {
+		return t.Spec().Name
+	}
 	if servers == 1 {
-		return t.RemoteName()
+		return mt.RemoteName()
 	}
 	return strings.TrimPrefix(t.Spec().Name, "mcp__")
 }
@@ -218,7 +245,7 @@ func servers(set *mcptool.Set) int {
 
 // deniedOutright reports whether the authorizers deny t for a call with no
 // arguments (an authorizer that fails denies: fail closed), and by whom.
-func (gw *Gateway) deniedOutright(ctx context.Context, t *mcptool.Tool) (approval.Verdict, bool) {
+func (gw *Gateway) deniedOutright(ctx context.Context, t tool.Tool) (approval.Verdict, bool) {
 	spec := t.Spec()
 	c := approval.Call{Tool: spec.Name, Args: json.RawMessage(`{}`), Hints: spec.Hints, RunID: gw.opts.RunID}
 	for _, a := range gw.opts.Gate.Authorizers {

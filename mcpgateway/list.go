@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // sync makes the server's tools those of the set, less those denied
@@ -30,9 +31,11 @@ func (gw *Gateway) sync(ctx context.Context, refresh bool) error {
 	}
 	old := gw.catalogue()
 	n := servers(gw.set)
-	cat := &catalogue{byClient: map[string]*mcptool.Tool{}, byGate: map[string]*mcptool.Tool{}, offered: map[string]string{}}
-	for _, tt := range gw.set.Tools() {
-		t := tt.(*mcptool.Tool)
+	if len(gw.opts.Tools) > 0 {
+		n++ // the gateway's own tools are one more source: prefix the upstreams'
+	}
+	cat := &catalogue{byClient: map[string]tool.Tool{}, byGate: map[string]tool.Tool{}, offered: map[string]string{}}
+	for _, t := range append(gw.set.Tools(), gw.opts.Tools...) {
 		name := clientName(t, n)
 		cat.byClient[name] = t
 		cat.byGate[t.Spec().Name] = t
@@ -75,10 +78,14 @@ func (gw *Gateway) sync(ctx context.Context, refresh bool) error {
 	return err
 }
 
-// offered is the tool the client sees for t: as its server listed it,
-// under name, with an input schema of type object (MCP requires one).
-func offered(t *mcptool.Tool, name string) (*mcp.Tool, error) {
-	listed := t.Listed()
+// offered is the tool the client sees for t: as its server listed it
+// (a gateway's own tool: as [listedOwn] gives it), under name, with an
+// input schema of type object (MCP requires one).
+func offered(t tool.Tool, name string) (*mcp.Tool, error) {
+	listed := listedOwn(t)
+	if mt, ok := t.(*mcptool.Tool); ok {
+		listed = mt.Listed()
+	}
 	listed.Name = name
 	schema := map[string]any{}
 	if listed.InputSchema != nil {
@@ -120,7 +127,7 @@ func digest(t *mcp.Tool) string {
 // ([Gateway.call]).
 func (gw *Gateway) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if t, ok := gw.catalogue().byClient[req.Params.Name]; ok {
-		return gw.call(ctx, req, t)
+		return gw.tracedCall(ctx, req, t)
 	}
 	return errorResult(fmt.Sprintf("unknown tool %q", req.Params.Name)), nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // maxPinsBytes bounds a pins file.
@@ -62,8 +63,13 @@ func loadPins(file string) (*pins, error) {
 }
 
 // check pins t when it is new and reports whether its definition is the
-// pinned one, with both digests.
-func (p *pins) check(t *mcptool.Tool) (ok bool, pinned, now string, err error) {
+// pinned one, with both digests. A gateway's own tool (not an upstream's)
+// is not pinned: its definition is the gateway's.
+func (p *pins) check(tt tool.Tool) (ok bool, pinned, now string, err error) {
+	t, isMCP := tt.(*mcptool.Tool)
+	if !isMCP {
+		return true, "", "", nil
+	}
 	name := t.Spec().Name
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -52,6 +52,11 @@
 //     its final outcome.
 //
 // Histogram bucket boundaries are the ones the GenAI conventions advise.
+//
+// The calls that a caller of package gate governs outside the agent loop
+// (package mcpgateway's tools/call) get the same execute_tool span and
+// decision count from [Tracer], with the caller's own attributes (the MCP
+// session and client) and no tollgate.turn.
 package telemetry
 
 import (
@@ -191,6 +196,13 @@ type instruments struct {
 // The instruments are created once, here. Should the meter provider refuse
 // one (it does not for these names and units), that metric is not recorded.
 func Middleware(opts *Options) agent.Middleware {
+	in := newInstruments(opts)
+	return agent.Middleware{Run: in.run, Turn: in.turn, Call: in.call, Wait: in.wait}
+}
+
+// newInstruments creates the tracer and the instruments of opts' providers
+// (nil: no-op ones).
+func newInstruments(opts *Options) *instruments {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -217,7 +229,7 @@ func Middleware(opts *Options) agent.Middleware {
 		c = metricnoop.Int64Counter{}
 	}
 	in.decisions = c
-	return agent.Middleware{Run: in.run, Turn: in.turn, Call: in.call, Wait: in.wait}
+	return in
 }
 
 func (in *instruments) run(next agent.RunHandler) agent.RunHandler {
@@ -314,7 +326,10 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 			semconv.GenAIOperationNameExecuteTool,
 			semconv.GenAIToolName(name),
 			semconv.GenAIToolCallID(clip(c.Call.ID)),
-			KeyTurn.Int(c.Turn),
+		}
+		if c.Turn > 0 {
+			// A call of no model turn (a gateway's client's) has none.
+			attrs = append(attrs, KeyTurn.Int(c.Turn))
 		}
 		if c.Answer != nil {
 			attrs = append(attrs, KeyApprovalID.String(clip(c.Answer.ID)))

@@ -11,6 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,16 +21,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/records"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
 )
+
+// gatewayGCPercent is the garbage collector's target of `tollgate gateway`
+// when GOGC is not set (runtime/debug.SetGCPercent; the default is 100).
+const gatewayGCPercent = 400
 
 // gatewayFlags are the flags of `tollgate gateway`.
 type gatewayFlags struct {
@@ -39,26 +49,37 @@ type gatewayFlags struct {
 	addr    string
 	pins    string
 	tokens  string
+	// builtins: --workdir was given, so the builtin tools are served on it.
+	builtins bool
+	claude   []string
+	// protect are further files the builtin tools may not write.
+	protect []string
 }
 
 func newGatewayCmd(env *cliEnv) *cobra.Command {
 	var f gatewayFlags
 	cmd := &cobra.Command{
-		Use:   "gateway --mcp FILE [flags]",
+		Use:   "gateway (--mcp FILE | --workdir DIR) [flags]",
 		Short: "Serve MCP servers to any MCP client, governing every tool call",
 		Long: `Serve the MCP servers of an mcp.json to any MCP client (Claude Desktop,
 Claude Code, Cursor, an agent framework), over stdio (the default) or
 streamable HTTP at /mcp (--addr), and decide every tools/call as a
 tollgate run decides its own: BeforeTool hooks, the policy, autonomy from
 the tools' hints (an untrusted server's are the strictest), the hooks
-files' PRE_TOOL_USE and POST_TOOL_USE, AfterTool hooks, the records.
+files' PRE_TOOL_USE and POST_TOOL_USE, the hooks and permission rules of
+Claude Code settings files (--claude-settings), the records.
 
 The client sees an upstream's own tool names when the file has one server,
 and SERVER__TOOL when it has several; policies, hooks and records see
 mcp__SERVER__TOOL, as in 'tollgate run'. tools/list leaves out the tools the
-policy denies outright. A tool whose description or input schema changes
-after the gateway first saw it (a "rug pull") is refused; --pins keeps
-what was first seen across starts. A call the policy asks about is put to
+policy denies outright. With --workdir, tollgate's builtin tools (bash,
+read, write, edit, grep, glob, webfetch, apply_patch, todowrite) are served
+too, on that workspace, under the names a tollgate run gives them, with the
+upstreams' tools named SERVER__TOOL: bash runs in the sandbox of 'tollgate
+run', the programs the policy denies outright are refused at exec, and the
+file tools refuse the gateway's own files. A tool whose description or
+input schema changes after the gateway first saw it (a "rug pull") is
+refused; --pins keeps what was first seen across starts. A call the policy asks about is put to
 the person at the client through elicitation (stdio, when the client
 supports it), and otherwise refused with an error result that says why.
 
@@ -68,19 +89,24 @@ only, unless --tokens names a tokens file (as for 'tollgate serve'): then
 every request needs a bearer token of it, and its name asks for the calls.
 No token answers an ask: on HTTP a call that needs a person is refused.
 Status lines and warnings go to stderr; on stdio, stdout is the MCP
-connection.
+connection. With OTEL_EXPORTER_OTLP_ENDPOINT set, every call is exported as
+an execute_tool span, as for 'tollgate run'.
 
 Exit status: 0 when the client closed the connection (or on SIGINT or
 SIGTERM), 1 error, 2 usage.`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(c *cobra.Command, _ []string) error { return runGateway(c.Context(), env, &f) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			f.builtins = c.Flags().Changed("workdir")
+			return runGateway(c.Context(), env, &f)
+		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVar(&f.mcp, "mcp", nil, "MCP servers file (mcp.json) whose servers the gateway serves; repeatable; required")
+	fs.StringArrayVar(&f.mcp, "mcp", nil, "MCP servers file (mcp.json) whose servers the gateway serves; repeatable; required unless --workdir")
 	fs.StringVar(&f.policy, "policy", "", "authorization policy file (YAML; see 'tollgate policy check')")
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative tool call hooks file (YAML, see 'tollgate hooks check'); repeatable")
+	fs.StringArrayVar(&f.claude, "claude-settings", nil, "Claude Code settings file whose hooks (PreToolUse, PermissionRequest, PostToolUse: a result's replacement reaches the client) and permission rules govern the calls, as in 'tollgate run'; repeatable")
 	fs.StringVar(&f.records, "records", "", "append one JSON line per tool call record to this file")
-	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, and the sandbox of stdio servers")
+	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, the sandbox of stdio servers; given, the builtin tools are served on it")
 	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")
 	fs.StringVar(&f.tokens, "tokens", "", "with --addr: bearer tokens by SHA-256, as for 'tollgate serve' (see 'tollgate serve token'); every request needs one, and any address may be served")
 	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only, unless --tokens)")
@@ -89,8 +115,8 @@ SIGTERM), 1 error, 2 usage.`,
 
 // runGateway serves until the client goes away or a signal comes.
 func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
-	if len(f.mcp) == 0 {
-		return usageErr("gateway: --mcp FILE is required")
+	if len(f.mcp) == 0 && !f.builtins {
+		return usageErr("gateway: --mcp FILE or --workdir DIR is required: the MCP servers to serve, or a workspace for the builtin tools")
 	}
 	var tokens *server.Tokens
 	if f.tokens != "" {
@@ -117,6 +143,14 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		// The MCP SDK's JSON decoding allocates a 32 KiB buffer for every
+		// value it decodes, several per message: the gateway's live heap
+		// stays small while it allocates about 0.5 MB per call, and the
+		// collector, at the default target, took most of a call's time
+		// (docs/gateway.md, "Cost"). GOGC, when set, decides.
+		defer debug.SetGCPercent(debug.SetGCPercent(gatewayGCPercent))
+	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate: "+oneLine(line, 2000)) }
 
@@ -125,24 +159,48 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		return err
 	}
 	defer closeGate()
+	if err := gatewayClaude(ctx, f, workdir, &gopts, notice, logger); err != nil {
+		return err
+	}
+	tracer, closeTelemetry, err := gatewayTelemetry(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer closeTelemetry()
 	confine, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
 	if err != nil {
 		return err
 	}
-	cfg, err := build.LoadMCP(f.mcp, notice)
-	if err != nil {
-		return usageErr("gateway: --mcp: %v", unwrapField(err))
+	var builtins []tool.Tool
+	if f.builtins {
+		if builtins, err = gatewayBuiltins(ctx, f, workdir, gopts, logger); err != nil {
+			return err
+		}
+		names := make([]string, len(builtins))
+		for i, t := range builtins {
+			names[i] = t.Spec().Name
+		}
+		notice(fmt.Sprintf("builtin tools on %s: %s", workdir, strings.Join(names, ", ")))
 	}
 	relay := mcpgateway.NewRelay()
-	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine, Forward: relay.Forward()})
-	if err != nil {
-		return withCode(exitError, fmt.Errorf("gateway: mcp: %w", err))
-	}
-	defer set.Close()
-	for _, st := range set.Servers() {
-		notice("mcp: " + build.MCPStatusLine(st))
+	var set *mcptool.Set
+	if len(f.mcp) > 0 {
+		cfg, err := build.LoadMCP(f.mcp, notice)
+		if err != nil {
+			return usageErr("gateway: --mcp: %v", unwrapField(err))
+		}
+		set, err = mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine, Forward: relay.Forward()})
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("gateway: mcp: %w", err))
+		}
+		defer set.Close()
+		for _, st := range set.Servers() {
+			notice("mcp: " + build.MCPStatusLine(st))
+		}
 	}
 	gw, err := mcpgateway.New(ctx, set, &mcpgateway.Options{
+		Tools:     builtins,
+		Tracer:    tracer,
 		Gate:      gopts,
 		Workspace: workdir,
 		// The person at a local client answers through elicitation; an
@@ -267,3 +325,59 @@ func loopbackOnly(addr string) error {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// gatewayBuiltins returns the builtin tools on workdir as a run wires
+// them (build.Builtins): bash in the workspace sandbox with the policy's
+// denied programs refused at exec, the file tools judged by the policy
+// again and refusing the gateway's own files. question is left out: its
+// questions would have no one to answer them.
+func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts gate.Options, logger *slog.Logger) ([]tool.Tool, error) {
+	protect := append(append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...), f.protect...)
+	protect = slices.DeleteFunc(protect, func(p string) bool { return p == "" })
+	tk, err := build.Builtins(ctx, &build.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
+		Protect: protect, Disable: []string{builtin.QuestionTool}, Logger: logger})
+	if err != nil {
+		var fe *runs.FieldError
+		if errors.As(err, &fe) && fe.Field == "workdir" {
+			return nil, usageErr("gateway: --workdir %s: %v", f.workdir, fe.Err)
+		}
+		return nil, withCode(exitError, fmt.Errorf("gateway: builtin tools: %w", err))
+	}
+	return tk.Tools(), nil
+}
+
+// gatewayClaude adds the hooks and permission rules of the --claude-settings
+// files to o, as 'tollgate run' runs them (build.ClaudeHooks), and the
+// files to those the builtin tools may not write.
+func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate.Options, notice func(string), logger *slog.Logger) error {
+	if len(f.claude) == 0 {
+		return nil
+	}
+	h, auths, protected, err := build.ClaudeHooks(ctx, &build.ClaudeHooksOptions{Files: f.claude, Workdir: workdir, Notice: notice, Logger: logger})
+	if err != nil {
+		var fe *runs.FieldError
+		if errors.As(err, &fe) {
+			return usageErr("gateway: --claude-settings: %v", fe.Err)
+		}
+		return withCode(exitError, fmt.Errorf("gateway: --claude-settings: %w", err))
+	}
+	o.Hooks = h
+	o.Authorizers = append(o.Authorizers, auths...)
+	f.protect = append(f.protect, protected...)
+	return nil
+}
+
+// gatewayTelemetry is the tracer of the gateway's calls when the standard
+// OTEL_* variables ask for an OTLP export (as for 'tollgate run'), else
+// nil; the function returned flushes and stops the exporters.
+func gatewayTelemetry(ctx context.Context, logger *slog.Logger) (*telemetry.Tracer, func(), error) {
+	opts, closers, err := otlpTelemetry(ctx, logger, "gateway")
+	if err != nil || opts == nil {
+		return nil, func() {}, err
+	}
+	return telemetry.NewTracer(opts), func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}, nil
+}

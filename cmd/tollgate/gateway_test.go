@@ -67,7 +67,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 func TestGatewayStdioAllowsAndRecords(t *testing.T) {
 	dir := t.TempDir()
 	recs := filepath.Join(dir, "records.jsonl")
-	cs, stop := gatewayOverStdio(t, "--mcp", gatewayMCPFile(t, dir), "--records", recs, "--workdir", dir)
+	cs, stop := gatewayOverStdio(t, "--mcp", gatewayMCPFile(t, dir), "--records", recs)
 	if names := toolNames(t, cs); strings.Join(names, ",") != "good" {
 		t.Errorf("tools/list = %v, want [good]", names)
 	}

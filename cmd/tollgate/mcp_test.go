@@ -146,6 +146,12 @@ func mcpTestServer() {
 	if mode == "elicit" {
 		elicitTestServer(srv)
 	}
+	if mode == "notes" {
+		notesServer(srv)
+	}
+	if mode == "relay" {
+		relayProcess()
+	}
 	if mode == "progress" {
 		// One tool, work, that reports its progress twice (the second
 		// message with an escape sequence), then pings the client: the ping

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -32,62 +33,77 @@ const telemetryFlushTimeout = 5 * time.Second
 // (default service.name "tollgate").
 func telemetryRunExtension() runExtension {
 	return runExtension{setup: func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error {
-		if disabled, _ := strconv.ParseBool(os.Getenv("OTEL_SDK_DISABLED")); disabled {
-			return nil
+		opts, closers, err := otlpTelemetry(ctx, cb.logger().Info, "run")
+		if err != nil || opts == nil {
+			return err
 		}
-		set := func(names ...string) bool {
-			for _, n := range names {
-				if os.Getenv(n) != "" {
-					return true
-				}
-			}
-			return false
-		}
-		traces := set("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-		metrics := set("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
-		if !traces && !metrics {
-			return nil
-		}
-		// Export failures are logged (with -v), never printed among the run's output.
-		logger := cb.logger().Info
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			logger.Warn("telemetry export failed", "error", err)
-		}))
-		res, err := resource.New(ctx, resource.WithAttributes(semconv.ServiceName("tollgate")), resource.WithFromEnv())
-		if err != nil {
-			return usageErr("run: OTEL_RESOURCE_ATTRIBUTES: %v", err)
-		}
-		opts := &telemetry.Options{}
 		if p := cfg.Model.Provider; p == "openai" || p == "anthropic" {
 			opts.ProviderName = p
 		}
-		shutdown := func(f func(context.Context) error) func() error {
-			return func() error {
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), telemetryFlushTimeout)
-				defer cancel()
-				return f(ctx)
-			}
-		}
-		if traces {
-			exp, err := otlptracehttp.New(ctx)
-			if err != nil {
-				return usageErr("run: OTEL_EXPORTER_OTLP_ENDPOINT: %v", err)
-			}
-			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-			addCloser(built, shutdown(tp.Shutdown))
-			opts.TracerProvider = tp
-		}
-		if metrics {
-			exp, err := otlpmetrichttp.New(ctx)
-			if err != nil {
-				return usageErr("run: OTEL_EXPORTER_OTLP_ENDPOINT: %v", err)
-			}
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
-			addCloser(built, shutdown(mp.Shutdown))
-			opts.MeterProvider = mp
+		for _, c := range closers {
+			addCloser(built, c)
 		}
 		// Outermost, so that its spans enclose every other middleware's work.
 		built.Options.Middleware = append([]agent.Middleware{telemetry.Middleware(opts)}, built.Options.Middleware...)
 		return nil
 	}}
+}
+
+// otlpTelemetry returns the providers of the OTLP/HTTP exporters that the
+// standard variables ask for (see telemetryRunExtension), and the
+// functions that flush and stop them; nil options when none is asked for.
+// A bad variable is a usage error of cmd.
+func otlpTelemetry(ctx context.Context, logger *slog.Logger, cmd string) (*telemetry.Options, []func() error, error) {
+	if disabled, _ := strconv.ParseBool(os.Getenv("OTEL_SDK_DISABLED")); disabled {
+		return nil, nil, nil
+	}
+	set := func(names ...string) bool {
+		for _, n := range names {
+			if os.Getenv(n) != "" {
+				return true
+			}
+		}
+		return false
+	}
+	traces := set("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	metrics := set("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+	if !traces && !metrics {
+		return nil, nil, nil
+	}
+	// Export failures are logged (with -v), never printed among the run's output.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("telemetry export failed", "error", err)
+	}))
+	res, err := resource.New(ctx, resource.WithAttributes(semconv.ServiceName("tollgate")), resource.WithFromEnv())
+	if err != nil {
+		return nil, nil, usageErr("%s: OTEL_RESOURCE_ATTRIBUTES: %v", cmd, err)
+	}
+	opts := &telemetry.Options{}
+	var closers []func() error
+	shutdown := func(f func(context.Context) error) func() error {
+		return func() error {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), telemetryFlushTimeout)
+			defer cancel()
+			return f(ctx)
+		}
+	}
+	if traces {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, nil, usageErr("%s: OTEL_EXPORTER_OTLP_ENDPOINT: %v", cmd, err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		closers = append(closers, shutdown(tp.Shutdown))
+		opts.TracerProvider = tp
+	}
+	if metrics {
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, nil, usageErr("%s: OTEL_EXPORTER_OTLP_ENDPOINT: %v", cmd, err)
+		}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		closers = append(closers, shutdown(mp.Shutdown))
+		opts.MeterProvider = mp
+	}
+	return opts, closers, nil
 }

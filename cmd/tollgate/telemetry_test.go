@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -160,5 +161,25 @@ func TestRunExportsNothingWithoutTheEndpoint(t *testing.T) {
 				t.Errorf("sent spans %q, metrics %q, other %q", spans, metrics, other)
 			}
 		})
+	}
+}
+
+// `tollgate gateway` exports a span per tools/call, and the decisions
+// metric, when the endpoint is set.
+func TestGatewayExportsOverOTLP(t *testing.T) {
+	clearOTelEnv(t)
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.srv.URL)
+	dir := t.TempDir()
+	cs, stop := gatewayOverStdio(t, "--mcp", gatewayMCPFile(t, dir))
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "good", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := stop(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	spans, metrics, _ := recv.got()
+	if !slices.Equal(spans, []string{"execute_tool mcp__app__good"}) || !slices.Contains(metrics, "tollgate.tool.decisions") {
+		t.Errorf("spans %q, metrics %q; want the call's span and the decisions metric", spans, metrics)
 	}
 }

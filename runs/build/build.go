@@ -61,12 +61,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -252,24 +249,7 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 		}
 	}
 	s.addProtected(b.opts.Protect...)
-	// The programs the authorizers deny outright are refused at exec in
-	// bash's sandbox too, whatever the script's spelling.
-	s.sandbox.denyExec = policy.DeniedPrograms(builtin.Bash, s.opts.Authorizers...)
-	bopts := s.sandbox.builtinOptions()
-	// The file tools run in this process, outside any sandbox: they refuse
-	// the files that govern the run themselves, and the Claude Code settings
-	// a later run would read (a model must not plant a hook that approves).
-	bopts.Protect = append(append(bopts.Protect, s.protected...),
-		filepath.Join(".claude", "settings.json"), filepath.Join(".claude", "settings.local.json"))
-	// What the file tools open is judged again by the run's authorizers, so
-	// that a link changed after a call was authorized cannot lead it to a
-	// file they refuse.
-	bopts.CheckFile = func(ctx context.Context, u builtin.FileUse) error {
-		return approval.CheckFile(ctx, approval.Call{Tool: u.Tool, Args: u.Args, Hints: u.Hints}, u.Links, s.opts.Authorizers...)
-	}
-	tk, err := toolkit.New(&toolkit.Options{Workdir: cfg.Workdir, Extra: b.opts.Tools, Builtin: bopts,
-		// Unconfined only where the configuration turned the sandbox off.
-		Unconfined: bopts.Sandbox == nil})
+	tk, err := s.toolkit(b.opts.Tools, nil)
 	if err != nil {
 		_ = s.closeAll()
 		if errors.Is(err, toolkit.ErrDuplicateTool) || errors.Is(err, toolkit.ErrInvalidTool) {

@@ -1,0 +1,180 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// callText calls name with args and returns its text and whether it is an
+// error result.
+func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+// With --workdir alone the gateway serves the builtin tools under their
+// native names (question left out), and a client's bash call runs in the
+// workspace sandbox: a write inside the workspace happens, one outside it
+// is refused by the kernel although the policy allowed the call.
+func TestGatewayBuiltinBashConfined(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	outside := filepath.Join(dir, "outside")
+	for _, d := range []string{ws, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := filepath.Join(dir, "records.jsonl")
+	cs, stop := gatewayOverStdio(t, "--workdir", ws, "--records", recs)
+	names := toolNames(t, cs)
+	for _, want := range []string{"bash", "read", "write", "edit", "grep", "glob", "apply_patch"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list = %v, want %s in it", names, want)
+		}
+	}
+	if slices.Contains(names, "question") {
+		t.Errorf("tools/list = %v: question has no one to answer it here", names)
+	}
+	escape := filepath.Join(outside, "escape.txt")
+	out, isErr := callText(t, cs, "bash", map[string]any{"command": "echo in > inside.txt; echo out > " + escape + "; echo done"})
+	if _, err := os.Stat(filepath.Join(ws, "inside.txt")); err != nil {
+		t.Errorf("the write inside the workspace did not happen: %v; output %q (error %v)", err, out, isErr)
+	}
+	if _, err := os.Stat(escape); err == nil {
+		t.Fatalf("bash wrote outside the workspace; output %q", out)
+	}
+	if !strings.Contains(out, "denied") && !strings.Contains(out, "Read-only") {
+		t.Errorf("output %q: want the kernel's refusal", out)
+	}
+	if code, stderr := stop(); code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+	b, _ := os.ReadFile(recs)
+	if !strings.Contains(string(b), `"tool":"bash"`) || !strings.Contains(string(b), `"outcome":"allowed"`) {
+		t.Errorf("records:\n%s\nwant the bash call, allowed (the refusal is the sandbox's)", b)
+	}
+}
+
+// A path rule governs the builtin write as in a run: every spelling of a
+// denied file is refused with the rule's reason, nothing is written, and a
+// write elsewhere happens. The policy file, in the workspace, is not
+// writable by the file tools.
+func TestGatewayBuiltinWritePathRule(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := apWrite(t, ws, "policy.yaml", `rules:
+  - id: no-secret
+    tool: [write, edit]
+    args: {path: {pathPrefix: secret}}
+    decision: deny
+    reason: secrets are not written here
+`)
+	cs, stop := gatewayOverStdio(t, "--workdir", ws, "--policy", pol)
+	for _, p := range []string{"secret/key.txt", "./secret/../secret/key.txt", filepath.Join(ws, "secret", "key.txt")} {
+		out, isErr := callText(t, cs, "write", map[string]any{"path": p, "content": "k"})
+		if !isErr || !strings.Contains(out, "secrets are not written here") {
+			t.Errorf("write %s: %q (error %v), want refused by rule no-secret", p, out, isErr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "secret", "key.txt")); err == nil {
+		t.Error("secret/key.txt was written")
+	}
+	if out, isErr := callText(t, cs, "write", map[string]any{"path": "notes.txt", "content": "n"}); isErr {
+		t.Errorf("write notes.txt: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); err != nil || string(b) != "n" {
+		t.Errorf("notes.txt = %q, %v", b, err)
+	}
+	if out, isErr := callText(t, cs, "write", map[string]any{"path": "policy.yaml", "content": "rules: []\n"}); !isErr {
+		t.Errorf("write policy.yaml: %q, want refused", out)
+	}
+	if b, _ := os.ReadFile(pol); !strings.Contains(string(b), "no-secret") {
+		t.Errorf("the policy was rewritten: %q", b)
+	}
+	if code, stderr := stop(); code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+}
+
+// A program the policy denies outright is refused to a client's bash
+// call: by the policy when the script names it, and by bash's sandbox at
+// exec when a copy of it runs under another name, which the analysis of
+// the script allows.
+func TestGatewayBuiltinDeniedProgramRefusedAtExec(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := apWrite(t, ws, "victim", "v\n")
+	rm, err := os.ReadFile("/usr/bin/rm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "x"), rm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := apWrite(t, dir, "policy.yaml", `rules:
+  - id: no-rm
+    tool: bash
+    command: {program: rm}
+    decision: deny
+    reason: no deleting
+`)
+	cs, stop := gatewayOverStdio(t, "--workdir", ws, "--policy", pol)
+	if out, isErr := callText(t, cs, "bash", map[string]any{"command": "rm victim"}); !isErr || !strings.Contains(out, "no deleting") {
+		t.Errorf("rm victim: %q (error %v), want refused by rule no-rm", out, isErr)
+	}
+	out, _ := callText(t, cs, "bash", map[string]any{"command": "./x victim"})
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the copy of rm ran: %v; output %q", err, out)
+	}
+	if !strings.Contains(out, "refused to execute") {
+		t.Errorf("output %q: want the sandbox's refusal", out)
+	}
+	if code, stderr := stop(); code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+}
+
+// With --mcp and --workdir, the upstream's tools are named SERVER__TOOL
+// beside the builtins, and the policy sees mcp__SERVER__TOOL; neither
+// --mcp nor --workdir is a usage error.
+func TestGatewayBuiltinsBesideUpstreams(t *testing.T) {
+	dir := t.TempDir()
+	cs, stop := gatewayOverStdio(t, "--mcp", gatewayMCPFile(t, dir), "--workdir", dir)
+	names := toolNames(t, cs)
+	if !slices.Contains(names, "app__good") || !slices.Contains(names, "bash") {
+		t.Errorf("tools/list = %v, want app__good and bash", names)
+	}
+	if out, isErr := callText(t, cs, "app__good", map[string]any{}); isErr || out != "fine" {
+		t.Errorf("app__good: %q (error %v)", out, isErr)
+	}
+	if code, stderr := stop(); code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if code, _, stderr := runMain(t, "gateway"); code != exitUsage || !strings.Contains(stderr, "--mcp FILE or --workdir DIR") {
+		t.Errorf("gateway with neither: exit %d, %q; want a usage error", code, stderr)
+	}
+}
