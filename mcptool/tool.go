@@ -305,22 +305,37 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 	return t.call(ctx, args, nil)
 }
 
+// drainGrace is how long the end of a server's answer may still be read
+// once a call has returned.
+const drainGrace = time.Second
+
+// releaseLater ends a call's contexts drainGrace after the call returned,
+// not at once: on streamable HTTP the SDK still reads the end of the
+// response stream after the answer has come, and a context ended at that
+// moment closes the connection, so the next call pays for a new one. The
+// grace bounds what a server that never ends its stream can hold.
+func releaseLater(cancels ...context.CancelFunc) {
+	time.AfterFunc(drainGrace, func() {
+		for _, c := range cancels {
+			c()
+		}
+	})
+}
+
 // call is [Tool.Call]; when raw is not nil, it is set to the server's
 // answer as it came, when there is one.
 func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToolResult) (tool.Result, error) {
 	if len(strings.TrimSpace(string(args))) == 0 || strings.TrimSpace(string(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
-	callCtx := ctx
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	if t.callTimeout > 0 {
-		var cancel context.CancelFunc
 		callCtx, cancel = context.WithTimeout(ctx, t.callTimeout)
-		defer cancel()
 	}
 	// A server's elicitation that nobody can answer now halts the call
 	// (elicitLater): it is cancelled, and its pending request returned.
 	callCtx, halt := context.WithCancel(callCtx)
-	defer halt()
+	defer releaseLater(cancel, halt)
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	// A progress token with every call (MCP specification 2025-06-18,
 	// "Utilities: Progress"): the server's notifications/progress for it
