@@ -46,6 +46,12 @@ type Options struct {
 	// to the clients; it must be the one whose Forward the set was opened
 	// with. Nil: none are handed on.
 	Relay *Relay
+	// Inbox, if set, is where a person answers the calls that need one
+	// (the approvals page of `tollgate serve`): such a call waits for the
+	// answer until its request expires, and every record of a session is
+	// handed to it too. It comes before Elicit. Its requests expire after
+	// Gate.ApprovalTTL, 10 minutes when that is zero.
+	Inbox Inbox
 	// PinsFile keeps the digest of every tool's definition (description
 	// and input schema) as first seen, across starts; a tool whose
 	// definition changes is refused until its entry is removed. Empty
@@ -96,6 +102,12 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 	}
 	if o.Relay == nil {
 		o.Relay = NewRelay()
+	}
+	if o.Inbox != nil {
+		o.Gate.OnRecord = inboxRecords(o.Inbox, o.Gate.OnRecord)
+		if o.Gate.ApprovalTTL <= 0 {
+			o.Gate.ApprovalTTL = askTTL
+		}
 	}
 	if o.RunID == "" {
 		o.RunID = gate.RandomID("gw_")
