@@ -78,6 +78,10 @@ type Options struct {
 	// `tollgate codex hook` gives Codex's dialect), its sessions runs of
 	// agent codex; without it the path is 404.
 	Codex *ClaudeCodeOptions
+	// Gateway, if set, serves MCP clients' sessions as runs: a gateway
+	// mounted at /mcp, and the routes of external gateways (see
+	// [GatewayOptions]); without it those paths are 404.
+	Gateway *GatewayOptions
 	// Logger receives the server's logs (default discards). Tokens, prompts
 	// and arguments are never logged.
 	Logger *slog.Logger
@@ -143,6 +147,13 @@ type Server struct {
 	codex  *claudeCode // nil without Options.Codex
 	store  store.Store
 	host   *runs.Host
+
+	// gate, gateTenants and mcp serve MCP clients' sessions (nil without
+	// Options.Gateway; mcp nil without its New).
+	gate        *gatewayRuns
+	gateTenants []string
+	mcp         http.Handler
+
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
@@ -326,6 +337,11 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	srv.host = h
 	srv.runCtx, srv.stopRun = context.WithCancelCause(context.Background())
 	srv.closed, srv.setClose = context.WithCancel(context.Background())
+	if opts.Gateway != nil {
+		if err := srv.mountGateway(opts.Gateway); err != nil {
+			return nil, fmt.Errorf("server: gateway: %w", err)
+		}
+	}
 	srv.routes(reg)
 	return srv, nil
 }
@@ -370,6 +386,11 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))
 	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
 	mux.HandleFunc("POST /v1/hooks/codex", s.auth(RoleAgent, s.codexHook))
+	mux.HandleFunc("POST /v1/gate/asks", s.auth(RoleAgent, s.gateAsk))
+	mux.HandleFunc("GET /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateAnswer))
+	mux.HandleFunc("DELETE /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateWithdraw))
+	mux.HandleFunc("POST /v1/gate/records", s.auth(RoleAgent, s.gateRecord))
+	mux.HandleFunc("/mcp", s.gatewayRoute)
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))
