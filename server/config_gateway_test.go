@@ -26,7 +26,7 @@ func TestLoadConfigGateway(t *testing.T) {
 		t.Fatalf("gateway %+v", g)
 	}
 	for body, want := range map[string]string{
-		"gateway:\n  approvalTtl: soon\n":  ":2:16: gateway.approvalTtl: want a duration",
+		"gateway:\n  approvalTtl: soon\n":   ":2:16: gateway.approvalTtl: want a duration",
 		"gateway:\n  pageUrl: tg.example\n": ":2:12: gateway.pageUrl: want an http or https URL",
 		"gateway:\n  mpc: [m.json]\n":       ":2:3: ",
 	} {

@@ -27,6 +27,7 @@ func gateFixture(t testing.TB) *fixture {
 		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
 		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
 		{SHA256: server.HashToken(globexAgentToken), Name: "gbot", Tenant: "globex", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: server.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +56,10 @@ func gateAsk(id, args string, ttl time.Duration) server.GateAskRequest {
 func TestGateAsks(t *testing.T) {
 	f := gateFixture(t)
 	ask := gateAsk("req_1", `{"path":"a.txt"}`, time.Hour)
-	if code := f.do("POST", "/v1/gate/asks", aliceToken, ask, nil); code != http.StatusForbidden {
-		t.Errorf("an approver's token asking: %d, want 403", code)
+	for _, tok := range []string{aliceToken, agentAdminToken} {
+		if code := f.do("POST", "/v1/gate/asks", tok, ask, nil); code != http.StatusForbidden {
+			t.Errorf("a token that may decide (%s) asking: %d, want 403", tok, code)
+		}
 	}
 	bad := gateAsk("req_x", `{"path":"a.txt"}`, time.Hour)
 	bad.Pending.Digest = approval.Digest(json.RawMessage(`{"path":"b.txt"}`))
