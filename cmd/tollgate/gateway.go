@@ -26,7 +26,6 @@ import (
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // gatewayFlags are the flags of `tollgate gateway`.
@@ -39,6 +38,9 @@ type gatewayFlags struct {
 	addr    string
 	pins    string
 	tokens  string
+	// server and tokenFile: asks on the approvals page of that server.
+	server    string
+	tokenFile string
 }
 
 func newGatewayCmd(env *cliEnv) *cobra.Command {
@@ -59,14 +61,20 @@ mcp__SERVER__TOOL, as in 'tollgate run'. tools/list leaves out the tools the
 policy denies outright. A tool whose description or input schema changes
 after the gateway first saw it (a "rug pull") is refused; --pins keeps
 what was first seen across starts. A call the policy asks about is put to
-the person at the client through elicitation (stdio, when the client
-supports it), and otherwise refused with an error result that says why.
+the approvals page of 'tollgate serve' with --server URL (the call waits
+for the person's answer until the request expires, 10 minutes, sending the
+client progress notifications, and the page's link when the client takes
+URL-mode elicitation); else to the person at the client through
+elicitation (stdio, when the client supports it); otherwise it is refused
+with an error result that says why.
 
 Stdio servers start in the sandbox of 'tollgate run' (their "sandbox" in
 mcp.json, default workspace on --workdir). --addr serves loopback addresses
 only, unless --tokens names a tokens file (as for 'tollgate serve'): then
-every request needs a bearer token of it, and its name asks for the calls.
-No token answers an ask: on HTTP a call that needs a person is refused.
+every request needs a bearer token of it with the agent role and no role
+that decides approvals (as a Claude Code hook's), and its name and tenant
+ask for the calls. No token answers an ask: on HTTP without --server a
+call that needs a person is refused.
 Status lines and warnings go to stderr; on stdio, stdout is the MCP
 connection.
 
@@ -83,6 +91,8 @@ SIGTERM), 1 error, 2 usage.`,
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, and the sandbox of stdio servers")
 	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")
 	fs.StringVar(&f.tokens, "tokens", "", "with --addr: bearer tokens by SHA-256, as for 'tollgate serve' (see 'tollgate serve token'); every request needs one, and any address may be served")
+	fs.StringVar(&f.server, "server", "", "ask a person on the approvals page of 'tollgate serve' at this URL (with a gateway: section) about the calls that need one; an unreachable server refuses them")
+	fs.StringVar(&f.tokenFile, "token-file", "", "with --server, the file holding the server's bearer token, an agent-role token ('tollgate serve token --role agent'); default $"+envToken)
 	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only, unless --tokens)")
 	return cmd
 }
@@ -110,6 +120,20 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		if err := loopbackOnly(f.addr); err != nil {
 			return usageErr("gateway: --addr %s: %v", f.addr, err)
 		}
+	}
+	if f.tokenFile != "" && f.server == "" {
+		return usageErr("gateway: --token-file is for --server")
+	}
+	var inbox *remoteInbox
+	if f.server != "" {
+		token, err := claudeToken(f.tokenFile)
+		if err != nil {
+			return usageErr("gateway: --server: %v", err)
+		}
+		if inbox, err = newRemoteInbox(f.server, token, slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
+			return usageErr("gateway: %v", err)
+		}
+		defer inbox.Close()
 	}
 	workdir, err := filepath.Abs(f.workdir)
 	if err != nil {
@@ -142,7 +166,12 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	for _, st := range set.Servers() {
 		notice("mcp: " + build.MCPStatusLine(st))
 	}
+	var ib mcpgateway.Inbox
+	if inbox != nil {
+		ib = inbox
+	}
 	gw, err := mcpgateway.New(ctx, set, &mcpgateway.Options{
+		Inbox:     ib,
 		Gate:      gopts,
 		Workspace: workdir,
 		// The person at a local client answers through elicitation; an
@@ -217,15 +246,21 @@ func unwrapField(err error) error {
 // ends (mcpgateway.Gateway.Handler: tokens when given, Host and Origin
 // checks, bounded bodies, idle sessions closed).
 func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, tokens *server.Tokens) error {
-	var verify func(string) (tool.Principal, bool)
+	var authn func(string) (mcpgateway.Client, error)
 	if tokens != nil {
-		verify = func(token string) (tool.Principal, bool) {
+		authn = func(token string) (mcpgateway.Client, error) {
 			p, ok := tokens.Lookup(token)
-			return p.Decider(), ok
+			if !ok {
+				return mcpgateway.Client{}, mcpgateway.ErrUnknownToken
+			}
+			if err := server.MayCallTools(p); err != nil {
+				return mcpgateway.Client{}, err
+			}
+			return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", gw.Handler(&mcpgateway.HTTPOptions{Verify: verify}))
+	mux.Handle("/mcp", gw.Handler(&mcpgateway.HTTPOptions{Authenticate: authn}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("gateway: %w", err))
