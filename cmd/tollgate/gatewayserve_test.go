@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -358,5 +361,71 @@ func TestGatewayServerUnreachableRefuses(t *testing.T) {
 	}
 	if n := g.notesText(t); n != "" {
 		t.Errorf("a refused call ran: %q", n)
+	}
+}
+
+// `tollgate gateway --addr --tokens`: an agent token calls tools; a token
+// that may decide approvals, or that lacks the agent role, is refused.
+func TestGatewayTokensRoles(t *testing.T) {
+	dir := t.TempDir()
+	toks := map[string]string{}
+	var entries strings.Builder
+	for _, who := range []struct {
+		name, tenant string
+		roles        string
+	}{{"ci-bot", "acme", "agent"}, {"alice", "acme", "approver"}, {"ada", "acme", "agent, admin"}, {"vic", "acme", "viewer"}} {
+		tok, hash, err := server.NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks[who.name] = tok
+		fmt.Fprintf(&entries, "  - name: %s\n    tenant: %s\n    roles: [%s]\n    sha256: %s\n", who.name, who.tenant, who.roles, hash)
+	}
+	tokens := apWrite(t, dir, "tokens.yaml", "tokens:\n"+entries.String())
+	recs := filepath.Join(dir, "records.jsonl")
+	ctx, cancel := context.WithCancel(t.Context())
+	errR, errW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"gateway", "--mcp", gatewayMCPFile(t, dir), "--addr", "127.0.0.1:0", "--tokens", tokens, "--records", recs}, strings.NewReader(""), io.Discard, errW)
+		_ = errW.Close()
+	}()
+	var url string
+	sc := bufio.NewScanner(errR)
+	for sc.Scan() {
+		if m := regexp.MustCompile(`serving MCP at (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, errR) }()
+	if url == "" {
+		t.Fatal("the gateway did not say where it serves")
+	}
+	connect := func(token string) (*mcp.ClientSession, error) {
+		tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: gwBearer{token}}}
+		return mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, nil).Connect(t.Context(), tr, nil)
+	}
+	for _, who := range []string{"alice", "ada", "vic"} {
+		if cs, err := connect(toks[who]); err == nil {
+			_ = cs.Close()
+			t.Errorf("%s's token connected, want refused", who)
+		}
+	}
+	cs, err := connect(toks["ci-bot"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "good", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Errorf("good as ci-bot: %+v, %v", res, err)
+	}
+	_ = cs.Close()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if b, _ := os.ReadFile(recs); strings.Count(string(b), `"tool":"mcp__app__good"`) != 1 {
+		t.Errorf("records:\n%s\nwant the one call of ci-bot", b)
 	}
 }
