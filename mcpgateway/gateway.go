@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/approval"
@@ -52,6 +53,12 @@ type Options struct {
 	// handed to it too. It comes before Elicit. Its requests expire after
 	// Gate.ApprovalTTL, 10 minutes when that is zero.
 	Inbox Inbox
+	// KeepAlive is how often a call that waits for the inbox's answer
+	// sends the client a progress notification (when the client gave a
+	// progress token; MCP specification 2025-11-25, "Utilities:
+	// Progress"), so that it keeps the call open; zero means
+	// [DefaultKeepAlive].
+	KeepAlive time.Duration
 	// PinsFile keeps the digest of every tool's definition (description
 	// and input schema) as first seen, across starts; a tool whose
 	// definition changes is refused until its entry is removed. Empty

@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -54,11 +55,8 @@ type Client struct {
 	Tenant    string         `json:"tenant,omitempty"`
 }
 
-// KeepAliveEvery is how often a call that waits for a person's answer sends
-// the client a progress notification (when the client gave a progress
-// token; MCP specification 2025-11-25, "Utilities: Progress"), so that it
-// keeps the call open.
-var KeepAliveEvery = 15 * time.Second
+// DefaultKeepAlive is the default of [Options].KeepAlive.
+const DefaultKeepAlive = 15 * time.Second
 
 // sessionKey carries the session of a call to the records it makes.
 type sessionKey struct{}
@@ -106,7 +104,7 @@ func inboxRecords(inbox Inbox, onRecord func(context.Context, gate.Record)) func
 // definition changed meanwhile: the call is refused.
 func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, t *mcptool.Tool, c gate.Call, p *gate.Pending) gate.Ruling {
 	s := gw.session(req)
-	keep := startKeepAlive(ctx, req, p)
+	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, DefaultKeepAlive))
 	defer keep.stop()
 	posted := func(link string) {
 		keep.posted(link)
@@ -182,16 +180,17 @@ type keepAlive struct {
 	done chan struct{}
 }
 
-// startKeepAlive sends req's client a progress notification at once and
-// then every [KeepAliveEvery] until stop, when it gave a progress token.
-func startKeepAlive(ctx context.Context, req *mcp.CallToolRequest, p *gate.Pending) *keepAlive {
+// startKeepAlive sends req's client a progress notification once the
+// approval is posted and then every interval until stop, when it gave a
+// progress token.
+func startKeepAlive(ctx context.Context, req *mcp.CallToolRequest, p *gate.Pending, every time.Duration) *keepAlive {
 	k := &keepAlive{link: make(chan string, 1), done: make(chan struct{})}
 	token := req.Params.GetProgressToken()
 	if token == nil || req.Session == nil {
 		return k
 	}
 	go func() {
-		tick := time.NewTicker(KeepAliveEvery)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		msg := "waiting for a person's approval on tollgate's approvals page"
 		n := 0.0

@@ -92,9 +92,6 @@ func TestInboxDecidesAskedCalls(t *testing.T) {
 // notifications, the first with the page's link, and a client that takes
 // URL-mode elicitation is sent the link; neither answers the call.
 func TestInboxKeepsTheClientWaiting(t *testing.T) {
-	prev := mcpgateway.KeepAliveEvery
-	mcpgateway.KeepAliveEvery = 10 * time.Millisecond
-	t.Cleanup(func() { mcpgateway.KeepAliveEvery = prev })
 	const link = "http://127.0.0.1:7777/#run=mc_1"
 	progress := make(chan string, 100)
 	elicited := make(chan string, 1)
@@ -135,7 +132,7 @@ func TestInboxKeepsTheClientWaiting(t *testing.T) {
 		}
 		return &tool.Answer{ID: p.Request.ID, OK: true, By: "alice"}, nil
 	}}
-	f := setup(t, nil, &mcpgateway.Options{Inbox: in}, nil)
+	f := setup(t, nil, &mcpgateway.Options{Inbox: in, KeepAlive: 10 * time.Millisecond}, nil)
 	// A client of protocol 2025-11-25: one of 2026-07-28 takes no request
 	// from the server during a call.
 	st, ct := mcp.NewInMemoryTransports()

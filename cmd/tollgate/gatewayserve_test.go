@@ -298,6 +298,25 @@ func TestGatewayServeServerFlag(t *testing.T) {
 		t.Errorf("the denied call ran: %q", n)
 	}
 
+	// The session is a run of the token's principal, with both calls
+	// (the records come after the calls, in the background).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var page server.RunPage
+		g.do(t, "GET", "/v1/runs", g.alice, nil, &page)
+		var run struct{ ToolCalls []struct{ Ran bool } }
+		if len(page.Runs) == 1 {
+			g.do(t, "GET", "/v1/runs/"+page.Runs[0].ID, g.alice, nil, &run)
+		}
+		if len(page.Runs) == 1 && page.Runs[0].Owner == "person:ci-bot" && page.Runs[0].Agent == "stdio-client" && len(run.ToolCalls) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs %+v, calls %+v: want the stdio session's run with its two calls", page.Runs, run.ToolCalls)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	// Tenant other's agent, on the mounted gateway: its ask is on its
 	// tenant's page alone.
 	ocs, err := g.connectHTTP(t, g.obot, nil)
