@@ -160,3 +160,34 @@ func TestGateAsksNeedTheSection(t *testing.T) {
 		t.Errorf("POST /v1/gate/asks without gateway: %d, want 404", code)
 	}
 }
+
+// FuzzGateAsk: no body of POST /v1/gate/asks is a server error, and only
+// one that checks out stores an approval: a call of source mcp whose
+// digest is its arguments'.
+func FuzzGateAsk(f *testing.F) {
+	good, _ := json.Marshal(gateAsk("req_1", `{"path":"a.txt"}`, time.Hour))
+	f.Add(string(good))
+	f.Add(`{"session":{"id":"s"},"call":{"name":"x","source":"mcp"},"pending":{"request":{"id":"r","kind":"approval"}}}`)
+	f.Add(`{"session":{"id":"s"},"call":{"name":"x","source":"claude-code"}}`)
+	f.Add(`[`)
+	fx := gateFixture(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, _ := http.NewRequest("POST", fx.ts.URL+"/v1/gate/asks", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+agentToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		switch code := resp.StatusCode; code {
+		case http.StatusCreated:
+			var req server.GateAskRequest
+			if err := json.Unmarshal([]byte(body), &req); err != nil || req.Call.Source != gate.SourceMCP || req.Pending.Digest != approval.Digest(req.Pending.Args) {
+				t.Fatalf("stored %q", body)
+			}
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusConflict:
+		default:
+			t.Fatalf("%d for %q", code, body)
+		}
+	})
+}
