@@ -83,6 +83,7 @@ type Gateway struct {
 	cat    *catalogue
 	asks   asks
 	pins   *pins
+	live   sync.Map // *mcp.ServerSession -> true: the sessions the inbox hears the end of
 }
 
 // New returns a gateway in front of set, with its tools listed and

@@ -29,6 +29,10 @@ type Inbox interface {
 	// Record hands on the record of a call of s, that the session's run
 	// shows it. It must not block for long; a failure is the inbox's to log.
 	Record(ctx context.Context, s Session, rec gate.Record)
+	// End says that session s ended (its connection closed): its run, if
+	// it has one, is done. Called once per session that made a call; it
+	// must not block for long.
+	End(ctx context.Context, s Session)
 }
 
 // Session is a client session as an [Inbox] sees it: on the approvals page
@@ -63,16 +67,41 @@ type sessionKey struct{}
 
 // session is the inbox's view of req's session.
 func (gw *Gateway) session(req *mcp.CallToolRequest) Session {
-	s := Session{ID: gw.runID(req), Client: tokenClient(req), Workspace: gw.opts.Workspace}
+	s := gw.sessionOf(req.Session, req.Extra)
 	if s.Client.Principal.IsZero() {
 		s.Client.Principal = gw.opts.Principal(req)
 	}
-	if req.Session != nil {
-		if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+	return s
+}
+
+// sessionOf is the inbox's view of ss, whose request came with extra.
+func (gw *Gateway) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) Session {
+	s := Session{ID: gw.opts.RunID, Client: extraClient(extra), Workspace: gw.opts.Workspace}
+	if ss != nil {
+		if id := ss.ID(); id != "" {
+			s.ID = id
+		}
+		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			s.Name, s.Version = abbreviate(ip.ClientInfo.Name, 200), abbreviate(ip.ClientInfo.Version, 100)
 		}
 	}
 	return s
+}
+
+// watchEnd tells the inbox when the session of s, whose call it hears
+// of, ends: once, when its connection closes.
+func (gw *Gateway) watchEnd(ss *mcp.ServerSession, s Session) {
+	if ss == nil {
+		return
+	}
+	if _, seen := gw.live.LoadOrStore(ss, true); seen {
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		gw.live.Delete(ss)
+		gw.opts.Inbox.End(context.Background(), s)
+	}()
 }
 
 // withSession returns ctx carrying req's session for the inbox's records;
@@ -81,7 +110,9 @@ func (gw *Gateway) withSession(ctx context.Context, req *mcp.CallToolRequest) co
 	if gw.opts.Inbox == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, sessionKey{}, gw.session(req))
+	s := gw.session(req)
+	gw.watchEnd(req.Session, s)
+	return context.WithValue(ctx, sessionKey{}, s)
 }
 
 // inboxRecords returns onRecord that also hands every record of a session

@@ -19,6 +19,8 @@ import (
 type fakeInbox struct {
 	answer func(ctx context.Context, p *gate.Pending, posted func(string)) (*tool.Answer, error)
 
+	ended chan mcpgateway.Session
+
 	mu       sync.Mutex
 	sessions []mcpgateway.Session
 	records  []gate.Record
@@ -29,6 +31,12 @@ func (f *fakeInbox) Ask(ctx context.Context, s mcpgateway.Session, _ gate.Call, 
 	f.sessions = append(f.sessions, s)
 	f.mu.Unlock()
 	return f.answer(ctx, p, posted)
+}
+
+func (f *fakeInbox) End(_ context.Context, s mcpgateway.Session) {
+	if f.ended != nil {
+		f.ended <- s
+	}
 }
 
 func (f *fakeInbox) Record(_ context.Context, s mcpgateway.Session, rec gate.Record) {
@@ -151,5 +159,39 @@ func TestInboxKeepsTheClientWaiting(t *testing.T) {
 	res, err := cs.CallTool(t.Context(), params)
 	if err != nil || res.IsError || f.up.count("push") != 1 {
 		t.Fatalf("push: %+v %v (ran %d)", res, err, f.up.count("push"))
+	}
+}
+
+// When a client session that initialized ends, the inbox is told, once,
+// with the session it asked for.
+func TestInboxHearsTheSessionEnd(t *testing.T) {
+	in := &fakeInbox{ended: make(chan mcpgateway.Session, 2), answer: func(_ context.Context, p *gate.Pending, _ func(string)) (*tool.Answer, error) {
+		return &tool.Answer{ID: p.Request.ID, OK: true, By: "alice"}, nil
+	}}
+	f := setup(t, nil, &mcpgateway.Options{Inbox: in}, nil)
+	// A client of protocol 2025-11-25: one of 2026-07-28 has no session.
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := f.gw.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, cs, "push", nil)
+	_ = cs.Close()
+	s := <-in.ended
+	in.mu.Lock()
+	asked := in.sessions[0]
+	in.mu.Unlock()
+	if s.ID != asked.ID || s.Name != "client" {
+		t.Errorf("ended %+v, asked for %+v", s, asked)
+	}
+	select {
+	case again := <-in.ended:
+		t.Errorf("ended twice: %+v", again)
+	default:
 	}
 }

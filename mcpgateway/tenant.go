@@ -63,11 +63,12 @@ func authenticate(authn func(string) (Client, error), h http.Handler) http.Handl
 	})
 }
 
-// tokenClient is the client of the bearer token req came with, or zero.
-func tokenClient(req *mcp.CallToolRequest) Client {
-	if req.Extra == nil || req.Extra.TokenInfo == nil {
+// extraClient is the client of the bearer token a request came with
+// (extra), or zero.
+func extraClient(extra *mcp.RequestExtra) Client {
+	if extra == nil || extra.TokenInfo == nil {
 		return Client{}
 	}
-	tenant, _ := req.Extra.TokenInfo.Extra[tenantKey].(string)
-	return Client{Principal: tokenPrincipal(req), Tenant: tenant}
+	tenant, _ := extra.TokenInfo.Extra[tenantKey].(string)
+	return Client{Principal: tokenPrincipal(&mcp.CallToolRequest{Extra: extra}), Tenant: tenant}
 }

@@ -25,6 +25,7 @@ import (
 //	GET    /v1/gate/asks/{run}/{id}     its state, waiting up to ?wait= (default 50s) for a decision
 //	DELETE /v1/gate/asks/{run}/{id}     withdrawn: the runtime closes it, no one can approve it any more
 //	POST   /v1/gate/records             a record of a call (GateRecordRequest) -> 204
+//	POST   /v1/gate/sessions/end        the session ended (GateRecordRequest without a record) -> 204
 
 // GateAskRequest is the body of POST /v1/gate/asks: a call the caller's
 // gate decided to ask about ([gate.Gate.Decide] returned Pending), in the
@@ -247,6 +248,24 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 		return
 	}
 	s.gate.record(r.Context(), p, req.Session, req.Record)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// gateEnd is POST /v1/gate/sessions/end: the session's run, if it has one,
+// is done.
+func (s *Server) gateEnd(w http.ResponseWriter, r *http.Request, p Principal) {
+	if !s.gateCaller(w, r, p) {
+		return
+	}
+	var req GateRecordRequest
+	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+		return
+	}
+	if req.Session.ID == "" || len(req.Session.ID) > maxGateID {
+		problemf(w, r, http.StatusUnprocessableEntity, "session.id: want an ID of 1 to 256 bytes")
+		return
+	}
+	s.gate.end(r.Context(), p, req.Session)
 	w.WriteHeader(http.StatusNoContent)
 }
 

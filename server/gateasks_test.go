@@ -146,10 +146,21 @@ func TestGateAsks(t *testing.T) {
 	if code := f.do("POST", "/v1/gate/records", agentToken, server.GateRecordRequest{Session: ask.Session, Record: rec}, nil); code != http.StatusNoContent {
 		t.Errorf("record: %d", code)
 	}
-	var run struct{ ToolCalls []gate.Record }
+	var run struct {
+		Status    store.RunStatus
+		ToolCalls []gate.Record
+	}
 	f.do("GET", "/v1/runs/"+v.RunID, aliceToken, nil, &run)
 	if len(run.ToolCalls) != 1 || run.ToolCalls[0].Output != "wrote b.txt" {
 		t.Errorf("the run's calls: %+v", run.ToolCalls)
+	}
+	// The session's end is its run's.
+	if code := f.do("POST", "/v1/gate/sessions/end", agentToken, server.GateRecordRequest{Session: ask.Session}, nil); code != http.StatusNoContent {
+		t.Errorf("end: %d", code)
+	}
+	f.do("GET", "/v1/runs/"+v.RunID, aliceToken, nil, &run)
+	if run.Status != store.RunDone {
+		t.Errorf("the ended session's run is %s, want done", run.Status)
 	}
 }
 

@@ -130,6 +130,20 @@ func (i inProcessInbox) Record(ctx context.Context, s mcpgateway.Session, rec ga
 	i.g.record(ctx, Principal{Name: s.Client.Principal.Name, Tenant: s.Client.Tenant}, s, rec)
 }
 
+func (i inProcessInbox) End(ctx context.Context, s mcpgateway.Session) {
+	i.g.end(ctx, Principal{Name: s.Client.Principal.Name, Tenant: s.Client.Tenant}, s)
+}
+
+// end marks the run of session s of p done, if it has one that has not
+// ended.
+func (g *gatewayRuns) end(ctx context.Context, p Principal, s mcpgateway.Session) {
+	run, err := g.cc.s.store.GetRun(ctx, sessionRunID(gate.SourceMCP, p, s.ID))
+	if err != nil || run.Status.Finished() {
+		return
+	}
+	g.cc.end(ctx, run)
+}
+
 // open returns the run of session s of p.
 func (g *gatewayRuns) open(ctx context.Context, p Principal, s mcpgateway.Session) (store.Run, error) {
 	if s.ID == "" {

@@ -390,6 +390,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateAnswer))
 	mux.HandleFunc("DELETE /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateWithdraw))
 	mux.HandleFunc("POST /v1/gate/records", s.auth(RoleAgent, s.gateRecord))
+	mux.HandleFunc("POST /v1/gate/sessions/end", s.auth(RoleAgent, s.gateEnd))
 	mux.HandleFunc("/mcp", s.gatewayRoute)
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)

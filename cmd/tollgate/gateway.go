@@ -170,8 +170,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if inbox != nil {
 		ib = inbox
 	}
+	// The run of the stdio client's session, on the server's page.
+	runID := gate.RandomID("gw_")
 	gw, err := mcpgateway.New(ctx, set, &mcpgateway.Options{
 		Inbox:     ib,
+		RunID:     runID,
 		Gate:      gopts,
 		Workspace: workdir,
 		// The person at a local client answers through elicitation; an
@@ -187,6 +190,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	if f.addr == "" {
 		err := gw.Server().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}})
+		if inbox != nil {
+			// The stdio client's one session ends with the connection,
+			// whatever its protocol (one of 2026-07-28 never initializes).
+			inbox.End(context.WithoutCancel(ctx), mcpgateway.Session{ID: runID, Workspace: workdir})
+		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			return withCode(exitError, fmt.Errorf("gateway: %w", err))
 		}

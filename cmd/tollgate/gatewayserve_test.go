@@ -118,9 +118,19 @@ func (p *progressLog) handler(_ context.Context, req *mcp.ProgressNotificationCl
 // connectHTTP connects an MCP client named client to the server's /mcp
 // with token.
 func (g *gatewayServe) connectHTTP(t *testing.T, token string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	return g.connectHTTPAt(t, token, opts, "")
+}
+
+// connectHTTPAt is connectHTTP with a client of protocol version proto
+// ("" for the SDK's default).
+func (g *gatewayServe) connectHTTPAt(t *testing.T, token string, opts *mcp.ClientOptions, proto string) (*mcp.ClientSession, error) {
 	t.Helper()
 	tr := &mcp.StreamableClientTransport{Endpoint: g.url + "/mcp", HTTPClient: &http.Client{Transport: gwBearer{token}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "notes-client", Version: "3.1"}, opts).Connect(t.Context(), tr, nil)
+	var so *mcp.ClientSessionOptions
+	if proto != "" {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: proto}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "notes-client", Version: "3.1"}, opts).Connect(t.Context(), tr, so)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}
@@ -204,7 +214,9 @@ func (g *gatewayServe) notesText(t *testing.T) string {
 func TestGatewayServePageApproves(t *testing.T) {
 	g := startGatewayServe(t, "10m")
 	progress := &progressLog{}
-	cs, err := g.connectHTTP(t, g.ciBot, &mcp.ClientOptions{ProgressNotificationHandler: progress.handler})
+	// A client of protocol 2025-11-25, whose session ends when it goes
+	// away (one of 2026-07-28 has no session).
+	cs, err := g.connectHTTPAt(t, g.ciBot, &mcp.ClientOptions{ProgressNotificationHandler: progress.handler}, "2025-11-25")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +260,25 @@ func TestGatewayServePageApproves(t *testing.T) {
 	g.do(t, "GET", "/v1/runs/"+page.Runs[0].ID, g.alice, nil, &run)
 	if len(run.ToolCalls) != 1 || !run.ToolCalls[0].Ran || run.ToolCalls[0].Decision.Outcome != "approved" {
 		t.Errorf("the session's calls: %+v", run.ToolCalls)
+	}
+	_ = cs.Close()
+	g.waitRunStatus(t, page.Runs[0].ID, "done")
+}
+
+// waitRunStatus waits until the run's status is want.
+func (g *gatewayServe) waitRunStatus(t *testing.T, id, want string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var run struct{ Status string }
+		g.do(t, "GET", "/v1/runs/"+id, g.alice, nil, &run)
+		if run.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is %s, want %s", id, run.Status, want)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -301,6 +332,7 @@ func TestGatewayServeServerFlag(t *testing.T) {
 	// The session is a run of the token's principal, with both calls
 	// (the records come after the calls, in the background).
 	deadline := time.Now().Add(time.Minute)
+	var stdioRun string
 	for {
 		var page server.RunPage
 		g.do(t, "GET", "/v1/runs", g.alice, nil, &page)
@@ -309,6 +341,7 @@ func TestGatewayServeServerFlag(t *testing.T) {
 			g.do(t, "GET", "/v1/runs/"+page.Runs[0].ID, g.alice, nil, &run)
 		}
 		if len(page.Runs) == 1 && page.Runs[0].Owner == "person:ci-bot" && page.Runs[0].Agent == "stdio-client" && len(run.ToolCalls) == 2 {
+			stdioRun = page.Runs[0].ID
 			break
 		}
 		if time.Now().After(deadline) {
@@ -342,6 +375,10 @@ func TestGatewayServeServerFlag(t *testing.T) {
 	if _, err := g.connectHTTP(t, g.alice, nil); err == nil {
 		t.Error("an approver's token connected to /mcp, want refused")
 	}
+	// The stdio client goes away: the gateway ends, and its session's run
+	// with it.
+	_ = cs.Close()
+	g.waitRunStatus(t, stdioRun, "done")
 }
 
 // A call no one answers is refused at its approval's TTL, and does not run.

@@ -48,9 +48,11 @@ type remoteInbox struct {
 	wg      sync.WaitGroup
 }
 
+// remoteRecord is a record of a session to send, or its end.
 type remoteRecord struct {
 	s   mcpgateway.Session
 	rec gate.Record
+	end bool
 }
 
 // newRemoteInbox checks the URL and starts the records' sender; Close
@@ -147,9 +149,19 @@ func (r *remoteInbox) withdraw(ctx context.Context, path string) {
 func (r *remoteInbox) Record(_ context.Context, s mcpgateway.Session, rec gate.Record) {
 	defer func() { _ = recover() }() // sent after Close: dropped
 	select {
-	case r.records <- remoteRecord{s, rec}:
+	case r.records <- remoteRecord{s: s, rec: rec}:
 	default:
 		r.logger.Warn("gateway: too many records wait for the server; one is not sent", "tool", rec.Name)
+	}
+}
+
+// End implements [mcpgateway.Inbox]: sent after the session's records.
+func (r *remoteInbox) End(_ context.Context, s mcpgateway.Session) {
+	defer func() { _ = recover() }() // after Close: dropped
+	select {
+	case r.records <- remoteRecord{s: s, end: true}:
+	default:
+		r.logger.Warn("gateway: too many records wait for the server; a session's end is not sent")
 	}
 }
 
@@ -157,7 +169,11 @@ func (r *remoteInbox) sendRecords() {
 	defer r.wg.Done()
 	for rr := range r.records {
 		ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
-		if err := r.do(ctx, http.MethodPost, "/v1/gate/records", server.GateRecordRequest{Session: rr.s, Record: rr.rec}, http.StatusNoContent, nil); err != nil {
+		path, body := "/v1/gate/records", server.GateRecordRequest{Session: rr.s, Record: rr.rec}
+		if rr.end {
+			path, body = "/v1/gate/sessions/end", server.GateRecordRequest{Session: rr.s}
+		}
+		if err := r.do(ctx, http.MethodPost, path, body, http.StatusNoContent, nil); err != nil {
 			r.logger.Warn("gateway: a record could not be sent to the server", "error", err)
 		}
 		cancel()
