@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
@@ -149,13 +150,15 @@ func (g *gatewayRuns) open(ctx context.Context, p Principal, s mcpgateway.Sessio
 	if s.ID == "" {
 		return store.Run{}, errors.New("a session without an ID")
 	}
+	// The client's words: shown, bounded, never trusted.
+	name, version := clipTo(s.Name, 200), clipTo(s.Version, 100)
 	agent := "mcp-client"
-	if s.Name != "" {
-		agent = s.Name
+	if name != "" {
+		agent = name
 	}
-	cfg := sessionConfig{Agent: agent, Source: string(gate.SourceMCP), Session: s.ID, Workspace: s.Workspace}
-	if s.Name != "" || s.Version != "" {
-		cfg.Client = &sessionClient{Name: s.Name, Version: s.Version}
+	cfg := sessionConfig{Agent: agent, Source: string(gate.SourceMCP), Session: s.ID, Workspace: clipTo(s.Workspace, 4096)}
+	if name != "" || version != "" {
+		cfg.Client = &sessionClient{Name: name, Version: version}
 	}
 	return g.cc.openSession(ctx, p, cfg)
 }
@@ -193,4 +196,15 @@ func (s *Server) gatewayRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mcp.ServeHTTP(w, r)
+}
+
+// clipTo cuts s to at most n bytes at a character boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
