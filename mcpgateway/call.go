@@ -18,6 +18,7 @@ import (
 // context's (the client cancelled, or went away); everything else is a
 // result.
 func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t tool.Tool) (*mcp.CallToolResult, error) {
+	ctx = gw.withSession(ctx, req)
 	env := &gate.Env{Tools: gw.catalogue(), Observer: observer(ctx)}
 	c := gate.Call{
 		ID:        callID(ctx),
@@ -44,7 +45,9 @@ func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t tool.To
 		c, ru = gw.answered(ctx, req, env, c)
 	} else {
 		ru = gw.gate.Decide(ctx, env, c, nil, nil)
-		if ru.Pending != nil {
+		if ru.Pending != nil && gw.opts.Inbox != nil && ru.Pending.Request.Kind == tool.KindApproval {
+			ru = gw.askInbox(ctx, req, env, t, c, ru.Pending)
+		} else if ru.Pending != nil {
 			var asking *mcp.CallToolResult
 			if asking, ru = gw.ask(ctx, req, env, c, ru.Pending); asking != nil {
 				return asking, nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/approval"
@@ -47,6 +48,18 @@ type Options struct {
 	// to the clients; it must be the one whose Forward the set was opened
 	// with. Nil: none are handed on.
 	Relay *Relay
+	// Inbox, if set, is where a person answers the calls that need one
+	// (the approvals page of `tollgate serve`): such a call waits for the
+	// answer until its request expires, and every record of a session is
+	// handed to it too. It comes before Elicit. Its requests expire after
+	// Gate.ApprovalTTL, 10 minutes when that is zero.
+	Inbox Inbox
+	// KeepAlive is how often a call that waits for the inbox's answer
+	// sends the client a progress notification (when the client gave a
+	// progress token; MCP specification 2025-11-25, "Utilities:
+	// Progress"), so that it keeps the call open; zero means
+	// [DefaultKeepAlive].
+	KeepAlive time.Duration
 	// PinsFile keeps the digest of every tool's definition (description
 	// and input schema) as first seen, across starts; a tool whose
 	// definition changes is refused until its entry is removed. Empty
@@ -82,6 +95,7 @@ type Gateway struct {
 	cat    *catalogue
 	asks   asks
 	pins   *pins
+	live   sync.Map // *mcp.ServerSession -> true: the sessions the inbox hears the end of
 }
 
 // New returns a gateway in front of set, with its tools listed and
@@ -118,6 +132,12 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 	}
 	if o.Relay == nil {
 		o.Relay = NewRelay()
+	}
+	if o.Inbox != nil {
+		o.Gate.OnRecord = inboxRecords(o.Inbox, o.Gate.OnRecord)
+		if o.Gate.ApprovalTTL <= 0 {
+			o.Gate.ApprovalTTL = askTTL
+		}
 	}
 	if o.RunID == "" {
 		o.RunID = gate.RandomID("gw_")

@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -28,6 +29,13 @@ type HTTPOptions struct {
 	// asked for; serve loopback addresses only then. It must not log or
 	// keep the token.
 	Verify func(token string) (tool.Principal, bool)
+	// Authenticate, if set, is used instead of Verify: it returns who a
+	// bearer token is, its tenant too, or an error. [ErrUnknownToken] is
+	// refused with 401; any other error with 403 and the error's text,
+	// which must say why the token may not call tools here (a role, a
+	// tenant) and never hold the token. Sessions are bound to the tenant
+	// and the principal: another token cannot take one up.
+	Authenticate func(token string) (Client, error)
 	// MaxBodyBytes bounds one request body (413 beyond); zero means
 	// [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
@@ -68,7 +76,9 @@ func (gw *Gateway) Handler(opts *HTTPOptions) http.Handler {
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionIdle,
 	})
-	if o.Verify != nil {
+	if o.Authenticate != nil {
+		h = authenticate(o.Authenticate, h)
+	} else if o.Verify != nil {
 		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 			p, ok := o.Verify(token)
 			if !ok {
@@ -111,5 +121,6 @@ func tokenPrincipal(req *mcp.CallToolRequest) tool.Principal {
 	if kind == "" {
 		kind = string(tool.PrincipalPerson)
 	}
-	return tool.Principal{Kind: tool.PrincipalKind(kind), Name: req.Extra.TokenInfo.UserID}
+	name, _ := req.Extra.TokenInfo.Extra[principalName].(string)
+	return tool.Principal{Kind: tool.PrincipalKind(kind), Name: cmp.Or(name, req.Extra.TokenInfo.UserID)}
 }

@@ -65,8 +65,8 @@ type RunSummary struct {
 	ID string `json:"id"`
 	// Agent is the name of the agent in the server's configuration.
 	Agent string `json:"agent"`
-	// Source is what started the run: "agent", "claude-code" or
-	// "command-line" ([RunContext.Source]).
+	// Source is what started the run: "agent", "claude-code",
+	// "command-line" or "mcp" (an MCP client's session; [RunContext.Source]).
 	Source string `json:"source"`
 	// Owner is the principal who started the run, as text ("person:alice").
 	Owner string `json:"owner"`
@@ -532,7 +532,11 @@ func summary(run store.Run) RunSummary {
 		Claude json.RawMessage `json:"claude"`
 	}
 	_ = json.Unmarshal(run.Config, &cfg)
-	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, present(cfg.Claude)), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	source := sourceOf(cfg.Agent, present(cfg.Claude))
+	if mcpSession(run) {
+		source = SourceMCP
+	}
+	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: source, Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 }
 
 func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {

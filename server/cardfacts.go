@@ -28,6 +28,8 @@ const (
 	SourceClaudeCode = "claude-code"
 	// SourceCommandLine is a run stored by 'tollgate run'.
 	SourceCommandLine = "command-line"
+	// SourceMCP is an MCP client's session through the gateway.
+	SourceMCP = "mcp"
 )
 
 // RunContext is what a person needs of the run a request belongs to, read
@@ -86,6 +88,9 @@ func runContext(a store.Approval, run *store.Run) *RunContext {
 	if cfg, err := runs.LoadConfig(*run); err == nil {
 		c.Workspace = cfg.Workdir
 		c.Source = sourceOf(cfg.Agent, cfg.Claude != nil)
+	}
+	if mcpSession(*run) {
+		c.Source = SourceMCP
 	}
 	var st runState
 	if len(run.State) == 0 || json.Unmarshal(run.State, &st) != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -189,9 +190,13 @@ func (l localAsker) Authorize(context.Context, approval.Call) (approval.Verdict,
 // can reach another's session by naming its ID (cc_ for Claude Code, cx_
 // for Codex, whose IDs are hashed with the source).
 func sessionRunID(source gate.Source, p Principal, session string) string {
-	if source == gate.SourceCodex {
+	if source == gate.SourceCodex || source == gate.SourceMCP {
 		h := sha256.Sum256([]byte(string(source) + "\x00" + p.Tenant + "\x00" + p.Name + "\x00" + session))
-		return "cx_" + hex.EncodeToString(h[:8])
+		prefix := "cx_"
+		if source == gate.SourceMCP {
+			prefix = "mc_"
+		}
+		return prefix + hex.EncodeToString(h[:8])
 	}
 	h := sha256.Sum256([]byte(p.Tenant + "\x00" + p.Name + "\x00" + session))
 	return "cc_" + hex.EncodeToString(h[:8])
@@ -203,19 +208,33 @@ type sessionConfig struct {
 	Source    string `json:"source"`
 	Session   string `json:"session"`
 	Workspace string `json:"workspace,omitempty"`
+	// Client is an MCP client's implementation, as it gave it.
+	Client *sessionClient `json:"client,omitempty"`
+}
+
+// sessionClient is an MCP client's name and version from initialize.
+type sessionClient struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 // claudeSession reports whether r is a Claude Code or Codex session's
 // run, which the server never resumes: the agent drives it.
 func claudeSession(r store.Run) bool {
 	var c sessionConfig
-	return json.Unmarshal(r.Config, &c) == nil && (c.Source == string(gate.SourceClaudeCode) || c.Source == string(gate.SourceCodex))
+	return json.Unmarshal(r.Config, &c) == nil && (c.Source == string(gate.SourceClaudeCode) || c.Source == string(gate.SourceCodex) || c.Source == string(gate.SourceMCP))
 }
 
 // session returns the run of in's session, stored (running) at its first
 // event.
 func (cc *claudeCode) session(ctx context.Context, p Principal, in *claudegate.Input) (store.Run, error) {
-	id := sessionRunID(cc.source, p, in.SessionID)
+	return cc.openSession(ctx, p, sessionConfig{Agent: string(cc.source), Source: string(cc.source), Session: in.SessionID, Workspace: in.Cwd})
+}
+
+// openSession returns the run of the session cfg names, stored (running)
+// at its first event.
+func (cc *claudeCode) openSession(ctx context.Context, p Principal, c sessionConfig) (store.Run, error) {
+	id := sessionRunID(cc.source, p, c.Session)
 	st := cc.s.store
 	run, err := st.GetRun(ctx, id)
 	if err == nil && run.Status.Finished() {
@@ -232,9 +251,9 @@ func (cc *claudeCode) session(ctx context.Context, p Principal, in *claudegate.I
 	if !errors.Is(err, store.ErrNotFound) {
 		return run, err
 	}
-	cfg, _ := json.Marshal(sessionConfig{Agent: string(cc.source), Source: string(cc.source), Session: in.SessionID, Workspace: in.Cwd})
+	cfg, _ := json.Marshal(c)
 	owner := p.Decider()
-	started, _ := json.Marshal(map[string]any{"agent": string(cc.source), "owner": owner, "source": cc.source, "workspace": in.Cwd})
+	started, _ := json.Marshal(map[string]any{"agent": c.Agent, "owner": owner, "source": cc.source, "workspace": c.Workspace})
 	run, err = st.CreateRun(ctx, store.CreateRunRequest{
 		Run:    store.Run{ID: id, Tenant: p.Tenant, Owner: owner.String(), Status: store.RunRunning, Config: cfg},
 		Events: []store.Event{{Type: runs.EventRunStarted, Data: started}},
@@ -347,9 +366,22 @@ type storeAsker struct {
 	cc   *claudeCode
 	run  store.Run
 	wait time.Duration
+	// unanswered is the reason of the runtime's close of a request no one
+	// answered within wait (default: the hook's wait).
+	unanswered string
 }
 
-func (a *storeAsker) Ask(ctx context.Context, in *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
+func (a *storeAsker) Ask(ctx context.Context, _ *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
+	if err := a.post(ctx, c, p); err != nil {
+		return nil, err
+	}
+	defer a.running(context.WithoutCancel(ctx))
+	return a.answer(ctx, p.Request.ID)
+}
+
+// post stores p's request as an approval of the session's run, which
+// waits for it (pending).
+func (a *storeAsker) post(ctx context.Context, c gate.Call, p *gate.Pending) error {
 	st := a.cc.s.store
 	req := p.Request
 	ap := store.Approval{ID: req.ID, RunID: a.run.ID, CallID: c.ID, Tool: c.Name, Digest: p.Digest, Kind: req.Kind, Prompt: req.Prompt, Request: req, ExpiresAt: req.ExpiresAt}
@@ -358,21 +390,31 @@ func (a *storeAsker) Ask(ctx context.Context, in *claudegate.Input, c gate.Call,
 	_, err := st.UpdateRun(ctx, a.run.ID, store.RunUpdate{Status: store.RunPending, Approvals: []store.Approval{ap}, Events: []store.Event{ev}})
 	unlock()
 	if err != nil {
-		return nil, fmt.Errorf("storing the approval request: %w", err)
+		return fmt.Errorf("storing the approval request: %w", err)
 	}
-	defer a.running(context.WithoutCancel(ctx))
+	return nil
+}
+
+// answer waits at most a.wait for the decision on the approval id and
+// returns its answer: nil when no one answered in time (the request is
+// then closed, so that no one approves what no longer waits). An approval
+// is used once, here.
+func (a *storeAsker) answer(ctx context.Context, id string) (*tool.Answer, error) {
+	st := a.cc.s.store
 	wctx, cancel := context.WithTimeout(ctx, a.wait)
 	defer cancel()
-	got, err := a.await(wctx, req.ID)
+	got, err := a.await(wctx, id)
 	if err != nil {
-		// No answer in time: the request is closed, so that no one
-		// approves what no longer waits.
-		_, derr := st.Decide(context.WithoutCancel(ctx), a.run.ID, req.ID, store.Answer{By: approval.Runtime, Reason: "no answer within the hook's wait"})
+		reason := cmp.Or(a.unanswered, "no answer within the hook's wait")
+		if ctx.Err() != nil {
+			reason = "the caller stopped waiting"
+		}
+		_, derr := st.Decide(context.WithoutCancel(ctx), a.run.ID, id, store.Answer{By: approval.Runtime, Reason: reason})
 		if derr == nil || errors.Is(derr, store.ErrExpired) {
 			return nil, nil
 		}
 		if errors.Is(derr, store.ErrDecided) {
-			got, err = st.GetApproval(context.WithoutCancel(ctx), a.run.ID, req.ID)
+			got, err = st.GetApproval(context.WithoutCancel(ctx), a.run.ID, id)
 			if err != nil {
 				return nil, err
 			}

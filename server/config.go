@@ -1,11 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,6 +117,9 @@ type Config struct {
 	// server does not govern Codex (POST /v1/hooks/codex, `tollgate codex
 	// hook --server`).
 	Codex *ClaudeCodeConfig
+	// Gateway is the gateway: section, or nil when the server serves no
+	// MCP clients.
+	Gateway *GatewayConfig
 
 	// syntax is the file's syntax tree, for the positions of later problems.
 	syntax *ast.File
@@ -274,6 +279,50 @@ type configYAML struct {
 	Durable       *durableYAML         `yaml:"durable"`
 	ClaudeCode    *claudeCodeYAML      `yaml:"claudeCode"`
 	Codex         *claudeCodeYAML      `yaml:"codex"`
+	Gateway       *gatewayYAML         `yaml:"gateway"`
+}
+
+type gatewayYAML struct {
+	MCP         []string `yaml:"mcp"`
+	Policy      string   `yaml:"policy"`
+	Hooks       []string `yaml:"hooks"`
+	Records     string   `yaml:"records"`
+	Pins        string   `yaml:"pins"`
+	Workdir     string   `yaml:"workdir"`
+	ApprovalTTL string   `yaml:"approvalTtl"`
+	PageURL     string   `yaml:"pageUrl"`
+	Tenants     []string `yaml:"tenants"`
+}
+
+// GatewayConfig is the gateway: section of server.yaml: the MCP gateway
+// mounted at /mcp (when it names mcp files), and the asks of external
+// gateways (`tollgate gateway --server`), each client session a run on
+// the approvals page (docs/gateway.md).
+//
+//	gateway:
+//	  mcp: [mcp.json]             # the upstream servers; none: external gateways only
+//	  policy: gateway-policy.yaml # decides every tools/call
+//	  hooks: [audit.yaml]         # seed 000's declarative hooks
+//	  records: mcp-calls.jsonl    # one JSON line per call
+//	  pins: mcp-pins.json         # the rug-pull pins, across starts
+//	  workdir: /srv/work          # relative paths in the policy; the sandbox of stdio servers
+//	  approvalTtl: 10m            # how long a call waits for a person (default 10m)
+//	  pageUrl: https://tg.example/ # the page's URL in the links sent to clients
+//	  tenants: [acme]             # the tenants whose agent tokens may use it (default: all)
+type GatewayConfig struct {
+	// MCPFiles, PolicyFile, HooksFiles, RecordsFile, PinsFile and Workdir
+	// are absolute paths (or empty); Workdir defaults to the directory of
+	// server.yaml.
+	MCPFiles    []string
+	PolicyFile  string
+	HooksFiles  []string
+	RecordsFile string
+	PinsFile    string
+	Workdir     string
+	// ApprovalTTL is zero for the gateway's default.
+	ApprovalTTL time.Duration
+	PageURL     string
+	Tenants     []string
 }
 
 type claudeCodeYAML struct {
@@ -430,8 +479,8 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	c.LeaseTTL = duration("$.leaseTtl", "leaseTtl", y.LeaseTTL)
 	c.ShutdownGrace = duration("$.shutdownGrace", "shutdownGrace", y.ShutdownGrace)
-	if len(y.Agents) == 0 && y.ClaudeCode == nil && y.Codex == nil {
-		ps.add("$", "agents", "the configuration names no agent; add one under agents: (or a claudeCode: or codex: section)")
+	if len(y.Agents) == 0 && y.ClaudeCode == nil && y.Codex == nil && y.Gateway == nil {
+		ps.add("$", "agents", "the configuration names no agent; add one under agents: (or a claudeCode:, codex: or gateway: section)")
 	}
 	hookSection := func(name string, cc *claudeCodeYAML) *ClaudeCodeConfig {
 		if cc == nil {
@@ -451,6 +500,20 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	c.ClaudeCode = hookSection("claudeCode", y.ClaudeCode)
 	c.Codex = hookSection("codex", y.Codex)
+	if g := y.Gateway; g != nil {
+		c.Gateway = &GatewayConfig{PolicyFile: rel(g.Policy), RecordsFile: rel(g.Records), PinsFile: rel(g.Pins),
+			Workdir: rel(cmp.Or(g.Workdir, ".")), PageURL: g.PageURL, Tenants: g.Tenants,
+			ApprovalTTL: duration("$.gateway.approvalTtl", "gateway.approvalTtl", g.ApprovalTTL)}
+		for _, f := range g.MCP {
+			c.Gateway.MCPFiles = append(c.Gateway.MCPFiles, rel(f))
+		}
+		for _, h := range g.Hooks {
+			c.Gateway.HooksFiles = append(c.Gateway.HooksFiles, rel(h))
+		}
+		if u, err := url.Parse(g.PageURL); g.PageURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			ps.add("$.gateway.pageUrl", "gateway.pageUrl", "want an http or https URL such as https://tollgate.example/, got %q", g.PageURL)
+		}
+	}
 	names := make([]string, 0, len(y.Agents))
 	for name := range y.Agents {
 		names = append(names, name)

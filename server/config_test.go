@@ -189,6 +189,7 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add("agents:\n  a:\n    model: script:s\n    workdir: w\n")
 	f.Add("addr: 127.0.0.1:1\nstore: memory\nagents: {a: {model: 'openai:x', workdir: /w, sandbox: {connect: [80]}}}\n")
 	f.Add("tokens:\n  - {name: a, roles: [viewer], sha256: x}\n")
+	f.Add("gateway:\n  mcp: [m.json]\n  pageUrl: https://tg.example/\n  approvalTtl: 5m\n")
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, body string) {
 		p := writeFile(t, dir, "server.yaml", body)
@@ -199,6 +200,13 @@ func FuzzLoadConfig(f *testing.F) {
 		for _, a := range c.Agents {
 			if err := a.Check(); err != nil {
 				t.Fatalf("loaded agent fails its check: %v", err)
+			}
+		}
+		if g := c.Gateway; g != nil {
+			for _, p := range append(append([]string{g.Workdir}, g.MCPFiles...), g.HooksFiles...) {
+				if !filepath.IsAbs(p) {
+					t.Fatalf("the gateway's path %q is not absolute", p)
+				}
 			}
 		}
 		_, _ = server.LoadTokens(p)

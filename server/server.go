@@ -83,6 +83,10 @@ type Options struct {
 	// back to GET /v1/mcp/oauth/callback); the tenant's runs use the
 	// login, no other tenant's do. Nil: no such routes.
 	MCPLogins *MCPLoginOptions
+	// Gateway, if set, serves MCP clients' sessions as runs: a gateway
+	// mounted at /mcp, and the routes of external gateways (see
+	// [GatewayOptions]); without it those paths are 404.
+	Gateway *GatewayOptions
 	// Logger receives the server's logs (default discards). Tokens, prompts
 	// and arguments are never logged.
 	Logger *slog.Logger
@@ -150,6 +154,13 @@ type Server struct {
 	// layers reads the tenants' rule layers; nil when the store keeps none.
 	layers *runs.LayerSource
 	host   *runs.Host
+
+	// gate, gateTenants and mcp serve MCP clients' sessions (nil without
+	// Options.Gateway; mcp nil without its New).
+	gate        *gatewayRuns
+	gateTenants []string
+	mcp         http.Handler
+
 	// buildCache builds each agent once for its runs and resumes.
 	buildCache *runs.BuildCache
 	// feed hands the events Run reads to every event stream.
@@ -345,6 +356,11 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	if srv.mcpLogins, err = newMCPLogins(opts.MCPLogins); err != nil {
 		return nil, err
 	}
+	if opts.Gateway != nil {
+		if err := srv.mountGateway(opts.Gateway); err != nil {
+			return nil, fmt.Errorf("server: gateway: %w", err)
+		}
+	}
 	srv.routes(reg)
 	return srv, nil
 }
@@ -398,6 +414,12 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		mux.HandleFunc("POST /v1/mcp/logins", s.auth(RoleApprover, s.startMCPLogin))
 		mux.HandleFunc("GET /v1/mcp/oauth/callback", s.mcpCallback)
 	}
+	mux.HandleFunc("POST /v1/gate/asks", s.auth(RoleAgent, s.gateAsk))
+	mux.HandleFunc("GET /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateAnswer))
+	mux.HandleFunc("DELETE /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateWithdraw))
+	mux.HandleFunc("POST /v1/gate/records", s.auth(RoleAgent, s.gateRecord))
+	mux.HandleFunc("POST /v1/gate/sessions/end", s.auth(RoleAgent, s.gateEnd))
+	mux.HandleFunc("/mcp", s.gatewayRoute)
 	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeJSON(w, http.StatusOK, p)
 	}))

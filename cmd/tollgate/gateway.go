@@ -54,6 +54,9 @@ type gatewayFlags struct {
 	claude   []string
 	// protect are further files the builtin tools may not write.
 	protect []string
+	// server and tokenFile: asks on the approvals page of that server.
+	server    string
+	tokenFile string
 }
 
 func newGatewayCmd(env *cliEnv) *cobra.Command {
@@ -79,15 +82,21 @@ upstreams' tools named SERVER__TOOL: bash runs in the sandbox of 'tollgate
 run', the programs the policy denies outright are refused at exec, and the
 file tools refuse the gateway's own files. A tool whose description or
 input schema changes after the gateway first saw it (a "rug pull") is
-refused; --pins keeps what was first seen across starts. A call the policy asks about is put to
-the person at the client through elicitation (stdio, when the client
-supports it), and otherwise refused with an error result that says why.
+refused; --pins keeps what was first seen across starts. A call the policy
+asks about is put to the approvals page of 'tollgate serve' with --server
+URL (the call waits for the person's answer until the request expires, 10
+minutes, sending the client progress notifications, and the page's link
+when the client takes URL-mode elicitation); else to the person at the
+client through elicitation (stdio, when the client supports it); otherwise
+it is refused with an error result that says why.
 
 Stdio servers start in the sandbox of 'tollgate run' (their "sandbox" in
 mcp.json, default workspace on --workdir). --addr serves loopback addresses
 only, unless --tokens names a tokens file (as for 'tollgate serve'): then
-every request needs a bearer token of it, and its name asks for the calls.
-No token answers an ask: on HTTP a call that needs a person is refused.
+every request needs a bearer token of it with the agent role and no role
+that decides approvals (as a Claude Code hook's), and its name and tenant
+ask for the calls. No token answers an ask: on HTTP without --server a
+call that needs a person is refused.
 Status lines and warnings go to stderr; on stdio, stdout is the MCP
 connection. With OTEL_EXPORTER_OTLP_ENDPOINT set, every call is exported as
 an execute_tool span, as for 'tollgate run'.
@@ -109,6 +118,8 @@ SIGTERM), 1 error, 2 usage.`,
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, the sandbox of stdio servers; given, the builtin tools are served on it")
 	fs.StringVar(&f.pins, "pins", "", "keep the digest of every tool's description and schema here, across starts: a tool whose definition changes is refused until its entry is removed (default: from this start only)")
 	fs.StringVar(&f.tokens, "tokens", "", "with --addr: bearer tokens by SHA-256, as for 'tollgate serve' (see 'tollgate serve token'); every request needs one, and any address may be served")
+	fs.StringVar(&f.server, "server", "", "ask a person on the approvals page of 'tollgate serve' at this URL (with a gateway: section) about the calls that need one; an unreachable server refuses them")
+	fs.StringVar(&f.tokenFile, "token-file", "", "with --server, the file holding the server's bearer token, an agent-role token ('tollgate serve token --role agent'); default $"+envToken)
 	fs.StringVar(&f.addr, "addr", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only, unless --tokens)")
 	return cmd
 }
@@ -136,6 +147,20 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		if err := loopbackOnly(f.addr); err != nil {
 			return usageErr("gateway: --addr %s: %v", f.addr, err)
 		}
+	}
+	if f.tokenFile != "" && f.server == "" {
+		return usageErr("gateway: --token-file is for --server")
+	}
+	var inbox *remoteInbox
+	if f.server != "" {
+		token, err := claudeToken(f.tokenFile)
+		if err != nil {
+			return usageErr("gateway: --server: %v", err)
+		}
+		if inbox, err = newRemoteInbox(f.server, token, slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
+			return usageErr("gateway: %v", err)
+		}
+		defer inbox.Close()
 	}
 	workdir, err := filepath.Abs(f.workdir)
 	if err != nil {
@@ -198,9 +223,17 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 			notice("mcp: " + build.MCPStatusLine(st))
 		}
 	}
+	var ib mcpgateway.Inbox
+	if inbox != nil {
+		ib = inbox
+	}
+	// The run of the stdio client's session, on the server's page.
+	runID := gate.RandomID("gw_")
 	gw, err := mcpgateway.New(ctx, set, &mcpgateway.Options{
 		Tools:     builtins,
 		Tracer:    tracer,
+		Inbox:     ib,
+		RunID:     runID,
 		Gate:      gopts,
 		Workspace: workdir,
 		// The person at a local client answers through elicitation; an
@@ -216,6 +249,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	if f.addr == "" {
 		err := gw.Server().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}})
+		if inbox != nil {
+			// The stdio client's one session ends with the connection,
+			// whatever its protocol (one of 2026-07-28 never initializes).
+			inbox.End(context.WithoutCancel(ctx), mcpgateway.Session{ID: runID, Workspace: workdir})
+		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			return withCode(exitError, fmt.Errorf("gateway: %w", err))
 		}
@@ -275,15 +313,21 @@ func unwrapField(err error) error {
 // ends (mcpgateway.Gateway.Handler: tokens when given, Host and Origin
 // checks, bounded bodies, idle sessions closed).
 func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, tokens *server.Tokens) error {
-	var verify func(string) (tool.Principal, bool)
+	var authn func(string) (mcpgateway.Client, error)
 	if tokens != nil {
-		verify = func(token string) (tool.Principal, bool) {
+		authn = func(token string) (mcpgateway.Client, error) {
 			p, ok := tokens.Lookup(token)
-			return p.Decider(), ok
+			if !ok {
+				return mcpgateway.Client{}, mcpgateway.ErrUnknownToken
+			}
+			if err := server.MayCallTools(p); err != nil {
+				return mcpgateway.Client{}, err
+			}
+			return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", gw.Handler(&mcpgateway.HTTPOptions{Verify: verify}))
+	mux.Handle("/mcp", gw.Handler(&mcpgateway.HTTPOptions{Authenticate: authn}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("gateway: %w", err))

@@ -220,13 +220,23 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 			durable = fmt.Sprintf("enqueued; this process drives up to %d as worker %s", d.Concurrency, e.ExecutorID())
 		}
 	}
+	// The listener comes first: the gateway's links to the page name its
+	// address.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return withCode(exitError, err)
 	}
+	defer ln.Close()
 	// The tenants' MCP logins land in the state directory; the browser
 	// comes back to this listener.
 	opts.MCPLogins = &server.MCPLoginOptions{Dir: mcpLoginsDir(stateDir), RedirectURL: callbackURL(ln.Addr())}
+	if g := cfg.Gateway; g != nil {
+		var closeGateway func()
+		if opts.Gateway, closeGateway, err = serveGatewayOptions(ctx, env, g, "http://"+ln.Addr().String()+"/", logger); err != nil {
+			return configErr("%s: gateway: %w", cfg.File, err)
+		}
+		defer closeGateway()
+	}
 	srv, err := server.New(st, b, opts)
 	if err != nil {
 		_ = ln.Close()

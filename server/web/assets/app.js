@@ -383,6 +383,7 @@
   function sourceText(source, agent) {
     switch (source) {
       case 'claude-code': return 'Claude Code session';
+      case 'mcp': return 'MCP client' + (agent && agent !== 'mcp-client' ? ' ' + agent : '');
       case 'command-line': return 'command line (tollgate run)';
       default: return agent ? 'agent ' + agent : 'agent';
     }

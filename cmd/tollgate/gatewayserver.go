@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/mcpgateway"
+	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// Bounds of the conversation of `tollgate gateway --server` with the
+// server: one long poll, one request's time, an answer's size, the
+// records waiting to be sent.
+const (
+	remotePoll       = 50 * time.Second
+	remoteTimeout    = 15 * time.Second
+	maxRemoteAnswer  = 1 << 20
+	maxRemoteRecords = 256
+)
+
+// remoteInbox is the inbox of `tollgate gateway --server URL`: a call that
+// needs a person is an approval on that server's page (POST
+// /v1/gate/asks), waited for by long polls; the records of the sessions
+// are sent after the calls, in the background. Any failure to reach the
+// server refuses the call (fail closed).
+type remoteInbox struct {
+	base    string // the server's URL, no trailing slash
+	token   string
+	client  *http.Client
+	logger  *slog.Logger
+	records chan remoteRecord
+	wg      sync.WaitGroup
+}
+
+// remoteRecord is a record of a session to send, or its end.
+type remoteRecord struct {
+	s   mcpgateway.Session
+	rec gate.Record
+	end bool
+}
+
+// newRemoteInbox checks the URL and starts the records' sender; Close
+// stops it.
+func newRemoteInbox(rawURL, token string, logger *slog.Logger) (*remoteInbox, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--server %q is not an http or https URL", rawURL)
+	}
+	r := &remoteInbox{base: strings.TrimRight(u.String(), "/"), token: token, client: &http.Client{}, logger: logger,
+		records: make(chan remoteRecord, maxRemoteRecords)}
+	r.wg.Add(1)
+	go r.sendRecords()
+	return r, nil
+}
+
+// Close sends the records still waiting, for at most remoteTimeout.
+func (r *remoteInbox) Close() {
+	close(r.records)
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(remoteTimeout):
+		r.logger.Warn("gateway: records not sent to the server before exit")
+	}
+}
+
+// Ask implements [mcpgateway.Inbox].
+func (r *remoteInbox) Ask(ctx context.Context, s mcpgateway.Session, c gate.Call, p *gate.Pending, posted func(string)) (*tool.Answer, error) {
+	var v server.GateAskView
+	if err := r.do(ctx, http.MethodPost, "/v1/gate/asks", server.GateAskRequest{Session: s, Call: c, Pending: *p}, http.StatusCreated, &v); err != nil {
+		return nil, err
+	}
+	if v.RunID == "" || v.ApprovalID != p.Request.ID {
+		return nil, errors.New("the server's answer names another approval")
+	}
+	if posted != nil {
+		posted(r.base + "/#run=" + url.PathEscape(v.RunID))
+	}
+	path := "/v1/gate/asks/" + url.PathEscape(v.RunID) + "/" + url.PathEscape(v.ApprovalID)
+	for {
+		var got server.GateAskView
+		start := time.Now()
+		err := r.do(ctx, http.MethodGet, path+"?wait="+remotePoll.String(), nil, http.StatusOK, &got)
+		if err == nil && got.Status == store.StatusPending {
+			// A server that answers at once is not asked again at once.
+			if time.Since(start) < time.Second {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			if ctx.Err() == nil {
+				continue
+			}
+		}
+		if err != nil || ctx.Err() != nil {
+			// No one may approve what no longer waits.
+			r.withdraw(context.WithoutCancel(ctx), path)
+			return nil, cmpErr(ctx.Err(), err)
+		}
+		switch got.Status {
+		case store.StatusApproved, store.StatusDenied:
+			if got.Answer == nil || got.Answer.OK != (got.Status == store.StatusApproved) {
+				return nil, errors.New("the server's decision has no answer")
+			}
+			return got.Answer, nil
+		case store.StatusExpired:
+			return nil, nil
+		}
+		return nil, fmt.Errorf("the server says the approval is %q", got.Status)
+	}
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func (r *remoteInbox) withdraw(ctx context.Context, path string) {
+	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	defer cancel()
+	if err := r.do(ctx, http.MethodDelete, path, nil, http.StatusOK, nil); err != nil {
+		r.logger.Warn("gateway: the approval could not be withdrawn on the server", "error", err)
+	}
+}
+
+// Record implements [mcpgateway.Inbox]: the record is sent in the
+// background; when maxRemoteRecords wait already, it is dropped with a
+// warning (the records file keeps it).
+func (r *remoteInbox) Record(_ context.Context, s mcpgateway.Session, rec gate.Record) {
+	defer func() { _ = recover() }() // sent after Close: dropped
+	select {
+	case r.records <- remoteRecord{s: s, rec: rec}:
+	default:
+		r.logger.Warn("gateway: too many records wait for the server; one is not sent", "tool", rec.Name)
+	}
+}
+
+// End implements [mcpgateway.Inbox]: sent after the session's records.
+func (r *remoteInbox) End(_ context.Context, s mcpgateway.Session) {
+	defer func() { _ = recover() }() // after Close: dropped
+	select {
+	case r.records <- remoteRecord{s: s, end: true}:
+	default:
+		r.logger.Warn("gateway: too many records wait for the server; a session's end is not sent")
+	}
+}
+
+func (r *remoteInbox) sendRecords() {
+	defer r.wg.Done()
+	for rr := range r.records {
+		ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+		path, body := "/v1/gate/records", server.GateRecordRequest{Session: rr.s, Record: rr.rec}
+		if rr.end {
+			path, body = "/v1/gate/sessions/end", server.GateRecordRequest{Session: rr.s}
+		}
+		if err := r.do(ctx, http.MethodPost, path, body, http.StatusNoContent, nil); err != nil {
+			r.logger.Warn("gateway: a record could not be sent to the server", "error", err)
+		}
+		cancel()
+	}
+}
+
+// do sends one request with the token and reads the JSON answer into out
+// when its status is want; any other status is an error with the
+// server's detail.
+func (r *remoteInbox) do(ctx context.Context, method, path string, body any, want int, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("tollgate's server could not be reached: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteAnswer+1))
+	if err != nil || len(b) > maxRemoteAnswer {
+		return errors.New("tollgate's server's answer could not be read")
+	}
+	if resp.StatusCode != want {
+		var prob struct {
+			Detail string `json:"detail"`
+		}
+		_ = json.Unmarshal(b, &prob)
+		return fmt.Errorf("tollgate's server answered %s: %s", resp.Status, oneLineHeader(prob.Detail))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return errors.New("tollgate's server's answer is not what was expected")
+	}
+	return nil
+}
+
+// serveGatewayOptions is the gateway: section of server.yaml as the
+// server's options: with mcp files, the gateway mounted at /mcp (its
+// policy, hooks, records, pins and upstream servers, opened with ctx and
+// closed by the function returned), asking on the page at pageURL unless
+// the section names its own.
+func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConfig, pageURL string, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
+	o := &server.GatewayOptions{Tenants: g.Tenants, PageURL: cmp.Or(g.PageURL, pageURL)}
+	if len(g.MCPFiles) == 0 {
+		return o, func() {}, nil
+	}
+	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate serve: gateway: "+oneLine(line, 2000)) }
+	f := &gatewayFlags{mcp: g.MCPFiles, policy: g.PolicyFile, hooks: g.HooksFiles, records: g.RecordsFile, pins: g.PinsFile}
+	gopts, closeGate, err := gatewayGate(f, g.Workdir, notice, logger)
+	if err != nil {
+		closeGate()
+		return nil, nil, err
+	}
+	gopts.ApprovalTTL = g.ApprovalTTL
+	confine, err := toolsSandbox(env, g.Workdir, nil, nil, f.mcp)
+	if err != nil {
+		closeGate()
+		return nil, nil, err
+	}
+	cfg, err := build.LoadMCP(f.mcp, notice)
+	if err != nil {
+		closeGate()
+		return nil, nil, fmt.Errorf("mcp: %w", unwrapField(err))
+	}
+	relay := mcpgateway.NewRelay()
+	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine, Forward: relay.Forward()})
+	if err != nil {
+		closeGate()
+		return nil, nil, fmt.Errorf("mcp: %w", err)
+	}
+	for _, st := range set.Servers() {
+		notice("mcp: " + build.MCPStatusLine(st))
+	}
+	o.New = func(inbox mcpgateway.Inbox) (*mcpgateway.Gateway, error) {
+		return mcpgateway.New(ctx, set, &mcpgateway.Options{Gate: gopts, Workspace: g.Workdir, Relay: relay, PinsFile: g.PinsFile, Logger: logger, Inbox: inbox})
+	}
+	return o, func() { _ = set.Close(); closeGate() }, nil
+}

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/mcpgateway"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// GatewayOptions serves MCP clients' calls (the gateway: section of
+// server.yaml; docs/gateway.md): each client session is a run of the
+// token's principal on the approvals page, and a call that needs a person
+// is an approval there. With New, a gateway is mounted at /mcp, reached
+// with the server's bearer tokens and asking in process; in any case the
+// routes of external gateways (`tollgate gateway --server`) are served:
+// POST /v1/gate/asks and the others of [GateAskRequest].
+type GatewayOptions struct {
+	// New, if set, builds the gateway mounted at /mcp with inbox, the
+	// server's approvals, as its [mcpgateway.Options].Inbox.
+	New func(inbox mcpgateway.Inbox) (*mcpgateway.Gateway, error)
+	// Tenants, if not empty, are the tenants whose tokens may use /mcp and
+	// the /v1/gate routes (403 for the others).
+	Tenants []string
+	// PageURL is the page's absolute URL ("https://tollgate.example/"),
+	// for the link of an approval sent to a client; empty sends none.
+	PageURL string
+	// HTTP bounds bodies, idle sessions and requests at once; its Verify
+	// and Authenticate are the server's own. Nil means the defaults.
+	HTTP *mcpgateway.HTTPOptions
+}
+
+// gatewayRuns is the server's side of MCP clients' sessions: their runs,
+// approvals and records, for the mounted gateway (in process) and for
+// external ones (POST /v1/gate/asks). It is the Claude Code endpoint's
+// machinery with source mcp.
+type gatewayRuns struct {
+	cc      *claudeCode
+	pageURL string
+}
+
+func newGatewayRuns(s *Server, pageURL string) *gatewayRuns {
+	return &gatewayRuns{cc: &claudeCode{s: s, source: gate.SourceMCP, runs: map[string]*sync.Mutex{}}, pageURL: pageURL}
+}
+
+// mountGateway builds the gateway of o and serves it at /mcp.
+func (s *Server) mountGateway(o *GatewayOptions) error {
+	s.gate = newGatewayRuns(s, o.PageURL)
+	s.gateTenants = o.Tenants
+	if o.New == nil {
+		return nil
+	}
+	gw, err := o.New(mcpgateway.Inbox(inProcessInbox{s.gate}))
+	if err != nil {
+		return err
+	}
+	var h mcpgateway.HTTPOptions
+	if o.HTTP != nil {
+		h = *o.HTTP
+	}
+	h.Verify = nil
+	h.Authenticate = func(token string) (mcpgateway.Client, error) {
+		p, ok := s.tokens.Lookup(token)
+		if !ok {
+			return mcpgateway.Client{}, mcpgateway.ErrUnknownToken
+		}
+		if err := mayCallTools(p, o.Tenants); err != nil {
+			return mcpgateway.Client{}, err
+		}
+		return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
+	}
+	s.mcp = gw.Handler(&h)
+	return nil
+}
+
+// mayCallTools is [MayCallTools] for a gateway open to tenants only (all
+// when empty).
+func mayCallTools(p Principal, tenants []string) error {
+	if len(tenants) > 0 && !slices.Contains(tenants, p.Tenant) {
+		return fmt.Errorf("the token of %s belongs to tenant %q, which may not use this gateway", p.Name, p.Tenant)
+	}
+	return MayCallTools(p)
+}
+
+// MayCallTools reports why p may not call tools through an MCP gateway
+// (nil when it may): it needs the agent role, and no role that decides
+// approvals, since the agent behind a client can read the client's token
+// and one that may decide would approve its own asks (docs/gateway.md).
+func MayCallTools(p Principal) error {
+	if p.Has(RoleApprover) {
+		return fmt.Errorf("the token of %s may decide approvals, and an MCP client's agent can read its token: give the client a token with the agent role alone (tollgate serve token --role agent)", p.Name)
+	}
+	if !p.Has(RoleAgent) {
+		return fmt.Errorf("calling tools through the gateway needs the agent role; the token of %s has %v", p.Name, p.Roles)
+	}
+	return nil
+}
+
+// inProcessInbox is the mounted gateway's inbox: its clients' principals
+// come from the server's own tokens.
+type inProcessInbox struct{ g *gatewayRuns }
+
+func (i inProcessInbox) Ask(ctx context.Context, s mcpgateway.Session, c gate.Call, p *gate.Pending, posted func(string)) (*tool.Answer, error) {
+	who := Principal{Name: s.Client.Principal.Name, Tenant: s.Client.Tenant}
+	run, err := i.g.open(ctx, who, s)
+	if err != nil {
+		return nil, err
+	}
+	a := i.g.asker(run, p)
+	if err := a.post(ctx, c, p); err != nil {
+		return nil, err
+	}
+	defer a.running(context.WithoutCancel(ctx))
+	if i.g.pageURL != "" && posted != nil {
+		posted(pageLink(i.g.pageURL, run.ID))
+	}
+	return a.answer(ctx, p.Request.ID)
+}
+
+func (i inProcessInbox) Record(ctx context.Context, s mcpgateway.Session, rec gate.Record) {
+	i.g.record(ctx, Principal{Name: s.Client.Principal.Name, Tenant: s.Client.Tenant}, s, rec)
+}
+
+func (i inProcessInbox) End(ctx context.Context, s mcpgateway.Session) {
+	i.g.end(ctx, Principal{Name: s.Client.Principal.Name, Tenant: s.Client.Tenant}, s)
+}
+
+// end marks the run of session s of p done, if it has one that has not
+// ended.
+func (g *gatewayRuns) end(ctx context.Context, p Principal, s mcpgateway.Session) {
+	run, err := g.cc.s.store.GetRun(ctx, sessionRunID(gate.SourceMCP, p, s.ID))
+	if err != nil || run.Status.Finished() {
+		return
+	}
+	g.cc.end(ctx, run)
+}
+
+// open returns the run of session s of p.
+func (g *gatewayRuns) open(ctx context.Context, p Principal, s mcpgateway.Session) (store.Run, error) {
+	if s.ID == "" {
+		return store.Run{}, errors.New("a session without an ID")
+	}
+	// The client's words: shown, bounded, never trusted.
+	name, version := clipTo(s.Name, 200), clipTo(s.Version, 100)
+	agent := "mcp-client"
+	if name != "" {
+		agent = name
+	}
+	cfg := sessionConfig{Agent: agent, Source: string(gate.SourceMCP), Session: s.ID, Workspace: clipTo(s.Workspace, 4096)}
+	if name != "" || version != "" {
+		cfg.Client = &sessionClient{Name: name, Version: version}
+	}
+	return g.cc.openSession(ctx, p, cfg)
+}
+
+// asker waits for the approval of p until the request expires.
+func (g *gatewayRuns) asker(run store.Run, p *gate.Pending) *storeAsker {
+	wait := DefaultClaudeMaxWait
+	if exp := p.Request.ExpiresAt; exp != nil {
+		wait = max(time.Until(*exp), 0)
+	}
+	return &storeAsker{cc: g.cc, run: run, wait: wait, unanswered: "no answer before the request expired"}
+}
+
+// record appends rec to the run of session s of p.
+func (g *gatewayRuns) record(ctx context.Context, p Principal, s mcpgateway.Session, rec gate.Record) {
+	run, err := g.open(ctx, p, s)
+	if err != nil {
+		g.cc.s.log.Error("mcp session record", "error", err)
+		return
+	}
+	rec.RunID = run.ID
+	g.cc.record(ctx, run, rec)
+}
+
+// pageLink is the page's link to a run: the run's view, with its pending
+// approvals.
+func pageLink(page, runID string) string {
+	return strings.TrimRight(page, "/") + "/#run=" + url.PathEscape(runID)
+}
+
+// gatewayRoute serves /mcp when a gateway is mounted (404 otherwise).
+func (s *Server) gatewayRoute(w http.ResponseWriter, r *http.Request) {
+	if s.mcp == nil {
+		s.noRoute(w, r)
+		return
+	}
+	s.mcp.ServeHTTP(w, r)
+}
+
+// clipTo cuts s to at most n bytes at a character boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
