@@ -121,13 +121,14 @@ func TestCancelBeforeStart(t *testing.T) {
 }
 
 // BenchmarkWorkersAtConcurrency: runs per second with one and two worker
-// processes on one PostgreSQL, each driving at most 4 runs at once, the
-// mock model taking 20 ms a turn: the workers' places, not the CPU, are
-// the limit, so two workers should finish nearly twice as many.
+// processes on one PostgreSQL, each driving at most 2 runs at once, the
+// mock model taking 100 ms a turn: the workers' places, not the CPU, are
+// the limit, so two workers should finish nearly twice as many (and a
+// worker that noticed a free place late would finish fewer).
 func BenchmarkWorkersAtConcurrency(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			c := newClusterOf(b, pgtest.Database(b), workerOptions{concurrency: 4, modelDelay: 20 * time.Millisecond})
+			c := newClusterOf(b, pgtest.Database(b), workerOptions{concurrency: 2, modelDelay: 100 * time.Millisecond})
 			for i := 1; i < workers; i++ {
 				c.startWorker(fmt.Sprintf("w%d", i))
 			}
