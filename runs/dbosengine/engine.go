@@ -294,8 +294,8 @@ func (e *Engine) Start(ctx context.Context, in runs.DurableRun) (string, error) 
 	if err == nil {
 		err = e.tables.addStart(ctx, e.opts.Queue, in.RunID, input)
 	}
-	if err == nil && e.disp != nil {
-		e.disp.signal()
+	if err == nil && e.disp != nil && !e.disp.listening.Load() {
+		e.disp.signal() // else the NOTIFY wakes this worker too
 	}
 	if err != nil {
 		err = fmt.Errorf("dbosengine: enqueuing run %s: %w", in.RunID, err)
