@@ -94,14 +94,7 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 			continue // more, or perhaps the feed has the rest now
 		}
 		var err error
-		if fed && len(evs) > 0 {
-			// Let the next events gather: a stream is written at most
-			// once per streamBatch, however fast they come; the first
-			// event after a quiet spell goes at once.
-			if err = waitChanged(sctx, nil, streamBatch); errors.Is(err, context.DeadlineExceeded) {
-				err = nil
-			}
-		} else if fed {
+		if fed {
 			err = waitChanged(sctx, changed, s.beat)
 		} else {
 			wctx, cancel := context.WithTimeout(sctx, s.beat)
@@ -139,13 +132,6 @@ func waitChanged(ctx context.Context, changed <-chan struct{}, d time.Duration) 
 }
 
 var errShuttingDown = errors.New("the server is shutting down")
-
-// streamBatch is the least time between two writes of the events the feed
-// gives an event stream. Each write costs the stream's wake-up, a write
-// and a flush, and its client's wake-up and read: with 100 streams and a
-// write for each of a run's events, a run took 3 to 5 times as long (one
-// at a time, in the served benchmark of runs/build) as with this wait.
-const streamBatch = 10 * time.Millisecond
 
 func streamEvent(ev store.Event) StreamEvent {
 	return StreamEvent{Seq: ev.Seq, Type: ev.Type, RunID: ev.RunID, Time: ev.Time, Data: ev.Data}
