@@ -206,8 +206,6 @@ type Agent struct {
 	// gate decides and completes every tool call of the agent's runs.
 	gate *gate.Gate
 
-	schemas sync.Map // tool name -> cachedSchema
-
 	// toolLimits and agentLimits are Options.ToolLimits and the agent-wide
 	// limits resolved once (the map is copied: a caller changing its own
 	// map later changes nothing).

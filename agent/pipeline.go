@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/tollgate-dev/tollgate/gate"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/approval"
@@ -193,29 +195,33 @@ func (r *runner) toolNames() []string {
 	return names
 }
 
-// cachedSchema is the JSON of a tool's input schema and the schema it was
-// made from.
-type cachedSchema struct {
-	schema *jsonschema.Schema
-	json   json.RawMessage
-}
+// schemaJSONs holds the JSON of the tools' input schemas for every agent of
+// the process, keyed by the schema, weakly: an entry goes once its schema
+// is collected. Agents made for each run from the same options (a server
+// makes one per run and resume from a built configuration) then marshal a
+// schema once, not once per run.
+var schemaJSONs sync.Map // weak.Pointer[jsonschema.Schema] -> json.RawMessage
 
 // schemaJSON returns the JSON of spec's input schema (nil for none, or for
-// one that does not marshal), from a cache that, like the validators', holds
-// one entry per tool name and is refreshed when the tool's schema changes,
-// so that a run does not marshal every tool's schema again.
+// one that does not marshal), from schemaJSONs; a tool whose schema changes
+// gives a new schema, marshalled anew. The JSON is shared: never modify it.
 func (a *Agent) schemaJSON(spec tool.Spec) json.RawMessage {
-	if spec.InputSchema == nil {
+	s := spec.InputSchema
+	if s == nil {
 		return nil
 	}
-	if c, ok := a.schemas.Load(spec.Name); ok && c.(cachedSchema).schema == spec.InputSchema {
-		return c.(cachedSchema).json
+	k := weak.Make(s)
+	if b, ok := schemaJSONs.Load(k); ok {
+		return b.(json.RawMessage)
 	}
-	b, err := spec.InputSchema.MarshalJSON()
+	b, err := s.MarshalJSON()
 	if err != nil {
 		return nil
 	}
-	a.schemas.Store(spec.Name, cachedSchema{spec.InputSchema, b})
+	if got, loaded := schemaJSONs.LoadOrStore(k, json.RawMessage(b)); loaded {
+		return got.(json.RawMessage)
+	}
+	runtime.AddCleanup(s, func(k weak.Pointer[jsonschema.Schema]) { schemaJSONs.Delete(k) }, k)
 	return b
 }
 

@@ -56,3 +56,23 @@ func TestToolSchemaFollowsChanges(t *testing.T) {
 		t.Errorf("schemas sent: %q", seen)
 	}
 }
+
+// Agents made from the same options, one per run as a server makes them,
+// share the JSON of a tool's schema: the second agent sends the very bytes
+// the first one marshalled, not a new copy.
+func TestToolSchemaJSONSharedByAgents(t *testing.T) {
+	var seen []json.RawMessage
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		seen = append(seen, req.Tools[0].InputSchema)
+		return model.Reply{Content: "done"}, nil
+	})
+	opts := agent.Options{Model: m, Tools: agent.ToolList{&schemaTool{schema: &jsonschema.Schema{Type: "object", Description: "shared"}}}}
+	for range 2 {
+		if _, err := newAgent(t, opts).Run(context.Background(), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != 2 || len(seen[0]) == 0 || &seen[0][0] != &seen[1][0] {
+		t.Errorf("the second agent marshalled the schema again: %q", seen)
+	}
+}

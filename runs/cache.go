@@ -106,6 +106,28 @@ func (c *BuildCache) Build(ctx context.Context, cfg RunConfig) (*Built, error) {
 	return c.share(key, e), nil
 }
 
+// Warm builds the agent of cfg for the runs of tenant ahead of the first
+// of them, as that run would (cfg's governing files pinned as a run's
+// start pins them), and keeps it for them: the first run does not wait for
+// the build. A configuration the cache builds for each run (MCP servers,
+// Claude Code project settings) is not built. Errors: pinning cfg's files
+// ([RunConfig.Pin]) and the builder's.
+func (c *BuildCache) Warm(ctx context.Context, tenant string, cfg RunConfig) error {
+	pinned, err := cfg.Pin()
+	if err != nil {
+		return err
+	}
+	if _, ok := agentKey(tenant, pinned); !ok {
+		return nil
+	}
+	b, err := buildPinned(withBuildTenant(ctx, tenant), c, pinned)
+	if err != nil {
+		return err
+	}
+	closeBuilt(b) // idle, kept for the runs
+	return nil
+}
+
 // share is e's agent for one run: its options are the cached agent's, with
 // slices clipped so that appending to them never writes into another run's,
 // and its Close releases the run's use.

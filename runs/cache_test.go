@@ -78,3 +78,35 @@ func TestBuildCache(t *testing.T) {
 	}
 	check(6, 4, "a run after the cache closed")
 }
+
+// Warm builds a tenant's agent before its first run, which then uses it;
+// a configuration the cache does not keep (here, with MCP servers) is not
+// built ahead, and a build that fails is reported and not kept.
+func TestBuildCacheWarm(t *testing.T) {
+	b := &cacheBuilder{fail: 7}
+	cache := runs.NewBuildCache(b)
+	h := newHost(t, store.NewMemory(nil), cache, "h1", 0)
+	cfg := testConfig(t)
+	if err := cache.Warm(t.Context(), "acme", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.builds.Load(); n != 1 {
+		t.Fatalf("warm: %d builds, want 1", n)
+	}
+	if _, err := h.Start(t.Context(), runs.StartRequest{Tenant: "acme", Config: cfg, Prompt: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.builds.Load(); n != 1 {
+		t.Fatalf("the first run after warm: %d builds, want 1", n)
+	}
+	mcp := cfg
+	mcp.MCPFiles = []string{"mcp.json"}
+	if err := cache.Warm(t.Context(), "acme", mcp); err != nil || b.builds.Load() != 1 {
+		t.Fatalf("warm with MCP servers: %v, %d builds, want none more", err, b.builds.Load())
+	}
+	failing := cfg
+	failing.MaxTurns = 7
+	if err := cache.Warm(t.Context(), "acme", failing); err == nil {
+		t.Fatal("warm of a configuration that does not build: no error")
+	}
+}

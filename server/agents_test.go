@@ -8,9 +8,11 @@ import (
 	"github.com/tollgate-dev/tollgate/store"
 )
 
-// An agent is built once per tenant and configuration: a second run, and
-// the resume after an approval, use the agent the first run built; another
-// tenant, and a configuration changed by an autonomy level, get their own.
+// An agent is built once per tenant and configuration, before the server
+// is ready (one for each of the two tenants of the tokens), so that no
+// run waits for its build: the first run, a second one, and the resume
+// after an approval use it; a configuration changed by an autonomy level
+// gets its own, built by its first run.
 func TestAgentBuiltOncePerConfiguration(t *testing.T) {
 	f := newFixture(t, nil, nil, nil)
 	builds := func(want int64, when string) {
@@ -19,18 +21,19 @@ func TestAgentBuiltOncePerConfiguration(t *testing.T) {
 			t.Fatalf("%s: %d builds, want %d", when, n, want)
 		}
 	}
+	builds(2, "the server is ready")
 	first := f.startRun()
 	a := f.pending(first)
-	builds(1, "the first run halted")
+	builds(2, "the first run halted")
 	var got server.ApprovalView
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
 		t.Fatalf("decision: %d", code)
 	}
 	f.waitRun(first, store.RunDone)
-	builds(1, "the first run resumed and ended")
+	builds(2, "the first run resumed and ended")
 	second := f.startRun()
 	f.pending(second)
-	builds(1, "a second run of the tenant halted")
+	builds(2, "a second run of the tenant halted")
 
 	var v server.RunView
 	if code := f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {

@@ -153,7 +153,10 @@
 // level in force) and hands the built options to every run and resume of
 // it; each part of a run makes its agent from them, and what a run keeps
 // (transcript, tools' run state, hooks' per-run values) is in that agent
-// and the run's state. A governing file changed since is a new
+// and the run's state. [Server.Run] builds each agent for each tenant that
+// may start it before the server is ready (at most 32 builds), so that no
+// first run waits for its build; one that fails there is logged, and
+// tried again by the first run. A governing file changed since is a new
 // configuration, built when a run first needs it; a build that fails is
 // not kept. An agent with MCP servers or Claude Code project settings is
 // built for each run, as its servers are the run's own and the user's

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -120,6 +122,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.sweep(ctx); err != nil {
 		return stopped(ctx, err)
 	}
+	s.warm(ctx)
 	s.mu.Lock()
 	s.ready = true
 	s.mu.Unlock()
@@ -198,6 +201,41 @@ func (s *Server) onEvent(ctx context.Context, ev store.Event) {
 		s.autonomy.apply(ev)
 	case store.EventApprovalDecided, store.EventApprovalExpired, runs.EventRunReleased:
 		s.tryResume(ctx, ev.RunID)
+	}
+}
+
+// maxWarm bounds the agents warm builds: the build cache keeps 64 idle.
+const maxWarm = 32
+
+// warm builds, before the server says it is ready, the agent of each
+// configured agent for each tenant that may start it (those of
+// Options.AgentTenants, else every tenant of the tokens), under the
+// tenant's autonomy level, so that the first run of each does not wait for
+// its build. A build that fails is logged and left to the first run, which
+// reports it. A durable server builds nothing: its workers build.
+func (s *Server) warm(ctx context.Context) {
+	if s.durable != nil {
+		return
+	}
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(s.agents)) {
+		tenants, limited := s.agentTenants[name]
+		if !limited {
+			tenants = s.tokens.Tenants()
+		}
+		for _, t := range tenants {
+			if n == maxWarm || ctx.Err() != nil {
+				return
+			}
+			n++
+			cfg, _ := s.agent(name, t)
+			if lvl := s.autonomy.effective(runRef{tenant: t}); lvl != "" {
+				cfg.Autonomy = lvl
+			}
+			if err := s.buildCache.Warm(ctx, t, cfg); err != nil {
+				s.log.Warn("building an agent before its first run failed; its first run will try again", "agent", name, "tenant", t, "error", err)
+			}
+		}
 	}
 }
 

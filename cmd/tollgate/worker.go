@@ -25,10 +25,12 @@ func newWorkerCmd(env *cliEnv) *cobra.Command {
 		Short: "Take durable runs from a queue and drive them (DBOS Transact)",
 		Long: `Take durable runs from a DBOS queue and drive them until SIGINT or SIGTERM.
 
-Runs are enqueued by a server (or any program using package
-runs/dbosengine) into DBOS's system database, SQLite on one machine or
-PostgreSQL for many; every worker on that database takes runs from the queue,
-at most 'concurrency' at a time (runs waiting for an answer count). Each
+Runs are stored by a server (or any program using package
+runs/dbosengine) in DBOS's system database, SQLite on one machine or
+PostgreSQL for many; every worker on that database is woken when a run is
+stored (PostgreSQL's NOTIFY; with SQLite it looks every 'queuePoll') and
+starts it, at most 'concurrency' at a time (runs waiting for an answer
+count). Each
 model turn and each tool call is a recorded step: a worker that dies loses
 only the step it was in, and once its heartbeat is older than 'deadAfter'
 another worker takes its runs up from their last recorded step.

@@ -143,3 +143,37 @@ func servedRunner(t *testing.T, b runs.Builder, cfg runs.RunConfig) (run func() 
 	}
 	return run, stop
 }
+
+// A run's tool state (todowrite's plan) is its own, though the agent's
+// tools are reused: each run's first plan is new, not a change of the plan
+// the run before it left.
+func TestServedAgentToolStatePerRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "script.yaml"), `turns:
+  - toolCalls:
+      - name: todowrite
+        args: {todos: [{id: a, content: plan, status: pending}]}
+  - toolCalls:
+      - name: todowrite
+        args: {todos: [{id: a, content: plan, status: completed}]}
+  - text: done
+`)
+	cfg, err := runs.RunConfig{Agent: "globber", Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws"}.Resolve(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := servedRunner(t, build.New(nil), cfg)
+	for i := range 3 {
+		r := run()
+		if len(r.res.ToolCalls) != 2 {
+			t.Fatalf("run %d: %d tool calls, want 2", i+1, len(r.res.ToolCalls))
+		}
+		first, second := r.res.ToolCalls[0].Output, r.res.ToolCalls[1].Output
+		if strings.Contains(first, "changed:") || !strings.Contains(second, "a pending -> completed") {
+			t.Errorf("run %d: the plan is not the run's own:\nfirst call: %s\nsecond call: %s", i+1, first, second)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,8 +44,12 @@ const servedWatchers = 100
 // watched (served, with servedWatchers SSE streams of the tenant open on
 // its server). Reported per driver: loaded runs/s, one-at-a-time ms/run,
 // and CPU ms/run (this process and its children); the ratios the server's
-// targets are stated in; and watched-lag-p99-ms, from an event's time in
-// the store to its arrival at a watcher.
+// targets are stated in; watched-lag-p99-ms, from a run's end event's time
+// (set before it waits for the store's writer) to its arrival at a
+// watcher; watched-fanout-p99-ms, from the moment a reader of the store in
+// this process sees it to its arrival at a watcher (the server's part of
+// the lag); and watched-serial-lag-p99-ms, the first while the watched
+// server's runs go one at a time.
 func BenchmarkServedVsInProcess(b *testing.B) {
 	cfg := servedConfig(b)
 	inproc, built := newInProcess(b, cfg)
@@ -66,12 +71,14 @@ func BenchmarkServedVsInProcess(b *testing.B) {
 		}
 		for _, d := range order {
 			t0 := time.Now()
+			lag.serial.Store(d.name == "watched")
 			for range 20 {
 				if err := d.run(); err != nil {
 					b.Fatal(err)
 				}
 			}
 			serial[d.name] = append(serial[d.name], float64(time.Since(t0).Microseconds())/1000/20)
+			lag.serial.Store(false)
 			t0, c0 := time.Now(), cpuTime()
 			if err := loaded(d.run); err != nil {
 				b.Fatal(err)
@@ -91,7 +98,9 @@ func BenchmarkServedVsInProcess(b *testing.B) {
 	b.ReportMetric(median(tput["served"])/median(tput["host"]), "served/host-runs/s")
 	b.ReportMetric(median(serial["served"])/median(serial["host"]), "served/host-serial")
 	b.ReportMetric(median(tput["watched"])/median(tput["served"]), "watched/served-runs/s")
-	b.ReportMetric(lag.p99(), "watched-lag-p99-ms")
+	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.ms }), "watched-lag-p99-ms")
+	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.fanout }), "watched-fanout-p99-ms")
+	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.serialMs }), "watched-serial-lag-p99-ms")
 }
 
 // loaded drives servedRound runs with servedClients at once.
@@ -229,7 +238,7 @@ func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *l
 		_ = srv.Shutdown(context.Background())
 	})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: servedClients}}
-	l := &lags{}
+	l := &lags{seen: ends}
 	for range watchers {
 		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/events", nil)
 		req.Header.Set("Authorization", "Bearer tg_ops")
@@ -261,10 +270,16 @@ func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *l
 	}, l
 }
 
-// lags collects how long events took from the store to a watcher.
+// lags collects how long events took from the store to a watcher: ms from
+// the event's time, fanout from when seen saw it in the store, serialMs
+// from the event's time while runs went one at a time (serial set).
 type lags struct {
-	mu sync.Mutex
-	ms []float64
+	seen     *ends
+	serial   atomic.Bool
+	serialMs []float64
+	mu       sync.Mutex
+	ms       []float64
+	fanout   []float64
 }
 
 // watch reads an event stream until it ends, noting the lag of each run's
@@ -285,20 +300,31 @@ func (l *lags) watch(resp *http.Response) {
 		}
 		var ev server.StreamEvent
 		if json.Unmarshal([]byte(data), &ev) == nil {
+			now := time.Now()
+			var fanout time.Duration
+			if at, ok := l.seen.seenAt(ev.RunID); ok {
+				fanout = now.Sub(at) // else the watcher was first: no lag
+			}
 			l.mu.Lock()
-			l.ms = append(l.ms, float64(time.Since(ev.Time).Microseconds())/1000)
+			l.ms = append(l.ms, float64(now.Sub(ev.Time).Microseconds())/1000)
+			l.fanout = append(l.fanout, float64(fanout.Microseconds())/1000)
+			if l.serial.Load() {
+				l.serialMs = append(l.serialMs, float64(now.Sub(ev.Time).Microseconds())/1000)
+			}
 			l.mu.Unlock()
 		}
 	}
 }
 
-func (l *lags) p99() float64 {
+// p99 is the 99th percentile of the lags of (ms, fanout or serialMs).
+func (l *lags) p99(of func(*lags) []float64) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.ms) == 0 {
+	ms := of(l)
+	if len(ms) == 0 {
 		return 0
 	}
-	s := slices.Clone(l.ms)
+	s := slices.Clone(ms)
 	slices.Sort(s)
 	return s[len(s)*99/100]
 }
@@ -308,10 +334,11 @@ type ends struct {
 	mu      sync.Mutex
 	ended   map[string]store.RunStatus
 	waiting map[string]chan store.RunStatus
+	seen    map[string]time.Time // when each run's end was seen
 }
 
 func newEnds(ctx context.Context, st store.Store) *ends {
-	e := &ends{ended: map[string]store.RunStatus{}, waiting: map[string]chan store.RunStatus{}}
+	e := &ends{ended: map[string]store.RunStatus{}, waiting: map[string]chan store.RunStatus{}, seen: map[string]time.Time{}}
 	go func() {
 		var after int64
 		for ctx.Err() == nil {
@@ -336,12 +363,21 @@ func newEnds(ctx context.Context, st store.Store) *ends {
 func (e *ends) end(id string, status store.RunStatus) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.seen[id] = time.Now()
 	if c, ok := e.waiting[id]; ok {
 		c <- status
 		delete(e.waiting, id)
 		return
 	}
 	e.ended[id] = status
+}
+
+// seenAt returns when the end of run id was seen in the store.
+func (e *ends) seenAt(id string) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.seen[id]
+	return t, ok
 }
 
 func (e *ends) wait(id string) store.RunStatus {

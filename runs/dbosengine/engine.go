@@ -12,8 +12,18 @@
 // an answer in the tollgate store (single use and digest binding stay the
 // store's) and then sends the message that wakes the run.
 //
-// Runs are taken from a DBOS queue ([DefaultQueue]) by worker processes
-// ([Options.Worker]), each at most [Options.Concurrency] at a time. A worker
+// A run to start is stored in a table of the system database
+// (tollgate_starts, on a queue: [DefaultQueue] unless named), and worker
+// processes ([Options.Worker]) start it as a DBOS workflow, each at most
+// [Options.Concurrency] at a time. Workers are woken by the database's
+// NOTIFY on PostgreSQL, by [Engine.Start] in the same process, and
+// otherwise look every [Options.QueuePoll]. DBOS's own queue cannot be
+// woken: its runner (queueRunner.runQueue in dbos/queue.go of DBOS
+// Transact 1.8) sleeps its polling interval with time.After, and starting
+// a workflow that sits in the queue is that runner's alone; so the
+// workflow is started directly (dbos.RunWorkflow with the run ID, which
+// DBOS starts once: a second start is rejected). Runs that an older build
+// enqueued on DBOS's queue are still taken from it, every second. A worker
 // writes a heartbeat every [Options.Heartbeat]; a worker whose heartbeat is
 // older than [Options.DeadAfter] is presumed dead, and the first worker to
 // notice recovers its runs (DBOS re-enqueues them and a live worker replays
@@ -34,7 +44,6 @@ package dbosengine
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +55,6 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // sqlite: system databases
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -77,6 +85,10 @@ const (
 	appName            = "tollgate"
 )
 
+// legacyQueuePoll is how often a worker looks in DBOS's queue, where an
+// older build enqueued its runs.
+const legacyQueuePoll = time.Second
+
 // Options configures an [Engine].
 type Options struct {
 	// DatabaseURL is DBOS's system database: postgres://… (or a key=value
@@ -106,9 +118,13 @@ type Options struct {
 	// DeadAfter must exceed any pause of a live worker, and the clocks of
 	// the database server decide (not the workers').
 	Heartbeat, DeadAfter time.Duration
-	// QueuePoll is how often an idle worker looks for runs in the queue
-	// (default DefaultQueuePoll): the start latency of a run when workers
-	// are idle, and each worker's load on the database when nothing happens.
+	// QueuePoll is how often an idle worker looks for runs to start when
+	// nothing can wake it (default DefaultQueuePoll): with a SQLite system
+	// database shared with other processes, and with PostgreSQL while its
+	// listener reconnects: the start latency of a run then, and each
+	// worker's load on the database when nothing happens. Otherwise a
+	// start wakes the workers at once, and they look every few seconds
+	// (or every QueuePoll, if longer) as a safety net.
 	QueuePoll time.Duration
 	// AnswerPoll: runs.DurableOptions.AnswerPoll.
 	AnswerPoll time.Duration
@@ -125,7 +141,8 @@ type Engine struct {
 	client  dbos.Client
 	ctx     dbos.Context // nil unless a worker
 	durable *runs.Durable
-	beat    *heartbeat
+	tables  *tables
+	disp    *dispatcher
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	log     *slog.Logger
@@ -189,6 +206,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("dbosengine: %w", err)
 		}
 		e.client = c
+		if e.tables, err = openTables(ctx, opts.DatabaseURL, ""); err != nil {
+			dbos.Shutdown(c, time.Second)
+			return nil, err
+		}
 		return e, nil
 	}
 	d, err := runs.NewDurable(opts.Store, opts.Builder, &runs.DurableOptions{Middleware: opts.Middleware, AnswerPoll: opts.AnswerPoll, Logger: log})
@@ -205,30 +226,39 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.ctx, e.client = dctx, dctx
 	dbos.RegisterWorkflow(dctx, e.workflow, dbos.WithWorkflowName(WorkflowName))
-	if _, err := dbos.RegisterQueue(dctx, opts.Queue, dbos.WithWorkerConcurrency(opts.Concurrency), dbos.WithQueueBasePollingInterval(opts.QueuePoll)); err != nil {
+	if _, err := dbos.RegisterQueue(dctx, opts.Queue, dbos.WithWorkerConcurrency(opts.Concurrency), dbos.WithQueueBasePollingInterval(legacyQueuePoll)); err != nil {
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("dbosengine: queue %s: %w", opts.Queue, err)
 	}
-	e.beat, err = openHeartbeat(ctx, opts.DatabaseURL, opts.ExecutorID)
+	e.tables, err = openTables(ctx, opts.DatabaseURL, opts.ExecutorID)
 	if err != nil {
 		dbos.Shutdown(dctx, time.Second)
 		return nil, err
 	}
-	// Alive before taking anything: a worker that dies at once is still reaped.
-	if err := e.beat.beat(ctx); err != nil {
-		e.beat.close()
+	// Alive before taking anything: a worker that dies at once is still
+	// reaped. What this executor claimed before a restart is free again.
+	if err := e.tables.beat(ctx); err != nil {
+		e.tables.close()
 		dbos.Shutdown(dctx, time.Second)
 		return nil, err
 	}
+	if err := e.tables.releaseStarts(ctx, opts.ExecutorID); err != nil {
+		e.tables.close()
+		dbos.Shutdown(dctx, time.Second)
+		return nil, fmt.Errorf("dbosengine: freeing this executor's claimed runs: %w", err)
+	}
+	e.disp = newDispatcher()
 	if err := dctx.Launch(); err != nil {
-		e.beat.close()
+		e.tables.close()
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("dbosengine: %w", err)
 	}
 	bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	e.stop = stop
-	e.wg.Add(1)
+	e.wg.Add(3)
 	go func() { defer e.wg.Done(); e.reaper(bctx) }()
+	go func() { defer e.wg.Done(); e.listen(bctx) }()
+	go func() { defer e.wg.Done(); e.dispatch(bctx) }()
 	return e, nil
 }
 
@@ -244,13 +274,15 @@ func (e *Engine) Close(timeout time.Duration) error {
 		e.stop()
 		e.wg.Wait()
 	}
-	if e.beat != nil {
-		e.beat.close()
+	err := dbos.Shutdown(e.client, timeout)
+	if e.tables != nil {
+		e.tables.close()
 	}
-	return dbos.Shutdown(e.client, timeout)
+	return err
 }
 
-// Start stores a new run (status running) and enqueues it for a worker. It
+// Start stores a new run (status running) and its start for a worker, and
+// wakes the workers (NOTIFY on PostgreSQL; this process's, if a worker). It
 // fills in in.RunID when empty and returns the run ID. Errors:
 // runs.ErrEmptyPrompt, the configuration's, the store's (store.ErrExists
 // for a taken ID) and DBOS's.
@@ -258,8 +290,13 @@ func (e *Engine) Start(ctx context.Context, in runs.DurableRun) (string, error) 
 	if err := runs.PrepareDurable(ctx, e.opts.Store, &in); err != nil {
 		return "", err
 	}
-	_, err := dbos.Enqueue[Output](e.client, e.opts.Queue, WorkflowName, in,
-		dbos.WithEnqueueWorkflowID(in.RunID), dbos.WithEnqueueApplicationVersion(ApplicationVersion))
+	input, err := json.Marshal(in)
+	if err == nil {
+		err = e.tables.addStart(ctx, e.opts.Queue, in.RunID, input)
+	}
+	if err == nil && e.disp != nil && !e.disp.listening.Load() {
+		e.disp.signal() // else the NOTIFY wakes this worker too
+	}
 	if err != nil {
 		err = fmt.Errorf("dbosengine: enqueuing run %s: %w", in.RunID, err)
 		// No worker will ever take it: store it as failed, not running.
@@ -324,7 +361,14 @@ func (e *Engine) Cancel(ctx context.Context, runID string, by tool.Principal) er
 		if err := runs.DenyPending(ctx, st, r, by); err != nil {
 			errs = append(errs, fmt.Errorf("dbosengine: denying the pending requests of cancelled run %s: %w", runID, err))
 		}
-		if err := dbos.CancelWorkflow(e.client, runID); err != nil {
+		// A run not started yet is removed from the starts; one being
+		// started has no workflow to cancel yet, and is cancelled by the
+		// worker starting it (which finds its start removed).
+		dropped, err := e.tables.dropStart(ctx, runID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("dbosengine: removing the start of cancelled run %s: %w", runID, err))
+		}
+		if err := dbos.CancelWorkflow(e.client, runID); err != nil && !(dropped && errors.Is(err, dbos.ErrNonExistentWorkflow)) {
 			errs = append(errs, fmt.Errorf("dbosengine: cancelling run %s: %w", runID, err))
 		}
 		return errors.Join(errs...)
@@ -379,6 +423,8 @@ func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
 }
 
 func (e *Engine) workflow(ctx dbos.Context, in runs.DurableRun) (Output, error) {
+	e.disp.enter(in.RunID)
+	defer e.disp.leave()
 	res, err := e.durable.Drive(ctx, steps{ctx}, in)
 	if ctx.Err() != nil {
 		return Output{}, ctx.Err() // shutting down: the run is recovered later
@@ -465,11 +511,11 @@ func (e *Engine) reaper(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := e.beat.beat(ctx); err != nil {
+		if err := e.tables.beat(ctx); err != nil {
 			e.log.Warn("heartbeat failed", "executor", e.opts.ExecutorID, "error", err)
 			continue
 		}
-		dead, err := e.beat.reap(ctx, e.opts.DeadAfter)
+		dead, err := e.tables.reap(ctx, e.opts.DeadAfter)
 		if err != nil {
 			e.log.Warn("looking for dead workers failed", "error", err)
 			continue
@@ -488,109 +534,9 @@ func (e *Engine) reaper(ctx context.Context) {
 			continue
 		}
 		e.log.Info("recovered the runs of dead workers", "dead", dead, "runs", len(hs))
-	}
-}
-
-// heartbeat keeps the table of live workers, in DBOS's system database.
-type heartbeat struct {
-	id  string
-	pg  *pgxpool.Pool
-	sql *sql.DB
-}
-
-const heartbeatTable = `CREATE TABLE IF NOT EXISTS tollgate_workers (
-	executor_id TEXT PRIMARY KEY,
-	app_version TEXT NOT NULL,
-	beat_ms BIGINT NOT NULL)`
-
-func openHeartbeat(ctx context.Context, url, id string) (*heartbeat, error) {
-	h := &heartbeat{id: id}
-	if path, ok := strings.CutPrefix(url, "sqlite:"); ok {
-		db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(path, "//")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-		if err != nil {
-			return nil, fmt.Errorf("dbosengine: heartbeat table: %w", err)
+		// Runs they had claimed but not started are free for any worker.
+		if err := e.tables.releaseStarts(ctx, dead...); err != nil {
+			e.log.Error("freeing the runs claimed by dead workers failed", "dead", dead, "error", err)
 		}
-		db.SetMaxOpenConns(1)
-		h.sql = db
-		if _, err := db.ExecContext(ctx, heartbeatTable); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("dbosengine: heartbeat table: %w", err)
-		}
-		return h, nil
 	}
-	p, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("dbosengine: heartbeat table: %w", err)
-	}
-	h.pg = p
-	if _, err := p.Exec(ctx, heartbeatTable); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("dbosengine: heartbeat table: %w", err)
-	}
-	return h, nil
-}
-
-func (h *heartbeat) close() {
-	if h.pg != nil {
-		h.pg.Close()
-	}
-	if h.sql != nil {
-		h.sql.Close()
-	}
-}
-
-// The database's clock decides, so that workers' clocks need not agree.
-const (
-	pgNow     = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
-	sqliteNow = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`
-)
-
-func (h *heartbeat) beat(ctx context.Context) error {
-	q := `INSERT INTO tollgate_workers (executor_id, app_version, beat_ms) VALUES ($1, $2, NOW_MS)
-		ON CONFLICT (executor_id) DO UPDATE SET beat_ms = excluded.beat_ms, app_version = excluded.app_version`
-	var err error
-	if h.pg != nil {
-		_, err = h.pg.Exec(ctx, strings.Replace(q, "NOW_MS", pgNow, 1), h.id, ApplicationVersion)
-	} else {
-		_, err = h.sql.ExecContext(ctx, strings.Replace(q, "NOW_MS", sqliteNow, 1), h.id, ApplicationVersion)
-	}
-	if err != nil {
-		return fmt.Errorf("dbosengine: heartbeat: %w", err)
-	}
-	return nil
-}
-
-// reap removes the workers of this version whose heartbeat is older than
-// deadAfter and returns them; a row is removed by one reaper only.
-func (h *heartbeat) reap(ctx context.Context, deadAfter time.Duration) ([]string, error) {
-	q := `DELETE FROM tollgate_workers WHERE app_version = $1 AND executor_id <> $2 AND beat_ms < NOW_MS - $3 RETURNING executor_id`
-	var ids []string
-	if h.pg != nil {
-		rows, err := h.pg.Query(ctx, strings.Replace(q, "NOW_MS", pgNow, 1), ApplicationVersion, h.id, deadAfter.Milliseconds())
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return nil, err
-			}
-			ids = append(ids, id)
-		}
-		return ids, rows.Err()
-	}
-	rows, err := h.sql.QueryContext(ctx, strings.Replace(q, "NOW_MS", sqliteNow, 1), ApplicationVersion, h.id, deadAfter.Milliseconds())
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }

@@ -42,6 +42,11 @@ const (
 	envKeyFile = "TOLLGATE_DBOS_TEST_KEY_FILE"
 	// envConcurrency is the worker's Concurrency (0: the default).
 	envConcurrency = "TOLLGATE_DBOS_TEST_CONCURRENCY"
+	// envQueuePoll is the worker's QueuePoll (empty: the default).
+	envQueuePoll = "TOLLGATE_DBOS_TEST_QUEUE_POLL"
+	// envModelDelay is how long the mock model takes to answer (empty:
+	// at once).
+	envModelDelay = "TOLLGATE_DBOS_TEST_MODEL_DELAY"
 )
 
 // testDeadAfter is the test workers' DeadAfter: longer than any pause of a
@@ -66,9 +71,10 @@ func workerMain() int {
 		return 1
 	}
 	conc, _ := strconv.Atoi(os.Getenv(envConcurrency))
+	poll, _ := time.ParseDuration(os.Getenv(envQueuePoll))
 	e, err := dbosengine.New(ctx, dbosengine.Options{
 		DatabaseURL: os.Getenv(envDB), Store: st, Builder: testBuilder(os.Getenv(envCounts)), Worker: true,
-		ExecutorID: os.Getenv(envExecutor), Concurrency: conc,
+		ExecutorID: os.Getenv(envExecutor), Concurrency: conc, QueuePoll: poll,
 		Heartbeat: 200 * time.Millisecond, DeadAfter: testDeadAfter, AnswerPoll: 2 * time.Second,
 	})
 	if err != nil {
@@ -152,6 +158,13 @@ func testBuilder(dir string) runs.Builder {
 			if err := blockIf(ctx, dir, fmt.Sprintf("block-model-%s-%d", key, turn)); err != nil {
 				return model.Reply{}, err
 			}
+			if d, _ := time.ParseDuration(os.Getenv(envModelDelay)); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return model.Reply{}, ctx.Err()
+				}
+			}
 			count(dir, key, fmt.Sprintf("turn %d", turn))
 			if turn == 1 && strings.HasPrefix(key, "freepar") {
 				var calls []model.FuncCall
@@ -227,14 +240,31 @@ type cluster struct {
 	client    *dbosengine.Engine
 	mu        sync.Mutex
 	procs     map[string]*exec.Cmd
-	// concurrency is the Concurrency of the workers started next.
+	// concurrency, queuePoll and modelDelay are the Concurrency, the
+	// QueuePoll and the mock model's delay of the workers started next
+	// (zero: the defaults, at once).
 	concurrency int
+	queuePoll   time.Duration
+	modelDelay  time.Duration
 }
 
 // newCluster starts worker w0 (with Concurrency conc, 0 for the default) on
 // the system database dbURL and a client. On PostgreSQL the tollgate store
 // is in the same database; with SQLite it is a file of its own.
 func newCluster(t testing.TB, dbURL string, conc int) *cluster {
+	t.Helper()
+	return newClusterOf(t, dbURL, workerOptions{concurrency: conc})
+}
+
+// workerOptions are what the cluster's workers are started with.
+type workerOptions struct {
+	concurrency int
+	queuePoll   time.Duration
+	modelDelay  time.Duration
+}
+
+// newClusterOf is newCluster with the workers' options w.
+func newClusterOf(t testing.TB, dbURL string, w workerOptions) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -246,7 +276,7 @@ func newCluster(t testing.TB, dbURL string, conc int) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, db: dbURL, dir: dir, store: st, storeSpec: spec, procs: map[string]*exec.Cmd{}, concurrency: conc}
+	c := &cluster{t: t, db: dbURL, dir: dir, store: st, storeSpec: spec, procs: map[string]*exec.Cmd{}, concurrency: w.concurrency, queuePoll: w.queuePoll, modelDelay: w.modelDelay}
 	t.Cleanup(func() {
 		c.mu.Lock()
 		for _, p := range c.procs {
@@ -275,6 +305,12 @@ func (c *cluster) startWorker(id string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorker+"=1", envDB+"="+c.db, envStore+"="+c.storeSpec,
 		envCounts+"="+c.dir, envExecutor+"="+id, envKeyFile+"="+filepath.Join(c.dir, store.DecisionKeyFile), envConcurrency+"="+strconv.Itoa(c.concurrency))
+	if c.queuePoll > 0 {
+		cmd.Env = append(cmd.Env, envQueuePoll+"="+c.queuePoll.String())
+	}
+	if c.modelDelay > 0 {
+		cmd.Env = append(cmd.Env, envModelDelay+"="+c.modelDelay.String())
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		c.t.Fatal(err)
@@ -347,15 +383,20 @@ func (c *cluster) reaped(id string) {
 // start starts a run with the prompt key:K.
 func (c *cluster) start(key string) string {
 	c.t.Helper()
-	id, err := c.client.Start(context.Background(), runs.DurableRun{
-		RunID:  "run_" + key,
-		Config: runs.RunConfig{Version: runs.ConfigVersion, Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: c.dir},
-		Prompt: "key:" + key,
-	})
+	id, err := c.client.Start(context.Background(), c.run(key))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return id
+}
+
+// run is the input of the run with the prompt key:K.
+func (c *cluster) run(key string) runs.DurableRun {
+	return runs.DurableRun{
+		RunID:  "run_" + key,
+		Config: runs.RunConfig{Version: runs.ConfigVersion, Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: c.dir},
+		Prompt: "key:" + key,
+	}
 }
 
 // waitFor polls cond (a file or the store, written by another process)

@@ -147,10 +147,12 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	}
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
 		path, BusyTimeout.Milliseconds())
-	db, err := sql.Open("sqlite", dsn)
+	// Each connection keeps the statements it prepared (stmtcache.go).
+	conn, err := newCachingConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
+	db := sql.OpenDB(conn)
 	seal, err := store.NewSealer(opts)
 	if err != nil {
 		db.Close()
