@@ -141,7 +141,10 @@ func (g *gatewayServe) connectHTTPAt(t *testing.T, token string, opts *mcp.Clien
 // tokenFile as a subprocess and connects an MCP client to it.
 func (g *gatewayServe) connectStdio(t *testing.T, serverURL, tokenFile string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(tollgateBinary(t), "gateway", "--mcp", g.mcpFile, "--policy", g.policyFile, "--server", serverURL, "--token-file", tokenFile, "--workdir", g.dir)
+	// The workspace is the working directory: --workdir would serve the
+	// builtin tools too, under which the upstream's are SERVER__TOOL.
+	cmd := exec.Command(tollgateBinary(t), "gateway", "--mcp", g.mcpFile, "--policy", g.policyFile, "--server", serverURL, "--token-file", tokenFile)
+	cmd.Dir = g.dir
 	cmd.Stderr = os.Stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
