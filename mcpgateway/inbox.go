@@ -114,6 +114,15 @@ func (gw *Gateway) withSession(ctx context.Context, req *mcp.CallToolRequest) co
 	return context.WithValue(ctx, sessionKey{}, s)
 }
 
+// SessionFrom returns the client session of a call the gateway decides,
+// from the call's context (as hooks and authorizers receive it): who the
+// client's token says it is and its tenant. It is found only when the
+// gateway has an [Options].Inbox; ok is false otherwise.
+func SessionFrom(ctx context.Context) (s Session, ok bool) {
+	s, ok = ctx.Value(sessionKey{}).(Session)
+	return s, ok
+}
+
 // inboxRecords returns onRecord that also hands every record of a session
 // to inbox.
 func inboxRecords(inbox Inbox, onRecord func(context.Context, gate.Record)) func(context.Context, gate.Record) {

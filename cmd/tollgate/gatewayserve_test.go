@@ -21,6 +21,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
 	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
 )
 
 // envGatewayNotes makes this test binary the MCP server notes (see init):
@@ -52,12 +53,13 @@ func init() {
 
 // gatewayServe is a `tollgate serve` with a gateway: section in front of
 // the notes server, whose policy asks about every write_note; tokens:
-// alice (approver) and ci-bot (agent) of the default tenant, bob
-// (approver) and obot (agent) of tenant other.
+// alice (approver), ci-bot (agent) and root (admin) of the default tenant,
+// bob (approver) and obot (agent) of tenant other.
 type gatewayServe struct {
 	*serveProc
 	dir                string
 	alice, ciBot       string
+	admin              string
 	bob, obot          string
 	agentFile, mcpFile string
 	policyFile         string
@@ -73,7 +75,7 @@ func startGatewayServe(t *testing.T, ttl string) *gatewayServe {
 		name, tenant string
 		role         server.Role
 		tok          *string
-	}{{"alice", "", server.RoleApprover, &g.alice}, {"ci-bot", "", server.RoleAgent, &g.ciBot}, {"bob", "other", server.RoleApprover, &g.bob}, {"obot", "other", server.RoleAgent, &g.obot}} {
+	}{{"alice", "", server.RoleApprover, &g.alice}, {"ci-bot", "", server.RoleAgent, &g.ciBot}, {"bob", "other", server.RoleApprover, &g.bob}, {"obot", "other", server.RoleAgent, &g.obot}, {"root", "", server.RoleAdmin, &g.admin}} {
 		tok, hash, err := server.NewToken()
 		if err != nil {
 			t.Fatal(err)
@@ -486,5 +488,60 @@ func TestGatewayTokensRoles(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(recs); strings.Count(string(b), `"tool":"mcp__app__good"`) != 1 {
 		t.Errorf("records:\n%s\nwant the one call of ci-bot", b)
+	}
+}
+
+// An MCP client's call approved and remembered as a rule (an approver
+// proposes it, an admin accepts it) is not asked again: the gateway
+// mounted in serve decides with the rule layer of the client's tenant. A
+// client of another tenant is still asked.
+func TestGatewayServeRemembers(t *testing.T) {
+	g := startGatewayServe(t, "10m")
+	cs, err := g.connectHTTP(t, g.ciBot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := writeNote(t, cs, "a.txt", false)
+	a := g.pendingFor(t, g.alice)
+	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	if res := <-done; res.IsError {
+		t.Fatalf("the approved call: %q", resultText(res))
+	}
+	var rule store.LayerRule
+	if code := g.do(t, "POST", "/v1/rules/proposals", g.alice, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated {
+		t.Fatalf("propose: %d", code)
+	}
+	if code := g.do(t, "POST", "/v1/rules/"+rule.ID+"/accept", g.admin, nil, nil); code != http.StatusOK {
+		t.Fatalf("accept: %d", code)
+	}
+
+	select {
+	case res := <-writeNote(t, cs, "a.txt", false):
+		if res.IsError || resultText(res) != "wrote a.txt" {
+			t.Fatalf("the remembered call: %q (error %v)", resultText(res), res.IsError)
+		}
+	case <-time.After(time.Minute):
+		var page server.ApprovalPage
+		g.do(t, "GET", "/v1/approvals?status=pending", g.alice, nil, &page)
+		t.Fatalf("the remembered call did not complete: pending %+v", page.Approvals)
+	}
+	if n := g.notesText(t); n != "a.txt: hello\na.txt: hello\n" {
+		t.Errorf("notes %q, want two lines", n)
+	}
+
+	// Tenant other's layer is empty: its client's identical call is asked.
+	other, err := g.connectHTTP(t, g.obot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	odone := writeNote(t, other, "a.txt", false)
+	oa := g.pendingFor(t, g.bob)
+	if code := g.do(t, "POST", "/v1/approvals/"+oa.ID+"/decision", g.bob, server.DecisionRequest{Decision: "deny", Reason: "not this one"}, nil); code != http.StatusOK {
+		t.Fatalf("deny: %d", code)
+	}
+	if res := <-odone; !res.IsError {
+		t.Fatalf("tenant other's call ran: %q", resultText(res))
 	}
 }

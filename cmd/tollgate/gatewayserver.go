@@ -18,6 +18,8 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -230,7 +232,7 @@ func (r *remoteInbox) do(ctx context.Context, method, path string, body any, wan
 // policy, hooks, records, pins and upstream servers, opened with ctx and
 // closed by the function returned), asking on the page at pageURL unless
 // the section names its own.
-func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConfig, pageURL string, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
+func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConfig, pageURL string, st store.Store, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
 	o := &server.GatewayOptions{Tenants: g.Tenants, PageURL: cmp.Or(g.PageURL, pageURL)}
 	if len(g.MCPFiles) == 0 {
 		return o, func() {}, nil
@@ -243,6 +245,9 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 		return nil, nil, err
 	}
 	gopts.ApprovalTTL = g.ApprovalTTL
+	if ls, ok := st.(store.Layers); ok {
+		withGatewayLayer(&gopts, runs.NewLayerSource(ls), g.Workdir)
+	}
 	confine, err := toolsSandbox(env, g.Workdir, nil, nil, f.mcp)
 	if err != nil {
 		closeGate()
@@ -266,4 +271,22 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 		return mcpgateway.New(ctx, set, &mcpgateway.Options{Gate: gopts, Workspace: g.Workdir, Relay: relay, PinsFile: g.PinsFile, Logger: logger, Inbox: inbox})
 	}
 	return o, func() { _ = set.Close(); closeGate() }, nil
+}
+
+// withGatewayLayer has the calls of the mounted gateway decided with the
+// rule layer of their client's tenant too, as a served run's are: its deny
+// rules vote, its allow rules answer the asks they cover. A call whose
+// session (and so tenant) is unknown is denied by the layer's authorizer
+// and never answered by it.
+func withGatewayLayer(o *gate.Options, src *runs.LayerSource, workdir string) {
+	get := func(ctx context.Context) (*layer.Layer, error) {
+		s, ok := mcpgateway.SessionFrom(ctx)
+		if !ok {
+			return nil, errors.New("the call's client session is unknown, so is its tenant's rule layer")
+		}
+		return src.Getter(s.Client.Tenant, workdir)(ctx)
+	}
+	azs := o.Authorizers
+	o.Authorizers = append(azs[:len(azs):len(azs)], layer.Authorizer(get))
+	o.Hooks = runs.LayerHooks(o.Hooks, get)
 }

@@ -232,7 +232,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	opts.MCPLogins = &server.MCPLoginOptions{Dir: mcpLoginsDir(stateDir), RedirectURL: callbackURL(ln.Addr())}
 	if g := cfg.Gateway; g != nil {
 		var closeGateway func()
-		if opts.Gateway, closeGateway, err = serveGatewayOptions(ctx, env, g, "http://"+ln.Addr().String()+"/", logger); err != nil {
+		if opts.Gateway, closeGateway, err = serveGatewayOptions(ctx, env, g, "http://"+ln.Addr().String()+"/", st, logger); err != nil {
 			return configErr("%s: gateway: %w", cfg.File, err)
 		}
 		defer closeGateway()
