@@ -134,6 +134,10 @@ type ApprovalView struct {
 	// RuleAt is where the rule that asked is written in the run's policy
 	// file ("policy.yaml:12:5"), when it is one.
 	RuleAt string `json:"ruleAt,omitempty"`
+	// RulePolicy, with RuleAt, is the agent whose policy file GET
+	// /v1/agents/{name}/policy shows, RuleAt's file as it is now; empty
+	// when the server's configuration no longer names that file.
+	RulePolicy string `json:"rulePolicy,omitempty"`
 	// AskedBy is the rule, hook or autonomy level that asked
 	// ("rule:review-notes"), and Reason why.
 	AskedBy string `json:"askedBy,omitempty"`

@@ -43,6 +43,10 @@ type AuditEntry struct {
 	// (the one that asked, on an approved call), is written in the run's
 	// policy file ("policy.yaml:12:5"), when the file still has it.
 	RuleAt string `json:"ruleAt,omitempty"`
+	// RulePolicy, with RuleAt, is the agent whose policy file GET
+	// /v1/agents/{name}/policy shows, RuleAt's file as it is now; empty
+	// when the server's configuration no longer names that file.
+	RulePolicy string `json:"rulePolicy,omitempty"`
 	// LayerVersion is the version of the tenant's rule layer that decided
 	// the call (a remembered allow that answered it, a remembered deny),
 	// 0 when the layer did not.
@@ -183,6 +187,10 @@ func (s *Server) auditEntries(run store.Run) []AuditEntry {
 	}
 	source := summary(run).Source
 	path, pol := s.runPolicy(run)
+	served := ""
+	if pol != nil {
+		served = s.rulePolicy(run, path)
+	}
 	var out []AuditEntry
 	for _, rec := range v.ToolCalls {
 		d := rec.Decision
@@ -195,6 +203,9 @@ func (s *Server) auditEntries(run store.Run) []AuditEntry {
 			e.Actor = d.Actor.String()
 		}
 		e.RuleAt = ruleAt(pol, path, lastRule(d))
+		if e.RuleAt != "" {
+			e.RulePolicy = served
+		}
 		e.LayerVersion = layerVersion(d)
 		out = append(out, e)
 	}

@@ -33,6 +33,11 @@ type ClaudeCodeOptions struct {
 	// Policies decide every call (the team's policy, with its autonomy
 	// level), combined deny > ask > allow.
 	Policies []*policy.Policy
+	// PolicyFile, if set, is the file of the policy among Policies (the
+	// section's policy:): where a card and the audit find the line of the
+	// rule that asked, and what GET /v1/agents/{claude-code,codex}/policy
+	// shows. It decides nothing itself.
+	PolicyFile string
 	// Listener, if set, hears the calls that run (seed 000's hooks).
 	Listener hooks.ToolCallListener
 	// ApprovalTTL, if positive, bounds how long an approval request stays
