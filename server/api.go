@@ -65,7 +65,7 @@ type RunSummary struct {
 	ID string `json:"id"`
 	// Agent is the name of the agent in the server's configuration.
 	Agent string `json:"agent"`
-	// Source is what started the run: "agent", "claude-code" or
+	// Source is what started the run: "agent", "claude-code", "codex" or
 	// "command-line" ([RunContext.Source]).
 	Source string `json:"source"`
 	// Owner is the principal who started the run, as text ("person:alice").
@@ -532,11 +532,11 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, ru
 
 func summary(run store.Run) RunSummary {
 	var cfg struct {
-		Agent  string          `json:"agent"`
-		Claude json.RawMessage `json:"claude"`
+		Agent  string `json:"agent"`
+		Source string `json:"source"`
 	}
 	_ = json.Unmarshal(run.Config, &cfg)
-	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, present(cfg.Claude)), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, cfg.Source), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 }
 
 func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
@@ -785,6 +785,9 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 		v.RunOwner = run.Owner
 		if cfg, err := runs.LoadConfig(*run); err == nil {
 			v.Agent = cfg.Agent
+		}
+		if claudeSession(*run) {
+			v.Agent = s.sessionContext(ctx, v.Context, a, *run)
 		}
 	}
 	return v

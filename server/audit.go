@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -143,7 +144,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 			problemf(w, r, http.StatusInternalServerError, "reading the runs failed")
 			return
 		}
-		for _, e := range s.auditEntries(run) {
+		for _, e := range s.auditEntries(r.Context(), run) {
 			if !f.matches(e) {
 				continue
 			}
@@ -173,14 +174,22 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 }
 
 // auditEntries are the decided calls of run: its result's records when it
-// ended, its state's otherwise; calls still pending are left out.
-func (s *Server) auditEntries(run store.Run) []AuditEntry {
+// ended, its state's otherwise, a Claude Code or Codex session's from its
+// events (the latest 1,000); calls still pending are left out.
+func (s *Server) auditEntries(ctx context.Context, run store.Run) []AuditEntry {
 	var v struct {
 		ToolCalls []gate.Record `json:"toolCalls"`
 	}
 	src := run.State
 	if run.Status.Finished() || len(src) == 0 {
 		src = run.Result
+	}
+	if claudeSession(run) {
+		calls, err := claudeToolCalls(ctx, s.store, run)
+		if err != nil {
+			return nil
+		}
+		src, _ = json.Marshal(map[string]json.RawMessage{"toolCalls": calls})
 	}
 	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
 		return nil

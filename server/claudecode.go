@@ -148,10 +148,11 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 		return claudegate.Failed(in.HookEventName, "tollgate's server could not open the session's run")
 	}
 	in.SessionID = run.ID
+	asker := &storeAsker{cc: cc, run: run, wait: wait}
 	opts := &claudegate.Options{
 		Policies: cc.opts.Policies, Listener: cc.opts.Listener, StateDir: cc.opts.StateDir,
 		Principal: p.Decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log, Source: cc.source,
-		Asker:    &storeAsker{cc: cc, run: run, wait: wait},
+		Asker:    asker,
 		OnRecord: func(ctx context.Context, rec gate.Record) { cc.record(ctx, run, rec) },
 	}
 	if localAsk != "" {
@@ -168,6 +169,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 	if err != nil {
 		return claudegate.Failed(in.HookEventName, err.Error())
 	}
+	asker.bridge = b
 	a := b.Handle(ctx, in)
 	// Codex has no SessionEnd: its session's run is done at each Stop,
 	// and goes on at its next event.
@@ -352,11 +354,19 @@ type storeAsker struct {
 	cc   *claudeCode
 	run  store.Run
 	wait time.Duration
+	// bridge tells the session's last prompt and stated intent, which the
+	// request keeps for its card (sessionNotes).
+	bridge *claudegate.Bridge
 }
 
 func (a *storeAsker) Ask(ctx context.Context, in *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
 	st := a.cc.s.store
 	req := p.Request
+	if a.bridge != nil {
+		if prompt, intent := a.bridge.Context(in); prompt != "" || intent != "" {
+			req.Data = withSessionNotes(req.Data, sessionNotes{Prompt: prompt, Intent: intent})
+		}
+	}
 	ap := store.Approval{ID: req.ID, RunID: a.run.ID, CallID: c.ID, Tool: c.Name, Digest: p.Digest, Kind: req.Kind, Prompt: req.Prompt, Request: req, ExpiresAt: req.ExpiresAt}
 	ev := agentEvent(a.run, agent.Event{Kind: agent.EventPending, RunID: a.run.ID, CallID: c.ID, Request: &req})
 	unlock := a.cc.lock(a.run.ID)
