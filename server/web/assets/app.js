@@ -382,10 +382,11 @@
   }
 
   // sourceText names what started a run: an agent of the server's
-  // configuration, a Claude Code session, or the command line.
+  // configuration, a Claude Code or Codex session, or the command line.
   function sourceText(source, agent) {
     switch (source) {
       case 'claude-code': return 'Claude Code session';
+      case 'codex': return 'Codex session';
       case 'command-line': return 'command line (tollgate run)';
       default: return agent ? 'agent ' + agent : 'agent';
     }
@@ -398,6 +399,18 @@
     const m = /:([0-9]+):[0-9]+$/.exec(at || '');
     if (!agent || !m) return el('code', { class: 'rule-at' }, at);
     return el('a', { href: '#policy=' + enc(agent) + '&line=' + m[1], class: 'rule-at policy-link' }, el('code', {}, at));
+  }
+
+  // withoutReported is a session's request text without the last prompt
+  // and stated intent its agent appended ("\n\nLast user prompt: ..."),
+  // which the card shows apart, marked as the agent's report; the text as
+  // it is when its end is not exactly those.
+  function withoutReported(prompt, c) {
+    if (!c.reported) return prompt;
+    let tail = '\n\n';
+    if (c.prompt) tail += 'Last user prompt: ' + c.prompt;
+    if (c.intent) tail += (c.prompt ? '\n' : '') + 'The model\'s stated intent: ' + c.intent;
+    return prompt.endsWith(tail) ? prompt.slice(0, -tail.length) : prompt;
   }
 
   function runLink(id) {
@@ -433,7 +446,7 @@
     } else {
       fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'), a.ruleAt ? el('span', {}, ' (', ruleAtLink(a.rulePolicy, a.ruleAt), ')') : '');
       fact(dl, 'Reason', a.reason || '(none given)');
-      if (a.prompt) fact(dl, 'Question', a.prompt);
+      if (a.prompt) fact(dl, 'Question', withoutReported(a.prompt, a.context || {}));
       fact(dl, 'Hints', hintsText(a.hints), a.riskFrom && a.riskFrom.startsWith('declared:') ? ' · risk declared by the policy for ' + a.riskFrom.slice(9) : '');
     }
     const c = a.context || {};
@@ -441,8 +454,11 @@
     if (c.workspace) fact(dl, 'Workspace', el('code', {}, c.workspace));
     fact(dl, 'Call', el('code', {}, a.callId || ''), a.kind && a.kind !== 'approval' ? ' · ' + a.kind : '');
     art.append(dl);
-    if (c.prompt) art.append(el('h4', {}, 'The run\'s prompt'), el('blockquote', { class: 'prompt' }, c.prompt));
-    if (c.intent) art.append(el('h4', {}, 'The model says'), el('blockquote', { class: 'intent' }, c.intent));
+    // A session's prompt and intent are its agent's word: tollgate did not
+    // see the conversation, and says so.
+    const reported = c.reported ? ' (reported by the agent, not verified)' : '';
+    if (c.prompt) art.append(el('h4', { class: 'prompt-head' }, (c.reported ? 'The session\'s last prompt' : 'The run\'s prompt') + reported), el('blockquote', { class: 'prompt' }, c.prompt));
+    if (c.intent) art.append(el('h4', { class: 'intent-head' }, 'The model says' + reported), el('blockquote', { class: 'intent' }, c.intent));
     if (Array.isArray(c.earlier) && c.earlier.length) {
       const ul = el('ul', { class: 'earlier' });
       for (const e of c.earlier) {
