@@ -65,7 +65,7 @@ type RunSummary struct {
 	ID string `json:"id"`
 	// Agent is the name of the agent in the server's configuration.
 	Agent string `json:"agent"`
-	// Source is what started the run: "agent", "claude-code",
+	// Source is what started the run: "agent", "claude-code", "codex",
 	// "command-line" or "mcp" (an MCP client's session; [RunContext.Source]).
 	Source string `json:"source"`
 	// Owner is the principal who started the run, as text ("person:alice").
@@ -134,6 +134,10 @@ type ApprovalView struct {
 	// RuleAt is where the rule that asked is written in the run's policy
 	// file ("policy.yaml:12:5"), when it is one.
 	RuleAt string `json:"ruleAt,omitempty"`
+	// RulePolicy, with RuleAt, is the agent whose policy file GET
+	// /v1/agents/{name}/policy shows, RuleAt's file as it is now; empty
+	// when the server's configuration no longer names that file.
+	RulePolicy string `json:"rulePolicy,omitempty"`
 	// AskedBy is the rule, hook or autonomy level that asked
 	// ("rule:review-notes"), and Reason why.
 	AskedBy string `json:"askedBy,omitempty"`
@@ -528,15 +532,11 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, ru
 
 func summary(run store.Run) RunSummary {
 	var cfg struct {
-		Agent  string          `json:"agent"`
-		Claude json.RawMessage `json:"claude"`
+		Agent  string `json:"agent"`
+		Source string `json:"source"`
 	}
 	_ = json.Unmarshal(run.Config, &cfg)
-	source := sourceOf(cfg.Agent, present(cfg.Claude))
-	if mcpSession(run) {
-		source = SourceMCP
-	}
-	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: source, Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, cfg.Source), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 }
 
 func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
@@ -785,6 +785,9 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 		v.RunOwner = run.Owner
 		if cfg, err := runs.LoadConfig(*run); err == nil {
 			v.Agent = cfg.Agent
+		}
+		if claudeSession(*run) {
+			v.Agent = s.sessionContext(ctx, v.Context, a, *run)
 		}
 	}
 	return v

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -43,6 +44,10 @@ type AuditEntry struct {
 	// (the one that asked, on an approved call), is written in the run's
 	// policy file ("policy.yaml:12:5"), when the file still has it.
 	RuleAt string `json:"ruleAt,omitempty"`
+	// RulePolicy, with RuleAt, is the agent whose policy file GET
+	// /v1/agents/{name}/policy shows, RuleAt's file as it is now; empty
+	// when the server's configuration no longer names that file.
+	RulePolicy string `json:"rulePolicy,omitempty"`
 	// LayerVersion is the version of the tenant's rule layer that decided
 	// the call (a remembered allow that answered it, a remembered deny),
 	// 0 when the layer did not.
@@ -139,7 +144,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 			problemf(w, r, http.StatusInternalServerError, "reading the runs failed")
 			return
 		}
-		for _, e := range s.auditEntries(run) {
+		for _, e := range s.auditEntries(r.Context(), run) {
 			if !f.matches(e) {
 				continue
 			}
@@ -169,8 +174,9 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 }
 
 // auditEntries are the decided calls of run: its result's records when it
-// ended, its state's otherwise; calls still pending are left out.
-func (s *Server) auditEntries(run store.Run) []AuditEntry {
+// ended, its state's otherwise, a Claude Code or Codex session's from its
+// events (the latest 1,000); calls still pending are left out.
+func (s *Server) auditEntries(ctx context.Context, run store.Run) []AuditEntry {
 	var v struct {
 		ToolCalls []gate.Record `json:"toolCalls"`
 	}
@@ -178,11 +184,22 @@ func (s *Server) auditEntries(run store.Run) []AuditEntry {
 	if run.Status.Finished() || len(src) == 0 {
 		src = run.Result
 	}
+	if claudeSession(run) {
+		calls, err := claudeToolCalls(ctx, s.store, run)
+		if err != nil {
+			return nil
+		}
+		src, _ = json.Marshal(map[string]json.RawMessage{"toolCalls": calls})
+	}
 	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
 		return nil
 	}
 	source := summary(run).Source
 	path, pol := s.runPolicy(run)
+	served := ""
+	if pol != nil {
+		served = s.rulePolicy(run, path)
+	}
 	var out []AuditEntry
 	for _, rec := range v.ToolCalls {
 		d := rec.Decision
@@ -195,6 +212,9 @@ func (s *Server) auditEntries(run store.Run) []AuditEntry {
 			e.Actor = d.Actor.String()
 		}
 		e.RuleAt = ruleAt(pol, path, lastRule(d))
+		if e.RuleAt != "" {
+			e.RulePolicy = served
+		}
 		e.LayerVersion = layerVersion(d)
 		out = append(out, e)
 	}

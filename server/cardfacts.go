@@ -26,6 +26,8 @@ const (
 	SourceAgent = "agent"
 	// SourceClaudeCode is a Claude Code session governed as a run.
 	SourceClaudeCode = "claude-code"
+	// SourceCodex is a Codex CLI session governed as a run.
+	SourceCodex = "codex"
 	// SourceCommandLine is a run stored by 'tollgate run'.
 	SourceCommandLine = "command-line"
 	// SourceMCP is an MCP client's session through the gateway.
@@ -35,17 +37,24 @@ const (
 // RunContext is what a person needs of the run a request belongs to, read
 // from the run's stored state and configuration.
 type RunContext struct {
-	// Source is what started the run: [SourceAgent], [SourceClaudeCode] or
-	// [SourceCommandLine].
+	// Source is what started the run: [SourceAgent], [SourceClaudeCode],
+	// [SourceCodex] or [SourceCommandLine].
 	Source string `json:"source"`
 	// Prompt is the run's first user message: what the person who started
-	// it asked for (at most 4,000 bytes).
+	// it asked for (at most 4,000 bytes). For a Claude Code or Codex
+	// session, the session's last user prompt.
 	Prompt string `json:"prompt,omitempty"`
 	// Intent is the assistant text of the turn that made the call: what the
 	// model said it was doing (at most 4,000 bytes); empty when it said
-	// nothing.
+	// nothing. For a session, the model's last text before the call.
 	Intent string `json:"intent,omitempty"`
-	// Workspace is the run's working directory, as configured.
+	// Reported is set when Prompt and Intent are a session's, as its agent
+	// reported them (from its transcript, its hook's input or its earlier
+	// events): tollgate did not see the conversation, so they are shown as
+	// the agent's word, not verified.
+	Reported bool `json:"reported,omitempty"`
+	// Workspace is the run's working directory, as configured (a session's:
+	// the directory its agent reported working in).
 	Workspace string `json:"workspace,omitempty"`
 	// Earlier are the decisions already made in this run on calls of the
 	// same tool, oldest first (the latest 20).
@@ -87,7 +96,7 @@ func runContext(a store.Approval, run *store.Run) *RunContext {
 	c := &RunContext{Source: SourceCommandLine}
 	if cfg, err := runs.LoadConfig(*run); err == nil {
 		c.Workspace = cfg.Workdir
-		c.Source = sourceOf(cfg.Agent, cfg.Claude != nil)
+		c.Source = sourceOf(cfg.Agent, "")
 	}
 	if mcpSession(*run) {
 		c.Source = SourceMCP
@@ -116,11 +125,12 @@ func runContext(a store.Approval, run *store.Run) *RunContext {
 }
 
 // sourceOf is the source of a run of the agent named agent (empty for
-// none), a Claude Code session when claude is set.
-func sourceOf(agent string, claude bool) string {
+// none), whose stored configuration says source (a session's run says
+// claude-code or codex).
+func sourceOf(agent, source string) string {
 	switch {
-	case claude:
-		return SourceClaudeCode
+	case source == SourceClaudeCode || source == SourceCodex || source == SourceMCP:
+		return source
 	case agent != "":
 		return SourceAgent
 	}

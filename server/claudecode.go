@@ -34,6 +34,11 @@ type ClaudeCodeOptions struct {
 	// Policies decide every call (the team's policy, with its autonomy
 	// level), combined deny > ask > allow.
 	Policies []*policy.Policy
+	// PolicyFile, if set, is the file of the policy among Policies (the
+	// section's policy:): where a card and the audit find the line of the
+	// rule that asked, and what GET /v1/agents/{claude-code,codex}/policy
+	// shows. It decides nothing itself.
+	PolicyFile string
 	// Listener, if set, hears the calls that run (seed 000's hooks).
 	Listener hooks.ToolCallListener
 	// ApprovalTTL, if positive, bounds how long an approval request stays
@@ -144,10 +149,11 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 		return claudegate.Failed(in.HookEventName, "tollgate's server could not open the session's run")
 	}
 	in.SessionID = run.ID
+	asker := &storeAsker{cc: cc, run: run, wait: wait}
 	opts := &claudegate.Options{
 		Policies: cc.opts.Policies, Listener: cc.opts.Listener, StateDir: cc.opts.StateDir,
 		Principal: p.Decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log, Source: cc.source,
-		Asker:    &storeAsker{cc: cc, run: run, wait: wait},
+		Asker:    asker,
 		OnRecord: func(ctx context.Context, rec gate.Record) { cc.record(ctx, run, rec) },
 	}
 	if localAsk != "" {
@@ -164,6 +170,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 	if err != nil {
 		return claudegate.Failed(in.HookEventName, err.Error())
 	}
+	asker.bridge = b
 	a := b.Handle(ctx, in)
 	// Codex has no SessionEnd: its session's run is done at each Stop,
 	// and goes on at its next event.
@@ -369,10 +376,13 @@ type storeAsker struct {
 	// unanswered is the reason of the runtime's close of a request no one
 	// answered within wait (default: the hook's wait).
 	unanswered string
+	// bridge tells the session's last prompt and stated intent, which the
+	// request keeps for its card (sessionNotes).
+	bridge *claudegate.Bridge
 }
 
-func (a *storeAsker) Ask(ctx context.Context, _ *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
-	if err := a.post(ctx, c, p); err != nil {
+func (a *storeAsker) Ask(ctx context.Context, in *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
+	if err := a.post(ctx, in, c, p); err != nil {
 		return nil, err
 	}
 	defer a.running(context.WithoutCancel(ctx))
@@ -380,10 +390,17 @@ func (a *storeAsker) Ask(ctx context.Context, _ *claudegate.Input, c gate.Call, 
 }
 
 // post stores p's request as an approval of the session's run, which
-// waits for it (pending).
-func (a *storeAsker) post(ctx context.Context, c gate.Call, p *gate.Pending) error {
+// waits for it (pending); in is the hook input of a Claude Code or Codex
+// session (nil for an MCP client's), whose reported prompt and intent the
+// request keeps.
+func (a *storeAsker) post(ctx context.Context, in *claudegate.Input, c gate.Call, p *gate.Pending) error {
 	st := a.cc.s.store
 	req := p.Request
+	if a.bridge != nil && in != nil {
+		if prompt, intent := a.bridge.Context(in); prompt != "" || intent != "" {
+			req.Data = withSessionNotes(req.Data, sessionNotes{Prompt: prompt, Intent: intent})
+		}
+	}
 	ap := store.Approval{ID: req.ID, RunID: a.run.ID, CallID: c.ID, Tool: c.Name, Digest: p.Digest, Kind: req.Kind, Prompt: req.Prompt, Request: req, ExpiresAt: req.ExpiresAt}
 	ev := agentEvent(a.run, agent.Event{Kind: agent.EventPending, RunID: a.run.ID, CallID: c.ID, Request: &req})
 	unlock := a.cc.lock(a.run.ID)

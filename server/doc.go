@@ -30,6 +30,9 @@
 //	                                   approve / deny / modify / answer /
 //	                                   set_autonomy                               viewer (approver to decide)
 //	GET  /v1/agents                    the agents the caller's tenant may start   viewer
+//	GET  /v1/agents/{name}/policy      the policy file the configuration names
+//	                                   for the agent (claude-code, codex: their
+//	                                   section's), as text                        viewer
 //	GET  /v1/shadow?since=             how often each shadow rule would have voted
 //	                                   on the tenant's recorded calls             viewer
 //	GET  /v1/audit?tool=&rule=&person=&source=&outcome=&since=&limit=&format=json|jsonl

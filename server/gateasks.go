@@ -98,7 +98,7 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	a := s.gate.asker(run, &req.Pending)
-	if err := a.post(r.Context(), req.Call, &req.Pending); err != nil {
+	if err := a.post(r.Context(), nil, req.Call, &req.Pending); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			problemf(w, r, http.StatusConflict, "this session has a request "+req.Pending.Request.ID+" already")
 			return

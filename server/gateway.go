@@ -117,7 +117,7 @@ func (i inProcessInbox) Ask(ctx context.Context, s mcpgateway.Session, c gate.Ca
 		return nil, err
 	}
 	a := i.g.asker(run, p)
-	if err := a.post(ctx, c, p); err != nil {
+	if err := a.post(ctx, nil, c, p); err != nil {
 		return nil, err
 	}
 	defer a.running(context.WithoutCancel(ctx))

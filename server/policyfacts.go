@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,6 +67,9 @@ func (s *Server) showPolicy(v *ApprovalView, a store.Approval, run *store.Run, a
 	ev := p.Evaluate(approval.Call{Tool: a.Tool, Args: args, Hints: v.Hints, RunID: a.RunID})
 	v.Risk, v.RiskFrom = ev.Risk, ev.RiskFrom
 	v.RuleAt = ruleAt(p, path, approval.PrincipalOf(v.AskedBy))
+	if v.RuleAt != "" {
+		v.RulePolicy = s.rulePolicy(*run, path)
+	}
 }
 
 // ruleAt is where the rule by is written in the policy p of the file
@@ -82,11 +86,32 @@ func ruleAt(p *policy.Policy, path string, by approval.Principal) string {
 	return ""
 }
 
-// runPolicy returns the policy file of run and its policy, or "" and nil.
+// runPolicy returns the policy file of run and its policy, or "" and nil:
+// the run's configured file, or for a Claude Code or Codex session the
+// file of the server's section ([ClaudeCodeOptions.PolicyFile]).
 func (s *Server) runPolicy(run store.Run) (string, *policy.Policy) {
-	cfg, err := runs.LoadConfig(run)
-	if err != nil || cfg.PolicyFile == "" {
+	_, path := s.runPolicyFile(run)
+	if path == "" {
 		return "", nil
 	}
-	return cfg.PolicyFile, s.policies.get(cfg.PolicyFile)
+	return path, s.policies.get(path)
+}
+
+// runPolicyFile returns the agent of run and the policy file its calls
+// are decided with ("" when none): the run's configured file, or for a
+// Claude Code or Codex session's run the file of the server's section.
+func (s *Server) runPolicyFile(run store.Run) (agent, path string) {
+	if claudeSession(run) {
+		var c sessionConfig
+		_ = json.Unmarshal(run.Config, &c)
+		if cc := s.sessionAgent(c.Agent); cc != nil {
+			return c.Agent, cc.opts.PolicyFile
+		}
+		return c.Agent, ""
+	}
+	cfg, err := runs.LoadConfig(run)
+	if err != nil {
+		return "", ""
+	}
+	return cfg.Agent, cfg.PolicyFile
 }

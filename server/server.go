@@ -400,6 +400,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/events", s.streamAuth(s.events))
 	mux.HandleFunc("GET /v1/ws", s.streamAuth(s.websocket))
 	mux.HandleFunc("GET /v1/agents", s.auth(RoleViewer, s.listAgents))
+	mux.HandleFunc("GET /v1/agents/{name}/policy", s.auth(RoleViewer, s.agentPolicy))
 	mux.HandleFunc("POST /v1/hooks/claude-code", s.auth(RoleAgent, s.claudeHook))
 	mux.HandleFunc("GET /v1/shadow", s.auth(RoleViewer, s.shadowCounts))
 	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))

@@ -26,8 +26,10 @@ type Options struct {
 }
 
 // Calls returns the recorded calls of the store s that o selects, in the
-// store's order: runs as stored, calls as recorded in each. A run whose
-// state or result does not decode is skipped. Errors: the store's.
+// store's order: runs as stored, calls as recorded in each (a run with
+// neither state nor result, such as a Claude Code or Codex session's, by
+// its tool.finished events). A run whose state or result does not decode
+// is skipped. Errors: the store's.
 func Calls(ctx context.Context, s store.Store, o Options) ([]Call, error) {
 	hints, err := requestHints(ctx, s, o)
 	if err != nil {
@@ -38,7 +40,13 @@ func Calls(ctx context.Context, s store.Store, o Options) ([]Call, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, rec := range records(run) {
+		recs := records(run)
+		if len(run.State) == 0 && len(run.Result) == 0 {
+			if recs, err = eventRecords(ctx, s, run); err != nil {
+				return nil, err
+			}
+		}
+		for _, rec := range recs {
 			c, ok := callOf(run, rec)
 			if !ok || (!o.Since.IsZero() && c.Started.Before(o.Since)) {
 				continue
@@ -96,6 +104,36 @@ func records(run store.Run) []gate.Record {
 		return nil
 	}
 	return v.ToolCalls
+}
+
+// toolFinished is the type of the event that records a finished call
+// (runs.EventToolFinished), its data an agent event with the record.
+const toolFinished = "tool.finished"
+
+// eventRecords returns the records of a run that keeps them in its events
+// only (a Claude Code or Codex session's run, whose calls its agent ran):
+// the record of each tool.finished event, in the log's order.
+func eventRecords(ctx context.Context, s store.Store, run store.Run) ([]gate.Record, error) {
+	var out []gate.Record
+	var after int64
+	for {
+		evs, err := s.ListEvents(ctx, store.EventFilter{Tenant: run.Tenant, RunID: run.ID, AfterSeq: after, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			var e struct {
+				Record *gate.Record `json:"record"`
+			}
+			if ev.Type == toolFinished && json.Unmarshal(ev.Data, &e) == nil && e.Record != nil {
+				out = append(out, *e.Record)
+			}
+		}
+		if len(evs) < store.MaxLimit {
+			return out, nil
+		}
+	}
 }
 
 // callOf is the replayed call of a record, and false for a record that

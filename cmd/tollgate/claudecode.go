@@ -241,6 +241,7 @@ func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, s
 			return nil, err
 		}
 		o.Policies = append(o.Policies, pol)
+		o.PolicyFile = cc.PolicyFile
 	}
 	if len(cc.HooksFiles) > 0 {
 		reg, err := build.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -104,8 +104,28 @@ func (f *fileTool) runs(t *testing.T) []string {
 	return lines
 }
 
-// builder builds agents over the scripted model and the tools, with a
-// policy that asks a person before every call.
+// pagePolicy is the policy file of the fixture's agent: a person is asked
+// before each call.
+const pagePolicy = `# The page tests' policy.
+rules:
+  - id: ask-transfer
+    tool: transfer
+    decision: ask
+    reason: money moves
+  - id: ask-note
+    tool: note
+    decision: ask
+    reason: notes are kept
+  # Decides nothing: its would-be deny is recorded beside each transfer's decision.
+  - id: watch-transfer
+    mode: shadow
+    tool: transfer
+    decision: deny
+    reason: watched
+`
+
+// builder builds agents over the scripted model and the tools, with the
+// policy of the run's policy file (pagePolicy).
 type builder struct {
 	m     model.Model
 	tools agent.ToolList
@@ -113,17 +133,13 @@ type builder struct {
 }
 
 func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-	pol, err := policy.NewPolicy(policy.PolicySpec{Name: "page", Rules: []policy.Rule{
-		{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"},
-		{ID: "ask-note", Tools: []string{"note"}, Decision: approval.Ask, Reason: "notes are kept"},
-		// Decides nothing: its would-be deny is recorded beside each transfer's decision.
-		{ID: "watch-transfer", Tools: []string{"transfer"}, Decision: approval.Deny, Reason: "watched", Shadow: true},
-	}})
+	pol, _, err := policy.LoadPolicy(cfg.PolicyFile)
 	if err != nil {
 		return nil, err
 	}
 	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools,
-		Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: b.ttl}}, nil
+		Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: b.ttl},
+		Applied: []string{runs.FieldPolicyFile}}, nil
 }
 
 // fixture is a server with the page, in process, over a memory store.
@@ -169,7 +185,10 @@ func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}.Resolve(dir)
+	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(pagePolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: ".", PolicyFile: "policy.yaml"}.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,10 +159,13 @@
     showSignIn(msg);
   }
 
+  // can reports whether the signed-in token has role, as the server
+  // judges it: admin has every role, and every role but agent views.
   function can(role) {
     if (!me) return false;
     const roles = me.roles || [];
-    return roles.includes(role) || roles.includes('admin');
+    if (roles.includes(role) || roles.includes('admin')) return true;
+    return role === 'viewer' && roles.some((r) => r !== 'agent');
   }
 
   // ---- event streams -------------------------------------------------
@@ -379,14 +382,36 @@
   }
 
   // sourceText names what started a run: an agent of the server's
-  // configuration, a Claude Code session, or the command line.
+  // configuration, a Claude Code or Codex session, or the command line.
   function sourceText(source, agent) {
     switch (source) {
       case 'claude-code': return 'Claude Code session';
       case 'mcp': return 'MCP client' + (agent && agent !== 'mcp-client' ? ' ' + agent : '');
+      case 'codex': return 'Codex session';
       case 'command-line': return 'command line (tollgate run)';
       default: return agent ? 'agent ' + agent : 'agent';
     }
+  }
+
+  // ruleAtLink shows where a rule is written (at, "policy.yaml:12:5"):
+  // a link to that line of the policy file of agent when the server shows
+  // it (GET v1/agents/NAME/policy), else the text alone.
+  function ruleAtLink(agent, at) {
+    const m = /:([0-9]+):[0-9]+$/.exec(at || '');
+    if (!agent || !m) return el('code', { class: 'rule-at' }, at);
+    return el('a', { href: '#policy=' + enc(agent) + '&line=' + m[1], class: 'rule-at policy-link' }, el('code', {}, at));
+  }
+
+  // withoutReported is a session's request text without the last prompt
+  // and stated intent its agent appended ("\n\nLast user prompt: ..."),
+  // which the card shows apart, marked as the agent's report; the text as
+  // it is when its end is not exactly those.
+  function withoutReported(prompt, c) {
+    if (!c.reported) return prompt;
+    let tail = '\n\n';
+    if (c.prompt) tail += 'Last user prompt: ' + c.prompt;
+    if (c.intent) tail += (c.prompt ? '\n' : '') + 'The model\'s stated intent: ' + c.intent;
+    return prompt.endsWith(tail) ? prompt.slice(0, -tail.length) : prompt;
   }
 
   function runLink(id) {
@@ -420,9 +445,9 @@
     if (questions) {
       fact(dl, 'Asked by', 'the model, with the ', el('code', {}, a.tool || 'question'), ' tool');
     } else {
-      fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'), a.ruleAt ? el('span', { class: 'rule-at' }, ' (' + a.ruleAt + ')') : '');
+      fact(dl, 'Asked by', el('code', {}, a.askedBy || 'unknown'), a.ruleAt ? el('span', {}, ' (', ruleAtLink(a.rulePolicy, a.ruleAt), ')') : '');
       fact(dl, 'Reason', a.reason || '(none given)');
-      if (a.prompt) fact(dl, 'Question', a.prompt);
+      if (a.prompt) fact(dl, 'Question', withoutReported(a.prompt, a.context || {}));
       fact(dl, 'Hints', hintsText(a.hints), a.riskFrom && a.riskFrom.startsWith('declared:') ? ' · risk declared by the policy for ' + a.riskFrom.slice(9) : '');
     }
     const c = a.context || {};
@@ -430,8 +455,11 @@
     if (c.workspace) fact(dl, 'Workspace', el('code', {}, c.workspace));
     fact(dl, 'Call', el('code', {}, a.callId || ''), a.kind && a.kind !== 'approval' ? ' · ' + a.kind : '');
     art.append(dl);
-    if (c.prompt) art.append(el('h4', {}, 'The run\'s prompt'), el('blockquote', { class: 'prompt' }, c.prompt));
-    if (c.intent) art.append(el('h4', {}, 'The model says'), el('blockquote', { class: 'intent' }, c.intent));
+    // A session's prompt and intent are its agent's word: tollgate did not
+    // see the conversation, and says so.
+    const reported = c.reported ? ' (reported by the agent, not verified)' : '';
+    if (c.prompt) art.append(el('h4', { class: 'prompt-head' }, (c.reported ? 'The session\'s last prompt' : 'The run\'s prompt') + reported), el('blockquote', { class: 'prompt' }, c.prompt));
+    if (c.intent) art.append(el('h4', { class: 'intent-head' }, 'The model says' + reported), el('blockquote', { class: 'intent' }, c.intent));
     if (Array.isArray(c.earlier) && c.earlier.length) {
       const ul = el('ul', { class: 'earlier' });
       for (const e of c.earlier) {
@@ -876,7 +904,7 @@
         if (x.layerVersion) {
           rule = el('a', { href: '#layer-v' + x.layerVersion, class: 'layer-link' }, 'rule layer v' + x.layerVersion);
         } else if (x.ruleAt) {
-          rule = el('code', { class: 'rule-at' }, x.ruleAt);
+          rule = ruleAtLink(x.rulePolicy, x.ruleAt);
         }
         body.append(el('tr', { class: 'audit-entry' },
           el('td', {}, when(x.time)), el('td', {}, runLink(x.runId)), el('td', {}, el('code', {}, x.tool)),
@@ -1136,7 +1164,56 @@
     while (list.children.length > MAX_RUN_EVENTS) list.firstElementChild.remove();
   }
 
+  // openPolicy shows the policy file of agent, line by line, and marks
+  // and scrolls to line (1-based; 0 for none).
+  async function openPolicy(agent, line) {
+    const view = $('policy-view');
+    const list = $('policy-lines');
+    view.hidden = false;
+    setText($('policy-agent'), agent);
+    setText($('policy-file'), '');
+    setText($('policy-error'), '');
+    list.replaceChildren();
+    let p;
+    try {
+      p = await api('GET', 'v1/agents/' + enc(agent) + '/policy');
+    } catch (e) {
+      showProblem($('policy-error'), e);
+      $('policy-heading').focus();
+      return;
+    }
+    setText($('policy-file'), p.file);
+    let target = null;
+    p.text.replace(/\n$/, '').split('\n').forEach((text, i) => {
+      const li = el('li', { id: 'policy-L' + (i + 1) }, text);
+      if (i + 1 === line) {
+        li.className = 'target';
+        li.setAttribute('aria-current', 'true');
+        li.tabIndex = -1;
+        target = li;
+      }
+      list.append(li);
+    });
+    if (target) {
+      target.scrollIntoView({ block: 'center' });
+      target.focus();
+    } else {
+      $('policy-heading').focus();
+    }
+  }
+
+  function closePolicy() {
+    $('policy-view').hidden = true;
+    if (location.hash.startsWith('#policy=')) history.replaceState(null, '', location.pathname + location.search);
+  }
+
   function routeFromHash() {
+    if (location.hash.startsWith('#policy=')) {
+      const q = new URLSearchParams(location.hash.slice(1));
+      const line = Number(q.get('line') || 0);
+      openPolicy(q.get('policy') || '', Number.isInteger(line) ? line : 0);
+      return;
+    }
     const m = /^#run=(.+)$/.exec(location.hash);
     if (m) {
       let id;
@@ -1165,6 +1242,7 @@
     $('replay-form').addEventListener('submit', replayPolicy);
     $('audit-form').addEventListener('submit', searchAudit);
     $('run-close').addEventListener('click', closeRun);
+    $('policy-close').addEventListener('click', closePolicy);
     $('run-cancel').addEventListener('click', async () => {
       if (!openRunID) return;
       try {
