@@ -134,7 +134,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		return usageErr("gateway: --mcp: %v", unwrapField(err))
 	}
 	relay := mcpgateway.NewRelay()
-	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine, Forward: relay.Forward()})
+	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, LookupEnv: env.lookupEnv, Sandbox: confine, Forward: relay.Forward()})
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("gateway: mcp: %w", err))
 	}

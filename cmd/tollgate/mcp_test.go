@@ -296,24 +296,23 @@ func TestToolsMCPSkippedTool(t *testing.T) {
 // its cwd, itself relative to the file, on the directory that
 // TOLLGATE_DEMO_WORKSPACE names.
 func TestDemoMCPConfig(t *testing.T) {
+	t.Parallel()
 	fsServer(t)
 	ws := t.TempDir()
 	apWrite(t, ws, "notes.txt", "notes\n")
-	t.Setenv("TOLLGATE_DEMO_WORKSPACE", ws)
+	vars := map[string]string{"TOLLGATE_DEMO_WORKSPACE": ws}
 	demo := filepath.Join("..", "..", "examples", "demo", "mcp.json")
 	abs, err := filepath.Abs(demo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{demo, abs} {
-		code, out, errOut := apMain(t, "tools", "--mcp", path)
+		code, out, errOut := tgMainIn(t, "", vars, "tools", "--mcp", path)
 		if code != 0 || !regexp.MustCompile(`(?m)^fs\s+ready\s+stdio\s+true\s+14\s+0\s*$`).MatchString(out) {
 			t.Errorf("%s: exit %d\n%s\n%s", path, code, out, errOut)
 		}
 	}
-	t.Setenv("TOLLGATE_DEMO_WORKSPACE", "")
-	os.Unsetenv("TOLLGATE_DEMO_WORKSPACE")
-	code, out, _ := apMain(t, "tools", "--mcp", demo)
+	code, out, _ := tgMainIn(t, "", map[string]string{"TOLLGATE_DEMO_WORKSPACE": ""}, "tools", "--mcp", demo)
 	if code != exitError || !strings.Contains(out, "environment variable TOLLGATE_DEMO_WORKSPACE is not set") {
 		t.Errorf("without TOLLGATE_DEMO_WORKSPACE: exit %d\n%s", code, out)
 	}
@@ -325,6 +324,7 @@ func TestDemoMCPConfig(t *testing.T) {
 // run goes on without it. Approved, `tollgate resume` starts the servers
 // again from the stored flags and writes the file, exactly once.
 func TestRunMCPApproveLater(t *testing.T) {
+	t.Parallel()
 	node, entry := fsServer(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
@@ -340,7 +340,7 @@ func TestRunMCPApproveLater(t *testing.T) {
 			"sandboxRead": []string{entry[:strings.Index(entry, "node_modules")+len("node_modules")]}},
 		"broken": map[string]any{"command": filepath.Join(dir, "no-such-server")},
 	})
-	t.Setenv("MCP_TEST_WS", ws)
+	vars := map[string]string{"MCP_TEST_WS": ws} // the command's environment, not the process's
 	script := apWrite(t, dir, "script.yaml", `turns:
   - toolCalls:
       - {name: mcp__fs__read_text_file, id: read, args: {path: "`+filepath.Join(ws, "hello.txt")+`"}}
@@ -359,7 +359,7 @@ func TestRunMCPApproveLater(t *testing.T) {
     action: {type: log, message: "ran ${tool}"}
 `)
 	state := filepath.Join(dir, "state")
-	code, stdout, stderr := apMain(t, "run", "-v", "--model", "script:"+script, "--workdir", ws, "--mcp", cfg,
+	code, stdout, stderr := tgMainIn(t, "", vars, "run", "-v", "--model", "script:"+script, "--workdir", ws, "--mcp", cfg,
 		"--policy", policy, "--hooks", hooksFile, "--state-dir", state, "copy the greeting")
 	if code != exitPending {
 		t.Fatalf("run: exit %d, want %d\n%s\n%s", code, exitPending, stdout, stderr)
@@ -390,7 +390,7 @@ func TestRunMCPApproveLater(t *testing.T) {
 	if code, o, e := apMain(t, "approvals", "approve", "--state-dir", state, m[1]); code != 0 {
 		t.Fatalf("approve: exit %d\n%s%s", code, o, e)
 	}
-	code, stdout, stderr = apMain(t, "resume", "-v", "--state-dir", state, r[1])
+	code, stdout, stderr = tgMainIn(t, "", vars, "resume", "-v", "--state-dir", state, r[1])
 	if code != 0 || !strings.Contains(stdout, "copied") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
 	}

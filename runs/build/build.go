@@ -85,6 +85,9 @@ type Options struct {
 	APIKey string
 	// Getenv reads the variables that hold the model's key (nil: os.Getenv).
 	Getenv func(string) string
+	// LookupEnv resolves ${NAME} in the MCP servers files, as
+	// [MCPOptions].LookupEnv (nil: os.LookupEnv).
+	LookupEnv func(string) (string, bool)
 	// Tools are offered beside the builtins and the MCP servers' tools; one
 	// named like a builtin replaces it (package toolkit), two with one name
 	// fail the build.
