@@ -75,6 +75,13 @@ func TestDemo(t *testing.T) {
 			t.Errorf("hook log lacks %q:\n%s", want, logs)
 		}
 	}
+	// The question tool starts, asks, and runs again with the answer: the
+	// hooks see it start once and end once, as every other call.
+	for _, line := range []string{"[HOOK] question starting (call call_2_2", "[HOOK] question took"} {
+		if n := strings.Count(string(logs), line); n != 1 {
+			t.Errorf("hook log has %q %d times, want 1:\n%s", line, n, logs)
+		}
+	}
 	todo, _ := os.ReadFile(filepath.Join(ws, "todo.md"))
 	notes, _ := os.ReadFile(filepath.Join(ws, "notes.txt"))
 	if !strings.Contains(string(todo), "- [x] write the release notes") || !strings.HasPrefix(string(notes), "Release notes\n") {
