@@ -125,10 +125,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		return err
 	}
 	defer closeGate()
-	confine, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
+	confine, release, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
 	if err != nil {
 		return err
 	}
+	defer release() // after the servers stop (set.Close)
 	cfg, err := build.LoadMCP(f.mcp, notice)
 	if err != nil {
 		return usageErr("gateway: --mcp: %v", unwrapField(err))
