@@ -113,7 +113,11 @@ type pairListener struct {
 
 func (l *pairListener) PreToolUse(ctx context.Context, u *hooks.ToolUse) {
 	l.mu.Lock()
-	l.events = append(l.events, "pre")
+	if u.Retried {
+		l.events = append(l.events, "pre(retried)")
+	} else {
+		l.events = append(l.events, "pre")
+	}
 	l.mu.Unlock()
 }
 func (l *pairListener) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
@@ -127,7 +131,8 @@ func (l *pairListener) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
 }
 func (l *pairListener) OnError(ctx context.Context, u *hooks.ToolUse) {}
 
-// Every PreToolUse has its PostToolUse, also when the tool asks for an answer.
+// Every PreToolUse has its PostToolUse, also when the tool asks for an
+// answer; the start with the answer is marked Retried.
 func TestListenerPairsAroundAPendingTool(t *testing.T) {
 	ask := tool.Must("ask", "", func(ctx context.Context, _ struct{}) (tool.Result, error) {
 		if _, ok := tool.AnswerFrom(ctx); !ok {
@@ -144,7 +149,7 @@ func TestListenerPairsAroundAPendingTool(t *testing.T) {
 	if _, err := a.Run(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(l.events, " "); got != "pre post(pending) pre post" {
+	if got := strings.Join(l.events, " "); got != "pre post(pending) pre(retried) post" {
 		t.Errorf("listener events %q", got)
 	}
 }

@@ -170,8 +170,10 @@ type RequestData struct {
 	// Args are the call's arguments as they will run (a JSON object).
 	Args json.RawMessage `json:"args"`
 	// Digest is [Digest] of Args ("sha256:" and 64 hex digits): an answer
-	// is bound to it.
-	Digest string `json:"digest"`
+	// is bound to it. In JSON "argsDigest", the name the HTTP API and the
+	// command line give it; data written under the older name "digest" is
+	// read too (see [RequestData.UnmarshalJSON]).
+	Digest string `json:"argsDigest"`
 	// Reason and By say which source asked and why (By: an object, or in
 	// data written before principals were typed, its text form).
 	Reason string    `json:"reason,omitempty"`
@@ -185,6 +187,25 @@ type RequestData struct {
 	// but an edit that fails then has used the approval up. Nil when the
 	// tool declares none.
 	Schema *jsonschema.Schema `json:"schema,omitempty"`
+}
+
+// UnmarshalJSON decodes d from JSON. The digest is "argsDigest", or in data
+// stored before it had that name "digest"; when both are present,
+// "argsDigest" wins.
+func (d *RequestData) UnmarshalJSON(b []byte) error {
+	type plain RequestData // without this method
+	var v struct {
+		plain
+		Old string `json:"digest"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = RequestData(v.plain)
+	if d.Digest == "" {
+		d.Digest = v.Old
+	}
+	return nil
 }
 
 // ParseRequestData decodes the Data of an approval request.

@@ -60,7 +60,7 @@ func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) R
 	var use *hooks.ToolUse
 	l := g.listener()
 	if l != nil {
-		use = &hooks.ToolUse{Tool: c.Name, Args: slices.Clone(a.Args), CallID: c.ID, Turn: c.Turn, AgentID: c.AgentID, RunID: c.RunID}
+		use = &hooks.ToolUse{Tool: c.Name, Args: slices.Clone(a.Args), CallID: c.ID, Turn: c.Turn, AgentID: c.AgentID, RunID: c.RunID, Retried: a.Retried}
 		g.guard(ctx, c, "tool call listener (PreToolUse)", func() { l.PreToolUse(ctx, use) })
 	}
 	if err := ctx.Err(); err != nil {

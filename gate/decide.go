@@ -428,7 +428,8 @@ func (p *pass) allow(ctx context.Context, d Decision) Ruling {
 	if p.env.Observer != nil {
 		p.env.Observer.Decided(p.c, d)
 	}
-	return Ruling{Allowed: &Allowed{Call: *p.c, Args: p.args, Record: p.rec, Context: p.notes, Answer: p.ans}}
+	retried := p.ans != nil && p.prior != nil && p.prior.Origin == OriginTool
+	return Ruling{Allowed: &Allowed{Call: *p.c, Args: p.args, Record: p.rec, Context: p.notes, Answer: p.ans, Retried: retried}}
 }
 
 // authorize runs every authorizer (the gate's, then the environment's)

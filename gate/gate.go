@@ -186,6 +186,10 @@ type Allowed struct {
 	Context []string `json:"context,omitempty"`
 	// Answer is the answer that approved the call, if any.
 	Answer *tool.Answer `json:"answer,omitempty"`
+	// Retried is true when Answer answers the tool's own request: the tool
+	// started once and asked, and now runs again with the answer. The
+	// listener sees it as [hooks.ToolUse].Retried.
+	Retried bool `json:"retried,omitempty"`
 }
 
 // cachedValidator is a tool's validator and the schema it was built from.

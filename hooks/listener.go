@@ -40,6 +40,13 @@ type ToolUse struct {
 	// every PreToolUse; seed 000's POST_TOOL_USE hooks (hooks/declarative)
 	// do not fire for it, since the call has not run to a result.
 	Pending bool
+	// Retried is true on the PreToolUse, PostToolUse and OnError of that
+	// retry: the tool runs again with the answer to the request it made
+	// when it first started, whose PreToolUse was told of the start then
+	// (in this process or, for a halted run, in the one that ran it).
+	// Seed 000's PRE_TOOL_USE hooks do not fire again for it, so that a
+	// call is seen to start once.
+	Retried bool
 }
 
 // ToolCallListener is the agent's one tool call listener (seed 000: "An agent has

@@ -275,20 +275,66 @@ func (e *e2e) lines() int {
 	return strings.Count(string(b), "ran\n")
 }
 
-// pendingRequest polls the store until a pending request of tool exists and
-// returns its run and request IDs.
+// pendingRequest returns the run and request IDs of the pending request of
+// tool in the store, which the run has stored by now (it exited, or
+// [e2e.startWaiting] saw it wait): one `approvals list`, no polling.
 func (e *e2e) pendingRequest(tool string) (runID, reqID string) {
 	re := regexp.MustCompile(`(?m)^(req_[0-9a-f]+)\s+(run_[0-9a-f]+)\s+pending\s+` + tool)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		code, out := e.runOut(e.tg("approvals", "list", "--state-dir", "state"))
-		if m := re.FindStringSubmatch(out); code == 0 && m != nil {
-			return m[2], m[1]
-		}
-		time.Sleep(50 * time.Millisecond)
+	code, out := e.runOut(e.tg("approvals", "list", "--state-dir", "state"))
+	m := re.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		e.t.Fatalf("no pending request of %s in the store: exit %d\n%s", tool, code, out)
 	}
-	e.t.Fatal("no pending request appeared in the store")
-	return "", ""
+	return m[2], m[1]
+}
+
+// startWaiting starts run, a `tollgate run --approve wait`, and returns once
+// its output says it waits for answers: it has stored its requests then. It
+// reads the output as it comes, so nothing polls; a run that ends without
+// waiting fails the test. The returned output gives the run's whole output,
+// once it has ended (call it after run.Wait).
+func (e *e2e) startWaiting(run *exec.Cmd) (output func() string) {
+	e.t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	run.Stdout, run.Stderr = pw, pw
+	err = run.Start()
+	pw.Close() // the run holds its own copy
+	if err != nil {
+		pr.Close()
+		e.t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	waiting, done := make(chan bool, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer pr.Close()
+		r, seen := bufio.NewReader(pr), false
+		for {
+			line, err := r.ReadString('\n')
+			buf.WriteString(line)
+			if !seen && strings.HasPrefix(line, "tollgate: waiting for answers to run ") {
+				seen = true
+				waiting <- true
+			}
+			if err != nil {
+				break
+			}
+		}
+		if !seen {
+			waiting <- false
+		}
+	}()
+	if !<-waiting {
+		<-done
+		e.t.Fatalf("the run ended without waiting for answers:\n%s", buf.String())
+	}
+	return func() string {
+		<-done
+		return buf.String()
+	}
 }
 
 // The durable-approval scenario: `tollgate run --approve wait` stores the halted run,
@@ -298,18 +344,14 @@ func TestRunWaitKilledThenResumedEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t)
 	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "append a line")
-	var rout bytes.Buffer
-	run.Stdout, run.Stderr = &rout, &rout
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
+	rout := e.startWaiting(run)
 	runID, reqID := e.pendingRequest("bash")
 	if err := run.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = run.Wait()
-	if !strings.Contains(rout.String(), "waiting for answers to run "+runID) {
-		t.Fatalf("run was not waiting when killed:\n%s", rout.String())
+	if !strings.Contains(rout(), "waiting for answers to run "+runID) {
+		t.Fatalf("run was not waiting when killed:\n%s", rout())
 	}
 	if e.lines() != 0 {
 		t.Fatal("the gated call ran before approval")
@@ -335,11 +377,7 @@ func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t)
 	run := e.tg("run", "--model", "script:script.yaml", "--workdir", "ws", "--policy", "policy.yaml", "--state-dir", "state", "--approve", "wait", "append a line")
-	var rout bytes.Buffer
-	run.Stdout, run.Stderr = &rout, &rout
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
+	rout := e.startWaiting(run)
 	runID, reqID := e.pendingRequest("bash")
 	code, out := e.runOut(e.tg("approvals", "approve", "--state-dir", "state", reqID))
 	if code != 0 {
@@ -350,8 +388,8 @@ func TestRunWaitGoesOnAfterApprovalEndToEnd(t *testing.T) {
 		t.Errorf("approve said\n%s\nwant\n%s", out, want)
 	}
 	err := run.Wait()
-	if err != nil || !strings.Contains(rout.String(), "appended") {
-		t.Fatalf("run: %v\n%s", err, rout.String())
+	if err != nil || !strings.Contains(rout(), "appended") {
+		t.Fatalf("run: %v\n%s", err, rout())
 	}
 	if n := e.lines(); n != 1 {
 		t.Fatalf("the approved call ran %d times, want 1", n)

@@ -67,13 +67,17 @@ func TestRunClaudeSettings(t *testing.T) {
 
 // --claude-project-settings reads the workspace's .claude files.
 func TestRunClaudeProjectSettings(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
 	writeFile(t, ws, ".claude/settings.local.json", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"echo local says no >&2; exit 2"}]}]}}`)
 	script := writeFile(t, t.TempDir(), "script.yaml", "turns:\n  - toolCalls:\n      - {name: bash, args: {command: \"touch ran\"}}\n  - text: done\n")
-	t.Setenv("HOME", t.TempDir())
-	code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--claude-project-settings", "go")
-	if code != 0 || !strings.Contains(out, "local says no") {
+	// The command's HOME, not the process's: ~/.claude/settings.json is the test's.
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".claude"), 0o755)
+	writeFile(t, home, ".claude/settings.json", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"echo home says no >&2; exit 2"}]}]}}`)
+	code, out, errOut := tgMainIn(t, "", map[string]string{"HOME": home}, "run", "--model", "script:"+script, "--workdir", ws, "--claude-project-settings", "go")
+	if code != 0 || !strings.Contains(out, "local says no") || !strings.Contains(out, "home says no") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {

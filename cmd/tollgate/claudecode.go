@@ -126,7 +126,7 @@ func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err er
 	}
 	var ans claudegate.Answer
 	if f.server != "" {
-		ans = forwardClaude(ctx, f, in, raw, b)
+		ans = forwardClaude(ctx, env, f, in, raw, b)
 	} else {
 		ans = b.Handle(ctx, in)
 	}

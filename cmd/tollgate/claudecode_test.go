@@ -449,11 +449,11 @@ func BenchmarkClaudeHookCommand(b *testing.B) {
 // status 2 and the reason on stderr, so that Claude Code blocks the call
 // even without reading the JSON.
 func TestClaudeHookFailsClosed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	badPolicy := writeFile(t, dir, "bad.yaml", "rules: [{id: x, decision: maybe}]\n")
 	tokenFile := writeFile(t, dir, "token", "tg_x\n")
 	ev := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`
-	t.Setenv(envToken, "")
 	for _, c := range []struct {
 		name, stdin, reason string
 		args                []string
@@ -465,7 +465,8 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		args := append([]string{"claude-code", "hook", "--state-dir", filepath.Join(dir, "state")}, c.args...)
-		code := Main(context.Background(), args, strings.NewReader(c.stdin), &out, &errb)
+		code := mainEnv(context.Background(), args, &cliEnv{stdin: strings.NewReader(c.stdin), stdout: &out, stderr: &errb,
+			getenv: testEnv(map[string]string{envToken: ""})})
 		var o struct {
 			Specific struct{ PermissionDecision, PermissionDecisionReason string } `json:"hookSpecificOutput"`
 		}

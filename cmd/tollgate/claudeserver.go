@@ -29,7 +29,7 @@ const maxClaudeAnswer = 1 << 20
 // and returns its answer. The hook's own policy judges a tool event first:
 // its deny is answered here, its ask goes along (the server then asks a
 // person whatever its own policy says). Any failure denies.
-func forwardClaude(ctx context.Context, f *claudeHookFlags, in *claudegate.Input, raw []byte, local *claudegate.Bridge) claudegate.Answer {
+func forwardClaude(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *claudegate.Input, raw []byte, local *claudegate.Bridge) claudegate.Answer {
 	ev := in.HookEventName
 	localAsk := ""
 	if local != nil && (ev == claudecode.PreToolUse || ev == claudecode.PermissionRequest) && len(f.policies) > 0 {
@@ -48,7 +48,7 @@ func forwardClaude(ctx context.Context, f *claudeHookFlags, in *claudegate.Input
 			raw = b
 		}
 	}
-	token, err := claudeToken(f.tokenFile)
+	token, err := claudeToken(env, f.tokenFile)
 	if err != nil {
 		return claudegate.Failed(ev, err.Error())
 	}
@@ -90,10 +90,11 @@ func forwardClaude(ctx context.Context, f *claudeHookFlags, in *claudegate.Input
 	return claudegate.Answer{Output: &out}
 }
 
-// claudeToken reads the bearer token from file, or else $TOLLGATE_TOKEN.
-func claudeToken(file string) (string, error) {
+// claudeToken reads the bearer token from file, or else $TOLLGATE_TOKEN in
+// the command's environment.
+func claudeToken(env *cliEnv, file string) (string, error) {
 	if file == "" {
-		if t := strings.TrimSpace(os.Getenv(envToken)); t != "" {
+		if t := strings.TrimSpace(env.env(envToken)); t != "" {
 			return t, nil
 		}
 		return "", fmt.Errorf("no token for the server: give --token-file or set $%s", envToken)

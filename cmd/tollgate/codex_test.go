@@ -331,11 +331,11 @@ func TestCodexTrustedHooks(t *testing.T) {
 // load, a server it cannot reach and a missing token all deny, with exit
 // status 2 and the reason on stderr, each of which Codex reads as a block.
 func TestCodexHookFailsClosed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	badPolicy := writeFile(t, dir, "bad.yaml", "rules: [{id: x, decision: maybe}]\n")
 	tokenFile := writeFile(t, dir, "token", "tg_x\n")
 	ev := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"c1","turn_id":"t1"}`
-	t.Setenv(envToken, "")
 	for _, c := range []struct {
 		name, stdin, reason string
 		args                []string
@@ -347,7 +347,8 @@ func TestCodexHookFailsClosed(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		args := append([]string{"codex", "hook", "--state-dir", filepath.Join(dir, "state")}, c.args...)
-		code := Main(context.Background(), args, strings.NewReader(c.stdin), &out, &errb)
+		code := mainEnv(context.Background(), args, &cliEnv{stdin: strings.NewReader(c.stdin), stdout: &out, stderr: &errb,
+			getenv: testEnv(map[string]string{envToken: ""})})
 		var o struct {
 			Specific struct{ PermissionDecision, PermissionDecisionReason string } `json:"hookSpecificOutput"`
 		}

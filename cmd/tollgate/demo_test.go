@@ -75,6 +75,13 @@ func TestDemo(t *testing.T) {
 			t.Errorf("hook log lacks %q:\n%s", want, logs)
 		}
 	}
+	// The question tool starts, asks, and runs again with the answer: the
+	// hooks see it start once and end once, as every other call.
+	for _, line := range []string{"[HOOK] question starting (call call_2_2", "[HOOK] question took"} {
+		if n := strings.Count(string(logs), line); n != 1 {
+			t.Errorf("hook log has %q %d times, want 1:\n%s", line, n, logs)
+		}
+	}
 	todo, _ := os.ReadFile(filepath.Join(ws, "todo.md"))
 	notes, _ := os.ReadFile(filepath.Join(ws, "notes.txt"))
 	if !strings.Contains(string(todo), "- [x] write the release notes") || !strings.HasPrefix(string(notes), "Release notes\n") {
@@ -115,6 +122,7 @@ func TestRunTimeout(t *testing.T) {
 // filesystem server's read runs, its write waits for approval and then runs,
 // and the policy denies overwriting the notes, so no tools/call reaches it.
 func TestDemoWithMCP(t *testing.T) {
+	t.Parallel()
 	demo, _ := filepath.Abs("../../examples/demo")
 	server := filepath.Join(demo, "../../mcptool/testdata/npm/node_modules/.bin/mcp-server-filesystem")
 	if _, err := os.Stat(server); err != nil {
@@ -129,12 +137,11 @@ func TestDemoWithMCP(t *testing.T) {
 	src, _ := os.ReadFile(filepath.Join(demo, "mcp-script.yaml"))
 	script := filepath.Join(tmp, "mcp-script.yaml")
 	os.WriteFile(script, []byte(strings.ReplaceAll(string(src), "${WORKSPACE}", ws)), 0o644)
-	t.Setenv("TOLLGATE_DEMO_WORKSPACE", ws)
-	t.Chdir(tmp)
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", ws,
+	code := mainEnv(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", ws,
 		"--mcp", filepath.Join(demo, "mcp.json"), "--policy", filepath.Join(demo, "policy.yaml"),
-		"--approve", "yes", "--state-dir", filepath.Join(tmp, ".tollgate"), "Summarise"}, strings.NewReader(""), &out, &errb)
+		"--approve", "yes", "--state-dir", filepath.Join(tmp, ".tollgate"), "Summarise"},
+		&cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, dir: tmp, getenv: testEnv(map[string]string{"TOLLGATE_DEMO_WORKSPACE": ws})})
 	if code != exitDone {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}

@@ -153,7 +153,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	var inbox *remoteInbox
 	if f.server != "" {
-		token, err := claudeToken(f.tokenFile)
+		token, err := claudeToken(env, f.tokenFile)
 		if err != nil {
 			return usageErr("gateway: --server: %v", err)
 		}
@@ -192,10 +192,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		return err
 	}
 	defer closeTelemetry()
-	confine, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
+	confine, release, err := toolsSandbox(env, workdir, nil, nil, f.mcp)
 	if err != nil {
 		return err
 	}
+	defer release() // after the servers stop (set.Close)
 	var builtins []tool.Tool
 	if f.builtins {
 		if builtins, err = gatewayBuiltins(ctx, f, workdir, gopts, logger); err != nil {
@@ -214,7 +215,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		if err != nil {
 			return usageErr("gateway: --mcp: %v", unwrapField(err))
 		}
-		set, err = mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine, Forward: relay.Forward()})
+		set, err = mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, LookupEnv: env.lookupEnv, Sandbox: confine, Forward: relay.Forward()})
 		if err != nil {
 			return withCode(exitError, fmt.Errorf("gateway: mcp: %w", err))
 		}

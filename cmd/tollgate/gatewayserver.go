@@ -248,19 +248,21 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 	if ls, ok := st.(store.Layers); ok {
 		withGatewayLayer(&gopts, runs.NewLayerSource(ls), g.Workdir)
 	}
-	confine, err := toolsSandbox(env, g.Workdir, nil, nil, f.mcp)
+	confine, release, err := toolsSandbox(env, g.Workdir, nil, nil, f.mcp)
 	if err != nil {
 		closeGate()
 		return nil, nil, err
 	}
 	cfg, err := build.LoadMCP(f.mcp, notice)
 	if err != nil {
+		release()
 		closeGate()
 		return nil, nil, fmt.Errorf("mcp: %w", unwrapField(err))
 	}
 	relay := mcpgateway.NewRelay()
-	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, Sandbox: confine, Forward: relay.Forward()})
+	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, LookupEnv: env.lookupEnv, Sandbox: confine, Forward: relay.Forward()})
 	if err != nil {
+		release()
 		closeGate()
 		return nil, nil, fmt.Errorf("mcp: %w", err)
 	}
@@ -270,7 +272,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 	o.New = func(inbox mcpgateway.Inbox) (*mcpgateway.Gateway, error) {
 		return mcpgateway.New(ctx, set, &mcpgateway.Options{Gate: gopts, Workspace: g.Workdir, Relay: relay, PinsFile: g.PinsFile, Logger: logger, Inbox: inbox})
 	}
-	return o, func() { _ = set.Close(); closeGate() }, nil
+	return o, func() { _ = set.Close(); release(); closeGate() }, nil
 }
 
 // withGatewayLayer has the calls of the mounted gateway decided with the

@@ -46,10 +46,11 @@ func openMCP(ctx context.Context, env *cliEnv, files []string, w io.Writer, logg
 		logins = mcpLoginsDir(dir)
 	}
 	set, err := build.OpenMCP(ctx, files, &build.MCPOptions{
-		Notice:   func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) },
-		Logger:   logger,
-		Confine:  confine,
-		OAuthDir: logins,
+		Notice:    func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) },
+		Logger:    logger,
+		LookupEnv: env.lookupEnv,
+		Confine:   confine,
+		OAuthDir:  logins,
 	})
 	if err != nil {
 		if fe, ok := errors.AsType[*runs.FieldError](err); ok {

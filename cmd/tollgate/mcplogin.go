@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -87,8 +86,9 @@ Exit status: 0 logged in, 1 the login failed, 2 usage.`,
 			login := *sc
 			login.Timeout = min(timeout, mcptool.MaxTimeout)
 			set, err := mcptool.Open(ctx, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{name: &login}}, &mcptool.Options{
+				LookupEnv: env.lookupEnv,
 				OAuth: func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-					return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Fetch: fetch, RedirectURL: redirect, LookupEnv: os.LookupEnv, Fresh: true})
+					return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Fetch: fetch, RedirectURL: redirect, LookupEnv: env.lookupEnv, Fresh: true})
 				},
 			})
 			if err != nil {

@@ -127,6 +127,7 @@ func (b *browserOnStderr) Write(p []byte) (int, error) {
 // mcp login` prints the URL, gets the code on its loopback page and stores
 // the token 0600 in the state directory; the next run uses it.
 func TestMCPLoginThenRun(t *testing.T) {
+	t.Parallel()
 	w := newLoginWorld(t)
 	dir, state := t.TempDir(), t.TempDir()
 	cfg := mcpConfig(t, dir, map[string]any{"docs": map[string]any{"url": w.rs.URL + "/mcp"}})
@@ -164,8 +165,7 @@ func TestMCPLoginThenRun(t *testing.T) {
 	if w.authorized <= before {
 		t.Error("the run sent no request with the token")
 	}
-	t.Setenv(envStateDir, state)
-	if code, out, errOut := apMain(t, "tools", "--mcp", cfg); code != 0 || !strings.Contains(out, "mcp__docs__echo") {
+	if code, out, errOut := tgMainIn(t, "", map[string]string{envStateDir: state}, "tools", "--mcp", cfg); code != 0 || !strings.Contains(out, "mcp__docs__echo") {
 		t.Errorf("tools after the login: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, out2, _ := apMain(t, "mcp", "logout", "docs", "--mcp", cfg, "--state-dir", state)

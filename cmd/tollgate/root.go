@@ -45,6 +45,17 @@ func (e *cliEnv) env(name string) string {
 	return e.getenv(name)
 }
 
+// lookupEnv is os.LookupEnv in the command's environment: what expands
+// ${NAME} in an mcp.json. A test's environment (getenv set) cannot tell an
+// empty variable from an unset one: an empty one reads as unset.
+func (e *cliEnv) lookupEnv(name string) (string, bool) {
+	if e.getenv == nil {
+		return os.LookupEnv(name)
+	}
+	v := e.getenv(name)
+	return v, v != ""
+}
+
 // wd returns the command's working directory.
 func (e *cliEnv) wd() (string, error) {
 	if e.dir != "" {

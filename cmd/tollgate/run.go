@@ -251,7 +251,7 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
-		APIKey: cb.apiKey, Getenv: cb.env.env, StateDir: cb.stateDir, Protect: protect, Hide: cb.hidden(), MCPLogins: cb.loginsDir(), MCPLoginOffer: cb.loginOffer(cfg), MCPTenantLogins: cb.tenantLoginsDir(),
+		APIKey: cb.apiKey, Getenv: cb.env.env, LookupEnv: cb.env.lookupEnv, StateDir: cb.stateDir, Protect: protect, Hide: cb.hidden(), MCPLogins: cb.loginsDir(), MCPLoginOffer: cb.loginOffer(cfg), MCPTenantLogins: cb.tenantLoginsDir(),
 		Logger: logs.Info, WarnLogger: logs.Warn,
 		Notice: func(line string) { fmt.Fprintln(cb.env.stderr, "tollgate: "+oneLine(line, 2000)) },
 		Elicit: cb.askElicit,

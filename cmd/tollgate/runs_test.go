@@ -183,6 +183,11 @@ func TestRunsCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &raw); err != nil || len(raw) != 1 || !strings.HasPrefix(fmt.Sprint(raw[0]["argsDigest"]), "sha256:") || raw[0]["digest"] != nil {
 		t.Errorf("approvals list --json does not name the digest argsDigest (%v):\n%s", err, out)
 	}
+	// The request's data, nested, names it so too, and nothing says digest.
+	req, _ := raw[0]["request"].(map[string]any)
+	if data, _ := req["data"].(map[string]any); data["argsDigest"] != raw[0]["argsDigest"] || strings.Contains(out, `"digest"`) {
+		t.Errorf("approvals list --json: the request's data names its digest otherwise:\n%s", out)
+	}
 	code, out, _ = tgMain(t, "approvals", "show", as[0].ID, "--state-dir", state)
 	for _, want := range []string{"request " + as[0].ID + " (approval): pending\n", "tool: bash\n", "argsDigest: sha256:"} {
 		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, `"id":`) {

@@ -39,23 +39,26 @@ func sandboxRunExtension() runExtension {
 // protected), so that listing tools never runs a server with more power
 // than a run would.
 // Where no sandbox can be made (no helper, not Linux), only the servers
-// configured "sandbox": "off" start.
-func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16, mcpFiles []string) (func(*exec.Cmd, string, *mcptool.ServerConfig) error, error) {
+// configured "sandbox": "off" start. The workspace's .claude directory is
+// sealed, as in a run, so that no server plants Claude Code settings there;
+// release, once the servers have stopped, removes it if the seal made it
+// (build.HoldClaudeSeal) and says so on stderr if it could not.
+func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16, mcpFiles []string) (confine func(*exec.Cmd, string, *mcptool.ServerConfig) error, release func(), err error) {
 	var read []string
 	for _, r := range reads {
 		abs, err := env.abs(r)
 		if err != nil {
-			return nil, usageErr("tools: --sandbox-read %s: %v", r, err)
+			return nil, nil, usageErr("tools: --sandbox-read %s: %v", r, err)
 		}
 		read = append(read, abs)
 	}
 	cwd, err := env.wd()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	workspace, err := env.abs(workdir)
 	if err != nil {
-		return nil, usageErr("tools: --workdir %s: %v", workdir, err)
+		return nil, nil, usageErr("tools: --workdir %s: %v", workdir, err)
 	}
 	if real, err := filepath.EvalSymlinks(workspace); err == nil {
 		workspace = real
@@ -79,11 +82,21 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 				return nil
 			}
 			return fmt.Errorf("%v (run the server unconfined with \"sandbox\": \"off\" in mcp.json)", err)
-		}, nil
+		}, func() {}, nil
+	}
+	claude := filepath.Join(workspace, ".claude")
+	unseal, err := build.HoldClaudeSeal(claude)
+	if err != nil {
+		return nil, nil, err
+	}
+	release = func() {
+		if err := unseal(); err != nil {
+			fmt.Fprintf(env.stderr, "tollgate: %s: %v\n", claude, err)
+		}
 	}
 	return build.MCPConfine(sb, cwd, func() sandbox.Policy {
-		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect}
-	}), nil
+		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect, Seal: []string{claude}}
+	}), release, nil
 }
 
 // portsValue is a repeatable flag of TCP ports.

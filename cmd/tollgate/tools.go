@@ -46,10 +46,11 @@ Exit status: 0, or 1 when an MCP server failed (the rest is still listed),
 			var mcpSet *mcptool.Set
 			failed := 0
 			if len(mcpFiles) > 0 {
-				confine, err := toolsSandbox(env, workdir, sandboxRead, sandboxConnect, mcpFiles)
+				confine, release, err := toolsSandbox(env, workdir, sandboxRead, sandboxConnect, mcpFiles)
 				if err != nil {
 					return err
 				}
+				defer release() // after the servers stop (set.Close)
 				set, err := openMCP(c.Context(), env, mcpFiles, env.stderr, nil, confine)
 				if err != nil {
 					return err

@@ -82,12 +82,13 @@
 // to a result (it has no latency, success or output to report, and the
 // AfterTool hooks do not see it either). When the answer comes (at once
 // with a terminal or --approve, or in a later process with tollgate resume)
-// the tool starts again with it: PRE_TOOL_USE fires again, then
-// POST_TOOL_USE (and ON_ERROR) with what that run gave. So for such a call
-// PRE_TOOL_USE fires twice, with the same callId, and POST_TOOL_USE once.
-// A call whose request is denied, or expires, does not start again and
-// fires nothing more. (A Go [hooks.ToolCallListener] sees the first start's
-// PostToolUse too, with Pending set.)
+// the tool starts again with it: PRE_TOOL_USE does not fire again (the call
+// started once), and POST_TOOL_USE (and ON_ERROR) fire with what that run
+// gave. So such a call fires PRE_TOOL_USE once and POST_TOOL_USE once, as
+// any other. A call whose request is denied, or expires, does not start
+// again and fires nothing more. (A Go [hooks.ToolCallListener] sees both
+// starts, the second with Retried set, and the first start's PostToolUse,
+// with Pending set.)
 //
 // ON_STOP, and any event fired with [Registry.FireEvent], has exactly the keys
 // the caller passes (tollgate run passes agent, runId and status, the run's

@@ -335,16 +335,22 @@ func withEvent(event Event, hctx map[string]any) map[string]any {
 }
 
 // PreToolUse implements [hooks.ToolCallListener]: it runs the PRE_TOOL_USE hooks
-// whose matcher matches u.Tool. The tool waits for them.
-func (r *Registry) PreToolUse(ctx context.Context, u *hooks.ToolUse) { r.fireTool(ctx, PreToolUse, u) }
+// whose matcher matches u.Tool. The tool waits for them. For a tool that
+// runs again with the answer to the request it made (u.Retried) it runs
+// none: they fired when the call first started.
+func (r *Registry) PreToolUse(ctx context.Context, u *hooks.ToolUse) {
+	if u.Retried {
+		return
+	}
+	r.fireTool(ctx, PreToolUse, u)
+}
 
 // PostToolUse implements [hooks.ToolCallListener]: it runs the POST_TOOL_USE
 // hooks whose matcher matches u.Tool. For a call whose tool asked for an
 // answer instead of returning a result (u.Pending) it runs none: the call
 // has not run to a result, so there is no latency, success or output to
-// report; it fires PRE_TOOL_USE and POST_TOOL_USE again when it runs with
-// the answer (see "Calls that wait for an answer" in the package
-// documentation).
+// report; it fires POST_TOOL_USE when it runs with the answer (see "Calls
+// that wait for an answer" in the package documentation).
 func (r *Registry) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
 	if u.Pending {
 		return

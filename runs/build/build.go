@@ -57,6 +57,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -82,6 +83,11 @@ type Options struct {
 	APIKey string
 	// Getenv reads the variables that hold the model's key (nil: os.Getenv).
 	Getenv func(string) string
+	// LookupEnv reads the environment of the command that builds the run,
+	// which need not be the process's: it resolves ${NAME} in the MCP
+	// servers files, as [MCPOptions].LookupEnv, and gives the HOME whose
+	// ~/.claude/settings.json claude.project reads. Nil: os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 	// Tools are offered beside the builtins and the MCP servers' tools; one
 	// named like a builtin replaces it (package toolkit), two with one name
 	// fail the build.
@@ -140,6 +146,14 @@ type Options struct {
 // concurrent use.
 type Builder struct {
 	opts Options
+}
+
+// lookupEnv is Options.LookupEnv, or os.LookupEnv.
+func (b *Builder) lookupEnv(name string) (string, bool) {
+	if b.opts.LookupEnv == nil {
+		return os.LookupEnv(name)
+	}
+	return b.opts.LookupEnv(name)
 }
 
 // New returns a builder with opts (nil: defaults).

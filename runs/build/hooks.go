@@ -132,6 +132,9 @@ func setupClaude(ctx context.Context, s *setup) error {
 	all := append([]string{}, cc.Files...)
 	if cc.Project {
 		home, _ := os.UserHomeDir()
+		if h, ok := s.b.lookupEnv("HOME"); ok && h != "" {
+			home = h // the command's own environment (Options.LookupEnv)
+		}
 		found := claudecode.SettingsFiles(s.cfg.Workdir, home)
 		if len(found) == 0 {
 			s.notice("claude settings: claude.project found no settings file under %s/.claude or ~/.claude", s.cfg.Workdir)

@@ -37,7 +37,7 @@ func setupMCP(ctx context.Context, s *setup) error {
 	if dir := s.b.opts.MCPTenantLogins; dir != "" {
 		logins = mcptool.TenantTokenStore(dir, runs.BuildTenant(ctx)).Dir
 	}
-	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
+	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, LookupEnv: s.b.opts.LookupEnv, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
 		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
 	if err != nil {
 		return err
@@ -124,6 +124,11 @@ type MCPOptions struct {
 	Notice func(string)
 	// Logger receives the servers' logs.
 	Logger *slog.Logger
+	// LookupEnv resolves ${NAME} in the files' headers, env, args and cwd
+	// and in an OAuth client secret (mcptool.Options.LookupEnv): the
+	// environment of the command that runs, which need not be the
+	// process's. Nil: os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 	// Confine is mcptool.Options.Sandbox (see [MCPConfine]).
 	Confine func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error
 	// OAuthDir, if set, is the directory of the OAuth logins made with
@@ -264,14 +269,17 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	bound := 2*slowest + MCPOpenSlack
 	octx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	mo := &mcptool.Options{Logger: o.Logger, Sandbox: o.Confine, ElicitPolicy: o.ElicitPolicy}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	mo := &mcptool.Options{Logger: o.Logger, LookupEnv: o.LookupEnv, Sandbox: o.Confine, ElicitPolicy: o.ElicitPolicy}
 	if o.Elicit != nil {
 		mo.Elicit = PersonOnly(o.Elicit)
 	}
 	if o.OAuthDir != "" {
 		store := &mcptool.TokenStore{Dir: o.OAuthDir}
 		mo.OAuth = func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: os.LookupEnv, Offer: o.OAuthOffer})
+			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: o.LookupEnv, Offer: o.OAuthOffer})
 		}
 	}
 	set, err := mcptool.Open(octx, cfg, mo)

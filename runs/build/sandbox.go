@@ -208,23 +208,38 @@ func setupSandbox(ctx context.Context, s *setup) error {
 // holdClaudeSeal keeps the workspace's .claude directory, which every
 // sandboxed command of the run seals, in place for the whole run, and
 // registers the closer that removes it when the run ends if the workspace
-// had none when the build began and it is still empty: the seal leaves no
-// trace (sandbox.RemoveSealed, which leaves it while a command of another
-// run still seals it).
+// had none when the build began and it is still empty (see
+// [HoldClaudeSeal]).
 func holdClaudeSeal(s *setup, claude string) error {
-	_, err := os.Lstat(claude)
-	missing := errors.Is(err, fs.ErrNotExist)
-	release, err := sandbox.HoldSealed(claude)
+	release, err := HoldClaudeSeal(claude)
 	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+		return err
 	}
-	s.closers = append(s.closers, func() error {
-		release()
+	s.closers = append(s.closers, release)
+	return nil
+}
+
+// HoldClaudeSeal keeps claude, a workspace's .claude directory that
+// sandboxed commands seal ([sandbox.Policy].Seal), in place until release
+// is called; release then removes it if it was missing when HoldClaudeSeal
+// was called and is still empty, so that the seal leaves no trace
+// (sandbox.RemoveSealed, which leaves it while a command of another
+// process still seals it). A run holds it for its whole length, as does
+// `tollgate gateway` for its sandboxed MCP servers. The error says the
+// directory's parent could not be locked (sandbox.HoldSealed).
+func HoldClaudeSeal(claude string) (release func() error, err error) {
+	_, err = os.Lstat(claude)
+	missing := errors.Is(err, fs.ErrNotExist)
+	unlock, err := sandbox.HoldSealed(claude)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return func() error {
+		unlock()
 		if !missing {
 			return nil
 		}
 		_, err := sandbox.RemoveSealed(claude)
 		return err
-	})
-	return nil
+	}, nil
 }
