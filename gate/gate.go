@@ -186,6 +186,9 @@ type Allowed struct {
 	Context []string `json:"context,omitempty"`
 	// Answer is the answer that approved the call, if any.
 	Answer *tool.Answer `json:"answer,omitempty"`
+	// Approved is the approval of a request the call was allowed with, if
+	// any: the tool's own request while it runs carries it ([Pending]).
+	Approved *Approval `json:"approved,omitempty"`
 }
 
 // cachedValidator is a tool's validator and the schema it was built from.
