@@ -421,6 +421,13 @@ func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) ([]t
 	var out []tool.Answer
 	for _, w := range st.Waiting() {
 		p := w.Pending
+		if why, err := checkCarried(ctx, h.store, run.ID, w); err != nil {
+			return nil, err
+		} else if why != "" {
+			h.log.Warn("a halted call carries an approval the store does not hold; the call is declined", "run", run.ID, "request", p.Request.ID, "why", why)
+			out = append(out, carriedDeclined(p.Request.ID, why))
+			continue
+		}
 		a, err := h.store.GetApproval(ctx, run.ID, p.Request.ID)
 		if err != nil {
 			return nil, err
