@@ -145,3 +145,55 @@ func TestCarriedHookApproval(t *testing.T) {
 		t.Fatalf("ruling %+v", ru)
 	}
 }
+
+// A Permission hook's approval (a remembered rule's, say) is not carried
+// over the tool's request: the call halts on it, and the hooks are asked
+// again on the retry with the answer. A hook that approves again lets the
+// tool go on with the answer; one that does not answer then leaves the
+// call to end on a second request, and the tool never runs.
+func TestPermissionHookIsAskedAgainAfterTheToolsRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		times int // how many times the hook approves
+		ran   bool
+	}{{"approves again", 2, true}, {"approves once", 1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p := &gatetest.Probe{}
+			h := &hooks.Hooks{}
+			left := tc.times
+			h.Permission("remembered", func(_ context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
+				if left == 0 {
+					return nil, nil
+				}
+				left--
+				return &tool.Answer{OK: true, Reason: "a remembered rule"}, nil
+			})
+			g := gate.New(gate.Options{Hooks: h, Authorizers: []approval.Authorizer{askOutsideTmp}})
+			env := &gate.Env{Tools: tools{p.Tool()}}
+			c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/home/a","text":"ask"}`)}
+			ru := g.Decide(ctx, env, c, nil, nil)
+			if ru.Allowed == nil {
+				t.Fatalf("the hook did not allow: %+v", ru)
+			}
+			ru = g.Complete(ctx, env, ru.Allowed, func(ctx context.Context, a *gate.Allowed) gate.Ran {
+				res, _ := p.Tool().Call(ctx, a.Args)
+				return gate.Ran{Result: res}
+			})
+			if ru.Pending == nil || ru.Pending.Approved != nil {
+				t.Fatalf("want the tool's request, no approval carried: %+v", ru)
+			}
+			ru = resumeWithBob(t, g, env, c, roundTrip(t, ru.Pending))
+			rec := ru.Record
+			if rec == nil || rec.Ran != tc.ran || (len(p.Runs()) == 1) != tc.ran {
+				t.Fatalf("ruling %+v, runs %v", ru, p.Runs())
+			}
+			if tc.ran && (rec.Decision.By.String() != "hook:remembered" || rec.Output != `wrote /home/a with "eu"`) {
+				t.Fatalf("decision by %s, output %q", rec.Decision.By, rec.Output)
+			}
+			if !tc.ran && rec.Decision.Reason != "second pending request" {
+				t.Fatalf("decision %+v", rec.Decision)
+			}
+		})
+	}
+}

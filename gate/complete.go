@@ -89,6 +89,11 @@ func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) R
 			pd.Approved = &cp
 			return Ruling{Pending: pd}
 		}
+		if a.Answer != nil && a.Approved == nil && a.Answer.Who().Kind == approval.PrincipalHook {
+			// A Permission hook's approval is not carried: the call waits
+			// for the answer, and the hooks are asked again on the retry.
+			return Ruling{Pending: g.suspend(ctx, env, c, rec, OriginTool, res.Pending, a.Args, decision.Votes)}
+		}
 		if a.Answer != nil {
 			return Ruling{Record: g.finish(ctx, env, c, rec, tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", OriginTool, res.Pending.Prompt),
 				Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "second pending request", Votes: decision.Votes}, false)}

@@ -448,14 +448,21 @@ func (p *pass) takeEdit() (edited bool, r *Ruling) {
 // again (again is true: the caller loops).
 func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, again bool) {
 	req := p.g.approvalRequest(p.c, p.args, p.spec, verdict)
-	if p.ans != nil {
+	// On a retry with the answer to the tool's own request, the Permission
+	// hooks are asked again (an approval of theirs is not carried);
+	// after any other answer, an ask is a second request.
+	toolRetry := p.ans != nil && p.prior != nil && p.prior.Origin == OriginTool
+	if p.ans != nil && !toolRetry {
 		return p.suspend(ctx, OriginAuthorization, &req), false
 	}
 	pans, err := p.g.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: p.c.Name, Args: p.args, ID: p.c.ID, Turn: p.c.Turn, Hints: p.spec.Hints, Request: req})
 	if err != nil {
 		return Ruling{Err: err}, false
 	}
-	if pans == nil {
+	if pans == nil || (toolRetry && len(bytes.TrimSpace(pans.Data)) > 0) {
+		// No hook answers (or one edits the arguments the tool's answer
+		// was given for): a person is asked, or, after an answer, the
+		// call ends on a second request.
 		return p.suspend(ctx, OriginAuthorization, &req), false
 	}
 	by := answerer(pans)
@@ -466,6 +473,10 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason}), false
 	}
 	p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteAllow, Reason: pans.Reason})
+	if toolRetry {
+		// The tool goes on with its answer; the hook allowed the call.
+		return p.allow(ctx, Decision{Outcome: OutcomeApproved, By: by, Actor: pans.Actor, Reason: pans.Reason}), false
+	}
 	p.prior = &Pending{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(p.args), Args: storable(p.args), Votes: p.votes, Shadow: p.shadow}
 	p.ans = pans
 	p.appr, p.apprAns, p.permission = p.prior, pans, true
