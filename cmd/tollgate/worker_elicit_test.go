@@ -71,7 +71,13 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), nil)
+	// The store is opened with the worker's decision key, as every process
+	// of one store must be: a decision sealed with another key is refused.
+	key, err := store.LoadDecisionKey(filepath.Join(dir, "state", store.DecisionKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), &store.Options{DecisionKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
