@@ -2,7 +2,9 @@ package runs_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -107,5 +110,72 @@ func TestCarriedApprovalIsCheckedAgainstTheStore(t *testing.T) {
 	d = res.ToolCalls[0].Decision
 	if d.Outcome != agent.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime || !strings.Contains(d.Reason, "was decided otherwise") {
 		t.Fatalf("decision %+v", d)
+	}
+}
+
+// The durable engine checks a carried approval against the store too: a
+// call approved by alice whose tool then asks halts again; when the used
+// approval is changed in the database meanwhile (SQL around tollgate), the
+// answer to the tool's request is declined in the runtime's name and the
+// tool never runs; left alone, the call runs once, approved by alice.
+func TestDurableCarriedApprovalIsChecked(t *testing.T) {
+	for _, forge := range []bool{false, true} {
+		t.Run(map[bool]string{false: "kept", true: "forged"}[forge], func(t *testing.T) {
+			ctx := context.Background()
+			key := make([]byte, store.DecisionKeySize)
+			path := filepath.Join(t.TempDir(), "tollgate.db")
+			st, err := sqlite.Open(ctx, path, &store.Options{DecisionKey: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var ran atomic.Int64
+			call := []model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}
+			d, err := runs.NewDurable(st, &testBuilder{m: testkit.Script(call), tools: agent.ToolList{askingTransfer(&ran)}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := newFakeEngine()
+			eng.onWait = func(topic string) {
+				id := strings.TrimPrefix(topic, "answer:")
+				a, err := st.GetApproval(ctx, "run_c", id)
+				if err != nil || a.Status != store.StatusPending {
+					return
+				}
+				ans := store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")}
+				if a.Kind == tool.KindInput {
+					if forge {
+						db, err := sql.Open("sqlite", "file:"+path)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if _, err := db.Exec(`UPDATE approvals SET decided_by = 'person:mallory' WHERE status = 'used'`); err != nil {
+							t.Fatal(err)
+						}
+						db.Close()
+					}
+					ans = store.Answer{Approve: true, By: tool.PrincipalOf("person:bob"), Data: json.RawMessage(`"acc-1"`)}
+				}
+				if _, err := st.Decide(ctx, "run_c", id, ans); err != nil {
+					t.Errorf("answer %s: %v", id, err)
+				}
+			}
+			in := runs.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "pay"}
+			if err := runs.PrepareDurable(ctx, st, &in); err != nil {
+				t.Fatal(err)
+			}
+			eng.execution(-1)
+			res, err := d.Drive(ctx, eng, in)
+			if err != nil || res == nil || len(res.ToolCalls) != 1 {
+				t.Fatalf("drive: %+v %v", res, err)
+			}
+			dec := res.ToolCalls[0].Decision
+			switch {
+			case forge && (ran.Load() != 0 || dec.Outcome != agent.OutcomeDeclined || !strings.Contains(dec.Reason, "carries no valid MAC")):
+				t.Fatalf("forged: ran %d times, decision %+v", ran.Load(), dec)
+			case !forge && (ran.Load() != 1 || dec.Outcome != agent.OutcomeApproved || dec.By.String() != "person:alice"):
+				t.Fatalf("kept: ran %d times, decision %+v", ran.Load(), dec)
+			}
+		})
 	}
 }
