@@ -160,6 +160,11 @@ func (cl *cloner) pending(dst, src *PendingCall) {
 	dst.Args = cl.bytes(src.Args)
 	dst.Votes = slices.Clone(src.Votes)
 	dst.Shadow = slices.Clone(src.Shadow)
+	if src.Approved != nil {
+		ap := *src.Approved
+		ap.Answer.Data = cl.bytes(src.Approved.Answer.Data)
+		dst.Approved = &ap
+	}
 }
 
 // maxCloneDepth is how deep cloneValue follows nested maps and lists by

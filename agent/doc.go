@@ -65,7 +65,11 @@
 // [tool.Pending], or an authorization "ask") suspends on a [tool.Request]. With
 // Options.WaitFor the call waits for the answer and is retried once with it
 // (hooks see it in the event and tools through [tool.AnswerFrom]); a second
-// pending request, or a declined answer, is an error result. An approved
+// pending request, or a declined answer, is an error result, but for the
+// request a tool raises while it runs on an approval: the call waits for
+// it too, with the approval carried ([gate.Pending].Approved), and is
+// retried once more with its answer, the approval covering the arguments
+// it was given for. An approved
 // request of a BeforeTool hook resolves that hook's ask (seed 002: "ask = a
 // pending(...) result, which wait_for / wait_for_ctx resolves"): on the retry,
 // when the same hook asks again for the arguments it asked about (their

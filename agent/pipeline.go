@@ -30,7 +30,7 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 	if g := inherited(ctx); wait == nil && g != nil {
 		wait = g.waitFor
 	}
-	if oc.Pending == nil || wait == nil || ans != nil {
+	if oc.Pending == nil || wait == nil {
 		return oc
 	}
 	for i := len(r.a.opts.Middleware) - 1; i >= 0; i-- {
@@ -38,18 +38,25 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 			wait = m(wait)
 		}
 	}
-	req := oc.Pending.Request
-	answer, err := r.safeWait(context.WithValue(ctx, waitingKey{}, oc.Pending), wait, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return CallOutcome{Err: ctx.Err()}
+	// The call is retried once per answer; the gate raises a request after
+	// an answer only when the tool asks while it runs on an approval
+	// ([gate.Pending].Approved), and a second time never, so this waits at
+	// most twice.
+	for waits := 0; oc.Pending != nil && waits < 2; waits++ {
+		req := oc.Pending.Request
+		answer, err := r.safeWait(context.WithValue(ctx, waitingKey{}, oc.Pending), wait, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return CallOutcome{Err: ctx.Err()}
+			}
+			return r.end(ctx, call, tool.Errorf("no answer to request %s: %v", req.ID, err),
+				Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
 		}
-		return r.end(ctx, call, tool.Errorf("no answer to request %s: %v", req.ID, err),
-			Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
+		// The gate checks the answer against the request (its ID, its
+		// answerers) before anything runs.
+		oc = r.pipeline(ctx, call, oc.Pending, &answer, emit)
 	}
-	// The gate checks the answer against the request (its ID, its
-	// answerers) before anything runs.
-	return r.pipeline(ctx, call, oc.Pending, &answer, emit)
+	return oc
 }
 
 type waitingKey struct{}

@@ -81,6 +81,19 @@ func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) R
 			post.Latency, post.Pending = ran.Latency, true
 			g.guard(ctx, c, "tool call listener (PostToolUse)", func() { l.PostToolUse(ctx, &post) })
 		}
+		if ap := a.Approved; a.Answer != nil && ap != nil && a.Answer.ID == ap.Request {
+			// The tool asks while it runs on an approval: the call waits
+			// for the answer, and its approval waits with it.
+			pd := g.suspend(ctx, env, c, rec, OriginTool, res.Pending, a.Args, decision.Votes)
+			cp := *ap
+			pd.Approved = &cp
+			return Ruling{Pending: pd}
+		}
+		if a.Answer != nil && a.Approved == nil && a.Answer.Who().Kind == approval.PrincipalHook {
+			// A Permission hook's approval is not carried: the call waits
+			// for the answer, and the hooks are asked again on the retry.
+			return Ruling{Pending: g.suspend(ctx, env, c, rec, OriginTool, res.Pending, a.Args, decision.Votes)}
+		}
 		if a.Answer != nil {
 			return Ruling{Record: g.finish(ctx, env, c, rec, tool.Errorf("%s raised a second pending request (%s) after an answer; the call was not run", OriginTool, res.Pending.Prompt),
 				Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "second pending request", Votes: decision.Votes}, false)}

@@ -41,10 +41,24 @@ type pass struct {
 	shadow []approval.Vote
 	// answered: the answer's vote still leads votes, waiting for its place.
 	answered bool
-	t        tool.Tool
-	spec     tool.Spec
-	args     json.RawMessage
-	notes    []string // the BeforeTool hooks' context
+	// appr and apprAns are the approved request and its answer that the
+	// call goes on with: the prior request and the answer when it is an
+	// approval, the approval the prior request carries
+	// ([Pending].Approved) when the answer is to the tool's own request, or
+	// a Permission hook's; nil when no approval is in hand.
+	appr    *Pending
+	apprAns *tool.Answer
+	// carried: appr is the prior request's carried approval, whose vote
+	// leads votes with the answer's until they find their place.
+	carried bool
+	// permission: the approval is a Permission hook's, made in this pass;
+	// it is not carried over a request of the tool (the hooks are asked
+	// again on a retry).
+	permission bool
+	t          tool.Tool
+	spec       tool.Spec
+	args       json.RawMessage
+	notes      []string // the BeforeTool hooks' context
 }
 
 // Decide runs steps 1 to 4 of the pipeline (docs/architecture.md) on c:
@@ -117,7 +131,41 @@ func (p *pass) takeAnswer() *Ruling {
 	// request only matter when the call ends here (declined, expired).
 	p.votes = []approval.Vote{{Source: by, Actor: p.ans.Actor, Decision: approval.VoteAllow, Reason: p.ans.Reason}}
 	p.answered = true
+	p.takeApproval()
 	return nil
+}
+
+// takeApproval finds the approval the call goes on with: the answer
+// itself when the prior request was an approval, or the approval the
+// prior request carries when the answer is to the tool's own request
+// (its vote then leads the answer's). A carried approval whose answer
+// does not approve, or names two answerers, is not taken (fail closed:
+// the call is asked about again).
+func (p *pass) takeApproval() {
+	switch {
+	case p.prior == nil:
+	case p.prior.Request.Kind == tool.KindApproval:
+		p.appr, p.apprAns = p.prior, p.ans
+	case p.prior.Origin == OriginTool && p.prior.Approved != nil:
+		a := *p.prior.Approved
+		if !a.Answer.OK || a.Answer.Check() != nil || a.Request == "" {
+			return
+		}
+		a.Answer.ID = a.Request
+		p.appr, p.apprAns, p.carried = a.pending(), &a.Answer, true
+		by := answerer(&a.Answer)
+		p.votes = append([]approval.Vote{{Source: by, Actor: a.Answer.Actor, Decision: approval.VoteAllow, Reason: a.Answer.Reason}}, p.votes...)
+	}
+}
+
+// approved is the approval in hand as it is carried over a request the
+// tool raises while it runs; nil when there is none or it is a
+// Permission hook's.
+func (p *pass) approved() *Approval {
+	if p.apprAns == nil || p.permission {
+		return nil
+	}
+	return &Approval{Request: p.appr.Request.ID, Origin: p.appr.Origin, Hook: p.appr.Hook, Digest: p.appr.Digest, Answer: *p.apprAns}
 }
 
 // placeAnswer moves the answer's vote where the source that asked is heard
@@ -128,19 +176,23 @@ func (p *pass) placeAnswer(after approval.Principal) {
 		return
 	}
 	p.answered = false
+	n := 1 // the leading votes: the answer's, after a carried approval's
+	if p.carried {
+		n = 2
+	}
 	votes := p.votes
-	i := len(votes) - 1 // the answer's index once placed
+	i := len(votes) - n // the first leading vote's index once placed
 	if !after.IsZero() {
-		for j := len(votes) - 1; j > 0; j-- {
+		for j := len(votes) - 1; j >= n; j-- {
 			if votes[j].Source == after {
-				i = j
+				i = j - n + 1
 				break
 			}
 		}
 	}
-	v := votes[0]
-	copy(votes[:i], votes[1:i+1])
-	votes[i] = v
+	lead := slices.Clone(votes[:n])
+	copy(votes[:i], votes[n:i+n])
+	copy(votes[i:i+n], lead)
 }
 
 // resolve is steps 1 and 2: the call's tool, and its arguments against the
@@ -171,7 +223,7 @@ func (p *pass) resolve() *Ruling {
 // hookApproved reports whether the answer approves a request that a
 // BeforeTool hook raised (a declined answer never gets this far).
 func (p *pass) hookApproved() bool {
-	return p.ans != nil && p.ans.OK && p.prior != nil && p.prior.Origin == OriginHook && p.prior.Hook != "" && p.prior.Request.Kind == tool.KindApproval
+	return p.apprAns != nil && p.apprAns.OK && p.appr.Origin == OriginHook && p.appr.Hook != "" && p.appr.Request.Kind == tool.KindApproval
 }
 
 // beforeTool is step 3: the BeforeTool chain, in registration order. An
@@ -183,7 +235,7 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 	var approvedAsk func(string, json.RawMessage) bool
 	if p.hookApproved() {
 		approvedAsk = func(hook string, a json.RawMessage) bool {
-			return hook == p.prior.Hook && approval.Digest(a) == p.prior.Digest
+			return hook == p.appr.Hook && approval.Digest(a) == p.appr.Digest
 		}
 	}
 	out, err := p.g.opts.Hooks.RunBeforeToolApproved(ctx, hev, approvedAsk)
@@ -213,8 +265,8 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 	// when a hook applied the edit (the person's arguments are the ones
 	// that go on): else the call would run with arguments other than those
 	// the person approved.
-	if p.hookApproved() && len(bytes.TrimSpace(p.ans.Data)) > 0 && approval.Digest(p.args) != approval.Digest(json.RawMessage(p.ans.Data)) {
-		r := p.end(tool.Errorf("the approval %s edited the arguments, but it answers hook %s, which did not apply them; the call was not run (approve without editing, or deny)", p.prior.Request.ID, p.prior.Hook),
+	if p.hookApproved() && len(bytes.TrimSpace(p.apprAns.Data)) > 0 && approval.Digest(p.args) != approval.Digest(json.RawMessage(p.apprAns.Data)) {
+		r := p.end(tool.Errorf("the approval %s edited the arguments, but it answers hook %s, which did not apply them; the call was not run (approve without editing, or deny)", p.appr.Request.ID, p.appr.Hook),
 			Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "edited arguments not applied"})
 		return &r
 	}
@@ -226,8 +278,8 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 func (p *pass) hookResult(ctx context.Context, res tool.Result, hook string) Ruling {
 	last := p.votes[len(p.votes)-1]
 	if res.Pending != nil {
-		if p.hookApproved() && hook == p.prior.Hook {
-			return p.end(tool.Errorf("the approval %s was given for other arguments; the call was not run", p.prior.Request.ID),
+		if p.hookApproved() && hook == p.appr.Hook {
+			return p.end(tool.Errorf("the approval %s was given for other arguments; the call was not run", p.appr.Request.ID),
 				Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "arguments digest mismatch"})
 		}
 		r := p.suspend(ctx, OriginHook, hookRequest(res.Pending, p.c, p.args, p.spec, hook))
@@ -326,15 +378,16 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 		p.votes = append(p.votes, avotes...)
 		p.placeAnswer(approval.Principal{}) // an authorizer's or a tool's request: heard after every authorizer
 		// An approval answer covers this call when it was given for these
-		// arguments (or the person wrote them).
-		covered := p.ans != nil && p.prior != nil && p.prior.Request.Kind == tool.KindApproval && (edited || approval.Digest(p.args) == p.prior.Digest)
+		// arguments (or the person wrote them); so does the approval the
+		// tool's answered request carries.
+		covered := p.apprAns != nil && (edited || approval.Digest(p.args) == p.appr.Digest)
 		switch verdict.Decision {
 		case approval.Deny:
 			return p.end(withContext(tool.Errorf("denied by %s: %s", verdict.By, cmp.Or(verdict.Reason, "no reason given")), p.notes),
 				Decision{Outcome: OutcomeDenied, By: verdict.By, Reason: verdict.Reason})
 		case approval.Ask:
 			if covered {
-				return p.allow(ctx, Decision{Outcome: OutcomeApproved, By: answerer(p.ans), Actor: p.ans.Actor, Reason: p.ans.Reason})
+				return p.allow(ctx, Decision{Outcome: OutcomeApproved, By: answerer(p.apprAns), Actor: p.apprAns.Actor, Reason: p.apprAns.Reason})
 			}
 			r, again := p.ask(ctx, verdict)
 			if again {
@@ -362,24 +415,25 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 // or a hook's question is theirs): bound to the digest of the arguments it
 // was asked about, a JSON object, and valid against the schema.
 func (p *pass) takeEdit() (edited bool, r *Ruling) {
-	if p.ans == nil || p.prior == nil || len(bytes.TrimSpace(p.ans.Data)) == 0 || p.prior.Origin != OriginAuthorization {
+	ans := p.apprAns
+	if ans == nil || len(bytes.TrimSpace(ans.Data)) == 0 || p.appr.Origin != OriginAuthorization {
 		return false, nil
 	}
-	if approval.Digest(p.args) != p.prior.Digest {
-		e := p.end(tool.Errorf("the approval %s was given for other arguments; the call was not run", p.prior.Request.ID),
+	if approval.Digest(p.args) != p.appr.Digest {
+		e := p.end(tool.Errorf("the approval %s was given for other arguments; the call was not run", p.appr.Request.ID),
 			Decision{Outcome: OutcomeDenied, By: approval.Runtime, Reason: "arguments digest mismatch"})
 		return false, &e
 	}
-	by := answerer(p.ans)
-	ed, err := model.EncodeArguments(json.RawMessage(p.ans.Data))
+	by := answerer(ans)
+	ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
 	if err != nil {
 		e := p.end(tool.Errorf("the edited arguments from %s are not a JSON object: %v", by, err),
-			Decision{Outcome: OutcomeInvalid, By: by, Actor: p.ans.Actor, Reason: "the edited arguments are not a JSON object"})
+			Decision{Outcome: OutcomeInvalid, By: by, Actor: ans.Actor, Reason: "the edited arguments are not a JSON object"})
 		return false, &e
 	}
 	p.args = ed
 	p.rec.Args, p.rec.ArgsDigest = storable(ed), approval.Digest(ed)
-	p.votes = append(p.votes, approval.Vote{Source: by, Actor: p.ans.Actor, Decision: approval.VoteRewrite, Reason: "edited the arguments"})
+	p.votes = append(p.votes, approval.Vote{Source: by, Actor: ans.Actor, Decision: approval.VoteRewrite, Reason: "edited the arguments"})
 	if err := p.g.Validator(p.t).Validate(ed); err != nil {
 		e := p.end(tool.Errorf("%s: edited arguments are invalid: %v", p.c.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason})
@@ -394,14 +448,21 @@ func (p *pass) takeEdit() (edited bool, r *Ruling) {
 // again (again is true: the caller loops).
 func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, again bool) {
 	req := p.g.approvalRequest(p.c, p.args, p.spec, verdict)
-	if p.ans != nil {
+	// On a retry with the answer to the tool's own request, the Permission
+	// hooks are asked again (an approval of theirs is not carried);
+	// after any other answer, an ask is a second request.
+	toolRetry := p.ans != nil && p.prior != nil && p.prior.Origin == OriginTool
+	if p.ans != nil && !toolRetry {
 		return p.suspend(ctx, OriginAuthorization, &req), false
 	}
 	pans, err := p.g.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: p.c.Name, Args: p.args, ID: p.c.ID, Turn: p.c.Turn, Hints: p.spec.Hints, Request: req})
 	if err != nil {
 		return Ruling{Err: err}, false
 	}
-	if pans == nil {
+	if pans == nil || (toolRetry && len(bytes.TrimSpace(pans.Data)) > 0) {
+		// No hook answers (or one edits the arguments the tool's answer
+		// was given for): a person is asked, or, after an answer, the
+		// call ends on a second request.
 		return p.suspend(ctx, OriginAuthorization, &req), false
 	}
 	by := answerer(pans)
@@ -412,8 +473,13 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason}), false
 	}
 	p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteAllow, Reason: pans.Reason})
+	if toolRetry {
+		// The tool goes on with its answer; the hook allowed the call.
+		return p.allow(ctx, Decision{Outcome: OutcomeApproved, By: by, Actor: pans.Actor, Reason: pans.Reason}), false
+	}
 	p.prior = &Pending{Request: req, Origin: OriginAuthorization, Digest: approval.Digest(p.args), Args: storable(p.args), Votes: p.votes, Shadow: p.shadow}
 	p.ans = pans
+	p.appr, p.apprAns, p.permission = p.prior, pans, true
 	if len(bytes.TrimSpace(pans.Data)) > 0 {
 		return Ruling{}, true
 	}
@@ -429,7 +495,7 @@ func (p *pass) allow(ctx context.Context, d Decision) Ruling {
 		p.env.Observer.Decided(p.c, d)
 	}
 	retried := p.ans != nil && p.prior != nil && p.prior.Origin == OriginTool
-	return Ruling{Allowed: &Allowed{Call: *p.c, Args: p.args, Record: p.rec, Context: p.notes, Answer: p.ans, Retried: retried}}
+	return Ruling{Allowed: &Allowed{Call: *p.c, Args: p.args, Record: p.rec, Context: p.notes, Answer: p.ans, Retried: retried, Approved: p.approved()}}
 }
 
 // authorize runs every authorizer (the gate's, then the environment's)

@@ -190,6 +190,9 @@ type Allowed struct {
 	// started once and asked, and now runs again with the answer. The
 	// listener sees it as [hooks.ToolUse].Retried.
 	Retried bool `json:"retried,omitempty"`
+	// Approved is the approval of a request the call was allowed with, if
+	// any: the tool's own request while it runs carries it ([Pending]).
+	Approved *Approval `json:"approved,omitempty"`
 }
 
 // cachedValidator is a tool's validator and the schema it was built from.

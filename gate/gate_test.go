@@ -62,31 +62,42 @@ func (reporter) Call(t *testing.T, s gatetest.Setup, name string, args json.RawM
 	env := &gate.Env{Tools: tools{s.Tool}}
 	c := gate.Call{ID: "toolu_1", Name: name, Args: args, RunID: "session_1", Source: gate.SourceClaudeCode}
 	ru := g.Decide(ctx, env, *roundTrip(t, &c), nil, nil)
-	for i := 0; ru.Pending != nil; i++ {
-		if i > 1 {
-			t.Fatal("asked more than twice")
+	for asked := 0; ; {
+		if ru.Pending != nil {
+			if asked++; asked > 2 {
+				t.Fatal("asked more than twice")
+			}
+			p := roundTrip(t, ru.Pending)
+			ans := answer(p.Request)
+			ru = g.Decide(ctx, env, c, p, roundTrip(t, ans))
+			continue
 		}
-		p := roundTrip(t, ru.Pending)
-		ans := answer(p.Request)
-		ru = g.Decide(ctx, env, c, p, roundTrip(t, ans))
+		if ru.Err != nil {
+			t.Fatal(ru.Err)
+		}
+		if ru.Allowed == nil {
+			return ru.Record
+		}
+		a := roundTrip(t, ru.Allowed)
+		// The caller runs the tool itself (with the answer it was allowed
+		// with, which a tool that asked goes on with), then reports what
+		// it gave.
+		tctx := ctx
+		if a.Answer != nil {
+			tctx = tool.WithAnswer(ctx, *a.Answer)
+		}
+		res, err := s.Tool.Call(tctx, a.Args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ru = g.Complete(ctx, env, a, gate.Reported(res, time.Millisecond))
+		if ru.Err != nil || (ru.Record == nil && ru.Pending == nil) {
+			t.Fatalf("complete: %+v", ru)
+		}
+		if ru.Record != nil {
+			return ru.Record
+		}
 	}
-	if ru.Err != nil {
-		t.Fatal(ru.Err)
-	}
-	if ru.Allowed == nil {
-		return ru.Record
-	}
-	a := roundTrip(t, ru.Allowed)
-	// The caller runs the tool itself, then reports what it gave.
-	res, err := s.Tool.Call(ctx, a.Args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ru = g.Complete(ctx, env, a, gate.Reported(res, time.Millisecond))
-	if ru.Err != nil || ru.Record == nil {
-		t.Fatalf("complete: %+v", ru)
-	}
-	return ru.Record
 }
 
 // A caller that runs the tool itself and reports the result passes the

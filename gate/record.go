@@ -135,4 +135,38 @@ type Pending struct {
 	// Shadow are the shadow rules' would-be votes heard with them, kept
 	// for the record of a call that ends on the answer (declined).
 	Shadow []approval.Vote `json:"shadow,omitempty"`
+	// Approved, on a tool's request (OriginTool), is the approval the call
+	// ran with when its tool raised the request: on the retry with the
+	// answer, it answers again the ask it answered, for the arguments it was
+	// given for and no others, so that the person is not asked twice. A
+	// host that keeps a halted call where others can write checks it
+	// against its own record of the approval before it resumes (see
+	// [Approval]).
+	Approved *Approval `json:"approved,omitempty"`
+}
+
+// Approval is an approval a call was allowed with, carried over the request
+// its tool raised while it ran (an MCP server's elicitation with nobody to
+// ask, say): the approved request (its ID, origin, the hook that asked,
+// the digest of the arguments it was about) and the approving answer,
+// edited arguments included. It covers one more pass of the call, the one
+// with the answer to the tool's request; a request the tool raises then is
+// a second pending request.
+type Approval struct {
+	// Request is the ID of the approved request.
+	Request string `json:"request"`
+	// Origin is the step that asked: OriginAuthorization or OriginHook.
+	Origin Origin `json:"origin"`
+	// Hook names the BeforeTool hook that asked (OriginHook).
+	Hook string `json:"hook,omitempty"`
+	// Digest is the digest of the arguments the request was about.
+	Digest string `json:"digest"`
+	// Answer is the approving answer: who approved, for whom, why, and the
+	// edited arguments in its Data.
+	Answer tool.Answer `json:"answer"`
+}
+
+// pending is the approved request a, as the pass that takes it up sees it.
+func (a *Approval) pending() *Pending {
+	return &Pending{Request: tool.Request{ID: a.Request, Kind: tool.KindApproval}, Origin: a.Origin, Hook: a.Hook, Digest: a.Digest}
 }

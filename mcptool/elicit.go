@@ -143,14 +143,14 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 		by, reason = "", ""
 	}
 	if c.o.Elicit == nil {
-		res, outcome = c.elicitLater(d)
+		res, outcome, by = c.elicitLater(d)
 		return res, nil
 	}
 	c.o.Logger.Info("mcp server asks a person", "server", c.name, "mode", modeOf(req.Params), "request", treq.ID)
 	ans, err := c.o.Elicit(ctx, treq)
 	switch {
 	case errors.Is(err, ErrAskLater):
-		res, outcome = c.elicitLater(d)
+		res, outcome, by = c.elicitLater(d)
 		return res, nil
 	case err != nil:
 		c.o.Logger.Info("mcp server's elicitation cancelled", "server", c.name, "request", treq.ID, "error", err)
@@ -182,7 +182,9 @@ type ElicitationRecord struct {
 	// "refused" (an error: a form asking for a secret, over the limits).
 	Outcome string `json:"outcome"`
 	// By and Reason, when a policy declined it, name the rule
-	// ("rule:<ID>") and say why.
+	// ("rule:<ID>") and say why. By alone, for an elicitation answered
+	// from a stored answer (the call halted on it and was resumed), names
+	// who gave that answer ("person:<name>").
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }

@@ -120,23 +120,23 @@ func (c *conn) inFlight() []*callState {
 // asked (the only call in flight on the server) halts: the elicitation
 // becomes its pending request, the server is told cancel and the call is
 // cancelled. With several calls in flight, none can be told apart as the
-// asker: the server is told cancel.
-func (c *conn) elicitLater(d *ElicitData) (*mcp.ElicitResult, string) {
+// asker: the server is told cancel. by names who gave a stored answer.
+func (c *conn) elicitLater(d *ElicitData) (res *mcp.ElicitResult, outcome, by string) {
 	calls := c.inFlight()
 	for _, cs := range calls {
-		if res, ok := c.replay(cs, elicitKey(c.name, cs, d), d); ok {
-			return res, "answered from a stored answer: " + res.Action
+		if res, who, ok := c.replay(cs, elicitKey(c.name, cs, d), d); ok {
+			return res, "answered from a stored answer: " + res.Action, who
 		}
 	}
 	if len(calls) != 1 {
 		c.o.Logger.Warn("mcp server's elicitation cancelled: several calls in flight, none known as the asker", "server", c.name, "calls", len(calls))
-		return &mcp.ElicitResult{Action: ElicitCancel}, fmt.Sprintf("cancelled: %d calls in flight, none known as the asker", len(calls))
+		return &mcp.ElicitResult{Action: ElicitCancel}, fmt.Sprintf("cancelled: %d calls in flight, none known as the asker", len(calls)), ""
 	}
 	cs := calls[0]
 	req, err := laterRequest(elicitKey(c.name, cs, d), d)
 	if err != nil {
 		c.o.Logger.Warn("mcp server's elicitation cancelled", "server", c.name, "error", err)
-		return &mcp.ElicitResult{Action: ElicitCancel}, "cancelled: " + err.Error()
+		return &mcp.ElicitResult{Action: ElicitCancel}, "cancelled: " + err.Error(), ""
 	}
 	cs.mu.Lock()
 	second := cs.pending != nil
@@ -145,25 +145,32 @@ func (c *conn) elicitLater(d *ElicitData) (*mcp.ElicitResult, string) {
 	}
 	cs.mu.Unlock()
 	if second {
-		return &mcp.ElicitResult{Action: ElicitCancel}, "cancelled: the call already waits for an answer"
+		return &mcp.ElicitResult{Action: ElicitCancel}, "cancelled: the call already waits for an answer", ""
 	}
 	c.o.Logger.Info("mcp server's elicitation is the call's pending request", "server", c.name, "request", req.ID)
 	cs.halt()
-	return &mcp.ElicitResult{Action: ElicitCancel}, "the call halts for a person's answer: request " + req.ID
+	return &mcp.ElicitResult{Action: ElicitCancel}, "the call halts for a person's answer: request " + req.ID, ""
 }
 
 // replay answers the elicitation with cs's stored answer when that answer
-// was given for an elicitation of the same key, and uses the answer up.
+// was given for an elicitation of the same key, and uses the answer up;
+// who is who gave it.
 // Only a person's answer accepts: any other (a flag's, a hook's) declines.
-func (c *conn) replay(cs *callState, key string, d *ElicitData) (*mcp.ElicitResult, bool) {
+func (c *conn) replay(cs *callState, key string, d *ElicitData) (*mcp.ElicitResult, string, bool) {
 	cs.mu.Lock()
 	a := cs.answer
 	if a == nil || keyOfID(a.ID) != key {
 		cs.mu.Unlock()
-		return nil, false
+		return nil, "", false
 	}
 	cs.answer = nil
 	cs.mu.Unlock()
+	res, ok := c.replayed(a, d)
+	return res, a.Who().String(), ok
+}
+
+// replayed is the server's answer of the stored answer a to d.
+func (c *conn) replayed(a *tool.Answer, d *ElicitData) (*mcp.ElicitResult, bool) {
 	switch {
 	case !a.OK:
 		return &mcp.ElicitResult{Action: ElicitDecline}, true

@@ -78,6 +78,10 @@ type OAuthOptions struct {
 	// again. An error (the person said no: [ErrLoginRequired]) fails the
 	// server as without Offer. A handler offers a login once.
 	Offer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)
+	// OnLogin, if set, is told of a login offered with Offer once it is
+	// done, with the server's name (never a token), on the goroutine of
+	// the request that met the 401.
+	OnLogin func(server string)
 }
 
 // placeholderRedirect is the redirect URL of a handler that cannot log in:
@@ -248,6 +252,9 @@ func (h *noLogin) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	}
 	h.opts.Logger.Info("mcp server: OAuth login offered at a 401 done", "server", h.name)
 	h.cur = login
+	if h.opts.OnLogin != nil {
+		h.opts.OnLogin(h.name)
+	}
 	return nil
 }
 

@@ -270,6 +270,41 @@ func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecor
 	}
 }
 
+// Login is the line of an OAuth login to an MCP server made during a run (a
+// login the person was offered when the server asked for one): its
+// "event" is "mcp.login", with the run, the server, who logged in and
+// when. Never a token.
+type Login struct {
+	Time   time.Time          `json:"time"`
+	Run    string             `json:"run,omitempty"`
+	Event  string             `json:"event"`
+	Server string             `json:"server"`
+	By     approval.Principal `json:"by,omitzero"`
+}
+
+// Login writes the line of a login to server by who, done at the time at,
+// for run (the writer's run when it has one), and logs it. A write error
+// is kept as [Writer.Record]'s are.
+func (w *Writer) Login(ctx context.Context, run, server string, by approval.Principal, at time.Time) {
+	if w.run != "" {
+		run = w.run
+	}
+	b, err := json.Marshal(Login{Time: at.UTC(), Run: run, Event: "mcp.login", Server: server, By: by})
+	if err == nil {
+		b = append(b, '\n')
+		w.mu.Lock()
+		_, err = w.w.Write(b)
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+	}
+	w.log.LogAttrs(ctx, slog.LevelInfo, "mcp login", slog.String("run", run), slog.String("server", server), slog.String("by", by.String()))
+	if err != nil {
+		w.log.LogAttrs(ctx, slog.LevelError, "writing login record failed", slog.String("server", server), slog.String("error", err.Error()))
+	}
+}
+
 // Err returns the first error met writing a line, or nil.
 func (w *Writer) Err() error {
 	w.mu.Lock()

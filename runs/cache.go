@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // maxIdleAgents bounds the built agents a [BuildCache] keeps that no run
@@ -103,7 +105,13 @@ func (c *BuildCache) Build(ctx context.Context, cfg RunConfig) (*Built, error) {
 		c.release(key, e)
 		return nil, e.err
 	}
-	return c.share(key, e), nil
+	b := c.share(key, e)
+	if found {
+		// The logins made while the agent was built belong to the run
+		// that built it.
+		b.MCPLogins = nil
+	}
+	return b, nil
 }
 
 // Warm builds the agent of cfg for the runs of tenant ahead of the first
@@ -231,6 +239,27 @@ type buildTenantKey struct{}
 // withBuildTenant puts the tenant of the run being built on ctx.
 func withBuildTenant(ctx context.Context, tenant string) context.Context {
 	return context.WithValue(ctx, buildTenantKey{}, tenant)
+}
+
+type buildRunKey struct{}
+
+// buildRun is the run whose agent is being built.
+type buildRun struct {
+	id    string
+	owner tool.Principal
+}
+
+func withBuildRun(ctx context.Context, id string, owner tool.Principal) context.Context {
+	return context.WithValue(ctx, buildRunKey{}, buildRun{id, owner})
+}
+
+// BuildRun returns the ID and owner of the run whose agent is being built,
+// as a [Host] puts them on the context it gives its [Builder] (a builder
+// writes them on what it records while it builds, such as an OAuth login);
+// empty when the context has none.
+func BuildRun(ctx context.Context) (id string, owner tool.Principal) {
+	r, _ := ctx.Value(buildRunKey{}).(buildRun)
+	return r.id, r.owner
 }
 
 // BuildTenant returns the tenant of the run whose agent is being built:

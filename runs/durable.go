@@ -281,8 +281,8 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
 		}
 		var answers []tool.Answer
-		for _, q := range res.State.PendingRequests() {
-			ans, err := d.await(ctx, eng, in, q)
+		for _, w := range res.State.Waiting() {
+			ans, err := d.await(ctx, eng, in, w)
 			if err != nil {
 				return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
 			}
@@ -643,10 +643,12 @@ type awaitRecord struct {
 	Cancelled bool         `json:"cancelled,omitempty"`
 }
 
-// await waits for the answer to q: it looks in the store, and until the
-// request is decided (or expired) waits for a wake-up message, at most
-// AnswerPoll or until the expiry.
-func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, q tool.Request) (tool.Answer, error) {
+// await waits for the answer to w's request q: it looks in the store, and
+// until the request is decided (or expired) waits for a wake-up message,
+// at most AnswerPoll or until the expiry. A call that carries an approval
+// the store does not hold is declined (checkCarried).
+func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, w agent.WaitingCall) (tool.Answer, error) {
+	q := w.Pending.Request
 	for {
 		b, err := eng.Step(ctx, "answer "+q.ID, func(ctx context.Context) ([]byte, error) {
 			var rec awaitRecord
@@ -654,6 +656,14 @@ func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, q tool.R
 				return nil, err
 			} else if r.Status == store.RunCancelled {
 				rec.Cancelled = true
+				return json.Marshal(rec)
+			}
+			if why, err := checkCarried(ctx, d.store, in.RunID, w); err != nil {
+				return nil, err
+			} else if why != "" {
+				d.log.Warn("a halted call carries an approval the store does not hold; the call is declined", "run", in.RunID, "request", q.ID, "why", why)
+				ans := carriedDeclined(q.ID, why)
+				rec.Answer = &ans
 				return json.Marshal(rec)
 			}
 			a, err := d.store.GetApproval(ctx, in.RunID, q.ID)

@@ -33,6 +33,10 @@ const (
 	EventToolFinished    = "tool.finished"
 	EventTurnUsage       = "turn.usage"
 	EventToolNotice      = "tool.notice"
+	// EventMCPLogin: an OAuth login to an MCP server made while the run's
+	// servers started (a login offered at a 401); its data is [MCPLogin]
+	// with "by", the run's owner, who was asked. Never a token.
+	EventMCPLogin        = "mcp.login"
 	EventRunHalted       = "run.halted"
 	EventRunFinished     = "run.finished"
 	EventCancelRequested = "run.cancel_requested"
@@ -81,6 +85,27 @@ type Built struct {
 	// builder that knows only the model and the tools cannot silently run
 	// without the deny globs, policy or hooks a configuration asks for.
 	Applied []string
+	// MCPLogins lists the OAuth logins to MCP servers the person made while
+	// the builder started them: the host stores each as an
+	// [EventMCPLogin] event of the run.
+	MCPLogins []MCPLogin
+}
+
+// MCPLogin is an OAuth login to an MCP server made while a run's agent was
+// built: the server's name and when the login was done. Never a token.
+type MCPLogin struct {
+	Server string    `json:"server"`
+	Time   time.Time `json:"time"`
+}
+
+// loginEvents are the [EventMCPLogin] events of b's logins, made by owner.
+func loginEvents(tenant, runID string, owner tool.Principal, b *Built) []store.Event {
+	var out []store.Event
+	for _, l := range b.MCPLogins {
+		data, _ := json.Marshal(map[string]any{"server": l.Server, "time": l.Time, "by": owner.String()})
+		out = append(out, store.Event{Tenant: tenant, RunID: runID, Type: EventMCPLogin, Data: data})
+	}
+	return out
 }
 
 // Builder builds a run's agent from its configuration; it must not depend on
@@ -235,7 +260,7 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	built, err := buildPinned(withBuildTenant(ctx, req.Tenant), h.build, req.Config)
+	built, err := buildPinned(withBuildRun(withBuildTenant(ctx, req.Tenant), id, req.Owner), h.build, req.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +268,7 @@ func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, erro
 	started := startedData(req.Config, req.Owner, false)
 	run := store.Run{ID: id, Tenant: req.Tenant, Owner: req.Owner.String(), Status: store.RunRunning, Config: cfgJSON}
 	claimed, err := h.store.CreateRun(ctx, store.CreateRunRequest{Run: run, Holder: h.holder, LeaseTTL: h.ttl,
-		Events: []store.Event{{Tenant: req.Tenant, RunID: id, Type: EventRunStarted, Data: started}}})
+		Events: append([]store.Event{{Tenant: req.Tenant, RunID: id, Type: EventRunStarted, Data: started}}, loginEvents(req.Tenant, id, req.Owner, built)...)})
 	if err != nil {
 		return nil, fmt.Errorf("runs: storing run %s: %w", id, err)
 	}
@@ -372,7 +397,7 @@ func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, er
 		return nil, release(err)
 	}
 	// Build before any approval is used, so that a failure leaves them as they were.
-	built, err := buildPinned(withBuildTenant(ctx, claimed.Tenant), h.build, cfg)
+	built, err := buildPinned(withBuildRun(withBuildTenant(ctx, claimed.Tenant), claimed.ID, claimed.OwnerPrincipal()), h.build, cfg)
 	if err != nil {
 		return nil, release(err)
 	}
@@ -385,7 +410,8 @@ func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, er
 		h.log.Info("taking over a run whose host stopped", "run", run.ID, "from", string(from))
 	}
 	data, _ := json.Marshal(map[string]any{"from": string(from), "holder": h.holder})
-	if _, err := h.store.AppendEvents(ctx, store.Event{Tenant: claimed.Tenant, RunID: run.ID, Type: EventRunResumed, Data: data}); err != nil {
+	evs := append([]store.Event{{Tenant: claimed.Tenant, RunID: run.ID, Type: EventRunResumed, Data: data}}, loginEvents(claimed.Tenant, run.ID, claimed.OwnerPrincipal(), built)...)
+	if _, err := h.store.AppendEvents(ctx, evs...); err != nil {
 		return nil, release(err)
 	}
 	d := h.newDriver(claimed, cfg, built, req.Drive)
@@ -421,6 +447,13 @@ func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) ([]t
 	var out []tool.Answer
 	for _, w := range st.Waiting() {
 		p := w.Pending
+		if why, err := checkCarried(ctx, h.store, run.ID, w); err != nil {
+			return nil, err
+		} else if why != "" {
+			h.log.Warn("a halted call carries an approval the store does not hold; the call is declined", "run", run.ID, "request", p.Request.ID, "why", why)
+			out = append(out, carriedDeclined(p.Request.ID, why))
+			continue
+		}
 		a, err := h.store.GetApproval(ctx, run.ID, p.Request.ID)
 		if err != nil {
 			return nil, err

@@ -118,3 +118,55 @@ func TestElicitationDeniedByPolicy(t *testing.T) {
 		t.Errorf("the record does not name the rule:\n%s", b)
 	}
 }
+
+// A call a policy asks about, approved by a person, whose server then asks
+// for input with nobody at a terminal halts again on the elicitation, with
+// the approval kept: answered with `approvals answer`, the resume runs the
+// call once more without asking for the approval again, the server gets
+// the answer, and the record names who approved the call and who answered
+// the server.
+func TestElicitationAfterApproval(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"TOLLGATE_TEST_MCP_SERVER": "elicit"}
+	cfg := mcpConfig(t, dir, map[string]any{"app": map[string]any{"command": os.Args[0], "env": env}})
+	script := apWrite(t, dir, "script.yaml", "turns:\n  - toolCalls:\n      - {name: mcp__app__deploy, id: d1, args: {env: prod}}\n  - text: done\n")
+	pol := apWrite(t, t.TempDir(), "policy.yaml", "rules:\n  - id: ask-deploy\n    tool: mcp__app__deploy\n    decision: ask\n    reason: deploys need a person\n")
+	records := filepath.Join(t.TempDir(), "records.jsonl")
+	state := t.TempDir()
+	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "--policy", pol,
+		"--records", records, "--state-dir", state, "deploy")
+	approve := regexp.MustCompile(`tollgate approvals approve --state-dir \S+ (req_[0-9a-f]+)`).FindStringSubmatch(out)
+	run := regexp.MustCompile(`stored run (run_[0-9a-f]+)`).FindStringSubmatch(out)
+	if code != exitPending || approve == nil || run == nil {
+		t.Fatalf("run: exit %d, want it halted on the approval:\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := apMain(t, "approvals", "approve", "--state-dir", state, "--admin", "--by", "alice", approve[1]); code != 0 {
+		t.Fatalf("approvals approve: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = apMain(t, "resume", "--state-dir", state, run[1])
+	answer := regexp.MustCompile(`tollgate approvals answer --state-dir \S+ (elicitation_[0-9a-f_]+) ANSWER`).FindStringSubmatch(out)
+	if code != exitPending || answer == nil || strings.Contains(out, "second pending request") {
+		t.Fatalf("resume after the approval: exit %d, want it halted on the elicitation:\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := apMain(t, "approvals", "answer", "--state-dir", state, "--admin", "--by", "bob", answer[1], "2", "us"); code != 0 {
+		t.Fatalf("approvals answer: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = apMain(t, "resume", "--state-dir", state, run[1])
+	if code != exitDone || !strings.Contains(out, `server got {"action":"accept","content":{"count":2,"region":"us"}}`) || strings.Contains(out, "approvals approve") {
+		t.Fatalf("resume after the answer: exit %d, want the server to get the answer without a new approval:\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{`"outcome":"approved","by":{"kind":"person","name":"alice"}`,
+		`{"source":{"kind":"person","name":"alice"},"actor":`,
+		`{"source":{"kind":"person","name":"bob"},"actor":`, `"ran":true`, `"elicitations":[{"server":"app","mode":"form","outcome":"accept","by":"person:bob"}]`} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the call's record lacks %s:\n%s", want, last)
+		}
+	}
+}

@@ -199,9 +199,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	defer release() // after the servers stop (set.Close)
 	var builtins []tool.Tool
 	if f.builtins {
-		if builtins, err = gatewayBuiltins(ctx, f, workdir, gopts, logger); err != nil {
+		var closeBuiltins func() error
+		if builtins, closeBuiltins, err = gatewayBuiltins(ctx, f, workdir, gopts, logger); err != nil {
 			return err
 		}
+		defer closeBuiltins()
 		names := make([]string, len(builtins))
 		for i, t := range builtins {
 			names[i] = t.Spec().Name
@@ -376,19 +378,19 @@ func (nopWriteCloser) Close() error { return nil }
 // denied programs refused at exec, the file tools judged by the policy
 // again and refusing the gateway's own files. question is left out: its
 // questions would have no one to answer them.
-func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts gate.Options, logger *slog.Logger) ([]tool.Tool, error) {
+func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts gate.Options, logger *slog.Logger) ([]tool.Tool, func() error, error) {
 	protect := append(append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...), f.protect...)
 	protect = slices.DeleteFunc(protect, func(p string) bool { return p == "" })
-	tk, err := build.Builtins(ctx, &build.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
+	tk, closeTools, err := build.Builtins(ctx, &build.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
 		Protect: protect, Disable: []string{builtin.QuestionTool}, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) && fe.Field == "workdir" {
-			return nil, usageErr("gateway: --workdir %s: %v", f.workdir, fe.Err)
+			return nil, nil, usageErr("gateway: --workdir %s: %v", f.workdir, fe.Err)
 		}
-		return nil, withCode(exitError, fmt.Errorf("gateway: builtin tools: %w", err))
+		return nil, nil, withCode(exitError, fmt.Errorf("gateway: builtin tools: %w", err))
 	}
-	return tk.Tools(), nil
+	return tk.Tools(), closeTools, nil
 }
 
 // gatewayClaude adds the hooks and permission rules of the --claude-settings

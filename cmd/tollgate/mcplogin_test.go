@@ -19,6 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
+
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // loginWorld is a local authorization server and an MCP server it protects.
@@ -252,7 +256,8 @@ func TestRunOffersMCPLogin(t *testing.T) {
 			}
 			var out strings.Builder
 			stderr := &browserOnStderr{}
-			code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", dir, "--state-dir", state, "--mcp", cfg, "hello"}, slave, &out, stderr)
+			records := filepath.Join(t.TempDir(), "records.jsonl")
+			code := Main(context.Background(), []string{"run", "--model", "script:" + script, "--workdir", dir, "--state-dir", state, "--mcp", cfg, "--records", records, "hello"}, slave, &out, stderr)
 			stderr.wg.Wait()
 			errOut := stderr.buf.String()
 			if code != 0 || !strings.Contains(errOut, "MCP server docs needs an OAuth login. Log in to docs now? [y/N] ") || !strings.Contains(errOut, c.want) {
@@ -264,6 +269,34 @@ func TestRunOffersMCPLogin(t *testing.T) {
 			}
 			if strings.Contains(out.String()+errOut, "tok0") {
 				t.Error("the token was printed")
+			}
+			// The login is an event of the run's log and a line of its
+			// records: who, which server, when; never the token.
+			b, err := os.ReadFile(records)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := regexp.MustCompile(`\{"time":"[^"]+","run":"run_[0-9a-f]+","event":"mcp.login","server":"docs","by":\{"kind":"person","name":"[^"]+"\}\}\n`)
+			if got := len(line.FindAll(b, -1)); got != c.stored || strings.Contains(string(b), "tok0") {
+				t.Errorf("records: %d login lines, want %d:\n%s", got, c.stored, b)
+			}
+			st, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			evs, err := st.ListEvents(context.Background(), store.EventFilter{AllTenants: true, Limit: store.MaxLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logins []string
+			for _, ev := range evs {
+				if ev.Type == runs.EventMCPLogin {
+					logins = append(logins, string(ev.Data))
+				}
+			}
+			if len(logins) != c.stored || (c.stored == 1 && !regexp.MustCompile(`^\{"by":"person:[^"]+","server":"docs","time":"[^"]+"\}$`).MatchString(logins[0])) {
+				t.Errorf("the run's log has login events %q, want %d", logins, c.stored)
 			}
 		})
 	}

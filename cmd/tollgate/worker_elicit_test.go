@@ -72,7 +72,8 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// The answer is sealed with the worker's key (decision.key in its state
-	// directory), as a server sharing the worker's store would seal it.
+	// directory), as every process of one store must seal it: a decision
+	// sealed with another key is refused.
 	key, err := store.LoadDecisionKey(filepath.Join(dir, "state", store.DecisionKeyFile))
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,10 @@ type Caller interface {
 }
 
 // Probe is the case's tool: it records the arguments of every run, and
-// answers "wrote PATH". Its Runs are what the tool saw, in order.
+// answers "wrote PATH". Its Runs are what the tool saw, in order. A call
+// with the text "ask" asks for input while it runs (a pending request of
+// kind input in its result) until the answer it runs with carries a JSON
+// string (an approval's data, edited arguments, is an object), then records the arguments and answers "wrote PATH with DATA".
 type Probe struct {
 	mu   sync.Mutex
 	runs []string
@@ -60,12 +63,19 @@ func (p *Probe) Tool() tool.Tool {
 		Path string `json:"path"`
 		Text string `json:"text,omitempty"`
 	}
-	return tool.Must("write", "writes text to a file", func(_ context.Context, a in) (string, error) {
+	return tool.Must("write", "writes text to a file", func(ctx context.Context, a in) (tool.Result, error) {
+		ans, _ := tool.AnswerFrom(ctx)
+		if a.Text == "ask" && !strings.HasPrefix(string(ans.Data), `"`) {
+			return tool.Pending(tool.Request{Kind: tool.KindInput, Prompt: "which region?"}), nil
+		}
 		b, _ := json.Marshal(a)
 		p.mu.Lock()
 		p.runs = append(p.runs, string(b))
 		p.mu.Unlock()
-		return "wrote " + a.Path, nil
+		if a.Text == "ask" {
+			return tool.Text("wrote " + a.Path + " with " + string(ans.Data)), nil
+		}
+		return tool.Text("wrote " + a.Path), nil
 	}, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}})
 }
 
@@ -92,13 +102,32 @@ func alice(ok bool, reason string, data json.RawMessage) Answerer {
 	}
 }
 
+// aliceThenBob approves the call as alice and answers the tool's request
+// for input as bob, with "eu"; it fails the test on any other request.
+func aliceThenBob(t *testing.T) Answerer {
+	var asked []tool.Kind
+	return func(req tool.Request) *tool.Answer {
+		asked = append(asked, req.Kind)
+		switch {
+		case len(asked) == 1 && req.Kind == tool.KindApproval:
+			return &tool.Answer{ID: req.ID, OK: true, Reason: "fine", By: "alice"}
+		case len(asked) == 2 && req.Kind == tool.KindInput:
+			return &tool.Answer{ID: req.ID, OK: true, By: "bob", Data: json.RawMessage(`"eu"`)}
+		}
+		t.Errorf("request %d of kind %s (%s): the approval is asked once, then the tool's input", len(asked), req.Kind, req.Prompt)
+		return &tool.Answer{ID: req.ID, OK: false, Reason: "unexpected"}
+	}
+}
+
 // A case is one call and what must come of it.
 type kase struct {
 	name   string
 	args   string
 	hooks  func(h *hooks.Hooks)
 	answer Answerer
-	check  func(t *testing.T, rec *gate.Record, runs []string)
+	// answerer, when set, makes the case's answerer for its test.
+	answerer func(t *testing.T) Answerer
+	check    func(t *testing.T, rec *gate.Record, runs []string)
 }
 
 func cases() []kase {
@@ -201,6 +230,17 @@ func cases() []kase {
 				t.Errorf("the person's answer is not among the votes: %+v", rec.Decision.Votes)
 			}
 		}},
+		{name: "approved, then the tool asks", args: `{"path":"/home/a","text":"ask"}`, answerer: aliceThenBob,
+			check: func(t *testing.T, rec *gate.Record, runs []string) {
+				want(t, rec, gate.OutcomeApproved, "person:alice", true)
+				ranWith(t, runs, `{"path":"/home/a","text":"ask"}`)
+				if rec.Output != `wrote /home/a with "eu"` {
+					t.Errorf("output %q: the tool did not go on with bob's answer", rec.Output)
+				}
+				if !hasVote(rec, "person:alice", approval.VoteAllow) || !hasVote(rec, "person:bob", approval.VoteAllow) {
+					t.Errorf("the record does not name both the approval and the answer: %+v", rec.Decision.Votes)
+				}
+			}},
 		{name: "after-tool hook redacts", args: `{"path":"/tmp/secret"}`, hooks: func(h *hooks.Hooks) {
 			h.AfterTool("redact", func(_ context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
 				return hooks.Replace(tool.Text(strings.ReplaceAll(ev.Result.Output, "secret", "[redacted]"))), nil
@@ -230,6 +270,9 @@ func Run(t *testing.T, c Caller) {
 				name = "wirte"
 			}
 			answer := k.answer
+			if k.answerer != nil {
+				answer = k.answerer(t)
+			}
 			if answer == nil {
 				answer = func(req tool.Request) *tool.Answer {
 					t.Errorf("unexpected request %s: %s", req.ID, req.Prompt)

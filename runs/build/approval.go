@@ -36,6 +36,7 @@ func setupApproval(ctx context.Context, s *setup) error {
 			return &runs.FieldError{Field: runs.FieldRecordsFile, Err: err}
 		}
 		s.closers = append(s.closers, w.Close)
+		s.records = w
 		prev := s.opts.OnRecord
 		s.opts.OnRecord = func(ctx context.Context, rec agent.ToolCallRecord) {
 			if prev != nil {

@@ -59,12 +59,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -199,6 +201,12 @@ type setup struct {
 	sandbox *sandboxConfig
 	// protected lists the files that govern the run: no tool may write them.
 	protected []string
+	// records writes the run's records file, if it has one.
+	records *records.Writer
+	// mu guards logins, the OAuth logins made while MCP servers start
+	// (they start together).
+	mu     sync.Mutex
+	logins []runs.MCPLogin
 }
 
 func (s *setup) closeAll() error {
@@ -290,8 +298,9 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 				f(ctx, runID, status)
 			}
 		},
-		Close:   s.closeAll,
-		Applied: runs.GovernanceFields(),
+		Close:     s.closeAll,
+		Applied:   runs.GovernanceFields(),
+		MCPLogins: s.logins,
 	}, nil
 }
 

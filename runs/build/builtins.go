@@ -50,23 +50,28 @@ type BuiltinOptions struct {
 // the protected files and the workspace's Claude Code settings, and every
 // file they open judged again by the authorizers. A machine that cannot
 // confine commands is an error unless opts.Sandbox turns bash's sandbox
-// off. Errors about a field are [*runs.FieldError]s naming it.
-func Builtins(ctx context.Context, opts *BuiltinOptions) (*toolkit.Toolkit, error) {
+// off. Errors about a field are [*runs.FieldError]s naming it. Call close
+// when the tools are no longer served: it lets go of the workspace's
+// sealed .claude directory, removing it if the workspace had none, as a
+// run's end does.
+func Builtins(ctx context.Context, opts *BuiltinOptions) (tk *toolkit.Toolkit, close func() error, err error) {
 	if opts == nil || opts.Workdir == "" {
-		return nil, &runs.FieldError{Field: "workdir", Err: errors.New("no workspace given")}
+		return nil, nil, &runs.FieldError{Field: "workdir", Err: errors.New("no workspace given")}
 	}
 	b := New(&Options{Protect: opts.Protect, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
 	s := &setup{b: b, cfg: runs.RunConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox},
 		opts: &agent.Options{Hooks: &hooks.Hooks{}, Authorizers: opts.Authorizers}}
 	if err := setupSandbox(ctx, s); err != nil {
-		return nil, err
+		_ = s.closeAll()
+		return nil, nil, err
 	}
 	s.addProtected(opts.Protect...)
-	tk, err := s.toolkit(nil, opts.Disable)
+	tk, err = s.toolkit(nil, opts.Disable)
 	if err != nil {
-		return nil, &runs.FieldError{Field: "workdir", Err: err}
+		_ = s.closeAll()
+		return nil, nil, &runs.FieldError{Field: "workdir", Err: err}
 	}
-	return tk, nil
+	return tk, s.closeAll, nil
 }
 
 // toolkit returns the builtins of the run on its Workdir, and extra: bash

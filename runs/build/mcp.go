@@ -22,6 +22,23 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
+// loginRecorder is the OnLogin of the run's MCP servers: a login made
+// while they start is kept for the run's log ([runs.Built].MCPLogins) and
+// written to its records at once, with the run and its owner
+// ([runs.BuildRun]), who was asked.
+func (s *setup) loginRecorder(ctx context.Context) func(server string) {
+	return func(server string) {
+		l := runs.MCPLogin{Server: server, Time: time.Now().UTC()}
+		s.mu.Lock()
+		s.logins = append(s.logins, l)
+		s.mu.Unlock()
+		if s.records != nil {
+			run, owner := runs.BuildRun(ctx)
+			s.records.Login(ctx, run, server, owner, l.Time)
+		}
+	}
+}
+
 // setupMCP starts the servers of MCPFiles; their tools are offered beside
 // the builtins (the set, not a copy of its tools: a server that announces a
 // change of its tools is listed again between turns) and they are stopped
@@ -38,7 +55,7 @@ func setupMCP(ctx context.Context, s *setup) error {
 		logins = mcptool.TenantTokenStore(dir, runs.BuildTenant(ctx)).Dir
 	}
 	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, LookupEnv: s.b.opts.LookupEnv, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
-		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
+		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, OnLogin: s.loginRecorder(ctx), Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
 	if err != nil {
 		return err
 	}
@@ -141,6 +158,10 @@ type MCPOptions struct {
 	// server asks for one (mcptool.OAuthOptions.Offer): a terminal's "Log
 	// in now?". Nil: the server fails with mcptool.ErrLoginRequired.
 	OAuthOffer func(ctx context.Context, server string) (fetch auth.AuthorizationCodeFetcher, redirectURL string, done func(), err error)
+	// OnLogin, if set, is told of a login made with OAuthOffer once it is
+	// done (mcptool.OAuthOptions.OnLogin): the server's name, never a
+	// token.
+	OnLogin func(server string)
 	// Elicit is asked a server's elicitation (mcptool.Options.Elicit); only
 	// an answer given by a person accepts ([PersonOnly]). Nil, or an Elicit
 	// returning mcptool.ErrAskLater, halts the call on the elicitation as a
@@ -279,7 +300,7 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	if o.OAuthDir != "" {
 		store := &mcptool.TokenStore{Dir: o.OAuthDir}
 		mo.OAuth = func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: o.LookupEnv, Offer: o.OAuthOffer})
+			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: o.LookupEnv, Offer: o.OAuthOffer, OnLogin: o.OnLogin})
 		}
 	}
 	set, err := mcptool.Open(octx, cfg, mo)

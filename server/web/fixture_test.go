@@ -172,6 +172,12 @@ func newFixtureTTL(t *testing.T, m model.Model, noteOutput string, ttl time.Dura
 // as "/tg") of another mux, through http.StripPrefix; f.url includes it.
 func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Duration, prefix string) *fixture {
 	t.Helper()
+	return newFixtureWith(t, m, noteOutput, ttl, prefix)
+}
+
+// newFixtureWith is newFixtureAt with extra tools beside the fixture's.
+func newFixtureWith(t *testing.T, m model.Model, noteOutput string, ttl time.Duration, prefix string, extra ...tool.Tool) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{t: t, store: store.NewMemory(nil),
 		transfer: &fileTool{name: "transfer", schema: transferSchema, hints: &tool.Hints{Destructive: true, OpenWorld: true}, path: filepath.Join(dir, "transfer.runs")},
@@ -192,7 +198,7 @@ func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := agent.ToolList{f.transfer, f.note}
+	tools := append(agent.ToolList{f.transfer, f.note}, extra...)
 	builtins, err := builtin.New(dir, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -441,6 +441,9 @@
     art.append(cd);
 
     const questions = a.kind === 'question' && Array.isArray(a.questions) && a.questions.length ? a.questions : null;
+    // An MCP server's request for input (elicitation): its ID says so
+    // (mcptool: "elicitation_", the elicitation's key, a random suffix).
+    const elicitation = a.kind !== 'approval' && /^elicitation_[0-9a-f]{32}_[0-9a-f]+$/.test(a.id || '');
     const dl = el('dl', { class: 'facts' });
     if (questions) {
       fact(dl, 'Asked by', 'the model, with the ', el('code', {}, a.tool || 'question'), ' tool');
@@ -487,11 +490,19 @@
     const denyOpen = el('button', { type: 'button', class: 'deny-open', 'aria-expanded': 'false', 'aria-controls': ids.deny }, questions ? 'Decline…' : 'Deny…');
     const editOpen = el('button', { type: 'button', class: 'edit-open', 'aria-expanded': 'false', 'aria-controls': ids.edit }, 'Edit arguments…');
     actions.append(approveBtn, denyOpen);
+    // The server is told decline or cancel, kept apart as MCP keeps them;
+    // Deny… ends the call without telling the server anything.
+    const declineBtn = el('button', { type: 'button', class: 'elicit-decline' }, 'Decline the server\'s request');
+    const cancelBtn = el('button', { type: 'button', class: 'elicit-cancel' }, 'Cancel the server\'s request');
+    if (elicitation) {
+      denyOpen.textContent = 'Stop the call…';
+      actions.append(declineBtn, cancelBtn);
+    }
     const editable = (!a.kind || a.kind === 'approval') && !questions;
     if (editable) actions.append(editOpen);
     art.append(actions);
     if (!decider) {
-      for (const b of [approveBtn, denyOpen, editOpen]) b.disabled = true;
+      for (const b of [approveBtn, denyOpen, editOpen, declineBtn, cancelBtn]) b.disabled = true;
       art.append(el('p', { class: 'help' }, 'Deciding needs the approver role; this token has ' + ((me && me.roles) || []).join(', ') + '.'));
     }
 
@@ -551,8 +562,10 @@
       });
     }
 
-    const buttons = [approveBtn, denyOpen, editOpen, denyBtn, approveEdited];
-    async function decide(decision, reasonText, edited, answer) {
+    const buttons = [approveBtn, denyOpen, editOpen, denyBtn, approveEdited, declineBtn, cancelBtn];
+    // told, when set, is what the card says was done (an elicitation
+    // declined or cancelled).
+    async function decide(decision, reasonText, edited, answer, told) {
       setText(err, '');
       // The digest is sent exactly as the API showed it: the approval
       // covers the arguments shown and nothing else.
@@ -565,13 +578,13 @@
         li.classList.add('decided');
         showBatches();
         const outcome = el('p', { class: 'outcome', role: 'status', tabindex: '-1' },
-          (v.status === 'denied' ? (questions ? 'Declined' : 'Denied') : (questions ? 'Answered' : 'Approved')) + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
+          (told || (v.status === 'denied' ? (questions ? 'Declined' : 'Denied') : (questions ? 'Answered' : 'Approved'))) + ': ' + visible(a.tool) + ' in run ' + a.runId + '. The run goes on by itself.');
         art.replaceChildren(outcome);
         // The button that had focus is gone: keep the keyboard where it was.
         outcome.focus();
         announce((v.status === 'denied' ? 'Denied ' : 'Approved ') + visible(a.tool) + '.');
         const leave = window.setTimeout(() => { removeCard(li); refreshApprovalsSoon(); }, 4000);
-        if (!questions && can('approver')) {
+        if (!questions && !elicitation && can('approver')) {
           art.append(rememberForm(a, v.status === 'denied' ? 'deny' : 'allow', () => window.clearTimeout(leave), li));
         }
       } catch (e) {
@@ -598,6 +611,8 @@
       }
       decide('approve', '', undefined, { answers: got.answers });
     });
+    declineBtn.addEventListener('click', () => decide('approve', '', undefined, { action: 'decline' }, 'The server is told decline'));
+    cancelBtn.addEventListener('click', () => decide('approve', '', undefined, { action: 'cancel' }, 'The server is told cancel'));
     denyForm.addEventListener('submit', (e) => {
       e.preventDefault();
       const why = reason.value.trim();
