@@ -24,7 +24,9 @@ package layer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -55,6 +57,11 @@ type Layer struct {
 	version     int64
 	allow, deny *policy.Policy
 	accepted    map[string]tool.Principal
+	// patterns are the command patterns of the allow rules, by the
+	// program they name as written; fields are the arguments their
+	// scripts are in.
+	patterns map[string][]*shellcmd.Pattern
+	fields   []string
 }
 
 // Compile parses rules, the accepted rules of a layer at version. Errors
@@ -62,7 +69,7 @@ type Layer struct {
 // one rule, a rule with another ID, a decision other than allow or deny,
 // or a shadow rule.
 func Compile(version int64, rules []Rule) (*Layer, error) {
-	l := &Layer{version: version, accepted: map[string]tool.Principal{}}
+	l := &Layer{version: version, accepted: map[string]tool.Principal{}, patterns: map[string][]*shellcmd.Pattern{}}
 	var allow, deny []policy.Rule
 	for _, r := range rules {
 		pr, err := ParseRule(r.ID, r.Text)
@@ -72,6 +79,9 @@ func Compile(version int64, rules []Rule) (*Layer, error) {
 		l.accepted[r.ID] = r.AcceptedBy
 		if pr.Decision == approval.Allow {
 			allow = append(allow, pr)
+			if err := l.addPatterns(r.ID, pr.Command); err != nil {
+				return nil, err
+			}
 		} else {
 			deny = append(deny, pr)
 		}
@@ -161,7 +171,12 @@ func (l *Layer) acceptedBy(id string) string {
 // Answer returns the layer's answer to the approval request of an ask on
 // c, or nil when no allow rule covers c: every simple command of a shell
 // script must be allowed by the rules, and a script that writes through a
-// redirection is never covered. The answer approves with the reason
+// redirection is never covered. Neither is a script that changes what
+// its commands run with: a command with assignments before it
+// ("GOFLAGS=... go test"), a program named by a path ("./go") or not
+// exactly as the rule names it ("GO"), one run through a wrapper ("env",
+// "sudo"), one that changes the environment ("export", "set", "source",
+// ...) or a statement that sets a variable ("PATH=.", "declare"). The answer approves with the reason
 // "approved by rule layer vN (rule ID), accepted by P".
 func (l *Layer) Answer(c approval.Call) *tool.Answer {
 	ev := l.allow.Evaluate(c)
@@ -174,7 +189,110 @@ func (l *Layer) Answer(c approval.Call) *tool.Answer {
 			return nil
 		}
 	}
+	if len(ev.Commands) > 0 && !l.scriptsCovered(c.Args) {
+		return nil
+	}
 	return &tool.Answer{OK: true, Reason: fmt.Sprintf("approved by rule layer v%d (rule %s)%s", l.version, v.By.Name, l.acceptedBy(v.By.Name))}
+}
+
+func (l *Layer) addPatterns(id string, cc *policy.CommandCondition) error {
+	if cc == nil {
+		return nil
+	}
+	f := cc.Field
+	if f == "" {
+		f = policy.DefaultCommandField
+	}
+	if !slices.Contains(l.fields, f) {
+		l.fields = append(l.fields, f)
+	}
+	for _, text := range cc.Patterns {
+		p, err := shellcmd.CompilePattern(text)
+		if err != nil {
+			return fmt.Errorf("layer rule %s: %w", id, err)
+		}
+		prog, _, _ := strings.Cut(strings.Join(strings.Fields(text), " "), " ")
+		l.patterns[prog] = append(l.patterns[prog], p)
+	}
+	return nil
+}
+
+// envPrograms change the environment or the meaning of the commands that
+// follow them (or run a command given as words): a script that runs one
+// is never covered.
+var envPrograms = map[string]bool{
+	"export": true, "declare": true, "typeset": true, "local": true, "readonly": true, "set": true, "unset": true,
+	"env": true, "shopt": true, "enable": true, "hash": true, "alias": true, "source": true, ".": true, "eval": true,
+	"exec": true, "builtin": true, "command": true, "read": true, "mapfile": true, "readarray": true, "getopts": true,
+	"let": true, "trap": true, "ulimit": true, "umask": true,
+}
+
+// covered reports whether the layer's allow rules cover the simple
+// command c on their own terms: no assignments before it, a program named
+// by a bare name (not a path) that is not one of [envPrograms], run by the
+// script itself (not through a wrapper), and one of the rules' patterns
+// naming exactly that program (case and all) matching it.
+func (l *Layer) covered(c *shellcmd.Command) bool {
+	if c.Opaque != "" || c.Program == "" || len(c.Assigns) > 0 || len(c.Via) > 0 ||
+		c.Name != c.Program || strings.Contains(c.Name, "/") || envPrograms[c.Program] {
+		return false
+	}
+	if c.Program == "printf" && slices.ContainsFunc(c.Args, func(w shellcmd.Word) bool { return strings.HasPrefix(w.Value, "-v") || w.Dynamic }) {
+		return false // printf -v assigns a variable
+	}
+	for _, p := range l.patterns[c.Program] {
+		if p.Match(c) == shellcmd.Yes {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptsCovered checks the scripts of c's arguments that the allow
+// rules' command conditions read: each is analysed again, and a script
+// that may set a variable, or has a simple command the layer does not
+// cover on its own terms ([Layer.covered]), is not covered. Fail closed:
+// what the analysis cannot see through is opaque, and never covered.
+func (l *Layer) scriptsCovered(args json.RawMessage) bool {
+	if len(l.fields) == 0 {
+		return true
+	}
+	var m map[string]any
+	if len(args) > 0 && json.Unmarshal(args, &m) != nil {
+		return false
+	}
+	for _, f := range l.fields {
+		var v any = m
+		for _, seg := range strings.Split(f, ".") {
+			mm, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = mm[seg]
+		}
+		script, ok := v.(string)
+		if !ok {
+			if v != nil {
+				return false // not a script: a command rule cannot have matched
+			}
+			continue
+		}
+		an := shellcmd.Analyze(script)
+		if an.SetsVariables {
+			return false
+		}
+		for i := range an.Commands {
+			c := &an.Commands[i]
+			if c.Program == "" && c.Opaque == "" {
+				continue // a redirection alone: judged by writes
+			}
+			if !l.covered(c) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func writes(c shellcmd.Command) bool {

@@ -110,7 +110,7 @@ func TestAnswerScope(t *testing.T) {
 	}{
 		{"bash", `{"command":"go test ./server"}`, true},
 		{"bash", `{"command":"go test -run X ./..."}`, true},
-		{"bash", `{"command":"/usr/local/go/bin/go test"}`, true},
+		{"bash", `{"command":"/usr/local/go/bin/go test"}`, false}, // a path names another program
 		{"bash", `{"command":"go test ./... && rm -rf /"}`, false},
 		{"bash", `{"command":"go test ./... > /etc/passwd"}`, false},
 		{"bash", `{"command":"go vet ./..."}`, false},
