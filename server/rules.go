@@ -101,6 +101,10 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusConflict, "approval "+strconv.Quote(a.ID)+" is not decided yet: decide it, then remember the decision")
 		return
 	}
+	if a.Unverified {
+		problemf(w, r, http.StatusConflict, "approval "+strconv.Quote(a.ID)+" carries no valid seal (its decision was not made through tollgate): no rule can be made of it")
+		return
+	}
 	d, err := approval.ParseRequestData(a.Request)
 	if err != nil || a.Kind != tool.KindApproval {
 		problemf(w, r, http.StatusUnprocessableEntity, "approval "+strconv.Quote(a.ID)+" is not about a tool call's arguments: no rule can be made of it")

@@ -95,6 +95,9 @@ func rulesList(env *cliEnv) *cobra.Command {
 			for _, r := range l.Proposed {
 				fmt.Fprintf(env.stdout, "\n%s: %s %s, proposed by %s (accept with: tollgate policy rules accept %s)\n%s", field(r.ID), r.Effect, field(r.Tool), r.ProposedBy, field(r.ID), textBlock(r.Text))
 			}
+			for _, r := range l.Unsealed {
+				fmt.Fprintf(env.stdout, "\n%s: NOT APPLIED: the store holds it as accepted, but its seal is missing or wrong (written or altered outside tollgate, or accepted with another store key)\n%s", field(r.ID), textBlock(r.Text))
+			}
 			return nil
 		},
 	}
@@ -147,6 +150,9 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 			}
 			if a.Status == store.StatusPending {
 				return withCode(exitError, fmt.Errorf("approval %s is not decided yet: decide it, then remember the decision", field(a.ID)))
+			}
+			if a.Unverified {
+				return withCode(exitError, fmt.Errorf("approval %s carries no valid seal (its decision was not made through tollgate): no rule can be made of it", field(a.ID)))
 			}
 			d, err := approval.ParseRequestData(a.Request)
 			if err != nil || a.Kind != tool.KindApproval {
