@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -166,7 +167,13 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 			if len(a.Data) > 0 && (a.Status == store.StatusApproved || a.Status == store.StatusUsed) {
 				callArgs = a.Data // approved with edits: what was approved is what the person wrote
 			}
-			p, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, callArgs, eff, a.RunID+"/"+a.ID)
+			workdir := ""
+			if run, err := s.GetRun(c.Context(), a.RunID); err == nil {
+				if cfg, err := runs.LoadConfig(run); err == nil {
+					workdir = cfg.Workdir
+				}
+			}
+			p, err := layer.ProposeIn(layer.NewID(eff, a.Tool), a.Tool, callArgs, eff, a.RunID+"/"+a.ID, workdir)
 			if err != nil {
 				return withCode(exitError, err)
 			}

@@ -19,13 +19,19 @@
 //
 // A remembered allow of a shell command never covers a script that
 // writes a file through a redirection, nor one the analysis cannot see
-// through: those are asked about as before.
+// through, nor a command that runs with a changed environment or another
+// program than the one named (assignments before it, a path, another case,
+// a wrapper, a script that sets variables); a remembered path prefix
+// never covers a dotfile or a directory such as .git below it: those are
+// asked about as before.
 package layer
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -62,6 +68,10 @@ type Layer struct {
 	// scripts are in.
 	patterns map[string][]*shellcmd.Pattern
 	fields   []string
+	// paths are the path prefixes of the allow rules, by rule ID;
+	// workdir is the directory relative paths resolve against.
+	paths   map[string][]policy.ArgCondition
+	workdir string
 }
 
 // Compile parses rules, the accepted rules of a layer at version. Errors
@@ -69,7 +79,7 @@ type Layer struct {
 // one rule, a rule with another ID, a decision other than allow or deny,
 // or a shadow rule.
 func Compile(version int64, rules []Rule) (*Layer, error) {
-	l := &Layer{version: version, accepted: map[string]tool.Principal{}, patterns: map[string][]*shellcmd.Pattern{}}
+	l := &Layer{version: version, accepted: map[string]tool.Principal{}, patterns: map[string][]*shellcmd.Pattern{}, paths: map[string][]policy.ArgCondition{}}
 	var allow, deny []policy.Rule
 	for _, r := range rules {
 		pr, err := ParseRule(r.ID, r.Text)
@@ -81,6 +91,11 @@ func Compile(version int64, rules []Rule) (*Layer, error) {
 			allow = append(allow, pr)
 			if err := l.addPatterns(r.ID, pr.Command); err != nil {
 				return nil, err
+			}
+			for _, a := range pr.Args {
+				if a.PathPrefix != "" {
+					l.paths[r.ID] = append(l.paths[r.ID], a)
+				}
 			}
 		} else {
 			deny = append(deny, pr)
@@ -136,6 +151,7 @@ func (l *Layer) WithWorkdir(dir string) (*Layer, error) {
 		return l, nil
 	}
 	out := *l
+	out.workdir = path.Clean(filepath.ToSlash(dir))
 	var err error
 	if out.allow, err = l.allow.WithWorkdir(dir); err != nil {
 		return nil, err
@@ -190,6 +206,9 @@ func (l *Layer) Answer(c approval.Call) *tool.Answer {
 		}
 	}
 	if len(ev.Commands) > 0 && !l.scriptsCovered(c.Args) {
+		return nil
+	}
+	if !l.pathsCovered(v.By.Name, c.Args) {
 		return nil
 	}
 	return &tool.Answer{OK: true, Reason: fmt.Sprintf("approved by rule layer v%d (rule %s)%s", l.version, v.By.Name, l.acceptedBy(v.By.Name))}
@@ -293,6 +312,54 @@ func (l *Layer) scriptsCovered(args json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// pathsCovered reports whether the path prefixes of the allow rule id
+// cover the call's paths without reaching, below the prefix, a file or
+// directory whose name starts with '.' (.git/hooks, .claude, .codex,
+// .bashrc): those only an exact rule covers.
+func (l *Layer) pathsCovered(id string, args json.RawMessage) bool {
+	conds := l.paths[id]
+	if len(conds) == 0 {
+		return true
+	}
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return false
+	}
+	for _, a := range conds {
+		var v any = m
+		for _, seg := range strings.Split(a.Field, ".") {
+			mm, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			v = mm[seg]
+		}
+		p, ok := v.(string)
+		if !ok {
+			return false
+		}
+		p, prefix := l.resolve(p), l.resolve(a.PathPrefix)
+		if p == prefix {
+			continue
+		}
+		rest := strings.TrimPrefix(p, strings.TrimSuffix(prefix, "/")+"/")
+		if rest == p || hasDotSegment(rest) {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve cleans p, resolved against the layer's working directory when
+// relative and it has one.
+func (l *Layer) resolve(p string) string {
+	p = filepath.ToSlash(p)
+	if !path.IsAbs(p) && l.workdir != "" {
+		p = path.Join(l.workdir, p)
+	}
+	return path.Clean(p)
 }
 
 func writes(c shellcmd.Command) bool {
