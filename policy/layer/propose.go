@@ -69,10 +69,12 @@ func Propose(id, toolName string, args json.RawMessage, effect approval.Effect, 
 // the workspace's root, an absolute path outside it (or any absolute path
 // when the workspace is not known), and a path under a directory or of a
 // file whose name starts with a '.' (.git, .claude, .codex, .bashrc) are
-// remembered as exactly that path. A shell command is remembered with a
-// prefix only when plain words follow its program and the program does not
-// run code or write files named by its arguments ([ExactPrograms]);
-// otherwise the call is remembered with exactly its arguments.
+// remembered as exactly that path. An allowed shell command is remembered
+// with a prefix only when plain words follow its program and the program
+// does not run code or write files named by its arguments
+// ([ExactPrograms]); otherwise the call is remembered with exactly its
+// arguments. A denied one keeps its program's prefix: wide is a deny's
+// safe side.
 func ProposeIn(id, toolName string, args json.RawMessage, effect approval.Effect, source, workspace string) (Proposal, error) {
 	if effect != approval.Allow && effect != approval.Deny {
 		return Proposal{}, fmt.Errorf("layer: effect %q: want allow or deny", effect)
@@ -100,7 +102,7 @@ func ProposeIn(id, toolName string, args json.RawMessage, effect approval.Effect
 	var pats []string
 	if isScript && strings.EqualFold(toolName, "bash") {
 		var err error
-		if pats, err = patterns(script); err != nil {
+		if pats, err = patterns(script, effect == approval.Deny); err != nil {
 			return Proposal{}, err
 		}
 	}
@@ -241,11 +243,12 @@ func exact(c shellcmd.Command) bool {
 
 // patterns returns the command patterns of a script: for each simple
 // command, its program and up to MaxLeadingWords plain words, then " *".
-// It returns nil (no error) when some command must be remembered exactly
-// ([ExactPrograms], no plain word after the program, assignments before it,
-// a program named by a path, a script that sets variables): the caller
-// then remembers the exact arguments.
-func patterns(script string) ([]string, error) {
+// For an allow, it returns nil (no error) when some command must be
+// remembered exactly ([ExactPrograms], no plain word after the program,
+// assignments before it, a program named by a path, a script that sets
+// variables): the caller then remembers the exact arguments. A deny (wide
+// is its safe side) keeps the prefix of every command.
+func patterns(script string, deny bool) ([]string, error) {
 	an := shellcmd.Analyze(script)
 	for _, c := range an.Commands {
 		if c.Opaque != "" {
@@ -263,7 +266,7 @@ func patterns(script string) ([]string, error) {
 		if !progName.MatchString(c.Program) {
 			return nil, fmt.Errorf("%w: the program %q is not a plain name", ErrNoScope, c.Program)
 		}
-		if exact(c) {
+		if !deny && exact(c) {
 			return nil, nil
 		}
 		words := []string{c.Program}
@@ -275,6 +278,7 @@ func patterns(script string) ([]string, error) {
 		}
 		p := strings.Join(words, " ") + " *"
 		switch {
+		case deny:
 		case len(c.Args) == 0:
 			p = c.Program // no arguments: exactly this command
 		case len(words) == 1:
@@ -287,7 +291,7 @@ func patterns(script string) ([]string, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: the command runs no program", ErrNoScope)
 	}
-	if an.SetsVariables {
+	if an.SetsVariables && !deny {
 		return nil, nil
 	}
 	return out, nil

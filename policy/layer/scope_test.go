@@ -102,3 +102,14 @@ func TestProposePathScope(t *testing.T) {
 		}
 	}
 }
+
+// A remembered deny stays as wide as before: wide is its safe side.
+func TestProposeDenyStaysWide(t *testing.T) {
+	for script, want := range map[string]string{"node --version": "node *", "ls": "ls *", "sed -n 1p f": "sed *"} {
+		args, _ := json.Marshal(map[string]string{"command": script})
+		p, err := layer.Propose("r", "bash", args, approval.Deny, "")
+		if err != nil || !strings.Contains(p.Text, `pattern: ["`+want+`"]`) {
+			t.Errorf("Propose(deny %q) = %s, %v; want pattern %q", script, p.Text, err, want)
+		}
+	}
+}
