@@ -68,6 +68,7 @@ type Layer struct {
 	// scripts are in.
 	patterns map[string][]*shellcmd.Pattern
 	fields   []string
+	cmdRules map[string]bool // the allow rules with a command condition
 	// paths are the path prefixes of the allow rules, by rule ID;
 	// workdir is the directory relative paths resolve against.
 	paths   map[string][]policy.ArgCondition
@@ -79,7 +80,7 @@ type Layer struct {
 // one rule, a rule with another ID, a decision other than allow or deny,
 // or a shadow rule.
 func Compile(version int64, rules []Rule) (*Layer, error) {
-	l := &Layer{version: version, accepted: map[string]tool.Principal{}, patterns: map[string][]*shellcmd.Pattern{}, paths: map[string][]policy.ArgCondition{}}
+	l := &Layer{version: version, accepted: map[string]tool.Principal{}, patterns: map[string][]*shellcmd.Pattern{}, cmdRules: map[string]bool{}, paths: map[string][]policy.ArgCondition{}}
 	var allow, deny []policy.Rule
 	for _, r := range rules {
 		pr, err := ParseRule(r.ID, r.Text)
@@ -205,7 +206,7 @@ func (l *Layer) Answer(c approval.Call) *tool.Answer {
 			return nil
 		}
 	}
-	if len(ev.Commands) > 0 && !l.scriptsCovered(c.Args) {
+	if l.cmdRules[v.By.Name] && !l.scriptsCovered(c.Args) {
 		return nil
 	}
 	if !l.pathsCovered(v.By.Name, c.Args) {
@@ -218,6 +219,7 @@ func (l *Layer) addPatterns(id string, cc *policy.CommandCondition) error {
 	if cc == nil {
 		return nil
 	}
+	l.cmdRules[id] = true
 	f := cc.Field
 	if f == "" {
 		f = policy.DefaultCommandField

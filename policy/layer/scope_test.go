@@ -113,3 +113,16 @@ func TestProposeDenyStaysWide(t *testing.T) {
 		}
 	}
 }
+
+// A call remembered with exactly its arguments is covered beside command
+// rules, whatever its script does.
+func TestExactBesideCommandRules(t *testing.T) {
+	exact := propose(t, "exact", "bash", `{"command":"FOO=1 node --version"}`, approval.Allow)
+	l := compile(t, propose(t, "go", "bash", `{"command":"go test ./x"}`, approval.Allow), exact)
+	if a := l.Answer(bashCall("FOO=1 node --version")); a == nil || !strings.Contains(a.Reason, "rule exact") {
+		t.Errorf("the exactly remembered call: %+v", a)
+	}
+	if a := l.Answer(bashCall("FOO=1 go test ./x")); a != nil {
+		t.Errorf("FOO=1 go test: %+v", a)
+	}
+}
