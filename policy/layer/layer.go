@@ -193,8 +193,10 @@ func (l *Layer) acceptedBy(id string) string {
 // ("GOFLAGS=... go test"), a program named by a path ("./go") or not
 // exactly as the rule names it ("GO"), one run through a wrapper ("env",
 // "sudo"), one that changes the environment ("export", "set", "source",
-// ...) or a statement that sets a variable ("PATH=.", "declare"). The answer approves with the reason
-// "approved by rule layer vN (rule ID), accepted by P".
+// ...) or a statement that sets a variable ("PATH=.", "declare"); nor a
+// path below a path prefix through a name that starts with '.'. The
+// answer approves with the reason "approved by rule layer vN (rule ID),
+// accepted by P".
 func (l *Layer) Answer(c approval.Call) *tool.Answer {
 	ev := l.allow.Evaluate(c)
 	v := ev.Verdict
