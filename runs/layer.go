@@ -90,6 +90,8 @@ func (src *LayerSource) Getter(tenant, workdir string) layer.Getter {
 		if err != nil {
 			return nil, err
 		}
+		// l.Rules holds only the sealed rules: the store reports the
+		// others in l.Unsealed, and they apply to nothing.
 		rules := make([]layer.Rule, len(l.Rules))
 		for i, r := range l.Rules {
 			rules[i] = layer.Rule{ID: r.ID, Text: r.Text, AcceptedBy: r.AcceptedBy}

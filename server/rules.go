@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -101,6 +104,10 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusConflict, "approval "+strconv.Quote(a.ID)+" is not decided yet: decide it, then remember the decision")
 		return
 	}
+	if a.Unverified {
+		problemf(w, r, http.StatusConflict, "approval "+strconv.Quote(a.ID)+" carries no valid seal (its decision was not made through tollgate): no rule can be made of it")
+		return
+	}
 	d, err := approval.ParseRequestData(a.Request)
 	if err != nil || a.Kind != tool.KindApproval {
 		problemf(w, r, http.StatusUnprocessableEntity, "approval "+strconv.Quote(a.ID)+" is not about a tool call's arguments: no rule can be made of it")
@@ -110,7 +117,7 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 	if len(a.Data) > 0 && (a.Status == store.StatusApproved || a.Status == store.StatusUsed) {
 		args = a.Data // approved with edits: what was approved is what the person wrote
 	}
-	prop, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, args, eff, a.RunID+"/"+a.ID)
+	prop, err := layer.ProposeIn(layer.NewID(eff, a.Tool), a.Tool, args, eff, a.RunID+"/"+a.ID, s.runWorkdir(r.Context(), a.RunID))
 	if err != nil {
 		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
@@ -122,6 +129,23 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		return
 	}
 	writeJSON(w, http.StatusCreated, rule)
+}
+
+// runWorkdir is the workspace root of the run runID, "" when it is not
+// known (a path rule then remembers an absolute path exactly).
+func (s *Server) runWorkdir(ctx context.Context, runID string) string {
+	run, err := s.store.GetRun(ctx, runID)
+	if err != nil {
+		return ""
+	}
+	if cfg, err := runs.LoadConfig(run); err == nil && cfg.Workdir != "" {
+		return cfg.Workdir
+	}
+	var sc sessionConfig // a Claude Code, Codex or MCP client session's run
+	if json.Unmarshal(run.Config, &sc) == nil {
+		return sc.Workspace
+	}
+	return ""
 }
 
 // acceptRule is POST /v1/rules/{id}/accept (admin).

@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"context"
+	"database/sql"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -251,5 +255,30 @@ func TestRememberEdited(t *testing.T) {
 	var rule store.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `"amount": {equals: 3}`) {
 		t.Fatalf("propose: %d\n%s", code, rule.Text)
+	}
+}
+
+// A decision the store cannot verify (written into the database by a
+// writer without its key) is no ground for a rule.
+func TestProposeRefusesUnverified(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := newFixture(t, s, nil, &server.Options{Tokens: rulesTokens(t)})
+	a := approveFirst(t, f)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE approvals SET mac = '' WHERE id = ?`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	var p server.Problem
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &p); code != http.StatusConflict || !strings.Contains(p.Detail, "no valid seal") {
+		t.Fatalf("proposing from an unverified approval: %d %+v, want 409", code, p)
 	}
 }

@@ -88,6 +88,9 @@ type LayerRule struct {
 	// RemovedBy and RemovedAt: who removed it, when.
 	RemovedBy tool.Principal `json:"removedBy,omitzero"`
 	RemovedAt *time.Time     `json:"removedAt,omitempty"`
+	// MAC seals an accepted rule with the store's decision key
+	// ([Sealer.SealLayerRule]); the store sets it.
+	MAC string `json:"-"`
 }
 
 // LayerChange is one entry of a layer's history: the version it made,
@@ -115,6 +118,11 @@ type Layer struct {
 	// Proposed are the proposals waiting for an administrator, oldest
 	// first.
 	Proposed []LayerRule `json:"proposed"`
+	// Unsealed are rules the store holds as accepted that carry no valid
+	// MAC ([Sealer.CheckLayerRule]): written into the database directly,
+	// altered there, or accepted with another store key. They are not in
+	// Rules and apply to nothing.
+	Unsealed []LayerRule `json:"unsealed,omitempty"`
 }
 
 // Layers keeps each tenant's rule layer. [Memory] and the SQLite and
@@ -134,7 +142,8 @@ type Layers interface {
 	// next version. Errors: [ErrNotFound]; [ErrDecided] when it was
 	// removed already; [ErrInvalid] for a bad by.
 	RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (LayerChange, error)
-	// GetLayer returns tenant's layer as it is now.
+	// GetLayer returns tenant's layer as it is now: the accepted rules
+	// whose seal is missing or wrong are in Unsealed, not in Rules.
 	GetLayer(ctx context.Context, tenant string) (Layer, error)
 	// LayerVersion returns the version of tenant's layer (0: never
 	// changed): one cheap read, for a caller that keeps the layer of a

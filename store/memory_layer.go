@@ -81,7 +81,7 @@ func (m *Memory) changeLayer(tenant, id string, action LayerAction, by tool.Prin
 	if err != nil {
 		return LayerChange{}, err
 	}
-	rs[i] = r
+	rs[i] = m.seal.SealLayerRule(r)
 	l.changes[tenant] = append(l.changes[tenant], c)
 	return c, nil
 }
@@ -101,7 +101,7 @@ func (m *Memory) GetLayer(ctx context.Context, tenant string) (Layer, error) {
 		}
 	}
 	slices.SortStableFunc(out.Rules, func(a, b LayerRule) int { return int(a.Version - b.Version) })
-	return out, nil
+	return m.seal.SplitSealed(out), nil
 }
 
 // LayerHistory implements [Layers].

@@ -111,3 +111,61 @@ func (s *Sealer) Check(a Approval) Approval {
 	a.Unverified = a.Status != StatusPending && !hmac.Equal([]byte(a.MAC), []byte(s.mac(a)))
 	return a
 }
+
+// sealedRule is what a layer rule's MAC covers. The field order is the
+// encoding's; a change of it or of a field's meaning needs a new V.
+type sealedRule struct {
+	V          int    `json:"v"`
+	Tenant     string `json:"tenant"`
+	ID         string `json:"id"`
+	Text       string `json:"text"`
+	Effect     string `json:"effect"`
+	Status     string `json:"status"`
+	AcceptedBy string `json:"acceptedBy"`
+	Version    int64  `json:"version"`
+}
+
+func (s *Sealer) ruleMAC(r LayerRule) string {
+	b, _ := json.Marshal(sealedRule{V: 1, Tenant: r.Tenant, ID: r.ID, Text: r.Text, Effect: r.Effect, Status: string(r.Status),
+		AcceptedBy: PrincipalText(r.AcceptedBy), Version: r.Version}) // strings and numbers only: cannot fail
+	h := hmac.New(sha256.New, s.key)
+	h.Write([]byte("tollgate layer rule\x00"))
+	h.Write(b)
+	return base64.RawStdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// SealLayerRule returns r with its MAC: an accepted rule gets the MAC of
+// its tenant, ID, text, effect, status, who accepted it and the version
+// its acceptance made; a proposed or removed one gets none.
+func (s *Sealer) SealLayerRule(r LayerRule) LayerRule {
+	r.MAC = ""
+	if r.Status == LayerAccepted {
+		r.MAC = s.ruleMAC(r)
+	}
+	return r
+}
+
+// CheckLayerRule reports whether r, an accepted rule as read from the
+// store, carries a valid MAC: false for a rule written into the database
+// directly, altered there, accepted by a process with another store key,
+// or accepted before tollgate sealed the layer. A rule that is not
+// accepted is not checked (it applies to nothing).
+func (s *Sealer) CheckLayerRule(r LayerRule) bool {
+	return r.Status != LayerAccepted || hmac.Equal([]byte(r.MAC), []byte(s.ruleMAC(r)))
+}
+
+// SplitSealed is for implementations of [Layers.GetLayer]: it moves the
+// accepted rules of l whose MAC is missing or wrong ([Sealer.CheckLayerRule])
+// from Rules to Unsealed, so that they apply to nothing.
+func (s *Sealer) SplitSealed(l Layer) Layer {
+	rules := l.Rules[:0:0]
+	for _, r := range l.Rules {
+		if s.CheckLayerRule(r) {
+			rules = append(rules, r)
+		} else {
+			l.Unsealed = append(l.Unsealed, r)
+		}
+	}
+	l.Rules = rules
+	return l
+}

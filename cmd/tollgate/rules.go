@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -95,6 +96,9 @@ func rulesList(env *cliEnv) *cobra.Command {
 			for _, r := range l.Proposed {
 				fmt.Fprintf(env.stdout, "\n%s: %s %s, proposed by %s (accept with: tollgate policy rules accept %s)\n%s", field(r.ID), r.Effect, field(r.Tool), r.ProposedBy, field(r.ID), textBlock(r.Text))
 			}
+			for _, r := range l.Unsealed {
+				fmt.Fprintf(env.stdout, "\n%s: NOT APPLIED: the store holds it as accepted, but its seal is missing or wrong (written or altered outside tollgate, or accepted with another store key)\n%s", field(r.ID), textBlock(r.Text))
+			}
 			return nil
 		},
 	}
@@ -148,6 +152,9 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 			if a.Status == store.StatusPending {
 				return withCode(exitError, fmt.Errorf("approval %s is not decided yet: decide it, then remember the decision", field(a.ID)))
 			}
+			if a.Unverified {
+				return withCode(exitError, fmt.Errorf("approval %s carries no valid seal (its decision was not made through tollgate): no rule can be made of it", field(a.ID)))
+			}
 			d, err := approval.ParseRequestData(a.Request)
 			if err != nil || a.Kind != tool.KindApproval {
 				return withCode(exitError, fmt.Errorf("approval %s is not about a tool call's arguments: no rule can be made of it", field(a.ID)))
@@ -160,7 +167,13 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 			if len(a.Data) > 0 && (a.Status == store.StatusApproved || a.Status == store.StatusUsed) {
 				callArgs = a.Data // approved with edits: what was approved is what the person wrote
 			}
-			p, err := layer.Propose(layer.NewID(eff, a.Tool), a.Tool, callArgs, eff, a.RunID+"/"+a.ID)
+			workdir := ""
+			if run, err := s.GetRun(c.Context(), a.RunID); err == nil {
+				if cfg, err := runs.LoadConfig(run); err == nil {
+					workdir = cfg.Workdir
+				}
+			}
+			p, err := layer.ProposeIn(layer.NewID(eff, a.Tool), a.Tool, callArgs, eff, a.RunID+"/"+a.ID, workdir)
 			if err != nil {
 				return withCode(exitError, err)
 			}

@@ -52,7 +52,7 @@ func TestPolicyRulesRememberLocally(t *testing.T) {
 	}
 	code, out = tg("policy", "rules", "propose", m[1])
 	id := regexp.MustCompile(`proposed rule (allow-bash-[0-9a-f]+)`).FindStringSubmatch(out)
-	if code != 0 || id == nil || !strings.Contains(out, `command: {pattern: ["touch marker *"]}`) {
+	if code != 0 || id == nil || !strings.Contains(out, `"command": {equals: "touch marker"}`) {
 		t.Fatalf("propose: exit %d\n%s", code, out)
 	}
 

@@ -19,12 +19,20 @@
 //
 // A remembered allow of a shell command never covers a script that
 // writes a file through a redirection, nor one the analysis cannot see
-// through: those are asked about as before.
+// through, nor a command that runs with a changed environment or another
+// program than the one named (assignments before it, a path, another case,
+// a wrapper, a script that sets variables); a remembered path prefix
+// never covers a dotfile or a directory such as .git below it: those are
+// asked about as before.
 package layer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -55,6 +63,16 @@ type Layer struct {
 	version     int64
 	allow, deny *policy.Policy
 	accepted    map[string]tool.Principal
+	// patterns are the command patterns of the allow rules, by the
+	// program they name as written; fields are the arguments their
+	// scripts are in.
+	patterns map[string][]*shellcmd.Pattern
+	fields   []string
+	cmdRules map[string]bool // the allow rules with a command condition
+	// paths are the path prefixes of the allow rules, by rule ID;
+	// workdir is the directory relative paths resolve against.
+	paths   map[string][]policy.ArgCondition
+	workdir string
 }
 
 // Compile parses rules, the accepted rules of a layer at version. Errors
@@ -62,7 +80,7 @@ type Layer struct {
 // one rule, a rule with another ID, a decision other than allow or deny,
 // or a shadow rule.
 func Compile(version int64, rules []Rule) (*Layer, error) {
-	l := &Layer{version: version, accepted: map[string]tool.Principal{}}
+	l := &Layer{version: version, accepted: map[string]tool.Principal{}, patterns: map[string][]*shellcmd.Pattern{}, cmdRules: map[string]bool{}, paths: map[string][]policy.ArgCondition{}}
 	var allow, deny []policy.Rule
 	for _, r := range rules {
 		pr, err := ParseRule(r.ID, r.Text)
@@ -72,6 +90,14 @@ func Compile(version int64, rules []Rule) (*Layer, error) {
 		l.accepted[r.ID] = r.AcceptedBy
 		if pr.Decision == approval.Allow {
 			allow = append(allow, pr)
+			if err := l.addPatterns(r.ID, pr.Command); err != nil {
+				return nil, err
+			}
+			for _, a := range pr.Args {
+				if a.PathPrefix != "" {
+					l.paths[r.ID] = append(l.paths[r.ID], a)
+				}
+			}
 		} else {
 			deny = append(deny, pr)
 		}
@@ -126,6 +152,7 @@ func (l *Layer) WithWorkdir(dir string) (*Layer, error) {
 		return l, nil
 	}
 	out := *l
+	out.workdir = path.Clean(filepath.ToSlash(dir))
 	var err error
 	if out.allow, err = l.allow.WithWorkdir(dir); err != nil {
 		return nil, err
@@ -161,8 +188,15 @@ func (l *Layer) acceptedBy(id string) string {
 // Answer returns the layer's answer to the approval request of an ask on
 // c, or nil when no allow rule covers c: every simple command of a shell
 // script must be allowed by the rules, and a script that writes through a
-// redirection is never covered. The answer approves with the reason
-// "approved by rule layer vN (rule ID), accepted by P".
+// redirection is never covered. Neither is a script that changes what
+// its commands run with: a command with assignments before it
+// ("GOFLAGS=... go test"), a program named by a path ("./go") or not
+// exactly as the rule names it ("GO"), one run through a wrapper ("env",
+// "sudo"), one that changes the environment ("export", "set", "source",
+// ...) or a statement that sets a variable ("PATH=.", "declare"); nor a
+// path below a path prefix through a name that starts with '.'. The
+// answer approves with the reason "approved by rule layer vN (rule ID),
+// accepted by P".
 func (l *Layer) Answer(c approval.Call) *tool.Answer {
 	ev := l.allow.Evaluate(c)
 	v := ev.Verdict
@@ -174,7 +208,162 @@ func (l *Layer) Answer(c approval.Call) *tool.Answer {
 			return nil
 		}
 	}
+	if l.cmdRules[v.By.Name] && !l.scriptsCovered(c.Args) {
+		return nil
+	}
+	if !l.pathsCovered(v.By.Name, c.Args) {
+		return nil
+	}
 	return &tool.Answer{OK: true, Reason: fmt.Sprintf("approved by rule layer v%d (rule %s)%s", l.version, v.By.Name, l.acceptedBy(v.By.Name))}
+}
+
+func (l *Layer) addPatterns(id string, cc *policy.CommandCondition) error {
+	if cc == nil {
+		return nil
+	}
+	l.cmdRules[id] = true
+	f := cc.Field
+	if f == "" {
+		f = policy.DefaultCommandField
+	}
+	if !slices.Contains(l.fields, f) {
+		l.fields = append(l.fields, f)
+	}
+	for _, text := range cc.Patterns {
+		p, err := shellcmd.CompilePattern(text)
+		if err != nil {
+			return fmt.Errorf("layer rule %s: %w", id, err)
+		}
+		prog, _, _ := strings.Cut(strings.Join(strings.Fields(text), " "), " ")
+		l.patterns[prog] = append(l.patterns[prog], p)
+	}
+	return nil
+}
+
+// envPrograms change the environment or the meaning of the commands that
+// follow them (or run a command given as words): a script that runs one
+// is never covered.
+var envPrograms = map[string]bool{
+	"export": true, "declare": true, "typeset": true, "local": true, "readonly": true, "set": true, "unset": true,
+	"env": true, "shopt": true, "enable": true, "hash": true, "alias": true, "source": true, ".": true, "eval": true,
+	"exec": true, "builtin": true, "command": true, "read": true, "mapfile": true, "readarray": true, "getopts": true,
+	"let": true, "trap": true, "ulimit": true, "umask": true,
+}
+
+// covered reports whether the layer's allow rules cover the simple
+// command c on their own terms: no assignments before it, a program named
+// by a bare name (not a path) that is not one of [envPrograms], run by the
+// script itself (not through a wrapper), and one of the rules' patterns
+// naming exactly that program (case and all) matching it.
+func (l *Layer) covered(c *shellcmd.Command) bool {
+	if c.Opaque != "" || c.Program == "" || len(c.Assigns) > 0 || len(c.Via) > 0 ||
+		c.Name != c.Program || strings.Contains(c.Name, "/") || envPrograms[c.Program] {
+		return false
+	}
+	if c.Program == "printf" && slices.ContainsFunc(c.Args, func(w shellcmd.Word) bool { return strings.HasPrefix(w.Value, "-v") || w.Dynamic }) {
+		return false // printf -v assigns a variable
+	}
+	for _, p := range l.patterns[c.Program] {
+		if p.Match(c) == shellcmd.Yes {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptsCovered checks the scripts of c's arguments that the allow
+// rules' command conditions read: each is analysed again, and a script
+// that may set a variable, or has a simple command the layer does not
+// cover on its own terms ([Layer.covered]), is not covered. Fail closed:
+// what the analysis cannot see through is opaque, and never covered.
+func (l *Layer) scriptsCovered(args json.RawMessage) bool {
+	if len(l.fields) == 0 {
+		return true
+	}
+	var m map[string]any
+	if len(args) > 0 && json.Unmarshal(args, &m) != nil {
+		return false
+	}
+	for _, f := range l.fields {
+		var v any = m
+		for _, seg := range strings.Split(f, ".") {
+			mm, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = mm[seg]
+		}
+		script, ok := v.(string)
+		if !ok {
+			if v != nil {
+				return false // not a script: a command rule cannot have matched
+			}
+			continue
+		}
+		an := shellcmd.Analyze(script)
+		if an.SetsVariables {
+			return false
+		}
+		for i := range an.Commands {
+			c := &an.Commands[i]
+			if c.Program == "" && c.Opaque == "" {
+				continue // a redirection alone: judged by writes
+			}
+			if !l.covered(c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pathsCovered reports whether the path prefixes of the allow rule id
+// cover the call's paths without reaching, below the prefix, a file or
+// directory whose name starts with '.' (.git/hooks, .claude, .codex,
+// .bashrc): those only an exact rule covers.
+func (l *Layer) pathsCovered(id string, args json.RawMessage) bool {
+	conds := l.paths[id]
+	if len(conds) == 0 {
+		return true
+	}
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return false
+	}
+	for _, a := range conds {
+		var v any = m
+		for _, seg := range strings.Split(a.Field, ".") {
+			mm, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			v = mm[seg]
+		}
+		p, ok := v.(string)
+		if !ok {
+			return false
+		}
+		p, prefix := l.resolve(p), l.resolve(a.PathPrefix)
+		if p == prefix {
+			continue
+		}
+		rest := strings.TrimPrefix(p, strings.TrimSuffix(prefix, "/")+"/")
+		if rest == p || hasDotSegment(rest) {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve cleans p, resolved against the layer's working directory when
+// relative and it has one.
+func (l *Layer) resolve(p string) string {
+	p = filepath.ToSlash(p)
+	if !path.IsAbs(p) && l.workdir != "" {
+		p = path.Join(l.workdir, p)
+	}
+	return path.Clean(p)
 }
 
 func writes(c shellcmd.Command) bool {

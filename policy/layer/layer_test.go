@@ -54,12 +54,12 @@ func TestProposeText(t *testing.T) {
     decision: allow
     reason: "remembered: always allow bash commands go test * (from run_1/req_1)"
 `},
-		{"bash", `{"command":"cd web && npm run build -- --prod | tee log"}`, approval.Allow, `rules:
+		{"bash", `{"command":"cd web && npm run build -- --prod | sort"}`, approval.Allow, `rules:
   - id: r1
     tool: "bash"
-    command: {pattern: ["cd web *", "npm run build *", "tee log *"]}
+    command: {pattern: ["cd web *", "npm run build *", "sort"]}
     decision: allow
-    reason: "remembered: always allow bash commands cd web *, npm run build *, tee log * (from run_1/req_1)"
+    reason: "remembered: always allow bash commands cd web *, npm run build *, sort (from run_1/req_1)"
 `},
 		{"write", `{"path":"notes/today.md","content":"hi"}`, approval.Deny, `rules:
   - id: r1
@@ -110,7 +110,7 @@ func TestAnswerScope(t *testing.T) {
 	}{
 		{"bash", `{"command":"go test ./server"}`, true},
 		{"bash", `{"command":"go test -run X ./..."}`, true},
-		{"bash", `{"command":"/usr/local/go/bin/go test"}`, true},
+		{"bash", `{"command":"/usr/local/go/bin/go test"}`, false}, // a path names another program
 		{"bash", `{"command":"go test ./... && rm -rf /"}`, false},
 		{"bash", `{"command":"go test ./... > /etc/passwd"}`, false},
 		{"bash", `{"command":"go vet ./..."}`, false},

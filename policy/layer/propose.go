@@ -60,6 +60,22 @@ type Proposal struct {
 // is named in the rule's reason. Errors: [ErrNoScope] (wrapped with why),
 // or a bad effect or ID.
 func Propose(id, toolName string, args json.RawMessage, effect approval.Effect, source string) (Proposal, error) {
+	return ProposeIn(id, toolName, args, effect, source, "")
+}
+
+// ProposeIn is [Propose] for a call of a run whose workspace root is
+// workspace (an absolute path; "" when not known). A path rule covers the
+// path's directory only inside the workspace and below its root: a file at
+// the workspace's root, an absolute path outside it (or any absolute path
+// when the workspace is not known), and a path under a directory or of a
+// file whose name starts with a '.' (.git, .claude, .codex, .bashrc) are
+// remembered as exactly that path. An allowed shell command is remembered
+// with a prefix only when plain words follow its program and the program
+// does not run code or write files named by its arguments
+// ([ExactPrograms]); otherwise the call is remembered with exactly its
+// arguments. A denied one keeps its program's prefix: wide is a deny's
+// safe side.
+func ProposeIn(id, toolName string, args json.RawMessage, effect approval.Effect, source, workspace string) (Proposal, error) {
 	if effect != approval.Allow && effect != approval.Deny {
 		return Proposal{}, fmt.Errorf("layer: effect %q: want allow or deny", effect)
 	}
@@ -83,12 +99,15 @@ func Propose(id, toolName string, args json.RawMessage, effect approval.Effect, 
 	if !isPath {
 		p, isPath = stringField(fields, "file_path")
 	}
-	switch {
-	case isScript && strings.EqualFold(toolName, "bash"):
-		pats, err := patterns(script)
-		if err != nil {
+	var pats []string
+	if isScript && strings.EqualFold(toolName, "bash") {
+		var err error
+		if pats, err = patterns(script, effect == approval.Deny); err != nil {
 			return Proposal{}, err
 		}
+	}
+	switch {
+	case isScript && strings.EqualFold(toolName, "bash") && pats != nil:
 		qs := make([]string, len(pats))
 		for i, pt := range pats {
 			qs[i] = quote(pt)
@@ -100,7 +119,7 @@ func Propose(id, toolName string, args json.RawMessage, effect approval.Effect, 
 		if _, ok := fields["path"]; !ok {
 			field = "file_path"
 		}
-		prefix := pathScope(p)
+		prefix := pathScope(p, workspace)
 		fmt.Fprintf(&b, "    args: {%s: {pathPrefix: %s}}\n", field, quote(prefix))
 		scope = fmt.Sprintf("%s on paths under %s", toolName, prefix)
 	default:
@@ -191,10 +210,51 @@ var plainWord = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_:+-]*$`)
 // progName matches a program a pattern may name.
 var progName = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
 
+// ExactPrograms are the programs a remembered shell command never names
+// with a prefix: they run code, start other commands, change the
+// environment or write files named by their arguments, so that "sed *"
+// would cover "sed -i" and "node *" "node -e". A command of one of them is
+// remembered with exactly the call's arguments. Every program whose name
+// starts with "python" is one too.
+var ExactPrograms = []string{
+	"node", "nodejs", "deno", "bun", "npx", "pnpx", "perl", "ruby", "php", "lua", "luajit", "Rscript", "julia", "osascript",
+	"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "busybox",
+	"awk", "gawk", "mawk", "nawk", "sed", "gsed", "find", "xargs", "parallel", "env", "curl", "wget",
+	"tee", "dd", "cp", "mv", "rm", "install", "ln", "chmod", "chown", "touch", "truncate", "mkdir", "rsync", "scp", "ssh", "tar", "unzip",
+	"vi", "vim", "nvim", "ed", "ex", "emacs", "nano",
+	"sudo", "doas", "su", "runuser", "nohup", "nice", "timeout", "time", "watch", "stdbuf", "setsid", "flock", "chroot", "unshare",
+	"export", "declare", "typeset", "local", "readonly", "set", "unset", "shopt", "source", ".", "eval", "exec", "builtin", "command", "alias", "trap",
+}
+
+// exactGit are git subcommands that run commands or change what later git
+// commands run: never remembered with a prefix.
+var exactGit = []string{"config", "submodule", "bisect", "filter-branch", "rebase", "difftool", "mergetool", "daemon", "alias", "hook"}
+
+// exact reports whether the command c is remembered only as it is.
+func exact(c shellcmd.Command) bool {
+	if strings.HasPrefix(c.Program, "python") || slices.Contains(ExactPrograms, c.Program) || len(c.Assigns) > 0 || c.Name != c.Program {
+		return true
+	}
+	if c.Program == "git" && (len(c.Args) == 0 || strings.HasPrefix(c.Args[0].Value, "-") || slices.Contains(exactGit, c.Args[0].Value)) {
+		return true
+	}
+	return false
+}
+
 // patterns returns the command patterns of a script: for each simple
 // command, its program and up to MaxLeadingWords plain words, then " *".
-func patterns(script string) ([]string, error) {
+// For an allow, it returns nil (no error) when some command must be
+// remembered exactly ([ExactPrograms], no plain word after the program,
+// assignments before it, a program named by a path, a script that sets
+// variables): the caller then remembers the exact arguments. A deny (wide
+// is its safe side) keeps the prefix of every command.
+func patterns(script string, deny bool) ([]string, error) {
 	an := shellcmd.Analyze(script)
+	for _, c := range an.Commands {
+		if c.Opaque != "" {
+			return nil, fmt.Errorf("%w: part of the command is known only when it runs (%s); write the rule by hand", ErrNoScope, c.Opaque)
+		}
+	}
 	var out []string
 	for _, c := range an.Commands {
 		if c.Opaque != "" {
@@ -206,6 +266,9 @@ func patterns(script string) ([]string, error) {
 		if !progName.MatchString(c.Program) {
 			return nil, fmt.Errorf("%w: the program %q is not a plain name", ErrNoScope, c.Program)
 		}
+		if !deny && exact(c) {
+			return nil, nil
+		}
 		words := []string{c.Program}
 		for _, w := range c.Args {
 			if len(words) > MaxLeadingWords || w.Dynamic || w.Glob || !plainWord.MatchString(w.Value) {
@@ -214,6 +277,13 @@ func patterns(script string) ([]string, error) {
 			words = append(words, w.Value)
 		}
 		p := strings.Join(words, " ") + " *"
+		switch {
+		case deny:
+		case len(c.Args) == 0:
+			p = c.Program // no arguments: exactly this command
+		case len(words) == 1:
+			return nil, nil // no plain word follows the program: exactly these arguments
+		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
@@ -221,16 +291,43 @@ func patterns(script string) ([]string, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: the command runs no program", ErrNoScope)
 	}
+	if an.SetsVariables && !deny {
+		return nil, nil
+	}
 	return out, nil
 }
 
-// pathScope is the path prefix of a path rule: the path's directory, or
-// the path itself when its directory is the workspace root or "/".
-func pathScope(p string) string {
+// pathScope is the path prefix of a path rule: the path's directory when
+// it lies below the workspace's root (a relative path, or an absolute one
+// under workspace); otherwise, or when a segment of the path starts with
+// '.' (.git, .claude, .codex, a dotfile), the path itself.
+func pathScope(p, workspace string) string {
 	c := path.Clean(p)
-	dir := path.Dir(c)
-	if dir == "." || dir == "/" {
+	rel := c
+	if path.IsAbs(c) {
+		ws := path.Clean(workspace)
+		if workspace == "" || !path.IsAbs(ws) || ws == "/" || !strings.HasPrefix(c, ws+"/") {
+			return c // outside the workspace, or it is not known
+		}
+		rel = strings.TrimPrefix(c, ws+"/")
+	}
+	if rel == ".." || strings.HasPrefix(rel, "../") || hasDotSegment(rel) {
 		return c
 	}
+	dir := path.Dir(c)
+	if path.Dir(rel) == "." {
+		return c // a file at the workspace's root
+	}
 	return dir
+}
+
+// hasDotSegment reports whether a segment of the slash-separated path p
+// starts with '.' (".git", ".bashrc").
+func hasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if strings.HasPrefix(seg, ".") && seg != "." && seg != ".." {
+			return true
+		}
+	}
+	return false
 }

@@ -133,6 +133,10 @@ type Command struct {
 	Name string `json:"name,omitempty"`
 	// Args are the words after the program.
 	Args []Word `json:"args,omitempty"`
+	// Assigns are the variable assignments written before the program
+	// ("GOFLAGS=-x" of "GOFLAGS=-x go test"), as written: they change the
+	// environment the program runs with.
+	Assigns []string `json:"assigns,omitempty"`
 	// Redirects are the command's redirections (also those of a subshell
 	// or block, reported on a command without a program).
 	Redirects []Redirect `json:"redirects,omitempty"`
@@ -156,6 +160,12 @@ type Analysis struct {
 	// (cd, pushd, popd): relative paths in redirections are then not known
 	// to be relative to the starting directory.
 	ChangesDir bool
+	// SetsVariables is true when some part of the script may set a shell
+	// variable other than through a simple command's [Command.Assigns]: an
+	// assignment without a command ("PATH=."), a declaration (export,
+	// declare, typeset, local, readonly), a for or select loop's variable,
+	// arithmetic, or a parameter expansion that assigns ("${X:=v}").
+	SetsVariables bool
 }
 
 // Analyze returns every simple command of script (bash syntax). It never
@@ -178,6 +188,24 @@ type analyzer struct {
 	// fdIn maps the input descriptors of the simple command being
 	// analysed to their literal here-documents (see inputs).
 	fdIn map[string]*syntax.Word
+	// assigns are the assignments of the simple command being analysed,
+	// until its command is reported.
+	assigns []string
+}
+
+// assigns returns the text of a simple command's assignments.
+func assigns(src string, as []*syntax.Assign) []string {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]string, len(as))
+	for i, x := range as {
+		out[i] = nodeText(src, x)
+		if out[i] == "" {
+			out[i] = "?" // never empty: an assignment is there
+		}
+	}
+	return out
 }
 
 func (a *analyzer) add(c Command) {
@@ -226,7 +254,19 @@ func (a *analyzer) script(src string, depth int, via []string) {
 			a.stmt(x, src, depth, via)
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
 			a.arith = true
+			a.res.SetsVariables = true
+		case *syntax.CallExpr:
+			if len(x.Args) == 0 && len(x.Assigns) > 0 {
+				a.res.SetsVariables = true
+			}
+		case *syntax.WordIter:
+			a.res.SetsVariables = true
+		case *syntax.ParamExp:
+			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
+				a.res.SetsVariables = true
+			}
 		case *syntax.DeclClause:
+			a.res.SetsVariables = true
 			// declare -i makes later assignments arithmetic.
 			for _, as := range x.Args {
 				if l := wordLit(as.Value); as.Naked && strings.HasPrefix(l, "-") && strings.Contains(l, "i") {
@@ -299,7 +339,9 @@ func (a *analyzer) stmt(st *syntax.Stmt, src string, depth int, via []string) {
 	}
 	prev := a.fdIn
 	a.fdIn = inputs(st.Redirs)
+	a.assigns = assigns(src, call.Assigns)
 	a.command(words, rs, stdin, nodeText(src, call), depth, via, 0)
+	a.assigns = nil
 	a.fdIn = prev
 }
 
@@ -493,7 +535,8 @@ func (a *analyzer) command(words []Word, rs []Redirect, stdin *syntax.Word, text
 		a.add(Command{Opaque: reason, Args: words, Redirects: rs, Via: slices.Clone(via), Text: text})
 		return
 	}
-	c := Command{Program: base(prog.Value), Name: prog.Value, Args: words[1:], Redirects: rs, Via: slices.Clone(via), Text: text}
+	c := Command{Program: base(prog.Value), Name: prog.Value, Args: words[1:], Assigns: a.assigns, Redirects: rs, Via: slices.Clone(via), Text: text}
+	a.assigns = nil // the statement's own command has them, not what it wraps
 	a.add(c)
 	if hops > 32 {
 		a.opaque("too many nested wrappers", via, text)

@@ -13,12 +13,12 @@ import (
 
 var _ store.Layers = (*Store)(nil)
 
-const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at`
+const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
 func scanLayerRule(row pgx.Row) (store.LayerRule, error) {
 	var r store.LayerRule
 	var status, proposedBy, acceptedBy, removedBy string
-	if err := row.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &r.ProposedAt, &acceptedBy, &r.AcceptedAt, &r.Version, &removedBy, &r.RemovedAt); err != nil {
+	if err := row.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &r.ProposedAt, &acceptedBy, &r.AcceptedAt, &r.Version, &removedBy, &r.RemovedAt, &r.MAC); err != nil {
 		return r, err
 	}
 	r.Status = store.LayerRuleStatus(status)
@@ -103,8 +103,9 @@ func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE layer_rules SET status = $1, accepted_by = $2, accepted_at = $3, version = $4, removed_by = $5, removed_at = $6 WHERE tenant = $7 AND id = $8`,
-			string(r.Status), store.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, store.PrincipalText(r.RemovedBy), r.RemovedAt, tenant, id); err != nil {
+		r = s.seal.SealLayerRule(r)
+		if _, err := tx.Exec(ctx, `UPDATE layer_rules SET status = $1, accepted_by = $2, accepted_at = $3, version = $4, removed_by = $5, removed_at = $6, mac = $7 WHERE tenant = $8 AND id = $9`,
+			string(r.Status), store.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, store.PrincipalText(r.RemovedBy), r.RemovedAt, r.MAC, tenant, id); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -142,7 +143,10 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 		}
 		return rows.Err()
 	})
-	return l, s.wrap(err)
+	if err != nil {
+		return l, s.wrap(err)
+	}
+	return s.seal.SplitSealed(l), nil
 }
 
 // LayerVersion implements [store.Layers].

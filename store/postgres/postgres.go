@@ -132,7 +132,7 @@ const (
 )
 
 // SchemaVersion is the schema version this package writes.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS

@@ -12,13 +12,13 @@ import (
 
 var _ store.Layers = (*Store)(nil)
 
-const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at`
+const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
 func scanLayerRule(sc scanner) (store.LayerRule, error) {
 	var r store.LayerRule
 	var status, proposedBy, proposedAt, acceptedBy, removedBy string
 	var acceptedAt, removedAt sql.NullString
-	if err := sc.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &proposedAt, &acceptedBy, &acceptedAt, &r.Version, &removedBy, &removedAt); err != nil {
+	if err := sc.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &proposedAt, &acceptedBy, &acceptedAt, &r.Version, &removedBy, &removedAt, &r.MAC); err != nil {
 		return r, err
 	}
 	r.Status = store.LayerRuleStatus(status)
@@ -88,8 +88,9 @@ func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ? WHERE tenant = ? AND id = ?`,
-			string(r.Status), store.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, store.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), tenant, id); err != nil {
+		r = s.seal.SealLayerRule(r)
+		if _, err := tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ?, mac = ? WHERE tenant = ? AND id = ?`,
+			string(r.Status), store.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, store.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, tenant, id); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -124,7 +125,10 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 			l.Proposed = append(l.Proposed, r)
 		}
 	}
-	return l, wrap(rows.Err())
+	if err := rows.Err(); err != nil {
+		return l, wrap(err)
+	}
+	return s.seal.SplitSealed(l), nil
 }
 
 // LayerVersion implements [store.Layers].

@@ -108,7 +108,7 @@ func migrations() ([]string, error) {
 }
 
 // SchemaVersion is the schema version this package writes.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Store is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.

@@ -866,6 +866,8 @@
     show($('layer-rules'), l.rules, false);
     $('layer-proposed-empty').hidden = (l.proposed || []).length > 0;
     $('layer-rules-empty').hidden = (l.rules || []).length > 0;
+    const unsealed = (l.unsealed || []).map((r) => r.id);
+    if (unsealed.length) setText($('layer-error'), 'Not applied (the store holds them as accepted, but their seal is missing or wrong): ' + unsealed.join(', '));
     const hist = $('layer-history');
     hist.replaceChildren();
     for (const c of l.history || []) {
