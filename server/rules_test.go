@@ -269,7 +269,9 @@ func TestProposeRefusesUnverified(t *testing.T) {
 	defer s.Close()
 	f := newFixture(t, s, nil, &server.Options{Tokens: rulesTokens(t)})
 	a := approveFirst(t, f)
-	db, err := sql.Open("sqlite", path)
+	// The run goes on after the approval and writes the store meanwhile:
+	// the forger waits for SQLite's writer lock as the store does.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
