@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
@@ -223,14 +224,28 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 // run's flags); flags also refuses this process's --api-key for a script
 // model, as run's flags do.
 // hidden returns the files no sandboxed command may read: the store's
-// decision key (see "Sealed decisions" in docs/sandbox.md).
+// decision key (see "Sealed decisions" in docs/sandbox.md), its SQLite
+// files and the MCP OAuth logins (the person's and, under it, the
+// tenants'), whether or not they exist yet.
 func (cb *cliBuilder) hidden() []string {
+	return stateHidden(cb.stateDir, cb.keyFile)
+}
+
+// stateHidden is what no sandboxed command may read of the state directory
+// stateDir ("" for none) and the decision key file keyFile ("" for the
+// default): the key, the SQLite store with its journal files and the MCP
+// logins directory.
+func stateHidden(stateDir, keyFile string) []string {
 	var out []string
-	if cb.stateDir != "" {
-		out = append(out, filepath.Join(cb.stateDir, store.DecisionKeyFile))
+	if stateDir != "" {
+		out = append(out, filepath.Join(stateDir, store.DecisionKeyFile), mcpLoginsDir(stateDir))
+		db := filepath.Join(stateDir, sqlite.DefaultFile)
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			out = append(out, db+suffix)
+		}
 	}
-	if cb.keyFile != "" {
-		out = append(out, cb.keyFile)
+	if keyFile != "" {
+		out = append(out, keyFile)
 	}
 	return out
 }

@@ -81,8 +81,14 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 			return fmt.Errorf("%v (run the server unconfined with \"sandbox\": \"off\" in mcp.json)", err)
 		}, nil
 	}
+	// The default state directory's store, key and MCP logins are hidden,
+	// as from a run's servers.
+	var hide []string
+	if dir, err := defaultStateDir(env); err == nil {
+		hide = stateHidden(dir, "")
+	}
 	return build.MCPConfine(sb, cwd, func() sandbox.Policy {
-		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect}
+		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect, Hide: hide}
 	}), nil
 }
 
