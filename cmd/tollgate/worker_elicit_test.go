@@ -71,7 +71,12 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), nil)
+	// The worker's decision key: an answer sealed with another is declined.
+	key, err := store.LoadDecisionKey(filepath.Join(dir, "state", store.DecisionKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), &store.Options{DecisionKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,5 +137,13 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	if r.Status != store.RunDone || !strings.Contains(string(r.Result), `server got {\"action\":\"accept\",\"content\":{\"count\":2,\"region\":\"us\"}}`) {
 		mu.Lock()
 		t.Fatalf("run %s: %s %s\n%s", id, r.Status, r.Result, stderr.String())
+	}
+	// Once used, the answer is no longer kept; who gave it is.
+	a, err := st.GetApproval(ctx, id, pending.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status != store.StatusUsed || a.Unverified || a.DecidedBy.Name != "alice" || string(a.Data) != string(store.RedactedAnswer) {
+		t.Errorf("used elicitation: status %s, unverified %v, by %v, data %s (kind %s/%s)", a.Status, a.Unverified, a.DecidedBy, a.Data, a.Kind, a.Request.Kind)
 	}
 }
