@@ -248,7 +248,7 @@ func TestAsksSecret(t *testing.T) {
 		"Contrasen\u0303a": true, "ｐａｓｓｗｏｒｄ": true, "pass\u200bword": true, "2FA code": true, "MFA": true, "recovery phrase": true,
 		"mnemonic": true, "credit card": true, "CVV": true, "SSN": true, "Private Key": true, "personal access token": true,
 		"\u0440\u0430ss\u0441\u043ede": true,
-		"shipping address": false, "region": false, "spinner speed": false, "opinion": false, "name": false,
+		"shipping address":             false, "region": false, "spinner speed": false, "opinion": false, "name": false,
 		"path": false, "value": false, "patch": false, "count": false, "keyboard layout": false,
 	} {
 		if got := asksSecret(s); got != want {
