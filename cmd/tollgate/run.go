@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -468,11 +469,15 @@ const continued = "  | "
 // case.
 var ownStarts = []string{"tollgate", "run ", "stored run", "then:"}
 
-// startsOwn reports whether s starts as one of tollgate's own lines.
+// startsOwn reports whether s starts as one of tollgate's own lines: with
+// a blank (any Unicode space), "-", an invisible format character (a zero
+// width space before "tollgate: ..."), or one of ownStarts, its spaces
+// read as any Unicode space ("run\u00a0run_1 finished").
 func startsOwn(s string) bool {
-	if s != "" && strings.ContainsAny(s[:1], " \t-") {
+	if r, _ := utf8.DecodeRuneInString(s); s != "" && r != '\n' && (r == '-' || unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Cf)) {
 		return true
 	}
+	s = ownForm(s)
 	for _, o := range ownStarts {
 		if len(s) >= len(o) && strings.EqualFold(s[:len(o)], o) {
 			return true
@@ -481,12 +486,27 @@ func startsOwn(s string) bool {
 	return false
 }
 
+// ownForm is s as compared with ownStarts: every Unicode space a blank,
+// format characters (zero width, joiners, marks) left out.
+func ownForm(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case unicode.Is(unicode.Zs, r):
+			return ' '
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
 // mayStartOwn reports whether more text could make s, a line's beginning
 // without its newline, start as one of tollgate's own lines.
 func mayStartOwn(s string) bool {
 	if s == "" {
 		return true
 	}
+	s = ownForm(s)
 	for _, o := range ownStarts {
 		if len(s) < len(o) && strings.EqualFold(s, o[:len(s)]) {
 			return true
@@ -669,31 +689,10 @@ func oneLine(s string, n int) string {
 // safeText makes text from a model, a tool or a file safe to print on a
 // terminal: control characters other than newline and tab (an escape sequence
 // could move the cursor and rewrite the lines above an approval prompt) are
-// shown as \xNN instead of being sent.
+// shown as \xNN, and the invisible and bidirectional controls as
+// \u{NNNN} (escapeTerminal), instead of being sent.
 func safeText(s string) string {
-	clean := true
-	for _, r := range s {
-		if isControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+	return string(escapeTerminal([]byte(s), false))
 }
 
 // addCloser makes built's Close run f first, then what it ran before.
