@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
 
@@ -68,39 +67,6 @@ type ElicitData struct {
 	Questions []builtin.Question `json:"questions,omitempty"`
 }
 
-// secretWords are what the names, titles and descriptions of form fields
-// that ask for a secret hold once lower-cased and stripped of everything
-// but letters and digits ("Pass_Word" is "password"), and secretShort the
-// short ones matched as whole words ("pin", not "shipping"): form mode must
-// not ask for them (MCP specification 2025-11-25, "Elicitation: Security
-// considerations": servers "MUST NOT use form mode elicitation to request
-// sensitive information"). A field that merely mentions one ("max tokens")
-// is refused as well: failing closed.
-var (
-	secretWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey",
-		"credential", "cardnumber", "creditcard", "securitycode", "accesskey", "sessionkey"}
-	secretShort = regexp.MustCompile(`(?i)\b(pin|cvv|cvc|ssn|otp|2fa|mfa)\b`)
-)
-
-// asksSecret reports whether s names a secret (see secretWords).
-func asksSecret(s string) bool {
-	if secretShort.MatchString(s) {
-		return true
-	}
-	compact := strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return unicode.ToLower(r)
-		}
-		return -1
-	}, s)
-	for _, w := range secretWords {
-		if strings.Contains(compact, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // onElicit answers a server's elicitation/create: it is checked (mode,
 // size, no secrets in form mode), then becomes a [tool.Request] handed to
 // [Options].Elicit. The person's answer accepts (with the form's content),
@@ -125,6 +91,14 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), cmp.Or(outcome, action))})
 	}()
 	treq, err := c.elicitRequest(req.Params)
+	if se, ok := errors.AsType[*secretError](err); ok {
+		// Declined, with the reason in the call's record and notice: the
+		// person sees why the server got nothing.
+		c.o.Logger.Warn("mcp server's form asks for a secret; declined", "server", c.name, "reason", se.Error())
+		by, reason = "runtime", se.Error()
+		outcome = fmt.Sprintf("decline (%s: %s)", by, printable(reason))
+		return &mcp.ElicitResult{Action: ElicitDecline}, nil
+	}
 	if err != nil {
 		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
 		return nil, invalidParams(err.Error())
@@ -179,12 +153,14 @@ type ElicitationRecord struct {
 	Server string `json:"server"`
 	Mode   string `json:"mode"`
 	// Outcome is what the server was told (accept, decline, cancel) or
-	// "refused" (an error: a form asking for a secret, over the limits).
+	// "refused" (an error: a request over the limits).
 	Outcome string `json:"outcome"`
 	// By and Reason, when a policy declined it, name the rule
-	// ("rule:<ID>") and say why. By alone, for an elicitation answered
-	// from a stored answer (the call halted on it and was resumed), names
-	// who gave that answer ("person:<name>").
+	// ("rule:<ID>") and say why; for a form that asks for a secret,
+	// declined without asking, By is "runtime" and Reason names what asks.
+	// By alone, for an elicitation answered from a stored answer (the call
+	// halted on it and was resumed), names who gave that answer
+	// ("person:<name>").
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
@@ -235,6 +211,9 @@ func (c *conn) elicitRequest(p *mcp.ElicitParams) (tool.Request, error) {
 		if err := checkFormSchema(schema); err != nil {
 			return tool.Request{}, err
 		}
+		if err := formSecret(p.Message, schema); err != nil {
+			return tool.Request{}, err
+		}
 		d.RequestedSchema = schema
 		treq.Kind = tool.KindInput
 		treq.Prompt = fmt.Sprintf("MCP server %q asks: %s", c.name, printable(p.Message))
@@ -261,22 +240,13 @@ func (c *conn) elicitRequest(p *mcp.ElicitParams) (tool.Request, error) {
 // for a secret (by its name, title or description, or format "password").
 func checkFormSchema(schema []byte) error {
 	var s struct {
-		Properties map[string]struct {
-			Title       string `json:"title"`
-			Description string `json:"description"`
-			Format      string `json:"format"`
-		} `json:"properties"`
+		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	if err := json.Unmarshal(schema, &s); err != nil {
 		return fmt.Errorf("requestedSchema: %v", err)
 	}
 	if len(s.Properties) > MaxElicitFields {
 		return fmt.Errorf("requestedSchema has %d fields; at most %d", len(s.Properties), MaxElicitFields)
-	}
-	for name, p := range s.Properties {
-		if p.Format == "password" || asksSecret(name) || asksSecret(p.Title) || asksSecret(p.Description) {
-			return fmt.Errorf("form field %q asks for a secret, which form mode must not (MCP specification, Elicitation: security considerations)", name)
-		}
 	}
 	return nil
 }

@@ -147,11 +147,6 @@ func TestElicitationRefused(t *testing.T) {
 		many[strings.Repeat("f", i+1)] = map[string]any{"type": "string"}
 	}
 	cases := map[string]*mcp.ElicitParams{
-		"password field":  {Message: "log in", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}},
-		"api key title":   {Message: "key", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "string", "title": "Your API key"}}}},
-		"pass_word field": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"Pass_Word": map[string]any{"type": "string"}}}},
-		"pin field":       {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"card": map[string]any{"type": "string", "description": "Your PIN"}}}},
-		"password format": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"p": map[string]any{"type": "string", "format": "password"}}}},
 		"long message":    big,
 		"too many fields": {Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": many}},
 		"url not http":    {Mode: "url", Message: "go", URL: "javascript:alert(1)", ElicitationID: "e1"},
@@ -163,6 +158,59 @@ func TestElicitationRefused(t *testing.T) {
 			})
 			if !res.IsError || len(asked) != 0 {
 				t.Errorf("server saw %q (isError %v), person asked %d times; want refused before asking", res.Output, res.IsError, len(asked))
+			}
+		})
+	}
+}
+
+// A form that asks for a secret, in its message, a field's name, title or
+// description, its choices' titles or its defaults, however spelled, is
+// declined without asking the person, with a reason the call's notice
+// (the person) and record see.
+func TestElicitationSecretDeclined(t *testing.T) {
+	field := func(name string, schema map[string]any) *mcp.ElicitParams {
+		schema["type"] = "string"
+		return &mcp.ElicitParams{Message: "x", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{name: schema}}}
+	}
+	cases := map[string]*mcp.ElicitParams{
+		"password field":    field("password", map[string]any{}),
+		"api key title":     field("k", map[string]any{"title": "Your API key"}),
+		"pass_word field":   field("Pass_Word", map[string]any{}),
+		"pin description":   field("card", map[string]any{"description": "Your PIN"}),
+		"pat title":         field("value", map[string]any{"title": "GitHub PAT"}),
+		"passwort":          field("passwort", map[string]any{}),
+		"pwd":               field("pwd", map[string]any{}),
+		"ssh_key":           field("ssh_key", map[string]any{}),
+		"seed_phrase":       field("seed_phrase", map[string]any{}),
+		"verification_code": field("verification_code", map[string]any{}),
+		"cyrillic a":        field("p\u0430ssword", map[string]any{}),
+		"pass-code title":   field("c", map[string]any{"title": "Pass-code"}),
+		"enumNames":         field("how", map[string]any{"enum": []string{"a", "b"}, "enumNames": []string{"Your password", "Other"}}),
+		"oneOf title":       field("how", map[string]any{"oneOf": []any{map[string]any{"const": "a", "title": "Enter password"}}}),
+		"default":           field("note", map[string]any{"default": "type your password here"}),
+		"message":           {Message: "Please paste your GitHub personal access token", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"value": map[string]any{"type": "string"}}}},
+	}
+	for name, p := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, p)}}}, &Options{
+				Elicit: func(_ context.Context, req tool.Request) (tool.Answer, error) {
+					t.Errorf("the person was asked: %s", req.Prompt)
+					return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(`{"value":"ghp_SECRET"}`)}, nil
+				}})
+			rec := &noticeRecorder{}
+			res, err := toolsByName(s)["mcp__srv__ask"].Call(tool.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
+			if err != nil || res.Output != `{"action":"decline"}` {
+				t.Errorf("server saw %q, %v; want a decline", res.Output, err)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.notices) != 1 || !strings.Contains(rec.notices[0].Message, "decline (runtime: the form asks for a secret") {
+				t.Errorf("notices %+v", rec.notices)
+			}
+			var recs []ElicitationRecord
+			if b, _ := json.Marshal(res.Metadata[MetaElicitations]); json.Unmarshal(b, &recs) != nil || len(recs) != 1 ||
+				recs[0].Outcome != "decline" || recs[0].By != "runtime" || !strings.Contains(recs[0].Reason, "asks for a secret") {
+				t.Errorf("record %+v (meta %v)", recs, res.Metadata)
 			}
 		})
 	}
@@ -189,11 +237,19 @@ func TestElicitationURLMode(t *testing.T) {
 
 // The checks of a server's form and of a person's answer never panic, and
 // an accepted answer is always an object within the limit.
-// Field names that do not ask for secrets pass.
+// Field names that do not ask for secrets pass; those that do are found
+// whatever their case, separators, language, compatibility forms,
+// invisible characters or look-alike letters.
 func TestAsksSecret(t *testing.T) {
 	for s, want := range map[string]bool{
 		"password": true, "Pass_Word": true, "API-Key": true, "client secret": true, "PIN": true, "one-time OTP": true,
-		"shipping address": false, "region": false, "spinner speed": false, "opinion": false, "name": false,
+		"pat": true, "GitHub PAT": true, "githubPAT": true, "passwort": true, "pwd": true, "ssh_key": true, "seed_phrase": true,
+		"verification_code": true, "p\u0430ssword": true, "Pass-code": true, "mot de passe": true, "contraseña": true,
+		"Contrasen\u0303a": true, "ｐａｓｓｗｏｒｄ": true, "pass\u200bword": true, "2FA code": true, "MFA": true, "recovery phrase": true,
+		"mnemonic": true, "credit card": true, "CVV": true, "SSN": true, "Private Key": true, "personal access token": true,
+		"\u0440\u0430ss\u0441\u043ede": true,
+		"shipping address":             false, "region": false, "spinner speed": false, "opinion": false, "name": false,
+		"path": false, "value": false, "patch": false, "count": false, "keyboard layout": false,
 	} {
 		if got := asksSecret(s); got != want {
 			t.Errorf("asksSecret(%q) = %v, want %v", s, got, want)
@@ -207,6 +263,7 @@ func FuzzElicitChecks(f *testing.F) {
 	f.Add([]byte(`[]`), []byte(`"x"`))
 	f.Fuzz(func(t *testing.T, schema, answer []byte) {
 		_ = checkFormSchema(schema)
+		_ = formSecret(string(answer), schema)
 		content, err := elicitContent(answer)
 		if err == nil && (content == nil || len(answer) > MaxElicitAnswerBytes) {
 			t.Fatalf("elicitContent(%q) = %v", answer, content)
@@ -238,7 +295,9 @@ func TestElicitationNotice(t *testing.T) {
 	}{
 		{form(), true, "the server asked the person for input (form mode): accept"},
 		{form(), false, "the server asked the person for input (form mode): decline"},
-		{&mcp.ElicitParams{Message: "pw", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}}, true, "the server asked the person for input (form mode): refused"},
+		{&mcp.ElicitParams{Message: "log in", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}}, true,
+			`the server asked the person for input (form mode): decline (runtime: the form asks for a secret (field "password" names "password"), which form mode must not (MCP specification, Elicitation: security considerations); use URL mode)`},
+		{&mcp.ElicitParams{Message: strings.Repeat("m", MaxElicitMessageBytes+1), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}}}, true, "the server asked the person for input (form mode): refused"},
 	} {
 		s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, c.params)}}}, &Options{
 			Elicit: func(_ context.Context, req tool.Request) (tool.Answer, error) {

@@ -201,9 +201,11 @@ func helper(specJSON string) int {
 		stage.Hidden = deny.hidden(sp.Path)
 	}
 	for _, h := range sp.Hide {
-		if _, err := os.Stat(h); err == nil {
-			stage.Hidden = append(stage.Hidden, realpath(h))
-		}
+		// A hidden file that does not exist yet (a store's -journal, a
+		// directory of logins made later) is hidden too: the directory
+		// meant to hold it is then granted entry by entry, so that what
+		// appears in it later gets no right.
+		stage.Hidden = append(stage.Hidden, hiddenPath(h))
 	}
 	b, err := json.Marshal(stage)
 	if err != nil {
@@ -403,6 +405,20 @@ func protect(paths, seal, writable []string) error {
 		}
 	}
 	return nil
+}
+
+// hiddenPath is the real path of the hidden file h: its links resolved,
+// or, when it does not exist, its directory's resolved (as far as it
+// exists) and its name.
+func hiddenPath(h string) string {
+	if r, err := filepath.EvalSymlinks(h); err == nil {
+		return r
+	}
+	dir := filepath.Dir(h)
+	if dir == h {
+		return h
+	}
+	return filepath.Join(hiddenPath(dir), filepath.Base(h))
 }
 
 // realpath is p with its links resolved, or p when it does not exist.

@@ -2,10 +2,15 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -34,6 +39,11 @@ type MCPLoginOptions struct {
 
 // MaxPendingMCPLogins bounds the logins started and not yet finished.
 const MaxPendingMCPLogins = 64
+
+// MaxPendingMCPLoginsPerTenant bounds the logins one tenant has started
+// and not yet finished, so that one tenant cannot take every place of
+// [MaxPendingMCPLogins].
+const MaxPendingMCPLoginsPerTenant = 8
 
 // MCPLoginRequest is the body of POST /v1/mcp/logins: the server of one
 // of the tenant's agents' mcp.json files to log the tenant in to.
@@ -110,6 +120,25 @@ type mcpLogin struct {
 	tenant, server string
 	ctx            context.Context
 	cancel         context.CancelFunc
+	// binding is the value of the cookie (loginCookie) set in the browser
+	// that started the login: the callback finishes at once only in that
+	// browser. confirm is the token of the confirmation form that any
+	// other browser is shown, naming the tenant and the server.
+	binding, confirm string
+}
+
+// loginCookie is the name of the cookie that binds the login of state to
+// the browser that started it.
+func loginCookie(state string) string {
+	sum := sha256.Sum256([]byte(state))
+	return "tollgate_mcp_login_" + hex.EncodeToString(sum[:8])
+}
+
+// randomToken returns 32 random hex digits.
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func newMCPLogins(o *MCPLoginOptions) (*mcpLogins, error) {
@@ -129,6 +158,12 @@ func newMCPLogins(o *MCPLoginOptions) (*mcpLogins, error) {
 // startMCPLogin is POST /v1/mcp/logins: the principal's tenant is logged in
 // to a server of one of its agents.
 func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Principal) {
+	if slices.Contains(p.Roles, RoleAgent) {
+		// What an agent's shell can read never logs the tenant in.
+		writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
+			Detail: "a token with the agent role may not start an MCP login"})
+		return
+	}
 	var req MCPLoginRequest
 	if !s.readJSON(w, r, 4<<10, &req) {
 		return
@@ -160,8 +195,14 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 	l := s.mcpLogins
 	l.mu.Lock()
 	full := len(l.pending) >= MaxPendingMCPLogins
+	mine := 0
+	for _, ml := range l.pending {
+		if ml.tenant == p.Tenant {
+			mine++
+		}
+	}
 	l.mu.Unlock()
-	if full {
+	if full || mine >= MaxPendingMCPLoginsPerTenant {
 		problemf(w, r, http.StatusTooManyRequests, "too many logins under way; finish one or wait")
 		return
 	}
@@ -177,9 +218,18 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 		problemf(w, r, status, fmt.Sprintf("server %s: %v", req.Server, err))
 		return
 	}
+	ml := &mcpLogin{p: pl, tenant: p.Tenant, server: req.Server, ctx: ctx, cancel: cancel, binding: randomToken(), confirm: randomToken()}
 	l.mu.Lock()
-	l.pending[pl.State] = &mcpLogin{p: pl, tenant: p.Tenant, server: req.Server, ctx: ctx, cancel: cancel}
+	l.pending[pl.State] = ml
 	l.mu.Unlock()
+	// The browser that started the login (the approvals page's) finishes
+	// it at the callback at once; another is asked first (mcpCallback).
+	path := "/"
+	if u, err := url.Parse(l.opts.RedirectURL); err == nil && u.Path != "" {
+		path = u.Path
+	}
+	http.SetCookie(w, &http.Cookie{Name: loginCookie(pl.State), Value: ml.binding, Path: path, MaxAge: int(l.opts.Timeout / time.Second),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
 	go func() {
 		<-ctx.Done()
 		l.mu.Lock()
@@ -194,40 +244,83 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 // mcpCallback is GET /v1/mcp/oauth/callback, where the authorization
 // server sends the person's browser back: the state names the login
 // (unguessable, made for it), and the code is exchanged with its PKCE
-// verifier. It takes no token: the browser has none.
+// verifier. It takes no token: the browser has none. A browser that did
+// not start the login (it lacks the login's cookie: someone sent the
+// person the authorization URL, so that the person's login would land in
+// the sender's tenant) is shown a confirmation page naming the tenant and
+// the server instead, whose form (POST to the same path, with the login's
+// confirmation token) finishes the login once the person accepts.
 func (s *Server) mcpCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "bad form", http.StatusBadRequest)
+			return
+		}
+		q = r.PostForm
+	}
+	state := q.Get("state")
 	l := s.mcpLogins
 	l.mu.Lock()
-	ml := l.pending[q.Get("state")]
-	delete(l.pending, q.Get("state"))
+	ml := l.pending[state]
+	ok := false
+	if ml != nil {
+		c, err := r.Cookie(loginCookie(state))
+		ok = (err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(ml.binding)) == 1) ||
+			(r.Method == http.MethodPost && subtle.ConstantTimeCompare([]byte(q.Get("confirm")), []byte(ml.confirm)) == 1)
+		if ok {
+			delete(l.pending, state)
+		}
+	}
 	l.mu.Unlock()
-	page := func(status int, msg string) {
+	page := func(status int, class, body string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
 		w.WriteHeader(status)
+		fmt.Fprintf(w, "<!doctype html><title>tollgate</title><div class=%q>%s</div><p><a href=\"/\">Back to the approvals page</a></p>", class, body)
+	}
+	msg := func(status int, text string) {
 		class := "mcp-login-failed"
 		if status == http.StatusOK {
 			class = "mcp-login-done"
 		}
-		fmt.Fprintf(w, "<!doctype html><title>tollgate</title><p class=%q>%s</p><p><a href=\"/\">Back to the approvals page</a></p>", class, html.EscapeString(msg))
+		page(status, class, "<p>"+html.EscapeString(text)+"</p>")
 	}
-	if ml == nil || q.Get("state") == "" {
-		page(http.StatusBadRequest, "No login is waiting for this answer (it expired, or was finished). Start the login again.")
+	if ml == nil || state == "" {
+		msg(http.StatusBadRequest, "No login is waiting for this answer (it expired, or was finished). Start the login again.")
+		return
+	}
+	if !ok {
+		var b strings.Builder
+		fmt.Fprintf(&b, "<p>This browser did not start this login. It logs <strong>tenant %s</strong> in to MCP server <strong>%s</strong>: the runs of tenant %s will act with your account on that server.</p>",
+			html.EscapeString(ml.tenant), html.EscapeString(ml.server), html.EscapeString(ml.tenant))
+		b.WriteString("<p>If someone sent you this link, or you are not a member of that tenant, close this window.</p>")
+		fmt.Fprintf(&b, "<form method=\"post\" action=\"%s\">", html.EscapeString(r.URL.Path))
+		for _, k := range []string{"state", "code", "iss", "error"} {
+			if v := q.Get(k); v != "" {
+				fmt.Fprintf(&b, "<input type=\"hidden\" name=\"%s\" value=\"%s\">", k, html.EscapeString(v))
+			}
+		}
+		fmt.Fprintf(&b, "<input type=\"hidden\" name=\"confirm\" value=\"%s\"><button type=\"submit\">Log in tenant %s to %s</button></form>",
+			ml.confirm, html.EscapeString(ml.tenant), html.EscapeString(ml.server))
+		page(http.StatusOK, "mcp-login-confirm", b.String())
 		return
 	}
 	defer ml.cancel()
+	http.SetCookie(w, &http.Cookie{Name: loginCookie(state), Value: "", Path: r.URL.Path, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
 	var res *auth.AuthorizationResult
 	if q.Get("error") == "" {
-		res = &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
+		res = &auth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}
 	}
 	if err := ml.p.Finish(ml.ctx, res); err != nil {
 		s.log.Warn("mcp login failed", "tenant", ml.tenant, "server", ml.server, "error", err)
-		page(http.StatusBadGateway, fmt.Sprintf("The login to MCP server %s failed: %v", ml.server, err))
+		msg(http.StatusBadGateway, fmt.Sprintf("The login to MCP server %s failed: %v", ml.server, err))
 		return
 	}
 	s.log.Info("mcp login done", "tenant", ml.tenant, "server", ml.server)
-	page(http.StatusOK, fmt.Sprintf("Logged in to MCP server %s for tenant %s. The tenant's runs use this login; you may close this window.", ml.server, ml.tenant))
+	msg(http.StatusOK, fmt.Sprintf("Logged in to MCP server %s for tenant %s. The tenant's runs use this login; you may close this window.", ml.server, ml.tenant))
 }

@@ -6,12 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -112,11 +115,14 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	ts.Config.Handler = srv
 	ts.Start()
 	t.Cleanup(ts.Close)
+	// The approver's browser, which keeps the login's cookie.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
 	post := func(token, body string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/mcp/logins", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := browser.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +143,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	}
 	// The person's browser: the authorization server sends it back to
 	// the callback.
-	resp, err := http.Get(started.AuthorizationURL)
+	resp, err := browser.Get(started.AuthorizationURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +183,134 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	}
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a replayed callback: %v %v", resp.StatusCode, err)
+	}
+}
+
+// mcpLoginServer serves an agent with the OAuth MCP server of oauthMCP, its
+// tenants' logins in a directory of their own, with tokens: alice
+// (approver of acme), bob (admin of globex) and an agent-role token of
+// acme that is an approver too.
+func mcpLoginServer(t *testing.T) (ts *httptest.Server, mcpURL, logins string) {
+	mcpURL = oauthMCP(t)
+	dir := t.TempDir()
+	mcpFile := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {"docs": {"url": "`+mcpURL+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := payerConfig(t)
+	cfg.MCPFiles = []string{mcpFile}
+	logins = filepath.Join(dir, "logins")
+	tk, err := server.NewTokens([]server.TokenEntry{
+		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: server.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleApprover}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts = httptest.NewUnstartedServer(nil)
+	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tk,
+		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = srv
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts, mcpURL, logins
+}
+
+// startLogin posts a login to docs with token from client; it returns the
+// status and the authorization URL.
+func startLogin(t *testing.T, client *http.Client, ts *httptest.Server, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/mcp/logins", strings.NewReader(`{"agent":"docs-agent","server":"docs"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var started server.MCPLoginStarted
+	_ = json.NewDecoder(resp.Body).Decode(&started)
+	return resp.StatusCode, started.AuthorizationURL
+}
+
+// Login CSRF: an approver of globex starts a login and sends its
+// authorization URL to a person of acme. The person's browser, which did
+// not start the login, is not logged in at once: it is shown a page
+// naming the tenant and the server, and only its form finishes the login.
+func TestMCPLoginBoundToTheBrowser(t *testing.T) {
+	ts, mcpURL, logins := mcpLoginServer(t)
+	jar, _ := cookiejar.New(nil)
+	attacker := &http.Client{Jar: jar}
+	code, authURL := startLogin(t, attacker, ts, bobToken)
+	if code != http.StatusCreated {
+		t.Fatalf("start: %d", code)
+	}
+	victim := &http.Client{} // another browser: no cookie of the login
+	resp, err := victim.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "mcp-login-confirm") ||
+		!strings.Contains(string(page), "<strong>tenant globex</strong> in to MCP server <strong>docs</strong>") || strings.Contains(string(page), "Logged in") {
+		t.Fatalf("callback in another browser: %d %s", resp.StatusCode, page)
+	}
+	if l, err := mcptool.TenantTokenStore(logins, "globex").Load(mcpURL); err != nil || l != nil {
+		t.Fatalf("the login landed without the person's consent: %v %v", l, err)
+	}
+	// A forged confirmation (no token) does nothing.
+	form := url.Values{}
+	for _, m := range regexp.MustCompile(`name="(\w+)" value="([^"]*)"`).FindAllStringSubmatch(string(page), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	forged := url.Values{"state": {form.Get("state")}, "code": {form.Get("code")}}
+	resp, err = victim.PostForm(ts.URL+"/v1/mcp/oauth/callback", forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "mcp-login-confirm") {
+		t.Fatalf("a confirmation without its token: %d %s", resp.StatusCode, page)
+	}
+	// The person accepts: the login is made for the tenant named.
+	resp, err = victim.PostForm(ts.URL+"/v1/mcp/oauth/callback", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Logged in to MCP server docs for tenant globex") {
+		t.Fatalf("confirmed: %d %s", resp.StatusCode, page)
+	}
+	if l, err := mcptool.TenantTokenStore(logins, "globex").Load(mcpURL); err != nil || l == nil {
+		t.Errorf("globex's login after the confirmation: %v %v", l, err)
+	}
+}
+
+// A token with the agent role may not start a login, whatever else it
+// holds; one tenant cannot take every place of the pending logins.
+func TestMCPLoginRefusals(t *testing.T) {
+	ts, _, _ := mcpLoginServer(t)
+	if code, _ := startLogin(t, http.DefaultClient, ts, agentToken); code != http.StatusForbidden {
+		t.Errorf("an agent-role token's login: %d, want 403", code)
+	}
+	for i := range server.MaxPendingMCPLoginsPerTenant {
+		if code, _ := startLogin(t, http.DefaultClient, ts, aliceToken); code != http.StatusCreated {
+			t.Fatalf("login %d: %d", i, code)
+		}
+	}
+	if code, _ := startLogin(t, http.DefaultClient, ts, aliceToken); code != http.StatusTooManyRequests {
+		t.Errorf("acme's login over its cap: %d, want 429", code)
+	}
+	if code, _ := startLogin(t, http.DefaultClient, ts, bobToken); code != http.StatusCreated {
+		t.Errorf("globex's login while acme is at its cap: %d, want 201", code)
 	}
 }

@@ -414,6 +414,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		mux.HandleFunc("GET /v1/mcp/logins", s.auth(RoleApprover, s.listMCPLogins))
 		mux.HandleFunc("POST /v1/mcp/logins", s.auth(RoleApprover, s.startMCPLogin))
 		mux.HandleFunc("GET /v1/mcp/oauth/callback", s.mcpCallback)
+		mux.HandleFunc("POST /v1/mcp/oauth/callback", s.mcpCallback) // the confirmation of another browser
 	}
 	mux.HandleFunc("POST /v1/gate/asks", s.auth(RoleAgent, s.gateAsk))
 	mux.HandleFunc("GET /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateAnswer))

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -409,9 +410,12 @@ func (m *Memory) Decide(ctx context.Context, runID, id string, d Answer) (Approv
 
 // Consume implements [Store].
 func (m *Memory) Consume(ctx context.Context, runID, id, digest string) (Approval, error) {
-	return m.transition(runID, id, func(a Approval, now time.Time) (Approval, error) {
-		return ApplyConsume(a, digest, now)
-	}, expiryEvent)
+	var answer json.RawMessage
+	a, err := m.transition(runID, id, ConsumeStep(digest, &answer), expiryEvent)
+	if err == nil {
+		a.Data = answer
+	}
+	return a, err
 }
 
 // decisionEvent reports whether a Decide step with this outcome records an
@@ -536,6 +540,43 @@ func ApplyDecision(a Approval, d Answer, now time.Time) (Approval, error) {
 	a.DecidedBy, a.Actor, a.Reason = d.By, d.Actor, d.Reason
 	a.DecidedAt, a.UpdatedAt = &now, now
 	return a, nil
+}
+
+// RedactedAnswer is the Data a request for input keeps once its answer
+// was used ([RedactUsed]): what a person typed into a form (a
+// value an MCP server asked for) is given to the call once, then no
+// longer kept; the status (used), who answered and when stay.
+var RedactedAnswer = json.RawMessage(`{"redacted":"the answer was used and is no longer kept"}`)
+
+// RedactUsed returns a, a used approval as [ApplyConsume] made it, as a
+// store keeps it, for implementations: the answer data of a request that
+// asks a person for something ([tool.KindInput], [tool.KindQuestion],
+// [tool.KindAuthorization]: an MCP server's elicitation, the question
+// tool) is replaced by [RedactedAnswer]; an approval ([tool.KindApproval])
+// is returned as it is (its edited arguments are what the call ran with,
+// and stay). The store seals and writes the redacted approval
+// and returns the approval with its data to the caller of Consume, the
+// one use of the answer.
+func RedactUsed(a Approval) Approval {
+	if a.Status == StatusUsed && a.Kind != tool.KindApproval && len(a.Data) > 0 {
+		a.Data = slices.Clone(RedactedAnswer)
+	}
+	return a
+}
+
+// ConsumeStep is the step of [Store.Consume] for implementations whose
+// transition stores what the step returns: [ApplyConsume], then
+// [RedactUsed]; the answer's data, before redaction, is put in *answer for
+// the approval Consume returns.
+func ConsumeStep(digest string, answer *json.RawMessage) func(Approval, time.Time) (Approval, error) {
+	return func(a Approval, now time.Time) (Approval, error) {
+		next, err := ApplyConsume(a, digest, now)
+		if err != nil {
+			return next, err
+		}
+		*answer = next.Data
+		return RedactUsed(next), nil
+	}
 }
 
 // ApplyConsume is the state machine of [Store.Consume], for implementations,

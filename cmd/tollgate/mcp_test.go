@@ -146,6 +146,18 @@ func mcpTestServer() {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}
+	if files, report := os.Getenv("TOLLGATE_TEST_MCP_READ"), os.Getenv("TOLLGATE_TEST_MCP_REPORT"); files != "" && report != "" {
+		// Try to read each file (separated by newlines); report which.
+		var b strings.Builder
+		for _, f := range strings.Split(files, "\n") {
+			if _, err := os.ReadFile(f); err == nil {
+				fmt.Fprintf(&b, "read %s\n", f)
+			} else {
+				fmt.Fprintf(&b, "refused %s\n", f)
+			}
+		}
+		_ = os.WriteFile(report, []byte(b.String()), 0o644)
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test-" + mode, Version: "0"}, nil)
 	if mode == "elicit" {
 		elicitTestServer(srv)
@@ -582,5 +594,61 @@ func TestRunMCPToolListChanged(t *testing.T) {
 	code, out, errOut := apMain(t, "run", "--model", "script:"+script, "--workdir", dir, "--mcp", cfg, "--state-dir", t.TempDir(), "go")
 	if code != exitDone || !strings.Contains(out, "[mcp__app__fresh f1] <- ok (9 bytes): fresh ran") {
 		t.Fatalf("exit %d; want the new tool to run\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A sandboxed tool given the state directory (--sandbox-read) and a stdio
+// server whose mcp.json grants it the state directory and / cannot read
+// the store's SQLite files, its decision key or the MCP logins (the
+// person's and a tenant's), existing or not: the key alone was hidden,
+// and a bash call printed an OAuth token. The server's broad
+// "sandboxRead" is warned about.
+func TestSandboxHidesStoreAndLogins(t *testing.T) {
+	t.Parallel()
+	needSandbox(t)
+	ws, state, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	logins := filepath.Join(state, "mcp-oauth")
+	if err := os.MkdirAll(filepath.Join(logins, "tenants", "ab12"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	apWrite(t, logins, "srv.json", `{"token": "user-secret"}`)
+	apWrite(t, filepath.Join(logins, "tenants", "ab12"), "srv.json", `{"token": "tenant-secret"}`)
+	files := []string{
+		filepath.Join(logins, "srv.json"), filepath.Join(logins, "tenants", "ab12", "srv.json"),
+		filepath.Join(state, "tollgate.db"), filepath.Join(state, "tollgate.db-wal"), filepath.Join(state, "decision.key"),
+	}
+	cmd := "for f in " + strings.Join(files, " ") + "; do if cat $f >/dev/null 2>&1; then echo read $f; else echo refused $f; fi; done > " + filepath.Join(ws, "bash.txt")
+	script := apWrite(t, dir, "script.yaml", fmt.Sprintf("turns:\n  - toolCalls:\n      - {name: bash, id: c1, args: {command: %q}}\n  - text: done\n", cmd))
+	cfg := mcpConfig(t, dir, map[string]any{
+		"app": map[string]any{
+			"command": os.Args[0],
+			"env": map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool",
+				"TOLLGATE_TEST_MCP_READ": strings.Join(files, "\n"), "TOLLGATE_TEST_MCP_REPORT": filepath.Join(ws, "server.txt")},
+			"sandboxRead": []string{state, "/"},
+		},
+	})
+	code, out, errOut := apMain(t, "run", "--state-dir", state, "--workdir", ws, "--model", "script:"+script,
+		"--sandbox-read", state, "--sandbox-read", filepath.Dir(os.Args[0]), "--mcp", cfg, "go")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, report := range []string{"bash.txt", "server.txt"} {
+		b, err := os.ReadFile(filepath.Join(ws, report))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", report, err, out, errOut)
+		}
+		for _, f := range files {
+			if !strings.Contains(string(b), "refused "+f+"\n") {
+				t.Errorf("%s: %s was not refused:\n%s", report, f, b)
+			}
+		}
+	}
+	for _, w := range []string{
+		`mcp: server app: warning: "sandboxRead": "/" lets it read the whole file system`,
+		`mcp: server app: warning: "sandboxRead": "` + state + `" lets it read a tree that holds tollgate's state directory`,
+	} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
 	}
 }

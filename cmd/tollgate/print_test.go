@@ -26,6 +26,7 @@ func TestSafeText(t *testing.T) {
 		"hi\x1b[2K\r\x1b[1Afake":    `hi\x1b[2K\x0d\x1b[1Afake`,
 		"bell\x07 del\x7f c1\u009b": `bell\x07 del\x7f c1\x9b`,
 		"é ✓":                       "é ✓",
+		"a\u200bb\u200cc\u200dd\u200ee\u200ff\u2060g\ufeffh": `a\u{200b}b\u{200c}c\u{200d}d\u{200e}e\u{200f}f\u{2060}g\u{feff}h`,
 	} {
 		if got := safeText(in); got != want {
 			t.Errorf("safeText(%q) = %q, want %q", in, got, want)

@@ -56,12 +56,12 @@ func TestPolicyRulesRememberLocally(t *testing.T) {
 		t.Fatalf("propose: exit %d\n%s", code, out)
 	}
 
-	// A sandboxed tool cannot accept the rule: the store is read-only to it,
-	// and the store's key hidden.
+	// A sandboxed tool cannot accept the rule: the store and its decision
+	// key are hidden from it.
 	attack := fmt.Sprintf(`%s policy rules accept --state-dir %s %s; echo "accept=$?"`, bin, state, id[1])
 	apWrite(t, ws, "attack.yaml", fmt.Sprintf("turns:\n  - toolCalls:\n      - {name: bash, id: attack, args: {command: %q}}\n  - text: done\n", attack))
 	code, out = tg("run", "--model", "script:attack.yaml", "--sandbox-read", filepath.Dir(bin), "--sandbox-read", state, "attack")
-	if code != 0 || !strings.Contains(out, "accept=") || strings.Contains(out, "accept=0") {
+	if code != 0 || !regexp.MustCompile(`accept=[1-9]`).MatchString(out) {
 		t.Fatalf("sandboxed attack: exit %d\n%s", code, out)
 	}
 	if code, out = tg("policy", "rules", "list"); code != 0 || !strings.Contains(out, "version 0, 0 rule(s), 1 proposal(s)") {

@@ -14,12 +14,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
@@ -223,14 +225,28 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 // run's flags); flags also refuses this process's --api-key for a script
 // model, as run's flags do.
 // hidden returns the files no sandboxed command may read: the store's
-// decision key (see "Sealed decisions" in docs/sandbox.md).
+// decision key (see "Sealed decisions" in docs/sandbox.md), its SQLite
+// files and the MCP OAuth logins (the person's and, under it, the
+// tenants'), whether or not they exist yet.
 func (cb *cliBuilder) hidden() []string {
+	return stateHidden(cb.stateDir, cb.keyFile)
+}
+
+// stateHidden is what no sandboxed command may read of the state directory
+// stateDir ("" for none) and the decision key file keyFile ("" for the
+// default): the key, the SQLite store with its journal files and the MCP
+// logins directory.
+func stateHidden(stateDir, keyFile string) []string {
 	var out []string
-	if cb.stateDir != "" {
-		out = append(out, filepath.Join(cb.stateDir, store.DecisionKeyFile))
+	if stateDir != "" {
+		out = append(out, filepath.Join(stateDir, store.DecisionKeyFile), mcpLoginsDir(stateDir))
+		db := filepath.Join(stateDir, sqlite.DefaultFile)
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			out = append(out, db+suffix)
+		}
 	}
-	if cb.keyFile != "" {
-		out = append(out, cb.keyFile)
+	if keyFile != "" {
+		out = append(out, keyFile)
 	}
 	return out
 }
@@ -453,11 +469,15 @@ const continued = "  | "
 // case.
 var ownStarts = []string{"tollgate", "run ", "stored run", "then:"}
 
-// startsOwn reports whether s starts as one of tollgate's own lines.
+// startsOwn reports whether s starts as one of tollgate's own lines: with
+// a blank (any Unicode space), "-", an invisible format character (a zero
+// width space before "tollgate: ..."), or one of ownStarts, its spaces
+// read as any Unicode space ("run\u00a0run_1 finished").
 func startsOwn(s string) bool {
-	if s != "" && strings.ContainsAny(s[:1], " \t-") {
+	if r, _ := utf8.DecodeRuneInString(s); s != "" && r != '\n' && (r == '-' || unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Cf)) {
 		return true
 	}
+	s = ownForm(s)
 	for _, o := range ownStarts {
 		if len(s) >= len(o) && strings.EqualFold(s[:len(o)], o) {
 			return true
@@ -466,12 +486,27 @@ func startsOwn(s string) bool {
 	return false
 }
 
+// ownForm is s as compared with ownStarts: every Unicode space a blank,
+// format characters (zero width, joiners, marks) left out.
+func ownForm(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case unicode.Is(unicode.Zs, r):
+			return ' '
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
 // mayStartOwn reports whether more text could make s, a line's beginning
 // without its newline, start as one of tollgate's own lines.
 func mayStartOwn(s string) bool {
 	if s == "" {
 		return true
 	}
+	s = ownForm(s)
 	for _, o := range ownStarts {
 		if len(s) < len(o) && strings.EqualFold(s, o[:len(s)]) {
 			return true
@@ -654,31 +689,10 @@ func oneLine(s string, n int) string {
 // safeText makes text from a model, a tool or a file safe to print on a
 // terminal: control characters other than newline and tab (an escape sequence
 // could move the cursor and rewrite the lines above an approval prompt) are
-// shown as \xNN instead of being sent.
+// shown as \xNN, and the invisible and bidirectional controls as
+// \u{NNNN} (escapeTerminal), instead of being sent.
 func safeText(s string) string {
-	clean := true
-	for _, r := range s {
-		if isControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+	return string(escapeTerminal([]byte(s), false))
 }
 
 // addCloser makes built's Close run f first, then what it ran before.

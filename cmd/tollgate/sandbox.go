@@ -94,8 +94,14 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 			fmt.Fprintf(env.stderr, "tollgate: %s: %v\n", claude, err)
 		}
 	}
+	// The default state directory's store, key and MCP logins are hidden,
+	// as from a run's servers.
+	var hide []string
+	if dir, err := defaultStateDir(env); err == nil {
+		hide = stateHidden(dir, "")
+	}
 	return build.MCPConfine(sb, cwd, func() sandbox.Policy {
-		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect, Seal: []string{claude}}
+		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect, Seal: []string{claude}, Hide: hide}
 	}), release, nil
 }
 

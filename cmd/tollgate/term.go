@@ -12,8 +12,9 @@ import (
 // termWriter is the last guard between text the command did not write (a
 // model's, a tool's, a server's, a file's) and the terminal: it passes
 // newlines and tabs, and shows every other control character (C0, DEL, C1,
-// including ESC and CSI), every invalid UTF-8 byte and the Unicode
-// bidirectional and line-separator controls as \xNN or \u{NNNN}, so that no
+// including ESC and CSI), every invalid UTF-8 byte, the Unicode
+// bidirectional and line-separator controls and the invisible zero width
+// characters (U+200B-U+200F, U+2060, U+FEFF) as \xNN or \u{NNNN}, so that no
 // output can move the cursor, clear the screen or reorder a line. Every
 // byte tollgate prints to stdout or stderr passes through one.
 type termWriter struct {
@@ -96,8 +97,14 @@ func unsafeRune(r rune, size int, oneLine bool) bool {
 		return oneLine
 	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 		return true
-	case r == 0x2028 || r == 0x2029, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f:
+	case r == 0x2028 || r == 0x2029, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 		return true // line separators and bidirectional controls
+	case r >= 0x200b && r <= 0x200f, r == 0x2060, r == 0xfeff:
+		// Zero width space, non-joiner and joiner, left-to-right and
+		// right-to-left marks, word joiner, zero width no-break space:
+		// invisible, so shown, lest a line that starts with one pass
+		// for tollgate's own.
+		return true
 	}
 	return false
 }

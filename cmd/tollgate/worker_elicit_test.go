@@ -140,4 +140,12 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 		mu.Lock()
 		t.Fatalf("run %s: %s %s\n%s", id, r.Status, r.Result, stderr.String())
 	}
+	// Once used, the answer is no longer kept; who gave it is.
+	a, err := st.GetApproval(ctx, id, pending.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status != store.StatusUsed || a.Unverified || a.DecidedBy.Name != "alice" || string(a.Data) != string(store.RedactedAnswer) {
+		t.Errorf("used elicitation: status %s, unverified %v, by %v, data %s (kind %s/%s)", a.Status, a.Unverified, a.DecidedBy, a.Data, a.Kind, a.Request.Kind)
+	}
 }

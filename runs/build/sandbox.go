@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/mcptool"
@@ -30,6 +32,11 @@ type sandboxConfig struct {
 	protectFns []func() []string
 	// hide are files no sandboxed command may read (Options.Hide).
 	hide []string
+	// stateDir is the host's state directory (Options.StateDir), "" for none.
+	stateDir string
+	// notice reports a server's "sandboxRead" that reaches tollgate's own
+	// files (setup.notice).
+	notice func(format string, args ...any)
 	// denyExec are the programs the run's authorizers deny outright in
 	// bash's scripts: the bash tool's sandbox refuses them at exec.
 	denyExec []string
@@ -147,7 +154,65 @@ func MCPConfine(sb *sandbox.Sandbox, cwd string, base func() sandbox.Policy) fun
 }
 
 func (c *sandboxConfig) mcpSandbox() func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
-	return MCPConfine(c.sb, c.cwd, func() sandbox.Policy { return c.policy(sandbox.Workspace, c.workspace) })
+	confine := MCPConfine(c.sb, c.cwd, func() sandbox.Policy { return c.policy(sandbox.Workspace, c.workspace) })
+	if confine == nil {
+		return nil
+	}
+	return func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error {
+		if m, err := sandbox.ParseMode(cmp.Or(sc.Sandbox, string(sandbox.Workspace))); err == nil && m != sandbox.Off {
+			c.warnBroadRead(server, sc.SandboxRead)
+		}
+		return confine(cmd, server, sc)
+	}
+}
+
+// warnBroadRead tells the person when a stdio server's "sandboxRead" (an
+// mcp.json may come with the workspace, written by anyone) grants the
+// whole file system, the home directory or a tree that holds the state
+// directory: tollgate's own files there (the store, its key, the MCP
+// logins) stay hidden from the server (Options.Hide), but everything
+// else in that tree is readable to it.
+func (c *sandboxConfig) warnBroadRead(server string, read []string) {
+	if c.notice == nil {
+		return
+	}
+	home, _ := os.UserHomeDir()
+	for _, r := range read {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			continue
+		}
+		real := abs
+		if rr, err := filepath.EvalSymlinks(abs); err == nil {
+			real = rr
+		}
+		var what string
+		switch {
+		case real == "/":
+			what = "the whole file system"
+		case home != "" && (real == home || abs == home):
+			what = "your home directory"
+		case c.stateDir != "" && (within(c.stateDir, abs) || within(realOr(c.stateDir), real)):
+			what = "a tree that holds tollgate's state directory " + c.stateDir
+		default:
+			continue
+		}
+		c.notice("mcp: server %s: warning: \"sandboxRead\": %s lets it read %s; the store, its decision key and the MCP logins stay hidden, the rest does not", server, strconv.Quote(r), what)
+	}
+}
+
+// realOr is p with its links resolved, or p.
+func realOr(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// within reports whether path is root or lies below it.
+func within(path, root string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // setupSandbox reads the configuration's Sandbox: bash (default
@@ -160,7 +225,10 @@ func setupSandbox(ctx context.Context, s *setup) error {
 	if sc == nil {
 		sc = &runs.SandboxConfig{}
 	}
-	c := &sandboxConfig{passEnv: sc.PassEnv, connect: sc.Connect}
+	c := &sandboxConfig{passEnv: sc.PassEnv, connect: sc.Connect, stateDir: s.b.opts.StateDir, notice: s.notice}
+	if c.stateDir != "" {
+		c.stateDir, _ = filepath.Abs(c.stateDir)
+	}
 	for _, h := range s.b.opts.Hide {
 		if abs, err := filepath.Abs(h); err == nil {
 			c.hide = append(c.hide, abs)

@@ -824,9 +824,12 @@ func (s *Store) Decide(ctx context.Context, runID, id string, d store.Answer) (s
 
 // Consume implements [store.Store].
 func (s *Store) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
-	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return store.ApplyConsume(a, digest, now)
-	}, func(err error) bool { return errors.Is(err, store.ErrExpired) })
+	var answer json.RawMessage
+	a, err := s.transition(ctx, runID, id, store.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
+	if err == nil {
+		a.Data = answer // the one use of an input's answer, which the store no longer keeps
+	}
+	return a, err
 }
 
 // expiryMargin is how far past now ExpireApprovals's SQL filter reaches,

@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"DecideInvalidPrincipal", testDecideInvalidPrincipal},
 		{"ConsumeOnce", testConsumeOnce},
 		{"ConsumeRefusals", testConsumeRefusals},
+		{"ConsumeRedactsInput", testConsumeRedactsInput},
 		{"ConcurrentDecide", testConcurrentDecide},
 		{"ConcurrentConsume", testConcurrentConsume},
 		{"ConcurrentUpdateRun", testConcurrentUpdateRun},
@@ -444,6 +445,57 @@ func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
 	mustErr(t, err, store.ErrUsed, "Consume twice")
 	_, err = s.Consume(ctx, "run_1", "req_nope", "x")
 	mustErr(t, err, store.ErrNotFound, "Consume unknown")
+}
+
+// An input request's or a question's answer (what a person typed into an
+// MCP server's form: a token, say) is given to the call once, by Consume, and no
+// longer kept: the stored approval is used, answered by the same person,
+// its data a marker, and its seal verifies. An approval's edited
+// arguments stay.
+func testConsumeRedactsInput(t *testing.T, s store.Store, c *Clock) {
+	in := pendingApproval("req_in", nil)
+	in.Kind, in.Request.Kind = tool.KindInput, tool.KindInput
+	q := pendingApproval("req_q", nil)
+	q.Kind, q.Request.Kind = tool.KindQuestion, tool.KindQuestion
+	edit := pendingApproval("req_ap", nil)
+	check(t, create(s, newRun("run_1"), in, q, edit), "CreateRun")
+	_, err := s.Decide(ctx, "run_1", "req_q", store.Answer{Approve: true, By: person("alice"), Data: json.RawMessage(`{"answers":[["SECRET"]]}`)})
+	check(t, err, "Decide question")
+	_, err = s.Consume(ctx, "run_1", "req_q", "sha256:req_q")
+	check(t, err, "Consume question")
+	secret := json.RawMessage(`{"answers":[["ghp_SECRETSECRET"]]}`)
+	_, err = s.Decide(ctx, "run_1", "req_in", store.Answer{Approve: true, By: person("alice"), Data: secret})
+	check(t, err, "Decide input")
+	edited := json.RawMessage(`{"to":"bob","amount":5}`)
+	_, err = s.Decide(ctx, "run_1", "req_ap", store.Answer{Approve: true, By: person("alice"), Data: edited})
+	check(t, err, "Decide approval")
+	if a, _ := s.GetApproval(ctx, "run_1", "req_in"); string(a.Data) != string(secret) {
+		t.Fatalf("before its use the answer is %s", a.Data)
+	}
+	got, err := s.Consume(ctx, "run_1", "req_in", "sha256:req_in")
+	check(t, err, "Consume")
+	if ans, ok := got.Answer(); !ok || !ans.OK || string(ans.Data) != string(secret) {
+		t.Fatalf("Consume gave the answer %+v, %v; want the person's data", ans, ok)
+	}
+	a, err := s.GetApproval(ctx, "run_1", "req_in")
+	check(t, err, "GetApproval")
+	if strings.Contains(string(a.Data), "SECRET") || string(a.Data) != string(store.RedactedAnswer) {
+		t.Errorf("the used answer is kept: %s", a.Data)
+	}
+	if a.Status != store.StatusUsed || a.DecidedBy != person("alice") || a.Unverified {
+		t.Errorf("used input = status %s, by %v, unverified %v", a.Status, a.DecidedBy, a.Unverified)
+	}
+	for ap, err := range store.AllApprovals(ctx, s, store.ApprovalFilter{RunID: "run_1", AllTenants: true}) {
+		check(t, err, "ListApprovals")
+		if strings.Contains(string(ap.Data), "SECRET") || ap.Unverified {
+			t.Errorf("listed %s: data %s, unverified %v", ap.ID, ap.Data, ap.Unverified)
+		}
+	}
+	_, err = s.Consume(ctx, "run_1", "req_ap", "sha256:req_ap")
+	check(t, err, "Consume approval")
+	if a, _ := s.GetApproval(ctx, "run_1", "req_ap"); string(a.Data) != string(edited) || a.Unverified {
+		t.Errorf("used approval's edited arguments = %s (unverified %v), want kept", a.Data, a.Unverified)
+	}
 }
 
 func testConsumeRefusals(t *testing.T, s store.Store, c *Clock) {
