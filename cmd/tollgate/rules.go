@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -107,14 +109,23 @@ func rulesList(env *cliEnv) *cobra.Command {
 	return c
 }
 
-// textBlock is a rule's text for the terminal: control characters but
-// newlines escaped, each line indented.
+// textBlock is a rule's text for the terminal: each line indented by
+// four spaces with its own indentation kept (the YAML must read as the
+// layer reads it), control characters escaped, a line cut at 4,000 bytes.
 func textBlock(s string) string {
-	out := ""
+	var out strings.Builder
 	for _, line := range splitLines(s) {
-		out += "    " + oneLine(line, 4000) + "\n"
+		line = safeText(line)
+		if len(line) > 4000 {
+			cut := 4000
+			for cut > 0 && !utf8.RuneStart(line[cut]) {
+				cut-- // never split a character
+			}
+			line = line[:cut] + "…"
+		}
+		out.WriteString("    " + line + "\n")
 	}
-	return out
+	return out.String()
 }
 
 func splitLines(s string) []string {
@@ -183,6 +194,9 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 				return withCode(exitError, err)
 			}
 			fmt.Fprintf(env.stdout, "proposed rule %s (%s); once accepted, the layer adds:\n%s\naccept it with: tollgate policy rules accept %s\n", field(r.ID), oneLine(p.Scope, 500), textBlock(r.Text), field(r.ID))
+			if eff == approval.Allow && !coversItsCall(p, a.Tool, callArgs, workdir) {
+				fmt.Fprintln(env.stdout, "note: this rule does not cover the call it was proposed from, which will still be asked: a remembered allow never covers a write redirection, an assignment or environment change, a program named by a path, or what the shell analysis cannot see through (docs/approvals.md)")
+			}
 			return nil
 		},
 	}
@@ -270,4 +284,15 @@ func rulesHistory(env *cliEnv) *cobra.Command {
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the changes as JSON")
 	c.Flags().IntVar(&limit, "limit", 0, "show at most this many changes (0: 100)")
 	return c
+}
+
+// coversItsCall reports whether the allow rule p, once accepted, answers
+// the call it was proposed from (tool with args, in workdir): a person
+// should know when remembering changes nothing.
+func coversItsCall(p layer.Proposal, toolName string, args json.RawMessage, workdir string) bool {
+	l, err := layer.Compile(1, []layer.Rule{{ID: p.ID, Text: p.Text, AcceptedBy: tool.Principal{Kind: tool.PrincipalPerson, Name: "check"}}})
+	if err == nil {
+		l, err = l.WithWorkdir(workdir)
+	}
+	return err == nil && l.Answer(approval.Call{Tool: toolName, Args: args}) != nil
 }

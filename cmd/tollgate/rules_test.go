@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/policy/layer"
 )
 
 // Approve and remember at the terminal: a bash call asked about and
@@ -85,5 +89,39 @@ func TestPolicyRulesRememberLocally(t *testing.T) {
 	}
 	if code, out = tg("run", "--model", "script:gated.yaml", "--policy", "policy.yaml", "mark"); code != exitPending {
 		t.Fatalf("a removed rule still answered: exit %d\n%s", code, out)
+	}
+}
+
+// A rule's YAML is printed with its indentation, so that what the person
+// reads (and may paste into a policy file) is what the layer reads; a
+// control character in it is escaped, not sent.
+func TestRuleTextKeepsIndentation(t *testing.T) {
+	text := "rules:\n  - id: allow-bash-1\n    tool: \"bash\"\n    command: {pattern: [\"go test *\"]}\n    reason: \"x\x1b[2J\"\n"
+	want := "    rules:\n      - id: allow-bash-1\n        tool: \"bash\"\n        command: {pattern: [\"go test *\"]}\n        reason: \"x\\x1b[2J\"\n"
+	if got := textBlock(text); got != want {
+		t.Errorf("textBlock:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// propose says when the rule it makes would not answer the very call it
+// came from (the sample agent's `echo hello > greeting.txt`: a write
+// redirection is never covered), and is silent when it would.
+func TestProposeSaysWhenItsCallIsNotCovered(t *testing.T) {
+	for _, c := range []struct {
+		command string
+		covers  bool
+	}{
+		{"echo hello > greeting.txt", false},
+		{"go test ./server", true},
+		{"FOO=1 go test ./server", true}, // remembered exactly: the same call is covered
+	} {
+		args, _ := json.Marshal(map[string]string{"command": c.command})
+		p, err := layer.ProposeIn(layer.NewID(approval.Allow, "bash"), "bash", args, approval.Allow, "run/req", "/w")
+		if err != nil {
+			t.Fatalf("%s: %v", c.command, err)
+		}
+		if got := coversItsCall(p, "bash", args, "/w"); got != c.covers {
+			t.Errorf("%q: covered %v, want %v\n%s", c.command, got, c.covers, p.Text)
+		}
 	}
 }
