@@ -288,7 +288,7 @@ func (s *Server) mcpCallback(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusOK {
 			class = "mcp-login-done"
 		}
-		page(status, class, "<p>"+html.EscapeString(text)+"</p>")
+		page(status, class, fmt.Sprintf("<p class=%q>%s</p>", class, html.EscapeString(text)))
 	}
 	if ml == nil || state == "" {
 		msg(http.StatusBadRequest, "No login is waiting for this answer (it expired, or was finished). Start the login again.")

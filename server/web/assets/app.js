@@ -78,10 +78,12 @@
 
   // api sends a request with the token; body is a string of JSON (sent as
   // is) or undefined. It returns the decoded JSON, or throws an APIError
-  // carrying the RFC 9457 problem.
-  async function api(method, path, body, extra) {
+  // carrying the RFC 9457 problem. The page sends no cookies; keepCookie
+  // lets the browser keep one the answer sets (an MCP login's, which binds
+  // the login to this browser).
+  async function api(method, path, body, extra, keepCookie) {
     const headers = Object.assign({ Authorization: 'Bearer ' + token, Accept: 'application/json' }, extra || {});
-    const init = { method, headers, cache: 'no-store', credentials: 'omit' };
+    const init = { method, headers, cache: 'no-store', credentials: keepCookie ? 'same-origin' : 'omit' };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       init.body = body;
@@ -1022,7 +1024,7 @@
     const err = $('mcp-logins-error');
     setText(err, '');
     try {
-      const r = await api('POST', 'v1/mcp/logins', JSON.stringify({ agent: s.agent, server: s.server }));
+      const r = await api('POST', 'v1/mcp/logins', JSON.stringify({ agent: s.agent, server: s.server }), undefined, true);
       const u = new URL(r.authorizationUrl);
       if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error('not a web address: ' + r.authorizationUrl);
       location.assign(u.href);
