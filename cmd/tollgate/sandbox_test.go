@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +32,23 @@ var binary struct {
 // runs (Main) start: started as one, it runs sandbox.Main and never reaches
 // the tests. Started as an MCP test server, it serves (mcpTestServer), after
 // sandbox.Main, so that a sandboxed server is confined like any other.
+// parallelTests is how many parallel tests of this package run at once
+// unless -parallel says otherwise: they mostly wait on the processes they
+// start (tollgate, Claude Code, Codex, MCP servers, a browser), so running
+// GOMAXPROCS of them at a time (go test's default) left the cores idle
+// (113 s on two cores, 47 s of it CPU; 67 s at six).
+const parallelTests = 6
+
+// waitingParallel sets -test.parallel to parallelTests when the command
+// line did not set it.
+func waitingParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(parallelTests, runtime.GOMAXPROCS(0))))
+	}
+}
+
 func TestMain(m *testing.M) {
 	sandbox.Main()
 	mcpTestServer()
@@ -48,6 +67,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
 		go binary.once.Do(buildBinary)
 	}
+	waitingParallel()
 	code := m.Run()
 	binary.once.Do(func() {}) // waits for a build under way
 	chrome.Close()
