@@ -67,7 +67,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -80,6 +79,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/sqlmigrate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -139,26 +139,7 @@ var migrationFS embed.FS
 
 // migrations returns the embedded migrations in order; migration i (from 0)
 // brings the schema to version i+1.
-func migrations() ([]string, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(names)
-	out := make([]string, len(names))
-	for i, n := range names {
-		want := fmt.Sprintf("migrations/%04d_", i+1)
-		if !strings.HasPrefix(n, want) {
-			return nil, fmt.Errorf("migration %s is out of sequence (want %s...)", n, want)
-		}
-		b, err := migrationFS.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = string(b)
-	}
-	return out, nil
-}
+func migrations() ([]string, error) { return sqlmigrate.Load(migrationFS) }
 
 // Store is the PostgreSQL [store.Store]. Open it with [Open]; it is safe for
 // concurrent use, and any number of Stores (in any number of processes) may
