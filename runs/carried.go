@@ -42,7 +42,7 @@ func checkCarried(ctx context.Context, s store.Store, runID string, w agent.Wait
 		return fmt.Sprintf("the decision on %s carries no valid MAC", a.ID), nil
 	case a.Status != store.StatusUsed && a.Status != store.StatusApproved:
 		return fmt.Sprintf("%s is %s, not approved", a.ID, a.Status), nil
-	case a.CallID != w.Call.ID || a.Kind != tool.KindApproval || a.Digest != ap.Digest:
+	case a.CallID != w.Call.ID || a.Tool != w.Call.Name || a.Kind != tool.KindApproval || a.Digest != ap.Digest:
 		return fmt.Sprintf("%s was given for another call or other arguments", a.ID), nil
 	}
 	ans, _ := a.Answer()

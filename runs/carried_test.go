@@ -179,3 +179,44 @@ func TestDurableCarriedApprovalIsChecked(t *testing.T) {
 		})
 	}
 }
+
+// A carried approval is bound to its tool: a state changed in the store so
+// that the approved call (same ID, same arguments) names another tool is
+// declined, and neither tool runs.
+func TestCarriedApprovalIsBoundToItsTool(t *testing.T) {
+	ctx := context.Background()
+	var ran, other atomic.Int64
+	type in struct {
+		Amount int `json:"amount"`
+	}
+	drain := tool.Must("drain_funds", "moves all money", func(ctx context.Context, _ in) (tool.Result, error) {
+		other.Add(1)
+		return tool.Text("drained"), nil
+	}, nil)
+	call := []model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}
+	s := store.NewMemory(nil)
+	b := &testBuilder{m: testkit.Script(call), tools: agent.ToolList{askingTransfer(&ran), drain}}
+	h := newHost(t, s, b, "host-a", time.Minute)
+	req := approvedThenAsking(t, h, "run_swapped")
+	run, err := s.GetRun(ctx, "run_swapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.ReplaceAll(string(run.State), `"transfer_funds"`, `"drain_funds"`)
+	if forged == string(run.State) {
+		t.Fatalf("the state names no transfer_funds: %s", run.State)
+	}
+	if _, err := s.UpdateRun(ctx, "run_swapped", store.RunUpdate{From: store.RunPending, State: json.RawMessage(forged)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Answer(ctx, "run_swapped", req.ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob"), Data: json.RawMessage(`"acc-1"`)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_swapped"})
+	if err != nil || ran.Load() != 0 || other.Load() != 0 {
+		t.Fatalf("resume of the swapped state: transfer ran %d, drain ran %d, %v", ran.Load(), other.Load(), err)
+	}
+	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime {
+		t.Fatalf("decision %+v", d)
+	}
+}
