@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -500,6 +501,11 @@ func TestGatewayServeRemembers(t *testing.T) {
 	cs, err := g.connectHTTP(t, g.ciBot, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// tools/list, asked with no call's session, still lists the tool the
+	// policy only asks about.
+	if names := toolNames(t, cs); !slices.Contains(names, "write_note") {
+		t.Fatalf("tools/list = %v, want write_note", names)
 	}
 	done := writeNote(t, cs, "a.txt", false)
 	a := g.pendingFor(t, g.alice)

@@ -277,14 +277,16 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 
 // withGatewayLayer has the calls of the mounted gateway decided with the
 // rule layer of their client's tenant too, as a served run's are: its deny
-// rules vote, its allow rules answer the asks they cover. A call whose
-// session (and so tenant) is unknown is denied by the layer's authorizer
-// and never answered by it.
+// rules vote, its allow rules answer the asks they cover. Outside a
+// call (tools/list, which asks the authorizers about each tool with no
+// client session) no tenant is known and the layer says nothing: an empty
+// layer, so that it neither hides every tool nor answers anything; every
+// call of the mounted gateway has its session (the gateway has an inbox).
 func withGatewayLayer(o *gate.Options, src *runs.LayerSource, workdir string) {
 	get := func(ctx context.Context) (*layer.Layer, error) {
 		s, ok := mcpgateway.SessionFrom(ctx)
 		if !ok {
-			return nil, errors.New("the call's client session is unknown, so is its tenant's rule layer")
+			return layer.Compile(0, nil)
 		}
 		return src.Getter(s.Client.Tenant, workdir)(ctx)
 	}
