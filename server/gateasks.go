@@ -130,8 +130,8 @@ func checkGateAsk(req GateAskRequest, now time.Time) error {
 		return errors.New("pending.request.expiresAt: want a time within the next 24 hours")
 	}
 	// What the page shows is what the answer is bound to.
-	if rd, err := approval.ParseRequestData(q); err == nil && len(rd.Args) > 0 && approval.Digest(rd.Args) != req.Pending.Digest {
-		return errors.New("pending.request.data.args: not the arguments of pending.digest")
+	if rd, err := approval.ParseRequestData(q); err != nil || len(rd.Args) == 0 || approval.Digest(rd.Args) != req.Pending.Digest {
+		return errors.New("pending.request.data.args: want the arguments of pending.digest (what the page shows is what the answer is bound to)")
 	}
 	return nil
 }
