@@ -67,6 +67,32 @@ type ElicitData struct {
 	Questions []builtin.Question `json:"questions,omitempty"`
 }
 
+// screenElicit runs the checks of onElicit that do not depend on who
+// answers, for a request handed on to a host's own client ([Forward]):
+// malformed or oversized requests and URLs that are not http(s) are
+// refused, a form that asks for a secret and a server the policy forbids
+// to elicit are declined. It returns nil, nil when the request may go on.
+func (c *conn) screenElicit(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	if req == nil || req.Params == nil {
+		return nil, invalidParams("elicitation without params")
+	}
+	if _, err := c.elicitRequest(req.Params); err != nil {
+		if se, ok := errors.AsType[*secretError](err); ok {
+			c.o.Logger.Warn("mcp server's form asks for a secret; declined", "server", c.name, "reason", se.Error())
+			return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		}
+		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
+		return nil, invalidParams(err.Error())
+	}
+	if c.o.ElicitPolicy != nil {
+		if ok, by, reason := c.o.ElicitPolicy(c.name, c.sc.Trusted); !ok {
+			c.o.Logger.Info("mcp server's elicitation declined by policy", "server", c.name, "by", by, "reason", reason)
+			return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		}
+	}
+	return nil, nil
+}
+
 // onElicit answers a server's elicitation/create: it is checked (mode,
 // size, no secrets in form mode), then becomes a [tool.Request] handed to
 // [Options].Elicit. The person's answer accepts (with the form's content),

@@ -91,7 +91,7 @@ func fieldQuestion(name string, p *jsonschema.Schema, required bool) builtin.Que
 		q.Multiple, choices = true, p.Items
 	}
 	for _, c := range enumOf(choices) {
-		q.Options = append(q.Options, builtin.QuestionOption{Label: c.value, Description: printable(c.title)})
+		q.Options = append(q.Options, builtin.QuestionOption{Label: printable(c.value), Description: printable(c.title)})
 	}
 	if p.Type == "boolean" {
 		q.Options = []builtin.QuestionOption{{Label: "yes"}, {Label: "no"}}

@@ -160,6 +160,8 @@ func fieldSecret(raw json.RawMessage, depth int) string {
 		Format      string            `json:"format"`
 		Default     any               `json:"default"`
 		EnumNames   []string          `json:"enumNames"`
+		Enum        []any             `json:"enum"`
+		Const       any               `json:"const"`
 		OneOf       []json.RawMessage `json:"oneOf"`
 		AnyOf       []json.RawMessage `json:"anyOf"`
 		Items       json.RawMessage   `json:"items"`
@@ -170,14 +172,18 @@ func fieldSecret(raw json.RawMessage, depth int) string {
 	if f.Format == "password" {
 		return "password"
 	}
+	// The choices' values are shown to the person too (as the labels of a
+	// question), and so is a default.
 	texts := append([]string{f.Title, f.Description}, f.EnumNames...)
-	switch d := f.Default.(type) {
-	case string:
-		texts = append(texts, d)
-	case []any:
-		for _, v := range d {
-			if s, ok := v.(string); ok {
-				texts = append(texts, s)
+	for _, v := range append([]any{f.Default, f.Const}, f.Enum...) {
+		switch d := v.(type) {
+		case string:
+			texts = append(texts, d)
+		case []any:
+			for _, v := range d {
+				if s, ok := v.(string); ok {
+					texts = append(texts, s)
+				}
 			}
 		}
 	}

@@ -188,6 +188,8 @@ func TestElicitationSecretDeclined(t *testing.T) {
 		"enumNames":         field("how", map[string]any{"enum": []string{"a", "b"}, "enumNames": []string{"Your password", "Other"}}),
 		"oneOf title":       field("how", map[string]any{"oneOf": []any{map[string]any{"const": "a", "title": "Enter password"}}}),
 		"default":           field("note", map[string]any{"default": "type your password here"}),
+		"enum value":        field("how", map[string]any{"enum": []string{"my password", "other"}}),
+		"oneOf const":       field("how", map[string]any{"oneOf": []any{map[string]any{"const": "your API key", "title": "First"}}}),
 		"message":           {Message: "Please paste your GitHub personal access token", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"value": map[string]any{"type": "string"}}}},
 	}
 	for name, p := range cases {
@@ -211,6 +213,37 @@ func TestElicitationSecretDeclined(t *testing.T) {
 			if b, _ := json.Marshal(res.Metadata[MetaElicitations]); json.Unmarshal(b, &recs) != nil || len(recs) != 1 ||
 				recs[0].Outcome != "decline" || recs[0].By != "runtime" || !strings.Contains(recs[0].Reason, "asks for a secret") {
 				t.Errorf("record %+v (meta %v)", recs, res.Metadata)
+			}
+		})
+	}
+}
+
+// A server's elicitation handed on to a host's own client (Forward, the
+// gateway's) passes the same checks first: a form asking for a secret and
+// a URL that is not http(s) never reach the client; a plain form does.
+func TestForwardedElicitationIsScreened(t *testing.T) {
+	for name, c := range map[string]struct {
+		p        *mcp.ElicitParams
+		reaches  bool
+		response string
+	}{
+		"secret form": {&mcp.ElicitParams{Message: "Please paste your GitHub personal access token", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"value": map[string]any{"type": "string"}}}}, false, `{"action":"decline"}`},
+		"script url":  {&mcp.ElicitParams{Mode: "url", Message: "open", URL: "javascript:alert(1)", ElicitationID: "e1"}, false, ""},
+		"plain form":  {&mcp.ElicitParams{Message: "Which region?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"region": map[string]any{"type": "string"}}}}, true, `{"action":"accept"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reached := 0
+			s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, c.p)}}}, &Options{
+				Forward: &Forward{Elicit: func(_ context.Context, _ string, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					reached++
+					return &mcp.ElicitResult{Action: ElicitAccept, Content: map[string]any{"region": "eu"}}, nil
+				}}})
+			res, _ := toolsByName(s)["mcp__srv__ask"].Call(context.Background(), json.RawMessage(`{}`))
+			if (reached > 0) != c.reaches {
+				t.Errorf("the client was reached %d times, want reached %v", reached, c.reaches)
+			}
+			if c.response != "" && !strings.HasPrefix(res.Output, c.response) {
+				t.Errorf("server saw %q, want %s…", res.Output, c.response)
 			}
 		})
 	}

@@ -67,6 +67,9 @@ func (c *conn) forward(o *mcp.ClientOptions) {
 	}
 	if f.Elicit != nil {
 		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if res, err := c.screenElicit(req); res != nil || err != nil {
+				return res, err
+			}
 			return f.Elicit(ctx, c.name, req)
 		}
 	}
