@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -208,16 +209,16 @@ func (d *deniedFiles) refuses(img execImage) string {
 	}
 	base := filepath.Base(strings.TrimSuffix(img.exePath, " (deleted)"))
 	if d.nameDenied(base) {
-		return "its program is named " + base
+		return "its program is named " + strconv.Quote(base)
 	}
 	if isLoader(base) {
-		return "it runs the dynamic loader " + base + " as a program, which loads programs without executing them"
+		return "it runs the dynamic loader " + strconv.Quote(base) + " as a program, which loads programs without executing them"
 	}
 	if len(img.args) > 0 && d.nameDenied(filepath.Base(img.args[0])) {
-		return "it is called " + img.args[0]
+		return "it is called " + strconv.Quote(img.args[0])
 	}
 	if (base == "busybox" || base == "toybox") && len(img.args) > 1 && d.nameDenied(img.args[1]) {
-		return "it runs the applet " + img.args[1] + " of " + base
+		return "it runs the applet " + strconv.Quote(img.args[1]) + " of " + strconv.Quote(base)
 	}
 	for _, a := range img.args[1:min(len(img.args), 3)] {
 		if a == "" || strings.HasPrefix(a, "-") {

@@ -109,7 +109,7 @@ func stopSignal(pid int, ws unix.WaitStatus, seen map[int]bool, deny *deniedFile
 			}
 			if why := deny.refuses(imageOf(pid)); why != "" {
 				_ = unix.Kill(pid, unix.SIGKILL)
-				fmt.Fprintf(stderr, "tollgate sandbox: refused to execute %s: the policy denies the program (%s)\n", exeName(pid), why)
+				fmt.Fprintf(stderr, "tollgate sandbox: refused to execute %q: the policy denies the program (%s)\n", exeName(pid), strconv.QuoteToGraphic(why))
 			}
 		}
 		return 0 // fork, vfork, clone and exec events carry no signal
