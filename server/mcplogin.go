@@ -193,16 +193,7 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 		return
 	}
 	l := s.mcpLogins
-	l.mu.Lock()
-	full := len(l.pending) >= MaxPendingMCPLogins
-	mine := 0
-	for _, ml := range l.pending {
-		if ml.tenant == p.Tenant {
-			mine++
-		}
-	}
-	l.mu.Unlock()
-	if full || mine >= MaxPendingMCPLoginsPerTenant {
+	if l.full(p.Tenant) {
 		problemf(w, r, http.StatusTooManyRequests, "too many logins under way; finish one or wait")
 		return
 	}
@@ -219,9 +210,19 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 		return
 	}
 	ml := &mcpLogin{p: pl, tenant: p.Tenant, server: req.Server, ctx: ctx, cancel: cancel, binding: randomToken(), confirm: randomToken()}
+	// Checked again where the login is kept: logins started at once all
+	// passed the first check while their servers were asked.
 	l.mu.Lock()
-	l.pending[pl.State] = ml
+	full := l.fullLocked(p.Tenant)
+	if !full {
+		l.pending[pl.State] = ml
+	}
 	l.mu.Unlock()
+	if full {
+		cancel()
+		problemf(w, r, http.StatusTooManyRequests, "too many logins under way; finish one or wait")
+		return
+	}
 	// The browser that started the login (the approvals page's) finishes
 	// it at the callback at once; another is asked first (mcpCallback).
 	path := "/"
@@ -323,4 +324,23 @@ func (s *Server) mcpCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("mcp login done", "tenant", ml.tenant, "server", ml.server)
 	msg(http.StatusOK, fmt.Sprintf("Logged in to MCP server %s for tenant %s. The tenant's runs use this login; you may close this window.", ml.server, ml.tenant))
+}
+
+// full reports whether no login may start now, in all or for tenant
+// (MaxPendingMCPLogins, MaxPendingMCPLoginsPerTenant).
+func (l *mcpLogins) full(tenant string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fullLocked(tenant)
+}
+
+// fullLocked is full with l.mu held.
+func (l *mcpLogins) fullLocked(tenant string) bool {
+	mine := 0
+	for _, ml := range l.pending {
+		if ml.tenant == tenant {
+			mine++
+		}
+	}
+	return len(l.pending) >= MaxPendingMCPLogins || mine >= MaxPendingMCPLoginsPerTenant
 }
