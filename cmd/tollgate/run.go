@@ -220,10 +220,6 @@ func (cb *cliBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 	return built, nil
 }
 
-// build is Build with the errors of package runs/build as they are
-// (runs.FieldError naming the configuration's fields, which Build maps to
-// run's flags); flags also refuses this process's --api-key for a script
-// model, as run's flags do.
 // hidden returns the files no sandboxed command may read: the store's
 // decision key (see "Sealed decisions" in docs/sandbox.md), its SQLite
 // files and the MCP OAuth logins (the person's and, under it, the
@@ -251,6 +247,10 @@ func stateHidden(stateDir, keyFile string) []string {
 	return out
 }
 
+// build is Build with the errors of package runs/build as they are
+// (runs.FieldError naming the configuration's fields, which Build maps to
+// run's flags); flags also refuses this process's --api-key for a script
+// model, as run's flags do.
 func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool) (*runs.Built, error) {
 	logs := cb.logger()
 	protect := cb.protect

@@ -28,10 +28,6 @@ var binary struct {
 	err  error
 }
 
-// The test binary is the sandbox helper of the commands that the in-process
-// runs (Main) start: started as one, it runs sandbox.Main and never reaches
-// the tests. Started as an MCP test server, it serves (mcpTestServer), after
-// sandbox.Main, so that a sandboxed server is confined like any other.
 // parallelTests is how many parallel tests of this package run at once
 // unless -parallel says otherwise: they mostly wait on the processes they
 // start (tollgate, Claude Code, Codex, MCP servers, a browser), so running
@@ -49,6 +45,10 @@ func waitingParallel() {
 	}
 }
 
+// The test binary is the sandbox helper of the commands that the in-process
+// runs (Main) start: started as one, it runs sandbox.Main and never reaches
+// the tests. Started as an MCP test server, it serves (mcpTestServer), after
+// sandbox.Main, so that a sandboxed server is confined like any other.
 func TestMain(m *testing.M) {
 	sandbox.Main()
 	mcpTestServer()
