@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
@@ -87,8 +88,10 @@ func TestHandlerBoundsRequests(t *testing.T) {
 		}
 	}()
 	_, _ = hold.Write([]byte("{")) // the request is in the handler, its body unfinished
+	// The held request reaches the handler some time after its first
+	// byte is read; ask until refused, or give up after ten seconds.
 	refused := false
-	for range 200 {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		resp, err := http.Get(srv.URL)
 		if err != nil {
 			t.Fatal(err)
