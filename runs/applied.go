@@ -27,7 +27,7 @@ const (
 
 // GovernanceFields returns every governance field of a [RunConfig] (the
 // Field* constants), in the order [CheckBuilt] checks them, in a new slice.
-// A builder that applies them all, as package runs/build does, sets
+// A builder that applies them all, as package internal/runbuild does, sets
 // [Built.Applied] to it.
 func GovernanceFields() []string {
 	return []string{
@@ -89,7 +89,7 @@ func CheckBuilt(cfg RunConfig, b *Built) error {
 	}
 	for _, f := range cfg.setFields() {
 		if !slices.Contains(b.Applied, f[0]) {
-			return &FieldError{Field: f[0], Err: fmt.Errorf("set to %s, but the builder did not apply it (Built.Applied lists %q); refusing to run without it: build the agent with package runs/build, or apply the field and list it in Built.Applied", f[1], b.Applied)}
+			return &FieldError{Field: f[0], Err: fmt.Errorf("set to %s, but the builder did not apply it (Built.Applied lists %q); refusing to run without it: build the agent with the command's builder (tollgate run, serve, worker), or apply the field and list it in Built.Applied", f[1], b.Applied)}
 		}
 	}
 	return nil

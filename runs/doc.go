@@ -49,7 +49,7 @@
 // # Durable runs
 //
 // [Durable] drives a run as a workflow of a durable-execution engine
-// ([Engine]: recorded steps and a durable wait; package runs/dbosengine
+// ([Engine]: recorded steps and a durable wait; package internal/dbosengine
 // implements it on DBOS Transact), so that runs spread over many worker
 // processes survive any of them dying: each model turn and each tool call
 // is a step that is never run again once recorded, and a pending request

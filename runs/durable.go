@@ -18,7 +18,7 @@ import (
 
 // Engine is what a durable run needs from a durable-execution engine: a
 // step that runs once and is recorded, and a durable wait for a message.
-// Package runs/dbosengine implements it on DBOS Transact; [Durable.Drive]
+// Package internal/dbosengine implements it on DBOS Transact; [Durable.Drive]
 // is the workflow body that uses it.
 //
 // An engine replays a workflow after a crash by running its body again from
@@ -71,7 +71,7 @@ type DurableRun struct {
 }
 
 // DurableQueue is what a host that does not drive runs itself (a server
-// with its workers elsewhere) needs from a durable engine: runs/dbosengine's
+// with its workers elsewhere) needs from a durable engine: internal/dbosengine's
 // Engine implements it, and the command wires it in.
 type DurableQueue interface {
 	// Start stores a new run (PrepareDurable) and enqueues it for a worker;

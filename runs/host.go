@@ -109,7 +109,7 @@ func loginEvents(tenant, runID string, owner tool.Principal, b *Built) []store.E
 }
 
 // Builder builds a run's agent from its configuration; it must not depend on
-// the current directory. Package runs/build provides the one the command line
+// the current directory. Package internal/runbuild provides the one the command line
 // and a server use, which applies every field of the configuration; a builder
 // of one's own must list in [Built.Applied] the governance fields it applied,
 // or runs whose configuration sets others are refused ([CheckBuilt]).
@@ -643,7 +643,7 @@ const CancelledReason = "the run was cancelled"
 // approvals, the approvals page), a process waiting for the answers ends,
 // and a late answer is refused ([store.ErrDecided], saying who decided).
 // Every host's cancel calls it after storing the cancel: [Host.Cancel] and
-// the [DurableQueue] of runs/dbosengine. A request decided or expired
+// the [DurableQueue] of internal/dbosengine. A request decided or expired
 // meanwhile is left as it is. Only run's Tenant and ID are read. Errors:
 // the store's.
 func DenyPending(ctx context.Context, s store.Store, run store.Run, by tool.Principal) error {

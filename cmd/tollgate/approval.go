@@ -19,10 +19,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -62,7 +62,7 @@ func approvalRunExtension() runExtension {
 			fs.DurationVar(&f.approvalTTL, "approval-ttl", 0, "approval requests expire this long after they are made, e.g. 1h (0: never); an expired request is refused")
 		},
 		// Policy, autonomy, records and approval-ttl are applied by
-		// package runs/build; who answers is this process's.
+		// package internal/runbuild; who answers is this process's.
 		setup: func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error {
 			switch cfg.Answer {
 			case approveYes, approveNo:
@@ -94,9 +94,9 @@ func approvalRunExtension() runExtension {
 }
 
 // loadPolicy loads file (if any), prints its problems to w, and applies the
-// autonomy override (build.LoadPolicy), its errors named by the flags.
+// autonomy override (runbuild.LoadPolicy), its errors named by the flags.
 func loadPolicy(w io.Writer, file, autonomy string) (*policy.Policy, error) {
-	pol, err := build.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) })
+	pol, err := runbuild.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) })
 	if err != nil {
 		return nil, flagError(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/records"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -184,7 +184,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		opts.StateDir = d
 	}
 	for _, p := range f.policies {
-		pol, err := build.LoadPolicy(p, "", notice)
+		pol, err := runbuild.LoadPolicy(p, "", notice)
 		if err != nil {
 			return nil, closeAll, err
 		}
@@ -195,7 +195,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		if !filepath.IsAbs(dir) {
 			dir = ""
 		}
-		reg, err := build.LoadHookFiles(f.hooks, notice, &declarative.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		reg, err := runbuild.LoadHookFiles(f.hooks, notice, &declarative.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			return nil, closeAll, err
 		}
@@ -236,7 +236,7 @@ func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, s
 	}
 	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, dir)}
 	if cc.PolicyFile != "" || cc.Autonomy != "" {
-		pol, err := build.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
+		pol, err := runbuild.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +244,7 @@ func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, s
 		o.PolicyFile = cc.PolicyFile
 	}
 	if len(cc.HooksFiles) > 0 {
-		reg, err := build.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		reg, err := runbuild.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			return nil, err
 		}

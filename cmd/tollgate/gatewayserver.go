@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -253,7 +253,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 		closeGate()
 		return nil, nil, err
 	}
-	cfg, err := build.LoadMCP(f.mcp, notice)
+	cfg, err := runbuild.LoadMCP(f.mcp, notice)
 	if err != nil {
 		release()
 		closeGate()
@@ -267,7 +267,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 		return nil, nil, fmt.Errorf("mcp: %w", err)
 	}
 	for _, st := range set.Servers() {
-		notice("mcp: " + build.MCPStatusLine(st))
+		notice("mcp: " + runbuild.MCPStatusLine(st))
 	}
 	o.New = func(inbox mcpgateway.Inbox) (*mcpgateway.Gateway, error) {
 		return mcpgateway.New(ctx, set, &mcpgateway.Options{Gate: gopts, Workspace: g.Workdir, Relay: relay, PinsFile: g.PinsFile, Logger: logger, Inbox: inbox})

@@ -18,8 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -124,7 +124,7 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 
 // runExtension adds flags to `tollgate run` and, for what belongs to the
 // command line only (who answers at the terminal, OTLP export), takes part
-// in building a run's agent after package runs/build made it.
+// in building a run's agent after package internal/runbuild made it.
 type runExtension struct {
 	flags func(fs *pflag.FlagSet, f *runFlags)
 	setup func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error
@@ -142,7 +142,7 @@ func runExtensions() []runExtension {
 	}
 }
 
-// cliBuilder is the command line's runs.Builder: package runs/build, which
+// cliBuilder is the command line's runs.Builder: package internal/runbuild, which
 // applies every field of a run's stored configuration in whatever directory
 // the command runs, with this process's key, logs and terminal, and its
 // errors named by run's flags.
@@ -247,7 +247,7 @@ func stateHidden(stateDir, keyFile string) []string {
 	return out
 }
 
-// build is Build with the errors of package runs/build as they are
+// build is Build with the errors of package internal/runbuild as they are
 // (runs.FieldError naming the configuration's fields, which Build maps to
 // run's flags); flags also refuses this process's --api-key for a script
 // model, as run's flags do.
@@ -262,8 +262,8 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 			return nil, err
 		}
 	}
-	b := build.New(&build.Options{
-		// The model is opened by build.OpenModel with this process's key. A
+	b := runbuild.New(&runbuild.Options{
+		// The model is opened by runbuild.OpenModel with this process's key. A
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/internal/dbosengine"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -26,7 +26,7 @@ func newWorkerCmd(env *cliEnv) *cobra.Command {
 		Long: `Take durable runs from a DBOS queue and drive them until SIGINT or SIGTERM.
 
 Runs are stored by a server (or any program using package
-runs/dbosengine) in DBOS's system database, SQLite on one machine or
+internal/dbosengine) in DBOS's system database, SQLite on one machine or
 PostgreSQL for many; every worker on that database is woken when a run is
 stored (PostgreSQL's NOTIFY; with SQLite it looks every 'queuePoll') and
 starts it, at most 'concurrency' at a time (runs waiting for an answer

@@ -56,11 +56,11 @@ var groups = []struct {
 	{"approval/replay", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
-	{"runs/dbosengine", 4},
+	{"internal/dbosengine", 4},
 	{"server", 5}, // the HTTP API, above the host layer it drives runs with
 	// The wiring of a RunConfig into a governed agent (providers, MCP,
 	// YAML hooks, the sandbox): what cmd used to do alone, for every host.
-	{"runs/build", 5},
+	{"internal/runbuild", 5},
 	{"cmd", 6},
 	// Programs of the repository's own (benchmarks), not shipped: at the
 	// top, like cmd, since they wire the providers to the agent.
@@ -82,7 +82,7 @@ var allowedSideways = map[[2]string]bool{
 	{"internal", "configfile"}:      true,
 	{"tool", "internal/toolctx"}:    true,
 	{"tool", "internal/jsondecode"}: true,
-	{"runs/dbosengine", "runs"}:     true,
+	{"internal/dbosengine", "runs"}: true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them
@@ -91,7 +91,7 @@ var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
 	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "store": true, "records": true,
 	"sandbox": true, "telemetry": true,
-	"runs/dbosengine": true,
+	"internal/dbosengine": true,
 }
 
 func groupOf(pkg string) (string, int) {

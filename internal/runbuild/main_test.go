@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"os"

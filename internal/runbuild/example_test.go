@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -47,7 +47,7 @@ func ExampleBuilder() {
 			{ID: "c2", Name: "save_note", Arguments: note{Name: "todo"}},
 		}}, nil
 	})
-	b := build.New(&build.Options{
+	b := runbuild.New(&runbuild.Options{
 		OpenModel: func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) { return m, ref.Name, nil },
 		Tools:     []tool.Tool{saveNote, deleteNote},
 		StateDir:  filepath.Join(dir, "state"),

@@ -50,7 +50,7 @@
 // naming it (package server reports them at the field's line); others (a
 // sandbox that cannot be made, MCP servers that did not start in time) are
 // plain errors.
-package build
+package runbuild
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package build_test
+package runbuild_test
 
 import (
 	"os"
@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 )
 
 // A program the policy denies outright is refused by bash's sandbox at
@@ -40,7 +40,7 @@ func TestPolicyDeniedProgramRefusedAtExec(t *testing.T) {
 	}
 	script := "./x victim"
 	m := calls(model.FuncCall{Name: "bash", Arguments: map[string]string{"command": script}})
-	res := start(t, withModel(m, &build.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml", Sandbox: &runs.SandboxConfig{}}))
+	res := start(t, withModel(m, &runbuild.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml", Sandbox: &runs.SandboxConfig{}}))
 	tc := res.ToolCalls[0]
 	if tc.Decision.Outcome != agent.OutcomeAllowed {
 		t.Fatalf("the analysis no longer allows %q (%s by %s): pick another spelling it allows", script, tc.Decision.Outcome, tc.Decision.By)

@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -41,9 +41,9 @@ func calls(fc ...model.FuncCall) model.Model {
 	})
 }
 
-func withModel(m model.Model, o *build.Options) *build.Builder {
+func withModel(m model.Model, o *runbuild.Options) *runbuild.Builder {
 	o.OpenModel = func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) { return m, ref.Name, nil }
-	return build.New(o)
+	return runbuild.New(o)
 }
 
 func config(t *testing.T, dir string, c runs.RunConfig) runs.RunConfig {
@@ -99,7 +99,7 @@ func TestPolicyPathRulesHoldForEverySpelling(t *testing.T) {
 	for _, p := range paths {
 		fc = append(fc, model.FuncCall{Name: "read", Arguments: map[string]string{"path": p}})
 	}
-	res := start(t, withModel(calls(fc...), &build.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml"}))
+	res := start(t, withModel(calls(fc...), &runbuild.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml"}))
 	if len(res.ToolCalls) != len(paths) {
 		t.Fatalf("%d tool calls, want %d", len(res.ToolCalls), len(paths))
 	}
@@ -139,7 +139,7 @@ func TestBuildAppliesDenyHooksRecordsAndProtects(t *testing.T) {
 		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "hooks.yaml", "content": "hooks: []\n"}},
 		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "records.jsonl", "content": "forged\n"}},
 	)
-	b := withModel(m, &build.Options{Tools: []tool.Tool{note}, Logger: logger})
+	b := withModel(m, &runbuild.Options{Tools: []tool.Tool{note}, Logger: logger})
 	res := start(t, b, config(t, dir, runs.RunConfig{Deny: []string{"SAVE_*"}, HooksFiles: []string{hooksFile}, RecordsFile: records}))
 	if _, ok := ran.Load("save_note"); ok {
 		t.Error("save_note ran although deny lists SAVE_*")
@@ -213,7 +213,7 @@ func TestBuildFieldErrors(t *testing.T) {
 		{runs.RunConfig{Sandbox: &runs.SandboxConfig{Bash: "loose"}}, "sandbox.bash", "loose"},
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"missing.json"}}}, "claude.files", "missing.json"},
 	} {
-		_, err := build.New(&build.Options{OpenModel: func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
+		_, err := runbuild.New(&runbuild.Options{OpenModel: func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
 			return calls(), "x", nil
 		}}).Build(t.Context(), config(t, dir, tc.cfg))
 		fe, ok := errors.AsType[*runs.FieldError](err)
@@ -227,7 +227,7 @@ func TestBuildFieldErrors(t *testing.T) {
 // no error holds the key.
 func TestOpenModel(t *testing.T) {
 	script := write(t, filepath.Join(t.TempDir(), "s.yaml"), "turns:\n  - text: hi\n")
-	if _, name, err := build.OpenModel(runs.ModelRef{Provider: "script", Name: script}, nil); err != nil || name != script {
+	if _, name, err := runbuild.OpenModel(runs.ModelRef{Provider: "script", Name: script}, nil); err != nil || name != script {
 		t.Fatalf("script model: %q %v", name, err)
 	}
 	t.Setenv("OPENAI_API_KEY", "")
@@ -241,7 +241,7 @@ func TestOpenModel(t *testing.T) {
 		{runs.ModelRef{Provider: "openai", Name: "m", BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: "TOLLGATE_TEST_UNSET"}, "model.apiKeyEnv"},
 		{runs.ModelRef{Provider: "openai", Name: "m", BaseURL: "ftp://x/v1"}, "model.baseUrl"},
 	} {
-		_, _, err := build.OpenModel(tc.ref, &build.ModelOptions{APIKey: map[bool]string{true: "sk-secret-key"}[tc.field == "model.baseUrl"]})
+		_, _, err := runbuild.OpenModel(tc.ref, &runbuild.ModelOptions{APIKey: map[bool]string{true: "sk-secret-key"}[tc.field == "model.baseUrl"]})
 		fe, ok := errors.AsType[*runs.FieldError](err)
 		if !ok || fe.Field != tc.field || strings.Contains(err.Error(), "sk-secret-key") {
 			t.Errorf("%+v: %v, want a FieldError on %s without the key", tc.ref, err, tc.field)
@@ -260,19 +260,19 @@ func TestOpenModelKeyError(t *testing.T) {
 	for _, tc := range []struct {
 		ref   runs.ModelRef
 		field string
-		want  build.KeyError
+		want  runbuild.KeyError
 		text  string
 	}{
 		{runs.ModelRef{Provider: "openai", Name: "gpt-4.1"}, "model",
-			build.KeyError{Host: "api.openai.com", Variable: "OPENAI_API_KEY"}, "model: no API key for api.openai.com: set OPENAI_API_KEY"},
+			runbuild.KeyError{Host: "api.openai.com", Variable: "OPENAI_API_KEY"}, "model: no API key for api.openai.com: set OPENAI_API_KEY"},
 		{runs.ModelRef{Provider: "openai", Name: "m", BaseURL: "https://openrouter.ai/api/v1"}, "model",
-			build.KeyError{Host: "openrouter.ai", Variable: "OPENROUTER_API_KEY"}, "model: no API key for openrouter.ai: set OPENROUTER_API_KEY"},
+			runbuild.KeyError{Host: "openrouter.ai", Variable: "OPENROUTER_API_KEY"}, "model: no API key for openrouter.ai: set OPENROUTER_API_KEY"},
 		{runs.ModelRef{Provider: "anthropic", Name: "m", BaseURL: "http://127.0.0.1:1", APIKeyEnv: "TOLLGATE_TEST_UNSET"}, "model.apiKeyEnv",
-			build.KeyError{Host: "127.0.0.1", Variable: "TOLLGATE_TEST_UNSET", Named: true}, "model.apiKeyEnv: TOLLGATE_TEST_UNSET: the variable is unset or empty"},
+			runbuild.KeyError{Host: "127.0.0.1", Variable: "TOLLGATE_TEST_UNSET", Named: true}, "model.apiKeyEnv: TOLLGATE_TEST_UNSET: the variable is unset or empty"},
 	} {
-		_, _, err := build.OpenModel(tc.ref, nil)
+		_, _, err := runbuild.OpenModel(tc.ref, nil)
 		fe, _ := errors.AsType[*runs.FieldError](err)
-		ke, ok := errors.AsType[*build.KeyError](err)
+		ke, ok := errors.AsType[*runbuild.KeyError](err)
 		if fe == nil || fe.Field != tc.field || !ok || *ke != tc.want || err.Error() != tc.text {
 			t.Errorf("%+v: %v (%#v), want a FieldError on %s holding %#v, %q", tc.ref, err, ke, tc.field, tc.want, tc.text)
 		}
@@ -288,7 +288,7 @@ func TestBuildRefusesDuplicateHostTools(t *testing.T) {
 	}
 	a := tool.Must("note", "a", func(ctx context.Context, in struct{}) (string, error) { return "a", nil }, nil)
 	b := tool.Must("note", "b", func(ctx context.Context, in struct{}) (string, error) { return "b", nil }, nil)
-	_, err := withModel(calls(), &build.Options{Tools: []tool.Tool{a, b}}).Build(t.Context(), config(t, dir, runs.RunConfig{}))
+	_, err := withModel(calls(), &runbuild.Options{Tools: []tool.Tool{a, b}}).Build(t.Context(), config(t, dir, runs.RunConfig{}))
 	if _, isField := errors.AsType[*runs.FieldError](err); err == nil || isField || !strings.Contains(err.Error(), "Options.Tools") {
 		t.Fatalf("Build with two tools named note: %v, want an error naming Options.Tools", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/runs/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/dbosengine"
 )
 
 func TestLoadConfig(t *testing.T) {

@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"bufio"
@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
@@ -166,7 +166,7 @@ func servedConfig(tb testing.TB) runs.RunConfig {
 
 // newInProcess builds cfg's agent once and returns a driver that runs it.
 func newInProcess(b *testing.B, cfg runs.RunConfig) (func() error, *runs.Built) {
-	built, err := build.New(nil).Build(b.Context(), cfg)
+	built, err := runbuild.New(nil).Build(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *l
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(st, build.New(nil), &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens,
+	srv, err := server.New(st, runbuild.New(nil), &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens,
 		MaxStreams: 2 * servedWatchers, MaxStreamsPerPrincipal: 2 * servedWatchers, MaxRunsPerTenant: 4 * servedClients})
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"os"
@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 )
 
 // A stdio MCP server's program and script inside the workspace are
@@ -32,7 +32,7 @@ func TestMCPServerProgramIsProtected(t *testing.T) {
 		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "bin/server", "content": "#!/bin/sh\nexec evil\n"}},
 		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "notes.txt", "content": "ok\n"}},
 	)
-	res := start(t, withModel(m, &build.Options{}), config(t, dir, runs.RunConfig{MCPFiles: []string{"mcp.json"}}))
+	res := start(t, withModel(m, &runbuild.Options{}), config(t, dir, runs.RunConfig{MCPFiles: []string{"mcp.json"}}))
 	if len(res.ToolCalls) != 3 {
 		t.Fatalf("%d tool calls", len(res.ToolCalls))
 	}

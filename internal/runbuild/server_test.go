@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -40,7 +40,7 @@ func TestServerAppliesServerYAMLDeny(t *testing.T) {
 		saved.Add(1)
 		return "saved", nil
 	}, nil)
-	b := build.New(&build.Options{Tools: []tool.Tool{save}})
+	b := runbuild.New(&runbuild.Options{Tools: []tool.Tool{save}})
 	if err := cfg.CheckAgents(t.Context(), b); err != nil {
 		t.Fatalf("CheckAgents: %v", err)
 	}

@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -59,7 +59,7 @@ func TestServedAgentKeepsNothingBetweenRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	b := build.New(&build.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	b := runbuild.New(&runbuild.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	run, stop := servedRunner(t, b, cfg)
 
 	first := run()
@@ -165,7 +165,7 @@ func TestServedAgentToolStatePerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, _ := servedRunner(t, build.New(nil), cfg)
+	run, _ := servedRunner(t, runbuild.New(nil), cfg)
 	for i := range 3 {
 		r := run()
 		if len(r.res.ToolCalls) != 2 {

@@ -1,4 +1,4 @@
-package build_test
+package runbuild_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store"
 	"golang.org/x/oauth2"
 )
@@ -48,7 +48,7 @@ func TestMCPTenantLogins(t *testing.T) {
 	mcpFile := write(t, filepath.Join(dir, "mcp.json"), `{"mcpServers": {"docs": {"url": "`+mcpURL+`"}}}`)
 	var mu sync.Mutex
 	var notices []string
-	b := withModel(calls(), &build.Options{MCPTenantLogins: logins, Notice: func(s string) {
+	b := withModel(calls(), &runbuild.Options{MCPTenantLogins: logins, Notice: func(s string) {
 		mu.Lock()
 		defer mu.Unlock()
 		notices = append(notices, s)

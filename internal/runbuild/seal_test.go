@@ -1,12 +1,12 @@
-package build_test
+package runbuild_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/sandbox"
 )
 
@@ -27,7 +27,7 @@ func TestClaudeSealLeavesNoTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(t, dir, runs.RunConfig{Sandbox: &runs.SandboxConfig{Bash: "workspace"}})
-	b := withModel(calls(), &build.Options{})
+	b := withModel(calls(), &runbuild.Options{})
 	// buildWith builds, does what a run would do in between, and closes.
 	buildWith := func(during func()) {
 		t.Helper()
