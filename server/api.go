@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -375,7 +376,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	owner := p.Decider()
-	id := runs.NewRunID()
+	id := runcore.NewRunID()
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		if len(key) > MaxIdempotencyKey {
 			problemf(w, r, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d bytes", MaxIdempotencyKey))
@@ -400,7 +401,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	if s.durable != nil {
-		s.startDurable(w, r, p, runs.DurableRun{RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt})
+		s.startDurable(w, r, p, runcore.DurableRun{RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt})
 		return
 	}
 	created := make(chan store.Run, 1)
@@ -453,7 +454,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 // startDurable enqueues a durable run and answers with its stored record.
 // The autonomy level in force for the tenant is the run's from its start (a
 // worker builds the run's agent from its stored configuration).
-func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principal, in runs.DurableRun) {
+func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principal, in runcore.DurableRun) {
 	if lvl := s.autonomy.effective(runRef{in.Tenant, in.RunID}); lvl != "" {
 		in.Config.Autonomy = lvl
 	}
@@ -543,7 +544,7 @@ func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
 	v := RunView{RunSummary: summary(run), Transcript: json.RawMessage("[]"), ToolCalls: json.RawMessage("[]"), Pending: []ApprovalView{}}
 	v.Autonomy = s.autonomy.effective(runRef{run.Tenant, run.ID})
 	if v.Autonomy == "" {
-		if cfg, err := runs.LoadConfig(run); err == nil {
+		if cfg, err := runcore.LoadConfig(run); err == nil {
 			v.Autonomy = cfg.Autonomy
 		}
 	}
@@ -783,7 +784,7 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 	v.Context = runContext(a, run)
 	if run != nil {
 		v.RunOwner = run.Owner
-		if cfg, err := runs.LoadConfig(*run); err == nil {
+		if cfg, err := runcore.LoadConfig(*run); err == nil {
 			v.Agent = cfg.Agent
 		}
 		if claudeSession(*run) {

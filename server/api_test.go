@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -200,7 +201,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notLoaded := &runs.FieldError{Field: runs.FieldPolicyFile, Err: errors.New("policy.yaml:3:5: unknown key \"rulez\"")}
+	notLoaded := &runs.FieldError{Field: runcore.FieldPolicyFile, Err: errors.New("policy.yaml:3:5: unknown key \"rulez\"")}
 	unapplied := runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) { return &runs.Built{}, nil })
 	for _, tc := range []struct {
 		name   string

@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -94,7 +94,7 @@ func runContext(a store.Approval, run *store.Run) *RunContext {
 		return nil
 	}
 	c := &RunContext{Source: SourceCommandLine}
-	if cfg, err := runs.LoadConfig(*run); err == nil {
+	if cfg, err := runcore.LoadConfig(*run); err == nil {
 		c.Workspace = cfg.Workdir
 		c.Source = sourceOf(cfg.Agent, "")
 	}

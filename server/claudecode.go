@@ -19,9 +19,9 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/policy/layer"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -164,7 +164,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 		// are compared as the agent wrote them (absolute in Claude Code).
 		get := cc.s.layers.Getter(p.Tenant, "")
 		opts.Authorizers = append(opts.Authorizers, layer.Authorizer(get))
-		opts.Hooks = runs.LayerHooks(opts.Hooks, get)
+		opts.Hooks = runcore.LayerHooks(opts.Hooks, get)
 	}
 	b, err := claudegate.New(opts)
 	if err != nil {
@@ -263,7 +263,7 @@ func (cc *claudeCode) openSession(ctx context.Context, p Principal, c sessionCon
 	started, _ := json.Marshal(map[string]any{"agent": c.Agent, "owner": owner, "source": cc.source, "workspace": c.Workspace})
 	run, err = st.CreateRun(ctx, store.CreateRunRequest{
 		Run:    store.Run{ID: id, Tenant: p.Tenant, Owner: owner.String(), Status: store.RunRunning, Config: cfg},
-		Events: []store.Event{{Type: runs.EventRunStarted, Data: started}},
+		Events: []store.Event{{Type: runcore.EventRunStarted, Data: started}},
 	})
 	if errors.Is(err, store.ErrExists) {
 		return st.GetRun(ctx, id)
@@ -315,7 +315,7 @@ func claudeToolCalls(ctx context.Context, st store.Store, run store.Run) (json.R
 		}
 		for _, ev := range evs {
 			after = ev.Seq
-			if ev.Type != runs.EventToolFinished {
+			if ev.Type != runcore.EventToolFinished {
 				continue
 			}
 			var e struct {
@@ -339,12 +339,12 @@ func claudeToolCalls(ctx context.Context, st store.Store, run store.Run) (json.R
 }
 
 func agentEvent(run store.Run, ev agent.Event) store.Event {
-	typ := runs.EventToolFinished
+	typ := runcore.EventToolFinished
 	switch ev.Kind {
 	case agent.EventDecision:
-		typ = runs.EventToolDecided
+		typ = runcore.EventToolDecided
 	case agent.EventPending:
-		typ = runs.EventApprovalRequest
+		typ = runcore.EventApprovalRequest
 	}
 	b, _ := json.Marshal(ev)
 	return store.Event{Tenant: run.Tenant, RunID: run.ID, Type: typ, Data: b}
@@ -361,7 +361,7 @@ func (cc *claudeCode) end(ctx context.Context, run store.Run) {
 	}()
 	data, _ := json.Marshal(map[string]string{"status": string(store.RunDone)})
 	if _, err := cc.s.store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunDone,
-		Events: []store.Event{{Tenant: run.Tenant, RunID: run.ID, Type: runs.EventRunFinished, Data: data}}}); err != nil {
+		Events: []store.Event{{Tenant: run.Tenant, RunID: run.ID, Type: runcore.EventRunFinished, Data: data}}}); err != nil {
 		cc.s.log.Warn("claude-code session end", "error", err)
 	}
 }

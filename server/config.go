@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 )
 
@@ -138,8 +139,8 @@ type FieldError = runs.FieldError
 // configKeys maps the JSON names of [runs.RunConfig] fields that differ
 // from their keys in server.yaml to those keys.
 var configKeys = map[string]string{
-	runs.FieldPolicyFile: "policy", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
-	runs.FieldRecordsFile: "records", "model.baseUrl": "baseUrl", "model.apiKeyEnv": "apiKeyEnv",
+	runcore.FieldPolicyFile: "policy", runcore.FieldHooksFiles: "hooks", runcore.FieldMCPFiles: "mcp",
+	runcore.FieldRecordsFile: "records", "model.baseUrl": "baseUrl", "model.apiKeyEnv": "apiKeyEnv",
 	"model.name": "model", "model.provider": "model",
 }
 
@@ -177,7 +178,7 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 			// An agent built without the governance its keys ask for
 			// (deny, policy, hooks, mcp, records, sandbox) is refused here,
 			// at its key, not at its first run.
-			if err = runs.CheckBuilt(cfg, built); err != nil && built.Close != nil {
+			if err = runcore.CheckBuilt(cfg, built); err != nil && built.Close != nil {
 				_ = built.Close()
 			}
 		}
@@ -228,7 +229,7 @@ func (c *Config) agentBuildProblem(name string, err error) string {
 }
 
 // DurableConfig is the durable: section of a server configuration: the
-// runs the server starts are durable runs (runs.Durable) on a DBOS queue,
+// runs the server starts are durable runs (runcore.Durable) on a DBOS queue,
 // driven by `tollgate worker` processes and, when Concurrency is above
 // zero, by the server's own process too. The command wires it
 // ([Options.Durable]); the keys mirror `tollgate worker`'s:
@@ -538,7 +539,7 @@ func LoadConfig(path string) (*Config, error) {
 		if len(a.Tenants) > 0 {
 			c.AgentTenants[name] = a.Tenants
 		}
-		ref, err := runs.ParseModelRef(a.Model)
+		ref, err := runcore.ParseModelRef(a.Model)
 		ok := err == nil
 		if !ok {
 			ps.add(base+".model", field("model"), "%v", err)

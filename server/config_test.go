@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
@@ -55,7 +56,7 @@ agents:
 		a.PolicyFile != filepath.Join(dir, "policy.yaml") || a.Autonomy != "cautious" || time.Duration(a.ApprovalTTL) != time.Hour || a.Sandbox.Bash != "off" {
 		t.Fatalf("config %+v, agent %+v", c, a)
 	}
-	if err := a.Check(); err != nil {
+	if err := runcore.CheckConfig(a); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.AgentTenants) != 1 || strings.Join(c.AgentTenants["shared"], ",") != "acme,globex" {
@@ -198,7 +199,7 @@ func FuzzLoadConfig(f *testing.F) {
 			return
 		}
 		for _, a := range c.Agents {
-			if err := a.Check(); err != nil {
+			if err := runcore.CheckConfig(a); err != nil {
 				t.Fatalf("loaded agent fails its check: %v", err)
 			}
 		}
@@ -220,7 +221,7 @@ func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bu
 	if err := b[cfg.Agent]; err != nil {
 		return nil, err
 	}
-	return &runs.Built{Applied: runs.GovernanceFields()}, nil
+	return &runs.Built{Applied: runcore.GovernanceFields()}, nil
 }
 
 // CheckAgents finds a missing workspace and an agent that does not build at
@@ -316,7 +317,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 	}
 	// A builder that lists what it applied passes.
 	applied := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-		return &runs.Built{Applied: []string{runs.FieldDeny, runs.FieldPolicyFile}}, nil
+		return &runs.Built{Applied: []string{runcore.FieldDeny, runcore.FieldPolicyFile}}, nil
 	})
 	if err := c.CheckAgents(t.Context(), applied); err != nil {
 		t.Fatalf("CheckAgents with Applied: %v", err)

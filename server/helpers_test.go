@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -67,12 +68,12 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 	if err != nil {
 		return nil, err
 	}
-	applied := []string{runs.FieldAutonomy, runs.FieldApprovalTTL}
+	applied := []string{runcore.FieldAutonomy, runcore.FieldApprovalTTL}
 	if cfg.PolicyFile != "" { // the run's own policy file instead
 		if pol, _, err = policy.LoadPolicy(cfg.PolicyFile); err != nil {
 			return nil, err
 		}
-		applied = append(applied, runs.FieldPolicyFile)
+		applied = append(applied, runcore.FieldPolicyFile)
 	}
 	if cfg.Autonomy != "" {
 		if pol, err = pol.WithAutonomy(approval.Autonomy(cfg.Autonomy)); err != nil {

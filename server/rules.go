@@ -9,8 +9,8 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/policy/layer"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -138,7 +138,7 @@ func (s *Server) runWorkdir(ctx context.Context, runID string) string {
 	if err != nil {
 		return ""
 	}
-	if cfg, err := runs.LoadConfig(run); err == nil && cfg.Workdir != "" {
+	if cfg, err := runcore.LoadConfig(run); err == nil && cfg.Workdir != "" {
 		return cfg.Workdir
 	}
 	var sc sessionConfig // a Claude Code, Codex or MCP client session's run

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -651,17 +652,17 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return err
 			}
 			b := &cliBuilder{env: env, apiKey: apiKey, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), mcpLogins: true}
-			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, b, false)
+			h, st, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, b, false)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			ctx := c.Context()
-			run, err := h.Store().GetRun(ctx, args[0])
+			run, err := st.GetRun(ctx, args[0])
 			if err != nil {
 				return withCode(exitError, noSuchRun(err, args[0]))
 			}
-			cfg, err := runs.LoadConfig(run)
+			cfg, err := runcore.LoadConfig(run)
 			if err != nil {
 				return withCode(exitError, err)
 			}

@@ -17,10 +17,10 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy/layer"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -246,7 +246,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 	}
 	gopts.ApprovalTTL = g.ApprovalTTL
 	if ls, ok := st.(store.Layers); ok {
-		withGatewayLayer(&gopts, runs.NewLayerSource(ls), g.Workdir)
+		withGatewayLayer(&gopts, runcore.NewLayerSource(ls), g.Workdir)
 	}
 	confine, release, err := toolsSandbox(env, g.Workdir, nil, nil, f.mcp)
 	if err != nil {
@@ -282,7 +282,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConf
 // client session) no tenant is known and the layer says nothing: an empty
 // layer, so that it neither hides every tool nor answers anything; every
 // call of the mounted gateway has its session (the gateway has an inbox).
-func withGatewayLayer(o *gate.Options, src *runs.LayerSource, workdir string) {
+func withGatewayLayer(o *gate.Options, src *runcore.LayerSource, workdir string) {
 	get := func(ctx context.Context) (*layer.Layer, error) {
 		s, ok := mcpgateway.SessionFrom(ctx)
 		if !ok {
@@ -292,5 +292,5 @@ func withGatewayLayer(o *gate.Options, src *runs.LayerSource, workdir string) {
 	}
 	azs := o.Authorizers
 	o.Authorizers = append(azs[:len(azs):len(azs)], layer.Authorizer(get))
-	o.Hooks = runs.LayerHooks(o.Hooks, get)
+	o.Hooks = runcore.LayerHooks(o.Hooks, get)
 }

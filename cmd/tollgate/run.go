@@ -19,6 +19,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
@@ -98,7 +99,7 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 	default:
 		return runs.RunConfig{}, usageErr("run: --approve %q: want prompt, wait, yes or no", f.approve)
 	}
-	ref, err := runs.ParseModelRef(f.model)
+	ref, err := runcore.ParseModelRef(f.model)
 	if err != nil {
 		return runs.RunConfig{}, usageErr("run: --model: %v", err)
 	}
@@ -294,9 +295,9 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 // configFlags maps the fields of runs.RunConfig to the flags of `tollgate
 // run` that set them.
 var configFlags = map[string]string{
-	runs.FieldDeny: "deny", runs.FieldPolicyFile: "policy", runs.FieldAutonomy: "autonomy",
-	runs.FieldApprovalTTL: "approval-ttl", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
-	runs.FieldRecordsFile: "records", runs.FieldClaude: "claude-settings", "claude.files": "claude-settings",
+	runcore.FieldDeny: "deny", runcore.FieldPolicyFile: "policy", runcore.FieldAutonomy: "autonomy",
+	runcore.FieldApprovalTTL: "approval-ttl", runcore.FieldHooksFiles: "hooks", runcore.FieldMCPFiles: "mcp",
+	runcore.FieldRecordsFile: "records", runcore.FieldClaude: "claude-settings", "claude.files": "claude-settings",
 	"claude.failModes": "claude-fail", "claude.timeout": "claude-timeout", "sandbox.bash": "sandbox", "sandbox.hooks": "hooks-sandbox",
 	"sandbox.read": "sandbox-read", "model": "model", "model.baseUrl": "base-url", "model.apiKeyEnv": "api-key-env",
 	"workdir": "workdir",
@@ -420,7 +421,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, keyFile: keyFile, exts: rc.exts, mcpLogins: true}, true)
+		h, _, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, keyFile: keyFile, exts: rc.exts, mcpLogins: true}, true)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
@@ -198,7 +199,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		if ls, ok := st.(store.Layers); ok {
 			ab = runs.WithLayer(b, ls)
 		}
-		agents := runs.NewBuildCache(ab)
+		agents := runcore.NewBuildCache(ab)
 		defer agents.Close()
 		e, err := dbosengine.New(ctx, dbosengine.Options{
 			DatabaseURL: d.DatabaseURL, Store: st, Builder: agents, Worker: d.Concurrency > 0,

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -98,7 +99,7 @@ Each run's agent is built from the configuration stored with the run, as
 			if ls, ok := st.(store.Layers); ok {
 				b = runs.WithLayer(b, ls) // each tenant's rule layer decides too
 			}
-			agents := runs.NewBuildCache(b)
+			agents := runcore.NewBuildCache(b)
 			defer agents.Close()
 			opts.Builder = agents
 			e, err := dbosengine.New(ctx, opts)

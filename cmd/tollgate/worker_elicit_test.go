@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
@@ -92,7 +93,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "deploy", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
+	id, err := client.Start(ctx, runcore.DurableRun{Config: runCfg, Prompt: "deploy", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,11 @@ var groups = []struct {
 	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"store", 3}, {"records", 3},
 	{"sandbox", 3}, {"telemetry", 3},
 	{"runs", 4},
+	// What the hosts of runs share and a program does not call: the run
+	// configuration's checks and pins, the builder contract, the stored
+	// form of a run, the durable driver, the build cache; runs is its
+	// public face.
+	{"internal/runcore", 4},
 	// The approvals driver: finds and decides the requests of a store for
 	// every host (cmd, server); above the store it reads.
 	{"approval/inbox", 4},
@@ -76,13 +81,15 @@ var groups = []struct {
 // its context keys in internal/toolctx and decodes arguments with
 // internal/jsondecode.
 var allowedSideways = map[[2]string]bool{
-	{"toolkit", "builtin"}:          true,
-	{"internal", "model"}:           true,
-	{"internal", "tool"}:            true,
-	{"internal", "configfile"}:      true,
-	{"tool", "internal/toolctx"}:    true,
-	{"tool", "internal/jsondecode"}: true,
-	{"internal/dbosengine", "runs"}: true,
+	{"toolkit", "builtin"}:                      true,
+	{"internal", "model"}:                       true,
+	{"internal", "tool"}:                        true,
+	{"internal", "configfile"}:                  true,
+	{"tool", "internal/toolctx"}:                true,
+	{"tool", "internal/jsondecode"}:             true,
+	{"internal/dbosengine", "runs"}:             true,
+	{"internal/dbosengine", "internal/runcore"}: true,
+	{"runs", "internal/runcore"}:                true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -109,13 +110,13 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 			for _, e := range evs {
 				seen[e.Type]++
 			}
-			for _, typ := range []string{runs.EventRunStarted, runs.EventTurnUsage, runs.EventToolCall, runs.EventApprovalRequest,
-				runs.EventRunHalted, store.EventApprovalDecided, runs.EventRunResumed, runs.EventToolFinished, runs.EventRunFinished} {
+			for _, typ := range []string{runcore.EventRunStarted, runcore.EventTurnUsage, runcore.EventToolCall, runcore.EventApprovalRequest,
+				runcore.EventRunHalted, store.EventApprovalDecided, runcore.EventRunResumed, runcore.EventToolFinished, runcore.EventRunFinished} {
 				if seen[typ] == 0 {
 					t.Errorf("no %s event in the store: %v", typ, seen)
 				}
 			}
-			if seen[runs.EventTurnUsage] < 2 || seen[runs.EventRunFinished] != 1 {
+			if seen[runcore.EventTurnUsage] < 2 || seen[runcore.EventRunFinished] != 1 {
 				t.Errorf("events: %v", seen)
 			}
 			// A second answer is refused by the store, and wakes nothing.
@@ -185,8 +186,8 @@ func testCancel(t *testing.T, db string) {
 	if err := c.client.Cancel(ctx, waiting, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); !errors.Is(err, runs.ErrNotResumable) {
 		t.Errorf("second cancel: %v, want ErrNotResumable", err)
 	}
-	if a, err := c.store.GetApproval(ctx, waiting, req); err != nil || a.Status != store.StatusDenied || a.DecidedBy.String() != "person:alice" || a.Reason != runs.CancelledReason {
-		t.Errorf("the cancelled run's request: %s by %s (%q), %v; want denied by person:alice (%q)", a.Status, a.DecidedBy, a.Reason, err, runs.CancelledReason)
+	if a, err := c.store.GetApproval(ctx, waiting, req); err != nil || a.Status != store.StatusDenied || a.DecidedBy.String() != "person:alice" || a.Reason != runcore.CancelledReason {
+		t.Errorf("the cancelled run's request: %s by %s (%q), %v; want denied by person:alice (%q)", a.Status, a.DecidedBy, a.Reason, err, runcore.CancelledReason)
 	}
 	if page, err := c.store.ListApprovals(ctx, store.ApprovalFilter{AllTenants: true, Status: store.StatusPending}); err != nil || len(page.Approvals) != 0 {
 		var ids []string
@@ -233,7 +234,7 @@ func testCancel(t *testing.T, db string) {
 	for _, e := range evs {
 		types = append(types, e.Type)
 	}
-	if !slices.Contains(types, runs.EventRunCancelled) || slices.Contains(types, runs.EventRunFinished) {
+	if !slices.Contains(types, runcore.EventRunCancelled) || slices.Contains(types, runcore.EventRunFinished) {
 		t.Errorf("events of the cancelled run: %v", types)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
-	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -170,7 +170,7 @@ func (e *Engine) claimAndStart(ctx context.Context) {
 
 // startClaimed starts the workflow of a claimed run and removes its start.
 func (e *Engine) startClaimed(ctx context.Context, c claimedStart) {
-	var in runs.DurableRun
+	var in runcore.DurableRun
 	if err := json.Unmarshal(c.input, &in); err != nil {
 		// Not written by this build: left for a worker that reads it.
 		e.disp.unclaim(c.runID)

@@ -57,6 +57,7 @@ import (
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // sqlite: system databases
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -126,21 +127,21 @@ type Options struct {
 	// start wakes the workers at once, and they look every few seconds
 	// (or every QueuePoll, if longer) as a safety net.
 	QueuePoll time.Duration
-	// AnswerPoll: runs.DurableOptions.AnswerPoll.
+	// AnswerPoll: runcore.DurableOptions.AnswerPoll.
 	AnswerPoll time.Duration
-	// Middleware is added to every agent (runs.DurableOptions.Middleware).
+	// Middleware is added to every agent (runcore.DurableOptions.Middleware).
 	Middleware []agent.Middleware
 	// Logger receives the engine's and DBOS's logs (default discards).
 	Logger *slog.Logger
 }
 
 // Engine drives durable runs on DBOS, or enqueues them for workers that do.
-// It is a runs.DurableQueue for a server.
+// It is a runcore.DurableQueue for a server.
 type Engine struct {
 	opts    Options
 	client  dbos.Client
 	ctx     dbos.Context // nil unless a worker
-	durable *runs.Durable
+	durable *runcore.Durable
 	tables  *tables
 	disp    *dispatcher
 	stop    context.CancelFunc
@@ -148,7 +149,7 @@ type Engine struct {
 	log     *slog.Logger
 }
 
-var _ runs.DurableQueue = (*Engine)(nil)
+var _ runcore.DurableQueue = (*Engine)(nil)
 
 // New opens DBOS's system database (creating or migrating its tables, for
 // an engine that only enqueues too), and for a worker
@@ -188,7 +189,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.ExecutorID == "" {
 		host, _ := os.Hostname()
-		opts.ExecutorID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), strings.TrimPrefix(runs.NewRunID(), "run_")[:8])
+		opts.ExecutorID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), strings.TrimPrefix(runcore.NewRunID(), "run_")[:8])
 	}
 	log := opts.Logger
 	if log == nil {
@@ -212,7 +213,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return e, nil
 	}
-	d, err := runs.NewDurable(opts.Store, opts.Builder, &runs.DurableOptions{Middleware: opts.Middleware, AnswerPoll: opts.AnswerPoll, Logger: log})
+	d, err := runcore.NewDurable(opts.Store, opts.Builder, &runcore.DurableOptions{Middleware: opts.Middleware, AnswerPoll: opts.AnswerPoll, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -286,8 +287,8 @@ func (e *Engine) Close(timeout time.Duration) error {
 // fills in in.RunID when empty and returns the run ID. Errors:
 // runs.ErrEmptyPrompt, the configuration's, the store's (store.ErrExists
 // for a taken ID) and DBOS's.
-func (e *Engine) Start(ctx context.Context, in runs.DurableRun) (string, error) {
-	if err := runs.PrepareDurable(ctx, e.opts.Store, &in); err != nil {
+func (e *Engine) Start(ctx context.Context, in runcore.DurableRun) (string, error) {
+	if err := runcore.PrepareDurable(ctx, e.opts.Store, &in); err != nil {
 		return "", err
 	}
 	input, err := json.Marshal(in)
@@ -302,7 +303,7 @@ func (e *Engine) Start(ctx context.Context, in runs.DurableRun) (string, error) 
 		// No worker will ever take it: store it as failed, not running.
 		data, _ := json.Marshal(map[string]string{"status": string(store.RunError), "reason": err.Error()})
 		_, uerr := e.opts.Store.UpdateRun(context.WithoutCancel(ctx), in.RunID, store.RunUpdate{Status: store.RunError, ReleaseLease: true,
-			Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: runs.EventRunFinished, Data: data}}})
+			Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: runcore.EventRunFinished, Data: data}}})
 		return in.RunID, errors.Join(err, uerr)
 	}
 	return in.RunID, nil
@@ -325,17 +326,17 @@ func (e *Engine) Answer(ctx context.Context, runID, requestID string, d store.An
 }
 
 // Cancel stores the run cancelled, with a run.cancelled event naming by
-// (runs.CancelledByData), releases its record, denies its pending requests
-// in by's name with the reason runs.CancelledReason (runs.DenyPending, as
+// (runcore.CancelledByData), releases its record, denies its pending requests
+// in by's name with the reason runcore.CancelledReason (runcore.DenyPending, as
 // runs.Host.Cancel does: they leave every list of pending approvals, and a
 // late answer is refused with store.ErrDecided), and cancels its workflow: a
 // run waiting for an answer stops at once, a running one at its next step
 // (the step it is in finishes; a tool is not interrupted). Errors: a zero or
-// unknown principal (runs.CancelledByData), runs.ErrNotResumable for a run
+// unknown principal (runcore.CancelledByData), runs.ErrNotResumable for a run
 // that has ended, the store's (store.ErrNotFound) and DBOS's.
 func (e *Engine) Cancel(ctx context.Context, runID string, by tool.Principal) error {
 	st := e.opts.Store
-	data, err := runs.CancelledByData(by)
+	data, err := runcore.CancelledByData(by)
 	if err != nil {
 		return err
 	}
@@ -348,7 +349,7 @@ func (e *Engine) Cancel(ctx context.Context, runID string, by tool.Principal) er
 			return fmt.Errorf("%w: run %s is %s", runs.ErrNotResumable, runID, r.Status)
 		}
 		_, err = st.UpdateRun(ctx, runID, store.RunUpdate{From: r.Status, Status: store.RunCancelled, ReleaseLease: true,
-			Events: []store.Event{{Tenant: r.Tenant, RunID: runID, Type: runs.EventRunCancelled, Data: data}}})
+			Events: []store.Event{{Tenant: r.Tenant, RunID: runID, Type: runcore.EventRunCancelled, Data: data}}})
 		if errors.Is(err, store.ErrConflict) {
 			continue // its status changed meanwhile: look again
 		}
@@ -358,7 +359,7 @@ func (e *Engine) Cancel(ctx context.Context, runID string, by tool.Principal) er
 		// Its pending requests are denied as runs.Host.Cancel denies them;
 		// whatever that gives, the workflow is cancelled.
 		var errs []error
-		if err := runs.DenyPending(ctx, st, r, by); err != nil {
+		if err := runcore.DenyPending(ctx, st, r, by); err != nil {
 			errs = append(errs, fmt.Errorf("dbosengine: denying the pending requests of cancelled run %s: %w", runID, err))
 		}
 		// A run not started yet is removed from the starts; one being
@@ -381,7 +382,7 @@ func (e *Engine) Cancel(ctx context.Context, runID string, by tool.Principal) er
 // recorded in the store by other means). Sending twice is harmless: the
 // message is sent once per request.
 func (e *Engine) Wake(ctx context.Context, runID, requestID string) error {
-	err := dbos.Send(e.client, runID, requestID, runs.AnswerTopic(requestID), dbos.WithIdempotencyKey("answer:"+runID+":"+requestID))
+	err := dbos.Send(e.client, runID, requestID, runcore.AnswerTopic(requestID), dbos.WithIdempotencyKey("answer:"+runID+":"+requestID))
 	if err != nil {
 		return fmt.Errorf("dbosengine: waking run %s for %s: %w", runID, requestID, err)
 	}
@@ -422,7 +423,7 @@ func (e *Engine) Wait(ctx context.Context, runID string) (store.Run, error) {
 	}
 }
 
-func (e *Engine) workflow(ctx dbos.Context, in runs.DurableRun) (Output, error) {
+func (e *Engine) workflow(ctx dbos.Context, in runcore.DurableRun) (Output, error) {
 	e.disp.enter(in.RunID)
 	defer e.disp.leave()
 	res, err := e.durable.Drive(ctx, steps{ctx}, in)
@@ -439,7 +440,7 @@ func (e *Engine) workflow(ctx dbos.Context, in runs.DurableRun) (Output, error) 
 	return out, nil
 }
 
-// steps is runs.Engine on one DBOS workflow.
+// steps is runcore.Engine on one DBOS workflow.
 type steps struct{ wf dbos.Context }
 
 func (s steps) Step(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -53,7 +54,7 @@ func Example() {
 	}
 	defer e.Close(0)
 
-	id, err := e.Start(ctx, runs.DurableRun{Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: dir}, Prompt: "deploy to prod"})
+	id, err := e.Start(ctx, runcore.DurableRun{Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: dir}, Prompt: "deploy to prod"})
 	if err != nil {
 		panic(err)
 	}

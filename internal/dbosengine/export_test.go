@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 )
 
 // AgeHeartbeat moves the last heartbeat of worker executorID, in the system
@@ -34,7 +34,7 @@ func AgeHeartbeat(ctx context.Context, databaseURL, executorID string, d time.Du
 // PutStart stores the start of in on the default queue as claimed by
 // executorID: what a worker that claimed it and died, before or after
 // starting its workflow, leaves behind.
-func PutStart(ctx context.Context, databaseURL, executorID string, in runs.DurableRun) error {
+func PutStart(ctx context.Context, databaseURL, executorID string, in runcore.DurableRun) error {
 	t, err := openTables(ctx, databaseURL, executorID)
 	if err != nil {
 		return err

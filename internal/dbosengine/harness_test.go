@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -391,10 +392,10 @@ func (c *cluster) start(key string) string {
 }
 
 // run is the input of the run with the prompt key:K.
-func (c *cluster) run(key string) runs.DurableRun {
-	return runs.DurableRun{
+func (c *cluster) run(key string) runcore.DurableRun {
+	return runcore.DurableRun{
 		RunID:  "run_" + key,
-		Config: runs.RunConfig{Version: runs.ConfigVersion, Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: c.dir},
+		Config: runs.RunConfig{Version: runcore.ConfigVersion, Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: c.dir},
 		Prompt: "key:" + key,
 	}
 }

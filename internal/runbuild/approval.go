@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -26,14 +27,14 @@ func setupApproval(ctx context.Context, s *setup) error {
 			return err
 		}
 		if pol, err = WorkspacePolicy(pol, cfg.Workdir); err != nil {
-			return &runs.FieldError{Field: runs.FieldPolicyFile, Err: err}
+			return &runs.FieldError{Field: runcore.FieldPolicyFile, Err: err}
 		}
 		s.opts.Authorizers = append(s.opts.Authorizers, pol)
 	}
 	if cfg.RecordsFile != "" {
 		w, err := records.OpenFile(cfg.RecordsFile, &records.Options{Logger: s.b.opts.Logger, Workspace: cfg.Workdir})
 		if err != nil {
-			return &runs.FieldError{Field: runs.FieldRecordsFile, Err: err}
+			return &runs.FieldError{Field: runcore.FieldRecordsFile, Err: err}
 		}
 		s.closers = append(s.closers, w.Close)
 		s.records = w
@@ -79,7 +80,7 @@ func LoadPolicy(file, autonomy string, notice func(string)) (*policy.Policy, err
 			}
 		}
 		if err != nil {
-			return nil, &runs.FieldError{Field: runs.FieldPolicyFile, Err: err}
+			return nil, &runs.FieldError{Field: runcore.FieldPolicyFile, Err: err}
 		}
 		pol = p
 	} else {
@@ -92,10 +93,10 @@ func LoadPolicy(file, autonomy string, notice func(string)) (*policy.Policy, err
 	if autonomy != "" {
 		a, err := approval.ParseAutonomy(autonomy)
 		if err != nil {
-			return nil, &runs.FieldError{Field: runs.FieldAutonomy, Err: err}
+			return nil, &runs.FieldError{Field: runcore.FieldAutonomy, Err: err}
 		}
 		if pol, err = pol.WithAutonomy(a); err != nil {
-			return nil, &runs.FieldError{Field: runs.FieldAutonomy, Err: err}
+			return nil, &runs.FieldError{Field: runcore.FieldAutonomy, Err: err}
 		}
 	}
 	return pol, nil

@@ -65,6 +65,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -131,7 +132,7 @@ type Options struct {
 	MCPLogins string
 	// MCPTenantLogins, if set, is the directory of the tenants' OAuth
 	// logins to MCP servers (tollgate serve and tollgate worker, which run
-	// for many): a run uses its own tenant's (runs.BuildTenant,
+	// for many): a run uses its own tenant's (runcore.BuildTenant,
 	// mcptool.TenantTokenStore), never another's. It takes the place of
 	// MCPLogins.
 	MCPTenantLogins string
@@ -238,7 +239,7 @@ func (s *setup) notice(format string, args ...any) { s.b.opts.Notice(fmt.Sprintf
 // opened (MCP servers, the records file, the sandbox) is released by the
 // returned Close.
 func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-	if err := cfg.Check(); err != nil {
+	if err := runcore.CheckConfig(cfg); err != nil {
 		return nil, err
 	}
 	m, name, err := b.opts.OpenModel(ctx, cfg.Model)
@@ -250,10 +251,10 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 	if len(cfg.Deny) > 0 {
 		for _, g := range cfg.Deny {
 			if !glob.Valid(g) {
-				return nil, &runs.FieldError{Field: runs.FieldDeny, Err: fmt.Errorf("%q: a glob must be non-empty and free of control characters", g)}
+				return nil, &runs.FieldError{Field: runcore.FieldDeny, Err: fmt.Errorf("%q: a glob must be non-empty and free of control characters", g)}
 			}
 			if msg := glob.ToolNameProblem(g); msg != "" {
-				return nil, &runs.FieldError{Field: runs.FieldDeny, Err: errors.New(msg)}
+				return nil, &runs.FieldError{Field: runcore.FieldDeny, Err: errors.New(msg)}
 			}
 		}
 		s.opts.Hooks.BeforeTool("deny", DenyHook(cfg.Deny))
@@ -299,7 +300,7 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 			}
 		},
 		Close:     s.closeAll,
-		Applied:   runs.GovernanceFields(),
+		Applied:   runcore.GovernanceFields(),
 		MCPLogins: s.logins,
 	}, nil
 }

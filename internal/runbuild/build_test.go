@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -195,12 +196,12 @@ func TestBuildFieldErrors(t *testing.T) {
 		field string
 		want  string
 	}{
-		{runs.RunConfig{PolicyFile: "missing.yaml"}, runs.FieldPolicyFile, "missing.yaml"},
-		{runs.RunConfig{Autonomy: "reckless"}, runs.FieldAutonomy, "reckless"},
-		{runs.RunConfig{Deny: []string{"a|b"}}, runs.FieldDeny, "a|b"},
-		{runs.RunConfig{HooksFiles: []string{"nohooks.yaml"}}, runs.FieldHooksFiles, "has no hooks"},
+		{runs.RunConfig{PolicyFile: "missing.yaml"}, runcore.FieldPolicyFile, "missing.yaml"},
+		{runs.RunConfig{Autonomy: "reckless"}, runcore.FieldAutonomy, "reckless"},
+		{runs.RunConfig{Deny: []string{"a|b"}}, runcore.FieldDeny, "a|b"},
+		{runs.RunConfig{HooksFiles: []string{"nohooks.yaml"}}, runcore.FieldHooksFiles, "has no hooks"},
 		// A file whose every entry was skipped says so, not that it has none.
-		{runs.RunConfig{HooksFiles: []string{"skipped.yaml"}}, runs.FieldHooksFiles, "no hook loaded: every entry (2) was skipped"},
+		{runs.RunConfig{HooksFiles: []string{"skipped.yaml"}}, runcore.FieldHooksFiles, "no hook loaded: every entry (2) was skipped"},
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"skipped.json"}}}, "claude.files", "loaded: every entry (1) was skipped"},
 		// Claude Code settings for hooks that are not there do nothing: a
 		// mistake, said even when the value itself is fine.
@@ -209,7 +210,7 @@ func TestBuildFieldErrors(t *testing.T) {
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Timeout: runs.Duration(5 * time.Second)}}, "claude.timeout", "no Claude Code settings file is given"},
 		// A skipped gate is named as such, even when nothing else loaded.
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"gate.json"}}}, "claude.files", "a PreToolUse entry was skipped"},
-		{runs.RunConfig{MCPFiles: []string{"mcp.json"}}, runs.FieldMCPFiles, "comand"},
+		{runs.RunConfig{MCPFiles: []string{"mcp.json"}}, runcore.FieldMCPFiles, "comand"},
 		{runs.RunConfig{Sandbox: &runs.SandboxConfig{Bash: "loose"}}, "sandbox.bash", "loose"},
 		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"missing.json"}}}, "claude.files", "missing.json"},
 	} {

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -37,7 +38,7 @@ func setupHooks(ctx context.Context, s *setup) error {
 	s.addProtected(files...)
 	reg, err := LoadHookFiles(files, s.b.opts.Notice, dopts)
 	if err != nil {
-		return &runs.FieldError{Field: runs.FieldHooksFiles, Err: err}
+		return &runs.FieldError{Field: runcore.FieldHooksFiles, Err: err}
 	}
 	// The agent's ID as agent.New names it; the built options may make
 	// several agents (a host reuses them across runs), all of this ID.
@@ -195,7 +196,7 @@ func setupClaude(ctx context.Context, s *setup) error {
 	s.addProtected(all...)
 	c, err := claudecode.New(settings, copts)
 	if err != nil {
-		return &runs.FieldError{Field: runs.FieldClaude, Err: err}
+		return &runs.FieldError{Field: runcore.FieldClaude, Err: err}
 	}
 	c.Register(s.opts.Hooks)
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -25,7 +26,7 @@ import (
 // loginRecorder is the OnLogin of the run's MCP servers: a login made
 // while they start is kept for the run's log ([runs.Built].MCPLogins) and
 // written to its records at once, with the run and its owner
-// ([runs.BuildRun]), who was asked.
+// ([runcore.BuildRun]), who was asked.
 func (s *setup) loginRecorder(ctx context.Context) func(server string) {
 	return func(server string) {
 		l := runs.MCPLogin{Server: server, Time: time.Now().UTC()}
@@ -33,7 +34,7 @@ func (s *setup) loginRecorder(ctx context.Context) func(server string) {
 		s.logins = append(s.logins, l)
 		s.mu.Unlock()
 		if s.records != nil {
-			run, owner := runs.BuildRun(ctx)
+			run, owner := runcore.BuildRun(ctx)
 			s.records.Login(ctx, run, server, owner, l.Time)
 		}
 	}
@@ -52,7 +53,7 @@ func setupMCP(ctx context.Context, s *setup) error {
 	s.addProtected(files...)
 	logins := s.b.opts.MCPLogins
 	if dir := s.b.opts.MCPTenantLogins; dir != "" {
-		logins = mcptool.TenantTokenStore(dir, runs.BuildTenant(ctx)).Dir
+		logins = mcptool.TenantTokenStore(dir, runcore.BuildTenant(ctx)).Dir
 	}
 	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, LookupEnv: s.b.opts.LookupEnv, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
 		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, OnLogin: s.loginRecorder(ctx), Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
@@ -232,7 +233,7 @@ func LoadMCP(files []string, notice func(string)) (*mcptool.Config, error) {
 	for _, f := range files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
-			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}
+			return nil, &runs.FieldError{Field: runcore.FieldMCPFiles, Err: err}
 		}
 		if seen[abs] {
 			notice(fmt.Sprintf("mcp: %s is given more than once; it is loaded once", f))
@@ -241,7 +242,7 @@ func LoadMCP(files []string, notice func(string)) (*mcptool.Config, error) {
 		seen[abs] = true
 		c, err := mcptool.Load(f)
 		if err != nil {
-			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}
+			return nil, &runs.FieldError{Field: runcore.FieldMCPFiles, Err: err}
 		}
 		for _, warn := range c.Warnings {
 			notice(fmt.Sprint("mcp: ", warn))
@@ -253,7 +254,7 @@ func LoadMCP(files []string, notice func(string)) (*mcptool.Config, error) {
 		sort.Strings(names)
 		for _, name := range names {
 			if prev, ok := definedIn[name]; ok {
-				return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: fmt.Errorf("server %q is defined in both %s and %s; rename one", name, prev, f)}
+				return nil, &runs.FieldError{Field: runcore.FieldMCPFiles, Err: fmt.Errorf("server %q is defined in both %s and %s; rename one", name, prev, f)}
 			}
 			definedIn[name] = f
 			cfg.Servers[name] = c.Servers[name]
@@ -309,7 +310,7 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 		var cfgErr *mcptool.ConfigError
 		switch {
 		case errors.As(err, &ce), errors.As(err, &cfgErr):
-			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}
+			return nil, &runs.FieldError{Field: runcore.FieldMCPFiles, Err: err}
 		case ctx.Err() == nil && octx.Err() != nil:
 			return nil, fmt.Errorf("mcp: the MCP servers did not start within %s", bound)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/anthropic"
 	"github.com/tollgate-dev/tollgate/model/openai"
@@ -50,7 +51,7 @@ func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, erro
 	fieldErr := func(field, format string, args ...any) error {
 		return &runs.FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 	}
-	if _, err := runs.ParseModelRef(ref.String()); err != nil {
+	if _, err := runcore.ParseModelRef(ref.String()); err != nil {
 		return nil, "", &runs.FieldError{Field: "model", Err: err}
 	}
 	switch ref.Provider {

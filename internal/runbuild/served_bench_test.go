@@ -19,6 +19,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -292,7 +293,7 @@ func (l *lags) watch(resp *http.Response) {
 	for sc.Scan() {
 		line := sc.Text()
 		if typ, ok := strings.CutPrefix(line, "event: "); ok {
-			end = typ == runs.EventRunFinished
+			end = typ == runcore.EventRunFinished
 		}
 		data, ok := strings.CutPrefix(line, "data: ")
 		if !ok || !end {
@@ -348,7 +349,7 @@ func newEnds(ctx context.Context, st store.Store) *ends {
 			}
 			for _, ev := range evs {
 				after = ev.Seq
-				if ev.Type == runs.EventRunFinished {
+				if ev.Type == runcore.EventRunFinished {
 					e.end(ev.RunID, store.RunDone)
 				}
 			}

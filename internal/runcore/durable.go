@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"context"
@@ -185,18 +185,18 @@ func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 	if in.Prompt == "" {
 		return ErrEmptyPrompt
 	}
-	if err := in.Config.Check(); err != nil {
+	if err := CheckConfig(in.Config); err != nil {
 		return err
 	}
-	if err := checkOwner(in.Owner); err != nil {
+	if err := CheckOwner(in.Owner); err != nil {
 		return err
 	}
 	if in.RunID == "" {
 		in.RunID = NewRunID()
 	}
 	// The files that govern the run are pinned as they are now (see
-	// [RunConfig.Pin]); in.Config carries the pins to the engine.
-	pinned, err := in.Config.Pin()
+	// [PinFiles]); in.Config carries the pins to the engine.
+	pinned, err := PinFiles(in.Config)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 	if err != nil {
 		return err
 	}
-	started := startedData(in.Config, in.Owner, true)
+	started := StartedData(in.Config, in.Owner, true)
 	_, err = s.CreateRun(ctx, store.CreateRunRequest{
 		Run:    store.Run{ID: in.RunID, Tenant: in.Tenant, Owner: in.Owner.String(), Status: store.RunRunning, Config: cfgJSON},
 		Holder: DurableHolder, LeaseTTL: durableLease,
@@ -224,7 +224,7 @@ func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 // run is a result too); errors of the store and the engine are returned as
 // well.
 func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.Result, error) {
-	if err := in.Config.Check(); err != nil {
+	if err := CheckConfig(in.Config); err != nil {
 		return nil, err
 	}
 	// The run may have been stored by whoever enqueued it; store it here
@@ -250,11 +250,11 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 			}
 		}
 	}
-	built, err := buildPinned(withBuildTenant(ctx, in.Tenant), d.build, in.Config)
+	built, err := BuildPinned(WithBuildTenant(ctx, in.Tenant), d.build, in.Config)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, nil)
 	}
-	defer closeBuilt(built)
+	defer CloseBuilt(built)
 	opts := built.Options
 	// The engine's steps are the outermost middleware: a replayed step
 	// skips everything inside it, tracing included.
@@ -295,7 +295,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 			return d.cancelledOr(ctx, in.RunID, store.RunResuming, err)
 		})
 		if err == nil && string(b) == cancelledMark {
-			err = errCancelRequested
+			err = ErrCancelRequested
 		}
 		if err != nil {
 			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
@@ -328,8 +328,8 @@ func (d *Durable) part(ctx context.Context, in DurableRun, c *collector, stream 
 	cancel(nil) // ends the watch
 	stop()
 	switch {
-	case errors.Is(cause, errCancelRequested):
-		err = errCancelRequested
+	case errors.Is(cause, ErrCancelRequested):
+		err = ErrCancelRequested
 	case err != nil && cause != nil && !errors.Is(cause, context.Canceled):
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
@@ -356,7 +356,7 @@ func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.
 			for _, e := range evs {
 				after = e.Seq
 				if e.Type == EventRunCancelled || e.Type == EventCancelRequested {
-					cancel(errCancelRequested)
+					cancel(ErrCancelRequested)
 					return
 				}
 			}
@@ -554,6 +554,9 @@ func stableCallIDs(resp *model.Response, turn int) {
 	}
 }
 
+// iter2 is the stream of a part of a run: the agent's events.
+type iter2 = func(func(agent.Event, error) bool)
+
 // turnRecord and callRecord are what the engine records of a turn and a call.
 type turnRecord struct {
 	Response *model.Response `json:"response,omitempty"`
@@ -617,22 +620,22 @@ func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agen
 		if err != nil {
 			return nil, err
 		}
-		known, err := knownApprovals(ctx, d.store, in.RunID)
+		known, err := KnownApprovals(ctx, d.store, in.RunID)
 		if err != nil {
 			return nil, err
 		}
 		reason := res.Reason
 		if reason == "" {
-			reason = haltReason(res.State)
+			reason = HaltReason(res.State)
 		}
 		data, _ := json.Marshal(map[string]any{"status": string(store.RunPending), "reason": reason})
 		evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunHalted, Time: d.now(), Data: data})
-		_, err = d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: from, Status: store.RunPending, State: st, Result: resultJSON(res),
-			Approvals: approvalsOf(in.Tenant, res.State, known), Events: evs})
+		_, err = d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: from, Status: store.RunPending, State: st, Result: ResultJSON(res),
+			Approvals: ApprovalsOf(in.Tenant, res.State, known), Events: evs})
 		return d.cancelledOr(ctx, in.RunID, store.RunPending, err)
 	})
 	if err == nil && string(b) == cancelledMark {
-		return errCancelRequested
+		return ErrCancelRequested
 	}
 	return err
 }
@@ -646,7 +649,7 @@ type awaitRecord struct {
 // await waits for the answer to w's request q: it looks in the store, and
 // until the request is decided (or expired) waits for a wake-up message,
 // at most AnswerPoll or until the expiry. A call that carries an approval
-// the store does not hold is declined (checkCarried).
+// the store does not hold is declined (CheckCarried).
 func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, w agent.WaitingCall) (tool.Answer, error) {
 	q := w.Pending.Request
 	for {
@@ -658,11 +661,11 @@ func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, w agent.
 				rec.Cancelled = true
 				return json.Marshal(rec)
 			}
-			if why, err := checkCarried(ctx, d.store, in.RunID, w); err != nil {
+			if why, err := CheckCarried(ctx, d.store, in.RunID, w); err != nil {
 				return nil, err
 			} else if why != "" {
 				d.log.Warn("a halted call carries an approval the store does not hold; the call is declined", "run", in.RunID, "request", q.ID, "why", why)
-				ans := carriedDeclined(q.ID, why)
+				ans := CarriedDeclined(q.ID, why)
 				rec.Answer = &ans
 				return json.Marshal(rec)
 			}
@@ -693,7 +696,7 @@ func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, w agent.
 			return tool.Answer{}, fmt.Errorf("runs: run %s: recorded answer of %s: %w", in.RunID, q.ID, err)
 		}
 		if rec.Cancelled {
-			return tool.Answer{}, errCancelRequested
+			return tool.Answer{}, ErrCancelRequested
 		}
 		if rec.Answer != nil {
 			return *rec.Answer, nil
@@ -716,11 +719,11 @@ func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *ag
 	if res != nil && runErr == nil {
 		status = store.RunStatus(res.Status)
 	}
-	if errors.Is(runErr, errCancelRequested) {
+	if errors.Is(runErr, ErrCancelRequested) {
 		status = store.RunCancelled
 	}
 	_, err := eng.Step(ctx, "finish", func(ctx context.Context) ([]byte, error) {
-		u := store.RunUpdate{Status: status, Result: resultJSON(res), ReleaseLease: true}
+		u := store.RunUpdate{Status: status, Result: ResultJSON(res), ReleaseLease: true}
 		// A run cancelled meanwhile keeps that status (and its event).
 		if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
 			return nil, err
@@ -732,7 +735,7 @@ func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *ag
 			if status == store.RunCancelled {
 				typ = EventRunCancelled
 			}
-			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": reasonOf(res, runErr)})
+			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": ReasonOf(res, runErr)})
 			evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
 		}
 		u.Events = evs
@@ -794,7 +797,6 @@ func (c *collector) await(ctx context.Context, turn int, call string, kind agent
 func (c *collector) drain(stream iter2) (*agent.Result, error) {
 	var res *agent.Result
 	var runErr error
-	h := &driver{h: &Host{now: c.d.now}, run: store.Run{ID: c.in.RunID, Tenant: c.in.Tenant}}
 	for ev, err := range stream {
 		if ev.Kind == agent.EventDone {
 			res = ev.Result
@@ -802,7 +804,7 @@ func (c *collector) drain(stream iter2) (*agent.Result, error) {
 		if err != nil {
 			runErr = err
 		}
-		if se, ok := h.storedEvent(ev); ok {
+		if se, ok := StoredEvent(c.in.Tenant, c.in.RunID, c.d.now(), ev); ok {
 			c.mu.Lock()
 			c.events = append(c.events, se)
 			c.mu.Unlock()

@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestWithLayerPerTenant(t *testing.T) {
 	}), mem)
 	call := approval.Call{Tool: "bash", Args: json.RawMessage(`{"command":"ls -la"}`)}
 	for tenant, want := range map[string]approval.Effect{"acme": approval.Deny, "globex": approval.Allow} {
-		built, err := b.Build(withBuildTenant(ctx, tenant), RunConfig{})
+		built, err := b.Build(WithBuildTenant(ctx, tenant), RunConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

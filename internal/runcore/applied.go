@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"context"
@@ -95,6 +95,10 @@ func CheckBuilt(cfg RunConfig, b *Built) error {
 	return nil
 }
 
+// Checked returns b refusing what it built without applying the
+// configuration's governance ([CheckBuilt]); hosts build through it.
+func Checked(b Builder) Builder { return checkedBuilder{b} }
+
 // checkedBuilder refuses what its builder built without applying the
 // configuration's governance (CheckBuilt).
 type checkedBuilder struct{ b Builder }
@@ -105,7 +109,7 @@ func (c checkedBuilder) Build(ctx context.Context, cfg RunConfig) (*Built, error
 		return nil, err
 	}
 	if err := CheckBuilt(cfg, built); err != nil {
-		closeBuilt(built)
+		CloseBuilt(built)
 		return nil, fmt.Errorf("runs: run configuration %w", err)
 	}
 	return built, nil

@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func TestKnownApprovalsReadsEveryPage(t *testing.T) {
 	if _, err := st.CreateRun(t.Context(), store.CreateRunRequest{Run: store.Run{ID: "run_k", Status: store.RunPending}, Approvals: as}); err != nil {
 		t.Fatal(err)
 	}
-	known, err := knownApprovals(t.Context(), st, "run_k")
+	known, err := KnownApprovals(t.Context(), st, "run_k")
 	if err != nil || len(known) != n || !known["req_000"] || !known[fmt.Sprintf("req_%03d", n-1)] {
 		t.Fatalf("known approvals: %d of %d (%v)", len(known), n, err)
 	}

@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"crypto/sha256"
@@ -24,7 +24,7 @@ const MaxPinnedFile = 64 << 20
 var ErrGoverningFileChanged = errors.New("changed since the run started")
 
 // Pin is the content of a file that governs a run, taken when the run
-// started ([RunConfig.Pin]).
+// started ([PinFiles]).
 type Pin struct {
 	// Path is the file's absolute path, as the configuration names it.
 	Path string `json:"path"`
@@ -42,7 +42,7 @@ type Pin struct {
 // and, when c.Claude.Project is set, the workspace's candidate project
 // settings files .claude/settings.json and .claude/settings.local.json
 // (whether they exist or not).
-func (c RunConfig) GoverningFiles() []string {
+func GoverningFiles(c RunConfig) []string {
 	var out []string
 	add := func(ps ...string) {
 		for _, p := range ps {
@@ -63,16 +63,16 @@ func (c RunConfig) GoverningFiles() []string {
 	return out
 }
 
-// Pin returns a copy of c whose Pins hold the SHA-256 of every file of
-// [RunConfig.GoverningFiles], or its absence, as it is now. A run pins its
+// PinFiles returns a copy of c whose Pins hold the SHA-256 of every file of
+// [GoverningFiles], or its absence, as it is now. A run pins its
 // configuration when it starts ([Host.Start], [PrepareDurable]); every later
-// build of its agent checks the pins first ([RunConfig.CheckPins]), so that
+// build of its agent checks the pins first ([CheckPins]), so that
 // a governing file rewritten while the run waited (by a tool of the run, or
 // by swapping one of its directories) is never loaded. Errors: a file that
 // exists but cannot be read, is not a regular file, or is larger than
 // [MaxPinnedFile].
-func (c RunConfig) Pin() (RunConfig, error) {
-	files := c.GoverningFiles()
+func PinFiles(c RunConfig) (RunConfig, error) {
+	files := GoverningFiles(c)
 	pins := make([]Pin, 0, len(files))
 	for _, p := range files {
 		sum, err := fileSHA256(p)
@@ -94,7 +94,7 @@ func (c RunConfig) Pin() (RunConfig, error) {
 // changed, appeared or vanished, or when a governing file has no pin. A
 // configuration without pins (stored before runs pinned them) is not
 // checked.
-func (c RunConfig) CheckPins() error {
+func CheckPins(c RunConfig) error {
 	if len(c.Pins) == 0 {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (c RunConfig) CheckPins() error {
 	for _, p := range c.Pins {
 		byPath[p.Path] = p
 	}
-	for _, f := range c.GoverningFiles() {
+	for _, f := range GoverningFiles(c) {
 		if _, ok := byPath[f]; !ok {
 			return fmt.Errorf("runs: governing file %s was not pinned when the run started; refusing to build the run", f)
 		}

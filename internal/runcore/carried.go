@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"context"
@@ -11,23 +11,23 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// carriedDeclined is the answer a halted call gets, in the runtime's name,
+// CarriedDeclined is the answer a halted call gets, in the runtime's name,
 // when the approval it carries over its tool's request
 // ([gate.Pending].Approved) is not the one the store holds: the state was
 // written around tollgate. It declines: the call is never run on it.
-func carriedDeclined(req string, why string) tool.Answer {
+func CarriedDeclined(req string, why string) tool.Answer {
 	return tool.Answer{ID: req, Principal: approval.Runtime,
 		Reason: "the approval this call carries is not the one tollgate recorded (" + why + "); the call was not run; to run it, ask for it again"}
 }
 
-// checkCarried checks the approval w carries over its tool's request
+// CheckCarried checks the approval w carries over its tool's request
 // against the store's record of that approval, which a store seals
 // ([store.Sealer]) and a run's state does not: the approval must be in
 // the store, sealed, approved (or used, as the pass that ran the call
 // used it), for the same call, kind and arguments' digest, decided by the
 // same principal with the same actor and data. It returns why not, ""
 // when w carries none or it holds; err only when the store fails.
-func checkCarried(ctx context.Context, s store.Store, runID string, w agent.WaitingCall) (why string, err error) {
+func CheckCarried(ctx context.Context, s store.Store, runID string, w agent.WaitingCall) (why string, err error) {
 	ap := w.Pending.Approved
 	if ap == nil {
 		return "", nil

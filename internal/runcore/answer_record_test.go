@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"encoding/json"

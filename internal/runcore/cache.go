@@ -1,4 +1,4 @@
-package runs
+package runcore
 
 import (
 	"context"
@@ -119,20 +119,20 @@ func (c *BuildCache) Build(ctx context.Context, cfg RunConfig) (*Built, error) {
 // start pins them), and keeps it for them: the first run does not wait for
 // the build. A configuration the cache builds for each run (MCP servers,
 // Claude Code project settings) is not built. Errors: pinning cfg's files
-// ([RunConfig.Pin]) and the builder's.
+// ([PinFiles]) and the builder's.
 func (c *BuildCache) Warm(ctx context.Context, tenant string, cfg RunConfig) error {
-	pinned, err := cfg.Pin()
+	pinned, err := PinFiles(cfg)
 	if err != nil {
 		return err
 	}
 	if _, ok := agentKey(tenant, pinned); !ok {
 		return nil
 	}
-	b, err := buildPinned(withBuildTenant(ctx, tenant), c, pinned)
+	b, err := BuildPinned(WithBuildTenant(ctx, tenant), c, pinned)
 	if err != nil {
 		return err
 	}
-	closeBuilt(b) // idle, kept for the runs
+	CloseBuilt(b) // idle, kept for the runs
 	return nil
 }
 
@@ -164,7 +164,7 @@ func (c *BuildCache) release(key string, e *cachedAgent) {
 	closeNow := done && e.err == nil && e.evicted && e.users == 0
 	c.mu.Unlock()
 	if closeNow {
-		closeBuilt(e.built)
+		CloseBuilt(e.built)
 	}
 }
 
@@ -183,7 +183,7 @@ func (c *BuildCache) evictIdle(keep string) {
 	}
 	c.mu.Unlock()
 	for _, e := range idle {
-		closeBuilt(e.built)
+		CloseBuilt(e.built)
 	}
 }
 
@@ -210,7 +210,7 @@ func (c *BuildCache) Close() {
 	}
 	c.mu.Unlock()
 	for _, e := range idle {
-		closeBuilt(e.built)
+		CloseBuilt(e.built)
 	}
 }
 
@@ -236,8 +236,8 @@ func agentKey(tenant string, cfg RunConfig) (string, bool) {
 
 type buildTenantKey struct{}
 
-// withBuildTenant puts the tenant of the run being built on ctx.
-func withBuildTenant(ctx context.Context, tenant string) context.Context {
+// WithBuildTenant puts the tenant of the run being built on ctx.
+func WithBuildTenant(ctx context.Context, tenant string) context.Context {
 	return context.WithValue(ctx, buildTenantKey{}, tenant)
 }
 
@@ -249,7 +249,7 @@ type buildRun struct {
 	owner tool.Principal
 }
 
-func withBuildRun(ctx context.Context, id string, owner tool.Principal) context.Context {
+func WithBuildRun(ctx context.Context, id string, owner tool.Principal) context.Context {
 	return context.WithValue(ctx, buildRunKey{}, buildRun{id, owner})
 }
 
