@@ -13,7 +13,9 @@ import (
 	"github.com/tollgate-dev/tollgate/store"
 )
 
-// driver drives one part of a run under a lease.
+// driver drives one part of a run under a lease: from the agent's first
+// turn until the run ends or halts, with a heartbeat that renews the lease
+// and sees a cancel (heartbeat.go), and stores how it ended (end.go).
 type driver struct {
 	h      *Host
 	run    store.Run // as claimed
@@ -25,46 +27,21 @@ type driver struct {
 	events []store.Event // not yet stored
 }
 
+// iter2 is the stream of a part of a run: the agent's events.
 type iter2 = func(func(agent.Event, error) bool)
 
 func (h *Host) newDriver(run store.Run, cfg RunConfig, built *Built, d Drive) *driver {
 	return &driver{h: h, run: run, token: run.Lease.Token, cfg: cfg, built: built, drv: d}
 }
-func (d *driver) takeEvents() []store.Event {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	evs := d.events
-	d.events = nil
-	return evs
-}
 
+// drive makes the part's agent and runs the stream stream makes of it,
+// within the configuration's timeout (from the first turn on: building
+// the agent and storing the run do not count), and stores how it ended.
 func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.Agent) iter2) (*agent.Result, error) {
-	h := d.h
-	opts := d.built.Options
-	opts.Middleware = append(append([]agent.Middleware(nil), h.mw...), opts.Middleware...)
-	if opts.WaitFor == nil {
-		opts.WaitFor = d.drv.WaitFor
-	}
-	hostCtx := ctx
-	opts.Checkpoint = func(ctx context.Context, cp agent.Checkpoint) error {
-		// A call cut short because the host is stopping did not finish: it
-		// is not checkpointed, so that the next host runs it again.
-		if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
-			return ErrHostStopping
-		}
-		st, err := model.MarshalJSON(cp.State)
-		if err != nil {
-			return err
-		}
-		_, err = h.store.UpdateRun(ctx, d.run.ID, store.RunUpdate{LeaseToken: d.token, Status: d.runningStatus(), State: st, Events: d.takeEvents()})
-		return err
-	}
-	a, err := agent.New(opts)
+	a, err := agent.New(d.agentOptions(ctx))
 	if err != nil {
 		return nil, d.end(ctx, nil, err)
 	}
-	// The configuration's timeout limits this part of the run, from its first
-	// turn on (building the agent and storing the run do not count).
 	if t := time.Duration(d.cfg.Timeout); t > 0 {
 		var cancelT context.CancelFunc
 		ctx, cancelT = context.WithTimeoutCause(ctx, t, fmt.Errorf("the run took longer than its timeout %s", t))
@@ -78,9 +55,50 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 		}
 	}
 	stopBeat := d.heartbeat(ctx, cancel)
+	res, runErr := d.follow(stream(ctx, a))
+	stopBeat()
+	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		runErr = fmt.Errorf("%w (%v)", runErr, cause)
+	}
+	return res, d.end(ctx, res, runErr)
+}
+
+// agentOptions are the built options with the host's middleware before
+// the builder's, the drive's WaitFor when the builder set none, and a
+// checkpoint that stores the run under the lease (hostCtx: the context of
+// Start or Resume).
+func (d *driver) agentOptions(hostCtx context.Context) agent.Options {
+	opts := d.built.Options
+	opts.Middleware = append(append([]agent.Middleware(nil), d.h.mw...), opts.Middleware...)
+	if opts.WaitFor == nil {
+		opts.WaitFor = d.drv.WaitFor
+	}
+	opts.Checkpoint = func(ctx context.Context, cp agent.Checkpoint) error { return d.checkpoint(ctx, hostCtx, cp) }
+	return opts
+}
+
+// checkpoint stores the run's state at cp and the events not yet stored.
+// A call cut short because the host is stopping did not finish: it is not
+// checkpointed, so that the next host runs it again.
+func (d *driver) checkpoint(ctx, hostCtx context.Context, cp agent.Checkpoint) error {
+	if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
+		return ErrHostStopping
+	}
+	st, err := model.MarshalJSON(cp.State)
+	if err != nil {
+		return err
+	}
+	_, err = d.h.store.UpdateRun(ctx, d.run.ID, store.RunUpdate{LeaseToken: d.token, Status: d.runningStatus(), State: st, Events: d.takeEvents()})
+	return err
+}
+
+// follow reads the part's events to its end: it keeps those the store
+// keeps (stored at the next checkpoint or the end), shows each to the
+// drive's OnEvent, and returns the part's result and error.
+func (d *driver) follow(events iter2) (*agent.Result, error) {
 	var res *agent.Result
 	var runErr error
-	for ev, err := range stream(ctx, a) {
+	for ev, err := range events {
 		if ev.Kind == agent.EventDone {
 			res = ev.Result
 		}
@@ -96,67 +114,22 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 			d.drv.OnEvent(ev)
 		}
 	}
-	stopBeat()
-	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		runErr = fmt.Errorf("%w (%v)", runErr, cause)
-	}
-	return res, d.end(ctx, res, runErr)
+	return res, runErr
 }
 
+// takeEvents returns the events not yet stored, and forgets them.
+func (d *driver) takeEvents() []store.Event {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	evs := d.events
+	d.events = nil
+	return evs
+}
+
+// runningStatus is the status the run is stored with while it runs.
 func (d *driver) runningStatus() store.RunStatus {
 	if d.run.Status == store.RunResuming {
 		return store.RunResuming
 	}
 	return store.RunRunning
-}
-
-// heartbeat renews the lease every third of its TTL until stopped; when the
-// lease is lost or a cancel is requested, it cancels the run with that cause.
-func (d *driver) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
-	h := d.h
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(h.ttl / 3)
-		defer t.Stop()
-		var after int64
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if _, err := h.store.RenewLease(ctx, d.run.ID, h.holder, d.token, h.ttl); err != nil {
-				if ctx.Err() == nil {
-					h.log.Error("lost the run's lease; stopping it", "run", d.run.ID, "error", err)
-					cancel(fmt.Errorf("runs: lost the lease on run %s: %w", d.run.ID, err))
-				}
-				return
-			}
-			// Read every event since the last beat (a page at a time), so
-			// that a cancel request is seen at the next beat however many
-			// events the run wrote.
-			for {
-				evs, err := h.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: d.run.ID, AfterSeq: after, Limit: store.MaxLimit})
-				if err != nil || len(evs) == 0 {
-					break
-				}
-				for _, e := range evs {
-					after = e.Seq
-					if e.Type == runcore.EventCancelRequested {
-						cancel(runcore.ErrCancelRequested)
-						return
-					}
-				}
-				if len(evs) < store.MaxLimit {
-					break
-				}
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }

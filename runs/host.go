@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
-	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -90,170 +88,6 @@ func New(s store.Store, b Builder, opts *Options) (*Host, error) {
 		h.holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), strings.TrimPrefix(runcore.NewRunID(), "run_")[:8])
 	}
 	return h, nil
-}
-
-// Drive says how one part of a run is driven by [Host.Start] or [Host.Resume].
-type Drive struct {
-	// WaitFor, if set, answers pending requests in this process (a terminal
-	// prompt, an automatic yes or no); otherwise the run halts and is stored.
-	WaitFor tool.WaitFunc
-	// OnEvent, if set, sees every event of the agent as it happens, on the
-	// goroutine that called Start or Resume.
-	OnEvent func(agent.Event)
-}
-
-// StartRequest starts a run.
-type StartRequest struct {
-	// RunID is the new run's ID; empty for a new random one ("run_" and 16
-	// hex digits).
-	RunID string
-	// Tenant is stored with the run.
-	Tenant string
-	// Owner is the principal who started the run, stored as its text form
-	// ([store.Run.Owner]; read back with [store.Run.OwnerPrincipal]); zero
-	// for no one. A kind that is not one of tool's principal kinds is an
-	// error.
-	Owner tool.Principal
-	// Config must be resolved ([RunConfig.Resolve]).
-	Config RunConfig
-	// Prompt is the user's message; it must not be empty.
-	Prompt string
-	// History is an earlier conversation the run starts from.
-	History []model.Message
-	// Created, if set, is called once the run is stored (before its first
-	// model turn), with the run as stored; a host that answers a request
-	// while the run goes on in the background reports it from here.
-	Created func(store.Run)
-	Drive
-}
-
-// Start stores a new run and drives it until it ends or halts on a pending
-// request (then it is stored with its requests, and its lease released). It
-// returns the agent's result and error; storing failures are returned too.
-func (h *Host) Start(ctx context.Context, req StartRequest) (*agent.Result, error) {
-	if req.Prompt == "" {
-		return nil, ErrEmptyPrompt
-	}
-	if err := runcore.CheckConfig(req.Config); err != nil {
-		return nil, err
-	}
-	if err := runcore.CheckOwner(req.Owner); err != nil {
-		return nil, err
-	}
-	id := req.RunID
-	if id == "" {
-		id = runcore.NewRunID()
-	}
-	// The files that govern the run are pinned as they are now: every later
-	// build of its agent (resume, takeover) refuses one that changed.
-	cfg, err := runcore.PinFiles(req.Config)
-	if err != nil {
-		return nil, err
-	}
-	req.Config = cfg
-	cfgJSON, err := json.Marshal(req.Config)
-	if err != nil {
-		return nil, err
-	}
-	built, err := runcore.BuildPinned(runcore.WithBuildRun(runcore.WithBuildTenant(ctx, req.Tenant), id, req.Owner), h.build, req.Config)
-	if err != nil {
-		return nil, err
-	}
-	defer runcore.CloseBuilt(built)
-	started := runcore.StartedData(req.Config, req.Owner, false)
-	run := store.Run{ID: id, Tenant: req.Tenant, Owner: req.Owner.String(), Status: store.RunRunning, Config: cfgJSON}
-	claimed, err := h.store.CreateRun(ctx, store.CreateRunRequest{Run: run, Holder: h.holder, LeaseTTL: h.ttl,
-		Events: append([]store.Event{{Tenant: req.Tenant, RunID: id, Type: runcore.EventRunStarted, Data: started}}, runcore.LoginEvents(req.Tenant, id, req.Owner, built)...)})
-	if err != nil {
-		return nil, fmt.Errorf("runs: storing run %s: %w", id, err)
-	}
-	if req.Created != nil {
-		req.Created(claimed)
-	}
-	d := h.newDriver(claimed, req.Config, built, req.Drive)
-	return d.drive(ctx, func(ctx context.Context, a *agent.Agent) iter2 {
-		return a.Stream(ctx, req.Prompt, agent.WithRunID(id), agent.WithHistory(req.History...))
-	})
-}
-
-// ResumeRequest resumes a stored run.
-type ResumeRequest struct {
-	RunID string
-	Drive
-}
-
-// Resume takes a stored run up: a halted run once at least one of its
-// requests is answered (or expired), or a run whose host died (its lease
-// expired) from its latest checkpoint. Approved requests are used once;
-// denied and expired ones give the model an error result with the reason. Of
-// two hosts resuming one run, one wins; the other gets [store.ErrLeased] or
-// [store.ErrConflict]. Errors: [store.ErrNotFound], [ErrNotResumable],
-// [ErrNothingDecided], and the run's own.
-func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, error) {
-	run, err := h.store.GetRun(ctx, req.RunID)
-	if err != nil {
-		return nil, err
-	}
-	switch run.Status {
-	case store.RunPending:
-		n, _, err := h.answered(ctx, run)
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("%w: run %s", ErrNothingDecided, run.ID)
-		}
-	case store.RunRunning, store.RunResuming:
-		// A live lease refuses the claim below; an expired one is taken over.
-	default:
-		return nil, fmt.Errorf("%w: run %s is %s", ErrNotResumable, run.ID, run.Status)
-	}
-	cfg, err := runcore.LoadConfig(run)
-	if err != nil {
-		return nil, err
-	}
-	// A governing file that changed while the run waited (a tool of the run
-	// may have rewritten it) is refused before the run is claimed.
-	if err := runcore.CheckPins(cfg); err != nil {
-		return nil, fmt.Errorf("run %s: %w", run.ID, err)
-	}
-	from := run.Status
-	claimed, err := h.store.ClaimRun(ctx, run.ID, store.Claim{Holder: h.holder, TTL: h.ttl, From: []store.RunStatus{store.RunPending, store.RunRunning, store.RunResuming}, To: store.RunResuming})
-	if err != nil {
-		return nil, fmt.Errorf("runs: claiming run %s: %w", run.ID, err)
-	}
-	token := claimed.Lease.Token
-	release := func(cause error) error {
-		// Nothing ran: hand the run back as it was.
-		_, uerr := h.store.UpdateRun(context.WithoutCancel(ctx), run.ID, store.RunUpdate{LeaseToken: token, Status: from, ReleaseLease: true})
-		return errors.Join(cause, uerr)
-	}
-	st, err := runcore.LoadState(claimed)
-	if err != nil {
-		return nil, release(err)
-	}
-	// Build before any approval is used, so that a failure leaves them as they were.
-	built, err := runcore.BuildPinned(runcore.WithBuildRun(runcore.WithBuildTenant(ctx, claimed.Tenant), claimed.ID, claimed.OwnerPrincipal()), h.build, cfg)
-	if err != nil {
-		return nil, release(err)
-	}
-	defer runcore.CloseBuilt(built)
-	answers, err := h.answers(ctx, claimed, st)
-	if err != nil {
-		return nil, release(err)
-	}
-	if from != store.RunPending {
-		h.log.Info("taking over a run whose host stopped", "run", run.ID, "from", string(from))
-	}
-	data, _ := json.Marshal(map[string]any{"from": string(from), "holder": h.holder})
-	evs := append([]store.Event{{Tenant: claimed.Tenant, RunID: run.ID, Type: runcore.EventRunResumed, Data: data}}, runcore.LoginEvents(claimed.Tenant, run.ID, claimed.OwnerPrincipal(), built)...)
-	if _, err := h.store.AppendEvents(ctx, evs...); err != nil {
-		return nil, release(err)
-	}
-	d := h.newDriver(claimed, cfg, built, req.Drive)
-	return d.drive(ctx, func(ctx context.Context, a *agent.Agent) iter2 {
-		return a.ResumeStream(ctx, st, answers...)
-	})
 }
 
 // Answer records a decision on one request of a halted run: approve (with

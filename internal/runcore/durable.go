@@ -715,13 +715,7 @@ func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, w agent.
 
 // finish stores how the run ended, releases its lease and fires ON_STOP.
 func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
-	status := store.RunError
-	if res != nil && runErr == nil {
-		status = store.RunStatus(res.Status)
-	}
-	if errors.Is(runErr, ErrCancelRequested) {
-		status = store.RunCancelled
-	}
+	status := EndStatus(res, runErr)
 	_, err := eng.Step(ctx, "finish", func(ctx context.Context) ([]byte, error) {
 		u := store.RunUpdate{Status: status, Result: ResultJSON(res), ReleaseLease: true}
 		// A run cancelled meanwhile keeps that status (and its event).

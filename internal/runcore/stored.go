@@ -199,6 +199,19 @@ func StoredEvent(tenant, runID string, at time.Time, ev agent.Event) (store.Even
 	return store.Event{Tenant: tenant, RunID: runID, Type: typ, Time: at, Data: b}, true
 }
 
+// EndStatus is the status a part of a run that ended with res and runErr
+// is stored with: the result's when it has no error, cancelled when a
+// cancel stopped it ([ErrCancelRequested]), else error.
+func EndStatus(res *agent.Result, runErr error) store.RunStatus {
+	switch {
+	case errors.Is(runErr, ErrCancelRequested):
+		return store.RunCancelled
+	case res != nil && runErr == nil:
+		return store.RunStatus(res.Status)
+	}
+	return store.RunError
+}
+
 // ErrCancelRequested is the cause of a run's context when Cancel asked it to stop.
 var ErrCancelRequested = errors.New("runs: the run was cancelled")
 
