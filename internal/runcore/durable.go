@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -227,76 +225,27 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	if err := CheckConfig(in.Config); err != nil {
 		return nil, err
 	}
-	// The run may have been stored by whoever enqueued it; store it here
-	// otherwise (an engine started without PrepareDurable).
-	if _, err := eng.Step(ctx, "store run", func(ctx context.Context) ([]byte, error) {
-		if _, err := d.store.GetRun(ctx, in.RunID); err == nil {
-			return nil, nil
-		}
-		c := in
-		if err := PrepareDurable(ctx, d.store, &c); err != nil && !errors.Is(err, store.ErrExists) {
-			return nil, err
-		}
-		return nil, nil
-	}); err != nil {
+	in, err := d.stored(ctx, eng, in)
+	if err != nil {
 		return nil, err
-	}
-	// An engine started without PrepareDurable has no pins in its input:
-	// the stored configuration's, taken when the run was stored, are used.
-	if len(in.Config.Pins) == 0 {
-		if run, err := d.store.GetRun(ctx, in.RunID); err == nil {
-			if stored, err := LoadConfig(run); err == nil {
-				in.Config.Pins = stored.Pins
-			}
-		}
 	}
 	built, err := BuildPinned(WithBuildTenant(ctx, in.Tenant), d.build, in.Config)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, nil)
 	}
 	defer CloseBuilt(built)
-	opts := built.Options
-	// The engine's steps are the outermost middleware: a replayed step
-	// skips everything inside it, tracing included.
 	seq := &sequencer{}
 	c := &collector{d: d, in: in}
-	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq, c)}, d.mw...), opts.Middleware...)
-	opts.WaitFor = nil // a request halts the part that runs; the engine waits
-	opts.Checkpoint = nil
-	a, err := agent.New(opts)
+	a, err := d.newAgent(ctx, eng, in, built, seq, c)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, built)
-	}
-	if built.Attach != nil {
-		if err := built.Attach(ctx, a); err != nil {
-			return nil, d.finish(ctx, eng, in, nil, err, built)
-		}
 	}
 	res, runErr := d.part(ctx, in, c, func(ctx context.Context) iter2 {
 		return a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...))
 	})
 	status := store.RunRunning // the stored status while the part runs
 	for halt := 1; runErr == nil && res != nil && res.Status == agent.StatusPending && res.State != nil; halt++ {
-		if err := d.halt(ctx, eng, in, res, c.take(), halt, status); err != nil {
-			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
-		}
-		var answers []tool.Answer
-		for _, w := range res.State.Waiting() {
-			ans, err := d.await(ctx, eng, in, w)
-			if err != nil {
-				return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
-			}
-			answers = append(answers, ans)
-		}
-		b, err := eng.Step(ctx, fmt.Sprintf("resume %d", halt), func(ctx context.Context) ([]byte, error) {
-			data, _ := json.Marshal(map[string]any{"from": string(store.RunPending), "holder": DurableHolder})
-			_, err := d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: store.RunPending, Status: store.RunResuming,
-				Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunResumed, Data: data}}})
-			return d.cancelledOr(ctx, in.RunID, store.RunResuming, err)
-		})
-		if err == nil && string(b) == cancelledMark {
-			err = ErrCancelRequested
-		}
+		answers, err := d.answered(ctx, eng, in, res, halt, status, c)
 		if err != nil {
 			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
 		}
@@ -310,6 +259,84 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 		res, runErr = d.part(ctx, in, c, func(ctx context.Context) iter2 { return a.ResumeStream(ctx, st, answers...) })
 	}
 	return res, d.finish(ctx, eng, in, res, runErr, built, c.take()...)
+}
+
+// stored makes sure the run is in the store, as a step: it may have been
+// stored by whoever enqueued it; it is stored here otherwise (an engine
+// started without PrepareDurable). Such an engine has no pins in its
+// input: the stored configuration's, taken when the run was stored, are
+// returned in in.
+func (d *Durable) stored(ctx context.Context, eng Engine, in DurableRun) (DurableRun, error) {
+	if _, err := eng.Step(ctx, "store run", func(ctx context.Context) ([]byte, error) {
+		if _, err := d.store.GetRun(ctx, in.RunID); err == nil {
+			return nil, nil
+		}
+		c := in
+		if err := PrepareDurable(ctx, d.store, &c); err != nil && !errors.Is(err, store.ErrExists) {
+			return nil, err
+		}
+		return nil, nil
+	}); err != nil {
+		return in, err
+	}
+	if len(in.Config.Pins) == 0 {
+		if run, err := d.store.GetRun(ctx, in.RunID); err == nil {
+			if stored, err := LoadConfig(run); err == nil {
+				in.Config.Pins = stored.Pins
+			}
+		}
+	}
+	return in, nil
+}
+
+// newAgent makes the run's agent from built, with the engine's steps as
+// the outermost middleware (a replayed step skips everything inside it,
+// tracing included), no WaitFor (a request halts the part that runs; the
+// engine waits) and no checkpoint (the steps are the record), and attaches
+// what the builder attaches.
+func (d *Durable) newAgent(ctx context.Context, eng Engine, in DurableRun, built *Built, seq *sequencer, c *collector) (*agent.Agent, error) {
+	opts := built.Options
+	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq, c)}, d.mw...), opts.Middleware...)
+	opts.WaitFor = nil
+	opts.Checkpoint = nil
+	a, err := agent.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if built.Attach != nil {
+		if err := built.Attach(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// answered stores the halt numbered halt of the part that ended with res
+// (the run was stored in status from), waits durably for the answer to
+// each of its requests, and stores the run resuming, as steps; it returns
+// the answers. A run cancelled meanwhile is [ErrCancelRequested].
+func (d *Durable) answered(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, halt int, from store.RunStatus, c *collector) ([]tool.Answer, error) {
+	if err := d.halt(ctx, eng, in, res, c.take(), halt, from); err != nil {
+		return nil, err
+	}
+	var answers []tool.Answer
+	for _, w := range res.State.Waiting() {
+		ans, err := d.await(ctx, eng, in, w)
+		if err != nil {
+			return nil, err
+		}
+		answers = append(answers, ans)
+	}
+	b, err := eng.Step(ctx, fmt.Sprintf("resume %d", halt), func(ctx context.Context) ([]byte, error) {
+		data, _ := json.Marshal(map[string]any{"from": string(store.RunPending), "holder": DurableHolder})
+		_, err := d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: store.RunPending, Status: store.RunResuming,
+			Events: []store.Event{{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunResumed, Data: data}}})
+		return d.cancelledOr(ctx, in.RunID, store.RunResuming, err)
+	})
+	if err == nil && string(b) == cancelledMark {
+		err = ErrCancelRequested
+	}
+	return answers, err
 }
 
 // part drives one part of the run (up to its end or a halt), within the
@@ -394,325 +421,6 @@ func (d *Durable) cancelledOr(ctx context.Context, runID string, target store.Ru
 	return nil, err
 }
 
-// steps is the middleware that makes each model turn and each call pass a
-// step of the engine.
-//
-// A step stores the events its work emitted before it ends (the agent hands
-// each event over before the work that emitted it returns), so that the
-// store's event log has them once the step is recorded; a step that runs
-// again after a crash may store its events twice.
-func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collector) agent.Middleware {
-	return agent.Middleware{
-		Turn: func(next agent.TurnHandler) agent.TurnHandler {
-			return func(ctx context.Context, t *agent.TurnInfo) (*model.Response, error) {
-				b, err := eng.Step(ctx, fmt.Sprintf("turn %d", t.Turn), func(ctx context.Context) ([]byte, error) {
-					resp, err := next(ctx, t)
-					if err != nil && ctx.Err() != nil {
-						return nil, err // interrupted: not a result to keep
-					}
-					stableCallIDs(resp, t.Turn)
-					col.flush(ctx)
-					return model.MarshalJSON(turnRecord{Response: resp, Err: errText(err)})
-				})
-				if err != nil {
-					return nil, err
-				}
-				var rec turnRecord
-				if err := json.Unmarshal(b, &rec); err != nil {
-					return nil, fmt.Errorf("runs: run %s: recorded turn %d: %w", in.RunID, t.Turn, err)
-				}
-				if rec.Err != "" {
-					return rec.Response, errors.New(rec.Err)
-				}
-				var ids []string
-				if rec.Response != nil {
-					for _, c := range rec.Response.Message.ToolCalls {
-						ids = append(ids, c.ID)
-					}
-				}
-				seq.reset(ids)
-				return rec.Response, nil
-			}
-		},
-		Call: func(next agent.CallHandler) agent.CallHandler {
-			return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
-				name := "decide " + c.Call.ID
-				if c.Answer != nil {
-					name = "execute " + c.Call.ID
-				}
-				prev, launched, ok := seq.slot(c.Call.ID)
-				if !ok {
-					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: call %s is not one the turn announced", in.RunID, c.Call.ID)}
-				}
-				select {
-				case <-prev:
-				case <-ctx.Done():
-					close(launched)
-					return agent.CallOutcome{Err: ctx.Err()}
-				}
-				wait, err := eng.Go(ctx, name, func(ctx context.Context) ([]byte, error) {
-					ci := *c
-					if c.Answer != nil && c.Answer.OK {
-						ans, err := d.use(ctx, in.RunID, *c.Answer)
-						if err != nil {
-							return nil, err
-						}
-						ci.Answer = &ans
-					}
-					oc := next(ctx, &ci)
-					if oc.Err != nil && ctx.Err() != nil {
-						return nil, oc.Err
-					}
-					// The call's last event is handed over on another
-					// goroutine: store the events once it has arrived.
-					switch {
-					case oc.Record != nil:
-						col.await(ctx, c.Turn, c.Call.ID, agent.EventToolResult)
-					case oc.Pending != nil:
-						col.await(ctx, c.Turn, c.Call.ID, agent.EventPending)
-					}
-					col.flush(ctx)
-					return model.MarshalJSON(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
-				})
-				close(launched)
-				if err != nil {
-					return agent.CallOutcome{Err: err}
-				}
-				b, err := wait()
-				if err != nil {
-					return agent.CallOutcome{Err: err}
-				}
-				var rec callRecord
-				if err := json.Unmarshal(b, &rec); err != nil {
-					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}
-				}
-				oc := agent.CallOutcome{Record: rec.Record, Pending: rec.Pending}
-				if rec.Err != "" {
-					oc.Err = errors.New(rec.Err)
-				}
-				return oc
-			}
-		},
-	}
-}
-
-// sequencer makes the calls of a turn take their step positions in the
-// model's order: each call starts its step once the one before it has.
-type sequencer struct {
-	mu       sync.Mutex
-	pos      map[string]int
-	launched []chan struct{}
-}
-
-// reset starts a batch of calls, in order.
-func (s *sequencer) reset(ids []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pos = make(map[string]int, len(ids))
-	s.launched = make([]chan struct{}, len(ids))
-	for i, id := range ids {
-		s.pos[id] = i
-		s.launched[i] = make(chan struct{})
-	}
-}
-
-// slot returns what call id waits for before it starts its step (closed
-// when the call before it has started its own), and what it closes once it
-// has; ok is false for a call the batch does not have.
-func (s *sequencer) slot(id string) (prev <-chan struct{}, launched chan struct{}, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i, ok := s.pos[id]
-	if !ok {
-		return nil, nil, false
-	}
-	if i == 0 {
-		c := make(chan struct{})
-		close(c)
-		return c, s.launched[0], true
-	}
-	return s.launched[i-1], s.launched[i], true
-}
-
-// stableCallIDs gives every call of resp an ID unique in the turn before the
-// turn is recorded, as the agent would (it would draw random ones), so that
-// a replay names each call's steps alike.
-func stableCallIDs(resp *model.Response, turn int) {
-	if resp == nil {
-		return
-	}
-	seen := map[string]bool{}
-	for i := range resp.Message.ToolCalls {
-		c := &resp.Message.ToolCalls[i]
-		if c.ID == "" || seen[c.ID] {
-			c.ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
-			for seen[c.ID] {
-				c.ID += "_"
-			}
-		}
-		seen[c.ID] = true
-	}
-}
-
-// iter2 is the stream of a part of a run: the agent's events.
-type iter2 = func(func(agent.Event, error) bool)
-
-// turnRecord and callRecord are what the engine records of a turn and a call.
-type turnRecord struct {
-	Response *model.Response `json:"response,omitempty"`
-	Err      string          `json:"err,omitempty"`
-}
-
-type callRecord struct {
-	Record  *agent.ToolCallRecord `json:"record,omitempty"`
-	Pending *agent.PendingCall    `json:"pending,omitempty"`
-	Err     string                `json:"err,omitempty"`
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-// usedReason is what the model is told of an approved call whose approval
-// an execution that did not finish had used.
-const usedReason = "the approval was used by an execution that did not finish; the call may or may not have run, and is not run again"
-
-// use turns an approving answer into the answer the execute step may act
-// on: the approval is used once in the store; one that is already used (the
-// step ran before and was interrupted) or expired declines the call.
-func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.Answer, error) {
-	a, err := d.store.GetApproval(ctx, runID, ans.ID)
-	if err != nil {
-		return ans, err
-	}
-	if a.Unverified {
-		out, _ := a.Answer() // declines: written around tollgate
-		return out, nil
-	}
-	switch a.Status {
-	case store.StatusUsed:
-		return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: usedReason}, nil
-	case store.StatusApproved:
-		u, err := d.store.Consume(ctx, runID, a.ID, a.Digest)
-		switch {
-		case errors.Is(err, store.ErrUsed):
-			return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: usedReason}, nil
-		case errors.Is(err, store.ErrExpired):
-			return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: "the approval expired before the call could run"}, nil
-		case err != nil:
-			return ans, err
-		}
-		if out, ok := u.Answer(); ok {
-			return out, nil
-		}
-	}
-	return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: fmt.Sprintf("the approval is %s, not approved; the call was not run", a.Status)}, nil
-}
-
-// halt stores a halted part of the run: its state, its new approvals and
-// the events it emitted, as one step.
-func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, evs []store.Event, n int, from store.RunStatus) error {
-	b, err := eng.Step(ctx, fmt.Sprintf("halt %d", n), func(ctx context.Context) ([]byte, error) {
-		st, err := model.MarshalJSON(res.State)
-		if err != nil {
-			return nil, err
-		}
-		known, err := KnownApprovals(ctx, d.store, in.RunID)
-		if err != nil {
-			return nil, err
-		}
-		reason := res.Reason
-		if reason == "" {
-			reason = HaltReason(res.State)
-		}
-		data, _ := json.Marshal(map[string]any{"status": string(store.RunPending), "reason": reason})
-		evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: EventRunHalted, Time: d.now(), Data: data})
-		_, err = d.store.UpdateRun(ctx, in.RunID, store.RunUpdate{From: from, Status: store.RunPending, State: st, Result: ResultJSON(res),
-			Approvals: ApprovalsOf(in.Tenant, res.State, known), Events: evs})
-		return d.cancelledOr(ctx, in.RunID, store.RunPending, err)
-	})
-	if err == nil && string(b) == cancelledMark {
-		return ErrCancelRequested
-	}
-	return err
-}
-
-// awaitRecord is what the engine records of one look at a request's answer.
-type awaitRecord struct {
-	Answer    *tool.Answer `json:"answer,omitempty"`
-	Cancelled bool         `json:"cancelled,omitempty"`
-}
-
-// await waits for the answer to w's request q: it looks in the store, and
-// until the request is decided (or expired) waits for a wake-up message,
-// at most AnswerPoll or until the expiry. A call that carries an approval
-// the store does not hold is declined (CheckCarried).
-func (d *Durable) await(ctx context.Context, eng Engine, in DurableRun, w agent.WaitingCall) (tool.Answer, error) {
-	q := w.Pending.Request
-	for {
-		b, err := eng.Step(ctx, "answer "+q.ID, func(ctx context.Context) ([]byte, error) {
-			var rec awaitRecord
-			if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
-				return nil, err
-			} else if r.Status == store.RunCancelled {
-				rec.Cancelled = true
-				return json.Marshal(rec)
-			}
-			if why, err := CheckCarried(ctx, d.store, in.RunID, w); err != nil {
-				return nil, err
-			} else if why != "" {
-				d.log.Warn("a halted call carries an approval the store does not hold; the call is declined", "run", in.RunID, "request", q.ID, "why", why)
-				ans := CarriedDeclined(q.ID, why)
-				rec.Answer = &ans
-				return json.Marshal(rec)
-			}
-			a, err := d.store.GetApproval(ctx, in.RunID, q.ID)
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case a.Unverified:
-				ans, _ := a.Answer() // declines: written around tollgate
-				rec.Answer = &ans
-			case a.Status == store.StatusPending && a.Expired(d.now()):
-				rec.Answer = &tool.Answer{ID: q.ID, Principal: approval.Runtime, Reason: "the approval request expired before anyone answered it"}
-			case a.Status == store.StatusUsed:
-				rec.Answer = &tool.Answer{ID: q.ID, Principal: approval.Runtime, Reason: usedReason}
-			default:
-				if ans, ok := a.Answer(); ok {
-					rec.Answer = &ans
-				}
-			}
-			return json.Marshal(rec)
-		})
-		if err != nil {
-			return tool.Answer{}, err
-		}
-		var rec awaitRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return tool.Answer{}, fmt.Errorf("runs: run %s: recorded answer of %s: %w", in.RunID, q.ID, err)
-		}
-		if rec.Cancelled {
-			return tool.Answer{}, ErrCancelRequested
-		}
-		if rec.Answer != nil {
-			return *rec.Answer, nil
-		}
-		wait := d.poll
-		if q.ExpiresAt != nil {
-			if until := q.ExpiresAt.Sub(d.now()) + 10*time.Millisecond; until < wait {
-				wait = max(until, 10*time.Millisecond)
-			}
-		}
-		if _, _, err := eng.Recv(ctx, AnswerTopic(q.ID), wait); err != nil {
-			return tool.Answer{}, err
-		}
-	}
-}
-
 // finish stores how the run ended, releases its lease and fires ON_STOP.
 func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
 	status := EndStatus(res, runErr)
@@ -743,100 +451,4 @@ func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *ag
 		return errors.Join(runErr, fmt.Errorf("runs: storing the end of run %s: %w", in.RunID, err))
 	}
 	return runErr
-}
-
-// collector drains a part of a run and keeps the events to store.
-type collector struct {
-	d      *Durable
-	in     DurableRun
-	mu     sync.Mutex
-	events []store.Event
-	// arrived is closed, per call and event kind, when that event has been
-	// collected.
-	arrived map[eventKey]chan struct{}
-}
-
-type eventKey struct {
-	turn int
-	call string
-	kind agent.EventKind
-}
-
-func (c *collector) arrival(k eventKey) chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.arrived == nil {
-		c.arrived = map[eventKey]chan struct{}{}
-	}
-	ch, ok := c.arrived[k]
-	if !ok {
-		ch = make(chan struct{})
-		c.arrived[k] = ch
-	}
-	return ch
-}
-
-// await waits until call's event of kind has been collected, ctx ends, or
-// (should the stream have stopped) a few seconds have passed.
-func (c *collector) await(ctx context.Context, turn int, call string, kind agent.EventKind) {
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-c.arrival(eventKey{turn, call, kind}):
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-func (c *collector) drain(stream iter2) (*agent.Result, error) {
-	var res *agent.Result
-	var runErr error
-	for ev, err := range stream {
-		if ev.Kind == agent.EventDone {
-			res = ev.Result
-		}
-		if err != nil {
-			runErr = err
-		}
-		if se, ok := StoredEvent(c.in.Tenant, c.in.RunID, c.d.now(), ev); ok {
-			c.mu.Lock()
-			c.events = append(c.events, se)
-			c.mu.Unlock()
-		}
-		if ev.Kind == agent.EventToolResult || ev.Kind == agent.EventPending {
-			ch := c.arrival(eventKey{ev.Turn, ev.CallID, ev.Kind})
-			c.mu.Lock()
-			select {
-			case <-ch:
-			default:
-				close(ch)
-			}
-			c.mu.Unlock()
-		}
-	}
-	return res, runErr
-}
-
-// flush stores the events collected so far. When the store fails they are
-// kept for the next flush (a halt or the end stores them at the latest):
-// the step's work is done, and failing the step would run it again.
-func (c *collector) flush(ctx context.Context) {
-	evs := c.take()
-	if len(evs) == 0 {
-		return
-	}
-	if _, err := c.d.store.AppendEvents(ctx, evs...); err != nil {
-		c.d.log.Warn("storing a run's events failed; they are stored with the next ones", "run", c.in.RunID, "error", err)
-		c.mu.Lock()
-		c.events = append(evs, c.events...)
-		c.mu.Unlock()
-	}
-}
-
-func (c *collector) take() []store.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	evs := c.events
-	c.events = nil
-	return evs
 }
