@@ -244,6 +244,7 @@ func (c *Config) agentBuildProblem(name string, err error) string {
 //	  heartbeat: 5s               # with concurrency above 0, as for a worker
 //	  deadAfter: 30s
 //	  answerPoll: 30s
+//	  queuePoll: 50ms             # how often an idle worker with SQLite looks for runs
 //
 // The store must be one the workers share (sqlite in the same state
 // directory on one machine, postgres for many); store: memory is refused.
@@ -260,8 +261,9 @@ type DurableConfig struct {
 	Concurrency int
 	// ExecutorID names this process to DBOS, "" for the engine's default.
 	ExecutorID string
-	// Heartbeat, DeadAfter and AnswerPoll are zero for the engine's defaults.
-	Heartbeat, DeadAfter, AnswerPoll time.Duration
+	// Heartbeat, DeadAfter, AnswerPoll and QueuePoll are zero for the
+	// engine's defaults.
+	Heartbeat, DeadAfter, AnswerPoll, QueuePoll time.Duration
 }
 
 // DefaultAddr is the address a configuration without addr listens on.
@@ -365,6 +367,7 @@ type durableYAML struct {
 	Heartbeat   string `yaml:"heartbeat"`
 	DeadAfter   string `yaml:"deadAfter"`
 	AnswerPoll  string `yaml:"answerPoll"`
+	QueuePoll   string `yaml:"queuePoll"`
 }
 
 type webhookYAML struct {
@@ -612,6 +615,7 @@ func loadDurable(ps *problems, d *durableYAML, storeKind string, rel func(string
 		Heartbeat:  duration("$.durable.heartbeat", "durable.heartbeat", d.Heartbeat),
 		DeadAfter:  duration("$.durable.deadAfter", "durable.deadAfter", d.DeadAfter),
 		AnswerPoll: duration("$.durable.answerPoll", "durable.answerPoll", d.AnswerPoll),
+		QueuePoll:  duration("$.durable.queuePoll", "durable.queuePoll", d.QueuePoll),
 	}
 	switch {
 	case d.Database != "" && d.DatabaseEnv != "":

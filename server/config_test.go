@@ -77,11 +77,11 @@ func TestLoadConfigDurable(t *testing.T) {
 	if d := c.Durable; d == nil || d.DatabaseURL != "postgres://tollgate@db:5432/tollgate" || d.Concurrency != 0 || d.DeadAfter != 20*time.Second {
 		t.Fatalf("durable %+v", c.Durable)
 	}
-	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:dbos.db\n  concurrency: 8\n  queue: q\n")
+	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:dbos.db\n  concurrency: 8\n  queue: q\n  queuePoll: 20ms\n")
 	if c, err = server.LoadConfig(p); err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Durable; d == nil || d.DatabaseURL != "sqlite:"+filepath.Join(dir, "dbos.db") || d.Concurrency != 8 || d.Queue != "q" {
+	if d := c.Durable; d == nil || d.DatabaseURL != "sqlite:"+filepath.Join(dir, "dbos.db") || d.Concurrency != 8 || d.Queue != "q" || d.QueuePoll != 20*time.Millisecond {
 		t.Fatalf("durable %+v", c.Durable)
 	}
 	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\n")

@@ -201,11 +201,9 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		}
 		agents := runcore.NewBuildCache(ab)
 		defer agents.Close()
-		e, err := dbosengine.New(ctx, dbosengine.Options{
-			DatabaseURL: d.DatabaseURL, Store: st, Builder: agents, Worker: d.Concurrency > 0,
-			Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
-			Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, Logger: logger,
-		})
+		eo := durableOptions(d)
+		eo.Store, eo.Builder, eo.Logger = st, agents, logger
+		e, err := dbosengine.New(ctx, eo)
 		if err != nil {
 			return withCode(exitError, fmt.Errorf("durable runs: %v", err))
 		}
@@ -397,4 +395,15 @@ func callbackURL(addr net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/v1/mcp/oauth/callback"
+}
+
+// durableOptions are the durable engine's options that server.yaml's
+// durable: section sets, every key of it; the caller adds the store, the
+// builder and the logger.
+func durableOptions(d *server.DurableConfig) dbosengine.Options {
+	return dbosengine.Options{
+		DatabaseURL: d.DatabaseURL, Worker: d.Concurrency > 0,
+		Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
+		Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, QueuePoll: d.QueuePoll,
+	}
 }
