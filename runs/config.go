@@ -8,8 +8,8 @@ import "github.com/tollgate-dev/tollgate/internal/runcore"
 // autonomy, hooks files, MCP files, records file, sandbox, Claude Code
 // settings), with every path absolute once [RunConfig.Resolve] made it so.
 // It is stored with the run as JSON (its version 1), and a [Builder] turns
-// it into an agent. Its fields' documentation is in the source, and
-// docs/library.md shows them.
+// it into an agent. Each field is documented where the type is defined
+// (internal/runcore/config.go).
 type RunConfig = runcore.RunConfig
 
 // ModelRef names the model of a run without holding a secret
