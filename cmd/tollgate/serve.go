@@ -201,6 +201,9 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 		}
 		agents := runcore.NewBuildCache(ab)
 		defer agents.Close()
+		if d.Concurrency > 0 {
+			warmAgents(ctx, agents, cfg, tokens.Tenants(), logger)
+		}
 		eo := durableOptions(d)
 		eo.Store, eo.Builder, eo.Logger = st, agents, logger
 		e, err := dbosengine.New(ctx, eo)
@@ -405,5 +408,38 @@ func durableOptions(d *server.DurableConfig) dbosengine.Options {
 		DatabaseURL: d.DatabaseURL, Worker: d.Concurrency > 0,
 		Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
 		Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, QueuePoll: d.QueuePoll,
+	}
+}
+
+// maxWarmAgents bounds the agents warmAgents builds: the build cache keeps
+// 64 idle.
+const maxWarmAgents = 32
+
+// warmAgents builds, before this process takes durable runs, the agent of
+// each agent of cfg for each tenant that may start it (those of
+// cfg.AgentTenants, else tenants), as a run's first build would, so that
+// the first durable run of each does not wait for it. A build that fails
+// is logged and left to the first run, which reports it; a tenant whose
+// autonomy level is set builds its own at its first run.
+func warmAgents(ctx context.Context, agents *runcore.BuildCache, cfg *server.Config, tenants []string, log *slog.Logger) {
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		ac := cfg.Agents[name]
+		if ac.Agent == "" {
+			ac.Agent = name // as the server stores it
+		}
+		ts := tenants
+		if limited := cfg.AgentTenants[name]; len(limited) > 0 {
+			ts = limited
+		}
+		for _, t := range ts {
+			if n == maxWarmAgents || ctx.Err() != nil {
+				return
+			}
+			n++
+			if err := agents.Warm(ctx, t, ac); err != nil {
+				log.Warn("building an agent before its first durable run failed; its first run will try again", "agent", name, "tenant", t, "error", err)
+			}
+		}
 	}
 }
