@@ -87,6 +87,8 @@ func BuildPinned(ctx context.Context, b Builder, cfg RunConfig) (*Built, error) 
 	return built, nil
 }
 
+// CloseBuilt releases what the builder of b opened (b.Close), if anything;
+// its error is dropped: nothing is left to do about it.
 func CloseBuilt(b *Built) {
 	if b != nil && b.Close != nil {
 		_ = b.Close()

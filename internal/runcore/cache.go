@@ -249,6 +249,8 @@ type buildRun struct {
 	owner tool.Principal
 }
 
+// WithBuildRun puts the ID and owner of the run being built on ctx
+// ([BuildRun] reads them).
 func WithBuildRun(ctx context.Context, id string, owner tool.Principal) context.Context {
 	return context.WithValue(ctx, buildRunKey{}, buildRun{id, owner})
 }

@@ -262,6 +262,8 @@ func HaltReason(st *agent.State) string {
 	return "waits for " + noun + ": " + strings.Join(parts, ", ")
 }
 
+// ReasonOf is the reason stored with the end of a part of a run: the
+// error's text, else the result's reason.
 func ReasonOf(res *agent.Result, err error) string {
 	if err != nil {
 		return err.Error()
