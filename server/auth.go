@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -322,4 +323,15 @@ func (s *Server) authenticate(r *http.Request, ticketOK bool) (Principal, error)
 		return Principal{Name: p.Name, Tenant: p.Tenant, Roles: []Role{RoleViewer}}, nil
 	}
 	return Principal{}, errNoToken
+}
+
+func (s *Server) mintTicket(w http.ResponseWriter, r *http.Request, p Principal) {
+	t, exp, err := s.tickets.mint(p, s.now())
+	var many *errTooManyTickets
+	if errors.As(err, &many) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((many.retry+time.Second-1)/time.Second))))
+		writeProblem(w, r, Problem{Type: ProblemTooManyTickets, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Detail: many.detail})
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"ticket": t, "expiresAt": exp})
 }
