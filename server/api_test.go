@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -166,8 +167,8 @@ func TestDecisionExpired(t *testing.T) {
 // A run whose agent does not build is refused with 422 naming the server
 // configuration and the field, and no flag of the command line.
 func TestStartRunAgentDoesNotBuild(t *testing.T) {
-	srv, err := server.New(store.NewMemory(nil), failingBuilder{"payer": &server.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
-		&server.Options{Tokens: testTokens(t), Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}})
+	srv, err := server.New(store.NewMemory(nil), failingBuilder{"payer": &runs.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
+		&server.Options{Tokens: testTokens(t).Lookup, Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
     workdir: ws
     policy: policy.yaml
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		b      runs.Builder
-		config *server.Config
+		config *serveconfig.Config
 		want   string
 	}{
 		{"with the file", failingBuilder{"payer": notLoaded}, c, p + `:5:13: agents.payer.policy: policy.yaml:3:5: unknown key "rulez"`},
@@ -213,7 +214,11 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 		{"not applied", unapplied, c, p + ":5:13: agents.payer.policy: set to "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := server.New(store.NewMemory(nil), tc.b, &server.Options{Tokens: testTokens(t), Agents: c.Agents, Config: tc.config})
+			opts := &server.Options{Tokens: testTokens(t).Lookup, Agents: c.Agents}
+			if tc.config != nil {
+				opts.AgentProblem = tc.config.AgentProblem
+			}
+			srv, err := server.New(store.NewMemory(nil), tc.b, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

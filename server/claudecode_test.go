@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -39,16 +40,16 @@ func claudeFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := []server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
-		{SHA256: server.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
+	entries := []serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: serveconfig.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
 	}
-	tk, err := server.NewTokens(entries)
+	tk, err := serveconfig.NewTokens(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk,
+	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()}})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -52,8 +53,8 @@ func Example() {
 		}
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}}, nil
 	})
-	tokens, _ := server.NewTokens([]server.TokenEntry{{SHA256: server.HashToken("tg_alice"), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}}})
-	srv, err := server.New(store.NewMemory(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens})
+	tokens, _ := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_alice"), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}}})
+	srv, err := server.New(store.NewMemory(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens.Lookup})
 	if err != nil {
 		fmt.Println(err)
 		return

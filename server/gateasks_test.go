@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -22,17 +23,17 @@ const globexAgentToken = "tg_globex_agent"
 // the tokens of testTokens, ci-bot (agent, acme) and gbot (agent, globex).
 func gateFixture(t testing.TB) *fixture {
 	t.Helper()
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(globexAgentToken), Name: "gbot", Tenant: "globex", Roles: []server.Role{server.RoleAgent}},
-		{SHA256: server.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(globexAgentToken), Name: "gbot", Tenant: "globex", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: serveconfig.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk, Gateway: &server.GatewayOptions{}})
+	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup, Gateway: &server.GatewayOptions{}})
 }
 
 // gateAsk is what `tollgate gateway --server` sends for a call of

@@ -70,7 +70,7 @@ func (s *Server) mountGateway(o *GatewayOptions) error {
 	}
 	h.Verify = nil
 	h.Authenticate = func(token string) (mcpgateway.Client, error) {
-		p, ok := s.tokens.Lookup(token)
+		p, ok := s.lookupToken(token)
 		if !ok {
 			return mcpgateway.Client{}, mcpgateway.ErrUnknownToken
 		}

@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -32,14 +35,14 @@ const (
 	bobToken   = "tg_bob"
 )
 
-func testTokens(t testing.TB) *server.Tokens {
+func testTokens(t testing.TB) *serveconfig.Tokens {
 	t.Helper()
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
-		{SHA256: server.HashToken(olgaToken), Name: "olga", Tenant: "acme", Roles: []server.Role{server.RoleOperator}},
-		{SHA256: server.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
+		{SHA256: serveconfig.HashToken(olgaToken), Name: "olga", Tenant: "acme", Roles: []server.Role{server.RoleOperator}},
+		{SHA256: serveconfig.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +128,8 @@ func newFixture(t testing.TB, s store.Store, m model.Model, opts *server.Options
 		opts = &server.Options{}
 	}
 	if opts.Tokens == nil {
-		opts.Tokens = testTokens(t)
+		tk := testTokens(t)
+		opts.Tokens, opts.Tenants = tk.Lookup, tk.Tenants()
 	}
 	if opts.Agents == nil {
 		opts.Agents = map[string]runs.RunConfig{"payer": payerConfig(t)}
@@ -259,4 +263,23 @@ func (f *fixture) pending(runID string) server.ApprovalView {
 		f.t.Fatalf("pending approvals of %s: %d %+v", runID, code, page)
 	}
 	return page.Approvals[0]
+}
+
+func writeFile(t testing.TB, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// failingBuilder fails to build the agents it names, with its error.
+type failingBuilder map[string]error
+
+func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	if err := b[cfg.Agent]; err != nil {
+		return nil, err
+	}
+	return &runs.Built{Applied: runs.GovernanceFields()}, nil
 }

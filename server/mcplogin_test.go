@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -106,7 +107,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	logins := filepath.Join(dir, "logins")
 	ts := httptest.NewUnstartedServer(nil)
 	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
-		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t),
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t).Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})
 	if err != nil {
@@ -200,17 +201,17 @@ func mcpLoginServer(t *testing.T) (ts *httptest.Server, mcpURL, logins string) {
 	cfg := payerConfig(t)
 	cfg.MCPFiles = []string{mcpFile}
 	logins = filepath.Join(dir, "logins")
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleApprover}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleApprover}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts = httptest.NewUnstartedServer(nil)
 	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
-		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tk,
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tk.Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})
 	if err != nil {

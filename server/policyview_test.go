@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -106,14 +107,14 @@ func TestClaudeSessionRuleAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, nil, nil, &server.Options{Tokens: tk,
+	f := newFixture(t, nil, nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, PolicyFile: path, StateDir: t.TempDir()}})
 	done := make(chan struct{})
 	go func() {

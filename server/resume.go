@@ -209,7 +209,7 @@ const maxWarm = 32
 
 // warm builds, before the server says it is ready, the agent of each
 // configured agent for each tenant that may start it (those of
-// Options.AgentTenants, else every tenant of the tokens), under the
+// Options.AgentTenants, else Options.Tenants), under the
 // tenant's autonomy level, so that the first run of each does not wait for
 // its build. A build that fails is logged and left to the first run, which
 // reports it. A durable server builds nothing: its workers build.
@@ -221,7 +221,7 @@ func (s *Server) warm(ctx context.Context) {
 	for _, name := range slices.Sorted(maps.Keys(s.agents)) {
 		tenants, limited := s.agentTenants[name]
 		if !limited {
-			tenants = s.tokens.Tenants()
+			tenants = s.tenants
 		}
 		for _, t := range tenants {
 			if n == maxWarm || ctx.Err() != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
@@ -17,14 +18,14 @@ import (
 )
 
 // rulesTokens are the test tokens and an agent's token of tenant acme.
-func rulesTokens(t *testing.T) *server.Tokens {
+func rulesTokens(t *testing.T) *serveconfig.Tokens {
 	t.Helper()
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
-		{SHA256: server.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
+		{SHA256: serveconfig.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func approveFirst(t *testing.T, f *fixture) server.ApprovalView {
 // next identical call of the tenant runs without asking, approved by the
 // layer's version; another tenant's run still asks.
 func TestRememberAllow(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
 
 	var rule store.LayerRule
@@ -111,7 +112,7 @@ func TestRememberAllow(t *testing.T) {
 
 // Always deny: the remembered deny is one more deny vote.
 func TestRememberDeny(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
 	var rule store.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "deny"}, &rule); code != http.StatusCreated {
@@ -135,7 +136,7 @@ func TestRememberDeny(t *testing.T) {
 
 // Each endpoint: roles, tenants, and what it refuses.
 func TestRulesEndpoints(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	run := f.startRun()
 	pending := f.pending(run)
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: pending.ID, Effect: "allow"}, nil); code != http.StatusConflict {
@@ -245,7 +246,7 @@ func TestRememberClaudeCode(t *testing.T) {
 // An approval with edited arguments is remembered as what the person
 // approved: the edited arguments.
 func TestRememberEdited(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	run := f.startRun()
 	a := f.pending(run)
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: []byte(`{"amount":3}`)}, nil); code != http.StatusOK {
@@ -267,7 +268,7 @@ func TestProposeRefusesUnverified(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	f := newFixture(t, s, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, s, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
 	// The run goes on after the approval and writes the store meanwhile:
 	// the forger waits for SQLite's writer lock as the store does.

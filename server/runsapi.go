@@ -175,7 +175,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		// server configuration (CheckAgents finds most of it at start).
 		// It is named as the user wrote it: the key of server.yaml (policy,
 		// not the configuration's policyFile), at its line when known.
-		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("the run could not start: agent %q in the server configuration: %s", req.Agent, bounded.Cut(s.config.agentBuildProblem(req.Agent, err), 2000)))
+		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("the run could not start: agent %q in the server configuration: %s", req.Agent, bounded.Cut(s.agentBuildProblem(req.Agent, err), 2000)))
 	case <-r.Context().Done():
 	}
 }

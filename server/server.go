@@ -25,12 +25,13 @@ type Options struct {
 	// Agents are the agents runs may start, by name, each a resolved run
 	// configuration ([runs.RunConfig.Resolve]); POST /v1/runs names one.
 	Agents map[string]runs.RunConfig
-	// Config, if set, is the server configuration Agents were loaded from
-	// ([LoadConfig]): a run whose agent does not build is refused (422)
-	// naming the file, line and key of server.yaml the problem is at
-	// ("server.yaml:12:13: agents.payer.policy: ..."), as
-	// [Config.CheckAgents] does. Without it the problem names the key only.
-	Config *Config
+	// AgentProblem, if set, words the error of an agent that does not
+	// build for the 422 of POST /v1/runs as the file the agent was loaded
+	// from places it ("server.yaml:12:13: agents.payer.policy: ...", as
+	// `tollgate serve` checks its agents at start). Nil words it as the
+	// key of server.yaml the error is about ("policy: ...", for a
+	// [runs.FieldError]), or as the error's text.
+	AgentProblem func(agent string, err error) string
 	// AgentTenants, by agent name, lists the tenants whose principals may
 	// see and start the agent ("" is the default tenant); to any other
 	// tenant the agent does not exist (GET /v1/agents leaves it out, POST
@@ -38,8 +39,18 @@ type Options struct {
 	// tenant, is open to every tenant. A name that is not in Agents is an
 	// error of [New].
 	AgentTenants map[string][]string
-	// Tokens authenticate every /v1 request; nil refuses them all (401).
-	Tokens *Tokens
+	// Tokens returns the principal of a bearer token, and false for a
+	// token it does not know; every /v1 request is authenticated with it
+	// (a token over 512 bytes is unknown without asking). Nil refuses
+	// them all (401). It is called for every request, concurrently: keep
+	// hashes of the tokens, never the tokens, and compare in constant
+	// time or by hash.
+	Tokens func(token string) (Principal, bool)
+	// Tenants are the tenants of the Tokens' principals ("" the default
+	// tenant): before it says it is ready, [Server.Run] builds each agent
+	// open to every tenant once for each of them, so that their first runs
+	// do not wait for the build. Nil leaves those builds to the first runs.
+	Tenants []string
 	// Page, if set, serves every GET outside /v1/, /healthz, /readyz and
 	// /metrics: GET /, /assets/... and the page's own views (the approvals
 	// page); without it those paths are 404.
@@ -166,11 +177,13 @@ type Server struct {
 	// feed hands the events Run reads to every event stream.
 	feed   *feed
 	agents map[string]runs.RunConfig
-	config *Config // where the agents were loaded from, or nil
+	// agentProblem words an agent's build error (Options.AgentProblem).
+	agentProblem func(agent string, err error) string
 	// policies are the runs' policy files, read for what an approval shows
 	// (a rule's line, declared risks).
 	policies policyFiles
-	tokens   *Tokens
+	tokens   func(token string) (Principal, bool)
+	tenants  []string // Options.Tenants
 	tickets  tickets
 	page     http.Handler
 	mux      *http.ServeMux
@@ -232,7 +245,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		opts = &Options{}
 	}
 	srv := &Server{
-		store: s, agents: map[string]runs.RunConfig{}, config: opts.Config, tokens: opts.Tokens, page: opts.Page,
+		store: s, agents: map[string]runs.RunConfig{}, agentProblem: opts.AgentProblem, tokens: opts.Tokens, tenants: slices.Clone(opts.Tenants), page: opts.Page,
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
 		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{}, tenantRuns: map[string]int{},
 		maxRuns: opts.MaxRunsPerTenant,

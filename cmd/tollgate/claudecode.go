@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
@@ -228,7 +229,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 // claudeServeOptions loads the claudeCode: or codex: section (named
 // section) of server.yaml: its policy (with its autonomy level) and
 // hooks, for the server's decisions.
-func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
+func claudeServeOptions(cc *serveconfig.ClaudeCodeConfig, section, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
 	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: "+section+":", s) }
 	dir := "claude-code-server"
 	if section == "codex" {

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -49,7 +50,7 @@ func startHookServer(t *testing.T, section string) *claudeServer {
 		role server.Role
 		tok  *string
 	}{{"alice", server.RoleApprover, &cs.approver}, {"ci-bot", server.RoleAgent, &cs.agent}} {
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}

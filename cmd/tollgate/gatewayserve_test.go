@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -77,7 +78,7 @@ func startGatewayServe(t *testing.T, ttl string) *gatewayServe {
 		role         server.Role
 		tok          *string
 	}{{"alice", "", server.RoleApprover, &g.alice}, {"ci-bot", "", server.RoleAgent, &g.ciBot}, {"bob", "other", server.RoleApprover, &g.bob}, {"obot", "other", server.RoleAgent, &g.obot}, {"root", "", server.RoleAdmin, &g.admin}} {
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +437,7 @@ func TestGatewayTokensRoles(t *testing.T) {
 		name, tenant string
 		roles        string
 	}{{"ci-bot", "acme", "agent"}, {"alice", "acme", "approver"}, {"ada", "acme", "agent, admin"}, {"vic", "acme", "viewer"}} {
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy/layer"
@@ -232,7 +233,7 @@ func (r *remoteInbox) do(ctx context.Context, method, path string, body any, wan
 // policy, hooks, records, pins and upstream servers, opened with ctx and
 // closed by the function returned), asking on the page at pageURL unless
 // the section names its own.
-func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConfig, pageURL string, st store.Store, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
+func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.GatewayConfig, pageURL string, st store.Store, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
 	o := &server.GatewayOptions{Tenants: g.Tenants, PageURL: cmp.Or(g.PageURL, pageURL)}
 	if len(g.MCPFiles) == 0 {
 		return o, func() {}, nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -79,7 +80,7 @@ func TestServeWithDurableWorkers(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo ran >> count.txt\"}}]\n  - text: counted\n")
 	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n")
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}

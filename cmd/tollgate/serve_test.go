@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -151,7 +152,7 @@ func haltedAcrossSIGKILL(t *testing.T, final string) (ws, token string, run serv
         args: {command: "echo ran >> count.txt"}
   - text: `+final+"\n")
 	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n    reason: commands are reviewed\n")
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestServeToken(t *testing.T) {
 		}
 		tok := strings.Fields(errb.String())
 		tokens[who.name] = tok[len(tok)-1]
-		if !strings.HasPrefix(tokens[who.name], server.TokenPrefix) || strings.Contains(out.String(), tokens[who.name]) {
+		if !strings.HasPrefix(tokens[who.name], serveconfig.TokenPrefix) || strings.Contains(out.String(), tokens[who.name]) {
 			t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
 		}
 		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
@@ -216,7 +217,7 @@ func TestServeToken(t *testing.T) {
 		_, _ = f.Write(out.Bytes())
 		f.Close()
 	}
-	tk, err := server.LoadTokens(p)
+	tk, err := serveconfig.LoadTokens(p)
 	if err != nil {
 		b, _ := os.ReadFile(p)
 		t.Fatalf("%v\n%s", err, b)
@@ -255,7 +256,7 @@ func TestServeToolsCannotReachCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +325,7 @@ func TestServeTwoServersOnePostgresStore(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo ran >> count.txt\"}}]\n  - text: counted\n")
 	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n")
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,8 +395,8 @@ func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), "tokens:\n"+
-		"  - {name: alice, tenant: acme, roles: [viewer], sha256: "+server.HashToken("tg_alice")+"}\n"+
-		"  - {name: bob, tenant: globex, roles: [viewer], sha256: "+server.HashToken("tg_bob")+"}\n")
+		"  - {name: alice, tenant: acme, roles: [viewer], sha256: "+serveconfig.HashToken("tg_alice")+"}\n"+
+		"  - {name: bob, tenant: globex, roles: [viewer], sha256: "+serveconfig.HashToken("tg_bob")+"}\n")
 	for _, ws := range []string{"ws-a", "ws-b"} {
 		if err := os.MkdirAll(filepath.Join(dir, ws), 0o755); err != nil {
 			t.Fatal(err)

@@ -62,6 +62,9 @@ var groups = []struct {
 	// YAML hooks, the sandbox): what cmd used to do alone, for every host.
 	{"runs/build", 5},
 	{"cmd", 6},
+	// server.yaml and the tokens file read for `tollgate serve`: above the
+	// server whose options they fill, beside the command.
+	{"internal/serveconfig", 6},
 	// Programs of the repository's own (benchmarks), not shipped: at the
 	// top, like cmd, since they wire the providers to the agent.
 	{"internal/cmd", 6},
