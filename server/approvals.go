@@ -289,7 +289,7 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 		return s.viewOf(ctx, got), nil // the same decision again: nothing was recorded
 	}
 	if got.DecidedAt != nil {
-		s.metrics.decisionLatency.Observe(got.DecidedAt.Sub(got.CreatedAt).Seconds())
+		s.metrics.decided(got.DecidedAt.Sub(got.CreatedAt))
 	}
 	return s.approvalView(ctx, got, run), nil
 }

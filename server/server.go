@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -58,9 +56,6 @@ type Options struct {
 	// Host configures the [runs.Host] the server drives runs with (holder
 	// name, lease TTL, middleware); nil for the defaults.
 	Host *runs.Options
-	// Registry receives the server's Prometheus metrics, which /metrics
-	// serves; nil for a new registry of the server's own.
-	Registry *prometheus.Registry
 	// Heartbeat is how often an idle event stream gets a comment line
 	// (default 15s).
 	Heartbeat time.Duration
@@ -326,11 +321,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		}
 		srv.webhooks = append(srv.webhooks, wh)
 	}
-	reg := opts.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	m, err := newMetrics(reg, srv)
+	m, err := newMetrics(srv)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +365,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("server: gateway: %w", err)
 		}
 	}
-	srv.routes(reg)
+	srv.routes()
 	return srv, nil
 }
 
@@ -397,7 +388,7 @@ func (s *Server) Host() *runs.Host { return s.host }
 // ServeHTTP implements [http.Handler].
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-func (s *Server) routes(reg *prometheus.Registry) {
+func (s *Server) routes() {
 	mux := http.NewServeMux()
 	s.mux = mux
 	mux.HandleFunc("POST /v1/runs", s.auth(RoleOperator, s.startRun))
@@ -445,7 +436,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttpHandler(reg))
+	mux.Handle("GET /metrics", s.metrics.handler)
 	if s.page != nil {
 		// Every other GET is the page's (/, /assets/..., its own views).
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
