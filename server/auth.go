@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
 // Role is what a token may do within its tenant. A token has one or more
@@ -223,7 +224,7 @@ func (s *Server) mintTicket(w http.ResponseWriter, r *http.Request, p Principal)
 	var many *errTooManyTickets
 	if errors.As(err, &many) {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((many.retry+time.Second-1)/time.Second))))
-		writeProblem(w, r, Problem{Type: ProblemTooManyTickets, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Detail: many.detail})
+		writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemTooManyTickets, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Detail: many.detail})
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"ticket": t, "expiresAt": exp})

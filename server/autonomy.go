@@ -7,25 +7,16 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
-
-// AutonomyRequest is the body of PUT /v1/autonomy: seed 000's set_autonomy.
-type AutonomyRequest struct {
-	// Level is full_auto, supervised, cautious or manual; empty removes the
-	// override.
-	Level string `json:"level"`
-	// Run, when set, changes one run's level (approver role); otherwise the
-	// tenant's (admin role).
-	Run string `json:"run,omitempty"`
-}
 
 func (s *Server) getAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {
 	writeJSON(w, http.StatusOK, map[string]string{"scope": "tenant", "level": string(s.autonomy.ofTenant(p.Tenant))})
 }
 
 func (s *Server) putAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {
-	var req AutonomyRequest
+	var req serverapi.AutonomyRequest
 	if !s.readJSON(w, r, MaxBodyBytes, &req) {
 		return
 	}
@@ -39,36 +30,36 @@ func (s *Server) putAutonomy(w http.ResponseWriter, r *http.Request, p Principal
 
 // setAutonomy is seed 000's set_autonomy, for HTTP and the WebSocket: it
 // appends an autonomy.changed event and applies it.
-func (s *Server) setAutonomy(ctx context.Context, p Principal, req AutonomyRequest) (AutonomyChange, *Problem) {
+func (s *Server) setAutonomy(ctx context.Context, p Principal, req serverapi.AutonomyRequest) (serverapi.AutonomyChange, *serverapi.Problem) {
 	var level approval.Autonomy
 	if req.Level != "" {
 		a, err := approval.ParseAutonomy(req.Level)
 		if err != nil {
-			return AutonomyChange{}, &Problem{Status: http.StatusUnprocessableEntity, Detail: "level: " + err.Error()}
+			return serverapi.AutonomyChange{}, &serverapi.Problem{Status: http.StatusUnprocessableEntity, Detail: "level: " + err.Error()}
 		}
 		level = a
 	}
-	change := AutonomyChange{Scope: "tenant", Run: req.Run, Level: level, By: p.Decider().String()}
-	ev := store.Event{Tenant: p.Tenant, Type: EventAutonomyChanged}
+	change := serverapi.AutonomyChange{Scope: "tenant", Run: req.Run, Level: level, By: p.Decider().String()}
+	ev := store.Event{Tenant: p.Tenant, Type: serverapi.EventAutonomyChanged}
 	if req.Run != "" {
 		if !p.Has(RoleApprover) {
-			return change, &Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "setting a run's autonomy level needs the approver role"}
+			return change, &serverapi.Problem{Type: serverapi.ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "setting a run's autonomy level needs the approver role"}
 		}
 		run, err := s.store.GetRun(ctx, req.Run)
 		if err != nil || run.Tenant != p.Tenant {
-			return change, &Problem{Status: http.StatusNotFound, Detail: "no run " + strconv.Quote(req.Run)}
+			return change, &serverapi.Problem{Status: http.StatusNotFound, Detail: "no run " + strconv.Quote(req.Run)}
 		}
 		if run.Status.Finished() {
-			return change, &Problem{Status: http.StatusConflict, Detail: "the run has ended"}
+			return change, &serverapi.Problem{Status: http.StatusConflict, Detail: "the run has ended"}
 		}
 		change.Scope, ev.RunID = "run", run.ID
 	} else if !p.Has(RoleAdmin) {
-		return change, &Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "setting the tenant's autonomy level needs the admin role"}
+		return change, &serverapi.Problem{Type: serverapi.ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "setting the tenant's autonomy level needs the admin role"}
 	}
 	ev.Data, _ = json.Marshal(change)
 	seqs, err := s.store.AppendEvents(ctx, ev)
 	if err != nil {
-		return change, &Problem{Status: http.StatusInternalServerError, Detail: "storing the change failed"}
+		return change, &serverapi.Problem{Status: http.StatusInternalServerError, Detail: "storing the change failed"}
 	}
 	ev.Seq = seqs[0]
 	s.autonomy.apply(ev)

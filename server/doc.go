@@ -46,12 +46,12 @@
 //
 // POST /v1/runs with an Idempotency-Key the same principal sent before is
 // that run (200), however often it is sent; with another agent or prompt
-// it is 422 ([ProblemIdempotencyKeyReused]). Other errors: 404 an agent the
+// it is 422 ([serverapi.ProblemIdempotencyKeyReused]). Other errors: 404 an agent the
 // caller's tenant may not use (as an unknown one), 422 an empty prompt or a
 // run whose agent does not build (its detail names the key of server.yaml
 // the problem is at, as the user wrote it, with the file and line when
 // [Options.Config] is set: "server.yaml:12:13: agents.payer.policy: ...";
-// [Config.CheckAgents] finds these at start), 429 ([ProblemTooManyRuns],
+// [Config.CheckAgents] finds these at start), 429 ([serverapi.ProblemTooManyRuns],
 // with Retry-After) a start while the caller's tenant has
 // [Options.MaxRunsPerTenant] runs running on the server. A request body
 // that does not arrive within [Options.BodyReadTimeout] is 408, its
@@ -86,7 +86,7 @@
 // a URL, so a WebSocket that decides must send the Authorization header.
 // A ticket may be used again until it expires; the tickets alive at once
 // are capped per principal and in all ([Options.MaxTickets]), a mint over a
-// cap being 429 ([ProblemTooManyTickets]) with Retry-After.
+// cap being 429 ([serverapi.ProblemTooManyTickets]) with Retry-After.
 //
 // An agent with tenants ([Options.AgentTenants], tenants: in the
 // configuration) exists only for principals of those tenants: GET
@@ -101,7 +101,7 @@
 // event name the type (run.started, run.halted, run.finished,
 // approval.requested, approval.decided, approval.expired, tool.decided with
 // its votes, tool.finished, autonomy.changed, ...) and its data a
-// [StreamEvent]; the data of run.halted holds the run's status and, as
+// [serverapi.StreamEvent]; the data of run.halted holds the run's status and, as
 // its reason, what it waits for ("waits for an answer: approval of
 // transfer (req_…)"). A client that reconnects with Last-Event-ID (EventSource
 // does) or ?after=SEQ gets every later event once: the store's numbers are

@@ -24,7 +24,7 @@ import (
 // is an approval there. With New, a gateway is mounted at /mcp, reached
 // with the server's bearer tokens and asking in process; in any case the
 // routes of external gateways (`tollgate gateway --server`) are served:
-// POST /v1/gate/asks and the others of [GateAskRequest].
+// POST /v1/gate/asks and the others of [serverapi.GateAskRequest].
 type GatewayOptions struct {
 	// New, if set, builds the gateway mounted at /mcp with inbox, the
 	// server's approvals, as its [mcpgateway.Options].Inbox.
@@ -165,7 +165,7 @@ func (g *gatewayRuns) open(ctx context.Context, p Principal, s mcpgateway.Sessio
 
 // asker waits for the approval of p until the request expires.
 func (g *gatewayRuns) asker(run store.Run, p *gate.Pending) *storeAsker {
-	wait := DefaultClaudeMaxWait
+	wait := defaultClaudeMaxWait
 	if exp := p.Request.ExpiresAt; exp != nil {
 		wait = max(time.Until(*exp), 0)
 	}

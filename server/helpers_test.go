@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -247,18 +248,18 @@ func (f *fixture) waitRun(id string, want ...store.RunStatus) store.Run {
 // startRun starts a run of the agent payer as alice and returns its ID.
 func (f *fixture) startRun(hdr ...string) string {
 	f.t.Helper()
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, hdr...); code != http.StatusCreated && code != http.StatusOK {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, hdr...); code != http.StatusCreated && code != http.StatusOK {
 		f.t.Fatalf("POST /v1/runs: %d %+v", code, v)
 	}
 	return v.ID
 }
 
 // pending returns the single pending approval of a halted run.
-func (f *fixture) pending(runID string) server.ApprovalView {
+func (f *fixture) pending(runID string) serverapi.ApprovalView {
 	f.t.Helper()
 	f.waitRun(runID, store.RunPending)
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if code := f.do("GET", "/v1/approvals?status=pending&run="+runID, aliceToken, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 		f.t.Fatalf("pending approvals of %s: %d %+v", runID, code, page)
 	}

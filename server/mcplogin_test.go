@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -138,7 +139,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 		t.Errorf("an unknown server: %d %s", code, body)
 	}
 	code, body := post(aliceToken, `{"agent":"docs-agent","server":"docs"}`)
-	var started server.MCPLoginStarted
+	var started serverapi.MCPLoginStarted
 	if code != http.StatusCreated || json.Unmarshal([]byte(body), &started) != nil || started.AuthorizationURL == "" {
 		t.Fatalf("start: %d %s", code, body)
 	}
@@ -163,7 +164,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var list []server.MCPLoginView
+		var list []serverapi.MCPLoginView
 		_ = json.NewDecoder(resp.Body).Decode(&list)
 		resp.Body.Close()
 		if len(list) != 1 || list[0].Server != "docs" || list[0].LoggedIn != want {
@@ -235,7 +236,7 @@ func startLogin(t *testing.T, client *http.Client, ts *httptest.Server, token st
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var started server.MCPLoginStarted
+	var started serverapi.MCPLoginStarted
 	_ = json.NewDecoder(resp.Body).Decode(&started)
 	return resp.StatusCode, started.AuthorizationURL
 }

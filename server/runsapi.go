@@ -15,63 +15,10 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
-
-// StartRunRequest is the body of POST /v1/runs.
-type StartRunRequest struct {
-	// Agent names one of the server's agents.
-	Agent string `json:"agent"`
-	// Prompt is the user's message; not empty.
-	Prompt string `json:"prompt"`
-}
-
-// RunSummary is a run in a listing.
-type RunSummary struct {
-	// ID is the run's ID ("run_" and 16 hex digits unless its starter chose one).
-	ID string `json:"id"`
-	// Agent is the name of the agent in the server's configuration.
-	Agent string `json:"agent"`
-	// Source is what started the run: "agent", "claude-code", "codex",
-	// "command-line" or "mcp" (an MCP client's session; [RunContext.Source]).
-	Source string `json:"source"`
-	// Owner is the principal who started the run, as text ("person:alice").
-	Owner string `json:"owner"`
-	// Status is the run's status (running, pending, done, failed, ...).
-	Status store.RunStatus `json:"status"`
-	// CreatedAt is when the run was stored; UpdatedAt when it last changed
-	// (RFC 3339).
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
-
-// RunView is GET /v1/runs/{id}: the run with its transcript (the agent's
-// messages), the record of every finished tool call with its decision and
-// votes, and its pending approvals.
-type RunView struct {
-	RunSummary
-	// Autonomy is the autonomy level the run's next part is built with
-	// (its own override, else its tenant's, else the agent's).
-	Autonomy string `json:"autonomy,omitempty"`
-	// Text is the final answer of a done run; Reason why a run failed or
-	// stopped.
-	Text   string `json:"text,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Transcript is the agent's messages ([model.Message] as JSON).
-	Transcript json.RawMessage `json:"transcript"`
-	// ToolCalls are the agent's tool call records ([agent.ToolCallRecord]).
-	ToolCalls json.RawMessage `json:"toolCalls"`
-	// Pending are the approvals that wait for an answer.
-	Pending []ApprovalView `json:"pending"`
-}
-
-// RunPage is GET /v1/runs.
-type RunPage struct {
-	Runs []RunSummary `json:"runs"`
-	// Next is the cursor of the next page (?cursor=), empty at the end.
-	Next string `json:"next,omitempty"`
-}
 
 // ownRun returns the run if it exists in p's tenant; otherwise it writes 404
 // (another tenant's run is not found, not forbidden).
@@ -89,7 +36,7 @@ func (s *Server) ownRun(w http.ResponseWriter, r *http.Request, p Principal, id 
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
-	var req StartRunRequest
+	var req serverapi.StartRunRequest
 	if !s.readJSON(w, r, MaxPromptBytes, &req) {
 		return
 	}
@@ -146,7 +93,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	})
 	if full {
 		w.Header().Set("Retry-After", "5")
-		writeProblem(w, r, Problem{Type: ProblemTooManyRuns, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
+		writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemTooManyRuns, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
 			Detail: fmt.Sprintf("your tenant has %d runs running on this server, the most it may; start this one when one of them ends or halts", s.maxRuns)})
 		return
 	}
@@ -244,7 +191,7 @@ func (s *Server) writeExisting(w http.ResponseWriter, r *http.Request, run store
 	}
 	_ = json.Unmarshal(run.Config, &got)
 	if want != "" && got.RequestDigest != "" && got.RequestDigest != want {
-		writeProblem(w, r, Problem{Type: ProblemIdempotencyKeyReused, Title: "Idempotency-Key reused", Status: http.StatusUnprocessableEntity,
+		writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemIdempotencyKeyReused, Title: "Idempotency-Key reused", Status: http.StatusUnprocessableEntity,
 			Detail: "this Idempotency-Key started run " + run.ID + " with another agent or prompt; use a new key for a new run"})
 		return
 	}
@@ -260,17 +207,17 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, ru
 	writeJSON(w, status, v)
 }
 
-func summary(run store.Run) RunSummary {
+func summary(run store.Run) serverapi.RunSummary {
 	var cfg struct {
 		Agent  string `json:"agent"`
 		Source string `json:"source"`
 	}
 	_ = json.Unmarshal(run.Config, &cfg)
-	return RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, cfg.Source), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	return serverapi.RunSummary{ID: run.ID, Agent: cfg.Agent, Source: sourceOf(cfg.Agent, cfg.Source), Owner: run.Owner, Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 }
 
-func (s *Server) runView(ctx context.Context, run store.Run) (RunView, error) {
-	v := RunView{RunSummary: summary(run), Transcript: json.RawMessage("[]"), ToolCalls: json.RawMessage("[]"), Pending: []ApprovalView{}}
+func (s *Server) runView(ctx context.Context, run store.Run) (serverapi.RunView, error) {
+	v := serverapi.RunView{RunSummary: summary(run), Transcript: json.RawMessage("[]"), ToolCalls: json.RawMessage("[]"), Pending: []serverapi.ApprovalView{}}
 	v.Autonomy = s.autonomy.effective(runRef{run.Tenant, run.ID})
 	if v.Autonomy == "" {
 		if cfg, err := runs.LoadConfig(run); err == nil {
@@ -367,7 +314,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusInternalServerError, "listing runs failed")
 		return
 	}
-	out := RunPage{Runs: []RunSummary{}, Next: page.Next}
+	out := serverapi.RunPage{Runs: []serverapi.RunSummary{}, Next: page.Next}
 	for _, run := range page.Runs {
 		out.Runs = append(out.Runs, summary(run))
 	}
@@ -394,7 +341,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 	err := cancelRun(r.Context(), run.ID, p.Decider())
 	switch {
 	case errors.Is(err, runs.ErrNotResumable), errors.Is(err, store.ErrConflict):
-		writeProblem(w, r, Problem{Status: http.StatusConflict, Detail: "the run has ended or changed; it cannot be cancelled"})
+		writeProblem(w, r, serverapi.Problem{Status: http.StatusConflict, Detail: "the run has ended or changed; it cannot be cancelled"})
 		return
 	case err != nil:
 		problemf(w, r, http.StatusInternalServerError, "cancelling failed")

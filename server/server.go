@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -118,7 +119,7 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// MaxRunsPerTenant caps the runs of one tenant this server drives at
 	// once (default [DefaultMaxRunsPerTenant]): POST /v1/runs over it is
-	// 429 ([ProblemTooManyRuns]) with Retry-After, so that one tenant's
+	// 429 ([serverapi.ProblemTooManyRuns]) with Retry-After, so that one tenant's
 	// operators cannot take every goroutine, connection and process of the
 	// server from the others. A run counts while this server drives it
 	// (started or resumed, until it ends or halts); a run that resumes is
@@ -490,7 +491,7 @@ func (s *Server) streamAuth(h principalHandler) http.HandlerFunc {
 		release, ok := s.streams.take(p)
 		if !ok {
 			w.Header().Set("Retry-After", "10")
-			writeProblem(w, r, Problem{Type: ProblemTooManyStreams, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
+			writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemTooManyStreams, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
 				Detail: fmt.Sprintf("too many event streams open (at most %d per principal, %d in all); close one or retry later", s.streams.perPrincipal, s.streams.max)})
 			return
 		}
@@ -535,11 +536,11 @@ func (s *Server) authWith(role Role, ticketOK bool, h principalHandler) http.Han
 			if errors.Is(err, errNoToken) {
 				detail = "this endpoint needs an Authorization: Bearer token"
 			}
-			writeProblem(w, r, Problem{Status: http.StatusUnauthorized, Detail: detail})
+			writeProblem(w, r, serverapi.Problem{Status: http.StatusUnauthorized, Detail: detail})
 			return
 		}
 		if !p.Has(role) {
-			writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
+			writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
 				Detail: fmt.Sprintf("this needs the %s role; the token of %s has %v", role, p.Name, p.Roles)})
 			return
 		}

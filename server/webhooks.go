@@ -21,7 +21,7 @@ import (
 // signed per the Standard Webhooks specification (headers webhook-id: the
 // event's "evt_SEQ", the same on every retry; webhook-timestamp;
 // webhook-signature: v1 HMAC-SHA256). The body is
-// {"type", "timestamp", "data": StreamEvent}. Delivery follows the event
+// {"type", "timestamp", "data": serverapi.StreamEvent}. Delivery follows the event
 // log from the moment the server starts; a delivery that fails is retried
 // with backoff (at most [WebhookAttempts] times, 2xx is success) and then
 // dropped with a log line.

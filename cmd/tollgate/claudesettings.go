@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
 // claudeEvents are the events `tollgate claude-code settings` hooks, in
@@ -173,5 +173,5 @@ func addSettingsFlags(fs *pflag.FlagSet, f *claudeHookFlags) {
 	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
 	fs.StringVar(&f.server, "server", "", "tollgate server URL")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
-	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
+	fs.DurationVar(&f.wait, "wait", serverapi.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -291,8 +292,8 @@ func (f *fixture) do(method, path, token string, body, out any) int {
 // startRun starts a run of the agent payer as alice, over the API.
 func (f *fixture) startRun() string {
 	f.t.Helper()
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
 		f.t.Fatalf("POST /v1/runs: %d %+v", code, v)
 	}
 	return v.ID
@@ -328,9 +329,9 @@ func (f *fixture) waitRun(id string, want ...store.RunStatus) store.Run {
 }
 
 // pending returns the pending approvals of a run, over the API.
-func (f *fixture) pending(runID string) []server.ApprovalView {
+func (f *fixture) pending(runID string) []serverapi.ApprovalView {
 	f.t.Helper()
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if code := f.do("GET", "/v1/approvals?status=pending&run="+runID, aliceToken, nil, &page); code != http.StatusOK {
 		f.t.Fatalf("pending approvals of %s: %d", runID, code)
 	}
