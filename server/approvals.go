@@ -128,7 +128,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, p Principal) {
 	if !ok {
 		return
 	}
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	v, prob := s.decideOn(r.Context(), p, a, req)
@@ -159,7 +159,7 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	if !p.Has(RoleApprover) {
 		return serverapi.ApprovalView{}, &serverapi.Problem{Type: serverapi.ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: "deciding needs the approver role"}
 	}
-	d := inbox.Decision{By: p.Decider(), Reason: req.Reason, Digest: req.ArgsDigest}
+	d := inbox.Decision{By: p.decider(), Reason: req.Reason, Digest: req.ArgsDigest}
 	switch req.Decision {
 	case "approve":
 		d.Approve = true

@@ -18,10 +18,10 @@ import (
 
 // Limits of GET /v1/audit.
 const (
-	// DefaultAuditLimit is how many decisions a search returns when
-	// ?limit= is not given; MaxAuditLimit the most it returns.
-	DefaultAuditLimit = 1000
-	MaxAuditLimit     = 100_000
+	// defaultAuditLimit is how many decisions a search returns when
+	// ?limit= is not given; maxAuditLimit the most it returns.
+	defaultAuditLimit = 1000
+	maxAuditLimit     = 100_000
 )
 
 // auditFilter is what GET /v1/audit selects; empty fields select all.
@@ -80,11 +80,11 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 		}
 		f.since = s.now().Add(-d)
 	}
-	limit := DefaultAuditLimit
+	limit := defaultAuditLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxAuditLimit {
-			problemf(w, r, http.StatusBadRequest, "limit: want a number from 1 to "+strconv.Itoa(MaxAuditLimit))
+		if err != nil || n < 1 || n > maxAuditLimit {
+			problemf(w, r, http.StatusBadRequest, "limit: want a number from 1 to "+strconv.Itoa(maxAuditLimit))
 			return
 		}
 		limit = n

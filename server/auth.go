@@ -45,9 +45,10 @@ const (
 	RoleAgent Role = "agent"
 )
 
-// Principal is who a request is from, as its bearer token says: a name, a
-// tenant and roles. Decisions record it as "person:<Name>"
-// ([Principal.Decider]); it never comes from a request body.
+// Principal is who a request is from, as its bearer token says
+// ([Options.Tokens]): a name, a tenant ("" is the default tenant) and
+// roles. Decisions, cancels and started runs record it as the person
+// "person:<Name>"; it never comes from a request body.
 type Principal struct {
 	Name   string `json:"name"`
 	Tenant string `json:"tenant"`
@@ -64,9 +65,9 @@ func (p Principal) Has(r Role) bool {
 	return r == RoleViewer && slices.ContainsFunc(p.Roles, func(x Role) bool { return x != RoleAgent })
 }
 
-// Decider is the principal recorded on a decision, a cancel or a started
+// decider is the principal recorded on a decision, a cancel or a started
 // run: a person with p's name.
-func (p Principal) Decider() approval.Principal {
+func (p Principal) decider() approval.Principal {
 	return approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}
 }
 
@@ -79,15 +80,15 @@ func hashToken(token string) string {
 
 const maxTokenLen = 512
 
-// TicketTTL is how long a stream ticket ([Server]'s POST /v1/events/ticket)
+// ticketTTL is how long a stream ticket ([Server]'s POST /v1/events/ticket)
 // authenticates GET /v1/events and /v1/ws: long enough for EventSource's
 // reconnects, short enough that one in a log is of little use.
-const TicketTTL = 60 * time.Second
+const ticketTTL = 60 * time.Second
 
 // Default caps of the stream tickets alive at once ([Options.MaxTickets]).
 const (
-	DefaultMaxTickets             = 8192
-	DefaultMaxTicketsPerPrincipal = 64
+	defaultMaxTickets             = 8192
+	defaultMaxTicketsPerPrincipal = 64
 )
 
 // tickets are short-lived stream credentials for clients that cannot send
@@ -145,14 +146,14 @@ func (ts *tickets) mint(p Principal, now time.Time) (string, time.Time, error) {
 			retry = mine[0].Sub(now)
 		}
 		return "", time.Time{}, &errTooManyTickets{
-			detail: fmt.Sprintf("too many live stream tickets (at most %d per principal, %d in all); each lasts %s and may be used again until then: reuse one, or retry later", ts.perPrincipal, ts.max, TicketTTL),
+			detail: fmt.Sprintf("too many live stream tickets (at most %d per principal, %d in all); each lasts %s and may be used again until then: reuse one, or retry later", ts.perPrincipal, ts.max, ticketTTL),
 			retry:  retry,
 		}
 	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	id := "tkt_" + hex.EncodeToString(b)
-	exp := now.Add(TicketTTL)
+	exp := now.Add(ticketTTL)
 	h := hashToken(id)
 	ts.m[h] = ticket{p: p, exp: exp}
 	ts.queue = append(ts.queue, queuedTicket{hash: h, principal: key, exp: exp})

@@ -17,7 +17,7 @@ func (s *Server) getAutonomy(w http.ResponseWriter, r *http.Request, p Principal
 
 func (s *Server) putAutonomy(w http.ResponseWriter, r *http.Request, p Principal) {
 	var req serverapi.AutonomyRequest
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	change, prob := s.setAutonomy(r.Context(), p, req)
@@ -39,7 +39,7 @@ func (s *Server) setAutonomy(ctx context.Context, p Principal, req serverapi.Aut
 		}
 		level = a
 	}
-	change := serverapi.AutonomyChange{Scope: "tenant", Run: req.Run, Level: level, By: p.Decider().String()}
+	change := serverapi.AutonomyChange{Scope: "tenant", Run: req.Run, Level: level, By: p.decider().String()}
 	ev := store.Event{Tenant: p.Tenant, Type: serverapi.EventAutonomyChanged}
 	if req.Run != "" {
 		if !p.Has(RoleApprover) {

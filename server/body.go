@@ -17,14 +17,14 @@ import (
 
 // Limits of request bodies.
 const (
-	// MaxBodyBytes bounds a JSON request body (1 MiB), except a prompt's.
-	MaxBodyBytes = 1 << 20
-	// MaxPromptBytes bounds the body of POST /v1/runs (4 MiB).
-	MaxPromptBytes = 4 << 20
-	// MaxBodyDepth bounds the nesting of a JSON request body.
-	MaxBodyDepth = 64
-	// MaxIdempotencyKey bounds the Idempotency-Key header, in bytes.
-	MaxIdempotencyKey = 255
+	// maxBodyBytes bounds a JSON request body (1 MiB), except a prompt's.
+	maxBodyBytes = 1 << 20
+	// maxPromptBytes bounds the body of POST /v1/runs (4 MiB).
+	maxPromptBytes = 4 << 20
+	// maxBodyDepth bounds the nesting of a JSON request body.
+	maxBodyDepth = 64
+	// maxIdempotencyKey bounds the Idempotency-Key header, in bytes.
+	maxIdempotencyKey = 255
 )
 
 // readJSON decodes a bounded JSON body into v with [decodeBody]; on
@@ -57,11 +57,11 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, max int64, v a
 
 // decodeBody decodes the JSON object b (named name in errors) into v, as
 // every request body and WebSocket message is read: at most max bytes and
-// [MaxBodyDepth] levels, no key given twice in one object (Go keeps the
+// maxBodyDepth levels, no key given twice in one object (Go keeps the
 // last value, a proxy or log may keep the first: "deny" logged, "approve"
 // done), and no field v does not have.
 func decodeBody(name string, b []byte, max int64, v any) error {
-	if err := bounded.CheckJSON(name, b, bounded.Limits{MaxBytes: max, MaxDepth: MaxBodyDepth}); err != nil {
+	if err := bounded.CheckJSON(name, b, bounded.Limits{MaxBytes: max, MaxDepth: maxBodyDepth}); err != nil {
 		return err
 	}
 	if err := bounded.UniqueKeys(name, b); err != nil {

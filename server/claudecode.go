@@ -139,7 +139,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 	asker := &storeAsker{cc: cc, run: run, wait: wait}
 	opts := &claudegate.Options{
 		Policies: cc.opts.Policies, Listener: cc.opts.Listener, StateDir: cc.opts.StateDir,
-		Principal: p.Decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log, Source: cc.source,
+		Principal: p.decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log, Source: cc.source,
 		Asker:    asker,
 		OnRecord: func(ctx context.Context, rec gate.Record) { cc.record(ctx, run, rec) },
 	}
@@ -246,7 +246,7 @@ func (cc *claudeCode) openSession(ctx context.Context, p Principal, c sessionCon
 		return run, err
 	}
 	cfg, _ := json.Marshal(c)
-	owner := p.Decider()
+	owner := p.decider()
 	started, _ := json.Marshal(map[string]any{"agent": c.Agent, "owner": owner, "source": cc.source, "workspace": c.Workspace})
 	run, err = st.CreateRun(ctx, store.CreateRunRequest{
 		Run:    store.Run{ID: id, Tenant: p.Tenant, Owner: owner.String(), Status: store.RunRunning, Config: cfg},

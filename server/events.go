@@ -251,7 +251,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 		return
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(MaxBodyBytes)
+	c.SetReadLimit(maxBodyBytes)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	send := func(m serverapi.WSMessage) error {
@@ -272,7 +272,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 				return
 			}
 			var m serverapi.WSMessage
-			if err := decodeBody("message", b, MaxBodyBytes, &m); err != nil {
+			if err := decodeBody("message", b, maxBodyBytes, &m); err != nil {
 				_ = send(serverapi.WSMessage{Type: "error", Problem: &serverapi.Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}})
 				continue
 			}

@@ -52,7 +52,7 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	var req serverapi.GateAskRequest
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	if err := checkGateAsk(req, s.now()); err != nil {
@@ -106,7 +106,7 @@ func checkGateAsk(req serverapi.GateAskRequest, now time.Time) error {
 // gateRun returns p's session run named in the path, 404 for any other.
 func (s *Server) gateRun(w http.ResponseWriter, r *http.Request, p Principal) (store.Run, bool) {
 	run, err := s.store.GetRun(r.Context(), r.PathValue("run"))
-	if err != nil || run.Tenant != p.Tenant || run.Owner != p.Decider().String() || !mcpSession(run) {
+	if err != nil || run.Tenant != p.Tenant || run.Owner != p.decider().String() || !mcpSession(run) {
 		problemf(w, r, http.StatusNotFound, "no such asked call")
 		return store.Run{}, false
 	}
@@ -203,7 +203,7 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 		return
 	}
 	var req serverapi.GateRecordRequest
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	if req.Session.ID == "" || len(req.Session.ID) > maxGateID {
@@ -225,7 +225,7 @@ func (s *Server) gateEnd(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	var req serverapi.GateRecordRequest
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	if req.Session.ID == "" || len(req.Session.ID) > maxGateID {

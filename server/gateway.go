@@ -77,7 +77,7 @@ func (s *Server) mountGateway(o *GatewayOptions) error {
 		if err := mayCallTools(p, o.Tenants); err != nil {
 			return mcpgateway.Client{}, err
 		}
-		return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
+		return mcpgateway.Client{Principal: p.decider(), Tenant: p.Tenant}, nil
 	}
 	s.mcp = gw.Handler(&h)
 	return nil

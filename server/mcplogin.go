@@ -38,13 +38,13 @@ type MCPLoginOptions struct {
 	Timeout time.Duration
 }
 
-// MaxPendingMCPLogins bounds the logins started and not yet finished.
-const MaxPendingMCPLogins = 64
+// maxPendingMCPLogins bounds the logins started and not yet finished.
+const maxPendingMCPLogins = 64
 
-// MaxPendingMCPLoginsPerTenant bounds the logins one tenant has started
+// maxPendingMCPLoginsPerTenant bounds the logins one tenant has started
 // and not yet finished, so that one tenant cannot take every place of
-// [MaxPendingMCPLogins].
-const MaxPendingMCPLoginsPerTenant = 8
+// maxPendingMCPLogins.
+const maxPendingMCPLoginsPerTenant = 8
 
 // listMCPLogins is GET /v1/mcp/logins: the streamable-HTTP MCP servers of
 // the tenant's agents, sorted by agent and server, each with whether the
@@ -301,7 +301,7 @@ func (s *Server) mcpCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // full reports whether no login may start now, in all or for tenant
-// (MaxPendingMCPLogins, MaxPendingMCPLoginsPerTenant).
+// (maxPendingMCPLogins, maxPendingMCPLoginsPerTenant).
 func (l *mcpLogins) full(tenant string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -316,5 +316,5 @@ func (l *mcpLogins) fullLocked(tenant string) bool {
 			mine++
 		}
 	}
-	return len(l.pending) >= MaxPendingMCPLogins || mine >= MaxPendingMCPLoginsPerTenant
+	return len(l.pending) >= maxPendingMCPLogins || mine >= maxPendingMCPLoginsPerTenant
 }

@@ -304,7 +304,7 @@ func TestMCPLoginRefusals(t *testing.T) {
 	if code, _ := startLogin(t, http.DefaultClient, ts, agentToken); code != http.StatusForbidden {
 		t.Errorf("an agent-role token's login: %d, want 403", code)
 	}
-	for i := range server.MaxPendingMCPLoginsPerTenant {
+	for i := range 8 {
 		if code, _ := startLogin(t, http.DefaultClient, ts, aliceToken); code != http.StatusCreated {
 			t.Fatalf("login %d: %d", i, code)
 		}

@@ -11,15 +11,15 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 )
 
-// MaxReplayPolicyBytes bounds the body of POST /v1/policy/replay (256 KiB).
-const MaxReplayPolicyBytes = 256 << 10
+// maxReplayPolicyBytes bounds the body of POST /v1/policy/replay (256 KiB).
+const maxReplayPolicyBytes = 256 << 10
 
 // replayPolicy is POST /v1/policy/replay: a candidate policy replayed on
 // the calls recorded in the caller's tenant. 422 with the policy's
 // problems (LINE:COL: message) when it does not load.
 func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request, p Principal) {
 	var req serverapi.ReplayRequest
-	if !s.readJSON(w, r, MaxReplayPolicyBytes, &req) {
+	if !s.readJSON(w, r, maxReplayPolicyBytes, &req) {
 		return
 	}
 	o := replay.Options{Tenant: p.Tenant}

@@ -106,7 +106,7 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		return
 	}
 	rule, err := ls.ProposeLayerRule(r.Context(), store.LayerRule{ID: prop.ID, Tenant: p.Tenant, Text: prop.Text, Effect: string(eff),
-		Tool: a.Tool, Source: a.RunID + "/" + a.ID, ProposedBy: p.Decider()})
+		Tool: a.Tool, Source: a.RunID + "/" + a.ID, ProposedBy: p.decider()})
 	if err != nil {
 		writeProblem(w, r, layerProblem(err, prop.ID))
 		return
@@ -166,10 +166,10 @@ func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal,
 					}
 				}
 			}
-			c, err = ls.AcceptLayerRule(r.Context(), p.Tenant, id, p.Decider())
+			c, err = ls.AcceptLayerRule(r.Context(), p.Tenant, id, p.decider())
 		}
 	} else {
-		c, err = ls.RemoveLayerRule(r.Context(), p.Tenant, id, p.Decider())
+		c, err = ls.RemoveLayerRule(r.Context(), p.Tenant, id, p.decider())
 	}
 	if err != nil {
 		writeProblem(w, r, layerProblem(err, id))

@@ -37,7 +37,7 @@ func (s *Server) ownRun(w http.ResponseWriter, r *http.Request, p Principal, id 
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	var req serverapi.StartRunRequest
-	if !s.readJSON(w, r, MaxPromptBytes, &req) {
+	if !s.readJSON(w, r, maxPromptBytes, &req) {
 		return
 	}
 	// An agent of other tenants is answered as an unknown one: its name
@@ -51,11 +51,11 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusUnprocessableEntity, "prompt: the prompt is empty")
 		return
 	}
-	owner := p.Decider()
+	owner := p.decider()
 	id := runs.NewRunID()
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		if len(key) > MaxIdempotencyKey {
-			problemf(w, r, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d bytes", MaxIdempotencyKey))
+		if len(key) > maxIdempotencyKey {
+			problemf(w, r, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d bytes", maxIdempotencyKey))
 			return
 		}
 		// The key names the run: the same key from the same principal is
@@ -338,7 +338,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 	if s.durable != nil && durableRun(run) {
 		cancelRun = s.durable.Cancel
 	}
-	err := cancelRun(r.Context(), run.ID, p.Decider())
+	err := cancelRun(r.Context(), run.ID, p.decider())
 	switch {
 	case errors.Is(err, runs.ErrNotResumable), errors.Is(err, store.ErrConflict):
 		writeProblem(w, r, serverapi.Problem{Status: http.StatusConflict, Detail: "the run has ended or changed; it cannot be cancelled"})

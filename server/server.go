@@ -100,54 +100,54 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// MaxStreams caps the event streams (SSE and WebSocket) open at once on
-	// this server (default [DefaultMaxStreams]); MaxStreamsPerPrincipal caps
-	// those of one token's principal (default [DefaultMaxStreamsPerPrincipal]).
-	// A stream over either cap is refused with 429 and Retry-After: each
-	// stream holds a connection, memory and store reads.
+	// this server (zero means 1024); MaxStreamsPerPrincipal caps those of
+	// one token's principal (zero means 16). A stream over either cap is
+	// refused with 429 and Retry-After: each stream holds a connection,
+	// memory and store reads.
 	MaxStreams, MaxStreamsPerPrincipal int
 	// StreamWriteTimeout bounds each write to an event stream (an event, a
-	// heartbeat; SSE and WebSocket alike), default
-	// [DefaultStreamWriteTimeout]: a client that stops reading is dropped
-	// when a write does not finish within it, and its place among
+	// heartbeat; SSE and WebSocket alike); zero means 30 s. A client that
+	// stops reading is dropped when a write does not finish within it,
+	// and its place among
 	// MaxStreams is free again, instead of being held, with a goroutine,
 	// for as long as the client keeps the connection.
 	StreamWriteTimeout time.Duration
-	// BodyReadTimeout bounds the reading of a request's body (default
-	// [DefaultBodyReadTimeout]): a client that sends its headers and then
-	// the body slowly, or not at all, gets 408 and its connection is
-	// closed, instead of holding the request for as long as it likes.
+	// BodyReadTimeout bounds the reading of a request's body (zero means
+	// 30 s): a client that sends its headers and then the body slowly, or
+	// not at all, gets 408 and its connection is closed, instead of
+	// holding the request for as long as it likes.
 	BodyReadTimeout time.Duration
 	// MaxRunsPerTenant caps the runs of one tenant this server drives at
-	// once (default [DefaultMaxRunsPerTenant]): POST /v1/runs over it is
-	// 429 ([serverapi.ProblemTooManyRuns]) with Retry-After, so that one tenant's
-	// operators cannot take every goroutine, connection and process of the
+	// once (zero means 64): POST /v1/runs over it is 429 (problem type
+	// https://tollgate.dev/problems/too-many-runs) with Retry-After, so
+	// that one tenant's operators cannot take every goroutine, connection and process of the
 	// server from the others. A run counts while this server drives it
 	// (started or resumed, until it ends or halts); a run that resumes is
 	// never refused, so it may take a tenant over the cap for a while.
 	// Durable runs are bounded by their workers instead.
 	MaxRunsPerTenant int
 	// MaxTickets caps the stream tickets (POST /v1/events/ticket) alive at
-	// once on this server (default [DefaultMaxTickets]);
-	// MaxTicketsPerPrincipal those of one principal (default
-	// [DefaultMaxTicketsPerPrincipal]). A mint over either cap is refused
-	// with 429 and Retry-After, the time until a ticket of that cap expires.
+	// once on this server (zero means 8192); MaxTicketsPerPrincipal those
+	// of one principal (zero means 64). A ticket lasts 60 seconds. A mint
+	// over either cap is refused with 429 and Retry-After, the time until
+	// a ticket of that cap expires.
 	MaxTickets, MaxTicketsPerPrincipal int
 }
 
 // Default caps of the open event streams ([Options.MaxStreams]).
 const (
-	DefaultMaxStreams             = 1024
-	DefaultMaxStreamsPerPrincipal = 16
+	defaultMaxStreams             = 1024
+	defaultMaxStreamsPerPrincipal = 16
 )
 
-// DefaultStreamWriteTimeout is the default of [Options.StreamWriteTimeout].
-const DefaultStreamWriteTimeout = 30 * time.Second
+// defaultStreamWriteTimeout is the default of [Options.StreamWriteTimeout].
+const defaultStreamWriteTimeout = 30 * time.Second
 
-// DefaultMaxRunsPerTenant is the default of [Options.MaxRunsPerTenant].
-const DefaultMaxRunsPerTenant = 64
+// defaultMaxRunsPerTenant is the default of [Options.MaxRunsPerTenant].
+const defaultMaxRunsPerTenant = 64
 
-// DefaultBodyReadTimeout is the default of [Options.BodyReadTimeout].
-const DefaultBodyReadTimeout = 30 * time.Second
+// defaultBodyReadTimeout is the default of [Options.BodyReadTimeout].
+const defaultBodyReadTimeout = 30 * time.Second
 
 // Server serves runs, approvals and their events over HTTP (an
 // [http.Handler]; the caller owns the http.Server and its listener), and
@@ -273,29 +273,29 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		srv.tick = time.Second
 	}
 	if srv.maxRuns <= 0 {
-		srv.maxRuns = DefaultMaxRunsPerTenant
+		srv.maxRuns = defaultMaxRunsPerTenant
 	}
 	srv.bodyTimeout = opts.BodyReadTimeout
 	if srv.bodyTimeout <= 0 {
-		srv.bodyTimeout = DefaultBodyReadTimeout
+		srv.bodyTimeout = defaultBodyReadTimeout
 	}
 	srv.writeTimeout = opts.StreamWriteTimeout
 	if srv.writeTimeout <= 0 {
-		srv.writeTimeout = DefaultStreamWriteTimeout
+		srv.writeTimeout = defaultStreamWriteTimeout
 	}
 	srv.streams = streamSlots{max: opts.MaxStreams, perPrincipal: opts.MaxStreamsPerPrincipal, open: map[string]int{}}
 	if srv.streams.max <= 0 {
-		srv.streams.max = DefaultMaxStreams
+		srv.streams.max = defaultMaxStreams
 	}
 	if srv.streams.perPrincipal <= 0 {
-		srv.streams.perPrincipal = DefaultMaxStreamsPerPrincipal
+		srv.streams.perPrincipal = defaultMaxStreamsPerPrincipal
 	}
 	srv.tickets = tickets{max: opts.MaxTickets, perPrincipal: opts.MaxTicketsPerPrincipal}
 	if srv.tickets.max <= 0 {
-		srv.tickets.max = DefaultMaxTickets
+		srv.tickets.max = defaultMaxTickets
 	}
 	if srv.tickets.perPrincipal <= 0 {
-		srv.tickets.perPrincipal = DefaultMaxTicketsPerPrincipal
+		srv.tickets.perPrincipal = defaultMaxTicketsPerPrincipal
 	}
 	for name, cfg := range opts.Agents {
 		if err := cfg.Check(); err != nil {

@@ -327,7 +327,7 @@ func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr
 			if err := server.MayCallTools(p); err != nil {
 				return mcpgateway.Client{}, err
 			}
-			return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
+			return mcpgateway.Client{Principal: approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}, Tenant: p.Tenant}, nil
 		}
 	}
 	mux := http.NewServeMux()
