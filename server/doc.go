@@ -62,6 +62,12 @@
 // connection closed. A path no endpoint has is 404; a method its endpoint
 // does not answer is 405 with the methods it does in Allow (RFC 9110).
 //
+// Limits: a JSON request body is at most 1 MiB (413 over; POST /v1/runs 4
+// MiB, a policy to replay 256 KiB) and nested at most 64 deep; an
+// Idempotency-Key at most 255 bytes; GET /v1/audit gives 1,000 entries
+// unless ?limit= says more, at most 100,000; at most 64 MCP logins are
+// under way at once, 8 of one tenant; a webhook delivery is tried 5 times.
+//
 // A decision's argsDigest is required to approve; a deny needs none (a
 // wrong one is still 412) but needs a reason, which the model is told. A
 // question (kind question) is approved with an answer and only so: answer
