@@ -365,30 +365,23 @@ type webhookYAML struct {
 }
 
 type agentYAML struct {
-	Tenants     []string     `yaml:"tenants"`
-	Model       string       `yaml:"model"`
-	BaseURL     string       `yaml:"baseUrl"`
-	APIKeyEnv   string       `yaml:"apiKeyEnv"`
-	Workdir     string       `yaml:"workdir"`
-	System      string       `yaml:"system"`
-	MaxTurns    int          `yaml:"maxTurns"`
-	Timeout     string       `yaml:"timeout"`
-	Deny        []string     `yaml:"deny"`
-	Hooks       []string     `yaml:"hooks"`
-	Policy      string       `yaml:"policy"`
-	Autonomy    string       `yaml:"autonomy"`
-	ApprovalTTL string       `yaml:"approvalTtl"`
-	MCP         []string     `yaml:"mcp"`
-	Records     string       `yaml:"records"`
-	Sandbox     *sandboxYAML `yaml:"sandbox"`
-}
-
-type sandboxYAML struct {
-	Bash    string   `yaml:"bash"`
-	Hooks   string   `yaml:"hooks"`
-	Read    []string `yaml:"read"`
-	Connect []uint16 `yaml:"connect"`
-	PassEnv []string `yaml:"passEnv"`
+	Tenants     []string `yaml:"tenants"`
+	Model       string   `yaml:"model"`
+	BaseURL     string   `yaml:"baseUrl"`
+	APIKeyEnv   string   `yaml:"apiKeyEnv"`
+	Workdir     string   `yaml:"workdir"`
+	System      string   `yaml:"system"`
+	MaxTurns    int      `yaml:"maxTurns"`
+	Timeout     string   `yaml:"timeout"`
+	Deny        []string `yaml:"deny"`
+	Hooks       []string `yaml:"hooks"`
+	Policy      string   `yaml:"policy"`
+	Autonomy    string   `yaml:"autonomy"`
+	ApprovalTTL string   `yaml:"approvalTtl"`
+	MCP         []string `yaml:"mcp"`
+	Records     string   `yaml:"records"`
+	// Sandbox is the run configuration's own (its keys are its JSON names).
+	Sandbox *runs.SandboxConfig `yaml:"sandbox"`
 }
 
 // decodeStrict reads a bounded YAML file into v, refusing unknown keys
@@ -551,9 +544,7 @@ func LoadConfig(path string) (*Config, error) {
 			ApprovalTTL: runs.Duration(duration(base+".approvalTtl", field("approvalTtl"), a.ApprovalTTL)),
 			MCPFiles:    a.MCP, RecordsFile: a.Records, Answer: "wait",
 		}
-		if a.Sandbox != nil {
-			cfg.Sandbox = &runs.SandboxConfig{Bash: a.Sandbox.Bash, Hooks: a.Sandbox.Hooks, Read: a.Sandbox.Read, Connect: a.Sandbox.Connect, PassEnv: a.Sandbox.PassEnv}
-		}
+		cfg.Sandbox = a.Sandbox
 		if a.Workdir == "" || !ok {
 			continue
 		}

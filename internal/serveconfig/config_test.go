@@ -96,6 +96,8 @@ func TestLoadConfigErrors(t *testing.T) {
 	t.Setenv("TOLLGATE_TEST_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	cases := []struct{ name, body, want string }{
 		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", `:5:5: agents.a.modle: unknown key "modle"; did you mean "model"?`},
+		{"unknown sandbox key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox:\n      bsh: \"off\"\n", `:6:7: agents.a.sandbox.bsh: unknown key "bsh"; did you mean "bash"?`},
+		{"sandbox port", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox: {connect: [70000]}\n", `:5:25: `},
 		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
 		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
 		{"empty tenants", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: []\n", ":5:14: agents.a.tenants: an empty list"},
