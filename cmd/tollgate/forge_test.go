@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

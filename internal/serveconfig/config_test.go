@@ -1,4 +1,4 @@
-package server_test
+package serveconfig_test
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
@@ -46,7 +48,7 @@ agents:
     model: script:script.yaml
     workdir: ws3
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestLoadConfigDurable(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TOLLGATE_TEST_DBOS_URL", "postgres://tollgate@db:5432/tollgate")
 	p := writeFile(t, dir, "server.yaml", "store: postgres\nagents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  databaseEnv: TOLLGATE_TEST_DBOS_URL\n  deadAfter: 20s\n")
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +80,14 @@ func TestLoadConfigDurable(t *testing.T) {
 		t.Fatalf("durable %+v", c.Durable)
 	}
 	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:dbos.db\n  concurrency: 8\n  queue: q\n  queuePoll: 20ms\n")
-	if c, err = server.LoadConfig(p); err != nil {
+	if c, err = serveconfig.LoadConfig(p); err != nil {
 		t.Fatal(err)
 	}
 	if d := c.Durable; d == nil || d.DatabaseURL != "sqlite:"+filepath.Join(dir, "dbos.db") || d.Concurrency != 8 || d.Queue != "q" || d.QueuePoll != 20*time.Millisecond {
 		t.Fatalf("durable %+v", c.Durable)
 	}
 	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\n")
-	if c, err = server.LoadConfig(p); err != nil || c.Durable != nil {
+	if c, err = serveconfig.LoadConfig(p); err != nil || c.Durable != nil {
 		t.Fatalf("without durable: %+v %v", c, err)
 	}
 }
@@ -95,6 +97,8 @@ func TestLoadConfigErrors(t *testing.T) {
 	t.Setenv("TOLLGATE_TEST_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	cases := []struct{ name, body, want string }{
 		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", `:5:5: agents.a.modle: unknown key "modle"; did you mean "model"?`},
+		{"unknown sandbox key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox:\n      bsh: \"off\"\n", `:6:7: agents.a.sandbox.bsh: unknown key "bsh"; did you mean "bash"?`},
+		{"sandbox port", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox: {connect: [70000]}\n", `:5:25: `},
 		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
 		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
 		{"empty tenants", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: []\n", ":5:14: agents.a.tenants: an empty list"},
@@ -123,7 +127,7 @@ func TestLoadConfigErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := writeFile(t, t.TempDir(), "server.yaml", c.body)
-			_, err := server.LoadConfig(p)
+			_, err := serveconfig.LoadConfig(p)
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
 				t.Fatalf("error %v, want one naming %s with %q", err, p, c.want)
 			}
@@ -133,12 +137,12 @@ func TestLoadConfigErrors(t *testing.T) {
 
 func TestLoadTokens(t *testing.T) {
 	dir := t.TempDir()
-	tok, hash, err := server.NewToken()
-	if err != nil || !strings.HasPrefix(tok, server.TokenPrefix) || hash != server.HashToken(tok) {
+	tok, hash, err := serveconfig.NewToken()
+	if err != nil || !strings.HasPrefix(tok, serveconfig.TokenPrefix) || hash != serveconfig.HashToken(tok) {
 		t.Fatalf("NewToken: %q %q %v", tok, hash, err)
 	}
 	p := writeFile(t, dir, "tokens.yaml", "tokens:\n  - name: alice\n    tenant: acme\n    roles: [approver]\n    sha256: "+hash+"\n")
-	tk, err := server.LoadTokens(p)
+	tk, err := serveconfig.LoadTokens(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,17 +155,17 @@ func TestLoadTokens(t *testing.T) {
 	// The entries alone, as appended to an empty file, load the same; a bad
 	// one is reported at its line.
 	p = writeFile(t, dir, "list.yaml", "  - name: alice\n    tenant: acme\n    roles: [approver]\n    sha256: "+hash+"\n")
-	if tk, err := server.LoadTokens(p); err != nil {
+	if tk, err := serveconfig.LoadTokens(p); err != nil {
 		t.Fatal(err)
 	} else if pr, ok := tk.Lookup(tok); !ok || pr.Name != "alice" || pr.Tenant != "acme" {
 		t.Fatalf("list lookup: %+v %v", pr, ok)
 	}
 	p = writeFile(t, dir, "badlist.yaml", "- name: a\n  roles: [viewer]\n  sha256: "+hash+"\n- name: b\n  roles: [root]\n  sha256: "+hash+"\n")
-	if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":4:") || !strings.Contains(err.Error(), ": tokens[1]: ") {
+	if _, err := serveconfig.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":4:") || !strings.Contains(err.Error(), ": tokens[1]: ") {
 		t.Errorf("bad list: %v", err)
 	}
 	p = writeFile(t, dir, "typo.yaml", "tokens:\n  - name: a\n    tenat: acme\n    roles: [viewer]\n    sha256: "+hash+"\n")
-	if _, err := server.LoadTokens(p); err == nil || err.Error() != p+`:3:5: tokens[0].tenat: unknown key "tenat"; did you mean "tenant"?` {
+	if _, err := serveconfig.LoadTokens(p); err == nil || err.Error() != p+`:3:5: tokens[0].tenat: unknown key "tenat"; did you mean "tenant"?` {
 		t.Errorf("misspelt key: %v", err)
 	}
 	for name, body := range map[string]string{
@@ -170,7 +174,7 @@ func TestLoadTokens(t *testing.T) {
 		"no name":      "tokens:\n  - roles: [viewer]\n    sha256: " + hash + "\n",
 	} {
 		p := writeFile(t, dir, "bad.yaml", body)
-		if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":2:") || !strings.Contains(err.Error(), ": tokens[0]: ") {
+		if _, err := serveconfig.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":2:") || !strings.Contains(err.Error(), ": tokens[0]: ") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -178,7 +182,7 @@ func TestLoadTokens(t *testing.T) {
 
 func TestLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{"127.0.0.1:7777": true, "[::1]:80": true, "localhost:1": true, ":7777": false, "0.0.0.0:1": false, "10.0.0.1:1": false, "bad": false} {
-		if got := server.Loopback(addr); got != want {
+		if got := serveconfig.Loopback(addr); got != want {
 			t.Errorf("Loopback(%q) = %v", addr, got)
 		}
 	}
@@ -194,7 +198,7 @@ func FuzzLoadConfig(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, body string) {
 		p := writeFile(t, dir, "server.yaml", body)
-		c, err := server.LoadConfig(p)
+		c, err := serveconfig.LoadConfig(p)
 		if err != nil {
 			return
 		}
@@ -210,7 +214,7 @@ func FuzzLoadConfig(f *testing.F) {
 				}
 			}
 		}
-		_, _ = server.LoadTokens(p)
+		_, _ = serveconfig.LoadTokens(p)
 	})
 }
 
@@ -247,15 +251,15 @@ func TestCheckAgents(t *testing.T) {
     model: script:s.yaml
     workdir: ws
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = c.CheckAgents(t.Context(), failingBuilder{
-		"badpolicy": &server.FieldError{Field: "policy", Err: errors.New("open policy.yaml: no such file")},
+		"badpolicy": &runs.FieldError{Field: "policy", Err: errors.New("open policy.yaml: no such file")},
 		"other":     errors.New("no API key"),
 	})
-	var ce *server.ConfigError
+	var ce *configfile.Error
 	if !errors.As(err, &ce) || len(ce.Problems) != 3 {
 		t.Fatalf("CheckAgents: %v", err)
 	}
@@ -295,7 +299,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
     model: script:s.yaml
     workdir: ws
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +307,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 		return &runs.Built{}, nil
 	})
 	err = c.CheckAgents(t.Context(), modelOnly)
-	var ce *server.ConfigError
+	var ce *configfile.Error
 	if !errors.As(err, &ce) || len(ce.Problems) != 2 {
 		t.Fatalf("CheckAgents: %v, want two problems", err)
 	}
@@ -329,7 +333,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 func TestLoadConfigClaudeCode(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "server.yaml", "claudeCode:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +349,7 @@ func TestLoadConfigClaudeCode(t *testing.T) {
 func TestLoadConfigCodex(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "server.yaml", "codex:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +359,7 @@ func TestLoadConfigCodex(t *testing.T) {
 		t.Fatalf("codex %+v", cx)
 	}
 	p = writeFile(t, dir, "bad.yaml", "codex:\n  approvalTtl: soon\n")
-	if _, err := server.LoadConfig(p); err == nil || !strings.Contains(err.Error(), "codex.approvalTtl: want a duration") {
+	if _, err := serveconfig.LoadConfig(p); err == nil || !strings.Contains(err.Error(), "codex.approvalTtl: want a duration") {
 		t.Errorf("bad ttl: %v", err)
 	}
 }
