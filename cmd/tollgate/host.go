@@ -250,7 +250,7 @@ func openStoreAt(ctx context.Context, storeURL, stateDir, keyFile string, create
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), opts)
+	s, err := sqlite.Open(ctx, filepath.Join(stateDir, storeFile), opts)
 	if err != nil {
 		return nil, configErr("state directory %s: %v", stateDir, err)
 	}
@@ -273,8 +273,8 @@ func openPostgres(ctx context.Context, url, keyFile string) (store.Store, error)
 
 // openExistingStore opens the store in dir for a command that only reads or
 // answers: it never creates one, and a missing one is an error naming dir.
-func openExistingStore(ctx context.Context, dir, keyFile string) (*sqlite.Store, error) {
-	db := filepath.Join(dir, sqlite.DefaultFile)
+func openExistingStore(ctx context.Context, dir, keyFile string) (store.Store, error) {
+	db := filepath.Join(dir, storeFile)
 	if _, err := os.Stat(db); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, withCode(exitError, fmt.Errorf("no store in %s (no run was stored there; see --state-dir and $%s)", dir, envStateDir))

@@ -21,7 +21,6 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store"
-	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
@@ -236,7 +235,7 @@ func stateHidden(stateDir, keyFile string) []string {
 	var out []string
 	if stateDir != "" {
 		out = append(out, filepath.Join(stateDir, store.DecisionKeyFile), mcpLoginsDir(stateDir))
-		db := filepath.Join(stateDir, sqlite.DefaultFile)
+		db := filepath.Join(stateDir, storeFile)
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 			out = append(out, db+suffix)
 		}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/store"
-	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // The attack of a tool that can write the store: the run halts on an ask,
@@ -30,7 +29,7 @@ func TestForgedApprovalIsNotRunEndToEnd(t *testing.T) {
 	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", sqlite.DefaultFile))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", storeFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), &store.Options{DecisionKey: key})
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", storeFile), &store.Options{DecisionKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-var _ store.Layers = (*Store)(nil)
+var _ store.Layers = (*pgStore)(nil)
 
 const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
@@ -42,7 +42,7 @@ func lockLayer(ctx context.Context, tx pgx.Tx, tenant string) error {
 }
 
 // ProposeLayerRule implements [store.Layers].
-func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+func (s *pgStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
 	if err := store.CheckLayerRule(r); err != nil {
 		return store.LayerRule{}, err
 	}
@@ -73,16 +73,16 @@ func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.
 }
 
 // AcceptLayerRule implements [store.Layers].
-func (s *Store) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *pgStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
 }
 
 // RemoveLayerRule implements [store.Layers].
-func (s *Store) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *pgStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
 }
 
-func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
+func (s *pgStore) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
 	var c store.LayerChange
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockLayer(ctx, tx, tenant); err != nil {
@@ -119,7 +119,7 @@ func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store
 }
 
 // GetLayer implements [store.Layers].
-func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
+func (s *pgStore) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
 	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&l.Version); err != nil {
@@ -150,14 +150,14 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 }
 
 // LayerVersion implements [store.Layers].
-func (s *Store) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+func (s *pgStore) LayerVersion(ctx context.Context, tenant string) (int64, error) {
 	var v int64
 	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&v)
 	return v, s.wrap(err)
 }
 
 // LayerHistory implements [store.Layers].
-func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+func (s *pgStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
 	n, err := store.PageLimit(limit)
 	if err != nil {
 		return nil, err

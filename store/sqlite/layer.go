@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-var _ store.Layers = (*Store)(nil)
+var _ store.Layers = (*sqliteStore)(nil)
 
 const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
@@ -33,7 +33,7 @@ func scanLayerRule(sc scanner) (store.LayerRule, error) {
 }
 
 // ProposeLayerRule implements [store.Layers].
-func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
 	if err := store.CheckLayerRule(r); err != nil {
 		return store.LayerRule{}, err
 	}
@@ -61,16 +61,16 @@ func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.
 }
 
 // AcceptLayerRule implements [store.Layers].
-func (s *Store) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *sqliteStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
 }
 
 // RemoveLayerRule implements [store.Layers].
-func (s *Store) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *sqliteStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
 }
 
-func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
+func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
 	var c store.LayerChange
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		r, err := scanLayerRule(tx.QueryRowContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND id = ?`, tenant, id))
@@ -104,7 +104,7 @@ func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store
 }
 
 // GetLayer implements [store.Layers].
-func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
+func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
 	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&l.Version); err != nil {
 		return l, wrap(err)
@@ -132,14 +132,14 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 }
 
 // LayerVersion implements [store.Layers].
-func (s *Store) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+func (s *sqliteStore) LayerVersion(ctx context.Context, tenant string) (int64, error) {
 	var v int64
 	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&v)
 	return v, wrap(err)
 }
 
 // LayerHistory implements [store.Layers].
-func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+func (s *sqliteStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
 	n, err := store.PageLimit(limit)
 	if err != nil {
 		return nil, err

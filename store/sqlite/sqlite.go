@@ -1,6 +1,6 @@
 // Package sqlite is the durable [store.Store] on SQLite (modernc.org/sqlite, no
 // cgo): one database file. Several processes may share the file: it runs in
-// WAL mode with a busy timeout ([BusyTimeout]), and every write is one
+// WAL mode with a busy timeout of ten seconds, and every write is one
 // IMMEDIATE transaction that takes the database's write lock before it reads,
 // so Decide, Consume, ClaimRun, RenewLease and UpdateRun check and write
 // atomically across processes.
@@ -14,17 +14,17 @@
 //
 // # Connections
 //
-// A Store keeps a bounded pool of connections open ([MaxConns], all of them
+// A store keeps a bounded pool of connections open (eight, all of them
 // kept when idle: a new connection opens the file and runs its pragmas again),
-// and its writes take a lock of the Store's first: SQLite has one writer, and
+// and its writes take a lock of the store's first: SQLite has one writer, and
 // writers of one process queue on that lock rather than on SQLite's busy
 // handler, which sleeps and retries.
 //
 // # Waiting
 //
-// [Store.WaitEvents] is woken at once by writes through the same *Store, and
+// WaitEvents is woken at once by writes through the same store, and
 // otherwise polls the database (another process may write the file), first
-// after [MinPoll], then backing off to [MaxPoll].
+// after 10 ms, then backing off to 250 ms.
 //
 // # Schema
 //
@@ -59,25 +59,20 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// DefaultFile is the database's file name in a state directory (the
-// command's default state directory is the user's, e.g.
-// ~/.local/state/tollgate; never one inside an agent's workspace).
-const DefaultFile = "tollgate.db"
-
-// BusyTimeout is how long a statement waits for another process's lock before
+// busyTimeout is how long a statement waits for another process's lock before
 // it fails with SQLITE_BUSY.
-const BusyTimeout = 10 * time.Second
+const busyTimeout = 10 * time.Second
 
-// MaxConns is how many connections a Store keeps open to its file, for
+// maxConns is how many connections a sqliteStore keeps open to its file, for
 // reads and the one write at a time.
-const MaxConns = 8
+const maxConns = 8
 
-// MinPoll and MaxPoll bound the interval at which WaitEvents polls the
-// database for events written by other processes: it starts at MinPoll and
-// doubles up to MaxPoll.
+// minPoll and maxPoll bound the interval at which WaitEvents polls the
+// database for events written by other processes: it starts at minPoll and
+// doubles up to maxPoll.
 const (
-	MinPoll = 10 * time.Millisecond
-	MaxPoll = 250 * time.Millisecond
+	minPoll = 10 * time.Millisecond
+	maxPoll = 250 * time.Millisecond
 )
 
 //go:embed migrations/*.sql
@@ -87,33 +82,34 @@ var migrationFS embed.FS
 // brings the schema to version i+1.
 func migrations() ([]string, error) { return sqlmigrate.Load(migrationFS) }
 
-// SchemaVersion is the schema version this package writes.
-const SchemaVersion = 6
+// schemaVersion is the schema version this package writes.
+const schemaVersion = 6
 
-// Store is the SQLite [store.Store]. Open it with [Open]; it is safe for
+// sqliteStore is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.
-type Store struct {
+type sqliteStore struct {
 	db   *sql.DB
 	now  func() time.Time
 	path string
 	seal *store.Sealer
 
-	// write is held by the write transaction of this Store in progress.
+	// write is held by the write transaction of this sqliteStore in progress.
 	write sync.Mutex
 
 	mu sync.Mutex
 	// appended is closed and replaced after every commit that appended
-	// events through this Store, to wake WaitEvents.
+	// events through this sqliteStore, to wake WaitEvents.
 	appended chan struct{}
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Store = (*sqliteStore)(nil)
 
 // Open opens (creating if needed) the database at path, creating its
 // directory, and migrates the schema. The path must not contain '?'. Errors
 // come from the file system and from SQLite; a database written by a newer
-// schema version is refused.
-func Open(ctx context.Context, path string, opts *store.Options) (*Store, error) {
+// schema version is refused. The store also keeps the rule layer
+// ([store.Layers], by type assertion).
+func Open(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite store: path %q must not contain '?'", path)
 	}
@@ -126,7 +122,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
-		path, BusyTimeout.Milliseconds())
+		path, busyTimeout.Milliseconds())
 	// Each connection keeps the statements it prepared (stmtcache.go).
 	conn, err := newCachingConnector(dsn)
 	if err != nil {
@@ -138,9 +134,9 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(MaxConns)
-	db.SetMaxIdleConns(MaxConns)
-	s := &Store{db: db, now: opts.NowFunc(), path: path, seal: seal, appended: make(chan struct{})}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	s := &sqliteStore{db: db, now: opts.NowFunc(), path: path, seal: seal, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
@@ -184,9 +180,6 @@ func ownerOnly(path string) error {
 	return nil
 }
 
-// Path returns the database file's path.
-func (s *Store) Path() string { return s.path }
-
 // version returns the schema version of the database: schema_version's, or
 // user_version for a file of version 1 (or an empty one, 0).
 func version(ctx context.Context, tx *sql.Tx) (int, error) {
@@ -206,23 +199,23 @@ func version(ctx context.Context, tx *sql.Tx) (int, error) {
 	return v, nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *sqliteStore) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
-	if len(ms) != SchemaVersion {
-		return fmt.Errorf("%d embedded migrations, want %d", len(ms), SchemaVersion)
+	if len(ms) != schemaVersion {
+		return fmt.Errorf("%d embedded migrations, want %d", len(ms), schemaVersion)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		v, err := version(ctx, tx)
 		if err != nil {
 			return err
 		}
-		if v > SchemaVersion {
-			return fmt.Errorf("database schema version %d is newer than this program's %d", v, SchemaVersion)
+		if v > schemaVersion {
+			return fmt.Errorf("database schema version %d is newer than this program's %d", v, schemaVersion)
 		}
-		if v == SchemaVersion {
+		if v == schemaVersion {
 			return nil
 		}
 		for i := v; i < len(ms); i++ {
@@ -234,17 +227,17 @@ func (s *Store) migrate(ctx context.Context) error {
 			DELETE FROM schema_version;`); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, SchemaVersion); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, schemaVersion); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
+		_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
 		return err
 	})
 }
 
 // tx runs fn in one IMMEDIATE transaction (the DSN's _txlock), committing when
 // fn returns nil or an error marked with keep.
-func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.write.Lock()
 	defer s.write.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -266,8 +259,8 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-// notify wakes the WaitEvents calls of this Store.
-func (s *Store) notify() {
+// notify wakes the WaitEvents calls of this sqliteStore.
+func (s *sqliteStore) notify() {
 	s.mu.Lock()
 	close(s.appended)
 	s.appended = make(chan struct{})
@@ -313,11 +306,11 @@ func parseTSPtr(n sql.NullString) (*time.Time, error) {
 // the database file is written by other processes and is input like any
 // other.
 const (
-	MaxStoredDocument = 256 << 20
-	MaxStoredDepth    = 1000
+	maxStoredDocument = 256 << 20
+	maxStoredDepth    = 1000
 )
 
-var storedLimits = bounded.Limits{MaxBytes: MaxStoredDocument, MaxDepth: MaxStoredDepth}
+var storedLimits = bounded.Limits{MaxBytes: maxStoredDocument, MaxDepth: maxStoredDepth}
 
 // boundedOf is rawOf for a document that must lie within storedLimits; what
 // names it in the error ("run RUN: state").
@@ -339,7 +332,7 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, as []store.Approval) error {
+func (s *sqliteStore) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, as []store.Approval) error {
 	for _, a := range as {
 		a = store.NewApproval(a, run, now)
 		req, err := model.MarshalJSON(a.Request)
@@ -362,7 +355,7 @@ func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, 
 
 // insertEvents appends events in tx; run, when not nil, is the run they all
 // belong to; otherwise each event's run (if any) is looked up.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
+func (s *sqliteStore) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
 	seqs := make([]int64, 0, len(evs))
 	for _, ev := range evs {
 		var tenant *string
@@ -399,7 +392,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, no
 }
 
 // CreateRun implements [store.Store].
-func (s *Store) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
+func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
 	if err := store.CheckRun(r); err != nil {
 		return store.Run{}, err
 	}
@@ -467,7 +460,7 @@ func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error
 }
 
 // UpdateRun implements [store.Store].
-func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
+func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
 	now := s.now()
 	var out store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -501,7 +494,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (st
 }
 
 // ClaimRun implements [store.Store].
-func (s *Store) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
 	if err := store.CheckClaim(id, c); err != nil {
 		return store.Run{}, err
 	}
@@ -522,7 +515,7 @@ func (s *Store) ClaimRun(ctx context.Context, id string, c store.Claim) (store.R
 }
 
 // RenewLease implements [store.Store].
-func (s *Store) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
+func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
 	var out store.Lease
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		cur, last, err := loadRun(ctx, tx, id)
@@ -583,13 +576,13 @@ func scanRunPos(sc scanner) (store.Run, int64, int64, error) {
 }
 
 // GetRun implements [store.Store].
-func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+func (s *sqliteStore) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, _, err := loadRun(ctx, s.db, id)
 	return r, err
 }
 
 // ListRuns implements [store.Store].
-func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
+func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
 	limit, err := store.PageLimit(f.Limit)
 	if err != nil {
 		return store.RunPage{}, err
@@ -632,7 +625,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 }
 
 // DeleteRuns implements [store.Store].
-func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
+func (s *sqliteStore) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
@@ -710,13 +703,13 @@ func getApproval(ctx context.Context, q queryer, runID, id string) (store.Approv
 }
 
 // GetApproval implements [store.Store].
-func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
+func (s *sqliteStore) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
 	a, err := getApproval(ctx, s.db, runID, id)
 	return s.seal.Check(a), err
 }
 
 // ListApprovals implements [store.Store].
-func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
+func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
 	limit, err := store.PageLimit(f.Limit)
 	if err != nil {
 		return store.ApprovalPage{}, err
@@ -759,7 +752,7 @@ func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
 // transition loads an approval, applies a state machine step and writes the
 // result back, with its event when event says so, in one transaction; an
 // expiry is written and returned.
-func (s *Store) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
+func (s *sqliteStore) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
 	var out store.Approval
 	appended := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -796,14 +789,14 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 }
 
 // Decide implements [store.Store].
-func (s *Store) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
+func (s *sqliteStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
 	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
 		return store.ApplyDecision(a, d, now)
 	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
 }
 
 // Consume implements [store.Store].
-func (s *Store) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
+func (s *sqliteStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
 	var answer json.RawMessage
 	a, err := s.transition(ctx, runID, id, store.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
 	if err == nil {
@@ -819,7 +812,7 @@ const expiryMargin = time.Second
 // ExpireApprovals implements [store.Store]: the approvals due are found in
 // SQL (by the status index and julianday of expires_at), not by decoding
 // every pending one.
-func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
+func (s *sqliteStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 	var out []store.Approval
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
@@ -870,7 +863,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 }
 
 // AppendEvents implements [store.Store].
-func (s *Store) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
+func (s *sqliteStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
@@ -894,7 +887,7 @@ func eventArgs(f store.EventFilter) []any {
 }
 
 // ListEvents implements [store.Store].
-func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
 	limit, err := store.PageLimit(f.Limit)
 	if err != nil {
 		return nil, err
@@ -924,11 +917,11 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 	return out, rows.Err()
 }
 
-// WaitEvents implements [store.Store]: writes through this Store wake it at
-// once; writes by other processes are seen by polling, every [MinPoll] at
-// first, backing off to [MaxPoll].
-func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
-	poll := MinPoll
+// WaitEvents implements [store.Store]: writes through this sqliteStore wake it at
+// once; writes by other processes are seen by polling, every [minPoll] at
+// first, backing off to [maxPoll].
+func (s *sqliteStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
+	poll := minPoll
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	for {
@@ -949,7 +942,7 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 		select {
 		case <-woken:
 		case <-timer.C:
-			poll = min(2*poll, MaxPoll)
+			poll = min(2*poll, maxPoll)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -957,4 +950,4 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 }
 
 // Close implements [store.Store]: it closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *sqliteStore) Close() error { return s.db.Close() }
