@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // A run started over the API halts on an approval; the approval shows what a
@@ -166,7 +167,7 @@ func TestDecisionExpired(t *testing.T) {
 // A run whose agent does not build is refused with 422 naming the server
 // configuration and the field, and no flag of the command line.
 func TestStartRunAgentDoesNotBuild(t *testing.T) {
-	srv, err := server.New(store.NewMemory(nil), failingBuilder{"payer": &server.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
+	srv, err := server.New(memory.New(nil), failingBuilder{"payer": &server.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
 		&server.Options{Tokens: testTokens(t), Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 		{"not applied", unapplied, c, p + ":5:13: agents.payer.policy: set to "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := server.New(store.NewMemory(nil), tc.b, &server.Options{Tokens: testTokens(t), Agents: c.Agents, Config: tc.config})
+			srv, err := server.New(memory.New(nil), tc.b, &server.Options{Tokens: testTokens(t), Agents: c.Agents, Config: tc.config})
 			if err != nil {
 				t.Fatal(err)
 			}

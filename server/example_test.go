@@ -18,7 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -53,7 +53,7 @@ func Example() {
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}}, nil
 	})
 	tokens, _ := server.NewTokens([]server.TokenEntry{{SHA256: server.HashToken("tg_alice"), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}}})
-	srv, err := server.New(store.NewMemory(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens})
+	srv, err := server.New(memory.New(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -290,6 +290,10 @@ func currentUser() string {
 // never one inside an agent's workspace).
 const storeFile = "tollgate.db"
 
+// decisionKeyFile is the decision key's file name in a state directory,
+// next to the store's file.
+const decisionKeyFile = "decision.key"
+
 func openStore(ctx context.Context, dir, keyFile string) (store.Store, error) {
 	opts, err := decisionKey(keyFile)
 	if err != nil {

@@ -54,7 +54,7 @@ type stateFlags struct {
 func (s *stateFlags) add(f *pflag.FlagSet, env *cliEnv) {
 	s.env = env
 	f.StringVar(&s.dir, "state-dir", "", "directory of the store of runs and approvals (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
-	f.StringVar(&s.key, "store-key-file", "", "file of the key that seals the store's decisions, mode 0600, made when missing (default: "+store.DecisionKeyFile+" in the state directory); every process of one store needs the same")
+	f.StringVar(&s.key, "store-key-file", "", "file of the key that seals the store's decisions, mode 0600, made when missing (default: "+decisionKeyFile+" in the state directory); every process of one store needs the same")
 	f.StringVar(&s.store, "store", "", "PostgreSQL URL of a store shared by many processes, postgres://USER@HOST:PORT/DB (default: $"+envStoreURL+"; else the SQLite file of the state directory). No password here: a command line is visible to every process; use $"+envStoreURL+", $PGPASSWORD or ~/.pgpass")
 }
 
@@ -183,7 +183,7 @@ func within(p, dir string) bool {
 // it is refused: the agent's tools could read the key, or replace it.
 func (s *stateFlags) keyFile(stateDir, workspace string) (string, error) {
 	if s.key == "" {
-		return filepath.Join(stateDir, store.DecisionKeyFile), nil
+		return filepath.Join(stateDir, decisionKeyFile), nil
 	}
 	abs, err := s.env.abs(s.key)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestForgedApprovalIsNotRunEndToEnd(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
 	runID := regexp.MustCompile(`stored run (run_[0-9a-f]+)`).FindStringSubmatch(out)[1]
-	keyFile := filepath.Join(e.dir, "state", store.DecisionKeyFile)
+	keyFile := filepath.Join(e.dir, "state", decisionKeyFile)
 	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
@@ -65,7 +65,7 @@ func TestSandboxedToolCannotReadStoreKeyEndToEnd(t *testing.T) {
 
 func testToolCannotReadStoreKey(t *testing.T, extra []string) {
 	e := newE2E(t)
-	keyFile := filepath.Join(e.dir, "state", store.DecisionKeyFile)
+	keyFile := filepath.Join(e.dir, "state", decisionKeyFile)
 	key, err := store.LoadDecisionKey(keyFile) // made first, so that it exists when the tool runs
 	if err != nil {
 		t.Fatal(err)

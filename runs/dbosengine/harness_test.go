@@ -272,7 +272,7 @@ func newClusterOf(t testing.TB, dbURL string, w workerOptions) *cluster {
 	if strings.HasPrefix(dbURL, "postgres://") {
 		spec = dbURL
 	}
-	st, err := openStore(ctx, spec, filepath.Join(dir, store.DecisionKeyFile))
+	st, err := openStore(ctx, spec, filepath.Join(dir, "decision.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func (c *cluster) startWorker(id string) {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorker+"=1", envDB+"="+c.db, envStore+"="+c.storeSpec,
-		envCounts+"="+c.dir, envExecutor+"="+id, envKeyFile+"="+filepath.Join(c.dir, store.DecisionKeyFile), envConcurrency+"="+strconv.Itoa(c.concurrency))
+		envCounts+"="+c.dir, envExecutor+"="+id, envKeyFile+"="+filepath.Join(c.dir, "decision.key"), envConcurrency+"="+strconv.Itoa(c.concurrency))
 	if c.queuePoll > 0 {
 		cmd.Env = append(cmd.Env, envQueuePoll+"="+c.queuePoll.String())
 	}

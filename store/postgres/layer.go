@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -22,9 +23,9 @@ func scanLayerRule(row pgx.Row) (store.LayerRule, error) {
 		return r, err
 	}
 	r.Status = store.LayerRuleStatus(status)
-	r.ProposedBy, _ = store.PrincipalsFromText(proposedBy, "")
-	r.AcceptedBy, _ = store.PrincipalsFromText(acceptedBy, "")
-	r.RemovedBy, _ = store.PrincipalsFromText(removedBy, "")
+	r.ProposedBy, _ = storeimpl.PrincipalsFromText(proposedBy, "")
+	r.AcceptedBy, _ = storeimpl.PrincipalsFromText(acceptedBy, "")
+	r.RemovedBy, _ = storeimpl.PrincipalsFromText(removedBy, "")
 	r.ProposedAt = r.ProposedAt.UTC()
 	for _, p := range []*time.Time{r.AcceptedAt, r.RemovedAt} {
 		if p != nil {
@@ -43,7 +44,7 @@ func lockLayer(ctx context.Context, tx pgx.Tx, tenant string) error {
 
 // ProposeLayerRule implements [store.Layers].
 func (s *pgStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
-	if err := store.CheckLayerRule(r); err != nil {
+	if err := storeimpl.CheckLayerRule(r); err != nil {
 		return store.LayerRule{}, err
 	}
 	r.Status, r.ProposedAt = store.LayerProposed, pgTime(s.now())
@@ -56,11 +57,11 @@ func (s *pgStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (stor
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = $1 AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
 			return err
 		}
-		if live >= store.MaxLayerRules {
+		if live >= storeimpl.MaxLayerRules {
 			return fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), store.PrincipalText(r.ProposedBy), r.ProposedAt)
+			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), storeimpl.PrincipalText(r.ProposedBy), r.ProposedAt)
 		if uniqueViolation(err, "layer_rules_tenant_id") {
 			return fmt.Errorf("%w: layer rule %s", store.ErrExists, r.ID)
 		}
@@ -99,17 +100,17 @@ func (s *pgStore) changeLayer(ctx context.Context, tenant, id string, action sto
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&version); err != nil {
 			return err
 		}
-		r, c, err = store.ApplyLayerChange(r, action, version, by, pgTime(s.now()))
+		r, c, err = storeimpl.ApplyLayerChange(r, action, version, by, pgTime(s.now()))
 		if err != nil {
 			return err
 		}
 		r = s.seal.SealLayerRule(r)
 		if _, err := tx.Exec(ctx, `UPDATE layer_rules SET status = $1, accepted_by = $2, accepted_at = $3, version = $4, removed_by = $5, removed_at = $6, mac = $7 WHERE tenant = $8 AND id = $9`,
-			string(r.Status), store.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, store.PrincipalText(r.RemovedBy), r.RemovedAt, r.MAC, tenant, id); err != nil {
+			string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, storeimpl.PrincipalText(r.RemovedBy), r.RemovedAt, r.MAC, tenant, id); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, store.PrincipalText(c.By), c.At)
+			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, storeimpl.PrincipalText(c.By), c.At)
 		return err
 	})
 	if err != nil {
@@ -158,7 +159,7 @@ func (s *pgStore) LayerVersion(ctx context.Context, tenant string) (int64, error
 
 // LayerHistory implements [store.Layers].
 func (s *pgStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
-	n, err := store.PageLimit(limit)
+	n, err := storeimpl.PageLimit(limit)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (s *pgStore) LayerHistory(ctx context.Context, tenant string, limit int) ([
 			return nil, s.wrap(err)
 		}
 		c.Action, c.At = store.LayerAction(action), c.At.UTC()
-		c.By, _ = store.PrincipalsFromText(by, "")
+		c.By, _ = storeimpl.PrincipalsFromText(by, "")
 		out = append(out, c)
 	}
 	return out, s.wrap(rows.Err())

@@ -81,6 +81,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/sqlmigrate"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -148,7 +149,7 @@ func migrations() ([]string, error) { return sqlmigrate.Load(migrationFS) }
 type pgStore struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
-	seal *store.Sealer
+	seal *storeimpl.Sealer
 	// where names the database in errors, without credentials.
 	where string
 	// deadlocks counts the transactions run again after a deadlock.
@@ -179,7 +180,7 @@ func Open(ctx context.Context, url string, opts *store.Options) (store.Store, er
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTransaction.Milliseconds(), 10)
 	}
-	seal, err := store.NewSealer(opts)
+	seal, err := storeimpl.NewSealer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -187,7 +188,7 @@ func Open(ctx context.Context, url string, opts *store.Options) (store.Store, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	now := opts.NowFunc()
+	now := storeimpl.Now(opts)
 	s := &pgStore{pool: pool, now: func() time.Time { return pgTime(now()) }, seal: seal, where: where}
 	s.listen.init(cfg.ConnConfig)
 	if err := s.migrate(ctx); err != nil {
@@ -390,7 +391,7 @@ func (s *pgStore) insertApprovals(ctx context.Context, tx pgx.Tx, run store.Run,
 		return err
 	}
 	for i, a := range as {
-		a = store.NewApproval(a, run, now)
+		a = storeimpl.NewApproval(a, run, now)
 		a.ExpiresAt = pgTimePtr(a.ExpiresAt)
 		req, err := marshalRequest(a)
 		if err != nil {
@@ -468,7 +469,7 @@ func (s *pgStore) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch,
 			}
 			tenant = &t
 		}
-		ev, err := store.CheckEvent(ev, tenant, now)
+		ev, err := storeimpl.CheckEvent(ev, tenant, now)
 		if err != nil {
 			return nil, err
 		}
@@ -523,7 +524,7 @@ func (s *pgStore) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch,
 
 // CreateRun implements [store.Store].
 func (s *pgStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
-	if err := store.CheckRun(r); err != nil {
+	if err := storeimpl.CheckRun(r); err != nil {
 		return store.Run{}, err
 	}
 	now := s.now()
@@ -532,7 +533,7 @@ func (s *pgStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (stor
 	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
 	var token int64
 	if r.Holder != "" || r.LeaseTTL != 0 {
-		if err := store.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
+		if err := storeimpl.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
 			return store.Run{}, err
 		}
 		token = 1
@@ -634,7 +635,7 @@ func (s *pgStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (
 		if err != nil {
 			return err
 		}
-		next, err := store.ApplyUpdate(cur, u, now)
+		next, err := storeimpl.ApplyUpdate(cur, u, now)
 		if err != nil {
 			return err
 		}
@@ -658,7 +659,7 @@ func (s *pgStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (
 
 // ClaimRun implements [store.Store].
 func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
-	if err := store.CheckClaim(id, c); err != nil {
+	if err := storeimpl.CheckClaim(id, c); err != nil {
 		return store.Run{}, err
 	}
 	var out store.Run
@@ -667,7 +668,7 @@ func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store
 		if err != nil {
 			return err
 		}
-		next, err := store.ApplyClaim(cur, last, c, s.now())
+		next, err := storeimpl.ApplyClaim(cur, last, c, s.now())
 		if err != nil {
 			return err
 		}
@@ -689,7 +690,7 @@ func (s *pgStore) RenewLease(ctx context.Context, id, holder string, token int64
 		if err != nil {
 			return err
 		}
-		next, err := store.ApplyRenew(cur, holder, token, ttl, s.now())
+		next, err := storeimpl.ApplyRenew(cur, holder, token, ttl, s.now())
 		if err != nil {
 			return err
 		}
@@ -749,12 +750,12 @@ func (w *where) limit(n int) string {
 
 // ListRuns implements [store.Store].
 func (s *pgStore) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	kind := store.RunsCursorKind(f)
-	from, err := store.DecodeCursor(kind, f.Cursor)
+	kind := storeimpl.RunsCursorKind(f)
+	from, err := storeimpl.DecodeCursor(kind, f.Cursor)
 	if err != nil {
 		return store.RunPage{}, err
 	}
@@ -786,7 +787,7 @@ func (s *pgStore) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPag
 	var last int64
 	for rows.Next() {
 		if len(p.Runs) == limit {
-			p.Next = store.EncodeCursor(kind, last)
+			p.Next = storeimpl.EncodeCursor(kind, last)
 			break
 		}
 		r, _, seq, err := scanRun(rows)
@@ -851,7 +852,7 @@ func scanApproval(row pgx.Row) (store.Approval, int64, error) {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
-	a.DecidedBy, a.Actor = store.PrincipalsFromText(decidedBy, actor)
+	a.DecidedBy, a.Actor = storeimpl.PrincipalsFromText(decidedBy, actor)
 	what := "approval " + a.ID + " of run " + a.RunID
 	if err := checkJSON(what+" data", data); err != nil {
 		return a, 0, err
@@ -891,11 +892,11 @@ func (s *pgStore) GetApproval(ctx context.Context, runID, id string) (store.Appr
 
 // ListApprovals implements [store.Store].
 func (s *pgStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
-	after, err := store.DecodeCursor("approvals", f.Cursor)
+	after, err := storeimpl.DecodeCursor("approvals", f.Cursor)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
@@ -921,7 +922,7 @@ func (s *pgStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (st
 	var last int64
 	for rows.Next() {
 		if len(p.Approvals) == limit {
-			p.Next = store.EncodeCursor("approvals", last)
+			p.Next = storeimpl.EncodeCursor("approvals", last)
 			break
 		}
 		a, seq, err := scanApproval(rows)
@@ -955,7 +956,7 @@ func noticeOf(evs []store.Event) string {
 func queueApproval(b *pgx.Batch, a store.Approval) {
 	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, actor = $3, reason = $4, data = $5, updated_at = $6, decided_at = $7, used_at = $8, mac = $9
 		WHERE run_id = $10 AND id = $11`,
-		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.MAC, a.RunID, a.ID)
+		string(a.Status), storeimpl.PrincipalText(a.DecidedBy), storeimpl.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.MAC, a.RunID, a.ID)
 }
 
 // lockRunsShared locks the runs ids (sorted) against deletion, in ID order,
@@ -1015,7 +1016,7 @@ func (s *pgStore) transition(ctx context.Context, runID, id string, step func(st
 		queueApproval(b, next)
 		var evs []store.Event
 		if event(serr) {
-			evs = []store.Event{store.ApprovalEventOf(next)}
+			evs = []store.Event{storeimpl.ApprovalEventOf(next)}
 		}
 		if _, err := s.insertEventsOf(ctx, tx, b, map[string]string{next.RunID: next.Tenant}, now, evs); err != nil {
 			return err
@@ -1031,14 +1032,14 @@ func (s *pgStore) transition(ctx context.Context, runID, id string, step func(st
 // Decide implements [store.Store].
 func (s *pgStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
 	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return store.ApplyDecision(a, d, now)
+		return storeimpl.ApplyDecision(a, d, now)
 	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
 }
 
 // Consume implements [store.Store].
 func (s *pgStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
 	var answer json.RawMessage
-	a, err := s.transition(ctx, runID, id, store.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
+	a, err := s.transition(ctx, runID, id, storeimpl.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
 	if err == nil {
 		a.Data = answer // the one use of an input's answer, which the store no longer keeps
 	}
@@ -1079,7 +1080,7 @@ func (s *pgStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error)
 				return err
 			}
 			a = s.seal.Check(a)
-			expired = append(expired, s.seal.Seal(a, store.ExpireApproval(a, now)))
+			expired = append(expired, s.seal.Seal(a, storeimpl.ExpireApproval(a, now)))
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -1090,7 +1091,7 @@ func (s *pgStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error)
 		b := &pgx.Batch{}
 		for _, a := range expired {
 			queueApproval(b, a)
-			evs = append(evs, store.ApprovalEventOf(a))
+			evs = append(evs, storeimpl.ApprovalEventOf(a))
 			tenants[a.RunID] = a.Tenant
 		}
 		if _, err := s.insertEventsOf(ctx, tx, b, tenants, now, evs); err != nil {
@@ -1135,7 +1136,7 @@ func eventWhere(f store.EventFilter) *where {
 
 // ListEvents implements [store.Store].
 func (s *pgStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
-	limit, err := store.PageLimit(f.Limit)
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1169,7 +1170,7 @@ func (s *pgStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.
 // from any process and then reads the log again; while the listening
 // connection is lost, it polls every [fallbackPoll].
 func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
-	if _, err := store.PageLimit(f.Limit); err != nil {
+	if _, err := storeimpl.PageLimit(f.Limit); err != nil {
 		return err
 	}
 	// Registered before the first read: a notice after it is not lost.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -22,9 +23,9 @@ func scanLayerRule(sc scanner) (store.LayerRule, error) {
 		return r, err
 	}
 	r.Status = store.LayerRuleStatus(status)
-	r.ProposedBy, _ = store.PrincipalsFromText(proposedBy, "")
-	r.AcceptedBy, _ = store.PrincipalsFromText(acceptedBy, "")
-	r.RemovedBy, _ = store.PrincipalsFromText(removedBy, "")
+	r.ProposedBy, _ = storeimpl.PrincipalsFromText(proposedBy, "")
+	r.AcceptedBy, _ = storeimpl.PrincipalsFromText(acceptedBy, "")
+	r.RemovedBy, _ = storeimpl.PrincipalsFromText(removedBy, "")
 	var errs [3]error
 	r.ProposedAt, errs[0] = parseTS(proposedAt)
 	r.AcceptedAt, errs[1] = parseTSPtr(acceptedAt)
@@ -34,7 +35,7 @@ func scanLayerRule(sc scanner) (store.LayerRule, error) {
 
 // ProposeLayerRule implements [store.Layers].
 func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
-	if err := store.CheckLayerRule(r); err != nil {
+	if err := storeimpl.CheckLayerRule(r); err != nil {
 		return store.LayerRule{}, err
 	}
 	r.Status, r.ProposedAt = store.LayerProposed, s.now().UTC()
@@ -44,11 +45,11 @@ func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = ? AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
 			return err
 		}
-		if live >= store.MaxLayerRules {
+		if live >= storeimpl.MaxLayerRules {
 			return fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), store.PrincipalText(r.ProposedBy), ts(r.ProposedAt))
+			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), storeimpl.PrincipalText(r.ProposedBy), ts(r.ProposedAt))
 		if isUnique(err) {
 			return fmt.Errorf("%w: layer rule %s", store.ErrExists, r.ID)
 		}
@@ -84,17 +85,17 @@ func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&version); err != nil {
 			return err
 		}
-		r, c, err = store.ApplyLayerChange(r, action, version, by, s.now().UTC())
+		r, c, err = storeimpl.ApplyLayerChange(r, action, version, by, s.now().UTC())
 		if err != nil {
 			return err
 		}
 		r = s.seal.SealLayerRule(r)
 		if _, err := tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ?, mac = ? WHERE tenant = ? AND id = ?`,
-			string(r.Status), store.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, store.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, tenant, id); err != nil {
+			string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, storeimpl.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, tenant, id); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, store.PrincipalText(c.By), ts(c.At))
+			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, storeimpl.PrincipalText(c.By), ts(c.At))
 		return err
 	})
 	if err != nil {
@@ -140,7 +141,7 @@ func (s *sqliteStore) LayerVersion(ctx context.Context, tenant string) (int64, e
 
 // LayerHistory implements [store.Layers].
 func (s *sqliteStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
-	n, err := store.PageLimit(limit)
+	n, err := storeimpl.PageLimit(limit)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func (s *sqliteStore) LayerHistory(ctx context.Context, tenant string, limit int
 			return nil, wrap(err)
 		}
 		c.Action = store.LayerAction(action)
-		c.By, _ = store.PrincipalsFromText(by, "")
+		c.By, _ = storeimpl.PrincipalsFromText(by, "")
 		var perr error
 		if c.At, perr = parseTS(at); perr != nil {
 			return nil, wrap(perr)

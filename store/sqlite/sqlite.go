@@ -53,6 +53,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/sqlmigrate"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -91,7 +92,7 @@ type sqliteStore struct {
 	db   *sql.DB
 	now  func() time.Time
 	path string
-	seal *store.Sealer
+	seal *storeimpl.Sealer
 
 	// write is held by the write transaction of this sqliteStore in progress.
 	write sync.Mutex
@@ -129,14 +130,14 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	db := sql.OpenDB(conn)
-	seal, err := store.NewSealer(opts)
+	seal, err := storeimpl.NewSealer(opts)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &sqliteStore{db: db, now: opts.NowFunc(), path: path, seal: seal, appended: make(chan struct{})}
+	s := &sqliteStore{db: db, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
@@ -334,7 +335,7 @@ type queryer interface {
 
 func (s *sqliteStore) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, as []store.Approval) error {
 	for _, a := range as {
-		a = store.NewApproval(a, run, now)
+		a = storeimpl.NewApproval(a, run, now)
 		req, err := model.MarshalJSON(a.Request)
 		if err != nil {
 			return fmt.Errorf("approval %s: %w", a.ID, err)
@@ -373,7 +374,7 @@ func (s *sqliteStore) insertEvents(ctx context.Context, tx *sql.Tx, run *store.R
 			}
 			tenant = &t
 		}
-		ev, err := store.CheckEvent(ev, tenant, now)
+		ev, err := storeimpl.CheckEvent(ev, tenant, now)
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +394,7 @@ func (s *sqliteStore) insertEvents(ctx context.Context, tx *sql.Tx, run *store.R
 
 // CreateRun implements [store.Store].
 func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
-	if err := store.CheckRun(r); err != nil {
+	if err := storeimpl.CheckRun(r); err != nil {
 		return store.Run{}, err
 	}
 	now := s.now()
@@ -401,7 +402,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (
 	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
 	var token int64
 	if r.Holder != "" || r.LeaseTTL != 0 {
-		if err := store.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
+		if err := storeimpl.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
 			return store.Run{}, err
 		}
 		token = 1
@@ -468,7 +469,7 @@ func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdat
 		if err != nil {
 			return err
 		}
-		next, err := store.ApplyUpdate(cur, u, now)
+		next, err := storeimpl.ApplyUpdate(cur, u, now)
 		if err != nil {
 			return err
 		}
@@ -495,7 +496,7 @@ func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdat
 
 // ClaimRun implements [store.Store].
 func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
-	if err := store.CheckClaim(id, c); err != nil {
+	if err := storeimpl.CheckClaim(id, c); err != nil {
 		return store.Run{}, err
 	}
 	var out store.Run
@@ -504,7 +505,7 @@ func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (s
 		if err != nil {
 			return err
 		}
-		next, err := store.ApplyClaim(cur, last, c, s.now())
+		next, err := storeimpl.ApplyClaim(cur, last, c, s.now())
 		if err != nil {
 			return err
 		}
@@ -522,7 +523,7 @@ func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token i
 		if err != nil {
 			return err
 		}
-		next, err := store.ApplyRenew(cur, holder, token, ttl, s.now())
+		next, err := storeimpl.ApplyRenew(cur, holder, token, ttl, s.now())
 		if err != nil {
 			return err
 		}
@@ -583,12 +584,12 @@ func (s *sqliteStore) GetRun(ctx context.Context, id string) (store.Run, error) 
 
 // ListRuns implements [store.Store].
 func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	kind := store.RunsCursorKind(f)
-	from, err := store.DecodeCursor(kind, f.Cursor)
+	kind := storeimpl.RunsCursorKind(f)
+	from, err := storeimpl.DecodeCursor(kind, f.Cursor)
 	if err != nil {
 		return store.RunPage{}, err
 	}
@@ -612,7 +613,7 @@ func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.Ru
 	var last int64
 	for rows.Next() {
 		if len(p.Runs) == limit {
-			p.Next = store.EncodeCursor(kind, last)
+			p.Next = storeimpl.EncodeCursor(kind, last)
 			break
 		}
 		r, _, seq, err := scanRunPos(rows)
@@ -640,7 +641,7 @@ func (s *sqliteStore) DeleteRuns(ctx context.Context, f store.PruneFilter) (int,
 				rows.Close()
 				return err
 			}
-			if store.Prunable(r, f, now) {
+			if storeimpl.Prunable(r, f, now) {
 				gone = append(gone, r.ID)
 			}
 		}
@@ -671,7 +672,7 @@ func scanApproval(sc scanner) (store.Approval, int64, error) {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
-	a.DecidedBy, a.Actor = store.PrincipalsFromText(decidedBy, actor)
+	a.DecidedBy, a.Actor = storeimpl.PrincipalsFromText(decidedBy, actor)
 	what := "approval " + a.ID + " of run " + a.RunID
 	var errs []error
 	var err error
@@ -710,11 +711,11 @@ func (s *sqliteStore) GetApproval(ctx context.Context, runID, id string) (store.
 
 // ListApprovals implements [store.Store].
 func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
-	after, err := store.DecodeCursor("approvals", f.Cursor)
+	after, err := storeimpl.DecodeCursor("approvals", f.Cursor)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
@@ -730,7 +731,7 @@ func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter)
 	var last int64
 	for rows.Next() {
 		if len(p.Approvals) == limit {
-			p.Next = store.EncodeCursor("approvals", last)
+			p.Next = storeimpl.EncodeCursor("approvals", last)
 			break
 		}
 		a, seq, err := scanApproval(rows)
@@ -745,7 +746,7 @@ func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter)
 func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
 	_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, actor = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?, mac = ?
 		WHERE run_id = ? AND id = ?`,
-		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.MAC, a.RunID, a.ID)
+		string(a.Status), storeimpl.PrincipalText(a.DecidedBy), storeimpl.PrincipalText(a.Actor), a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.MAC, a.RunID, a.ID)
 	return err
 }
 
@@ -772,7 +773,7 @@ func (s *sqliteStore) transition(ctx context.Context, runID, id string, step fun
 			return err
 		}
 		if event(serr) {
-			if _, err := s.insertEvents(ctx, tx, nil, now, []store.Event{store.ApprovalEventOf(next)}); err != nil {
+			if _, err := s.insertEvents(ctx, tx, nil, now, []store.Event{storeimpl.ApprovalEventOf(next)}); err != nil {
 				return err
 			}
 			appended = true
@@ -791,14 +792,14 @@ func (s *sqliteStore) transition(ctx context.Context, runID, id string, step fun
 // Decide implements [store.Store].
 func (s *sqliteStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
 	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return store.ApplyDecision(a, d, now)
+		return storeimpl.ApplyDecision(a, d, now)
 	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
 }
 
 // Consume implements [store.Store].
 func (s *sqliteStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
 	var answer json.RawMessage
-	a, err := s.transition(ctx, runID, id, store.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
+	a, err := s.transition(ctx, runID, id, storeimpl.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
 	if err == nil {
 		a.Data = answer // the one use of an input's answer, which the store no longer keeps
 	}
@@ -834,7 +835,7 @@ func (s *sqliteStore) ExpireApprovals(ctx context.Context) ([]store.Approval, er
 			}
 			if a.Expired(now) {
 				a = s.seal.Check(a)
-				due = append(due, s.seal.Seal(a, store.ExpireApproval(a, now)))
+				due = append(due, s.seal.Seal(a, storeimpl.ExpireApproval(a, now)))
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
@@ -845,7 +846,7 @@ func (s *sqliteStore) ExpireApprovals(ctx context.Context) ([]store.Approval, er
 			if err := writeApproval(ctx, tx, a); err != nil {
 				return err
 			}
-			evs = append(evs, store.ApprovalEventOf(a))
+			evs = append(evs, storeimpl.ApprovalEventOf(a))
 		}
 		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
 			return err
@@ -888,7 +889,7 @@ func eventArgs(f store.EventFilter) []any {
 
 // ListEvents implements [store.Store].
 func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
-	limit, err := store.PageLimit(f.Limit)
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return nil, err
 	}

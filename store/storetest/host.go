@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -145,9 +146,9 @@ func testEvents(t *testing.T, s store.Store, c *Clock) {
 		want error
 	}{
 		{store.Event{}, store.ErrInvalid},
-		{store.Event{Type: strings.Repeat("x", store.MaxEventType+1)}, store.ErrInvalid},
+		{store.Event{Type: strings.Repeat("x", storeimpl.MaxEventType+1)}, store.ErrInvalid},
 		{store.Event{Type: "note", Data: json.RawMessage(`{"a":`)}, store.ErrInvalid},
-		{store.Event{Type: "note", Data: json.RawMessage(`"` + strings.Repeat("x", store.MaxEventData) + `"`)}, store.ErrInvalid},
+		{store.Event{Type: "note", Data: json.RawMessage(`"` + strings.Repeat("x", storeimpl.MaxEventData) + `"`)}, store.ErrInvalid},
 		{store.Event{Type: "note", RunID: "run_nope"}, store.ErrNotFound},
 	} {
 		_, err := s.AppendEvents(ctx, tt.ev)

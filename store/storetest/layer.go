@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -162,7 +163,7 @@ func testLayerRefusals(t *testing.T, s store.Store, c *Clock) {
 		"no text":     func() store.LayerRule { r := layerRule("", "r", "allow"); r.Text = ""; return r }(),
 		"huge text": func() store.LayerRule {
 			r := layerRule("", "r", "allow")
-			r.Text = string(make([]byte, store.MaxLayerRuleText+1))
+			r.Text = string(make([]byte, storeimpl.MaxLayerRuleText+1))
 			return r
 		}(),
 	} {

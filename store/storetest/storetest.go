@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -407,7 +408,7 @@ func testDecideInvalidPrincipal(t *testing.T, s store.Store, c *Clock) {
 		{Approve: true, By: person("al\x1b[2Jice")},
 		{Approve: true, By: person("al\x00ice")},
 		{Approve: true, By: person("\xffalice")},
-		{Approve: true, By: person(strings.Repeat("a", store.MaxPrincipalName+1))},
+		{Approve: true, By: person(strings.Repeat("a", storeimpl.MaxPrincipalName+1))},
 		{Approve: true, By: person("alice"), Actor: tool.Principal{Kind: "admin", Name: "root"}},
 		{Approve: true, By: person("alice"), Actor: person("ro\not")},
 	} {
@@ -479,7 +480,7 @@ func testConsumeRedactsInput(t *testing.T, s store.Store, c *Clock) {
 	}
 	a, err := s.GetApproval(ctx, "run_1", "req_in")
 	check(t, err, "GetApproval")
-	if strings.Contains(string(a.Data), "SECRET") || string(a.Data) != string(store.RedactedAnswer) {
+	if strings.Contains(string(a.Data), "SECRET") || string(a.Data) != string(storeimpl.RedactedAnswer) {
 		t.Errorf("the used answer is kept: %s", a.Data)
 	}
 	if a.Status != store.StatusUsed || a.DecidedBy != person("alice") || a.Unverified {

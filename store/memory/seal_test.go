@@ -1,15 +1,15 @@
-package store_test
+package memory_test
 
 import (
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/storetest"
 )
 
 func TestMemoryLayerSeal(t *testing.T) {
-	m := store.NewMemory(nil)
+	m := memory.New(nil)
 	storetest.RunLayerSeal(t, m, func(t *testing.T, f storetest.Forgery) {
-		store.ForgeLayer(m, "acme", f.AlterID, f.AlterText, f.Insert)
+		memory.ForgeLayer(m, "acme", f.AlterID, f.AlterText, f.Insert)
 	})
 }
