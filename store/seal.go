@@ -1,10 +1,5 @@
 package store
 
-// decisionKeySize is the size of a store's decision key, in bytes: 32, the
-// size of an HMAC-SHA256 key that is as strong as the hash (RFC 2104,
-// section 3).
-const decisionKeySize = 32
-
 // unverifiedReason is the reason of the answer an unverified approval gives
 // its request ([Approval.Answer]): what the model, the records and the
 // terminal are told of a decision the store holds but tollgate did not make.

@@ -102,7 +102,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"time"
 
@@ -130,7 +129,7 @@ var (
 	// ErrDigestMismatch: Consume with arguments other than the approved ones.
 	ErrDigestMismatch = errors.New("store: approval was given for other arguments")
 	// ErrLeased: ClaimRun on a run whose lease another holder still holds;
-	// the error is a [*LeasedError] with the holder and the expiry; try again
+	// the message names the holder and the expiry (RFC 3339); try again
 	// after the expiry.
 	ErrLeased = errors.New("store: run is leased to another holder")
 	// ErrLeaseLost: RenewLease or a fenced UpdateRun by a holder whose lease
@@ -665,19 +664,3 @@ func AllApprovals(ctx context.Context, s Store, f ApprovalFilter) iter.Seq2[Appr
 		}
 	}
 }
-
-// LeasedError is the error ClaimRun returns while another holder's lease
-// lasts; errors.Is(err, [ErrLeased]) holds, and errors.As gives the holder
-// and the expiry (after which a claim may take the run over).
-type LeasedError struct {
-	RunID, Holder string
-	ExpiresAt     time.Time
-}
-
-// Error says who holds the run and until when.
-func (e *LeasedError) Error() string {
-	return fmt.Sprintf("%v: run %s is leased to %q until %s", ErrLeased, e.RunID, e.Holder, e.ExpiresAt.Format(time.RFC3339Nano))
-}
-
-// Unwrap returns [ErrLeased].
-func (e *LeasedError) Unwrap() error { return ErrLeased }

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/postgres"
@@ -198,7 +199,7 @@ func (s *stateFlags) keyFile(stateDir, workspace string) (string, error) {
 // decisionKey loads (making it when missing) the store's decision key from
 // the file keyFile; an unreadable or unsafe file is a configuration error.
 func decisionKey(keyFile string) (*store.Options, error) {
-	key, err := store.LoadDecisionKey(keyFile)
+	key, err := storeimpl.LoadDecisionKey(keyFile)
 	if err != nil {
 		return nil, configErr("%v", err)
 	}

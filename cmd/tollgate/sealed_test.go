@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 )
 
 // The attack of a tool that can write the store: the run halts on an ask,
@@ -66,7 +66,7 @@ func TestSandboxedToolCannotReadStoreKeyEndToEnd(t *testing.T) {
 func testToolCannotReadStoreKey(t *testing.T, extra []string) {
 	e := newE2E(t)
 	keyFile := filepath.Join(e.dir, "state", decisionKeyFile)
-	key, err := store.LoadDecisionKey(keyFile) // made first, so that it exists when the tool runs
+	key, err := storeimpl.LoadDecisionKey(keyFile) // made first, so that it exists when the tool runs
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	// The answer is sealed with the worker's key (decision.key in its state
 	// directory), as every process of one store must seal it: a decision
 	// sealed with another key is refused.
-	key, err := store.LoadDecisionKey(filepath.Join(dir, "state", decisionKeyFile))
+	key, err := storeimpl.LoadDecisionKey(filepath.Join(dir, "state", decisionKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}

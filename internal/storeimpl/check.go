@@ -168,7 +168,7 @@ func ApplyClaim(r store.Run, lastToken int64, c store.Claim, now time.Time) (sto
 		return r, err
 	}
 	if l := r.Lease; l != nil && l.Holder != c.Holder && !l.Expired(now) {
-		return r, &store.LeasedError{RunID: r.ID, Holder: l.Holder, ExpiresAt: l.ExpiresAt}
+		return r, &LeasedError{RunID: r.ID, Holder: l.Holder, ExpiresAt: l.ExpiresAt}
 	}
 	if !slices.Contains(c.From, r.Status) {
 		return r, fmt.Errorf("%w: run %s is %s, not one of %v", store.ErrConflict, r.ID, r.Status, c.From)

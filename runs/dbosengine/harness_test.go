@@ -18,6 +18,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
@@ -94,7 +95,7 @@ func workerMain() int {
 // postgres:// URL, else the SQLite file at spec, with the decision key of
 // keyFile.
 func openStore(ctx context.Context, spec, keyFile string) (store.Store, error) {
-	key, err := store.LoadDecisionKey(keyFile)
+	key, err := storeimpl.LoadDecisionKey(keyFile)
 	if err != nil {
 		return nil, err
 	}

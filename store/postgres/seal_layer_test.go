@@ -5,7 +5,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
-	"github.com/tollgate-dev/tollgate/store/storetest"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl/storeimpltest"
 )
 
 // A rule inserted into the database (or altered there) by a writer without
@@ -14,7 +14,7 @@ func TestLayerSeal(t *testing.T) {
 	url := pgtest.Database(t)
 	s := open(t, url, nil)
 	defer s.Close()
-	storetest.RunLayerSeal(t, s, func(t *testing.T, f storetest.Forgery) {
+	storeimpltest.RunLayerSeal(t, s, func(t *testing.T, f storeimpltest.Forgery) {
 		c := rawConn(t, url)
 		r := f.Insert
 		for _, q := range []struct {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl/storeimpltest"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
-	"github.com/tollgate-dev/tollgate/store/storetest"
 )
 
 // A rule inserted into the database file (or altered there) by a writer
@@ -22,7 +22,7 @@ func TestLayerSeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	storetest.RunLayerSeal(t, s, func(t *testing.T, f storetest.Forgery) {
+	storeimpltest.RunLayerSeal(t, s, func(t *testing.T, f storeimpltest.Forgery) {
 		db, err := sql.Open("sqlite", path)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package store_test
+package storeimpl_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 )
 
 func TestLoadDecisionKey(t *testing.T) {
@@ -17,7 +17,7 @@ func TestLoadDecisionKey(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range keys {
 		wg.Go(func() {
-			k, err := store.LoadDecisionKey(path)
+			k, err := storeimpl.LoadDecisionKey(path)
 			if err != nil {
 				t.Error(err)
 			}
@@ -43,21 +43,21 @@ func TestLoadDecisionKey(t *testing.T) {
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.LoadDecisionKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := storeimpl.LoadDecisionKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("group-readable key: %v", err)
 	}
 	link := filepath.Join(dir, "link.key")
 	if err := os.Symlink(path, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.LoadDecisionKey(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := storeimpl.LoadDecisionKey(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("link: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.key")
 	if err := os.WriteFile(bad, []byte("not a key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.LoadDecisionKey(bad); err == nil || !strings.Contains(err.Error(), "hexadecimal") {
+	if _, err := storeimpl.LoadDecisionKey(bad); err == nil || !strings.Contains(err.Error(), "hexadecimal") {
 		t.Errorf("garbage: %v", err)
 	}
 }
@@ -73,7 +73,7 @@ func FuzzLoadDecisionKey(f *testing.F) {
 		if err := os.WriteFile(path, content, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		k, err := store.LoadDecisionKey(path)
+		k, err := storeimpl.LoadDecisionKey(path)
 		if err == nil && len(k) != 32 {
 			t.Fatalf("key of %d bytes from %q", len(k), content)
 		}

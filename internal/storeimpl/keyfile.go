@@ -1,4 +1,4 @@
-package store
+package storeimpl
 
 import (
 	"crypto/rand"
@@ -58,9 +58,9 @@ func readDecisionKey(path string) ([]byte, error) {
 	}
 	text := strings.TrimSuffix(string(b), "\n")
 	key, err := hex.DecodeString(text)
-	if err != nil || len(key) != decisionKeySize {
+	if err != nil || len(key) != keySize {
 		return nil, fmt.Errorf("decision key %s: want %d hexadecimal digits (%d random bytes), found %d bytes of something else",
-			path, 2*decisionKeySize, decisionKeySize, len(b))
+			path, 2*keySize, keySize, len(b))
 	}
 	return key, nil
 }
@@ -73,7 +73,7 @@ func createDecisionKey(path string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	key := make([]byte, decisionKeySize)
+	key := make([]byte, keySize)
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
