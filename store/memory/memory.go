@@ -9,8 +9,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -376,48 +374,29 @@ func (m *memStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (s
 	return p, nil
 }
 
-// transition applies one step of the approval state machine and records its
-// event; the step's store.ErrExpired is stored, other errors change nothing.
-func (m *memStore) transition(runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(store.Approval, error) bool) (store.Approval, error) {
+// transition applies t to one approval and records its event.
+func (m *memStore) transition(runID, id string, t storeimpl.Transition) (store.Approval, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.approvals[approvalKey{runID, id}]
 	if !ok {
 		return store.Approval{}, fmt.Errorf("%w: approval %s of run %s", store.ErrNotFound, id, runID)
 	}
-	prev := m.seal.Check(a.a)
-	next, err := step(prev, m.now())
-	next = m.seal.Seal(prev, next)
+	next, evs, err := t.Apply(m.seal, a.a, m.now())
 	a.a = next
-	if event(next, err) {
-		m.commit(nil, []store.Event{storeimpl.ApprovalEventOf(next)})
-	}
+	m.commit(nil, evs)
 	return cloneApproval(next), err
 }
 
 // Decide implements [store.Store].
 func (m *memStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
-	return m.transition(runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return storeimpl.ApplyDecision(a, d, now)
-	}, decisionEvent)
+	return m.transition(runID, id, storeimpl.Decision(d))
 }
 
 // Consume implements [store.Store].
 func (m *memStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
-	var answer json.RawMessage
-	a, err := m.transition(runID, id, storeimpl.ConsumeStep(digest, &answer), expiryEvent)
-	if err == nil {
-		a.Data = answer
-	}
-	return a, err
+	return storeimpl.Consume(digest, func(t storeimpl.Transition) (store.Approval, error) { return m.transition(runID, id, t) })
 }
-
-// decisionEvent reports whether a Decide step with this outcome records an
-// event: a decision or an expiry.
-func decisionEvent(_ store.Approval, err error) bool { return err == nil || isExpired(err) }
-
-// expiryEvent reports whether a Consume step records an event: an expiry.
-func expiryEvent(_ store.Approval, err error) bool { return isExpired(err) }
 
 // ExpireApprovals implements [store.Store].
 func (m *memStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
@@ -501,5 +480,3 @@ func (m *memStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 
 // Close implements [store.Store]; it does nothing.
 func (m *memStore) Close() error { return nil }
-
-func isExpired(err error) bool { return err != nil && errors.Is(err, store.ErrExpired) }

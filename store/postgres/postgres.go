@@ -248,12 +248,6 @@ func (s *pgStore) migrate(ctx context.Context) error {
 	})
 }
 
-// keep marks an error whose transaction must still commit (an expiry that is
-// recorded while the call fails).
-type keep struct{ err error }
-
-func (k keep) Error() string { return k.err.Error() }
-
 // deadlockAttempts is how many times a write is run in all when PostgreSQL
 // ends its transaction as the victim of a deadlock (SQLSTATE 40P01,
 // deadlock_detected). The store takes its locks in one order, but
@@ -272,7 +266,7 @@ const deadlockAttempts = 3
 const deadlockPause = 5 * time.Millisecond
 
 // tx runs fn in one transaction, committing when fn returns nil or an error
-// marked with keep, and maps PostgreSQL's errors to the store's. A
+// marked with [storeimpl.Commit], and maps PostgreSQL's errors to the store's. A
 // transaction chosen as a deadlock's victim is run again, up to
 // deadlockAttempts in all; fn must therefore set its results afresh on
 // every call.
@@ -309,14 +303,14 @@ func (s *pgStore) tx1(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	// Rolls back on an error or a panic; after a commit it does nothing.
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	err = fn(tx)
-	var k keep
+	var k storeimpl.Commit
 	if err != nil && !errors.As(err, &k) {
 		return s.wrap(err)
 	}
 	if cerr := tx.Commit(ctx); cerr != nil {
 		return s.wrap(cerr)
 	}
-	return k.err
+	return k.Err
 }
 
 // wrap maps errors of PostgreSQL that are the caller's to store.ErrInvalid,
@@ -988,10 +982,10 @@ func lockRunShared(ctx context.Context, tx pgx.Tx, id string) (bool, error) {
 	return false, nil
 }
 
-// transition locks an approval (after its run, in the store's lock order),
-// applies a state machine step and writes the result back, with its event
-// when event says so, in one transaction; an expiry is written and returned.
-func (s *pgStore) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
+// transition applies t to one approval in one transaction, with its run
+// locked shared first (see the lock order in the package doc), and
+// appends its event; an expiry is stored, other errors change nothing.
+func (s *pgStore) transition(ctx context.Context, runID, id string, t storeimpl.Transition) (store.Approval, error) {
 	var out store.Approval
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if ok, err := lockRunShared(ctx, tx, runID); err != nil || !ok {
@@ -1004,46 +998,30 @@ func (s *pgStore) transition(ctx context.Context, runID, id string, step func(st
 		if err != nil {
 			return err
 		}
-		a = s.seal.Check(a)
 		now := s.now()
-		next, serr := step(a, now)
-		next = s.seal.Seal(a, next)
+		next, evs, serr := t.Apply(s.seal, a, now)
 		out = next
-		if serr != nil && !errors.Is(serr, store.ErrExpired) {
+		if !storeimpl.Kept(serr) {
 			return serr
 		}
 		b := &pgx.Batch{}
 		queueApproval(b, next)
-		var evs []store.Event
-		if event(serr) {
-			evs = []store.Event{storeimpl.ApprovalEventOf(next)}
-		}
 		if _, err := s.insertEventsOf(ctx, tx, b, map[string]string{next.RunID: next.Tenant}, now, evs); err != nil {
 			return err
 		}
-		if serr != nil {
-			return keep{serr}
-		}
-		return nil
+		return storeimpl.Outcome(serr)
 	})
 	return out, err
 }
 
 // Decide implements [store.Store].
 func (s *pgStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
-	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return storeimpl.ApplyDecision(a, d, now)
-	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
+	return s.transition(ctx, runID, id, storeimpl.Decision(d))
 }
 
 // Consume implements [store.Store].
 func (s *pgStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
-	var answer json.RawMessage
-	a, err := s.transition(ctx, runID, id, storeimpl.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
-	if err == nil {
-		a.Data = answer // the one use of an input's answer, which the store no longer keeps
-	}
-	return a, err
+	return storeimpl.Consume(digest, func(t storeimpl.Transition) (store.Approval, error) { return s.transition(ctx, runID, id, t) })
 }
 
 // ExpireApprovals implements [store.Store]: it finds the runs with due

@@ -237,7 +237,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 }
 
 // tx runs fn in one IMMEDIATE transaction (the DSN's _txlock), committing when
-// fn returns nil or an error marked with keep.
+// fn returns nil or an error marked with [storeimpl.Commit].
 func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.write.Lock()
 	defer s.write.Unlock()
@@ -246,7 +246,7 @@ func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	err = fn(tx)
-	var k keep
+	var k storeimpl.Commit
 	if err != nil && !errors.As(err, &k) {
 		tx.Rollback()
 		return err
@@ -254,8 +254,8 @@ func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if cerr := tx.Commit(); cerr != nil {
 		return cerr
 	}
-	if k.err != nil {
-		return k.err
+	if k.Err != nil {
+		return k.Err
 	}
 	return nil
 }
@@ -267,12 +267,6 @@ func (s *sqliteStore) notify() {
 	s.appended = make(chan struct{})
 	s.mu.Unlock()
 }
-
-// keep marks an error whose transaction must still commit (an expiry that is
-// recorded while the call fails).
-type keep struct{ err error }
-
-func (k keep) Error() string { return k.err.Error() }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
@@ -750,10 +744,9 @@ func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
 	return err
 }
 
-// transition loads an approval, applies a state machine step and writes the
-// result back, with its event when event says so, in one transaction; an
-// expiry is written and returned.
-func (s *sqliteStore) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
+// transition applies t to one approval in one transaction and appends its
+// event; an expiry is stored, other errors change nothing.
+func (s *sqliteStore) transition(ctx context.Context, runID, id string, t storeimpl.Transition) (store.Approval, error) {
 	var out store.Approval
 	appended := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -761,27 +754,20 @@ func (s *sqliteStore) transition(ctx context.Context, runID, id string, step fun
 		if err != nil {
 			return err
 		}
-		a = s.seal.Check(a)
 		now := s.now()
-		next, serr := step(a, now)
-		next = s.seal.Seal(a, next)
+		next, evs, serr := t.Apply(s.seal, a, now)
 		out = next
-		if serr != nil && !errors.Is(serr, store.ErrExpired) {
+		if !storeimpl.Kept(serr) {
 			return serr
 		}
 		if err := writeApproval(ctx, tx, next); err != nil {
 			return err
 		}
-		if event(serr) {
-			if _, err := s.insertEvents(ctx, tx, nil, now, []store.Event{storeimpl.ApprovalEventOf(next)}); err != nil {
-				return err
-			}
-			appended = true
+		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
+			return err
 		}
-		if serr != nil {
-			return keep{serr}
-		}
-		return nil
+		appended = len(evs) > 0
+		return storeimpl.Outcome(serr)
 	})
 	if appended {
 		s.notify()
@@ -791,19 +777,12 @@ func (s *sqliteStore) transition(ctx context.Context, runID, id string, step fun
 
 // Decide implements [store.Store].
 func (s *sqliteStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
-	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return storeimpl.ApplyDecision(a, d, now)
-	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
+	return s.transition(ctx, runID, id, storeimpl.Decision(d))
 }
 
 // Consume implements [store.Store].
 func (s *sqliteStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
-	var answer json.RawMessage
-	a, err := s.transition(ctx, runID, id, storeimpl.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
-	if err == nil {
-		a.Data = answer // the one use of an input's answer, which the store no longer keeps
-	}
-	return a, err
+	return storeimpl.Consume(digest, func(t storeimpl.Transition) (store.Approval, error) { return s.transition(ctx, runID, id, t) })
 }
 
 // expiryMargin is how far past now ExpireApprovals's SQL filter reaches,
