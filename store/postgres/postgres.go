@@ -567,28 +567,35 @@ func leaseCols(l *store.Lease) (holder *string, expires *time.Time) {
 	return &l.Holder, &l.ExpiresAt
 }
 
-// writeRun stores the mutable fields of r; lastToken is the largest token the
-// run ever had.
-func writeRun(ctx context.Context, tx pgx.Tx, r store.Run, lastToken int64) error {
+// runTx is a transaction as the methods that change a run use it
+// ([storeimpl.RunTx]): its reads lock the run.
+type runTx struct{ tx pgx.Tx }
+
+// WriteRun stores the mutable fields of r, its lease's expiry to the
+// microsecond; lastToken is the largest token the run ever had.
+func (t runTx) WriteRun(ctx context.Context, r *store.Run, lastToken int64) error {
+	if r.Lease != nil {
+		r.Lease.ExpiresAt = pgTime(r.Lease.ExpiresAt)
+	}
 	holder, expires := leaseCols(r.Lease)
-	_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, state = $2, result = $3, lease_holder = $4, lease_token = $5, lease_expires_at = $6, version = $7, updated_at = $8
+	_, err := t.tx.Exec(ctx, `UPDATE runs SET status = $1, state = $2, result = $3, lease_holder = $4, lease_token = $5, lease_expires_at = $6, version = $7, updated_at = $8
 		WHERE id = $9`,
 		string(r.Status), jsonArg(r.State), jsonArg(r.Result), holder, lastToken, expires, r.Version, r.UpdatedAt, r.ID)
 	return err
 }
 
-const runCols = `seq, id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at`
-
-// lockRun reads run id in tx and locks it for a change (FOR NO KEY UPDATE:
-// events and approvals may still be added by others), with the largest token
-// it ever had.
-func lockRun(ctx context.Context, tx pgx.Tx, id string) (store.Run, int64, error) {
-	r, last, _, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, id))
+// LoadRun reads run id and locks it for a change (FOR NO KEY UPDATE:
+// events and approvals may still be added by others), with the largest
+// token it ever had.
+func (t runTx) LoadRun(ctx context.Context, id string) (store.Run, int64, error) {
+	r, last, _, err := scanRun(t.tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, 0, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
 	}
 	return r, last, err
 }
+
+const runCols = `seq, id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at`
 
 // scanRun reads a row of runCols; it returns the run, the largest lease
 // token the run ever had and its position.
@@ -625,15 +632,8 @@ func (s *pgStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (
 	now := s.now()
 	var out store.Run
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		cur, last, err := lockRun(ctx, tx, id)
+		next, err := storeimpl.UpdateRun(ctx, runTx{tx}, id, u, now)
 		if err != nil {
-			return err
-		}
-		next, err := storeimpl.ApplyUpdate(cur, u, now)
-		if err != nil {
-			return err
-		}
-		if err := writeRun(ctx, tx, next, last); err != nil {
 			return err
 		}
 		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
@@ -658,17 +658,9 @@ func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store
 	}
 	var out store.Run
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		cur, last, err := lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := storeimpl.ApplyClaim(cur, last, c, s.now())
-		if err != nil {
-			return err
-		}
-		next.Lease.ExpiresAt = pgTime(next.Lease.ExpiresAt)
-		out = next
-		return writeRun(ctx, tx, next, next.Lease.Token)
+		var err error
+		out, err = storeimpl.ClaimRun(ctx, runTx{tx}, id, c, s.now())
+		return err
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -680,17 +672,9 @@ func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store
 func (s *pgStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
 	var out store.Lease
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		cur, last, err := lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := storeimpl.ApplyRenew(cur, holder, token, ttl, s.now())
-		if err != nil {
-			return err
-		}
-		next.Lease.ExpiresAt = pgTime(next.Lease.ExpiresAt)
-		out = *next.Lease
-		return writeRun(ctx, tx, next, last)
+		var err error
+		out, err = storeimpl.RenewLease(ctx, runTx{tx}, id, holder, token, ttl, s.now())
+		return err
 	})
 	if err != nil {
 		return store.Lease{}, err

@@ -435,17 +435,26 @@ func leaseCols(l *store.Lease) (holder, expires sql.NullString) {
 	return sql.NullString{String: l.Holder, Valid: true}, sql.NullString{String: ts(l.ExpiresAt), Valid: true}
 }
 
-// writeRun stores the mutable fields of r; lastToken is the largest token the
-// run ever had.
-func writeRun(ctx context.Context, tx *sql.Tx, r store.Run, lastToken int64) error {
+// runTx is a transaction as the methods that change a run use it
+// ([storeimpl.RunTx]); the write lock taken when it began serialises it.
+type runTx struct{ tx *sql.Tx }
+
+// WriteRun stores the mutable fields of r; lastToken is the largest token
+// the run ever had.
+func (t runTx) WriteRun(ctx context.Context, r *store.Run, lastToken int64) error {
 	holder, expires := leaseCols(r.Lease)
-	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, state = ?, result = ?, lease_holder = ?, lease_token = ?, lease_expires_at = ?, version = ?, updated_at = ?
+	_, err := t.tx.ExecContext(ctx, `UPDATE runs SET status = ?, state = ?, result = ?, lease_holder = ?, lease_token = ?, lease_expires_at = ?, version = ?, updated_at = ?
 		WHERE id = ?`,
 		string(r.Status), raw(r.State), raw(r.Result), holder, lastToken, expires, r.Version, ts(r.UpdatedAt), r.ID)
 	return err
 }
 
-// loadRun reads run id in tx, with the largest token it ever had.
+// LoadRun reads run id, with the largest token it ever had.
+func (t runTx) LoadRun(ctx context.Context, id string) (store.Run, int64, error) {
+	return loadRun(ctx, t.tx, id)
+}
+
+// loadRun reads run id with q, with the largest token it ever had.
 func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error) {
 	r, last, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -459,15 +468,8 @@ func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdat
 	now := s.now()
 	var out store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, last, err := loadRun(ctx, tx, id)
+		next, err := storeimpl.UpdateRun(ctx, runTx{tx}, id, u, now)
 		if err != nil {
-			return err
-		}
-		next, err := storeimpl.ApplyUpdate(cur, u, now)
-		if err != nil {
-			return err
-		}
-		if err := writeRun(ctx, tx, next, last); err != nil {
 			return err
 		}
 		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
@@ -495,16 +497,9 @@ func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (s
 	}
 	var out store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, last, err := loadRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := storeimpl.ApplyClaim(cur, last, c, s.now())
-		if err != nil {
-			return err
-		}
-		out = next
-		return writeRun(ctx, tx, next, next.Lease.Token)
+		var err error
+		out, err = storeimpl.ClaimRun(ctx, runTx{tx}, id, c, s.now())
+		return err
 	})
 	return out, err
 }
@@ -513,16 +508,9 @@ func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (s
 func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
 	var out store.Lease
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, last, err := loadRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := storeimpl.ApplyRenew(cur, holder, token, ttl, s.now())
-		if err != nil {
-			return err
-		}
-		out = *next.Lease
-		return writeRun(ctx, tx, next, last)
+		var err error
+		out, err = storeimpl.RenewLease(ctx, runTx{tx}, id, holder, token, ttl, s.now())
+		return err
 	})
 	return out, err
 }
