@@ -2,6 +2,7 @@ package storeimpl
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/store"
@@ -18,11 +19,16 @@ type RunTx interface {
 	// update time, and lastToken, and sets in r what the backend keeps of
 	// them (PostgreSQL: times to the microsecond).
 	WriteRun(ctx context.Context, r *store.Run, lastToken int64) error
+	// AddApprovals stores as as new pending approvals of run
+	// ([NewApproval]); [store.ErrExists] for a taken ID.
+	AddApprovals(ctx context.Context, run store.Run, now time.Time, as []store.Approval) error
+	// AppendEvents appends evs to the log as events of run ([CheckEvent]).
+	AppendEvents(ctx context.Context, run *store.Run, now time.Time, evs []store.Event) error
 }
 
-// UpdateRun is the run's part of [store.Store.UpdateRun] in tx: it loads
-// run id, applies u at now ([ApplyUpdate]) and writes the run; the caller
-// adds u's approvals and events in the same transaction.
+// UpdateRun is [store.Store.UpdateRun] in tx: it loads run id, applies u
+// at now ([ApplyUpdate]), writes the run, and adds u's approvals and
+// events.
 func UpdateRun(ctx context.Context, tx RunTx, id string, u store.RunUpdate, now time.Time) (store.Run, error) {
 	cur, last, err := tx.LoadRun(ctx, id)
 	if err != nil {
@@ -32,7 +38,16 @@ func UpdateRun(ctx context.Context, tx RunTx, id string, u store.RunUpdate, now 
 	if err != nil {
 		return store.Run{}, err
 	}
-	return next, tx.WriteRun(ctx, &next, last)
+	if err := tx.WriteRun(ctx, &next, last); err != nil {
+		return store.Run{}, err
+	}
+	if err := tx.AddApprovals(ctx, next, now, u.Approvals); err != nil {
+		return store.Run{}, err
+	}
+	if err := tx.AppendEvents(ctx, &next, now, u.Events); err != nil {
+		return store.Run{}, err
+	}
+	return next, nil
 }
 
 // ClaimRun is [store.Store.ClaimRun] in tx at now ([ApplyClaim]).
@@ -62,4 +77,32 @@ func RenewLease(ctx context.Context, tx RunTx, id, holder string, token int64, t
 		return store.Lease{}, err
 	}
 	return *next.Lease, nil
+}
+
+// NewRun checks r ([CheckRun]) and returns its run as a store creates it
+// at now: its JSON copied, version 1, created and updated at now, and,
+// when r asks for a lease, leased to r.Holder for r.LeaseTTL with token 1
+// ([CheckClaim]). Errors: [store.ErrInvalid].
+func NewRun(r store.CreateRunRequest, now time.Time) (store.Run, error) {
+	if err := CheckRun(r); err != nil {
+		return store.Run{}, err
+	}
+	run := r.Run
+	run.State, run.Result, run.Config = slices.Clone(run.State), slices.Clone(run.Result), slices.Clone(run.Config)
+	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
+	if r.Holder != "" || r.LeaseTTL != 0 {
+		if err := CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
+			return store.Run{}, err
+		}
+		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: now.Add(r.LeaseTTL)}
+	}
+	return run, nil
+}
+
+// LeaseToken returns the token of r's lease, 0 when it has none.
+func LeaseToken(r store.Run) int64 {
+	if r.Lease == nil {
+		return 0
+	}
+	return r.Lease.Token
 }

@@ -170,15 +170,9 @@ func (m *memStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (sto
 		return store.Run{}, fmt.Errorf("%w: run %s", store.ErrExists, r.Run.ID)
 	}
 	now := m.now()
-	run := cloneRun(r.Run)
-	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
-	var lastToken int64
-	if r.Holder != "" || r.LeaseTTL != 0 {
-		if err := storeimpl.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
-			return store.Run{}, err
-		}
-		lastToken = 1
-		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: now.Add(r.LeaseTTL)}
+	run, err := storeimpl.NewRun(r, now)
+	if err != nil {
+		return store.Run{}, err
 	}
 	as, err := m.stageApprovals(run, now, r.Approvals)
 	if err != nil {
@@ -189,7 +183,7 @@ func (m *memStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (sto
 		return store.Run{}, err
 	}
 	m.runSeq++
-	m.runs[run.ID] = &memRun{run: run, pos: m.runSeq, lastToken: lastToken}
+	m.runs[run.ID] = &memRun{run: run, pos: m.runSeq, lastToken: storeimpl.LeaseToken(run)}
 	m.commit(as, evs)
 	return cloneRun(run), nil
 }

@@ -518,22 +518,15 @@ func (s *pgStore) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch,
 
 // CreateRun implements [store.Store].
 func (s *pgStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
-	if err := storeimpl.CheckRun(r); err != nil {
+	now := s.now()
+	run, err := storeimpl.NewRun(r, now)
+	if err != nil {
 		return store.Run{}, err
 	}
-	now := s.now()
-	run := r.Run
-	run.State, run.Result, run.Config = slices.Clone(run.State), slices.Clone(run.Result), slices.Clone(run.Config)
-	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
-	var token int64
-	if r.Holder != "" || r.LeaseTTL != 0 {
-		if err := storeimpl.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
-			return store.Run{}, err
-		}
-		token = 1
-		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: pgTime(now.Add(r.LeaseTTL))}
+	if run.Lease != nil {
+		run.Lease.ExpiresAt = pgTime(run.Lease.ExpiresAt)
 	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
 		seq, err := next(ctx, tx, "runs", 1)
 		if err != nil {
 			return err
@@ -541,7 +534,7 @@ func (s *pgStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (stor
 		holder, expires := leaseCols(run.Lease)
 		_, err = tx.Exec(ctx, `INSERT INTO runs (id, seq, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
-			run.ID, seq, run.Tenant, run.Owner, string(run.Status), jsonArg(run.State), jsonArg(run.Result), jsonArg(run.Config), holder, token, expires, run.Version, now)
+			run.ID, seq, run.Tenant, run.Owner, string(run.Status), jsonArg(run.State), jsonArg(run.Result), jsonArg(run.Config), holder, storeimpl.LeaseToken(run), expires, run.Version, now)
 		if uniqueViolation(err, "runs_pkey") {
 			return fmt.Errorf("%w: run %s", store.ErrExists, run.ID)
 		}
@@ -569,7 +562,21 @@ func leaseCols(l *store.Lease) (holder *string, expires *time.Time) {
 
 // runTx is a transaction as the methods that change a run use it
 // ([storeimpl.RunTx]): its reads lock the run.
-type runTx struct{ tx pgx.Tx }
+type runTx struct {
+	s  *pgStore
+	tx pgx.Tx
+}
+
+// AddApprovals stores new pending approvals of run.
+func (t runTx) AddApprovals(ctx context.Context, run store.Run, now time.Time, as []store.Approval) error {
+	return t.s.insertApprovals(ctx, t.tx, run, now, as)
+}
+
+// AppendEvents appends events of run.
+func (t runTx) AppendEvents(ctx context.Context, run *store.Run, now time.Time, evs []store.Event) error {
+	_, err := t.s.insertEvents(ctx, t.tx, run, now, evs)
+	return err
+}
 
 // WriteRun stores the mutable fields of r, its lease's expiry to the
 // microsecond; lastToken is the largest token the run ever had.
@@ -632,18 +639,9 @@ func (s *pgStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (
 	now := s.now()
 	var out store.Run
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		next, err := storeimpl.UpdateRun(ctx, runTx{tx}, id, u, now)
-		if err != nil {
-			return err
-		}
-		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
-			return err
-		}
-		if _, err := s.insertEvents(ctx, tx, &next, now, u.Events); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		var err error
+		out, err = storeimpl.UpdateRun(ctx, runTx{s, tx}, id, u, now)
+		return err
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -659,7 +657,7 @@ func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store
 	var out store.Run
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = storeimpl.ClaimRun(ctx, runTx{tx}, id, c, s.now())
+		out, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
 		return err
 	})
 	if err != nil {
@@ -673,7 +671,7 @@ func (s *pgStore) RenewLease(ctx context.Context, id, holder string, token int64
 	var out store.Lease
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = storeimpl.RenewLease(ctx, runTx{tx}, id, holder, token, ttl, s.now())
+		out, err = storeimpl.RenewLease(ctx, runTx{s, tx}, id, holder, token, ttl, s.now())
 		return err
 	})
 	if err != nil {
@@ -762,19 +760,14 @@ func (s *pgStore) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPag
 	}
 	defer rows.Close()
 	var p store.RunPage
-	var last int64
-	for rows.Next() {
-		if len(p.Runs) == limit {
-			p.Next = storeimpl.EncodeCursor(kind, last)
-			break
-		}
+	p.Runs, p.Next, err = storeimpl.ReadPage(rows, limit, kind, func(rows storeimpl.Rows) (store.Run, int64, error) {
 		r, _, seq, err := scanRun(rows)
-		if err != nil {
-			return store.RunPage{}, s.wrap(err)
-		}
-		p.Runs, last = append(p.Runs, r), seq
+		return r, seq, err
+	})
+	if err != nil {
+		return store.RunPage{}, s.wrap(err)
 	}
-	return p, s.wrap(rows.Err())
+	return p, nil
 }
 
 // DeleteRuns implements [store.Store]: it locks the runs that qualify (in ID
@@ -897,19 +890,18 @@ func (s *pgStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (st
 	}
 	defer rows.Close()
 	var p store.ApprovalPage
-	var last int64
-	for rows.Next() {
-		if len(p.Approvals) == limit {
-			p.Next = storeimpl.EncodeCursor("approvals", last)
-			break
-		}
-		a, seq, err := scanApproval(rows)
-		if err != nil {
-			return store.ApprovalPage{}, s.wrap(err)
-		}
-		p.Approvals, last = append(p.Approvals, s.seal.Check(a)), seq
+	p.Approvals, p.Next, err = storeimpl.ReadPage(rows, limit, "approvals", s.scanChecked)
+	if err != nil {
+		return store.ApprovalPage{}, s.wrap(err)
 	}
-	return p, s.wrap(rows.Err())
+	return p, nil
+}
+
+// scanChecked reads a row of approvalCols, its seal checked, and its
+// position.
+func (s *pgStore) scanChecked(rows storeimpl.Rows) (store.Approval, int64, error) {
+	a, seq, err := scanApproval(rows)
+	return s.seal.Check(a), seq, err
 }
 
 // noticeOf returns the payload of the NOTIFY of evs.

@@ -388,25 +388,16 @@ func (s *sqliteStore) insertEvents(ctx context.Context, tx *sql.Tx, run *store.R
 
 // CreateRun implements [store.Store].
 func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
-	if err := storeimpl.CheckRun(r); err != nil {
+	now := s.now()
+	run, err := storeimpl.NewRun(r, now)
+	if err != nil {
 		return store.Run{}, err
 	}
-	now := s.now()
-	run := r.Run
-	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
-	var token int64
-	if r.Holder != "" || r.LeaseTTL != 0 {
-		if err := storeimpl.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
-			return store.Run{}, err
-		}
-		token = 1
-		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: now.Add(r.LeaseTTL)}
-	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		holder, expires := leaseCols(run.Lease)
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.Tenant, run.Owner, string(run.Status), raw(run.State), raw(run.Result), raw(run.Config), holder, token, expires, run.Version, ts(now), ts(now))
+			run.ID, run.Tenant, run.Owner, string(run.Status), raw(run.State), raw(run.Result), raw(run.Config), holder, storeimpl.LeaseToken(run), expires, run.Version, ts(now), ts(now))
 		if isUnique(err) {
 			return fmt.Errorf("%w: run %s", store.ErrExists, run.ID)
 		}
@@ -437,7 +428,21 @@ func leaseCols(l *store.Lease) (holder, expires sql.NullString) {
 
 // runTx is a transaction as the methods that change a run use it
 // ([storeimpl.RunTx]); the write lock taken when it began serialises it.
-type runTx struct{ tx *sql.Tx }
+type runTx struct {
+	s  *sqliteStore
+	tx *sql.Tx
+}
+
+// AddApprovals stores new pending approvals of run.
+func (t runTx) AddApprovals(ctx context.Context, run store.Run, now time.Time, as []store.Approval) error {
+	return t.s.insertApprovals(ctx, t.tx, run, now, as)
+}
+
+// AppendEvents appends events of run.
+func (t runTx) AppendEvents(ctx context.Context, run *store.Run, now time.Time, evs []store.Event) error {
+	_, err := t.s.insertEvents(ctx, t.tx, run, now, evs)
+	return err
+}
 
 // WriteRun stores the mutable fields of r; lastToken is the largest token
 // the run ever had.
@@ -468,18 +473,9 @@ func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdat
 	now := s.now()
 	var out store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		next, err := storeimpl.UpdateRun(ctx, runTx{tx}, id, u, now)
-		if err != nil {
-			return err
-		}
-		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
-			return err
-		}
-		if _, err := s.insertEvents(ctx, tx, &next, now, u.Events); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		var err error
+		out, err = storeimpl.UpdateRun(ctx, runTx{s, tx}, id, u, now)
+		return err
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -498,7 +494,7 @@ func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (s
 	var out store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.ClaimRun(ctx, runTx{tx}, id, c, s.now())
+		out, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
 		return err
 	})
 	return out, err
@@ -509,7 +505,7 @@ func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token i
 	var out store.Lease
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.RenewLease(ctx, runTx{tx}, id, holder, token, ttl, s.now())
+		out, err = storeimpl.RenewLease(ctx, runTx{s, tx}, id, holder, token, ttl, s.now())
 		return err
 	})
 	return out, err
@@ -592,19 +588,14 @@ func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.Ru
 	}
 	defer rows.Close()
 	var p store.RunPage
-	var last int64
-	for rows.Next() {
-		if len(p.Runs) == limit {
-			p.Next = storeimpl.EncodeCursor(kind, last)
-			break
-		}
+	p.Runs, p.Next, err = storeimpl.ReadPage(rows, limit, kind, func(rows storeimpl.Rows) (store.Run, int64, error) {
 		r, _, seq, err := scanRunPos(rows)
-		if err != nil {
-			return store.RunPage{}, err
-		}
-		p.Runs, last = append(p.Runs, r), seq
+		return r, seq, err
+	})
+	if err != nil {
+		return store.RunPage{}, err
 	}
-	return p, rows.Err()
+	return p, nil
 }
 
 // DeleteRuns implements [store.Store].
@@ -710,19 +701,18 @@ func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter)
 	}
 	defer rows.Close()
 	var p store.ApprovalPage
-	var last int64
-	for rows.Next() {
-		if len(p.Approvals) == limit {
-			p.Next = storeimpl.EncodeCursor("approvals", last)
-			break
-		}
-		a, seq, err := scanApproval(rows)
-		if err != nil {
-			return store.ApprovalPage{}, err
-		}
-		p.Approvals, last = append(p.Approvals, s.seal.Check(a)), seq
+	p.Approvals, p.Next, err = storeimpl.ReadPage(rows, limit, "approvals", s.scanChecked)
+	if err != nil {
+		return store.ApprovalPage{}, err
 	}
-	return p, rows.Err()
+	return p, nil
+}
+
+// scanChecked reads a row of approvalCols, its seal checked, and its
+// position.
+func (s *sqliteStore) scanChecked(rows storeimpl.Rows) (store.Approval, int64, error) {
+	a, seq, err := scanApproval(rows)
+	return s.seal.Check(a), seq, err
 }
 
 func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
