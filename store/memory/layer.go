@@ -33,7 +33,8 @@ func cloneLayerRule(r store.LayerRule) store.LayerRule {
 
 // ProposeLayerRule implements [store.Layers].
 func (m *memStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
-	if err := storeimpl.CheckLayerRule(r); err != nil {
+	r, err := storeimpl.Proposal(r, m.now())
+	if err != nil {
 		return store.LayerRule{}, err
 	}
 	l := &m.layers
@@ -48,11 +49,9 @@ func (m *memStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (sto
 			live++
 		}
 	}
-	if live >= storeimpl.MaxLayerRules {
-		return store.LayerRule{}, fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
+	if err := storeimpl.CheckLayerRoom(live); err != nil {
+		return store.LayerRule{}, err
 	}
-	r.Status, r.ProposedAt = store.LayerProposed, m.now()
-	r.AcceptedBy, r.AcceptedAt, r.Version, r.RemovedBy, r.RemovedAt = tool.Principal{}, nil, 0, tool.Principal{}, nil
 	if l.rules == nil {
 		l.rules, l.changes = map[string][]store.LayerRule{}, map[string][]store.LayerChange{}
 	}

@@ -35,18 +35,17 @@ func scanLayerRule(sc scanner) (store.LayerRule, error) {
 
 // ProposeLayerRule implements [store.Layers].
 func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
-	if err := storeimpl.CheckLayerRule(r); err != nil {
+	r, err := storeimpl.Proposal(r, s.now().UTC())
+	if err != nil {
 		return store.LayerRule{}, err
 	}
-	r.Status, r.ProposedAt = store.LayerProposed, s.now().UTC()
-	r.AcceptedBy, r.AcceptedAt, r.Version, r.RemovedBy, r.RemovedAt = tool.Principal{}, nil, 0, tool.Principal{}, nil
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = ? AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
 			return err
 		}
-		if live >= storeimpl.MaxLayerRules {
-			return fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
+		if err := storeimpl.CheckLayerRoom(live); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), storeimpl.PrincipalText(r.ProposedBy), ts(r.ProposedAt))
@@ -74,28 +73,8 @@ func (s *sqliteStore) RemoveLayerRule(ctx context.Context, tenant, id string, by
 func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
 	var c store.LayerChange
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		r, err := scanLayerRule(tx.QueryRowContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND id = ?`, tenant, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
-		}
-		if err != nil {
-			return err
-		}
-		var version int64
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&version); err != nil {
-			return err
-		}
-		r, c, err = storeimpl.ApplyLayerChange(r, action, version, by, s.now().UTC())
-		if err != nil {
-			return err
-		}
-		r = s.seal.SealLayerRule(r)
-		if _, err := tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ?, mac = ? WHERE tenant = ? AND id = ?`,
-			string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, storeimpl.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, tenant, id); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, storeimpl.PrincipalText(c.By), ts(c.At))
+		var err error
+		c, err = storeimpl.ChangeLayer(ctx, layerTx{tx}, s.seal, tenant, id, action, by, s.now().UTC())
 		return err
 	})
 	if err != nil {
@@ -104,10 +83,47 @@ func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action
 	return c, nil
 }
 
+// layerTx is a transaction as a change of the layer uses it
+// ([storeimpl.LayerTx]).
+type layerTx struct{ tx *sql.Tx }
+
+// LoadLayerRule reads rule id of tenant.
+func (t layerTx) LoadLayerRule(ctx context.Context, tenant, id string) (store.LayerRule, error) {
+	r, err := scanLayerRule(t.tx.QueryRowContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND id = ?`, tenant, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
+	}
+	return r, err
+}
+
+// LayerVersion returns the version of tenant's layer.
+func (t layerTx) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	return layerVersion(ctx, t.tx, tenant)
+}
+
+// layerVersion returns the version of tenant's layer, read with q.
+func layerVersion(ctx context.Context, q queryer, tenant string) (int64, error) {
+	var v int64
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&v)
+	return v, err
+}
+
+// WriteLayerChange stores r's new status and appends c to the history.
+func (t layerTx) WriteLayerChange(ctx context.Context, r store.LayerRule, c store.LayerChange) error {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ?, mac = ? WHERE tenant = ? AND id = ?`,
+		string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, storeimpl.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, r.Tenant, r.ID); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, storeimpl.PrincipalText(c.By), ts(c.At))
+	return err
+}
+
 // GetLayer implements [store.Layers].
 func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
 	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&l.Version); err != nil {
+	var err error
+	if l.Version, err = layerVersion(ctx, s.db, tenant); err != nil {
 		return l, wrap(err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND status <> 'removed' ORDER BY version, seq`, tenant)
@@ -115,18 +131,8 @@ func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (store.Layer,
 		return l, wrap(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		r, err := scanLayerRule(rows)
-		if err != nil {
-			return l, wrap(err)
-		}
-		if r.Status == store.LayerAccepted {
-			l.Rules = append(l.Rules, r)
-		} else {
-			l.Proposed = append(l.Proposed, r)
-		}
-	}
-	if err := rows.Err(); err != nil {
+	l, err = storeimpl.ReadLayer(l, rows, func(rows storeimpl.Rows) (store.LayerRule, error) { return scanLayerRule(rows) })
+	if err != nil {
 		return l, wrap(err)
 	}
 	return s.seal.SplitSealed(l), nil
@@ -134,8 +140,7 @@ func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (store.Layer,
 
 // LayerVersion implements [store.Layers].
 func (s *sqliteStore) LayerVersion(ctx context.Context, tenant string) (int64, error) {
-	var v int64
-	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&v)
+	v, err := layerVersion(ctx, s.db, tenant)
 	return v, wrap(err)
 }
 
