@@ -41,13 +41,19 @@ func UpdateRun(ctx context.Context, tx RunTx, id string, u store.RunUpdate, now 
 	if err := tx.WriteRun(ctx, &next, last); err != nil {
 		return store.Run{}, err
 	}
-	if err := tx.AddApprovals(ctx, next, now, u.Approvals); err != nil {
-		return store.Run{}, err
-	}
-	if err := tx.AppendEvents(ctx, &next, now, u.Events); err != nil {
+	if err := AddRecords(ctx, tx, &next, now, u.Approvals, u.Events); err != nil {
 		return store.Run{}, err
 	}
 	return next, nil
+}
+
+// AddRecords adds to run, in tx, new pending approvals and events, as
+// CreateRun and UpdateRun do after writing the run.
+func AddRecords(ctx context.Context, tx RunTx, run *store.Run, now time.Time, as []store.Approval, evs []store.Event) error {
+	if err := tx.AddApprovals(ctx, *run, now, as); err != nil {
+		return err
+	}
+	return tx.AppendEvents(ctx, run, now, evs)
 }
 
 // ClaimRun is [store.Store.ClaimRun] in tx at now ([ApplyClaim]).

@@ -541,11 +541,7 @@ func (s *pgStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (stor
 		if err != nil {
 			return err
 		}
-		if err := s.insertApprovals(ctx, tx, run, now, r.Approvals); err != nil {
-			return err
-		}
-		_, err = s.insertEvents(ctx, tx, &run, now, r.Events)
-		return err
+		return storeimpl.AddRecords(ctx, runTx{s, tx}, &run, now, r.Approvals, r.Events)
 	})
 	if err != nil {
 		return store.Run{}, err

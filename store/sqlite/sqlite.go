@@ -404,11 +404,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (
 		if err != nil {
 			return err
 		}
-		if err := s.insertApprovals(ctx, tx, run, now, r.Approvals); err != nil {
-			return err
-		}
-		_, err = s.insertEvents(ctx, tx, &run, now, r.Events)
-		return err
+		return storeimpl.AddRecords(ctx, runTx{s, tx}, &run, now, r.Approvals, r.Events)
 	})
 	if err != nil {
 		return store.Run{}, err
