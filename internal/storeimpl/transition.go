@@ -78,3 +78,11 @@ func Outcome(err error) error {
 	}
 	return Commit{err}
 }
+
+// Expire returns a, as the store read it, recorded as expired at now and
+// sealed ([ExpireApproval], [Sealer.Seal]): what ExpireApprovals stores
+// for an approval whose expiry has passed.
+func Expire(seal *Sealer, a store.Approval, now time.Time) store.Approval {
+	prev := seal.Check(a)
+	return seal.Seal(prev, ExpireApproval(prev, now))
+}

@@ -407,8 +407,7 @@ func (m *memStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error
 	var out []store.Approval
 	var evs []store.Event
 	for _, a := range due {
-		prev := m.seal.Check(a.a)
-		a.a = m.seal.Seal(prev, storeimpl.ExpireApproval(prev, now))
+		a.a = storeimpl.Expire(m.seal, a.a, now)
 		out = append(out, cloneApproval(a.a))
 		evs = append(evs, storeimpl.ApprovalEventOf(a.a))
 	}

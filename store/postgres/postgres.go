@@ -1029,8 +1029,7 @@ func (s *pgStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error)
 				rows.Close()
 				return err
 			}
-			a = s.seal.Check(a)
-			expired = append(expired, s.seal.Seal(a, storeimpl.ExpireApproval(a, now)))
+			expired = append(expired, storeimpl.Expire(s.seal, a, now))
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

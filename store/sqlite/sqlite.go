@@ -787,8 +787,7 @@ func (s *sqliteStore) ExpireApprovals(ctx context.Context) ([]store.Approval, er
 				return err
 			}
 			if a.Expired(now) {
-				a = s.seal.Check(a)
-				due = append(due, s.seal.Seal(a, storeimpl.ExpireApproval(a, now)))
+				due = append(due, storeimpl.Expire(s.seal, a, now))
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
