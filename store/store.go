@@ -611,9 +611,9 @@ type Options struct {
 	// Now returns the current time (default time.Now); for tests.
 	Now func() time.Time
 	// DecisionKey is the key of the MACs that seal the store's decisions
-	// (32 bytes; see [LoadDecisionKey] and "Sealed
-	// decisions" in the package doc). Every process that shares a durable
-	// store must be given the same key. Nil means a key made at random for
+	// (32 random bytes, kept secret; see "Sealed decisions" in the package
+	// doc; the command keeps it in a file of its state directory). Every
+	// process that shares a durable store must be given the same key. Nil means a key made at random for
 	// this process: decisions written by another process, or before a
 	// restart, are then refused.
 	DecisionKey []byte

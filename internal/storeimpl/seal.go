@@ -32,8 +32,8 @@ var processKey = sync.OnceValue(func() []byte {
 })
 
 // NewSealer returns the sealer of a store opened with o: its DecisionKey,
-// or this process's random key when there is none. Errors: [store.ErrInvalid] for
-// a key that is not [keySize] bytes.
+// or this process's random key when there is none. Errors:
+// [store.ErrInvalid] for a key that is not 32 bytes.
 func NewSealer(o *store.Options) (*Sealer, error) {
 	if o == nil || o.DecisionKey == nil {
 		return &Sealer{key: processKey()}, nil
