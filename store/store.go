@@ -580,10 +580,14 @@ type Store interface {
 	// 512 bytes (nothing changes then).
 	Decide(ctx context.Context, runID, id string, d Answer) (Approval, error)
 	// Consume uses an approved approval for arguments with the given digest,
-	// once, and returns it as used. Errors: [ErrNotFound]; [ErrUsed];
-	// [ErrNotApproved] (pending, denied or expired); [ErrExpired] at or after
-	// ExpiresAt (then stored as expired, with an [EventApprovalExpired]
-	// event); [ErrDigestMismatch] (nothing changes).
+	// once, and returns it as used, with its answer's data. The answer to
+	// a request that asks a person for something (input, a question, an
+	// authorization) is given once: the store then keeps as its Data
+	// {"redacted":"the answer was used and is no longer kept"}. Errors:
+	// [ErrNotFound]; [ErrUsed]; [ErrNotApproved] (pending, denied or
+	// expired); [ErrUnverified] (a decision not made through tollgate);
+	// [ErrExpired] at or after ExpiresAt (then stored as expired, with an
+	// [EventApprovalExpired] event); [ErrDigestMismatch] (nothing changes).
 	Consume(ctx context.Context, runID, id, digest string) (Approval, error)
 	// ExpireApprovals records as expired every pending or approved approval
 	// whose ExpiresAt has passed (store clock), appending an
