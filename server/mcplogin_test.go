@@ -25,7 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // oauthMCP is an authorization server (dynamic registration, PKCE S256)
@@ -107,7 +107,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	cfg.MCPFiles = []string{mcpFile}
 	logins := filepath.Join(dir, "logins")
 	ts := httptest.NewUnstartedServer(nil)
-	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
+	srv, err := server.New(memory.New(nil), &testBuilder{m: transferScript()}, &server.Options{
 		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t).Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})
@@ -211,7 +211,7 @@ func mcpLoginServer(t *testing.T) (ts *httptest.Server, mcpURL, logins string) {
 		t.Fatal(err)
 	}
 	ts = httptest.NewUnstartedServer(nil)
-	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
+	srv, err := server.New(memory.New(nil), &testBuilder{m: transferScript()}, &server.Options{
 		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tk.Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})

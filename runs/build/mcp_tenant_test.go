@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"golang.org/x/oauth2"
 )
 
@@ -54,7 +54,7 @@ func TestMCPTenantLogins(t *testing.T) {
 		notices = append(notices, s)
 	}})
 	cfg := config(t, dir, runs.RunConfig{MCPFiles: []string{mcpFile}})
-	host, err := runs.New(store.NewMemory(nil), b, nil)
+	host, err := runs.New(memory.New(nil), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // oauthMCP is an authorization server that approves at once and an MCP
@@ -112,7 +112,7 @@ func TestPageLogsInToMCPServer(t *testing.T) {
 	}
 	logins := filepath.Join(dir, "logins")
 	ts := httptest.NewUnstartedServer(nil)
-	srv, err := server.New(store.NewMemory(nil), &builder{}, &server.Options{
+	srv, err := server.New(memory.New(nil), &builder{}, &server.Options{
 		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tokens.Lookup, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
