@@ -27,28 +27,28 @@ const (
 	QuestionTool = "question"
 	// ApplyPatch applies a multi-file patch as one change.
 	ApplyPatch = "apply_patch"
-	// TodoWrite keeps the run's plan (see [Todo]).
+	// TodoWrite keeps the run's plan: a list of {id, content, status}.
 	TodoWrite = "todowrite"
 )
 
-// Source is the [tool.Spec] Source of every builtin tool.
-const Source = "builtin"
+// source is the [tool.Spec] Source of every builtin tool.
+const source = "builtin"
 
 // Defaults used when the corresponding [Options] field is zero.
 const (
-	DefaultBashTimeout    = 60 * time.Second // bash's timeout when a call gives none
-	DefaultMaxBashTimeout = 10 * time.Minute // the longest timeout a call may ask for
-	DefaultMaxOutputBytes = 64 << 10         // bytes of bash output kept (64 KiB)
-	DefaultReadLimit      = 2000             // lines read returns when a call gives no limit
-	DefaultMaxLineBytes   = 2000             // bytes shown of one line by read and grep
-	DefaultMaxGrepMatches = 100              // matching lines grep reports
-	DefaultMaxGlobResults = 1000             // paths glob reports
+	defaultBashTimeout    = 60 * time.Second // bash's timeout when a call gives none
+	defaultMaxBashTimeout = 10 * time.Minute // the longest timeout a call may ask for
+	defaultMaxOutputBytes = 64 << 10         // bytes of bash output kept (64 KiB)
+	defaultReadLimit      = 2000             // lines read returns when a call gives no limit
+	defaultMaxLineBytes   = 2000             // bytes shown of one line by read and grep
+	defaultMaxGrepMatches = 100              // matching lines grep reports
+	defaultMaxGlobResults = 1000             // paths glob reports
 )
 
-// MaxEditBytes is the largest file edit and apply_patch change (16 MiB): they
+// maxEditBytes is the largest file edit and apply_patch change (16 MiB): they
 // hold the file and its new text in memory, and a larger file (a log, a data
 // dump a tool made) would let one call exhaust the process's memory.
-const MaxEditBytes = 16 << 20
+const maxEditBytes = 16 << 20
 
 var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch, TodoWrite}
 
@@ -56,9 +56,6 @@ var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool
 // [New] returns them: bash, read, write, edit, grep, glob, webfetch,
 // question, apply_patch, todowrite. The slice is a copy.
 func Names() []string { return slices.Clone(names) }
-
-// IsBuiltin reports whether name is the name of a builtin tool.
-func IsBuiltin(name string) bool { return slices.Contains(names, name) }
 
 // Options configures [New]. A nil *Options, and every zero field, means the
 // default; negative values are an error.
@@ -148,10 +145,10 @@ func (o *Options) withDefaults() (Options, error) {
 		}
 	}
 	if c.BashTimeout == 0 {
-		c.BashTimeout = DefaultBashTimeout
+		c.BashTimeout = defaultBashTimeout
 	}
 	if c.MaxBashTimeout == 0 {
-		c.MaxBashTimeout = DefaultMaxBashTimeout
+		c.MaxBashTimeout = defaultMaxBashTimeout
 	}
 	if c.BashTimeout > c.MaxBashTimeout {
 		return c, fmt.Errorf("builtin: BashTimeout %v exceeds MaxBashTimeout %v", c.BashTimeout, c.MaxBashTimeout)
@@ -159,11 +156,11 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.MaxBashTimeout < time.Millisecond {
 		return c, fmt.Errorf("builtin: MaxBashTimeout %v is below one millisecond", c.MaxBashTimeout)
 	}
-	def(&c.MaxOutputBytes, DefaultMaxOutputBytes)
-	def(&c.ReadLimit, DefaultReadLimit)
-	def(&c.MaxLineBytes, DefaultMaxLineBytes)
-	def(&c.MaxGrepMatches, DefaultMaxGrepMatches)
-	def(&c.MaxGlobResults, DefaultMaxGlobResults)
+	def(&c.MaxOutputBytes, defaultMaxOutputBytes)
+	def(&c.ReadLimit, defaultReadLimit)
+	def(&c.MaxLineBytes, defaultMaxLineBytes)
+	def(&c.MaxGrepMatches, defaultMaxGrepMatches)
+	def(&c.MaxGlobResults, defaultMaxGlobResults)
 	return c, nil
 }
 

@@ -37,7 +37,7 @@ func TestConcurrentEditsOfOneFile(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			args, _ := json.Marshal(builtin.EditInput{Path: "f.txt", OldString: fmt.Sprintf("L%02d=old", i), NewString: fmt.Sprintf("L%02d=new", i)})
+			args, _ := json.Marshal(map[string]string{"path": "f.txt", "oldString": fmt.Sprintf("L%02d=old", i), "newString": fmt.Sprintf("L%02d=new", i)})
 			if r, _ := byName[builtin.Edit].Call(context.Background(), args); r.IsError {
 				errs <- r.Output
 			}

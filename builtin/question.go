@@ -36,9 +36,9 @@ type Question struct {
 	Multiple bool             `json:"multiple,omitempty" jsonschema:"whether several choices may be picked"`
 }
 
-// QuestionInput is the input of the question tool, and the Data of the
+// questionInput is the input of the question tool, and the Data of the
 // pending request it makes (kind [tool.KindQuestion]).
-type QuestionInput struct {
+type questionInput struct {
 	Questions []Question `json:"questions" jsonschema:"the questions to ask, in order"`
 }
 
@@ -50,7 +50,7 @@ type QuestionAnswer struct {
 }
 
 func (b *builtins) questionTool() (tool.Tool, error) {
-	s, err := jsonschema.For[QuestionInput](nil)
+	s, err := jsonschema.For[questionInput](nil)
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +71,11 @@ func (b *builtins) questionTool() (tool.Tool, error) {
 	return tool.New(QuestionTool, desc, b.question, &tool.FuncOptions{
 		Hints:       &tool.Hints{ReadOnly: true},
 		InputSchema: s,
-		Source:      Source,
+		Source:      source,
 	})
 }
 
-func (b *builtins) question(ctx context.Context, in QuestionInput) (tool.Result, error) {
+func (b *builtins) question(ctx context.Context, in questionInput) (tool.Result, error) {
 	if err := checkQuestions(in.Questions); err != nil {
 		return tool.Error(err.Error()), nil
 	}
@@ -150,13 +150,13 @@ func questionPrompt(qs []Question) string {
 }
 
 // ParseQuestions returns the questions of a pending request of kind
-// [tool.KindQuestion] made by the question tool (its Data is a
-// [QuestionInput]). It is what a host shows the user.
+// [tool.KindQuestion] made by the question tool (its Data is the tool's
+// input, {"questions": [...]}). It is what a host shows the user.
 func ParseQuestions(req tool.Request) ([]Question, error) {
 	if req.Kind != tool.KindQuestion {
 		return nil, fmt.Errorf("request %s is of kind %q, not %q", req.ID, req.Kind, tool.KindQuestion)
 	}
-	var in QuestionInput
+	var in questionInput
 	if err := json.Unmarshal(req.Data, &in); err != nil {
 		return nil, fmt.Errorf("request %s: the questions are unreadable: %v", req.ID, err)
 	}

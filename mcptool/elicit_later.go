@@ -247,7 +247,7 @@ func questionsText(qs []builtin.Question) string {
 // limits (options per question, text), so that everything that shows and
 // answers its requests takes them; a form that is not is an input request.
 func fitsQuestionTool(qs []builtin.Question) bool {
-	data, err := json.Marshal(builtin.QuestionInput{Questions: qs})
+	data, err := json.Marshal(map[string][]builtin.Question{"questions": qs})
 	if err != nil {
 		return false
 	}

@@ -98,7 +98,7 @@ func New(opts *Options) (*Toolkit, error) {
 		o = *opts
 	}
 	for i, name := range o.Disable {
-		if !builtin.IsBuiltin(name) {
+		if !slices.Contains(builtin.Names(), name) {
 			return nil, fmt.Errorf("toolkit: Disable[%d] %q: %w (builtins: %s)", i, name, ErrUnknownTool, strings.Join(builtin.Names(), ", "))
 		}
 	}
