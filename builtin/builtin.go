@@ -112,8 +112,8 @@ type Options struct {
 	CheckFile func(ctx context.Context, use FileUse) error
 	// Sandbox, if set, is called with every command bash is about to start,
 	// after its environment, directory and process group are set; it may
-	// rewrite the command to run confined (sandbox.Sandbox.Wrapper returns
-	// one). It reports whether killing the started process kills every
+	// rewrite the command to run confined (sandbox.Sandbox.Wrap bound to a
+	// policy). It reports whether killing the started process kills every
 	// process the command starts (a PID namespace); an error refuses the call
 	// with an error result. Nil runs the shell unconfined.
 	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)

@@ -29,7 +29,7 @@ var (
 	ErrUnknownTool = errors.New("unknown tool")
 	// ErrUnconfined: the builtin bash is on and nothing confines it
 	// (Builtin.Sandbox is nil) although Unconfined was not set. Set
-	// Builtin.Sandbox (package sandbox: Sandbox.Wrapper), set Unconfined
+	// Builtin.Sandbox (package sandbox: Sandbox.Wrap), set Unconfined
 	// to run commands as the host's own user, or Disable bash.
 	ErrUnconfined = errors.New("bash would run commands unconfined")
 )
