@@ -245,7 +245,7 @@ func clientName(t tool.Tool, servers int) string {
 		return t.Spec().Name
 	}
 	if servers == 1 {
-		return mt.RemoteName()
+		return mt.Listed().Name
 	}
 	return strings.TrimPrefix(t.Spec().Name, "mcp__")
 }

@@ -84,7 +84,7 @@ Exit status: 0 logged in, 1 the login failed, 2 usage.`,
 			})
 			store := &mcptool.TokenStore{Dir: mcpLoginsDir(stateDir)}
 			login := *sc
-			login.Timeout = min(timeout, mcptool.MaxTimeout)
+			login.Timeout = min(timeout, 10*time.Minute) // the largest "timeout" mcp.json accepts
 			set, err := mcptool.Open(ctx, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{name: &login}}, &mcptool.Options{
 				LookupEnv: env.lookupEnv,
 				OAuth: func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {

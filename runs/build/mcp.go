@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -218,7 +219,7 @@ func PersonOnly(wait tool.WaitFunc) tool.WaitFunc {
 // MCPOpenSlack is what [OpenMCP] allows on top of two start-up phases of the
 // slowest server: the time a phase that runs out may take to stop its
 // server, and then some.
-const MCPOpenSlack = 3*mcptool.DefaultShutdownGrace + 20*time.Second
+const MCPOpenSlack = 3*2*time.Second + 20*time.Second // three of mcptool.Options.ShutdownGrace's default (2 s), and room
 
 // LoadMCP loads every MCP servers file into one configuration, passing the
 // files' warnings to notice. A file named twice is loaded once; a server
@@ -283,7 +284,7 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	if err != nil {
 		return nil, err
 	}
-	slowest := mcptool.DefaultTimeout
+	slowest := 30 * time.Second // a server's default Timeout
 	for _, sc := range cfg.Servers {
 		slowest = max(slowest, sc.Timeout)
 	}
@@ -306,7 +307,7 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	set, err := mcptool.Open(octx, cfg, mo)
 	if err != nil {
 		var ce *mcptool.CollisionError
-		var cfgErr *mcptool.ConfigError
+		var cfgErr *configfile.Problem
 		switch {
 		case errors.As(err, &ce), errors.As(err, &cfgErr):
 			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}
