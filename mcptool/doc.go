@@ -39,7 +39,7 @@
 // metadata document, pre-registered client ("oauth" in mcp.json, see
 // [OAuthConfig]) or dynamic registration, PKCE S256, the server's URL as
 // RFC 8707 resource, scope step-up on 403 insufficient_scope. Its logins
-// are kept by a [TokenStore] (0600 files, one per server URL) and used from
+// are kept in [OAuthOptions].Dir (0600 files, one per server URL) and used from
 // the start by later handlers, refreshed before they expire. Without a
 // person to log in ([OAuthOptions].Fetch nil) a 401 fails the server with
 // [ErrLoginRequired]. The token goes to the server's URL only; a redirect

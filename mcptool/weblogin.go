@@ -2,26 +2,14 @@ package mcptool
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
-	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 )
-
-// TenantTokenStore returns the store of the OAuth logins of tenant under
-// dir: a directory of its own (named by the SHA-256 of the tenant's name,
-// under dir/tenants), so that one tenant's runs never find another's
-// tokens. A server or worker that runs for many tenants keeps their logins
-// so (tollgate serve, tollgate worker).
-func TenantTokenStore(dir, tenant string) *TokenStore {
-	sum := sha256.Sum256([]byte(tenant))
-	return &TokenStore{Dir: filepath.Join(dir, "tenants", hex.EncodeToString(sum[:16]))}
-}
 
 // PendingLogin is an OAuth login to an MCP server whose authorization a
 // person gives in a browser that comes back to a redirect URL the host
@@ -36,7 +24,7 @@ type PendingLogin struct {
 
 	codes chan *auth.AuthorizationResult
 	done  chan error
-	store *TokenStore
+	store *mcptoken.Store
 	url   string
 }
 
@@ -44,23 +32,23 @@ type PendingLogin struct {
 // without asking for an authorization.
 var ErrNoLoginNeeded = errors.New("the server did not ask for a login")
 
-// StartLogin starts the OAuth login of o.Store to the streamable-HTTP
+// StartLogin starts the OAuth login, kept in o.Dir, to the streamable-HTTP
 // server name (configuration sc): it connects to the server, meets its 401
 // and, as [NewOAuthHandler] does, finds the authorization server,
 // registers (with o.RedirectURL as redirect URI) and builds the
 // authorization URL, which it returns without waiting for the person. The
 // login goes on in the background until ctx ends: ctx bounds the whole
 // login, the person's time in the browser included. o.Fetch and o.Offer
-// are ignored; o.Store and o.RedirectURL are required. It fails for a
+// are ignored; o.Dir and o.RedirectURL are required. It fails for a
 // server that is not streamable HTTP (no URL), which it never starts.
 func StartLogin(ctx context.Context, name string, sc *ServerConfig, o *OAuthOptions) (*PendingLogin, error) {
-	if o == nil || o.Store == nil || o.RedirectURL == "" {
-		return nil, errors.New("mcptool: StartLogin needs OAuthOptions.Store and RedirectURL")
+	if o == nil || o.Dir == "" || o.RedirectURL == "" {
+		return nil, errors.New("mcptool: StartLogin needs OAuthOptions.Dir and RedirectURL")
 	}
 	if sc == nil || sc.URL == "" || sc.Transport != nil {
 		return nil, fmt.Errorf("mcp server %q: OAuth needs a streamable-HTTP server (url)", name)
 	}
-	p := &PendingLogin{codes: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), store: o.Store, url: sc.URL}
+	p := &PendingLogin{codes: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), store: &mcptoken.Store{Dir: o.Dir}, url: sc.URL}
 	urls := make(chan string, 1)
 	opts := *o
 	opts.Offer, opts.Fresh = nil, true

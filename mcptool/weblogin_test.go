@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 )
 
 // A login whose browser comes back to a page the host serves: StartLogin
@@ -15,14 +16,14 @@ import (
 func TestStartLoginPerTenant(t *testing.T) {
 	w := newOAuthWorld(t)
 	dir := t.TempDir()
-	acme, globex := TenantTokenStore(dir, "acme"), TenantTokenStore(dir, "globex")
-	if acme.Dir == globex.Dir || TenantTokenStore(dir, "acme").Dir != acme.Dir {
+	acme, globex := &mcptoken.Store{Dir: mcptoken.TenantDir(dir, "acme")}, &mcptoken.Store{Dir: mcptoken.TenantDir(dir, "globex")}
+	if acme.Dir == globex.Dir || mcptoken.TenantDir(dir, "acme") != acme.Dir {
 		t.Fatalf("tenant stores %s and %s", acme.Dir, globex.Dir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sc := &ServerConfig{URL: w.mcpURL}
-	p, err := StartLogin(ctx, "docs", sc, &OAuthOptions{Store: acme, RedirectURL: "http://127.0.0.1:1/callback"})
+	p, err := StartLogin(ctx, "docs", sc, &OAuthOptions{Dir: acme.Dir, RedirectURL: "http://127.0.0.1:1/callback"})
 	if err != nil {
 		t.Fatal(err)
 	}

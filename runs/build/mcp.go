@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -53,7 +54,7 @@ func setupMCP(ctx context.Context, s *setup) error {
 	s.addProtected(files...)
 	logins := s.b.opts.MCPLogins
 	if dir := s.b.opts.MCPTenantLogins; dir != "" {
-		logins = mcptool.TenantTokenStore(dir, runs.BuildTenant(ctx)).Dir
+		logins = mcptoken.TenantDir(dir, runs.BuildTenant(ctx))
 	}
 	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, LookupEnv: s.b.opts.LookupEnv, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
 		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, OnLogin: s.loginRecorder(ctx), Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
@@ -150,7 +151,7 @@ type MCPOptions struct {
 	// Confine is mcptool.Options.Sandbox (see [MCPConfine]).
 	Confine func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error
 	// OAuthDir, if set, is the directory of the OAuth logins made with
-	// `tollgate mcp login` (an mcptool.TokenStore): a streamable-HTTP server
+	// `tollgate mcp login` (mcptool.OAuthOptions.Dir): a streamable-HTTP server
 	// with a login there gets its token (refreshed as needed); one that asks
 	// for authorization without a login fails with mcptool.ErrLoginRequired.
 	// Empty: no OAuth, a 401 fails the server.
@@ -299,9 +300,8 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 		mo.Elicit = PersonOnly(o.Elicit)
 	}
 	if o.OAuthDir != "" {
-		store := &mcptool.TokenStore{Dir: o.OAuthDir}
 		mo.OAuth = func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: o.LookupEnv, Offer: o.OAuthOffer, OnLogin: o.OnLogin})
+			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Dir: o.OAuthDir, Logger: o.Logger, LookupEnv: o.LookupEnv, Offer: o.OAuthOffer, OnLogin: o.OnLogin})
 		}
 	}
 	set, err := mcptool.Open(octx, cfg, mo)
