@@ -26,7 +26,7 @@ func (b *builtins) applyPatchTool() (tool.Tool, error) {
 		"*** Begin Patch\n*** Add File: path\n+line of the new file\n*** Update File: path\n*** Move to: new/path (optional)\n" +
 		"@@ a line above the hunk (optional)\n context line\n-removed line\n+added line\n*** Delete File: path\n*** End Patch\n" +
 		"Give about 3 lines of context around each change. Updated files keep their line endings and byte order mark."
-	return tool.New(ApplyPatch, desc, b.applyPatch, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
+	return tool.New(toolApplyPatch, desc, b.applyPatch, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
 }
 
 // change is one file's part of a checked patch, ready to be written.
@@ -119,7 +119,7 @@ func (b *builtins) applyPatch(ctx context.Context, in applyPatchInput) (tool.Res
 	for i, fp := range files {
 		c := &changes[i]
 		*c = change{fp: fp, rel: targets[i].rel, dest: targets[i].dest, perm: filePerm}
-		pn, err := b.pin(ctx, root, ApplyPatch, c.rel, fp.path, fp.op == opAdd, args)
+		pn, err := b.pin(ctx, root, toolApplyPatch, c.rel, fp.path, fp.op == opAdd, args)
 		var nr *notRegular
 		switch {
 		case errors.As(err, &nr):
@@ -162,7 +162,7 @@ func (b *builtins) applyPatch(ctx context.Context, in applyPatchInput) (tool.Res
 				if _, err := root.Lstat(c.dest); err == nil {
 					return tool.Errorf("patch line %d: Move to: %s already exists", fp.line, fp.moveTo), nil
 				}
-				dst, err := b.pin(ctx, root, ApplyPatch, c.dest, fp.moveTo, true, args)
+				dst, err := b.pin(ctx, root, toolApplyPatch, c.dest, fp.moveTo, true, args)
 				if err != nil {
 					return tool.Errorf("patch line %d: %s", fp.line, describe(fp.moveTo, err)), nil
 				}

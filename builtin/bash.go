@@ -45,7 +45,7 @@ func (b *builtins) bashTool() (tool.Tool, error) {
 		"(default %v). Output beyond %d bytes is dropped and marked. A non-zero exit status is reported as "+
 		"an error with the output. Processes still running when the command ends are killed; stdin is empty.",
 		b.opts.BashTimeout, b.opts.MaxOutputBytes)
-	return tool.New(Bash, desc, b.bash, &tool.FuncOptions{
+	return tool.New(toolBash, desc, b.bash, &tool.FuncOptions{
 		Hints:       &tool.Hints{Destructive: true, OpenWorld: true},
 		InputSchema: s,
 		Source:      source,

@@ -12,23 +12,18 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// The names of the builtin tools, as the model calls them.
+// The names of the builtin tools, as the model calls them (see [Names]).
 const (
-	Bash  = "bash"
-	Read  = "read"
-	Write = "write"
-	Edit  = "edit"
-	Grep  = "grep"
-	Glob  = "glob"
-	// WebFetch fetches a URL (see [WebFetchOptions]).
-	WebFetch = "webfetch"
-	// QuestionTool asks the user questions through a pending request of kind
-	// question (the type [Question] is one question).
-	QuestionTool = "question"
-	// ApplyPatch applies a multi-file patch as one change.
-	ApplyPatch = "apply_patch"
-	// TodoWrite keeps the run's plan: a list of {id, content, status}.
-	TodoWrite = "todowrite"
+	toolBash       = "bash"
+	toolRead       = "read"
+	toolWrite      = "write"
+	toolEdit       = "edit"
+	toolGrep       = "grep"
+	toolGlob       = "glob"
+	toolWebFetch   = "webfetch"
+	toolQuestion   = "question"
+	toolApplyPatch = "apply_patch"
+	toolTodoWrite  = "todowrite"
 )
 
 // source is the [tool.Spec] Source of every builtin tool.
@@ -50,7 +45,7 @@ const (
 // dump a tool made) would let one call exhaust the process's memory.
 const maxEditBytes = 16 << 20
 
-var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch, TodoWrite}
+var names = []string{toolBash, toolRead, toolWrite, toolEdit, toolGrep, toolGlob, toolWebFetch, toolQuestion, toolApplyPatch, toolTodoWrite}
 
 // Names returns the names of the builtin tools in the fixed order in which
 // [New] returns them: bash, read, write, edit, grep, glob, webfetch,

@@ -68,7 +68,7 @@ func (b *builtins) questionTool() (tool.Tool, error) {
 		"get a preference or a decision, or offer choices. Give options when there are natural choices (the " +
 		"user may still answer in their own words); set multiple when several may be picked. The answers come " +
 		"back as the result. Do not ask what you can find out yourself."
-	return tool.New(QuestionTool, desc, b.question, &tool.FuncOptions{
+	return tool.New(toolQuestion, desc, b.question, &tool.FuncOptions{
 		Hints:       &tool.Hints{ReadOnly: true},
 		InputSchema: s,
 		Source:      source,

@@ -31,7 +31,7 @@ func (b *builtins) readTool() (tool.Tool, error) {
 		"(line number, a tab, the text). Returns at most limit lines (default %d) starting at the 1-based "+
 		"line offset; lines longer than %d bytes are cut. Use offset to page through long files.",
 		b.opts.ReadLimit, b.opts.MaxLineBytes)
-	return tool.New(Read, desc, b.read, &tool.FuncOptions{Hints: readOnlyHints(), InputSchema: s, Source: source})
+	return tool.New(toolRead, desc, b.read, &tool.FuncOptions{Hints: readOnlyHints(), InputSchema: s, Source: source})
 }
 
 func (b *builtins) read(ctx context.Context, in readInput) (tool.Result, error) {
@@ -56,7 +56,7 @@ func (b *builtins) read(ctx context.Context, in readInput) (tool.Result, error) 
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
-	use := FileUse{Tool: Read, Path: in.Path, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}
+	use := FileUse{Tool: toolRead, Path: in.Path, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}
 	if err := b.checkUse(ctx, use, pathArgs(in, func(c *readInput, p string) { c.Path = p })); err != nil {
 		return refused(in.Path, real, err), nil
 	}

@@ -50,7 +50,7 @@ func (b *builtins) grepTool() (tool.Tool, error) {
 		"syntax). Prints each matching line as `path:line: text` (path relative to the workspace root), "+
 		"at most %d matches. Skips binary files and .git, .hg and .svn directories. "+
 		"Use include to restrict the file names searched.", b.opts.MaxGrepMatches)
-	return tool.New(Grep, desc, b.grep, &tool.FuncOptions{Hints: readOnlyHints(), Source: source})
+	return tool.New(toolGrep, desc, b.grep, &tool.FuncOptions{Hints: readOnlyHints(), Source: source})
 }
 
 func (b *builtins) grep(ctx context.Context, in grepInput) (tool.Result, error) {
@@ -79,7 +79,7 @@ func (b *builtins) grep(ctx context.Context, in grepInput) (tool.Result, error) 
 		if err != nil {
 			return err
 		}
-		return b.checkUse(ctx, FileUse{Tool: Grep, Path: shown, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}, args)
+		return b.checkUse(ctx, FileUse{Tool: toolGrep, Path: shown, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}, args)
 	}
 	start := filepath.ToSlash(rel)
 	if !fi.IsDir() {
@@ -102,7 +102,7 @@ func (b *builtins) grep(ctx context.Context, in grepInput) (tool.Result, error) 
 		if err != nil {
 			return tool.Error(describe(base, err)), nil
 		}
-		if err := b.checkUse(ctx, FileUse{Tool: Grep, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
+		if err := b.checkUse(ctx, FileUse{Tool: toolGrep, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
 			return refused(base, dreal, err), nil
 		}
 		err = fs.WalkDir(rootFS{dir}, ".", func(p string, d fs.DirEntry, err error) error {
@@ -257,7 +257,7 @@ func (b *builtins) globTool() (tool.Tool, error) {
 	desc := fmt.Sprintf("Find files of the workspace by name with a glob pattern (** matches any number of "+
 		"directories, {a,b} alternatives). Lists matching files (not directories) relative to the workspace "+
 		"root, sorted by path, at most %d.", b.opts.MaxGlobResults)
-	return tool.New(Glob, desc, b.glob, &tool.FuncOptions{Hints: readOnlyHints(), Source: source})
+	return tool.New(toolGlob, desc, b.glob, &tool.FuncOptions{Hints: readOnlyHints(), Source: source})
 }
 
 // stat resolves the path argument p inside the workspace, opens the root and
@@ -308,7 +308,7 @@ func (b *builtins) glob(ctx context.Context, in globInput) (tool.Result, error) 
 		return tool.Error(describe(base, err)), nil
 	}
 	args := pathArgs(in, func(c *globInput, p string) { c.Path = p })
-	if err := b.checkUse(ctx, FileUse{Tool: Glob, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
+	if err := b.checkUse(ctx, FileUse{Tool: toolGlob, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
 		return refused(base, dreal, err), nil
 	}
 	var found []string
@@ -337,7 +337,7 @@ func (b *builtins) glob(ctx context.Context, in globInput) (tool.Result, error) 
 		}
 		shown := path.Join(start, p)
 		if b.opts.CheckFile != nil {
-			use := FileUse{Tool: Glob, Path: shown, Real: filepath.Join(dreal, filepath.FromSlash(p)), Hints: readOnlyHints()}
+			use := FileUse{Tool: toolGlob, Path: shown, Real: filepath.Join(dreal, filepath.FromSlash(p)), Hints: readOnlyHints()}
 			if b.checkUse(ctx, use, args) != nil {
 				refusedN++
 				return nil

@@ -50,7 +50,7 @@ func (b *builtins) todoWriteTool() (tool.Tool, error) {
 		"an id, its content and its status (pending, in_progress, completed). Use it for work of several steps: " +
 		"write the plan first, mark an item in_progress when you start it (one at a time) and completed as soon " +
 		"as it is done. The list belongs to this run and touches no file."
-	return tool.New(TodoWrite, desc, b.todoWrite, &tool.FuncOptions{
+	return tool.New(toolTodoWrite, desc, b.todoWrite, &tool.FuncOptions{
 		Hints:       &tool.Hints{ReadOnly: true, Idempotent: true},
 		InputSchema: s,
 		Source:      source,
@@ -81,14 +81,14 @@ func (b *builtins) todoWrite(ctx context.Context, in todoWriteInput) (tool.Resul
 	}
 	var before []todo
 	if s, ok := tool.RunStateFrom(ctx); ok {
-		if v, ok := s.Get(TodoWrite); ok {
+		if v, ok := s.Get(toolTodoWrite); ok {
 			_ = json.Unmarshal(v, &before)
 		}
 		data, err := json.Marshal(todos)
 		if err != nil {
 			return tool.Errorf("todowrite: %v", err), nil
 		}
-		s.Set(TodoWrite, data)
+		s.Set(toolTodoWrite, data)
 	}
 	return tool.Result{Output: renderTodos(before, todos), Metadata: map[string]any{"todos": todos}}, nil
 }

@@ -327,7 +327,7 @@ func (b *builtins) webFetchTool() (tool.Tool, error) {
 		"(format markdown, the default), as plain text (text) or as it is (html). Only text content types are "+
 		"returned; at most %d bytes of the body are read and %d bytes returned. Private, loopback and link-local "+
 		"addresses are refused.", o.MaxBytes, o.MaxOutputBytes)
-	return tool.New(WebFetch, desc, b.webFetch, &tool.FuncOptions{
+	return tool.New(toolWebFetch, desc, b.webFetch, &tool.FuncOptions{
 		Hints:       &tool.Hints{ReadOnly: true, OpenWorld: true},
 		InputSchema: s,
 		Source:      source,

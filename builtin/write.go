@@ -35,7 +35,7 @@ func (b *builtins) writeTool() (tool.Tool, error) {
 	desc := "Write a file of the workspace, replacing its whole content; creates the file and any " +
 		"missing parent directories. An existing file keeps its CRLF line endings and byte order mark " +
 		"when the content has none of its own. To change part of an existing file, prefer edit."
-	return tool.New(Write, desc, b.write, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
+	return tool.New(toolWrite, desc, b.write, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
 }
 
 func (b *builtins) write(ctx context.Context, in writeInput) (tool.Result, error) {
@@ -55,7 +55,7 @@ func (b *builtins) write(ctx context.Context, in writeInput) (tool.Result, error
 	}
 	defer root.Close()
 	defer b.files.lock(rel)()
-	pn, err := b.pin(ctx, root, Write, rel, in.Path, true, pathArgs(in, func(c *writeInput, p string) { c.Path = p }))
+	pn, err := b.pin(ctx, root, toolWrite, rel, in.Path, true, pathArgs(in, func(c *writeInput, p string) { c.Path = p }))
 	var nr *notRegular
 	if errors.As(err, &nr) && nr.mode.IsDir() {
 		return tool.Errorf("%s is a directory", in.Path), nil
@@ -121,7 +121,7 @@ func (b *builtins) editTool() (tool.Tool, error) {
 		"(include enough surrounding lines to make it unique), or set replaceAll to replace every " +
 		"occurrence. Read the file first and copy oldString exactly, including indentation. Write line " +
 		"breaks as \\n: the file keeps its own line endings (CRLF, LF or mixed) and byte order mark."
-	return tool.New(Edit, desc, b.edit, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
+	return tool.New(toolEdit, desc, b.edit, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
 }
 
 func (b *builtins) edit(ctx context.Context, in editInput) (tool.Result, error) {
@@ -144,7 +144,7 @@ func (b *builtins) edit(ctx context.Context, in editInput) (tool.Result, error) 
 	}
 	defer root.Close()
 	defer b.files.lock(rel)()
-	pn, err := b.pin(ctx, root, Edit, rel, in.Path, false, pathArgs(in, func(c *editInput, p string) { c.Path = p }))
+	pn, err := b.pin(ctx, root, toolEdit, rel, in.Path, false, pathArgs(in, func(c *editInput, p string) { c.Path = p }))
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
