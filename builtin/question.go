@@ -42,10 +42,10 @@ type questionInput struct {
 	Questions []Question `json:"questions" jsonschema:"the questions to ask, in order"`
 }
 
-// QuestionAnswer is the Data of an answer to a question request: one list of
+// questionAnswer is the Data of an answer to a question request: one list of
 // answers per question, in order (one element unless the question allows
 // several). [ParseQuestionAnswer] also reads the shorter forms it lists.
-type QuestionAnswer struct {
+type questionAnswer struct {
 	Answers [][]string `json:"answers"`
 }
 
@@ -167,8 +167,8 @@ func ParseQuestions(req tool.Request) ([]Question, error) {
 }
 
 // ParseQuestionAnswer reads the Data of an answer to the questions qs and
-// returns one list of answers per question. It accepts a [QuestionAnswer]
-// ({"answers": [["a"], ["b", "c"]]}), the bare list ([["a"], ["b", "c"]]),
+// returns one list of answers per question. It accepts
+// {"answers": [["a"], ["b", "c"]]}, the bare list ([["a"], ["b", "c"]]),
 // one string per question (["a", "b"]), and for a single question one
 // string ("a"). Empty data means no answer (nil, nil). It is an error when
 // the number of answers differs from the number of questions, a question
@@ -183,7 +183,7 @@ func ParseQuestionAnswer(qs []Question, data json.RawMessage) ([][]string, error
 		return nil, fmt.Errorf("the answer is %d bytes; at most %d", len(data), maxAnswerDataSize)
 	}
 	var answers, lists [][]string
-	var wrapped QuestionAnswer
+	var wrapped questionAnswer
 	var flat []string
 	var single string
 	switch {

@@ -22,7 +22,11 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(tk.Names())
+	var names []string
+	for _, t := range tk.Tools() {
+		names = append(names, t.Spec().Name)
+	}
+	fmt.Println(names)
 
 	ctx := context.Background()
 	for _, c := range []struct{ name, args string }{

@@ -188,8 +188,8 @@ func toolDef(s tool.Spec) (model.ToolDef, error) {
 // slice is a copy.
 func (k *Toolkit) Tools() []tool.Tool { return slices.Clone(k.tools) }
 
-// Names returns the tools' names in the order of [Toolkit.Tools].
-func (k *Toolkit) Names() []string {
+// names returns the tools' names in the order of [Toolkit.Tools].
+func (k *Toolkit) names() []string {
 	names := make([]string, len(k.tools))
 	for i, t := range k.tools {
 		names[i] = t.Spec().Name
@@ -234,7 +234,7 @@ func (k *Toolkit) Execute(ctx context.Context, name string, args json.RawMessage
 	}
 	e, ok := k.byName[name]
 	if !ok {
-		return tool.Errorf("unknown tool %q; available tools: %s", name, strings.Join(k.Names(), ", ")), nil
+		return tool.Errorf("unknown tool %q; available tools: %s", name, strings.Join(k.names(), ", ")), nil
 	}
 	if trimmed := bytes.TrimSpace(args); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		args = json.RawMessage("{}")

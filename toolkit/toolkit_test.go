@@ -87,7 +87,7 @@ func TestComposition(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			k := mustNew(t, &tt.opts)
-			if diff := cmp.Diff(tt.names, k.Names()); diff != "" {
+			if diff := cmp.Diff(tt.names, toolNames(k.Tools())); diff != "" {
 				t.Errorf("Names (-want +got):\n%s", diff)
 			}
 			var fromTools []string
@@ -317,4 +317,13 @@ func TestConcurrentExecute(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// toolNames lists the names of tools, in order.
+func toolNames(tools []tool.Tool) []string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Spec().Name
+	}
+	return names
 }
