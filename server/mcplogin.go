@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/tollgate-dev/tollgate/internal/mcplogin"
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/mcptool"
 )
@@ -117,7 +118,7 @@ type mcpLogins struct {
 }
 
 type mcpLogin struct {
-	p              *mcptool.PendingLogin
+	p              *mcplogin.Pending
 	tenant, server string
 	ctx            context.Context
 	cancel         context.CancelFunc
@@ -199,12 +200,12 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.opts.Timeout)
-	pl, err := mcptool.StartLogin(ctx, req.Server, sc, &mcptool.OAuthOptions{Dir: mcptoken.TenantDir(l.opts.Dir, p.Tenant),
+	pl, err := mcplogin.Start(ctx, req.Server, sc, &mcptool.OAuthOptions{Dir: mcptoken.TenantDir(l.opts.Dir, p.Tenant),
 		RedirectURL: l.opts.RedirectURL, LookupEnv: os.LookupEnv, Logger: s.log})
 	if err != nil {
 		cancel()
 		status := http.StatusBadGateway
-		if errors.Is(err, mcptool.ErrNoLoginNeeded) {
+		if errors.Is(err, mcplogin.ErrNoLoginNeeded) {
 			status = http.StatusConflict
 		}
 		problemf(w, r, status, fmt.Sprintf("server %s: %v", req.Server, err))
