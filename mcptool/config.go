@@ -694,7 +694,7 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// timeout returns the server's Timeout, or [defaultTimeout].
+// timeout returns the server's Timeout, or defaultTimeout.
 func (sc *ServerConfig) timeout() time.Duration {
 	if sc.Timeout <= 0 {
 		return defaultTimeout

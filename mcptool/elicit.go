@@ -61,9 +61,9 @@ type ElicitData struct {
 	// URL is where the person goes (URL mode).
 	URL string `json:"url,omitempty"`
 	// Questions, in the pending request of an elicitation nobody could
-	// answer at once, are the form's fields as questions
-	// ([elicitQuestions]), so that whatever answers the question tool's
-	// requests answers it.
+	// answer at once, are the form's fields as questions (one per field,
+	// as the question tool asks them), so that whatever answers the
+	// question tool's requests answers it.
 	Questions []builtin.Question `json:"questions,omitempty"`
 }
 

@@ -193,7 +193,7 @@ func (c *conn) replayed(a *tool.Answer, d *ElicitData) (*mcp.ElicitResult, bool)
 }
 
 // laterRequest is the pending request an elicitation becomes: a question
-// (one per field of the form, see [elicitQuestions]) when the form has 1
+// (one per field of the form, see elicitQuestions) when the form has 1
 // to 10 fields, an input request for another form (answered with the
 // content as JSON, or approved to take the defaults), an authorization
 // request for URL mode. Its Data is the [ElicitData] with the questions.

@@ -282,7 +282,7 @@ func (t *Tool) Server() string { return t.server }
 // ([Options].Elicit nil or returning [ErrAskLater]) halts the call: the
 // server is told cancel, the call is cancelled, and Call returns the
 // elicitation as a pending request ([tool.Pending]): a question per field
-// of the form ([elicitQuestions]), its Data the [ElicitData]. Called again
+// of the form, its Data the [ElicitData]. Called again
 // with the answer ([tool.WithAnswer]), the call gives it to the server's
 // identical elicitation (same server, tool, arguments' digest, message,
 // schema's digest and URL without its query), once; any other elicitation
