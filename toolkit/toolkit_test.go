@@ -157,6 +157,7 @@ func TestNewErrors(t *testing.T) {
 		{"schema that does not resolve", toolkit.Options{NoBuiltins: true, Extra: []tool.Tool{badSchema}}, toolkit.ErrInvalidTool, ""},
 		{"disable a non-builtin", toolkit.Options{Workdir: dir, Disable: []string{"bsh"}}, toolkit.ErrUnknownTool,
 			`toolkit: Disable[0] "bsh": unknown tool (builtins: bash, read, write, edit, grep, glob, webfetch, question, apply_patch, todowrite)`},
+		{"disable names a builtin in its case", toolkit.Options{Workdir: dir, Disable: []string{"Grep"}}, toolkit.ErrUnknownTool, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
