@@ -61,6 +61,8 @@ var groups = []struct {
 	// The MCP gateway: an MCP server that governs the calls of MCP
 	// clients with the gate, in front of mcptool's upstream servers.
 	{"mcpgateway", 4},
+	// An MCP OAuth login whose browser comes back to the server's page.
+	{"internal/mcplogin", 4},
 	// A candidate policy replayed on the calls a store recorded; above the
 	// store it reads and the gate whose records it decodes.
 	{"approval/replay", 4},

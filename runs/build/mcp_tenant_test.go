@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -40,7 +40,7 @@ func TestMCPTenantLogins(t *testing.T) {
 	dir := t.TempDir()
 	mcpURL := rs.URL + "/mcp"
 	logins := filepath.Join(dir, "logins")
-	if err := mcptool.TenantTokenStore(logins, "acme").Save(&mcptool.Login{Resource: mcpURL, TokenURL: rs.URL + "/token", ClientID: "c1",
+	if err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "acme")}).Save(&mcptoken.Login{Resource: mcpURL, TokenURL: rs.URL + "/token", ClientID: "c1",
 		Token: &oauth2.Token{AccessToken: "tok-acme", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -207,7 +207,7 @@ func newFixtureWith(t *testing.T, m model.Model, noteOutput string, ttl time.Dur
 		t.Fatal(err)
 	}
 	for _, b := range builtins {
-		if b.Spec().Name == builtin.QuestionTool {
+		if b.Spec().Name == "question" {
 			tools = append(tools, b) // read-only: the policy lets it ask
 		}
 	}

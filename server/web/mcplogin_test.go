@@ -18,8 +18,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
-	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
@@ -147,7 +147,7 @@ func TestPageLogsInToMCPServer(t *testing.T) {
 	if got := text(t, tctx, `p.mcp-login-done`); !strings.Contains(got, "Logged in to MCP server docs for tenant acme") {
 		t.Errorf("the callback page says %q", got)
 	}
-	if l, err := mcptool.TenantTokenStore(logins, "acme").Load(mcpURL); err != nil || l == nil {
+	if l, err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "acme")}).Load(mcpURL); err != nil || l == nil {
 		t.Fatalf("acme's login: %v %v", l, err)
 	}
 	// Back on the page (still signed in, in this tab), the server shows as
