@@ -58,8 +58,8 @@ type Client struct {
 	Tenant    string         `json:"tenant,omitempty"`
 }
 
-// DefaultKeepAlive is the default of [Options].KeepAlive.
-const DefaultKeepAlive = 15 * time.Second
+// defaultKeepAlive is the default of [Options].KeepAlive.
+const defaultKeepAlive = 15 * time.Second
 
 // sessionKey carries the session of a call to the records it makes.
 type sessionKey struct{}
@@ -143,7 +143,7 @@ func inboxRecords(inbox Inbox, onRecord func(context.Context, gate.Record)) func
 // definition changed meanwhile: the call is refused.
 func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, t tool.Tool, c gate.Call, p *gate.Pending) gate.Ruling {
 	s := gw.session(req)
-	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, DefaultKeepAlive))
+	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()
 	posted := func(link string) {
 		keep.posted(link)

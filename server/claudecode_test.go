@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 const agentToken = "tg_agent"
@@ -50,7 +51,7 @@ func claudeFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup,
+	return newFixture(t, memory.New(nil), nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()}})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -34,7 +35,7 @@ func gateFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup, Gateway: &server.GatewayOptions{}})
+	return newFixture(t, memory.New(nil), nil, &server.Options{Tokens: tk.Lookup, Gateway: &server.GatewayOptions{}})
 }
 
 // gateAsk is what `tollgate gateway --server` sends for a call of
