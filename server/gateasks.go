@@ -247,6 +247,10 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("record.source: want %q", gate.SourceMCP))
 		return
 	}
+	if err := s.checkGateRecord(r.Context(), p.Tenant, sessionRunID(gate.SourceMCP, p, req.Session.ID), req.Record); err != nil {
+		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
 	s.gate.record(r.Context(), p, req.Session, req.Record)
 	w.WriteHeader(http.StatusNoContent)
 }
