@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/server"
@@ -204,15 +203,14 @@ func TestRememberClaudeCode(t *testing.T) {
 		got <- out
 	}()
 	var a server.ApprovalView
-	for a.ID == "" {
+	waitFor(t, "the hook's approval", func() bool {
 		var page server.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 		if len(page.Approvals) > 0 {
 			a = page.Approvals[0]
-		} else {
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return a.ID != ""
+	})
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("deciding: %d", code)
 	}
