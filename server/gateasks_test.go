@@ -198,7 +198,7 @@ func FuzzGateAsk(f *testing.F) {
 			if err := json.Unmarshal([]byte(body), &req); err != nil || req.Call.Source != gate.SourceMCP || req.Pending.Digest != approval.Digest(req.Pending.Args) {
 				t.Fatalf("stored %q", body)
 			}
-		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusConflict:
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusConflict, http.StatusTooManyRequests:
 		default:
 			t.Fatalf("%d for %q", code, body)
 		}
