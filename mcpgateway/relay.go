@@ -28,7 +28,7 @@ type Relay struct {
 
 	mu      sync.Mutex
 	flights map[string][]*flight
-	last    map[string]*mcp.ServerSession // the session of the call to each server that ended last
+	last    map[string]*mcp.ServerSession // the session of the call to each server that ended last, alone
 }
 
 // flight is one tools/call in flight to a server: the gateway client's
@@ -37,6 +37,9 @@ type Relay struct {
 type flight struct {
 	ctx     context.Context
 	session *mcp.ServerSession
+	// shared is set once a call of another session was in flight to the
+	// same server at the same time (guarded by the relay's mu).
+	shared bool
 }
 
 // errNoCall refuses an upstream's request that no client call is waiting on.
@@ -106,6 +109,11 @@ func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) 
 	}
 	f := &flight{ctx: ctx, session: s}
 	r.mu.Lock()
+	for _, g := range r.flights[server] {
+		if g.session != s {
+			g.shared, f.shared = true, true
+		}
+	}
 	r.flights[server] = append(r.flights[server], f)
 	r.mu.Unlock()
 	return func() {
@@ -121,7 +129,13 @@ func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) 
 		if len(r.flights[server]) == 0 {
 			delete(r.flights, server)
 		}
-		r.last[server] = s
+		// What comes after the answer is this call's only when no other
+		// session's call overlapped it.
+		if f.shared {
+			delete(r.last, server)
+		} else {
+			r.last[server] = s
+		}
 	}
 }
 
@@ -146,7 +160,7 @@ func (r *Relay) current(server string) (f *flight, several bool) {
 }
 
 // lastSession returns the session of the call to server that ended last,
-// or nil.
+// when no other session's call overlapped it; nil otherwise.
 func (r *Relay) lastSession(server string) *mcp.ServerSession {
 	r.mu.Lock()
 	defer r.mu.Unlock()
