@@ -8,12 +8,12 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
 // gateAskFor is gateAsk for the call callID.
-func gateAskFor(id, callID, args string) server.GateAskRequest {
+func gateAskFor(id, callID, args string) serverapi.GateAskRequest {
 	a := gateAsk(id, args, time.Hour)
 	a.Call.ID = callID
 	raw := json.RawMessage(args)
@@ -42,19 +42,19 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 	declined := gate.Decision{Outcome: gate.OutcomeDeclined, By: alice}
 
 	// mcp_1 approved by alice, mcp_2 denied by her, mcp_3 still pending.
-	var v server.GateAskView
-	for _, a := range []server.GateAskRequest{gateAskFor("req_1", "mcp_1", `{"path":"a.txt"}`), gateAskFor("req_2", "mcp_2", `{"path":"b.txt"}`), gateAskFor("req_3", "mcp_3", `{"path":"c.txt"}`)} {
+	var v serverapi.GateAskView
+	for _, a := range []serverapi.GateAskRequest{gateAskFor("req_1", "mcp_1", `{"path":"a.txt"}`), gateAskFor("req_2", "mcp_2", `{"path":"b.txt"}`), gateAskFor("req_3", "mcp_3", `{"path":"c.txt"}`)} {
 		if code := f.do("POST", "/v1/gate/asks", agentToken, a, &v); code != http.StatusCreated {
 			t.Fatalf("ask %s: %d", a.Pending.Request.ID, code)
 		}
 	}
-	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"a.txt"}`))}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"a.txt"}`))}, nil); code != http.StatusOK {
 		t.Fatalf("alice approving: %d", code)
 	}
-	if code := f.do("POST", "/v1/approvals/req_2/decision", aliceToken, server.DecisionRequest{Decision: "deny", Reason: "no"}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/req_2/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "no"}, nil); code != http.StatusOK {
 		t.Fatalf("alice denying: %d", code)
 	}
-	var got server.GateAskView
+	var got serverapi.GateAskView
 	if code := f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_1", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusApproved {
 		t.Fatalf("the approval: %d %+v", code, got)
 	}
@@ -84,13 +84,13 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 		}(),
 	}
 	for what, rec := range forged {
-		if code := f.do("POST", "/v1/gate/records", agentToken, server.GateRecordRequest{Session: session, Record: rec}, nil); code != http.StatusUnprocessableEntity {
+		if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: session, Record: rec}, nil); code != http.StatusUnprocessableEntity {
 			t.Errorf("a record claiming %s: %d, want 422", what, code)
 		}
 	}
 	// Another tenant's agent naming the same session and call reaches
 	// nothing of acme's.
-	if code := f.do("POST", "/v1/gate/records", globexAgentToken, server.GateRecordRequest{Session: session, Record: gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)}, nil); code != http.StatusUnprocessableEntity {
+	if code := f.do("POST", "/v1/gate/records", globexAgentToken, serverapi.GateRecordRequest{Session: session, Record: gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)}, nil); code != http.StatusUnprocessableEntity {
 		t.Errorf("globex's agent claiming acme's approval: %d, want 422", code)
 	}
 
@@ -100,7 +100,7 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 		gateRecordOf("mcp_4", `{"path":"d.txt"}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: approval.Principal{Kind: approval.PrincipalRule, Name: "reads"}}),
 	}
 	for _, rec := range kept {
-		if code := f.do("POST", "/v1/gate/records", agentToken, server.GateRecordRequest{Session: session, Record: rec}, nil); code != http.StatusNoContent {
+		if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: session, Record: rec}, nil); code != http.StatusNoContent {
 			t.Errorf("the record of %s decided by %s: %d, want 204", rec.ID, rec.Decision.By, code)
 		}
 	}

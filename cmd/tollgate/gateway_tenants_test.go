@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 )
 
 // `tollgate gateway --server` asks on the server in the tenant of its one
@@ -21,7 +21,7 @@ func TestGatewayServerRefusesSeveralTenants(t *testing.T) {
 	tokenFile := apWrite(t, dir, "server.token", "tg_gateway_agent\n")
 	var b strings.Builder
 	for i, tn := range []string{"acme", "globex"} {
-		fmt.Fprintf(&b, "  - name: bot%d\n    tenant: %q\n    roles: [agent]\n    sha256: %s\n", i, tn, server.HashToken(fmt.Sprintf("tg_bot%d", i)))
+		fmt.Fprintf(&b, "  - name: bot%d\n    tenant: %q\n    roles: [agent]\n    sha256: %s\n", i, tn, serveconfig.HashToken(fmt.Sprintf("tg_bot%d", i)))
 	}
 	several := apWrite(t, dir, "several.yaml", "tokens:\n"+b.String())
 

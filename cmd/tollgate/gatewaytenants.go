@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 )
 
 // oneTenantForServer refuses, for `tollgate gateway --server`, a --tokens
@@ -13,7 +13,7 @@ import (
 // server with its one --token-file token, so every client's asks would
 // land in that token's tenant, before its approvers, whatever the
 // client's own tenant.
-func oneTenantForServer(tokensFile string, tokens *server.Tokens) error {
+func oneTenantForServer(tokensFile string, tokens *serveconfig.Tokens) error {
 	ts := tokens.Tenants()
 	if len(ts) <= 1 {
 		return nil
