@@ -93,6 +93,7 @@ type Gateway struct {
 	mu     sync.RWMutex
 	cat    *catalogue
 	asks   asks
+	waits  pendingCounts // the calls of each session that wait on the inbox
 	pins   *pins
 	live   sync.Map // *mcp.ServerSession -> true: the sessions the inbox hears the end of
 }

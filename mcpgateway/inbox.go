@@ -139,9 +139,15 @@ func inboxRecords(inbox Inbox, onRecord func(context.Context, gate.Record)) func
 // askInbox puts a call that waits on p to the inbox and waits for a
 // person's answer: the client gets progress notifications meanwhile, and
 // the page's link through URL-mode elicitation when it declared that. No
-// answer by the request's expiry, an inbox that fails, or a tool whose
-// definition changed meanwhile: the call is refused.
+// answer by the request's expiry, an inbox that fails, a tool whose
+// definition changed meanwhile, or a session with maxPendingPerSession
+// calls waiting already: the call is refused.
 func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, t tool.Tool, c gate.Call, p *gate.Pending) gate.Ruling {
+	release, ok := gw.waits.hold(req.Session)
+	if !ok {
+		return gw.refuseOverCap(ctx, env, c, p)
+	}
+	defer release()
 	s := gw.session(req)
 	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()

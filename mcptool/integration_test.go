@@ -236,7 +236,7 @@ func checkEverything(t *testing.T, s *Set, srv string) {
 	defer cancel()
 	start := time.Now()
 	_, err := tools["mcp__"+srv+"__trigger-long-running-operation"].Call(cctx, json.RawMessage(`{"duration":30,"steps":5}`))
-	if err == nil || time.Since(start) > 5*time.Second {
+	if err == nil || time.Since(start) > 25*time.Second { // the operation takes 30 s
 		t.Errorf("cancelled long call: err %v after %s", err, time.Since(start))
 	}
 	if res := call("echo", `{"message":"after cancel"}`); res.Output != "Echo: after cancel" {

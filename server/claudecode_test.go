@@ -125,15 +125,14 @@ func TestClaudeHookAskApprovedWithEdit(t *testing.T) {
 		got <- out
 	}()
 	var a serverapi.ApprovalView
-	for {
+	waitFor(t, "the hook's approval", func() bool {
 		var page serverapi.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 		if len(page.Approvals) > 0 {
 			a = page.Approvals[0]
-			break
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return a.ID != ""
+	})
 	edit := json.RawMessage(`{"path":"/work/ws/notes.txt","content":"b"}`)
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", agentToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
 		t.Errorf("the agent deciding: %d, want 403", code)

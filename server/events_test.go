@@ -480,9 +480,7 @@ func TestStalledEventStreamFreesItsPlace(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for open() != http.StatusTooManyRequests {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the stream limit to refuse a stream", func() bool { return open() == http.StatusTooManyRequests })
 	// Far more than the connection buffers: the stream's writes block.
 	data, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", 64<<10)})
 	for i := 0; i < 256; i++ {

@@ -151,6 +151,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if f.tokenFile != "" && f.server == "" {
 		return usageErr("gateway: --token-file is for --server")
 	}
+	if f.server != "" && tokens != nil {
+		if err := oneTenantForServer(f.tokens, tokens); err != nil {
+			return usageErr("gateway: %v", err)
+		}
+	}
 	var inbox *remoteInbox
 	if f.server != "" {
 		token, err := claudeToken(env, f.tokenFile)
