@@ -1,5 +1,5 @@
 // Package runs owns a run's life from start to end, for every host: the
-// command line today, a server next. It starts a run from a typed, versioned
+// command line, the server and a Go program. It starts a run from a typed, versioned
 // [RunConfig] (every path absolute, recorded as resolved when the run
 // started), stores it and its events in a [store.Store], checkpoints it after
 // every model turn and every finished tool call, halts and stores it when a
