@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/replay"
+	"github.com/tollgate-dev/tollgate/internal/replay"
 	"github.com/tollgate-dev/tollgate/policy"
 )
 
@@ -24,7 +24,7 @@ type ReplayRequest struct {
 
 // ReplayResult is the answer of POST /v1/policy/replay.
 type ReplayResult struct {
-	// Report is what the candidate changes (package approval/replay).
+	// Report is what the candidate changes (package internal/replay).
 	Report replay.Report `json:"report"`
 	// Text is the report as `tollgate policy replay` prints it.
 	Text string `json:"text"`
