@@ -168,8 +168,8 @@ func TestFromYAMLSkipsBadEntries(t *testing.T) {
 		t.Fatalf("%d WARN records, want %d", len(warns), len(want))
 	}
 	for i, w := range warns {
-		if w.Msg != want[i] || w.Attrs["logger"] != RegistryLoggerName {
-			t.Errorf("record %d = %+v, want %q with logger=%s", i, w, want[i], RegistryLoggerName)
+		if w.Msg != want[i] || w.Attrs["logger"] != registryLoggerName {
+			t.Errorf("record %d = %+v, want %q with logger=%s", i, w, want[i], registryLoggerName)
 		}
 	}
 }
@@ -304,7 +304,7 @@ func TestFromYAMLAnchorsAndAliases(t *testing.T) {
 }
 
 func TestFromYAMLTooLarge(t *testing.T) {
-	doc := "hooks: []\n#" + strings.Repeat("x", MaxDocumentSize)
+	doc := "hooks: []\n#" + strings.Repeat("x", maxDocumentSize)
 	r := FromYAML(strings.NewReader(doc), nil)
 	if ds := r.Diagnostics(); len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.Contains(ds[0].Message, "larger than") {
 		t.Errorf("diagnostics = %v", ds)
@@ -348,9 +348,9 @@ func TestOfSkipsInvalidConfigs(t *testing.T) {
 	r := Of([]Config{
 		{Event: PreToolUse, Action: Log("ok")},
 		{Event: 0, Action: Log("no event")},
-		{Event: OnError, Action: Command("x").WithTimeout(-time.Second)},
-		{Event: OnError, Action: Command("x").WithTimeout(time.Microsecond)},
-		{Event: OnError, Action: Command("x").WithTimeout(time.Millisecond)},
+		{Event: OnError, Action: Command("x").withTimeout(-time.Second)},
+		{Event: OnError, Action: Command("x").withTimeout(time.Microsecond)},
+		{Event: OnError, Action: Command("x").withTimeout(time.Millisecond)},
 		{Event: OnError, Action: Argv("")},
 		{Event: OnError, Action: Log("")},
 		{Event: OnError, Action: Action{}},
@@ -395,7 +395,7 @@ func FuzzFromYAML(f *testing.F) {
 		// YAML breaks lines at \n, \r\n and a lone \r.
 		lines := strings.Count(strings.ReplaceAll(doc, "\r\n", "\n"), "\n") + strings.Count(strings.ReplaceAll(doc, "\r\n", ""), "\r") + 1
 		for _, c := range r.Hooks() {
-			if err := c.Validate(); err != nil {
+			if err := c.validate(); err != nil {
 				t.Fatalf("loaded an invalid hook %v: %v", c, err)
 			}
 			if !strings.HasPrefix(c.Source, "fuzz.yaml:") {

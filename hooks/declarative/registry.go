@@ -16,19 +16,21 @@ import (
 // Logger names: the value of the "logger" attribute on every record the
 // package writes, so that a handler can route or filter them.
 const (
-	// RegistryLoggerName marks load diagnostics and failures of custom executors.
-	RegistryLoggerName = "tollgate/hooks/declarative.Registry"
-	// ExecutorLoggerName marks what the standard executor writes: log actions
+	// registryLoggerName marks load diagnostics and failures of custom executors.
+	registryLoggerName = "tollgate/hooks/declarative.Registry"
+	// executorLoggerName marks what the standard executor writes: log actions
 	// and command results (seed 000: the DeclarativeHookExecutor logger).
-	ExecutorLoggerName = "tollgate/hooks/declarative.Executor"
+	executorLoggerName = "tollgate/hooks/declarative.Executor"
 )
 
 // Options configures a [Registry]; nil means all defaults. The registry keeps
 // its own copy.
 type Options struct {
 	// Logger receives load diagnostics, the log actions and command failures;
-	// default discards. Records carry a "logger" attribute set to
-	// [RegistryLoggerName] or [ExecutorLoggerName].
+	// default discards. Records carry a "logger" attribute set
+	// to "tollgate/hooks/declarative.Registry" (load diagnostics, custom
+	// executors' panics) or "tollgate/hooks/declarative.Executor" (log
+	// actions, command results).
 	Logger *slog.Logger
 	// Executor, if set, replaces the standard executor (log and command
 	// actions, [NewExecutor]): it receives each matching action and its
@@ -121,13 +123,13 @@ func (c Config) String() string {
 	return s + " " + c.Action.String()
 }
 
-// Validate reports whether the hook can be registered: a known event and a
-// valid action ([Action.Validate]).
-func (c Config) Validate() error {
+// validate reports whether the hook can be registered: a known event and a
+// valid action ([Action.validate]).
+func (c Config) validate() error {
 	if !c.Event.valid() {
-		return fmt.Errorf("%w: unknown event %d", ErrInvalidAction, c.Event)
+		return fmt.Errorf("%w: unknown event %d", errInvalidAction, c.Event)
 	}
-	return c.Action.Validate()
+	return c.Action.validate()
 }
 
 // Registry holds declarative hooks and fires them: it is an agent's
@@ -156,7 +158,7 @@ type hook struct {
 
 // Of builds a registry from hooks made in code (seed 000 of(hooks) and
 // of(hooks, executor): the executor is Options.Executor). It never fails: a
-// hook that does not pass [Config.Validate] is skipped with a WARN log and a
+// hook that does not pass [Config.validate] is skipped with a WARN log and a
 // [Diagnostic] that names it by index ("config[2]"). A matcher that can never
 // match a tool name ("edit|write", "mcp__.*": only * is special) is kept, as
 // seed 000 keeps it, with a WARN diagnostic.
@@ -164,7 +166,7 @@ func Of(configs []Config, opts *Options) *Registry {
 	var cfgs []Config
 	var diags []Diagnostic
 	for i, c := range configs {
-		if err := c.Validate(); err != nil {
+		if err := c.validate(); err != nil {
 			diags = append(diags, diag("", 0, 0, slog.LevelWarn, true, fmt.Sprintf("skipped config[%d] (%s): %v", i, c.Event, err)))
 			continue
 		}
@@ -207,7 +209,7 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 	if base == nil {
 		base = slog.New(slog.DiscardHandler)
 	}
-	r := &Registry{hooks: cfgs, log: base.With("logger", RegistryLoggerName)}
+	r := &Registry{hooks: cfgs, log: base.With("logger", registryLoggerName)}
 	if o.Executor != nil {
 		r.exec = o.Executor
 	} else {

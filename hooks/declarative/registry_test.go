@@ -216,24 +216,24 @@ func TestJoinKeepsOrderAndDiagnostics(t *testing.T) {
 }
 
 func TestParseEvent(t *testing.T) {
-	for _, e := range Events() {
-		for _, name := range []string{e.String(), e.CamelName()} {
-			if got, err := ParseEvent(name); err != nil || got != e {
-				t.Errorf("ParseEvent(%q) = %v, %v", name, got, err)
+	for _, e := range allEvents() {
+		for _, name := range []string{e.String(), e.camelName()} {
+			if got, err := parseEvent(name); err != nil || got != e {
+				t.Errorf("parseEvent(%q) = %v, %v", name, got, err)
 			}
 		}
 	}
 	for _, bad := range []string{"", "PreToolUse", "pre_tool_use", "ON-ERROR", "onerror", "start"} {
-		if _, err := ParseEvent(bad); err == nil {
-			t.Errorf("ParseEvent(%q) succeeded", bad)
+		if _, err := parseEvent(bad); err == nil {
+			t.Errorf("parseEvent(%q) succeeded", bad)
 		}
 	}
 	for _, s := range []string{"log", "LOG", "Log", "command", "COMMAND", "cOmMaNd"} {
-		if _, err := ParseActionType(s); err != nil {
-			t.Errorf("ParseActionType(%q): %v", s, err)
+		if _, err := parseActionType(s); err != nil {
+			t.Errorf("parseActionType(%q): %v", s, err)
 		}
 	}
-	if _, err := ParseActionType("shell"); err == nil {
-		t.Error("ParseActionType(shell) succeeded")
+	if _, err := parseActionType("shell"); err == nil {
+		t.Error("parseActionType(shell) succeeded")
 	}
 }
