@@ -180,11 +180,11 @@ func setupClaude(ctx context.Context, s *setup) error {
 		}
 		s.opts.Authorizers = append(s.opts.Authorizers, pol)
 		s.addProtected(all...)
-		if settings.Handlers() == 0 {
+		if len(settings.Handlers()) == 0 {
 			return nil
 		}
 	}
-	if len(cc.Files) > 0 && settings.Handlers() == 0 {
+	if len(cc.Files) > 0 && len(settings.Handlers()) == 0 {
 		if skipped > 0 {
 			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hook of %s loaded: every entry (%d) was skipped (see their diagnostics)", strings.Join(cc.Files, ", "), skipped)}
 		}
