@@ -12,9 +12,9 @@ import (
 	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 )
 
-// DefaultCommandField is the argument a [CommandCondition] reads when its
+// defaultCommandField is the argument a [CommandCondition] reads when its
 // Field is empty: the command of the bash builtin (and of Claude Code's Bash).
-const DefaultCommandField = "command"
+const defaultCommandField = "command"
 
 // CommandCondition is a condition on the simple commands of a shell script
 // held in a string argument. The script is analysed with package shellcmd
@@ -35,7 +35,8 @@ const DefaultCommandField = "command"
 // for calls some command rule applies to.
 type CommandCondition struct {
 	// Field is the argument holding the script, or a dotted path to it;
-	// empty means [DefaultCommandField]. A call without it (or with a value
+	// empty means "command" (the script of the bash builtin and of Claude
+	// Code's Bash). A call without it (or with a value
 	// that is not a string) does not match.
 	Field string
 	// Programs, if not empty, are globs on the program's base name (seed
@@ -77,7 +78,7 @@ type compiledCommand struct {
 
 func (cc *compiledCommand) field() string {
 	if cc.Field == "" {
-		return DefaultCommandField
+		return defaultCommandField
 	}
 	return cc.Field
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -308,7 +309,7 @@ func TestToolGlobWarnings(t *testing.T) {
 	}
 	var got []string
 	for _, pr := range problems {
-		if pr.Severity == SeverityWarning && strings.Contains(pr.Message, "can never match") {
+		if pr.Severity == configfile.SeverityWarning && strings.Contains(pr.Message, "can never match") {
 			got = append(got, pr.String())
 		}
 	}

@@ -301,12 +301,6 @@ func canonicalJSON(b json.RawMessage) (string, error) {
 	return string(c), err
 }
 
-// Name returns the policy's name (PolicySpec.Name).
-func (p *Policy) Name() string { return p.spec.Name }
-
-// Autonomy returns the autonomy level, or "" when the risk layer is off.
-func (p *Policy) Autonomy() approval.Autonomy { return p.spec.Autonomy }
-
 // Spec returns a copy of the policy's specification.
 func (p *Policy) Spec() PolicySpec { return cloneSpec(p.spec) }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -192,7 +193,7 @@ rules:
 	if v := q.Evaluate(approval.Call{Tool: "t", Hints: &tool.Hints{ReadOnly: true}}).Verdict; v.Decision != approval.Ask || v.By.String() != "autonomy:manual" {
 		t.Errorf("with manual: %+v, want ask by autonomy:manual", v)
 	}
-	if p.Autonomy() != "" {
+	if p.Spec().Autonomy != "" {
 		t.Error("WithAutonomy changed the original")
 	}
 	if _, err := p.WithAutonomy("yolo"); err == nil {
@@ -288,7 +289,7 @@ func TestParsePolicyProblems(t *testing.T) {
 			if tt.ok != (err == nil) || tt.ok != (p != nil) {
 				t.Fatalf("policy %v, err %v; want ok=%v", p, err, tt.ok)
 			}
-			var pe *policy.PolicyError
+			var pe *configfile.Error
 			if !tt.ok && (!errors.As(err, &pe) || len(pe.Problems) == 0) {
 				t.Errorf("err %T does not carry the problems", err)
 			}
@@ -298,7 +299,7 @@ func TestParsePolicyProblems(t *testing.T) {
 
 func TestLoadPolicyMissingFile(t *testing.T) {
 	_, _, err := policy.LoadPolicy(t.TempDir() + "/nope.yaml")
-	var pe *policy.PolicyError
+	var pe *configfile.Error
 	if err == nil || errors.As(err, &pe) {
 		t.Errorf("err = %v, want an I/O error", err)
 	}
@@ -318,7 +319,7 @@ func FuzzParsePolicy(f *testing.F) {
 		hasErr := false
 		lines := strings.Count(src, "\n") + 1
 		for _, pr := range probs {
-			if pr.Severity == policy.SeverityError {
+			if pr.Severity == configfile.SeverityError {
 				hasErr = true
 			}
 			if pr.Line < 0 || pr.Line > lines+1 || pr.Col < 0 {

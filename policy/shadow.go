@@ -7,21 +7,15 @@ import (
 	"slices"
 )
 
-// The modes of a rule (the key mode of a rule in a policy file).
-const (
-	// ModeEnforce: the rule decides (the default).
-	ModeEnforce = "enforce"
-	// ModeShadow: the rule decides nothing; its would-be vote is reported
-	// beside the real decision ([Rule.Shadow]).
-	ModeShadow = "shadow"
-)
-
-// ruleMode reads a rule's mode: true for shadow. Errors name the modes.
+// ruleMode reads a rule's mode (the key mode of a rule in a policy file):
+// enforce, the default, decides; shadow decides nothing, and its would-be
+// vote is reported beside the real decision ([Rule.Shadow]). It returns true
+// for shadow; errors name the modes.
 func ruleMode(s string) (shadow bool, err error) {
 	switch s {
-	case ModeEnforce:
+	case "enforce":
 		return false, nil
-	case ModeShadow:
+	case "shadow":
 		return true, nil
 	}
 	return false, fmt.Errorf("unknown mode %q (want enforce or shadow)", s)

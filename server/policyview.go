@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
-	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -20,8 +19,8 @@ type PolicyFileView struct {
 	Agent string `json:"agent"`
 	// File is the file's base name, as [ApprovalView.RuleAt] names it.
 	File string `json:"file"`
-	// Text is the file as it is on disk now (at most [policy.MaxPolicySize]
-	// bytes), lines separated by "\n".
+	// Text is the file as it is on disk now (at most 4 MiB, a policy
+	// file's limit), lines separated by "\n".
 	Text string `json:"text"`
 }
 
@@ -37,7 +36,7 @@ func (s *Server) agentPolicy(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusNotFound, fmt.Sprintf("no agent %q with a policy file", name))
 		return
 	}
-	src, err := bounded.ReadFile(path, bounded.Limits{MaxBytes: policy.MaxPolicySize})
+	src, err := bounded.ReadFile(path, bounded.Limits{MaxBytes: 4 << 20})
 	if err != nil {
 		s.log.Warn("policy file unreadable", "agent", name, "error", err)
 		problemf(w, r, http.StatusInternalServerError, fmt.Sprintf("the policy file of agent %q cannot be read", name))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/replay"
 	"github.com/tollgate-dev/tollgate/policy"
 )
@@ -50,7 +51,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request, p Principa
 	pol, problems, err := policy.ParsePolicy("candidate.yaml", strings.NewReader(req.Policy))
 	if err != nil {
 		prob := Problem{Status: http.StatusUnprocessableEntity, Title: "Invalid policy", Type: "about:blank", Detail: "the candidate policy does not load"}
-		var pe *policy.PolicyError
+		var pe *configfile.Error
 		if errors.As(err, &pe) {
 			for _, pr := range problems {
 				prob.Errors = append(prob.Errors, pr.String())

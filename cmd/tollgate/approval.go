@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -302,7 +303,7 @@ func openStore(ctx context.Context, dir, keyFile string) (*sqlite.Store, error) 
 // argument conditions on fields that no matched builtin tool has.
 //
 // Each warning is a problem at the rule's line:col in its file.
-func lintPolicy(spec policy.PolicySpec) []policy.Problem {
+func lintPolicy(spec policy.PolicySpec) []configfile.Problem {
 	tools, err := builtin.New(os.TempDir(), nil)
 	if err != nil {
 		return nil
@@ -317,10 +318,10 @@ func lintPolicy(spec policy.PolicySpec) []policy.Problem {
 			}
 		}
 	}
-	var warns []policy.Problem
+	var warns []configfile.Problem
 	for _, r := range spec.Rules {
 		warn := func(format string, a ...any) {
-			warns = append(warns, policy.Problem{File: spec.Name, Line: r.Line, Col: r.Col, Severity: policy.SeverityWarning, Message: fmt.Sprintf(format, a...)})
+			warns = append(warns, configfile.Problem{File: spec.Name, Line: r.Line, Col: r.Col, Severity: configfile.SeverityWarning, Message: fmt.Sprintf(format, a...)})
 		}
 		var matched []string // builtins the rule applies to
 		mcp := len(r.Tools) == 0
@@ -351,7 +352,7 @@ func lintPolicy(spec policy.PolicySpec) []policy.Problem {
 		if r.Command != nil {
 			f := r.Command.Field
 			if f == "" {
-				f = policy.DefaultCommandField
+				f = "command"
 			}
 			fields = append(fields, f)
 		}
@@ -391,7 +392,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 				}
 				if err != nil {
 					failed = true
-					var pe *policy.PolicyError
+					var pe *configfile.Error
 					if !errors.As(err, &pe) {
 						printError(env.stderr, err)
 					}
@@ -400,7 +401,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 				for _, w := range lintPolicy(p.Spec()) {
 					fmt.Fprintln(env.stdout, w)
 				}
-				a := string(p.Autonomy())
+				a := string(p.Spec().Autonomy)
 				if a == "" {
 					a = "none"
 				}

@@ -224,7 +224,7 @@ func (l *Layer) addPatterns(id string, cc *policy.CommandCondition) error {
 	l.cmdRules[id] = true
 	f := cc.Field
 	if f == "" {
-		f = policy.DefaultCommandField
+		f = "command"
 	}
 	if !slices.Contains(l.fields, f) {
 		l.fields = append(l.fields, f)
