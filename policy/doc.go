@@ -20,7 +20,7 @@
 //     id and a decision.
 //
 // A rule may also carry a [CommandCondition]: the shell script in bash's
-// command argument is parsed (package policy/shellcmd) and the rule judges
+// command argument is parsed (bash syntax, with mvdan.cc/sh) and the rule judges
 // every simple command in it, with the program matched by base name after
 // quotes, backslashes and paths are resolved and wrappers (sh -c, eval,
 // sudo, env, xargs, find -exec and -delete, ...) are seen through. Anything

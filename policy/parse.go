@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 )
 
 // LoadPolicy reads the policy file at path; see [ParsePolicy].

@@ -16,7 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -467,7 +467,13 @@ type Evaluation struct {
 // CommandEvaluation is what the rules with a command condition said about
 // one simple command of a call's script.
 type CommandEvaluation struct {
-	// Command is the simple command (see package shellcmd).
+	// Command is the simple command: its Program (the base name, "rm" for
+	// "/bin/rm", "\rm" and "'rm'"; empty for an opaque command), Name (the
+	// program word as resolved), Args (words: Value, and Dynamic when part
+	// is known only at run time), Assigns, Redirects (Op, Target, Write),
+	// Via (the commands that run it: "sudo", "sh -c"), Opaque (why it
+	// cannot be seen through) and Text (its source). Its JSON form uses
+	// those names in lower case.
 	Command shellcmd.Command
 	// Verdicts are the votes of the rules that hold for it, in policy order;
 	// a rule that may hold (a word known only at run time) votes ask, unless

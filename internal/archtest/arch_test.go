@@ -32,7 +32,7 @@ var groups = []struct {
 	// does not run).
 	{"gate", 2},
 	// The policy language (YAML policies, Claude Code permission rules,
-	// the shell analysis of policy/shellcmd) over approval's vocabulary,
+	// the shell analysis of internal/shellcmd) over approval's vocabulary,
 	// so that the agent and the gate pull no parser.
 	{"policy", 2},
 	// The rule layer: rules remembered from decisions, per tenant, over

@@ -37,8 +37,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 	"github.com/tollgate-dev/tollgate/policy"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
