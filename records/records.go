@@ -155,8 +155,8 @@ func filesOf(meta map[string]any) []FileRecord {
 	return out
 }
 
-// LineOf returns the line for rec.
-func LineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
+// lineOf returns the line for rec.
+func lineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
 	d := rec.Decision
 	return Line{
 		Time: now, Run: run, Call: rec.ID, Tool: rec.Name, Turn: rec.Turn,
@@ -230,21 +230,24 @@ func OpenFile(path string, opts *Options) (*Writer, error) {
 	return w, nil
 }
 
-// WithRun returns a writer to the same destination (sharing its lock) whose
-// lines carry run ID run, for a host that learns the run's ID (on resume, or
-// after the run halts).
-func (w *Writer) WithRun(run string) *RunWriter { return &RunWriter{w: w, run: run} }
+// WithRun returns a Record function (the shape of agent.Options.OnRecord)
+// that writes to w's destination, under w's lock, lines carrying run ID
+// run: for a host that learns the run's ID on resume, or after the run
+// halts.
+func (w *Writer) WithRun(run string) func(context.Context, agent.ToolCallRecord) {
+	return func(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, run, rec) }
+}
 
 // Record writes rec's line and logs it; it has the signature of
-// agent.Options.OnRecord. The first write error is kept (see [Writer.Err]) and
-// later records are still attempted.
+// agent.Options.OnRecord. The first write error is kept (see [Writer.Close])
+// and later records are still attempted.
 func (w *Writer) Record(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, w.run, rec) }
 
 func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecord) {
 	if run == "" {
 		run = rec.RunID
 	}
-	line := LineOf(run, rec, w.now())
+	line := lineOf(run, rec, w.now())
 	b, err := json.Marshal(line)
 	if err == nil {
 		b = append(b, '\n')
@@ -305,33 +308,23 @@ func (w *Writer) Login(ctx context.Context, run, server string, by approval.Prin
 	}
 }
 
-// Err returns the first error met writing a line, or nil.
-func (w *Writer) Err() error {
+// firstErr returns the first error met writing a line, or nil.
+func (w *Writer) firstErr() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
 }
 
 // Close closes the file opened by [OpenFile] (nothing for [NewWriter]) and
-// returns the first write error or the close error.
+// returns the first error met writing a line, else the close error. A
+// writer from NewWriter may be asked again and again.
 func (w *Writer) Close() error {
 	var cerr error
 	if w.c != nil {
 		cerr = w.c.Close()
 	}
-	if err := w.Err(); err != nil {
+	if err := w.firstErr(); err != nil {
 		return err
 	}
 	return cerr
-}
-
-// RunWriter is a [Writer] whose lines carry one run's ID.
-type RunWriter struct {
-	w   *Writer
-	run string
-}
-
-// Record is like [Writer.Record] with the run ID of this RunWriter.
-func (r *RunWriter) Record(ctx context.Context, rec agent.ToolCallRecord) {
-	r.w.record(ctx, r.run, rec)
 }

@@ -64,7 +64,7 @@ func TestLineContent(t *testing.T) {
 		t.Errorf("line %s\nlog %s", buf.String(), logs.String())
 	}
 	var r bytes.Buffer
-	records.NewWriter(&r, nil).WithRun("run_9").Record(context.Background(), rec(2))
+	records.NewWriter(&r, nil).WithRun("run_9")(context.Background(), rec(2))
 	if !strings.Contains(r.String(), `"run":"run_9"`) {
 		t.Errorf("WithRun line = %s", r.String())
 	}
