@@ -2,7 +2,7 @@
 // person (seed 000's "authorization check" and "approval policies"; seed 002's
 // permission gate). The agent runs every [Authorizer] it is given on the final
 // tool and arguments of each call (after the BeforeTool hooks) and combines
-// their verdicts with the hooks' votes: deny > ask > allow ([Stronger]).
+// their verdicts with the hooks' votes: deny > ask > allow ([Strongest]).
 //
 // An "ask" becomes a pending [tool.Request] of kind approval, bound to the call by
 // its tool name, call ID and arguments [Digest]. An answer may approve, decline
@@ -18,7 +18,8 @@
 // (builtin.Options.CheckFile), with the path replaced by the opened file's
 // real one, so that a symbolic link changed in between cannot lead the call
 // elsewhere; it also refuses files with other names (hard links) where an
-// authorizer judges the tool by path ([PathJudge]).
+// authorizer judges the tool by path (an authorizer with a method
+// JudgesPaths(tool string) (by Principal, ok bool), as a policy has).
 //
 // Verdicts name their source as a [Principal]: a rule by its ID, an
 // autonomy level, the runtime. Durable stores for halted runs and
@@ -65,8 +66,8 @@ func (d Effect) rank() int {
 	return 0
 }
 
-// Stronger reports whether d takes precedence over o (deny > ask > allow).
-func (d Effect) Stronger(o Effect) bool { return d.rank() > o.rank() }
+// stronger reports whether d takes precedence over o (deny > ask > allow).
+func (d Effect) stronger(o Effect) bool { return d.rank() > o.rank() }
 
 // Call is what an [Authorizer] judges: the final tool and arguments of one call.
 type Call struct {
@@ -118,7 +119,7 @@ func Strongest(vs ...Verdict) Verdict {
 	best := Verdict{Decision: Allow, By: Default}
 	found := false
 	for _, v := range vs {
-		if !found || v.Decision.Stronger(best.Decision) {
+		if !found || v.Decision.stronger(best.Decision) {
 			best, found = v, true
 		}
 	}

@@ -63,7 +63,4 @@ var (
 	Runtime = Principal{Kind: PrincipalRuntime}
 	// Default is who allows a call when no source objected ("runtime:default").
 	Default = Principal{Kind: PrincipalRuntime, Name: "default"}
-	// ShellOpaque is the built-in policy rule that asks about a shell
-	// command whose programs the analysis cannot see ("rule:shell-opaque").
-	ShellOpaque = Principal{Kind: PrincipalRule, Name: "shell-opaque"}
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
-// JudgesPaths implements [approval.PathJudge]: it reports whether a rule that
+// JudgesPaths is what [approval.CheckFile] asks an authorizer: it reports whether a rule that
 // denies or asks, and that may apply to tool, has a pathPrefix or pathGlob
 // condition.
 func (p *Policy) JudgesPaths(toolName string) (approval.Principal, bool) {

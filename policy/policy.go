@@ -130,7 +130,7 @@ type ArgCondition struct {
 }
 
 // Policy decides about tool calls from a risk layer (risk against autonomy,
-// [AutonomyDecision]) and rules, combining every source that has a say as
+// the matrix of the package doc) and rules, combining every source that has a say as
 // deny > ask > allow ([Strongest]): a rule's allow never lowers what the
 // autonomy level asks or denies, and every matching deny wins. It implements
 // [Authorizer]; verdicts name their source as "rule:<id>" or "autonomy:<level>".
@@ -170,7 +170,7 @@ type compiledArg struct {
 // JSON, an empty field path.
 func NewPolicy(spec PolicySpec) (*Policy, error) {
 	var errs []error
-	if spec.Autonomy != "" && !spec.Autonomy.Valid() {
+	if spec.Autonomy != "" {
 		_, err := approval.ParseAutonomy(string(spec.Autonomy))
 		errs = append(errs, err)
 	}
@@ -336,9 +336,10 @@ func cloneSpec(spec PolicySpec) PolicySpec {
 // layer off), or an error for an unknown level. The command line's --autonomy
 // uses it to override the policy file's level.
 func (p *Policy) WithAutonomy(a approval.Autonomy) (*Policy, error) {
-	if a != "" && !a.Valid() {
-		_, err := approval.ParseAutonomy(string(a))
-		return nil, err
+	if a != "" {
+		if _, err := approval.ParseAutonomy(string(a)); err != nil {
+			return nil, err
+		}
 	}
 	c := *p
 	c.spec.Autonomy = a
@@ -478,7 +479,7 @@ type CommandEvaluation struct {
 	// Verdicts are the votes of the rules that hold for it, in policy order;
 	// a rule that may hold (a word known only at run time) votes ask, unless
 	// it allows (then it does not vote); an opaque command no rule speaks
-	// about gets an ask by [ShellOpaque].
+	// about gets an ask by "rule:shell-opaque".
 	Verdicts []approval.Verdict
 	// Verdict is the strongest of Verdicts, nil when no rule had a say.
 	Verdict *approval.Verdict
@@ -522,7 +523,7 @@ func (p *Policy) Evaluate(c approval.Call) Evaluation {
 	}
 	ev.Shadow = p.shadowVerdicts(shadow, args)
 	if a := p.spec.Autonomy; a != "" {
-		d := approval.AutonomyDecision(a, ev.Risk)
+		d := autonomyDecision(a, ev.Risk)
 		reason, ok := p.autonomyReasons[ev.Risk]
 		if !ok {
 			reason = autonomyReason(a, ev.Risk)
@@ -557,8 +558,8 @@ func (p *Policy) needsArgs(tool string) bool {
 func (p *Policy) makeAutonomyReasons() {
 	p.autonomyReasons = nil
 	if a := p.spec.Autonomy; a != "" {
-		p.autonomyReasons = make(map[approval.Risk]string, len(approval.Risks))
-		for _, r := range approval.Risks {
+		p.autonomyReasons = make(map[approval.Risk]string, len(risks))
+		for _, r := range risks {
 			p.autonomyReasons[r] = autonomyReason(a, r)
 		}
 	}
@@ -569,7 +570,7 @@ func autonomyReason(a approval.Autonomy, r approval.Risk) string {
 	if r == approval.RiskEscalation {
 		return "escalation is denied at every autonomy level"
 	}
-	return fmt.Sprintf("%s risk at autonomy %s: %s", r, a, approval.AutonomyDecision(a, r))
+	return fmt.Sprintf("%s risk at autonomy %s: %s", r, a, autonomyDecision(a, r))
 }
 
 // verdict is r's vote d; note is added to the reason.
@@ -589,7 +590,7 @@ func (r *compiledRule) verdict(d approval.Effect, note string) approval.Verdict 
 
 // opaqueVerdict is the vote about an opaque command no rule speaks about.
 func opaqueVerdict(c *shellcmd.Command) approval.Verdict {
-	return approval.Verdict{Decision: approval.Ask, By: approval.ShellOpaque, Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
+	return approval.Verdict{Decision: approval.Ask, By: shellOpaque, Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
 }
 
 // judgeCommands applies the command rules rs (whose other conditions hold)

@@ -46,10 +46,10 @@ func TestAutonomyMatrix(t *testing.T) {
 		approval.RiskEscalation:  {"deny", "deny", "deny", "deny"},
 	}
 	got := map[approval.Risk][4]approval.Effect{}
-	for _, r := range approval.Risks {
+	for _, r := range policy.Risks {
 		var row [4]approval.Effect
-		for i, a := range approval.Autonomies {
-			row[i] = approval.AutonomyDecision(a, r)
+		for i, a := range policy.Autonomies {
+			row[i] = policy.AutonomyDecision(a, r)
 		}
 		got[r] = row
 	}
@@ -57,14 +57,15 @@ func TestAutonomyMatrix(t *testing.T) {
 		t.Errorf("matrix (-want +got):\n%s", d)
 	}
 	// Monotone: no level is looser than the one before it.
-	for _, r := range approval.Risks {
-		for i := 1; i < len(approval.Autonomies); i++ {
-			if approval.AutonomyDecision(approval.Autonomies[i-1], r).Stronger(approval.AutonomyDecision(approval.Autonomies[i], r)) {
-				t.Errorf("%s is looser than %s for %s", approval.Autonomies[i], approval.Autonomies[i-1], r)
+	for _, r := range policy.Risks {
+		for i := 1; i < len(policy.Autonomies); i++ {
+			rank := map[approval.Effect]int{approval.Allow: 0, approval.Ask: 1, approval.Deny: 2}
+			if rank[policy.AutonomyDecision(policy.Autonomies[i-1], r)] > rank[policy.AutonomyDecision(policy.Autonomies[i], r)] {
+				t.Errorf("%s is looser than %s for %s", policy.Autonomies[i], policy.Autonomies[i-1], r)
 			}
 		}
 	}
-	if approval.AutonomyDecision("yolo", approval.RiskReadOnly) != approval.Deny || approval.AutonomyDecision(approval.FullAuto, "weird") != approval.Deny {
+	if policy.AutonomyDecision("yolo", approval.RiskReadOnly) != approval.Deny || policy.AutonomyDecision(approval.FullAuto, "weird") != approval.Deny {
 		t.Error("an invalid level or risk must fail closed")
 	}
 }
