@@ -573,7 +573,7 @@ func (w *answerAs) decide(c *cobra.Command, env *cliEnv, id, verb, what string, 
 	}
 	d.By, d.Actor = decider, actor
 	a, err = inbox.New(s, nil).Decide(ctx, a, d)
-	if errors.Is(err, inbox.ErrInvalidData) {
+	if errors.As(err, new(*inbox.DataError)) {
 		return usageErr("%s: %s; nothing was decided", what, field(err.Error()))
 	}
 	if err != nil {
