@@ -310,7 +310,7 @@ func TestToolGlobWarnings(t *testing.T) {
 	var got []string
 	for _, pr := range problems {
 		if pr.Severity == configfile.SeverityWarning && strings.Contains(pr.Message, "can never match") {
-			got = append(got, pr.String())
+			got = append(got, pr.Error())
 		}
 	}
 	if len(got) != 3 || !strings.HasPrefix(got[0], "p.yaml:3:") {

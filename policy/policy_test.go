@@ -277,7 +277,7 @@ func TestParsePolicyProblems(t *testing.T) {
 			p, probs, err := policy.ParsePolicy("p.yaml", strings.NewReader(tt.src))
 			var got []string
 			for _, pr := range probs {
-				got = append(got, pr.String())
+				got = append(got, pr.Error())
 			}
 			if len(got) != len(tt.want) {
 				t.Fatalf("problems:\n%s\nwant %d:\n%s", strings.Join(got, "\n"), len(tt.want), strings.Join(tt.want, "\n"))

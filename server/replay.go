@@ -54,7 +54,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request, p Principa
 		var pe *configfile.Error
 		if errors.As(err, &pe) {
 			for _, pr := range problems {
-				prob.Errors = append(prob.Errors, pr.String())
+				prob.Errors = append(prob.Errors, pr.Error())
 			}
 		}
 		writeProblem(w, r, prob)

@@ -32,7 +32,7 @@ func TestParseDiagnostics(t *testing.T) {
 	s := claudecode.Parse([]byte(src), "s.json")
 	var got []string
 	for _, d := range s.Diagnostics {
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`s.json:6:7: warning: skipped hooks.PreToolUse[1]: matcher "(" is not a regular expression RE2 can compile: error parsing regexp: missing closing ): ` + "`(`" + `; the group matches nothing`,
@@ -64,12 +64,12 @@ func TestParseWholeFileProblems(t *testing.T) {
 		{`{"model": "x"}`, "no hooks object"},
 	} {
 		s := claudecode.Parse([]byte(tc.src), "f.json")
-		if len(s.Handlers()) != 0 || len(s.Diagnostics) == 0 || !strings.Contains(s.Diagnostics[0].String(), tc.want) {
+		if len(s.Handlers()) != 0 || len(s.Diagnostics) == 0 || !strings.Contains(s.Diagnostics[0].Error(), tc.want) {
 			t.Errorf("%q: %d handlers, diagnostics %v; want none and %q", tc.src, len(s.Handlers()), s.Diagnostics, tc.want)
 		}
 	}
 	big := make([]byte, claudecode.MaxSettingsSize+1)
-	if s := claudecode.Parse(big, "big.json"); len(s.Handlers()) != 0 || !strings.Contains(s.Diagnostics[0].String(), "larger than") {
+	if s := claudecode.Parse(big, "big.json"); len(s.Handlers()) != 0 || !strings.Contains(s.Diagnostics[0].Error(), "larger than") {
 		t.Errorf("a too large file: %v", s.Diagnostics)
 	}
 }
@@ -206,7 +206,7 @@ func TestParsePermissions(t *testing.T) {
 	}
 	var msgs []string
 	for _, d := range s.Diagnostics {
-		msgs = append(msgs, d.String())
+		msgs = append(msgs, d.Error())
 	}
 	if len(msgs) != 2 || !strings.Contains(msgs[0], "skipped permissions.deny[1]") || !strings.Contains(msgs[1], "permissions.defaultMode is not applied") {
 		t.Errorf("diagnostics %q", msgs)
@@ -223,7 +223,7 @@ func TestParseSuggestsTheNameMeant(t *testing.T) {
 	s := claudecode.Parse([]byte(src), "s.json")
 	var got []string
 	for _, d := range s.Diagnostics {
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`s.json:2:3: warning: skipped hooks.PreTooluse: unknown event; did you mean "PreToolUse"?`,

@@ -85,7 +85,7 @@ var notFired = map[string]string{
 // configfile.SeverityWarning), or a file that was not read at all
 // (configfile.SeverityError). It is the [configfile.Problem] every
 // configuration file reports (Line and Col from 1, 0 when unknown), with
-// what the loader did about it. Its String is FILE:LINE:COL: warning:
+// what the loader did about it. Its Error text is FILE:LINE:COL: warning:
 // MESSAGE, the form of `tollgate hooks check`.
 type Diagnostic struct {
 	configfile.Problem

@@ -21,7 +21,7 @@ func TestFromYAMLRefusesNestingBomb(t *testing.T) {
 		r := FromYAML(strings.NewReader(doc), &Options{File: "bomb.yaml"})
 		ds := r.Diagnostics()
 		if len(r.Hooks()) != 0 || len(ds) != 1 || ds[0].Severity != configfile.SeverityError || ds[0].Line == 0 ||
-			!strings.Contains(ds[0].String(), "the hooks document is nested deeper than 32 levels; no hooks loaded") {
+			!strings.Contains(ds[0].Error(), "the hooks document is nested deeper than 32 levels; no hooks loaded") {
 			t.Errorf("%s: %d hooks, diagnostics %v", name, len(r.Hooks()), ds)
 		}
 	}

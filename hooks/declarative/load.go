@@ -35,7 +35,7 @@ const maxDepth = 32
 // [configfile.Problem] every configuration file reports (File, Line and Col
 // from 1, 0 when unknown, as for hooks built in code; Severity
 // configfile.SeverityWarning or SeverityError; Message), with what the
-// loader did about it. Its String is "FILE:LINE:COL: warning: MESSAGE" (or
+// loader did about it. Its Error text is "FILE:LINE:COL: warning: MESSAGE" (or
 // "error:"), leaving out what is unknown.
 type Diagnostic struct {
 	configfile.Problem

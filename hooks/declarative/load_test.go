@@ -132,7 +132,7 @@ func TestFromYAMLSkipsBadEntries(t *testing.T) {
 		if !d.Skipped || d.Severity != configfile.SeverityWarning {
 			t.Errorf("diagnostic %v: want a skipped WARN", d)
 		}
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`bad.yaml:2:12: warning: skipped hook 1: unknown event "preTool" (want one of preToolUse, postToolUse, onStart, onStop, onError, or the same in UPPER_SNAKE case)`,
@@ -193,7 +193,7 @@ func TestFromYAMLBrokenDocument(t *testing.T) {
 				t.Errorf("hooks = %v, want none", r.Hooks())
 			}
 			ds := r.Diagnostics()
-			if len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.HasPrefix(ds[0].String(), tt.want) {
+			if len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.HasPrefix(ds[0].Error(), tt.want) {
 				t.Fatalf("diagnostics = %v, want one ERROR starting %q", ds, tt.want)
 			}
 			if errs := h.atLeast(slog.LevelError); len(errs) != 1 {
@@ -247,7 +247,7 @@ hooks:
 		if d.Skipped {
 			t.Errorf("%v: not skipped", d)
 		}
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`w.yaml:1:1: warning: unknown top-level key "version" is ignored (want hooks)`,
@@ -360,7 +360,7 @@ func TestOfSkipsInvalidConfigs(t *testing.T) {
 	}
 	var got []string
 	for _, d := range r.Diagnostics() {
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		"warning: skipped config[1] (Event(0)): invalid hook action: unknown event 0",
@@ -449,7 +449,7 @@ func TestLoadSuggestsTheFieldMeant(t *testing.T) {
 	r := FromYAML(strings.NewReader(doc), &Options{File: "h.yaml", Logger: slog.New(slog.DiscardHandler)})
 	var got []string
 	for _, d := range r.Diagnostics() {
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`h.yaml:3:5: warning: skipped hook 1: unknown field "matchr"; did you mean "matcher"?`,

@@ -234,7 +234,7 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 // report records diagnostics and logs each at its severity.
 func (r *Registry) report(diags []Diagnostic) {
 	for _, d := range diags {
-		r.log.Log(context.Background(), d.level(), d.String())
+		r.log.Log(context.Background(), d.level(), d.Error())
 	}
 	r.diags = append(r.diags, diags...)
 }

@@ -121,7 +121,7 @@ func ParseRule(id, text string) (policy.Rule, error) {
 	if err != nil {
 		var msgs []string
 		for _, p := range problems {
-			msgs = append(msgs, p.String())
+			msgs = append(msgs, p.Error())
 		}
 		if len(msgs) == 0 {
 			msgs = append(msgs, err.Error())
