@@ -199,7 +199,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		if err != nil {
 			return nil, closeAll, err
 		}
-		opts.Listener = reg
+		opts.Listener = reg.Listener()
 	}
 	if f.records != "" {
 		w, err := records.OpenFile(f.records, nil)
@@ -248,7 +248,7 @@ func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, s
 		if err != nil {
 			return nil, err
 		}
-		o.Listener = reg
+		o.Listener = reg.Listener()
 	}
 	return o, nil
 }

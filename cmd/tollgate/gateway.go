@@ -291,7 +291,7 @@ func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *s
 		if err != nil {
 			return o, closeAll, usageErr("gateway: --hooks: %v", err)
 		}
-		o.Listener = func() hooks.ToolCallListener { return reg }
+		o.Listener = func() hooks.ToolCallListener { return reg.Listener() }
 	}
 	if f.records != "" {
 		w, err := records.OpenFile(f.records, &records.Options{Logger: logger})

@@ -4,3 +4,6 @@ package claudecode
 const MaxSettingsSize = maxSettingsSize
 
 var CompileMatcher = compileMatcher
+
+// Add joins o to s, as LoadFiles joins files.
+func (s *Settings) Add(o *Settings) *Settings { return s.add(o) }

@@ -166,7 +166,8 @@ type hookGroup struct {
 }
 
 // Settings is the hooks of one or more settings files, in file order. Use
-// [Parse] or [LoadFiles]; Add joins files.
+// [Parse] or [LoadFiles], which adds up several files (identical handlers
+// still run once per event).
 type Settings struct {
 	groups []hookGroup
 	// Permissions are the rules of the permissions object's allow, ask and
@@ -184,9 +185,8 @@ type Permission struct {
 	Source string
 }
 
-// Add appends o's groups and diagnostics to s and returns s: settings from
-// several files add up (identical handlers still run once per event).
-func (s *Settings) Add(o *Settings) *Settings {
+// add appends o's groups and diagnostics to s and returns s.
+func (s *Settings) add(o *Settings) *Settings {
 	if o != nil {
 		s.groups = append(s.groups, o.groups...)
 		s.Permissions = append(s.Permissions, o.Permissions...)
@@ -235,7 +235,7 @@ func LoadFiles(paths ...string) (*Settings, error) {
 		if err != nil {
 			return nil, fmt.Errorf("claudecode: reading %s: %w", p, err)
 		}
-		out.Add(Parse(src, p))
+		out.add(Parse(src, p))
 	}
 	return out, nil
 }

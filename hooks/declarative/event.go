@@ -10,7 +10,7 @@ import (
 type Event uint8
 
 // The events. PreToolUse, PostToolUse and OnError are fired by the agent
-// through the registry's [hooks.ToolCallListener] methods; OnStart by
+// through the registry's listener ([Registry.Listener]); OnStart by
 // [Registry.ApplyTo]; OnStop only by the caller through [Registry.FireEvent].
 const (
 	// PreToolUse fires just before a tool runs; the tool waits for its hooks.

@@ -22,8 +22,8 @@ func TestLogAction(t *testing.T) {
 	r := Of([]Config{{Event: PostToolUse, Matcher: "file_*", Action: Log("${tool} took ${latencyMs} ms, success=${success}")}}, &Options{Logger: lg})
 	u := use("file_read")
 	u.Latency, u.Success = 42*time.Millisecond, true
-	r.PostToolUse(context.Background(), u)
-	r.PostToolUse(context.Background(), use("bash"))
+	r.Listener().PostToolUse(context.Background(), u)
+	r.Listener().PostToolUse(context.Background(), use("bash"))
 	recs := h.records()
 	if len(recs) != 1 || recs[0].Level != slog.LevelInfo || recs[0].Msg != "[HOOK] file_read took 42 ms, success=true" || recs[0].Attrs["logger"] != executorLoggerName {
 		t.Errorf("records = %+v", recs)

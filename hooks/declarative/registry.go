@@ -147,7 +147,7 @@ type Registry struct {
 	diags   []Diagnostic
 }
 
-var _ hooks.ToolCallListener = (*Registry)(nil)
+var _ hooks.ToolCallListener = listener{}
 
 // hook is a compiled Config.
 type hook struct {
@@ -281,7 +281,7 @@ func (r *Registry) ApplyTo(ctx context.Context, t Target) {
 	if r == nil || len(r.hooks) == 0 {
 		return
 	}
-	t.SetToolCallListener(r)
+	t.SetToolCallListener(r.Listener())
 	r.FireEvent(ctx, OnStart, map[string]any{"agent": t.ID()})
 }
 
@@ -336,33 +336,37 @@ func withEvent(event Event, hctx map[string]any) map[string]any {
 	return m
 }
 
-// PreToolUse implements [hooks.ToolCallListener]: it runs the PRE_TOOL_USE hooks
-// whose matcher matches u.Tool. The tool waits for them. For a tool that
-// runs again with the answer to the request it made (u.Retried) it runs
-// none: they fired when the call first started.
-func (r *Registry) PreToolUse(ctx context.Context, u *hooks.ToolUse) {
+// Listener returns r as the agent's tool call listener (what [Registry.ApplyTo]
+// sets, for a caller that sets it itself, such as a caller of package gate):
+// PreToolUse runs the PRE_TOOL_USE hooks whose matcher matches the tool, and
+// the tool waits for them; PostToolUse the POST_TOOL_USE hooks whose matcher
+// matches; OnError every ON_ERROR hook (matchers are ignored). For a tool
+// that runs again with the answer to the request it made (ToolUse.Retried)
+// PreToolUse runs none, since they fired when the call first started; for a
+// call whose tool asked for an answer instead of returning a result
+// (ToolUse.Pending) PostToolUse runs none, since the call has not run to a
+// result: it fires when the call runs with the answer (see "Calls that wait
+// for an answer" in the package documentation).
+func (r *Registry) Listener() hooks.ToolCallListener { return listener{r} }
+
+// listener is a [Registry] as a [hooks.ToolCallListener].
+type listener struct{ r *Registry }
+
+func (l listener) PreToolUse(ctx context.Context, u *hooks.ToolUse) {
 	if u.Retried {
 		return
 	}
-	r.fireTool(ctx, PreToolUse, u)
+	l.r.fireTool(ctx, PreToolUse, u)
 }
 
-// PostToolUse implements [hooks.ToolCallListener]: it runs the POST_TOOL_USE
-// hooks whose matcher matches u.Tool. For a call whose tool asked for an
-// answer instead of returning a result (u.Pending) it runs none: the call
-// has not run to a result, so there is no latency, success or output to
-// report; it fires POST_TOOL_USE when it runs with the answer (see "Calls
-// that wait for an answer" in the package documentation).
-func (r *Registry) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
+func (l listener) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
 	if u.Pending {
 		return
 	}
-	r.fireTool(ctx, PostToolUse, u)
+	l.r.fireTool(ctx, PostToolUse, u)
 }
 
-// OnError implements [hooks.ToolCallListener]: it runs every ON_ERROR hook
-// (matchers are ignored).
-func (r *Registry) OnError(ctx context.Context, u *hooks.ToolUse) { r.fireTool(ctx, OnError, u) }
+func (l listener) OnError(ctx context.Context, u *hooks.ToolUse) { l.r.fireTool(ctx, OnError, u) }
 
 // fireTool runs the hooks of event for u. It allocates nothing unless a hook
 // will act: the context map is built on the first one.
