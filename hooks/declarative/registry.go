@@ -132,9 +132,9 @@ func (c Config) validate() error {
 	return c.Action.validate()
 }
 
-// Registry holds declarative hooks and fires them: it is an agent's
-// [hooks.ToolCallListener] once applied ([Registry.ApplyTo]), and fires events
-// by hand ([Registry.FireEvent], [Registry.FireToolEvent]). It is immutable
+// Registry holds declarative hooks and fires them: its [Registry.Listener]
+// is an agent's [hooks.ToolCallListener] once applied ([Registry.ApplyTo]),
+// and it fires events by hand ([Registry.FireEvent], [Registry.FireToolEvent]). It is immutable
 // once built and safe for concurrent use; one registry can serve several
 // agents. A nil *Registry behaves as an empty one.
 type Registry struct {
