@@ -19,9 +19,9 @@
 // real one, so that a symbolic link changed in between cannot lead the call
 // elsewhere; it also refuses files with other names (hard links) where an
 // authorizer judges the tool by path (an authorizer with a method
-// JudgesPaths(tool string) (by Principal, ok bool), as a policy has).
+// JudgesPaths(tool string) (by tool.Principal, ok bool), as a policy has).
 //
-// Verdicts name their source as a [Principal]: a rule by its ID, an
+// Verdicts name their source as a [tool.Principal]: a rule by its ID, an
 // autonomy level, the runtime. Durable stores for halted runs and
 // approvals live in the subpackage store, which this package does not
 // import.
@@ -96,9 +96,9 @@ type Verdict struct {
 	// Reason explains the decision; on deny, the model sees it.
 	Reason string `json:"reason,omitempty"`
 	// By is the source: a rule by its ID, an autonomy level, a hook by its
-	// name ([Principal]). An authorizer that leaves it zero is named
+	// name ([tool.Principal]). An authorizer that leaves it zero is named
 	// "authorizer#<n>" (kind rule) by the agent.
-	By Principal `json:"by"`
+	By tool.Principal `json:"by"`
 }
 
 // Authorizer decides about a call. It must be safe for concurrent use. A returned
@@ -177,8 +177,8 @@ type RequestData struct {
 	Digest string `json:"argsDigest"`
 	// Reason and By say which source asked and why (By: an object, or in
 	// data written before principals were typed, its text form).
-	Reason string    `json:"reason,omitempty"`
-	By     Principal `json:"by"`
+	Reason string         `json:"reason,omitempty"`
+	By     tool.Principal `json:"by"`
 	// Hints are the tool's hints the gates used (read-only, destructive,
 	// idempotent, open world); nil when the tool declares none.
 	Hints *tool.Hints `json:"hints,omitempty"`

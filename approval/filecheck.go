@@ -17,7 +17,7 @@ type pathJudge interface {
 	// JudgesPaths reports whether some verdict about tool may depend on a
 	// path argument, and who would give it (a policy's rule; zero when
 	// the judge names none).
-	JudgesPaths(tool string) (by Principal, ok bool)
+	JudgesPaths(tool string) (by tool.Principal, ok bool)
 }
 
 // CheckFile judges again, with azs, a call that has already been authorized,
@@ -35,7 +35,7 @@ type pathJudge interface {
 // reason: a deny, an ask no one answered for this call, or an authorizer's
 // error. A file with more than one hard link is refused when an authorizer
 // judges paths for c.Tool (it has a method JudgesPaths(tool string) (by
-// Principal, ok bool) that reports true, as a policy of package policy does
+// tool.Principal, ok bool) that reports true, as a policy of package policy does
 // for a tool a pathPrefix or pathGlob rule denies or asks about): another name of the file might lie
 // where a rule denies, and no path shows it. With no authorizer it returns
 // nil.
@@ -59,7 +59,7 @@ func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) err
 	for i, az := range azs {
 		v, err := az.Authorize(ctx, c)
 		if v.By.IsZero() {
-			v.By = Principal{Kind: PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
+			v.By = tool.Principal{Kind: tool.PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
 		}
 		if err != nil {
 			return refuse(ctx, Verdict{Decision: Deny, By: v.By, Reason: "authorization failed: " + err.Error()}, fmt.Sprintf("%s failed: %v", v.By, err))

@@ -25,7 +25,7 @@ type callScope struct {
 	id      string
 	rec     *gate.Record
 	pending *gate.Pending
-	votes   []approval.Vote
+	votes   []tool.Vote
 }
 
 type callScopeKey struct{}

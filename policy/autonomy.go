@@ -1,10 +1,13 @@
 package policy
 
-import "github.com/tollgate-dev/tollgate/approval"
+import (
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
+)
 
 // shellOpaque is the built-in rule that asks about a shell command whose
 // programs the analysis cannot see ("rule:shell-opaque").
-var shellOpaque = approval.Principal{Kind: approval.PrincipalRule, Name: "shell-opaque"}
+var shellOpaque = tool.Principal{Kind: tool.PrincipalRule, Name: "shell-opaque"}
 
 // risks lists every risk level, from least to most dangerous.
 var risks = []approval.Risk{approval.RiskReadOnly, approval.RiskWrite, approval.RiskNetwork, approval.RiskDestructive, approval.RiskUnknown, approval.RiskEscalation}

@@ -528,7 +528,7 @@ func (p *Policy) Evaluate(c approval.Call) Evaluation {
 		if !ok {
 			reason = autonomyReason(a, ev.Risk)
 		}
-		ev.Verdicts = append(ev.Verdicts, approval.Verdict{Decision: d, Reason: reason, By: approval.Principal{Kind: approval.PrincipalAutonomy, Name: string(a)}})
+		ev.Verdicts = append(ev.Verdicts, approval.Verdict{Decision: d, Reason: reason, By: tool.Principal{Kind: tool.PrincipalAutonomy, Name: string(a)}})
 	}
 	if len(ev.Verdicts) == 0 {
 		ev.Verdict = approval.Verdict{Decision: approval.Allow, By: approval.Default, Reason: "no policy rule matched and no autonomy level is set"}
@@ -585,7 +585,7 @@ func (r *compiledRule) verdict(d approval.Effect, note string) approval.Verdict 
 	if note != "" {
 		reason += " (" + note + ")"
 	}
-	return approval.Verdict{Decision: d, Reason: reason, By: approval.Principal{Kind: approval.PrincipalRule, Name: r.ID}}
+	return approval.Verdict{Decision: d, Reason: reason, By: tool.Principal{Kind: tool.PrincipalRule, Name: r.ID}}
 }
 
 // opaqueVerdict is the vote about an opaque command no rule speaks about.

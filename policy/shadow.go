@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
 	"slices"
 )
 
@@ -46,7 +47,7 @@ func (p *Policy) shadowVerdicts(rs []*compiledRule, args map[string]any) []appro
 	}
 	_, cvs := p.judgeCommands(cmds, args, nil)
 	for _, v := range cvs {
-		if v.By.Kind == approval.PrincipalRule && slices.ContainsFunc(cmds, func(r *compiledRule) bool { return r.ID == v.By.Name }) {
+		if v.By.Kind == tool.PrincipalRule && slices.ContainsFunc(cmds, func(r *compiledRule) bool { return r.ID == v.By.Name }) {
 			vs = append(vs, v)
 		}
 	}

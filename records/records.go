@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Line is one JSON line: the decision record of one tool call.
@@ -41,16 +41,16 @@ type Line struct {
 	// By is who decided, as an object {"kind": "rule", "name": "no-rm"}
 	// (kinds: hook, rule, autonomy, person, runtime, flag); so is each
 	// vote's source.
-	By approval.Principal `json:"by"`
+	By tool.Principal `json:"by"`
 	// Actor, present only when someone decided on By's behalf (an
 	// administrator answering for a person), is who did; a vote of such an
 	// answer names its actor too.
-	Actor   approval.Principal `json:"actor,omitzero"`
-	Reason  string             `json:"reason,omitempty"`
-	Votes   []agent.Vote       `json:"votes,omitempty"`
-	Ran     bool               `json:"ran"`
-	IsError bool               `json:"isError,omitempty"`
-	Started time.Time          `json:"started"`
+	Actor   tool.Principal `json:"actor,omitzero"`
+	Reason  string         `json:"reason,omitempty"`
+	Votes   []agent.Vote   `json:"votes,omitempty"`
+	Ran     bool           `json:"ran"`
+	IsError bool           `json:"isError,omitempty"`
+	Started time.Time      `json:"started"`
 	// Duration is the whole pipeline's duration; in JSON, nanoseconds (as in
 	// agent.ToolCallRecord).
 	Duration time.Duration `json:"duration"`
@@ -278,17 +278,17 @@ func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecor
 // "event" is "mcp.login", with the run, the server, who logged in and
 // when. Never a token.
 type Login struct {
-	Time   time.Time          `json:"time"`
-	Run    string             `json:"run,omitempty"`
-	Event  string             `json:"event"`
-	Server string             `json:"server"`
-	By     approval.Principal `json:"by,omitzero"`
+	Time   time.Time      `json:"time"`
+	Run    string         `json:"run,omitempty"`
+	Event  string         `json:"event"`
+	Server string         `json:"server"`
+	By     tool.Principal `json:"by,omitzero"`
 }
 
 // Login writes the line of a login to server by who, done at the time at,
 // for run (the writer's run when it has one), and logs it. A write error
 // is kept as [Writer.Record]'s are.
-func (w *Writer) Login(ctx context.Context, run, server string, by approval.Principal, at time.Time) {
+func (w *Writer) Login(ctx context.Context, run, server string, by tool.Principal, at time.Time) {
 	if w.run != "" {
 		run = w.run
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Role is what a token may do within its tenant. A token has one or more
@@ -73,8 +73,8 @@ func (p Principal) Has(r Role) bool {
 
 // Decider is the principal recorded on a decision, a cancel or a started
 // run: a person with p's name.
-func (p Principal) Decider() approval.Principal {
-	return approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}
+func (p Principal) Decider() tool.Principal {
+	return tool.Principal{Kind: tool.PrincipalPerson, Name: p.Name}
 }
 
 // TokenPrefix starts every token [NewToken] makes, so that a leaked one is

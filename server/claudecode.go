@@ -189,7 +189,7 @@ type localAsker struct {
 }
 
 func (l localAsker) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{Decision: approval.Ask, Reason: l.reason, By: approval.Principal{Kind: approval.PrincipalHook, Name: string(l.source) + "-local-policy"}}, nil
+	return approval.Verdict{Decision: approval.Ask, Reason: l.reason, By: tool.Principal{Kind: tool.PrincipalHook, Name: string(l.source) + "-local-policy"}}, nil
 }
 
 // sessionRunID is the run of a session of the agent source: derived from

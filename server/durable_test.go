@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // memQueue is a runs.DurableQueue that drives each run in this process
@@ -93,7 +93,7 @@ func (q *memQueue) Wait(ctx context.Context, runID string) (store.Run, error) {
 	return store.Run{}, nil // not used by the server
 }
 
-func (q *memQueue) Cancel(ctx context.Context, runID string, by approval.Principal) error {
+func (q *memQueue) Cancel(ctx context.Context, runID string, by tool.Principal) error {
 	r, err := q.store.GetRun(ctx, runID)
 	if err != nil {
 		return err

@@ -142,7 +142,7 @@ func TestGateAsks(t *testing.T) {
 
 	// The session's records are its run's calls.
 	rec := gate.Record{ID: "mcp_1", Name: "mcp__fs__write", Source: gate.SourceMCP, Ran: true, Output: "wrote b.txt",
-		Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}}}
+		Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}}
 	if code := f.do("POST", "/v1/gate/records", agentToken, server.GateRecordRequest{Session: ask.Session, Record: rec}, nil); code != http.StatusNoContent {
 		t.Errorf("record: %d", code)
 	}

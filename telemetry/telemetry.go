@@ -97,7 +97,6 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -364,7 +363,7 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		out := next(ctx, c)
 
 		var outcome agent.Outcome
-		var by approval.Principal
+		var by tool.Principal
 		switch {
 		case out.Record != nil:
 			rec := out.Record
@@ -417,15 +416,15 @@ type callScope struct {
 
 // decided sets a call's decision attributes on its span, unless span is nil,
 // and counts the decision in tollgate.tool.decisions.
-func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome agent.Outcome, by approval.Principal) {
+func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome agent.Outcome, by tool.Principal) {
 	decided := []attribute.KeyValue{keyDecision.String(string(outcome))}
 	if !by.IsZero() {
 		decided = append(decided, keyDecisionSource.String(clip(by.String())))
 	}
 	switch by.Kind {
-	case approval.PrincipalRule:
+	case tool.PrincipalRule:
 		decided = append(decided, keyRuleID.String(clip(by.Name)))
-	case approval.PrincipalHook:
+	case tool.PrincipalHook:
 		decided = append(decided, keyHookName.String(clip(by.Name)))
 	}
 	if span != nil {
@@ -447,16 +446,16 @@ func (in *instruments) decided(ctx context.Context, span trace.Span, name string
 
 // pendingSource names who asked for the pending request: the hook that raised
 // it, else the last source that voted ask.
-func pendingSource(p *agent.PendingCall) approval.Principal {
+func pendingSource(p *agent.PendingCall) tool.Principal {
 	if p.Origin == agent.OriginHook && p.Hook != "" {
-		return approval.Principal{Kind: approval.PrincipalHook, Name: p.Hook}
+		return tool.Principal{Kind: tool.PrincipalHook, Name: p.Hook}
 	}
 	for i := len(p.Votes) - 1; i >= 0; i-- {
-		if p.Votes[i].Decision == approval.VoteAsk {
+		if p.Votes[i].Decision == tool.VoteAsk {
 			return p.Votes[i].Source
 		}
 	}
-	return approval.Principal{}
+	return tool.Principal{}
 }
 
 // fail marks span as failed with the class et (error.type); the description

@@ -141,8 +141,8 @@ func OnBehalf(self tool.Principal, onBehalfOf string) (by, actor tool.Principal,
 	if onBehalfOf == "" {
 		return self, tool.Principal{}, nil
 	}
-	p := approval.PrincipalOf(onBehalfOf)
-	if p.Kind != approval.PrincipalPerson || p.Name == "" {
+	p := tool.PrincipalOf(onBehalfOf)
+	if p.Kind != tool.PrincipalPerson || p.Name == "" {
 		return by, actor, fmt.Errorf("%w, not a %s", ErrNotPerson, p.Kind)
 	}
 	return p, self, nil
@@ -196,7 +196,7 @@ func checkDecision(a store.Approval, d Decision) error {
 	if d.By.IsZero() {
 		return errNoPrincipal
 	}
-	if !d.Actor.IsZero() && (d.By.Kind != approval.PrincipalPerson || d.By.Name == "") {
+	if !d.Actor.IsZero() && (d.By.Kind != tool.PrincipalPerson || d.By.Name == "") {
 		return fmt.Errorf("%w, not %s", ErrNotPerson, d.By)
 	}
 	if !d.Approve && len(d.Data) > 0 {

@@ -68,7 +68,7 @@ func approvalRunExtension() runExtension {
 			switch cfg.Answer {
 			case approveYes, approveNo:
 				ok := cfg.Answer == approveYes
-				by := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=" + cfg.Answer}
+				by := tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=" + cfg.Answer}
 				built.Options.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 					ans := tool.Answer{ID: req.ID, OK: ok, Principal: by}
 					if !ok {
@@ -248,8 +248,8 @@ func argsLine(args json.RawMessage) string {
 // (not $USER, which any process can set): the login name, else "uid:N".
 // It is the principal of every answer given through the command line.
 // osPerson is the OS user running this command, as the person who answers.
-func osPerson() approval.Principal {
-	return approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
+func osPerson() tool.Principal {
+	return tool.Principal{Kind: tool.PrincipalPerson, Name: currentUser()}
 }
 
 // deciders is who a decision made at this command line is recorded as. It is
@@ -257,7 +257,7 @@ func osPerson() approval.Principal {
 // cannot claim to be someone else; with --by NAME (a person: NAME or
 // person:NAME), which needs --admin, it is the person NAME, and the OS user
 // is kept as the actor who answered on NAME's behalf.
-func deciders(cmdPath, by string, admin bool) (decider, actor approval.Principal, err error) {
+func deciders(cmdPath, by string, admin bool) (decider, actor tool.Principal, err error) {
 	if by != "" && !admin {
 		return decider, actor, usageErr("%s: --by records a principal other than the OS user (%s); it needs --admin", cmdPath, currentUser())
 	}

@@ -200,7 +200,7 @@ func (l *Layer) acceptedBy(id string) string {
 func (l *Layer) Answer(c approval.Call) *tool.Answer {
 	ev := l.allow.Evaluate(c)
 	v := ev.Verdict
-	if v.Decision != approval.Allow || v.By.Kind != approval.PrincipalRule || v.By == approval.Default {
+	if v.Decision != approval.Allow || v.By.Kind != tool.PrincipalRule || v.By == approval.Default {
 		return nil
 	}
 	for _, ce := range ev.Commands {
@@ -387,7 +387,7 @@ func Authorizer(get Getter) approval.Authorizer {
 	return approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		l, err := get(ctx)
 		if err != nil {
-			return approval.Verdict{By: approval.Principal{Kind: approval.PrincipalRule, Name: HookName}}, fmt.Errorf("the rule layer could not be read: %w", err)
+			return approval.Verdict{By: tool.Principal{Kind: tool.PrincipalRule, Name: HookName}}, fmt.Errorf("the rule layer could not be read: %w", err)
 		}
 		return l.Authorize(ctx, c)
 	})

@@ -40,7 +40,7 @@ type Call struct {
 	WasBy string
 	// Shadow are the votes the shadow rules of the policy then in force
 	// recorded beside the decision.
-	Shadow []approval.Vote
+	Shadow []tool.Vote
 }
 
 // Report is what a candidate policy changes over the recorded calls.
