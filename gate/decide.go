@@ -503,8 +503,7 @@ func (p *pass) allow(ctx context.Context, d Decision) Ruling {
 // An authorizer that fails or panics denies (fail closed).
 //
 // The third result lists what shadow rules would have voted (from the
-// authorizers that are [approval.ShadowAuthorizer]): recorded, never
-// combined.
+// authorizers that are shadow authorizers): recorded, never combined.
 func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMessage, hints *tool.Hints, votes []tool.Vote) (approval.Verdict, []tool.Vote, []tool.Vote) {
 	var verdicts []approval.Verdict
 	for _, v := range votes {
@@ -545,15 +544,24 @@ func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMe
 	return approval.Strongest(verdicts...), out, shadow
 }
 
+// shadowAuthorizer is an authorizer that also says what its shadow rules
+// would have voted (a policy with rules in mode shadow): AuthorizeShadow
+// returns the verdict Authorize would, and the would-be votes of the shadow
+// rules that match c. They are recorded beside the decision
+// (Decision.Shadow) and decide nothing.
+type shadowAuthorizer interface {
+	AuthorizeShadow(ctx context.Context, c approval.Call) (approval.Verdict, []approval.Verdict, error)
+}
+
 // safeAuthorize calls az, turning a panic into an error (which denies: fail closed).
-// A [approval.ShadowAuthorizer] is asked for its shadow votes too.
+// A shadow authorizer is asked for its shadow votes too.
 func safeAuthorize(ctx context.Context, az approval.Authorizer, c approval.Call) (v approval.Verdict, shadow []approval.Verdict, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			v, shadow, err = approval.Verdict{}, nil, fmt.Errorf("authorizer panicked: %v", p)
 		}
 	}()
-	if sa, ok := az.(approval.ShadowAuthorizer); ok {
+	if sa, ok := az.(shadowAuthorizer); ok {
 		return sa.AuthorizeShadow(ctx, c)
 	}
 	v, err = az.Authorize(ctx, c)

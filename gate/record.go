@@ -56,7 +56,8 @@ type Decision struct {
 	// hook, or the last authorizer for an authorization's or a tool's request).
 	Votes []tool.Vote `json:"votes,omitempty"`
 	// Shadow lists what the policies' shadow rules would have voted
-	// ([approval.ShadowAuthorizer]): beside the decision, never part of it.
+	// (an authorizer with a method AuthorizeShadow, as a policy has):
+	// beside the decision, never part of it.
 	Shadow []tool.Vote `json:"shadow,omitempty"`
 }
 

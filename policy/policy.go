@@ -71,7 +71,7 @@ type Rule struct {
 	// Reason explains the vote; on deny the model sees it.
 	Reason string
 	// Shadow makes the rule decide nothing: its would-be vote is reported
-	// beside the real decision (Evaluation.Shadow, [approval.ShadowAuthorizer]).
+	// beside the real decision (Evaluation.Shadow, [Policy.AuthorizeShadow]).
 	// In YAML, mode: shadow (mode: enforce, the default, decides).
 	Shadow bool
 	// Line and Col locate the rule's entry in its policy file (1-based),

@@ -22,7 +22,8 @@ func ruleMode(s string) (shadow bool, err error) {
 	return false, fmt.Errorf("unknown mode %q (want enforce or shadow)", s)
 }
 
-// AuthorizeShadow implements [approval.ShadowAuthorizer]: the Verdict and the
+// AuthorizeShadow is what the gate asks an authorizer that has it, to record
+// shadow votes beside the decision (gate.Decision.Shadow): the Verdict and the
 // Shadow of [Policy.Evaluate]. It never returns an error.
 func (p *Policy) AuthorizeShadow(ctx context.Context, c approval.Call) (approval.Verdict, []approval.Verdict, error) {
 	ev := p.Evaluate(c)
