@@ -36,8 +36,8 @@ const (
 	FailOpen FailMode = "open"
 )
 
-// ParseFailMode reads "open" or "closed".
-func ParseFailMode(s string) (FailMode, error) {
+// parseFailMode reads "open" or "closed".
+func parseFailMode(s string) (FailMode, error) {
 	switch FailMode(s) {
 	case FailClosed, FailOpen:
 		return FailMode(s), nil
@@ -52,7 +52,8 @@ type Options struct {
 	// values. Made absolute by New.
 	ProjectDir string
 	// FailModes sets the fail mode per event. An event not listed fails
-	// closed when it is PreToolUse or PermissionRequest, and open otherwise.
+	// closed when it is PreToolUse or PermissionRequest, and open otherwise;
+	// a mode other than FailOpen and FailClosed makes New fail.
 	FailModes map[Event]FailMode
 	// DefaultTimeout is a handler's timeout when it gives none; zero means
 	// 60 s (Claude Code's). A handler may give up to one hour.
@@ -118,7 +119,7 @@ func New(s *Settings, opts *Options) (*Hooks, error) {
 	}
 	o.ProjectDir = abs
 	for ev, m := range o.FailModes {
-		if _, err := ParseFailMode(string(m)); err != nil {
+		if _, err := parseFailMode(string(m)); err != nil {
 			return nil, fmt.Errorf("claudecode: %s: %w", ev, err)
 		}
 	}

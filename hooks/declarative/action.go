@@ -94,9 +94,9 @@ func (a Action) withTimeout(d time.Duration) Action {
 	return a
 }
 
-// String describes the action in one line, e.g. `log "${tool} starting"` or
-// `command "echo hi" timeout=5s`.
-func (a Action) String() string {
+// describe says what the action does in one line, e.g. `log "${tool}
+// starting"` or `command "echo hi" timeout=5s`.
+func (a Action) describe() string {
 	var b strings.Builder
 	b.WriteString(a.Type.String())
 	switch a.Type {

@@ -110,8 +110,9 @@
 //
 // # Actions
 //
-// The standard executor ([NewExecutor]) writes a log action's message at INFO,
-// prefixed "[HOOK] ", to the registry's logger, with logger=tollgate/hooks/declarative.Executor.
+// The standard executor (used unless [Options].Executor is set) writes a log
+// action's message at INFO, prefixed "[HOOK] " and cut at 16 KiB with a
+// marker "…[N of M bytes cut]", to the registry's logger, with logger=tollgate/hooks/declarative.Executor.
 // It runs a command action with sh -c in the process working directory, or in
 // [Options].Dir when set (or its argv without a shell) in a session of its own, waits up to its timeout (30 s
 // by default), and then kills the command's whole process group; it also kills
@@ -122,7 +123,7 @@
 // HOME, LANG, LC_*, TERM, TMPDIR, ...) plus [Options].PassEnv and the context's
 // TOLLGATE_* variables: provider keys do not reach it unless named. A non-zero exit, a timeout or a
 // failure to start is logged at WARN with up to 50 lines of the command's
-// combined output. Output is captured up to 64 KiB and the rest is
+// combined output; success is logged at DEBUG. Output is captured up to 64 KiB and the rest is
 // drained, and stdin is written from a separate goroutine, so neither a command
 // that prints megabytes nor one that never reads stdin can block it beyond its
 // timeout. A failing action never stops the tool call or the other hooks.

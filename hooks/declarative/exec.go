@@ -46,27 +46,6 @@ const (
 	stdinValueLimit = 1 << 20
 )
 
-// NewExecutor returns the standard executor (seed 000 "Actions"), which
-// [Registry] uses unless Options.Executor is set. Its records carry
-// logger=tollgate/hooks/declarative.Executor; logger nil discards.
-//
-// A log action writes "[HOOK] " + the expanded message at INFO, cut at 16
-// KiB with a marker "…[N of M bytes cut]".
-//
-// A command action runs `sh -c COMMAND` (or its argv, without a shell) in the
-// process working directory (or [Options].Dir), in a session of its own, with the environment of
-// the process scrubbed to an allowlist (internal/proc.Env: PATH, HOME, LANG,
-// TERM, ...; no provider keys, no inherited TOLLGATE_* variables) plus the
-// TOLLGATE_* variables of the context, and the context as one JSON object on
-// stdin. It waits until the command exits, its timeout passes, or ctx is done;
-// then it kills the command's whole process group. A process that left the
-// group (setsid) survives that, unless the command was sandboxed with a PID
-// namespace ([Options].Sandbox), which kills everything it started. A non-zero exit, a timeout, a
-// cancellation or a failure to start is logged at WARN with up to
-// 50 lines of the combined output; success is logged at DEBUG.
-// What the command prints is never read as a decision: a hook cannot veto.
-func NewExecutor(logger *slog.Logger) Executor { return newExecutor(logger) }
-
 type executor struct {
 	log     *slog.Logger
 	passEnv []string
@@ -87,7 +66,7 @@ func newExecutor(logger *slog.Logger) *executor {
 func (x *executor) Execute(ctx context.Context, action Action, hctx map[string]any) {
 	name := hookSource(ctx)
 	if name == "" {
-		name = action.String()
+		name = action.describe()
 	}
 	x.execute(ctx, name, action, hctx)
 }

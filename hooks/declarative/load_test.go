@@ -59,7 +59,7 @@ func TestFromYAMLSpellings(t *testing.T) {
 	r := FromYAML(strings.NewReader(doc), nil)
 	var got []string
 	for _, c := range r.Hooks() {
-		got = append(got, c.Event.String()+" "+c.Action.String())
+		got = append(got, c.Event.String()+" "+c.Action.describe())
 	}
 	want := []string{
 		`PRE_TOOL_USE log "a"`, `POST_TOOL_USE log "b"`, `ON_START command "true"`,

@@ -33,7 +33,7 @@ type Options struct {
 	// actions, command results).
 	Logger *slog.Logger
 	// Executor, if set, replaces the standard executor (log and command
-	// actions, [NewExecutor]): it receives each matching action and its
+	// actions, see "Actions" in the package doc): it receives each matching action and its
 	// context (seed 000, "Custom executor").
 	Executor Executor
 	// File names the document in diagnostics and hook sources of
@@ -120,7 +120,7 @@ func (c Config) String() string {
 	if c.Matcher != "" {
 		s += " " + string(c.Matcher)
 	}
-	return s + " " + c.Action.String()
+	return s + " " + c.Action.describe()
 }
 
 // validate reports whether the hook can be registered: a known event and a
@@ -466,5 +466,5 @@ func hookName(h *hook) string {
 	if h.source != "" {
 		return h.source
 	}
-	return h.action.String()
+	return h.action.describe()
 }

@@ -247,9 +247,9 @@ func ParseFailModes(vals []string) (map[claudecode.Event]claudecode.FailMode, er
 		if !ok {
 			return nil, fmt.Errorf("%q: want EVENT=open|closed", v)
 		}
-		mode, err := claudecode.ParseFailMode(m)
-		if err != nil {
-			return nil, err
+		mode := claudecode.FailMode(m)
+		if mode != claudecode.FailOpen && mode != claudecode.FailClosed {
+			return nil, fmt.Errorf("fail mode %q: want open or closed", m)
 		}
 		known := false
 		for _, e := range events {
