@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/records"
@@ -129,12 +130,12 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if len(f.mcp) == 0 && !f.builtins {
 		return usageErr("gateway: --mcp FILE or --workdir DIR is required: the MCP servers to serve, or a workspace for the builtin tools")
 	}
-	var tokens *server.Tokens
+	var tokens *serveconfig.Tokens
 	if f.tokens != "" {
 		if f.addr == "" {
 			return usageErr("gateway: --tokens is for --addr (HTTP); a stdio client is the local user")
 		}
-		t, err := server.LoadTokens(f.tokens)
+		t, err := serveconfig.LoadTokens(f.tokens)
 		if err != nil {
 			return usageErr("gateway: --tokens %s: %v", f.tokens, err)
 		}
@@ -315,7 +316,7 @@ func unwrapField(err error) error {
 // serveGateway serves gw over streamable HTTP at addr's /mcp until ctx
 // ends (mcpgateway.Gateway.Handler: tokens when given, Host and Origin
 // checks, bounded bodies, idle sessions closed).
-func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, tokens *server.Tokens) error {
+func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, tokens *serveconfig.Tokens) error {
 	var authn func(string) (mcpgateway.Client, error)
 	if tokens != nil {
 		authn = func(token string) (mcpgateway.Client, error) {
@@ -326,7 +327,7 @@ func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr
 			if err := server.MayCallTools(p); err != nil {
 				return mcpgateway.Client{}, err
 			}
-			return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
+			return mcpgateway.Client{Principal: tool.Principal{Kind: tool.PrincipalPerson, Name: p.Name}, Tenant: p.Tenant}, nil
 		}
 	}
 	mux := http.NewServeMux()
