@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -64,7 +65,7 @@ func TestStartHaltAnswerResume(t *testing.T) {
 	ctx := context.Background()
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -125,7 +126,7 @@ func TestAnswerKeepsActor(t *testing.T) {
 	ctx := context.Background()
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -166,7 +167,7 @@ func TestAnswerKeepsActor(t *testing.T) {
 func TestAnswerNeedsPrincipal(t *testing.T) {
 	ctx := context.Background()
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -247,7 +248,7 @@ func (b *blockingTool) Call(ctx context.Context, args json.RawMessage) (tool.Res
 func TestTakeoverAfterDeath(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	mem := store.NewMemory(&store.Options{Now: clock.Now})
+	mem := memory.New(&store.Options{Now: clock.Now})
 	ds := &dyingStore{Store: mem}
 	first := &testkit.Counter{Name: "first"}
 	second := &blockingTool{name: "second", started: make(chan struct{}), release: make(chan struct{})}
@@ -322,7 +323,7 @@ func TestCancelHaltedRun(t *testing.T) {
 	ctx := context.Background()
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), tools: agent.ToolList{transfer}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_c", Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -356,7 +357,7 @@ func TestCancelHaltedRun(t *testing.T) {
 func TestOwnerAndCancelPrincipals(t *testing.T) {
 	ctx := context.Background()
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	if _, err := h.Start(ctx, runs.StartRequest{RunID: "run_x", Owner: tool.Principal{Kind: "wizard", Name: "x"}, Config: testConfig(t), Prompt: "pay"}); err == nil || !strings.Contains(err.Error(), "wizard") {
