@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
@@ -23,6 +22,7 @@ import (
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A run started over the API halts on an approval; the approval shows what a
@@ -58,11 +58,11 @@ func TestStartApproveResume(t *testing.T) {
 	}
 	var records []struct {
 		Decision struct {
-			Outcome string             `json:"outcome"`
-			By      approval.Principal `json:"by"`
+			Outcome string         `json:"outcome"`
+			By      tool.Principal `json:"by"`
 		} `json:"decision"`
 	}
-	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 1 || records[0].Decision.By != (approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}) {
+	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 1 || records[0].Decision.By != (tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}) {
 		t.Fatalf("tool call records %s: %v", run.ToolCalls, err)
 	}
 	// The same decision again is answered as the first (a retry); another is 409.

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
@@ -20,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A durable run driven by `tollgate worker` (no terminal, no person) whose
@@ -94,7 +94,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Start(ctx, runcore.DurableRun{Config: runCfg, Prompt: "deploy", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
+	id, err := client.Start(ctx, runcore.DurableRun{Config: runCfg, Prompt: "deploy", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 		t.Fatalf("pending request %+v", pending.Request)
 	}
 	ib := inbox.New(st, &inbox.Options{Answer: client.Answer})
-	if _, err := ib.Decide(ctx, pending, inbox.Decision{Approve: true, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"},
+	if _, err := ib.Decide(ctx, pending, inbox.Decision{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"},
 		Data: json.RawMessage(`{"answers":[["2"],["us"]]}`)}); err != nil {
 		t.Fatal(err)
 	}
