@@ -27,7 +27,7 @@ func (s *stubborn) Call(ctx context.Context, _ json.RawMessage) (tool.Result, er
 }
 
 // A tool that ignores its context is abandoned after its timeout and
-// AbandonAfter: the run goes on, the next runs' calls finish, and the
+// abandonAfter: the run goes on, the next runs' calls finish, and the
 // abandoned tool's goroutine ends when the tool returns (the bubble ends
 // with no goroutine left).
 func TestAbandonedToolDoesNotStopTheRun(t *testing.T) {

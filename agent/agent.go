@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/gate"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -14,22 +13,23 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// DefaultMaxTurns is the number of model turns after which a run ends
+// defaultMaxTurns is the number of model turns after which a run ends
 // [StatusIncomplete] when Options.MaxTurns is 0.
-const DefaultMaxTurns = 10
+const defaultMaxTurns = 10
 
-// DefaultMaxToolCalls is the most tool calls one model turn may ask for
+// defaultMaxToolCalls is the most tool calls one model turn may ask for
 // when Options.MaxToolCalls is 0.
-const DefaultMaxToolCalls = 128
+const defaultMaxToolCalls = 128
 
-// DefaultMaxParallel bounds the concurrent tool calls of one turn when
+// defaultMaxParallel bounds the concurrent tool calls of one turn when
 // Options.MaxParallel is 0.
-const DefaultMaxParallel = 8
+const defaultMaxParallel = 8
 
 // Toolset is what an agent offers the model; *toolkit.Toolkit implements it.
 // Tools must return tools with unique names ([New] refuses others with
@@ -140,21 +140,21 @@ type Options struct {
 	WaitFor tool.WaitFunc
 	// ApprovalTTL, if positive, sets ExpiresAt on approval requests the agent makes.
 	ApprovalTTL time.Duration
-	// MaxTurns caps model turns per run (default [DefaultMaxTurns]).
+	// MaxTurns caps model turns per run (0 means 10).
 	MaxTurns int
-	// MaxParallel caps concurrent tool calls per turn (default [DefaultMaxParallel]).
+	// MaxParallel caps concurrent tool calls per turn (0 means 8).
 	MaxParallel int
-	// MaxToolCalls caps the tool calls of one model turn (default
-	// [DefaultMaxToolCalls]). A turn that asks for more runs none of them:
+	// MaxToolCalls caps the tool calls of one model turn (0 means
+	// 128). A turn that asks for more runs none of them:
 	// the run ends with a [*TooManyToolCallsError] (StatusError), and the
 	// over-long assistant message does not enter the transcript.
 	MaxToolCalls int
-	// ToolTimeout bounds each tool call's execution (default
-	// [DefaultToolTimeout]; negative: no limit); see [ToolLimits]. The run's
+	// ToolTimeout bounds each tool call's execution (0 means
+	// 10 minutes; negative: no limit); see [ToolLimits]. The run's
 	// own limit is its context's deadline.
 	ToolTimeout time.Duration
 	// MaxResultBytes caps the output of each tool result the model sees
-	// (default [DefaultMaxResultBytes]; negative: no cap); see [ToolLimits].
+	// (0 means 256 KiB; negative: no cap); see [ToolLimits].
 	MaxResultBytes int
 	// ToolLimits overrides ToolTimeout and MaxResultBytes for the tools it
 	// names (exact tool names).
@@ -163,7 +163,7 @@ type Options struct {
 	// AfterTool chain). It is called from the goroutine that ran the call, so
 	// concurrently for the calls of one turn. A panic in it, in an authorizer
 	// (which then denies) or in the tool call listener is recovered and logged.
-	OnRecord func(ctx context.Context, rec ToolCallRecord)
+	OnRecord func(ctx context.Context, rec gate.Record)
 	// Logger receives structured logs (decisions, not argument values or
 	// outputs); default discards.
 	Logger *slog.Logger
@@ -286,13 +286,13 @@ func New(opts Options) (*Agent, error) {
 		opts.ID = "agent"
 	}
 	if opts.MaxTurns == 0 {
-		opts.MaxTurns = DefaultMaxTurns
+		opts.MaxTurns = defaultMaxTurns
 	}
 	if opts.MaxParallel == 0 {
-		opts.MaxParallel = DefaultMaxParallel
+		opts.MaxParallel = defaultMaxParallel
 	}
 	if opts.MaxToolCalls == 0 {
-		opts.MaxToolCalls = DefaultMaxToolCalls
+		opts.MaxToolCalls = defaultMaxToolCalls
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -42,7 +43,7 @@ func TestGarbledRewriteKeepsStateEncodable(t *testing.T) {
 	if err != nil || res.Status != agent.StatusPending || c.Count() != 0 {
 		t.Fatalf("%v %+v count %d", err, res, c.Count())
 	}
-	if res.ToolCalls[0].Decision.Outcome != agent.OutcomeInvalid || string(res.ToolCalls[0].Args) != `"{not json"` {
+	if res.ToolCalls[0].Decision.Outcome != gate.OutcomeInvalid || string(res.ToolCalls[0].Args) != `"{not json"` {
 		t.Errorf("record %+v args %s", res.ToolCalls[0].Decision, res.ToolCalls[0].Args)
 	}
 	if _, err := json.Marshal(res); err != nil {

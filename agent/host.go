@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -28,26 +29,29 @@ func WithHistory(msgs ...model.Message) RunOption {
 	return func(o *runOptions) { o.history = append([]model.Message(nil), msgs...) }
 }
 
-// CheckpointKind says at which point of the loop a [Checkpoint] was taken.
-type CheckpointKind string
-
 // Checkpoint kinds, in the order a turn passes them.
 const (
-	// CheckpointTurn: after a model turn; the state holds the assistant message
-	// and its calls, none of them run yet.
-	CheckpointTurn CheckpointKind = "turn"
-	// CheckpointCall: after one tool call finished (its record is in the state).
-	CheckpointCall CheckpointKind = "call"
-	// CheckpointResults: after the turn's tool results entered the transcript;
-	// the next step is a model turn.
-	CheckpointResults CheckpointKind = "results"
+	// checkpointTurn: after a model turn; the state holds the assistant
+	// message and its calls, none of them run yet.
+	checkpointTurn = "turn"
+	// checkpointCall: after one tool call finished (its record is in the state).
+	checkpointCall = "call"
+	// checkpointResults: after the turn's tool results entered the
+	// transcript; the next step is a model turn.
+	checkpointResults = "results"
 )
 
 // Checkpoint is a copy of a run's state at a point from which it can be
 // recovered with [Agent.Resume] (no answers needed): calls that finished are
 // kept, calls that had not finished run again, pending ones stay pending.
 type Checkpoint struct {
-	Kind  CheckpointKind
+	// Kind says at which point of the loop it was taken, in the order a
+	// turn passes them: "turn" (after a model turn; the state holds the
+	// assistant message and its calls, none of them run yet), "call" (after
+	// one tool call finished; its record is in the state), "results" (after
+	// the turn's tool results entered the transcript; the next step is a
+	// model turn).
+	Kind  string
 	RunID string
 	// Seq is the sequence number of the last event emitted before it.
 	Seq  int64
@@ -100,8 +104,8 @@ type CallInfo struct {
 // error, cancellation). A Record may come with an Err (the tool ran, an
 // AfterTool hook failed).
 type CallOutcome struct {
-	Record  *ToolCallRecord
-	Pending *PendingCall
+	Record  *gate.Record
+	Pending *gate.Pending
 	Err     error
 }
 
@@ -148,7 +152,7 @@ func (r *runner) turn(ctx context.Context) (*model.Response, error) {
 }
 
 // call runs one tool call through the Call middleware.
-func (r *runner) call(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) call(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) CallOutcome {
 	mw := r.a.opts.Middleware
 	if len(mw) == 0 {
 		return r.processCall(ctx, call, prior, ans, emit)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -209,7 +210,7 @@ func (r *runner) emit(ev Event) {
 }
 
 // checkpoint hands a copy of the run's state to Options.Checkpoint.
-func (r *runner) checkpoint(ctx context.Context, kind CheckpointKind) error {
+func (r *runner) checkpoint(ctx context.Context, kind string) error {
 	f := r.a.opts.Checkpoint
 	if f == nil {
 		return nil
@@ -399,13 +400,13 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			r.st.Batch[i] = batchCall{Call: c, CutOff: r.cutOff[c.ID]}
 			all[i] = nil
 		}
-		if err := r.checkpoint(ctx, CheckpointTurn); err != nil {
+		if err := r.checkpoint(ctx, checkpointTurn); err != nil {
 			return r.fail(err)
 		}
 		if res, ended, err := r.settleBatch(ctx, all); ended {
 			return res, err
 		}
-		if err := r.checkpoint(ctx, CheckpointResults); err != nil {
+		if err := r.checkpoint(ctx, checkpointResults); err != nil {
 			return r.fail(err)
 		}
 	}
@@ -468,7 +469,7 @@ func (r *runner) result(status Status, reason string) *Result {
 	res := &Result{
 		RunID: st.RunID, Status: status, Reason: reason,
 		Transcript: slices.Clone(st.Messages),
-		ToolCalls:  append([]ToolCallRecord{}, st.ToolCalls...), // [] rather than null in JSON
+		ToolCalls:  append([]gate.Record{}, st.ToolCalls...), // [] rather than null in JSON
 		Turns:      st.Turn, Usage: st.Usage,
 		FinishReason: r.lastFinish,
 	}

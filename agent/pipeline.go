@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/gate"
 	"runtime"
 	"sort"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/toolctx"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -21,7 +21,7 @@ import (
 
 // processCall runs one call through the pipeline; with a WaitFor it waits for
 // the answer to a pending request and retries the call once with it.
-func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) CallOutcome {
 	// Announced on the first attempt and again when a resume takes the call up.
 	c := call
 	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
@@ -50,7 +50,7 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 				return CallOutcome{Err: ctx.Err()}
 			}
 			return r.end(ctx, call, tool.Errorf("no answer to request %s: %v", req.ID, err),
-				Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
+				gate.Decision{Outcome: gate.OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
 		}
 		// The gate checks the answer against the request (its ID, its
 		// answerers) before anything runs.
@@ -67,12 +67,12 @@ type waitingKey struct{}
 // as a halted run's state would hold it. A tracer counts and annotates the
 // pending step with it as it would on a halt. ok is false for any other
 // context.
-func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
-	w, ok := ctx.Value(waitingKey{}).(*PendingCall)
+func PendingCallFrom(ctx context.Context) (p *gate.Pending, ok bool) {
+	w, ok := ctx.Value(waitingKey{}).(*gate.Pending)
 	if !ok {
 		return nil, false
 	}
-	var c PendingCall
+	var c gate.Pending
 	var cl cloner
 	cl.pending(&c, w)
 	return &c, true
@@ -82,7 +82,7 @@ func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
 // the agent's gate: Decide, then, for a call that runs, Complete with the
 // tool run under the call's limits. prior and ans are set when the call is
 // retried after an answer.
-func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) CallOutcome {
 	env := r.env(ctx, emit)
 	ru := r.a.gate.Decide(ctx, env, r.gateCall(call), prior, ans)
 	if ru.Allowed != nil {
@@ -99,7 +99,7 @@ func (r *runner) gateCall(call model.ToolCall) gate.Call {
 
 // end records a call that ends without running, for the agent's own
 // checks of an answer.
-func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, d Decision, emit func(Event)) CallOutcome {
+func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, d gate.Decision, emit func(Event)) CallOutcome {
 	return CallOutcome{Record: r.a.gate.End(ctx, r.env(ctx, emit), r.gateCall(call), res, d)}
 }
 
@@ -135,7 +135,7 @@ type callEvents struct {
 	emit func(Event)
 }
 
-func (e *callEvents) Decided(c *gate.Call, d Decision) {
+func (e *callEvents) Decided(c *gate.Call, d gate.Decision) {
 	e.emit(Event{Kind: EventDecision, Turn: c.Turn, CallID: c.ID, Decision: &d})
 }
 
@@ -143,7 +143,7 @@ func (e *callEvents) Pending(c *gate.Call, req tool.Request) {
 	e.emit(Event{Kind: EventPending, Turn: c.Turn, CallID: c.ID, Request: &req})
 }
 
-func (e *callEvents) Recorded(c *gate.Call, rec *ToolCallRecord) {
+func (e *callEvents) Recorded(c *gate.Call, rec *gate.Record) {
 	cp := *rec
 	e.emit(Event{Kind: EventToolResult, Turn: c.Turn, CallID: c.ID, Record: &cp})
 }
@@ -245,7 +245,7 @@ func (r *runner) safeWait(ctx context.Context, wait tool.WaitFunc, req tool.Requ
 // reporter turns a running call's progress and notices into events; after
 // close (the call returned) it drops them, since the batch no longer reads
 // the call's events then.
-// At most MaxProgressEvents and MaxNoticeEvents of them per call.
+// At most maxProgressEvents and maxNoticeEvents of them per call.
 type reporter struct {
 	emit     func(Event)
 	turn     int
@@ -260,18 +260,18 @@ type reporter struct {
 // [EventNotice]); further reports of the call are dropped, so that a tool (or
 // the MCP server behind it) cannot flood a run's events.
 const (
-	// MaxProgressEvents is the most progress events of one call.
-	MaxProgressEvents = 1000
-	// MaxNoticeEvents is the most notice events of one call.
-	MaxNoticeEvents = 32
+	// maxProgressEvents is the most progress events of one call.
+	maxProgressEvents = 1000
+	// maxNoticeEvents is the most notice events of one call.
+	maxNoticeEvents = 32
 )
 
 func (p *reporter) Progress(pr tool.Progress) {
-	p.send(Event{Kind: EventProgress, Turn: p.turn, CallID: p.callID, Progress: &pr}, &p.progress, MaxProgressEvents)
+	p.send(Event{Kind: EventProgress, Turn: p.turn, CallID: p.callID, Progress: &pr}, &p.progress, maxProgressEvents)
 }
 
 func (p *reporter) Notice(n tool.Notice) {
-	p.send(Event{Kind: EventNotice, Turn: p.turn, CallID: p.callID, Notice: &n}, &p.notices, MaxNoticeEvents)
+	p.send(Event{Kind: EventNotice, Turn: p.turn, CallID: p.callID, Notice: &n}, &p.notices, maxNoticeEvents)
 }
 
 // send emits ev unless the call has returned or *count reached limit. It

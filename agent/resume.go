@@ -65,7 +65,7 @@ func (a *Agent) resume(ctx context.Context, state *State, answers []tool.Answer,
 			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
 				return res, err
 			}
-			if err := r.checkpoint(ctx, CheckpointResults); err != nil {
+			if err := r.checkpoint(ctx, checkpointResults); err != nil {
 				return r.fail(err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -21,12 +22,12 @@ import (
 func TestAfterToolFailureStillRecordsTheCall(t *testing.T) {
 	pay := &testkit.Counter{Name: "pay", Output: func(json.RawMessage) tool.Result { return tool.Text("card 4111-1111") }}
 	var mu sync.Mutex
-	var recs []agent.ToolCallRecord
+	var recs []gate.Record
 	h := (&hooks.Hooks{}).AfterTool("redact", func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
 		return nil, errors.New("redaction service down")
 	})
 	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "pay", nil)}), Tools: agent.ToolList{pay}, Hooks: h,
-		OnRecord: func(ctx context.Context, r agent.ToolCallRecord) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+		OnRecord: func(ctx context.Context, r gate.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
 	var results int
 	var res *agent.Result
 	var runErr error
@@ -169,9 +170,9 @@ func TestHostCallbackPanicsAreContained(t *testing.T) {
 	c := &testkit.Counter{Name: "t"}
 	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c},
 		Authorizers: []approval.Authorizer{panicky{}},
-		OnRecord:    func(ctx context.Context, r agent.ToolCallRecord) { panic("sink bug") }})
+		OnRecord:    func(ctx context.Context, r gate.Record) { panic("sink bug") }})
 	res, err := a.Run(context.Background(), "x")
-	if err != nil || c.Count() != 0 || res.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || !strings.Contains(res.ToolCalls[0].Output, "panicked") {
+	if err != nil || c.Count() != 0 || res.ToolCalls[0].Decision.Outcome != gate.OutcomeDenied || !strings.Contains(res.ToolCalls[0].Output, "panicked") {
 		t.Fatalf("%v count %d %+v", err, c.Count(), res.ToolCalls)
 	}
 	b, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c}})
@@ -223,7 +224,7 @@ func TestInvalidReasonHoldsNoValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := res.ToolCalls[0]
-	if rec.Decision.Outcome != agent.OutcomeInvalid || strings.Contains(rec.Decision.Reason, "SECRET1") || !strings.Contains(rec.Output, "SECRET1") {
+	if rec.Decision.Outcome != gate.OutcomeInvalid || strings.Contains(rec.Decision.Reason, "SECRET1") || !strings.Contains(rec.Output, "SECRET1") {
 		t.Errorf("decision %+v output %q", rec.Decision, rec.Output)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -64,14 +65,14 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 		name    string
 		ans     *tool.Answer
 		ran     int64
-		outcome agent.Outcome
+		outcome gate.Outcome
 		by      string
 		args    string
 	}{
-		{"approve", &tool.Answer{OK: true, Reason: "fine"}, 1, agent.OutcomeApproved, "hook:gate", `{"n":1}`},
-		{"decline", &tool.Answer{OK: false, Reason: "not now"}, 0, agent.OutcomeDeclined, "hook:gate", ""},
-		{"edit", &tool.Answer{OK: true, Data: json.RawMessage(`{"n":2}`)}, 1, agent.OutcomeApproved, "hook:gate", `{"n":2}`},
-		{"no opinion", nil, 0, agent.OutcomePending, "", ""},
+		{"approve", &tool.Answer{OK: true, Reason: "fine"}, 1, gate.OutcomeApproved, "hook:gate", `{"n":1}`},
+		{"decline", &tool.Answer{OK: false, Reason: "not now"}, 0, gate.OutcomeDeclined, "hook:gate", ""},
+		{"edit", &tool.Answer{OK: true, Data: json.RawMessage(`{"n":2}`)}, 1, gate.OutcomeApproved, "hook:gate", `{"n":2}`},
+		{"no opinion", nil, 0, gate.OutcomePending, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := &testkit.Counter{Name: "t"}
@@ -101,7 +102,7 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 			if tl.Count() != tc.ran {
 				t.Fatalf("tool ran %d times, want %d", tl.Count(), tc.ran)
 			}
-			if tc.outcome == agent.OutcomePending {
+			if tc.outcome == gate.OutcomePending {
 				if res.Status != agent.StatusPending {
 					t.Fatalf("status %s, want pending", res.Status)
 				}
@@ -295,7 +296,7 @@ func TestWaitMiddleware(t *testing.T) {
 // A Wait middleware learns which pending call it waits for (as a halt would
 // have returned it), and cannot change the call through it.
 func TestWaitMiddlewareSeesThePendingCall(t *testing.T) {
-	var seen []*agent.PendingCall
+	var seen []*gate.Pending
 	mw := agent.Middleware{Wait: func(next tool.WaitFunc) tool.WaitFunc {
 		return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 			p, ok := agent.PendingCallFrom(ctx)
@@ -326,10 +327,10 @@ func TestWaitMiddlewareSeesThePendingCall(t *testing.T) {
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("%v %v", res.Status, err)
 	}
-	if len(seen) != 1 || seen[0].Origin != agent.OriginAuthorization {
+	if len(seen) != 1 || seen[0].Origin != gate.OriginAuthorization {
 		t.Fatalf("pending calls seen: %+v", seen)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || echo.Count() != 1 {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeApproved || echo.Count() != 1 {
 		t.Errorf("the call was %s (ran %d times) after the middleware changed its copy", d.Outcome, echo.Count())
 	}
 	if _, ok := agent.PendingCallFrom(context.Background()); ok {

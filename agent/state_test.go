@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -52,7 +53,7 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 		t.Fatalf("%v %+v", err, res2)
 	}
 	d := res2.ToolCalls[0].Decision
-	want := agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Votes: []agent.Vote{
+	want := gate.Decision{Outcome: gate.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Votes: []approval.Vote{
 		{Source: approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}, Decision: "ask", Reason: "look first"},
 		{Source: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Decision: "allow"},
 	}}

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/providertest"
 	"github.com/tollgate-dev/tollgate/model"
@@ -283,7 +284,7 @@ func parComparable(res *agent.Result) *agent.Result {
 	}
 	c := *res
 	c.RunID = ""
-	c.ToolCalls = append([]agent.ToolCallRecord(nil), res.ToolCalls...)
+	c.ToolCalls = append([]gate.Record(nil), res.ToolCalls...)
 	for i := range c.ToolCalls {
 		c.ToolCalls[i].RunID = ""
 		c.ToolCalls[i].Started = time.Time{}

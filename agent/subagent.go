@@ -64,9 +64,9 @@ func (p prefixed) Authorize(ctx context.Context, c approval.Call) (approval.Verd
 	return v, err
 }
 
-// MaxSubAgentDepth bounds how deeply sub-agents may nest (an agent used as a
+// maxSubAgentDepth bounds how deeply sub-agents may nest (an agent used as a
 // tool by an agent used as a tool ...); a deeper call is an error result.
-const MaxSubAgentDepth = 8
+const maxSubAgentDepth = 8
 
 type subAgentInput struct {
 	Prompt string `json:"prompt" jsonschema:"the task for the sub-agent, in plain language"`
@@ -96,8 +96,8 @@ type subAgentInput struct {
 // returns an error for an invalid name.
 func (a *Agent) AsTool(name, description string) (tool.Tool, error) {
 	return tool.New(name, description, func(ctx context.Context, in subAgentInput) (tool.Result, error) {
-		if g := inherited(ctx); g != nil && g.depth >= MaxSubAgentDepth {
-			return tool.Errorf("sub-agent %s: nested more than %d deep", name, MaxSubAgentDepth), nil
+		if g := inherited(ctx); g != nil && g.depth >= maxSubAgentDepth {
+			return tool.Errorf("sub-agent %s: nested more than %d deep", name, maxSubAgentDepth), nil
 		}
 		res, err := a.Run(tool.WithoutAnswer(ctx), in.Prompt)
 		if err != nil {

@@ -3,10 +3,9 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/gate"
 	"slices"
 
-	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -30,38 +29,6 @@ const (
 	StatusError Status = "error"
 )
 
-// Outcome classifies what happened to one tool call: [gate.Outcome].
-type Outcome = gate.Outcome
-
-// Tool call outcomes, in pipeline order (docs/architecture.md); see
-// [gate.Outcome].
-const (
-	OutcomeUnknownTool  = gate.OutcomeUnknownTool
-	OutcomeInvalid      = gate.OutcomeInvalid
-	OutcomeShortCircuit = gate.OutcomeShortCircuit
-	OutcomeDenied       = gate.OutcomeDenied
-	OutcomeDeclined     = gate.OutcomeDeclined
-	OutcomeExpired      = gate.OutcomeExpired
-	OutcomePending      = gate.OutcomePending
-	OutcomeAllowed      = gate.OutcomeAllowed
-	OutcomeApproved     = gate.OutcomeApproved
-)
-
-// Vote is one source's say on a call, kept in the [Decision]: who voted
-// (Source, and Actor when someone acted on the source's behalf), what it said
-// ([approval.VoteAllow], VoteAsk, VoteDeny, VoteRewrite, VoteResult) and why.
-// It is [approval.Vote] (and [tool.Vote]): one type for hooks, policies and
-// the agent. In JSON {"source": {"kind", "name"}, "decision", "reason"};
-// states and records written before the source was typed hold its text form
-// ("hook:audit"), which is still read.
-type Vote = approval.Vote
-
-// Decision records who decided a call's fate and why: [gate.Decision].
-type Decision = gate.Decision
-
-// ToolCallRecord is the record of one tool call: [gate.Record].
-type ToolCallRecord = gate.Record
-
 // Result is the outcome of [Agent.Run] or [Agent.Resume].
 type Result struct {
 	RunID  string `json:"runId"`
@@ -77,7 +44,7 @@ type Result struct {
 	// Transcript is every message of the run, tool calls as the model wrote them.
 	Transcript []model.Message `json:"transcript"`
 	// ToolCalls records every finished tool call, in the order they were asked.
-	ToolCalls []ToolCallRecord `json:"toolCalls"`
+	ToolCalls []gate.Record `json:"toolCalls"`
 	// Turns counts model turns (BeforeLLM short-circuits included).
 	Turns int         `json:"turns"`
 	Usage model.Usage `json:"usage"`
@@ -88,26 +55,13 @@ type Result struct {
 	State *State `json:"state,omitempty"`
 }
 
-// Origin says which pipeline step raised a pending request: [gate.Origin].
-type Origin = gate.Origin
-
-// Origins of pending requests.
-const (
-	OriginHook          = gate.OriginHook
-	OriginAuthorization = gate.OriginAuthorization
-	OriginTool          = gate.OriginTool
-)
-
-// PendingCall is a tool call suspended on a request: [gate.Pending].
-type PendingCall = gate.Pending
-
 // batchCall is one tool call of the halted turn.
 type batchCall struct {
 	Call model.ToolCall `json:"call"`
 	// Record is set once the call has finished (it is also in State.ToolCalls).
-	Record *ToolCallRecord `json:"record,omitempty"`
+	Record *gate.Record `json:"record,omitempty"`
 	// Pending is set while the call waits for an answer.
-	Pending *PendingCall `json:"pending,omitempty"`
+	Pending *gate.Pending `json:"pending,omitempty"`
 	// CutOff says the model's output limit cut the call off (gate.Call's
 	// CutOff): it never runs, also when a recovery takes the turn up again.
 	CutOff bool `json:"cutOff,omitempty"`
@@ -137,10 +91,10 @@ type stateData struct {
 	Model   string `json:"model"`
 	// Messages is the transcript up to and including the assistant message of
 	// the halted turn.
-	Messages  []model.Message  `json:"messages"`
-	Turn      int              `json:"turn"`
-	Usage     model.Usage      `json:"usage"`
-	ToolCalls []ToolCallRecord `json:"toolCalls"`
+	Messages  []model.Message `json:"messages"`
+	Turn      int             `json:"turn"`
+	Usage     model.Usage     `json:"usage"`
+	ToolCalls []gate.Record   `json:"toolCalls"`
 	// Batch holds the halted turn's tool calls in the model's order.
 	Batch []batchCall `json:"batch"`
 	// Requests lists every request ID issued in the run, so that a later
@@ -205,7 +159,7 @@ func (s *State) Messages() []model.Message { return slices.Clone(s.s.Messages) }
 
 // ToolCalls returns a copy of the records of the calls that finished, those
 // of the halted turn included, in the order they were asked.
-func (s *State) ToolCalls() []ToolCallRecord {
+func (s *State) ToolCalls() []gate.Record {
 	out := slices.Clone(s.s.ToolCalls)
 	for _, b := range s.s.Batch {
 		if b.Record != nil {
@@ -221,7 +175,7 @@ type WaitingCall struct {
 	Call model.ToolCall
 	// Pending is its request, who raised it, the digest of the arguments the
 	// request is about, and the votes heard before it.
-	Pending PendingCall
+	Pending gate.Pending
 }
 
 // Waiting lists the calls of the halted turn that wait for an answer, in
@@ -277,7 +231,8 @@ const (
 	// EventProgress carries a running call's progress as its tool reports
 	// it (CallID, Progress; an MCP server's notifications/progress), between
 	// the call's decision and its result. For people and hosts watching the
-	// run; the model does not see it.
+	// run; the model does not see it. A call emits at most 1,000 progress
+	// and 32 notice events; later reports are dropped.
 	EventProgress EventKind = "progress"
 	// EventNotice carries something that happened to what a running call's
 	// tool relies on (CallID, Notice), such as an MCP server that was
@@ -299,9 +254,9 @@ type Event struct {
 	Delta    string          `json:"delta,omitempty"`
 	Call     *model.ToolCall `json:"call,omitempty"`
 	CallID   string          `json:"callId,omitempty"`
-	Decision *Decision       `json:"decision,omitempty"`
+	Decision *gate.Decision  `json:"decision,omitempty"`
 	Request  *tool.Request   `json:"request,omitempty"`
-	Record   *ToolCallRecord `json:"record,omitempty"`
+	Record   *gate.Record    `json:"record,omitempty"`
 	Usage    *model.Usage    `json:"usage,omitempty"`
 	Progress *tool.Progress  `json:"progress,omitempty"`
 	Notice   *tool.Notice    `json:"notice,omitempty"`

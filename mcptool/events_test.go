@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
@@ -163,7 +164,7 @@ func TestToolListChangedRefreshesBetweenTurns(t *testing.T) {
 		t.Fatalf("tools offered per turn (-want +got):\n%s", diff)
 	}
 	recs := res.ToolCalls
-	if recs[1].Output != "fresh ran" || recs[2].Decision.Outcome != agent.OutcomeUnknownTool || !recs[2].IsError {
+	if recs[1].Output != "fresh ran" || recs[2].Decision.Outcome != gate.OutcomeUnknownTool || !recs[2].IsError {
 		t.Fatalf("fresh: %q; old: %+v", recs[1].Output, recs[2].Decision)
 	}
 	if strict := mcptool.StrictHints(); len(hints) != 2 || *hints[0] != strict {

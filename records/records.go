@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 )
@@ -31,13 +31,13 @@ type Line struct {
 	// Time is when the line was written (RFC 3339 in JSON).
 	Time time.Time `json:"time"`
 	// Run is the run's ID: the writer's (Options.Run, WithRun) or else the record's.
-	Run             string        `json:"run,omitempty"`
-	Call            string        `json:"call"`
-	Tool            string        `json:"tool"`
-	Turn            int           `json:"turn"`
-	RequestedDigest string        `json:"requestedDigest"`
-	ArgsDigest      string        `json:"argsDigest"`
-	Outcome         agent.Outcome `json:"outcome"`
+	Run             string       `json:"run,omitempty"`
+	Call            string       `json:"call"`
+	Tool            string       `json:"tool"`
+	Turn            int          `json:"turn"`
+	RequestedDigest string       `json:"requestedDigest"`
+	ArgsDigest      string       `json:"argsDigest"`
+	Outcome         gate.Outcome `json:"outcome"`
 	// By is who decided, as an object {"kind": "rule", "name": "no-rm"}
 	// (kinds: hook, rule, autonomy, person, runtime, flag); so is each
 	// vote's source.
@@ -47,12 +47,12 @@ type Line struct {
 	// answer names its actor too.
 	Actor   approval.Principal `json:"actor,omitzero"`
 	Reason  string             `json:"reason,omitempty"`
-	Votes   []agent.Vote       `json:"votes,omitempty"`
+	Votes   []approval.Vote    `json:"votes,omitempty"`
 	Ran     bool               `json:"ran"`
 	IsError bool               `json:"isError,omitempty"`
 	Started time.Time          `json:"started"`
 	// Duration is the whole pipeline's duration; in JSON, nanoseconds (as in
-	// agent.ToolCallRecord).
+	// gate.Record).
 	Duration time.Duration `json:"duration"`
 	// Files are the files the call's tool used, when its result says
 	// (builtin file tools: metadata "path" and "realPath", or apply_patch's
@@ -156,7 +156,7 @@ func filesOf(meta map[string]any) []FileRecord {
 }
 
 // LineOf returns the line for rec.
-func LineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
+func LineOf(run string, rec gate.Record, now time.Time) Line {
 	d := rec.Decision
 	return Line{
 		Time: now, Run: run, Call: rec.ID, Tool: rec.Name, Turn: rec.Turn,
@@ -238,9 +238,9 @@ func (w *Writer) WithRun(run string) *RunWriter { return &RunWriter{w: w, run: r
 // Record writes rec's line and logs it; it has the signature of
 // agent.Options.OnRecord. The first write error is kept (see [Writer.Err]) and
 // later records are still attempted.
-func (w *Writer) Record(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, w.run, rec) }
+func (w *Writer) Record(ctx context.Context, rec gate.Record) { w.record(ctx, w.run, rec) }
 
-func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecord) {
+func (w *Writer) record(ctx context.Context, run string, rec gate.Record) {
 	if run == "" {
 		run = rec.RunID
 	}
@@ -332,6 +332,6 @@ type RunWriter struct {
 }
 
 // Record is like [Writer.Record] with the run ID of this RunWriter.
-func (r *RunWriter) Record(ctx context.Context, rec agent.ToolCallRecord) {
+func (r *RunWriter) Record(ctx context.Context, rec gate.Record) {
 	r.w.record(ctx, r.run, rec)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -561,9 +562,9 @@ type turnRecord struct {
 }
 
 type callRecord struct {
-	Record  *agent.ToolCallRecord `json:"record,omitempty"`
-	Pending *agent.PendingCall    `json:"pending,omitempty"`
-	Err     string                `json:"err,omitempty"`
+	Record  *gate.Record  `json:"record,omitempty"`
+	Pending *gate.Pending `json:"pending,omitempty"`
+	Err     string        `json:"err,omitempty"`
 }
 
 func errText(err error) string {

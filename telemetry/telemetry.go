@@ -78,6 +78,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -101,7 +102,7 @@ const ScopeName = "github.com/tollgate-dev/tollgate/telemetry"
 
 // tollgate's own attribute keys: governance has no semantic convention.
 const (
-	// KeyDecision is the call's outcome (agent.Outcome: "allowed", "denied",
+	// KeyDecision is the call's outcome (gate.Outcome: "allowed", "denied",
 	// "pending", ...).
 	KeyDecision = attribute.Key("tollgate.decision")
 	// KeyDecisionSource is the text form of the principal that decided
@@ -343,7 +344,7 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		ctx = context.WithValue(ctx, callKey{in}, &callScope{span: span, name: name})
 		out := next(ctx, c)
 
-		var outcome agent.Outcome
+		var outcome gate.Outcome
 		var by approval.Principal
 		switch {
 		case out.Record != nil:
@@ -358,14 +359,14 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 			}
 			if rec.IsError && out.Err == nil {
 				et := string(outcome)
-				if outcome == agent.OutcomeAllowed || outcome == agent.OutcomeApproved {
+				if outcome == gate.OutcomeAllowed || outcome == gate.OutcomeApproved {
 					et = "tool_error"
 				}
 				fail(span, et)
 			}
 		case out.Pending != nil:
 			p := out.Pending
-			outcome, by = agent.OutcomePending, pendingSource(p)
+			outcome, by = gate.OutcomePending, pendingSource(p)
 			span.SetAttributes(KeyApprovalID.String(clip(p.Request.ID)))
 			if p.Digest != "" {
 				span.SetAttributes(KeyArgsDigest.String(p.Digest))
@@ -397,7 +398,7 @@ type callScope struct {
 
 // decided sets a call's decision attributes on its span, unless span is nil,
 // and counts the decision in tollgate.tool.decisions.
-func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome agent.Outcome, by approval.Principal) {
+func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome gate.Outcome, by approval.Principal) {
 	decided := []attribute.KeyValue{KeyDecision.String(string(outcome))}
 	if !by.IsZero() {
 		decided = append(decided, KeyDecisionSource.String(clip(by.String())))
@@ -413,7 +414,7 @@ func (in *instruments) decided(ctx context.Context, span trace.Span, name string
 	}
 
 	toolName := name
-	if outcome == agent.OutcomeUnknownTool {
+	if outcome == gate.OutcomeUnknownTool {
 		toolName = "_OTHER"
 	}
 	mattrs := []attribute.KeyValue{KeyDecision.String(string(outcome)), semconv.GenAIToolName(toolName)}
@@ -427,8 +428,8 @@ func (in *instruments) decided(ctx context.Context, span trace.Span, name string
 
 // pendingSource names who asked for the pending request: the hook that raised
 // it, else the last source that voted ask.
-func pendingSource(p *agent.PendingCall) approval.Principal {
-	if p.Origin == agent.OriginHook && p.Hook != "" {
+func pendingSource(p *gate.Pending) approval.Principal {
+	if p.Origin == gate.OriginHook && p.Hook != "" {
 		return approval.Principal{Kind: approval.PrincipalHook, Name: p.Hook}
 	}
 	for i := len(p.Votes) - 1; i >= 0; i-- {
@@ -499,7 +500,7 @@ func (in *instruments) wait(next tool.WaitFunc) tool.WaitFunc {
 			call.span.SetAttributes(KeyApprovalID.String(clip(req.ID)))
 			if p, ok := agent.PendingCallFrom(ctx); ok {
 				// Counted only: the span's decision is the final one.
-				in.decided(ctx, nil, call.name, agent.OutcomePending, pendingSource(p))
+				in.decided(ctx, nil, call.name, gate.OutcomePending, pendingSource(p))
 			}
 		}
 		ctx, span := in.tracer.Start(ctx, "wait_for_answer", trace.WithSpanKind(trace.SpanKindInternal),

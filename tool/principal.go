@@ -156,7 +156,7 @@ func (d VoteDecision) Valid() bool {
 
 // Vote is one source's say on a tool call: a hook's, a policy rule's, an
 // autonomy level's, a person's answer. Package approval calls it
-// approval.Vote and package agent agent.Vote (aliases); the agent keeps the
+// approval.Vote (an alias); the agent keeps the
 // votes of a call in its decision record, in the order they were heard.
 //
 // In JSON: {"source": {"kind": "hook", "name": "audit"}, "decision": "allow",

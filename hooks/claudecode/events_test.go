@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/model/scripted"
@@ -170,12 +171,12 @@ func TestPostToolUse(t *testing.T) {
 func TestPermissionRequest(t *testing.T) {
 	for _, tc := range []struct {
 		out     string
-		outcome agent.Outcome
+		outcome gate.Outcome
 		ran     string
 	}{
-		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`, agent.OutcomeApproved, "ran"},
-		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"touch other"}}}}`, agent.OutcomeApproved, "other"},
-		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"ops says no"}}}`, agent.OutcomeDeclined, ""},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`, gate.OutcomeApproved, "ran"},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"touch other"}}}}`, gate.OutcomeApproved, "other"},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"ops says no"}}}`, gate.OutcomeDeclined, ""},
 	} {
 		h := newHarness(t, `{"hooks":{"PermissionRequest":[{"matcher":"Bash","hooks":[`+jsonOut(tc.out)+`]}]}}`)
 		h.policy = askPolicy()
@@ -212,7 +213,7 @@ func TestPermissionRequest(t *testing.T) {
 	h := newHarness(t, `{"hooks":{"PermissionRequest":[{"hooks":[`+cmd("exit 1")+`]}]}}`)
 	h.policy = askPolicy()
 	res, _ := h.run(t, "go", bash("touch ran"))
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || !strings.Contains(d.Reason, "hook failed") || h.exists("ran") {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDeclined || !strings.Contains(d.Reason, "hook failed") || h.exists("ran") {
 		t.Fatalf("failed hook: decision %+v", d)
 	}
 }
