@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -298,7 +299,7 @@ func New(opts Options) (*Agent, error) {
 		opts.Now = time.Now
 	}
 	if opts.NewID == nil {
-		opts.NewID = gate.RandomID
+		opts.NewID = ids.New
 	}
 	if opts.Hooks == nil {
 		opts.Hooks = &hooks.Hooks{}

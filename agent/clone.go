@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -226,7 +227,7 @@ func cloneValue(v any, depth int) (any, error) {
 // jsonCopy returns v as its JSON form decodes: maps, lists, float64
 // numbers, strings, booleans and nil.
 func jsonCopy(v any) (any, error) {
-	b, err := model.MarshalJSON(v)
+	b, err := jsonenc.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -115,7 +116,7 @@ type stateData struct {
 // MarshalJSON encodes s: a JSON object with "version" ([StateVersion]) and
 // the run's transcript, records, halted calls and tool state. Its other
 // fields are not an interface: read them through the methods of [State].
-func (s State) MarshalJSON() ([]byte, error) { return model.MarshalJSON(&s.s) }
+func (s State) MarshalJSON() ([]byte, error) { return jsonenc.Marshal(&s.s) }
 
 // UnmarshalJSON decodes what [State.MarshalJSON] wrote, in this version's
 // encoding or an earlier one (see [StateVersion]). It fails with

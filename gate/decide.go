@@ -13,7 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -425,7 +425,7 @@ func (p *pass) takeEdit() (edited bool, r *Ruling) {
 		return false, &e
 	}
 	by := answerer(ans)
-	ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
+	ed, err := jsonenc.Object(json.RawMessage(ans.Data))
 	if err != nil {
 		e := p.end(tool.Errorf("the edited arguments from %s are not a JSON object: %v", by, err),
 			Decision{Outcome: OutcomeInvalid, By: by, Actor: ans.Actor, Reason: "the edited arguments are not a JSON object"})
@@ -563,7 +563,7 @@ func safeAuthorize(ctx context.Context, az approval.Authorizer, c approval.Call)
 // approvalRequest is the request of an authorizer's ask: its data is the
 // call's [approval.RequestData], bound to the arguments' digest.
 func (g *Gate) approvalRequest(c *Call, args json.RawMessage, spec tool.Spec, v approval.Verdict) tool.Request {
-	data, _ := model.MarshalJSON(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: spec.Hints, Schema: spec.InputSchema})
+	data, _ := jsonenc.Marshal(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: spec.Hints, Schema: spec.InputSchema})
 	prompt := fmt.Sprintf("Allow %s %s?", c.Name, abbreviate(string(args), 200))
 	if v.Reason != "" {
 		prompt += " (" + v.By.String() + ": " + v.Reason + ")"
@@ -587,7 +587,7 @@ func hookRequest(req *tool.Request, c *Call, args json.RawMessage, spec tool.Spe
 	if (req.Kind != "" && req.Kind != tool.KindApproval) || len(bytes.TrimSpace(req.Data)) > 0 {
 		return req
 	}
-	data, err := model.MarshalJSON(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: storable(args), Digest: approval.Digest(args),
+	data, err := jsonenc.Marshal(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: storable(args), Digest: approval.Digest(args),
 		Reason: req.Prompt, By: approval.Principal{Kind: approval.PrincipalHook, Name: hook}, Hints: spec.Hints})
 	if err != nil {
 		return req

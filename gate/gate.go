@@ -2,8 +2,6 @@ package gate
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -114,7 +113,7 @@ func New(opts Options) *Gate {
 		opts.Now = time.Now
 	}
 	if opts.NewID == nil {
-		opts.NewID = RandomID
+		opts.NewID = ids.New
 	}
 	return &Gate{opts: opts}
 }
@@ -217,11 +216,4 @@ func (g *Gate) Validator(t tool.Tool) *tool.Validator {
 	}
 	g.validators.Store(spec.Name, cachedValidator{spec.InputSchema, v})
 	return v
-}
-
-// RandomID is the default of Options.NewID: prefix and 16 random hex digits.
-func RandomID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }

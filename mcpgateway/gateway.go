@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -140,7 +141,7 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 		}
 	}
 	if o.RunID == "" {
-		o.RunID = gate.RandomID("gw_")
+		o.RunID = ids.New("gw_")
 	}
 	p, err := loadPins(o.PinsFile)
 	if err != nil {

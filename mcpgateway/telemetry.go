@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -53,7 +54,7 @@ func callID(ctx context.Context) string {
 	if s := scopeOf(ctx); s != nil {
 		return s.id
 	}
-	return gate.RandomID("mcp_")
+	return ids.New("mcp_")
 }
 
 // observer is the observer of a new call: its scope, else none.
@@ -73,7 +74,7 @@ func (gw *Gateway) tracedCall(ctx context.Context, req *mcp.CallToolRequest, t t
 	if gw.opts.Tracer == nil {
 		return gw.call(ctx, req, t)
 	}
-	scope := &callScope{id: gate.RandomID("mcp_")}
+	scope := &callScope{id: ids.New("mcp_")}
 	info := &agent.CallInfo{RunID: gw.runID(req), Call: model.ToolCall{ID: scope.id, Name: t.Spec().Name}}
 	var res *mcp.CallToolResult
 	var err error

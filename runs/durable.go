@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -413,7 +414,7 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 					}
 					stableCallIDs(resp, t.Turn)
 					col.flush(ctx)
-					return model.MarshalJSON(turnRecord{Response: resp, Err: errText(err)})
+					return jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err)})
 				})
 				if err != nil {
 					return nil, err
@@ -473,7 +474,7 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 						col.await(ctx, c.Turn, c.Call.ID, agent.EventPending)
 					}
 					col.flush(ctx)
-					return model.MarshalJSON(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
+					return jsonenc.Marshal(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
 				})
 				close(launched)
 				if err != nil {
@@ -614,7 +615,7 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 // the events it emitted, as one step.
 func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, evs []store.Event, n int, from store.RunStatus) error {
 	b, err := eng.Step(ctx, fmt.Sprintf("halt %d", n), func(ctx context.Context) ([]byte, error) {
-		st, err := model.MarshalJSON(res.State)
+		st, err := jsonenc.Marshal(res.State)
 		if err != nil {
 			return nil, err
 		}

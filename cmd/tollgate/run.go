@@ -30,8 +30,8 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/mcptool"
-	"github.com/tollgate-dev/tollgate/model"
 )
 
 // runConfig is what opens a run's model: the model reference and, for this
@@ -598,7 +598,7 @@ func (p *printer) print(ev agent.Event) {
 			// than that it is done (exit 3 says it too).
 			ev.Kind = eventHalted
 		}
-		b, _ := model.MarshalJSON(ev)
+		b, _ := jsonenc.Marshal(ev)
 		fmt.Fprintf(p.w, "%s\n", jsonSafe(b))
 		return
 	}

@@ -26,6 +26,9 @@ var groups = []struct {
 	// The pooled JSON decoder tool decodes and validates call arguments
 	// with, as the providers decode answers.
 	{"internal/jsondecode", 0},
+	// JSON written without HTML escaping, and random IDs, for model,
+	// tool and everything above them.
+	{"internal/jsonenc", 0}, {"internal/ids", 0},
 	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
 	// The governed call as a service: decide and complete one call for
 	// any caller (the agent loop, the durable engine, agents tollgate
@@ -82,6 +85,8 @@ var allowedSideways = map[[2]string]bool{
 	{"internal", "configfile"}:      true,
 	{"tool", "internal/toolctx"}:    true,
 	{"tool", "internal/jsondecode"}: true,
+	{"model", "internal/jsonenc"}:   true,
+	{"model", "internal/ids"}:       true,
 	{"runs/dbosengine", "runs"}:     true,
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 )
@@ -39,7 +40,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("turn %d of a parsed script: %v", i+1, err)
 			}
 			for _, c := range resp.Message.ToolCalls {
-				if _, err := model.EncodeArguments(c.Arguments); err != nil {
+				if _, err := jsonenc.Object(c.Arguments); err != nil {
 					t.Fatalf("turn %d: arguments %s are not an object: %v", i+1, c.Arguments, err)
 				}
 			}
