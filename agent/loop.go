@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -125,7 +126,7 @@ func (a *Agent) start(ctx context.Context, prompt string, opts []RunOption, yiel
 	st.Messages = append(st.Messages, ro.history...)
 	st.Messages = append(st.Messages, model.User(prompt))
 	return a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) {
-		p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
+		p, err := hookrun.Start(ctx, a.opts.Hooks, hooks.StartEvent{Prompt: prompt})
 		if err != nil {
 			return r.fail(err)
 		}
@@ -152,7 +153,7 @@ func hasSystem(msgs []model.Message) bool {
 // yield means that nobody reads the events (Run, Resume): then the result is
 // only returned; otherwise it also ends the events, in a done event.
 func (a *Agent) drive(ctx context.Context, st *stateData, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) (*Result, error) {
-	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
+	ctx, cancel := context.WithCancel(hookrun.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: yield == nil, toolState: tool.NewRunState(st.ToolState), gov: a.handDown(ctx)}
 	r.snapshotTools()
@@ -176,8 +177,8 @@ func (a *Agent) drive(ctx context.Context, st *stateData, resume bool, yield fun
 	if res != nil {
 		end = hooks.EndEvent{Status: string(res.Status), Reason: res.Reason}
 	}
-	if a.opts.Hooks.Len(hooks.StageEnd) > 0 {
-		if herr := a.opts.Hooks.RunEnd(context.WithoutCancel(ctx), end); herr != nil {
+	if len(a.opts.Hooks.Chain(hooks.StageEnd)) > 0 {
+		if herr := hookrun.End(context.WithoutCancel(ctx), a.opts.Hooks, end); herr != nil {
 			a.log.LogAttrs(ctx, slog.LevelWarn, "end hook failed", slog.String("run", st.RunID), slog.String("error", herr.Error()))
 		}
 	}
@@ -417,15 +418,15 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 // started it), the caller's SubagentStop hooks. A non-empty reason continues
 // the run.
 func (r *runner) stopHooks(ctx context.Context, ev hooks.StopEvent) (string, error) {
-	reason, err := r.a.opts.Hooks.RunStop(ctx, ev)
+	reason, err := hookrun.Stop(ctx, r.a.opts.Hooks, ev)
 	if err != nil || reason != "" {
 		return reason, err
 	}
 	g := inherited(ctx)
-	if g == nil || g.hooks.Len(hooks.StageSubagentStop) == 0 {
+	if g == nil || len(g.hooks.Chain(hooks.StageSubagentStop)) == 0 {
 		return "", nil
 	}
-	return g.hooks.RunSubagentStop(ctx, hooks.SubagentStopEvent{
+	return hookrun.SubagentStop(ctx, g.hooks, hooks.SubagentStopEvent{
 		StopEvent: ev, AgentID: r.a.opts.ID, RunID: r.st.RunID,
 		ParentAgentID: g.parent.AgentID, ParentRunID: g.parent.RunID,
 	})

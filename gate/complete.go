@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -124,7 +125,7 @@ func (g *Gate) listenAfter(ctx context.Context, c *Call, l hooks.ToolCallListene
 // seeing the result as replaced before it; then the cap and the record.
 func (g *Gate) afterTool(ctx context.Context, env *Env, a *Allowed, rec *Record, res tool.Result) Ruling {
 	c := &a.Call
-	final, by, err := g.opts.Hooks.RunAfterTool(ctx, hooks.AfterToolEvent{Name: c.Name, Args: a.Args, Result: res, ID: c.ID, Turn: c.Turn})
+	final, by, err := hookrun.AfterTool(ctx, g.opts.Hooks, hooks.AfterToolEvent{Name: c.Name, Args: a.Args, Result: res, ID: c.ID, Turn: c.Turn})
 	rec.ReplacedBy = by
 	if err != nil {
 		// The tool ran: record it, but withhold its output, since the hook

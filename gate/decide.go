@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -238,7 +239,7 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 			return hook == p.appr.Hook && approval.Digest(a) == p.appr.Digest
 		}
 	}
-	out, err := p.g.opts.Hooks.RunBeforeToolApproved(ctx, hev, approvedAsk)
+	out, err := hookrun.BeforeToolApproved(ctx, p.g.opts.Hooks, hev, approvedAsk)
 	if err != nil {
 		return &Ruling{Err: err}
 	}
@@ -356,7 +357,7 @@ func (g *Gate) suspend(ctx context.Context, env *Env, c *Call, rec *Record, orig
 		env.Observer.Decided(c, d)
 		env.Observer.Pending(c, q)
 	}
-	if err := g.opts.Hooks.RunPending(ctx, hooks.PendingEvent{Name: rec.Name, ID: rec.ID, Turn: c.Turn, Request: q}); err != nil {
+	if err := hookrun.Pending(ctx, g.opts.Hooks, hooks.PendingEvent{Name: rec.Name, ID: rec.ID, Turn: c.Turn, Request: q}); err != nil {
 		g.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "pending hook failed", slog.String("run", c.RunID), slog.String("error", err.Error()))
 	}
 	g.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "tool call pending", logAttrs(c.RunID, rec, d)...)
@@ -455,7 +456,7 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 	if p.ans != nil && !toolRetry {
 		return p.suspend(ctx, OriginAuthorization, &req), false
 	}
-	pans, err := p.g.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: p.c.Name, Args: p.args, ID: p.c.ID, Turn: p.c.Turn, Hints: p.spec.Hints, Request: req})
+	pans, err := hookrun.Permission(ctx, p.g.opts.Hooks, hooks.PermissionEvent{Name: p.c.Name, Args: p.args, ID: p.c.ID, Turn: p.c.Turn, Hints: p.spec.Hints, Request: req})
 	if err != nil {
 		return Ruling{Err: err}, false
 	}

@@ -3,16 +3,16 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/hooks"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/gate/gatetest"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"strings"
 )
 
 // StageStop names the Stop hooks: they run when the model gives its final
@@ -33,29 +32,7 @@ type StopFunc func(ctx context.Context, ev *StopEvent) (reason string, err error
 
 // Stop appends a Stop hook and returns h for chaining.
 func (h *Hooks) Stop(name string, fn StopFunc) *Hooks {
-	h.stop = append(h.stop, named[StopFunc]{defName(StageStop, name, len(h.stop)+1), fn})
-	return h
-}
-
-// RunStop runs every Stop hook in order and joins the reasons of those that
-// continue the run with blank lines; "" means the run ends. The first error
-// stops the chain and is returned as an [*Error].
-func (h *Hooks) RunStop(ctx context.Context, ev StopEvent) (string, error) {
-	if h == nil {
-		return "", nil
-	}
-	var reasons []string
-	for _, hk := range h.stop {
-		e := ev
-		reason, err := call(StageStop, hk.name, func() (string, error) { return hk.fn(ctx, &e) })
-		if err != nil {
-			return "", err
-		}
-		if strings.TrimSpace(reason) != "" {
-			reasons = append(reasons, reason)
-		}
-	}
-	return strings.Join(reasons, "\n\n"), nil
+	return h.add(StageStop, name, fn)
 }
 
 // StageSubagentStop names the SubagentStop hooks: they run when a sub-agent
@@ -85,27 +62,5 @@ type SubagentStopFunc func(ctx context.Context, ev *SubagentStopEvent) (reason s
 
 // SubagentStop appends a SubagentStop hook and returns h for chaining.
 func (h *Hooks) SubagentStop(name string, fn SubagentStopFunc) *Hooks {
-	h.subagentStop = append(h.subagentStop, named[SubagentStopFunc]{defName(StageSubagentStop, name, len(h.subagentStop)+1), fn})
-	return h
-}
-
-// RunSubagentStop runs every SubagentStop hook in order and joins the reasons
-// of those that continue the sub-agent with blank lines; "" means it ends.
-// The first error stops the chain and is returned as an [*Error].
-func (h *Hooks) RunSubagentStop(ctx context.Context, ev SubagentStopEvent) (string, error) {
-	if h == nil {
-		return "", nil
-	}
-	var reasons []string
-	for _, hk := range h.subagentStop {
-		e := ev
-		reason, err := call(StageSubagentStop, hk.name, func() (string, error) { return hk.fn(ctx, &e) })
-		if err != nil {
-			return "", err
-		}
-		if strings.TrimSpace(reason) != "" {
-			reasons = append(reasons, reason)
-		}
-	}
-	return strings.Join(reasons, "\n\n"), nil
+	return h.add(StageSubagentStop, name, fn)
 }

@@ -30,6 +30,8 @@ var groups = []struct {
 	// tool and everything above them.
 	{"internal/jsonenc", 0}, {"internal/ids", 0},
 	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
+	// What runs the hooks' chains, for the gate and the agent.
+	{"internal/hookrun", 1},
 	// The governed call as a service: decide and complete one call for
 	// any caller (the agent loop, the durable engine, agents tollgate
 	// does not run).
@@ -88,6 +90,7 @@ var allowedSideways = map[[2]string]bool{
 	{"model", "internal/jsonenc"}:   true,
 	{"model", "internal/ids"}:       true,
 	{"runs/dbosengine", "runs"}:     true,
+	{"internal/hookrun", "hooks"}:   true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them

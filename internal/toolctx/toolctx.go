@@ -12,6 +12,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
+// RunKey is the key of the *hooks.RunInfo of the run a hook, an authorizer,
+// a tool or a listener is called for (see internal/hookrun.WithRun).
+type RunKey struct{}
+
 // RunStateKey is the key of a call's *tool.RunState.
 type RunStateKey struct{}
 
