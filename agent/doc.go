@@ -64,7 +64,7 @@
 // A call that needs an answer (a BeforeTool hook's or a tool's
 // [tool.Pending], or an authorization "ask") suspends on a [tool.Request]. With
 // Options.WaitFor the call waits for the answer and is retried once with it
-// (hooks see it in the event and tools through [tool.AnswerFrom]); a second
+// (hooks see it in the event and tools as [tool.Invocation].Answer); a second
 // pending request, or a declined answer, is an error result, but for the
 // request a tool raises while it runs on an approval: the call waits for
 // it too, with the approval carried ([gate.Pending].Approved), and is

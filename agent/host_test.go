@@ -200,7 +200,7 @@ func TestMiddlewareOrder(t *testing.T) {
 	}
 }
 
-// invokerTool reads its call's identity from the typed value.
+// invokerTool reads its call's identity from its invocation.
 type invokerTool struct {
 	mu  sync.Mutex
 	got []tool.Invocation
@@ -208,19 +208,17 @@ type invokerTool struct {
 
 func (t *invokerTool) Spec() tool.Spec { return tool.Spec{Name: "who"} }
 func (t *invokerTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-	return tool.Error("Call must not be used when Invoke exists"), nil
-}
-func (t *invokerTool) Invoke(ctx context.Context, inv *tool.Invocation, args json.RawMessage) (tool.Result, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.got = append(t.got, *inv)
-	if from, ok := tool.InvocationFrom(ctx); !ok || from.CallID != inv.CallID {
-		return tool.Error("the context must carry the same invocation"), nil
+	inv := tool.InvocationFrom(ctx)
+	if inv.State == nil || inv.Reporter == nil {
+		return tool.Error("the invocation must carry the run's state and a reporter"), nil
 	}
+	t.got = append(t.got, inv)
 	return tool.Text("ok"), nil
 }
 
-// Tools get the call's identity as a typed value; IDs come from the injected
+// Tools get the call's identity from their invocation; IDs come from the injected
 // source; history comes before the prompt.
 func TestInvocationIDsAndHistory(t *testing.T) {
 	w := &invokerTool{}

@@ -84,14 +84,14 @@ func (a *Agent) limits(name string) *callLimits {
 // The tool runs on a goroutine of its own, since only then can a tool that
 // never returns be abandoned: it keeps that goroutine until it returns. The
 // timer for the abandonment is made only once ctx has ended.
-func executeBounded(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage, lim *callLimits) tool.Result {
+func executeBounded(ctx context.Context, t tool.Tool, args json.RawMessage, lim *callLimits) tool.Result {
 	if lim.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, lim.cause)
 		defer cancel()
 	}
 	done := make(chan tool.Result, 1) // an abandoned tool never blocks on it
-	go func() { done <- execute(ctx, t, inv, args) }()
+	go func() { done <- execute(ctx, t, args) }()
 	select {
 	case res := <-done:
 		return withCause(ctx, res)

@@ -155,38 +155,31 @@ func (r *runner) runTool(emit func(Event)) gate.Runner {
 		t := r.tools[a.Call.Name]
 		spec := t.Spec()
 		start := time.Now()
-		cc := &callContext{Context: ctx, gov: r.gov, runState: r.toolState, rep: reporter{emit: emit, turn: a.Call.Turn, callID: a.Call.ID}}
+		cc := &callContext{Context: ctx, gov: r.gov, rep: reporter{emit: emit, turn: a.Call.Turn, callID: a.Call.ID}}
+		cc.inv = tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: a.Call.ID, Turn: a.Call.Turn, State: r.toolState, Reporter: &cc.rep}
+		if a.Answer != nil {
+			cc.ans = *a.Answer // the tool's own copy
+			cc.inv.Answer = &cc.ans
+		}
 		if spec.InputSchema != nil && len(a.Args) > 0 {
 			// The gate validated a.Args against this schema: the tool
 			// need not again.
 			cc.validated, cc.isValidated = toolctx.Validated{Schema: spec.InputSchema, Args: a.Args}, true
 		}
-		var tctx context.Context = cc
-		var inv *tool.Invocation
-		if _, ok := t.(tool.Invoker); ok { // only tools that take it pay for it
-			inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: a.Call.ID, Turn: a.Call.Turn, Answer: a.Answer}
-			tctx = tool.WithInvocation(tctx, *inv)
-		}
-		res := executeBounded(tctx, t, inv, a.Args, r.a.limits(a.Call.Name))
+		res := executeBounded(cc, t, a.Args, r.a.limits(a.Call.Name))
 		cc.rep.close()
 		return gate.Ran{Result: res, Latency: time.Since(start), Refusal: cc.refusal.Load()}
 	}
 }
 
-// execute calls the tool (through [tool.Invoker] when it has it), turning an
-// error or a panic into an error result.
-func execute(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage) (res tool.Result) {
+// execute calls the tool, turning an error or a panic into an error result.
+func execute(ctx context.Context, t tool.Tool, args json.RawMessage) (res tool.Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = tool.Recovered(t.Spec().Name, p)
 		}
 	}()
-	var err error
-	if iv, ok := t.(tool.Invoker); ok && inv != nil {
-		res, err = iv.Invoke(ctx, inv, args)
-	} else {
-		res, err = t.Call(ctx, args)
-	}
+	res, err := t.Call(ctx, args)
 	if err != nil {
 		return tool.Error(err.Error())
 	}
@@ -293,14 +286,15 @@ func (p *reporter) close() {
 }
 
 // callContext is a tool's context: ctx with the values the agent hands every
-// tool call (its governance, for sub-agents; the run's state; the reporter;
-// the arguments' validation), all answered from one value rather than one
-// context.WithValue each. Values a tool puts in a context derived from it
+// tool call (its governance, for sub-agents; its invocation, with the run's
+// state, the answer and the reporter; the arguments' validation), all
+// answered from one value rather than one context.WithValue each. Values a tool puts in a context derived from it
 // take precedence as usual.
 type callContext struct {
 	context.Context
 	gov         *governance
-	runState    *tool.RunState
+	inv         tool.Invocation
+	ans         tool.Answer // inv.Answer points here when the call has an answer
 	validated   toolctx.Validated
 	isValidated bool // false: the arguments were not validated as they are
 	rep         reporter
@@ -319,10 +313,8 @@ func (c *callContext) Value(key any) any {
 	switch key.(type) {
 	case governanceKey:
 		return c.gov
-	case toolctx.RunStateKey:
-		return c.runState
-	case toolctx.ReporterKey:
-		return tool.Reporter(&c.rep)
+	case toolctx.InvocationKey:
+		return &c.inv
 	case toolctx.RefusalKey:
 		return toolctx.RefusalSink(c)
 	case toolctx.ValidatedKey:

@@ -19,9 +19,9 @@ import (
 // its decision and its result; the model does not see them.
 func TestProgressAndNoticeEvents(t *testing.T) {
 	slow, err := tool.New("slow", "reports as it goes", func(ctx context.Context, _ struct{}) (tool.Result, error) {
-		tool.ReportProgress(ctx, tool.Progress{Progress: 1, Total: 2, Message: "half"})
-		tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:x", Message: "restarted"})
-		tool.ReportProgress(ctx, tool.Progress{Progress: 2, Total: 2})
+		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 1, Total: 2, Message: "half"})
+		tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:x", Message: "restarted"})
+		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 2, Total: 2})
 		return tool.Result{Output: "done"}, nil
 	}, nil)
 	if err != nil {

@@ -85,8 +85,8 @@ func TestToolQuestionDataIsNotAnEdit(t *testing.T) {
 	deploy := tool.Must("deploy", "", func(ctx context.Context, in struct {
 		Env string `json:"env"`
 	}) (tool.Result, error) {
-		ans, ok := tool.AnswerFrom(ctx)
-		if !ok {
+		ans := tool.InvocationFrom(ctx).Answer
+		if ans == nil {
 			return tool.Pending(tool.Request{Prompt: "one-time code?"}), nil
 		}
 		got = append(got, in.Env+" "+string(ans.Data))
@@ -136,7 +136,7 @@ func (l *pairListener) OnError(ctx context.Context, u *hooks.ToolUse) {}
 // answer; the start with the answer is marked Retried.
 func TestListenerPairsAroundAPendingTool(t *testing.T) {
 	ask := tool.Must("ask", "", func(ctx context.Context, _ struct{}) (tool.Result, error) {
-		if _, ok := tool.AnswerFrom(ctx); !ok {
+		if tool.InvocationFrom(ctx).Answer == nil {
 			return tool.Pending(tool.Request{Prompt: "code?"}), nil
 		}
 		return tool.Text("ok"), nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -99,7 +100,7 @@ func (a *Agent) AsTool(name, description string) (tool.Tool, error) {
 		if g := inherited(ctx); g != nil && g.depth >= maxSubAgentDepth {
 			return tool.Errorf("sub-agent %s: nested more than %d deep", name, maxSubAgentDepth), nil
 		}
-		res, err := a.Run(tool.WithoutAnswer(ctx), in.Prompt)
+		res, err := a.Run(toolcall.Without(ctx), in.Prompt)
 		if err != nil {
 			return tool.Errorf("sub-agent %s failed: %v", name, err), nil
 		}

@@ -80,7 +80,7 @@ func (b *builtins) todoWrite(ctx context.Context, in TodoWriteInput) (tool.Resul
 		todos = []Todo{}
 	}
 	var before []Todo
-	if s, ok := tool.RunStateFrom(ctx); ok {
+	if s := tool.InvocationFrom(ctx).State; s != nil {
 		if v, ok := s.Get(TodoWrite); ok {
 			_ = json.Unmarshal(v, &before)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/hookrun"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -56,7 +57,7 @@ func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) R
 		return Ruling{Err: ErrNoRecord}
 	}
 	if a.Answer != nil {
-		ctx = tool.WithAnswer(ctx, *a.Answer)
+		ctx = toolcall.WithAnswer(ctx, *a.Answer)
 	}
 	var use *hooks.ToolUse
 	l := g.listener()

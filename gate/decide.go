@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/internal/jsonenc"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -79,7 +80,7 @@ func (g *Gate) Decide(ctx context.Context, env *Env, c Call, prior *Pending, ans
 		if r := p.takeAnswer(); r != nil {
 			return *r
 		}
-		ctx = tool.WithAnswer(ctx, *ans)
+		ctx = toolcall.WithAnswer(ctx, *ans)
 		p.ctx = ctx
 	}
 	if r := p.resolve(); r != nil {
@@ -392,7 +393,7 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 			}
 			r, again := p.ask(ctx, verdict)
 			if again {
-				ctx = tool.WithAnswer(ctx, *p.ans)
+				ctx = toolcall.WithAnswer(ctx, *p.ans)
 				p.ctx = ctx
 				continue
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/gate/gatetest"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -84,7 +85,7 @@ func (reporter) Call(t *testing.T, s gatetest.Setup, name string, args json.RawM
 		// it gave.
 		tctx := ctx
 		if a.Answer != nil {
-			tctx = tool.WithAnswer(ctx, *a.Answer)
+			tctx = toolcall.WithAnswer(ctx, *a.Answer)
 		}
 		res, err := s.Tool.Call(tctx, a.Args)
 		if err != nil {

@@ -72,7 +72,7 @@ type BeforeToolEvent struct {
 	// Hints are the tool's hints, nil when unknown (treat as mutating).
 	Hints *tool.Hints
 	// Answer is set when the call is retried after a pending request it raised
-	// was answered (see tool.AnswerFrom for the same value from the context).
+	// was answered (a tool sees the same value as its [tool.Invocation].Answer).
 	// A gate need not check it: an approved hook's ask is satisfied on the
 	// retry.
 	Answer *tool.Answer

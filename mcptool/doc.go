@@ -99,7 +99,7 @@
 // # Progress, list changes and restarts
 //
 // Every tools/call carries a progress token; the server's
-// notifications/progress for it reach the call's [tool.Reporter] (the agent
+// notifications/progress for it reach the call's [tool.Invocation].Reporter (the agent
 // makes them progress events of the call; MCP specification 2025-06-18,
 // "Utilities: Progress"). Reports for a token no call holds are dropped.
 //

@@ -288,14 +288,14 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 // A call that fails while in flight is not sent again: it may have run. A
 // renewal during the call is reported to the call's reporter as a notice
 // ([tool.NoticeRestart]); the server's progress notifications for the call
-// (it is sent with a progress token) as progress ([tool.ReportProgress]).
+// (it is sent with a progress token) as progress ([tool.Invocation.Progress]).
 //
 // A server's elicitation during the call that nobody can answer now
 // ([Options].Elicit nil or returning [ErrAskLater]) halts the call: the
 // server is told cancel, the call is cancelled, and Call returns the
 // elicitation as a pending request ([tool.Pending]): a question per field
 // of the form ([ElicitQuestions]), its Data the [ElicitData]. Called again
-// with the answer ([tool.WithAnswer]), the call gives it to the server's
+// with the answer ([tool.Invocation].Answer), the call gives it to the server's
 // identical elicitation (same server, tool, arguments' digest, message,
 // schema's digest and URL without its query), once; any other elicitation
 // halts the call again. Only a person's answer accepts
@@ -396,7 +396,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 			return r, nil
 		}
 		if errors.Is(err, ErrLoginRequired) {
-			tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
+			tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
 				Message: fmt.Sprintf("MCP server %q needs an OAuth login: run `tollgate mcp login %s`", t.server, t.server)})
 		}
 		if over := t.conn.oversized.Swap(nil); over != nil && !errors.Is(err, ErrHTTPMessageTooLarge) {
@@ -421,7 +421,7 @@ func (t *Tool) noticeRenewed(ctx context.Context) {
 	if t.conn.sc.URL != "" {
 		msg = fmt.Sprintf("MCP server %q was given a new session: it no longer knew the old one (it restarted)", t.server)
 	}
-	tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:" + t.server, Message: msg})
+	tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:" + t.server, Message: msg})
 }
 
 // refusedUnsent reports whether err is the SDK refusing a call because its

@@ -29,7 +29,7 @@ func askingTransfer(ran *atomic.Int64) tool.Tool {
 		Amount int `json:"amount"`
 	}
 	return tool.Must("transfer_funds", "moves money", func(ctx context.Context, _ in) (tool.Result, error) {
-		if ans, _ := tool.AnswerFrom(ctx); !strings.HasPrefix(string(ans.Data), `"`) {
+		if ans := tool.InvocationFrom(ctx).Answer; ans == nil || !strings.HasPrefix(string(ans.Data), `"`) {
 			return tool.Pending(tool.Request{Kind: tool.KindInput, Prompt: "to which account?"}), nil
 		}
 		ran.Add(1)

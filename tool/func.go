@@ -35,7 +35,8 @@ type funcTool[In any, Out string | Result] struct {
 // their JSON names, fields without omitempty/omitzero required, and a
 // `jsonschema:"..."` struct tag as the field's description. Every call's
 // arguments are validated against the schema before fn runs (once: not again
-// when the context says, by [WithValidated], that the caller did); a violation is an
+// when the context says that the caller did: the agent validates
+// every call's arguments before the tool runs); a violation is an
 // error result listing the problems. fn returns either the output text or a full
 // [Result]. A non-nil error from fn becomes an error result with the error's text,
 // and a panic in fn becomes an error result naming the panic; neither escapes.

@@ -114,22 +114,8 @@ func jsonKind(v any) string {
 	return "an object"
 }
 
-// WithValidated returns ctx telling the tool's Call that args have already
-// been validated against schema, so that a tool made by [New] does not
-// validate them a second time (the agent validates every call's arguments
-// before it runs the call: step 2 of its pipeline). It covers only the same
-// bytes and the very same schema (the same pointer as the tool's
-// Spec().InputSchema); a Call with other arguments or another schema
-// validates as usual.
-func WithValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) context.Context {
-	if schema == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, toolctx.ValidatedKey{}, &toolctx.Validated{Schema: schema, Args: args})
-}
-
 // isValidated reports whether ctx says that args were validated against
-// schema (see [WithValidated]).
+// schema (the agent says so through internal/toolctx).
 func isValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) bool {
 	v, ok := ctx.Value(toolctx.ValidatedKey{}).(*toolctx.Validated)
 	return ok && v != nil && schema != nil && v.Schema == schema && len(args) > 0 && bytes.Equal(v.Args, args)

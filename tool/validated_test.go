@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -30,11 +31,11 @@ func TestWithValidatedSkipsOnlyTheSameArguments(t *testing.T) {
 		want string
 	}{
 		{"no promise", context.Background(), "invalid"},
-		{"same bytes, same schema", tool.WithValidated(context.Background(), schema, args), "ran"},
-		{"a copy of the bytes", tool.WithValidated(context.Background(), schema, slices.Clone(args)), "ran"},
-		{"other bytes", tool.WithValidated(context.Background(), schema, json.RawMessage(`{"n":7}`)), "invalid"},
-		{"another schema", tool.WithValidated(context.Background(), other, args), "invalid"},
-		{"no schema", tool.WithValidated(context.Background(), nil, args), "invalid"},
+		{"same bytes, same schema", toolcall.WithValidated(context.Background(), schema, args), "ran"},
+		{"a copy of the bytes", toolcall.WithValidated(context.Background(), schema, slices.Clone(args)), "ran"},
+		{"other bytes", toolcall.WithValidated(context.Background(), schema, json.RawMessage(`{"n":7}`)), "invalid"},
+		{"another schema", toolcall.WithValidated(context.Background(), other, args), "invalid"},
+		{"no schema", toolcall.WithValidated(context.Background(), nil, args), "invalid"},
 	} {
 		res, err := tl.Call(tc.ctx, args)
 		if err != nil {

@@ -81,16 +81,17 @@ var groups = []struct {
 // its context keys in internal/toolctx and decodes arguments with
 // internal/jsondecode.
 var allowedSideways = map[[2]string]bool{
-	{"toolkit", "builtin"}:          true,
-	{"internal", "model"}:           true,
-	{"internal", "tool"}:            true,
-	{"internal", "configfile"}:      true,
-	{"tool", "internal/toolctx"}:    true,
-	{"tool", "internal/jsondecode"}: true,
-	{"model", "internal/jsonenc"}:   true,
-	{"model", "internal/ids"}:       true,
-	{"runs/dbosengine", "runs"}:     true,
-	{"internal/hookrun", "hooks"}:   true,
+	{"toolkit", "builtin"}:           true,
+	{"internal", "model"}:            true,
+	{"internal", "tool"}:             true,
+	{"internal", "configfile"}:       true,
+	{"tool", "internal/toolctx"}:     true,
+	{"tool", "internal/jsondecode"}:  true,
+	{"model", "internal/jsonenc"}:    true,
+	{"internal", "internal/toolctx"}: true,
+	{"model", "internal/ids"}:        true,
+	{"runs/dbosengine", "runs"}:      true,
+	{"internal/hookrun", "hooks"}:    true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them
