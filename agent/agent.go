@@ -317,7 +317,7 @@ func New(opts Options) (*Agent, error) {
 		}
 	}
 	a.gate = gate.New(gate.Options{
-		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.ToolCallListener,
+		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.toolCallListener,
 		ApprovalTTL: opts.ApprovalTTL, OnRecord: opts.OnRecord, Logger: lg, Now: opts.Now, NewID: opts.NewID,
 		MaxResultBytes: func(name string) int { return a.limits(name).MaxResultBytes },
 	})
@@ -335,8 +335,8 @@ func (a *Agent) SetToolCallListener(l hooks.ToolCallListener) {
 	a.mu.Unlock()
 }
 
-// ToolCallListener returns the current tool call listener, or nil.
-func (a *Agent) ToolCallListener() hooks.ToolCallListener {
+// toolCallListener returns the current tool call listener, or nil.
+func (a *Agent) toolCallListener() hooks.ToolCallListener {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.listener

@@ -78,7 +78,7 @@ func TestCheckpointStateIsOwnCopy(t *testing.T) {
 					sevens(tc.Arguments)
 				}
 			}
-			for _, r := range st.ToolCalls() {
+			for _, r := range agent.StateToolCalls(st) {
 				sevens(r.Args)
 				sevens(r.RequestedArgs)
 				r.Metadata["n"] = -1
@@ -163,8 +163,8 @@ func TestCheckpointStatesReadConcurrently(t *testing.T) {
 		Checkpoint: func(ctx context.Context, cp agent.Checkpoint) error {
 			wg.Go(func() {
 				st := cp.State
-				n := len(st.ToolCalls()) + len(st.Messages()) + len(st.Waiting())
-				for _, r := range st.ToolCalls() {
+				n := len(agent.StateToolCalls(st)) + len(st.Messages()) + len(st.Waiting())
+				for _, r := range agent.StateToolCalls(st) {
 					sevens(r.Args)
 					r.Metadata["n"] = -1
 				}

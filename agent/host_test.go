@@ -42,8 +42,8 @@ func TestEventsNumberedAcrossResume(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 	last := seqs[len(seqs)-1]
-	if st.Seq() != last {
-		t.Fatalf("the state goes on from the done event's number %d, has %d", last, st.Seq())
+	if agent.StateSeq(st) != last {
+		t.Fatalf("the state goes on from the done event's number %d, has %d", last, agent.StateSeq(st))
 	}
 	for ev, err := range a.ResumeStream(context.Background(), st, tool.Answer{ID: st.PendingRequests()[0].ID, OK: true}) {
 		if err != nil {

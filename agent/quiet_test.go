@@ -63,7 +63,7 @@ func TestRunNumbersEventsAsStream(t *testing.T) {
 		}
 		str = ev.Result
 	}
-	if got, want := res.State.Seq(), str.State.Seq(); got != want || want != events {
+	if got, want := agent.StateSeq(res.State), agent.StateSeq(str.State); got != want || want != events {
 		t.Fatalf("Run's halted state goes on from event %d, Stream's from %d (%d events)", got, want, events)
 	}
 	if len(runSeqs) != len(streamSeqs) || len(runSeqs) == 0 {

@@ -89,8 +89,8 @@ func TestStateEncodingAndAccessors(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	s := res.State
-	if s.RunID() != "run_s" || s.Version() != agent.StateVersion || s.Turn() != 1 || s.Seq() == 0 {
-		t.Errorf("run %q version %d turn %d seq %d", s.RunID(), s.Version(), s.Turn(), s.Seq())
+	if s.RunID() != "run_s" || agent.StateVersionOf(s) != agent.StateVersion || agent.StateTurn(s) != 1 || agent.StateSeq(s) == 0 {
+		t.Errorf("run %q version %d turn %d seq %d", s.RunID(), agent.StateVersionOf(s), agent.StateTurn(s), agent.StateSeq(s))
 	}
 	w := s.Waiting()
 	if len(w) != 1 || w[0].Call.ID != "c1" || w[0].Pending.Request.ID != res.Pending[0].ID || w[0].Pending.Digest != approval.Digest(json.RawMessage(`{"op":"x"}`)) {

@@ -134,35 +134,18 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Version is the version of the encoding s was read from (or
-// [StateVersion] for a state this package made).
-func (s *State) Version() int { return s.s.Version }
-
 // RunID names the run.
 func (s *State) RunID() string { return s.s.RunID }
-
-// AgentID names the agent that ran it.
-func (s *State) AgentID() string { return s.s.AgentID }
-
-// Turn is the number of model turns so far.
-func (s *State) Turn() int { return s.s.Turn }
-
-// Seq is the sequence number of the run's last event so far; a resume's
-// events go on from it.
-func (s *State) Seq() int64 { return s.s.Seq }
-
-// Usage is the tokens the run's model turns used so far.
-func (s *State) Usage() model.Usage { return s.s.Usage }
 
 // Messages returns a copy of the transcript up to and including the
 // assistant message of the halted turn.
 func (s *State) Messages() []model.Message { return slices.Clone(s.s.Messages) }
 
-// ToolCalls returns a copy of the records of the calls that finished, those
-// of the halted turn included, in the order they were asked.
-func (s *State) ToolCalls() []gate.Record {
-	out := slices.Clone(s.s.ToolCalls)
-	for _, b := range s.s.Batch {
+// finishedCalls returns a copy of the records of the calls that finished,
+// those of the halted turn included, in the order they were asked.
+func (s *stateData) finishedCalls() []gate.Record {
+	out := slices.Clone(s.ToolCalls)
+	for _, b := range s.Batch {
 		if b.Record != nil {
 			out = append(out, *b.Record)
 		}
