@@ -41,7 +41,7 @@
 // 128); a turn that asks for more runs none of them and ends
 // the run with a [*TooManyToolCallsError], so that a model cannot make a run
 // carry (and checkpoint) an unbounded batch. A call's arguments nested
-// deeper than tool.MaxArgumentsDepth are kept as the model's text (a JSON
+// deeper than argcheck.MaxDepth are kept as the model's text (a JSON
 // string) in the transcript and the records, and the call is invalid: the
 // run's state must read back from a store, which refuses documents nested
 // 1,000 deep.
@@ -104,3 +104,4 @@
 // that supplies a response means the model is not called, on Run, Stream and
 // Resume alike.
 package agent
+

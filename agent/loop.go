@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -440,7 +441,7 @@ func isObject(args []byte) bool {
 
 // normalizeCalls gives every call a non-empty ID unique within the turn, and
 // an arguments object ({} when the model sent none); arguments nested deeper
-// than tool.MaxArgumentsDepth become a JSON string of their text.
+// than argcheck.MaxDepth become a JSON string of their text.
 func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 	seen := map[string]bool{}
 	out := slices.Clone(calls)
@@ -451,7 +452,7 @@ func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 		seen[out[i].ID] = true
 		if len(out[i].Arguments) == 0 {
 			out[i].Arguments = []byte("{}")
-		} else if tool.TooDeep(out[i].Arguments) {
+		} else if argcheck.TooDeep(out[i].Arguments) {
 			// Kept as the model's text, as a provider keeps arguments that
 			// are not JSON: the transcript, the records and the store hold a
 			// string, and validation tells the model what is wrong.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -260,11 +261,11 @@ func capResult(res tool.Result, max int) tool.Result {
 }
 
 // storable returns args if they are valid JSON nested at most
-// tool.MaxArgumentsDepth deep, and otherwise the bytes as a JSON string, so
+// argcheck.MaxDepth deep, and otherwise the bytes as a JSON string, so
 // that a record or a halted state with arguments a hook garbled still
 // encodes, and reads back from a store (the call itself fails validation).
 func storable(args json.RawMessage) json.RawMessage {
-	if json.Valid(args) && !tool.TooDeep(args) {
+	if json.Valid(args) && !argcheck.TooDeep(args) {
 		return slices.Clone(args)
 	}
 	b, _ := json.Marshal(string(args))

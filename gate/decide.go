@@ -214,7 +214,7 @@ func (p *pass) resolve() *Ruling {
 		return &r
 	}
 	p.t, p.spec = t, t.Spec()
-	if err := p.g.Validator(t).Validate(p.args); err != nil {
+	if err := p.g.validator(t).Validate(p.args); err != nil {
 		r := p.end(tool.Errorf("%s: %v", c.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason})
 		return &r
@@ -258,7 +258,7 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 		return &r
 	}
 	if out.Rewritten {
-		if err := p.g.Validator(p.t).Validate(p.args); err != nil {
+		if err := p.g.validator(p.t).Validate(p.args); err != nil {
 			r := p.invalidRewrite(out.Votes, err)
 			return &r
 		}
@@ -436,7 +436,7 @@ func (p *pass) takeEdit() (edited bool, r *Ruling) {
 	p.args = ed
 	p.rec.Args, p.rec.ArgsDigest = storable(ed), approval.Digest(ed)
 	p.votes = append(p.votes, approval.Vote{Source: by, Actor: ans.Actor, Decision: approval.VoteRewrite, Reason: "edited the arguments"})
-	if err := p.g.Validator(p.t).Validate(ed); err != nil {
+	if err := p.g.validator(p.t).Validate(ed); err != nil {
 		e := p.end(tool.Errorf("%s: edited arguments are invalid: %v", p.c.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason})
 		return true, &e

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -73,7 +74,7 @@ func TestUnusableToolSkippedAlone(t *testing.T) {
 		t.Errorf("good: %+v, %v", res, err)
 	}
 	// The resolved refs are enforced, not ignored.
-	v, err := tool.NewValidator(tools["mcp__app__draft7"].Spec().InputSchema)
+	v, err := argcheck.New(tools["mcp__app__draft7"].Spec().InputSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -23,7 +24,7 @@ const (
 	MetaTool = "mcpTool"
 	// MetaStructuredContent holds the result's structuredContent as a
 	// json.RawMessage, when the server sent one; one nested deeper than
-	// tool.MaxArgumentsDepth is held as its JSON text (a string), so that
+	// argcheck.MaxDepth is held as its JSON text (a string), so that
 	// records, states and stores can read it back.
 	MetaStructuredContent = "mcpStructuredContent"
 	// MetaContent holds a []ContentInfo describing every content item that is
@@ -169,7 +170,7 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, erro
 		if schema.Type != "" && schema.Type != "object" {
 			return nil, fmt.Errorf("input schema has type %q; tool arguments are a JSON object", schema.Type)
 		}
-		if _, err := tool.NewValidator(schema); err != nil {
+		if _, err := argcheck.New(schema); err != nil {
 			return nil, err
 		}
 	}
@@ -471,7 +472,7 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			meta[MetaStructuredContent] = json.RawMessage(raw)
-			if tool.TooDeep(raw) {
+			if argcheck.TooDeep(raw) {
 				// Kept as text: the records, the run's state and the
 				// stores that hold them must read it back.
 				meta[MetaStructuredContent] = string(raw)

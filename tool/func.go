@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/internal/jsondecode"
 )
 
@@ -24,7 +25,7 @@ type FuncOptions struct {
 
 type funcTool[In any, Out string | Result] struct {
 	spec      Spec
-	validator *Validator
+	validator *argcheck.Validator
 	fn        func(context.Context, In) (Out, error)
 }
 
@@ -62,7 +63,7 @@ func New[In any, Out string | Result](name, description string, fn func(context.
 			return nil, fmt.Errorf("tool.New(%q): inferring the input schema: %w", name, err)
 		}
 	}
-	v, err := NewValidator(schema)
+	v, err := argcheck.New(schema)
 	if err != nil {
 		return nil, fmt.Errorf("tool.New(%q): %w", name, err)
 	}

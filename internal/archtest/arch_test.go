@@ -29,6 +29,9 @@ var groups = []struct {
 	// JSON written without HTML escaping, and random IDs, for model,
 	// tool and everything above them.
 	{"internal/jsonenc", 0}, {"internal/ids", 0},
+	// A call's arguments checked: an object, not too deep, valid against
+	// the schema.
+	{"internal/argcheck", 0},
 	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
 	// What runs the hooks' chains, for the gate and the agent.
 	{"internal/hookrun", 1},
@@ -81,17 +84,19 @@ var groups = []struct {
 // its context keys in internal/toolctx and decodes arguments with
 // internal/jsondecode.
 var allowedSideways = map[[2]string]bool{
-	{"toolkit", "builtin"}:           true,
-	{"internal", "model"}:            true,
-	{"internal", "tool"}:             true,
-	{"internal", "configfile"}:       true,
-	{"tool", "internal/toolctx"}:     true,
-	{"tool", "internal/jsondecode"}:  true,
-	{"model", "internal/jsonenc"}:    true,
-	{"internal", "internal/toolctx"}: true,
-	{"model", "internal/ids"}:        true,
-	{"runs/dbosengine", "runs"}:      true,
-	{"internal/hookrun", "hooks"}:    true,
+	{"toolkit", "builtin"}:                       true,
+	{"internal", "model"}:                        true,
+	{"internal", "tool"}:                         true,
+	{"internal", "configfile"}:                   true,
+	{"tool", "internal/toolctx"}:                 true,
+	{"tool", "internal/jsondecode"}:              true,
+	{"model", "internal/jsonenc"}:                true,
+	{"internal", "internal/toolctx"}:             true,
+	{"model", "internal/ids"}:                    true,
+	{"tool", "internal/argcheck"}:                true,
+	{"internal/argcheck", "internal/jsondecode"}: true,
+	{"runs/dbosengine", "runs"}:                  true,
+	{"internal/hookrun", "hooks"}:                true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them
