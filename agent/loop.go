@@ -383,7 +383,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 				res.Text = msg.Content
 				return res, nil
 			}
-			if r.st.StopContinuations < hooks.MaxStopContinuations { // Stop hooks may continue the run
+			if r.st.StopContinuations < hookrun.MaxStopContinuations { // Stop hooks may continue the run
 				reason, err := r.stopHooks(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.st.StopContinuations})
 				if err != nil {
 					return r.fail(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -158,7 +159,7 @@ func TestStopContinuationsSurviveResume(t *testing.T) {
 }
 
 // A Stop hook that gives a reason continues the run with it as a user
-// message, at most hooks.MaxStopContinuations times.
+// message, at most hookrun.MaxStopContinuations times.
 func TestStopHookContinues(t *testing.T) {
 	var seen []int
 	h := (&hooks.Hooks{}).Stop("more", func(ctx context.Context, ev *hooks.StopEvent) (string, error) {
@@ -170,8 +171,8 @@ func TestStopHookContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusDone || res.Turns != hooks.MaxStopContinuations+1 {
-		t.Fatalf("status %s after %d turns, want done after %d", res.Status, res.Turns, hooks.MaxStopContinuations+1)
+	if res.Status != agent.StatusDone || res.Turns != hookrun.MaxStopContinuations+1 {
+		t.Fatalf("status %s after %d turns, want done after %d", res.Status, res.Turns, hookrun.MaxStopContinuations+1)
 	}
 	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(seen, want) {
 		t.Fatalf("continuations seen %v, want %v", seen, want)
@@ -182,8 +183,8 @@ func TestStopHookContinues(t *testing.T) {
 			users++
 		}
 	}
-	if users != hooks.MaxStopContinuations {
-		t.Fatalf("%d continuation messages, want %d", users, hooks.MaxStopContinuations)
+	if users != hookrun.MaxStopContinuations {
+		t.Fatalf("%d continuation messages, want %d", users, hookrun.MaxStopContinuations)
 	}
 }
 

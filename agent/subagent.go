@@ -91,7 +91,7 @@ type subAgentInput struct {
 // When the sub-agent gives its final answer and its own Stop hooks let it
 // end, the calling agent's SubagentStop hooks are asked: a reason continues
 // the sub-agent with it as a user message, within the same cap of
-// hooks.MaxStopContinuations continuations per run.
+// 8 continuations per run.
 //
 // The tool has no hints (unknown, so gates treat it as mutating). AsTool
 // returns an error for an invalid name.

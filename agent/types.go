@@ -106,7 +106,7 @@ type stateData struct {
 	Seq int64 `json:"seq,omitempty"`
 	// StopContinuations counts the times Stop hooks (and a caller's
 	// SubagentStop hooks) have continued the run so far; the cap,
-	// hooks.MaxStopContinuations, holds across halts and resumes.
+	// hookrun.MaxStopContinuations, holds across halts and resumes.
 	StopContinuations int `json:"stopContinuations,omitempty"`
 	// ToolState is what the run's tools keep between calls ([tool.RunState],
 	// by key), so that it survives a halt and a resume.

@@ -5,13 +5,9 @@ import (
 )
 
 // StageStop names the Stop hooks: they run when the model gives its final
-// answer, and may continue the run instead.
+// answer, and may continue the run instead, at most 8 times per run,
+// counted across its halts and resumes; after that the final answer stands.
 const StageStop Stage = "stop"
-
-// MaxStopContinuations caps how many times Stop hooks may continue one run,
-// counted across its halts and resumes (the count is in the run's state);
-// after that the final answer stands.
-const MaxStopContinuations = 8
 
 // StopEvent is passed to Stop hooks when the model answered without tool
 // calls.
@@ -46,8 +42,8 @@ const StageSubagentStop Stage = "subagent_stop"
 // context carries the sub-agent's run ([RunFrom]).
 type SubagentStopEvent struct {
 	// StopEvent is the sub-agent's final answer, its turn, and the times its
-	// run was continued already (by its Stop hooks or these); the cap
-	// [MaxStopContinuations] counts both.
+	// run was continued already (by its Stop hooks or these); the cap of 8
+	// continuations per run counts both.
 	StopEvent
 	// AgentID is the sub-agent's ID; RunID is its run's ID.
 	AgentID, RunID string

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 )
 
@@ -105,8 +106,8 @@ func TestStopContinues(t *testing.T) {
 		t.Fatalf("status %s, err %v", res.Status, err)
 	}
 	lines := strings.Split(strings.TrimSpace(h.read(t, "stops")), "\n")
-	if len(lines) != hooks.MaxStopContinuations {
-		t.Fatalf("%d stops, want %d", len(lines), hooks.MaxStopContinuations)
+	if len(lines) != hookrun.MaxStopContinuations {
+		t.Fatalf("%d stops, want %d", len(lines), hookrun.MaxStopContinuations)
 	}
 	for i, l := range lines {
 		var in struct {
@@ -124,8 +125,8 @@ func TestStopContinues(t *testing.T) {
 			n++
 		}
 	}
-	if n != hooks.MaxStopContinuations {
-		t.Fatalf("the reason reached the model %d times, want %d", n, hooks.MaxStopContinuations)
+	if n != hookrun.MaxStopContinuations {
+		t.Fatalf("the reason reached the model %d times, want %d", n, hookrun.MaxStopContinuations)
 	}
 }
 
@@ -253,7 +254,7 @@ func TestPreToolUseAdditionalContext(t *testing.T) {
 // agent started (agent.AsTool), with Claude Code's stdin (session_id is the
 // calling run, agent_id the sub-agent's run, agent_type the sub-agent's ID,
 // which the matcher tests); a block continues the sub-agent with the reason,
-// at most hooks.MaxStopContinuations times.
+// at most hookrun.MaxStopContinuations times.
 func TestSubagentStop(t *testing.T) {
 	ws := workspace(t)
 	s := settings(t, ws, `{"hooks":{"SubagentStop":[
@@ -300,8 +301,8 @@ func TestSubagentStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != hooks.MaxStopContinuations {
-		t.Fatalf("SubagentStop fired %d times, want %d", len(lines), hooks.MaxStopContinuations)
+	if len(lines) != hookrun.MaxStopContinuations {
+		t.Fatalf("SubagentStop fired %d times, want %d", len(lines), hookrun.MaxStopContinuations)
 	}
 	for i, l := range lines {
 		var in struct {

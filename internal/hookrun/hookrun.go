@@ -414,6 +414,11 @@ func End(ctx context.Context, h *hooks.Hooks, ev hooks.EndEvent) error {
 	return errors.Join(errs...)
 }
 
+// MaxStopContinuations caps how many times Stop hooks may continue one run,
+// counted across its halts and resumes (the count is in the run's state);
+// after that the final answer stands.
+const MaxStopContinuations = 8
+
 // Stop runs every Stop hook in order and joins the reasons of those that
 // continue the run with blank lines; "" means the run ends. The first error
 // stops the chain and is returned as an [*hooks.Error].
