@@ -34,7 +34,7 @@ func TestAbandonedToolDoesNotStopTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &stubborn{release: make(chan struct{})}
 		quick := &testkit.Counter{Name: "quick"}
-		a, err := New(Options{
+		a, err := New(&Options{
 			Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "stuck", nil)}),
 			Tools: ToolList{st, quick}, ToolLimits: map[string]ToolLimits{"stuck": {Timeout: time.Second}},
 		})

@@ -258,16 +258,18 @@ func describeTool(t tool.Tool) string {
 	return fmt.Sprintf("%T %q", t, d)
 }
 
-// ErrNoModel is returned by [New] when Options.Model is nil.
+// ErrNoModel is returned by [New] when opts or Options.Model is nil.
 var ErrNoModel = errors.New("agent: Options.Model is required")
 
-// New returns an agent with opts (copied), or [ErrNoModel], or an error for a
-// negative MaxTurns, MaxParallel or MaxToolCalls, or for Tools holding a nil pointer (a
-// toolkit whose construction failed).
-func New(opts Options) (*Agent, error) {
-	if opts.Model == nil {
+// New returns an agent with opts (copied: changing them afterwards changes
+// nothing), or [ErrNoModel] for nil opts or a nil Model, or an error for a
+// negative MaxTurns, MaxParallel or MaxToolCalls, or for Tools holding a nil
+// pointer (a toolkit whose construction failed).
+func New(o *Options) (*Agent, error) {
+	if o == nil || o.Model == nil {
 		return nil, ErrNoModel
 	}
+	opts := *o
 	if v := reflect.ValueOf(opts.Tools); opts.Tools != nil && v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("agent: Options.Tools is a nil %T (did constructing it fail?)", opts.Tools)
 	}
@@ -316,7 +318,7 @@ func New(opts Options) (*Agent, error) {
 			a.toolLimits[name] = &r
 		}
 	}
-	a.gate = gate.New(gate.Options{
+	a.gate = gate.New(&gate.Options{
 		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.toolCallListener,
 		ApprovalTTL: opts.ApprovalTTL, OnRecord: opts.OnRecord, Logger: lg, Now: opts.Now, NewID: opts.NewID,
 		MaxResultBytes: func(name string) int { return a.limits(name).MaxResultBytes },

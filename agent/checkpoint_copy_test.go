@@ -68,7 +68,7 @@ func TestCheckpointStateIsOwnCopy(t *testing.T) {
 		json  string
 	}
 	var cps []kept
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		Model: testkit.Script(metaCalls(8)...), Tools: agent.ToolList{metaTool{}}, MaxParallel: 1,
 		Checkpoint: func(ctx context.Context, cp agent.Checkpoint) error {
 			st := cp.State
@@ -158,7 +158,7 @@ func TestCheckpointStatesReadConcurrently(t *testing.T) {
 	for i := range turn {
 		turn[i] = model.FuncCall{ID: fmt.Sprintf("call_%d", i), Name: "meta", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
 	}
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		Model: testkit.Script(turn, turn[:4]), Tools: agent.ToolList{metaTool{}}, MaxParallel: 8,
 		Checkpoint: func(ctx context.Context, cp agent.Checkpoint) error {
 			wg.Go(func() {

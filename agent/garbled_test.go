@@ -32,7 +32,7 @@ func TestGarbledRewriteKeepsStateEncodable(t *testing.T) {
 		}
 		return approval.Verdict{Decision: approval.Allow}, nil
 	})
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}, []model.FuncCall{testkit.Call("c2", "gated", nil)}),
 		Tools: agent.ToolList{c, gated}, Hooks: h, Authorizers: []approval.Authorizer{ask},
 	})

@@ -80,7 +80,7 @@ func TestToolCallsPerTurnAreCapped(t *testing.T) {
 			}
 		})
 	}
-	if _, err := agent.New(agent.Options{Model: testkit.Script(), MaxToolCalls: -1}); err == nil || !strings.Contains(err.Error(), "MaxToolCalls (-1)") {
+	if _, err := agent.New(&agent.Options{Model: testkit.Script(), MaxToolCalls: -1}); err == nil || !strings.Contains(err.Error(), "MaxToolCalls (-1)") {
 		t.Errorf("negative MaxToolCalls: %v", err)
 	}
 }

@@ -240,7 +240,7 @@ func parAgent(t *testing.T, kind string, turns []parTurn, extra func(h *hooks.Ho
 		}
 		return nil, nil
 	})
-	a, err := agent.New(agent.Options{Model: b.model, ModelName: "parity-model", Tools: agent.ToolList{lookup, transfer}, Hooks: h})
+	a, err := agent.New(&agent.Options{Model: b.model, ModelName: "parity-model", Tools: agent.ToolList{lookup, transfer}, Hooks: h})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestStreamEarlyBreakWithProvider(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := agent.New(agent.Options{Model: m, ModelName: "m"})
+			a, err := agent.New(&agent.Options{Model: m, ModelName: "m"})
 			if err != nil {
 				t.Fatal(err)
 			}

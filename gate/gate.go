@@ -102,8 +102,13 @@ type Gate struct {
 	validators sync.Map // tool name -> cachedValidator
 }
 
-// New returns a gate with opts, defaults filled in.
-func New(opts Options) *Gate {
+// New returns a gate with opts (copied; nil means all defaults: no hooks, no
+// authorizers, so every valid call is allowed), defaults filled in.
+func New(o *Options) *Gate {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.Hooks == nil {
 		opts.Hooks = &hooks.Hooks{}
 	}

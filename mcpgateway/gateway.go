@@ -147,7 +147,7 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgateway: %w", err)
 	}
-	gw := &Gateway{set: set, gate: gate.New(o.Gate), opts: o, cat: &catalogue{}, pins: p}
+	gw := &Gateway{set: set, gate: gate.New(&o.Gate), opts: o, cat: &catalogue{}, pins: p}
 	gw.server = mcp.NewServer(o.Implementation, &mcp.ServerOptions{
 		Logger: o.Logger,
 		// Tools are always offered, even while every upstream tool is

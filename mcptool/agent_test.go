@@ -181,7 +181,7 @@ func testPolicy(t *testing.T, src string) *policy.Policy {
 
 func newAgent(t *testing.T, opts agent.Options) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestProgressBecomesEvents(t *testing.T) {
 		return textResult("done"), nil
 	})
 	set := openOne(t, srv, nil)
-	a, err := agent.New(agent.Options{Tools: set, Model: testkit.Script(
+	a, err := agent.New(&agent.Options{Tools: set, Model: testkit.Script(
 		[]model.FuncCall{testkit.Call("c1", "mcp__app__work", nil)},
 		[]model.FuncCall{testkit.Call("c2", "mcp__app__work", nil)},
 	)})
@@ -151,7 +151,7 @@ func TestToolListChangedRefreshesBetweenTurns(t *testing.T) {
 		}
 		return model.Reply{Content: "done"}, nil
 	})
-	a, err := agent.New(agent.Options{Tools: agent.JoinToolsets(agent.ToolList{}, set), Model: m})
+	a, err := agent.New(&agent.Options{Tools: agent.JoinToolsets(agent.ToolList{}, set), Model: m})
 	if err != nil {
 		t.Fatal(err)
 	}

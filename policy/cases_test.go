@@ -74,7 +74,7 @@ func (s *scripted) toolMessagesSent() []model.Message {
 
 func newAgent(t *testing.T, opts agent.Options) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}

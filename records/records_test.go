@@ -90,7 +90,7 @@ func TestConcurrentThroughAgent(t *testing.T) {
 	}) (string, error) {
 		return in.V, nil
 	}, nil)
-	a, err := agent.New(agent.Options{Model: m, Tools: agent.ToolList{echo}, OnRecord: w.Record, MaxParallel: 16})
+	a, err := agent.New(&agent.Options{Model: m, Tools: agent.ToolList{echo}, OnRecord: w.Record, MaxParallel: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -265,7 +265,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq, c)}, d.mw...), opts.Middleware...)
 	opts.WaitFor = nil // a request halts the part that runs; the engine waits
 	opts.Checkpoint = nil
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, built)
 	}

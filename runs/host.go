@@ -741,7 +741,7 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 		_, err = h.store.UpdateRun(ctx, d.run.ID, store.RunUpdate{LeaseToken: d.token, Status: d.runningStatus(), State: st, Events: d.takeEvents()})
 		return err
 	}
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		return nil, d.end(ctx, nil, err)
 	}

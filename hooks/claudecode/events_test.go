@@ -268,7 +268,7 @@ func TestSubagentStop(t *testing.T) {
 	for range 20 {
 		subTurns = append(subTurns, scripted.Turn{Text: "the answer"})
 	}
-	sub, err := agent.New(agent.Options{ID: "researcher", Model: scripted.New("sub", scripted.Script{Turns: subTurns}), MaxTurns: 50})
+	sub, err := agent.New(&agent.Options{ID: "researcher", Model: scripted.New("sub", scripted.Script{Turns: subTurns}), MaxTurns: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestSubagentStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent, err := agent.New(agent.Options{ID: "lead", Tools: agent.ToolList{st}, Hooks: c.Register(&hooks.Hooks{}),
+	parent, err := agent.New(&agent.Options{ID: "lead", Tools: agent.ToolList{st}, Hooks: c.Register(&hooks.Hooks{}),
 		Model: scripted.New("parent", scripted.Script{Turns: []scripted.Turn{
 			{ToolCalls: []scripted.ToolCall{{ID: "call_1", Name: "research", Args: map[string]any{"prompt": "find it"}}}},
 			{Text: "finished"},
