@@ -99,20 +99,13 @@ type CallInfo struct {
 	Answer *tool.Answer
 }
 
-// CallOutcome is what one tool call's pipeline yields: a finished Record, a
-// Pending call (waiting for an answer), or an Err that fails the run (a hook
-// error, cancellation). A Record may come with an Err (the tool ran, an
-// AfterTool hook failed).
-type CallOutcome struct {
-	Record  *gate.Record
-	Pending *gate.Pending
-	Err     error
-}
-
 // CallHandler runs one tool call through the governed pipeline (docs/
 // architecture.md), including the wait for an answer when Options.WaitFor is
-// set.
-type CallHandler func(ctx context.Context, c *CallInfo) CallOutcome
+// set. It returns where the call ended, as a [gate.Ruling] whose Allowed is
+// always nil: a finished Record, a Pending call (waiting for an answer), or
+// an Err that fails the run (a hook error, cancellation). A Record may come
+// with an Err (the tool ran, an AfterTool hook failed).
+type CallHandler func(ctx context.Context, c *CallInfo) gate.Ruling
 
 // Middleware wraps the agent's work at four depths, in the manner of
 // net/http middleware: each non-nil field receives the next handler and
@@ -152,12 +145,12 @@ func (r *runner) turn(ctx context.Context) (*model.Response, error) {
 }
 
 // call runs one tool call through the Call middleware.
-func (r *runner) call(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) call(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) gate.Ruling {
 	mw := r.a.opts.Middleware
 	if len(mw) == 0 {
 		return r.processCall(ctx, call, prior, ans, emit)
 	}
-	h := CallHandler(func(ctx context.Context, c *CallInfo) CallOutcome {
+	h := CallHandler(func(ctx context.Context, c *CallInfo) gate.Ruling {
 		return r.processCall(ctx, c.Call, prior, c.Answer, emit)
 	})
 	for i := len(mw) - 1; i >= 0; i-- {

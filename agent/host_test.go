@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -180,7 +181,7 @@ func TestMiddlewareOrder(t *testing.T) {
 				}
 			},
 			Call: func(next agent.CallHandler) agent.CallHandler {
-				return func(ctx context.Context, ci *agent.CallInfo) agent.CallOutcome {
+				return func(ctx context.Context, ci *agent.CallInfo) gate.Ruling {
 					add(name + " call " + ci.Call.Name)
 					oc := next(ctx, ci)
 					add(name + " call end " + string(oc.Record.Decision.Outcome))

@@ -21,7 +21,7 @@ import (
 
 // processCall runs one call through the pipeline; with a WaitFor it waits for
 // the answer to a pending request and retries the call once with it.
-func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) gate.Ruling {
 	// Announced on the first attempt and again when a resume takes the call up.
 	c := call
 	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
@@ -47,7 +47,7 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *ga
 		answer, err := r.safeWait(context.WithValue(ctx, waitingKey{}, oc.Pending), wait, req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return CallOutcome{Err: ctx.Err()}
+				return gate.Ruling{Err: ctx.Err()}
 			}
 			return r.end(ctx, call, tool.Errorf("no answer to request %s: %v", req.ID, err),
 				gate.Decision{Outcome: gate.OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
@@ -82,13 +82,13 @@ func PendingCallFrom(ctx context.Context) (p *gate.Pending, ok bool) {
 // the agent's gate: Decide, then, for a call that runs, Complete with the
 // tool run under the call's limits. prior and ans are set when the call is
 // retried after an answer.
-func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) gate.Ruling {
 	env := r.env(ctx, emit)
 	ru := r.a.gate.Decide(ctx, env, r.gateCall(call), prior, ans)
 	if ru.Allowed != nil {
 		ru = r.a.gate.Complete(ctx, env, ru.Allowed, r.runTool(emit))
 	}
-	return CallOutcome{Record: ru.Record, Pending: ru.Pending, Err: ru.Err}
+	return gate.Ruling{Record: ru.Record, Pending: ru.Pending, Err: ru.Err}
 }
 
 // gateCall is call as the gate sees it.
@@ -99,8 +99,8 @@ func (r *runner) gateCall(call model.ToolCall) gate.Call {
 
 // end records a call that ends without running, for the agent's own
 // checks of an answer.
-func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, d gate.Decision, emit func(Event)) CallOutcome {
-	return CallOutcome{Record: r.a.gate.End(ctx, r.env(ctx, emit), r.gateCall(call), res, d)}
+func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, d gate.Decision, emit func(Event)) gate.Ruling {
+	return gate.Ruling{Record: r.a.gate.End(ctx, r.env(ctx, emit), r.gateCall(call), res, d)}
 }
 
 // env is what the run lends the gate for one call: its tools, the

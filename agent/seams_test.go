@@ -255,7 +255,7 @@ func TestWaitMiddleware(t *testing.T) {
 	mark := func(name string) agent.Middleware {
 		return agent.Middleware{
 			Call: func(next agent.CallHandler) agent.CallHandler {
-				return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+				return func(ctx context.Context, c *agent.CallInfo) gate.Ruling {
 					return next(context.WithValue(ctx, callMark{}, c.Call.ID), c)
 				}
 			},

@@ -78,9 +78,9 @@ func (gw *Gateway) tracedCall(ctx context.Context, req *mcp.CallToolRequest, t t
 	info := &agent.CallInfo{RunID: gw.runID(req), Call: model.ToolCall{ID: scope.id, Name: t.Spec().Name}}
 	var res *mcp.CallToolResult
 	var err error
-	gw.opts.Tracer.Call(ctx, info, gw.spanAttrs(req), func(ctx context.Context) agent.CallOutcome {
+	gw.opts.Tracer.Call(ctx, info, gw.spanAttrs(req), func(ctx context.Context) gate.Ruling {
 		res, err = gw.call(context.WithValue(ctx, callScopeKey{}, scope), req, t)
-		return agent.CallOutcome{Record: scope.rec, Pending: scope.pending, Err: err}
+		return gate.Ruling{Record: scope.rec, Pending: scope.pending, Err: err}
 	})
 	return res, err
 }

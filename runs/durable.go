@@ -437,20 +437,20 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 			}
 		},
 		Call: func(next agent.CallHandler) agent.CallHandler {
-			return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+			return func(ctx context.Context, c *agent.CallInfo) gate.Ruling {
 				name := "decide " + c.Call.ID
 				if c.Answer != nil {
 					name = "execute " + c.Call.ID
 				}
 				prev, launched, ok := seq.slot(c.Call.ID)
 				if !ok {
-					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: call %s is not one the turn announced", in.RunID, c.Call.ID)}
+					return gate.Ruling{Err: fmt.Errorf("runs: run %s: call %s is not one the turn announced", in.RunID, c.Call.ID)}
 				}
 				select {
 				case <-prev:
 				case <-ctx.Done():
 					close(launched)
-					return agent.CallOutcome{Err: ctx.Err()}
+					return gate.Ruling{Err: ctx.Err()}
 				}
 				wait, err := eng.Go(ctx, name, func(ctx context.Context) ([]byte, error) {
 					ci := *c
@@ -478,17 +478,17 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 				})
 				close(launched)
 				if err != nil {
-					return agent.CallOutcome{Err: err}
+					return gate.Ruling{Err: err}
 				}
 				b, err := wait()
 				if err != nil {
-					return agent.CallOutcome{Err: err}
+					return gate.Ruling{Err: err}
 				}
 				var rec callRecord
 				if err := json.Unmarshal(b, &rec); err != nil {
-					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}
+					return gate.Ruling{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}
 				}
-				oc := agent.CallOutcome{Record: rec.Record, Pending: rec.Pending}
+				oc := gate.Ruling{Record: rec.Record, Pending: rec.Pending}
 				if rec.Err != "" {
 					oc.Err = errors.New(rec.Err)
 				}

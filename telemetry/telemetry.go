@@ -321,7 +321,7 @@ func (in *instruments) turn(next agent.TurnHandler) agent.TurnHandler {
 }
 
 func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
-	return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+	return func(ctx context.Context, c *agent.CallInfo) gate.Ruling {
 		name := clip(c.Call.Name)
 		attrs := []attribute.KeyValue{
 			semconv.GenAIOperationNameExecuteTool,

@@ -34,7 +34,7 @@ func FuzzParse(f *testing.F) {
 		}
 		m := scripted.New("f.yaml", s)
 		req := &model.Request{Messages: []model.Message{model.User("go")}}
-		for i := 0; i < m.Turns(); i++ {
+		for i := range s.Turns {
 			resp, err := m.Generate(context.Background(), req)
 			if err != nil {
 				t.Fatalf("turn %d of a parsed script: %v", i+1, err)

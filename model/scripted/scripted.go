@@ -120,9 +120,6 @@ func Load(path string) (*Model, error) {
 	return New(path, s), nil
 }
 
-// Turns returns the number of turns in the script.
-func (m *Model) Turns() int { return len(m.script.Turns) }
-
 // Generate implements [model.Model]: it replays turn n+1, where n is the number
 // of assistant messages in req.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
