@@ -104,4 +104,3 @@
 // that supplies a response means the model is not called, on Run, Stream and
 // Resume alike.
 package agent
-

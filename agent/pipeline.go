@@ -158,8 +158,8 @@ func (r *runner) runTool(emit func(Event)) gate.Runner {
 		cc := &callContext{Context: ctx, gov: r.gov, rep: reporter{emit: emit, turn: a.Call.Turn, callID: a.Call.ID}}
 		cc.inv = tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: a.Call.ID, Turn: a.Call.Turn, State: r.toolState, Reporter: &cc.rep}
 		if a.Answer != nil {
-			cc.ans = *a.Answer // the tool's own copy
-			cc.inv.Answer = &cc.ans
+			// The tool's own copy of the answer, which the gate put on ctx.
+			cc.inv.Answer = tool.InvocationFrom(ctx).Answer
 		}
 		if spec.InputSchema != nil && len(a.Args) > 0 {
 			// The gate validated a.Args against this schema: the tool
@@ -294,7 +294,6 @@ type callContext struct {
 	context.Context
 	gov         *governance
 	inv         tool.Invocation
-	ans         tool.Answer // inv.Answer points here when the call has an answer
 	validated   toolctx.Validated
 	isValidated bool // false: the arguments were not validated as they are
 	rep         reporter
