@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -25,8 +25,8 @@ func TestAgentBuiltOncePerConfiguration(t *testing.T) {
 	first := f.startRun()
 	a := f.pending(first)
 	builds(2, "the first run halted")
-	var got server.ApprovalView
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+	var got serverapi.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
 		t.Fatalf("decision: %d", code)
 	}
 	f.waitRun(first, store.RunDone)
@@ -35,15 +35,15 @@ func TestAgentBuiltOncePerConfiguration(t *testing.T) {
 	f.pending(second)
 	builds(2, "a second run of the tenant halted")
 
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", bobToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
 		t.Fatalf("bob's run: %d", code)
 	}
 	f.pending2(v.ID, bobToken)
 	builds(2, "another tenant's run halted")
 
-	var ch server.AutonomyChange
-	if code := f.do("PUT", "/v1/autonomy", adaToken, server.AutonomyRequest{Level: "full_auto"}, &ch); code != http.StatusOK {
+	var ch serverapi.AutonomyChange
+	if code := f.do("PUT", "/v1/autonomy", adaToken, serverapi.AutonomyRequest{Level: "full_auto"}, &ch); code != http.StatusOK {
 		t.Fatalf("PUT /v1/autonomy: %d", code)
 	}
 	f.pending(f.startRun())
@@ -55,10 +55,10 @@ func TestAgentBuiltOncePerConfiguration(t *testing.T) {
 
 // pending2 waits until the run halts with one pending approval that token
 // sees.
-func (f *fixture) pending2(runID, token string) server.ApprovalView {
+func (f *fixture) pending2(runID, token string) serverapi.ApprovalView {
 	f.t.Helper()
 	f.waitRun(runID, store.RunPending)
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if code := f.do("GET", "/v1/approvals?status=pending&run="+runID, token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 		f.t.Fatalf("pending approvals of %s: %d %+v", runID, code, page)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -17,10 +18,10 @@ import (
 // approved only with an answer (approving one without would tell the model
 // "the user gave no answer"), and a deny only with a reason, which the
 // model is told. Whether the data fits the request is the inbox's check.
-func decisionData(a store.Approval, req DecisionRequest, approve bool) (json.RawMessage, *Problem) {
+func decisionData(a store.Approval, req serverapi.DecisionRequest, approve bool) (json.RawMessage, *serverapi.Problem) {
 	edited, answer := present(req.EditedArgs), present(req.Answer)
-	bad := func(detail string) (json.RawMessage, *Problem) {
-		return nil, &Problem{Status: http.StatusBadRequest, Detail: detail}
+	bad := func(detail string) (json.RawMessage, *serverapi.Problem) {
+		return nil, &serverapi.Problem{Status: http.StatusBadRequest, Detail: detail}
 	}
 	switch {
 	case !approve && strings.TrimSpace(req.Reason) == "":
@@ -51,7 +52,7 @@ func present(raw json.RawMessage) bool {
 // showQuestions fills v for a request of kind question: its questions,
 // and the risk of asking one, which runs nothing (read-only). The
 // request's Data is the question tool's input, not an approval's.
-func showQuestions(v *ApprovalView, a store.Approval) {
+func showQuestions(v *serverapi.ApprovalView, a store.Approval) {
 	v.Risk = approval.RiskReadOnly
 	if qs, err := builtin.ParseQuestions(a.Request); err == nil {
 		v.Questions = qs

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -34,12 +36,12 @@ func TestStartApproveResume(t *testing.T) {
 		!strings.Contains(a.ArgumentsPretty, "\"amount\": 5") {
 		t.Fatalf("approval view lacks what a person needs: %+v", a)
 	}
-	var run server.RunView
+	var run serverapi.RunView
 	if code := f.do("GET", "/v1/runs/"+id, vicToken, nil, &run); code != http.StatusOK || run.Status != store.RunPending || len(run.Pending) != 1 || run.Pending[0].ID != a.ID {
 		t.Fatalf("GET run: %d %+v", code, run)
 	}
-	var got server.ApprovalView
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+	var got serverapi.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
 		t.Fatalf("decision: %d %+v", code, got)
 	}
 	if got.DecidedBy.String() != "person:alice" || got.Status != store.StatusApproved {
@@ -62,14 +64,14 @@ func TestStartApproveResume(t *testing.T) {
 		t.Fatalf("tool call records %s: %v", run.ToolCalls, err)
 	}
 	// The same decision again is answered as the first (a retry); another is 409.
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
 		t.Fatalf("repeated decision: %d", code)
 	}
-	var prob server.Problem
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:other"}, &prob); code != http.StatusPreconditionFailed {
+	var prob serverapi.Problem
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:other"}, &prob); code != http.StatusPreconditionFailed {
 		t.Fatalf("repeated decision with another digest: %d %+v", code, prob)
 	}
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", Reason: "no", ArgsDigest: a.ArgsDigest}, &prob); code != http.StatusConflict || prob.Type != server.ProblemDecided {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "no", ArgsDigest: a.ArgsDigest}, &prob); code != http.StatusConflict || prob.Type != serverapi.ProblemDecided {
 		t.Fatalf("other decision after one: %d %+v", code, prob)
 	}
 	if n := f.transfer.Count(); n != 1 {
@@ -89,17 +91,17 @@ func TestDecisionErrors(t *testing.T) {
 		code        int
 		typ         string
 	}{
-		{"no token", "", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 401, "about:blank"},
-		{"unknown token", "tg_nobody", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 401, "about:blank"},
-		{"viewer", vicToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 403, server.ProblemForbidden},
-		{"operator without approver", olgaToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 403, server.ProblemForbidden},
-		{"other tenant", bobToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 404, "about:blank"},
-		{"digest mismatch", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:0000"}, 412, server.ProblemDigestMismatch},
-		{"no digest", aliceToken, server.DecisionRequest{Decision: "approve"}, 400, "about:blank"},
-		{"bad decision", aliceToken, server.DecisionRequest{Decision: "maybe", ArgsDigest: a.ArgsDigest}, 400, "about:blank"},
+		{"no token", "", serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 401, "about:blank"},
+		{"unknown token", "tg_nobody", serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 401, "about:blank"},
+		{"viewer", vicToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 403, serverapi.ProblemForbidden},
+		{"operator without approver", olgaToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 403, serverapi.ProblemForbidden},
+		{"other tenant", bobToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, 404, "about:blank"},
+		{"digest mismatch", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: "sha256:0000"}, 412, serverapi.ProblemDigestMismatch},
+		{"no digest", aliceToken, serverapi.DecisionRequest{Decision: "approve"}, 400, "about:blank"},
+		{"bad decision", aliceToken, serverapi.DecisionRequest{Decision: "maybe", ArgsDigest: a.ArgsDigest}, 400, "about:blank"},
 		{"a principal in the body", aliceToken, []byte(`{"decision":"approve","argsDigest":"` + a.ArgsDigest + `","by":"person:root"}`), 400, "about:blank"},
-		{"edit breaks the schema", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":1000}`)}, 422, server.ProblemInvalidEdit},
-		{"edit not an object", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`[1]`)}, 422, server.ProblemInvalidEdit},
+		{"edit breaks the schema", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":1000}`)}, 422, serverapi.ProblemInvalidEdit},
+		{"edit not an object", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`[1]`)}, 422, serverapi.ProblemInvalidEdit},
 		{"too deep", aliceToken, []byte(strings.Repeat("[", 100) + strings.Repeat("]", 100)), 400, "about:blank"},
 		// A log reading the first key would say deny; the decoder keeps the last.
 		{"a key twice", aliceToken, []byte(`{"decision":"deny","argsDigest":"` + a.ArgsDigest + `","decision":"approve"}`), 400, "about:blank"},
@@ -111,7 +113,7 @@ func TestDecisionErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var p server.Problem
+			var p serverapi.Problem
 			code := f.do("POST", path, c.token, c.body, &p)
 			if code != c.code || p.Status != c.code || p.Type != c.typ || p.Detail == "" {
 				t.Fatalf("got %d %+v, want %d %s", code, p, c.code, c.typ)
@@ -122,8 +124,8 @@ func TestDecisionErrors(t *testing.T) {
 		t.Fatal("a refused decision ran the tool")
 	}
 	// None of them decided: a valid edit is taken, and runs.
-	var got server.ApprovalView
-	if code := f.do("POST", path, aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":7}`)}, &got); code != 200 {
+	var got serverapi.ApprovalView
+	if code := f.do("POST", path, aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":7}`)}, &got); code != 200 {
 		t.Fatalf("valid edit: %d %+v", code, got)
 	}
 	f.waitRun(id, store.RunDone)
@@ -132,8 +134,8 @@ func TestDecisionErrors(t *testing.T) {
 	}
 	// A retry is the same decision only for the same arguments, digit for
 	// digit (approval.Digest): 7.0 is not what ran.
-	var prob server.Problem
-	if code := f.do("POST", path, aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":7.0}`)}, &prob); code != http.StatusConflict {
+	var prob serverapi.Problem
+	if code := f.do("POST", path, aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":7.0}`)}, &prob); code != http.StatusConflict {
 		t.Fatalf("a retry with other edited arguments: %d %+v, want 409", code, prob)
 	}
 }
@@ -147,14 +149,14 @@ func TestDecisionExpired(t *testing.T) {
 	f2 := newFixture(t, nil, nil, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}})
 	id := f2.startRun()
 	run := f2.waitRun(id, store.RunPending, store.RunDone)
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	f2.do("GET", "/v1/approvals?run="+id, aliceToken, nil, &page)
 	if len(page.Approvals) != 1 {
 		t.Fatalf("approvals of %s (%s): %+v", id, run.Status, page)
 	}
 	a := page.Approvals[0]
-	var p server.Problem
-	if code := f2.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &p); code != http.StatusGone || p.Type != server.ProblemExpired {
+	var p serverapi.Problem
+	if code := f2.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &p); code != http.StatusGone || p.Type != serverapi.ProblemExpired {
 		t.Fatalf("decision on an expired approval: %d %+v", code, p)
 	}
 	f2.waitRun(id, store.RunDone)
@@ -166,16 +168,16 @@ func TestDecisionExpired(t *testing.T) {
 // A run whose agent does not build is refused with 422 naming the server
 // configuration and the field, and no flag of the command line.
 func TestStartRunAgentDoesNotBuild(t *testing.T) {
-	srv, err := server.New(store.NewMemory(nil), failingBuilder{"payer": &server.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
-		&server.Options{Tokens: testTokens(t), Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}})
+	srv, err := server.New(store.NewMemory(nil), failingBuilder{"payer": &runs.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
+		&server.Options{Tokens: testTokens(t).Lookup, Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	f := &fixture{t: t, ts: ts}
-	var p server.Problem
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &p); code != http.StatusUnprocessableEntity ||
+	var p serverapi.Problem
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &p); code != http.StatusUnprocessableEntity ||
 		p.Detail != `the run could not start: agent "payer" in the server configuration: policy: open /srv/policy.yaml: no such file` {
 		t.Fatalf("%d %+v", code, p)
 	}
@@ -196,7 +198,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
     workdir: ws
     policy: policy.yaml
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		b      runs.Builder
-		config *server.Config
+		config *serveconfig.Config
 		want   string
 	}{
 		{"with the file", failingBuilder{"payer": notLoaded}, c, p + `:5:13: agents.payer.policy: policy.yaml:3:5: unknown key "rulez"`},
@@ -213,15 +215,19 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 		{"not applied", unapplied, c, p + ":5:13: agents.payer.policy: set to "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := server.New(store.NewMemory(nil), tc.b, &server.Options{Tokens: testTokens(t), Agents: c.Agents, Config: tc.config})
+			opts := &server.Options{Tokens: testTokens(t).Lookup, Agents: c.Agents}
+			if tc.config != nil {
+				opts.AgentProblem = tc.config.AgentProblem
+			}
+			srv, err := server.New(store.NewMemory(nil), tc.b, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
 			f := &fixture{t: t, ts: ts}
-			var pr server.Problem
-			code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &pr)
+			var pr serverapi.Problem
+			code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &pr)
 			prefix := `the run could not start: agent "payer" in the server configuration: `
 			if code != http.StatusUnprocessableEntity || !strings.HasPrefix(pr.Detail, prefix+tc.want) || strings.Contains(pr.Detail, "policyFile") {
 				t.Fatalf("%d %q, want 422 %q...", code, pr.Detail, prefix+tc.want)
@@ -254,7 +260,7 @@ func TestWrongMethod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var p server.Problem
+		var p serverapi.Problem
 		err = json.NewDecoder(resp.Body).Decode(&p)
 		resp.Body.Close()
 		if resp.StatusCode != tc.status || resp.Header.Get("Allow") != tc.allow || err != nil || p.Status != tc.status ||

@@ -11,62 +11,18 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
 // Limits of GET /v1/audit.
 const (
-	// DefaultAuditLimit is how many decisions a search returns when
-	// ?limit= is not given; MaxAuditLimit the most it returns.
-	DefaultAuditLimit = 1000
-	MaxAuditLimit     = 100_000
+	// defaultAuditLimit is how many decisions a search returns when
+	// ?limit= is not given; maxAuditLimit the most it returns.
+	defaultAuditLimit = 1000
+	maxAuditLimit     = 100_000
 )
-
-// AuditEntry is one decided tool call, as GET /v1/audit shows it.
-type AuditEntry struct {
-	// Time is when the call was decided.
-	Time time.Time `json:"time"`
-	// RunID, CallID and Tool name the call; Source what started the run
-	// ([RunContext.Source]).
-	RunID  string `json:"runId"`
-	CallID string `json:"callId"`
-	Tool   string `json:"tool"`
-	Source string `json:"source"`
-	// Outcome is the gate's (allowed, approved, denied, declined, ...).
-	Outcome string `json:"outcome"`
-	// By decided ("rule:no-rm", "person:alice"); Actor, when set, acted on
-	// By's behalf; Reason is the decision's reason.
-	By     string `json:"by"`
-	Actor  string `json:"actor,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// RuleAt is where the rule that decided, or the last rule that voted
-	// (the one that asked, on an approved call), is written in the run's
-	// policy file ("policy.yaml:12:5"), when the file still has it.
-	RuleAt string `json:"ruleAt,omitempty"`
-	// RulePolicy, with RuleAt, is the agent whose policy file GET
-	// /v1/agents/{name}/policy shows, RuleAt's file as it is now; empty
-	// when the server's configuration no longer names that file.
-	RulePolicy string `json:"rulePolicy,omitempty"`
-	// LayerVersion is the version of the tenant's rule layer that decided
-	// the call (a remembered allow that answered it, a remembered deny),
-	// 0 when the layer did not.
-	LayerVersion int64 `json:"layerVersion,omitempty"`
-	// Args are the arguments the call ran with (or was refused with).
-	Args json.RawMessage `json:"args,omitempty"`
-	// Votes are every source that had a say; Shadow the shadow rules'
-	// would-be votes.
-	Votes  []approval.Vote `json:"votes,omitempty"`
-	Shadow []approval.Vote `json:"shadow,omitempty"`
-}
-
-// AuditPage is GET /v1/audit.
-type AuditPage struct {
-	// Entries are the decisions found, in the store's order.
-	Entries []AuditEntry `json:"entries"`
-	// Truncated is set when more decisions matched than the limit.
-	Truncated bool `json:"truncated,omitempty"`
-}
 
 // auditFilter is what GET /v1/audit selects; empty fields select all.
 type auditFilter struct {
@@ -77,7 +33,7 @@ type auditFilter struct {
 // matches reports whether e is selected: the tool, source and outcome
 // exactly; a rule that voted or decided (rule:NAME); a person who decided
 // or acted (person:NAME); decided at or after since.
-func (f auditFilter) matches(e AuditEntry) bool {
+func (f auditFilter) matches(e serverapi.AuditEntry) bool {
 	switch {
 	case f.tool != "" && e.Tool != f.tool,
 		f.source != "" && e.Source != f.source,
@@ -112,7 +68,7 @@ func votedBy(vs []approval.Vote, who string) bool {
 // audit is GET /v1/audit?tool=&rule=&person=&source=&outcome=&since=&limit=&format=:
 // the decided calls of the caller's tenant, in the store's order (runs as
 // stored, calls as recorded), as JSON or, with format=jsonl, as JSON Lines
-// (application/jsonl, one AuditEntry a line).
+// (application/jsonl, one serverapi.AuditEntry a line).
 func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 	q := r.URL.Query()
 	f := auditFilter{tool: q.Get("tool"), rule: q.Get("rule"), person: q.Get("person"), source: q.Get("source"), outcome: q.Get("outcome")}
@@ -124,11 +80,11 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 		}
 		f.since = s.now().Add(-d)
 	}
-	limit := DefaultAuditLimit
+	limit := defaultAuditLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxAuditLimit {
-			problemf(w, r, http.StatusBadRequest, "limit: want a number from 1 to "+strconv.Itoa(MaxAuditLimit))
+		if err != nil || n < 1 || n > maxAuditLimit {
+			problemf(w, r, http.StatusBadRequest, "limit: want a number from 1 to "+strconv.Itoa(maxAuditLimit))
 			return
 		}
 		limit = n
@@ -138,7 +94,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusBadRequest, "format: want json or jsonl")
 		return
 	}
-	out := AuditPage{Entries: []AuditEntry{}}
+	out := serverapi.AuditPage{Entries: []serverapi.AuditEntry{}}
 	for run, err := range store.AllRuns(r.Context(), s.store, store.RunFilter{Tenant: p.Tenant}) {
 		if err != nil {
 			problemf(w, r, http.StatusInternalServerError, "reading the runs failed")
@@ -176,7 +132,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 // auditEntries are the decided calls of run: its result's records when it
 // ended, its state's otherwise, a Claude Code or Codex session's from its
 // events (the latest 1,000); calls still pending are left out.
-func (s *Server) auditEntries(ctx context.Context, run store.Run) []AuditEntry {
+func (s *Server) auditEntries(ctx context.Context, run store.Run) []serverapi.AuditEntry {
 	var v struct {
 		ToolCalls []gate.Record `json:"toolCalls"`
 	}
@@ -200,13 +156,13 @@ func (s *Server) auditEntries(ctx context.Context, run store.Run) []AuditEntry {
 	if pol != nil {
 		served = s.rulePolicy(run, path)
 	}
-	var out []AuditEntry
+	var out []serverapi.AuditEntry
 	for _, rec := range v.ToolCalls {
 		d := rec.Decision
 		if d.Outcome == gate.OutcomePending {
 			continue
 		}
-		e := AuditEntry{Time: rec.Started, RunID: run.ID, CallID: rec.ID, Tool: rec.Name, Source: source, Outcome: string(d.Outcome),
+		e := serverapi.AuditEntry{Time: rec.Started, RunID: run.ID, CallID: rec.ID, Tool: rec.Name, Source: source, Outcome: string(d.Outcome),
 			By: d.By.String(), Reason: d.Reason, Args: rec.Args, Votes: d.Votes, Shadow: d.Shadow}
 		if !d.Actor.IsZero() {
 			e.Actor = d.Actor.String()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -18,10 +18,10 @@ func TestAudit(t *testing.T) {
 	approved, declined := f.startRun(), f.startRun()
 	for _, c := range []struct {
 		run string
-		req server.DecisionRequest
+		req serverapi.DecisionRequest
 	}{
-		{approved, server.DecisionRequest{Decision: "approve"}},
-		{declined, server.DecisionRequest{Decision: "deny", Reason: "not this month"}},
+		{approved, serverapi.DecisionRequest{Decision: "approve"}},
+		{declined, serverapi.DecisionRequest{Decision: "deny", Reason: "not this month"}},
 	} {
 		a := f.pending(c.run)
 		c.req.ArgsDigest = a.ArgsDigest
@@ -30,9 +30,9 @@ func TestAudit(t *testing.T) {
 		}
 		f.waitRun(c.run, store.RunDone)
 	}
-	search := func(token, q string) server.AuditPage {
+	search := func(token, q string) serverapi.AuditPage {
 		t.Helper()
-		var page server.AuditPage
+		var page serverapi.AuditPage
 		if code := f.do("GET", "/v1/audit"+q, token, nil, &page); code != http.StatusOK {
 			t.Fatalf("GET /v1/audit%s: %d", q, code)
 		}
@@ -69,7 +69,7 @@ func TestAudit(t *testing.T) {
 		t.Fatalf("jsonl: %s %q", resp.Header.Get("Content-Type"), body)
 	}
 	for _, l := range lines {
-		var x server.AuditEntry
+		var x serverapi.AuditEntry
 		if err := json.Unmarshal([]byte(l), &x); err != nil || x.Tool != "transfer" {
 			t.Fatalf("jsonl line %q: %v", l, err)
 		}

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
 // Role is what a token may do within its tenant. A token has one or more
@@ -43,18 +45,10 @@ const (
 	RoleAgent Role = "agent"
 )
 
-// Valid reports whether r is one of the five roles.
-func (r Role) Valid() bool {
-	switch r {
-	case RoleViewer, RoleApprover, RoleOperator, RoleAdmin, RoleAgent:
-		return true
-	}
-	return false
-}
-
-// Principal is who a request is from, as its bearer token says: a name, a
-// tenant and roles. Decisions record it as "person:<Name>"
-// ([Principal.Decider]); it never comes from a request body.
+// Principal is who a request is from, as its bearer token says
+// ([Options.Tokens]): a name, a tenant ("" is the default tenant) and
+// roles. Decisions, cancels and started runs record it as the person
+// "person:<Name>"; it never comes from a request body.
 type Principal struct {
 	Name   string `json:"name"`
 	Tenant string `json:"tenant"`
@@ -71,128 +65,30 @@ func (p Principal) Has(r Role) bool {
 	return r == RoleViewer && slices.ContainsFunc(p.Roles, func(x Role) bool { return x != RoleAgent })
 }
 
-// Decider is the principal recorded on a decision, a cancel or a started
+// decider is the principal recorded on a decision, a cancel or a started
 // run: a person with p's name.
-func (p Principal) Decider() approval.Principal {
+func (p Principal) decider() approval.Principal {
 	return approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}
 }
 
-// TokenPrefix starts every token [NewToken] makes, so that a leaked one is
-// easy to find with a secret scanner.
-const TokenPrefix = "tg_"
-
-// NewToken returns a new random bearer token (TokenPrefix and 64 hex
-// digits, 256 bits) and its SHA-256 as [HashToken] gives it: the hash goes
-// in the tokens file, the token to its holder only.
-func NewToken() (token, hash string, err error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", "", err
-	}
-	token = TokenPrefix + hex.EncodeToString(b)
-	return token, HashToken(token), nil
-}
-
-// HashToken returns the lowercase hex SHA-256 of a token, as the tokens file
-// stores it (the same as `printf %s TOKEN | sha256sum`).
-func HashToken(token string) string {
+// hashToken returns the lowercase hex SHA-256 of a token or ticket: the
+// server keeps hashes only.
+func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
 
-// Tokens maps the SHA-256 of bearer tokens to principals. The tokens
-// themselves are never kept. Build one with [NewTokens] or [LoadTokens].
-type Tokens struct {
-	byHash map[string]Principal
-}
-
-// TokenEntry is one token of a tokens file: the SHA-256 of the token (64
-// hex digits) and the principal it stands for.
-type TokenEntry struct {
-	SHA256 string `yaml:"sha256" json:"sha256"`
-	Name   string `yaml:"name" json:"name"`
-	Tenant string `yaml:"tenant" json:"tenant"`
-	Roles  []Role `yaml:"roles" json:"roles"`
-}
-
-// NewTokens checks entries and returns the token table. Errors name the entry
-// (from 0): a hash that is not 64 hex digits, an empty name, no role or an
-// unknown one, a hash listed twice.
-func NewTokens(entries []TokenEntry) (*Tokens, error) {
-	t := &Tokens{byHash: map[string]Principal{}}
-	for i, e := range entries {
-		h := strings.ToLower(e.SHA256)
-		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {
-			return nil, fmt.Errorf("tokens[%d]: sha256: want the 64 hex digits of the token's SHA-256 (tollgate serve token makes one)", i)
-		}
-		if e.Name == "" || strings.ContainsFunc(e.Name, isControlOrSpace) {
-			return nil, fmt.Errorf("tokens[%d]: name: want a non-empty name without spaces or control characters", i)
-		}
-		if strings.ContainsFunc(e.Tenant, isControlOrSpace) {
-			return nil, fmt.Errorf("tokens[%d]: tenant %q: no spaces or control characters", i, e.Tenant)
-		}
-		if len(e.Roles) == 0 {
-			return nil, fmt.Errorf("tokens[%d]: roles: want at least one of viewer, approver, operator, admin, agent", i)
-		}
-		for _, r := range e.Roles {
-			if !r.Valid() {
-				return nil, fmt.Errorf("tokens[%d]: roles: unknown role %q (want viewer, approver, operator, admin or agent)", i, r)
-			}
-		}
-		if _, dup := t.byHash[h]; dup {
-			return nil, fmt.Errorf("tokens[%d]: the same token hash is listed twice", i)
-		}
-		t.byHash[h] = Principal{Name: e.Name, Tenant: e.Tenant, Roles: slices.Clone(e.Roles)}
-	}
-	return t, nil
-}
-
-func isControlOrSpace(r rune) bool { return r <= ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) }
-
-// Lookup returns the principal of a bearer token.
-func (t *Tokens) Lookup(token string) (Principal, bool) {
-	if t == nil || token == "" || len(token) > maxTokenLen {
-		return Principal{}, false
-	}
-	p, ok := t.byHash[HashToken(token)]
-	return p, ok
-}
-
-// Len returns how many tokens the table holds.
-func (t *Tokens) Len() int {
-	if t == nil {
-		return 0
-	}
-	return len(t.byHash)
-}
-
-// Tenants returns the tenants of the table's principals, sorted, each
-// once ("" is the default tenant).
-func (t *Tokens) Tenants() []string {
-	if t == nil {
-		return nil
-	}
-	var out []string
-	for _, p := range t.byHash {
-		if !slices.Contains(out, p.Tenant) {
-			out = append(out, p.Tenant)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 const maxTokenLen = 512
 
-// TicketTTL is how long a stream ticket ([Server]'s POST /v1/events/ticket)
+// ticketTTL is how long a stream ticket ([Server]'s POST /v1/events/ticket)
 // authenticates GET /v1/events and /v1/ws: long enough for EventSource's
 // reconnects, short enough that one in a log is of little use.
-const TicketTTL = 60 * time.Second
+const ticketTTL = 60 * time.Second
 
 // Default caps of the stream tickets alive at once ([Options.MaxTickets]).
 const (
-	DefaultMaxTickets             = 8192
-	DefaultMaxTicketsPerPrincipal = 64
+	defaultMaxTickets             = 8192
+	defaultMaxTicketsPerPrincipal = 64
 )
 
 // tickets are short-lived stream credentials for clients that cannot send
@@ -250,15 +146,15 @@ func (ts *tickets) mint(p Principal, now time.Time) (string, time.Time, error) {
 			retry = mine[0].Sub(now)
 		}
 		return "", time.Time{}, &errTooManyTickets{
-			detail: fmt.Sprintf("too many live stream tickets (at most %d per principal, %d in all); each lasts %s and may be used again until then: reuse one, or retry later", ts.perPrincipal, ts.max, TicketTTL),
+			detail: fmt.Sprintf("too many live stream tickets (at most %d per principal, %d in all); each lasts %s and may be used again until then: reuse one, or retry later", ts.perPrincipal, ts.max, ticketTTL),
 			retry:  retry,
 		}
 	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	id := "tkt_" + hex.EncodeToString(b)
-	exp := now.Add(TicketTTL)
-	h := HashToken(id)
+	exp := now.Add(ticketTTL)
+	h := hashToken(id)
 	ts.m[h] = ticket{p: p, exp: exp}
 	ts.queue = append(ts.queue, queuedTicket{hash: h, principal: key, exp: exp})
 	ts.live[key] = append(ts.live[key], exp)
@@ -288,7 +184,7 @@ func (ts *tickets) lookup(id string, now time.Time) (Principal, bool) {
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	t, ok := ts.m[HashToken(id)]
+	t, ok := ts.m[hashToken(id)]
 	if !ok || !now.Before(t.exp) {
 		return Principal{}, false
 	}
@@ -306,7 +202,7 @@ func (s *Server) authenticate(r *http.Request, ticketOK bool) (Principal, error)
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return Principal{}, errors.New("the Authorization header must be \"Bearer TOKEN\"")
 		}
-		p, ok := s.tokens.Lookup(strings.TrimSpace(tok))
+		p, ok := s.lookupToken(strings.TrimSpace(tok))
 		if !ok {
 			return Principal{}, errors.New("the bearer token is not known")
 		}
@@ -322,4 +218,24 @@ func (s *Server) authenticate(r *http.Request, ticketOK bool) (Principal, error)
 		return Principal{Name: p.Name, Tenant: p.Tenant, Roles: []Role{RoleViewer}}, nil
 	}
 	return Principal{}, errNoToken
+}
+
+func (s *Server) mintTicket(w http.ResponseWriter, r *http.Request, p Principal) {
+	t, exp, err := s.tickets.mint(p, s.now())
+	var many *errTooManyTickets
+	if errors.As(err, &many) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((many.retry+time.Second-1)/time.Second))))
+		writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemTooManyTickets, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Detail: many.detail})
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"ticket": t, "expiresAt": exp})
+}
+
+// lookupToken returns the principal of a bearer token by Options.Tokens;
+// none is known without it, nor one longer than maxTokenLen.
+func (s *Server) lookupToken(token string) (Principal, bool) {
+	if s.tokens == nil || token == "" || len(token) > maxTokenLen {
+		return Principal{}, false
+	}
+	return s.tokens(token)
 }

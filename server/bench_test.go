@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
@@ -91,8 +91,8 @@ func BenchmarkIdlePendingRun(b *testing.B) {
 }
 
 func benchStart(f *fixture) string {
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "go"}, &v); code != http.StatusCreated {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "go"}, &v); code != http.StatusCreated {
 		panic(fmt.Sprintf("start: %d", code))
 	}
 	return v.ID
@@ -163,7 +163,7 @@ func BenchmarkDecision(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				ids := make([]string, inflight)
-				aps := make([]server.ApprovalView, inflight)
+				aps := make([]serverapi.ApprovalView, inflight)
 				for i := range ids {
 					ids[i] = benchStart(f)
 				}
@@ -177,8 +177,8 @@ func BenchmarkDecision(b *testing.B) {
 				for i := range ids {
 					wg.Go(func() {
 						t0[i] = time.Now()
-						var got server.ApprovalView
-						if code := f.do("POST", "/v1/approvals/"+aps[i].ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: aps[i].ArgsDigest}, &got); code != http.StatusOK {
+						var got serverapi.ApprovalView
+						if code := f.do("POST", "/v1/approvals/"+aps[i].ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: aps[i].ArgsDigest}, &got); code != http.StatusOK {
 							panic(fmt.Sprintf("decision: %d", code))
 						}
 					})

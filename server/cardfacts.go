@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -19,59 +20,6 @@ const (
 	// maxEarlier bounds the earlier decisions shown (the latest are kept).
 	maxEarlier = 20
 )
-
-// The sources of a run, as [RunContext.Source] names them.
-const (
-	// SourceAgent is a run of an agent of the server's configuration.
-	SourceAgent = "agent"
-	// SourceClaudeCode is a Claude Code session governed as a run.
-	SourceClaudeCode = "claude-code"
-	// SourceCodex is a Codex CLI session governed as a run.
-	SourceCodex = "codex"
-	// SourceCommandLine is a run stored by 'tollgate run'.
-	SourceCommandLine = "command-line"
-	// SourceMCP is an MCP client's session through the gateway.
-	SourceMCP = "mcp"
-)
-
-// RunContext is what a person needs of the run a request belongs to, read
-// from the run's stored state and configuration.
-type RunContext struct {
-	// Source is what started the run: [SourceAgent], [SourceClaudeCode],
-	// [SourceCodex] or [SourceCommandLine].
-	Source string `json:"source"`
-	// Prompt is the run's first user message: what the person who started
-	// it asked for (at most 4,000 bytes). For a Claude Code or Codex
-	// session, the session's last user prompt.
-	Prompt string `json:"prompt,omitempty"`
-	// Intent is the assistant text of the turn that made the call: what the
-	// model said it was doing (at most 4,000 bytes); empty when it said
-	// nothing. For a session, the model's last text before the call.
-	Intent string `json:"intent,omitempty"`
-	// Reported is set when Prompt and Intent are a session's, as its agent
-	// reported them (from its transcript, its hook's input or its earlier
-	// events): tollgate did not see the conversation, so they are shown as
-	// the agent's word, not verified.
-	Reported bool `json:"reported,omitempty"`
-	// Workspace is the run's working directory, as configured (a session's:
-	// the directory its agent reported working in).
-	Workspace string `json:"workspace,omitempty"`
-	// Earlier are the decisions already made in this run on calls of the
-	// same tool, oldest first (the latest 20).
-	Earlier []EarlierDecision `json:"earlier,omitempty"`
-}
-
-// EarlierDecision is one finished call of the same tool in the run.
-type EarlierDecision struct {
-	// Outcome is the gate's outcome (allowed, approved, denied, ...).
-	Outcome string `json:"outcome"`
-	// By is who decided ("rule:ask-transfer", "person:alice").
-	By string `json:"by,omitempty"`
-	// Reason is the decision's reason.
-	Reason string `json:"reason,omitempty"`
-	// Args are the arguments the call ran with (or was refused with).
-	Args json.RawMessage `json:"args,omitempty"`
-}
 
 // runState is the part of a stored agent state a card reads.
 type runState struct {
@@ -89,17 +37,17 @@ type runState struct {
 
 // runContext returns what a card shows of run for the request a; nil when
 // run is nil.
-func runContext(a store.Approval, run *store.Run) *RunContext {
+func runContext(a store.Approval, run *store.Run) *serverapi.RunContext {
 	if run == nil {
 		return nil
 	}
-	c := &RunContext{Source: SourceCommandLine}
+	c := &serverapi.RunContext{Source: serverapi.SourceCommandLine}
 	if cfg, err := runs.LoadConfig(*run); err == nil {
 		c.Workspace = cfg.Workdir
 		c.Source = sourceOf(cfg.Agent, "")
 	}
 	if mcpSession(*run) {
-		c.Source = SourceMCP
+		c.Source = serverapi.SourceMCP
 	}
 	var st runState
 	if len(run.State) == 0 || json.Unmarshal(run.State, &st) != nil {
@@ -115,7 +63,7 @@ func runContext(a store.Approval, run *store.Run) *RunContext {
 	}
 	for _, r := range st.ToolCalls {
 		if r.Name == a.Tool {
-			c.Earlier = append(c.Earlier, EarlierDecision{Outcome: r.Decision.Outcome, By: r.Decision.By.String(), Reason: r.Decision.Reason, Args: r.Args})
+			c.Earlier = append(c.Earlier, serverapi.EarlierDecision{Outcome: r.Decision.Outcome, By: r.Decision.By.String(), Reason: r.Decision.Reason, Args: r.Args})
 		}
 	}
 	if len(c.Earlier) > maxEarlier {
@@ -129,12 +77,12 @@ func runContext(a store.Approval, run *store.Run) *RunContext {
 // claude-code or codex).
 func sourceOf(agent, source string) string {
 	switch {
-	case source == SourceClaudeCode || source == SourceCodex || source == SourceMCP:
+	case source == serverapi.SourceClaudeCode || source == serverapi.SourceCodex || source == serverapi.SourceMCP:
 		return source
 	case agent != "":
-		return SourceAgent
+		return serverapi.SourceAgent
 	}
-	return SourceCommandLine
+	return serverapi.SourceCommandLine
 }
 
 // asks reports whether the assistant message m makes the call callID.

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/store"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -41,11 +42,11 @@ func TestApprovalContext(t *testing.T) {
 	id := f.startRun()
 	a := f.pending(id)
 	c := a.Context
-	if c == nil || c.Source != server.SourceAgent || c.Prompt != "pay" || c.Intent != "I'll move five first." || c.Workspace == "" || len(c.Earlier) != 0 {
+	if c == nil || c.Source != serverapi.SourceAgent || c.Prompt != "pay" || c.Intent != "I'll move five first." || c.Workspace == "" || len(c.Earlier) != 0 {
 		t.Fatalf("first approval's context: %+v", c)
 	}
-	var got server.ApprovalView
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
+	var got serverapi.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &got); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	b := f.nextPending(id, a.ID)
@@ -74,7 +75,7 @@ func compact(t *testing.T, b json.RawMessage) string {
 
 // nextPending returns the pending approval of run id other than prev,
 // following the store's events until there is one.
-func (f *fixture) nextPending(id, prev string) server.ApprovalView {
+func (f *fixture) nextPending(id, prev string) serverapi.ApprovalView {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -83,7 +84,7 @@ func (f *fixture) nextPending(id, prev string) server.ApprovalView {
 		if evs, _ := f.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: id, AfterSeq: after}); len(evs) > 0 {
 			after = evs[len(evs)-1].Seq
 		}
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending&run="+id, aliceToken, nil, &page)
 		for _, a := range page.Approvals {
 			if a.ID != prev {
@@ -104,9 +105,9 @@ func (f *fixture) nextPending(id, prev string) server.ApprovalView {
 func TestListRunsNewestFirst(t *testing.T) {
 	f := newFixture(t, nil, nil, nil)
 	first, second := f.startRun(), f.startRun()
-	var page server.RunPage
+	var page serverapi.RunPage
 	if code := f.do("GET", "/v1/runs?order=newest", vicToken, nil, &page); code != http.StatusOK || len(page.Runs) != 2 ||
-		page.Runs[0].ID != second || page.Runs[1].ID != first || page.Runs[0].Source != server.SourceAgent {
+		page.Runs[0].ID != second || page.Runs[1].ID != first || page.Runs[0].Source != serverapi.SourceAgent {
 		t.Fatalf("newest first: %d %+v", code, page)
 	}
 	if code := f.do("GET", "/v1/runs?order=newest", bobToken, nil, &page); code != http.StatusOK || len(page.Runs) != 0 {
@@ -137,16 +138,16 @@ func TestApprovalRuleAtAndDeclaredRisk(t *testing.T) {
 		t.Fatalf("rule at %q, risk %q from %q", a.RuleAt, a.Risk, a.RiskFrom)
 	}
 	// The decision, in the audit, links to the rule's line.
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(a.RunID, store.RunDone)
-	var page server.AuditPage
+	var page serverapi.AuditPage
 	if code := f.do("GET", "/v1/audit", vicToken, nil, &page); code != http.StatusOK || len(page.Entries) != 1 || page.Entries[0].RuleAt != "policy.yaml:5:5" {
 		t.Fatalf("audit: %d %+v", code, page)
 	}
 	write("rules:\n  - id: other\n    tool: x\n    decision: deny\n    reason: r\n\n  - id: ask-transfer\n    tool: transfer\n    decision: ask\n    reason: money moves\n")
-	var got server.ApprovalView
+	var got serverapi.ApprovalView
 	if code := f.do("GET", "/v1/approvals/"+a.ID, vicToken, nil, &got); code != http.StatusOK || got.RuleAt != "policy.yaml:7:5" || got.RiskFrom != "hints" {
 		t.Fatalf("after the file changed: %d rule at %q, risk from %q", code, got.RuleAt, got.RiskFrom)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -54,22 +55,8 @@ type ClaudeCodeOptions struct {
 	MaxWait time.Duration
 }
 
-// Defaults of POST /v1/hooks/claude-code's ?wait=.
-const (
-	DefaultClaudeWait    = 50 * time.Second
-	DefaultClaudeMaxWait = 10 * time.Minute
-)
-
-// ClaudeAgent is the agent name of a Claude Code session's run.
-const ClaudeAgent = "claude-code"
-
-// CodexAgent is the agent name of a Codex session's run.
-const CodexAgent = "codex"
-
-// HeaderAsk carries the reason of an ask by the hook's own policy (the
-// command hook's --policy): the server then asks a person even where its
-// own policies allow. Nothing else the hook sends can lower a decision.
-const HeaderAsk = "Tollgate-Ask"
+// defaultClaudeMaxWait is the default of ClaudeCodeOptions.MaxWait.
+const defaultClaudeMaxWait = 10 * time.Minute
 
 // claudeCode is the server's Claude Code endpoint.
 type claudeCode struct {
@@ -114,17 +101,17 @@ func (s *Server) agentHook(cc *claudeCode, w http.ResponseWriter, r *http.Reques
 		writeClaude(w, claudegate.Failed("", err.Error()))
 		return
 	}
-	writeClaude(w, cc.handle(r.Context(), p, in, wait, r.Header.Get(HeaderAsk)))
+	writeClaude(w, cc.handle(r.Context(), p, in, wait, r.Header.Get(serverapi.HeaderAsk)))
 }
 
 func (cc *claudeCode) wait(r *http.Request) (time.Duration, error) {
 	max := cc.opts.MaxWait
 	if max <= 0 {
-		max = DefaultClaudeMaxWait
+		max = defaultClaudeMaxWait
 	}
 	q := r.URL.Query().Get("wait")
 	if q == "" {
-		return min(DefaultClaudeWait, max), nil
+		return min(serverapi.DefaultClaudeWait, max), nil
 	}
 	d, err := time.ParseDuration(q)
 	if err != nil || d < 0 {
@@ -152,7 +139,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 	asker := &storeAsker{cc: cc, run: run, wait: wait}
 	opts := &claudegate.Options{
 		Policies: cc.opts.Policies, Listener: cc.opts.Listener, StateDir: cc.opts.StateDir,
-		Principal: p.Decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log, Source: cc.source,
+		Principal: p.decider(), ApprovalTTL: cc.opts.ApprovalTTL, Logger: cc.s.log, Source: cc.source,
 		Asker:    asker,
 		OnRecord: func(ctx context.Context, rec gate.Record) { cc.record(ctx, run, rec) },
 	}
@@ -259,7 +246,7 @@ func (cc *claudeCode) openSession(ctx context.Context, p Principal, c sessionCon
 		return run, err
 	}
 	cfg, _ := json.Marshal(c)
-	owner := p.Decider()
+	owner := p.decider()
 	started, _ := json.Marshal(map[string]any{"agent": c.Agent, "owner": owner, "source": cc.source, "workspace": c.Workspace})
 	run, err = st.CreateRun(ctx, store.CreateRunRequest{
 		Run:    store.Run{ID: id, Tenant: p.Tenant, Owner: owner.String(), Status: store.RunRunning, Config: cfg},

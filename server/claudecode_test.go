@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -39,16 +41,16 @@ func claudeFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := []server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
-		{SHA256: server.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
+	entries := []serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: serveconfig.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
 	}
-	tk, err := server.NewTokens(entries)
+	tk, err := serveconfig.NewTokens(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk,
+	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()}})
 }
 
@@ -83,9 +85,9 @@ func TestClaudeHookHTTP(t *testing.T) {
 	if code := f.do("GET", "/v1/runs", agentToken, nil, nil); code != http.StatusForbidden {
 		t.Errorf("the agent's token listing runs: %d, want 403", code)
 	}
-	var runs server.RunPage
+	var runs serverapi.RunPage
 	f.do("GET", "/v1/runs", aliceToken, nil, &runs)
-	if len(runs.Runs) != 1 || runs.Runs[0].Agent != server.ClaudeAgent || runs.Runs[0].Owner != "person:ci-bot" || runs.Runs[0].Status != store.RunRunning {
+	if len(runs.Runs) != 1 || runs.Runs[0].Agent != serverapi.ClaudeAgent || runs.Runs[0].Owner != "person:ci-bot" || runs.Runs[0].Status != store.RunRunning {
 		t.Errorf("runs %+v", runs.Runs)
 	}
 	var view struct {
@@ -121,9 +123,9 @@ func TestClaudeHookAskApprovedWithEdit(t *testing.T) {
 		f.do("POST", "/v1/hooks/claude-code?wait=1m", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1"), &out)
 		got <- out
 	}()
-	var a server.ApprovalView
+	var a serverapi.ApprovalView
 	for {
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 		if len(page.Approvals) > 0 {
 			a = page.Approvals[0]
@@ -132,10 +134,10 @@ func TestClaudeHookAskApprovedWithEdit(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	edit := json.RawMessage(`{"path":"/work/ws/notes.txt","content":"b"}`)
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", agentToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", agentToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
 		t.Errorf("the agent deciding: %d, want 403", code)
 	}
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: edit}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: edit}, nil); code != http.StatusOK {
 		t.Fatalf("deciding: %d", code)
 	}
 	out := <-got
@@ -156,7 +158,7 @@ func TestClaudeHookNoAnswer(t *testing.T) {
 	if !strings.Contains(permission(out), "deny: no one answered") {
 		t.Errorf("%s", permission(out))
 	}
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 	if len(page.Approvals) != 0 {
 		t.Errorf("still pending: %+v", page.Approvals)
@@ -168,7 +170,7 @@ func TestClaudeHookNoAnswer(t *testing.T) {
 func TestClaudeHookLocalAsk(t *testing.T) {
 	f := claudeFixture(t)
 	var out claudegate.Output
-	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"git push"}`, "t1"), &out, server.HeaderAsk, "the hook's policy asks")
+	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Bash", `{"command":"git push"}`, "t1"), &out, serverapi.HeaderAsk, "the hook's policy asks")
 	if !strings.Contains(permission(out), "deny: no one answered") {
 		t.Errorf("with the header: %s", permission(out))
 	}

@@ -9,7 +9,11 @@
 // # API
 //
 // JSON, RFC 3339 times, opaque cursors (?cursor= from a page's next), errors
-// as RFC 9457 problem details (application/problem+json):
+// as RFC 9457 problem details (application/problem+json; beyond the plain
+// statuses their type is https://tollgate.dev/problems/ and one of
+// already-decided, expired, digest-mismatch, invalid-edit, role,
+// idempotency-key-reused, too-many-streams, too-many-runs,
+// too-many-tickets, written .../NAME below):
 //
 //	POST /v1/runs                      {agent, prompt}; Idempotency-Key header   operator
 //	GET  /v1/runs?status=&order=oldest|newest&cursor=&limit=                     viewer
@@ -46,17 +50,23 @@
 //
 // POST /v1/runs with an Idempotency-Key the same principal sent before is
 // that run (200), however often it is sent; with another agent or prompt
-// it is 422 ([ProblemIdempotencyKeyReused]). Other errors: 404 an agent the
-// caller's tenant may not use (as an unknown one), 422 an empty prompt or a
-// run whose agent does not build (its detail names the key of server.yaml
-// the problem is at, as the user wrote it, with the file and line when
-// [Options.Config] is set: "server.yaml:12:13: agents.payer.policy: ...";
-// [Config.CheckAgents] finds these at start), 429 ([ProblemTooManyRuns],
+// it is 422 (problem type .../idempotency-key-reused). Other errors: 404 an
+// agent the caller's tenant may not use (as an unknown one), 422 an empty
+// prompt or a run whose agent does not build (its detail names the key of
+// server.yaml the problem is at, as the user wrote it, with the file and
+// line by [Options.AgentProblem]: "server.yaml:12:13: agents.payer.policy:
+// ..."; `tollgate serve` finds these at start), 429 (.../too-many-runs,
 // with Retry-After) a start while the caller's tenant has
 // [Options.MaxRunsPerTenant] runs running on the server. A request body
 // that does not arrive within [Options.BodyReadTimeout] is 408, its
 // connection closed. A path no endpoint has is 404; a method its endpoint
 // does not answer is 405 with the methods it does in Allow (RFC 9110).
+//
+// Limits: a JSON request body is at most 1 MiB (413 over; POST /v1/runs 4
+// MiB, a policy to replay 256 KiB) and nested at most 64 deep; an
+// Idempotency-Key at most 255 bytes; GET /v1/audit gives 1,000 entries
+// unless ?limit= says more, at most 100,000; at most 64 MCP logins are
+// under way at once, 8 of one tenant; a webhook delivery is tried 5 times.
 //
 // A decision's argsDigest is required to approve; a deny needs none (a
 // wrong one is still 412) but needs a reason, which the model is told. A
@@ -75,18 +85,18 @@
 // # Tokens, tenants, roles
 //
 // Every /v1 request carries Authorization: Bearer TOKEN; the server keeps
-// only SHA-256 hashes of tokens ([Tokens], [HashToken]), each mapped to a
-// [Principal]: a name, a tenant and roles ([Role]). Every query is scoped by
+// only SHA-256 hashes of tokens (the tokens file of `tollgate serve`, or
+// any [Options.Tokens] lookup), each mapped to a [Principal]: a name, a tenant and roles ([Role]). Every query is scoped by
 // the principal's tenant, and another tenant's run or approval is 404. The
 // principal recorded on a decision, a cancel or a started run is the
 // token's ("person:NAME"), never a field of the body. Browsers' EventSource
 // and WebSocket cannot send headers: POST /v1/events/ticket (with the
 // header) returns a ticket that authenticates ?ticket= on the two stream
-// endpoints for [TicketTTL], with the viewer role only: a ticket travels in
+// endpoints for 60 seconds, with the viewer role only: a ticket travels in
 // a URL, so a WebSocket that decides must send the Authorization header.
 // A ticket may be used again until it expires; the tickets alive at once
 // are capped per principal and in all ([Options.MaxTickets]), a mint over a
-// cap being 429 ([ProblemTooManyTickets]) with Retry-After.
+// cap being 429 (.../too-many-tickets) with Retry-After.
 //
 // An agent with tenants ([Options.AgentTenants], tenants: in the
 // configuration) exists only for principals of those tenants: GET
@@ -101,7 +111,8 @@
 // event name the type (run.started, run.halted, run.finished,
 // approval.requested, approval.decided, approval.expired, tool.decided with
 // its votes, tool.finished, autonomy.changed, ...) and its data a
-// [StreamEvent]; the data of run.halted holds the run's status and, as
+// stream event ({seq, type, runId, time, data}, as webhooks post
+// it); the data of run.halted holds the run's status and, as
 // its reason, what it waits for ("waits for an answer: approval of
 // transfer (req_…)"). A client that reconnects with Last-Event-ID (EventSource
 // does) or ?after=SEQ gets every later event once: the store's numbers are
@@ -148,7 +159,7 @@
 // an agent. runs/build's builder applies all of it (deny, policy, hooks,
 // mcp, records, sandbox), as `tollgate serve` does. A builder of one's own
 // must list the governance fields it applied in runs.Built.Applied: an
-// agent that sets another is refused by [Config.CheckAgents] at its key,
+// agent that sets another is refused by `tollgate serve` at its key,
 // and its runs by the host, instead of running without it.
 //
 // The server builds each agent once per tenant and configuration (the

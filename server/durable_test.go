@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -194,13 +195,13 @@ func TestDurableRunsGoThroughTheQueue(t *testing.T) {
 	q := newMemQueue(t, st, &testBuilder{m: transferScript(), tools: agent.ToolList{worked}})
 	f := newFixture(t, st, nil, &server.Options{Durable: q})
 
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, "Idempotency-Key", "k1"); code != http.StatusCreated {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, "Idempotency-Key", "k1"); code != http.StatusCreated {
 		t.Fatalf("POST /v1/runs: %d %+v", code, v)
 	}
 	id := v.ID
-	var again server.RunView
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &again, "Idempotency-Key", "k1"); code != http.StatusOK || again.ID != id {
+	var again serverapi.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &again, "Idempotency-Key", "k1"); code != http.StatusOK || again.ID != id {
 		t.Fatalf("the same Idempotency-Key again: %d %s, want 200 %s", code, again.ID, id)
 	}
 	if started, _, _ := q.calls(); !slices.Equal(started, []string{id}) {
@@ -211,12 +212,12 @@ func TestDurableRunsGoThroughTheQueue(t *testing.T) {
 	if run.Lease == nil || run.Lease.Holder != runs.DurableHolder {
 		t.Fatalf("the halted run is not held by the durable engine: %+v", run.Lease)
 	}
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if code := f.do("GET", "/v1/approvals?status=pending&run="+id, aliceToken, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 		t.Fatalf("pending approvals: %d %+v", code, page)
 	}
 	a := page.Approvals[0]
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	if _, answered, _ := q.calls(); !slices.Equal(answered, []string{a.ID}) {

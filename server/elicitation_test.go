@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -71,16 +71,16 @@ func TestAnswerElicitation(t *testing.T) {
 			if a.Kind != tool.KindQuestion || len(a.Questions) != 2 || a.Questions[1].Header != "region" || !strings.Contains(a.Prompt, `"ops" asks: Deploy where?`) {
 				t.Fatalf("elicitation view: %+v", a)
 			}
-			var prob server.Problem
-			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`{"answers":[["5"],["mars"]]}`)}, &prob); code != http.StatusUnprocessableEntity {
+			var prob serverapi.Problem
+			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`{"answers":[["5"],["mars"]]}`)}, &prob); code != http.StatusUnprocessableEntity {
 				t.Fatalf("an answer out of the form: %d %+v", code, prob)
 			}
-			var got server.ApprovalView
-			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(c.answer)}, &got); code != http.StatusOK {
+			var got serverapi.ApprovalView
+			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(c.answer)}, &got); code != http.StatusOK {
 				t.Fatalf("answer: %d %+v", code, got)
 			}
 			f.waitRun(id, store.RunDone)
-			var run server.RunView
+			var run serverapi.RunView
 			f.do("GET", "/v1/runs/"+id, aliceToken, nil, &run)
 			if !strings.Contains(run.Text, c.want) {
 				t.Fatalf("the model saw %q, want %q", run.Text, c.want)

@@ -11,19 +11,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
-
-// StreamEvent is one event of the store's log as GET /v1/events (the data
-// of an SSE event whose id is Seq) and /v1/ws carry it.
-type StreamEvent struct {
-	Seq   int64           `json:"seq"`
-	Type  string          `json:"type"`
-	RunID string          `json:"runId,omitempty"`
-	Time  time.Time       `json:"time"`
-	Data  json.RawMessage `json:"data,omitempty"`
-}
 
 // streamParams reads ?run= (checked against p's tenant; the run is
 // returned, nil without ?run=) and where to start: the Last-Event-ID header
@@ -133,8 +124,8 @@ func waitChanged(ctx context.Context, changed <-chan struct{}, d time.Duration) 
 
 var errShuttingDown = errors.New("the server is shutting down")
 
-func streamEvent(ev store.Event) StreamEvent {
-	return StreamEvent{Seq: ev.Seq, Type: ev.Type, RunID: ev.RunID, Time: ev.Time, Data: ev.Data}
+func streamEvent(ev store.Event) serverapi.StreamEvent {
+	return serverapi.StreamEvent{Seq: ev.Seq, Type: ev.Type, RunID: ev.RunID, Time: ev.Time, Data: ev.Data}
 }
 
 // events is GET /v1/events: Server-Sent Events, one per store event, with
@@ -248,59 +239,6 @@ func sseField(v string) string {
 	return string(b)
 }
 
-// WSMessage is a message on /v1/ws, in either direction; V is 1.
-//
-// From the server: {"v":1,"type":"event","event":{...}} for each store
-// event (as on GET /v1/events), and {"v":1,"type":"result","ref":...,
-// "approval":{...}} or {"v":1,"type":"autonomy",...} or
-// {"v":1,"type":"error","ref":...,"problem":{...}} answering a client
-// message with the same ref.
-//
-// From the client: {"v":1,"type":"approve"|"deny"|"modify","ref":"r1",
-// "id":"req_...","argsDigest":"...","reason":"...","editedArgs":{...}}
-// (modify is approve with editedArgs, seed 000's server's Modify),
-// {"v":1,"type":"answer","ref":"r3","id":"question_...","argsDigest":"...",
-// "answer":{"answers":[["blue"]]}} (approve with an answer to a question), and
-// {"v":1,"type":"set_autonomy","ref":"r2","level":"cautious","run":"run_..."}.
-// The principal is the connection's, as on the HTTP API.
-type WSMessage struct {
-	// V is the message format's version, 1.
-	V int `json:"v"`
-	// Type is "event", "result", "autonomy" or "error" from the server;
-	// "approve", "deny", "modify", "answer" or "set_autonomy" from the
-	// client.
-	Type string `json:"type"`
-	// Ref is the client's name for a message it sent (any text), repeated
-	// on the server's answer to it.
-	Ref string `json:"ref,omitempty"`
-	// Event is the store event of a server "event" message.
-	Event *StreamEvent `json:"event,omitempty"`
-	// ID is the approval ("req_...") a client's decision is about.
-	ID string `json:"id,omitempty"`
-	// ArgsDigest is the digest of the arguments the person was shown
-	// ("sha256:" and 64 hex digits); required to approve.
-	ArgsDigest string `json:"argsDigest,omitempty"`
-	// Reason is the decision's reason, free text.
-	Reason string `json:"reason,omitempty"`
-	// EditedArgs are the arguments of a "modify" (a JSON object the tool's
-	// input schema must accept).
-	EditedArgs json.RawMessage `json:"editedArgs,omitempty"`
-	// Answer is the answer of an "answer" to a question (the forms of
-	// DecisionRequest.Answer).
-	Answer json.RawMessage `json:"answer,omitempty"`
-	// Level is the autonomy level of a "set_autonomy" (full_auto,
-	// supervised, cautious, manual; empty removes the override).
-	Level string `json:"level,omitempty"`
-	// Run is the run ID a "set_autonomy" is for; empty for the tenant.
-	Run string `json:"run,omitempty"`
-	// Approval is the decided approval of a server "result".
-	Approval *ApprovalView `json:"approval,omitempty"`
-	// Autonomy is the change a server "autonomy" message reports.
-	Autonomy *AutonomyChange `json:"autonomy,omitempty"`
-	// Problem is what went wrong in a server "error" (RFC 9457).
-	Problem *Problem `json:"problem,omitempty"`
-}
-
 // websocket is GET /v1/ws: the events of GET /v1/events as messages, and
 // decisions and set_autonomy from the client.
 func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) {
@@ -313,10 +251,10 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 		return
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(MaxBodyBytes)
+	c.SetReadLimit(maxBodyBytes)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	send := func(m WSMessage) error {
+	send := func(m serverapi.WSMessage) error {
 		m.V = 1
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -333,13 +271,13 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 			if err != nil {
 				return
 			}
-			var m WSMessage
-			if err := decodeBody("message", b, MaxBodyBytes, &m); err != nil {
-				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}})
+			var m serverapi.WSMessage
+			if err := decodeBody("message", b, maxBodyBytes, &m); err != nil {
+				_ = send(serverapi.WSMessage{Type: "error", Problem: &serverapi.Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}})
 				continue
 			}
 			if m.V != 1 {
-				_ = send(WSMessage{Type: "error", Problem: &Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: `want a JSON message with "v":1`}})
+				_ = send(serverapi.WSMessage{Type: "error", Problem: &serverapi.Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: `want a JSON message with "v":1`}})
 				continue
 			}
 			_ = send(s.wsHandle(ctx, p, m))
@@ -347,7 +285,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 	}()
 	emit := func(ev store.Event, _ []byte) error {
 		se := streamEvent(ev)
-		return send(WSMessage{Type: "event", Event: &se})
+		return send(serverapi.WSMessage{Type: "event", Event: &se})
 	}
 	beat := func() error {
 		pctx, pcancel := context.WithTimeout(ctx, s.beat)
@@ -362,9 +300,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 	_ = c.Close(websocket.StatusNormalClosure, "")
 }
 
-func (s *Server) wsHandle(ctx context.Context, p Principal, m WSMessage) WSMessage {
-	out := WSMessage{Ref: m.Ref}
-	fail := func(prob *Problem) WSMessage {
+func (s *Server) wsHandle(ctx context.Context, p Principal, m serverapi.WSMessage) serverapi.WSMessage {
+	out := serverapi.WSMessage{Ref: m.Ref}
+	fail := func(prob *serverapi.Problem) serverapi.WSMessage {
 		if prob.Title == "" {
 			prob.Title = http.StatusText(prob.Status)
 		}
@@ -376,12 +314,12 @@ func (s *Server) wsHandle(ctx context.Context, p Principal, m WSMessage) WSMessa
 	}
 	switch m.Type {
 	case "approve", "deny", "modify", "answer":
-		d := DecisionRequest{Decision: m.Type, Reason: m.Reason, EditedArgs: m.EditedArgs, ArgsDigest: m.ArgsDigest, Answer: m.Answer}
+		d := serverapi.DecisionRequest{Decision: m.Type, Reason: m.Reason, EditedArgs: m.EditedArgs, ArgsDigest: m.ArgsDigest, Answer: m.Answer}
 		switch {
 		case m.Type == "modify" && len(m.EditedArgs) == 0:
-			return fail(&Problem{Status: http.StatusBadRequest, Detail: "modify needs editedArgs"})
+			return fail(&serverapi.Problem{Status: http.StatusBadRequest, Detail: "modify needs editedArgs"})
 		case m.Type == "answer" && len(m.Answer) == 0:
-			return fail(&Problem{Status: http.StatusBadRequest, Detail: "answer needs an answer"})
+			return fail(&serverapi.Problem{Status: http.StatusBadRequest, Detail: "answer needs an answer"})
 		case m.Type == "modify", m.Type == "answer":
 			d.Decision = "approve"
 		}
@@ -391,13 +329,13 @@ func (s *Server) wsHandle(ctx context.Context, p Principal, m WSMessage) WSMessa
 		}
 		out.Type, out.Approval = "result", &v
 	case "set_autonomy":
-		ch, prob := s.setAutonomy(ctx, p, AutonomyRequest{Level: m.Level, Run: m.Run})
+		ch, prob := s.setAutonomy(ctx, p, serverapi.AutonomyRequest{Level: m.Level, Run: m.Run})
 		if prob != nil {
 			return fail(prob)
 		}
 		out.Type, out.Autonomy = "autonomy", &ch
 	default:
-		return fail(&Problem{Status: http.StatusBadRequest, Detail: "unknown message type " + strconv.Quote(m.Type) + " (want approve, deny, modify, answer or set_autonomy)"})
+		return fail(&serverapi.Problem{Status: http.StatusBadRequest, Detail: "unknown message type " + strconv.Quote(m.Type) + " (want approve, deny, modify, answer or set_autonomy)"})
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/server"
@@ -125,14 +126,14 @@ func TestSSEResume(t *testing.T) {
 		if err != nil {
 			t.Fatalf("event id %q", ev.id)
 		}
-		var se server.StreamEvent
+		var se serverapi.StreamEvent
 		if err := json.Unmarshal([]byte(ev.data), &se); err != nil || se.Seq != n || se.Type != ev.event || se.RunID != id {
 			t.Fatalf("event %+v: data %s %v", ev, ev.data, err)
 		}
 		seqs = append(seqs, n)
 	}
 	s1.body.Close() // disconnect with events left unread
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("decision: %d", code)
 	}
 	f.waitRun(id, store.RunDone)
@@ -165,7 +166,7 @@ func TestSSEResume(t *testing.T) {
 		t.Fatalf("after the tenant's last event, got %+v, want a heartbeat comment", ev)
 	}
 	// A forged or missing credential is refused.
-	var p server.Problem
+	var p serverapi.Problem
 	if code := f.do("GET", "/v1/events?ticket=tkt_forged", "", nil, &p); code != http.StatusUnauthorized {
 		t.Fatalf("forged ticket: %d", code)
 	}
@@ -184,7 +185,7 @@ func TestSSERunStreamEnds(t *testing.T) {
 	id := f.startRun()
 	a := f.pending(id)
 	live := f.openSSE("/v1/events?run="+id, vicToken)
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("decision: %d", code)
 	}
 	var last sseEvent
@@ -239,7 +240,7 @@ func TestWebSocket(t *testing.T) {
 	}
 	_ = wsjson.Write(ctx, tc, map[string]any{"v": 1, "type": "approve", "ref": "t1", "id": a.ID, "argsDigest": a.ArgsDigest})
 	for {
-		var m server.WSMessage
+		var m serverapi.WSMessage
 		if err := wsjson.Read(ctx, tc, &m); err != nil {
 			t.Fatal(err)
 		}
@@ -256,8 +257,8 @@ func TestWebSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	read := func() server.WSMessage {
-		var m server.WSMessage
+	read := func() serverapi.WSMessage {
+		var m serverapi.WSMessage
 		if err := wsjson.Read(ctx, c, &m); err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +289,7 @@ func TestWebSocket(t *testing.T) {
 	}
 	_ = wsjson.Write(ctx, c, map[string]any{"v": 1, "type": "modify", "ref": "r2", "id": a.ID, "argsDigest": a.ArgsDigest, "editedArgs": map[string]int{"amount": 9}})
 	// The result and the run's further events come in either order.
-	var result *server.WSMessage
+	var result *serverapi.WSMessage
 	for finished := false; !finished || result == nil; {
 		m := read()
 		switch {
@@ -315,8 +316,8 @@ func TestAutonomy(t *testing.T) {
 	// No level: the read-only lookup is allowed.
 	first := f.startRun()
 	f.waitRun(first, store.RunDone)
-	var ch server.AutonomyChange
-	if code := f.do("PUT", "/v1/autonomy", adaToken, server.AutonomyRequest{Level: "manual"}, &ch); code != http.StatusOK || ch.Level != "manual" || ch.By != "person:ada" {
+	var ch serverapi.AutonomyChange
+	if code := f.do("PUT", "/v1/autonomy", adaToken, serverapi.AutonomyRequest{Level: "manual"}, &ch); code != http.StatusOK || ch.Level != "manual" || ch.By != "person:ada" {
 		t.Fatalf("set the tenant's level: %d %+v", code, ch)
 	}
 	second := f.startRun()
@@ -324,15 +325,15 @@ func TestAutonomy(t *testing.T) {
 	if a.Tool != "lookup" || a.AskedBy != "autonomy:manual" {
 		t.Fatalf("approval under manual: %+v", a)
 	}
-	if code := f.do("PUT", "/v1/autonomy", aliceToken, server.AutonomyRequest{Level: "full_auto", Run: second}, &ch); code != http.StatusOK || ch.Scope != "run" {
+	if code := f.do("PUT", "/v1/autonomy", aliceToken, serverapi.AutonomyRequest{Level: "full_auto", Run: second}, &ch); code != http.StatusOK || ch.Scope != "run" {
 		t.Fatalf("set the run's level: %d %+v", code, ch)
 	}
-	var v server.RunView
+	var v serverapi.RunView
 	if f.do("GET", "/v1/runs/"+second, vicToken, nil, &v); v.Autonomy != "full_auto" {
 		t.Fatalf("run's autonomy %q, want full_auto", v.Autonomy)
 	}
-	var p server.Problem
-	if code := f.do("PUT", "/v1/autonomy", adaToken, server.AutonomyRequest{Level: "reckless"}, &p); code != http.StatusUnprocessableEntity {
+	var p serverapi.Problem
+	if code := f.do("PUT", "/v1/autonomy", adaToken, serverapi.AutonomyRequest{Level: "reckless"}, &p); code != http.StatusUnprocessableEntity {
 		t.Fatalf("unknown level: %d", code)
 	}
 	// Another tenant's level is untouched.
@@ -343,7 +344,7 @@ func TestAutonomy(t *testing.T) {
 	evs, _ := f.store.ListEvents(t.Context(), store.EventFilter{Tenant: "acme"})
 	n := 0
 	for _, e := range evs {
-		if e.Type == server.EventAutonomyChanged {
+		if e.Type == serverapi.EventAutonomyChanged {
 			n++
 		}
 	}
@@ -430,7 +431,7 @@ func TestHaltedEventSaysWhatTheRunWaitsFor(t *testing.T) {
 			for ev.event != "run.halted" {
 				ev = sse.nextEvent(t)
 			}
-			var se server.StreamEvent
+			var se serverapi.StreamEvent
 			var data struct{ Status, Reason string }
 			if err := json.Unmarshal([]byte(ev.data), &se); err != nil {
 				t.Fatal(err)
@@ -438,7 +439,7 @@ func TestHaltedEventSaysWhatTheRunWaitsFor(t *testing.T) {
 			if err := json.Unmarshal(se.Data, &data); err != nil {
 				t.Fatal(err)
 			}
-			var page server.ApprovalPage
+			var page serverapi.ApprovalPage
 			if code := f.do("GET", "/v1/approvals?status=pending&run="+id, vicToken, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 				t.Fatalf("pending approvals: %d %+v", code, page)
 			}

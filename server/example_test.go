@@ -14,6 +14,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -52,8 +54,8 @@ func Example() {
 		}
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}}, nil
 	})
-	tokens, _ := server.NewTokens([]server.TokenEntry{{SHA256: server.HashToken("tg_alice"), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}}})
-	srv, err := server.New(store.NewMemory(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens})
+	tokens, _ := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_alice"), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}}})
+	srv, err := server.New(store.NewMemory(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens.Lookup})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -75,7 +77,7 @@ func Example() {
 		defer resp.Body.Close()
 		_ = json.NewDecoder(resp.Body).Decode(out)
 	}
-	var run server.RunView
+	var run serverapi.RunView
 	call("POST", "/v1/runs", `{"agent":"payer","prompt":"pay 5"}`, &run)
 
 	// Follow the run's events until it halts, then approve, and on until it ends.
@@ -95,13 +97,13 @@ func Example() {
 		fmt.Println(typ)
 		switch typ {
 		case "run.halted":
-			var page server.ApprovalPage
+			var page serverapi.ApprovalPage
 			call("GET", "/v1/approvals?status=pending", "", &page)
 			a := page.Approvals[0]
 			var args bytes.Buffer
 			_ = json.Compact(&args, a.Arguments)
 			fmt.Printf("  %s %s asked by %s: %s\n", a.Tool, args.String(), a.AskedBy, a.Reason)
-			var got server.ApprovalView
+			var got serverapi.ApprovalView
 			call("POST", "/v1/approvals/"+a.ID+"/decision", `{"decision":"approve","argsDigest":"`+a.ArgsDigest+`"}`, &got)
 			fmt.Println("  decided by", got.DecidedBy)
 		case "run.finished":

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
-	"github.com/tollgate-dev/tollgate/mcpgateway"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -21,44 +21,11 @@ import (
 // itself and sends only what needs a person, and the records of its
 // calls, so that each of its client sessions is a run here.
 //
-//	POST   /v1/gate/asks                an approval for a pending call (GateAskRequest) -> 201 GateAskView
+//	POST   /v1/gate/asks                an approval for a pending call (serverapi.GateAskRequest) -> 201 serverapi.GateAskView
 //	GET    /v1/gate/asks/{run}/{id}     its state, waiting up to ?wait= (default 50s) for a decision
 //	DELETE /v1/gate/asks/{run}/{id}     withdrawn: the runtime closes it, no one can approve it any more
-//	POST   /v1/gate/records             a record of a call (GateRecordRequest) -> 204
-//	POST   /v1/gate/sessions/end        the session ended (GateRecordRequest without a record) -> 204
-
-// GateAskRequest is the body of POST /v1/gate/asks: a call the caller's
-// gate decided to ask about ([gate.Gate.Decide] returned Pending), in the
-// session it belongs to. The run is the session's of the token's
-// principal; Session.Client is ignored (the token says who asks).
-type GateAskRequest struct {
-	Session mcpgateway.Session `json:"session"`
-	Call    gate.Call          `json:"call"`
-	Pending gate.Pending       `json:"pending"`
-}
-
-// GateRecordRequest is the body of POST /v1/gate/records.
-type GateRecordRequest struct {
-	Session mcpgateway.Session `json:"session"`
-	Record  gate.Record        `json:"record"`
-}
-
-// GateAskView is an asked call's approval as its caller sees it.
-type GateAskView struct {
-	// RunID is the session's run; ApprovalID the approval (the request's
-	// ID); the page shows them at /#run=RUNID.
-	RunID      string `json:"runId"`
-	ApprovalID string `json:"approvalId"`
-	// Status is pending, approved, denied or expired. An approved one is
-	// used by the GET that returns it: once.
-	Status store.Status `json:"status"`
-	// Answer is the decision, on approved and denied: who, why, and on
-	// an edit the new arguments (Data), which the caller's gate validates
-	// and authorizes again.
-	Answer *tool.Answer `json:"answer,omitempty"`
-	// ExpiresAt is when the request stops being answerable.
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-}
+//	POST   /v1/gate/records             a record of a call (serverapi.GateRecordRequest) -> 204
+//	POST   /v1/gate/sessions/end        the session ended (serverapi.GateRecordRequest without a record) -> 204
 
 // Bounds of what an external gate sends.
 const (
@@ -74,7 +41,7 @@ func (s *Server) gateCaller(w http.ResponseWriter, r *http.Request, p Principal)
 		return false
 	}
 	if err := mayCallTools(p, s.gateTenants); err != nil {
-		writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: err.Error()})
+		writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: err.Error()})
 		return false
 	}
 	return true
@@ -84,8 +51,8 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 	if !s.gateCaller(w, r, p) {
 		return
 	}
-	var req GateAskRequest
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	var req serverapi.GateAskRequest
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	if err := checkGateAsk(req, s.now()); err != nil {
@@ -106,12 +73,12 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusInternalServerError, "storing the approval failed")
 		return
 	}
-	writeJSON(w, http.StatusCreated, GateAskView{RunID: run.ID, ApprovalID: req.Pending.Request.ID, Status: store.StatusPending, ExpiresAt: req.Pending.Request.ExpiresAt})
+	writeJSON(w, http.StatusCreated, serverapi.GateAskView{RunID: run.ID, ApprovalID: req.Pending.Request.ID, Status: store.StatusPending, ExpiresAt: req.Pending.Request.ExpiresAt})
 }
 
 // checkGateAsk checks what an external gate asks: an approval of an MCP
 // client's call, bound to its arguments, that expires within maxGateTTL.
-func checkGateAsk(req GateAskRequest, now time.Time) error {
+func checkGateAsk(req serverapi.GateAskRequest, now time.Time) error {
 	q := req.Pending.Request
 	switch {
 	case req.Session.ID == "" || len(req.Session.ID) > maxGateID:
@@ -139,7 +106,7 @@ func checkGateAsk(req GateAskRequest, now time.Time) error {
 // gateRun returns p's session run named in the path, 404 for any other.
 func (s *Server) gateRun(w http.ResponseWriter, r *http.Request, p Principal) (store.Run, bool) {
 	run, err := s.store.GetRun(r.Context(), r.PathValue("run"))
-	if err != nil || run.Tenant != p.Tenant || run.Owner != p.Decider().String() || !mcpSession(run) {
+	if err != nil || run.Tenant != p.Tenant || run.Owner != p.decider().String() || !mcpSession(run) {
 		problemf(w, r, http.StatusNotFound, "no such asked call")
 		return store.Run{}, false
 	}
@@ -169,7 +136,7 @@ func (s *Server) gateAnswer(w http.ResponseWriter, r *http.Request, p Principal)
 		problemf(w, r, http.StatusConflict, "the approval was given to its caller already, and is used")
 		return
 	}
-	v := GateAskView{RunID: run.ID, ApprovalID: id, Status: ap.Status, ExpiresAt: ap.ExpiresAt}
+	v := serverapi.GateAskView{RunID: run.ID, ApprovalID: id, Status: ap.Status, ExpiresAt: ap.ExpiresAt}
 	a := &storeAsker{cc: s.gate.cc, run: run, wait: wait, unanswered: "no answer before the request expired"}
 	// A request that expires within this wait is closed at its expiry;
 	// any other is waited for and left open.
@@ -223,7 +190,7 @@ func (s *Server) gateWithdraw(w http.ResponseWriter, r *http.Request, p Principa
 			got, _ = s.store.GetApproval(r.Context(), run.ID, id)
 		}
 		(&storeAsker{cc: s.gate.cc, run: run}).running(context.WithoutCancel(r.Context()))
-		writeJSON(w, http.StatusOK, GateAskView{RunID: run.ID, ApprovalID: id, Status: got.Status, ExpiresAt: got.ExpiresAt})
+		writeJSON(w, http.StatusOK, serverapi.GateAskView{RunID: run.ID, ApprovalID: id, Status: got.Status, ExpiresAt: got.ExpiresAt})
 	case errors.Is(err, store.ErrNotFound):
 		problemf(w, r, http.StatusNotFound, "no such asked call")
 	default:
@@ -235,8 +202,8 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 	if !s.gateCaller(w, r, p) {
 		return
 	}
-	var req GateRecordRequest
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	var req serverapi.GateRecordRequest
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	if req.Session.ID == "" || len(req.Session.ID) > maxGateID {
@@ -257,8 +224,8 @@ func (s *Server) gateEnd(w http.ResponseWriter, r *http.Request, p Principal) {
 	if !s.gateCaller(w, r, p) {
 		return
 	}
-	var req GateRecordRequest
-	if !s.readJSON(w, r, MaxBodyBytes, &req) {
+	var req serverapi.GateRecordRequest
+	if !s.readJSON(w, r, maxBodyBytes, &req) {
 		return
 	}
 	if req.Session.ID == "" || len(req.Session.ID) > maxGateID {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -22,26 +24,26 @@ const globexAgentToken = "tg_globex_agent"
 // the tokens of testTokens, ci-bot (agent, acme) and gbot (agent, globex).
 func gateFixture(t testing.TB) *fixture {
 	t.Helper()
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(globexAgentToken), Name: "gbot", Tenant: "globex", Roles: []server.Role{server.RoleAgent}},
-		{SHA256: server.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(globexAgentToken), Name: "gbot", Tenant: "globex", Roles: []server.Role{server.RoleAgent}},
+		{SHA256: serveconfig.HashToken(agentAdminToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleAdmin}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk, Gateway: &server.GatewayOptions{}})
+	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup, Gateway: &server.GatewayOptions{}})
 }
 
 // gateAsk is what `tollgate gateway --server` sends for a call of
 // mcp__fs__write with args, expiring in ttl.
-func gateAsk(id, args string, ttl time.Duration) server.GateAskRequest {
+func gateAsk(id, args string, ttl time.Duration) serverapi.GateAskRequest {
 	exp := time.Now().Add(ttl)
 	raw := json.RawMessage(args)
 	data, _ := json.Marshal(approval.RequestData{Tool: "mcp__fs__write", CallID: "mcp_1", Args: raw, Digest: approval.Digest(raw)})
-	return server.GateAskRequest{
+	return serverapi.GateAskRequest{
 		Session: mcpgateway.Session{ID: "sess-1", Name: "editor", Version: "2.0"},
 		Call:    gate.Call{ID: "mcp_1", Name: "mcp__fs__write", Args: raw, Source: gate.SourceMCP},
 		Pending: gate.Pending{Request: tool.Request{ID: id, Kind: tool.KindApproval, Prompt: "Allow mcp__fs__write?", Data: data, ExpiresAt: &exp},
@@ -66,12 +68,12 @@ func TestGateAsks(t *testing.T) {
 	if code := f.do("POST", "/v1/gate/asks", agentToken, bad, nil); code != http.StatusUnprocessableEntity {
 		t.Errorf("a digest of other arguments: %d, want 422", code)
 	}
-	var v server.GateAskView
+	var v serverapi.GateAskView
 	if code := f.do("POST", "/v1/gate/asks", agentToken, ask, &v); code != http.StatusCreated || !strings.HasPrefix(v.RunID, "mc_") || v.Status != store.StatusPending {
 		t.Fatalf("ask: %d %+v", code, v)
 	}
 	path := "/v1/gate/asks/" + v.RunID + "/req_1"
-	var got server.GateAskView
+	var got serverapi.GateAskView
 	if code := f.do("GET", path+"?wait=0s", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusPending {
 		t.Errorf("waiting: %d %+v", code, got)
 	}
@@ -79,27 +81,27 @@ func TestGateAsks(t *testing.T) {
 	if code := f.do("GET", path+"?wait=0s", globexAgentToken, nil, nil); code != http.StatusNotFound {
 		t.Errorf("globex's agent reading acme's ask: %d, want 404", code)
 	}
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if f.do("GET", "/v1/approvals", bobToken, nil, &page); len(page.Approvals) != 0 {
 		t.Errorf("globex's admin sees %d approvals", len(page.Approvals))
 	}
-	if code := f.do("POST", "/v1/approvals/req_1/decision", bobToken, server.DecisionRequest{Decision: "approve", ArgsDigest: ask.Pending.Digest}, nil); code != http.StatusNotFound {
+	if code := f.do("POST", "/v1/approvals/req_1/decision", bobToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: ask.Pending.Digest}, nil); code != http.StatusNotFound {
 		t.Errorf("globex's admin deciding acme's approval: %d, want 404", code)
 	}
-	if code := f.do("POST", "/v1/approvals/req_1/decision", agentToken, server.DecisionRequest{Decision: "approve", ArgsDigest: ask.Pending.Digest}, nil); code != http.StatusForbidden {
+	if code := f.do("POST", "/v1/approvals/req_1/decision", agentToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: ask.Pending.Digest}, nil); code != http.StatusForbidden {
 		t.Errorf("the agent deciding: %d, want 403", code)
 	}
 	// The run is the session's: its owner the agent's principal, source mcp.
-	var runs server.RunPage
+	var runs serverapi.RunPage
 	f.do("GET", "/v1/runs", aliceToken, nil, &runs)
-	if len(runs.Runs) != 1 || runs.Runs[0].Owner != "person:ci-bot" || runs.Runs[0].Source != server.SourceMCP || runs.Runs[0].Agent != "editor" {
+	if len(runs.Runs) != 1 || runs.Runs[0].Owner != "person:ci-bot" || runs.Runs[0].Source != serverapi.SourceMCP || runs.Runs[0].Agent != "editor" {
 		t.Errorf("runs: %+v", runs.Runs)
 	}
 	edited := json.RawMessage(`{"path":"b.txt"}`)
-	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: ask.Pending.Digest, EditedArgs: edited}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: ask.Pending.Digest, EditedArgs: edited}, nil); code != http.StatusOK {
 		t.Fatalf("alice approving: %d", code)
 	}
-	got = server.GateAskView{}
+	got = serverapi.GateAskView{}
 	if code := f.do("GET", path, agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusApproved || got.Answer == nil ||
 		!got.Answer.OK || got.Answer.Who().String() != "person:alice" || approval.Digest(got.Answer.Data) != approval.Digest(edited) {
 		t.Errorf("the answer: %d %+v %+v", code, got, got.Answer)
@@ -111,13 +113,13 @@ func TestGateAsks(t *testing.T) {
 	if code := f.do("POST", "/v1/gate/asks", agentToken, gateAsk("req_2", `{"path":"c.txt"}`, time.Hour), &v); code != http.StatusCreated {
 		t.Fatalf("second ask: %d", code)
 	}
-	done := make(chan server.GateAskView, 1)
+	done := make(chan serverapi.GateAskView, 1)
 	go func() {
-		var got server.GateAskView
+		var got serverapi.GateAskView
 		f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_2?wait=30s", agentToken, nil, &got)
 		done <- got
 	}()
-	if code := f.do("POST", "/v1/approvals/req_2/decision", aliceToken, server.DecisionRequest{Decision: "deny", Reason: "not that file"}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/req_2/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "not that file"}, nil); code != http.StatusOK {
 		t.Fatalf("alice denying: %d", code)
 	}
 	if got := <-done; got.Status != store.StatusDenied || got.Answer == nil || got.Answer.OK || got.Answer.Reason != "not that file" {
@@ -129,13 +131,13 @@ func TestGateAsks(t *testing.T) {
 	if code := f.do("DELETE", "/v1/gate/asks/"+v.RunID+"/req_3", agentToken, nil, nil); code != http.StatusOK {
 		t.Errorf("withdrawing: %d", code)
 	}
-	if code := f.do("POST", "/v1/approvals/req_3/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"d.txt"}`))}, nil); code != http.StatusConflict {
+	if code := f.do("POST", "/v1/approvals/req_3/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"d.txt"}`))}, nil); code != http.StatusConflict {
 		t.Errorf("approving a withdrawn ask: %d, want 409", code)
 	}
 
 	// Unanswered: expired at its time, and the caller told so.
 	f.do("POST", "/v1/gate/asks", agentToken, gateAsk("req_4", `{"path":"e.txt"}`, 300*time.Millisecond), &v)
-	got = server.GateAskView{}
+	got = serverapi.GateAskView{}
 	if code := f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_4?wait=30s", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusExpired || got.Answer != nil {
 		t.Errorf("unanswered: %d %+v", code, got)
 	}
@@ -143,7 +145,7 @@ func TestGateAsks(t *testing.T) {
 	// The session's records are its run's calls.
 	rec := gate.Record{ID: "mcp_1", Name: "mcp__fs__write", Source: gate.SourceMCP, Ran: true, Output: "wrote b.txt",
 		Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}}}
-	if code := f.do("POST", "/v1/gate/records", agentToken, server.GateRecordRequest{Session: ask.Session, Record: rec}, nil); code != http.StatusNoContent {
+	if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: ask.Session, Record: rec}, nil); code != http.StatusNoContent {
 		t.Errorf("record: %d", code)
 	}
 	var run struct {
@@ -155,7 +157,7 @@ func TestGateAsks(t *testing.T) {
 		t.Errorf("the run's calls: %+v", run.ToolCalls)
 	}
 	// The session's end is its run's.
-	if code := f.do("POST", "/v1/gate/sessions/end", agentToken, server.GateRecordRequest{Session: ask.Session}, nil); code != http.StatusNoContent {
+	if code := f.do("POST", "/v1/gate/sessions/end", agentToken, serverapi.GateRecordRequest{Session: ask.Session}, nil); code != http.StatusNoContent {
 		t.Errorf("end: %d", code)
 	}
 	f.do("GET", "/v1/runs/"+v.RunID, aliceToken, nil, &run)
@@ -192,7 +194,7 @@ func FuzzGateAsk(f *testing.F) {
 		_ = resp.Body.Close()
 		switch code := resp.StatusCode; code {
 		case http.StatusCreated:
-			var req server.GateAskRequest
+			var req serverapi.GateAskRequest
 			if err := json.Unmarshal([]byte(body), &req); err != nil || req.Call.Source != gate.SourceMCP || req.Pending.Digest != approval.Digest(req.Pending.Args) {
 				t.Fatalf("stored %q", body)
 			}

@@ -24,7 +24,7 @@ import (
 // is an approval there. With New, a gateway is mounted at /mcp, reached
 // with the server's bearer tokens and asking in process; in any case the
 // routes of external gateways (`tollgate gateway --server`) are served:
-// POST /v1/gate/asks and the others of [GateAskRequest].
+// POST /v1/gate/asks and the others of [serverapi.GateAskRequest].
 type GatewayOptions struct {
 	// New, if set, builds the gateway mounted at /mcp with inbox, the
 	// server's approvals, as its [mcpgateway.Options].Inbox.
@@ -70,14 +70,14 @@ func (s *Server) mountGateway(o *GatewayOptions) error {
 	}
 	h.Verify = nil
 	h.Authenticate = func(token string) (mcpgateway.Client, error) {
-		p, ok := s.tokens.Lookup(token)
+		p, ok := s.lookupToken(token)
 		if !ok {
 			return mcpgateway.Client{}, mcpgateway.ErrUnknownToken
 		}
 		if err := mayCallTools(p, o.Tenants); err != nil {
 			return mcpgateway.Client{}, err
 		}
-		return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
+		return mcpgateway.Client{Principal: p.decider(), Tenant: p.Tenant}, nil
 	}
 	s.mcp = gw.Handler(&h)
 	return nil
@@ -165,7 +165,7 @@ func (g *gatewayRuns) open(ctx context.Context, p Principal, s mcpgateway.Sessio
 
 // asker waits for the approval of p until the request expires.
 func (g *gatewayRuns) asker(run store.Run, p *gate.Pending) *storeAsker {
-	wait := DefaultClaudeMaxWait
+	wait := defaultClaudeMaxWait
 	if exp := p.Request.ExpiresAt; exp != nil {
 		wait = max(time.Until(*exp), 0)
 	}

@@ -7,12 +7,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -32,14 +36,14 @@ const (
 	bobToken   = "tg_bob"
 )
 
-func testTokens(t testing.TB) *server.Tokens {
+func testTokens(t testing.TB) *serveconfig.Tokens {
 	t.Helper()
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
-		{SHA256: server.HashToken(olgaToken), Name: "olga", Tenant: "acme", Roles: []server.Role{server.RoleOperator}},
-		{SHA256: server.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
+		{SHA256: serveconfig.HashToken(olgaToken), Name: "olga", Tenant: "acme", Roles: []server.Role{server.RoleOperator}},
+		{SHA256: serveconfig.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +129,8 @@ func newFixture(t testing.TB, s store.Store, m model.Model, opts *server.Options
 		opts = &server.Options{}
 	}
 	if opts.Tokens == nil {
-		opts.Tokens = testTokens(t)
+		tk := testTokens(t)
+		opts.Tokens, opts.Tenants = tk.Lookup, tk.Tenants()
 	}
 	if opts.Agents == nil {
 		opts.Agents = map[string]runs.RunConfig{"payer": payerConfig(t)}
@@ -243,20 +248,39 @@ func (f *fixture) waitRun(id string, want ...store.RunStatus) store.Run {
 // startRun starts a run of the agent payer as alice and returns its ID.
 func (f *fixture) startRun(hdr ...string) string {
 	f.t.Helper()
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, hdr...); code != http.StatusCreated && code != http.StatusOK {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, hdr...); code != http.StatusCreated && code != http.StatusOK {
 		f.t.Fatalf("POST /v1/runs: %d %+v", code, v)
 	}
 	return v.ID
 }
 
 // pending returns the single pending approval of a halted run.
-func (f *fixture) pending(runID string) server.ApprovalView {
+func (f *fixture) pending(runID string) serverapi.ApprovalView {
 	f.t.Helper()
 	f.waitRun(runID, store.RunPending)
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if code := f.do("GET", "/v1/approvals?status=pending&run="+runID, aliceToken, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 		f.t.Fatalf("pending approvals of %s: %d %+v", runID, code, page)
 	}
 	return page.Approvals[0]
+}
+
+func writeFile(t testing.TB, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// failingBuilder fails to build the agents it names, with its error.
+type failingBuilder map[string]error
+
+func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+	if err := b[cfg.Agent]; err != nil {
+		return nil, err
+	}
+	return &runs.Built{Applied: runs.GovernanceFields()}, nil
 }

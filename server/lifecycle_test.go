@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -32,10 +33,10 @@ func TestRestartPicksUpAnsweredRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The stopped server still answers the API, but resumes nothing.
-	if code := a.do("POST", "/v1/approvals/"+ap.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
+	if code := a.do("POST", "/v1/approvals/"+ap.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("decision: %d", code)
 	}
-	if code := a.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "x"}, nil); code != http.StatusServiceUnavailable {
+	if code := a.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "x"}, nil); code != http.StatusServiceUnavailable {
 		t.Fatalf("start on a stopped server: %d", code)
 	}
 	b := newFixture(t, s, nil, nil)
@@ -98,7 +99,7 @@ func TestShutdownReleasesRunningRun(t *testing.T) {
 	if err != nil || run.Status != store.RunRunning || run.Lease != nil {
 		t.Fatalf("run after shutdown: %s lease %+v %v", run.Status, run.Lease, err)
 	}
-	var p server.Problem
+	var p serverapi.Problem
 	if code := a.do("GET", "/readyz", "", nil, &p); code != http.StatusServiceUnavailable {
 		t.Fatalf("readyz while stopping: %d", code)
 	}
@@ -141,7 +142,7 @@ func TestOperations(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, grepTollgate(m))
 		}
 	}
-	f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil)
+	f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil)
 	f.waitRun(id, store.RunDone)
 	// The store's counts are read again only after 10 s: scrapes, which
 	// need no token, cannot drive the store's load.
@@ -176,7 +177,7 @@ func TestPageHook(t *testing.T) {
 			t.Errorf("GET %s: %q, want %q", path, b, want)
 		}
 	}
-	var p server.Problem
+	var p serverapi.Problem
 	if code := f.do("GET", "/v1/runs", "", nil, &p); code != http.StatusUnauthorized {
 		t.Fatalf("the API behind the page: %d", code)
 	}
@@ -209,7 +210,7 @@ func TestTwoServersResumeOnce(t *testing.T) {
 		}
 		id := start.startRun()
 		ap := start.pending(id)
-		if code := decide.do("POST", "/v1/approvals/"+ap.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
+		if code := decide.do("POST", "/v1/approvals/"+ap.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
 			t.Fatalf("decision: %d", code)
 		}
 		a.waitRun(id, store.RunDone)

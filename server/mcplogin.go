@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcptool"
 )
 
@@ -37,40 +38,13 @@ type MCPLoginOptions struct {
 	Timeout time.Duration
 }
 
-// MaxPendingMCPLogins bounds the logins started and not yet finished.
-const MaxPendingMCPLogins = 64
+// maxPendingMCPLogins bounds the logins started and not yet finished.
+const maxPendingMCPLogins = 64
 
-// MaxPendingMCPLoginsPerTenant bounds the logins one tenant has started
+// maxPendingMCPLoginsPerTenant bounds the logins one tenant has started
 // and not yet finished, so that one tenant cannot take every place of
-// [MaxPendingMCPLogins].
-const MaxPendingMCPLoginsPerTenant = 8
-
-// MCPLoginRequest is the body of POST /v1/mcp/logins: the server of one
-// of the tenant's agents' mcp.json files to log the tenant in to.
-type MCPLoginRequest struct {
-	Agent  string `json:"agent"`
-	Server string `json:"server"`
-}
-
-// MCPLoginStarted is the answer of POST /v1/mcp/logins: the URL the person
-// opens to authorize; the authorization server sends the browser back to
-// GET /v1/mcp/oauth/callback, which lands the token in the tenant's logins.
-type MCPLoginStarted struct {
-	Agent            string    `json:"agent"`
-	Server           string    `json:"server"`
-	AuthorizationURL string    `json:"authorizationUrl"`
-	ExpiresAt        time.Time `json:"expiresAt"`
-}
-
-// MCPLoginView is one OAuth-capable MCP server of an agent of the tenant
-// (GET /v1/mcp/logins): a streamable-HTTP server of the agent's mcp.json
-// files, and whether the tenant is logged in to it.
-type MCPLoginView struct {
-	Agent    string `json:"agent"`
-	Server   string `json:"server"`
-	URL      string `json:"url"`
-	LoggedIn bool   `json:"loggedIn"`
-}
+// maxPendingMCPLogins.
+const maxPendingMCPLoginsPerTenant = 8
 
 // listMCPLogins is GET /v1/mcp/logins: the streamable-HTTP MCP servers of
 // the tenant's agents, sorted by agent and server, each with whether the
@@ -82,13 +56,13 @@ func (s *Server) listMCPLogins(w http.ResponseWriter, r *http.Request, p Princip
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	out := []MCPLoginView{}
+	out := []serverapi.MCPLoginView{}
 	for _, name := range names {
 		cfg, ok := s.agent(name, p.Tenant)
 		if !ok {
 			continue
 		}
-		var servers []MCPLoginView
+		var servers []serverapi.MCPLoginView
 		for _, f := range cfg.MCPFiles {
 			c, err := mcptool.Load(f)
 			if err != nil {
@@ -99,10 +73,10 @@ func (s *Server) listMCPLogins(w http.ResponseWriter, r *http.Request, p Princip
 					continue
 				}
 				l, err := store.Load(sc.URL)
-				servers = append(servers, MCPLoginView{Agent: name, Server: sname, URL: sc.URL, LoggedIn: err == nil && l != nil})
+				servers = append(servers, serverapi.MCPLoginView{Agent: name, Server: sname, URL: sc.URL, LoggedIn: err == nil && l != nil})
 			}
 		}
-		slices.SortFunc(servers, func(a, b MCPLoginView) int { return strings.Compare(a.Server, b.Server) })
+		slices.SortFunc(servers, func(a, b serverapi.MCPLoginView) int { return strings.Compare(a.Server, b.Server) })
 		out = append(out, servers...)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -160,11 +134,11 @@ func newMCPLogins(o *MCPLoginOptions) (*mcpLogins, error) {
 func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Principal) {
 	if slices.Contains(p.Roles, RoleAgent) {
 		// What an agent's shell can read never logs the tenant in.
-		writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
+		writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
 			Detail: "a token with the agent role may not start an MCP login"})
 		return
 	}
-	var req MCPLoginRequest
+	var req serverapi.MCPLoginRequest
 	if !s.readJSON(w, r, 4<<10, &req) {
 		return
 	}
@@ -239,7 +213,7 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 	}()
 	s.log.Info("mcp login started", "tenant", p.Tenant, "by", p.Name, "agent", req.Agent, "server", req.Server)
 	deadline, _ := ctx.Deadline()
-	writeJSON(w, http.StatusCreated, MCPLoginStarted{Agent: req.Agent, Server: req.Server, AuthorizationURL: pl.URL, ExpiresAt: deadline.UTC()})
+	writeJSON(w, http.StatusCreated, serverapi.MCPLoginStarted{Agent: req.Agent, Server: req.Server, AuthorizationURL: pl.URL, ExpiresAt: deadline.UTC()})
 }
 
 // mcpCallback is GET /v1/mcp/oauth/callback, where the authorization
@@ -327,7 +301,7 @@ func (s *Server) mcpCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // full reports whether no login may start now, in all or for tenant
-// (MaxPendingMCPLogins, MaxPendingMCPLoginsPerTenant).
+// (maxPendingMCPLogins, maxPendingMCPLoginsPerTenant).
 func (l *mcpLogins) full(tenant string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -342,5 +316,5 @@ func (l *mcpLogins) fullLocked(tenant string) bool {
 			mine++
 		}
 	}
-	return len(l.pending) >= MaxPendingMCPLogins || mine >= MaxPendingMCPLoginsPerTenant
+	return len(l.pending) >= maxPendingMCPLogins || mine >= maxPendingMCPLoginsPerTenant
 }

@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -106,7 +108,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	logins := filepath.Join(dir, "logins")
 	ts := httptest.NewUnstartedServer(nil)
 	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
-		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t),
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t).Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})
 	if err != nil {
@@ -137,7 +139,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 		t.Errorf("an unknown server: %d %s", code, body)
 	}
 	code, body := post(aliceToken, `{"agent":"docs-agent","server":"docs"}`)
-	var started server.MCPLoginStarted
+	var started serverapi.MCPLoginStarted
 	if code != http.StatusCreated || json.Unmarshal([]byte(body), &started) != nil || started.AuthorizationURL == "" {
 		t.Fatalf("start: %d %s", code, body)
 	}
@@ -162,7 +164,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var list []server.MCPLoginView
+		var list []serverapi.MCPLoginView
 		_ = json.NewDecoder(resp.Body).Decode(&list)
 		resp.Body.Close()
 		if len(list) != 1 || list[0].Server != "docs" || list[0].LoggedIn != want {
@@ -200,17 +202,17 @@ func mcpLoginServer(t *testing.T) (ts *httptest.Server, mcpURL, logins string) {
 	cfg := payerConfig(t)
 	cfg.MCPFiles = []string{mcpFile}
 	logins = filepath.Join(dir, "logins")
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleApprover}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent, server.RoleApprover}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts = httptest.NewUnstartedServer(nil)
 	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
-		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tk,
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tk.Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})
 	if err != nil {
@@ -234,7 +236,7 @@ func startLogin(t *testing.T, client *http.Client, ts *httptest.Server, token st
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var started server.MCPLoginStarted
+	var started serverapi.MCPLoginStarted
 	_ = json.NewDecoder(resp.Body).Decode(&started)
 	return resp.StatusCode, started.AuthorizationURL
 }
@@ -302,7 +304,7 @@ func TestMCPLoginRefusals(t *testing.T) {
 	if code, _ := startLogin(t, http.DefaultClient, ts, agentToken); code != http.StatusForbidden {
 		t.Errorf("an agent-role token's login: %d, want 403", code)
 	}
-	for i := range server.MaxPendingMCPLoginsPerTenant {
+	for i := range 8 {
 		if code, _ := startLogin(t, http.DefaultClient, ts, aliceToken); code != http.StatusCreated {
 			t.Fatalf("login %d: %d", i, code)
 		}

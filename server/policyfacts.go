@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -56,7 +57,7 @@ func (pf *policyFiles) get(path string) *policy.Policy {
 // showPolicy adds to v what the run's policy file says about the call: the
 // risk as the policy judges it (its risk declarations first, then the
 // hints) and where the rule that asked is written (FILE:LINE:COL).
-func (s *Server) showPolicy(v *ApprovalView, a store.Approval, run *store.Run, args []byte) {
+func (s *Server) showPolicy(v *serverapi.ApprovalView, a store.Approval, run *store.Run, args []byte) {
 	if run == nil {
 		return
 	}

@@ -7,23 +7,10 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/store"
 )
-
-// PolicyFileView is GET /v1/agents/{name}/policy: the policy file the
-// server's configuration names for an agent (agents.NAME.policy, or
-// claudeCode.policy and codex.policy for the agents claude-code and
-// codex), as text, so that a rule's FILE:LINE can be read where it is.
-type PolicyFileView struct {
-	// Agent is the agent whose calls the file decides.
-	Agent string `json:"agent"`
-	// File is the file's base name, as [ApprovalView.RuleAt] names it.
-	File string `json:"file"`
-	// Text is the file as it is on disk now (at most [policy.MaxPolicySize]
-	// bytes), lines separated by "\n".
-	Text string `json:"text"`
-}
 
 // agentPolicy is GET /v1/agents/{name}/policy, for the viewers of the
 // tenants that may use the agent. The file is looked up by the agent's
@@ -43,7 +30,7 @@ func (s *Server) agentPolicy(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusInternalServerError, fmt.Sprintf("the policy file of agent %q cannot be read", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, PolicyFileView{Agent: name, File: filepath.Base(path), Text: string(src)})
+	writeJSON(w, http.StatusOK, serverapi.PolicyFileView{Agent: name, File: filepath.Base(path), Text: string(src)})
 }
 
 // policyFileOf is the policy file the server's configuration names for
@@ -62,9 +49,9 @@ func (s *Server) policyFileOf(name, tenant string) string {
 // runs of the agent name, or nil.
 func (s *Server) sessionAgent(name string) *claudeCode {
 	switch {
-	case name == ClaudeAgent && s.claude != nil:
+	case name == serverapi.ClaudeAgent && s.claude != nil:
 		return s.claude
-	case name == CodexAgent && s.codex != nil:
+	case name == serverapi.CodexAgent && s.codex != nil:
 		return s.codex
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -30,7 +32,7 @@ func TestAgentPolicyFile(t *testing.T) {
 		Agents:       map[string]runs.RunConfig{"payer": payer, "theirs": theirs, "bare": payerConfig(t)},
 		AgentTenants: map[string][]string{"payer": {"acme"}, "theirs": {"globex"}},
 	})
-	var v server.PolicyFileView
+	var v serverapi.PolicyFileView
 	if code := f.do("GET", "/v1/agents/payer/policy", vicToken, nil, &v); code != http.StatusOK || v.Agent != "payer" || v.File != "policy.yaml" || v.Text != payerPolicy {
 		t.Fatalf("the payer's policy: %d %+v", code, v)
 	}
@@ -38,11 +40,11 @@ func TestAgentPolicyFile(t *testing.T) {
 	if a.RuleAt != "policy.yaml:3:5" || a.RulePolicy != "payer" {
 		t.Errorf("card: rule at %q in the policy of %q", a.RuleAt, a.RulePolicy)
 	}
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(a.RunID, store.RunDone)
-	var page server.AuditPage
+	var page serverapi.AuditPage
 	if code := f.do("GET", "/v1/audit", vicToken, nil, &page); code != http.StatusOK || len(page.Entries) != 1 ||
 		page.Entries[0].RuleAt != "policy.yaml:3:5" || page.Entries[0].RulePolicy != "payer" {
 		t.Errorf("audit: %d %+v", code, page)
@@ -106,14 +108,14 @@ func TestClaudeSessionRuleAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, nil, nil, &server.Options{Tokens: tk,
+	f := newFixture(t, nil, nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, PolicyFile: path, StateDir: t.TempDir()}})
 	done := make(chan struct{})
 	go func() {
@@ -122,17 +124,17 @@ func TestClaudeSessionRuleAt(t *testing.T) {
 		f.do("POST", "/v1/hooks/claude-code?wait=1m", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1"), &out)
 	}()
 	a := f.waitPending()
-	if a.RuleAt != "team.yaml:7:5" || a.RulePolicy != server.ClaudeAgent {
+	if a.RuleAt != "team.yaml:7:5" || a.RulePolicy != serverapi.ClaudeAgent {
 		t.Errorf("card: rule at %q in the policy of %q", a.RuleAt, a.RulePolicy)
 	}
-	var v server.PolicyFileView
+	var v serverapi.PolicyFileView
 	if code := f.do("GET", "/v1/agents/claude-code/policy", aliceToken, nil, &v); code != http.StatusOK || v.File != "team.yaml" || v.Text != claudeTeamPolicy {
 		t.Errorf("the session's policy: %d %+v", code, v)
 	}
 	if code := f.do("GET", "/v1/agents/codex/policy", aliceToken, nil, nil); code != http.StatusNotFound {
 		t.Errorf("codex, not configured: %d", code)
 	}
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", Reason: "no", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "no", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("deny: %d", code)
 	}
 	<-done
@@ -140,13 +142,13 @@ func TestClaudeSessionRuleAt(t *testing.T) {
 
 // waitPending returns the first pending approval of the tenant acme, once
 // there is one, following the store's event log.
-func (f *fixture) waitPending() server.ApprovalView {
+func (f *fixture) waitPending() serverapi.ApprovalView {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var after int64
 	for {
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 		if len(page.Approvals) > 0 {
 			return page.Approvals[0]

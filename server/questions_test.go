@@ -12,9 +12,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -64,39 +64,39 @@ func TestAnswerQuestion(t *testing.T) {
 		len(a.Questions[0].Options) != 2 || !a.Questions[1].Multiple || a.Risk != approval.RiskReadOnly {
 		t.Fatalf("question view: %+v", a)
 	}
-	post := func(token string, req server.DecisionRequest) (int, server.Problem) {
-		var prob server.Problem
+	post := func(token string, req serverapi.DecisionRequest) (int, serverapi.Problem) {
+		var prob serverapi.Problem
 		return f.do("POST", "/v1/approvals/"+a.ID+"/decision", token, req, &prob), prob
 	}
 	for _, c := range []struct {
 		name string
-		req  server.DecisionRequest
+		req  serverapi.DecisionRequest
 		code int
 	}{
-		{"approve without an answer", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, http.StatusBadRequest},
-		{"deny without a reason", server.DecisionRequest{Decision: "deny", Reason: "  "}, http.StatusBadRequest},
-		{"an answer on deny", server.DecisionRequest{Decision: "deny", Reason: "no", Answer: []byte(`["Blue","Mon"]`)}, http.StatusBadRequest},
-		{"answer and editedArgs", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`["Blue","Mon"]`), EditedArgs: []byte(`{}`)}, http.StatusBadRequest},
-		{"one answer for two questions", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`["Blue"]`)}, http.StatusUnprocessableEntity},
-		{"two answers to a single-answer question", server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`[["Blue","Green"],["Mon"]]`)}, http.StatusUnprocessableEntity},
+		{"approve without an answer", serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, http.StatusBadRequest},
+		{"deny without a reason", serverapi.DecisionRequest{Decision: "deny", Reason: "  "}, http.StatusBadRequest},
+		{"an answer on deny", serverapi.DecisionRequest{Decision: "deny", Reason: "no", Answer: []byte(`["Blue","Mon"]`)}, http.StatusBadRequest},
+		{"answer and editedArgs", serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`["Blue","Mon"]`), EditedArgs: []byte(`{}`)}, http.StatusBadRequest},
+		{"one answer for two questions", serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`["Blue"]`)}, http.StatusUnprocessableEntity},
+		{"two answers to a single-answer question", serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`[["Blue","Green"],["Mon"]]`)}, http.StatusUnprocessableEntity},
 	} {
 		if code, prob := post(aliceToken, c.req); code != c.code {
 			t.Errorf("%s: %d %+v, want %d", c.name, code, prob, c.code)
 		}
 	}
-	if code, _ := post(bobToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`["Blue","Mon"]`)}); code != http.StatusNotFound {
+	if code, _ := post(bobToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: []byte(`["Blue","Mon"]`)}); code != http.StatusNotFound {
 		t.Fatalf("another tenant's answer: %d, want 404", code)
 	}
 	if got := f.pending(id); got.Status != store.StatusPending {
 		t.Fatalf("after refused answers the request is %s", got.Status)
 	}
-	var got server.ApprovalView
+	var got serverapi.ApprovalView
 	ans := []byte(`{"answers":[["Blue"],["Mon","every other Friday"]]}`)
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: ans}, &got); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, Answer: ans}, &got); code != http.StatusOK {
 		t.Fatalf("answer: %d %+v", code, got)
 	}
 	f.waitRun(id, store.RunDone)
-	var run server.RunView
+	var run serverapi.RunView
 	f.do("GET", "/v1/runs/"+id, aliceToken, nil, &run)
 	if want := "saw: Q: Which colour?\nA: Blue\nQ: Which days?\nA: Mon; every other Friday\n"; run.Text != want {
 		t.Fatalf("the model saw %q, want %q", run.Text, want)
@@ -117,9 +117,9 @@ func TestAnswerQuestionWebSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	reply := func(ref string) server.WSMessage {
+	reply := func(ref string) serverapi.WSMessage {
 		for {
-			var m server.WSMessage
+			var m serverapi.WSMessage
 			if err := wsjson.Read(ctx, c, &m); err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestAnswerQuestionWebSocket(t *testing.T) {
 		t.Fatalf("answer: %+v", m)
 	}
 	f.waitRun(id, store.RunDone)
-	var run server.RunView
+	var run serverapi.RunView
 	f.do("GET", "/v1/runs/"+id, aliceToken, nil, &run)
 	if !strings.Contains(run.Text, "A: Green\n") || !strings.Contains(run.Text, "A: Tue\n") {
 		t.Fatalf("the model saw %q", run.Text)

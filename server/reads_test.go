@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -65,13 +66,13 @@ func TestOneReadPerRequest(t *testing.T) {
 			f := newFixture(t, c, nil, opts)
 			id := f.startRun()
 			waitStatus(t, c.Store, id, store.RunPending)
-			var page server.ApprovalPage
+			var page serverapi.ApprovalPage
 			if code := f.do("GET", "/v1/approvals?status=pending&run="+id, aliceToken, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 				t.Fatalf("pending approvals: %d %+v", code, page)
 			}
 			a := page.Approvals[0]
 			c.reset()
-			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 				t.Fatalf("decision: %d", code)
 			}
 			if runs, approvals := c.reset(); runs != 1 || approvals != 1 {

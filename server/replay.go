@@ -7,35 +7,19 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/replay"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 )
 
-// MaxReplayPolicyBytes bounds the body of POST /v1/policy/replay (256 KiB).
-const MaxReplayPolicyBytes = 256 << 10
-
-// ReplayRequest is the body of POST /v1/policy/replay.
-type ReplayRequest struct {
-	// Policy is the candidate policy, as a policy file holds it (YAML).
-	Policy string `json:"policy"`
-	// Since, when set, replays only the calls decided in this last while
-	// ("24h").
-	Since string `json:"since,omitempty"`
-}
-
-// ReplayResult is the answer of POST /v1/policy/replay.
-type ReplayResult struct {
-	// Report is what the candidate changes (package approval/replay).
-	Report replay.Report `json:"report"`
-	// Text is the report as `tollgate policy replay` prints it.
-	Text string `json:"text"`
-}
+// maxReplayPolicyBytes bounds the body of POST /v1/policy/replay (256 KiB).
+const maxReplayPolicyBytes = 256 << 10
 
 // replayPolicy is POST /v1/policy/replay: a candidate policy replayed on
 // the calls recorded in the caller's tenant. 422 with the policy's
 // problems (LINE:COL: message) when it does not load.
 func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request, p Principal) {
-	var req ReplayRequest
-	if !s.readJSON(w, r, MaxReplayPolicyBytes, &req) {
+	var req serverapi.ReplayRequest
+	if !s.readJSON(w, r, maxReplayPolicyBytes, &req) {
 		return
 	}
 	o := replay.Options{Tenant: p.Tenant}
@@ -49,7 +33,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	pol, problems, err := policy.ParsePolicy("candidate.yaml", strings.NewReader(req.Policy))
 	if err != nil {
-		prob := Problem{Status: http.StatusUnprocessableEntity, Title: "Invalid policy", Type: "about:blank", Detail: "the candidate policy does not load"}
+		prob := serverapi.Problem{Status: http.StatusUnprocessableEntity, Title: "Invalid policy", Type: "about:blank", Detail: "the candidate policy does not load"}
 		var pe *policy.PolicyError
 		if errors.As(err, &pe) {
 			for _, pr := range problems {
@@ -64,7 +48,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request, p Principa
 		problemf(w, r, http.StatusInternalServerError, "reading the recorded calls failed")
 		return
 	}
-	out := ReplayResult{Report: replay.Replay(pol, replay.Seq(calls))}
+	out := serverapi.ReplayResult{Report: replay.Replay(pol, replay.Seq(calls))}
 	var b strings.Builder
 	_ = replay.WriteText(&b, out.Report)
 	out.Text = b.String()

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -18,12 +18,12 @@ func TestReplayEndpoint(t *testing.T) {
 	f := newFixture(t, nil, nil, nil)
 	id := f.startRun()
 	a := f.pending(id)
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(id, store.RunDone)
-	candidate := server.ReplayRequest{Policy: "rules:\n  - id: no-lookup\n    tool: lookup\n    decision: deny\n    reason: r\n", Since: "1h"}
-	var got server.ReplayResult
+	candidate := serverapi.ReplayRequest{Policy: "rules:\n  - id: no-lookup\n    tool: lookup\n    decision: deny\n    reason: r\n", Since: "1h"}
+	var got serverapi.ReplayResult
 	if code := f.do("POST", "/v1/policy/replay", aliceToken, candidate, &got); code != http.StatusOK {
 		t.Fatalf("replay: %d", code)
 	}
@@ -35,8 +35,8 @@ func TestReplayEndpoint(t *testing.T) {
 	if code := f.do("POST", "/v1/policy/replay", bobToken, candidate, &got); code != http.StatusOK || got.Report.Calls != 0 {
 		t.Fatalf("another tenant's replay: %d %+v", code, got.Report)
 	}
-	var prob server.Problem
-	if code := f.do("POST", "/v1/policy/replay", aliceToken, server.ReplayRequest{Policy: "rules:\n  - id: x\n    decision: maybe\n"}, &prob); code != http.StatusUnprocessableEntity ||
+	var prob serverapi.Problem
+	if code := f.do("POST", "/v1/policy/replay", aliceToken, serverapi.ReplayRequest{Policy: "rules:\n  - id: x\n    decision: maybe\n"}, &prob); code != http.StatusUnprocessableEntity ||
 		len(prob.Errors) != 2 || prob.Errors[1] != `candidate.yaml:3:15: error: unknown decision "maybe" (want allow, ask or deny)` {
 		t.Fatalf("a bad policy: %d %+v", code, prob)
 	}

@@ -10,28 +10,10 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
-
-// EventAutonomyChanged is the store event PUT /v1/autonomy appends (seed
-// 000's server broadcasts autonomy_changed after set_autonomy). Its Data is
-// an [AutonomyChange]; a run's change belongs to the run, a tenant's has no
-// run.
-const EventAutonomyChanged = "autonomy.changed"
-
-// AutonomyChange is the Data of an [EventAutonomyChanged] event.
-type AutonomyChange struct {
-	// Scope is "tenant" or "run".
-	Scope string `json:"scope"`
-	// Run is the run's ID for a run's change.
-	Run string `json:"run,omitempty"`
-	// Level is the new autonomy level; empty removes the override (the
-	// agent's configured level applies again).
-	Level approval.Autonomy `json:"level"`
-	// By is the principal who changed it.
-	By string `json:"by"`
-}
 
 // autonomyTable holds the autonomy overrides by tenant and by run, as the
 // event log says.
@@ -42,7 +24,7 @@ type autonomyTable struct {
 }
 
 func (t *autonomyTable) apply(ev store.Event) {
-	var c AutonomyChange
+	var c serverapi.AutonomyChange
 	if json.Unmarshal(ev.Data, &c) != nil {
 		return
 	}
@@ -107,7 +89,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		for _, ev := range evs {
 			after = ev.Seq
-			if ev.Type == EventAutonomyChanged {
+			if ev.Type == serverapi.EventAutonomyChanged {
 				s.autonomy.apply(ev)
 			}
 		}
@@ -197,7 +179,7 @@ func (s *Server) leaseTTL() time.Duration { return s.hostTTL }
 
 func (s *Server) onEvent(ctx context.Context, ev store.Event) {
 	switch ev.Type {
-	case EventAutonomyChanged:
+	case serverapi.EventAutonomyChanged:
 		s.autonomy.apply(ev)
 	case store.EventApprovalDecided, store.EventApprovalExpired, runs.EventRunReleased:
 		s.tryResume(ctx, ev.RunID)
@@ -209,7 +191,7 @@ const maxWarm = 32
 
 // warm builds, before the server says it is ready, the agent of each
 // configured agent for each tenant that may start it (those of
-// Options.AgentTenants, else every tenant of the tokens), under the
+// Options.AgentTenants, else Options.Tenants), under the
 // tenant's autonomy level, so that the first run of each does not wait for
 // its build. A build that fails is logged and left to the first run, which
 // reports it. A durable server builds nothing: its workers build.
@@ -221,7 +203,7 @@ func (s *Server) warm(ctx context.Context) {
 	for _, name := range slices.Sorted(maps.Keys(s.agents)) {
 		tenants, limited := s.agentTenants[name]
 		if !limited {
-			tenants = s.tokens.Tenants()
+			tenants = s.tenants
 		}
 		for _, t := range tenants {
 			if n == maxWarm || ctx.Err() != nil {

@@ -9,29 +9,12 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
-
-// ProposeRequest is the body of POST /v1/rules/proposals: remember the
-// decision on an approval as a rule of the tenant's layer.
-type ProposeRequest struct {
-	// Approval is the decided approval's ID (a request of the tenant).
-	Approval string `json:"approval"`
-	// Effect is "allow" (always allow what was approved) or "deny"
-	// (always deny it).
-	Effect string `json:"effect"`
-}
-
-// RuleLayerView is the answer of GET /v1/rules: the tenant's layer (its
-// version, accepted rules and proposals) and its latest changes.
-type RuleLayerView struct {
-	store.Layer
-	// History is the layer's last changes, newest first.
-	History []store.LayerChange `json:"history"`
-}
 
 // maxLayerHistory is how many changes GET /v1/rules shows.
 const maxLayerHistory = 100
@@ -40,7 +23,7 @@ const maxLayerHistory = 100
 // else it holds: what an agent's shell can read never changes the layer.
 func noAgentWrites(w http.ResponseWriter, r *http.Request, p Principal) bool {
 	if slices.Contains(p.Roles, RoleAgent) {
-		writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
+		writeProblem(w, r, serverapi.Problem{Type: serverapi.ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
 			Detail: "a token with the agent role may not change the rule layer"})
 		return false
 	}
@@ -72,7 +55,7 @@ func (s *Server) getRules(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusInternalServerError, "reading the rule layer's history failed")
 		return
 	}
-	writeJSON(w, http.StatusOK, RuleLayerView{Layer: l, History: h})
+	writeJSON(w, http.StatusOK, serverapi.RuleLayerView{Layer: l, History: h})
 }
 
 // proposeRule is POST /v1/rules/proposals (approver): a rule proposed from
@@ -87,7 +70,7 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 	if !ok {
 		return
 	}
-	var req ProposeRequest
+	var req serverapi.ProposeRequest
 	if !s.readJSON(w, r, 4<<10, &req) {
 		return
 	}
@@ -123,7 +106,7 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		return
 	}
 	rule, err := ls.ProposeLayerRule(r.Context(), store.LayerRule{ID: prop.ID, Tenant: p.Tenant, Text: prop.Text, Effect: string(eff),
-		Tool: a.Tool, Source: a.RunID + "/" + a.ID, ProposedBy: p.Decider()})
+		Tool: a.Tool, Source: a.RunID + "/" + a.ID, ProposedBy: p.decider()})
 	if err != nil {
 		writeProblem(w, r, layerProblem(err, prop.ID))
 		return
@@ -183,10 +166,10 @@ func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal,
 					}
 				}
 			}
-			c, err = ls.AcceptLayerRule(r.Context(), p.Tenant, id, p.Decider())
+			c, err = ls.AcceptLayerRule(r.Context(), p.Tenant, id, p.decider())
 		}
 	} else {
-		c, err = ls.RemoveLayerRule(r.Context(), p.Tenant, id, p.Decider())
+		c, err = ls.RemoveLayerRule(r.Context(), p.Tenant, id, p.decider())
 	}
 	if err != nil {
 		writeProblem(w, r, layerProblem(err, id))
@@ -196,14 +179,14 @@ func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal,
 }
 
 // layerProblem is the problem of a store.Layers error.
-func layerProblem(err error, id string) Problem {
+func layerProblem(err error, id string) serverapi.Problem {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return Problem{Status: http.StatusNotFound, Detail: "no rule " + strconv.Quote(id)}
+		return serverapi.Problem{Status: http.StatusNotFound, Detail: "no rule " + strconv.Quote(id)}
 	case errors.Is(err, store.ErrDecided), errors.Is(err, store.ErrExists):
-		return Problem{Status: http.StatusConflict, Detail: err.Error()}
+		return serverapi.Problem{Status: http.StatusConflict, Detail: err.Error()}
 	case errors.Is(err, store.ErrInvalid):
-		return Problem{Status: http.StatusUnprocessableEntity, Detail: err.Error()}
+		return serverapi.Problem{Status: http.StatusUnprocessableEntity, Detail: err.Error()}
 	}
-	return Problem{Status: http.StatusInternalServerError, Detail: "changing the rule layer failed"}
+	return serverapi.Problem{Status: http.StatusInternalServerError, Detail: "changing the rule layer failed"}
 }

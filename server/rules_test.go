@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
@@ -17,14 +19,14 @@ import (
 )
 
 // rulesTokens are the test tokens and an agent's token of tenant acme.
-func rulesTokens(t *testing.T) *server.Tokens {
+func rulesTokens(t *testing.T) *serveconfig.Tokens {
 	t.Helper()
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
-		{SHA256: server.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
-		{SHA256: server.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
+		{SHA256: serveconfig.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(bobToken), Name: "bob", Tenant: "globex", Roles: []server.Role{server.RoleAdmin}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "claude", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -34,11 +36,11 @@ func rulesTokens(t *testing.T) *server.Tokens {
 
 // approveFirst approves the pending transfer of a new run of tenant acme
 // and returns the approval.
-func approveFirst(t *testing.T, f *fixture) server.ApprovalView {
+func approveFirst(t *testing.T, f *fixture) serverapi.ApprovalView {
 	t.Helper()
 	run := f.startRun()
 	a := f.pending(run)
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(run, store.RunDone)
@@ -49,11 +51,11 @@ func approveFirst(t *testing.T, f *fixture) server.ApprovalView {
 // next identical call of the tenant runs without asking, approved by the
 // layer's version; another tenant's run still asks.
 func TestRememberAllow(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
 
 	var rule store.LayerRule
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated {
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d %+v", code, rule)
 	}
 	if rule.Status != store.LayerProposed || !strings.Contains(rule.Text, `"amount": {equals: 5}`) || rule.ProposedBy.Name != "alice" || rule.Source != a.RunID+"/"+a.ID {
@@ -76,7 +78,7 @@ func TestRememberAllow(t *testing.T) {
 	if got := f.transfer.Count(); got != before+1 {
 		t.Fatalf("transfer ran %d times, want once without asking", got-before)
 	}
-	var audit server.AuditPage
+	var audit serverapi.AuditPage
 	f.do("GET", "/v1/audit?outcome=approved", vicToken, nil, &audit)
 	found := false
 	for _, e := range audit.Entries {
@@ -92,14 +94,14 @@ func TestRememberAllow(t *testing.T) {
 	}
 
 	// Another tenant's run is not answered by acme's layer.
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", bobToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
 		t.Fatalf("globex run: %d", code)
 	}
 	f.waitRun(v.ID, store.RunPending)
 
 	// The history names the change; removing the rule asks again.
-	var layer server.RuleLayerView
+	var layer serverapi.RuleLayerView
 	if code := f.do("GET", "/v1/rules", vicToken, nil, &layer); code != http.StatusOK || layer.Version != 1 || len(layer.Rules) != 1 || len(layer.History) != 1 || layer.History[0].Action != store.LayerAccept {
 		t.Fatalf("GET /v1/rules: %d %+v", code, layer)
 	}
@@ -111,10 +113,10 @@ func TestRememberAllow(t *testing.T) {
 
 // Always deny: the remembered deny is one more deny vote.
 func TestRememberDeny(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
 	var rule store.LayerRule
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "deny"}, &rule); code != http.StatusCreated {
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "deny"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d", code)
 	}
 	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", adaToken, nil, nil); code != http.StatusOK {
@@ -126,7 +128,7 @@ func TestRememberDeny(t *testing.T) {
 	if f.transfer.Count() != before {
 		t.Fatal("a remembered deny let the call run")
 	}
-	var audit server.AuditPage
+	var audit serverapi.AuditPage
 	f.do("GET", "/v1/audit?outcome=denied", vicToken, nil, &audit)
 	if len(audit.Entries) != 1 || audit.Entries[0].RunID != run || audit.Entries[0].By != "rule:"+rule.ID || !strings.Contains(audit.Entries[0].Reason, "rule layer v1, accepted by person:ada") || audit.Entries[0].LayerVersion != 1 {
 		t.Fatalf("denied entries: %+v", audit.Entries)
@@ -135,32 +137,32 @@ func TestRememberDeny(t *testing.T) {
 
 // Each endpoint: roles, tenants, and what it refuses.
 func TestRulesEndpoints(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	run := f.startRun()
 	pending := f.pending(run)
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: pending.ID, Effect: "allow"}, nil); code != http.StatusConflict {
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: pending.ID, Effect: "allow"}, nil); code != http.StatusConflict {
 		t.Fatalf("proposing from a pending approval: %d, want 409", code)
 	}
-	f.do("POST", "/v1/approvals/"+pending.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", Reason: "no", ArgsDigest: pending.ArgsDigest}, nil)
+	f.do("POST", "/v1/approvals/"+pending.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "no", ArgsDigest: pending.ArgsDigest}, nil)
 	f.waitRun(run, store.RunDone)
 	for _, c := range []struct {
 		token string
-		body  server.ProposeRequest
+		body  serverapi.ProposeRequest
 		want  int
 	}{
-		{vicToken, server.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusForbidden},
-		{agentToken, server.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusForbidden},
-		{"", server.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusUnauthorized},
-		{bobToken, server.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusNotFound},
-		{aliceToken, server.ProposeRequest{Approval: pending.ID, Effect: "ask"}, http.StatusBadRequest},
-		{aliceToken, server.ProposeRequest{Approval: "req_nope", Effect: "allow"}, http.StatusNotFound},
+		{vicToken, serverapi.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusForbidden},
+		{agentToken, serverapi.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusForbidden},
+		{"", serverapi.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusUnauthorized},
+		{bobToken, serverapi.ProposeRequest{Approval: pending.ID, Effect: "allow"}, http.StatusNotFound},
+		{aliceToken, serverapi.ProposeRequest{Approval: pending.ID, Effect: "ask"}, http.StatusBadRequest},
+		{aliceToken, serverapi.ProposeRequest{Approval: "req_nope", Effect: "allow"}, http.StatusNotFound},
 	} {
 		if code := f.do("POST", "/v1/rules/proposals", c.token, c.body, nil); code != c.want {
 			t.Errorf("propose as %q %+v: %d, want %d", c.token, c.body, code, c.want)
 		}
 	}
 	var rule store.LayerRule
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: pending.ID, Effect: "deny"}, &rule); code != http.StatusCreated {
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: pending.ID, Effect: "deny"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose from a denied approval: %d", code)
 	}
 	for _, c := range []struct {
@@ -180,7 +182,7 @@ func TestRulesEndpoints(t *testing.T) {
 			t.Errorf("%s %s as %q: %d, want %d", c.method, c.path, c.token, code, c.want)
 		}
 	}
-	var globex server.RuleLayerView
+	var globex serverapi.RuleLayerView
 	if code := f.do("GET", "/v1/rules", bobToken, nil, &globex); code != http.StatusOK || len(globex.Proposed) != 0 || globex.Version != 0 {
 		t.Fatalf("globex sees acme's layer: %d %+v", code, globex)
 	}
@@ -203,9 +205,9 @@ func TestRememberClaudeCode(t *testing.T) {
 		f.do("POST", "/v1/hooks/claude-code?wait=1m", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes/a.txt","content":"a"}`, "t1"), &out)
 		got <- out
 	}()
-	var a server.ApprovalView
+	var a serverapi.ApprovalView
 	for a.ID == "" {
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 		if len(page.Approvals) > 0 {
 			a = page.Approvals[0]
@@ -213,12 +215,12 @@ func TestRememberClaudeCode(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("deciding: %d", code)
 	}
 	<-got
 	var rule store.LayerRule
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `path: {pathPrefix: "/work/ws/notes"}`) {
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `path: {pathPrefix: "/work/ws/notes"}`) {
 		t.Fatalf("propose: %d %+v", code, rule)
 	}
 	var out claudegate.Output
@@ -245,15 +247,15 @@ func TestRememberClaudeCode(t *testing.T) {
 // An approval with edited arguments is remembered as what the person
 // approved: the edited arguments.
 func TestRememberEdited(t *testing.T) {
-	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	run := f.startRun()
 	a := f.pending(run)
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: []byte(`{"amount":3}`)}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: []byte(`{"amount":3}`)}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(run, store.RunDone)
 	var rule store.LayerRule
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `"amount": {equals: 3}`) {
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `"amount": {equals: 3}`) {
 		t.Fatalf("propose: %d\n%s", code, rule.Text)
 	}
 }
@@ -267,7 +269,7 @@ func TestProposeRefusesUnverified(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	f := newFixture(t, s, nil, &server.Options{Tokens: rulesTokens(t)})
+	f := newFixture(t, s, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
 	// The run goes on after the approval and writes the store meanwhile:
 	// the forger waits for SQLite's writer lock as the store does.
@@ -279,8 +281,8 @@ func TestProposeRefusesUnverified(t *testing.T) {
 	if _, err := db.Exec(`UPDATE approvals SET mac = '' WHERE id = ?`, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	var p server.Problem
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &p); code != http.StatusConflict || !strings.Contains(p.Detail, "no valid seal") {
+	var p serverapi.Problem
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &p); code != http.StatusConflict || !strings.Contains(p.Detail, "no valid seal") {
 		t.Fatalf("proposing from an unverified approval: %d %+v, want 409", code, p)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/server"
@@ -32,11 +33,11 @@ func TestRunsPerTenantAreCapped(t *testing.T) {
 	}, nil)
 	m := testkit.Script([]model.FuncCall{testkit.Call("c1", "wait", nil)})
 	f := newFixture(t, nil, m, &server.Options{MaxRunsPerTenant: 1}, wait)
-	start := func(token string) (int, server.RunView, string) {
+	start := func(token string) (int, serverapi.RunView, string) {
 		var raw json.RawMessage
-		code := f.do("POST", "/v1/runs", token, server.StartRunRequest{Agent: "payer", Prompt: "wait"}, &raw)
-		var v server.RunView
-		var p server.Problem
+		code := f.do("POST", "/v1/runs", token, serverapi.StartRunRequest{Agent: "payer", Prompt: "wait"}, &raw)
+		var v serverapi.RunView
+		var p serverapi.Problem
 		_ = json.Unmarshal(raw, &v)
 		_ = json.Unmarshal(raw, &p)
 		return code, v, p.Type
@@ -46,8 +47,8 @@ func TestRunsPerTenantAreCapped(t *testing.T) {
 		t.Fatalf("first run: %d", code)
 	}
 	<-started
-	if code, _, typ := start(aliceToken); code != http.StatusTooManyRequests || typ != server.ProblemTooManyRuns {
-		t.Fatalf("a second run of the tenant while the first runs: %d %s, want 429 %s", code, typ, server.ProblemTooManyRuns)
+	if code, _, typ := start(aliceToken); code != http.StatusTooManyRequests || typ != serverapi.ProblemTooManyRuns {
+		t.Fatalf("a second run of the tenant while the first runs: %d %s, want 429 %s", code, typ, serverapi.ProblemTooManyRuns)
 	}
 	if code, _, _ := start(bobToken); code != http.StatusCreated {
 		t.Fatalf("another tenant's run: %d, want 201", code)

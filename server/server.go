@@ -7,11 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
@@ -25,12 +22,13 @@ type Options struct {
 	// Agents are the agents runs may start, by name, each a resolved run
 	// configuration ([runs.RunConfig.Resolve]); POST /v1/runs names one.
 	Agents map[string]runs.RunConfig
-	// Config, if set, is the server configuration Agents were loaded from
-	// ([LoadConfig]): a run whose agent does not build is refused (422)
-	// naming the file, line and key of server.yaml the problem is at
-	// ("server.yaml:12:13: agents.payer.policy: ..."), as
-	// [Config.CheckAgents] does. Without it the problem names the key only.
-	Config *Config
+	// AgentProblem, if set, words the error of an agent that does not
+	// build for the 422 of POST /v1/runs as the file the agent was loaded
+	// from places it ("server.yaml:12:13: agents.payer.policy: ...", as
+	// `tollgate serve` checks its agents at start). Nil words it as the
+	// key of server.yaml the error is about ("policy: ...", for a
+	// [runs.FieldError]), or as the error's text.
+	AgentProblem func(agent string, err error) string
 	// AgentTenants, by agent name, lists the tenants whose principals may
 	// see and start the agent ("" is the default tenant); to any other
 	// tenant the agent does not exist (GET /v1/agents leaves it out, POST
@@ -38,8 +36,18 @@ type Options struct {
 	// tenant, is open to every tenant. A name that is not in Agents is an
 	// error of [New].
 	AgentTenants map[string][]string
-	// Tokens authenticate every /v1 request; nil refuses them all (401).
-	Tokens *Tokens
+	// Tokens returns the principal of a bearer token, and false for a
+	// token it does not know; every /v1 request is authenticated with it
+	// (a token over 512 bytes is unknown without asking). Nil refuses
+	// them all (401). It is called for every request, concurrently: keep
+	// hashes of the tokens, never the tokens, and compare in constant
+	// time or by hash.
+	Tokens func(token string) (Principal, bool)
+	// Tenants are the tenants of the Tokens' principals ("" the default
+	// tenant): before it says it is ready, [Server.Run] builds each agent
+	// open to every tenant once for each of them, so that their first runs
+	// do not wait for the build. Nil leaves those builds to the first runs.
+	Tenants []string
 	// Page, if set, serves every GET outside /v1/, /healthz, /readyz and
 	// /metrics: GET /, /assets/... and the page's own views (the approvals
 	// page); without it those paths are 404.
@@ -47,9 +55,6 @@ type Options struct {
 	// Host configures the [runs.Host] the server drives runs with (holder
 	// name, lease TTL, middleware); nil for the defaults.
 	Host *runs.Options
-	// Registry receives the server's Prometheus metrics, which /metrics
-	// serves; nil for a new registry of the server's own.
-	Registry *prometheus.Registry
 	// Heartbeat is how often an idle event stream gets a comment line
 	// (default 15s).
 	Heartbeat time.Duration
@@ -93,54 +98,54 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// MaxStreams caps the event streams (SSE and WebSocket) open at once on
-	// this server (default [DefaultMaxStreams]); MaxStreamsPerPrincipal caps
-	// those of one token's principal (default [DefaultMaxStreamsPerPrincipal]).
-	// A stream over either cap is refused with 429 and Retry-After: each
-	// stream holds a connection, memory and store reads.
+	// this server (zero means 1024); MaxStreamsPerPrincipal caps those of
+	// one token's principal (zero means 16). A stream over either cap is
+	// refused with 429 and Retry-After: each stream holds a connection,
+	// memory and store reads.
 	MaxStreams, MaxStreamsPerPrincipal int
 	// StreamWriteTimeout bounds each write to an event stream (an event, a
-	// heartbeat; SSE and WebSocket alike), default
-	// [DefaultStreamWriteTimeout]: a client that stops reading is dropped
-	// when a write does not finish within it, and its place among
+	// heartbeat; SSE and WebSocket alike); zero means 30 s. A client that
+	// stops reading is dropped when a write does not finish within it,
+	// and its place among
 	// MaxStreams is free again, instead of being held, with a goroutine,
 	// for as long as the client keeps the connection.
 	StreamWriteTimeout time.Duration
-	// BodyReadTimeout bounds the reading of a request's body (default
-	// [DefaultBodyReadTimeout]): a client that sends its headers and then
-	// the body slowly, or not at all, gets 408 and its connection is
-	// closed, instead of holding the request for as long as it likes.
+	// BodyReadTimeout bounds the reading of a request's body (zero means
+	// 30 s): a client that sends its headers and then the body slowly, or
+	// not at all, gets 408 and its connection is closed, instead of
+	// holding the request for as long as it likes.
 	BodyReadTimeout time.Duration
 	// MaxRunsPerTenant caps the runs of one tenant this server drives at
-	// once (default [DefaultMaxRunsPerTenant]): POST /v1/runs over it is
-	// 429 ([ProblemTooManyRuns]) with Retry-After, so that one tenant's
-	// operators cannot take every goroutine, connection and process of the
+	// once (zero means 64): POST /v1/runs over it is 429 (problem type
+	// https://tollgate.dev/problems/too-many-runs) with Retry-After, so
+	// that one tenant's operators cannot take every goroutine, connection and process of the
 	// server from the others. A run counts while this server drives it
 	// (started or resumed, until it ends or halts); a run that resumes is
 	// never refused, so it may take a tenant over the cap for a while.
 	// Durable runs are bounded by their workers instead.
 	MaxRunsPerTenant int
 	// MaxTickets caps the stream tickets (POST /v1/events/ticket) alive at
-	// once on this server (default [DefaultMaxTickets]);
-	// MaxTicketsPerPrincipal those of one principal (default
-	// [DefaultMaxTicketsPerPrincipal]). A mint over either cap is refused
-	// with 429 and Retry-After, the time until a ticket of that cap expires.
+	// once on this server (zero means 8192); MaxTicketsPerPrincipal those
+	// of one principal (zero means 64). A ticket lasts 60 seconds. A mint
+	// over either cap is refused with 429 and Retry-After, the time until
+	// a ticket of that cap expires.
 	MaxTickets, MaxTicketsPerPrincipal int
 }
 
 // Default caps of the open event streams ([Options.MaxStreams]).
 const (
-	DefaultMaxStreams             = 1024
-	DefaultMaxStreamsPerPrincipal = 16
+	defaultMaxStreams             = 1024
+	defaultMaxStreamsPerPrincipal = 16
 )
 
-// DefaultStreamWriteTimeout is the default of [Options.StreamWriteTimeout].
-const DefaultStreamWriteTimeout = 30 * time.Second
+// defaultStreamWriteTimeout is the default of [Options.StreamWriteTimeout].
+const defaultStreamWriteTimeout = 30 * time.Second
 
-// DefaultMaxRunsPerTenant is the default of [Options.MaxRunsPerTenant].
-const DefaultMaxRunsPerTenant = 64
+// defaultMaxRunsPerTenant is the default of [Options.MaxRunsPerTenant].
+const defaultMaxRunsPerTenant = 64
 
-// DefaultBodyReadTimeout is the default of [Options.BodyReadTimeout].
-const DefaultBodyReadTimeout = 30 * time.Second
+// defaultBodyReadTimeout is the default of [Options.BodyReadTimeout].
+const defaultBodyReadTimeout = 30 * time.Second
 
 // Server serves runs, approvals and their events over HTTP (an
 // [http.Handler]; the caller owns the http.Server and its listener), and
@@ -166,11 +171,13 @@ type Server struct {
 	// feed hands the events Run reads to every event stream.
 	feed   *feed
 	agents map[string]runs.RunConfig
-	config *Config // where the agents were loaded from, or nil
+	// agentProblem words an agent's build error (Options.AgentProblem).
+	agentProblem func(agent string, err error) string
 	// policies are the runs' policy files, read for what an approval shows
 	// (a rule's line, declared risks).
 	policies policyFiles
-	tokens   *Tokens
+	tokens   func(token string) (Principal, bool)
+	tenants  []string // Options.Tenants
 	tickets  tickets
 	page     http.Handler
 	mux      *http.ServeMux
@@ -232,7 +239,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		opts = &Options{}
 	}
 	srv := &Server{
-		store: s, agents: map[string]runs.RunConfig{}, config: opts.Config, tokens: opts.Tokens, page: opts.Page,
+		store: s, agents: map[string]runs.RunConfig{}, agentProblem: opts.AgentProblem, tokens: opts.Tokens, tenants: slices.Clone(opts.Tenants), page: opts.Page,
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
 		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{}, tenantRuns: map[string]int{},
 		maxRuns: opts.MaxRunsPerTenant,
@@ -264,29 +271,29 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		srv.tick = time.Second
 	}
 	if srv.maxRuns <= 0 {
-		srv.maxRuns = DefaultMaxRunsPerTenant
+		srv.maxRuns = defaultMaxRunsPerTenant
 	}
 	srv.bodyTimeout = opts.BodyReadTimeout
 	if srv.bodyTimeout <= 0 {
-		srv.bodyTimeout = DefaultBodyReadTimeout
+		srv.bodyTimeout = defaultBodyReadTimeout
 	}
 	srv.writeTimeout = opts.StreamWriteTimeout
 	if srv.writeTimeout <= 0 {
-		srv.writeTimeout = DefaultStreamWriteTimeout
+		srv.writeTimeout = defaultStreamWriteTimeout
 	}
 	srv.streams = streamSlots{max: opts.MaxStreams, perPrincipal: opts.MaxStreamsPerPrincipal, open: map[string]int{}}
 	if srv.streams.max <= 0 {
-		srv.streams.max = DefaultMaxStreams
+		srv.streams.max = defaultMaxStreams
 	}
 	if srv.streams.perPrincipal <= 0 {
-		srv.streams.perPrincipal = DefaultMaxStreamsPerPrincipal
+		srv.streams.perPrincipal = defaultMaxStreamsPerPrincipal
 	}
 	srv.tickets = tickets{max: opts.MaxTickets, perPrincipal: opts.MaxTicketsPerPrincipal}
 	if srv.tickets.max <= 0 {
-		srv.tickets.max = DefaultMaxTickets
+		srv.tickets.max = defaultMaxTickets
 	}
 	if srv.tickets.perPrincipal <= 0 {
-		srv.tickets.perPrincipal = DefaultMaxTicketsPerPrincipal
+		srv.tickets.perPrincipal = defaultMaxTicketsPerPrincipal
 	}
 	for name, cfg := range opts.Agents {
 		if err := cfg.Check(); err != nil {
@@ -313,11 +320,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		}
 		srv.webhooks = append(srv.webhooks, wh)
 	}
-	reg := opts.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	m, err := newMetrics(reg, srv)
+	m, err := newMetrics(srv)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +364,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("server: gateway: %w", err)
 		}
 	}
-	srv.routes(reg)
+	srv.routes()
 	return srv, nil
 }
 
@@ -383,292 +386,3 @@ func (s *Server) Host() *runs.Host { return s.host }
 
 // ServeHTTP implements [http.Handler].
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
-
-func (s *Server) routes(reg *prometheus.Registry) {
-	mux := http.NewServeMux()
-	s.mux = mux
-	mux.HandleFunc("POST /v1/runs", s.auth(RoleOperator, s.startRun))
-	mux.HandleFunc("GET /v1/runs", s.auth(RoleViewer, s.listRuns))
-	mux.HandleFunc("GET /v1/runs/{id}", s.auth(RoleViewer, s.getRun))
-	mux.HandleFunc("POST /v1/runs/{id}/cancel", s.auth(RoleOperator, s.cancelRun))
-	mux.HandleFunc("GET /v1/approvals", s.auth(RoleViewer, s.listApprovals))
-	mux.HandleFunc("GET /v1/approvals/{id}", s.auth(RoleViewer, s.getApproval))
-	mux.HandleFunc("POST /v1/approvals/{id}/decision", s.auth(RoleApprover, s.decide))
-	mux.HandleFunc("GET /v1/autonomy", s.auth(RoleViewer, s.getAutonomy))
-	mux.HandleFunc("PUT /v1/autonomy", s.auth(RoleViewer, s.putAutonomy))
-	mux.HandleFunc("POST /v1/events/ticket", s.auth(RoleViewer, s.mintTicket))
-	mux.HandleFunc("GET /v1/events", s.streamAuth(s.events))
-	mux.HandleFunc("GET /v1/ws", s.streamAuth(s.websocket))
-	mux.HandleFunc("GET /v1/agents", s.auth(RoleViewer, s.listAgents))
-	mux.HandleFunc("GET /v1/agents/{name}/policy", s.auth(RoleViewer, s.agentPolicy))
-	mux.HandleFunc("POST /v1/hooks/claude-code", s.auth(RoleAgent, s.claudeHook))
-	mux.HandleFunc("GET /v1/shadow", s.auth(RoleViewer, s.shadowCounts))
-	mux.HandleFunc("GET /v1/audit", s.auth(RoleViewer, s.audit))
-	mux.HandleFunc("POST /v1/policy/replay", s.auth(RoleApprover, s.replayPolicy))
-	mux.HandleFunc("POST /v1/hooks/codex", s.auth(RoleAgent, s.codexHook))
-	mux.HandleFunc("GET /v1/rules", s.auth(RoleViewer, s.getRules))
-	mux.HandleFunc("POST /v1/rules/proposals", s.auth(RoleApprover, s.proposeRule))
-	mux.HandleFunc("POST /v1/rules/{id}/accept", s.auth(RoleAdmin, s.acceptRule))
-	mux.HandleFunc("DELETE /v1/rules/{id}", s.auth(RoleAdmin, s.removeRule))
-	if s.mcpLogins != nil {
-		mux.HandleFunc("GET /v1/mcp/logins", s.auth(RoleApprover, s.listMCPLogins))
-		mux.HandleFunc("POST /v1/mcp/logins", s.auth(RoleApprover, s.startMCPLogin))
-		mux.HandleFunc("GET /v1/mcp/oauth/callback", s.mcpCallback)
-		mux.HandleFunc("POST /v1/mcp/oauth/callback", s.mcpCallback) // the confirmation of another browser
-	}
-	mux.HandleFunc("POST /v1/gate/asks", s.auth(RoleAgent, s.gateAsk))
-	mux.HandleFunc("GET /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateAnswer))
-	mux.HandleFunc("DELETE /v1/gate/asks/{run}/{id}", s.auth(RoleAgent, s.gateWithdraw))
-	mux.HandleFunc("POST /v1/gate/records", s.auth(RoleAgent, s.gateRecord))
-	mux.HandleFunc("POST /v1/gate/sessions/end", s.auth(RoleAgent, s.gateEnd))
-	mux.HandleFunc("/mcp", s.gatewayRoute)
-	mux.HandleFunc("GET /v1/me", s.auth(RoleViewer, func(w http.ResponseWriter, r *http.Request, p Principal) {
-		writeJSON(w, http.StatusOK, p)
-	}))
-	// A path no pattern has is 404; one that other methods have is 405
-	// with Allow (RFC 9110, 15.5.6): both as problem details.
-	mux.HandleFunc("/v1/", s.noRoute)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttpHandler(reg))
-	if s.page != nil {
-		// Every other GET is the page's (/, /assets/..., its own views).
-		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				w.Header().Set("Allow", "GET, HEAD")
-				problemf(w, r, http.StatusMethodNotAllowed, "the page answers GET only")
-				return
-			}
-			s.page.ServeHTTP(w, r)
-		})
-	} else {
-		mux.HandleFunc("/", s.noRoute)
-	}
-}
-
-// routeMethods are the methods noRoute looks for other routes of a path
-// with; a GET route answers HEAD too (net/http.ServeMux).
-var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-
-// noRoute answers a request no route takes: 405 Method Not Allowed with
-// an Allow header listing the methods the path has (RFC 9110, 15.5.6 and
-// 10.2.1), or 404 when it has none; both as problem details (RFC 9457).
-func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range routeMethods {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/v1/" && pattern != "/" {
-			allow = append(allow, m)
-		}
-	}
-	if len(allow) == 0 {
-		problemf(w, r, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
-		return
-	}
-	w.Header().Set("Allow", strings.Join(allow, ", "))
-	problemf(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: this endpoint answers %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
-}
-
-// principalHandler is an API handler with the authenticated principal.
-type principalHandler func(w http.ResponseWriter, r *http.Request, p Principal)
-
-// auth authenticates a request by its Authorization header and checks role.
-func (s *Server) auth(role Role, h principalHandler) http.HandlerFunc {
-	return s.authWith(role, false, h)
-}
-
-// streamAuth authenticates an event stream by header or ticket.
-func (s *Server) streamAuth(h principalHandler) http.HandlerFunc {
-	return s.authWith(RoleViewer, true, func(w http.ResponseWriter, r *http.Request, p Principal) {
-		release, ok := s.streams.take(p)
-		if !ok {
-			w.Header().Set("Retry-After", "10")
-			writeProblem(w, r, Problem{Type: ProblemTooManyStreams, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
-				Detail: fmt.Sprintf("too many event streams open (at most %d per principal, %d in all); close one or retry later", s.streams.perPrincipal, s.streams.max)})
-			return
-		}
-		defer release()
-		h(w, r, p)
-	})
-}
-
-// streamSlots counts the open event streams, in all and per principal.
-type streamSlots struct {
-	mu                sync.Mutex
-	max, perPrincipal int
-	total             int
-	open              map[string]int // by tenant and name
-}
-
-// take reserves a stream for p; release gives it back.
-func (t *streamSlots) take(p Principal) (release func(), ok bool) {
-	key := p.Tenant + "\x00" + p.Name
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.total >= t.max || t.open[key] >= t.perPrincipal {
-		return nil, false
-	}
-	t.total++
-	t.open[key]++
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.total--
-		if t.open[key]--; t.open[key] == 0 {
-			delete(t.open, key)
-		}
-	}, true
-}
-
-func (s *Server) authWith(role Role, ticketOK bool, h principalHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.authenticate(r, ticketOK)
-		if err != nil {
-			detail := err.Error()
-			if errors.Is(err, errNoToken) {
-				detail = "this endpoint needs an Authorization: Bearer token"
-			}
-			writeProblem(w, r, Problem{Status: http.StatusUnauthorized, Detail: detail})
-			return
-		}
-		if !p.Has(role) {
-			writeProblem(w, r, Problem{Type: ProblemForbidden, Title: "Forbidden", Status: http.StatusForbidden,
-				Detail: fmt.Sprintf("this needs the %s role; the token of %s has %v", role, p.Name, p.Roles)})
-			return
-		}
-		h(w, r, p)
-	}
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	ready := s.ready
-	s.mu.Unlock()
-	select {
-	case <-s.done:
-		problemf(w, r, http.StatusServiceUnavailable, "the server is shutting down")
-		return
-	default:
-	}
-	if !ready {
-		problemf(w, r, http.StatusServiceUnavailable, "the server has not taken its stored runs up yet")
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if _, err := s.store.ListRuns(ctx, store.RunFilter{AllTenants: true, Limit: 1}); err != nil {
-		problemf(w, r, http.StatusServiceUnavailable, "the store does not answer")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// durableRun reports whether r is a durable run that has not ended: its
-// record is held by the durable engine (runs.DurableHolder) for as long as
-// it runs or waits, and only its workflow drives it.
-func durableRun(r store.Run) bool {
-	return r.Lease != nil && r.Lease.Holder == runs.DurableHolder
-}
-
-// runRef names the run an agent is built for, on the builder's context.
-type runRef struct{ tenant, runID string }
-
-type runRefKey struct{}
-
-func withRun(ctx context.Context, tenant, runID string) context.Context {
-	return context.WithValue(ctx, runRefKey{}, runRef{tenant, runID})
-}
-
-func runFrom(ctx context.Context) runRef {
-	r, _ := ctx.Value(runRefKey{}).(runRef)
-	return r
-}
-
-// closing reports whether Shutdown has started.
-func (s *Server) closing() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// drive runs f (a Start or a Resume of runID) in the background under the
-// server's run context, unless the run is driven here already or the server
-// is closing. It reports whether f was started.
-func (s *Server) drive(runID, tenant string, f func(ctx context.Context) error) bool {
-	ok, _ := s.driveCapped(runID, tenant, false, f)
-	return ok
-}
-
-// driveCapped is drive for a run of tenant; with capped, a run the tenant's
-// count of driven runs has no room for is not started, and full is true.
-func (s *Server) driveCapped(runID, tenant string, capped bool, f func(ctx context.Context) error) (started, full bool) {
-	s.mu.Lock()
-	if s.inflight[runID] || s.closing() {
-		if s.inflight[runID] {
-			// The part of the run driven now may have ended (halted)
-			// already: look again when its goroutine is done.
-			s.recheck[runID] = true
-		}
-		s.mu.Unlock()
-		return false, false
-	}
-	if capped && s.tenantRuns[tenant] >= s.maxRuns {
-		s.mu.Unlock()
-		return false, true
-	}
-	s.inflight[runID] = true
-	s.tenantRuns[tenant]++
-	s.runsWG.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer func() {
-			s.mu.Lock()
-			delete(s.inflight, runID)
-			if s.tenantRuns[tenant]--; s.tenantRuns[tenant] <= 0 {
-				delete(s.tenantRuns, tenant)
-			}
-			again := s.recheck[runID]
-			delete(s.recheck, runID)
-			s.mu.Unlock()
-			if again && !s.closing() {
-				s.tryResume(context.WithoutCancel(s.runCtx), runID)
-			}
-			s.runsWG.Done()
-		}()
-		if err := f(s.runCtx); err != nil && !errors.Is(err, runs.ErrHostStopping) {
-			s.log.Info("run part ended with an error", "run", runID, "error", err)
-		}
-	}()
-	return true, false
-}
-
-// Shutdown stops the server: event streams end and new runs are refused at
-// once; the runs it drives get until ctx ends to finish or halt, and are then
-// stopped without being ended (their latest checkpoint stays stored, their
-// lease is released: runs.ErrHostStopping), so that the next server takes
-// them over. It returns when every run it drove is stored, with ctx's error
-// if the grace ran out. The caller shuts its http.Server down too.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		s.mu.Lock()
-		close(s.done)
-		s.mu.Unlock()
-		s.setClose()
-	})
-	idle := make(chan struct{})
-	go func() { s.runsWG.Wait(); s.buildCache.Close(); close(idle) }()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-	}
-	s.stopRun(runs.ErrHostStopping)
-	<-idle
-	return ctx.Err()
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -44,7 +45,7 @@ func withSessionNotes(data json.RawMessage, n sessionNotes) json.RawMessage {
 // workspace the session was opened with, the last prompt and stated
 // intent its agent reported with the request (marked Reported), and the
 // earlier decisions on the same tool from the session's records.
-func (s *Server) sessionContext(ctx context.Context, c *RunContext, a store.Approval, run store.Run) string {
+func (s *Server) sessionContext(ctx context.Context, c *serverapi.RunContext, a store.Approval, run store.Run) string {
 	var sc sessionConfig
 	_ = json.Unmarshal(run.Config, &sc)
 	if c == nil {
@@ -65,7 +66,7 @@ func (s *Server) sessionContext(ctx context.Context, c *RunContext, a store.Appr
 	c.Earlier = nil
 	for _, r := range recs {
 		if r.Name == a.Tool && r.ID != a.CallID && r.Decision.Outcome != gate.OutcomePending {
-			c.Earlier = append(c.Earlier, EarlierDecision{Outcome: string(r.Decision.Outcome), By: r.Decision.By.String(), Reason: r.Decision.Reason, Args: r.Args})
+			c.Earlier = append(c.Earlier, serverapi.EarlierDecision{Outcome: string(r.Decision.Outcome), By: r.Decision.By.String(), Reason: r.Decision.Reason, Args: r.Args})
 		}
 	}
 	if len(c.Earlier) > maxEarlier {

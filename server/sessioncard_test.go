@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
 )
@@ -27,14 +29,14 @@ func sessionFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+	tk, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(agentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, nil, nil, &server.Options{Tokens: tk,
+	return newFixture(t, nil, nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()},
 		Codex:      &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()}})
 }
@@ -46,8 +48,8 @@ func sessionFixture(t *testing.T) *fixture {
 // session; the runs list and the audit name the source too.
 func TestSessionCardContext(t *testing.T) {
 	for _, c := range []struct{ path, source string }{
-		{"/v1/hooks/claude-code", server.SourceClaudeCode},
-		{"/v1/hooks/codex", server.SourceCodex},
+		{"/v1/hooks/claude-code", serverapi.SourceClaudeCode},
+		{"/v1/hooks/codex", serverapi.SourceCodex},
 	} {
 		t.Run(c.source, func(t *testing.T) {
 			f := sessionFixture(t)
@@ -81,15 +83,15 @@ func TestSessionCardContext(t *testing.T) {
 			if a.Agent != c.source || a.RunOwner != "person:ci-bot" || a.AskedBy != "rule:review-tee" {
 				t.Errorf("agent %q, owner %q, asked by %q", a.Agent, a.RunOwner, a.AskedBy)
 			}
-			var runs server.RunPage
+			var runs serverapi.RunPage
 			if code := f.do("GET", "/v1/runs", aliceToken, nil, &runs); code != http.StatusOK || len(runs.Runs) != 1 || runs.Runs[0].Source != c.source {
 				t.Errorf("runs: %d %+v", code, runs)
 			}
-			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "deny", Reason: "not now", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+			if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "not now", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 				t.Fatalf("deny: %d", code)
 			}
 			<-done
-			var page server.AuditPage
+			var page serverapi.AuditPage
 			if code := f.do("GET", "/v1/audit?source="+c.source, aliceToken, nil, &page); code != http.StatusOK || len(page.Entries) != 2 ||
 				page.Entries[1].Outcome != "declined" || page.Entries[1].By != "person:alice" || page.Entries[1].Source != c.source {
 				t.Errorf("audit: %d %+v", code, page)

@@ -5,25 +5,15 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/replay"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
-
-// ShadowPage is GET /v1/shadow: how often each shadow rule (mode: shadow)
-// would have voted on the calls recorded in the caller's tenant.
-type ShadowPage struct {
-	// Rules are the counts by rule and vote, sorted by rule then vote.
-	Rules []replay.ShadowCount `json:"rules"`
-	// Calls is the number of recorded calls counted.
-	Calls int `json:"calls"`
-	// Since, when set, is where the count starts (?since=DURATION ago).
-	Since *time.Time `json:"since,omitempty"`
-}
 
 // shadowCounts is GET /v1/shadow?since=DURATION: the shadow votes recorded
 // beside the decisions of the tenant's runs, counted. It reads every run
 // of the tenant (since bounds the calls counted, not the runs read).
 func (s *Server) shadowCounts(w http.ResponseWriter, r *http.Request, p Principal) {
 	o := replay.Options{Tenant: p.Tenant}
-	out := ShadowPage{}
+	out := serverapi.ShadowPage{}
 	if v := r.URL.Query().Get("since"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -15,20 +15,20 @@ func TestShadowCounts(t *testing.T) {
 	f := newFixture(t, nil, nil, nil)
 	id := f.startRun()
 	a := f.pending(id)
-	var v server.ApprovalView
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &v); code != http.StatusOK {
+	var v serverapi.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &v); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(id, store.RunDone)
 	if n := f.transfer.Count(); n != 1 {
 		t.Fatalf("transfer ran %d times: a shadow rule decided", n)
 	}
-	var page server.ShadowPage
+	var page serverapi.ShadowPage
 	if code := f.do("GET", "/v1/shadow?since=1h", vicToken, nil, &page); code != http.StatusOK || page.Calls != 1 || len(page.Rules) != 1 ||
 		page.Rules[0].Rule != "rule:watch-transfer" || page.Rules[0].Decision != approval.Deny || page.Rules[0].Count != 1 || page.Since == nil {
 		t.Fatalf("acme's shadow counts: %d %+v", code, page)
 	}
-	page = server.ShadowPage{}
+	page = serverapi.ShadowPage{}
 	if code := f.do("GET", "/v1/shadow", bobToken, nil, &page); code != http.StatusOK || page.Calls != 0 || len(page.Rules) != 0 {
 		t.Fatalf("globex's shadow counts: %d %+v", code, page)
 	}

@@ -11,7 +11,7 @@ func BenchmarkTicketMint(b *testing.B) {
 	const live = 8000
 	ts := tickets{max: 1 << 20, perPrincipal: 1 << 20}
 	now := time.Unix(0, 0)
-	step := TicketTTL / live
+	step := ticketTTL / live
 	p := Principal{Name: "vic", Tenant: "acme", Roles: []Role{RoleViewer}}
 	for range live {
 		if _, _, err := ts.mint(p, now); err != nil {

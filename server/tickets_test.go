@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -34,7 +35,7 @@ func (c *testClock) Add(d time.Duration) {
 func TestTicketCaps(t *testing.T) {
 	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	f := newFixture(t, nil, nil, &server.Options{Now: clock.Now, MaxTickets: 5, MaxTicketsPerPrincipal: 3})
-	mint := func(token string) (string, int, string, server.Problem) {
+	mint := func(token string) (string, int, string, serverapi.Problem) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", f.ts.URL+"/v1/events/ticket", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -45,7 +46,7 @@ func TestTicketCaps(t *testing.T) {
 		defer resp.Body.Close()
 		var body struct {
 			Ticket string `json:"ticket"`
-			server.Problem
+			serverapi.Problem
 		}
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		return body.Ticket, resp.StatusCode, resp.Header.Get("Retry-After"), body.Problem
@@ -60,7 +61,7 @@ func TestTicketCaps(t *testing.T) {
 		clock.Add(10 * time.Second)
 	}
 	// t=30s: alice holds 3, her cap.
-	if _, code, retry, p := mint(aliceToken); code != http.StatusTooManyRequests || retry != "30" || p.Type != server.ProblemTooManyTickets {
+	if _, code, retry, p := mint(aliceToken); code != http.StatusTooManyRequests || retry != "30" || p.Type != serverapi.ProblemTooManyTickets {
 		t.Fatalf("alice's 4th ticket: %d Retry-After %q %+v; want 429 after 30 s", code, retry, p)
 	}
 	for i := range 2 {

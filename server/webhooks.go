@@ -21,9 +21,9 @@ import (
 // signed per the Standard Webhooks specification (headers webhook-id: the
 // event's "evt_SEQ", the same on every retry; webhook-timestamp;
 // webhook-signature: v1 HMAC-SHA256). The body is
-// {"type", "timestamp", "data": StreamEvent}. Delivery follows the event
+// {"type", "timestamp", "data": serverapi.StreamEvent}. Delivery follows the event
 // log from the moment the server starts; a delivery that fails is retried
-// with backoff (at most [WebhookAttempts] times, 2xx is success) and then
+// with backoff (at most 5 times, 2xx is success) and then
 // dropped with a log line.
 type Webhook struct {
 	// URL receives POST requests (http or https).
@@ -38,8 +38,8 @@ type Webhook struct {
 	Types []string
 }
 
-// WebhookAttempts is how often a webhook delivery is tried.
-const WebhookAttempts = 5
+// webhookAttempts is how often a webhook delivery is tried.
+const webhookAttempts = 5
 
 type webhook struct {
 	Webhook
@@ -115,7 +115,7 @@ func (s *Server) post(ctx context.Context, client *http.Client, w *webhook, ev s
 	}
 	id := "evt_" + strconv.FormatInt(ev.Seq, 10)
 	wait := 500 * time.Millisecond
-	for attempt := 1; attempt <= WebhookAttempts; attempt++ {
+	for attempt := 1; attempt <= webhookAttempts; attempt++ {
 		now := s.now()
 		sig, err := w.signer.Sign(id, now, body)
 		if err != nil {

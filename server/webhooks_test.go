@@ -15,6 +15,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -41,8 +42,8 @@ func TestWebhooks(t *testing.T) {
 			return
 		}
 		var msg struct {
-			Type string             `json:"type"`
-			Data server.StreamEvent `json:"data"`
+			Type string                `json:"type"`
+			Data serverapi.StreamEvent `json:"data"`
 		}
 		_ = json.Unmarshal(body, &msg)
 		mu.Lock()
@@ -65,12 +66,12 @@ func TestWebhooks(t *testing.T) {
 	var logs syncLog
 	f := newFixture(t, nil, nil, &server.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Webhooks: []server.Webhook{{URL: hookURL, Secret: secret, Tenant: "acme", Types: []string{"approval.*", "run.finished"}}}})
-	var other server.RunView
-	f.do("POST", "/v1/runs", bobToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &other)
+	var other serverapi.RunView
+	f.do("POST", "/v1/runs", bobToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &other)
 	f.waitRun(other.ID, store.RunPending)
 	id := f.startRun()
 	a := f.pending(id)
-	f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil)
+	f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil)
 	select {
 	case <-finished:
 	case <-time.After(20 * time.Second):

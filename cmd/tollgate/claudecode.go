@@ -19,6 +19,8 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
@@ -93,7 +95,7 @@ func addHookFlags(cmd *cobra.Command, f *claudeHookFlags, section string) {
 	fs.StringVar(&f.records, "records", "", "append one decision record per call (JSON lines) to this file")
 	fs.StringVar(&f.server, "server", "", "answer through tollgate's server at this URL ('tollgate serve' with a "+section+" section): it decides with the team's policy too, and an ask waits for a person's answer on the approvals page")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the server's bearer token, an agent-role token ('tollgate serve token --role agent'); default $"+envToken)
-	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for a person's answer; no answer denies (keep it below the hook's timeout)")
+	fs.DurationVar(&f.wait, "wait", serverapi.DefaultClaudeWait, "with --server, how long an ask waits for a person's answer; no answer denies (keep it below the hook's timeout)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "directory of the sessions' state between events (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
 }
 
@@ -228,7 +230,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 // claudeServeOptions loads the claudeCode: or codex: section (named
 // section) of server.yaml: its policy (with its autonomy level) and
 // hooks, for the server's decisions.
-func claudeServeOptions(cc *server.ClaudeCodeConfig, section, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
+func claudeServeOptions(cc *serveconfig.ClaudeCodeConfig, section, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
 	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: "+section+":", s) }
 	dir := "claude-code-server"
 	if section == "codex" {

@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
 // envToken holds the bearer token of `tollgate claude-code hook --server`
@@ -66,7 +66,7 @@ func forwardClaude(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *cla
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	if localAsk != "" {
-		req.Header.Set(server.HeaderAsk, localAsk)
+		req.Header.Set(serverapi.HeaderAsk, localAsk)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -49,7 +51,7 @@ func startHookServer(t *testing.T, section string) *claudeServer {
 		role server.Role
 		tok  *string
 	}{{"alice", server.RoleApprover, &cs.approver}, {"ci-bot", server.RoleAgent, &cs.agent}} {
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,13 +81,13 @@ func startHookServer(t *testing.T, section string) *claudeServer {
 
 // decideNext waits for the next pending approval and decides it as alice;
 // it returns the approval it decided, on done.
-func (cs *claudeServer) decideNext(t *testing.T, decision, reason string) <-chan server.ApprovalView {
-	done := make(chan server.ApprovalView, 1)
+func (cs *claudeServer) decideNext(t *testing.T, decision, reason string) <-chan serverapi.ApprovalView {
+	done := make(chan serverapi.ApprovalView, 1)
 	go func() {
 		defer close(done)
 		deadline := time.Now().Add(2 * time.Minute)
 		for time.Now().Before(deadline) {
-			var page server.ApprovalPage
+			var page serverapi.ApprovalPage
 			if code := cs.do(t, "GET", "/v1/approvals?status=pending", cs.approver, nil, &page); code != http.StatusOK {
 				t.Errorf("list approvals: %d", code)
 				return
@@ -96,14 +98,14 @@ func (cs *claudeServer) decideNext(t *testing.T, decision, reason string) <-chan
 			}
 			a := page.Approvals[0]
 			// The hook's token may not decide, nor list the approvals.
-			if code := cs.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", cs.agent, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
+			if code := cs.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", cs.agent, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
 				t.Errorf("the agent's token deciding: %d, want 403", code)
 			}
 			if code := cs.do(t, "GET", "/v1/approvals", cs.agent, nil, nil); code != http.StatusForbidden {
 				t.Errorf("the agent's token listing approvals: %d, want 403", code)
 			}
-			var v server.ApprovalView
-			if code := cs.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", cs.approver, server.DecisionRequest{Decision: decision, Reason: reason, ArgsDigest: a.ArgsDigest}, &v); code != http.StatusOK {
+			var v serverapi.ApprovalView
+			if code := cs.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", cs.approver, serverapi.DecisionRequest{Decision: decision, Reason: reason, ArgsDigest: a.ArgsDigest}, &v); code != http.StatusOK {
 				t.Errorf("deciding: %d", code)
 			}
 			done <- v
@@ -139,9 +141,9 @@ func TestClaudeCodeServerApproved(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello" {
 		t.Errorf("notes.txt = %q, %v", b, err)
 	}
-	var page server.RunPage
+	var page serverapi.RunPage
 	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
-	if len(page.Runs) != 1 || page.Runs[0].Agent != server.ClaudeAgent || page.Runs[0].Owner != "person:ci-bot" {
+	if len(page.Runs) != 1 || page.Runs[0].Agent != serverapi.ClaudeAgent || page.Runs[0].Owner != "person:ci-bot" {
 		t.Fatalf("runs %+v", page.Runs)
 	}
 	var run struct {
@@ -207,7 +209,7 @@ func TestClaudeCodeServerHTTPHook(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello" {
 		t.Errorf("notes.txt = %q, %v", b, err)
 	}
-	var page server.RunPage
+	var page serverapi.RunPage
 	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
 	if len(page.Runs) != 1 || page.Runs[0].Owner != "person:ci-bot" {
 		t.Errorf("runs %+v", page.Runs)
@@ -238,7 +240,7 @@ func TestClaudeCodeServerPageApproves(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello" {
 		t.Errorf("notes.txt = %q, %v", b, err)
 	}
-	var page server.RunPage
+	var page serverapi.RunPage
 	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
 	var run struct{ ToolCalls []struct{ Ran bool } }
 	if len(page.Runs) == 1 {

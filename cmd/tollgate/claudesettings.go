@@ -4,15 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
 // claudeEvents are the events `tollgate claude-code settings` hooks, in
@@ -172,5 +173,5 @@ func addSettingsFlags(fs *pflag.FlagSet, f *claudeHookFlags) {
 	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
 	fs.StringVar(&f.server, "server", "", "tollgate server URL")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the agent-role token (default $"+envToken+")")
-	fs.DurationVar(&f.wait, "wait", server.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
+	fs.DurationVar(&f.wait, "wait", serverapi.DefaultClaudeWait, "with --server, how long an ask waits for an answer")
 }

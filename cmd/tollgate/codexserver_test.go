@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -35,10 +35,10 @@ func TestCodexServerApproved(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(r.Workspace, "notes.txt")); err != nil || string(b) != "hello\n" {
 		t.Errorf("notes.txt = %q, %v: want the command run once", b, err)
 	}
-	var page server.RunPage
+	var page serverapi.RunPage
 	cs.do(t, "GET", "/v1/runs", cs.approver, nil, &page)
 	// Codex has no SessionEnd: its Stop marks the run done.
-	if len(page.Runs) != 1 || page.Runs[0].Agent != server.CodexAgent || page.Runs[0].Owner != "person:ci-bot" || page.Runs[0].Status != store.RunDone {
+	if len(page.Runs) != 1 || page.Runs[0].Agent != serverapi.CodexAgent || page.Runs[0].Owner != "person:ci-bot" || page.Runs[0].Status != store.RunDone {
 		t.Fatalf("runs %+v", page.Runs)
 	}
 	var run struct {

@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/runs/build"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

@@ -26,6 +26,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/internal/ids"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/records"
@@ -130,12 +131,12 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if len(f.mcp) == 0 && !f.builtins {
 		return usageErr("gateway: --mcp FILE or --workdir DIR is required: the MCP servers to serve, or a workspace for the builtin tools")
 	}
-	var tokens *server.Tokens
+	var tokens *serveconfig.Tokens
 	if f.tokens != "" {
 		if f.addr == "" {
 			return usageErr("gateway: --tokens is for --addr (HTTP); a stdio client is the local user")
 		}
-		t, err := server.LoadTokens(f.tokens)
+		t, err := serveconfig.LoadTokens(f.tokens)
 		if err != nil {
 			return usageErr("gateway: --tokens %s: %v", f.tokens, err)
 		}
@@ -316,7 +317,7 @@ func unwrapField(err error) error {
 // serveGateway serves gw over streamable HTTP at addr's /mcp until ctx
 // ends (mcpgateway.Gateway.Handler: tokens when given, Host and Origin
 // checks, bounded bodies, idle sessions closed).
-func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, tokens *server.Tokens) error {
+func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr string, tokens *serveconfig.Tokens) error {
 	var authn func(string) (mcpgateway.Client, error)
 	if tokens != nil {
 		authn = func(token string) (mcpgateway.Client, error) {
@@ -327,7 +328,7 @@ func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr
 			if err := server.MayCallTools(p); err != nil {
 				return mcpgateway.Client{}, err
 			}
-			return mcpgateway.Client{Principal: p.Decider(), Tenant: p.Tenant}, nil
+			return mcpgateway.Client{Principal: approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}, Tenant: p.Tenant}, nil
 		}
 	}
 	mux := http.NewServeMux()

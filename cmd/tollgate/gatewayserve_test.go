@@ -21,6 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -77,7 +79,7 @@ func startGatewayServe(t *testing.T, ttl string) *gatewayServe {
 		role         server.Role
 		tok          *string
 	}{{"alice", "", server.RoleApprover, &g.alice}, {"ci-bot", "", server.RoleAgent, &g.ciBot}, {"bob", "other", server.RoleApprover, &g.bob}, {"obot", "other", server.RoleAgent, &g.obot}, {"root", "", server.RoleAdmin, &g.admin}} {
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,11 +189,11 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 // pendingFor waits for the one pending approval token's principal sees.
-func (g *gatewayServe) pendingFor(t *testing.T, token string) server.ApprovalView {
+func (g *gatewayServe) pendingFor(t *testing.T, token string) serverapi.ApprovalView {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		if code := g.do(t, "GET", "/v1/approvals?status=pending", token, nil, &page); code != http.StatusOK {
 			t.Fatalf("list approvals: %d", code)
 		}
@@ -201,7 +203,7 @@ func (g *gatewayServe) pendingFor(t *testing.T, token string) server.ApprovalVie
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("no approval was asked")
-	return server.ApprovalView{}
+	return serverapi.ApprovalView{}
 }
 
 func (g *gatewayServe) notesText(t *testing.T) string {
@@ -252,9 +254,9 @@ func TestGatewayServePageApproves(t *testing.T) {
 	if !linked {
 		t.Errorf("progress messages %q: want the first to give the page's link", msgs)
 	}
-	var page server.RunPage
+	var page serverapi.RunPage
 	g.do(t, "GET", "/v1/runs", g.alice, nil, &page)
-	if len(page.Runs) != 1 || page.Runs[0].Owner != "person:ci-bot" || page.Runs[0].Source != server.SourceMCP || page.Runs[0].Agent != "notes-client" {
+	if len(page.Runs) != 1 || page.Runs[0].Owner != "person:ci-bot" || page.Runs[0].Source != serverapi.SourceMCP || page.Runs[0].Agent != "notes-client" {
 		t.Fatalf("runs %+v", page.Runs)
 	}
 	var run struct {
@@ -299,21 +301,21 @@ func TestGatewayServeServerFlag(t *testing.T) {
 
 	done := writeNote(t, cs, "a.txt", false)
 	a := g.pendingFor(t, g.alice)
-	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.ciBot, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
+	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.ciBot, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
 		t.Errorf("the agent's token deciding: %d, want 403", code)
 	}
 	if code := g.do(t, "GET", "/v1/approvals", g.ciBot, nil, nil); code != http.StatusForbidden {
 		t.Errorf("the agent's token listing approvals: %d, want 403", code)
 	}
-	var other server.ApprovalPage
+	var other serverapi.ApprovalPage
 	if g.do(t, "GET", "/v1/approvals", g.bob, nil, &other); len(other.Approvals) != 0 {
 		t.Errorf("tenant other's approver sees %d approvals of the default tenant", len(other.Approvals))
 	}
-	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.bob, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusNotFound {
+	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.bob, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusNotFound {
 		t.Errorf("tenant other's approver deciding: %d, want 404", code)
 	}
 	edited := json.RawMessage(`{"path":"b.txt","text":"edited"}`)
-	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: edited}, nil); code != http.StatusOK {
+	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: edited}, nil); code != http.StatusOK {
 		t.Fatalf("alice approving with an edit: %d", code)
 	}
 	if res := <-done; res.IsError || resultText(res) != "wrote b.txt" {
@@ -325,7 +327,7 @@ func TestGatewayServeServerFlag(t *testing.T) {
 
 	done = writeNote(t, cs, "c.txt", false)
 	a = g.pendingFor(t, g.alice)
-	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, server.DecisionRequest{Decision: "deny", Reason: "no more notes today"}, nil); code != http.StatusOK {
+	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, serverapi.DecisionRequest{Decision: "deny", Reason: "no more notes today"}, nil); code != http.StatusOK {
 		t.Fatalf("alice denying: %d", code)
 	}
 	if res := <-done; !res.IsError || !strings.Contains(resultText(res), "no more notes today") {
@@ -340,7 +342,7 @@ func TestGatewayServeServerFlag(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	var stdioRun string
 	for {
-		var page server.RunPage
+		var page serverapi.RunPage
 		g.do(t, "GET", "/v1/runs", g.alice, nil, &page)
 		var run struct{ ToolCalls []struct{ Ran bool } }
 		if len(page.Runs) == 1 {
@@ -364,14 +366,14 @@ func TestGatewayServeServerFlag(t *testing.T) {
 	}
 	done = writeNote(t, ocs, "o.txt", false)
 	oa := g.pendingFor(t, g.bob)
-	var mine server.ApprovalPage
+	var mine serverapi.ApprovalPage
 	if g.do(t, "GET", "/v1/approvals?status=pending", g.alice, nil, &mine); len(mine.Approvals) != 0 {
 		t.Errorf("alice sees tenant other's approvals: %+v", mine.Approvals)
 	}
-	if code := g.do(t, "POST", "/v1/approvals/"+oa.ID+"/decision", g.alice, server.DecisionRequest{Decision: "approve", ArgsDigest: oa.ArgsDigest}, nil); code != http.StatusNotFound {
+	if code := g.do(t, "POST", "/v1/approvals/"+oa.ID+"/decision", g.alice, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: oa.ArgsDigest}, nil); code != http.StatusNotFound {
 		t.Errorf("alice deciding tenant other's approval: %d, want 404", code)
 	}
-	if code := g.do(t, "POST", "/v1/approvals/"+oa.ID+"/decision", g.bob, server.DecisionRequest{Decision: "approve", ArgsDigest: oa.ArgsDigest}, nil); code != http.StatusOK {
+	if code := g.do(t, "POST", "/v1/approvals/"+oa.ID+"/decision", g.bob, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: oa.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("bob approving: %d", code)
 	}
 	if res := <-done; res.IsError || resultText(res) != "wrote o.txt" {
@@ -436,7 +438,7 @@ func TestGatewayTokensRoles(t *testing.T) {
 		name, tenant string
 		roles        string
 	}{{"ci-bot", "acme", "agent"}, {"alice", "acme", "approver"}, {"ada", "acme", "agent, admin"}, {"vic", "acme", "viewer"}} {
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -509,14 +511,14 @@ func TestGatewayServeRemembers(t *testing.T) {
 	}
 	done := writeNote(t, cs, "a.txt", false)
 	a := g.pendingFor(t, g.alice)
-	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	if res := <-done; res.IsError {
 		t.Fatalf("the approved call: %q", resultText(res))
 	}
 	var rule store.LayerRule
-	if code := g.do(t, "POST", "/v1/rules/proposals", g.alice, server.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated {
+	if code := g.do(t, "POST", "/v1/rules/proposals", g.alice, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d", code)
 	}
 	if code := g.do(t, "POST", "/v1/rules/"+rule.ID+"/accept", g.admin, nil, nil); code != http.StatusOK {
@@ -529,7 +531,7 @@ func TestGatewayServeRemembers(t *testing.T) {
 			t.Fatalf("the remembered call: %q (error %v)", resultText(res), res.IsError)
 		}
 	case <-time.After(time.Minute):
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		g.do(t, "GET", "/v1/approvals?status=pending", g.alice, nil, &page)
 		t.Fatalf("the remembered call did not complete: pending %+v", page.Approvals)
 	}
@@ -544,7 +546,7 @@ func TestGatewayServeRemembers(t *testing.T) {
 	}
 	odone := writeNote(t, other, "a.txt", false)
 	oa := g.pendingFor(t, g.bob)
-	if code := g.do(t, "POST", "/v1/approvals/"+oa.ID+"/decision", g.bob, server.DecisionRequest{Decision: "deny", Reason: "not this one"}, nil); code != http.StatusOK {
+	if code := g.do(t, "POST", "/v1/approvals/"+oa.ID+"/decision", g.bob, serverapi.DecisionRequest{Decision: "deny", Reason: "not this one"}, nil); code != http.StatusOK {
 		t.Fatalf("deny: %d", code)
 	}
 	if res := <-odone; !res.IsError {

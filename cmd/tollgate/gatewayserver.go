@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy/layer"
@@ -85,8 +87,8 @@ func (r *remoteInbox) Close() {
 
 // Ask implements [mcpgateway.Inbox].
 func (r *remoteInbox) Ask(ctx context.Context, s mcpgateway.Session, c gate.Call, p *gate.Pending, posted func(string)) (*tool.Answer, error) {
-	var v server.GateAskView
-	if err := r.do(ctx, http.MethodPost, "/v1/gate/asks", server.GateAskRequest{Session: s, Call: c, Pending: *p}, http.StatusCreated, &v); err != nil {
+	var v serverapi.GateAskView
+	if err := r.do(ctx, http.MethodPost, "/v1/gate/asks", serverapi.GateAskRequest{Session: s, Call: c, Pending: *p}, http.StatusCreated, &v); err != nil {
 		return nil, err
 	}
 	if v.RunID == "" || v.ApprovalID != p.Request.ID {
@@ -97,7 +99,7 @@ func (r *remoteInbox) Ask(ctx context.Context, s mcpgateway.Session, c gate.Call
 	}
 	path := "/v1/gate/asks/" + url.PathEscape(v.RunID) + "/" + url.PathEscape(v.ApprovalID)
 	for {
-		var got server.GateAskView
+		var got serverapi.GateAskView
 		start := time.Now()
 		err := r.do(ctx, http.MethodGet, path+"?wait="+remotePoll.String(), nil, http.StatusOK, &got)
 		if err == nil && got.Status == store.StatusPending {
@@ -171,9 +173,9 @@ func (r *remoteInbox) sendRecords() {
 	defer r.wg.Done()
 	for rr := range r.records {
 		ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
-		path, body := "/v1/gate/records", server.GateRecordRequest{Session: rr.s, Record: rr.rec}
+		path, body := "/v1/gate/records", serverapi.GateRecordRequest{Session: rr.s, Record: rr.rec}
 		if rr.end {
-			path, body = "/v1/gate/sessions/end", server.GateRecordRequest{Session: rr.s}
+			path, body = "/v1/gate/sessions/end", serverapi.GateRecordRequest{Session: rr.s}
 		}
 		if err := r.do(ctx, http.MethodPost, path, body, http.StatusNoContent, nil); err != nil {
 			r.logger.Warn("gateway: a record could not be sent to the server", "error", err)
@@ -232,7 +234,7 @@ func (r *remoteInbox) do(ctx context.Context, method, path string, body any, wan
 // policy, hooks, records, pins and upstream servers, opened with ctx and
 // closed by the function returned), asking on the page at pageURL unless
 // the section names its own.
-func serveGatewayOptions(ctx context.Context, env *cliEnv, g *server.GatewayConfig, pageURL string, st store.Store, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
+func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.GatewayConfig, pageURL string, st store.Store, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
 	o := &server.GatewayOptions{Tenants: g.Tenants, PageURL: cmp.Or(g.PageURL, pageURL)}
 	if len(g.MCPFiles) == 0 {
 		return o, func() {}, nil

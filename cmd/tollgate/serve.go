@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/server"
@@ -62,13 +63,13 @@ token for the default tenant to serve.token in the state directory.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "server configuration file (YAML; required)")
-	f.StringVar(&addr, "addr", "", "address to listen on, HOST:PORT (default: the configuration's addr, else "+server.DefaultAddr+")")
+	f.StringVar(&addr, "addr", "", "address to listen on, HOST:PORT (default: the configuration's addr, else "+serveconfig.DefaultAddr+")")
 	state.add(f, env)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if configPath == "" {
 			return serveError(usageErr("--config is required"))
 		}
-		cfg, err := server.LoadConfig(configPath)
+		cfg, err := serveconfig.LoadConfig(configPath)
 		if err != nil {
 			return serveError(configErr("%w", err))
 		}
@@ -84,7 +85,7 @@ token for the default tenant to serve.token in the state directory.`,
 	return cmd
 }
 
-func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFlags) error {
+func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *stateFlags) error {
 	if cfg.StateDir != "" && state.dir == "" {
 		state.dir = cfg.StateDir
 	}
@@ -107,14 +108,14 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return configErr("state directory %s: %v", stateDir, err)
 	}
-	var tokens *server.Tokens
+	var tokens *serveconfig.Tokens
 	// adminToken, without a tokens file, is written to tokenPath once the
 	// server listens: a start that is refused leaves no token behind.
 	var adminToken, tokenPath string
 	protect := []string{cfg.File}
 	switch {
 	case cfg.TokensFile != "":
-		if tokens, err = server.LoadTokens(cfg.TokensFile); err != nil {
+		if tokens, err = serveconfig.LoadTokens(cfg.TokensFile); err != nil {
 			return configErr("%w", err)
 		}
 		protect = append(protect, cfg.TokensFile)
@@ -126,15 +127,15 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 				}
 			}
 		}
-	case !server.Loopback(cfg.Addr):
+	case !serveconfig.Loopback(cfg.Addr):
 		return configErr("refusing to listen on %s without a tokens file: anyone who reaches it could approve calls; add tokens: to %s (see 'tollgate serve token') or listen on 127.0.0.1", cfg.Addr, cfg.File)
 	default:
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			return withCode(exitError, err)
 		}
 		adminToken, tokenPath = tok, filepath.Join(stateDir, adminTokenFile)
-		if tokens, err = server.NewTokens([]server.TokenEntry{{SHA256: hash, Name: currentUser(), Roles: []server.Role{server.RoleAdmin}}}); err != nil {
+		if tokens, err = serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: hash, Name: currentUser(), Roles: []server.Role{server.RoleAdmin}}}); err != nil {
 			return withCode(exitError, err)
 		}
 	}
@@ -179,7 +180,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *server.Config, state *stateFla
 	if err := cfg.CheckAgents(ctx, b); err != nil {
 		return configErr("%w", err)
 	}
-	opts := &server.Options{Agents: cfg.Agents, Config: cfg, AgentTenants: cfg.AgentTenants, Tokens: tokens, Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
+	opts := &server.Options{Agents: cfg.Agents, AgentProblem: cfg.AgentProblem, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup, Tenants: tokens.Tenants(), Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
 	if cc := cfg.Codex; cc != nil {
 		if opts.Codex, err = claudeServeOptions(cc, "codex", stateDir, env.stderr); err != nil {
 			return configErr("%s: codex: %w", cfg.File, err)
@@ -341,15 +342,15 @@ runs), admin (everything in the tenant).`,
 	f.StringVar(&tenant, "tenant", "", "the tenant (default: the default tenant)")
 	f.StringArrayVar(&roles, "role", nil, "a role: viewer, approver, operator, admin or agent (a Claude Code hook's: asks and waits, never decides or reads); repeatable (required)")
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		tok, hash, err := server.NewToken()
+		tok, hash, err := serveconfig.NewToken()
 		if err != nil {
 			return withCode(exitError, err)
 		}
-		e := server.TokenEntry{SHA256: hash, Name: name, Tenant: tenant}
+		e := serveconfig.TokenEntry{SHA256: hash, Name: name, Tenant: tenant}
 		for _, r := range roles {
 			e.Roles = append(e.Roles, server.Role(r))
 		}
-		if _, err := server.NewTokens([]server.TokenEntry{e}); err != nil {
+		if _, err := serveconfig.NewTokens([]serveconfig.TokenEntry{e}); err != nil {
 			return usageErr("serve token: %v", strings.TrimPrefix(err.Error(), "tokens[0]: "))
 		}
 		// The token goes to its holder, never into the file the entry is

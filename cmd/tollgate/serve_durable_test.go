@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
 // startWorker starts `tollgate worker --config cfg` with env added, and
@@ -79,7 +80,7 @@ func TestServeWithDurableWorkers(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo ran >> count.txt\"}}]\n  - text: counted\n")
 	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n")
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,22 +118,22 @@ durable:
 		b, _ := os.ReadFile(filepath.Join(ws, "count.txt"))
 		return string(b)
 	}
-	startHalted := func() (server.RunView, server.ApprovalView) {
+	startHalted := func() (serverapi.RunView, serverapi.ApprovalView) {
 		t.Helper()
-		var run server.RunView
-		if code := srv.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+		var run serverapi.RunView
+		if code := srv.do(t, "POST", "/v1/runs", token, serverapi.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
 			t.Fatalf("start: %d %+v", code, run)
 		}
 		srv.waitEvent(t, token, run.ID, "run.halted")
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		if code := srv.do(t, "GET", "/v1/approvals?status=pending&run="+run.ID, token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 			t.Fatalf("pending approvals: %d %+v", code, page)
 		}
 		return run, page.Approvals[0]
 	}
-	approveAndFinish := func(run server.RunView, a server.ApprovalView) {
+	approveAndFinish := func(run serverapi.RunView, a serverapi.ApprovalView) {
 		t.Helper()
-		if code := srv.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", token, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		if code := srv.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", token, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 			t.Fatalf("approve: %d", code)
 		}
 		srv.waitEvent(t, token, run.ID, "approval.decided")

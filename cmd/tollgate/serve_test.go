@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -110,7 +112,7 @@ func (p *serveProc) waitEvent(t *testing.T, token, runID, typ string) {
 func TestServeSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
 	ws, token, run, second := haltedAcrossSIGKILL(t, "counted")
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if code := second.do(t, "GET", "/v1/approvals?status=pending", token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 		t.Fatalf("pending approvals after the restart: %d %+v", code, page)
 	}
@@ -118,7 +120,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 	if a.Tool != "bash" || a.AskedBy != "rule:review-bash" || !strings.Contains(a.ArgumentsPretty, "count.txt") {
 		t.Fatalf("approval %+v", a)
 	}
-	if code := second.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", token, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := second.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", token, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	second.waitEvent(t, token, run.ID, "run.finished")
@@ -137,7 +139,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 // server with SIGKILL and starts a new one on the same state directory. It
 // returns the workspace, alice's token (operator, approver), the run and the
 // new server.
-func haltedAcrossSIGKILL(t *testing.T, final string) (ws, token string, run server.RunView, second *serveProc) {
+func haltedAcrossSIGKILL(t *testing.T, final string) (ws, token string, run serverapi.RunView, second *serveProc) {
 	t.Helper()
 	dir := t.TempDir()
 	ws = filepath.Join(dir, "ws")
@@ -151,7 +153,7 @@ func haltedAcrossSIGKILL(t *testing.T, final string) (ws, token string, run serv
         args: {command: "echo ran >> count.txt"}
   - text: `+final+"\n")
 	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n    reason: commands are reviewed\n")
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ agents:
 `, filepath.Join(dir, "state")))
 
 	first := startServe(t, config)
-	if code := first.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+	if code := first.do(t, "POST", "/v1/runs", token, serverapi.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
 		t.Fatalf("start: %d %+v", code, run)
 	}
 	first.waitEvent(t, token, run.ID, "run.halted")
@@ -206,7 +208,7 @@ func TestServeToken(t *testing.T) {
 		}
 		tok := strings.Fields(errb.String())
 		tokens[who.name] = tok[len(tok)-1]
-		if !strings.HasPrefix(tokens[who.name], server.TokenPrefix) || strings.Contains(out.String(), tokens[who.name]) {
+		if !strings.HasPrefix(tokens[who.name], serveconfig.TokenPrefix) || strings.Contains(out.String(), tokens[who.name]) {
 			t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
 		}
 		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
@@ -216,7 +218,7 @@ func TestServeToken(t *testing.T) {
 		_, _ = f.Write(out.Bytes())
 		f.Close()
 	}
-	tk, err := server.LoadTokens(p)
+	tk, err := serveconfig.LoadTokens(p)
 	if err != nil {
 		b, _ := os.ReadFile(p)
 		t.Fatalf("%v\n%s", err, b)
@@ -255,7 +257,7 @@ func TestServeToolsCannotReachCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +278,8 @@ func TestServeToolsCannotReachCredentials(t *testing.T) {
 	cmd := exec.Command(tollgateBinary(t), "serve", "--config", config, "--addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "TOLLGATE_API_TOKEN="+token)
 	p := startServeCmd(t, cmd)
-	var run server.RunView
-	if code := p.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "a", Prompt: "go"}, &run); code != http.StatusCreated {
+	var run serverapi.RunView
+	if code := p.do(t, "POST", "/v1/runs", token, serverapi.StartRunRequest{Agent: "a", Prompt: "go"}, &run); code != http.StatusCreated {
 		t.Fatalf("start: %d", code)
 	}
 	p.waitEvent(t, token, run.ID, "run.finished")
@@ -324,7 +326,7 @@ func TestServeTwoServersOnePostgresStore(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls: [{name: bash, args: {command: \"echo ran >> count.txt\"}}]\n  - text: counted\n")
 	writeTestFile(t, filepath.Join(dir, "policy.yaml"), "rules:\n  - id: review-bash\n    tool: bash\n    decision: ask\n")
-	token, hash, err := server.NewToken()
+	token, hash, err := serveconfig.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,17 +341,17 @@ func TestServeTwoServersOnePostgresStore(t *testing.T) {
 	a, b := start(), start()
 	const n = 3
 	for range n {
-		var run server.RunView
-		if code := a.do(t, "POST", "/v1/runs", token, server.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
+		var run serverapi.RunView
+		if code := a.do(t, "POST", "/v1/runs", token, serverapi.StartRunRequest{Agent: "counter", Prompt: "count"}, &run); code != http.StatusCreated {
 			t.Fatalf("start: %d", code)
 		}
 		a.waitEvent(t, token, run.ID, "run.halted")
-		var page server.ApprovalPage
+		var page serverapi.ApprovalPage
 		if code := b.do(t, "GET", "/v1/approvals?status=pending&run="+run.ID, token, nil, &page); code != http.StatusOK || len(page.Approvals) != 1 {
 			t.Fatalf("the other server's approvals: %d %+v", code, page)
 		}
 		ap := page.Approvals[0]
-		if code := b.do(t, "POST", "/v1/approvals/"+ap.ID+"/decision", token, server.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
+		if code := b.do(t, "POST", "/v1/approvals/"+ap.ID+"/decision", token, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: ap.ArgsDigest}, nil); code != http.StatusOK {
 			t.Fatalf("approve: %d", code)
 		}
 		b.waitEvent(t, token, run.ID, "run.finished")
@@ -394,8 +396,8 @@ func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), "tokens:\n"+
-		"  - {name: alice, tenant: acme, roles: [viewer], sha256: "+server.HashToken("tg_alice")+"}\n"+
-		"  - {name: bob, tenant: globex, roles: [viewer], sha256: "+server.HashToken("tg_bob")+"}\n")
+		"  - {name: alice, tenant: acme, roles: [viewer], sha256: "+serveconfig.HashToken("tg_alice")+"}\n"+
+		"  - {name: bob, tenant: globex, roles: [viewer], sha256: "+serveconfig.HashToken("tg_bob")+"}\n")
 	for _, ws := range []string{"ws-a", "ws-b"} {
 		if err := os.MkdirAll(filepath.Join(dir, ws), 0o755); err != nil {
 			t.Fatal(err)
@@ -410,7 +412,7 @@ func TestServeWarnsOfAgentOpenToEveryTenant(t *testing.T) {
 		t.Fatalf("start-up logs:\n%s", logs)
 	}
 	var agents struct {
-		Agents []server.AgentInfo `json:"agents"`
+		Agents []serverapi.AgentInfo `json:"agents"`
 	}
 	if code := p.do(t, "GET", "/v1/agents", "tg_bob", nil, &agents); code != http.StatusOK || len(agents.Agents) != 1 || agents.Agents[0].Name != "anyone" {
 		t.Fatalf("globex's agents: %d %+v", code, agents)

@@ -66,10 +66,16 @@ var groups = []struct {
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},
 	{"server", 5}, // the HTTP API, above the host layer it drives runs with
+	// The JSON of the HTTP API (views, requests, problems), which the
+	// server and the command share.
+	{"internal/serverapi", 5},
 	// The wiring of a RunConfig into a governed agent (providers, MCP,
 	// YAML hooks, the sandbox): what cmd used to do alone, for every host.
 	{"runs/build", 5},
 	{"cmd", 6},
+	// server.yaml and the tokens file read for `tollgate serve`: above the
+	// server whose options they fill, beside the command.
+	{"internal/serveconfig", 6},
 	// Programs of the repository's own (benchmarks), not shipped: at the
 	// top, like cmd, since they wire the providers to the agent.
 	{"internal/cmd", 6},
@@ -95,6 +101,7 @@ var allowedSideways = map[[2]string]bool{
 	{"model", "internal/ids"}:                    true,
 	{"tool", "internal/argcheck"}:                true,
 	{"internal/argcheck", "internal/jsondecode"}: true,
+	{"server", "internal/serverapi"}:             true,
 	{"runs/dbosengine", "runs"}:                  true,
 	{"internal/hookrun", "hooks"}:                true,
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
@@ -98,11 +100,11 @@ type runResult struct {
 // that shuts the server down once every run it drives is done.
 func servedRunner(t *testing.T, b runs.Builder, cfg runs.RunConfig) (run func() runResult, stop func()) {
 	st := store.NewMemory(nil)
-	tokens, err := server.NewTokens([]server.TokenEntry{{SHA256: server.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
+	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(st, b, &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens})
+	srv, err := server.New(st, b, &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens.Lookup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func servedRunner(t *testing.T, b runs.Builder, cfg runs.RunConfig) (run func() 
 		if err != nil {
 			t.Fatal(err)
 		}
-		var view server.RunView
+		var view serverapi.RunView
 		err = json.NewDecoder(resp.Body).Decode(&view)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusCreated {

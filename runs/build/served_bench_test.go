@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
@@ -218,11 +220,11 @@ func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *l
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	tokens, err := server.NewTokens([]server.TokenEntry{{SHA256: server.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
+	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(st, build.New(nil), &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens,
+	srv, err := server.New(st, build.New(nil), &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens.Lookup,
 		MaxStreams: 2 * servedWatchers, MaxStreamsPerPrincipal: 2 * servedWatchers, MaxRunsPerTenant: 4 * servedClients})
 	if err != nil {
 		b.Fatal(err)
@@ -255,7 +257,7 @@ func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *l
 		if err != nil {
 			return err
 		}
-		var view server.RunView
+		var view serverapi.RunView
 		err = json.NewDecoder(resp.Body).Decode(&view)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusCreated {
@@ -298,7 +300,7 @@ func (l *lags) watch(resp *http.Response) {
 		if !ok || !end {
 			continue
 		}
-		var ev server.StreamEvent
+		var ev serverapi.StreamEvent
 		if json.Unmarshal([]byte(data), &ev) == nil {
 			now := time.Now()
 			var fanout time.Duration

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -29,7 +31,7 @@ func TestServerAppliesServerYAMLDeny(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls:\n      - name: save_note\n        args: {name: todo}\n  - text: done\n")
 	p := write(t, filepath.Join(dir, "server.yaml"), "agents:\n  noter:\n    model: script:script.yaml\n    workdir: ws\n    deny: [save_note]\n")
-	cfg, err := server.LoadConfig(p)
+	cfg, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +46,12 @@ func TestServerAppliesServerYAMLDeny(t *testing.T) {
 	if err := cfg.CheckAgents(t.Context(), b); err != nil {
 		t.Fatalf("CheckAgents: %v", err)
 	}
-	tokens, err := server.NewTokens([]server.TokenEntry{{SHA256: server.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
+	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := store.NewMemory(nil)
-	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens})
+	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestServerAppliesServerYAMLDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var view server.RunView
+	var view serverapi.RunView
 	err = json.NewDecoder(resp.Body).Decode(&view)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusCreated {

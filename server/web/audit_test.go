@@ -10,9 +10,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -25,10 +25,10 @@ func TestPageAuditSearch(t *testing.T) {
 	asked := map[string]string{} // run -> its approval
 	for _, c := range []struct {
 		run string
-		req server.DecisionRequest
+		req serverapi.DecisionRequest
 	}{
-		{approved, server.DecisionRequest{Decision: "approve"}},
-		{declined, server.DecisionRequest{Decision: "deny", Reason: "not this month"}},
+		{approved, serverapi.DecisionRequest{Decision: "approve"}},
+		{declined, serverapi.DecisionRequest{Decision: "deny", Reason: "not this month"}},
 	} {
 		f.waitRun(c.run, store.RunPending)
 		a := f.pending(c.run)[0]
@@ -42,7 +42,7 @@ func TestPageAuditSearch(t *testing.T) {
 	// approved by the layer's version 1.
 	a := asked[approved]
 	var rule store.LayerRule
-	if code := f.do("POST", "/v1/rules/proposals", aliceToken, server.ProposeRequest{Approval: a, Effect: "allow"}, &rule); code != http.StatusCreated {
+	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a, Effect: "allow"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d", code)
 	}
 	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", adaToken, nil, nil); code != http.StatusOK {

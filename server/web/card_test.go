@@ -9,9 +9,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -37,9 +37,9 @@ func TestPageCardShowsContext(t *testing.T) {
 	f := newFixture(t, invoiceModel(), "")
 	ctx := tab(t)
 	signIn(t, ctx, f, aliceToken)
-	var v server.RunView
+	var v serverapi.RunView
 	prompt := "Pay the March invoice of ACME in two instalments, 5 then 3."
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: prompt}, &v); code != http.StatusCreated {
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: prompt}, &v); code != http.StatusCreated {
 		t.Fatalf("POST /v1/runs: %d", code)
 	}
 	card := `li.approval`

@@ -10,10 +10,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -78,7 +78,7 @@ func TestPageDeclinesAndCancelsAnElicitation(t *testing.T) {
 				t.Errorf("the card says %q", got)
 			}
 			f.waitRun(id, store.RunDone)
-			var v server.RunView
+			var v serverapi.RunView
 			f.do("GET", "/v1/runs/"+id, aliceToken, nil, &v)
 			if !strings.Contains(v.Text, c.want) {
 				t.Fatalf("the model saw %q, want %q", v.Text, c.want)

@@ -18,6 +18,8 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -183,10 +185,10 @@ func newFixtureWith(t *testing.T, m model.Model, noteOutput string, ttl time.Dur
 		transfer: &fileTool{name: "transfer", schema: transferSchema, hints: &tool.Hints{Destructive: true, OpenWorld: true}, path: filepath.Join(dir, "transfer.runs")},
 		note:     &fileTool{name: "note", hints: &tool.Hints{Idempotent: true}, path: filepath.Join(dir, "note.runs"), output: noteOutput},
 	}
-	tokens, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
-		{SHA256: server.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
+	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(vicToken), Name: "vic", Tenant: "acme", Roles: []server.Role{server.RoleViewer}},
+		{SHA256: serveconfig.HashToken(adaToken), Name: "ada", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +211,7 @@ func newFixtureWith(t *testing.T, m model.Model, noteOutput string, ttl time.Dur
 		}
 	}
 	srv, err := server.New(f.store, &builder{m: m, tools: tools, ttl: ttl}, &server.Options{
-		Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens, Page: web.Handler(),
+		Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens.Lookup, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
 		Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) },
 	})
@@ -290,8 +292,8 @@ func (f *fixture) do(method, path, token string, body, out any) int {
 // startRun starts a run of the agent payer as alice, over the API.
 func (f *fixture) startRun() string {
 	f.t.Helper()
-	var v server.RunView
-	if code := f.do("POST", "/v1/runs", aliceToken, server.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
 		f.t.Fatalf("POST /v1/runs: %d %+v", code, v)
 	}
 	return v.ID
@@ -327,9 +329,9 @@ func (f *fixture) waitRun(id string, want ...store.RunStatus) store.Run {
 }
 
 // pending returns the pending approvals of a run, over the API.
-func (f *fixture) pending(runID string) []server.ApprovalView {
+func (f *fixture) pending(runID string) []serverapi.ApprovalView {
 	f.t.Helper()
-	var page server.ApprovalPage
+	var page serverapi.ApprovalPage
 	if code := f.do("GET", "/v1/approvals?status=pending&run="+runID, aliceToken, nil, &page); code != http.StatusOK {
 		f.t.Fatalf("pending approvals of %s: %d", runID, code)
 	}

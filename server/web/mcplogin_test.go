@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -103,8 +104,8 @@ func TestPageLogsInToMCPServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestPageLogsInToMCPServer(t *testing.T) {
 	logins := filepath.Join(dir, "logins")
 	ts := httptest.NewUnstartedServer(nil)
 	srv, err := server.New(store.NewMemory(nil), &builder{}, &server.Options{
-		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tokens, Page: web.Handler(),
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tokens.Lookup, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})

@@ -10,9 +10,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -91,7 +91,7 @@ func TestPageAnswersAQuestion(t *testing.T) {
 	run(t, ctx, chromedp.Click(chromedp.CSS(card+` button.answer`)))
 	waitText(t, ctx, card+` .outcome`, "Answered: question")
 	f.waitRun(id, store.RunDone)
-	var v server.RunView
+	var v serverapi.RunView
 	if code := f.do("GET", "/v1/runs/"+id, aliceToken, nil, &v); code != http.StatusOK {
 		t.Fatalf("GET run: %d", code)
 	}

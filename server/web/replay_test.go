@@ -6,9 +6,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -23,7 +23,7 @@ func TestPageReplaysAPolicy(t *testing.T) {
 	id := f.startRun()
 	f.waitRun(id, store.RunPending)
 	a := f.pending(id)[0]
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(id, store.RunDone)

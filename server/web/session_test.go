@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
@@ -30,14 +31,14 @@ func sessionServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := server.NewTokens([]server.TokenEntry{
-		{SHA256: server.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
-		{SHA256: server.HashToken(sessionAgentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
+	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{
+		{SHA256: serveconfig.HashToken(aliceToken), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}},
+		{SHA256: serveconfig.HashToken(sessionAgentToken), Name: "ci-bot", Tenant: "acme", Roles: []server.Role{server.RoleAgent}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(store.NewMemory(nil), &builder{}, &server.Options{Tokens: tokens, Page: web.Handler(),
+	srv, err := server.New(store.NewMemory(nil), &builder{}, &server.Options{Tokens: tokens.Lookup, Page: web.Handler(),
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()},
 		Codex:      &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()},
 		Tick:       20 * time.Millisecond, Heartbeat: 200 * time.Millisecond})

@@ -6,9 +6,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -23,8 +23,8 @@ func TestPageShowsShadowCounts(t *testing.T) {
 	id := f.startRun()
 	f.waitRun(id, store.RunPending)
 	a := f.pending(id)[0]
-	var v server.ApprovalView
-	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, server.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &v); code != http.StatusOK {
+	var v serverapi.ApprovalView
+	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, &v); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(id, store.RunDone)
@@ -32,7 +32,7 @@ func TestPageShowsShadowCounts(t *testing.T) {
 		t.Fatalf("the transfer a shadow rule would deny ran %d times, want 1", n)
 	}
 	waitText(t, ctx, `#shadow-counts`, "rule:watch-transfer would deny: 1 call")
-	var page server.ShadowPage
+	var page serverapi.ShadowPage
 	if code := f.do("GET", "/v1/shadow", vicToken, nil, &page); code != http.StatusOK || page.Calls != 1 || len(page.Rules) != 1 || page.Rules[0].Count != 1 {
 		t.Fatalf("GET /v1/shadow: %d %+v", code, page)
 	}

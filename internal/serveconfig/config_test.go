@@ -1,4 +1,4 @@
-package server_test
+package serveconfig_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
@@ -45,7 +47,7 @@ agents:
     model: script:script.yaml
     workdir: ws3
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestLoadConfigDurable(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TOLLGATE_TEST_DBOS_URL", "postgres://tollgate@db:5432/tollgate")
 	p := writeFile(t, dir, "server.yaml", "store: postgres\nagents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  databaseEnv: TOLLGATE_TEST_DBOS_URL\n  deadAfter: 20s\n")
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +79,14 @@ func TestLoadConfigDurable(t *testing.T) {
 		t.Fatalf("durable %+v", c.Durable)
 	}
 	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:dbos.db\n  concurrency: 8\n  queue: q\n")
-	if c, err = server.LoadConfig(p); err != nil {
+	if c, err = serveconfig.LoadConfig(p); err != nil {
 		t.Fatal(err)
 	}
 	if d := c.Durable; d == nil || d.DatabaseURL != "sqlite:"+filepath.Join(dir, "dbos.db") || d.Concurrency != 8 || d.Queue != "q" {
 		t.Fatalf("durable %+v", c.Durable)
 	}
 	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\n")
-	if c, err = server.LoadConfig(p); err != nil || c.Durable != nil {
+	if c, err = serveconfig.LoadConfig(p); err != nil || c.Durable != nil {
 		t.Fatalf("without durable: %+v %v", c, err)
 	}
 }
@@ -94,6 +96,8 @@ func TestLoadConfigErrors(t *testing.T) {
 	t.Setenv("TOLLGATE_TEST_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	cases := []struct{ name, body, want string }{
 		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", `:5:5: agents.a.modle: unknown key "modle"; did you mean "model"?`},
+		{"unknown sandbox key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox:\n      bsh: \"off\"\n", `:6:7: agents.a.sandbox.bsh: unknown key "bsh"; did you mean "bash"?`},
+		{"sandbox port", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox: {connect: [70000]}\n", `:5:25: `},
 		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
 		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
 		{"empty tenants", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: []\n", ":5:14: agents.a.tenants: an empty list"},
@@ -122,7 +126,7 @@ func TestLoadConfigErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := writeFile(t, t.TempDir(), "server.yaml", c.body)
-			_, err := server.LoadConfig(p)
+			_, err := serveconfig.LoadConfig(p)
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
 				t.Fatalf("error %v, want one naming %s with %q", err, p, c.want)
 			}
@@ -132,12 +136,12 @@ func TestLoadConfigErrors(t *testing.T) {
 
 func TestLoadTokens(t *testing.T) {
 	dir := t.TempDir()
-	tok, hash, err := server.NewToken()
-	if err != nil || !strings.HasPrefix(tok, server.TokenPrefix) || hash != server.HashToken(tok) {
+	tok, hash, err := serveconfig.NewToken()
+	if err != nil || !strings.HasPrefix(tok, serveconfig.TokenPrefix) || hash != serveconfig.HashToken(tok) {
 		t.Fatalf("NewToken: %q %q %v", tok, hash, err)
 	}
 	p := writeFile(t, dir, "tokens.yaml", "tokens:\n  - name: alice\n    tenant: acme\n    roles: [approver]\n    sha256: "+hash+"\n")
-	tk, err := server.LoadTokens(p)
+	tk, err := serveconfig.LoadTokens(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,17 +154,17 @@ func TestLoadTokens(t *testing.T) {
 	// The entries alone, as appended to an empty file, load the same; a bad
 	// one is reported at its line.
 	p = writeFile(t, dir, "list.yaml", "  - name: alice\n    tenant: acme\n    roles: [approver]\n    sha256: "+hash+"\n")
-	if tk, err := server.LoadTokens(p); err != nil {
+	if tk, err := serveconfig.LoadTokens(p); err != nil {
 		t.Fatal(err)
 	} else if pr, ok := tk.Lookup(tok); !ok || pr.Name != "alice" || pr.Tenant != "acme" {
 		t.Fatalf("list lookup: %+v %v", pr, ok)
 	}
 	p = writeFile(t, dir, "badlist.yaml", "- name: a\n  roles: [viewer]\n  sha256: "+hash+"\n- name: b\n  roles: [root]\n  sha256: "+hash+"\n")
-	if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":4:") || !strings.Contains(err.Error(), ": tokens[1]: ") {
+	if _, err := serveconfig.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":4:") || !strings.Contains(err.Error(), ": tokens[1]: ") {
 		t.Errorf("bad list: %v", err)
 	}
 	p = writeFile(t, dir, "typo.yaml", "tokens:\n  - name: a\n    tenat: acme\n    roles: [viewer]\n    sha256: "+hash+"\n")
-	if _, err := server.LoadTokens(p); err == nil || err.Error() != p+`:3:5: tokens[0].tenat: unknown key "tenat"; did you mean "tenant"?` {
+	if _, err := serveconfig.LoadTokens(p); err == nil || err.Error() != p+`:3:5: tokens[0].tenat: unknown key "tenat"; did you mean "tenant"?` {
 		t.Errorf("misspelt key: %v", err)
 	}
 	for name, body := range map[string]string{
@@ -169,7 +173,7 @@ func TestLoadTokens(t *testing.T) {
 		"no name":      "tokens:\n  - roles: [viewer]\n    sha256: " + hash + "\n",
 	} {
 		p := writeFile(t, dir, "bad.yaml", body)
-		if _, err := server.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":2:") || !strings.Contains(err.Error(), ": tokens[0]: ") {
+		if _, err := serveconfig.LoadTokens(p); err == nil || !strings.Contains(err.Error(), p+":2:") || !strings.Contains(err.Error(), ": tokens[0]: ") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -177,7 +181,7 @@ func TestLoadTokens(t *testing.T) {
 
 func TestLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{"127.0.0.1:7777": true, "[::1]:80": true, "localhost:1": true, ":7777": false, "0.0.0.0:1": false, "10.0.0.1:1": false, "bad": false} {
-		if got := server.Loopback(addr); got != want {
+		if got := serveconfig.Loopback(addr); got != want {
 			t.Errorf("Loopback(%q) = %v", addr, got)
 		}
 	}
@@ -193,7 +197,7 @@ func FuzzLoadConfig(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, body string) {
 		p := writeFile(t, dir, "server.yaml", body)
-		c, err := server.LoadConfig(p)
+		c, err := serveconfig.LoadConfig(p)
 		if err != nil {
 			return
 		}
@@ -209,7 +213,7 @@ func FuzzLoadConfig(f *testing.F) {
 				}
 			}
 		}
-		_, _ = server.LoadTokens(p)
+		_, _ = serveconfig.LoadTokens(p)
 	})
 }
 
@@ -246,15 +250,15 @@ func TestCheckAgents(t *testing.T) {
     model: script:s.yaml
     workdir: ws
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = c.CheckAgents(t.Context(), failingBuilder{
-		"badpolicy": &server.FieldError{Field: "policy", Err: errors.New("open policy.yaml: no such file")},
+		"badpolicy": &runs.FieldError{Field: "policy", Err: errors.New("open policy.yaml: no such file")},
 		"other":     errors.New("no API key"),
 	})
-	var ce *server.ConfigError
+	var ce *configfile.Error
 	if !errors.As(err, &ce) || len(ce.Problems) != 3 {
 		t.Fatalf("CheckAgents: %v", err)
 	}
@@ -294,7 +298,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
     model: script:s.yaml
     workdir: ws
 `)
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +306,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 		return &runs.Built{}, nil
 	})
 	err = c.CheckAgents(t.Context(), modelOnly)
-	var ce *server.ConfigError
+	var ce *configfile.Error
 	if !errors.As(err, &ce) || len(ce.Problems) != 2 {
 		t.Fatalf("CheckAgents: %v, want two problems", err)
 	}
@@ -328,7 +332,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 func TestLoadConfigClaudeCode(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "server.yaml", "claudeCode:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +348,7 @@ func TestLoadConfigClaudeCode(t *testing.T) {
 func TestLoadConfigCodex(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "server.yaml", "codex:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +358,7 @@ func TestLoadConfigCodex(t *testing.T) {
 		t.Fatalf("codex %+v", cx)
 	}
 	p = writeFile(t, dir, "bad.yaml", "codex:\n  approvalTtl: soon\n")
-	if _, err := server.LoadConfig(p); err == nil || !strings.Contains(err.Error(), "codex.approvalTtl: want a duration") {
+	if _, err := serveconfig.LoadConfig(p); err == nil || !strings.Contains(err.Error(), "codex.approvalTtl: want a duration") {
 		t.Errorf("bad ttl: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package serveconfig
 
 import (
 	"cmp"
@@ -17,11 +17,11 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/server"
 )
 
 // Limits of the configuration and tokens files, checked before they are
@@ -102,11 +102,11 @@ type Config struct {
 	// absolute), by name.
 	Agents map[string]runs.RunConfig
 	// AgentTenants are the tenants: of the agents that have them, by name
-	// (see [Options.AgentTenants]); an agent absent is open to every tenant.
+	// (see server.Options.AgentTenants); an agent absent is open to every tenant.
 	AgentTenants map[string][]string
 	// Webhooks are the outbound webhooks, their secrets read from the
 	// environment variables the file names.
-	Webhooks []Webhook
+	Webhooks []server.Webhook
 	// Durable is the durable: section, or nil for runs driven by the
 	// server itself.
 	Durable *DurableConfig
@@ -124,16 +124,6 @@ type Config struct {
 	// syntax is the file's syntax tree, for the positions of later problems.
 	syntax *ast.File
 }
-
-// FieldError is an error of a [runs.Builder] about one field of an agent's
-// configuration. [Config.CheckAgents] reports it at the line of that field
-// in server.yaml: Field is either the field's key in server.yaml
-// ("policy", "hooks", "mcp", "model", ...) or its JSON name in
-// [runs.RunConfig] ("policyFile", "sandbox.bash"), read from the key it
-// comes from.
-//
-// Deprecated: it is [runs.FieldError]; use that name.
-type FieldError = runs.FieldError
 
 // configKeys maps the JSON names of [runs.RunConfig] fields that differ
 // from their keys in server.yaml to those keys.
@@ -156,9 +146,9 @@ func configKey(field string) string {
 // missing workspace or policy file, or a policy, hooks or MCP file that
 // does not load, stops the start rather than failing the first run: each
 // agent's workdir must be a directory, and each agent is built once with b
-// and closed. Problems are a [*ConfigError], each FILE:LINE:COL:
+// and closed. Problems are a [*configfile.Error], each FILE:LINE:COL:
 // agents.NAME.FIELD: message (the field's position when b's error is a
-// [*FieldError], the agent's otherwise).
+// [*runs.FieldError], the agent's otherwise).
 func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 	ps := &problems{path: c.File, f: c.syntax}
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
@@ -209,12 +199,13 @@ func buildErrorKey(err error) (key, msg string) {
 	return "", ""
 }
 
-// agentBuildProblem returns an error of building agent name's run
+// AgentProblem returns an error of building agent name's run
 // configuration as the user wrote it: "FILE:LINE:COL: agents.NAME.KEY:
 // MESSAGE", KEY the server.yaml key of the field it is about, as
-// [Config.CheckAgents] reports it. Without c (an agent not loaded from a
-// file) it is "KEY: MESSAGE"; an error about no one field is its text.
-func (c *Config) agentBuildProblem(name string, err error) string {
+// [Config.CheckAgents] reports it (server.Options.AgentProblem). Without c
+// (an agent not loaded from a file) it is "KEY: MESSAGE"; an error about
+// no one field is its text.
+func (c *Config) AgentProblem(name string, err error) string {
 	key, msg := buildErrorKey(err)
 	switch {
 	case key == "":
@@ -231,7 +222,7 @@ func (c *Config) agentBuildProblem(name string, err error) string {
 // runs the server starts are durable runs (runs.Durable) on a DBOS queue,
 // driven by `tollgate worker` processes and, when Concurrency is above
 // zero, by the server's own process too. The command wires it
-// ([Options.Durable]); the keys mirror `tollgate worker`'s:
+// (server.Options.Durable); the keys mirror `tollgate worker`'s:
 //
 //	durable:
 //	  database: postgres://…      # DBOS's system database, or sqlite:FILE on one machine
@@ -374,38 +365,24 @@ type webhookYAML struct {
 }
 
 type agentYAML struct {
-	Tenants     []string     `yaml:"tenants"`
-	Model       string       `yaml:"model"`
-	BaseURL     string       `yaml:"baseUrl"`
-	APIKeyEnv   string       `yaml:"apiKeyEnv"`
-	Workdir     string       `yaml:"workdir"`
-	System      string       `yaml:"system"`
-	MaxTurns    int          `yaml:"maxTurns"`
-	Timeout     string       `yaml:"timeout"`
-	Deny        []string     `yaml:"deny"`
-	Hooks       []string     `yaml:"hooks"`
-	Policy      string       `yaml:"policy"`
-	Autonomy    string       `yaml:"autonomy"`
-	ApprovalTTL string       `yaml:"approvalTtl"`
-	MCP         []string     `yaml:"mcp"`
-	Records     string       `yaml:"records"`
-	Sandbox     *sandboxYAML `yaml:"sandbox"`
+	Tenants     []string `yaml:"tenants"`
+	Model       string   `yaml:"model"`
+	BaseURL     string   `yaml:"baseUrl"`
+	APIKeyEnv   string   `yaml:"apiKeyEnv"`
+	Workdir     string   `yaml:"workdir"`
+	System      string   `yaml:"system"`
+	MaxTurns    int      `yaml:"maxTurns"`
+	Timeout     string   `yaml:"timeout"`
+	Deny        []string `yaml:"deny"`
+	Hooks       []string `yaml:"hooks"`
+	Policy      string   `yaml:"policy"`
+	Autonomy    string   `yaml:"autonomy"`
+	ApprovalTTL string   `yaml:"approvalTtl"`
+	MCP         []string `yaml:"mcp"`
+	Records     string   `yaml:"records"`
+	// Sandbox is the run configuration's own (its keys are its JSON names).
+	Sandbox *runs.SandboxConfig `yaml:"sandbox"`
 }
-
-type sandboxYAML struct {
-	Bash    string   `yaml:"bash"`
-	Hooks   string   `yaml:"hooks"`
-	Read    []string `yaml:"read"`
-	Connect []uint16 `yaml:"connect"`
-	PassEnv []string `yaml:"passEnv"`
-}
-
-// ConfigError lists every problem of a configuration or tokens file, each
-// as FILE:LINE:COL: field: message.
-//
-// Deprecated: it is [configfile.Error], the error of every configuration
-// file; use that name.
-type ConfigError = configfile.Error
 
 // decodeStrict reads a bounded YAML file into v, refusing unknown keys
 // (each with the key probably meant), aliases and duplicate keys; errors
@@ -567,9 +544,7 @@ func LoadConfig(path string) (*Config, error) {
 			ApprovalTTL: runs.Duration(duration(base+".approvalTtl", field("approvalTtl"), a.ApprovalTTL)),
 			MCPFiles:    a.MCP, RecordsFile: a.Records, Answer: "wait",
 		}
-		if a.Sandbox != nil {
-			cfg.Sandbox = &runs.SandboxConfig{Bash: a.Sandbox.Bash, Hooks: a.Sandbox.Hooks, Read: a.Sandbox.Read, Connect: a.Sandbox.Connect, PassEnv: a.Sandbox.PassEnv}
-		}
+		cfg.Sandbox = a.Sandbox
 		if a.Workdir == "" || !ok {
 			continue
 		}
@@ -588,10 +563,10 @@ func LoadConfig(path string) (*Config, error) {
 		} else if secret = os.Getenv(w.SecretEnv); secret == "" {
 			ps.add(yp+".secretEnv", field+".secretEnv", "the environment variable %s is not set", w.SecretEnv)
 		}
-		wh := Webhook{URL: w.URL, Secret: secret, Tenant: w.Tenant, Types: w.Events}
+		wh := server.Webhook{URL: w.URL, Secret: secret, Tenant: w.Tenant, Types: w.Events}
 		if secret != "" {
-			if _, err := newWebhook(wh); err != nil {
-				ps.add(yp, field, "%s", strings.TrimPrefix(err.Error(), "server: "))
+			if err := checkWebhook(wh); err != nil {
+				ps.add(yp, field, "%v", err)
 				continue
 			}
 		}

@@ -1,4 +1,4 @@
-package server_test
+package serveconfig_test
 
 import (
 	"path/filepath"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 )
 
 // A gateway: section alone is a configuration: its paths are resolved
@@ -15,7 +15,7 @@ import (
 func TestLoadConfigGateway(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "server.yaml", "gateway:\n  mcp: [mcp.json]\n  policy: gw.yaml\n  hooks: [audit.yaml]\n  records: calls.jsonl\n  pins: pins.json\n  approvalTtl: 5m\n  pageUrl: https://tg.example/\n  tenants: [acme]\n")
-	c, err := server.LoadConfig(p)
+	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestLoadConfigGateway(t *testing.T) {
 		"gateway:\n  mpc: [m.json]\n":       ":2:3: ",
 	} {
 		p := writeFile(t, t.TempDir(), "server.yaml", body)
-		if _, err := server.LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := serveconfig.LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
 	}
