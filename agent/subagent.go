@@ -75,6 +75,7 @@ type subAgentInput struct {
 
 // AsTool returns a tool named name that runs a as a sub-agent on the prompt it
 // is given ({"prompt": string}) and returns the sub-agent's final answer.
+// Sub-agents nest at most 8 deep; a deeper call is an error result.
 //
 // The sub-agent is governed by every agent above it (case C16): each
 // authorizer of the agent that calls the tool, and of that agent's own
