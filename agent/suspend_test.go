@@ -331,7 +331,7 @@ func TestStreamAbandonLeavesNoGoroutine(t *testing.T) {
 	}
 	// What is left once the abandoned calls' goroutines have ended was
 	// leaked.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// ApplyPatchInput is the input of the apply_patch tool.
-type ApplyPatchInput struct {
+// applyPatchInput is the input of the apply_patch tool.
+type applyPatchInput struct {
 	PatchText string `json:"patchText" jsonschema:"the patch, from *** Begin Patch to *** End Patch"`
 }
 
@@ -26,7 +26,7 @@ func (b *builtins) applyPatchTool() (tool.Tool, error) {
 		"*** Begin Patch\n*** Add File: path\n+line of the new file\n*** Update File: path\n*** Move to: new/path (optional)\n" +
 		"@@ a line above the hunk (optional)\n context line\n-removed line\n+added line\n*** Delete File: path\n*** End Patch\n" +
 		"Give about 3 lines of context around each change. Updated files keep their line endings and byte order mark."
-	return tool.New(ApplyPatch, desc, b.applyPatch, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: Source})
+	return tool.New(toolApplyPatch, desc, b.applyPatch, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
 }
 
 // change is one file's part of a checked patch, ready to be written.
@@ -41,7 +41,7 @@ type change struct {
 	existed bool // rel existed (always, except for an add)
 }
 
-func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Result, error) {
+func (b *builtins) applyPatch(ctx context.Context, in applyPatchInput) (tool.Result, error) {
 	files, err := parsePatch(in.PatchText)
 	if err != nil {
 		return tool.Errorf("invalid patch: %v", err), nil
@@ -119,7 +119,7 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 	for i, fp := range files {
 		c := &changes[i]
 		*c = change{fp: fp, rel: targets[i].rel, dest: targets[i].dest, perm: filePerm}
-		pn, err := b.pin(ctx, root, ApplyPatch, c.rel, fp.path, fp.op == opAdd, args)
+		pn, err := b.pin(ctx, root, toolApplyPatch, c.rel, fp.path, fp.op == opAdd, args)
 		var nr *notRegular
 		switch {
 		case errors.As(err, &nr):
@@ -142,15 +142,15 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 		case opDelete:
 			c.dest, c.dst = "", nil
 		case opUpdate:
-			if pn.fi.Size() > MaxEditBytes {
-				return tool.Errorf("patch line %d: %s has %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, pn.fi.Size(), MaxEditBytes), nil
+			if pn.fi.Size() > maxEditBytes {
+				return tool.Errorf("patch line %d: %s has %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, pn.fi.Size(), maxEditBytes), nil
 			}
-			data, err := pn.readAll(fp.path, MaxEditBytes+1)
+			data, err := pn.readAll(fp.path, maxEditBytes+1)
 			if err != nil {
 				return tool.Errorf("patch line %d: %s", fp.line, describe(fp.path, err)), nil
 			}
-			if len(data) > MaxEditBytes {
-				return tool.Errorf("patch line %d: %s grew past %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, MaxEditBytes, MaxEditBytes), nil
+			if len(data) > maxEditBytes {
+				return tool.Errorf("patch line %d: %s grew past %d bytes; apply_patch changes files of at most %d bytes", fp.line, fp.path, maxEditBytes, maxEditBytes), nil
 			}
 			if isBinary(data[:min(len(data), sniffLen)]) {
 				return tool.Errorf("patch line %d: %s is a binary file", fp.line, fp.path), nil
@@ -162,7 +162,7 @@ func (b *builtins) applyPatch(ctx context.Context, in ApplyPatchInput) (tool.Res
 				if _, err := root.Lstat(c.dest); err == nil {
 					return tool.Errorf("patch line %d: Move to: %s already exists", fp.line, fp.moveTo), nil
 				}
-				dst, err := b.pin(ctx, root, ApplyPatch, c.dest, fp.moveTo, true, args)
+				dst, err := b.pin(ctx, root, toolApplyPatch, c.dest, fp.moveTo, true, args)
 				if err != nil {
 					return tool.Errorf("patch line %d: %s", fp.line, describe(fp.moveTo, err)), nil
 				}

@@ -19,8 +19,8 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// BashInput is the input of the bash tool.
-type BashInput struct {
+// bashInput is the input of the bash tool.
+type bashInput struct {
 	Command string `json:"command" jsonschema:"the command line, run with bash -c"`
 	Timeout int    `json:"timeout,omitempty" jsonschema:"timeout in milliseconds"`
 	Workdir string `json:"workdir,omitempty" jsonschema:"the directory to run in, relative to the workspace root (default: the root)"`
@@ -32,7 +32,7 @@ type BashInput struct {
 const drainGrace = 2 * time.Second
 
 func (b *builtins) bashTool() (tool.Tool, error) {
-	s, err := jsonschema.For[BashInput](nil)
+	s, err := jsonschema.For[bashInput](nil)
 	if err != nil {
 		return nil, err
 	}
@@ -45,14 +45,14 @@ func (b *builtins) bashTool() (tool.Tool, error) {
 		"(default %v). Output beyond %d bytes is dropped and marked. A non-zero exit status is reported as "+
 		"an error with the output. Processes still running when the command ends are killed; stdin is empty.",
 		b.opts.BashTimeout, b.opts.MaxOutputBytes)
-	return tool.New(Bash, desc, b.bash, &tool.FuncOptions{
+	return tool.New(toolBash, desc, b.bash, &tool.FuncOptions{
 		Hints:       &tool.Hints{Destructive: true, OpenWorld: true},
 		InputSchema: s,
-		Source:      Source,
+		Source:      source,
 	})
 }
 
-func (b *builtins) bash(ctx context.Context, in BashInput) (tool.Result, error) {
+func (b *builtins) bash(ctx context.Context, in bashInput) (tool.Result, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return tool.Error("command must not be empty"), nil
 	}

@@ -12,53 +12,45 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// The names of the builtin tools, as the model calls them.
+// The names of the builtin tools, as the model calls them (see [Names]).
 const (
-	Bash  = "bash"
-	Read  = "read"
-	Write = "write"
-	Edit  = "edit"
-	Grep  = "grep"
-	Glob  = "glob"
-	// WebFetch fetches a URL (see [WebFetchOptions]).
-	WebFetch = "webfetch"
-	// QuestionTool asks the user questions through a pending request of kind
-	// question (the type [Question] is one question).
-	QuestionTool = "question"
-	// ApplyPatch applies a multi-file patch as one change.
-	ApplyPatch = "apply_patch"
-	// TodoWrite keeps the run's plan (see [Todo]).
-	TodoWrite = "todowrite"
+	toolBash       = "bash"
+	toolRead       = "read"
+	toolWrite      = "write"
+	toolEdit       = "edit"
+	toolGrep       = "grep"
+	toolGlob       = "glob"
+	toolWebFetch   = "webfetch"
+	toolQuestion   = "question"
+	toolApplyPatch = "apply_patch"
+	toolTodoWrite  = "todowrite"
 )
 
-// Source is the [tool.Spec] Source of every builtin tool.
-const Source = "builtin"
+// source is the [tool.Spec] Source of every builtin tool.
+const source = "builtin"
 
 // Defaults used when the corresponding [Options] field is zero.
 const (
-	DefaultBashTimeout    = 60 * time.Second // bash's timeout when a call gives none
-	DefaultMaxBashTimeout = 10 * time.Minute // the longest timeout a call may ask for
-	DefaultMaxOutputBytes = 64 << 10         // bytes of bash output kept (64 KiB)
-	DefaultReadLimit      = 2000             // lines read returns when a call gives no limit
-	DefaultMaxLineBytes   = 2000             // bytes shown of one line by read and grep
-	DefaultMaxGrepMatches = 100              // matching lines grep reports
-	DefaultMaxGlobResults = 1000             // paths glob reports
+	defaultBashTimeout    = 60 * time.Second // bash's timeout when a call gives none
+	defaultMaxBashTimeout = 10 * time.Minute // the longest timeout a call may ask for
+	defaultMaxOutputBytes = 64 << 10         // bytes of bash output kept (64 KiB)
+	defaultReadLimit      = 2000             // lines read returns when a call gives no limit
+	defaultMaxLineBytes   = 2000             // bytes shown of one line by read and grep
+	defaultMaxGrepMatches = 100              // matching lines grep reports
+	defaultMaxGlobResults = 1000             // paths glob reports
 )
 
-// MaxEditBytes is the largest file edit and apply_patch change (16 MiB): they
+// maxEditBytes is the largest file edit and apply_patch change (16 MiB): they
 // hold the file and its new text in memory, and a larger file (a log, a data
 // dump a tool made) would let one call exhaust the process's memory.
-const MaxEditBytes = 16 << 20
+const maxEditBytes = 16 << 20
 
-var names = []string{Bash, Read, Write, Edit, Grep, Glob, WebFetch, QuestionTool, ApplyPatch, TodoWrite}
+var names = []string{toolBash, toolRead, toolWrite, toolEdit, toolGrep, toolGlob, toolWebFetch, toolQuestion, toolApplyPatch, toolTodoWrite}
 
 // Names returns the names of the builtin tools in the fixed order in which
 // [New] returns them: bash, read, write, edit, grep, glob, webfetch,
 // question, apply_patch, todowrite. The slice is a copy.
 func Names() []string { return slices.Clone(names) }
-
-// IsBuiltin reports whether name is the name of a builtin tool.
-func IsBuiltin(name string) bool { return slices.Contains(names, name) }
 
 // Options configures [New]. A nil *Options, and every zero field, means the
 // default; negative values are an error.
@@ -115,8 +107,8 @@ type Options struct {
 	CheckFile func(ctx context.Context, use FileUse) error
 	// Sandbox, if set, is called with every command bash is about to start,
 	// after its environment, directory and process group are set; it may
-	// rewrite the command to run confined (sandbox.Sandbox.Wrapper returns
-	// one). It reports whether killing the started process kills every
+	// rewrite the command to run confined (sandbox.Sandbox.Wrap bound to a
+	// policy). It reports whether killing the started process kills every
 	// process the command starts (a PID namespace); an error refuses the call
 	// with an error result. Nil runs the shell unconfined.
 	Sandbox func(cmd *exec.Cmd) (wholeTree bool, err error)
@@ -148,10 +140,10 @@ func (o *Options) withDefaults() (Options, error) {
 		}
 	}
 	if c.BashTimeout == 0 {
-		c.BashTimeout = DefaultBashTimeout
+		c.BashTimeout = defaultBashTimeout
 	}
 	if c.MaxBashTimeout == 0 {
-		c.MaxBashTimeout = DefaultMaxBashTimeout
+		c.MaxBashTimeout = defaultMaxBashTimeout
 	}
 	if c.BashTimeout > c.MaxBashTimeout {
 		return c, fmt.Errorf("builtin: BashTimeout %v exceeds MaxBashTimeout %v", c.BashTimeout, c.MaxBashTimeout)
@@ -159,11 +151,11 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.MaxBashTimeout < time.Millisecond {
 		return c, fmt.Errorf("builtin: MaxBashTimeout %v is below one millisecond", c.MaxBashTimeout)
 	}
-	def(&c.MaxOutputBytes, DefaultMaxOutputBytes)
-	def(&c.ReadLimit, DefaultReadLimit)
-	def(&c.MaxLineBytes, DefaultMaxLineBytes)
-	def(&c.MaxGrepMatches, DefaultMaxGrepMatches)
-	def(&c.MaxGlobResults, DefaultMaxGlobResults)
+	def(&c.MaxOutputBytes, defaultMaxOutputBytes)
+	def(&c.ReadLimit, defaultReadLimit)
+	def(&c.MaxLineBytes, defaultMaxLineBytes)
+	def(&c.MaxGrepMatches, defaultMaxGrepMatches)
+	def(&c.MaxGlobResults, defaultMaxGlobResults)
 	return c, nil
 }
 

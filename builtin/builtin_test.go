@@ -118,9 +118,6 @@ func TestNewToolsAndHints(t *testing.T) {
 	if diff := cmp.Diff([]string{"bash", "read", "write", "edit", "grep", "glob", "webfetch", "question", "apply_patch", "todowrite"}, builtin.Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
-	if !builtin.IsBuiltin("grep") || builtin.IsBuiltin("Grep") {
-		t.Error("IsBuiltin is wrong")
-	}
 }
 
 func TestInputSchemas(t *testing.T) {

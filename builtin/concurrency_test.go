@@ -37,14 +37,14 @@ func TestConcurrentEditsOfOneFile(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			args, _ := json.Marshal(builtin.EditInput{Path: "f.txt", OldString: fmt.Sprintf("L%02d=old", i), NewString: fmt.Sprintf("L%02d=new", i)})
-			if r, _ := byName[builtin.Edit].Call(context.Background(), args); r.IsError {
+			args, _ := json.Marshal(map[string]string{"path": "f.txt", "oldString": fmt.Sprintf("L%02d=old", i), "newString": fmt.Sprintf("L%02d=new", i)})
+			if r, _ := byName["edit"].Call(context.Background(), args); r.IsError {
 				errs <- r.Output
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			if r, _ := byName[builtin.Read].Call(context.Background(), json.RawMessage(`{"path":"f.txt"}`)); r.IsError || !strings.Contains(r.Output, "L39=") {
+			if r, _ := byName["read"].Call(context.Background(), json.RawMessage(`{"path":"f.txt"}`)); r.IsError || !strings.Contains(r.Output, "L39=") {
 				errs <- "read saw a partial file: " + r.Output
 			}
 		}()

@@ -99,8 +99,9 @@
 //
 // question asks the user: its first call returns a pending request
 // ([tool.Pending]) of kind [tool.KindQuestion] whose Prompt shows the
-// questions and options and whose Data is the [QuestionInput], so a run
-// halts, waits or prompts on it like on any other request. When the call is
+// questions and options and whose Data is the tool's input ({"questions":
+// [...]}, each a [Question]), so a run halts, waits or prompts on it like on
+// any other request. When the call is
 // retried with the answer ([tool.Invocation].Answer), it returns the answers as
 // "Q: ... / A: ..." lines (Metadata "answers"); [ParseQuestionAnswer] says
 // which answer Data it reads. A declined request never reaches the tool: the
@@ -110,16 +111,18 @@
 // # todowrite
 //
 // todowrite keeps the run's plan: each call gives the whole list, which is
-// kept in the run's [tool.RunState] (so it survives a halt and a resume;
-// [TodosOf] reads it from a state), returned to the model with what changed
-// since the last call, and put in the result's Metadata "todos", so tool
-// result events and records show it. It touches no workspace file.
+// kept in the run's [tool.RunState] under "todowrite", as a JSON array of
+// {id, content, status} (so it survives a halt and a resume), returned to
+// the model with what changed since the last call, and put in the result's
+// Metadata "todos", so tool result events and records show it. It touches no workspace file.
 //
 // # apply_patch: one change or none
 //
 // apply_patch takes a patch in the "*** Begin Patch" format (Add File, Update
 // File with an optional Move to, Delete File; "@@" hunks with context lines;
-// "*** End of File"), at most 4 MiB and 200 file sections. Every path is
+// "*** End of File"), at most 4 MiB and 200 file sections; like edit, it
+// changes files of at most 16 MiB (it holds each file and its new text in
+// memory). Every path is
 // confined like the other file tools, and every hunk of every file is
 // checked, and every new content computed, before anything is written; a
 // hunk's lines are found exactly, then ignoring trailing whitespace, then

@@ -318,7 +318,7 @@ func seekLines(lines, want []string, from int, eof bool) int {
 // too). Given to policy.Policy.WithPaths for apply_patch, it lets a
 // policy's path rules judge each file a patch touches.
 func PatchPaths(args json.RawMessage) ([]string, error) {
-	var in ApplyPatchInput
+	var in applyPatchInput
 	if err := json.Unmarshal(args, &in); err != nil {
 		return nil, fmt.Errorf("apply_patch arguments: %w", err)
 	}

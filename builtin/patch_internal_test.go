@@ -57,7 +57,7 @@ func TestApplyPatchUndoesCommitFailures(t *testing.T) {
 			}
 			return nil
 		}
-		res, _ := b.applyPatch(context.Background(), ApplyPatchInput{PatchText: p})
+		res, _ := b.applyPatch(context.Background(), applyPatchInput{PatchText: p})
 		if !failed {
 			if res.IsError {
 				t.Fatalf("without a fault: %s", res.Output)

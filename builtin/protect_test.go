@@ -76,7 +76,7 @@ func TestEditRefusesHugeFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(builtin.MaxEditBytes + 1); err != nil {
+	if err := f.Truncate(16<<20 + 1); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

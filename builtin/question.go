@@ -36,21 +36,21 @@ type Question struct {
 	Multiple bool             `json:"multiple,omitempty" jsonschema:"whether several choices may be picked"`
 }
 
-// QuestionInput is the input of the question tool, and the Data of the
+// questionInput is the input of the question tool, and the Data of the
 // pending request it makes (kind [tool.KindQuestion]).
-type QuestionInput struct {
+type questionInput struct {
 	Questions []Question `json:"questions" jsonschema:"the questions to ask, in order"`
 }
 
-// QuestionAnswer is the Data of an answer to a question request: one list of
+// questionAnswer is the Data of an answer to a question request: one list of
 // answers per question, in order (one element unless the question allows
 // several). [ParseQuestionAnswer] also reads the shorter forms it lists.
-type QuestionAnswer struct {
+type questionAnswer struct {
 	Answers [][]string `json:"answers"`
 }
 
 func (b *builtins) questionTool() (tool.Tool, error) {
-	s, err := jsonschema.For[QuestionInput](nil)
+	s, err := jsonschema.For[questionInput](nil)
 	if err != nil {
 		return nil, err
 	}
@@ -68,14 +68,14 @@ func (b *builtins) questionTool() (tool.Tool, error) {
 		"get a preference or a decision, or offer choices. Give options when there are natural choices (the " +
 		"user may still answer in their own words); set multiple when several may be picked. The answers come " +
 		"back as the result. Do not ask what you can find out yourself."
-	return tool.New(QuestionTool, desc, b.question, &tool.FuncOptions{
+	return tool.New(toolQuestion, desc, b.question, &tool.FuncOptions{
 		Hints:       &tool.Hints{ReadOnly: true},
 		InputSchema: s,
-		Source:      Source,
+		Source:      source,
 	})
 }
 
-func (b *builtins) question(ctx context.Context, in QuestionInput) (tool.Result, error) {
+func (b *builtins) question(ctx context.Context, in questionInput) (tool.Result, error) {
 	if err := checkQuestions(in.Questions); err != nil {
 		return tool.Error(err.Error()), nil
 	}
@@ -150,13 +150,13 @@ func questionPrompt(qs []Question) string {
 }
 
 // ParseQuestions returns the questions of a pending request of kind
-// [tool.KindQuestion] made by the question tool (its Data is a
-// [QuestionInput]). It is what a host shows the user.
+// [tool.KindQuestion] made by the question tool (its Data is the tool's
+// input, {"questions": [...]}). It is what a host shows the user.
 func ParseQuestions(req tool.Request) ([]Question, error) {
 	if req.Kind != tool.KindQuestion {
 		return nil, fmt.Errorf("request %s is of kind %q, not %q", req.ID, req.Kind, tool.KindQuestion)
 	}
-	var in QuestionInput
+	var in questionInput
 	if err := json.Unmarshal(req.Data, &in); err != nil {
 		return nil, fmt.Errorf("request %s: the questions are unreadable: %v", req.ID, err)
 	}
@@ -167,8 +167,8 @@ func ParseQuestions(req tool.Request) ([]Question, error) {
 }
 
 // ParseQuestionAnswer reads the Data of an answer to the questions qs and
-// returns one list of answers per question. It accepts a [QuestionAnswer]
-// ({"answers": [["a"], ["b", "c"]]}), the bare list ([["a"], ["b", "c"]]),
+// returns one list of answers per question. It accepts
+// {"answers": [["a"], ["b", "c"]]}, the bare list ([["a"], ["b", "c"]]),
 // one string per question (["a", "b"]), and for a single question one
 // string ("a"). Empty data means no answer (nil, nil). It is an error when
 // the number of answers differs from the number of questions, a question
@@ -183,7 +183,7 @@ func ParseQuestionAnswer(qs []Question, data json.RawMessage) ([][]string, error
 		return nil, fmt.Errorf("the answer is %d bytes; at most %d", len(data), maxAnswerDataSize)
 	}
 	var answers, lists [][]string
-	var wrapped QuestionAnswer
+	var wrapped questionAnswer
 	var flat []string
 	var single string
 	switch {

@@ -11,15 +11,15 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// ReadInput is the input of the read tool.
-type ReadInput struct {
+// readInput is the input of the read tool.
+type readInput struct {
 	Path   string `json:"path" jsonschema:"the file to read, relative to the workspace root (or absolute inside it)"`
 	Offset int    `json:"offset,omitempty" jsonschema:"the 1-based line number to start at (default 1)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"the maximum number of lines to return (default 2000)"`
 }
 
 func (b *builtins) readTool() (tool.Tool, error) {
-	s, err := jsonschema.For[ReadInput](nil)
+	s, err := jsonschema.For[readInput](nil)
 	if err != nil {
 		return nil, err
 	}
@@ -31,10 +31,10 @@ func (b *builtins) readTool() (tool.Tool, error) {
 		"(line number, a tab, the text). Returns at most limit lines (default %d) starting at the 1-based "+
 		"line offset; lines longer than %d bytes are cut. Use offset to page through long files.",
 		b.opts.ReadLimit, b.opts.MaxLineBytes)
-	return tool.New(Read, desc, b.read, &tool.FuncOptions{Hints: readOnlyHints(), InputSchema: s, Source: Source})
+	return tool.New(toolRead, desc, b.read, &tool.FuncOptions{Hints: readOnlyHints(), InputSchema: s, Source: source})
 }
 
-func (b *builtins) read(ctx context.Context, in ReadInput) (tool.Result, error) {
+func (b *builtins) read(ctx context.Context, in readInput) (tool.Result, error) {
 	rel, err := b.ws.rel(in.Path)
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
@@ -56,8 +56,8 @@ func (b *builtins) read(ctx context.Context, in ReadInput) (tool.Result, error) 
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
-	use := FileUse{Tool: Read, Path: in.Path, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}
-	if err := b.checkUse(ctx, use, pathArgs(in, func(c *ReadInput, p string) { c.Path = p })); err != nil {
+	use := FileUse{Tool: toolRead, Path: in.Path, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}
+	if err := b.checkUse(ctx, use, pathArgs(in, func(c *readInput, p string) { c.Path = p })); err != nil {
 		return refused(in.Path, real, err), nil
 	}
 	head := make([]byte, sniffLen)

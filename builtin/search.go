@@ -18,15 +18,15 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// GrepInput is the input of the grep tool.
-type GrepInput struct {
+// grepInput is the input of the grep tool.
+type grepInput struct {
 	Pattern string `json:"pattern" jsonschema:"a regular expression in Go (RE2) syntax, matched against each line"`
 	Path    string `json:"path,omitempty" jsonschema:"the file or directory to search, relative to the workspace root (default: the root)"`
 	Include string `json:"include,omitempty" jsonschema:"only search files whose name matches this glob, e.g. *.go or *.{ts,tsx}; a glob containing / matches the path relative to path"`
 }
 
-// GlobInput is the input of the glob tool.
-type GlobInput struct {
+// globInput is the input of the glob tool.
+type globInput struct {
 	Pattern string `json:"pattern" jsonschema:"a glob such as **/*.go or src/*.{ts,tsx}; * and ? do not cross /, ** matches any number of directories"`
 	Path    string `json:"path,omitempty" jsonschema:"the directory to search, relative to the workspace root (default: the root)"`
 }
@@ -50,10 +50,10 @@ func (b *builtins) grepTool() (tool.Tool, error) {
 		"syntax). Prints each matching line as `path:line: text` (path relative to the workspace root), "+
 		"at most %d matches. Skips binary files and .git, .hg and .svn directories. "+
 		"Use include to restrict the file names searched.", b.opts.MaxGrepMatches)
-	return tool.New(Grep, desc, b.grep, &tool.FuncOptions{Hints: readOnlyHints(), Source: Source})
+	return tool.New(toolGrep, desc, b.grep, &tool.FuncOptions{Hints: readOnlyHints(), Source: source})
 }
 
-func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) {
+func (b *builtins) grep(ctx context.Context, in grepInput) (tool.Result, error) {
 	re, err := regexp.Compile(in.Pattern)
 	if err != nil {
 		return tool.Errorf("invalid pattern: %v", err), nil
@@ -71,7 +71,7 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 	}
 	defer root.Close()
 	g := &grepper{re: re, limit: b.opts.MaxGrepMatches, lineMax: b.opts.MaxLineBytes}
-	args := pathArgs(in, func(c *GrepInput, p string) { c.Path = p })
+	args := pathArgs(in, func(c *grepInput, p string) { c.Path = p })
 	// Every file is judged as it is opened (Options.CheckFile), with the
 	// path its descriptor has.
 	g.check = func(f *os.File, fi fs.FileInfo, wsRel, shown string) error {
@@ -79,7 +79,7 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 		if err != nil {
 			return err
 		}
-		return b.checkUse(ctx, FileUse{Tool: Grep, Path: shown, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}, args)
+		return b.checkUse(ctx, FileUse{Tool: toolGrep, Path: shown, Real: real, Links: linkCount(fi), Hints: readOnlyHints()}, args)
 	}
 	start := filepath.ToSlash(rel)
 	if !fi.IsDir() {
@@ -102,7 +102,7 @@ func (b *builtins) grep(ctx context.Context, in GrepInput) (tool.Result, error) 
 		if err != nil {
 			return tool.Error(describe(base, err)), nil
 		}
-		if err := b.checkUse(ctx, FileUse{Tool: Grep, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
+		if err := b.checkUse(ctx, FileUse{Tool: toolGrep, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
 			return refused(base, dreal, err), nil
 		}
 		err = fs.WalkDir(rootFS{dir}, ".", func(p string, d fs.DirEntry, err error) error {
@@ -257,7 +257,7 @@ func (b *builtins) globTool() (tool.Tool, error) {
 	desc := fmt.Sprintf("Find files of the workspace by name with a glob pattern (** matches any number of "+
 		"directories, {a,b} alternatives). Lists matching files (not directories) relative to the workspace "+
 		"root, sorted by path, at most %d.", b.opts.MaxGlobResults)
-	return tool.New(Glob, desc, b.glob, &tool.FuncOptions{Hints: readOnlyHints(), Source: Source})
+	return tool.New(toolGlob, desc, b.glob, &tool.FuncOptions{Hints: readOnlyHints(), Source: source})
 }
 
 // stat resolves the path argument p inside the workspace, opens the root and
@@ -281,7 +281,7 @@ func (b *builtins) stat(p string) (root *os.Root, rel string, fi fs.FileInfo, fa
 	return root, rel, fi, nil
 }
 
-func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) {
+func (b *builtins) glob(ctx context.Context, in globInput) (tool.Result, error) {
 	pat, err := compileGlob(in.Pattern)
 	if err != nil {
 		return tool.Errorf("invalid pattern: %v", err), nil
@@ -307,8 +307,8 @@ func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) 
 	if err != nil {
 		return tool.Error(describe(base, err)), nil
 	}
-	args := pathArgs(in, func(c *GlobInput, p string) { c.Path = p })
-	if err := b.checkUse(ctx, FileUse{Tool: Glob, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
+	args := pathArgs(in, func(c *globInput, p string) { c.Path = p })
+	if err := b.checkUse(ctx, FileUse{Tool: toolGlob, Path: base, Real: dreal, Hints: readOnlyHints()}, args); err != nil {
 		return refused(base, dreal, err), nil
 	}
 	var found []string
@@ -337,7 +337,7 @@ func (b *builtins) glob(ctx context.Context, in GlobInput) (tool.Result, error) 
 		}
 		shown := path.Join(start, p)
 		if b.opts.CheckFile != nil {
-			use := FileUse{Tool: Glob, Path: shown, Real: filepath.Join(dreal, filepath.FromSlash(p)), Hints: readOnlyHints()}
+			use := FileUse{Tool: toolGlob, Path: shown, Real: filepath.Join(dreal, filepath.FromSlash(p)), Hints: readOnlyHints()}
 			if b.checkUse(ctx, use, args) != nil {
 				refusedN++
 				return nil

@@ -16,48 +16,48 @@ const (
 	maxTodoContent = 1000 // bytes
 )
 
-// Todo statuses.
+// The statuses of a todo.
 const (
-	TodoPending    = "pending"
-	TodoInProgress = "in_progress"
-	TodoCompleted  = "completed"
+	todoPending    = "pending"
+	todoInProgress = "in_progress"
+	todoCompleted  = "completed"
 )
 
-// Todo is one item of the run's plan, as todowrite keeps it.
-type Todo struct {
+// todo is one item of the run's plan, as todowrite keeps it.
+type todo struct {
 	ID      string `json:"id" jsonschema:"a short, stable identifier of the item"`
 	Content string `json:"content" jsonschema:"what is to be done, in a few words"`
 	Status  string `json:"status" jsonschema:"pending, in_progress or completed"`
 }
 
-// TodoWriteInput is the input of the todowrite tool.
-type TodoWriteInput struct {
-	Todos []Todo `json:"todos" jsonschema:"the whole plan: every item, in order, with its current status"`
+// todoWriteInput is the input of the todowrite tool.
+type todoWriteInput struct {
+	Todos []todo `json:"todos" jsonschema:"the whole plan: every item, in order, with its current status"`
 }
 
 func (b *builtins) todoWriteTool() (tool.Tool, error) {
-	s, err := jsonschema.For[TodoWriteInput](nil)
+	s, err := jsonschema.For[todoWriteInput](nil)
 	if err != nil {
 		return nil, err
 	}
 	maxN, one, maxC := maxTodos, 1, maxTodoContent
 	s.Properties["todos"].MaxItems = &maxN
 	it := s.Properties["todos"].Items
-	it.Properties["status"].Enum = []any{TodoPending, TodoInProgress, TodoCompleted}
+	it.Properties["status"].Enum = []any{todoPending, todoInProgress, todoCompleted}
 	it.Properties["id"].MinLength = &one
 	it.Properties["content"].MinLength, it.Properties["content"].MaxLength = &one, &maxC
 	desc := "Keep the plan of the current task as a todo list: give the whole list every time, each item with " +
 		"an id, its content and its status (pending, in_progress, completed). Use it for work of several steps: " +
 		"write the plan first, mark an item in_progress when you start it (one at a time) and completed as soon " +
 		"as it is done. The list belongs to this run and touches no file."
-	return tool.New(TodoWrite, desc, b.todoWrite, &tool.FuncOptions{
+	return tool.New(toolTodoWrite, desc, b.todoWrite, &tool.FuncOptions{
 		Hints:       &tool.Hints{ReadOnly: true, Idempotent: true},
 		InputSchema: s,
-		Source:      Source,
+		Source:      source,
 	})
 }
 
-func (b *builtins) todoWrite(ctx context.Context, in TodoWriteInput) (tool.Result, error) {
+func (b *builtins) todoWrite(ctx context.Context, in todoWriteInput) (tool.Result, error) {
 	if len(in.Todos) > maxTodos {
 		return tool.Errorf("the list has %d items; at most %d", len(in.Todos), maxTodos), nil
 	}
@@ -70,53 +70,43 @@ func (b *builtins) todoWrite(ctx context.Context, in TodoWriteInput) (tool.Resul
 			return tool.Errorf("todos[%d].id %q is used twice", i, t.ID), nil
 		case strings.TrimSpace(t.Content) == "":
 			return tool.Errorf("todos[%d].content is empty", i), nil
-		case t.Status != TodoPending && t.Status != TodoInProgress && t.Status != TodoCompleted:
+		case t.Status != todoPending && t.Status != todoInProgress && t.Status != todoCompleted:
 			return tool.Errorf("todos[%d].status %q: want pending, in_progress or completed", i, t.Status), nil
 		}
 		seen[t.ID] = true
 	}
 	todos := in.Todos
 	if todos == nil {
-		todos = []Todo{}
+		todos = []todo{}
 	}
-	var before []Todo
+	var before []todo
 	if s := tool.InvocationFrom(ctx).State; s != nil {
-		if v, ok := s.Get(TodoWrite); ok {
+		if v, ok := s.Get(toolTodoWrite); ok {
 			_ = json.Unmarshal(v, &before)
 		}
 		data, err := json.Marshal(todos)
 		if err != nil {
 			return tool.Errorf("todowrite: %v", err), nil
 		}
-		s.Set(TodoWrite, data)
+		s.Set(toolTodoWrite, data)
 	}
 	return tool.Result{Output: renderTodos(before, todos), Metadata: map[string]any{"todos": todos}}, nil
 }
 
-// TodosOf returns the plan todowrite keeps in a run's tool state (as in
-// agent.State.ToolState), or nil when it has none.
-func TodosOf(toolState map[string]json.RawMessage) []Todo {
-	var todos []Todo
-	if v, ok := toolState[TodoWrite]; ok {
-		_ = json.Unmarshal(v, &todos)
-	}
-	return todos
-}
-
 // renderTodos shows the list, with what changed since before, for the model.
-func renderTodos(before, todos []Todo) string {
+func renderTodos(before, todos []todo) string {
 	var b strings.Builder
 	counts := map[string]int{}
 	for _, t := range todos {
 		counts[t.Status]++
 	}
 	fmt.Fprintf(&b, "%s: %d completed, %d in progress, %d pending\n", plural(len(todos), "todo", "todos"),
-		counts[TodoCompleted], counts[TodoInProgress], counts[TodoPending])
-	mark := map[string]string{TodoPending: "[ ]", TodoInProgress: "[~]", TodoCompleted: "[x]"}
+		counts[todoCompleted], counts[todoInProgress], counts[todoPending])
+	mark := map[string]string{todoPending: "[ ]", todoInProgress: "[~]", todoCompleted: "[x]"}
 	for _, t := range todos {
 		fmt.Fprintf(&b, "%s %s: %s\n", mark[t.Status], t.ID, t.Content)
 	}
-	old := map[string]Todo{}
+	old := map[string]todo{}
 	for _, t := range before {
 		old[t.ID] = t
 	}

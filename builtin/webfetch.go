@@ -26,11 +26,11 @@ import (
 
 // Defaults of [WebFetchOptions].
 const (
-	DefaultWebFetchTimeout    = 30 * time.Second  // a call's timeout when it gives none
-	DefaultMaxWebFetchTimeout = 120 * time.Second // the longest timeout a call may ask for
-	DefaultMaxWebFetchBytes   = 5 << 20           // bytes of a response body read (5 MiB)
-	DefaultMaxWebFetchOutput  = 100 << 10         // bytes of converted text returned (100 KiB)
-	DefaultMaxRedirects       = 5                 // redirects followed
+	defaultWebFetchTimeout    = 30 * time.Second  // a call's timeout when it gives none
+	defaultMaxWebFetchTimeout = 120 * time.Second // the longest timeout a call may ask for
+	defaultMaxWebFetchBytes   = 5 << 20           // bytes of a response body read (5 MiB)
+	defaultMaxWebFetchOutput  = 100 << 10         // bytes of converted text returned (100 KiB)
+	defaultMaxRedirects       = 5                 // redirects followed
 )
 
 // Resolver looks up the addresses of a host name; *net.Resolver implements
@@ -98,22 +98,22 @@ func (o *WebFetchOptions) withDefaults() (WebFetchOptions, error) {
 		c.Resolver = net.DefaultResolver
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultWebFetchTimeout
+		c.Timeout = defaultWebFetchTimeout
 	}
 	if c.MaxTimeout == 0 {
-		c.MaxTimeout = DefaultMaxWebFetchTimeout
+		c.MaxTimeout = defaultMaxWebFetchTimeout
 	}
 	if c.Timeout > c.MaxTimeout || c.MaxTimeout < time.Second {
 		return c, fmt.Errorf("builtin: WebFetchOptions: Timeout %v must not exceed MaxTimeout %v, which must be at least 1s", c.Timeout, c.MaxTimeout)
 	}
 	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxWebFetchBytes
+		c.MaxBytes = defaultMaxWebFetchBytes
 	}
 	if c.MaxOutputBytes == 0 {
-		c.MaxOutputBytes = DefaultMaxWebFetchOutput
+		c.MaxOutputBytes = defaultMaxWebFetchOutput
 	}
 	if c.MaxRedirects == 0 {
-		c.MaxRedirects = DefaultMaxRedirects
+		c.MaxRedirects = defaultMaxRedirects
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = "tollgate-webfetch/1"
@@ -147,8 +147,8 @@ func hostMatches(host string, list []string) bool {
 	return false
 }
 
-// WebFetchInput is the input of the webfetch tool.
-type WebFetchInput struct {
+// webFetchInput is the input of the webfetch tool.
+type webFetchInput struct {
 	URL     string `json:"url" jsonschema:"the http or https URL to fetch"`
 	Format  string `json:"format,omitempty" jsonschema:"markdown (default), text or html"`
 	Timeout int    `json:"timeout,omitempty" jsonschema:"timeout in seconds"`
@@ -315,7 +315,7 @@ func (b *builtins) webFetchTool() (tool.Tool, error) {
 		MaxIdleConns:           8,
 	}
 	b.web = w
-	s, err := jsonschema.For[WebFetchInput](nil)
+	s, err := jsonschema.For[webFetchInput](nil)
 	if err != nil {
 		return nil, err
 	}
@@ -327,10 +327,10 @@ func (b *builtins) webFetchTool() (tool.Tool, error) {
 		"(format markdown, the default), as plain text (text) or as it is (html). Only text content types are "+
 		"returned; at most %d bytes of the body are read and %d bytes returned. Private, loopback and link-local "+
 		"addresses are refused.", o.MaxBytes, o.MaxOutputBytes)
-	return tool.New(WebFetch, desc, b.webFetch, &tool.FuncOptions{
+	return tool.New(toolWebFetch, desc, b.webFetch, &tool.FuncOptions{
 		Hints:       &tool.Hints{ReadOnly: true, OpenWorld: true},
 		InputSchema: s,
-		Source:      Source,
+		Source:      source,
 	})
 }
 
@@ -343,7 +343,7 @@ func isTextType(mt string) bool {
 		strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml")
 }
 
-func (b *builtins) webFetch(ctx context.Context, in WebFetchInput) (tool.Result, error) {
+func (b *builtins) webFetch(ctx context.Context, in webFetchInput) (tool.Result, error) {
 	w := b.web
 	format := in.Format
 	if format == "" {

@@ -11,14 +11,14 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// WriteInput is the input of the write tool.
-type WriteInput struct {
+// writeInput is the input of the write tool.
+type writeInput struct {
 	Path    string `json:"path" jsonschema:"the file to write, relative to the workspace root (or absolute inside it); missing parent directories are created"`
 	Content string `json:"content" jsonschema:"the complete new content of the file"`
 }
 
-// EditInput is the input of the edit tool.
-type EditInput struct {
+// editInput is the input of the edit tool.
+type editInput struct {
 	Path       string `json:"path" jsonschema:"the file to edit, relative to the workspace root (or absolute inside it)"`
 	OldString  string `json:"oldString" jsonschema:"the exact text to replace, including whitespace and indentation"`
 	NewString  string `json:"newString" jsonschema:"the text to put in its place (must differ from oldString)"`
@@ -35,10 +35,10 @@ func (b *builtins) writeTool() (tool.Tool, error) {
 	desc := "Write a file of the workspace, replacing its whole content; creates the file and any " +
 		"missing parent directories. An existing file keeps its CRLF line endings and byte order mark " +
 		"when the content has none of its own. To change part of an existing file, prefer edit."
-	return tool.New(Write, desc, b.write, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: Source})
+	return tool.New(toolWrite, desc, b.write, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
 }
 
-func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error) {
+func (b *builtins) write(ctx context.Context, in writeInput) (tool.Result, error) {
 	rel, err := b.ws.rel(in.Path)
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
@@ -55,7 +55,7 @@ func (b *builtins) write(ctx context.Context, in WriteInput) (tool.Result, error
 	}
 	defer root.Close()
 	defer b.files.lock(rel)()
-	pn, err := b.pin(ctx, root, Write, rel, in.Path, true, pathArgs(in, func(c *WriteInput, p string) { c.Path = p }))
+	pn, err := b.pin(ctx, root, toolWrite, rel, in.Path, true, pathArgs(in, func(c *writeInput, p string) { c.Path = p }))
 	var nr *notRegular
 	if errors.As(err, &nr) && nr.mode.IsDir() {
 		return tool.Errorf("%s is a directory", in.Path), nil
@@ -121,10 +121,10 @@ func (b *builtins) editTool() (tool.Tool, error) {
 		"(include enough surrounding lines to make it unique), or set replaceAll to replace every " +
 		"occurrence. Read the file first and copy oldString exactly, including indentation. Write line " +
 		"breaks as \\n: the file keeps its own line endings (CRLF, LF or mixed) and byte order mark."
-	return tool.New(Edit, desc, b.edit, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: Source})
+	return tool.New(toolEdit, desc, b.edit, &tool.FuncOptions{Hints: &tool.Hints{Destructive: true}, Source: source})
 }
 
-func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) {
+func (b *builtins) edit(ctx context.Context, in editInput) (tool.Result, error) {
 	switch {
 	case in.OldString == "":
 		return tool.Error("oldString must not be empty; use write to create or overwrite a whole file"), nil
@@ -144,18 +144,18 @@ func (b *builtins) edit(ctx context.Context, in EditInput) (tool.Result, error) 
 	}
 	defer root.Close()
 	defer b.files.lock(rel)()
-	pn, err := b.pin(ctx, root, Edit, rel, in.Path, false, pathArgs(in, func(c *EditInput, p string) { c.Path = p }))
+	pn, err := b.pin(ctx, root, toolEdit, rel, in.Path, false, pathArgs(in, func(c *editInput, p string) { c.Path = p }))
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil
 	}
 	defer pn.close()
 	fi := pn.fi
-	if fi.Size() > MaxEditBytes {
-		return tool.Errorf("%s has %d bytes; edit changes files of at most %d bytes (use bash for larger ones)", in.Path, fi.Size(), MaxEditBytes), nil
+	if fi.Size() > maxEditBytes {
+		return tool.Errorf("%s has %d bytes; edit changes files of at most %d bytes (use bash for larger ones)", in.Path, fi.Size(), maxEditBytes), nil
 	}
-	data, err := pn.readAll(in.Path, MaxEditBytes+1)
-	if len(data) > MaxEditBytes {
-		return tool.Errorf("%s grew past %d bytes; edit changes files of at most %d bytes", in.Path, MaxEditBytes, MaxEditBytes), nil
+	data, err := pn.readAll(in.Path, maxEditBytes+1)
+	if len(data) > maxEditBytes {
+		return tool.Errorf("%s grew past %d bytes; edit changes files of at most %d bytes", in.Path, maxEditBytes, maxEditBytes), nil
 	}
 	if err != nil {
 		return tool.Error(describe(in.Path, err)), nil

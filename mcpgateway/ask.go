@@ -47,24 +47,31 @@ type asks struct {
 	m  map[string]*askState
 }
 
-// put stores st and returns its key, or "" when maxAsks wait already.
-func (a *asks) put(st *askState, now time.Time) string {
+// put stores st and returns its key, or "" when maxAsks wait already or
+// maxPendingPerSession of st's session do (sessionFull).
+func (a *asks) put(st *askState, now time.Time) (key string, sessionFull bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
 		a.m = map[string]*askState{}
 	}
+	mine := 0
 	for k, v := range a.m {
 		if now.After(v.expires) {
 			delete(a.m, k)
+		} else if v.session == st.session {
+			mine++
 		}
 	}
-	if len(a.m) >= maxAsks {
-		return ""
+	if mine >= maxPendingPerSession {
+		return "", true
 	}
-	key := ids.New("ask_") + ids.New("")
+	if len(a.m) >= maxAsks {
+		return "", false
+	}
+	key = ids.New("ask_") + ids.New("")
 	a.m[key] = st
-	return key
+	return key, false
 }
 
 // take removes and returns the state of key, if any.
@@ -85,7 +92,11 @@ func (a *asks) take(key string) (*askState, bool) {
 func (gw *Gateway) ask(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, c gate.Call, p *gate.Pending) (*mcp.CallToolResult, gate.Ruling) {
 	if gw.opts.Elicit && p.Request.Kind == tool.KindApproval && formElicitation(req.ClientCapabilities()) && req.Session != nil {
 		st := &askState{session: req.Session, tool: req.Params.Name, call: c, pending: p, expires: time.Now().Add(askTTL)}
-		if key := gw.asks.put(st, time.Now()); key != "" {
+		key, full := gw.asks.put(st, time.Now())
+		if full {
+			return nil, gw.refuseOverCap(ctx, env, c, p)
+		}
+		if key != "" {
 			msg := fmt.Sprintf("Allow the tool call %s?\n\n%s\n\nArguments: %s", c.Name, p.Request.Prompt, abbreviate(string(p.Args), 2000))
 			return &mcp.CallToolResult{
 				InputRequests: mcp.InputRequestMap{approveKey: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approveSchema}},

@@ -203,7 +203,7 @@ func freeAddr(t *testing.T) string {
 // waitListening waits until something accepts connections at addr.
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
-	for range 200 {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			_ = c.Close()
 			return

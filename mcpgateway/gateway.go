@@ -58,8 +58,7 @@ type Options struct {
 	// KeepAlive is how often a call that waits for the inbox's answer
 	// sends the client a progress notification (when the client gave a
 	// progress token; MCP specification 2025-11-25, "Utilities:
-	// Progress"), so that it keeps the call open; zero means
-	// [DefaultKeepAlive].
+	// Progress"), so that it keeps the call open; zero means 15 s.
 	KeepAlive time.Duration
 	// PinsFile keeps the digest of every tool's definition (description
 	// and input schema) as first seen, across starts; a tool whose
@@ -95,6 +94,7 @@ type Gateway struct {
 	mu     sync.RWMutex
 	cat    *catalogue
 	asks   asks
+	waits  pendingCounts // the calls of each session that wait on the inbox
 	pins   *pins
 	live   sync.Map // *mcp.ServerSession -> true: the sessions the inbox hears the end of
 }
@@ -247,7 +247,7 @@ func clientName(t tool.Tool, servers int) string {
 		return t.Spec().Name
 	}
 	if servers == 1 {
-		return mt.RemoteName()
+		return mt.Listed().Name
 	}
 	return strings.TrimPrefix(t.Spec().Name, "mcp__")
 }

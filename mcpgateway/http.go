@@ -11,14 +11,14 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// Defaults of [HTTPOptions].
+// The defaults of [HTTPOptions].
 const (
-	// DefaultMaxBodyBytes bounds one HTTP request body.
-	DefaultMaxBodyBytes = 4 << 20
-	// DefaultSessionIdle closes a client session idle this long.
-	DefaultSessionIdle = 30 * time.Minute
-	// DefaultMaxRequests bounds the HTTP requests served at once.
-	DefaultMaxRequests = 256
+	// defaultMaxBodyBytes bounds one HTTP request body.
+	defaultMaxBodyBytes = 4 << 20
+	// defaultSessionIdle closes a client session idle this long.
+	defaultSessionIdle = 30 * time.Minute
+	// defaultMaxRequests bounds the HTTP requests served at once.
+	defaultMaxRequests = 256
 )
 
 // HTTPOptions configures [Gateway.Handler]. A nil *HTTPOptions means all
@@ -36,16 +36,14 @@ type HTTPOptions struct {
 	// tenant) and never hold the token. Sessions are bound to the tenant
 	// and the principal: another token cannot take one up.
 	Authenticate func(token string) (Client, error)
-	// MaxBodyBytes bounds one request body (413 beyond); zero means
-	// [DefaultMaxBodyBytes].
+	// MaxBodyBytes bounds one request body (413 beyond); zero means 4 MiB.
 	MaxBodyBytes int64
-	// SessionIdle closes a session idle this long; zero means
-	// [DefaultSessionIdle].
+	// SessionIdle closes a session idle this long; zero means 30 min.
 	SessionIdle time.Duration
 	// MaxRequests bounds the requests served at once, each open stream
 	// (a call's answer, a session's GET stream) one of them; more are
 	// refused with 503 at once, so that a client that floods holds no
-	// more. Zero means [DefaultMaxRequests].
+	// more. Zero means 256.
 	MaxRequests int
 }
 
@@ -63,13 +61,13 @@ func (gw *Gateway) Handler(opts *HTTPOptions) http.Handler {
 		o = *opts
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
+		o.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if o.SessionIdle <= 0 {
-		o.SessionIdle = DefaultSessionIdle
+		o.SessionIdle = defaultSessionIdle
 	}
 	if o.MaxRequests <= 0 {
-		o.MaxRequests = DefaultMaxRequests
+		o.MaxRequests = defaultMaxRequests
 	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return gw.server }, &mcp.StreamableHTTPOptions{
 		Logger:              gw.opts.Logger,

@@ -58,8 +58,8 @@ type Client struct {
 	Tenant    string         `json:"tenant,omitempty"`
 }
 
-// DefaultKeepAlive is the default of [Options].KeepAlive.
-const DefaultKeepAlive = 15 * time.Second
+// defaultKeepAlive is the default of [Options].KeepAlive.
+const defaultKeepAlive = 15 * time.Second
 
 // sessionKey carries the session of a call to the records it makes.
 type sessionKey struct{}
@@ -139,11 +139,17 @@ func inboxRecords(inbox Inbox, onRecord func(context.Context, gate.Record)) func
 // askInbox puts a call that waits on p to the inbox and waits for a
 // person's answer: the client gets progress notifications meanwhile, and
 // the page's link through URL-mode elicitation when it declared that. No
-// answer by the request's expiry, an inbox that fails, or a tool whose
-// definition changed meanwhile: the call is refused.
+// answer by the request's expiry, an inbox that fails, a tool whose
+// definition changed meanwhile, or a session with maxPendingPerSession
+// calls waiting already: the call is refused.
 func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, t tool.Tool, c gate.Call, p *gate.Pending) gate.Ruling {
+	release, ok := gw.waits.hold(req.Session)
+	if !ok {
+		return gw.refuseOverCap(ctx, env, c, p)
+	}
+	defer release()
 	s := gw.session(req)
-	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, DefaultKeepAlive))
+	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()
 	posted := func(link string) {
 		keep.posted(link)

@@ -25,7 +25,7 @@ func TestToolChangedWhileAskedIsRefused(t *testing.T) {
 		})
 		// The answer goes once the gateway lists the new definition.
 		cs := watcher()
-		for range 200 {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 			res, err := cs.ListTools(ctx, nil)
 			if err != nil {
 				return nil, err

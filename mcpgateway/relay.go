@@ -11,9 +11,12 @@ import (
 )
 
 // Relay hands what an upstream server asks of its client (sampling,
-// elicitation, log messages) on to the client of the gateway whose
-// tools/call to that server is in flight, the latest one when there are
-// several. Pass [Relay.Forward] as [mcptool.Options].Forward when opening
+// elicitation, log messages) on to the client session of the gateway
+// whose tools/call to that server is in flight. When calls of several
+// client sessions are in flight to the server, nothing tells whose call
+// the server asks for (one connection carries them all): an elicitation
+// is cancelled, a sampling request refused and a log message dropped,
+// rather than handed to a session that may be another tenant's. Pass [Relay.Forward] as [mcptool.Options].Forward when opening
 // the set, and the relay as [Options].Relay. What comes while no call to
 // the server is in flight is refused (a request) or dropped (a log
 // message). An updated resource is told to the clients subscribed to it.
@@ -25,7 +28,7 @@ type Relay struct {
 
 	mu      sync.Mutex
 	flights map[string][]*flight
-	last    map[string]*mcp.ServerSession // the session of the last call to each server
+	last    map[string]*mcp.ServerSession // the session of the call to each server that ended last, alone
 }
 
 // flight is one tools/call in flight to a server: the gateway client's
@@ -34,10 +37,17 @@ type Relay struct {
 type flight struct {
 	ctx     context.Context
 	session *mcp.ServerSession
+	// shared is set once a call of another session was in flight to the
+	// same server at the same time (guarded by the relay's mu).
+	shared bool
 }
 
 // errNoCall refuses an upstream's request that no client call is waiting on.
 var errNoCall = errors.New("no client of the gateway has a call in flight to this server to ask")
+
+// errSeveralSessions refuses an upstream's request while calls of several
+// client sessions are in flight to it.
+var errSeveralSessions = errors.New("calls of several clients of the gateway are in flight to this server, and nothing tells whose call asks: refused rather than asking the wrong client")
 
 // NewRelay returns a relay with no call in flight.
 func NewRelay() *Relay {
@@ -48,14 +58,21 @@ func NewRelay() *Relay {
 func (r *Relay) Forward() *mcptool.Forward {
 	return &mcptool.Forward{
 		CreateMessage: func(_ context.Context, server string, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			f := r.current(server)
+			f, several := r.current(server)
+			if several {
+				return nil, errSeveralSessions
+			}
 			if f == nil {
 				return nil, errNoCall
 			}
 			return f.session.CreateMessage(f.ctx, req.Params)
 		},
 		Elicit: func(_ context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			f := r.current(server)
+			f, several := r.current(server)
+			if several {
+				// No one was asked: the spec's "dismissed without a choice".
+				return &mcp.ElicitResult{Action: "cancel"}, nil
+			}
 			if f == nil {
 				return nil, errNoCall
 			}
@@ -67,7 +84,11 @@ func (r *Relay) Forward() *mcptool.Forward {
 			}
 		},
 		Log: func(_ context.Context, server string, req *mcp.LoggingMessageRequest) {
-			if f := r.current(server); f != nil {
+			f, several := r.current(server)
+			if several {
+				return
+			}
+			if f != nil {
 				_ = f.session.Log(f.ctx, req.Params)
 				return
 			}
@@ -88,8 +109,12 @@ func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) 
 	}
 	f := &flight{ctx: ctx, session: s}
 	r.mu.Lock()
+	for _, g := range r.flights[server] {
+		if g.session != s {
+			g.shared, f.shared = true, true
+		}
+	}
 	r.flights[server] = append(r.flights[server], f)
-	r.last[server] = s
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
@@ -104,21 +129,38 @@ func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) 
 		if len(r.flights[server]) == 0 {
 			delete(r.flights, server)
 		}
+		// What comes after the answer is this call's only when no other
+		// session's call overlapped it.
+		if f.shared {
+			delete(r.last, server)
+		} else {
+			r.last[server] = s
+		}
 	}
 }
 
-// current returns the latest call in flight to server, or nil.
-func (r *Relay) current(server string) *flight {
+// current returns the call in flight to server that what it sends now
+// is for: the latest, when every call in flight to it is of one client
+// session; nil when none is in flight; several when calls of more than one
+// session are (nil then too).
+func (r *Relay) current(server string) (f *flight, several bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fs := r.flights[server]
 	if len(fs) == 0 {
-		return nil
+		return nil, false
 	}
-	return fs[len(fs)-1]
+	last := fs[len(fs)-1]
+	for _, g := range fs {
+		if g.session != last.session {
+			return nil, true
+		}
+	}
+	return last, false
 }
 
-// lastSession returns the session of the last call to server, or nil.
+// lastSession returns the session of the call to server that ended last,
+// when no other session's call overlapped it; nil otherwise.
 func (r *Relay) lastSession(server string) *mcp.ServerSession {
 	r.mu.Lock()
 	defer r.mu.Unlock()

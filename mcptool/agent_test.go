@@ -349,11 +349,11 @@ func TestC37MissingAnnotationsGetMCPDefaults(t *testing.T) {
 		specs[tl.Spec().Name] = *tl.Spec().Hints
 	}
 	wantHints := map[string]tool.Hints{
-		"mcp__fs__bare":      mcptool.StrictHints(),
-		"mcp__fs__titled":    mcptool.StrictHints(),
+		"mcp__fs__bare":      mcptool.HintsFor(nil, false),
+		"mcp__fs__titled":    mcptool.HintsFor(nil, false),
 		"mcp__fs__partial":   {Destructive: true, Idempotent: true},
 		"mcp__fs__reader":    {ReadOnly: true, Destructive: true, OpenWorld: true},
-		"mcp__other__reader": mcptool.StrictHints(),
+		"mcp__other__reader": mcptool.HintsFor(nil, false),
 	}
 	if d := cmp.Diff(wantHints, specs); d != "" {
 		t.Errorf("hints (-want +got):\n%s", d)

@@ -25,15 +25,15 @@ import (
 
 // Bounds and default of a server's "timeout" and "callTimeout" in mcp.json.
 const (
-	// DefaultTimeout bounds each start-up phase of a server (start and
+	// defaultTimeout bounds each start-up phase of a server (start and
 	// initialize; listing all its tools) when its configuration sets none.
-	DefaultTimeout = 30 * time.Second
-	// MinTimeout is the smallest "timeout" or "callTimeout" accepted in mcp.json.
-	MinTimeout = time.Second
-	// MaxTimeout is the largest "timeout" accepted in mcp.json.
-	MaxTimeout = 10 * time.Minute
-	// MaxCallTimeout is the largest "callTimeout" accepted in mcp.json.
-	MaxCallTimeout = 24 * time.Hour
+	defaultTimeout = 30 * time.Second
+	// minTimeout is the smallest "timeout" or "callTimeout" accepted in mcp.json.
+	minTimeout = time.Second
+	// maxTimeout is the largest "timeout" accepted in mcp.json.
+	maxTimeout = 10 * time.Minute
+	// maxCallTimeout is the largest "callTimeout" accepted in mcp.json.
+	maxCallTimeout = 24 * time.Hour
 )
 
 // Config is a set of MCP servers, as read from an mcp.json file in the common
@@ -49,6 +49,12 @@ const (
 //
 // See [ServerConfig] for the fields of one server. Keys at the top level other
 // than "mcpServers" are ignored, so that files shared with other MCP clients load.
+//
+// [Open] checks a configuration (one built in code too): every server name
+// is non-empty, does not contain "__" once sanitized, and sanitizes to a name
+// no other server sanitizes to; every server sets exactly one of Command, URL
+// and Transport; URLs are http or https; ${...} references are well formed;
+// timeouts are not negative.
 type Config struct {
 	// File is the path the configuration was read from; errors name it. Empty
 	// for a configuration built in code.
@@ -56,7 +62,7 @@ type Config struct {
 	// Servers maps a server name to its configuration. The name becomes the
 	// <server> part of the tool names mcp__<server>__<tool> (see [ToolName]).
 	Servers map[string]*ServerConfig
-	// Warnings lists what [Parse] accepted but ignored (unknown fields), each
+	// Warnings lists what [Load] accepted but ignored (unknown fields), each
 	// as "file:line:col: server "x": field "y": ...". Nothing in it is fatal.
 	Warnings []string
 }
@@ -117,13 +123,13 @@ type ServerConfig struct {
 	// Disabled servers are not started; their status says so.
 	Disabled bool
 	// Timeout bounds each start-up phase separately: start and initialize, then
-	// listing all tools. Zero means [DefaultTimeout]. In mcp.json it is a Go
-	// duration string such as "30s" or "1m30s", between [MinTimeout] and
-	// [MaxTimeout]; a bare number is rejected because its unit would be a guess.
+	// listing all tools. Zero means 30 s. In mcp.json it is a Go duration
+	// string such as "30s" or "1m30s", between 1 s and 10 min; a bare number
+	// is rejected because its unit would be a guess.
 	Timeout time.Duration
 	// CallTimeout bounds each tools/call; zero means no bound other than the
 	// caller's context. In mcp.json it is a Go duration string between
-	// [MinTimeout] and [MaxCallTimeout]. A call that runs out of it is an error
+	// 1 s and 24 h. A call that runs out of it is an error
 	// result, and the server is told to cancel it.
 	CallTimeout time.Duration
 	// Trusted says whether the server's tool annotations are believed (see
@@ -162,18 +168,6 @@ func (sc *ServerConfig) transportKind() string {
 	}
 }
 
-// ConfigError is one problem of an MCP configuration: the file (or "" for
-// a configuration built in code), the line and column of the offending
-// JSON value or key (1-based, Col in bytes; 0 when unknown), the field
-// ("mcpServers.fs.timeout", "mcpServers.api.headers.Authorization";
-// "mcpServers" for a problem of the list) and what is wrong. Every error
-// [Parse] and [Config.Validate] return holds one (test with errors.As);
-// [Load] returns the file system's errors as they are.
-//
-// Deprecated: it is [configfile.Problem], the problem type of every
-// configuration file; use that name.
-type ConfigError = configfile.Problem
-
 // serverField names field of server name as mcp.json nests it:
 // "mcpServers.NAME.FIELD" (the name quoted when it has characters other
 // than letters, digits, '_' and '-').
@@ -187,30 +181,32 @@ func serverField(name, field string) string {
 	return "mcpServers." + name + "." + field
 }
 
-// Load reads and parses the mcp.json file at path; see [Parse].
+// Load reads and parses the mcp.json file at path (its name is used in
+// errors, and relative "cwd" values resolve against its directory), and
+// checks it as [Open] does. The first problem found is returned as a
+// *[configfile.Problem] (test with errors.As) that names the file, the
+// server, the field and the line and column. Duplicate keys are errors,
+// never a silent override, and so is a document larger than 1 MiB or
+// nested deeper than 16 levels. The file system's errors are returned as
+// they are.
 func Load(path string) (*Config, error) {
 	data, err := configread.ReadFile(path, configLimits)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data)
+	return parse(path, data)
 }
 
 // Limits of an mcp.json file, checked before it is parsed.
 const (
-	MaxConfigSize  = 1 << 20 // bytes
-	MaxConfigDepth = 16      // nested objects and arrays, the top level counting 1
+	maxConfigSize  = 1 << 20 // bytes
+	maxConfigDepth = 16      // nested objects and arrays, the top level counting 1
 )
 
-var configLimits = docbound.Limits{MaxBytes: MaxConfigSize, MaxDepth: MaxConfigDepth}
+var configLimits = docbound.Limits{MaxBytes: maxConfigSize, MaxDepth: maxConfigDepth}
 
-// Parse parses data, the content of the mcp.json file named file (used in
-// errors and to resolve relative "cwd" values), and validates it with
-// [Config.Validate]. The first problem found is returned as a *[ConfigError]
-// that names the file, the server, the field and the line and column.
-// Duplicate keys are errors, never a silent override, and so is a document
-// larger than [MaxConfigSize] bytes or nested deeper than [MaxConfigDepth].
-func Parse(file string, data []byte) (*Config, error) {
+// parse is [Load] of data, the content of the mcp.json file named file.
+func parse(file string, data []byte) (*Config, error) {
 	if be, ok := errors.AsType[*docbound.Error](docbound.CheckJSON(file, data, configLimits)); ok {
 		return nil, configread.Errorf(file, configread.Pos{Line: be.Line, Col: be.Col}, "", "%s", be.Message)
 	}
@@ -218,13 +214,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	return p.parse()
 }
 
-// Validate checks a configuration (one built in code, say): every server name
-// is non-empty, does not contain "__" once sanitized, and sanitizes to a
-// name no other server sanitizes to; every server sets exactly one of Command,
-// URL and Transport; URLs are http or https; ${...} references are well formed;
-// timeouts are not negative. The first problem is returned as a
-// *configfile.Error of one [configfile.Problem].
-func (c *Config) Validate() error {
+// validate checks a configuration as [Open] does: see [Config]. The first
+// problem is returned as a *configfile.Error of one [configfile.Problem].
+func (c *Config) validate() error {
 	name, field, err := c.check()
 	if err == nil {
 		return nil
@@ -232,7 +224,7 @@ func (c *Config) Validate() error {
 	return configread.Errorf(c.File, configread.Pos{}, serverField(name, field), "%v", err)
 }
 
-// check is [Config.Validate]: it returns the server and the field of the
+// check is validate: it returns the server and the field of the
 // first problem, and the problem.
 func (c *Config) check() (server, field string, err error) {
 	names := make([]string, 0, len(c.Servers))
@@ -495,8 +487,8 @@ func (p *parser) server(cfg *Config, sm configread.Member, dir string) (*ServerC
 			if err != nil {
 				return 0, bad("%q is not a duration such as \"30s\" or \"2m\"", s)
 			}
-			if d < MinTimeout || d > max {
-				return 0, bad("%s is out of range [%s, %s]", d, MinTimeout, max)
+			if d < minTimeout || d > max {
+				return 0, bad("%s is out of range [%s, %s]", d, minTimeout, max)
 			}
 			return d, nil
 		}
@@ -564,11 +556,11 @@ func (p *parser) server(cfg *Config, sm configread.Member, dir string) (*ServerC
 				return nil, err
 			}
 		case "timeout":
-			if sc.Timeout, err = duration(MaxTimeout); err != nil {
+			if sc.Timeout, err = duration(maxTimeout); err != nil {
 				return nil, err
 			}
 		case "callTimeout":
-			if sc.CallTimeout, err = duration(MaxCallTimeout); err != nil {
+			if sc.CallTimeout, err = duration(maxCallTimeout); err != nil {
 				return nil, err
 			}
 		case "sandbox":
@@ -702,10 +694,10 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// timeout returns the server's Timeout, or [DefaultTimeout].
+// timeout returns the server's Timeout, or defaultTimeout.
 func (sc *ServerConfig) timeout() time.Duration {
 	if sc.Timeout <= 0 {
-		return DefaultTimeout
+		return defaultTimeout
 	}
 	return sc.Timeout
 }

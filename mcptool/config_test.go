@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/configfile"
 )
 
 func TestParse(t *testing.T) {
@@ -34,7 +35,7 @@ func TestParse(t *testing.T) {
     }
   }
 }`
-	cfg, err := Parse(file, []byte(src))
+	cfg, err := parse(file, []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseOAuth(t *testing.T) {
-	cfg, err := Parse("mcp.json", []byte(`{"mcpServers": {"docs": {"url": "https://h/mcp",
+	cfg, err := parse("mcp.json", []byte(`{"mcpServers": {"docs": {"url": "https://h/mcp",
 	  "oauth": {"clientId": "tollgate-cli", "clientSecret": "${DOCS_SECRET}", "clientMetadataUrl": "https://tollgate.example/client.json", "scopes": ["read"]}}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestParseOAuth(t *testing.T) {
 }
 
 func TestParseSandbox(t *testing.T) {
-	cfg, err := Parse("/etc/tg/mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "sandbox": "read-only", "sandboxRead": ["node_modules", "/opt/x"], "sandboxConnect": [443]}}}`))
+	cfg, err := parse("/etc/tg/mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "sandbox": "read-only", "sandboxRead": ["node_modules", "/opt/x"], "sandboxConnect": [443]}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +145,13 @@ func TestParseErrors(t *testing.T) {
 		{"oauth metadata url", `{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"clientMetadataUrl": "http://c/x.json"}}}}`, `mcp.json:1:55: mcpServers.a.oauth: clientMetadataUrl "http://c/x.json": want an https URL with a path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Parse("mcp.json", []byte(tc.src))
+			cfg, err := parse("mcp.json", []byte(tc.src))
 			if err == nil {
 				t.Fatalf("Parse = %+v, want error %q", cfg, tc.want)
 			}
-			var ce *ConfigError
+			var ce *configfile.Problem
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %T is not a *ConfigError", err)
+				t.Fatalf("error %T is not a *configfile.Problem", err)
 			}
 			if err.Error() != tc.want {
 				t.Errorf("error\n got %s\nwant %s", err, tc.want)
@@ -160,14 +161,14 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestValidateInCode(t *testing.T) {
-	err := (&Config{Servers: map[string]*ServerConfig{"a": {URL: "http://h/mcp", Headers: map[string]string{"X": "${"}}}}).Validate()
+	err := (&Config{Servers: map[string]*ServerConfig{"a": {URL: "http://h/mcp", Headers: map[string]string{"X": "${"}}}}).validate()
 	if err == nil || err.Error() != `mcpServers.a.headers.X: unterminated "${"` {
 		t.Errorf("Validate = %v", err)
 	}
-	if err := (&Config{Servers: map[string]*ServerConfig{"a": {Command: "x", Timeout: -time.Second}}}).Validate(); err == nil {
+	if err := (&Config{Servers: map[string]*ServerConfig{"a": {Command: "x", Timeout: -time.Second}}}).validate(); err == nil {
 		t.Error("negative timeout accepted")
 	}
-	if err := (&Config{Servers: map[string]*ServerConfig{"a": nil}}).Validate(); err == nil {
+	if err := (&Config{Servers: map[string]*ServerConfig{"a": nil}}).validate(); err == nil {
 		t.Error("nil server accepted")
 	}
 }
@@ -210,15 +211,15 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{"mcpServers": {"a": {"url": "https://h/mcp", "oauth": {"clientId": "c", "clientSecret": "${S}", "clientMetadataUrl": "https://c/m.json", "scopes": ["r"]}}}}`)
 	f.Add(`{"mcpServers": {"a": {"command": "x", "command": "y"}}}`)
 	f.Fuzz(func(t *testing.T, src string) {
-		cfg, err := Parse("f.json", []byte(src))
+		cfg, err := parse("f.json", []byte(src))
 		if err != nil {
-			var ce *ConfigError
+			var ce *configfile.Problem
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %T is not a *ConfigError: %v", err, err)
+				t.Fatalf("error %T is not a *configfile.Problem: %v", err, err)
 			}
 			return
 		}
-		if err := cfg.Validate(); err != nil {
+		if err := cfg.validate(); err != nil {
 			t.Fatalf("accepted config does not validate: %v", err)
 		}
 		for name := range cfg.Servers {

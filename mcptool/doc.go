@@ -39,7 +39,7 @@
 // metadata document, pre-registered client ("oauth" in mcp.json, see
 // [OAuthConfig]) or dynamic registration, PKCE S256, the server's URL as
 // RFC 8707 resource, scope step-up on 403 insufficient_scope. Its logins
-// are kept by a [TokenStore] (0600 files, one per server URL) and used from
+// are kept in [OAuthOptions].Dir (0600 files, one per server URL) and used from
 // the start by later handlers, refreshed before they expire. Without a
 // person to log in ([OAuthOptions].Fetch nil) a 401 fails the server with
 // [ErrLoginRequired]. The token goes to the server's URL only; a redirect
@@ -48,9 +48,9 @@
 // # Elicitation
 //
 // The client declares elicitation, form and URL mode. A server's
-// elicitation/create is checked (at most [MaxElicitFields] fields and
-// [MaxElicitSchemaBytes] of schema, a message of at most
-// [MaxElicitMessageBytes], an http or https URL; a form field that asks for
+// elicitation/create is checked (at most 50 fields and 32 KiB of schema, a
+// message of at most 4 KiB, an http or https URL of at most 2 KiB; a form
+// field that asks for
 // a password, token, key or other secret is refused, as the specification
 // requires) and becomes a [tool.Request] for [Options].Elicit, whose answer
 // accepts, declines or cancels; the SDK checks the accepted content
@@ -81,12 +81,13 @@
 // The annotations come from the server and the specification calls them
 // untrusted unless the server is. A server is untrusted unless its
 // configuration says "trusted": true. For a trusted server the annotations are
-// taken as given, with the defaults for the missing ones ([ClaimedHints]). For
-// an untrusted server the annotations may only make a gate stricter; since each
-// default is already the strictest value, every tool of an untrusted server
-// gets exactly [StrictHints] (not read-only, destructive, not idempotent, open
-// world), whatever it claims ([HintsFor]). What the server claimed stays
-// visible through [Tool.Annotations] and [Tool.ClaimedHints].
+// taken as given, with the defaults for the missing ones. For an untrusted
+// server the annotations may only make a gate stricter; since each default is
+// already the strictest value, every tool of an untrusted server gets exactly
+// the defaults (not read-only, destructive, not idempotent, open world),
+// whatever it claims ([HintsFor]). What the server claimed stays visible in
+// the annotations of [Tool.Listed]; HintsFor(annotations, true) gives the
+// hints it claims.
 //
 // # Results
 //
@@ -95,6 +96,22 @@
 // described by type, MIME type and size, structuredContent as JSON when there is
 // no text, and isError as an error result. Cancelling the call's context
 // cancels the request on the server.
+//
+// Every result's Metadata says where it came from, for records and events:
+//
+//	mcpServer             the server's name (a string)
+//	mcpTool               the tool's name on the server (a string)
+//	mcpStructuredContent  the structuredContent, when the server sent one (JSON;
+//	                      its text, a string, when nested deeper than
+//	                      tool.MaxArgumentsDepth)
+//	mcpContent            every content item that is not text, each
+//	                      {type, mimeType?, size (bytes, -1 unknown), uri?, name?}
+//	mcpCutFrom            the size in bytes (an int64) of a server's message
+//	                      over [Options].MaxMessageBytes, whose result was cut
+//	mcpElicitations       the elicitations the server made during the call,
+//	                      each {server, mode (form|url), outcome (accept,
+//	                      decline, cancel, refused), by?, reason?}; never the
+//	                      person's answer
 //
 // # Progress, list changes and restarts
 //
@@ -136,8 +153,8 @@
 //   - A message from a stdio server over [Options].MaxMessageBytes (4 MiB by
 //     default) never reaches the SDK, whose own limit (16 MiB) would close
 //     the connection: it is read to its end in bounded memory and replaced.
-//     A tool result keeps the first [CutResultBytes] (256 KiB) of its text
-//     with a note saying it was cut ([MetaCut] in the metadata); another
+//     A tool result keeps the first 256 KiB of its text with a note saying
+//     it was cut ("mcpCutFrom" in the metadata); another
 //     answer becomes an error for its request; a request or notification is
 //     dropped. The session and the process stay, and later calls use them.
 //   - A streamable-HTTP server's JSON response body, or one event of its SSE

@@ -24,23 +24,23 @@ import (
 // may hold. A request over them is refused with an error (-32602), an answer
 // over them is an error for the server.
 const (
-	// MaxElicitMessageBytes bounds the message a server shows the person.
-	MaxElicitMessageBytes = 4 << 10
-	// MaxElicitSchemaBytes bounds the requested schema, encoded as JSON.
-	MaxElicitSchemaBytes = 32 << 10
-	// MaxElicitFields bounds the properties of the requested schema.
-	MaxElicitFields = 50
-	// MaxElicitAnswerBytes bounds the content of an accepted answer.
-	MaxElicitAnswerBytes = 64 << 10
-	// MaxElicitURLBytes bounds the URL of a URL-mode elicitation.
-	MaxElicitURLBytes = 2 << 10
+	// maxElicitMessageBytes bounds the message a server shows the person.
+	maxElicitMessageBytes = 4 << 10
+	// maxElicitSchemaBytes bounds the requested schema, encoded as JSON.
+	maxElicitSchemaBytes = 32 << 10
+	// maxElicitFields bounds the properties of the requested schema.
+	maxElicitFields = 50
+	// maxElicitAnswerBytes bounds the content of an accepted answer.
+	maxElicitAnswerBytes = 64 << 10
+	// maxElicitURLBytes bounds the URL of a URL-mode elicitation.
+	maxElicitURLBytes = 2 << 10
 )
 
 // The actions of an elicitation's result (MCP specification 2025-11-25).
 const (
-	ElicitAccept  = "accept"
-	ElicitDecline = "decline"
-	ElicitCancel  = "cancel"
+	elicitAccept  = "accept"
+	elicitDecline = "decline"
+	elicitCancel  = "cancel"
 )
 
 // ElicitData is the Data of the [tool.Request] that an MCP server's
@@ -61,9 +61,9 @@ type ElicitData struct {
 	// URL is where the person goes (URL mode).
 	URL string `json:"url,omitempty"`
 	// Questions, in the pending request of an elicitation nobody could
-	// answer at once, are the form's fields as questions
-	// ([ElicitQuestions]), so that whatever answers the question tool's
-	// requests answers it.
+	// answer at once, are the form's fields as questions (one per field,
+	// as the question tool asks them), so that whatever answers the
+	// question tool's requests answers it.
 	Questions []builtin.Question `json:"questions,omitempty"`
 }
 
@@ -79,7 +79,7 @@ func (c *conn) screenElicit(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	if _, err := c.elicitRequest(req.Params); err != nil {
 		if se, ok := errors.AsType[*secretError](err); ok {
 			c.o.Logger.Warn("mcp server's form asks for a secret; declined", "server", c.name, "reason", se.Error())
-			return &mcp.ElicitResult{Action: ElicitDecline}, nil
+			return &mcp.ElicitResult{Action: elicitDecline}, nil
 		}
 		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
 		return nil, invalidParams(err.Error())
@@ -87,7 +87,7 @@ func (c *conn) screenElicit(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	if c.o.ElicitPolicy != nil {
 		if ok, by, reason := c.o.ElicitPolicy(c.name, c.sc.Trusted); !ok {
 			c.o.Logger.Info("mcp server's elicitation declined by policy", "server", c.name, "by", by, "reason", reason)
-			return &mcp.ElicitResult{Action: ElicitDecline}, nil
+			return &mcp.ElicitResult{Action: elicitDecline}, nil
 		}
 	}
 	return nil, nil
@@ -112,7 +112,7 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 		if res != nil {
 			action = res.Action
 		}
-		c.recordCalls(ElicitationRecord{Server: c.name, Mode: modeOf(req.Params), Outcome: action, By: by, Reason: reason})
+		c.recordCalls(elicitationRecord{Server: c.name, Mode: modeOf(req.Params), Outcome: action, By: by, Reason: reason})
 		c.noticeCalls(tool.Notice{Kind: tool.NoticeElicitation, Source: "mcp:" + c.name,
 			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), cmp.Or(outcome, action))})
 	}()
@@ -123,7 +123,7 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 		c.o.Logger.Warn("mcp server's form asks for a secret; declined", "server", c.name, "reason", se.Error())
 		by, reason = "runtime", se.Error()
 		outcome = fmt.Sprintf("decline (%s: %s)", by, printable(reason))
-		return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		return &mcp.ElicitResult{Action: elicitDecline}, nil
 	}
 	if err != nil {
 		c.o.Logger.Warn("mcp server's elicitation refused", "server", c.name, "error", err)
@@ -138,7 +138,7 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 		if ok, by, reason = c.o.ElicitPolicy(c.name, c.sc.Trusted); !ok {
 			c.o.Logger.Info("mcp server's elicitation declined by policy", "server", c.name, "by", by, "reason", reason)
 			outcome = fmt.Sprintf("decline (%s: %s)", by, printable(reason))
-			return &mcp.ElicitResult{Action: ElicitDecline}, nil
+			return &mcp.ElicitResult{Action: elicitDecline}, nil
 		}
 		by, reason = "", ""
 	}
@@ -154,27 +154,27 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 		return res, nil
 	case err != nil:
 		c.o.Logger.Info("mcp server's elicitation cancelled", "server", c.name, "request", treq.ID, "error", err)
-		return &mcp.ElicitResult{Action: ElicitCancel}, nil
+		return &mcp.ElicitResult{Action: elicitCancel}, nil
 	case !ans.OK:
-		return &mcp.ElicitResult{Action: ElicitDecline}, nil
+		return &mcp.ElicitResult{Action: elicitDecline}, nil
 	case modeOf(req.Params) == "url":
-		return &mcp.ElicitResult{Action: ElicitAccept}, nil
+		return &mcp.ElicitResult{Action: elicitAccept}, nil
 	}
 	content, err := elicitContent(ans.Data)
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
-	return &mcp.ElicitResult{Action: ElicitAccept, Content: content}, nil
+	return &mcp.ElicitResult{Action: elicitAccept, Content: content}, nil
 }
 
-// MetaElicitations is the metadata key of an MCP tool's result that lists
-// the elicitations the server made during the call ([]ElicitationRecord),
+// metaElicitations is the metadata key of an MCP tool's result that lists
+// the elicitations the server made during the call ([]elicitationRecord),
 // so that the call's record keeps them.
-const MetaElicitations = "mcpElicitations"
+const metaElicitations = "mcpElicitations"
 
-// ElicitationRecord is what the record of a call keeps of one elicitation
+// elicitationRecord is what the record of a call keeps of one elicitation
 // its server made: never the person's answer.
-type ElicitationRecord struct {
+type elicitationRecord struct {
 	// Server is the server's name; Mode is "form" or "url".
 	Server string `json:"server"`
 	Mode   string `json:"mode"`
@@ -192,8 +192,8 @@ type ElicitationRecord struct {
 }
 
 // recordCalls adds r to every call in flight on the server (see
-// noticeCalls), for its result's [MetaElicitations].
-func (c *conn) recordCalls(r ElicitationRecord) {
+// noticeCalls), for its result's metaElicitations.
+func (c *conn) recordCalls(r elicitationRecord) {
 	for _, cs := range c.inFlight() {
 		cs.mu.Lock()
 		if len(cs.records) < maxElicitRecords {
@@ -218,8 +218,8 @@ func (c *conn) noticeCalls(n tool.Notice) {
 
 // elicitRequest checks p and turns it into the request a person answers.
 func (c *conn) elicitRequest(p *mcp.ElicitParams) (tool.Request, error) {
-	if len(p.Message) > MaxElicitMessageBytes {
-		return tool.Request{}, fmt.Errorf("the message is %d bytes; at most %d", len(p.Message), MaxElicitMessageBytes)
+	if len(p.Message) > maxElicitMessageBytes {
+		return tool.Request{}, fmt.Errorf("the message is %d bytes; at most %d", len(p.Message), maxElicitMessageBytes)
 	}
 	d := ElicitData{Server: c.name, Mode: modeOf(p), Message: p.Message}
 	var r [8]byte
@@ -231,8 +231,8 @@ func (c *conn) elicitRequest(p *mcp.ElicitParams) (tool.Request, error) {
 		if err != nil {
 			return tool.Request{}, fmt.Errorf("requestedSchema: %v", err)
 		}
-		if len(schema) > MaxElicitSchemaBytes {
-			return tool.Request{}, fmt.Errorf("requestedSchema is %d bytes; at most %d", len(schema), MaxElicitSchemaBytes)
+		if len(schema) > maxElicitSchemaBytes {
+			return tool.Request{}, fmt.Errorf("requestedSchema is %d bytes; at most %d", len(schema), maxElicitSchemaBytes)
 		}
 		if err := checkFormSchema(schema); err != nil {
 			return tool.Request{}, err
@@ -245,8 +245,8 @@ func (c *conn) elicitRequest(p *mcp.ElicitParams) (tool.Request, error) {
 		treq.Prompt = fmt.Sprintf("MCP server %q asks: %s", c.name, printable(p.Message))
 	case "url":
 		u, err := url.Parse(p.URL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(p.URL) > MaxElicitURLBytes {
-			return tool.Request{}, fmt.Errorf("url: want an http or https URL of at most %d bytes", MaxElicitURLBytes)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(p.URL) > maxElicitURLBytes {
+			return tool.Request{}, fmt.Errorf("url: want an http or https URL of at most %d bytes", maxElicitURLBytes)
 		}
 		d.URL = u.String()
 		treq.Kind, treq.URL = tool.KindAuthorization, d.URL
@@ -271,18 +271,18 @@ func checkFormSchema(schema []byte) error {
 	if err := json.Unmarshal(schema, &s); err != nil {
 		return fmt.Errorf("requestedSchema: %v", err)
 	}
-	if len(s.Properties) > MaxElicitFields {
-		return fmt.Errorf("requestedSchema has %d fields; at most %d", len(s.Properties), MaxElicitFields)
+	if len(s.Properties) > maxElicitFields {
+		return fmt.Errorf("requestedSchema has %d fields; at most %d", len(s.Properties), maxElicitFields)
 	}
 	return nil
 }
 
 // elicitContent reads an accepted answer's Data: a JSON object, at most
-// MaxElicitAnswerBytes; empty data is an empty object (the form's defaults).
+// maxElicitAnswerBytes; empty data is an empty object (the form's defaults).
 func elicitContent(data json.RawMessage) (map[string]any, error) {
 	data = bytes.TrimSpace(data)
-	if len(data) > MaxElicitAnswerBytes {
-		return nil, fmt.Errorf("the answer is %d bytes; at most %d", len(data), MaxElicitAnswerBytes)
+	if len(data) > maxElicitAnswerBytes {
+		return nil, fmt.Errorf("the answer is %d bytes; at most %d", len(data), maxElicitAnswerBytes)
 	}
 	content := map[string]any{}
 	if len(data) == 0 || string(data) == "null" {

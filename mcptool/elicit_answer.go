@@ -26,8 +26,8 @@ func elicitSchema(raw json.RawMessage) (*jsonschema.Schema, []string, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return &jsonschema.Schema{Type: "object"}, nil, nil
 	}
-	if len(raw) > MaxElicitSchemaBytes {
-		return nil, nil, fmt.Errorf("requestedSchema is %d bytes; at most %d", len(raw), MaxElicitSchemaBytes)
+	if len(raw) > maxElicitSchemaBytes {
+		return nil, nil, fmt.Errorf("requestedSchema is %d bytes; at most %d", len(raw), maxElicitSchemaBytes)
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -43,7 +43,7 @@ func elicitSchema(raw json.RawMessage) (*jsonschema.Schema, []string, error) {
 	return &s, names, nil
 }
 
-// ElicitQuestions returns the fields of a form-mode elicitation's requested
+// elicitQuestions returns the fields of a form-mode elicitation's requested
 // schema (MCP specification 2025-11-25, "Elicitation: Requested schema") as
 // the question tool's questions ([builtin.Question]), one per field in the
 // order of the fields' names: the question is the field's title or name
@@ -53,7 +53,7 @@ func elicitSchema(raw json.RawMessage) (*jsonschema.Schema, []string, error) {
 // those of its items, with several answers allowed) or yes and no. It
 // fails for a form of no field or more than 10, which are not asked as
 // questions.
-func ElicitQuestions(schema json.RawMessage) ([]builtin.Question, error) {
+func elicitQuestions(schema json.RawMessage) ([]builtin.Question, error) {
 	s, names, err := elicitSchema(schema)
 	if err != nil {
 		return nil, err
@@ -123,7 +123,9 @@ func enumOf(s *jsonschema.Schema) []enumChoice {
 
 // ElicitAnswer reads the data of an answer to the pending request an
 // elicitation d became, and returns the action the server is told and,
-// for accept, the form's content. The data is one of:
+// for accept, the form's content. The action is "accept", "decline" or
+// "cancel" (MCP specification 2025-11-25). The data, at most 64 KiB, is
+// one of:
 //
 //   - {"action": "decline"} or {"action": "cancel"};
 //   - {"action": "accept", "content": {...}}: the form's content, the
@@ -137,8 +139,8 @@ func enumOf(s *jsonschema.Schema) []enumChoice {
 // which field and why.
 func ElicitAnswer(d *ElicitData, data json.RawMessage) (action string, content map[string]any, err error) {
 	data = bytes.TrimSpace(data)
-	if len(data) > MaxElicitAnswerBytes {
-		return "", nil, fmt.Errorf("the answer is %d bytes; at most %d", len(data), MaxElicitAnswerBytes)
+	if len(data) > maxElicitAnswerBytes {
+		return "", nil, fmt.Errorf("the answer is %d bytes; at most %d", len(data), maxElicitAnswerBytes)
 	}
 	var act struct {
 		Action  *string         `json:"action"`
@@ -146,12 +148,12 @@ func ElicitAnswer(d *ElicitData, data json.RawMessage) (action string, content m
 	}
 	if len(data) > 0 && data[0] == '{' && json.Unmarshal(data, &act) == nil && act.Action != nil {
 		switch *act.Action {
-		case ElicitDecline, ElicitCancel:
+		case elicitDecline, elicitCancel:
 			if len(act.Content) > 0 && string(act.Content) != "null" {
 				return "", nil, fmt.Errorf("content: only an accept has content")
 			}
 			return *act.Action, nil, nil
-		case ElicitAccept:
+		case elicitAccept:
 			data = act.Content
 		default:
 			return "", nil, fmt.Errorf("action %q: want accept, decline or cancel", *act.Action)
@@ -164,12 +166,12 @@ func ElicitAnswer(d *ElicitData, data json.RawMessage) (action string, content m
 		return "", nil, err
 	}
 	if d.Mode == "url" {
-		return ElicitAccept, nil, nil
+		return elicitAccept, nil, nil
 	}
 	if err := fitForm(d.RequestedSchema, content); err != nil {
 		return "", nil, err
 	}
-	return ElicitAccept, content, nil
+	return elicitAccept, content, nil
 }
 
 // questionContent turns the answers to d's questions into the form's
@@ -183,7 +185,7 @@ func questionContent(d *ElicitData, data json.RawMessage) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	qs, err := ElicitQuestions(d.RequestedSchema)
+	qs, err := elicitQuestions(d.RequestedSchema)
 	if err != nil {
 		return nil, fmt.Errorf("%v: give the content as {\"action\": \"accept\", \"content\": {...}}", err)
 	}

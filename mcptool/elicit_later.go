@@ -40,11 +40,11 @@ type callState struct {
 	mu      sync.Mutex
 	answer  *tool.Answer // the answer to the call's elicitation, until used
 	pending *tool.Request
-	records []ElicitationRecord
+	records []elicitationRecord
 }
 
 // elicitations returns what the call's record keeps of its elicitations.
-func (cs *callState) elicitations() []ElicitationRecord {
+func (cs *callState) elicitations() []elicitationRecord {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return cs.records
@@ -131,13 +131,13 @@ func (c *conn) elicitLater(d *ElicitData) (res *mcp.ElicitResult, outcome, by st
 	}
 	if len(calls) != 1 {
 		c.o.Logger.Warn("mcp server's elicitation cancelled: several calls in flight, none known as the asker", "server", c.name, "calls", len(calls))
-		return &mcp.ElicitResult{Action: ElicitCancel}, fmt.Sprintf("cancelled: %d calls in flight, none known as the asker", len(calls)), ""
+		return &mcp.ElicitResult{Action: elicitCancel}, fmt.Sprintf("cancelled: %d calls in flight, none known as the asker", len(calls)), ""
 	}
 	cs := calls[0]
 	req, err := laterRequest(elicitKey(c.name, cs, d), d)
 	if err != nil {
 		c.o.Logger.Warn("mcp server's elicitation cancelled", "server", c.name, "error", err)
-		return &mcp.ElicitResult{Action: ElicitCancel}, "cancelled: " + err.Error(), ""
+		return &mcp.ElicitResult{Action: elicitCancel}, "cancelled: " + err.Error(), ""
 	}
 	cs.mu.Lock()
 	second := cs.pending != nil
@@ -146,11 +146,11 @@ func (c *conn) elicitLater(d *ElicitData) (res *mcp.ElicitResult, outcome, by st
 	}
 	cs.mu.Unlock()
 	if second {
-		return &mcp.ElicitResult{Action: ElicitCancel}, "cancelled: the call already waits for an answer", ""
+		return &mcp.ElicitResult{Action: elicitCancel}, "cancelled: the call already waits for an answer", ""
 	}
 	c.o.Logger.Info("mcp server's elicitation is the call's pending request", "server", c.name, "request", req.ID)
 	cs.halt()
-	return &mcp.ElicitResult{Action: ElicitCancel}, "the call halts for a person's answer: request " + req.ID, ""
+	return &mcp.ElicitResult{Action: elicitCancel}, "the call halts for a person's answer: request " + req.ID, ""
 }
 
 // replay answers the elicitation with cs's stored answer when that answer
@@ -174,27 +174,27 @@ func (c *conn) replay(cs *callState, key string, d *ElicitData) (*mcp.ElicitResu
 func (c *conn) replayed(a *tool.Answer, d *ElicitData) (*mcp.ElicitResult, bool) {
 	switch {
 	case !a.OK:
-		return &mcp.ElicitResult{Action: ElicitDecline}, true
+		return &mcp.ElicitResult{Action: elicitDecline}, true
 	case a.Who().Kind != tool.PrincipalPerson:
 		c.o.Logger.Info("mcp server's elicitation declined: not answered by a person", "server", c.name, "by", a.Who().String())
-		return &mcp.ElicitResult{Action: ElicitDecline}, true
+		return &mcp.ElicitResult{Action: elicitDecline}, true
 	}
 	action, content, err := ElicitAnswer(d, a.Data)
 	if err != nil {
 		c.o.Logger.Warn("mcp server's elicitation cancelled: the stored answer does not fit it", "server", c.name, "error", err)
-		return &mcp.ElicitResult{Action: ElicitCancel}, true
+		return &mcp.ElicitResult{Action: elicitCancel}, true
 	}
-	if action != ElicitAccept {
+	if action != elicitAccept {
 		return &mcp.ElicitResult{Action: action}, true
 	}
 	if d.Mode == "url" {
 		content = nil
 	}
-	return &mcp.ElicitResult{Action: ElicitAccept, Content: content}, true
+	return &mcp.ElicitResult{Action: elicitAccept, Content: content}, true
 }
 
 // laterRequest is the pending request an elicitation becomes: a question
-// (one per field of the form, see [ElicitQuestions]) when the form has 1
+// (one per field of the form, see elicitQuestions) when the form has 1
 // to 10 fields, an input request for another form (answered with the
 // content as JSON, or approved to take the defaults), an authorization
 // request for URL mode. Its Data is the [ElicitData] with the questions.
@@ -211,7 +211,7 @@ func laterRequest(key string, d *ElicitData) (tool.Request, error) {
 			req.Prompt = fmt.Sprintf("MCP server %q asks you to open %s: %s", d.Server, u.Redacted(), printable(d.Message))
 		}
 	default:
-		if qs, err := ElicitQuestions(d.RequestedSchema); err == nil && fitsQuestionTool(qs) {
+		if qs, err := elicitQuestions(d.RequestedSchema); err == nil && fitsQuestionTool(qs) {
 			req.Kind, later.Questions = tool.KindQuestion, qs
 			req.Prompt += questionsText(qs)
 		}
@@ -248,7 +248,7 @@ func questionsText(qs []builtin.Question) string {
 // limits (options per question, text), so that everything that shows and
 // answers its requests takes them; a form that is not is an input request.
 func fitsQuestionTool(qs []builtin.Question) bool {
-	data, err := json.Marshal(builtin.QuestionInput{Questions: qs})
+	data, err := json.Marshal(map[string][]builtin.Question{"questions": qs})
 	if err != nil {
 		return false
 	}

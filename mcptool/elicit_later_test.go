@@ -169,7 +169,7 @@ func TestElicitAnswerChecks(t *testing.T) {
 		}
 	}
 	action, content, err := ElicitAnswer(d, nil)
-	if err != nil || action != ElicitAccept || len(content) != 0 {
+	if err != nil || action != elicitAccept || len(content) != 0 {
 		t.Errorf("no data: %s %v %v, want accept with the defaults", action, content, err)
 	}
 }
@@ -180,9 +180,9 @@ func FuzzElicitAnswer(f *testing.F) {
 	f.Add([]byte(`{}`), []byte(`{"action":"cancel"}`))
 	f.Fuzz(func(t *testing.T, schema, answer []byte) {
 		d := &ElicitData{Mode: "form", RequestedSchema: schema}
-		_, _ = ElicitQuestions(schema)
+		_, _ = elicitQuestions(schema)
 		action, content, err := ElicitAnswer(d, answer)
-		if err == nil && action == ElicitAccept && content == nil {
+		if err == nil && action == elicitAccept && content == nil {
 			t.Fatalf("ElicitAnswer(%q, %q): accept without content", schema, answer)
 		}
 	})

@@ -125,7 +125,7 @@ func TestElicitationBadAnswers(t *testing.T) {
 		"wrong type":   `{"count":"many"}`,
 		"not in enum":  `{"region":"mars"}`,
 		"not object":   `["us"]`,
-		"over the cap": `{"region":"` + strings.Repeat("x", MaxElicitAnswerBytes) + `"}`,
+		"over the cap": `{"region":"` + strings.Repeat("x", maxElicitAnswerBytes) + `"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			res, _ := askOnce(t, form(), func(_ context.Context, req tool.Request) (tool.Answer, error) {
@@ -142,9 +142,9 @@ func TestElicitationBadAnswers(t *testing.T) {
 // is refused: neither reaches the person.
 func TestElicitationRefused(t *testing.T) {
 	big := form()
-	big.Message = strings.Repeat("m", MaxElicitMessageBytes+1)
+	big.Message = strings.Repeat("m", maxElicitMessageBytes+1)
 	many := map[string]any{}
-	for i := range MaxElicitFields + 1 {
+	for i := range maxElicitFields + 1 {
 		many[strings.Repeat("f", i+1)] = map[string]any{"type": "string"}
 	}
 	cases := map[string]*mcp.ElicitParams{
@@ -210,8 +210,8 @@ func TestElicitationSecretDeclined(t *testing.T) {
 			if len(rec.notices) != 1 || !strings.Contains(rec.notices[0].Message, "decline (runtime: the form asks for a secret") {
 				t.Errorf("notices %+v", rec.notices)
 			}
-			var recs []ElicitationRecord
-			if b, _ := json.Marshal(res.Metadata[MetaElicitations]); json.Unmarshal(b, &recs) != nil || len(recs) != 1 ||
+			var recs []elicitationRecord
+			if b, _ := json.Marshal(res.Metadata[metaElicitations]); json.Unmarshal(b, &recs) != nil || len(recs) != 1 ||
 				recs[0].Outcome != "decline" || recs[0].By != "runtime" || !strings.Contains(recs[0].Reason, "asks for a secret") {
 				t.Errorf("record %+v (meta %v)", recs, res.Metadata)
 			}
@@ -237,7 +237,7 @@ func TestForwardedElicitationIsScreened(t *testing.T) {
 			s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, c.p)}}}, &Options{
 				Forward: &Forward{Elicit: func(_ context.Context, _ string, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					reached++
-					return &mcp.ElicitResult{Action: ElicitAccept, Content: map[string]any{"region": "eu"}}, nil
+					return &mcp.ElicitResult{Action: elicitAccept, Content: map[string]any{"region": "eu"}}, nil
 				}}})
 			res, _ := toolsByName(s)["mcp__srv__ask"].Call(context.Background(), json.RawMessage(`{}`))
 			if (reached > 0) != c.reaches {
@@ -299,7 +299,7 @@ func FuzzElicitChecks(f *testing.F) {
 		_ = checkFormSchema(schema)
 		_ = formSecret(string(answer), schema)
 		content, err := elicitContent(answer)
-		if err == nil && (content == nil || len(answer) > MaxElicitAnswerBytes) {
+		if err == nil && (content == nil || len(answer) > maxElicitAnswerBytes) {
 			t.Fatalf("elicitContent(%q) = %v", answer, content)
 		}
 	})
@@ -331,7 +331,7 @@ func TestElicitationNotice(t *testing.T) {
 		{form(), false, "the server asked the person for input (form mode): decline"},
 		{&mcp.ElicitParams{Message: "log in", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}}, true,
 			`the server asked the person for input (form mode): decline (runtime: the form asks for a secret (field "password" names "password"), which form mode must not (MCP specification, Elicitation: security considerations); use URL mode)`},
-		{&mcp.ElicitParams{Message: strings.Repeat("m", MaxElicitMessageBytes+1), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}}}, true, "the server asked the person for input (form mode): refused"},
+		{&mcp.ElicitParams{Message: strings.Repeat("m", maxElicitMessageBytes+1), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}}}, true, "the server asked the person for input (form mode): refused"},
 	} {
 		s := open(t, &Config{Servers: map[string]*ServerConfig{"srv": {Transport: elicitServer(t, c.params)}}}, &Options{
 			Elicit: func(_ context.Context, req tool.Request) (tool.Answer, error) {

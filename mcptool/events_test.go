@@ -167,7 +167,7 @@ func TestToolListChangedRefreshesBetweenTurns(t *testing.T) {
 	if recs[1].Output != "fresh ran" || recs[2].Decision.Outcome != gate.OutcomeUnknownTool || !recs[2].IsError {
 		t.Fatalf("fresh: %q; old: %+v", recs[1].Output, recs[2].Decision)
 	}
-	if strict := mcptool.StrictHints(); len(hints) != 2 || *hints[0] != strict {
+	if strict := mcptool.HintsFor(nil, false); len(hints) != 2 || *hints[0] != strict {
 		t.Fatalf("hints after the refresh %v; want the untrusted server's strict hints", hints)
 	}
 	var st mcptool.ServerStatus

@@ -51,7 +51,7 @@ func Example() {
 	}
 	for _, t := range set.Tools() {
 		spec := t.Spec()
-		claimed := t.(*mcptool.Tool).ClaimedHints()
+		claimed := mcptool.HintsFor(t.(*mcptool.Tool).Listed().Annotations, true)
 		fmt.Printf("%s (%s): hints %s, claimed %s\n", spec.Name, spec.Source, spec.Hints, &claimed)
 	}
 	for _, name := range []string{"mcp__notes__read_note", "mcp__notes__delete_note"} {

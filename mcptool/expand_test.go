@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/configfile"
 )
 
 // where calls the "where" helper tool of server name in s and returns its
@@ -60,7 +61,7 @@ func TestExpandArgsAndCwd(t *testing.T) {
   "unset":  {"command": ` + quote(self) + `, "args": ["ok", "${NOPE}"], "env": {"MCPTOOL_TEST_HELPER": "where"}},
   "badcwd": {"command": ` + quote(self) + `, "cwd": "${NOPE}", "env": {"MCPTOOL_TEST_HELPER": "where"}}
 }}`
-	cfg, err := Parse(filepath.Join(dir, "mcp.json"), []byte(src))
+	cfg, err := parse(filepath.Join(dir, "mcp.json"), []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,18 +99,18 @@ func TestExpandArgsAndCwdErrors(t *testing.T) {
 		{`{"mcpServers": {"a": {"command": "x", "cwd": "${DIR"}}}`,
 			`mcp.json:1:46: mcpServers.a.cwd: unterminated "${"`},
 	} {
-		_, err := Parse("mcp.json", []byte(tc.src))
-		var ce *ConfigError
+		_, err := parse("mcp.json", []byte(tc.src))
+		var ce *configfile.Problem
 		if !errors.As(err, &ce) || err.Error() != tc.want {
-			t.Errorf("Parse(%s)\n got %v\nwant %s", tc.src, err, tc.want)
+			t.Errorf("parse(%s)\n got %v\nwant %s", tc.src, err, tc.want)
 		}
 	}
 	for field, sc := range map[string]*ServerConfig{
 		"args[0]": {Command: "x", Args: []string{"${"}},
 		"cwd":     {Command: "x", Cwd: "${1}"},
 	} {
-		err := (&Config{Servers: map[string]*ServerConfig{"a": sc}}).Validate()
-		var ce *ConfigError
+		err := (&Config{Servers: map[string]*ServerConfig{"a": sc}}).validate()
+		var ce *configfile.Problem
 		if !errors.As(err, &ce) || ce.Field != "mcpServers.a."+field {
 			t.Errorf("Validate(%+v) = %v, want an error on field %s", sc, err, field)
 		}

@@ -85,15 +85,15 @@ func TestHintsFor(t *testing.T) {
 		want    tool.Hints
 	}{
 		{"no annotations, trusted: MCP defaults", nil, true, tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}},
-		{"no annotations, untrusted", nil, false, StrictHints()},
-		{"empty annotations, trusted: defaults", &mcp.ToolAnnotations{}, true, StrictHints()},
+		{"no annotations, untrusted", nil, false, strictHints()},
+		{"empty annotations, trusted: defaults", &mcp.ToolAnnotations{}, true, strictHints()},
 		{"only destructive false, trusted", &mcp.ToolAnnotations{DestructiveHint: ptr(false)}, true, tool.Hints{Destructive: false, OpenWorld: true}},
 		{"only open world false, trusted", &mcp.ToolAnnotations{OpenWorldHint: ptr(false)}, true, tool.Hints{Destructive: true, OpenWorld: false}},
 		{"only read-only, trusted", &mcp.ToolAnnotations{ReadOnlyHint: true}, true, tool.Hints{ReadOnly: true, Destructive: true, OpenWorld: true}},
 		{"all loosening claims, trusted", full, true, tool.Hints{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false}},
-		{"all loosening claims, untrusted: not believed", full, false, StrictHints()},
-		{"read-only claim, untrusted: not believed", &mcp.ToolAnnotations{ReadOnlyHint: true}, false, StrictHints()},
-		{"strict claims, untrusted", &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}, false, StrictHints()},
+		{"all loosening claims, untrusted: not believed", full, false, strictHints()},
+		{"read-only claim, untrusted: not believed", &mcp.ToolAnnotations{ReadOnlyHint: true}, false, strictHints()},
+		{"strict claims, untrusted", &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}, false, strictHints()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, HintsFor(tc.ann, tc.trusted)); diff != "" {
@@ -101,11 +101,11 @@ func TestHintsFor(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff(tool.Hints{ReadOnly: true, Idempotent: true}, ClaimedHints(full)); diff != "" {
+	if diff := cmp.Diff(tool.Hints{ReadOnly: true, Idempotent: true}, claimedHints(full)); diff != "" {
 		t.Errorf("ClaimedHints (-want +got):\n%s", diff)
 	}
-	if (StrictHints() != tool.Hints{Destructive: true, OpenWorld: true}) {
-		t.Errorf("StrictHints() = %+v, want only destructive and open world", StrictHints())
+	if (strictHints() != tool.Hints{Destructive: true, OpenWorld: true}) {
+		t.Errorf("strictHints() = %+v, want only destructive and open world", strictHints())
 	}
 }
 
@@ -141,11 +141,11 @@ func TestToolsOverInMemoryServers(t *testing.T) {
 		claimed   tool.Hints
 	}{
 		{"mcp__good__read_thing", tool.Hints{ReadOnly: true, Idempotent: true}, tool.Hints{ReadOnly: true, Idempotent: true}},
-		{"mcp__good__bare", StrictHints(), StrictHints()},
+		{"mcp__good__bare", strictHints(), strictHints()},
 		{"mcp__good__partial", tool.Hints{OpenWorld: true}, tool.Hints{OpenWorld: true}},
-		{"mcp__other__read_thing", StrictHints(), tool.Hints{ReadOnly: true, Idempotent: true}},
-		{"mcp__other__bare", StrictHints(), StrictHints()},
-		{"mcp__other__partial", StrictHints(), tool.Hints{OpenWorld: true}},
+		{"mcp__other__read_thing", strictHints(), tool.Hints{ReadOnly: true, Idempotent: true}},
+		{"mcp__other__bare", strictHints(), strictHints()},
+		{"mcp__other__partial", strictHints(), tool.Hints{OpenWorld: true}},
 	} {
 		tl := tools[tc.name]
 		if tl == nil {
@@ -158,7 +158,7 @@ func TestToolsOverInMemoryServers(t *testing.T) {
 		if diff := cmp.Diff(tc.effective, *spec.Hints); diff != "" {
 			t.Errorf("%s: effective hints (-want +got):\n%s", tc.name, diff)
 		}
-		if diff := cmp.Diff(tc.claimed, tl.ClaimedHints()); diff != "" {
+		if diff := cmp.Diff(tc.claimed, HintsFor(tl.Listed().Annotations, true)); diff != "" {
 			t.Errorf("%s: claimed hints (-want +got):\n%s", tc.name, diff)
 		}
 		if want := "mcp:" + tl.Server(); spec.Source != want {
@@ -171,13 +171,13 @@ func TestToolsOverInMemoryServers(t *testing.T) {
 			t.Errorf("%s: schema does not resolve: %v", tc.name, err)
 		}
 	}
-	if tools["mcp__other__read_thing"].RemoteName() != "read.thing" || tools["mcp__other__read_thing"].Trusted() {
+	if tools["mcp__other__read_thing"].Listed().Name != "read.thing" || tools["mcp__other__read_thing"].trusted {
 		t.Errorf("remote name / trust wrong")
 	}
-	if tools["mcp__other__bare"].Annotations() != nil {
-		t.Errorf("bare tool has annotations %+v", tools["mcp__other__bare"].Annotations())
+	if tools["mcp__other__bare"].Listed().Annotations != nil {
+		t.Errorf("bare tool has annotations %+v", tools["mcp__other__bare"].Listed().Annotations)
 	}
-	if a := tools["mcp__other__partial"].Annotations(); a == nil || a.DestructiveHint == nil || *a.DestructiveHint {
+	if a := tools["mcp__other__partial"].Listed().Annotations; a == nil || a.DestructiveHint == nil || *a.DestructiveHint {
 		t.Errorf("partial annotations = %+v", a)
 	}
 	// Hints returned by Spec are copies.
@@ -223,19 +223,19 @@ func TestCallResults(t *testing.T) {
 		{"two_texts", "line one\nline two", false, nil},
 		{"fails", "no such file\ntry again", true, nil},
 		{"fails_mute", "MCP tool mcp__x__fails_mute failed without a message", true, nil},
-		{"structured", `{"ok":true,"sum":3}`, false, map[string]any{MetaStructuredContent: json.RawMessage(`{"ok":true,"sum":3}`)}},
-		{"both", `{"sum":3}`, false, map[string]any{MetaStructuredContent: json.RawMessage(`{"sum":3}`)}},
-		{"image", "here:\n[image: image/png, 15 bytes]", false, map[string]any{MetaContent: []ContentInfo{{Type: "image", MIMEType: "image/png", Size: 15}}}},
-		{"audio", "[audio: audio/wav, 1000 bytes]", false, map[string]any{MetaContent: []ContentInfo{{Type: "audio", MIMEType: "audio/wav", Size: 1000}}}},
+		{"structured", `{"ok":true,"sum":3}`, false, map[string]any{metaStructuredContent: json.RawMessage(`{"ok":true,"sum":3}`)}},
+		{"both", `{"sum":3}`, false, map[string]any{metaStructuredContent: json.RawMessage(`{"sum":3}`)}},
+		{"image", "here:\n[image: image/png, 15 bytes]", false, map[string]any{metaContent: []contentInfo{{Type: "image", MIMEType: "image/png", Size: 15}}}},
+		{"audio", "[audio: audio/wav, 1000 bytes]", false, map[string]any{metaContent: []contentInfo{{Type: "audio", MIMEType: "audio/wav", Size: 1000}}}},
 		{"link", `[resource link: file:///tmp/a.txt, name "a.txt", text/plain, 12 bytes]`, false,
-			map[string]any{MetaContent: []ContentInfo{{Type: "resource_link", MIMEType: "text/plain", Size: 12, URI: "file:///tmp/a.txt", Name: "a.txt"}}}},
+			map[string]any{metaContent: []contentInfo{{Type: "resource_link", MIMEType: "text/plain", Size: 12, URI: "file:///tmp/a.txt", Name: "a.txt"}}}},
 		{"embedded", "[embedded resource: file:///b.txt, text/plain, 7 bytes]\nhello b\n[embedded resource: file:///c.gz, application/gzip, 300 bytes]", false,
-			map[string]any{MetaContent: []ContentInfo{
+			map[string]any{metaContent: []contentInfo{
 				{Type: "resource", MIMEType: "text/plain", Size: 7, URI: "file:///b.txt"},
 				{Type: "resource", MIMEType: "application/gzip", Size: 300, URI: "file:///c.gz"}}}},
 		{"structured_image", "[1,2]\n[image: image/gif, 3 bytes]", false, map[string]any{
-			MetaStructuredContent: json.RawMessage(`[1,2]`),
-			MetaContent:           []ContentInfo{{Type: "image", MIMEType: "image/gif", Size: 3}}}},
+			metaStructuredContent: json.RawMessage(`[1,2]`),
+			metaContent:           []contentInfo{{Type: "image", MIMEType: "image/gif", Size: 3}}}},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			tl := tools["mcp__x__"+tc.tool]
@@ -243,7 +243,7 @@ func TestCallResults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := tool.Result{Output: tc.want, IsError: tc.isError, Metadata: map[string]any{MetaServer: "x", MetaTool: tc.tool}}
+			want := tool.Result{Output: tc.want, IsError: tc.isError, Metadata: map[string]any{metaServer: "x", metaTool: tc.tool}}
 			for k, v := range tc.meta {
 				want.Metadata[k] = v
 			}
@@ -563,7 +563,7 @@ func TestDeepStructuredContentIsKeptAsText(t *testing.T) {
 	if argcheck.TooDeep(b) {
 		t.Fatalf("the result's metadata nests deeper than %d levels", argcheck.MaxDepth)
 	}
-	if text, ok := res.Metadata[MetaStructuredContent].(string); !ok || !strings.HasPrefix(text, "[[[") {
-		t.Fatalf("structured content kept as %T", res.Metadata[MetaStructuredContent])
+	if text, ok := res.Metadata[metaStructuredContent].(string); !ok || !strings.HasPrefix(text, "[[[") {
+		t.Fatalf("structured content kept as %T", res.Metadata[metaStructuredContent])
 	}
 }

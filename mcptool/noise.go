@@ -40,7 +40,7 @@ const (
 // its end in bounded memory ([oversize]) and replaced by a message of its
 // own, so that the SDK never meets a line over its limit (which would close
 // the connection): a tool result keeps the start of its text
-// ([CutResultBytes]) with a note saying it was cut, any other response
+// (cutResultBytes) with a note saying it was cut, any other response
 // becomes a JSON-RPC error for the same ID, and a request or notification is
 // dropped. The connection, and the server process, stay.
 type noiseFilter struct {

@@ -14,7 +14,7 @@ import (
 // dropped.
 func filterAll(t testing.TB, in string) (string, int) {
 	t.Helper()
-	f := newNoiseFilter(strings.NewReader(in), slog.New(slog.DiscardHandler), "s", DefaultMaxMessageBytes)
+	f := newNoiseFilter(strings.NewReader(in), slog.New(slog.DiscardHandler), "s", defaultMaxMessageBytes)
 	out, err := io.ReadAll(iotest.OneByteReader(f))
 	if err != nil {
 		t.Fatalf("ReadAll: %v", err)
@@ -54,7 +54,7 @@ func TestNoiseFilter(t *testing.T) {
 func TestNoiseFilterLogBounded(t *testing.T) {
 	var logs bytes.Buffer
 	in := strings.Repeat("\x1b[31m"+strings.Repeat("n", 1000)+"\n", 100)
-	f := newNoiseFilter(strings.NewReader(in), slog.New(slog.NewTextHandler(&logs, nil)), "s", DefaultMaxMessageBytes)
+	f := newNoiseFilter(strings.NewReader(in), slog.New(slog.NewTextHandler(&logs, nil)), "s", defaultMaxMessageBytes)
 	if _, err := io.ReadAll(f); err != nil {
 		t.Fatal(err)
 	}

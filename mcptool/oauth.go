@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"golang.org/x/oauth2"
 )
 
@@ -47,8 +48,15 @@ var ErrLoginRequired = errors.New("OAuth login required")
 
 // OAuthOptions configures [NewOAuthHandler].
 type OAuthOptions struct {
-	// Store keeps the server's login; nil keeps it in memory only.
-	Store *TokenStore
+	// Dir is the directory that keeps the server's login, and where a
+	// login made before is found: one file per server URL (named by the
+	// URL's SHA-256), written 0600 through a new file renamed into place,
+	// in a directory made 0700; a login is found only under the URL it was
+	// issued for, and a file over 64 KiB or readable by others than its
+	// owner is refused (log in again). The files hold secrets: keep Dir
+	// outside every workspace a tool can read (tollgate keeps it in its
+	// state directory). Empty keeps the login in memory only.
+	Dir string
 	// Fetch, if set, takes a person through the authorization at the
 	// authorization server (a browser, say) and returns the code that came
 	// back to RedirectURL. Nil means nobody can log in now: a server that
@@ -96,7 +104,7 @@ const placeholderRedirect = "http://127.0.0.1/callback"
 // [OAuthConfig] says, and runs the authorization code flow with PKCE S256
 // and the resource indicator (RFC 8707) of sc.URL; on 403 it asks for the
 // scopes it holds plus the new ones (step-up). The token it gets, and every
-// refreshed one, is saved in o.Store under sc.URL, and a saved token (with
+// refreshed one, is saved in o.Dir under sc.URL, and a saved token (with
 // its refresh token) is used from the start, so that a login outlives the
 // process. The token goes only to sc.URL: the store holds it under that URL
 // and the transport sends it to that endpoint alone.
@@ -131,7 +139,10 @@ func NewOAuthHandler(name string, sc *ServerConfig, o *OAuthOptions) (auth.OAuth
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = func(string) (string, bool) { return "", false }
 	}
-	saver := &tokenSaver{name: name, resource: sc.URL, store: opts.Store, logger: opts.Logger}
+	saver := &tokenSaver{name: name, resource: sc.URL, logger: opts.Logger}
+	if opts.Dir != "" {
+		saver.store = &mcptoken.Store{Dir: opts.Dir}
+	}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         opts.RedirectURL,
 		Client:              opts.HTTPClient,
@@ -179,13 +190,13 @@ func NewOAuthHandler(name string, sc *ServerConfig, o *OAuthOptions) (auth.OAuth
 		scopes := append([]string(nil), oc.Scopes...)
 		cfg.ScopeFilter = func([]string) []string { return scopes }
 	}
-	if opts.Store != nil && !opts.Fresh {
-		l, err := opts.Store.Load(sc.URL)
+	if saver.store != nil && !opts.Fresh {
+		l, err := saver.store.Load(sc.URL)
 		if err != nil {
 			return nil, fmt.Errorf("mcp server %q: %w", name, err)
 		}
 		if l != nil {
-			cfg.InitialTokenSource = saver.wrap(l.config().TokenSource(
+			cfg.InitialTokenSource = saver.wrap(l.Config().TokenSource(
 				context.WithValue(context.Background(), oauth2.HTTPClient, opts.HTTPClient), l.Token), l)
 		}
 	}
@@ -293,14 +304,14 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 // tokenSaver saves the tokens of one server's handler in the store.
 type tokenSaver struct {
 	name, resource string
-	store          *TokenStore
+	store          *mcptoken.Store // nil: in memory only
 	logger         *slog.Logger
 }
 
 // newTokenSource is the handler's NewTokenSource: called after a login with
 // the client's configuration and the new token, which it saves.
 func (s *tokenSaver) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-	l := loginOf(s.resource, cfg, tok)
+	l := mcptoken.LoginOf(s.resource, cfg, tok)
 	if err := s.save(l); err != nil {
 		return nil, err
 	}
@@ -308,7 +319,7 @@ func (s *tokenSaver) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok
 	return s.wrap(cfg.TokenSource(ctx, tok), l), nil
 }
 
-func (s *tokenSaver) save(l *Login) error {
+func (s *tokenSaver) save(l *mcptoken.Login) error {
 	if s.store == nil {
 		return nil
 	}
@@ -320,7 +331,7 @@ func (s *tokenSaver) save(l *Login) error {
 
 // wrap returns a token source that saves each new token ts gives (a
 // refresh) as l's.
-func (s *tokenSaver) wrap(ts oauth2.TokenSource, l *Login) oauth2.TokenSource {
+func (s *tokenSaver) wrap(ts oauth2.TokenSource, l *mcptoken.Login) oauth2.TokenSource {
 	return &savingSource{base: ts, saver: s, login: *l, last: l.Token.AccessToken}
 }
 
@@ -329,7 +340,7 @@ type savingSource struct {
 	base  oauth2.TokenSource
 	saver *tokenSaver
 	mu    sync.Mutex
-	login Login
+	login mcptoken.Login
 	last  string
 }
 

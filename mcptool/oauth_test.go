@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -173,10 +174,10 @@ func browser(ctx context.Context, args *auth.AuthorizationArgs) (*auth.Authoriza
 // openOAuth opens the servers of cfg with OAuth from store; login says
 // whether a person can log in (a browser), as `tollgate mcp login` can, or
 // not, as a run cannot.
-func openOAuth(t *testing.T, cfg *Config, store *TokenStore, login bool) *Set {
+func openOAuth(t *testing.T, cfg *Config, store *mcptoken.Store, login bool) *Set {
 	t.Helper()
 	return open(t, cfg, &Options{OAuth: func(name string, sc *ServerConfig) (auth.OAuthHandler, error) {
-		o := &OAuthOptions{Store: store}
+		o := &OAuthOptions{Dir: store.Dir}
 		if login {
 			o.Fetch, o.RedirectURL = browser, "http://127.0.0.1:1/callback"
 		}
@@ -201,7 +202,7 @@ func callEcho(t *testing.T, s *Set, name string) {
 // without a new login; the open server beside it never sees a token.
 func TestOAuthLoginStoredAndReused(t *testing.T) {
 	w := newOAuthWorld(t)
-	store := &TokenStore{Dir: filepath.Join(t.TempDir(), "oauth")}
+	store := &mcptoken.Store{Dir: filepath.Join(t.TempDir(), "oauth")}
 	cfg := &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}, "open": {URL: w.open.URL}}}
 	callEcho(t, openOAuth(t, cfg, store, true), "mcp__docs__echo")
 	if w.authorizes != 1 {
@@ -212,7 +213,7 @@ func TestOAuthLoginStoredAndReused(t *testing.T) {
 			t.Errorf("resource parameter %q, want %q (RFC 8707)", r, w.mcpURL)
 		}
 	}
-	fi, err := os.Stat(store.path(w.mcpURL))
+	fi, err := os.Stat(store.Path(w.mcpURL))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, %v; want mode 0600", fi, err)
 	}
@@ -235,7 +236,7 @@ func TestOAuthLoginStoredAndReused(t *testing.T) {
 // another URL gets no token from it.
 func TestOAuthTokenOnlyForItsServer(t *testing.T) {
 	w := newOAuthWorld(t)
-	store := &TokenStore{Dir: t.TempDir()}
+	store := &mcptoken.Store{Dir: t.TempDir()}
 	callEcho(t, openOAuth(t, &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}}}, store, true), "mcp__docs__echo")
 	l, err := store.Load(w.mcpURL)
 	if err != nil || l == nil {
@@ -256,7 +257,7 @@ func TestOAuthTokenOnlyForItsServer(t *testing.T) {
 func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 	w := newOAuthWorld(t)
 	w.expiresIn = 5 // within golang.org/x/oauth2's 10 s early refresh
-	store := &TokenStore{Dir: t.TempDir()}
+	store := &mcptoken.Store{Dir: t.TempDir()}
 	cfg := &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}}}
 	callEcho(t, openOAuth(t, cfg, store, true), "mcp__docs__echo")
 	before, _ := store.Load(w.mcpURL)
@@ -277,7 +278,7 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 // attempted without a person), and a new login works.
 func TestOAuthRevokedNeedsNewLogin(t *testing.T) {
 	w := newOAuthWorld(t)
-	store := &TokenStore{Dir: t.TempDir()}
+	store := &mcptoken.Store{Dir: t.TempDir()}
 	cfg := &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}}}
 	callEcho(t, openOAuth(t, cfg, store, true), "mcp__docs__echo")
 	w.revokeAll()
@@ -292,30 +293,6 @@ func TestOAuthRevokedNeedsNewLogin(t *testing.T) {
 	callEcho(t, openOAuth(t, cfg, store, true), "mcp__docs__echo")
 	if w.authorizes != 2 {
 		t.Errorf("authorizes = %d, want a second login", w.authorizes)
-	}
-}
-
-// A login file others can read, or one for another URL, is refused.
-func TestTokenStoreRefusesBadFiles(t *testing.T) {
-	store := &TokenStore{Dir: t.TempDir()}
-	if err := store.Save(&Login{Resource: "https://a.example/mcp", TokenURL: "https://as/token", Token: nil}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Load("https://a.example/mcp"); err == nil {
-		t.Error("a login without a token loaded")
-	}
-	p := store.path("https://b.example/mcp")
-	if err := os.WriteFile(p, []byte(`{"resource":"https://a.example/mcp","tokenUrl":"x","token":{"access_token":"t"}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Load("https://b.example/mcp"); err == nil {
-		t.Error("a login for another URL loaded")
-	}
-	if err := os.Chmod(p, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Load("https://b.example/mcp"); err == nil || !strings.Contains(err.Error(), "others") {
-		t.Errorf("a world-readable login: %v", err)
 	}
 }
 
@@ -347,7 +324,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // does not take its token there: the redirect is not followed.
 func TestOAuthTokenNotRedirected(t *testing.T) {
 	w := newOAuthWorld(t)
-	store := &TokenStore{Dir: t.TempDir()}
+	store := &mcptoken.Store{Dir: t.TempDir()}
 	cfg := &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}}}
 	s := openOAuth(t, cfg, store, true)
 	callEcho(t, s, "mcp__docs__echo")
@@ -367,7 +344,7 @@ func TestOAuthTokenNotRedirected(t *testing.T) {
 // needs, and the call's notice says so (an event in the run's log).
 func TestOAuthRevokedDuringRunIsANotice(t *testing.T) {
 	w := newOAuthWorld(t)
-	store := &TokenStore{Dir: t.TempDir()}
+	store := &mcptoken.Store{Dir: t.TempDir()}
 	cfg := &Config{Servers: map[string]*ServerConfig{"docs": {URL: w.mcpURL}}}
 	callEcho(t, openOAuth(t, cfg, store, true), "mcp__docs__echo")
 	s := openOAuth(t, cfg, store, false)

@@ -45,11 +45,12 @@ type Options struct {
 	Sandbox func(cmd *exec.Cmd, server string, sc *ServerConfig) error
 	// ShutdownGrace is how long closing a stdio server waits at each step
 	// (after closing its stdin, after SIGTERM, after SIGKILL); zero means
-	// [DefaultShutdownGrace]. Closing takes at most about three of it.
+	// 2 s. Closing takes at most about three of it.
 	ShutdownGrace time.Duration
-	// MaxMessageBytes bounds one message from a server; zero means
-	// [DefaultMaxMessageBytes]. A tool result over it is cut to its first
-	// [CutResultBytes] of text, with a note, and marked with [MetaCut]; any
+	// MaxMessageBytes bounds one message from a server; zero means 4 MiB
+	// (under the SDK's own limit of 16 MiB). A tool result over it is cut
+	// to its first 256 KiB of text, with a note, and marked with the
+	// metadata "mcpCutFrom" (see the package documentation); any
 	// other answer over it becomes an error for its request. Either way the
 	// connection and the server stay, where a message over the SDK's own
 	// limit would close them. From a streamable-HTTP server it bounds a
@@ -61,18 +62,18 @@ type Options struct {
 	// request is a [tool.Request] of kind [tool.KindInput] (form mode, the
 	// schema in its [ElicitData]) or [tool.KindAuthorization] (URL mode),
 	// and a person answers it. An answer with OK accepts (its Data is the
-	// form's content, a JSON object; empty takes the schema's defaults), OK
-	// false declines, and an error (no answer, ctx ended) cancels. Nil, or
-	// an Elicit that returns [ErrAskLater], means nobody can answer now:
-	// the call during which the server asked halts on a pending request
-	// (see [Tool.Call]), answered later. Elicit may be called from several
-	// goroutines at once.
+	// form's content, a JSON object of at most 64 KiB; empty takes the
+	// schema's defaults), OK false declines, and an error (no answer, ctx
+	// ended) cancels. Nil, or an Elicit that returns [ErrAskLater], means
+	// nobody can answer now: the call during which the server asked halts
+	// on a pending request (see [Tool.Call]), answered later. Elicit may be
+	// called from several goroutines at once.
 	Elicit tool.WaitFunc
 	// ElicitPolicy, if set, is asked first whether the server (by its name
 	// and its trust) may ask the person for input at all (a policy's
 	// elicitation rules): when ok is false the server is told decline, by
 	// (a rule, "rule:<ID>") and reason are logged and shown on the call's
-	// notice and in its result's metadata ([MetaElicitations]), and nobody
+	// notice and in its result's metadata ("mcpElicitations"), and nobody
 	// is asked. Nil allows every server.
 	ElicitPolicy func(server string, trusted bool) (ok bool, by, reason string)
 	// OAuth, if set, is called once per streamable-HTTP server (its name
@@ -144,8 +145,8 @@ type ServerStatus struct {
 	Stderr string
 	// Skipped lists the tools of the server that cannot be used (see
 	// [SkippedTool]), in the order the server listed them. Each is left out
-	// alone: the server and its other tools stay. At most [MaxSkipped] are
-	// kept; SkippedMore counts the rest.
+	// alone: the server and its other tools stay. At most 100 are kept;
+	// SkippedMore counts the rest.
 	Skipped     []SkippedTool
 	SkippedMore int
 	// Renewals counts the new sessions started since Open because the
@@ -154,10 +155,10 @@ type ServerStatus struct {
 	Renewals int
 }
 
-// MaxSkipped is how many skipped tools a [ServerStatus] lists (and the log
+// maxSkipped is how many skipped tools a [ServerStatus] lists (and the log
 // names) at most, so that a server listing many broken tools cannot flood
 // either.
-const MaxSkipped = 100
+const maxSkipped = 100
 
 // SkippedTool is a tool a server listed that is not offered, and why: an input
 // schema that cannot be used for validation (a $ref to a definition the
@@ -218,14 +219,14 @@ type Set struct {
 // make Open fail with a *[CollisionError] naming both (after closing every
 // server), since which one should win is not Open's to guess.
 //
-// Open returns an error, and leaves nothing running, when cfg is invalid
-// ([Config.Validate]), on such a collision, or when ctx ends before all servers
+// Open returns an error, and leaves nothing running, when cfg is invalid (see
+// [Config]; a *configfile.Error of one [configfile.Problem]), on such a collision, or when ctx ends before all servers
 // are up. The servers are not bound to ctx afterwards; [Set.Close] stops them.
 func Open(ctx context.Context, cfg *Config, opts *Options) (*Set, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	var o Options
@@ -242,10 +243,10 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Set, error) {
 		o.Client = &mcp.Implementation{Name: "tollgate", Version: "dev"}
 	}
 	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = DefaultShutdownGrace
+		o.ShutdownGrace = defaultShutdownGrace
 	}
 	if o.MaxMessageBytes <= 0 || o.MaxMessageBytes > mcp.DefaultMaxLineLength/2 {
-		o.MaxMessageBytes = min(DefaultMaxMessageBytes, mcp.DefaultMaxLineLength/2)
+		o.MaxMessageBytes = min(defaultMaxMessageBytes, mcp.DefaultMaxLineLength/2)
 	}
 	names := make([]string, 0, len(cfg.Servers))
 	for name := range cfg.Servers {
@@ -373,7 +374,7 @@ type listing struct {
 func (c *conn) listTools(ctx context.Context, session *mcp.ClientSession, abort func(), taken func(string) (ToolRef, bool)) (listing, error) {
 	var l listing
 	skip := func(name, reason string) {
-		if len(l.skipped) == MaxSkipped {
+		if len(l.skipped) == maxSkipped {
 			l.skippedMore++
 			return
 		}

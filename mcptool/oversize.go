@@ -9,13 +9,13 @@ import (
 
 // Bounds of the messages a stdio server may send.
 const (
-	// DefaultMaxMessageBytes is the default of [Options].MaxMessageBytes
+	// defaultMaxMessageBytes is the default of [Options].MaxMessageBytes
 	// (4 MiB), well under the SDK's own limit for one line (16 MiB), whose
 	// breach closes the connection.
-	DefaultMaxMessageBytes = 4 << 20
-	// CutResultBytes is how much text of an oversized tool result is kept
+	defaultMaxMessageBytes = 4 << 20
+	// cutResultBytes is how much text of an oversized tool result is kept
 	// (256 KiB, the agent's default result cap: the model would see no more).
-	CutResultBytes = 256 << 10
+	cutResultBytes = 256 << 10
 	// maxIDBytes bounds the JSON-RPC ID an oversized message may carry.
 	maxIDBytes = 256
 	// maxKeyBytes bounds the object keys the scanner compares.
@@ -29,10 +29,10 @@ const (
 	maxTexts = 1024
 )
 
-// MetaCut is the metadata key [Tool.Call] sets, on a result that was cut
+// metaCut is the metadata key [Tool.Call] sets, on a result that was cut
 // because the server's message exceeded [Options].MaxMessageBytes, to the
 // size of that message in bytes (an int64).
-const MetaCut = "mcpCutFrom"
+const metaCut = "mcpCutFrom"
 
 // cutMeta is the _meta key of a result the transport cut.
 const cutMeta = "tollgate/cutFrom"
@@ -41,7 +41,7 @@ const cutMeta = "tollgate/cutFrom"
 // streams, in bounded memory, and keeps what is needed to answer in its
 // place: the message's ID, whether it is a request or notification (it has
 // a method), a response with a result or an error, and for a tool result
-// (result.content[].text, result.isError) the first CutResultBytes of its
+// (result.content[].text, result.isError) the first cutResultBytes of its
 // text. Keys may come in any order (Node.js servers write the ID last).
 type oversize struct {
 	stack []frame // the outermost maxFrames levels
@@ -247,7 +247,7 @@ func (s *oversize) strByte(c byte) {
 		i := len(s.texts) - 1
 		s.texts[i] = append(s.texts[i], c)
 		s.textBytes++
-		if s.textBytes >= CutResultBytes && !midEscape {
+		if s.textBytes >= cutResultBytes && !midEscape {
 			s.textFull = true
 		}
 	}

@@ -28,7 +28,7 @@ func cutThrough(t testing.TB, in string, max int) string {
 // the middle of one) and isError; any other response becomes an error for
 // its ID; a notification is dropped. Messages within the limit pass whole.
 func TestOversizedMessages(t *testing.T) {
-	big := strings.Repeat("é\\n\\u00e9\\\"", CutResultBytes/4)
+	big := strings.Repeat("é\\n\\u00e9\\\"", cutResultBytes/4)
 	small := `{"jsonrpc":"2.0","id":3,"result":{}}` + "\n"
 	type resp struct {
 		ID     json.RawMessage `json:"id"`
@@ -54,14 +54,14 @@ func TestOversizedMessages(t *testing.T) {
 			var whole string
 			_ = json.Unmarshal([]byte(`"`+big+`"`), &whole)
 			kept, _, _ := strings.Cut(text, "\n[cut: ")
-			if !strings.HasPrefix(whole, kept) || len(kept) < CutResultBytes/2 || !utf8.ValidString(kept) {
+			if !strings.HasPrefix(whole, kept) || len(kept) < cutResultBytes/2 || !utf8.ValidString(kept) {
 				t.Fatalf("kept %d bytes, not a prefix of the text", len(kept))
 			}
 			if n, _ := r.Result.Meta[cutMeta].(float64); n < float64(len(big)) {
 				t.Fatalf("_meta = %v", r.Result.Meta)
 			}
 		}},
-		{"id last, two items, isError", `{"result":{"isError":true,"content":[{"type":"text","text":"first"},{"type":"image","data":"` + strings.Repeat("A", 2*CutResultBytes) + `"},{"text":"second","type":"text"}]},"jsonrpc":"2.0","id":"req-\"9"}`, func(t *testing.T, r *resp) {
+		{"id last, two items, isError", `{"result":{"isError":true,"content":[{"type":"text","text":"first"},{"type":"image","data":"` + strings.Repeat("A", 2*cutResultBytes) + `"},{"text":"second","type":"text"}]},"jsonrpc":"2.0","id":"req-\"9"}`, func(t *testing.T, r *resp) {
 			if string(r.ID) != `"req-\"9"` || r.Result == nil || !r.Result.IsError {
 				t.Fatalf("%+v", r)
 			}
@@ -69,15 +69,15 @@ func TestOversizedMessages(t *testing.T) {
 				t.Fatalf("text %.100q", text)
 			}
 		}},
-		{"other result", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"` + strings.Repeat("x", 2*CutResultBytes) + `"}]}}`, func(t *testing.T, r *resp) {
+		{"other result", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"` + strings.Repeat("x", 2*cutResultBytes) + `"}]}}`, func(t *testing.T, r *resp) {
 			if string(r.ID) != "1" || r.Error == nil || r.Error.Code != -32603 || !strings.Contains(r.Error.Message, "over the limit") {
 				t.Fatalf("%+v", r)
 			}
 		}},
-		{"notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 2*CutResultBytes) + `"}}`, nil},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 2*cutResultBytes) + `"}}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := cutThrough(t, tc.in+"\n"+small, CutResultBytes)
+			out := cutThrough(t, tc.in+"\n"+small, cutResultBytes)
 			first, rest, _ := strings.Cut(out, "\n")
 			if tc.check == nil {
 				if out != small {
@@ -117,7 +117,7 @@ func FuzzOversize(f *testing.F) {
 		if msg != nil && (!json.Valid(msg) || strings.Contains(string(msg), "\n")) {
 			t.Fatalf("replacement %q", msg)
 		}
-		if len(s.id) > maxIDBytes || s.textBytes > CutResultBytes+6 || len(s.key) > maxKeyBytes {
+		if len(s.id) > maxIDBytes || s.textBytes > cutResultBytes+6 || len(s.key) > maxKeyBytes {
 			t.Fatalf("unbounded: id %d, text %d, key %d", len(s.id), s.textBytes, len(s.key))
 		}
 	})

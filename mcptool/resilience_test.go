@@ -261,7 +261,7 @@ func TestStdioServerRestartBounded(t *testing.T) {
 
 // A result over the limit for one message (here over the SDK's own limit,
 // 16 MiB, whose breach would close the connection; the ID written last, as
-// Node.js servers do) is cut to its first CutResultBytes of text, with a
+// Node.js servers do) is cut to its first cutResultBytes of text, with a
 // note, and the connection stays: later calls are answered by the same
 // process, which started once.
 func TestStdioOversizedResult(t *testing.T) {
@@ -284,11 +284,11 @@ func TestStdioOversizedResult(t *testing.T) {
 		t.Fatalf("big: %.200v, %v; want a result cut to its start", res, err)
 	}
 	if !strings.HasPrefix(res.Output, strings.Repeat("b", 1000)) || !strings.Contains(res.Output, "[cut: the MCP server's message was") ||
-		len(res.Output) > CutResultBytes+300 {
+		len(res.Output) > cutResultBytes+300 {
 		t.Errorf("big: %d bytes, ending %q", len(res.Output), res.Output[max(0, len(res.Output)-200):])
 	}
-	if n, _ := res.Metadata[MetaCut].(int64); n <= int64(mcp.DefaultMaxLineLength) {
-		t.Errorf("metadata %s = %v; want the message's size", MetaCut, res.Metadata[MetaCut])
+	if n, _ := res.Metadata[metaCut].(int64); n <= int64(mcp.DefaultMaxLineLength) {
+		t.Errorf("metadata %s = %v; want the message's size", metaCut, res.Metadata[metaCut])
 	}
 	after, err := tools["mcp__flaky__echo"].Call(ctx, nil)
 	if err != nil || after.IsError {

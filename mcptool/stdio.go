@@ -15,8 +15,8 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/proc"
 )
 
-// DefaultShutdownGrace is the default of [Options].ShutdownGrace.
-const DefaultShutdownGrace = 2 * time.Second
+// defaultShutdownGrace is the default of [Options].ShutdownGrace.
+const defaultShutdownGrace = 2 * time.Second
 
 // stderrKeep is how many bytes of a stdio server's stderr are kept (the last ones).
 const stderrKeep = 4096

@@ -267,17 +267,19 @@ func TestCloseStubbornServer(t *testing.T) {
 	if err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	// stdin closed, wait; SIGTERM (ignored), wait; SIGKILL: about 2 grace periods.
-	if elapsed < 2*grace || elapsed > 3*grace+2*time.Second {
-		t.Errorf("Close took %s; want between %s and %s", elapsed, 2*grace, 3*grace+2*time.Second)
+	// stdin closed, wait; SIGTERM (ignored), wait; SIGKILL: about 2 grace
+	// periods (the bound above them is for a loaded machine: it only says
+	// Close does not wait for the server).
+	if elapsed < 2*grace || elapsed > 3*grace+30*time.Second {
+		t.Errorf("Close took %s; want between %s and %s", elapsed, 2*grace, 3*grace+30*time.Second)
 	}
-	waitGone(t, pids, time.Second)
+	waitGone(t, pids, 30*time.Second)
 }
 
 // TestClosePoliteServer: a server that exits when its stdin closes goes
 // without a signal, and the child it left behind is killed too.
 func TestClosePoliteServer(t *testing.T) {
-	const grace = 2 * time.Second
+	const grace = 30 * time.Second // far above a call's time on a loaded machine
 	s, pids := openHelper(t, "polite", grace)
 	start := time.Now()
 	if err := s.Close(); err != nil {
@@ -286,7 +288,7 @@ func TestClosePoliteServer(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > grace {
 		t.Errorf("Close took %s; the server exits at once when its stdin closes", elapsed)
 	}
-	waitGone(t, pids, time.Second)
+	waitGone(t, pids, 30*time.Second)
 }
 
 // rawBigServer is a stdio MCP server written by hand, as a Node.js server

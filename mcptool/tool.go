@@ -18,37 +18,37 @@ import (
 
 // Metadata keys that [Tool.Call] sets on every result it returns.
 const (
-	// MetaServer holds the server's name (a string).
-	MetaServer = "mcpServer"
-	// MetaTool holds the tool's name on the server (a string).
-	MetaTool = "mcpTool"
-	// MetaStructuredContent holds the result's structuredContent as a
+	// metaServer holds the server's name (a string).
+	metaServer = "mcpServer"
+	// metaTool holds the tool's name on the server (a string).
+	metaTool = "mcpTool"
+	// metaStructuredContent holds the result's structuredContent as a
 	// json.RawMessage, when the server sent one; one nested deeper than
 	// argcheck.MaxDepth is held as its JSON text (a string), so that
 	// records, states and stores can read it back.
-	MetaStructuredContent = "mcpStructuredContent"
-	// MetaContent holds a []ContentInfo describing every content item that is
+	metaStructuredContent = "mcpStructuredContent"
+	// metaContent holds a []contentInfo describing every content item that is
 	// not text, when there is one.
-	MetaContent = "mcpContent"
+	metaContent = "mcpContent"
 )
 
-// StrictHints returns the hints of every tool of an untrusted server, and the MCP
+// strictHints returns the hints of every tool of an untrusted server, and the MCP
 // specification's defaults for annotations a server leaves out (2025-06-18,
 // "Tools: Tool annotations": readOnlyHint false, destructiveHint true,
 // idempotentHint false, openWorldHint true). Each is the value under which a
 // gate is strictest.
-func StrictHints() tool.Hints {
+func strictHints() tool.Hints {
 	return tool.Hints{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true}
 }
 
-// ClaimedHints maps MCP tool annotations onto [tool.Hints] as the server claims
+// claimedHints maps MCP tool annotations onto [tool.Hints] as the server claims
 // them: each hint the annotations set is taken as given, and each one they
-// leave out (or nil annotations) gets the MCP default (see [StrictHints]).
+// leave out (or nil annotations) gets the MCP default (see strictHints).
 //
 // The go-sdk decodes readOnlyHint and idempotentHint as plain booleans, so for
 // those two "absent" and "false" are the same; both mean the default, false.
-func ClaimedHints(a *mcp.ToolAnnotations) tool.Hints {
-	h := StrictHints()
+func claimedHints(a *mcp.ToolAnnotations) tool.Hints {
+	h := strictHints()
 	if a == nil {
 		return h
 	}
@@ -66,25 +66,32 @@ func ClaimedHints(a *mcp.ToolAnnotations) tool.Hints {
 // HintsFor returns the hints tollgate's gates use for a tool with annotations
 // a from a server that is trusted or not.
 //
-// A trusted server's claims are believed: HintsFor returns [ClaimedHints](a).
+// A trusted server's claims are believed: each hint the annotations set is
+// taken as given, and each one they leave out (or nil annotations) gets the
+// MCP default (2025-06-18, "Tools: Tool annotations": readOnlyHint false,
+// destructiveHint true, idempotentHint false, openWorldHint true). The
+// go-sdk decodes readOnlyHint and idempotentHint as plain booleans, so for
+// those two "absent" and "false" are the same; both mean the default, false.
+// HintsFor(a, true) is thus what a server claims, trusted or not.
 //
 // An untrusted server's annotations may only make a gate stricter, never
 // looser. Every MCP default is already the strictest value of its hint (not
 // read-only, destructive, not idempotent, open world), so nothing an untrusted
 // server claims can tighten a gate further, and every claim that would loosen
-// one is disbelieved: HintsFor returns [StrictHints] whatever a says. A claim
-// such as readOnlyHint: true from an untrusted server is therefore kept for
-// display ([Tool.ClaimedHints]) but changes no decision.
+// one is disbelieved: HintsFor(a, false) returns those defaults whatever a
+// says, the same as HintsFor(nil, false). A claim such as readOnlyHint: true
+// from an untrusted server is therefore kept for display (the annotations of
+// [Tool.Listed]) but changes no decision.
 func HintsFor(a *mcp.ToolAnnotations, trusted bool) tool.Hints {
 	if trusted {
-		return ClaimedHints(a)
+		return claimedHints(a)
 	}
-	return StrictHints()
+	return strictHints()
 }
 
-// ContentInfo describes one content item of a tool result that is not text
+// contentInfo describes one content item of a tool result that is not text
 // (MCP specification 2025-06-18, "Tools: Tool result").
-type ContentInfo struct {
+type contentInfo struct {
 	// Type is the MCP content type: "image", "audio", "resource_link" or
 	// "resource" (an embedded resource).
 	Type string `json:"type"`
@@ -100,7 +107,7 @@ type ContentInfo struct {
 
 // String renders the description the model sees, such as
 // "[image: image/png, 68 bytes]".
-func (c ContentInfo) String() string {
+func (c contentInfo) String() string {
 	kind := c.Type
 	switch c.Type {
 	case "resource_link":
@@ -236,32 +243,12 @@ func (t *Tool) Spec() tool.Spec {
 // Server returns the name of the server the tool belongs to.
 func (t *Tool) Server() string { return t.server }
 
-// RemoteName returns the tool's name on its server (before sanitizing).
-func (t *Tool) RemoteName() string { return t.remote }
-
-// Trusted reports whether the tool's server is trusted (see [HintsFor]).
-func (t *Tool) Trusted() bool { return t.trusted }
-
-// Annotations returns a copy of the annotations the server sent for the tool,
-// or nil when it sent none.
-func (t *Tool) Annotations() *mcp.ToolAnnotations {
-	if t.annotations == nil {
-		return nil
-	}
-	a := *t.annotations
-	return &a
-}
-
-// ClaimedHints returns the hints the server claims for the tool
-// ([ClaimedHints] of its annotations). For an untrusted server they differ from
-// Spec().Hints, which are what the gates use.
-func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
-
 // Call sends a tools/call request with args passed through unchanged (empty
 // args send {}), and turns the server's answer into a [tool.Result]:
 //
 //   - the content items, in order, each on its own line: text as it is, and
-//     every other kind described by [ContentInfo.String] (an embedded text
+//     every other kind described by its type, MIME type and size, as
+//     "[image: image/png, 68 bytes]" (an embedded text
 //     resource is described, then its text follows);
 //   - a structuredContent's JSON comes first when no content item is text.
 //     When there is text, the text stands for it (the MCP specification asks
@@ -270,8 +257,9 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 //   - isError: true makes an error result with that same output (or a
 //     sentence saying the tool failed without a message).
 //
-// The result's Metadata holds [MetaServer], [MetaTool] and, when present,
-// [MetaStructuredContent] and [MetaContent].
+// The result's Metadata holds what the package documentation lists
+// ("mcpServer", "mcpTool", and when present "mcpStructuredContent",
+// "mcpContent", "mcpCutFrom", "mcpElicitations").
 //
 // Cancelling ctx abandons the call and sends notifications/cancelled to the
 // server (MCP specification, "Utilities: Cancellation"); Call then returns
@@ -295,7 +283,7 @@ func (t *Tool) ClaimedHints() tool.Hints { return ClaimedHints(t.annotations) }
 // ([Options].Elicit nil or returning [ErrAskLater]) halts the call: the
 // server is told cancel, the call is cancelled, and Call returns the
 // elicitation as a pending request ([tool.Pending]): a question per field
-// of the form ([ElicitQuestions]), its Data the [ElicitData]. Called again
+// of the form, its Data the [ElicitData]. Called again
 // with the answer ([tool.Invocation].Answer), the call gives it to the server's
 // identical elicitation (same server, tool, arguments' digest, message,
 // schema's digest and URL without its query), once; any other elicitation
@@ -393,7 +381,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 		}
 		if callCtx.Err() != nil {
 			r := tool.Errorf("MCP tool %s timed out after %s", t.spec.Name, t.callTimeout)
-			r.Metadata = map[string]any{MetaServer: t.server, MetaTool: t.remote}
+			r.Metadata = map[string]any{metaServer: t.server, metaTool: t.remote}
 			return r, nil
 		}
 		if errors.Is(err, ErrLoginRequired) {
@@ -410,7 +398,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 	}
 	out := t.result(res)
 	if recs := cs.elicitations(); len(recs) > 0 {
-		out.Metadata[MetaElicitations] = recs
+		out.Metadata[metaElicitations] = recs
 	}
 	return out, nil
 }
@@ -435,9 +423,9 @@ func refusedUnsent(err error) bool {
 }
 
 func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
-	meta := map[string]any{MetaServer: t.server, MetaTool: t.remote}
+	meta := map[string]any{metaServer: t.server, metaTool: t.remote}
 	var lines []string
-	var infos []ContentInfo
+	var infos []contentInfo
 	hasText := false
 	for _, c := range res.Content {
 		switch c := c.(type) {
@@ -446,7 +434,7 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 			hasText = true
 			continue
 		case *mcp.EmbeddedResource:
-			info := ContentInfo{Type: "resource", Size: -1}
+			info := contentInfo{Type: "resource", Size: -1}
 			if r := c.Resource; r != nil {
 				info.URI, info.MIMEType = r.URI, r.MIMEType
 				if r.Blob != nil {
@@ -471,11 +459,11 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	}
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
-			meta[MetaStructuredContent] = json.RawMessage(raw)
+			meta[metaStructuredContent] = json.RawMessage(raw)
 			if argcheck.TooDeep(raw) {
 				// Kept as text: the records, the run's state and the
 				// stores that hold them must read it back.
-				meta[MetaStructuredContent] = string(raw)
+				meta[metaStructuredContent] = string(raw)
 			}
 			if !hasText {
 				lines = append([]string{string(raw)}, lines...)
@@ -484,10 +472,10 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	}
 	out := strings.Join(lines, "\n")
 	if len(infos) > 0 {
-		meta[MetaContent] = infos
+		meta[metaContent] = infos
 	}
 	if n, ok := res.Meta[cutMeta].(float64); ok {
-		meta[MetaCut] = int64(n)
+		meta[metaCut] = int64(n)
 	}
 	if res.IsError {
 		if out == "" {
@@ -498,23 +486,23 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	return tool.Result{Output: out, Metadata: meta}
 }
 
-// describe returns the ContentInfo of a content item that is neither text nor
+// describe returns the contentInfo of a content item that is neither text nor
 // an embedded resource.
-func describe(c mcp.Content) ContentInfo {
+func describe(c mcp.Content) contentInfo {
 	switch c := c.(type) {
 	case *mcp.ImageContent:
-		return ContentInfo{Type: "image", MIMEType: c.MIMEType, Size: int64(len(c.Data))}
+		return contentInfo{Type: "image", MIMEType: c.MIMEType, Size: int64(len(c.Data))}
 	case *mcp.AudioContent:
-		return ContentInfo{Type: "audio", MIMEType: c.MIMEType, Size: int64(len(c.Data))}
+		return contentInfo{Type: "audio", MIMEType: c.MIMEType, Size: int64(len(c.Data))}
 	case *mcp.ResourceLink:
 		size := int64(-1)
 		if c.Size != nil {
 			size = *c.Size
 		}
-		return ContentInfo{Type: "resource_link", MIMEType: c.MIMEType, Size: size, URI: c.URI, Name: c.Name}
+		return contentInfo{Type: "resource_link", MIMEType: c.MIMEType, Size: size, URI: c.URI, Name: c.Name}
 	}
 	// A kind this version does not know: name its wire type.
-	info := ContentInfo{Type: "unknown", Size: -1}
+	info := contentInfo{Type: "unknown", Size: -1}
 	if raw, err := c.MarshalJSON(); err == nil {
 		var w struct {
 			Type string `json:"type"`

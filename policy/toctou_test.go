@@ -46,7 +46,7 @@ func raceWorkspace(t *testing.T) (ws string, pol *policy.Policy, stop func()) {
 	if p, err = p.WithWorkdir(ws); err != nil {
 		t.Fatal(err)
 	}
-	pol = p.WithPaths(builtin.ApplyPatch, builtin.PatchPaths)
+	pol = p.WithPaths("apply_patch", builtin.PatchPaths)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -221,7 +221,7 @@ func TestApplyPatchPathsAreJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	without := pol
-	pol = pol.WithPaths(builtin.ApplyPatch, builtin.PatchPaths)
+	pol = pol.WithPaths("apply_patch", builtin.PatchPaths)
 	patch := func(body string) json.RawMessage {
 		b, _ := json.Marshal(map[string]string{"patchText": "*** Begin Patch\n" + body + "*** End Patch\n"})
 		return b
@@ -239,7 +239,7 @@ func TestApplyPatchPathsAreJudged(t *testing.T) {
 		{patch("*** Add File: docs/x.md\n+x\n*** Add File: secret/x\n+x\n"), approval.Deny, "rule:no-secret"},
 		{json.RawMessage(`{"patchText":"not a patch"}`), approval.Allow, "runtime:default"},
 	} {
-		c := approval.Call{Tool: builtin.ApplyPatch, Args: tc.args}
+		c := approval.Call{Tool: "apply_patch", Args: tc.args}
 		if v := pol.Evaluate(c).Verdict; v.Decision != tc.want || v.By.String() != tc.by {
 			t.Errorf("%s: %s by %s, want %s by %s", tc.args, v.Decision, v.By, tc.want, tc.by)
 		}

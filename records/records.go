@@ -66,7 +66,7 @@ type Line struct {
 }
 
 // Elicitation is one MCP server's request for a person's input during a
-// call (mcptool.ElicitationRecord).
+// call (the metadata "mcpElicitations" of package mcptool).
 type Elicitation struct {
 	Server  string `json:"server"`
 	Mode    string `json:"mode"`

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -28,7 +29,7 @@ func TestHostRefusesUnappliedGovernance(t *testing.T) {
 	modelOnly := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		return &runs.Built{Options: agent.Options{Model: script(), Tools: agent.ToolList{save}}}, nil
 	})
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, modelOnly, "host-a", time.Minute)
 	cfg := testConfig(t)
 	cfg.Deny = []string{"transfer_*"}

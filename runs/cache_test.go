@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // cacheBuilder counts its builds and the closes of what it built, and
@@ -35,7 +35,7 @@ func (b *cacheBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bui
 func TestBuildCache(t *testing.T) {
 	b := &cacheBuilder{fail: 7}
 	cache := runs.NewBuildCache(b)
-	h := newHost(t, store.NewMemory(nil), cache, "h1", 0)
+	h := newHost(t, memory.New(nil), cache, "h1", 0)
 	cfg := testConfig(t)
 	start := func(tenant string, cfg runs.RunConfig) error {
 		_, err := h.Start(t.Context(), runs.StartRequest{Tenant: tenant, Config: cfg, Prompt: "hi"})
@@ -85,7 +85,7 @@ func TestBuildCache(t *testing.T) {
 func TestBuildCacheWarm(t *testing.T) {
 	b := &cacheBuilder{fail: 7}
 	cache := runs.NewBuildCache(b)
-	h := newHost(t, store.NewMemory(nil), cache, "h1", 0)
+	h := newHost(t, memory.New(nil), cache, "h1", 0)
 	cfg := testConfig(t)
 	if err := cache.Warm(t.Context(), "acme", cfg); err != nil {
 		t.Fatal(err)

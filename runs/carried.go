@@ -22,7 +22,7 @@ func carriedDeclined(req string, why string) tool.Answer {
 
 // checkCarried checks the approval w carries over its tool's request
 // against the store's record of that approval, which a store seals
-// ([store.Sealer]) and a run's state does not: the approval must be in
+// (package store, "Sealed decisions") and a run's state does not: the approval must be in
 // the store, sealed, approved (or used, as the pass that ran the call
 // used it), for the same call, kind and arguments' digest, decided by the
 // same principal with the same actor and data. It returns why not, ""

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -68,7 +69,7 @@ func TestCarriedApprovalIsCheckedAgainstTheStore(t *testing.T) {
 	ctx := context.Background()
 	var ran atomic.Int64
 	call := []model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	b := &testBuilder{m: testkit.Script(call), tools: agent.ToolList{askingTransfer(&ran)}}
 	h := newHost(t, s, b, "host-a", time.Minute)
 
@@ -123,7 +124,7 @@ func TestDurableCarriedApprovalIsChecked(t *testing.T) {
 	for _, forge := range []bool{false, true} {
 		t.Run(map[bool]string{false: "kept", true: "forged"}[forge], func(t *testing.T) {
 			ctx := context.Background()
-			key := make([]byte, store.DecisionKeySize)
+			key := make([]byte, 32)
 			path := filepath.Join(t.TempDir(), "tollgate.db")
 			st, err := sqlite.Open(ctx, path, &store.Options{DecisionKey: key})
 			if err != nil {
@@ -195,7 +196,7 @@ func TestCarriedApprovalIsBoundToItsTool(t *testing.T) {
 		return tool.Text("drained"), nil
 	}, nil)
 	call := []model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	b := &testBuilder{m: testkit.Script(call), tools: agent.ToolList{askingTransfer(&ran), drain}}
 	h := newHost(t, s, b, "host-a", time.Minute)
 	req := approvedThenAsking(t, h, "run_swapped")

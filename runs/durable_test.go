@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -158,7 +159,7 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 	ctx := context.Background()
 	clean := -1
 	for crashAt := 0; clean < 0 || crashAt < clean; crashAt++ {
-		st := store.NewMemory(nil)
+		st := memory.New(nil)
 		var mu sync.Mutex
 		turns, tools := map[int]int{}, 0
 		m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
@@ -254,7 +255,7 @@ func TestDurableHostCancel(t *testing.T) {
 	for _, when := range []string{"waiting", "running"} {
 		t.Run(when, func(t *testing.T) {
 			ctx := context.Background()
-			st := store.NewMemory(nil)
+			st := memory.New(nil)
 			var h *runs.Host
 			tools := 0
 			m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {

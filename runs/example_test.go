@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -38,7 +39,7 @@ func ExampleHost() {
 		}
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}}, nil
 	})
-	st := store.NewMemory(nil)
+	st := memory.New(nil)
 	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "pay.yaml"}, Workdir: "."}.Resolve(os.TempDir())
 	if err != nil {
 		panic(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // The durable engine is a user of the gate: a durable run's calls, each
@@ -24,7 +25,7 @@ type durableCaller struct{}
 
 func (durableCaller) Call(t *testing.T, s gatetest.Setup, name string, args json.RawMessage, answer gatetest.Answerer) *gate.Record {
 	ctx := context.Background()
-	st := store.NewMemory(nil)
+	st := memory.New(nil)
 	m := model.Func(func(_ context.Context, req *model.Request) (model.Reply, error) {
 		if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
 			return model.Reply{Content: "done"}, nil

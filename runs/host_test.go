@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -65,7 +66,7 @@ func TestStartHaltAnswerResume(t *testing.T) {
 	ctx := context.Background()
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -126,7 +127,7 @@ func TestAnswerKeepsActor(t *testing.T) {
 	ctx := context.Background()
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -167,7 +168,7 @@ func TestAnswerKeepsActor(t *testing.T) {
 func TestAnswerNeedsPrincipal(t *testing.T) {
 	ctx := context.Background()
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -248,7 +249,7 @@ func (b *blockingTool) Call(ctx context.Context, args json.RawMessage) (tool.Res
 func TestTakeoverAfterDeath(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	mem := store.NewMemory(&store.Options{Now: clock.Now})
+	mem := memory.New(&store.Options{Now: clock.Now})
 	ds := &dyingStore{Store: mem}
 	first := &testkit.Counter{Name: "first"}
 	second := &blockingTool{name: "second", started: make(chan struct{}), release: make(chan struct{})}
@@ -323,7 +324,7 @@ func TestCancelHaltedRun(t *testing.T) {
 	ctx := context.Background()
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), tools: agent.ToolList{transfer}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_c", Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -357,7 +358,7 @@ func TestCancelHaltedRun(t *testing.T) {
 func TestOwnerAndCancelPrincipals(t *testing.T) {
 	ctx := context.Background()
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
 	if _, err := h.Start(ctx, runs.StartRequest{RunID: "run_x", Owner: approval.Principal{Kind: "wizard", Name: "x"}, Config: testConfig(t), Prompt: "pay"}); err == nil || !strings.Contains(err.Error(), "wizard") {

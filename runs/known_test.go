@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -12,8 +14,8 @@ import (
 // the run is known, past the store's first page, or the next halt would
 // store one again and fail (store.ErrExists), losing the run's end.
 func TestKnownApprovalsReadsEveryPage(t *testing.T) {
-	st := store.NewMemory(nil)
-	n := store.DefaultLimit + 50
+	st := memory.New(nil)
+	n := storeimpl.DefaultLimit + 50
 	var as []store.Approval
 	for i := range n {
 		id := fmt.Sprintf("req_%03d", i)

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -17,7 +18,7 @@ import (
 // the builder shares between runs.
 func TestWithLayerPerTenant(t *testing.T) {
 	ctx := context.Background()
-	mem := store.NewMemory(nil)
+	mem := memory.New(nil).(store.Layers)
 	p, err := layer.Propose("r1", "bash", json.RawMessage(`{"command":"ls"}`), approval.Deny, "")
 	if err != nil {
 		t.Fatal(err)

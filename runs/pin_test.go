@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -58,7 +59,7 @@ func haltedRun(t *testing.T) (*runs.Host, store.Store, *countingBuilder, string)
 	}
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	b := &countingBuilder{testBuilder: &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
 	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: cfg, Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
@@ -188,7 +189,7 @@ func TestCheckPinsOldAndIncomplete(t *testing.T) {
 func TestDurableRefusesChangedPolicy(t *testing.T) {
 	for _, lost := range []bool{false, true} {
 		ctx := context.Background()
-		st := store.NewMemory(nil)
+		st := memory.New(nil)
 		ws := t.TempDir()
 		pol := filepath.Join(ws, "policy.yaml")
 		if err := os.WriteFile(pol, []byte("rules: []\n"), 0o644); err != nil {

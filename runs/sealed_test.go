@@ -72,7 +72,7 @@ var sealedBackends = map[string]func(t *testing.T, key []byte) (store.Store, fun
 // was not made through tollgate. A decision made through the store still
 // resumes and runs the call.
 func TestForgedDecisionIsNotRun(t *testing.T) {
-	key := make([]byte, store.DecisionKeySize)
+	key := make([]byte, 32)
 	key[0] = 7
 	for name, open := range sealedBackends {
 		t.Run(name, func(t *testing.T) {
@@ -100,7 +100,7 @@ func TestForgedDecisionIsNotRun(t *testing.T) {
 				t.Fatal("the forged approval ran the call")
 			}
 			d := res.ToolCalls[0].Decision
-			if d.Outcome != gate.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime || d.Reason != store.UnverifiedReason {
+			if d.Outcome != gate.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime || d.Reason != unverifiedReason {
 				t.Fatalf("decision %+v", d)
 			}
 
@@ -123,7 +123,7 @@ func TestForgedDecisionIsNotRun(t *testing.T) {
 // the approval is set approved with SQL; the run goes on with the call
 // declined in the runtime's name, and the tool never runs.
 func TestDurableForgedDecisionIsNotRun(t *testing.T) {
-	key := make([]byte, store.DecisionKeySize)
+	key := make([]byte, 32)
 	key[1] = 9
 	for name, open := range sealedBackends {
 		t.Run(name, func(t *testing.T) {
@@ -158,9 +158,16 @@ func TestDurableForgedDecisionIsNotRun(t *testing.T) {
 				t.Fatalf("forged %v; the tool ran %d times", forged, transfer.Count())
 			}
 			dec := res.ToolCalls[0].Decision
-			if dec.Outcome != gate.OutcomeDeclined || dec.By.Kind != tool.PrincipalRuntime || dec.Reason != store.UnverifiedReason {
+			if dec.Outcome != gate.OutcomeDeclined || dec.By.Kind != tool.PrincipalRuntime || dec.Reason != unverifiedReason {
 				t.Fatalf("decision %+v", dec)
 			}
 		})
 	}
 }
+
+// unverifiedReason is the reason of the answer an unverified decision
+// gives its request, as the store words it.
+var unverifiedReason = func() string {
+	ans, _ := (store.Approval{Status: store.StatusApproved, Unverified: true}).Answer()
+	return ans.Reason
+}()

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -46,7 +47,7 @@ func TestStopReleasesRun(t *testing.T) {
 	})
 	doneFirst := &testkit.Counter{Name: "done_first", Hints: &tool.Hints{ReadOnly: true}}
 	b := &testBuilder{m: m, tools: agent.ToolList{doneFirst, slow}}
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Hour)
 	runCtx, stop := context.WithCancelCause(ctx)
 	var created store.Run

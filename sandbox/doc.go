@@ -35,7 +35,7 @@
 //
 // # What a sandboxed process may do (mode workspace)
 //
-//   - read and execute below the system directories ([DefaultRead]: /usr,
+//   - read and execute below the system directories (/usr,
 //     /bin, /lib*, /etc, /opt, /dev, /proc, /sys), the workspace, the program
 //     itself and the paths of [Policy].Read; nothing else (not the home
 //     directory, not /tmp, not /run);
@@ -104,8 +104,8 @@
 // # Limits
 //
 // A command may have at most [Policy].MaxProcesses processes and threads at
-// once ([DefaultMaxProcesses]) and [Policy].MaxMemory bytes of memory
-// ([DefaultMaxMemory]), so that a fork bomb stops growing and ends with the
+// once (4096 by default) and [Policy].MaxMemory bytes of memory (by
+// default half the machine's memory, at least 1 GiB), so that a fork bomb stops growing and ends with the
 // call. Where the helper may make cgroups of its own below its current ones
 // (root, or a user to whom a cgroup v2 subtree is delegated), it does: one
 // per command, with pids.max and memory.max (cgroup v2) or in the pids and

@@ -34,10 +34,6 @@ func abi() int {
 	return v
 }
 
-// ABI returns the Landlock ABI version this kernel offers; 0 means Landlock
-// is unavailable (not built in, or disabled at boot).
-func ABI() int { return abi() }
-
 // probe starts the helper with a probe spec, in namespaces when ns is set,
 // and checks its answer. The error carries what the helper said on its
 // standard error (why it could not enter the namespaces, say).

@@ -11,9 +11,6 @@ var errUnsupported = errors.New("the sandbox needs Linux")
 
 func abi() int { return 0 }
 
-// ABI returns 0: Landlock exists only on Linux.
-func ABI() int { return 0 }
-
 func probe(string, bool) error { return errUnsupported }
 
 func prepareAttr(*exec.Cmd) {}

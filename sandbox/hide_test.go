@@ -26,13 +26,18 @@ func TestHideMissingFile(t *testing.T) {
 	journal, logins := filepath.Join(state, "tollgate.db-journal"), filepath.Join(state, "mcp-oauth")
 	p := sandbox.Policy{Mode: sandbox.Workspace, Workspace: ws, Read: []string{state}, Hide: []string{journal, logins}}
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		// The files appear once the command runs.
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {
+				break
+			}
+		}
 		_ = os.WriteFile(journal, []byte("journal-secret\n"), 0o600)
 		_ = os.MkdirAll(logins, 0o700)
 		_ = os.WriteFile(filepath.Join(logins, "srv.json"), []byte("token-secret\n"), 0o600)
 		_ = os.WriteFile(filepath.Join(state, "ready"), nil, 0o600)
 	}()
-	script := "n=0; while [ ! -e " + state + "/ready ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; " +
+	script := ": > " + ws + "/started; n=0; while [ ! -e " + state + "/ready ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; " +
 		"cat " + journal + " " + logins + "/srv.json " + state + "/notes.txt"
 	_, out := run(t, s, p, ws, script)
 	if strings.Contains(out, "secret") {

@@ -40,10 +40,10 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("sandbox mode %q: want off, workspace or read-only", s)
 }
 
-// DefaultRead returns the trees a sandboxed process may read and execute
+// defaultRead returns the trees a sandboxed process may read and execute
 // below whatever its [Policy] says: the system's programs, libraries and
 // configuration, and the kernel's /dev, /proc and /sys. The slice is fresh.
-func DefaultRead() []string {
+func defaultRead() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/dev", "/proc", "/sys"}
 }
 
@@ -94,23 +94,24 @@ type Policy struct {
 	DenyExec []string
 	// MaxProcesses bounds the processes and threads the command may have at
 	// once, its own included: beyond it fork and clone fail with EAGAIN, so
-	// a fork bomb stops growing (and ends with the call). 0 means
-	// [DefaultMaxProcesses]; a negative value, no bound.
+	// a fork bomb stops growing (and ends with the call). 0 means 4096; a
+	// negative value, no bound.
 	MaxProcesses int
 	// MaxMemory bounds the command's memory, in bytes: the whole of it
 	// where a memory cgroup can be made (beyond it the kernel kills a
 	// process), and each process's data (RLIMIT_DATA: an allocation beyond
-	// it fails). 0 means [DefaultMaxMemory]; a negative value, no bound.
+	// it fails). 0 means half the machine's memory, at least 1 GiB; a
+	// negative value, no bound.
 	MaxMemory int64
 }
 
-// DefaultMaxProcesses is the bound on a command's processes and threads
+// defaultMaxProcesses is the bound on a command's processes and threads
 // when [Policy].MaxProcesses is 0.
-const DefaultMaxProcesses = 4096
+const defaultMaxProcesses = 4096
 
-// DefaultMaxMemory returns the bound on a command's memory when
+// defaultMaxMemory returns the bound on a command's memory when
 // [Policy].MaxMemory is 0: half the machine's memory, at least 1 GiB.
-func DefaultMaxMemory() int64 {
+func defaultMaxMemory() int64 {
 	return max(totalMemory()/2, 1<<30)
 }
 
@@ -298,6 +299,10 @@ const helperArg = "__tollgate-sandbox-helper__"
 // process (the helper) kills everything the command starts, daemons included
 // (true with namespaces). Errors: a started command, a relative path in p, a
 // command that could not be found (cmd.Err).
+//
+// The spawning packages take it bound to a policy, as
+// func(cmd *exec.Cmd) (bool, error) { return sb.Wrap(cmd, p) }
+// (builtin.Options.Sandbox, declarative.Options.Sandbox).
 func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	if p.Mode == "" || p.Mode == Off {
 		return false, nil
@@ -340,12 +345,12 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 		MaxProcs: p.MaxProcesses, MaxMem: p.MaxMemory,
 	}
 	if sp.MaxProcs == 0 {
-		sp.MaxProcs = DefaultMaxProcesses
+		sp.MaxProcs = defaultMaxProcesses
 	}
 	if sp.MaxMem == 0 {
-		sp.MaxMem = DefaultMaxMemory()
+		sp.MaxMem = defaultMaxMemory()
 	}
-	sp.Read = append(DefaultRead(), p.Read...)
+	sp.Read = append(defaultRead(), p.Read...)
 	sp.Read = append(sp.Read, prog)
 	sp.Write = slices.Clone(p.Write)
 	if p.Workspace != "" {
@@ -371,12 +376,6 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p Policy) (wholeTree bool, err error) {
 	cmd.Args = []string{s.status.Helper, helperArg, string(b)}
 	prepareAttr(cmd)
 	return s.status.Namespaces, nil
-}
-
-// Wrapper returns Wrap bound to p, in the shape the spawning packages take
-// (builtin.Options.Sandbox, declarative.Options.Sandbox).
-func (s *Sandbox) Wrapper(p Policy) func(cmd *exec.Cmd) (bool, error) {
-	return func(cmd *exec.Cmd) (bool, error) { return s.Wrap(cmd, p) }
 }
 
 // within reports whether path is root or lies below it.

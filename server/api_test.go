@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // A run started over the API halts on an approval; the approval shows what a
@@ -168,7 +169,7 @@ func TestDecisionExpired(t *testing.T) {
 // A run whose agent does not build is refused with 422 naming the server
 // configuration and the field, and no flag of the command line.
 func TestStartRunAgentDoesNotBuild(t *testing.T) {
-	srv, err := server.New(store.NewMemory(nil), failingBuilder{"payer": &runs.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
+	srv, err := server.New(memory.New(nil), failingBuilder{"payer": &runs.FieldError{Field: "policy", Err: errors.New("open /srv/policy.yaml: no such file")}},
 		&server.Options{Tokens: testTokens(t).Lookup, Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +220,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 			if tc.config != nil {
 				opts.AgentProblem = tc.config.AgentProblem
 			}
-			srv, err := server.New(store.NewMemory(nil), tc.b, opts)
+			srv, err := server.New(memory.New(nil), tc.b, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 const agentToken = "tg_agent"
@@ -50,7 +51,7 @@ func claudeFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup,
+	return newFixture(t, memory.New(nil), nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()}})
 }
 
@@ -124,15 +125,14 @@ func TestClaudeHookAskApprovedWithEdit(t *testing.T) {
 		got <- out
 	}()
 	var a serverapi.ApprovalView
-	for {
+	waitFor(t, "the hook's approval", func() bool {
 		var page serverapi.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 		if len(page.Approvals) > 0 {
 			a = page.Approvals[0]
-			break
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return a.ID != ""
+	})
 	edit := json.RawMessage(`{"path":"/work/ws/notes.txt","content":"b"}`)
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", agentToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusForbidden {
 		t.Errorf("the agent deciding: %d, want 403", code)

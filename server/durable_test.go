@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // memQueue is a runs.DurableQueue that drives each run in this process
@@ -190,7 +191,7 @@ func waitStatus(t *testing.T, s store.Store, id string, want store.RunStatus) st
 // durable run itself: its own builder builds nothing. The run's events,
 // from the store, reach the SSE stream as for any run.
 func TestDurableRunsGoThroughTheQueue(t *testing.T) {
-	st := store.NewMemory(nil)
+	st := memory.New(nil)
 	worked := &testkit.Counter{Name: "transfer", Schema: transferSchema}
 	q := newMemQueue(t, st, &testBuilder{m: transferScript(), tools: agent.ToolList{worked}})
 	f := newFixture(t, st, nil, &server.Options{Durable: q})

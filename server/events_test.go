@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // sseEvent is one event read from a stream; comment is set for a comment line.
@@ -419,7 +420,7 @@ func TestEventStreamCaps(t *testing.T) {
 func TestHaltedEventSaysWhatTheRunWaitsFor(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(map[bool]string{false: "hosted", true: "durable"}[durable], func(t *testing.T) {
-			st := store.NewMemory(nil)
+			st := memory.New(nil)
 			opts := &server.Options{}
 			if durable {
 				opts.Durable = newMemQueue(t, st, &testBuilder{m: transferScript(), tools: agent.ToolList{&testkit.Counter{Name: "transfer", Schema: transferSchema}}})
@@ -479,9 +480,7 @@ func TestStalledEventStreamFreesItsPlace(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for open() != http.StatusTooManyRequests {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the stream limit to refuse a stream", func() bool { return open() == http.StatusTooManyRequests })
 	// Far more than the connection buffers: the stream's writes block.
 	data, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", 64<<10)})
 	for i := 0; i < 256; i++ {

@@ -20,7 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -55,7 +55,7 @@ func Example() {
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}}, nil
 	})
 	tokens, _ := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_alice"), Name: "alice", Tenant: "acme", Roles: []server.Role{server.RoleOperator, server.RoleApprover}}})
-	srv, err := server.New(store.NewMemory(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens.Lookup})
+	srv, err := server.New(memory.New(nil), builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": cfg}, Tokens: tokens.Lookup})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // countingStore counts the event queries of one tenant (the streams'; the
@@ -30,7 +31,7 @@ func (c *countingStore) ListEvents(ctx context.Context, f store.EventFilter) ([]
 // reconnects with Last-Event-ID gets the rest, from there.
 func TestManyWatchersOneReader(t *testing.T) {
 	const watchers, runs = 30, 4
-	cs := &countingStore{Store: store.NewMemory(nil)}
+	cs := &countingStore{Store: memory.New(nil)}
 	f := newFixture(t, cs, nil, &server.Options{MaxStreams: 100, MaxStreamsPerPrincipal: 100})
 	streams := make([]*sseStream, watchers)
 	for i := range streams {

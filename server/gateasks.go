@@ -21,10 +21,10 @@ import (
 // itself and sends only what needs a person, and the records of its
 // calls, so that each of its client sessions is a run here.
 //
-//	POST   /v1/gate/asks                an approval for a pending call (serverapi.GateAskRequest) -> 201 serverapi.GateAskView
+//	POST   /v1/gate/asks                an approval for a pending call (serverapi.GateAskRequest) -> 201 serverapi.GateAskView; 429 past maxGatePending
 //	GET    /v1/gate/asks/{run}/{id}     its state, waiting up to ?wait= (default 50s) for a decision
 //	DELETE /v1/gate/asks/{run}/{id}     withdrawn: the runtime closes it, no one can approve it any more
-//	POST   /v1/gate/records             a record of a call (serverapi.GateRecordRequest) -> 204
+//	POST   /v1/gate/records             a record of a call (serverapi.GateRecordRequest) -> 204; 422 for one naming a person without that person's decision (checkGateRecord)
 //	POST   /v1/gate/sessions/end        the session ended (serverapi.GateRecordRequest without a record) -> 204
 
 // Bounds of what an external gate sends.
@@ -62,6 +62,14 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 	run, err := s.gate.open(r.Context(), p, req.Session)
 	if err != nil {
 		problemf(w, r, http.StatusInternalServerError, "opening the session's run failed")
+		return
+	}
+	if full, err := s.gatePendingFull(r.Context(), run, s.now()); err != nil || full {
+		if err != nil {
+			problemf(w, r, http.StatusInternalServerError, "counting the session's pending approvals failed")
+			return
+		}
+		problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("this session has %d approvals pending already, the most one session may have: wait for one to be answered, or withdraw one", maxGatePending))
 		return
 	}
 	a := s.gate.asker(run, &req.Pending)
@@ -212,6 +220,10 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	if req.Record.Source != gate.SourceMCP {
 		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("record.source: want %q", gate.SourceMCP))
+		return
+	}
+	if err := s.checkGateRecord(r.Context(), p.Tenant, sessionRunID(gate.SourceMCP, p, req.Session.ID), req.Record); err != nil {
+		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
 	s.gate.record(r.Context(), p, req.Session, req.Record)

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -34,7 +35,7 @@ func gateFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, store.NewMemory(nil), nil, &server.Options{Tokens: tk.Lookup, Gateway: &server.GatewayOptions{}})
+	return newFixture(t, memory.New(nil), nil, &server.Options{Tokens: tk.Lookup, Gateway: &server.GatewayOptions{}})
 }
 
 // gateAsk is what `tollgate gateway --server` sends for a call of
@@ -143,7 +144,9 @@ func TestGateAsks(t *testing.T) {
 	}
 
 	// The session's records are its run's calls.
+	// (alice's approval names her: the record runs her edit)
 	rec := gate.Record{ID: "mcp_1", Name: "mcp__fs__write", Source: gate.SourceMCP, Ran: true, Output: "wrote b.txt",
+		Args: edited, ArgsDigest: approval.Digest(edited),
 		Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}}}
 	if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: ask.Session, Record: rec}, nil); code != http.StatusNoContent {
 		t.Errorf("record: %d", code)
@@ -198,7 +201,7 @@ func FuzzGateAsk(f *testing.F) {
 			if err := json.Unmarshal([]byte(body), &req); err != nil || req.Call.Source != gate.SourceMCP || req.Pending.Digest != approval.Digest(req.Pending.Args) {
 				t.Fatalf("stored %q", body)
 			}
-		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusConflict:
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusConflict, http.StatusTooManyRequests:
 		default:
 			t.Fatalf("%d for %q", code, body)
 		}

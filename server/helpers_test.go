@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -115,7 +116,7 @@ func transferScript() model.Model {
 func newFixture(t testing.TB, s store.Store, m model.Model, opts *server.Options, extra ...tool.Tool) *fixture {
 	t.Helper()
 	if s == nil {
-		s = store.NewMemory(nil)
+		s = memory.New(nil)
 	}
 	if m == nil {
 		m = transferScript()

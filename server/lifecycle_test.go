@@ -17,13 +17,14 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A run halted under one server, decided while no server follows the log,
 // is resumed by the next server when it starts; the tool runs once, there.
 func TestRestartPicksUpAnsweredRun(t *testing.T) {
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	a := newFixture(t, s, nil, nil)
 	id := a.startRun()
 	ap := a.pending(id)
@@ -50,7 +51,7 @@ func TestRestartPicksUpAnsweredRun(t *testing.T) {
 // a server without any manual step; the approved call runs once.
 func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	ctx := t.Context()
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	b := &testBuilder{m: transferScript()}
 	transfer := &testkit.Counter{Name: "transfer", Schema: transferSchema}
 	b.tools = append(b.tools, transfer)
@@ -80,7 +81,7 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 // run without ending it: it stays running, its lease released, and the next
 // server takes it over from its checkpoint at once.
 func TestShutdownReleasesRunningRun(t *testing.T) {
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	m := testkit.Script([]model.FuncCall{testkit.Call("c1", "slow", nil)})
 	started := make(chan struct{}, 1)
 	a := newFixture(t, s, m, &server.Options{Host: &runs.Options{LeaseTTL: time.Hour}}, tool.Must("slow", "blocks until cancelled", func(ctx context.Context, _ struct{}) (string, error) {
@@ -199,7 +200,7 @@ func grepTollgate(m string) string {
 // Two servers follow one store: both see every decision and both try to
 // resume the run, and the call runs exactly once across them, run after run.
 func TestTwoServersResumeOnce(t *testing.T) {
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	a := newFixture(t, s, nil, nil)
 	b := newFixture(t, s, nil, nil)
 	const n = 20

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/tollgate-dev/tollgate/internal/mcplogin"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcptool"
 )
@@ -26,7 +28,7 @@ import (
 // of the served agents (POST /v1/mcp/logins, GET /v1/mcp/oauth/callback).
 type MCPLoginOptions struct {
 	// Dir is the directory of the tenants' logins, one directory each
-	// (mcptool.TenantTokenStore); the runs of a tenant use its logins
+	// (mcptoken.TenantDir); the runs of a tenant use its logins
 	// (runs/build's Options.MCPTenantLogins). Required.
 	Dir string
 	// RedirectURL is the URL of GET /v1/mcp/oauth/callback as the person's
@@ -50,7 +52,7 @@ const maxPendingMCPLoginsPerTenant = 8
 // the tenant's agents, sorted by agent and server, each with whether the
 // tenant holds a login to it (never the login itself).
 func (s *Server) listMCPLogins(w http.ResponseWriter, r *http.Request, p Principal) {
-	store := mcptool.TenantTokenStore(s.mcpLogins.opts.Dir, p.Tenant)
+	store := &mcptoken.Store{Dir: mcptoken.TenantDir(s.mcpLogins.opts.Dir, p.Tenant)}
 	names := make([]string, 0, len(s.agents))
 	for name := range s.agents {
 		names = append(names, name)
@@ -90,7 +92,7 @@ type mcpLogins struct {
 }
 
 type mcpLogin struct {
-	p              *mcptool.PendingLogin
+	p              *mcplogin.Pending
 	tenant, server string
 	ctx            context.Context
 	cancel         context.CancelFunc
@@ -172,12 +174,12 @@ func (s *Server) startMCPLogin(w http.ResponseWriter, r *http.Request, p Princip
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.opts.Timeout)
-	pl, err := mcptool.StartLogin(ctx, req.Server, sc, &mcptool.OAuthOptions{Store: mcptool.TenantTokenStore(l.opts.Dir, p.Tenant),
+	pl, err := mcplogin.Start(ctx, req.Server, sc, &mcptool.OAuthOptions{Dir: mcptoken.TenantDir(l.opts.Dir, p.Tenant),
 		RedirectURL: l.opts.RedirectURL, LookupEnv: os.LookupEnv, Logger: s.log})
 	if err != nil {
 		cancel()
 		status := http.StatusBadGateway
-		if errors.Is(err, mcptool.ErrNoLoginNeeded) {
+		if errors.Is(err, mcplogin.ErrNoLoginNeeded) {
 			status = http.StatusConflict
 		}
 		problemf(w, r, status, fmt.Sprintf("server %s: %v", req.Server, err))

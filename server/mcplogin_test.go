@@ -20,12 +20,12 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
-	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // oauthMCP is an authorization server (dynamic registration, PKCE S256)
@@ -107,7 +107,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	cfg.MCPFiles = []string{mcpFile}
 	logins := filepath.Join(dir, "logins")
 	ts := httptest.NewUnstartedServer(nil)
-	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
+	srv, err := server.New(memory.New(nil), &testBuilder{m: transferScript()}, &server.Options{
 		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t).Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})
@@ -154,7 +154,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Logged in to MCP server docs for tenant acme") {
 		t.Fatalf("callback: %d %s", resp.StatusCode, page)
 	}
-	if l, err := mcptool.TenantTokenStore(logins, "acme").Load(mcpURL); err != nil || l == nil {
+	if l, err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "acme")}).Load(mcpURL); err != nil || l == nil {
 		t.Errorf("acme's login: %v %v", l, err)
 	}
 	for token, want := range map[string]bool{aliceToken: true, bobToken: false} {
@@ -171,7 +171,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 			t.Errorf("GET /v1/mcp/logins for %s: %+v, want logged in %v", token, list, want)
 		}
 	}
-	if l, err := mcptool.TenantTokenStore(logins, "globex").Load(mcpURL); err != nil || l != nil {
+	if l, err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "globex")}).Load(mcpURL); err != nil || l != nil {
 		t.Errorf("globex's login: %v %v", l, err)
 	}
 	if strings.Contains(body+string(page), "tok0") {
@@ -211,7 +211,7 @@ func mcpLoginServer(t *testing.T) (ts *httptest.Server, mcpURL, logins string) {
 		t.Fatal(err)
 	}
 	ts = httptest.NewUnstartedServer(nil)
-	srv, err := server.New(store.NewMemory(nil), &testBuilder{m: transferScript()}, &server.Options{
+	srv, err := server.New(memory.New(nil), &testBuilder{m: transferScript()}, &server.Options{
 		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tk.Lookup,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
 	})
@@ -264,7 +264,7 @@ func TestMCPLoginBoundToTheBrowser(t *testing.T) {
 		!strings.Contains(string(page), "<strong>tenant globex</strong> in to MCP server <strong>docs</strong>") || strings.Contains(string(page), "Logged in") {
 		t.Fatalf("callback in another browser: %d %s", resp.StatusCode, page)
 	}
-	if l, err := mcptool.TenantTokenStore(logins, "globex").Load(mcpURL); err != nil || l != nil {
+	if l, err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "globex")}).Load(mcpURL); err != nil || l != nil {
 		t.Fatalf("the login landed without the person's consent: %v %v", l, err)
 	}
 	// A forged confirmation (no token) does nothing.
@@ -292,7 +292,7 @@ func TestMCPLoginBoundToTheBrowser(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Logged in to MCP server docs for tenant globex") {
 		t.Fatalf("confirmed: %d %s", resp.StatusCode, page)
 	}
-	if l, err := mcptool.TenantTokenStore(logins, "globex").Load(mcpURL); err != nil || l == nil {
+	if l, err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "globex")}).Load(mcpURL); err != nil || l == nil {
 		t.Errorf("globex's login after the confirmation: %v %v", l, err)
 	}
 }

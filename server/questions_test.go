@@ -25,7 +25,7 @@ import (
 func questionModel() model.Model {
 	return model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 		if testkit.Turn(req) == 0 {
-			return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("q1", builtin.QuestionTool, builtin.QuestionInput{Questions: []builtin.Question{
+			return model.Reply{ToolCalls: []model.FuncCall{testkit.Call("q1", "question", map[string][]builtin.Question{"questions": {
 				{Question: "Which colour?", Header: "Colour", Options: []builtin.QuestionOption{{Label: "Blue"}, {Label: "Green", Description: "the calm one"}}},
 				{Question: "Which days?", Options: []builtin.QuestionOption{{Label: "Mon"}, {Label: "Tue"}}, Multiple: true},
 			}})}}, nil
@@ -43,7 +43,7 @@ func questionTool(t testing.TB) tool.Tool {
 		t.Fatal(err)
 	}
 	for _, x := range ts {
-		if x.Spec().Name == builtin.QuestionTool {
+		if x.Spec().Name == "question" {
 			return x
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // readCounter is a store that counts the GetRun and ListApprovals calls made
@@ -58,7 +59,7 @@ func (c *readCounter) reset() (getRun, approvals int) {
 func TestOneReadPerRequest(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(map[bool]string{false: "hosted", true: "durable"}[durable], func(t *testing.T) {
-			c := &readCounter{Store: store.NewMemory(nil)}
+			c := &readCounter{Store: memory.New(nil)}
 			opts := &server.Options{}
 			if durable {
 				opts.Durable = newMemQueue(t, c.Store, &testBuilder{m: transferScript(), tools: agent.ToolList{&testkit.Counter{Name: "transfer", Schema: transferSchema}}})

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
@@ -206,15 +205,14 @@ func TestRememberClaudeCode(t *testing.T) {
 		got <- out
 	}()
 	var a serverapi.ApprovalView
-	for a.ID == "" {
+	waitFor(t, "the hook's approval", func() bool {
 		var page serverapi.ApprovalPage
 		f.do("GET", "/v1/approvals?status=pending", aliceToken, nil, &page)
 		if len(page.Approvals) > 0 {
 			a = page.Approvals[0]
-		} else {
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return a.ID != ""
+	})
 	if code := f.do("POST", "/v1/approvals/"+a.ID+"/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
 		t.Fatalf("deciding: %d", code)
 	}

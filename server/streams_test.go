@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // waitWatcher is a store that, in each WaitEvents, looks for goroutines an
@@ -43,7 +44,7 @@ func (w *waitWatcher) WaitEvents(ctx context.Context, f store.EventFilter) error
 // An idle event stream waits for events and heartbeats without starting a
 // goroutine for each wait.
 func TestStreamWaitsWithoutGoroutines(t *testing.T) {
-	w := &waitWatcher{Store: store.NewMemory(nil), seen: make(chan struct{})}
+	w := &waitWatcher{Store: memory.New(nil), seen: make(chan struct{})}
 	f := newFixture(t, w, nil, &server.Options{Heartbeat: 2 * time.Millisecond})
 	sse := f.openSSE("/v1/events", aliceToken)
 	<-w.seen

@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // A token of tenant globex sees nothing of tenant acme: its run, approval
@@ -143,7 +144,7 @@ func TestAgentTenants(t *testing.T) {
 	if id := f.startRun(); id == "" {
 		t.Fatal("acme cannot start its agent")
 	}
-	if _, err := server.New(store.NewMemory(nil), f.builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}, AgentTenants: map[string][]string{"typo": {"acme"}}}); err == nil {
+	if _, err := server.New(memory.New(nil), f.builder, &server.Options{Agents: map[string]runs.RunConfig{"payer": payerConfig(t)}, AgentTenants: map[string][]string{"typo": {"acme"}}}); err == nil {
 		t.Fatal("AgentTenants naming no agent is accepted")
 	}
 }

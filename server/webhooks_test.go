@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // A webhook gets its tenant's events of the types it asks for, signed per
@@ -94,7 +95,7 @@ func TestWebhooks(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "webhook delivery failed") || strings.Contains(l, "PASSWORD-IN-URL") || strings.Contains(l, "TOKEN-IN-URL") {
 		t.Fatalf("the failed delivery's log shows the URL's credentials, or nothing:\n%s", l)
 	}
-	if _, err := server.New(store.NewMemory(nil), f.builder, &server.Options{Webhooks: []server.Webhook{{URL: "ftp://x", Secret: secret}}}); err == nil {
+	if _, err := server.New(memory.New(nil), f.builder, &server.Options{Webhooks: []server.Webhook{{URL: "ftp://x", Secret: secret}}}); err == nil {
 		t.Fatal("a webhook URL that is not http(s) was accepted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -17,7 +18,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := store.NewMemory(&store.Options{Now: func() time.Time { return now }})
+	s := memory.New(&store.Options{Now: func() time.Time { return now }})
 	defer s.Close()
 
 	_, err := s.CreateRun(ctx, store.CreateRunRequest{
@@ -66,7 +67,7 @@ func Example() {
 // and the answer the agent gets names both.
 func ExampleAnswer_actor() {
 	ctx := context.Background()
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	defer s.Close()
 	_, err := s.CreateRun(ctx, store.CreateRunRequest{
 		Run:       store.Run{ID: "run_1", Status: store.RunPending},

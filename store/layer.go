@@ -2,11 +2,7 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -26,7 +22,6 @@ import (
 // tenant is [ErrNotFound]. Only the server's administrators and the local
 // command write the layer; no tool does (the store's file is outside every
 // workspace and protected from the tools).
-
 // LayerRuleStatus is a layer rule's status: proposed, then accepted, and
 // removed (from either).
 type LayerRuleStatus string
@@ -50,25 +45,14 @@ const (
 	LayerRemove LayerAction = "remove"
 )
 
-// Limits on the rule layer.
-const (
-	// MaxLayerRuleText is the longest rule text, in bytes.
-	MaxLayerRuleText = 16 << 10
-	// MaxLayerRuleID is the longest rule ID, in bytes.
-	MaxLayerRuleID = 128
-	// MaxLayerRules is how many rules (proposed and accepted) one tenant's
-	// layer holds at most; a proposal past it is [ErrInvalid].
-	MaxLayerRules = 1000
-)
-
 // LayerRule is one rule of a tenant's layer, or a proposal for one.
 type LayerRule struct {
 	// ID names the rule within its tenant: letters, digits, '-', '_' and
-	// '.', at most [MaxLayerRuleID] bytes.
+	// '.', at most 128 bytes.
 	ID     string `json:"id"`
 	Tenant string `json:"tenant"`
 	// Text is the rule as policy YAML (a document with one rule), at most
-	// [MaxLayerRuleText] bytes; the store keeps it as given.
+	// 16 KiB; the store keeps it as given.
 	Text string `json:"text"`
 	// Effect ("allow" or "deny") and Tool describe the rule for listings.
 	Effect string `json:"effect"`
@@ -89,7 +73,8 @@ type LayerRule struct {
 	RemovedBy tool.Principal `json:"removedBy,omitzero"`
 	RemovedAt *time.Time     `json:"removedAt,omitempty"`
 	// MAC seals an accepted rule with the store's decision key
-	// ([Sealer.SealLayerRule]); the store sets it.
+	// (an HMAC-SHA256 of its tenant, ID, text, effect, status, who accepted
+	// it and its version); the store sets it.
 	MAC string `json:"-"`
 }
 
@@ -119,20 +104,20 @@ type Layer struct {
 	// first.
 	Proposed []LayerRule `json:"proposed"`
 	// Unsealed are rules the store holds as accepted that carry no valid
-	// MAC ([Sealer.CheckLayerRule]): written into the database directly,
+	// MAC: written into the database directly,
 	// altered there, or accepted with another store key. They are not in
 	// Rules and apply to nothing.
 	Unsealed []LayerRule `json:"unsealed,omitempty"`
 }
 
-// Layers keeps each tenant's rule layer. [Memory] and the SQLite and
+// Layers keeps each tenant's rule layer. The memory, SQLite and
 // PostgreSQL stores implement it; find it on a [Store] by type assertion.
 // Every method is atomic, also across processes sharing one store.
 type Layers interface {
 	// ProposeLayerRule stores r as a proposal of r.Tenant's layer and
 	// returns it as stored (Status proposed, ProposedAt set). Errors:
 	// [ErrExists] for a taken ID; [ErrInvalid] for a bad ID, text, effect
-	// or proposer, or a layer that holds [MaxLayerRules] rules.
+	// or proposer, or a layer that holds 1,000 rules (proposed and accepted).
 	ProposeLayerRule(ctx context.Context, r LayerRule) (LayerRule, error)
 	// AcceptLayerRule moves the proposal id of tenant into the layer, as
 	// the next version, accepted by by. Errors: [ErrNotFound];
@@ -153,60 +138,4 @@ type Layers interface {
 	// newest first (limit as [RunFilter]'s Limit; [ErrInvalid] when
 	// negative).
 	LayerHistory(ctx context.Context, tenant string, limit int) ([]LayerChange, error)
-}
-
-// CheckLayerRule validates a proposal, for implementations ([ErrInvalid]).
-func CheckLayerRule(r LayerRule) error {
-	switch {
-	case r.ID == "" || len(r.ID) > MaxLayerRuleID || strings.IndexFunc(r.ID, badIDRune) >= 0:
-		return fmt.Errorf("%w: layer rule ID %q: want 1 to %d letters, digits, '-', '_' or '.'", ErrInvalid, r.ID, MaxLayerRuleID)
-	case r.Text == "" || len(r.Text) > MaxLayerRuleText || !utf8.ValidString(r.Text):
-		return fmt.Errorf("%w: layer rule %s: text must be UTF-8, 1 to %d bytes", ErrInvalid, r.ID, MaxLayerRuleText)
-	case r.Effect != "allow" && r.Effect != "deny":
-		return fmt.Errorf("%w: layer rule %s: effect %q is not allow or deny", ErrInvalid, r.ID, r.Effect)
-	case len(r.Tool) > 256 || len(r.Source) > 512:
-		return fmt.Errorf("%w: layer rule %s: tool or source too long", ErrInvalid, r.ID)
-	}
-	return checkLayerPrincipal("ProposedBy", r.ProposedBy)
-}
-
-func badIDRune(r rune) bool {
-	return !(r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.'))
-}
-
-// CheckLayerPrincipal validates who changes a layer, for implementations
-// ([ErrInvalid]).
-func CheckLayerPrincipal(by tool.Principal) error { return checkLayerPrincipal("by", by) }
-
-func checkLayerPrincipal(field string, by tool.Principal) error {
-	if err := checkAnswer(Answer{By: by}); err != nil {
-		return fmt.Errorf("%w (layer change %s)", err, field)
-	}
-	return nil
-}
-
-// ApplyLayerChange is the state machine of [Layers.AcceptLayerRule] and
-// [Layers.RemoveLayerRule], for implementations: given the stored rule,
-// the layer's current version and the time, it returns the rule as it
-// must be stored and the change to append, or the error to return.
-func ApplyLayerChange(r LayerRule, action LayerAction, version int64, by tool.Principal, now time.Time) (LayerRule, LayerChange, error) {
-	if err := CheckLayerPrincipal(by); err != nil {
-		return r, LayerChange{}, err
-	}
-	switch {
-	case action == LayerAccept && r.Status != LayerProposed:
-		return r, LayerChange{}, fmt.Errorf("%w: layer rule %s is %s, not proposed", ErrDecided, r.ID, r.Status)
-	case action == LayerRemove && r.Status == LayerRemoved:
-		return r, LayerChange{}, fmt.Errorf("%w: layer rule %s was removed already", ErrDecided, r.ID)
-	case action != LayerAccept && action != LayerRemove:
-		return r, LayerChange{}, fmt.Errorf("%w: layer action %q", ErrInvalid, action)
-	}
-	t := now
-	if action == LayerAccept {
-		r.Status, r.AcceptedBy, r.AcceptedAt, r.Version = LayerAccepted, by, &t, version+1
-	} else {
-		r.Status, r.RemovedBy, r.RemovedAt = LayerRemoved, by, &t
-	}
-	c := LayerChange{Tenant: r.Tenant, Version: version + 1, Action: action, RuleID: r.ID, Text: r.Text, Effect: r.Effect, Tool: r.Tool, By: by, At: now}
-	return r, c, nil
 }

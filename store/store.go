@@ -2,8 +2,8 @@
 // that a run that waits for a person survives the process, and so that hosts
 // (the CLI, a server, several processes sharing one database) can claim, watch
 // and page through runs (docs/architecture.md, "Suspension and approval" and
-// "The store"). [Store] is the interface; [Memory] is the in-memory
-// implementation, package store/sqlite the durable one in one file,
+// "The store"). [Store] is the interface; package store/memory is the
+// in-memory implementation, package store/sqlite the durable one in one file,
 // package store/postgres the one that processes on many machines
 // share, and package store/storetest the test suite every
 // implementation must pass.
@@ -49,13 +49,16 @@
 //
 // A decision (approved, denied, expired, used) is sealed by the store that
 // writes it: an HMAC-SHA256, with the store's decision key
-// ([Options].DecisionKey), over what a resume trusts of it (see [Sealer]).
+// ([Options].DecisionKey), over what a resume trusts of it: the approval's
+// tenant, run, ID, call, tool, kind and arguments digest, its status, who
+// decided and who acted for them, the reason, the answer's data and the
+// expiry (to the microsecond).
 // Every approval a store reads is checked: one whose decision carries no
 // MAC, or a wrong one (a row changed in the database by something other
 // than tollgate: a tool that could write the SQLite file, a client of the
 // PostgreSQL server; or a row decided before decisions were sealed) is
 // returned with Unverified set; its [Approval.Answer] declines the request
-// with [UnverifiedReason], and Consume refuses it ([ErrUnverified]). A
+// saying the decision was not made through tollgate, and Consume refuses it ([ErrUnverified]). A
 // pending approval needs no MAC: it decides nothing. Sealing never
 // launders: a step from an unverified approval (an expiry) stays
 // unverified.
@@ -97,18 +100,10 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -134,7 +129,7 @@ var (
 	// ErrDigestMismatch: Consume with arguments other than the approved ones.
 	ErrDigestMismatch = errors.New("store: approval was given for other arguments")
 	// ErrLeased: ClaimRun on a run whose lease another holder still holds;
-	// the error is a [*LeasedError] with the holder and the expiry; try again
+	// the message names the holder and the expiry (RFC 3339); try again
 	// after the expiry.
 	ErrLeased = errors.New("store: run is leased to another holder")
 	// ErrLeaseLost: RenewLease or a fenced UpdateRun by a holder whose lease
@@ -282,7 +277,7 @@ type Approval struct {
 	UsedAt    *time.Time `json:"usedAt,omitempty"`
 	// ExpiresAt is the request's expiry, if any.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	// MAC seals the decision, for implementations ([Sealer]): base64 of an
+	// MAC seals the decision (see "Sealed decisions" in the package doc): base64 of an
 	// HMAC-SHA256, empty while pending. Kept by the store, never shown.
 	MAC string `json:"-"`
 	// Unverified is set by the store that read the approval when its
@@ -299,12 +294,12 @@ func (a Approval) Expired(now time.Time) bool {
 // Answer returns the answer a decided approval gives its request: approved and
 // used ones approve (with Data), denied ones decline with the reason, expired
 // ones decline as expired, and an unverified one (see "Sealed decisions" in
-// the package doc) declines in the runtime's name with [UnverifiedReason],
+// the package doc) declines in the runtime's name, saying so,
 // whatever its status says. A pending approval has no answer (false).
 func (a Approval) Answer() (tool.Answer, bool) {
 	ans := tool.Answer{ID: a.ID, Reason: a.Reason, Principal: a.DecidedBy, Actor: a.Actor}
 	if a.Unverified && a.Status != StatusPending {
-		return tool.Answer{ID: a.ID, Principal: tool.Principal{Kind: tool.PrincipalRuntime}, Reason: UnverifiedReason}, true
+		return tool.Answer{ID: a.ID, Principal: tool.Principal{Kind: tool.PrincipalRuntime}, Reason: unverifiedReason}, true
 	}
 	switch a.Status {
 	case StatusApproved, StatusUsed:
@@ -324,7 +319,7 @@ type Answer struct {
 	// Approve approves when true, denies when false.
 	Approve bool
 	// By is who decided (a person, a flag that answers for everyone);
-	// required, with a valid kind and a name of at most [MaxPrincipalName]
+	// required, with a valid kind and a name of at most 512
 	// bytes. Kept as DecidedBy.
 	By tool.Principal
 	// Actor, when not zero, is who acted on By's behalf: an administrator
@@ -362,83 +357,6 @@ type ApprovalEvent struct {
 	Reason     string         `json:"reason,omitempty"`
 }
 
-// ApprovalEventOf returns the event that records a's current status (decided
-// or expired), for implementations: Type, Tenant, RunID, Time (a.UpdatedAt)
-// and Data are set; Seq is left to the store.
-func ApprovalEventOf(a Approval) Event {
-	typ := EventApprovalDecided
-	if a.Status == StatusExpired {
-		typ = EventApprovalExpired
-	}
-	data, _ := json.Marshal(ApprovalEvent{ApprovalID: a.ID, CallID: a.CallID, Tool: a.Tool, Status: a.Status, DecidedBy: a.DecidedBy, Actor: a.Actor, Reason: a.Reason})
-	return Event{Tenant: a.Tenant, RunID: a.RunID, Type: typ, Time: a.UpdatedAt, Data: data}
-}
-
-// MaxPrincipalName is the longest principal name, in bytes, that Decide
-// accepts (in By and Actor).
-const MaxPrincipalName = 512
-
-// checkAnswer reports an answer whose principals a store would not keep.
-func checkAnswer(d Answer) error {
-	if d.By.IsZero() {
-		return fmt.Errorf("%w: the answer names no principal (By)", ErrInvalid)
-	}
-	for _, p := range []struct {
-		field string
-		p     tool.Principal
-	}{{"By", d.By}, {"Actor", d.Actor}} {
-		if p.field == "Actor" && p.p.IsZero() {
-			continue
-		}
-		if !p.p.Kind.Valid() {
-			return fmt.Errorf("%w: answer %s: kind %q is not hook, rule, autonomy, person, runtime or flag", ErrInvalid, p.field, p.p.Kind)
-		}
-		if len(p.p.Name) > MaxPrincipalName {
-			return fmt.Errorf("%w: answer %s: name of %d bytes, more than %d", ErrInvalid, p.field, len(p.p.Name), MaxPrincipalName)
-		}
-		if !utf8.ValidString(p.p.Name) || strings.IndexFunc(p.p.Name, unicode.IsControl) >= 0 {
-			return fmt.Errorf("%w: answer %s: name %q is not UTF-8 text without control characters", ErrInvalid, p.field, p.p.Name)
-		}
-	}
-	return nil
-}
-
-// PrincipalText is how a principal is kept in a text column: its text form
-// ("person:alice"), "" for the zero Principal. For implementations; read it
-// back with [PrincipalsFromText].
-func PrincipalText(p tool.Principal) string {
-	if p.IsZero() {
-		return ""
-	}
-	return p.String()
-}
-
-// legacyAdmin matches how an administrator's answer for someone else was
-// kept before the actor had its own field: "alice (by root with --admin)".
-var legacyAdmin = regexp.MustCompile(`^(.+) \(by (.+) with --admin\)$`)
-
-// PrincipalsFromText reads a decision's principals back from their text
-// columns (see [PrincipalText]), for implementations. Text that stores of
-// earlier versions kept is read too: a bare name is a person's
-// ([tool.PrincipalOf]), and one name that recorded an administrator's answer
-// for someone, "alice (by root with --admin)", is read as by person:alice,
-// actor person:root.
-func PrincipalsFromText(by, actor string) (tool.Principal, tool.Principal) {
-	var b, a tool.Principal
-	if actor != "" {
-		a = tool.PrincipalOf(actor)
-	}
-	if by == "" {
-		return b, a
-	}
-	if kind, _, ok := strings.Cut(by, ":"); !ok || !tool.PrincipalKind(kind).Valid() {
-		if m := legacyAdmin.FindStringSubmatch(by); m != nil && actor == "" {
-			return tool.PrincipalOf(m[1]), tool.Principal{Kind: tool.PrincipalPerson, Name: m[2]}
-		}
-	}
-	return tool.PrincipalOf(by), a
-}
-
 // Event is one entry of the store's event log.
 type Event struct {
 	// Seq is assigned by the store: store-wide, strictly increasing, never
@@ -450,28 +368,18 @@ type Event struct {
 	Tenant string `json:"tenant"`
 	RunID  string `json:"runId,omitempty"`
 	// Type names what happened, dotted ("run.started", "approval.decided");
-	// required, at most [MaxEventType] bytes.
+	// required, at most 128 bytes.
 	Type string `json:"type"`
 	// Time is when it happened; the store's clock when zero on input.
 	Time time.Time `json:"time"`
 	// Data is the event's payload, valid JSON or nil, at most
-	// [MaxEventData] bytes.
+	// 1 MiB.
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// Limits on what the store accepts and returns.
-const (
-	// DefaultLimit is the page size when a filter's Limit is zero.
-	DefaultLimit = 100
-	// MaxLimit is the largest page; larger Limits are lowered to it.
-	MaxLimit = 1000
-	// MaxEventType is the longest event type, in bytes.
-	MaxEventType = 128
-	// MaxEventData is the largest event payload, in bytes.
-	MaxEventData = 1 << 20
-	// maxCursor is the longest cursor accepted, in bytes.
-	maxCursor = 128
-)
+// MaxLimit is the largest page of a listing, in records; larger Limits
+// are lowered to it.
+const MaxLimit = 1000
 
 // CreateRunRequest is what CreateRun stores in one transaction.
 type CreateRunRequest struct {
@@ -551,7 +459,7 @@ type RunFilter struct {
 	// canonical text form ([tool.Principal.String]), compared exactly with
 	// [Run.Owner].
 	Owner string
-	// Limit is the page size: 0 means [DefaultLimit], more than [MaxLimit]
+	// Limit is the page size: 0 means 100, more than [MaxLimit]
 	// means MaxLimit; negative is an error.
 	Limit int
 	// Cursor is the Next of the previous page, or empty for the first.
@@ -559,15 +467,6 @@ type RunFilter struct {
 	// Newest lists the runs newest first (a cursor of one order is not
 	// one of the other: [ErrBadCursor]).
 	Newest bool
-}
-
-// RunsCursorKind is the kind of the cursors of a run listing in the
-// order f asks for ([EncodeCursor], [DecodeCursor]).
-func RunsCursorKind(f RunFilter) string {
-	if f.Newest {
-		return "runs-newest"
-	}
-	return "runs"
 }
 
 // RunPage is one page of runs, oldest first unless the filter asked for
@@ -678,13 +577,17 @@ type Store interface {
 	// is then stored as expired, with an [EventApprovalExpired] event);
 	// [ErrDecided] when it is not pending; [ErrInvalid] when d.By is zero or
 	// d.By or d.Actor has an unknown kind or a name longer than
-	// [MaxPrincipalName] (nothing changes then).
+	// 512 bytes (nothing changes then).
 	Decide(ctx context.Context, runID, id string, d Answer) (Approval, error)
 	// Consume uses an approved approval for arguments with the given digest,
-	// once, and returns it as used. Errors: [ErrNotFound]; [ErrUsed];
-	// [ErrNotApproved] (pending, denied or expired); [ErrExpired] at or after
-	// ExpiresAt (then stored as expired, with an [EventApprovalExpired]
-	// event); [ErrDigestMismatch] (nothing changes).
+	// once, and returns it as used, with its answer's data. The answer to
+	// a request that asks a person for something (input, a question, an
+	// authorization) is given once: the store then keeps as its Data
+	// {"redacted":"the answer was used and is no longer kept"}. Errors:
+	// [ErrNotFound]; [ErrUsed]; [ErrNotApproved] (pending, denied or
+	// expired); [ErrUnverified] (a decision not made through tollgate);
+	// [ErrExpired] at or after ExpiresAt (then stored as expired, with an
+	// [EventApprovalExpired] event); [ErrDigestMismatch] (nothing changes).
 	Consume(ctx context.Context, runID, id, digest string) (Approval, error)
 	// ExpireApprovals records as expired every pending or approved approval
 	// whose ExpiresAt has passed (store clock), appending an
@@ -712,20 +615,12 @@ type Options struct {
 	// Now returns the current time (default time.Now); for tests.
 	Now func() time.Time
 	// DecisionKey is the key of the MACs that seal the store's decisions
-	// ([DecisionKeySize] bytes; see [LoadDecisionKey] and "Sealed
-	// decisions" in the package doc). Every process that shares a durable
-	// store must be given the same key. Nil means a key made at random for
+	// (32 random bytes, kept secret; see "Sealed decisions" in the package
+	// doc; the command keeps it in a file of its state directory). Every
+	// process that shares a durable store must be given the same key. Nil means a key made at random for
 	// this process: decisions written by another process, or before a
 	// restart, are then refused.
 	DecisionKey []byte
-}
-
-// NowFunc returns o.Now, or time.Now when o or o.Now is nil.
-func (o *Options) NowFunc() func() time.Time {
-	if o == nil || o.Now == nil {
-		return time.Now
-	}
-	return o.Now
 }
 
 // AllRuns iterates over every run f selects, page after page, starting at
@@ -772,235 +667,4 @@ func AllApprovals(ctx context.Context, s Store, f ApprovalFilter) iter.Seq2[Appr
 			f.Cursor = p.Next
 		}
 	}
-}
-
-// PageLimit returns the page size a filter's limit asks for ([DefaultLimit]
-// for 0, at most [MaxLimit]); [ErrInvalid] when negative. For
-// implementations.
-func PageLimit(limit int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, fmt.Errorf("%w: limit %d is negative", ErrInvalid, limit)
-	case limit == 0:
-		return DefaultLimit, nil
-	case limit > MaxLimit:
-		return MaxLimit, nil
-	}
-	return limit, nil
-}
-
-// EncodeCursor returns the opaque cursor of a position (a positive, store
-// assigned, increasing number) in the listing named kind ("runs",
-// "approvals"). For implementations.
-func EncodeCursor(kind string, pos int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + strconv.FormatInt(pos, 10)))
-}
-
-// DecodeCursor returns the position a cursor of the listing kind holds; 0 for
-// the empty cursor; [ErrBadCursor] for anything EncodeCursor(kind, ...) did
-// not make. For implementations.
-func DecodeCursor(kind, cursor string) (int64, error) {
-	if cursor == "" {
-		return 0, nil
-	}
-	bad := func(why string) (int64, error) {
-		if len(cursor) > 20 {
-			cursor = cursor[:20] + "..."
-		}
-		return 0, fmt.Errorf("%w: %q is not a cursor of %s (%s)", ErrBadCursor, cursor, kind, why)
-	}
-	if len(cursor) > maxCursor {
-		return bad("too long")
-	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
-	if err != nil {
-		return bad("not base64url")
-	}
-	k, n, ok := strings.Cut(string(b), ":")
-	if !ok || k != kind {
-		return bad("wrong listing")
-	}
-	pos, err := strconv.ParseInt(n, 10, 64)
-	if err != nil || pos <= 0 || strconv.FormatInt(pos, 10) != n {
-		return bad("bad position")
-	}
-	return pos, nil
-}
-
-// CheckEvent validates an event for appending and fills its Time from now
-// when zero; runTenant, when the event belongs to a run, is the run's tenant
-// (ErrInvalid if ev.Tenant differs and is not empty). For implementations.
-func CheckEvent(ev Event, runTenant *string, now time.Time) (Event, error) {
-	where := "event"
-	if ev.RunID != "" {
-		where = "event of run " + ev.RunID
-	}
-	switch {
-	case ev.Type == "":
-		return ev, fmt.Errorf("%w: %s: empty type", ErrInvalid, where)
-	case len(ev.Type) > MaxEventType:
-		return ev, fmt.Errorf("%w: %s: type is %d bytes, more than %d", ErrInvalid, where, len(ev.Type), MaxEventType)
-	case len(ev.Data) > MaxEventData:
-		return ev, fmt.Errorf("%w: %s %s: data is %d bytes, more than %d", ErrInvalid, where, ev.Type, len(ev.Data), MaxEventData)
-	case ev.Data != nil && !json.Valid(ev.Data):
-		return ev, fmt.Errorf("%w: %s %s: data is not valid JSON", ErrInvalid, where, ev.Type)
-	}
-	if runTenant != nil {
-		if ev.Tenant != "" && ev.Tenant != *runTenant {
-			return ev, fmt.Errorf("%w: %s %s: tenant %q is not the run's %q", ErrInvalid, where, ev.Type, ev.Tenant, *runTenant)
-		}
-		ev.Tenant = *runTenant
-	}
-	if ev.Time.IsZero() {
-		ev.Time = now
-	}
-	ev.Data = slices.Clone(ev.Data)
-	return ev, nil
-}
-
-// LeasedError is the error ClaimRun returns while another holder's lease
-// lasts; errors.Is(err, [ErrLeased]) holds, and errors.As gives the holder
-// and the expiry (after which a claim may take the run over).
-type LeasedError struct {
-	RunID, Holder string
-	ExpiresAt     time.Time
-}
-
-// Error says who holds the run and until when.
-func (e *LeasedError) Error() string {
-	return fmt.Sprintf("%v: run %s is leased to %q until %s", ErrLeased, e.RunID, e.Holder, e.ExpiresAt.Format(time.RFC3339Nano))
-}
-
-// Unwrap returns [ErrLeased].
-func (e *LeasedError) Unwrap() error { return ErrLeased }
-
-// CheckRun validates a new run and its approvals: the run needs an ID and a
-// status, each approval an ID; [ErrInvalid]. For implementations.
-func CheckRun(r CreateRunRequest) error {
-	switch {
-	case r.Run.ID == "":
-		return fmt.Errorf("%w: run with no ID", ErrInvalid)
-	case r.Run.Status == "":
-		return fmt.Errorf("%w: run %s has no status", ErrInvalid, r.Run.ID)
-	}
-	return checkApprovals(r.Run.ID, r.Approvals)
-}
-
-func checkApprovals(runID string, as []Approval) error {
-	for i, a := range as {
-		if a.ID == "" {
-			return fmt.Errorf("%w: approval %d of run %s has no ID", ErrInvalid, i, runID)
-		}
-	}
-	return nil
-}
-
-// CheckClaim validates a claim; [ErrInvalid]. For implementations.
-func CheckClaim(id string, c Claim) error {
-	switch {
-	case c.Holder == "":
-		return fmt.Errorf("%w: claim of run %s: empty holder", ErrInvalid, id)
-	case c.TTL <= 0:
-		return fmt.Errorf("%w: claim of run %s: lease TTL %s is not positive", ErrInvalid, id, c.TTL)
-	case len(c.From) == 0:
-		return fmt.Errorf("%w: claim of run %s: no statuses to claim from", ErrInvalid, id)
-	}
-	return nil
-}
-
-// ApplyClaim is the state machine of [Store.ClaimRun], for implementations:
-// given the stored run, the largest token the run ever had (the current
-// lease's, or a released one's) and the store's time, it returns the run as
-// it must be stored, or the error to return (and nothing is stored).
-func ApplyClaim(r Run, lastToken int64, c Claim, now time.Time) (Run, error) {
-	if err := CheckClaim(r.ID, c); err != nil {
-		return r, err
-	}
-	if l := r.Lease; l != nil && l.Holder != c.Holder && !l.Expired(now) {
-		return r, &LeasedError{RunID: r.ID, Holder: l.Holder, ExpiresAt: l.ExpiresAt}
-	}
-	if !slices.Contains(c.From, r.Status) {
-		return r, fmt.Errorf("%w: run %s is %s, not one of %v", ErrConflict, r.ID, r.Status, c.From)
-	}
-	if c.To != "" {
-		r.Status = c.To
-	}
-	r.Lease = &Lease{Holder: c.Holder, Token: lastToken + 1, ExpiresAt: now.Add(c.TTL)}
-	r.Version++
-	r.UpdatedAt = now
-	return r, nil
-}
-
-// ApplyRenew is the state machine of [Store.RenewLease], for
-// implementations: it returns the run as it must be stored.
-func ApplyRenew(r Run, holder string, token int64, ttl time.Duration, now time.Time) (Run, error) {
-	if ttl <= 0 {
-		return r, fmt.Errorf("%w: renewal of run %s: lease TTL %s is not positive", ErrInvalid, r.ID, ttl)
-	}
-	l := r.Lease
-	if l == nil {
-		return r, fmt.Errorf("%w: run %s has no lease (released or never claimed); %q held token %d", ErrLeaseLost, r.ID, holder, token)
-	}
-	if l.Holder != holder || l.Token != token {
-		return r, fmt.Errorf("%w: run %s is leased to %q with token %d, not %q with token %d", ErrLeaseLost, r.ID, l.Holder, l.Token, holder, token)
-	}
-	r.Lease = &Lease{Holder: holder, Token: token, ExpiresAt: now.Add(ttl)}
-	r.Version++
-	r.UpdatedAt = now
-	return r, nil
-}
-
-// ApplyUpdate is the state machine of [Store.UpdateRun] for the run record
-// (approvals and events are the implementation's), for implementations: it
-// returns the run as it must be stored, or the error to return.
-func ApplyUpdate(r Run, u RunUpdate, now time.Time) (Run, error) {
-	if err := checkApprovals(r.ID, u.Approvals); err != nil {
-		return r, err
-	}
-	if u.From != "" && r.Status != u.From {
-		return r, fmt.Errorf("%w: run %s is %s, not %s", ErrConflict, r.ID, r.Status, u.From)
-	}
-	if u.LeaseToken != 0 && (r.Lease == nil || r.Lease.Token != u.LeaseToken) {
-		held := "no lease"
-		if r.Lease != nil {
-			held = fmt.Sprintf("a lease of %q with token %d", r.Lease.Holder, r.Lease.Token)
-		}
-		return r, fmt.Errorf("%w: run %s has %s, not token %d", ErrLeaseLost, r.ID, held, u.LeaseToken)
-	}
-	if u.Status != "" {
-		r.Status = u.Status
-	}
-	r.State = replaceRaw(r.State, u.State)
-	r.Result = replaceRaw(r.Result, u.Result)
-	if u.ReleaseLease {
-		r.Lease = nil
-	}
-	r.Version++
-	r.UpdatedAt = now
-	return r, nil
-}
-
-func replaceRaw(cur, next json.RawMessage) json.RawMessage {
-	switch {
-	case next == nil:
-		return cur
-	case string(next) == "null":
-		return nil
-	}
-	return slices.Clone(next)
-}
-
-// Prunable reports whether DeleteRuns with f deletes r at now (tenant
-// scoping aside). For implementations.
-func Prunable(r Run, f PruneFilter, now time.Time) bool {
-	if r.Lease != nil && !r.Lease.Expired(now) {
-		return false
-	}
-	if !f.Before.IsZero() && !r.UpdatedAt.Before(f.Before) {
-		return false
-	}
-	if len(f.Statuses) == 0 {
-		return r.Status.Finished()
-	}
-	return slices.Contains(f.Statuses, r.Status)
 }

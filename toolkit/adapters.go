@@ -9,86 +9,126 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 )
 
-// OpenAITool is one element of the "tools" array of the OpenAI Chat
-// Completions API: {"type":"function","function":{name,description,parameters}}.
-type OpenAITool struct {
-	// Type is always "function".
-	Type     string         `json:"type"`
-	Function OpenAIFunction `json:"function"`
+// ProviderTools returns defs (from [Toolkit.Defs], or as a BeforeLLM hook
+// replaced them) as the "tools" array of a provider's API, in order, as
+// JSON ready to send:
+//
+//   - "openai", the Chat Completions API:
+//     [{"type":"function","function":{name, description, parameters}}];
+//   - "anthropic", the Messages API: [{name, description, input_schema}];
+//   - "gemini", generateContent: one tool holding a function declaration
+//     per definition, [{"functionDeclarations":[{name, description,
+//     parameters}]}].
+//
+// OpenAI and Anthropic get the schemas unchanged (non-strict function
+// calling), an empty one as {"type":"object","properties":{}}. Gemini
+// accepts only a subset of JSON Schema (the Schema object of the Gemini
+// API, after OpenAPI 3.0), so each schema is rewritten into it:
+//
+//   - dropped: $schema, $id, $defs, additionalProperties, patternProperties,
+//     not, allOf, if/then/else, exclusive bounds, examples and every other
+//     keyword Gemini does not know;
+//   - "type": ["T","null"] becomes "type": "T" with "nullable": true (and
+//     "type": "null" becomes "nullable": true); several non-null types
+//     become an anyOf of one type each;
+//   - "const": "v" becomes "enum": ["v"]; an enum is kept only when it lists
+//     strings only, and gets "type": "string" when it has no type; "format"
+//     only when Gemini knows it; "oneOf" becomes "anyOf" (a weaker
+//     contract, which is what Gemini can express);
+//   - local references (#/$defs/X, #/definitions/X) are inlined, recursion
+//     cut at a depth of 3; "required" keeps only properties that exist; an
+//     empty "properties" is dropped, and "parameters" is omitted for a
+//     function without any, as Gemini requires.
+//
+// It returns an error for another provider, and for gemini one naming the
+// tool whose schema is not a JSON object.
+func ProviderTools(provider string, defs []model.ToolDef) (json.RawMessage, error) {
+	var v any
+	switch provider {
+	case "openai":
+		v = openAITools(defs)
+	case "anthropic":
+		v = anthropicTools(defs)
+	case "gemini":
+		g, err := geminiTools(defs)
+		if err != nil {
+			return nil, err
+		}
+		v = []geminiTool{g}
+	default:
+		return nil, fmt.Errorf("toolkit: provider %q: want openai, anthropic or gemini", provider)
+	}
+	return json.Marshal(v)
 }
 
-// OpenAIFunction is the "function" member of an [OpenAITool].
-type OpenAIFunction struct {
+// openAITool is one element of the "tools" array of the OpenAI Chat
+// Completions API.
+type openAITool struct {
+	// Type is always "function".
+	Type     string         `json:"type"`
+	Function openAIFunction `json:"function"`
+}
+
+// openAIFunction is the "function" member of an openAITool.
+type openAIFunction struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// Parameters is the JSON Schema of the arguments, passed unchanged.
 	Parameters json.RawMessage `json:"parameters"`
 }
 
-// OpenAITools converts definitions (from [Toolkit.Defs], or as replaced by a
-// BeforeLLM hook) to the OpenAI Chat Completions tool format, in order. The
-// schemas are passed unchanged (non-strict function calling); an empty one
-// becomes {"type":"object","properties":{}}.
-func OpenAITools(defs []model.ToolDef) []OpenAITool {
-	out := make([]OpenAITool, len(defs))
+func openAITools(defs []model.ToolDef) []openAITool {
+	out := make([]openAITool, len(defs))
 	for i, d := range defs {
-		out[i] = OpenAITool{Type: "function", Function: OpenAIFunction{
+		out[i] = openAITool{Type: "function", Function: openAIFunction{
 			Name: d.Name, Description: d.Description, Parameters: schemaOrEmpty(d.InputSchema),
 		}}
 	}
 	return out
 }
 
-// AnthropicTool is one element of the "tools" array of the Anthropic Messages
-// API: {name, description, input_schema}.
-type AnthropicTool struct {
+// anthropicTool is one element of the "tools" array of the Anthropic
+// Messages API.
+type anthropicTool struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// InputSchema is the JSON Schema of the arguments, passed unchanged.
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-// AnthropicTools converts definitions to the Anthropic Messages tool format,
-// in order. The schemas are passed unchanged; an empty one becomes
-// {"type":"object","properties":{}}.
-func AnthropicTools(defs []model.ToolDef) []AnthropicTool {
-	out := make([]AnthropicTool, len(defs))
+func anthropicTools(defs []model.ToolDef) []anthropicTool {
+	out := make([]anthropicTool, len(defs))
 	for i, d := range defs {
-		out[i] = AnthropicTool{Name: d.Name, Description: d.Description, InputSchema: schemaOrEmpty(d.InputSchema)}
+		out[i] = anthropicTool{Name: d.Name, Description: d.Description, InputSchema: schemaOrEmpty(d.InputSchema)}
 	}
 	return out
 }
 
-// GeminiTool is one element of the "tools" array of the Gemini API
-// (generateContent): {"functionDeclarations":[...]}.
-type GeminiTool struct {
-	FunctionDeclarations []GeminiFunctionDeclaration `json:"functionDeclarations"`
+// geminiTool is one element of the "tools" array of the Gemini API.
+type geminiTool struct {
+	FunctionDeclarations []geminiFunction `json:"functionDeclarations"`
 }
 
-// GeminiFunctionDeclaration is one function of a [GeminiTool].
-type GeminiFunctionDeclaration struct {
+// geminiFunction is one function declaration of a geminiTool.
+type geminiFunction struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Parameters is the argument schema rewritten by [GeminiSchema]; it is
+	// Parameters is the argument schema rewritten by geminiSchema; it is
 	// omitted for a function without parameters, which Gemini requires.
 	Parameters map[string]any `json:"parameters,omitempty"`
 }
 
-// GeminiTools converts definitions to one Gemini tool holding a function
-// declaration per definition, in order, each schema rewritten by
-// [GeminiSchema]. It returns an error naming the tool whose schema is not a
-// JSON object.
-func GeminiTools(defs []model.ToolDef) (GeminiTool, error) {
-	t := GeminiTool{FunctionDeclarations: make([]GeminiFunctionDeclaration, 0, len(defs))}
+func geminiTools(defs []model.ToolDef) (geminiTool, error) {
+	t := geminiTool{FunctionDeclarations: make([]geminiFunction, 0, len(defs))}
 	for _, d := range defs {
-		params, err := GeminiSchema(d.InputSchema)
+		params, err := geminiSchema(d.InputSchema)
 		if err != nil {
-			return GeminiTool{}, fmt.Errorf("toolkit: Gemini schema of tool %q: %w", d.Name, err)
+			return geminiTool{}, fmt.Errorf("toolkit: Gemini schema of tool %q: %w", d.Name, err)
 		}
 		if props, _ := params["properties"].(map[string]any); len(props) == 0 {
 			params = nil // Gemini rejects an OBJECT without properties
 		}
-		t.FunctionDeclarations = append(t.FunctionDeclarations, GeminiFunctionDeclaration{
+		t.FunctionDeclarations = append(t.FunctionDeclarations, geminiFunction{
 			Name: d.Name, Description: d.Description, Parameters: params,
 		})
 	}
@@ -118,30 +158,14 @@ func geminiFormat(f string) bool {
 	return false
 }
 
-// maxRefDepth bounds how deeply GeminiSchema inlines "$ref"s; a recursive
+// maxRefDepth bounds how deeply geminiSchema inlines "$ref"s; a recursive
 // schema is cut there to a plain {"type":"object"}.
 const maxRefDepth = 3
 
-// GeminiSchema rewrites a JSON Schema into the subset Gemini's function
-// declarations accept (the Schema object of the Gemini API, after OpenAPI
-// 3.0):
-//
-//   - dropped: $schema, $id, $defs, additionalProperties, patternProperties,
-//     not, allOf, if/then/else, exclusive bounds, examples and every other
-//     keyword Gemini does not know;
-//   - "type": ["T","null"] becomes "type": "T" with "nullable": true (and
-//     "type": "null" becomes "nullable": true); several
-//     non-null types become an anyOf of one type each;
-//   - "const": "v" becomes "enum": ["v"]; an enum is kept only when it lists
-//     strings only, and gets "type": "string" when it has no type; "format" only when Gemini knows it; "oneOf" becomes
-//     "anyOf" (a weaker contract, which is what Gemini can express);
-//   - local references (#/$defs/X, #/definitions/X) are inlined, recursion cut
-//     at a depth of 3; "required" keeps only properties that exist; an empty
-//     "properties" is dropped.
-//
-// An empty schema gives {"type":"object"}. It returns an error when schema is
-// not a JSON object.
-func GeminiSchema(schema json.RawMessage) (map[string]any, error) {
+// geminiSchema rewrites a JSON Schema into the subset Gemini's function
+// declarations accept, as [ProviderTools] says. An empty schema gives
+// {"type":"object"}. It returns an error when schema is not a JSON object.
+func geminiSchema(schema json.RawMessage) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(schemaOrEmpty(schema)))
 	dec.UseNumber()
 	var root map[string]any

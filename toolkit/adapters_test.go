@@ -57,19 +57,25 @@ func TestGeminiSchema(t *testing.T) {
 }
 
 func TestGeminiToolsErrorNamesTheTool(t *testing.T) {
-	_, err := toolkit.GeminiTools([]model.ToolDef{{Name: "broken", InputSchema: json.RawMessage(`[1]`)}})
+	_, err := toolkit.ProviderTools("gemini", []model.ToolDef{{Name: "broken", InputSchema: json.RawMessage(`[1]`)}})
 	if err == nil || !strings.Contains(err.Error(), `"broken"`) {
-		t.Errorf("GeminiTools error = %v, want one naming the tool", err)
+		t.Errorf("ProviderTools error = %v, want one naming the tool", err)
+	}
+	if _, err := toolkit.ProviderTools("mistral", nil); err == nil || !strings.Contains(err.Error(), `"mistral"`) {
+		t.Errorf("ProviderTools of an unknown provider: error = %v, want one naming it", err)
 	}
 }
 
 func TestAdaptersOfNoTools(t *testing.T) {
-	g, err := toolkit.GeminiTools(nil)
-	if err != nil {
-		t.Fatal(err)
+	var got []string
+	for _, p := range []string{"openai", "anthropic", "gemini"} {
+		b, err := toolkit.ProviderTools(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(b))
 	}
-	b, _ := json.Marshal([]any{toolkit.OpenAITools(nil), toolkit.AnthropicTools(nil), g})
-	if diff := cmp.Diff(`[[],[],{"functionDeclarations":[]}]`, string(b)); diff != "" {
+	if diff := cmp.Diff([]string{`[]`, `[]`, `[{"functionDeclarations":[]}]`}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -36,10 +36,10 @@
 // # Provider formats
 //
 // [Toolkit.Defs] is what the model sees: names, descriptions and input
-// schemas, never hints. [OpenAITools], [AnthropicTools] and [GeminiTools]
-// turn definitions into each provider's tool format as JSON-ready values.
-// Gemini accepts only a subset of JSON Schema (the OpenAPI 3.0 schema object),
-// so [GeminiTools] rewrites each schema into it; see [GeminiSchema].
+// schemas, never hints. [ProviderTools] turns definitions into the OpenAI,
+// Anthropic or Gemini tool format, as JSON; for Gemini, which accepts only
+// a subset of JSON Schema (the OpenAPI 3.0 schema object), it rewrites each
+// schema into it.
 //
 // This package is level 1 of the architecture: it imports tool, model and
 // builtin, and nothing that imports it.

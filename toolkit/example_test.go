@@ -22,7 +22,11 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(tk.Names())
+	var names []string
+	for _, t := range tk.Tools() {
+		names = append(names, t.Spec().Name)
+	}
+	fmt.Println(names)
 
 	ctx := context.Background()
 	for _, c := range []struct{ name, args string }{
@@ -52,7 +56,7 @@ func ExampleNew() {
 
 // The same tool in the OpenAI, Anthropic and Gemini tool formats; Gemini's
 // schema loses the keywords it does not accept (here additionalProperties).
-func ExampleGeminiTools() {
+func ExampleProviderTools() {
 	type weatherIn struct {
 		City string `json:"city" jsonschema:"the city name"`
 	}
@@ -64,13 +68,12 @@ func ExampleGeminiTools() {
 		fmt.Println(err)
 		return
 	}
-	gemini, err := toolkit.GeminiTools(tk.Defs())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, v := range []any{toolkit.OpenAITools(tk.Defs()), toolkit.AnthropicTools(tk.Defs()), []toolkit.GeminiTool{gemini}} {
-		b, _ := json.Marshal(v)
+	for _, p := range []string{"openai", "anthropic", "gemini"} {
+		b, err := toolkit.ProviderTools(p, tk.Defs())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
 		fmt.Println(string(b))
 	}
 	// Output:

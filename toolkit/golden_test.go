@@ -62,16 +62,15 @@ func goldenToolkit(t *testing.T) *toolkit.Toolkit {
 
 func TestGoldenProviderFormats(t *testing.T) {
 	k := goldenToolkit(t)
-	gemini, err := toolkit.GeminiTools(k.Defs())
-	if err != nil {
-		t.Fatal(err)
+	formats := map[string]any{"defs.golden.json": k.Defs()}
+	for _, p := range []string{"openai", "anthropic", "gemini"} {
+		v, err := toolkit.ProviderTools(p, k.Defs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		formats[p+".golden.json"] = v
 	}
-	for file, v := range map[string]any{
-		"defs.golden.json":      k.Defs(),
-		"openai.golden.json":    toolkit.OpenAITools(k.Defs()),
-		"anthropic.golden.json": toolkit.AnthropicTools(k.Defs()),
-		"gemini.golden.json":    []toolkit.GeminiTool{gemini},
-	} {
+	for file, v := range formats {
 		t.Run(file, func(t *testing.T) {
 			got, err := json.MarshalIndent(v, "", "  ")
 			if err != nil {

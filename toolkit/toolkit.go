@@ -30,7 +30,7 @@ var (
 	ErrUnknownTool = errors.New("unknown tool")
 	// ErrUnconfined: the builtin bash is on and nothing confines it
 	// (Builtin.Sandbox is nil) although Unconfined was not set. Set
-	// Builtin.Sandbox (package sandbox: Sandbox.Wrapper), set Unconfined
+	// Builtin.Sandbox (package sandbox: Sandbox.Wrap), set Unconfined
 	// to run commands as the host's own user, or Disable bash.
 	ErrUnconfined = errors.New("bash would run commands unconfined")
 )
@@ -99,7 +99,7 @@ func New(opts *Options) (*Toolkit, error) {
 		o = *opts
 	}
 	for i, name := range o.Disable {
-		if !builtin.IsBuiltin(name) {
+		if !slices.Contains(builtin.Names(), name) {
 			return nil, fmt.Errorf("toolkit: Disable[%d] %q: %w (builtins: %s)", i, name, ErrUnknownTool, strings.Join(builtin.Names(), ", "))
 		}
 	}
@@ -189,8 +189,8 @@ func toolDef(s tool.Spec) (model.ToolDef, error) {
 // slice is a copy.
 func (k *Toolkit) Tools() []tool.Tool { return slices.Clone(k.tools) }
 
-// Names returns the tools' names in the order of [Toolkit.Tools].
-func (k *Toolkit) Names() []string {
+// names returns the tools' names in the order of [Toolkit.Tools].
+func (k *Toolkit) names() []string {
 	names := make([]string, len(k.tools))
 	for i, t := range k.tools {
 		names[i] = t.Spec().Name
@@ -235,7 +235,7 @@ func (k *Toolkit) Execute(ctx context.Context, name string, args json.RawMessage
 	}
 	e, ok := k.byName[name]
 	if !ok {
-		return tool.Errorf("unknown tool %q; available tools: %s", name, strings.Join(k.Names(), ", ")), nil
+		return tool.Errorf("unknown tool %q; available tools: %s", name, strings.Join(k.names(), ", ")), nil
 	}
 	if trimmed := bytes.TrimSpace(args); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		args = json.RawMessage("{}")

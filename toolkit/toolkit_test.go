@@ -87,7 +87,7 @@ func TestComposition(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			k := mustNew(t, &tt.opts)
-			if diff := cmp.Diff(tt.names, k.Names()); diff != "" {
+			if diff := cmp.Diff(tt.names, toolNames(k.Tools())); diff != "" {
 				t.Errorf("Names (-want +got):\n%s", diff)
 			}
 			var fromTools []string
@@ -157,6 +157,7 @@ func TestNewErrors(t *testing.T) {
 		{"schema that does not resolve", toolkit.Options{NoBuiltins: true, Extra: []tool.Tool{badSchema}}, toolkit.ErrInvalidTool, ""},
 		{"disable a non-builtin", toolkit.Options{Workdir: dir, Disable: []string{"bsh"}}, toolkit.ErrUnknownTool,
 			`toolkit: Disable[0] "bsh": unknown tool (builtins: bash, read, write, edit, grep, glob, webfetch, question, apply_patch, todowrite)`},
+		{"disable names a builtin in its case", toolkit.Options{Workdir: dir, Disable: []string{"Grep"}}, toolkit.ErrUnknownTool, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,4 +318,13 @@ func TestConcurrentExecute(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// toolNames lists the names of tools, in order.
+func toolNames(tools []tool.Tool) []string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Spec().Name
+	}
+	return names
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -17,7 +18,7 @@ import (
 // denial after it is refused with who decided.
 func Example() {
 	ctx := context.Background()
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	defer s.Close()
 	args := json.RawMessage(`{"amount":5}`)
 	data, _ := json.Marshal(approval.RequestData{Tool: "transfer", CallID: "call_1", Args: args, Digest: approval.Digest(args)})

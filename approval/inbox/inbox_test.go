@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -49,7 +50,7 @@ func questionOf(id string) store.Approval {
 // inbox on it whose clock is *now.
 func newInbox(t *testing.T, now *time.Time, as ...store.Approval) (*inbox.Inbox, store.Store) {
 	t.Helper()
-	s := store.NewMemory(&store.Options{Now: func() time.Time { return *now }})
+	s := memory.New(&store.Options{Now: func() time.Time { return *now }})
 	t.Cleanup(func() { s.Close() })
 	_, err := s.CreateRun(context.Background(), store.CreateRunRequest{
 		Run:       store.Run{ID: "run_1", Tenant: "acme", Status: store.RunPending, State: json.RawMessage(`{}`)},

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -51,7 +52,7 @@ func addRun(t testing.TB, s store.Store, id, tenant string, recs ...gate.Record)
 
 // fixtureStore is a store with two runs of acme and one of globex.
 func fixtureStore(t testing.TB) store.Store {
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	addRun(t, s, "run_a", "acme",
 		rec("c1", "bash", `{"command":"go test ./..."}`, gate.OutcomeApproved, askBash, alice),
 		rec("c2", "bash", `{"command":"rm -rf build"}`, gate.OutcomeDeclined, askBash, aliceNo),
@@ -132,7 +133,7 @@ func TestReplayFixture(t *testing.T) {
 // Since skips calls decided before it; hints come from the store's
 // approval requests first, then from Options.Hints.
 func TestReplaySinceAndHints(t *testing.T) {
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	old := rec("c1", "read", `{}`, gate.OutcomeAllowed)
 	old.Started = t0.Add(-time.Hour)
 	addRun(t, s, "run_a", "", old, rec("c2", "read", `{}`, gate.OutcomeAllowed))
@@ -248,7 +249,7 @@ func TestReplayShadowCounts(t *testing.T) {
 
 // The shadow votes recorded beside decisions are counted by rule and vote.
 func TestRecordedShadow(t *testing.T) {
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	r1 := rec("c1", "bash", `{"command":"rm x"}`, gate.OutcomeAllowed)
 	r1.Decision.Shadow = []approval.Vote{vote(approval.PrincipalRule, "no-rm", "deny")}
 	r2 := rec("c2", "bash", `{"command":"rm y"}`, gate.OutcomeApproved, askBash, alice)

@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval/replay"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // A run that keeps its records in its events only, as a Claude Code or
@@ -16,7 +17,7 @@ import (
 // are not read.
 func TestCallsOfASessionRun(t *testing.T) {
 	ctx := context.Background()
-	s := store.NewMemory(nil)
+	s := memory.New(nil)
 	session := func(id, tenant string, recs ...gate.Record) {
 		t.Helper()
 		evs := []store.Event{{Type: "run.started", Data: json.RawMessage(`{"agent":"claude-code"}`)}}

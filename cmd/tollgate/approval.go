@@ -285,12 +285,21 @@ func currentUser() string {
 	return "uid:" + strconv.Itoa(uid)
 }
 
-func openStore(ctx context.Context, dir, keyFile string) (*sqlite.Store, error) {
+// storeFile is the SQLite store's file name in a state directory (the
+// default state directory is the user's, e.g. ~/.local/state/tollgate;
+// never one inside an agent's workspace).
+const storeFile = "tollgate.db"
+
+// decisionKeyFile is the decision key's file name in a state directory,
+// next to the store's file.
+const decisionKeyFile = "decision.key"
+
+func openStore(ctx context.Context, dir, keyFile string) (store.Store, error) {
 	opts, err := decisionKey(keyFile)
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlite.Open(ctx, filepath.Join(dir, sqlite.DefaultFile), opts)
+	s, err := sqlite.Open(ctx, filepath.Join(dir, storeFile), opts)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}

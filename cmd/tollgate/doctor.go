@@ -13,8 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
-
-	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
 // doctorTimeout bounds each check of doctor that talks to another process
@@ -108,7 +106,7 @@ func doctorStore(ctx context.Context, state *stateFlags) (string, bool) {
 	case !fi.IsDir():
 		return fmt.Sprintf("state: %s: not a directory", dir), false
 	}
-	if _, err := os.Stat(filepath.Join(dir, sqlite.DefaultFile)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, storeFile)); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Sprintf("state: %s (no store yet: made by the first run)", dir), true
 	}
 	keyFile, err := state.keyFile(dir, "")

@@ -105,7 +105,7 @@ func TestPromptSources(t *testing.T) {
 			if code := Main(context.Background(), args, strings.NewReader(tc.stdin), &out, &errb); code != exitDone {
 				t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 			}
-			s, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
+			s, err := sqlite.Open(context.Background(), filepath.Join(state, storeFile), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -72,7 +72,7 @@ Exit status 0 whatever the decision; 2 for a bad flag or file.`,
 			if pol, err = pol.WithWorkdir(real, abs); err != nil {
 				return usageErr("policy explain: --workdir: %v", err)
 			}
-			pol = pol.WithPaths(builtin.ApplyPatch, builtin.PatchPaths)
+			pol = pol.WithPaths("apply_patch", builtin.PatchPaths)
 			call := approval.Call{Tool: toolName, Args: json.RawMessage(args), Hints: builtinHints(toolName)}
 			printExplanation(env, pol, call)
 			return nil
@@ -150,8 +150,8 @@ func printExplanation(env *cliEnv, pol *policy.Policy, call approval.Call) {
 	for _, v := range ev.Shadow {
 		fmt.Fprintf(w, "shadow (decides nothing): %s by %s: %s\n", v.Decision, v.By, safeText(v.Reason))
 	}
-	if call.Tool == builtin.Bash {
-		if progs := pol.DeniedPrograms(builtin.Bash); len(progs) > 0 {
+	if call.Tool == "bash" {
+		if progs := pol.DeniedPrograms("bash"); len(progs) > 0 {
 			fmt.Fprintf(w, "refused at exec by bash's sandbox, whatever the spelling: %s\n", safeText(strings.Join(progs, ", ")))
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
@@ -152,6 +151,11 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	if f.tokenFile != "" && f.server == "" {
 		return usageErr("gateway: --token-file is for --server")
+	}
+	if f.server != "" && tokens != nil {
+		if err := oneTenantForServer(f.tokens, tokens); err != nil {
+			return usageErr("gateway: %v", err)
+		}
 	}
 	var inbox *remoteInbox
 	if f.server != "" {
@@ -384,7 +388,7 @@ func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts
 	protect := append(append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...), f.protect...)
 	protect = slices.DeleteFunc(protect, func(p string) bool { return p == "" })
 	tk, closeTools, err := build.Builtins(ctx, &build.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
-		Protect: protect, Disable: []string{builtin.QuestionTool}, Logger: logger})
+		Protect: protect, Disable: []string{"question"}, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) && fe.Field == "workdir" {

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/postgres"
@@ -54,7 +55,7 @@ type stateFlags struct {
 func (s *stateFlags) add(f *pflag.FlagSet, env *cliEnv) {
 	s.env = env
 	f.StringVar(&s.dir, "state-dir", "", "directory of the store of runs and approvals (default: $"+envStateDir+", else $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate)")
-	f.StringVar(&s.key, "store-key-file", "", "file of the key that seals the store's decisions, mode 0600, made when missing (default: "+store.DecisionKeyFile+" in the state directory); every process of one store needs the same")
+	f.StringVar(&s.key, "store-key-file", "", "file of the key that seals the store's decisions, mode 0600, made when missing (default: "+decisionKeyFile+" in the state directory); every process of one store needs the same")
 	f.StringVar(&s.store, "store", "", "PostgreSQL URL of a store shared by many processes, postgres://USER@HOST:PORT/DB (default: $"+envStoreURL+"; else the SQLite file of the state directory). No password here: a command line is visible to every process; use $"+envStoreURL+", $PGPASSWORD or ~/.pgpass")
 }
 
@@ -183,7 +184,7 @@ func within(p, dir string) bool {
 // it is refused: the agent's tools could read the key, or replace it.
 func (s *stateFlags) keyFile(stateDir, workspace string) (string, error) {
 	if s.key == "" {
-		return filepath.Join(stateDir, store.DecisionKeyFile), nil
+		return filepath.Join(stateDir, decisionKeyFile), nil
 	}
 	abs, err := s.env.abs(s.key)
 	if err != nil {
@@ -198,7 +199,7 @@ func (s *stateFlags) keyFile(stateDir, workspace string) (string, error) {
 // decisionKey loads (making it when missing) the store's decision key from
 // the file keyFile; an unreadable or unsafe file is a configuration error.
 func decisionKey(keyFile string) (*store.Options, error) {
-	key, err := store.LoadDecisionKey(keyFile)
+	key, err := storeimpl.LoadDecisionKey(keyFile)
 	if err != nil {
 		return nil, configErr("%v", err)
 	}
@@ -250,7 +251,7 @@ func openStoreAt(ctx context.Context, storeURL, stateDir, keyFile string, create
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlite.Open(ctx, filepath.Join(stateDir, sqlite.DefaultFile), opts)
+	s, err := sqlite.Open(ctx, filepath.Join(stateDir, storeFile), opts)
 	if err != nil {
 		return nil, configErr("state directory %s: %v", stateDir, err)
 	}
@@ -273,8 +274,8 @@ func openPostgres(ctx context.Context, url, keyFile string) (store.Store, error)
 
 // openExistingStore opens the store in dir for a command that only reads or
 // answers: it never creates one, and a missing one is an error naming dir.
-func openExistingStore(ctx context.Context, dir, keyFile string) (*sqlite.Store, error) {
-	db := filepath.Join(dir, sqlite.DefaultFile)
+func openExistingStore(ctx context.Context, dir, keyFile string) (store.Store, error) {
+	db := filepath.Join(dir, storeFile)
 	if _, err := os.Stat(db); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, withCode(exitError, fmt.Errorf("no store in %s (no run was stored there; see --state-dir and $%s)", dir, envStateDir))

@@ -104,7 +104,7 @@ func claimedHints(t tool.Tool) string {
 	if !ok {
 		return "-"
 	}
-	h := mt.ClaimedHints()
+	h := mcptool.HintsFor(mt.Listed().Annotations, true)
 	return h.String()
 }
 

@@ -16,13 +16,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
 )
 
 // mcpLoginsDir is the directory of the OAuth logins to MCP servers in the
-// state directory stateDir (an mcptool.TokenStore: 0700, one 0600 file per
+// state directory stateDir (mcptool.OAuthOptions.Dir: 0700, one 0600 file per
 // server URL).
 func mcpLoginsDir(stateDir string) string { return filepath.Join(stateDir, "mcp-oauth") }
 
@@ -82,13 +83,12 @@ Exit status: 0 logged in, 1 the login failed, 2 usage.`,
 			fetch := loopbackFetcher(ln, func(url string) {
 				fmt.Fprintf(env.stderr, "To log in to MCP server %s, open this URL in your browser:\n\n  %s\n\nWaiting for the authorization (at most %s)...\n", name, safeText(url), timeout)
 			})
-			store := &mcptool.TokenStore{Dir: mcpLoginsDir(stateDir)}
 			login := *sc
-			login.Timeout = min(timeout, mcptool.MaxTimeout)
+			login.Timeout = min(timeout, 10*time.Minute) // the largest "timeout" mcp.json accepts
 			set, err := mcptool.Open(ctx, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{name: &login}}, &mcptool.Options{
 				LookupEnv: env.lookupEnv,
 				OAuth: func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-					return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Fetch: fetch, RedirectURL: redirect, LookupEnv: env.lookupEnv, Fresh: true})
+					return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Dir: mcpLoginsDir(stateDir), Fetch: fetch, RedirectURL: redirect, LookupEnv: env.lookupEnv, Fresh: true})
 				},
 			})
 			if err != nil {
@@ -99,7 +99,7 @@ Exit status: 0 logged in, 1 the login failed, 2 usage.`,
 			if st.State != mcptool.StateReady {
 				return withCode(exitError, fmt.Errorf("mcp login: server %s: %s", name, safeText(fmt.Sprint(st.Err))))
 			}
-			l, err := store.Load(sc.URL)
+			l, err := (&mcptoken.Store{Dir: mcpLoginsDir(stateDir)}).Load(sc.URL)
 			if err != nil || l == nil {
 				return withCode(exitError, fmt.Errorf("mcp login: server %s answered without asking for a login; nothing was stored", name))
 			}
@@ -130,7 +130,7 @@ func newMCPLogoutCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := (&mcptool.TokenStore{Dir: mcpLoginsDir(stateDir)}).Delete(sc.URL); err != nil {
+			if err := (&mcptoken.Store{Dir: mcpLoginsDir(stateDir)}).Delete(sc.URL); err != nil {
 				return withCode(exitError, fmt.Errorf("mcp logout: %w", err))
 			}
 			fmt.Fprintf(env.stdout, "logged out of MCP server %s\n", args[0])

@@ -280,7 +280,7 @@ func TestRunOffersMCPLogin(t *testing.T) {
 			if got := len(line.FindAll(b, -1)); got != c.stored || strings.Contains(string(b), "tok0") {
 				t.Errorf("records: %d login lines, want %d:\n%s", got, c.stored, b)
 			}
-			st, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
+			st, err := sqlite.Open(context.Background(), filepath.Join(state, storeFile), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -447,7 +447,7 @@ func pendingIDs(t *testing.T, state string) (runID, reqID string) {
 // directory.
 func pendingApprovals(t *testing.T, state string) []store.Approval {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(state, sqlite.DefaultFile), nil)
+	s, err := sqlite.Open(context.Background(), filepath.Join(state, storeFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

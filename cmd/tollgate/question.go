@@ -83,7 +83,7 @@ func askQuestions(ctx context.Context, w io.Writer, readLine func(context.Contex
 			}
 		}
 	}
-	data, err := json.Marshal(builtin.QuestionAnswer{Answers: answers})
+	data, err := json.Marshal(map[string][][]string{"answers": answers})
 	if err != nil {
 		return tool.Answer{}, err
 	}
@@ -140,7 +140,7 @@ one ANSWER per field; --decline or --cancel tell the server that instead.`,
 					for i, q := range qs {
 						answers = append(answers, choice(q, args[i+1]))
 					}
-					if raw, err = json.Marshal(builtin.QuestionAnswer{Answers: answers}); err != nil {
+					if raw, err = json.Marshal(map[string][][]string{"answers": answers}); err != nil {
 						return inbox.Decision{}, withCode(exitError, err)
 					}
 				}

@@ -19,7 +19,7 @@ func TestPolicyRulesProposeRefusesUnverified(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	state := t.TempDir()
-	path := filepath.Join(state, sqlite.DefaultFile)
+	path := filepath.Join(state, storeFile)
 	s, err := sqlite.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,6 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
-	"github.com/tollgate-dev/tollgate/store"
-	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
@@ -236,8 +234,8 @@ func (cb *cliBuilder) hidden() []string {
 func stateHidden(stateDir, keyFile string) []string {
 	var out []string
 	if stateDir != "" {
-		out = append(out, filepath.Join(stateDir, store.DecisionKeyFile), mcpLoginsDir(stateDir))
-		db := filepath.Join(stateDir, sqlite.DefaultFile)
+		out = append(out, filepath.Join(stateDir, decisionKeyFile), mcpLoginsDir(stateDir))
+		db := filepath.Join(stateDir, storeFile)
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 			out = append(out, db+suffix)
 		}

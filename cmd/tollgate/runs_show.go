@@ -10,7 +10,6 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -67,7 +66,7 @@ func took(d time.Duration) string {
 // callOutcome is c's outcome as the summary says it: a question a person
 // let go on was answered, not approved (as `tollgate run` prints it).
 func callOutcome(c gate.Record) string {
-	if c.Name == builtin.QuestionTool && c.Decision.Outcome == gate.OutcomeApproved && c.Decision.By.Kind == approval.PrincipalPerson {
+	if c.Name == "question" && c.Decision.Outcome == gate.OutcomeApproved && c.Decision.By.Kind == approval.PrincipalPerson {
 		return "answered"
 	}
 	return string(c.Decision.Outcome)

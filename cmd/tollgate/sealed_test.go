@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/store"
-	"github.com/tollgate-dev/tollgate/store/sqlite"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 )
 
 // The attack of a tool that can write the store: the run halts on an ask,
@@ -26,11 +25,11 @@ func TestForgedApprovalIsNotRunEndToEnd(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
 	runID := regexp.MustCompile(`stored run (run_[0-9a-f]+)`).FindStringSubmatch(out)[1]
-	keyFile := filepath.Join(e.dir, "state", store.DecisionKeyFile)
+	keyFile := filepath.Join(e.dir, "state", decisionKeyFile)
 	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", sqlite.DefaultFile))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", storeFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +65,8 @@ func TestSandboxedToolCannotReadStoreKeyEndToEnd(t *testing.T) {
 
 func testToolCannotReadStoreKey(t *testing.T, extra []string) {
 	e := newE2E(t)
-	keyFile := filepath.Join(e.dir, "state", store.DecisionKeyFile)
-	key, err := store.LoadDecisionKey(keyFile) // made first, so that it exists when the tool runs
+	keyFile := filepath.Join(e.dir, "state", decisionKeyFile)
+	key, err := storeimpl.LoadDecisionKey(keyFile) // made first, so that it exists when the tool runs
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // serveGrace bounds how long `tollgate serve` lets running runs finish or
@@ -158,7 +159,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 	case storeURL == "" && cfg.Store == "postgres":
 		return configErr("%s says store: postgres; give its URL in $%s (or --store)", cfg.File, envStoreURL)
 	case storeURL == "" && cfg.Store == "memory":
-		st = store.NewMemory(nil)
+		st = memory.New(nil)
 	default:
 		if keyFile, err = state.keyFile(stateDir, ""); err != nil {
 			return err

@@ -156,8 +156,8 @@ func toolEntry(t tool.Tool) toolJSON {
 	s := t.Spec()
 	e := toolJSON{Name: s.Name, Source: s.Source, Description: s.Description, Hints: s.Hints}
 	if mt, ok := t.(*mcptool.Tool); ok {
-		h := mt.ClaimedHints()
-		e.ClaimedHints, e.Server, e.RemoteName = &h, mt.Server(), mt.RemoteName()
+		h := mcptool.HintsFor(mt.Listed().Annotations, true)
+		e.ClaimedHints, e.Server, e.RemoteName = &h, mt.Server(), mt.Listed().Name
 	}
 	return e
 }

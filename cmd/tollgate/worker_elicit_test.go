@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/store"
@@ -74,11 +75,11 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	// The answer is sealed with the worker's key (decision.key in its state
 	// directory), as every process of one store must seal it: a decision
 	// sealed with another key is refused.
-	key, err := store.LoadDecisionKey(filepath.Join(dir, "state", store.DecisionKeyFile))
+	key, err := storeimpl.LoadDecisionKey(filepath.Join(dir, "state", decisionKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), &store.Options{DecisionKey: key})
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "state", storeFile), &store.Options{DecisionKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Status != store.StatusUsed || a.Unverified || a.DecidedBy.Name != "alice" || string(a.Data) != string(store.RedactedAnswer) {
+	if a.Status != store.StatusUsed || a.Unverified || a.DecidedBy.Name != "alice" || string(a.Data) != string(storeimpl.RedactedAnswer) {
 		t.Errorf("used elicitation: status %s, unverified %v, by %v, data %s (kind %s/%s)", a.Status, a.Unverified, a.DecidedBy, a.Data, a.Kind, a.Request.Kind)
 	}
 }

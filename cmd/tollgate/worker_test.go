@@ -31,7 +31,7 @@ func TestWorkerDrivesAnEnqueuedRun(t *testing.T) {
 		dir := t.TempDir()
 		workerDrives(t, dir, "database: sqlite:dbos.db\nstateDir: state\nconcurrency: 4\nexecutorId: worker-a\n", nil,
 			"sqlite:"+filepath.Join(dir, "dbos.db"), func(ctx context.Context) (store.Store, error) {
-				return sqlite.Open(ctx, filepath.Join(dir, "state", sqlite.DefaultFile), nil)
+				return sqlite.Open(ctx, filepath.Join(dir, "state", storeFile), nil)
 			})
 	})
 	t.Run("postgres", func(t *testing.T) {

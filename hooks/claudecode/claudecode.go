@@ -66,8 +66,8 @@ type Options struct {
 	// to command handlers on top of the allowlist when Env is nil.
 	PassEnv []string
 	// Sandbox, if set, is called with every command handler about to start
-	// and may rewrite it to run confined (sandbox.Sandbox.Wrapper returns
-	// one); it reports whether killing the started process kills everything
+	// and may rewrite it to run confined (sandbox.Sandbox.Wrap bound to a
+	// policy); it reports whether killing the started process kills everything
 	// it starts. When it fails the handler is not started, which counts as a
 	// hook failure (a deny where the event fails closed). Nil runs handlers
 	// unconfined.

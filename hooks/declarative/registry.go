@@ -53,7 +53,7 @@ type Options struct {
 	PassEnv []string
 	// Sandbox, if set, is called by the standard executor with every command
 	// action it is about to start, and may rewrite it to run confined
-	// (sandbox.Sandbox.Wrapper returns one). It reports whether killing the
+	// (sandbox.Sandbox.Wrap bound to a policy). It reports whether killing the
 	// started process kills every process the command starts (a PID
 	// namespace). When it fails the command is not started and a warning is
 	// logged. Nil runs commands unconfined.

@@ -35,6 +35,13 @@ var groups = []struct {
 	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
 	// What runs the hooks' chains, for the gate and the agent.
 	{"internal/hookrun", 1},
+	// The store's vocabulary and interfaces (runs, approvals, leases,
+	// tenants, the event log, the rule layer); its adapters are below
+	// store/ on level 3.
+	{"store", 1},
+	// What every store adapter shares: the state machines, checks,
+	// cursors and seals, and the SQL of the SQLite and PostgreSQL stores.
+	{"internal/storeimpl", 2},
 	// The governed call as a service: decide and complete one call for
 	// any caller (the agent loop, the durable engine, agents tollgate
 	// does not run).
@@ -47,8 +54,11 @@ var groups = []struct {
 	// Adapters: level 3 beside the agent; they may use the agent, never the
 	// reverse, and never each other.
 	{"model/openai", 3}, {"model/anthropic", 3}, {"model/scripted", 3}, {"model/modeltest", 3},
-	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"store", 3}, {"records", 3},
+	{"mcptool", 3}, {"hooks/declarative", 3}, {"hooks/claudecode", 3}, {"store/memory", 3}, {"store/sqlite", 3}, {"store/postgres", 3}, {"records", 3},
 	{"sandbox", 3}, {"telemetry", 3},
+	// The suite every store passes: above the adapters' shared code it
+	// checks them with.
+	{"store/storetest", 3},
 	{"runs", 4},
 	// The approvals driver: finds and decides the requests of a store for
 	// every host (cmd, server); above the store it reads.
@@ -59,6 +69,8 @@ var groups = []struct {
 	// The MCP gateway: an MCP server that governs the calls of MCP
 	// clients with the gate, in front of mcptool's upstream servers.
 	{"mcpgateway", 4},
+	// An MCP OAuth login whose browser comes back to the server's page.
+	{"internal/mcplogin", 4},
 	// A candidate policy replayed on the calls a store recorded; above the
 	// store it reads and the gate whose records it decodes.
 	{"approval/replay", 4},
@@ -97,20 +109,20 @@ var allowedSideways = map[[2]string]bool{
 	{"tool", "internal/toolctx"}:                 true,
 	{"tool", "internal/jsondecode"}:              true,
 	{"model", "internal/jsonenc"}:                true,
-	{"internal", "internal/toolctx"}:             true,
 	{"model", "internal/ids"}:                    true,
+	{"internal", "internal/toolctx"}:             true,
 	{"tool", "internal/argcheck"}:                true,
 	{"internal/argcheck", "internal/jsondecode"}: true,
+	{"internal/hookrun", "hooks"}:                true,
 	{"server", "internal/serverapi"}:             true,
 	{"runs/dbosengine", "runs"}:                  true,
-	{"internal/hookrun", "hooks"}:                true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them
 // except cmd and their own group.
 var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
-	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "store": true, "records": true,
+	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "store/memory": true, "store/sqlite": true, "store/postgres": true, "records": true,
 	"sandbox": true, "telemetry": true,
 	"runs/dbosengine": true,
 }
@@ -212,7 +224,7 @@ func TestViolationsCatchesBadEdges(t *testing.T) {
 func TestGroupOf(t *testing.T) {
 	for pkg, want := range map[string]string{
 		"agent": "agent", "model": "model", "model/openai": "model/openai", "hooks/declarative": "hooks/declarative",
-		"hooks": "hooks", "store/sqlite": "store", "internal/proc": "internal", "cmd/tollgate": "cmd",
+		"hooks": "hooks", "store/sqlite": "store/sqlite", "store": "store", "internal/proc": "internal", "cmd/tollgate": "cmd",
 	} {
 		if got, _ := groupOf(pkg); got != want {
 			t.Errorf("groupOf(%q) = %q, want %q", pkg, got, want)

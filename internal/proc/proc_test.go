@@ -23,7 +23,7 @@ func TestCancelKillsGrandchildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid int
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		b, err := os.ReadFile(pidFile)
 		if err == nil && strings.TrimSpace(string(b)) != "" {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
@@ -36,7 +36,7 @@ func TestCancelKillsGrandchildren(t *testing.T) {
 	}
 	cancel()
 	_ = cmd.Wait()
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if err := syscall.Kill(pid, 0); err != nil {
 			return // gone
 		}

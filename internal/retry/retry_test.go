@@ -101,14 +101,16 @@ func TestDoCancelDuringWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := Policy{MaxRetries: 3, BaseDelay: time.Hour, MaxDelay: time.Hour}
 	calls := 0
+	called := make(chan struct{}, 1)
 	done := make(chan error)
 	go func() {
 		done <- Do(ctx, p, nil, func(context.Context, int) error {
 			calls++
+			called <- struct{}{}
 			return HTTPError("p", 429, nil, "", "")
 		})
 	}()
-	time.Sleep(10 * time.Millisecond)
+	<-called // Do waits for its first retry now
 	cancel()
 	select {
 	case err := <-done:

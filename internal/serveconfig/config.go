@@ -92,7 +92,7 @@ type Config struct {
 	Store string
 	// TokensFile is the tokens file, absolute, or empty.
 	// StoreKeyFile is the file of the store's decision key
-	// (store.LoadDecisionKey), absolute, or empty for the caller's default.
+	// (storeimpl.LoadDecisionKey), absolute, or empty for the caller's default.
 	StoreKeyFile string
 	TokensFile   string
 	// LeaseTTL and ShutdownGrace are zero for the defaults.

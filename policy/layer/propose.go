@@ -24,7 +24,7 @@ const (
 	// pattern keeps ("git remote add *").
 	MaxLeadingWords = 2
 	// MaxRuleText is the longest rule text Propose makes, in bytes (the
-	// store's limit, store.MaxLayerRuleText).
+	// store's limit for a layer rule).
 	MaxRuleText = 16 << 10
 	// MaxArgs is how many top-level arguments an exact-arguments rule
 	// names at most.

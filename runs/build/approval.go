@@ -116,5 +116,5 @@ func WorkspacePolicy(pol *policy.Policy, workdir string) (*policy.Policy, error)
 	if pol, err = pol.WithWorkdir(real, workdir); err != nil {
 		return nil, err
 	}
-	return pol.WithPaths(builtin.ApplyPatch, builtin.PatchPaths), nil
+	return pol.WithPaths("apply_patch", builtin.PatchPaths), nil
 }

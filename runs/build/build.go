@@ -132,7 +132,7 @@ type Options struct {
 	// MCPTenantLogins, if set, is the directory of the tenants' OAuth
 	// logins to MCP servers (tollgate serve and tollgate worker, which run
 	// for many): a run uses its own tenant's (runs.BuildTenant,
-	// mcptool.TenantTokenStore), never another's. It takes the place of
+	// mcptoken.TenantDir), never another's. It takes the place of
 	// MCPLogins.
 	MCPTenantLogins string
 	// MCPLoginOffer, if set with MCPLogins, offers the person a login to

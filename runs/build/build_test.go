@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -65,7 +65,7 @@ func config(t *testing.T, dir string, c runs.RunConfig) runs.RunConfig {
 
 func start(t *testing.T, b runs.Builder, cfg runs.RunConfig) *agent.Result {
 	t.Helper()
-	h, err := runs.New(store.NewMemory(nil), b, nil)
+	h, err := runs.New(memory.New(nil), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func Builtins(ctx context.Context, opts *BuiltinOptions) (tk *toolkit.Toolkit, c
 func (s *setup) toolkit(extra []tool.Tool, disable []string) (*toolkit.Toolkit, error) {
 	// The programs the authorizers deny outright are refused at exec in
 	// bash's sandbox too, whatever the script's spelling.
-	s.sandbox.denyExec = policy.DeniedPrograms(builtin.Bash, s.opts.Authorizers...)
+	s.sandbox.denyExec = policy.DeniedPrograms("bash", s.opts.Authorizers...)
 	bopts := s.sandbox.builtinOptions()
 	// The file tools run in this process, outside any sandbox: they refuse
 	// the files that govern the run themselves, and the Claude Code settings

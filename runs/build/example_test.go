@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -60,7 +60,7 @@ func ExampleBuilder() {
 	if err != nil {
 		panic(err)
 	}
-	h, err := runs.New(store.NewMemory(nil), b, nil)
+	h, err := runs.New(memory.New(nil), b, nil)
 	if err != nil {
 		panic(err)
 	}

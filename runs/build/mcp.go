@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -52,7 +54,7 @@ func setupMCP(ctx context.Context, s *setup) error {
 	s.addProtected(files...)
 	logins := s.b.opts.MCPLogins
 	if dir := s.b.opts.MCPTenantLogins; dir != "" {
-		logins = mcptool.TenantTokenStore(dir, runs.BuildTenant(ctx)).Dir
+		logins = mcptoken.TenantDir(dir, runs.BuildTenant(ctx))
 	}
 	set, err := OpenMCP(ctx, files, &MCPOptions{Notice: s.b.opts.Notice, LookupEnv: s.b.opts.LookupEnv, Logger: s.b.opts.Logger, Confine: s.protectPrograms(s.sandbox.mcpSandbox()),
 		OAuthDir: logins, OAuthOffer: s.b.opts.MCPLoginOffer, OnLogin: s.loginRecorder(ctx), Elicit: s.b.opts.Elicit, ElicitPolicy: elicitPolicy(s.opts.Authorizers)})
@@ -149,7 +151,7 @@ type MCPOptions struct {
 	// Confine is mcptool.Options.Sandbox (see [MCPConfine]).
 	Confine func(cmd *exec.Cmd, server string, sc *mcptool.ServerConfig) error
 	// OAuthDir, if set, is the directory of the OAuth logins made with
-	// `tollgate mcp login` (an mcptool.TokenStore): a streamable-HTTP server
+	// `tollgate mcp login` (mcptool.OAuthOptions.Dir): a streamable-HTTP server
 	// with a login there gets its token (refreshed as needed); one that asks
 	// for authorization without a login fails with mcptool.ErrLoginRequired.
 	// Empty: no OAuth, a 401 fails the server.
@@ -218,7 +220,7 @@ func PersonOnly(wait tool.WaitFunc) tool.WaitFunc {
 // MCPOpenSlack is what [OpenMCP] allows on top of two start-up phases of the
 // slowest server: the time a phase that runs out may take to stop its
 // server, and then some.
-const MCPOpenSlack = 3*mcptool.DefaultShutdownGrace + 20*time.Second
+const MCPOpenSlack = 3*2*time.Second + 20*time.Second // three of mcptool.Options.ShutdownGrace's default (2 s), and room
 
 // LoadMCP loads every MCP servers file into one configuration, passing the
 // files' warnings to notice. A file named twice is loaded once; a server
@@ -283,7 +285,7 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 	if err != nil {
 		return nil, err
 	}
-	slowest := mcptool.DefaultTimeout
+	slowest := 30 * time.Second // a server's default Timeout
 	for _, sc := range cfg.Servers {
 		slowest = max(slowest, sc.Timeout)
 	}
@@ -298,15 +300,14 @@ func OpenMCP(ctx context.Context, files []string, opts *MCPOptions) (*mcptool.Se
 		mo.Elicit = PersonOnly(o.Elicit)
 	}
 	if o.OAuthDir != "" {
-		store := &mcptool.TokenStore{Dir: o.OAuthDir}
 		mo.OAuth = func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
-			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Store: store, Logger: o.Logger, LookupEnv: o.LookupEnv, Offer: o.OAuthOffer, OnLogin: o.OnLogin})
+			return mcptool.NewOAuthHandler(name, sc, &mcptool.OAuthOptions{Dir: o.OAuthDir, Logger: o.Logger, LookupEnv: o.LookupEnv, Offer: o.OAuthOffer, OnLogin: o.OnLogin})
 		}
 	}
 	set, err := mcptool.Open(octx, cfg, mo)
 	if err != nil {
 		var ce *mcptool.CollisionError
-		var cfgErr *mcptool.ConfigError
+		var cfgErr *configfile.Problem
 		switch {
 		case errors.As(err, &ce), errors.As(err, &cfgErr):
 			return nil, &runs.FieldError{Field: runs.FieldMCPFiles, Err: err}

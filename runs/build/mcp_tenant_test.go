@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"golang.org/x/oauth2"
 )
 
@@ -40,7 +40,7 @@ func TestMCPTenantLogins(t *testing.T) {
 	dir := t.TempDir()
 	mcpURL := rs.URL + "/mcp"
 	logins := filepath.Join(dir, "logins")
-	if err := mcptool.TenantTokenStore(logins, "acme").Save(&mcptool.Login{Resource: mcpURL, TokenURL: rs.URL + "/token", ClientID: "c1",
+	if err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "acme")}).Save(&mcptoken.Login{Resource: mcpURL, TokenURL: rs.URL + "/token", ClientID: "c1",
 		Token: &oauth2.Token{AccessToken: "tok-acme", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestMCPTenantLogins(t *testing.T) {
 		notices = append(notices, s)
 	}})
 	cfg := config(t, dir, runs.RunConfig{MCPFiles: []string{mcpFile}})
-	host, err := runs.New(store.NewMemory(nil), b, nil)
+	host, err := runs.New(memory.New(nil), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

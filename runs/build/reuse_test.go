@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // syncBuffer is a bytes.Buffer for a logger that several runs write to.
@@ -99,7 +100,7 @@ type runResult struct {
 // returns a function that starts a run and waits for its result, and one
 // that shuts the server down once every run it drives is done.
 func servedRunner(t *testing.T, b runs.Builder, cfg runs.RunConfig) (run func() runResult, stop func()) {
-	st := store.NewMemory(nil)
+	st := memory.New(nil)
 	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
 	if err != nil {
 		t.Fatal(err)

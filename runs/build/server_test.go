@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -50,7 +51,7 @@ func TestServerAppliesServerYAMLDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewMemory(nil)
+	st := memory.New(nil)
 	srv, err := server.New(st, b, &server.Options{Agents: cfg.Agents, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup})
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ type Config struct {
 	StoreEnv    string `yaml:"storeEnv"`
 	StateDir    string `yaml:"stateDir"`
 	// StoreKeyFile is the file of the store's decision key
-	// (store.LoadDecisionKey), shared with the server; a relative path is
+	// (storeimpl.LoadDecisionKey), shared with the server; a relative path is
 	// resolved against the file's directory.
 	StoreKeyFile string `yaml:"storeKeyFile"`
 	Queue        string `yaml:"queue"`

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
@@ -94,7 +95,7 @@ func workerMain() int {
 // postgres:// URL, else the SQLite file at spec, with the decision key of
 // keyFile.
 func openStore(ctx context.Context, spec, keyFile string) (store.Store, error) {
-	key, err := store.LoadDecisionKey(keyFile)
+	key, err := storeimpl.LoadDecisionKey(keyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +273,7 @@ func newClusterOf(t testing.TB, dbURL string, w workerOptions) *cluster {
 	if strings.HasPrefix(dbURL, "postgres://") {
 		spec = dbURL
 	}
-	st, err := openStore(ctx, spec, filepath.Join(dir, store.DecisionKeyFile))
+	st, err := openStore(ctx, spec, filepath.Join(dir, "decision.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func (c *cluster) startWorker(id string) {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorker+"=1", envDB+"="+c.db, envStore+"="+c.storeSpec,
-		envCounts+"="+c.dir, envExecutor+"="+id, envKeyFile+"="+filepath.Join(c.dir, store.DecisionKeyFile), envConcurrency+"="+strconv.Itoa(c.concurrency))
+		envCounts+"="+c.dir, envExecutor+"="+id, envKeyFile+"="+filepath.Join(c.dir, "decision.key"), envConcurrency+"="+strconv.Itoa(c.concurrency))
 	if c.queuePoll > 0 {
 		cmd.Env = append(cmd.Env, envQueuePoll+"="+c.queuePoll.String())
 	}

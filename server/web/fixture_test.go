@@ -26,6 +26,7 @@ import (
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -181,7 +182,7 @@ func newFixtureAt(t *testing.T, m model.Model, noteOutput string, ttl time.Durat
 func newFixtureWith(t *testing.T, m model.Model, noteOutput string, ttl time.Duration, prefix string, extra ...tool.Tool) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{t: t, store: store.NewMemory(nil),
+	f := &fixture{t: t, store: memory.New(nil),
 		transfer: &fileTool{name: "transfer", schema: transferSchema, hints: &tool.Hints{Destructive: true, OpenWorld: true}, path: filepath.Join(dir, "transfer.runs")},
 		note:     &fileTool{name: "note", hints: &tool.Hints{Idempotent: true}, path: filepath.Join(dir, "note.runs"), output: noteOutput},
 	}
@@ -206,7 +207,7 @@ func newFixtureWith(t *testing.T, m model.Model, noteOutput string, ttl time.Dur
 		t.Fatal(err)
 	}
 	for _, b := range builtins {
-		if b.Spec().Name == builtin.QuestionTool {
+		if b.Spec().Name == "question" {
 			tools = append(tools, b) // read-only: the policy lets it ask
 		}
 	}

@@ -18,12 +18,12 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
-	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // oauthMCP is an authorization server that approves at once and an MCP
@@ -112,7 +112,7 @@ func TestPageLogsInToMCPServer(t *testing.T) {
 	}
 	logins := filepath.Join(dir, "logins")
 	ts := httptest.NewUnstartedServer(nil)
-	srv, err := server.New(store.NewMemory(nil), &builder{}, &server.Options{
+	srv, err := server.New(memory.New(nil), &builder{}, &server.Options{
 		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: tokens.Lookup, Page: web.Handler(),
 		Tick: 20 * time.Millisecond, Heartbeat: 200 * time.Millisecond,
 		MCPLogins: &server.MCPLoginOptions{Dir: logins, RedirectURL: "http://" + ts.Listener.Addr().String() + "/v1/mcp/oauth/callback"},
@@ -147,7 +147,7 @@ func TestPageLogsInToMCPServer(t *testing.T) {
 	if got := text(t, tctx, `p.mcp-login-done`); !strings.Contains(got, "Logged in to MCP server docs for tenant acme") {
 		t.Errorf("the callback page says %q", got)
 	}
-	if l, err := mcptool.TenantTokenStore(logins, "acme").Load(mcpURL); err != nil || l == nil {
+	if l, err := (&mcptoken.Store{Dir: mcptoken.TenantDir(logins, "acme")}).Load(mcpURL); err != nil || l == nil {
 		t.Fatalf("acme's login: %v %v", l, err)
 	}
 	// Back on the page (still signed in, in this tab), the server shows as

@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 const sessionAgentToken = "tg_ci_bot_page"
@@ -38,7 +38,7 @@ func sessionServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(store.NewMemory(nil), &builder{}, &server.Options{Tokens: tokens.Lookup, Page: web.Handler(),
+	srv, err := server.New(memory.New(nil), &builder{}, &server.Options{Tokens: tokens.Lookup, Page: web.Handler(),
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()},
 		Codex:      &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()},
 		Tick:       20 * time.Millisecond, Heartbeat: 200 * time.Millisecond})

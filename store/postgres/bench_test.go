@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/postgres"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -24,7 +25,7 @@ func benchStores(b *testing.B) []struct {
 		name string
 		open func(b *testing.B) store.Store
 	}{
-		{"memory", func(b *testing.B) store.Store { return store.NewMemory(nil) }},
+		{"memory", func(b *testing.B) store.Store { return memory.New(nil) }},
 		{"sqlite", func(b *testing.B) store.Store {
 			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "tollgate.db"), nil)
 			if err != nil {

@@ -9,26 +9,32 @@ import (
 
 // Notified returns how many notifications s's listener has received (and
 // dispatched to its waiters).
-func Notified(s *Store) int64 {
+func Notified(st store.Store) int64 {
+	s := st.(*pgStore)
 	s.listen.mu.Lock()
 	defer s.listen.mu.Unlock()
 	return s.listen.notified
 }
 
 // Listening reports whether s's listener is listening.
-func Listening(s *Store) bool { return s.listen.isListening() }
+func Listening(st store.Store) bool {
+	s := st.(*pgStore)
+	return s.listen.isListening()
+}
 
 // Register registers a waiter for f with s's listener, as WaitEvents does,
 // and starts the listener; the channel gets a token when the waiter is
 // woken. Unregister with the returned function.
-func Register(s *Store, f store.EventFilter) (<-chan struct{}, func()) {
+func Register(st store.Store, f store.EventFilter) (<-chan struct{}, func()) {
+	s := st.(*pgStore)
 	w := s.listen.register(f)
 	s.listen.start()
 	return w.ch, func() { s.listen.unregister(w) }
 }
 
 // Setting returns the value of a setting in a session of s's pool.
-func Setting(t testing.TB, s *Store, name string) string {
+func Setting(t testing.TB, st store.Store, name string) string {
+	s := st.(*pgStore)
 	t.Helper()
 	var v string
 	if err := s.pool.QueryRow(context.Background(), "SELECT current_setting($1)", name).Scan(&v); err != nil {
@@ -39,4 +45,15 @@ func Setting(t testing.TB, s *Store, name string) string {
 
 // Deadlocks returns how many of s's transactions were run again after
 // PostgreSQL chose them as a deadlock's victim.
-func Deadlocks(s *Store) int64 { return s.deadlocks.Load() }
+func Deadlocks(st store.Store) int64 {
+	s := st.(*pgStore)
+	return s.deadlocks.Load()
+}
+
+// Names the tests use for the package's constants.
+const (
+	Channel       = channel
+	FallbackPoll  = fallbackPoll
+	MaxJSONDepth  = maxJSONDepth
+	SchemaVersion = schemaVersion
+)

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-var _ store.Layers = (*Store)(nil)
+var _ store.Layers = (*pgStore)(nil)
 
 const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
@@ -22,9 +23,9 @@ func scanLayerRule(row pgx.Row) (store.LayerRule, error) {
 		return r, err
 	}
 	r.Status = store.LayerRuleStatus(status)
-	r.ProposedBy, _ = store.PrincipalsFromText(proposedBy, "")
-	r.AcceptedBy, _ = store.PrincipalsFromText(acceptedBy, "")
-	r.RemovedBy, _ = store.PrincipalsFromText(removedBy, "")
+	r.ProposedBy, _ = storeimpl.PrincipalsFromText(proposedBy, "")
+	r.AcceptedBy, _ = storeimpl.PrincipalsFromText(acceptedBy, "")
+	r.RemovedBy, _ = storeimpl.PrincipalsFromText(removedBy, "")
 	r.ProposedAt = r.ProposedAt.UTC()
 	for _, p := range []*time.Time{r.AcceptedAt, r.RemovedAt} {
 		if p != nil {
@@ -42,13 +43,12 @@ func lockLayer(ctx context.Context, tx pgx.Tx, tenant string) error {
 }
 
 // ProposeLayerRule implements [store.Layers].
-func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
-	if err := store.CheckLayerRule(r); err != nil {
+func (s *pgStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+	r, err := storeimpl.Proposal(r, pgTime(s.now()))
+	if err != nil {
 		return store.LayerRule{}, err
 	}
-	r.Status, r.ProposedAt = store.LayerProposed, pgTime(s.now())
-	r.AcceptedBy, r.AcceptedAt, r.Version, r.RemovedBy, r.RemovedAt = tool.Principal{}, nil, 0, tool.Principal{}, nil
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockLayer(ctx, tx, r.Tenant); err != nil {
 			return err
 		}
@@ -56,11 +56,11 @@ func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = $1 AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
 			return err
 		}
-		if live >= store.MaxLayerRules {
-			return fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
+		if err := storeimpl.CheckLayerRoom(live); err != nil {
+			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), store.PrincipalText(r.ProposedBy), r.ProposedAt)
+			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), storeimpl.PrincipalText(r.ProposedBy), r.ProposedAt)
 		if uniqueViolation(err, "layer_rules_tenant_id") {
 			return fmt.Errorf("%w: layer rule %s", store.ErrExists, r.ID)
 		}
@@ -73,43 +73,23 @@ func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.
 }
 
 // AcceptLayerRule implements [store.Layers].
-func (s *Store) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *pgStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
 }
 
 // RemoveLayerRule implements [store.Layers].
-func (s *Store) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *pgStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
 }
 
-func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
+func (s *pgStore) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
 	var c store.LayerChange
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockLayer(ctx, tx, tenant); err != nil {
 			return err
 		}
-		r, err := scanLayerRule(tx.QueryRow(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = $1 AND id = $2`, tenant, id))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
-		}
-		if err != nil {
-			return err
-		}
-		var version int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&version); err != nil {
-			return err
-		}
-		r, c, err = store.ApplyLayerChange(r, action, version, by, pgTime(s.now()))
-		if err != nil {
-			return err
-		}
-		r = s.seal.SealLayerRule(r)
-		if _, err := tx.Exec(ctx, `UPDATE layer_rules SET status = $1, accepted_by = $2, accepted_at = $3, version = $4, removed_by = $5, removed_at = $6, mac = $7 WHERE tenant = $8 AND id = $9`,
-			string(r.Status), store.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, store.PrincipalText(r.RemovedBy), r.RemovedAt, r.MAC, tenant, id); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, store.PrincipalText(c.By), c.At)
+		var err error
+		c, err = storeimpl.ChangeLayer(ctx, layerTx{tx}, s.seal, tenant, id, action, by, pgTime(s.now()))
 		return err
 	})
 	if err != nil {
@@ -118,11 +98,50 @@ func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store
 	return c, nil
 }
 
+// layerTx is a transaction as a change of the layer uses it
+// ([storeimpl.LayerTx]), after lockLayer.
+type layerTx struct{ tx pgx.Tx }
+
+// LoadLayerRule reads rule id of tenant.
+func (t layerTx) LoadLayerRule(ctx context.Context, tenant, id string) (store.LayerRule, error) {
+	r, err := scanLayerRule(t.tx.QueryRow(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = $1 AND id = $2`, tenant, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
+	}
+	return r, err
+}
+
+// LayerVersion returns the version of tenant's layer.
+func (t layerTx) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	return layerVersion(ctx, t.tx, tenant)
+}
+
+// layerVersion returns the version of tenant's layer, read with q.
+func layerVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, tenant string) (int64, error) {
+	var v int64
+	err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&v)
+	return v, err
+}
+
+// WriteLayerChange stores r's new status and appends c to the history.
+func (t layerTx) WriteLayerChange(ctx context.Context, r store.LayerRule, c store.LayerChange) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE layer_rules SET status = $1, accepted_by = $2, accepted_at = $3, version = $4, removed_by = $5, removed_at = $6, mac = $7 WHERE tenant = $8 AND id = $9`,
+		string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, storeimpl.PrincipalText(r.RemovedBy), r.RemovedAt, r.MAC, r.Tenant, r.ID); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		c.Tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, storeimpl.PrincipalText(c.By), c.At)
+	return err
+}
+
 // GetLayer implements [store.Layers].
-func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
+func (s *pgStore) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
 	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&l.Version); err != nil {
+		var err error
+		if l.Version, err = layerVersion(ctx, tx, tenant); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = $1 AND status <> 'removed' ORDER BY version, seq`, tenant)
@@ -130,18 +149,8 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			r, err := scanLayerRule(rows)
-			if err != nil {
-				return err
-			}
-			if r.Status == store.LayerAccepted {
-				l.Rules = append(l.Rules, r)
-			} else {
-				l.Proposed = append(l.Proposed, r)
-			}
-		}
-		return rows.Err()
+		l, err = storeimpl.ReadLayer(l, rows, func(rows storeimpl.Rows) (store.LayerRule, error) { return scanLayerRule(rows) })
+		return err
 	})
 	if err != nil {
 		return l, s.wrap(err)
@@ -150,15 +159,14 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 }
 
 // LayerVersion implements [store.Layers].
-func (s *Store) LayerVersion(ctx context.Context, tenant string) (int64, error) {
-	var v int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = $1`, tenant).Scan(&v)
+func (s *pgStore) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	v, err := layerVersion(ctx, s.pool, tenant)
 	return v, s.wrap(err)
 }
 
 // LayerHistory implements [store.Layers].
-func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
-	n, err := store.PageLimit(limit)
+func (s *pgStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+	n, err := storeimpl.PageLimit(limit)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +183,7 @@ func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]s
 			return nil, s.wrap(err)
 		}
 		c.Action, c.At = store.LayerAction(action), c.At.UTC()
-		c.By, _ = store.PrincipalsFromText(by, "")
+		c.By, _ = storeimpl.PrincipalsFromText(by, "")
 		out = append(out, c)
 	}
 	return out, s.wrap(rows.Err())

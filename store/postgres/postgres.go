@@ -18,7 +18,7 @@
 // events, never meets a row held by a writer waiting for one of its runs.
 // PostgreSQL can still pick a deadlock's victim among transactions that
 // lock the old and the new version of a run just updated; such a write is
-// run again ([DeadlockAttempts]).
+// run again (three attempts in all).
 //
 // # Event order
 //
@@ -32,21 +32,22 @@
 //
 // # Waiting
 //
-// A transaction that appends events also sends a NOTIFY on [Channel] (it is
-// delivered when, and only if, the transaction commits) naming the tenants
-// and runs of its events ([Notice]). A Store listens on a connection of its
+// A transaction that appends events also sends a NOTIFY on the channel
+// tollgate_events (it is delivered when, and only if, the transaction
+// commits) naming the tenants and runs of its events as JSON
+// ({"tenants": [...], "runs": [...]}, or "*" when that would be longer than
+// 4,000 bytes). A store listens on a connection of its
 // own, opened at the first WaitEvents and kept until Close, and on every
 // notification wakes the waiters whose filter it can concern, which read the
 // log again: a waiter in any process sharing the database wakes without
 // polling, and an append wakes only the waiters of its tenant or run. While
-// that connection is lost, waiters poll every [FallbackPoll] until it is
-// back.
+// that connection is lost, waiters poll every second until it is back.
 //
 // # Schema
 //
 // The schema is versioned: embedded migrations (migrations/*.sql) are applied
 // in order when a store is opened, in one transaction that first takes an
-// advisory lock ([MigrationLock]), so that processes starting at once do not
+// advisory lock (key 0x746f6c6c67617465, "tollgate"), so that processes starting at once do not
 // race; the version is kept in the schema_version table. A database of a
 // newer version is refused.
 //
@@ -56,7 +57,7 @@
 // truncates its clock and the times it is given to the microsecond, and
 // returns them in UTC. State, result, configuration, requests and event data
 // are stored as JSON (the text as given, key order kept) and checked against
-// size and depth limits ([MaxJSON], [MaxJSONDepth]) when read back. Text
+// size and depth limits (256 MiB, 1,000 levels) when read back. Text
 // that PostgreSQL cannot store (a NUL byte, invalid UTF-8) is refused with
 // [store.ErrInvalid].
 package postgres
@@ -81,19 +82,20 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/internal/sqlmigrate"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// Channel is the NOTIFY channel on which appends of events are announced.
+// channel is the NOTIFY channel on which appends of events are announced.
 // The payload names the tenants and runs of the events of the transaction,
-// as the JSON of [Notice], or is "*" (any tenant and run) when that would be
-// longer than [MaxNotice]; a waiter reads the log again only when a notice
+// as the JSON of [notice], or is "*" (any tenant and run) when that would be
+// longer than [maxNotice]; a waiter reads the log again only when a notice
 // can concern it.
-const Channel = "tollgate_events"
+const channel = "tollgate_events"
 
-// Notice is the payload of a notification on [Channel].
-type Notice struct {
+// notice is the payload of a notification on [channel].
+type notice struct {
 	// Tenants are the tenants of the events appended.
 	Tenants []string `json:"tenants"`
 	// Runs are the runs of the events appended (events of the store as a
@@ -101,38 +103,38 @@ type Notice struct {
 	Runs []string `json:"runs"`
 }
 
-// MaxNotice is the longest payload sent, in bytes (PostgreSQL's limit is
+// maxNotice is the longest payload sent, in bytes (PostgreSQL's limit is
 // 8000).
-const MaxNotice = 4000
+const maxNotice = 4000
 
-// MigrationLock is the key of the transaction-level advisory lock
+// migrationLock is the key of the transaction-level advisory lock
 // (pg_advisory_xact_lock) under which the schema is checked and migrated.
-const MigrationLock int64 = 0x746f6c6c67617465 // "tollgate"
+const migrationLock int64 = 0x746f6c6c67617465 // "tollgate"
 
-// IdleInTransaction is the idle_in_transaction_session_timeout of the
+// idleInTransaction is the idle_in_transaction_session_timeout of the
 // store's connections, unless the URL sets one: the server ends a session
 // that stays this long inside a transaction (a process frozen between two
 // statements), so that the rows and counters it locked are not held for
 // ever.
-const IdleInTransaction = time.Minute
+const idleInTransaction = time.Minute
 
-// FallbackPoll is how often WaitEvents polls while its listening connection
+// fallbackPoll is how often WaitEvents polls while its listening connection
 // is lost.
-const FallbackPoll = time.Second
+const fallbackPoll = time.Second
 
 // Limits on the JSON read back from the database: a document larger or
 // deeper than these is refused with an error naming the record, before it
 // is parsed or returned.
 const (
-	// MaxJSON is the largest JSON value of a column, in bytes (256 MiB, the
+	// maxJSON is the largest JSON value of a column, in bytes (256 MiB, the
 	// largest halted state a host restores).
-	MaxJSON = 256 << 20
-	// MaxJSONDepth is the deepest nesting of a JSON column.
-	MaxJSONDepth = 1000
+	maxJSON = 256 << 20
+	// maxJSONDepth is the deepest nesting of a JSON column.
+	maxJSONDepth = 1000
 )
 
-// SchemaVersion is the schema version this package writes.
-const SchemaVersion = 5
+// schemaVersion is the schema version this package writes.
+const schemaVersion = 5
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -141,13 +143,13 @@ var migrationFS embed.FS
 // brings the schema to version i+1.
 func migrations() ([]string, error) { return sqlmigrate.Load(migrationFS) }
 
-// Store is the PostgreSQL [store.Store]. Open it with [Open]; it is safe for
+// pgStore is the PostgreSQL [store.Store]. Open it with [Open]; it is safe for
 // concurrent use, and any number of Stores (in any number of processes) may
 // share one database.
-type Store struct {
+type pgStore struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
-	seal *store.Sealer
+	seal *storeimpl.Sealer
 	// where names the database in errors, without credentials.
 	where string
 	// deadlocks counts the transactions run again after a deadlock.
@@ -156,7 +158,7 @@ type Store struct {
 	listen listener
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Store = (*pgStore)(nil)
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
 // connection string, as pgx accepts: postgres://user@host:5432/db?sslmode=...,
@@ -164,9 +166,11 @@ var _ store.Store = (*Store)(nil)
 // database must exist; the store's tables are created in the connection's
 // current schema (see search_path). Errors say which server and database
 // failed, never the password; a database of a newer schema version is
-// refused. Sessions get [IdleInTransaction] unless the URL sets
-// idle_in_transaction_session_timeout.
-func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) {
+// refused. Sessions get an idle_in_transaction_session_timeout of one
+// minute unless the URL sets one: the server then ends a session frozen
+// inside a transaction, so that its locks are not held for ever. The store
+// also keeps the rule layer ([store.Layers], by type assertion).
+func Open(ctx context.Context, url string, opts *store.Options) (store.Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors do not repeat the password.
@@ -174,9 +178,9 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 	}
 	where := fmt.Sprintf("postgres store %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
-		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTransaction.Milliseconds(), 10)
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTransaction.Milliseconds(), 10)
 	}
-	seal, err := store.NewSealer(opts)
+	seal, err := storeimpl.NewSealer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -184,8 +188,8 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	now := opts.NowFunc()
-	s := &Store{pool: pool, now: func() time.Time { return pgTime(now()) }, seal: seal, where: where}
+	now := storeimpl.Now(opts)
+	s := &pgStore{pool: pool, now: func() time.Time { return pgTime(now()) }, seal: seal, where: where}
 	s.listen.init(cfg.ConnConfig)
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
@@ -205,16 +209,16 @@ func pgTimePtr(t *time.Time) *time.Time {
 	return &u
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *pgStore) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
-	if len(ms) != SchemaVersion {
-		return fmt.Errorf("%d embedded migrations, want %d", len(ms), SchemaVersion)
+	if len(ms) != schemaVersion {
+		return fmt.Errorf("%d embedded migrations, want %d", len(ms), schemaVersion)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, MigrationLock); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return fmt.Errorf("taking the migration lock: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
@@ -225,10 +229,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("reading schema_version: %w", err)
 		}
-		if v > SchemaVersion {
-			return fmt.Errorf("database schema version %d is newer than this program's %d", v, SchemaVersion)
+		if v > schemaVersion {
+			return fmt.Errorf("database schema version %d is newer than this program's %d", v, schemaVersion)
 		}
-		if v == SchemaVersion {
+		if v == schemaVersion {
 			return nil
 		}
 		for i := v; i < len(ms); i++ {
@@ -239,18 +243,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM schema_version`); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, SchemaVersion)
+		_, err = tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, schemaVersion)
 		return err
 	})
 }
 
-// keep marks an error whose transaction must still commit (an expiry that is
-// recorded while the call fails).
-type keep struct{ err error }
-
-func (k keep) Error() string { return k.err.Error() }
-
-// DeadlockAttempts is how many times a write is run in all when PostgreSQL
+// deadlockAttempts is how many times a write is run in all when PostgreSQL
 // ends its transaction as the victim of a deadlock (SQLSTATE 40P01,
 // deadlock_detected). The store takes its locks in one order, but
 // PostgreSQL locks the versions of an updated row one after the other, so
@@ -258,28 +256,28 @@ func (k keep) Error() string { return k.err.Error() }
 // that a third has just updated can still form a cycle. The server rolls
 // the victim back entirely, and every write reads what it depends on inside
 // its own transaction, so the write is run again from the start, after a
-// pause of DeadlockPause to twice that (times the attempt's number), so
+// pause of deadlockPause to twice that (times the attempt's number), so
 // that the transaction that won goes ahead first; the last deadlock error
 // is returned when every attempt was a victim.
-const DeadlockAttempts = 3
+const deadlockAttempts = 3
 
-// DeadlockPause is the shortest pause before a deadlock's victim is run
-// again; see [DeadlockAttempts].
-const DeadlockPause = 5 * time.Millisecond
+// deadlockPause is the shortest pause before a deadlock's victim is run
+// again; see [deadlockAttempts].
+const deadlockPause = 5 * time.Millisecond
 
 // tx runs fn in one transaction, committing when fn returns nil or an error
-// marked with keep, and maps PostgreSQL's errors to the store's. A
+// marked with [storeimpl.Commit], and maps PostgreSQL's errors to the store's. A
 // transaction chosen as a deadlock's victim is run again, up to
-// DeadlockAttempts in all; fn must therefore set its results afresh on
+// deadlockAttempts in all; fn must therefore set its results afresh on
 // every call.
-func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *pgStore) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		if err = s.tx1(ctx, fn); !isDeadlock(err) || attempt == DeadlockAttempts {
+		if err = s.tx1(ctx, fn); !isDeadlock(err) || attempt == deadlockAttempts {
 			return err
 		}
 		s.deadlocks.Add(1)
-		pause := time.Duration(attempt) * (DeadlockPause + rand.N(DeadlockPause))
+		pause := time.Duration(attempt) * (deadlockPause + rand.N(deadlockPause))
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
@@ -297,7 +295,7 @@ func isDeadlock(err error) bool {
 }
 
 // tx1 is one attempt of tx.
-func (s *Store) tx1(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *pgStore) tx1(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return s.wrap(err)
@@ -305,20 +303,20 @@ func (s *Store) tx1(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	// Rolls back on an error or a panic; after a commit it does nothing.
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	err = fn(tx)
-	var k keep
+	var k storeimpl.Commit
 	if err != nil && !errors.As(err, &k) {
 		return s.wrap(err)
 	}
 	if cerr := tx.Commit(ctx); cerr != nil {
 		return s.wrap(cerr)
 	}
-	return k.err
+	return k.Err
 }
 
 // wrap maps errors of PostgreSQL that are the caller's to store.ErrInvalid,
 // and names the database in the others; the store's own errors pass as they
 // are.
-func (s *Store) wrap(err error) error {
+func (s *pgStore) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -362,7 +360,7 @@ func checkJSON(what string, b []byte) error {
 	if b == nil {
 		return nil
 	}
-	if err := bounded.CheckJSON(what, b, bounded.Limits{MaxBytes: MaxJSON, MaxDepth: MaxJSONDepth}); err != nil {
+	if err := bounded.CheckJSON(what, b, bounded.Limits{MaxBytes: maxJSON, MaxDepth: maxJSONDepth}); err != nil {
 		return fmt.Errorf("postgres store: %w", err)
 	}
 	return nil
@@ -378,7 +376,7 @@ func next(ctx context.Context, tx pgx.Tx, counter string, n int) (int64, error) 
 	return last - int64(n) + 1, nil
 }
 
-func (s *Store) insertApprovals(ctx context.Context, tx pgx.Tx, run store.Run, now time.Time, as []store.Approval) error {
+func (s *pgStore) insertApprovals(ctx context.Context, tx pgx.Tx, run store.Run, now time.Time, as []store.Approval) error {
 	if len(as) == 0 {
 		return nil
 	}
@@ -387,7 +385,7 @@ func (s *Store) insertApprovals(ctx context.Context, tx pgx.Tx, run store.Run, n
 		return err
 	}
 	for i, a := range as {
-		a = store.NewApproval(a, run, now)
+		a = storeimpl.NewApproval(a, run, now)
 		a.ExpiresAt = pgTimePtr(a.ExpiresAt)
 		req, err := marshalRequest(a)
 		if err != nil {
@@ -410,7 +408,7 @@ func (s *Store) insertApprovals(ctx context.Context, tx pgx.Tx, run store.Run, n
 // insertEvents appends events in tx and sends the NOTIFY; run, when not nil,
 // is the run they all belong to (locked by the caller); otherwise the run of
 // each event (if any) is looked up and locked against deletion.
-func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
+func (s *pgStore) insertEvents(ctx context.Context, tx pgx.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
@@ -454,7 +452,7 @@ func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, run *store.Run, now
 // deletion; tenants maps each run ID to its tenant (an event of a run not in
 // it is ErrNotFound). The statements queued in pre, if any, are sent first,
 // in the same round trip as the events, the counter and the NOTIFY.
-func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch, tenants map[string]string, now time.Time, evs []store.Event) ([]int64, error) {
+func (s *pgStore) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch, tenants map[string]string, now time.Time, evs []store.Event) ([]int64, error) {
 	checked := make([]store.Event, len(evs))
 	for i, ev := range evs {
 		var tenant *string
@@ -465,7 +463,7 @@ func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch, t
 			}
 			tenant = &t
 		}
-		ev, err := store.CheckEvent(ev, tenant, now)
+		ev, err := storeimpl.CheckEvent(ev, tenant, now)
 		if err != nil {
 			return nil, err
 		}
@@ -489,7 +487,7 @@ func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch, t
 				VALUES ((SELECT last FROM counters WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`,
 				len(checked)-1-i, ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
 		}
-		b.Queue(`SELECT pg_notify($1, $2)`, Channel, noticeOf(checked))
+		b.Queue(`SELECT pg_notify($1, $2)`, channel, noticeOf(checked))
 	}
 	if b.Len() == 0 {
 		return nil, nil
@@ -519,23 +517,16 @@ func (s *Store) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch, t
 }
 
 // CreateRun implements [store.Store].
-func (s *Store) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
-	if err := store.CheckRun(r); err != nil {
+func (s *pgStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
+	now := s.now()
+	run, err := storeimpl.NewRun(r, now)
+	if err != nil {
 		return store.Run{}, err
 	}
-	now := s.now()
-	run := r.Run
-	run.State, run.Result, run.Config = slices.Clone(run.State), slices.Clone(run.Result), slices.Clone(run.Config)
-	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
-	var token int64
-	if r.Holder != "" || r.LeaseTTL != 0 {
-		if err := store.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
-			return store.Run{}, err
-		}
-		token = 1
-		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: pgTime(now.Add(r.LeaseTTL))}
+	if run.Lease != nil {
+		run.Lease.ExpiresAt = pgTime(run.Lease.ExpiresAt)
 	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
 		seq, err := next(ctx, tx, "runs", 1)
 		if err != nil {
 			return err
@@ -543,18 +534,14 @@ func (s *Store) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.
 		holder, expires := leaseCols(run.Lease)
 		_, err = tx.Exec(ctx, `INSERT INTO runs (id, seq, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
-			run.ID, seq, run.Tenant, run.Owner, string(run.Status), jsonArg(run.State), jsonArg(run.Result), jsonArg(run.Config), holder, token, expires, run.Version, now)
+			run.ID, seq, run.Tenant, run.Owner, string(run.Status), jsonArg(run.State), jsonArg(run.Result), jsonArg(run.Config), holder, storeimpl.LeaseToken(run), expires, run.Version, now)
 		if uniqueViolation(err, "runs_pkey") {
 			return fmt.Errorf("%w: run %s", store.ErrExists, run.ID)
 		}
 		if err != nil {
 			return err
 		}
-		if err := s.insertApprovals(ctx, tx, run, now, r.Approvals); err != nil {
-			return err
-		}
-		_, err = s.insertEvents(ctx, tx, &run, now, r.Events)
-		return err
+		return storeimpl.AddRecords(ctx, runTx{s, tx}, &run, now, r.Approvals, r.Events)
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -569,28 +556,49 @@ func leaseCols(l *store.Lease) (holder *string, expires *time.Time) {
 	return &l.Holder, &l.ExpiresAt
 }
 
-// writeRun stores the mutable fields of r; lastToken is the largest token the
-// run ever had.
-func writeRun(ctx context.Context, tx pgx.Tx, r store.Run, lastToken int64) error {
+// runTx is a transaction as the methods that change a run use it
+// ([storeimpl.RunTx]): its reads lock the run.
+type runTx struct {
+	s  *pgStore
+	tx pgx.Tx
+}
+
+// AddApprovals stores new pending approvals of run.
+func (t runTx) AddApprovals(ctx context.Context, run store.Run, now time.Time, as []store.Approval) error {
+	return t.s.insertApprovals(ctx, t.tx, run, now, as)
+}
+
+// AppendEvents appends events of run.
+func (t runTx) AppendEvents(ctx context.Context, run *store.Run, now time.Time, evs []store.Event) error {
+	_, err := t.s.insertEvents(ctx, t.tx, run, now, evs)
+	return err
+}
+
+// WriteRun stores the mutable fields of r, its lease's expiry to the
+// microsecond; lastToken is the largest token the run ever had.
+func (t runTx) WriteRun(ctx context.Context, r *store.Run, lastToken int64) error {
+	if r.Lease != nil {
+		r.Lease.ExpiresAt = pgTime(r.Lease.ExpiresAt)
+	}
 	holder, expires := leaseCols(r.Lease)
-	_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, state = $2, result = $3, lease_holder = $4, lease_token = $5, lease_expires_at = $6, version = $7, updated_at = $8
+	_, err := t.tx.Exec(ctx, `UPDATE runs SET status = $1, state = $2, result = $3, lease_holder = $4, lease_token = $5, lease_expires_at = $6, version = $7, updated_at = $8
 		WHERE id = $9`,
 		string(r.Status), jsonArg(r.State), jsonArg(r.Result), holder, lastToken, expires, r.Version, r.UpdatedAt, r.ID)
 	return err
 }
 
-const runCols = `seq, id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at`
-
-// lockRun reads run id in tx and locks it for a change (FOR NO KEY UPDATE:
-// events and approvals may still be added by others), with the largest token
-// it ever had.
-func lockRun(ctx context.Context, tx pgx.Tx, id string) (store.Run, int64, error) {
-	r, last, _, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, id))
+// LoadRun reads run id and locks it for a change (FOR NO KEY UPDATE:
+// events and approvals may still be added by others), with the largest
+// token it ever had.
+func (t runTx) LoadRun(ctx context.Context, id string) (store.Run, int64, error) {
+	r, last, _, err := scanRun(t.tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, 0, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
 	}
 	return r, last, err
 }
+
+const runCols = `seq, id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at`
 
 // scanRun reads a row of runCols; it returns the run, the largest lease
 // token the run ever had and its position.
@@ -623,29 +631,13 @@ func scanRun(row pgx.Row) (store.Run, int64, int64, error) {
 }
 
 // UpdateRun implements [store.Store].
-func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
+func (s *pgStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
 	now := s.now()
 	var out store.Run
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		cur, last, err := lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := store.ApplyUpdate(cur, u, now)
-		if err != nil {
-			return err
-		}
-		if err := writeRun(ctx, tx, next, last); err != nil {
-			return err
-		}
-		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
-			return err
-		}
-		if _, err := s.insertEvents(ctx, tx, &next, now, u.Events); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		var err error
+		out, err = storeimpl.UpdateRun(ctx, runTx{s, tx}, id, u, now)
+		return err
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -654,23 +646,15 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (st
 }
 
 // ClaimRun implements [store.Store].
-func (s *Store) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
-	if err := store.CheckClaim(id, c); err != nil {
+func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+	if err := storeimpl.CheckClaim(id, c); err != nil {
 		return store.Run{}, err
 	}
 	var out store.Run
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		cur, last, err := lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := store.ApplyClaim(cur, last, c, s.now())
-		if err != nil {
-			return err
-		}
-		next.Lease.ExpiresAt = pgTime(next.Lease.ExpiresAt)
-		out = next
-		return writeRun(ctx, tx, next, next.Lease.Token)
+		var err error
+		out, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
+		return err
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -679,20 +663,12 @@ func (s *Store) ClaimRun(ctx context.Context, id string, c store.Claim) (store.R
 }
 
 // RenewLease implements [store.Store].
-func (s *Store) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
+func (s *pgStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
 	var out store.Lease
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		cur, last, err := lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := store.ApplyRenew(cur, holder, token, ttl, s.now())
-		if err != nil {
-			return err
-		}
-		next.Lease.ExpiresAt = pgTime(next.Lease.ExpiresAt)
-		out = *next.Lease
-		return writeRun(ctx, tx, next, last)
+		var err error
+		out, err = storeimpl.RenewLease(ctx, runTx{s, tx}, id, holder, token, ttl, s.now())
+		return err
 	})
 	if err != nil {
 		return store.Lease{}, err
@@ -701,7 +677,7 @@ func (s *Store) RenewLease(ctx context.Context, id, holder string, token int64, 
 }
 
 // GetRun implements [store.Store].
-func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+func (s *pgStore) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, _, _, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
@@ -745,13 +721,13 @@ func (w *where) limit(n int) string {
 }
 
 // ListRuns implements [store.Store].
-func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+func (s *pgStore) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	kind := store.RunsCursorKind(f)
-	from, err := store.DecodeCursor(kind, f.Cursor)
+	kind := storeimpl.RunsCursorKind(f)
+	from, err := storeimpl.DecodeCursor(kind, f.Cursor)
 	if err != nil {
 		return store.RunPage{}, err
 	}
@@ -780,25 +756,20 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	}
 	defer rows.Close()
 	var p store.RunPage
-	var last int64
-	for rows.Next() {
-		if len(p.Runs) == limit {
-			p.Next = store.EncodeCursor(kind, last)
-			break
-		}
+	p.Runs, p.Next, err = storeimpl.ReadPage(rows, limit, kind, func(rows storeimpl.Rows) (store.Run, int64, error) {
 		r, _, seq, err := scanRun(rows)
-		if err != nil {
-			return store.RunPage{}, s.wrap(err)
-		}
-		p.Runs, last = append(p.Runs, r), seq
+		return r, seq, err
+	})
+	if err != nil {
+		return store.RunPage{}, s.wrap(err)
 	}
-	return p, s.wrap(rows.Err())
+	return p, nil
 }
 
 // DeleteRuns implements [store.Store]: it locks the runs that qualify (in ID
 // order, checked again once locked) and deletes them and, by the foreign
 // keys' ON DELETE CASCADE, their approvals and events.
-func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
+func (s *pgStore) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
 	statuses := f.Statuses
 	if len(statuses) == 0 {
 		statuses = []store.RunStatus{store.RunDone, store.RunIncomplete, store.RunError, store.RunCancelled}
@@ -848,7 +819,7 @@ func scanApproval(row pgx.Row) (store.Approval, int64, error) {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
-	a.DecidedBy, a.Actor = store.PrincipalsFromText(decidedBy, actor)
+	a.DecidedBy, a.Actor = storeimpl.PrincipalsFromText(decidedBy, actor)
 	what := "approval " + a.ID + " of run " + a.RunID
 	if err := checkJSON(what+" data", data); err != nil {
 		return a, 0, err
@@ -878,7 +849,7 @@ func getApproval(ctx context.Context, q interface {
 }
 
 // GetApproval implements [store.Store].
-func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
+func (s *pgStore) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
 	a, err := getApproval(ctx, s.pool, runID, id, "")
 	if err != nil {
 		return store.Approval{}, s.wrap(err)
@@ -887,12 +858,12 @@ func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approv
 }
 
 // ListApprovals implements [store.Store].
-func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+func (s *pgStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
-	after, err := store.DecodeCursor("approvals", f.Cursor)
+	after, err := storeimpl.DecodeCursor("approvals", f.Cursor)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
@@ -915,24 +886,23 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (stor
 	}
 	defer rows.Close()
 	var p store.ApprovalPage
-	var last int64
-	for rows.Next() {
-		if len(p.Approvals) == limit {
-			p.Next = store.EncodeCursor("approvals", last)
-			break
-		}
-		a, seq, err := scanApproval(rows)
-		if err != nil {
-			return store.ApprovalPage{}, s.wrap(err)
-		}
-		p.Approvals, last = append(p.Approvals, s.seal.Check(a)), seq
+	p.Approvals, p.Next, err = storeimpl.ReadPage(rows, limit, "approvals", s.scanChecked)
+	if err != nil {
+		return store.ApprovalPage{}, s.wrap(err)
 	}
-	return p, s.wrap(rows.Err())
+	return p, nil
+}
+
+// scanChecked reads a row of approvalCols, its seal checked, and its
+// position.
+func (s *pgStore) scanChecked(rows storeimpl.Rows) (store.Approval, int64, error) {
+	a, seq, err := scanApproval(rows)
+	return s.seal.Check(a), seq, err
 }
 
 // noticeOf returns the payload of the NOTIFY of evs.
 func noticeOf(evs []store.Event) string {
-	var n Notice
+	var n notice
 	for _, ev := range evs {
 		if !slices.Contains(n.Tenants, ev.Tenant) {
 			n.Tenants = append(n.Tenants, ev.Tenant)
@@ -942,7 +912,7 @@ func noticeOf(evs []store.Event) string {
 		}
 	}
 	b, err := json.Marshal(n)
-	if err != nil || len(b) > MaxNotice {
+	if err != nil || len(b) > maxNotice {
 		return "*"
 	}
 	return string(b)
@@ -952,7 +922,7 @@ func noticeOf(evs []store.Event) string {
 func queueApproval(b *pgx.Batch, a store.Approval) {
 	b.Queue(`UPDATE approvals SET status = $1, decided_by = $2, actor = $3, reason = $4, data = $5, updated_at = $6, decided_at = $7, used_at = $8, mac = $9
 		WHERE run_id = $10 AND id = $11`,
-		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.MAC, a.RunID, a.ID)
+		string(a.Status), storeimpl.PrincipalText(a.DecidedBy), storeimpl.PrincipalText(a.Actor), a.Reason, jsonArg(a.Data), a.UpdatedAt, a.DecidedAt, a.UsedAt, a.MAC, a.RunID, a.ID)
 }
 
 // lockRunsShared locks the runs ids (sorted) against deletion, in ID order,
@@ -984,10 +954,10 @@ func lockRunShared(ctx context.Context, tx pgx.Tx, id string) (bool, error) {
 	return false, nil
 }
 
-// transition locks an approval (after its run, in the store's lock order),
-// applies a state machine step and writes the result back, with its event
-// when event says so, in one transaction; an expiry is written and returned.
-func (s *Store) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
+// transition applies t to one approval in one transaction, with its run
+// locked shared first (see the lock order in the package doc), and
+// appends its event; an expiry is stored, other errors change nothing.
+func (s *pgStore) transition(ctx context.Context, runID, id string, t storeimpl.Transition) (store.Approval, error) {
 	var out store.Approval
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if ok, err := lockRunShared(ctx, tx, runID); err != nil || !ok {
@@ -1000,53 +970,37 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 		if err != nil {
 			return err
 		}
-		a = s.seal.Check(a)
 		now := s.now()
-		next, serr := step(a, now)
-		next = s.seal.Seal(a, next)
+		next, evs, serr := t.Apply(s.seal, a, now)
 		out = next
-		if serr != nil && !errors.Is(serr, store.ErrExpired) {
+		if !storeimpl.Kept(serr) {
 			return serr
 		}
 		b := &pgx.Batch{}
 		queueApproval(b, next)
-		var evs []store.Event
-		if event(serr) {
-			evs = []store.Event{store.ApprovalEventOf(next)}
-		}
 		if _, err := s.insertEventsOf(ctx, tx, b, map[string]string{next.RunID: next.Tenant}, now, evs); err != nil {
 			return err
 		}
-		if serr != nil {
-			return keep{serr}
-		}
-		return nil
+		return storeimpl.Outcome(serr)
 	})
 	return out, err
 }
 
 // Decide implements [store.Store].
-func (s *Store) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
-	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return store.ApplyDecision(a, d, now)
-	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
+func (s *pgStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
+	return s.transition(ctx, runID, id, storeimpl.Decision(d))
 }
 
 // Consume implements [store.Store].
-func (s *Store) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
-	var answer json.RawMessage
-	a, err := s.transition(ctx, runID, id, store.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
-	if err == nil {
-		a.Data = answer // the one use of an input's answer, which the store no longer keeps
-	}
-	return a, err
+func (s *pgStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
+	return storeimpl.Consume(digest, func(t storeimpl.Transition) (store.Approval, error) { return s.transition(ctx, runID, id, t) })
 }
 
 // ExpireApprovals implements [store.Store]: it finds the runs with due
 // approvals, locks them and then the approvals (checked again once locked,
 // so that two concurrent calls expire each approval once), and records the
 // expiries and their events in one transaction.
-func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
+func (s *pgStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 	var out []store.Approval
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		now := s.now()
@@ -1075,8 +1029,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 				rows.Close()
 				return err
 			}
-			a = s.seal.Check(a)
-			expired = append(expired, s.seal.Seal(a, store.ExpireApproval(a, now)))
+			expired = append(expired, storeimpl.Expire(s.seal, a, now))
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -1087,7 +1040,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 		b := &pgx.Batch{}
 		for _, a := range expired {
 			queueApproval(b, a)
-			evs = append(evs, store.ApprovalEventOf(a))
+			evs = append(evs, storeimpl.ApprovalEventOf(a))
 			tenants[a.RunID] = a.Tenant
 		}
 		if _, err := s.insertEventsOf(ctx, tx, b, tenants, now, evs); err != nil {
@@ -1103,7 +1056,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 }
 
 // AppendEvents implements [store.Store].
-func (s *Store) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
+func (s *pgStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
@@ -1131,8 +1084,8 @@ func eventWhere(f store.EventFilter) *where {
 }
 
 // ListEvents implements [store.Store].
-func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
-	limit, err := store.PageLimit(f.Limit)
+func (s *pgStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1162,11 +1115,11 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 	return out, s.wrap(rows.Err())
 }
 
-// WaitEvents implements [store.Store]: it waits for a NOTIFY on [Channel]
+// WaitEvents implements [store.Store]: it waits for a NOTIFY on [channel]
 // from any process and then reads the log again; while the listening
-// connection is lost, it polls every [FallbackPoll].
-func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
-	if _, err := store.PageLimit(f.Limit); err != nil {
+// connection is lost, it polls every [fallbackPoll].
+func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
+	if _, err := storeimpl.PageLimit(f.Limit); err != nil {
 		return err
 	}
 	// Registered before the first read: a notice after it is not lost.
@@ -1175,7 +1128,7 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	s.listen.start()
 	w := eventWhere(f)
 	q := `SELECT EXISTS (SELECT 1 FROM events WHERE ` + w.String() + `)`
-	timer := time.NewTimer(FallbackPoll)
+	timer := time.NewTimer(fallbackPoll)
 	defer timer.Stop()
 	for {
 		// Taken before the read: a change after it wakes wt.
@@ -1192,7 +1145,7 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 		}
 		var poll <-chan time.Time
 		if !listening {
-			timer.Reset(FallbackPoll)
+			timer.Reset(fallbackPoll)
 			poll = timer.C
 		}
 		select {
@@ -1205,13 +1158,13 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 }
 
 // Close implements [store.Store]: it stops listening and closes the pool.
-func (s *Store) Close() error {
+func (s *pgStore) Close() error {
 	s.listen.stop()
 	s.pool.Close()
 	return nil
 }
 
-// listener keeps one connection LISTENing on Channel and wakes the waiters
+// listener keeps one connection LISTENing on channel and wakes the waiters
 // a notice concerns.
 type listener struct {
 	cfg *pgx.ConnConfig
@@ -1244,7 +1197,7 @@ func (w *waiter) wake() {
 }
 
 // concerns reports whether events of n may be ones w waits for.
-func (w *waiter) concerns(n *Notice) bool {
+func (w *waiter) concerns(n *notice) bool {
 	if n == nil {
 		return true
 	}
@@ -1289,11 +1242,11 @@ func (l *listener) setListening(on bool) {
 }
 
 // notify wakes the waiters the payload concerns (every one for a payload
-// that is not a Notice).
+// that is not a notice).
 func (l *listener) notify(payload string) {
-	var n *Notice
+	var n *notice
 	if payload != "*" {
-		n = new(Notice)
+		n = new(notice)
 		if json.Unmarshal([]byte(payload), n) != nil {
 			n = nil
 		}
@@ -1334,7 +1287,7 @@ func (l *listener) stop() {
 }
 
 // run connects, listens and forwards notifications until ctx ends,
-// reconnecting with a growing delay (100ms to FallbackPoll*5) after a loss.
+// reconnecting with a growing delay (100ms to fallbackPoll*5) after a loss.
 func (l *listener) run(ctx context.Context) {
 	defer close(l.done)
 	delay := 100 * time.Millisecond
@@ -1354,7 +1307,7 @@ func (l *listener) run(ctx context.Context) {
 			t.Stop()
 			return
 		}
-		delay = min(2*delay, 5*FallbackPoll)
+		delay = min(2*delay, 5*fallbackPoll)
 	}
 }
 
@@ -1367,7 +1320,7 @@ func (l *listener) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
 	l.setListening(true)

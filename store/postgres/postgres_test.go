@@ -24,7 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-func open(t *testing.T, url string, opts *store.Options) *postgres.Store {
+func open(t *testing.T, url string, opts *store.Options) store.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), url, opts)
 	if err != nil {

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-var _ store.Layers = (*Store)(nil)
+var _ store.Layers = (*sqliteStore)(nil)
 
 const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
@@ -22,9 +23,9 @@ func scanLayerRule(sc scanner) (store.LayerRule, error) {
 		return r, err
 	}
 	r.Status = store.LayerRuleStatus(status)
-	r.ProposedBy, _ = store.PrincipalsFromText(proposedBy, "")
-	r.AcceptedBy, _ = store.PrincipalsFromText(acceptedBy, "")
-	r.RemovedBy, _ = store.PrincipalsFromText(removedBy, "")
+	r.ProposedBy, _ = storeimpl.PrincipalsFromText(proposedBy, "")
+	r.AcceptedBy, _ = storeimpl.PrincipalsFromText(acceptedBy, "")
+	r.RemovedBy, _ = storeimpl.PrincipalsFromText(removedBy, "")
 	var errs [3]error
 	r.ProposedAt, errs[0] = parseTS(proposedAt)
 	r.AcceptedAt, errs[1] = parseTSPtr(acceptedAt)
@@ -33,22 +34,21 @@ func scanLayerRule(sc scanner) (store.LayerRule, error) {
 }
 
 // ProposeLayerRule implements [store.Layers].
-func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
-	if err := store.CheckLayerRule(r); err != nil {
+func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+	r, err := storeimpl.Proposal(r, s.now().UTC())
+	if err != nil {
 		return store.LayerRule{}, err
 	}
-	r.Status, r.ProposedAt = store.LayerProposed, s.now().UTC()
-	r.AcceptedBy, r.AcceptedAt, r.Version, r.RemovedBy, r.RemovedAt = tool.Principal{}, nil, 0, tool.Principal{}, nil
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = ? AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
 			return err
 		}
-		if live >= store.MaxLayerRules {
-			return fmt.Errorf("%w: the layer holds %d rules and proposals, the most it may", store.ErrInvalid, live)
+		if err := storeimpl.CheckLayerRoom(live); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), store.PrincipalText(r.ProposedBy), ts(r.ProposedAt))
+			r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, string(r.Status), storeimpl.PrincipalText(r.ProposedBy), ts(r.ProposedAt))
 		if isUnique(err) {
 			return fmt.Errorf("%w: layer rule %s", store.ErrExists, r.ID)
 		}
@@ -61,40 +61,20 @@ func (s *Store) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.
 }
 
 // AcceptLayerRule implements [store.Layers].
-func (s *Store) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *sqliteStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
 }
 
 // RemoveLayerRule implements [store.Layers].
-func (s *Store) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
+func (s *sqliteStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
 	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
 }
 
-func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
+func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
 	var c store.LayerChange
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		r, err := scanLayerRule(tx.QueryRowContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND id = ?`, tenant, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
-		}
-		if err != nil {
-			return err
-		}
-		var version int64
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&version); err != nil {
-			return err
-		}
-		r, c, err = store.ApplyLayerChange(r, action, version, by, s.now().UTC())
-		if err != nil {
-			return err
-		}
-		r = s.seal.SealLayerRule(r)
-		if _, err := tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ?, mac = ? WHERE tenant = ? AND id = ?`,
-			string(r.Status), store.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, store.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, tenant, id); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, store.PrincipalText(c.By), ts(c.At))
+		var err error
+		c, err = storeimpl.ChangeLayer(ctx, layerTx{tx}, s.seal, tenant, id, action, by, s.now().UTC())
 		return err
 	})
 	if err != nil {
@@ -103,10 +83,47 @@ func (s *Store) changeLayer(ctx context.Context, tenant, id string, action store
 	return c, nil
 }
 
+// layerTx is a transaction as a change of the layer uses it
+// ([storeimpl.LayerTx]).
+type layerTx struct{ tx *sql.Tx }
+
+// LoadLayerRule reads rule id of tenant.
+func (t layerTx) LoadLayerRule(ctx context.Context, tenant, id string) (store.LayerRule, error) {
+	r, err := scanLayerRule(t.tx.QueryRowContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND id = ?`, tenant, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
+	}
+	return r, err
+}
+
+// LayerVersion returns the version of tenant's layer.
+func (t layerTx) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	return layerVersion(ctx, t.tx, tenant)
+}
+
+// layerVersion returns the version of tenant's layer, read with q.
+func layerVersion(ctx context.Context, q queryer, tenant string) (int64, error) {
+	var v int64
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&v)
+	return v, err
+}
+
+// WriteLayerChange stores r's new status and appends c to the history.
+func (t layerTx) WriteLayerChange(ctx context.Context, r store.LayerRule, c store.LayerChange) error {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ?, mac = ? WHERE tenant = ? AND id = ?`,
+		string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, storeimpl.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, r.Tenant, r.ID); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Tenant, c.Version, string(c.Action), c.RuleID, c.Text, c.Effect, c.Tool, storeimpl.PrincipalText(c.By), ts(c.At))
+	return err
+}
+
 // GetLayer implements [store.Layers].
-func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
+func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
 	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&l.Version); err != nil {
+	var err error
+	if l.Version, err = layerVersion(ctx, s.db, tenant); err != nil {
 		return l, wrap(err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND status <> 'removed' ORDER BY version, seq`, tenant)
@@ -114,33 +131,22 @@ func (s *Store) GetLayer(ctx context.Context, tenant string) (store.Layer, error
 		return l, wrap(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		r, err := scanLayerRule(rows)
-		if err != nil {
-			return l, wrap(err)
-		}
-		if r.Status == store.LayerAccepted {
-			l.Rules = append(l.Rules, r)
-		} else {
-			l.Proposed = append(l.Proposed, r)
-		}
-	}
-	if err := rows.Err(); err != nil {
+	l, err = storeimpl.ReadLayer(l, rows, func(rows storeimpl.Rows) (store.LayerRule, error) { return scanLayerRule(rows) })
+	if err != nil {
 		return l, wrap(err)
 	}
 	return s.seal.SplitSealed(l), nil
 }
 
 // LayerVersion implements [store.Layers].
-func (s *Store) LayerVersion(ctx context.Context, tenant string) (int64, error) {
-	var v int64
-	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM layer_changes WHERE tenant = ?`, tenant).Scan(&v)
+func (s *sqliteStore) LayerVersion(ctx context.Context, tenant string) (int64, error) {
+	v, err := layerVersion(ctx, s.db, tenant)
 	return v, wrap(err)
 }
 
 // LayerHistory implements [store.Layers].
-func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
-	n, err := store.PageLimit(limit)
+func (s *sqliteStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+	n, err := storeimpl.PageLimit(limit)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +163,7 @@ func (s *Store) LayerHistory(ctx context.Context, tenant string, limit int) ([]s
 			return nil, wrap(err)
 		}
 		c.Action = store.LayerAction(action)
-		c.By, _ = store.PrincipalsFromText(by, "")
+		c.By, _ = storeimpl.PrincipalsFromText(by, "")
 		var perr error
 		if c.At, perr = parseTS(at); perr != nil {
 			return nil, wrap(perr)

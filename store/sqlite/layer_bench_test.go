@@ -15,11 +15,12 @@ import (
 // tenant's rule layer: 20 accepted rules.
 func BenchmarkGetLayer(b *testing.B) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "tollgate.db"), nil)
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "tollgate.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	defer st.Close()
+	s := st.(store.Layers)
 	ada := tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}
 	for i := range 20 {
 		id := fmt.Sprintf("r%d", i)
@@ -44,11 +45,12 @@ func BenchmarkGetLayer(b *testing.B) {
 // is compiled (runs.LayerSource): one read of the version.
 func BenchmarkLayerVersion(b *testing.B) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "tollgate.db"), nil)
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "tollgate.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	defer st.Close()
+	s := st.(store.Layers)
 	ada := tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}
 	r := store.LayerRule{ID: "r1", Tenant: "acme", Effect: "allow", Tool: "bash", ProposedBy: ada, Text: "rules:\n  - id: r1\n    decision: allow\n"}
 	if _, err := s.ProposeLayerRule(ctx, r); err != nil {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl/storeimpltest"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
-	"github.com/tollgate-dev/tollgate/store/storetest"
 )
 
 // A rule inserted into the database file (or altered there) by a writer
@@ -22,7 +22,7 @@ func TestLayerSeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	storetest.RunLayerSeal(t, s, func(t *testing.T, f storetest.Forgery) {
+	storeimpltest.RunLayerSeal(t, s, func(t *testing.T, f storeimpltest.Forgery) {
 		db, err := sql.Open("sqlite", path)
 		if err != nil {
 			t.Fatal(err)
@@ -35,9 +35,9 @@ func TestLayerSeal(t *testing.T) {
 			args []any
 		}{
 			{`INSERT INTO layer_rules (tenant, id, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, mac) VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?, ?, ?, ?, ?)`,
-				[]any{r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, store.PrincipalText(r.ProposedBy), ts(r.ProposedAt), store.PrincipalText(r.AcceptedBy), ts(*r.AcceptedAt), r.Version, r.MAC}},
+				[]any{r.Tenant, r.ID, r.Text, r.Effect, r.Tool, r.Source, storeimpl.PrincipalText(r.ProposedBy), ts(r.ProposedAt), storeimpl.PrincipalText(r.AcceptedBy), ts(*r.AcceptedAt), r.Version, r.MAC}},
 			{`INSERT INTO layer_changes (tenant, version, action, rule_id, text, effect, tool, by_principal, at) VALUES (?, ?, 'accept', ?, ?, ?, ?, ?, ?)`,
-				[]any{r.Tenant, r.Version, r.ID, r.Text, r.Effect, r.Tool, store.PrincipalText(r.AcceptedBy), ts(*r.AcceptedAt)}},
+				[]any{r.Tenant, r.Version, r.ID, r.Text, r.Effect, r.Tool, storeimpl.PrincipalText(r.AcceptedBy), ts(*r.AcceptedAt)}},
 			{`UPDATE layer_rules SET text = ? WHERE tenant = ? AND id = ?`, []any{f.AlterText, r.Tenant, f.AlterID}},
 		} {
 			if _, err := db.ExecContext(ctx, q.sql, q.args...); err != nil {

@@ -1,6 +1,6 @@
 // Package sqlite is the durable [store.Store] on SQLite (modernc.org/sqlite, no
 // cgo): one database file. Several processes may share the file: it runs in
-// WAL mode with a busy timeout ([BusyTimeout]), and every write is one
+// WAL mode with a busy timeout of ten seconds, and every write is one
 // IMMEDIATE transaction that takes the database's write lock before it reads,
 // so Decide, Consume, ClaimRun, RenewLease and UpdateRun check and write
 // atomically across processes.
@@ -14,17 +14,17 @@
 //
 // # Connections
 //
-// A Store keeps a bounded pool of connections open ([MaxConns], all of them
+// A store keeps a bounded pool of connections open (eight, all of them
 // kept when idle: a new connection opens the file and runs its pragmas again),
-// and its writes take a lock of the Store's first: SQLite has one writer, and
+// and its writes take a lock of the store's first: SQLite has one writer, and
 // writers of one process queue on that lock rather than on SQLite's busy
 // handler, which sleeps and retries.
 //
 // # Waiting
 //
-// [Store.WaitEvents] is woken at once by writes through the same *Store, and
+// WaitEvents is woken at once by writes through the same store, and
 // otherwise polls the database (another process may write the file), first
-// after [MinPoll], then backing off to [MaxPoll].
+// after 10 ms, then backing off to 250 ms.
 //
 // # Schema
 //
@@ -54,30 +54,26 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/sqlmigrate"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// DefaultFile is the database's file name in a state directory (the
-// command's default state directory is the user's, e.g.
-// ~/.local/state/tollgate; never one inside an agent's workspace).
-const DefaultFile = "tollgate.db"
-
-// BusyTimeout is how long a statement waits for another process's lock before
+// busyTimeout is how long a statement waits for another process's lock before
 // it fails with SQLITE_BUSY.
-const BusyTimeout = 10 * time.Second
+const busyTimeout = 10 * time.Second
 
-// MaxConns is how many connections a Store keeps open to its file, for
+// maxConns is how many connections a sqliteStore keeps open to its file, for
 // reads and the one write at a time.
-const MaxConns = 8
+const maxConns = 8
 
-// MinPoll and MaxPoll bound the interval at which WaitEvents polls the
-// database for events written by other processes: it starts at MinPoll and
-// doubles up to MaxPoll.
+// minPoll and maxPoll bound the interval at which WaitEvents polls the
+// database for events written by other processes: it starts at minPoll and
+// doubles up to maxPoll.
 const (
-	MinPoll = 10 * time.Millisecond
-	MaxPoll = 250 * time.Millisecond
+	minPoll = 10 * time.Millisecond
+	maxPoll = 250 * time.Millisecond
 )
 
 //go:embed migrations/*.sql
@@ -87,33 +83,34 @@ var migrationFS embed.FS
 // brings the schema to version i+1.
 func migrations() ([]string, error) { return sqlmigrate.Load(migrationFS) }
 
-// SchemaVersion is the schema version this package writes.
-const SchemaVersion = 6
+// schemaVersion is the schema version this package writes.
+const schemaVersion = 6
 
-// Store is the SQLite [store.Store]. Open it with [Open]; it is safe for
+// sqliteStore is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.
-type Store struct {
+type sqliteStore struct {
 	db   *sql.DB
 	now  func() time.Time
 	path string
-	seal *store.Sealer
+	seal *storeimpl.Sealer
 
-	// write is held by the write transaction of this Store in progress.
+	// write is held by the write transaction of this sqliteStore in progress.
 	write sync.Mutex
 
 	mu sync.Mutex
 	// appended is closed and replaced after every commit that appended
-	// events through this Store, to wake WaitEvents.
+	// events through this sqliteStore, to wake WaitEvents.
 	appended chan struct{}
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Store = (*sqliteStore)(nil)
 
 // Open opens (creating if needed) the database at path, creating its
 // directory, and migrates the schema. The path must not contain '?'. Errors
 // come from the file system and from SQLite; a database written by a newer
-// schema version is refused.
-func Open(ctx context.Context, path string, opts *store.Options) (*Store, error) {
+// schema version is refused. The store also keeps the rule layer
+// ([store.Layers], by type assertion).
+func Open(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite store: path %q must not contain '?'", path)
 	}
@@ -126,21 +123,21 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
-		path, BusyTimeout.Milliseconds())
+		path, busyTimeout.Milliseconds())
 	// Each connection keeps the statements it prepared (stmtcache.go).
 	conn, err := newCachingConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	db := sql.OpenDB(conn)
-	seal, err := store.NewSealer(opts)
+	seal, err := storeimpl.NewSealer(opts)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(MaxConns)
-	db.SetMaxIdleConns(MaxConns)
-	s := &Store{db: db, now: opts.NowFunc(), path: path, seal: seal, appended: make(chan struct{})}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	s := &sqliteStore{db: db, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
@@ -184,9 +181,6 @@ func ownerOnly(path string) error {
 	return nil
 }
 
-// Path returns the database file's path.
-func (s *Store) Path() string { return s.path }
-
 // version returns the schema version of the database: schema_version's, or
 // user_version for a file of version 1 (or an empty one, 0).
 func version(ctx context.Context, tx *sql.Tx) (int, error) {
@@ -206,23 +200,23 @@ func version(ctx context.Context, tx *sql.Tx) (int, error) {
 	return v, nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *sqliteStore) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
-	if len(ms) != SchemaVersion {
-		return fmt.Errorf("%d embedded migrations, want %d", len(ms), SchemaVersion)
+	if len(ms) != schemaVersion {
+		return fmt.Errorf("%d embedded migrations, want %d", len(ms), schemaVersion)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		v, err := version(ctx, tx)
 		if err != nil {
 			return err
 		}
-		if v > SchemaVersion {
-			return fmt.Errorf("database schema version %d is newer than this program's %d", v, SchemaVersion)
+		if v > schemaVersion {
+			return fmt.Errorf("database schema version %d is newer than this program's %d", v, schemaVersion)
 		}
-		if v == SchemaVersion {
+		if v == schemaVersion {
 			return nil
 		}
 		for i := v; i < len(ms); i++ {
@@ -234,17 +228,17 @@ func (s *Store) migrate(ctx context.Context) error {
 			DELETE FROM schema_version;`); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, SchemaVersion); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, schemaVersion); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
+		_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
 		return err
 	})
 }
 
 // tx runs fn in one IMMEDIATE transaction (the DSN's _txlock), committing when
-// fn returns nil or an error marked with keep.
-func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// fn returns nil or an error marked with [storeimpl.Commit].
+func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.write.Lock()
 	defer s.write.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -252,7 +246,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	err = fn(tx)
-	var k keep
+	var k storeimpl.Commit
 	if err != nil && !errors.As(err, &k) {
 		tx.Rollback()
 		return err
@@ -260,25 +254,19 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if cerr := tx.Commit(); cerr != nil {
 		return cerr
 	}
-	if k.err != nil {
-		return k.err
+	if k.Err != nil {
+		return k.Err
 	}
 	return nil
 }
 
-// notify wakes the WaitEvents calls of this Store.
-func (s *Store) notify() {
+// notify wakes the WaitEvents calls of this sqliteStore.
+func (s *sqliteStore) notify() {
 	s.mu.Lock()
 	close(s.appended)
 	s.appended = make(chan struct{})
 	s.mu.Unlock()
 }
-
-// keep marks an error whose transaction must still commit (an expiry that is
-// recorded while the call fails).
-type keep struct{ err error }
-
-func (k keep) Error() string { return k.err.Error() }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
@@ -313,11 +301,11 @@ func parseTSPtr(n sql.NullString) (*time.Time, error) {
 // the database file is written by other processes and is input like any
 // other.
 const (
-	MaxStoredDocument = 256 << 20
-	MaxStoredDepth    = 1000
+	maxStoredDocument = 256 << 20
+	maxStoredDepth    = 1000
 )
 
-var storedLimits = bounded.Limits{MaxBytes: MaxStoredDocument, MaxDepth: MaxStoredDepth}
+var storedLimits = bounded.Limits{MaxBytes: maxStoredDocument, MaxDepth: maxStoredDepth}
 
 // boundedOf is rawOf for a document that must lie within storedLimits; what
 // names it in the error ("run RUN: state").
@@ -339,9 +327,9 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, as []store.Approval) error {
+func (s *sqliteStore) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, as []store.Approval) error {
 	for _, a := range as {
-		a = store.NewApproval(a, run, now)
+		a = storeimpl.NewApproval(a, run, now)
 		req, err := jsonenc.Marshal(a.Request)
 		if err != nil {
 			return fmt.Errorf("approval %s: %w", a.ID, err)
@@ -362,7 +350,7 @@ func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, 
 
 // insertEvents appends events in tx; run, when not nil, is the run they all
 // belong to; otherwise each event's run (if any) is looked up.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
+func (s *sqliteStore) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, now time.Time, evs []store.Event) ([]int64, error) {
 	seqs := make([]int64, 0, len(evs))
 	for _, ev := range evs {
 		var tenant *string
@@ -380,7 +368,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, no
 			}
 			tenant = &t
 		}
-		ev, err := store.CheckEvent(ev, tenant, now)
+		ev, err := storeimpl.CheckEvent(ev, tenant, now)
 		if err != nil {
 			return nil, err
 		}
@@ -399,37 +387,24 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, run *store.Run, no
 }
 
 // CreateRun implements [store.Store].
-func (s *Store) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
-	if err := store.CheckRun(r); err != nil {
+func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (store.Run, error) {
+	now := s.now()
+	run, err := storeimpl.NewRun(r, now)
+	if err != nil {
 		return store.Run{}, err
 	}
-	now := s.now()
-	run := r.Run
-	run.CreatedAt, run.UpdatedAt, run.Version, run.Lease = now, now, 1, nil
-	var token int64
-	if r.Holder != "" || r.LeaseTTL != 0 {
-		if err := store.CheckClaim(run.ID, store.Claim{Holder: r.Holder, TTL: r.LeaseTTL, From: []store.RunStatus{run.Status}}); err != nil {
-			return store.Run{}, err
-		}
-		token = 1
-		run.Lease = &store.Lease{Holder: r.Holder, Token: 1, ExpiresAt: now.Add(r.LeaseTTL)}
-	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		holder, expires := leaseCols(run.Lease)
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.Tenant, run.Owner, string(run.Status), raw(run.State), raw(run.Result), raw(run.Config), holder, token, expires, run.Version, ts(now), ts(now))
+			run.ID, run.Tenant, run.Owner, string(run.Status), raw(run.State), raw(run.Result), raw(run.Config), holder, storeimpl.LeaseToken(run), expires, run.Version, ts(now), ts(now))
 		if isUnique(err) {
 			return fmt.Errorf("%w: run %s", store.ErrExists, run.ID)
 		}
 		if err != nil {
 			return err
 		}
-		if err := s.insertApprovals(ctx, tx, run, now, r.Approvals); err != nil {
-			return err
-		}
-		_, err = s.insertEvents(ctx, tx, &run, now, r.Events)
-		return err
+		return storeimpl.AddRecords(ctx, runTx{s, tx}, &run, now, r.Approvals, r.Events)
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -447,17 +422,40 @@ func leaseCols(l *store.Lease) (holder, expires sql.NullString) {
 	return sql.NullString{String: l.Holder, Valid: true}, sql.NullString{String: ts(l.ExpiresAt), Valid: true}
 }
 
-// writeRun stores the mutable fields of r; lastToken is the largest token the
-// run ever had.
-func writeRun(ctx context.Context, tx *sql.Tx, r store.Run, lastToken int64) error {
+// runTx is a transaction as the methods that change a run use it
+// ([storeimpl.RunTx]); the write lock taken when it began serialises it.
+type runTx struct {
+	s  *sqliteStore
+	tx *sql.Tx
+}
+
+// AddApprovals stores new pending approvals of run.
+func (t runTx) AddApprovals(ctx context.Context, run store.Run, now time.Time, as []store.Approval) error {
+	return t.s.insertApprovals(ctx, t.tx, run, now, as)
+}
+
+// AppendEvents appends events of run.
+func (t runTx) AppendEvents(ctx context.Context, run *store.Run, now time.Time, evs []store.Event) error {
+	_, err := t.s.insertEvents(ctx, t.tx, run, now, evs)
+	return err
+}
+
+// WriteRun stores the mutable fields of r; lastToken is the largest token
+// the run ever had.
+func (t runTx) WriteRun(ctx context.Context, r *store.Run, lastToken int64) error {
 	holder, expires := leaseCols(r.Lease)
-	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, state = ?, result = ?, lease_holder = ?, lease_token = ?, lease_expires_at = ?, version = ?, updated_at = ?
+	_, err := t.tx.ExecContext(ctx, `UPDATE runs SET status = ?, state = ?, result = ?, lease_holder = ?, lease_token = ?, lease_expires_at = ?, version = ?, updated_at = ?
 		WHERE id = ?`,
 		string(r.Status), raw(r.State), raw(r.Result), holder, lastToken, expires, r.Version, ts(r.UpdatedAt), r.ID)
 	return err
 }
 
-// loadRun reads run id in tx, with the largest token it ever had.
+// LoadRun reads run id, with the largest token it ever had.
+func (t runTx) LoadRun(ctx context.Context, id string) (store.Run, int64, error) {
+	return loadRun(ctx, t.tx, id)
+}
+
+// loadRun reads run id with q, with the largest token it ever had.
 func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error) {
 	r, last, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -467,29 +465,13 @@ func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error
 }
 
 // UpdateRun implements [store.Store].
-func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
+func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
 	now := s.now()
 	var out store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, last, err := loadRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := store.ApplyUpdate(cur, u, now)
-		if err != nil {
-			return err
-		}
-		if err := writeRun(ctx, tx, next, last); err != nil {
-			return err
-		}
-		if err := s.insertApprovals(ctx, tx, next, now, u.Approvals); err != nil {
-			return err
-		}
-		if _, err := s.insertEvents(ctx, tx, &next, now, u.Events); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		var err error
+		out, err = storeimpl.UpdateRun(ctx, runTx{s, tx}, id, u, now)
+		return err
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -501,40 +483,26 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (st
 }
 
 // ClaimRun implements [store.Store].
-func (s *Store) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
-	if err := store.CheckClaim(id, c); err != nil {
+func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+	if err := storeimpl.CheckClaim(id, c); err != nil {
 		return store.Run{}, err
 	}
 	var out store.Run
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, last, err := loadRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := store.ApplyClaim(cur, last, c, s.now())
-		if err != nil {
-			return err
-		}
-		out = next
-		return writeRun(ctx, tx, next, next.Lease.Token)
+		var err error
+		out, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
+		return err
 	})
 	return out, err
 }
 
 // RenewLease implements [store.Store].
-func (s *Store) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
+func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
 	var out store.Lease
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		cur, last, err := loadRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		next, err := store.ApplyRenew(cur, holder, token, ttl, s.now())
-		if err != nil {
-			return err
-		}
-		out = *next.Lease
-		return writeRun(ctx, tx, next, last)
+		var err error
+		out, err = storeimpl.RenewLease(ctx, runTx{s, tx}, id, holder, token, ttl, s.now())
+		return err
 	})
 	return out, err
 }
@@ -583,19 +551,19 @@ func scanRunPos(sc scanner) (store.Run, int64, int64, error) {
 }
 
 // GetRun implements [store.Store].
-func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+func (s *sqliteStore) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, _, err := loadRun(ctx, s.db, id)
 	return r, err
 }
 
 // ListRuns implements [store.Store].
-func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	kind := store.RunsCursorKind(f)
-	from, err := store.DecodeCursor(kind, f.Cursor)
+	kind := storeimpl.RunsCursorKind(f)
+	from, err := storeimpl.DecodeCursor(kind, f.Cursor)
 	if err != nil {
 		return store.RunPage{}, err
 	}
@@ -616,23 +584,18 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	}
 	defer rows.Close()
 	var p store.RunPage
-	var last int64
-	for rows.Next() {
-		if len(p.Runs) == limit {
-			p.Next = store.EncodeCursor(kind, last)
-			break
-		}
+	p.Runs, p.Next, err = storeimpl.ReadPage(rows, limit, kind, func(rows storeimpl.Rows) (store.Run, int64, error) {
 		r, _, seq, err := scanRunPos(rows)
-		if err != nil {
-			return store.RunPage{}, err
-		}
-		p.Runs, last = append(p.Runs, r), seq
+		return r, seq, err
+	})
+	if err != nil {
+		return store.RunPage{}, err
 	}
-	return p, rows.Err()
+	return p, nil
 }
 
 // DeleteRuns implements [store.Store].
-func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
+func (s *sqliteStore) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
@@ -647,7 +610,7 @@ func (s *Store) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error
 				rows.Close()
 				return err
 			}
-			if store.Prunable(r, f, now) {
+			if storeimpl.Prunable(r, f, now) {
 				gone = append(gone, r.ID)
 			}
 		}
@@ -678,7 +641,7 @@ func scanApproval(sc scanner) (store.Approval, int64, error) {
 		return a, 0, err
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
-	a.DecidedBy, a.Actor = store.PrincipalsFromText(decidedBy, actor)
+	a.DecidedBy, a.Actor = storeimpl.PrincipalsFromText(decidedBy, actor)
 	what := "approval " + a.ID + " of run " + a.RunID
 	var errs []error
 	var err error
@@ -710,18 +673,18 @@ func getApproval(ctx context.Context, q queryer, runID, id string) (store.Approv
 }
 
 // GetApproval implements [store.Store].
-func (s *Store) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
+func (s *sqliteStore) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
 	a, err := getApproval(ctx, s.db, runID, id)
 	return s.seal.Check(a), err
 }
 
 // ListApprovals implements [store.Store].
-func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
-	limit, err := store.PageLimit(f.Limit)
+func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter) (store.ApprovalPage, error) {
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
-	after, err := store.DecodeCursor("approvals", f.Cursor)
+	after, err := storeimpl.DecodeCursor("approvals", f.Cursor)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
@@ -734,32 +697,30 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) (stor
 	}
 	defer rows.Close()
 	var p store.ApprovalPage
-	var last int64
-	for rows.Next() {
-		if len(p.Approvals) == limit {
-			p.Next = store.EncodeCursor("approvals", last)
-			break
-		}
-		a, seq, err := scanApproval(rows)
-		if err != nil {
-			return store.ApprovalPage{}, err
-		}
-		p.Approvals, last = append(p.Approvals, s.seal.Check(a)), seq
+	p.Approvals, p.Next, err = storeimpl.ReadPage(rows, limit, "approvals", s.scanChecked)
+	if err != nil {
+		return store.ApprovalPage{}, err
 	}
-	return p, rows.Err()
+	return p, nil
+}
+
+// scanChecked reads a row of approvalCols, its seal checked, and its
+// position.
+func (s *sqliteStore) scanChecked(rows storeimpl.Rows) (store.Approval, int64, error) {
+	a, seq, err := scanApproval(rows)
+	return s.seal.Check(a), seq, err
 }
 
 func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
 	_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, actor = ?, reason = ?, data = ?, updated_at = ?, decided_at = ?, used_at = ?, mac = ?
 		WHERE run_id = ? AND id = ?`,
-		string(a.Status), store.PrincipalText(a.DecidedBy), store.PrincipalText(a.Actor), a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.MAC, a.RunID, a.ID)
+		string(a.Status), storeimpl.PrincipalText(a.DecidedBy), storeimpl.PrincipalText(a.Actor), a.Reason, raw(a.Data), ts(a.UpdatedAt), tsPtr(a.DecidedAt), tsPtr(a.UsedAt), a.MAC, a.RunID, a.ID)
 	return err
 }
 
-// transition loads an approval, applies a state machine step and writes the
-// result back, with its event when event says so, in one transaction; an
-// expiry is written and returned.
-func (s *Store) transition(ctx context.Context, runID, id string, step func(store.Approval, time.Time) (store.Approval, error), event func(error) bool) (store.Approval, error) {
+// transition applies t to one approval in one transaction and appends its
+// event; an expiry is stored, other errors change nothing.
+func (s *sqliteStore) transition(ctx context.Context, runID, id string, t storeimpl.Transition) (store.Approval, error) {
 	var out store.Approval
 	appended := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -767,27 +728,20 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 		if err != nil {
 			return err
 		}
-		a = s.seal.Check(a)
 		now := s.now()
-		next, serr := step(a, now)
-		next = s.seal.Seal(a, next)
+		next, evs, serr := t.Apply(s.seal, a, now)
 		out = next
-		if serr != nil && !errors.Is(serr, store.ErrExpired) {
+		if !storeimpl.Kept(serr) {
 			return serr
 		}
 		if err := writeApproval(ctx, tx, next); err != nil {
 			return err
 		}
-		if event(serr) {
-			if _, err := s.insertEvents(ctx, tx, nil, now, []store.Event{store.ApprovalEventOf(next)}); err != nil {
-				return err
-			}
-			appended = true
+		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
+			return err
 		}
-		if serr != nil {
-			return keep{serr}
-		}
-		return nil
+		appended = len(evs) > 0
+		return storeimpl.Outcome(serr)
 	})
 	if appended {
 		s.notify()
@@ -796,20 +750,13 @@ func (s *Store) transition(ctx context.Context, runID, id string, step func(stor
 }
 
 // Decide implements [store.Store].
-func (s *Store) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
-	return s.transition(ctx, runID, id, func(a store.Approval, now time.Time) (store.Approval, error) {
-		return store.ApplyDecision(a, d, now)
-	}, func(err error) bool { return err == nil || errors.Is(err, store.ErrExpired) })
+func (s *sqliteStore) Decide(ctx context.Context, runID, id string, d store.Answer) (store.Approval, error) {
+	return s.transition(ctx, runID, id, storeimpl.Decision(d))
 }
 
 // Consume implements [store.Store].
-func (s *Store) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
-	var answer json.RawMessage
-	a, err := s.transition(ctx, runID, id, store.ConsumeStep(digest, &answer), func(err error) bool { return errors.Is(err, store.ErrExpired) })
-	if err == nil {
-		a.Data = answer // the one use of an input's answer, which the store no longer keeps
-	}
-	return a, err
+func (s *sqliteStore) Consume(ctx context.Context, runID, id, digest string) (store.Approval, error) {
+	return storeimpl.Consume(digest, func(t storeimpl.Transition) (store.Approval, error) { return s.transition(ctx, runID, id, t) })
 }
 
 // expiryMargin is how far past now ExpireApprovals's SQL filter reaches,
@@ -819,7 +766,7 @@ const expiryMargin = time.Second
 // ExpireApprovals implements [store.Store]: the approvals due are found in
 // SQL (by the status index and julianday of expires_at), not by decoding
 // every pending one.
-func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
+func (s *sqliteStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 	var out []store.Approval
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
@@ -840,8 +787,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 				return err
 			}
 			if a.Expired(now) {
-				a = s.seal.Check(a)
-				due = append(due, s.seal.Seal(a, store.ExpireApproval(a, now)))
+				due = append(due, storeimpl.Expire(s.seal, a, now))
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
@@ -852,7 +798,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 			if err := writeApproval(ctx, tx, a); err != nil {
 				return err
 			}
-			evs = append(evs, store.ApprovalEventOf(a))
+			evs = append(evs, storeimpl.ApprovalEventOf(a))
 		}
 		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
 			return err
@@ -870,7 +816,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 }
 
 // AppendEvents implements [store.Store].
-func (s *Store) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
+func (s *sqliteStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
@@ -894,8 +840,8 @@ func eventArgs(f store.EventFilter) []any {
 }
 
 // ListEvents implements [store.Store].
-func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
-	limit, err := store.PageLimit(f.Limit)
+func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -924,11 +870,11 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 	return out, rows.Err()
 }
 
-// WaitEvents implements [store.Store]: writes through this Store wake it at
-// once; writes by other processes are seen by polling, every [MinPoll] at
-// first, backing off to [MaxPoll].
-func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
-	poll := MinPoll
+// WaitEvents implements [store.Store]: writes through this sqliteStore wake it at
+// once; writes by other processes are seen by polling, every [minPoll] at
+// first, backing off to [maxPoll].
+func (s *sqliteStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
+	poll := minPoll
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	for {
@@ -949,7 +895,7 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 		select {
 		case <-woken:
 		case <-timer.C:
-			poll = min(2*poll, MaxPoll)
+			poll = min(2*poll, maxPoll)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -957,4 +903,4 @@ func (s *Store) WaitEvents(ctx context.Context, f store.EventFilter) error {
 }
 
 // Close implements [store.Store]: it closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *sqliteStore) Close() error { return s.db.Close() }

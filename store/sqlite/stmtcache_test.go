@@ -16,7 +16,7 @@ func TestStatementsKeptPerConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.(*sqliteStore).db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -16,7 +17,7 @@ import (
 // ([store.Layers]): proposals, versions, history, tenants.
 var layerTests = []struct {
 	name string
-	fn   func(t *testing.T, s store.Store, c *Clock)
+	fn   func(t *testing.T, s store.Store, c *clock)
 }{
 	{"LayerLifecycle", testLayerLifecycle},
 	{"LayerTenants", testLayerTenants},
@@ -43,7 +44,7 @@ func layerRule(tenant, id, effect string) store.LayerRule {
 		Text: "rules:\n  - id: " + id + "\n    tool: bash\n    decision: " + effect + "\n", ProposedBy: bob}
 }
 
-func testLayerLifecycle(t *testing.T, s store.Store, c *Clock) {
+func testLayerLifecycle(t *testing.T, s store.Store, c *clock) {
 	ctx := context.Background()
 	l := layers(t, s)
 	empty, err := l.GetLayer(ctx, "acme")
@@ -123,7 +124,7 @@ func testLayerLifecycle(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testLayerTenants(t *testing.T, s store.Store, c *Clock) {
+func testLayerTenants(t *testing.T, s store.Store, c *clock) {
 	ctx := context.Background()
 	l := layers(t, s)
 	if _, err := l.ProposeLayerRule(ctx, layerRule("acme", "r1", "allow")); err != nil {
@@ -151,7 +152,7 @@ func testLayerTenants(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testLayerRefusals(t *testing.T, s store.Store, c *Clock) {
+func testLayerRefusals(t *testing.T, s store.Store, c *clock) {
 	ctx := context.Background()
 	l := layers(t, s)
 	for name, r := range map[string]store.LayerRule{
@@ -162,7 +163,7 @@ func testLayerRefusals(t *testing.T, s store.Store, c *Clock) {
 		"no text":     func() store.LayerRule { r := layerRule("", "r", "allow"); r.Text = ""; return r }(),
 		"huge text": func() store.LayerRule {
 			r := layerRule("", "r", "allow")
-			r.Text = string(make([]byte, store.MaxLayerRuleText+1))
+			r.Text = string(make([]byte, storeimpl.MaxLayerRuleText+1))
 			return r
 		}(),
 	} {
@@ -189,7 +190,7 @@ func testLayerRefusals(t *testing.T, s store.Store, c *Clock) {
 
 // testLayerConcurrentAccept: accepting one proposal from many goroutines
 // makes exactly one version.
-func testLayerConcurrentAccept(t *testing.T, s store.Store, c *Clock) {
+func testLayerConcurrentAccept(t *testing.T, s store.Store, c *clock) {
 	ctx := context.Background()
 	l := layers(t, s)
 	for i := range 4 {
@@ -225,60 +226,5 @@ func testLayerConcurrentAccept(t *testing.T, s store.Store, c *Clock) {
 		if n != 1 {
 			t.Errorf("%s accepted %d times", id, n)
 		}
-	}
-}
-
-// Forgery is what [RunLayerSeal] asks a store's test to write straight
-// into its database, as a writer without the store's key would.
-type Forgery struct {
-	// Insert is a rule to insert as accepted (with Insert.MAC, the MAC of
-	// another accepted rule, copied), with a change of the layer for it.
-	Insert store.LayerRule
-	// AlterID is an accepted rule whose text is to be set to AlterText.
-	AlterID, AlterText string
-}
-
-// RunLayerSeal checks that a store seals the rules it accepts and that
-// GetLayer reports, and never returns as rules, accepted rules written or
-// altered by a writer without its key: tamper writes f into s's database.
-func RunLayerSeal(t *testing.T, s store.Store, tamper func(t *testing.T, f Forgery)) {
-	ctx := context.Background()
-	l := layers(t, s)
-	for _, id := range []string{"sealed", "altered"} {
-		if _, err := l.ProposeLayerRule(ctx, layerRule("acme", id, "allow")); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.AcceptLayerRule(ctx, "acme", id, alice); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := l.ProposeLayerRule(ctx, layerRule("acme", "removed", "deny")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.RemoveLayerRule(ctx, "acme", "removed", alice); err != nil {
-		t.Fatal(err)
-	}
-	before, err := l.GetLayer(ctx, "acme")
-	if err != nil || len(before.Rules) != 2 || len(before.Unsealed) != 0 {
-		t.Fatalf("layer before = %+v, %v; want 2 sealed rules", before, err)
-	}
-	forged := layerRule("acme", "forged", "allow")
-	forged.Status, forged.AcceptedBy, forged.Version, forged.MAC = store.LayerAccepted, alice, before.Version+1, before.Rules[0].MAC
-	at := time.Now().UTC().Truncate(time.Second)
-	forged.ProposedAt, forged.AcceptedAt = at, &at
-	tamper(t, Forgery{Insert: forged, AlterID: "altered", AlterText: "rules:\n  - id: altered\n    tool: '*'\n    decision: allow\n"})
-	after, err := l.GetLayer(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules, unsealed []string
-	for _, r := range after.Rules {
-		rules = append(rules, r.ID)
-	}
-	for _, r := range after.Unsealed {
-		unsealed = append(unsealed, r.ID)
-	}
-	if fmt.Sprint(rules) != "[sealed]" || fmt.Sprint(unsealed) != "[altered forged]" {
-		t.Errorf("after the forgery: rules %v, unsealed %v; want [sealed], [altered forged]", rules, unsealed)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -30,21 +31,21 @@ import (
 // with t.Cleanup.
 type NewFunc func(t *testing.T, opts *store.Options) store.Store
 
-// Clock is a settable clock for the suite's stores.
-type Clock struct {
+// clock is a settable clock for the suite's stores.
+type clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
 // Now returns the clock's time.
-func (c *Clock) Now() time.Time {
+func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
 // Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
+func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
@@ -55,7 +56,7 @@ func (c *Clock) Advance(d time.Duration) {
 func Run(t *testing.T, newStore NewFunc) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s store.Store, c *Clock)
+		fn   func(t *testing.T, s store.Store, c *clock)
 	}{
 		{"RunLifecycle", testRunLifecycle},
 		{"ApprovalsStoredWithRun", testApprovalsStoredWithRun},
@@ -75,7 +76,7 @@ func Run(t *testing.T, newStore NewFunc) {
 	}
 	for _, tt := range append(append(tests, hostTests...), layerTests...) {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Clock{t: time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)}
+			c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)}
 			s := newStore(t, &store.Options{Now: c.Now})
 			t.Cleanup(func() {
 				if err := s.Close(); err != nil {
@@ -148,7 +149,7 @@ func newRun(id string) store.Run {
 	}
 }
 
-func testRunLifecycle(t *testing.T, s store.Store, c *Clock) {
+func testRunLifecycle(t *testing.T, s store.Store, c *clock) {
 	created := c.Now()
 	r := newRun("run_1")
 	check(t, create(s, r), "CreateRun")
@@ -202,7 +203,7 @@ func testRunLifecycle(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
+func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *clock) {
 	exp := c.Now().Add(time.Hour)
 	a, b := pendingApproval("req_a", &exp), pendingApproval("req_b", nil)
 	a.Status, a.DecidedBy = store.StatusApproved, person("mallory") // the store resets both
@@ -254,7 +255,7 @@ func testApprovalsStoredWithRun(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testCreateIsAtomic(t *testing.T, s store.Store, c *Clock) {
+func testCreateIsAtomic(t *testing.T, s store.Store, c *clock) {
 	err := create(s, newRun("run_1"), pendingApproval("req_a", nil), pendingApproval("req_a", nil))
 	mustErr(t, err, store.ErrExists, "CreateRun with a duplicate approval ID")
 	_, err = s.GetRun(ctx, "run_1")
@@ -266,7 +267,7 @@ func testCreateIsAtomic(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
+func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("approve-transfer", nil)), "CreateRun 1")
 	check(t, create(s, newRun("run_2"), pendingApproval("approve-transfer", nil)), "CreateRun 2")
 	_, err := s.Decide(ctx, "run_2", "approve-transfer", store.Answer{Approve: true, By: person("alice")})
@@ -278,7 +279,7 @@ func testSameRequestIDInTwoRuns(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
+func testDecideApprove(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Decide(ctx, "run_1", "req_nope", store.Answer{Approve: true})
 	mustErr(t, err, store.ErrNotFound, "Decide unknown")
@@ -316,7 +317,7 @@ func testDecideApprove(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
+func testDecideDeny(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: false, By: person("alice"), Reason: "too much", Data: json.RawMessage(`{"x":1}`)})
 	check(t, err, "Decide")
@@ -331,7 +332,7 @@ func testDecideDeny(t *testing.T, s store.Store, c *Clock) {
 	mustErr(t, err, store.ErrDecided, "approve after deny")
 }
 
-func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
+func testDecideExpired(t *testing.T, s store.Store, c *clock) {
 	exp := c.Now().Add(time.Minute)
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", &exp), pendingApproval("req_b", &exp)), "CreateRun")
 	c.Advance(59 * time.Second)
@@ -354,7 +355,7 @@ func testDecideExpired(t *testing.T, s store.Store, c *Clock) {
 
 // testDecideActor: an administrator's answer for someone keeps both
 // principals, typed, in the approval, its answer, its event and listings.
-func testDecideActor(t *testing.T, s store.Store, c *Clock) {
+func testDecideActor(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil), pendingApproval("req_b", nil)), "CreateRun")
 	alice, root := person("alice"), person("root")
 	got, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: alice, Actor: root, Reason: "on call"})
@@ -398,7 +399,7 @@ func testDecideActor(t *testing.T, s store.Store, c *Clock) {
 
 // testDecideInvalidPrincipal: an answer that names no one, or a principal
 // no store can keep or a terminal can show, is refused and changes nothing.
-func testDecideInvalidPrincipal(t *testing.T, s store.Store, c *Clock) {
+func testDecideInvalidPrincipal(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	for _, d := range []store.Answer{
 		{Approve: true},
@@ -407,7 +408,7 @@ func testDecideInvalidPrincipal(t *testing.T, s store.Store, c *Clock) {
 		{Approve: true, By: person("al\x1b[2Jice")},
 		{Approve: true, By: person("al\x00ice")},
 		{Approve: true, By: person("\xffalice")},
-		{Approve: true, By: person(strings.Repeat("a", store.MaxPrincipalName+1))},
+		{Approve: true, By: person(strings.Repeat("a", storeimpl.MaxPrincipalName+1))},
 		{Approve: true, By: person("alice"), Actor: tool.Principal{Kind: "admin", Name: "root"}},
 		{Approve: true, By: person("alice"), Actor: person("ro\not")},
 	} {
@@ -424,7 +425,7 @@ func testDecideInvalidPrincipal(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
+func testConsumeOnce(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Consume(ctx, "run_1", "req_a", "sha256:req_a")
 	mustErr(t, err, store.ErrNotApproved, "Consume pending")
@@ -452,7 +453,7 @@ func testConsumeOnce(t *testing.T, s store.Store, c *Clock) {
 // longer kept: the stored approval is used, answered by the same person,
 // its data a marker, and its seal verifies. An approval's edited
 // arguments stay.
-func testConsumeRedactsInput(t *testing.T, s store.Store, c *Clock) {
+func testConsumeRedactsInput(t *testing.T, s store.Store, c *clock) {
 	in := pendingApproval("req_in", nil)
 	in.Kind, in.Request.Kind = tool.KindInput, tool.KindInput
 	q := pendingApproval("req_q", nil)
@@ -479,7 +480,7 @@ func testConsumeRedactsInput(t *testing.T, s store.Store, c *Clock) {
 	}
 	a, err := s.GetApproval(ctx, "run_1", "req_in")
 	check(t, err, "GetApproval")
-	if strings.Contains(string(a.Data), "SECRET") || string(a.Data) != string(store.RedactedAnswer) {
+	if strings.Contains(string(a.Data), "SECRET") || string(a.Data) != string(storeimpl.RedactedAnswer) {
 		t.Errorf("the used answer is kept: %s", a.Data)
 	}
 	if a.Status != store.StatusUsed || a.DecidedBy != person("alice") || a.Unverified {
@@ -498,7 +499,7 @@ func testConsumeRedactsInput(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testConsumeRefusals(t *testing.T, s store.Store, c *Clock) {
+func testConsumeRefusals(t *testing.T, s store.Store, c *clock) {
 	exp := c.Now().Add(time.Minute)
 	check(t, create(s, newRun("run_1"), pendingApproval("req_denied", nil), pendingApproval("req_late", &exp)), "CreateRun")
 	_, err := s.Decide(ctx, "run_1", "req_denied", store.Answer{Approve: false, By: person("alice"), Reason: "no"})
@@ -555,7 +556,7 @@ func race(t *testing.T, fn func(i int) error, allowed ...error) int {
 	return int(ok.Load())
 }
 
-func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
+func testConcurrentDecide(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	n := race(t, func(i int) error {
 		_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: i%2 == 0, By: person(fmt.Sprintf("p%d", i))})
@@ -566,7 +567,7 @@ func testConcurrentDecide(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testConcurrentConsume(t *testing.T, s store.Store, c *Clock) {
+func testConcurrentConsume(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1"), pendingApproval("req_a", nil)), "CreateRun")
 	_, err := s.Decide(ctx, "run_1", "req_a", store.Answer{Approve: true, By: person("alice")})
 	check(t, err, "Decide")
@@ -579,7 +580,7 @@ func testConcurrentConsume(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-func testConcurrentUpdateRun(t *testing.T, s store.Store, c *Clock) {
+func testConcurrentUpdateRun(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1")), "CreateRun")
 	n := race(t, func(i int) error {
 		return update(s, "run_1", store.RunUpdate{From: store.RunPending, Status: store.RunResuming, State: json.RawMessage(fmt.Sprintf(`{"by":%d}`, i))})

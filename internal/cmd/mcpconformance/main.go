@@ -106,7 +106,7 @@ func run(serverURL, scenario, settings string) error {
 	}
 	for _, t := range set.Tools() {
 		mt := t.(*mcptool.Tool)
-		if mt.RemoteName() != name {
+		if mt.Listed().Name != name {
 			continue
 		}
 		res, err := mt.Call(ctx, json.RawMessage(args))

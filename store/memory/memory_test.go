@@ -1,14 +1,15 @@
-package store_test
+package memory_test
 
 import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/storetest"
 )
 
 func TestMemory(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, opts *store.Options) store.Store { return store.NewMemory(opts) })
+	storetest.Run(t, func(t *testing.T, opts *store.Options) store.Store { return memory.New(opts) })
 }
 
 func TestAnswerOfPending(t *testing.T) {
@@ -19,7 +20,7 @@ func TestAnswerOfPending(t *testing.T) {
 
 func TestMemoryShared(t *testing.T) {
 	storetest.RunShared(t, func(t *testing.T, opts *store.Options) (store.Store, store.Store) {
-		m := store.NewMemory(opts)
+		m := memory.New(opts)
 		return m, m
 	})
 }

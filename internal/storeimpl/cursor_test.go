@@ -1,36 +1,37 @@
-package store_test
+package storeimpl_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
 func TestCursorRoundTrip(t *testing.T) {
 	for _, pos := range []int64{1, 9, 10, 1 << 40, 1<<63 - 1} {
-		c := store.EncodeCursor("runs", pos)
-		got, err := store.DecodeCursor("runs", c)
+		c := storeimpl.EncodeCursor("runs", pos)
+		got, err := storeimpl.DecodeCursor("runs", c)
 		if err != nil || got != pos {
 			t.Errorf("DecodeCursor(EncodeCursor(%d)) = %d, %v", pos, got, err)
 		}
-		if _, err := store.DecodeCursor("approvals", c); !errors.Is(err, store.ErrBadCursor) {
+		if _, err := storeimpl.DecodeCursor("approvals", c); !errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("a runs cursor decoded as an approvals one: %v", err)
 		}
 	}
-	if pos, err := store.DecodeCursor("runs", ""); pos != 0 || err != nil {
+	if pos, err := storeimpl.DecodeCursor("runs", ""); pos != 0 || err != nil {
 		t.Errorf("the empty cursor: %d, %v", pos, err)
 	}
 }
 
 func TestPageLimit(t *testing.T) {
-	for in, want := range map[int]int{0: store.DefaultLimit, 1: 1, store.MaxLimit: store.MaxLimit, store.MaxLimit + 1: store.MaxLimit, 1 << 40: store.MaxLimit} {
-		if got, err := store.PageLimit(in); got != want || err != nil {
+	for in, want := range map[int]int{0: storeimpl.DefaultLimit, 1: 1, store.MaxLimit: store.MaxLimit, store.MaxLimit + 1: store.MaxLimit, 1 << 40: store.MaxLimit} {
+		if got, err := storeimpl.PageLimit(in); got != want || err != nil {
 			t.Errorf("PageLimit(%d) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	if _, err := store.PageLimit(-1); !errors.Is(err, store.ErrInvalid) {
+	if _, err := storeimpl.PageLimit(-1); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("PageLimit(-1): %v", err)
 	}
 }
@@ -39,13 +40,13 @@ func TestPageLimit(t *testing.T) {
 // either fails with ErrBadCursor (with a short message) or yields a positive
 // position that encodes back to the same cursor.
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add(store.EncodeCursor("runs", 42))
-	f.Add(store.EncodeCursor("approvals", 7))
+	f.Add(storeimpl.EncodeCursor("runs", 42))
+	f.Add(storeimpl.EncodeCursor("approvals", 7))
 	f.Add("cnVuczowMDE") // runs:001
 	f.Add("cnVuczotMQ")  // runs:-1
 	f.Add("")
 	f.Fuzz(func(t *testing.T, c string) {
-		pos, err := store.DecodeCursor("runs", c)
+		pos, err := storeimpl.DecodeCursor("runs", c)
 		if err != nil {
 			if !errors.Is(err, store.ErrBadCursor) {
 				t.Fatalf("error %v is not ErrBadCursor", err)
@@ -61,8 +62,8 @@ func FuzzDecodeCursor(f *testing.F) {
 			}
 			return
 		}
-		if pos <= 0 || store.EncodeCursor("runs", pos) != c {
-			t.Fatalf("cursor %q decoded to %d, which encodes to %q", c, pos, store.EncodeCursor("runs", pos))
+		if pos <= 0 || storeimpl.EncodeCursor("runs", pos) != c {
+			t.Fatalf("cursor %q decoded to %d, which encodes to %q", c, pos, storeimpl.EncodeCursor("runs", pos))
 		}
 	})
 }

@@ -1,4 +1,8 @@
-package mcptool
+// Package mcptoken keeps the OAuth logins to MCP servers that package
+// mcptool's OAuth handler makes (mcptool.OAuthOptions.Dir): one 0600 file per
+// server URL in a 0700 directory, and a directory of its own per tenant
+// for a host that runs for many.
+package mcptoken
 
 import (
 	"crypto/sha256"
@@ -17,7 +21,7 @@ import (
 // maxLoginBytes bounds a stored login file.
 const maxLoginBytes = 64 << 10
 
-// Login is an OAuth login to one MCP server, as [TokenStore] keeps it: the
+// Login is an OAuth login to one MCP server, as [Store] keeps it: the
 // client the authorization server knows tollgate as, and the token it gave.
 type Login struct {
 	// Resource is the URL of the MCP server the token was issued for; the
@@ -40,31 +44,33 @@ type Login struct {
 	Token *oauth2.Token `json:"token"`
 }
 
-func loginOf(resource string, cfg *oauth2.Config, tok *oauth2.Token) *Login {
+// LoginOf is the login of resource that the client cfg got with tok.
+func LoginOf(resource string, cfg *oauth2.Config, tok *oauth2.Token) *Login {
 	return &Login{Resource: resource, TokenURL: cfg.Endpoint.TokenURL, AuthURL: cfg.Endpoint.AuthURL,
 		AuthStyle: cfg.Endpoint.AuthStyle, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 		Scopes: cfg.Scopes, Token: tok}
 }
 
-// config is the oauth2 configuration that refreshes l's token.
-func (l *Login) config() *oauth2.Config {
+// Config is the oauth2 configuration that refreshes l's token.
+func (l *Login) Config() *oauth2.Config {
 	return &oauth2.Config{ClientID: l.ClientID, ClientSecret: l.ClientSecret, Scopes: l.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: l.AuthURL, TokenURL: l.TokenURL, AuthStyle: l.AuthStyle}}
 }
 
-// TokenStore keeps OAuth logins in a directory, one file per MCP server URL
+// Store keeps OAuth logins in a directory, one file per MCP server URL
 // (named by the SHA-256 of the URL): the directory is made 0700 and each
 // file is written 0600 through a new file renamed into place, so that a
 // link planted at its name is replaced, never written through. A login is
 // found only under the URL it was issued for. The files hold secrets: they
 // are never logged and the directory must be outside every workspace a tool
 // can read (tollgate keeps it in its state directory).
-type TokenStore struct {
+type Store struct {
 	// Dir is the directory of the files.
 	Dir string
 }
 
-func (s *TokenStore) path(resource string) string {
+// Path is the file of the login of resource.
+func (s *Store) Path(resource string) string {
 	sum := sha256.Sum256([]byte(resource))
 	return filepath.Join(s.Dir, hex.EncodeToString(sum[:16])+".json")
 }
@@ -73,8 +79,8 @@ func (s *TokenStore) path(resource string) string {
 // is none. It fails on a file that is not a login for resource, over 64 KiB,
 // or readable by others than its owner (whose token may have leaked: log in
 // again).
-func (s *TokenStore) Load(resource string) (*Login, error) {
-	f, err := os.Open(s.path(resource))
+func (s *Store) Load(resource string) (*Login, error) {
+	f, err := os.Open(s.Path(resource))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -107,7 +113,7 @@ func (s *TokenStore) Load(resource string) (*Login, error) {
 }
 
 // Save writes l under l.Resource, replacing what was there.
-func (s *TokenStore) Save(l *Login) error {
+func (s *Store) Save(l *Login) error {
 	if l == nil || l.Resource == "" {
 		return errors.New("OAuth login: no resource")
 	}
@@ -132,7 +138,7 @@ func (s *TokenStore) Save(l *Login) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), s.path(l.Resource))
+		err = os.Rename(f.Name(), s.Path(l.Resource))
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
@@ -141,10 +147,20 @@ func (s *TokenStore) Save(l *Login) error {
 }
 
 // Delete removes the login saved for resource; none is not an error.
-func (s *TokenStore) Delete(resource string) error {
-	err := os.Remove(s.path(resource))
+func (s *Store) Delete(resource string) error {
+	err := os.Remove(s.Path(resource))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	return err
+}
+
+// TenantDir returns the directory of the OAuth logins of tenant under dir: a
+// directory of its own (named by the SHA-256 of the tenant's name, under
+// dir/tenants), so that one tenant's runs never find another's tokens. A
+// server or worker that runs for many tenants keeps their logins so
+// (tollgate serve, tollgate worker).
+func TenantDir(dir, tenant string) string {
+	sum := sha256.Sum256([]byte(tenant))
+	return filepath.Join(dir, "tenants", hex.EncodeToString(sum[:16]))
 }

@@ -1,9 +1,9 @@
-package store_test
+package storeimpl_test
 
 import (
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -28,7 +28,7 @@ func TestPrincipalsFromText(t *testing.T) {
 		// always start with a kind.
 		{"person:x (by y with --admin)", "", person("x (by y with --admin)"), tool.Principal{}},
 	} {
-		by, actor := store.PrincipalsFromText(tc.by, tc.actor)
+		by, actor := storeimpl.PrincipalsFromText(tc.by, tc.actor)
 		if by != tc.wantBy || actor != tc.wantActor {
 			t.Errorf("PrincipalsFromText(%q, %q) = %+v, %+v; want %+v, %+v", tc.by, tc.actor, by, actor, tc.wantBy, tc.wantActor)
 		}
@@ -49,7 +49,7 @@ func FuzzPrincipalText(f *testing.F) {
 		if !by.Kind.Valid() || (!actor.IsZero() && !actor.Kind.Valid()) {
 			return
 		}
-		gotBy, gotActor := store.PrincipalsFromText(store.PrincipalText(by), store.PrincipalText(actor))
+		gotBy, gotActor := storeimpl.PrincipalsFromText(storeimpl.PrincipalText(by), storeimpl.PrincipalText(actor))
 		if gotBy != by || gotActor != actor {
 			t.Fatalf("(%+v, %+v) read back as (%+v, %+v)", by, actor, gotBy, gotActor)
 		}

@@ -1,4 +1,4 @@
-package store
+package storeimpl
 
 import (
 	"crypto/rand"
@@ -14,15 +14,11 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 )
 
-// DecisionKeyFile is the decision key's file name in a state directory, next
-// to the SQLite store's file.
-const DecisionKeyFile = "decision.key"
-
 // maxKeyFile is the largest key file read, in bytes.
 const maxKeyFile = 1024
 
 // LoadDecisionKey returns the decision key kept in the file at path: 64
-// hexadecimal digits (the [DecisionKeySize] bytes), a final newline allowed.
+// hexadecimal digits (32 bytes), a final newline allowed.
 // When the file does not exist it is made, with a new random key, mode 0600
 // (its directory 0700), atomically: of several processes that start at once,
 // all get the one key written first. Errors name the path: a symbolic link
@@ -62,9 +58,9 @@ func readDecisionKey(path string) ([]byte, error) {
 	}
 	text := strings.TrimSuffix(string(b), "\n")
 	key, err := hex.DecodeString(text)
-	if err != nil || len(key) != DecisionKeySize {
+	if err != nil || len(key) != keySize {
 		return nil, fmt.Errorf("decision key %s: want %d hexadecimal digits (%d random bytes), found %d bytes of something else",
-			path, 2*DecisionKeySize, DecisionKeySize, len(b))
+			path, 2*keySize, keySize, len(b))
 	}
 	return key, nil
 }
@@ -77,7 +73,7 @@ func createDecisionKey(path string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	key := make([]byte, DecisionKeySize)
+	key := make([]byte, keySize)
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}

@@ -1,34 +1,29 @@
-package mcptool
+// Package mcplogin runs an OAuth login to an MCP server whose browser
+// comes back to a page the host serves (tollgate serve's approvals page),
+// rather than to a loopback port: [Start] returns the authorization URL at
+// once, and the host hands the redirect's code to [Pending.Finish]. The
+// login is package mcptool's OAuth handler's, kept where
+// mcptool.OAuthOptions.Dir says.
+package mcplogin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
-	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/mcptoken"
+	"github.com/tollgate-dev/tollgate/mcptool"
 )
 
-// TenantTokenStore returns the store of the OAuth logins of tenant under
-// dir: a directory of its own (named by the SHA-256 of the tenant's name,
-// under dir/tenants), so that one tenant's runs never find another's
-// tokens. A server or worker that runs for many tenants keeps their logins
-// so (tollgate serve, tollgate worker).
-func TenantTokenStore(dir, tenant string) *TokenStore {
-	sum := sha256.Sum256([]byte(tenant))
-	return &TokenStore{Dir: filepath.Join(dir, "tenants", hex.EncodeToString(sum[:16]))}
-}
-
-// PendingLogin is an OAuth login to an MCP server whose authorization a
+// Pending is an OAuth login to an MCP server whose authorization a
 // person gives in a browser that comes back to a redirect URL the host
-// serves (a server's page, rather than a loopback port): [StartLogin]
+// serves (a server's page, rather than a loopback port): [Start]
 // returns it with the URL to send the person to; the host hands the
-// redirect's code to [PendingLogin.Finish].
-type PendingLogin struct {
+// redirect's code to [Pending.Finish].
+type Pending struct {
 	// URL is the authorization URL the person opens.
 	URL string
 	// State is the URL's state parameter, which the redirect carries back.
@@ -36,31 +31,31 @@ type PendingLogin struct {
 
 	codes chan *auth.AuthorizationResult
 	done  chan error
-	store *TokenStore
+	store *mcptoken.Store
 	url   string
 }
 
-// ErrNoLoginNeeded is returned by [StartLogin] when the server answered
+// ErrNoLoginNeeded is returned by [Start] when the server answered
 // without asking for an authorization.
 var ErrNoLoginNeeded = errors.New("the server did not ask for a login")
 
-// StartLogin starts the OAuth login of o.Store to the streamable-HTTP
+// Start starts the OAuth login, kept in o.Dir, to the streamable-HTTP
 // server name (configuration sc): it connects to the server, meets its 401
-// and, as [NewOAuthHandler] does, finds the authorization server,
+// and, as mcptool.NewOAuthHandler does, finds the authorization server,
 // registers (with o.RedirectURL as redirect URI) and builds the
 // authorization URL, which it returns without waiting for the person. The
 // login goes on in the background until ctx ends: ctx bounds the whole
 // login, the person's time in the browser included. o.Fetch and o.Offer
-// are ignored; o.Store and o.RedirectURL are required. It fails for a
+// are ignored; o.Dir and o.RedirectURL are required. It fails for a
 // server that is not streamable HTTP (no URL), which it never starts.
-func StartLogin(ctx context.Context, name string, sc *ServerConfig, o *OAuthOptions) (*PendingLogin, error) {
-	if o == nil || o.Store == nil || o.RedirectURL == "" {
-		return nil, errors.New("mcptool: StartLogin needs OAuthOptions.Store and RedirectURL")
+func Start(ctx context.Context, name string, sc *mcptool.ServerConfig, o *mcptool.OAuthOptions) (*Pending, error) {
+	if o == nil || o.Dir == "" || o.RedirectURL == "" {
+		return nil, errors.New("mcplogin: Start needs OAuthOptions.Dir and RedirectURL")
 	}
 	if sc == nil || sc.URL == "" || sc.Transport != nil {
 		return nil, fmt.Errorf("mcp server %q: OAuth needs a streamable-HTTP server (url)", name)
 	}
-	p := &PendingLogin{codes: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), store: o.Store, url: sc.URL}
+	p := &Pending{codes: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1), store: &mcptoken.Store{Dir: o.Dir}, url: sc.URL}
 	urls := make(chan string, 1)
 	opts := *o
 	opts.Offer, opts.Fresh = nil, true
@@ -77,15 +72,15 @@ func StartLogin(ctx context.Context, name string, sc *ServerConfig, o *OAuthOpti
 		}
 	}
 	go func() {
-		set, err := Open(ctx, &Config{Servers: map[string]*ServerConfig{name: sc}}, &Options{
+		set, err := mcptool.Open(ctx, &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{name: sc}}, &mcptool.Options{
 			Client: &mcp.Implementation{Name: "tollgate", Version: "dev"},
-			OAuth: func(name string, sc *ServerConfig) (auth.OAuthHandler, error) {
-				return NewOAuthHandler(name, sc, &opts)
+			OAuth: func(name string, sc *mcptool.ServerConfig) (auth.OAuthHandler, error) {
+				return mcptool.NewOAuthHandler(name, sc, &opts)
 			},
 		})
 		if err == nil {
 			st := set.Servers()[0]
-			if st.State != StateReady {
+			if st.State != mcptool.StateReady {
 				err = fmt.Errorf("server %s: %v", name, st.Err)
 			}
 			_ = set.Close()
@@ -112,11 +107,11 @@ func StartLogin(ctx context.Context, name string, sc *ServerConfig, o *OAuthOpti
 // Finish hands the redirect's result to the login (nil: the person
 // refused) and waits for it to end: the code exchanged (PKCE), the token
 // stored, the server's tools listed. Call it once.
-func (p *PendingLogin) Finish(ctx context.Context, res *auth.AuthorizationResult) error {
+func (p *Pending) Finish(ctx context.Context, res *auth.AuthorizationResult) error {
 	select {
 	case p.codes <- res:
 	default:
-		return errors.New("mcptool: the login was finished already")
+		return errors.New("mcplogin: the login was finished already")
 	}
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// errUnsealedPerson is why a record of an external gateway that names a
+// person as deciding is refused: no decision in the store backs it.
+var errUnsealedPerson = errors.New("record.decision: it names a person as deciding, and no decision of that person in this session's run is for this call, tool, arguments and outcome: a gateway's record may name a person only for the person's decision on the approvals page")
+
+// checkGateRecord reports why rec, a record of a call of the session run
+// runID of tenant sent by an external gateway, may not be kept. The
+// gateway decides with its own policy and its records are its word, but
+// not for a person: every person the decision names (who decided, who
+// acted for them, who voted) must have decided this call in the store,
+// sealed (not written around tollgate), for the call's ID, tool and
+// arguments, with the outcome the record claims. A gateway's token has
+// the agent role, which the agent behind a client can read; it must not
+// put a person's name on a call no person approved.
+func (s *Server) checkGateRecord(ctx context.Context, tenant, runID string, rec gate.Record) error {
+	persons := decidingPersons(rec.Decision)
+	if len(persons) == 0 {
+		return nil
+	}
+	if rec.ArgsDigest != approval.Digest(rec.Args) {
+		return errors.New("record.argsDigest: not the digest of record.args")
+	}
+	for ap, err := range store.AllApprovals(ctx, s.store, store.ApprovalFilter{Tenant: tenant, RunID: runID}) {
+		if err != nil {
+			return errUnsealedPerson
+		}
+		if sealedDecision(ap, rec, persons) {
+			return nil
+		}
+	}
+	return errUnsealedPerson
+}
+
+// decidingPersons returns the persons d names: who decided, who acted for
+// them, and the sources and actors of its votes.
+func decidingPersons(d gate.Decision) []tool.Principal {
+	var ps []tool.Principal
+	add := func(p tool.Principal) {
+		if p.Kind == approval.PrincipalPerson && !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	add(d.By)
+	add(d.Actor)
+	for _, v := range d.Votes {
+		add(v.Source)
+		add(v.Actor)
+	}
+	return ps
+}
+
+// sealedDecision reports whether ap, an approval of the record's run, is
+// the decision rec claims of the persons: a sealed decision on the same
+// call and tool by those persons (and no others), for rec's arguments
+// (the person's edit, when they edited), whose outcome is rec's when a
+// person decided it.
+func sealedDecision(ap store.Approval, rec gate.Record, persons []tool.Principal) bool {
+	if ap.Unverified || ap.Kind != tool.KindApproval || ap.CallID != rec.ID || ap.Tool != rec.Name {
+		return false
+	}
+	if ap.Status != store.StatusUsed && ap.Status != store.StatusDenied {
+		return false
+	}
+	for _, p := range persons {
+		if p != ap.DecidedBy && (ap.Actor.IsZero() || p != ap.Actor) {
+			return false
+		}
+	}
+	d := rec.Decision
+	if d.By.Kind == approval.PrincipalPerson {
+		want := gate.OutcomeApproved
+		if ap.Status == store.StatusDenied {
+			want = gate.OutcomeDeclined
+		}
+		if d.Outcome != want || d.By != ap.DecidedBy || d.Actor != ap.Actor {
+			return false
+		}
+	}
+	args := ap.Digest
+	if ap.Status == store.StatusUsed && len(ap.Data) > 0 {
+		args = approval.Digest(ap.Data)
+	}
+	return approval.Digest(rec.Args) == args
+}

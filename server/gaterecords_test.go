@@ -1,0 +1,116 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/store"
+)
+
+// gateAskFor is gateAsk for the call callID.
+func gateAskFor(id, callID, args string) serverapi.GateAskRequest {
+	a := gateAsk(id, args, time.Hour)
+	a.Call.ID = callID
+	raw := json.RawMessage(args)
+	a.Pending.Request.Data, _ = json.Marshal(approval.RequestData{Tool: "mcp__fs__write", CallID: callID, Args: raw, Digest: approval.Digest(raw)})
+	return a
+}
+
+// gateRecordOf is the record an external gateway sends of the call callID
+// of mcp__fs__write with args, decided as d.
+func gateRecordOf(callID, args string, d gate.Decision) gate.Record {
+	raw := json.RawMessage(args)
+	return gate.Record{ID: callID, Name: "mcp__fs__write", Source: gate.SourceMCP, RequestedArgs: raw, Args: raw,
+		RequestedDigest: approval.Digest(raw), ArgsDigest: approval.Digest(raw), Ran: d.Outcome == gate.OutcomeApproved || d.Outcome == gate.OutcomeAllowed, Decision: d}
+}
+
+// An external gateway's record names a person as deciding only for a
+// decision that person made in the store: for the session's call, its
+// tool, its arguments and its outcome. Any other such record is refused,
+// and the session's run shows none of them; records decided by the
+// gateway's own policy are its word and kept.
+func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
+	f := gateFixture(t)
+	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	approved := gate.Decision{Outcome: gate.OutcomeApproved, By: alice,
+		Votes: []approval.Vote{{Source: alice, Decision: approval.VoteAllow}}}
+	declined := gate.Decision{Outcome: gate.OutcomeDeclined, By: alice}
+
+	// mcp_1 approved by alice, mcp_2 denied by her, mcp_3 still pending.
+	var v serverapi.GateAskView
+	for _, a := range []serverapi.GateAskRequest{gateAskFor("req_1", "mcp_1", `{"path":"a.txt"}`), gateAskFor("req_2", "mcp_2", `{"path":"b.txt"}`), gateAskFor("req_3", "mcp_3", `{"path":"c.txt"}`)} {
+		if code := f.do("POST", "/v1/gate/asks", agentToken, a, &v); code != http.StatusCreated {
+			t.Fatalf("ask %s: %d", a.Pending.Request.ID, code)
+		}
+	}
+	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"a.txt"}`))}, nil); code != http.StatusOK {
+		t.Fatalf("alice approving: %d", code)
+	}
+	if code := f.do("POST", "/v1/approvals/req_2/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "no"}, nil); code != http.StatusOK {
+		t.Fatalf("alice denying: %d", code)
+	}
+	var got serverapi.GateAskView
+	if code := f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_1", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusApproved {
+		t.Fatalf("the approval: %d %+v", code, got)
+	}
+
+	session := gateAsk("x", `{}`, time.Hour).Session
+	bob := approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}
+	ciBot := approval.Principal{Kind: approval.PrincipalPerson, Name: "ci-bot"}
+	forged := map[string]gate.Record{
+		"a call no one was asked about":       gateRecordOf("mcp_9", `{"path":"a.txt"}`, approved),
+		"other arguments than alice approved": gateRecordOf("mcp_1", `{"path":"/etc/passwd"}`, approved),
+		"another person than the one who did": gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: bob}),
+		"the token's own name as a person":    gateRecordOf("mcp_9", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: ciBot}),
+		"approved where alice denied":         gateRecordOf("mcp_2", `{"path":"b.txt"}`, approved),
+		"denied where alice approved":         gateRecordOf("mcp_1", `{"path":"a.txt"}`, declined),
+		"a call still waiting":                gateRecordOf("mcp_3", `{"path":"c.txt"}`, approved),
+		"a person's vote under a rule's name": gateRecordOf("mcp_9", `{}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: approval.Principal{Kind: approval.PrincipalRule, Name: "ok"}, Votes: []approval.Vote{{Source: alice, Decision: approval.VoteAllow}}}),
+		"an administrator acting for alice":   gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Actor: bob}),
+		"a digest that is not the arguments'": func() gate.Record {
+			r := gateRecordOf("mcp_1", `{"path":"/etc/passwd"}`, approved)
+			r.ArgsDigest = approval.Digest(json.RawMessage(`{"path":"a.txt"}`))
+			return r
+		}(),
+		"another tool than the one alice saw": func() gate.Record {
+			r := gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)
+			r.Name = "mcp__fs__delete"
+			return r
+		}(),
+	}
+	for what, rec := range forged {
+		if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: session, Record: rec}, nil); code != http.StatusUnprocessableEntity {
+			t.Errorf("a record claiming %s: %d, want 422", what, code)
+		}
+	}
+	// Another tenant's agent naming the same session and call reaches
+	// nothing of acme's.
+	if code := f.do("POST", "/v1/gate/records", globexAgentToken, serverapi.GateRecordRequest{Session: session, Record: gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)}, nil); code != http.StatusUnprocessableEntity {
+		t.Errorf("globex's agent claiming acme's approval: %d, want 422", code)
+	}
+
+	kept := []gate.Record{
+		gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved),
+		gateRecordOf("mcp_2", `{"path":"b.txt"}`, declined),
+		gateRecordOf("mcp_4", `{"path":"d.txt"}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: approval.Principal{Kind: approval.PrincipalRule, Name: "reads"}}),
+	}
+	for _, rec := range kept {
+		if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: session, Record: rec}, nil); code != http.StatusNoContent {
+			t.Errorf("the record of %s decided by %s: %d, want 204", rec.ID, rec.Decision.By, code)
+		}
+	}
+	var run struct{ ToolCalls []gate.Record }
+	f.do("GET", "/v1/runs/"+v.RunID, aliceToken, nil, &run)
+	var ids []string
+	for _, r := range run.ToolCalls {
+		ids = append(ids, r.ID+" "+r.Decision.By.String())
+	}
+	if len(ids) != 3 || ids[0] != "mcp_1 person:alice" || ids[1] != "mcp_2 person:alice" || ids[2] != "mcp_4 rule:reads" {
+		t.Errorf("the run's calls: %q, want mcp_1 and mcp_2 by alice, mcp_4 by its rule", ids)
+	}
+}

@@ -1,0 +1,4 @@
+package toolkit
+
+// GeminiSchema lets the tests check the Gemini rewriting of one schema.
+var GeminiSchema = geminiSchema
