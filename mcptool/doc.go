@@ -103,7 +103,7 @@
 //	mcpTool               the tool's name on the server (a string)
 //	mcpStructuredContent  the structuredContent, when the server sent one (JSON;
 //	                      its text, a string, when nested deeper than
-//	                      tool.MaxArgumentsDepth)
+//	                      100 levels)
 //	mcpContent            every content item that is not text, each
 //	                      {type, mimeType?, size (bytes, -1 unknown), uri?, name?}
 //	mcpCutFrom            the size in bytes (an int64) of a server's message
