@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
-	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -38,7 +38,8 @@ func (h *Host) newDriver(run store.Run, cfg RunConfig, built *Built, d Drive) *d
 // within the configuration's timeout (from the first turn on: building
 // the agent and storing the run do not count), and stores how it ended.
 func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.Agent) iter2) (*agent.Result, error) {
-	a, err := agent.New(d.agentOptions(ctx))
+	opts := d.agentOptions(ctx)
+	a, err := agent.New(&opts)
 	if err != nil {
 		return nil, d.end(ctx, nil, err)
 	}
@@ -84,7 +85,7 @@ func (d *driver) checkpoint(ctx, hostCtx context.Context, cp agent.Checkpoint) e
 	if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
 		return ErrHostStopping
 	}
-	st, err := model.MarshalJSON(cp.State)
+	st, err := jsonenc.Marshal(cp.State)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
-	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -45,7 +45,7 @@ func (d *driver) endUpdate(ctx context.Context, res *agent.Result, runErr error,
 	reason := runcore.ReasonOf(res, runErr)
 	switch {
 	case status == store.RunPending && res != nil && res.State != nil:
-		st, err := model.MarshalJSON(res.State)
+		st, err := jsonenc.Marshal(res.State)
 		if err != nil {
 			return u, err
 		}

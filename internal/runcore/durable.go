@@ -299,7 +299,7 @@ func (d *Durable) newAgent(ctx context.Context, eng Engine, in DurableRun, built
 	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq, c)}, d.mw...), opts.Middleware...)
 	opts.WaitFor = nil
 	opts.Checkpoint = nil
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -17,7 +17,7 @@ import (
 // the events it emitted, as one step.
 func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, evs []store.Event, n int, from store.RunStatus) error {
 	b, err := eng.Step(ctx, fmt.Sprintf("halt %d", n), func(ctx context.Context) ([]byte, error) {
-		st, err := model.MarshalJSON(res.State)
+		st, err := jsonenc.Marshal(res.State)
 		if err != nil {
 			return nil, err
 		}

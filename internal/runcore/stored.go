@@ -12,7 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
-	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -192,7 +192,7 @@ func StoredEvent(tenant, runID string, at time.Time, ev agent.Event) (store.Even
 	default:
 		return store.Event{}, false
 	}
-	b, err := model.MarshalJSON(ev)
+	b, err := jsonenc.Marshal(ev)
 	if err != nil {
 		return store.Event{}, false
 	}
@@ -298,6 +298,6 @@ func ResultJSON(res *agent.Result) json.RawMessage {
 	}
 	c := *res
 	c.State = nil
-	b, _ := model.MarshalJSON(c)
+	b, _ := jsonenc.Marshal(c)
 	return b
 }
