@@ -58,7 +58,7 @@ func (s *Server) sessionContext(ctx context.Context, c *serverapi.RunContext, a 
 	_ = json.Unmarshal(a.Request.Data, &d)
 	c.Prompt, c.Intent = clip(d.Notes.Prompt), clip(d.Notes.Intent)
 	c.Reported = c.Prompt != "" || c.Intent != ""
-	calls, err := claudeToolCalls(ctx, s.store, run)
+	calls, err := s.toolCalls(ctx, run)
 	var recs []gate.Record
 	if err != nil || json.Unmarshal(calls, &recs) != nil {
 		return sc.Agent
