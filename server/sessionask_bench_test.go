@@ -67,7 +67,7 @@ func BenchmarkSessionAsk(b *testing.B) {
 // pendingOf waits for the pending approval of run, without polling: the
 // store wakes it at each new event of the run after *after, which it
 // advances.
-func pendingOf(b *testing.B, st store.Store, run string, after *int64) store.Approval {
+func pendingOf(b testing.TB, st store.Store, run string, after *int64) store.Approval {
 	b.Helper()
 	ctx := context.Background()
 	for {

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -33,7 +35,25 @@ type sessionLog struct {
 	// finished are the sequence numbers of the latest tool.finished
 	// events, oldest first, at most maxSessionCalls.
 	finished []int64
+	// byTool are the sequence numbers of the latest tool.finished events
+	// of each tool, oldest first, at most maxToolSeqs a tool, for at most
+	// maxIndexedTools tools; untracked lists the tools left out (nil
+	// when none was), whose records are found in the latest
+	// maxSessionCalls instead; past maxIndexedTools of those too,
+	// overflow says that no tool is tracked.
+	byTool    map[string][]int64
+	untracked map[string]bool
+	overflow  bool
 }
+
+// Bounds of a session log's index by tool: the records a card shows
+// earlier decisions from (maxEarlier of them, besides the call's own and
+// a pending one).
+const (
+	maxToolSeqs     = maxEarlier + 2
+	maxIndexedTools = 128
+	maxToolName     = 256
+)
 
 func newSessionLogs() *sessionLogs { return &sessionLogs{runs: map[string]*sessionLog{}} }
 
@@ -106,6 +126,7 @@ func (sl *sessionLog) catchUp(ctx context.Context, st store.Store, run store.Run
 			sl.read = ev.Seq
 			if ev.Type == runs.EventToolFinished {
 				sl.finished = append(sl.finished, ev.Seq)
+				sl.index(ev)
 			}
 		}
 		if n := len(sl.finished) - maxSessionCalls; n > 0 {
@@ -127,4 +148,88 @@ func (s *Server) toolCalls(ctx context.Context, run store.Run) (json.RawMessage,
 		return nil, err
 	}
 	return claudeToolCalls(ctx, s.store, run, after)
+}
+
+// index adds the tool.finished event ev to the index by tool.
+func (sl *sessionLog) index(ev store.Event) {
+	var e struct {
+		Record struct {
+			Name string `json:"name"`
+		} `json:"record"`
+	}
+	if json.Unmarshal(ev.Data, &e) != nil {
+		return
+	}
+	name := e.Record.Name
+	seqs, ok := sl.byTool[name]
+	if !ok && (len(sl.byTool) >= maxIndexedTools || len(name) > maxToolName) {
+		if len(sl.untracked) < maxIndexedTools {
+			if sl.untracked == nil {
+				sl.untracked = map[string]bool{}
+			}
+			sl.untracked[name] = true
+		} else {
+			sl.overflow = true
+		}
+		return
+	}
+	if sl.byTool == nil {
+		sl.byTool = map[string][]int64{}
+	}
+	seqs = append(seqs, ev.Seq)
+	if n := len(seqs) - maxToolSeqs; n > 0 {
+		seqs = append(seqs[:0], seqs[n:]...)
+	}
+	sl.byTool[name] = seqs
+}
+
+// ofTool returns the sequence numbers of the latest tool.finished events
+// of run's calls of the tool name, oldest first; ok is false when the
+// index does not track that tool.
+func (l *sessionLogs) ofTool(ctx context.Context, st store.Store, run store.Run, name string) (seqs []int64, ok bool, err error) {
+	sl := l.of(run)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if err := sl.catchUp(ctx, st, run); err != nil {
+		return nil, false, err
+	}
+	if sl.untracked[name] || sl.overflow {
+		return nil, false, nil
+	}
+	return slices.Clone(sl.byTool[name]), true, nil
+}
+
+// toolRecords returns the records of run's latest calls of the tool name,
+// oldest first, each read from the store by its sequence number: as many
+// reads as the card shows records, whatever the session's length.
+func (s *Server) toolRecords(ctx context.Context, run store.Run, name string) ([]gate.Record, error) {
+	seqs, ok, err := s.sessionLogs.ofTool(ctx, s.store, run, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		calls, err := s.toolCalls(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		var recs []gate.Record
+		if err := json.Unmarshal(calls, &recs); err != nil {
+			return nil, err
+		}
+		return recs, nil
+	}
+	recs := make([]gate.Record, 0, len(seqs))
+	for _, seq := range seqs {
+		evs, err := s.store.ListEvents(ctx, store.EventFilter{Tenant: run.Tenant, RunID: run.ID, AfterSeq: seq - 1, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		var e struct {
+			Record *gate.Record `json:"record"`
+		}
+		if len(evs) == 1 && evs[0].Seq == seq && json.Unmarshal(evs[0].Data, &e) == nil && e.Record != nil {
+			recs = append(recs, *e.Record)
+		}
+	}
+	return recs, nil
 }
