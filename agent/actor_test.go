@@ -20,8 +20,8 @@ import (
 // decision record: By is the person the answer is for, Actor who gave it,
 // on the decision and on the answer's vote, whether it approves or declines.
 func TestAnswerActorKeptInDecision(t *testing.T) {
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
-	root := approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
+	root := tool.Principal{Kind: tool.PrincipalPerson, Name: "root"}
 	for _, ok := range []bool{true, false} {
 		transfer := &testkit.Counter{Name: "transfer_funds"}
 		var logs bytes.Buffer
@@ -75,7 +75,7 @@ func TestPermissionHookCannotNameActor(t *testing.T) {
 		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), Tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}},
 		Authorizers: []approval.Authorizer{pol},
 		Hooks: (&hooks.Hooks{}).Permission("auto", func(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
-			return &tool.Answer{OK: true, By: "ceo", Principal: approval.Principal{Kind: approval.PrincipalPerson, Name: "ceo"}, Actor: approval.Principal{Kind: approval.PrincipalPerson, Name: "ceo"}}, nil
+			return &tool.Answer{OK: true, By: "ceo", Principal: tool.Principal{Kind: tool.PrincipalPerson, Name: "ceo"}, Actor: tool.Principal{Kind: tool.PrincipalPerson, Name: "ceo"}}, nil
 		}),
 	})
 	res, err := a.Run(context.Background(), "pay")
@@ -83,7 +83,7 @@ func TestPermissionHookCannotNameActor(t *testing.T) {
 		t.Fatalf("err %v, %d calls", err, len(res.ToolCalls))
 	}
 	d := res.ToolCalls[0].Decision
-	if d.By != (approval.Principal{Kind: approval.PrincipalHook, Name: "auto"}) || !d.Actor.IsZero() {
+	if d.By != (tool.Principal{Kind: tool.PrincipalHook, Name: "auto"}) || !d.Actor.IsZero() {
 		t.Errorf("decided by %+v actor %+v; want hook:auto and no actor", d.By, d.Actor)
 	}
 }

@@ -18,16 +18,16 @@ import (
 // that person; the name is never parsed ("flag:x" is a person so named); a
 // typed Principal is recorded as itself.
 func TestAnswerByNameIsAPerson(t *testing.T) {
-	flag := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=yes"}
+	flag := tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}
 	for _, tc := range []struct {
 		ans  tool.Answer
-		want approval.Principal
+		want tool.Principal
 	}{
-		{tool.Answer{OK: true, By: "bench"}, approval.Principal{Kind: approval.PrincipalPerson, Name: "bench"}},
-		{tool.Answer{OK: true, By: "flag:x"}, approval.Principal{Kind: approval.PrincipalPerson, Name: "flag:x"}},
+		{tool.Answer{OK: true, By: "bench"}, tool.Principal{Kind: tool.PrincipalPerson, Name: "bench"}},
+		{tool.Answer{OK: true, By: "flag:x"}, tool.Principal{Kind: tool.PrincipalPerson, Name: "flag:x"}},
 		{tool.Answer{OK: true, Principal: flag}, flag},
 		{tool.Answer{OK: true, By: "--approve=yes", Principal: flag}, flag},
-		{tool.Answer{OK: false, By: "bob", Reason: "no"}, approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}},
+		{tool.Answer{OK: false, By: "bob", Reason: "no"}, tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}},
 	} {
 		transfer := &testkit.Counter{Name: "transfer_funds"}
 		m := testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})})
@@ -59,7 +59,7 @@ func TestAnswerByNameIsAPerson(t *testing.T) {
 // refused before anything runs: by Resume with ErrInvalidAnswer (the state
 // can then be answered properly), and from WaitFor as a declined call.
 func TestAnswerWithTwoAnswerersRefused(t *testing.T) {
-	flag := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=yes"}
+	flag := tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}
 	transfer := &testkit.Counter{Name: "transfer_funds"}
 	m := testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})})
 	a := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{transfer}, Hooks: (&hooks.Hooks{}).BeforeTool("ask", askTransfers)})

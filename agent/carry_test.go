@@ -19,7 +19,7 @@ import (
 func TestWaitForCarriesTheApproval(t *testing.T) {
 	p := &gatetest.Probe{}
 	askAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}}, nil
+		return approval.Verdict{Decision: approval.Ask, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ask"}}, nil
 	})
 	m := model.Func(func(_ context.Context, req *model.Request) (model.Reply, error) {
 		if req.Messages[len(req.Messages)-1].Role == model.RoleTool {

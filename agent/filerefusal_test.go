@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/toolkit"
 )
 
@@ -63,7 +64,7 @@ rules:
 		var in struct{ Path string }
 		_ = json.Unmarshal(c.Args, &in)
 		if strings.Contains(in.Path, "secret") {
-			return approval.Verdict{Decision: approval.Deny, Reason: "no secrets", By: approval.Principal{Kind: approval.PrincipalRule, Name: "guard"}}, nil
+			return approval.Verdict{Decision: approval.Deny, Reason: "no secrets", By: tool.Principal{Kind: tool.PrincipalRule, Name: "guard"}}, nil
 		}
 		return approval.Verdict{Decision: approval.Allow}, nil
 	})
@@ -93,12 +94,12 @@ rules:
 	if len(onRecord) != 4 {
 		t.Fatalf("%d records handed to OnRecord, want 4", len(onRecord))
 	}
-	rule := func(name string) approval.Principal {
-		return approval.Principal{Kind: approval.PrincipalRule, Name: name}
+	rule := func(name string) tool.Principal {
+		return tool.Principal{Kind: tool.PrincipalRule, Name: name}
 	}
 	want := map[string]struct {
 		output, reason string
-		by             approval.Principal
+		by             tool.Principal
 	}{
 		"link":     {"refused: public/key.txt leads to secret/key.txt: denied by rule:guard: no secrets", "no secrets", rule("guard")},
 		"hardlink": {"refused: hl.txt: the file has 2 hard links", "the file has 2 hard links, and the policy judges read by path: another name of it may be one the policy denies", rule("no-secret")},
@@ -121,7 +122,7 @@ rules:
 		if d.Outcome != agent.OutcomeDenied || d.By != w.by || d.Reason != w.reason {
 			t.Errorf("%s: decided %s by %s (%q), want denied by %s (%q)", rec.ID, d.Outcome, d.By, d.Reason, w.by, w.reason)
 		}
-		if n := len(d.Votes); n == 0 || d.Votes[n-1].Source != w.by || d.Votes[n-1].Decision != approval.VoteDeny {
+		if n := len(d.Votes); n == 0 || d.Votes[n-1].Source != w.by || d.Votes[n-1].Decision != tool.VoteDeny {
 			t.Errorf("%s: votes %+v, want a last deny vote by %s", rec.ID, d.Votes, w.by)
 		}
 		if !rec.Ran {

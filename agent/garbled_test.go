@@ -27,7 +27,7 @@ func TestGarbledRewriteKeepsStateEncodable(t *testing.T) {
 	})
 	ask := approval.AuthorizerFunc(func(ctx context.Context, call approval.Call) (approval.Verdict, error) {
 		if call.Tool == "gated" {
-			return approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: "rule", Name: "ask"}}, nil
+			return approval.Verdict{Decision: approval.Ask, By: tool.Principal{Kind: "rule", Name: "ask"}}, nil
 		}
 		return approval.Verdict{Decision: approval.Allow}, nil
 	})

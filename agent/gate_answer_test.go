@@ -139,7 +139,7 @@ func TestGateApprovalDoesNotSilenceOthers(t *testing.T) {
 	}
 	// The policy is first heard on the retry: the gate's ask comes before it.
 	denyPolicy := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Deny, Reason: "frozen account", By: approval.Principal{Kind: "rule", Name: "freeze"}}, nil
+		return approval.Verdict{Decision: approval.Deny, Reason: "frozen account", By: tool.Principal{Kind: "rule", Name: "freeze"}}, nil
 	})
 	for _, tc := range []struct {
 		name   string

@@ -296,9 +296,9 @@ func TestC04AllowNeverWidensDeny(t *testing.T) {
 	})
 	policy := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		if c.Hints == nil || c.Hints.Destructive {
-			return approval.Verdict{Decision: approval.Deny, Reason: "destructive tools are denied", By: approval.Principal{Kind: "rule", Name: "no-destructive"}}, nil
+			return approval.Verdict{Decision: approval.Deny, Reason: "destructive tools are denied", By: tool.Principal{Kind: "rule", Name: "no-destructive"}}, nil
 		}
-		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "rule", Name: "no-destructive"}}, nil
+		return approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "rule", Name: "no-destructive"}}, nil
 	})
 	a := newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "delete_file", nil)}), Tools: agent.ToolList{del}, Hooks: h, Authorizers: []approval.Authorizer{policy}})
 	res, err := a.Run(context.Background(), "x")
@@ -309,9 +309,9 @@ func TestC04AllowNeverWidensDeny(t *testing.T) {
 		t.Fatal("delete_file ran")
 	}
 	d := res.ToolCalls[0].Decision
-	want := agent.Decision{Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
-		{Source: approval.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
-		{Source: approval.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
+	want := agent.Decision{Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
+		{Source: tool.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
+		{Source: tool.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
 	}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

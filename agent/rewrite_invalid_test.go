@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Arguments a hook rewrote into ones the schema refuses were blamed on the
@@ -33,7 +33,7 @@ func TestInvalidRewriteNamesTheHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := res.ToolCalls[0]
-	bad := approval.Principal{Kind: approval.PrincipalHook, Name: "bad"}
+	bad := tool.Principal{Kind: tool.PrincipalHook, Name: "bad"}
 	if d := rec.Decision; d.Outcome != agent.OutcomeInvalid || d.By != bad || !strings.HasPrefix(d.Reason, "hook:bad rewrote the arguments") {
 		t.Errorf("decided %s by %s (%q), want invalid by %s", d.Outcome, d.By, d.Reason, bad)
 	}

@@ -53,7 +53,7 @@ func TestHooksSeeRunID(t *testing.T) {
 
 // askPolicy asks a person about every call.
 var askPolicy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: approval.Principal{Kind: "rule", Name: "ask"}}, nil
+	return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: tool.Principal{Kind: "rule", Name: "ask"}}, nil
 })
 
 // A Permission hook answers an approval request before a person is asked:
@@ -307,12 +307,12 @@ func TestWaitMiddlewareSeesThePendingCall(t *testing.T) {
 			if p.Request.ID != req.ID {
 				t.Errorf("pending call's request %q, waiting for %q", p.Request.ID, req.ID)
 			}
-			p.Digest, p.Votes[0].Decision = "sha256:changed", approval.VoteAllow
+			p.Digest, p.Votes[0].Decision = "sha256:changed", tool.VoteAllow
 			return next(ctx, req)
 		}
 	}}
 	ask := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Ask, Reason: "check", By: approval.Principal{Kind: approval.PrincipalRule, Name: "asker"}}, nil
+		return approval.Verdict{Decision: approval.Ask, Reason: "check", By: tool.Principal{Kind: tool.PrincipalRule, Name: "asker"}}, nil
 	})
 	echo := &testkit.Counter{Name: "echo"}
 	a := newAgent(t, agent.Options{

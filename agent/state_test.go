@@ -21,7 +21,7 @@ import (
 func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 	files := &testkit.Counter{Name: "file_op", Schema: `{"type":"object"}`}
 	ask := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Ask, Reason: "look first", By: approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}}, nil
+		return approval.Verdict{Decision: approval.Ask, Reason: "look first", By: tool.Principal{Kind: tool.PrincipalRule, Name: "ask"}}, nil
 	})
 	newA := func() *agent.Agent {
 		return newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "file_op", map[string]string{"op": "read"})}),
@@ -44,7 +44,7 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 	if err := json.Unmarshal([]byte(old), &st); err != nil {
 		t.Fatal(err)
 	}
-	if got := st.Waiting()[0].Pending.Votes[0].Source; got != (approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}) {
+	if got := st.Waiting()[0].Pending.Votes[0].Source; got != (tool.Principal{Kind: tool.PrincipalRule, Name: "ask"}) {
 		t.Fatalf("vote read from text as %+v", got)
 	}
 	res2, err := newA().Resume(context.Background(), &st, tool.Answer{ID: res.Pending[0].ID, OK: true, By: "alice"})
@@ -52,9 +52,9 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 		t.Fatalf("%v %+v", err, res2)
 	}
 	d := res2.ToolCalls[0].Decision
-	want := agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Votes: []agent.Vote{
-		{Source: approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}, Decision: "ask", Reason: "look first"},
-		{Source: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Decision: "allow"},
+	want := agent.Decision{Outcome: agent.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Votes: []agent.Vote{
+		{Source: tool.Principal{Kind: tool.PrincipalRule, Name: "ask"}, Decision: "ask", Reason: "look first"},
+		{Source: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Decision: "allow"},
 	}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

@@ -58,7 +58,7 @@ type prefixed struct {
 func (p prefixed) Authorize(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 	v, err := p.az.Authorize(ctx, c)
 	if v.By.IsZero() {
-		v.By = approval.Principal{Kind: approval.PrincipalRule, Name: "authorizer"}
+		v.By = tool.Principal{Kind: tool.PrincipalRule, Name: "authorizer"}
 	}
 	v.By.Name = p.agent + "/" + v.By.Name
 	return v, err

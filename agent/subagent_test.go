@@ -36,9 +36,9 @@ func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
 	}
 	noDelete := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		if strings.HasPrefix(c.Tool, "delete_") {
-			return approval.Verdict{Decision: approval.Deny, Reason: "no deletes anywhere", By: approval.Principal{Kind: "rule", Name: "no-delete"}}, nil
+			return approval.Verdict{Decision: approval.Deny, Reason: "no deletes anywhere", By: tool.Principal{Kind: "rule", Name: "no-delete"}}, nil
 		}
-		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "rule", Name: "no-delete"}}, nil
+		return approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "rule", Name: "no-delete"}}, nil
 	})
 	parent := newAgent(t, agent.Options{
 		ID:          "parent",
@@ -70,7 +70,7 @@ func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
 func TestSubAgentUsesParentWaitFor(t *testing.T) {
 	del := &testkit.Counter{Name: "delete_file"}
 	ask := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Ask, Reason: "everything is asked", By: approval.Principal{Kind: "rule", Name: "ask-all"}}, nil
+		return approval.Verdict{Decision: approval.Ask, Reason: "everything is asked", By: tool.Principal{Kind: "rule", Name: "ask-all"}}, nil
 	})
 	child := newAgent(t, agent.Options{ID: "child", Model: testkit.Script([]model.FuncCall{testkit.Call("k1", "delete_file", nil)}), Tools: agent.ToolList{del}})
 	helper, _ := child.AsTool("helper", "")

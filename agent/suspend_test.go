@@ -194,11 +194,11 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 		json.Unmarshal(c.Args, &a)
 		switch a.Op {
 		case "delete":
-			return approval.Verdict{Decision: approval.Deny, Reason: "no deletes", By: approval.Principal{Kind: "rule", Name: "no-delete"}}, nil
+			return approval.Verdict{Decision: approval.Deny, Reason: "no deletes", By: tool.Principal{Kind: "rule", Name: "no-delete"}}, nil
 		case "read":
-			return approval.Verdict{Decision: approval.Ask, Reason: "reads need a look", By: approval.Principal{Kind: "rule", Name: "ask-read"}}, nil
+			return approval.Verdict{Decision: approval.Ask, Reason: "reads need a look", By: tool.Principal{Kind: "rule", Name: "ask-read"}}, nil
 		}
-		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "rule", Name: "rest"}}, nil
+		return approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "rule", Name: "rest"}}, nil
 	})
 	newA := func() *agent.Agent {
 		return newAgent(t, agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "file_op", map[string]string{"op": "read", "path": "a"})}),

@@ -6,7 +6,6 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"slices"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -49,12 +48,12 @@ const (
 
 // Vote is one source's say on a call, kept in the [Decision]: who voted
 // (Source, and Actor when someone acted on the source's behalf), what it said
-// ([approval.VoteAllow], VoteAsk, VoteDeny, VoteRewrite, VoteResult) and why.
-// It is [approval.Vote] (and [tool.Vote]): one type for hooks, policies and
+// ([tool.VoteAllow], VoteAsk, VoteDeny, VoteRewrite, VoteResult) and why.
+// It is [tool.Vote] (and [tool.Vote]): one type for hooks, policies and
 // the agent. In JSON {"source": {"kind", "name"}, "decision", "reason"};
 // states and records written before the source was typed hold its text form
 // ("hook:audit"), which is still read.
-type Vote = approval.Vote
+type Vote = tool.Vote
 
 // Decision records who decided a call's fate and why: [gate.Decision].
 type Decision = gate.Decision
@@ -115,9 +114,9 @@ type batchCall struct {
 
 // StateVersion is the version of the [State] encoding written by this package.
 // Version 2 added Seq; version 3 writes who decided and who voted as
-// [approval.Principal] objects instead of their text form. Versions 1 and 2
+// [tool.Principal] objects instead of their text form. Versions 1 and 2
 // are still read (their events are numbered from 1 again when Seq is
-// missing; text principals are read with [approval.PrincipalOf]).
+// missing; text principals are read with [tool.PrincipalOf]).
 const StateVersion = 3
 
 // State is a halted run, or a checkpoint of a running one: what

@@ -2,7 +2,7 @@
 // person (seed 000's "authorization check" and "approval policies"; seed 002's
 // permission gate). The agent runs every [Authorizer] it is given on the final
 // tool and arguments of each call (after the BeforeTool hooks) and combines
-// their verdicts with the hooks' votes: deny > ask > allow ([Stronger]).
+// their verdicts with the hooks' votes: deny > ask > allow ([Strongest]).
 //
 // An "ask" becomes a pending [tool.Request] of kind approval, bound to the call by
 // its tool name, call ID and arguments [Digest]. An answer may approve, decline
@@ -18,9 +18,10 @@
 // (builtin.Options.CheckFile), with the path replaced by the opened file's
 // real one, so that a symbolic link changed in between cannot lead the call
 // elsewhere; it also refuses files with other names (hard links) where an
-// authorizer judges the tool by path ([PathJudge]).
+// authorizer judges the tool by path (an authorizer with a method
+// JudgesPaths(tool string) (by tool.Principal, ok bool), as a policy has).
 //
-// Verdicts name their source as a [Principal]: a rule by its ID, an
+// Verdicts name their source as a [tool.Principal]: a rule by its ID, an
 // autonomy level, the runtime. Durable stores for halted runs and
 // approvals live in the subpackage store, which this package does not
 // import.
@@ -65,8 +66,8 @@ func (d Effect) rank() int {
 	return 0
 }
 
-// Stronger reports whether d takes precedence over o (deny > ask > allow).
-func (d Effect) Stronger(o Effect) bool { return d.rank() > o.rank() }
+// stronger reports whether d takes precedence over o (deny > ask > allow).
+func (d Effect) stronger(o Effect) bool { return d.rank() > o.rank() }
 
 // Call is what an [Authorizer] judges: the final tool and arguments of one call.
 type Call struct {
@@ -95,9 +96,9 @@ type Verdict struct {
 	// Reason explains the decision; on deny, the model sees it.
 	Reason string `json:"reason,omitempty"`
 	// By is the source: a rule by its ID, an autonomy level, a hook by its
-	// name ([Principal]). An authorizer that leaves it zero is named
+	// name ([tool.Principal]). An authorizer that leaves it zero is named
 	// "authorizer#<n>" (kind rule) by the agent.
-	By Principal `json:"by"`
+	By tool.Principal `json:"by"`
 }
 
 // Authorizer decides about a call. It must be safe for concurrent use. A returned
@@ -118,7 +119,7 @@ func Strongest(vs ...Verdict) Verdict {
 	best := Verdict{Decision: Allow, By: Default}
 	found := false
 	for _, v := range vs {
-		if !found || v.Decision.Stronger(best.Decision) {
+		if !found || v.Decision.stronger(best.Decision) {
 			best, found = v, true
 		}
 	}
@@ -176,8 +177,8 @@ type RequestData struct {
 	Digest string `json:"argsDigest"`
 	// Reason and By say which source asked and why (By: an object, or in
 	// data written before principals were typed, its text form).
-	Reason string    `json:"reason,omitempty"`
-	By     Principal `json:"by"`
+	Reason string         `json:"reason,omitempty"`
+	By     tool.Principal `json:"by"`
 	// Hints are the tool's hints the gates used (read-only, destructive,
 	// idempotent, open world); nil when the tool declares none.
 	Hints *tool.Hints `json:"hints,omitempty"`

@@ -8,16 +8,16 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// PathJudge is implemented by an [Authorizer] whose verdicts about a tool
+// pathJudge is implemented by an [Authorizer] whose verdicts about a tool
 // can depend on the paths in its arguments (a policy of package policy: a
 // rule that denies or asks with a pathPrefix or pathGlob condition). [CheckFile] refuses, for
 // such a tool, a file with other names (hard links), which a path cannot
 // tell apart.
-type PathJudge interface {
+type pathJudge interface {
 	// JudgesPaths reports whether some verdict about tool may depend on a
 	// path argument, and who would give it (a policy's rule; zero when
 	// the judge names none).
-	JudgesPaths(tool string) (by Principal, ok bool)
+	JudgesPaths(tool string) (by tool.Principal, ok bool)
 }
 
 // CheckFile judges again, with azs, a call that has already been authorized,
@@ -34,13 +34,15 @@ type PathJudge interface {
 // person approved it); otherwise an error that names the source and its
 // reason: a deny, an ask no one answered for this call, or an authorizer's
 // error. A file with more than one hard link is refused when an authorizer
-// judges paths for c.Tool ([PathJudge]): another name of the file might lie
+// judges paths for c.Tool (it has a method JudgesPaths(tool string) (by
+// tool.Principal, ok bool) that reports true, as a policy of package policy does
+// for a tool a pathPrefix or pathGlob rule denies or asks about): another name of the file might lie
 // where a rule denies, and no path shows it. With no authorizer it returns
 // nil.
 func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) error {
 	if links > 1 {
 		for _, az := range azs {
-			pj, ok := az.(PathJudge)
+			pj, ok := az.(pathJudge)
 			if !ok {
 				continue
 			}
@@ -57,7 +59,7 @@ func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) err
 	for i, az := range azs {
 		v, err := az.Authorize(ctx, c)
 		if v.By.IsZero() {
-			v.By = Principal{Kind: PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
+			v.By = tool.Principal{Kind: tool.PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
 		}
 		if err != nil {
 			return refuse(ctx, Verdict{Decision: Deny, By: v.By, Reason: "authorization failed: " + err.Error()}, fmt.Sprintf("%s failed: %v", v.By, err))
@@ -102,7 +104,7 @@ func refuse(ctx context.Context, v Verdict, msg string) *FileRefusal {
 // verdict denied it, asked and no one approved the call, an authorizer
 // failed (Verdict is then a deny by that authorizer, as in a call's
 // authorization), or the file has other names a path-judging authorizer
-// cannot see (Verdict is then a deny by the rule the [PathJudge] names, or
+// cannot see (Verdict is then a deny by the rule the path judge names, or
 // by the runtime when it names none). A tool call of package agent whose
 // error result carries such a refusal is recorded as denied by
 // Verdict.By, with its reason.

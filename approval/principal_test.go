@@ -7,25 +7,26 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 func TestPrincipalJSON(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want approval.Principal
+		want tool.Principal
 	}{
-		{`{"kind":"rule","name":"no-rm"}`, approval.Principal{Kind: approval.PrincipalRule, Name: "no-rm"}},
+		{`{"kind":"rule","name":"no-rm"}`, tool.Principal{Kind: tool.PrincipalRule, Name: "no-rm"}},
 		{`{"kind":"runtime"}`, approval.Runtime},
 		// The text form written before principals were typed.
-		{`"rule:no-rm"`, approval.Principal{Kind: approval.PrincipalRule, Name: "no-rm"}},
-		{`"flag:--approve=yes"`, approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=yes"}},
+		{`"rule:no-rm"`, tool.Principal{Kind: tool.PrincipalRule, Name: "no-rm"}},
+		{`"flag:--approve=yes"`, tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}},
 		{`"runtime"`, approval.Runtime},
 		{`"default"`, approval.Default},
-		{`"rule:shell:opaque"`, approval.Principal{Kind: approval.PrincipalRule, Name: "shell:opaque"}},
-		{`"alice"`, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}},
-		{`"parent/rule:x"`, approval.Principal{Kind: approval.PrincipalPerson, Name: "parent/rule:x"}},
+		{`"rule:shell:opaque"`, tool.Principal{Kind: tool.PrincipalRule, Name: "shell:opaque"}},
+		{`"alice"`, tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}},
+		{`"parent/rule:x"`, tool.Principal{Kind: tool.PrincipalPerson, Name: "parent/rule:x"}},
 	} {
-		var got approval.Principal
+		var got tool.Principal
 		if err := json.Unmarshal([]byte(tc.in), &got); err != nil {
 			t.Errorf("%s: %v", tc.in, err)
 			continue
@@ -34,13 +35,13 @@ func TestPrincipalJSON(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tc.in, diff)
 		}
 		b, _ := json.Marshal(got)
-		var back approval.Principal
+		var back tool.Principal
 		if err := json.Unmarshal(b, &back); err != nil || back != got {
 			t.Errorf("%s: round trip through %s gave %+v, %v", tc.in, b, back, err)
 		}
 	}
 	for _, bad := range []string{`{"kind":"god","name":"x"}`, `42`, `"` + strings.Repeat("a", 5000) + `"`} {
-		var p approval.Principal
+		var p tool.Principal
 		if err := json.Unmarshal([]byte(bad), &p); err == nil {
 			t.Errorf("%.40s: no error, got %+v", bad, p)
 		}
@@ -48,7 +49,7 @@ func TestPrincipalJSON(t *testing.T) {
 }
 
 func TestPrincipalEncodesAsObject(t *testing.T) {
-	b, err := json.Marshal(approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: approval.PrincipalRule, Name: "no-rm"}})
+	b, err := json.Marshal(approval.Verdict{Decision: approval.Deny, By: tool.Principal{Kind: tool.PrincipalRule, Name: "no-rm"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// Risk is how much harm a call can do, the first layer of a [Policy]. It comes
+// Risk is how much harm a call can do, the first layer of a policy (package policy). It comes
 // from the tool's [tool.Hints] ([RiskOf]) unless the policy declares it for the
 // tool by name.
 type Risk string
@@ -31,12 +31,12 @@ const (
 	RiskEscalation Risk = "escalation"
 )
 
-// Risks lists every risk level, from least to most dangerous.
-var Risks = []Risk{RiskReadOnly, RiskWrite, RiskNetwork, RiskDestructive, RiskUnknown, RiskEscalation}
+// risks lists every risk level, from least to most dangerous.
+var risks = []Risk{RiskReadOnly, RiskWrite, RiskNetwork, RiskDestructive, RiskUnknown, RiskEscalation}
 
 // Valid reports whether r is one of the risk levels.
 func (r Risk) Valid() bool {
-	for _, x := range Risks {
+	for _, x := range risks {
 		if r == x {
 			return true
 		}
@@ -72,7 +72,8 @@ func RiskOf(h *tool.Hints) Risk {
 }
 
 // Autonomy is how much an agent may do without asking a person, the second
-// layer of a [Policy]. See [AutonomyDecision] for the matrix.
+// layer of a policy (package policy, whose doc has the matrix of risk
+// against autonomy).
 type Autonomy string
 
 // The autonomy levels, from most to least autonomous.
@@ -87,54 +88,15 @@ const (
 	Manual Autonomy = "manual"
 )
 
-// Autonomies lists every autonomy level, from most to least autonomous.
-var Autonomies = []Autonomy{FullAuto, Supervised, Cautious, Manual}
+// autonomies lists every autonomy level, from most to least autonomous.
+var autonomies = []Autonomy{FullAuto, Supervised, Cautious, Manual}
 
 // ParseAutonomy returns the level named s, or an error listing the levels.
 func ParseAutonomy(s string) (Autonomy, error) {
-	for _, a := range Autonomies {
+	for _, a := range autonomies {
 		if string(a) == s {
 			return a, nil
 		}
 	}
 	return "", fmt.Errorf("unknown autonomy level %q (want one of full_auto, supervised, cautious, manual)", s)
-}
-
-// Valid reports whether a is one of the autonomy levels.
-func (a Autonomy) Valid() bool {
-	_, err := ParseAutonomy(string(a))
-	return err == nil
-}
-
-// AutonomyDecision is the matrix of risk against autonomy:
-//
-//	risk         full_auto  supervised  cautious  manual
-//	read_only    allow      allow       allow     ask
-//	write        allow      allow       ask       ask
-//	network      allow      ask         ask       ask
-//	destructive  allow      ask         ask       ask
-//	unknown      allow      ask         ask       ask
-//	escalation   deny       deny        deny      deny
-//
-// Each level is at least as strict as the one before it for every risk.
-// Unknown (a tool without hints, treated as mutating per docs/architecture.md) is
-// asked about wherever destructive is. An invalid level or risk yields Deny
-// (fail closed).
-func AutonomyDecision(a Autonomy, r Risk) Effect {
-	if !a.Valid() || !r.Valid() || r == RiskEscalation {
-		return Deny
-	}
-	switch a {
-	case FullAuto:
-		return Allow
-	case Supervised:
-		if r == RiskReadOnly || r == RiskWrite {
-			return Allow
-		}
-	case Cautious:
-		if r == RiskReadOnly {
-			return Allow
-		}
-	}
-	return Ask
 }

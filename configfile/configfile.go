@@ -73,9 +73,6 @@ func (p Problem) Error() string {
 	return b.String()
 }
 
-// String is [Problem.Error].
-func (p Problem) String() string { return p.Error() }
-
 // As lets errors.As find a problem with a Problem target as well as a
 // *Problem one: it copies p into target when target is a *Problem.
 func (p *Problem) As(target any) bool {

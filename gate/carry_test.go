@@ -15,7 +15,7 @@ import (
 
 // askOutsideTmp asks about every call of "write" outside /tmp.
 var askOutsideTmp = approval.AuthorizerFunc(func(_ context.Context, c approval.Call) (approval.Verdict, error) {
-	by := approval.Principal{Kind: approval.PrincipalRule, Name: "writes"}
+	by := tool.Principal{Kind: tool.PrincipalRule, Name: "writes"}
 	if strings.Contains(string(c.Args), `"/tmp/`) {
 		return approval.Verdict{Decision: approval.Allow, By: by}, nil
 	}
@@ -79,7 +79,7 @@ func TestCarriedApprovalFailsClosed(t *testing.T) {
 		{"other arguments", func(a *gate.Approval) { a.Digest = approval.Digest(json.RawMessage(`{"path":"/home/b","text":"ask"}`)) }},
 		{"a declining answer", func(a *gate.Approval) { a.Answer.OK = false }},
 		{"two answerers", func(a *gate.Approval) {
-			a.Answer.Principal = approval.Principal{Kind: approval.PrincipalPerson, Name: "mallory"}
+			a.Answer.Principal = tool.Principal{Kind: tool.PrincipalPerson, Name: "mallory"}
 		}},
 		{"no request", func(a *gate.Approval) { a.Request = "" }},
 	} {

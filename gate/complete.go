@@ -89,7 +89,7 @@ func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) R
 			pd.Approved = &cp
 			return Ruling{Pending: pd}
 		}
-		if a.Answer != nil && a.Approved == nil && a.Answer.Who().Kind == approval.PrincipalHook {
+		if a.Answer != nil && a.Approved == nil && a.Answer.Who().Kind == tool.PrincipalHook {
 			// A Permission hook's approval is not carried: the call waits
 			// for the answer, and the hooks are asked again on the retry.
 			return Ruling{Pending: g.suspend(ctx, env, c, rec, OriginTool, res.Pending, a.Args, decision.Votes)}
@@ -228,7 +228,7 @@ func refusedDecision(d Decision, fr *approval.FileRefusal) Decision {
 	if v.Decision != approval.Deny || reason == "" {
 		reason = fr.Error()
 	}
-	votes := append(slices.Clip(d.Votes), approval.Vote{Source: v.By, Decision: approval.VoteDeny, Reason: reason})
+	votes := append(slices.Clip(d.Votes), tool.Vote{Source: v.By, Decision: tool.VoteDeny, Reason: reason})
 	return Decision{Outcome: OutcomeDenied, By: v.By, Reason: reason, Votes: votes}
 }
 
@@ -272,22 +272,22 @@ func storable(args json.RawMessage) json.RawMessage {
 // answerer is who gave ans ([tool.Answer.Who]: a Permission hook, a person,
 // a flag, the runtime), or an unnamed person when the host named no one. Who
 // acted on its behalf is ans.Actor.
-func answerer(ans *tool.Answer) approval.Principal {
+func answerer(ans *tool.Answer) tool.Principal {
 	if who := ans.Who(); !who.IsZero() {
 		return who
 	}
-	return approval.Principal{Kind: approval.PrincipalPerson}
+	return tool.Principal{Kind: tool.PrincipalPerson}
 }
 
 // declinedBy names who declined for the model: a person by name alone.
-func declinedBy(p approval.Principal) string {
-	if p.Kind == approval.PrincipalPerson && p.Name != "" {
+func declinedBy(p tool.Principal) string {
+	if p.Kind == tool.PrincipalPerson && p.Name != "" {
 		return p.Name
 	}
 	return p.String()
 }
 
-func lastSource(votes []approval.Vote, def approval.Principal) approval.Principal {
+func lastSource(votes []tool.Vote, def tool.Principal) tool.Principal {
 	if len(votes) == 0 {
 		return def
 	}

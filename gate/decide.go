@@ -36,9 +36,9 @@ type pass struct {
 	rec   *Record
 	prior *Pending     // the request the call was suspended on, on a retry
 	ans   *tool.Answer // its answer
-	votes []approval.Vote
+	votes []tool.Vote
 	// shadow: the shadow rules' would-be votes, recorded beside the decision.
-	shadow []approval.Vote
+	shadow []tool.Vote
 	// answered: the answer's vote still leads votes, waiting for its place.
 	answered bool
 	// appr and apprAns are the approved request and its answer that the
@@ -122,14 +122,14 @@ func (p *pass) takeAnswer() *Ruling {
 	}
 	if !p.ans.OK {
 		reason := cmp.Or(p.ans.Reason, "no reason given")
-		p.votes = append(p.votes, approval.Vote{Source: by, Actor: p.ans.Actor, Decision: approval.VoteDeny, Reason: reason})
+		p.votes = append(p.votes, tool.Vote{Source: by, Actor: p.ans.Actor, Decision: tool.VoteDeny, Reason: reason})
 		r := p.end(tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: p.ans.Actor, Reason: reason})
 		return &r
 	}
 	// On a retry every source is heard again; the votes heard before the
 	// request only matter when the call ends here (declined, expired).
-	p.votes = []approval.Vote{{Source: by, Actor: p.ans.Actor, Decision: approval.VoteAllow, Reason: p.ans.Reason}}
+	p.votes = []tool.Vote{{Source: by, Actor: p.ans.Actor, Decision: tool.VoteAllow, Reason: p.ans.Reason}}
 	p.answered = true
 	p.takeApproval()
 	return nil
@@ -154,7 +154,7 @@ func (p *pass) takeApproval() {
 		a.Answer.ID = a.Request
 		p.appr, p.apprAns, p.carried = a.pending(), &a.Answer, true
 		by := answerer(&a.Answer)
-		p.votes = append([]approval.Vote{{Source: by, Actor: a.Answer.Actor, Decision: approval.VoteAllow, Reason: a.Answer.Reason}}, p.votes...)
+		p.votes = append([]tool.Vote{{Source: by, Actor: a.Answer.Actor, Decision: tool.VoteAllow, Reason: a.Answer.Reason}}, p.votes...)
 	}
 }
 
@@ -171,7 +171,7 @@ func (p *pass) approved() *Approval {
 // placeAnswer moves the answer's vote where the source that asked is heard
 // again (after its vote; after the last one for a zero principal), so that
 // the votes stay in the order they were heard: the ask, then the answer.
-func (p *pass) placeAnswer(after approval.Principal) {
+func (p *pass) placeAnswer(after tool.Principal) {
 	if !p.answered {
 		return
 	}
@@ -245,7 +245,7 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 	p.votes = append(p.votes, out.Votes...)
 	p.notes = out.Context
 	if p.prior != nil && p.prior.Origin == OriginHook {
-		p.placeAnswer(approval.Principal{Kind: approval.PrincipalHook, Name: p.prior.Hook})
+		p.placeAnswer(tool.Principal{Kind: tool.PrincipalHook, Name: p.prior.Hook})
 	}
 	if out.Rewritten {
 		p.args = out.Args
@@ -297,10 +297,10 @@ func (p *pass) hookResult(ctx context.Context, res tool.Result, hook string) Rul
 
 // invalidRewrite ends a call whose arguments a hook rewrote into ones that
 // fail the schema; the arguments are the last rewriting hook's.
-func (p *pass) invalidRewrite(hookVotes []approval.Vote, err error) Ruling {
+func (p *pass) invalidRewrite(hookVotes []tool.Vote, err error) Ruling {
 	by := approval.Runtime
 	for _, v := range slices.Backward(hookVotes) {
-		if v.Decision == approval.VoteRewrite {
+		if v.Decision == tool.VoteRewrite {
 			by = v.Source
 			break
 		}
@@ -331,7 +331,7 @@ func (p *pass) suspend(ctx context.Context, origin Origin, req *tool.Request) Ru
 
 // suspend makes the pending call of req and tells the observer, the Pending
 // hooks and the log.
-func (g *Gate) suspend(ctx context.Context, env *Env, c *Call, rec *Record, origin Origin, req *tool.Request, args json.RawMessage, votes []approval.Vote) *Pending {
+func (g *Gate) suspend(ctx context.Context, env *Env, c *Call, rec *Record, origin Origin, req *tool.Request, args json.RawMessage, votes []tool.Vote) *Pending {
 	q := *req
 	if q.ID == "" {
 		q.ID = g.opts.NewID("req_")
@@ -351,7 +351,7 @@ func (g *Gate) suspend(ctx context.Context, env *Env, c *Call, rec *Record, orig
 		q.ExpiresAt = &exp
 	}
 	pc := &Pending{Request: q, Origin: origin, Digest: approval.Digest(args), Args: storable(args), Votes: votes}
-	d := Decision{Outcome: OutcomePending, By: lastSource(votes, approval.Principal{Kind: approval.PrincipalRuntime, Name: string(origin)}), Reason: q.Prompt, Votes: votes}
+	d := Decision{Outcome: OutcomePending, By: lastSource(votes, tool.Principal{Kind: tool.PrincipalRuntime, Name: string(origin)}), Reason: q.Prompt, Votes: votes}
 	if env.Observer != nil {
 		env.Observer.Decided(c, d)
 		env.Observer.Pending(c, q)
@@ -376,7 +376,7 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 		verdict, avotes, shadow := p.g.authorize(ctx, p.env, p.c, p.args, p.spec.Hints, p.votes)
 		p.shadow = shadow
 		p.votes = append(p.votes, avotes...)
-		p.placeAnswer(approval.Principal{}) // an authorizer's or a tool's request: heard after every authorizer
+		p.placeAnswer(tool.Principal{}) // an authorizer's or a tool's request: heard after every authorizer
 		// An approval answer covers this call when it was given for these
 		// arguments (or the person wrote them); so does the approval the
 		// tool's answered request carries.
@@ -433,7 +433,7 @@ func (p *pass) takeEdit() (edited bool, r *Ruling) {
 	}
 	p.args = ed
 	p.rec.Args, p.rec.ArgsDigest = storable(ed), approval.Digest(ed)
-	p.votes = append(p.votes, approval.Vote{Source: by, Actor: ans.Actor, Decision: approval.VoteRewrite, Reason: "edited the arguments"})
+	p.votes = append(p.votes, tool.Vote{Source: by, Actor: ans.Actor, Decision: tool.VoteRewrite, Reason: "edited the arguments"})
 	if err := p.g.Validator(p.t).Validate(ed); err != nil {
 		e := p.end(tool.Errorf("%s: edited arguments are invalid: %v", p.c.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason})
@@ -468,11 +468,11 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 	by := answerer(pans)
 	if !pans.OK {
 		reason := cmp.Or(pans.Reason, "no reason given")
-		p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteDeny, Reason: reason})
+		p.votes = append(p.votes, tool.Vote{Source: by, Actor: pans.Actor, Decision: tool.VoteDeny, Reason: reason})
 		return p.end(tool.Errorf("declined by %s: %s", declinedBy(by), reason),
 			Decision{Outcome: OutcomeDeclined, By: by, Actor: pans.Actor, Reason: reason}), false
 	}
-	p.votes = append(p.votes, approval.Vote{Source: by, Actor: pans.Actor, Decision: approval.VoteAllow, Reason: pans.Reason})
+	p.votes = append(p.votes, tool.Vote{Source: by, Actor: pans.Actor, Decision: tool.VoteAllow, Reason: pans.Reason})
 	if toolRetry {
 		// The tool goes on with its answer; the hook allowed the call.
 		return p.allow(ctx, Decision{Outcome: OutcomeApproved, By: by, Actor: pans.Actor, Reason: pans.Reason}), false
@@ -503,12 +503,11 @@ func (p *pass) allow(ctx context.Context, d Decision) Ruling {
 // An authorizer that fails or panics denies (fail closed).
 //
 // The third result lists what shadow rules would have voted (from the
-// authorizers that are [approval.ShadowAuthorizer]): recorded, never
-// combined.
-func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMessage, hints *tool.Hints, votes []approval.Vote) (approval.Verdict, []approval.Vote, []approval.Vote) {
+// authorizers that are shadow authorizers): recorded, never combined.
+func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMessage, hints *tool.Hints, votes []tool.Vote) (approval.Verdict, []tool.Vote, []tool.Vote) {
 	var verdicts []approval.Verdict
 	for _, v := range votes {
-		if v.Decision == approval.VoteAllow && v.Source.Kind == approval.PrincipalHook {
+		if v.Decision == tool.VoteAllow && v.Source.Kind == tool.PrincipalHook {
 			verdicts = append(verdicts, approval.Verdict{Decision: approval.Allow, Reason: v.Reason, By: v.Source})
 		}
 	}
@@ -524,14 +523,14 @@ func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMe
 		h := *hints
 		ac.Hints = &h
 	}
-	var out, shadow []approval.Vote
+	var out, shadow []tool.Vote
 	for i, az := range azs {
 		v, sv, err := safeAuthorize(ctx, az, ac)
 		for _, x := range sv {
-			shadow = append(shadow, approval.Vote{Source: x.By, Decision: approval.VoteDecision(x.Decision), Reason: x.Reason})
+			shadow = append(shadow, tool.Vote{Source: x.By, Decision: tool.VoteDecision(x.Decision), Reason: x.Reason})
 		}
 		if v.By.IsZero() {
-			v.By = approval.Principal{Kind: approval.PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
+			v.By = tool.Principal{Kind: tool.PrincipalRule, Name: fmt.Sprintf("authorizer#%d", i+1)}
 		}
 		switch {
 		case err != nil:
@@ -540,20 +539,29 @@ func (g *Gate) authorize(ctx context.Context, env *Env, c *Call, args json.RawMe
 			v = approval.Verdict{Decision: approval.Deny, Reason: fmt.Sprintf("authorizer returned invalid decision %q", v.Decision), By: v.By}
 		}
 		verdicts = append(verdicts, v)
-		out = append(out, approval.Vote{Source: v.By, Decision: approval.VoteDecision(v.Decision), Reason: v.Reason})
+		out = append(out, tool.Vote{Source: v.By, Decision: tool.VoteDecision(v.Decision), Reason: v.Reason})
 	}
 	return approval.Strongest(verdicts...), out, shadow
 }
 
+// shadowAuthorizer is an authorizer that also says what its shadow rules
+// would have voted (a policy with rules in mode shadow): AuthorizeShadow
+// returns the verdict Authorize would, and the would-be votes of the shadow
+// rules that match c. They are recorded beside the decision
+// (Decision.Shadow) and decide nothing.
+type shadowAuthorizer interface {
+	AuthorizeShadow(ctx context.Context, c approval.Call) (approval.Verdict, []approval.Verdict, error)
+}
+
 // safeAuthorize calls az, turning a panic into an error (which denies: fail closed).
-// A [approval.ShadowAuthorizer] is asked for its shadow votes too.
+// A shadow authorizer is asked for its shadow votes too.
 func safeAuthorize(ctx context.Context, az approval.Authorizer, c approval.Call) (v approval.Verdict, shadow []approval.Verdict, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			v, shadow, err = approval.Verdict{}, nil, fmt.Errorf("authorizer panicked: %v", p)
 		}
 	}()
-	if sa, ok := az.(approval.ShadowAuthorizer); ok {
+	if sa, ok := az.(shadowAuthorizer); ok {
 		return sa.AuthorizeShadow(ctx, c)
 	}
 	v, err = az.Authorize(ctx, c)
@@ -588,7 +596,7 @@ func hookRequest(req *tool.Request, c *Call, args json.RawMessage, spec tool.Spe
 		return req
 	}
 	data, err := model.MarshalJSON(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: storable(args), Digest: approval.Digest(args),
-		Reason: req.Prompt, By: approval.Principal{Kind: approval.PrincipalHook, Name: hook}, Hints: spec.Hints})
+		Reason: req.Prompt, By: tool.Principal{Kind: tool.PrincipalHook, Name: hook}, Hints: spec.Hints})
 	if err != nil {
 		return req
 	}

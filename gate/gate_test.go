@@ -139,7 +139,7 @@ func TestApprovalOfOtherArgumentsIsOnlyAVote(t *testing.T) {
 		return hooks.Rewrite(json.RawMessage(`{"path":"/tmp/jail/a"}`)), nil
 	})
 	allowAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: approval.PrincipalRule, Name: "open"}}, nil
+		return approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: tool.PrincipalRule, Name: "open"}}, nil
 	})
 	g := gate.New(gate.Options{Hooks: h, Authorizers: []approval.Authorizer{allowAll}})
 	env := &gate.Env{Tools: tools{p.Tool()}}
@@ -172,14 +172,14 @@ func TestApprovalOfOtherArgumentsIsOnlyAVote(t *testing.T) {
 func TestDecideRefusesAnAnswerForAnotherRequest(t *testing.T) {
 	ctx := context.Background()
 	askAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: approval.PrincipalRule, Name: "ask"}}, nil
+		return approval.Verdict{Decision: approval.Ask, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ask"}}, nil
 	})
 	for _, tc := range []struct {
 		name, reason string
 		ans          tool.Answer
 	}{
 		{"another request", "misrouted answer", tool.Answer{ID: "req_other", OK: true, By: "alice"}},
-		{"two answerers", "the answer names two different answerers", tool.Answer{OK: true, By: "alice", Principal: approval.Principal{Kind: approval.PrincipalPerson, Name: "mallory"}}},
+		{"two answerers", "the answer names two different answerers", tool.Answer{OK: true, By: "alice", Principal: tool.Principal{Kind: tool.PrincipalPerson, Name: "mallory"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &gatetest.Probe{}
@@ -210,7 +210,7 @@ func TestWhoAsksReachesAuthorizersAndRecord(t *testing.T) {
 	})
 	p := &gatetest.Probe{}
 	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{az}})
-	bob := approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}
+	bob := tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}
 	c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a"}`), RunID: "cc_1", Source: gate.SourceClaudeCode, Principal: bob}
 	ru := g.Decide(context.Background(), &gate.Env{Tools: tools{p.Tool()}}, c, nil, nil)
 	if ru.Allowed == nil || seen.Source != "claude-code" || seen.Principal != bob {

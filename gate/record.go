@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -43,22 +42,23 @@ type Decision struct {
 	// arguments, [approval.Default] when nothing objected). In JSON an object
 	// {"kind": "rule", "name": "no-rm"}; its text form is By.String().
 	// States and records written before it was typed hold the text form,
-	// which is still read ([approval.Principal.UnmarshalJSON]).
-	By approval.Principal `json:"by"`
+	// which is still read ([tool.Principal.UnmarshalJSON]).
+	By tool.Principal `json:"by"`
 	// Actor, when not zero, is who decided on By's behalf: an administrator
 	// who answered for the person named in By (the "act" claim of RFC 8693,
 	// section 4.1; see [tool.Answer.Actor]). An audit sees both.
-	Actor approval.Principal `json:"actor,omitzero"`
+	Actor tool.Principal `json:"actor,omitzero"`
 	// Reason is the deciding source's reason.
 	Reason string `json:"reason,omitempty"`
 	// Votes lists every source that had a say, in the order they were heard.
 	// On a call taken up again after an answer, every source is heard again
 	// and the answer's vote follows the vote of the source that asked (the
 	// hook, or the last authorizer for an authorization's or a tool's request).
-	Votes []approval.Vote `json:"votes,omitempty"`
+	Votes []tool.Vote `json:"votes,omitempty"`
 	// Shadow lists what the policies' shadow rules would have voted
-	// ([approval.ShadowAuthorizer]): beside the decision, never part of it.
-	Shadow []approval.Vote `json:"shadow,omitempty"`
+	// (an authorizer with a method AuthorizeShadow, as a policy has):
+	// beside the decision, never part of it.
+	Shadow []tool.Vote `json:"shadow,omitempty"`
 }
 
 // Record is the record of one tool call: what the caller asked, what ran,
@@ -131,10 +131,10 @@ type Pending struct {
 	// Args are the arguments at the time of the request.
 	Args json.RawMessage `json:"args,omitempty"`
 	// Votes heard before the request was raised.
-	Votes []approval.Vote `json:"votes,omitempty"`
+	Votes []tool.Vote `json:"votes,omitempty"`
 	// Shadow are the shadow rules' would-be votes heard with them, kept
 	// for the record of a call that ends on the answer (declined).
-	Shadow []approval.Vote `json:"shadow,omitempty"`
+	Shadow []tool.Vote `json:"shadow,omitempty"`
 	// Approved, on a tool's request (OriginTool), is the approval the call
 	// ran with when its tool raised the request: on the retry with the
 	// answer, it answers again the ask it answered, for the arguments it was

@@ -52,7 +52,7 @@ func TestShadowRuleRecordedBesideTheDecision(t *testing.T) {
 	}
 	d := recs[0].Decision
 	if d.Outcome != gate.OutcomeAllowed || d.By.String() != "rule:allow-bash" || len(d.Votes) != 1 ||
-		len(d.Shadow) != 1 || d.Shadow[0].Source.String() != "rule:would-deny-rm" || d.Shadow[0].Decision != approval.VoteDeny {
+		len(d.Shadow) != 1 || d.Shadow[0].Source.String() != "rule:would-deny-rm" || d.Shadow[0].Decision != tool.VoteDeny {
 		t.Fatalf("rm's decision: %+v", d)
 	}
 	if s := recs[1].Decision.Shadow; len(s) != 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // upstream is a small MCP server behind the gateway; it counts the calls
@@ -321,7 +322,7 @@ func TestAskWithoutAnApproverIsRefused(t *testing.T) {
 		t.Errorf("upstream push calls = %d, want 0", n)
 	}
 	rec := f.records.last(t, "mcp__up__push")
-	if rec.Ran || rec.Decision.By != approval.Runtime || !slices.ContainsFunc(rec.Decision.Votes, func(v approval.Vote) bool { return v.Source.String() == "rule:ask-push" }) {
+	if rec.Ran || rec.Decision.By != approval.Runtime || !slices.ContainsFunc(rec.Decision.Votes, func(v tool.Vote) bool { return v.Source.String() == "rule:ask-push" }) {
 		t.Errorf("record: ran %v, by %s, votes %+v; want refused by the runtime after rule:ask-push", rec.Ran, rec.Decision.By, rec.Decision.Votes)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -26,7 +25,7 @@ type callScope struct {
 	id      string
 	rec     *gate.Record
 	pending *gate.Pending
-	votes   []approval.Vote
+	votes   []tool.Vote
 }
 
 type callScopeKey struct{}
@@ -98,8 +97,9 @@ func (gw *Gateway) spanAttrs(req *mcp.CallToolRequest) []attribute.KeyValue {
 			attrs = append(attrs, semconv.McpProtocolVersion(clip(p.ProtocolVersion)))
 		}
 		if p.ClientInfo != nil {
-			attrs = append(attrs, telemetry.KeyMCPClientName.String(clip(p.ClientInfo.Name)),
-				telemetry.KeyMCPClientVersion.String(clip(p.ClientInfo.Version)))
+			// MCP has no semantic convention for the client's name and version.
+			attrs = append(attrs, attribute.String("tollgate.mcp.client.name", clip(p.ClientInfo.Name)),
+				attribute.String("tollgate.mcp.client.version", clip(p.ClientInfo.Version)))
 		}
 	}
 	return attrs

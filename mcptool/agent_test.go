@@ -260,8 +260,8 @@ func TestC15HooksFireForMCPToolsAndDeniedCallsSendNothing(t *testing.T) {
 	recs := records(res)
 	for id, want := range map[string]agent.Decision{
 		"c1": {Outcome: agent.OutcomeAllowed},
-		"c2": {Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "hook", Name: "no-secrets"}},
-		"c3": {Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "rule", Name: "no-etc"}},
+		"c2": {Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "hook", Name: "no-secrets"}},
+		"c3": {Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-etc"}},
 	} {
 		got := recs[id].Decision
 		if got.Outcome != want.Outcome || (!want.By.IsZero() && got.By != want.By) {

@@ -603,9 +603,9 @@ rules:
 	if del.Count() != 0 {
 		t.Fatal("delete_file ran")
 	}
-	want := agent.Decision{Outcome: agent.OutcomeDenied, By: approval.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
-		{Source: approval.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
-		{Source: approval.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
+	want := agent.Decision{Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
+		{Source: tool.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
+		{Source: tool.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
 	}}
 	if d := cmp.Diff(want, res.ToolCalls[0].Decision); d != "" {
 		t.Errorf("decision (-want +got):\n%s", d)

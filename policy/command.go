@@ -9,15 +9,15 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/tollgate-dev/tollgate/internal/glob"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 )
 
-// DefaultCommandField is the argument a [CommandCondition] reads when its
+// defaultCommandField is the argument a [CommandCondition] reads when its
 // Field is empty: the command of the bash builtin (and of Claude Code's Bash).
-const DefaultCommandField = "command"
+const defaultCommandField = "command"
 
 // CommandCondition is a condition on the simple commands of a shell script
-// held in a string argument. The script is analysed with package shellcmd
+// held in a string argument. The script is analysed as bash
 // (bash syntax, every pipeline, list, subshell, substitution, function,
 // eval, sh -c and wrapper such as sudo, env, xargs, timeout and find -exec
 // seen through), and the rule is judged once per simple command: it votes
@@ -35,7 +35,8 @@ const DefaultCommandField = "command"
 // for calls some command rule applies to.
 type CommandCondition struct {
 	// Field is the argument holding the script, or a dotted path to it;
-	// empty means [DefaultCommandField]. A call without it (or with a value
+	// empty means "command" (the script of the bash builtin and of Claude
+	// Code's Bash). A call without it (or with a value
 	// that is not a string) does not match.
 	Field string
 	// Programs, if not empty, are globs on the program's base name (seed
@@ -43,11 +44,16 @@ type CommandCondition struct {
 	// "/bin/rm", "\rm" and "sudo rm". One must match.
 	Programs []string
 	// Patterns, if not empty, are command patterns in the form of Claude
-	// Code's Bash permission rules ("git push *", "npm run test:*"; see
-	// shellcmd.Pattern). One must match.
+	// Code's Bash permission rules: the program and its arguments separated
+	// by single spaces, where * matches any run of characters (spaces too);
+	// a pattern that ends in " *" (or ":*") also matches the command without
+	// more arguments ("git push *" matches "git push", not "git pushy"). The
+	// program is matched by base name ignoring case, the arguments
+	// case-sensitively; a pattern is at most 4096 bytes. One must match.
 	Patterns []string
-	// Flags, if not empty, must all be present ("-rf" holds for "-r -f";
-	// "--force" for "--force=true"; see shellcmd.Command.HasFlags).
+	// Flags, if not empty, must all be present among the arguments before
+	// "--" ("-rf" holds for "-r -f" and "-fr"; "--force" for
+	// "--force=true"); a dynamic argument makes a missing flag a "maybe".
 	Flags []string
 	// Writes, if not empty, are path prefixes; the condition holds when the
 	// command writes through a redirection (>, >>, &>, <>, ...) to a path
@@ -77,7 +83,7 @@ type compiledCommand struct {
 
 func (cc *compiledCommand) field() string {
 	if cc.Field == "" {
-		return DefaultCommandField
+		return defaultCommandField
 	}
 	return cc.Field
 }

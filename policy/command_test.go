@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -308,8 +309,8 @@ func TestToolGlobWarnings(t *testing.T) {
 	}
 	var got []string
 	for _, pr := range problems {
-		if pr.Severity == SeverityWarning && strings.Contains(pr.Message, "can never match") {
-			got = append(got, pr.String())
+		if pr.Severity == configfile.SeverityWarning && strings.Contains(pr.Message, "can never match") {
+			got = append(got, pr.Error())
 		}
 	}
 	if len(got) != 3 || !strings.HasPrefix(got[0], "p.yaml:3:") {

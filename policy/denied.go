@@ -8,22 +8,26 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
-// ProgramDenier is an [Authorizer] that can say which programs it denies
+// programDenier is an [Authorizer] that can say which programs it denies
 // outright in the shell scripts of a tool, so that a sandbox can refuse
 // them at exec (package sandbox, Policy.DenyExec) whatever the script's
 // spelling. [*Policy] implements it.
-type ProgramDenier interface {
+type programDenier interface {
 	// DeniedPrograms returns globs on program base names (only * is
 	// special, case is ignored) that every call of tool is denied for.
 	DeniedPrograms(tool string) []string
 }
 
-// DeniedPrograms returns the programs that the authorizers implementing
-// [ProgramDenier] deny outright for tool, without duplicates, in order.
+// DeniedPrograms returns the programs that the authorizers deny outright in
+// the shell scripts of tool (globs on program base names: only * is special,
+// case is ignored), without duplicates, in order, so that a sandbox can
+// refuse them at exec (package sandbox, Policy.DenyExec) whatever the
+// script's spelling. An authorizer says so with a method DeniedPrograms(tool
+// string) []string, as [*Policy] has.
 func DeniedPrograms(tool string, auths ...approval.Authorizer) []string {
 	var out []string
 	for _, a := range auths {
-		if d, ok := a.(ProgramDenier); ok {
+		if d, ok := a.(programDenier); ok {
 			for _, g := range d.DeniedPrograms(tool) {
 				if !slices.Contains(out, g) {
 					out = append(out, g)
@@ -34,9 +38,9 @@ func DeniedPrograms(tool string, auths ...approval.Authorizer) []string {
 	return out
 }
 
-// DeniedPrograms implements [ProgramDenier]: the programs of the deny rules
+// DeniedPrograms is what [DeniedPrograms] asks p: the programs of the deny rules
 // whose only conditions are the tool (a glob matching tool, or none) and
-// a command condition on the default field ([DefaultCommandField]) with
+// a command condition on the default field ("command") with
 // programs alone ("command: {program: rm}") or with patterns alone that
 // each cover a whole program ("rm *", "rm:*", "rm*", as Claude Code's
 // "Bash(rm:*)" is read). A rule with any other condition (flags, writes,
@@ -49,7 +53,7 @@ func (p *Policy) DeniedPrograms(tool string) []string {
 			continue
 		}
 		c := r.Command
-		if c.Opaque || len(c.Flags) > 0 || len(c.Writes) > 0 || (c.Field != "" && c.Field != DefaultCommandField) {
+		if c.Opaque || len(c.Flags) > 0 || len(c.Writes) > 0 || (c.Field != "" && c.Field != defaultCommandField) {
 			continue
 		}
 		var progs []string

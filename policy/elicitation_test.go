@@ -54,7 +54,7 @@ func TestElicitationRuleProblems(t *testing.T) {
 		_, problems, err := policy.ParsePolicy("p.yaml", strings.NewReader(src))
 		var all []string
 		for _, p := range problems {
-			all = append(all, p.String())
+			all = append(all, p.Error())
 		}
 		if err == nil || !strings.Contains(strings.Join(all, "\n"), want) {
 			t.Errorf("%q: %v %v, want %q", src, err, all, want)

@@ -15,30 +15,11 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 )
-
-// The severities of a [Problem] (a [configfile.Severity]).
-const (
-	// SeverityError: the policy does not load.
-	SeverityError = configfile.SeverityError
-	// SeverityWarning: the policy loads, but probably not as meant.
-	SeverityWarning = configfile.SeverityWarning
-)
-
-// Problem is one finding about a policy file, with its position (1-based line
-// and column; 0 when the problem concerns the whole file): the problem of
-// every configuration file, rendered "file:line:col: severity: message",
-// the form compilers use and editors jump to.
-type Problem = configfile.Problem
-
-// PolicyError is the error of [ParsePolicy] and [LoadPolicy] when a policy
-// file has errors; Problems lists them (warnings excluded). Test for it with
-// errors.As. It is the error of every configuration file.
-type PolicyError = configfile.Error
 
 // LoadPolicy reads the policy file at path; see [ParsePolicy].
-func LoadPolicy(path string) (*Policy, []Problem, error) {
+func LoadPolicy(path string) (*Policy, []configfile.Problem, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy: %w", err)
@@ -93,25 +74,26 @@ func LoadPolicy(path string) (*Policy, []Problem, error) {
 // declaration shadowed by an earlier one are warnings. Every problem carries
 // its file:line:col. Unlike seed 000's hook registry, which skips bad entries,
 // a policy with any error does not load: the result is nil, with every
-// problem and a [*PolicyError]; a policy that loads may still come with
+// problem and a [*configfile.Error] (Problems lists the errors, warnings
+// excluded; test for it with errors.As); a policy that loads may still come with
 // warnings. The only other error is one reading r.
 //
-// A document larger than [MaxPolicySize] bytes or nested deeper than
-// [MaxPolicyDepth] is refused before it is parsed.
-func ParsePolicy(name string, r io.Reader) (*Policy, []Problem, error) {
-	src, err := bounded.Read(r, name, bounded.Limits{MaxBytes: MaxPolicySize})
+// A document larger than 4 MiB or nested deeper than 32 lists and mappings
+// is refused before it is parsed.
+func ParsePolicy(name string, r io.Reader) (*Policy, []configfile.Problem, error) {
+	src, err := bounded.Read(r, name, bounded.Limits{MaxBytes: maxPolicySize})
 	var be *bounded.Error
 	if errors.As(err, &be) {
-		p := Problem{File: name, Severity: SeverityError, Message: be.Message}
-		return nil, []Problem{p}, &PolicyError{Problems: []Problem{p}}
+		p := configfile.Problem{File: name, Severity: configfile.SeverityError, Message: be.Message}
+		return nil, []configfile.Problem{p}, &configfile.Error{Problems: []configfile.Problem{p}}
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy %s: %w", name, err)
 	}
 	// Aliases are refused where they are met, without being expanded.
-	if errors.As(bounded.CheckYAML(name, src, bounded.Limits{MaxBytes: MaxPolicySize, MaxDepth: MaxPolicyDepth, AllowAliases: true}), &be) {
-		p := Problem{File: name, Line: be.Line, Col: be.Col, Severity: SeverityError, Message: "the policy is " + be.Message}
-		return nil, []Problem{p}, &PolicyError{Problems: []Problem{p}}
+	if errors.As(bounded.CheckYAML(name, src, bounded.Limits{MaxBytes: maxPolicySize, MaxDepth: maxPolicyDepth, AllowAliases: true}), &be) {
+		p := configfile.Problem{File: name, Line: be.Line, Col: be.Col, Severity: configfile.SeverityError, Message: "the policy is " + be.Message}
+		return nil, []configfile.Problem{p}, &configfile.Error{Problems: []configfile.Problem{p}}
 	}
 	ps := &policyParser{name: name}
 	spec := ps.parse(src)
@@ -120,44 +102,44 @@ func ParsePolicy(name string, r io.Reader) (*Policy, []Problem, error) {
 	if !ps.failed() {
 		pol, err = NewPolicy(spec)
 		if err != nil {
-			ps.add(nil, SeverityError, "%v", err)
+			ps.add(nil, configfile.SeverityError, "%v", err)
 		}
 	}
-	slices.SortStableFunc(ps.problems, func(a, b Problem) int {
+	slices.SortStableFunc(ps.problems, func(a, b configfile.Problem) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
 		}
 		return a.Col - b.Col
 	})
 	if ps.failed() {
-		var errs []Problem
+		var errs []configfile.Problem
 		for _, p := range ps.problems {
-			if p.Severity == SeverityError {
+			if p.Severity == configfile.SeverityError {
 				errs = append(errs, p)
 			}
 		}
-		return nil, ps.problems, &PolicyError{Problems: errs}
+		return nil, ps.problems, &configfile.Error{Problems: errs}
 	}
 	return pol, ps.problems, nil
 }
 
 // Limits of a policy document, checked before it is parsed.
 const (
-	MaxPolicySize  = 4 << 20 // bytes
-	MaxPolicyDepth = 32      // nested lists and mappings, the top level counting 1
+	maxPolicySize  = 4 << 20 // bytes
+	maxPolicyDepth = 32      // nested lists and mappings, the top level counting 1
 )
 
 type policyParser struct {
 	name     string
-	problems []Problem
+	problems []configfile.Problem
 }
 
 func (ps *policyParser) failed() bool {
-	return slices.ContainsFunc(ps.problems, func(p Problem) bool { return p.Severity == SeverityError })
+	return slices.ContainsFunc(ps.problems, func(p configfile.Problem) bool { return p.Severity == configfile.SeverityError })
 }
 
 func (ps *policyParser) add(n ast.Node, sev configfile.Severity, format string, args ...any) {
-	p := Problem{File: ps.name, Severity: sev, Message: fmt.Sprintf(format, args...)}
+	p := configfile.Problem{File: ps.name, Severity: sev, Message: fmt.Sprintf(format, args...)}
 	pos := configread.NodePos(n)
 	p.Line, p.Col = pos.Line, pos.Col
 	ps.problems = append(ps.problems, p)
@@ -175,11 +157,11 @@ func (ps *policyParser) unknownKey(n ast.Node, what, key, in, want string, known
 }
 
 func (ps *policyParser) errorf(n ast.Node, format string, args ...any) {
-	ps.add(n, SeverityError, format, args...)
+	ps.add(n, configfile.SeverityError, format, args...)
 }
 
 func (ps *policyParser) warnf(n ast.Node, format string, args ...any) {
-	ps.add(n, SeverityWarning, format, args...)
+	ps.add(n, configfile.SeverityWarning, format, args...)
 }
 
 func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
@@ -187,7 +169,7 @@ func (ps *policyParser) parse(src []byte) (spec PolicySpec) {
 	if err != nil {
 		ce, _ := errors.AsType[*configfile.Error](err)
 		for _, p := range ce.Problems {
-			p.Severity = SeverityError
+			p.Severity = configfile.SeverityError
 			ps.problems = append(ps.problems, p)
 		}
 		return spec

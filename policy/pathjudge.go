@@ -5,18 +5,19 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// JudgesPaths implements [approval.PathJudge]: it reports whether a rule that
+// JudgesPaths is what [approval.CheckFile] asks an authorizer: it reports whether a rule that
 // denies or asks, and that may apply to tool, has a pathPrefix or pathGlob
 // condition.
-func (p *Policy) JudgesPaths(toolName string) (approval.Principal, bool) {
+func (p *Policy) JudgesPaths(toolName string) (tool.Principal, bool) {
 	return p.pathRule(toolName)
 }
 
 // pathRule returns the principal of the first rule that denies or asks, may
 // apply to toolName, and has a pathPrefix or pathGlob condition.
-func (p *Policy) pathRule(toolName string) (approval.Principal, bool) {
+func (p *Policy) pathRule(toolName string) (tool.Principal, bool) {
 	for i := range p.rules {
 		r := &p.rules[i]
 		if r.Decision == approval.Allow {
@@ -27,9 +28,9 @@ func (p *Policy) pathRule(toolName string) (approval.Principal, bool) {
 		}
 		for _, a := range r.args {
 			if a.PathPrefix != "" || a.glob != "" {
-				return approval.Principal{Kind: approval.PrincipalRule, Name: r.ID}, true
+				return tool.Principal{Kind: tool.PrincipalRule, Name: r.ID}, true
 			}
 		}
 	}
-	return approval.Principal{}, false
+	return tool.Principal{}, false
 }

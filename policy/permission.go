@@ -15,7 +15,7 @@ import (
 //
 //	Bash, Bash(*)            every call of bash
 //	Bash(git push:*)         bash commands with a simple command matching "git push *"
-//	Bash(npm run test *)     the same pattern form ('*' anywhere; see shellcmd.Pattern)
+//	Bash(npm run test *)     the same pattern form ('*' anywhere; see CommandCondition.Patterns)
 //	Bash(npm test)           exactly that command
 //	Read, Read(.env)         read, grep and glob, on a path matching the gitignore-style glob
 //	Edit(src/**), Write(...) edit and write, on a path matching the glob

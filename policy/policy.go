@@ -16,7 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -71,7 +71,7 @@ type Rule struct {
 	// Reason explains the vote; on deny the model sees it.
 	Reason string
 	// Shadow makes the rule decide nothing: its would-be vote is reported
-	// beside the real decision (Evaluation.Shadow, [approval.ShadowAuthorizer]).
+	// beside the real decision (Evaluation.Shadow, [Policy.AuthorizeShadow]).
 	// In YAML, mode: shadow (mode: enforce, the default, decides).
 	Shadow bool
 	// Line and Col locate the rule's entry in its policy file (1-based),
@@ -130,7 +130,7 @@ type ArgCondition struct {
 }
 
 // Policy decides about tool calls from a risk layer (risk against autonomy,
-// [AutonomyDecision]) and rules, combining every source that has a say as
+// the matrix of the package doc) and rules, combining every source that has a say as
 // deny > ask > allow ([Strongest]): a rule's allow never lowers what the
 // autonomy level asks or denies, and every matching deny wins. It implements
 // [Authorizer]; verdicts name their source as "rule:<id>" or "autonomy:<level>".
@@ -170,7 +170,7 @@ type compiledArg struct {
 // JSON, an empty field path.
 func NewPolicy(spec PolicySpec) (*Policy, error) {
 	var errs []error
-	if spec.Autonomy != "" && !spec.Autonomy.Valid() {
+	if spec.Autonomy != "" {
 		_, err := approval.ParseAutonomy(string(spec.Autonomy))
 		errs = append(errs, err)
 	}
@@ -301,12 +301,6 @@ func canonicalJSON(b json.RawMessage) (string, error) {
 	return string(c), err
 }
 
-// Name returns the policy's name (PolicySpec.Name).
-func (p *Policy) Name() string { return p.spec.Name }
-
-// Autonomy returns the autonomy level, or "" when the risk layer is off.
-func (p *Policy) Autonomy() approval.Autonomy { return p.spec.Autonomy }
-
 // Spec returns a copy of the policy's specification.
 func (p *Policy) Spec() PolicySpec { return cloneSpec(p.spec) }
 
@@ -342,9 +336,10 @@ func cloneSpec(spec PolicySpec) PolicySpec {
 // layer off), or an error for an unknown level. The command line's --autonomy
 // uses it to override the policy file's level.
 func (p *Policy) WithAutonomy(a approval.Autonomy) (*Policy, error) {
-	if a != "" && !a.Valid() {
-		_, err := approval.ParseAutonomy(string(a))
-		return nil, err
+	if a != "" {
+		if _, err := approval.ParseAutonomy(string(a)); err != nil {
+			return nil, err
+		}
 	}
 	c := *p
 	c.spec.Autonomy = a
@@ -473,12 +468,18 @@ type Evaluation struct {
 // CommandEvaluation is what the rules with a command condition said about
 // one simple command of a call's script.
 type CommandEvaluation struct {
-	// Command is the simple command (see package shellcmd).
+	// Command is the simple command: its Program (the base name, "rm" for
+	// "/bin/rm", "\rm" and "'rm'"; empty for an opaque command), Name (the
+	// program word as resolved), Args (words: Value, and Dynamic when part
+	// is known only at run time), Assigns, Redirects (Op, Target, Write),
+	// Via (the commands that run it: "sudo", "sh -c"), Opaque (why it
+	// cannot be seen through) and Text (its source). Its JSON form uses
+	// those names in lower case.
 	Command shellcmd.Command
 	// Verdicts are the votes of the rules that hold for it, in policy order;
 	// a rule that may hold (a word known only at run time) votes ask, unless
 	// it allows (then it does not vote); an opaque command no rule speaks
-	// about gets an ask by [ShellOpaque].
+	// about gets an ask by "rule:shell-opaque".
 	Verdicts []approval.Verdict
 	// Verdict is the strongest of Verdicts, nil when no rule had a say.
 	Verdict *approval.Verdict
@@ -522,12 +523,12 @@ func (p *Policy) Evaluate(c approval.Call) Evaluation {
 	}
 	ev.Shadow = p.shadowVerdicts(shadow, args)
 	if a := p.spec.Autonomy; a != "" {
-		d := approval.AutonomyDecision(a, ev.Risk)
+		d := autonomyDecision(a, ev.Risk)
 		reason, ok := p.autonomyReasons[ev.Risk]
 		if !ok {
 			reason = autonomyReason(a, ev.Risk)
 		}
-		ev.Verdicts = append(ev.Verdicts, approval.Verdict{Decision: d, Reason: reason, By: approval.Principal{Kind: approval.PrincipalAutonomy, Name: string(a)}})
+		ev.Verdicts = append(ev.Verdicts, approval.Verdict{Decision: d, Reason: reason, By: tool.Principal{Kind: tool.PrincipalAutonomy, Name: string(a)}})
 	}
 	if len(ev.Verdicts) == 0 {
 		ev.Verdict = approval.Verdict{Decision: approval.Allow, By: approval.Default, Reason: "no policy rule matched and no autonomy level is set"}
@@ -557,8 +558,8 @@ func (p *Policy) needsArgs(tool string) bool {
 func (p *Policy) makeAutonomyReasons() {
 	p.autonomyReasons = nil
 	if a := p.spec.Autonomy; a != "" {
-		p.autonomyReasons = make(map[approval.Risk]string, len(approval.Risks))
-		for _, r := range approval.Risks {
+		p.autonomyReasons = make(map[approval.Risk]string, len(risks))
+		for _, r := range risks {
 			p.autonomyReasons[r] = autonomyReason(a, r)
 		}
 	}
@@ -569,7 +570,7 @@ func autonomyReason(a approval.Autonomy, r approval.Risk) string {
 	if r == approval.RiskEscalation {
 		return "escalation is denied at every autonomy level"
 	}
-	return fmt.Sprintf("%s risk at autonomy %s: %s", r, a, approval.AutonomyDecision(a, r))
+	return fmt.Sprintf("%s risk at autonomy %s: %s", r, a, autonomyDecision(a, r))
 }
 
 // verdict is r's vote d; note is added to the reason.
@@ -584,12 +585,12 @@ func (r *compiledRule) verdict(d approval.Effect, note string) approval.Verdict 
 	if note != "" {
 		reason += " (" + note + ")"
 	}
-	return approval.Verdict{Decision: d, Reason: reason, By: approval.Principal{Kind: approval.PrincipalRule, Name: r.ID}}
+	return approval.Verdict{Decision: d, Reason: reason, By: tool.Principal{Kind: tool.PrincipalRule, Name: r.ID}}
 }
 
 // opaqueVerdict is the vote about an opaque command no rule speaks about.
 func opaqueVerdict(c *shellcmd.Command) approval.Verdict {
-	return approval.Verdict{Decision: approval.Ask, By: approval.ShellOpaque, Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
+	return approval.Verdict{Decision: approval.Ask, By: shellOpaque, Reason: "a person decides: the policy cannot see what part of the shell command runs (" + c.Opaque + ")"}
 }
 
 // judgeCommands applies the command rules rs (whose other conditions hold)

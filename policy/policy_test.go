@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -45,10 +46,10 @@ func TestAutonomyMatrix(t *testing.T) {
 		approval.RiskEscalation:  {"deny", "deny", "deny", "deny"},
 	}
 	got := map[approval.Risk][4]approval.Effect{}
-	for _, r := range approval.Risks {
+	for _, r := range policy.Risks {
 		var row [4]approval.Effect
-		for i, a := range approval.Autonomies {
-			row[i] = approval.AutonomyDecision(a, r)
+		for i, a := range policy.Autonomies {
+			row[i] = policy.AutonomyDecision(a, r)
 		}
 		got[r] = row
 	}
@@ -56,14 +57,15 @@ func TestAutonomyMatrix(t *testing.T) {
 		t.Errorf("matrix (-want +got):\n%s", d)
 	}
 	// Monotone: no level is looser than the one before it.
-	for _, r := range approval.Risks {
-		for i := 1; i < len(approval.Autonomies); i++ {
-			if approval.AutonomyDecision(approval.Autonomies[i-1], r).Stronger(approval.AutonomyDecision(approval.Autonomies[i], r)) {
-				t.Errorf("%s is looser than %s for %s", approval.Autonomies[i], approval.Autonomies[i-1], r)
+	for _, r := range policy.Risks {
+		for i := 1; i < len(policy.Autonomies); i++ {
+			rank := map[approval.Effect]int{approval.Allow: 0, approval.Ask: 1, approval.Deny: 2}
+			if rank[policy.AutonomyDecision(policy.Autonomies[i-1], r)] > rank[policy.AutonomyDecision(policy.Autonomies[i], r)] {
+				t.Errorf("%s is looser than %s for %s", policy.Autonomies[i], policy.Autonomies[i-1], r)
 			}
 		}
 	}
-	if approval.AutonomyDecision("yolo", approval.RiskReadOnly) != approval.Deny || approval.AutonomyDecision(approval.FullAuto, "weird") != approval.Deny {
+	if policy.AutonomyDecision("yolo", approval.RiskReadOnly) != approval.Deny || policy.AutonomyDecision(approval.FullAuto, "weird") != approval.Deny {
 		t.Error("an invalid level or risk must fail closed")
 	}
 }
@@ -132,29 +134,29 @@ func TestPolicyEvaluate(t *testing.T) {
 		votes int
 	}{
 		{"read allowed", approval.Call{Tool: "read_file", Hints: ro, Args: json.RawMessage(`{"path":"notes.txt"}`)},
-			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
+			approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
 		{"etc denied", approval.Call{Tool: "read_file", Hints: ro, Args: json.RawMessage(`{"path":"/etc/shadow"}`)},
-			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "no-etc"}, Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
+			approval.Verdict{Decision: approval.Deny, By: tool.Principal{Kind: "rule", Name: "no-etc"}, Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
 		{"etc via dot-dot denied", approval.Call{Tool: "READ_FILE", Hints: ro, Args: json.RawMessage(`{"path":"/tmp/../etc/passwd"}`)},
-			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "no-etc"}, Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
+			approval.Verdict{Decision: approval.Deny, By: tool.Principal{Kind: "rule", Name: "no-etc"}, Reason: "/etc is off limits"}, approval.RiskReadOnly, 2},
 		{"etcetera is not etc", approval.Call{Tool: "read_file", Hints: ro, Args: json.RawMessage(`{"path":"/etcetera"}`)},
-			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
+			approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
 		{"rm -rf denied", approval.Call{Tool: "bash", Hints: destr, Args: json.RawMessage(`{"cmd":"cd / && rm  -fr x"}`)},
-			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "no-rm-rf"}, Reason: "no recursive deletes"}, approval.RiskDestructive, 3},
+			approval.Verdict{Decision: approval.Deny, By: tool.Principal{Kind: "rule", Name: "no-rm-rf"}, Reason: "no recursive deletes"}, approval.RiskDestructive, 3},
 		{"allow rule does not lower the ask", approval.Call{Tool: "bash", Hints: destr, Args: json.RawMessage(`{"cmd":"git status"}`)},
-			approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: "rule", Name: "ask-destructive"}, Reason: "destructive tools need a person"}, approval.RiskDestructive, 3},
+			approval.Verdict{Decision: approval.Ask, By: tool.Principal{Kind: "rule", Name: "ask-destructive"}, Reason: "destructive tools need a person"}, approval.RiskDestructive, 3},
 		{"no hints: MCP defaults make it destructive", approval.Call{Tool: "mystery", Args: json.RawMessage(`{}`)},
-			approval.Verdict{Decision: approval.Ask, By: approval.Principal{Kind: "rule", Name: "ask-destructive"}, Reason: "destructive tools need a person"}, approval.RiskUnknown, 2},
+			approval.Verdict{Decision: approval.Ask, By: tool.Principal{Kind: "rule", Name: "ask-destructive"}, Reason: "destructive tools need a person"}, approval.RiskUnknown, 2},
 		{"declared read_only", approval.Call{Tool: "mcp__docs__search", Hints: &tool.Hints{ReadOnly: true}},
-			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
+			approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "read_only risk at autonomy supervised: allow"}, approval.RiskReadOnly, 1},
 		{"escalation always denied", approval.Call{Tool: "sudo_run", Hints: ro},
-			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "escalation is denied at every autonomy level"}, approval.RiskEscalation, 1},
+			approval.Verdict{Decision: approval.Deny, By: tool.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "escalation is denied at every autonomy level"}, approval.RiskEscalation, 1},
 		{"nested equals, numbers by value", approval.Call{Tool: "deploy", Hints: write, Args: json.RawMessage(`{"options":{"env":"prod"},"replicas":3.0}`)},
-			approval.Verdict{Decision: approval.Deny, By: approval.Principal{Kind: "rule", Name: "prod-deploys"}, Reason: "no prod deploys with 3 replicas"}, approval.RiskWrite, 2},
+			approval.Verdict{Decision: approval.Deny, By: tool.Principal{Kind: "rule", Name: "prod-deploys"}, Reason: "no prod deploys with 3 replicas"}, approval.RiskWrite, 2},
 		{"equals needs every condition", approval.Call{Tool: "deploy", Hints: write, Args: json.RawMessage(`{"options":{"env":"prod"},"replicas":2}`)},
-			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
+			approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
 		{"regex on a non-string never holds", approval.Call{Tool: "bash", Hints: write, Args: json.RawMessage(`{"cmd":["rm","-rf","/"]}`)},
-			approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
+			approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "autonomy", Name: "supervised"}, Reason: "write risk at autonomy supervised: allow"}, approval.RiskWrite, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,7 +194,7 @@ rules:
 	if v := q.Evaluate(approval.Call{Tool: "t", Hints: &tool.Hints{ReadOnly: true}}).Verdict; v.Decision != approval.Ask || v.By.String() != "autonomy:manual" {
 		t.Errorf("with manual: %+v, want ask by autonomy:manual", v)
 	}
-	if p.Autonomy() != "" {
+	if p.Spec().Autonomy != "" {
 		t.Error("WithAutonomy changed the original")
 	}
 	if _, err := p.WithAutonomy("yolo"); err == nil {
@@ -275,7 +277,7 @@ func TestParsePolicyProblems(t *testing.T) {
 			p, probs, err := policy.ParsePolicy("p.yaml", strings.NewReader(tt.src))
 			var got []string
 			for _, pr := range probs {
-				got = append(got, pr.String())
+				got = append(got, pr.Error())
 			}
 			if len(got) != len(tt.want) {
 				t.Fatalf("problems:\n%s\nwant %d:\n%s", strings.Join(got, "\n"), len(tt.want), strings.Join(tt.want, "\n"))
@@ -288,7 +290,7 @@ func TestParsePolicyProblems(t *testing.T) {
 			if tt.ok != (err == nil) || tt.ok != (p != nil) {
 				t.Fatalf("policy %v, err %v; want ok=%v", p, err, tt.ok)
 			}
-			var pe *policy.PolicyError
+			var pe *configfile.Error
 			if !tt.ok && (!errors.As(err, &pe) || len(pe.Problems) == 0) {
 				t.Errorf("err %T does not carry the problems", err)
 			}
@@ -298,7 +300,7 @@ func TestParsePolicyProblems(t *testing.T) {
 
 func TestLoadPolicyMissingFile(t *testing.T) {
 	_, _, err := policy.LoadPolicy(t.TempDir() + "/nope.yaml")
-	var pe *policy.PolicyError
+	var pe *configfile.Error
 	if err == nil || errors.As(err, &pe) {
 		t.Errorf("err = %v, want an I/O error", err)
 	}
@@ -318,7 +320,7 @@ func FuzzParsePolicy(f *testing.F) {
 		hasErr := false
 		lines := strings.Count(src, "\n") + 1
 		for _, pr := range probs {
-			if pr.Severity == policy.SeverityError {
+			if pr.Severity == configfile.SeverityError {
 				hasErr = true
 			}
 			if pr.Line < 0 || pr.Line > lines+1 || pr.Col < 0 {

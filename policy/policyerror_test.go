@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/policy"
 )
 
@@ -13,7 +14,7 @@ import (
 // context in front, and errors.As finds a Problem.
 func TestPolicyErrorUnwrapsProblems(t *testing.T) {
 	_, _, err := policy.ParsePolicy("p.yaml", strings.NewReader("autonomy: yolo\nrules:\n  - id: x\n    tool: bash\n    decision: maybe\n"))
-	var pe *policy.PolicyError
+	var pe *configfile.Error
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a *approval.PolicyError", err)
 	}
@@ -28,8 +29,8 @@ func TestPolicyErrorUnwrapsProblems(t *testing.T) {
 	if got := strings.Join(texts, "\n"); got != err.Error() {
 		t.Errorf("the unwrapped problems read\n%s\nbut Error is\n%s", got, err.Error())
 	}
-	var p policy.Problem
-	if !errors.As(err, &p) || p.Line != 1 || p.Col != 11 || p.Severity != policy.SeverityError {
+	var p configfile.Problem
+	if !errors.As(err, &p) || p.Line != 1 || p.Col != 11 || p.Severity != configfile.SeverityError {
 		t.Errorf("errors.As Problem = %+v", p)
 	}
 }

@@ -4,30 +4,26 @@ import (
 	"context"
 	"fmt"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
 	"slices"
 )
 
-// The modes of a rule (the key mode of a rule in a policy file).
-const (
-	// ModeEnforce: the rule decides (the default).
-	ModeEnforce = "enforce"
-	// ModeShadow: the rule decides nothing; its would-be vote is reported
-	// beside the real decision ([Rule.Shadow]).
-	ModeShadow = "shadow"
-)
-
-// ruleMode reads a rule's mode: true for shadow. Errors name the modes.
+// ruleMode reads a rule's mode (the key mode of a rule in a policy file):
+// enforce, the default, decides; shadow decides nothing, and its would-be
+// vote is reported beside the real decision ([Rule.Shadow]). It returns true
+// for shadow; errors name the modes.
 func ruleMode(s string) (shadow bool, err error) {
 	switch s {
-	case ModeEnforce:
+	case "enforce":
 		return false, nil
-	case ModeShadow:
+	case "shadow":
 		return true, nil
 	}
 	return false, fmt.Errorf("unknown mode %q (want enforce or shadow)", s)
 }
 
-// AuthorizeShadow implements [approval.ShadowAuthorizer]: the Verdict and the
+// AuthorizeShadow is what the gate asks an authorizer that has it, to record
+// shadow votes beside the decision (gate.Decision.Shadow): the Verdict and the
 // Shadow of [Policy.Evaluate]. It never returns an error.
 func (p *Policy) AuthorizeShadow(ctx context.Context, c approval.Call) (approval.Verdict, []approval.Verdict, error) {
 	ev := p.Evaluate(c)
@@ -52,7 +48,7 @@ func (p *Policy) shadowVerdicts(rs []*compiledRule, args map[string]any) []appro
 	}
 	_, cvs := p.judgeCommands(cmds, args, nil)
 	for _, v := range cvs {
-		if v.By.Kind == approval.PrincipalRule && slices.ContainsFunc(cmds, func(r *compiledRule) bool { return r.ID == v.By.Name }) {
+		if v.By.Kind == tool.PrincipalRule && slices.ContainsFunc(cmds, func(r *compiledRule) bool { return r.ID == v.By.Name }) {
 			vs = append(vs, v)
 		}
 	}

@@ -256,7 +256,7 @@ func TestApplyPatchPathsAreJudged(t *testing.T) {
 type failingAuthorizer struct{}
 
 func (failingAuthorizer) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{By: approval.Principal{Kind: approval.PrincipalRule, Name: "broken"}}, fmt.Errorf("no verdict")
+	return approval.Verdict{By: tool.Principal{Kind: tool.PrincipalRule, Name: "broken"}}, fmt.Errorf("no verdict")
 }
 
 // CheckFile lets an ask through only for a call a person approved, refuses a

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Line is one JSON line: the decision record of one tool call.
@@ -41,16 +41,16 @@ type Line struct {
 	// By is who decided, as an object {"kind": "rule", "name": "no-rm"}
 	// (kinds: hook, rule, autonomy, person, runtime, flag); so is each
 	// vote's source.
-	By approval.Principal `json:"by"`
+	By tool.Principal `json:"by"`
 	// Actor, present only when someone decided on By's behalf (an
 	// administrator answering for a person), is who did; a vote of such an
 	// answer names its actor too.
-	Actor   approval.Principal `json:"actor,omitzero"`
-	Reason  string             `json:"reason,omitempty"`
-	Votes   []agent.Vote       `json:"votes,omitempty"`
-	Ran     bool               `json:"ran"`
-	IsError bool               `json:"isError,omitempty"`
-	Started time.Time          `json:"started"`
+	Actor   tool.Principal `json:"actor,omitzero"`
+	Reason  string         `json:"reason,omitempty"`
+	Votes   []agent.Vote   `json:"votes,omitempty"`
+	Ran     bool           `json:"ran"`
+	IsError bool           `json:"isError,omitempty"`
+	Started time.Time      `json:"started"`
 	// Duration is the whole pipeline's duration; in JSON, nanoseconds (as in
 	// agent.ToolCallRecord).
 	Duration time.Duration `json:"duration"`
@@ -155,8 +155,8 @@ func filesOf(meta map[string]any) []FileRecord {
 	return out
 }
 
-// LineOf returns the line for rec.
-func LineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
+// lineOf returns the line for rec.
+func lineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
 	d := rec.Decision
 	return Line{
 		Time: now, Run: run, Call: rec.ID, Tool: rec.Name, Turn: rec.Turn,
@@ -230,21 +230,24 @@ func OpenFile(path string, opts *Options) (*Writer, error) {
 	return w, nil
 }
 
-// WithRun returns a writer to the same destination (sharing its lock) whose
-// lines carry run ID run, for a host that learns the run's ID (on resume, or
-// after the run halts).
-func (w *Writer) WithRun(run string) *RunWriter { return &RunWriter{w: w, run: run} }
+// WithRun returns a Record function (the shape of agent.Options.OnRecord)
+// that writes to w's destination, under w's lock, lines carrying run ID
+// run: for a host that learns the run's ID on resume, or after the run
+// halts.
+func (w *Writer) WithRun(run string) func(context.Context, agent.ToolCallRecord) {
+	return func(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, run, rec) }
+}
 
 // Record writes rec's line and logs it; it has the signature of
-// agent.Options.OnRecord. The first write error is kept (see [Writer.Err]) and
-// later records are still attempted.
+// agent.Options.OnRecord. The first write error is kept (see [Writer.Close])
+// and later records are still attempted.
 func (w *Writer) Record(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, w.run, rec) }
 
 func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecord) {
 	if run == "" {
 		run = rec.RunID
 	}
-	line := LineOf(run, rec, w.now())
+	line := lineOf(run, rec, w.now())
 	b, err := json.Marshal(line)
 	if err == nil {
 		b = append(b, '\n')
@@ -275,17 +278,17 @@ func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecor
 // "event" is "mcp.login", with the run, the server, who logged in and
 // when. Never a token.
 type Login struct {
-	Time   time.Time          `json:"time"`
-	Run    string             `json:"run,omitempty"`
-	Event  string             `json:"event"`
-	Server string             `json:"server"`
-	By     approval.Principal `json:"by,omitzero"`
+	Time   time.Time      `json:"time"`
+	Run    string         `json:"run,omitempty"`
+	Event  string         `json:"event"`
+	Server string         `json:"server"`
+	By     tool.Principal `json:"by,omitzero"`
 }
 
 // Login writes the line of a login to server by who, done at the time at,
 // for run (the writer's run when it has one), and logs it. A write error
 // is kept as [Writer.Record]'s are.
-func (w *Writer) Login(ctx context.Context, run, server string, by approval.Principal, at time.Time) {
+func (w *Writer) Login(ctx context.Context, run, server string, by tool.Principal, at time.Time) {
 	if w.run != "" {
 		run = w.run
 	}
@@ -305,33 +308,23 @@ func (w *Writer) Login(ctx context.Context, run, server string, by approval.Prin
 	}
 }
 
-// Err returns the first error met writing a line, or nil.
-func (w *Writer) Err() error {
+// firstErr returns the first error met writing a line, or nil.
+func (w *Writer) firstErr() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
 }
 
 // Close closes the file opened by [OpenFile] (nothing for [NewWriter]) and
-// returns the first write error or the close error.
+// returns the first error met writing a line, else the close error. A
+// writer from NewWriter may be asked again and again.
 func (w *Writer) Close() error {
 	var cerr error
 	if w.c != nil {
 		cerr = w.c.Close()
 	}
-	if err := w.Err(); err != nil {
+	if err := w.firstErr(); err != nil {
 		return err
 	}
 	return cerr
-}
-
-// RunWriter is a [Writer] whose lines carry one run's ID.
-type RunWriter struct {
-	w   *Writer
-	run string
-}
-
-// Record is like [Writer.Record] with the run ID of this RunWriter.
-func (r *RunWriter) Record(ctx context.Context, rec agent.ToolCallRecord) {
-	r.w.record(ctx, r.run, rec)
 }

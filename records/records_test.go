@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/records"
@@ -32,7 +31,7 @@ func rec(i int) agent.ToolCallRecord {
 		ID: fmt.Sprintf("c%d", i), Name: "transfer_funds", Turn: 1,
 		RequestedArgs: json.RawMessage(`{"secret":"hunter2"}`), Args: json.RawMessage(`{"secret":"hunter2"}`),
 		RequestedDigest: "sha256:aa", ArgsDigest: "sha256:bb", Output: "token=hunter2", Ran: true,
-		Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: "person", Name: "alice"}, Reason: "ok", Votes: []agent.Vote{{Source: approval.Principal{Kind: "rule", Name: "ask"}, Decision: "ask"}}},
+		Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: tool.Principal{Kind: "person", Name: "alice"}, Reason: "ok", Votes: []agent.Vote{{Source: tool.Principal{Kind: "rule", Name: "ask"}, Decision: "ask"}}},
 		Started:  at, Duration: 1500 * time.Millisecond,
 	}
 }
@@ -58,13 +57,13 @@ func TestLineContent(t *testing.T) {
 	buf.Reset()
 	logs.Reset()
 	admin := rec(3)
-	admin.Decision.Actor = approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}
+	admin.Decision.Actor = tool.Principal{Kind: tool.PrincipalPerson, Name: "root"}
 	w.Record(context.Background(), admin)
 	if !strings.Contains(buf.String(), `"by":{"kind":"person","name":"alice"},"actor":{"kind":"person","name":"root"}`) || !strings.Contains(logs.String(), `"actor":"person:root"`) {
 		t.Errorf("line %s\nlog %s", buf.String(), logs.String())
 	}
 	var r bytes.Buffer
-	records.NewWriter(&r, nil).WithRun("run_9").Record(context.Background(), rec(2))
+	records.NewWriter(&r, nil).WithRun("run_9")(context.Background(), rec(2))
 	if !strings.Contains(r.String(), `"run":"run_9"`) {
 		t.Errorf("WithRun line = %s", r.String())
 	}

@@ -13,18 +13,18 @@ import (
 // object in "by", and this version's person name or "principal" object; a
 // record written now reads back naming the same answerer.
 func TestAwaitRecordAnswerForms(t *testing.T) {
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	for _, tc := range []struct {
 		in   string
-		want approval.Principal
+		want tool.Principal
 	}{
 		{`{"answer":{"id":"req_1","ok":false,"by":"runtime","reason":"expired"}}`, approval.Runtime},
 		{`{"answer":{"id":"req_1","ok":true,"by":"person:alice"}}`, alice},
-		{`{"answer":{"id":"req_1","ok":true,"by":"flag:--approve=yes"}}`, approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=yes"}},
+		{`{"answer":{"id":"req_1","ok":true,"by":"flag:--approve=yes"}}`, tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}},
 		{`{"answer":{"id":"req_1","ok":true,"by":{"kind":"runtime"}}}`, approval.Runtime},
 		{`{"answer":{"id":"req_1","ok":true,"by":{"kind":"person","name":"alice"}}}`, alice},
 		{`{"answer":{"id":"req_1","ok":true,"by":"alice"}}`, alice},
-		{`{"answer":{"id":"req_1","ok":true,"principal":{"kind":"hook","name":"gate"}}}`, approval.Principal{Kind: approval.PrincipalHook, Name: "gate"}},
+		{`{"answer":{"id":"req_1","ok":true,"principal":{"kind":"hook","name":"gate"}}}`, tool.Principal{Kind: tool.PrincipalHook, Name: "gate"}},
 	} {
 		var rec awaitRecord
 		if err := json.Unmarshal([]byte(tc.in), &rec); err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -44,7 +43,7 @@ func askingTransfer(ran *atomic.Int64) tool.Tool {
 func approvedThenAsking(t *testing.T, h *runs.Host, runID string) tool.Request {
 	t.Helper()
 	ctx := context.Background()
-	res, err := h.Start(ctx, runs.StartRequest{RunID: runID, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
+	res, err := h.Start(ctx, runs.StartRequest{RunID: runID, Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending || res.Pending[0].Kind != tool.KindApproval {
 		t.Fatalf("start: %+v %v", res, err)
 	}

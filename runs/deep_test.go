@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A model's tool call whose arguments nest 1,500 deep (valid JSON, which
@@ -35,7 +35,7 @@ func TestDeeplyNestedArgumentsDoNotPoisonTheStore(t *testing.T) {
 	}
 	defer s.Close()
 	h := newHost(t, s, b, "host-a", time.Minute)
-	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("start: %v", err)
 	}

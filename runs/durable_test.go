@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -262,7 +261,7 @@ func TestDurableHostCancel(t *testing.T) {
 				if when == "running" {
 					// Cancelled from elsewhere while the turn runs.
 					go func() {
-						if err := h.Cancel(context.Background(), "run_c", approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}); err != nil {
+						if err := h.Cancel(context.Background(), "run_c", tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}); err != nil {
 							t.Errorf("cancel: %v", err)
 						}
 					}()
@@ -286,7 +285,7 @@ func TestDurableHostCancel(t *testing.T) {
 			}
 			eng := newFakeEngine()
 			eng.onWait = func(topic string) {
-				if err := h.Cancel(ctx, "run_c", approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}); err != nil {
+				if err := h.Cancel(ctx, "run_c", tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}); err != nil {
 					t.Errorf("cancel: %v", err)
 				}
 			}

@@ -45,7 +45,7 @@ func ExampleHost() {
 		panic(err)
 	}
 	first, _ := runs.New(st, builder, &runs.Options{Holder: "host-1"})
-	res, err := first.Start(ctx, runs.StartRequest{RunID: "run_1", Config: cfg, Prompt: "pay 5", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
+	res, err := first.Start(ctx, runs.StartRequest{RunID: "run_1", Config: cfg, Prompt: "pay 5", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		panic(err)
 	}

@@ -67,7 +67,7 @@ func TestStartHaltAnswerResume(t *testing.T) {
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}
 	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
-	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Tenant: "acme", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
 	if err != nil || res.Status != agent.StatusPending {
 		t.Fatalf("start: %+v %v", res, err)
 	}
@@ -132,8 +132,8 @@ func TestAnswerKeepsActor(t *testing.T) {
 	if err != nil || res.Status != agent.StatusPending {
 		t.Fatalf("start: %+v %v", res, err)
 	}
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
-	root := approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
+	root := tool.Principal{Kind: tool.PrincipalPerson, Name: "root"}
 	if _, err := h.Answer(ctx, "run_1", res.Pending[0].ID, store.Answer{Approve: true, By: alice, Actor: root, Reason: "on call"}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestAnswerKeepsActor(t *testing.T) {
 			t.Errorf("%s: %s by %+v actor %+v; want approved by alice, actor root", what, d.Outcome, d.By, d.Actor)
 		}
 		// Heard order: the rule's ask, then alice's answer.
-		if n := len(d.Votes); n < 2 || d.Votes[n-2].Decision != approval.VoteAsk || d.Votes[n-1].Source != alice || d.Votes[n-1].Actor != root || d.Votes[n-1].Decision != approval.VoteAllow {
+		if n := len(d.Votes); n < 2 || d.Votes[n-2].Decision != tool.VoteAsk || d.Votes[n-1].Source != alice || d.Votes[n-1].Actor != root || d.Votes[n-1].Decision != tool.VoteAllow {
 			t.Errorf("%s: votes %+v; want the rule's ask, then alice's allow, given by root", what, d.Votes)
 		}
 	}
@@ -173,7 +173,7 @@ func TestAnswerNeedsPrincipal(t *testing.T) {
 	if err != nil || res.Status != agent.StatusPending {
 		t.Fatalf("start: %+v %v", res, err)
 	}
-	if _, err := h.Answer(ctx, "run_1", res.Pending[0].ID, store.Answer{Approve: true, Actor: approval.Principal{Kind: approval.PrincipalPerson, Name: "root"}}); err == nil {
+	if _, err := h.Answer(ctx, "run_1", res.Pending[0].ID, store.Answer{Approve: true, Actor: tool.Principal{Kind: tool.PrincipalPerson, Name: "root"}}); err == nil {
 		t.Fatal("an answer with no By was taken")
 	}
 	a, err := s.GetApproval(ctx, "run_1", res.Pending[0].ID)
@@ -329,7 +329,7 @@ func TestCancelHaltedRun(t *testing.T) {
 	if err != nil || res.Status != agent.StatusPending {
 		t.Fatal(res, err)
 	}
-	if err := h.Cancel(ctx, "run_c", approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); err != nil {
+	if err := h.Cancel(ctx, "run_c", tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	a, err := s.GetApproval(ctx, "run_c", res.Pending[0].ID)
@@ -359,8 +359,8 @@ func TestOwnerAndCancelPrincipals(t *testing.T) {
 	b := &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", nil)}), tools: agent.ToolList{&testkit.Counter{Name: "transfer_funds"}}}
 	s := memory.New(nil)
 	h := newHost(t, s, b, "host-a", time.Minute)
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
-	if _, err := h.Start(ctx, runs.StartRequest{RunID: "run_x", Owner: approval.Principal{Kind: "wizard", Name: "x"}, Config: testConfig(t), Prompt: "pay"}); err == nil || !strings.Contains(err.Error(), "wizard") {
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
+	if _, err := h.Start(ctx, runs.StartRequest{RunID: "run_x", Owner: tool.Principal{Kind: "wizard", Name: "x"}, Config: testConfig(t), Prompt: "pay"}); err == nil || !strings.Contains(err.Error(), "wizard") {
 		t.Fatalf("Start with an owner of an unknown kind: %v, want an error naming it", err)
 	}
 	if _, err := s.GetRun(ctx, "run_x"); !errors.Is(err, store.ErrNotFound) {
@@ -373,7 +373,7 @@ func TestOwnerAndCancelPrincipals(t *testing.T) {
 	if err != nil || run.Owner != "person:alice" || run.OwnerPrincipal() != alice {
 		t.Fatalf("stored owner %q (%+v), %v; want person:alice", run.Owner, run.OwnerPrincipal(), err)
 	}
-	for _, by := range []approval.Principal{{}, {Kind: "wizard", Name: "x"}} {
+	for _, by := range []tool.Principal{{}, {Kind: "wizard", Name: "x"}} {
 		if err := h.Cancel(ctx, "run_o", by); err == nil {
 			t.Errorf("Cancel by %+v: no error", by)
 		}
@@ -404,7 +404,7 @@ func TestOwnerAndCancelPrincipals(t *testing.T) {
 		t.Errorf("run.cancelled data %s, want who cancelled as a principal object", cancelled)
 	}
 	for _, data := range []string{cancelled, `{"by":"person:alice"}`} {
-		var d struct{ By approval.Principal }
+		var d struct{ By tool.Principal }
 		if err := json.Unmarshal([]byte(data), &d); err != nil || d.By != alice {
 			t.Errorf("%s reads as %+v, %v; want alice", data, d.By, err)
 		}
@@ -414,7 +414,7 @@ func TestOwnerAndCancelPrincipals(t *testing.T) {
 // A durable run's input enqueued before principals were typed (its owner as
 // text) still reads; this version writes the owner as a principal object.
 func TestDurableRunOwnerJSON(t *testing.T) {
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	for _, in := range []string{`{"runId":"r","owner":"person:alice","prompt":"p"}`, `{"runId":"r","owner":{"kind":"person","name":"alice"},"prompt":"p"}`} {
 		var d runs.DurableRun
 		if err := json.Unmarshal([]byte(in), &d); err != nil || d.Owner != alice {

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -15,7 +15,7 @@ import (
 const maxCachedLayers = 256
 
 // WithLayer returns a builder that builds with b and adds the rule layer
-// of the run's tenant ([BuildTenant]), kept in ls (package policy/layer,
+// of the run's tenant ([BuildTenant]), kept in ls (package internal/layer,
 // docs/approvals.md): its deny rules as one more authorizer, its allow
 // rules as the last Permission hook, which answers the asks they cover.
 // Both read the store's latest version at every decision, so that an

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -219,7 +218,7 @@ func TestDurableRefusesChangedPolicy(t *testing.T) {
 		// Without the check the run would wait for an approval: cancel it there.
 		h := newHost(t, st, b, "host-a", time.Minute)
 		eng.onWait = func(string) {
-			if err := h.Cancel(ctx, "run_d", approval.Principal{Kind: approval.PrincipalPerson, Name: "test"}); err != nil {
+			if err := h.Cancel(ctx, "run_d", tool.Principal{Kind: tool.PrincipalPerson, Name: "test"}); err != nil {
 				t.Errorf("cancel: %v", err)
 			}
 		}

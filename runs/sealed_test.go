@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -83,7 +82,7 @@ func TestForgedDecisionIsNotRun(t *testing.T) {
 			defer s.Close()
 			h := newHost(t, s, b, "host-a", time.Minute)
 			start := func(id string) string {
-				res, err := h.Start(ctx, runs.StartRequest{RunID: id, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
+				res, err := h.Start(ctx, runs.StartRequest{RunID: id, Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Config: testConfig(t), Prompt: "pay"})
 				if err != nil || res.Status != agent.StatusPending {
 					t.Fatalf("start %s: %+v %v", id, res, err)
 				}

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A run started over the API halts on an approval; the approval shows what a
@@ -57,11 +57,11 @@ func TestStartApproveResume(t *testing.T) {
 	}
 	var records []struct {
 		Decision struct {
-			Outcome string             `json:"outcome"`
-			By      approval.Principal `json:"by"`
+			Outcome string         `json:"outcome"`
+			By      tool.Principal `json:"by"`
 		} `json:"decision"`
 	}
-	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 1 || records[0].Decision.By != (approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}) {
+	if err := json.Unmarshal(run.ToolCalls, &records); err != nil || len(records) != 1 || records[0].Decision.By != (tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}) {
 		t.Fatalf("tool call records %s: %v", run.ToolCalls, err)
 	}
 	// The same decision again is answered as the first (a retry); another is 409.

@@ -201,7 +201,7 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 
 // inbox is the approvals driver on the server's store; answer records a
 // decision (nil: the store's Decide).
-func (s *Server) inbox(answer inbox.AnswerFunc) *inbox.Inbox {
+func (s *Server) inbox(answer func(context.Context, string, string, store.Answer) (store.Approval, error)) *inbox.Inbox {
 	return inbox.New(s.store, &inbox.Options{Answer: answer, Now: s.now, Log: s.log})
 }
 

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
-	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Limits of GET /v1/audit.
@@ -42,13 +42,13 @@ func (f auditFilter) matches(e serverapi.AuditEntry) bool {
 		return false
 	}
 	if f.rule != "" {
-		want := approval.Principal{Kind: approval.PrincipalRule, Name: f.rule}.String()
+		want := tool.Principal{Kind: tool.PrincipalRule, Name: f.rule}.String()
 		if e.By != want && !votedBy(e.Votes, want) {
 			return false
 		}
 	}
 	if f.person != "" {
-		want := approval.Principal{Kind: approval.PrincipalPerson, Name: f.person}.String()
+		want := tool.Principal{Kind: tool.PrincipalPerson, Name: f.person}.String()
 		if e.By != want && e.Actor != want {
 			return false
 		}
@@ -56,7 +56,7 @@ func (f auditFilter) matches(e serverapi.AuditEntry) bool {
 	return true
 }
 
-func votedBy(vs []approval.Vote, who string) bool {
+func votedBy(vs []tool.Vote, who string) bool {
 	for _, v := range vs {
 		if v.Source.String() == who {
 			return true
@@ -179,16 +179,16 @@ func (s *Server) auditEntries(ctx context.Context, run store.Run) []serverapi.Au
 
 // lastRule is the rule that decided d, else the last rule that voted on it
 // (the one that asked, when a person approved), else the zero principal.
-func lastRule(d gate.Decision) approval.Principal {
-	if d.By.Kind == approval.PrincipalRule {
+func lastRule(d gate.Decision) tool.Principal {
+	if d.By.Kind == tool.PrincipalRule {
 		return d.By
 	}
 	for i := len(d.Votes) - 1; i >= 0; i-- {
-		if d.Votes[i].Source.Kind == approval.PrincipalRule {
+		if d.Votes[i].Source.Kind == tool.PrincipalRule {
 			return d.Votes[i].Source
 		}
 	}
-	return approval.Principal{}
+	return tool.Principal{}
 }
 
 // layerReason finds the rule layer's version in the reason of a decision
@@ -199,8 +199,8 @@ var layerReason = regexp.MustCompile(`\brule layer v([0-9]{1,18})\b`)
 // layerVersion is the version of the rule layer that decided d: d is by
 // the layer's hook or by a rule whose reason names the layer; 0 otherwise.
 func layerVersion(d gate.Decision) int64 {
-	byLayer := d.By == approval.Principal{Kind: approval.PrincipalHook, Name: layer.HookName}
-	if !byLayer && d.By.Kind != approval.PrincipalRule {
+	byLayer := d.By == tool.Principal{Kind: tool.PrincipalHook, Name: layer.HookName}
+	if !byLayer && d.By.Kind != tool.PrincipalRule {
 		return 0
 	}
 	m := layerReason.FindStringSubmatch(d.Reason)

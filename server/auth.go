@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Role is what a token may do within its tenant. A token has one or more
@@ -67,8 +67,8 @@ func (p Principal) Has(r Role) bool {
 
 // decider is the principal recorded on a decision, a cancel or a started
 // run: a person with p's name.
-func (p Principal) decider() approval.Principal {
-	return approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}
+func (p Principal) decider() tool.Principal {
+	return tool.Principal{Kind: tool.PrincipalPerson, Name: p.Name}
 }
 
 // hashToken returns the lowercase hex SHA-256 of a token or ticket: the

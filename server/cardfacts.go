@@ -5,11 +5,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Limits of what a card shows of its run.
@@ -28,9 +28,9 @@ type runState struct {
 		Name     string          `json:"name"`
 		Args     json.RawMessage `json:"args"`
 		Decision struct {
-			Outcome string             `json:"outcome"`
-			By      approval.Principal `json:"by"`
-			Reason  string             `json:"reason"`
+			Outcome string         `json:"outcome"`
+			By      tool.Principal `json:"by"`
+			Reason  string         `json:"reason"`
 		} `json:"decision"`
 	} `json:"toolCalls"`
 }

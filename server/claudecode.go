@@ -15,13 +15,13 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
-	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -176,7 +176,7 @@ type localAsker struct {
 }
 
 func (l localAsker) Authorize(context.Context, approval.Call) (approval.Verdict, error) {
-	return approval.Verdict{Decision: approval.Ask, Reason: l.reason, By: approval.Principal{Kind: approval.PrincipalHook, Name: string(l.source) + "-local-policy"}}, nil
+	return approval.Verdict{Decision: approval.Ask, Reason: l.reason, By: tool.Principal{Kind: tool.PrincipalHook, Name: string(l.source) + "-local-policy"}}, nil
 }
 
 // sessionRunID is the run of a session of the agent source: derived from

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // memQueue is a runs.DurableQueue that drives each run in this process
@@ -95,7 +95,7 @@ func (q *memQueue) Wait(ctx context.Context, runID string) (store.Run, error) {
 	return store.Run{}, nil // not used by the server
 }
 
-func (q *memQueue) Cancel(ctx context.Context, runID string, by approval.Principal) error {
+func (q *memQueue) Cancel(ctx context.Context, runID string, by tool.Principal) error {
 	r, err := q.store.GetRun(ctx, runID)
 	if err != nil {
 		return err

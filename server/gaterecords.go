@@ -48,7 +48,7 @@ func (s *Server) checkGateRecord(ctx context.Context, tenant, runID string, rec 
 func decidingPersons(d gate.Decision) []tool.Principal {
 	var ps []tool.Principal
 	add := func(p tool.Principal) {
-		if p.Kind == approval.PrincipalPerson && !slices.Contains(ps, p) {
+		if p.Kind == tool.PrincipalPerson && !slices.Contains(ps, p) {
 			ps = append(ps, p)
 		}
 	}
@@ -79,7 +79,7 @@ func sealedDecision(ap store.Approval, rec gate.Record, persons []tool.Principal
 		}
 	}
 	d := rec.Decision
-	if d.By.Kind == approval.PrincipalPerson {
+	if d.By.Kind == tool.PrincipalPerson {
 		want := gate.OutcomeApproved
 		if ap.Status == store.StatusDenied {
 			want = gate.OutcomeDeclined

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // gateAskFor is gateAsk for the call callID.
@@ -36,9 +37,9 @@ func gateRecordOf(callID, args string, d gate.Decision) gate.Record {
 // gateway's own policy are its word and kept.
 func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 	f := gateFixture(t)
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	approved := gate.Decision{Outcome: gate.OutcomeApproved, By: alice,
-		Votes: []approval.Vote{{Source: alice, Decision: approval.VoteAllow}}}
+		Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}
 	declined := gate.Decision{Outcome: gate.OutcomeDeclined, By: alice}
 
 	// mcp_1 approved by alice, mcp_2 denied by her, mcp_3 still pending.
@@ -60,8 +61,8 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 	}
 
 	session := gateAsk("x", `{}`, time.Hour).Session
-	bob := approval.Principal{Kind: approval.PrincipalPerson, Name: "bob"}
-	ciBot := approval.Principal{Kind: approval.PrincipalPerson, Name: "ci-bot"}
+	bob := tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}
+	ciBot := tool.Principal{Kind: tool.PrincipalPerson, Name: "ci-bot"}
 	forged := map[string]gate.Record{
 		"a call no one was asked about":       gateRecordOf("mcp_9", `{"path":"a.txt"}`, approved),
 		"other arguments than alice approved": gateRecordOf("mcp_1", `{"path":"/etc/passwd"}`, approved),
@@ -70,7 +71,7 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 		"approved where alice denied":         gateRecordOf("mcp_2", `{"path":"b.txt"}`, approved),
 		"denied where alice approved":         gateRecordOf("mcp_1", `{"path":"a.txt"}`, declined),
 		"a call still waiting":                gateRecordOf("mcp_3", `{"path":"c.txt"}`, approved),
-		"a person's vote under a rule's name": gateRecordOf("mcp_9", `{}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: approval.Principal{Kind: approval.PrincipalRule, Name: "ok"}, Votes: []approval.Vote{{Source: alice, Decision: approval.VoteAllow}}}),
+		"a person's vote under a rule's name": gateRecordOf("mcp_9", `{}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ok"}, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}),
 		"an administrator acting for alice":   gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Actor: bob}),
 		"a digest that is not the arguments'": func() gate.Record {
 			r := gateRecordOf("mcp_1", `{"path":"/etc/passwd"}`, approved)
@@ -97,7 +98,7 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 	kept := []gate.Record{
 		gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved),
 		gateRecordOf("mcp_2", `{"path":"b.txt"}`, declined),
-		gateRecordOf("mcp_4", `{"path":"d.txt"}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: approval.Principal{Kind: approval.PrincipalRule, Name: "reads"}}),
+		gateRecordOf("mcp_4", `{"path":"d.txt"}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "reads"}}),
 	}
 	for _, rec := range kept {
 		if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: session, Record: rec}, nil); code != http.StatusNoContent {

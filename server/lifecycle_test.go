@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -59,7 +58,7 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_dead", Tenant: "acme", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}, Config: payerConfig(t), Prompt: "pay"})
+	res, err := h.Start(ctx, runs.StartRequest{RunID: "run_dead", Tenant: "acme", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Config: payerConfig(t), Prompt: "pay"})
 	if err != nil || len(res.Pending) != 1 {
 		t.Fatalf("start: %+v %v", res, err)
 	}

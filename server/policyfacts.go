@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // maxPolicyFiles bounds the policy files kept read (a file changed on
@@ -67,7 +68,7 @@ func (s *Server) showPolicy(v *serverapi.ApprovalView, a store.Approval, run *st
 	}
 	ev := p.Evaluate(approval.Call{Tool: a.Tool, Args: args, Hints: v.Hints, RunID: a.RunID})
 	v.Risk, v.RiskFrom = ev.Risk, ev.RiskFrom
-	v.RuleAt = ruleAt(p, path, approval.PrincipalOf(v.AskedBy))
+	v.RuleAt = ruleAt(p, path, tool.PrincipalOf(v.AskedBy))
 	if v.RuleAt != "" {
 		v.RulePolicy = s.rulePolicy(*run, path)
 	}
@@ -75,8 +76,8 @@ func (s *Server) showPolicy(v *serverapi.ApprovalView, a store.Approval, run *st
 
 // ruleAt is where the rule by is written in the policy p of the file
 // path ("policy.yaml:12:5"), or "" when by is not one of its rules.
-func ruleAt(p *policy.Policy, path string, by approval.Principal) string {
-	if p == nil || by.Kind != approval.PrincipalRule {
+func ruleAt(p *policy.Policy, path string, by tool.Principal) string {
+	if p == nil || by.Kind != tool.PrincipalRule {
 		return ""
 	}
 	for _, r := range p.Spec().Rules {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
-	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -24,7 +23,7 @@ func (s *Server) agentPolicy(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusNotFound, fmt.Sprintf("no agent %q with a policy file", name))
 		return
 	}
-	src, err := bounded.ReadFile(path, bounded.Limits{MaxBytes: policy.MaxPolicySize})
+	src, err := bounded.ReadFile(path, bounded.Limits{MaxBytes: 4 << 20})
 	if err != nil {
 		s.log.Warn("policy file unreadable", "agent", name, "error", err)
 		problemf(w, r, http.StatusInternalServerError, fmt.Sprintf("the policy file of agent %q cannot be read", name))

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/replay"
+	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/replay"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 )
@@ -34,10 +35,10 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request, p Principa
 	pol, problems, err := policy.ParsePolicy("candidate.yaml", strings.NewReader(req.Policy))
 	if err != nil {
 		prob := serverapi.Problem{Status: http.StatusUnprocessableEntity, Title: "Invalid policy", Type: "about:blank", Detail: "the candidate policy does not load"}
-		var pe *policy.PolicyError
+		var pe *configfile.Error
 		if errors.As(err, &pe) {
 			for _, pr := range problems {
-				prob.Errors = append(prob.Errors, pr.String())
+				prob.Errors = append(prob.Errors, pr.Error())
 			}
 		}
 		writeProblem(w, r, prob)

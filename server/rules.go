@@ -9,8 +9,8 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
-	"github.com/tollgate-dev/tollgate/policy/layer"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/replay"
+	"github.com/tollgate-dev/tollgate/internal/replay"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 

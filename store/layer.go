@@ -13,7 +13,7 @@ import (
 // decisions ("approve and remember", docs/approvals.md): rules proposed
 // from a decided approval by an approver, accepted into the layer by an
 // administrator, removed by one. The store keeps each rule's text (policy
-// YAML) as given and never parses it; package policy/layer does.
+// YAML) as given and never parses it; package internal/layer does.
 //
 // The layer is versioned per tenant: version 0 is the empty layer, and
 // every change (an acceptance, a removal) makes the next version and is

@@ -30,6 +30,23 @@
 // and its execute_tool span, like that of a call resumed with an answer after
 // a halt, has tollgate.approval.id and, once answered, tollgate.approval.by.
 //
+// tollgate's own attributes (governance has no semantic convention):
+// tollgate.decision is the call's outcome (gate.Outcome: "allowed",
+// "denied", "pending", ...); tollgate.decision.source the text form of the
+// principal that decided ("rule:no-rm", "hook:deny", "person:alice",
+// "runtime:default"); tollgate.rule.id and tollgate.hook.name the rule or
+// hook that decided, when one did; tollgate.approval.id the pending request
+// a call raised or its answer answers; tollgate.approval.by who answered it
+// ("person:alice") and tollgate.approval.actor who gave that answer on their
+// behalf (an administrator), only when someone did; tollgate.request.kind
+// the request's kind ("approval", "input") and tollgate.answer.approved
+// whether the answer approved; tollgate.args.digest the approval.Digest of
+// the arguments as executed (for a pending call, as asked about) and
+// tollgate.args.requested_digest that of the arguments as the model wrote
+// them, only when a rewrite or an edit changed them; tollgate.turn the
+// model turn, from 1; tollgate.run.resume true on a resume's invoke_agent
+// span, and tollgate.run.status how the run ended (agent.Status).
+//
 // Argument values, tool results, prompts, model text, decision reasons and
 // error messages are never recorded (argument values only when
 // [Options].RecordArguments asks for them): they may carry secrets, and hooks,
@@ -56,7 +73,10 @@
 // The calls that a caller of package gate governs outside the agent loop
 // (package mcpgateway's tools/call) get the same execute_tool span and
 // decision count from [Tracer], with the caller's own attributes (the MCP
-// session and client) and no tollgate.turn.
+// session and client: tollgate.mcp.client.name and
+// tollgate.mcp.client.version, as given in initialize) and no tollgate.turn.
+// The tracer and meter come from the providers under the instrumentation
+// scope github.com/tollgate-dev/tollgate/telemetry.
 package telemetry
 
 import (
@@ -77,7 +97,6 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -87,62 +106,62 @@ import (
 func answerAttrs(ans tool.Answer) []attribute.KeyValue {
 	var out []attribute.KeyValue
 	if who := ans.Who(); !who.IsZero() {
-		out = append(out, KeyApprovalBy.String(clip(who.String())))
+		out = append(out, keyApprovalBy.String(clip(who.String())))
 	}
 	if !ans.Actor.IsZero() {
-		out = append(out, KeyApprovalActor.String(clip(ans.Actor.String())))
+		out = append(out, keyApprovalActor.String(clip(ans.Actor.String())))
 	}
 	return out
 }
 
-// ScopeName is the instrumentation scope of the tracer and meter this package
+// scopeName is the instrumentation scope of the tracer and meter this package
 // takes from the providers.
-const ScopeName = "github.com/tollgate-dev/tollgate/telemetry"
+const scopeName = "github.com/tollgate-dev/tollgate/telemetry"
 
 // tollgate's own attribute keys: governance has no semantic convention.
 const (
-	// KeyDecision is the call's outcome (agent.Outcome: "allowed", "denied",
+	// keyDecision is the call's outcome (agent.Outcome: "allowed", "denied",
 	// "pending", ...).
-	KeyDecision = attribute.Key("tollgate.decision")
-	// KeyDecisionSource is the text form of the principal that decided
+	keyDecision = attribute.Key("tollgate.decision")
+	// keyDecisionSource is the text form of the principal that decided
 	// ("rule:no-rm", "hook:deny", "person:alice", "runtime:default").
-	KeyDecisionSource = attribute.Key("tollgate.decision.source")
-	// KeyRuleID is the ID of the policy rule that decided, when one did.
-	KeyRuleID = attribute.Key("tollgate.rule.id")
-	// KeyHookName is the name of the hook that decided, when one did.
-	KeyHookName = attribute.Key("tollgate.hook.name")
-	// KeyApprovalID is the ID of the pending request a call raised, or of the
+	keyDecisionSource = attribute.Key("tollgate.decision.source")
+	// keyRuleID is the ID of the policy rule that decided, when one did.
+	keyRuleID = attribute.Key("tollgate.rule.id")
+	// keyHookName is the name of the hook that decided, when one did.
+	keyHookName = attribute.Key("tollgate.hook.name")
+	// keyApprovalID is the ID of the pending request a call raised, or of the
 	// one its answer answers.
-	KeyApprovalID = attribute.Key("tollgate.approval.id")
-	// KeyApprovalBy is the text form of who answered the pending request
+	keyApprovalID = attribute.Key("tollgate.approval.id")
+	// keyApprovalBy is the text form of who answered the pending request
 	// (tool.Answer.By: "person:alice").
-	KeyApprovalBy = attribute.Key("tollgate.approval.by")
-	// KeyApprovalActor is the text form of who gave the answer on behalf of
-	// KeyApprovalBy's principal (tool.Answer.Actor: an administrator),
+	keyApprovalBy = attribute.Key("tollgate.approval.by")
+	// keyApprovalActor is the text form of who gave the answer on behalf of
+	// keyApprovalBy's principal (tool.Answer.Actor: an administrator),
 	// present only when someone did.
-	KeyApprovalActor = attribute.Key("tollgate.approval.actor")
-	// KeyRequestKind is the kind of a pending request (tool.Request.Kind:
+	keyApprovalActor = attribute.Key("tollgate.approval.actor")
+	// keyRequestKind is the kind of a pending request (tool.Request.Kind:
 	// "approval", "input"), on wait_for_answer spans.
-	KeyRequestKind = attribute.Key("tollgate.request.kind")
-	// KeyAnswerApproved is whether the answer approved (tool.Answer.OK), on
+	keyRequestKind = attribute.Key("tollgate.request.kind")
+	// keyAnswerApproved is whether the answer approved (tool.Answer.OK), on
 	// wait_for_answer spans.
-	KeyAnswerApproved = attribute.Key("tollgate.answer.approved")
-	// KeyArgsDigest is approval.Digest of the arguments as executed (or, for a
+	keyAnswerApproved = attribute.Key("tollgate.answer.approved")
+	// keyArgsDigest is approval.Digest of the arguments as executed (or, for a
 	// pending call, of the arguments the request is about).
-	KeyArgsDigest = attribute.Key("tollgate.args.digest")
-	// KeyRequestedDigest is approval.Digest of the arguments as the model wrote
+	keyArgsDigest = attribute.Key("tollgate.args.digest")
+	// keyRequestedDigest is approval.Digest of the arguments as the model wrote
 	// them; set only when a rewrite or an edit changed them.
-	KeyRequestedDigest = attribute.Key("tollgate.args.requested_digest")
-	// KeyTurn is the 1-based model turn.
-	KeyTurn = attribute.Key("tollgate.turn")
-	// KeyRunResume is true on the invoke_agent span of a resume.
-	KeyRunResume = attribute.Key("tollgate.run.resume")
-	// KeyRunStatus is how the run ended (agent.Status).
-	KeyRunStatus = attribute.Key("tollgate.run.status")
+	keyRequestedDigest = attribute.Key("tollgate.args.requested_digest")
+	// keyTurn is the 1-based model turn.
+	keyTurn = attribute.Key("tollgate.turn")
+	// keyRunResume is true on the invoke_agent span of a resume.
+	keyRunResume = attribute.Key("tollgate.run.resume")
+	// keyRunStatus is how the run ended (agent.Status).
+	keyRunStatus = attribute.Key("tollgate.run.status")
 )
 
-// DecisionsMetric is the name of the counter of tool call decisions.
-const DecisionsMetric = "tollgate.tool.decisions"
+// decisionsMetric is the name of the counter of tool call decisions.
+const decisionsMetric = "tollgate.tool.decisions"
 
 // maxName bounds the tool and model names put in span names and attributes
 // (bytes); the model chooses tool names, and a longer one is cut.
@@ -168,16 +187,16 @@ type Options struct {
 	// RecordArguments, if true, puts each tool call's arguments as executed
 	// (after rewrites and edits; for a pending call, as asked about) on its
 	// execute_tool span as gen_ai.tool.call.arguments, a JSON string cut to
-	// [MaxRecordedArguments] bytes. Off by default: arguments may hold
+	// 8 KiB at a character boundary (then ending in "…"). Off by default: arguments may hold
 	// secrets, and the GenAI conventions mark the attribute sensitive and
 	// opt-in. Results, prompts and model text are never recorded.
 	RecordArguments bool
 }
 
-// MaxRecordedArguments bounds the bytes of gen_ai.tool.call.arguments when
+// maxRecordedArguments bounds the bytes of gen_ai.tool.call.arguments when
 // [Options].RecordArguments is set; longer arguments are cut at a character
 // boundary and end with "…".
-const MaxRecordedArguments = 8 << 10
+const maxRecordedArguments = 8 << 10
 
 type instruments struct {
 	recordArgs bool
@@ -213,9 +232,9 @@ func newInstruments(opts *Options) *instruments {
 	if o.MeterProvider == nil {
 		o.MeterProvider = metricnoop.NewMeterProvider()
 	}
-	meter := o.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	meter := o.MeterProvider.Meter(scopeName, metric.WithSchemaURL(semconv.SchemaURL))
 	in := &instruments{
-		tracer:     o.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		tracer:     o.TracerProvider.Tracer(scopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		provider:   o.ProviderName,
 		recordArgs: o.RecordArguments,
 	}
@@ -223,7 +242,7 @@ func newInstruments(opts *Options) *instruments {
 	in.duration = d.Inst()
 	tk, _ := genaiconv.NewClientTokenUsage(meter, metric.WithExplicitBucketBoundaries(tokenBuckets...))
 	in.tokens = tk.Inst()
-	c, err := meter.Int64Counter(DecisionsMetric,
+	c, err := meter.Int64Counter(decisionsMetric,
 		metric.WithDescription("Tool call decisions, by outcome."), metric.WithUnit("{decision}"))
 	if err != nil {
 		c = metricnoop.Int64Counter{}
@@ -238,7 +257,7 @@ func (in *instruments) run(next agent.RunHandler) agent.RunHandler {
 			semconv.GenAIOperationNameInvokeAgent,
 			semconv.GenAIAgentName(info.AgentID),
 			semconv.GenAIConversationID(info.RunID),
-			KeyRunResume.Bool(info.Resume),
+			keyRunResume.Bool(info.Resume),
 		}
 		if info.Model != "" {
 			attrs = append(attrs, semconv.GenAIRequestModel(clip(info.Model)))
@@ -251,7 +270,7 @@ func (in *instruments) run(next agent.RunHandler) agent.RunHandler {
 		defer span.End()
 		res, err := next(ctx, info)
 		if res != nil {
-			span.SetAttributes(KeyRunStatus.String(string(res.Status)))
+			span.SetAttributes(keyRunStatus.String(string(res.Status)))
 		}
 		switch {
 		case err != nil:
@@ -268,7 +287,7 @@ func (in *instruments) turn(next agent.TurnHandler) agent.TurnHandler {
 		attrs := []attribute.KeyValue{
 			semconv.GenAIOperationNameChat,
 			semconv.GenAIConversationID(t.RunID),
-			KeyTurn.Int(t.Turn),
+			keyTurn.Int(t.Turn),
 		}
 		metricAttrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
 		if t.Model != "" {
@@ -329,10 +348,10 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		}
 		if c.Turn > 0 {
 			// A call of no model turn (a gateway's client's) has none.
-			attrs = append(attrs, KeyTurn.Int(c.Turn))
+			attrs = append(attrs, keyTurn.Int(c.Turn))
 		}
 		if c.Answer != nil {
-			attrs = append(attrs, KeyApprovalID.String(clip(c.Answer.ID)))
+			attrs = append(attrs, keyApprovalID.String(clip(c.Answer.ID)))
 			attrs = append(attrs, answerAttrs(*c.Answer)...)
 		}
 		ctx, span := in.tracer.Start(ctx, "execute_tool "+name,
@@ -344,17 +363,17 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		out := next(ctx, c)
 
 		var outcome agent.Outcome
-		var by approval.Principal
+		var by tool.Principal
 		switch {
 		case out.Record != nil:
 			rec := out.Record
 			outcome, by = rec.Decision.Outcome, rec.Decision.By
-			span.SetAttributes(KeyArgsDigest.String(rec.ArgsDigest))
+			span.SetAttributes(keyArgsDigest.String(rec.ArgsDigest))
 			if in.recordArgs {
-				span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(cut(string(rec.Args), MaxRecordedArguments)))
+				span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(cut(string(rec.Args), maxRecordedArguments)))
 			}
 			if rec.RequestedDigest != "" && rec.RequestedDigest != rec.ArgsDigest {
-				span.SetAttributes(KeyRequestedDigest.String(rec.RequestedDigest))
+				span.SetAttributes(keyRequestedDigest.String(rec.RequestedDigest))
 			}
 			if rec.IsError && out.Err == nil {
 				et := string(outcome)
@@ -366,12 +385,12 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		case out.Pending != nil:
 			p := out.Pending
 			outcome, by = agent.OutcomePending, pendingSource(p)
-			span.SetAttributes(KeyApprovalID.String(clip(p.Request.ID)))
+			span.SetAttributes(keyApprovalID.String(clip(p.Request.ID)))
 			if p.Digest != "" {
-				span.SetAttributes(KeyArgsDigest.String(p.Digest))
+				span.SetAttributes(keyArgsDigest.String(p.Digest))
 			}
 			if in.recordArgs {
-				span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(cut(string(p.Args), MaxRecordedArguments)))
+				span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(cut(string(p.Args), maxRecordedArguments)))
 			}
 		}
 		if out.Err != nil {
@@ -397,16 +416,16 @@ type callScope struct {
 
 // decided sets a call's decision attributes on its span, unless span is nil,
 // and counts the decision in tollgate.tool.decisions.
-func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome agent.Outcome, by approval.Principal) {
-	decided := []attribute.KeyValue{KeyDecision.String(string(outcome))}
+func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome agent.Outcome, by tool.Principal) {
+	decided := []attribute.KeyValue{keyDecision.String(string(outcome))}
 	if !by.IsZero() {
-		decided = append(decided, KeyDecisionSource.String(clip(by.String())))
+		decided = append(decided, keyDecisionSource.String(clip(by.String())))
 	}
 	switch by.Kind {
-	case approval.PrincipalRule:
-		decided = append(decided, KeyRuleID.String(clip(by.Name)))
-	case approval.PrincipalHook:
-		decided = append(decided, KeyHookName.String(clip(by.Name)))
+	case tool.PrincipalRule:
+		decided = append(decided, keyRuleID.String(clip(by.Name)))
+	case tool.PrincipalHook:
+		decided = append(decided, keyHookName.String(clip(by.Name)))
 	}
 	if span != nil {
 		span.SetAttributes(decided...)
@@ -416,9 +435,9 @@ func (in *instruments) decided(ctx context.Context, span trace.Span, name string
 	if outcome == agent.OutcomeUnknownTool {
 		toolName = "_OTHER"
 	}
-	mattrs := []attribute.KeyValue{KeyDecision.String(string(outcome)), semconv.GenAIToolName(toolName)}
+	mattrs := []attribute.KeyValue{keyDecision.String(string(outcome)), semconv.GenAIToolName(toolName)}
 	for _, kv := range decided {
-		if kv.Key == KeyRuleID || kv.Key == KeyHookName {
+		if kv.Key == keyRuleID || kv.Key == keyHookName {
 			mattrs = append(mattrs, kv)
 		}
 	}
@@ -427,16 +446,16 @@ func (in *instruments) decided(ctx context.Context, span trace.Span, name string
 
 // pendingSource names who asked for the pending request: the hook that raised
 // it, else the last source that voted ask.
-func pendingSource(p *agent.PendingCall) approval.Principal {
+func pendingSource(p *agent.PendingCall) tool.Principal {
 	if p.Origin == agent.OriginHook && p.Hook != "" {
-		return approval.Principal{Kind: approval.PrincipalHook, Name: p.Hook}
+		return tool.Principal{Kind: tool.PrincipalHook, Name: p.Hook}
 	}
 	for i := len(p.Votes) - 1; i >= 0; i-- {
-		if p.Votes[i].Decision == approval.VoteAsk {
+		if p.Votes[i].Decision == tool.VoteAsk {
 			return p.Votes[i].Source
 		}
 	}
-	return approval.Principal{}
+	return tool.Principal{}
 }
 
 // fail marks span as failed with the class et (error.type); the description
@@ -496,21 +515,21 @@ func (in *instruments) wait(next tool.WaitFunc) tool.WaitFunc {
 	return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 		call, _ := ctx.Value(callKey{in}).(*callScope)
 		if call != nil {
-			call.span.SetAttributes(KeyApprovalID.String(clip(req.ID)))
+			call.span.SetAttributes(keyApprovalID.String(clip(req.ID)))
 			if p, ok := agent.PendingCallFrom(ctx); ok {
 				// Counted only: the span's decision is the final one.
 				in.decided(ctx, nil, call.name, agent.OutcomePending, pendingSource(p))
 			}
 		}
 		ctx, span := in.tracer.Start(ctx, "wait_for_answer", trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(KeyApprovalID.String(clip(req.ID)), KeyRequestKind.String(clip(string(req.Kind)))))
+			trace.WithAttributes(keyApprovalID.String(clip(req.ID)), keyRequestKind.String(clip(string(req.Kind)))))
 		defer span.End()
 		ans, err := next(ctx, req)
 		if err != nil {
 			fail(span, errorType(err))
 			return ans, err
 		}
-		span.SetAttributes(KeyAnswerApproved.Bool(ans.OK))
+		span.SetAttributes(keyAnswerApproved.Bool(ans.OK))
 		span.SetAttributes(answerAttrs(ans)...)
 		if call != nil {
 			call.span.SetAttributes(answerAttrs(ans)...)

@@ -283,7 +283,7 @@ func TestMetrics(t *testing.T) {
 	}
 	got := map[string]metricdata.Metrics{}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != telemetry.ScopeName {
+		if sm.Scope.Name != "github.com/tollgate-dev/tollgate/telemetry" {
 			t.Errorf("scope %q", sm.Scope.Name)
 		}
 		for _, m := range sm.Metrics {
@@ -327,9 +327,9 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("token sums %v, want input 320, output 35", sums)
 	}
 
-	dec, ok := got[telemetry.DecisionsMetric].Data.(metricdata.Sum[int64])
+	dec, ok := got["tollgate.tool.decisions"].Data.(metricdata.Sum[int64])
 	if !ok || !dec.IsMonotonic {
-		t.Fatalf("decisions: %+v", got[telemetry.DecisionsMetric])
+		t.Fatalf("decisions: %+v", got["tollgate.tool.decisions"])
 	}
 	counts := map[string]int64{}
 	for _, dp := range dec.DataPoints {
@@ -401,7 +401,7 @@ rules:
 	counts := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.DecisionsMetric {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "tollgate.tool.decisions" {
 				for _, dp := range sum.DataPoints {
 					o, _ := dp.Attributes.Value("tollgate.decision")
 					counts[o.AsString()] += dp.Value
@@ -440,7 +440,7 @@ func TestUnknownToolIsOtherInMetrics(t *testing.T) {
 	found := false
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != telemetry.DecisionsMetric {
+			if m.Name != "tollgate.tool.decisions" {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
@@ -540,7 +540,7 @@ func TestRecordArgumentsIsOptIn(t *testing.T) {
 			}
 		}
 	}
-	long := strings.Repeat("é", telemetry.MaxRecordedArguments)
+	long := strings.Repeat("é", 8<<10)
 	a, exp, _ := fixture(t, denyDelete, fixtureOpt{tel: func(o *telemetry.Options) { o.RecordArguments = true }}, fixtureOpt{agent: func(o *agent.Options) {
 		o.Hooks = (&hooks.Hooks{}).BeforeTool("long", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 			b, _ := json.Marshal(pathArgs{Path: long})
@@ -553,8 +553,8 @@ func TestRecordArgumentsIsOptIn(t *testing.T) {
 	for _, s := range exp.GetSpans() {
 		if s.Name == "execute_tool read" {
 			v := attrs(s)["gen_ai.tool.call.arguments"].AsString()
-			if len(v) > telemetry.MaxRecordedArguments || !utf8.ValidString(v) || !strings.HasSuffix(v, "…") {
-				t.Errorf("long arguments recorded as %d bytes (valid UTF-8 %v), want at most %d ending in …", len(v), utf8.ValidString(v), telemetry.MaxRecordedArguments)
+			if len(v) > 8<<10 || !utf8.ValidString(v) || !strings.HasSuffix(v, "…") {
+				t.Errorf("long arguments recorded as %d bytes (valid UTF-8 %v), want at most %d ending in …", len(v), utf8.ValidString(v), 8<<10)
 			}
 		}
 	}
@@ -570,7 +570,7 @@ func decisionCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int
 	counts := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.DecisionsMetric {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "tollgate.tool.decisions" {
 				for _, dp := range sum.DataPoints {
 					o, _ := dp.Attributes.Value("tollgate.decision")
 					counts[o.AsString()] += dp.Value
@@ -633,7 +633,7 @@ rules:
 	found := false
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.DecisionsMetric {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "tollgate.tool.decisions" {
 				for _, dp := range sum.DataPoints {
 					o, _ := dp.Attributes.Value("tollgate.decision")
 					r, _ := dp.Attributes.Value("tollgate.rule.id")

@@ -10,16 +10,6 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 )
 
-// Attribute keys of calls that come from an MCP client (package mcpgateway).
-const (
-	// KeyMCPClientName is the name the MCP client gave in initialize
-	// (clientInfo.name); MCP has no semantic convention for it.
-	KeyMCPClientName = attribute.Key("tollgate.mcp.client.name")
-	// KeyMCPClientVersion is the version the MCP client gave in
-	// initialize (clientInfo.version).
-	KeyMCPClientVersion = attribute.Key("tollgate.mcp.client.version")
-)
-
 // Tracer traces and counts the tool calls of a caller of package gate other
 // than the agent loop (an MCP gateway's tools/call): each call gets the
 // execute_tool span and the tollgate.tool.decisions count that [Middleware]

@@ -13,7 +13,7 @@
 // (Answer{By: "alice"}, never parsed) or any answerer by its Principal;
 // [Answer.Who] gives the principal either way. They are defined here, at the bottom, so that answers,
 // hooks, policies, the agent and the stores share one typed form; package
-// approval names them approval.Principal and approval.Vote.
+// approval names them Principal and Vote.
 //
 // [New] turns a typed Go function into a Tool: it infers the input schema from the
 // argument struct (github.com/google/jsonschema-go, descriptions from `jsonschema`

@@ -41,7 +41,7 @@ func (k PrincipalKind) Valid() bool {
 }
 
 // Principal names who decided, voted or answered: a kind and a name. Package
-// approval calls it approval.Principal (an alias); it is defined here, at the
+// approval calls it Principal (an alias); it is defined here, at the
 // bottom of the architecture, so that an [Answer], a hook's vote and a store
 // record carry it typed. Its text form, for people and logs, is derived
 // ([Principal.String]); in JSON it is an object {"kind": "rule", "name":
@@ -156,7 +156,7 @@ func (d VoteDecision) Valid() bool {
 
 // Vote is one source's say on a tool call: a hook's, a policy rule's, an
 // autonomy level's, a person's answer. Package approval calls it
-// approval.Vote and package agent agent.Vote (aliases); the agent keeps the
+// Vote and package agent agent.Vote (aliases); the agent keeps the
 // votes of a call in its decision record, in the order they were heard.
 //
 // In JSON: {"source": {"kind": "hook", "name": "audit"}, "decision": "allow",

@@ -29,7 +29,7 @@ import (
 //   - any other kind (input): data, when present, is a JSON value, given to
 //     the tool as it is.
 //
-// The error is a [*DataError] (wrapping [ErrInvalidData]).
+// The error is a [*DataError].
 func CheckData(req tool.Request, data json.RawMessage) error {
 	if d, err := mcptool.ParseElicitData(req); err == nil && req.Kind != tool.KindApproval {
 		if _, _, err := mcptool.ElicitAnswer(d, bytes.TrimSpace(data)); err != nil {

@@ -19,8 +19,8 @@ var (
 	// ErrAmbiguous: the request ID names requests of several runs of the
 	// tenant; name the run too.
 	ErrAmbiguous = errors.New("inbox: the request ID is in several runs")
-	// ErrNoPrincipal: the decision names nobody who decided.
-	ErrNoPrincipal = errors.New("inbox: a decision needs the principal who made it")
+	// errNoPrincipal: the decision names nobody who decided.
+	errNoPrincipal = errors.New("inbox: a decision needs the principal who made it")
 	// ErrNotPerson: one who acts for another (an Actor) acts for a named
 	// person only, never for a rule, a hook or a flag.
 	ErrNotPerson = errors.New("inbox: an answer on another's behalf names a person (NAME or person:NAME)")
@@ -29,9 +29,6 @@ var (
 	// ErrDigestMismatch: the digest sent is not the digest of the request's
 	// arguments: reload the request and decide on what it shows.
 	ErrDigestMismatch = errors.New("inbox: the digest is not the digest of this request's arguments")
-	// ErrInvalidData: the decision's data does not fit the request; a
-	// [*DataError] says how.
-	ErrInvalidData = errors.New("inbox: the data does not fit the request")
 )
 
 // DecidedError is the error of a decision on a request that another
@@ -65,7 +62,7 @@ func (e *DecidedError) Error() string {
 func (e *DecidedError) Unwrap() error { return store.ErrDecided }
 
 // DataError is the error of data that does not fit a request (see
-// [CheckData]). It wraps [ErrInvalidData].
+// [CheckData]); test for it with errors.As.
 type DataError struct {
 	// Kind is the request's kind.
 	Kind tool.Kind
@@ -79,6 +76,3 @@ type DataError struct {
 func (e *DataError) Error() string {
 	return e.What + ": " + strings.Join(e.Problems, "; ")
 }
-
-// Unwrap returns [ErrInvalidData].
-func (e *DataError) Unwrap() error { return ErrInvalidData }

@@ -14,17 +14,14 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// AnswerFunc records an answer to the request id of run runID and returns
-// the approval as decided. The store's Decide is one; a host's is another
-// (runs.Host.Answer, runs.DurableQueue.Answer, which also wake the run). An
-// AnswerFunc that stored the answer but failed after (the run was not
-// woken) returns the decided approval with its error.
-type AnswerFunc func(ctx context.Context, runID, id string, ans store.Answer) (store.Approval, error)
-
 // Options configures an [Inbox]; nil means defaults.
 type Options struct {
-	// Answer records a decision; nil means the store's Decide.
-	Answer AnswerFunc
+	// Answer records an answer to the request id of run runID and returns
+	// the approval as decided; nil means the store's Decide. A host's wakes
+	// the run too (runs.Host.Answer, runs.DurableQueue.Answer); one that
+	// stored the answer but failed after (the run was not woken) returns
+	// the decided approval with its error.
+	Answer func(ctx context.Context, runID, id string, ans store.Answer) (store.Approval, error)
 	// Now is the clock expiry is judged by; nil means time.Now.
 	Now func() time.Time
 	// Log receives a warning when an answer was stored but Answer failed
@@ -37,7 +34,7 @@ type Options struct {
 // store (two processes) agree, since the store's Decide is atomic.
 type Inbox struct {
 	store  store.Store
-	answer AnswerFunc
+	answer func(ctx context.Context, runID, id string, ans store.Answer) (store.Approval, error)
 	now    func() time.Time
 	log    *slog.Logger
 }
@@ -92,23 +89,25 @@ func (ib *Inbox) Find(ctx context.Context, q Query) (store.Approval, error) {
 }
 
 // List returns every request f selects, across pages, in the order they
-// were stored, each with the status a person sees ([Inbox.Status]).
+// were stored, each with the status a person sees (a pending request past its expiry
+// is expired, since no answer is taken any more, even before the store has
+// recorded it so).
 func (ib *Inbox) List(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
 	var out []store.Approval
 	for a, err := range store.AllApprovals(ctx, ib.store, f) {
 		if err != nil {
 			return nil, err
 		}
-		a.Status = ib.Status(a)
+		a.Status = ib.status(a)
 		out = append(out, a)
 	}
 	return out, nil
 }
 
-// Status is a's status as a person sees it: a pending request past its
+// status is a's status as a person sees it: a pending request past its
 // expiry is expired, since no answer is taken any more, even before the
 // store has recorded it so.
-func (ib *Inbox) Status(a store.Approval) store.Status {
+func (ib *Inbox) status(a store.Approval) store.Status {
 	if a.Status == store.StatusPending && a.Expired(ib.now()) {
 		return store.StatusExpired
 	}
@@ -142,8 +141,8 @@ func OnBehalf(self tool.Principal, onBehalfOf string) (by, actor tool.Principal,
 	if onBehalfOf == "" {
 		return self, tool.Principal{}, nil
 	}
-	p := approval.PrincipalOf(onBehalfOf)
-	if p.Kind != approval.PrincipalPerson || p.Name == "" {
+	p := tool.PrincipalOf(onBehalfOf)
+	if p.Kind != tool.PrincipalPerson || p.Name == "" {
 		return by, actor, fmt.Errorf("%w, not a %s", ErrNotPerson, p.Kind)
 	}
 	return p, self, nil
@@ -154,9 +153,9 @@ func OnBehalf(self tool.Principal, onBehalfOf string) (by, actor tool.Principal,
 // doc, and returns the approval as decided. The same decision again by the
 // same principals returns the stored approval and no error.
 //
-// Errors: [ErrNoPrincipal], [ErrNotPerson], [ErrDataOnDeny],
+// Errors: one when d names nobody who decided, [ErrNotPerson], [ErrDataOnDeny],
 // [ErrDigestMismatch], [store.ErrExpired], [*DecidedError],
-// [*DataError], [store.ErrNotFound], and the AnswerFunc's.
+// [*DataError], [store.ErrNotFound], and Options.Answer's.
 func (ib *Inbox) Decide(ctx context.Context, a store.Approval, d Decision) (store.Approval, error) {
 	if err := checkDecision(a, d); err != nil {
 		return store.Approval{}, err
@@ -164,7 +163,7 @@ func (ib *Inbox) Decide(ctx context.Context, a store.Approval, d Decision) (stor
 	if a.Status != store.StatusPending && repeats(a, d) {
 		return a, nil
 	}
-	if ib.Status(a) == store.StatusExpired {
+	if ib.status(a) == store.StatusExpired {
 		return store.Approval{}, fmt.Errorf("%w: request %s expired before it was decided", store.ErrExpired, strconv.Quote(a.ID))
 	}
 	if a.Status != store.StatusPending {
@@ -195,9 +194,9 @@ func (ib *Inbox) Decide(ctx context.Context, a store.Approval, d Decision) (stor
 // checkDecision checks what d says on its own and against a's digest.
 func checkDecision(a store.Approval, d Decision) error {
 	if d.By.IsZero() {
-		return ErrNoPrincipal
+		return errNoPrincipal
 	}
-	if !d.Actor.IsZero() && (d.By.Kind != approval.PrincipalPerson || d.By.Name == "") {
+	if !d.Actor.IsZero() && (d.By.Kind != tool.PrincipalPerson || d.By.Name == "") {
 		return fmt.Errorf("%w, not %s", ErrNotPerson, d.By)
 	}
 	if !d.Approve && len(d.Data) > 0 {

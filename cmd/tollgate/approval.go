@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -67,7 +68,7 @@ func approvalRunExtension() runExtension {
 			switch cfg.Answer {
 			case approveYes, approveNo:
 				ok := cfg.Answer == approveYes
-				by := approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=" + cfg.Answer}
+				by := tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=" + cfg.Answer}
 				built.Options.WaitFor = func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 					ans := tool.Answer{ID: req.ID, OK: ok, Principal: by}
 					if !ok {
@@ -247,8 +248,8 @@ func argsLine(args json.RawMessage) string {
 // (not $USER, which any process can set): the login name, else "uid:N".
 // It is the principal of every answer given through the command line.
 // osPerson is the OS user running this command, as the person who answers.
-func osPerson() approval.Principal {
-	return approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
+func osPerson() tool.Principal {
+	return tool.Principal{Kind: tool.PrincipalPerson, Name: currentUser()}
 }
 
 // deciders is who a decision made at this command line is recorded as. It is
@@ -256,7 +257,7 @@ func osPerson() approval.Principal {
 // cannot claim to be someone else; with --by NAME (a person: NAME or
 // person:NAME), which needs --admin, it is the person NAME, and the OS user
 // is kept as the actor who answered on NAME's behalf.
-func deciders(cmdPath, by string, admin bool) (decider, actor approval.Principal, err error) {
+func deciders(cmdPath, by string, admin bool) (decider, actor tool.Principal, err error) {
 	if by != "" && !admin {
 		return decider, actor, usageErr("%s: --by records a principal other than the OS user (%s); it needs --admin", cmdPath, currentUser())
 	}
@@ -311,7 +312,7 @@ func openStore(ctx context.Context, dir, keyFile string) (store.Store, error) {
 // argument conditions on fields that no matched builtin tool has.
 //
 // Each warning is a problem at the rule's line:col in its file.
-func lintPolicy(spec policy.PolicySpec) []policy.Problem {
+func lintPolicy(spec policy.PolicySpec) []configfile.Problem {
 	tools, err := builtin.New(os.TempDir(), nil)
 	if err != nil {
 		return nil
@@ -326,10 +327,10 @@ func lintPolicy(spec policy.PolicySpec) []policy.Problem {
 			}
 		}
 	}
-	var warns []policy.Problem
+	var warns []configfile.Problem
 	for _, r := range spec.Rules {
 		warn := func(format string, a ...any) {
-			warns = append(warns, policy.Problem{File: spec.Name, Line: r.Line, Col: r.Col, Severity: policy.SeverityWarning, Message: fmt.Sprintf(format, a...)})
+			warns = append(warns, configfile.Problem{File: spec.Name, Line: r.Line, Col: r.Col, Severity: configfile.SeverityWarning, Message: fmt.Sprintf(format, a...)})
 		}
 		var matched []string // builtins the rule applies to
 		mcp := len(r.Tools) == 0
@@ -360,7 +361,7 @@ func lintPolicy(spec policy.PolicySpec) []policy.Problem {
 		if r.Command != nil {
 			f := r.Command.Field
 			if f == "" {
-				f = policy.DefaultCommandField
+				f = "command"
 			}
 			fields = append(fields, f)
 		}
@@ -400,7 +401,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 				}
 				if err != nil {
 					failed = true
-					var pe *policy.PolicyError
+					var pe *configfile.Error
 					if !errors.As(err, &pe) {
 						printError(env.stderr, err)
 					}
@@ -409,7 +410,7 @@ Exit status 0 when every file loads (warnings allowed), 1 when one has errors.`,
 				for _, w := range lintPolicy(p.Spec()) {
 					fmt.Fprintln(env.stdout, w)
 				}
-				a := string(p.Autonomy())
+				a := string(p.Spec().Autonomy)
 				if a == "" {
 					a = "none"
 				}
@@ -581,7 +582,7 @@ func (w *answerAs) decide(c *cobra.Command, env *cliEnv, id, verb, what string, 
 	}
 	d.By, d.Actor = decider, actor
 	a, err = inbox.New(s, nil).Decide(ctx, a, d)
-	if errors.Is(err, inbox.ErrInvalidData) {
+	if errors.As(err, new(*inbox.DataError)) {
 		return usageErr("%s: %s; nothing was decided", what, field(err.Error()))
 	}
 	if err != nil {

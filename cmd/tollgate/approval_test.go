@@ -182,8 +182,8 @@ func TestApproveLaterEndToEnd(t *testing.T) {
 		t.Fatalf("after a second resume the call ran %d times, want 1", n)
 	}
 	// show and list --json name who decided and the administrator who acted.
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
-	admin := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
+	admin := tool.Principal{Kind: tool.PrincipalPerson, Name: currentUser()}
 	code, out = runOut(tg("approvals", "show", "--json", "--state-dir", "state", reqID))
 	var shown store.Approval
 	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.Status != store.StatusUsed || shown.DecidedBy != alice || shown.Actor != admin {

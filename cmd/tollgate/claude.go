@@ -45,7 +45,7 @@ func checkClaudeSettings(f string, w io.Writer) int {
 			bad++
 		}
 	}
-	if s.Handlers() == 0 && len(s.Permissions) == 0 {
+	if len(s.Handlers()) == 0 && len(s.Permissions) == 0 {
 		bad++
 	}
 	// The permissions are rules 'tollgate run --claude-settings' enforces.
@@ -59,21 +59,15 @@ func checkClaudeSettings(f string, w io.Writer) int {
 			bad++
 		}
 	}
-	fmt.Fprintf(w, "%s: %d Claude Code hook handler(s) loaded\n", f, s.Handlers())
+	fmt.Fprintf(w, "%s: %d Claude Code hook handler(s) loaded\n", f, len(s.Handlers()))
 	if len(s.Permissions) > 0 {
 		fmt.Fprintf(w, "%s: %d permission rule(s), enforced as policy rules\n", f, len(s.Permissions))
 		for _, p := range s.Permissions {
 			fmt.Fprintf(w, "  %s %s (rule %s:%s)\n", p.List, p.Rule, p.List, p.Rule)
 		}
 	}
-	for _, g := range s.Groups {
-		m := g.Matcher
-		if m == "" {
-			m = "*"
-		}
-		for _, h := range g.Handlers {
-			fmt.Fprintf(w, "  %s %s: %s\n", g.Event, m, h)
-		}
+	for _, h := range s.Handlers() {
+		fmt.Fprintf(w, "  %s\n", h)
 	}
 	return bad
 }

@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/claudegate"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/records"
@@ -201,7 +201,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		if err != nil {
 			return nil, closeAll, err
 		}
-		opts.Listener = reg
+		opts.Listener = reg.Listener()
 	}
 	if f.records != "" {
 		w, err := records.OpenFile(f.records, nil)
@@ -250,7 +250,7 @@ func claudeServeOptions(cc *serveconfig.ClaudeCodeConfig, section, stateDir stri
 		if err != nil {
 			return nil, err
 		}
-		o.Listener = reg
+		o.Listener = reg.Listener()
 	}
 	return o, nil
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/claudegate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudegate"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 

@@ -296,7 +296,7 @@ func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *s
 		if err != nil {
 			return o, closeAll, usageErr("gateway: --hooks: %v", err)
 		}
-		o.Listener = func() hooks.ToolCallListener { return reg }
+		o.Listener = func() hooks.ToolCallListener { return reg.Listener() }
 	}
 	if f.records != "" {
 		w, err := records.OpenFile(f.records, &records.Options{Logger: logger})
@@ -331,7 +331,7 @@ func serveGateway(ctx context.Context, env *cliEnv, gw *mcpgateway.Gateway, addr
 			if err := server.MayCallTools(p); err != nil {
 				return mcpgateway.Client{}, err
 			}
-			return mcpgateway.Client{Principal: approval.Principal{Kind: approval.PrincipalPerson, Name: p.Name}, Tenant: p.Tenant}, nil
+			return mcpgateway.Client{Principal: tool.Principal{Kind: tool.PrincipalPerson, Name: p.Name}, Tenant: p.Tenant}, nil
 		}
 	}
 	mux := http.NewServeMux()

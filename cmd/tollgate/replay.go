@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/tollgate/approval/replay"
+	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/replay"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -38,7 +39,7 @@ it. The same store and FILE give the same output.`,
 				fmt.Fprintln(env.stderr, pr)
 			}
 			if err != nil {
-				var pe *policy.PolicyError
+				var pe *configfile.Error
 				if !errors.As(err, &pe) {
 					printError(env.stderr, err)
 				}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/internal/layer"
 )
 
 // Approve and remember at the terminal: a bash call asked about and

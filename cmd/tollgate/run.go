@@ -425,7 +425,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		defer closeStore()
 		ctx := c.Context()
 		p := &printer{w: env.stdout, json: fl.json, hold: env.termHold()}
-		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}, Drive: runs.Drive{OnEvent: p.event}})
+		res, runErr := h.Start(ctx, runs.StartRequest{Config: cfg, Prompt: prompt, Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: currentUser()}, Drive: runs.Drive{OnEvent: p.event}})
 		return finish(ctx, &runDriver{env: env, host: h, p: p, flags: state.repeatFlags(), where: storeWhere(storeURL, stateDir), json: fl.json, wait: cfg.Answer == approveWait}, res, runErr)
 	}
 	return rc
@@ -622,7 +622,7 @@ func (p *printer) print(ev agent.Event) {
 		}
 		outcome, by := string(d.Outcome), field(d.By.String())
 		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] {
-			if d.By.Kind == approval.PrincipalPerson {
+			if d.By.Kind == tool.PrincipalPerson {
 				outcome = "answered" // a question: the person answered it
 			} else {
 				by += ", without an answer" // --approve yes lets a question go on unanswered

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // runSummary is a run as `tollgate runs list --json` prints it.
@@ -185,7 +185,7 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 				return err
 			}
 			defer closeStore()
-			by := approval.Principal{Kind: approval.PrincipalPerson, Name: currentUser()}
+			by := tool.Principal{Kind: tool.PrincipalPerson, Name: currentUser()}
 			if err := h.Cancel(c.Context(), args[0], by); errors.Is(err, store.ErrNotFound) {
 				return withCode(exitError, noSuchRun(err, args[0]))
 			} else if err != nil {

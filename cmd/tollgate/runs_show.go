@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // printRunSummary prints d as `tollgate runs show` does without --json: the
@@ -65,7 +65,7 @@ func took(d time.Duration) string {
 // callOutcome is c's outcome as the summary says it: a question a person
 // let go on was answered, not approved (as `tollgate run` prints it).
 func callOutcome(c agent.ToolCallRecord) string {
-	if c.Name == "question" && c.Decision.Outcome == agent.OutcomeApproved && c.Decision.By.Kind == approval.PrincipalPerson {
+	if c.Name == "question" && c.Decision.Outcome == agent.OutcomeApproved && c.Decision.By.Kind == tool.PrincipalPerson {
 		return "answered"
 	}
 	return string(c.Decision.Outcome)

@@ -143,7 +143,7 @@ func jsonSafe(b []byte) []byte {
 // can start a line of its own that looks like tollgate's.
 //
 // A list of errors wrapped in context ("run: --policy: " around a
-// *policy.PolicyError, whose problems unwrap as a list) gives a line per
+// *configfile.Error, whose problems unwrap as a list) gives a line per
 // listed error, each with that context in front, so that every line names
 // the flag and the file:line:col it is about.
 func errorLines(err error) []string {

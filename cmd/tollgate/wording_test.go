@@ -70,7 +70,7 @@ func TestPrinterDecisionLines(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	p := &printer{w: &out}
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	for _, ev := range []agent.Event{
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c1", Name: "read", Arguments: []byte(`{}`)}},
 		{Kind: agent.EventDecision, CallID: "c1", Decision: &agent.Decision{Outcome: agent.OutcomeAllowed, By: approval.Default}},
@@ -82,7 +82,7 @@ func TestPrinterDecisionLines(t *testing.T) {
 		{Kind: agent.EventDecision, CallID: "c3", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c4", Name: "question", Arguments: []byte(`{}`)}},
 		{Kind: agent.EventPending, CallID: "c4", Request: &tool.Request{ID: "q2", Kind: tool.KindQuestion, Prompt: "Which?"}},
-		{Kind: agent.EventDecision, CallID: "c4", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: approval.Principal{Kind: approval.PrincipalFlag, Name: "--approve=yes"}}},
+		{Kind: agent.EventDecision, CallID: "c4", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}}},
 	} {
 		p.event(ev)
 	}
@@ -173,7 +173,7 @@ func TestRunsShowSummarizesCalls(t *testing.T) {
 // runs show says a question a person let go on was answered, as run does.
 func TestRunsShowSaysAnswered(t *testing.T) {
 	t.Parallel()
-	alice := approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	res, err := json.Marshal(agent.Result{Status: agent.StatusDone, Turns: 2, ToolCalls: []agent.ToolCallRecord{
 		{ID: "c1", Name: "question", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
 		{ID: "c2", Name: "write", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},

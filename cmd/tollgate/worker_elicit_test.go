@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // A durable run driven by `tollgate worker` (no terminal, no person) whose
@@ -93,7 +93,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "deploy", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
+	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "deploy", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 		t.Fatalf("pending request %+v", pending.Request)
 	}
 	ib := inbox.New(st, &inbox.Options{Answer: client.Answer})
-	if _, err := ib.Decide(ctx, pending, inbox.Decision{Approve: true, By: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"},
+	if _, err := ib.Decide(ctx, pending, inbox.Decision{Approve: true, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"},
 		Data: json.RawMessage(`{"answers":[["2"],["us"]]}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/postgres"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // tollgate worker takes a run enqueued by another process, builds its agent
@@ -106,7 +106,7 @@ func workerDrives(t *testing.T, dir, config string, env []string, dbURL string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "read a.txt", Owner: approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}})
+	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "read a.txt", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}

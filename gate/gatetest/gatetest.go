@@ -86,7 +86,7 @@ type askWrites struct{}
 func (askWrites) Authorize(_ context.Context, c approval.Call) (approval.Verdict, error) {
 	var a struct{ Path string }
 	_ = json.Unmarshal(c.Args, &a)
-	by := approval.Principal{Kind: approval.PrincipalRule, Name: "writes"}
+	by := tool.Principal{Kind: tool.PrincipalRule, Name: "writes"}
 	switch {
 	case strings.HasPrefix(a.Path, "/etc/"):
 		return approval.Verdict{Decision: approval.Deny, Reason: "system files", By: by}, nil
@@ -187,7 +187,7 @@ func cases() []kase {
 		}, check: func(t *testing.T, rec *gate.Record, runs []string) {
 			want(t, rec, gate.OutcomeAllowed, "rule:writes", true)
 			ranWith(t, runs, `{"path":"/tmp/jail/a"}`)
-			if !hasVote(rec, "hook:jail", approval.VoteRewrite) {
+			if !hasVote(rec, "hook:jail", tool.VoteRewrite) {
 				t.Errorf("no rewrite vote: %+v", rec.Decision.Votes)
 			}
 		}},
@@ -226,7 +226,7 @@ func cases() []kase {
 		}, check: func(t *testing.T, rec *gate.Record, runs []string) {
 			want(t, rec, gate.OutcomeApproved, "person:alice", true)
 			ranWith(t, runs, `{"path":"/tmp/a"}`)
-			if !hasVote(rec, "person:alice", approval.VoteAllow) {
+			if !hasVote(rec, "person:alice", tool.VoteAllow) {
 				t.Errorf("the person's answer is not among the votes: %+v", rec.Decision.Votes)
 			}
 		}},
@@ -237,7 +237,7 @@ func cases() []kase {
 				if rec.Output != `wrote /home/a with "eu"` {
 					t.Errorf("output %q: the tool did not go on with bob's answer", rec.Output)
 				}
-				if !hasVote(rec, "person:alice", approval.VoteAllow) || !hasVote(rec, "person:bob", approval.VoteAllow) {
+				if !hasVote(rec, "person:alice", tool.VoteAllow) || !hasVote(rec, "person:bob", tool.VoteAllow) {
 					t.Errorf("the record does not name both the approval and the answer: %+v", rec.Decision.Votes)
 				}
 			}},

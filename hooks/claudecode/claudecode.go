@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/proc"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -35,8 +36,8 @@ const (
 	FailOpen FailMode = "open"
 )
 
-// ParseFailMode reads "open" or "closed".
-func ParseFailMode(s string) (FailMode, error) {
+// parseFailMode reads "open" or "closed".
+func parseFailMode(s string) (FailMode, error) {
 	switch FailMode(s) {
 	case FailClosed, FailOpen:
 		return FailMode(s), nil
@@ -51,9 +52,11 @@ type Options struct {
 	// values. Made absolute by New.
 	ProjectDir string
 	// FailModes sets the fail mode per event. An event not listed fails
-	// closed when it is PreToolUse or PermissionRequest, and open otherwise.
+	// closed when it is PreToolUse or PermissionRequest, and open otherwise;
+	// a mode other than FailOpen and FailClosed makes New fail.
 	FailModes map[Event]FailMode
-	// DefaultTimeout is a handler's timeout when it gives none (default 60 s).
+	// DefaultTimeout is a handler's timeout when it gives none; zero means
+	// 60 s (Claude Code's). A handler may give up to one hour.
 	DefaultTimeout time.Duration
 	// Env is the environment of command handlers, "NAME=value", taken as it
 	// is. Nil means the process environment scrubbed to an allowlist (PATH,
@@ -116,12 +119,12 @@ func New(s *Settings, opts *Options) (*Hooks, error) {
 	}
 	o.ProjectDir = abs
 	for ev, m := range o.FailModes {
-		if _, err := ParseFailMode(string(m)); err != nil {
+		if _, err := parseFailMode(string(m)); err != nil {
 			return nil, fmt.Errorf("claudecode: %s: %w", ev, err)
 		}
 	}
 	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = DefaultTimeout
+		o.DefaultTimeout = defaultHandlerTimeout
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
@@ -180,7 +183,7 @@ func (c *Hooks) Register(h *hooks.Hooks) *hooks.Hooks {
 }
 
 func (x *runtime) has(ev Event) bool {
-	for _, g := range x.s.Groups {
+	for _, g := range x.s.groups {
 		if g.Event == ev {
 			return true
 		}
@@ -200,11 +203,11 @@ func (x *runtime) failMode(ev Event) FailMode {
 
 // handlers returns the handlers of ev whose group matches value and whose if
 // condition holds, identical ones once, in configuration order.
-func (x *runtime) handlers(ev Event, value, claudeTool string, input json.RawMessage) []*Handler {
-	var out []*Handler
+func (x *runtime) handlers(ev Event, value, claudeTool string, input json.RawMessage) []*hookHandler {
+	var out []*hookHandler
 	seen := map[string]bool{}
-	for gi := range x.s.Groups {
-		g := &x.s.Groups[gi]
+	for gi := range x.s.groups {
+		g := &x.s.groups[gi]
 		if g.Event != ev || !g.m.Match(value) {
 			continue
 		}
@@ -248,7 +251,7 @@ func (x *runtime) stdin(ctx context.Context, ev Event, fields map[string]any) []
 }
 
 // runAll runs hs concurrently with the same stdin; results are in hs's order.
-func (x *runtime) runAll(ctx context.Context, ev Event, hs []*Handler, stdin []byte) []*result {
+func (x *runtime) runAll(ctx context.Context, ev Event, hs []*hookHandler, stdin []byte) []*result {
 	out := make([]*result, len(hs))
 	var wg sync.WaitGroup
 	for i, h := range hs {
@@ -365,8 +368,8 @@ func updatedInput(r *result) json.RawMessage {
 // allow; then the updatedInputs apply in configuration order, a handler
 // whose input changed since it ran being run again on the rewritten input.
 func (x *runtime) preToolUse(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
-	name := ClaudeName(ev.Name)
-	input := ToClaudeInput(ev.Name, ev.Args, x.opts.ProjectDir)
+	name := claudenames.Name(ev.Name)
+	input := claudenames.ToInput(ev.Name, ev.Args, x.opts.ProjectDir)
 	hs := x.handlers(PreToolUse, name, name, input)
 	if len(hs) == 0 {
 		return nil, nil
@@ -433,7 +436,7 @@ func (x *runtime) preToolUse(ctx context.Context, ev *hooks.BeforeToolEvent) (*h
 	}
 	ov := &hooks.ToolOverride{}
 	if rewritten {
-		ov.Args = FromClaudeInput(ev.Name, cur)
+		ov.Args = claudenames.FromInput(ev.Name, cur)
 		ov.Reason = "updatedInput from " + strings.Join(by, ", ")
 	}
 	if best == vAllow {
@@ -470,8 +473,8 @@ func (x *runtime) postToolUse(ctx context.Context, ev *hooks.AfterToolEvent) (*h
 	if ev.Result.IsError {
 		event = PostToolUseFailure
 	}
-	name := ClaudeName(ev.Name)
-	input := ToClaudeInput(ev.Name, ev.Args, x.opts.ProjectDir)
+	name := claudenames.Name(ev.Name)
+	input := claudenames.ToInput(ev.Name, ev.Args, x.opts.ProjectDir)
 	hs := x.handlers(event, name, name, input)
 	if len(hs) == 0 {
 		return nil, nil
@@ -528,8 +531,8 @@ func (x *runtime) postToolUse(ctx context.Context, ev *hooks.AfterToolEvent) (*h
 // permissionRequest is the Permission hook: allow or deny from any handler
 // (deny wins); updatedInput becomes the edited arguments.
 func (x *runtime) permissionRequest(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
-	name := ClaudeName(ev.Name)
-	input := ToClaudeInput(ev.Name, ev.Args, x.opts.ProjectDir)
+	name := claudenames.Name(ev.Name)
+	input := claudenames.ToInput(ev.Name, ev.Args, x.opts.ProjectDir)
 	hs := x.handlers(PermissionRequest, name, name, input)
 	if len(hs) == 0 {
 		return nil, nil
@@ -558,7 +561,7 @@ func (x *runtime) permissionRequest(ctx context.Context, ev *hooks.PermissionEve
 			if allow == nil {
 				allow = &tool.Answer{OK: true, Reason: orDefault(d.Message, "allowed by hook "+r.h.Source)}
 				if len(d.UpdatedInput) > 0 {
-					allow.Data = FromClaudeInput(ev.Name, d.UpdatedInput)
+					allow.Data = claudenames.FromInput(ev.Name, d.UpdatedInput)
 				}
 			}
 		}
@@ -719,7 +722,7 @@ func (x *runtime) notification(ctx context.Context, ev *hooks.PendingEvent) erro
 	}
 	x.runAll(ctx, Notification, hs, x.stdin(ctx, Notification, map[string]any{
 		"message": ev.Request.Prompt, "title": "tollgate", "notification_type": typ,
-		"tool_use_id": ev.ID, "tool_name": ClaudeName(ev.Name), "tollgate_request_id": ev.Request.ID,
+		"tool_use_id": ev.ID, "tool_name": claudenames.Name(ev.Name), "tollgate_request_id": ev.Request.ID,
 	}))
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // pre returns a settings document with one PreToolUse group on Bash.
@@ -108,7 +109,7 @@ func TestPreToolUseContract(t *testing.T) {
 func TestAllowNeverBeatsPolicyDeny(t *testing.T) {
 	h := newHarness(t, pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}`)))
 	h.policy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Deny, Reason: "policy says no", By: approval.Principal{Kind: "rule", Name: "no"}}, nil
+		return approval.Verdict{Decision: approval.Deny, Reason: "policy says no", By: tool.Principal{Kind: "rule", Name: "no"}}, nil
 	})
 	res, err := h.run(t, "go", bash("touch ran"))
 	if err != nil {

@@ -57,13 +57,20 @@
 // tollgate_run_id, tollgate_agent, tollgate_tool (its own tool name),
 // tollgate_turn and, for requests, tollgate_request_id. Exit 0 with stdout
 // starting with "{" is read as JSON; exit 2 blocks (the JSON's reason, else
-// stderr); any other exit is decided by valid JSON alone. The universal
+// stderr); any other exit is decided by valid JSON alone. At most 1 MiB of
+// stdout (or of an http answer's body) is read, and longer JSON fails; the
+// first 64 KiB of stderr are kept. The universal
 // fields continue (false stops the run with a [*StoppedError]), stopReason
 // and systemMessage (logged) are honoured; hookSpecificOutput must name the
 // event in hookEventName. Output JSON is checked against a JSON Schema of
 // the documented fields (google/jsonschema-go).
 //
-// Matchers are read as Claude Code reads them ([Matcher]); a handler's "if"
+// Matchers are read as Claude Code reads them: "*", "" or none match every
+// tool; a matcher of only ASCII letters, digits, '_', '-', ' ', ',' and '|'
+// is a list of exact names ("Edit|Write"); anything else is an unanchored,
+// case-sensitive RE2 regular expression ("mcp__memory__.*"; "Edit.*" also
+// matches "NotebookEdit"), and a group whose pattern does not compile is
+// skipped. A handler's "if"
 // is "Tool" or "Tool(glob)". Command handlers run with `sh -c COMMAND`, or
 // COMMAND with "args" and no shell, in the project directory, in their own
 // process group, without a terminal, with CLAUDE_PROJECT_DIR in the

@@ -17,13 +17,14 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/model/scripted"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden stdin files in testdata/stdin")
 
 func askPolicy() approval.Authorizer {
 	return approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-		return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: approval.Principal{Kind: "rule", Name: "ask"}}, nil
+		return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: tool.Principal{Kind: "rule", Name: "ask"}}, nil
 	})
 }
 
@@ -50,7 +51,7 @@ func TestGoldenStdin(t *testing.T) {
 	h := newHarness(t, doc)
 	h.policy = approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		if c.Tool == "bash" {
-			return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: approval.Principal{Kind: "rule", Name: "ask"}}, nil
+			return approval.Verdict{Decision: approval.Ask, Reason: "a person decides", By: tool.Principal{Kind: "rule", Name: "ask"}}, nil
 		}
 		return approval.Verdict{Decision: approval.Allow}, nil
 	})

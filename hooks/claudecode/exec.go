@@ -18,18 +18,18 @@ import (
 
 // Limits of a handler's run.
 const (
-	// DefaultTimeout is a handler's timeout when it gives none (Claude Code's 60 s).
-	DefaultTimeout = 60 * time.Second
-	// MaxOutput is how much of a handler's stdout (or an http body) is read;
+	// defaultHandlerTimeout is a handler's timeout when it gives none (Claude Code's 60 s).
+	defaultHandlerTimeout = 60 * time.Second
+	// maxOutput is how much of a handler's stdout (or an http body) is read;
 	// JSON longer than this fails.
-	MaxOutput = 1 << 20
-	// MaxStderr is how much of a handler's stderr is kept.
-	MaxStderr = 64 << 10
+	maxOutput = 1 << 20
+	// maxStderr is how much of a handler's stderr is kept.
+	maxStderr = 64 << 10
 )
 
 // result is what one handler run gave.
 type result struct {
-	h *Handler
+	h *hookHandler
 	// failed says why the handler failed (timed out, could not start, killed
 	// by a signal, crashed, printed bad JSON); empty when it ran.
 	failed string
@@ -65,7 +65,7 @@ func (r *result) blockReason() string {
 }
 
 // run runs handler h for event ev with stdin, within its timeout.
-func (x *runtime) run(ctx context.Context, h *Handler, ev Event, stdin []byte) *result {
+func (x *runtime) run(ctx context.Context, h *hookHandler, ev Event, stdin []byte) *result {
 	timeout := h.Timeout
 	if timeout == 0 {
 		timeout = x.opts.DefaultTimeout
@@ -73,7 +73,7 @@ func (x *runtime) run(ctx context.Context, h *Handler, ev Event, stdin []byte) *
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var r *result
-	if h.Type == TypeHTTP {
+	if h.Type == typeHTTP {
 		r = x.runHTTP(cctx, h, stdin)
 	} else {
 		r = x.runCommand(cctx, h, stdin)
@@ -110,7 +110,7 @@ func (x *runtime) run(ctx context.Context, h *Handler, ev Event, stdin []byte) *
 }
 
 // runCommand runs a command handler in its own process group.
-func (x *runtime) runCommand(ctx context.Context, h *Handler, stdin []byte) *result {
+func (x *runtime) runCommand(ctx context.Context, h *hookHandler, stdin []byte) *result {
 	r := &result{h: h, exit: -1}
 	var cmd *exec.Cmd
 	if h.Args != nil {
@@ -137,12 +137,12 @@ func (x *runtime) runCommand(ctx context.Context, h *Handler, stdin []byte) *res
 		}()
 	}
 	cmd.Stdin = bytes.NewReader(stdin)
-	stdout, stderr := proc.NewLimitedBuffer(MaxOutput+1), proc.NewLimitedBuffer(MaxStderr)
+	stdout, stderr := proc.NewLimitedBuffer(maxOutput+1), proc.NewLimitedBuffer(maxStderr)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	r.stdout, r.stderr = stdout.String(), stderr.String()
-	if stdout.Truncated() || len(r.stdout) > MaxOutput {
-		r.failed = fmt.Sprintf("printed more than %d bytes on stdout", MaxOutput)
+	if stdout.Truncated() || len(r.stdout) > maxOutput {
+		r.failed = fmt.Sprintf("printed more than %d bytes on stdout", maxOutput)
 		return r
 	}
 	var ee *exec.ExitError
@@ -174,7 +174,7 @@ func (x *runtime) runCommand(ctx context.Context, h *Handler, stdin []byte) *res
 
 // runHTTP POSTs stdin to an http handler: a 2xx answer's body is read like
 // the stdout of exit 0; any other status, or no answer, is a failure.
-func (x *runtime) runHTTP(ctx context.Context, h *Handler, stdin []byte) *result {
+func (x *runtime) runHTTP(ctx context.Context, h *hookHandler, stdin []byte) *result {
 	r := &result{h: h, exit: -1}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(stdin))
 	if err != nil {
@@ -193,13 +193,13 @@ func (x *runtime) runHTTP(ctx context.Context, h *Handler, stdin []byte) *result
 		return r
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxOutput+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOutput+1))
 	if err != nil && ctx.Err() == nil {
 		r.failed = "answer could not be read: " + err.Error()
 		return r
 	}
-	if len(body) > MaxOutput {
-		r.failed = fmt.Sprintf("answered more than %d bytes", MaxOutput)
+	if len(body) > maxOutput {
+		r.failed = fmt.Sprintf("answered more than %d bytes", maxOutput)
 		return r
 	}
 	if resp.StatusCode/100 != 2 {

@@ -76,7 +76,7 @@ func settings(t *testing.T, ws, doc string) *claudecode.Settings {
 	for _, d := range s.Diagnostics {
 		t.Logf("%s", d)
 	}
-	if s.Handlers() == 0 {
+	if len(s.Handlers()) == 0 {
 		t.Fatalf("no handlers loaded from %s", doc)
 	}
 	return s

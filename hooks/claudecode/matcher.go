@@ -6,26 +6,26 @@ import (
 	"strings"
 )
 
-// Matcher is a compiled matcher group "matcher", read as Claude Code reads
+// nameMatcher is a compiled matcher group "matcher", read as Claude Code reads
 // it: "*", "" or absent match everything; a matcher of only ASCII letters,
 // digits, '_', '-', ' ', ',' and '|' is a list of exact names split on '|'
 // or ',' ("Edit|Write"); anything else is an unanchored, case-sensitive RE2
 // regular expression ("mcp__memory__.*", and "Edit.*" also matches
 // "NotebookEdit").
-type Matcher struct {
+type nameMatcher struct {
 	all   bool
 	names map[string]bool
 	re    *regexp.Regexp
 }
 
-// CompileMatcher compiles s; the error names a pattern RE2 cannot compile
+// compileMatcher compiles s; the error names a pattern RE2 cannot compile
 // (such a group is skipped: it would match nothing).
-func CompileMatcher(s string) (*Matcher, error) {
+func compileMatcher(s string) (*nameMatcher, error) {
 	if s == "" || s == "*" {
-		return &Matcher{all: true}, nil
+		return &nameMatcher{all: true}, nil
 	}
 	if isNameList(s) {
-		m := &Matcher{names: map[string]bool{}}
+		m := &nameMatcher{names: map[string]bool{}}
 		for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == ',' }) {
 			if p := strings.TrimSpace(part); p != "" {
 				m.names[p] = true
@@ -37,7 +37,7 @@ func CompileMatcher(s string) (*Matcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("matcher %q is not a regular expression RE2 can compile: %v", s, err)
 	}
-	return &Matcher{re: re}, nil
+	return &nameMatcher{re: re}, nil
 }
 
 func isNameList(s string) bool {
@@ -54,7 +54,7 @@ func isNameList(s string) bool {
 
 // Match reports whether the matcher matches v (a tool name, or for
 // SessionStart the source, for Notification the notification type).
-func (m *Matcher) Match(v string) bool {
+func (m *nameMatcher) Match(v string) bool {
 	switch {
 	case m == nil || m.all:
 		return true

@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -19,14 +20,14 @@ import (
 
 // Limits on what a settings file may hold.
 const (
-	// MaxSettingsSize is the largest settings file read, in bytes.
-	MaxSettingsSize = 1 << 20
-	// MaxDepth is the deepest nesting of objects and arrays read.
-	MaxDepth = 32
-	// MaxHandlers is the most handlers one file may hold; the rest are skipped.
-	MaxHandlers = 1000
-	// MaxTimeout is the longest handler timeout accepted (one hour).
-	MaxTimeout = time.Hour
+	// maxSettingsSize is the largest settings file read, in bytes.
+	maxSettingsSize = 1 << 20
+	// maxDepth is the deepest nesting of objects and arrays read.
+	maxDepth = 32
+	// maxHandlers is the most handlers one file may hold; the rest are skipped.
+	maxHandlers = 1000
+	// maxTimeout is the longest handler timeout accepted (one hour).
+	maxTimeout = time.Hour
 )
 
 // Event is the name of a Claude Code hook event, spelled as in settings.json.
@@ -84,7 +85,7 @@ var notFired = map[string]string{
 // configfile.SeverityWarning), or a file that was not read at all
 // (configfile.SeverityError). It is the [configfile.Problem] every
 // configuration file reports (Line and Col from 1, 0 when unknown), with
-// what the loader did about it. Its String is FILE:LINE:COL: warning:
+// what the loader did about it. Its Error text is FILE:LINE:COL: warning:
 // MESSAGE, the form of `tollgate hooks check`.
 type Diagnostic struct {
 	configfile.Problem
@@ -100,28 +101,28 @@ func diag(file string, line, col int, sev configfile.Severity, skipped bool, ev 
 	return Diagnostic{Problem: configfile.Problem{File: file, Line: line, Col: col, Severity: sev, Message: msg}, Skipped: skipped, Event: ev}
 }
 
-// HandlerType is a handler's "type".
-type HandlerType string
+// handlerType is a handler's "type".
+type handlerType string
 
 // The handler types tollgate runs. Claude Code's "prompt" and "agent"
 // handlers are skipped with a diagnostic.
 const (
-	// TypeCommand runs `sh -c COMMAND`, or COMMAND with Args and no shell.
-	TypeCommand HandlerType = "command"
-	// TypeHTTP POSTs the same JSON to URL and reads the answer from the body.
-	TypeHTTP HandlerType = "http"
+	// typeCommand runs `sh -c COMMAND`, or COMMAND with Args and no shell.
+	typeCommand handlerType = "command"
+	// typeHTTP POSTs the same JSON to URL and reads the answer from the body.
+	typeHTTP handlerType = "http"
 )
 
-// Handler is one entry of a matcher group's "hooks" list.
-type Handler struct {
-	Type HandlerType
+// hookHandler is one entry of a matcher group's "hooks" list.
+type hookHandler struct {
+	Type handlerType
 	// Command is run with `sh -c` (CLAUDE_PROJECT_DIR is in its environment).
 	// With Args, Command is the program and Args its arguments, run without a
 	// shell; $CLAUDE_PROJECT_DIR and ${CLAUDE_PROJECT_DIR} in either are
 	// replaced by the project directory.
 	Command string
 	Args    []string
-	// URL and Headers are for TypeHTTP.
+	// URL and Headers are for typeHTTP.
 	URL     string
 	Headers map[string]string
 	// Timeout is the handler's "timeout" (seconds in the file); 0 means the
@@ -135,15 +136,15 @@ type Handler struct {
 }
 
 // key identifies identical handlers, which run once per event.
-func (h Handler) key() string {
+func (h hookHandler) key() string {
 	return fmt.Sprintf("%s\x00%s\x00%q\x00%s\x00%v\x00%s\x00%s", h.Type, h.Command, h.Args, h.URL, h.Headers, h.Timeout, h.If)
 }
 
 // String names the handler for logs and decision reasons: its source and
 // what it runs.
-func (h Handler) String() string {
+func (h hookHandler) String() string {
 	what := h.Command
-	if h.Type == TypeHTTP {
+	if h.Type == typeHTTP {
 		what = h.URL
 	} else if len(h.Args) > 0 {
 		what += " " + strings.Join(h.Args, " ")
@@ -154,20 +155,21 @@ func (h Handler) String() string {
 	return h.Source + " (" + what + ")"
 }
 
-// Group is one matcher group: its handlers run for the event when the
+// hookGroup is one matcher group: its handlers run for the event when the
 // matcher matches.
-type Group struct {
+type hookGroup struct {
 	Event    Event
-	Matcher  string
-	Handlers []Handler
+	matcher  string
+	Handlers []hookHandler
 	Source   string
-	m        *Matcher
+	m        *nameMatcher
 }
 
 // Settings is the hooks of one or more settings files, in file order. Use
-// [Parse] or [LoadFiles]; Add joins files.
+// [Parse] or [LoadFiles], which adds up several files (identical handlers
+// still run once per event).
 type Settings struct {
-	Groups []Group
+	groups []hookGroup
 	// Permissions are the rules of the permissions object's allow, ask and
 	// deny lists, in file order (read even when the file has no hooks).
 	Permissions []Permission
@@ -183,24 +185,29 @@ type Permission struct {
 	Source string
 }
 
-// Add appends o's groups and diagnostics to s and returns s: settings from
-// several files add up (identical handlers still run once per event).
-func (s *Settings) Add(o *Settings) *Settings {
+// add appends o's groups and diagnostics to s and returns s.
+func (s *Settings) add(o *Settings) *Settings {
 	if o != nil {
-		s.Groups = append(s.Groups, o.Groups...)
+		s.groups = append(s.groups, o.groups...)
 		s.Permissions = append(s.Permissions, o.Permissions...)
 		s.Diagnostics = append(s.Diagnostics, o.Diagnostics...)
 	}
 	return s
 }
 
-// Handlers returns the number of handlers in s.
-func (s *Settings) Handlers() int {
-	n := 0
-	for _, g := range s.Groups {
-		n += len(g.Handlers)
+// Handlers describes each handler of s, in file order, one line each:
+// "EVENT MATCHER: FILE:LINE:COL (what it runs)", the matcher "*" when the
+// group has none (`PreToolUse Bash: settings.json:5:13 (./check.sh)`). Its
+// length is the number of handlers.
+func (s *Settings) Handlers() []string {
+	var out []string
+	for _, g := range s.groups {
+		m := cmp.Or(g.matcher, "*")
+		for _, h := range g.Handlers {
+			out = append(out, fmt.Sprintf("%s %s: %s", g.Event, m, h))
+		}
 	}
-	return n
+	return out
 }
 
 // LoadFiles reads the hooks object of each settings file with [Parse] and
@@ -223,12 +230,12 @@ func LoadFiles(paths ...string) (*Settings, error) {
 		if err != nil {
 			return nil, fmt.Errorf("claudecode: %w", err)
 		}
-		src, err := io.ReadAll(io.LimitReader(f, MaxSettingsSize+1))
+		src, err := io.ReadAll(io.LimitReader(f, maxSettingsSize+1))
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("claudecode: reading %s: %w", p, err)
 		}
-		out.Add(Parse(src, p))
+		out.add(Parse(src, p))
 	}
 	return out, nil
 }
@@ -255,8 +262,9 @@ func SettingsFiles(projectDir, home string) []string {
 // of settings.json are not tollgate's and are ignored). It never fails: a bad
 // event, matcher group or handler is skipped on its own with a diagnostic
 // giving FILE:LINE:COL, and the rest is kept; a document that is not a JSON
-// object, is larger than MaxSettingsSize or nests deeper than MaxDepth gives
-// no hooks and an error diagnostic. Events tollgate does not fire are
+// object, is larger than 1 MiB or nests deeper than 32 objects and arrays
+// gives no hooks and an error diagnostic; past 1,000 handlers in one file,
+// the rest are skipped with a diagnostic. Events tollgate does not fire are
 // accepted with a diagnostic. "disableAllHooks": true gives no hooks from
 // this file, with a diagnostic.
 func Parse(src []byte, file string) (s *Settings) {
@@ -267,8 +275,8 @@ func Parse(src []byte, file string) (s *Settings) {
 			s = &Settings{Diagnostics: append(l.diags, diag(file, 0, 0, configfile.SeverityError, false, "", fmt.Sprintf("the parser failed on this file (%v); no hooks loaded", p)))}
 		}
 	}()
-	if len(src) > MaxSettingsSize {
-		l.fatal(nil, "the file is larger than %d bytes; no hooks loaded", MaxSettingsSize)
+	if len(src) > maxSettingsSize {
+		l.fatal(nil, "the file is larger than %d bytes; no hooks loaded", maxSettingsSize)
 		return &Settings{Diagnostics: l.diags}
 	}
 	if len(strings.TrimSpace(string(src))) == 0 {
@@ -278,11 +286,11 @@ func Parse(src []byte, file string) (s *Settings) {
 	// Tabs are JSON whitespace but not YAML indentation: read them as spaces,
 	// which keeps every line and column.
 	src = []byte(strings.ReplaceAll(string(src), "\t", " "))
-	lim := bounded.Limits{MaxBytes: MaxSettingsSize, MaxDepth: MaxDepth}
+	lim := bounded.Limits{MaxBytes: maxSettingsSize, MaxDepth: maxDepth}
 	if be, ok := errors.AsType[*bounded.Error](bounded.CheckYAML(file, src, lim)); ok {
 		msg := be.Message
 		if strings.HasPrefix(msg, "nested deeper") {
-			msg = fmt.Sprintf("the file nests deeper than %d levels", MaxDepth)
+			msg = fmt.Sprintf("the file nests deeper than %d levels", maxDepth)
 		}
 		return &Settings{Diagnostics: []Diagnostic{diag(file, be.Line, be.Col, configfile.SeverityError, false, "", msg+"; no hooks loaded")}}
 	}
@@ -364,7 +372,7 @@ func Parse(src []byte, file string) (s *Settings) {
 		for gi, gn := range groups.Values {
 			g, ok := l.group(Event(name), gi, gn, &count)
 			if ok {
-				s.Groups = append(s.Groups, g)
+				s.groups = append(s.groups, g)
 			}
 		}
 	}
@@ -431,14 +439,14 @@ func (l *loader) source(n ast.Node) string {
 }
 
 // group reads matcher group gi of event ev.
-func (l *loader) group(ev Event, gi int, n ast.Node, count *int) (Group, bool) {
+func (l *loader) group(ev Event, gi int, n ast.Node, count *int) (hookGroup, bool) {
 	where := fmt.Sprintf("hooks.%s[%d]", ev, gi)
 	m, ok := n.(*ast.MappingNode)
 	if !ok {
 		l.add(n, true, "skipped %s: a matcher group must be an object with matcher and hooks, not %s", where, kind(n))
-		return Group{}, false
+		return hookGroup{}, false
 	}
-	g := Group{Event: ev, Source: l.source(n)}
+	g := hookGroup{Event: ev, Source: l.source(n)}
 	var list *ast.MappingValueNode
 	for _, mv := range m.Values {
 		switch k := keyString(mv); k {
@@ -449,33 +457,33 @@ func (l *loader) group(ev Event, gi int, n ast.Node, count *int) (Group, bool) {
 			s, ok := stringValue(mv.Value)
 			if !ok {
 				l.add(mv.Value, true, "skipped %s: matcher must be a string, not %s", where, kind(mv.Value))
-				return Group{}, false
+				return hookGroup{}, false
 			}
-			g.Matcher = s
+			g.matcher = s
 		case "hooks":
 			list = mv
 		default:
 			l.add(mv, false, "%s: unknown field %q is ignored%s", where, k, meant(k, " (want matcher, hooks)", "matcher", "hooks"))
 		}
 	}
-	mt, err := CompileMatcher(g.Matcher)
+	mt, err := compileMatcher(g.matcher)
 	if err != nil {
 		l.add(m, true, "skipped %s: %v; the group matches nothing", where, err)
-		return Group{}, false
+		return hookGroup{}, false
 	}
 	g.m = mt
 	if list == nil {
 		l.add(m, true, "skipped %s: missing hooks", where)
-		return Group{}, false
+		return hookGroup{}, false
 	}
 	seq, ok := list.Value.(*ast.SequenceNode)
 	if !ok {
 		l.add(list.Value, true, "skipped %s: hooks must be an array of handlers, not %s", where, kind(list.Value))
-		return Group{}, false
+		return hookGroup{}, false
 	}
 	for hi, hn := range seq.Values {
-		if *count >= MaxHandlers {
-			l.add(hn, true, "skipped %s.hooks[%d]: more than %d handlers in this file", where, hi, MaxHandlers)
+		if *count >= maxHandlers {
+			l.add(hn, true, "skipped %s.hooks[%d]: more than %d handlers in this file", where, hi, maxHandlers)
 			break
 		}
 		if h, ok := l.handler(fmt.Sprintf("%s.hooks[%d]", where, hi), hn); ok {
@@ -484,23 +492,23 @@ func (l *loader) group(ev Event, gi int, n ast.Node, count *int) (Group, bool) {
 		}
 	}
 	if len(g.Handlers) == 0 {
-		return Group{}, false
+		return hookGroup{}, false
 	}
 	return g, true
 }
 
 // handler reads one handler.
-func (l *loader) handler(where string, n ast.Node) (Handler, bool) {
+func (l *loader) handler(where string, n ast.Node) (hookHandler, bool) {
 	m, ok := n.(*ast.MappingNode)
 	if !ok {
 		l.add(n, true, "skipped %s: a handler must be an object with type and command, not %s", where, kind(n))
-		return Handler{}, false
+		return hookHandler{}, false
 	}
-	skip := func(at ast.Node, format string, args ...any) (Handler, bool) {
+	skip := func(at ast.Node, format string, args ...any) (hookHandler, bool) {
 		l.add(at, true, "skipped %s: "+format, append([]any{where}, args...)...)
-		return Handler{}, false
+		return hookHandler{}, false
 	}
-	h := Handler{Source: l.source(n)}
+	h := hookHandler{Source: l.source(n)}
 	var typeNode ast.Node = m
 	for _, mv := range m.Values {
 		k := keyString(mv)
@@ -510,7 +518,7 @@ func (l *loader) handler(where string, n ast.Node) (Handler, bool) {
 			if !ok {
 				return skip(mv.Value, "type must be a string, not %s", kind(mv.Value))
 			}
-			h.Type, typeNode = HandlerType(s), mv.Value
+			h.Type, typeNode = handlerType(s), mv.Value
 		case "command", "url", "if":
 			s, ok := stringValue(mv.Value)
 			if !ok {
@@ -563,8 +571,8 @@ func (l *loader) handler(where string, n ast.Node) (Handler, bool) {
 				return skip(mv.Value, "timeout must be a number of seconds, not %s", kind(mv.Value))
 			}
 			d := time.Duration(secs * float64(time.Second))
-			if d <= 0 || d > MaxTimeout {
-				return skip(mv.Value, "timeout %v s is out of bounds (more than 0, at most %d)", secs, int(MaxTimeout.Seconds()))
+			if d <= 0 || d > maxTimeout {
+				return skip(mv.Value, "timeout %v s is out of bounds (more than 0, at most %d)", secs, int(maxTimeout.Seconds()))
 			}
 			h.Timeout = d
 		case "async":
@@ -578,14 +586,14 @@ func (l *loader) handler(where string, n ast.Node) (Handler, bool) {
 		}
 	}
 	switch h.Type {
-	case TypeCommand:
+	case typeCommand:
 		if strings.TrimSpace(h.Command) == "" {
 			return skip(m, "a command handler needs a non-empty command")
 		}
 		if strings.ContainsRune(h.Command, 0) {
 			return skip(m, "command holds a NUL byte")
 		}
-	case TypeHTTP:
+	case typeHTTP:
 		if !strings.HasPrefix(h.URL, "http://") && !strings.HasPrefix(h.URL, "https://") {
 			return skip(m, "an http handler needs an http:// or https:// url")
 		}

@@ -30,9 +30,9 @@ func (t ActionType) String() string {
 	return fmt.Sprintf("ActionType(%d)", uint8(t))
 }
 
-// ParseActionType accepts "log" and "command" in any letter case (seed 000:
+// parseActionType accepts "log" and "command" in any letter case (seed 000:
 // "Action types are log and command, in any case").
-func ParseActionType(s string) (ActionType, error) {
+func parseActionType(s string) (ActionType, error) {
 	switch {
 	case strings.EqualFold(s, "log"):
 		return ActionLog, nil
@@ -42,15 +42,15 @@ func ParseActionType(s string) (ActionType, error) {
 	return 0, fmt.Errorf("unknown action type %q (want log or command)", s)
 }
 
-// Command timeouts. A command action waits Timeout (DefaultTimeout when zero)
+// Command timeouts. A command action waits Timeout (defaultTimeout when zero)
 // and then kills the command's whole process group (seed 000: "It waits for up
 // to 30 seconds and then kills the command").
 const (
-	DefaultTimeout = 30 * time.Second
-	// MinTimeout and MaxTimeout bound Action.Timeout (inclusive); a value
+	defaultTimeout = 30 * time.Second
+	// minTimeout and maxTimeout bound Action.Timeout (inclusive); a value
 	// outside them skips the hook with a warning.
-	MinTimeout = time.Millisecond
-	MaxTimeout = 10 * time.Minute
+	minTimeout = time.Millisecond
+	maxTimeout = 10 * time.Minute
 )
 
 // Action is what a hook does. Build one with [Log], [Command] or [Argv].
@@ -67,8 +67,9 @@ type Action struct {
 	// expanded on its own, so no value can become shell syntax. The program is
 	// looked up in PATH when it has no slash.
 	Argv []string
-	// Timeout bounds a command action; 0 means DefaultTimeout. It must lie in
-	// [MinTimeout, MaxTimeout] otherwise. Log actions have none.
+	// Timeout bounds a command action; 0 means 30 s (seed 000). Otherwise it
+	// must lie between 1 ms and 10 minutes, inclusive: a hook with another
+	// timeout is skipped with a warning. Log actions have none.
 	Timeout time.Duration
 }
 
@@ -87,15 +88,15 @@ func Argv(program string, args ...string) Action {
 	return Action{Type: ActionCommand, Argv: append([]string{program}, args...)}
 }
 
-// WithTimeout returns a copy of a with Timeout set to d.
-func (a Action) WithTimeout(d time.Duration) Action {
+// withTimeout returns a copy of a with Timeout set to d.
+func (a Action) withTimeout(d time.Duration) Action {
 	a.Timeout = d
 	return a
 }
 
-// String describes the action in one line, e.g. `log "${tool} starting"` or
-// `command "echo hi" timeout=5s`.
-func (a Action) String() string {
+// describe says what the action does in one line, e.g. `log "${tool}
+// starting"` or `command "echo hi" timeout=5s`.
+func (a Action) describe() string {
 	var b strings.Builder
 	b.WriteString(a.Type.String())
 	switch a.Type {
@@ -121,16 +122,16 @@ func (a Action) String() string {
 	return b.String()
 }
 
-// ErrInvalidAction is wrapped by the error [Action.Validate] returns.
-var ErrInvalidAction = errors.New("invalid hook action")
+// errInvalidAction is wrapped by the error [Action.validate] returns.
+var errInvalidAction = errors.New("invalid hook action")
 
-// Validate reports whether a can run: a known type, a message for a log
+// validate reports whether a can run: a known type, a message for a log
 // action, exactly one of a non-empty Command or Argv (with a non-empty
 // program) for a command action, no field of the other type, and a timeout in
-// bounds. The error wraps [ErrInvalidAction]; registries skip such hooks.
-func (a Action) Validate() error {
+// bounds. The error wraps [errInvalidAction]; registries skip such hooks.
+func (a Action) validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidAction, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", errInvalidAction, fmt.Sprintf(format, args...))
 	}
 	switch a.Type {
 	case ActionLog:
@@ -152,8 +153,8 @@ func (a Action) Validate() error {
 		case a.Argv != nil && (len(a.Argv) == 0 || a.Argv[0] == ""):
 			return bad("argv needs a program as its first element")
 		}
-		if a.Timeout != 0 && (a.Timeout < MinTimeout || a.Timeout > MaxTimeout) {
-			return bad("timeout %s is out of bounds (%s to %s)", a.Timeout, MinTimeout, MaxTimeout)
+		if a.Timeout != 0 && (a.Timeout < minTimeout || a.Timeout > maxTimeout) {
+			return bad("timeout %s is out of bounds (%s to %s)", a.Timeout, minTimeout, maxTimeout)
 		}
 	default:
 		return bad("unknown action type %d (want ActionLog or ActionCommand)", a.Type)
@@ -164,7 +165,7 @@ func (a Action) Validate() error {
 // timeout returns the effective timeout of a command action.
 func (a Action) timeout() time.Duration {
 	if a.Timeout == 0 {
-		return DefaultTimeout
+		return defaultTimeout
 	}
 	return a.Timeout
 }

@@ -280,9 +280,9 @@ func TestDeniedCallFiresNoHooksAndToolWaitsForPre(t *testing.T) {
 	n := &testkit.Counter{Name: "delete"}
 	deny := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		if c.Tool == "delete" {
-			return approval.Verdict{Decision: approval.Deny, Reason: "no deleting", By: approval.Principal{Kind: "rule", Name: "policy"}}, nil
+			return approval.Verdict{Decision: approval.Deny, Reason: "no deleting", By: tool.Principal{Kind: "rule", Name: "policy"}}, nil
 		}
-		return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: "rule", Name: "policy"}}, nil
+		return approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: "rule", Name: "policy"}}, nil
 	})
 	s := &sink{}
 	reg := declarative.Of([]declarative.Config{

@@ -50,8 +50,8 @@ func benchCall(b *testing.B, r *Registry) {
 	post.Latency, post.Success, post.OutputSize = time.Millisecond, true, 10
 	b.ReportAllocs()
 	for b.Loop() {
-		r.PreToolUse(ctx, pre)
-		r.PostToolUse(ctx, &post)
+		r.Listener().PreToolUse(ctx, pre)
+		r.Listener().PostToolUse(ctx, &post)
 	}
 }
 

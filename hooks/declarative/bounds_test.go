@@ -21,7 +21,7 @@ func TestFromYAMLRefusesNestingBomb(t *testing.T) {
 		r := FromYAML(strings.NewReader(doc), &Options{File: "bomb.yaml"})
 		ds := r.Diagnostics()
 		if len(r.Hooks()) != 0 || len(ds) != 1 || ds[0].Severity != configfile.SeverityError || ds[0].Line == 0 ||
-			!strings.Contains(ds[0].String(), "the hooks document is nested deeper than 32 levels; no hooks loaded") {
+			!strings.Contains(ds[0].Error(), "the hooks document is nested deeper than 32 levels; no hooks loaded") {
 			t.Errorf("%s: %d hooks, diagnostics %v", name, len(r.Hooks()), ds)
 		}
 	}
@@ -32,14 +32,14 @@ func TestFromYAMLRefusesNestingBomb(t *testing.T) {
 func TestLogAndStdinAreBounded(t *testing.T) {
 	huge := strings.Repeat("a", 5<<20)
 	recs := runAction(t, context.Background(), Log("args: ${args}"), map[string]any{"args": huge})
-	if len(recs) != 1 || len(recs[0].Msg) > LogMessageLimit+100 || !strings.HasSuffix(recs[0].Msg, fmt.Sprintf("…[%d of %d bytes cut]", len(huge)+6-LogMessageLimit, len(huge)+6)) {
+	if len(recs) != 1 || len(recs[0].Msg) > logMessageLimit+100 || !strings.HasSuffix(recs[0].Msg, fmt.Sprintf("…[%d of %d bytes cut]", len(huge)+6-logMessageLimit, len(huge)+6)) {
 		t.Errorf("log record of %d bytes: %.80q", len(recs[0].Msg), recs[0].Msg[max(0, len(recs[0].Msg)-80):])
 	}
 	var m map[string]string
 	if err := json.Unmarshal(stdinJSON(map[string]any{"error": huge, "tool": "t"}), &m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m["error"]) > StdinValueLimit+100 || !strings.Contains(m["error"], "bytes cut]") || m["tool"] != "t" {
+	if len(m["error"]) > stdinValueLimit+100 || !strings.Contains(m["error"], "bytes cut]") || m["tool"] != "t" {
 		t.Errorf("stdin error value of %d bytes", len(m["error"]))
 	}
 }

@@ -32,8 +32,8 @@
 // onError) or UPPER_SNAKE (PRE_TOOL_USE, ...). A log action needs message; a
 // command action needs exactly one of command (a string for sh -c) and argv
 // (a list: program, then arguments; numbers are taken as written). timeout is
-// a Go duration with a unit ("500ms", "5s", "2m") between [MinTimeout] and
-// [MaxTimeout]; only command actions take it.
+// a Go duration with a unit ("500ms", "5s", "2m") from 1ms to 10m;
+// only command actions take it.
 //
 // Loading never fails. An entry with a missing, unknown or ill-typed event,
 // matcher, action, type or field, or a bad timeout, is skipped with a WARN log
@@ -110,8 +110,9 @@
 //
 // # Actions
 //
-// The standard executor ([NewExecutor]) writes a log action's message at INFO,
-// prefixed "[HOOK] ", to the registry's logger, with logger=[ExecutorLoggerName].
+// The standard executor (used unless [Options].Executor is set) writes a log
+// action's message at INFO, prefixed "[HOOK] " and cut at 16 KiB with a
+// marker "…[N of M bytes cut]", to the registry's logger, with logger=tollgate/hooks/declarative.Executor.
 // It runs a command action with sh -c in the process working directory, or in
 // [Options].Dir when set (or its argv without a shell) in a session of its own, waits up to its timeout (30 s
 // by default), and then kills the command's whole process group; it also kills
@@ -122,7 +123,7 @@
 // HOME, LANG, LC_*, TERM, TMPDIR, ...) plus [Options].PassEnv and the context's
 // TOLLGATE_* variables: provider keys do not reach it unless named. A non-zero exit, a timeout or a
 // failure to start is logged at WARN with up to 50 lines of the command's
-// combined output. Output is captured up to [OutputLimit] bytes and the rest is
+// combined output; success is logged at DEBUG. Output is captured up to 64 KiB and the rest is
 // drained, and stdin is written from a separate goroutine, so neither a command
 // that prints megabytes nor one that never reads stdin can block it beyond its
 // timeout. A failing action never stops the tool call or the other hooks.
@@ -154,14 +155,15 @@
 // reach every command safely in three ways, none of which a shell parses unless
 // the command itself asks for it:
 //
-//   - Environment variables ([Environ]): TOLLGATE_EVENT, TOLLGATE_TOOL,
+//   - Environment variables: TOLLGATE_EVENT, TOLLGATE_TOOL,
 //     TOLLGATE_ARGS, TOLLGATE_CALL_ID, TOLLGATE_TURN, TOLLGATE_AGENT,
 //     TOLLGATE_RUN_ID, TOLLGATE_LATENCY_MS, TOLLGATE_SUCCESS, TOLLGATE_ERROR,
 //     TOLLGATE_OUTPUT_SIZE, and for keys passed to FireEvent TOLLGATE_ and the
-//     key in upper snake case (status: TOLLGATE_STATUS). Use them quoted:
+//     key in upper snake case (status: TOLLGATE_STATUS); each value is cut at
+//     32 KiB, and NUL bytes become U+FFFD. Use them quoted:
 //     command: 'echo "$TOLLGATE_TOOL" >> calls.log'.
 //   - Stdin: the context as one JSON object, args embedded as JSON, each
-//     value up to [StdinValueLimit] bytes of JSON (a larger one becomes its
+//     value up to 1 MiB of JSON (a larger one becomes its
 //     text, cut with a marker): command: "jq -r .args.path >> paths.log".
 //   - The argv form, run without a shell, each element expanded on its own:
 //     argv: [logger, -t, tollgate, "tool ${tool} failed: ${error}"]. An

@@ -6,11 +6,11 @@ import (
 )
 
 // Event is one of the five events of seed 000 ("Events"). The zero Event is
-// not an event; [ParseEvent] never returns it without an error.
+// not an event; loading never returns it.
 type Event uint8
 
 // The events. PreToolUse, PostToolUse and OnError are fired by the agent
-// through the registry's [hooks.ToolCallListener] methods; OnStart by
+// through the registry's listener ([Registry.Listener]); OnStart by
 // [Registry.ApplyTo]; OnStop only by the caller through [Registry.FireEvent].
 const (
 	// PreToolUse fires just before a tool runs; the tool waits for its hooks.
@@ -55,9 +55,9 @@ func (e Event) String() string {
 	return upper
 }
 
-// CamelName returns the camelCase name (preToolUse), the spelling used in YAML
+// camelName returns the camelCase name (preToolUse), the spelling used in YAML
 // examples, or "" for a value that is not an event.
-func (e Event) CamelName() string {
+func (e Event) camelName() string {
 	_, camel := e.names()
 	return camel
 }
@@ -68,21 +68,21 @@ func (e Event) valid() bool { return e >= PreToolUse && e <= OnError }
 // PRE_TOOL_USE and POST_TOOL_USE").
 func (e Event) usesMatcher() bool { return e == PreToolUse || e == PostToolUse }
 
-// Events returns the five events in declaration order.
-func Events() []Event { return []Event{PreToolUse, PostToolUse, OnStart, OnStop, OnError} }
+// allEvents returns the five events in declaration order.
+func allEvents() []Event { return []Event{PreToolUse, PostToolUse, OnStart, OnStop, OnError} }
 
-// ParseEvent accepts an event name in camelCase (preToolUse) or upper snake
+// parseEvent accepts an event name in camelCase (preToolUse) or upper snake
 // case (PRE_TOOL_USE), exactly as seed 000 allows, and nothing else. The error
 // names the accepted spellings and, for a near miss in letter case or
 // underscores, the one that was probably meant.
-func ParseEvent(name string) (Event, error) {
-	for _, e := range Events() {
+func parseEvent(name string) (Event, error) {
+	for _, e := range allEvents() {
 		if upper, camel := e.names(); name == upper || name == camel {
 			return e, nil
 		}
 	}
 	squash := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", "")) }
-	for _, e := range Events() {
+	for _, e := range allEvents() {
 		if upper, camel := e.names(); squash(name) == squash(camel) {
 			return 0, fmt.Errorf("unknown event %q (did you mean %s or %s?)", name, camel, upper)
 		}

@@ -22,49 +22,29 @@ import (
 
 // Limits of the standard executor.
 const (
-	// LogPrefix starts every message of a log action (seed 000: "prefixed
+	// logPrefix starts every message of a log action (seed 000: "prefixed
 	// with [HOOK]").
-	LogPrefix = "[HOOK] "
-	// MaxOutputLines is how many lines of a failing command's output are
+	logPrefix = "[HOOK] "
+	// maxOutputLines is how many lines of a failing command's output are
 	// logged (seed 000: "up to 50 lines of output").
-	MaxOutputLines = 50
-	// OutputLimit is how many bytes of a command's combined stdout and stderr
+	maxOutputLines = 50
+	// outputLimit is how many bytes of a command's combined stdout and stderr
 	// are kept; the rest is read and dropped, so a command that prints without
 	// end never blocks.
-	OutputLimit = 64 << 10
-	// EnvValueLimit is the longest value, in bytes, put in a TOLLGATE_*
+	outputLimit = 64 << 10
+	// envValueLimit is the longest value, in bytes, put in a TOLLGATE_*
 	// environment variable; a longer one is cut there (stdin has it up to
-	// StdinValueLimit).
-	EnvValueLimit = 32 << 10
-	// LogMessageLimit is the longest message a log action writes, in bytes
+	// stdinValueLimit).
+	envValueLimit = 32 << 10
+	// logMessageLimit is the longest message a log action writes, in bytes
 	// after expansion; a longer one is cut with a marker "…[N of M bytes cut]".
-	LogMessageLimit = 16 << 10
-	// StdinValueLimit bounds each value of the JSON context on a command's
+	logMessageLimit = 16 << 10
+	// stdinValueLimit bounds each value of the JSON context on a command's
 	// stdin, in bytes of JSON: a larger value (a model's huge arguments, a
 	// long error) is replaced by its text, cut with the same marker, as a
 	// JSON string.
-	StdinValueLimit = 1 << 20
+	stdinValueLimit = 1 << 20
 )
-
-// NewExecutor returns the standard executor (seed 000 "Actions"), which
-// [Registry] uses unless Options.Executor is set. Its records carry
-// logger=[ExecutorLoggerName]; logger nil discards.
-//
-// A log action writes LogPrefix + the expanded message at INFO.
-//
-// A command action runs `sh -c COMMAND` (or its argv, without a shell) in the
-// process working directory (or [Options].Dir), in a session of its own, with the environment of
-// the process scrubbed to an allowlist (internal/proc.Env: PATH, HOME, LANG,
-// TERM, ...; no provider keys, no inherited TOLLGATE_* variables) plus the
-// TOLLGATE_* variables of the context, and the context as one JSON object on
-// stdin. It waits until the command exits, its timeout passes, or ctx is done;
-// then it kills the command's whole process group. A process that left the
-// group (setsid) survives that, unless the command was sandboxed with a PID
-// namespace ([Options].Sandbox), which kills everything it started. A non-zero exit, a timeout, a
-// cancellation or a failure to start is logged at WARN with up to
-// MaxOutputLines lines of the combined output; success is logged at DEBUG.
-// What the command prints is never read as a decision: a hook cannot veto.
-func NewExecutor(logger *slog.Logger) Executor { return newExecutor(logger) }
 
 type executor struct {
 	log     *slog.Logger
@@ -79,14 +59,14 @@ func newExecutor(logger *slog.Logger) *executor {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &executor{log: logger.With("logger", ExecutorLoggerName)}
+	return &executor{log: logger.With("logger", executorLoggerName)}
 }
 
 // Execute implements [Executor].
 func (x *executor) Execute(ctx context.Context, action Action, hctx map[string]any) {
 	name := hookSource(ctx)
 	if name == "" {
-		name = action.String()
+		name = action.describe()
 	}
 	x.execute(ctx, name, action, hctx)
 }
@@ -95,7 +75,7 @@ func (x *executor) execute(ctx context.Context, name string, action Action, hctx
 	switch action.Type {
 	case ActionLog:
 		if x.log.Enabled(ctx, slog.LevelInfo) {
-			x.log.InfoContext(ctx, LogPrefix+bounded.Cut(Expand(action.Message, hctx), LogMessageLimit))
+			x.log.InfoContext(ctx, logPrefix+bounded.Cut(Expand(action.Message, hctx), logMessageLimit))
 		}
 	case ActionCommand:
 		x.command(ctx, name, action, hctx)
@@ -124,7 +104,7 @@ func (x *executor) command(ctx context.Context, name string, action Action, hctx
 	}
 	cmd.Dir = x.dir
 	proc.PrepareSession(cmd)
-	cmd.Env = append(proc.Env(os.Environ(), x.passEnv), Environ(hctx)...)
+	cmd.Env = append(proc.Env(os.Environ(), x.passEnv), environ(hctx)...)
 	killed := "its process group was killed (processes that left it with setsid are not reached)"
 	if x.sandbox != nil {
 		tree, err := x.sandbox(cmd)
@@ -137,7 +117,7 @@ func (x *executor) command(ctx context.Context, name string, action Action, hctx
 		}
 	}
 	cmd.Stdin = bytes.NewReader(stdinJSON(hctx))
-	out := proc.NewLimitedBuffer(OutputLimit)
+	out := proc.NewLimitedBuffer(outputLimit)
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	err := cmd.Run()
@@ -189,15 +169,15 @@ func signalName(s syscall.Signal) string {
 	return fmt.Sprintf("%d", int(s))
 }
 
-// outputLines returns up to MaxOutputLines lines of what was captured, with a
+// outputLines returns up to maxOutputLines lines of what was captured, with a
 // note of what was left out.
 func outputLines(b *proc.LimitedBuffer) string {
 	s := strings.TrimRight(b.String(), "\n")
 	lines := strings.Split(s, "\n")
 	var note string
-	if len(lines) > MaxOutputLines {
-		note = fmt.Sprintf("\n… %d more lines", len(lines)-MaxOutputLines)
-		lines = lines[:MaxOutputLines]
+	if len(lines) > maxOutputLines {
+		note = fmt.Sprintf("\n… %d more lines", len(lines)-maxOutputLines)
+		lines = lines[:maxOutputLines]
 	}
 	if d := b.Dropped(); d > 0 {
 		note += fmt.Sprintf("\n… %d more bytes not kept", d)
@@ -213,14 +193,14 @@ func noNUL(s string) string {
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
-// Environ returns the context as environment variables, "NAME=value", sorted
+// environ returns the context as environment variables, "NAME=value", sorted
 // by key: each key becomes TOLLGATE_ and the key in upper snake case
 // (callId: TOLLGATE_CALL_ID, latencyMs: TOLLGATE_LATENCY_MS; '-' and '.' become
 // '_'), and each value is formatted by [FormatValue], with NUL bytes replaced
-// by U+FFFD and cut at EnvValueLimit bytes. A key with any other character is
+// by U+FFFD and cut at envValueLimit bytes. A key with any other character is
 // left out (stdin still has it). Values are data: the command reads them from
 // its environment, and no shell parses them unless the command asks it to.
-func Environ(hctx map[string]any) []string {
+func environ(hctx map[string]any) []string {
 	keys := make([]string, 0, len(hctx))
 	for k := range hctx {
 		keys = append(keys, k)
@@ -228,23 +208,23 @@ func Environ(hctx map[string]any) []string {
 	slices.Sort(keys)
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		name, ok := EnvName(k)
+		name, ok := envName(k)
 		if !ok {
 			continue
 		}
 		v := noNUL(FormatValue(hctx[k]))
-		if len(v) > EnvValueLimit {
-			v = v[:EnvValueLimit]
+		if len(v) > envValueLimit {
+			v = v[:envValueLimit]
 		}
 		out = append(out, name+"="+v)
 	}
 	return out
 }
 
-// EnvName returns the environment variable that carries the context key
+// envName returns the environment variable that carries the context key
 // ("runId": "TOLLGATE_RUN_ID"), and false when the key has a character other
 // than ASCII letters, digits, '_', '-' and '.', or is empty.
-func EnvName(key string) (string, bool) {
+func envName(key string) (string, bool) {
 	if key == "" {
 		return "", false
 	}
@@ -283,8 +263,8 @@ func stdinJSON(hctx map[string]any) []byte {
 		if err != nil {
 			b, _ = json.Marshal(FormatValue(v))
 		}
-		if len(b) > StdinValueLimit {
-			b, _ = json.Marshal(bounded.Cut(FormatValue(v), StdinValueLimit))
+		if len(b) > stdinValueLimit {
+			b, _ = json.Marshal(bounded.Cut(FormatValue(v), stdinValueLimit))
 		}
 		m[k] = b
 	}

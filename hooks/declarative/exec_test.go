@@ -22,10 +22,10 @@ func TestLogAction(t *testing.T) {
 	r := Of([]Config{{Event: PostToolUse, Matcher: "file_*", Action: Log("${tool} took ${latencyMs} ms, success=${success}")}}, &Options{Logger: lg})
 	u := use("file_read")
 	u.Latency, u.Success = 42*time.Millisecond, true
-	r.PostToolUse(context.Background(), u)
-	r.PostToolUse(context.Background(), use("bash"))
+	r.Listener().PostToolUse(context.Background(), u)
+	r.Listener().PostToolUse(context.Background(), use("bash"))
 	recs := h.records()
-	if len(recs) != 1 || recs[0].Level != slog.LevelInfo || recs[0].Msg != "[HOOK] file_read took 42 ms, success=true" || recs[0].Attrs["logger"] != ExecutorLoggerName {
+	if len(recs) != 1 || recs[0].Level != slog.LevelInfo || recs[0].Msg != "[HOOK] file_read took 42 ms, success=true" || recs[0].Attrs["logger"] != executorLoggerName {
 		t.Errorf("records = %+v", recs)
 	}
 }
@@ -155,7 +155,7 @@ func TestCommandRunsInOptionsDir(t *testing.T) {
 func TestCommandFailureIsLogged(t *testing.T) {
 	recs := runAction(t, context.Background(), Command("for i in $(seq 1 60); do echo line $i; done; echo oops >&2; exit 3"), nil)
 	w := warnings(recs)
-	if len(w) != 1 || w[0].Msg != "hook command exited with status 3" || w[0].Attrs["logger"] != ExecutorLoggerName {
+	if len(w) != 1 || w[0].Msg != "hook command exited with status 3" || w[0].Attrs["logger"] != executorLoggerName {
 		t.Fatalf("warnings = %+v", w)
 	}
 	lines := strings.Split(w[0].Attrs["output"], "\n")
@@ -181,7 +181,7 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 	for _, timeout := range []time.Duration{300 * time.Millisecond, 3 * time.Second, 30 * time.Second} {
 		_ = os.Remove(pidFile)
 		start := time.Now()
-		recs := runAction(t, context.Background(), Command("sleep 60 & echo $! > "+pidFile+"; wait").WithTimeout(timeout), nil)
+		recs := runAction(t, context.Background(), Command("sleep 60 & echo $! > "+pidFile+"; wait").withTimeout(timeout), nil)
 		if el := time.Since(start); el > timeout+20*time.Second {
 			t.Fatalf("Execute returned after %s", el)
 		}
@@ -237,24 +237,24 @@ func TestCommandLargeOutputAndUnreadStdin(t *testing.T) {
 	if len(w) != 1 || w[0].Msg != "hook command exited with status 1" {
 		t.Fatalf("warnings = %+v", w)
 	}
-	if o := w[0].Attrs["output"]; len(o) > OutputLimit+200 || !strings.Contains(o, "more bytes not kept") {
-		t.Errorf("output is %d bytes, want at most about %d with a note", len(o), OutputLimit)
+	if o := w[0].Attrs["output"]; len(o) > outputLimit+200 || !strings.Contains(o, "more bytes not kept") {
+		t.Errorf("output is %d bytes, want at most about %d with a note", len(o), outputLimit)
 	}
 	recs = runAction(t, context.Background(), Command("exit 0"), big)
 	if w := warnings(recs); len(w) != 0 {
 		t.Errorf("a command that ignores stdin: %+v", w)
 	}
-	recs = runAction(t, context.Background(), Command("true"), map[string]any{"error": "a\x00b", "args": strings.Repeat("z", EnvValueLimit+10)})
+	recs = runAction(t, context.Background(), Command("true"), map[string]any{"error": "a\x00b", "args": strings.Repeat("z", envValueLimit+10)})
 	if w := warnings(recs); len(w) != 0 {
 		t.Errorf("NUL and long values: %+v", w)
 	}
 }
 
 func TestEnviron(t *testing.T) {
-	got := Environ(map[string]any{"callId": "c", "latencyMs": int64(5), "runID": "r", "exit-code": 2, "a.b": true, "bad key": 1, "": 1, "x\x00": 1, "long": strings.Repeat("v", EnvValueLimit+1)})
-	want := []string{"TOLLGATE_A_B=true", "TOLLGATE_CALL_ID=c", "TOLLGATE_EXIT_CODE=2", "TOLLGATE_LATENCY_MS=5", "TOLLGATE_LONG=" + strings.Repeat("v", EnvValueLimit), "TOLLGATE_RUN_ID=r"}
+	got := environ(map[string]any{"callId": "c", "latencyMs": int64(5), "runID": "r", "exit-code": 2, "a.b": true, "bad key": 1, "": 1, "x\x00": 1, "long": strings.Repeat("v", envValueLimit+1)})
+	want := []string{"TOLLGATE_A_B=true", "TOLLGATE_CALL_ID=c", "TOLLGATE_EXIT_CODE=2", "TOLLGATE_LATENCY_MS=5", "TOLLGATE_LONG=" + strings.Repeat("v", envValueLimit), "TOLLGATE_RUN_ID=r"}
 	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("Environ (-want +got):\n%s", d)
+		t.Errorf("environ (-want +got):\n%s", d)
 	}
 }
 
@@ -353,7 +353,7 @@ func TestCommandSandboxSeam(t *testing.T) {
 		var wrapped int
 		// 3 s: on a loaded machine the shell may need well over 200 ms to
 		// run touch before the timeout ends it.
-		r := Of([]Config{{Event: OnStop, Action: Command("touch " + ran + "; sleep 30").WithTimeout(3 * time.Second)}}, &Options{Logger: lg,
+		r := Of([]Config{{Event: OnStop, Action: Command("touch " + ran + "; sleep 30").withTimeout(3 * time.Second)}}, &Options{Logger: lg,
 			Sandbox: func(*exec.Cmd) (bool, error) { wrapped++; return tt.tree, tt.err }})
 		r.FireEvent(context.Background(), OnStop, nil)
 		w := warnings(h.records())

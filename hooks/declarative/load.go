@@ -20,14 +20,14 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/glob"
 )
 
-// MaxDocumentSize is the largest hooks document [FromYAML] reads, in bytes; a
+// maxDocumentSize is the largest hooks document [FromYAML] reads, in bytes; a
 // larger one is an ERROR and gives an empty registry.
-const MaxDocumentSize = 4 << 20
+const maxDocumentSize = 4 << 20
 
-// MaxDepth is the deepest nesting of lists and mappings in a hooks document
+// maxDepth is the deepest nesting of lists and mappings in a hooks document
 // (the top level counts 1); a deeper document is an ERROR and gives an empty
 // registry, checked before the document is parsed.
-const MaxDepth = 32
+const maxDepth = 32
 
 // Diagnostic is one problem found while loading hooks: a skipped entry
 // (a warning, Skipped), a warning about an entry that was kept, or a
@@ -35,7 +35,7 @@ const MaxDepth = 32
 // [configfile.Problem] every configuration file reports (File, Line and Col
 // from 1, 0 when unknown, as for hooks built in code; Severity
 // configfile.SeverityWarning or SeverityError; Message), with what the
-// loader did about it. Its String is "FILE:LINE:COL: warning: MESSAGE" (or
+// loader did about it. Its Error text is "FILE:LINE:COL: warning: MESSAGE" (or
 // "error:"), leaving out what is unknown.
 type Diagnostic struct {
 	configfile.Problem
@@ -74,9 +74,9 @@ func (d Diagnostic) level() slog.Level {
 // an entry with a missing, unknown or ill-typed event, matcher, action type or
 // field is skipped with a WARN log, and so is a command action that would let
 // the model choose code ([Diagnostic].Unsafe) unless opts.AllowUnsafeCommands
-// is set; a document that cannot be read or parsed,
-// or whose shape is not a mapping with a hooks list, logs an ERROR and gives an
-// empty registry. Every such problem is also kept, with its FILE:LINE:COL, in
+// is set; a document that cannot be read or parsed, is over 4 MiB or nested
+// deeper than 32 lists and mappings, or whose shape is not a mapping with a
+// hooks list, logs an ERROR and gives an empty registry. Every such problem is also kept, with its FILE:LINE:COL, in
 // [Registry.Diagnostics]; check [Registry.Hooks] if a missing hook would
 // matter. opts.File names the document (default "hooks").
 func FromYAML(r io.Reader, opts *Options) *Registry {
@@ -87,14 +87,14 @@ func FromYAML(r io.Reader, opts *Options) *Registry {
 	var cfgs []Config
 	var diags []Diagnostic
 	// Aliases are refused entry by entry below, without being expanded.
-	lim := bounded.Limits{MaxBytes: MaxDocumentSize, MaxDepth: MaxDepth, AllowAliases: true}
-	src, err := io.ReadAll(io.LimitReader(r, MaxDocumentSize+1))
+	lim := bounded.Limits{MaxBytes: maxDocumentSize, MaxDepth: maxDepth, AllowAliases: true}
+	src, err := io.ReadAll(io.LimitReader(r, maxDocumentSize+1))
 	var be *bounded.Error
 	switch {
 	case err != nil:
 		diags = []Diagnostic{diag(file, 0, 0, slog.LevelError, false, "reading the hooks document: "+err.Error()+"; no hooks loaded")}
-	case len(src) > MaxDocumentSize:
-		diags = []Diagnostic{diag(file, 0, 0, slog.LevelError, false, fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", MaxDocumentSize))}
+	case len(src) > maxDocumentSize:
+		diags = []Diagnostic{diag(file, 0, 0, slog.LevelError, false, fmt.Sprintf("the hooks document is larger than %d bytes; no hooks loaded", maxDocumentSize))}
 	case errors.As(bounded.CheckYAML(file, src, lim), &be):
 		diags = []Diagnostic{diag(file, be.Line, be.Col, slog.LevelError, false, "the hooks document is "+be.Message+"; no hooks loaded")}
 	default:
@@ -247,7 +247,7 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 	if !ok {
 		return skip(ev.Value, "event must be a string, not %s", kind(ev.Value))
 	}
-	e, err := ParseEvent(name)
+	e, err := parseEvent(name)
 	if err != nil {
 		return skip(ev.Value, "%v", err)
 	}
@@ -270,7 +270,7 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 			}
 			if !e.usesMatcher() {
 				warnings = append(warnings, func() {
-					l.add(mv.Value, slog.LevelWarn, false, "hook %d: matcher is ignored for %s: the hook runs for every tool", n, e.CamelName())
+					l.add(mv.Value, slog.LevelWarn, false, "hook %d: matcher is ignored for %s: the hook runs for every tool", n, e.camelName())
 				})
 			} else if msg := glob.ToolNameProblem(s); msg != "" && s != "" {
 				warnings = append(warnings, func() {
@@ -303,7 +303,7 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 	if !ok {
 		return skip(tv.Value, "action: type must be a string, not %s", kind(tv.Value))
 	}
-	at2, err := ParseActionType(ts)
+	at2, err := parseActionType(ts)
 	if err != nil {
 		return skip(tv.Value, "action: %v", err)
 	}
@@ -363,16 +363,16 @@ func (l *loader) entry(n int, item ast.Node) (Config, bool) {
 		if err != nil {
 			return skip(fv.Value, "action: timeout %q is not a Go duration such as \"5s\" or \"500ms\"", s)
 		}
-		if d < MinTimeout || d > MaxTimeout {
-			return skip(fv.Value, "action: timeout %s is out of bounds (%s to %s)", d, MinTimeout, MaxTimeout)
+		if d < minTimeout || d > maxTimeout {
+			return skip(fv.Value, "action: timeout %s is out of bounds (%s to %s)", d, minTimeout, maxTimeout)
 		}
 		if a.Type != ActionCommand {
 			return skip(fv.Value, "action: timeout applies to command actions only")
 		}
 		a.Timeout = d
 	}
-	if err := a.Validate(); err != nil {
-		return skip(av.Value, "action: %s", strings.TrimPrefix(err.Error(), ErrInvalidAction.Error()+": "))
+	if err := a.validate(); err != nil {
+		return skip(av.Value, "action: %s", strings.TrimPrefix(err.Error(), errInvalidAction.Error()+": "))
 	}
 	// Model- or error-controlled text that would become code: skipped unless
 	// the caller keeps seed 000's literal behaviour.
@@ -516,7 +516,7 @@ func firstUnsafeKey(s string) string {
 func unsafeKey(k string) bool { return k == "tool" || k == "args" || k == "error" || k == "callId" }
 
 func mustEnvSuffix(key string) string {
-	n, _ := EnvName(key)
+	n, _ := envName(key)
 	return strings.TrimPrefix(n, "TOLLGATE_")
 }
 

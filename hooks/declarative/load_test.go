@@ -59,7 +59,7 @@ func TestFromYAMLSpellings(t *testing.T) {
 	r := FromYAML(strings.NewReader(doc), nil)
 	var got []string
 	for _, c := range r.Hooks() {
-		got = append(got, c.Event.String()+" "+c.Action.String())
+		got = append(got, c.Event.String()+" "+c.Action.describe())
 	}
 	want := []string{
 		`PRE_TOOL_USE log "a"`, `POST_TOOL_USE log "b"`, `ON_START command "true"`,
@@ -132,7 +132,7 @@ func TestFromYAMLSkipsBadEntries(t *testing.T) {
 		if !d.Skipped || d.Severity != configfile.SeverityWarning {
 			t.Errorf("diagnostic %v: want a skipped WARN", d)
 		}
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`bad.yaml:2:12: warning: skipped hook 1: unknown event "preTool" (want one of preToolUse, postToolUse, onStart, onStop, onError, or the same in UPPER_SNAKE case)`,
@@ -168,8 +168,8 @@ func TestFromYAMLSkipsBadEntries(t *testing.T) {
 		t.Fatalf("%d WARN records, want %d", len(warns), len(want))
 	}
 	for i, w := range warns {
-		if w.Msg != want[i] || w.Attrs["logger"] != RegistryLoggerName {
-			t.Errorf("record %d = %+v, want %q with logger=%s", i, w, want[i], RegistryLoggerName)
+		if w.Msg != want[i] || w.Attrs["logger"] != registryLoggerName {
+			t.Errorf("record %d = %+v, want %q with logger=%s", i, w, want[i], registryLoggerName)
 		}
 	}
 }
@@ -193,7 +193,7 @@ func TestFromYAMLBrokenDocument(t *testing.T) {
 				t.Errorf("hooks = %v, want none", r.Hooks())
 			}
 			ds := r.Diagnostics()
-			if len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.HasPrefix(ds[0].String(), tt.want) {
+			if len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.HasPrefix(ds[0].Error(), tt.want) {
 				t.Fatalf("diagnostics = %v, want one ERROR starting %q", ds, tt.want)
 			}
 			if errs := h.atLeast(slog.LevelError); len(errs) != 1 {
@@ -247,7 +247,7 @@ hooks:
 		if d.Skipped {
 			t.Errorf("%v: not skipped", d)
 		}
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`w.yaml:1:1: warning: unknown top-level key "version" is ignored (want hooks)`,
@@ -304,7 +304,7 @@ func TestFromYAMLAnchorsAndAliases(t *testing.T) {
 }
 
 func TestFromYAMLTooLarge(t *testing.T) {
-	doc := "hooks: []\n#" + strings.Repeat("x", MaxDocumentSize)
+	doc := "hooks: []\n#" + strings.Repeat("x", maxDocumentSize)
 	r := FromYAML(strings.NewReader(doc), nil)
 	if ds := r.Diagnostics(); len(ds) != 1 || ds[0].Severity != configfile.SeverityError || !strings.Contains(ds[0].Message, "larger than") {
 		t.Errorf("diagnostics = %v", ds)
@@ -348,9 +348,9 @@ func TestOfSkipsInvalidConfigs(t *testing.T) {
 	r := Of([]Config{
 		{Event: PreToolUse, Action: Log("ok")},
 		{Event: 0, Action: Log("no event")},
-		{Event: OnError, Action: Command("x").WithTimeout(-time.Second)},
-		{Event: OnError, Action: Command("x").WithTimeout(time.Microsecond)},
-		{Event: OnError, Action: Command("x").WithTimeout(time.Millisecond)},
+		{Event: OnError, Action: Command("x").withTimeout(-time.Second)},
+		{Event: OnError, Action: Command("x").withTimeout(time.Microsecond)},
+		{Event: OnError, Action: Command("x").withTimeout(time.Millisecond)},
 		{Event: OnError, Action: Argv("")},
 		{Event: OnError, Action: Log("")},
 		{Event: OnError, Action: Action{}},
@@ -360,7 +360,7 @@ func TestOfSkipsInvalidConfigs(t *testing.T) {
 	}
 	var got []string
 	for _, d := range r.Diagnostics() {
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		"warning: skipped config[1] (Event(0)): invalid hook action: unknown event 0",
@@ -395,7 +395,7 @@ func FuzzFromYAML(f *testing.F) {
 		// YAML breaks lines at \n, \r\n and a lone \r.
 		lines := strings.Count(strings.ReplaceAll(doc, "\r\n", "\n"), "\n") + strings.Count(strings.ReplaceAll(doc, "\r\n", ""), "\r") + 1
 		for _, c := range r.Hooks() {
-			if err := c.Validate(); err != nil {
+			if err := c.validate(); err != nil {
 				t.Fatalf("loaded an invalid hook %v: %v", c, err)
 			}
 			if !strings.HasPrefix(c.Source, "fuzz.yaml:") {
@@ -449,7 +449,7 @@ func TestLoadSuggestsTheFieldMeant(t *testing.T) {
 	r := FromYAML(strings.NewReader(doc), &Options{File: "h.yaml", Logger: slog.New(slog.DiscardHandler)})
 	var got []string
 	for _, d := range r.Diagnostics() {
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	want := []string{
 		`h.yaml:3:5: warning: skipped hook 1: unknown field "matchr"; did you mean "matcher"?`,

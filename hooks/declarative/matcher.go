@@ -15,15 +15,14 @@ import "github.com/tollgate-dev/tollgate/internal/glob"
 // as seed 000 does, with a warning [Diagnostic].
 //
 // The empty Matcher means "no matcher": it matches every tool, like [MatchAll].
-// Registries compile matchers once, when they are built; [Matcher.Match]
-// matches without compiling and is meant for one-off checks.
+// Registries compile matchers once, when they are built.
 type Matcher string
 
 // MatchAll is the matcher * (seed 000 HookMatcher.ALL): every tool name.
 const MatchAll Matcher = "*"
 
-// Match reports whether the tool name matches m.
-func (m Matcher) Match(tool string) bool {
+// match reports whether the tool name matches m.
+func (m Matcher) match(tool string) bool {
 	return m == "" || glob.Match(string(m), tool)
 }
 

@@ -51,7 +51,7 @@ func TestMatcher(t *testing.T) {
 		{"\xfe", "\xff", false},
 	}
 	for _, tt := range tests {
-		if got := tt.pattern.Match(tt.tool); got != tt.want {
+		if got := tt.pattern.match(tt.tool); got != tt.want {
 			t.Errorf("Matcher(%q).Match(%q) = %v, want %v", tt.pattern, tt.tool, got, tt.want)
 		}
 	}

@@ -28,7 +28,7 @@ func TestMatcherThatNeverMatchesWarns(t *testing.T) {
 	}
 	var got []string
 	for _, d := range r.Diagnostics() {
-		got = append(got, d.String())
+		got = append(got, d.Error())
 	}
 	if len(got) != 2 || !strings.HasPrefix(got[0], "h.yaml:3:14: warning:") || !strings.Contains(got[0], `"edit|write" can never match`) ||
 		!strings.HasPrefix(got[1], "h.yaml:6:14: warning:") || !strings.Contains(got[1], "not a regular expression") {

@@ -16,22 +16,24 @@ import (
 // Logger names: the value of the "logger" attribute on every record the
 // package writes, so that a handler can route or filter them.
 const (
-	// RegistryLoggerName marks load diagnostics and failures of custom executors.
-	RegistryLoggerName = "tollgate/hooks/declarative.Registry"
-	// ExecutorLoggerName marks what the standard executor writes: log actions
+	// registryLoggerName marks load diagnostics and failures of custom executors.
+	registryLoggerName = "tollgate/hooks/declarative.Registry"
+	// executorLoggerName marks what the standard executor writes: log actions
 	// and command results (seed 000: the DeclarativeHookExecutor logger).
-	ExecutorLoggerName = "tollgate/hooks/declarative.Executor"
+	executorLoggerName = "tollgate/hooks/declarative.Executor"
 )
 
 // Options configures a [Registry]; nil means all defaults. The registry keeps
 // its own copy.
 type Options struct {
 	// Logger receives load diagnostics, the log actions and command failures;
-	// default discards. Records carry a "logger" attribute set to
-	// [RegistryLoggerName] or [ExecutorLoggerName].
+	// default discards. Records carry a "logger" attribute set
+	// to "tollgate/hooks/declarative.Registry" (load diagnostics, custom
+	// executors' panics) or "tollgate/hooks/declarative.Executor" (log
+	// actions, command results).
 	Logger *slog.Logger
 	// Executor, if set, replaces the standard executor (log and command
-	// actions, [NewExecutor]): it receives each matching action and its
+	// actions, see "Actions" in the package doc): it receives each matching action and its
 	// context (seed 000, "Custom executor").
 	Executor Executor
 	// File names the document in diagnostics and hook sources of
@@ -118,21 +120,21 @@ func (c Config) String() string {
 	if c.Matcher != "" {
 		s += " " + string(c.Matcher)
 	}
-	return s + " " + c.Action.String()
+	return s + " " + c.Action.describe()
 }
 
-// Validate reports whether the hook can be registered: a known event and a
-// valid action ([Action.Validate]).
-func (c Config) Validate() error {
+// validate reports whether the hook can be registered: a known event and a
+// valid action ([Action.validate]).
+func (c Config) validate() error {
 	if !c.Event.valid() {
-		return fmt.Errorf("%w: unknown event %d", ErrInvalidAction, c.Event)
+		return fmt.Errorf("%w: unknown event %d", errInvalidAction, c.Event)
 	}
-	return c.Action.Validate()
+	return c.Action.validate()
 }
 
-// Registry holds declarative hooks and fires them: it is an agent's
-// [hooks.ToolCallListener] once applied ([Registry.ApplyTo]), and fires events
-// by hand ([Registry.FireEvent], [Registry.FireToolEvent]). It is immutable
+// Registry holds declarative hooks and fires them: its [Registry.Listener]
+// is an agent's [hooks.ToolCallListener] once applied ([Registry.ApplyTo]),
+// and it fires events by hand ([Registry.FireEvent], [Registry.FireToolEvent]). It is immutable
 // once built and safe for concurrent use; one registry can serve several
 // agents. A nil *Registry behaves as an empty one.
 type Registry struct {
@@ -145,7 +147,7 @@ type Registry struct {
 	diags   []Diagnostic
 }
 
-var _ hooks.ToolCallListener = (*Registry)(nil)
+var _ hooks.ToolCallListener = listener{}
 
 // hook is a compiled Config.
 type hook struct {
@@ -156,7 +158,7 @@ type hook struct {
 
 // Of builds a registry from hooks made in code (seed 000 of(hooks) and
 // of(hooks, executor): the executor is Options.Executor). It never fails: a
-// hook that does not pass [Config.Validate] is skipped with a WARN log and a
+// hook that does not pass [Config.validate] is skipped with a WARN log and a
 // [Diagnostic] that names it by index ("config[2]"). A matcher that can never
 // match a tool name ("edit|write", "mcp__.*": only * is special) is kept, as
 // seed 000 keeps it, with a WARN diagnostic.
@@ -164,7 +166,7 @@ func Of(configs []Config, opts *Options) *Registry {
 	var cfgs []Config
 	var diags []Diagnostic
 	for i, c := range configs {
-		if err := c.Validate(); err != nil {
+		if err := c.validate(); err != nil {
 			diags = append(diags, diag("", 0, 0, slog.LevelWarn, true, fmt.Sprintf("skipped config[%d] (%s): %v", i, c.Event, err)))
 			continue
 		}
@@ -207,7 +209,7 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 	if base == nil {
 		base = slog.New(slog.DiscardHandler)
 	}
-	r := &Registry{hooks: cfgs, log: base.With("logger", RegistryLoggerName)}
+	r := &Registry{hooks: cfgs, log: base.With("logger", registryLoggerName)}
 	if o.Executor != nil {
 		r.exec = o.Executor
 	} else {
@@ -232,7 +234,7 @@ func newRegistry(cfgs []Config, opts *Options) *Registry {
 // report records diagnostics and logs each at its severity.
 func (r *Registry) report(diags []Diagnostic) {
 	for _, d := range diags {
-		r.log.Log(context.Background(), d.level(), d.String())
+		r.log.Log(context.Background(), d.level(), d.Error())
 	}
 	r.diags = append(r.diags, diags...)
 }
@@ -279,7 +281,7 @@ func (r *Registry) ApplyTo(ctx context.Context, t Target) {
 	if r == nil || len(r.hooks) == 0 {
 		return
 	}
-	t.SetToolCallListener(r)
+	t.SetToolCallListener(r.Listener())
 	r.FireEvent(ctx, OnStart, map[string]any{"agent": t.ID()})
 }
 
@@ -334,33 +336,37 @@ func withEvent(event Event, hctx map[string]any) map[string]any {
 	return m
 }
 
-// PreToolUse implements [hooks.ToolCallListener]: it runs the PRE_TOOL_USE hooks
-// whose matcher matches u.Tool. The tool waits for them. For a tool that
-// runs again with the answer to the request it made (u.Retried) it runs
-// none: they fired when the call first started.
-func (r *Registry) PreToolUse(ctx context.Context, u *hooks.ToolUse) {
+// Listener returns r as the agent's tool call listener (what [Registry.ApplyTo]
+// sets, for a caller that sets it itself, such as a caller of package gate):
+// PreToolUse runs the PRE_TOOL_USE hooks whose matcher matches the tool, and
+// the tool waits for them; PostToolUse the POST_TOOL_USE hooks whose matcher
+// matches; OnError every ON_ERROR hook (matchers are ignored). For a tool
+// that runs again with the answer to the request it made (ToolUse.Retried)
+// PreToolUse runs none, since they fired when the call first started; for a
+// call whose tool asked for an answer instead of returning a result
+// (ToolUse.Pending) PostToolUse runs none, since the call has not run to a
+// result: it fires when the call runs with the answer (see "Calls that wait
+// for an answer" in the package documentation).
+func (r *Registry) Listener() hooks.ToolCallListener { return listener{r} }
+
+// listener is a [Registry] as a [hooks.ToolCallListener].
+type listener struct{ r *Registry }
+
+func (l listener) PreToolUse(ctx context.Context, u *hooks.ToolUse) {
 	if u.Retried {
 		return
 	}
-	r.fireTool(ctx, PreToolUse, u)
+	l.r.fireTool(ctx, PreToolUse, u)
 }
 
-// PostToolUse implements [hooks.ToolCallListener]: it runs the POST_TOOL_USE
-// hooks whose matcher matches u.Tool. For a call whose tool asked for an
-// answer instead of returning a result (u.Pending) it runs none: the call
-// has not run to a result, so there is no latency, success or output to
-// report; it fires POST_TOOL_USE when it runs with the answer (see "Calls
-// that wait for an answer" in the package documentation).
-func (r *Registry) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
+func (l listener) PostToolUse(ctx context.Context, u *hooks.ToolUse) {
 	if u.Pending {
 		return
 	}
-	r.fireTool(ctx, PostToolUse, u)
+	l.r.fireTool(ctx, PostToolUse, u)
 }
 
-// OnError implements [hooks.ToolCallListener]: it runs every ON_ERROR hook
-// (matchers are ignored).
-func (r *Registry) OnError(ctx context.Context, u *hooks.ToolUse) { r.fireTool(ctx, OnError, u) }
+func (l listener) OnError(ctx context.Context, u *hooks.ToolUse) { l.r.fireTool(ctx, OnError, u) }
 
 // fireTool runs the hooks of event for u. It allocates nothing unless a hook
 // will act: the context map is built on the first one.
@@ -460,5 +466,5 @@ func hookName(h *hook) string {
 	if h.source != "" {
 		return h.source
 	}
-	return h.action.String()
+	return h.action.describe()
 }

@@ -36,11 +36,11 @@ func TestListenerContextAndMatchers(t *testing.T) {
 	}, &Options{Executor: rec})
 	ctx := context.Background()
 	u := use("FILE_read")
-	r.PreToolUse(ctx, u)
+	r.Listener().PreToolUse(ctx, u)
 	post := *u
 	post.Latency, post.Success, post.Error, post.OutputSize = 1500*time.Microsecond, false, "disk full", 9
-	r.PostToolUse(ctx, &post)
-	r.OnError(ctx, &post)
+	r.Listener().PostToolUse(ctx, &post)
+	r.Listener().OnError(ctx, &post)
 	want := []string{
 		`log pre FILE_read agent=ag args={"path":"a.txt"} callId=c1 event=PRE_TOOL_USE runId=run1 tool=FILE_read turn=2`,
 		`log post FILE_read false agent=ag args={"path":"a.txt"} callId=c1 error=disk full event=POST_TOOL_USE latencyMs=1 outputSize=9 runId=run1 success=false tool=FILE_read turn=2`,
@@ -78,7 +78,7 @@ func TestApplyTo(t *testing.T) {
 	r.ApplyTo(context.Background(), a1)
 	r.ApplyTo(context.Background(), a1)
 	r.ApplyTo(context.Background(), a2)
-	if a1.listener != hooks.ToolCallListener(r) || a2.listener != hooks.ToolCallListener(r) {
+	if a1.listener != r.Listener() || a2.listener != r.Listener() {
 		t.Errorf("listeners not replaced by the registry")
 	}
 	want := []string{"log start one agent=one event=ON_START", "log start one agent=one event=ON_START", "log start two agent=two event=ON_START"}
@@ -100,7 +100,7 @@ func TestApplyTo(t *testing.T) {
 	}
 	var nilReg *Registry
 	nilReg.ApplyTo(context.Background(), a3)
-	nilReg.PreToolUse(context.Background(), use("x"))
+	nilReg.Listener().PreToolUse(context.Background(), use("x"))
 	if a3.sets != 0 {
 		t.Errorf("nil registry set a listener")
 	}
@@ -159,7 +159,7 @@ func TestExecutorPanicIsContained(t *testing.T) {
   - {event: postToolUse, action: {type: log, message: boom}}
   - {event: postToolUse, action: {type: log, message: after}}
 `), &Options{Executor: exec, Logger: lg, File: "p.yaml"})
-	r.PostToolUse(context.Background(), use("t"))
+	r.Listener().PostToolUse(context.Background(), use("t"))
 	if d := cmp.Diff([]string{"after"}, ran); d != "" {
 		t.Errorf("ran (-want +got):\n%s", d)
 	}
@@ -181,7 +181,7 @@ func TestCustomExecutorCopies(t *testing.T) {
 	r := Join(&Options{Executor: MultiTest{rec, exec}},
 		FromYAML(strings.NewReader("hooks:\n  - {event: preToolUse, action: {type: log, message: a}}\n"), &Options{File: "j.yaml"}),
 		Of([]Config{{Event: PreToolUse, Action: Log("${tool}")}}, nil))
-	r.PreToolUse(context.Background(), use("t"))
+	r.Listener().PreToolUse(context.Background(), use("t"))
 	if d := cmp.Diff([]string{"j.yaml:2:5", ""}, sources); d != "" {
 		t.Errorf("sources (-want +got):\n%s", d)
 	}
@@ -216,24 +216,24 @@ func TestJoinKeepsOrderAndDiagnostics(t *testing.T) {
 }
 
 func TestParseEvent(t *testing.T) {
-	for _, e := range Events() {
-		for _, name := range []string{e.String(), e.CamelName()} {
-			if got, err := ParseEvent(name); err != nil || got != e {
-				t.Errorf("ParseEvent(%q) = %v, %v", name, got, err)
+	for _, e := range allEvents() {
+		for _, name := range []string{e.String(), e.camelName()} {
+			if got, err := parseEvent(name); err != nil || got != e {
+				t.Errorf("parseEvent(%q) = %v, %v", name, got, err)
 			}
 		}
 	}
 	for _, bad := range []string{"", "PreToolUse", "pre_tool_use", "ON-ERROR", "onerror", "start"} {
-		if _, err := ParseEvent(bad); err == nil {
-			t.Errorf("ParseEvent(%q) succeeded", bad)
+		if _, err := parseEvent(bad); err == nil {
+			t.Errorf("parseEvent(%q) succeeded", bad)
 		}
 	}
 	for _, s := range []string{"log", "LOG", "Log", "command", "COMMAND", "cOmMaNd"} {
-		if _, err := ParseActionType(s); err != nil {
-			t.Errorf("ParseActionType(%q): %v", s, err)
+		if _, err := parseActionType(s); err != nil {
+			t.Errorf("parseActionType(%q): %v", s, err)
 		}
 	}
-	if _, err := ParseActionType("shell"); err == nil {
-		t.Error("ParseActionType(shell) succeeded")
+	if _, err := parseActionType("shell"); err == nil {
+		t.Error("parseActionType(shell) succeeded")
 	}
 }

@@ -20,13 +20,13 @@ var composition = map[string]bool{
 // adapterUses lists, with the reason, the imports of an adapter by a
 // package outside the composition layers that the architecture accepts.
 var adapterUses = map[[2]string]string{
-	{"approval/inbox", "mcptool"}:      "an answer to an MCP server's elicitation is checked against its form (mcptool.ElicitAnswer)",
-	{"claudegate", "hooks/claudecode"}: "Claude Code's hook events are the dialect claudegate speaks",
-	{"internal/mcplogin", "mcptool"}:   "a tenant's login on the page runs mcptool's OAuth client for the server it names",
-	{"mcpgateway", "mcptool"}:          "the gateway serves the tools of mcptool's upstream servers",
-	{"mcpgateway", "telemetry"}:        "the gateway's spans use telemetry's tracer and attribute keys",
-	{"server", "hooks/claudecode"}:     "the server ends a Claude Code session on its SessionEnd event",
-	{"server", "mcptool"}:              "the server runs a tenant's MCP logins and keeps their tokens (mcptool)",
+	{"approval/inbox", "mcptool"}:               "an answer to an MCP server's elicitation is checked against its form (mcptool.ElicitAnswer)",
+	{"internal/claudegate", "hooks/claudecode"}: "Claude Code's hook events are the dialect claudegate speaks",
+	{"internal/mcplogin", "mcptool"}:            "a tenant's login on the page runs mcptool's OAuth client for the server it names",
+	{"mcpgateway", "mcptool"}:                   "the gateway serves the tools of mcptool's upstream servers",
+	{"mcpgateway", "telemetry"}:                 "the gateway's spans use telemetry's tracer",
+	{"server", "hooks/claudecode"}:              "the server ends a Claude Code session on its SessionEnd event",
+	{"server", "mcptool"}:                       "the server runs a tenant's MCP logins and keeps their tokens (mcptool)",
 }
 
 // adapterViolations returns every import in edges of an adapter by a

@@ -39,9 +39,12 @@ var groups = []struct {
 	// does not run).
 	{"gate", 2},
 	// The policy language (YAML policies, Claude Code permission rules,
-	// the shell analysis of policy/shellcmd) over approval's vocabulary,
+	// the shell analysis of internal/shellcmd) over approval's vocabulary,
 	// so that the agent and the gate pull no parser.
 	{"policy", 2},
+	// The rule layer: rules remembered from decisions, per tenant, over
+	// the policy language; for the hosts (runs, server, cmd).
+	{"internal/layer", 3},
 	{"agent", 3},
 	// Adapters: level 3 beside the agent; they may use the agent, never the
 	// reverse, and never each other.
@@ -57,7 +60,7 @@ var groups = []struct {
 	{"approval/inbox", 4},
 	// Claude Code governed by the gate: its hook events decided with
 	// tollgate's policies (the hook command and the server's http hook).
-	{"claudegate", 4},
+	{"internal/claudegate", 4},
 	// The MCP gateway: an MCP server that governs the calls of MCP
 	// clients with the gate, in front of mcptool's upstream servers.
 	{"mcpgateway", 4},
@@ -65,7 +68,7 @@ var groups = []struct {
 	{"internal/mcplogin", 4},
 	// A candidate policy replayed on the calls a store recorded; above the
 	// store it reads and the gate whose records it decodes.
-	{"approval/replay", 4},
+	{"internal/replay", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"runs/dbosengine", 4},

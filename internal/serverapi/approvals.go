@@ -67,11 +67,11 @@ type ApprovalView struct {
 	// the decision. DecidedBy is who decided ({"kind": "person", "name":
 	// "alice"}); Actor, present only when someone acted on DecidedBy's
 	// behalf (an administrator at the command line), is who did.
-	DecidedBy       approval.Principal `json:"decidedBy,omitzero"`
-	Actor           approval.Principal `json:"actor,omitzero"`
-	DecisionReason  string             `json:"decisionReason,omitempty"`
-	DecidedAt       *time.Time         `json:"decidedAt,omitempty"`
-	EditedArguments json.RawMessage    `json:"editedArguments,omitempty"`
+	DecidedBy       tool.Principal  `json:"decidedBy,omitzero"`
+	Actor           tool.Principal  `json:"actor,omitzero"`
+	DecisionReason  string          `json:"decisionReason,omitempty"`
+	DecidedAt       *time.Time      `json:"decidedAt,omitempty"`
+	EditedArguments json.RawMessage `json:"editedArguments,omitempty"`
 	// Questions, on a request of kind question, are the questions the model
 	// asks (each with its options and whether it takes several answers):
 	// what a person answers with a decision's answer.

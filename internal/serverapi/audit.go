@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // AuditEntry is one decided tool call, as GET /v1/audit shows it.
@@ -40,8 +40,8 @@ type AuditEntry struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// Votes are every source that had a say; Shadow the shadow rules'
 	// would-be votes.
-	Votes  []approval.Vote `json:"votes,omitempty"`
-	Shadow []approval.Vote `json:"shadow,omitempty"`
+	Votes  []tool.Vote `json:"votes,omitempty"`
+	Shadow []tool.Vote `json:"shadow,omitempty"`
 }
 
 // AuditPage is GET /v1/audit.

@@ -9,7 +9,7 @@ type PolicyFileView struct {
 	Agent string `json:"agent"`
 	// File is the file's base name, as [ApprovalView.RuleAt] names it.
 	File string `json:"file"`
-	// Text is the file as it is on disk now (at most [policy.MaxPolicySize]
-	// bytes), lines separated by "\n".
+	// Text is the file as it is on disk now (at most 4 MiB, a policy
+	// file's limit), lines separated by "\n".
 	Text string `json:"text"`
 }

@@ -1,6 +1,6 @@
 package serverapi
 
-import "github.com/tollgate-dev/tollgate/approval/replay"
+import "github.com/tollgate-dev/tollgate/internal/replay"
 
 // ReplayRequest is the body of POST /v1/policy/replay.
 type ReplayRequest struct {

@@ -3,7 +3,7 @@ package serverapi
 import (
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval/replay"
+	"github.com/tollgate-dev/tollgate/internal/replay"
 )
 
 // ShadowPage is GET /v1/shadow: how often each shadow rule (mode: shadow)

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -74,7 +75,7 @@ func LoadPolicy(file, autonomy string, notice func(string)) (*policy.Policy, err
 	if file != "" {
 		p, problems, err := policy.LoadPolicy(file)
 		for _, pr := range problems {
-			if pr.Severity == policy.SeverityWarning && notice != nil {
+			if pr.Severity == configfile.SeverityWarning && notice != nil {
 				notice(fmt.Sprint("policy: ", pr))
 			}
 		}

@@ -180,11 +180,11 @@ func setupClaude(ctx context.Context, s *setup) error {
 		}
 		s.opts.Authorizers = append(s.opts.Authorizers, pol)
 		s.addProtected(all...)
-		if settings.Handlers() == 0 {
+		if len(settings.Handlers()) == 0 {
 			return nil
 		}
 	}
-	if len(cc.Files) > 0 && settings.Handlers() == 0 {
+	if len(cc.Files) > 0 && len(settings.Handlers()) == 0 {
 		if skipped > 0 {
 			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("no hook of %s loaded: every entry (%d) was skipped (see their diagnostics)", strings.Join(cc.Files, ", "), skipped)}
 		}
@@ -247,9 +247,9 @@ func ParseFailModes(vals []string) (map[claudecode.Event]claudecode.FailMode, er
 		if !ok {
 			return nil, fmt.Errorf("%q: want EVENT=open|closed", v)
 		}
-		mode, err := claudecode.ParseFailMode(m)
-		if err != nil {
-			return nil, err
+		mode := claudecode.FailMode(m)
+		if mode != claudecode.FailOpen && mode != claudecode.FailClosed {
+			return nil, fmt.Errorf("fail mode %q: want open or closed", m)
 		}
 		known := false
 		for _, e := range events {

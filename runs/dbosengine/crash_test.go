@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -179,10 +178,10 @@ func testCancel(t *testing.T, db string) {
 
 	waiting := c.start("cancelwait")
 	req := c.pending(waiting)
-	if err := c.client.Cancel(ctx, waiting, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); err != nil {
+	if err := c.client.Cancel(ctx, waiting, tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.client.Cancel(ctx, waiting, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); !errors.Is(err, runs.ErrNotResumable) {
+	if err := c.client.Cancel(ctx, waiting, tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}); !errors.Is(err, runs.ErrNotResumable) {
 		t.Errorf("second cancel: %v, want ErrNotResumable", err)
 	}
 	if a, err := c.store.GetApproval(ctx, waiting, req); err != nil || a.Status != store.StatusDenied || a.DecidedBy.String() != "person:alice" || a.Reason != runs.CancelledReason {
@@ -204,7 +203,7 @@ func testCancel(t *testing.T, db string) {
 	}
 	running := c.start("freecancel")
 	c.waitFor("turn 2 to start", 60e9, c.exists("block-model-freecancel-2.started"))
-	if err := c.client.Cancel(ctx, running, approval.Principal{Kind: approval.PrincipalPerson, Name: "alice"}); err != nil {
+	if err := c.client.Cancel(ctx, running, tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("the cancelled run's model turn to be interrupted", 60e9, c.exists("block-model-freecancel-2.cancelled"))

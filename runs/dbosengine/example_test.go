@@ -43,7 +43,7 @@ func Example() {
 		}
 		deploy := tool.Must("deploy", "deploys", func(ctx context.Context, a in) (string, error) { return "ok " + a.Env, nil }, nil)
 		ask := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
-			return approval.Verdict{Decision: approval.Ask, Reason: "deploys need a person", By: approval.Principal{Kind: approval.PrincipalRule, Name: "deploys"}}, nil
+			return approval.Verdict{Decision: approval.Ask, Reason: "deploys need a person", By: tool.Principal{Kind: tool.PrincipalRule, Name: "deploys"}}, nil
 		})
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{deploy}, Authorizers: []approval.Authorizer{ask}}}, nil
 	})

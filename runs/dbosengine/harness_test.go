@@ -222,9 +222,9 @@ func testBuilder(dir string) runs.Builder {
 		}, nil)
 		ask := approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 			if strings.HasPrefix(c.RunID, "run_free") {
-				return approval.Verdict{Decision: approval.Allow, By: approval.Principal{Kind: approval.PrincipalRule, Name: "free"}}, nil
+				return approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: tool.PrincipalRule, Name: "free"}}, nil
 			}
-			return approval.Verdict{Decision: approval.Ask, Reason: "counting needs a person", By: approval.Principal{Kind: approval.PrincipalRule, Name: "ask-count"}}, nil
+			return approval.Verdict{Decision: approval.Ask, Reason: "counting needs a person", By: tool.Principal{Kind: tool.PrincipalRule, Name: "ask-count"}}, nil
 		})
 		return &runs.Built{Options: agent.Options{Model: m, ModelName: "mock", Tools: agent.ToolList{countTool, meetTool}, Authorizers: []approval.Authorizer{ask}}}, nil
 	})

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/approval/replay"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/replay"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -22,20 +22,20 @@ import (
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // rec is a decision record of tool with args, the outcome and the votes.
-func rec(id, name, args string, outcome gate.Outcome, votes ...approval.Vote) gate.Record {
+func rec(id, name, args string, outcome gate.Outcome, votes ...tool.Vote) gate.Record {
 	return gate.Record{ID: id, Name: name, Args: json.RawMessage(args), Started: t0,
 		Decision: gate.Decision{Outcome: outcome, Votes: votes}}
 }
 
-func vote(kind approval.PrincipalKind, name, decision string) approval.Vote {
-	return approval.Vote{Source: approval.Principal{Kind: kind, Name: name}, Decision: tool.VoteDecision(decision)}
+func vote(kind tool.PrincipalKind, name, decision string) tool.Vote {
+	return tool.Vote{Source: tool.Principal{Kind: kind, Name: name}, Decision: tool.VoteDecision(decision)}
 }
 
 var (
-	askBash   = vote(approval.PrincipalRule, "ask-bash", "ask")
-	alice     = vote(approval.PrincipalPerson, "alice", "allow")
-	aliceNo   = vote(approval.PrincipalPerson, "alice", "deny")
-	autoAllow = vote(approval.PrincipalAutonomy, "supervised", "allow")
+	askBash   = vote(tool.PrincipalRule, "ask-bash", "ask")
+	alice     = vote(tool.PrincipalPerson, "alice", "allow")
+	aliceNo   = vote(tool.PrincipalPerson, "alice", "deny")
+	autoAllow = vote(tool.PrincipalAutonomy, "supervised", "allow")
 )
 
 // addRun stores a finished run of tenant whose result records recs.
@@ -251,9 +251,9 @@ func TestReplayShadowCounts(t *testing.T) {
 func TestRecordedShadow(t *testing.T) {
 	s := memory.New(nil)
 	r1 := rec("c1", "bash", `{"command":"rm x"}`, gate.OutcomeAllowed)
-	r1.Decision.Shadow = []approval.Vote{vote(approval.PrincipalRule, "no-rm", "deny")}
+	r1.Decision.Shadow = []tool.Vote{vote(tool.PrincipalRule, "no-rm", "deny")}
 	r2 := rec("c2", "bash", `{"command":"rm y"}`, gate.OutcomeApproved, askBash, alice)
-	r2.Decision.Shadow = []approval.Vote{vote(approval.PrincipalRule, "no-rm", "deny"), vote(approval.PrincipalRule, "ask-all", "ask")}
+	r2.Decision.Shadow = []tool.Vote{vote(tool.PrincipalRule, "no-rm", "deny"), vote(tool.PrincipalRule, "ask-all", "ask")}
 	addRun(t, s, "run_a", "acme", r1, r2)
 	addRun(t, s, "run_g", "globex", r1)
 	calls, err := replay.Calls(context.Background(), s, replay.Options{Tenant: "acme"})

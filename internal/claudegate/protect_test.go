@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudegate"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

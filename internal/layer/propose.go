@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 )
 
 // Limits of what Propose accepts and makes.

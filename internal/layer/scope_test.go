@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/policy/layer"
+	"github.com/tollgate-dev/tollgate/internal/layer"
 )
 
 // A proposal is never broader than the call when the program runs code or

@@ -37,8 +37,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/shellcmd"
 	"github.com/tollgate-dev/tollgate/policy"
-	"github.com/tollgate-dev/tollgate/policy/shellcmd"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -121,7 +121,7 @@ func ParseRule(id, text string) (policy.Rule, error) {
 	if err != nil {
 		var msgs []string
 		for _, p := range problems {
-			msgs = append(msgs, p.String())
+			msgs = append(msgs, p.Error())
 		}
 		if len(msgs) == 0 {
 			msgs = append(msgs, err.Error())
@@ -200,7 +200,7 @@ func (l *Layer) acceptedBy(id string) string {
 func (l *Layer) Answer(c approval.Call) *tool.Answer {
 	ev := l.allow.Evaluate(c)
 	v := ev.Verdict
-	if v.Decision != approval.Allow || v.By.Kind != approval.PrincipalRule || v.By == approval.Default {
+	if v.Decision != approval.Allow || v.By.Kind != tool.PrincipalRule || v.By == approval.Default {
 		return nil
 	}
 	for _, ce := range ev.Commands {
@@ -224,7 +224,7 @@ func (l *Layer) addPatterns(id string, cc *policy.CommandCondition) error {
 	l.cmdRules[id] = true
 	f := cc.Field
 	if f == "" {
-		f = policy.DefaultCommandField
+		f = "command"
 	}
 	if !slices.Contains(l.fields, f) {
 		l.fields = append(l.fields, f)
@@ -387,7 +387,7 @@ func Authorizer(get Getter) approval.Authorizer {
 	return approval.AuthorizerFunc(func(ctx context.Context, c approval.Call) (approval.Verdict, error) {
 		l, err := get(ctx)
 		if err != nil {
-			return approval.Verdict{By: approval.Principal{Kind: approval.PrincipalRule, Name: HookName}}, fmt.Errorf("the rule layer could not be read: %w", err)
+			return approval.Verdict{By: tool.Principal{Kind: tool.PrincipalRule, Name: HookName}}, fmt.Errorf("the rule layer could not be read: %w", err)
 		}
 		return l.Authorize(ctx, c)
 	})

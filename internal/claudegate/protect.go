@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // ProtectFiles returns an authorizer that denies every call whose "path"
@@ -31,7 +32,7 @@ func ProtectFiles(paths ...string) approval.Authorizer {
 			}
 		}
 	}
-	by := approval.Principal{Kind: approval.PrincipalRule, Name: "governing-files"}
+	by := tool.Principal{Kind: tool.PrincipalRule, Name: "governing-files"}
 	return approval.AuthorizerFunc(func(_ context.Context, c approval.Call) (approval.Verdict, error) {
 		var a struct {
 			Path string `json:"path"`

@@ -40,7 +40,7 @@ type Call struct {
 	WasBy string
 	// Shadow are the votes the shadow rules of the policy then in force
 	// recorded beside the decision.
-	Shadow []approval.Vote
+	Shadow []tool.Vote
 }
 
 // Report is what a candidate policy changes over the recorded calls.
@@ -107,7 +107,7 @@ type Example struct {
 
 // Replay evaluates p on every call of calls and reports what changes.
 func Replay(p *policy.Policy, calls iter.Seq[Call]) Report {
-	r := Report{Policy: p.Name(), Changes: []Change{}, Shadow: []ShadowCount{}}
+	r := Report{Policy: p.Spec().Name, Changes: []Change{}, Shadow: []ShadowCount{}}
 	runs := map[string]bool{}
 	changes := map[[2]approval.Effect]*Change{}
 	shadow := map[ShadowCount]int{}

@@ -136,7 +136,7 @@ func (b *Bridge) Handle(ctx context.Context, in *Input) (a Answer) {
 }
 
 // claudeCodeRuntime is who ended a call that Claude Code never ran.
-var claudeCodeRuntime = approval.Principal{Kind: approval.PrincipalRuntime, Name: "claude-code"}
+var claudeCodeRuntime = tool.Principal{Kind: tool.PrincipalRuntime, Name: "claude-code"}
 
 // sweep records, at SessionEnd, the calls of the session that never came
 // to PostToolUse: an ask Claude Code's prompt did not approve (declined;
@@ -356,7 +356,7 @@ func (b *Bridge) askAndWait(ctx context.Context, in *Input, g *gate.Gate, env *g
 // that says a person must approve it.
 func (b *Bridge) cannotAsk(ctx context.Context, g *gate.Gate, env *gate.Env, c gate.Call, p *gate.Pending) gate.Ruling {
 	reason := "a person must approve this call and " + string(b.opts.Source) + " cannot ask (run its hook with --server to ask on tollgate's approvals page): " + p.Request.Prompt
-	by := approval.Principal{Kind: approval.PrincipalRuntime, Name: string(b.opts.Source)}
+	by := tool.Principal{Kind: tool.PrincipalRuntime, Name: string(b.opts.Source)}
 	rec := g.End(ctx, env, c, tool.Errorf("%s", reason), gate.Decision{Outcome: gate.OutcomeDeclined, By: by, Reason: reason, Votes: p.Votes})
 	return gate.Ruling{Record: rec}
 }

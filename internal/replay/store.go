@@ -152,7 +152,7 @@ func callOf(run store.Run, rec gate.Record) (Call, bool) {
 		Outcome: string(rec.Decision.Outcome), Was: approval.Allow, Shadow: rec.Decision.Shadow}
 	var vs []approval.Verdict
 	for _, v := range rec.Decision.Votes {
-		if v.Source.Kind == approval.PrincipalRule || v.Source.Kind == approval.PrincipalAutonomy {
+		if v.Source.Kind == tool.PrincipalRule || v.Source.Kind == tool.PrincipalAutonomy {
 			vs = append(vs, approval.Verdict{Decision: approval.Effect(v.Decision), By: v.Source})
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -67,7 +67,7 @@ func TollgateArgs(claudeName string, input json.RawMessage) json.RawMessage {
 		// Only the path has a name of tollgate's; the edits stay as they are.
 		return rename(input, map[string]string{"file_path": "path"})
 	}
-	return claudecode.FromClaudeInput(m.name, input)
+	return claudenames.FromInput(m.name, input)
 }
 
 // ClaudeInput returns arguments in tollgate's shape (an edit a person
@@ -83,7 +83,7 @@ func ClaudeInput(claudeName string, args json.RawMessage, cwd string) json.RawMe
 		out := rename(args, map[string]string{"path": "file_path"})
 		return absolutePath(out, cwd)
 	}
-	return claudecode.ToClaudeInput(m.name, args, cwd)
+	return claudenames.ToInput(m.name, args, cwd)
 }
 
 // rename returns the object input with its keys renamed by ren.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudegate"
 )
 
 func TestParseInputRefuses(t *testing.T) {
