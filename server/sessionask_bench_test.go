@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudegate"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
 )
