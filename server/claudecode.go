@@ -19,7 +19,6 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
-	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -150,8 +149,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 		// The tenant's rule layer decides the session's calls too; paths
 		// are compared as the agent wrote them (absolute in Claude Code).
 		get := cc.s.layers.Getter(p.Tenant, "")
-		opts.Authorizers = append(opts.Authorizers, layer.Authorizer(get))
-		opts.Hooks = runs.LayerHooks(opts.Hooks, get)
+		opts.Authorizers, opts.Hooks = runs.LayerVotes(opts.Authorizers, opts.Hooks, get)
 	}
 	b, err := claudegate.New(opts)
 	if err != nil {
