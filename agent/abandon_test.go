@@ -27,14 +27,14 @@ func (s *stubborn) Call(ctx context.Context, _ json.RawMessage) (tool.Result, er
 }
 
 // A tool that ignores its context is abandoned after its timeout and
-// AbandonAfter: the run goes on, the next runs' calls finish, and the
+// abandonAfter: the run goes on, the next runs' calls finish, and the
 // abandoned tool's goroutine ends when the tool returns (the bubble ends
 // with no goroutine left).
 func TestAbandonedToolDoesNotStopTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &stubborn{release: make(chan struct{})}
 		quick := &testkit.Counter{Name: "quick"}
-		a, err := New(Options{
+		a, err := New(&Options{
 			Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "stuck", nil)}),
 			Tools: ToolList{st, quick}, ToolLimits: map[string]ToolLimits{"stuck": {Timeout: time.Second}},
 		})

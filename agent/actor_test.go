@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -38,9 +39,9 @@ func TestAnswerActorKeptInDecision(t *testing.T) {
 			t.Fatalf("ok=%v: err %v status %s", ok, err, res.Status)
 		}
 		d := res.ToolCalls[0].Decision
-		want := agent.OutcomeApproved
+		want := gate.OutcomeApproved
 		if !ok {
-			want = agent.OutcomeDeclined
+			want = gate.OutcomeDeclined
 		}
 		if d.Outcome != want || d.By != alice || d.Actor != root {
 			t.Errorf("ok=%v: %s by %+v actor %+v; want %s by alice, actor root", ok, d.Outcome, d.By, d.Actor, want)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/gate"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -14,22 +13,24 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// DefaultMaxTurns is the number of model turns after which a run ends
+// defaultMaxTurns is the number of model turns after which a run ends
 // [StatusIncomplete] when Options.MaxTurns is 0.
-const DefaultMaxTurns = 10
+const defaultMaxTurns = 10
 
-// DefaultMaxToolCalls is the most tool calls one model turn may ask for
+// defaultMaxToolCalls is the most tool calls one model turn may ask for
 // when Options.MaxToolCalls is 0.
-const DefaultMaxToolCalls = 128
+const defaultMaxToolCalls = 128
 
-// DefaultMaxParallel bounds the concurrent tool calls of one turn when
+// defaultMaxParallel bounds the concurrent tool calls of one turn when
 // Options.MaxParallel is 0.
-const DefaultMaxParallel = 8
+const defaultMaxParallel = 8
 
 // Toolset is what an agent offers the model; *toolkit.Toolkit implements it.
 // Tools must return tools with unique names ([New] refuses others with
@@ -140,21 +141,21 @@ type Options struct {
 	WaitFor tool.WaitFunc
 	// ApprovalTTL, if positive, sets ExpiresAt on approval requests the agent makes.
 	ApprovalTTL time.Duration
-	// MaxTurns caps model turns per run (default [DefaultMaxTurns]).
+	// MaxTurns caps model turns per run (0 means 10).
 	MaxTurns int
-	// MaxParallel caps concurrent tool calls per turn (default [DefaultMaxParallel]).
+	// MaxParallel caps concurrent tool calls per turn (0 means 8).
 	MaxParallel int
-	// MaxToolCalls caps the tool calls of one model turn (default
-	// [DefaultMaxToolCalls]). A turn that asks for more runs none of them:
+	// MaxToolCalls caps the tool calls of one model turn (0 means
+	// 128). A turn that asks for more runs none of them:
 	// the run ends with a [*TooManyToolCallsError] (StatusError), and the
 	// over-long assistant message does not enter the transcript.
 	MaxToolCalls int
-	// ToolTimeout bounds each tool call's execution (default
-	// [DefaultToolTimeout]; negative: no limit); see [ToolLimits]. The run's
+	// ToolTimeout bounds each tool call's execution (0 means
+	// 10 minutes; negative: no limit); see [ToolLimits]. The run's
 	// own limit is its context's deadline.
 	ToolTimeout time.Duration
 	// MaxResultBytes caps the output of each tool result the model sees
-	// (default [DefaultMaxResultBytes]; negative: no cap); see [ToolLimits].
+	// (0 means 256 KiB; negative: no cap); see [ToolLimits].
 	MaxResultBytes int
 	// ToolLimits overrides ToolTimeout and MaxResultBytes for the tools it
 	// names (exact tool names).
@@ -163,7 +164,7 @@ type Options struct {
 	// AfterTool chain). It is called from the goroutine that ran the call, so
 	// concurrently for the calls of one turn. A panic in it, in an authorizer
 	// (which then denies) or in the tool call listener is recovered and logged.
-	OnRecord func(ctx context.Context, rec ToolCallRecord)
+	OnRecord func(ctx context.Context, rec gate.Record)
 	// Logger receives structured logs (decisions, not argument values or
 	// outputs); default discards.
 	Logger *slog.Logger
@@ -257,16 +258,18 @@ func describeTool(t tool.Tool) string {
 	return fmt.Sprintf("%T %q", t, d)
 }
 
-// ErrNoModel is returned by [New] when Options.Model is nil.
+// ErrNoModel is returned by [New] when opts or Options.Model is nil.
 var ErrNoModel = errors.New("agent: Options.Model is required")
 
-// New returns an agent with opts (copied), or [ErrNoModel], or an error for a
-// negative MaxTurns, MaxParallel or MaxToolCalls, or for Tools holding a nil pointer (a
-// toolkit whose construction failed).
-func New(opts Options) (*Agent, error) {
-	if opts.Model == nil {
+// New returns an agent with opts (copied: changing them afterwards changes
+// nothing), or [ErrNoModel] for nil opts or a nil Model, or an error for a
+// negative MaxTurns, MaxParallel or MaxToolCalls, or for Tools holding a nil
+// pointer (a toolkit whose construction failed).
+func New(o *Options) (*Agent, error) {
+	if o == nil || o.Model == nil {
 		return nil, ErrNoModel
 	}
+	opts := *o
 	if v := reflect.ValueOf(opts.Tools); opts.Tools != nil && v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("agent: Options.Tools is a nil %T (did constructing it fail?)", opts.Tools)
 	}
@@ -286,19 +289,19 @@ func New(opts Options) (*Agent, error) {
 		opts.ID = "agent"
 	}
 	if opts.MaxTurns == 0 {
-		opts.MaxTurns = DefaultMaxTurns
+		opts.MaxTurns = defaultMaxTurns
 	}
 	if opts.MaxParallel == 0 {
-		opts.MaxParallel = DefaultMaxParallel
+		opts.MaxParallel = defaultMaxParallel
 	}
 	if opts.MaxToolCalls == 0 {
-		opts.MaxToolCalls = DefaultMaxToolCalls
+		opts.MaxToolCalls = defaultMaxToolCalls
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.NewID == nil {
-		opts.NewID = gate.RandomID
+		opts.NewID = ids.New
 	}
 	if opts.Hooks == nil {
 		opts.Hooks = &hooks.Hooks{}
@@ -315,8 +318,8 @@ func New(opts Options) (*Agent, error) {
 			a.toolLimits[name] = &r
 		}
 	}
-	a.gate = gate.New(gate.Options{
-		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.ToolCallListener,
+	a.gate = gate.New(&gate.Options{
+		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.toolCallListener,
 		ApprovalTTL: opts.ApprovalTTL, OnRecord: opts.OnRecord, Logger: lg, Now: opts.Now, NewID: opts.NewID,
 		MaxResultBytes: func(name string) int { return a.limits(name).MaxResultBytes },
 	})
@@ -334,8 +337,8 @@ func (a *Agent) SetToolCallListener(l hooks.ToolCallListener) {
 	a.mu.Unlock()
 }
 
-// ToolCallListener returns the current tool call listener, or nil.
-func (a *Agent) ToolCallListener() hooks.ToolCallListener {
+// toolCallListener returns the current tool call listener, or nil.
+func (a *Agent) toolCallListener() hooks.ToolCallListener {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.listener

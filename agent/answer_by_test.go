@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -90,7 +91,7 @@ func TestAnswerWithTwoAnswerersRefused(t *testing.T) {
 	if err != nil || len(res.ToolCalls) != 1 {
 		t.Fatalf("run with WaitFor: %v %+v", err, res)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || d.By != approval.Runtime || waited.Count() != 0 {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDeclined || d.By != approval.Runtime || waited.Count() != 0 {
 		t.Fatalf("WaitFor answer with two answerers: decision %+v, ran %d; want declined by the runtime, not run", d, waited.Count())
 	}
 }

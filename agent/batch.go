@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -35,7 +36,7 @@ func (r *runner) settleBatch(ctx context.Context, which map[int]*tool.Answer) (r
 func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error {
 	type done struct {
 		i  int
-		oc CallOutcome
+		oc gate.Ruling
 	}
 	var evCh chan Event                   // nil when nobody reads the events
 	doneCh := make(chan done, len(which)) // a finished call never waits
@@ -78,7 +79,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 		case <-stop:
 			// The calls not started yet end with the context's error.
 			for ; next < len(order); next++ {
-				doneCh <- done{order[next], CallOutcome{Err: ctx.Err()}}
+				doneCh <- done{order[next], gate.Ruling{Err: ctx.Err()}}
 				running++
 			}
 			stop = nil
@@ -96,7 +97,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			r.idMu.Unlock()
 			// A finished call is checkpointed at once, so that a
 			// recovered run never runs it again.
-			if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
+			if err := r.checkpoint(ctx, checkpointCall); err != nil && errs[d.i] == nil {
 				errs[d.i] = err
 				r.cancel()
 			}

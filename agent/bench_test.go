@@ -44,7 +44,7 @@ func BenchmarkTurn(b *testing.B) {
 			m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 				return model.Reply{Content: "ok"}, nil
 			})
-			a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(n)})
+			a, _ := agent.New(&agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(n)})
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -63,7 +63,7 @@ func BenchmarkToolCall(b *testing.B) {
 	for _, n := range []int{0, 5} {
 		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
 			m := testkit.Script([]model.FuncCall{{ID: "c1", Name: "nop", Arguments: json.RawMessage(`{"n":1}`)}})
-			a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(n)})
+			a, _ := agent.New(&agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(n)})
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -82,7 +82,7 @@ func BenchmarkParallelCalls(b *testing.B) {
 		calls = append(calls, model.FuncCall{ID: fmt.Sprintf("c%d", i), Name: "nop", Arguments: json.RawMessage(`{"n":1}`)})
 	}
 	m := testkit.Script(calls)
-	a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(5)})
+	a, _ := agent.New(&agent.Options{Model: m, Tools: agent.ToolList{nopTool{}}, Hooks: withHooks(5)})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -163,7 +163,7 @@ func BenchmarkGoverned(b *testing.B) {
 				opts.Hooks = governedHooks(5)
 				opts.Authorizers = []approval.Authorizer{benchPolicy(b)}
 			}
-			a, err := agent.New(opts)
+			a, err := agent.New(&opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func BenchmarkCheckpointedBatch(b *testing.B) {
 						return nil
 					}
 				}
-				a, err := agent.New(opts)
+				a, err := agent.New(&opts)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/internal/toolctx"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -20,7 +21,8 @@ func TestCallContextValues(t *testing.T) {
 	rs := tool.NewRunState(nil)
 	args := json.RawMessage(`{"a":1}`)
 	parent := context.WithValue(context.Background(), parentKey{}, "run")
-	cc := &callContext{Context: parent, gov: gov, runState: rs, rep: reporter{emit: func(ev Event) { got = append(got, ev) }, callID: "c1"}}
+	cc := &callContext{Context: parent, gov: gov, rep: reporter{emit: func(ev Event) { got = append(got, ev) }, callID: "c1"}}
+	cc.inv = tool.Invocation{CallID: "c1", State: rs, Reporter: &cc.rep}
 	if v := cc.Value(toolctx.ValidatedKey{}); v != nil {
 		t.Fatalf("validated without validation: %v", v)
 	}
@@ -30,7 +32,7 @@ func TestCallContextValues(t *testing.T) {
 	if inherited(ctx) != gov {
 		t.Error("governance not handed down")
 	}
-	if s, ok := tool.RunStateFrom(ctx); !ok || s != rs {
+	if s := tool.InvocationFrom(ctx).State; s != rs {
 		t.Error("run state not handed down")
 	}
 	if v, _ := ctx.Value(toolctx.ValidatedKey{}).(*toolctx.Validated); v == nil || &v.Args[0] != &args[0] {
@@ -39,12 +41,12 @@ func TestCallContextValues(t *testing.T) {
 	if ctx.Value(parentKey{}) != "run" {
 		t.Error("the run's context values are lost")
 	}
-	tool.ReportProgress(ctx, tool.Progress{Progress: 1})
+	tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 1})
 	if len(got) != 1 || got[0].Kind != EventProgress || got[0].CallID != "c1" {
 		t.Errorf("progress events %+v", got)
 	}
 	other := tool.NewRunState(nil)
-	if s, _ := tool.RunStateFrom(tool.WithRunState(ctx, other)); s != other {
+	if s := tool.InvocationFrom(toolcall.WithState(ctx, other)).State; s != other {
 		t.Error("a run state set by the tool does not take precedence")
 	}
 	cancel()

@@ -42,7 +42,7 @@ func TestWaitForCarriesTheApproval(t *testing.T) {
 		}
 		return tool.Answer{ID: req.ID, OK: true, By: "bob", Data: json.RawMessage(`"eu"`)}, nil
 	}
-	a, err := agent.New(agent.Options{Model: m, Tools: agent.ToolList{p.Tool()}, Authorizers: []approval.Authorizer{askAll}, WaitFor: wait})
+	a, err := agent.New(&agent.Options{Model: m, Tools: agent.ToolList{p.Tool()}, Authorizers: []approval.Authorizer{askAll}, WaitFor: wait})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,12 +63,12 @@ func sevens(b []byte) {
 // receiver's changes reach the run.
 func TestCheckpointStateIsOwnCopy(t *testing.T) {
 	type kept struct {
-		kind  agent.CheckpointKind
+		kind  string
 		state *agent.State
 		json  string
 	}
 	var cps []kept
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		Model: testkit.Script(metaCalls(8)...), Tools: agent.ToolList{metaTool{}}, MaxParallel: 1,
 		Checkpoint: func(ctx context.Context, cp agent.Checkpoint) error {
 			st := cp.State
@@ -78,7 +78,7 @@ func TestCheckpointStateIsOwnCopy(t *testing.T) {
 					sevens(tc.Arguments)
 				}
 			}
-			for _, r := range st.ToolCalls() {
+			for _, r := range agent.StateToolCalls(st) {
 				sevens(r.Args)
 				sevens(r.RequestedArgs)
 				r.Metadata["n"] = -1
@@ -107,7 +107,7 @@ func TestCheckpointStateIsOwnCopy(t *testing.T) {
 	}
 	var calls int
 	for _, cp := range cps {
-		if cp.kind == agent.CheckpointCall {
+		if cp.kind == "call" {
 			calls++
 		}
 		b, err := json.Marshal(cp.state)
@@ -158,13 +158,13 @@ func TestCheckpointStatesReadConcurrently(t *testing.T) {
 	for i := range turn {
 		turn[i] = model.FuncCall{ID: fmt.Sprintf("call_%d", i), Name: "meta", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
 	}
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		Model: testkit.Script(turn, turn[:4]), Tools: agent.ToolList{metaTool{}}, MaxParallel: 8,
 		Checkpoint: func(ctx context.Context, cp agent.Checkpoint) error {
 			wg.Go(func() {
 				st := cp.State
-				n := len(st.ToolCalls()) + len(st.Messages()) + len(st.Waiting())
-				for _, r := range st.ToolCalls() {
+				n := len(agent.StateToolCalls(st)) + len(st.Messages()) + len(st.Waiting())
+				for _, r := range agent.StateToolCalls(st) {
 					sevens(r.Args)
 					r.Metadata["n"] = -1
 				}

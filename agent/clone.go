@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -35,7 +37,7 @@ func (s *stateData) clone() (*stateData, error) {
 		}
 	}
 	if s.ToolCalls != nil {
-		c.ToolCalls = make([]ToolCallRecord, len(s.ToolCalls))
+		c.ToolCalls = make([]gate.Record, len(s.ToolCalls))
 		for i := range s.ToolCalls {
 			if err := cl.record(&c.ToolCalls[i], &s.ToolCalls[i]); err != nil {
 				return nil, err
@@ -53,8 +55,8 @@ func (s *stateData) clone() (*stateData, error) {
 				pending++
 			}
 		}
-		recs := make([]ToolCallRecord, records)
-		pends := make([]PendingCall, pending)
+		recs := make([]gate.Record, records)
+		pends := make([]gate.Pending, pending)
 		for i, b := range s.Batch {
 			c.Batch[i].Call, c.Batch[i].CutOff = cl.call(b.Call), b.CutOff
 			if b.Record != nil {
@@ -132,7 +134,7 @@ func (cl *cloner) messages(ms []model.Message) []model.Message {
 }
 
 // record copies src into dst.
-func (cl *cloner) record(dst, src *ToolCallRecord) error {
+func (cl *cloner) record(dst, src *gate.Record) error {
 	*dst = *src
 	dst.RequestedArgs = cl.bytes(src.RequestedArgs)
 	dst.Args = cl.bytes(src.Args)
@@ -150,7 +152,7 @@ func (cl *cloner) record(dst, src *ToolCallRecord) error {
 }
 
 // pending copies src into dst.
-func (cl *cloner) pending(dst, src *PendingCall) {
+func (cl *cloner) pending(dst, src *gate.Pending) {
 	*dst = *src
 	dst.Request.Data = cl.bytes(src.Request.Data)
 	if src.Request.ExpiresAt != nil {
@@ -225,7 +227,7 @@ func cloneValue(v any, depth int) (any, error) {
 // jsonCopy returns v as its JSON form decodes: maps, lists, float64
 // numbers, strings, booleans and nil.
 func jsonCopy(v any) (any, error) {
-	b, err := model.MarshalJSON(v)
+	b, err := jsonenc.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

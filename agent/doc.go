@@ -20,7 +20,7 @@
 //  7. The listener's PostToolUse, then OnError when the call failed.
 //  8. The AfterTool chain; its final result is what the model, the transcript,
 //     the events, the records and the logs see.
-//  9. Record: a [ToolCallRecord] with both argument forms, the result, timings
+//  9. Record: a [gate.Record] with both argument forms, the result, timings
 //     and the [Decision] with every vote and who decided.
 //
 // Steps 5 to 8 happen only when the tool really runs. A short-circuit, a
@@ -31,17 +31,17 @@
 //
 // The transcript always keeps the model's original call. The tool, the
 // AfterTool hooks, the listener, events and records see the executed
-// arguments; the record keeps both ([ToolCallRecord].RequestedArgs and Args).
+// arguments; the record keeps both ([gate.Record].RequestedArgs and Args).
 // Hooks receive private copies: changing an event's Args in place has no
 // effect; only a returned override rewrites.
 //
 // # Concurrency
 //
 // One turn may ask for at most Options.MaxToolCalls tool calls (default
-// [DefaultMaxToolCalls]); a turn that asks for more runs none of them and ends
+// 128); a turn that asks for more runs none of them and ends
 // the run with a [*TooManyToolCallsError], so that a model cannot make a run
 // carry (and checkpoint) an unbounded batch. A call's arguments nested
-// deeper than tool.MaxArgumentsDepth are kept as the model's text (a JSON
+// deeper than argcheck.MaxDepth are kept as the model's text (a JSON
 // string) in the transcript and the records, and the call is invalid: the
 // run's state must read back from a store, which refuses documents nested
 // 1,000 deep.
@@ -56,7 +56,7 @@
 // left half done); the partial result records every call that ran.
 //
 // Each call runs on a goroutine of its own, and its tool on another (so that
-// a tool that ignores its context can be abandoned after [AbandonAfter]; it
+// a tool that ignores its context can be abandoned after 5 seconds more; it
 // keeps its goroutine until it returns). An idle agent holds no goroutine.
 //
 // # Suspension
@@ -64,7 +64,7 @@
 // A call that needs an answer (a BeforeTool hook's or a tool's
 // [tool.Pending], or an authorization "ask") suspends on a [tool.Request]. With
 // Options.WaitFor the call waits for the answer and is retried once with it
-// (hooks see it in the event and tools through [tool.AnswerFrom]); a second
+// (hooks see it in the event and tools as [tool.Invocation].Answer); a second
 // pending request, or a declined answer, is an error result, but for the
 // request a tool raises while it runs on an approval: the call waits for
 // it too, with the approval carried ([gate.Pending].Approved), and is

@@ -31,13 +31,13 @@ func TestNewRefusesDuplicateToolNames(t *testing.T) {
 		"list":   agent.ToolList{namedTool("other", "o"), a, b},
 		"joined": agent.JoinToolsets(agent.ToolList{a}, agent.ToolList{namedTool("other", "o"), b}),
 	} {
-		_, err := agent.New(agent.Options{Model: m, Tools: ts})
+		_, err := agent.New(&agent.Options{Model: m, Tools: ts})
 		if !errors.Is(err, agent.ErrDuplicateTool) || !strings.Contains(err.Error(), `"dup"`) ||
 			!strings.Contains(err.Error(), "the first") || !strings.Contains(err.Error(), "the second") {
 			t.Errorf("%s: New: %v, want ErrDuplicateTool naming both tools", name, err)
 		}
 	}
-	if _, err := agent.New(agent.Options{Model: m, Tools: agent.JoinToolsets(agent.ToolList{a}, agent.ToolList{namedTool("other", "o")})}); err != nil {
+	if _, err := agent.New(&agent.Options{Model: m, Tools: agent.JoinToolsets(agent.ToolList{a}, agent.ToolList{namedTool("other", "o")})}); err != nil {
 		t.Fatalf("distinct names: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -76,7 +77,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var onRecord []agent.ToolCallRecord
+	var onRecord []gate.Record
 	a := newAgent(t, agent.Options{
 		Model: testkit.Script([]model.FuncCall{
 			testkit.Call("link", "read", map[string]string{"path": "public/key.txt"}),
@@ -85,7 +86,7 @@ rules:
 			testkit.Call("grep", "grep", map[string]string{"pattern": "hello|twin"}), // skips hl.txt
 		}),
 		Tools: tk, Authorizers: azs, MaxParallel: 1,
-		OnRecord: func(_ context.Context, r agent.ToolCallRecord) { onRecord = append(onRecord, r) },
+		OnRecord: func(_ context.Context, r gate.Record) { onRecord = append(onRecord, r) },
 	})
 	res, err := a.Run(context.Background(), "x")
 	if err != nil {
@@ -108,7 +109,7 @@ rules:
 		d := rec.Decision
 		w, refused := want[rec.ID]
 		if !refused {
-			if rec.IsError || d.Outcome != agent.OutcomeAllowed {
+			if rec.IsError || d.Outcome != gate.OutcomeAllowed {
 				t.Errorf("%s: %s by %s, error %v: %q", rec.ID, d.Outcome, d.By, rec.IsError, rec.Output)
 			}
 			if rec.ID == "grep" && (!strings.Contains(rec.Output, "note.txt:1: hello") || !strings.Contains(rec.Output, "not searched: refused")) {
@@ -119,7 +120,7 @@ rules:
 		if !rec.IsError || !strings.HasPrefix(rec.Output, w.output) {
 			t.Fatalf("%s: output %q, want it to start with %q", rec.ID, rec.Output, w.output)
 		}
-		if d.Outcome != agent.OutcomeDenied || d.By != w.by || d.Reason != w.reason {
+		if d.Outcome != gate.OutcomeDenied || d.By != w.by || d.Reason != w.reason {
 			t.Errorf("%s: decided %s by %s (%q), want denied by %s (%q)", rec.ID, d.Outcome, d.By, d.Reason, w.by, w.reason)
 		}
 		if n := len(d.Votes); n == 0 || d.Votes[n-1].Source != w.by || d.Votes[n-1].Decision != tool.VoteDeny {

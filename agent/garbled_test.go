@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -31,7 +32,7 @@ func TestGarbledRewriteKeepsStateEncodable(t *testing.T) {
 		}
 		return approval.Verdict{Decision: approval.Allow}, nil
 	})
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}, []model.FuncCall{testkit.Call("c2", "gated", nil)}),
 		Tools: agent.ToolList{c, gated}, Hooks: h, Authorizers: []approval.Authorizer{ask},
 	})
@@ -42,7 +43,7 @@ func TestGarbledRewriteKeepsStateEncodable(t *testing.T) {
 	if err != nil || res.Status != agent.StatusPending || c.Count() != 0 {
 		t.Fatalf("%v %+v count %d", err, res, c.Count())
 	}
-	if res.ToolCalls[0].Decision.Outcome != agent.OutcomeInvalid || string(res.ToolCalls[0].Args) != `"{not json"` {
+	if res.ToolCalls[0].Decision.Outcome != gate.OutcomeInvalid || string(res.ToolCalls[0].Args) != `"{not json"` {
 		t.Errorf("record %+v args %s", res.ToolCalls[0].Decision, res.ToolCalls[0].Args)
 	}
 	if _, err := json.Marshal(res); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -53,7 +54,7 @@ func TestGateAskResolvedByWaitFor(t *testing.T) {
 		t.Fatalf("the tool ran %d times after %d requests, want once after one", transfer.Count(), asked.Load())
 	}
 	rec := res.ToolCalls[0]
-	if !rec.Ran || rec.IsError || rec.Decision.Outcome != agent.OutcomeApproved || rec.Decision.By.String() != "person:alice" {
+	if !rec.Ran || rec.IsError || rec.Decision.Outcome != gate.OutcomeApproved || rec.Decision.By.String() != "person:alice" {
 		t.Fatalf("record %+v", rec)
 	}
 	var gateVoted bool
@@ -83,7 +84,7 @@ func TestGateAskDeclinedByWaitFor(t *testing.T) {
 	if len(msgs) != 1 || !msgs[0].IsError || !strings.Contains(msgs[0].Content, "over budget") {
 		t.Errorf("model sees %+v, want the reason", msgs)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || d.By.String() != "person:alice" {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDeclined || d.By.String() != "person:alice" {
 		t.Errorf("decision %+v", d)
 	}
 }
@@ -114,7 +115,7 @@ func TestGateAskResolvedByResume(t *testing.T) {
 	if transfer.Count() != 1 {
 		t.Fatalf("the tool ran %d times, want once", transfer.Count())
 	}
-	if d := res2.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || d.By.String() != "person:alice" {
+	if d := res2.ToolCalls[0].Decision; d.Outcome != gate.OutcomeApproved || d.By.String() != "person:alice" {
 		t.Errorf("decision %+v", d)
 	}
 	// Declined on resume: never runs, the model sees the reason.
@@ -165,7 +166,7 @@ func TestGateApprovalDoesNotSilenceOthers(t *testing.T) {
 				t.Fatal("a denied call ran")
 			}
 			rec := res.ToolCalls[0]
-			if rec.Decision.Outcome != agent.OutcomeDenied || rec.Decision.By.String() != tc.by || !strings.Contains(rec.Output, tc.reason) {
+			if rec.Decision.Outcome != gate.OutcomeDenied || rec.Decision.By.String() != tc.by || !strings.Contains(rec.Output, tc.reason) {
 				t.Errorf("record %+v", rec)
 			}
 		})
@@ -198,7 +199,7 @@ func TestGateApprovalForOtherArguments(t *testing.T) {
 			t.Fatalf("the call ran with arguments nobody approved: %v", transfer.Args())
 		}
 		rec := res2.ToolCalls[0]
-		if rec.Decision.Outcome != agent.OutcomeDenied || !strings.Contains(rec.Output, "other arguments") {
+		if rec.Decision.Outcome != gate.OutcomeDenied || !strings.Contains(rec.Output, "other arguments") {
 			t.Errorf("record %+v", rec)
 		}
 	})
@@ -292,7 +293,7 @@ func TestHookAskEditIsAppliedOrRefused(t *testing.T) {
 			if shown.Tool != "transfer_funds" || shown.CallID != "c1" || string(shown.Args) != `{"amount":5}` || shown.Digest != approval.Digest(json.RawMessage(`{"amount":5}`)) || shown.By.String() != "hook:gate" {
 				t.Errorf("the request showed %+v", shown)
 			}
-			if rec := res.ToolCalls[0]; tc.want == nil && (rec.Ran || rec.Decision.Outcome == agent.OutcomeApproved) {
+			if rec := res.ToolCalls[0]; tc.want == nil && (rec.Ran || rec.Decision.Outcome == gate.OutcomeApproved) {
 				t.Errorf("record %+v", rec.Decision)
 			}
 		})

@@ -34,7 +34,7 @@ func (c agentCaller) Call(t *testing.T, s gatetest.Setup, name string, args json
 	if c.wait {
 		opts.WaitFor = func(_ context.Context, req tool.Request) (tool.Answer, error) { return *answer(req), nil }
 	}
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -28,26 +29,29 @@ func WithHistory(msgs ...model.Message) RunOption {
 	return func(o *runOptions) { o.history = append([]model.Message(nil), msgs...) }
 }
 
-// CheckpointKind says at which point of the loop a [Checkpoint] was taken.
-type CheckpointKind string
-
 // Checkpoint kinds, in the order a turn passes them.
 const (
-	// CheckpointTurn: after a model turn; the state holds the assistant message
-	// and its calls, none of them run yet.
-	CheckpointTurn CheckpointKind = "turn"
-	// CheckpointCall: after one tool call finished (its record is in the state).
-	CheckpointCall CheckpointKind = "call"
-	// CheckpointResults: after the turn's tool results entered the transcript;
-	// the next step is a model turn.
-	CheckpointResults CheckpointKind = "results"
+	// checkpointTurn: after a model turn; the state holds the assistant
+	// message and its calls, none of them run yet.
+	checkpointTurn = "turn"
+	// checkpointCall: after one tool call finished (its record is in the state).
+	checkpointCall = "call"
+	// checkpointResults: after the turn's tool results entered the
+	// transcript; the next step is a model turn.
+	checkpointResults = "results"
 )
 
 // Checkpoint is a copy of a run's state at a point from which it can be
 // recovered with [Agent.Resume] (no answers needed): calls that finished are
 // kept, calls that had not finished run again, pending ones stay pending.
 type Checkpoint struct {
-	Kind  CheckpointKind
+	// Kind says at which point of the loop it was taken, in the order a
+	// turn passes them: "turn" (after a model turn; the state holds the
+	// assistant message and its calls, none of them run yet), "call" (after
+	// one tool call finished; its record is in the state), "results" (after
+	// the turn's tool results entered the transcript; the next step is a
+	// model turn).
+	Kind  string
 	RunID string
 	// Seq is the sequence number of the last event emitted before it.
 	Seq  int64
@@ -95,20 +99,13 @@ type CallInfo struct {
 	Answer *tool.Answer
 }
 
-// CallOutcome is what one tool call's pipeline yields: a finished Record, a
-// Pending call (waiting for an answer), or an Err that fails the run (a hook
-// error, cancellation). A Record may come with an Err (the tool ran, an
-// AfterTool hook failed).
-type CallOutcome struct {
-	Record  *ToolCallRecord
-	Pending *PendingCall
-	Err     error
-}
-
 // CallHandler runs one tool call through the governed pipeline (docs/
 // architecture.md), including the wait for an answer when Options.WaitFor is
-// set.
-type CallHandler func(ctx context.Context, c *CallInfo) CallOutcome
+// set. It returns where the call ended, as a [gate.Ruling] whose Allowed is
+// always nil: a finished Record, a Pending call (waiting for an answer), or
+// an Err that fails the run (a hook error, cancellation). A Record may come
+// with an Err (the tool ran, an AfterTool hook failed).
+type CallHandler func(ctx context.Context, c *CallInfo) gate.Ruling
 
 // Middleware wraps the agent's work at four depths, in the manner of
 // net/http middleware: each non-nil field receives the next handler and
@@ -148,12 +145,12 @@ func (r *runner) turn(ctx context.Context) (*model.Response, error) {
 }
 
 // call runs one tool call through the Call middleware.
-func (r *runner) call(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) call(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) gate.Ruling {
 	mw := r.a.opts.Middleware
 	if len(mw) == 0 {
 		return r.processCall(ctx, call, prior, ans, emit)
 	}
-	h := CallHandler(func(ctx context.Context, c *CallInfo) CallOutcome {
+	h := CallHandler(func(ctx context.Context, c *CallInfo) gate.Ruling {
 		return r.processCall(ctx, c.Call, prior, c.Answer, emit)
 	})
 	for i := len(mw) - 1; i >= 0; i-- {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -42,8 +43,8 @@ func TestEventsNumberedAcrossResume(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 	last := seqs[len(seqs)-1]
-	if st.Seq() != last {
-		t.Fatalf("the state goes on from the done event's number %d, has %d", last, st.Seq())
+	if agent.StateSeq(st) != last {
+		t.Fatalf("the state goes on from the done event's number %d, has %d", last, agent.StateSeq(st))
 	}
 	for ev, err := range a.ResumeStream(context.Background(), st, tool.Answer{ID: st.PendingRequests()[0].ID, OK: true}) {
 		if err != nil {
@@ -180,7 +181,7 @@ func TestMiddlewareOrder(t *testing.T) {
 				}
 			},
 			Call: func(next agent.CallHandler) agent.CallHandler {
-				return func(ctx context.Context, ci *agent.CallInfo) agent.CallOutcome {
+				return func(ctx context.Context, ci *agent.CallInfo) gate.Ruling {
 					add(name + " call " + ci.Call.Name)
 					oc := next(ctx, ci)
 					add(name + " call end " + string(oc.Record.Decision.Outcome))
@@ -200,7 +201,7 @@ func TestMiddlewareOrder(t *testing.T) {
 	}
 }
 
-// invokerTool reads its call's identity from the typed value.
+// invokerTool reads its call's identity from its invocation.
 type invokerTool struct {
 	mu  sync.Mutex
 	got []tool.Invocation
@@ -208,19 +209,17 @@ type invokerTool struct {
 
 func (t *invokerTool) Spec() tool.Spec { return tool.Spec{Name: "who"} }
 func (t *invokerTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-	return tool.Error("Call must not be used when Invoke exists"), nil
-}
-func (t *invokerTool) Invoke(ctx context.Context, inv *tool.Invocation, args json.RawMessage) (tool.Result, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.got = append(t.got, *inv)
-	if from, ok := tool.InvocationFrom(ctx); !ok || from.CallID != inv.CallID {
-		return tool.Error("the context must carry the same invocation"), nil
+	inv := tool.InvocationFrom(ctx)
+	if inv.State == nil || inv.Reporter == nil {
+		return tool.Error("the invocation must carry the run's state and a reporter"), nil
 	}
+	t.got = append(t.got, inv)
 	return tool.Text("ok"), nil
 }
 
-// Tools get the call's identity as a typed value; IDs come from the injected
+// Tools get the call's identity from their invocation; IDs come from the injected
 // source; history comes before the prompt.
 func TestInvocationIDsAndHistory(t *testing.T) {
 	w := &invokerTool{}

@@ -11,7 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -124,7 +127,7 @@ func (a *Agent) start(ctx context.Context, prompt string, opts []RunOption, yiel
 	st.Messages = append(st.Messages, ro.history...)
 	st.Messages = append(st.Messages, model.User(prompt))
 	return a.drive(ctx, st, false, yield, func(r *runner, ctx context.Context) (*Result, error) {
-		p, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Prompt: prompt})
+		p, err := hookrun.Start(ctx, a.opts.Hooks, hooks.StartEvent{Prompt: prompt})
 		if err != nil {
 			return r.fail(err)
 		}
@@ -151,7 +154,7 @@ func hasSystem(msgs []model.Message) bool {
 // yield means that nobody reads the events (Run, Resume): then the result is
 // only returned; otherwise it also ends the events, in a done event.
 func (a *Agent) drive(ctx context.Context, st *stateData, resume bool, yield func(Event, error) bool, body func(*runner, context.Context) (*Result, error)) (*Result, error) {
-	ctx, cancel := context.WithCancel(hooks.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
+	ctx, cancel := context.WithCancel(hookrun.WithRun(ctx, hooks.RunInfo{RunID: st.RunID, AgentID: a.opts.ID}))
 	defer cancel()
 	r := &runner{a: a, st: st, yield: yield, cancel: cancel, generate: yield == nil, toolState: tool.NewRunState(st.ToolState), gov: a.handDown(ctx)}
 	r.snapshotTools()
@@ -175,8 +178,8 @@ func (a *Agent) drive(ctx context.Context, st *stateData, resume bool, yield fun
 	if res != nil {
 		end = hooks.EndEvent{Status: string(res.Status), Reason: res.Reason}
 	}
-	if a.opts.Hooks.Len(hooks.StageEnd) > 0 {
-		if herr := a.opts.Hooks.RunEnd(context.WithoutCancel(ctx), end); herr != nil {
+	if len(a.opts.Hooks.Chain(hooks.StageEnd)) > 0 {
+		if herr := hookrun.End(context.WithoutCancel(ctx), a.opts.Hooks, end); herr != nil {
 			a.log.LogAttrs(ctx, slog.LevelWarn, "end hook failed", slog.String("run", st.RunID), slog.String("error", herr.Error()))
 		}
 	}
@@ -209,7 +212,7 @@ func (r *runner) emit(ev Event) {
 }
 
 // checkpoint hands a copy of the run's state to Options.Checkpoint.
-func (r *runner) checkpoint(ctx context.Context, kind CheckpointKind) error {
+func (r *runner) checkpoint(ctx context.Context, kind string) error {
 	f := r.a.opts.Checkpoint
 	if f == nil {
 		return nil
@@ -380,7 +383,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 				res.Text = msg.Content
 				return res, nil
 			}
-			if r.st.StopContinuations < hooks.MaxStopContinuations { // Stop hooks may continue the run
+			if r.st.StopContinuations < hookrun.MaxStopContinuations { // Stop hooks may continue the run
 				reason, err := r.stopHooks(ctx, hooks.StopEvent{Text: msg.Content, Turn: r.st.Turn, Continuations: r.st.StopContinuations})
 				if err != nil {
 					return r.fail(err)
@@ -399,13 +402,13 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			r.st.Batch[i] = batchCall{Call: c, CutOff: r.cutOff[c.ID]}
 			all[i] = nil
 		}
-		if err := r.checkpoint(ctx, CheckpointTurn); err != nil {
+		if err := r.checkpoint(ctx, checkpointTurn); err != nil {
 			return r.fail(err)
 		}
 		if res, ended, err := r.settleBatch(ctx, all); ended {
 			return res, err
 		}
-		if err := r.checkpoint(ctx, CheckpointResults); err != nil {
+		if err := r.checkpoint(ctx, checkpointResults); err != nil {
 			return r.fail(err)
 		}
 	}
@@ -416,15 +419,15 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 // started it), the caller's SubagentStop hooks. A non-empty reason continues
 // the run.
 func (r *runner) stopHooks(ctx context.Context, ev hooks.StopEvent) (string, error) {
-	reason, err := r.a.opts.Hooks.RunStop(ctx, ev)
+	reason, err := hookrun.Stop(ctx, r.a.opts.Hooks, ev)
 	if err != nil || reason != "" {
 		return reason, err
 	}
 	g := inherited(ctx)
-	if g == nil || g.hooks.Len(hooks.StageSubagentStop) == 0 {
+	if g == nil || len(g.hooks.Chain(hooks.StageSubagentStop)) == 0 {
 		return "", nil
 	}
-	return g.hooks.RunSubagentStop(ctx, hooks.SubagentStopEvent{
+	return hookrun.SubagentStop(ctx, g.hooks, hooks.SubagentStopEvent{
 		StopEvent: ev, AgentID: r.a.opts.ID, RunID: r.st.RunID,
 		ParentAgentID: g.parent.AgentID, ParentRunID: g.parent.RunID,
 	})
@@ -438,7 +441,7 @@ func isObject(args []byte) bool {
 
 // normalizeCalls gives every call a non-empty ID unique within the turn, and
 // an arguments object ({} when the model sent none); arguments nested deeper
-// than tool.MaxArgumentsDepth become a JSON string of their text.
+// than argcheck.MaxDepth become a JSON string of their text.
 func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 	seen := map[string]bool{}
 	out := slices.Clone(calls)
@@ -449,7 +452,7 @@ func (r *runner) normalizeCalls(calls []model.ToolCall) []model.ToolCall {
 		seen[out[i].ID] = true
 		if len(out[i].Arguments) == 0 {
 			out[i].Arguments = []byte("{}")
-		} else if tool.TooDeep(out[i].Arguments) {
+		} else if argcheck.TooDeep(out[i].Arguments) {
 			// Kept as the model's text, as a provider keeps arguments that
 			// are not JSON: the transcript, the records and the store hold a
 			// string, and validation tells the model what is wrong.
@@ -468,7 +471,7 @@ func (r *runner) result(status Status, reason string) *Result {
 	res := &Result{
 		RunID: st.RunID, Status: status, Reason: reason,
 		Transcript: slices.Clone(st.Messages),
-		ToolCalls:  append([]ToolCallRecord{}, st.ToolCalls...), // [] rather than null in JSON
+		ToolCalls:  append([]gate.Record{}, st.ToolCalls...), // [] rather than null in JSON
 		Turns:      st.Turn, Usage: st.Usage,
 		FinishReason: r.lastFinish,
 	}

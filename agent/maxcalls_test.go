@@ -30,8 +30,8 @@ func TestToolCallsPerTurnAreCapped(t *testing.T) {
 		calls int
 		ran   int
 	}{
-		{"default, over", 0, agent.DefaultMaxToolCalls + 1, 0},
-		{"default, at", 0, agent.DefaultMaxToolCalls, agent.DefaultMaxToolCalls},
+		{"default, over", 0, 128 + 1, 0},
+		{"default, at", 0, 128, 128},
 		{"set, over", 3, 4, 0},
 		{"set, at", 3, 3, 3},
 		{"many", 0, 100_000, 0},
@@ -59,7 +59,7 @@ func TestToolCallsPerTurnAreCapped(t *testing.T) {
 			}
 			limit := tc.limit
 			if limit == 0 {
-				limit = agent.DefaultMaxToolCalls
+				limit = 128
 			}
 			if tm.Calls != tc.calls || tm.Limit != limit || tm.Turn != 1 {
 				t.Errorf("error fields %+v, want calls %d limit %d turn 1", *tm, tc.calls, limit)
@@ -80,7 +80,7 @@ func TestToolCallsPerTurnAreCapped(t *testing.T) {
 			}
 		})
 	}
-	if _, err := agent.New(agent.Options{Model: testkit.Script(), MaxToolCalls: -1}); err == nil || !strings.Contains(err.Error(), "MaxToolCalls (-1)") {
+	if _, err := agent.New(&agent.Options{Model: testkit.Script(), MaxToolCalls: -1}); err == nil || !strings.Contains(err.Error(), "MaxToolCalls (-1)") {
 		t.Errorf("negative MaxToolCalls: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func TestMaxParallelOneKeepsCallOrder(t *testing.T) {
 		for i := 0; i < 6; i++ {
 			calls = append(calls, testkit.Call(fmt.Sprintf("c%d", i), "step", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))))
 		}
-		a, _ := agent.New(agent.Options{Model: testkit.Script(calls), Tools: agent.ToolList{rec}, MaxParallel: 1})
+		a, _ := agent.New(&agent.Options{Model: testkit.Script(calls), Tools: agent.ToolList{rec}, MaxParallel: 1})
 		if _, err := a.Run(context.Background(), "x"); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/gate"
 	"runtime"
 	"sort"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/toolctx"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -21,7 +21,7 @@ import (
 
 // processCall runs one call through the pipeline; with a WaitFor it waits for
 // the answer to a pending request and retries the call once with it.
-func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) gate.Ruling {
 	// Announced on the first attempt and again when a resume takes the call up.
 	c := call
 	emit(Event{Kind: EventToolCall, Turn: r.st.Turn, Call: &c, CallID: call.ID})
@@ -47,10 +47,10 @@ func (r *runner) processCall(ctx context.Context, call model.ToolCall, prior *Pe
 		answer, err := r.safeWait(context.WithValue(ctx, waitingKey{}, oc.Pending), wait, req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return CallOutcome{Err: ctx.Err()}
+				return gate.Ruling{Err: ctx.Err()}
 			}
 			return r.end(ctx, call, tool.Errorf("no answer to request %s: %v", req.ID, err),
-				Decision{Outcome: OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
+				gate.Decision{Outcome: gate.OutcomeDeclined, By: approval.Runtime, Reason: err.Error(), Votes: oc.Pending.Votes}, emit)
 		}
 		// The gate checks the answer against the request (its ID, its
 		// answerers) before anything runs.
@@ -67,12 +67,12 @@ type waitingKey struct{}
 // as a halted run's state would hold it. A tracer counts and annotates the
 // pending step with it as it would on a halt. ok is false for any other
 // context.
-func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
-	w, ok := ctx.Value(waitingKey{}).(*PendingCall)
+func PendingCallFrom(ctx context.Context) (p *gate.Pending, ok bool) {
+	w, ok := ctx.Value(waitingKey{}).(*gate.Pending)
 	if !ok {
 		return nil, false
 	}
-	var c PendingCall
+	var c gate.Pending
 	var cl cloner
 	cl.pending(&c, w)
 	return &c, true
@@ -82,13 +82,13 @@ func PendingCallFrom(ctx context.Context) (p *PendingCall, ok bool) {
 // the agent's gate: Decide, then, for a call that runs, Complete with the
 // tool run under the call's limits. prior and ans are set when the call is
 // retried after an answer.
-func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *PendingCall, ans *tool.Answer, emit func(Event)) CallOutcome {
+func (r *runner) pipeline(ctx context.Context, call model.ToolCall, prior *gate.Pending, ans *tool.Answer, emit func(Event)) gate.Ruling {
 	env := r.env(ctx, emit)
 	ru := r.a.gate.Decide(ctx, env, r.gateCall(call), prior, ans)
 	if ru.Allowed != nil {
 		ru = r.a.gate.Complete(ctx, env, ru.Allowed, r.runTool(emit))
 	}
-	return CallOutcome{Record: ru.Record, Pending: ru.Pending, Err: ru.Err}
+	return gate.Ruling{Record: ru.Record, Pending: ru.Pending, Err: ru.Err}
 }
 
 // gateCall is call as the gate sees it.
@@ -99,8 +99,8 @@ func (r *runner) gateCall(call model.ToolCall) gate.Call {
 
 // end records a call that ends without running, for the agent's own
 // checks of an answer.
-func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, d Decision, emit func(Event)) CallOutcome {
-	return CallOutcome{Record: r.a.gate.End(ctx, r.env(ctx, emit), r.gateCall(call), res, d)}
+func (r *runner) end(ctx context.Context, call model.ToolCall, res tool.Result, d gate.Decision, emit func(Event)) gate.Ruling {
+	return gate.Ruling{Record: r.a.gate.End(ctx, r.env(ctx, emit), r.gateCall(call), res, d)}
 }
 
 // env is what the run lends the gate for one call: its tools, the
@@ -135,7 +135,7 @@ type callEvents struct {
 	emit func(Event)
 }
 
-func (e *callEvents) Decided(c *gate.Call, d Decision) {
+func (e *callEvents) Decided(c *gate.Call, d gate.Decision) {
 	e.emit(Event{Kind: EventDecision, Turn: c.Turn, CallID: c.ID, Decision: &d})
 }
 
@@ -143,7 +143,7 @@ func (e *callEvents) Pending(c *gate.Call, req tool.Request) {
 	e.emit(Event{Kind: EventPending, Turn: c.Turn, CallID: c.ID, Request: &req})
 }
 
-func (e *callEvents) Recorded(c *gate.Call, rec *ToolCallRecord) {
+func (e *callEvents) Recorded(c *gate.Call, rec *gate.Record) {
 	cp := *rec
 	e.emit(Event{Kind: EventToolResult, Turn: c.Turn, CallID: c.ID, Record: &cp})
 }
@@ -155,38 +155,31 @@ func (r *runner) runTool(emit func(Event)) gate.Runner {
 		t := r.tools[a.Call.Name]
 		spec := t.Spec()
 		start := time.Now()
-		cc := &callContext{Context: ctx, gov: r.gov, runState: r.toolState, rep: reporter{emit: emit, turn: a.Call.Turn, callID: a.Call.ID}}
+		cc := &callContext{Context: ctx, gov: r.gov, rep: reporter{emit: emit, turn: a.Call.Turn, callID: a.Call.ID}}
+		cc.inv = tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: a.Call.ID, Turn: a.Call.Turn, State: r.toolState, Reporter: &cc.rep}
+		if a.Answer != nil {
+			// The tool's own copy of the answer, which the gate put on ctx.
+			cc.inv.Answer = tool.InvocationFrom(ctx).Answer
+		}
 		if spec.InputSchema != nil && len(a.Args) > 0 {
 			// The gate validated a.Args against this schema: the tool
 			// need not again.
 			cc.validated, cc.isValidated = toolctx.Validated{Schema: spec.InputSchema, Args: a.Args}, true
 		}
-		var tctx context.Context = cc
-		var inv *tool.Invocation
-		if _, ok := t.(tool.Invoker); ok { // only tools that take it pay for it
-			inv = &tool.Invocation{RunID: r.st.RunID, AgentID: r.a.opts.ID, CallID: a.Call.ID, Turn: a.Call.Turn, Answer: a.Answer}
-			tctx = tool.WithInvocation(tctx, *inv)
-		}
-		res := executeBounded(tctx, t, inv, a.Args, r.a.limits(a.Call.Name))
+		res := executeBounded(cc, t, a.Args, r.a.limits(a.Call.Name))
 		cc.rep.close()
 		return gate.Ran{Result: res, Latency: time.Since(start), Refusal: cc.refusal.Load()}
 	}
 }
 
-// execute calls the tool (through [tool.Invoker] when it has it), turning an
-// error or a panic into an error result.
-func execute(ctx context.Context, t tool.Tool, inv *tool.Invocation, args json.RawMessage) (res tool.Result) {
+// execute calls the tool, turning an error or a panic into an error result.
+func execute(ctx context.Context, t tool.Tool, args json.RawMessage) (res tool.Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = tool.Recovered(t.Spec().Name, p)
 		}
 	}()
-	var err error
-	if iv, ok := t.(tool.Invoker); ok && inv != nil {
-		res, err = iv.Invoke(ctx, inv, args)
-	} else {
-		res, err = t.Call(ctx, args)
-	}
+	res, err := t.Call(ctx, args)
 	if err != nil {
 		return tool.Error(err.Error())
 	}
@@ -245,7 +238,7 @@ func (r *runner) safeWait(ctx context.Context, wait tool.WaitFunc, req tool.Requ
 // reporter turns a running call's progress and notices into events; after
 // close (the call returned) it drops them, since the batch no longer reads
 // the call's events then.
-// At most MaxProgressEvents and MaxNoticeEvents of them per call.
+// At most maxProgressEvents and maxNoticeEvents of them per call.
 type reporter struct {
 	emit     func(Event)
 	turn     int
@@ -260,18 +253,18 @@ type reporter struct {
 // [EventNotice]); further reports of the call are dropped, so that a tool (or
 // the MCP server behind it) cannot flood a run's events.
 const (
-	// MaxProgressEvents is the most progress events of one call.
-	MaxProgressEvents = 1000
-	// MaxNoticeEvents is the most notice events of one call.
-	MaxNoticeEvents = 32
+	// maxProgressEvents is the most progress events of one call.
+	maxProgressEvents = 1000
+	// maxNoticeEvents is the most notice events of one call.
+	maxNoticeEvents = 32
 )
 
 func (p *reporter) Progress(pr tool.Progress) {
-	p.send(Event{Kind: EventProgress, Turn: p.turn, CallID: p.callID, Progress: &pr}, &p.progress, MaxProgressEvents)
+	p.send(Event{Kind: EventProgress, Turn: p.turn, CallID: p.callID, Progress: &pr}, &p.progress, maxProgressEvents)
 }
 
 func (p *reporter) Notice(n tool.Notice) {
-	p.send(Event{Kind: EventNotice, Turn: p.turn, CallID: p.callID, Notice: &n}, &p.notices, MaxNoticeEvents)
+	p.send(Event{Kind: EventNotice, Turn: p.turn, CallID: p.callID, Notice: &n}, &p.notices, maxNoticeEvents)
 }
 
 // send emits ev unless the call has returned or *count reached limit. It
@@ -293,14 +286,14 @@ func (p *reporter) close() {
 }
 
 // callContext is a tool's context: ctx with the values the agent hands every
-// tool call (its governance, for sub-agents; the run's state; the reporter;
-// the arguments' validation), all answered from one value rather than one
-// context.WithValue each. Values a tool puts in a context derived from it
+// tool call (its governance, for sub-agents; its invocation, with the run's
+// state, the answer and the reporter; the arguments' validation), all
+// answered from one value rather than one context.WithValue each. Values a tool puts in a context derived from it
 // take precedence as usual.
 type callContext struct {
 	context.Context
 	gov         *governance
-	runState    *tool.RunState
+	inv         tool.Invocation
 	validated   toolctx.Validated
 	isValidated bool // false: the arguments were not validated as they are
 	rep         reporter
@@ -319,10 +312,8 @@ func (c *callContext) Value(key any) any {
 	switch key.(type) {
 	case governanceKey:
 		return c.gov
-	case toolctx.RunStateKey:
-		return c.runState
-	case toolctx.ReporterKey:
-		return tool.Reporter(&c.rep)
+	case toolctx.InvocationKey:
+		return &c.inv
 	case toolctx.RefusalKey:
 		return toolctx.RefusalSink(c)
 	case toolctx.ValidatedKey:

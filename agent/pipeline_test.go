@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -81,7 +82,7 @@ func TestC01VetoMeansNoExecution(t *testing.T) {
 	if d := cmp.Diff(want, l.list()); d != "" {
 		t.Errorf("listener events (-want +got):\n%s", d)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "hook:protect-etc" {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDenied || d.By.String() != "hook:protect-etc" {
 		t.Errorf("decision %+v, want denied by hook:protect-etc", d)
 	}
 }
@@ -176,7 +177,7 @@ func TestC07RewriteValidatedAgain(t *testing.T) {
 		t.Errorf("tool ran %d times, want 0", sh.Count())
 	}
 	rec := res.ToolCalls[0]
-	if !rec.IsError || rec.Decision.Outcome != agent.OutcomeInvalid || !strings.Contains(rec.Output, "cmd") {
+	if !rec.IsError || rec.Decision.Outcome != gate.OutcomeInvalid || !strings.Contains(rec.Output, "cmd") {
 		t.Errorf("record = %+v, want an invalid-arguments error naming cmd", rec)
 	}
 }
@@ -225,7 +226,7 @@ func TestC08AskedVersusExecuted(t *testing.T) {
 	if string(rec.RequestedArgs) != `{"v":"original"}` || string(rec.Args) != `{"v":"rewritten"}` || rec.RequestedDigest == rec.ArgsDigest {
 		t.Errorf("record keeps requested %s and executed %s", rec.RequestedArgs, rec.Args)
 	}
-	var resultEv *agent.ToolCallRecord
+	var resultEv *gate.Record
 	for _, ev := range events {
 		if ev.Kind == agent.EventToolResult {
 			resultEv = ev.Record
@@ -309,7 +310,7 @@ func TestC04AllowNeverWidensDeny(t *testing.T) {
 		t.Fatal("delete_file ran")
 	}
 	d := res.ToolCalls[0].Decision
-	want := agent.Decision{Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
+	want := gate.Decision{Outcome: gate.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []tool.Vote{
 		{Source: tool.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
 		{Source: tool.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
 	}}
@@ -347,7 +348,7 @@ func TestC05SeveralMatchingHooks(t *testing.T) {
 			if del.Count() != 0 {
 				t.Error("delete_file ran")
 			}
-			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "hook:denier" {
+			if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDenied || d.By.String() != "hook:denier" {
 				t.Errorf("decision %+v, want denied by hook:denier", d)
 			}
 		})
@@ -365,8 +366,8 @@ func TestUnknownToolAndInvalidArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []agent.Outcome{res.ToolCalls[0].Decision.Outcome, res.ToolCalls[1].Decision.Outcome, res.ToolCalls[2].Decision.Outcome}
-	if d := cmp.Diff([]agent.Outcome{agent.OutcomeUnknownTool, agent.OutcomeInvalid, agent.OutcomeAllowed}, got); d != "" {
+	got := []gate.Outcome{res.ToolCalls[0].Decision.Outcome, res.ToolCalls[1].Decision.Outcome, res.ToolCalls[2].Decision.Outcome}
+	if d := cmp.Diff([]gate.Outcome{gate.OutcomeUnknownTool, gate.OutcomeInvalid, gate.OutcomeAllowed}, got); d != "" {
 		t.Errorf("outcomes (-want +got):\n%s", d)
 	}
 	if !strings.Contains(res.ToolCalls[0].Output, `"nope"`) || !strings.Contains(res.ToolCalls[0].Output, "t") {

@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -139,7 +140,7 @@ func TestProviderFixturesOutputLimit(t *testing.T) {
 				t.Fatalf("%d records, want 2", len(res.ToolCalls))
 			}
 			cut := res.ToolCalls[1]
-			if cut.ID != p.cutID || cut.Ran || !cut.IsError || cut.Decision.Outcome != agent.OutcomeInvalid ||
+			if cut.ID != p.cutID || cut.Ran || !cut.IsError || cut.Decision.Outcome != gate.OutcomeInvalid ||
 				!strings.Contains(cut.Output, "cut off at the model's output limit") {
 				t.Errorf("cut-off call record = %+v", cut)
 			}

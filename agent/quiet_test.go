@@ -17,9 +17,9 @@ import (
 // does not stream, both see the same events).
 func TestRunNumbersEventsAsStream(t *testing.T) {
 	reporting, err := tool.New("reporting", "", func(ctx context.Context, _ struct{}) (string, error) {
-		tool.ReportProgress(ctx, tool.Progress{Progress: 1, Total: 2})
-		tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Message: "restarted"})
-		tool.ReportProgress(ctx, tool.Progress{Progress: 2, Total: 2})
+		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 1, Total: 2})
+		tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Message: "restarted"})
+		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 2, Total: 2})
 		return "ok", nil
 	}, nil)
 	if err != nil {
@@ -63,7 +63,7 @@ func TestRunNumbersEventsAsStream(t *testing.T) {
 		}
 		str = ev.Result
 	}
-	if got, want := res.State.Seq(), str.State.Seq(); got != want || want != events {
+	if got, want := agent.StateSeq(res.State), agent.StateSeq(str.State); got != want || want != events {
 		t.Fatalf("Run's halted state goes on from event %d, Stream's from %d (%d events)", got, want, events)
 	}
 	if len(runSeqs) != len(streamSeqs) || len(runSeqs) == 0 {

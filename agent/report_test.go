@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -18,9 +19,9 @@ import (
 // its decision and its result; the model does not see them.
 func TestProgressAndNoticeEvents(t *testing.T) {
 	slow, err := tool.New("slow", "reports as it goes", func(ctx context.Context, _ struct{}) (tool.Result, error) {
-		tool.ReportProgress(ctx, tool.Progress{Progress: 1, Total: 2, Message: "half"})
-		tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:x", Message: "restarted"})
-		tool.ReportProgress(ctx, tool.Progress{Progress: 2, Total: 2})
+		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 1, Total: 2, Message: "half"})
+		tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:x", Message: "restarted"})
+		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 2, Total: 2})
 		return tool.Result{Output: "done"}, nil
 	}, nil)
 	if err != nil {
@@ -116,7 +117,7 @@ func TestToolsRefreshBetweenTurns(t *testing.T) {
 	if a1.Count() != 1 || b.Count() != 1 {
 		t.Fatalf("a ran %d times, b %d; want once each", a1.Count(), b.Count())
 	}
-	if rec := res.ToolCalls[2]; rec.Name != "a" || rec.Decision.Outcome != agent.OutcomeUnknownTool {
+	if rec := res.ToolCalls[2]; rec.Name != "a" || rec.Decision.Outcome != gate.OutcomeUnknownTool {
 		t.Fatalf("the call to the vanished tool: %+v", rec.Decision)
 	}
 	if ts.refresh != 3 {

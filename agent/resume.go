@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -48,7 +49,7 @@ func (a *Agent) resume(ctx context.Context, state *State, answers []tool.Answer,
 		return end(Event{Kind: EventDone, Result: res}, err)
 	}
 	return a.drive(ctx, st, true, yield, func(r *runner, ctx context.Context) (*Result, error) {
-		if _, err := a.opts.Hooks.RunStart(ctx, hooks.StartEvent{Resumed: true}); err != nil {
+		if _, err := hookrun.Start(ctx, a.opts.Hooks, hooks.StartEvent{Resumed: true}); err != nil {
 			return r.fail(err)
 		}
 		if len(st.Batch) > 0 {
@@ -65,7 +66,7 @@ func (a *Agent) resume(ctx context.Context, state *State, answers []tool.Answer,
 			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
 				return res, err
 			}
-			if err := r.checkpoint(ctx, CheckpointResults); err != nil {
+			if err := r.checkpoint(ctx, checkpointResults); err != nil {
 				return r.fail(err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -21,12 +22,12 @@ import (
 func TestAfterToolFailureStillRecordsTheCall(t *testing.T) {
 	pay := &testkit.Counter{Name: "pay", Output: func(json.RawMessage) tool.Result { return tool.Text("card 4111-1111") }}
 	var mu sync.Mutex
-	var recs []agent.ToolCallRecord
+	var recs []gate.Record
 	h := (&hooks.Hooks{}).AfterTool("redact", func(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
 		return nil, errors.New("redaction service down")
 	})
-	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "pay", nil)}), Tools: agent.ToolList{pay}, Hooks: h,
-		OnRecord: func(ctx context.Context, r agent.ToolCallRecord) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+	a, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "pay", nil)}), Tools: agent.ToolList{pay}, Hooks: h,
+		OnRecord: func(ctx context.Context, r gate.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
 	var results int
 	var res *agent.Result
 	var runErr error
@@ -66,7 +67,7 @@ func TestBeforeLLMEditsDoNotReachTheTranscript(t *testing.T) {
 		}
 		return &hooks.LLMOverride{Messages: ev.Messages}, nil
 	})
-	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "login", map[string]string{"password": "hunter2"})}), Tools: agent.ToolList{c}, Hooks: h})
+	a, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "login", map[string]string{"password": "hunter2"})}), Tools: agent.ToolList{c}, Hooks: h})
 	res, err := a.Run(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
@@ -84,14 +85,14 @@ func TestToolQuestionDataIsNotAnEdit(t *testing.T) {
 	deploy := tool.Must("deploy", "", func(ctx context.Context, in struct {
 		Env string `json:"env"`
 	}) (tool.Result, error) {
-		ans, ok := tool.AnswerFrom(ctx)
-		if !ok {
+		ans := tool.InvocationFrom(ctx).Answer
+		if ans == nil {
 			return tool.Pending(tool.Request{Prompt: "one-time code?"}), nil
 		}
 		got = append(got, in.Env+" "+string(ans.Data))
 		return tool.Text("deployed"), nil
 	}, nil)
-	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "deploy", map[string]string{"env": "staging"})}), Tools: agent.ToolList{deploy}})
+	a, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "deploy", map[string]string{"env": "staging"})}), Tools: agent.ToolList{deploy}})
 	res, err := a.Run(context.Background(), "x")
 	if err != nil || res.Status != agent.StatusPending || res.Pending[0].Kind != tool.KindInput {
 		t.Fatalf("%v %+v", err, res)
@@ -135,13 +136,13 @@ func (l *pairListener) OnError(ctx context.Context, u *hooks.ToolUse) {}
 // answer; the start with the answer is marked Retried.
 func TestListenerPairsAroundAPendingTool(t *testing.T) {
 	ask := tool.Must("ask", "", func(ctx context.Context, _ struct{}) (tool.Result, error) {
-		if _, ok := tool.AnswerFrom(ctx); !ok {
+		if tool.InvocationFrom(ctx).Answer == nil {
 			return tool.Pending(tool.Request{Prompt: "code?"}), nil
 		}
 		return tool.Text("ok"), nil
 	}, nil)
 	l := &pairListener{}
-	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "ask", nil)}), Tools: agent.ToolList{ask},
+	a, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "ask", nil)}), Tools: agent.ToolList{ask},
 		WaitFor: func(ctx context.Context, r tool.Request) (tool.Answer, error) {
 			return tool.Answer{ID: r.ID, OK: true}, nil
 		}})
@@ -167,14 +168,14 @@ func (panicky) OnError(ctx context.Context, u *hooks.ToolUse)     { panic("liste
 // is logged and the run goes on; nothing crashes the process.
 func TestHostCallbackPanicsAreContained(t *testing.T) {
 	c := &testkit.Counter{Name: "t"}
-	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c},
+	a, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c},
 		Authorizers: []approval.Authorizer{panicky{}},
-		OnRecord:    func(ctx context.Context, r agent.ToolCallRecord) { panic("sink bug") }})
+		OnRecord:    func(ctx context.Context, r gate.Record) { panic("sink bug") }})
 	res, err := a.Run(context.Background(), "x")
-	if err != nil || c.Count() != 0 || res.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || !strings.Contains(res.ToolCalls[0].Output, "panicked") {
+	if err != nil || c.Count() != 0 || res.ToolCalls[0].Decision.Outcome != gate.OutcomeDenied || !strings.Contains(res.ToolCalls[0].Output, "panicked") {
 		t.Fatalf("%v count %d %+v", err, c.Count(), res.ToolCalls)
 	}
-	b, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c}})
+	b, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", nil)}), Tools: agent.ToolList{c}})
 	b.SetToolCallListener(panicky{})
 	if res, err := b.Run(context.Background(), "x"); err != nil || res.Status != agent.StatusDone || c.Count() != 1 {
 		t.Fatalf("%v %+v count %d", err, res, c.Count())
@@ -192,7 +193,7 @@ func TestRequestIDsAreUniqueAcrossTheRun(t *testing.T) {
 		return hooks.Ask(tool.Request{ID: "approve", Prompt: "pay?"}), nil
 	})
 	newA := func() *agent.Agent {
-		a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("p1", "pay", nil)}, []model.FuncCall{testkit.Call("p2", "pay", nil)}),
+		a, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("p1", "pay", nil)}, []model.FuncCall{testkit.Call("p2", "pay", nil)}),
 			Tools: agent.ToolList{c}, Hooks: h})
 		return a
 	}
@@ -217,13 +218,13 @@ func TestRequestIDsAreUniqueAcrossTheRun(t *testing.T) {
 // and logs never hold them); the model still sees the details.
 func TestInvalidReasonHoldsNoValues(t *testing.T) {
 	c := &testkit.Counter{Name: "t", Schema: `{"type":"object","properties":{"n":{"type":"integer"}}}`}
-	a, _ := agent.New(agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", map[string]string{"n": "SECRET1"})}), Tools: agent.ToolList{c}})
+	a, _ := agent.New(&agent.Options{Model: testkit.Script([]model.FuncCall{testkit.Call("c1", "t", map[string]string{"n": "SECRET1"})}), Tools: agent.ToolList{c}})
 	res, err := a.Run(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := res.ToolCalls[0]
-	if rec.Decision.Outcome != agent.OutcomeInvalid || strings.Contains(rec.Decision.Reason, "SECRET1") || !strings.Contains(rec.Output, "SECRET1") {
+	if rec.Decision.Outcome != gate.OutcomeInvalid || strings.Contains(rec.Decision.Reason, "SECRET1") || !strings.Contains(rec.Output, "SECRET1") {
 		t.Errorf("decision %+v output %q", rec.Decision, rec.Output)
 	}
 }
@@ -250,7 +251,7 @@ func TestBeforeLLMCannotAlterToolSchemasInPlace(t *testing.T) {
 		}
 		return nil, nil
 	})
-	a, _ := agent.New(agent.Options{Model: m, Tools: agent.ToolList{c}, Hooks: h})
+	a, _ := agent.New(&agent.Options{Model: m, Tools: agent.ToolList{c}, Hooks: h})
 	if _, err := a.Run(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -34,7 +35,7 @@ func TestInvalidRewriteNamesTheHook(t *testing.T) {
 	}
 	rec := res.ToolCalls[0]
 	bad := tool.Principal{Kind: tool.PrincipalHook, Name: "bad"}
-	if d := rec.Decision; d.Outcome != agent.OutcomeInvalid || d.By != bad || !strings.HasPrefix(d.Reason, "hook:bad rewrote the arguments") {
+	if d := rec.Decision; d.Outcome != gate.OutcomeInvalid || d.By != bad || !strings.HasPrefix(d.Reason, "hook:bad rewrote the arguments") {
 		t.Errorf("decided %s by %s (%q), want invalid by %s", d.Outcome, d.By, d.Reason, bad)
 	}
 	if !rec.IsError || !strings.HasPrefix(rec.Output, "echo: hook:bad rewrote the arguments into invalid ones: ") {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -64,14 +66,14 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 		name    string
 		ans     *tool.Answer
 		ran     int64
-		outcome agent.Outcome
+		outcome gate.Outcome
 		by      string
 		args    string
 	}{
-		{"approve", &tool.Answer{OK: true, Reason: "fine"}, 1, agent.OutcomeApproved, "hook:gate", `{"n":1}`},
-		{"decline", &tool.Answer{OK: false, Reason: "not now"}, 0, agent.OutcomeDeclined, "hook:gate", ""},
-		{"edit", &tool.Answer{OK: true, Data: json.RawMessage(`{"n":2}`)}, 1, agent.OutcomeApproved, "hook:gate", `{"n":2}`},
-		{"no opinion", nil, 0, agent.OutcomePending, "", ""},
+		{"approve", &tool.Answer{OK: true, Reason: "fine"}, 1, gate.OutcomeApproved, "hook:gate", `{"n":1}`},
+		{"decline", &tool.Answer{OK: false, Reason: "not now"}, 0, gate.OutcomeDeclined, "hook:gate", ""},
+		{"edit", &tool.Answer{OK: true, Data: json.RawMessage(`{"n":2}`)}, 1, gate.OutcomeApproved, "hook:gate", `{"n":2}`},
+		{"no opinion", nil, 0, gate.OutcomePending, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := &testkit.Counter{Name: "t"}
@@ -101,7 +103,7 @@ func TestPermissionHookAnswersBeforeAPerson(t *testing.T) {
 			if tl.Count() != tc.ran {
 				t.Fatalf("tool ran %d times, want %d", tl.Count(), tc.ran)
 			}
-			if tc.outcome == agent.OutcomePending {
+			if tc.outcome == gate.OutcomePending {
 				if res.Status != agent.StatusPending {
 					t.Fatalf("status %s, want pending", res.Status)
 				}
@@ -157,7 +159,7 @@ func TestStopContinuationsSurviveResume(t *testing.T) {
 }
 
 // A Stop hook that gives a reason continues the run with it as a user
-// message, at most hooks.MaxStopContinuations times.
+// message, at most hookrun.MaxStopContinuations times.
 func TestStopHookContinues(t *testing.T) {
 	var seen []int
 	h := (&hooks.Hooks{}).Stop("more", func(ctx context.Context, ev *hooks.StopEvent) (string, error) {
@@ -169,8 +171,8 @@ func TestStopHookContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agent.StatusDone || res.Turns != hooks.MaxStopContinuations+1 {
-		t.Fatalf("status %s after %d turns, want done after %d", res.Status, res.Turns, hooks.MaxStopContinuations+1)
+	if res.Status != agent.StatusDone || res.Turns != hookrun.MaxStopContinuations+1 {
+		t.Fatalf("status %s after %d turns, want done after %d", res.Status, res.Turns, hookrun.MaxStopContinuations+1)
 	}
 	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(seen, want) {
 		t.Fatalf("continuations seen %v, want %v", seen, want)
@@ -181,8 +183,8 @@ func TestStopHookContinues(t *testing.T) {
 			users++
 		}
 	}
-	if users != hooks.MaxStopContinuations {
-		t.Fatalf("%d continuation messages, want %d", users, hooks.MaxStopContinuations)
+	if users != hookrun.MaxStopContinuations {
+		t.Fatalf("%d continuation messages, want %d", users, hookrun.MaxStopContinuations)
 	}
 }
 
@@ -253,7 +255,7 @@ func TestWaitMiddleware(t *testing.T) {
 	mark := func(name string) agent.Middleware {
 		return agent.Middleware{
 			Call: func(next agent.CallHandler) agent.CallHandler {
-				return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+				return func(ctx context.Context, c *agent.CallInfo) gate.Ruling {
 					return next(context.WithValue(ctx, callMark{}, c.Call.ID), c)
 				}
 			},
@@ -295,7 +297,7 @@ func TestWaitMiddleware(t *testing.T) {
 // A Wait middleware learns which pending call it waits for (as a halt would
 // have returned it), and cannot change the call through it.
 func TestWaitMiddlewareSeesThePendingCall(t *testing.T) {
-	var seen []*agent.PendingCall
+	var seen []*gate.Pending
 	mw := agent.Middleware{Wait: func(next tool.WaitFunc) tool.WaitFunc {
 		return func(ctx context.Context, req tool.Request) (tool.Answer, error) {
 			p, ok := agent.PendingCallFrom(ctx)
@@ -326,10 +328,10 @@ func TestWaitMiddlewareSeesThePendingCall(t *testing.T) {
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("%v %v", res.Status, err)
 	}
-	if len(seen) != 1 || seen[0].Origin != agent.OriginAuthorization {
+	if len(seen) != 1 || seen[0].Origin != gate.OriginAuthorization {
 		t.Fatalf("pending calls seen: %+v", seen)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || echo.Count() != 1 {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeApproved || echo.Count() != 1 {
 		t.Errorf("the call was %s (ran %d times) after the middleware changed its copy", d.Outcome, echo.Count())
 	}
 	if _, ok := agent.PendingCallFrom(context.Background()); ok {

@@ -50,7 +50,7 @@ func Example_denyWithBeforeTool() {
 		}
 		return nil, nil
 	})
-	a, _ := agent.New(agent.Options{Model: once("done", model.FuncCall{ID: "c1", Name: "delete_all"}), ModelName: "m", Tools: tk, Hooks: h})
+	a, _ := agent.New(&agent.Options{Model: once("done", model.FuncCall{ID: "c1", Name: "delete_all"}), ModelName: "m", Tools: tk, Hooks: h})
 	res, err := a.Run(context.Background(), "delete everything")
 	if err != nil {
 		panic(err)
@@ -83,7 +83,7 @@ func Example_auditAndRedact() {
 			redacted.Output = "db_password=***REDACTED***"
 			return hooks.Replace(redacted), nil
 		})
-	a, _ := agent.New(agent.Options{Model: once("done", model.FuncCall{ID: "c1", Name: "lookup_config"}), ModelName: "m", Tools: tk, Hooks: h})
+	a, _ := agent.New(&agent.Options{Model: once("done", model.FuncCall{ID: "c1", Name: "lookup_config"}), ModelName: "m", Tools: tk, Hooks: h})
 	res, err := a.Run(context.Background(), "what's the db password?")
 	if err != nil {
 		panic(err)
@@ -119,7 +119,7 @@ func Example_allFourHooks() {
 			counts[3].Add(1)
 			return nil, nil // observe only
 		})
-	a, _ := agent.New(agent.Options{
+	a, _ := agent.New(&agent.Options{
 		Model:        once("ok", model.FuncCall{ID: "c1", Name: "echo", Arguments: map[string]string{"v": "original"}}),
 		ModelName:    "m",
 		SystemPrompt: "SYS",
@@ -154,7 +154,7 @@ func Example_permissionGate() {
 		}
 		return hooks.Deny("denied: read-only mode"), nil
 	})
-	a, _ := agent.New(agent.Options{
+	a, _ := agent.New(&agent.Options{
 		Model:     once("ok", model.FuncCall{ID: "c1", Name: "write", Arguments: map[string]string{"path": target, "content": "hi"}}),
 		ModelName: "m", Tools: tk, Hooks: h,
 	})
@@ -202,7 +202,7 @@ func Example_permissionGateAsk() {
 		}
 		return tool.Answer{ID: req.ID, OK: true, By: "alice"}, nil
 	}
-	a, _ := agent.New(agent.Options{
+	a, _ := agent.New(&agent.Options{
 		Model: model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 			if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
 				return model.Reply{Content: "done"}, nil
@@ -243,7 +243,7 @@ func ExampleAgent_Resume() {
 		return hooks.Ask(tool.Request{Kind: tool.KindApproval, Prompt: "Send the money?"}), nil
 	})
 	newAgent := func() *agent.Agent {
-		a, _ := agent.New(agent.Options{Model: once("paid", model.FuncCall{ID: "c1", Name: "transfer_funds"}), Tools: agent.ToolList{transfer}, Hooks: ask})
+		a, _ := agent.New(&agent.Options{Model: once("paid", model.FuncCall{ID: "c1", Name: "transfer_funds"}), Tools: agent.ToolList{transfer}, Hooks: ask})
 		return a
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -52,7 +53,7 @@ func TestResumeVersion2StateWithTextPrincipals(t *testing.T) {
 		t.Fatalf("%v %+v", err, res2)
 	}
 	d := res2.ToolCalls[0].Decision
-	want := agent.Decision{Outcome: agent.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Votes: []agent.Vote{
+	want := gate.Decision{Outcome: gate.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Votes: []tool.Vote{
 		{Source: tool.Principal{Kind: tool.PrincipalRule, Name: "ask"}, Decision: "ask", Reason: "look first"},
 		{Source: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}, Decision: "allow"},
 	}}
@@ -88,8 +89,8 @@ func TestStateEncodingAndAccessors(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	s := res.State
-	if s.RunID() != "run_s" || s.Version() != agent.StateVersion || s.Turn() != 1 || s.Seq() == 0 {
-		t.Errorf("run %q version %d turn %d seq %d", s.RunID(), s.Version(), s.Turn(), s.Seq())
+	if s.RunID() != "run_s" || agent.StateVersionOf(s) != agent.StateVersion || agent.StateTurn(s) != 1 || agent.StateSeq(s) == 0 {
+		t.Errorf("run %q version %d turn %d seq %d", s.RunID(), agent.StateVersionOf(s), agent.StateTurn(s), agent.StateSeq(s))
 	}
 	w := s.Waiting()
 	if len(w) != 1 || w[0].Call.ID != "c1" || w[0].Pending.Request.ID != res.Pending[0].ID || w[0].Pending.Digest != approval.Digest(json.RawMessage(`{"op":"x"}`)) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -97,7 +98,7 @@ func TestStreamEventsOwnedByConsumer(t *testing.T) {
 				case agent.EventToolCall:
 					ev.Call.Name, ev.Call.Arguments = "tampered", json.RawMessage(`{"user":"eve"}`)
 				case agent.EventDecision:
-					ev.Decision.Outcome, ev.Decision.Reason = agent.OutcomeDenied, "tampered"
+					ev.Decision.Outcome, ev.Decision.Reason = gate.OutcomeDenied, "tampered"
 				case agent.EventToolResult:
 					ev.Record.Output, ev.Record.Args, ev.Record.Name = "tampered", json.RawMessage(`{"user":"eve"}`), "tampered"
 				case agent.EventUsage:
@@ -110,7 +111,7 @@ func TestStreamEventsOwnedByConsumer(t *testing.T) {
 				t.Fatalf("result = %+v", res)
 			}
 			for _, rec := range res.ToolCalls {
-				if rec.Name != "lookup" || rec.Output == "tampered" || strings.Contains(string(rec.Args), "eve") || rec.Decision.Outcome != agent.OutcomeAllowed {
+				if rec.Name != "lookup" || rec.Output == "tampered" || strings.Contains(string(rec.Args), "eve") || rec.Decision.Outcome != gate.OutcomeAllowed {
 					t.Errorf("record changed by the consumer: %+v", rec)
 				}
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/providertest"
 	"github.com/tollgate-dev/tollgate/model"
@@ -239,7 +240,7 @@ func parAgent(t *testing.T, kind string, turns []parTurn, extra func(h *hooks.Ho
 		}
 		return nil, nil
 	})
-	a, err := agent.New(agent.Options{Model: b.model, ModelName: "parity-model", Tools: agent.ToolList{lookup, transfer}, Hooks: h})
+	a, err := agent.New(&agent.Options{Model: b.model, ModelName: "parity-model", Tools: agent.ToolList{lookup, transfer}, Hooks: h})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func parComparable(res *agent.Result) *agent.Result {
 	}
 	c := *res
 	c.RunID = ""
-	c.ToolCalls = append([]agent.ToolCallRecord(nil), res.ToolCalls...)
+	c.ToolCalls = append([]gate.Record(nil), res.ToolCalls...)
 	for i := range c.ToolCalls {
 		c.ToolCalls[i].RunID = ""
 		c.ToolCalls[i].Started = time.Time{}
@@ -525,7 +526,7 @@ func TestStreamEarlyBreakWithProvider(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := agent.New(agent.Options{Model: m, ModelName: "m"})
+			a, err := agent.New(&agent.Options{Model: m, ModelName: "m"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -64,9 +65,9 @@ func (p prefixed) Authorize(ctx context.Context, c approval.Call) (approval.Verd
 	return v, err
 }
 
-// MaxSubAgentDepth bounds how deeply sub-agents may nest (an agent used as a
+// maxSubAgentDepth bounds how deeply sub-agents may nest (an agent used as a
 // tool by an agent used as a tool ...); a deeper call is an error result.
-const MaxSubAgentDepth = 8
+const maxSubAgentDepth = 8
 
 type subAgentInput struct {
 	Prompt string `json:"prompt" jsonschema:"the task for the sub-agent, in plain language"`
@@ -74,6 +75,7 @@ type subAgentInput struct {
 
 // AsTool returns a tool named name that runs a as a sub-agent on the prompt it
 // is given ({"prompt": string}) and returns the sub-agent's final answer.
+// Sub-agents nest at most 8 deep; a deeper call is an error result.
 //
 // The sub-agent is governed by every agent above it (case C16): each
 // authorizer of the agent that calls the tool, and of that agent's own
@@ -90,16 +92,16 @@ type subAgentInput struct {
 // When the sub-agent gives its final answer and its own Stop hooks let it
 // end, the calling agent's SubagentStop hooks are asked: a reason continues
 // the sub-agent with it as a user message, within the same cap of
-// hooks.MaxStopContinuations continuations per run.
+// 8 continuations per run.
 //
 // The tool has no hints (unknown, so gates treat it as mutating). AsTool
 // returns an error for an invalid name.
 func (a *Agent) AsTool(name, description string) (tool.Tool, error) {
 	return tool.New(name, description, func(ctx context.Context, in subAgentInput) (tool.Result, error) {
-		if g := inherited(ctx); g != nil && g.depth >= MaxSubAgentDepth {
-			return tool.Errorf("sub-agent %s: nested more than %d deep", name, MaxSubAgentDepth), nil
+		if g := inherited(ctx); g != nil && g.depth >= maxSubAgentDepth {
+			return tool.Errorf("sub-agent %s: nested more than %d deep", name, maxSubAgentDepth), nil
 		}
-		res, err := a.Run(tool.WithoutAnswer(ctx), in.Prompt)
+		res, err := a.Run(toolcall.Without(ctx), in.Prompt)
 		if err != nil {
 			return tool.Errorf("sub-agent %s failed: %v", name, err), nil
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -19,12 +20,12 @@ func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
 	del := &testkit.Counter{Name: "delete_file"}
 	read := &testkit.Counter{Name: "read_file"}
 	var mu sync.Mutex
-	childRecords := map[string]agent.ToolCallRecord{}
+	childRecords := map[string]gate.Record{}
 	child := newAgent(t, agent.Options{
 		ID:    "child",
 		Model: testkit.Script([]model.FuncCall{testkit.Call("k1", "delete_file", nil), testkit.Call("k2", "read_file", nil)}),
 		Tools: agent.ToolList{del, read},
-		OnRecord: func(ctx context.Context, rec agent.ToolCallRecord) { // called from the calls' goroutines
+		OnRecord: func(ctx context.Context, rec gate.Record) { // called from the calls' goroutines
 			mu.Lock()
 			childRecords[rec.ID] = rec
 			mu.Unlock()
@@ -53,7 +54,7 @@ func TestC16SubAgentInheritsParentPolicy(t *testing.T) {
 	if del.Count() != 0 || read.Count() != 1 {
 		t.Fatalf("delete ran %d times, read %d times; want 0 and 1", del.Count(), read.Count())
 	}
-	if d := childRecords["k1"].Decision; len(childRecords) != 2 || d.Outcome != agent.OutcomeDenied || d.By.String() != "rule:parent/no-delete" {
+	if d := childRecords["k1"].Decision; len(childRecords) != 2 || d.Outcome != gate.OutcomeDenied || d.By.String() != "rule:parent/no-delete" {
 		t.Fatalf("child records %+v", childRecords)
 	}
 	if res.ToolCalls[0].IsError || res.ToolCalls[0].Output != "done" {

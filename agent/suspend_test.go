@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -68,7 +69,7 @@ func TestPendingHaltAndResume(t *testing.T) {
 		t.Fatalf("one result per call, in call order: %+v", msgs)
 	}
 	rec := res2.ToolCalls[0]
-	if rec.ID != "c1" || rec.Decision.Outcome != agent.OutcomeApproved || rec.Decision.By.String() != "person:alice" {
+	if rec.ID != "c1" || rec.Decision.Outcome != gate.OutcomeApproved || rec.Decision.By.String() != "person:alice" {
 		t.Errorf("record %+v", rec.Decision)
 	}
 }
@@ -218,7 +219,7 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files.Count() != 0 || res2.ToolCalls[0].Decision.Outcome != agent.OutcomeDenied || res2.ToolCalls[0].Decision.By.String() != "rule:no-delete" {
+	if files.Count() != 0 || res2.ToolCalls[0].Decision.Outcome != gate.OutcomeDenied || res2.ToolCalls[0].Decision.By.String() != "rule:no-delete" {
 		t.Fatalf("count %d decision %+v", files.Count(), res2.ToolCalls[0].Decision)
 	}
 	// An edit to allowed arguments runs them, once.
@@ -226,7 +227,7 @@ func TestAuthorizationAskAndEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{`{"op":"stat","path":"b"}`}, files.Args()); d != "" || res3.ToolCalls[0].Decision.Outcome != agent.OutcomeApproved {
+	if d := cmp.Diff([]string{`{"op":"stat","path":"b"}`}, files.Args()); d != "" || res3.ToolCalls[0].Decision.Outcome != gate.OutcomeApproved {
 		t.Fatalf("ran with (-want +got): %s; decision %+v", d, res3.ToolCalls[0].Decision)
 	}
 	// A plain approval runs the original arguments.

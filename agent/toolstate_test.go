@@ -19,8 +19,8 @@ type tally struct{}
 func (tally) Spec() tool.Spec { return tool.Spec{Name: "tally", Hints: &tool.Hints{ReadOnly: true}} }
 
 func (tally) Call(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
-	s, ok := tool.RunStateFrom(ctx)
-	if !ok {
+	s := tool.InvocationFrom(ctx).State
+	if s == nil {
 		return tool.Error("no run state"), nil
 	}
 	n := 0
@@ -38,7 +38,7 @@ type asker struct{}
 func (asker) Spec() tool.Spec { return tool.Spec{Name: "ask", Hints: &tool.Hints{ReadOnly: true}} }
 
 func (asker) Call(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
-	if _, ok := tool.AnswerFrom(ctx); ok {
+	if tool.InvocationFrom(ctx).Answer != nil {
 		return tool.Text("answered"), nil
 	}
 	return tool.Pending(tool.Request{ID: "q1", Kind: tool.KindQuestion, Prompt: "?"}), nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -55,7 +56,7 @@ func TestOutputLimit(t *testing.T) {
 			t.Fatalf("%d records, want 2", len(res.ToolCalls))
 		}
 		cut := res.ToolCalls[1]
-		if cut.ID != "call_b" || cut.Ran || !cut.IsError || cut.Decision.Outcome != agent.OutcomeInvalid ||
+		if cut.ID != "call_b" || cut.Ran || !cut.IsError || cut.Decision.Outcome != gate.OutcomeInvalid ||
 			!strings.Contains(cut.Output, "cut off at the model's output limit") || strings.Contains(cut.Output, "must be a JSON object") {
 			t.Errorf("cut-off call record = %+v", cut)
 		}
@@ -127,7 +128,7 @@ func TestOutputLimitCutOffCallNotRunOnRecovery(t *testing.T) {
 	var saved *agent.State
 	read := &testkit.Counter{Name: "read_file"}
 	a := newAgent(t, agent.Options{Model: m, Tools: agent.ToolList{read}, Checkpoint: func(_ context.Context, cp agent.Checkpoint) error {
-		if cp.Kind == agent.CheckpointTurn && saved == nil {
+		if cp.Kind == "turn" && saved == nil {
 			saved = cp.State
 			return crash
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -24,7 +25,7 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 	// run's slices capped at their length, so that a model that appends to
 	// its request cannot write into the transcript's spare capacity.
 	msgs, defs := r.st.Messages[:len(r.st.Messages):len(r.st.Messages)], r.defs[:len(r.defs):len(r.defs)]
-	out, err := h.RunBeforeLLM(ctx, hooks.BeforeLLMEvent{Messages: msgs, Tools: defs, Model: r.st.Model, Turn: turn})
+	out, err := hookrun.BeforeLLM(ctx, h, hooks.BeforeLLMEvent{Messages: msgs, Tools: defs, Model: r.st.Model, Turn: turn})
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (r *runner) modelTurn(ctx context.Context) (*model.Response, error) {
 			return nil, fmt.Errorf("agent: model turn %d: the model returned no response", turn)
 		}
 	}
-	if err := h.RunAfterLLM(ctx, hooks.AfterLLMEvent{Response: resp, Model: out.Model, Turn: turn}); err != nil {
+	if err := hookrun.AfterLLM(ctx, h, hooks.AfterLLMEvent{Response: resp, Model: out.Model, Turn: turn}); err != nil {
 		return nil, err
 	}
 	r.st.Usage = r.st.Usage.Add(resp.Usage)

@@ -3,9 +3,10 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/gate"
 	"slices"
 
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -29,38 +30,6 @@ const (
 	StatusError Status = "error"
 )
 
-// Outcome classifies what happened to one tool call: [gate.Outcome].
-type Outcome = gate.Outcome
-
-// Tool call outcomes, in pipeline order (docs/architecture.md); see
-// [gate.Outcome].
-const (
-	OutcomeUnknownTool  = gate.OutcomeUnknownTool
-	OutcomeInvalid      = gate.OutcomeInvalid
-	OutcomeShortCircuit = gate.OutcomeShortCircuit
-	OutcomeDenied       = gate.OutcomeDenied
-	OutcomeDeclined     = gate.OutcomeDeclined
-	OutcomeExpired      = gate.OutcomeExpired
-	OutcomePending      = gate.OutcomePending
-	OutcomeAllowed      = gate.OutcomeAllowed
-	OutcomeApproved     = gate.OutcomeApproved
-)
-
-// Vote is one source's say on a call, kept in the [Decision]: who voted
-// (Source, and Actor when someone acted on the source's behalf), what it said
-// ([tool.VoteAllow], VoteAsk, VoteDeny, VoteRewrite, VoteResult) and why.
-// It is [tool.Vote] (and [tool.Vote]): one type for hooks, policies and
-// the agent. In JSON {"source": {"kind", "name"}, "decision", "reason"};
-// states and records written before the source was typed hold its text form
-// ("hook:audit"), which is still read.
-type Vote = tool.Vote
-
-// Decision records who decided a call's fate and why: [gate.Decision].
-type Decision = gate.Decision
-
-// ToolCallRecord is the record of one tool call: [gate.Record].
-type ToolCallRecord = gate.Record
-
 // Result is the outcome of [Agent.Run] or [Agent.Resume].
 type Result struct {
 	RunID  string `json:"runId"`
@@ -76,7 +45,7 @@ type Result struct {
 	// Transcript is every message of the run, tool calls as the model wrote them.
 	Transcript []model.Message `json:"transcript"`
 	// ToolCalls records every finished tool call, in the order they were asked.
-	ToolCalls []ToolCallRecord `json:"toolCalls"`
+	ToolCalls []gate.Record `json:"toolCalls"`
 	// Turns counts model turns (BeforeLLM short-circuits included).
 	Turns int         `json:"turns"`
 	Usage model.Usage `json:"usage"`
@@ -87,26 +56,13 @@ type Result struct {
 	State *State `json:"state,omitempty"`
 }
 
-// Origin says which pipeline step raised a pending request: [gate.Origin].
-type Origin = gate.Origin
-
-// Origins of pending requests.
-const (
-	OriginHook          = gate.OriginHook
-	OriginAuthorization = gate.OriginAuthorization
-	OriginTool          = gate.OriginTool
-)
-
-// PendingCall is a tool call suspended on a request: [gate.Pending].
-type PendingCall = gate.Pending
-
 // batchCall is one tool call of the halted turn.
 type batchCall struct {
 	Call model.ToolCall `json:"call"`
 	// Record is set once the call has finished (it is also in State.ToolCalls).
-	Record *ToolCallRecord `json:"record,omitempty"`
+	Record *gate.Record `json:"record,omitempty"`
 	// Pending is set while the call waits for an answer.
-	Pending *PendingCall `json:"pending,omitempty"`
+	Pending *gate.Pending `json:"pending,omitempty"`
 	// CutOff says the model's output limit cut the call off (gate.Call's
 	// CutOff): it never runs, also when a recovery takes the turn up again.
 	CutOff bool `json:"cutOff,omitempty"`
@@ -136,10 +92,10 @@ type stateData struct {
 	Model   string `json:"model"`
 	// Messages is the transcript up to and including the assistant message of
 	// the halted turn.
-	Messages  []model.Message  `json:"messages"`
-	Turn      int              `json:"turn"`
-	Usage     model.Usage      `json:"usage"`
-	ToolCalls []ToolCallRecord `json:"toolCalls"`
+	Messages  []model.Message `json:"messages"`
+	Turn      int             `json:"turn"`
+	Usage     model.Usage     `json:"usage"`
+	ToolCalls []gate.Record   `json:"toolCalls"`
 	// Batch holds the halted turn's tool calls in the model's order.
 	Batch []batchCall `json:"batch"`
 	// Requests lists every request ID issued in the run, so that a later
@@ -150,7 +106,7 @@ type stateData struct {
 	Seq int64 `json:"seq,omitempty"`
 	// StopContinuations counts the times Stop hooks (and a caller's
 	// SubagentStop hooks) have continued the run so far; the cap,
-	// hooks.MaxStopContinuations, holds across halts and resumes.
+	// hookrun.MaxStopContinuations, holds across halts and resumes.
 	StopContinuations int `json:"stopContinuations,omitempty"`
 	// ToolState is what the run's tools keep between calls ([tool.RunState],
 	// by key), so that it survives a halt and a resume.
@@ -160,7 +116,7 @@ type stateData struct {
 // MarshalJSON encodes s: a JSON object with "version" ([StateVersion]) and
 // the run's transcript, records, halted calls and tool state. Its other
 // fields are not an interface: read them through the methods of [State].
-func (s State) MarshalJSON() ([]byte, error) { return model.MarshalJSON(&s.s) }
+func (s State) MarshalJSON() ([]byte, error) { return jsonenc.Marshal(&s.s) }
 
 // UnmarshalJSON decodes what [State.MarshalJSON] wrote, in this version's
 // encoding or an earlier one (see [StateVersion]). It fails with
@@ -178,35 +134,18 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Version is the version of the encoding s was read from (or
-// [StateVersion] for a state this package made).
-func (s *State) Version() int { return s.s.Version }
-
 // RunID names the run.
 func (s *State) RunID() string { return s.s.RunID }
-
-// AgentID names the agent that ran it.
-func (s *State) AgentID() string { return s.s.AgentID }
-
-// Turn is the number of model turns so far.
-func (s *State) Turn() int { return s.s.Turn }
-
-// Seq is the sequence number of the run's last event so far; a resume's
-// events go on from it.
-func (s *State) Seq() int64 { return s.s.Seq }
-
-// Usage is the tokens the run's model turns used so far.
-func (s *State) Usage() model.Usage { return s.s.Usage }
 
 // Messages returns a copy of the transcript up to and including the
 // assistant message of the halted turn.
 func (s *State) Messages() []model.Message { return slices.Clone(s.s.Messages) }
 
-// ToolCalls returns a copy of the records of the calls that finished, those
-// of the halted turn included, in the order they were asked.
-func (s *State) ToolCalls() []ToolCallRecord {
-	out := slices.Clone(s.s.ToolCalls)
-	for _, b := range s.s.Batch {
+// finishedCalls returns a copy of the records of the calls that finished,
+// those of the halted turn included, in the order they were asked.
+func (s *stateData) finishedCalls() []gate.Record {
+	out := slices.Clone(s.ToolCalls)
+	for _, b := range s.Batch {
 		if b.Record != nil {
 			out = append(out, *b.Record)
 		}
@@ -220,7 +159,7 @@ type WaitingCall struct {
 	Call model.ToolCall
 	// Pending is its request, who raised it, the digest of the arguments the
 	// request is about, and the votes heard before it.
-	Pending PendingCall
+	Pending gate.Pending
 }
 
 // Waiting lists the calls of the halted turn that wait for an answer, in
@@ -276,7 +215,8 @@ const (
 	// EventProgress carries a running call's progress as its tool reports
 	// it (CallID, Progress; an MCP server's notifications/progress), between
 	// the call's decision and its result. For people and hosts watching the
-	// run; the model does not see it.
+	// run; the model does not see it. A call emits at most 1,000 progress
+	// and 32 notice events; later reports are dropped.
 	EventProgress EventKind = "progress"
 	// EventNotice carries something that happened to what a running call's
 	// tool relies on (CallID, Notice), such as an MCP server that was
@@ -298,9 +238,9 @@ type Event struct {
 	Delta    string          `json:"delta,omitempty"`
 	Call     *model.ToolCall `json:"call,omitempty"`
 	CallID   string          `json:"callId,omitempty"`
-	Decision *Decision       `json:"decision,omitempty"`
+	Decision *gate.Decision  `json:"decision,omitempty"`
 	Request  *tool.Request   `json:"request,omitempty"`
-	Record   *ToolCallRecord `json:"record,omitempty"`
+	Record   *gate.Record    `json:"record,omitempty"`
 	Usage    *model.Usage    `json:"usage,omitempty"`
 	Progress *tool.Progress  `json:"progress,omitempty"`
 	Notice   *tool.Notice    `json:"notice,omitempty"`

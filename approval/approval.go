@@ -40,7 +40,7 @@ import (
 )
 
 // Effect is what an authorization source says about a call: allow, ask or
-// deny. (Who decided a call's fate, and why, is recorded in agent.Decision;
+// deny. (Who decided a call's fate, and why, is recorded in gate.Decision;
 // a person's answer to an approval is store.Answer.)
 type Effect string
 

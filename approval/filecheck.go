@@ -30,7 +30,7 @@ type pathJudge interface {
 // what is judged here is what the tool holds open.
 //
 // It returns nil when the strongest verdict ([Strongest]) is allow, or is
-// ask and the call runs after an accepting answer ([tool.AnswerFrom]: a
+// ask and the call runs after an accepting answer ([tool.Invocation].Answer: a
 // person approved it); otherwise an error that names the source and its
 // reason: a deny, an ask no one answered for this call, or an authorizer's
 // error. A file with more than one hard link is refused when an authorizer
@@ -81,7 +81,7 @@ func CheckFile(ctx context.Context, c Call, links uint64, azs ...Authorizer) err
 	case Deny:
 		return refuse(ctx, v, fmt.Sprintf("denied by %s: %s", v.By, reason))
 	case Ask:
-		if ans, ok := tool.AnswerFrom(ctx); ok && ans.OK {
+		if ans := tool.InvocationFrom(ctx).Answer; ans != nil && ans.OK {
 			return nil
 		}
 		return refuse(ctx, v, fmt.Sprintf("%s asks a person about this file (%s), and no one approved this call for it", v.By, reason))

@@ -102,7 +102,7 @@
 // questions and options and whose Data is the tool's input ({"questions":
 // [...]}, each a [Question]), so a run halts, waits or prompts on it like on
 // any other request. When the call is
-// retried with the answer ([tool.AnswerFrom]), it returns the answers as
+// retried with the answer ([tool.Invocation].Answer), it returns the answers as
 // "Q: ... / A: ..." lines (Metadata "answers"); [ParseQuestionAnswer] says
 // which answer Data it reads. A declined request never reaches the tool: the
 // model sees the decline and its reason. Hosts use [ParseQuestions] to show

@@ -79,8 +79,8 @@ func (b *builtins) question(ctx context.Context, in questionInput) (tool.Result,
 	if err := checkQuestions(in.Questions); err != nil {
 		return tool.Error(err.Error()), nil
 	}
-	ans, ok := tool.AnswerFrom(ctx)
-	if !ok {
+	ans := tool.InvocationFrom(ctx).Answer
+	if ans == nil {
 		data, err := json.Marshal(in)
 		if err != nil {
 			return tool.Errorf("question: %v", err), nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -48,7 +49,7 @@ func TestQuestionAsksThenAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := tool.WithAnswer(context.Background(), tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(tt.data)})
+			ctx := toolcall.WithAnswer(context.Background(), tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(tt.data)})
 			res := callCtx(t, ctx, tools, "question", args)
 			if diff := cmp.Diff(outcome{tt.out, tt.isError}, got(res)); diff != "" || res.Pending != nil {
 				t.Errorf("answer %s (-want +got):\n%s", tt.data, diff)

@@ -80,7 +80,7 @@ func (b *builtins) todoWrite(ctx context.Context, in todoWriteInput) (tool.Resul
 		todos = []todo{}
 	}
 	var before []todo
-	if s, ok := tool.RunStateFrom(ctx); ok {
+	if s := tool.InvocationFrom(ctx).State; s != nil {
 		if v, ok := s.Get(toolTodoWrite); ok {
 			_ = json.Unmarshal(v, &before)
 		}

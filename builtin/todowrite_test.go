@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
 func TestTodoWrite(t *testing.T) {
 	_, tools := workspace(t, nil, nil)
 	state := tool.NewRunState(nil)
-	ctx := tool.WithRunState(context.Background(), state)
+	ctx := toolcall.WithState(context.Background(), state)
 	todo := func(id, content, status string) map[string]any {
 		return map[string]any{"id": id, "content": content, "status": status}
 	}

@@ -85,7 +85,7 @@ func TestCarriedApprovalFailsClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &gatetest.Probe{}
-			g := gate.New(gate.Options{Authorizers: []approval.Authorizer{askOutsideTmp}})
+			g := gate.New(&gate.Options{Authorizers: []approval.Authorizer{askOutsideTmp}})
 			env := &gate.Env{Tools: tools{p.Tool()}}
 			c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/home/a","text":"ask"}`)}
 			pd := approvedThenAsked(t, g, env, c, nil)
@@ -103,7 +103,7 @@ func TestCarriedApprovalFailsClosed(t *testing.T) {
 // who edited them, and the answer's vote follows the approval's.
 func TestCarriedApprovalKeepsItsEdit(t *testing.T) {
 	p := &gatetest.Probe{}
-	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{askOutsideTmp}})
+	g := gate.New(&gate.Options{Authorizers: []approval.Authorizer{askOutsideTmp}})
 	env := &gate.Env{Tools: tools{p.Tool()}}
 	c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/home/a","text":"ask"}`)}
 	pd := approvedThenAsked(t, g, env, c, json.RawMessage(`{"path":"/home/b","text":"ask"}`))
@@ -133,7 +133,7 @@ func TestCarriedHookApproval(t *testing.T) {
 	h.BeforeTool("careful", func(context.Context, *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		return hooks.Ask(tool.Request{Prompt: "really write?"}), nil
 	})
-	g := gate.New(gate.Options{Hooks: h})
+	g := gate.New(&gate.Options{Hooks: h})
 	env := &gate.Env{Tools: tools{p.Tool()}}
 	c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a","text":"ask"}`)}
 	pd := approvedThenAsked(t, g, env, c, nil)
@@ -169,7 +169,7 @@ func TestPermissionHookIsAskedAgainAfterTheToolsRequest(t *testing.T) {
 				left--
 				return &tool.Answer{OK: true, Reason: "a remembered rule"}, nil
 			})
-			g := gate.New(gate.Options{Hooks: h, Authorizers: []approval.Authorizer{askOutsideTmp}})
+			g := gate.New(&gate.Options{Hooks: h, Authorizers: []approval.Authorizer{askOutsideTmp}})
 			env := &gate.Env{Tools: tools{p.Tool()}}
 			c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/home/a","text":"ask"}`)}
 			ru := g.Decide(ctx, env, c, nil, nil)

@@ -13,6 +13,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -55,7 +58,7 @@ func (g *Gate) Complete(ctx context.Context, env *Env, a *Allowed, run Runner) R
 		return Ruling{Err: ErrNoRecord}
 	}
 	if a.Answer != nil {
-		ctx = tool.WithAnswer(ctx, *a.Answer)
+		ctx = toolcall.WithAnswer(ctx, *a.Answer)
 	}
 	var use *hooks.ToolUse
 	l := g.listener()
@@ -124,7 +127,7 @@ func (g *Gate) listenAfter(ctx context.Context, c *Call, l hooks.ToolCallListene
 // seeing the result as replaced before it; then the cap and the record.
 func (g *Gate) afterTool(ctx context.Context, env *Env, a *Allowed, rec *Record, res tool.Result) Ruling {
 	c := &a.Call
-	final, by, err := g.opts.Hooks.RunAfterTool(ctx, hooks.AfterToolEvent{Name: c.Name, Args: a.Args, Result: res, ID: c.ID, Turn: c.Turn})
+	final, by, err := hookrun.AfterTool(ctx, g.opts.Hooks, hooks.AfterToolEvent{Name: c.Name, Args: a.Args, Result: res, ID: c.ID, Turn: c.Turn})
 	rec.ReplacedBy = by
 	if err != nil {
 		// The tool ran: record it, but withhold its output, since the hook
@@ -258,11 +261,11 @@ func capResult(res tool.Result, max int) tool.Result {
 }
 
 // storable returns args if they are valid JSON nested at most
-// tool.MaxArgumentsDepth deep, and otherwise the bytes as a JSON string, so
+// argcheck.MaxDepth deep, and otherwise the bytes as a JSON string, so
 // that a record or a halted state with arguments a hook garbled still
 // encodes, and reads back from a store (the call itself fails validation).
 func storable(args json.RawMessage) json.RawMessage {
-	if json.Valid(args) && !tool.TooDeep(args) {
+	if json.Valid(args) && !argcheck.TooDeep(args) {
 		return slices.Clone(args)
 	}
 	b, _ := json.Marshal(string(args))

@@ -13,7 +13,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -78,7 +80,7 @@ func (g *Gate) Decide(ctx context.Context, env *Env, c Call, prior *Pending, ans
 		if r := p.takeAnswer(); r != nil {
 			return *r
 		}
-		ctx = tool.WithAnswer(ctx, *ans)
+		ctx = toolcall.WithAnswer(ctx, *ans)
 		p.ctx = ctx
 	}
 	if r := p.resolve(); r != nil {
@@ -212,7 +214,7 @@ func (p *pass) resolve() *Ruling {
 		return &r
 	}
 	p.t, p.spec = t, t.Spec()
-	if err := p.g.Validator(t).Validate(p.args); err != nil {
+	if err := p.g.validator(t).Validate(p.args); err != nil {
 		r := p.end(tool.Errorf("%s: %v", c.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason})
 		return &r
@@ -238,7 +240,7 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 			return hook == p.appr.Hook && approval.Digest(a) == p.appr.Digest
 		}
 	}
-	out, err := p.g.opts.Hooks.RunBeforeToolApproved(ctx, hev, approvedAsk)
+	out, err := hookrun.BeforeToolApproved(ctx, p.g.opts.Hooks, hev, approvedAsk)
 	if err != nil {
 		return &Ruling{Err: err}
 	}
@@ -256,7 +258,7 @@ func (p *pass) beforeTool(ctx context.Context) *Ruling {
 		return &r
 	}
 	if out.Rewritten {
-		if err := p.g.Validator(p.t).Validate(p.args); err != nil {
+		if err := p.g.validator(p.t).Validate(p.args); err != nil {
 			r := p.invalidRewrite(out.Votes, err)
 			return &r
 		}
@@ -356,7 +358,7 @@ func (g *Gate) suspend(ctx context.Context, env *Env, c *Call, rec *Record, orig
 		env.Observer.Decided(c, d)
 		env.Observer.Pending(c, q)
 	}
-	if err := g.opts.Hooks.RunPending(ctx, hooks.PendingEvent{Name: rec.Name, ID: rec.ID, Turn: c.Turn, Request: q}); err != nil {
+	if err := hookrun.Pending(ctx, g.opts.Hooks, hooks.PendingEvent{Name: rec.Name, ID: rec.ID, Turn: c.Turn, Request: q}); err != nil {
 		g.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "pending hook failed", slog.String("run", c.RunID), slog.String("error", err.Error()))
 	}
 	g.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "tool call pending", logAttrs(c.RunID, rec, d)...)
@@ -391,7 +393,7 @@ func (p *pass) authorization(ctx context.Context) Ruling {
 			}
 			r, again := p.ask(ctx, verdict)
 			if again {
-				ctx = tool.WithAnswer(ctx, *p.ans)
+				ctx = toolcall.WithAnswer(ctx, *p.ans)
 				p.ctx = ctx
 				continue
 			}
@@ -425,7 +427,7 @@ func (p *pass) takeEdit() (edited bool, r *Ruling) {
 		return false, &e
 	}
 	by := answerer(ans)
-	ed, err := model.EncodeArguments(json.RawMessage(ans.Data))
+	ed, err := jsonenc.Object(json.RawMessage(ans.Data))
 	if err != nil {
 		e := p.end(tool.Errorf("the edited arguments from %s are not a JSON object: %v", by, err),
 			Decision{Outcome: OutcomeInvalid, By: by, Actor: ans.Actor, Reason: "the edited arguments are not a JSON object"})
@@ -434,7 +436,7 @@ func (p *pass) takeEdit() (edited bool, r *Ruling) {
 	p.args = ed
 	p.rec.Args, p.rec.ArgsDigest = storable(ed), approval.Digest(ed)
 	p.votes = append(p.votes, tool.Vote{Source: by, Actor: ans.Actor, Decision: tool.VoteRewrite, Reason: "edited the arguments"})
-	if err := p.g.Validator(p.t).Validate(ed); err != nil {
+	if err := p.g.validator(p.t).Validate(ed); err != nil {
 		e := p.end(tool.Errorf("%s: edited arguments are invalid: %v", p.c.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason})
 		return true, &e
@@ -455,7 +457,7 @@ func (p *pass) ask(ctx context.Context, verdict approval.Verdict) (r Ruling, aga
 	if p.ans != nil && !toolRetry {
 		return p.suspend(ctx, OriginAuthorization, &req), false
 	}
-	pans, err := p.g.opts.Hooks.RunPermission(ctx, hooks.PermissionEvent{Name: p.c.Name, Args: p.args, ID: p.c.ID, Turn: p.c.Turn, Hints: p.spec.Hints, Request: req})
+	pans, err := hookrun.Permission(ctx, p.g.opts.Hooks, hooks.PermissionEvent{Name: p.c.Name, Args: p.args, ID: p.c.ID, Turn: p.c.Turn, Hints: p.spec.Hints, Request: req})
 	if err != nil {
 		return Ruling{Err: err}, false
 	}
@@ -571,7 +573,7 @@ func safeAuthorize(ctx context.Context, az approval.Authorizer, c approval.Call)
 // approvalRequest is the request of an authorizer's ask: its data is the
 // call's [approval.RequestData], bound to the arguments' digest.
 func (g *Gate) approvalRequest(c *Call, args json.RawMessage, spec tool.Spec, v approval.Verdict) tool.Request {
-	data, _ := model.MarshalJSON(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: spec.Hints, Schema: spec.InputSchema})
+	data, _ := jsonenc.Marshal(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: args, Digest: approval.Digest(args), Reason: v.Reason, By: v.By, Hints: spec.Hints, Schema: spec.InputSchema})
 	prompt := fmt.Sprintf("Allow %s %s?", c.Name, abbreviate(string(args), 200))
 	if v.Reason != "" {
 		prompt += " (" + v.By.String() + ": " + v.Reason + ")"
@@ -595,7 +597,7 @@ func hookRequest(req *tool.Request, c *Call, args json.RawMessage, spec tool.Spe
 	if (req.Kind != "" && req.Kind != tool.KindApproval) || len(bytes.TrimSpace(req.Data)) > 0 {
 		return req
 	}
-	data, err := model.MarshalJSON(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: storable(args), Digest: approval.Digest(args),
+	data, err := jsonenc.Marshal(approval.RequestData{Tool: c.Name, CallID: c.ID, Args: storable(args), Digest: approval.Digest(args),
 		Reason: req.Prompt, By: tool.Principal{Kind: tool.PrincipalHook, Name: hook}, Hints: spec.Hints})
 	if err != nil {
 		return req

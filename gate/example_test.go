@@ -23,7 +23,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	g := gate.New(gate.Options{
+	g := gate.New(&gate.Options{
 		Authorizers: []approval.Authorizer{policy},
 		OnRecord: func(_ context.Context, rec gate.Record) {
 			fmt.Printf("record: %s %s by %s, ran %v\n", rec.Name, rec.Decision.Outcome, rec.Decision.By, rec.Ran)

@@ -2,8 +2,6 @@ package gate
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -13,6 +11,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -102,8 +102,13 @@ type Gate struct {
 	validators sync.Map // tool name -> cachedValidator
 }
 
-// New returns a gate with opts, defaults filled in.
-func New(opts Options) *Gate {
+// New returns a gate with opts (copied; nil means all defaults: no hooks, no
+// authorizers, so every valid call is allowed), defaults filled in.
+func New(o *Options) *Gate {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.Hooks == nil {
 		opts.Hooks = &hooks.Hooks{}
 	}
@@ -114,7 +119,7 @@ func New(opts Options) *Gate {
 		opts.Now = time.Now
 	}
 	if opts.NewID == nil {
-		opts.NewID = RandomID
+		opts.NewID = ids.New
 	}
 	return &Gate{opts: opts}
 }
@@ -198,30 +203,23 @@ type Allowed struct {
 // cachedValidator is a tool's validator and the schema it was built from.
 type cachedValidator struct {
 	schema *jsonschema.Schema
-	v      *tool.Validator
+	v      *argcheck.Validator
 }
 
-// Validator returns the cached schema validator of t. The cache holds one
+// validator returns the cached schema validator of t. The cache holds one
 // entry per tool name, rebuilt when the tool's schema changes. A tool with a
 // schema that does not compile is validated as any JSON object, and the
 // gate logs that once per schema.
-func (g *Gate) Validator(t tool.Tool) *tool.Validator {
+func (g *Gate) validator(t tool.Tool) *argcheck.Validator {
 	spec := t.Spec()
 	if c, ok := g.validators.Load(spec.Name); ok && c.(cachedValidator).schema == spec.InputSchema {
 		return c.(cachedValidator).v
 	}
-	v, err := tool.NewValidator(spec.InputSchema)
+	v, err := argcheck.New(spec.InputSchema)
 	if err != nil {
 		g.opts.Logger.Warn("tool has an invalid input schema; arguments are only checked to be an object", "tool", spec.Name, "error", err)
-		v, _ = tool.NewValidator(nil)
+		v, _ = argcheck.New(nil)
 	}
 	g.validators.Store(spec.Name, cachedValidator{spec.InputSchema, v})
 	return v
-}
-
-// RandomID is the default of Options.NewID: prefix and 16 random hex digits.
-func RandomID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }

@@ -3,16 +3,17 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/hooks"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/gate/gatetest"
+	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -58,7 +59,7 @@ type reporter struct{}
 
 func (reporter) Call(t *testing.T, s gatetest.Setup, name string, args json.RawMessage, answer gatetest.Answerer) *gate.Record {
 	ctx := context.Background()
-	g := gate.New(gate.Options{Hooks: s.Hooks, Authorizers: s.Authorizers})
+	g := gate.New(&gate.Options{Hooks: s.Hooks, Authorizers: s.Authorizers})
 	env := &gate.Env{Tools: tools{s.Tool}}
 	c := gate.Call{ID: "toolu_1", Name: name, Args: args, RunID: "session_1", Source: gate.SourceClaudeCode}
 	ru := g.Decide(ctx, env, *roundTrip(t, &c), nil, nil)
@@ -84,7 +85,7 @@ func (reporter) Call(t *testing.T, s gatetest.Setup, name string, args json.RawM
 		// it gave.
 		tctx := ctx
 		if a.Answer != nil {
-			tctx = tool.WithAnswer(ctx, *a.Answer)
+			tctx = toolcall.WithAnswer(ctx, *a.Answer)
 		}
 		res, err := s.Tool.Call(tctx, a.Args)
 		if err != nil {
@@ -107,7 +108,7 @@ func TestConformanceReportedResults(t *testing.T) { gatetest.Run(t, reporter{}) 
 // An Allowed that Decide did not make (no record) is refused, and nothing
 // runs.
 func TestCompleteRefusesAnAllowedWithoutRecord(t *testing.T) {
-	g := gate.New(gate.Options{})
+	g := gate.New(&gate.Options{})
 	ran := false
 	ru := g.Complete(context.Background(), &gate.Env{}, &gate.Allowed{Call: gate.Call{ID: "c", Name: "bash"}},
 		func(context.Context, *gate.Allowed) gate.Ran { ran = true; return gate.Ran{} })
@@ -141,7 +142,7 @@ func TestApprovalOfOtherArgumentsIsOnlyAVote(t *testing.T) {
 	allowAll := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
 		return approval.Verdict{Decision: approval.Allow, By: tool.Principal{Kind: tool.PrincipalRule, Name: "open"}}, nil
 	})
-	g := gate.New(gate.Options{Hooks: h, Authorizers: []approval.Authorizer{allowAll}})
+	g := gate.New(&gate.Options{Hooks: h, Authorizers: []approval.Authorizer{allowAll}})
 	env := &gate.Env{Tools: tools{p.Tool()}}
 	c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a"}`)}
 	ru := g.Decide(ctx, env, c, nil, nil)
@@ -183,7 +184,7 @@ func TestDecideRefusesAnAnswerForAnotherRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &gatetest.Probe{}
-			g := gate.New(gate.Options{Authorizers: []approval.Authorizer{askAll}})
+			g := gate.New(&gate.Options{Authorizers: []approval.Authorizer{askAll}})
 			env := &gate.Env{Tools: tools{p.Tool()}}
 			c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a"}`)}
 			ru := g.Decide(ctx, env, c, nil, nil)
@@ -209,7 +210,7 @@ func TestWhoAsksReachesAuthorizersAndRecord(t *testing.T) {
 		return approval.Verdict{Decision: approval.Allow}, nil
 	})
 	p := &gatetest.Probe{}
-	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{az}})
+	g := gate.New(&gate.Options{Authorizers: []approval.Authorizer{az}})
 	bob := tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}
 	c := gate.Call{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/a"}`), RunID: "cc_1", Source: gate.SourceClaudeCode, Principal: bob}
 	ru := g.Decide(context.Background(), &gate.Env{Tools: tools{p.Tool()}}, c, nil, nil)
@@ -228,7 +229,7 @@ func TestPromptCutsWholeCharacters(t *testing.T) {
 		return approval.Verdict{Decision: approval.Ask}, nil
 	})
 	p := &gatetest.Probe{}
-	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{askAll}})
+	g := gate.New(&gate.Options{Authorizers: []approval.Authorizer{askAll}})
 	args, _ := json.Marshal(map[string]string{"path": "/tmp/x" + strings.Repeat("é", 150)})
 	ru := g.Decide(context.Background(), &gate.Env{Tools: tools{p.Tool()}}, gate.Call{ID: "c1", Name: "write", Args: args}, nil, nil)
 	if ru.Pending == nil || !utf8.ValidString(ru.Pending.Request.Prompt) || !strings.Contains(ru.Pending.Request.Prompt, "…") {

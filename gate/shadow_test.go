@@ -32,7 +32,7 @@ func TestShadowRuleRecordedBesideTheDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	var recs []gate.Record
-	g := gate.New(gate.Options{Authorizers: []approval.Authorizer{p}, OnRecord: func(_ context.Context, r gate.Record) { recs = append(recs, r) }})
+	g := gate.New(&gate.Options{Authorizers: []approval.Authorizer{p}, OnRecord: func(_ context.Context, r gate.Record) { recs = append(recs, r) }})
 	type in struct {
 		Command string `json:"command"`
 	}

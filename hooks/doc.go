@@ -20,7 +20,7 @@
 //     changes nothing, so a rewrite survives later hooks with no opinion.
 //   - A pending request is resolved by its answer: once a person approves a
 //     hook's request, package agent runs the chain again and that hook's ask,
-//     for the same arguments, no longer ends it ([Hooks.RunBeforeToolApproved]).
+//     for the same arguments, no longer ends it.
 //     A gate may simply ask every time; the hooks after it are still heard.
 //   - Each AfterTool hook sees the result as replaced by the hooks before it;
 //     none is skipped.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
-	"slices"
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/model"
@@ -74,9 +72,9 @@ type BeforeToolEvent struct {
 	// Hints are the tool's hints, nil when unknown (treat as mutating).
 	Hints *tool.Hints
 	// Answer is set when the call is retried after a pending request it raised
-	// was answered (see tool.AnswerFrom for the same value from the context).
+	// was answered (a tool sees the same value as its [tool.Invocation].Answer).
 	// A gate need not check it: an approved hook's ask is satisfied on the
-	// retry (see [Hooks.RunBeforeToolApproved]).
+	// retry.
 	Answer *tool.Answer
 }
 
@@ -152,57 +150,75 @@ type (
 	AfterToolFunc func(ctx context.Context, ev *AfterToolEvent) (*ToolOverride, error)
 )
 
-type named[F any] struct {
-	name string
-	fn   F
+// Hook is one registered hook: its name (the stage and a number when it was
+// registered without one) and its function, of the stage's function type
+// (a [BeforeToolFunc] in the BeforeTool chain, and so on).
+type Hook struct {
+	Name string
+	Func any
 }
 
-// Hooks holds the chains of the four stages. The zero value has no hooks and is
+// stages lists the stages in the order of Hooks.chains.
+var stages = [...]Stage{StageBeforeLLM, StageAfterLLM, StageBeforeTool, StageAfterTool, StagePermission,
+	StageStop, StageSubagentStop, StageStart, StageEnd, StagePending}
+
+// Hooks holds the chains of the stages. The zero value has no hooks and is
 // ready to use. Register hooks before the run starts; a Hooks may then be shared
 // by several agents and runs. Names appear in decision records and errors; an
 // empty name becomes "<stage>#<n>" (n from 1 in registration order).
 type Hooks struct {
-	beforeLLM    []named[BeforeLLMFunc]
-	afterLLM     []named[AfterLLMFunc]
-	beforeTool   []named[BeforeToolFunc]
-	afterTool    []named[AfterToolFunc]
-	permission   []named[PermissionFunc]
-	stop         []named[StopFunc]
-	subagentStop []named[SubagentStopFunc]
-	start        []named[StartFunc]
-	end          []named[EndFunc]
-	pending      []named[PendingFunc]
+	chains [len(stages)][]Hook
 }
 
-func defName(s Stage, name string, n int) string {
-	if name != "" {
-		return name
+// index is the position of s in stages, or -1 for an unknown stage.
+func index(s Stage) int {
+	for i, t := range stages {
+		if t == s {
+			return i
+		}
 	}
-	return string(s) + "#" + strconv.Itoa(n)
+	return -1
+}
+
+// add appends fn to the chain of stage s under name (or "<stage>#<n>").
+func (h *Hooks) add(s Stage, name string, fn any) *Hooks {
+	c := &h.chains[index(s)]
+	if name == "" {
+		name = string(s) + "#" + strconv.Itoa(len(*c)+1)
+	}
+	*c = append(*c, Hook{Name: name, Func: fn})
+	return h
+}
+
+// Chain returns the hooks registered for stage s, in the order they run
+// (nil for none, for an unknown stage, and for a nil h). The slice is h's
+// own: read it, do not change it.
+func (h *Hooks) Chain(s Stage) []Hook {
+	i := index(s)
+	if h == nil || i < 0 {
+		return nil
+	}
+	return h.chains[i]
 }
 
 // BeforeLLM appends a BeforeLLM hook and returns h for chaining.
 func (h *Hooks) BeforeLLM(name string, fn BeforeLLMFunc) *Hooks {
-	h.beforeLLM = append(h.beforeLLM, named[BeforeLLMFunc]{defName(StageBeforeLLM, name, len(h.beforeLLM)+1), fn})
-	return h
+	return h.add(StageBeforeLLM, name, fn)
 }
 
 // AfterLLM appends an AfterLLM hook and returns h for chaining.
 func (h *Hooks) AfterLLM(name string, fn AfterLLMFunc) *Hooks {
-	h.afterLLM = append(h.afterLLM, named[AfterLLMFunc]{defName(StageAfterLLM, name, len(h.afterLLM)+1), fn})
-	return h
+	return h.add(StageAfterLLM, name, fn)
 }
 
 // BeforeTool appends a BeforeTool hook and returns h for chaining.
 func (h *Hooks) BeforeTool(name string, fn BeforeToolFunc) *Hooks {
-	h.beforeTool = append(h.beforeTool, named[BeforeToolFunc]{defName(StageBeforeTool, name, len(h.beforeTool)+1), fn})
-	return h
+	return h.add(StageBeforeTool, name, fn)
 }
 
 // AfterTool appends an AfterTool hook and returns h for chaining.
 func (h *Hooks) AfterTool(name string, fn AfterToolFunc) *Hooks {
-	h.afterTool = append(h.afterTool, named[AfterToolFunc]{defName(StageAfterTool, name, len(h.afterTool)+1), fn})
-	return h
+	return h.add(StageAfterTool, name, fn)
 }
 
 // Merge appends every hook of o to h, stage by stage, after h's own, and returns h.
@@ -210,47 +226,10 @@ func (h *Hooks) Merge(o *Hooks) *Hooks {
 	if o == nil {
 		return h
 	}
-	h.beforeLLM = append(h.beforeLLM, o.beforeLLM...)
-	h.afterLLM = append(h.afterLLM, o.afterLLM...)
-	h.beforeTool = append(h.beforeTool, o.beforeTool...)
-	h.afterTool = append(h.afterTool, o.afterTool...)
-	h.permission = append(h.permission, o.permission...)
-	h.stop = append(h.stop, o.stop...)
-	h.subagentStop = append(h.subagentStop, o.subagentStop...)
-	h.start = append(h.start, o.start...)
-	h.end = append(h.end, o.end...)
-	h.pending = append(h.pending, o.pending...)
+	for i := range h.chains {
+		h.chains[i] = append(h.chains[i], o.chains[i]...)
+	}
 	return h
-}
-
-// Len returns the number of hooks registered for stage s.
-func (h *Hooks) Len(s Stage) int {
-	if h == nil {
-		return 0
-	}
-	switch s {
-	case StageBeforeLLM:
-		return len(h.beforeLLM)
-	case StageAfterLLM:
-		return len(h.afterLLM)
-	case StageBeforeTool:
-		return len(h.beforeTool)
-	case StageAfterTool:
-		return len(h.afterTool)
-	case StagePermission:
-		return len(h.permission)
-	case StageStop:
-		return len(h.stop)
-	case StageSubagentStop:
-		return len(h.subagentStop)
-	case StageStart:
-		return len(h.start)
-	case StageEnd:
-		return len(h.end)
-	case StagePending:
-		return len(h.pending)
-	}
-	return 0
 }
 
 // Error is the error a run fails with when a hook returns an error or panics
@@ -280,301 +259,3 @@ func (e *Error) Error() string {
 
 // Unwrap returns the hook's own error.
 func (e *Error) Unwrap() error { return e.Err }
-
-// call runs fn, turning an error or a panic into *Error.
-func call[T any](stage Stage, name string, fn func() (T, error)) (out T, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			var zero T
-			out, err = zero, &Error{Stage: stage, Hook: name, Panic: p, Stack: string(debug.Stack())}
-		}
-	}()
-	out, err = fn()
-	if err != nil {
-		err = &Error{Stage: stage, Hook: name, Err: err}
-	}
-	return out, err
-}
-
-// LLMOutcome is the combined effect of a BeforeLLM chain.
-type LLMOutcome struct {
-	Messages []model.Message
-	Tools    []model.ToolDef
-	Model    string
-	// Response, when non-nil, is a canned response: do not call the model.
-	Response *model.Response
-	// By names the hook that supplied Response.
-	By string
-}
-
-// RunBeforeLLM runs the BeforeLLM chain on ev and returns the messages, tools and
-// model to use, each as replaced by the hooks in order, or a canned response.
-// ev is not modified. The error is an [*Error].
-func (h *Hooks) RunBeforeLLM(ctx context.Context, ev BeforeLLMEvent) (LLMOutcome, error) {
-	out := LLMOutcome{Messages: ev.Messages, Tools: ev.Tools, Model: ev.Model}
-	if h == nil {
-		return out, nil
-	}
-	evs := make([]BeforeLLMEvent, len(h.beforeLLM)) // every hook's event in one allocation
-	for i, hk := range h.beforeLLM {
-		e := &evs[i]
-		*e = BeforeLLMEvent{Messages: cloneMessages(out.Messages), Tools: cloneTools(out.Tools), Model: out.Model, Turn: ev.Turn}
-		ov, err := call(StageBeforeLLM, hk.name, func() (*LLMOverride, error) { return hk.fn(ctx, e) })
-		if err != nil {
-			return out, err
-		}
-		if ov == nil {
-			continue
-		}
-		if ov.Messages != nil {
-			out.Messages = ov.Messages
-		}
-		if ov.Tools != nil {
-			out.Tools = ov.Tools
-		}
-		if ov.Model != "" {
-			out.Model = ov.Model
-		}
-		if ov.Response != nil {
-			out.Response, out.By = ov.Response, hk.name
-			return out, nil
-		}
-	}
-	return out, nil
-}
-
-// cloneMessages copies msgs deeply enough that a hook can change anything in
-// the copy (tool calls and their arguments included) without touching the
-// run's transcript. The tool calls of every message share one allocation,
-// and their arguments another; each slice's capacity ends at its length, so
-// appending to one never reaches the next.
-func cloneMessages(msgs []model.Message) []model.Message {
-	out := slices.Clone(msgs)
-	ncalls, nbytes := 0, 0
-	for _, m := range msgs {
-		ncalls += len(m.ToolCalls)
-		for _, c := range m.ToolCalls {
-			nbytes += len(c.Arguments)
-		}
-	}
-	if ncalls == 0 {
-		return out
-	}
-	calls := make([]model.ToolCall, 0, ncalls)
-	args := make(arena, 0, nbytes)
-	for i := range out {
-		if out[i].ToolCalls != nil {
-			start := len(calls)
-			calls = append(calls, out[i].ToolCalls...)
-			out[i].ToolCalls = calls[start:len(calls):len(calls)]
-			for j := range out[i].ToolCalls {
-				out[i].ToolCalls[j].Arguments = args.clone(out[i].ToolCalls[j].Arguments)
-			}
-		}
-	}
-	return out
-}
-
-// cloneTools copies tools down to their schema bytes (in one allocation, as
-// cloneMessages does).
-func cloneTools(tools []model.ToolDef) []model.ToolDef {
-	out := slices.Clone(tools)
-	n := 0
-	for _, t := range tools {
-		n += len(t.InputSchema)
-	}
-	schemas := make(arena, 0, n)
-	for i := range out {
-		out[i].InputSchema = schemas.clone(out[i].InputSchema)
-	}
-	return out
-}
-
-// arena hands out copies of byte slices from one allocation; each copy's
-// capacity ends at its length, so that appending to one copy never writes
-// into another. Beyond its capacity it allocates each copy on its own.
-type arena []byte
-
-// clone returns a copy of b (nil for nil).
-func (a *arena) clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	if len(*a)+len(b) > cap(*a) {
-		return slices.Clone(b)
-	}
-	start := len(*a)
-	*a = append(*a, b...)
-	return (*a)[start:len(*a):len(*a)]
-}
-
-// RunAfterLLM runs every AfterLLM hook in order. The first error stops the
-// chain and is returned as an [*Error].
-func (h *Hooks) RunAfterLLM(ctx context.Context, ev AfterLLMEvent) error {
-	if h == nil {
-		return nil
-	}
-	evs := make([]AfterLLMEvent, len(h.afterLLM)) // every hook's event in one allocation
-	for i, hk := range h.afterLLM {
-		e := &evs[i]
-		*e = ev
-		if _, err := call(StageAfterLLM, hk.name, func() (struct{}, error) { return struct{}{}, hk.fn(ctx, e) }); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ToolOutcome is the combined effect of a BeforeTool chain.
-type ToolOutcome struct {
-	// Args are the arguments after every rewrite (the input when none).
-	Args json.RawMessage
-	// Rewritten reports whether any hook rewrote the arguments.
-	Rewritten bool
-	// Result, when non-nil, short-circuits the call (it may be a pending request).
-	Result *tool.Result
-	// By names the hook that short-circuited.
-	By string
-	// Votes lists every hook that expressed an opinion, in order: Source is
-	// the hook ({"kind": "hook", "name": <name>}), Decision is allow,
-	// rewrite, deny (an error result), result (a successful short-circuit)
-	// or ask (a pending request).
-	Votes []tool.Vote
-	// Context holds the non-empty [ToolOverride].Context texts of the hooks
-	// that ran, in order.
-	Context []string
-}
-
-// RunBeforeTool runs the BeforeTool chain on ev. Each hook receives a fresh copy
-// of the arguments as rewritten so far; the first hook that returns a Result ends
-// the chain. ev is not modified. The error is an [*Error].
-func (h *Hooks) RunBeforeTool(ctx context.Context, ev BeforeToolEvent) (ToolOutcome, error) {
-	return h.RunBeforeToolApproved(ctx, ev, nil)
-}
-
-// RunBeforeToolApproved is [Hooks.RunBeforeTool] for the retry of a call after
-// an approval: a pending request that a hook asks is resolved by the answer
-// (seed 002: "ask = a pending(...) result, which wait_for / wait_for_ctx
-// resolves"), so the hook is not asked to know about answers.
-//
-// When a hook returns a pending request and approved(hook, args) reports true
-// for its name and the arguments it was shown, its ask is satisfied: it is kept
-// as an "ask" vote and the chain goes on to the next hook as if the hook had
-// had no opinion. Every other hook is heard as on any call, so a later denial
-// or rewrite still counts. approved decides which approval covers which
-// arguments (package agent compares the digest of the arguments the request was
-// raised for); a nil approved satisfies nothing.
-func (h *Hooks) RunBeforeToolApproved(ctx context.Context, ev BeforeToolEvent, approved func(hook string, args json.RawMessage) bool) (ToolOutcome, error) {
-	out := ToolOutcome{Args: ev.Args}
-	if h == nil {
-		return out, nil
-	}
-	// Every hook's event, hints and copy of the arguments, in one
-	// allocation each (the arguments' copies may outgrow theirs after a
-	// rewrite).
-	n := len(h.beforeTool)
-	evs := make([]BeforeToolEvent, n)
-	var hints []tool.Hints
-	if ev.Hints != nil {
-		hints = make([]tool.Hints, n)
-	}
-	args := make(arena, 0, n*len(ev.Args))
-	for i, hk := range h.beforeTool {
-		e := &evs[i]
-		*e = ev
-		e.Args = args.clone(out.Args)
-		if ev.Hints != nil {
-			hints[i] = *ev.Hints
-			e.Hints = &hints[i]
-		}
-		if ev.Answer != nil {
-			ac := *ev.Answer
-			e.Answer = &ac
-		}
-		ov, err := call(StageBeforeTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, e) })
-		if err != nil {
-			return out, err
-		}
-		if ov == nil {
-			continue
-		}
-		if ov.Context != "" {
-			out.Context = append(out.Context, ov.Context)
-		}
-		if ov.Result != nil {
-			r := ov.Result.Clone()
-			if r.Pending != nil && approved != nil && approved(hk.name, slices.Clone(out.Args)) {
-				out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: tool.VoteAsk, Reason: orPrompt(ov.Reason, r.Pending)})
-				continue
-			}
-			out.Result, out.By = &r, hk.name
-			d := tool.VoteResult
-			switch {
-			case r.Pending != nil:
-				d = tool.VoteAsk
-			case r.IsError:
-				d = tool.VoteDeny
-			}
-			reason := ov.Reason
-			if reason == "" {
-				if r.Pending != nil {
-					reason = r.Pending.Prompt
-				} else {
-					reason = r.Output
-				}
-			}
-			out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: d, Reason: reason})
-			return out, nil
-		}
-		if ov.Args != nil {
-			out.Args = slices.Clone(ov.Args)
-			out.Rewritten = true
-			out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: tool.VoteRewrite, Reason: ov.Reason})
-		}
-		if ov.Allow {
-			out.Votes = append(out.Votes, tool.Vote{Source: hookPrincipal(hk.name), Decision: tool.VoteAllow, Reason: ov.Reason})
-		}
-	}
-	return out, nil
-}
-
-// hookPrincipal is the principal a hook votes and answers as.
-func hookPrincipal(name string) tool.Principal {
-	return tool.Principal{Kind: tool.PrincipalHook, Name: name}
-}
-
-// orPrompt is reason, or the request's prompt when reason is empty.
-func orPrompt(reason string, req *tool.Request) string {
-	if reason == "" {
-		return req.Prompt
-	}
-	return reason
-}
-
-// RunAfterTool runs the AfterTool chain: each hook sees the result as replaced by
-// the ones before it. It returns the final result and the names of the hooks
-// that replaced it, in order. ev is not modified. The error is an [*Error].
-func (h *Hooks) RunAfterTool(ctx context.Context, ev AfterToolEvent) (tool.Result, []string, error) {
-	res := ev.Result
-	if h == nil {
-		return res, nil, nil
-	}
-	var by []string
-	evs := make([]AfterToolEvent, len(h.afterTool)) // every hook's event and arguments in one allocation each
-	args := make(arena, 0, len(h.afterTool)*len(ev.Args))
-	for i, hk := range h.afterTool {
-		e := &evs[i]
-		*e = ev
-		e.Args = args.clone(ev.Args)
-		e.Result = res.Clone()
-		ov, err := call(StageAfterTool, hk.name, func() (*ToolOverride, error) { return hk.fn(ctx, e) })
-		if err != nil {
-			return res, by, err
-		}
-		if ov != nil && ov.Result != nil {
-			res = ov.Result.Clone()
-			by = append(by, hk.name)
-		}
-	}
-	return res, by, nil
-}

@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"errors"
 
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -27,22 +26,5 @@ type PendingFunc func(ctx context.Context, ev *PendingEvent) error
 
 // Pending appends a Pending hook and returns h for chaining.
 func (h *Hooks) Pending(name string, fn PendingFunc) *Hooks {
-	h.pending = append(h.pending, named[PendingFunc]{defName(StagePending, name, len(h.pending)+1), fn})
-	return h
-}
-
-// RunPending runs every Pending hook in order and returns their errors joined
-// (each an [*Error]).
-func (h *Hooks) RunPending(ctx context.Context, ev PendingEvent) error {
-	if h == nil {
-		return nil
-	}
-	var errs []error
-	for _, hk := range h.pending {
-		e := ev
-		if _, err := call(StagePending, hk.name, func() (struct{}, error) { return struct{}{}, hk.fn(ctx, &e) }); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return h.add(StagePending, name, fn)
 }

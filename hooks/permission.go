@@ -3,7 +3,6 @@ package hooks
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -40,36 +39,5 @@ type PermissionFunc func(ctx context.Context, ev *PermissionEvent) (*tool.Answer
 
 // Permission appends a Permission hook and returns h for chaining.
 func (h *Hooks) Permission(name string, fn PermissionFunc) *Hooks {
-	h.permission = append(h.permission, named[PermissionFunc]{defName(StagePermission, name, len(h.permission)+1), fn})
-	return h
-}
-
-// RunPermission asks the Permission hooks in order; the first non-nil answer
-// ends the chain and is returned with ID set to ev.Request.ID, Principal to
-// the hook ({"kind": "hook", "name": <name>}), and By and Actor cleared. It
-// returns nil when no hook answered. The error is an [*Error].
-func (h *Hooks) RunPermission(ctx context.Context, ev PermissionEvent) (*tool.Answer, error) {
-	if h == nil {
-		return nil, nil
-	}
-	for _, hk := range h.permission {
-		e := ev
-		e.Args = slices.Clone(ev.Args)
-		e.Request.Data = slices.Clone(ev.Request.Data)
-		if ev.Hints != nil {
-			hc := *ev.Hints
-			e.Hints = &hc
-		}
-		ans, err := call(StagePermission, hk.name, func() (*tool.Answer, error) { return hk.fn(ctx, &e) })
-		if err != nil {
-			return nil, err
-		}
-		if ans != nil {
-			a := *ans
-			// A hook answers as itself: it cannot name another answerer.
-			a.ID, a.By, a.Principal, a.Actor = ev.Request.ID, "", hookPrincipal(hk.name), tool.Principal{}
-			return &a, nil
-		}
-	}
-	return nil, nil
+	return h.add(StagePermission, name, fn)
 }

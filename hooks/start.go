@@ -3,7 +3,6 @@ package hooks
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // The stages of the run's start and end hooks.
@@ -56,55 +55,10 @@ type EndFunc func(ctx context.Context, ev *EndEvent) error
 
 // Start appends a Start hook and returns h for chaining.
 func (h *Hooks) Start(name string, fn StartFunc) *Hooks {
-	h.start = append(h.start, named[StartFunc]{defName(StageStart, name, len(h.start)+1), fn})
-	return h
+	return h.add(StageStart, name, fn)
 }
 
 // End appends an End hook and returns h for chaining.
 func (h *Hooks) End(name string, fn EndFunc) *Hooks {
-	h.end = append(h.end, named[EndFunc]{defName(StageEnd, name, len(h.end)+1), fn})
-	return h
-}
-
-// RunStart runs the Start hooks in order and returns the prompt as replaced
-// by them. A hook that blocks ends the chain with an [*Error] wrapping
-// [ErrBlocked]; a hook's error is returned as an [*Error].
-func (h *Hooks) RunStart(ctx context.Context, ev StartEvent) (string, error) {
-	prompt := ev.Prompt
-	if h == nil {
-		return prompt, nil
-	}
-	for _, hk := range h.start {
-		e := StartEvent{Prompt: prompt, Resumed: ev.Resumed}
-		ov, err := call(StageStart, hk.name, func() (*StartOverride, error) { return hk.fn(ctx, &e) })
-		if err != nil {
-			return prompt, err
-		}
-		if ov == nil {
-			continue
-		}
-		if ov.Block != "" {
-			return prompt, &Error{Stage: StageStart, Hook: hk.name, Err: fmt.Errorf("%w: %s", ErrBlocked, ov.Block)}
-		}
-		if ov.Prompt != "" && !ev.Resumed {
-			prompt = ov.Prompt
-		}
-	}
-	return prompt, nil
-}
-
-// RunEnd runs every End hook, in order, and returns their errors joined (each
-// an [*Error]); every hook runs whatever the others did.
-func (h *Hooks) RunEnd(ctx context.Context, ev EndEvent) error {
-	if h == nil {
-		return nil
-	}
-	var errs []error
-	for _, hk := range h.end {
-		e := ev
-		if _, err := call(StageEnd, hk.name, func() (struct{}, error) { return struct{}{}, hk.fn(ctx, &e) }); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return h.add(StageEnd, name, fn)
 }

@@ -2,17 +2,12 @@ package hooks
 
 import (
 	"context"
-	"strings"
 )
 
 // StageStop names the Stop hooks: they run when the model gives its final
-// answer, and may continue the run instead.
+// answer, and may continue the run instead, at most 8 times per run,
+// counted across its halts and resumes; after that the final answer stands.
 const StageStop Stage = "stop"
-
-// MaxStopContinuations caps how many times Stop hooks may continue one run,
-// counted across its halts and resumes (the count is in the run's state);
-// after that the final answer stands.
-const MaxStopContinuations = 8
 
 // StopEvent is passed to Stop hooks when the model answered without tool
 // calls.
@@ -33,29 +28,7 @@ type StopFunc func(ctx context.Context, ev *StopEvent) (reason string, err error
 
 // Stop appends a Stop hook and returns h for chaining.
 func (h *Hooks) Stop(name string, fn StopFunc) *Hooks {
-	h.stop = append(h.stop, named[StopFunc]{defName(StageStop, name, len(h.stop)+1), fn})
-	return h
-}
-
-// RunStop runs every Stop hook in order and joins the reasons of those that
-// continue the run with blank lines; "" means the run ends. The first error
-// stops the chain and is returned as an [*Error].
-func (h *Hooks) RunStop(ctx context.Context, ev StopEvent) (string, error) {
-	if h == nil {
-		return "", nil
-	}
-	var reasons []string
-	for _, hk := range h.stop {
-		e := ev
-		reason, err := call(StageStop, hk.name, func() (string, error) { return hk.fn(ctx, &e) })
-		if err != nil {
-			return "", err
-		}
-		if strings.TrimSpace(reason) != "" {
-			reasons = append(reasons, reason)
-		}
-	}
-	return strings.Join(reasons, "\n\n"), nil
+	return h.add(StageStop, name, fn)
 }
 
 // StageSubagentStop names the SubagentStop hooks: they run when a sub-agent
@@ -69,8 +42,8 @@ const StageSubagentStop Stage = "subagent_stop"
 // context carries the sub-agent's run ([RunFrom]).
 type SubagentStopEvent struct {
 	// StopEvent is the sub-agent's final answer, its turn, and the times its
-	// run was continued already (by its Stop hooks or these); the cap
-	// [MaxStopContinuations] counts both.
+	// run was continued already (by its Stop hooks or these); the cap of 8
+	// continuations per run counts both.
 	StopEvent
 	// AgentID is the sub-agent's ID; RunID is its run's ID.
 	AgentID, RunID string
@@ -85,27 +58,5 @@ type SubagentStopFunc func(ctx context.Context, ev *SubagentStopEvent) (reason s
 
 // SubagentStop appends a SubagentStop hook and returns h for chaining.
 func (h *Hooks) SubagentStop(name string, fn SubagentStopFunc) *Hooks {
-	h.subagentStop = append(h.subagentStop, named[SubagentStopFunc]{defName(StageSubagentStop, name, len(h.subagentStop)+1), fn})
-	return h
-}
-
-// RunSubagentStop runs every SubagentStop hook in order and joins the reasons
-// of those that continue the sub-agent with blank lines; "" means it ends.
-// The first error stops the chain and is returned as an [*Error].
-func (h *Hooks) RunSubagentStop(ctx context.Context, ev SubagentStopEvent) (string, error) {
-	if h == nil {
-		return "", nil
-	}
-	var reasons []string
-	for _, hk := range h.subagentStop {
-		e := ev
-		reason, err := call(StageSubagentStop, hk.name, func() (string, error) { return hk.fn(ctx, &e) })
-		if err != nil {
-			return "", err
-		}
-		if strings.TrimSpace(reason) != "" {
-			reasons = append(reasons, reason)
-		}
-	}
-	return strings.Join(reasons, "\n\n"), nil
+	return h.add(StageSubagentStop, name, fn)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -68,7 +69,7 @@ func (a *asks) put(st *askState, now time.Time) (key string, sessionFull bool) {
 	if len(a.m) >= maxAsks {
 		return "", false
 	}
-	key = gate.RandomID("ask_") + gate.RandomID("")
+	key = ids.New("ask_") + ids.New("")
 	a.m[key] = st
 	return key, false
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -125,7 +126,7 @@ func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context
 	if token == nil || req.Session == nil {
 		return ctx
 	}
-	return tool.WithReporter(ctx, &progress{ctx: ctx, session: req.Session, token: token})
+	return toolcall.WithReporter(ctx, &progress{ctx: ctx, session: req.Session, token: token})
 }
 
 // progress is the reporter of one call: it sends notifications/progress

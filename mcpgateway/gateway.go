@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -140,13 +141,13 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 		}
 	}
 	if o.RunID == "" {
-		o.RunID = gate.RandomID("gw_")
+		o.RunID = ids.New("gw_")
 	}
 	p, err := loadPins(o.PinsFile)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgateway: %w", err)
 	}
-	gw := &Gateway{set: set, gate: gate.New(o.Gate), opts: o, cat: &catalogue{}, pins: p}
+	gw := &Gateway{set: set, gate: gate.New(&o.Gate), opts: o, cat: &catalogue{}, pins: p}
 	gw.server = mcp.NewServer(o.Implementation, &mcp.ServerOptions{
 		Logger: o.Logger,
 		// Tools are always offered, even while every upstream tool is

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -52,7 +53,7 @@ func callID(ctx context.Context) string {
 	if s := scopeOf(ctx); s != nil {
 		return s.id
 	}
-	return gate.RandomID("mcp_")
+	return ids.New("mcp_")
 }
 
 // observer is the observer of a new call: its scope, else none.
@@ -72,13 +73,13 @@ func (gw *Gateway) tracedCall(ctx context.Context, req *mcp.CallToolRequest, cat
 	if gw.opts.Tracer == nil {
 		return gw.call(ctx, req, cat, t)
 	}
-	scope := &callScope{id: gate.RandomID("mcp_")}
+	scope := &callScope{id: ids.New("mcp_")}
 	info := &agent.CallInfo{RunID: gw.runID(req), Call: model.ToolCall{ID: scope.id, Name: t.Spec().Name}}
 	var res *mcp.CallToolResult
 	var err error
-	gw.opts.Tracer.Call(ctx, info, gw.spanAttrs(req), func(ctx context.Context) agent.CallOutcome {
+	gw.opts.Tracer.Call(ctx, info, gw.spanAttrs(req), func(ctx context.Context) gate.Ruling {
 		res, err = gw.call(context.WithValue(ctx, callScopeKey{}, scope), req, cat, t)
-		return agent.CallOutcome{Record: scope.rec, Pending: scope.pending, Err: err}
+		return gate.Ruling{Record: scope.rec, Pending: scope.pending, Err: err}
 	})
 	return res, err
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
@@ -180,15 +181,15 @@ func testPolicy(t *testing.T, src string) *policy.Policy {
 
 func newAgent(t *testing.T, opts agent.Options) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-func records(res *agent.Result) map[string]agent.ToolCallRecord {
-	out := map[string]agent.ToolCallRecord{}
+func records(res *agent.Result) map[string]gate.Record {
+	out := map[string]gate.Record{}
 	for _, r := range res.ToolCalls {
 		out[r.ID] = r
 	}
@@ -258,10 +259,10 @@ func TestC15HooksFireForMCPToolsAndDeniedCallsSendNothing(t *testing.T) {
 		t.Errorf("declarative hooks (-want +got):\n%s", d)
 	}
 	recs := records(res)
-	for id, want := range map[string]agent.Decision{
-		"c1": {Outcome: agent.OutcomeAllowed},
-		"c2": {Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "hook", Name: "no-secrets"}},
-		"c3": {Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-etc"}},
+	for id, want := range map[string]gate.Decision{
+		"c1": {Outcome: gate.OutcomeAllowed},
+		"c2": {Outcome: gate.OutcomeDenied, By: tool.Principal{Kind: "hook", Name: "no-secrets"}},
+		"c3": {Outcome: gate.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-etc"}},
 	} {
 		got := recs[id].Decision
 		if got.Outcome != want.Outcome || (!want.By.IsZero() && got.By != want.By) {
@@ -319,7 +320,7 @@ func TestC36MCPIsError(t *testing.T) {
 	if d := cmp.Diff(want, log.list()); d != "" {
 		t.Errorf("declarative hooks (-want +got):\n%s", d)
 	}
-	if r := records(res)["c1"]; !r.Ran || !r.IsError || r.Decision.Outcome != agent.OutcomeAllowed {
+	if r := records(res)["c1"]; !r.Ran || !r.IsError || r.Decision.Outcome != gate.OutcomeAllowed {
 		t.Errorf("c1 record %+v", r)
 	}
 	if d := cmp.Diff([]string{"sync {}", "stat {}"}, fs.received()); d != "" {
@@ -511,7 +512,7 @@ func TestFilesystemServerUnderPolicy(t *testing.T) {
 	if err != nil || string(got) != "written once\n" {
 		t.Errorf("out.txt = %q, %v", got, err)
 	}
-	if r := records(res)["write"]; !r.Ran || r.IsError || r.Decision.Outcome != agent.OutcomeApproved || r.Decision.By.String() != "person:alice" {
+	if r := records(res)["write"]; !r.Ran || r.IsError || r.Decision.Outcome != gate.OutcomeApproved || r.Decision.By.String() != "person:alice" {
 		t.Errorf("write_file record %+v", r)
 	}
 	want := []string{

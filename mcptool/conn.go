@@ -115,7 +115,7 @@ func (c *conn) onProgress(_ context.Context, req *mcp.ProgressNotificationClient
 	if math.IsNaN(p.Progress) || math.IsInf(p.Progress, 0) || math.IsNaN(p.Total) || math.IsInf(p.Total, 0) {
 		return
 	}
-	tool.ReportProgress(v.(context.Context), tool.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+	tool.InvocationFrom(v.(context.Context)).Progress(tool.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
 // set makes s the current session; c.mu is held or c is new.

@@ -103,7 +103,7 @@
 //	mcpTool               the tool's name on the server (a string)
 //	mcpStructuredContent  the structuredContent, when the server sent one (JSON;
 //	                      its text, a string, when nested deeper than
-//	                      tool.MaxArgumentsDepth)
+//	                      100 levels)
 //	mcpContent            every content item that is not text, each
 //	                      {type, mimeType?, size (bytes, -1 unknown), uri?, name?}
 //	mcpCutFrom            the size in bytes (an int64) of a server's message
@@ -116,7 +116,7 @@
 // # Progress, list changes and restarts
 //
 // Every tools/call carries a progress token; the server's
-// notifications/progress for it reach the call's [tool.Reporter] (the agent
+// notifications/progress for it reach the call's [tool.Invocation].Reporter (the agent
 // makes them progress events of the call; MCP specification 2025-06-18,
 // "Utilities: Progress"). Reports for a token no call holds are dropped.
 //

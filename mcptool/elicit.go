@@ -211,7 +211,7 @@ const maxElicitRecords = 32
 // events and records show it.
 func (c *conn) noticeCalls(n tool.Notice) {
 	c.progress.Range(func(_, v any) bool {
-		tool.ReportNotice(v.(context.Context), n)
+		tool.InvocationFrom(v.(context.Context)).Notice(n)
 		return true
 	})
 }

@@ -54,8 +54,9 @@ func (cs *callState) elicitations() []elicitationRecord {
 // the answer of ctx when it answers an elicitation.
 func newCallState(ctx context.Context, remote string, args json.RawMessage, halt context.CancelFunc) *callState {
 	cs := &callState{tool: remote, digest: approval.Digest(args), halt: halt}
-	if a, ok := tool.AnswerFrom(ctx); ok && keyOfID(a.ID) != "" {
-		cs.answer = &a
+	if a := tool.InvocationFrom(ctx).Answer; a != nil && keyOfID(a.ID) != "" {
+		ac := *a
+		cs.answer = &ac
 	}
 	return cs
 }

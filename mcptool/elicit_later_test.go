@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -48,7 +49,7 @@ func callAsk(t *testing.T, s *Set, args string, ans *tool.Answer) tool.Result {
 	t.Helper()
 	ctx := context.Background()
 	if ans != nil {
-		ctx = tool.WithAnswer(ctx, *ans)
+		ctx = toolcall.WithAnswer(ctx, *ans)
 	}
 	res, err := toolsByName(s)["mcp__srv__ask"].Call(ctx, json.RawMessage(args))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -200,7 +201,7 @@ func TestElicitationSecretDeclined(t *testing.T) {
 					return tool.Answer{ID: req.ID, OK: true, Data: json.RawMessage(`{"value":"ghp_SECRET"}`)}, nil
 				}})
 			rec := &noticeRecorder{}
-			res, err := toolsByName(s)["mcp__srv__ask"].Call(tool.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
+			res, err := toolsByName(s)["mcp__srv__ask"].Call(toolcall.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
 			if err != nil || res.Output != `{"action":"decline"}` {
 				t.Errorf("server saw %q, %v; want a decline", res.Output, err)
 			}
@@ -337,7 +338,7 @@ func TestElicitationNotice(t *testing.T) {
 				return tool.Answer{ID: req.ID, OK: c.ok, Data: json.RawMessage(`{"region":"us"}`)}, nil
 			}})
 		rec := &noticeRecorder{}
-		_, _ = toolsByName(s)["mcp__srv__ask"].Call(tool.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
+		_, _ = toolsByName(s)["mcp__srv__ask"].Call(toolcall.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
 		rec.mu.Lock()
 		want := []tool.Notice{{Kind: tool.NoticeElicitation, Source: "mcp:srv", Message: c.want}}
 		if d := cmp.Diff(want, rec.notices); d != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/model"
@@ -58,7 +59,7 @@ func TestProgressBecomesEvents(t *testing.T) {
 		return textResult("done"), nil
 	})
 	set := openOne(t, srv, nil)
-	a, err := agent.New(agent.Options{Tools: set, Model: testkit.Script(
+	a, err := agent.New(&agent.Options{Tools: set, Model: testkit.Script(
 		[]model.FuncCall{testkit.Call("c1", "mcp__app__work", nil)},
 		[]model.FuncCall{testkit.Call("c2", "mcp__app__work", nil)},
 	)})
@@ -150,7 +151,7 @@ func TestToolListChangedRefreshesBetweenTurns(t *testing.T) {
 		}
 		return model.Reply{Content: "done"}, nil
 	})
-	a, err := agent.New(agent.Options{Tools: agent.JoinToolsets(agent.ToolList{}, set), Model: m})
+	a, err := agent.New(&agent.Options{Tools: agent.JoinToolsets(agent.ToolList{}, set), Model: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestToolListChangedRefreshesBetweenTurns(t *testing.T) {
 		t.Fatalf("tools offered per turn (-want +got):\n%s", diff)
 	}
 	recs := res.ToolCalls
-	if recs[1].Output != "fresh ran" || recs[2].Decision.Outcome != agent.OutcomeUnknownTool || !recs[2].IsError {
+	if recs[1].Output != "fresh ran" || recs[2].Decision.Outcome != gate.OutcomeUnknownTool || !recs[2].IsError {
 		t.Fatalf("fresh: %q; old: %+v", recs[1].Output, recs[2].Decision)
 	}
 	if strict := mcptool.HintsFor(nil, false); len(hints) != 2 || *hints[0] != strict {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -166,7 +167,7 @@ func TestToolsOverInMemoryServers(t *testing.T) {
 		if !strings.HasPrefix(spec.Description, "the ") || spec.InputSchema == nil || spec.InputSchema.Type != "object" {
 			t.Errorf("%s: description %q, schema %+v", tc.name, spec.Description, spec.InputSchema)
 		}
-		if _, err := tool.NewValidator(spec.InputSchema); err != nil {
+		if _, err := argcheck.New(spec.InputSchema); err != nil {
 			t.Errorf("%s: schema does not resolve: %v", tc.name, err)
 		}
 	}
@@ -559,8 +560,8 @@ func TestDeepStructuredContentIsKeptAsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tool.TooDeep(b) {
-		t.Fatalf("the result's metadata nests deeper than %d levels", tool.MaxArgumentsDepth)
+	if argcheck.TooDeep(b) {
+		t.Fatalf("the result's metadata nests deeper than %d levels", argcheck.MaxDepth)
 	}
 	if text, ok := res.Metadata[metaStructuredContent].(string); !ok || !strings.HasPrefix(text, "[[[") {
 		t.Fatalf("structured content kept as %T", res.Metadata[metaStructuredContent])

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -350,7 +351,7 @@ func TestOAuthRevokedDuringRunIsANotice(t *testing.T) {
 	callEcho(t, s, "mcp__docs__echo")
 	w.revokeAll()
 	rec := &noticeRecorder{}
-	_, err := toolsByName(s)["mcp__docs__echo"].Call(tool.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
+	_, err := toolsByName(s)["mcp__docs__echo"].Call(toolcall.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
 	if !errors.Is(err, ErrLoginRequired) {
 		t.Fatalf("call after the revocation: %v, want ErrLoginRequired", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -72,7 +74,7 @@ func TestUnusableToolSkippedAlone(t *testing.T) {
 		t.Errorf("good: %+v, %v", res, err)
 	}
 	// The resolved refs are enforced, not ignored.
-	v, err := tool.NewValidator(tools["mcp__app__draft7"].Spec().InputSchema)
+	v, err := argcheck.New(tools["mcp__app__draft7"].Spec().InputSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestStreamableHTTPServerRestarted(t *testing.T) {
 	current.Store(&h2)
 	start := time.Now()
 	rep := &notices{}
-	res, err := echo.Call(tool.WithReporter(context.Background(), rep), json.RawMessage(`{"text": "after"}`))
+	res, err := echo.Call(toolcall.WithReporter(context.Background(), rep), json.RawMessage(`{"text": "after"}`))
 	if err != nil || res.Output != "after" {
 		t.Fatalf("call after the restart: %+v, %v", res, err)
 	}
@@ -213,7 +215,7 @@ func TestStdioServerExitsDuringCall(t *testing.T) {
 	}
 	start = time.Now()
 	rep := &notices{}
-	second, err := echo.Call(tool.WithReporter(context.Background(), rep), nil)
+	second, err := echo.Call(toolcall.WithReporter(context.Background(), rep), nil)
 	t.Logf("the call that restarted the server took %s", time.Since(start))
 	if err != nil || second.IsError {
 		t.Fatalf("echo after the crash: %+v, %v", second, err)

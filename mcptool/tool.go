@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -23,7 +24,7 @@ const (
 	metaTool = "mcpTool"
 	// metaStructuredContent holds the result's structuredContent as a
 	// json.RawMessage, when the server sent one; one nested deeper than
-	// tool.MaxArgumentsDepth is held as its JSON text (a string), so that
+	// argcheck.MaxDepth is held as its JSON text (a string), so that
 	// records, states and stores can read it back.
 	metaStructuredContent = "mcpStructuredContent"
 	// metaContent holds a []contentInfo describing every content item that is
@@ -176,7 +177,7 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, erro
 		if schema.Type != "" && schema.Type != "object" {
 			return nil, fmt.Errorf("input schema has type %q; tool arguments are a JSON object", schema.Type)
 		}
-		if _, err := tool.NewValidator(schema); err != nil {
+		if _, err := argcheck.New(schema); err != nil {
 			return nil, err
 		}
 	}
@@ -276,14 +277,14 @@ func (t *Tool) Server() string { return t.server }
 // A call that fails while in flight is not sent again: it may have run. A
 // renewal during the call is reported to the call's reporter as a notice
 // ([tool.NoticeRestart]); the server's progress notifications for the call
-// (it is sent with a progress token) as progress ([tool.ReportProgress]).
+// (it is sent with a progress token) as progress ([tool.Invocation.Progress]).
 //
 // A server's elicitation during the call that nobody can answer now
 // ([Options].Elicit nil or returning [ErrAskLater]) halts the call: the
 // server is told cancel, the call is cancelled, and Call returns the
 // elicitation as a pending request ([tool.Pending]): a question per field
 // of the form, its Data the [ElicitData]. Called again
-// with the answer ([tool.WithAnswer]), the call gives it to the server's
+// with the answer ([tool.Invocation].Answer), the call gives it to the server's
 // identical elicitation (same server, tool, arguments' digest, message,
 // schema's digest and URL without its query), once; any other elicitation
 // halts the call again. Only a person's answer accepts
@@ -384,7 +385,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 			return r, nil
 		}
 		if errors.Is(err, ErrLoginRequired) {
-			tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
+			tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
 				Message: fmt.Sprintf("MCP server %q needs an OAuth login: run `tollgate mcp login %s`", t.server, t.server)})
 		}
 		if over := t.conn.oversized.Swap(nil); over != nil && !errors.Is(err, ErrHTTPMessageTooLarge) {
@@ -409,7 +410,7 @@ func (t *Tool) noticeRenewed(ctx context.Context) {
 	if t.conn.sc.URL != "" {
 		msg = fmt.Sprintf("MCP server %q was given a new session: it no longer knew the old one (it restarted)", t.server)
 	}
-	tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:" + t.server, Message: msg})
+	tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:" + t.server, Message: msg})
 }
 
 // refusedUnsent reports whether err is the SDK refusing a call because its
@@ -459,7 +460,7 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			meta[metaStructuredContent] = json.RawMessage(raw)
-			if tool.TooDeep(raw) {
+			if argcheck.TooDeep(raw) {
 				// Kept as text: the records, the run's state and the
 				// stores that hold them must read it back.
 				meta[metaStructuredContent] = string(raw)

@@ -1,12 +1,11 @@
 package model
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
+
+	"github.com/tollgate-dev/tollgate/internal/ids"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 )
 
 // Reply is what a [Func] returns: text, tool calls, or both.
@@ -44,13 +43,13 @@ func (f Func) Generate(ctx context.Context, req *Request) (*Response, error) {
 	}
 	msg := Message{Role: RoleAssistant, Content: rep.Content}
 	for i, c := range rep.ToolCalls {
-		args, err := EncodeArguments(c.Arguments)
+		args, err := jsonenc.Object(c.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("model.Func: tool call %d (%s): %w", i, c.Name, err)
 		}
 		id := c.ID
 		if id == "" {
-			id = NewCallID()
+			id = ids.New("call_")
 		}
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id, Name: c.Name, Arguments: args})
 	}
@@ -59,51 +58,4 @@ func (f Func) Generate(ctx context.Context, req *Request) (*Response, error) {
 		fr = FinishToolCalls
 	}
 	return &Response{Message: msg, Usage: rep.Usage, FinishReason: fr, Model: req.Model}, nil
-}
-
-// EncodeArguments encodes v as a JSON object: nil becomes {}, a json.RawMessage
-// or []byte is checked and kept, anything else goes through json.Marshal. It
-// returns an error when the result is not a JSON object.
-func EncodeArguments(v any) (json.RawMessage, error) {
-	var b []byte
-	switch x := v.(type) {
-	case nil:
-		return json.RawMessage("{}"), nil
-	case json.RawMessage:
-		b = x
-	case []byte:
-		b = x
-	case string:
-		b = []byte(x)
-	default:
-		var err error
-		if b, err = MarshalJSON(x); err != nil {
-			return nil, err
-		}
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("arguments must be a JSON object, got %.80q", b)
-	}
-	return json.RawMessage(append([]byte(nil), b...)), nil
-}
-
-// NewCallID returns a fresh tool call ID: "call_" and 16 random hex digits.
-func NewCallID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
-}
-
-// MarshalJSON is json.Marshal without HTML escaping, so that arguments such as
-// "a && b" stay readable in transcripts, records and logs ("&&", not
-// "\u0026\u0026"). The result has no trailing newline.
-func MarshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -73,7 +74,7 @@ func (s *scripted) toolMessagesSent() []model.Message {
 
 func newAgent(t *testing.T, opts agent.Options) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestC25PendingMeansNotRun(t *testing.T) {
 			if approved.Status != agent.StatusDone || transfer.Count() != 1 {
 				t.Fatalf("after approval: status %s, counter %d; want done, 1", approved.Status, transfer.Count())
 			}
-			if d := approved.ToolCalls[0].Decision; d.Outcome != agent.OutcomeApproved || d.By.String() != "person:alice" {
+			if d := approved.ToolCalls[0].Decision; d.Outcome != gate.OutcomeApproved || d.By.String() != "person:alice" {
 				t.Errorf("decision %+v, want approved by person:alice", d)
 			}
 
@@ -216,7 +217,7 @@ func TestC26HumanDenyEnforced(t *testing.T) {
 		t.Fatalf("the model was sent %+v, want an error result for c1 with the person's reason", sent)
 	}
 	d := res.ToolCalls[0].Decision
-	if d.Outcome != agent.OutcomeDeclined || d.By.String() != "person:alice" || d.Reason != "exceeds the daily limit" {
+	if d.Outcome != gate.OutcomeDeclined || d.By.String() != "person:alice" || d.Reason != "exceeds the daily limit" {
 		t.Errorf("decision %+v", d)
 	}
 }
@@ -402,7 +403,7 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 		if d := cmp.Diff([]string{`{"to":"bob"}`}, c.Args()); d != "" {
 			t.Errorf("transfer ran with (-want +got):\n%s", d)
 		}
-		var a, b *agent.ToolCallRecord
+		var a, b *gate.Record
 		for i := range out.ToolCalls {
 			switch out.ToolCalls[i].ID {
 			case "A":
@@ -411,10 +412,10 @@ func TestC29TwoPendingOneApproved(t *testing.T) {
 				b = &out.ToolCalls[i]
 			}
 		}
-		if a == nil || a.Ran || !a.IsError || a.Decision.Outcome != agent.OutcomeDeclined || !strings.Contains(a.Output, "only B") {
+		if a == nil || a.Ran || !a.IsError || a.Decision.Outcome != gate.OutcomeDeclined || !strings.Contains(a.Output, "only B") {
 			t.Errorf("A = %+v, want a decline result", a)
 		}
-		if b == nil || !b.Ran || b.Decision.Outcome != agent.OutcomeApproved {
+		if b == nil || !b.Ran || b.Decision.Outcome != gate.OutcomeApproved {
 			t.Errorf("B = %+v, want approved and run", b)
 		}
 		oneResultPerCall(t, out.Transcript)
@@ -511,12 +512,12 @@ func TestC32EditAuthorizedAgain(t *testing.T) {
 	for _, tt := range []struct {
 		name, edit string
 		ran        []string
-		outcome    agent.Outcome
+		outcome    gate.Outcome
 		by         string
 	}{
-		{"edit into a denied path", `{"path":"/etc/shadow"}`, nil, agent.OutcomeDenied, "rule:no-etc"},
-		{"edit into a denied path via ..", `{"path":"/tmp/../etc/shadow"}`, nil, agent.OutcomeDenied, "rule:no-etc"},
-		{"allowed edit", `{"path":"notes/b.txt"}`, []string{`{"path":"notes/b.txt"}`}, agent.OutcomeApproved, "person:alice"},
+		{"edit into a denied path", `{"path":"/etc/shadow"}`, nil, gate.OutcomeDenied, "rule:no-etc"},
+		{"edit into a denied path via ..", `{"path":"/tmp/../etc/shadow"}`, nil, gate.OutcomeDenied, "rule:no-etc"},
+		{"allowed edit", `{"path":"notes/b.txt"}`, []string{`{"path":"notes/b.txt"}`}, gate.OutcomeApproved, "person:alice"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			read := &testkit.Counter{Name: "read_file", Hints: &tool.Hints{ReadOnly: true}}
@@ -603,7 +604,7 @@ rules:
 	if del.Count() != 0 {
 		t.Fatal("delete_file ran")
 	}
-	want := agent.Decision{Outcome: agent.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []agent.Vote{
+	want := gate.Decision{Outcome: gate.OutcomeDenied, By: tool.Principal{Kind: "rule", Name: "no-destructive"}, Reason: "destructive tools are denied", Votes: []tool.Vote{
 		{Source: tool.Principal{Kind: "hook", Name: "allow-all"}, Decision: "allow", Reason: "everything is fine"},
 		{Source: tool.Principal{Kind: "rule", Name: "no-destructive"}, Decision: "deny", Reason: "destructive tools are denied"},
 	}}
@@ -653,7 +654,7 @@ func TestC05SeveralMatchingSources(t *testing.T) {
 			if del.Count() != 0 {
 				t.Error("delete_file ran")
 			}
-			if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != tt.by {
+			if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDenied || d.By.String() != tt.by {
 				t.Errorf("decision %+v, want denied by %s", d, tt.by)
 			}
 		})

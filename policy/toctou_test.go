@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -273,8 +274,8 @@ func TestCheckFileVerdicts(t *testing.T) {
 		return approval.Call{Tool: "read", Args: json.RawMessage(`{"path":"` + p + `"}`)}
 	}
 	ctx := context.Background()
-	approved := tool.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: true, By: "ann"})
-	declined := tool.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: false})
+	approved := toolcall.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: true, By: "ann"})
+	declined := toolcall.WithAnswer(ctx, tool.Answer{ID: "req_1", OK: false})
 	for _, tc := range []struct {
 		ctx  context.Context
 		path string

@@ -77,7 +77,7 @@ rules:
 	var audit bytes.Buffer
 	w := records.NewWriter(&audit, nil)
 	turn := 0
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		Model: model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 			turn++
 			switch turn {

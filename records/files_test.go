@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/records"
 )
 
@@ -36,12 +36,12 @@ func TestLineKeepsRealPaths(t *testing.T) {
 		{map[string]any{"path": "no-real-path"}, nil},
 		{nil, nil},
 	} {
-		l := records.LineOf("run", agent.ToolCallRecord{ID: "c", Name: "read", Metadata: tc.meta}, time.Time{})
+		l := records.LineOf("run", gate.Record{ID: "c", Name: "read", Metadata: tc.meta}, time.Time{})
 		if diff := cmp.Diff(tc.want, l.Files); diff != "" {
 			t.Errorf("%v: (-want +got)\n%s", tc.meta, diff)
 		}
 	}
-	l := records.LineOf("run", agent.ToolCallRecord{Metadata: map[string]any{"path": long, "realPath": "/ws/" + long}}, time.Time{})
+	l := records.LineOf("run", gate.Record{Metadata: map[string]any{"path": long, "realPath": "/ws/" + long}}, time.Time{})
 	if len(l.Files) != 1 || len(l.Files[0].Path) > 4200 || !strings.Contains(l.Files[0].Path, "bytes cut") {
 		t.Errorf("a long path is kept whole: %d bytes", len(l.Files[0].Path))
 	}

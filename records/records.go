@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -31,13 +31,13 @@ type Line struct {
 	// Time is when the line was written (RFC 3339 in JSON).
 	Time time.Time `json:"time"`
 	// Run is the run's ID: the writer's (Options.Run, WithRun) or else the record's.
-	Run             string        `json:"run,omitempty"`
-	Call            string        `json:"call"`
-	Tool            string        `json:"tool"`
-	Turn            int           `json:"turn"`
-	RequestedDigest string        `json:"requestedDigest"`
-	ArgsDigest      string        `json:"argsDigest"`
-	Outcome         agent.Outcome `json:"outcome"`
+	Run             string       `json:"run,omitempty"`
+	Call            string       `json:"call"`
+	Tool            string       `json:"tool"`
+	Turn            int          `json:"turn"`
+	RequestedDigest string       `json:"requestedDigest"`
+	ArgsDigest      string       `json:"argsDigest"`
+	Outcome         gate.Outcome `json:"outcome"`
 	// By is who decided, as an object {"kind": "rule", "name": "no-rm"}
 	// (kinds: hook, rule, autonomy, person, runtime, flag); so is each
 	// vote's source.
@@ -47,12 +47,12 @@ type Line struct {
 	// answer names its actor too.
 	Actor   tool.Principal `json:"actor,omitzero"`
 	Reason  string         `json:"reason,omitempty"`
-	Votes   []agent.Vote   `json:"votes,omitempty"`
+	Votes   []tool.Vote    `json:"votes,omitempty"`
 	Ran     bool           `json:"ran"`
 	IsError bool           `json:"isError,omitempty"`
 	Started time.Time      `json:"started"`
 	// Duration is the whole pipeline's duration; in JSON, nanoseconds (as in
-	// agent.ToolCallRecord).
+	// gate.Record).
 	Duration time.Duration `json:"duration"`
 	// Files are the files the call's tool used, when its result says
 	// (builtin file tools: metadata "path" and "realPath", or apply_patch's
@@ -156,7 +156,7 @@ func filesOf(meta map[string]any) []FileRecord {
 }
 
 // lineOf returns the line for rec.
-func lineOf(run string, rec agent.ToolCallRecord, now time.Time) Line {
+func lineOf(run string, rec gate.Record, now time.Time) Line {
 	d := rec.Decision
 	return Line{
 		Time: now, Run: run, Call: rec.ID, Tool: rec.Name, Turn: rec.Turn,
@@ -234,16 +234,16 @@ func OpenFile(path string, opts *Options) (*Writer, error) {
 // that writes to w's destination, under w's lock, lines carrying run ID
 // run: for a host that learns the run's ID on resume, or after the run
 // halts.
-func (w *Writer) WithRun(run string) func(context.Context, agent.ToolCallRecord) {
-	return func(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, run, rec) }
+func (w *Writer) WithRun(run string) func(context.Context, gate.Record) {
+	return func(ctx context.Context, rec gate.Record) { w.record(ctx, run, rec) }
 }
 
 // Record writes rec's line and logs it; it has the signature of
 // agent.Options.OnRecord. The first write error is kept (see [Writer.Close])
 // and later records are still attempted.
-func (w *Writer) Record(ctx context.Context, rec agent.ToolCallRecord) { w.record(ctx, w.run, rec) }
+func (w *Writer) Record(ctx context.Context, rec gate.Record) { w.record(ctx, w.run, rec) }
 
-func (w *Writer) record(ctx context.Context, run string, rec agent.ToolCallRecord) {
+func (w *Writer) record(ctx context.Context, run string, rec gate.Record) {
 	if run == "" {
 		run = rec.RunID
 	}

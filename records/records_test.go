@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/records"
@@ -26,12 +27,12 @@ import (
 
 var at = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func rec(i int) agent.ToolCallRecord {
-	return agent.ToolCallRecord{
+func rec(i int) gate.Record {
+	return gate.Record{
 		ID: fmt.Sprintf("c%d", i), Name: "transfer_funds", Turn: 1,
 		RequestedArgs: json.RawMessage(`{"secret":"hunter2"}`), Args: json.RawMessage(`{"secret":"hunter2"}`),
 		RequestedDigest: "sha256:aa", ArgsDigest: "sha256:bb", Output: "token=hunter2", Ran: true,
-		Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: tool.Principal{Kind: "person", Name: "alice"}, Reason: "ok", Votes: []agent.Vote{{Source: tool.Principal{Kind: "rule", Name: "ask"}, Decision: "ask"}}},
+		Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: tool.Principal{Kind: "person", Name: "alice"}, Reason: "ok", Votes: []tool.Vote{{Source: tool.Principal{Kind: "rule", Name: "ask"}, Decision: "ask"}}},
 		Started:  at, Duration: 1500 * time.Millisecond,
 	}
 }
@@ -88,7 +89,7 @@ func TestConcurrentThroughAgent(t *testing.T) {
 	}) (string, error) {
 		return in.V, nil
 	}, nil)
-	a, err := agent.New(agent.Options{Model: m, Tools: agent.ToolList{echo}, OnRecord: w.Record, MaxParallel: 16})
+	a, err := agent.New(&agent.Options{Model: m, Tools: agent.ToolList{echo}, OnRecord: w.Record, MaxParallel: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestConcurrentThroughAgent(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
-		if l.Outcome != agent.OutcomeAllowed || !l.Ran || l.ArgsDigest == "" {
+		if l.Outcome != gate.OutcomeAllowed || !l.Ran || l.ArgsDigest == "" {
 			t.Errorf("line %+v", l)
 		}
 		seen[l.Call] = true

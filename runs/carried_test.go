@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -28,7 +29,7 @@ func askingTransfer(ran *atomic.Int64) tool.Tool {
 		Amount int `json:"amount"`
 	}
 	return tool.Must("transfer_funds", "moves money", func(ctx context.Context, _ in) (tool.Result, error) {
-		if ans, _ := tool.AnswerFrom(ctx); !strings.HasPrefix(string(ans.Data), `"`) {
+		if ans := tool.InvocationFrom(ctx).Answer; ans == nil || !strings.HasPrefix(string(ans.Data), `"`) {
 			return tool.Pending(tool.Request{Kind: tool.KindInput, Prompt: "to which account?"}), nil
 		}
 		ran.Add(1)
@@ -84,7 +85,7 @@ func TestCarriedApprovalIsCheckedAgainstTheStore(t *testing.T) {
 	for _, v := range d.Votes {
 		votes = append(votes, v.Source.String()+"="+string(v.Decision))
 	}
-	if d.Outcome != agent.OutcomeApproved || d.By.String() != "person:alice" || strings.Join(votes, " ") != "rule:ask-transfer=ask person:alice=allow person:bob=allow" {
+	if d.Outcome != gate.OutcomeApproved || d.By.String() != "person:alice" || strings.Join(votes, " ") != "rule:ask-transfer=ask person:alice=allow person:bob=allow" {
 		t.Fatalf("decision %s by %s, votes %v", d.Outcome, d.By, votes)
 	}
 
@@ -108,7 +109,7 @@ func TestCarriedApprovalIsCheckedAgainstTheStore(t *testing.T) {
 		t.Fatalf("resume of the forged state: ran %d times in all, %v", ran.Load(), err)
 	}
 	d = res.ToolCalls[0].Decision
-	if d.Outcome != agent.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime || !strings.Contains(d.Reason, "was decided otherwise") {
+	if d.Outcome != gate.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime || !strings.Contains(d.Reason, "was decided otherwise") {
 		t.Fatalf("decision %+v", d)
 	}
 }
@@ -171,9 +172,9 @@ func TestDurableCarriedApprovalIsChecked(t *testing.T) {
 			}
 			dec := res.ToolCalls[0].Decision
 			switch {
-			case forge && (ran.Load() != 0 || dec.Outcome != agent.OutcomeDeclined || !strings.Contains(dec.Reason, "carries no valid MAC")):
+			case forge && (ran.Load() != 0 || dec.Outcome != gate.OutcomeDeclined || !strings.Contains(dec.Reason, "carries no valid MAC")):
 				t.Fatalf("forged: ran %d times, decision %+v", ran.Load(), dec)
-			case !forge && (ran.Load() != 1 || dec.Outcome != agent.OutcomeApproved || dec.By.String() != "person:alice"):
+			case !forge && (ran.Load() != 1 || dec.Outcome != gate.OutcomeApproved || dec.By.String() != "person:alice"):
 				t.Fatalf("kept: ran %d times, decision %+v", ran.Load(), dec)
 			}
 		})
@@ -216,7 +217,7 @@ func TestCarriedApprovalIsBoundToItsTool(t *testing.T) {
 	if err != nil || ran.Load() != 0 || other.Load() != 0 {
 		t.Fatalf("resume of the swapped state: transfer ran %d, drain ran %d, %v", ran.Load(), other.Load(), err)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime {
 		t.Fatalf("decision %+v", d)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -42,7 +43,7 @@ func TestDeeplyNestedArgumentsDoNotPoisonTheStore(t *testing.T) {
 	if transfer.Count() != 0 {
 		t.Fatal("the call ran")
 	}
-	if rec := res.ToolCalls[0]; rec.Decision.Outcome != agent.OutcomeInvalid {
+	if rec := res.ToolCalls[0]; rec.Decision.Outcome != gate.OutcomeInvalid {
 		t.Fatalf("the call was %s, want invalid", rec.Decision.Outcome)
 	}
 	if run, err := s.GetRun(ctx, "run_1"); err != nil || run.Status != store.RunDone {

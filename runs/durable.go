@@ -11,6 +11,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -263,7 +265,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	opts.Middleware = append(append([]agent.Middleware{d.steps(eng, in, seq, c)}, d.mw...), opts.Middleware...)
 	opts.WaitFor = nil // a request halts the part that runs; the engine waits
 	opts.Checkpoint = nil
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		return nil, d.finish(ctx, eng, in, nil, err, built)
 	}
@@ -412,7 +414,7 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 					}
 					stableCallIDs(resp, t.Turn)
 					col.flush(ctx)
-					return model.MarshalJSON(turnRecord{Response: resp, Err: errText(err)})
+					return jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err)})
 				})
 				if err != nil {
 					return nil, err
@@ -435,20 +437,20 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 			}
 		},
 		Call: func(next agent.CallHandler) agent.CallHandler {
-			return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+			return func(ctx context.Context, c *agent.CallInfo) gate.Ruling {
 				name := "decide " + c.Call.ID
 				if c.Answer != nil {
 					name = "execute " + c.Call.ID
 				}
 				prev, launched, ok := seq.slot(c.Call.ID)
 				if !ok {
-					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: call %s is not one the turn announced", in.RunID, c.Call.ID)}
+					return gate.Ruling{Err: fmt.Errorf("runs: run %s: call %s is not one the turn announced", in.RunID, c.Call.ID)}
 				}
 				select {
 				case <-prev:
 				case <-ctx.Done():
 					close(launched)
-					return agent.CallOutcome{Err: ctx.Err()}
+					return gate.Ruling{Err: ctx.Err()}
 				}
 				wait, err := eng.Go(ctx, name, func(ctx context.Context) ([]byte, error) {
 					ci := *c
@@ -472,21 +474,21 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 						col.await(ctx, c.Turn, c.Call.ID, agent.EventPending)
 					}
 					col.flush(ctx)
-					return model.MarshalJSON(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
+					return jsonenc.Marshal(callRecord{Record: oc.Record, Pending: oc.Pending, Err: errText(oc.Err)})
 				})
 				close(launched)
 				if err != nil {
-					return agent.CallOutcome{Err: err}
+					return gate.Ruling{Err: err}
 				}
 				b, err := wait()
 				if err != nil {
-					return agent.CallOutcome{Err: err}
+					return gate.Ruling{Err: err}
 				}
 				var rec callRecord
 				if err := json.Unmarshal(b, &rec); err != nil {
-					return agent.CallOutcome{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}
+					return gate.Ruling{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}
 				}
-				oc := agent.CallOutcome{Record: rec.Record, Pending: rec.Pending}
+				oc := gate.Ruling{Record: rec.Record, Pending: rec.Pending}
 				if rec.Err != "" {
 					oc.Err = errors.New(rec.Err)
 				}
@@ -561,9 +563,9 @@ type turnRecord struct {
 }
 
 type callRecord struct {
-	Record  *agent.ToolCallRecord `json:"record,omitempty"`
-	Pending *agent.PendingCall    `json:"pending,omitempty"`
-	Err     string                `json:"err,omitempty"`
+	Record  *gate.Record  `json:"record,omitempty"`
+	Pending *gate.Pending `json:"pending,omitempty"`
+	Err     string        `json:"err,omitempty"`
 }
 
 func errText(err error) string {
@@ -613,7 +615,7 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 // the events it emitted, as one step.
 func (d *Durable) halt(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, evs []store.Event, n int, from store.RunStatus) error {
 	b, err := eng.Step(ctx, fmt.Sprintf("halt %d", n), func(ctx context.Context) ([]byte, error) {
-		st, err := model.MarshalJSON(res.State)
+		st, err := jsonenc.Marshal(res.State)
 		if err != nil {
 			return nil, err
 		}

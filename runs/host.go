@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -704,7 +705,7 @@ func (d *driver) storedEvent(ev agent.Event) (store.Event, bool) {
 	default:
 		return store.Event{}, false
 	}
-	b, err := model.MarshalJSON(ev)
+	b, err := jsonenc.Marshal(ev)
 	if err != nil {
 		return store.Event{}, false
 	}
@@ -733,14 +734,14 @@ func (d *driver) drive(ctx context.Context, stream func(context.Context, *agent.
 		if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
 			return ErrHostStopping
 		}
-		st, err := model.MarshalJSON(cp.State)
+		st, err := jsonenc.Marshal(cp.State)
 		if err != nil {
 			return err
 		}
 		_, err = h.store.UpdateRun(ctx, d.run.ID, store.RunUpdate{LeaseToken: d.token, Status: d.runningStatus(), State: st, Events: d.takeEvents()})
 		return err
 	}
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		return nil, d.end(ctx, nil, err)
 	}
@@ -866,7 +867,7 @@ func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error
 	evType := EventRunFinished
 	switch {
 	case status == store.RunPending && res != nil && res.State != nil:
-		st, err := model.MarshalJSON(res.State)
+		st, err := jsonenc.Marshal(res.State)
 		if err != nil {
 			return errors.Join(runErr, err)
 		}
@@ -997,6 +998,6 @@ func resultJSON(res *agent.Result) json.RawMessage {
 	}
 	c := *res
 	c.State = nil
-	b, _ := model.MarshalJSON(c)
+	b, _ := jsonenc.Marshal(c)
 	return b
 }

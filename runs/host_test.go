@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -141,9 +142,9 @@ func TestAnswerKeepsActor(t *testing.T) {
 	if err != nil || res2.Status != agent.StatusDone || len(res2.ToolCalls) != 1 {
 		t.Fatalf("resume: %+v %v", res2, err)
 	}
-	check := func(what string, d agent.Decision) {
+	check := func(what string, d gate.Decision) {
 		t.Helper()
-		if d.Outcome != agent.OutcomeApproved || d.By != alice || d.Actor != root {
+		if d.Outcome != gate.OutcomeApproved || d.By != alice || d.Actor != root {
 			t.Errorf("%s: %s by %+v actor %+v; want approved by alice, actor root", what, d.Outcome, d.By, d.Actor)
 		}
 		// Heard order: the rule's ask, then alice's answer.

@@ -46,11 +46,11 @@ func TestWithLayerPerTenant(t *testing.T) {
 		if v, err := azs[0].Authorize(ctx, call); err != nil || v.Decision != want {
 			t.Errorf("%s: %+v %v, want %s", tenant, v, err, want)
 		}
-		if built.Options.Hooks.Len(hooks.StagePermission) != 1 {
+		if len(built.Options.Hooks.Chain(hooks.StagePermission)) != 1 {
 			t.Errorf("%s: the layer's Permission hook is missing", tenant)
 		}
 	}
-	if shared.Len(hooks.StagePermission) != 0 {
+	if len(shared.Chain(hooks.StagePermission)) != 0 {
 		t.Error("the builder's shared hooks got the layer's hook")
 	}
 }

@@ -42,7 +42,7 @@ func TestLayerVotesReadOncePerAsk(t *testing.T) {
 		return approval.Verdict{Decision: approval.Ask, Reason: "a person decides"}, nil
 	})
 	azs, hs := LayerVotes([]approval.Authorizer{asks}, nil, NewLayerSource(ls).Getter("acme", ""))
-	g := gate.New(gate.Options{Authorizers: azs, Hooks: hs})
+	g := gate.New(&gate.Options{Authorizers: azs, Hooks: hs})
 	env := &gate.Env{Tools: oneTool{&testkit.Counter{Name: "bash"}}}
 	args := json.RawMessage(`{"command":"ls"}`)
 	decide := func(id string) gate.Ruling {

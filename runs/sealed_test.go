@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -98,7 +99,7 @@ func TestForgedDecisionIsNotRun(t *testing.T) {
 				t.Fatal("the forged approval ran the call")
 			}
 			d := res.ToolCalls[0].Decision
-			if d.Outcome != agent.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime || d.Reason != unverifiedReason {
+			if d.Outcome != gate.OutcomeDeclined || d.By.Kind != tool.PrincipalRuntime || d.Reason != unverifiedReason {
 				t.Fatalf("decision %+v", d)
 			}
 
@@ -156,7 +157,7 @@ func TestDurableForgedDecisionIsNotRun(t *testing.T) {
 				t.Fatalf("forged %v; the tool ran %d times", forged, transfer.Count())
 			}
 			dec := res.ToolCalls[0].Decision
-			if dec.Outcome != agent.OutcomeDeclined || dec.By.Kind != tool.PrincipalRuntime || dec.Reason != unverifiedReason {
+			if dec.Outcome != gate.OutcomeDeclined || dec.By.Kind != tool.PrincipalRuntime || dec.Reason != unverifiedReason {
 				t.Fatalf("decision %+v", dec)
 			}
 		})

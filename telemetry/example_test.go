@@ -24,7 +24,7 @@ func ExampleMiddleware() {
 	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 		return model.Reply{Content: "hello", Usage: model.Usage{InputTokens: 12, OutputTokens: 3}}, nil
 	})
-	a, err := agent.New(agent.Options{
+	a, err := agent.New(&agent.Options{
 		ID: "greeter", Model: m, ModelName: "gpt-4.1-mini",
 		Middleware: []agent.Middleware{telemetry.Middleware(&telemetry.Options{TracerProvider: tp, ProviderName: "openai"})},
 	})

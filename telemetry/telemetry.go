@@ -97,6 +97,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -120,7 +121,7 @@ const scopeName = "github.com/tollgate-dev/tollgate/telemetry"
 
 // tollgate's own attribute keys: governance has no semantic convention.
 const (
-	// keyDecision is the call's outcome (agent.Outcome: "allowed", "denied",
+	// keyDecision is the call's outcome (gate.Outcome: "allowed", "denied",
 	// "pending", ...).
 	keyDecision = attribute.Key("tollgate.decision")
 	// keyDecisionSource is the text form of the principal that decided
@@ -339,7 +340,7 @@ func (in *instruments) turn(next agent.TurnHandler) agent.TurnHandler {
 }
 
 func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
-	return func(ctx context.Context, c *agent.CallInfo) agent.CallOutcome {
+	return func(ctx context.Context, c *agent.CallInfo) gate.Ruling {
 		name := clip(c.Call.Name)
 		attrs := []attribute.KeyValue{
 			semconv.GenAIOperationNameExecuteTool,
@@ -362,7 +363,7 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 		ctx = context.WithValue(ctx, callKey{in}, &callScope{span: span, name: name})
 		out := next(ctx, c)
 
-		var outcome agent.Outcome
+		var outcome gate.Outcome
 		var by tool.Principal
 		switch {
 		case out.Record != nil:
@@ -377,14 +378,14 @@ func (in *instruments) call(next agent.CallHandler) agent.CallHandler {
 			}
 			if rec.IsError && out.Err == nil {
 				et := string(outcome)
-				if outcome == agent.OutcomeAllowed || outcome == agent.OutcomeApproved {
+				if outcome == gate.OutcomeAllowed || outcome == gate.OutcomeApproved {
 					et = "tool_error"
 				}
 				fail(span, et)
 			}
 		case out.Pending != nil:
 			p := out.Pending
-			outcome, by = agent.OutcomePending, pendingSource(p)
+			outcome, by = gate.OutcomePending, pendingSource(p)
 			span.SetAttributes(keyApprovalID.String(clip(p.Request.ID)))
 			if p.Digest != "" {
 				span.SetAttributes(keyArgsDigest.String(p.Digest))
@@ -416,7 +417,7 @@ type callScope struct {
 
 // decided sets a call's decision attributes on its span, unless span is nil,
 // and counts the decision in tollgate.tool.decisions.
-func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome agent.Outcome, by tool.Principal) {
+func (in *instruments) decided(ctx context.Context, span trace.Span, name string, outcome gate.Outcome, by tool.Principal) {
 	decided := []attribute.KeyValue{keyDecision.String(string(outcome))}
 	if !by.IsZero() {
 		decided = append(decided, keyDecisionSource.String(clip(by.String())))
@@ -432,7 +433,7 @@ func (in *instruments) decided(ctx context.Context, span trace.Span, name string
 	}
 
 	toolName := name
-	if outcome == agent.OutcomeUnknownTool {
+	if outcome == gate.OutcomeUnknownTool {
 		toolName = "_OTHER"
 	}
 	mattrs := []attribute.KeyValue{keyDecision.String(string(outcome)), semconv.GenAIToolName(toolName)}
@@ -446,8 +447,8 @@ func (in *instruments) decided(ctx context.Context, span trace.Span, name string
 
 // pendingSource names who asked for the pending request: the hook that raised
 // it, else the last source that voted ask.
-func pendingSource(p *agent.PendingCall) tool.Principal {
-	if p.Origin == agent.OriginHook && p.Hook != "" {
+func pendingSource(p *gate.Pending) tool.Principal {
+	if p.Origin == gate.OriginHook && p.Hook != "" {
 		return tool.Principal{Kind: tool.PrincipalHook, Name: p.Hook}
 	}
 	for i := len(p.Votes) - 1; i >= 0; i-- {
@@ -518,7 +519,7 @@ func (in *instruments) wait(next tool.WaitFunc) tool.WaitFunc {
 			call.span.SetAttributes(keyApprovalID.String(clip(req.ID)))
 			if p, ok := agent.PendingCallFrom(ctx); ok {
 				// Counted only: the span's decision is the final one.
-				in.decided(ctx, nil, call.name, agent.OutcomePending, pendingSource(p))
+				in.decided(ctx, nil, call.name, gate.OutcomePending, pendingSource(p))
 			}
 		}
 		ctx, span := in.tracer.Start(ctx, "wait_for_answer", trace.WithSpanKind(trace.SpanKindInternal),

@@ -122,7 +122,7 @@ func fixture(t *testing.T, policySrc string, opts ...fixtureOpt) (*agent.Agent, 
 			o.agent(&aopts)
 		}
 	}
-	a, err := agent.New(aopts)
+	a, err := agent.New(&aopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestUnknownToolIsOtherInMetrics(t *testing.T) {
 		}
 		return model.Reply{Content: "ok"}, nil
 	})
-	a, err := agent.New(agent.Options{Model: m, Middleware: []agent.Middleware{telemetry.Middleware(&telemetry.Options{MeterProvider: mp})}})
+	a, err := agent.New(&agent.Options{Model: m, Middleware: []agent.Middleware{telemetry.Middleware(&telemetry.Options{MeterProvider: mp})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +463,7 @@ func TestNilOptions(t *testing.T) {
 	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 		return model.Reply{Content: "hi"}, nil
 	})
-	a, err := agent.New(agent.Options{Model: m, Middleware: []agent.Middleware{telemetry.Middleware(nil)}})
+	a, err := agent.New(&agent.Options{Model: m, Middleware: []agent.Middleware{telemetry.Middleware(nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}

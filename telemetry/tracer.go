@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 )
 
 // Tracer traces and counts the tool calls of a caller of package gate other
@@ -32,8 +33,8 @@ func NewTracer(opts *Options) *Tracer { return &Tracer{in: newInstruments(opts)}
 // Pending call: decision pending and its request's ID). info.Answer is the
 // answer the call is taken up again with, if any. The span is ctx's child
 // and ctx passed to call has it.
-func (t *Tracer) Call(ctx context.Context, info *agent.CallInfo, attrs []attribute.KeyValue, call func(ctx context.Context) agent.CallOutcome) agent.CallOutcome {
-	return t.in.call(func(ctx context.Context, _ *agent.CallInfo) agent.CallOutcome {
+func (t *Tracer) Call(ctx context.Context, info *agent.CallInfo, attrs []attribute.KeyValue, call func(ctx context.Context) gate.Ruling) gate.Ruling {
+	return t.in.call(func(ctx context.Context, _ *agent.CallInfo) gate.Ruling {
 		span := trace.SpanFromContext(ctx)
 		span.SetAttributes(attrs...)
 		out := call(ctx)

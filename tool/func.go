@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/internal/jsondecode"
 )
 
@@ -24,7 +25,7 @@ type FuncOptions struct {
 
 type funcTool[In any, Out string | Result] struct {
 	spec      Spec
-	validator *Validator
+	validator *argcheck.Validator
 	fn        func(context.Context, In) (Out, error)
 }
 
@@ -35,7 +36,8 @@ type funcTool[In any, Out string | Result] struct {
 // their JSON names, fields without omitempty/omitzero required, and a
 // `jsonschema:"..."` struct tag as the field's description. Every call's
 // arguments are validated against the schema before fn runs (once: not again
-// when the context says, by [WithValidated], that the caller did); a violation is an
+// when the context says that the caller did: the agent validates
+// every call's arguments before the tool runs); a violation is an
 // error result listing the problems. fn returns either the output text or a full
 // [Result]. A non-nil error from fn becomes an error result with the error's text,
 // and a panic in fn becomes an error result naming the panic; neither escapes.
@@ -61,7 +63,7 @@ func New[In any, Out string | Result](name, description string, fn func(context.
 			return nil, fmt.Errorf("tool.New(%q): inferring the input schema: %w", name, err)
 		}
 	}
-	v, err := NewValidator(schema)
+	v, err := argcheck.New(schema)
 	if err != nil {
 		return nil, fmt.Errorf("tool.New(%q): %w", name, err)
 	}

@@ -155,9 +155,9 @@ func (d VoteDecision) Valid() bool {
 }
 
 // Vote is one source's say on a tool call: a hook's, a policy rule's, an
-// autonomy level's, a person's answer. Package approval calls it
-// Vote and package agent agent.Vote (aliases); the agent keeps the
-// votes of a call in its decision record, in the order they were heard.
+// autonomy level's, a person's answer. It is the one vote type: the gate
+// keeps the votes of a call in its decision record (gate.Decision), in
+// the order they were heard.
 //
 // In JSON: {"source": {"kind": "hook", "name": "audit"}, "decision": "allow",
 // "reason": "...", "actor": {...}}; records written before principals were

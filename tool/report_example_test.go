@@ -20,14 +20,14 @@ func (printer) Notice(n tool.Notice) {
 	fmt.Printf("%s %s: %d bytes\n", n.Kind, n.Source, len(n.Message))
 }
 
-// A tool reports how far it has come through its call's context; without a
-// reporter on the context the reports go nowhere. Messages are cut to
-// MaxReportMessage bytes.
-func ExampleReportProgress() {
-	ctx := tool.WithReporter(context.Background(), printer{})
-	tool.ReportProgress(ctx, tool.Progress{Progress: 1, Total: 2, Message: "copying"})
-	tool.ReportNotice(ctx, tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:fs", Message: strings.Repeat("x", 5000)})
-	tool.ReportProgress(context.Background(), tool.Progress{Progress: 2}) // nobody listens
+// A tool reports how far it has come through its call's invocation
+// (tool.InvocationFrom(ctx) in a tool); without a reporter the reports go
+// nowhere. Messages are cut to 1,024 bytes.
+func ExampleInvocation_Progress() {
+	inv := tool.Invocation{CallID: "call_1", Reporter: printer{}}
+	inv.Progress(tool.Progress{Progress: 1, Total: 2, Message: "copying"})
+	inv.Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:fs", Message: strings.Repeat("x", 5000)})
+	tool.InvocationFrom(context.Background()).Progress(tool.Progress{Progress: 2}) // nobody listens
 	// Output:
 	// progress 1/2 copying
 	// restart mcp:fs: 1027 bytes

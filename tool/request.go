@@ -64,7 +64,7 @@ type Answer struct {
 	// OK approves (or, for input, supplies) when true; declines when false.
 	OK bool `json:"ok"`
 	// Data carries the answer's value (a code, a choice) for the tool or hook
-	// that asked, which reads it with [AnswerFrom] or the hook event's Answer.
+	// that asked, which reads it from its [Invocation] or the hook event's Answer.
 	// For an approval request the agent itself made (a policy's ask), Data may
 	// instead hold replacement arguments for the call: Data is then itself the
 	// new arguments object ({"path": "b.txt"}, not wrapped in another key), and
@@ -218,25 +218,3 @@ func legacyPrincipal(s string) (Principal, bool) {
 // WaitFunc blocks until req is answered or ctx ends (seed 002's wait_for /
 // wait_for_ctx). It must honour ctx's deadline and return ctx.Err() then.
 type WaitFunc func(ctx context.Context, req Request) (Answer, error)
-
-type answerKey struct{}
-
-// WithAnswer returns a context carrying the answer to the call's earlier pending
-// request. The agent uses it when it retries a call after an answer.
-func WithAnswer(ctx context.Context, a Answer) context.Context {
-	return context.WithValue(ctx, answerKey{}, a)
-}
-
-// AnswerFrom returns the answer carried by ctx, if the current call is a retry
-// after a pending request was answered.
-func AnswerFrom(ctx context.Context) (Answer, bool) {
-	a, ok := ctx.Value(answerKey{}).(Answer)
-	return a, ok
-}
-
-// WithoutAnswer returns a context in which [AnswerFrom] finds no answer: for
-// work that a call starts on its own behalf (a sub-agent), which must not
-// mistake the call's approval for its own.
-func WithoutAnswer(ctx context.Context) context.Context {
-	return context.WithValue(ctx, answerKey{}, nil)
-}

@@ -1,20 +1,17 @@
 package tool
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"slices"
 	"sync"
-
-	"github.com/tollgate-dev/tollgate/internal/toolctx"
 )
 
 // RunState is a run's storage for tools: small JSON values, by key, that a
 // tool keeps from one call to the next of the same run and that must survive
 // a halt and a resume in another process (a plan, a counter). The agent keeps
 // it in its serializable state and hands it to every tool call of the run
-// through the context ([RunStateFrom]). Keys are the tools' own; use the
+// as [Invocation].State. Keys are the tools' own; use the
 // tool's name. It is safe for concurrent use: the calls of a turn run at once,
 // and the last Set of a key wins.
 type RunState struct {
@@ -68,17 +65,4 @@ func (s *RunState) Values() map[string]json.RawMessage {
 		out[k] = slices.Clone(v)
 	}
 	return out
-}
-
-// WithRunState returns a context carrying s; the agent uses it for every tool
-// call of a run.
-func WithRunState(ctx context.Context, s *RunState) context.Context {
-	return context.WithValue(ctx, toolctx.RunStateKey{}, s)
-}
-
-// RunStateFrom returns the run's state carried by ctx, if the call is part of
-// a run that keeps one.
-func RunStateFrom(ctx context.Context) (*RunState, bool) {
-	s, ok := ctx.Value(toolctx.RunStateKey{}).(*RunState)
-	return s, ok && s != nil
 }

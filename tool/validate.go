@@ -4,132 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/tollgate-dev/tollgate/internal/jsondecode"
+
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/internal/toolctx"
 )
 
-// Validator checks call arguments against a tool's input schema.
-// It is safe for concurrent use.
-type Validator struct {
-	resolved *jsonschema.Resolved
-}
-
-// NewValidator resolves schema once for repeated validation. A nil schema accepts
-// any JSON object. It returns an error when the schema itself is invalid.
-func NewValidator(schema *jsonschema.Schema) (*Validator, error) {
-	if schema == nil {
-		return &Validator{}, nil
-	}
-	r, err := schema.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("invalid input schema: %w", err)
-	}
-	return &Validator{resolved: r}, nil
-}
-
-// MaxArgumentsDepth is how deep a call's arguments may nest (objects and
-// arrays, the arguments object itself the first level). Deeper arguments
-// are invalid: no tool needs them, and every record, transcript and store
-// that keeps them must be able to read them back (the stores refuse
-// documents nested 1,000 deep).
-const MaxArgumentsDepth = 100
-
-// TooDeep reports whether the JSON text args nests objects and arrays more
-// than [MaxArgumentsDepth] levels deep. It does not check that args is
-// JSON.
-func TooDeep(args []byte) bool {
-	depth := 0
-	inString, escaped := false, false
-	for _, c := range args {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > MaxArgumentsDepth {
-				return true
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return false
-}
-
-// ErrInvalidArguments is wrapped by every error [Validator.Validate] returns.
-var ErrInvalidArguments = errors.New("invalid arguments")
-
-// Validate checks that args is a JSON object (empty or null counts as {}),
-// nested at most [MaxArgumentsDepth] deep, that satisfies the schema. The
-// error wraps [ErrInvalidArguments] and lists what is wrong.
-func (v *Validator) Validate(args json.RawMessage) error {
-	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		trimmed = []byte("{}")
-	}
-	if TooDeep(trimmed) {
-		return fmt.Errorf("%w: nested deeper than %d levels", ErrInvalidArguments, MaxArgumentsDepth)
-	}
-	var inst any
-	if err := jsondecode.Unmarshal(trimmed, &inst); err != nil {
-		return fmt.Errorf("%w: not valid JSON: %v", ErrInvalidArguments, err)
-	}
-	if _, ok := inst.(map[string]any); !ok {
-		return fmt.Errorf("%w: arguments must be a JSON object, got %s", ErrInvalidArguments, jsonKind(inst))
-	}
-	if v == nil || v.resolved == nil {
-		return nil
-	}
-	if err := v.resolved.Validate(inst); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
-	}
-	return nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	}
-	return "an object"
-}
-
-// WithValidated returns ctx telling the tool's Call that args have already
-// been validated against schema, so that a tool made by [New] does not
-// validate them a second time (the agent validates every call's arguments
-// before it runs the call: step 2 of its pipeline). It covers only the same
-// bytes and the very same schema (the same pointer as the tool's
-// Spec().InputSchema); a Call with other arguments or another schema
-// validates as usual.
-func WithValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) context.Context {
-	if schema == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, toolctx.ValidatedKey{}, &toolctx.Validated{Schema: schema, Args: args})
-}
+// ErrInvalidArguments is wrapped by every error that says a call's
+// arguments are not a JSON object, nest more than 100 levels deep, or do
+// not match the tool's input schema (the toolkit's Validate returns one; a
+// tool made by [New] gives the model an error result with the same text).
+// Test with errors.Is.
+var ErrInvalidArguments = argcheck.ErrInvalidArguments
 
 // isValidated reports whether ctx says that args were validated against
-// schema (see [WithValidated]).
+// schema (the agent says so through internal/toolctx).
 func isValidated(ctx context.Context, schema *jsonschema.Schema, args json.RawMessage) bool {
 	v, ok := ctx.Value(toolctx.ValidatedKey{}).(*toolctx.Validated)
 	return ok && v != nil && schema != nil && v.Schema == schema && len(args) > 0 && bytes.Equal(v.Args, args)

@@ -3,13 +3,12 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/tollgate-dev/tollgate/internal/toolcall"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -30,11 +29,11 @@ func TestWithValidatedSkipsOnlyTheSameArguments(t *testing.T) {
 		want string
 	}{
 		{"no promise", context.Background(), "invalid"},
-		{"same bytes, same schema", tool.WithValidated(context.Background(), schema, args), "ran"},
-		{"a copy of the bytes", tool.WithValidated(context.Background(), schema, slices.Clone(args)), "ran"},
-		{"other bytes", tool.WithValidated(context.Background(), schema, json.RawMessage(`{"n":7}`)), "invalid"},
-		{"another schema", tool.WithValidated(context.Background(), other, args), "invalid"},
-		{"no schema", tool.WithValidated(context.Background(), nil, args), "invalid"},
+		{"same bytes, same schema", toolcall.WithValidated(context.Background(), schema, args), "ran"},
+		{"a copy of the bytes", toolcall.WithValidated(context.Background(), schema, slices.Clone(args)), "ran"},
+		{"other bytes", toolcall.WithValidated(context.Background(), schema, json.RawMessage(`{"n":7}`)), "invalid"},
+		{"another schema", toolcall.WithValidated(context.Background(), other, args), "invalid"},
+		{"no schema", toolcall.WithValidated(context.Background(), nil, args), "invalid"},
 	} {
 		res, err := tl.Call(tc.ctx, args)
 		if err != nil {
@@ -44,56 +43,4 @@ func TestWithValidatedSkipsOnlyTheSameArguments(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", tc.name, res, tc.want)
 		}
 	}
-}
-
-// Arguments may nest tool.MaxArgumentsDepth levels deep, the object itself
-// the first, and no deeper.
-func TestValidateBoundsDepth(t *testing.T) {
-	v, err := tool.NewValidator(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nest := func(levels int) json.RawMessage { // an object holding levels-1 arrays
-		return json.RawMessage(`{"x":` + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + `}`)
-	}
-	if err := v.Validate(nest(tool.MaxArgumentsDepth)); err != nil {
-		t.Fatalf("%d levels: %v", tool.MaxArgumentsDepth, err)
-	}
-	if err := v.Validate(nest(tool.MaxArgumentsDepth + 1)); !errors.Is(err, tool.ErrInvalidArguments) || !strings.Contains(err.Error(), "deeper") {
-		t.Fatalf("%d levels: %v, want too deep", tool.MaxArgumentsDepth+1, err)
-	}
-	if !tool.TooDeep(nest(tool.MaxArgumentsDepth+1)) || tool.TooDeep(nest(tool.MaxArgumentsDepth)) {
-		t.Fatal("TooDeep disagrees with Validate")
-	}
-}
-
-// TooDeep agrees with encoding/json's own reading of the nesting of every
-// valid JSON text.
-func FuzzTooDeep(f *testing.F) {
-	f.Add(`{"a":"[[[","b":[{"c":"\"]"}]}`)
-	f.Add(`{"x":` + strings.Repeat("[", 120) + strings.Repeat("]", 120) + `}`)
-	f.Add(`["\\", {"k": "}"}]`)
-	f.Fuzz(func(t *testing.T, s string) {
-		if !json.Valid([]byte(s)) {
-			return
-		}
-		dec := json.NewDecoder(strings.NewReader(s))
-		depth, deepest := 0, 0
-		for {
-			tok, err := dec.Token()
-			if err != nil {
-				break
-			}
-			switch tok {
-			case json.Delim('{'), json.Delim('['):
-				depth++
-				deepest = max(deepest, depth)
-			case json.Delim('}'), json.Delim(']'):
-				depth--
-			}
-		}
-		if got, want := tool.TooDeep([]byte(s)), deepest > tool.MaxArgumentsDepth; got != want {
-			t.Fatalf("TooDeep(%q) = %v, nesting %d", s, got, deepest)
-		}
-	})
 }

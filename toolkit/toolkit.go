@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -80,7 +81,7 @@ type Toolkit struct {
 
 type entry struct {
 	tool      tool.Tool
-	validator *tool.Validator
+	validator *argcheck.Validator
 }
 
 // New assembles a toolkit as the package documentation describes.
@@ -154,7 +155,7 @@ func New(opts *Options) (*Toolkit, error) {
 	k := &Toolkit{tools: tools, byName: make(map[string]*entry, len(tools))}
 	for _, t := range tools {
 		s := t.Spec()
-		v, err := tool.NewValidator(s.InputSchema)
+		v, err := argcheck.New(s.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("toolkit: tool %q (source %q): %w: %v", s.Name, s.Source, ErrInvalidTool, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -64,7 +65,7 @@ func checkEdit(req tool.Request, data json.RawMessage) error {
 	if err != nil || rd.Schema == nil {
 		return nil // a hook's request, or one stored before schemas were recorded
 	}
-	v, err := tool.NewValidator(rd.Schema)
+	v, err := argcheck.New(rd.Schema)
 	if err != nil {
 		return &DataError{Kind: req.Kind, What: "the tool's input schema", Problems: []string{"does not resolve: " + err.Error()}}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
@@ -236,7 +237,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		ib = inbox
 	}
 	// The run of the stdio client's session, on the server's page.
-	runID := gate.RandomID("gw_")
+	runID := ids.New("gw_")
 	gw, err := mcpgateway.New(ctx, set, &mcpgateway.Options{
 		Tools:     builtins,
 		Tracer:    tracer,

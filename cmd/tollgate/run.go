@@ -26,9 +26,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/mcptool"
-	"github.com/tollgate-dev/tollgate/model"
 )
 
 // runConfig is what opens a run's model: the model reference and, for this
@@ -373,7 +374,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 	f.StringVar(&fl.workdir, "workdir", ".", "workspace root for the builtin tools; paths outside it are refused")
 	f.StringVar(&fl.system, "system", "", "system prompt")
 	f.StringVar(&fl.promptFile, "prompt-file", "", "read the prompt from this file instead of the argument")
-	f.IntVar(&fl.maxTurns, "max-turns", agent.DefaultMaxTurns, "model turns before the run ends incomplete")
+	f.IntVar(&fl.maxTurns, "max-turns", 10, "model turns before the run ends incomplete")
 	f.DurationVar(&fl.timeout, "timeout", 0, "stop the whole run after this long, e.g. 90s or 10m (0: no limit); the run then fails with exit 1")
 	f.StringArrayVar(&fl.deny, "deny", nil, "deny tools whose name matches this glob (* is the only wildcard, case-insensitive); repeatable")
 	f.BoolVar(&fl.json, "json", false, "print one JSON event per line instead of text")
@@ -595,7 +596,7 @@ func (p *printer) print(ev agent.Event) {
 			// than that it is done (exit 3 says it too).
 			ev.Kind = eventHalted
 		}
-		b, _ := model.MarshalJSON(ev)
+		b, _ := jsonenc.Marshal(ev)
 		fmt.Fprintf(p.w, "%s\n", jsonSafe(b))
 		return
 	}
@@ -614,14 +615,14 @@ func (p *printer) print(ev agent.Event) {
 		fmt.Fprintf(p.w, "-> %s %s  [%s]\n", field(ev.Call.Name), oneLine(string(ev.Call.Arguments), 200), field(ev.Call.ID))
 	case agent.EventDecision:
 		d := ev.Decision
-		if d.Outcome == agent.OutcomePending {
+		if d.Outcome == gate.OutcomePending {
 			return // the pending line that follows says it all
 		}
-		if d.Outcome == agent.OutcomeAllowed && d.By == approval.Default {
+		if d.Outcome == gate.OutcomeAllowed && d.By == approval.Default {
 			return // nothing objected: the call and its result say it all
 		}
 		outcome, by := string(d.Outcome), field(d.By.String())
-		if d.Outcome == agent.OutcomeApproved && p.asked[ev.CallID] {
+		if d.Outcome == gate.OutcomeApproved && p.asked[ev.CallID] {
 			if d.By.Kind == tool.PrincipalPerson {
 				outcome = "answered" // a question: the person answered it
 			} else {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -64,8 +65,8 @@ func took(d time.Duration) string {
 
 // callOutcome is c's outcome as the summary says it: a question a person
 // let go on was answered, not approved (as `tollgate run` prints it).
-func callOutcome(c agent.ToolCallRecord) string {
-	if c.Name == "question" && c.Decision.Outcome == agent.OutcomeApproved && c.Decision.By.Kind == tool.PrincipalPerson {
+func callOutcome(c gate.Record) string {
+	if c.Name == "question" && c.Decision.Outcome == gate.OutcomeApproved && c.Decision.By.Kind == tool.PrincipalPerson {
 		return "answered"
 	}
 	return string(c.Decision.Outcome)

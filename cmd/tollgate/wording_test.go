@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -73,16 +74,16 @@ func TestPrinterDecisionLines(t *testing.T) {
 	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	for _, ev := range []agent.Event{
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c1", Name: "read", Arguments: []byte(`{}`)}},
-		{Kind: agent.EventDecision, CallID: "c1", Decision: &agent.Decision{Outcome: agent.OutcomeAllowed, By: approval.Default}},
+		{Kind: agent.EventDecision, CallID: "c1", Decision: &gate.Decision{Outcome: gate.OutcomeAllowed, By: approval.Default}},
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c2", Name: "question", Arguments: []byte(`{}`)}},
 		{Kind: agent.EventPending, CallID: "c2", Request: &tool.Request{ID: "q1", Kind: tool.KindQuestion, Prompt: "Which?"}},
-		{Kind: agent.EventDecision, CallID: "c2", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{Kind: agent.EventDecision, CallID: "c2", Decision: &gate.Decision{Outcome: gate.OutcomeApproved, By: alice}},
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c3", Name: "write", Arguments: []byte(`{}`)}},
 		{Kind: agent.EventPending, CallID: "c3", Request: &tool.Request{ID: "r1", Kind: tool.KindApproval, Prompt: "Allow write?"}},
-		{Kind: agent.EventDecision, CallID: "c3", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+		{Kind: agent.EventDecision, CallID: "c3", Decision: &gate.Decision{Outcome: gate.OutcomeApproved, By: alice}},
 		{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c4", Name: "question", Arguments: []byte(`{}`)}},
 		{Kind: agent.EventPending, CallID: "c4", Request: &tool.Request{ID: "q2", Kind: tool.KindQuestion, Prompt: "Which?"}},
-		{Kind: agent.EventDecision, CallID: "c4", Decision: &agent.Decision{Outcome: agent.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}}},
+		{Kind: agent.EventDecision, CallID: "c4", Decision: &gate.Decision{Outcome: gate.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalFlag, Name: "--approve=yes"}}},
 	} {
 		p.event(ev)
 	}
@@ -174,9 +175,9 @@ func TestRunsShowSummarizesCalls(t *testing.T) {
 func TestRunsShowSaysAnswered(t *testing.T) {
 	t.Parallel()
 	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
-	res, err := json.Marshal(agent.Result{Status: agent.StatusDone, Turns: 2, ToolCalls: []agent.ToolCallRecord{
-		{ID: "c1", Name: "question", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
-		{ID: "c2", Name: "write", Decision: agent.Decision{Outcome: agent.OutcomeApproved, By: alice}},
+	res, err := json.Marshal(agent.Result{Status: agent.StatusDone, Turns: 2, ToolCalls: []gate.Record{
+		{ID: "c1", Name: "question", Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: alice}},
+		{ID: "c2", Name: "write", Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: alice}},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,10 @@ func (p *Probe) Tool() tool.Tool {
 		Text string `json:"text,omitempty"`
 	}
 	return tool.Must("write", "writes text to a file", func(ctx context.Context, a in) (tool.Result, error) {
-		ans, _ := tool.AnswerFrom(ctx)
+		var ans tool.Answer
+		if inv := tool.InvocationFrom(ctx); inv.Answer != nil {
+			ans = *inv.Answer
+		}
 		if a.Text == "ask" && !strings.HasPrefix(string(ans.Data), `"`) {
 			return tool.Pending(tool.Request{Kind: tool.KindInput, Prompt: "which region?"}), nil
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -30,38 +31,38 @@ func TestPreToolUseContract(t *testing.T) {
 		doc      string
 		mode     claudecode.FailMode // "" = the default (closed)
 		ran      bool
-		outcome  agent.Outcome
+		outcome  gate.Outcome
 		reason   string // in the decision's reason
 		rewrote  bool   // ran "touch rewritten" instead
 		status   agent.Status
 		failLogs bool // the log says "hook failed"
 	}{
-		{name: "exit 0, no output", doc: pre(cmd("exit 0")), ran: true, outcome: agent.OutcomeAllowed},
-		{name: "exit 0, plain text is not a decision", doc: pre(cmd("echo deny")), ran: true, outcome: agent.OutcomeAllowed},
-		{name: "exit 2 blocks with stderr", doc: pre(cmd("echo 'no touching' >&2; exit 2")), outcome: agent.OutcomeDenied, reason: "no touching"},
-		{name: "exit 2 with a JSON reason", doc: pre(cmd(`printf '{"decision":"block","reason":"json reason"}'; echo stderr >&2; exit 2`)), outcome: agent.OutcomeDenied, reason: "json reason"},
-		{name: "JSON deny", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"not today"}}`)), outcome: agent.OutcomeDenied, reason: "not today"},
+		{name: "exit 0, no output", doc: pre(cmd("exit 0")), ran: true, outcome: gate.OutcomeAllowed},
+		{name: "exit 0, plain text is not a decision", doc: pre(cmd("echo deny")), ran: true, outcome: gate.OutcomeAllowed},
+		{name: "exit 2 blocks with stderr", doc: pre(cmd("echo 'no touching' >&2; exit 2")), outcome: gate.OutcomeDenied, reason: "no touching"},
+		{name: "exit 2 with a JSON reason", doc: pre(cmd(`printf '{"decision":"block","reason":"json reason"}'; echo stderr >&2; exit 2`)), outcome: gate.OutcomeDenied, reason: "json reason"},
+		{name: "JSON deny", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"not today"}}`)), outcome: gate.OutcomeDenied, reason: "not today"},
 		{name: "JSON ask is a pending approval", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"check with ops"}}`)), status: agent.StatusPending},
 		{name: "JSON defer is a pending approval", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"defer"}}`)), status: agent.StatusPending},
-		{name: "JSON allow is a vote", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"safe"}}`)), ran: true, outcome: agent.OutcomeAllowed, reason: "safe"},
-		{name: "old top-level block", doc: pre(jsonOut(`{"decision":"block","reason":"old style"}`)), outcome: agent.OutcomeDenied, reason: "old style"},
-		{name: "updatedInput rewrites", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"touch rewritten"}}}`)), rewrote: true, outcome: agent.OutcomeAllowed},
-		{name: "updatedInput is validated again", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":7}}}`)), outcome: agent.OutcomeInvalid},
-		{name: "exit 3 with JSON: the JSON decides", doc: pre(cmd(`printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"json at exit 3"}}'; exit 3`)), outcome: agent.OutcomeDenied, reason: "json at exit 3"},
-		{name: "exit 1 without JSON fails closed", doc: pre(cmd("echo Traceback >&2; exit 1")), outcome: agent.OutcomeDenied, reason: "hook failed", failLogs: true},
-		{name: "exit 1 without JSON, fail open", doc: pre(cmd("exit 1")), mode: claudecode.FailOpen, ran: true, outcome: agent.OutcomeAllowed, failLogs: true},
-		{name: "missing script (exit 127) fails closed", doc: pre(cmd("$CLAUDE_PROJECT_DIR/.claude/hooks/missing.sh")), outcome: agent.OutcomeDenied, reason: "exit 127", failLogs: true},
-		{name: "exec form that cannot start fails closed", doc: pre(`{"type":"command","command":"/nonexistent/hook","args":[]}`), outcome: agent.OutcomeDenied, reason: "could not be started", failLogs: true},
-		{name: "killed by a signal fails closed", doc: pre(`{"type":"command","command":"$BOT","args":["signal"]}`), outcome: agent.OutcomeDenied, reason: "signal SIGKILL", failLogs: true},
-		{name: "timeout fails closed", doc: pre(`{"type":"command","command":"sleep 30 & sleep 30","timeout":0.3}`), outcome: agent.OutcomeDenied, reason: "timed out", failLogs: true},
-		{name: "JSON that fails the schema fails closed", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"maybe"}}`)), outcome: agent.OutcomeDenied, reason: "fails the schema", failLogs: true},
-		{name: "JSON for another event fails closed", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PostToolUse"}}`)), outcome: agent.OutcomeDenied, reason: "hookEventName", failLogs: true},
-		{name: "JSON that does not parse fails closed", doc: pre(cmd(`echo '{"decision": '`)), outcome: agent.OutcomeDenied, reason: "does not parse", failLogs: true},
+		{name: "JSON allow is a vote", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"safe"}}`)), ran: true, outcome: gate.OutcomeAllowed, reason: "safe"},
+		{name: "old top-level block", doc: pre(jsonOut(`{"decision":"block","reason":"old style"}`)), outcome: gate.OutcomeDenied, reason: "old style"},
+		{name: "updatedInput rewrites", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"touch rewritten"}}}`)), rewrote: true, outcome: gate.OutcomeAllowed},
+		{name: "updatedInput is validated again", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":7}}}`)), outcome: gate.OutcomeInvalid},
+		{name: "exit 3 with JSON: the JSON decides", doc: pre(cmd(`printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"json at exit 3"}}'; exit 3`)), outcome: gate.OutcomeDenied, reason: "json at exit 3"},
+		{name: "exit 1 without JSON fails closed", doc: pre(cmd("echo Traceback >&2; exit 1")), outcome: gate.OutcomeDenied, reason: "hook failed", failLogs: true},
+		{name: "exit 1 without JSON, fail open", doc: pre(cmd("exit 1")), mode: claudecode.FailOpen, ran: true, outcome: gate.OutcomeAllowed, failLogs: true},
+		{name: "missing script (exit 127) fails closed", doc: pre(cmd("$CLAUDE_PROJECT_DIR/.claude/hooks/missing.sh")), outcome: gate.OutcomeDenied, reason: "exit 127", failLogs: true},
+		{name: "exec form that cannot start fails closed", doc: pre(`{"type":"command","command":"/nonexistent/hook","args":[]}`), outcome: gate.OutcomeDenied, reason: "could not be started", failLogs: true},
+		{name: "killed by a signal fails closed", doc: pre(`{"type":"command","command":"$BOT","args":["signal"]}`), outcome: gate.OutcomeDenied, reason: "signal SIGKILL", failLogs: true},
+		{name: "timeout fails closed", doc: pre(`{"type":"command","command":"sleep 30 & sleep 30","timeout":0.3}`), outcome: gate.OutcomeDenied, reason: "timed out", failLogs: true},
+		{name: "JSON that fails the schema fails closed", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"maybe"}}`)), outcome: gate.OutcomeDenied, reason: "fails the schema", failLogs: true},
+		{name: "JSON for another event fails closed", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PostToolUse"}}`)), outcome: gate.OutcomeDenied, reason: "hookEventName", failLogs: true},
+		{name: "JSON that does not parse fails closed", doc: pre(cmd(`echo '{"decision": '`)), outcome: gate.OutcomeDenied, reason: "does not parse", failLogs: true},
 		{name: "continue false stops the run", doc: pre(jsonOut(`{"continue":false,"stopReason":"freeze"}`)), status: agent.StatusError},
-		{name: "a matcher for other tools", doc: `{"hooks":{"PreToolUse":[{"matcher":"Edit|Write","hooks":[` + cmd("exit 2") + `]}]}}`, ran: true, outcome: agent.OutcomeAllowed},
-		{name: "a regex matcher", doc: `{"hooks":{"PreToolUse":[{"matcher":"^Ba.*","hooks":[` + cmd("exit 2") + `]}]}}`, outcome: agent.OutcomeDenied},
-		{name: "if Bash(touch *) holds", doc: pre(`{"type":"command","command":"exit 2","if":"Bash(touch *)"}`), outcome: agent.OutcomeDenied},
-		{name: "if Bash(git *) does not hold", doc: pre(`{"type":"command","command":"exit 2","if":"Bash(git *)"}`), ran: true, outcome: agent.OutcomeAllowed},
+		{name: "a matcher for other tools", doc: `{"hooks":{"PreToolUse":[{"matcher":"Edit|Write","hooks":[` + cmd("exit 2") + `]}]}}`, ran: true, outcome: gate.OutcomeAllowed},
+		{name: "a regex matcher", doc: `{"hooks":{"PreToolUse":[{"matcher":"^Ba.*","hooks":[` + cmd("exit 2") + `]}]}}`, outcome: gate.OutcomeDenied},
+		{name: "if Bash(touch *) holds", doc: pre(`{"type":"command","command":"exit 2","if":"Bash(touch *)"}`), outcome: gate.OutcomeDenied},
+		{name: "if Bash(git *) does not hold", doc: pre(`{"type":"command","command":"exit 2","if":"Bash(git *)"}`), ran: true, outcome: gate.OutcomeAllowed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.doc)
@@ -98,7 +99,7 @@ func TestPreToolUseContract(t *testing.T) {
 			if d.Outcome != tc.outcome || !strings.Contains(d.Reason, tc.reason) {
 				t.Fatalf("decision %s by %s: %q; want %s with %q", d.Outcome, d.By, d.Reason, tc.outcome, tc.reason)
 			}
-			if tc.outcome == agent.OutcomeDenied && d.By.String() != "hook:claude:PreToolUse" {
+			if tc.outcome == gate.OutcomeDenied && d.By.String() != "hook:claude:PreToolUse" {
 				t.Fatalf("denied by %s, want hook:claude:PreToolUse", d.By)
 			}
 		})
@@ -115,7 +116,7 @@ func TestAllowNeverBeatsPolicyDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "rule:no" || h.exists("ran") {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDenied || d.By.String() != "rule:no" || h.exists("ran") {
 		t.Fatalf("decision %+v, ran %v; want denied by rule:no", d, h.exists("ran"))
 	}
 }

@@ -29,8 +29,8 @@
 //     hooks.ErrBlocked); plain stdout or additionalContext is appended to
 //     the prompt.
 //   - Stop: when the model gives its final answer (hooks.Stop). A block
-//     continues the run with the reason, at most hooks.MaxStopContinuations
-//     (8) times; stop_hook_active is true after the first.
+//     continues the run with the reason, at most
+//     8 times; stop_hook_active is true after the first.
 //   - SubagentStop: when a sub-agent that one of this agent's tools started
 //     (agent.Agent.AsTool) gives its final answer and its own Stop hooks let
 //     it end (hooks.SubagentStop). session_id is the calling run's ID,

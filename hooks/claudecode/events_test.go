@@ -14,8 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -105,8 +107,8 @@ func TestStopContinues(t *testing.T) {
 		t.Fatalf("status %s, err %v", res.Status, err)
 	}
 	lines := strings.Split(strings.TrimSpace(h.read(t, "stops")), "\n")
-	if len(lines) != hooks.MaxStopContinuations {
-		t.Fatalf("%d stops, want %d", len(lines), hooks.MaxStopContinuations)
+	if len(lines) != hookrun.MaxStopContinuations {
+		t.Fatalf("%d stops, want %d", len(lines), hookrun.MaxStopContinuations)
 	}
 	for i, l := range lines {
 		var in struct {
@@ -124,8 +126,8 @@ func TestStopContinues(t *testing.T) {
 			n++
 		}
 	}
-	if n != hooks.MaxStopContinuations {
-		t.Fatalf("the reason reached the model %d times, want %d", n, hooks.MaxStopContinuations)
+	if n != hookrun.MaxStopContinuations {
+		t.Fatalf("the reason reached the model %d times, want %d", n, hookrun.MaxStopContinuations)
 	}
 }
 
@@ -171,12 +173,12 @@ func TestPostToolUse(t *testing.T) {
 func TestPermissionRequest(t *testing.T) {
 	for _, tc := range []struct {
 		out     string
-		outcome agent.Outcome
+		outcome gate.Outcome
 		ran     string
 	}{
-		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`, agent.OutcomeApproved, "ran"},
-		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"touch other"}}}}`, agent.OutcomeApproved, "other"},
-		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"ops says no"}}}`, agent.OutcomeDeclined, ""},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`, gate.OutcomeApproved, "ran"},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"touch other"}}}}`, gate.OutcomeApproved, "other"},
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"ops says no"}}}`, gate.OutcomeDeclined, ""},
 	} {
 		h := newHarness(t, `{"hooks":{"PermissionRequest":[{"matcher":"Bash","hooks":[`+jsonOut(tc.out)+`]}]}}`)
 		h.policy = askPolicy()
@@ -213,7 +215,7 @@ func TestPermissionRequest(t *testing.T) {
 	h := newHarness(t, `{"hooks":{"PermissionRequest":[{"hooks":[`+cmd("exit 1")+`]}]}}`)
 	h.policy = askPolicy()
 	res, _ := h.run(t, "go", bash("touch ran"))
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDeclined || !strings.Contains(d.Reason, "hook failed") || h.exists("ran") {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDeclined || !strings.Contains(d.Reason, "hook failed") || h.exists("ran") {
 		t.Fatalf("failed hook: decision %+v", d)
 	}
 }
@@ -253,7 +255,7 @@ func TestPreToolUseAdditionalContext(t *testing.T) {
 // agent started (agent.AsTool), with Claude Code's stdin (session_id is the
 // calling run, agent_id the sub-agent's run, agent_type the sub-agent's ID,
 // which the matcher tests); a block continues the sub-agent with the reason,
-// at most hooks.MaxStopContinuations times.
+// at most hookrun.MaxStopContinuations times.
 func TestSubagentStop(t *testing.T) {
 	ws := workspace(t)
 	s := settings(t, ws, `{"hooks":{"SubagentStop":[
@@ -267,7 +269,7 @@ func TestSubagentStop(t *testing.T) {
 	for range 20 {
 		subTurns = append(subTurns, scripted.Turn{Text: "the answer"})
 	}
-	sub, err := agent.New(agent.Options{ID: "researcher", Model: scripted.New("sub", scripted.Script{Turns: subTurns}), MaxTurns: 50})
+	sub, err := agent.New(&agent.Options{ID: "researcher", Model: scripted.New("sub", scripted.Script{Turns: subTurns}), MaxTurns: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +277,7 @@ func TestSubagentStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent, err := agent.New(agent.Options{ID: "lead", Tools: agent.ToolList{st}, Hooks: c.Register(&hooks.Hooks{}),
+	parent, err := agent.New(&agent.Options{ID: "lead", Tools: agent.ToolList{st}, Hooks: c.Register(&hooks.Hooks{}),
 		Model: scripted.New("parent", scripted.Script{Turns: []scripted.Turn{
 			{ToolCalls: []scripted.ToolCall{{ID: "call_1", Name: "research", Args: map[string]any{"prompt": "find it"}}}},
 			{Text: "finished"},
@@ -300,8 +302,8 @@ func TestSubagentStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != hooks.MaxStopContinuations {
-		t.Fatalf("SubagentStop fired %d times, want %d", len(lines), hooks.MaxStopContinuations)
+	if len(lines) != hookrun.MaxStopContinuations {
+		t.Fatalf("SubagentStop fired %d times, want %d", len(lines), hookrun.MaxStopContinuations)
 	}
 	for i, l := range lines {
 		var in struct {

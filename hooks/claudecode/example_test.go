@@ -30,7 +30,7 @@ func Example() {
 		{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "bash", Args: map[string]any{"command": "rm -rf ."}}}},
 		{Text: "ok"},
 	}})
-	a, _ := agent.New(agent.Options{Model: m, Tools: tk, Hooks: cc.Register(&hooks.Hooks{})})
+	a, _ := agent.New(&agent.Options{Model: m, Tools: tk, Hooks: cc.Register(&hooks.Hooks{})})
 	res, err := a.Run(context.Background(), "clean up")
 	if err != nil {
 		panic(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 )
 
@@ -54,14 +55,14 @@ func TestPopularGuards(t *testing.T) {
 		t.Fatalf("status %s, err %v", res.Status, err)
 	}
 	want := []struct {
-		outcome agent.Outcome
+		outcome gate.Outcome
 		reason  string
 	}{
-		{agent.OutcomeDenied, "rm -rf is not allowed"},
-		{agent.OutcomeDenied, ".env is protected"},
-		{agent.OutcomeDenied, "go.sum is protected"},
-		{agent.OutcomeAllowed, ""},
-		{agent.OutcomeAllowed, ""},
+		{gate.OutcomeDenied, "rm -rf is not allowed"},
+		{gate.OutcomeDenied, ".env is protected"},
+		{gate.OutcomeDenied, "go.sum is protected"},
+		{gate.OutcomeAllowed, ""},
+		{gate.OutcomeAllowed, ""},
 	}
 	for i, w := range want {
 		d := res.ToolCalls[i].Decision

@@ -151,7 +151,7 @@ func (h *harness) run(t *testing.T, prompt string, turns ...[]scripted.ToolCall)
 	if h.policy != nil {
 		opts.Authorizers = []approval.Authorizer{h.policy}
 	}
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 )
 
 // http handlers get the same JSON and answer in the body; a status other
@@ -34,7 +34,7 @@ func TestHTTPHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || !strings.Contains(d.Reason, tc.reason) || h.exists("ran") {
+		if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDenied || !strings.Contains(d.Reason, tc.reason) || h.exists("ran") {
 			t.Fatalf("decision %+v, want denied with %q", d, tc.reason)
 		}
 		if got["tool_name"] != "Bash" || got["hook_event_name"] != "PreToolUse" {

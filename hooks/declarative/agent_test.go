@@ -56,7 +56,7 @@ func (s *sink) list() []string {
 
 func newAgent(t *testing.T, opts agent.Options) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestDeniedCallFiresNoHooksAndToolWaitsForPre(t *testing.T) {
 // PRE_TOOL_USE: a hook that logs sees the call start once.
 func TestToolThatAsksFiresPostOnceItRan(t *testing.T) {
 	ask := tool.Must("ask", "", func(ctx context.Context, _ struct{}) (tool.Result, error) {
-		if _, ok := tool.AnswerFrom(ctx); !ok {
+		if tool.InvocationFrom(ctx).Answer == nil {
 			return tool.Pending(tool.Request{Kind: tool.KindInput, Prompt: "code?"}), nil
 		}
 		return tool.Text("code accepted"), nil

@@ -81,7 +81,7 @@ func Example() {
 		}) (string, error) {
 			return "contents of " + in.Path, nil
 		}, nil)
-		a, _ := agent.New(agent.Options{ID: "docs", Model: m, Tools: agent.ToolList{read}})
+		a, _ := agent.New(&agent.Options{ID: "docs", Model: m, Tools: agent.ToolList{read}})
 		return a
 	}
 	// Log records go to stdout without timestamps, and with the latency

@@ -26,7 +26,15 @@ var groups = []struct {
 	// The pooled JSON decoder tool decodes and validates call arguments
 	// with, as the providers decode answers.
 	{"internal/jsondecode", 0},
+	// JSON written without HTML escaping, and random IDs, for model,
+	// tool and everything above them.
+	{"internal/jsonenc", 0}, {"internal/ids", 0},
+	// A call's arguments checked: an object, not too deep, valid against
+	// the schema.
+	{"internal/argcheck", 0},
 	{"toolkit", 1}, {"builtin", 1}, {"hooks", 1}, {"approval", 1},
+	// What runs the hooks' chains, for the gate and the agent.
+	{"internal/hookrun", 1},
 	// The store's vocabulary and interfaces (runs, approvals, leases,
 	// tenants, the event log, the rule layer); its adapters are below
 	// store/ on level 3.
@@ -97,14 +105,20 @@ var groups = []struct {
 // its context keys in internal/toolctx and decodes arguments with
 // internal/jsondecode.
 var allowedSideways = map[[2]string]bool{
-	{"toolkit", "builtin"}:           true,
-	{"internal", "model"}:            true,
-	{"internal", "tool"}:             true,
-	{"internal", "configfile"}:       true,
-	{"tool", "internal/toolctx"}:     true,
-	{"tool", "internal/jsondecode"}:  true,
-	{"server", "internal/serverapi"}: true,
-	{"runs/dbosengine", "runs"}:      true,
+	{"toolkit", "builtin"}:                       true,
+	{"internal", "model"}:                        true,
+	{"internal", "tool"}:                         true,
+	{"internal", "configfile"}:                   true,
+	{"tool", "internal/toolctx"}:                 true,
+	{"tool", "internal/jsondecode"}:              true,
+	{"model", "internal/jsonenc"}:                true,
+	{"model", "internal/ids"}:                    true,
+	{"internal", "internal/toolctx"}:             true,
+	{"tool", "internal/argcheck"}:                true,
+	{"internal/argcheck", "internal/jsondecode"}: true,
+	{"internal/hookrun", "hooks"}:                true,
+	{"server", "internal/serverapi"}:             true,
+	{"runs/dbosengine", "runs"}:                  true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them

@@ -274,7 +274,7 @@ func (b *Bridge) gate(cwd string, listener hooks.ToolCallListener, record bool) 
 	if listener != nil {
 		opts.Listener = func() hooks.ToolCallListener { return listener }
 	}
-	return gate.New(opts), nil
+	return gate.New(&opts), nil
 }
 
 // preToolUse decides a call: deny with the reason, allow (with the edited

@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
-	"github.com/tollgate-dev/tollgate/tool"
+	"github.com/tollgate-dev/tollgate/internal/argcheck"
 )
 
 // MaxInputBytes bounds one hook event as read from stdin or an HTTP body:
@@ -65,7 +65,7 @@ var toolEvents = map[claudecode.Event]bool{
 var ErrInput = errors.New("claudegate: bad hook input")
 
 // ParseInput reads one hook event from r: one JSON object of at most
-// [MaxInputBytes], nested at most tool.MaxArgumentsDepth deep, with
+// [MaxInputBytes], nested at most argcheck.MaxDepth deep, with
 // hook_event_name and session_id, and for the tool events tool_name (at
 // most 256 bytes) and a tool_input object. Its errors wrap [ErrInput] and
 // say what was wrong.
@@ -81,8 +81,8 @@ func parseInput(b []byte) (*Input, error) {
 	if len(b) > MaxInputBytes {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrInput, MaxInputBytes)
 	}
-	if tool.TooDeep(b) {
-		return nil, fmt.Errorf("%w: nested more than %d deep", ErrInput, tool.MaxArgumentsDepth)
+	if argcheck.TooDeep(b) {
+		return nil, fmt.Errorf("%w: nested more than %d deep", ErrInput, argcheck.MaxDepth)
 	}
 	var in Input
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -86,6 +86,16 @@ func (w warnHandler) WithAttrs(as []slog.Attr) slog.Handler {
 }
 func (w warnHandler) WithGroup(g string) slog.Handler { return warnHandler{w.h.WithGroup(g)} }
 
+// Base URLs of the hosted APIs tollgate knows.
+const (
+	// OpenAIBaseURL is OpenAI's API, package openai's default.
+	OpenAIBaseURL = "https://api.openai.com/v1"
+	// OpenRouterBaseURL is OpenRouter's OpenAI-compatible API.
+	OpenRouterBaseURL = "https://openrouter.ai/api/v1"
+	// AnthropicBaseURL is Anthropic's API, package anthropic's default.
+	AnthropicBaseURL = "https://api.anthropic.com"
+)
+
 // DefaultTimeout bounds one model call when the provider's options set no
 // timeout: every attempt, the waits between them and, for a stream, the
 // reading of the whole stream.

@@ -47,7 +47,7 @@ type RunView struct {
 	Reason string `json:"reason,omitempty"`
 	// Transcript is the agent's messages ([model.Message] as JSON).
 	Transcript json.RawMessage `json:"transcript"`
-	// ToolCalls are the agent's tool call records ([agent.ToolCallRecord]).
+	// ToolCalls are the agent's tool call records ([gate.Record]).
 	ToolCalls json.RawMessage `json:"toolCalls"`
 	// Pending are the approvals that wait for an answer.
 	Pending []ApprovalView `json:"pending"`

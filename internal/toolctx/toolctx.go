@@ -1,9 +1,10 @@
-// Package toolctx holds the context keys under which package tool carries a
-// tool call's run state, reporter and validated arguments, so that package
-// agent can answer all of them from one context value per call (a context
-// type of its own) instead of nesting one context.WithValue per key. Package
-// tool's With* functions and readers use the same keys, so a value a tool
-// puts in a derived context still takes precedence, as with nested values.
+// Package toolctx holds the context keys under which a tool call carries its
+// *tool.Invocation, the file refusals it collects, whether its arguments
+// were validated, and the *hooks.RunInfo of its run, so that package agent
+// can answer all of them from one context value per call (a context type of
+// its own) instead of nesting one context.WithValue per key. Package
+// internal/toolcall sets them for the gate and the hosts; package tool reads
+// them.
 package toolctx
 
 import (
@@ -12,11 +13,12 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// RunStateKey is the key of a call's *tool.RunState.
-type RunStateKey struct{}
+// RunKey is the key of the *hooks.RunInfo of the run a hook, an authorizer,
+// a tool or a listener is called for (see internal/hookrun.WithRun).
+type RunKey struct{}
 
-// ReporterKey is the key of a call's tool.Reporter.
-type ReporterKey struct{}
+// InvocationKey is the key of a call's *tool.Invocation.
+type InvocationKey struct{}
 
 // RefusalKey is the key of a call's RefusalSink.
 type RefusalKey struct{}
@@ -30,7 +32,8 @@ type RefusalSink interface{ Refused(err error) }
 type ValidatedKey struct{}
 
 // Validated says that Args (the very same bytes) were validated against
-// Schema (the very same pointer); see tool.WithValidated.
+// Schema (the very same pointer), so that a tool made by tool.New need not
+// validate them again.
 type Validated struct {
 	Schema *jsonschema.Schema
 	Args   json.RawMessage

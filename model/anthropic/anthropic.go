@@ -16,20 +16,18 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 )
 
-// Provider is the name this package gives itself in errors and logs.
-const Provider = "anthropic"
+// providerName is the name this package gives itself in errors and logs.
+const providerName = "anthropic"
 
 const (
-	// DefaultBaseURL is Anthropic's API, used when [Options.BaseURL] is empty.
-	DefaultBaseURL = "https://api.anthropic.com"
-	// DefaultMaxTokens is max_tokens when neither the request nor
+	// defaultMaxTokens is max_tokens when neither the request nor
 	// [Options.MaxTokens] sets it (the API requires a value).
-	DefaultMaxTokens = 4096
-	// DefaultAPIVersion is the anthropic-version header sent by default: the
+	defaultMaxTokens = 4096
+	// defaultAPIVersion is the anthropic-version header sent by default: the
 	// version of the wire format of the official SDK this package is tested
 	// against. This version rejects sampling parameters,
 	// so [model.Request.Temperature] is not sent under it.
-	DefaultAPIVersion = "2026-10-21"
+	defaultAPIVersion = "2026-10-21"
 	// statusOverloaded is Anthropic's "overloaded_error" status.
 	statusOverloaded = 529
 )
@@ -38,7 +36,7 @@ const (
 // without a key, which the API refuses; set APIKey.
 type Options struct {
 	// BaseURL is the API root, the part before "/v1/messages" (default
-	// [DefaultBaseURL]).
+	// https://api.anthropic.com).
 	BaseURL string
 	// APIKey is sent in the x-api-key header when not empty. It is never
 	// logged and is redacted from every error.
@@ -47,10 +45,10 @@ type Options struct {
 	// IDs are sent verbatim.
 	Model string
 	// MaxTokens is max_tokens when the request sets none (0:
-	// [DefaultMaxTokens]).
+	// 4096).
 	MaxTokens int
 	// APIVersion overrides the anthropic-version header ("" keeps
-	// [DefaultAPIVersion]). With a version before 2026-10-21, such as
+	// 2026-10-21). With a version before 2026-10-21, such as
 	// "2023-06-01", the request's temperature is sent.
 	APIVersion string
 	// Headers are added to every request (a beta flag, a gateway header).
@@ -72,7 +70,7 @@ type Options struct {
 	RetryBaseDelay, RetryMaxDelay time.Duration
 	// Timeout bounds one model call: every attempt, the waits between
 	// retries and, for Stream, the reading of the whole stream (0:
-	// [DefaultTimeout]; negative: no bound but ctx's). When it fires, the
+	// 10 minutes; negative: no bound but ctx's). When it fires, the
 	// error is a retryable *model.ProviderError that says so, and
 	// errors.Is(err, context.DeadlineExceeded) holds.
 	Timeout time.Duration
@@ -89,9 +87,6 @@ type Options struct {
 	// Credentials are never logged.
 	Logger *slog.Logger
 }
-
-// DefaultTimeout is [Options.Timeout] when it is 0.
-const DefaultTimeout = provider.DefaultTimeout
 
 // Model is an Anthropic Messages API model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
@@ -126,11 +121,11 @@ func New(opts *Options) (*Model, error) {
 	if opts != nil {
 		o = *opts
 	}
-	base, err := provider.BaseURL(Provider, o.BaseURL, DefaultBaseURL, o.APIKey)
+	base, err := provider.BaseURL(providerName, o.BaseURL, provider.AnthropicBaseURL, o.APIKey)
 	if err != nil {
 		return nil, err
 	}
-	version := cmp.Or(o.APIVersion, DefaultAPIVersion)
+	version := cmp.Or(o.APIVersion, defaultAPIVersion)
 	header := http.Header{"User-Agent": {"tollgate (model/anthropic)"}, "Anthropic-Version": {version}}
 	if o.APIKey != "" {
 		header.Set("X-Api-Key", o.APIKey)
@@ -143,12 +138,12 @@ func New(opts *Options) (*Model, error) {
 		sseHeader:   provider.RequestHeader(header, "text/event-stream"),
 		model:       o.Model,
 		key:         o.APIKey,
-		maxTokens:   cmp.Or(o.MaxTokens, DefaultMaxTokens),
-		temperature: version < DefaultAPIVersion,
+		maxTokens:   cmp.Or(o.MaxTokens, defaultMaxTokens),
+		temperature: version < defaultAPIVersion,
 		policy:      retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
 		timeout:     o.Timeout,
 		maxBody:     maxBody(o.MaxResponseBytes),
-		log:         provider.Logger(o.Logger, Provider),
+		log:         provider.Logger(o.Logger, providerName),
 	}, nil
 }
 
@@ -167,7 +162,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	tctx, cancel := provider.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	resp, err := m.generate(tctx, req)
-	return resp, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout)
+	return resp, provider.TimeoutError(providerName, ctx, tctx, err, m.timeout)
 }
 
 // generate is Generate within the call's timeout: the request encoded once,
@@ -234,7 +229,7 @@ func (m *Model) post(ctx context.Context, body []byte, header http.Header) (*htt
 	if msg == "" {
 		msg = provider.BodyText(b) // an HTML page's title, plain text: one line
 	}
-	e := retry.HTTPError(Provider, resp.StatusCode, resp.Header, typ, msg, m.key)
+	e := retry.HTTPError(providerName, resp.StatusCode, resp.Header, typ, msg, m.key)
 	if resp.StatusCode == statusOverloaded {
 		e.Retryable = true
 	}

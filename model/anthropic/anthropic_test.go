@@ -112,8 +112,8 @@ func TestAuthAndHeaders(t *testing.T) {
 	if got := h.Get("Authorization"); got != "" {
 		t.Errorf("Authorization = %q, want none (the key goes in x-api-key only)", got)
 	}
-	if got := h.Get("Anthropic-Version"); got != anthropic.DefaultAPIVersion {
-		t.Errorf("anthropic-version = %q, want %q", got, anthropic.DefaultAPIVersion)
+	if got := h.Get("Anthropic-Version"); got != "2026-10-21" {
+		t.Errorf("anthropic-version = %q, want %q", got, "2026-10-21")
 	}
 	if got := h.Values("Anthropic-Beta"); !cmp.Equal(got, []string{"feature-a", "feature-b"}) {
 		t.Errorf("anthropic-beta = %q", got)

@@ -74,7 +74,7 @@ func benchAgent(b *testing.B, wrap func(*anthropic.Model) model.Model) *agent.Ag
 	if wrap != nil {
 		mm = wrap(m)
 	}
-	a, err := agent.New(agent.Options{Model: mm, Tools: benchTools()})
+	a, err := agent.New(&agent.Options{Model: mm, Tools: benchTools()})
 	if err != nil {
 		b.Fatal(err)
 	}

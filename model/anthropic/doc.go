@@ -16,7 +16,7 @@
 //   - tool results become tool_result blocks (is_error set on failures) in a
 //     user turn, consecutive results, and a user message right after them,
 //     merged into one turn as the API requires;
-//   - max_tokens, required by the API, defaults to [DefaultMaxTokens];
+//   - max_tokens, required by the API, defaults to 4096;
 //   - stop reasons map onto [model.FinishReason]; usage counts cached input
 //     tokens as input.
 //
@@ -39,7 +39,7 @@
 // error before anything is sent.
 //
 // The key is sent in the x-api-key header, with the anthropic-version header
-// [DefaultAPIVersion] unless [Options.APIVersion] says otherwise. Failures
+// 2026-10-21 unless [Options.APIVersion] says otherwise. Failures
 // are retried by internal/retry (429, 500, 502, 503, 504, Anthropic's 529
 // overloaded, network errors; Retry-After in seconds honoured) and are
 // reported as *model.ProviderError, whose text never contains the key. The

@@ -21,7 +21,7 @@ func (m *Model) eventError(e *wireError, data []byte) *model.ProviderError {
 	if msg == "" {
 		msg = cmp.Or(provider.BodyText(data), "the server sent an error event without a message")
 	}
-	pe := retry.HTTPError(Provider, 0, nil, typ, msg, m.key)
+	pe := retry.HTTPError(providerName, 0, nil, typ, msg, m.key)
 	pe.Retryable = typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error"
 	return pe
 }
@@ -38,7 +38,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
-	e := retry.NetworkError(Provider, err, m.key)
+	e := retry.NetworkError(providerName, err, m.key)
 	if errors.Is(err, provider.ErrTooLarge) {
 		// Not a transient failure: the same request would be as large.
 		e.Message = "the answer is larger than its limit (Options.MaxResponseBytes)"

@@ -63,7 +63,7 @@ func checkRequest(t testing.TB, m *Model, req *model.Request) {
 			t.Errorf("temperature = %v, want %v", got["temperature"], *want)
 		}
 	} else if _, ok := got["temperature"]; ok {
-		t.Errorf("temperature %v sent under API version %s", got["temperature"], DefaultAPIVersion)
+		t.Errorf("temperature %v sent under API version %s", got["temperature"], defaultAPIVersion)
 	}
 	delete(got, "temperature")
 	var p anth.MessageNewParams

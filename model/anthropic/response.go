@@ -23,7 +23,7 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 	)
 	content, err := d.messageContent(raw, &msg, blocks[:0])
 	if err != nil {
-		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON message", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
+		return nil, &model.ProviderError{Provider: providerName, Message: "the answer is not a JSON message", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
 	if msg.Type == "error" || msg.Error != nil {
 		return nil, m.eventError(msg.Error, raw)

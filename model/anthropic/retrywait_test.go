@@ -16,7 +16,7 @@ var waits = providertest.Waits{
 	Provider:       "anthropic",
 	Answer:         "response_tool_use.json",
 	Key:            testKey,
-	DefaultTimeout: anthropic.DefaultTimeout,
+	DefaultTimeout: 10 * time.Minute,
 	Request:        canonical,
 	New: func(client *http.Client, retryMaxDelay time.Duration, logger *slog.Logger) (model.Model, error) {
 		return anthropic.New(&anthropic.Options{APIKey: testKey, HTTPClient: client, RetryMaxDelay: retryMaxDelay, Logger: logger})

@@ -31,7 +31,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		tctx, cancel := provider.WithTimeout(ctx, m.timeout)
 		defer cancel()
 		m.stream(tctx, req, func(c model.Chunk, err error) bool {
-			return yield(c, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout))
+			return yield(c, provider.TimeoutError(providerName, ctx, tctx, err, m.timeout))
 		})
 	}
 }
@@ -152,7 +152,7 @@ func (m *Model) nextEvent(e *provider.Events, d *decoder, ev *wireEvent) (ok boo
 				// its text, on one line.
 				return false, m.eventError(nil, data)
 			}
-			return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: retry.Redact(provider.Truncate(err.Error()+": "+string(data), 300), m.key)}
+			return false, &model.ProviderError{Provider: providerName, Message: "the stream sent an event that is not JSON", Detail: retry.Redact(provider.Truncate(err.Error()+": "+string(data), 300), m.key)}
 		}
 		switch ev.Type {
 		case "ping", "":

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/model"
 )
@@ -103,7 +104,7 @@ func inputSchema(schema json.RawMessage) (json.RawMessage, error) {
 			return nil, errors.New("input schema is not a JSON object")
 		}
 		obj["type"] = json.RawMessage(`"object"`)
-		return model.MarshalJSON(obj)
+		return jsonenc.Marshal(obj)
 	}
 	if string(typ) != `"object"` {
 		var s string

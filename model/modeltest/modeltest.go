@@ -99,15 +99,9 @@ type Backend struct {
 	NoStall bool
 }
 
-// NewFunc builds a [Backend] that answers its successive calls with turns,
-// in order. It is called once per subtest, with the subtest's t; it should
-// register its cleanup on t and fail t when called more often than there are
-// turns.
-type NewFunc func(t *testing.T, turns []Turn) Backend
-
-// ModelID is the model ID the suite puts in every request; backends should
+// modelID is the model ID the suite puts in every request; backends should
 // report back the ID they received.
-const ModelID = "conformance-model-1"
+const modelID = "conformance-model-1"
 
 // SplitText cuts s into pieces of at most n bytes, at rune boundaries, for a
 // fake backend that streams text in several deltas. n <= 0 means 4.
@@ -143,7 +137,7 @@ var timeTool = model.ToolDef{
 
 func baseRequest() *model.Request {
 	return &model.Request{
-		Model: ModelID,
+		Model: modelID,
 		Messages: []model.Message{
 			model.System("You are a terse assistant."),
 			model.User("What is the weather in Paris?"),
@@ -175,8 +169,13 @@ var (
 )
 
 // Run runs the suite. Each case is a subtest that calls newBackend with the
-// turns it needs.
-func Run(t *testing.T, newBackend NewFunc) {
+// turns it needs: newBackend builds a [Backend] that answers its successive
+// calls with turns, in order. It is called once per subtest, with the
+// subtest's t; it should register its cleanup on t and fail t when called
+// more often than there are turns. The suite sends the model ID
+// "conformance-model-1" in every request; a backend reports back the ID it
+// received (unless [Backend].OwnModelID).
+func Run(t *testing.T, newBackend func(t *testing.T, turns []Turn) Backend) {
 	t.Run("Text", func(t *testing.T) {
 		b := newBackend(t, []Turn{textTurn})
 		resp := generate(t, b.Model, baseRequest())
@@ -341,7 +340,7 @@ func Run(t *testing.T, newBackend NewFunc) {
 	})
 }
 
-func testRoundTrip(t *testing.T, newBackend NewFunc) {
+func testRoundTrip(t *testing.T, newBackend func(t *testing.T, turns []Turn) Backend) {
 	first := Turn{
 		Text: "Let me look.",
 		ToolCalls: []model.ToolCall{
@@ -430,8 +429,8 @@ func checkResponse(t *testing.T, b Backend, resp *model.Response, want Turn) {
 	if !b.OwnUsage && resp.Usage != want.Usage {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want.Usage)
 	}
-	if !b.OwnModelID && resp.Model != ModelID {
-		t.Errorf("model = %q, want %q (sent verbatim, reported back)", resp.Model, ModelID)
+	if !b.OwnModelID && resp.Model != modelID {
+		t.Errorf("model = %q, want %q (sent verbatim, reported back)", resp.Model, modelID)
 	}
 }
 

@@ -74,7 +74,7 @@ func benchAgent(b *testing.B, wrap func(*openai.Model) model.Model) *agent.Agent
 	if wrap != nil {
 		mm = wrap(m)
 	}
-	a, err := agent.New(agent.Options{Model: mm, Tools: benchTools()})
+	a, err := agent.New(&agent.Options{Model: mm, Tools: benchTools()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,27 +55,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/ids"
 	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/internal/retry"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
-// Provider is the name this package gives itself in errors and logs.
-const Provider = "openai"
-
-// Base URLs of well-known OpenAI-compatible services.
-const (
-	// DefaultBaseURL is OpenAI's API, used when [Options.BaseURL] is empty.
-	DefaultBaseURL = "https://api.openai.com/v1"
-	// OpenRouterBaseURL is OpenRouter's OpenAI-compatible API.
-	OpenRouterBaseURL = "https://openrouter.ai/api/v1"
-)
+// providerName is the name this package gives itself in errors and logs.
+const providerName = "openai"
 
 // Options configure a [Model]. The zero value (or nil) talks to OpenAI with
 // no key, which only suits servers that need none (a local Ollama).
 type Options struct {
 	// BaseURL is the API root, the path before "/chat/completions"
-	// (default [DefaultBaseURL]); for Ollama, "http://localhost:11434/v1".
+	// (default https://api.openai.com/v1); for Ollama, "http://localhost:11434/v1".
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer <APIKey>" when not empty. It
 	// is never logged and is redacted from every error.
@@ -103,7 +96,7 @@ type Options struct {
 	RetryBaseDelay, RetryMaxDelay time.Duration
 	// Timeout bounds one model call: every attempt, the waits between
 	// retries and, for Stream, the reading of the whole stream (0:
-	// [DefaultTimeout]; negative: no bound but ctx's). When it fires, the
+	// 10 minutes; negative: no bound but ctx's). When it fires, the
 	// error is a retryable *model.ProviderError that says so, and
 	// errors.Is(err, context.DeadlineExceeded) holds.
 	Timeout time.Duration
@@ -120,9 +113,6 @@ type Options struct {
 	// Credentials are never logged.
 	Logger *slog.Logger
 }
-
-// DefaultTimeout is [Options.Timeout] when it is 0.
-const DefaultTimeout = provider.DefaultTimeout
 
 // Model is an OpenAI Chat Completions model. It implements [model.Model] and
 // [model.Streamer] and is safe for concurrent use.
@@ -154,7 +144,7 @@ func New(opts *Options) (*Model, error) {
 	if opts != nil {
 		o = *opts
 	}
-	base, err := provider.BaseURL(Provider, o.BaseURL, DefaultBaseURL, o.APIKey)
+	base, err := provider.BaseURL(providerName, o.BaseURL, provider.OpenAIBaseURL, o.APIKey)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +163,7 @@ func New(opts *Options) (*Model, error) {
 		policy:     retry.Policy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, MaxDelay: o.RetryMaxDelay},
 		timeout:    o.Timeout,
 		maxBody:    maxBody(o.MaxResponseBytes),
-		log:        provider.Logger(o.Logger, Provider),
+		log:        provider.Logger(o.Logger, providerName),
 	}, nil
 }
 
@@ -200,7 +190,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	tctx, cancel := provider.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	resp, err := m.generate(tctx, req)
-	return resp, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout)
+	return resp, provider.TimeoutError(providerName, ctx, tctx, err, m.timeout)
 }
 
 func (m *Model) generate(ctx context.Context, req *model.Request) (*model.Response, error) {
@@ -272,7 +262,7 @@ func (m *Model) statusError(status int, h http.Header, body []byte) *model.Provi
 	if msg == "" {
 		msg = provider.BodyText(body)
 	}
-	return retry.HTTPError(Provider, status, h, cmp.Or(code, w.Type), msg, m.key)
+	return retry.HTTPError(providerName, status, h, cmp.Or(code, w.Type), msg, m.key)
 }
 
 // Stream implements [model.Streamer]: a streaming Chat Completions call.
@@ -291,7 +281,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		tctx, cancel := provider.WithTimeout(ctx, m.timeout)
 		defer cancel()
 		m.stream(tctx, req, func(c model.Chunk, err error) bool {
-			return yield(c, provider.TimeoutError(Provider, ctx, tctx, err, m.timeout))
+			return yield(c, provider.TimeoutError(providerName, ctx, tctx, err, m.timeout))
 		})
 	}
 }
@@ -433,11 +423,11 @@ func nextChunk(e *provider.Events, c *wireCompletion) (ok bool, perr *model.Prov
 		if json.Unmarshal(data, &w) == nil && w.Message != "" {
 			return false, errorOf(w)
 		}
-		return false, &model.ProviderError{Provider: Provider, Message: cmp.Or(provider.BodyText(data), "the server sent an error event without a message")}
+		return false, &model.ProviderError{Provider: providerName, Message: cmp.Or(provider.BodyText(data), "the server sent an error event without a message")}
 	}
 	c.reset()
 	if err := decode(data, c); err != nil {
-		return false, &model.ProviderError{Provider: Provider, Message: "the stream sent an event that is not JSON", Detail: provider.Truncate(err.Error()+": "+string(data), 300)}
+		return false, &model.ProviderError{Provider: providerName, Message: "the stream sent an event that is not JSON", Detail: provider.Truncate(err.Error()+": "+string(data), 300)}
 	}
 	if hasError(c.Error) {
 		if pe := eventError(data); pe != nil {
@@ -458,7 +448,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
-	e := retry.NetworkError(Provider, err, m.key)
+	e := retry.NetworkError(providerName, err, m.key)
 	if errors.Is(err, provider.ErrTooLarge) {
 		// Not a transient failure: the same request would be as large.
 		e.Message = "the answer is larger than its limit (Options.MaxResponseBytes)"
@@ -477,20 +467,20 @@ func (m *Model) response(raw []byte, requested string) (*model.Response, error) 
 	a.choices[0].Message.ToolCalls = a.calls[:0]
 	c := &a.w
 	if err := decode(raw, c); err != nil {
-		return nil, &model.ProviderError{Provider: Provider, Message: "the answer is not a JSON chat completion", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
+		return nil, &model.ProviderError{Provider: providerName, Message: "the answer is not a JSON chat completion", Detail: retry.Redact(provider.Truncate(err.Error(), 300), m.key)}
 	}
 	if len(c.Choices) == 0 {
 		if e := eventError(raw); e != nil {
 			return nil, m.redact(e)
 		}
-		return nil, &model.ProviderError{Provider: Provider, Message: "response has no choices"}
+		return nil, &model.ProviderError{Provider: providerName, Message: "response has no choices"}
 	}
 	ch := &c.Choices[0]
 	if ch.FinishReason == "error" {
 		if e := eventError(raw); e != nil {
 			return nil, m.redact(e)
 		}
-		return nil, &model.ProviderError{Provider: Provider, Message: `the server answered with finish_reason "error"`}
+		return nil, &model.ProviderError{Provider: providerName, Message: `the server answered with finish_reason "error"`}
 	}
 	msg := model.Message{Role: model.RoleAssistant, Content: ch.Message.Content}
 	if n := len(ch.Message.ToolCalls); n > 0 && n <= len(a.toolCalls) {
@@ -619,7 +609,7 @@ func eventError(data []byte) *model.ProviderError {
 		}
 		var inner wireError
 		if json.Unmarshal(w.Error, &inner) != nil {
-			return &model.ProviderError{Provider: Provider, Message: provider.Truncate(string(w.Error), 300)}
+			return &model.ProviderError{Provider: providerName, Message: provider.Truncate(string(w.Error), 300)}
 		}
 		w = inner
 	default:
@@ -636,7 +626,7 @@ func errorOf(w wireError) *model.ProviderError {
 	if code == "null" {
 		code = ""
 	}
-	e := &model.ProviderError{Provider: Provider, Type: cmp.Or(w.Type, code), Message: provider.Truncate(w.Message, 1000)}
+	e := &model.ProviderError{Provider: providerName, Type: cmp.Or(w.Type, code), Message: provider.Truncate(w.Message, 1000)}
 	if e.Message == "" {
 		e.Message = "the server sent an error event without a message"
 	}
@@ -655,7 +645,7 @@ func chunkError(c *wireCompletion, data []byte) *model.ProviderError {
 			if e := eventError(data); e != nil {
 				return e
 			}
-			return &model.ProviderError{Provider: Provider, Message: `the server ended the stream with finish_reason "error"`}
+			return &model.ProviderError{Provider: providerName, Message: `the server ended the stream with finish_reason "error"`}
 		}
 	}
 	if len(c.Choices) == 0 && !c.Usage.present() {
@@ -667,7 +657,7 @@ func chunkError(c *wireCompletion, data []byte) *model.ProviderError {
 // errNoFinish is the failure of a stream that ended (the connection closed,
 // or [DONE] came) before any choice reported a finish_reason: what arrived
 // may be cut anywhere, so none of its tool calls may run.
-var errNoFinish = &model.ProviderError{Provider: Provider, Message: "the stream ended before a finish_reason: the answer is incomplete"}
+var errNoFinish = &model.ProviderError{Provider: providerName, Message: "the stream ended before a finish_reason: the answer is incomplete"}
 
 // accumulator assembles a streamed chat completion.
 //
@@ -676,7 +666,7 @@ var errNoFinish = &model.ProviderError{Provider: Provider, Message: "the stream 
 // has starts a new call (servers such as Ollama send several complete calls
 // all with index 0), and so does a second delta on one index in one chunk
 // (several complete calls with neither index nor id). A call whose id never arrives gets one of
-// [model.NewCallID].
+// internal/ids.New.
 type accumulator struct {
 	text   strings.Builder // as the chunks sent it: a character cut between two is whole only once both arrived
 	sent   int             // the bytes of text handed on as deltas
@@ -793,11 +783,11 @@ func (a *accumulator) response() (*model.Response, *model.ProviderError) {
 	for i := range a.calls {
 		b := &a.calls[i]
 		if b.name == "" {
-			return nil, &model.ProviderError{Provider: Provider, Message: fmt.Sprintf("streamed tool call %d has no function name", i)}
+			return nil, &model.ProviderError{Provider: providerName, Message: fmt.Sprintf("streamed tool call %d has no function name", i)}
 		}
 		id := b.id
 		if id == "" {
-			id = model.NewCallID()
+			id = ids.New("call_")
 		}
 		b.args = provider.ValidBytes(b.args) // a character cut between two pieces, put together (Raw too)
 		msg.ToolCalls[i] = model.ToolCall{ID: id, Name: b.name, Arguments: arguments(b.args)}

@@ -346,8 +346,8 @@ func TestKeyFromEnv(t *testing.T) {
 	t.Setenv("OPENROUTER_API_KEY", "k-router")
 	for _, tc := range []struct{ url, key, env string }{
 		{"", "k-openai", "OPENAI_API_KEY"},
-		{openai.DefaultBaseURL, "k-openai", "OPENAI_API_KEY"},
-		{openai.OpenRouterBaseURL, "k-router", "OPENROUTER_API_KEY"},
+		{"https://api.openai.com/v1", "k-openai", "OPENAI_API_KEY"},
+		{"https://openrouter.ai/api/v1", "k-router", "OPENROUTER_API_KEY"},
 		{"https://eu.OpenRouter.ai/api/v1", "k-router", "OPENROUTER_API_KEY"},
 		{"https://notopenrouter.ai/v1", "k-openai", "OPENAI_API_KEY"},
 		{"http://localhost:11434/v1", "k-openai", "OPENAI_API_KEY"},

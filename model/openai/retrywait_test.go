@@ -16,7 +16,7 @@ var waits = providertest.Waits{
 	Provider:       "openai",
 	Answer:         "response_tool_calls.json",
 	Key:            testKey,
-	DefaultTimeout: openai.DefaultTimeout,
+	DefaultTimeout: 10 * time.Minute,
 	Request:        canonical,
 	New: func(client *http.Client, retryMaxDelay time.Duration, logger *slog.Logger) (model.Model, error) {
 		return openai.New(&openai.Options{APIKey: testKey, HTTPClient: client, RetryMaxDelay: retryMaxDelay, Logger: logger})

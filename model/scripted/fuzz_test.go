@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 )
@@ -33,13 +34,13 @@ func FuzzParse(f *testing.F) {
 		}
 		m := scripted.New("f.yaml", s)
 		req := &model.Request{Messages: []model.Message{model.User("go")}}
-		for i := 0; i < m.Turns(); i++ {
+		for i := range s.Turns {
 			resp, err := m.Generate(context.Background(), req)
 			if err != nil {
 				t.Fatalf("turn %d of a parsed script: %v", i+1, err)
 			}
 			for _, c := range resp.Message.ToolCalls {
-				if _, err := model.EncodeArguments(c.Arguments); err != nil {
+				if _, err := jsonenc.Object(c.Arguments); err != nil {
 					t.Fatalf("turn %d: arguments %s are not an object: %v", i+1, c.Arguments, err)
 				}
 			}

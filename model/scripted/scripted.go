@@ -28,6 +28,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/configread"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/model"
 )
 
@@ -63,22 +64,17 @@ type Model struct {
 // (e.g. the script's path).
 func New(name string, s Script) *Model { return &Model{name: name, script: s} }
 
-// Limits of a script, checked before it is parsed: at most MaxScriptSize
-// bytes, lists and mappings nested at most MaxScriptDepth deep (the top level
-// counting 1), and no YAML aliases (expanding nested aliases grows
-// exponentially).
-const (
-	MaxScriptSize  = 16 << 20
-	MaxScriptDepth = 64
-)
-
-var scriptLimits = bounded.Limits{MaxBytes: MaxScriptSize, MaxDepth: MaxScriptDepth}
+// scriptLimits bound a script, checked before it is parsed: at most 16 MiB,
+// lists and mappings nested at most 64 deep (the top level counting 1), and
+// no YAML aliases (expanding nested aliases grows exponentially).
+var scriptLimits = bounded.Limits{MaxBytes: 16 << 20, MaxDepth: 64}
 
 // Parse reads a script from r. name is used in error messages (a file path).
 // Errors are a *configfile.Error, each problem one line, "name:LINE:COL:
 // field: problem" (the line and column of the problem; name alone when the
 // problem is the whole file); unknown keys are errors (with the key
-// probably meant), and so is a script past the limits above.
+// probably meant), and so is a script over 16 MiB, nested more than 64
+// deep, or with YAML aliases.
 func Parse(name string, r io.Reader) (Script, error) {
 	data, err := bounded.Read(r, name, scriptLimits)
 	if err != nil {
@@ -124,9 +120,6 @@ func Load(path string) (*Model, error) {
 	return New(path, s), nil
 }
 
-// Turns returns the number of turns in the script.
-func (m *Model) Turns() int { return len(m.script.Turns) }
-
 // Generate implements [model.Model]: it replays turn n+1, where n is the number
 // of assistant messages in req.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
@@ -151,7 +144,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		}
 		args := json.RawMessage("{}")
 		if c.Args != nil {
-			b, err := model.MarshalJSON(c.Args)
+			b, err := jsonenc.Marshal(c.Args)
 			if err != nil {
 				return nil, fmt.Errorf("scripted: turn %d call %s: %w", n+1, c.Name, err)
 			}

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
 	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -39,7 +39,7 @@ func setupApproval(ctx context.Context, s *setup) error {
 		s.closers = append(s.closers, w.Close)
 		s.records = w
 		prev := s.opts.OnRecord
-		s.opts.OnRecord = func(ctx context.Context, rec agent.ToolCallRecord) {
+		s.opts.OnRecord = func(ctx context.Context, rec gate.Record) {
 			if prev != nil {
 				prev(ctx, rec)
 			}

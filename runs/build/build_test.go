@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
@@ -144,7 +145,7 @@ func TestBuildAppliesDenyHooksRecordsAndProtects(t *testing.T) {
 	if _, ok := ran.Load("save_note"); ok {
 		t.Error("save_note ran although deny lists SAVE_*")
 	}
-	if d := res.ToolCalls[0].Decision; d.Outcome != agent.OutcomeDenied || d.By.String() != "hook:deny" {
+	if d := res.ToolCalls[0].Decision; d.Outcome != gate.OutcomeDenied || d.By.String() != "hook:deny" {
 		t.Errorf("save_note: %s by %s, want denied by hook:deny", d.Outcome, d.By)
 	}
 	for _, tc := range res.ToolCalls[1:] {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/runs/build"
@@ -42,7 +42,7 @@ func TestPolicyDeniedProgramRefusedAtExec(t *testing.T) {
 	m := calls(model.FuncCall{Name: "bash", Arguments: map[string]string{"command": script}})
 	res := start(t, withModel(m, &build.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml", Sandbox: &runs.SandboxConfig{}}))
 	tc := res.ToolCalls[0]
-	if tc.Decision.Outcome != agent.OutcomeAllowed {
+	if tc.Decision.Outcome != gate.OutcomeAllowed {
 		t.Fatalf("the analysis no longer allows %q (%s by %s): pick another spelling it allows", script, tc.Decision.Outcome, tc.Decision.By)
 	}
 	if _, err := os.Stat(victim); err != nil {

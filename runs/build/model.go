@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/provider"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/anthropic"
 	"github.com/tollgate-dev/tollgate/model/openai"
@@ -76,10 +77,10 @@ func OpenModel(ref runs.ModelRef, opts *ModelOptions) (model.Model, string, erro
 	}
 	var base, envVar string
 	if ref.Provider == "openai" {
-		base = cmp.Or(ref.BaseURL, openai.DefaultBaseURL)
+		base = cmp.Or(ref.BaseURL, provider.OpenAIBaseURL)
 		_, envVar = openai.KeyFromEnv(base)
 	} else {
-		base = cmp.Or(ref.BaseURL, anthropic.DefaultBaseURL)
+		base = cmp.Or(ref.BaseURL, provider.AnthropicBaseURL)
 		_, envVar = anthropic.KeyFromEnv()
 	}
 	envKey := getenv(envVar)
@@ -140,7 +141,7 @@ func (e *KeyError) Error() string {
 // the only servers a vendor's variable's key is sent to.
 func HostedService(base string) bool {
 	h := hostOf(base)
-	for _, svc := range []string{openai.DefaultBaseURL, openai.OpenRouterBaseURL, anthropic.DefaultBaseURL} {
+	for _, svc := range []string{provider.OpenAIBaseURL, provider.OpenRouterBaseURL, provider.AnthropicBaseURL} {
 		if h == hostOf(svc) {
 			return true
 		}

@@ -173,7 +173,7 @@ func newInProcess(b *testing.B, cfg runs.RunConfig) (func() error, *runs.Built) 
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = built.Close() })
-	a, err := agent.New(built.Options)
+	a, err := agent.New(&built.Options)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -80,9 +80,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/internal/sqlmigrate"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
-	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -1335,7 +1335,7 @@ func (l *listener) listenOnce(ctx context.Context) error {
 
 // marshalRequest returns a's request as the JSON of its column.
 func marshalRequest(a store.Approval) (string, error) {
-	b, err := model.MarshalJSON(a.Request)
+	b, err := jsonenc.Marshal(a.Request)
 	if err != nil {
 		return "", fmt.Errorf("%w: approval %s of run %s: request: %v", store.ErrInvalid, a.ID, a.RunID, err)
 	}

@@ -51,10 +51,10 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/jsonenc"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/sqlmigrate"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
-	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -330,7 +330,7 @@ type queryer interface {
 func (s *sqliteStore) insertApprovals(ctx context.Context, tx *sql.Tx, run store.Run, now time.Time, as []store.Approval) error {
 	for _, a := range as {
 		a = storeimpl.NewApproval(a, run, now)
-		req, err := model.MarshalJSON(a.Request)
+		req, err := jsonenc.Marshal(a.Request)
 		if err != nil {
 			return fmt.Errorf("approval %s: %w", a.ID, err)
 		}

@@ -105,7 +105,7 @@ func newDriver(provider, base, name string) (*driver, error) {
 		h, calls := governedHooks(5)
 		opts.Hooks = h
 		opts.Authorizers = []approval.Authorizer{benchPolicy()}
-		a, err := agent.New(opts)
+		a, err := agent.New(&opts)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +124,7 @@ func newDriver(provider, base, name string) (*driver, error) {
 	default:
 		return nil, fmt.Errorf("no driver %q (have %v)", name, driverNames)
 	}
-	a, err := agent.New(opts)
+	a, err := agent.New(&opts)
 	if err != nil {
 		return nil, err
 	}

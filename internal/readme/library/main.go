@@ -52,7 +52,7 @@ func main() {
 		}}, nil
 	})
 
-	a, err := agent.New(agent.Options{Model: m, ModelName: "stand-in", Tools: tk, Hooks: h})
+	a, err := agent.New(&agent.Options{Model: m, ModelName: "stand-in", Tools: tk, Hooks: h})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package hooks_test
+package hookrun_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -62,13 +63,13 @@ func TestHookCopiesAreIsolated(t *testing.T) {
 			return nil, nil
 		})
 	}
-	if _, err := h.RunBeforeTool(ctx, hooks.BeforeToolEvent{Name: "t", Args: args, Hints: &tool.Hints{ReadOnly: true}}); err != nil {
+	if _, err := hookrun.BeforeTool(ctx, h, hooks.BeforeToolEvent{Name: "t", Args: args, Hints: &tool.Hints{ReadOnly: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.RunAfterTool(ctx, hooks.AfterToolEvent{Name: "t", Args: args, Result: tool.Text("ok")}); err != nil {
+	if _, _, err := hookrun.AfterTool(ctx, h, hooks.AfterToolEvent{Name: "t", Args: args, Result: tool.Text("ok")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.RunBeforeLLM(ctx, hooks.BeforeLLMEvent{Messages: msgs, Tools: defs}); err != nil {
+	if _, err := hookrun.BeforeLLM(ctx, h, hooks.BeforeLLMEvent{Messages: msgs, Tools: defs}); err != nil {
 		t.Fatal(err)
 	}
 	for i, a := range keptArgs {

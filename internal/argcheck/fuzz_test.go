@@ -1,4 +1,4 @@
-package tool
+package argcheck
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ func FuzzValidate(f *testing.F) {
 	if err := json.Unmarshal([]byte(`{"type":"object","properties":{"cmd":{"type":"string"},"n":{"type":"integer","minimum":0}},"required":["cmd"]}`), &s); err != nil {
 		f.Fatal(err)
 	}
-	v, err := NewValidator(&s)
+	v, err := New(&s)
 	if err != nil {
 		f.Fatal(err)
 	}

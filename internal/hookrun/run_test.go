@@ -1,10 +1,11 @@
-package hooks_test
+package hookrun_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 )
 
 type otherKey struct{}
@@ -17,11 +18,11 @@ func TestRunFrom(t *testing.T) {
 		t.Fatalf("no run: %+v", info)
 	}
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), otherKey{}, "v"))
-	ctx := hooks.WithRun(parent, hooks.RunInfo{RunID: "run_1", AgentID: "a"})
+	ctx := hookrun.WithRun(parent, hooks.RunInfo{RunID: "run_1", AgentID: "a"})
 	if info, ok := hooks.RunFrom(ctx); !ok || info != (hooks.RunInfo{RunID: "run_1", AgentID: "a"}) {
 		t.Fatalf("run: %+v, %v", info, ok)
 	}
-	inner := hooks.WithRun(context.WithValue(ctx, otherKey{}, "w"), hooks.RunInfo{RunID: "run_2"})
+	inner := hookrun.WithRun(context.WithValue(ctx, otherKey{}, "w"), hooks.RunInfo{RunID: "run_2"})
 	if info, _ := hooks.RunFrom(inner); info.RunID != "run_2" || info.AgentID != "" {
 		t.Fatalf("inner run: %+v", info)
 	}

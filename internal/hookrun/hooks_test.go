@@ -1,4 +1,4 @@
-package hooks_test
+package hookrun_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/hooks"
+	"github.com/tollgate-dev/tollgate/internal/hookrun"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -34,7 +35,7 @@ func TestBeforeToolChain(t *testing.T) {
 			t.Error("a hook after the short-circuit ran")
 			return nil, nil
 		})
-	out, err := h.RunBeforeTool(ctx, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)})
+	out, err := hookrun.BeforeTool(ctx, h, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestAskIsAPendingShortCircuit(t *testing.T) {
 	h := (&hooks.Hooks{}).BeforeTool("ask", func(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 		return hooks.Ask(tool.Request{ID: "r1", Prompt: "ok?"}), nil
 	})
-	out, err := h.RunBeforeTool(ctx, hooks.BeforeToolEvent{Name: "x"})
+	out, err := hookrun.BeforeTool(ctx, h, hooks.BeforeToolEvent{Name: "x"})
 	if err != nil || out.Result == nil || out.Result.Pending == nil || out.Result.Pending.ID != "r1" || out.Votes[0].Decision != "ask" {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -78,7 +79,7 @@ func TestApprovedAskLetsTheChainGoOn(t *testing.T) {
 		asked = append(asked, hook+" "+string(args))
 		return hook == "gate" && string(args) == `{"a":1}`
 	}
-	out, err := h.RunBeforeToolApproved(ctx, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)}, approved)
+	out, err := hookrun.BeforeToolApproved(ctx, h, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)}, approved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,12 +91,12 @@ func TestApprovedAskLetsTheChainGoOn(t *testing.T) {
 		t.Errorf("votes (-want +got):\n%s", d)
 	}
 	// Other arguments, or no approval at all: the ask ends the chain.
-	for _, run := range []func() (hooks.ToolOutcome, error){
-		func() (hooks.ToolOutcome, error) {
-			return h.RunBeforeToolApproved(ctx, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":2}`)}, approved)
+	for _, run := range []func() (hookrun.ToolOutcome, error){
+		func() (hookrun.ToolOutcome, error) {
+			return hookrun.BeforeToolApproved(ctx, h, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":2}`)}, approved)
 		},
-		func() (hooks.ToolOutcome, error) {
-			return h.RunBeforeTool(ctx, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)})
+		func() (hookrun.ToolOutcome, error) {
+			return hookrun.BeforeTool(ctx, h, hooks.BeforeToolEvent{Name: "x", Args: json.RawMessage(`{"a":1}`)})
 		},
 	} {
 		later = nil
@@ -124,7 +125,7 @@ func TestAfterToolChainSeesReplacements(t *testing.T) {
 			return hooks.Replace(r), nil
 		})
 	in := tool.Result{Output: "x", Metadata: map[string]any{}}
-	res, by, err := h.RunAfterTool(ctx, hooks.AfterToolEvent{Name: "t", Result: in})
+	res, by, err := hookrun.AfterTool(ctx, h, hooks.AfterToolEvent{Name: "t", Result: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestBeforeLLMChain(t *testing.T) {
 			t.Error("ran after a canned response")
 			return nil, nil
 		})
-	out, err := h.RunBeforeLLM(ctx, hooks.BeforeLLMEvent{Model: "big", Tools: []model.ToolDef{{Name: "t"}}, Messages: []model.Message{model.User("hi")}})
+	out, err := hookrun.BeforeLLM(ctx, h, hooks.BeforeLLMEvent{Model: "big", Tools: []model.ToolDef{{Name: "t"}}, Messages: []model.Message{model.User("hi")}})
 	if err != nil || out.Model != "small" || out.Tools == nil || len(out.Tools) != 0 || out.Response == nil || out.By != "cache" || len(out.Messages) != 1 {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -161,7 +162,7 @@ func TestHookErrorsAndPanicsAreTyped(t *testing.T) {
 		run   func(h *hooks.Hooks) error
 		add   func(h *hooks.Hooks, panics bool)
 	}{
-		{hooks.StageBeforeLLM, func(h *hooks.Hooks) error { _, err := h.RunBeforeLLM(ctx, hooks.BeforeLLMEvent{}); return err },
+		{hooks.StageBeforeLLM, func(h *hooks.Hooks) error { _, err := hookrun.BeforeLLM(ctx, h, hooks.BeforeLLMEvent{}); return err },
 			func(h *hooks.Hooks, p bool) {
 				h.BeforeLLM("h", func(context.Context, *hooks.BeforeLLMEvent) (*hooks.LLMOverride, error) {
 					if p {
@@ -170,7 +171,7 @@ func TestHookErrorsAndPanicsAreTyped(t *testing.T) {
 					return nil, boom
 				})
 			}},
-		{hooks.StageAfterLLM, func(h *hooks.Hooks) error { return h.RunAfterLLM(ctx, hooks.AfterLLMEvent{}) },
+		{hooks.StageAfterLLM, func(h *hooks.Hooks) error { return hookrun.AfterLLM(ctx, h, hooks.AfterLLMEvent{}) },
 			func(h *hooks.Hooks, p bool) {
 				h.AfterLLM("h", func(context.Context, *hooks.AfterLLMEvent) error {
 					if p {
@@ -179,7 +180,7 @@ func TestHookErrorsAndPanicsAreTyped(t *testing.T) {
 					return boom
 				})
 			}},
-		{hooks.StageBeforeTool, func(h *hooks.Hooks) error { _, err := h.RunBeforeTool(ctx, hooks.BeforeToolEvent{}); return err },
+		{hooks.StageBeforeTool, func(h *hooks.Hooks) error { _, err := hookrun.BeforeTool(ctx, h, hooks.BeforeToolEvent{}); return err },
 			func(h *hooks.Hooks, p bool) {
 				h.BeforeTool("h", func(context.Context, *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 					if p {
@@ -188,7 +189,7 @@ func TestHookErrorsAndPanicsAreTyped(t *testing.T) {
 					return nil, boom
 				})
 			}},
-		{hooks.StageAfterTool, func(h *hooks.Hooks) error { _, _, err := h.RunAfterTool(ctx, hooks.AfterToolEvent{}); return err },
+		{hooks.StageAfterTool, func(h *hooks.Hooks) error { _, _, err := hookrun.AfterTool(ctx, h, hooks.AfterToolEvent{}); return err },
 			func(h *hooks.Hooks, p bool) {
 				h.AfterTool("h", func(context.Context, *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
 					if p {
@@ -216,14 +217,14 @@ func TestHookErrorsAndPanicsAreTyped(t *testing.T) {
 
 func TestNilHooksAndMerge(t *testing.T) {
 	var nilHooks *hooks.Hooks
-	if out, err := nilHooks.RunBeforeTool(ctx, hooks.BeforeToolEvent{Args: json.RawMessage(`{}`)}); err != nil || string(out.Args) != `{}` {
+	if out, err := hookrun.BeforeTool(ctx, nilHooks, hooks.BeforeToolEvent{Args: json.RawMessage(`{}`)}); err != nil || string(out.Args) != `{}` {
 		t.Errorf("nil hooks: %+v %v", out, err)
 	}
 	a := (&hooks.Hooks{}).BeforeTool("a", func(context.Context, *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) { return nil, nil })
 	b := (&hooks.Hooks{}).BeforeTool("b", func(context.Context, *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) { return nil, nil }).
 		AfterLLM("c", func(context.Context, *hooks.AfterLLMEvent) error { return nil })
 	a.Merge(b).Merge(nil)
-	if a.Len(hooks.StageBeforeTool) != 2 || a.Len(hooks.StageAfterLLM) != 1 || a.Len(hooks.StageBeforeLLM) != 0 || nilHooks.Len(hooks.StageAfterTool) != 0 {
-		t.Errorf("lens %d %d", a.Len(hooks.StageBeforeTool), a.Len(hooks.StageAfterLLM))
+	if len(a.Chain(hooks.StageBeforeTool)) != 2 || len(a.Chain(hooks.StageAfterLLM)) != 1 || len(a.Chain(hooks.StageBeforeLLM)) != 0 || len(nilHooks.Chain(hooks.StageAfterTool)) != 0 {
+		t.Errorf("lens %d %d", len(a.Chain(hooks.StageBeforeTool)), len(a.Chain(hooks.StageAfterLLM)))
 	}
 }

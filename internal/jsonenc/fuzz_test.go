@@ -1,23 +1,23 @@
-package model
+package jsonenc
 
 import (
 	"encoding/json"
 	"testing"
 )
 
-// FuzzEncodeArguments: whatever comes in, the result is a JSON object or an error.
-func FuzzEncodeArguments(f *testing.F) {
+// FuzzObject: whatever comes in, the result is a JSON object or an error.
+func FuzzObject(f *testing.F) {
 	for _, in := range []string{`{}`, `{"a":1}`, `[]`, `null`, ``, `"s"`, `{"a":`, `{"a":{"b":[1,2,{}]}}`} {
 		f.Add(in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out, err := EncodeArguments(json.RawMessage(in))
+		out, err := Object(json.RawMessage(in))
 		if err != nil {
 			return
 		}
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(out, &obj) != nil || obj == nil {
-			t.Fatalf("EncodeArguments(%q) = %q, not a JSON object", in, out)
+			t.Fatalf("Object(%q) = %q, not a JSON object", in, out)
 		}
 	})
 }
