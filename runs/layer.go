@@ -35,9 +35,7 @@ func WithLayer(b Builder, ls store.Layers) Builder {
 		}
 		get := src.Getter(BuildTenant(ctx), cfg.Workdir)
 		out := *built
-		azs := out.Options.Authorizers
-		out.Options.Authorizers = append(azs[:len(azs):len(azs)], layer.Authorizer(get))
-		out.Options.Hooks = LayerHooks(out.Options.Hooks, get)
+		out.Options.Authorizers, out.Options.Hooks = LayerVotes(out.Options.Authorizers, out.Options.Hooks, get)
 		return &out, nil
 	})
 }
