@@ -14,13 +14,14 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// call governs one tools/call of t: Decide, an ask when it needs a
-// person, Complete with the upstream call as the runner. Its error is the
-// context's (the client cancelled, or went away); everything else is a
-// result.
-func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t tool.Tool) (*mcp.CallToolResult, error) {
+// call governs one tools/call of t, found in the catalogue cat (the
+// call's tools: one snapshot for the whole call): Decide, an ask when it
+// needs a person, Complete with the upstream call as the runner. Its
+// error is the context's (the client cancelled, or went away);
+// everything else is a result.
+func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, cat *catalogue, t tool.Tool) (*mcp.CallToolResult, error) {
 	ctx = gw.withSession(ctx, req)
-	env := &gate.Env{Tools: gw.catalogue(), Observer: observer(ctx)}
+	env := &gate.Env{Tools: cat, Observer: observer(ctx)}
 	c := gate.Call{
 		ID:        callID(ctx),
 		Name:      t.Spec().Name,

@@ -197,7 +197,7 @@ func (gw *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
 				cat := gw.catalogue()
 				if t, ok := cat.byClient[r.Params.Name]; ok && cat.offered[r.Params.Name] == "" {
-					res, err := gw.tracedCall(ctx, r, t)
+					res, err := gw.tracedCall(ctx, r, cat, t)
 					if err != nil {
 						return nil, err
 					}

@@ -148,7 +148,10 @@ func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *
 		return gw.refuseOverCap(ctx, env, c, p)
 	}
 	defer release()
-	s := gw.session(req)
+	s, ok := SessionFrom(ctx) // the call's ([Gateway.withSession])
+	if !ok {
+		s = gw.session(req)
+	}
 	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()
 	posted := func(link string) {

@@ -126,8 +126,9 @@ func digest(t *mcp.Tool) string {
 // handle is the handler of every offered tool: it governs the call
 // ([Gateway.call]).
 func (gw *Gateway) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if t, ok := gw.catalogue().byClient[req.Params.Name]; ok {
-		return gw.tracedCall(ctx, req, t)
+	cat := gw.catalogue()
+	if t, ok := cat.byClient[req.Params.Name]; ok {
+		return gw.tracedCall(ctx, req, cat, t)
 	}
 	return errorResult(fmt.Sprintf("unknown tool %q", req.Params.Name)), nil
 }

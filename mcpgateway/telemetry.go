@@ -69,16 +69,16 @@ func observer(ctx context.Context) gate.Observer {
 // the span has the decision attributes of a run's call, the MCP session's
 // ID (the run ID of the records), the method, the protocol version and the
 // client's name and version.
-func (gw *Gateway) tracedCall(ctx context.Context, req *mcp.CallToolRequest, t tool.Tool) (*mcp.CallToolResult, error) {
+func (gw *Gateway) tracedCall(ctx context.Context, req *mcp.CallToolRequest, cat *catalogue, t tool.Tool) (*mcp.CallToolResult, error) {
 	if gw.opts.Tracer == nil {
-		return gw.call(ctx, req, t)
+		return gw.call(ctx, req, cat, t)
 	}
 	scope := &callScope{id: ids.New("mcp_")}
 	info := &agent.CallInfo{RunID: gw.runID(req), Call: model.ToolCall{ID: scope.id, Name: t.Spec().Name}}
 	var res *mcp.CallToolResult
 	var err error
 	gw.opts.Tracer.Call(ctx, info, gw.spanAttrs(req), func(ctx context.Context) gate.Ruling {
-		res, err = gw.call(context.WithValue(ctx, callScopeKey{}, scope), req, t)
+		res, err = gw.call(context.WithValue(ctx, callScopeKey{}, scope), req, cat, t)
 		return gate.Ruling{Record: scope.rec, Pending: scope.pending, Err: err}
 	})
 	return res, err

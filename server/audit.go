@@ -141,7 +141,7 @@ func (s *Server) auditEntries(ctx context.Context, run store.Run) []serverapi.Au
 		src = run.Result
 	}
 	if claudeSession(run) {
-		calls, err := claudeToolCalls(ctx, s.store, run)
+		calls, err := s.toolCalls(ctx, run)
 		if err != nil {
 			return nil
 		}

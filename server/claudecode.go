@@ -19,7 +19,6 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
-	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -150,8 +149,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 		// The tenant's rule layer decides the session's calls too; paths
 		// are compared as the agent wrote them (absolute in Claude Code).
 		get := cc.s.layers.Getter(p.Tenant, "")
-		opts.Authorizers = append(opts.Authorizers, layer.Authorizer(get))
-		opts.Hooks = runcore.LayerHooks(opts.Hooks, get)
+		opts.Authorizers, opts.Hooks = runcore.LayerVotes(opts.Authorizers, opts.Hooks, get)
 	}
 	b, err := claudegate.New(opts)
 	if err != nil {
@@ -276,7 +274,7 @@ const maxSessionCalls = 1000
 
 // record appends rec's events to the session's run: tool.decided for a
 // call that did not run, then tool.finished with the record. The run view
-// reads the records from them ([claudeCode.toolCalls]), so that a decision
+// reads the records from them ([Server.toolCalls]), so that a decision
 // costs the same at the thousandth call as at the first.
 func (cc *claudeCode) record(ctx context.Context, run store.Run, rec gate.Record) {
 	var evs []store.Event
@@ -290,11 +288,11 @@ func (cc *claudeCode) record(ctx context.Context, run store.Run, rec gate.Record
 	}
 }
 
-// toolCalls returns the records of a session's run, from its tool.finished
-// events: the latest maxSessionCalls, oldest first, as a JSON array.
-func claudeToolCalls(ctx context.Context, st store.Store, run store.Run) (json.RawMessage, error) {
+// claudeToolCalls returns the records of a session's run, from its
+// tool.finished events after the sequence number after: the latest
+// maxSessionCalls, oldest first, as a JSON array.
+func claudeToolCalls(ctx context.Context, st store.Store, run store.Run, after int64) (json.RawMessage, error) {
 	var recs []json.RawMessage
-	var after int64
 	for {
 		evs, err := st.ListEvents(ctx, store.EventFilter{Tenant: run.Tenant, RunID: run.ID, AfterSeq: after, Limit: store.MaxLimit})
 		if err != nil {
@@ -345,6 +343,7 @@ func (cc *claudeCode) end(ctx context.Context, run store.Run) {
 		cc.mu.Lock()
 		delete(cc.runs, run.ID)
 		cc.mu.Unlock()
+		cc.s.sessionLogs.forget(run.ID)
 	}()
 	data, _ := json.Marshal(map[string]string{"status": string(store.RunDone)})
 	if _, err := cc.s.store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunDone,
@@ -454,21 +453,21 @@ func (a *storeAsker) running(ctx context.Context) {
 // await returns the approval once it is no longer pending, or ctx's error.
 func (a *storeAsker) await(ctx context.Context, id string) (store.Approval, error) {
 	st := a.cc.s.store
-	var after int64
 	for {
+		// The wait starts at the log's end, read from where the session's
+		// index left it (not from the session's start), and read before
+		// the approval: a decision made after it has a larger sequence
+		// number, and wakes the wait.
+		after, err := a.cc.s.sessionLogs.tail(ctx, st, a.run)
+		if err != nil {
+			return store.Approval{}, err
+		}
 		got, err := st.GetApproval(ctx, a.run.ID, id)
 		if err != nil {
 			return got, err
 		}
 		if got.Status != store.StatusPending {
 			return got, nil
-		}
-		evs, err := st.ListEvents(ctx, store.EventFilter{Tenant: a.run.Tenant, RunID: a.run.ID, AfterSeq: after, Limit: store.MaxLimit})
-		if err != nil {
-			return got, err
-		}
-		for _, ev := range evs {
-			after = ev.Seq
 		}
 		if err := st.WaitEvents(ctx, store.EventFilter{Tenant: a.run.Tenant, RunID: a.run.ID, AfterSeq: after}); err != nil {
 			return got, err

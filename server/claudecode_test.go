@@ -38,6 +38,12 @@ const claudeTeamPolicy = `rules:
 // testTokens plus an agent's (ci-bot, tenant acme).
 func claudeFixture(t testing.TB) *fixture {
 	t.Helper()
+	return claudeFixtureOn(t, memory.New(nil))
+}
+
+// claudeFixtureOn is claudeFixture on the store st.
+func claudeFixtureOn(t testing.TB, st store.Store) *fixture {
+	t.Helper()
 	pol, _, err := policy.ParsePolicy("team.yaml", strings.NewReader(claudeTeamPolicy))
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +57,7 @@ func claudeFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, memory.New(nil), nil, &server.Options{Tokens: tk.Lookup,
+	return newFixture(t, st, nil, &server.Options{Tokens: tk.Lookup,
 		ClaudeCode: &server.ClaudeCodeOptions{Policies: []*policy.Policy{pol}, StateDir: t.TempDir()}})
 }
 

@@ -250,7 +250,7 @@ func (s *Server) runView(ctx context.Context, run store.Run) (serverapi.RunView,
 		v.ToolCalls = res.ToolCalls
 	}
 	if claudeSession(run) {
-		calls, err := claudeToolCalls(ctx, s.store, run)
+		calls, err := s.toolCalls(ctx, run)
 		if err != nil {
 			return v, err
 		}

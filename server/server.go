@@ -160,6 +160,9 @@ type Server struct {
 	// layers reads the tenants' rule layers; nil when the store keeps none.
 	layers *runcore.LayerSource
 	host   *runs.Host
+	// sessionLogs indexes the logs of agent and MCP client sessions'
+	// runs, so that their asks and views read only what they need.
+	sessionLogs *sessionLogs
 
 	// gate, gateTenants and mcp serve MCP clients' sessions (nil without
 	// Options.Gateway; mcp nil without its New).
@@ -247,6 +250,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		durable: opts.Durable,
 		feed:    newFeed(feedSize),
 	}
+	srv.sessionLogs = newSessionLogs()
 	if cc := opts.ClaudeCode; cc != nil {
 		if cc.StateDir == "" {
 			return nil, errors.New("server: ClaudeCodeOptions.StateDir is required")

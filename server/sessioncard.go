@@ -58,9 +58,8 @@ func (s *Server) sessionContext(ctx context.Context, c *serverapi.RunContext, a 
 	_ = json.Unmarshal(a.Request.Data, &d)
 	c.Prompt, c.Intent = clip(d.Notes.Prompt), clip(d.Notes.Intent)
 	c.Reported = c.Prompt != "" || c.Intent != ""
-	calls, err := claudeToolCalls(ctx, s.store, run)
-	var recs []gate.Record
-	if err != nil || json.Unmarshal(calls, &recs) != nil {
+	recs, err := s.toolRecords(ctx, run, a.Tool)
+	if err != nil {
 		return sc.Agent
 	}
 	c.Earlier = nil

@@ -292,7 +292,5 @@ func withGatewayLayer(o *gate.Options, src *runcore.LayerSource, workdir string)
 		}
 		return src.Getter(s.Client.Tenant, workdir)(ctx)
 	}
-	azs := o.Authorizers
-	o.Authorizers = append(azs[:len(azs):len(azs)], layer.Authorizer(get))
-	o.Hooks = runcore.LayerHooks(o.Hooks, get)
+	o.Authorizers, o.Hooks = runcore.LayerVotes(o.Authorizers, o.Hooks, get)
 }

@@ -264,9 +264,9 @@ func (b *Bridge) gate(cwd string, listener hooks.ToolCallListener, record bool) 
 			}
 			p = wp
 		}
-		azs = append(azs, p)
+		azs = append(azs, b.patchPolicy(p))
 	}
-	azs = append(azs, b.opts.Authorizers...)
+	azs = append(azs, b.patchAuthorizers(b.opts.Authorizers, cwd)...)
 	opts := gate.Options{Authorizers: azs, Hooks: b.opts.Hooks, Logger: b.log, ApprovalTTL: b.opts.ApprovalTTL}
 	if record {
 		opts.OnRecord = b.opts.OnRecord

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -35,17 +34,9 @@ func WithLayer(b Builder, ls store.Layers) Builder {
 		}
 		get := src.Getter(BuildTenant(ctx), cfg.Workdir)
 		out := *built
-		azs := out.Options.Authorizers
-		out.Options.Authorizers = append(azs[:len(azs):len(azs)], layer.Authorizer(get))
-		out.Options.Hooks = LayerHooks(out.Options.Hooks, get)
+		out.Options.Authorizers, out.Options.Hooks = LayerVotes(out.Options.Authorizers, out.Options.Hooks, get)
 		return &out, nil
 	})
-}
-
-// LayerHooks returns a copy of h (nil: none) with the layer's Permission
-// hook added last, named [layer.HookName].
-func LayerHooks(h *hooks.Hooks, get layer.Getter) *hooks.Hooks {
-	return (&hooks.Hooks{}).Merge(h).Permission(layer.HookName, layer.PermissionHook(get))
 }
 
 // LayerSource reads the tenants' rule layers from a store. At each call
