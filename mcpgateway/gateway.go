@@ -70,7 +70,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Tools are served beside the upstreams' under their own names (the
 	// builtins of a workspace, sandboxed by whoever made them: package
-	// runs/build's Builtins), and governed alike. With tools, the
+	// internal/runbuild's Builtins), and governed alike. With tools, the
 	// upstreams' tools are always named SERVER__TOOL, so that no upstream
 	// tool takes one of theirs. Their names must be valid MCP tool names
 	// and differ.

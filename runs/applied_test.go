@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -35,7 +36,7 @@ func TestHostRefusesUnappliedGovernance(t *testing.T) {
 	cfg.Deny = []string{"transfer_*"}
 	_, err := h.Start(ctx, runs.StartRequest{RunID: "run_1", Config: cfg, Prompt: "save"})
 	var fe *runs.FieldError
-	if !errors.As(err, &fe) || fe.Field != runs.FieldDeny || !strings.Contains(err.Error(), `["transfer_*"]`) {
+	if !errors.As(err, &fe) || fe.Field != runcore.FieldDeny || !strings.Contains(err.Error(), `["transfer_*"]`) {
 		t.Fatalf("start with an unapplied deny: %v, want a FieldError naming deny", err)
 	}
 	if save.Count() != 0 {
@@ -53,7 +54,7 @@ func TestHostRefusesUnappliedGovernance(t *testing.T) {
 	applying := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		built, err := b.Build(ctx, cfg)
 		if err == nil {
-			built.Applied = []string{runs.FieldPolicyFile}
+			built.Applied = []string{runcore.FieldPolicyFile}
 		}
 		return built, err
 	})
@@ -64,7 +65,7 @@ func TestHostRefusesUnappliedGovernance(t *testing.T) {
 	if _, err := h.Answer(ctx, "run_2", res.Pending[0].ID, store.Answer{Approve: true, By: tool.PrincipalOf("person:bob")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_2"}); !errors.As(err, &fe) || fe.Field != runs.FieldPolicyFile {
+	if _, err := h.Resume(ctx, runs.ResumeRequest{RunID: "run_2"}); !errors.As(err, &fe) || fe.Field != runcore.FieldPolicyFile {
 		t.Fatalf("resume by a builder that ignores the policy: %v, want a FieldError naming policyFile", err)
 	}
 	run, err := s.GetRun(ctx, "run_2")

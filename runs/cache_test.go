@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -34,7 +35,7 @@ func (b *cacheBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bui
 // build, and closes what it built when closed, not when a run ends.
 func TestBuildCache(t *testing.T) {
 	b := &cacheBuilder{fail: 7}
-	cache := runs.NewBuildCache(b)
+	cache := runcore.NewBuildCache(b)
 	h := newHost(t, memory.New(nil), cache, "h1", 0)
 	cfg := testConfig(t)
 	start := func(tenant string, cfg runs.RunConfig) error {
@@ -84,7 +85,7 @@ func TestBuildCache(t *testing.T) {
 // built ahead, and a build that fails is reported and not kept.
 func TestBuildCacheWarm(t *testing.T) {
 	b := &cacheBuilder{fail: 7}
-	cache := runs.NewBuildCache(b)
+	cache := runcore.NewBuildCache(b)
 	h := newHost(t, memory.New(nil), cache, "h1", 0)
 	cfg := testConfig(t)
 	if err := cache.Warm(t.Context(), "acme", cfg); err != nil {

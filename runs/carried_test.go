@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -132,7 +133,7 @@ func TestDurableCarriedApprovalIsChecked(t *testing.T) {
 			defer st.Close()
 			var ran atomic.Int64
 			call := []model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}
-			d, err := runs.NewDurable(st, &testBuilder{m: testkit.Script(call), tools: agent.ToolList{askingTransfer(&ran)}}, nil)
+			d, err := runcore.NewDurable(st, &testBuilder{m: testkit.Script(call), tools: agent.ToolList{askingTransfer(&ran)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,8 +162,8 @@ func TestDurableCarriedApprovalIsChecked(t *testing.T) {
 					t.Errorf("answer %s: %v", id, err)
 				}
 			}
-			in := runs.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "pay"}
-			if err := runs.PrepareDurable(ctx, st, &in); err != nil {
+			in := runcore.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "pay"}
+			if err := runcore.PrepareDurable(ctx, st, &in); err != nil {
 				t.Fatal(err)
 			}
 			eng.execution(-1)

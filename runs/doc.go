@@ -1,5 +1,5 @@
 // Package runs owns a run's life from start to end, for every host: the
-// command line today, a server next. It starts a run from a typed, versioned
+// command line, the server and a Go program. It starts a run from a typed, versioned
 // [RunConfig] (every path absolute, recorded as resolved when the run
 // started), stores it and its events in a [store.Store], checkpoints it after
 // every model turn and every finished tool call, halts and stores it when a
@@ -31,29 +31,28 @@
 // A host that shuts down cancels its runs' context with the cause
 // [ErrHostStopping]: a run then keeps its status and latest checkpoint (the
 // call cut short is not checkpointed, so it runs again), its lease is
-// released and a [EventRunReleased] event stored, and the next Resume takes
+// released and a run.released event stored, and the next Resume takes
 // it over at once instead of after the lease's expiry.
 //
 // The agent is rebuilt from the stored [RunConfig] by the host's [Builder],
 // never from the current directory or command-line flags. The files that
-// govern the run are pinned by SHA-256 when it starts ([RunConfig.Pin]), and
+// govern the run are pinned by SHA-256 when it starts ([Pin]), and
 // every later build refuses one that changed, appeared or vanished
 // ([ErrGoverningFileChanged]): a tool of the run cannot rewrite its policy
 // while it waits and have the resume load it.
 //
-// A host that drives many runs wraps its builder in a [BuildCache], which
-// builds each agent once per tenant and configuration (pins included) and
-// hands it to every run and resume of it; each part of a run still makes
-// its own agent from those options, so nothing of one run reaches another.
+// # Stored events
 //
-// # Durable runs
+// A host stores a run's events in the store's event log, typed (in the
+// order a run passes them): run.started, run.resumed, tool.call,
+// tool.decided, approval.requested, tool.finished, turn.usage,
+// tool.notice, mcp.login, run.halted, run.finished, run.cancel_requested,
+// run.cancelled, run.released. The data of tool and approval events is the
+// agent's [agent.Event] as JSON; of run.halted, run.finished and
+// run.cancelled, {"status", "reason"}.
 //
-// [Durable] drives a run as a workflow of a durable-execution engine
-// ([Engine]: recorded steps and a durable wait; package runs/dbosengine
-// implements it on DBOS Transact), so that runs spread over many worker
-// processes survive any of them dying: each model turn and each tool call
-// is a step that is never run again once recorded, and a pending request
-// waits in the engine rather than in a process. [Durable] documents what
-// runs once, at most once and at least once; [DurableQueue] is what a
-// server that enqueues runs needs.
+// The command's hosts (`tollgate serve`, `tollgate worker`) also build each
+// agent once per tenant and configuration and reuse it across runs, and
+// drive runs as durable workflows on DBOS Transact, so that runs spread
+// over many worker processes survive any of them dying (docs/durable.md).
 package runs

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -186,7 +187,7 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 			return fmt.Sprintf("moved %d", a.Amount), nil
 		}, nil)
 		b := &testBuilder{m: m, tools: agent.ToolList{transfer}}
-		d, err := runs.NewDurable(st, b, nil)
+		d, err := runcore.NewDurable(st, b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,8 +198,8 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 				t.Errorf("answer %s: %v", req, err)
 			}
 		}
-		input := runs.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
-		if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+		input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+		if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 			t.Fatal(err)
 		}
 		eng.execution(crashAt)
@@ -279,7 +280,7 @@ func TestDurableHostCancel(t *testing.T) {
 			if h, err = runs.New(st, b, nil); err != nil {
 				t.Fatal(err)
 			}
-			d, err := runs.NewDurable(st, b, nil)
+			d, err := runcore.NewDurable(st, b, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,8 +290,8 @@ func TestDurableHostCancel(t *testing.T) {
 					t.Errorf("cancel: %v", err)
 				}
 			}
-			input := runs.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
-			if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+			input := runcore.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+			if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 				t.Fatal(err)
 			}
 			eng.execution(-1)

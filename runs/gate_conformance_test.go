@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/gate/gatetest"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -35,7 +36,7 @@ func (durableCaller) Call(t *testing.T, s gatetest.Setup, name string, args json
 	b := runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{s.Tool}, Hooks: s.Hooks, Authorizers: s.Authorizers}}, nil
 	})
-	d, err := runs.NewDurable(st, b, nil)
+	d, err := runcore.NewDurable(st, b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +56,8 @@ func (durableCaller) Call(t *testing.T, s gatetest.Setup, name string, args json
 			t.Errorf("answer %s: %v", id, err)
 		}
 	}
-	in := runs.DurableRun{RunID: "run_g", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "go"}
-	if err := runs.PrepareDurable(ctx, st, &in); err != nil {
+	in := runcore.DurableRun{RunID: "run_g", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "go"}
+	if err := runcore.PrepareDurable(ctx, st, &in); err != nil {
 		t.Fatal(err)
 	}
 	eng.execution(-1)

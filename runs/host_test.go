@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -105,8 +106,8 @@ func TestStartHaltAnswerResume(t *testing.T) {
 	for _, e := range evs {
 		types = append(types, e.Type)
 	}
-	want := []string{runs.EventRunStarted, runs.EventTurnUsage, runs.EventToolCall, runs.EventToolDecided, runs.EventApprovalRequest, runs.EventRunHalted,
-		store.EventApprovalDecided, runs.EventRunResumed, runs.EventToolCall, runs.EventToolDecided, runs.EventToolFinished, runs.EventTurnUsage, runs.EventRunFinished}
+	want := []string{runcore.EventRunStarted, runcore.EventTurnUsage, runcore.EventToolCall, runcore.EventToolDecided, runcore.EventApprovalRequest, runcore.EventRunHalted,
+		store.EventApprovalDecided, runcore.EventRunResumed, runcore.EventToolCall, runcore.EventToolDecided, runcore.EventToolFinished, runcore.EventTurnUsage, runcore.EventRunFinished}
 	if len(types) != len(want) {
 		t.Fatalf("events %q\nwant %q", types, want)
 	}
@@ -334,7 +335,7 @@ func TestCancelHaltedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := s.GetApproval(ctx, "run_c", res.Pending[0].ID)
-	if err != nil || a.Status != store.StatusDenied || a.DecidedBy.String() != "person:alice" || a.Reason != runs.CancelledReason {
+	if err != nil || a.Status != store.StatusDenied || a.DecidedBy.String() != "person:alice" || a.Reason != runcore.CancelledReason {
 		t.Fatalf("the cancelled run's request: %+v %v", a, err)
 	}
 	if page, err := s.ListApprovals(ctx, store.ApprovalFilter{RunID: "run_c", Status: store.StatusPending}); err != nil || len(page.Approvals) != 0 {
@@ -392,9 +393,9 @@ func TestOwnerAndCancelPrincipals(t *testing.T) {
 	var started, cancelled string
 	for _, e := range evs {
 		switch e.Type {
-		case runs.EventRunStarted:
+		case runcore.EventRunStarted:
 			started = string(e.Data)
-		case runs.EventRunCancelled:
+		case runcore.EventRunCancelled:
 			cancelled = string(e.Data)
 		}
 	}
@@ -417,16 +418,16 @@ func TestOwnerAndCancelPrincipals(t *testing.T) {
 func TestDurableRunOwnerJSON(t *testing.T) {
 	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 	for _, in := range []string{`{"runId":"r","owner":"person:alice","prompt":"p"}`, `{"runId":"r","owner":{"kind":"person","name":"alice"},"prompt":"p"}`} {
-		var d runs.DurableRun
+		var d runcore.DurableRun
 		if err := json.Unmarshal([]byte(in), &d); err != nil || d.Owner != alice {
 			t.Errorf("%s: owner %+v, %v; want alice", in, d.Owner, err)
 		}
 	}
-	b, err := json.Marshal(runs.DurableRun{RunID: "r", Owner: alice})
+	b, err := json.Marshal(runcore.DurableRun{RunID: "r", Owner: alice})
 	if err != nil || !strings.Contains(string(b), `"owner":{"kind":"person","name":"alice"}`) {
 		t.Errorf("encoded %s, %v", b, err)
 	}
-	if b, _ := json.Marshal(runs.DurableRun{RunID: "r"}); strings.Contains(string(b), "owner") {
+	if b, _ := json.Marshal(runcore.DurableRun{RunID: "r"}); strings.Contains(string(b), "owner") {
 		t.Errorf("a run with no owner encodes one: %s", b)
 	}
 }
@@ -435,17 +436,17 @@ func TestDurableRunOwnerJSON(t *testing.T) {
 // against whatever directory the resuming process runs in.
 func TestConfigPathsAbsolute(t *testing.T) {
 	cfg := testConfig(t)
-	if err := cfg.Check(); err != nil {
+	if err := runcore.CheckConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	bad := cfg
 	bad.PolicyFile = "policy.yaml"
-	if err := bad.Check(); err == nil {
+	if err := runcore.CheckConfig(bad); err == nil {
 		t.Fatal("a relative policy path must be refused")
 	}
 	bad = cfg
-	bad.Version = runs.ConfigVersion + 1
-	if err := bad.Check(); !errors.Is(err, runs.ErrConfigVersion) {
+	bad.Version = runcore.ConfigVersion + 1
+	if err := runcore.CheckConfig(bad); !errors.Is(err, runs.ErrConfigVersion) {
 		t.Fatalf("future version: %v", err)
 	}
 }
@@ -473,7 +474,7 @@ func TestConfigSandboxAndClaudePaths(t *testing.T) {
 	if in.Sandbox.Read[0] != "data" || in.Claude.Files[0] != ".claude/settings.json" {
 		t.Error("Resolve changed its receiver's slices")
 	}
-	if err := cfg.Check(); err != nil {
+	if err := runcore.CheckConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(cfg)
@@ -486,12 +487,12 @@ func TestConfigSandboxAndClaudePaths(t *testing.T) {
 	}
 	bad := cfg
 	bad.Sandbox = &runs.SandboxConfig{Read: []string{"rel"}}
-	if err := bad.Check(); err == nil {
+	if err := runcore.CheckConfig(bad); err == nil {
 		t.Error("a relative sandbox read path must be refused")
 	}
 	bad = cfg
 	bad.Claude = &runs.ClaudeConfig{Files: []string{"rel.json"}}
-	if err := bad.Check(); err == nil {
+	if err := runcore.CheckConfig(bad); err == nil {
 		t.Error("a relative Claude Code settings path must be refused")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -33,7 +34,7 @@ func (c *countingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.
 	c.builds.Add(1)
 	built, err := c.testBuilder.Build(ctx, cfg)
 	if built != nil {
-		built.Applied = []string{runs.FieldPolicyFile, runs.FieldClaude}
+		built.Applied = []string{runcore.FieldPolicyFile, runcore.FieldClaude}
 	}
 	return built, err
 }
@@ -82,7 +83,7 @@ func TestResumeRefusesSwappedPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := runs.LoadConfig(run)
+	cfg, err := runcore.LoadConfig(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,21 +164,21 @@ func TestCheckPinsOldAndIncomplete(t *testing.T) {
 	if err := os.WriteFile(pol, []byte("autonomy: full_auto\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.CheckPins(); err != nil {
+	if err := runcore.CheckPins(cfg); err != nil {
 		t.Fatalf("a configuration without pins: %v", err)
 	}
-	pinned, err := cfg.Pin()
+	pinned, err := runcore.PinFiles(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pinned.CheckPins(); err != nil {
+	if err := runcore.CheckPins(pinned); err != nil {
 		t.Fatalf("unchanged: %v", err)
 	}
 	pinned.HooksFiles = []string{filepath.Join(ws, "hooks.yaml")}
-	if err := pinned.CheckPins(); err == nil || !strings.Contains(err.Error(), "hooks.yaml was not pinned") {
+	if err := runcore.CheckPins(pinned); err == nil || !strings.Contains(err.Error(), "hooks.yaml was not pinned") {
 		t.Fatalf("an unpinned governing file: %v", err)
 	}
-	if _, err := (runs.RunConfig{Workdir: ws, PolicyFile: ws}).Pin(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := runcore.PinFiles((runs.RunConfig{Workdir: ws, PolicyFile: ws})); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("pinning a directory: %v", err)
 	}
 }
@@ -196,12 +197,12 @@ func TestDurableRefusesChangedPolicy(t *testing.T) {
 		}
 		transfer := &testkit.Counter{Name: "transfer_funds"}
 		b := &countingBuilder{testBuilder: &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}), tools: agent.ToolList{transfer}}}
-		d, err := runs.NewDurable(st, b, nil)
+		d, err := runcore.NewDurable(st, b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		input := runs.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: ws, PolicyFile: pol}, Prompt: "move 5"}
-		if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+		input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: ws, PolicyFile: pol}, Prompt: "move 5"}
+		if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 			t.Fatal(err)
 		}
 		if len(input.Config.Pins) != 1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -132,7 +133,7 @@ func TestDurableForgedDecisionIsNotRun(t *testing.T) {
 			transfer := &testkit.Counter{Name: "transfer_funds"}
 			call := []model.FuncCall{testkit.Call("c1", "transfer_funds", map[string]int{"amount": 5})}
 			b := &testBuilder{m: testkit.Script(call), tools: agent.ToolList{transfer}}
-			d, err := runs.NewDurable(st, b, nil)
+			d, err := runcore.NewDurable(st, b, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,8 +145,8 @@ func TestDurableForgedDecisionIsNotRun(t *testing.T) {
 					forged = true
 				}
 			}
-			input := runs.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runs.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
-			if err := runs.PrepareDurable(ctx, st, &input); err != nil {
+			input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+			if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 				t.Fatal(err)
 			}
 			eng.execution(-1)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -70,8 +71,8 @@ func TestStopReleasesRun(t *testing.T) {
 		t.Fatalf("stored run after stop: status %s lease %+v state %d bytes, %v", run.Status, run.Lease, len(run.State), err)
 	}
 	evs, _ := s.ListEvents(ctx, store.EventFilter{RunID: "run_s"})
-	if last := evs[len(evs)-1]; last.Type != runs.EventRunReleased {
-		t.Fatalf("last event %s, want %s", last.Type, runs.EventRunReleased)
+	if last := evs[len(evs)-1]; last.Type != runcore.EventRunReleased {
+		t.Fatalf("last event %s, want %s", last.Type, runcore.EventRunReleased)
 	}
 	// Another host takes it over at once (the lease is gone) and finishes it.
 	first = false

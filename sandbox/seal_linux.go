@@ -99,7 +99,7 @@ func flock(fd, how int) error {
 // create dir anew and write in it). It reports whether dir was removed: not
 // when it is missing, not a directory, not empty, or in use. A host calls
 // it when a run whose workspace lacked the directory ends, so that sealing
-// leaves no trace (package runs/build does).
+// leaves no trace (package internal/runbuild does).
 func RemoveSealed(dir string) (bool, error) {
 	fd, err := unix.Open(filepath.Dir(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {

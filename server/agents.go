@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 )
@@ -42,8 +43,8 @@ func (s *Server) agentBuildProblem(name string, err error) string {
 // configKeys maps the JSON names of [runs.RunConfig] fields that differ
 // from their keys in server.yaml to those keys.
 var configKeys = map[string]string{
-	runs.FieldPolicyFile: "policy", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
-	runs.FieldRecordsFile: "records", "model.baseUrl": "baseUrl", "model.apiKeyEnv": "apiKeyEnv",
+	runcore.FieldPolicyFile: "policy", runcore.FieldHooksFiles: "hooks", runcore.FieldMCPFiles: "mcp",
+	runcore.FieldRecordsFile: "records", "model.baseUrl": "baseUrl", "model.apiKeyEnv": "apiKeyEnv",
 	"model.name": "model", "model.provider": "model",
 }
 

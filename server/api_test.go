@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -203,7 +204,7 @@ func TestStartRunNamesTheServerYAMLKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notLoaded := &runs.FieldError{Field: runs.FieldPolicyFile, Err: errors.New("policy.yaml:3:5: unknown key \"rulez\"")}
+	notLoaded := &runs.FieldError{Field: runcore.FieldPolicyFile, Err: errors.New("policy.yaml:3:5: unknown key \"rulez\"")}
 	unapplied := runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) { return &runs.Built{}, nil })
 	for _, tc := range []struct {
 		name   string

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -112,7 +112,7 @@ func (s *Server) approvalView(ctx context.Context, a store.Approval, run *store.
 	v.Context = runContext(a, run)
 	if run != nil {
 		v.RunOwner = run.Owner
-		if cfg, err := runs.LoadConfig(*run); err == nil {
+		if cfg, err := runcore.LoadConfig(*run); err == nil {
 			v.Agent = cfg.Agent
 		}
 		if claudeSession(*run) {

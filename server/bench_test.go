@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
@@ -33,7 +33,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 	var lat []time.Duration
 	b.ResetTimer()
 	for range b.N {
-		w := watch(b, f.store, runs.EventRunFinished, benchRuns)
+		w := watch(b, f.store, runcore.EventRunFinished, benchRuns)
 		start := time.Now()
 		started := make(map[string]time.Time, benchRuns)
 		var mu sync.Mutex
@@ -67,7 +67,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 func BenchmarkIdlePendingRun(b *testing.B) {
 	for range b.N {
 		f := newFixture(b, nil, nil, nil)
-		w := watch(b, f.store, runs.EventRunHalted, benchRuns)
+		w := watch(b, f.store, runcore.EventRunHalted, benchRuns)
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -170,7 +170,7 @@ func BenchmarkDecision(b *testing.B) {
 				for i, id := range ids {
 					aps[i] = f.pending(id)
 				}
-				w := watch(b, f.store, runs.EventRunFinished, inflight)
+				w := watch(b, f.store, runcore.EventRunFinished, inflight)
 				t0 := make([]time.Time, inflight)
 				b.StartTimer()
 				var wg sync.WaitGroup

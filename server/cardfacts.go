@@ -5,9 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -42,7 +42,7 @@ func runContext(a store.Approval, run *store.Run) *serverapi.RunContext {
 		return nil
 	}
 	c := &serverapi.RunContext{Source: serverapi.SourceCommandLine}
-	if cfg, err := runs.LoadConfig(*run); err == nil {
+	if cfg, err := runcore.LoadConfig(*run); err == nil {
 		c.Workspace = cfg.Workdir
 		c.Source = sourceOf(cfg.Agent, "")
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -149,7 +149,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 		// The tenant's rule layer decides the session's calls too; paths
 		// are compared as the agent wrote them (absolute in Claude Code).
 		get := cc.s.layers.Getter(p.Tenant, "")
-		opts.Authorizers, opts.Hooks = runs.LayerVotes(opts.Authorizers, opts.Hooks, get)
+		opts.Authorizers, opts.Hooks = runcore.LayerVotes(opts.Authorizers, opts.Hooks, get)
 	}
 	b, err := claudegate.New(opts)
 	if err != nil {
@@ -248,7 +248,7 @@ func (cc *claudeCode) openSession(ctx context.Context, p Principal, c sessionCon
 	started, _ := json.Marshal(map[string]any{"agent": c.Agent, "owner": owner, "source": cc.source, "workspace": c.Workspace})
 	run, err = st.CreateRun(ctx, store.CreateRunRequest{
 		Run:    store.Run{ID: id, Tenant: p.Tenant, Owner: owner.String(), Status: store.RunRunning, Config: cfg},
-		Events: []store.Event{{Type: runs.EventRunStarted, Data: started}},
+		Events: []store.Event{{Type: runcore.EventRunStarted, Data: started}},
 	})
 	if errors.Is(err, store.ErrExists) {
 		return st.GetRun(ctx, id)
@@ -300,7 +300,7 @@ func claudeToolCalls(ctx context.Context, st store.Store, run store.Run, after i
 		}
 		for _, ev := range evs {
 			after = ev.Seq
-			if ev.Type != runs.EventToolFinished {
+			if ev.Type != runcore.EventToolFinished {
 				continue
 			}
 			var e struct {
@@ -324,12 +324,12 @@ func claudeToolCalls(ctx context.Context, st store.Store, run store.Run, after i
 }
 
 func agentEvent(run store.Run, ev agent.Event) store.Event {
-	typ := runs.EventToolFinished
+	typ := runcore.EventToolFinished
 	switch ev.Kind {
 	case agent.EventDecision:
-		typ = runs.EventToolDecided
+		typ = runcore.EventToolDecided
 	case agent.EventPending:
-		typ = runs.EventApprovalRequest
+		typ = runcore.EventApprovalRequest
 	}
 	b, _ := json.Marshal(ev)
 	return store.Event{Tenant: run.Tenant, RunID: run.ID, Type: typ, Data: b}
@@ -347,7 +347,7 @@ func (cc *claudeCode) end(ctx context.Context, run store.Run) {
 	}()
 	data, _ := json.Marshal(map[string]string{"status": string(store.RunDone)})
 	if _, err := cc.s.store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunDone,
-		Events: []store.Event{{Tenant: run.Tenant, RunID: run.ID, Type: runs.EventRunFinished, Data: data}}}); err != nil {
+		Events: []store.Event{{Tenant: run.Tenant, RunID: run.ID, Type: runcore.EventRunFinished, Data: data}}}); err != nil {
 		cc.s.log.Warn("claude-code session end", "error", err)
 	}
 }

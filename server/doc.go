@@ -156,7 +156,7 @@
 // # Building agents
 //
 // The [runs.Builder] given to [New] turns each agent's configuration into
-// an agent. runs/build's builder applies all of it (deny, policy, hooks,
+// an agent. internal/runbuild's builder applies all of it (deny, policy, hooks,
 // mcp, records, sandbox), as `tollgate serve` does. A builder of one's own
 // must list the governance fields it applied in runs.Built.Applied: an
 // agent that sets another is refused by `tollgate serve` at its key,

@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
 // durableRun reports whether r is a durable run that has not ended: its
-// record is held by the durable engine (runs.DurableHolder) for as long as
+// record is held by the durable engine (runcore.DurableHolder) for as long as
 // it runs or waits, and only its workflow drives it.
 func durableRun(r store.Run) bool {
-	return r.Lease != nil && r.Lease.Holder == runs.DurableHolder
+	return r.Lease != nil && r.Lease.Holder == runcore.DurableHolder
 }
 
 // runRef names the run an agent is built for, on the builder's context.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -19,14 +20,14 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// memQueue is a runs.DurableQueue that drives each run in this process
-// with runs.Durable on a minimal engine (steps run at once; Recv waits for
+// memQueue is a runcore.DurableQueue that drives each run in this process
+// with runcore.Durable on a minimal engine (steps run at once; Recv waits for
 // the wake-up that Answer and Cancel send), and records what it was asked.
 // Its runs only wake on that message: the answer poll is an hour.
 type memQueue struct {
 	t     *testing.T
 	store store.Store
-	d     *runs.Durable
+	d     *runcore.Durable
 
 	mu        sync.Mutex
 	started   []string
@@ -38,7 +39,7 @@ type memQueue struct {
 }
 
 func newMemQueue(t *testing.T, s store.Store, b runs.Builder) *memQueue {
-	d, err := runs.NewDurable(s, b, &runs.DurableOptions{AnswerPoll: time.Hour})
+	d, err := runcore.NewDurable(s, b, &runcore.DurableOptions{AnswerPoll: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +60,8 @@ func (q *memQueue) topic(name string) chan struct{} {
 	return ch
 }
 
-func (q *memQueue) Start(ctx context.Context, in runs.DurableRun) (string, error) {
-	if err := runs.PrepareDurable(ctx, q.store, &in); err != nil {
+func (q *memQueue) Start(ctx context.Context, in runcore.DurableRun) (string, error) {
+	if err := runcore.PrepareDurable(ctx, q.store, &in); err != nil {
 		return "", err
 	}
 	q.mu.Lock()
@@ -85,7 +86,7 @@ func (q *memQueue) Answer(ctx context.Context, runID, requestID string, d store.
 	q.answered = append(q.answered, requestID)
 	q.mu.Unlock()
 	select {
-	case q.topic(runs.AnswerTopic(requestID)) <- struct{}{}:
+	case q.topic(runcore.AnswerTopic(requestID)) <- struct{}{}:
 	default:
 	}
 	return a, nil
@@ -104,7 +105,7 @@ func (q *memQueue) Cancel(ctx context.Context, runID string, by tool.Principal) 
 		return runs.ErrNotResumable
 	}
 	if _, err := q.store.UpdateRun(ctx, runID, store.RunUpdate{From: r.Status, Status: store.RunCancelled, ReleaseLease: true,
-		Events: []store.Event{{Tenant: r.Tenant, RunID: runID, Type: runs.EventRunCancelled}}}); err != nil {
+		Events: []store.Event{{Tenant: r.Tenant, RunID: runID, Type: runcore.EventRunCancelled}}}); err != nil {
 		return err
 	}
 	q.mu.Lock()
@@ -129,7 +130,7 @@ func (q *memQueue) calls() (started, answered, cancelled []string) {
 	return slices.Clone(q.started), slices.Clone(q.answered), slices.Clone(q.cancelled)
 }
 
-// memEngine is runs.Engine without records: nothing is replayed.
+// memEngine is runcore.Engine without records: nothing is replayed.
 type memEngine struct{ q *memQueue }
 
 func (e memEngine) Step(ctx context.Context, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
@@ -210,7 +211,7 @@ func TestDurableRunsGoThroughTheQueue(t *testing.T) {
 	}
 	sse := f.openSSE("/v1/events?run="+id, aliceToken)
 	run := waitStatus(t, st, id, store.RunPending)
-	if run.Lease == nil || run.Lease.Holder != runs.DurableHolder {
+	if run.Lease == nil || run.Lease.Holder != runcore.DurableHolder {
 		t.Fatalf("the halted run is not held by the durable engine: %+v", run.Lease)
 	}
 	var page serverapi.ApprovalPage
@@ -228,11 +229,11 @@ func TestDurableRunsGoThroughTheQueue(t *testing.T) {
 	for {
 		ev := sse.nextEvent(t)
 		seen = append(seen, ev.event)
-		if ev.event == runs.EventRunFinished {
+		if ev.event == runcore.EventRunFinished {
 			break
 		}
 	}
-	for _, want := range []string{runs.EventRunStarted, runs.EventRunHalted, store.EventApprovalDecided, runs.EventRunFinished} {
+	for _, want := range []string{runcore.EventRunStarted, runcore.EventRunHalted, store.EventApprovalDecided, runcore.EventRunFinished} {
 		if !slices.Contains(seen, want) {
 			t.Errorf("the stream lacks %s: %v", want, seen)
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -225,7 +225,7 @@ var errRunEnded = errors.New("the run has ended")
 
 // terminal reports whether an event of type typ ends its run for good.
 func terminal(typ string) bool {
-	return typ == runs.EventRunFinished || typ == runs.EventRunCancelled
+	return typ == runcore.EventRunFinished || typ == runcore.EventRunCancelled
 }
 
 // sseField keeps a field value on one line.

@@ -45,7 +45,7 @@ func Example() {
 		}
 		return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "transfer", Arguments: map[string]int{"amount": 5}}}}, nil
 	})
-	// Package runs/build builds agents from their configuration as `tollgate
+	// Package internal/runbuild builds agents from their configuration as `tollgate
 	// serve` does; this one is built by hand, with the policy in code.
 	builder := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		pol, err := policy.NewPolicy(policy.PolicySpec{Rules: []policy.Rule{{ID: "ask-transfer", Tools: []string{"transfer"}, Decision: approval.Ask, Reason: "money moves"}}})

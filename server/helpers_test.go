@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
@@ -72,12 +73,12 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 	if err != nil {
 		return nil, err
 	}
-	applied := []string{runs.FieldAutonomy, runs.FieldApprovalTTL}
+	applied := []string{runcore.FieldAutonomy, runcore.FieldApprovalTTL}
 	if cfg.PolicyFile != "" { // the run's own policy file instead
 		if pol, _, err = policy.LoadPolicy(cfg.PolicyFile); err != nil {
 			return nil, err
 		}
-		applied = append(applied, runs.FieldPolicyFile)
+		applied = append(applied, runcore.FieldPolicyFile)
 	}
 	if cfg.Autonomy != "" {
 		if pol, err = pol.WithAutonomy(approval.Autonomy(cfg.Autonomy)); err != nil {
@@ -283,5 +284,5 @@ func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bu
 	if err := b[cfg.Agent]; err != nil {
 		return nil, err
 	}
-	return &runs.Built{Applied: runs.GovernanceFields()}, nil
+	return &runs.Built{Applied: runcore.GovernanceFields()}, nil
 }

@@ -29,7 +29,7 @@ import (
 type MCPLoginOptions struct {
 	// Dir is the directory of the tenants' logins, one directory each
 	// (mcptoken.TenantDir); the runs of a tenant use its logins
-	// (runs/build's Options.MCPTenantLogins). Required.
+	// (internal/runbuild's Options.MCPTenantLogins). Required.
 	Dir string
 	// RedirectURL is the URL of GET /v1/mcp/oauth/callback as the person's
 	// browser reaches this server (http://127.0.0.1:PORT/v1/mcp/oauth/callback

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -111,7 +111,7 @@ func (s *Server) runPolicyFile(run store.Run) (agent, path string) {
 		}
 		return c.Agent, ""
 	}
-	cfg, err := runs.LoadConfig(run)
+	cfg, err := runcore.LoadConfig(run)
 	if err != nil {
 		return "", ""
 	}

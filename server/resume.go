@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -165,7 +166,7 @@ func stopped(ctx context.Context, err error) error {
 }
 
 func (s *Server) sweepEvery() time.Duration {
-	ttl := runs.DefaultLeaseTTL
+	ttl := runcore.DefaultLeaseTTL
 	if d := s.leaseTTL(); d > 0 {
 		ttl = d
 	}
@@ -181,7 +182,7 @@ func (s *Server) onEvent(ctx context.Context, ev store.Event) {
 	switch ev.Type {
 	case serverapi.EventAutonomyChanged:
 		s.autonomy.apply(ev)
-	case store.EventApprovalDecided, store.EventApprovalExpired, runs.EventRunReleased:
+	case store.EventApprovalDecided, store.EventApprovalExpired, runcore.EventRunReleased:
 		s.tryResume(ctx, ev.RunID)
 	}
 }

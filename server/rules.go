@@ -10,8 +10,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/layer"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -121,7 +121,7 @@ func (s *Server) runWorkdir(ctx context.Context, runID string) string {
 	if err != nil {
 		return ""
 	}
-	if cfg, err := runs.LoadConfig(run); err == nil && cfg.Workdir != "" {
+	if cfg, err := runcore.LoadConfig(run); err == nil && cfg.Workdir != "" {
 		return cfg.Workdir
 	}
 	var sc sessionConfig // a Claude Code, Codex or MCP client session's run

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -52,7 +53,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	owner := p.decider()
-	id := runs.NewRunID()
+	id := runcore.NewRunID()
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		if len(key) > maxIdempotencyKey {
 			problemf(w, r, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d bytes", maxIdempotencyKey))
@@ -77,7 +78,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	if s.durable != nil {
-		s.startDurable(w, r, p, runs.DurableRun{RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt})
+		s.startDurable(w, r, p, runcore.DurableRun{RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt})
 		return
 	}
 	created := make(chan store.Run, 1)
@@ -130,7 +131,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 // startDurable enqueues a durable run and answers with its stored record.
 // The autonomy level in force for the tenant is the run's from its start (a
 // worker builds the run's agent from its stored configuration).
-func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principal, in runs.DurableRun) {
+func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principal, in runcore.DurableRun) {
 	if lvl := s.autonomy.effective(runRef{in.Tenant, in.RunID}); lvl != "" {
 		in.Config.Autonomy = lvl
 	}
@@ -220,7 +221,7 @@ func (s *Server) runView(ctx context.Context, run store.Run) (serverapi.RunView,
 	v := serverapi.RunView{RunSummary: summary(run), Transcript: json.RawMessage("[]"), ToolCalls: json.RawMessage("[]"), Pending: []serverapi.ApprovalView{}}
 	v.Autonomy = s.autonomy.effective(runRef{run.Tenant, run.ID})
 	if v.Autonomy == "" {
-		if cfg, err := runs.LoadConfig(run); err == nil {
+		if cfg, err := runcore.LoadConfig(run); err == nil {
 			v.Autonomy = cfg.Autonomy
 		}
 	}

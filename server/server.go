@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -65,15 +66,15 @@ type Options struct {
 	// while [Server.Run] runs.
 	Webhooks []Webhook
 	// Durable, if set, makes the runs this server starts durable runs
-	// (runs.Durable, driven by workers: `tollgate worker`, or this process's
+	// (runcore.Durable, driven by workers: `tollgate worker`, or this process's
 	// own engine): POST /v1/runs enqueues the run with
-	// [runs.DurableQueue.Start] (the run ID is the workflow's ID; an
+	// [runcore.DurableQueue.Start] (the run ID is the workflow's ID; an
 	// Idempotency-Key still names one run); a decision on a durable run's
-	// request is recorded with [runs.DurableQueue.Answer], which wakes the
-	// waiting run; a durable run is cancelled with [runs.DurableQueue.Cancel].
+	// request is recorded with [runcore.DurableQueue.Answer], which wakes the
+	// waiting run; a durable run is cancelled with [runcore.DurableQueue.Cancel].
 	// The server never resumes a durable run itself: its workflow does.
 	// Events, approvals and metrics come from the store as for any run.
-	Durable runs.DurableQueue
+	Durable runcore.DurableQueue
 	// ClaudeCode, if set, serves POST /v1/hooks/claude-code: Claude Code's
 	// hook events decided with its policies, each session a run (see
 	// [ClaudeCodeOptions]); without it the path is 404.
@@ -157,7 +158,7 @@ type Server struct {
 	codex  *claudeCode // nil without Options.Codex
 	store  store.Store
 	// layers reads the tenants' rule layers; nil when the store keeps none.
-	layers *runs.LayerSource
+	layers *runcore.LayerSource
 	host   *runs.Host
 	// sessionLogs indexes the logs of agent and MCP client sessions'
 	// runs, so that their asks and views read only what they need.
@@ -170,7 +171,7 @@ type Server struct {
 	mcp         http.Handler
 
 	// buildCache builds each agent once for its runs and resumes.
-	buildCache *runs.BuildCache
+	buildCache *runcore.BuildCache
 	// feed hands the events Run reads to every event stream.
 	feed   *feed
 	agents map[string]runs.RunConfig
@@ -204,7 +205,7 @@ type Server struct {
 	autonomy autonomyTable
 	webhooks []*webhook
 	streams  streamSlots
-	durable  runs.DurableQueue
+	durable  runcore.DurableQueue
 
 	// runCtx is the context of every run this server drives; Shutdown
 	// cancels it with runs.ErrHostStopping once its grace is over.
@@ -300,7 +301,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		srv.tickets.perPrincipal = defaultMaxTicketsPerPrincipal
 	}
 	for name, cfg := range opts.Agents {
-		if err := cfg.Check(); err != nil {
+		if err := runcore.CheckConfig(cfg); err != nil {
 			return nil, fmt.Errorf("server: agent %q: %w", name, err)
 		}
 		if cfg.Agent == "" {
@@ -341,7 +342,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		ho.Now = srv.now
 	}
 	ho.Middleware = append([]agent.Middleware{m.middleware()}, ho.Middleware...)
-	srv.buildCache = runs.NewBuildCache(b)
+	srv.buildCache = runcore.NewBuildCache(b)
 	var built runs.Builder = runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
 		if lvl := srv.autonomy.effective(runFrom(ctx)); lvl != "" {
 			cfg.Autonomy = lvl
@@ -351,7 +352,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	if ls, ok := s.(store.Layers); ok {
 		// Each tenant's runs and sessions are decided with its rule layer.
 		built = runs.WithLayer(built, ls)
-		srv.layers = runs.NewLayerSource(ls)
+		srv.layers = runcore.NewLayerSource(ls)
 	}
 	h, err := runs.New(s, built, &ho)
 	if err != nil {

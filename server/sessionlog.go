@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-dev/tollgate/gate"
-	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -124,7 +124,7 @@ func (sl *sessionLog) catchUp(ctx context.Context, st store.Store, run store.Run
 		}
 		for _, ev := range evs {
 			sl.read = ev.Seq
-			if ev.Type == runs.EventToolFinished {
+			if ev.Type == runcore.EventToolFinished {
 				sl.finished = append(sl.finished, ev.Seq)
 				sl.index(ev)
 			}

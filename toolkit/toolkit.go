@@ -61,7 +61,7 @@ type Options struct {
 	// (approval.CheckFile), and give the policy the workspace
 	// (policy.Policy.WithWorkdir): otherwise a rule on "secret/" does not
 	// stop "./secret/key.txt", the absolute path, or a link to the file.
-	// Package runs/build does both (build.WorkspacePolicy); docs/library.md
+	// The command's builder does both (internal/runbuild); docs/library.md
 	// ("Path rules by hand") shows the wiring by hand.
 	Builtin *builtin.Options
 	// Unconfined lets the builtin bash run commands with the host's own

@@ -20,10 +20,11 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -63,7 +64,7 @@ func approvalRunExtension() runExtension {
 			fs.DurationVar(&f.approvalTTL, "approval-ttl", 0, "approval requests expire this long after they are made, e.g. 1h (0: never); an expired request is refused")
 		},
 		// Policy, autonomy, records and approval-ttl are applied by
-		// package runs/build; who answers is this process's.
+		// package internal/runbuild; who answers is this process's.
 		setup: func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error {
 			switch cfg.Answer {
 			case approveYes, approveNo:
@@ -95,9 +96,9 @@ func approvalRunExtension() runExtension {
 }
 
 // loadPolicy loads file (if any), prints its problems to w, and applies the
-// autonomy override (build.LoadPolicy), its errors named by the flags.
+// autonomy override (runbuild.LoadPolicy), its errors named by the flags.
 func loadPolicy(w io.Writer, file, autonomy string) (*policy.Policy, error) {
-	pol, err := build.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) })
+	pol, err := runbuild.LoadPolicy(file, autonomy, func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) })
 	if err != nil {
 		return nil, flagError(err)
 	}
@@ -661,17 +662,17 @@ Exit status: as 'tollgate run'; 3 when requests are still pending.`,
 				return err
 			}
 			b := &cliBuilder{env: env, apiKey: apiKey, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), mcpLogins: true}
-			h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, b, false)
+			h, st, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, b, false)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			ctx := c.Context()
-			run, err := h.Store().GetRun(ctx, args[0])
+			run, err := st.GetRun(ctx, args[0])
 			if err != nil {
 				return withCode(exitError, noSuchRun(err, args[0]))
 			}
-			cfg, err := runs.LoadConfig(run)
+			cfg, err := runcore.LoadConfig(run)
 			if err != nil {
 				return withCode(exitError, err)
 			}

@@ -19,10 +19,10 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/records"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -186,7 +186,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		opts.StateDir = d
 	}
 	for _, p := range f.policies {
-		pol, err := build.LoadPolicy(p, "", notice)
+		pol, err := runbuild.LoadPolicy(p, "", notice)
 		if err != nil {
 			return nil, closeAll, err
 		}
@@ -197,7 +197,7 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		if !filepath.IsAbs(dir) {
 			dir = ""
 		}
-		reg, err := build.LoadHookFiles(f.hooks, notice, &declarative.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		reg, err := runbuild.LoadHookFiles(f.hooks, notice, &declarative.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			return nil, closeAll, err
 		}
@@ -238,7 +238,7 @@ func claudeServeOptions(cc *serveconfig.ClaudeCodeConfig, section, stateDir stri
 	}
 	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, dir)}
 	if cc.PolicyFile != "" || cc.Autonomy != "" {
-		pol, err := build.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
+		pol, err := runbuild.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +246,7 @@ func claudeServeOptions(cc *serveconfig.ClaudeCodeConfig, section, stateDir stri
 		o.PolicyFile = cc.PolicyFile
 	}
 	if len(cc.HooksFiles) > 0 {
-		reg, err := build.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		reg, err := runbuild.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			return nil, err
 		}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/model"
-	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
@@ -114,7 +114,7 @@ func TestPromptSources(t *testing.T) {
 			if err != nil || len(page.Runs) != 1 {
 				t.Fatalf("stored runs: %v, %v", page, err)
 			}
-			st, err := runs.LoadState(page.Runs[0])
+			st, err := runcore.LoadState(page.Runs[0])
 			if err != nil {
 				t.Fatal(err)
 			}

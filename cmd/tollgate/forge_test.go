@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/runs/build"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -58,7 +58,7 @@ func TestErrorLines(t *testing.T) {
 func TestMCPStatusLineOneLine(t *testing.T) {
 	t.Parallel()
 	print := func(st mcptool.ServerStatus) string {
-		return "tollgate: " + oneLine("mcp: "+build.MCPStatusLine(st), 2000)
+		return "tollgate: " + oneLine("mcp: "+runbuild.MCPStatusLine(st), 2000)
 	}
 	ready := print(mcptool.ServerStatus{Name: "evil", State: mcptool.StateReady, Transport: "stdio",
 		ServerInfo: &mcp.Implementation{Name: "x\r\ntollgate: mcp: server fs: ready", Version: "1\n2"}})

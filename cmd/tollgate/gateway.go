@@ -25,12 +25,12 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/internal/ids"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -219,7 +219,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	relay := mcpgateway.NewRelay()
 	var set *mcptool.Set
 	if len(f.mcp) > 0 {
-		cfg, err := build.LoadMCP(f.mcp, notice)
+		cfg, err := runbuild.LoadMCP(f.mcp, notice)
 		if err != nil {
 			return usageErr("gateway: --mcp: %v", unwrapField(err))
 		}
@@ -229,7 +229,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		}
 		defer set.Close()
 		for _, st := range set.Servers() {
-			notice("mcp: " + build.MCPStatusLine(st))
+			notice("mcp: " + runbuild.MCPStatusLine(st))
 		}
 	}
 	var ib mcpgateway.Inbox
@@ -283,9 +283,9 @@ func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *s
 		}
 	}
 	if f.policy != "" {
-		pol, err := build.LoadPolicy(f.policy, "", notice)
+		pol, err := runbuild.LoadPolicy(f.policy, "", notice)
 		if err == nil {
-			pol, err = build.WorkspacePolicy(pol, workdir)
+			pol, err = runbuild.WorkspacePolicy(pol, workdir)
 		}
 		if err != nil {
 			return o, closeAll, usageErr("gateway: --policy %s: %v", f.policy, unwrapField(err))
@@ -293,7 +293,7 @@ func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *s
 		o.Authorizers = []approval.Authorizer{pol}
 	}
 	if len(f.hooks) > 0 {
-		reg, err := build.LoadHookFiles(f.hooks, notice, &declarative.Options{Logger: logger, Dir: workdir})
+		reg, err := runbuild.LoadHookFiles(f.hooks, notice, &declarative.Options{Logger: logger, Dir: workdir})
 		if err != nil {
 			return o, closeAll, usageErr("gateway: --hooks: %v", err)
 		}
@@ -310,7 +310,7 @@ func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *s
 	return o, closeAll, nil
 }
 
-// unwrapField is the error inside a field error of runs/build.
+// unwrapField is the error inside a field error of internal/runbuild.
 func unwrapField(err error) error {
 	if u := errors.Unwrap(err); u != nil {
 		return u
@@ -380,14 +380,14 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // gatewayBuiltins returns the builtin tools on workdir as a run wires
-// them (build.Builtins): bash in the workspace sandbox with the policy's
+// them (runbuild.Builtins): bash in the workspace sandbox with the policy's
 // denied programs refused at exec, the file tools judged by the policy
 // again and refusing the gateway's own files. question is left out: its
 // questions would have no one to answer them.
 func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts gate.Options, logger *slog.Logger) ([]tool.Tool, func() error, error) {
 	protect := append(append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...), f.protect...)
 	protect = slices.DeleteFunc(protect, func(p string) bool { return p == "" })
-	tk, closeTools, err := build.Builtins(ctx, &build.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
+	tk, closeTools, err := runbuild.Builtins(ctx, &runbuild.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
 		Protect: protect, Disable: []string{"question"}, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
@@ -400,13 +400,13 @@ func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts
 }
 
 // gatewayClaude adds the hooks and permission rules of the --claude-settings
-// files to o, as 'tollgate run' runs them (build.ClaudeHooks), and the
+// files to o, as 'tollgate run' runs them (runbuild.ClaudeHooks), and the
 // files to those the builtin tools may not write.
 func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate.Options, notice func(string), logger *slog.Logger) error {
 	if len(f.claude) == 0 {
 		return nil
 	}
-	h, auths, protected, err := build.ClaudeHooks(ctx, &build.ClaudeHooksOptions{Files: f.claude, Workdir: workdir, Notice: notice, Logger: logger})
+	h, auths, protected, err := runbuild.ClaudeHooks(ctx, &runbuild.ClaudeHooksOptions{Files: f.claude, Workdir: workdir, Notice: notice, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) {

@@ -17,12 +17,12 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/layer"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
-	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -248,14 +248,14 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.Gatewa
 	}
 	gopts.ApprovalTTL = g.ApprovalTTL
 	if ls, ok := st.(store.Layers); ok {
-		withGatewayLayer(&gopts, runs.NewLayerSource(ls), g.Workdir)
+		withGatewayLayer(&gopts, runcore.NewLayerSource(ls), g.Workdir)
 	}
 	confine, release, err := toolsSandbox(env, g.Workdir, nil, nil, f.mcp)
 	if err != nil {
 		closeGate()
 		return nil, nil, err
 	}
-	cfg, err := build.LoadMCP(f.mcp, notice)
+	cfg, err := runbuild.LoadMCP(f.mcp, notice)
 	if err != nil {
 		release()
 		closeGate()
@@ -269,7 +269,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.Gatewa
 		return nil, nil, fmt.Errorf("mcp: %w", err)
 	}
 	for _, st := range set.Servers() {
-		notice("mcp: " + build.MCPStatusLine(st))
+		notice("mcp: " + runbuild.MCPStatusLine(st))
 	}
 	o.New = func(inbox mcpgateway.Inbox) (*mcpgateway.Gateway, error) {
 		return mcpgateway.New(ctx, set, &mcpgateway.Options{Gate: gopts, Workspace: g.Workdir, Relay: relay, PinsFile: g.PinsFile, Logger: logger, Inbox: inbox})
@@ -284,7 +284,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.Gatewa
 // client session) no tenant is known and the layer says nothing: an empty
 // layer, so that it neither hides every tool nor answers anything; every
 // call of the mounted gateway has its session (the gateway has an inbox).
-func withGatewayLayer(o *gate.Options, src *runs.LayerSource, workdir string) {
+func withGatewayLayer(o *gate.Options, src *runcore.LayerSource, workdir string) {
 	get := func(ctx context.Context) (*layer.Layer, error) {
 		s, ok := mcpgateway.SessionFrom(ctx)
 		if !ok {
@@ -292,5 +292,5 @@ func withGatewayLayer(o *gate.Options, src *runs.LayerSource, workdir string) {
 		}
 		return src.Getter(s.Client.Tenant, workdir)(ctx)
 	}
-	o.Authorizers, o.Hooks = runs.LayerVotes(o.Authorizers, o.Hooks, get)
+	o.Authorizers, o.Hooks = runcore.LayerVotes(o.Authorizers, o.Hooks, get)
 }

@@ -34,7 +34,7 @@ const (
 	// the state directory (see stateFlags.storeURL).
 	envStoreURL = "TOLLGATE_STORE_URL"
 	// envLeaseTTL sets how long a run's lease lasts without a heartbeat (a
-	// Go duration, default runs.DefaultLeaseTTL): a run whose process died is
+	// Go duration, default runcore.DefaultLeaseTTL): a run whose process died is
 	// taken over by the next 'tollgate resume' once it expired.
 	envLeaseTTL = "TOLLGATE_LEASE_TTL"
 )
@@ -300,14 +300,14 @@ func leaseTTL(env *cliEnv) (time.Duration, error) {
 
 // openHost opens the store ([openStoreAt]) and a runs.Host over it that
 // builds agents with b.
-func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir, keyFile string, b runs.Builder, create bool) (*runs.Host, func(), error) {
+func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir, keyFile string, b runs.Builder, create bool) (*runs.Host, store.Store, func(), error) {
 	ttl, err := leaseTTL(env)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	s, err := openStoreAt(ctx, storeURL, stateDir, keyFile, create)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ls, ok := s.(store.Layers); ok {
 		b = runs.WithLayer(b, ls) // the store's rule layer decides too
@@ -315,9 +315,9 @@ func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir, keyFile stri
 	h, err := runs.New(s, b, &runs.Options{LeaseTTL: ttl})
 	if err != nil {
 		_ = s.Close()
-		return nil, nil, withCode(exitError, err)
+		return nil, nil, nil, withCode(exitError, err)
 	}
-	return h, func() { _ = s.Close() }, nil
+	return h, s, func() { _ = s.Close() }, nil
 }
 
 // readPrompt returns the prompt: the argument, stdin for "-", or the file of

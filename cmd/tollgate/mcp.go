@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -35,7 +35,7 @@ func mcpRunExtension() runExtension {
 	}
 }
 
-// openMCP is build.OpenMCP for `tollgate tools`: the files' warnings go to
+// openMCP is runbuild.OpenMCP for `tollgate tools`: the files' warnings go to
 // w; a file that does not load and a clash of tool names are usage errors
 // (exit 2), servers that did not start in time an error (exit 1). The
 // person's OAuth logins (tollgate mcp login) in the default state directory
@@ -45,7 +45,7 @@ func openMCP(ctx context.Context, env *cliEnv, files []string, w io.Writer, logg
 	if dir, err := defaultStateDir(env); err == nil {
 		logins = mcpLoginsDir(dir)
 	}
-	set, err := build.OpenMCP(ctx, files, &build.MCPOptions{
+	set, err := runbuild.OpenMCP(ctx, files, &runbuild.MCPOptions{
 		Notice:    func(line string) { fmt.Fprintln(w, "tollgate: "+oneLine(line, 2000)) },
 		Logger:    logger,
 		LookupEnv: env.lookupEnv,

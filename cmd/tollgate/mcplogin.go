@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 )
 
 // mcpLoginsDir is the directory of the OAuth logins to MCP servers in the
@@ -148,7 +148,7 @@ func loginServer(files []string, name string) (*mcptool.ServerConfig, error) {
 	if len(files) == 0 {
 		return nil, usageErr("mcp: --mcp FILE is required (the mcp.json that defines %s)", name)
 	}
-	cfg, err := build.LoadMCP(files, func(string) {})
+	cfg, err := runbuild.LoadMCP(files, func(string) {})
 	if err != nil {
 		if fe, ok := errors.AsType[*runs.FieldError](err); ok {
 			return nil, usageErr("--mcp: %w", fe.Err)
@@ -214,7 +214,7 @@ func loopbackFetcher(ln net.Listener, show func(url string)) auth.AuthorizationC
 }
 
 // loginOffer returns the offer of a login to a server that asks for one
-// during a run (build.Options.MCPLoginOffer), or nil when nobody is at the
+// during a run (runbuild.Options.MCPLoginOffer), or nil when nobody is at the
 // terminal to take it (the run's answers are not asked there, or stdin is
 // not a terminal): then the run says to run `tollgate mcp login`.
 func (cb *cliBuilder) loginOffer(cfg runs.RunConfig) func(context.Context, string) (auth.AuthorizationCodeFetcher, string, func(), error) {

@@ -20,7 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
-	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
@@ -291,7 +291,7 @@ func TestRunOffersMCPLogin(t *testing.T) {
 			}
 			var logins []string
 			for _, ev := range evs {
-				if ev.Type == runs.EventMCPLogin {
+				if ev.Type == runcore.EventMCPLogin {
 					logins = append(logins, string(ev.Data))
 				}
 			}

@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 )
 
-// modelKinds is the --model help: the kinds build.OpenModel knows, which
+// modelKinds is the --model help: the kinds runbuild.OpenModel knows, which
 // opens the models of `tollgate run`, `resume`, `serve` and `worker`.
 const modelKinds = `Models (--model KIND:NAME):
   script:PATH       replays a YAML script of assistant turns (offline)
@@ -24,13 +24,13 @@ require a key; other servers may need none. The key is never printed, logged
 or stored with a halted run: 'tollgate resume' reads it from the environment
 again (--api-key-env is stored, being only a name).`
 
-// keyFlagError returns build.OpenModel's missing key (a build.KeyError) as
+// keyFlagError returns runbuild.OpenModel's missing key (a runbuild.KeyError) as
 // the usage error of run's flags, which name how a key is given: the
 // service's variable, or the one --api-key-env names. It does not point to
 // --api-key: a key on a command line is visible to every process of the
 // machine. It returns nil for any other error.
 func keyFlagError(err error) error {
-	ke, ok := errors.AsType[*build.KeyError](err)
+	ke, ok := errors.AsType[*runbuild.KeyError](err)
 	if !ok {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/runs/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/dbosengine"
 )
 
 // docSection returns the text of the page file (a path from the

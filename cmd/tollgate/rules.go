@@ -13,7 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/internal/layer"
-	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -180,7 +180,7 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 			}
 			workdir := ""
 			if run, err := s.GetRun(c.Context(), a.RunID); err == nil {
-				if cfg, err := runs.LoadConfig(run); err == nil {
+				if cfg, err := runcore.LoadConfig(run); err == nil {
 					workdir = cfg.Workdir
 				}
 			}

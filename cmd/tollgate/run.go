@@ -18,8 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/tool"
 
 	"github.com/spf13/cobra"
@@ -97,7 +98,7 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 	default:
 		return runs.RunConfig{}, usageErr("run: --approve %q: want prompt, wait, yes or no", f.approve)
 	}
-	ref, err := runs.ParseModelRef(f.model)
+	ref, err := runcore.ParseModelRef(f.model)
 	if err != nil {
 		return runs.RunConfig{}, usageErr("run: --model: %v", err)
 	}
@@ -123,7 +124,7 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 
 // runExtension adds flags to `tollgate run` and, for what belongs to the
 // command line only (who answers at the terminal, OTLP export), takes part
-// in building a run's agent after package runs/build made it.
+// in building a run's agent after package internal/runbuild made it.
 type runExtension struct {
 	flags func(fs *pflag.FlagSet, f *runFlags)
 	setup func(ctx context.Context, cb *cliBuilder, cfg runs.RunConfig, built *runs.Built) error
@@ -141,7 +142,7 @@ func runExtensions() []runExtension {
 	}
 }
 
-// cliBuilder is the command line's runs.Builder: package runs/build, which
+// cliBuilder is the command line's runs.Builder: package internal/runbuild, which
 // applies every field of a run's stored configuration in whatever directory
 // the command runs, with this process's key, logs and terminal, and its
 // errors named by run's flags.
@@ -246,7 +247,7 @@ func stateHidden(stateDir, keyFile string) []string {
 	return out
 }
 
-// build is Build with the errors of package runs/build as they are
+// build is Build with the errors of package internal/runbuild as they are
 // (runs.FieldError naming the configuration's fields, which Build maps to
 // run's flags); flags also refuses this process's --api-key for a script
 // model, as run's flags do.
@@ -261,8 +262,8 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 			return nil, err
 		}
 	}
-	b := build.New(&build.Options{
-		// The model is opened by build.OpenModel with this process's key. A
+	b := runbuild.New(&runbuild.Options{
+		// The model is opened by runbuild.OpenModel with this process's key. A
 		// provider's retries, with how long each waits, are shown even
 		// without --verbose (WarnLogger): a wait of a minute must not look
 		// like a hang.
@@ -293,9 +294,9 @@ func (cb *cliBuilder) build(ctx context.Context, cfg runs.RunConfig, flags bool)
 // configFlags maps the fields of runs.RunConfig to the flags of `tollgate
 // run` that set them.
 var configFlags = map[string]string{
-	runs.FieldDeny: "deny", runs.FieldPolicyFile: "policy", runs.FieldAutonomy: "autonomy",
-	runs.FieldApprovalTTL: "approval-ttl", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
-	runs.FieldRecordsFile: "records", runs.FieldClaude: "claude-settings", "claude.files": "claude-settings",
+	runcore.FieldDeny: "deny", runcore.FieldPolicyFile: "policy", runcore.FieldAutonomy: "autonomy",
+	runcore.FieldApprovalTTL: "approval-ttl", runcore.FieldHooksFiles: "hooks", runcore.FieldMCPFiles: "mcp",
+	runcore.FieldRecordsFile: "records", runcore.FieldClaude: "claude-settings", "claude.files": "claude-settings",
 	"claude.failModes": "claude-fail", "claude.timeout": "claude-timeout", "sandbox.bash": "sandbox", "sandbox.hooks": "hooks-sandbox",
 	"sandbox.read": "sandbox-read", "model": "model", "model.baseUrl": "base-url", "model.apiKeyEnv": "api-key-env",
 	"workdir": "workdir",
@@ -419,7 +420,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 pending, 4 incomplete.`,
 		if err != nil {
 			return err
 		}
-		h, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, keyFile: keyFile, exts: rc.exts, mcpLogins: true}, true)
+		h, _, closeStore, err := openHost(c.Context(), env, storeURL, stateDir, keyFile, &cliBuilder{env: env, logs: logs, apiKey: fl.apiKey, stateDir: stateDir, keyFile: keyFile, exts: rc.exts, mcpLogins: true}, true)
 		if err != nil {
 			return err
 		}

@@ -178,7 +178,7 @@ func newRunsCmd(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, closeStore, err := openHost(c.Context(), env, storeURL, dir, keyFile, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
+			h, _, closeStore, err := openHost(c.Context(), env, storeURL, dir, keyFile, runs.BuilderFunc(func(context.Context, runs.RunConfig) (*runs.Built, error) {
 				return nil, fmt.Errorf("cancel builds no agent")
 			}), false)
 			if err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/mcptool"
-	"github.com/tollgate-dev/tollgate/runs/build"
 	"github.com/tollgate-dev/tollgate/sandbox"
 )
 
@@ -42,7 +42,7 @@ func sandboxRunExtension() runExtension {
 // configured "sandbox": "off" start. The workspace's .claude directory is
 // sealed, as in a run, so that no server plants Claude Code settings there;
 // release, once the servers have stopped, removes it if the seal made it
-// (build.HoldClaudeSeal) and says so on stderr if it could not.
+// (runbuild.HoldClaudeSeal) and says so on stderr if it could not.
 func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16, mcpFiles []string) (confine func(*exec.Cmd, string, *mcptool.ServerConfig) error, release func(), err error) {
 	var read []string
 	for _, r := range reads {
@@ -85,7 +85,7 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 		}, func() {}, nil
 	}
 	claude := filepath.Join(workspace, ".claude")
-	unseal, err := build.HoldClaudeSeal(claude)
+	unseal, err := runbuild.HoldClaudeSeal(claude)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -100,7 +100,7 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 	if dir, err := defaultStateDir(env); err == nil {
 		hide = stateHidden(dir, "")
 	}
-	return build.MCPConfine(sb, cwd, func() sandbox.Policy {
+	return runbuild.MCPConfine(sb, cwd, func() sandbox.Policy {
 		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect, Seal: []string{claude}, Hide: hide}
 	}), release, nil
 }

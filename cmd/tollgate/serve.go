@@ -17,9 +17,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/server/web"
 	"github.com/tollgate-dev/tollgate/store"
@@ -200,13 +201,14 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 		if ls, ok := st.(store.Layers); ok {
 			ab = runs.WithLayer(b, ls)
 		}
-		agents := runs.NewBuildCache(ab)
+		agents := runcore.NewBuildCache(ab)
 		defer agents.Close()
-		e, err := dbosengine.New(ctx, dbosengine.Options{
-			DatabaseURL: d.DatabaseURL, Store: st, Builder: agents, Worker: d.Concurrency > 0,
-			Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
-			Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, Logger: logger,
-		})
+		if d.Concurrency > 0 {
+			warmAgents(ctx, agents, cfg, tokens.Tenants(), logger)
+		}
+		eo := durableOptions(d)
+		eo.Store, eo.Builder, eo.Logger = st, agents, logger
+		e, err := dbosengine.New(ctx, eo)
 		if err != nil {
 			return withCode(exitError, fmt.Errorf("durable runs: %v", err))
 		}
@@ -398,4 +400,48 @@ func callbackURL(addr net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/v1/mcp/oauth/callback"
+}
+
+// durableOptions are the durable engine's options that server.yaml's
+// durable: section sets, every key of it; the caller adds the store, the
+// builder and the logger.
+func durableOptions(d *serveconfig.DurableConfig) dbosengine.Options {
+	return dbosengine.Options{
+		DatabaseURL: d.DatabaseURL, Worker: d.Concurrency > 0,
+		Queue: d.Queue, Concurrency: d.Concurrency, ExecutorID: d.ExecutorID,
+		Heartbeat: d.Heartbeat, DeadAfter: d.DeadAfter, AnswerPoll: d.AnswerPoll, QueuePoll: d.QueuePoll,
+	}
+}
+
+// maxWarmAgents bounds the agents warmAgents builds: the build cache keeps
+// 64 idle.
+const maxWarmAgents = 32
+
+// warmAgents builds, before this process takes durable runs, the agent of
+// each agent of cfg for each tenant that may start it (those of
+// cfg.AgentTenants, else tenants), as a run's first build would, so that
+// the first durable run of each does not wait for it. A build that fails
+// is logged and left to the first run, which reports it; a tenant whose
+// autonomy level is set builds its own at its first run.
+func warmAgents(ctx context.Context, agents *runcore.BuildCache, cfg *serveconfig.Config, tenants []string, log *slog.Logger) {
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		ac := cfg.Agents[name]
+		if ac.Agent == "" {
+			ac.Agent = name // as the server stores it
+		}
+		ts := tenants
+		if limited := cfg.AgentTenants[name]; len(limited) > 0 {
+			ts = limited
+		}
+		for _, t := range ts {
+			if n == maxWarmAgents || ctx.Err() != nil {
+				return
+			}
+			n++
+			if err := agents.Warm(ctx, t, ac); err != nil {
+				log.Warn("building an agent before its first durable run failed; its first run will try again", "agent", name, "tenant", t, "error", err)
+			}
+		}
+	}
 }

@@ -7,8 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -26,7 +27,7 @@ func newWorkerCmd(env *cliEnv) *cobra.Command {
 		Long: `Take durable runs from a DBOS queue and drive them until SIGINT or SIGTERM.
 
 Runs are stored by a server (or any program using package
-runs/dbosengine) in DBOS's system database, SQLite on one machine or
+internal/dbosengine) in DBOS's system database, SQLite on one machine or
 PostgreSQL for many; every worker on that database is woken when a run is
 stored (PostgreSQL's NOTIFY; with SQLite it looks every 'queuePoll') and
 starts it, at most 'concurrency' at a time (runs waiting for an answer
@@ -98,7 +99,7 @@ Each run's agent is built from the configuration stored with the run, as
 			if ls, ok := st.(store.Layers); ok {
 				b = runs.WithLayer(b, ls) // each tenant's rule layer decides too
 			}
-			agents := runs.NewBuildCache(b)
+			agents := runcore.NewBuildCache(b)
 			defer agents.Close()
 			opts.Builder = agents
 			e, err := dbosengine.New(ctx, opts)

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval/inbox"
+	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -93,7 +94,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "deploy", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
+	id, err := client.Start(ctx, runcore.DurableRun{Config: runCfg, Prompt: "deploy", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}

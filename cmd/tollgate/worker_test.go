@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/dbosengine"
 	"github.com/tollgate-dev/tollgate/internal/pgtest"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/runs/dbosengine"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/postgres"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
@@ -106,7 +107,7 @@ func workerDrives(t *testing.T, dir, config string, env []string, dbURL string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Start(ctx, runs.DurableRun{Config: runCfg, Prompt: "read a.txt", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
+	id, err := client.Start(ctx, runcore.DurableRun{Config: runCfg, Prompt: "read a.txt", Owner: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}

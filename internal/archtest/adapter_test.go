@@ -14,7 +14,7 @@ import (
 // checked here).
 var composition = map[string]bool{
 	"cmd": true, "internal/cmd": true, "internal/readme": true,
-	"runs/build": true, "internal/runbuild": true,
+	"internal/runbuild": true,
 }
 
 // adapterUses lists, with the reason, the imports of an adapter by a
@@ -44,7 +44,7 @@ func adapterViolations(edges map[string][]string) []string {
 			if _, ok := adapterUses[[2]string{from, to}]; ok {
 				continue
 			}
-			problems = append(problems, pkg+" imports the adapter "+dep+": only the composition layers (cmd, runs/build) wire adapters")
+			problems = append(problems, pkg+" imports the adapter "+dep+": only the composition layers (cmd, internal/runbuild) wire adapters")
 		}
 	}
 	sort.Strings(problems)
@@ -91,12 +91,12 @@ func TestAdapterViolationsCatchesBadEdges(t *testing.T) {
 		"gate":            {"records"},        // upward too, and an adapter
 	}
 	good := map[string][]string{
-		"cmd/tollgate":     {"store/sqlite", "store/postgres", "model/openai"},
-		"runs/build":       {"model/openai", "sandbox", "records"},
-		"store/sqlite":     {"store", "internal/storeimpl"},
-		"mcpgateway":       {"mcptool"},
-		"runs":             {"store", "agent", "gate"},
-		"internal/cmd/foo": {"model/anthropic"},
+		"cmd/tollgate":      {"store/sqlite", "store/postgres", "model/openai"},
+		"internal/runbuild": {"model/openai", "sandbox", "records"},
+		"store/sqlite":      {"store", "internal/storeimpl"},
+		"mcpgateway":        {"mcptool"},
+		"runs":              {"store", "agent", "gate"},
+		"internal/cmd/foo":  {"model/anthropic"},
 	}
 	if got := adapterViolations(bad); len(got) != 4 {
 		t.Errorf("adapterViolations(bad) = %q, want 4", got)

@@ -63,6 +63,11 @@ var groups = []struct {
 	// checks them with.
 	{"store/storetest", 3},
 	{"runs", 4},
+	// What the hosts of runs share and a program does not call: the run
+	// configuration's checks and pins, the builder contract, the stored
+	// form of a run, the durable driver, the build cache; runs is its
+	// public face.
+	{"internal/runcore", 4},
 	// The approvals driver: finds and decides the requests of a store for
 	// every host (cmd, server); above the store it reads.
 	{"approval/inbox", 4},
@@ -79,14 +84,14 @@ var groups = []struct {
 	{"internal/replay", 4},
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
-	{"runs/dbosengine", 4},
+	{"internal/dbosengine", 4},
 	{"server", 5}, // the HTTP API, above the host layer it drives runs with
 	// The JSON of the HTTP API (views, requests, problems), which the
 	// server and the command share.
 	{"internal/serverapi", 5},
 	// The wiring of a RunConfig into a governed agent (providers, MCP,
 	// YAML hooks, the sandbox): what cmd used to do alone, for every host.
-	{"runs/build", 5},
+	{"internal/runbuild", 5},
 	{"cmd", 6},
 	// server.yaml and the tokens file read for `tollgate serve`: above the
 	// server whose options they fill, beside the command.
@@ -118,7 +123,9 @@ var allowedSideways = map[[2]string]bool{
 	{"internal/argcheck", "internal/jsondecode"}: true,
 	{"internal/hookrun", "hooks"}:                true,
 	{"server", "internal/serverapi"}:             true,
-	{"runs/dbosengine", "runs"}:                  true,
+	{"internal/dbosengine", "runs"}:              true,
+	{"internal/dbosengine", "internal/runcore"}:  true,
+	{"runs", "internal/runcore"}:                 true,
 }
 
 // adapters may import the agent (a level-3 peer) but nothing may import them
@@ -127,7 +134,7 @@ var adapters = map[string]bool{
 	"model/openai": true, "model/anthropic": true, "model/scripted": true, "model/modeltest": true,
 	"mcptool": true, "hooks/declarative": true, "hooks/claudecode": true, "store/memory": true, "store/sqlite": true, "store/postgres": true, "records": true,
 	"sandbox": true, "telemetry": true,
-	"runs/dbosengine": true,
+	"internal/dbosengine": true,
 }
 
 func groupOf(pkg string) (string, int) {

@@ -6,7 +6,7 @@
 // [configfile.Problem]: FILE:LINE:COL: field: message.
 //
 // Its users are server.yaml and the tokens file (package server), `tollgate
-// worker`'s file (runs/dbosengine), policies (policy), seed 000's hooks YAML
+// worker`'s file (internal/dbosengine), policies (policy), seed 000's hooks YAML
 // (hooks/declarative), Claude Code's settings.json (hooks/claudecode),
 // mcp.json (mcptool) and scripts (model/scripted).
 package configread

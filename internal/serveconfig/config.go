@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/configread"
 	"github.com/tollgate-dev/tollgate/internal/glob"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 )
@@ -128,8 +129,8 @@ type Config struct {
 // configKeys maps the JSON names of [runs.RunConfig] fields that differ
 // from their keys in server.yaml to those keys.
 var configKeys = map[string]string{
-	runs.FieldPolicyFile: "policy", runs.FieldHooksFiles: "hooks", runs.FieldMCPFiles: "mcp",
-	runs.FieldRecordsFile: "records", "model.baseUrl": "baseUrl", "model.apiKeyEnv": "apiKeyEnv",
+	runcore.FieldPolicyFile: "policy", runcore.FieldHooksFiles: "hooks", runcore.FieldMCPFiles: "mcp",
+	runcore.FieldRecordsFile: "records", "model.baseUrl": "baseUrl", "model.apiKeyEnv": "apiKeyEnv",
 	"model.name": "model", "model.provider": "model",
 }
 
@@ -167,7 +168,7 @@ func (c *Config) CheckAgents(ctx context.Context, b runs.Builder) error {
 			// An agent built without the governance its keys ask for
 			// (deny, policy, hooks, mcp, records, sandbox) is refused here,
 			// at its key, not at its first run.
-			if err = runs.CheckBuilt(cfg, built); err != nil && built.Close != nil {
+			if err = runcore.CheckBuilt(cfg, built); err != nil && built.Close != nil {
 				_ = built.Close()
 			}
 		}
@@ -219,7 +220,7 @@ func (c *Config) AgentProblem(name string, err error) string {
 }
 
 // DurableConfig is the durable: section of a server configuration: the
-// runs the server starts are durable runs (runs.Durable) on a DBOS queue,
+// runs the server starts are durable runs (runcore.Durable) on a DBOS queue,
 // driven by `tollgate worker` processes and, when Concurrency is above
 // zero, by the server's own process too. The command wires it
 // (server.Options.Durable); the keys mirror `tollgate worker`'s:
@@ -234,6 +235,7 @@ func (c *Config) AgentProblem(name string, err error) string {
 //	  heartbeat: 5s               # with concurrency above 0, as for a worker
 //	  deadAfter: 30s
 //	  answerPoll: 30s
+//	  queuePoll: 50ms             # how often an idle worker with SQLite looks for runs
 //
 // The store must be one the workers share (sqlite in the same state
 // directory on one machine, postgres for many); store: memory is refused.
@@ -250,8 +252,9 @@ type DurableConfig struct {
 	Concurrency int
 	// ExecutorID names this process to DBOS, "" for the engine's default.
 	ExecutorID string
-	// Heartbeat, DeadAfter and AnswerPoll are zero for the engine's defaults.
-	Heartbeat, DeadAfter, AnswerPoll time.Duration
+	// Heartbeat, DeadAfter, AnswerPoll and QueuePoll are zero for the
+	// engine's defaults.
+	Heartbeat, DeadAfter, AnswerPoll, QueuePoll time.Duration
 }
 
 // DefaultAddr is the address a configuration without addr listens on.
@@ -355,6 +358,7 @@ type durableYAML struct {
 	Heartbeat   string `yaml:"heartbeat"`
 	DeadAfter   string `yaml:"deadAfter"`
 	AnswerPoll  string `yaml:"answerPoll"`
+	QueuePoll   string `yaml:"queuePoll"`
 }
 
 type webhookYAML struct {
@@ -515,7 +519,7 @@ func LoadConfig(path string) (*Config, error) {
 		if len(a.Tenants) > 0 {
 			c.AgentTenants[name] = a.Tenants
 		}
-		ref, err := runs.ParseModelRef(a.Model)
+		ref, err := runcore.ParseModelRef(a.Model)
 		ok := err == nil
 		if !ok {
 			ps.add(base+".model", field("model"), "%v", err)
@@ -586,6 +590,7 @@ func loadDurable(ps *problems, d *durableYAML, storeKind string, rel func(string
 		Heartbeat:  duration("$.durable.heartbeat", "durable.heartbeat", d.Heartbeat),
 		DeadAfter:  duration("$.durable.deadAfter", "durable.deadAfter", d.DeadAfter),
 		AnswerPoll: duration("$.durable.answerPoll", "durable.answerPoll", d.AnswerPoll),
+		QueuePoll:  duration("$.durable.queuePoll", "durable.queuePoll", d.QueuePoll),
 	}
 	switch {
 	case d.Database != "" && d.DatabaseEnv != "":

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
@@ -57,7 +58,7 @@ agents:
 		a.PolicyFile != filepath.Join(dir, "policy.yaml") || a.Autonomy != "cautious" || time.Duration(a.ApprovalTTL) != time.Hour || a.Sandbox.Bash != "off" {
 		t.Fatalf("config %+v, agent %+v", c, a)
 	}
-	if err := a.Check(); err != nil {
+	if err := runcore.CheckConfig(a); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.AgentTenants) != 1 || strings.Join(c.AgentTenants["shared"], ",") != "acme,globex" {
@@ -78,11 +79,11 @@ func TestLoadConfigDurable(t *testing.T) {
 	if d := c.Durable; d == nil || d.DatabaseURL != "postgres://tollgate@db:5432/tollgate" || d.Concurrency != 0 || d.DeadAfter != 20*time.Second {
 		t.Fatalf("durable %+v", c.Durable)
 	}
-	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:dbos.db\n  concurrency: 8\n  queue: q\n")
+	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\ndurable:\n  database: sqlite:dbos.db\n  concurrency: 8\n  queue: q\n  queuePoll: 20ms\n")
 	if c, err = serveconfig.LoadConfig(p); err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Durable; d == nil || d.DatabaseURL != "sqlite:"+filepath.Join(dir, "dbos.db") || d.Concurrency != 8 || d.Queue != "q" {
+	if d := c.Durable; d == nil || d.DatabaseURL != "sqlite:"+filepath.Join(dir, "dbos.db") || d.Concurrency != 8 || d.Queue != "q" || d.QueuePoll != 20*time.Millisecond {
 		t.Fatalf("durable %+v", c.Durable)
 	}
 	p = writeFile(t, dir, "server.yaml", "agents:\n  a:\n    model: script:s\n    workdir: w\n")
@@ -202,7 +203,7 @@ func FuzzLoadConfig(f *testing.F) {
 			return
 		}
 		for _, a := range c.Agents {
-			if err := a.Check(); err != nil {
+			if err := runcore.CheckConfig(a); err != nil {
 				t.Fatalf("loaded agent fails its check: %v", err)
 			}
 		}
@@ -224,7 +225,7 @@ func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bu
 	if err := b[cfg.Agent]; err != nil {
 		return nil, err
 	}
-	return &runs.Built{Applied: runs.GovernanceFields()}, nil
+	return &runs.Built{Applied: runcore.GovernanceFields()}, nil
 }
 
 // CheckAgents finds a missing workspace and an agent that does not build at
@@ -320,7 +321,7 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 	}
 	// A builder that lists what it applied passes.
 	applied := runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
-		return &runs.Built{Applied: []string{runs.FieldDeny, runs.FieldPolicyFile}}, nil
+		return &runs.Built{Applied: []string{runcore.FieldDeny, runcore.FieldPolicyFile}}, nil
 	})
 	if err := c.CheckAgents(t.Context(), applied); err != nil {
 		t.Fatalf("CheckAgents with Applied: %v", err)

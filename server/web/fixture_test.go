@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/builtin"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/model"
@@ -142,7 +143,7 @@ func (b *builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 	}
 	return &runs.Built{Options: agent.Options{ID: cfg.Agent, Model: b.m, Tools: b.tools,
 		Authorizers: []approval.Authorizer{pol}, MaxParallel: 1, ApprovalTTL: b.ttl},
-		Applied: []string{runs.FieldPolicyFile}}, nil
+		Applied: []string{runcore.FieldPolicyFile}}, nil
 }
 
 // fixture is a server with the page, in process, over a memory store.

@@ -42,7 +42,7 @@ func BenchmarkGetLayer(b *testing.B) {
 }
 
 // BenchmarkLayerVersion is what a decision pays once its tenant's layer
-// is compiled (runs.LayerSource): one read of the version.
+// is compiled (internal/runcore's LayerSource): one read of the version.
 func BenchmarkLayerVersion(b *testing.B) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "tollgate.db"), nil)

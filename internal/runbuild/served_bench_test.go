@@ -1,0 +1,404 @@
+package runbuild_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
+	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
+)
+
+// servedClients is how many clients start runs at once in the loaded rounds.
+const servedClients = 50
+
+// servedRound is how many runs each loaded round drives.
+const servedRound = 200
+
+// servedWatchers is how many event streams watch the watched server.
+const servedWatchers = 100
+
+// BenchmarkServedVsInProcess measures a run served by package server (the
+// builder of this package, a SQLite store, runs started over HTTP by
+// servedClients clients) against the same agent built once and run in
+// this process (agent.Run), in interleaved rounds of one run at a time and
+// of servedRound runs under load. The agent is a script of two model turns
+// with one glob call. Drivers: inproc (agent.Run), host (a runs.Host on
+// its own SQLite store, the agent's options built once), served, and
+// watched (served, with servedWatchers SSE streams of the tenant open on
+// its server). Reported per driver: loaded runs/s, one-at-a-time ms/run,
+// and CPU ms/run (this process and its children); the ratios the server's
+// targets are stated in; watched-lag-p99-ms, from a run's end event's time
+// (set before it waits for the store's writer) to its arrival at a
+// watcher; watched-fanout-p99-ms, from the moment a reader of the store in
+// this process sees it to its arrival at a watcher (the server's part of
+// the lag); and watched-serial-lag-p99-ms, the first while the watched
+// server's runs go one at a time.
+func BenchmarkServedVsInProcess(b *testing.B) {
+	cfg := servedConfig(b)
+	inproc, built := newInProcess(b, cfg)
+	host := newHost(b, cfg, built)
+	served, _ := newServed(b, cfg, 0)
+	watched, lag := newServed(b, cfg, servedWatchers)
+	drivers := []struct {
+		name string
+		run  func() error
+	}{{"inproc", inproc}, {"host", host}, {"served", served}, {"watched", watched}}
+	tput := map[string][]float64{}
+	serial := map[string][]float64{}
+	cpu := map[string][]float64{}
+	b.ResetTimer()
+	for i := range b.N {
+		order := slices.Clone(drivers)
+		for range i % len(order) {
+			order = append(order[1:], order[0])
+		}
+		for _, d := range order {
+			t0 := time.Now()
+			lag.serial.Store(d.name == "watched")
+			for range 20 {
+				if err := d.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			serial[d.name] = append(serial[d.name], float64(time.Since(t0).Microseconds())/1000/20)
+			lag.serial.Store(false)
+			t0, c0 := time.Now(), cpuTime()
+			if err := loaded(d.run); err != nil {
+				b.Fatal(err)
+			}
+			tput[d.name] = append(tput[d.name], servedRound/time.Since(t0).Seconds())
+			cpu[d.name] = append(cpu[d.name], float64((cpuTime()-c0).Microseconds())/1000/servedRound)
+		}
+	}
+	b.StopTimer()
+	for _, d := range drivers {
+		b.ReportMetric(median(tput[d.name]), d.name+"-runs/s")
+		b.ReportMetric(median(serial[d.name]), d.name+"-serial-ms")
+		b.ReportMetric(median(cpu[d.name]), d.name+"-cpu-ms")
+	}
+	b.ReportMetric(median(tput["served"])/median(tput["inproc"]), "served/inproc-runs/s")
+	b.ReportMetric(median(serial["served"])/median(serial["inproc"]), "served/inproc-serial")
+	b.ReportMetric(median(tput["served"])/median(tput["host"]), "served/host-runs/s")
+	b.ReportMetric(median(serial["served"])/median(serial["host"]), "served/host-serial")
+	b.ReportMetric(median(tput["watched"])/median(tput["served"]), "watched/served-runs/s")
+	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.ms }), "watched-lag-p99-ms")
+	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.fanout }), "watched-fanout-p99-ms")
+	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.serialMs }), "watched-serial-lag-p99-ms")
+}
+
+// loaded drives servedRound runs with servedClients at once.
+func loaded(run func() error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, servedClients)
+	work := make(chan struct{}, servedRound)
+	for range servedRound {
+		work <- struct{}{}
+	}
+	close(work)
+	for range servedClients {
+		wg.Go(func() {
+			for range work {
+				if err := run(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// cpuTime is the CPU time of this process and its waited-for children.
+func cpuTime() time.Duration {
+	var total time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if syscall.Getrusage(who, &ru) == nil {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return total
+}
+
+// servedConfig is the benchmark's agent: a script of a glob call, then an
+// answer, on a workspace of a few files.
+func servedConfig(tb testing.TB) runs.RunConfig {
+	dir := tb.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for i := range 5 {
+		writeFile(tb, filepath.Join(ws, fmt.Sprintf("f%d.go", i)), "package f\n")
+	}
+	writeFile(tb, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls:\n      - name: glob\n        args: {pattern: \"*.go\"}\n  - text: done\n")
+	cfg, err := runs.RunConfig{Agent: "globber", Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws"}.Resolve(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
+}
+
+// newInProcess builds cfg's agent once and returns a driver that runs it.
+func newInProcess(b *testing.B, cfg runs.RunConfig) (func() error, *runs.Built) {
+	built, err := runbuild.New(nil).Build(b.Context(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = built.Close() })
+	a, err := agent.New(&built.Options)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() error {
+		res, err := a.Run(context.Background(), "go")
+		if err == nil && res.Text != "done" {
+			err = fmt.Errorf("in process: answer %q", res.Text)
+		}
+		return err
+	}, built
+}
+
+// newHost returns a driver that starts a run with a runs.Host in this
+// process on a SQLite store of its own, its agent's options built once.
+func newHost(b *testing.B, cfg runs.RunConfig, built *runs.Built) func() error {
+	st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "host.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	h, err := runs.New(st, runs.BuilderFunc(func(ctx context.Context, cfg runs.RunConfig) (*runs.Built, error) {
+		once := *built
+		once.Close = nil
+		return &once, nil
+	}), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() error {
+		res, err := h.Start(context.Background(), runs.StartRequest{Config: cfg, Prompt: "go"})
+		if err == nil && res.Text != "done" {
+			err = fmt.Errorf("host: answer %q", res.Text)
+		}
+		return err
+	}
+}
+
+// newServed starts a server over a SQLite store, with watchers SSE streams
+// of its tenant open, and returns a driver that starts a run over HTTP and
+// waits until it is stored as ended, and the watchers' delivery lags.
+func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *lags) {
+	st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "runs.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	tokens, err := serveconfig.NewTokens([]serveconfig.TokenEntry{{SHA256: serveconfig.HashToken("tg_ops"), Name: "olga", Roles: []server.Role{server.RoleAdmin}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(st, runbuild.New(nil), &server.Options{Agents: map[string]runs.RunConfig{"globber": cfg}, Tokens: tokens.Lookup,
+		MaxStreams: 2 * servedWatchers, MaxStreamsPerPrincipal: 2 * servedWatchers, MaxRunsPerTenant: 4 * servedClients})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = srv.Run(ctx) }()
+	ts := httptest.NewServer(srv)
+	ends := newEnds(ctx, st)
+	b.Cleanup(func() {
+		cancel()
+		ts.CloseClientConnections()
+		ts.Close()
+		_ = srv.Shutdown(context.Background())
+	})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: servedClients}}
+	l := &lags{seen: ends}
+	for range watchers {
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer tg_ops")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET /v1/events: %v", err)
+		}
+		go l.watch(resp)
+	}
+	return func() error {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/runs", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
+		req.Header.Set("Authorization", "Bearer tg_ops")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		var view serverapi.RunView
+		err = json.NewDecoder(resp.Body).Decode(&view)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("POST /v1/runs: %d %v", resp.StatusCode, err)
+		}
+		ends.wait(view.ID)
+		run, err := st.GetRun(context.Background(), view.ID)
+		if err == nil && run.Status != store.RunDone {
+			err = fmt.Errorf("run %s ended %s", view.ID, run.Status)
+		}
+		return err
+	}, l
+}
+
+// lags collects how long events took from the store to a watcher: ms from
+// the event's time, fanout from when seen saw it in the store, serialMs
+// from the event's time while runs went one at a time (serial set).
+type lags struct {
+	seen     *ends
+	serial   atomic.Bool
+	serialMs []float64
+	mu       sync.Mutex
+	ms       []float64
+	fanout   []float64
+}
+
+// watch reads an event stream until it ends, noting the lag of each run's
+// end (decoding every event would make the watchers, not the server, what
+// the benchmark measures).
+func (l *lags) watch(resp *http.Response) {
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	end := false
+	for sc.Scan() {
+		line := sc.Text()
+		if typ, ok := strings.CutPrefix(line, "event: "); ok {
+			end = typ == runcore.EventRunFinished
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || !end {
+			continue
+		}
+		var ev serverapi.StreamEvent
+		if json.Unmarshal([]byte(data), &ev) == nil {
+			now := time.Now()
+			var fanout time.Duration
+			if at, ok := l.seen.seenAt(ev.RunID); ok {
+				fanout = now.Sub(at) // else the watcher was first: no lag
+			}
+			l.mu.Lock()
+			l.ms = append(l.ms, float64(now.Sub(ev.Time).Microseconds())/1000)
+			l.fanout = append(l.fanout, float64(fanout.Microseconds())/1000)
+			if l.serial.Load() {
+				l.serialMs = append(l.serialMs, float64(now.Sub(ev.Time).Microseconds())/1000)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// p99 is the 99th percentile of the lags of (ms, fanout or serialMs).
+func (l *lags) p99(of func(*lags) []float64) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ms := of(l)
+	if len(ms) == 0 {
+		return 0
+	}
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	return s[len(s)*99/100]
+}
+
+// ends follows a store's event log and tells waiters how their run ended.
+type ends struct {
+	mu      sync.Mutex
+	ended   map[string]store.RunStatus
+	waiting map[string]chan store.RunStatus
+	seen    map[string]time.Time // when each run's end was seen
+}
+
+func newEnds(ctx context.Context, st store.Store) *ends {
+	e := &ends{ended: map[string]store.RunStatus{}, waiting: map[string]chan store.RunStatus{}, seen: map[string]time.Time{}}
+	go func() {
+		var after int64
+		for ctx.Err() == nil {
+			evs, err := st.ListEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: after, Limit: store.MaxLimit})
+			if err != nil {
+				return
+			}
+			for _, ev := range evs {
+				after = ev.Seq
+				if ev.Type == runcore.EventRunFinished {
+					e.end(ev.RunID, store.RunDone)
+				}
+			}
+			if len(evs) == 0 {
+				_ = st.WaitEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: after})
+			}
+		}
+	}()
+	return e
+}
+
+func (e *ends) end(id string, status store.RunStatus) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seen[id] = time.Now()
+	if c, ok := e.waiting[id]; ok {
+		c <- status
+		delete(e.waiting, id)
+		return
+	}
+	e.ended[id] = status
+}
+
+// seenAt returns when the end of run id was seen in the store.
+func (e *ends) seenAt(id string) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.seen[id]
+	return t, ok
+}
+
+func (e *ends) wait(id string) store.RunStatus {
+	e.mu.Lock()
+	if s, ok := e.ended[id]; ok {
+		delete(e.ended, id)
+		e.mu.Unlock()
+		return s
+	}
+	c := make(chan store.RunStatus, 1)
+	e.waiting[id] = c
+	e.mu.Unlock()
+	return <-c
+}
+
+func writeFile(tb testing.TB, path, body string) {
+	tb.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
