@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -349,9 +350,9 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		}
 		return srv.buildCache.Build(ctx, cfg)
 	})
-	if ls, ok := s.(store.Layers); ok {
+	if ls, ok := s.(layerstore.Layers); ok {
 		// Each tenant's runs and sessions are decided with its rule layer.
-		built = runs.WithLayer(built, ls)
+		built = runcore.WithLayer(built, ls)
 		srv.layers = runcore.NewLayerSource(ls)
 	}
 	h, err := runs.New(s, built, &ho)

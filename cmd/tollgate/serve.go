@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -198,8 +199,8 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 		// The durable runs this process drives build each agent once
 		// (closed after the engine).
 		var ab runs.Builder = b
-		if ls, ok := st.(store.Layers); ok {
-			ab = runs.WithLayer(b, ls)
+		if ls, ok := st.(layerstore.Layers); ok {
+			ab = runcore.WithLayer(b, ls)
 		}
 		agents := runcore.NewBuildCache(ab)
 		defer agents.Close()
