@@ -2,7 +2,7 @@
 // decisions ("approve and remember", docs/approvals.md). A rule is
 // proposed from a decided call ([Propose]: the tool with a command prefix,
 // a path prefix or the exact arguments), accepted by an administrator into
-// a tenant's layer (kept, versioned, in package store: layerstore.Layers), and
+// a tenant's layer (kept, versioned, by the stores: [layerstore.Layers]), and
 // applies from the next decision of that tenant's runs.
 //
 // The policy files decide under deny > ask > allow, so a remembered allow
