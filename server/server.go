@@ -51,8 +51,8 @@ type Options struct {
 	// do not wait for the build. Nil leaves those builds to the first runs.
 	Tenants []string
 	// Page, if set, serves every GET outside /v1/, /healthz, /readyz and
-	// /metrics: GET /, /assets/... and the page's own views (the approvals
-	// page); without it those paths are 404.
+	// /metrics: GET /, /assets/... and the page's own views ([ApprovalsPage]
+	// gives tollgate's approvals page); without it those paths are 404.
 	Page http.Handler
 	// Host configures the [runs.Host] the server drives runs with (holder
 	// name, lease TTL, middleware); nil for the defaults.

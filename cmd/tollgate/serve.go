@@ -23,7 +23,6 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/server/web"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -183,7 +182,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 	if err := cfg.CheckAgents(ctx, b); err != nil {
 		return configErr("%w", err)
 	}
-	opts := &server.Options{Agents: cfg.Agents, AgentProblem: cfg.AgentProblem, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup, Tenants: tokens.Tenants(), Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
+	opts := &server.Options{Agents: cfg.Agents, AgentProblem: cfg.AgentProblem, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup, Tenants: tokens.Tenants(), Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: server.ApprovalsPage()}
 	if cc := cfg.Codex; cc != nil {
 		if opts.Codex, err = claudeServeOptions(cc, "codex", stateDir, env.stderr); err != nil {
 			return configErr("%s: codex: %w", cfg.File, err)

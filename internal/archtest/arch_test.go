@@ -87,6 +87,9 @@ var groups = []struct {
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"internal/dbosengine", 4},
+	// The approvals page: an html/template shell and its embedded script
+	// and style, which server.ApprovalsPage serves; below the server.
+	{"internal/web", 4},
 	{"server", 5}, // the HTTP API, above the host layer it drives runs with
 	// The JSON of the HTTP API (views, requests, problems), which the
 	// server and the command share.
