@@ -276,7 +276,7 @@ func (t *Tool) Server() string { return t.server }
 // backing off 200 ms then 400 ms, each try bounded by the server's Timeout.
 // A call that fails while in flight is not sent again: it may have run. A
 // renewal during the call is reported to the call's reporter as a notice
-// ([tool.NoticeRestart]); the server's progress notifications for the call
+// of kind "restart"; the server's progress notifications for the call
 // (it is sent with a progress token) as progress ([tool.Invocation.Progress]).
 //
 // A server's elicitation during the call that nobody can answer now
@@ -385,7 +385,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 			return r, nil
 		}
 		if errors.Is(err, ErrLoginRequired) {
-			tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
+			tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: noticeLogin, Source: "mcp:" + t.server,
 				Message: fmt.Sprintf("MCP server %q needs an OAuth login: run `tollgate mcp login %s`", t.server, t.server)})
 		}
 		if over := t.conn.oversized.Swap(nil); over != nil && !errors.Is(err, ErrHTTPMessageTooLarge) {
@@ -410,7 +410,7 @@ func (t *Tool) noticeRenewed(ctx context.Context) {
 	if t.conn.sc.URL != "" {
 		msg = fmt.Sprintf("MCP server %q was given a new session: it no longer knew the old one (it restarted)", t.server)
 	}
-	tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:" + t.server, Message: msg})
+	tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: noticeRestart, Source: "mcp:" + t.server, Message: msg})
 }
 
 // refusedUnsent reports whether err is the SDK refusing a call because its
@@ -513,3 +513,16 @@ func describe(c mcp.Content) contentInfo {
 	}
 	return info
 }
+
+// The kinds of the notices mcptool gives (tool.Notice's Kind).
+const (
+	// noticeRestart: the server was started again, or given a new
+	// session, during the call.
+	noticeRestart = "restart"
+	// noticeElicitation: the server asked the person for input during the
+	// call, and what became of it.
+	noticeElicitation = "elicitation"
+	// noticeLogin: the server asked for an OAuth login during the call and
+	// nobody could log in there and then.
+	noticeLogin = "login"
+)
