@@ -135,7 +135,11 @@ func (c contentInfo) String() string {
 }
 
 // Tool is one tool of an MCP server, as a [tool.Tool]. Its Spec's Name is
-// [ToolName](server, remote name), its Source "mcp:<server>", its Hints
+// "mcp__<server>__<remote name>", with every byte outside [A-Za-z0-9_-]
+// replaced by '_' (as [tool.SanitizeName] does); a name longer than
+// [tool.MaxNameLen] is cut and ends with "_" and 8 hex digits of a SHA-256
+// of the unsanitized name, so that two long names differing only at their
+// ends stay distinct. Its Source "mcp:<server>", its Hints
 // [HintsFor] the tool's annotations and the server's trust. It is safe for
 // concurrent use. Hosts that show tools may type-assert a tool.Tool to *Tool to
 // see what the server claimed.
@@ -189,7 +193,7 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, erro
 	h := HintsFor(ann, sc.Trusted)
 	return &Tool{
 		spec: tool.Spec{
-			Name:        ToolName(server, t.Name),
+			Name:        toolName(server, t.Name),
 			Description: t.Description,
 			InputSchema: schema,
 			Hints:       &h,
@@ -207,14 +211,14 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, erro
 
 // maxRemoteNameLen bounds the name a server may give a tool, in bytes. The MCP
 // specification (2025-11-25, "Tools: Tool names") asks for 1 to 128
-// characters; tollgate allows more, since [ToolName] shortens long names, but
+// characters; tollgate allows more, since toolName shortens long names, but
 // not without end.
 const maxRemoteNameLen = 1024
 
 // checkToolName rejects a tool name that cannot be shown or used safely: empty,
 // longer than maxRemoteNameLen, not UTF-8, or holding control characters
 // (which would reach a terminal through every listing). Other characters are
-// replaced by [ToolName].
+// replaced by toolName.
 func checkToolName(name string) error {
 	switch {
 	case name == "":
