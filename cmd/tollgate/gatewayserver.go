@@ -262,7 +262,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.Gatewa
 		closeGate()
 		return nil, nil, fmt.Errorf("mcp: %w", unwrapField(err))
 	}
-	relay := mcpgateway.NewRelay()
+	relay := &mcpgateway.Relay{}
 	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, LookupEnv: env.lookupEnv, Sandbox: confine, Forward: relay.Forward()})
 	if err != nil {
 		release()
