@@ -18,6 +18,13 @@ import (
 // command is refused rather than left to hang.
 const sealLockWait = 10 * time.Second
 
+// sealRemoveWait bounds how long [RemoveSealed] waits for the shared locks
+// on a sealed directory's parent to be let go: a command's helper lets go a
+// moment after the command ends, and a process that forks while it holds
+// the lock keeps it until its child execs. A lock held longer belongs to a
+// command still running, and the directory is left.
+const sealRemoveWait = 2 * time.Second
+
 // HoldSealed takes a shared lock on the parent of dir, a directory that
 // [Policy].Seal names, that keeps [RemoveSealed] from removing dir until
 // release is called, as a running command's helper does. A host holds it
@@ -109,10 +116,10 @@ func RemoveSealed(dir string) (bool, error) {
 		return false, fmt.Errorf("sandbox: removing %s: %w", dir, err)
 	}
 	defer unix.Close(fd)
-	if err := flock(fd, unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
-		return false, nil // a command that seals it runs
-	} else if err != nil {
+	if locked, err := lockExclusive(fd); err != nil {
 		return false, fmt.Errorf("sandbox: removing %s: locking its directory: %w", dir, err)
+	} else if !locked {
+		return false, nil // a command that seals it runs
 	}
 	// Relative to the locked directory, so that the one locked is the one
 	// changed. rmdir(2) removes only an empty directory, never a file or a
@@ -126,5 +133,22 @@ func RemoveSealed(dir string) (bool, error) {
 		return false, nil
 	default:
 		return false, fmt.Errorf("sandbox: removing %s: %w", dir, err)
+	}
+}
+
+// lockExclusive takes an exclusive flock(2) on fd, trying for at most
+// sealRemoveWait; false when shared holders kept it that long. It never
+// blocks in flock(2): a lock granted after the wait ended would be kept.
+func lockExclusive(fd int) (bool, error) {
+	deadline := time.Now().Add(sealRemoveWait)
+	for {
+		err := flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return err == nil, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -112,3 +112,25 @@ func isDir(path string) bool {
 	fi, err := os.Lstat(path)
 	return err == nil && fi.IsDir()
 }
+
+// RemoveSealed waits a moment for a hold that is let go as it is called (a
+// command's helper exits a moment after the command; a process that forked
+// while it held the lock keeps it until its child execs): the directory is
+// removed, not left behind.
+func TestRemoveSealedWaitsForAHoldLetGo(t *testing.T) {
+	claude := filepath.Join(t.TempDir(), ".claude")
+	if err := os.Mkdir(claude, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release, err := sandbox.HoldSealed(claude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		release()
+	}()
+	if removed, err := sandbox.RemoveSealed(claude); !removed || err != nil || exists(claude) {
+		t.Errorf("a hold let go while removing: removed %t, %v", removed, err)
+	}
+}

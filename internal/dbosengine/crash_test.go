@@ -50,8 +50,28 @@ func crashMatrix(t *testing.T, db func(*testing.T) string) {
 			approve(c, runID, c.pending(runID))
 		}, "counted"},
 		{"after the approval", func(c *cluster, key, runID string) {
-			approve(c, runID, c.pending(runID))
+			// w0 is stopped before the answer is stored and killed
+			// after, so it never acts on it: killed at once, it could
+			// have run turn 2 before the kill, and turn 2 runs again
+			// when a worker dies before its result is kept. The answer
+			// is stored while w0 is stopped, and may wait for a lock
+			// w0 holds until the kill lets it go.
+			req := c.pending(runID)
+			c.freeze("w0")
+			answered := make(chan error, 1)
+			go func() {
+				_, err := c.client.Answer(context.Background(), runID, req, store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")})
+				answered <- err
+			}()
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if a, err := c.store.GetApproval(context.Background(), runID, req); err == nil && a.Status != store.StatusPending {
+					break // stored; else w0 holds what it waits for
+				}
+			}
 			c.kill("w0")
+			if err := <-answered; err != nil {
+				t.Fatal(err)
+			}
 			c.startWorker("w1")
 		}, "counted"},
 		{"during the approved call's execute step", func(c *cluster, key, runID string) {

@@ -360,6 +360,21 @@ func (c *cluster) kill(id string) {
 	_ = p.Wait()
 }
 
+// freeze stops worker id (SIGSTOP) without ending it: what it has not
+// done yet it does not do until [cluster.kill] ends it.
+func (c *cluster) freeze(id string) {
+	c.t.Helper()
+	c.mu.Lock()
+	p := c.procs[id]
+	c.mu.Unlock()
+	if p == nil {
+		c.t.Fatalf("no worker %s", id)
+	}
+	if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // reaped waits until a live worker has taken over the runs of the killed
 // worker id: it ages id's heartbeat by testDeadAfter, as that long without
 // a beat would, until a reaper has deleted its row. It ages again on each
