@@ -162,7 +162,7 @@ func TestDurableCarriedApprovalIsChecked(t *testing.T) {
 					t.Errorf("answer %s: %v", id, err)
 				}
 			}
-			in := runcore.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "pay"}
+			in := runcore.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "pay"}
 			if err := runcore.PrepareDurable(ctx, st, &in); err != nil {
 				t.Fatal(err)
 			}

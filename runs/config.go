@@ -12,6 +12,12 @@ import "github.com/tollgate-dev/tollgate/internal/runcore"
 // (internal/runcore/config.go).
 type RunConfig = runcore.RunConfig
 
+// AgentConfig is what a configuration file sets for an agent's runs (an
+// agent's section of server.yaml, `tollgate run`'s flags): the
+// [RunConfig] but for what a run binds when it starts (its version, agent
+// name, answer, request digest and pins).
+type AgentConfig = runcore.AgentConfig
+
 // ModelRef names the model of a run without holding a secret
 // (Provider "script", "openai" or "anthropic", and Name); the key is read
 // from the environment variable APIKeyEnv, or the provider's default, each

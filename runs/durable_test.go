@@ -198,7 +198,7 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 				t.Errorf("answer %s: %v", req, err)
 			}
 		}
-		input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+		input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "move 5"}
 		if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +290,7 @@ func TestDurableHostCancel(t *testing.T) {
 					t.Errorf("cancel: %v", err)
 				}
 			}
-			input := runcore.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+			input := runcore.DurableRun{RunID: "run_c", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "move 5"}
 			if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 				t.Fatal(err)
 			}

@@ -40,7 +40,7 @@ func ExampleHost() {
 		return &runs.Built{Options: agent.Options{Model: m, Tools: agent.ToolList{transfer}, Authorizers: []approval.Authorizer{pol}}}, nil
 	})
 	st := memory.New(nil)
-	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "pay.yaml"}, Workdir: "."}.Resolve(os.TempDir())
+	cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "pay.yaml"}, Workdir: "."}}.Resolve(os.TempDir())
 	if err != nil {
 		panic(err)
 	}

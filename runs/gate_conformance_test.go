@@ -56,7 +56,7 @@ func (durableCaller) Call(t *testing.T, s gatetest.Setup, name string, args json
 			t.Errorf("answer %s: %v", id, err)
 		}
 	}
-	in := runcore.DurableRun{RunID: "run_g", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "go"}
+	in := runcore.DurableRun{RunID: "run_g", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "go"}
 	if err := runcore.PrepareDurable(ctx, st, &in); err != nil {
 		t.Fatal(err)
 	}

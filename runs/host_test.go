@@ -44,7 +44,7 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 }
 
 func testConfig(t *testing.T) runs.RunConfig {
-	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}.Resolve(t.TempDir())
+	cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}}.Resolve(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,11 +456,11 @@ func TestConfigPathsAbsolute(t *testing.T) {
 // configuration is refused; Resolve copies them, so that the caller's slices
 // stay its own.
 func TestConfigSandboxAndClaudePaths(t *testing.T) {
-	in := runs.RunConfig{
+	in := runs.RunConfig{AgentConfig: runs.AgentConfig{
 		Model: runs.ModelRef{Provider: "openai", Name: "m"}, Workdir: "ws",
 		Sandbox: &runs.SandboxConfig{Bash: "workspace", Read: []string{"data", "/etc/ssl"}, PassEnv: []string{"GOPATH"}},
 		Claude:  &runs.ClaudeConfig{Files: []string{".claude/settings.json"}, Timeout: runs.Duration(5 * time.Second)},
-	}
+	}}
 	cfg, err := in.Resolve("/start")
 	if err != nil {
 		t.Fatal(err)

@@ -52,8 +52,7 @@ func haltedRun(t *testing.T) (*runs.Host, store.Store, *countingBuilder, string)
 	if err := os.WriteFile(filepath.Join(ws, "conf", "policy.yaml"), []byte("rules: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: ".", PolicyFile: "conf/policy.yaml",
-		Claude: &runs.ClaudeConfig{Project: true}}.Resolve(ws)
+	cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: ".", PolicyFile: "conf/policy.yaml", Claude: &runs.ClaudeConfig{Project: true}}}.Resolve(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestCheckPinsOldAndIncomplete(t *testing.T) {
 	if err := runcore.CheckPins(pinned); err == nil || !strings.Contains(err.Error(), "hooks.yaml was not pinned") {
 		t.Fatalf("an unpinned governing file: %v", err)
 	}
-	if _, err := runcore.PinFiles((runs.RunConfig{Workdir: ws, PolicyFile: ws})); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := runcore.PinFiles((runs.RunConfig{AgentConfig: runs.AgentConfig{Workdir: ws, PolicyFile: ws}})); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("pinning a directory: %v", err)
 	}
 }
@@ -201,7 +200,7 @@ func TestDurableRefusesChangedPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: ws, PolicyFile: pol}, Prompt: "move 5"}
+		input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: ws, PolicyFile: pol}}, Prompt: "move 5"}
 		if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 			t.Fatal(err)
 		}

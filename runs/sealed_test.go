@@ -145,7 +145,7 @@ func TestDurableForgedDecisionIsNotRun(t *testing.T) {
 					forged = true
 				}
 			}
-			input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: t.TempDir()}, Prompt: "move 5"}
+			input := runcore.DurableRun{RunID: "run_d", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "move 5"}
 			if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
 				t.Fatal(err)
 			}

@@ -30,7 +30,7 @@ import (
 func Example() {
 	ws, _ := os.MkdirTemp("", "ws")
 	defer os.RemoveAll(ws)
-	cfg, _ := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: ws}.Resolve(ws)
+	cfg, _ := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: ws}}.Resolve(ws)
 	var transfers atomic.Int64
 	transfer := tool.Must("transfer", "Move money.", func(ctx context.Context, in struct {
 		Amount int `json:"amount"`

@@ -91,7 +91,7 @@ func (b *testBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Buil
 
 func payerConfig(t testing.TB) runs.RunConfig {
 	t.Helper()
-	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}.Resolve(t.TempDir())
+	cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: "."}}.Resolve(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

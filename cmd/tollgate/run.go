@@ -105,13 +105,13 @@ func (f *runFlags) config(dir string) (runs.RunConfig, error) {
 	if ref.Provider == "script" && (f.baseURL != "" || f.apiKey != "" || f.apiKeyEnv != "") {
 		return runs.RunConfig{}, usageErr("run: --base-url, --api-key and --api-key-env are for openai: and anthropic: models, not script:")
 	}
-	cfg := runs.RunConfig{
+	cfg := runs.RunConfig{Answer: f.approve, AgentConfig: runs.AgentConfig{
 		Model:   runs.ModelRef{Provider: ref.Provider, Name: ref.Name, BaseURL: f.baseURL, APIKeyEnv: f.apiKeyEnv, KeyGiven: f.apiKey != ""},
 		Workdir: f.workdir, System: f.system, MaxTurns: f.maxTurns, Timeout: runs.Duration(f.timeout),
 		Deny: f.deny, HooksFiles: f.hooks, PolicyFile: f.policy, Autonomy: f.autonomy,
-		ApprovalTTL: runs.Duration(f.approvalTTL), MCPFiles: f.mcp, RecordsFile: f.records, Answer: f.approve,
+		ApprovalTTL: runs.Duration(f.approvalTTL), MCPFiles: f.mcp, RecordsFile: f.records,
 		Sandbox: &runs.SandboxConfig{Bash: f.sandbox, Hooks: f.hooksSandbox, Read: f.sandboxRead, Connect: f.sandboxConnect, PassEnv: f.passEnv},
-	}
+	}}
 	if len(f.claudeFiles) > 0 || f.claudeProject || len(f.claudeFails) > 0 || f.claudeTimeout != 0 {
 		cfg.Claude = &runs.ClaudeConfig{Files: f.claudeFiles, Project: f.claudeProject, FailModes: f.claudeFails, Timeout: runs.Duration(f.claudeTimeout)}
 	}

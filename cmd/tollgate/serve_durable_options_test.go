@@ -43,7 +43,7 @@ func TestWarmAgentsBuildsBeforeTheFirstRun(t *testing.T) {
 	}))
 	defer cache.Close()
 	agent := func() runs.RunConfig {
-		cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "openai", Name: "gpt-4.1"}, Workdir: t.TempDir()}.Resolve("/")
+		cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "openai", Name: "gpt-4.1"}, Workdir: t.TempDir()}}.Resolve("/")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,7 +90,7 @@ func TestWorkerElicitationAnsweredLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close(time.Second)
-	runCfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: script}, Workdir: ws, MCPFiles: []string{mcpFile}}.Resolve(dir)
+	runCfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: script}, Workdir: ws, MCPFiles: []string{mcpFile}}}.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func workerDrives(t *testing.T, dir, config string, env []string, dbURL string, 
 		t.Fatal(err)
 	}
 	defer client.Close(time.Second)
-	runCfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: script}, Workdir: ws}.Resolve(dir)
+	runCfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: script}, Workdir: ws}}.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func Example() {
 	}
 	defer e.Close(0)
 
-	id, err := e.Start(ctx, runcore.DurableRun{Config: runs.RunConfig{Version: runcore.ConfigVersion, Workdir: dir}, Prompt: "deploy to prod"})
+	id, err := e.Start(ctx, runcore.DurableRun{Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: dir}}, Prompt: "deploy to prod"})
 	if err != nil {
 		panic(err)
 	}

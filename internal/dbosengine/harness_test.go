@@ -411,7 +411,7 @@ func (c *cluster) start(key string) string {
 func (c *cluster) run(key string) runcore.DurableRun {
 	return runcore.DurableRun{
 		RunID:  "run_" + key,
-		Config: runs.RunConfig{Version: runcore.ConfigVersion, Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: c.dir},
+		Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: c.dir}},
 		Prompt: "key:" + key,
 	}
 }

@@ -129,7 +129,7 @@ func BenchmarkRunLatency(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := runs.RunConfig{Version: runcore.ConfigVersion, Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: dir}
+		cfg := runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "mock", Name: "mock"}, Workdir: dir}}
 		b.ResetTimer()
 		for i := range b.N {
 			res, err := h.Start(context.Background(), runs.StartRequest{RunID: fmt.Sprintf("run_free%d", i), Config: cfg, Prompt: fmt.Sprintf("key:free%d", i)})

@@ -101,7 +101,7 @@ func TestPolicyPathRulesHoldForEverySpelling(t *testing.T) {
 	for _, p := range paths {
 		fc = append(fc, model.FuncCall{Name: "read", Arguments: map[string]string{"path": p}})
 	}
-	res := start(t, withModel(calls(fc...), &runbuild.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml"}))
+	res := start(t, withModel(calls(fc...), &runbuild.Options{}), config(t, dir, runs.RunConfig{AgentConfig: runs.AgentConfig{PolicyFile: "policy.yaml"}}))
 	if len(res.ToolCalls) != len(paths) {
 		t.Fatalf("%d tool calls, want %d", len(res.ToolCalls), len(paths))
 	}
@@ -142,7 +142,7 @@ func TestBuildAppliesDenyHooksRecordsAndProtects(t *testing.T) {
 		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "records.jsonl", "content": "forged\n"}},
 	)
 	b := withModel(m, &runbuild.Options{Tools: []tool.Tool{note}, Logger: logger})
-	res := start(t, b, config(t, dir, runs.RunConfig{Deny: []string{"SAVE_*"}, HooksFiles: []string{hooksFile}, RecordsFile: records}))
+	res := start(t, b, config(t, dir, runs.RunConfig{AgentConfig: runs.AgentConfig{Deny: []string{"SAVE_*"}, HooksFiles: []string{hooksFile}, RecordsFile: records}}))
 	if _, ok := ran.Load("save_note"); ok {
 		t.Error("save_note ran although deny lists SAVE_*")
 	}
@@ -197,23 +197,23 @@ func TestBuildFieldErrors(t *testing.T) {
 		field string
 		want  string
 	}{
-		{runs.RunConfig{PolicyFile: "missing.yaml"}, runcore.FieldPolicyFile, "missing.yaml"},
-		{runs.RunConfig{Autonomy: "reckless"}, runcore.FieldAutonomy, "reckless"},
-		{runs.RunConfig{Deny: []string{"a|b"}}, runcore.FieldDeny, "a|b"},
-		{runs.RunConfig{HooksFiles: []string{"nohooks.yaml"}}, runcore.FieldHooksFiles, "has no hooks"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{PolicyFile: "missing.yaml"}}, runcore.FieldPolicyFile, "missing.yaml"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Autonomy: "reckless"}}, runcore.FieldAutonomy, "reckless"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Deny: []string{"a|b"}}}, runcore.FieldDeny, "a|b"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{HooksFiles: []string{"nohooks.yaml"}}}, runcore.FieldHooksFiles, "has no hooks"},
 		// A file whose every entry was skipped says so, not that it has none.
-		{runs.RunConfig{HooksFiles: []string{"skipped.yaml"}}, runcore.FieldHooksFiles, "no hook loaded: every entry (2) was skipped"},
-		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"skipped.json"}}}, "claude.files", "loaded: every entry (1) was skipped"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{HooksFiles: []string{"skipped.yaml"}}}, runcore.FieldHooksFiles, "no hook loaded: every entry (2) was skipped"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Claude: &runs.ClaudeConfig{Files: []string{"skipped.json"}}}}, "claude.files", "loaded: every entry (1) was skipped"},
 		// Claude Code settings for hooks that are not there do nothing: a
 		// mistake, said even when the value itself is fine.
-		{runs.RunConfig{Claude: &runs.ClaudeConfig{FailModes: []string{"PreToolUse=maybe"}}}, "claude.failModes", "maybe"},
-		{runs.RunConfig{Claude: &runs.ClaudeConfig{FailModes: []string{"PreToolUse=open"}}}, "claude.failModes", "no Claude Code settings file is given"},
-		{runs.RunConfig{Claude: &runs.ClaudeConfig{Timeout: runs.Duration(5 * time.Second)}}, "claude.timeout", "no Claude Code settings file is given"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Claude: &runs.ClaudeConfig{FailModes: []string{"PreToolUse=maybe"}}}}, "claude.failModes", "maybe"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Claude: &runs.ClaudeConfig{FailModes: []string{"PreToolUse=open"}}}}, "claude.failModes", "no Claude Code settings file is given"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Claude: &runs.ClaudeConfig{Timeout: runs.Duration(5 * time.Second)}}}, "claude.timeout", "no Claude Code settings file is given"},
 		// A skipped gate is named as such, even when nothing else loaded.
-		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"gate.json"}}}, "claude.files", "a PreToolUse entry was skipped"},
-		{runs.RunConfig{MCPFiles: []string{"mcp.json"}}, runcore.FieldMCPFiles, "comand"},
-		{runs.RunConfig{Sandbox: &runs.SandboxConfig{Bash: "loose"}}, "sandbox.bash", "loose"},
-		{runs.RunConfig{Claude: &runs.ClaudeConfig{Files: []string{"missing.json"}}}, "claude.files", "missing.json"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Claude: &runs.ClaudeConfig{Files: []string{"gate.json"}}}}, "claude.files", "a PreToolUse entry was skipped"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{MCPFiles: []string{"mcp.json"}}}, runcore.FieldMCPFiles, "comand"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Sandbox: &runs.SandboxConfig{Bash: "loose"}}}, "sandbox.bash", "loose"},
+		{runs.RunConfig{AgentConfig: runs.AgentConfig{Claude: &runs.ClaudeConfig{Files: []string{"missing.json"}}}}, "claude.files", "missing.json"},
 	} {
 		_, err := runbuild.New(&runbuild.Options{OpenModel: func(ctx context.Context, ref runs.ModelRef) (model.Model, string, error) {
 			return calls(), "x", nil

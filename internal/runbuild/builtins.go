@@ -59,7 +59,7 @@ func Builtins(ctx context.Context, opts *BuiltinOptions) (tk *toolkit.Toolkit, c
 		return nil, nil, &runs.FieldError{Field: "workdir", Err: errors.New("no workspace given")}
 	}
 	b := New(&Options{Protect: opts.Protect, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
-	s := &setup{b: b, cfg: runs.RunConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox},
+	s := &setup{b: b, cfg: runs.RunConfig{AgentConfig: runs.AgentConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox}},
 		opts: &agent.Options{Hooks: &hooks.Hooks{}, Authorizers: opts.Authorizers}}
 	if err := setupSandbox(ctx, s); err != nil {
 		_ = s.closeAll()

@@ -47,7 +47,7 @@ func ClaudeHooks(ctx context.Context, opts *ClaudeHooksOptions) (*hooks.Hooks, [
 		return nil, nil, nil, &runs.FieldError{Field: "claude.files", Err: errors.New("no Claude Code settings file given")}
 	}
 	b := New(&Options{Notice: opts.Notice, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
-	s := &setup{b: b, cfg: runs.RunConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox, Claude: &runs.ClaudeConfig{Files: opts.Files}},
+	s := &setup{b: b, cfg: runs.RunConfig{AgentConfig: runs.AgentConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox, Claude: &runs.ClaudeConfig{Files: opts.Files}}},
 		opts: &agent.Options{Hooks: &hooks.Hooks{}}}
 	if err := setupSandbox(ctx, s); err != nil {
 		return nil, nil, nil, err

@@ -40,7 +40,7 @@ func TestPolicyDeniedProgramRefusedAtExec(t *testing.T) {
 	}
 	script := "./x victim"
 	m := calls(model.FuncCall{Name: "bash", Arguments: map[string]string{"command": script}})
-	res := start(t, withModel(m, &runbuild.Options{}), config(t, dir, runs.RunConfig{PolicyFile: "policy.yaml", Sandbox: &runs.SandboxConfig{}}))
+	res := start(t, withModel(m, &runbuild.Options{}), config(t, dir, runs.RunConfig{AgentConfig: runs.AgentConfig{PolicyFile: "policy.yaml", Sandbox: &runs.SandboxConfig{}}}))
 	tc := res.ToolCalls[0]
 	if tc.Decision.Outcome != gate.OutcomeAllowed {
 		t.Fatalf("the analysis no longer allows %q (%s by %s): pick another spelling it allows", script, tc.Decision.Outcome, tc.Decision.By)

@@ -52,11 +52,11 @@ func ExampleBuilder() {
 		Tools:     []tool.Tool{saveNote, deleteNote},
 		StateDir:  filepath.Join(dir, "state"),
 	})
-	cfg, err := runs.RunConfig{
+	cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{
 		Model: runs.ModelRef{Provider: "func", Name: "notes"}, Workdir: "ws",
 		Deny: []string{"delete_*"}, PolicyFile: "policy.yaml",
 		Sandbox: &runs.SandboxConfig{Bash: "off"},
-	}.Resolve(dir)
+	}}.Resolve(dir)
 	if err != nil {
 		panic(err)
 	}

@@ -32,7 +32,7 @@ func TestMCPServerProgramIsProtected(t *testing.T) {
 		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "bin/server", "content": "#!/bin/sh\nexec evil\n"}},
 		model.FuncCall{Name: "write", Arguments: map[string]string{"path": "notes.txt", "content": "ok\n"}},
 	)
-	res := start(t, withModel(m, &runbuild.Options{}), config(t, dir, runs.RunConfig{MCPFiles: []string{"mcp.json"}}))
+	res := start(t, withModel(m, &runbuild.Options{}), config(t, dir, runs.RunConfig{AgentConfig: runs.AgentConfig{MCPFiles: []string{"mcp.json"}}}))
 	if len(res.ToolCalls) != 3 {
 		t.Fatalf("%d tool calls", len(res.ToolCalls))
 	}

@@ -53,7 +53,7 @@ func TestMCPTenantLogins(t *testing.T) {
 		defer mu.Unlock()
 		notices = append(notices, s)
 	}})
-	cfg := config(t, dir, runs.RunConfig{MCPFiles: []string{mcpFile}})
+	cfg := config(t, dir, runs.RunConfig{AgentConfig: runs.AgentConfig{MCPFiles: []string{mcpFile}}})
 	host, err := runs.New(memory.New(nil), b, nil)
 	if err != nil {
 		t.Fatal(err)

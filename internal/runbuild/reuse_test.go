@@ -56,8 +56,7 @@ func TestServedAgentKeepsNothingBetweenRuns(t *testing.T) {
 	policy := filepath.Join(dir, "policy.yaml")
 	writeFile(t, policy, "rules:\n  - id: no-glob\n    tool: glob\n    decision: deny\n    reason: not today\n")
 	writeFile(t, filepath.Join(dir, "hooks.yaml"), "hooks:\n  - event: onStart\n    action: {type: log, message: \"started ${agent}\"}\n  - event: onStop\n    action: {type: log, message: \"stopped ${runId}\"}\n")
-	cfg, err := runs.RunConfig{Agent: "globber", Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws",
-		PolicyFile: "policy.yaml", HooksFiles: []string{"hooks.yaml"}}.Resolve(dir)
+	cfg, err := runs.RunConfig{Agent: "globber", AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws", PolicyFile: "policy.yaml", HooksFiles: []string{"hooks.yaml"}}}.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +163,7 @@ func TestServedAgentToolStatePerRun(t *testing.T) {
         args: {todos: [{id: a, content: plan, status: completed}]}
   - text: done
 `)
-	cfg, err := runs.RunConfig{Agent: "globber", Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws"}.Resolve(dir)
+	cfg, err := runs.RunConfig{Agent: "globber", AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws"}}.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

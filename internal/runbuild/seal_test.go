@@ -26,7 +26,7 @@ func TestClaudeSealLeavesNoTrace(t *testing.T) {
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config(t, dir, runs.RunConfig{Sandbox: &runs.SandboxConfig{Bash: "workspace"}})
+	cfg := config(t, dir, runs.RunConfig{AgentConfig: runs.AgentConfig{Sandbox: &runs.SandboxConfig{Bash: "workspace"}}})
 	b := withModel(calls(), &runbuild.Options{})
 	// buildWith builds, does what a run would do in between, and closes.
 	buildWith := func(during func()) {

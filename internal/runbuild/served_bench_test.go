@@ -160,7 +160,7 @@ func servedConfig(tb testing.TB) runs.RunConfig {
 		writeFile(tb, filepath.Join(ws, fmt.Sprintf("f%d.go", i)), "package f\n")
 	}
 	writeFile(tb, filepath.Join(dir, "script.yaml"), "turns:\n  - toolCalls:\n      - name: glob\n        args: {pattern: \"*.go\"}\n  - text: done\n")
-	cfg, err := runs.RunConfig{Agent: "globber", Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws"}.Resolve(dir)
+	cfg, err := runs.RunConfig{Agent: "globber", AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "script.yaml"}, Workdir: "ws"}}.Resolve(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,21 +23,25 @@ var ErrConfigVersion = errors.New("runs: unsupported run configuration version")
 // ModelRef names the model of a run without holding a secret: the key is
 // read from the environment variable APIKeyEnv (or the provider's default
 // variable) each time the agent is built, and is never stored.
+//
+// In JSON it is an object of its fields. In YAML it is inline in its
+// configuration ([ModelRef.UnmarshalYAML]): the key model: holds its text
+// form (PROVIDER:NAME), with baseUrl: and apiKeyEnv: beside it.
 type ModelRef struct {
 	// Provider is "script", "openai" or "anthropic".
-	Provider string `json:"provider"`
+	Provider string `json:"provider" yaml:"model"`
 	// Name is the model name (openai, anthropic) or the absolute path of the
 	// script file (script).
-	Name string `json:"name"`
+	Name string `json:"name" yaml:"-"`
 	// BaseURL is the API root, empty for the vendor's.
-	BaseURL string `json:"baseUrl,omitempty"`
+	BaseURL string `json:"baseUrl,omitempty" yaml:"baseUrl"`
 	// APIKeyEnv names the environment variable holding the key, empty for the
 	// provider's default.
-	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	APIKeyEnv string `json:"apiKeyEnv,omitempty" yaml:"apiKeyEnv"`
 	// KeyGiven records that the run was started with a key given directly
 	// (the command line's --api-key), which is never stored: whoever resumes
 	// the run must give it again. Only the fact is kept, never the key.
-	KeyGiven bool `json:"keyGiven,omitempty"`
+	KeyGiven bool `json:"keyGiven,omitempty" yaml:"-"`
 }
 
 // String renders the reference as the command line writes it
@@ -100,54 +104,70 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // [Builder] turns it into an agent. Every path is absolute, resolved once when
 // the run starts ([RunConfig.Resolve]); no field depends on the current
 // directory or on command-line flag names.
+//
+// It is stored as JSON, its [AgentConfig]'s fields beside its own. A
+// configuration file sets its AgentConfig; the others ([BoundKeys]) are
+// bound when a run starts.
 type RunConfig struct {
 	// Version is [ConfigVersion] when written by this package.
-	Version int `json:"version"`
+	Version int `json:"version" yaml:"version"`
 	// Agent names the agent (in records, hooks and traces); default "agent".
-	Agent string   `json:"agent,omitempty"`
-	Model ModelRef `json:"model"`
-	// Workdir is the workspace root of the builtin tools (absolute).
-	Workdir string `json:"workdir"`
-	// System is the system prompt.
-	System string `json:"system,omitempty"`
-	// MaxTurns caps model turns (0: the agent's default).
-	MaxTurns int `json:"maxTurns,omitempty"`
-	// Timeout limits each run or resume of the run as a whole (0: none).
-	Timeout Duration `json:"timeout,omitempty"`
-	// Deny lists tool-name globs that are always denied.
-	Deny []string `json:"deny,omitempty"`
-	// HooksFiles are declarative hook files (seed 000), absolute.
-	HooksFiles []string `json:"hooksFiles,omitempty"`
-	// PolicyFile is the authorization policy file, absolute, or empty.
-	PolicyFile string `json:"policyFile,omitempty"`
-	// Autonomy overrides the policy's autonomy level when not empty.
-	Autonomy string `json:"autonomy,omitempty"`
-	// ApprovalTTL makes approval requests expire this long after they are made.
-	ApprovalTTL Duration `json:"approvalTtl,omitempty"`
-	// MCPFiles are MCP server files (mcp.json), absolute.
-	MCPFiles []string `json:"mcpFiles,omitempty"`
-	// RecordsFile receives one JSON line per tool call record, absolute, or empty.
-	RecordsFile string `json:"recordsFile,omitempty"`
+	Agent string `json:"agent,omitempty" yaml:"agent"`
+	// AgentConfig is what a configuration file sets; its fields are
+	// stored as the run configuration's own.
+	AgentConfig `yaml:",inline"`
 	// Answer says who answers pending requests when the run is driven from a
 	// terminal: "prompt", "wait", "yes" or "no" (the command's --approve);
 	// hosts without a terminal ignore it.
-	Answer string `json:"answer,omitempty"`
-	// Sandbox confines the commands a run starts (bash, command hooks, stdio
-	// MCP servers); nil is the host's default.
-	Sandbox *SandboxConfig `json:"sandbox,omitempty"`
-	// Claude runs the hooks of Claude Code settings files; nil runs none.
-	Claude *ClaudeConfig `json:"claude,omitempty"`
+	Answer string `json:"answer,omitempty" yaml:"answer"`
 	// RequestDigest identifies the request that started the run, for a
 	// host that starts runs by idempotency key ("sha256:" and 64 hex digits
 	// of what the request asked; package server's Idempotency-Key). The run
 	// itself does not use it.
-	RequestDigest string `json:"requestDigest,omitempty"`
+	RequestDigest string `json:"requestDigest,omitempty" yaml:"requestDigest"`
 	// Pins hold the SHA-256 of every file that governs the run (or its
 	// absence), taken when the run started ([PinFiles]); every later
 	// build of the run's agent refuses a file that differs
 	// ([CheckPins]). Empty in configurations stored before runs
 	// pinned their files: those are not checked.
-	Pins []Pin `json:"pins,omitempty"`
+	Pins []Pin `json:"pins,omitempty" yaml:"pins"`
+}
+
+// AgentConfig is what a configuration file sets for an agent's runs (an
+// agent's section of server.yaml, `tollgate run`'s flags): the part of a
+// [RunConfig] that is not bound when a run starts. Its json tags are the
+// names stored with every run; its yaml tags are server.yaml's keys
+// (model: in its text form with baseUrl: and apiKeyEnv: beside it,
+// hooks:, policy:, mcp:, records:, durations as text such as 10m).
+type AgentConfig struct {
+	Model ModelRef `json:"model" yaml:",inline"`
+	// Workdir is the workspace root of the builtin tools (absolute).
+	Workdir string `json:"workdir" yaml:"workdir"`
+	// System is the system prompt.
+	System string `json:"system,omitempty" yaml:"system"`
+	// MaxTurns caps model turns (0: the agent's default).
+	MaxTurns int `json:"maxTurns,omitempty" yaml:"maxTurns"`
+	// Timeout limits each run or resume of the run as a whole (0: none).
+	Timeout Duration `json:"timeout,omitempty" yaml:"timeout"`
+	// Deny lists tool-name globs that are always denied.
+	Deny []string `json:"deny,omitempty" yaml:"deny"`
+	// HooksFiles are declarative hook files (seed 000), absolute.
+	HooksFiles []string `json:"hooksFiles,omitempty" yaml:"hooks"`
+	// PolicyFile is the authorization policy file, absolute, or empty.
+	PolicyFile string `json:"policyFile,omitempty" yaml:"policy"`
+	// Autonomy overrides the policy's autonomy level when not empty.
+	Autonomy string `json:"autonomy,omitempty" yaml:"autonomy"`
+	// ApprovalTTL makes approval requests expire this long after they are made.
+	ApprovalTTL Duration `json:"approvalTtl,omitempty" yaml:"approvalTtl"`
+	// MCPFiles are MCP server files (mcp.json), absolute.
+	MCPFiles []string `json:"mcpFiles,omitempty" yaml:"mcp"`
+	// RecordsFile receives one JSON line per tool call record, absolute, or empty.
+	RecordsFile string `json:"recordsFile,omitempty" yaml:"records"`
+	// Sandbox confines the commands a run starts (bash, command hooks, stdio
+	// MCP servers); nil is the host's default.
+	Sandbox *SandboxConfig `json:"sandbox,omitempty" yaml:"sandbox"`
+	// Claude runs the hooks of Claude Code settings files; nil runs none.
+	Claude *ClaudeConfig `json:"claude,omitempty" yaml:"claude"`
 }
 
 // SandboxConfig says how package sandbox confines the commands of a run.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -62,6 +63,7 @@ const (
 //	    mcp: [mcp.json]
 //	    records: records.jsonl
 //	    sandbox: {bash: workspace, hooks: workspace, read: [], connect: [], passEnv: []}
+//	    claude: {files: [settings.json], project: false, failModes: [], timeout: 30s}
 //	durable:                      # durable runs, driven by workers (see DurableConfig)
 //	  databaseEnv: TOLLGATE_DBOS_URL  # DBOS's system database URL (postgres://… or sqlite:FILE); or database: URL
 //	  concurrency: 0              # runs this server drives itself; 0: it only enqueues and answers
@@ -76,6 +78,11 @@ const (
 // tenant GET /v1/agents leaves it out and POST /v1/runs answers 404, as
 // for an unknown agent). An agent without tenants: is open to every
 // tenant; `tollgate serve` warns when the tokens file has several.
+//
+// An agent's keys (but tenants:) are those of its run configuration
+// that a configuration file sets ([runs.AgentConfig]'s yaml tags), decoded
+// into it; the keys a run sets when it starts ([runcore.BoundKeys]:
+// version, agent, answer, requestDigest, pins) are refused.
 //
 // Relative paths are relative to the configuration file's directory. Unknown
 // keys, values of the wrong type, an agent without model or workdir, an
@@ -368,24 +375,29 @@ type webhookYAML struct {
 	Events    []string `yaml:"events"`
 }
 
+// agentYAML is an agent's section of server.yaml: the tenants that may
+// use it and what a configuration file sets of its run configuration,
+// whose yaml tags are the section's keys (the keys a run binds,
+// [runcore.BoundKeys], are refused before).
 type agentYAML struct {
-	Tenants     []string `yaml:"tenants"`
-	Model       string   `yaml:"model"`
-	BaseURL     string   `yaml:"baseUrl"`
-	APIKeyEnv   string   `yaml:"apiKeyEnv"`
-	Workdir     string   `yaml:"workdir"`
-	System      string   `yaml:"system"`
-	MaxTurns    int      `yaml:"maxTurns"`
-	Timeout     string   `yaml:"timeout"`
-	Deny        []string `yaml:"deny"`
-	Hooks       []string `yaml:"hooks"`
-	Policy      string   `yaml:"policy"`
-	Autonomy    string   `yaml:"autonomy"`
-	ApprovalTTL string   `yaml:"approvalTtl"`
-	MCP         []string `yaml:"mcp"`
-	Records     string   `yaml:"records"`
-	// Sandbox is the run configuration's own (its keys are its JSON names).
-	Sandbox *runs.SandboxConfig `yaml:"sandbox"`
+	Tenants          []string `yaml:"tenants"`
+	runs.AgentConfig `yaml:",inline"`
+	// decodeErr is the decoder's error about one of the agent's values,
+	// reported with the file's other problems.
+	decodeErr error
+}
+
+// UnmarshalYAML decodes an agent's section, keeping the decoder's error
+// in decodeErr rather than stopping the file's decoding at it.
+func (a *agentYAML) UnmarshalYAML(n ast.Node) error {
+	type plain agentYAML // its fields without this method
+	var p plain
+	if err := yaml.NodeToValue(n, &p, yaml.DisallowUnknownField()); err != nil {
+		*a = agentYAML{decodeErr: err}
+		return nil
+	}
+	*a = agentYAML(p)
+	return nil
 }
 
 // decodeStrict reads a bounded YAML file into v, refusing unknown keys
@@ -422,7 +434,7 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, err
 	}
 	var y configYAML
-	f, err := decodeStrict(abs, &y)
+	f, err := decodeConfig(abs, &y)
 	if err != nil {
 		return nil, err
 	}
@@ -508,6 +520,10 @@ func LoadConfig(path string) (*Config, error) {
 			ps.add(base, "agents", "agent name %q: no spaces or control characters", name)
 			continue
 		}
+		if a.decodeErr != nil {
+			ps.decodeError(a.decodeErr)
+			continue
+		}
 		if a.Tenants != nil && len(a.Tenants) == 0 {
 			ps.add(base+".tenants", field("tenants"), "an empty list lets no tenant use the agent; list tenants, or leave tenants out to open it to all")
 		}
@@ -519,37 +535,28 @@ func LoadConfig(path string) (*Config, error) {
 		if len(a.Tenants) > 0 {
 			c.AgentTenants[name] = a.Tenants
 		}
-		ref, err := runcore.ParseModelRef(a.Model)
-		ok := err == nil
-		if !ok {
+		cfg := runs.RunConfig{Agent: name, Answer: "wait", AgentConfig: a.AgentConfig}
+		if cfg.Model.Provider == "" {
+			_, err := runcore.ParseModelRef("")
 			ps.add(base+".model", field("model"), "%v", err)
 		}
-		if a.Workdir == "" {
+		if cfg.Workdir == "" {
 			ps.add(base, field("workdir"), "required: the workspace of the agent's tools")
 		}
-		if a.Autonomy != "" {
-			if _, err := approval.ParseAutonomy(a.Autonomy); err != nil {
+		if cfg.Autonomy != "" {
+			if _, err := approval.ParseAutonomy(cfg.Autonomy); err != nil {
 				ps.add(base+".autonomy", field("autonomy"), "%v", err)
 			}
 		}
-		if a.MaxTurns < 0 {
+		if cfg.MaxTurns < 0 {
 			ps.add(base+".maxTurns", field("maxTurns"), "must not be negative")
 		}
-		for i, g := range a.Deny {
+		for i, g := range cfg.Deny {
 			if !glob.Valid(g) {
 				ps.add(fmt.Sprintf("%s.deny[%d]", base, i), field("deny"), "%q: a glob must be non-empty and free of control characters", g)
 			}
 		}
-		cfg := runs.RunConfig{
-			Agent: name, Model: runs.ModelRef{Provider: ref.Provider, Name: ref.Name, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv},
-			Workdir: a.Workdir, System: a.System, MaxTurns: a.MaxTurns,
-			Timeout: runs.Duration(duration(base+".timeout", field("timeout"), a.Timeout)),
-			Deny:    a.Deny, HooksFiles: a.Hooks, PolicyFile: a.Policy, Autonomy: a.Autonomy,
-			ApprovalTTL: runs.Duration(duration(base+".approvalTtl", field("approvalTtl"), a.ApprovalTTL)),
-			MCPFiles:    a.MCP, RecordsFile: a.Records, Answer: "wait",
-		}
-		cfg.Sandbox = a.Sandbox
-		if a.Workdir == "" || !ok {
+		if cfg.Workdir == "" || cfg.Model.Provider == "" {
 			continue
 		}
 		resolved, err := cfg.Resolve(dir)

@@ -98,7 +98,7 @@ func TestLoadConfigErrors(t *testing.T) {
 	cases := []struct{ name, body, want string }{
 		{"unknown key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    modle: x\n", `:5:5: agents.a.modle: unknown key "modle"; did you mean "model"?`},
 		{"unknown sandbox key", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox:\n      bsh: \"off\"\n", `:6:7: agents.a.sandbox.bsh: unknown key "bsh"; did you mean "bash"?`},
-		{"sandbox port", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox: {connect: [70000]}\n", `:5:25: `},
+		{"sandbox port", "agents:\n  a:\n    model: script:s\n    workdir: w\n    sandbox: {connect: [70000]}\n", `:5:25: agents.a.sandbox.connect[0]: `},
 		{"bad model", "agents:\n  a:\n    model: gpt\n    workdir: w\n", ":3:12: agents.a.model: want openai:MODEL"},
 		{"no workdir", "agents:\n  a:\n    model: script:s\n", ": agents.a.workdir: required"},
 		{"empty tenants", "agents:\n  a:\n    model: script:s\n    workdir: w\n    tenants: []\n", ":5:14: agents.a.tenants: an empty list"},
@@ -107,7 +107,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad duration", "leaseTtl: soon\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:11: leaseTtl: want a duration"},
 		{"bad store", "store: redis\nagents:\n  a:\n    model: script:s\n    workdir: w\n", ":1:8: store: want sqlite, postgres or memory"},
 		{"no agents", "addr: 127.0.0.1:1\n", "agents: the configuration names no agent"},
-		{"wrong type", "agents:\n  a:\n    model: script:s\n    workdir: w\n    maxTurns: many\n", ":5:"},
+		{"wrong type", "agents:\n  a:\n    model: script:s\n    workdir: w\n    maxTurns: many\n", ":5:15: agents.a.maxTurns: "},
 		{"alias", "x: &a [1]\ny: *a\n", "alias"},
 		{"too deep", strings.Repeat("[", 40) + strings.Repeat("]", 40), "nest"},
 		{"webhook secret unset", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: https://x\n    secretEnv: TOLLGATE_TEST_UNSET_SECRET\n", ":7:16: webhooks[0].secretEnv: the environment variable TOLLGATE_TEST_UNSET_SECRET is not set"},
@@ -122,6 +122,17 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
 		{"claudeCode bad autonomy", "claudeCode:\n  autonomy: yolo\n", ":2:13: claudeCode.autonomy:"},
 		{"claudeCode bad ttl", "claudeCode:\n  approvalTtl: soon\n", ":2:16: claudeCode.approvalTtl: want a duration"},
+		{"bad timeout", "agents:\n  a:\n    model: script:s\n    workdir: w\n    timeout: soon\n", `:5:14: agents.a.timeout: want a duration such as 30s or 10m, got "soon"`},
+		{"negative approvalTtl", "agents:\n  a:\n    model: script:s\n    workdir: w\n    approvalTtl: -1h\n", `:5:18: agents.a.approvalTtl: want a duration such as 30s or 10m, got "-1h"`},
+		{"model not text", "agents:\n  a:\n    model: [x]\n    workdir: w\n", `:3:12: agents.a.model: want openai:MODEL, anthropic:MODEL or script:PATH, got a list`},
+		{"no model", "agents:\n  a:\n    workdir: w\n", `: agents.a.model: want openai:MODEL, anthropic:MODEL or script:PATH, got ""`},
+		{"model typo", "agents:\n  a:\n    model: opnai:gpt\n    workdir: w\n", `:3:12: agents.a.model: "opnai:gpt": unknown provider "opnai"; did you mean "openai"?`},
+		{"baseUrl not text", "agents:\n  a:\n    model: openai:x\n    baseUrl: [u]\n    workdir: w\n", `:4:14: agents.a.baseUrl: want text, got a list`},
+		{"version", "agents:\n  a:\n    model: script:s\n    workdir: w\n    version: 1\n", `:5:5: agents.a.version: a run sets its version when it starts; a configuration file does not`},
+		{"pins", "agents:\n  a:\n    model: script:s\n    workdir: w\n    pins: 3\n", `:5:5: agents.a.pins: a run sets its pins when it starts; a configuration file does not`},
+		{"answer", "agents:\n  a:\n    model: script:s\n    workdir: w\n    answer: yes\n", `:5:5: agents.a.answer: a run sets its answer when it starts`},
+		{"requestDigest", "agents:\n  a:\n    model: script:s\n    workdir: w\n    requestDigest: sha256:x\n", `:5:5: agents.a.requestDigest: a run sets its requestDigest when it starts`},
+		{"agent", "agents:\n  a:\n    model: script:s\n    workdir: w\n    agent: b\n", `:5:5: agents.a.agent: a run sets its agent when it starts`},
 		{"claudeCode unknown key", "claudeCode:\n  polcy: p.yaml\n", `:2:3: claudeCode.polcy: unknown key "polcy"; did you mean "policy"?`},
 	}
 	for _, c := range cases {
@@ -195,6 +206,8 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add("addr: 127.0.0.1:1\nstore: memory\nagents: {a: {model: 'openai:x', workdir: /w, sandbox: {connect: [80]}}}\n")
 	f.Add("tokens:\n  - {name: a, roles: [viewer], sha256: x}\n")
 	f.Add("gateway:\n  mcp: [m.json]\n  pageUrl: https://tg.example/\n  approvalTtl: 5m\n")
+	f.Add("agents:\n  a:\n    model: openai:x\n    baseUrl: http://h\n    apiKeyEnv: K\n    workdir: w\n    timeout: 10m\n    approvalTtl: 1h\n    claude: {files: [c.json], timeout: 5s}\n")
+	f.Add("agents:\n  a:\n    model: script:s\n    workdir: w\n    pins: [{path: /p}]\n    requestDigest: x\n")
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, body string) {
 		p := writeFile(t, dir, "server.yaml", body)
@@ -205,6 +218,9 @@ func FuzzLoadConfig(f *testing.F) {
 		for _, a := range c.Agents {
 			if err := runcore.CheckConfig(a); err != nil {
 				t.Fatalf("loaded agent fails its check: %v", err)
+			}
+			if a.RequestDigest != "" || len(a.Pins) > 0 || a.Answer != "wait" || a.Model.Provider == "" {
+				t.Fatalf("loaded agent %+v: a key a run binds was set, or no model", a)
 			}
 		}
 		if g := c.Gateway; g != nil {

@@ -198,7 +198,7 @@ func newFixtureWith(t *testing.T, m model.Model, noteOutput string, ttl time.Dur
 	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(pagePolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: ".", PolicyFile: "policy.yaml"}.Resolve(dir)
+	cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: ".", PolicyFile: "policy.yaml"}}.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestPageLogsInToMCPServer(t *testing.T) {
 	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {"docs": {"url": "`+mcpURL+`"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := runs.RunConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: ".", MCPFiles: []string{mcpFile}}.Resolve(dir)
+	cfg, err := runs.RunConfig{AgentConfig: runs.AgentConfig{Model: runs.ModelRef{Provider: "script", Name: "s.yaml"}, Workdir: ".", MCPFiles: []string{mcpFile}}}.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
