@@ -18,7 +18,7 @@ import (
 func TestRunNumbersEventsAsStream(t *testing.T) {
 	reporting, err := tool.New("reporting", "", func(ctx context.Context, _ struct{}) (string, error) {
 		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 1, Total: 2})
-		tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Message: "restarted"})
+		tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: "restart", Message: "restarted"})
 		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 2, Total: 2})
 		return "ok", nil
 	}, nil)

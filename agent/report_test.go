@@ -20,7 +20,7 @@ import (
 func TestProgressAndNoticeEvents(t *testing.T) {
 	slow, err := tool.New("slow", "reports as it goes", func(ctx context.Context, _ struct{}) (tool.Result, error) {
 		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 1, Total: 2, Message: "half"})
-		tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:x", Message: "restarted"})
+		tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: "restart", Source: "mcp:x", Message: "restarted"})
 		tool.InvocationFrom(ctx).Progress(tool.Progress{Progress: 2, Total: 2})
 		return tool.Result{Output: "done"}, nil
 	}, nil)
@@ -53,7 +53,7 @@ func TestProgressAndNoticeEvents(t *testing.T) {
 	if diff := cmp.Diff([]tool.Progress{{Progress: 1, Total: 2, Message: "half"}, {Progress: 2, Total: 2}}, progress); diff != "" {
 		t.Fatalf("progress (-want +got):\n%s", diff)
 	}
-	if len(notices) != 1 || notices[0].Source != "mcp:x" || notices[0].Kind != tool.NoticeRestart {
+	if len(notices) != 1 || notices[0].Source != "mcp:x" || notices[0].Kind != "restart" {
 		t.Fatalf("notices %+v", notices)
 	}
 }

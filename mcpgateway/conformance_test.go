@@ -67,7 +67,7 @@ func TestConformanceServerScenarios(t *testing.T) {
 
 	// Through the gateway: the server over stdio behind it, trusted, with
 	// no policy (every call allowed, and recorded).
-	relay := mcpgateway.NewRelay()
+	relay := &mcpgateway.Relay{}
 	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{
 		"everything": {Command: everything, Trusted: true},
 	}}, &mcptool.Options{Forward: relay.Forward()})

@@ -9,7 +9,7 @@
 // The client sees an upstream's own tool names when the set has one server
 // (so that a client, or a test suite, sees that server as it is), and
 // names prefixed by the server's ("fs__read_file", the tool's
-// [mcptool.ToolName] without "mcp__") when it has several. The gate, its
+// name (mcp__SERVER__TOOL, [mcptool.Tool]) without "mcp__") when it has several. The gate, its
 // policies, hooks and records always see the names of the native runtime
 // (mcp__SERVER__TOOL), so that one policy governs both.
 //

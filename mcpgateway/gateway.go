@@ -132,7 +132,7 @@ func New(ctx context.Context, set *mcptool.Set, opts *Options) (*Gateway, error)
 		o.Principal = tokenPrincipal
 	}
 	if o.Relay == nil {
-		o.Relay = NewRelay()
+		o.Relay = &Relay{}
 	}
 	if o.Inbox != nil {
 		o.Gate.OnRecord = inboxRecords(o.Inbox, o.Gate.OnRecord)

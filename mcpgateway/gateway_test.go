@@ -495,7 +495,7 @@ func TestUpstreamElicitationReachesTheClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	relay := mcpgateway.NewRelay()
+	relay := &mcpgateway.Relay{}
 	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"asker": {Transport: ct}}}, &mcptool.Options{Forward: relay.Forward()})
 	if err != nil {
 		t.Fatal(err)
@@ -629,7 +629,7 @@ func TestListenerAndUpstreamErrors(t *testing.T) {
 // hears that it changed.
 func TestResourceUpdatedReachesSubscribers(t *testing.T) {
 	up, ct := newUpstream(t)
-	relay := mcpgateway.NewRelay()
+	relay := &mcpgateway.Relay{}
 	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"up": {Transport: ct}}}, &mcptool.Options{Forward: relay.Forward()})
 	if err != nil {
 		t.Fatal(err)

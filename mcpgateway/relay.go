@@ -20,7 +20,8 @@ import (
 // the set, and the relay as [Options].Relay. What comes while no call to
 // the server is in flight is refused (a request) or dropped (a log
 // message). An updated resource is told to the clients subscribed to it.
-// It is safe for concurrent use.
+// The zero Relay has no call in flight and is ready to use; it is safe
+// for concurrent use and must not be copied.
 type Relay struct {
 	// server is the gateway's, which tells its subscribed clients of an
 	// updated resource; nil until a gateway takes the relay.
@@ -48,11 +49,6 @@ var errNoCall = errors.New("no client of the gateway has a call in flight to thi
 // errSeveralSessions refuses an upstream's request while calls of several
 // client sessions are in flight to it.
 var errSeveralSessions = errors.New("calls of several clients of the gateway are in flight to this server, and nothing tells whose call asks: refused rather than asking the wrong client")
-
-// NewRelay returns a relay with no call in flight.
-func NewRelay() *Relay {
-	return &Relay{flights: map[string][]*flight{}, last: map[string]*mcp.ServerSession{}}
-}
 
 // Forward returns the handlers to give [mcptool.Open].
 func (r *Relay) Forward() *mcptool.Forward {
@@ -114,6 +110,9 @@ func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) 
 			g.shared, f.shared = true, true
 		}
 	}
+	if r.flights == nil {
+		r.flights = map[string][]*flight{}
+	}
 	r.flights[server] = append(r.flights[server], f)
 	r.mu.Unlock()
 	return func() {
@@ -134,6 +133,9 @@ func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) 
 		if f.shared {
 			delete(r.last, server)
 		} else {
+			if r.last == nil {
+				r.last = map[string]*mcp.ServerSession{}
+			}
 			r.last[server] = s
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // upstream meanwhile: after calls of two sessions overlapped, nothing
 // tells whose it is, and it goes to no one.
 func TestRelayLastSessionOnlyWhenAlone(t *testing.T) {
-	r := NewRelay()
+	r := &Relay{}
 	a, b := &mcp.ServerSession{}, &mcp.ServerSession{}
 	ctx := context.Background()
 

@@ -72,7 +72,7 @@ func elicitedClient(t *testing.T, gw *mcpgateway.Gateway, name string, asked *at
 // call in flight, that session is asked.
 func TestUpstreamElicitationNeverReachesAnotherSession(t *testing.T) {
 	up, ct := newElicitingUpstream(t)
-	relay := mcpgateway.NewRelay()
+	relay := &mcpgateway.Relay{}
 	set, err := mcptool.Open(t.Context(), &mcptool.Config{Servers: map[string]*mcptool.ServerConfig{"asker": {Transport: ct}}}, &mcptool.Options{Forward: relay.Forward()})
 	if err != nil {
 		t.Fatal(err)

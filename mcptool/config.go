@@ -664,12 +664,12 @@ func parseOAuth(b []byte) (*OAuthConfig, error) {
 	return &OAuthConfig{ClientID: w.ClientID, ClientSecret: w.ClientSecret, ClientMetadataURL: w.ClientMetadataURL, Scopes: w.Scopes}, nil
 }
 
-// ToolName returns the name under which tool remote of server appears:
+// toolName returns the name under which tool remote of server appears:
 // "mcp__<server>__<remote>", with every byte outside [A-Za-z0-9_-] replaced by
 // '_' (as [tool.SanitizeName] does). A name longer than [tool.MaxNameLen] is cut
 // and ends with "_" and 8 hex digits of a SHA-256 of the unsanitized name, so
 // that two long names differing only at their ends stay distinct.
-func ToolName(server, remote string) string {
+func toolName(server, remote string) string {
 	full := "mcp__" + sanitizeChars(server) + "__" + sanitizeChars(remote)
 	if len(full) <= tool.MaxNameLen {
 		return tool.SanitizeName(full)

@@ -128,7 +128,7 @@
 // server that got a new session is listed again the same way.
 //
 // A renewal during a call (below) is reported to the call's reporter as a
-// [tool.NoticeRestart] notice (an agent notice event), beside
+// "restart" notice (an agent notice event), beside
 // [ServerStatus].Renewals.
 //
 // # Servers that misbehave

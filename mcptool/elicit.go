@@ -113,7 +113,7 @@ func (c *conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (res *mcp.E
 			action = res.Action
 		}
 		c.recordCalls(elicitationRecord{Server: c.name, Mode: modeOf(req.Params), Outcome: action, By: by, Reason: reason})
-		c.noticeCalls(tool.Notice{Kind: tool.NoticeElicitation, Source: "mcp:" + c.name,
+		c.noticeCalls(tool.Notice{Kind: noticeElicitation, Source: "mcp:" + c.name,
 			Message: fmt.Sprintf("the server asked the person for input (%s mode): %s", modeOf(req.Params), cmp.Or(outcome, action))})
 	}()
 	treq, err := c.elicitRequest(req.Params)

@@ -340,7 +340,7 @@ func TestElicitationNotice(t *testing.T) {
 		rec := &noticeRecorder{}
 		_, _ = toolsByName(s)["mcp__srv__ask"].Call(toolcall.WithReporter(context.Background(), rec), json.RawMessage(`{}`))
 		rec.mu.Lock()
-		want := []tool.Notice{{Kind: tool.NoticeElicitation, Source: "mcp:srv", Message: c.want}}
+		want := []tool.Notice{{Kind: "elicitation", Source: "mcp:srv", Message: c.want}}
 		if d := cmp.Diff(want, rec.notices); d != "" {
 			t.Errorf("notices (-want +got):\n%s", d)
 		}

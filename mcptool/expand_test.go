@@ -20,7 +20,7 @@ func where(t *testing.T, s *Set, name string) []string {
 	if st.State != StateReady {
 		t.Fatalf("server %s: %s: %v (stderr %q)", name, st.State, st.Err, st.Stderr)
 	}
-	tl := toolsByName(s)[ToolName(name, "where")]
+	tl := toolsByName(s)[toolName(name, "where")]
 	if tl == nil {
 		t.Fatalf("server %s has no tool where", name)
 	}

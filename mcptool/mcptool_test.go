@@ -348,15 +348,15 @@ func TestToolName(t *testing.T) {
 		// 55 bytes of the name, "_", 8 hex digits: 64 bytes.
 		{"gh", long + "a", "mcp__gh__very_long_tool_name_very_long_tool_name_very_l_" + sha256Hex("mcp__gh__" + long + "a")[:8]},
 	} {
-		got := ToolName(tc.server, tc.tool)
+		got := toolName(tc.server, tc.tool)
 		if got != tc.want {
-			t.Errorf("ToolName(%q, %q) = %q, want %q", tc.server, tc.tool, got, tc.want)
+			t.Errorf("toolName(%q, %q) = %q, want %q", tc.server, tc.tool, got, tc.want)
 		}
 		if !tool.ValidName(got) {
-			t.Errorf("ToolName(%q, %q) = %q is not a valid name", tc.server, tc.tool, got)
+			t.Errorf("toolName(%q, %q) = %q is not a valid name", tc.server, tc.tool, got)
 		}
 	}
-	if ToolName("gh", long+"a") == ToolName("gh", long+"b") {
+	if toolName("gh", long+"a") == toolName("gh", long+"b") {
 		t.Error("long names that differ at the end collide")
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/internal/toolcall"
-	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // oauthWorld is an authorization server and an MCP server it protects
@@ -357,7 +356,7 @@ func TestOAuthRevokedDuringRunIsANotice(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if len(rec.notices) != 1 || rec.notices[0].Kind != tool.NoticeLogin || !strings.Contains(rec.notices[0].Message, "tollgate mcp login docs") {
+	if len(rec.notices) != 1 || rec.notices[0].Kind != "login" || !strings.Contains(rec.notices[0].Message, "tollgate mcp login docs") {
 		t.Errorf("notices %+v", rec.notices)
 	}
 }

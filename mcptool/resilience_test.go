@@ -174,7 +174,7 @@ func TestStreamableHTTPServerRestarted(t *testing.T) {
 		t.Fatalf("call after the restart: %+v, %v", res, err)
 	}
 	t.Logf("the call that renewed the session took %s", time.Since(start))
-	if got := rep.list(); len(got) != 1 || got[0].Kind != tool.NoticeRestart || !strings.Contains(got[0].Message, "new session") {
+	if got := rep.list(); len(got) != 1 || got[0].Kind != "restart" || !strings.Contains(got[0].Message, "new session") {
 		t.Errorf("notices %+v; want one new session of mcp:web", got)
 	}
 	call("again")
@@ -220,7 +220,7 @@ func TestStdioServerExitsDuringCall(t *testing.T) {
 	if err != nil || second.IsError {
 		t.Fatalf("echo after the crash: %+v, %v", second, err)
 	}
-	if got := rep.list(); len(got) != 1 || got[0].Kind != tool.NoticeRestart || got[0].Source != "mcp:flaky" || !strings.Contains(got[0].Message, "started again") {
+	if got := rep.list(); len(got) != 1 || got[0].Kind != "restart" || got[0].Source != "mcp:flaky" || !strings.Contains(got[0].Message, "started again") {
 		t.Errorf("notices %+v; want one restart of mcp:flaky", got)
 	}
 	if second.Output == first.Output {

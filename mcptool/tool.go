@@ -135,7 +135,11 @@ func (c contentInfo) String() string {
 }
 
 // Tool is one tool of an MCP server, as a [tool.Tool]. Its Spec's Name is
-// [ToolName](server, remote name), its Source "mcp:<server>", its Hints
+// "mcp__<server>__<remote name>", with every byte outside [A-Za-z0-9_-]
+// replaced by '_' (as [tool.SanitizeName] does); a name longer than
+// [tool.MaxNameLen] is cut and ends with "_" and 8 hex digits of a SHA-256
+// of the unsanitized name, so that two long names differing only at their
+// ends stay distinct. Its Source "mcp:<server>", its Hints
 // [HintsFor] the tool's annotations and the server's trust. It is safe for
 // concurrent use. Hosts that show tools may type-assert a tool.Tool to *Tool to
 // see what the server claimed.
@@ -189,7 +193,7 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, erro
 	h := HintsFor(ann, sc.Trusted)
 	return &Tool{
 		spec: tool.Spec{
-			Name:        ToolName(server, t.Name),
+			Name:        toolName(server, t.Name),
 			Description: t.Description,
 			InputSchema: schema,
 			Hints:       &h,
@@ -207,14 +211,14 @@ func newTool(server string, sc *ServerConfig, t *mcp.Tool, c *conn) (*Tool, erro
 
 // maxRemoteNameLen bounds the name a server may give a tool, in bytes. The MCP
 // specification (2025-11-25, "Tools: Tool names") asks for 1 to 128
-// characters; tollgate allows more, since [ToolName] shortens long names, but
+// characters; tollgate allows more, since toolName shortens long names, but
 // not without end.
 const maxRemoteNameLen = 1024
 
 // checkToolName rejects a tool name that cannot be shown or used safely: empty,
 // longer than maxRemoteNameLen, not UTF-8, or holding control characters
 // (which would reach a terminal through every listing). Other characters are
-// replaced by [ToolName].
+// replaced by toolName.
 func checkToolName(name string) error {
 	switch {
 	case name == "":
@@ -276,7 +280,7 @@ func (t *Tool) Server() string { return t.server }
 // backing off 200 ms then 400 ms, each try bounded by the server's Timeout.
 // A call that fails while in flight is not sent again: it may have run. A
 // renewal during the call is reported to the call's reporter as a notice
-// ([tool.NoticeRestart]); the server's progress notifications for the call
+// of kind "restart"; the server's progress notifications for the call
 // (it is sent with a progress token) as progress ([tool.Invocation.Progress]).
 //
 // A server's elicitation during the call that nobody can answer now
@@ -385,7 +389,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage, raw **mcp.CallToo
 			return r, nil
 		}
 		if errors.Is(err, ErrLoginRequired) {
-			tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeLogin, Source: "mcp:" + t.server,
+			tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: noticeLogin, Source: "mcp:" + t.server,
 				Message: fmt.Sprintf("MCP server %q needs an OAuth login: run `tollgate mcp login %s`", t.server, t.server)})
 		}
 		if over := t.conn.oversized.Swap(nil); over != nil && !errors.Is(err, ErrHTTPMessageTooLarge) {
@@ -410,7 +414,7 @@ func (t *Tool) noticeRenewed(ctx context.Context) {
 	if t.conn.sc.URL != "" {
 		msg = fmt.Sprintf("MCP server %q was given a new session: it no longer knew the old one (it restarted)", t.server)
 	}
-	tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:" + t.server, Message: msg})
+	tool.InvocationFrom(ctx).Notice(tool.Notice{Kind: noticeRestart, Source: "mcp:" + t.server, Message: msg})
 }
 
 // refusedUnsent reports whether err is the SDK refusing a call because its
@@ -513,3 +517,16 @@ func describe(c mcp.Content) contentInfo {
 	}
 	return info
 }
+
+// The kinds of the notices mcptool gives (tool.Notice's Kind).
+const (
+	// noticeRestart: the server was started again, or given a new
+	// session, during the call.
+	noticeRestart = "restart"
+	// noticeElicitation: the server asked the person for input during the
+	// call, and what became of it.
+	noticeElicitation = "elicitation"
+	// noticeLogin: the server asked for an OAuth login during the call and
+	// nobody could log in there and then.
+	noticeLogin = "login"
+)

@@ -21,7 +21,7 @@
 #   - PostgreSQL (Debian packages), started privately on 127.0.0.1 by
 #     scripts/postgres.sh for the PostgreSQL store and durable-run tests, and
 #     stopped by its PID when the tests end;
-#   - Chromium, which the approvals page's tests (server/web) drive with
+#   - Chromium, which the approvals page's tests (internal/web) drive with
 #     chromedp, headless, as root, with no network beyond the loopback.
 #
 # It needs root and apt-get to install; docs/testing.md says what it leaves
@@ -47,7 +47,7 @@ if ! need node || ! need npm; then missing="$missing nodejs npm"; fi
 if ! need jq || ! need python3; then missing="$missing jq python3"; fi
 # The sandbox's tests build an LD_PRELOAD shim (an attacker's MPTCP one).
 if ! need gcc; then missing="$missing gcc libc6-dev"; fi
-# The approvals page (server/web) is tested in a real browser: Debian's
+# The approvals page (internal/web) is tested in a real browser: Debian's
 # Chromium, found on PATH (or at $TOLLGATE_CHROMIUM) by the tests.
 if [ -z "${TOLLGATE_CHROMIUM:-}" ] && ! need chromium && ! need chromium-browser; then missing="$missing chromium"; fi
 if [ -n "$missing" ]; then

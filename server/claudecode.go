@@ -17,8 +17,8 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/policy"
@@ -159,7 +159,7 @@ func (cc *claudeCode) handle(ctx context.Context, p Principal, in *claudegate.In
 	a := b.Handle(ctx, in)
 	// Codex has no SessionEnd: its session's run is done at each Stop,
 	// and goes on at its next event.
-	if in.HookEventName == claudecode.SessionEnd || (cc.source == gate.SourceCodex && in.HookEventName == claudecode.Stop) {
+	if in.HookEventName == claudenames.SessionEnd || (cc.source == gate.SourceCodex && in.HookEventName == claudenames.Stop) {
 		cc.end(ctx, run)
 	}
 	return a

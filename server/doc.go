@@ -184,8 +184,8 @@
 //
 //	mux.Handle("/tg/", http.StripPrefix("/tg", srv))
 //
-// The API is then at /tg/v1/..., and the approvals page (package
-// server/web) at /tg/: it names its assets and the API by URLs relative to
+// The API is then at /tg/v1/..., and the approvals page ([ApprovalsPage])
+// at /tg/: it names its assets and the API by URLs relative to
 // its own. What the server reports about a request is about the path it
 // saw: a problem's instance is the stripped path ("/v1/runs/run_1", not
 // "/tg/v1/runs/run_1").

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/layer"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/store"
@@ -31,8 +32,8 @@ func noAgentWrites(w http.ResponseWriter, r *http.Request, p Principal) bool {
 }
 
 // ruleLayers returns the store's rule layers, or writes 501 when it keeps none.
-func (s *Server) ruleLayers(w http.ResponseWriter, r *http.Request) (store.Layers, bool) {
-	l, ok := s.store.(store.Layers)
+func (s *Server) ruleLayers(w http.ResponseWriter, r *http.Request) (layerstore.Layers, bool) {
+	l, ok := s.store.(layerstore.Layers)
 	if !ok {
 		problemf(w, r, http.StatusNotImplemented, "this server's store keeps no rule layer")
 	}
@@ -105,7 +106,7 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, p Principal
 		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	rule, err := ls.ProposeLayerRule(r.Context(), store.LayerRule{ID: prop.ID, Tenant: p.Tenant, Text: prop.Text, Effect: string(eff),
+	rule, err := ls.ProposeLayerRule(r.Context(), layerstore.LayerRule{ID: prop.ID, Tenant: p.Tenant, Text: prop.Text, Effect: string(eff),
 		Tool: a.Tool, Source: a.RunID + "/" + a.ID, ProposedBy: p.decider()})
 	if err != nil {
 		writeProblem(w, r, layerProblem(err, prop.ID))
@@ -133,16 +134,16 @@ func (s *Server) runWorkdir(ctx context.Context, runID string) string {
 
 // acceptRule is POST /v1/rules/{id}/accept (admin).
 func (s *Server) acceptRule(w http.ResponseWriter, r *http.Request, p Principal) {
-	s.changeRule(w, r, p, store.LayerAccept)
+	s.changeRule(w, r, p, layerstore.LayerAccept)
 }
 
 // removeRule is DELETE /v1/rules/{id} (admin): a rule leaves the layer, or
 // a proposal is dropped.
 func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p Principal) {
-	s.changeRule(w, r, p, store.LayerRemove)
+	s.changeRule(w, r, p, layerstore.LayerRemove)
 }
 
-func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal, action store.LayerAction) {
+func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal, action layerstore.LayerAction) {
 	if !noAgentWrites(w, r, p) {
 		return
 	}
@@ -151,12 +152,12 @@ func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal,
 		return
 	}
 	id := r.PathValue("id")
-	var c store.LayerChange
+	var c layerstore.LayerChange
 	var err error
-	if action == store.LayerAccept {
+	if action == layerstore.LayerAccept {
 		// What goes into the layer must load: a rule the layer cannot
 		// compile would fail every decision of the tenant closed.
-		var l store.Layer
+		var l layerstore.Layer
 		if l, err = ls.GetLayer(r.Context(), p.Tenant); err == nil {
 			for _, pr := range l.Proposed {
 				if pr.ID == id {
@@ -178,7 +179,7 @@ func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, p Principal,
 	writeJSON(w, http.StatusOK, c)
 }
 
-// layerProblem is the problem of a store.Layers error.
+// layerProblem is the problem of a layerstore.Layers error.
 func layerProblem(err error, id string) serverapi.Problem {
 	switch {
 	case errors.Is(err, store.ErrNotFound):

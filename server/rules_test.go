@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
@@ -53,11 +54,11 @@ func TestRememberAllow(t *testing.T) {
 	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
 
-	var rule store.LayerRule
+	var rule layerstore.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d %+v", code, rule)
 	}
-	if rule.Status != store.LayerProposed || !strings.Contains(rule.Text, `"amount": {equals: 5}`) || rule.ProposedBy.Name != "alice" || rule.Source != a.RunID+"/"+a.ID {
+	if rule.Status != layerstore.LayerProposed || !strings.Contains(rule.Text, `"amount": {equals: 5}`) || rule.ProposedBy.Name != "alice" || rule.Source != a.RunID+"/"+a.ID {
 		t.Fatalf("proposal = %+v", rule)
 	}
 	// Proposed is not accepted: the next run still asks.
@@ -66,7 +67,7 @@ func TestRememberAllow(t *testing.T) {
 	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", aliceToken, nil, nil); code != http.StatusForbidden {
 		t.Fatalf("an approver accepted: %d", code)
 	}
-	var change store.LayerChange
+	var change layerstore.LayerChange
 	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", adaToken, nil, &change); code != http.StatusOK || change.Version != 1 || change.By.Name != "ada" {
 		t.Fatalf("accept: %d %+v", code, change)
 	}
@@ -101,7 +102,7 @@ func TestRememberAllow(t *testing.T) {
 
 	// The history names the change; removing the rule asks again.
 	var layer serverapi.RuleLayerView
-	if code := f.do("GET", "/v1/rules", vicToken, nil, &layer); code != http.StatusOK || layer.Version != 1 || len(layer.Rules) != 1 || len(layer.History) != 1 || layer.History[0].Action != store.LayerAccept {
+	if code := f.do("GET", "/v1/rules", vicToken, nil, &layer); code != http.StatusOK || layer.Version != 1 || len(layer.Rules) != 1 || len(layer.History) != 1 || layer.History[0].Action != layerstore.LayerAccept {
 		t.Fatalf("GET /v1/rules: %d %+v", code, layer)
 	}
 	if code := f.do("DELETE", "/v1/rules/"+rule.ID, adaToken, nil, &change); code != http.StatusOK || change.Version != 2 {
@@ -114,7 +115,7 @@ func TestRememberAllow(t *testing.T) {
 func TestRememberDeny(t *testing.T) {
 	f := newFixture(t, nil, nil, &server.Options{Tokens: rulesTokens(t).Lookup})
 	a := approveFirst(t, f)
-	var rule store.LayerRule
+	var rule layerstore.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "deny"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d", code)
 	}
@@ -160,7 +161,7 @@ func TestRulesEndpoints(t *testing.T) {
 			t.Errorf("propose as %q %+v: %d, want %d", c.token, c.body, code, c.want)
 		}
 	}
-	var rule store.LayerRule
+	var rule layerstore.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: pending.ID, Effect: "deny"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose from a denied approval: %d", code)
 	}
@@ -217,7 +218,7 @@ func TestRememberClaudeCode(t *testing.T) {
 		t.Fatalf("deciding: %d", code)
 	}
 	<-got
-	var rule store.LayerRule
+	var rule layerstore.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `path: {pathPrefix: "/work/ws/notes"}`) {
 		t.Fatalf("propose: %d %+v", code, rule)
 	}
@@ -229,7 +230,7 @@ func TestRememberClaudeCode(t *testing.T) {
 	if code := f.do("POST", "/v1/rules/"+rule.ID+"/accept", agentAdminToken, nil, nil); code != http.StatusForbidden {
 		t.Fatalf("an agent's token that is also an admin's accepted: %d, want 403", code)
 	}
-	if _, err := f.store.(store.Layers).AcceptLayerRule(t.Context(), "acme", rule.ID, tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}); err != nil {
+	if _, err := f.store.(layerstore.Layers).AcceptLayerRule(t.Context(), "acme", rule.ID, tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}); err != nil {
 		t.Fatal(err)
 	}
 	f.do("POST", "/v1/hooks/claude-code?wait=50ms", agentToken, hookEvent("PreToolUse", "Write", `{"file_path":"/work/ws/notes/b.txt","content":"b"}`, "t3"), &out)
@@ -252,7 +253,7 @@ func TestRememberEdited(t *testing.T) {
 		t.Fatalf("approve: %d", code)
 	}
 	f.waitRun(run, store.RunDone)
-	var rule store.LayerRule
+	var rule layerstore.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated || !strings.Contains(rule.Text, `"amount": {equals: 3}`) {
 		t.Fatalf("propose: %d\n%s", code, rule.Text)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -50,8 +51,8 @@ type Options struct {
 	// do not wait for the build. Nil leaves those builds to the first runs.
 	Tenants []string
 	// Page, if set, serves every GET outside /v1/, /healthz, /readyz and
-	// /metrics: GET /, /assets/... and the page's own views (the approvals
-	// page); without it those paths are 404.
+	// /metrics: GET /, /assets/... and the page's own views ([ApprovalsPage]
+	// gives tollgate's approvals page); without it those paths are 404.
 	Page http.Handler
 	// Host configures the [runs.Host] the server drives runs with (holder
 	// name, lease TTL, middleware); nil for the defaults.
@@ -349,9 +350,9 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 		}
 		return srv.buildCache.Build(ctx, cfg)
 	})
-	if ls, ok := s.(store.Layers); ok {
+	if ls, ok := s.(layerstore.Layers); ok {
 		// Each tenant's runs and sessions are decided with its rule layer.
-		built = runs.WithLayer(built, ls)
+		built = runcore.WithLayer(built, ls)
 		srv.layers = runcore.NewLayerSource(ls)
 	}
 	h, err := runs.New(s, built, &ho)

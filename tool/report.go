@@ -14,27 +14,20 @@ type Progress struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Notice kinds.
-const (
-	// NoticeRestart: what the tool relies on was started again during the
-	// call (an MCP stdio server that exited was restarted, or a streamable-
-	// HTTP server that lost the session was given a new one).
-	NoticeRestart = "restart"
-	// NoticeElicitation: the MCP server behind the tool asked the person
-	// for input during the call (MCP elicitation), and what became of it
-	// (accepted, declined, cancelled or refused); never the answer itself.
-	NoticeElicitation = "elicitation"
-	// NoticeLogin: the MCP server behind the tool asked for an OAuth login
-	// during the call (its token was revoked, or it wants more scopes) and
-	// nobody could log in there and then; never the token.
-	NoticeLogin = "login"
-)
-
 // Notice is something that happened, during a call, to what a tool relies
 // on, for the people and hosts that watch the run (the model does not see
 // it): an MCP server restarted, say.
 type Notice struct {
-	// Kind names what happened, such as [NoticeRestart].
+	// Kind names what happened. Package mcptool gives three kinds:
+	// "restart", what the tool relies on was started again during the call
+	// (an MCP stdio server that exited was restarted, or a streamable-HTTP
+	// server that lost the session was given a new one); "elicitation",
+	// the MCP server behind the tool asked the person for input during the
+	// call (MCP elicitation), and what became of it (accepted, declined,
+	// cancelled or refused), never the answer itself; "login", the MCP
+	// server asked for an OAuth login during the call (its token was
+	// revoked, or it wants more scopes) and nobody could log in there and
+	// then, never the token.
 	Kind string `json:"kind"`
 	// Source names what it happened to, as [Spec].Source does ("mcp:github").
 	Source string `json:"source,omitempty"`

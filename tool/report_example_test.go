@@ -26,7 +26,7 @@ func (printer) Notice(n tool.Notice) {
 func ExampleInvocation_Progress() {
 	inv := tool.Invocation{CallID: "call_1", Reporter: printer{}}
 	inv.Progress(tool.Progress{Progress: 1, Total: 2, Message: "copying"})
-	inv.Notice(tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:fs", Message: strings.Repeat("x", 5000)})
+	inv.Notice(tool.Notice{Kind: "restart", Source: "mcp:fs", Message: strings.Repeat("x", 5000)})
 	tool.InvocationFrom(context.Background()).Progress(tool.Progress{Progress: 2}) // nobody listens
 	// Output:
 	// progress 1/2 copying

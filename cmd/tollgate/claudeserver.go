@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/approval"
-	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
@@ -32,7 +32,7 @@ const maxClaudeAnswer = 1 << 20
 func forwardClaude(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *claudegate.Input, raw []byte, local *claudegate.Bridge) claudegate.Answer {
 	ev := in.HookEventName
 	localAsk := ""
-	if local != nil && (ev == claudecode.PreToolUse || ev == claudecode.PermissionRequest) && len(f.policies) > 0 {
+	if local != nil && (ev == claudenames.PreToolUse || ev == claudenames.PermissionRequest) && len(f.policies) > 0 {
 		switch eff, reason := local.Judge(ctx, in); eff {
 		case approval.Deny:
 			return local.Handle(ctx, in) // recorded with --records, as in local mode
@@ -40,7 +40,7 @@ func forwardClaude(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *cla
 			localAsk = oneLineHeader(reason)
 		}
 	}
-	if ev == claudecode.PreToolUse {
+	if ev == claudenames.PreToolUse {
 		// The person asked sees the session's last prompt and the model's
 		// stated intent, which only this machine's transcript holds.
 		in.TollgatePrompt, in.TollgateIntent = claudegate.TranscriptNotes(in.TranscriptPath)

@@ -13,14 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 )
 
 // claudeEvents are the events `tollgate claude-code settings` hooks, in
 // the order printed; the tool events match every tool.
 var claudeEvents = []claudecode.Event{
-	claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse, claudecode.PostToolUseFailure,
-	claudecode.UserPromptSubmit, claudecode.Stop, claudecode.SessionStart, claudecode.SessionEnd,
+	claudenames.PreToolUse, claudenames.PermissionRequest, claudenames.PostToolUse, claudenames.PostToolUseFailure,
+	claudenames.UserPromptSubmit, claudenames.Stop, claudenames.SessionStart, claudenames.SessionEnd,
 }
 
 func newClaudeSettingsCmd(env *cliEnv) *cobra.Command {
@@ -72,7 +73,7 @@ func claudeSettings(f *claudeHookFlags, useHTTP bool) (map[string]any, error) {
 	hooks := map[string]any{}
 	for _, ev := range claudeEvents {
 		timeout := 30
-		if ev == claudecode.PreToolUse || ev == claudecode.PermissionRequest {
+		if ev == claudenames.PreToolUse || ev == claudenames.PermissionRequest {
 			timeout = toolTimeout
 		}
 		var h map[string]any
@@ -84,7 +85,7 @@ func claudeSettings(f *claudeHookFlags, useHTTP bool) (map[string]any, error) {
 		}
 		group := map[string]any{"hooks": []any{h}}
 		switch ev {
-		case claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse, claudecode.PostToolUseFailure:
+		case claudenames.PreToolUse, claudenames.PermissionRequest, claudenames.PostToolUse, claudenames.PostToolUseFailure:
 			group["matcher"] = "*"
 		}
 		hooks[string(ev)] = []any{group}

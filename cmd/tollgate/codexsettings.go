@@ -13,13 +13,14 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 )
 
 // codexEvents are the events `tollgate codex settings` hooks, in the
 // order printed; the tool events match every tool.
 var codexEvents = []claudecode.Event{
-	claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse,
-	claudecode.SessionStart, claudecode.UserPromptSubmit, claudecode.Stop,
+	claudenames.PreToolUse, claudenames.PermissionRequest, claudenames.PostToolUse,
+	claudenames.SessionStart, claudenames.UserPromptSubmit, claudenames.Stop,
 }
 
 func newCodexSettingsCmd(env *cliEnv) *cobra.Command {
@@ -94,10 +95,10 @@ func codexHooks(f *claudeHookFlags) (map[claudecode.Event][]codexGroup, error) {
 	for _, ev := range codexEvents {
 		g := codexGroup{Hooks: []codexHandler{{Type: "command", Command: shellQuote(args), Timeout: 30}}}
 		switch ev {
-		case claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse:
+		case claudenames.PreToolUse, claudenames.PermissionRequest, claudenames.PostToolUse:
 			g.Matcher = "*"
 		}
-		if ev == claudecode.PreToolUse || ev == claudecode.PermissionRequest {
+		if ev == claudenames.PreToolUse || ev == claudenames.PermissionRequest {
 			g.Hooks[0].Timeout = toolTimeout
 		}
 		hooks[ev] = []codexGroup{g}

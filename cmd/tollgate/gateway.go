@@ -216,7 +216,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		}
 		notice(fmt.Sprintf("builtin tools on %s: %s", workdir, strings.Join(names, ", ")))
 	}
-	relay := mcpgateway.NewRelay()
+	relay := &mcpgateway.Relay{}
 	var set *mcptool.Set
 	if len(f.mcp) > 0 {
 		cfg, err := runbuild.LoadMCP(f.mcp, notice)

@@ -21,10 +21,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/store"
 )
 
 // envGatewayNotes makes this test binary the MCP server notes (see init):
@@ -517,7 +517,7 @@ func TestGatewayServeRemembers(t *testing.T) {
 	if res := <-done; res.IsError {
 		t.Fatalf("the approved call: %q", resultText(res))
 	}
-	var rule store.LayerRule
+	var rule layerstore.LayerRule
 	if code := g.do(t, "POST", "/v1/rules/proposals", g.alice, serverapi.ProposeRequest{Approval: a.ID, Effect: "allow"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d", code)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/layer"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runbuild"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
@@ -247,7 +248,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.Gatewa
 		return nil, nil, err
 	}
 	gopts.ApprovalTTL = g.ApprovalTTL
-	if ls, ok := st.(store.Layers); ok {
+	if ls, ok := st.(layerstore.Layers); ok {
 		withGatewayLayer(&gopts, runcore.NewLayerSource(ls), g.Workdir)
 	}
 	confine, release, err := toolsSandbox(env, g.Workdir, nil, nil, f.mcp)
@@ -261,7 +262,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.Gatewa
 		closeGate()
 		return nil, nil, fmt.Errorf("mcp: %w", unwrapField(err))
 	}
-	relay := mcpgateway.NewRelay()
+	relay := &mcpgateway.Relay{}
 	set, err := mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, LookupEnv: env.lookupEnv, Sandbox: confine, Forward: relay.Forward()})
 	if err != nil {
 		release()

@@ -16,8 +16,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/nofollow"
 	"github.com/tollgate-dev/tollgate/internal/realpath"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -309,8 +311,8 @@ func openHost(ctx context.Context, env *cliEnv, storeURL, stateDir, keyFile stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if ls, ok := s.(store.Layers); ok {
-		b = runs.WithLayer(b, ls) // the store's rule layer decides too
+	if ls, ok := s.(layerstore.Layers); ok {
+		b = runcore.WithLayer(b, ls) // the store's rule layer decides too
 	}
 	h, err := runs.New(s, b, &runs.Options{LeaseTTL: ttl})
 	if err != nil {

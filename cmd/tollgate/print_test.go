@@ -278,7 +278,7 @@ func TestPrintNotice(t *testing.T) {
 	var b bytes.Buffer
 	p := &printer{w: &b}
 	p.event(agent.Event{Kind: agent.EventToolCall, Call: &model.ToolCall{ID: "c1", Name: "mcp__x__t", Arguments: []byte("{}")}})
-	p.event(agent.Event{Kind: agent.EventNotice, CallID: "c1", Notice: &tool.Notice{Kind: tool.NoticeRestart, Source: "mcp:x", Message: "MCP server \"x\" was started again\x1b[2J"}})
+	p.event(agent.Event{Kind: agent.EventNotice, CallID: "c1", Notice: &tool.Notice{Kind: "restart", Source: "mcp:x", Message: "MCP server \"x\" was started again\x1b[2J"}})
 	want := "   [mcp__x__t c1] restart mcp:x: MCP server \"x\" was started again\\x1b[2J\n"
 	if got := b.String(); !strings.HasSuffix(got, want) {
 		t.Fatalf("printed %q, want it to end with %q", got, want)

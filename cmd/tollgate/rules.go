@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/approval/inbox"
 	"github.com/tollgate-dev/tollgate/internal/layer"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -36,7 +37,7 @@ is kept with who made it (the OS user) and when ("history"). A server's
 administrators do the same on the approvals page or over its API.`,
 		Args: argsUsage(cobra.NoArgs),
 	}
-	c.AddCommand(rulesList(env), rulesPropose(env), rulesChange(env, store.LayerAccept), rulesChange(env, store.LayerRemove), rulesHistory(env))
+	c.AddCommand(rulesList(env), rulesPropose(env), rulesChange(env, layerstore.LayerAccept), rulesChange(env, layerstore.LayerRemove), rulesHistory(env))
 	return c
 }
 
@@ -52,12 +53,12 @@ func (f *rulesFlags) add(c *cobra.Command, env *cliEnv) {
 }
 
 // open opens the store's rule layers.
-func (f *rulesFlags) open(ctx context.Context) (store.Store, store.Layers, error) {
+func (f *rulesFlags) open(ctx context.Context) (store.Store, layerstore.Layers, error) {
 	s, err := f.state.open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	ls, ok := s.(store.Layers)
+	ls, ok := s.(layerstore.Layers)
 	if !ok {
 		_ = s.Close()
 		return nil, nil, withCode(exitError, errors.New("this store keeps no rule layer"))
@@ -188,7 +189,7 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return withCode(exitError, err)
 			}
-			r, err := ls.ProposeLayerRule(c.Context(), store.LayerRule{ID: p.ID, Tenant: f.tenant, Text: p.Text, Effect: string(eff), Tool: a.Tool,
+			r, err := ls.ProposeLayerRule(c.Context(), layerstore.LayerRule{ID: p.ID, Tenant: f.tenant, Text: p.Text, Effect: string(eff), Tool: a.Tool,
 				Source: a.RunID + "/" + a.ID, ProposedBy: tool.Principal{Kind: tool.PrincipalPerson, Name: currentUser()}})
 			if err != nil {
 				return withCode(exitError, err)
@@ -205,10 +206,10 @@ func rulesPropose(env *cliEnv) *cobra.Command {
 	return c
 }
 
-func rulesChange(env *cliEnv, action store.LayerAction) *cobra.Command {
+func rulesChange(env *cliEnv, action layerstore.LayerAction) *cobra.Command {
 	f := &rulesFlags{}
 	use, short := "accept RULE", "Accept a proposed rule into the layer, as its next version"
-	if action == store.LayerRemove {
+	if action == layerstore.LayerRemove {
 		use, short = "remove RULE", "Remove a rule from the layer (or drop a proposal), as its next version"
 	}
 	c := &cobra.Command{
@@ -222,8 +223,8 @@ func rulesChange(env *cliEnv, action store.LayerAction) *cobra.Command {
 			}
 			defer s.Close()
 			by := tool.Principal{Kind: tool.PrincipalPerson, Name: currentUser()}
-			var ch store.LayerChange
-			if action == store.LayerAccept {
+			var ch layerstore.LayerChange
+			if action == layerstore.LayerAccept {
 				l, err := ls.GetLayer(c.Context(), f.tenant)
 				if err != nil {
 					return withCode(exitError, err)

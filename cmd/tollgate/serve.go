@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/server/web"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -182,7 +182,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 	if err := cfg.CheckAgents(ctx, b); err != nil {
 		return configErr("%w", err)
 	}
-	opts := &server.Options{Agents: cfg.Agents, AgentProblem: cfg.AgentProblem, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup, Tenants: tokens.Tenants(), Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: web.Handler()}
+	opts := &server.Options{Agents: cfg.Agents, AgentProblem: cfg.AgentProblem, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup, Tenants: tokens.Tenants(), Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: server.ApprovalsPage()}
 	if cc := cfg.Codex; cc != nil {
 		if opts.Codex, err = claudeServeOptions(cc, "codex", stateDir, env.stderr); err != nil {
 			return configErr("%s: codex: %w", cfg.File, err)
@@ -198,8 +198,8 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 		// The durable runs this process drives build each agent once
 		// (closed after the engine).
 		var ab runs.Builder = b
-		if ls, ok := st.(store.Layers); ok {
-			ab = runs.WithLayer(b, ls)
+		if ls, ok := st.(layerstore.Layers); ok {
+			ab = runcore.WithLayer(b, ls)
 		}
 		agents := runcore.NewBuildCache(ab)
 		defer agents.Close()

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
-	"github.com/tollgate-dev/tollgate/server/web"
+	"github.com/tollgate-dev/tollgate/internal/web"
 )
 
 // chrome is the package's one Chromium, for the tests that drive the

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
-	"github.com/tollgate-dev/tollgate/store"
 )
 
 // workerDrain is how long a stopping worker lets its runs reach a step
@@ -96,8 +96,8 @@ Each run's agent is built from the configuration stored with the run, as
 			// Each agent is built once and reused by the runs of its
 			// configuration (closed after the engine).
 			var b runs.Builder = &cliBuilder{env: env, logs: logs, stateDir: stateDir, keyFile: keyFile, exts: runExtensions(), tenantLogins: true}
-			if ls, ok := st.(store.Layers); ok {
-				b = runs.WithLayer(b, ls) // each tenant's rule layer decides too
+			if ls, ok := st.(layerstore.Layers); ok {
+				b = runcore.WithLayer(b, ls) // each tenant's rule layer decides too
 			}
 			agents := runcore.NewBuildCache(b)
 			defer agents.Close()

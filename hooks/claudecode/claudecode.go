@@ -22,24 +22,17 @@ import (
 
 // FailMode says what a handler that fails (times out, cannot be started,
 // crashes, is killed by a signal, prints JSON that fails the schema) does to
-// the call.
+// the call: "closed" denies the call (PreToolUse, PermissionRequest),
+// withholds the result (PostToolUse), blocks the prompt (UserPromptSubmit)
+// or continues the run (Stop), and the log and the reason say "hook
+// failed", never "hook denied"; "open" logs the failure and ignores it, as
+// Claude Code does.
 type FailMode string
-
-// Fail modes.
-const (
-	// FailClosed: the failure denies the call (PreToolUse, PermissionRequest),
-	// withholds the result (PostToolUse), blocks the prompt
-	// (UserPromptSubmit) or continues the run (Stop). The log and the reason
-	// say "hook failed", never "hook denied".
-	FailClosed FailMode = "closed"
-	// FailOpen: the failure is logged and ignored, as Claude Code does.
-	FailOpen FailMode = "open"
-)
 
 // parseFailMode reads "open" or "closed".
 func parseFailMode(s string) (FailMode, error) {
 	switch FailMode(s) {
-	case FailClosed, FailOpen:
+	case claudenames.FailClosed, claudenames.FailOpen:
 		return FailMode(s), nil
 	}
 	return "", fmt.Errorf("fail mode %q: want open or closed", s)
@@ -53,7 +46,7 @@ type Options struct {
 	ProjectDir string
 	// FailModes sets the fail mode per event. An event not listed fails
 	// closed when it is PreToolUse or PermissionRequest, and open otherwise;
-	// a mode other than FailOpen and FailClosed makes New fail.
+	// a mode other than "open" and "closed" makes New fail.
 	FailModes map[Event]FailMode
 	// DefaultTimeout is a handler's timeout when it gives none; zero means
 	// 60 s (Claude Code's). A handler may give up to one hour.
@@ -155,28 +148,28 @@ func New(s *Settings, opts *Options) (*Hooks, error) {
 // registered. Each is named "claude:<Event>" in decision records.
 func (c *Hooks) Register(h *hooks.Hooks) *hooks.Hooks {
 	x := c.rt
-	if x.has(PreToolUse) {
+	if x.has(claudenames.PreToolUse) {
 		h.BeforeTool("claude:PreToolUse", x.preToolUse)
 	}
-	if x.has(PermissionRequest) {
+	if x.has(claudenames.PermissionRequest) {
 		h.Permission("claude:PermissionRequest", x.permissionRequest)
 	}
-	if x.has(PostToolUse) || x.has(PostToolUseFailure) {
+	if x.has(claudenames.PostToolUse) || x.has(claudenames.PostToolUseFailure) {
 		h.AfterTool("claude:PostToolUse", x.postToolUse)
 	}
-	if x.has(SessionStart) || x.has(UserPromptSubmit) {
+	if x.has(claudenames.SessionStart) || x.has(claudenames.UserPromptSubmit) {
 		h.Start("claude:UserPromptSubmit", x.start)
 	}
-	if x.has(Stop) {
+	if x.has(claudenames.Stop) {
 		h.Stop("claude:Stop", x.stop)
 	}
-	if x.has(SubagentStop) {
+	if x.has(claudenames.SubagentStop) {
 		h.SubagentStop("claude:SubagentStop", x.subagentStop)
 	}
-	if x.has(SessionEnd) {
+	if x.has(claudenames.SessionEnd) {
 		h.End("claude:SessionEnd", x.sessionEnd)
 	}
-	if x.has(Notification) {
+	if x.has(claudenames.Notification) {
 		h.Pending("claude:Notification", x.notification)
 	}
 	return h
@@ -195,10 +188,10 @@ func (x *runtime) failMode(ev Event) FailMode {
 	if m, ok := x.opts.FailModes[ev]; ok {
 		return m
 	}
-	if ev == PreToolUse || ev == PermissionRequest {
-		return FailClosed
+	if ev == claudenames.PreToolUse || ev == claudenames.PermissionRequest {
+		return claudenames.FailClosed
 	}
-	return FailOpen
+	return claudenames.FailOpen
 }
 
 // handlers returns the handlers of ev whose group matches value and whose if
@@ -322,7 +315,7 @@ const (
 // preVerdict reads one PreToolUse result.
 func (x *runtime) preVerdict(r *result) (verdict, string) {
 	if r.failed != "" {
-		if x.failMode(PreToolUse) == FailClosed {
+		if x.failMode(claudenames.PreToolUse) == claudenames.FailClosed {
 			return vDeny, "hook failed: " + r.h.String() + " " + r.failed
 		}
 		return vNone, ""
@@ -370,14 +363,14 @@ func updatedInput(r *result) json.RawMessage {
 func (x *runtime) preToolUse(ctx context.Context, ev *hooks.BeforeToolEvent) (*hooks.ToolOverride, error) {
 	name := claudenames.Name(ev.Name)
 	input := claudenames.ToInput(ev.Name, ev.Args, x.opts.ProjectDir)
-	hs := x.handlers(PreToolUse, name, name, input)
+	hs := x.handlers(claudenames.PreToolUse, name, name, input)
 	if len(hs) == 0 {
 		return nil, nil
 	}
 	mk := func(in json.RawMessage) []byte {
-		return x.stdin(ctx, PreToolUse, map[string]any{"tool_name": name, "tool_input": in, "tool_use_id": ev.ID, "tollgate_tool": ev.Name, "tollgate_turn": ev.Turn})
+		return x.stdin(ctx, claudenames.PreToolUse, map[string]any{"tool_name": name, "tool_input": in, "tool_use_id": ev.ID, "tollgate_tool": ev.Name, "tollgate_turn": ev.Turn})
 	}
-	rs := x.runAll(ctx, PreToolUse, hs, mk(input))
+	rs := x.runAll(ctx, claudenames.PreToolUse, hs, mk(input))
 	if err := stopped(rs); err != nil {
 		return nil, err
 	}
@@ -416,8 +409,8 @@ func (x *runtime) preToolUse(ctx context.Context, ev *hooks.BeforeToolEvent) (*h
 			continue
 		}
 		if rewritten { // it saw the input before the earlier rewrites: ask it again
-			r = x.run(ctx, hs[i], PreToolUse, mk(cur))
-			x.report(ctx, PreToolUse, r)
+			r = x.run(ctx, hs[i], claudenames.PreToolUse, mk(cur))
+			x.report(ctx, claudenames.PreToolUse, r)
 			if err := stopped([]*result{r}); err != nil {
 				return nil, err
 			}
@@ -469,9 +462,9 @@ func toolResponse(name string, res tool.Result) any {
 // postToolUse is the AfterTool hook, for PostToolUse (a result that is not
 // an error) and PostToolUseFailure (an error result).
 func (x *runtime) postToolUse(ctx context.Context, ev *hooks.AfterToolEvent) (*hooks.ToolOverride, error) {
-	event := PostToolUse
+	event := Event(claudenames.PostToolUse)
 	if ev.Result.IsError {
-		event = PostToolUseFailure
+		event = claudenames.PostToolUseFailure
 	}
 	name := claudenames.Name(ev.Name)
 	input := claudenames.ToInput(ev.Name, ev.Args, x.opts.ProjectDir)
@@ -480,7 +473,7 @@ func (x *runtime) postToolUse(ctx context.Context, ev *hooks.AfterToolEvent) (*h
 		return nil, nil
 	}
 	fields := map[string]any{"tool_name": name, "tool_input": input, "tool_use_id": ev.ID, "tollgate_tool": ev.Name, "tollgate_turn": ev.Turn}
-	if event == PostToolUse {
+	if event == claudenames.PostToolUse {
 		fields["tool_response"] = toolResponse(ev.Name, ev.Result)
 	} else {
 		fields["error"] = ev.Result.Output
@@ -495,7 +488,7 @@ func (x *runtime) postToolUse(ctx context.Context, ev *hooks.AfterToolEvent) (*h
 	for _, r := range rs {
 		switch {
 		case r.failed != "":
-			if x.failMode(event) == FailClosed {
+			if x.failMode(event) == claudenames.FailClosed {
 				return hooks.Replace(tool.Errorf("hook failed: %s %s; the result was withheld", r.h.String(), r.failed)), nil
 			}
 		case r.blocked():
@@ -533,11 +526,11 @@ func (x *runtime) postToolUse(ctx context.Context, ev *hooks.AfterToolEvent) (*h
 func (x *runtime) permissionRequest(ctx context.Context, ev *hooks.PermissionEvent) (*tool.Answer, error) {
 	name := claudenames.Name(ev.Name)
 	input := claudenames.ToInput(ev.Name, ev.Args, x.opts.ProjectDir)
-	hs := x.handlers(PermissionRequest, name, name, input)
+	hs := x.handlers(claudenames.PermissionRequest, name, name, input)
 	if len(hs) == 0 {
 		return nil, nil
 	}
-	rs := x.runAll(ctx, PermissionRequest, hs, x.stdin(ctx, PermissionRequest, map[string]any{
+	rs := x.runAll(ctx, claudenames.PermissionRequest, hs, x.stdin(ctx, claudenames.PermissionRequest, map[string]any{
 		"tool_name": name, "tool_input": input, "tool_use_id": ev.ID, "permission_suggestions": []any{},
 		"tollgate_tool": ev.Name, "tollgate_turn": ev.Turn, "tollgate_request_id": ev.Request.ID, "tollgate_prompt": ev.Request.Prompt,
 	}))
@@ -548,7 +541,7 @@ func (x *runtime) permissionRequest(ctx context.Context, ev *hooks.PermissionEve
 	for _, r := range rs {
 		switch {
 		case r.failed != "":
-			if x.failMode(PermissionRequest) == FailClosed {
+			if x.failMode(claudenames.PermissionRequest) == claudenames.FailClosed {
 				return &tool.Answer{OK: false, Reason: "hook failed: " + r.h.String() + " " + r.failed}, nil
 			}
 		case r.blocked():
@@ -593,14 +586,14 @@ func (x *runtime) start(ctx context.Context, ev *hooks.StartEvent) (*hooks.Start
 		source = "resume"
 	}
 	var extra []string
-	hs := x.handlers(SessionStart, source, "", nil)
+	hs := x.handlers(claudenames.SessionStart, source, "", nil)
 	if len(hs) > 0 {
-		rs := x.runAll(ctx, SessionStart, hs, x.stdin(ctx, SessionStart, map[string]any{"source": source}))
+		rs := x.runAll(ctx, claudenames.SessionStart, hs, x.stdin(ctx, claudenames.SessionStart, map[string]any{"source": source}))
 		if err := stopped(rs); err != nil {
 			return nil, err
 		}
 		for _, r := range rs {
-			if r.failed != "" && x.failMode(SessionStart) == FailClosed {
+			if r.failed != "" && x.failMode(claudenames.SessionStart) == claudenames.FailClosed {
 				return &hooks.StartOverride{Block: "hook failed: " + r.h.String() + " " + r.failed}, nil
 			}
 			if t := contextText(r); t != "" {
@@ -614,16 +607,16 @@ func (x *runtime) start(ctx context.Context, ev *hooks.StartEvent) (*hooks.Start
 		}
 		return nil, nil
 	}
-	hs = x.handlers(UserPromptSubmit, "", "", nil)
+	hs = x.handlers(claudenames.UserPromptSubmit, "", "", nil)
 	if len(hs) > 0 {
-		rs := x.runAll(ctx, UserPromptSubmit, hs, x.stdin(ctx, UserPromptSubmit, map[string]any{"prompt": ev.Prompt}))
+		rs := x.runAll(ctx, claudenames.UserPromptSubmit, hs, x.stdin(ctx, claudenames.UserPromptSubmit, map[string]any{"prompt": ev.Prompt}))
 		if err := stopped(rs); err != nil {
 			return nil, err
 		}
 		for _, r := range rs {
 			switch {
 			case r.failed != "":
-				if x.failMode(UserPromptSubmit) == FailClosed {
+				if x.failMode(claudenames.UserPromptSubmit) == claudenames.FailClosed {
 					return &hooks.StartOverride{Block: "hook failed: " + r.h.String() + " " + r.failed}, nil
 				}
 			case r.blocked():
@@ -645,14 +638,14 @@ func (x *runtime) start(ctx context.Context, ev *hooks.StartEvent) (*hooks.Start
 // stop is the Stop hook: a block (decision "block" with a reason, or exit 2
 // with stderr) continues the run with the reason.
 func (x *runtime) stop(ctx context.Context, ev *hooks.StopEvent) (string, error) {
-	hs := x.handlers(Stop, "", "", nil)
+	hs := x.handlers(claudenames.Stop, "", "", nil)
 	if len(hs) == 0 {
 		return "", nil
 	}
-	rs := x.runAll(ctx, Stop, hs, x.stdin(ctx, Stop, map[string]any{
+	rs := x.runAll(ctx, claudenames.Stop, hs, x.stdin(ctx, claudenames.Stop, map[string]any{
 		"stop_hook_active": ev.Continuations > 0, "last_assistant_message": ev.Text, "tollgate_turn": ev.Turn,
 	}))
-	return x.continueReason(Stop, rs), nil
+	return x.continueReason(claudenames.Stop, rs), nil
 }
 
 // subagentStop is the SubagentStop hook, on the final answer of a sub-agent
@@ -661,17 +654,17 @@ func (x *runtime) stop(ctx context.Context, ev *hooks.StopEvent) (string, error)
 // agent_type the sub-agent's ID, which matchers test. A block continues the
 // sub-agent with the reason, as Stop does for the run itself.
 func (x *runtime) subagentStop(ctx context.Context, ev *hooks.SubagentStopEvent) (string, error) {
-	hs := x.handlers(SubagentStop, ev.AgentID, "", nil)
+	hs := x.handlers(claudenames.SubagentStop, ev.AgentID, "", nil)
 	if len(hs) == 0 {
 		return "", nil
 	}
-	rs := x.runAll(ctx, SubagentStop, hs, x.stdin(ctx, SubagentStop, map[string]any{
+	rs := x.runAll(ctx, claudenames.SubagentStop, hs, x.stdin(ctx, claudenames.SubagentStop, map[string]any{
 		"session_id": ev.ParentRunID, "stop_hook_active": ev.Continuations > 0,
 		"agent_id": ev.RunID, "agent_type": ev.AgentID, "agent_transcript_path": "",
 		"last_assistant_message": ev.Text, "tollgate_turn": ev.Turn,
 		"tollgate_parent_run_id": ev.ParentRunID, "tollgate_parent_agent": ev.ParentAgentID,
 	}))
-	return x.continueReason(SubagentStop, rs), nil
+	return x.continueReason(claudenames.SubagentStop, rs), nil
 }
 
 // continueReason reads the results of Stop or SubagentStop handlers: the
@@ -687,7 +680,7 @@ func (x *runtime) continueReason(event Event, rs []*result) string {
 	for _, r := range rs {
 		switch {
 		case r.failed != "":
-			if x.failMode(event) == FailClosed {
+			if x.failMode(event) == claudenames.FailClosed {
 				reasons = append(reasons, "hook failed: "+r.h.String()+" "+r.failed)
 			}
 		case r.blocked():
@@ -701,11 +694,11 @@ func (x *runtime) continueReason(event Event, rs []*result) string {
 
 // sessionEnd is the End hook.
 func (x *runtime) sessionEnd(ctx context.Context, ev *hooks.EndEvent) error {
-	hs := x.handlers(SessionEnd, "other", "", nil)
+	hs := x.handlers(claudenames.SessionEnd, "other", "", nil)
 	if len(hs) == 0 {
 		return nil
 	}
-	x.runAll(ctx, SessionEnd, hs, x.stdin(ctx, SessionEnd, map[string]any{"reason": "other", "tollgate_status": ev.Status, "tollgate_reason": ev.Reason}))
+	x.runAll(ctx, claudenames.SessionEnd, hs, x.stdin(ctx, claudenames.SessionEnd, map[string]any{"reason": "other", "tollgate_status": ev.Status, "tollgate_reason": ev.Reason}))
 	return nil
 }
 
@@ -716,11 +709,11 @@ func (x *runtime) notification(ctx context.Context, ev *hooks.PendingEvent) erro
 	if ev.Request.Kind != tool.KindApproval {
 		typ = "elicitation_dialog"
 	}
-	hs := x.handlers(Notification, typ, "", nil)
+	hs := x.handlers(claudenames.Notification, typ, "", nil)
 	if len(hs) == 0 {
 		return nil
 	}
-	x.runAll(ctx, Notification, hs, x.stdin(ctx, Notification, map[string]any{
+	x.runAll(ctx, claudenames.Notification, hs, x.stdin(ctx, claudenames.Notification, map[string]any{
 		"message": ev.Request.Prompt, "title": "tollgate", "notification_type": typ,
 		"tool_use_id": ev.ID, "tool_name": claudenames.Name(ev.Name), "tollgate_request_id": ev.Request.ID,
 	}))

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -50,7 +51,7 @@ func TestPreToolUseContract(t *testing.T) {
 		{name: "updatedInput is validated again", doc: pre(jsonOut(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":7}}}`)), outcome: gate.OutcomeInvalid},
 		{name: "exit 3 with JSON: the JSON decides", doc: pre(cmd(`printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"json at exit 3"}}'; exit 3`)), outcome: gate.OutcomeDenied, reason: "json at exit 3"},
 		{name: "exit 1 without JSON fails closed", doc: pre(cmd("echo Traceback >&2; exit 1")), outcome: gate.OutcomeDenied, reason: "hook failed", failLogs: true},
-		{name: "exit 1 without JSON, fail open", doc: pre(cmd("exit 1")), mode: claudecode.FailOpen, ran: true, outcome: gate.OutcomeAllowed, failLogs: true},
+		{name: "exit 1 without JSON, fail open", doc: pre(cmd("exit 1")), mode: claudenames.FailOpen, ran: true, outcome: gate.OutcomeAllowed, failLogs: true},
 		{name: "missing script (exit 127) fails closed", doc: pre(cmd("$CLAUDE_PROJECT_DIR/.claude/hooks/missing.sh")), outcome: gate.OutcomeDenied, reason: "exit 127", failLogs: true},
 		{name: "exec form that cannot start fails closed", doc: pre(`{"type":"command","command":"/nonexistent/hook","args":[]}`), outcome: gate.OutcomeDenied, reason: "could not be started", failLogs: true},
 		{name: "killed by a signal fails closed", doc: pre(`{"type":"command","command":"$BOT","args":["signal"]}`), outcome: gate.OutcomeDenied, reason: "signal SIGKILL", failLogs: true},
@@ -67,7 +68,7 @@ func TestPreToolUseContract(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.doc)
 			if tc.mode != "" {
-				h.opts.FailModes = map[claudecode.Event]claudecode.FailMode{claudecode.PreToolUse: tc.mode}
+				h.opts.FailModes = map[claudecode.Event]claudecode.FailMode{claudenames.PreToolUse: tc.mode}
 			}
 			res, err := h.run(t, "go", bash("touch ran"))
 			want := tc.status

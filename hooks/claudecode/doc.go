@@ -90,7 +90,7 @@
 //
 // # Deviations, all on the side of governance
 //
-//   - Fail mode per event (Options.FailModes): FailClosed, the default for
+//   - Fail mode per event (Options.FailModes): "closed", the default for
 //     PreToolUse and PermissionRequest, turns a handler that times out,
 //     cannot be started (a missing script, exit 126 or 127), crashes (an
 //     exit other than 0 and 2 without valid JSON), is killed by a signal, or

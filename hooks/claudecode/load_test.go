@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 )
 
 // A bad entry is skipped alone, with FILE:LINE:COL; the rest of the file
@@ -191,7 +192,7 @@ func TestUnknownEventListsEveryFiredEvent(t *testing.T) {
 			t.Errorf("offered event %s does not load a handler: %v", ev, s.Diagnostics)
 		}
 	}
-	if !slices.Contains(offered, string(claudecode.SubagentStop)) {
+	if !slices.Contains(offered, string(claudenames.SubagentStop)) {
 		t.Errorf("%q leaves out SubagentStop", msg)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/configread"
 )
 
@@ -30,40 +31,26 @@ const (
 	maxTimeout = time.Hour
 )
 
-// Event is the name of a Claude Code hook event, spelled as in settings.json.
+// Event is the name of a Claude Code hook event, spelled as in settings.json,
+// which keys [Options].FailModes. The events tollgate fires, and where (the
+// package documentation has the details): "PreToolUse", a BeforeTool hook,
+// before authorization; "PermissionRequest", when authorization asks, before
+// a person is asked; "PostToolUse", an AfterTool hook, for a tool that
+// succeeded; "PostToolUseFailure", an AfterTool hook, for a tool that
+// returned an error; "UserPromptSubmit", at the start of a run, before any
+// model call; "Stop", when the model gives its final answer;
+// "SubagentStop", when a sub-agent that a tool of this agent started gives
+// its final answer (agent.Agent.AsTool); "SessionStart", at the start of a
+// run and of a resume; "SessionEnd", when a run (or resume) ends, whatever
+// its status; "Notification", when a request goes pending (a person is
+// asked).
 type Event string
-
-// The events tollgate fires, and where (the package documentation has the
-// details).
-const (
-	// PreToolUse: a BeforeTool hook, before authorization.
-	PreToolUse Event = "PreToolUse"
-	// PermissionRequest: when authorization asks, before a person is asked.
-	PermissionRequest Event = "PermissionRequest"
-	// PostToolUse: an AfterTool hook, for a tool that succeeded.
-	PostToolUse Event = "PostToolUse"
-	// PostToolUseFailure: an AfterTool hook, for a tool that returned an error.
-	PostToolUseFailure Event = "PostToolUseFailure"
-	// UserPromptSubmit: at the start of a run, before any model call.
-	UserPromptSubmit Event = "UserPromptSubmit"
-	// Stop: when the model gives its final answer.
-	Stop Event = "Stop"
-	// SubagentStop: when a sub-agent that a tool of this agent started gives
-	// its final answer (agent.Agent.AsTool).
-	SubagentStop Event = "SubagentStop"
-	// SessionStart: at the start of a run and of a resume.
-	SessionStart Event = "SessionStart"
-	// SessionEnd: when a run (or resume) ends, whatever its status.
-	SessionEnd Event = "SessionEnd"
-	// Notification: when a request goes pending (a person is asked).
-	Notification Event = "Notification"
-)
 
 // fired lists the events tollgate fires.
 var fired = map[Event]bool{
-	PreToolUse: true, PermissionRequest: true, PostToolUse: true, PostToolUseFailure: true,
-	UserPromptSubmit: true, Stop: true, SubagentStop: true, SessionStart: true, SessionEnd: true,
-	Notification: true,
+	claudenames.PreToolUse: true, claudenames.PermissionRequest: true, claudenames.PostToolUse: true, claudenames.PostToolUseFailure: true,
+	claudenames.UserPromptSubmit: true, claudenames.Stop: true, claudenames.SubagentStop: true, claudenames.SessionStart: true, claudenames.SessionEnd: true,
+	claudenames.Notification: true,
 }
 
 // notFired lists Claude Code events that tollgate accepts and never fires.

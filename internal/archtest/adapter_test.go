@@ -25,7 +25,6 @@ var adapterUses = map[[2]string]string{
 	{"internal/mcplogin", "mcptool"}:            "a tenant's login on the page runs mcptool's OAuth client for the server it names",
 	{"mcpgateway", "mcptool"}:                   "the gateway serves the tools of mcptool's upstream servers",
 	{"mcpgateway", "telemetry"}:                 "the gateway's spans use telemetry's tracer",
-	{"server", "hooks/claudecode"}:              "the server ends a Claude Code session on its SessionEnd event",
 	{"server", "mcptool"}:                       "the server runs a tenant's MCP logins and keeps their tokens (mcptool)",
 }
 

@@ -36,9 +36,11 @@ var groups = []struct {
 	// What runs the hooks' chains, for the gate and the agent.
 	{"internal/hookrun", 1},
 	// The store's vocabulary and interfaces (runs, approvals, leases,
-	// tenants, the event log, the rule layer); its adapters are below
-	// store/ on level 3.
+	// tenants, the event log); its adapters are below store/ on level 3.
 	{"store", 1},
+	// The rule layer's vocabulary and the interface the stores keep it
+	// behind, for the hosts that edit and apply it (server, cmd).
+	{"internal/layerstore", 1},
 	// What every store adapter shares: the state machines, checks,
 	// cursors and seals, and the SQL of the SQLite and PostgreSQL stores.
 	{"internal/storeimpl", 2},
@@ -85,6 +87,9 @@ var groups = []struct {
 	// A durable engine's adapter: beside runs, whose seam it implements;
 	// hosts get it through runs.DurableQueue, wired by cmd.
 	{"internal/dbosengine", 4},
+	// The approvals page: an html/template shell and its embedded script
+	// and style, which server.ApprovalsPage serves; below the server.
+	{"internal/web", 4},
 	{"server", 5}, // the HTTP API, above the host layer it drives runs with
 	// The JSON of the HTTP API (views, requests, problems), which the
 	// server and the command share.

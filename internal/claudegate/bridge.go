@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
-	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -116,17 +116,17 @@ func (b *Bridge) Handle(ctx context.Context, in *Input) (a Answer) {
 		}
 	}()
 	switch in.HookEventName {
-	case claudecode.PreToolUse:
+	case claudenames.PreToolUse:
 		return b.preToolUse(ctx, in)
-	case claudecode.PermissionRequest:
+	case claudenames.PermissionRequest:
 		return b.permissionRequest(ctx, in)
-	case claudecode.PostToolUse, claudecode.PostToolUseFailure:
+	case claudenames.PostToolUse, claudenames.PostToolUseFailure:
 		return b.postToolUse(ctx, in)
-	case claudecode.UserPromptSubmit:
+	case claudenames.UserPromptSubmit:
 		return b.remember(in, func(n *notes) { n.Prompt = in.Prompt })
-	case claudecode.Stop:
+	case claudenames.Stop:
 		return b.remember(in, func(n *notes) { n.Intent = in.LastAssistantMessage })
-	case claudecode.SessionEnd:
+	case claudenames.SessionEnd:
 		b.sweep(ctx, in)
 		if err := b.session(in.SessionID).remove(); err != nil {
 			b.log.Warn("claude-code session state not removed", "error", err)
@@ -431,11 +431,11 @@ func (b *Bridge) postToolUse(ctx context.Context, in *Input) Answer {
 	if ru.Err != nil {
 		return failed(in.HookEventName, "tollgate's after-tool hooks failed: "+ru.Err.Error())
 	}
-	if ru.Record != nil && len(ru.Record.ReplacedBy) > 0 && in.HookEventName == claudecode.PostToolUse {
+	if ru.Record != nil && len(ru.Record.ReplacedBy) > 0 && in.HookEventName == claudenames.PostToolUse {
 		// An AfterTool hook replaced the result: the model sees the
 		// replacement instead of what the tool gave.
 		out, _ := json.Marshal(ru.Record.Output)
-		return Answer{Output: &Output{Specific: &Specific{HookEventName: claudecode.PostToolUse, UpdatedToolOutput: out}}}
+		return Answer{Output: &Output{Specific: &Specific{HookEventName: claudenames.PostToolUse, UpdatedToolOutput: out}}}
 	}
 	return none()
 }
@@ -444,7 +444,7 @@ func (b *Bridge) postToolUse(ctx context.Context, in *Input) Answer {
 // as text (a JSON string's value, or the JSON itself), or
 // PostToolUseFailure's error.
 func resultOf(in *Input) tool.Result {
-	if in.HookEventName == claudecode.PostToolUseFailure {
+	if in.HookEventName == claudenames.PostToolUseFailure {
 		return tool.Result{Output: in.Error, IsError: true}
 	}
 	var s string

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -125,7 +126,7 @@ func TestPreToolUse(t *testing.T) {
 		{"Write", `{"content":"x"}`, "deny", "path"},
 	} {
 		f := newFixture(t, nil)
-		a := f.b.Handle(context.Background(), event(claudecode.PreToolUse, c.tool, c.input, "t1"))
+		a := f.b.Handle(context.Background(), event(claudenames.PreToolUse, c.tool, c.input, "t1"))
 		if got := decision(a); got != c.want {
 			t.Errorf("%s %s: %s, want %s (%+v)", c.tool, c.input, got, c.want, a.Output)
 			continue
@@ -144,13 +145,13 @@ func TestPreToolUse(t *testing.T) {
 func TestPostToolUseRecords(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	if d := decision(f.b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"ls"}`, "t1"))); d != "allow" {
+	if d := decision(f.b.Handle(ctx, event(claudenames.PreToolUse, "Bash", `{"command":"ls"}`, "t1"))); d != "allow" {
 		t.Fatal(d)
 	}
 	if fmt.Sprint(f.heard) != "[pre bash]" || len(f.records) != 0 {
 		t.Fatalf("heard %v, records %v", f.heard, f.records)
 	}
-	post := event(claudecode.PostToolUse, "Bash", `{"command":"ls"}`, "t1")
+	post := event(claudenames.PostToolUse, "Bash", `{"command":"ls"}`, "t1")
 	post.ToolResponse = json.RawMessage(`{"stdout":"a.txt","stderr":""}`)
 	f.b.Handle(ctx, post)
 	f.b.Handle(ctx, post) // a second PostToolUse of the call records nothing more
@@ -164,9 +165,9 @@ func TestPostToolUseRecords(t *testing.T) {
 	if fmt.Sprint(f.heard) != "[pre bash post bash]" {
 		t.Errorf("heard %v", f.heard)
 	}
-	fail := event(claudecode.PostToolUseFailure, "Bash", `{"command":"ls"}`, "t2")
+	fail := event(claudenames.PostToolUseFailure, "Bash", `{"command":"ls"}`, "t2")
 	fail.Error = "exit 1"
-	f.b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"ls"}`, "t2"))
+	f.b.Handle(ctx, event(claudenames.PreToolUse, "Bash", `{"command":"ls"}`, "t2"))
 	f.b.Handle(ctx, fail)
 	if len(f.records) != 2 || !f.records[1].IsError || fmt.Sprint(f.heard) != "[pre bash post bash pre bash post bash error bash]" {
 		t.Errorf("records %v heard %v", f.records, f.heard)
@@ -178,10 +179,10 @@ func TestPostToolUseRecords(t *testing.T) {
 func TestAskAtClaudeCodePrompt(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	if d := decision(f.b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"git push"}`, "t1"))); d != "ask" {
+	if d := decision(f.b.Handle(ctx, event(claudenames.PreToolUse, "Bash", `{"command":"git push"}`, "t1"))); d != "ask" {
 		t.Fatal(d)
 	}
-	post := event(claudecode.PostToolUse, "Bash", `{"command":"git push"}`, "t1")
+	post := event(claudenames.PostToolUse, "Bash", `{"command":"git push"}`, "t1")
 	post.ToolResponse = json.RawMessage(`"pushed"`)
 	f.b.Handle(ctx, post)
 	if len(f.records) != 1 || f.records[0].Decision.Outcome != gate.OutcomeApproved || f.records[0].Decision.By.String() != "person:alice" {
@@ -200,7 +201,7 @@ func (a asker) Ask(_ context.Context, _ *claudegate.Input, _ gate.Call, p *gate.
 // no answer deny, and so does an Asker that fails.
 func TestAsker(t *testing.T) {
 	ctx := context.Background()
-	write := event(claudecode.PreToolUse, "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1")
+	write := event(claudenames.PreToolUse, "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1")
 	for _, c := range []struct {
 		name   string
 		ask    asker
@@ -247,12 +248,12 @@ func TestAsker(t *testing.T) {
 func TestPermissionRequest(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	a := f.b.Handle(ctx, event(claudecode.PermissionRequest, "Bash", `{"command":"rm x"}`, "t1"))
+	a := f.b.Handle(ctx, event(claudenames.PermissionRequest, "Bash", `{"command":"rm x"}`, "t1"))
 	if a.Output == nil || a.Output.Specific.Decision == nil || a.Output.Specific.Decision.Behavior != "deny" || !strings.Contains(a.Output.Specific.Decision.Message, "no deletions") {
 		t.Errorf("deny: %+v", a.Output)
 	}
 	for _, cmd := range []string{"ls", "git push", "echo"} {
-		if a := f.b.Handle(ctx, event(claudecode.PermissionRequest, "Bash", `{"command":"`+cmd+`"}`, "t1")); a.Output != nil {
+		if a := f.b.Handle(ctx, event(claudenames.PermissionRequest, "Bash", `{"command":"`+cmd+`"}`, "t1")); a.Output != nil {
 			t.Errorf("%s: %+v, want no opinion", cmd, a.Output.Specific)
 		}
 	}
@@ -264,7 +265,7 @@ func TestPermissionRequest(t *testing.T) {
 // A panic anywhere in the bridge denies with exit code 2.
 func TestPanicDenies(t *testing.T) {
 	f := newFixture(t, asker(func(*gate.Pending) (*tool.Answer, error) { panic("boom") }))
-	a := f.b.Handle(context.Background(), event(claudecode.PreToolUse, "Bash", `{"command":"git push"}`, "t1"))
+	a := f.b.Handle(context.Background(), event(claudenames.PreToolUse, "Bash", `{"command":"git push"}`, "t1"))
 	if decision(a) != "deny" || a.Exit != 2 || !strings.Contains(a.Stderr, "boom") {
 		t.Errorf("%+v", a)
 	}
@@ -274,12 +275,12 @@ func TestPanicDenies(t *testing.T) {
 func TestNotes(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", HookEventName: claudecode.UserPromptSubmit, Prompt: "tidy up"})
-	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", HookEventName: claudecode.Stop, LastAssistantMessage: "I will push"})
+	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", HookEventName: claudenames.UserPromptSubmit, Prompt: "tidy up"})
+	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", HookEventName: claudenames.Stop, LastAssistantMessage: "I will push"})
 	if p, i := f.b.Notes("s1"); p != "tidy up" || i != "I will push" {
 		t.Errorf("notes %q %q", p, i)
 	}
-	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", HookEventName: claudecode.SessionEnd})
+	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", HookEventName: claudenames.SessionEnd})
 	if p, i := f.b.Notes("s1"); p != "" || i != "" {
 		t.Errorf("after SessionEnd: %q %q", p, i)
 	}
@@ -306,7 +307,7 @@ func TestAskShowsTranscriptContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := event(claudecode.PreToolUse, "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1")
+	in := event(claudenames.PreToolUse, "Write", `{"file_path":"/work/ws/notes.txt","content":"a"}`, "t1")
 	in.TranscriptPath = tr
 	b.Handle(context.Background(), in)
 	if !strings.Contains(shown, "Last user prompt: tidy the notes") || !strings.Contains(shown, "The model's stated intent: I will rewrite notes.txt.") {
@@ -327,8 +328,8 @@ func TestAfterToolRedactionReachesClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"ls"}`, "t1"))
-	post := event(claudecode.PostToolUse, "Bash", `{"command":"ls"}`, "t1")
+	b.Handle(ctx, event(claudenames.PreToolUse, "Bash", `{"command":"ls"}`, "t1"))
+	post := event(claudenames.PostToolUse, "Bash", `{"command":"ls"}`, "t1")
 	post.ToolResponse = json.RawMessage(`"key sk-secret"`)
 	a := b.Handle(ctx, post)
 	if a.Output == nil || a.Output.Specific == nil || string(a.Output.Specific.UpdatedToolOutput) != `"key [redacted]"` {
@@ -357,10 +358,10 @@ func TestRulesNameClaudeCodeTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if d := decision(b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"cd x && git push origin"}`, "t1"))); d != "deny" {
+	if d := decision(b.Handle(ctx, event(claudenames.PreToolUse, "Bash", `{"command":"cd x && git push origin"}`, "t1"))); d != "deny" {
 		t.Errorf("git push: %s", d)
 	}
-	if d := decision(b.Handle(ctx, event(claudecode.PreToolUse, "Write", `{"file_path":"/w/a","content":""}`, "t2"))); d != "ask" {
+	if d := decision(b.Handle(ctx, event(claudenames.PreToolUse, "Write", `{"file_path":"/w/a","content":""}`, "t2"))); d != "ask" {
 		t.Errorf("Write: %s", d)
 	}
 }
@@ -371,12 +372,12 @@ func TestRulesNameClaudeCodeTools(t *testing.T) {
 func TestSessionEndRecordsCallsThatNeverRan(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	f.b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"git push"}`, "t1"))
-	f.b.Handle(ctx, event(claudecode.PreToolUse, "Bash", `{"command":"ls"}`, "t2"))
+	f.b.Handle(ctx, event(claudenames.PreToolUse, "Bash", `{"command":"git push"}`, "t1"))
+	f.b.Handle(ctx, event(claudenames.PreToolUse, "Bash", `{"command":"ls"}`, "t2"))
 	if len(f.records) != 0 {
 		t.Fatalf("records before the end: %+v", f.records)
 	}
-	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", Cwd: "/work/ws", HookEventName: claudecode.SessionEnd})
+	f.b.Handle(ctx, &claudegate.Input{SessionID: "s1", Cwd: "/work/ws", HookEventName: claudenames.SessionEnd})
 	got := map[string]string{}
 	for _, r := range f.records {
 		if r.Ran {

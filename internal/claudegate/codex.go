@@ -1,6 +1,9 @@
 package claudegate
 
-import "github.com/tollgate-dev/tollgate/hooks/claudecode"
+import (
+	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
+)
 
 // CodexAnswer returns a answered to event ev in Codex's dialect (Codex
 // CLI's hooks, as of 0.169.0). Codex reads the same hook JSON, but its
@@ -48,10 +51,10 @@ func CodexAnswer(ev claudecode.Event, a Answer) Answer {
 // PermissionRequest keep deny's answer (a block, or a message).
 func codexDeny(ev claudecode.Event, reason string) Answer {
 	if ev == "" {
-		ev = claudecode.PreToolUse
+		ev = claudenames.PreToolUse
 	}
 	a := deny(ev, reason)
-	if ev == claudecode.PreToolUse || ev == claudecode.PermissionRequest {
+	if ev == claudenames.PreToolUse || ev == claudenames.PermissionRequest {
 		a.Exit, a.Stderr = 2, reason
 	}
 	return a

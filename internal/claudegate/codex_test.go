@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/gate"
-	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/policy"
 )
 
@@ -26,7 +26,7 @@ func codexBridge(t testing.TB, pol *policy.Policy) *claudegate.Bridge {
 func codexPreToolUse(t testing.TB, b *claudegate.Bridge, command string) claudegate.Answer {
 	t.Helper()
 	input, _ := json.Marshal(map[string]string{"command": command})
-	in := &claudegate.Input{SessionID: "s", Cwd: "/w", HookEventName: claudecode.PreToolUse, ToolName: "Bash", ToolInput: input, ToolUseID: "call_1"}
+	in := &claudegate.Input{SessionID: "s", Cwd: "/w", HookEventName: claudenames.PreToolUse, ToolName: "Bash", ToolInput: input, ToolUseID: "call_1"}
 	return claudegate.CodexAnswer(in.HookEventName, b.Handle(context.Background(), in))
 }
 
@@ -51,8 +51,8 @@ func TestCodexAnswer(t *testing.T) {
 		t.Errorf("ls: %+v, want no objection", a)
 	}
 	// An edited command cannot replace Codex's: a deny that names it.
-	edited := claudegate.Answer{Output: &claudegate.Output{Specific: &claudegate.Specific{HookEventName: claudecode.PreToolUse, PermissionDecision: "allow", UpdatedInput: json.RawMessage(`{"command":"ls -a"}`)}}}
-	if a := claudegate.CodexAnswer(claudecode.PreToolUse, edited); a.Exit != 2 || a.Output.Specific.PermissionDecision != "deny" || !strings.Contains(a.Stderr, "ls -a") {
+	edited := claudegate.Answer{Output: &claudegate.Output{Specific: &claudegate.Specific{HookEventName: claudenames.PreToolUse, PermissionDecision: "allow", UpdatedInput: json.RawMessage(`{"command":"ls -a"}`)}}}
+	if a := claudegate.CodexAnswer(claudenames.PreToolUse, edited); a.Exit != 2 || a.Output.Specific.PermissionDecision != "deny" || !strings.Contains(a.Stderr, "ls -a") {
 		t.Errorf("edited: %+v", a)
 	}
 	if a := claudegate.CodexAnswer("", claudegate.Failed("", "bad input")); a.Exit != 2 || a.Output.Specific.PermissionDecision != "deny" {
@@ -70,7 +70,7 @@ func FuzzCodexPreToolUse(f *testing.F) {
 	b := codexBridge(f, testPolicy(f))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		in, err := claudegate.ParseInput(bytes.NewReader(raw))
-		if err != nil || in.HookEventName != claudecode.PreToolUse {
+		if err != nil || in.HookEventName != claudenames.PreToolUse {
 			return
 		}
 		a := claudegate.CodexAnswer(in.HookEventName, b.Handle(context.Background(), in))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/argcheck"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 )
 
 // MaxInputBytes bounds one hook event as read from stdin or an HTTP body:
@@ -57,8 +58,8 @@ type Input struct {
 
 // Events the bridge answers. Any other event is answered with no opinion.
 var toolEvents = map[claudecode.Event]bool{
-	claudecode.PreToolUse: true, claudecode.PermissionRequest: true,
-	claudecode.PostToolUse: true, claudecode.PostToolUseFailure: true,
+	claudenames.PreToolUse: true, claudenames.PermissionRequest: true,
+	claudenames.PostToolUse: true, claudenames.PostToolUseFailure: true,
 }
 
 // ErrInput is wrapped by every error of [ParseInput].

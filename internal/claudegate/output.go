@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 )
 
 // Output is a hook's JSON answer as Claude Code documents it: the
@@ -63,11 +64,11 @@ func none() Answer { return Answer{} }
 // systemMessage.
 func deny(ev claudecode.Event, reason string) Answer {
 	switch ev {
-	case claudecode.PreToolUse:
+	case claudenames.PreToolUse:
 		return Answer{Output: &Output{Specific: &Specific{HookEventName: ev, PermissionDecision: "deny", PermissionDecisionReason: reason}}}
-	case claudecode.PermissionRequest:
+	case claudenames.PermissionRequest:
 		return Answer{Output: &Output{Specific: &Specific{HookEventName: ev, Decision: &Permission{Behavior: "deny", Message: reason}}}}
-	case claudecode.UserPromptSubmit, claudecode.PostToolUse, claudecode.PostToolUseFailure:
+	case claudenames.UserPromptSubmit, claudenames.PostToolUse, claudenames.PostToolUseFailure:
 		return Answer{Output: &Output{Decision: "block", Reason: reason}}
 	}
 	return Answer{Output: &Output{SystemMessage: reason}}
@@ -81,7 +82,7 @@ func failed(ev claudecode.Event, reason string) Answer {
 	a := deny(ev, reason)
 	a.Stderr = reason
 	switch ev {
-	case claudecode.Stop, claudecode.SessionStart, claudecode.SessionEnd, claudecode.PostToolUse, claudecode.PostToolUseFailure:
+	case claudenames.Stop, claudenames.SessionStart, claudenames.SessionEnd, claudenames.PostToolUse, claudenames.PostToolUseFailure:
 		a.Exit = 1
 	default:
 		a.Exit = 2
@@ -91,12 +92,12 @@ func failed(ev claudecode.Event, reason string) Answer {
 
 // allow is PreToolUse's allow, with input when the arguments changed.
 func allow(reason string, input json.RawMessage) Answer {
-	return Answer{Output: &Output{Specific: &Specific{HookEventName: claudecode.PreToolUse, PermissionDecision: "allow", PermissionDecisionReason: reason, UpdatedInput: input}}}
+	return Answer{Output: &Output{Specific: &Specific{HookEventName: claudenames.PreToolUse, PermissionDecision: "allow", PermissionDecisionReason: reason, UpdatedInput: input}}}
 }
 
 // ask is PreToolUse's ask: Claude Code's own prompt, with reason.
 func ask(reason string) Answer {
-	return Answer{Output: &Output{Specific: &Specific{HookEventName: claudecode.PreToolUse, PermissionDecision: "ask", PermissionDecisionReason: reason}}}
+	return Answer{Output: &Output{Specific: &Specific{HookEventName: claudenames.PreToolUse, PermissionDecision: "ask", PermissionDecisionReason: reason}}}
 }
 
 // Failed is the answer of a hook that could not read its input or reach a
@@ -105,7 +106,7 @@ func ask(reason string) Answer {
 // code 2 where blocking is safe. See [Answer].
 func Failed(ev claudecode.Event, reason string) Answer {
 	if ev == "" {
-		ev = claudecode.PreToolUse
+		ev = claudenames.PreToolUse
 	}
 	return failed(ev, reason)
 }

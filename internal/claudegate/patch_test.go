@@ -8,8 +8,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
-	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudegate"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/policy"
 )
 
@@ -57,7 +57,7 @@ func TestCodexApplyPatchJudgedByPath(t *testing.T) {
 		{"rm -rf /", "could not read the files"},
 	} {
 		input, _ := json.Marshal(map[string]string{"command": c.patch})
-		in := &claudegate.Input{SessionID: "s", Cwd: "/w", HookEventName: claudecode.PreToolUse, ToolName: "apply_patch", ToolInput: input, ToolUseID: "call_1"}
+		in := &claudegate.Input{SessionID: "s", Cwd: "/w", HookEventName: claudenames.PreToolUse, ToolName: "apply_patch", ToolInput: input, ToolUseID: "call_1"}
 		a := claudegate.CodexAnswer(in.HookEventName, b.Handle(context.Background(), in))
 		switch {
 		case c.want == "" && a.Exit != 0:

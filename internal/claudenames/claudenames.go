@@ -1,12 +1,35 @@
 // Package claudenames maps tollgate's builtin tools to the names and
 // argument shapes Claude Code gives them (Bash, Read, Write, Edit, Grep,
 // Glob), for the Claude Code hooks of package hooks/claudecode and the hook
-// endpoints of internal/claudegate.
+// endpoints of internal/claudegate, and names the hook events and fail
+// modes of hooks/claudecode for the packages that wire it.
 package claudenames
 
 import (
 	"encoding/json"
 	"path/filepath"
+)
+
+// Claude Code's hook events, spelled as in settings.json (the keys of its
+// "hooks" object): the values of hooks/claudecode's Event.
+const (
+	PreToolUse         = "PreToolUse"
+	PermissionRequest  = "PermissionRequest"
+	PostToolUse        = "PostToolUse"
+	PostToolUseFailure = "PostToolUseFailure"
+	UserPromptSubmit   = "UserPromptSubmit"
+	Stop               = "Stop"
+	SubagentStop       = "SubagentStop"
+	SessionStart       = "SessionStart"
+	SessionEnd         = "SessionEnd"
+	Notification       = "Notification"
+)
+
+// The fail modes of hooks/claudecode (its FailMode): a failing handler
+// denies (closed) or is ignored (open).
+const (
+	FailClosed = "closed"
+	FailOpen   = "open"
 )
 
 // builtinNames maps tollgate's builtin tools to Claude Code's names.

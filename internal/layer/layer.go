@@ -2,8 +2,8 @@
 // decisions ("approve and remember", docs/approvals.md). A rule is
 // proposed from a decided call ([Propose]: the tool with a command prefix,
 // a path prefix or the exact arguments), accepted by an administrator into
-// a tenant's layer (kept, versioned, in package store: store.Layers), and
-// applies from the next decision of that tenant's runs.
+// a tenant's layer (kept, versioned, by the stores: internal/layerstore's
+// Layers), and applies from the next decision of that tenant's runs.
 //
 // The policy files decide under deny > ask > allow, so a remembered allow
 // cannot be one more allow vote: it would never lower an ask. The layer's

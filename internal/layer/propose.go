@@ -56,7 +56,7 @@ type Proposal struct {
 // finds them: "go test ./server" gives the pattern "go test *"), or the
 // tool with the directory of its path ("path" or "file_path" argument),
 // or else the tool with exactly these arguments. effect is allow or deny;
-// id names the rule (store.LayerRule's ID rules); source, when not empty,
+// id names the rule (layerstore.LayerRule's ID rules); source, when not empty,
 // is named in the rule's reason. Errors: [ErrNoScope] (wrapped with why),
 // or a bad effect or ID.
 func Propose(id, toolName string, args json.RawMessage, effect approval.Effect, source string) (Proposal, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/configfile"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
+	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -162,7 +163,7 @@ func setupClaude(ctx context.Context, s *setup) error {
 	// the check for no hooks at all, which would hide why.)
 	skipped := 0
 	for _, d := range settings.Diagnostics {
-		if d.Skipped && (d.Event == claudecode.PreToolUse || d.Event == claudecode.PermissionRequest) && modes[d.Event] != claudecode.FailOpen {
+		if d.Skipped && (d.Event == claudenames.PreToolUse || d.Event == claudenames.PermissionRequest) && modes[d.Event] != claudenames.FailOpen {
 			return &runs.FieldError{Field: "claude.files", Err: fmt.Errorf("a %s entry was skipped (%s); fix it, or make %s fail open to run without it", d.Event, d, d.Event)}
 		}
 		if d.Skipped {
@@ -240,8 +241,8 @@ func ClaudePermissions(perms []claudecode.Permission, notice func(string)) (*pol
 // EVENT * sets every event. An unknown event or mode is an error naming the
 // value.
 func ParseFailModes(vals []string) (map[claudecode.Event]claudecode.FailMode, error) {
-	events := []claudecode.Event{claudecode.PreToolUse, claudecode.PermissionRequest, claudecode.PostToolUse, claudecode.PostToolUseFailure,
-		claudecode.UserPromptSubmit, claudecode.Stop, claudecode.SessionStart, claudecode.SessionEnd, claudecode.Notification}
+	events := []claudecode.Event{claudenames.PreToolUse, claudenames.PermissionRequest, claudenames.PostToolUse, claudenames.PostToolUseFailure,
+		claudenames.UserPromptSubmit, claudenames.Stop, claudenames.SessionStart, claudenames.SessionEnd, claudenames.Notification}
 	out := map[claudecode.Event]claudecode.FailMode{}
 	for _, v := range vals {
 		ev, m, ok := strings.Cut(v, "=")
@@ -249,7 +250,7 @@ func ParseFailModes(vals []string) (map[claudecode.Event]claudecode.FailMode, er
 			return nil, fmt.Errorf("%q: want EVENT=open|closed", v)
 		}
 		mode := claudecode.FailMode(m)
-		if mode != claudecode.FailOpen && mode != claudecode.FailClosed {
+		if mode != claudenames.FailOpen && mode != claudenames.FailClosed {
 			return nil, fmt.Errorf("fail mode %q: want open or closed", m)
 		}
 		known := false

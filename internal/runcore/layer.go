@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-dev/tollgate/internal/layer"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 )
 
 // maxCachedLayers bounds the compiled layers a [LayerSource] keeps; past
@@ -22,7 +22,7 @@ const maxCachedLayers = 256
 // denies (and asks no hook). The hooks of the built options are copied
 // before the hook is added: a built agent that b shares between runs
 // never gets another tenant's layer. A nil ls returns b.
-func WithLayer(b Builder, ls store.Layers) Builder {
+func WithLayer(b Builder, ls layerstore.Layers) Builder {
 	if ls == nil {
 		return b
 	}
@@ -44,7 +44,7 @@ func WithLayer(b Builder, ls store.Layers) Builder {
 // compiles the layer again only when it changed. It is safe for
 // concurrent use.
 type LayerSource struct {
-	ls store.Layers
+	ls layerstore.Layers
 
 	mu    sync.Mutex
 	cache map[string]cachedLayer // by tenant and workdir
@@ -57,7 +57,7 @@ type cachedLayer struct {
 }
 
 // NewLayerSource returns a source over ls.
-func NewLayerSource(ls store.Layers) *LayerSource {
+func NewLayerSource(ls layerstore.Layers) *LayerSource {
 	return &LayerSource{ls: ls, cache: map[string]cachedLayer{}}
 }
 

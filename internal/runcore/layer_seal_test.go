@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/layer"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
@@ -40,7 +40,7 @@ func TestForgedLayerRuleAnswersNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	get := NewLayerSource(s.(store.Layers)).Getter("", "")
+	get := NewLayerSource(s.(layerstore.Layers)).Getter("", "")
 	ans, err := layer.PermissionHook(get)(ctx, &hooks.PermissionEvent{Name: "bash", ID: "c1", Args: []byte(`{"command":"git status --short"}`)})
 	if err != nil || ans != nil {
 		t.Fatalf("the forged rule answered: %+v, %v", ans, err)

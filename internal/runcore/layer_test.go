@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/layer"
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -18,12 +18,12 @@ import (
 // the builder shares between runs.
 func TestWithLayerPerTenant(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.New(nil).(store.Layers)
+	mem := memory.New(nil).(layerstore.Layers)
 	p, err := layer.Propose("r1", "bash", json.RawMessage(`{"command":"ls"}`), approval.Deny, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mem.ProposeLayerRule(ctx, store.LayerRule{ID: p.ID, Tenant: "acme", Text: p.Text, Effect: "deny", Tool: "bash", ProposedBy: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
+	if _, err := mem.ProposeLayerRule(ctx, layerstore.LayerRule{ID: p.ID, Tenant: "acme", Text: p.Text, Effect: "deny", Tool: "bash", ProposedBy: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mem.AcceptLayerRule(ctx, "acme", "r1", tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}); err != nil {

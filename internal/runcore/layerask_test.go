@@ -9,15 +9,15 @@ import (
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/layer"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
-	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // versionReads counts the reads of the layer's version.
 type versionReads struct {
-	store.Layers
+	layerstore.Layers
 	n atomic.Int64
 }
 
@@ -37,7 +37,7 @@ func (o oneTool) Names() []string                    { return []string{o.t.Spec(
 // next one, a new call's and the same call's decided again.
 func TestLayerVotesReadOncePerAsk(t *testing.T) {
 	ctx := context.Background()
-	ls := &versionReads{Layers: memory.New(nil).(store.Layers)}
+	ls := &versionReads{Layers: memory.New(nil).(layerstore.Layers)}
 	asks := approval.AuthorizerFunc(func(context.Context, approval.Call) (approval.Verdict, error) {
 		return approval.Verdict{Decision: approval.Ask, Reason: "a person decides"}, nil
 	})
@@ -58,7 +58,7 @@ func TestLayerVotesReadOncePerAsk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ls.ProposeLayerRule(ctx, store.LayerRule{ID: p.ID, Tenant: "acme", Text: p.Text, Effect: "allow", Tool: "bash", ProposedBy: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
+	if _, err := ls.ProposeLayerRule(ctx, layerstore.LayerRule{ID: p.ID, Tenant: "acme", Text: p.Text, Effect: "allow", Tool: "bash", ProposedBy: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ls.AcceptLayerRule(ctx, "acme", "r1", tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}); err != nil {

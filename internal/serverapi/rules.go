@@ -1,6 +1,8 @@
 package serverapi
 
-import "github.com/tollgate-dev/tollgate/store"
+import (
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
+)
 
 // ProposeRequest is the body of POST /v1/rules/proposals: remember the
 // decision on an approval as a rule of the tenant's layer.
@@ -15,7 +17,7 @@ type ProposeRequest struct {
 // RuleLayerView is the answer of GET /v1/rules: the tenant's layer (its
 // version, accepted rules and proposals) and its latest changes.
 type RuleLayerView struct {
-	store.Layer
+	layerstore.Layer
 	// History is the layer's last changes, newest first.
-	History []store.LayerChange `json:"history"`
+	History []layerstore.LayerChange `json:"history"`
 }

@@ -7,6 +7,6 @@
 // accepted layer rules with a store's decision key (HMAC-SHA256).
 //
 // The semantics are package store's (its package doc and the [store.Store]
-// and [store.Layers] methods); a state machine returns the record as it
+// and [layerstore.Layers] methods); a state machine returns the record as it
 // must be stored, or the error the method returns, and never writes.
 package storeimpl

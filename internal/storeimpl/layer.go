@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -23,7 +24,7 @@ const (
 )
 
 // CheckLayerRule validates a proposal, for implementations ([store.ErrInvalid]).
-func CheckLayerRule(r store.LayerRule) error {
+func CheckLayerRule(r layerstore.LayerRule) error {
 	switch {
 	case r.ID == "" || len(r.ID) > MaxLayerRuleID || strings.IndexFunc(r.ID, badIDRune) >= 0:
 		return fmt.Errorf("%w: layer rule ID %q: want 1 to %d letters, digits, '-', '_' or '.'", store.ErrInvalid, r.ID, MaxLayerRuleID)
@@ -52,28 +53,28 @@ func checkLayerPrincipal(field string, by tool.Principal) error {
 	return nil
 }
 
-// ApplyLayerChange is the state machine of [store.Layers.AcceptLayerRule] and
-// [store.Layers.RemoveLayerRule], for implementations: given the stored rule,
+// ApplyLayerChange is the state machine of [layerstore.Layers.AcceptLayerRule] and
+// [layerstore.Layers.RemoveLayerRule], for implementations: given the stored rule,
 // the layer's current version and the time, it returns the rule as it
 // must be stored and the change to append, or the error to return.
-func ApplyLayerChange(r store.LayerRule, action store.LayerAction, version int64, by tool.Principal, now time.Time) (store.LayerRule, store.LayerChange, error) {
+func ApplyLayerChange(r layerstore.LayerRule, action layerstore.LayerAction, version int64, by tool.Principal, now time.Time) (layerstore.LayerRule, layerstore.LayerChange, error) {
 	if err := CheckLayerPrincipal(by); err != nil {
-		return r, store.LayerChange{}, err
+		return r, layerstore.LayerChange{}, err
 	}
 	switch {
-	case action == store.LayerAccept && r.Status != store.LayerProposed:
-		return r, store.LayerChange{}, fmt.Errorf("%w: layer rule %s is %s, not proposed", store.ErrDecided, r.ID, r.Status)
-	case action == store.LayerRemove && r.Status == store.LayerRemoved:
-		return r, store.LayerChange{}, fmt.Errorf("%w: layer rule %s was removed already", store.ErrDecided, r.ID)
-	case action != store.LayerAccept && action != store.LayerRemove:
-		return r, store.LayerChange{}, fmt.Errorf("%w: layer action %q", store.ErrInvalid, action)
+	case action == layerstore.LayerAccept && r.Status != layerstore.LayerProposed:
+		return r, layerstore.LayerChange{}, fmt.Errorf("%w: layer rule %s is %s, not proposed", store.ErrDecided, r.ID, r.Status)
+	case action == layerstore.LayerRemove && r.Status == layerstore.LayerRemoved:
+		return r, layerstore.LayerChange{}, fmt.Errorf("%w: layer rule %s was removed already", store.ErrDecided, r.ID)
+	case action != layerstore.LayerAccept && action != layerstore.LayerRemove:
+		return r, layerstore.LayerChange{}, fmt.Errorf("%w: layer action %q", store.ErrInvalid, action)
 	}
 	t := now
-	if action == store.LayerAccept {
-		r.Status, r.AcceptedBy, r.AcceptedAt, r.Version = store.LayerAccepted, by, &t, version+1
+	if action == layerstore.LayerAccept {
+		r.Status, r.AcceptedBy, r.AcceptedAt, r.Version = layerstore.LayerAccepted, by, &t, version+1
 	} else {
-		r.Status, r.RemovedBy, r.RemovedAt = store.LayerRemoved, by, &t
+		r.Status, r.RemovedBy, r.RemovedAt = layerstore.LayerRemoved, by, &t
 	}
-	c := store.LayerChange{Tenant: r.Tenant, Version: version + 1, Action: action, RuleID: r.ID, Text: r.Text, Effect: r.Effect, Tool: r.Tool, By: by, At: now}
+	c := layerstore.LayerChange{Tenant: r.Tenant, Version: version + 1, Action: action, RuleID: r.ID, Text: r.Text, Effect: r.Effect, Tool: r.Tool, By: by, At: now}
 	return r, c, nil
 }

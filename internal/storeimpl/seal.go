@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -115,7 +116,7 @@ type sealedRule struct {
 	Version    int64  `json:"version"`
 }
 
-func (s *Sealer) ruleMAC(r store.LayerRule) string {
+func (s *Sealer) ruleMAC(r layerstore.LayerRule) string {
 	b, _ := json.Marshal(sealedRule{V: 1, Tenant: r.Tenant, ID: r.ID, Text: r.Text, Effect: r.Effect, Status: string(r.Status),
 		AcceptedBy: PrincipalText(r.AcceptedBy), Version: r.Version}) // strings and numbers only: cannot fail
 	h := hmac.New(sha256.New, s.key)
@@ -127,9 +128,9 @@ func (s *Sealer) ruleMAC(r store.LayerRule) string {
 // SealLayerRule returns r with its MAC: an accepted rule gets the MAC of
 // its tenant, ID, text, effect, status, who accepted it and the version
 // its acceptance made; a proposed or removed one gets none.
-func (s *Sealer) SealLayerRule(r store.LayerRule) store.LayerRule {
+func (s *Sealer) SealLayerRule(r layerstore.LayerRule) layerstore.LayerRule {
 	r.MAC = ""
-	if r.Status == store.LayerAccepted {
+	if r.Status == layerstore.LayerAccepted {
 		r.MAC = s.ruleMAC(r)
 	}
 	return r
@@ -140,14 +141,14 @@ func (s *Sealer) SealLayerRule(r store.LayerRule) store.LayerRule {
 // directly, altered there, accepted by a process with another store key,
 // or accepted before tollgate sealed the layer. A rule that is not
 // accepted is not checked (it applies to nothing).
-func (s *Sealer) CheckLayerRule(r store.LayerRule) bool {
-	return r.Status != store.LayerAccepted || hmac.Equal([]byte(r.MAC), []byte(s.ruleMAC(r)))
+func (s *Sealer) CheckLayerRule(r layerstore.LayerRule) bool {
+	return r.Status != layerstore.LayerAccepted || hmac.Equal([]byte(r.MAC), []byte(s.ruleMAC(r)))
 }
 
-// SplitSealed is for implementations of [store.Layers.GetLayer]: it moves the
+// SplitSealed is for implementations of [layerstore.Layers.GetLayer]: it moves the
 // accepted rules of l whose MAC is missing or wrong ([Sealer.CheckLayerRule])
 // from Rules to Unsealed, so that they apply to nothing.
-func (s *Sealer) SplitSealed(l store.Layer) store.Layer {
+func (s *Sealer) SplitSealed(l layerstore.Layer) layerstore.Layer {
 	rules := l.Rules[:0:0]
 	for _, r := range l.Rules {
 		if s.CheckLayerRule(r) {

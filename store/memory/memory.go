@@ -1,7 +1,7 @@
 // Package memory is the in-memory [store.Store]: for tests, examples and
 // hosts that keep runs only for the life of the process. It passes the
-// shared store suite (package storetest) and keeps the rule layer
-// ([store.Layers]) too. One mutex serialises every write, so event
+// shared store suite (package storetest) and keeps the server's rule
+// layer too. One mutex serialises every write, so event
 // sequence numbers become visible in order; WaitEvents wakes on a
 // broadcast channel that every append closes (no polling).
 package memory
@@ -49,8 +49,8 @@ type memApproval struct {
 
 type approvalKey struct{ run, id string }
 
-// New returns an empty in-memory store, which also implements
-// [store.Layers]. It seals its decisions with opts.DecisionKey, or with
+// New returns an empty in-memory store, which also keeps the rule layer
+// that the server and the command edit and apply. It seals its decisions with opts.DecisionKey, or with
 // this process's random key when there is none; it panics on a key that is
 // not 32 bytes. Its Close does nothing.
 func New(opts *store.Options) store.Store {

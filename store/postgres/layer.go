@@ -7,22 +7,23 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-var _ store.Layers = (*pgStore)(nil)
+var _ layerstore.Layers = (*pgStore)(nil)
 
 const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
-func scanLayerRule(row pgx.Row) (store.LayerRule, error) {
-	var r store.LayerRule
+func scanLayerRule(row pgx.Row) (layerstore.LayerRule, error) {
+	var r layerstore.LayerRule
 	var status, proposedBy, acceptedBy, removedBy string
 	if err := row.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &r.ProposedAt, &acceptedBy, &r.AcceptedAt, &r.Version, &removedBy, &r.RemovedAt, &r.MAC); err != nil {
 		return r, err
 	}
-	r.Status = store.LayerRuleStatus(status)
+	r.Status = layerstore.LayerRuleStatus(status)
 	r.ProposedBy, _ = storeimpl.PrincipalsFromText(proposedBy, "")
 	r.AcceptedBy, _ = storeimpl.PrincipalsFromText(acceptedBy, "")
 	r.RemovedBy, _ = storeimpl.PrincipalsFromText(removedBy, "")
@@ -42,11 +43,11 @@ func lockLayer(ctx context.Context, tx pgx.Tx, tenant string) error {
 	return err
 }
 
-// ProposeLayerRule implements [store.Layers].
-func (s *pgStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+// ProposeLayerRule implements [layerstore.Layers].
+func (s *pgStore) ProposeLayerRule(ctx context.Context, r layerstore.LayerRule) (layerstore.LayerRule, error) {
 	r, err := storeimpl.Proposal(r, pgTime(s.now()))
 	if err != nil {
-		return store.LayerRule{}, err
+		return layerstore.LayerRule{}, err
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockLayer(ctx, tx, r.Tenant); err != nil {
@@ -67,23 +68,23 @@ func (s *pgStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (stor
 		return err
 	})
 	if err != nil {
-		return store.LayerRule{}, err
+		return layerstore.LayerRule{}, err
 	}
 	return r, nil
 }
 
-// AcceptLayerRule implements [store.Layers].
-func (s *pgStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
-	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
+// AcceptLayerRule implements [layerstore.Layers].
+func (s *pgStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (layerstore.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, layerstore.LayerAccept, by)
 }
 
-// RemoveLayerRule implements [store.Layers].
-func (s *pgStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
-	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
+// RemoveLayerRule implements [layerstore.Layers].
+func (s *pgStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (layerstore.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, layerstore.LayerRemove, by)
 }
 
-func (s *pgStore) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
-	var c store.LayerChange
+func (s *pgStore) changeLayer(ctx context.Context, tenant, id string, action layerstore.LayerAction, by tool.Principal) (layerstore.LayerChange, error) {
+	var c layerstore.LayerChange
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockLayer(ctx, tx, tenant); err != nil {
 			return err
@@ -93,7 +94,7 @@ func (s *pgStore) changeLayer(ctx context.Context, tenant, id string, action sto
 		return err
 	})
 	if err != nil {
-		return store.LayerChange{}, err
+		return layerstore.LayerChange{}, err
 	}
 	return c, nil
 }
@@ -103,7 +104,7 @@ func (s *pgStore) changeLayer(ctx context.Context, tenant, id string, action sto
 type layerTx struct{ tx pgx.Tx }
 
 // LoadLayerRule reads rule id of tenant.
-func (t layerTx) LoadLayerRule(ctx context.Context, tenant, id string) (store.LayerRule, error) {
+func (t layerTx) LoadLayerRule(ctx context.Context, tenant, id string) (layerstore.LayerRule, error) {
 	r, err := scanLayerRule(t.tx.QueryRow(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = $1 AND id = $2`, tenant, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
@@ -126,7 +127,7 @@ func layerVersion(ctx context.Context, q interface {
 }
 
 // WriteLayerChange stores r's new status and appends c to the history.
-func (t layerTx) WriteLayerChange(ctx context.Context, r store.LayerRule, c store.LayerChange) error {
+func (t layerTx) WriteLayerChange(ctx context.Context, r layerstore.LayerRule, c layerstore.LayerChange) error {
 	if _, err := t.tx.Exec(ctx, `UPDATE layer_rules SET status = $1, accepted_by = $2, accepted_at = $3, version = $4, removed_by = $5, removed_at = $6, mac = $7 WHERE tenant = $8 AND id = $9`,
 		string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), r.AcceptedAt, r.Version, storeimpl.PrincipalText(r.RemovedBy), r.RemovedAt, r.MAC, r.Tenant, r.ID); err != nil {
 		return err
@@ -136,9 +137,9 @@ func (t layerTx) WriteLayerChange(ctx context.Context, r store.LayerRule, c stor
 	return err
 }
 
-// GetLayer implements [store.Layers].
-func (s *pgStore) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
-	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
+// GetLayer implements [layerstore.Layers].
+func (s *pgStore) GetLayer(ctx context.Context, tenant string) (layerstore.Layer, error) {
+	l := layerstore.Layer{Tenant: tenant, Rules: []layerstore.LayerRule{}, Proposed: []layerstore.LayerRule{}}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		if l.Version, err = layerVersion(ctx, tx, tenant); err != nil {
@@ -149,7 +150,7 @@ func (s *pgStore) GetLayer(ctx context.Context, tenant string) (store.Layer, err
 			return err
 		}
 		defer rows.Close()
-		l, err = storeimpl.ReadLayer(l, rows, func(rows storeimpl.Rows) (store.LayerRule, error) { return scanLayerRule(rows) })
+		l, err = storeimpl.ReadLayer(l, rows, func(rows storeimpl.Rows) (layerstore.LayerRule, error) { return scanLayerRule(rows) })
 		return err
 	})
 	if err != nil {
@@ -158,14 +159,14 @@ func (s *pgStore) GetLayer(ctx context.Context, tenant string) (store.Layer, err
 	return s.seal.SplitSealed(l), nil
 }
 
-// LayerVersion implements [store.Layers].
+// LayerVersion implements [layerstore.Layers].
 func (s *pgStore) LayerVersion(ctx context.Context, tenant string) (int64, error) {
 	v, err := layerVersion(ctx, s.pool, tenant)
 	return v, s.wrap(err)
 }
 
-// LayerHistory implements [store.Layers].
-func (s *pgStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+// LayerHistory implements [layerstore.Layers].
+func (s *pgStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]layerstore.LayerChange, error) {
 	n, err := storeimpl.PageLimit(limit)
 	if err != nil {
 		return nil, err
@@ -175,14 +176,14 @@ func (s *pgStore) LayerHistory(ctx context.Context, tenant string, limit int) ([
 		return nil, s.wrap(err)
 	}
 	defer rows.Close()
-	out := []store.LayerChange{}
+	out := []layerstore.LayerChange{}
 	for rows.Next() {
-		c := store.LayerChange{Tenant: tenant}
+		c := layerstore.LayerChange{Tenant: tenant}
 		var action, by string
 		if err := rows.Scan(&c.Version, &action, &c.RuleID, &c.Text, &c.Effect, &c.Tool, &by, &c.At); err != nil {
 			return nil, s.wrap(err)
 		}
-		c.Action, c.At = store.LayerAction(action), c.At.UTC()
+		c.Action, c.At = layerstore.LayerAction(action), c.At.UTC()
 		c.By, _ = storeimpl.PrincipalsFromText(by, "")
 		out = append(out, c)
 	}

@@ -169,7 +169,8 @@ var _ store.Store = (*pgStore)(nil)
 // refused. Sessions get an idle_in_transaction_session_timeout of one
 // minute unless the URL sets one: the server then ends a session frozen
 // inside a transaction, so that its locks are not held for ever. The store
-// also keeps the rule layer ([store.Layers], by type assertion).
+// also keeps the rule layer that the server and the command edit and
+// apply.
 func Open(ctx context.Context, url string, opts *store.Options) (store.Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {

@@ -6,23 +6,24 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
-var _ store.Layers = (*sqliteStore)(nil)
+var _ layerstore.Layers = (*sqliteStore)(nil)
 
 const layerRuleCols = `id, tenant, text, effect, tool, source, status, proposed_by, proposed_at, accepted_by, accepted_at, version, removed_by, removed_at, mac`
 
-func scanLayerRule(sc scanner) (store.LayerRule, error) {
-	var r store.LayerRule
+func scanLayerRule(sc scanner) (layerstore.LayerRule, error) {
+	var r layerstore.LayerRule
 	var status, proposedBy, proposedAt, acceptedBy, removedBy string
 	var acceptedAt, removedAt sql.NullString
 	if err := sc.Scan(&r.ID, &r.Tenant, &r.Text, &r.Effect, &r.Tool, &r.Source, &status, &proposedBy, &proposedAt, &acceptedBy, &acceptedAt, &r.Version, &removedBy, &removedAt, &r.MAC); err != nil {
 		return r, err
 	}
-	r.Status = store.LayerRuleStatus(status)
+	r.Status = layerstore.LayerRuleStatus(status)
 	r.ProposedBy, _ = storeimpl.PrincipalsFromText(proposedBy, "")
 	r.AcceptedBy, _ = storeimpl.PrincipalsFromText(acceptedBy, "")
 	r.RemovedBy, _ = storeimpl.PrincipalsFromText(removedBy, "")
@@ -33,11 +34,11 @@ func scanLayerRule(sc scanner) (store.LayerRule, error) {
 	return r, errors.Join(errs[:]...)
 }
 
-// ProposeLayerRule implements [store.Layers].
-func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (store.LayerRule, error) {
+// ProposeLayerRule implements [layerstore.Layers].
+func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r layerstore.LayerRule) (layerstore.LayerRule, error) {
 	r, err := storeimpl.Proposal(r, s.now().UTC())
 	if err != nil {
-		return store.LayerRule{}, err
+		return layerstore.LayerRule{}, err
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var live int
@@ -55,30 +56,30 @@ func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r store.LayerRule) (
 		return err
 	})
 	if err != nil {
-		return store.LayerRule{}, wrap(err)
+		return layerstore.LayerRule{}, wrap(err)
 	}
 	return r, nil
 }
 
-// AcceptLayerRule implements [store.Layers].
-func (s *sqliteStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
-	return s.changeLayer(ctx, tenant, id, store.LayerAccept, by)
+// AcceptLayerRule implements [layerstore.Layers].
+func (s *sqliteStore) AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (layerstore.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, layerstore.LayerAccept, by)
 }
 
-// RemoveLayerRule implements [store.Layers].
-func (s *sqliteStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (store.LayerChange, error) {
-	return s.changeLayer(ctx, tenant, id, store.LayerRemove, by)
+// RemoveLayerRule implements [layerstore.Layers].
+func (s *sqliteStore) RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (layerstore.LayerChange, error) {
+	return s.changeLayer(ctx, tenant, id, layerstore.LayerRemove, by)
 }
 
-func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action store.LayerAction, by tool.Principal) (store.LayerChange, error) {
-	var c store.LayerChange
+func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action layerstore.LayerAction, by tool.Principal) (layerstore.LayerChange, error) {
+	var c layerstore.LayerChange
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		c, err = storeimpl.ChangeLayer(ctx, layerTx{tx}, s.seal, tenant, id, action, by, s.now().UTC())
 		return err
 	})
 	if err != nil {
-		return store.LayerChange{}, wrap(err)
+		return layerstore.LayerChange{}, wrap(err)
 	}
 	return c, nil
 }
@@ -88,7 +89,7 @@ func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action
 type layerTx struct{ tx *sql.Tx }
 
 // LoadLayerRule reads rule id of tenant.
-func (t layerTx) LoadLayerRule(ctx context.Context, tenant, id string) (store.LayerRule, error) {
+func (t layerTx) LoadLayerRule(ctx context.Context, tenant, id string) (layerstore.LayerRule, error) {
 	r, err := scanLayerRule(t.tx.QueryRowContext(ctx, `SELECT `+layerRuleCols+` FROM layer_rules WHERE tenant = ? AND id = ?`, tenant, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("%w: layer rule %s", store.ErrNotFound, id)
@@ -109,7 +110,7 @@ func layerVersion(ctx context.Context, q queryer, tenant string) (int64, error) 
 }
 
 // WriteLayerChange stores r's new status and appends c to the history.
-func (t layerTx) WriteLayerChange(ctx context.Context, r store.LayerRule, c store.LayerChange) error {
+func (t layerTx) WriteLayerChange(ctx context.Context, r layerstore.LayerRule, c layerstore.LayerChange) error {
 	if _, err := t.tx.ExecContext(ctx, `UPDATE layer_rules SET status = ?, accepted_by = ?, accepted_at = ?, version = ?, removed_by = ?, removed_at = ?, mac = ? WHERE tenant = ? AND id = ?`,
 		string(r.Status), storeimpl.PrincipalText(r.AcceptedBy), tsPtr(r.AcceptedAt), r.Version, storeimpl.PrincipalText(r.RemovedBy), tsPtr(r.RemovedAt), r.MAC, r.Tenant, r.ID); err != nil {
 		return err
@@ -119,9 +120,9 @@ func (t layerTx) WriteLayerChange(ctx context.Context, r store.LayerRule, c stor
 	return err
 }
 
-// GetLayer implements [store.Layers].
-func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (store.Layer, error) {
-	l := store.Layer{Tenant: tenant, Rules: []store.LayerRule{}, Proposed: []store.LayerRule{}}
+// GetLayer implements [layerstore.Layers].
+func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (layerstore.Layer, error) {
+	l := layerstore.Layer{Tenant: tenant, Rules: []layerstore.LayerRule{}, Proposed: []layerstore.LayerRule{}}
 	var err error
 	if l.Version, err = layerVersion(ctx, s.db, tenant); err != nil {
 		return l, wrap(err)
@@ -131,21 +132,21 @@ func (s *sqliteStore) GetLayer(ctx context.Context, tenant string) (store.Layer,
 		return l, wrap(err)
 	}
 	defer rows.Close()
-	l, err = storeimpl.ReadLayer(l, rows, func(rows storeimpl.Rows) (store.LayerRule, error) { return scanLayerRule(rows) })
+	l, err = storeimpl.ReadLayer(l, rows, func(rows storeimpl.Rows) (layerstore.LayerRule, error) { return scanLayerRule(rows) })
 	if err != nil {
 		return l, wrap(err)
 	}
 	return s.seal.SplitSealed(l), nil
 }
 
-// LayerVersion implements [store.Layers].
+// LayerVersion implements [layerstore.Layers].
 func (s *sqliteStore) LayerVersion(ctx context.Context, tenant string) (int64, error) {
 	v, err := layerVersion(ctx, s.db, tenant)
 	return v, wrap(err)
 }
 
-// LayerHistory implements [store.Layers].
-func (s *sqliteStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]store.LayerChange, error) {
+// LayerHistory implements [layerstore.Layers].
+func (s *sqliteStore) LayerHistory(ctx context.Context, tenant string, limit int) ([]layerstore.LayerChange, error) {
 	n, err := storeimpl.PageLimit(limit)
 	if err != nil {
 		return nil, err
@@ -155,14 +156,14 @@ func (s *sqliteStore) LayerHistory(ctx context.Context, tenant string, limit int
 		return nil, wrap(err)
 	}
 	defer rows.Close()
-	out := []store.LayerChange{}
+	out := []layerstore.LayerChange{}
 	for rows.Next() {
-		c := store.LayerChange{Tenant: tenant}
+		c := layerstore.LayerChange{Tenant: tenant}
 		var action, by, at string
 		if err := rows.Scan(&c.Version, &action, &c.RuleID, &c.Text, &c.Effect, &c.Tool, &by, &at); err != nil {
 			return nil, wrap(err)
 		}
-		c.Action = store.LayerAction(action)
+		c.Action = layerstore.LayerAction(action)
 		c.By, _ = storeimpl.PrincipalsFromText(by, "")
 		var perr error
 		if c.At, perr = parseTS(at); perr != nil {

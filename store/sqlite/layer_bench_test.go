@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -20,11 +20,11 @@ func BenchmarkGetLayer(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	s := st.(store.Layers)
+	s := st.(layerstore.Layers)
 	ada := tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}
 	for i := range 20 {
 		id := fmt.Sprintf("r%d", i)
-		r := store.LayerRule{ID: id, Tenant: "acme", Effect: "allow", Tool: "bash", ProposedBy: ada,
+		r := layerstore.LayerRule{ID: id, Tenant: "acme", Effect: "allow", Tool: "bash", ProposedBy: ada,
 			Text: "rules:\n  - id: " + id + "\n    tool: bash\n    command: {pattern: [\"go test *\"]}\n    decision: allow\n"}
 		if _, err := s.ProposeLayerRule(ctx, r); err != nil {
 			b.Fatal(err)
@@ -50,9 +50,9 @@ func BenchmarkLayerVersion(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	s := st.(store.Layers)
+	s := st.(layerstore.Layers)
 	ada := tool.Principal{Kind: tool.PrincipalPerson, Name: "ada"}
-	r := store.LayerRule{ID: "r1", Tenant: "acme", Effect: "allow", Tool: "bash", ProposedBy: ada, Text: "rules:\n  - id: r1\n    decision: allow\n"}
+	r := layerstore.LayerRule{ID: "r1", Tenant: "acme", Effect: "allow", Tool: "bash", ProposedBy: ada, Text: "rules:\n  - id: r1\n    decision: allow\n"}
 	if _, err := s.ProposeLayerRule(ctx, r); err != nil {
 		b.Fatal(err)
 	}

@@ -108,8 +108,8 @@ var _ store.Store = (*sqliteStore)(nil)
 // Open opens (creating if needed) the database at path, creating its
 // directory, and migrates the schema. The path must not contain '?'. Errors
 // come from the file system and from SQLite; a database written by a newer
-// schema version is refused. The store also keeps the rule layer
-// ([store.Layers], by type assertion).
+// schema version is refused. The store also keeps the rule layer that
+// the server and the command edit and apply.
 func Open(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite store: path %q must not contain '?'", path)

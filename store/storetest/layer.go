@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/storeimpl"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // layerTests are the parts of the suite about the rule layer
-// ([store.Layers]): proposals, versions, history, tenants.
+// ([layerstore.Layers]): proposals, versions, history, tenants.
 var layerTests = []struct {
 	name string
 	fn   func(t *testing.T, s store.Store, c *clock)
@@ -25,11 +26,11 @@ var layerTests = []struct {
 	{"LayerConcurrentAccept", testLayerConcurrentAccept},
 }
 
-func layers(t *testing.T, s store.Store) store.Layers {
+func layers(t *testing.T, s store.Store) layerstore.Layers {
 	t.Helper()
-	l, ok := s.(store.Layers)
+	l, ok := s.(layerstore.Layers)
 	if !ok {
-		t.Fatalf("%T does not implement store.Layers", s)
+		t.Fatalf("%T does not implement layerstore.Layers", s)
 	}
 	return l
 }
@@ -39,8 +40,8 @@ var (
 	bob   = tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}
 )
 
-func layerRule(tenant, id, effect string) store.LayerRule {
-	return store.LayerRule{ID: id, Tenant: tenant, Effect: effect, Tool: "bash", Source: "run_1/req_1",
+func layerRule(tenant, id, effect string) layerstore.LayerRule {
+	return layerstore.LayerRule{ID: id, Tenant: tenant, Effect: effect, Tool: "bash", Source: "run_1/req_1",
 		Text: "rules:\n  - id: " + id + "\n    tool: bash\n    decision: " + effect + "\n", ProposedBy: bob}
 }
 
@@ -55,7 +56,7 @@ func testLayerLifecycle(t *testing.T, s store.Store, c *clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Status != store.LayerProposed || !p.ProposedAt.Equal(c.Now()) || p.ProposedBy != bob {
+	if p.Status != layerstore.LayerProposed || !p.ProposedAt.Equal(c.Now()) || p.ProposedBy != bob {
 		t.Fatalf("proposal = %+v", p)
 	}
 	if _, err := l.ProposeLayerRule(ctx, layerRule("acme", "r2", "deny")); err != nil {
@@ -70,7 +71,7 @@ func testLayerLifecycle(t *testing.T, s store.Store, c *clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ch.Version != 1 || ch.Action != store.LayerAccept || ch.RuleID != "r2" || ch.By != alice || !ch.At.Equal(c.Now()) || ch.Effect != "deny" {
+	if ch.Version != 1 || ch.Action != layerstore.LayerAccept || ch.RuleID != "r2" || ch.By != alice || !ch.At.Equal(c.Now()) || ch.Effect != "deny" {
 		t.Fatalf("change = %+v", ch)
 	}
 	c.Advance(time.Minute)
@@ -88,7 +89,7 @@ func testLayerLifecycle(t *testing.T, s store.Store, c *clock) {
 		t.Fatalf("accepting twice: %v, want ErrDecided", err)
 	}
 	c.Advance(time.Minute)
-	if ch, err = l.RemoveLayerRule(ctx, "acme", "r2", bob); err != nil || ch.Version != 3 || ch.Action != store.LayerRemove || ch.By != bob {
+	if ch, err = l.RemoveLayerRule(ctx, "acme", "r2", bob); err != nil || ch.Version != 3 || ch.Action != layerstore.LayerRemove || ch.By != bob {
 		t.Fatalf("remove = %+v, %v", ch, err)
 	}
 	if _, err := l.RemoveLayerRule(ctx, "acme", "r2", bob); !errors.Is(err, store.ErrDecided) {
@@ -155,13 +156,17 @@ func testLayerTenants(t *testing.T, s store.Store, c *clock) {
 func testLayerRefusals(t *testing.T, s store.Store, c *clock) {
 	ctx := context.Background()
 	l := layers(t, s)
-	for name, r := range map[string]store.LayerRule{
-		"no id":       func() store.LayerRule { r := layerRule("", "", "allow"); return r }(),
-		"bad id":      layerRule("", "a b", "allow"),
-		"ask":         layerRule("", "r", "ask"),
-		"no proposer": func() store.LayerRule { r := layerRule("", "r", "allow"); r.ProposedBy = tool.Principal{}; return r }(),
-		"no text":     func() store.LayerRule { r := layerRule("", "r", "allow"); r.Text = ""; return r }(),
-		"huge text": func() store.LayerRule {
+	for name, r := range map[string]layerstore.LayerRule{
+		"no id":  func() layerstore.LayerRule { r := layerRule("", "", "allow"); return r }(),
+		"bad id": layerRule("", "a b", "allow"),
+		"ask":    layerRule("", "r", "ask"),
+		"no proposer": func() layerstore.LayerRule {
+			r := layerRule("", "r", "allow")
+			r.ProposedBy = tool.Principal{}
+			return r
+		}(),
+		"no text": func() layerstore.LayerRule { r := layerRule("", "r", "allow"); r.Text = ""; return r }(),
+		"huge text": func() layerstore.LayerRule {
 			r := layerRule("", "r", "allow")
 			r.Text = string(make([]byte, storeimpl.MaxLayerRuleText+1))
 			return r

@@ -9,14 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
 var alice = tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
 
-func layerRule(tenant, id, effect string) store.LayerRule {
-	return store.LayerRule{ID: id, Tenant: tenant, Effect: effect, Tool: "bash", Source: "run_1/req_1",
+func layerRule(tenant, id, effect string) layerstore.LayerRule {
+	return layerstore.LayerRule{ID: id, Tenant: tenant, Effect: effect, Tool: "bash", Source: "run_1/req_1",
 		Text:       "rules:\n  - id: " + id + "\n    tool: bash\n    decision: " + effect + "\n",
 		ProposedBy: tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}}
 }
@@ -26,7 +27,7 @@ func layerRule(tenant, id, effect string) store.LayerRule {
 type Forgery struct {
 	// Insert is a rule to insert as accepted (with Insert.MAC, the MAC of
 	// another accepted rule, copied), with a change of the layer for it.
-	Insert store.LayerRule
+	Insert layerstore.LayerRule
 	// AlterID is an accepted rule whose text is to be set to AlterText.
 	AlterID, AlterText string
 }
@@ -36,9 +37,9 @@ type Forgery struct {
 // altered by a writer without its key: tamper writes f into s's database.
 func RunLayerSeal(t *testing.T, s store.Store, tamper func(t *testing.T, f Forgery)) {
 	ctx := context.Background()
-	l, ok := s.(store.Layers)
+	l, ok := s.(layerstore.Layers)
 	if !ok {
-		t.Fatalf("%T does not implement store.Layers", s)
+		t.Fatalf("%T does not implement layerstore.Layers", s)
 	}
 	for _, id := range []string{"sealed", "altered"} {
 		if _, err := l.ProposeLayerRule(ctx, layerRule("acme", id, "allow")); err != nil {
@@ -59,7 +60,7 @@ func RunLayerSeal(t *testing.T, s store.Store, tamper func(t *testing.T, f Forge
 		t.Fatalf("layer before = %+v, %v; want 2 sealed rules", before, err)
 	}
 	forged := layerRule("acme", "forged", "allow")
-	forged.Status, forged.AcceptedBy, forged.Version, forged.MAC = store.LayerAccepted, alice, before.Version+1, before.Rules[0].MAC
+	forged.Status, forged.AcceptedBy, forged.Version, forged.MAC = layerstore.LayerAccepted, alice, before.Version+1, before.Rules[0].MAC
 	at := time.Now().UTC().Truncate(time.Second)
 	forged.ProposedAt, forged.AcceptedAt = at, &at
 	tamper(t, Forgery{Insert: forged, AlterID: "altered", AlterText: "rules:\n  - id: altered\n    tool: '*'\n    decision: allow\n"})

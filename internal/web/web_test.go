@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/server/web"
+	"github.com/tollgate-dev/tollgate/internal/web"
 )
 
 func get(t *testing.T, h http.Handler, path string, hdr ...string) *http.Response {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/web"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/server/web"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 

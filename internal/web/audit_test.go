@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
+	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
 	"github.com/tollgate-dev/tollgate/model"
@@ -41,7 +42,7 @@ func TestPageAuditSearch(t *testing.T) {
 	// The approved transfer remembered and accepted: a third run is
 	// approved by the layer's version 1.
 	a := asked[approved]
-	var rule store.LayerRule
+	var rule layerstore.LayerRule
 	if code := f.do("POST", "/v1/rules/proposals", aliceToken, serverapi.ProposeRequest{Approval: a, Effect: "allow"}, &rule); code != http.StatusCreated {
 		t.Fatalf("propose: %d", code)
 	}

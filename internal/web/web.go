@@ -1,8 +1,9 @@
 // Package web is the approvals page of package server: the page a person
 // opens in a browser to see the approvals that wait for them, decide them
 // (Approve, Deny with a reason, Edit the arguments and approve), and follow
-// runs live. [Handler] goes into server.Options.Page, which serves it at GET /
-// and GET /assets/...; `tollgate serve` sets it.
+// runs live. [Handler] is server.ApprovalsPage, which goes into
+// server.Options.Page, served at GET / and GET /assets/...; `tollgate serve`
+// sets it.
 //
 // The page is one html/template shell with a script and a style sheet
 // embedded in the binary: no build step, no framework. Everything it knows

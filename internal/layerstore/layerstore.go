@@ -1,13 +1,5 @@
-package store
-
-import (
-	"context"
-	"time"
-
-	"github.com/tollgate-dev/tollgate/tool"
-)
-
-// # The rule layer
+// Package layerstore is the rule layer's vocabulary and the interface the
+// stores keep it behind.
 //
 // A tenant's rule layer is the policy that people build from their
 // decisions ("approve and remember", docs/approvals.md): rules proposed
@@ -19,9 +11,22 @@ import (
 // every change (an acceptance, a removal) makes the next version and is
 // kept in the layer's history with who made it and when. Every method
 // takes the tenant and touches that tenant's rules only: a rule of another
-// tenant is [ErrNotFound]. Only the server's administrators and the local
-// command write the layer; no tool does (the store's file is outside every
-// workspace and protected from the tools).
+// tenant is [store.ErrNotFound]. Only the server's administrators and the
+// local command write the layer; no tool does (the store's file is outside
+// every workspace and protected from the tools). The layer is edited
+// through the server's /v1/rules and `tollgate policy rules`, and applied
+// to the runs the command and the server build (internal/runcore's
+// WithLayer); the memory, SQLite and PostgreSQL stores implement
+// [Layers].
+package layerstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
 // LayerRuleStatus is a layer rule's status: proposed, then accepted, and
 // removed (from either).
 type LayerRuleStatus string
@@ -111,21 +116,21 @@ type Layer struct {
 }
 
 // Layers keeps each tenant's rule layer. The memory, SQLite and
-// PostgreSQL stores implement it; find it on a [Store] by type assertion.
+// PostgreSQL stores implement it; find it on a [store.Store] by type assertion.
 // Every method is atomic, also across processes sharing one store.
 type Layers interface {
 	// ProposeLayerRule stores r as a proposal of r.Tenant's layer and
 	// returns it as stored (Status proposed, ProposedAt set). Errors:
-	// [ErrExists] for a taken ID; [ErrInvalid] for a bad ID, text, effect
+	// [store.ErrExists] for a taken ID; [store.ErrInvalid] for a bad ID, text, effect
 	// or proposer, or a layer that holds 1,000 rules (proposed and accepted).
 	ProposeLayerRule(ctx context.Context, r LayerRule) (LayerRule, error)
 	// AcceptLayerRule moves the proposal id of tenant into the layer, as
-	// the next version, accepted by by. Errors: [ErrNotFound];
-	// [ErrDecided] when it is not a proposal; [ErrInvalid] for a bad by.
+	// the next version, accepted by by. Errors: [store.ErrNotFound];
+	// [store.ErrDecided] when it is not a proposal; [store.ErrInvalid] for a bad by.
 	AcceptLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (LayerChange, error)
 	// RemoveLayerRule removes the rule or proposal id of tenant, as the
-	// next version. Errors: [ErrNotFound]; [ErrDecided] when it was
-	// removed already; [ErrInvalid] for a bad by.
+	// next version. Errors: [store.ErrNotFound]; [store.ErrDecided] when it was
+	// removed already; [store.ErrInvalid] for a bad by.
 	RemoveLayerRule(ctx context.Context, tenant, id string, by tool.Principal) (LayerChange, error)
 	// GetLayer returns tenant's layer as it is now: the accepted rules
 	// whose seal is missing or wrong are in Unsealed, not in Rules.
@@ -135,7 +140,7 @@ type Layers interface {
 	// version and reads it again only when the version changed.
 	LayerVersion(ctx context.Context, tenant string) (int64, error)
 	// LayerHistory returns the last limit changes of tenant's layer,
-	// newest first (limit as [RunFilter]'s Limit; [ErrInvalid] when
+	// newest first (limit as [store.RunFilter]'s Limit; [store.ErrInvalid] when
 	// negative).
 	LayerHistory(ctx context.Context, tenant string, limit int) ([]LayerChange, error)
 }

@@ -20,9 +20,9 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/browsertest"
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/web"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
-	"github.com/tollgate-dev/tollgate/server/web"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
