@@ -764,18 +764,20 @@ func (a *compiledArg) holds(args map[string]any, wd workdir) bool {
 // resolve cleans p and, when the working directory is set, makes a relative
 // p absolute against it, maps an absolute p under an alias onto it, and
 // resolves the symbolic links of the part of it that exists, so that p names
-// the file the tools would reach.
+// the file the tools would reach. Its ".." are applied as the kernel
+// applies them, after the links before them: p is never cleaned as text
+// first (lnk/.. is the parent of lnk's target, not the directory holding
+// lnk).
 func (wd workdir) resolve(p string) string {
 	if wd.dir == "" {
 		return path.Clean(p)
 	}
 	if !path.IsAbs(p) {
-		return realpath.Resolve(path.Join(wd.dir, p))
+		return realpath.Resolve(wd.dir + "/" + p)
 	}
-	p = path.Clean(p)
 	for _, a := range wd.aliases {
-		if underPath(p, a) {
-			return realpath.Resolve(path.Join(wd.dir, strings.TrimPrefix(p, a)))
+		if p == a || strings.HasPrefix(p, a+"/") {
+			return realpath.Resolve(wd.dir + "/" + strings.TrimPrefix(p, a))
 		}
 	}
 	return realpath.Resolve(p)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/approval"
+	"github.com/tollgate-dev/tollgate/internal/realpath"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -18,7 +19,8 @@ import (
 // to govern its next call. A relative path is judged against the
 // session's workspace when the call says it, and denied otherwise. The
 // paths are made absolute and cleaned; each is also compared by its real
-// path. Commands the agent's shell runs are not judged here.
+// path, and a path a file tool names by the file the kernel would reach
+// through it. Commands the agent's shell runs are not judged here.
 func ProtectFiles(paths ...string) approval.Authorizer {
 	var clean []string
 	for _, p := range paths {
@@ -27,8 +29,8 @@ func ProtectFiles(paths ...string) approval.Authorizer {
 		}
 		if a, err := filepath.Abs(p); err == nil {
 			clean = append(clean, a)
-			if r, err := filepath.EvalSymlinks(a); err == nil && r != a {
-				clean = append(clean, r)
+			if r := realpath.Resolve(a); r != a {
+				clean = append(clean, r) // the links of the part that exists resolved
 			}
 		}
 	}
@@ -44,10 +46,10 @@ func ProtectFiles(paths ...string) approval.Authorizer {
 		if !filepath.IsAbs(p) {
 			return approval.Verdict{Decision: approval.Deny, By: by, Reason: "a file tool's path must be absolute here, so that it can be told apart from tollgate's governing files"}, nil
 		}
-		cands := []string{p}
-		if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-			cands = append(cands, filepath.Join(r, filepath.Base(p)))
-		}
+		// Also the file the kernel would reach: the links of the part of the
+		// path that exists resolved, each ".." applied after the links
+		// before it (the path as given, never cleaned as text first).
+		cands := []string{p, realpath.Resolve(a.Path)}
 		for _, q := range clean {
 			for _, c := range cands {
 				if c == q || strings.HasPrefix(c, q+string(filepath.Separator)) {
