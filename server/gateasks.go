@@ -222,6 +222,10 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 		problemf(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("record.source: want %q", gate.SourceMCP))
 		return
 	}
+	if req.Record.Name == "" || len(req.Record.Name) > maxGateID || len(req.Record.ID) > maxGateID {
+		problemf(w, r, http.StatusUnprocessableEntity, "record.name and record.id: want a tool name of 1 to 256 bytes and an ID of at most 256")
+		return
+	}
 	if err := s.checkGateRecord(r.Context(), p.Tenant, sessionRunID(gate.SourceMCP, p, req.Session.ID), req.Record); err != nil {
 		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
 		return

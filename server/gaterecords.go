@@ -44,7 +44,7 @@ func (s *Server) checkGateRecord(ctx context.Context, tenant, runID string, rec 
 }
 
 // decidingPersons returns the persons d names: who decided, who acted for
-// them, and the sources and actors of its votes.
+// them, and the sources and actors of its votes and shadow votes.
 func decidingPersons(d gate.Decision) []tool.Principal {
 	var ps []tool.Principal
 	add := func(p tool.Principal) {
@@ -58,14 +58,19 @@ func decidingPersons(d gate.Decision) []tool.Principal {
 		add(v.Source)
 		add(v.Actor)
 	}
+	for _, v := range d.Shadow {
+		add(v.Source)
+		add(v.Actor)
+	}
 	return ps
 }
 
 // sealedDecision reports whether ap, an approval of the record's run, is
 // the decision rec claims of the persons: a sealed decision on the same
 // call and tool by those persons (and no others), for rec's arguments
-// (the person's edit, when they edited), whose outcome is rec's when a
-// person decided it.
+// (the person's edit, when they edited), whose outcome is rec's (approved
+// for an approval used, declined for a denial) and whose votes by a person
+// say what the person decided (allow or deny; rewrite for an edit).
 func sealedDecision(ap store.Approval, rec gate.Record, persons []tool.Principal) bool {
 	if ap.Unverified || ap.Kind != tool.KindApproval || ap.CallID != rec.ID || ap.Tool != rec.Name {
 		return false
@@ -79,13 +84,19 @@ func sealedDecision(ap store.Approval, rec gate.Record, persons []tool.Principal
 		}
 	}
 	d := rec.Decision
-	if d.By.Kind == tool.PrincipalPerson {
-		want := gate.OutcomeApproved
-		if ap.Status == store.StatusDenied {
-			want = gate.OutcomeDeclined
-		}
-		if d.Outcome != want || d.By != ap.DecidedBy || d.Actor != ap.Actor {
-			return false
+	want, vote := gate.OutcomeApproved, tool.VoteAllow
+	if ap.Status == store.StatusDenied {
+		want, vote = gate.OutcomeDeclined, tool.VoteDeny
+	}
+	if d.Outcome != want {
+		return false // whoever the record says decided, a person's decision sets the outcome
+	}
+	if d.By.Kind == tool.PrincipalPerson && (d.By != ap.DecidedBy || d.Actor != ap.Actor) {
+		return false
+	}
+	for _, v := range d.Votes {
+		if (v.Source.Kind == tool.PrincipalPerson || v.Actor.Kind == tool.PrincipalPerson) && v.Decision != vote && v.Decision != tool.VoteRewrite {
+			return false // a person's vote says what the person decided
 		}
 	}
 	args := ap.Digest

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,15 +65,24 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 	bob := tool.Principal{Kind: tool.PrincipalPerson, Name: "bob"}
 	ciBot := tool.Principal{Kind: tool.PrincipalPerson, Name: "ci-bot"}
 	forged := map[string]gate.Record{
-		"a call no one was asked about":       gateRecordOf("mcp_9", `{"path":"a.txt"}`, approved),
-		"other arguments than alice approved": gateRecordOf("mcp_1", `{"path":"/etc/passwd"}`, approved),
-		"another person than the one who did": gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: bob}),
-		"the token's own name as a person":    gateRecordOf("mcp_9", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: ciBot}),
-		"approved where alice denied":         gateRecordOf("mcp_2", `{"path":"b.txt"}`, approved),
-		"denied where alice approved":         gateRecordOf("mcp_1", `{"path":"a.txt"}`, declined),
-		"a call still waiting":                gateRecordOf("mcp_3", `{"path":"c.txt"}`, approved),
-		"a person's vote under a rule's name": gateRecordOf("mcp_9", `{}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ok"}, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}),
-		"an administrator acting for alice":   gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Actor: bob}),
+		"a call no one was asked about":        gateRecordOf("mcp_9", `{"path":"a.txt"}`, approved),
+		"other arguments than alice approved":  gateRecordOf("mcp_1", `{"path":"/etc/passwd"}`, approved),
+		"another person than the one who did":  gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: bob}),
+		"the token's own name as a person":     gateRecordOf("mcp_9", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: ciBot}),
+		"approved where alice denied":          gateRecordOf("mcp_2", `{"path":"b.txt"}`, approved),
+		"denied where alice approved":          gateRecordOf("mcp_1", `{"path":"a.txt"}`, declined),
+		"a call still waiting":                 gateRecordOf("mcp_3", `{"path":"c.txt"}`, approved),
+		"a person's vote under a rule's name":  gateRecordOf("mcp_9", `{}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ok"}, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}),
+		"an administrator acting for alice":    gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Actor: bob}),
+		"alice's allow where she denied":       gateRecordOf("mcp_2", `{"path":"b.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ok"}, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}),
+		"alice acting where she denied":        gateRecordOf("mcp_2", `{"path":"b.txt"}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ok"}, Actor: alice}),
+		"alice's deny vote where she approved": gateRecordOf("mcp_1", `{"path":"a.txt"}`, gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteDeny}}}),
+		"alice in a shadow vote, never asked":  gateRecordOf("mcp_9", `{}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ok"}, Shadow: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}),
+		"a tool name of 1,000 bytes": func() gate.Record {
+			r := gateRecordOf("mcp_9", `{}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "ok"}})
+			r.Name = strings.Repeat("x", 1000)
+			return r
+		}(),
 		"a digest that is not the arguments'": func() gate.Record {
 			r := gateRecordOf("mcp_1", `{"path":"/etc/passwd"}`, approved)
 			r.ArgsDigest = approval.Digest(json.RawMessage(`{"path":"a.txt"}`))

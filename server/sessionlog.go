@@ -20,7 +20,8 @@ const maxSessionLogs = 1024
 // sessions' runs, so that what an ask and a view of such a run read does
 // not grow with the session: for each run, how far its log was read and
 // the sequence numbers of its latest maxSessionCalls tool.finished events
-// (8 KB a run at most). The log itself stays in the store; the index only
+// and of each tool's latest few (at most about 100 KB a run, tool names
+// included, and maxSessionLogs runs). The log itself stays in the store; the index only
 // says where to start reading it. Safe for concurrent use.
 type sessionLogs struct {
 	mu   sync.Mutex
@@ -37,8 +38,9 @@ type sessionLog struct {
 	finished []int64
 	// byTool are the sequence numbers of the latest tool.finished events
 	// of each tool, oldest first, at most maxToolSeqs a tool, for at most
-	// maxIndexedTools tools; untracked lists the tools left out (nil
-	// when none was), whose records are found in the latest
+	// maxIndexedTools tools of names up to maxToolName bytes; untracked
+	// lists the tools left out (nil when none was; a longer name is
+	// neither tracked nor kept), whose records are found in the latest
 	// maxSessionCalls instead; past maxIndexedTools of those too,
 	// overflow says that no tool is tracked.
 	byTool    map[string][]int64
@@ -161,8 +163,11 @@ func (sl *sessionLog) index(ev store.Event) {
 		return
 	}
 	name := e.Record.Name
+	if len(name) > maxToolName {
+		return // never tracked (ofTool), never kept: a long name costs no memory
+	}
 	seqs, ok := sl.byTool[name]
-	if !ok && (len(sl.byTool) >= maxIndexedTools || len(name) > maxToolName) {
+	if !ok && len(sl.byTool) >= maxIndexedTools {
 		if len(sl.untracked) < maxIndexedTools {
 			if sl.untracked == nil {
 				sl.untracked = map[string]bool{}
@@ -193,7 +198,7 @@ func (l *sessionLogs) ofTool(ctx context.Context, st store.Store, run store.Run,
 	if err := sl.catchUp(ctx, st, run); err != nil {
 		return nil, false, err
 	}
-	if sl.untracked[name] || sl.overflow {
+	if len(name) > maxToolName || sl.untracked[name] || sl.overflow {
 		return nil, false, nil
 	}
 	return slices.Clone(sl.byTool[name]), true, nil
