@@ -1,11 +1,7 @@
 package server_test
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -16,11 +12,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
+	"github.com/tollgate-dev/tollgate/internal/oauthmcp"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -28,76 +23,12 @@ import (
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
-// oauthMCP is an authorization server (dynamic registration, PKCE S256)
-// and an MCP server it protects; it returns the MCP server's URL.
-func oauthMCP(t *testing.T) string {
-	var mu sync.Mutex
-	challenges, tokens := map[string]string{}, map[string]bool{}
-	var as, rs *httptest.Server
-	js := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(v)
-	}
-	as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch r.URL.Path {
-		case "/.well-known/oauth-authorization-server":
-			js(w, map[string]any{"issuer": as.URL, "authorization_endpoint": as.URL + "/authorize", "token_endpoint": as.URL + "/token",
-				"registration_endpoint": as.URL + "/register", "code_challenge_methods_supported": []string{"S256"}})
-		case "/register":
-			w.WriteHeader(http.StatusCreated)
-			js(w, map[string]any{"client_id": "c1", "token_endpoint_auth_method": "none"})
-		case "/authorize":
-			q := r.URL.Query()
-			code := fmt.Sprintf("code%d", len(challenges))
-			challenges[code] = q.Get("code_challenge")
-			http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+q.Get("state"), http.StatusFound)
-		case "/token":
-			_ = r.ParseForm()
-			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
-			if challenges[r.Form.Get("code")] != base64.RawURLEncoding.EncodeToString(sum[:]) {
-				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
-				return
-			}
-			tok := fmt.Sprintf("tok%d", len(tokens))
-			tokens[tok] = true
-			js(w, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(as.Close)
-	srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	rs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
-			js(w, map[string]any{"resource": rs.URL + "/mcp", "authorization_servers": []string{as.URL}})
-			return
-		}
-		mu.Lock()
-		ok := tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-		mu.Unlock()
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(rs.Close)
-	return rs.URL + "/mcp"
-}
-
 // An approver starts a login to an agent's OAuth MCP server; the browser
 // comes back to the server's callback, and the token lands in the
 // approver's tenant's logins, not another's. A viewer may not, and a
 // server the agent does not have is 404.
 func TestMCPLoginPerTenant(t *testing.T) {
-	mcpURL := oauthMCP(t)
+	mcpURL := oauthmcp.Server(t)
 	dir := t.TempDir()
 	mcpFile := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {"docs": {"url": "`+mcpURL+`"}}}`), 0o600); err != nil {
@@ -193,7 +124,7 @@ func TestMCPLoginPerTenant(t *testing.T) {
 // (approver of acme), bob (admin of globex) and an agent-role token of
 // acme that is an approver too.
 func mcpLoginServer(t *testing.T) (ts *httptest.Server, mcpURL, logins string) {
-	mcpURL = oauthMCP(t)
+	mcpURL = oauthmcp.Server(t)
 	dir := t.TempDir()
 	mcpFile := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {"docs": {"url": "`+mcpURL+`"}}}`), 0o600); err != nil {
