@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
@@ -100,9 +99,5 @@ func clip(s string) string {
 	if len(s) <= maxCardText {
 		return s
 	}
-	cut := maxCardText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return cutAt(s, maxCardText) + "…"
 }

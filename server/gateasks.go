@@ -95,6 +95,8 @@ func checkGateAsk(req serverapi.GateAskRequest, now time.Time) error {
 		return fmt.Errorf("call.source: want %q (an MCP client's call), got %q", gate.SourceMCP, req.Call.Source)
 	case req.Call.Name == "" || len(req.Call.Name) > maxGateID:
 		return errors.New("call.name: want a tool name of 1 to 256 bytes")
+	case len(req.Call.ID) > maxGateID:
+		return errors.New("call.id: want an ID of at most 256 bytes")
 	case q.Kind != tool.KindApproval:
 		return fmt.Errorf("pending.request.kind: want %q, got %q", tool.KindApproval, q.Kind)
 	case q.ID == "" || len(q.ID) > maxGateID:

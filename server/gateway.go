@@ -151,12 +151,12 @@ func (g *gatewayRuns) open(ctx context.Context, p Principal, s mcpgateway.Sessio
 		return store.Run{}, errors.New("a session without an ID")
 	}
 	// The client's words: shown, bounded, never trusted.
-	name, version := clipTo(s.Name, 200), clipTo(s.Version, 100)
+	name, version := clientText(s.Name, 200), clientText(s.Version, 100)
 	agent := "mcp-client"
 	if name != "" {
 		agent = name
 	}
-	cfg := sessionConfig{Agent: agent, Source: string(gate.SourceMCP), Session: s.ID, Workspace: clipTo(s.Workspace, 4096)}
+	cfg := sessionConfig{Agent: agent, Source: string(gate.SourceMCP), Session: s.ID, Workspace: clientText(s.Workspace, 4096)}
 	if name != "" || version != "" {
 		cfg.Client = &sessionClient{Name: name, Version: version}
 	}
@@ -198,8 +198,22 @@ func (s *Server) gatewayRoute(w http.ResponseWriter, r *http.Request) {
 	s.mcp.ServeHTTP(w, r)
 }
 
-// clipTo cuts s to at most n bytes at a character boundary.
-func clipTo(s string, n int) string {
+// clientText is what an MCP client said of itself (its name, version,
+// workspace), as kept and shown: control characters (C0, DEL, C1) dropped,
+// so that it cannot move a terminal's cursor or forge a line, and cut to at
+// most n bytes at a character boundary.
+func clientText(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return -1
+		}
+		return r
+	}, s)
+	return cutAt(s, n)
+}
+
+// cutAt cuts s to at most n bytes at a character boundary.
+func cutAt(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -136,7 +136,7 @@ type streamSlots struct {
 
 // take reserves a stream for p; release gives it back.
 func (t *streamSlots) take(p Principal) (release func(), ok bool) {
-	key := p.Tenant + "\x00" + p.Name
+	key := principalKey(p)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.total >= t.max || t.open[key] >= t.perPrincipal {
