@@ -365,6 +365,9 @@ type storeAsker struct {
 	// bridge tells the session's last prompt and stated intent, which the
 	// request keeps for its card (sessionNotes).
 	bridge *claudegate.Bridge
+	// admit, when set, is asked under the run's lock before the request
+	// is stored, so that a cap it checks holds for asks made at once.
+	admit func(ctx context.Context) error
 }
 
 func (a *storeAsker) Ask(ctx context.Context, in *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
@@ -390,8 +393,17 @@ func (a *storeAsker) post(ctx context.Context, in *claudegate.Input, c gate.Call
 	ap := store.Approval{ID: req.ID, RunID: a.run.ID, CallID: c.ID, Tool: c.Name, Digest: p.Digest, Kind: req.Kind, Prompt: req.Prompt, Request: req, ExpiresAt: req.ExpiresAt}
 	ev := agentEvent(a.run, agent.Event{Kind: agent.EventPending, RunID: a.run.ID, CallID: c.ID, Request: &req})
 	unlock := a.cc.lock(a.run.ID)
-	_, err := st.UpdateRun(ctx, a.run.ID, store.RunUpdate{Status: store.RunPending, Approvals: []store.Approval{ap}, Events: []store.Event{ev}})
+	var err error
+	if a.admit != nil {
+		err = a.admit(ctx)
+	}
+	if err == nil {
+		_, err = st.UpdateRun(ctx, a.run.ID, store.RunUpdate{Status: store.RunPending, Approvals: []store.Approval{ap}, Events: []store.Event{ev}})
+	}
 	unlock()
+	if errors.Is(err, errGatePendingFull) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("storing the approval request: %w", err)
 	}

@@ -64,16 +64,19 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusInternalServerError, "opening the session's run failed")
 		return
 	}
-	if full, err := s.gatePendingFull(r.Context(), run, s.now()); err != nil || full {
-		if err != nil {
-			problemf(w, r, http.StatusInternalServerError, "counting the session's pending approvals failed")
+	a := s.gate.asker(run, &req.Pending)
+	a.admit = func(ctx context.Context) error {
+		full, err := s.gatePendingFull(ctx, run, s.now())
+		if err == nil && full {
+			return errGatePendingFull
+		}
+		return err
+	}
+	if err := a.post(r.Context(), nil, req.Call, &req.Pending); err != nil {
+		if errors.Is(err, errGatePendingFull) {
+			problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("this session has %d approvals pending already, the most one session may have: wait for one to be answered, or withdraw one", maxGatePending))
 			return
 		}
-		problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("this session has %d approvals pending already, the most one session may have: wait for one to be answered, or withdraw one", maxGatePending))
-		return
-	}
-	a := s.gate.asker(run, &req.Pending)
-	if err := a.post(r.Context(), nil, req.Call, &req.Pending); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			problemf(w, r, http.StatusConflict, "this session has a request "+req.Pending.Request.ID+" already")
 			return

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/store"
@@ -15,6 +16,10 @@ const maxGatePending = 32
 
 // gatePendingFull reports whether run, a session's run of tenant, has
 // maxGatePending approvals pending that have not expired at now.
+// errGatePendingFull refuses an ask of a session that has maxGatePending
+// approvals pending already.
+var errGatePendingFull = errors.New("the session's pending approvals are at their cap")
+
 func (s *Server) gatePendingFull(ctx context.Context, run store.Run, now time.Time) (bool, error) {
 	n := 0
 	for ap, err := range store.AllApprovals(ctx, s.store, store.ApprovalFilter{Tenant: run.Tenant, RunID: run.ID, Status: store.StatusPending}) {

@@ -3,6 +3,8 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -34,5 +36,25 @@ func TestGateAsksPerSessionAreCapped(t *testing.T) {
 	}
 	if code := f.do("POST", "/v1/gate/asks", agentToken, over, nil); code != http.StatusCreated {
 		t.Errorf("ask 33 once one was withdrawn: %d, want 201", code)
+	}
+}
+
+// Asks of one session made at once are counted one after another: 60 at
+// once leave exactly 32 pending, however they interleave.
+func TestGateAsksCapHoldsAtOnce(t *testing.T) {
+	f := gateFixture(t)
+	var wg sync.WaitGroup
+	var created atomic.Int32
+	for i := range 60 {
+		wg.Go(func() {
+			a := gateAskFor(fmt.Sprintf("req_%d", i), fmt.Sprintf("mcp_%d", i), fmt.Sprintf(`{"path":"%d.txt"}`, i))
+			if f.do("POST", "/v1/gate/asks", agentToken, a, nil) == http.StatusCreated {
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := created.Load(); n != 32 {
+		t.Errorf("%d asks created at once, want %d", n, 32)
 	}
 }
