@@ -20,6 +20,8 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	links "github.com/tollgate-dev/tollgate/internal/realpath"
 )
 
 // probeReply is what a helper prints to a probe.
@@ -201,7 +203,7 @@ func helper(specJSON string) int {
 		// directory of logins made later) is hidden too: the directory
 		// meant to hold it is then granted entry by entry, so that what
 		// appears in it later gets no right.
-		stage.Hidden = append(stage.Hidden, hiddenPath(h))
+		stage.Hidden = append(stage.Hidden, links.Resolve(h)) // absolute (Policy.check); links resolved as far as it exists
 	}
 	b, err := json.Marshal(stage)
 	if err != nil {
@@ -401,20 +403,6 @@ func protect(paths, seal, writable []string) error {
 		}
 	}
 	return nil
-}
-
-// hiddenPath is the real path of the hidden file h: its links resolved,
-// or, when it does not exist, its directory's resolved (as far as it
-// exists) and its name.
-func hiddenPath(h string) string {
-	if r, err := filepath.EvalSymlinks(h); err == nil {
-		return r
-	}
-	dir := filepath.Dir(h)
-	if dir == h {
-		return h
-	}
-	return filepath.Join(hiddenPath(dir), filepath.Base(h))
 }
 
 // realpath is p with its links resolved, or p when it does not exist.

@@ -62,8 +62,9 @@ func lockShared(dir string) (int, error) {
 		}
 		return fd, nil
 	case <-time.After(sealLockWait):
-		// The flock call may still succeed later; the descriptor is left
-		// open, so its lock is never taken away from under a later holder.
+		// The flock call may still succeed later: the descriptor is closed
+		// when it returns, so that a lock granted after the wait is let go.
+		go func() { <-locked; unix.Close(fd) }()
 		return -1, fmt.Errorf("sealing %s: its directory stayed locked by another process for %s", dir, sealLockWait)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
@@ -232,9 +233,13 @@ func contextText(prompt, intent string) string {
 	return s
 }
 
+// cut cuts s to at most n bytes, never in a UTF-8 character.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }
@@ -252,12 +257,14 @@ func (b *Bridge) call(in *Input) (gate.Call, claudeTool) {
 // cwd as their working directory.
 func (b *Bridge) gate(cwd string, listener hooks.ToolCallListener, record bool) (*gate.Gate, error) {
 	azs := make([]approval.Authorizer, 0, len(b.opts.Policies)+len(b.opts.Authorizers))
+	real := cwd
+	if filepath.IsAbs(cwd) && len(b.opts.Policies) > 0 {
+		if r, err := filepath.EvalSymlinks(cwd); err == nil {
+			real = r
+		}
+	}
 	for _, p := range b.opts.Policies {
 		if filepath.IsAbs(cwd) {
-			real, err := filepath.EvalSymlinks(cwd)
-			if err != nil {
-				real = cwd
-			}
 			wp, err := p.WithWorkdir(filepath.Clean(real), filepath.Clean(cwd))
 			if err != nil {
 				return nil, err
