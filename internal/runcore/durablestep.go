@@ -75,7 +75,7 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 				wait, err := eng.Go(ctx, name, func(ctx context.Context) ([]byte, error) {
 					ci := *c
 					if c.Answer != nil && c.Answer.OK {
-						ans, err := d.use(ctx, in.RunID, *c.Answer)
+						ans, err := d.use(ctx, in.RunID, c.Call, *c.Answer)
 						if err != nil {
 							return nil, err
 						}
@@ -204,8 +204,10 @@ const usedReason = "the approval was used by an execution that did not finish; t
 
 // use turns an approving answer into the answer the execute step may act
 // on: the approval is used once in the store; one that is already used (the
-// step ran before and was interrupted) or expired declines the call.
-func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.Answer, error) {
+// step ran before and was interrupted) or expired declines the call, and so
+// does one given for another call than call (an answer naming another
+// approval of the run).
+func (d *Durable) use(ctx context.Context, runID string, call model.ToolCall, ans tool.Answer) (tool.Answer, error) {
 	a, err := d.store.GetApproval(ctx, runID, ans.ID)
 	if err != nil {
 		return ans, err
@@ -213,6 +215,9 @@ func (d *Durable) use(ctx context.Context, runID string, ans tool.Answer) (tool.
 	if a.Unverified {
 		out, _ := a.Answer() // declines: written around tollgate
 		return out, nil
+	}
+	if a.CallID != call.ID || a.Kind != tool.KindApproval {
+		return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: fmt.Sprintf("the approval %s was given for another call; the call was not run", a.ID)}, nil
 	}
 	switch a.Status {
 	case store.StatusUsed:
