@@ -216,7 +216,7 @@ func (d *Durable) use(ctx context.Context, runID string, call model.ToolCall, an
 		out, _ := a.Answer() // declines: written around tollgate
 		return out, nil
 	}
-	if a.CallID != call.ID || a.Kind != tool.KindApproval {
+	if a.CallID != call.ID {
 		return tool.Answer{ID: ans.ID, Principal: approval.Runtime, Reason: fmt.Sprintf("the approval %s was given for another call; the call was not run", a.ID)}, nil
 	}
 	switch a.Status {
