@@ -60,21 +60,28 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	run, err := s.gate.open(r.Context(), p, req.Session)
+	if full := (*gateFullError)(nil); errors.As(err, &full) {
+		problemf(w, r, http.StatusTooManyRequests, full.msg)
+		return
+	}
 	if err != nil {
 		problemf(w, r, http.StatusInternalServerError, "opening the session's run failed")
 		return
 	}
 	a := s.gate.asker(run, &req.Pending)
-	a.admit = func(ctx context.Context) error {
+	a.admit = func(ctx context.Context) (func(), error) {
 		full, err := s.gatePendingFull(ctx, run, s.now())
 		if err == nil && full {
-			return errGatePendingFull
+			return nil, errGatePendingFull
 		}
-		return err
+		if err != nil {
+			return nil, err
+		}
+		return s.gate.admit(ctx, p, run, &req.Pending)
 	}
 	if err := a.post(r.Context(), nil, req.Call, &req.Pending); err != nil {
-		if errors.Is(err, errGatePendingFull) {
-			problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("this session has %d approvals pending already, the most one session may have: wait for one to be answered, or withdraw one", maxGatePending))
+		if full := (*gateFullError)(nil); errors.As(err, &full) {
+			problemf(w, r, http.StatusTooManyRequests, full.msg)
 			return
 		}
 		if errors.Is(err, store.ErrExists) {
@@ -170,6 +177,7 @@ func (s *Server) gateAnswer(w http.ResponseWriter, r *http.Request, p Principal)
 		}
 	}
 	defer a.running(context.WithoutCancel(r.Context()))
+	defer s.gate.ledger.done(run.Tenant, run.ID, id)
 	ans, err := a.answer(r.Context(), id)
 	if err != nil {
 		problemf(w, r, http.StatusConflict, "the approval could not be used: "+err.Error())
@@ -203,6 +211,7 @@ func (s *Server) gateWithdraw(w http.ResponseWriter, r *http.Request, p Principa
 			got, _ = s.store.GetApproval(r.Context(), run.ID, id)
 		}
 		(&storeAsker{cc: s.gate.cc, run: run}).running(context.WithoutCancel(r.Context()))
+		s.gate.ledger.done(run.Tenant, run.ID, id)
 		writeJSON(w, http.StatusOK, serverapi.GateAskView{RunID: run.ID, ApprovalID: id, Status: got.Status, ExpiresAt: got.ExpiresAt})
 	case errors.Is(err, store.ErrNotFound):
 		problemf(w, r, http.StatusNotFound, "no such asked call")
@@ -235,7 +244,14 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	s.gate.record(r.Context(), p, req.Session, req.Record)
+	if err := s.gate.record(r.Context(), p, req.Session, req.Record); err != nil {
+		if full := (*gateFullError)(nil); errors.As(err, &full) {
+			problemf(w, r, http.StatusTooManyRequests, full.msg)
+			return
+		}
+		problemf(w, r, http.StatusInternalServerError, "opening the session's run failed")
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
