@@ -97,6 +97,8 @@ type Gateway struct {
 	waits  pendingCounts // the calls of each session that wait on the inbox
 	pins   *pins
 	live   sync.Map // *mcp.ServerSession -> true: the sessions the inbox hears the end of
+	// httpSessions are the HTTP sessions each token has open (Handler).
+	httpSessions sessionCounts
 }
 
 // New returns a gateway in front of set, with its tools listed and

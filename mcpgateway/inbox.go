@@ -143,15 +143,15 @@ func inboxRecords(inbox Inbox, onRecord func(context.Context, gate.Record)) func
 // definition changed meanwhile, or a session with maxPendingPerSession
 // calls waiting already: the call is refused.
 func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, t tool.Tool, c gate.Call, p *gate.Pending) gate.Ruling {
-	release, ok := gw.waits.hold(req.Session)
-	if !ok {
-		return gw.refuseOverCap(ctx, env, c, p)
-	}
-	defer release()
 	s, ok := SessionFrom(ctx) // the call's ([Gateway.withSession])
 	if !ok {
 		s = gw.session(req)
 	}
+	release, full := gw.waits.hold(req.Session, s.Client)
+	if full != "" {
+		return gw.refuseOverCap(ctx, env, c, p, full)
+	}
+	defer release()
 	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()
 	posted := func(link string) {
