@@ -91,6 +91,7 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusInternalServerError, "storing the approval failed")
 		return
 	}
+	s.gate.noteAsked(run.ID, req.Call.ID, req.Pending.Request.ID)
 	writeJSON(w, http.StatusCreated, serverapi.GateAskView{RunID: run.ID, ApprovalID: req.Pending.Request.ID, Status: store.StatusPending, ExpiresAt: req.Pending.Request.ExpiresAt})
 }
 
@@ -240,19 +241,18 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 		problemf(w, r, http.StatusUnprocessableEntity, "record.name and record.id: want a tool name of 1 to 256 bytes and an ID of at most 256")
 		return
 	}
-	if err := s.checkGateRecord(r.Context(), p.Tenant, sessionRunID(gate.SourceMCP, p, req.Session.ID), req.Record); err != nil {
-		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
-		return
+	err := s.keepGateRecord(r.Context(), p, req.Session, req.Record)
+	full, refused := (*gateFullError)(nil), (*recordError)(nil)
+	switch {
+	case errors.As(err, &refused):
+		problemf(w, r, http.StatusUnprocessableEntity, refused.Error())
+	case errors.As(err, &full):
+		problemf(w, r, http.StatusTooManyRequests, full.msg)
+	case err != nil:
+		problemf(w, r, http.StatusInternalServerError, "keeping the record failed")
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
-	if err := s.gate.record(r.Context(), p, req.Session, req.Record); err != nil {
-		if full := (*gateFullError)(nil); errors.As(err, &full) {
-			problemf(w, r, http.StatusTooManyRequests, full.msg)
-			return
-		}
-		problemf(w, r, http.StatusInternalServerError, "opening the session's run failed")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // gateEnd is POST /v1/gate/sessions/end: the session's run, if it has one,

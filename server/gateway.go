@@ -50,6 +50,42 @@ type gatewayRuns struct {
 	// ledger counts the sessions' pending asks by token and tenant, and
 	// each token's open sessions (the caps of gatecap.go).
 	ledger gateLedger
+	// askedMu guards asked: the approval ID of each call an external
+	// gateway asked about, by run ID and call ID, for the check of its
+	// record (checkGateRecord); at most maxAskedIndex, past which one is
+	// forgotten (its record is then found by reading the session's
+	// approvals).
+	askedMu sync.Mutex
+	asked   map[string]string
+}
+
+// maxAskedIndex bounds gatewayRuns.asked (about 200 bytes an entry).
+const maxAskedIndex = 1 << 16
+
+// noteAsked notes that the call callID of runID was asked about as the
+// approval id.
+func (g *gatewayRuns) noteAsked(runID, callID, id string) {
+	g.askedMu.Lock()
+	defer g.askedMu.Unlock()
+	if g.asked == nil {
+		g.asked = map[string]string{}
+	}
+	if len(g.asked) >= maxAskedIndex {
+		for k := range g.asked {
+			delete(g.asked, k)
+			break
+		}
+	}
+	g.asked[runID+"\x00"+callID] = id
+}
+
+// askedFor returns the approval ID the call callID of runID was asked
+// about as, if noteAsked kept it.
+func (g *gatewayRuns) askedFor(runID, callID string) (string, bool) {
+	g.askedMu.Lock()
+	defer g.askedMu.Unlock()
+	id, ok := g.asked[runID+"\x00"+callID]
+	return id, ok
 }
 
 func newGatewayRuns(s *Server, pageURL string) *gatewayRuns {
