@@ -158,6 +158,16 @@ func (s *Server) gateAnswer(w http.ResponseWriter, r *http.Request, p Principal)
 		return
 	}
 	v := serverapi.GateAskView{RunID: run.ID, ApprovalID: id, Status: ap.Status, ExpiresAt: ap.ExpiresAt}
+	if ap.Status == store.StatusPending {
+		// A pending ask is waited for: one place among the token's polls.
+		release, ok := s.gate.polls.take(p)
+		if !ok {
+			w.Header().Set("Retry-After", "10")
+			problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many waits on asks open (at most %d per token, %d in all); let one end or retry later", s.gate.polls.perPrincipal, s.gate.polls.max))
+			return
+		}
+		defer release()
+	}
 	a := &storeAsker{cc: s.gate.cc, run: run, wait: wait, unanswered: "no answer before the request expired"}
 	// A request that expires within this wait is closed at its expiry;
 	// any other is waited for and left open.

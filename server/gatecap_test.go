@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
@@ -198,5 +199,38 @@ func TestGateSessionsPerTokenAreCapped(t *testing.T) {
 	}
 	if code, detail := rec("tg_agent0", "s32"); code != http.StatusNoContent {
 		t.Errorf("session 33 once one ended: %d %s", code, detail)
+	}
+}
+
+// The long polls of one token on its asks are capped (64 at once, one
+// for each ask it may have pending), as event streams are: one more is
+// refused with 429 while they wait; another token still waits; once they
+// end, the token polls again.
+func TestGatePollsPerTokenAreCapped(t *testing.T) {
+	f := gateCapFixture(t)
+	_, _, run := askIn(f, "tg_agent0", "s0", 0)
+	path := "/v1/gate/asks/" + run + "/req_tg_agent0_s0_0"
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() { f.do("GET", path+"?wait=60s", "tg_agent0", nil, nil) })
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for f.do("GET", path+"?wait=1ms", "tg_agent0", nil, nil) != http.StatusTooManyRequests {
+		if time.Now().After(deadline) {
+			t.Fatal("64 polls of one token waiting, and one more is still served")
+		}
+		time.Sleep(50 * time.Millisecond) // the polls' goroutines get to run
+	}
+	_, _, other := askIn(f, "tg_agent1", "s0", 0)
+	if code := f.do("GET", "/v1/gate/asks/"+other+"/req_tg_agent1_s0_0?wait=1ms", "tg_agent1", nil, nil); code != http.StatusOK {
+		t.Errorf("another token's poll: %d", code)
+	}
+	if code := f.do("POST", "/v1/approvals/req_tg_agent0_s0_0/decision", aliceToken, serverapi.DecisionRequest{Decision: "deny", Reason: "no"}, nil); code != http.StatusOK {
+		t.Fatalf("deny: %d", code)
+	}
+	wg.Wait()
+	_, _, run = askIn(f, "tg_agent0", "s0", 1)
+	if code := f.do("GET", "/v1/gate/asks/"+run+"/req_tg_agent0_s0_1?wait=1ms", "tg_agent0", nil, nil); code != http.StatusOK {
+		t.Errorf("a poll once the others ended: %d", code)
 	}
 }

@@ -57,7 +57,18 @@ type gatewayRuns struct {
 	// approvals).
 	askedMu sync.Mutex
 	asked   map[string]string
+	// polls are the long polls of external gateways waiting on an ask
+	// (GET /v1/gate/asks/{run}/{id}): each holds a connection and a
+	// goroutine, as an event stream does.
+	polls streamSlots
 }
+
+// Caps of the long polls of external gateways at once: per token (one
+// for each ask its sessions may have pending), and in all.
+const (
+	maxGatePollsPerPrincipal = maxGatePendingPerPrincipal
+	maxGatePolls             = 4096
+)
 
 // maxAskedIndex bounds gatewayRuns.asked (about 200 bytes an entry).
 const maxAskedIndex = 1 << 16
@@ -89,7 +100,8 @@ func (g *gatewayRuns) askedFor(runID, callID string) (string, bool) {
 }
 
 func newGatewayRuns(s *Server, pageURL string) *gatewayRuns {
-	return &gatewayRuns{cc: &claudeCode{s: s, source: gate.SourceMCP, runs: map[string]*sync.Mutex{}}, pageURL: pageURL}
+	return &gatewayRuns{cc: &claudeCode{s: s, source: gate.SourceMCP, runs: map[string]*sync.Mutex{}}, pageURL: pageURL,
+		polls: streamSlots{max: maxGatePolls, perPrincipal: maxGatePollsPerPrincipal, open: map[string]int{}}}
 }
 
 // mountGateway builds the gateway of o and serves it at /mcp.
