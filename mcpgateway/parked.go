@@ -13,6 +13,12 @@ import (
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
+// maxParked bounds the parked asks of the gateway, all sessions and
+// tenants together: far above one tenant's waiting calls
+// (maxPendingPerTenant, which bounds each tenant's parked asks too), so
+// that one tenant's cannot take every place.
+const maxParked = 16 * maxPendingPerTenant
+
 // linkKey is the input request's key in the result that gives a client
 // of protocol 2026-07-28 the page's link.
 const linkKey = "approval"
@@ -37,13 +43,13 @@ type parkedAsk struct {
 }
 
 // parkedAsks are the parked asks by the opaque state given to the
-// client, at most maxAsks; a state is used once.
+// client, at most maxParked; a state is used once.
 type parkedAsks struct {
 	mu sync.Mutex
 	m  map[string]*parkedAsk
 }
 
-// put stores pa and returns its key, or "" when maxAsks are parked.
+// put stores pa and returns its key, or "" when maxParked are parked.
 func (ps *parkedAsks) put(pa *parkedAsk, now time.Time) string {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -55,7 +61,7 @@ func (ps *parkedAsks) put(pa *parkedAsk, now time.Time) string {
 			delete(ps.m, k)
 		}
 	}
-	if len(ps.m) >= maxAsks {
+	if len(ps.m) >= maxParked {
 		return ""
 	}
 	key := ids.New("park_") + ids.New("")
@@ -124,7 +130,7 @@ func (gw *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, env *gate
 		if key == "" {
 			cancel()
 			<-pa.done
-			return nil, gw.refuseOverCap(ctx, env, c, p, fmt.Sprintf("%d calls wait for one at this gateway already", maxAsks))
+			return nil, gw.refuseOverCap(ctx, env, c, p, fmt.Sprintf("%d calls wait for one at this gateway already", maxParked))
 		}
 		msg := fmt.Sprintf("The tool call %s waits for a person's approval on tollgate's approvals page (request %s). Open the link to see it; the call goes on once it is answered.", c.Name, p.Request.ID)
 		return &mcp.CallToolResult{
