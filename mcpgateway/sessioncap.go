@@ -50,19 +50,20 @@ func (gw *Gateway) capSessions(n int, idle time.Duration, maxBody int64, h http.
 }
 
 // initializes reports whether r's body, read up to maxBody bytes and put
-// back for the handler, is an initialize request: the one that opens a
-// session (others outside a session open none, as server/discover of
-// protocol 2026-07-28).
+// back for the handler, may open a session: anything but one JSON-RPC
+// message whose method is not initialize (server/discover of protocol
+// 2026-07-28 opens none). A body that is not one message (a batch,
+// garbage) counts as opening one, so that no spelling passes the cap.
 func initializes(r *http.Request, maxBody int64) bool {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
 	if err != nil {
-		return false // the handler reads the rest and fails alike
+		return true // the handler reads the rest and fails alike
 	}
 	var msg struct {
 		Method string `json:"method"`
 	}
-	return json.Unmarshal(b, &msg) == nil && msg.Method == "initialize"
+	return json.Unmarshal(b, &msg) != nil || msg.Method == "initialize"
 }
 
 // liveSessions are the IDs of the sessions the gateway's server has.
