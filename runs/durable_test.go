@@ -31,7 +31,9 @@ type fakeEngine struct {
 	pos     int
 	crashAt int // the position after whose work the process dies; -1: never
 	dead    bool
-	names   []string
+	// kill, when set, ends the context of the execution as the process dies.
+	kill  context.CancelFunc
+	names []string
 	// onWait runs when the run waits for a message that has not come (a
 	// person answering meanwhile); the wait then times out.
 	onWait func(topic string)
@@ -44,6 +46,43 @@ type fakeRecord struct {
 }
 
 func newFakeEngine() *fakeEngine { return &fakeEngine{records: map[int]fakeRecord{}, crashAt: -1} }
+
+// isDead reports whether the process of the current execution has died.
+func (e *fakeEngine) isDead() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dead
+}
+
+// deadStore is the store as the process of an execution of eng sees it:
+// once the process has died it writes and reads nothing, as a killed
+// process does not (what the run does outside its steps, such as storing
+// its end, included).
+type deadStore struct {
+	store.Store
+	eng *fakeEngine
+}
+
+func (s deadStore) GetRun(ctx context.Context, id string) (store.Run, error) {
+	if s.eng.isDead() {
+		return store.Run{}, errKilled
+	}
+	return s.Store.GetRun(ctx, id)
+}
+
+func (s deadStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
+	if s.eng.isDead() {
+		return store.Run{}, errKilled
+	}
+	return s.Store.UpdateRun(ctx, id, u)
+}
+
+func (s deadStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
+	if s.eng.isDead() {
+		return nil, errKilled
+	}
+	return s.Store.AppendEvents(ctx, evs...)
+}
 
 // execution starts a new process on the records, dying after position crashAt.
 func (e *fakeEngine) execution(crashAt int) {
@@ -80,6 +119,9 @@ func (e *fakeEngine) record(pos int, name string, out []byte, err error) error {
 	}
 	if pos == e.crashAt {
 		e.dead = true
+		if e.kill != nil {
+			e.kill()
+		}
 		return errKilled
 	}
 	e.records[pos] = fakeRecord{name, out, err}
@@ -187,11 +229,11 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 			return fmt.Sprintf("moved %d", a.Amount), nil
 		}, nil)
 		b := &testBuilder{m: m, tools: agent.ToolList{transfer}}
-		d, err := runcore.NewDurable(st, b, nil)
+		eng := newFakeEngine()
+		d, err := runcore.NewDurable(deadStore{st, eng}, b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng := newFakeEngine()
 		eng.onWait = func(topic string) {
 			req := strings.TrimPrefix(topic, "answer:")
 			if _, err := st.Decide(ctx, "run_d", req, store.Answer{Approve: true, By: tool.PrincipalOf("person:alice")}); err != nil && !errors.Is(err, store.ErrDecided) {
@@ -203,7 +245,10 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		eng.execution(crashAt)
-		res, err := d.Drive(ctx, eng, input)
+		ectx, kill := context.WithCancel(ctx)
+		eng.kill = kill
+		res, err := d.Drive(ectx, eng, input)
+		kill()
 		if clean < 0 && crashAt >= eng.pos {
 			// The engine never reached crashAt: this was a clean run, and
 			// its length bounds the crash points.
@@ -222,6 +267,25 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 		r, err := st.GetRun(ctx, "run_d")
 		if err != nil || r.Status != store.RunDone || r.Lease != nil {
 			t.Fatalf("crash after step %d: stored %s, lease %v, %v", crashAt, r.Status, r.Lease, err)
+		}
+		// The process may die after the run's end is stored and before the
+		// engine records the workflow's end: a replay stores nothing again.
+		eng.execution(-1)
+		if res, err := d.Drive(ctx, eng, input); err != nil || res == nil || res.Status != agent.StatusDone {
+			t.Fatalf("crash after step %d, replayed after its end: %v %v", crashAt, res, err)
+		}
+		evs, err := st.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: "run_d", Limit: store.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends := 0
+		for _, e := range evs {
+			if e.Type == runcore.EventRunFinished {
+				ends++
+			}
+		}
+		if ends != 1 {
+			t.Errorf("crash after step %d: %d run.finished events, want 1", crashAt, ends)
 		}
 		lost := ""
 		if crashAt >= 0 && crashAt < len(eng.names) {

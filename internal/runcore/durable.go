@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -66,6 +67,11 @@ type DurableRun struct {
 	Prompt string `json:"prompt"`
 	// History is an earlier conversation the run starts from.
 	History []model.Message `json:"history,omitempty"`
+	// Stored is set by [PrepareDurable] once the run is in the store with
+	// the pins of Config: [Durable.Drive] then neither looks for it there
+	// nor records a step for it. An input without it (an engine started
+	// without PrepareDurable) is looked for and stored, as a step.
+	Stored bool `json:"stored,omitempty"`
 }
 
 // DurableQueue is what a host that does not drive runs itself (a server
@@ -212,6 +218,7 @@ func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 	if err != nil {
 		return fmt.Errorf("runs: storing run %s: %w", in.RunID, err)
 	}
+	in.Stored = true
 	return nil
 }
 
@@ -231,14 +238,14 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	}
 	built, err := BuildPinned(WithBuildTenant(ctx, in.Tenant), d.build, in.Config)
 	if err != nil {
-		return nil, d.finish(ctx, eng, in, nil, err, nil)
+		return nil, d.finish(ctx, in, nil, err, nil)
 	}
 	defer CloseBuilt(built)
 	seq := &sequencer{}
 	c := &collector{d: d, in: in}
 	a, err := d.newAgent(ctx, eng, in, built, seq, c)
 	if err != nil {
-		return nil, d.finish(ctx, eng, in, nil, err, built)
+		return nil, d.finish(ctx, in, nil, err, built)
 	}
 	res, runErr := d.part(ctx, in, c, func(ctx context.Context) iter2 {
 		return a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...))
@@ -247,7 +254,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	for halt := 1; runErr == nil && res != nil && res.Status == agent.StatusPending && res.State != nil; halt++ {
 		answers, err := d.answered(ctx, eng, in, res, halt, status, c)
 		if err != nil {
-			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
+			return res, d.finish(ctx, in, res, err, built, c.take()...)
 		}
 		status = store.RunResuming
 		var ids []string
@@ -258,15 +265,20 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 		st := res.State
 		res, runErr = d.part(ctx, in, c, func(ctx context.Context) iter2 { return a.ResumeStream(ctx, st, answers...) })
 	}
-	return res, d.finish(ctx, eng, in, res, runErr, built, c.take()...)
+	return res, d.finish(ctx, in, res, runErr, built, c.take()...)
 }
 
-// stored makes sure the run is in the store, as a step: it may have been
-// stored by whoever enqueued it; it is stored here otherwise (an engine
-// started without PrepareDurable). Such an engine has no pins in its
-// input: the stored configuration's, taken when the run was stored, are
-// returned in in.
+// stored makes sure the run is in the store. A run whose input says it is
+// (in.Stored, set by PrepareDurable) and carries its pins, if it has
+// governing files, is not looked for: that costs the run nothing. Otherwise, as a step, it may have been stored by
+// whoever enqueued it, and is stored here if not (an engine started without
+// PrepareDurable); such an engine has no pins in its input: the stored
+// configuration's, taken when the run was stored, are returned in in. The
+// step is there or not by the input alone, so a replay finds the same steps.
 func (d *Durable) stored(ctx context.Context, eng Engine, in DurableRun) (DurableRun, error) {
+	if in.Stored && (len(in.Config.Pins) > 0 || len(GoverningFiles(in.Config)) == 0) {
+		return in, nil
+	}
 	if _, err := eng.Step(ctx, "store run", func(ctx context.Context) ([]byte, error) {
 		if _, err := d.store.GetRun(ctx, in.RunID); err == nil {
 			return nil, nil
@@ -422,27 +434,16 @@ func (d *Durable) cancelledOr(ctx context.Context, runID string, target store.Ru
 }
 
 // finish stores how the run ended, releases its lease and fires ON_STOP.
-func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
+// It is not a step of the engine: the workflow's end, which the engine
+// records, follows it, and a replay that comes to it again (the process died
+// in between) finds the run ended in the store and writes nothing. The
+// store is asked again when it fails, as the engine asks a step again.
+func (d *Durable) finish(ctx context.Context, in DurableRun, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
 	status := EndStatus(res, runErr)
-	_, err := eng.Step(ctx, "finish", func(ctx context.Context) ([]byte, error) {
-		u := store.RunUpdate{Status: status, Result: ResultJSON(res), ReleaseLease: true}
-		// A run cancelled meanwhile keeps that status (and its event).
-		if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
-			return nil, err
-		} else if r.Status == store.RunCancelled {
-			u.Status = ""
-			status = store.RunCancelled
-		} else {
-			typ := EventRunFinished
-			if status == store.RunCancelled {
-				typ = EventRunCancelled
-			}
-			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": ReasonOf(res, runErr)})
-			evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
-		}
-		u.Events = evs
-		_, err := d.store.UpdateRun(ctx, in.RunID, u)
-		return nil, err
+	err := retryStore(ctx, func() error {
+		var err error
+		status, err = d.storeEnd(ctx, in, res, runErr, evs)
+		return err
 	})
 	if built != nil && built.OnStop != nil {
 		built.OnStop(context.WithoutCancel(ctx), in.RunID, status)
@@ -452,3 +453,64 @@ func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *ag
 	}
 	return runErr
 }
+
+// storeEnd stores the end of the run with its result and the events evs,
+// and returns the status the run ended with: a run cancelled meanwhile keeps
+// that status (and its event), and gets the result and the events; a run
+// that has ended otherwise (a replay of an execution that stored its end)
+// is left as it is.
+func (d *Durable) storeEnd(ctx context.Context, in DurableRun, res *agent.Result, runErr error, evs []store.Event) (store.RunStatus, error) {
+	status := EndStatus(res, runErr)
+	for range 3 {
+		r, err := d.store.GetRun(ctx, in.RunID)
+		if err != nil {
+			return status, err
+		}
+		u := store.RunUpdate{From: r.Status, Status: status, Result: ResultJSON(res), ReleaseLease: true, Events: evs}
+		switch {
+		case r.Status == store.RunCancelled:
+			u.Status = ""
+		case r.Status.Finished():
+			return r.Status, nil
+		default:
+			typ := EventRunFinished
+			if status == store.RunCancelled {
+				typ = EventRunCancelled
+			}
+			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": ReasonOf(res, runErr)})
+			u.Events = append(slices.Clip(evs), store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
+		}
+		_, err = d.store.UpdateRun(ctx, in.RunID, u)
+		if errors.Is(err, store.ErrConflict) {
+			continue // cancelled meanwhile: look again
+		}
+		if u.Status == "" {
+			return store.RunCancelled, err
+		}
+		return status, err
+	}
+	return status, fmt.Errorf("runs: run %s: its status keeps changing", in.RunID)
+}
+
+// retryStore runs f until it succeeds, up to storeRetries more times over
+// about 20 s, unless ctx ends: what the engine does for a failing step.
+func retryStore(ctx context.Context, f func() error) error {
+	delay := 100 * time.Millisecond
+	for i := 0; ; i++ {
+		err := f()
+		if err == nil || i == storeRetries || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// storeRetries is how often retryStore tries again.
+const storeRetries = 8
