@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -201,6 +202,7 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 	ctx := context.Background()
 	clean := -1
 	for crashAt := 0; clean < 0 || crashAt < clean; crashAt++ {
+		crashed := true
 		st := memory.New(nil)
 		var mu sync.Mutex
 		turns, tools := map[int]int{}, 0
@@ -252,7 +254,7 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 		if clean < 0 && crashAt >= eng.pos {
 			// The engine never reached crashAt: this was a clean run, and
 			// its length bounds the crash points.
-			clean = eng.pos
+			clean, crashed = eng.pos, false
 			t.Logf("a clean run has %d steps: %v", clean, eng.names)
 		} else {
 			if !errors.Is(err, errKilled) {
@@ -278,10 +280,17 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ends := 0
+		ends, usages := 0, map[int]int{}
 		for _, e := range evs {
-			if e.Type == runcore.EventRunFinished {
+			switch e.Type {
+			case runcore.EventRunFinished:
 				ends++
+			case runcore.EventTurnUsage:
+				var ev struct{ Turn int }
+				if err := json.Unmarshal(e.Data, &ev); err != nil {
+					t.Fatal(err)
+				}
+				usages[ev.Turn]++
 			}
 		}
 		if ends != 1 {
@@ -290,6 +299,19 @@ func TestDurableReplaysEveryCrash(t *testing.T) {
 		lost := ""
 		if crashAt >= 0 && crashAt < len(eng.names) {
 			lost = eng.names[crashAt]
+		}
+		// A turn's events are stored with the run's next write (turn 1's
+		// by the call's decide step, turn 2's with the end): once, or twice
+		// when the crash cut that write's step off after it stored them;
+		// never lost.
+		for turn := 1; turn <= 2; turn++ {
+			want := 1
+			if crashed && turn == 1 && strings.HasPrefix(lost, "decide ") {
+				want = 2
+			}
+			if n := usages[turn]; n != want {
+				t.Errorf("crash after step %d (%s): turn %d's usage stored %d times, want %d", crashAt, lost, turn, n, want)
+			}
 		}
 		if tools != 1 {
 			t.Errorf("crash after step %d (%s): the tool ran %d times", crashAt, lost, tools)
