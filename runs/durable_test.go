@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -396,5 +397,74 @@ func TestDurableHostCancel(t *testing.T) {
 				t.Errorf("stored %s, lease %v, tool ran %d times (%v)", r.Status, r.Lease, tools, gerr)
 			}
 		})
+	}
+}
+
+// countingStore counts the run reads and the writes a durable run makes.
+type countingStore struct {
+	store.Store
+	mu             sync.Mutex
+	reads, appends int
+	updates        int
+}
+
+func (s *countingStore) GetRun(ctx context.Context, id string) (store.Run, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Store.GetRun(ctx, id)
+}
+
+func (s *countingStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
+	s.mu.Lock()
+	s.updates++
+	s.mu.Unlock()
+	return s.Store.UpdateRun(ctx, id, u)
+}
+
+func (s *countingStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
+	s.mu.Lock()
+	s.appends++
+	s.mu.Unlock()
+	return s.Store.AppendEvents(ctx, evs...)
+}
+
+// A durable run of two turns and a call that nothing asks about, started
+// by PrepareDurable, records a step per turn and per call, and writes to
+// the store twice: the call's events (with the first turn's) and the end
+// (with the second turn's). It reads its record never: it is stored before
+// the run starts, and its status is known until the end.
+func TestDurableRunSteps(t *testing.T) {
+	ctx := context.Background()
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if len(req.Messages) == 1 {
+			return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{}}}}, nil
+		}
+		return model.Reply{Content: "found"}, nil
+	})
+	lookup := tool.Must("lookup", "looks up", func(ctx context.Context, _ struct{}) (string, error) { return "it", nil }, nil)
+	st := &countingStore{Store: memory.New(nil)}
+	d, err := runcore.NewDurable(st, &testBuilder{m: m, tools: agent.ToolList{lookup}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := runcore.DurableRun{RunID: "run_f", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "find it"}
+	if err := runcore.PrepareDurable(ctx, st.Store, &input); err != nil {
+		t.Fatal(err)
+	}
+	eng := newFakeEngine()
+	eng.execution(-1)
+	if res, err := d.Drive(ctx, eng, input); err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("drive: %v %v", res, err)
+	}
+	if want := []string{"turn 1", "decide c1", "turn 2"}; !slices.Equal(eng.names, want) {
+		t.Errorf("steps %q, want %q", eng.names, want)
+	}
+	if st.reads != 0 || st.appends != 1 || st.updates != 1 {
+		t.Errorf("%d reads of the run, %d appends of events and %d updates of the run; want 0, 1 and 1", st.reads, st.appends, st.updates)
+	}
+	r, err := st.Store.GetRun(ctx, "run_f")
+	if err != nil || r.Status != store.RunDone {
+		t.Fatalf("stored %s, %v", r.Status, err)
 	}
 }

@@ -238,14 +238,14 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	}
 	built, err := BuildPinned(WithBuildTenant(ctx, in.Tenant), d.build, in.Config)
 	if err != nil {
-		return nil, d.finish(ctx, in, nil, err, nil)
+		return nil, d.finish(ctx, in, store.RunRunning, nil, err, nil)
 	}
 	defer CloseBuilt(built)
 	seq := &sequencer{}
 	c := &collector{d: d, in: in}
 	a, err := d.newAgent(ctx, eng, in, built, seq, c)
 	if err != nil {
-		return nil, d.finish(ctx, in, nil, err, built)
+		return nil, d.finish(ctx, in, store.RunRunning, nil, err, built)
 	}
 	res, runErr := d.part(ctx, in, c, func(ctx context.Context) iter2 {
 		return a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...))
@@ -254,7 +254,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	for halt := 1; runErr == nil && res != nil && res.Status == agent.StatusPending && res.State != nil; halt++ {
 		answers, err := d.answered(ctx, eng, in, res, halt, status, c)
 		if err != nil {
-			return res, d.finish(ctx, in, res, err, built, c.take()...)
+			return res, d.finish(ctx, in, status, res, err, built, c.take()...)
 		}
 		status = store.RunResuming
 		var ids []string
@@ -265,16 +265,17 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 		st := res.State
 		res, runErr = d.part(ctx, in, c, func(ctx context.Context) iter2 { return a.ResumeStream(ctx, st, answers...) })
 	}
-	return res, d.finish(ctx, in, res, runErr, built, c.take()...)
+	return res, d.finish(ctx, in, status, res, runErr, built, c.take()...)
 }
 
 // stored makes sure the run is in the store. A run whose input says it is
 // (in.Stored, set by PrepareDurable) and carries its pins, if it has
-// governing files, is not looked for: that costs the run nothing. Otherwise, as a step, it may have been stored by
-// whoever enqueued it, and is stored here if not (an engine started without
-// PrepareDurable); such an engine has no pins in its input: the stored
-// configuration's, taken when the run was stored, are returned in in. The
-// step is there or not by the input alone, so a replay finds the same steps.
+// governing files, is not looked for: that costs the run nothing.
+// Otherwise, as a step, it may have been stored by whoever enqueued it, and
+// is stored here if not (an engine started without PrepareDurable); such
+// an engine has no pins in its input: the stored configuration's, taken
+// when the run was stored, are returned in in. The step is there or not by
+// the input alone, so a replay finds the same steps.
 func (d *Durable) stored(ctx context.Context, eng Engine, in DurableRun) (DurableRun, error) {
 	if in.Stored && (len(in.Config.Pins) > 0 || len(GoverningFiles(in.Config)) == 0) {
 		return in, nil
@@ -433,16 +434,18 @@ func (d *Durable) cancelledOr(ctx context.Context, runID string, target store.Ru
 	return nil, err
 }
 
-// finish stores how the run ended, releases its lease and fires ON_STOP.
+// finish stores how the run ended, releases its lease and fires ON_STOP;
+// stored is the status the driver last stored (the store is read only when
+// the run's has changed since).
 // It is not a step of the engine: the workflow's end, which the engine
 // records, follows it, and a replay that comes to it again (the process died
 // in between) finds the run ended in the store and writes nothing. The
 // store is asked again when it fails, as the engine asks a step again.
-func (d *Durable) finish(ctx context.Context, in DurableRun, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
+func (d *Durable) finish(ctx context.Context, in DurableRun, stored store.RunStatus, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
 	status := EndStatus(res, runErr)
 	err := retryStore(ctx, func() error {
 		var err error
-		status, err = d.storeEnd(ctx, in, res, runErr, evs)
+		status, err = d.storeEnd(ctx, in, stored, res, runErr, evs)
 		return err
 	})
 	if built != nil && built.OnStop != nil {
@@ -455,23 +458,20 @@ func (d *Durable) finish(ctx context.Context, in DurableRun, res *agent.Result, 
 }
 
 // storeEnd stores the end of the run with its result and the events evs,
-// and returns the status the run ended with: a run cancelled meanwhile keeps
-// that status (and its event), and gets the result and the events; a run
-// that has ended otherwise (a replay of an execution that stored its end)
-// is left as it is.
-func (d *Durable) storeEnd(ctx context.Context, in DurableRun, res *agent.Result, runErr error, evs []store.Event) (store.RunStatus, error) {
+// if the run's status is still cur, and returns the status the run ended
+// with: a run cancelled meanwhile keeps that status (and its event), and
+// gets the result and the events; a run that has ended otherwise (a replay
+// of an execution that stored its end) is left as it is. The status is
+// read again when the run's is no longer cur.
+func (d *Durable) storeEnd(ctx context.Context, in DurableRun, cur store.RunStatus, res *agent.Result, runErr error, evs []store.Event) (store.RunStatus, error) {
 	status := EndStatus(res, runErr)
-	for range 3 {
-		r, err := d.store.GetRun(ctx, in.RunID)
-		if err != nil {
-			return status, err
-		}
-		u := store.RunUpdate{From: r.Status, Status: status, Result: ResultJSON(res), ReleaseLease: true, Events: evs}
+	for range 4 {
+		u := store.RunUpdate{From: cur, Status: status, Result: ResultJSON(res), ReleaseLease: true, Events: evs}
 		switch {
-		case r.Status == store.RunCancelled:
+		case cur == store.RunCancelled:
 			u.Status = ""
-		case r.Status.Finished():
-			return r.Status, nil
+		case cur.Finished():
+			return cur, nil
 		default:
 			typ := EventRunFinished
 			if status == store.RunCancelled {
@@ -480,9 +480,16 @@ func (d *Durable) storeEnd(ctx context.Context, in DurableRun, res *agent.Result
 			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": ReasonOf(res, runErr)})
 			u.Events = append(slices.Clip(evs), store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
 		}
-		_, err = d.store.UpdateRun(ctx, in.RunID, u)
+		_, err := d.store.UpdateRun(ctx, in.RunID, u)
 		if errors.Is(err, store.ErrConflict) {
-			continue // cancelled meanwhile: look again
+			// Changed meanwhile (cancelled, or ended by an execution
+			// this one replays): look again.
+			r, err := d.store.GetRun(ctx, in.RunID)
+			if err != nil {
+				return status, err
+			}
+			cur = r.Status
+			continue
 		}
 		if u.Status == "" {
 			return store.RunCancelled, err
