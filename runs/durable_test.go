@@ -23,6 +23,10 @@ import (
 // errKilled is what a dead fake engine returns: the process is gone.
 var errKilled = errors.New("the process died")
 
+// errRecordFailed is what a fake engine returns when it fails to record a
+// step whose work ran, the process living on.
+var errRecordFailed = errors.New("the record could not be written")
+
 // fakeEngine records steps by position, as a durable engine does, and can
 // die right after the work of one position ran and before its record was
 // written: from then on nothing runs and nothing is recorded, as when a
@@ -33,6 +37,9 @@ type fakeEngine struct {
 	pos     int
 	crashAt int // the position after whose work the process dies; -1: never
 	dead    bool
+	// failAt, when positive, is a position whose record the engine fails
+	// to write, the process living on (a database that refuses it).
+	failAt int
 	// kill, when set, ends the context of the execution as the process dies.
 	kill  context.CancelFunc
 	names []string
@@ -118,6 +125,9 @@ func (e *fakeEngine) record(pos int, name string, out []byte, err error) error {
 	defer e.mu.Unlock()
 	if e.dead {
 		return errKilled
+	}
+	if pos == e.failAt-1 {
+		return errRecordFailed
 	}
 	if pos == e.crashAt {
 		e.dead = true
@@ -466,5 +476,41 @@ func TestDurableRunSteps(t *testing.T) {
 	r, err := st.Store.GetRun(ctx, "run_f")
 	if err != nil || r.Status != store.RunDone {
 		t.Fatalf("stored %s, %v", r.Status, err)
+	}
+}
+
+// A model turn whose record the engine fails to write, the process living
+// on, ends the run with the engine's error; the turn's events, which its
+// record was to carry, are stored with the run's end.
+func TestDurableTurnNotRecordedKeepsItsEvents(t *testing.T) {
+	ctx := context.Background()
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		return model.Reply{Content: "hello"}, nil
+	})
+	st := memory.New(nil)
+	d, err := runcore.NewDurable(st, &testBuilder{m: m}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := runcore.DurableRun{RunID: "run_n", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "hi"}
+	if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
+		t.Fatal(err)
+	}
+	eng := newFakeEngine()
+	eng.execution(-1)
+	eng.failAt = 1 // turn 1
+	if _, err := d.Drive(ctx, eng, input); !errors.Is(err, errRecordFailed) {
+		t.Fatalf("drive: %v, want the engine's error", err)
+	}
+	evs, err := st.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: "run_n", Limit: store.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	if !slices.Contains(types, runcore.EventTurnUsage) || !slices.Contains(types, runcore.EventRunFinished) {
+		t.Errorf("stored events %q: the turn's usage or the run's end is missing", types)
 	}
 }

@@ -32,20 +32,18 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 	return agent.Middleware{
 		Turn: func(next agent.TurnHandler) agent.TurnHandler {
 			return func(ctx context.Context, t *agent.TurnInfo) (*model.Response, error) {
+				var taken []store.Event // the turn's events, until its record holds them
 				b, err := eng.Step(ctx, fmt.Sprintf("turn %d", t.Turn), func(ctx context.Context) ([]byte, error) {
 					resp, err := next(ctx, t)
 					if err != nil && ctx.Err() != nil {
 						return nil, err // interrupted: not a result to keep
 					}
 					stableCallIDs(resp, t.Turn)
-					evs := col.take()
-					b, merr := jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err), Events: evs})
-					if merr != nil {
-						col.carry(evs)
-					}
-					return b, merr
+					taken = append(taken, col.take()...)
+					return jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err), Events: taken})
 				})
 				if err != nil {
+					col.carry(taken) // not recorded: stored with what follows, if anything does
 					return nil, err
 				}
 				var rec turnRecord
