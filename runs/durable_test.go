@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -415,7 +416,14 @@ type countingStore struct {
 	store.Store
 	mu             sync.Mutex
 	reads, appends int
-	updates        int
+	updates, lists int
+}
+
+func (s *countingStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	s.mu.Lock()
+	s.lists++
+	s.mu.Unlock()
+	return s.Store.ListEvents(ctx, f)
 }
 
 func (s *countingStore) GetRun(ctx context.Context, id string) (store.Run, error) {
@@ -443,8 +451,14 @@ func (s *countingStore) AppendEvents(ctx context.Context, evs ...store.Event) ([
 // by PrepareDurable, records a step per turn and per call, and writes to
 // the store twice: the call's events (with the first turn's) and the end
 // (with the second turn's). It reads its record never: it is stored before
-// the run starts, and its status is known until the end.
+// the run starts, and its status is known until the end; and, done sooner
+// than its watch for a cancel first looks (in a bubble, where time passes
+// only when every goroutine waits), it reads no events.
 func TestDurableRunSteps(t *testing.T) {
+	synctest.Test(t, testDurableRunSteps)
+}
+
+func testDurableRunSteps(t *testing.T) {
 	ctx := context.Background()
 	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
 		if len(req.Messages) == 1 {
@@ -470,8 +484,8 @@ func TestDurableRunSteps(t *testing.T) {
 	if want := []string{"turn 1", "decide c1", "turn 2"}; !slices.Equal(eng.names, want) {
 		t.Errorf("steps %q, want %q", eng.names, want)
 	}
-	if st.reads != 0 || st.appends != 1 || st.updates != 1 {
-		t.Errorf("%d reads of the run, %d appends of events and %d updates of the run; want 0, 1 and 1", st.reads, st.appends, st.updates)
+	if st.reads != 0 || st.appends != 1 || st.updates != 1 || st.lists != 0 {
+		t.Errorf("%d reads of the run, %d appends of events, %d updates of the run and %d reads of its events; want 0, 1, 1 and 0", st.reads, st.appends, st.updates, st.lists)
 	}
 	r, err := st.Store.GetRun(ctx, "run_f")
 	if err != nil || r.Status != store.RunDone {

@@ -379,18 +379,28 @@ func (d *Durable) part(ctx context.Context, in DurableRun, c *collector, stream 
 // watchCancel follows the run's events in the store while a part runs and
 // cancels it when a cancel is requested or stored (Engine adapters' Cancel,
 // [Host.Cancel]), so that a model turn or a tool that is running stops
-// rather than finishing first.
+// rather than finishing first. It reads the events cancelWatchDelay after
+// the part starts and after each wake-up, once however many events woke
+// it: a part shorter than that reads nothing, and the part's own writes,
+// which wake it too, cost one read for all of them.
 func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var after int64
-		for {
-			evs, err := d.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after, Limit: store.MaxLimit})
+		for more := false; ; {
+			if !more && !sleepCtx(ctx, cancelWatchDelay) {
+				return
+			}
+			// A read is not cut off when the part ends: a cancelled query
+			// costs the store's pool its connection.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWatchRead)
+			evs, err := d.store.ListEvents(rctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after, Limit: store.MaxLimit})
+			rcancel()
+			if ctx.Err() != nil {
+				return
+			}
 			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
 				d.log.Warn("watching a run for a cancel failed", "run", runID, "error", err)
 			}
 			for _, e := range evs {
@@ -400,7 +410,7 @@ func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.
 					return
 				}
 			}
-			if len(evs) == store.MaxLimit {
+			if more = len(evs) == store.MaxLimit; more {
 				continue
 			}
 			if err := d.store.WaitEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after}); err != nil && ctx.Err() != nil {
@@ -409,6 +419,26 @@ func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.
 		}
 	}()
 	return func() { <-done }
+}
+
+// cancelWatchDelay is how long watchCancel waits before it reads a run's
+// events: a running part is stopped within it of a cancel. cancelWatchRead
+// bounds a read.
+const (
+	cancelWatchDelay = 100 * time.Millisecond
+	cancelWatchRead  = 10 * time.Second
+)
+
+// sleepCtx waits for d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // cancelledMark is what a step records when it found the run cancelled.
