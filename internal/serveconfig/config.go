@@ -508,6 +508,11 @@ func LoadConfig(path string) (*Config, error) {
 		for _, h := range g.Hooks {
 			c.Gateway.HooksFiles = append(c.Gateway.HooksFiles, rel(h))
 		}
+		switch g.HooksSandbox {
+		case "", "workspace", "read-only", "off": // package sandbox's modes
+		default:
+			ps.add("$.gateway.hooksSandbox", "gateway.hooksSandbox", "want workspace, read-only or off, got %q", g.HooksSandbox)
+		}
 		if u, err := url.Parse(g.PageURL); g.PageURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			ps.add("$.gateway.pageUrl", "gateway.pageUrl", "want an http or https URL such as https://tollgate.example/, got %q", g.PageURL)
 		}
