@@ -21,10 +21,10 @@ import (
 // itself and sends only what needs a person, and the records of its
 // calls, so that each of its client sessions is a run here.
 //
-//	POST   /v1/gate/asks                an approval for a pending call (serverapi.GateAskRequest) -> 201 serverapi.GateAskView; 429 past maxGatePending
-//	GET    /v1/gate/asks/{run}/{id}     its state, waiting up to ?wait= (default 50s) for a decision
+//	POST   /v1/gate/asks                an approval for a pending call (serverapi.GateAskRequest) -> 201 serverapi.GateAskView; 429 past a cap of gatecap.go (session, token, tenant, open sessions)
+//	GET    /v1/gate/asks/{run}/{id}     its state, waiting up to ?wait= (default 50s) for a decision; 429 past the token's places (gatewayRuns.polls)
 //	DELETE /v1/gate/asks/{run}/{id}     withdrawn: the runtime closes it, no one can approve it any more
-//	POST   /v1/gate/records             a record of a call (serverapi.GateRecordRequest) -> 204; 422 for one naming a person without that person's decision (checkGateRecord)
+//	POST   /v1/gate/records             a record of a call (serverapi.GateRecordRequest) -> 204; 422 for one naming a person without that person's decision, or a second one (keepGateRecord)
 //	POST   /v1/gate/sessions/end        the session ended (serverapi.GateRecordRequest without a record) -> 204
 
 // Bounds of what an external gate sends.
