@@ -196,9 +196,17 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate: "+oneLine(line, 2000)) }
 
 	// The default state directory's store, key and MCP logins are hidden
-	// from the hooks' commands, as from the servers (toolsSandbox).
+	// from bash and the hooks' commands, as from the servers
+	// (toolsSandbox), and the directory is theirs and the file tools' to
+	// leave alone, as in a run: a workspace may hold it (--workdir ~).
 	if dir, err := defaultStateDir(env); err == nil {
+		if abs, err := env.abs(dir); err == nil && f.builtins && insideWorkspace(abs, workdir) {
+			// As for 'tollgate run': the sandbox hides those files in the
+			// trees a command may read, not in the workspace it writes.
+			return usageErr("gateway: state directory %s is inside the workspace %s, where the builtin tools could read its MCP logins and decision key; choose another with $%s, or another --workdir", abs, workdir, envStateDir)
+		}
 		f.hide = stateHidden(dir, "")
+		f.protect = append(f.protect, dir)
 	}
 	gopts, closeGate, err := gatewayGate(ctx, f, workdir, notice, logger)
 	if err != nil {
@@ -449,7 +457,7 @@ func (nopWriteCloser) Close() error { return nil }
 func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts gate.Options, logger *slog.Logger) ([]tool.Tool, func() error, error) {
 	protect := f.governing()
 	tk, closeTools, err := runbuild.Builtins(ctx, &runbuild.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
-		Protect: protect, Disable: []string{"question"}, Logger: logger})
+		Protect: protect, Hide: f.hide, Disable: []string{"question"}, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) && fe.Field == "workdir" {

@@ -238,3 +238,17 @@ func TestGatewayHookCommandsConfinedAsInARun(t *testing.T) {
 		})
 	}
 }
+
+// As for `tollgate run`, the gateway does not serve its builtin tools on
+// a workspace that holds the state directory: bash could read its MCP
+// logins and decision key there (the sandbox hides them in the trees a
+// command may read, not in the workspace it writes).
+func TestGatewayRefusesAWorkspaceHoldingTheState(t *testing.T) {
+	ws := t.TempDir()
+	state := filepath.Join(ws, "state")
+	t.Setenv("TOLLGATE_STATE_DIR", state)
+	code, _, errOut := runMain(t, "gateway", "--workdir", ws)
+	if code != exitUsage || !strings.Contains(errOut, "state directory "+state+" is inside the workspace") {
+		t.Errorf("exit %d\n%s\nwant a usage error naming the state directory", code, errOut)
+	}
+}
