@@ -252,3 +252,37 @@ func TestGatewayRefusesAWorkspaceHoldingTheState(t *testing.T) {
 		t.Errorf("exit %d\n%s\nwant a usage error naming the state directory", code, errOut)
 	}
 }
+
+// A stdio upstream of the gateway, sandboxed in its workspace, cannot
+// write the state directory when the workspace holds it (the gateway
+// started in the directory that holds it, as a client may start it in
+// the home directory).
+func TestGatewayUpstreamCannotWriteTheState(t *testing.T) {
+	needSandbox(t)
+	ws := t.TempDir()
+	state := filepath.Join(ws, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(ws)
+	t.Setenv("TOLLGATE_STATE_DIR", state)
+	planted := filepath.Join(state, "planted.txt")
+	cfg := mcpConfig(t, t.TempDir(), map[string]any{
+		"app": map[string]any{
+			"command":     os.Args[0],
+			"env":         map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool", "TOLLGATE_TEST_MCP_TOUCH": planted},
+			"sandboxRead": []string{filepath.Dir(os.Args[0])},
+		},
+	})
+	cs, stop := gatewayOverStdio(t, "--mcp", cfg)
+	if names := toolNames(t, cs); !slices.Contains(names, "good") {
+		t.Errorf("tools/list = %v, want good", names)
+	}
+	code, stderr := stop()
+	if _, err := os.Stat(planted); err == nil {
+		t.Errorf("the upstream wrote the state directory\n%s", stderr)
+	}
+	if code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+}
