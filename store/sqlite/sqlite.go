@@ -483,17 +483,24 @@ func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdat
 }
 
 // ClaimRun implements [store.Store].
-func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, []store.Approval, error) {
 	if err := storeimpl.CheckClaim(id, c); err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
 	}
 	var out store.Run
+	var used []store.Approval
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
+		out, used, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
 		return err
 	})
-	return out, err
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if len(c.Events) > 0 || len(used) > 0 {
+		s.notify()
+	}
+	return out, used, nil
 }
 
 // RenewLease implements [store.Store].
@@ -724,29 +731,46 @@ func (s *sqliteStore) transition(ctx context.Context, runID, id string, t storei
 	var out store.Approval
 	appended := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		a, err := getApproval(ctx, tx, runID, id)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		next, evs, serr := t.Apply(s.seal, a, now)
-		out = next
+		var serr error
+		out, appended, serr = s.transitionIn(ctx, tx, nil, runID, id, t, s.now())
 		if !storeimpl.Kept(serr) {
 			return serr
 		}
-		if err := writeApproval(ctx, tx, next); err != nil {
-			return err
-		}
-		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
-			return err
-		}
-		appended = len(evs) > 0
 		return storeimpl.Outcome(serr)
 	})
 	if appended {
 		s.notify()
 	}
 	return out, err
+}
+
+// transitionIn applies t at now to one approval in tx and, when
+// [storeimpl.Kept] says so, stores it and its event (of run, when not nil),
+// reporting whether it appended one. It returns the step's error, or the
+// store's.
+func (s *sqliteStore) transitionIn(ctx context.Context, tx *sql.Tx, run *store.Run, runID, id string, t storeimpl.Transition, now time.Time) (store.Approval, bool, error) {
+	a, err := getApproval(ctx, tx, runID, id)
+	if err != nil {
+		return a, false, err
+	}
+	next, evs, serr := t.Apply(s.seal, a, now)
+	if !storeimpl.Kept(serr) {
+		return next, false, serr
+	}
+	if err := writeApproval(ctx, tx, next); err != nil {
+		return next, false, err
+	}
+	if _, err := s.insertEvents(ctx, tx, run, now, evs); err != nil {
+		return next, false, err
+	}
+	return next, len(evs) > 0, serr
+}
+
+// Transition applies t to the approval id of run in the transaction
+// ([storeimpl.RunTx]).
+func (t runTx) Transition(ctx context.Context, run store.Run, id string, tr storeimpl.Transition, now time.Time) (store.Approval, error) {
+	a, _, err := t.s.transitionIn(ctx, t.tx, &run, run.ID, id, tr, now)
+	return a, err
 }
 
 // Decide implements [store.Store].
