@@ -14,11 +14,13 @@
 //
 // # Connections
 //
-// A store keeps a bounded pool of connections open (eight, all of them
-// kept when idle: a new connection opens the file and runs its pragmas again),
-// and its writes take a lock of the store's first: SQLite has one writer, and
-// writers of one process queue on that lock rather than on SQLite's busy
-// handler, which sleeps and retries.
+// A store keeps a bounded pool of connections open for its reads (eight,
+// all of them kept when idle: a new connection opens the file and runs its
+// pragmas again), and one more connection for its writes, which take a lock
+// of the store's first: SQLite has one writer, and writers of one process
+// queue on that lock rather than on SQLite's busy handler, which sleeps and
+// retries. A writer, which holds that lock, never waits for a connection
+// that readers hold (WAL: readers never wait for the writer either).
 //
 // # Waiting
 //
@@ -64,8 +66,8 @@ import (
 // it fails with SQLITE_BUSY.
 const busyTimeout = 10 * time.Second
 
-// maxConns is how many connections a sqliteStore keeps open to its file, for
-// reads and the one write at a time.
+// maxConns is how many connections a sqliteStore keeps open to its file for
+// reads; its writes have one more of their own.
 const maxConns = 8
 
 // minPoll and maxPoll bound the interval at which WaitEvents polls the
@@ -89,7 +91,8 @@ const schemaVersion = 6
 // sqliteStore is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.
 type sqliteStore struct {
-	db   *sql.DB
+	db   *sql.DB // for reads
+	wdb  *sql.DB // one connection, for the one write at a time
 	now  func() time.Time
 	path string
 	seal *storeimpl.Sealer
@@ -129,17 +132,18 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	db := sql.OpenDB(conn)
 	seal, err := storeimpl.NewSealer(opts)
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
+	db, wdb := sql.OpenDB(conn), sql.OpenDB(conn)
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &sqliteStore{db: db, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{})}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	s := &sqliteStore{db: db, wdb: wdb, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		s.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	return s, nil
@@ -241,7 +245,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.write.Lock()
 	defer s.write.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -574,18 +578,8 @@ func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.Ru
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	seq, order := "seq > ?", "seq"
-	if f.Newest {
-		seq, order = "(? = 0 OR seq < ?)", "seq DESC"
-	}
-	args := []any{from}
-	if f.Newest {
-		args = append(args, from)
-	}
-	args = append(args, f.AllTenants, f.Tenant, string(f.Status), string(f.Status), f.Owner, f.Owner, limit+1)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs
-		WHERE `+seq+` AND (? OR tenant = ?) AND (? = '' OR status = ?) AND (? = '' OR owner = ?)
-		ORDER BY `+order+` LIMIT ?`, args...)
+	q, args := runsQuery(f, from, limit+1)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return store.RunPage{}, err
 	}
@@ -695,10 +689,8 @@ func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals
-		WHERE seq > ? AND (? OR tenant = ?) AND (? = '' OR run_id = ?) AND (? = '' OR id = ?) AND (? = '' OR status = ?)
-		ORDER BY seq LIMIT ?`,
-		after, f.AllTenants, f.Tenant, f.RunID, f.RunID, f.ID, f.ID, string(f.Status), string(f.Status), limit+1)
+	q, args := approvalsQuery(f, after, limit+1)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
@@ -857,20 +849,14 @@ func (s *sqliteStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]i
 	return seqs, nil
 }
 
-const eventWhere = `seq > ? AND (? OR tenant = ?) AND (? = '' OR run_id = ?)`
-
-func eventArgs(f store.EventFilter) []any {
-	return []any{f.AfterSeq, f.AllTenants, f.Tenant, f.RunID, f.RunID}
-}
-
 // ListEvents implements [store.Store].
 func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
 	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, tenant, run_id, type, time, data FROM events WHERE `+eventWhere+` ORDER BY seq LIMIT ?`,
-		append(eventArgs(f), limit)...)
+	q, args := eventsQuery(f, limit)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -906,7 +892,8 @@ func (s *sqliteStore) WaitEvents(ctx context.Context, f store.EventFilter) error
 		woken := s.appended
 		s.mu.Unlock()
 		var one int
-		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM events WHERE `+eventWhere+` LIMIT 1`, eventArgs(f)...).Scan(&one)
+		w := eventsWhere(f)
+		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM events WHERE `+w.String()+` LIMIT 1`, w.args...).Scan(&one)
 		switch {
 		case err == nil:
 			return nil
@@ -927,4 +914,4 @@ func (s *sqliteStore) WaitEvents(ctx context.Context, f store.EventFilter) error
 }
 
 // Close implements [store.Store]: it closes the database.
-func (s *sqliteStore) Close() error { return s.db.Close() }
+func (s *sqliteStore) Close() error { return errors.Join(s.db.Close(), s.wdb.Close()) }
