@@ -1,6 +1,6 @@
 // Package sqlite is the durable [store.Store] on SQLite (modernc.org/sqlite, no
 // cgo): one database file. Several processes may share the file: it runs in
-// WAL mode with a busy timeout of ten seconds, and every write is one
+// WAL mode with a busy timeout of ten seconds, and every write runs in an
 // IMMEDIATE transaction that takes the database's write lock before it reads,
 // so Decide, Consume, ClaimRun, RenewLease and UpdateRun check and write
 // atomically across processes.
@@ -12,15 +12,18 @@
 // never reused) are assigned and committed in order, so a reader never sees
 // sequence number n+1 before n.
 //
-// # Connections
+// # Connections and batches
 //
 // A store keeps a bounded pool of connections open for its reads (eight,
 // all of them kept when idle: a new connection opens the file and runs its
-// pragmas again), and one more connection for its writes, which take a lock
-// of the store's first: SQLite has one writer, and writers of one process
-// queue on that lock rather than on SQLite's busy handler, which sleeps and
-// retries. A writer, which holds that lock, never waits for a connection
-// that readers hold (WAL: readers never wait for the writer either).
+// pragmas again), and one more connection for its writes: SQLite has one
+// writer, and the writes of one process queue in the store rather than on
+// SQLite's busy handler, which sleeps and retries. A writer never waits for
+// a connection that readers hold (WAL: readers never wait for the writer
+// either). The writes that queue while a transaction commits are made
+// together in the next one, each in a savepoint of its own that a failure
+// rolls back alone: one COMMIT, and each page written once, for all of
+// them (batch.go). A write returns once its transaction has committed.
 //
 // # Waiting
 //
@@ -97,8 +100,8 @@ type sqliteStore struct {
 	path string
 	seal *storeimpl.Sealer
 
-	// write is held by the write transaction of this sqliteStore in progress.
-	write sync.Mutex
+	// writes holds the writes waiting for the next batch (batch.go).
+	writes writeQueue
 
 	mu sync.Mutex
 	// appended is closed and replaced after every commit that appended
@@ -212,7 +215,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if len(ms) != schemaVersion {
 		return fmt.Errorf("%d embedded migrations, want %d", len(ms), schemaVersion)
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		v, err := version(ctx, tx)
 		if err != nil {
 			return err
@@ -238,30 +241,6 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
 		return err
 	})
-}
-
-// tx runs fn in one IMMEDIATE transaction (the DSN's _txlock), committing when
-// fn returns nil or an error marked with [storeimpl.Commit].
-func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	s.write.Lock()
-	defer s.write.Unlock()
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	err = fn(tx)
-	var k storeimpl.Commit
-	if err != nil && !errors.As(err, &k) {
-		tx.Rollback()
-		return err
-	}
-	if cerr := tx.Commit(); cerr != nil {
-		return cerr
-	}
-	if k.Err != nil {
-		return k.Err
-	}
-	return nil
 }
 
 // notify wakes the WaitEvents calls of this sqliteStore.
@@ -397,7 +376,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (
 	if err != nil {
 		return store.Run{}, err
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		holder, expires := leaseCols(run.Lease)
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -472,7 +451,7 @@ func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error
 func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
 	now := s.now()
 	var out store.Run
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = storeimpl.UpdateRun(ctx, runTx{s, tx}, id, u, now)
 		return err
@@ -493,7 +472,7 @@ func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (s
 	}
 	var out store.Run
 	var used []store.Approval
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, used, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
 		return err
@@ -510,7 +489,7 @@ func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (s
 // RenewLease implements [store.Store].
 func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
 	var out store.Lease
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = storeimpl.RenewLease(ctx, runTx{s, tx}, id, holder, token, ttl, s.now())
 		return err
@@ -598,7 +577,7 @@ func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.Ru
 // DeleteRuns implements [store.Store].
 func (s *sqliteStore) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
 	n := 0
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE (? OR tenant = ?)`, f.AllTenants, f.Tenant)
 		if err != nil {
@@ -722,7 +701,7 @@ func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
 func (s *sqliteStore) transition(ctx context.Context, runID, id string, t storeimpl.Transition) (store.Approval, error) {
 	var out store.Approval
 	appended := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var serr error
 		out, appended, serr = s.transitionIn(ctx, tx, nil, runID, id, t, s.now())
 		if !storeimpl.Kept(serr) {
@@ -784,7 +763,7 @@ const expiryMargin = time.Second
 // every pending one.
 func (s *sqliteStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 	var out []store.Approval
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		// Only the approvals due are read and decoded. SQLite's date
 		// functions keep milliseconds: the SQL bound is a second late,
@@ -837,7 +816,7 @@ func (s *sqliteStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]i
 		return nil, nil
 	}
 	var seqs []int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		seqs, err = s.insertEvents(ctx, tx, nil, s.now(), evs)
 		return err
