@@ -387,7 +387,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (
 		if err != nil {
 			return err
 		}
-		return storeimpl.AddRecords(ctx, runTx{s, tx}, &run, now, r.Approvals, r.Events)
+		return storeimpl.AddRecords(ctx, runTx{s: s, tx: tx}, &run, now, r.Approvals, r.Events)
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -410,6 +410,9 @@ func leaseCols(l *store.Lease) (holder, expires sql.NullString) {
 type runTx struct {
 	s  *sqliteStore
 	tx *sql.Tx
+	// state and result are true when the change replaces the run's
+	// document: LoadRun neither reads nor checks it (see runColsOf).
+	state, result bool
 }
 
 // AddApprovals stores new pending approvals of run.
@@ -433,14 +436,50 @@ func (t runTx) WriteRun(ctx context.Context, r *store.Run, lastToken int64) erro
 	return err
 }
 
-// LoadRun reads run id, with the largest token it ever had.
+// LoadRun reads run id, with the largest token it ever had, but for the
+// documents the change replaces.
 func (t runTx) LoadRun(ctx context.Context, id string) (store.Run, int64, error) {
-	return loadRun(ctx, t.tx, id)
+	return loadRunCols(ctx, t.tx, id, runColsOf(t.state, t.result))
+}
+
+// runColsOfs are runCols with NULL in place of the state (index 1), the
+// result (2), or both (3).
+var runColsOfs = func() (out [4]string) {
+	for i := range out {
+		c := runCols
+		if i&1 != 0 {
+			c = strings.Replace(c, " state,", " NULL,", 1)
+		}
+		if i&2 != 0 {
+			c = strings.Replace(c, " result,", " NULL,", 1)
+		}
+		out[i] = c
+	}
+	return out
+}()
+
+// runColsOf is runCols without the state and the result a change
+// replaces: a write transaction does not read, and check, a document it
+// is about to replace.
+func runColsOf(state, result bool) string {
+	i := 0
+	if state {
+		i |= 1
+	}
+	if result {
+		i |= 2
+	}
+	return runColsOfs[i]
 }
 
 // loadRun reads run id with q, with the largest token it ever had.
 func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error) {
-	r, last, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	return loadRunCols(ctx, q, id, runCols)
+}
+
+// loadRunCols is loadRun reading cols, runCols or one of runColsOf.
+func loadRunCols(ctx context.Context, q queryer, id, cols string) (store.Run, int64, error) {
+	r, last, err := scanRun(q.QueryRowContext(ctx, `SELECT `+cols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, 0, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
 	}
@@ -453,7 +492,7 @@ func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdat
 	var out store.Run
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.UpdateRun(ctx, runTx{s, tx}, id, u, now)
+		out, err = storeimpl.UpdateRun(ctx, runTx{s: s, tx: tx, state: u.State != nil, result: u.Result != nil}, id, u, now)
 		return err
 	})
 	if err != nil {
@@ -474,7 +513,7 @@ func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (s
 	var used []store.Approval
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, used, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
+		out, used, err = storeimpl.ClaimRun(ctx, runTx{s: s, tx: tx}, id, c, s.now())
 		return err
 	})
 	if err != nil {
@@ -491,7 +530,7 @@ func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token i
 	var out store.Lease
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.RenewLease(ctx, runTx{s, tx}, id, holder, token, ttl, s.now())
+		out, err = storeimpl.RenewLease(ctx, runTx{s: s, tx: tx}, id, holder, token, ttl, s.now())
 		return err
 	})
 	return out, err
