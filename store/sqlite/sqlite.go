@@ -292,14 +292,31 @@ var storedLimits = bounded.Limits{MaxBytes: maxStoredDocument, MaxDepth: maxStor
 
 // boundedOf is rawOf for a document that must lie within storedLimits; what
 // names it in the error ("run RUN: state").
-func boundedOf(what string, n sql.NullString) (json.RawMessage, error) {
+func boundedOf(what func() string, n sql.NullString) (json.RawMessage, error) {
 	if !n.Valid {
 		return nil, nil
 	}
-	if err := bounded.CheckJSON("sqlite: "+what, []byte(n.String), storedLimits); err != nil {
+	if err := checkStored(what, n.String); err != nil {
 		return nil, err
 	}
 	return json.RawMessage(n.String), nil
+}
+
+// checkStored checks the document doc against storedLimits; what names it
+// in the error, and is called only then. A document of at most
+// maxStoredDepth bytes cannot nest deeper, nor be too large, and is not
+// scanned: most events and approvals are that small, and each stream and
+// follower reads them.
+func checkStored(what func() string, doc string) error {
+	if len(doc) <= maxStoredDepth {
+		return nil
+	}
+	err := bounded.CheckJSON("", []byte(doc), storedLimits)
+	var e *bounded.Error
+	if errors.As(err, &e) {
+		e.File = "sqlite: " + what()
+	}
+	return err
 }
 
 func isUnique(err error) bool {
@@ -563,7 +580,7 @@ func scanRunPos(sc scanner) (store.Run, int64, int64, error) {
 		dst  *json.RawMessage
 	}{{"state", state, &r.State}, {"result", result, &r.Result}, {"config", config, &r.Config}} {
 		var err error
-		*d.dst, err = boundedOf("run "+r.ID+": "+d.name, d.src)
+		*d.dst, err = boundedOf(func() string { return "run " + r.ID + ": " + d.name }, d.src)
 		errs = append(errs, err)
 	}
 	if holder.Valid {
@@ -661,12 +678,14 @@ func scanApproval(sc scanner) (store.Approval, int64, error) {
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
 	a.DecidedBy, a.Actor = storeimpl.PrincipalsFromText(decidedBy, actor)
-	what := "approval " + a.ID + " of run " + a.RunID
+	what := func(doc string) func() string {
+		return func() string { return "approval " + a.ID + " of run " + a.RunID + ": " + doc }
+	}
 	var errs []error
 	var err error
-	a.Data, err = boundedOf(what+": data", data)
+	a.Data, err = boundedOf(what("data"), data)
 	errs = append(errs, err)
-	if err = bounded.CheckJSON("sqlite: "+what+": request", []byte(req), storedLimits); err == nil {
+	if err = checkStored(what("request"), req); err == nil {
 		err = json.Unmarshal([]byte(req), &a.Request)
 	}
 	errs = append(errs, err)
@@ -887,7 +906,7 @@ func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]st
 		if err := rows.Scan(&e.Seq, &e.Tenant, &e.RunID, &e.Type, &t, &data); err != nil {
 			return nil, err
 		}
-		if e.Data, err = boundedOf(fmt.Sprintf("event %d: data", e.Seq), data); err != nil {
+		if e.Data, err = boundedOf(func() string { return fmt.Sprintf("event %d: data", e.Seq) }, data); err != nil {
 			return nil, err
 		}
 		if e.Time, err = parseTS(t); err != nil {

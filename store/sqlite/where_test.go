@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -66,4 +67,20 @@ func explain(t *testing.T, s *sqliteStore, query string, args []any) string {
 		steps = append(steps, detail)
 	}
 	return fmt.Sprint(steps)
+}
+
+// A stored document too small to pass the limits is not scanned, and its
+// name is not made: each event a stream or the follower reads was
+// scanned, and named, for nothing.
+func TestSmallDocumentsAreNotScanned(t *testing.T) {
+	doc := sql.NullString{String: `{"status":"done","reason":""}`, Valid: true}
+	named := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := boundedOf(func() string { named++; return "event 1: data" }, doc); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 || named != 0 {
+		t.Fatalf("checking a small document: %v allocations, named %d times; want the copy it returns, and no name", allocs, named)
+	}
 }
