@@ -3,6 +3,7 @@ package mcptool
 import (
 	"context"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/internal/stdioconn"
 	"io"
 	"log/slog"
 	"os"
@@ -84,9 +85,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}()
 	t.child = c
 	// Lines that are not JSON-RPC (a banner, log lines) are dropped and
-	// logged rather than breaking the connection (see noiseFilter).
+	// logged rather than breaking the connection (see noiseFilter). The
+	// pipe is the poller's, so closing it (c.Close does, last) ends a read.
 	out := newNoiseFilter(outR, t.logger, t.server, t.maxMsg)
-	return (&mcp.IOTransport{Reader: io.NopCloser(out), Writer: c}).Connect(ctx)
+	return stdioconn.New(out, c, c, t.maxMsg), nil
 }
 
 func closeAll(fs ...*os.File) {

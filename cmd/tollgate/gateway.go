@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/internal/stdioconn"
 	"io"
 	"log/slog"
 	"net"
@@ -257,7 +258,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		return withCode(exitError, fmt.Errorf("gateway: %w", err))
 	}
 	if f.addr == "" {
-		err := gw.Server().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}})
+		err := gw.Server().Run(ctx, stdioTransport(env))
 		if inbox != nil {
 			// The stdio client's one session ends with the connection,
 			// whatever its protocol (one of 2026-07-28 never initializes).
@@ -269,6 +270,19 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		return nil
 	}
 	return serveGateway(ctx, env, gw, f.addr, tokens)
+}
+
+// stdioTransport is the client's connection over the process's standard
+// input and output: a [stdioconn.Conn] when standard input is a pipe or a
+// socket (each message decoded once, in the SDK's reading goroutine), the
+// SDK's own otherwise (a terminal, a file).
+func stdioTransport(env *cliEnv) mcp.Transport {
+	if f, ok := env.stdin.(*os.File); ok {
+		if in, ok := stdioconn.Pollable(f); ok {
+			return stdioconn.Transport{Conn: stdioconn.New(in, env.stdout, in, 0)}
+		}
+	}
+	return &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}}
 }
 
 // gatewayGate is the gate's configuration from the flags: the policy with

@@ -20,11 +20,16 @@ import (
 // reports its median latency, the gateway's overhead, the target (10 % of
 // direct + 200 µs), the ratio and the relay's cost (hop-µs). "default" runs the
 // gateway as it starts; "GOGC=100" with the garbage collector's default
-// target instead of the gateway's own:
+// target instead of the gateway's own. TOLLGATE_BENCH_BINARY names another
+// build of tollgate to measure instead of this tree's (to compare two in
+// alternation):
 //
 //	go test -run '^$' -bench GatewayStdio -benchtime 2000x ./cmd/tollgate
 func BenchmarkGatewayStdio(b *testing.B) {
-	tg := tollgateBinary(b)
+	tg := os.Getenv("TOLLGATE_BENCH_BINARY")
+	if tg == "" {
+		tg = tollgateBinary(b)
+	}
 	dir := b.TempDir()
 	file := apWriteB(b, dir)
 	server := func() *exec.Cmd {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
 	"github.com/tollgate-dev/tollgate/internal/layerstore"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
@@ -204,7 +207,11 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 		agents := runcore.NewBuildCache(ab)
 		defer agents.Close()
 		if d.Concurrency > 0 {
-			warmAgents(ctx, agents, cfg, tokens.Tenants(), logger)
+			levels, err := tenantAutonomy(ctx, st)
+			if err != nil {
+				logger.Warn("reading the tenants' autonomy levels failed; their agents are built at their first runs", "error", err)
+			}
+			warmAgents(ctx, agents, cfg, tokens.Tenants(), levels, logger)
 		}
 		eo := durableOptions(d)
 		eo.Store, eo.Builder, eo.Logger = st, agents, logger
@@ -420,10 +427,11 @@ const maxWarmAgents = 32
 // warmAgents builds, before this process takes durable runs, the agent of
 // each agent of cfg for each tenant that may start it (those of
 // cfg.AgentTenants, else tenants), as a run's first build would, so that
-// the first durable run of each does not wait for it. A build that fails
-// is logged and left to the first run, which reports it; a tenant whose
-// autonomy level is set builds its own at its first run.
-func warmAgents(ctx context.Context, agents *runcore.BuildCache, cfg *serveconfig.Config, tenants []string, log *slog.Logger) {
+// the first durable run of each does not wait for it; under the tenant's
+// autonomy level of levels, when it set one (the server stores it in the
+// run's configuration). A build that fails is logged and left to the first
+// run, which reports it.
+func warmAgents(ctx context.Context, agents *runcore.BuildCache, cfg *serveconfig.Config, tenants []string, levels map[string]approval.Autonomy, log *slog.Logger) {
 	n := 0
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		ac := cfg.Agents[name]
@@ -439,9 +447,42 @@ func warmAgents(ctx context.Context, agents *runcore.BuildCache, cfg *serveconfi
 				return
 			}
 			n++
-			if err := agents.Warm(ctx, t, ac); err != nil {
+			tc := ac
+			if lvl := levels[t]; lvl != "" {
+				tc.Autonomy = string(lvl)
+			}
+			if err := agents.Warm(ctx, t, tc); err != nil {
 				log.Warn("building an agent before its first durable run failed; its first run will try again", "agent", name, "tenant", t, "error", err)
 			}
+		}
+	}
+}
+
+// tenantAutonomy returns the autonomy level each tenant set (PUT
+// /v1/autonomy), as the store's event log holds it: the last tenant-wide
+// change of each, a removal leaving none. Errors: the store's.
+func tenantAutonomy(ctx context.Context, st store.Store) (map[string]approval.Autonomy, error) {
+	levels := map[string]approval.Autonomy{}
+	var after int64
+	for {
+		evs, err := st.ListEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: after, Limit: store.MaxLimit})
+		if err != nil {
+			return levels, err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			var c serverapi.AutonomyChange
+			if ev.Type != serverapi.EventAutonomyChanged || ev.RunID != "" || json.Unmarshal(ev.Data, &c) != nil {
+				continue
+			}
+			if c.Level == "" {
+				delete(levels, ev.Tenant)
+			} else {
+				levels[ev.Tenant] = c.Level
+			}
+		}
+		if len(evs) < store.MaxLimit {
+			return levels, nil
 		}
 	}
 }

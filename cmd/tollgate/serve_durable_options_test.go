@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"testing"
@@ -9,10 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/internal/dbosengine"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // Every key of server.yaml's durable: section reaches the engine: the
@@ -53,15 +58,35 @@ func TestWarmAgentsBuildsBeforeTheFirstRun(t *testing.T) {
 		Agents:       map[string]runs.RunConfig{"payer": agent(), "reader": agent()},
 		AgentTenants: map[string][]string{"payer": {"acme"}},
 	}
-	warmAgents(t.Context(), cache, cfg, []string{"acme", "globex"}, slog.New(slog.DiscardHandler))
+	// globex set its autonomy level, which the server stores in its runs.
+	st := memory.New(nil)
+	defer st.Close()
+	for _, c := range []serverapi.AutonomyChange{{Scope: "tenant", Level: "supervised"}, {Scope: "tenant", Level: approval.FullAuto}} {
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AppendEvents(t.Context(), store.Event{Tenant: "globex", Type: serverapi.EventAutonomyChanged, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	levels, err := tenantAutonomy(t.Context(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]approval.Autonomy{"globex": approval.FullAuto}, levels); diff != "" {
+		t.Fatalf("autonomy levels (-want +got):\n%s", diff)
+	}
+	warmAgents(t.Context(), cache, cfg, []string{"acme", "globex"}, levels, slog.New(slog.DiscardHandler))
 	want := map[string]int{"acme/payer": 1, "acme/reader": 1, "globex/reader": 1}
 	if diff := cmp.Diff(want, builds); diff != "" {
 		t.Fatalf("builds before any run (-want +got):\n%s", diff)
 	}
-	// A durable run of globex's reader, as the server stores it, is built
-	// from the cache.
+	// A durable run of globex's reader, as the server stores it (with the
+	// tenant's autonomy level), is built from the cache.
 	run := cfg.Agents["reader"]
 	run.Agent = "reader"
+	run.Autonomy = string(approval.FullAuto)
 	run.RequestDigest = "sha256:0"
 	pinned, err := runcore.PinFiles(run)
 	if err != nil {

@@ -48,7 +48,9 @@ The configuration file (YAML):
   deadAfter: 30s
 
 Each run's agent is built from the configuration stored with the run, as
-'tollgate resume' does.`,
+'tollgate resume' does; before it takes runs, a worker builds the agents of
+the configurations of the newest stored runs, so that the next run of each
+does not wait for its build.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			if cfgPath == "" {
@@ -101,6 +103,9 @@ Each run's agent is built from the configuration stored with the run, as
 			}
 			agents := runcore.NewBuildCache(b)
 			defer agents.Close()
+			if err := warmRecent(ctx, agents, st, opts.Logger); err != nil {
+				opts.Logger.Warn("reading the newest runs failed; their agents are built at their first runs", "error", err)
+			}
 			opts.Builder = agents
 			e, err := dbosengine.New(ctx, opts)
 			if err != nil {

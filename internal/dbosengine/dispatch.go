@@ -103,6 +103,19 @@ func (d *dispatcher) claimed(ids []string, want int) {
 	d.more = len(ids) == want
 }
 
+// take takes a free place of limit for runID, started by this process
+// without a claim; false when none is free.
+func (d *dispatcher) take(runID string, limit int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy >= limit {
+		return false
+	}
+	d.claims[runID] = true
+	d.busy++
+	return true
+}
+
 // unclaim gives back the place of a claimed run whose workflow was not
 // started here.
 func (d *dispatcher) unclaim(runID string) {

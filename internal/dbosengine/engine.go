@@ -282,14 +282,19 @@ func (e *Engine) Close(timeout time.Duration) error {
 	return err
 }
 
-// Start stores a new run (status running) and its start for a worker, and
-// wakes the workers (NOTIFY on PostgreSQL; this process's, if a worker). It
+// Start stores a new run (status running) and starts its workflow on this
+// worker when it has a free place; otherwise it stores the run's start for
+// a worker and wakes the workers (NOTIFY on PostgreSQL; this process's, if
+// a worker). It
 // fills in in.RunID when empty and returns the run ID. Errors:
 // runs.ErrEmptyPrompt, the configuration's, the store's (store.ErrExists
 // for a taken ID) and DBOS's.
 func (e *Engine) Start(ctx context.Context, in runcore.DurableRun) (string, error) {
 	if err := runcore.PrepareDurable(ctx, e.opts.Store, &in); err != nil {
 		return "", err
+	}
+	if e.startHere(in) {
+		return in.RunID, nil
 	}
 	input, err := json.Marshal(in)
 	if err == nil {
@@ -307,6 +312,24 @@ func (e *Engine) Start(ctx context.Context, in runcore.DurableRun) (string, erro
 		return in.RunID, errors.Join(err, uerr)
 	}
 	return in.RunID, nil
+}
+
+// startHere starts the workflow of in on this worker when it has a free
+// place, without a start in tollgate_starts: the workflow, once DBOS has
+// stored it, is the run's durable start (recovered on this executor's
+// restart, or by the worker that reaps it). It reports whether it did; a
+// failure leaves the run to the starts.
+func (e *Engine) startHere(in runcore.DurableRun) bool {
+	if e.disp == nil || !e.disp.take(in.RunID, e.opts.Concurrency) {
+		return false
+	}
+	_, err := dbos.RunWorkflow(e.ctx, e.workflow, in, dbos.WithWorkflowID(in.RunID), dbos.WithWorkflowIDReusePolicy(dbos.WorkflowIDReusePolicyReject))
+	if err != nil {
+		e.disp.unclaim(in.RunID)
+		e.log.Warn("starting a run on this worker failed; it is left to the workers", "run", in.RunID, "error", err)
+		return false
+	}
+	return true
 }
 
 // Answer records a decision on a pending request of a durable run in the

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 )
 
@@ -81,4 +83,18 @@ func Starts(ctx context.Context, databaseURL string) ([]string, error) {
 		return err
 	})
 	return ids, err
+}
+
+// StepNames returns the names of the steps DBOS recorded for the run's
+// workflow, in order.
+func StepNames(e *Engine, runID string) ([]string, error) {
+	steps, err := dbos.GetWorkflowSteps(e.client, runID)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(steps))
+	for i, s := range steps {
+		names[i] = s.StepName
+	}
+	return names, nil
 }

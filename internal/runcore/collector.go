@@ -15,6 +15,9 @@ type collector struct {
 	in     DurableRun
 	mu     sync.Mutex
 	events []store.Event
+	// carried are the events a turn's step recorded instead of storing
+	// them: stored with the next ones.
+	carried []store.Event
 	// arrived is closed, per call and event kind, when that event has been
 	// collected.
 	arrived map[eventKey]chan struct{}
@@ -97,10 +100,22 @@ func (c *collector) flush(ctx context.Context) {
 	}
 }
 
+// take returns the events to store, the carried ones first, and forgets
+// them.
 func (c *collector) take() []store.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	evs := c.events
-	c.events = nil
+	evs := append(c.carried, c.events...)
+	c.carried, c.events = nil, nil
 	return evs
+}
+
+// carry keeps evs, the events a turn's step took (those carried before it
+// included), to be stored before the events collected since. They replace
+// the carried ones: a replay carries those of an earlier turn until the
+// record of this one, which holds them too when nothing stored them.
+func (c *collector) carry(evs []store.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.carried = evs
 }

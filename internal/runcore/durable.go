@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -66,6 +67,11 @@ type DurableRun struct {
 	Prompt string `json:"prompt"`
 	// History is an earlier conversation the run starts from.
 	History []model.Message `json:"history,omitempty"`
+	// Stored is set by [PrepareDurable] once the run is in the store with
+	// the pins of Config: [Durable.Drive] then neither looks for it there
+	// nor records a step for it. An input without it (an engine started
+	// without PrepareDurable) is looked for and stored, as a step.
+	Stored bool `json:"stored,omitempty"`
 }
 
 // DurableQueue is what a host that does not drive runs itself (a server
@@ -212,6 +218,7 @@ func PrepareDurable(ctx context.Context, s store.Store, in *DurableRun) error {
 	if err != nil {
 		return fmt.Errorf("runs: storing run %s: %w", in.RunID, err)
 	}
+	in.Stored = true
 	return nil
 }
 
@@ -231,14 +238,14 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	}
 	built, err := BuildPinned(WithBuildTenant(ctx, in.Tenant), d.build, in.Config)
 	if err != nil {
-		return nil, d.finish(ctx, eng, in, nil, err, nil)
+		return nil, d.finish(ctx, in, store.RunRunning, nil, err, nil)
 	}
 	defer CloseBuilt(built)
 	seq := &sequencer{}
 	c := &collector{d: d, in: in}
 	a, err := d.newAgent(ctx, eng, in, built, seq, c)
 	if err != nil {
-		return nil, d.finish(ctx, eng, in, nil, err, built)
+		return nil, d.finish(ctx, in, store.RunRunning, nil, err, built)
 	}
 	res, runErr := d.part(ctx, in, c, func(ctx context.Context) iter2 {
 		return a.Stream(ctx, in.Prompt, agent.WithRunID(in.RunID), agent.WithHistory(in.History...))
@@ -247,7 +254,7 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 	for halt := 1; runErr == nil && res != nil && res.Status == agent.StatusPending && res.State != nil; halt++ {
 		answers, err := d.answered(ctx, eng, in, res, halt, status, c)
 		if err != nil {
-			return res, d.finish(ctx, eng, in, res, err, built, c.take()...)
+			return res, d.finish(ctx, in, status, res, err, built, c.take()...)
 		}
 		status = store.RunResuming
 		var ids []string
@@ -258,15 +265,21 @@ func (d *Durable) Drive(ctx context.Context, eng Engine, in DurableRun) (*agent.
 		st := res.State
 		res, runErr = d.part(ctx, in, c, func(ctx context.Context) iter2 { return a.ResumeStream(ctx, st, answers...) })
 	}
-	return res, d.finish(ctx, eng, in, res, runErr, built, c.take()...)
+	return res, d.finish(ctx, in, status, res, runErr, built, c.take()...)
 }
 
-// stored makes sure the run is in the store, as a step: it may have been
-// stored by whoever enqueued it; it is stored here otherwise (an engine
-// started without PrepareDurable). Such an engine has no pins in its
-// input: the stored configuration's, taken when the run was stored, are
-// returned in in.
+// stored makes sure the run is in the store. A run whose input says it is
+// (in.Stored, set by PrepareDurable) and carries its pins, if it has
+// governing files, is not looked for: that costs the run nothing.
+// Otherwise, as a step, it may have been stored by whoever enqueued it, and
+// is stored here if not (an engine started without PrepareDurable); such
+// an engine has no pins in its input: the stored configuration's, taken
+// when the run was stored, are returned in in. The step is there or not by
+// the input alone, so a replay finds the same steps.
 func (d *Durable) stored(ctx context.Context, eng Engine, in DurableRun) (DurableRun, error) {
+	if in.Stored && (len(in.Config.Pins) > 0 || len(GoverningFiles(in.Config)) == 0) {
+		return in, nil
+	}
 	if _, err := eng.Step(ctx, "store run", func(ctx context.Context) ([]byte, error) {
 		if _, err := d.store.GetRun(ctx, in.RunID); err == nil {
 			return nil, nil
@@ -366,18 +379,28 @@ func (d *Durable) part(ctx context.Context, in DurableRun, c *collector, stream 
 // watchCancel follows the run's events in the store while a part runs and
 // cancels it when a cancel is requested or stored (Engine adapters' Cancel,
 // [Host.Cancel]), so that a model turn or a tool that is running stops
-// rather than finishing first.
+// rather than finishing first. It reads the events cancelWatchDelay after
+// the part starts and after each wake-up, once however many events woke
+// it: a part shorter than that reads nothing, and the part's own writes,
+// which wake it too, cost one read for all of them.
 func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var after int64
-		for {
-			evs, err := d.store.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after, Limit: store.MaxLimit})
+		for more := false; ; {
+			if !more && !sleepCtx(ctx, cancelWatchDelay) {
+				return
+			}
+			// A read is not cut off when the part ends: a cancelled query
+			// costs the store's pool its connection.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWatchRead)
+			evs, err := d.store.ListEvents(rctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after, Limit: store.MaxLimit})
+			rcancel()
+			if ctx.Err() != nil {
+				return
+			}
 			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
 				d.log.Warn("watching a run for a cancel failed", "run", runID, "error", err)
 			}
 			for _, e := range evs {
@@ -387,7 +410,7 @@ func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.
 					return
 				}
 			}
-			if len(evs) == store.MaxLimit {
+			if more = len(evs) == store.MaxLimit; more {
 				continue
 			}
 			if err := d.store.WaitEvents(ctx, store.EventFilter{AllTenants: true, RunID: runID, AfterSeq: after}); err != nil && ctx.Err() != nil {
@@ -396,6 +419,26 @@ func (d *Durable) watchCancel(ctx context.Context, runID string, cancel context.
 		}
 	}()
 	return func() { <-done }
+}
+
+// cancelWatchDelay is how long watchCancel waits before it reads a run's
+// events: a running part is stopped within it of a cancel. cancelWatchRead
+// bounds a read.
+const (
+	cancelWatchDelay = 100 * time.Millisecond
+	cancelWatchRead  = 10 * time.Second
+)
+
+// sleepCtx waits for d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // cancelledMark is what a step records when it found the run cancelled.
@@ -421,28 +464,19 @@ func (d *Durable) cancelledOr(ctx context.Context, runID string, target store.Ru
 	return nil, err
 }
 
-// finish stores how the run ended, releases its lease and fires ON_STOP.
-func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
+// finish stores how the run ended, releases its lease and fires ON_STOP;
+// stored is the status the driver last stored (the store is read only when
+// the run's has changed since).
+// It is not a step of the engine: the workflow's end, which the engine
+// records, follows it, and a replay that comes to it again (the process died
+// in between) finds the run ended in the store and writes nothing. The
+// store is asked again when it fails, as the engine asks a step again.
+func (d *Durable) finish(ctx context.Context, in DurableRun, stored store.RunStatus, res *agent.Result, runErr error, built *Built, evs ...store.Event) error {
 	status := EndStatus(res, runErr)
-	_, err := eng.Step(ctx, "finish", func(ctx context.Context) ([]byte, error) {
-		u := store.RunUpdate{Status: status, Result: ResultJSON(res), ReleaseLease: true}
-		// A run cancelled meanwhile keeps that status (and its event).
-		if r, err := d.store.GetRun(ctx, in.RunID); err != nil {
-			return nil, err
-		} else if r.Status == store.RunCancelled {
-			u.Status = ""
-			status = store.RunCancelled
-		} else {
-			typ := EventRunFinished
-			if status == store.RunCancelled {
-				typ = EventRunCancelled
-			}
-			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": ReasonOf(res, runErr)})
-			evs = append(evs, store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
-		}
-		u.Events = evs
-		_, err := d.store.UpdateRun(ctx, in.RunID, u)
-		return nil, err
+	err := retryStore(ctx, func() error {
+		var err error
+		status, err = d.storeEnd(ctx, in, stored, res, runErr, evs)
+		return err
 	})
 	if built != nil && built.OnStop != nil {
 		built.OnStop(context.WithoutCancel(ctx), in.RunID, status)
@@ -452,3 +486,68 @@ func (d *Durable) finish(ctx context.Context, eng Engine, in DurableRun, res *ag
 	}
 	return runErr
 }
+
+// storeEnd stores the end of the run with its result and the events evs,
+// if the run's status is still cur, and returns the status the run ended
+// with: a run cancelled meanwhile keeps that status (and its event), and
+// gets the result and the events; a run that has ended otherwise (a replay
+// of an execution that stored its end) is left as it is. The status is
+// read again when the run's is no longer cur.
+func (d *Durable) storeEnd(ctx context.Context, in DurableRun, cur store.RunStatus, res *agent.Result, runErr error, evs []store.Event) (store.RunStatus, error) {
+	status := EndStatus(res, runErr)
+	for range 4 {
+		u := store.RunUpdate{From: cur, Status: status, Result: ResultJSON(res), ReleaseLease: true, Events: evs}
+		switch {
+		case cur == store.RunCancelled:
+			u.Status = ""
+		case cur.Finished():
+			return cur, nil
+		default:
+			typ := EventRunFinished
+			if status == store.RunCancelled {
+				typ = EventRunCancelled
+			}
+			data, _ := json.Marshal(map[string]any{"status": string(status), "reason": ReasonOf(res, runErr)})
+			u.Events = append(slices.Clip(evs), store.Event{Tenant: in.Tenant, RunID: in.RunID, Type: typ, Time: d.now(), Data: data})
+		}
+		_, err := d.store.UpdateRun(ctx, in.RunID, u)
+		if errors.Is(err, store.ErrConflict) {
+			// Changed meanwhile (cancelled, or ended by an execution
+			// this one replays): look again.
+			r, err := d.store.GetRun(ctx, in.RunID)
+			if err != nil {
+				return status, err
+			}
+			cur = r.Status
+			continue
+		}
+		if u.Status == "" {
+			return store.RunCancelled, err
+		}
+		return status, err
+	}
+	return status, fmt.Errorf("runs: run %s: its status keeps changing", in.RunID)
+}
+
+// retryStore runs f until it succeeds, up to storeRetries more times over
+// about 20 s, unless ctx ends: what the engine does for a failing step.
+func retryStore(ctx context.Context, f func() error) error {
+	delay := 100 * time.Millisecond
+	for i := 0; ; i++ {
+		err := f()
+		if err == nil || i == storeRetries || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// storeRetries is how often retryStore tries again.
+const storeRetries = 8

@@ -19,30 +19,38 @@ import (
 // steps is the middleware that makes each model turn and each call pass a
 // step of the engine.
 //
-// A step stores the events its work emitted before it ends (the agent hands
-// each event over before the work that emitted it returns), so that the
-// store's event log has them once the step is recorded; a step that runs
-// again after a crash may store its events twice.
+// A call's step stores the events its work emitted before it ends (the
+// agent hands each event over before the work that emitted it returns), so
+// that the store's event log has them once the step is recorded; a step that
+// runs again after a crash may store its events twice. A turn's step stores
+// nothing: its events ride in its record and are stored with the run's next
+// write (a call's step, a halt, the end), which a turn is always followed
+// by; a replay takes them from the record again, and may store them twice
+// when the crash came after the write that stored them and before the
+// record of its step.
 func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collector) agent.Middleware {
 	return agent.Middleware{
 		Turn: func(next agent.TurnHandler) agent.TurnHandler {
 			return func(ctx context.Context, t *agent.TurnInfo) (*model.Response, error) {
+				var taken []store.Event // the turn's events, until its record holds them
 				b, err := eng.Step(ctx, fmt.Sprintf("turn %d", t.Turn), func(ctx context.Context) ([]byte, error) {
 					resp, err := next(ctx, t)
 					if err != nil && ctx.Err() != nil {
 						return nil, err // interrupted: not a result to keep
 					}
 					stableCallIDs(resp, t.Turn)
-					col.flush(ctx)
-					return jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err)})
+					taken = append(taken, col.take()...)
+					return jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err), Events: taken})
 				})
 				if err != nil {
+					col.carry(taken) // not recorded: stored with what follows, if anything does
 					return nil, err
 				}
 				var rec turnRecord
 				if err := json.Unmarshal(b, &rec); err != nil {
 					return nil, fmt.Errorf("runs: run %s: recorded turn %d: %w", in.RunID, t.Turn, err)
 				}
+				col.carry(rec.Events)
 				if rec.Err != "" {
 					return rec.Response, errors.New(rec.Err)
 				}
@@ -180,9 +188,11 @@ func stableCallIDs(resp *model.Response, turn int) {
 type iter2 = func(func(agent.Event, error) bool)
 
 // turnRecord and callRecord are what the engine records of a turn and a call.
+// A turn's record carries the events it emitted, not stored yet.
 type turnRecord struct {
 	Response *model.Response `json:"response,omitempty"`
 	Err      string          `json:"err,omitempty"`
+	Events   []store.Event   `json:"events,omitempty"`
 }
 
 type callRecord struct {

@@ -57,3 +57,9 @@ const (
 	MaxJSONDepth  = maxJSONDepth
 	SchemaVersion = schemaVersion
 )
+
+// NewConns returns how many connections s's pool has opened.
+func NewConns(st store.Store) int64 {
+	s := st.(*pgStore)
+	return s.pool.Stat().NewConnsCount()
+}

@@ -1151,11 +1151,11 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	for {
 		// Taken before the read: a change after it wakes wt.
 		listening := s.listen.isListening()
-		var found bool
-		if err := s.pool.QueryRow(ctx, q, w.args...).Scan(&found); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		found, err := s.exists(ctx, q, w.args)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
 			return s.wrap(err)
 		}
 		if found {
@@ -1174,6 +1174,28 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 		}
 	}
 }
+
+// exists runs the query q (SELECT EXISTS ...) of a waiter. The query is not
+// cut off when ctx ends, only the wait for a connection: pgx closes a
+// connection whose query is cancelled, and waiters end all the time (a
+// stream closed, a durable run's part over), each of which would cost the
+// pool a connection and the statements prepared on it. The query is bounded
+// by waitReadTimeout instead.
+func (s *pgStore) exists(ctx context.Context, q string, args []any) (bool, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer c.Release()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitReadTimeout)
+	defer cancel()
+	var found bool
+	err = c.QueryRow(rctx, q, args...).Scan(&found)
+	return found, err
+}
+
+// waitReadTimeout bounds a waiter's read of the log (see exists).
+const waitReadTimeout = 10 * time.Second
 
 // Close implements [store.Store]: it stops listening and closes the pool.
 func (s *pgStore) Close() error {

@@ -200,6 +200,58 @@ func TestWaitEventsWakesOnNotify(t *testing.T) {
 	}
 }
 
+// A waiter whose context ends while it reads the log keeps the pool's
+// connection: pgx closes a connection whose query is cancelled, and
+// waiters end all the time (a stream closed, a durable run's part over).
+// Its read is held on a lock of the events table while the context ends.
+func TestWaitEventsEndedWhileReadingKeepsItsConnection(t *testing.T) {
+	url := pgtest.Database(t)
+	s := open(t, url, nil)
+	defer s.Close()
+	if _, err := s.ListEvents(ctx, store.EventFilter{AllTenants: true}); err != nil {
+		t.Fatal(err)
+	}
+	opened := postgres.NewConns(s)
+	tx, err := rawConn(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE events IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	got, cancel := waitStarted(s, store.EventFilter{AllTenants: true})
+	// Looked at from a session of its own: a transaction sees
+	// pg_stat_activity as it was when it first looked.
+	watch := rawConn(t, url)
+	for deadline := time.Now().Add(time.Minute); ; {
+		var n int
+		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT EXISTS%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter's read never waited for the lock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitEvents: %v, want the context's end", err)
+	}
+	if _, err := s.ListEvents(ctx, store.EventFilter{AllTenants: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := postgres.NewConns(s) - opened; n != 0 {
+		t.Errorf("the pool opened %d connections after a waiter ended while it read", n)
+	}
+}
+
 // A waiter survives the loss of the listening connection: the store
 // reconnects (polling meanwhile), and an append after the loss wakes it.
 func TestWaitEventsAfterListenerLoss(t *testing.T) {

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package stdioconn
+
+import "os"
+
+// Pollable reports false: here a [Conn] reads only what the caller makes
+// pollable itself.
+func Pollable(f *os.File) (*os.File, bool) { return nil, false }
