@@ -26,11 +26,11 @@ type ResumeRequest struct {
 // [store.ErrConflict]. Errors: [store.ErrNotFound], [ErrNotResumable],
 // [ErrNothingDecided], and the run's own.
 func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, error) {
-	run, cfg, err := h.resumable(ctx, req.RunID)
+	run, cfg, st, read, err := h.resumable(ctx, req.RunID)
 	if err != nil {
 		return nil, err
 	}
-	claimed, st, built, answers, err := h.takeUp(ctx, run, cfg)
+	claimed, built, answers, err := h.takeUp(ctx, run, cfg, st, read)
 	if err != nil {
 		return nil, err
 	}
@@ -41,67 +41,68 @@ func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, er
 	})
 }
 
-// resumable returns the stored run runID and its configuration when it may
-// be taken up: halted with at least one answer, or running (a live lease
-// refuses the claim that follows; an expired one is taken over). A
-// governing file that changed while the run waited (a tool of the run may
-// have rewritten it) is refused before the run is claimed.
-func (h *Host) resumable(ctx context.Context, runID string) (store.Run, RunConfig, error) {
-	run, err := h.store.GetRun(ctx, runID)
-	if err != nil {
-		return run, RunConfig{}, err
+// resumable returns the stored run runID, its configuration and its state
+// when it may be taken up: halted with at least one answer, or running (a
+// live lease refuses the claim that follows; an expired one is taken
+// over), with the approvals it read. A governing file that changed while
+// the run waited (a tool of the run may have rewritten it) is refused
+// before the run is claimed.
+func (h *Host) resumable(ctx context.Context, runID string) (run store.Run, cfg RunConfig, st *agent.State, read approvalsRead, err error) {
+	if run, err = h.store.GetRun(ctx, runID); err != nil {
+		return run, cfg, nil, nil, err
 	}
 	switch run.Status {
-	case store.RunPending:
-		n, _, err := h.answered(ctx, run)
+	case store.RunPending, store.RunRunning, store.RunResuming:
+	default:
+		return run, cfg, nil, nil, fmt.Errorf("%w: run %s is %s", ErrNotResumable, run.ID, run.Status)
+	}
+	if st, err = runcore.LoadState(run); err != nil {
+		return run, cfg, nil, nil, err
+	}
+	read = approvalsRead{}
+	if run.Status == store.RunPending {
+		n, _, err := h.answeredIn(ctx, run, st, read)
 		if err != nil {
-			return run, RunConfig{}, err
+			return run, cfg, nil, nil, err
 		}
 		if n == 0 {
-			return run, RunConfig{}, fmt.Errorf("%w: run %s", ErrNothingDecided, run.ID)
+			return run, cfg, nil, nil, fmt.Errorf("%w: run %s", ErrNothingDecided, run.ID)
 		}
-	case store.RunRunning, store.RunResuming:
-	default:
-		return run, RunConfig{}, fmt.Errorf("%w: run %s is %s", ErrNotResumable, run.ID, run.Status)
 	}
-	cfg, err := runcore.LoadConfig(run)
-	if err != nil {
-		return run, cfg, err
+	if cfg, err = runcore.LoadConfig(run); err != nil {
+		return run, cfg, nil, nil, err
 	}
 	if err := runcore.CheckPins(cfg); err != nil {
-		return run, cfg, fmt.Errorf("run %s: %w", run.ID, err)
+		return run, cfg, nil, nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	return run, cfg, nil
+	return run, cfg, st, read, nil
 }
 
-// takeUp claims run, as read at the version resumable saw, to be driven
-// again, and returns it as claimed with its state, its agent and the
-// answers to its requests. The agent is built first, so that a failure
-// leaves the run and its approvals as they were; then one write claims the
-// run, uses its approved requests and stores its run.resumed event (and
-// the MCP logins made while its agent was built).
-func (h *Host) takeUp(ctx context.Context, run store.Run, cfg RunConfig) (store.Run, *agent.State, *Built, []tool.Answer, error) {
-	st, err := runcore.LoadState(run)
-	if err != nil {
-		return run, nil, nil, nil, err
-	}
+// takeUp claims run, as resumable read it (its state st, the approvals
+// read), to be driven again, and returns it as claimed with its agent and
+// the answers to its requests. The agent is built first, so that a
+// failure leaves the run and its approvals as they were; then one write
+// claims the run, on the version read, uses its approved requests and
+// stores its run.resumed event (and the MCP logins made while its agent
+// was built).
+func (h *Host) takeUp(ctx context.Context, run store.Run, cfg RunConfig, st *agent.State, read approvalsRead) (store.Run, *Built, []tool.Answer, error) {
 	built, err := h.buildRun(ctx, run.Tenant, run.ID, run.OwnerPrincipal(), cfg)
 	if err != nil {
-		return run, nil, nil, nil, err
+		return run, nil, nil, err
 	}
-	as, uses, err := h.answers(ctx, run, st)
+	as, uses, err := h.answers(ctx, run, st, read)
 	if err != nil {
 		runcore.CloseBuilt(built)
-		return run, nil, nil, nil, err
+		return run, nil, nil, err
 	}
 	claimed, used, err := h.store.ClaimRun(ctx, run.ID, store.Claim{Holder: h.holder, TTL: h.ttl,
 		From: []store.RunStatus{store.RunPending, store.RunRunning, store.RunResuming}, To: store.RunResuming,
 		Version: run.Version, Use: uses, Events: h.resumedEvents(run, built)})
 	if err != nil {
 		runcore.CloseBuilt(built)
-		return run, nil, nil, nil, fmt.Errorf("runs: claiming run %s: %w", run.ID, err)
+		return run, nil, nil, fmt.Errorf("runs: claiming run %s: %w", run.ID, err)
 	}
-	return claimed, st, built, as.of(used), nil
+	return claimed, built, as.of(used), nil
 }
 
 // resumedEvents are the run.resumed event of run, and the MCP logins made
@@ -122,10 +123,34 @@ func (h *Host) answered(ctx context.Context, run store.Run) (n, total int, err e
 	if err != nil {
 		return 0, 0, err
 	}
+	return h.answeredIn(ctx, run, st, nil)
+}
+
+// approvalsRead are the approvals of a run that a resume read, by ID: it
+// reads each once (the claim reads again, in its transaction, those it
+// uses).
+type approvalsRead map[string]store.Approval
+
+// approval returns the approval id of run, from read when it holds it, and
+// keeps what it reads there (when read is not nil).
+func (h *Host) approval(ctx context.Context, runID, id string, read approvalsRead) (store.Approval, error) {
+	if a, ok := read[id]; ok {
+		return a, nil
+	}
+	a, err := h.store.GetApproval(ctx, runID, id)
+	if err == nil && read != nil {
+		read[id] = a
+	}
+	return a, err
+}
+
+// answeredIn is answered on the run's state st, keeping the approvals it
+// reads in read.
+func (h *Host) answeredIn(ctx context.Context, run store.Run, st *agent.State, read approvalsRead) (n, total int, err error) {
 	now := h.now()
 	for _, q := range st.PendingRequests() {
 		total++
-		a, err := h.store.GetApproval(ctx, run.ID, q.ID)
+		a, err := h.approval(ctx, run.ID, q.ID, read)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -165,11 +190,11 @@ func (p pendingAnswers) of(used []store.Approval) []tool.Answer {
 // answers turns the store's decisions on st's pending requests into the
 // agent's answers, and lists the approvals the claim must use once for
 // them.
-func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) (pendingAnswers, []store.Use, error) {
+func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State, read approvalsRead) (pendingAnswers, []store.Use, error) {
 	var out pendingAnswers
 	var uses []store.Use
 	for _, w := range st.Waiting() {
-		ans, use, ok, err := h.answer(ctx, run, w)
+		ans, use, ok, err := h.answer(ctx, run, w, read)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -190,7 +215,7 @@ func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) (pen
 // which did not finish used declines the call, as does a decision not made
 // through tollgate or an approval the call carries that the store does not
 // hold.
-func (h *Host) answer(ctx context.Context, run store.Run, w agent.WaitingCall) (ans tool.Answer, use, ok bool, err error) {
+func (h *Host) answer(ctx context.Context, run store.Run, w agent.WaitingCall, read approvalsRead) (ans tool.Answer, use, ok bool, err error) {
 	p := w.Pending
 	if why, err := runcore.CheckCarried(ctx, h.store, run.ID, w); err != nil {
 		return tool.Answer{}, false, false, err
@@ -198,7 +223,7 @@ func (h *Host) answer(ctx context.Context, run store.Run, w agent.WaitingCall) (
 		h.log.Warn("a halted call carries an approval the store does not hold; the call is declined", "run", run.ID, "request", p.Request.ID, "why", why)
 		return runcore.CarriedDeclined(p.Request.ID, why), false, true, nil
 	}
-	a, err := h.store.GetApproval(ctx, run.ID, p.Request.ID)
+	a, err := h.approval(ctx, run.ID, p.Request.ID, read)
 	if err != nil {
 		return tool.Answer{}, false, false, err
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/tollgate-dev/tollgate/store/sqlite"
 )
 
-// writeCounter is a store that counts its write transactions, by method.
+// writeCounter is a store that notes its write transactions, by method,
+// and its reads of one approval.
 type writeCounter struct {
 	store.Store
 	mu    sync.Mutex
@@ -65,6 +66,11 @@ func (w *writeCounter) Consume(ctx context.Context, runID, id, digest string) (s
 	return w.Store.Consume(ctx, runID, id, digest)
 }
 
+func (w *writeCounter) GetApproval(ctx context.Context, runID, id string) (store.Approval, error) {
+	w.note("GetApproval")
+	return w.Store.GetApproval(ctx, runID, id)
+}
+
 func (w *writeCounter) AppendEvents(ctx context.Context, evs ...store.Event) ([]int64, error) {
 	w.note("AppendEvents")
 	return w.Store.AppendEvents(ctx, evs...)
@@ -75,6 +81,7 @@ func (w *writeCounter) AppendEvents(ctx context.Context, evs ...store.Event) ([]
 // and stores run.resumed in the same write; the checkpoints after the call
 // and after its results; the run's end. SQLite takes one writer at a time,
 // so that with decisions in flight each write more is a wait for the others.
+// The resume reads the approval once, to see that it is answered and how.
 func TestDecisionWrites(t *testing.T) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), nil)
 	if err != nil {
@@ -91,9 +98,9 @@ func TestDecisionWrites(t *testing.T) {
 		t.Fatalf("decision: %d", code)
 	}
 	f.waitRun(id, store.RunDone)
-	want := []string{"Decide", "ClaimRun", "UpdateRun", "UpdateRun", "UpdateRun"}
+	want := []string{"Decide", "GetApproval", "ClaimRun", "UpdateRun", "UpdateRun", "UpdateRun"}
 	if got := wc.take(); !slices.Equal(got, want) {
-		t.Fatalf("writes from the decision to the run's end = %v, want %v", got, want)
+		t.Fatalf("store calls from the decision to the run's end = %v, want %v", got, want)
 	}
 	if f.transfer.Count() != 1 {
 		t.Fatalf("transfer ran %d times, want once", f.transfer.Count())
