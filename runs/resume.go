@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/tollgate-dev/tollgate/agent"
@@ -27,19 +26,13 @@ type ResumeRequest struct {
 // [store.ErrConflict]. Errors: [store.ErrNotFound], [ErrNotResumable],
 // [ErrNothingDecided], and the run's own.
 func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, error) {
-	run, cfg, err := h.resumable(ctx, req.RunID)
+	run, cfg, st, read, err := h.resumable(ctx, req.RunID)
 	if err != nil {
 		return nil, err
 	}
-	claimed, err := h.store.ClaimRun(ctx, run.ID, store.Claim{Holder: h.holder, TTL: h.ttl, From: []store.RunStatus{store.RunPending, store.RunRunning, store.RunResuming}, To: store.RunResuming})
+	claimed, built, answers, err := h.takeUp(ctx, run, cfg, st, read)
 	if err != nil {
-		return nil, fmt.Errorf("runs: claiming run %s: %w", run.ID, err)
-	}
-	st, built, answers, err := h.takeUp(ctx, claimed, run.Status, cfg)
-	if err != nil {
-		// Nothing ran: hand the run back as it was.
-		_, uerr := h.store.UpdateRun(context.WithoutCancel(ctx), run.ID, store.RunUpdate{LeaseToken: claimed.Lease.Token, Status: run.Status, ReleaseLease: true})
-		return nil, errors.Join(err, uerr)
+		return nil, err
 	}
 	defer runcore.CloseBuilt(built)
 	d := h.newDriver(claimed, cfg, built, req.Drive)
@@ -48,74 +41,79 @@ func (h *Host) Resume(ctx context.Context, req ResumeRequest) (*agent.Result, er
 	})
 }
 
-// resumable returns the stored run runID and its configuration when it may
-// be taken up: halted with at least one answer, or running (a live lease
-// refuses the claim that follows; an expired one is taken over). A
-// governing file that changed while the run waited (a tool of the run may
-// have rewritten it) is refused before the run is claimed.
-func (h *Host) resumable(ctx context.Context, runID string) (store.Run, RunConfig, error) {
-	run, err := h.store.GetRun(ctx, runID)
-	if err != nil {
-		return run, RunConfig{}, err
+// resumable returns the stored run runID, its configuration and its state
+// when it may be taken up: halted with at least one answer, or running (a
+// live lease refuses the claim that follows; an expired one is taken
+// over), with the approvals it read. A governing file that changed while
+// the run waited (a tool of the run may have rewritten it) is refused
+// before the run is claimed.
+func (h *Host) resumable(ctx context.Context, runID string) (run store.Run, cfg RunConfig, st *agent.State, read approvalsRead, err error) {
+	if run, err = h.store.GetRun(ctx, runID); err != nil {
+		return run, cfg, nil, nil, err
 	}
 	switch run.Status {
-	case store.RunPending:
-		n, _, err := h.answered(ctx, run)
+	case store.RunPending, store.RunRunning, store.RunResuming:
+	default:
+		return run, cfg, nil, nil, fmt.Errorf("%w: run %s is %s", ErrNotResumable, run.ID, run.Status)
+	}
+	if st, err = runcore.LoadState(run); err != nil {
+		return run, cfg, nil, nil, err
+	}
+	read = approvalsRead{}
+	if run.Status == store.RunPending {
+		n, _, err := h.answeredIn(ctx, run, st, read)
 		if err != nil {
-			return run, RunConfig{}, err
+			return run, cfg, nil, nil, err
 		}
 		if n == 0 {
-			return run, RunConfig{}, fmt.Errorf("%w: run %s", ErrNothingDecided, run.ID)
+			return run, cfg, nil, nil, fmt.Errorf("%w: run %s", ErrNothingDecided, run.ID)
 		}
-	case store.RunRunning, store.RunResuming:
-	default:
-		return run, RunConfig{}, fmt.Errorf("%w: run %s is %s", ErrNotResumable, run.ID, run.Status)
 	}
-	cfg, err := runcore.LoadConfig(run)
-	if err != nil {
-		return run, cfg, err
+	if cfg, err = runcore.LoadConfig(run); err != nil {
+		return run, cfg, nil, nil, err
 	}
 	if err := runcore.CheckPins(cfg); err != nil {
-		return run, cfg, fmt.Errorf("run %s: %w", run.ID, err)
+		return run, cfg, nil, nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	return run, cfg, nil
+	return run, cfg, st, read, nil
 }
 
-// takeUp readies the claimed run, which was in status from, to be driven
-// again: its state, its agent (built before any approval is used, so that
-// a failure leaves them as they were), the answers to its requests, and its
-// run.resumed event stored.
-func (h *Host) takeUp(ctx context.Context, claimed store.Run, from store.RunStatus, cfg RunConfig) (*agent.State, *Built, []tool.Answer, error) {
-	st, err := runcore.LoadState(claimed)
+// takeUp claims run, as resumable read it (its state st, the approvals
+// read), to be driven again, and returns it as claimed with its agent and
+// the answers to its requests. The agent is built first, so that a
+// failure leaves the run and its approvals as they were; then one write
+// claims the run, on the version read, uses its approved requests and
+// stores its run.resumed event (and the MCP logins made while its agent
+// was built).
+func (h *Host) takeUp(ctx context.Context, run store.Run, cfg RunConfig, st *agent.State, read approvalsRead) (store.Run, *Built, []tool.Answer, error) {
+	built, err := h.buildRun(ctx, run.Tenant, run.ID, run.OwnerPrincipal(), cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return run, nil, nil, err
 	}
-	built, err := h.buildRun(ctx, claimed.Tenant, claimed.ID, claimed.OwnerPrincipal(), cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	answers, err := h.answers(ctx, claimed, st)
-	if err == nil {
-		err = h.storeResumed(ctx, claimed, from, built)
-	}
+	as, uses, err := h.answers(ctx, run, st, read)
 	if err != nil {
 		runcore.CloseBuilt(built)
-		return nil, nil, nil, err
+		return run, nil, nil, err
 	}
-	return st, built, answers, nil
+	claimed, used, err := h.store.ClaimRun(ctx, run.ID, store.Claim{Holder: h.holder, TTL: h.ttl,
+		From: []store.RunStatus{store.RunPending, store.RunRunning, store.RunResuming}, To: store.RunResuming,
+		Version: run.Version, Use: uses, Events: h.resumedEvents(run, built)})
+	if err != nil {
+		runcore.CloseBuilt(built)
+		return run, nil, nil, fmt.Errorf("runs: claiming run %s: %w", run.ID, err)
+	}
+	return claimed, built, as.of(used), nil
 }
 
-// storeResumed stores the run.resumed event of the claimed run, and the MCP
-// logins made while its agent was built.
-func (h *Host) storeResumed(ctx context.Context, claimed store.Run, from store.RunStatus, built *Built) error {
-	if from != store.RunPending {
-		h.log.Info("taking over a run whose host stopped", "run", claimed.ID, "from", string(from))
+// resumedEvents are the run.resumed event of run, and the MCP logins made
+// while its agent was built.
+func (h *Host) resumedEvents(run store.Run, built *Built) []store.Event {
+	if run.Status != store.RunPending {
+		h.log.Info("taking over a run whose host stopped", "run", run.ID, "from", string(run.Status))
 	}
-	data, _ := json.Marshal(map[string]any{"from": string(from), "holder": h.holder})
-	evs := append([]store.Event{{Tenant: claimed.Tenant, RunID: claimed.ID, Type: runcore.EventRunResumed, Data: data}},
-		runcore.LoginEvents(claimed.Tenant, claimed.ID, claimed.OwnerPrincipal(), built)...)
-	_, err := h.store.AppendEvents(ctx, evs...)
-	return err
+	data, _ := json.Marshal(map[string]any{"from": string(run.Status), "holder": h.holder})
+	return append([]store.Event{{Tenant: run.Tenant, RunID: run.ID, Type: runcore.EventRunResumed, Data: data}},
+		runcore.LoginEvents(run.Tenant, run.ID, run.OwnerPrincipal(), built)...)
 }
 
 // answered counts the pending requests of a halted run that have an answer
@@ -125,10 +123,34 @@ func (h *Host) answered(ctx context.Context, run store.Run) (n, total int, err e
 	if err != nil {
 		return 0, 0, err
 	}
+	return h.answeredIn(ctx, run, st, nil)
+}
+
+// approvalsRead are the approvals of a run that a resume read, by ID: it
+// reads each once (the claim reads again, in its transaction, those it
+// uses).
+type approvalsRead map[string]store.Approval
+
+// approval returns the approval id of run, from read when it holds it, and
+// keeps what it reads there (when read is not nil).
+func (h *Host) approval(ctx context.Context, runID, id string, read approvalsRead) (store.Approval, error) {
+	if a, ok := read[id]; ok {
+		return a, nil
+	}
+	a, err := h.store.GetApproval(ctx, runID, id)
+	if err == nil && read != nil {
+		read[id] = a
+	}
+	return a, err
+}
+
+// answeredIn is answered on the run's state st, keeping the approvals it
+// reads in read.
+func (h *Host) answeredIn(ctx context.Context, run store.Run, st *agent.State, read approvalsRead) (n, total int, err error) {
 	now := h.now()
 	for _, q := range st.PendingRequests() {
 		total++
-		a, err := h.store.GetApproval(ctx, run.ID, q.ID)
+		a, err := h.approval(ctx, run.ID, q.ID, read)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -139,61 +161,91 @@ func (h *Host) answered(ctx context.Context, run store.Run) (n, total int, err e
 	return n, total, nil
 }
 
-// answers turns the store's decisions on st's pending requests into the
-// agent's answers, using each approval once.
-func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State) ([]tool.Answer, error) {
+// pendingAnswers are the answers a resume gives, in the order of the
+// state's waiting calls: each is known, or is that of the approval the
+// claim uses (use, an index into the claim's uses, or -1).
+type pendingAnswers []pendingAnswer
+
+type pendingAnswer struct {
+	ans tool.Answer
+	use int
+}
+
+// of returns the answers, those of the approvals the claim used taken from
+// used (in the claim's order); an approval with no answer gives none.
+func (p pendingAnswers) of(used []store.Approval) []tool.Answer {
 	var out []tool.Answer
-	for _, w := range st.Waiting() {
-		ans, ok, err := h.answer(ctx, run, w)
-		if err != nil {
-			return nil, err
+	for _, e := range p {
+		if e.use < 0 {
+			out = append(out, e.ans)
+			continue
 		}
-		if ok {
+		if ans, ok := used[e.use].Answer(); ok {
 			out = append(out, ans)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// answers turns the store's decisions on st's pending requests into the
+// agent's answers, and lists the approvals the claim must use once for
+// them.
+func (h *Host) answers(ctx context.Context, run store.Run, st *agent.State, read approvalsRead) (pendingAnswers, []store.Use, error) {
+	var out pendingAnswers
+	var uses []store.Use
+	for _, w := range st.Waiting() {
+		ans, use, ok, err := h.answer(ctx, run, w, read)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case use:
+			out = append(out, pendingAnswer{use: len(uses)})
+			uses = append(uses, store.Use{ID: w.Pending.Request.ID, Digest: w.Pending.Digest})
+		case ok:
+			out = append(out, pendingAnswer{ans: ans, use: -1})
+		}
+	}
+	return out, uses, nil
 }
 
 // answer is the agent's answer to w's request, from the store's decision
-// on it, or false when it has none yet. An approval is used (consumed)
-// here; one that a host which did not finish used declines the call, as
-// does a decision not made through tollgate or an approval the call
-// carries that the store does not hold.
-func (h *Host) answer(ctx context.Context, run store.Run, w agent.WaitingCall) (tool.Answer, bool, error) {
+// on it, or false when it has none yet; use is true for an approval, which
+// the claim uses (consumes) and whose answer it returns. One that a host
+// which did not finish used declines the call, as does a decision not made
+// through tollgate or an approval the call carries that the store does not
+// hold.
+func (h *Host) answer(ctx context.Context, run store.Run, w agent.WaitingCall, read approvalsRead) (ans tool.Answer, use, ok bool, err error) {
 	p := w.Pending
 	if why, err := runcore.CheckCarried(ctx, h.store, run.ID, w); err != nil {
-		return tool.Answer{}, false, err
+		return tool.Answer{}, false, false, err
 	} else if why != "" {
 		h.log.Warn("a halted call carries an approval the store does not hold; the call is declined", "run", run.ID, "request", p.Request.ID, "why", why)
-		return runcore.CarriedDeclined(p.Request.ID, why), true, nil
+		return runcore.CarriedDeclined(p.Request.ID, why), false, true, nil
 	}
-	a, err := h.store.GetApproval(ctx, run.ID, p.Request.ID)
+	a, err := h.approval(ctx, run.ID, p.Request.ID, read)
 	if err != nil {
-		return tool.Answer{}, false, err
+		return tool.Answer{}, false, false, err
 	}
 	switch {
 	case a.Unverified:
 		// Written around tollgate: declined, never run.
 		h.log.Warn("a decision in the store was not made through tollgate; the call is declined", "run", run.ID, "request", a.ID, "status", string(a.Status))
 		ans, _ := a.Answer()
-		return ans, true, nil
+		return ans, false, true, nil
 	case a.Status == store.StatusPending:
 		if a.Expired(h.now()) {
-			return tool.Answer{ID: a.ID, OK: false, Principal: approval.Runtime, Reason: "the approval request expired before anyone answered it"}, true, nil
+			return tool.Answer{ID: a.ID, OK: false, Principal: approval.Runtime, Reason: "the approval request expired before anyone answered it"}, false, true, nil
 		}
-		return tool.Answer{}, false, nil
+		return tool.Answer{}, false, false, nil
 	case a.Status == store.StatusUsed:
 		// A host that did not finish used this approval: the call may have
 		// run. It is never run twice.
 		return tool.Answer{ID: a.ID, OK: false, Principal: approval.Runtime,
-			Reason: "the approval was used by a resume that did not finish; the call may or may not have run, and is not run again"}, true, nil
+			Reason: "the approval was used by a resume that did not finish; the call may or may not have run, and is not run again"}, false, true, nil
 	case a.Status == store.StatusApproved:
-		a, err = h.store.Consume(ctx, run.ID, a.ID, p.Digest)
-		if err != nil && !errors.Is(err, store.ErrExpired) {
-			return tool.Answer{}, false, err
-		}
+		return tool.Answer{}, true, false, nil
 	}
-	ans, ok := a.Answer()
-	return ans, ok, nil
+	ans, ok = a.Answer()
+	return ans, false, ok, nil
 }

@@ -107,6 +107,22 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 	}
 }
 
+// writeDeadline returns a function to call before each write to a stream:
+// it sets the connection's write deadline d from now when the one set is
+// older than d/4, so that each write has at least three quarters of d,
+// and a stream of many events does not set a deadline for each.
+func writeDeadline(rc *http.ResponseController, d time.Duration) func() {
+	var set time.Time
+	return func() {
+		now := time.Now()
+		if now.Sub(set) < d/4 {
+			return
+		}
+		set = now
+		_ = rc.SetWriteDeadline(now.Add(d))
+	}
+}
+
 // waitChanged waits until changed is closed, ctx ends, or d passes
 // (context.DeadlineExceeded).
 func waitChanged(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
@@ -149,9 +165,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		}
 	}
 	rc := http.NewResponseController(w)
-	// Each write gets its own deadline: a client that stops reading is
-	// dropped once one does not finish in time, and frees its place.
-	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)) }
+	// Each write has a deadline: a client that stops reading is dropped
+	// once one does not finish in time, and frees its place.
+	deadline := writeDeadline(rc, s.writeTimeout)
 	deadline()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

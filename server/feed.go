@@ -86,6 +86,15 @@ func (f *feed) after(ef store.EventFilter) (evs []store.Event, frames [][]byte, 
 		}
 		return 0
 	})
+	if ef.RunID == "" {
+		// A tenant's stream takes most of what follows: room for all of
+		// it at once, for each of many streams woken by each publish.
+		n := len(f.events) - i
+		if ef.Limit > 0 {
+			n = min(n, ef.Limit)
+		}
+		evs, frames = make([]store.Event, 0, n), make([][]byte, 0, n)
+	}
 	for j, e := range f.events[i:] {
 		if ef.Limit > 0 && len(evs) == ef.Limit {
 			break

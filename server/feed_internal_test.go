@@ -1,8 +1,11 @@
 package server
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -60,5 +63,55 @@ func TestFeedKeepsTheLatest(t *testing.T) {
 		if ok != tc.ok || !slices.Equal(seqs(got), tc.want) {
 			t.Errorf("after(%+v) = %v, %v; want %v, %v", tc.ef, seqs(got), ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// A tenant's stream woken by a publish gets what follows in two
+// allocations, whatever its length: each publish wakes every stream.
+func TestFeedAfterAllocatesOnce(t *testing.T) {
+	f := newFeed(1000)
+	f.start(0)
+	var evs []store.Event
+	for i := int64(1); i <= 500; i++ {
+		evs = append(evs, store.Event{Seq: i, Tenant: "a", Type: "x"})
+	}
+	f.publish(evs)
+	allocs := testing.AllocsPerRun(20, func() {
+		if got, _, _, ok := f.after(store.EventFilter{Tenant: "a", Limit: store.MaxLimit}); !ok || len(got) != 500 {
+			t.Fatalf("after: %d events, %v", len(got), ok)
+		}
+	})
+	if allocs > 2 {
+		t.Fatalf("after allocated %v times for 500 events, want 2", allocs)
+	}
+}
+
+// deadlineCounter is a response writer that counts the write deadlines set
+// on it.
+type deadlineCounter struct {
+	http.ResponseWriter
+	n int
+}
+
+func (d *deadlineCounter) SetWriteDeadline(time.Time) error { d.n++; return nil }
+
+// A stream sets its write deadline again only once a quarter of the
+// timeout has passed: setting it for each event was a tenth of a stream's
+// work.
+func TestStreamDeadlineSetOnce(t *testing.T) {
+	w := &deadlineCounter{ResponseWriter: httptest.NewRecorder()}
+	deadline := writeDeadline(http.NewResponseController(w), time.Hour)
+	for range 100 {
+		deadline()
+	}
+	if w.n != 1 {
+		t.Fatalf("100 writes within a quarter of the timeout set %d deadlines, want 1", w.n)
+	}
+	short := &deadlineCounter{ResponseWriter: httptest.NewRecorder()}
+	deadline = writeDeadline(http.NewResponseController(short), 0)
+	deadline()
+	deadline()
+	if short.n != 2 {
+		t.Fatalf("with no time between them, %d deadlines set, want 2", short.n)
 	}
 }

@@ -66,7 +66,7 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A host claims it and dies before using the approval.
-	if _, err := s.ClaimRun(ctx, "run_dead", store.Claim{Holder: "dead", TTL: 50 * time.Millisecond, From: []store.RunStatus{store.RunPending}, To: store.RunResuming}); err != nil {
+	if _, _, err := s.ClaimRun(ctx, "run_dead", store.Claim{Holder: "dead", TTL: 50 * time.Millisecond, From: []store.RunStatus{store.RunPending}, To: store.RunResuming}); err != nil {
 		t.Fatal(err)
 	}
 	f := newFixture(t, s, nil, &server.Options{Host: &runs.Options{LeaseTTL: 300 * time.Millisecond}})

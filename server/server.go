@@ -106,7 +106,8 @@ type Options struct {
 	// memory and store reads.
 	MaxStreams, MaxStreamsPerPrincipal int
 	// StreamWriteTimeout bounds each write to an event stream (an event, a
-	// heartbeat; SSE and WebSocket alike); zero means 30 s. A client that
+	// heartbeat; SSE and WebSocket alike; an SSE write gets at least three
+	// quarters of it); zero means 30 s. A client that
 	// stops reading is dropped when a write does not finish within it,
 	// and its place among
 	// MaxStreams is free again, instead of being held, with a goroutine,

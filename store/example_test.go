@@ -40,13 +40,13 @@ func Example() {
 	evs, _ = s.ListEvents(ctx, store.EventFilter{Tenant: "acme", RunID: "run_1", AfterSeq: last})
 	fmt.Println("event:", evs[0].Type, string(evs[0].Data))
 
-	run, err := s.ClaimRun(ctx, "run_1", store.Claim{Holder: "worker-1", TTL: time.Minute, From: []store.RunStatus{store.RunPending}, To: store.RunResuming})
+	run, _, err := s.ClaimRun(ctx, "run_1", store.Claim{Holder: "worker-1", TTL: time.Minute, From: []store.RunStatus{store.RunPending}, To: store.RunResuming})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("claimed:", run.Status, run.Lease.Holder, "token", run.Lease.Token)
 
-	_, err = s.ClaimRun(ctx, "run_1", store.Claim{Holder: "worker-2", TTL: time.Minute, From: []store.RunStatus{store.RunResuming}})
+	_, _, err = s.ClaimRun(ctx, "run_1", store.Claim{Holder: "worker-2", TTL: time.Minute, From: []store.RunStatus{store.RunResuming}})
 	fmt.Println("second claim leased:", errors.Is(err, store.ErrLeased))
 
 	run, err = s.UpdateRun(ctx, "run_1", store.RunUpdate{LeaseToken: run.Lease.Token, Status: store.RunDone, ReleaseLease: true,

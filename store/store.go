@@ -410,6 +410,22 @@ type Claim struct {
 	From []RunStatus
 	// To is the status the run gets; empty keeps the current one.
 	To RunStatus
+	// Version, when non-zero, is the version the run must have
+	// ([ErrConflict] otherwise): a claim made on the run as the claimant
+	// read it, with its state and its approvals.
+	Version int64
+	// Use lists approvals of the run to use once in the claim's
+	// transaction, as [Store.Consume] does, in order (see [Store.ClaimRun]).
+	Use []Use
+	// Events are appended to the log with the run's ID and tenant, in the
+	// claim's transaction.
+	Events []Event
+}
+
+// Use names an approval of a run that a [Claim] uses once: its ID and the
+// digest of the arguments it is used for (as [Store.Consume] takes them).
+type Use struct {
+	ID, Digest string
 }
 
 // RunUpdate is one checkpoint of a run (see [Store.UpdateRun]); zero fields
@@ -545,11 +561,19 @@ type Store interface {
 	// ClaimRun atomically takes a run over: if its status is one of c.From
 	// and it has no lease, or an expired one (store clock), or one of
 	// c.Holder's, it gets status c.To and a new lease of c.Holder for c.TTL
-	// with a new, larger token. Errors: [ErrNotFound]; [ErrLeased] (wrapped
-	// with the holder and the expiry) while another holder's lease lasts;
-	// [ErrConflict] when the status is not in c.From; [ErrInvalid] for an
-	// empty holder or From, or a non-positive TTL.
-	ClaimRun(ctx context.Context, id string, c Claim) (Run, error)
+	// with a new, larger token. In the same transaction it uses the
+	// approvals of c.Use, as Consume does, and appends c.Events: a resume's
+	// claim, the answers it takes and its first event are one write. It
+	// returns the run as claimed and the approvals of c.Use as used, in
+	// order; one that had expired is returned, and stored, as expired (with
+	// its [EventApprovalExpired] event), and the claim holds. Errors:
+	// [ErrNotFound]; [ErrLeased] (wrapped with the holder and the expiry)
+	// while another holder's lease lasts; [ErrConflict] when the status is
+	// not in c.From or the version not c.Version; Consume's, but
+	// [ErrExpired], for a use; [ErrInvalid] for an empty holder or From, a
+	// non-positive TTL, a use without ID or digest, or a bad event. Nothing
+	// changes on error.
+	ClaimRun(ctx context.Context, id string, c Claim) (Run, []Approval, error)
 	// RenewLease extends the lease (holder, token) of a run to ttl from now
 	// (store clock) and returns it. Errors: [ErrNotFound]; [ErrLeaseLost]
 	// when the run's lease is not (holder, token): released, or taken over

@@ -156,6 +156,11 @@ func CheckClaim(id string, c store.Claim) error {
 	case len(c.From) == 0:
 		return fmt.Errorf("%w: claim of run %s: no statuses to claim from", store.ErrInvalid, id)
 	}
+	for _, u := range c.Use {
+		if u.ID == "" || u.Digest == "" {
+			return fmt.Errorf("%w: claim of run %s: a use of an approval needs its ID and digest", store.ErrInvalid, id)
+		}
+	}
 	return nil
 }
 
@@ -172,6 +177,9 @@ func ApplyClaim(r store.Run, lastToken int64, c store.Claim, now time.Time) (sto
 	}
 	if !slices.Contains(c.From, r.Status) {
 		return r, fmt.Errorf("%w: run %s is %s, not one of %v", store.ErrConflict, r.ID, r.Status, c.From)
+	}
+	if c.Version != 0 && r.Version != c.Version {
+		return r, fmt.Errorf("%w: run %s is at version %d, not %d", store.ErrConflict, r.ID, r.Version, c.Version)
 	}
 	if c.To != "" {
 		r.Status = c.To

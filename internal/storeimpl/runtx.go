@@ -24,6 +24,10 @@ type RunTx interface {
 	AddApprovals(ctx context.Context, run store.Run, now time.Time, as []store.Approval) error
 	// AppendEvents appends evs to the log as events of run ([CheckEvent]).
 	AppendEvents(ctx context.Context, run *store.Run, now time.Time, evs []store.Event) error
+	// Transition applies t at now to the approval id of run and, when
+	// [Kept] says so, stores it with its event; it returns the approval
+	// and the step's error, as a store's Decide and Consume do.
+	Transition(ctx context.Context, run store.Run, id string, t Transition, now time.Time) (store.Approval, error)
 }
 
 // UpdateRun is [store.Store.UpdateRun] in tx: it loads run id, applies u
@@ -56,17 +60,47 @@ func AddRecords(ctx context.Context, tx RunTx, run *store.Run, now time.Time, as
 	return tx.AppendEvents(ctx, run, now, evs)
 }
 
-// ClaimRun is [store.Store.ClaimRun] in tx at now ([ApplyClaim]).
-func ClaimRun(ctx context.Context, tx RunTx, id string, c store.Claim, now time.Time) (store.Run, error) {
+// ClaimRun is [store.Store.ClaimRun] in tx at now ([ApplyClaim]): the
+// claim, the uses of c.Use ([UseApprovals]) and c.Events.
+func ClaimRun(ctx context.Context, tx RunTx, id string, c store.Claim, now time.Time) (store.Run, []store.Approval, error) {
 	cur, last, err := tx.LoadRun(ctx, id)
 	if err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
 	}
 	next, err := ApplyClaim(cur, last, c, now)
 	if err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
 	}
-	return next, tx.WriteRun(ctx, &next, next.Lease.Token)
+	if err := tx.WriteRun(ctx, &next, next.Lease.Token); err != nil {
+		return store.Run{}, nil, err
+	}
+	used, err := UseApprovals(c.Use, func(id string, t Transition) (store.Approval, error) {
+		return tx.Transition(ctx, next, id, t, now)
+	})
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if err := tx.AppendEvents(ctx, &next, now, c.Events); err != nil {
+		return store.Run{}, nil, err
+	}
+	return next, used, nil
+}
+
+// UseApprovals uses the approvals uses names once, in order, as
+// [store.Store.Consume] does, each by transition (the store's, within the
+// claim's transaction). An approval found expired is kept as expired and
+// returned so; another error is returned, and the claim must change
+// nothing.
+func UseApprovals(uses []store.Use, transition func(id string, t Transition) (store.Approval, error)) ([]store.Approval, error) {
+	var out []store.Approval
+	for _, u := range uses {
+		a, err := Consume(u.Digest, func(t Transition) (store.Approval, error) { return transition(u.ID, t) })
+		if err != nil && !isExpired(err) {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // RenewLease is [store.Store.RenewLease] in tx at now ([ApplyRenew]).

@@ -214,23 +214,47 @@ func (m *memStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) 
 	return cloneRun(next), nil
 }
 
-// ClaimRun implements [store.Store].
-func (m *memStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+// ClaimRun implements [store.Store]: the claim, its uses and its events
+// are applied to copies, and stored together when all of them succeed.
+func (m *memStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, []store.Approval, error) {
 	if err := storeimpl.CheckClaim(id, c); err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, ok := m.runs[id]
 	if !ok {
-		return store.Run{}, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
+		return store.Run{}, nil, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
 	}
-	next, err := storeimpl.ApplyClaim(cloneRun(cur.run), cur.lastToken, c, m.now())
+	now := m.now()
+	next, err := storeimpl.ApplyClaim(cloneRun(cur.run), cur.lastToken, c, now)
 	if err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
+	}
+	var kept []*memApproval // the approvals used, in order
+	var evs []store.Event
+	used, err := storeimpl.UseApprovals(c.Use, func(aid string, t storeimpl.Transition) (store.Approval, error) {
+		a, ok := m.approvals[approvalKey{id, aid}]
+		if !ok {
+			return store.Approval{}, fmt.Errorf("%w: approval %s of run %s", store.ErrNotFound, aid, id)
+		}
+		na, aevs, err := t.Apply(m.seal, a.a, now)
+		kept, evs = append(kept, &memApproval{a: na, pos: a.pos}), append(evs, aevs...)
+		return cloneApproval(na), err
+	})
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	staged, err := m.stageEvents(&next, now, c.Events)
+	if err != nil {
+		return store.Run{}, nil, err
 	}
 	cur.run, cur.lastToken = next, next.Lease.Token
-	return cloneRun(next), nil
+	for _, a := range kept {
+		m.approvals[approvalKey{id, a.a.ID}].a = a.a
+	}
+	m.commit(nil, append(evs, staged...))
+	return cloneRun(next), used, nil
 }
 
 // RenewLease implements [store.Store].

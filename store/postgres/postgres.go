@@ -647,20 +647,21 @@ func (s *pgStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (
 }
 
 // ClaimRun implements [store.Store].
-func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+func (s *pgStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, []store.Approval, error) {
 	if err := storeimpl.CheckClaim(id, c); err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
 	}
 	var out store.Run
+	var used []store.Approval
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
+		out, used, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
 		return err
 	})
 	if err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
 	}
-	return out, nil
+	return out, used, nil
 }
 
 // RenewLease implements [store.Store].
@@ -967,24 +968,40 @@ func (s *pgStore) transition(ctx context.Context, runID, id string, t storeimpl.
 			}
 			return err
 		}
-		a, err := getApproval(ctx, tx, runID, id, " FOR UPDATE")
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		next, evs, serr := t.Apply(s.seal, a, now)
-		out = next
+		var serr error
+		out, serr = s.transitionIn(ctx, tx, runID, id, t, s.now())
 		if !storeimpl.Kept(serr) {
 			return serr
-		}
-		b := &pgx.Batch{}
-		queueApproval(b, next)
-		if _, err := s.insertEventsOf(ctx, tx, b, map[string]string{next.RunID: next.Tenant}, now, evs); err != nil {
-			return err
 		}
 		return storeimpl.Outcome(serr)
 	})
 	return out, err
+}
+
+// transitionIn applies t at now to one approval in tx, whose run the caller
+// locked, and, when [storeimpl.Kept] says so, stores it and its event. It
+// returns the step's error, or the store's.
+func (s *pgStore) transitionIn(ctx context.Context, tx pgx.Tx, runID, id string, t storeimpl.Transition, now time.Time) (store.Approval, error) {
+	a, err := getApproval(ctx, tx, runID, id, " FOR UPDATE")
+	if err != nil {
+		return a, err
+	}
+	next, evs, serr := t.Apply(s.seal, a, now)
+	if !storeimpl.Kept(serr) {
+		return next, serr
+	}
+	b := &pgx.Batch{}
+	queueApproval(b, next)
+	if _, err := s.insertEventsOf(ctx, tx, b, map[string]string{next.RunID: next.Tenant}, now, evs); err != nil {
+		return next, err
+	}
+	return next, serr
+}
+
+// Transition applies t to the approval id of run, which LoadRun locked,
+// in the transaction ([storeimpl.RunTx]).
+func (t runTx) Transition(ctx context.Context, run store.Run, id string, tr storeimpl.Transition, now time.Time) (store.Approval, error) {
+	return t.s.transitionIn(ctx, t.tx, run.ID, id, tr, now)
 }
 
 // Decide implements [store.Store].

@@ -407,7 +407,7 @@ func TestMixedWritesDoNotDeadlock(t *testing.T) {
 				case 4:
 					_, err = s.AppendEvents(ctx, store.Event{Type: "tick", RunID: run}, store.Event{Type: "tock", RunID: fmt.Sprintf("run_%d", (w+i+1)%runs)})
 				case 5:
-					_, err = s.ClaimRun(ctx, run, store.Claim{Holder: fmt.Sprintf("w%d", w), TTL: time.Millisecond, From: []store.RunStatus{store.RunDone}})
+					_, _, err = s.ClaimRun(ctx, run, store.Claim{Holder: fmt.Sprintf("w%d", w), TTL: time.Millisecond, From: []store.RunStatus{store.RunDone}})
 				case 6:
 					if i%3 == 0 {
 						_, err = s.DeleteRuns(ctx, store.PruneFilter{})

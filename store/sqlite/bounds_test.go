@@ -70,3 +70,41 @@ func TestStoredDocumentsAreBounded(t *testing.T) {
 	_, err = s.ListEvents(ctx, store.EventFilter{RunID: "run_1"})
 	check("ListEvents", "data", err)
 }
+
+// An update that replaces a run's state and result neither reads nor
+// checks the documents it replaces, in its write transaction: a stored
+// state past the limits is replaced, and the run reads again.
+func TestUpdateReplacesWithoutReading(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunRunning, State: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deep := strings.Repeat("[", sqlite.MaxStoredDepth+1) + strings.Repeat("]", sqlite.MaxStoredDepth+1)
+	if _, err := db.ExecContext(ctx, `UPDATE runs SET state = ?, result = ?`, deep, deep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateRun(ctx, "run_1", store.RunUpdate{Status: store.RunPending}); !bounded.IsLimit(err) {
+		t.Fatalf("an update that keeps the stored state: err = %v, want a limit error", err)
+	}
+	got, err := s.UpdateRun(ctx, "run_1", store.RunUpdate{State: json.RawMessage(`{"turn":2}`), Result: json.RawMessage(`{"status":"done"}`)})
+	if err != nil {
+		t.Fatalf("an update that replaces the state and the result: %v", err)
+	}
+	if string(got.State) != `{"turn":2}` || string(got.Result) != `{"status":"done"}` {
+		t.Fatalf("updated run: state %s, result %s", got.State, got.Result)
+	}
+	if r, err := s.GetRun(ctx, "run_1"); err != nil || string(r.State) != `{"turn":2}` {
+		t.Fatalf("GetRun after the update: %s, %v", r.State, err)
+	}
+}

@@ -40,7 +40,7 @@ func (s *sqliteStore) ProposeLayerRule(ctx context.Context, r layerstore.LayerRu
 	if err != nil {
 		return layerstore.LayerRule{}, err
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM layer_rules WHERE tenant = ? AND status <> 'removed'`, r.Tenant).Scan(&live); err != nil {
 			return err
@@ -73,7 +73,7 @@ func (s *sqliteStore) RemoveLayerRule(ctx context.Context, tenant, id string, by
 
 func (s *sqliteStore) changeLayer(ctx context.Context, tenant, id string, action layerstore.LayerAction, by tool.Principal) (layerstore.LayerChange, error) {
 	var c layerstore.LayerChange
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		c, err = storeimpl.ChangeLayer(ctx, layerTx{tx}, s.seal, tenant, id, action, by, s.now().UTC())
 		return err

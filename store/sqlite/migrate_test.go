@@ -139,7 +139,7 @@ func TestMigrateVersion1(t *testing.T) {
 	if _, err := s.Consume(ctx, "run_a", "req_2", "sha256:x"); !errors.Is(err, store.ErrUnverified) {
 		t.Fatalf("Consume of a decision made before the migration: %v", err)
 	}
-	if _, err := s.ClaimRun(ctx, "run_a", store.Claim{Holder: "w", TTL: time.Minute, From: []store.RunStatus{store.RunPending}, To: store.RunResuming}); err != nil {
+	if _, _, err := s.ClaimRun(ctx, "run_a", store.Claim{Holder: "w", TTL: time.Minute, From: []store.RunStatus{store.RunPending}, To: store.RunResuming}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.UpdateRun(ctx, "run_b", store.RunUpdate{Approvals: []store.Approval{{ID: "req_3"}}, Events: []store.Event{{Type: "x"}}}); err != nil {

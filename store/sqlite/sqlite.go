@@ -1,6 +1,6 @@
 // Package sqlite is the durable [store.Store] on SQLite (modernc.org/sqlite, no
 // cgo): one database file. Several processes may share the file: it runs in
-// WAL mode with a busy timeout of ten seconds, and every write is one
+// WAL mode with a busy timeout of ten seconds, and every write runs in an
 // IMMEDIATE transaction that takes the database's write lock before it reads,
 // so Decide, Consume, ClaimRun, RenewLease and UpdateRun check and write
 // atomically across processes.
@@ -12,13 +12,18 @@
 // never reused) are assigned and committed in order, so a reader never sees
 // sequence number n+1 before n.
 //
-// # Connections
+// # Connections and batches
 //
-// A store keeps a bounded pool of connections open (eight, all of them
-// kept when idle: a new connection opens the file and runs its pragmas again),
-// and its writes take a lock of the store's first: SQLite has one writer, and
-// writers of one process queue on that lock rather than on SQLite's busy
-// handler, which sleeps and retries.
+// A store keeps a bounded pool of connections open for its reads (eight,
+// all of them kept when idle: a new connection opens the file and runs its
+// pragmas again), and one more connection for its writes: SQLite has one
+// writer, and the writes of one process queue in the store rather than on
+// SQLite's busy handler, which sleeps and retries. A writer never waits for
+// a connection that readers hold (WAL: readers never wait for the writer
+// either). The writes that queue while a transaction commits are made
+// together in the next one, each in a savepoint of its own that a failure
+// rolls back alone: one COMMIT, and each page written once, for all of
+// them (batch.go). A write returns once its transaction has committed.
 //
 // # Waiting
 //
@@ -64,8 +69,8 @@ import (
 // it fails with SQLITE_BUSY.
 const busyTimeout = 10 * time.Second
 
-// maxConns is how many connections a sqliteStore keeps open to its file, for
-// reads and the one write at a time.
+// maxConns is how many connections a sqliteStore keeps open to its file for
+// reads; its writes have one more of their own.
 const maxConns = 8
 
 // minPoll and maxPoll bound the interval at which WaitEvents polls the
@@ -89,13 +94,14 @@ const schemaVersion = 6
 // sqliteStore is the SQLite [store.Store]. Open it with [Open]; it is safe for
 // concurrent use and for use by several processes on one file.
 type sqliteStore struct {
-	db   *sql.DB
+	db   *sql.DB // for reads
+	wdb  *sql.DB // one connection, for the one write at a time
 	now  func() time.Time
 	path string
 	seal *storeimpl.Sealer
 
-	// write is held by the write transaction of this sqliteStore in progress.
-	write sync.Mutex
+	// writes holds the writes waiting for the next batch (batch.go).
+	writes writeQueue
 
 	mu sync.Mutex
 	// appended is closed and replaced after every commit that appended
@@ -129,17 +135,18 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	db := sql.OpenDB(conn)
 	seal, err := storeimpl.NewSealer(opts)
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
+	db, wdb := sql.OpenDB(conn), sql.OpenDB(conn)
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &sqliteStore{db: db, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{})}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	s := &sqliteStore{db: db, wdb: wdb, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		s.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	return s, nil
@@ -208,7 +215,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if len(ms) != schemaVersion {
 		return fmt.Errorf("%d embedded migrations, want %d", len(ms), schemaVersion)
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		v, err := version(ctx, tx)
 		if err != nil {
 			return err
@@ -234,30 +241,6 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		_, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
 		return err
 	})
-}
-
-// tx runs fn in one IMMEDIATE transaction (the DSN's _txlock), committing when
-// fn returns nil or an error marked with [storeimpl.Commit].
-func (s *sqliteStore) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	s.write.Lock()
-	defer s.write.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	err = fn(tx)
-	var k storeimpl.Commit
-	if err != nil && !errors.As(err, &k) {
-		tx.Rollback()
-		return err
-	}
-	if cerr := tx.Commit(); cerr != nil {
-		return cerr
-	}
-	if k.Err != nil {
-		return k.Err
-	}
-	return nil
 }
 
 // notify wakes the WaitEvents calls of this sqliteStore.
@@ -309,14 +292,31 @@ var storedLimits = bounded.Limits{MaxBytes: maxStoredDocument, MaxDepth: maxStor
 
 // boundedOf is rawOf for a document that must lie within storedLimits; what
 // names it in the error ("run RUN: state").
-func boundedOf(what string, n sql.NullString) (json.RawMessage, error) {
+func boundedOf(what func() string, n sql.NullString) (json.RawMessage, error) {
 	if !n.Valid {
 		return nil, nil
 	}
-	if err := bounded.CheckJSON("sqlite: "+what, []byte(n.String), storedLimits); err != nil {
+	if err := checkStored(what, n.String); err != nil {
 		return nil, err
 	}
 	return json.RawMessage(n.String), nil
+}
+
+// checkStored checks the document doc against storedLimits; what names it
+// in the error, and is called only then. A document of at most
+// maxStoredDepth bytes cannot nest deeper, nor be too large, and is not
+// scanned: most events and approvals are that small, and each stream and
+// follower reads them.
+func checkStored(what func() string, doc string) error {
+	if len(doc) <= maxStoredDepth {
+		return nil
+	}
+	err := bounded.CheckJSON("", []byte(doc), storedLimits)
+	var e *bounded.Error
+	if errors.As(err, &e) {
+		e.File = "sqlite: " + what()
+	}
+	return err
 }
 
 func isUnique(err error) bool {
@@ -393,7 +393,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (
 	if err != nil {
 		return store.Run{}, err
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		holder, expires := leaseCols(run.Lease)
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, tenant, owner, status, state, result, config, lease_holder, lease_token, lease_expires_at, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -404,7 +404,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r store.CreateRunRequest) (
 		if err != nil {
 			return err
 		}
-		return storeimpl.AddRecords(ctx, runTx{s, tx}, &run, now, r.Approvals, r.Events)
+		return storeimpl.AddRecords(ctx, runTx{s: s, tx: tx}, &run, now, r.Approvals, r.Events)
 	})
 	if err != nil {
 		return store.Run{}, err
@@ -427,6 +427,9 @@ func leaseCols(l *store.Lease) (holder, expires sql.NullString) {
 type runTx struct {
 	s  *sqliteStore
 	tx *sql.Tx
+	// state and result are true when the change replaces the run's
+	// document: LoadRun neither reads nor checks it (see runColsOf).
+	state, result bool
 }
 
 // AddApprovals stores new pending approvals of run.
@@ -450,14 +453,50 @@ func (t runTx) WriteRun(ctx context.Context, r *store.Run, lastToken int64) erro
 	return err
 }
 
-// LoadRun reads run id, with the largest token it ever had.
+// LoadRun reads run id, with the largest token it ever had, but for the
+// documents the change replaces.
 func (t runTx) LoadRun(ctx context.Context, id string) (store.Run, int64, error) {
-	return loadRun(ctx, t.tx, id)
+	return loadRunCols(ctx, t.tx, id, runColsOf(t.state, t.result))
+}
+
+// runColsOfs are runCols with NULL in place of the state (index 1), the
+// result (2), or both (3).
+var runColsOfs = func() (out [4]string) {
+	for i := range out {
+		c := runCols
+		if i&1 != 0 {
+			c = strings.Replace(c, " state,", " NULL,", 1)
+		}
+		if i&2 != 0 {
+			c = strings.Replace(c, " result,", " NULL,", 1)
+		}
+		out[i] = c
+	}
+	return out
+}()
+
+// runColsOf is runCols without the state and the result a change
+// replaces: a write transaction does not read, and check, a document it
+// is about to replace.
+func runColsOf(state, result bool) string {
+	i := 0
+	if state {
+		i |= 1
+	}
+	if result {
+		i |= 2
+	}
+	return runColsOfs[i]
 }
 
 // loadRun reads run id with q, with the largest token it ever had.
 func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error) {
-	r, last, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	return loadRunCols(ctx, q, id, runCols)
+}
+
+// loadRunCols is loadRun reading cols, runCols or one of runColsOf.
+func loadRunCols(ctx context.Context, q queryer, id, cols string) (store.Run, int64, error) {
+	r, last, err := scanRun(q.QueryRowContext(ctx, `SELECT `+cols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, 0, fmt.Errorf("%w: run %s", store.ErrNotFound, id)
 	}
@@ -468,9 +507,9 @@ func loadRun(ctx context.Context, q queryer, id string) (store.Run, int64, error
 func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (store.Run, error) {
 	now := s.now()
 	var out store.Run
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.UpdateRun(ctx, runTx{s, tx}, id, u, now)
+		out, err = storeimpl.UpdateRun(ctx, runTx{s: s, tx: tx, state: u.State != nil, result: u.Result != nil}, id, u, now)
 		return err
 	})
 	if err != nil {
@@ -483,25 +522,32 @@ func (s *sqliteStore) UpdateRun(ctx context.Context, id string, u store.RunUpdat
 }
 
 // ClaimRun implements [store.Store].
-func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, error) {
+func (s *sqliteStore) ClaimRun(ctx context.Context, id string, c store.Claim) (store.Run, []store.Approval, error) {
 	if err := storeimpl.CheckClaim(id, c); err != nil {
-		return store.Run{}, err
+		return store.Run{}, nil, err
 	}
 	var out store.Run
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	var used []store.Approval
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.ClaimRun(ctx, runTx{s, tx}, id, c, s.now())
+		out, used, err = storeimpl.ClaimRun(ctx, runTx{s: s, tx: tx}, id, c, s.now())
 		return err
 	})
-	return out, err
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if len(c.Events) > 0 || len(used) > 0 {
+		s.notify()
+	}
+	return out, used, nil
 }
 
 // RenewLease implements [store.Store].
 func (s *sqliteStore) RenewLease(ctx context.Context, id, holder string, token int64, ttl time.Duration) (store.Lease, error) {
 	var out store.Lease
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = storeimpl.RenewLease(ctx, runTx{s, tx}, id, holder, token, ttl, s.now())
+		out, err = storeimpl.RenewLease(ctx, runTx{s: s, tx: tx}, id, holder, token, ttl, s.now())
 		return err
 	})
 	return out, err
@@ -534,7 +580,7 @@ func scanRunPos(sc scanner) (store.Run, int64, int64, error) {
 		dst  *json.RawMessage
 	}{{"state", state, &r.State}, {"result", result, &r.Result}, {"config", config, &r.Config}} {
 		var err error
-		*d.dst, err = boundedOf("run "+r.ID+": "+d.name, d.src)
+		*d.dst, err = boundedOf(func() string { return "run " + r.ID + ": " + d.name }, d.src)
 		errs = append(errs, err)
 	}
 	if holder.Valid {
@@ -567,18 +613,8 @@ func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.Ru
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	seq, order := "seq > ?", "seq"
-	if f.Newest {
-		seq, order = "(? = 0 OR seq < ?)", "seq DESC"
-	}
-	args := []any{from}
-	if f.Newest {
-		args = append(args, from)
-	}
-	args = append(args, f.AllTenants, f.Tenant, string(f.Status), string(f.Status), f.Owner, f.Owner, limit+1)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs
-		WHERE `+seq+` AND (? OR tenant = ?) AND (? = '' OR status = ?) AND (? = '' OR owner = ?)
-		ORDER BY `+order+` LIMIT ?`, args...)
+	q, args := runsQuery(f, from, limit+1)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return store.RunPage{}, err
 	}
@@ -597,7 +633,7 @@ func (s *sqliteStore) ListRuns(ctx context.Context, f store.RunFilter) (store.Ru
 // DeleteRuns implements [store.Store].
 func (s *sqliteStore) DeleteRuns(ctx context.Context, f store.PruneFilter) (int, error) {
 	n := 0
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE (? OR tenant = ?)`, f.AllTenants, f.Tenant)
 		if err != nil {
@@ -642,12 +678,14 @@ func scanApproval(sc scanner) (store.Approval, int64, error) {
 	}
 	a.Kind, a.Status = tool.Kind(kind), store.Status(status)
 	a.DecidedBy, a.Actor = storeimpl.PrincipalsFromText(decidedBy, actor)
-	what := "approval " + a.ID + " of run " + a.RunID
+	what := func(doc string) func() string {
+		return func() string { return "approval " + a.ID + " of run " + a.RunID + ": " + doc }
+	}
 	var errs []error
 	var err error
-	a.Data, err = boundedOf(what+": data", data)
+	a.Data, err = boundedOf(what("data"), data)
 	errs = append(errs, err)
-	if err = bounded.CheckJSON("sqlite: "+what+": request", []byte(req), storedLimits); err == nil {
+	if err = checkStored(what("request"), req); err == nil {
 		err = json.Unmarshal([]byte(req), &a.Request)
 	}
 	errs = append(errs, err)
@@ -688,10 +726,8 @@ func (s *sqliteStore) ListApprovals(ctx context.Context, f store.ApprovalFilter)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals
-		WHERE seq > ? AND (? OR tenant = ?) AND (? = '' OR run_id = ?) AND (? = '' OR id = ?) AND (? = '' OR status = ?)
-		ORDER BY seq LIMIT ?`,
-		after, f.AllTenants, f.Tenant, f.RunID, f.RunID, f.ID, f.ID, string(f.Status), string(f.Status), limit+1)
+	q, args := approvalsQuery(f, after, limit+1)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return store.ApprovalPage{}, err
 	}
@@ -723,30 +759,47 @@ func writeApproval(ctx context.Context, tx *sql.Tx, a store.Approval) error {
 func (s *sqliteStore) transition(ctx context.Context, runID, id string, t storeimpl.Transition) (store.Approval, error) {
 	var out store.Approval
 	appended := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		a, err := getApproval(ctx, tx, runID, id)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		next, evs, serr := t.Apply(s.seal, a, now)
-		out = next
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var serr error
+		out, appended, serr = s.transitionIn(ctx, tx, nil, runID, id, t, s.now())
 		if !storeimpl.Kept(serr) {
 			return serr
 		}
-		if err := writeApproval(ctx, tx, next); err != nil {
-			return err
-		}
-		if _, err := s.insertEvents(ctx, tx, nil, now, evs); err != nil {
-			return err
-		}
-		appended = len(evs) > 0
 		return storeimpl.Outcome(serr)
 	})
 	if appended {
 		s.notify()
 	}
 	return out, err
+}
+
+// transitionIn applies t at now to one approval in tx and, when
+// [storeimpl.Kept] says so, stores it and its event (of run, when not nil),
+// reporting whether it appended one. It returns the step's error, or the
+// store's.
+func (s *sqliteStore) transitionIn(ctx context.Context, tx *sql.Tx, run *store.Run, runID, id string, t storeimpl.Transition, now time.Time) (store.Approval, bool, error) {
+	a, err := getApproval(ctx, tx, runID, id)
+	if err != nil {
+		return a, false, err
+	}
+	next, evs, serr := t.Apply(s.seal, a, now)
+	if !storeimpl.Kept(serr) {
+		return next, false, serr
+	}
+	if err := writeApproval(ctx, tx, next); err != nil {
+		return next, false, err
+	}
+	if _, err := s.insertEvents(ctx, tx, run, now, evs); err != nil {
+		return next, false, err
+	}
+	return next, len(evs) > 0, serr
+}
+
+// Transition applies t to the approval id of run in the transaction
+// ([storeimpl.RunTx]).
+func (t runTx) Transition(ctx context.Context, run store.Run, id string, tr storeimpl.Transition, now time.Time) (store.Approval, error) {
+	a, _, err := t.s.transitionIn(ctx, t.tx, &run, run.ID, id, tr, now)
+	return a, err
 }
 
 // Decide implements [store.Store].
@@ -768,7 +821,7 @@ const expiryMargin = time.Second
 // every pending one.
 func (s *sqliteStore) ExpireApprovals(ctx context.Context) ([]store.Approval, error) {
 	var out []store.Approval
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		// Only the approvals due are read and decoded. SQLite's date
 		// functions keep milliseconds: the SQL bound is a second late,
@@ -821,7 +874,7 @@ func (s *sqliteStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]i
 		return nil, nil
 	}
 	var seqs []int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		seqs, err = s.insertEvents(ctx, tx, nil, s.now(), evs)
 		return err
@@ -833,20 +886,14 @@ func (s *sqliteStore) AppendEvents(ctx context.Context, evs ...store.Event) ([]i
 	return seqs, nil
 }
 
-const eventWhere = `seq > ? AND (? OR tenant = ?) AND (? = '' OR run_id = ?)`
-
-func eventArgs(f store.EventFilter) []any {
-	return []any{f.AfterSeq, f.AllTenants, f.Tenant, f.RunID, f.RunID}
-}
-
 // ListEvents implements [store.Store].
 func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
 	limit, err := storeimpl.PageLimit(f.Limit)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, tenant, run_id, type, time, data FROM events WHERE `+eventWhere+` ORDER BY seq LIMIT ?`,
-		append(eventArgs(f), limit)...)
+	q, args := eventsQuery(f, limit)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -859,7 +906,7 @@ func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]st
 		if err := rows.Scan(&e.Seq, &e.Tenant, &e.RunID, &e.Type, &t, &data); err != nil {
 			return nil, err
 		}
-		if e.Data, err = boundedOf(fmt.Sprintf("event %d: data", e.Seq), data); err != nil {
+		if e.Data, err = boundedOf(func() string { return fmt.Sprintf("event %d: data", e.Seq) }, data); err != nil {
 			return nil, err
 		}
 		if e.Time, err = parseTS(t); err != nil {
@@ -882,7 +929,8 @@ func (s *sqliteStore) WaitEvents(ctx context.Context, f store.EventFilter) error
 		woken := s.appended
 		s.mu.Unlock()
 		var one int
-		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM events WHERE `+eventWhere+` LIMIT 1`, eventArgs(f)...).Scan(&one)
+		w := eventsWhere(f)
+		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM events WHERE `+w.String()+` LIMIT 1`, w.args...).Scan(&one)
 		switch {
 		case err == nil:
 			return nil
@@ -903,4 +951,4 @@ func (s *sqliteStore) WaitEvents(ctx context.Context, f store.EventFilter) error
 }
 
 // Close implements [store.Store]: it closes the database.
-func (s *sqliteStore) Close() error { return s.db.Close() }
+func (s *sqliteStore) Close() error { return errors.Join(s.db.Close(), s.wdb.Close()) }

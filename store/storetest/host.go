@@ -33,6 +33,8 @@ var hostTests = []struct {
 	{"Leases", testLeases},
 	{"LeaseAtCreation", testLeaseAtCreation},
 	{"CreateRefusals", testCreateRefusals},
+	{"ClaimUses", testClaimUses},
+	{"ClaimUsesAtomic", testClaimUsesAtomic},
 	{"ConcurrentClaim", func(t *testing.T, s store.Store, c *clock) { concurrentClaim(t, s, s) }},
 	{"Pagination", testPagination},
 	{"PaginationUnderInserts", func(t *testing.T, s store.Store, c *clock) { paginationUnderInserts(t, s, s) }},
@@ -452,21 +454,21 @@ func claim(holder string, ttl time.Duration, to store.RunStatus, from ...store.R
 
 func testLeases(t *testing.T, s store.Store, c *clock) {
 	check(t, create(s, newRun("run_1")), "CreateRun")
-	_, err := s.ClaimRun(ctx, "run_nope", claim("w1", time.Minute, store.RunResuming, store.RunPending))
+	_, _, err := s.ClaimRun(ctx, "run_nope", claim("w1", time.Minute, store.RunResuming, store.RunPending))
 	mustErr(t, err, store.ErrNotFound, "ClaimRun of an unknown run")
 	for _, bad := range []store.Claim{
 		claim("", time.Minute, store.RunResuming, store.RunPending),
 		claim("w1", 0, store.RunResuming, store.RunPending),
 		claim("w1", time.Minute, store.RunResuming),
 	} {
-		_, err := s.ClaimRun(ctx, "run_1", bad)
+		_, _, err := s.ClaimRun(ctx, "run_1", bad)
 		mustErr(t, err, store.ErrInvalid, fmt.Sprintf("ClaimRun(%+v)", bad))
 	}
-	_, err = s.ClaimRun(ctx, "run_1", claim("w1", time.Minute, store.RunResuming, store.RunRunning))
+	_, _, err = s.ClaimRun(ctx, "run_1", claim("w1", time.Minute, store.RunResuming, store.RunRunning))
 	mustErr(t, err, store.ErrConflict, "ClaimRun from another status")
 
 	c.Advance(time.Second)
-	r, err := s.ClaimRun(ctx, "run_1", claim("w1", time.Minute, store.RunResuming, store.RunPending))
+	r, _, err := s.ClaimRun(ctx, "run_1", claim("w1", time.Minute, store.RunResuming, store.RunPending))
 	check(t, err, "ClaimRun")
 	want := &store.Lease{Holder: "w1", Token: 1, ExpiresAt: c.Now().Add(time.Minute)}
 	if d := cmp.Diff(want, r.Lease); d != "" || r.Status != store.RunResuming || r.Version != 2 || !r.UpdatedAt.Equal(c.Now()) {
@@ -478,7 +480,7 @@ func testLeases(t *testing.T, s store.Store, c *clock) {
 		t.Fatalf("stored claimed run (-returned +stored):\n%s", d)
 	}
 
-	_, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, store.RunResuming, store.RunResuming))
+	_, _, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, store.RunResuming, store.RunResuming))
 	mustErr(t, err, store.ErrLeased, "ClaimRun of a leased run")
 	if msg, until := err.Error(), c.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano); !strings.Contains(msg, `"w1"`) || !strings.Contains(msg, "run_1") || !strings.Contains(msg, until) {
 		t.Errorf("ErrLeased does not name the run, the holder and the expiry (%s): %v", until, err)
@@ -499,7 +501,7 @@ func testLeases(t *testing.T, s store.Store, c *clock) {
 		t.Fatalf("renewed lease (-want +got):\n%s", d)
 	}
 	c.Advance(59 * time.Second)
-	_, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, store.RunResuming, store.RunResuming))
+	_, _, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, store.RunResuming, store.RunResuming))
 	mustErr(t, err, store.ErrLeased, "ClaimRun a second before the renewed lease expires")
 
 	// The holder checkpoints under its lease.
@@ -511,7 +513,7 @@ func testLeases(t *testing.T, s store.Store, c *clock) {
 
 	// w1 stalls; its lease expires, and w2 takes the run over.
 	c.Advance(time.Second)
-	r, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunResuming))
+	r, _, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunResuming))
 	check(t, err, "ClaimRun after expiry")
 	if r.Lease.Holder != "w2" || r.Lease.Token != 2 || r.Status != store.RunResuming {
 		t.Fatalf("taken over: status %s, lease %+v; want resuming, w2 with token 2", r.Status, r.Lease)
@@ -534,7 +536,7 @@ func testLeases(t *testing.T, s store.Store, c *clock) {
 	}
 
 	// The holder claims again: a new token. Then it releases the run.
-	r, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunResuming))
+	r, _, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunResuming))
 	check(t, err, "ClaimRun by the holder")
 	if r.Lease.Token != 3 {
 		t.Fatalf("a holder's second claim got token %d, want 3", r.Lease.Token)
@@ -548,7 +550,7 @@ func testLeases(t *testing.T, s store.Store, c *clock) {
 	mustErr(t, err, store.ErrLeaseLost, "RenewLease after release")
 	_, err = s.UpdateRun(ctx, "run_1", store.RunUpdate{LeaseToken: 3, Status: store.RunDone})
 	mustErr(t, err, store.ErrLeaseLost, "fenced UpdateRun after release")
-	r, err = s.ClaimRun(ctx, "run_1", claim("w1", time.Minute, store.RunResuming, store.RunPending))
+	r, _, err = s.ClaimRun(ctx, "run_1", claim("w1", time.Minute, store.RunResuming, store.RunPending))
 	check(t, err, "ClaimRun after release, before any expiry")
 	if r.Lease.Token != 4 {
 		t.Fatalf("a claim after release got token %d; tokens are never reused, want 4", r.Lease.Token)
@@ -592,10 +594,10 @@ func testLeaseAtCreation(t *testing.T, s store.Store, c *clock) {
 	if d := cmp.Diff(&store.Lease{Holder: "w1", Token: 1, ExpiresAt: c.Now().Add(time.Minute)}, r.Lease); d != "" || r.Version != 1 {
 		t.Fatalf("created run: version %d, lease (-want +got):\n%s", r.Version, d)
 	}
-	_, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunRunning))
+	_, _, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunRunning))
 	mustErr(t, err, store.ErrLeased, "ClaimRun of a run created leased")
 	c.Advance(time.Minute)
-	r, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunRunning))
+	r, _, err = s.ClaimRun(ctx, "run_1", claim("w2", time.Minute, "", store.RunRunning))
 	check(t, err, "ClaimRun after the creator's lease expired")
 	if r.Lease.Token != 2 {
 		t.Fatalf("takeover token %d, want 2", r.Lease.Token)
@@ -624,7 +626,7 @@ func concurrentClaim(t *testing.T, a, b store.Store) {
 			if i%2 == 1 {
 				s = b
 			}
-			r, err := s.ClaimRun(ctx, tt.id, claim(fmt.Sprintf("w%d", i), time.Minute, tt.to, tt.from))
+			r, _, err := s.ClaimRun(ctx, tt.id, claim(fmt.Sprintf("w%d", i), time.Minute, tt.to, tt.from))
 			if err == nil {
 				mu.Lock()
 				winner = r.Lease.Holder
@@ -912,9 +914,9 @@ func testPrune(t *testing.T, s store.Store, c *clock) {
 	mk("old_pending", store.RunPending)
 	mk("old_running", store.RunRunning)
 	mk("old_leased", store.RunDone)
-	_, err := s.ClaimRun(ctx, "old_running", claim("w1", time.Hour, "", store.RunRunning))
+	_, _, err := s.ClaimRun(ctx, "old_running", claim("w1", time.Hour, "", store.RunRunning))
 	check(t, err, "ClaimRun")
-	_, err = s.ClaimRun(ctx, "old_leased", claim("w1", time.Hour, "", store.RunDone))
+	_, _, err = s.ClaimRun(ctx, "old_leased", claim("w1", time.Hour, "", store.RunDone))
 	check(t, err, "ClaimRun")
 	c.Advance(time.Minute)
 	cut := c.Now()
