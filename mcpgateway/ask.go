@@ -94,7 +94,7 @@ func (gw *Gateway) ask(ctx context.Context, req *mcp.CallToolRequest, env *gate.
 		st := &askState{session: req.Session, tool: req.Params.Name, call: c, pending: p, expires: time.Now().Add(askTTL)}
 		key, full := gw.asks.put(st, time.Now())
 		if full {
-			return nil, gw.refuseOverCap(ctx, env, c, p)
+			return nil, gw.refuseOverCap(ctx, env, c, p, sessionFull)
 		}
 		if key != "" {
 			msg := fmt.Sprintf("Allow the tool call %s?\n\n%s\n\nArguments: %s", c.Name, p.Request.Prompt, abbreviate(string(p.Args), 2000))

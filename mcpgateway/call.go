@@ -43,11 +43,18 @@ func (gw *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, cat *cata
 		return errorResult(rec.Output), nil
 	}
 	var ru gate.Ruling
-	if req.Params.RequestState != "" {
+	if pa, ok := gw.parked.take(req.Params.RequestState); ok {
+		c, ru = gw.resume(ctx, req, env, t, c, pa)
+	} else if req.Params.RequestState != "" {
 		c, ru = gw.answered(ctx, req, env, c)
 	} else {
 		ru = gw.gate.Decide(ctx, env, c, nil, nil)
-		if ru.Pending != nil && gw.opts.Inbox != nil && ru.Pending.Request.Kind == tool.KindApproval {
+		if ru.Pending != nil && gw.opts.Inbox != nil && ru.Pending.Request.Kind == tool.KindApproval && inputURL(req) {
+			var asking *mcp.CallToolResult
+			if asking, ru = gw.park(ctx, req, env, t, c, ru.Pending); asking != nil {
+				return asking, nil
+			}
+		} else if ru.Pending != nil && gw.opts.Inbox != nil && ru.Pending.Request.Kind == tool.KindApproval {
 			ru = gw.askInbox(ctx, req, env, t, c, ru.Pending)
 		} else if ru.Pending != nil {
 			var asking *mcp.CallToolResult

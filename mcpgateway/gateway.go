@@ -97,6 +97,11 @@ type Gateway struct {
 	waits  pendingCounts // the calls of each session that wait on the inbox
 	pins   *pins
 	live   sync.Map // *mcp.ServerSession -> true: the sessions the inbox hears the end of
+	// parked are the asks whose call ended with the page's link in an
+	// input request (clients of protocol 2026-07-28).
+	parked parkedAsks
+	// httpSessions are the HTTP sessions each token has open (Handler).
+	httpSessions sessionCounts
 }
 
 // New returns a gateway in front of set, with its tools listed and

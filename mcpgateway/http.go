@@ -19,6 +19,8 @@ const (
 	defaultSessionIdle = 30 * time.Minute
 	// defaultMaxRequests bounds the HTTP requests served at once.
 	defaultMaxRequests = 256
+	// defaultMaxSessionsPerClient bounds the sessions one token has open.
+	defaultMaxSessionsPerClient = 32
 )
 
 // HTTPOptions configures [Gateway.Handler]. A nil *HTTPOptions means all
@@ -45,6 +47,11 @@ type HTTPOptions struct {
 	// refused with 503 at once, so that a client that floods holds no
 	// more. Zero means 256.
 	MaxRequests int
+	// MaxSessionsPerClient bounds the sessions one token (all requests
+	// without a token alike) has open at once: an initialize beyond it is
+	// refused with 429 and a sentence saying so, until one of its
+	// sessions ends (the client's DELETE, or SessionIdle). Zero means 32.
+	MaxSessionsPerClient int
 }
 
 // Handler returns the gateway as a streamable HTTP handler (MCP
@@ -69,11 +76,15 @@ func (gw *Gateway) Handler(opts *HTTPOptions) http.Handler {
 	if o.MaxRequests <= 0 {
 		o.MaxRequests = defaultMaxRequests
 	}
+	if o.MaxSessionsPerClient <= 0 {
+		o.MaxSessionsPerClient = defaultMaxSessionsPerClient
+	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return gw.server }, &mcp.StreamableHTTPOptions{
 		Logger:              gw.opts.Logger,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionIdle,
 	})
+	h = gw.capSessions(o.MaxSessionsPerClient, o.SessionIdle, o.MaxBodyBytes, h)
 	if o.Authenticate != nil {
 		h = authenticate(o.Authenticate, h)
 	} else if o.Verify != nil {

@@ -143,15 +143,15 @@ func inboxRecords(inbox Inbox, onRecord func(context.Context, gate.Record)) func
 // definition changed meanwhile, or a session with maxPendingPerSession
 // calls waiting already: the call is refused.
 func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *gate.Env, t tool.Tool, c gate.Call, p *gate.Pending) gate.Ruling {
-	release, ok := gw.waits.hold(req.Session)
-	if !ok {
-		return gw.refuseOverCap(ctx, env, c, p)
-	}
-	defer release()
 	s, ok := SessionFrom(ctx) // the call's ([Gateway.withSession])
 	if !ok {
 		s = gw.session(req)
 	}
+	release, full := gw.waits.hold(req.Session, s.Client)
+	if full != "" {
+		return gw.refuseOverCap(ctx, env, c, p, full)
+	}
+	defer release()
 	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()
 	posted := func(link string) {
@@ -161,6 +161,14 @@ func (gw *Gateway) askInbox(ctx context.Context, req *mcp.CallToolRequest, env *
 		}
 	}
 	ans, err := gw.opts.Inbox.Ask(ctx, s, c, p, posted)
+	return gw.settle(ctx, env, t, c, p, ans, err)
+}
+
+// settle ends call c, which waited on p, with what the inbox said (ans,
+// err): withdrawn when ctx ended, refused on an error or no answer, or
+// refused when t's definition changed meanwhile; else decided with the
+// person's answer.
+func (gw *Gateway) settle(ctx context.Context, env *gate.Env, t tool.Tool, c gate.Call, p *gate.Pending, ans *tool.Answer, err error) gate.Ruling {
 	switch {
 	case ctx.Err() != nil:
 		rec := gw.gate.End(ctx, env, c, tool.Errorf("the client withdrew the call while it waited for a person's approval; it did not run"),
@@ -210,8 +218,7 @@ func (gw *Gateway) sendLink(ctx context.Context, done <-chan struct{}, ss *mcp.S
 // urlElicitation reports whether req's client declared URL-mode
 // elicitation and takes a request from the server during a call: a client
 // of protocol 2026-07-28 takes one only in a call's result (multi
-// round-trip requests), which this wait does not make; it has the link in
-// the progress notifications.
+// round-trip requests), which [Gateway.park] makes (inputURL).
 func urlElicitation(req *mcp.CallToolRequest) bool {
 	caps := req.ClientCapabilities()
 	if req.Session == nil || caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {

@@ -143,8 +143,13 @@ func (r *Relay) begin(server string, ctx context.Context, s *mcp.ServerSession) 
 
 // current returns the call in flight to server that what it sends now
 // is for: the latest, when every call in flight to it is of one client
-// session; nil when none is in flight; several when calls of more than one
-// session are (nil then too).
+// session and none of them overlapped another session's call; nil when
+// none is in flight; several when calls of more than one session are, or
+// one in flight overlapped another session's call that has ended (nil
+// then too). A call that ended leaves what the server sent for it to
+// come late (the SDK hands on notifications apart from answers, and a
+// cancelled call's elicitation may still be queued), so while a call
+// that overlapped it is in flight, nothing tells the two apart.
 func (r *Relay) current(server string) (f *flight, several bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -154,7 +159,7 @@ func (r *Relay) current(server string) (f *flight, several bool) {
 	}
 	last := fs[len(fs)-1]
 	for _, g := range fs {
-		if g.session != last.session {
+		if g.session != last.session || g.shared {
 			return nil, true
 		}
 	}

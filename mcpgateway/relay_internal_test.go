@@ -43,3 +43,26 @@ func TestRelayLastSessionOnlyWhenAlone(t *testing.T) {
 		t.Errorf("after B's two calls: last %p, want B %p", got, b)
 	}
 }
+
+// Sessions A and B overlap on one upstream and B's call ends: what the
+// upstream sends while A's call goes on may be B's, come late (a log
+// queued before B's answer, an elicitation of B's cancelled call), so it
+// goes to no one until A's call ends; A's next call, alone, is A's.
+func TestRelayAfterAnOverlapEndsRoutesNothing(t *testing.T) {
+	r := &Relay{}
+	a, b := &mcp.ServerSession{}, &mcp.ServerSession{}
+	ctx := context.Background()
+
+	endA := r.begin("up", ctx, a)
+	endB := r.begin("up", ctx, b)
+	endB()
+	if f, several := r.current("up"); f != nil || !several {
+		t.Errorf("after B's call that overlapped A's ended: current %v (several %v), want no one", f, several)
+	}
+	endA()
+	endA = r.begin("up", ctx, a)
+	defer endA()
+	if f, several := r.current("up"); f == nil || f.session != a || several {
+		t.Errorf("A's next call, alone: current %v (several %v), want A's", f, several)
+	}
+}

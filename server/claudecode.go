@@ -366,8 +366,9 @@ type storeAsker struct {
 	// request keeps for its card (sessionNotes).
 	bridge *claudegate.Bridge
 	// admit, when set, is asked under the run's lock before the request
-	// is stored, so that a cap it checks holds for asks made at once.
-	admit func(ctx context.Context) error
+	// is stored, so that a cap it checks holds for asks made at once;
+	// undo, when not nil, is called if the request is then not stored.
+	admit func(ctx context.Context) (undo func(), err error)
 }
 
 func (a *storeAsker) Ask(ctx context.Context, in *claudegate.Input, c gate.Call, p *gate.Pending) (*tool.Answer, error) {
@@ -394,14 +395,18 @@ func (a *storeAsker) post(ctx context.Context, in *claudegate.Input, c gate.Call
 	ev := agentEvent(a.run, agent.Event{Kind: agent.EventPending, RunID: a.run.ID, CallID: c.ID, Request: &req})
 	unlock := a.cc.lock(a.run.ID)
 	var err error
+	var undo func()
 	if a.admit != nil {
-		err = a.admit(ctx)
+		undo, err = a.admit(ctx)
 	}
 	if err == nil {
 		_, err = st.UpdateRun(ctx, a.run.ID, store.RunUpdate{Status: store.RunPending, Approvals: []store.Approval{ap}, Events: []store.Event{ev}})
+		if err != nil && undo != nil {
+			undo()
+		}
 	}
 	unlock()
-	if errors.Is(err, errGatePendingFull) {
+	if full := (*gateFullError)(nil); errors.As(err, &full) {
 		return err
 	}
 	if err != nil {

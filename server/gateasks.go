@@ -21,10 +21,10 @@ import (
 // itself and sends only what needs a person, and the records of its
 // calls, so that each of its client sessions is a run here.
 //
-//	POST   /v1/gate/asks                an approval for a pending call (serverapi.GateAskRequest) -> 201 serverapi.GateAskView; 429 past maxGatePending
-//	GET    /v1/gate/asks/{run}/{id}     its state, waiting up to ?wait= (default 50s) for a decision
+//	POST   /v1/gate/asks                an approval for a pending call (serverapi.GateAskRequest) -> 201 serverapi.GateAskView; 429 past a cap of gatecap.go (session, token, tenant, open sessions)
+//	GET    /v1/gate/asks/{run}/{id}     its state, waiting up to ?wait= (default 50s) for a decision; 429 past the token's places (gatewayRuns.polls)
 //	DELETE /v1/gate/asks/{run}/{id}     withdrawn: the runtime closes it, no one can approve it any more
-//	POST   /v1/gate/records             a record of a call (serverapi.GateRecordRequest) -> 204; 422 for one naming a person without that person's decision (checkGateRecord)
+//	POST   /v1/gate/records             a record of a call (serverapi.GateRecordRequest) -> 204; 422 for one naming a person without that person's decision, or a second one (keepGateRecord)
 //	POST   /v1/gate/sessions/end        the session ended (serverapi.GateRecordRequest without a record) -> 204
 
 // Bounds of what an external gate sends.
@@ -60,21 +60,28 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	run, err := s.gate.open(r.Context(), p, req.Session)
+	if full := (*gateFullError)(nil); errors.As(err, &full) {
+		problemf(w, r, http.StatusTooManyRequests, full.msg)
+		return
+	}
 	if err != nil {
 		problemf(w, r, http.StatusInternalServerError, "opening the session's run failed")
 		return
 	}
 	a := s.gate.asker(run, &req.Pending)
-	a.admit = func(ctx context.Context) error {
+	a.admit = func(ctx context.Context) (func(), error) {
 		full, err := s.gatePendingFull(ctx, run, s.now())
 		if err == nil && full {
-			return errGatePendingFull
+			return nil, errGatePendingFull
 		}
-		return err
+		if err != nil {
+			return nil, err
+		}
+		return s.gate.admit(ctx, p, run, &req.Pending)
 	}
 	if err := a.post(r.Context(), nil, req.Call, &req.Pending); err != nil {
-		if errors.Is(err, errGatePendingFull) {
-			problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("this session has %d approvals pending already, the most one session may have: wait for one to be answered, or withdraw one", maxGatePending))
+		if full := (*gateFullError)(nil); errors.As(err, &full) {
+			problemf(w, r, http.StatusTooManyRequests, full.msg)
 			return
 		}
 		if errors.Is(err, store.ErrExists) {
@@ -84,6 +91,7 @@ func (s *Server) gateAsk(w http.ResponseWriter, r *http.Request, p Principal) {
 		problemf(w, r, http.StatusInternalServerError, "storing the approval failed")
 		return
 	}
+	s.gate.noteAsked(run.ID, req.Call.ID, req.Pending.Request.ID)
 	writeJSON(w, http.StatusCreated, serverapi.GateAskView{RunID: run.ID, ApprovalID: req.Pending.Request.ID, Status: store.StatusPending, ExpiresAt: req.Pending.Request.ExpiresAt})
 }
 
@@ -150,6 +158,16 @@ func (s *Server) gateAnswer(w http.ResponseWriter, r *http.Request, p Principal)
 		return
 	}
 	v := serverapi.GateAskView{RunID: run.ID, ApprovalID: id, Status: ap.Status, ExpiresAt: ap.ExpiresAt}
+	if ap.Status == store.StatusPending {
+		// A pending ask is waited for: one place among the token's polls.
+		release, ok := s.gate.polls.take(p)
+		if !ok {
+			w.Header().Set("Retry-After", "10")
+			problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many waits on asks open (at most %d per token, %d in all); let one end or retry later", s.gate.polls.perPrincipal, s.gate.polls.max))
+			return
+		}
+		defer release()
+	}
 	a := &storeAsker{cc: s.gate.cc, run: run, wait: wait, unanswered: "no answer before the request expired"}
 	// A request that expires within this wait is closed at its expiry;
 	// any other is waited for and left open.
@@ -170,6 +188,7 @@ func (s *Server) gateAnswer(w http.ResponseWriter, r *http.Request, p Principal)
 		}
 	}
 	defer a.running(context.WithoutCancel(r.Context()))
+	defer s.gate.ledger.done(run.Tenant, run.ID, id)
 	ans, err := a.answer(r.Context(), id)
 	if err != nil {
 		problemf(w, r, http.StatusConflict, "the approval could not be used: "+err.Error())
@@ -203,6 +222,7 @@ func (s *Server) gateWithdraw(w http.ResponseWriter, r *http.Request, p Principa
 			got, _ = s.store.GetApproval(r.Context(), run.ID, id)
 		}
 		(&storeAsker{cc: s.gate.cc, run: run}).running(context.WithoutCancel(r.Context()))
+		s.gate.ledger.done(run.Tenant, run.ID, id)
 		writeJSON(w, http.StatusOK, serverapi.GateAskView{RunID: run.ID, ApprovalID: id, Status: got.Status, ExpiresAt: got.ExpiresAt})
 	case errors.Is(err, store.ErrNotFound):
 		problemf(w, r, http.StatusNotFound, "no such asked call")
@@ -231,12 +251,18 @@ func (s *Server) gateRecord(w http.ResponseWriter, r *http.Request, p Principal)
 		problemf(w, r, http.StatusUnprocessableEntity, "record.name and record.id: want a tool name of 1 to 256 bytes and an ID of at most 256")
 		return
 	}
-	if err := s.checkGateRecord(r.Context(), p.Tenant, sessionRunID(gate.SourceMCP, p, req.Session.ID), req.Record); err != nil {
-		problemf(w, r, http.StatusUnprocessableEntity, err.Error())
-		return
+	err := s.keepGateRecord(r.Context(), p, req.Session, req.Record)
+	full, refused := (*gateFullError)(nil), (*recordError)(nil)
+	switch {
+	case errors.As(err, &refused):
+		problemf(w, r, http.StatusUnprocessableEntity, refused.Error())
+	case errors.As(err, &full):
+		problemf(w, r, http.StatusTooManyRequests, full.msg)
+	case err != nil:
+		problemf(w, r, http.StatusInternalServerError, "keeping the record failed")
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
-	s.gate.record(r.Context(), p, req.Session, req.Record)
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // gateEnd is POST /v1/gate/sessions/end: the session's run, if it has one,

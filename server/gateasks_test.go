@@ -146,7 +146,7 @@ func TestGateAsks(t *testing.T) {
 	// The session's records are its run's calls.
 	// (alice's approval names her: the record runs her edit)
 	rec := gate.Record{ID: "mcp_1", Name: "mcp__fs__write", Source: gate.SourceMCP, Ran: true, Output: "wrote b.txt",
-		Args: edited, ArgsDigest: approval.Digest(edited),
+		RequestedArgs: ask.Pending.Args, RequestedDigest: ask.Pending.Digest, Args: edited, ArgsDigest: approval.Digest(edited),
 		Decision: gate.Decision{Outcome: gate.OutcomeApproved, By: tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}}}
 	if code := f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: ask.Session, Record: rec}, nil); code != http.StatusNoContent {
 		t.Errorf("record: %d", code)

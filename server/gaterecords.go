@@ -7,9 +7,14 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
+
+// errRecordedPerson is why a second record naming a person for one
+// approval is refused: one decision backs one record.
+var errRecordedPerson = errors.New("record.decision: it names a person as deciding, and this session's run has a record of this call naming a person already: one decision of a person backs one record")
 
 // errUnsealedPerson is why a record of an external gateway that names a
 // person as deciding is refused: no decision in the store backs it.
@@ -24,6 +29,11 @@ var errUnsealedPerson = errors.New("record.decision: it names a person as decidi
 // arguments, with the outcome the record claims. A gateway's token has
 // the agent role, which the agent behind a client can read; it must not
 // put a person's name on a call no person approved.
+//
+// The approval is found by the record's call ID (gatewayRuns.asked, which
+// the asks fill; the session's approvals are read only when it does not
+// know the call). That at most one record names a person per decision is
+// [Server.keepGateRecord]'s to check, under the run's lock.
 func (s *Server) checkGateRecord(ctx context.Context, tenant, runID string, rec gate.Record) error {
 	persons := decidingPersons(rec.Decision)
 	if len(persons) == 0 {
@@ -31,6 +41,15 @@ func (s *Server) checkGateRecord(ctx context.Context, tenant, runID string, rec 
 	}
 	if rec.ArgsDigest != approval.Digest(rec.Args) {
 		return errors.New("record.argsDigest: not the digest of record.args")
+	}
+	if rec.RequestedDigest != approval.Digest(rec.RequestedArgs) {
+		return errors.New("record.requestedDigest: not the digest of record.requestedArgs")
+	}
+	if id, ok := s.gate.askedFor(runID, rec.ID); ok {
+		ap, err := s.store.GetApproval(ctx, runID, id)
+		if err == nil && ap.RunID == runID && sealedDecision(ap, rec, persons) {
+			return nil
+		}
 	}
 	for ap, err := range store.AllApprovals(ctx, s.store, store.ApprovalFilter{Tenant: tenant, RunID: runID}) {
 		if err != nil {
@@ -42,6 +61,42 @@ func (s *Server) checkGateRecord(ctx context.Context, tenant, runID string, rec 
 	}
 	return errUnsealedPerson
 }
+
+// keepGateRecord keeps rec, a record an external gateway sent of a call
+// of its session sess, in the session's run: checked (checkGateRecord),
+// its asker bound to the token's principal p (the gateway's word on its
+// client is not the server's), and, when it names a person, refused if
+// the run has a record of that call naming a person already. Errors:
+// a *gateFullError (a session over the cap), a *recordError (422), or
+// the store's.
+func (s *Server) keepGateRecord(ctx context.Context, p Principal, sess mcpgateway.Session, rec gate.Record) error {
+	rec.Principal = p.decider()
+	if err := s.checkGateRecord(ctx, p.Tenant, sessionRunID(gate.SourceMCP, p, sess.ID), rec); err != nil {
+		return &recordError{err}
+	}
+	run, err := s.gate.open(ctx, p, sess)
+	if err != nil {
+		return err
+	}
+	defer s.gate.cc.lock(run.ID)()
+	if len(decidingPersons(rec.Decision)) > 0 {
+		seen, err := s.sessionLogs.personRecorded(ctx, s.store, run, rec.ID)
+		if err != nil {
+			return err
+		}
+		if seen {
+			return &recordError{errRecordedPerson}
+		}
+	}
+	rec.RunID = run.ID
+	s.gate.cc.record(ctx, run, rec)
+	return nil
+}
+
+// recordError is why a record may not be kept (422).
+type recordError struct{ err error }
+
+func (e *recordError) Error() string { return e.err.Error() }
 
 // decidingPersons returns the persons d names: who decided, who acted for
 // them, and the sources and actors of its votes and shadow votes.
@@ -67,8 +122,9 @@ func decidingPersons(d gate.Decision) []tool.Principal {
 
 // sealedDecision reports whether ap, an approval of the record's run, is
 // the decision rec claims of the persons: a sealed decision on the same
-// call and tool by those persons (and no others), for rec's arguments
-// (the person's edit, when they edited), whose outcome is rec's (approved
+// call and tool by those persons (and no others), asked about the
+// arguments rec says were requested, for rec's arguments (the person's
+// edit, when they edited), whose outcome is rec's (approved
 // for an approval used, declined for a denial) and whose votes by a person
 // say what the person decided (allow or deny; rewrite for an edit).
 func sealedDecision(ap store.Approval, rec gate.Record, persons []tool.Principal) bool {
@@ -98,6 +154,9 @@ func sealedDecision(ap store.Approval, rec gate.Record, persons []tool.Principal
 		if (v.Source.Kind == tool.PrincipalPerson || v.Actor.Kind == tool.PrincipalPerson) && v.Decision != vote && v.Decision != tool.VoteRewrite {
 			return false // a person's vote says what the person decided
 		}
+	}
+	if rec.RequestedDigest != ap.Digest {
+		return false // what the record says was asked for is what the person saw
 	}
 	args := ap.Digest
 	if ap.Status == store.StatusUsed && len(ap.Data) > 0 {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,65 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 	}
 	if len(ids) != 3 || ids[0] != "mcp_1 person:alice" || ids[1] != "mcp_2 person:alice" || ids[2] != "mcp_4 rule:reads" {
 		t.Errorf("the run's calls: %q, want mcp_1 and mcp_2 by alice, mcp_4 by its rule", ids)
+	}
+}
+
+// A record an external gateway sends is bound to what the server knows:
+// its asker is the token's principal whatever it says, a person's
+// decision backs one record of its call, and the arguments the record
+// says were requested are those the person was asked about. Each forgery
+// below was kept before.
+func TestGateRecordsBoundToTheirApproval(t *testing.T) {
+	f := gateFixture(t)
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
+	approved := gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}
+	var v serverapi.GateAskView
+	if code := f.do("POST", "/v1/gate/asks", agentToken, gateAskFor("req_1", "mcp_1", `{"path":"a.txt"}`), &v); code != http.StatusCreated {
+		t.Fatalf("ask: %d", code)
+	}
+	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"a.txt"}`))}, nil); code != http.StatusOK {
+		t.Fatalf("alice approving: %d", code)
+	}
+	var got serverapi.GateAskView
+	if code := f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_1", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusApproved {
+		t.Fatalf("the approval: %d %+v", code, got)
+	}
+	session := gateAsk("x", `{}`, time.Hour).Session
+	post := func(rec gate.Record) int {
+		return f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: session, Record: rec}, nil)
+	}
+
+	otherRequest := gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)
+	otherRequest.RequestedArgs = json.RawMessage(`{"path":"/etc/shadow"}`)
+	otherRequest.RequestedDigest = approval.Digest(otherRequest.RequestedArgs)
+	if code := post(otherRequest); code != http.StatusUnprocessableEntity {
+		t.Errorf("a record saying other arguments were requested than alice was asked about: %d, want 422", code)
+	}
+	badDigest := gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)
+	badDigest.RequestedArgs = json.RawMessage(`{"path":"/etc/shadow"}`)
+	if code := post(badDigest); code != http.StatusUnprocessableEntity {
+		t.Errorf("a requestedDigest that is not the requested arguments': %d, want 422", code)
+	}
+	first := gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)
+	first.Principal = alice // the asker, as the gateway claims it
+	if code := post(first); code != http.StatusNoContent {
+		t.Fatalf("the record of alice's approval: %d, want 204", code)
+	}
+	if code := post(gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)); code != http.StatusUnprocessableEntity {
+		t.Errorf("a second record backed by the same approval: %d, want 422", code)
+	}
+	byRule := gateRecordOf("mcp_2", `{"path":"b.txt"}`, gate.Decision{Outcome: gate.OutcomeAllowed, By: tool.Principal{Kind: tool.PrincipalRule, Name: "reads"}})
+	byRule.Principal = alice
+	if code := post(byRule); code != http.StatusNoContent {
+		t.Fatalf("a record decided by a rule: %d, want 204", code)
+	}
+	var run struct{ ToolCalls []gate.Record }
+	f.do("GET", "/v1/runs/"+v.RunID, aliceToken, nil, &run)
+	var calls []string
+	for _, r := range run.ToolCalls {
+		calls = append(calls, r.ID+" asked by "+r.Principal.String())
+	}
+	if want := []string{"mcp_1 asked by person:ci-bot", "mcp_2 asked by person:ci-bot"}; !slices.Equal(calls, want) {
+		t.Errorf("the run's calls: %q, want %q (one record of alice's approval; the token's principal asks)", calls, want)
 	}
 }

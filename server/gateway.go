@@ -47,10 +47,61 @@ type GatewayOptions struct {
 type gatewayRuns struct {
 	cc      *claudeCode
 	pageURL string
+	// ledger counts the sessions' pending asks by token and tenant, and
+	// each token's open sessions (the caps of gatecap.go).
+	ledger gateLedger
+	// askedMu guards asked: the approval ID of each call an external
+	// gateway asked about, by run ID and call ID, for the check of its
+	// record (checkGateRecord); at most maxAskedIndex, past which one is
+	// forgotten (its record is then found by reading the session's
+	// approvals).
+	askedMu sync.Mutex
+	asked   map[string]string
+	// polls are the long polls of external gateways waiting on an ask
+	// (GET /v1/gate/asks/{run}/{id}): each holds a connection and a
+	// goroutine, as an event stream does.
+	polls streamSlots
+}
+
+// Caps of the long polls of external gateways at once: per token (one
+// for each ask its sessions may have pending), and in all.
+const (
+	maxGatePollsPerPrincipal = maxGatePendingPerPrincipal
+	maxGatePolls             = 4096
+)
+
+// maxAskedIndex bounds gatewayRuns.asked (about 200 bytes an entry).
+const maxAskedIndex = 1 << 16
+
+// noteAsked notes that the call callID of runID was asked about as the
+// approval id.
+func (g *gatewayRuns) noteAsked(runID, callID, id string) {
+	g.askedMu.Lock()
+	defer g.askedMu.Unlock()
+	if g.asked == nil {
+		g.asked = map[string]string{}
+	}
+	if len(g.asked) >= maxAskedIndex {
+		for k := range g.asked {
+			delete(g.asked, k)
+			break
+		}
+	}
+	g.asked[runID+"\x00"+callID] = id
+}
+
+// askedFor returns the approval ID the call callID of runID was asked
+// about as, if noteAsked kept it.
+func (g *gatewayRuns) askedFor(runID, callID string) (string, bool) {
+	g.askedMu.Lock()
+	defer g.askedMu.Unlock()
+	id, ok := g.asked[runID+"\x00"+callID]
+	return id, ok
 }
 
 func newGatewayRuns(s *Server, pageURL string) *gatewayRuns {
-	return &gatewayRuns{cc: &claudeCode{s: s, source: gate.SourceMCP, runs: map[string]*sync.Mutex{}}, pageURL: pageURL}
+	return &gatewayRuns{cc: &claudeCode{s: s, source: gate.SourceMCP, runs: map[string]*sync.Mutex{}}, pageURL: pageURL,
+		polls: streamSlots{max: maxGatePolls, perPrincipal: maxGatePollsPerPrincipal, open: map[string]int{}}}
 }
 
 // mountGateway builds the gateway of o and serves it at /mcp.
@@ -117,10 +168,12 @@ func (i inProcessInbox) Ask(ctx context.Context, s mcpgateway.Session, c gate.Ca
 		return nil, err
 	}
 	a := i.g.asker(run, p)
+	a.admit = func(ctx context.Context) (func(), error) { return i.g.admit(ctx, who, run, p) }
 	if err := a.post(ctx, nil, c, p); err != nil {
 		return nil, err
 	}
 	defer a.running(context.WithoutCancel(ctx))
+	defer i.g.ledger.done(run.Tenant, run.ID, p.Request.ID)
 	if i.g.pageURL != "" && posted != nil {
 		posted(pageLink(i.g.pageURL, run.ID))
 	}
@@ -128,7 +181,9 @@ func (i inProcessInbox) Ask(ctx context.Context, s mcpgateway.Session, c gate.Ca
 }
 
 func (i inProcessInbox) Record(ctx context.Context, s mcpgateway.Session, rec gate.Record) {
-	i.g.record(ctx, Principal{Name: s.Client.Principal.Name, Tenant: s.Client.Tenant}, s, rec)
+	if err := i.g.record(ctx, Principal{Name: s.Client.Principal.Name, Tenant: s.Client.Tenant}, s, rec); err != nil {
+		i.g.cc.s.log.Error("mcp session record", "error", err)
+	}
 }
 
 func (i inProcessInbox) End(ctx context.Context, s mcpgateway.Session) {
@@ -138,17 +193,23 @@ func (i inProcessInbox) End(ctx context.Context, s mcpgateway.Session) {
 // end marks the run of session s of p done, if it has one that has not
 // ended.
 func (g *gatewayRuns) end(ctx context.Context, p Principal, s mcpgateway.Session) {
-	run, err := g.cc.s.store.GetRun(ctx, sessionRunID(gate.SourceMCP, p, s.ID))
+	id := sessionRunID(gate.SourceMCP, p, s.ID)
+	g.ledger.endSession(p, id)
+	run, err := g.cc.s.store.GetRun(ctx, id)
 	if err != nil || run.Status.Finished() {
 		return
 	}
 	g.cc.end(ctx, run)
 }
 
-// open returns the run of session s of p.
+// open returns the run of session s of p; a *gateFullError when s is
+// new and p has maxGateSessions sessions open already.
 func (g *gatewayRuns) open(ctx context.Context, p Principal, s mcpgateway.Session) (store.Run, error) {
 	if s.ID == "" {
 		return store.Run{}, errors.New("a session without an ID")
+	}
+	if err := g.ledger.openSession(p, sessionRunID(gate.SourceMCP, p, s.ID), g.cc.s.now()); err != nil {
+		return store.Run{}, err
 	}
 	// The client's words: shown, bounded, never trusted.
 	name, version := clientText(s.Name, 200), clientText(s.Version, 100)
@@ -172,15 +233,33 @@ func (g *gatewayRuns) asker(run store.Run, p *gate.Pending) *storeAsker {
 	return &storeAsker{cc: g.cc, run: run, wait: wait, unanswered: "no answer before the request expired"}
 }
 
-// record appends rec to the run of session s of p.
-func (g *gatewayRuns) record(ctx context.Context, p Principal, s mcpgateway.Session, rec gate.Record) {
+// record appends rec to the run of session s of p; the error is open's.
+func (g *gatewayRuns) record(ctx context.Context, p Principal, s mcpgateway.Session, rec gate.Record) error {
 	run, err := g.open(ctx, p, s)
 	if err != nil {
-		g.cc.s.log.Error("mcp session record", "error", err)
-		return
+		return err
 	}
 	rec.RunID = run.ID
 	g.cc.record(ctx, run, rec)
+	return nil
+}
+
+// admit counts the ask of pending in run, a session's run of p, against
+// the caps of p's and p's tenant's pending asks (gateLedger.admit).
+func (g *gatewayRuns) admit(ctx context.Context, p Principal, run store.Run, pending *gate.Pending) (undo func(), err error) {
+	a := gateAsk{runID: run.ID, id: pending.Request.ID}
+	if exp := pending.Request.ExpiresAt; exp != nil {
+		a.expires = *exp
+	}
+	st := g.cc.s.store
+	stillPending := func(ctx context.Context, runID, id string) bool {
+		ap, err := st.GetApproval(ctx, runID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return false // its run was deleted
+		}
+		return err != nil || ap.Status == store.StatusPending // a failed read keeps the count: fail closed
+	}
+	return g.ledger.admit(ctx, p, a, g.cc.s.now(), stillPending)
 }
 
 // pageLink is the page's link to a run: the run's view, with its pending

@@ -20,8 +20,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/internal/mcplogin"
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/runs"
 )
 
 // MCPLoginOptions configures the tenants' OAuth logins to the MCP servers
@@ -66,7 +68,7 @@ func (s *Server) listMCPLogins(w http.ResponseWriter, r *http.Request, p Princip
 		}
 		var servers []serverapi.MCPLoginView
 		for _, f := range cfg.MCPFiles {
-			c, err := mcptool.Load(f)
+			c, err := s.mcpLogins.files.load(f)
 			if err != nil {
 				continue
 			}
@@ -89,6 +91,56 @@ type mcpLogins struct {
 	opts    MCPLoginOptions
 	mu      sync.Mutex
 	pending map[string]*mcpLogin
+	// files are the agents' MCP servers files as GET /v1/mcp/logins last
+	// read them.
+	files mcpFiles
+}
+
+// mcpFiles keeps each MCP servers file as last loaded, keyed by its pin
+// (the SHA-256 of its content, runcore.PinFiles): a file is parsed again
+// only once it changed. The paths are the served agents' (the server's
+// configuration), so the cache is bounded by it.
+type mcpFiles struct {
+	mu sync.Mutex
+	m  map[string]mcpFile
+}
+
+// mcpFile is one file of mcpFiles: its pin and what loading it gave.
+type mcpFile struct {
+	sha256 string
+	cfg    *mcptool.Config
+	err    error
+}
+
+// loadMCP loads an MCP servers file (a variable for tests that count).
+var loadMCP = mcptool.Load
+
+// load returns the configuration in the file path, parsed again only when
+// its content's pin changed. The configuration returned is shared: read
+// it only.
+func (fs *mcpFiles) load(path string) (*mcptool.Config, error) {
+	pinned, err := runcore.PinFiles(runs.RunConfig{AgentConfig: runs.AgentConfig{MCPFiles: []string{path}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(pinned.Pins) != 1 || pinned.Pins[0].Absent {
+		return nil, fmt.Errorf("%s: no such file", path)
+	}
+	sum := pinned.Pins[0].SHA256
+	fs.mu.Lock()
+	f, ok := fs.m[path]
+	fs.mu.Unlock()
+	if ok && f.sha256 == sum {
+		return f.cfg, f.err
+	}
+	cfg, err := loadMCP(path)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.m == nil {
+		fs.m = map[string]mcpFile{}
+	}
+	fs.m[path] = mcpFile{sha256: sum, cfg: cfg, err: err}
+	return cfg, err
 }
 
 type mcpLogin struct {

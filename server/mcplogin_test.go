@@ -247,3 +247,62 @@ func TestMCPLoginRefusals(t *testing.T) {
 		t.Errorf("globex's login while acme is at its cap: %d, want 201", code)
 	}
 }
+
+// GET /v1/mcp/logins parses an agent's MCP servers file once, and again
+// only once its content changed (its pin): it read and parsed every
+// agent's files on every request.
+func TestMCPLoginsListReadsAFileOnceItChanged(t *testing.T) {
+	count, restore := server.CountMCPLoads()
+	defer restore()
+	dir := t.TempDir()
+	mcpFile := filepath.Join(dir, "mcp.json")
+	write := func(servers string) {
+		if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {`+servers+`}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"docs": {"url": "http://127.0.0.1:1/mcp"}`)
+	cfg := payerConfig(t)
+	cfg.MCPFiles = []string{mcpFile}
+	srv, err := server.New(memory.New(nil), &testBuilder{m: transferScript()}, &server.Options{
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t).Lookup,
+		MCPLogins: &server.MCPLoginOptions{Dir: filepath.Join(dir, "logins"), RedirectURL: "http://127.0.0.1:1/v1/mcp/oauth/callback"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	list := func() []string {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/mcp/logins", nil)
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var views []serverapi.MCPLoginView
+		_ = json.NewDecoder(resp.Body).Decode(&views)
+		var names []string
+		for _, v := range views {
+			names = append(names, v.Server)
+		}
+		return names
+	}
+	before := count()
+	for range 3 {
+		if got := list(); len(got) != 1 || got[0] != "docs" {
+			t.Fatalf("logins: %q", got)
+		}
+	}
+	if n := count() - before; n != 1 {
+		t.Errorf("three lists parsed the file %d times, want once", n)
+	}
+	write(`"docs": {"url": "http://127.0.0.1:1/mcp"}, "wiki": {"url": "http://127.0.0.1:2/mcp"}`)
+	if got := list(); len(got) != 2 || got[1] != "wiki" {
+		t.Errorf("logins once the file changed: %q, want docs and wiki", got)
+	}
+	if n := count() - before; n != 2 {
+		t.Errorf("the file was parsed %d times, want twice (once more after it changed)", n)
+	}
+}

@@ -46,6 +46,10 @@ type sessionLog struct {
 	byTool    map[string][]int64
 	untracked map[string]bool
 	overflow  bool
+	// persons are the call IDs whose record names a person as deciding
+	// (personRecord): one entry per decision a person made on the page,
+	// which no client can add without a person.
+	persons map[string]bool
 }
 
 // Bounds of a session log's index by tool: the records a card shows
@@ -152,15 +156,24 @@ func (s *Server) toolCalls(ctx context.Context, run store.Run) (json.RawMessage,
 	return claudeToolCalls(ctx, s.store, run, after)
 }
 
-// index adds the tool.finished event ev to the index by tool.
+// index adds the tool.finished event ev to the index by tool, and its
+// call to persons when its record names a person as deciding.
 func (sl *sessionLog) index(ev store.Event) {
 	var e struct {
 		Record struct {
-			Name string `json:"name"`
+			ID       string        `json:"id"`
+			Name     string        `json:"name"`
+			Decision gate.Decision `json:"decision"`
 		} `json:"record"`
 	}
 	if json.Unmarshal(ev.Data, &e) != nil {
 		return
+	}
+	if len(decidingPersons(e.Record.Decision)) > 0 {
+		if sl.persons == nil {
+			sl.persons = map[string]bool{}
+		}
+		sl.persons[e.Record.ID] = true
 	}
 	name := e.Record.Name
 	if len(name) > maxToolName {
@@ -186,6 +199,18 @@ func (sl *sessionLog) index(ev store.Event) {
 		seqs = append(seqs[:0], seqs[n:]...)
 	}
 	sl.byTool[name] = seqs
+}
+
+// personRecorded reports whether run's log holds a record of the call
+// callID that names a person as deciding.
+func (l *sessionLogs) personRecorded(ctx context.Context, st store.Store, run store.Run, callID string) (bool, error) {
+	sl := l.of(run)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if err := sl.catchUp(ctx, st, run); err != nil {
+		return false, err
+	}
+	return sl.persons[callID], nil
 }
 
 // ofTool returns the sequence numbers of the latest tool.finished events

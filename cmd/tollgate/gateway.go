@@ -32,6 +32,7 @@ import (
 	"github.com/tollgate-dev/tollgate/mcptool"
 	"github.com/tollgate-dev/tollgate/records"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/sandbox"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/telemetry"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -54,8 +55,15 @@ type gatewayFlags struct {
 	// builtins: --workdir was given, so the builtin tools are served on it.
 	builtins bool
 	claude   []string
-	// protect are further files the builtin tools may not write.
+	// protect are further files the builtin tools and the hooks'
+	// commands may not write.
 	protect []string
+	// hide are files the hooks' commands may not read (the state
+	// directory's store, key and MCP logins).
+	hide []string
+	// hooksSandbox confines the --hooks files' commands as a run's
+	// --hooks-sandbox does: workspace, read-only or off.
+	hooksSandbox string
 	// server and tokenFile: asks on the approvals page of that server.
 	server    string
 	tokenFile string
@@ -115,6 +123,7 @@ SIGTERM), 1 error, 2 usage.`,
 	fs.StringArrayVar(&f.mcp, "mcp", nil, "MCP servers file (mcp.json) whose servers the gateway serves; repeatable; required unless --workdir")
 	fs.StringVar(&f.policy, "policy", "", "authorization policy file (YAML; see 'tollgate policy check')")
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative tool call hooks file (YAML, see 'tollgate hooks check'); repeatable")
+	fs.StringVar(&f.hooksSandbox, "hooks-sandbox", string(sandbox.Workspace), "confine the --hooks files' commands as 'tollgate run' does: workspace (write only in --workdir), read-only or off (they then run with your rights)")
 	fs.StringArrayVar(&f.claude, "claude-settings", nil, "Claude Code settings file whose hooks (PreToolUse, PermissionRequest, PostToolUse: a result's replacement reaches the client) and permission rules govern the calls, as in 'tollgate run'; repeatable")
 	fs.StringVar(&f.records, "records", "", "append one JSON line per tool call record to this file")
 	fs.StringVarP(&f.workdir, "workdir", "C", ".", "workspace: relative paths in policies, the sandbox of stdio servers; given, the builtin tools are served on it")
@@ -186,7 +195,20 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate: "+oneLine(line, 2000)) }
 
-	gopts, closeGate, err := gatewayGate(f, workdir, notice, logger)
+	// The default state directory's store, key and MCP logins are hidden
+	// from bash and the hooks' commands, as from the servers
+	// (toolsSandbox), and the directory is theirs and the file tools' to
+	// leave alone, as in a run: a workspace may hold it (--workdir ~).
+	if dir, err := defaultStateDir(env); err == nil {
+		if abs, err := env.abs(dir); err == nil && f.builtins && insideWorkspace(abs, workdir) {
+			// As for 'tollgate run': the sandbox hides those files in the
+			// trees a command may read, not in the workspace it writes.
+			return usageErr("gateway: state directory %s is inside the workspace %s, where the builtin tools could read its MCP logins and decision key; choose another with $%s, or another --workdir", abs, workdir, envStateDir)
+		}
+		f.hide = stateHidden(dir, "")
+		f.protect = append(f.protect, dir)
+	}
+	gopts, closeGate, err := gatewayGate(ctx, f, workdir, notice, logger)
 	if err != nil {
 		return err
 	}
@@ -286,9 +308,10 @@ func stdioTransport(env *cliEnv) mcp.Transport {
 }
 
 // gatewayGate is the gate's configuration from the flags: the policy with
-// the workspace's path spellings, the hooks files' listener, the records
-// file. The function returned closes what was opened.
-func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (gate.Options, func(), error) {
+// the workspace's path spellings, the hooks files' listener (their
+// commands confined as a run's, gatewayHooks), the records file. The
+// function returned closes what was opened.
+func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (gate.Options, func(), error) {
 	var o gate.Options
 	var closers []func() error
 	closeAll := func() {
@@ -307,10 +330,11 @@ func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *s
 		o.Authorizers = []approval.Authorizer{pol}
 	}
 	if len(f.hooks) > 0 {
-		reg, err := runbuild.LoadHookFiles(f.hooks, notice, &declarative.Options{Logger: logger, Dir: workdir})
+		reg, release, err := gatewayHooks(ctx, f, workdir, notice, logger)
 		if err != nil {
-			return o, closeAll, usageErr("gateway: --hooks: %v", err)
+			return o, closeAll, err
 		}
+		closers = append(closers, release)
 		o.Listener = func() hooks.ToolCallListener { return reg.Listener() }
 	}
 	if f.records != "" {
@@ -322,6 +346,38 @@ func gatewayGate(f *gatewayFlags, workdir string, notice func(string), logger *s
 		o.OnRecord = func(ctx context.Context, rec gate.Record) { w.Record(ctx, rec) }
 	}
 	return o, closeAll, nil
+}
+
+// gatewayHooks loads the --hooks files as 'tollgate run' runs them
+// (runbuild.HookFiles): each command in the hooks sandbox of
+// --hooks-sandbox (workspace: it writes only in workdir), never writing
+// the gateway's own files nor reading the state directory's, with the
+// environment scrubbed to the allowlist. Where no sandbox can be made,
+// the gateway does not start unless --hooks-sandbox is off, as a run.
+func gatewayHooks(ctx context.Context, f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (*declarative.Registry, func() error, error) {
+	mode, err := sandbox.ParseMode(f.hooksSandbox)
+	if err != nil {
+		return nil, nil, usageErr("gateway: --hooks-sandbox: %v", err)
+	}
+	if mode != sandbox.Off {
+		if _, err := sandbox.New(&sandbox.Options{Logger: logger}); err != nil {
+			return nil, nil, withCode(exitError, fmt.Errorf("gateway: --hooks: the hooks' commands cannot be confined here: %w (--hooks-sandbox off runs them with your rights)", err))
+		}
+	}
+	reg, release, err := runbuild.HookFiles(ctx, &runbuild.HookFilesOptions{Files: f.hooks, Workdir: workdir,
+		Sandbox: &runs.SandboxConfig{Hooks: string(mode)}, Protect: f.governing(), Hide: f.hide, Notice: notice, Logger: logger})
+	if err != nil {
+		return nil, nil, usageErr("gateway: --hooks: %v", unwrapField(err))
+	}
+	return reg, release, nil
+}
+
+// governing are the files that govern the gateway (policy, records, pins,
+// tokens, hooks, MCP and Claude Code settings files, and f.protect),
+// which neither the builtin tools nor the hooks' commands may write.
+func (f *gatewayFlags) governing() []string {
+	files := append(append(append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...), f.claude...), f.protect...)
+	return slices.DeleteFunc(files, func(p string) bool { return p == "" })
 }
 
 // unwrapField is the error inside a field error of internal/runbuild.
@@ -399,10 +455,9 @@ func (nopWriteCloser) Close() error { return nil }
 // again and refusing the gateway's own files. question is left out: its
 // questions would have no one to answer them.
 func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts gate.Options, logger *slog.Logger) ([]tool.Tool, func() error, error) {
-	protect := append(append(append([]string{f.policy, f.records, f.pins, f.tokens}, f.hooks...), f.mcp...), f.protect...)
-	protect = slices.DeleteFunc(protect, func(p string) bool { return p == "" })
+	protect := f.governing()
 	tk, closeTools, err := runbuild.Builtins(ctx, &runbuild.BuiltinOptions{Workdir: workdir, Authorizers: gopts.Authorizers,
-		Protect: protect, Disable: []string{"question"}, Logger: logger})
+		Protect: protect, Hide: f.hide, Disable: []string{"question"}, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) && fe.Field == "workdir" {

@@ -178,3 +178,111 @@ func TestGatewayBuiltinsBesideUpstreams(t *testing.T) {
 		t.Errorf("gateway with neither: exit %d, %q; want a usage error", code, stderr)
 	}
 }
+
+// The --hooks files' commands run as a run's do: in the hooks sandbox,
+// writing only in the workspace (never the hooks file itself, which
+// governs the gateway), with the environment scrubbed. The same hook under
+// `tollgate run` and under the gateway writes inside the workspace, is
+// refused by the kernel outside it and on its own file, and sees no
+// provider key of the process.
+func TestGatewayHookCommandsConfinedAsInARun(t *testing.T) {
+	needSandbox(t)
+	const secret = "sk-hook-must-not-see-this"
+	t.Setenv("OPENAI_API_KEY", secret)
+	for _, host := range []string{"run", "gateway"} {
+		t.Run(host, func(t *testing.T) {
+			dir := t.TempDir()
+			ws := filepath.Join(dir, "ws")
+			outside := filepath.Join(dir, "outside")
+			for _, d := range []string{ws, outside} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeFile(t, ws, "a.txt", "hello\n")
+			hooksFile := writeFile(t, ws, "hooks.yaml", `hooks:
+  - event: preToolUse
+    matcher: "*"
+    action:
+      type: command
+      command: 'echo in > hook-in.txt; echo out > `+outside+`/hook-out.txt; echo "#x" >> hooks.yaml; env > hook-env.txt'
+`)
+			before, _ := os.ReadFile(hooksFile)
+			if host == "run" {
+				script := writeFile(t, dir, "s.yaml", "turns:\n  - toolCalls:\n      - {name: read, args: {path: a.txt}}\n  - text: done\n")
+				if code, out, errOut := runMain(t, "run", "--model", "script:"+script, "--workdir", ws, "--hooks", hooksFile, "go"); code != exitDone {
+					t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+				}
+			} else {
+				cs, stop := gatewayOverStdio(t, "--workdir", ws, "--hooks", hooksFile)
+				if out, isErr := callText(t, cs, "read", map[string]any{"path": "a.txt"}); isErr || !strings.Contains(out, "hello") {
+					t.Errorf("read = %q (error %v)", out, isErr)
+				}
+				if code, stderr := stop(); code != 0 {
+					t.Errorf("exit %d; stderr:\n%s", code, stderr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(ws, "hook-in.txt")); err != nil {
+				t.Fatalf("the hook did not write in the workspace: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(outside, "hook-out.txt")); err == nil {
+				t.Error("the hook wrote outside the workspace")
+			}
+			if after, _ := os.ReadFile(hooksFile); string(after) != string(before) {
+				t.Errorf("the hook wrote its own hooks file:\n%s", after)
+			}
+			env, err := os.ReadFile(filepath.Join(ws, "hook-env.txt"))
+			if err != nil || strings.Contains(string(env), secret) || !strings.Contains(string(env), "TOLLGATE_TOOL=read") {
+				t.Errorf("the hook's environment (%v):\n%s\nwant TOLLGATE_TOOL and no provider key", err, env)
+			}
+		})
+	}
+}
+
+// As for `tollgate run`, the gateway does not serve its builtin tools on
+// a workspace that holds the state directory: bash could read its MCP
+// logins and decision key there (the sandbox hides them in the trees a
+// command may read, not in the workspace it writes).
+func TestGatewayRefusesAWorkspaceHoldingTheState(t *testing.T) {
+	ws := t.TempDir()
+	state := filepath.Join(ws, "state")
+	t.Setenv("TOLLGATE_STATE_DIR", state)
+	code, _, errOut := runMain(t, "gateway", "--workdir", ws)
+	if code != exitUsage || !strings.Contains(errOut, "state directory "+state+" is inside the workspace") {
+		t.Errorf("exit %d\n%s\nwant a usage error naming the state directory", code, errOut)
+	}
+}
+
+// A stdio upstream of the gateway, sandboxed in its workspace, cannot
+// write the state directory when the workspace holds it (the gateway
+// started in the directory that holds it, as a client may start it in
+// the home directory).
+func TestGatewayUpstreamCannotWriteTheState(t *testing.T) {
+	needSandbox(t)
+	ws := t.TempDir()
+	state := filepath.Join(ws, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(ws)
+	t.Setenv("TOLLGATE_STATE_DIR", state)
+	planted := filepath.Join(state, "planted.txt")
+	cfg := mcpConfig(t, t.TempDir(), map[string]any{
+		"app": map[string]any{
+			"command":     os.Args[0],
+			"env":         map[string]string{"TOLLGATE_TEST_MCP_SERVER": "badtool", "TOLLGATE_TEST_MCP_TOUCH": planted},
+			"sandboxRead": []string{filepath.Dir(os.Args[0])},
+		},
+	})
+	cs, stop := gatewayOverStdio(t, "--mcp", cfg)
+	if names := toolNames(t, cs); !slices.Contains(names, "good") {
+		t.Errorf("tools/list = %v, want good", names)
+	}
+	code, stderr := stop()
+	if _, err := os.Stat(planted); err == nil {
+		t.Errorf("the upstream wrote the state directory\n%s", stderr)
+	}
+	if code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+}

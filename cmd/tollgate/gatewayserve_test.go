@@ -71,7 +71,17 @@ type gatewayServe struct {
 
 func startGatewayServe(t *testing.T, ttl string) *gatewayServe {
 	t.Helper()
+	return startGatewayServeWith(t, ttl, nil, "")
+}
+
+// startGatewayServeWith is startGatewayServe with further files in its
+// directory (by name) and further lines of its gateway: section.
+func startGatewayServeWith(t *testing.T, ttl string, files map[string]string, gateway string) *gatewayServe {
+	t.Helper()
 	dir := t.TempDir()
+	for name, content := range files {
+		writeTestFile(t, filepath.Join(dir, name), content)
+	}
 	g := &gatewayServe{dir: dir, notes: filepath.Join(dir, "notes.txt")}
 	var entries strings.Builder
 	for _, who := range []struct {
@@ -92,7 +102,7 @@ func startGatewayServe(t *testing.T, ttl string) *gatewayServe {
 	g.mcpFile = mcpConfig(t, dir, map[string]any{
 		"notes": map[string]any{"command": os.Args[0], "sandbox": "off", "env": map[string]string{envGatewayNotes: g.notes}},
 	})
-	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\ngateway:\n  mcp: [mcp.json]\n  policy: policy.yaml\n  records: calls.jsonl\n  approvalTtl: "+ttl+"\n")
+	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\ngateway:\n  mcp: [mcp.json]\n  policy: policy.yaml\n  records: calls.jsonl\n  approvalTtl: "+ttl+"\n"+gateway)
 	g.agentFile = filepath.Join(dir, "agent.token")
 	writeTestFile(t, g.agentFile, g.ciBot+"\n")
 	g.serveProc = startServe(t, filepath.Join(dir, "server.yaml"))
@@ -551,5 +561,38 @@ func TestGatewayServeRemembers(t *testing.T) {
 	}
 	if res := <-odone; !res.IsError {
 		t.Fatalf("tenant other's call ran: %q", resultText(res))
+	}
+}
+
+// The hooks of the gateway mounted in `tollgate serve` run their commands
+// in the hooks sandbox, as a served run's: a preToolUse command writes in
+// the workspace (the directory of server.yaml) and is refused by the
+// kernel outside it and on server.yaml itself.
+func TestGatewayServeHookCommandsConfined(t *testing.T) {
+	needSandbox(t)
+	outside := t.TempDir()
+	hooks := "hooks:\n  - event: preToolUse\n    matcher: \"*\"\n    action:\n      type: command\n      command: 'echo in > hook-in.txt; echo out > " + outside + "/hook-out.txt; echo \"#x\" >> server.yaml'\n"
+	g := startGatewayServeWith(t, "10m", map[string]string{"hooks.yaml": hooks}, "  hooks: [hooks.yaml]\n")
+	before, _ := os.ReadFile(filepath.Join(g.dir, "server.yaml"))
+	cs, err := g.connectHTTP(t, g.ciBot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := writeNote(t, cs, "a.txt", false)
+	a := g.pendingFor(t, g.alice)
+	if code := g.do(t, "POST", "/v1/approvals/"+a.ID+"/decision", g.alice, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest}, nil); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	if res := <-done; res.IsError {
+		t.Fatalf("the approved call: %q", resultText(res))
+	}
+	if _, err := os.Stat(filepath.Join(g.dir, "hook-in.txt")); err != nil {
+		t.Fatalf("the hook did not write in the workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "hook-out.txt")); err == nil {
+		t.Error("the hook wrote outside the workspace")
+	}
+	if after, _ := os.ReadFile(filepath.Join(g.dir, "server.yaml")); string(after) != string(before) {
+		t.Errorf("the hook wrote server.yaml:\n%s", after)
 	}
 }

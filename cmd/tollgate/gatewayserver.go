@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcpgateway"
 	"github.com/tollgate-dev/tollgate/mcptool"
+	"github.com/tollgate-dev/tollgate/sandbox"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -234,15 +235,17 @@ func (r *remoteInbox) do(ctx context.Context, method, path string, body any, wan
 // server's options: with mcp files, the gateway mounted at /mcp (its
 // policy, hooks, records, pins and upstream servers, opened with ctx and
 // closed by the function returned), asking on the page at pageURL unless
-// the section names its own.
-func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.GatewayConfig, pageURL string, st store.Store, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
+// the section names its own. The hooks' commands may write none of
+// protect (the server's own files) and read none of hide (its store's).
+func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.GatewayConfig, pageURL string, st store.Store, protect, hide []string, logger *slog.Logger) (*server.GatewayOptions, func(), error) {
 	o := &server.GatewayOptions{Tenants: g.Tenants, PageURL: cmp.Or(g.PageURL, pageURL)}
 	if len(g.MCPFiles) == 0 {
 		return o, func() {}, nil
 	}
 	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate serve: gateway: "+oneLine(line, 2000)) }
-	f := &gatewayFlags{mcp: g.MCPFiles, policy: g.PolicyFile, hooks: g.HooksFiles, records: g.RecordsFile, pins: g.PinsFile}
-	gopts, closeGate, err := gatewayGate(f, g.Workdir, notice, logger)
+	f := &gatewayFlags{mcp: g.MCPFiles, policy: g.PolicyFile, hooks: g.HooksFiles, records: g.RecordsFile, pins: g.PinsFile,
+		hooksSandbox: cmp.Or(g.HooksSandbox, string(sandbox.Workspace)), protect: protect, hide: hide}
+	gopts, closeGate, err := gatewayGate(ctx, f, g.Workdir, notice, logger)
 	if err != nil {
 		closeGate()
 		return nil, nil, err

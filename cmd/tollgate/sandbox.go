@@ -35,8 +35,8 @@ func sandboxRunExtension() runExtension {
 
 // toolsSandbox is the confinement of the stdio MCP servers that `tollgate
 // tools --mcp` starts: the same as `tollgate run` gives them (each server's
-// "sandbox", default workspace on workdir; the binary and the MCP files
-// protected), so that listing tools never runs a server with more power
+// "sandbox", default workspace on workdir; the binary, the MCP files and
+// the state directory protected), so that listing tools never runs a server with more power
 // than a run would.
 // Where no sandbox can be made (no helper, not Linux), only the servers
 // configured "sandbox": "off" start. The workspace's .claude directory is
@@ -95,10 +95,14 @@ func toolsSandbox(env *cliEnv, workdir string, reads []string, connect []uint16,
 		}
 	}
 	// The default state directory's store, key and MCP logins are hidden,
-	// as from a run's servers.
+	// as from a run's servers, and the directory is not theirs to write
+	// even when the workspace holds it (a gateway started in ~).
 	var hide []string
 	if dir, err := defaultStateDir(env); err == nil {
 		hide = stateHidden(dir, "")
+		if abs, err := env.abs(dir); err == nil {
+			protect = append(protect, abs)
+		}
 	}
 	return runbuild.MCPConfine(sb, cwd, func() sandbox.Policy {
 		return sandbox.Policy{Mode: sandbox.Workspace, Workspace: workspace, Read: read, ConnectTCP: connect, Protect: protect, Seal: []string{claude}, Hide: hide}

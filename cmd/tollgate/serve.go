@@ -243,7 +243,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 	opts.MCPLogins = &server.MCPLoginOptions{Dir: mcpLoginsDir(stateDir), RedirectURL: callbackURL(ln.Addr())}
 	if g := cfg.Gateway; g != nil {
 		var closeGateway func()
-		if opts.Gateway, closeGateway, err = serveGatewayOptions(ctx, env, g, "http://"+ln.Addr().String()+"/", st, logger); err != nil {
+		if opts.Gateway, closeGateway, err = serveGatewayOptions(ctx, env, g, "http://"+ln.Addr().String()+"/", st, append(protect, stateDir), b.hidden(), logger); err != nil {
 			return configErr("%s: gateway: %w", cfg.File, err)
 		}
 		defer closeGateway()

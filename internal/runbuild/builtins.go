@@ -35,6 +35,10 @@ type BuiltinOptions struct {
 	// that govern the host (its policy, hooks, records); relative paths
 	// are made absolute against the current directory.
 	Protect []string
+	// Hide lists files bash may not read, even inside a tree it may read
+	// (the state directory's store, decision key and MCP logins; see
+	// [Options].Hide).
+	Hide []string
 	// Disable switches builtins off by name (see [toolkit.Options]).
 	Disable []string
 	// SandboxHelper is the binary that confines commands (see
@@ -58,7 +62,7 @@ func Builtins(ctx context.Context, opts *BuiltinOptions) (tk *toolkit.Toolkit, c
 	if opts == nil || opts.Workdir == "" {
 		return nil, nil, &runs.FieldError{Field: "workdir", Err: errors.New("no workspace given")}
 	}
-	b := New(&Options{Protect: opts.Protect, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
+	b := New(&Options{Protect: opts.Protect, Hide: opts.Hide, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
 	s := &setup{b: b, cfg: runs.RunConfig{AgentConfig: runs.AgentConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox}},
 		opts: &agent.Options{Hooks: &hooks.Hooks{}, Authorizers: opts.Authorizers}}
 	if err := setupSandbox(ctx, s); err != nil {

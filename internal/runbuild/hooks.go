@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +14,14 @@ import (
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/configfile"
+	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/hooks/declarative"
 	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/sandbox"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -28,16 +31,10 @@ import (
 // run's recorded workspace, so that a resume from another directory runs
 // them where the run began.
 func setupHooks(ctx context.Context, s *setup) error {
-	files := s.cfg.HooksFiles
-	if len(files) == 0 {
+	if len(s.cfg.HooksFiles) == 0 {
 		return nil
 	}
-	// The hooks' log actions are log lines; a command that failed is a
-	// warning.
-	dopts := &declarative.Options{Logger: s.b.opts.WarnLogger, Dir: s.cfg.Workdir}
-	dopts.Sandbox, dopts.PassEnv, dopts.SandboxNote = s.sandbox.hookSandbox(), s.sandbox.passEnv, s.sandbox.hookSandboxNote()
-	s.addProtected(files...)
-	reg, err := LoadHookFiles(files, s.b.opts.Notice, dopts)
+	reg, err := loadHooks(s)
 	if err != nil {
 		return &runs.FieldError{Field: runcore.FieldHooksFiles, Err: err}
 	}
@@ -55,6 +52,87 @@ func setupHooks(ctx context.Context, s *setup) error {
 		reg.FireEvent(context.WithoutCancel(ctx), declarative.OnStop, hctx)
 	})
 	return nil
+}
+
+// loadHooks loads the configuration's HooksFiles as a run runs them:
+// their commands in the hooks sandbox the configuration decided (its
+// working directory Workdir), with the environment scrubbed to the
+// allowlist and the configuration's passed variables; the files
+// themselves protected from every tool.
+func loadHooks(s *setup) (*declarative.Registry, error) {
+	files := s.cfg.HooksFiles
+	// The hooks' log actions are log lines; a command that failed is a
+	// warning.
+	dopts := &declarative.Options{Logger: s.b.opts.WarnLogger, Dir: s.cfg.Workdir}
+	dopts.Sandbox, dopts.PassEnv, dopts.SandboxNote = s.sandbox.hookSandbox(), s.sandbox.passEnv, s.sandbox.hookSandboxNote()
+	s.addProtected(files...)
+	return LoadHookFiles(files, s.b.opts.Notice, dopts)
+}
+
+// HookFilesOptions configures [HookFiles].
+type HookFilesOptions struct {
+	// Files are declarative hooks files (required).
+	Files []string
+	// Workdir is the workspace (absolute; required): the commands'
+	// working directory, which in workspace mode is the tree they may
+	// write.
+	Workdir string
+	// Sandbox configures the commands' sandbox as a run's configuration
+	// does: its Hooks mode (default: its Bash mode, default workspace),
+	// further readable paths, ports and passed variables; nil means the
+	// defaults.
+	Sandbox *runs.SandboxConfig
+	// Protect lists further files and directories no command may write
+	// (the host's policy, records, pins); relative paths are made absolute
+	// against the current directory.
+	Protect []string
+	// Hide lists files no command may read (see [Options].Hide).
+	Hide []string
+	// Notice receives each file's diagnostics, one line each; nil logs
+	// them at warning level to Logger.
+	Notice func(line string)
+	// SandboxHelper is the binary that confines commands (see
+	// [Options].SandboxHelper); empty means this program.
+	SandboxHelper string
+	// Logger receives the hooks' log actions and warnings; nil discards.
+	Logger *slog.Logger
+}
+
+// HookFiles returns the registry of declarative hooks files as
+// [Builder.Build] runs them for a run's HooksFiles: each command in the
+// hooks sandbox (workspace mode: it writes only in Workdir, reads what
+// a run's hook reads, never the protected or hidden files), with the
+// environment scrubbed to the allowlist and Sandbox.PassEnv, so that no
+// secret of this process reaches it. A machine that cannot confine
+// commands is an error unless opts.Sandbox turns the hooks' sandbox off,
+// as for a run. Errors about a field are [*runs.FieldError]s naming it.
+// Call close when the hooks no longer fire: it lets go of the
+// workspace's sealed .claude directory, as a run's end does.
+func HookFiles(ctx context.Context, opts *HookFilesOptions) (reg *declarative.Registry, close func() error, err error) {
+	if opts == nil || len(opts.Files) == 0 || opts.Workdir == "" {
+		return nil, nil, &runs.FieldError{Field: runcore.FieldHooksFiles, Err: errors.New("no hooks file or workspace given")}
+	}
+	sc := runs.SandboxConfig{}
+	if opts.Sandbox != nil {
+		sc = *opts.Sandbox
+	}
+	// Only the hooks' commands run here: the sandbox is needed when their
+	// mode is not off, whatever bash's would be.
+	sc.Hooks = cmp.Or(sc.Hooks, sc.Bash, string(sandbox.Workspace))
+	sc.Bash = sc.Hooks
+	b := New(&Options{Protect: opts.Protect, Hide: opts.Hide, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger, Notice: opts.Notice})
+	s := &setup{b: b, cfg: runs.RunConfig{AgentConfig: runs.AgentConfig{Workdir: opts.Workdir, Sandbox: &sc, HooksFiles: opts.Files}},
+		opts: &agent.Options{Hooks: &hooks.Hooks{}}}
+	if err := setupSandbox(ctx, s); err != nil {
+		_ = s.closeAll()
+		return nil, nil, err
+	}
+	s.addProtected(opts.Protect...)
+	if reg, err = loadHooks(s); err != nil {
+		_ = s.closeAll()
+		return nil, nil, &runs.FieldError{Field: runcore.FieldHooksFiles, Err: err}
+	}
+	return reg, s.closeAll, nil
 }
 
 // LoadHookFiles loads each declarative hooks file once (a file named twice

@@ -284,15 +284,16 @@ type configYAML struct {
 }
 
 type gatewayYAML struct {
-	MCP         []string `yaml:"mcp"`
-	Policy      string   `yaml:"policy"`
-	Hooks       []string `yaml:"hooks"`
-	Records     string   `yaml:"records"`
-	Pins        string   `yaml:"pins"`
-	Workdir     string   `yaml:"workdir"`
-	ApprovalTTL string   `yaml:"approvalTtl"`
-	PageURL     string   `yaml:"pageUrl"`
-	Tenants     []string `yaml:"tenants"`
+	MCP          []string `yaml:"mcp"`
+	Policy       string   `yaml:"policy"`
+	Hooks        []string `yaml:"hooks"`
+	HooksSandbox string   `yaml:"hooksSandbox"`
+	Records      string   `yaml:"records"`
+	Pins         string   `yaml:"pins"`
+	Workdir      string   `yaml:"workdir"`
+	ApprovalTTL  string   `yaml:"approvalTtl"`
+	PageURL      string   `yaml:"pageUrl"`
+	Tenants      []string `yaml:"tenants"`
 }
 
 // GatewayConfig is the gateway: section of server.yaml: the MCP gateway
@@ -304,6 +305,7 @@ type gatewayYAML struct {
 //	  mcp: [mcp.json]             # the upstream servers; none: external gateways only
 //	  policy: gateway-policy.yaml # decides every tools/call
 //	  hooks: [audit.yaml]         # seed 000's declarative hooks
+//	  hooksSandbox: workspace     # their commands' sandbox: workspace (default), read-only, off
 //	  records: mcp-calls.jsonl    # one JSON line per call
 //	  pins: mcp-pins.json         # the rug-pull pins, across starts
 //	  workdir: /srv/work          # relative paths in the policy; the sandbox of stdio servers
@@ -320,6 +322,9 @@ type GatewayConfig struct {
 	RecordsFile string
 	PinsFile    string
 	Workdir     string
+	// HooksSandbox confines the hooks' commands as a run's sandbox.hooks
+	// does (workspace, read-only, off); empty means workspace.
+	HooksSandbox string
 	// ApprovalTTL is zero for the gateway's default.
 	ApprovalTTL time.Duration
 	PageURL     string
@@ -495,13 +500,18 @@ func LoadConfig(path string) (*Config, error) {
 	c.Codex = hookSection("codex", y.Codex)
 	if g := y.Gateway; g != nil {
 		c.Gateway = &GatewayConfig{PolicyFile: rel(g.Policy), RecordsFile: rel(g.Records), PinsFile: rel(g.Pins),
-			Workdir: rel(cmp.Or(g.Workdir, ".")), PageURL: g.PageURL, Tenants: g.Tenants,
+			Workdir: rel(cmp.Or(g.Workdir, ".")), PageURL: g.PageURL, Tenants: g.Tenants, HooksSandbox: g.HooksSandbox,
 			ApprovalTTL: duration("$.gateway.approvalTtl", "gateway.approvalTtl", g.ApprovalTTL)}
 		for _, f := range g.MCP {
 			c.Gateway.MCPFiles = append(c.Gateway.MCPFiles, rel(f))
 		}
 		for _, h := range g.Hooks {
 			c.Gateway.HooksFiles = append(c.Gateway.HooksFiles, rel(h))
+		}
+		switch g.HooksSandbox {
+		case "", "workspace", "read-only", "off": // package sandbox's modes
+		default:
+			ps.add("$.gateway.hooksSandbox", "gateway.hooksSandbox", "want workspace, read-only or off, got %q", g.HooksSandbox)
 		}
 		if u, err := url.Parse(g.PageURL); g.PageURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			ps.add("$.gateway.pageUrl", "gateway.pageUrl", "want an http or https URL such as https://tollgate.example/, got %q", g.PageURL)
