@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +55,7 @@ func BenchmarkGatewayStdio(b *testing.B) {
 			relay := commandClient(b, rcmd)
 			params := &mcp.CallToolParams{Name: "good", Arguments: map[string]any{}}
 			var ld, lr, lg []time.Duration
+			cpu0 := processCPU(b, gw.Process.Pid)
 			b.ResetTimer()
 			for range b.N {
 				for _, c := range []struct {
@@ -66,6 +71,7 @@ func BenchmarkGatewayStdio(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			b.ReportMetric(float64((processCPU(b, gw.Process.Pid)-cpu0).Microseconds())/float64(b.N), "gateway-cpu-µs")
 			p50 := func(l []time.Duration) float64 {
 				slices.Sort(l)
 				return float64(l[len(l)/2].Nanoseconds()) / 1e3
@@ -91,6 +97,24 @@ func apWriteB(b *testing.B, dir string) string {
 		b.Fatal(err)
 	}
 	return p
+}
+
+// processCPU is the CPU time (user and system) process pid has used, from
+// /proc/PID/stat, in clock ticks of 10 ms.
+func processCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's name, which ends with the last ')':
+	// state is the first, utime the 12th and stime the 13th.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // commandClient starts cmd as a stdio MCP server and connects to it.
