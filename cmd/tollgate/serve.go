@@ -343,8 +343,10 @@ its holder; the tokens file keeps only its SHA-256: the entry printed on
 stdout, which >> appends to the tokens file (an empty file or one under
 tokens:).
 Roles: viewer (read), approver (decide approvals), operator (start and cancel
-runs), admin (everything in the tenant).`,
-		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator >> tokens.yaml`,
+runs), admin (everything in the tenant), agent (an MCP client's or a Claude
+Code or Codex hook's: asks and waits, never decides or reads; alone).`,
+		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator >> tokens.yaml
+  tollgate serve token --name ide --role agent >> tokens.yaml 2> ide.token.txt   # the token: the line's end`,
 		Args:    argsUsage(cobra.NoArgs),
 	}
 	f := cmd.Flags()
