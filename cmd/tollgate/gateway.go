@@ -147,7 +147,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		}
 		t, err := serveconfig.LoadTokens(f.tokens)
 		if err != nil {
-			return usageErr("gateway: --tokens %s: %v", f.tokens, err)
+			return usageErr("gateway: --tokens %s: %w", f.tokens, err)
 		}
 		if t.Len() == 0 {
 			return usageErr("gateway: --tokens %s holds no token", f.tokens)
@@ -156,7 +156,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	if f.addr != "" && tokens == nil {
 		if err := loopbackOnly(f.addr); err != nil {
-			return usageErr("gateway: --addr %s: %v", f.addr, err)
+			return usageErr("gateway: --addr %s: %w", f.addr, err)
 		}
 	}
 	if f.tokenFile != "" && f.server == "" {
@@ -164,23 +164,23 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	if f.server != "" && tokens != nil {
 		if err := oneTenantForServer(f.tokens, tokens); err != nil {
-			return usageErr("gateway: %v", err)
+			return usageErr("gateway: %w", err)
 		}
 	}
 	var inbox *remoteInbox
 	if f.server != "" {
 		token, err := claudeToken(env, f.tokenFile)
 		if err != nil {
-			return usageErr("gateway: --server: %v", err)
+			return usageErr("gateway: --server: %w", err)
 		}
 		if inbox, err = newRemoteInbox(f.server, token, slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
-			return usageErr("gateway: %v", err)
+			return usageErr("gateway: %w", err)
 		}
 		defer inbox.Close()
 	}
 	workdir, err := filepath.Abs(f.workdir)
 	if err != nil {
-		return usageErr("gateway: --workdir %s: %v", f.workdir, err)
+		return usageErr("gateway: --workdir %s: %w", f.workdir, err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -244,7 +244,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if len(f.mcp) > 0 {
 		cfg, err := runbuild.LoadMCP(f.mcp, notice)
 		if err != nil {
-			return usageErr("gateway: --mcp: %v", unwrapField(err))
+			return usageErr("gateway: --mcp: %w", unwrapField(err))
 		}
 		set, err = mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, LookupEnv: env.lookupEnv, Sandbox: confine, Forward: relay.Forward()})
 		if err != nil {
@@ -325,7 +325,7 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 			pol, err = runbuild.WorkspacePolicy(pol, workdir)
 		}
 		if err != nil {
-			return o, closeAll, usageErr("gateway: --policy %s: %v", f.policy, unwrapField(err))
+			return o, closeAll, usageErr("gateway: --policy %s: %w", f.policy, unwrapField(err))
 		}
 		o.Authorizers = []approval.Authorizer{pol}
 	}
@@ -340,7 +340,7 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 	if f.records != "" {
 		w, err := records.OpenFile(f.records, &records.Options{Logger: logger})
 		if err != nil {
-			return o, closeAll, usageErr("gateway: --records %s: %v", f.records, err)
+			return o, closeAll, usageErr("gateway: --records %s: %w", f.records, err)
 		}
 		closers = append(closers, w.Close)
 		o.OnRecord = func(ctx context.Context, rec gate.Record) { w.Record(ctx, rec) }
@@ -357,7 +357,7 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 func gatewayHooks(ctx context.Context, f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (*declarative.Registry, func() error, error) {
 	mode, err := sandbox.ParseMode(f.hooksSandbox)
 	if err != nil {
-		return nil, nil, usageErr("gateway: --hooks-sandbox: %v", err)
+		return nil, nil, usageErr("gateway: --hooks-sandbox: %w", err)
 	}
 	if mode != sandbox.Off {
 		if _, err := sandbox.New(&sandbox.Options{Logger: logger}); err != nil {
@@ -367,7 +367,7 @@ func gatewayHooks(ctx context.Context, f *gatewayFlags, workdir string, notice f
 	reg, release, err := runbuild.HookFiles(ctx, &runbuild.HookFilesOptions{Files: f.hooks, Workdir: workdir,
 		Sandbox: &runs.SandboxConfig{Hooks: string(mode)}, Protect: f.governing(), Hide: f.hide, Notice: notice, Logger: logger})
 	if err != nil {
-		return nil, nil, usageErr("gateway: --hooks: %v", unwrapField(err))
+		return nil, nil, usageErr("gateway: --hooks: %w", unwrapField(err))
 	}
 	return reg, release, nil
 }
@@ -461,7 +461,7 @@ func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) && fe.Field == "workdir" {
-			return nil, nil, usageErr("gateway: --workdir %s: %v", f.workdir, fe.Err)
+			return nil, nil, usageErr("gateway: --workdir %s: %w", f.workdir, fe.Err)
 		}
 		return nil, nil, withCode(exitError, fmt.Errorf("gateway: builtin tools: %w", err))
 	}
@@ -479,7 +479,7 @@ func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) {
-			return usageErr("gateway: --claude-settings: %v", fe.Err)
+			return usageErr("gateway: --claude-settings: %w", fe.Err)
 		}
 		return withCode(exitError, fmt.Errorf("gateway: --claude-settings: %w", err))
 	}

@@ -244,7 +244,10 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 	if g := cfg.Gateway; g != nil {
 		var closeGateway func()
 		if opts.Gateway, closeGateway, err = serveGatewayOptions(ctx, env, g, "http://"+ln.Addr().String()+"/", st, append(protect, stateDir), b.hidden(), logger); err != nil {
-			return configErr("%s: gateway: %w", cfg.File, err)
+			if !strings.HasPrefix(err.Error(), "gateway: ") {
+				err = fmt.Errorf("gateway: %w", err)
+			}
+			return configErr("%s: %w", cfg.File, err) // the section's errors are the gateway command's
 		}
 		defer closeGateway()
 	}
