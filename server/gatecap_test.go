@@ -234,3 +234,27 @@ func TestGatePollsPerTokenAreCapped(t *testing.T) {
 		t.Errorf("a poll once the others ended: %d", code)
 	}
 }
+
+// An ask posted again with the ID of one still pending is refused (409)
+// and leaves that one counted: the token's cap holds however often its
+// asks are posted again.
+func TestGateAsksPostedAgainStayCounted(t *testing.T) {
+	f := gateCapFixture(t)
+	for s := range 2 {
+		for i := range 32 {
+			if code, detail, _ := askIn(f, "tg_agent0", fmt.Sprint("s", s), i); code != http.StatusCreated {
+				t.Fatalf("session %d ask %d: %d %s", s, i, code, detail)
+			}
+			if i == 31 {
+				continue
+			}
+			if code, _, _ := askIn(f, "tg_agent0", fmt.Sprint("s", s), i); code != http.StatusConflict {
+				t.Fatalf("session %d ask %d posted again: %d, want 409", s, i, code)
+			}
+		}
+	}
+	code, detail, _ := askIn(f, "tg_agent0", "s2", 0)
+	if code != http.StatusTooManyRequests || !strings.Contains(detail, "the most one token may have") {
+		t.Errorf("ask 65 of one token after asks posted again: %d %q, want 429 saying the token's cap", code, detail)
+	}
+}
