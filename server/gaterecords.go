@@ -79,7 +79,7 @@ func (s *Server) keepGateRecord(ctx context.Context, p Principal, sess mcpgatewa
 	if err := s.checkGateRecord(ctx, p.Tenant, sessionRunID(gate.SourceMCP, p, sess.ID), rec); err != nil {
 		return &recordError{err}
 	}
-	run, err := s.gate.open(ctx, p, sess)
+	run, err := s.gate.recordRun(ctx, p, sess)
 	if err != nil {
 		return err
 	}
