@@ -469,13 +469,16 @@ func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts
 }
 
 // gatewayClaude adds the hooks and permission rules of the --claude-settings
-// files to o, as 'tollgate run' runs them (runbuild.ClaudeHooks), and the
-// files to those the builtin tools may not write.
+// files to o, as 'tollgate run' runs them (runbuild.ClaudeHooks: their
+// commands, like the --hooks files', never write the gateway's own files
+// nor read the state directory's), and the files to those the builtin
+// tools may not write.
 func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate.Options, notice func(string), logger *slog.Logger) error {
 	if len(f.claude) == 0 {
 		return nil
 	}
-	h, auths, protected, err := runbuild.ClaudeHooks(ctx, &runbuild.ClaudeHooksOptions{Files: f.claude, Workdir: workdir, Notice: notice, Logger: logger})
+	h, auths, protected, err := runbuild.ClaudeHooks(ctx, &runbuild.ClaudeHooksOptions{Files: f.claude, Workdir: workdir,
+		Protect: f.governing(), Hide: f.hide, Notice: notice, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) {
