@@ -350,7 +350,7 @@ runs), admin (everything in the tenant), agent (an MCP client's or a Claude
 Code or Codex hook's: asks and waits, never decides or reads; alone).`,
 		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator >> tokens.yaml
   tollgate serve token --name ide --role agent >> tokens.yaml 2> ide.token.txt   # the token: the line's end`,
-		Args:    argsUsage(cobra.NoArgs),
+		Args: argsUsage(cobra.NoArgs),
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "the principal's name: decisions record person:NAME (required)")
