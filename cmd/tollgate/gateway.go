@@ -280,8 +280,8 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 // it would fail with EAGAIN once it is non-blocking).
 func stdioTransport(env *cliEnv) mcp.Transport {
 	if f, ok := env.stdin.(*os.File); ok && !sharedWith(f, env.stdout, env.stderr) {
-		if in, ok := stdioconn.Pollable(f); ok {
-			return stdioconn.Transport{Conn: stdioconn.New(in, env.stdout, in, 0)}
+		if in, closer, ok := stdioconn.Pollable(f); ok {
+			return stdioconn.Transport{Conn: stdioconn.New(in, env.stdout, closer, 0)}
 		}
 	}
 	return &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}}

@@ -28,13 +28,12 @@ func pipes(t *testing.T, max int) (*stdioconn.Conn, *os.File, *bufio.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, ok := stdioconn.Pollable(inR)
+	in, closer, ok := stdioconn.Pollable(inR)
 	if !ok {
 		t.Fatal("a pipe is not pollable")
 	}
-	inR.Close()
-	t.Cleanup(func() { inW.Close(); outR.Close(); outW.Close(); in.Close() })
-	return stdioconn.New(in, outW, in, max), inW, bufio.NewReader(outR)
+	t.Cleanup(func() { inW.Close(); outR.Close(); outW.Close(); closer.Close(); inR.Close() })
+	return stdioconn.New(in, outW, closer, max), inW, bufio.NewReader(outR)
 }
 
 // serve serves an SDK server with an echo tool on c; the channel is closed
@@ -208,7 +207,7 @@ func TestPollableRefusesAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, ok := stdioconn.Pollable(f); ok {
+	if _, _, ok := stdioconn.Pollable(f); ok {
 		t.Fatal("a regular file was taken as pollable")
 	}
 }
