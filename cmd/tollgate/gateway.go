@@ -297,14 +297,32 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 // stdioTransport is the client's connection over the process's standard
 // input and output: a [stdioconn.Conn] when standard input is a pipe or a
 // socket (each message decoded once, in the SDK's reading goroutine), the
-// SDK's own otherwise (a terminal, a file).
+// SDK's own otherwise (a terminal, a file, or one socket that is standard
+// output or error too: its mode is theirs as well, and a blocking write to
+// it would fail with EAGAIN once it is non-blocking).
 func stdioTransport(env *cliEnv) mcp.Transport {
-	if f, ok := env.stdin.(*os.File); ok {
-		if in, ok := stdioconn.Pollable(f); ok {
-			return stdioconn.Transport{Conn: stdioconn.New(in, env.stdout, in, 0)}
+	if f, ok := env.stdin.(*os.File); ok && !sharedWith(f, env.stdout, env.stderr) {
+		if in, closer, ok := stdioconn.Pollable(f); ok {
+			return stdioconn.Transport{Conn: stdioconn.New(in, env.stdout, closer, 0)}
 		}
 	}
 	return &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}}
+}
+
+// sharedWith reports whether f is the same file as one of ws.
+func sharedWith(f *os.File, ws ...io.Writer) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return true
+	}
+	for _, w := range ws {
+		if g, ok := w.(*os.File); ok {
+			if gi, err := g.Stat(); err == nil && os.SameFile(fi, gi) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // gatewayGate is the gate's configuration from the flags: the policy with

@@ -112,6 +112,10 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 				if err != nil {
 					return gate.Ruling{Err: err}
 				}
+				// The step stored the turn's carried events before its
+				// record: a replay that finds the record stores them not
+				// again.
+				col.carry(nil)
 				var rec callRecord
 				if err := json.Unmarshal(b, &rec); err != nil {
 					return gate.Ruling{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}
