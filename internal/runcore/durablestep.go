@@ -43,7 +43,9 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 					return jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err), Events: taken})
 				})
 				if err != nil {
-					col.carry(taken) // not recorded: stored with what follows, if anything does
+					if taken != nil { // the step ran and took them; else the carried ones stay
+						col.carry(taken) // not recorded: stored with what follows, if anything does
+					}
 					return nil, err
 				}
 				var rec turnRecord
