@@ -214,6 +214,7 @@ func (p *pass) resolve() *Ruling {
 		return &r
 	}
 	p.t, p.spec = t, t.Spec()
+	p.rec.Hints = p.spec.Hints
 	if err := p.g.validator(t).Validate(p.args); err != nil {
 		r := p.end(tool.Errorf("%s: %v", c.Name, err),
 			Decision{Outcome: OutcomeInvalid, By: approval.Runtime, Reason: invalidReason})

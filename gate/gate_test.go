@@ -236,3 +236,17 @@ func TestPromptCutsWholeCharacters(t *testing.T) {
 		t.Fatalf("prompt %q", ru.Pending.Request.Prompt)
 	}
 }
+
+// A call's record keeps the tool's hints it was decided with, for a
+// replay to judge the call again as it was judged.
+func TestRecordKeepsTheHints(t *testing.T) {
+	ls, err := tool.New("ls", "lists", func(context.Context, struct{}) (string, error) { return "a b", nil },
+		&tool.FuncOptions{Hints: &tool.Hints{ReadOnly: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := reporter{}.Call(t, gatetest.Setup{Tool: ls}, "ls", json.RawMessage(`{}`), nil)
+	if rec == nil || rec.Hints == nil || !rec.Hints.ReadOnly {
+		t.Fatalf("record %+v", rec)
+	}
+}

@@ -92,6 +92,11 @@ type Record struct {
 	Output   string         `json:"output"`
 	IsError  bool           `json:"isError,omitempty"`
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// Hints are the tool's hints the call was decided with (the strictest
+	// for an untrusted MCP server's tool); nil when the tool has none or
+	// was not found. `tollgate policy replay` judges a rule on hints with
+	// them.
+	Hints *tool.Hints `json:"hints,omitempty"`
 	// Ran reports whether the tool itself executed (here, or by the caller
 	// that reported its result).
 	Ran bool `json:"ran"`

@@ -16,6 +16,7 @@
 // A replay is deterministic: calls are read in the store's order (runs as
 // stored, calls as recorded) and the report's changes and examples follow
 // it. The arguments are the recorded ones (what ran, after any edit); the
-// tool's hints come from the approval requests of the store, then from
-// [Options.Hints]; a tool with neither has unknown risk, as at run time.
+// tool's hints are those its record kept (what the call was decided with),
+// else an approval request's of the store, else [Options.Hints]; a tool
+// with none has unknown risk, as at run time.
 package replay

@@ -152,6 +152,35 @@ func TestReplaySinceAndHints(t *testing.T) {
 	}
 }
 
+// An MCP tool's call is judged again with the hints it was decided with,
+// which its record keeps: no approval request and no hints of the caller's
+// know them (a read-only tool of a gateway's server, allowed by a rule on
+// hints, read as a change to ask before).
+func TestReplayUsesTheRecordsHints(t *testing.T) {
+	s := memory.New(nil)
+	r := rec("c1", "mcp__fs__list_allowed_directories", `{}`, gate.OutcomeAllowed, vote(tool.PrincipalRule, "reads", "allow"))
+	r.Hints = &tool.Hints{ReadOnly: true}
+	addRun(t, s, "run_a", "", r)
+	calls, err := replay.Calls(context.Background(), s, replay.Options{})
+	if err != nil || len(calls) != 1 || calls[0].Hints == nil || !calls[0].Hints.ReadOnly {
+		t.Fatalf("calls: %+v %v", calls, err)
+	}
+	p, _, err := policy.ParsePolicy("p.yaml", strings.NewReader(`rules:
+  - id: reads
+    hints: {readOnly: true}
+    decision: allow
+  - id: writes-reviewed
+    hints: {readOnly: false}
+    decision: ask
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := replay.Replay(p, replay.Seq(calls)); rep.Unchanged != 1 {
+		t.Fatalf("the policy that allowed it, replayed: %+v", rep)
+	}
+}
+
 // BenchmarkReplay replays 100,000 recorded calls (bash, read, write and
 // webfetch in turn) against the candidate policy.
 func BenchmarkReplay(b *testing.B) {

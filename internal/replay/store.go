@@ -51,7 +51,9 @@ func Calls(ctx context.Context, s store.Store, o Options) ([]Call, error) {
 			if !ok || (!o.Since.IsZero() && c.Started.Before(o.Since)) {
 				continue
 			}
-			c.Hints = hints[[2]string{run.Tenant, c.Tool}]
+			if c.Hints == nil { // the record's, else an approval request's, else the caller's
+				c.Hints = hints[[2]string{run.Tenant, c.Tool}]
+			}
 			if c.Hints == nil && o.Hints != nil {
 				c.Hints = o.Hints(c.Tool)
 			}
@@ -149,7 +151,7 @@ func callOf(run store.Run, rec gate.Record) (Call, bool) {
 		args = rec.RequestedArgs
 	}
 	c := Call{Tenant: run.Tenant, RunID: run.ID, CallID: rec.ID, Tool: rec.Name, Args: args, Started: rec.Started,
-		Outcome: string(rec.Decision.Outcome), Was: approval.Allow, Shadow: rec.Decision.Shadow}
+		Outcome: string(rec.Decision.Outcome), Was: approval.Allow, Shadow: rec.Decision.Shadow, Hints: rec.Hints}
 	var vs []approval.Verdict
 	for _, v := range rec.Decision.Votes {
 		if v.Source.Kind == tool.PrincipalRule || v.Source.Kind == tool.PrincipalAutonomy {
