@@ -355,19 +355,10 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 // environment scrubbed to the allowlist. Where no sandbox can be made,
 // the gateway does not start unless --hooks-sandbox is off, as a run.
 func gatewayHooks(ctx context.Context, f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (*declarative.Registry, func() error, error) {
-	mode, err := sandbox.ParseMode(f.hooksSandbox)
+	reg, release, err := confinedHooks(ctx, &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox",
+		protect: f.governing(), hide: f.hide, notice: notice, logger: logger})
 	if err != nil {
-		return nil, nil, usageErr("gateway: --hooks-sandbox: %v", err)
-	}
-	if mode != sandbox.Off {
-		if _, err := sandbox.New(&sandbox.Options{Logger: logger}); err != nil {
-			return nil, nil, withCode(exitError, fmt.Errorf("gateway: --hooks: the hooks' commands cannot be confined here: %w (--hooks-sandbox off runs them with your rights)", err))
-		}
-	}
-	reg, release, err := runbuild.HookFiles(ctx, &runbuild.HookFilesOptions{Files: f.hooks, Workdir: workdir,
-		Sandbox: &runs.SandboxConfig{Hooks: string(mode)}, Protect: f.governing(), Hide: f.hide, Notice: notice, Logger: logger})
-	if err != nil {
-		return nil, nil, usageErr("gateway: --hooks: %v", unwrapField(err))
+		return nil, nil, commandError("gateway", err)
 	}
 	return reg, release, nil
 }
