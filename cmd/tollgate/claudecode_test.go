@@ -445,7 +445,7 @@ func BenchmarkClaudeHookCommand(b *testing.B) {
 }
 
 // The hook fails closed: input it cannot read, a policy that does not
-// load, a server it cannot reach and a missing token all deny, with exit
+// load, a hooks sandbox mode it does not know, a server it cannot reach and a missing token all deny, with exit
 // status 2 and the reason on stderr, so that Claude Code blocks the call
 // even without reading the JSON.
 func TestClaudeHookFailsClosed(t *testing.T) {
@@ -453,6 +453,7 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	badPolicy := writeFile(t, dir, "bad.yaml", "rules: [{id: x, decision: maybe}]\n")
 	tokenFile := writeFile(t, dir, "token", "tg_x\n")
+	hooksFile := writeFile(t, dir, "hooks.yaml", "hooks:\n  - {event: preToolUse, action: {type: command, command: 'true'}}\n")
 	ev := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`
 	for _, c := range []struct {
 		name, stdin, reason string
@@ -460,6 +461,7 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 	}{
 		{"bad input", `{"hook_event_name":`, "could not read the hook event", nil},
 		{"bad policy", ev, "misconfigured", []string{"--policy", badPolicy}},
+		{"bad hooks sandbox", ev, "misconfigured", []string{"--hooks", hooksFile, "--hooks-sandbox", "none"}},
 		{"server down", ev, "could not be reached", []string{"--server", "http://127.0.0.1:1", "--token-file", tokenFile}},
 		{"no token", ev, "no token for the server", []string{"--server", "http://127.0.0.1:1"}},
 	} {
