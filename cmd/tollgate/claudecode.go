@@ -248,9 +248,11 @@ func claudeHookFiles(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *c
 		workdir = wd
 	}
 	protect := append([]string{stateDir, defaultState, f.records, filepath.Join(workdir, ".codex")}, f.policies...)
-	hide := append(stateHidden(stateDir, ""), stateHidden(defaultState, "")...)
+	// The hook's own --state-dir holds sessions' calls alone, unless it is
+	// the default one, which holds the store, its key and the MCP logins.
+	hide := stateHidden(defaultState, "")
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return confinedHooks(ctx, &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox",
+	return confinedHooks(ctx, &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox", workdirSetting: "the session's cwd",
 		protect: protect, hide: hide, notice: func(s string) { fmt.Fprintln(env.stderr, "tollgate:", s) }, logger: logger})
 }
 
@@ -258,10 +260,10 @@ func claudeHookFiles(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *c
 // section) of server.yaml: its policy (with its autonomy level) and
 // hooks, for the server's decisions. The hooks' commands run as a run's
 // (confinedHooks): in the hooks sandbox of the section's hooksSandbox,
-// whose workspace is workdir (the directory of server.yaml), never
+// whose workspace is its workdir (default the directory of server.yaml), never
 // writing protect (the server's own files) or the section's policy, nor
 // reading hide (its store's); release lets go of what their sandbox holds.
-func claudeServeOptions(ctx context.Context, cc *serveconfig.ClaudeCodeConfig, section, stateDir, workdir string, protect, hide []string, stderr io.Writer) (o *server.ClaudeCodeOptions, release func() error, err error) {
+func claudeServeOptions(ctx context.Context, cc *serveconfig.ClaudeCodeConfig, section, stateDir string, protect, hide []string, stderr io.Writer) (o *server.ClaudeCodeOptions, release func() error, err error) {
 	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: "+section+":", s) }
 	dir := "claude-code-server"
 	if section == "codex" {
@@ -279,8 +281,8 @@ func claudeServeOptions(ctx context.Context, cc *serveconfig.ClaudeCodeConfig, s
 	release = func() error { return nil }
 	if len(cc.HooksFiles) > 0 {
 		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		reg, rel, err := confinedHooks(ctx, &hookFilesConfig{files: cc.HooksFiles, workdir: workdir,
-			mode: cmp.Or(cc.HooksSandbox, string(sandbox.Workspace)), setting: section + ".hooksSandbox",
+		reg, rel, err := confinedHooks(ctx, &hookFilesConfig{files: cc.HooksFiles, workdir: cc.Workdir,
+			mode: cmp.Or(cc.HooksSandbox, string(sandbox.Workspace)), setting: section + ".hooksSandbox", workdirSetting: section + ".workdir",
 			protect: append(slices.Clip(protect), cc.PolicyFile), hide: hide, notice: notice, logger: logger})
 		if err != nil {
 			return nil, nil, err

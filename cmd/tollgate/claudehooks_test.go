@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,22 +109,17 @@ func TestClaudeHookCommandsConfinedAsInARun(t *testing.T) {
 
 // The claudeCode: and codex: sections' hooks of `tollgate serve` run their
 // commands as a run's: in the hooks sandbox whose workspace is the
-// directory of server.yaml, never writing server.yaml, the tokens file,
-// the hooks file or the state directory there, nor outside it, with the
-// environment scrubbed.
+// directory of server.yaml, never writing server.yaml, the tokens file or
+// the hooks file there, nor the state directory or anything outside it,
+// with the environment scrubbed.
 func TestServeClaudeCodeHookCommandsConfined(t *testing.T) {
 	needSandbox(t)
 	t.Setenv("OPENAI_API_KEY", hookSecret)
 	for _, section := range []string{"claudeCode", "codex"} {
 		t.Run(section, func(t *testing.T) {
-			dir, outside := t.TempDir(), t.TempDir()
-			tok, hash, err := serveconfig.NewToken()
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeTestFile(t, filepath.Join(dir, "tokens.yaml"), fmt.Sprintf("tokens:\n  - name: ci-bot\n    roles: [%s]\n    sha256: %s\n", server.RoleAgent, hash))
-			writeTestFile(t, filepath.Join(dir, "hooks.yaml"), confinedHookCommand(outside, "state", "server.yaml", "tokens.yaml", "hooks.yaml"))
-			writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\n"+section+":\n  hooks: [hooks.yaml]\n")
+			dir, outside, state := t.TempDir(), t.TempDir(), t.TempDir()
+			tok := hookServerFiles(t, dir, confinedHookCommand(outside, state, "server.yaml", "tokens.yaml", "hooks.yaml"))
+			writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: "+state+"\n"+section+":\n  hooks: [hooks.yaml]\n")
 			p := startServe(t, filepath.Join(dir, "server.yaml"))
 			before := readFiles(t, filepath.Join(dir, "server.yaml"), filepath.Join(dir, "tokens.yaml"), filepath.Join(dir, "hooks.yaml"))
 			route := map[string]string{"claudeCode": "/v1/hooks/claude-code", "codex": "/v1/hooks/codex"}[section]
@@ -136,7 +132,40 @@ func TestServeClaudeCodeHookCommandsConfined(t *testing.T) {
 			if s := ans.Specific; s != nil && s.PermissionDecision == "deny" {
 				t.Fatalf("denied: %+v\n%s", s, p.logs)
 			}
-			checkConfinedHook(t, dir, outside, filepath.Join(dir, "state"), before)
+			checkConfinedHook(t, dir, outside, state, before)
 		})
 	}
+}
+
+// hookServerFiles writes tokens.yaml (an agent's token, returned) and
+// hooks.yaml (hooks) in dir.
+func hookServerFiles(t *testing.T, dir, hooks string) string {
+	t.Helper()
+	tok, hash, err := serveconfig.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "tokens.yaml"), fmt.Sprintf("tokens:\n  - name: ci-bot\n    roles: [%s]\n    sha256: %s\n", server.RoleAgent, hash))
+	writeTestFile(t, filepath.Join(dir, "hooks.yaml"), hooks)
+	return tok
+}
+
+// A workspace that holds the server's state directory would let the
+// hooks' commands read its store and decision key (the sandbox hides them
+// only outside the tree a command writes): serve does not start, and
+// names the workdir: that moves the hooks elsewhere; with it, it starts.
+func TestServeClaudeCodeHooksRefuseTheStateDir(t *testing.T) {
+	dir := t.TempDir()
+	hookServerFiles(t, dir, "hooks:\n  - {event: preToolUse, action: {type: command, command: 'true'}}\n")
+	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\nclaudeCode:\n  hooks: [hooks.yaml]\n")
+	out, err := exec.Command(tollgateBinary(t), "serve", "--config", filepath.Join(dir, "server.yaml"), "--addr", "127.0.0.1:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "claudeCode.workdir") || !strings.Contains(string(out), filepath.Join(dir, "state")) {
+		t.Fatalf("serve: %v\n%s", err, out)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\nclaudeCode:\n  hooks: [hooks.yaml]\n  workdir: hooks\n")
+	needSandbox(t)
+	startServe(t, filepath.Join(dir, "server.yaml"))
 }

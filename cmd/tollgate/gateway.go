@@ -355,7 +355,7 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 // environment scrubbed to the allowlist. Where no sandbox can be made,
 // the gateway does not start unless --hooks-sandbox is off, as a run.
 func gatewayHooks(ctx context.Context, f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (*declarative.Registry, func() error, error) {
-	reg, release, err := confinedHooks(ctx, &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox",
+	reg, release, err := confinedHooks(ctx, &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox", workdirSetting: "--workdir",
 		protect: f.governing(), hide: f.hide, notice: notice, logger: logger})
 	if err != nil {
 		return nil, nil, commandError("gateway", err)

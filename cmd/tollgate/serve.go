@@ -186,8 +186,8 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 		return configErr("%w", err)
 	}
 	opts := &server.Options{Agents: cfg.Agents, AgentProblem: cfg.AgentProblem, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup, Tenants: tokens.Tenants(), Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: server.ApprovalsPage()}
-	// The sections' hooks' commands write only in the directory of
-	// server.yaml, never the server's own files nor its state directory.
+	// The sections' hooks' commands write only in their workdir, never the
+	// server's own files nor its state directory.
 	for _, sec := range []struct {
 		name string
 		cc   *serveconfig.ClaudeCodeConfig
@@ -196,7 +196,7 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 		if sec.cc == nil {
 			continue
 		}
-		o, release, err := claudeServeOptions(ctx, sec.cc, sec.name, stateDir, filepath.Dir(cfg.File), append(slices.Clip(protect), stateDir), b.hidden(), env.stderr)
+		o, release, err := claudeServeOptions(ctx, sec.cc, sec.name, stateDir, append(slices.Clip(protect), stateDir), b.hidden(), env.stderr)
 		if err != nil {
 			return configErr("%s: %s: %w", cfg.File, sec.name, err)
 		}

@@ -335,6 +335,7 @@ type claudeCodeYAML struct {
 	Policy       string   `yaml:"policy"`
 	Hooks        []string `yaml:"hooks"`
 	HooksSandbox string   `yaml:"hooksSandbox"`
+	Workdir      string   `yaml:"workdir"`
 	Autonomy     string   `yaml:"autonomy"`
 	ApprovalTTL  string   `yaml:"approvalTtl"`
 	Tenants      []string `yaml:"tenants"`
@@ -350,6 +351,7 @@ type claudeCodeYAML struct {
 //	  policy: team-policy.yaml    # the team's policy (rules, permissions, autonomy)
 //	  hooks: [audit.yaml]         # seed 000's declarative hooks
 //	  hooksSandbox: workspace     # their commands' sandbox: workspace (default), read-only, off
+//	  workdir: /srv/hooks         # their working directory, the tree they write (default: the directory of server.yaml)
 //	  autonomy: supervised        # overrides the policy's level
 //	  approvalTtl: 1h             # how long a request stays answerable
 //	  tenants: [acme]             # the tenants whose agent tokens may use it (default: all)
@@ -358,10 +360,13 @@ type ClaudeCodeConfig struct {
 	PolicyFile string
 	HooksFiles []string
 	// HooksSandbox confines the hooks' commands as a run's sandbox.hooks
-	// does (workspace: they write only in the directory of server.yaml;
-	// read-only; off); empty means workspace.
+	// does (workspace: they write only in Workdir; read-only; off); empty
+	// means workspace.
 	HooksSandbox string
-	Autonomy     string
+	// Workdir is the hooks' commands' working directory and workspace,
+	// absolute (default: the directory of server.yaml).
+	Workdir  string
+	Autonomy string
 	// ApprovalTTL is zero for none.
 	ApprovalTTL time.Duration
 	Tenants     []string
@@ -491,7 +496,7 @@ func LoadConfig(path string) (*Config, error) {
 			return nil
 		}
 		out := &ClaudeCodeConfig{PolicyFile: rel(cc.Policy), Autonomy: cc.Autonomy, Tenants: cc.Tenants, HooksSandbox: cc.HooksSandbox,
-			ApprovalTTL: duration("$."+name+".approvalTtl", name+".approvalTtl", cc.ApprovalTTL)}
+			Workdir: rel(cmp.Or(cc.Workdir, ".")), ApprovalTTL: duration("$."+name+".approvalTtl", name+".approvalTtl", cc.ApprovalTTL)}
 		for _, h := range cc.Hooks {
 			out.HooksFiles = append(out.HooksFiles, rel(h))
 		}

@@ -350,14 +350,14 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 // against the file's directory.
 func TestLoadConfigClaudeCode(t *testing.T) {
 	dir := t.TempDir()
-	p := writeFile(t, dir, "server.yaml", "claudeCode:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  hooksSandbox: read-only\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
+	p := writeFile(t, dir, "server.yaml", "claudeCode:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  hooksSandbox: read-only\n  workdir: hooks\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
 	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cc := c.ClaudeCode
 	if cc == nil || cc.PolicyFile != filepath.Join(dir, "team.yaml") || len(cc.HooksFiles) != 1 || cc.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
-		cc.Autonomy != "supervised" || cc.ApprovalTTL != time.Hour || len(cc.Tenants) != 1 || cc.Tenants[0] != "acme" || len(c.Agents) != 0 || cc.HooksSandbox != "read-only" {
+		cc.Autonomy != "supervised" || cc.ApprovalTTL != time.Hour || len(cc.Tenants) != 1 || cc.Tenants[0] != "acme" || len(c.Agents) != 0 || cc.HooksSandbox != "read-only" || cc.Workdir != filepath.Join(dir, "hooks") {
 		t.Fatalf("claudeCode %+v, agents %v", cc, c.Agents)
 	}
 }
@@ -372,7 +372,7 @@ func TestLoadConfigCodex(t *testing.T) {
 		t.Fatal(err)
 	}
 	cx := c.Codex
-	if cx == nil || c.ClaudeCode != nil || cx.PolicyFile != filepath.Join(dir, "team.yaml") || len(cx.HooksFiles) != 1 || cx.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
+	if cx == nil || c.ClaudeCode != nil || cx.Workdir != dir || cx.PolicyFile != filepath.Join(dir, "team.yaml") || len(cx.HooksFiles) != 1 || cx.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
 		cx.Autonomy != "supervised" || cx.ApprovalTTL != time.Hour || len(cx.Tenants) != 1 || cx.Tenants[0] != "acme" {
 		t.Fatalf("codex %+v", cx)
 	}
