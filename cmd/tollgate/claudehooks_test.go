@@ -169,3 +169,27 @@ func TestServeClaudeCodeHooksRefuseTheStateDir(t *testing.T) {
 	needSandbox(t)
 	startServe(t, filepath.Join(dir, "server.yaml"))
 }
+
+// Under Claude Code itself, the --hooks files' commands of the hook it
+// runs are confined as in a run: an allowed Bash call runs, its
+// preToolUse command writes in the session's cwd and is refused outside
+// it, and it never sees Claude Code's API key.
+func TestClaudeCodeHookCommandsConfined(t *testing.T) {
+	needSandbox(t)
+	outside := t.TempDir()
+	hooksFile := writeFile(t, t.TempDir(), "hooks.yaml", confinedHookCommand(outside, outside))
+	r := runClaude(t, claudePolicy, claudeOpts{Args: []string{"--hooks", hooksFile}}, nil,
+		toolUse{"Bash", `{"command":"echo ran > ran.txt","description":"x"}`})
+	if _, err := os.Stat(filepath.Join(r.Workspace, "ran.txt")); err != nil {
+		t.Fatalf("the allowed call did not run: %v; the model read %q", err, r.Results["toolu_01"])
+	}
+	if _, err := os.Stat(filepath.Join(r.Workspace, "hook-in.txt")); err != nil {
+		t.Fatalf("the hook did not write in the session's cwd: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "hook-out.txt")); err == nil {
+		t.Error("the hook wrote outside the session's cwd")
+	}
+	if env, err := os.ReadFile(filepath.Join(r.Workspace, "hook-env.txt")); err != nil || strings.Contains(string(env), "sk-ant-test") || !strings.Contains(string(env), "TOLLGATE_TOOL=bash") {
+		t.Errorf("the hook's environment (%v):\n%s\nwant TOLLGATE_TOOL and no API key", err, env)
+	}
+}
