@@ -152,16 +152,26 @@ func hookServerFiles(t *testing.T, dir, hooks string) string {
 
 // A workspace that holds the server's state directory would let the
 // hooks' commands read its store and decision key (the sandbox hides them
-// only outside the tree a command writes): serve does not start, and
-// names the workdir: that moves the hooks elsewhere; with it, it starts.
-func TestServeClaudeCodeHooksRefuseTheStateDir(t *testing.T) {
+// only outside the tree a command writes): serve does not start with the
+// hooks of claudeCode: or gateway: there, and names the workdir: that
+// moves them elsewhere; with it, it starts.
+func TestServeHooksRefuseTheStateDir(t *testing.T) {
+	for _, section := range []string{"claudeCode", "gateway"} {
+		dir := t.TempDir()
+		hookServerFiles(t, dir, "hooks:\n  - {event: preToolUse, action: {type: command, command: 'true'}}\n")
+		writeTestFile(t, filepath.Join(dir, "mcp.json"), `{"mcpServers": {"x": {"command": "true", "sandbox": "off"}}}`)
+		body := "tokens: tokens.yaml\nstateDir: state\n" + section + ":\n  hooks: [hooks.yaml]\n"
+		if section == "gateway" {
+			body += "  mcp: [mcp.json]\n"
+		}
+		writeTestFile(t, filepath.Join(dir, "server.yaml"), body)
+		out, err := exec.Command(tollgateBinary(t), "serve", "--config", filepath.Join(dir, "server.yaml"), "--addr", "127.0.0.1:0").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), section+".workdir") || !strings.Contains(string(out), filepath.Join(dir, "state")) {
+			t.Fatalf("%s: serve: %v\n%s", section, err, out)
+		}
+	}
 	dir := t.TempDir()
 	hookServerFiles(t, dir, "hooks:\n  - {event: preToolUse, action: {type: command, command: 'true'}}\n")
-	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\nclaudeCode:\n  hooks: [hooks.yaml]\n")
-	out, err := exec.Command(tollgateBinary(t), "serve", "--config", filepath.Join(dir, "server.yaml"), "--addr", "127.0.0.1:0").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "claudeCode.workdir") || !strings.Contains(string(out), filepath.Join(dir, "state")) {
-		t.Fatalf("serve: %v\n%s", err, out)
-	}
 	if err := os.Mkdir(filepath.Join(dir, "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}

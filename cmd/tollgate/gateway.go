@@ -64,6 +64,9 @@ type gatewayFlags struct {
 	// hooksSandbox confines the --hooks files' commands as a run's
 	// --hooks-sandbox does: workspace, read-only or off.
 	hooksSandbox string
+	// inServe: the gateway is server.yaml's gateway: section, whose keys
+	// errors name instead of the flags.
+	inServe bool
 	// server and tokenFile: asks on the approvals page of that server.
 	server    string
 	tokenFile string
@@ -355,8 +358,12 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 // environment scrubbed to the allowlist. Where no sandbox can be made,
 // the gateway does not start unless --hooks-sandbox is off, as a run.
 func gatewayHooks(ctx context.Context, f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (*declarative.Registry, func() error, error) {
-	reg, release, err := confinedHooks(ctx, &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox", workdirSetting: "--workdir",
-		protect: f.governing(), hide: f.hide, notice: notice, logger: logger})
+	c := &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox", workdirSetting: "--workdir",
+		protect: f.governing(), hide: f.hide, notice: notice, logger: logger}
+	if f.inServe {
+		c.setting, c.workdirSetting = "gateway.hooksSandbox", "gateway.workdir"
+	}
+	reg, release, err := confinedHooks(ctx, c)
 	if err != nil {
 		return nil, nil, commandError("gateway", err)
 	}
