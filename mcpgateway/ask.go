@@ -105,7 +105,11 @@ func (gw *Gateway) ask(ctx context.Context, req *mcp.CallToolRequest, env *gate.
 		}
 		gw.opts.Logger.Warn("mcp gateway: too many calls wait for an answer; refusing", "tool", c.Name)
 	}
-	res := tool.Errorf("%s needs a person's approval (%s) and this gateway has no one to ask, so it did not run: start the gateway with --server to ask on the approvals page, use a client that supports elicitation, or change the policy", c.Name, p.Request.Prompt)
+	ways := "start the gateway with --server to ask on the approvals page, or change the policy"
+	if gw.opts.Elicit { // a local client's person may answer through elicitation; an HTTP client never does
+		ways = "start the gateway with --server to ask on the approvals page, use a client that supports elicitation, or change the policy"
+	}
+	res := tool.Errorf("%s needs a person's approval (%s) and this gateway has no one to ask, so it did not run: %s", c.Name, p.Request.Prompt, ways)
 	rec := gw.gate.End(ctx, env, c, res, gate.Decision{Outcome: gate.OutcomeDenied, By: approval.Runtime, Reason: noApprover, Votes: p.Votes})
 	return nil, gate.Ruling{Record: rec}
 }

@@ -49,24 +49,40 @@ type parkedAsks struct {
 	m  map[string]*parkedAsk
 }
 
-// put stores pa and returns its key, or "" when maxParked are parked.
-func (ps *parkedAsks) put(pa *parkedAsk, now time.Time) string {
+// put stores pa and returns its key, or, when maxParked are parked, or
+// as many as its token or its tenant may wait for (maxPendingPerClient,
+// maxPendingPerTenant), the sentence that says so. An ask stays parked
+// after it ended (answered, withdrawn), until it is retried or expires,
+// so the caps of waiting calls do not bound the parked ones.
+func (ps *parkedAsks) put(pa *parkedAsk, now time.Time) (key, full string) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.m == nil {
 		ps.m = map[string]*parkedAsk{}
 	}
+	client, tenant := 0, 0
 	for k, v := range ps.m {
-		if now.After(v.expires) {
+		switch {
+		case now.After(v.expires):
 			delete(ps.m, k)
+		case v.session.Client == pa.session.Client:
+			client++
+			tenant++
+		case v.session.Client.Tenant == pa.session.Client.Tenant:
+			tenant++
 		}
 	}
-	if len(ps.m) >= maxParked {
-		return ""
+	switch {
+	case client >= maxPendingPerClient:
+		return "", fmt.Sprintf("%d calls of this client's sessions wait for one already (the most one token may have across its sessions)", maxPendingPerClient)
+	case tenant >= maxPendingPerTenant:
+		return "", fmt.Sprintf("%d calls of this tenant's clients wait for one already (the most one tenant may have)", maxPendingPerTenant)
+	case len(ps.m) >= maxParked:
+		return "", fmt.Sprintf("%d calls wait for one at this gateway already", maxParked)
 	}
-	key := ids.New("park_") + ids.New("")
+	key = ids.New("park_") + ids.New("")
 	ps.m[key] = pa
-	return key
+	return key, ""
 }
 
 // take removes and returns the parked ask of key, if any.
@@ -126,11 +142,11 @@ func (gw *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, env *gate
 	defer keep.stop()
 	select {
 	case link := <-links:
-		key := gw.parked.put(pa, time.Now())
+		key, full := gw.parked.put(pa, time.Now())
 		if key == "" {
 			cancel()
 			<-pa.done
-			return nil, gw.refuseOverCap(ctx, env, c, p, fmt.Sprintf("%d calls wait for one at this gateway already", maxParked))
+			return nil, gw.refuseOverCap(ctx, env, c, p, full)
 		}
 		msg := fmt.Sprintf("The tool call %s waits for a person's approval on tollgate's approvals page (request %s). Open the link to see it; the call goes on once it is answered.", c.Name, p.Request.ID)
 		return &mcp.CallToolResult{

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -302,6 +303,31 @@ func TestStdioOversizedResult(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(starts); strings.Count(string(b), "\n") != 1 {
 		t.Errorf("the server started %d times; want once", strings.Count(string(b), "\n"))
+	}
+}
+
+// With a limit for one message below what its replacement holds (the
+// first cutResultBytes of its text), a result over the limit is still cut
+// and handed on, and the connection stays.
+func TestStdioOversizedResultSmallLimit(t *testing.T) {
+	s := open(t, &Config{Servers: map[string]*ServerConfig{"small": {
+		Command: os.Args[0],
+		Env:     map[string]string{"MCPTOOL_TEST_HELPER": "rawbig", "MCPTOOL_TEST_BIG": strconv.Itoa(2 * noiseCheckLen)},
+	}}}, &Options{ShutdownGrace: 200 * time.Millisecond, MaxMessageBytes: 4096})
+	tools := toolsByName(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	before, err := tools["mcp__small__echo"].Call(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tools["mcp__small__big"].Call(ctx, nil)
+	if err != nil || res.IsError || !strings.Contains(res.Output, "[cut: the MCP server's message was") {
+		t.Fatalf("big: %.200v, %v; want a result cut to its start", res, err)
+	}
+	after, err := tools["mcp__small__echo"].Call(ctx, nil)
+	if err != nil || after.IsError || after.Output != before.Output {
+		t.Fatalf("echo after the oversized result: %+v, %v; want pid %s", after, err, before.Output)
 	}
 }
 

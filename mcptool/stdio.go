@@ -87,8 +87,11 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// Lines that are not JSON-RPC (a banner, log lines) are dropped and
 	// logged rather than breaking the connection (see noiseFilter). The
 	// pipe is the poller's, so closing it (c.Close does, last) ends a read.
+	// The filter bounds messages; what it hands on (a line of up to
+	// noiseCheckLen, a replacement of up to cutResultBytes of text) may be
+	// over maxMsg, so the connection keeps the SDK's limit.
 	out := newNoiseFilter(outR, t.logger, t.server, t.maxMsg)
-	return stdioconn.New(out, c, c, t.maxMsg), nil
+	return stdioconn.New(out, c, c, 0), nil
 }
 
 func closeAll(fs ...*os.File) {

@@ -294,14 +294,19 @@ func TestClosePoliteServer(t *testing.T) {
 // rawBigServer is a stdio MCP server written by hand, as a Node.js server
 // writes its messages (the ID last), so that a result over the SDK's limit
 // for one message costs it no encoding: "echo" answers with the server's
-// pid, "big" with a text of mcp.DefaultMaxLineLength+1 bytes. Every start is
-// appended to MCPTOOL_TEST_STARTS.
+// pid, "big" with a text of mcp.DefaultMaxLineLength+1 bytes, or
+// MCPTOOL_TEST_BIG bytes when set. Every start is appended to
+// MCPTOOL_TEST_STARTS.
 func rawBigServer() {
 	if f := os.Getenv("MCPTOOL_TEST_STARTS"); f != "" {
 		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
 			fmt.Fprintln(fh, os.Getpid())
 			fh.Close()
 		}
+	}
+	big := mcp.DefaultMaxLineLength + 1
+	if n, err := strconv.Atoi(os.Getenv("MCPTOOL_TEST_BIG")); err == nil {
+		big = n
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
@@ -329,7 +334,7 @@ func rawBigServer() {
 		case "tools/call":
 			if req.Params.Name == "big" {
 				out.WriteString(`{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"`)
-				out.Write(bytes.Repeat([]byte("b"), mcp.DefaultMaxLineLength+1))
+				out.Write(bytes.Repeat([]byte("b"), big))
 				out.WriteString(`"}]},"id":` + string(req.ID) + "}\n")
 				out.Flush()
 				continue

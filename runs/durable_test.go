@@ -528,3 +528,60 @@ func TestDurableTurnNotRecordedKeepsItsEvents(t *testing.T) {
 		t.Errorf("stored events %q: the turn's usage or the run's end is missing", types)
 	}
 }
+
+// A run whose process dies in its second model turn, after the first
+// turn's events were stored by the call's recorded step, is replayed
+// without storing the first turn's events again: only the step the crash
+// cut off may store its events twice.
+func TestDurableReplayAfterCallStoresTurnOnce(t *testing.T) {
+	ctx := context.Background()
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if len(req.Messages) == 1 {
+			return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{}}}}, nil
+		}
+		return model.Reply{Content: "found"}, nil
+	})
+	lookup := tool.Must("lookup", "looks up", func(ctx context.Context, _ struct{}) (string, error) { return "it", nil }, nil)
+	st := memory.New(nil)
+	eng := newFakeEngine()
+	d, err := runcore.NewDurable(deadStore{st, eng}, &testBuilder{m: m, tools: agent.ToolList{lookup}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := runcore.DurableRun{RunID: "run_r", Config: runs.RunConfig{Version: runcore.ConfigVersion, AgentConfig: runs.AgentConfig{Workdir: t.TempDir()}}, Prompt: "find it"}
+	if err := runcore.PrepareDurable(ctx, st, &input); err != nil {
+		t.Fatal(err)
+	}
+	eng.execution(2) // turn 2: its work done, its record lost
+	ectx, kill := context.WithCancel(ctx)
+	eng.kill = kill
+	if _, err := d.Drive(ectx, eng, input); !errors.Is(err, errKilled) {
+		t.Fatalf("the first execution ended %v, want killed in turn 2 (steps %q)", err, eng.names)
+	}
+	kill()
+	eng.execution(-1)
+	if res, err := d.Drive(ctx, eng, input); err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("replay: %v %v", res, err)
+	}
+	evs, err := st.ListEvents(ctx, store.EventFilter{AllTenants: true, RunID: "run_r", Limit: store.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range evs {
+		key := e.Type
+		if e.Type == runcore.EventTurnUsage {
+			var ev struct{ Turn int }
+			if err := json.Unmarshal(e.Data, &ev); err != nil {
+				t.Fatal(err)
+			}
+			key = fmt.Sprintf("%s %d", e.Type, ev.Turn)
+		}
+		seen[key]++
+	}
+	for _, key := range []string{runcore.EventTurnUsage + " 1", runcore.EventToolCall, runcore.EventToolFinished, runcore.EventRunFinished} {
+		if seen[key] != 1 {
+			t.Errorf("%s stored %d times, want once (%v)", key, seen[key], seen)
+		}
+	}
+}

@@ -109,7 +109,9 @@ func (l *gateLedger) tenant(name string) *tenantAsks {
 // admit counts ask a of p, or refuses it with a *gateFullError when p's
 // sessions or p's tenant's have their cap of pending asks; pending reads
 // whether an ask counted is still pending in the store (asked only at a
-// cap). undo uncounts a, for an ask that was then not stored.
+// cap). undo uncounts a, for an ask that was then not stored; an ask
+// counted already (its ID posted again) is not counted twice, and its undo
+// uncounts nothing.
 func (l *gateLedger) admit(ctx context.Context, p Principal, a gateAsk, now time.Time, pending func(ctx context.Context, runID, id string) bool) (undo func(), err error) {
 	t := l.tenant(p.Tenant)
 	t.mu.Lock()
@@ -127,6 +129,11 @@ func (l *gateLedger) admit(ctx context.Context, p Principal, a gateAsk, now time
 		return nil, &gateFullError{fmt.Sprintf("the MCP clients of this tenant have %d approvals pending already, the most one tenant may have: wait for some to be answered, or withdraw some", maxGatePendingPerTenant)}
 	}
 	key := a.runID + "\x00" + a.id
+	if _, ok := t.asks[key]; ok {
+		// Asked again: the ask counted is the one stored, and this one
+		// is refused as a duplicate; its undo must not uncount that one.
+		return func() {}, nil
+	}
 	t.asks[key] = a
 	return func() { l.done(p.Tenant, a.runID, a.id) }, nil
 }

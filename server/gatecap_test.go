@@ -234,3 +234,69 @@ func TestGatePollsPerTokenAreCapped(t *testing.T) {
 		t.Errorf("a poll once the others ended: %d", code)
 	}
 }
+
+// An ask posted again with the ID of one still pending is refused (409)
+// and leaves that one counted: the token's cap holds however often its
+// asks are posted again.
+func TestGateAsksPostedAgainStayCounted(t *testing.T) {
+	f := gateCapFixture(t)
+	for s := range 2 {
+		for i := range 32 {
+			if code, detail, _ := askIn(f, "tg_agent0", fmt.Sprint("s", s), i); code != http.StatusCreated {
+				t.Fatalf("session %d ask %d: %d %s", s, i, code, detail)
+			}
+			if i == 31 {
+				continue
+			}
+			if code, _, _ := askIn(f, "tg_agent0", fmt.Sprint("s", s), i); code != http.StatusConflict {
+				t.Fatalf("session %d ask %d posted again: %d, want 409", s, i, code)
+			}
+		}
+	}
+	code, detail, _ := askIn(f, "tg_agent0", "s2", 0)
+	if code != http.StatusTooManyRequests || !strings.Contains(detail, "the most one token may have") {
+		t.Errorf("ask 65 of one token after asks posted again: %d %q, want 429 saying the token's cap", code, detail)
+	}
+}
+
+// A session's record that comes after its end (the record of a call
+// withdrawn when its client went away is sent after the end) is kept in
+// the session's run, which stays ended, and does not open the session
+// again: a gateway whose clients go away mid-call would otherwise fill
+// its token's 32 sessions with sessions no one ends, for 30 minutes.
+func TestGateRecordAfterTheEndOpensNoSession(t *testing.T) {
+	f := gateCapFixture(t)
+	rec := func(sess, call string) (int, string) {
+		var prob struct{ Detail string }
+		code := f.do("POST", "/v1/gate/records", "tg_agent0", serverapi.GateRecordRequest{Session: mcpgateway.Session{ID: sess},
+			Record: gateRecordOf(call, `{"path":"x.txt"}`, gate.Decision{Outcome: gate.OutcomeDenied, By: tool.Principal{Kind: tool.PrincipalRuntime}})}, &prob)
+		return code, prob.Detail
+	}
+	var runID string
+	for s := range 32 {
+		code, detail, run := askIn(f, "tg_agent0", fmt.Sprint("s", s), 0)
+		if code != http.StatusCreated {
+			t.Fatalf("session %d: %d %s", s, code, detail)
+		}
+		if s == 0 {
+			runID = run
+		}
+		if code := f.do("POST", "/v1/gate/sessions/end", "tg_agent0", serverapi.GateRecordRequest{Session: mcpgateway.Session{ID: fmt.Sprint("s", s)}}, nil); code != http.StatusNoContent {
+			t.Fatalf("end of session %d: %d", s, code)
+		}
+		if code, detail := rec(fmt.Sprint("s", s), "mcp_late"); code != http.StatusNoContent {
+			t.Fatalf("session %d's record after its end: %d %s", s, code, detail)
+		}
+	}
+	if code, detail := rec("s32", "mcp_new"); code != http.StatusNoContent {
+		t.Errorf("a new session once 32 ended: %d %s", code, detail)
+	}
+	var run struct {
+		Status    string
+		ToolCalls []gate.Record
+	}
+	f.do("GET", "/v1/runs/"+runID, aliceToken, nil, &run)
+	if run.Status != "done" || len(run.ToolCalls) != 1 || run.ToolCalls[0].ID != "mcp_late" {
+		t.Errorf("the first session's run: %s with %d records, want done with the late record", run.Status, len(run.ToolCalls))
+	}
+}

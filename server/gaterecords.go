@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/approval"
@@ -71,10 +73,13 @@ func (s *Server) checkGateRecord(ctx context.Context, tenant, runID string, rec 
 // the store's.
 func (s *Server) keepGateRecord(ctx context.Context, p Principal, sess mcpgateway.Session, rec gate.Record) error {
 	rec.Principal = p.decider()
+	if err := readsBack(rec); err != nil {
+		return &recordError{err}
+	}
 	if err := s.checkGateRecord(ctx, p.Tenant, sessionRunID(gate.SourceMCP, p, sess.ID), rec); err != nil {
 		return &recordError{err}
 	}
-	run, err := s.gate.open(ctx, p, sess)
+	run, err := s.gate.recordRun(ctx, p, sess)
 	if err != nil {
 		return err
 	}
@@ -90,6 +95,22 @@ func (s *Server) keepGateRecord(ctx context.Context, p Principal, sess mcpgatewa
 	}
 	rec.RunID = run.ID
 	s.gate.cc.record(ctx, run, rec)
+	return nil
+}
+
+// readsBack reports why rec, as stored (encoding/json, which escapes "<",
+// ">" and "&" as six bytes each), would not read back: a name within the
+// bounds of a principal as sent may pass them as stored, and a record the
+// session's index and the run's readers cannot read escapes the check that
+// one decision of a person backs one record.
+func readsBack(rec gate.Record) error {
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = json.Unmarshal(b, &gate.Record{})
+	}
+	if err != nil {
+		return fmt.Errorf("record: it does not read back as stored (%v)", err)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -184,5 +185,46 @@ func TestGateRecordsBoundToTheirApproval(t *testing.T) {
 	}
 	if want := []string{"mcp_1 asked by person:ci-bot", "mcp_2 asked by person:ci-bot"}; !slices.Equal(calls, want) {
 		t.Errorf("the run's calls: %q, want %q (one record of alice's approval; the token's principal asks)", calls, want)
+	}
+}
+
+// A record whose principals' names grow past their bound when stored
+// (JSON escapes "<" as six bytes) is refused: once stored, the index of
+// the records naming a person could not read it, and the same approval
+// backed any number of records; the run's readers could not read it
+// either.
+func TestGateRecordsOfEscapedNamesAreRefused(t *testing.T) {
+	f := gateFixture(t)
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
+	rule := tool.Principal{Kind: tool.PrincipalRule, Name: strings.Repeat("<", 1000)}
+	approved := gate.Decision{Outcome: gate.OutcomeApproved, By: alice,
+		Votes: []tool.Vote{{Source: rule, Decision: tool.VoteAsk}, {Source: alice, Decision: tool.VoteAllow}}}
+	var v serverapi.GateAskView
+	if code := f.do("POST", "/v1/gate/asks", agentToken, gateAskFor("req_1", "mcp_1", `{"path":"a.txt"}`), &v); code != http.StatusCreated {
+		t.Fatalf("ask: %d", code)
+	}
+	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"a.txt"}`))}, nil); code != http.StatusOK {
+		t.Fatalf("alice approving: %d", code)
+	}
+	var got serverapi.GateAskView
+	if code := f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_1", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusApproved {
+		t.Fatalf("the approval: %d %+v", code, got)
+	}
+	session := gateAsk("x", `{}`, time.Hour).Session
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // as a gateway may send it: each "<" one byte
+	if err := enc.Encode(serverapi.GateRecordRequest{Session: session, Record: gateRecordOf("mcp_1", `{"path":"a.txt"}`, approved)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if code := f.do("POST", "/v1/gate/records", agentToken, body.Bytes(), nil); code != http.StatusUnprocessableEntity {
+			t.Errorf("record %d backed by alice's approval, with a name over its bound once stored: %d, want 422", i+1, code)
+		}
+	}
+	var run struct{ ToolCalls []gate.Record }
+	f.do("GET", "/v1/runs/"+v.RunID, aliceToken, nil, &run)
+	if len(run.ToolCalls) != 0 {
+		t.Errorf("the run's calls: %d, want none", len(run.ToolCalls))
 	}
 }

@@ -235,13 +235,27 @@ func (g *gatewayRuns) asker(run store.Run, p *gate.Pending) *storeAsker {
 
 // record appends rec to the run of session s of p; the error is open's.
 func (g *gatewayRuns) record(ctx context.Context, p Principal, s mcpgateway.Session, rec gate.Record) error {
-	run, err := g.open(ctx, p, s)
+	run, err := g.recordRun(ctx, p, s)
 	if err != nil {
 		return err
 	}
 	rec.RunID = run.ID
 	g.cc.record(ctx, run, rec)
 	return nil
+}
+
+// recordRun returns the run a record of session s of p goes to: the
+// session's run as it ended, when it did (the record of a call withdrawn
+// as its client went away comes after the session's end), which neither
+// goes on nor counts as open again; else open's.
+func (g *gatewayRuns) recordRun(ctx context.Context, p Principal, s mcpgateway.Session) (store.Run, error) {
+	if s.ID != "" {
+		run, err := g.cc.s.store.GetRun(ctx, sessionRunID(gate.SourceMCP, p, s.ID))
+		if err == nil && run.Status.Finished() {
+			return run, nil
+		}
+	}
+	return g.open(ctx, p, s)
 }
 
 // admit counts the ask of pending in run, a session's run of p, against

@@ -220,6 +220,7 @@ func TestClaudeCodeServerHTTPHook(t *testing.T) {
 // prompt; a click on Approve lets it run, once.
 func TestClaudeCodeServerPageApproves(t *testing.T) {
 	t.Parallel()
+	browsertest.Need(t)
 	cs := startClaudeServer(t)
 	r, wait := startClaude(t, claudePolicy, cs.hookArgs("90s"), nil,
 		toolUse{"Write", `{"file_path":"WS/notes.txt","content":"hello"}`})

@@ -150,7 +150,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 		}
 		t, err := serveconfig.LoadTokens(f.tokens)
 		if err != nil {
-			return usageErr("gateway: --tokens %s: %v", f.tokens, err)
+			return usageErr("gateway: --tokens %s: %w", f.tokens, err)
 		}
 		if t.Len() == 0 {
 			return usageErr("gateway: --tokens %s holds no token", f.tokens)
@@ -159,7 +159,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	if f.addr != "" && tokens == nil {
 		if err := loopbackOnly(f.addr); err != nil {
-			return usageErr("gateway: --addr %s: %v", f.addr, err)
+			return usageErr("gateway: --addr %s: %w", f.addr, err)
 		}
 	}
 	if f.tokenFile != "" && f.server == "" {
@@ -167,23 +167,23 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	}
 	if f.server != "" && tokens != nil {
 		if err := oneTenantForServer(f.tokens, tokens); err != nil {
-			return usageErr("gateway: %v", err)
+			return usageErr("gateway: %w", err)
 		}
 	}
 	var inbox *remoteInbox
 	if f.server != "" {
 		token, err := claudeToken(env, f.tokenFile)
 		if err != nil {
-			return usageErr("gateway: --server: %v", err)
+			return usageErr("gateway: --server: %w", err)
 		}
 		if inbox, err = newRemoteInbox(f.server, token, slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
-			return usageErr("gateway: %v", err)
+			return usageErr("gateway: %w", err)
 		}
 		defer inbox.Close()
 	}
 	workdir, err := filepath.Abs(f.workdir)
 	if err != nil {
-		return usageErr("gateway: --workdir %s: %v", f.workdir, err)
+		return usageErr("gateway: --workdir %s: %w", f.workdir, err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -247,7 +247,7 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	if len(f.mcp) > 0 {
 		cfg, err := runbuild.LoadMCP(f.mcp, notice)
 		if err != nil {
-			return usageErr("gateway: --mcp: %v", unwrapField(err))
+			return usageErr("gateway: --mcp: %w", unwrapField(err))
 		}
 		set, err = mcptool.Open(ctx, cfg, &mcptool.Options{Logger: logger, LookupEnv: env.lookupEnv, Sandbox: confine, Forward: relay.Forward()})
 		if err != nil {
@@ -300,14 +300,32 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 // stdioTransport is the client's connection over the process's standard
 // input and output: a [stdioconn.Conn] when standard input is a pipe or a
 // socket (each message decoded once, in the SDK's reading goroutine), the
-// SDK's own otherwise (a terminal, a file).
+// SDK's own otherwise (a terminal, a file, or one socket that is standard
+// output or error too: its mode is theirs as well, and a blocking write to
+// it would fail with EAGAIN once it is non-blocking).
 func stdioTransport(env *cliEnv) mcp.Transport {
-	if f, ok := env.stdin.(*os.File); ok {
-		if in, ok := stdioconn.Pollable(f); ok {
-			return stdioconn.Transport{Conn: stdioconn.New(in, env.stdout, in, 0)}
+	if f, ok := env.stdin.(*os.File); ok && !sharedWith(f, env.stdout, env.stderr) {
+		if in, closer, ok := stdioconn.Pollable(f); ok {
+			return stdioconn.Transport{Conn: stdioconn.New(in, env.stdout, closer, 0)}
 		}
 	}
 	return &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}}
+}
+
+// sharedWith reports whether f is the same file as one of ws.
+func sharedWith(f *os.File, ws ...io.Writer) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return true
+	}
+	for _, w := range ws {
+		if g, ok := w.(*os.File); ok {
+			if gi, err := g.Stat(); err == nil && os.SameFile(fi, gi) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // gatewayGate is the gate's configuration from the flags: the policy with
@@ -328,7 +346,7 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 			pol, err = runbuild.WorkspacePolicy(pol, workdir)
 		}
 		if err != nil {
-			return o, closeAll, usageErr("gateway: --policy %s: %v", f.policy, unwrapField(err))
+			return o, closeAll, usageErr("gateway: --policy %s: %w", f.policy, unwrapField(err))
 		}
 		o.Authorizers = []approval.Authorizer{pol}
 	}
@@ -343,7 +361,7 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 	if f.records != "" {
 		w, err := records.OpenFile(f.records, &records.Options{Logger: logger})
 		if err != nil {
-			return o, closeAll, usageErr("gateway: --records %s: %v", f.records, err)
+			return o, closeAll, usageErr("gateway: --records %s: %w", f.records, err)
 		}
 		closers = append(closers, w.Close)
 		o.OnRecord = func(ctx context.Context, rec gate.Record) { w.Record(ctx, rec) }
@@ -459,7 +477,7 @@ func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) && fe.Field == "workdir" {
-			return nil, nil, usageErr("gateway: --workdir %s: %v", f.workdir, fe.Err)
+			return nil, nil, usageErr("gateway: --workdir %s: %w", f.workdir, fe.Err)
 		}
 		return nil, nil, withCode(exitError, fmt.Errorf("gateway: builtin tools: %w", err))
 	}
@@ -467,17 +485,20 @@ func gatewayBuiltins(ctx context.Context, f *gatewayFlags, workdir string, gopts
 }
 
 // gatewayClaude adds the hooks and permission rules of the --claude-settings
-// files to o, as 'tollgate run' runs them (runbuild.ClaudeHooks), and the
-// files to those the builtin tools may not write.
+// files to o, as 'tollgate run' runs them (runbuild.ClaudeHooks: their
+// commands, like the --hooks files', never write the gateway's own files
+// nor read the state directory's), and the files to those the builtin
+// tools may not write.
 func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate.Options, notice func(string), logger *slog.Logger) error {
 	if len(f.claude) == 0 {
 		return nil
 	}
-	h, auths, protected, err := runbuild.ClaudeHooks(ctx, &runbuild.ClaudeHooksOptions{Files: f.claude, Workdir: workdir, Notice: notice, Logger: logger})
+	h, auths, protected, err := runbuild.ClaudeHooks(ctx, &runbuild.ClaudeHooksOptions{Files: f.claude, Workdir: workdir,
+		Protect: f.governing(), Hide: f.hide, Notice: notice, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError
 		if errors.As(err, &fe) {
-			return usageErr("gateway: --claude-settings: %v", fe.Err)
+			return usageErr("gateway: --claude-settings: %w", fe.Err)
 		}
 		return withCode(exitError, fmt.Errorf("gateway: --claude-settings: %w", err))
 	}

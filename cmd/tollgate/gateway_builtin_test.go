@@ -286,3 +286,40 @@ func TestGatewayUpstreamCannotWriteTheState(t *testing.T) {
 		t.Errorf("exit %d; stderr:\n%s", code, stderr)
 	}
 }
+
+// The --claude-settings hooks' commands are confined as the --hooks
+// files' are: they write neither the files that govern the gateway (its
+// policy, here in the workspace) nor read the state directory's decision
+// key.
+func TestGatewayClaudeHookCommandsConfined(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
+	for _, d := range []string{ws, state} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("TOLLGATE_STATE_DIR", state)
+	key := writeFile(t, state, decisionKeyFile, "the-decision-key\n")
+	writeFile(t, ws, "a.txt", "hello\n")
+	pol := writeFile(t, ws, "policy.yaml", "rules: []\n")
+	settings := writeFile(t, dir, "settings.json", `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command",
+  "command": "echo '# x' >> `+pol+`; cat `+key+` > `+ws+`/key-copy.txt; echo ran > `+ws+`/hook-ran.txt"}]}]}}`)
+	cs, stop := gatewayOverStdio(t, "--workdir", ws, "--policy", pol, "--claude-settings", settings)
+	if out, isErr := callText(t, cs, "read", map[string]any{"path": "a.txt"}); isErr || !strings.Contains(out, "hello") {
+		t.Errorf("read = %q (error %v)", out, isErr)
+	}
+	if code, stderr := stop(); code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "hook-ran.txt")); err != nil {
+		t.Fatalf("the hook did not run: %v", err)
+	}
+	if b, _ := os.ReadFile(pol); string(b) != "rules: []\n" {
+		t.Errorf("the hook wrote the gateway's policy:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "key-copy.txt")); strings.Contains(string(b), "the-decision-key") {
+		t.Error("the hook read the decision key")
+	}
+}

@@ -169,3 +169,27 @@ func TestGatewayTokensFlag(t *testing.T) {
 		t.Errorf("empty tokens file: exit %d, %q", code, stderr)
 	}
 }
+
+// A policy with several problems is refused with one line per problem, as
+// `run` prints them: the gateway printed them on one line, with "\n" escaped.
+func TestGatewayPolicyProblemsOneALine(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	mcpFile := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(bad, []byte("rules:\n  - name: x\n    tool: bash\n    decison: allow\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runMain(t, "gateway", "--mcp", mcpFile, "--policy", bad)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != exitUsage || strings.Contains(stderr, `\n`) || len(lines) < 3 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, l := range lines[:len(lines)-1] { // the last says to read --help
+		if !strings.HasPrefix(l, "tollgate: gateway: --policy "+bad+": "+bad+":") {
+			t.Errorf("line %q does not name the flag and the file's position", l)
+		}
+	}
+}

@@ -231,6 +231,7 @@ func (g *gatewayServe) notesText(t *testing.T) string {
 // a click on Approve on the page lets it run, once. The client session is
 // a run of the token's principal, source mcp, named after the client.
 func TestGatewayServePageApproves(t *testing.T) {
+	ctx := chrome.Tab(t) // first: it skips the test when the browser is skipped on purpose
 	g := startGatewayServe(t, "10m")
 	progress := &progressLog{}
 	// A client of protocol 2025-11-25, whose session ends when it goes
@@ -240,7 +241,6 @@ func TestGatewayServePageApproves(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := writeNote(t, cs, "a.txt", true)
-	ctx := chrome.Tab(t)
 	browsertest.SignIn(t, ctx, g.url, g.alice)
 	card := `li.approval`
 	browsertest.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS(card+` button.approve`)))

@@ -49,7 +49,7 @@ type hookFilesConfig struct {
 func confinedHooks(ctx context.Context, c *hookFilesConfig) (reg *declarative.Registry, release func() error, err error) {
 	mode, err := sandbox.ParseMode(c.mode)
 	if err != nil {
-		return nil, nil, usageErr("%s: %v", c.setting, err)
+		return nil, nil, usageErr("%s: %w", c.setting, err)
 	}
 	if mode != sandbox.Off {
 		for _, h := range c.hide {
@@ -65,7 +65,7 @@ func confinedHooks(ctx context.Context, c *hookFilesConfig) (reg *declarative.Re
 	reg, release, err = runbuild.HookFiles(ctx, &runbuild.HookFilesOptions{Files: c.files, Workdir: c.workdir,
 		Sandbox: &runs.SandboxConfig{Hooks: string(mode)}, Protect: protect, Hide: c.hide, Notice: c.notice, Logger: c.logger})
 	if err != nil {
-		return nil, nil, usageErr("--hooks: %v", unwrapField(err))
+		return nil, nil, usageErr("--hooks: %w", unwrapField(err))
 	}
 	return reg, release, nil
 }

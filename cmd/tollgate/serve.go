@@ -251,7 +251,10 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 	if g := cfg.Gateway; g != nil {
 		var closeGateway func()
 		if opts.Gateway, closeGateway, err = serveGatewayOptions(ctx, env, g, "http://"+ln.Addr().String()+"/", st, append(protect, stateDir), b.hidden(), logger); err != nil {
-			return configErr("%s: gateway: %w", cfg.File, err)
+			if !strings.HasPrefix(err.Error(), "gateway: ") {
+				err = fmt.Errorf("gateway: %w", err)
+			}
+			return configErr("%s: %w", cfg.File, err) // the section's errors are the gateway command's
 		}
 		defer closeGateway()
 	}
@@ -350,9 +353,11 @@ its holder; the tokens file keeps only its SHA-256: the entry printed on
 stdout, which >> appends to the tokens file (an empty file or one under
 tokens:).
 Roles: viewer (read), approver (decide approvals), operator (start and cancel
-runs), admin (everything in the tenant).`,
-		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator >> tokens.yaml`,
-		Args:    argsUsage(cobra.NoArgs),
+runs), admin (everything in the tenant), agent (an MCP client's or a Claude
+Code or Codex hook's: asks and waits, never decides or reads; alone).`,
+		Example: `  tollgate serve token --name alice --tenant acme --role approver --role operator >> tokens.yaml
+  tollgate serve token --name ide --role agent >> tokens.yaml 2> ide.token.txt   # the token: the line's end`,
+		Args: argsUsage(cobra.NoArgs),
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "the principal's name: decisions record person:NAME (required)")

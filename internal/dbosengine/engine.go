@@ -70,8 +70,11 @@ const WorkflowName = "tollgate.run"
 const DefaultQueue = "tollgate-runs"
 
 // WorkflowVersion is the version of the run workflow's step layout (see
-// the package documentation, Versions).
-const WorkflowVersion = 1
+// the package documentation, Versions). 2: a run stored before it starts
+// records no "store run" step, a turn's events ride in its step's record,
+// and the end is stored without a "finish" step; a worker of version 1
+// replaying such a run would meet steps it did not record.
+const WorkflowVersion = 2
 
 // ApplicationVersion is the DBOS application version of every executor of
 // this build: "tollgate-s<state version>-w<workflow version>".

@@ -22,6 +22,11 @@ type ClaudeHooksOptions struct {
 	// configuration does (sandbox.hooks, reads, ports, passed
 	// variables); nil means the defaults.
 	Sandbox *runs.SandboxConfig
+	// Protect lists further files and directories no command may write
+	// (the host's policy, records, pins), as [HookFilesOptions].Protect.
+	Protect []string
+	// Hide lists files no command may read (see [Options].Hide).
+	Hide []string
 	// Notice receives each file's diagnostics, one line each; nil logs
 	// them at warning level to Logger.
 	Notice func(line string)
@@ -46,14 +51,16 @@ func ClaudeHooks(ctx context.Context, opts *ClaudeHooksOptions) (*hooks.Hooks, [
 	if opts == nil || len(opts.Files) == 0 {
 		return nil, nil, nil, &runs.FieldError{Field: "claude.files", Err: errors.New("no Claude Code settings file given")}
 	}
-	b := New(&Options{Notice: opts.Notice, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
+	b := New(&Options{Protect: opts.Protect, Hide: opts.Hide, Notice: opts.Notice, SandboxHelper: opts.SandboxHelper, Logger: opts.Logger})
 	s := &setup{b: b, cfg: runs.RunConfig{AgentConfig: runs.AgentConfig{Workdir: opts.Workdir, Sandbox: opts.Sandbox, Claude: &runs.ClaudeConfig{Files: opts.Files}}},
 		opts: &agent.Options{Hooks: &hooks.Hooks{}}}
 	if err := setupSandbox(ctx, s); err != nil {
 		return nil, nil, nil, err
 	}
+	s.addProtected(opts.Protect...)
+	given := len(s.protected)
 	if err := setupClaude(ctx, s); err != nil {
 		return nil, nil, nil, err
 	}
-	return s.opts.Hooks, s.opts.Authorizers, s.protected, nil
+	return s.opts.Hooks, s.opts.Authorizers, s.protected[given:], nil
 }

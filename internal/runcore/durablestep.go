@@ -43,7 +43,9 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 					return jsonenc.Marshal(turnRecord{Response: resp, Err: errText(err), Events: taken})
 				})
 				if err != nil {
-					col.carry(taken) // not recorded: stored with what follows, if anything does
+					if taken != nil { // the step ran and took them; else the carried ones stay
+						col.carry(taken) // not recorded: stored with what follows, if anything does
+					}
 					return nil, err
 				}
 				var rec turnRecord
@@ -112,6 +114,10 @@ func (d *Durable) steps(eng Engine, in DurableRun, seq *sequencer, col *collecto
 				if err != nil {
 					return gate.Ruling{Err: err}
 				}
+				// The step stored the turn's carried events before its
+				// record: a replay that finds the record stores them not
+				// again.
+				col.carry(nil)
 				var rec callRecord
 				if err := json.Unmarshal(b, &rec); err != nil {
 					return gate.Ruling{Err: fmt.Errorf("runs: run %s: recorded call %s: %w", in.RunID, c.Call.ID, err)}

@@ -67,9 +67,13 @@ func (b *batches) allowed() bool {
 	return b.version == "" || b.version < noBatchesFrom
 }
 
+// initializing notes the ID of an initialize call, unless one is waiting
+// for its response: that one agrees the version.
 func (b *batches) initializing(id jsonrpc.ID) {
 	b.mu.Lock()
-	b.initID = id
+	if !b.initID.IsValid() {
+		b.initID = id
+	}
 	b.mu.Unlock()
 }
 

@@ -28,13 +28,12 @@ func pipes(t *testing.T, max int) (*stdioconn.Conn, *os.File, *bufio.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, ok := stdioconn.Pollable(inR)
+	in, closer, ok := stdioconn.Pollable(inR)
 	if !ok {
 		t.Fatal("a pipe is not pollable")
 	}
-	inR.Close()
-	t.Cleanup(func() { inW.Close(); outR.Close(); outW.Close(); in.Close() })
-	return stdioconn.New(in, outW, in, max), inW, bufio.NewReader(outR)
+	t.Cleanup(func() { inW.Close(); outR.Close(); outW.Close(); closer.Close(); inR.Close() })
+	return stdioconn.New(in, outW, closer, max), inW, bufio.NewReader(outR)
 }
 
 // serve serves an SDK server with an echo tool on c; the channel is closed
@@ -208,7 +207,28 @@ func TestPollableRefusesAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, ok := stdioconn.Pollable(f); ok {
+	if _, _, ok := stdioconn.Pollable(f); ok {
 		t.Fatal("a regular file was taken as pollable")
+	}
+}
+
+// A second initialize sent before the first is answered does not keep the
+// version the first agreed from counting: batches stay refused.
+func TestBatchRefusedAfterTwoInitializes(t *testing.T) {
+	c, w, r := pipes(t, 0)
+	done := serve(t, c)
+	second := strings.Replace(strings.Replace(initialize, "VERSION", "2025-06-18", 1), `"id":0`, `"id":1`, 1)
+	exchange(t, w, r, strings.Replace(initialize, "VERSION", "2025-06-18", 1), second)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatalf("reading the second answer: %v", err)
+	}
+	_, _ = io.WriteString(w, `[{"jsonrpc":"2.0","id":2,"method":"ping"}]`+"\n")
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a batch under 2025-06-18 did not end the connection")
+	}
+	if r.Buffered() > 0 {
+		t.Fatal("a batch under 2025-06-18 was answered")
 	}
 }

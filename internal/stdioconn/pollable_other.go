@@ -6,4 +6,6 @@ import "os"
 
 // Pollable reports false: here a [Conn] reads only what the caller makes
 // pollable itself.
-func Pollable(f *os.File) (*os.File, bool) { return nil, false }
+func Pollable(f *os.File) (in *os.File, closer interface{ Close() error }, ok bool) {
+	return nil, nil, false
+}

@@ -3,6 +3,7 @@
 package stdioconn
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -12,24 +13,62 @@ import (
 // pending Read; f itself stays open. ok is false for anything else (a
 // terminal, a regular file, /dev/null), which a [Conn] cannot read: use the
 // SDK's [mcp.IOTransport] there. The mode is the open file's, so f turns
-// non-blocking too.
-func Pollable(f *os.File) (_ *os.File, ok bool) {
+// non-blocking too, and with it the file of every process that shares it
+// (the one that started this one, say): closer closes in and puts the mode
+// back as it was.
+func Pollable(f *os.File) (in *os.File, closer interface{ Close() error }, ok bool) {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	nfd, dupErr := -1, error(nil)
 	if err := rc.Control(func(fd uintptr) { nfd, dupErr = syscall.Dup(int(fd)) }); err != nil || dupErr != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	syscall.CloseOnExec(nfd)
-	if err := syscall.SetNonblock(nfd, true); err != nil {
-		_ = syscall.Close(nfd)
-		return nil, false
+	was, err := nonblocking(nfd)
+	if err == nil {
+		err = syscall.SetNonblock(nfd, true)
 	}
-	return os.NewFile(uintptr(nfd), f.Name()), true
+	if err != nil {
+		_ = syscall.Close(nfd)
+		return nil, nil, false
+	}
+	in = os.NewFile(uintptr(nfd), f.Name())
+	return in, restorer{in, f, was}, true
+}
+
+// restorer closes in, then puts f's mode back to non-blocking or not (was).
+type restorer struct {
+	in  *os.File
+	f   *os.File
+	was bool
+}
+
+func (r restorer) Close() error {
+	err := r.in.Close()
+	if r.was {
+		return err
+	}
+	rc, rerr := r.f.SyscallConn()
+	if rerr == nil {
+		rerr = rc.Control(func(fd uintptr) { rerr = syscall.SetNonblock(int(fd), false) })
+	}
+	if errors.Is(rerr, os.ErrClosed) {
+		rerr = nil // f was closed first: nothing left to put back
+	}
+	return errors.Join(err, rerr)
+}
+
+// nonblocking reports whether fd's open file is in non-blocking mode.
+func nonblocking(fd int) (bool, error) {
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	if errno != 0 {
+		return false, errno
+	}
+	return flags&syscall.O_NONBLOCK != 0, nil
 }
