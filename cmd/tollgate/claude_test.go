@@ -263,6 +263,23 @@ func TestCodexSettingsRefusesAMissingPolicy(t *testing.T) {
 	}
 }
 
+// The settings block passes --hooks-sandbox on to the hook command, and
+// refuses a mode the hook would not know (it would deny every call).
+func TestClaudeSettingsHooksSandbox(t *testing.T) {
+	t.Parallel()
+	hooksFile := writeFile(t, t.TempDir(), "hooks.yaml", "hooks:\n  - {event: preToolUse, action: {type: command, command: 'true'}}\n")
+	for _, agent := range []string{"claude-code", "codex"} {
+		code, out, errOut := apMain(t, agent, "settings", "--hooks", hooksFile, "--hooks-sandbox", "read-only")
+		if code != 0 || !strings.Contains(out, `'--hooks-sandbox' 'read-only'`) {
+			t.Errorf("%s: exit %d\nstdout %s\nstderr %s", agent, code, out, errOut)
+		}
+		code, out, errOut = apMain(t, agent, "settings", "--hooks", hooksFile, "--hooks-sandbox", "none")
+		if code != exitUsage || !strings.Contains(errOut, "--hooks-sandbox") || strings.Contains(out, "hooks") {
+			t.Errorf("%s, mode none: exit %d\nstdout %s\nstderr %s", agent, code, out, errOut)
+		}
+	}
+}
+
 // The hook gives up on a server that does not answer, and denies, well
 // before the agent's timeout for it, which would let the call run: they
 // are apart by more than a hook's start and its policy take.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/records"
+	"github.com/tollgate-dev/tollgate/sandbox"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -30,8 +33,12 @@ import (
 type claudeHookFlags struct {
 	policies []string
 	hooks    []string
-	records  string
-	stateDir string
+	// hooksSandbox confines the --hooks files' commands as a run's
+	// --hooks-sandbox does: workspace (write only in the session's
+	// cwd), read-only or off.
+	hooksSandbox string
+	records      string
+	stateDir     string
 	// server, tokenFile and wait: server mode.
 	server    string
 	tokenFile string
@@ -92,6 +99,7 @@ func addHookFlags(cmd *cobra.Command, f *claudeHookFlags, section string) {
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.policies, "policy", nil, "policy file whose rules decide (repeatable; combined deny > ask > allow)")
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (YAML) whose PRE_TOOL_USE, POST_TOOL_USE and ON_ERROR hooks fire for the calls that run (repeatable)")
+	fs.StringVar(&f.hooksSandbox, "hooks-sandbox", string(sandbox.Workspace), "confine the --hooks files' commands as 'tollgate run' does: workspace (write only in the session's cwd), read-only or off (they then run with your rights)")
 	fs.StringVar(&f.records, "records", "", "append one decision record per call (JSON lines) to this file")
 	fs.StringVar(&f.server, "server", "", "answer through tollgate's server at this URL ('tollgate serve' with a "+section+" section): it decides with the team's policy too, and an ask waits for a person's answer on the approvals page")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the server's bearer token, an agent-role token ('tollgate serve token --role agent'); default $"+envToken)
@@ -122,7 +130,7 @@ func runClaudeHook(ctx context.Context, env *cliEnv, f *claudeHookFlags) (err er
 	if perr != nil {
 		return writeAnswer(claudegate.Failed(ev, "tollgate could not read the hook event: "+perr.Error()))
 	}
-	b, closeAll, err := claudeBridge(env, f, in)
+	b, closeAll, err := claudeBridge(ctx, env, f, in)
 	if err != nil {
 		return writeAnswer(claudegate.Failed(ev, "tollgate's hook is misconfigured: "+err.Error()))
 	}
@@ -166,7 +174,7 @@ func writeClaudeAnswer(env *cliEnv, a claudegate.Answer) error {
 }
 
 // claudeBridge builds the bridge of the flags for the event in.
-func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claudegate.Bridge, func() error, error) {
+func claudeBridge(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claudegate.Bridge, func() error, error) {
 	stderr := env.stderr
 	notice := func(s string) { fmt.Fprintln(stderr, "tollgate:", s) }
 	closers := []func() error{}
@@ -178,12 +186,12 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		return errors.Join(errs...)
 	}
 	opts := &claudegate.Options{StateDir: f.stateDir, Source: f.source}
+	defaultState, derr := defaultStateDir(env)
 	if opts.StateDir == "" {
-		d, err := defaultStateDir(env)
-		if err != nil {
-			return nil, closeAll, err
+		if derr != nil {
+			return nil, closeAll, derr
 		}
-		opts.StateDir = d
+		opts.StateDir = defaultState
 	}
 	for _, p := range f.policies {
 		pol, err := runbuild.LoadPolicy(p, "", notice)
@@ -193,14 +201,11 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 		opts.Policies = append(opts.Policies, pol)
 	}
 	if len(f.hooks) > 0 {
-		dir := in.Cwd
-		if !filepath.IsAbs(dir) {
-			dir = ""
-		}
-		reg, err := runbuild.LoadHookFiles(f.hooks, notice, &declarative.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		reg, release, err := claudeHookFiles(ctx, env, f, in, opts.StateDir, defaultState)
 		if err != nil {
 			return nil, closeAll, err
 		}
+		closers = append(closers, release)
 		opts.Listener = reg.Listener()
 	}
 	if f.records != "" {
@@ -227,30 +232,62 @@ func claudeBridge(env *cliEnv, f *claudeHookFlags, in *claudegate.Input) (*claud
 	return b, closeAll, err
 }
 
+// claudeHookFiles loads the --hooks files as 'tollgate run' runs them
+// (confinedHooks): each command in the hooks sandbox of --hooks-sandbox on
+// the session's cwd (this process's working directory when the event
+// names none), never writing the hook's policies, records or state
+// directory (stateDir) nor the default state directory, and reading none
+// of the store, key and MCP logins kept there.
+func claudeHookFiles(ctx context.Context, env *cliEnv, f *claudeHookFlags, in *claudegate.Input, stateDir, defaultState string) (*declarative.Registry, func() error, error) {
+	workdir := in.Cwd
+	if !filepath.IsAbs(workdir) {
+		wd, err := env.wd()
+		if err != nil {
+			return nil, nil, err
+		}
+		workdir = wd
+	}
+	protect := append([]string{stateDir, defaultState, f.records, filepath.Join(workdir, ".codex")}, f.policies...)
+	// The hook's own --state-dir holds sessions' calls alone, unless it is
+	// the default one, which holds the store, its key and the MCP logins.
+	hide := stateHidden(defaultState, "")
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return confinedHooks(ctx, &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox", workdirSetting: "the session's cwd",
+		protect: protect, hide: hide, notice: func(s string) { fmt.Fprintln(env.stderr, "tollgate:", s) }, logger: logger})
+}
+
 // claudeServeOptions loads the claudeCode: or codex: section (named
 // section) of server.yaml: its policy (with its autonomy level) and
-// hooks, for the server's decisions.
-func claudeServeOptions(cc *serveconfig.ClaudeCodeConfig, section, stateDir string, stderr io.Writer) (*server.ClaudeCodeOptions, error) {
+// hooks, for the server's decisions. The hooks' commands run as a run's
+// (confinedHooks): in the hooks sandbox of the section's hooksSandbox,
+// whose workspace is its workdir (default the directory of server.yaml), never
+// writing protect (the server's own files) or the section's policy, nor
+// reading hide (its store's); release lets go of what their sandbox holds.
+func claudeServeOptions(ctx context.Context, cc *serveconfig.ClaudeCodeConfig, section, stateDir string, protect, hide []string, stderr io.Writer) (o *server.ClaudeCodeOptions, release func() error, err error) {
 	notice := func(s string) { fmt.Fprintln(stderr, "tollgate serve: "+section+":", s) }
 	dir := "claude-code-server"
 	if section == "codex" {
 		dir = "codex-server"
 	}
-	o := &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, dir)}
+	o = &server.ClaudeCodeOptions{ApprovalTTL: cc.ApprovalTTL, Tenants: cc.Tenants, StateDir: filepath.Join(stateDir, dir)}
 	if cc.PolicyFile != "" || cc.Autonomy != "" {
 		pol, err := runbuild.LoadPolicy(cc.PolicyFile, cc.Autonomy, notice)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o.Policies = append(o.Policies, pol)
 		o.PolicyFile = cc.PolicyFile
 	}
+	release = func() error { return nil }
 	if len(cc.HooksFiles) > 0 {
-		reg, err := runbuild.LoadHookFiles(cc.HooksFiles, notice, &declarative.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		reg, rel, err := confinedHooks(ctx, &hookFilesConfig{files: cc.HooksFiles, workdir: cc.Workdir,
+			mode: cmp.Or(cc.HooksSandbox, string(sandbox.Workspace)), setting: section + ".hooksSandbox", workdirSetting: section + ".workdir",
+			protect: append(slices.Clip(protect), cc.PolicyFile), hide: hide, notice: notice, logger: logger})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		o.Listener = reg.Listener()
+		o.Listener, release = reg.Listener(), rel
 	}
-	return o, nil
+	return o, release, nil
 }

@@ -445,7 +445,8 @@ func BenchmarkClaudeHookCommand(b *testing.B) {
 }
 
 // The hook fails closed: input it cannot read, a policy that does not
-// load, a server it cannot reach and a missing token all deny, with exit
+// load, a hooks sandbox mode it does not know, a session's cwd that holds
+// the state directory (its hooks' commands could read its key there), a server it cannot reach and a missing token all deny, with exit
 // status 2 and the reason on stderr, so that Claude Code blocks the call
 // even without reading the JSON.
 func TestClaudeHookFailsClosed(t *testing.T) {
@@ -453,6 +454,7 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	badPolicy := writeFile(t, dir, "bad.yaml", "rules: [{id: x, decision: maybe}]\n")
 	tokenFile := writeFile(t, dir, "token", "tg_x\n")
+	hooksFile := writeFile(t, dir, "hooks.yaml", "hooks:\n  - {event: preToolUse, action: {type: command, command: 'true'}}\n")
 	ev := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`
 	for _, c := range []struct {
 		name, stdin, reason string
@@ -460,13 +462,15 @@ func TestClaudeHookFailsClosed(t *testing.T) {
 	}{
 		{"bad input", `{"hook_event_name":`, "could not read the hook event", nil},
 		{"bad policy", ev, "misconfigured", []string{"--policy", badPolicy}},
+		{"bad hooks sandbox", ev, "misconfigured", []string{"--hooks", hooksFile, "--hooks-sandbox", "none"}},
+		{"state dir in the workspace", ev, "holds " + filepath.Join(dir, "tgstate"), []string{"--hooks", hooksFile}},
 		{"server down", ev, "could not be reached", []string{"--server", "http://127.0.0.1:1", "--token-file", tokenFile}},
 		{"no token", ev, "no token for the server", []string{"--server", "http://127.0.0.1:1"}},
 	} {
 		var out, errb bytes.Buffer
 		args := append([]string{"claude-code", "hook", "--state-dir", filepath.Join(dir, "state")}, c.args...)
 		code := mainEnv(context.Background(), args, &cliEnv{stdin: strings.NewReader(c.stdin), stdout: &out, stderr: &errb,
-			getenv: testEnv(map[string]string{envToken: ""})})
+			getenv: testEnv(map[string]string{envToken: "", envStateDir: filepath.Join(dir, "tgstate")})})
 		var o struct {
 			Specific struct{ PermissionDecision, PermissionDecisionReason string } `json:"hookSpecificOutput"`
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/hooks/claudecode"
 	"github.com/tollgate-dev/tollgate/internal/claudenames"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/sandbox"
 )
 
 // claudeEvents are the events `tollgate claude-code settings` hooks, in
@@ -145,6 +146,13 @@ func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
 		}
 		args = append(args, "--hooks", a)
 	}
+	if f.hooksSandbox != "" {
+		// A misspelt mode would deny every call; it is refused now.
+		if _, err := sandbox.ParseMode(f.hooksSandbox); err != nil {
+			return nil, 0, usageErr("--hooks-sandbox: %v", err)
+		}
+		args = append(args, "--hooks-sandbox", f.hooksSandbox)
+	}
 	for _, fl := range []struct{ name, val string }{{"--records", f.records}, {"--state-dir", f.stateDir}, {"--token-file", f.tokenFile}} {
 		a, err := abs(fl.val)
 		if err != nil {
@@ -170,6 +178,7 @@ func hookCommand(f *claudeHookFlags, agent string) ([]string, int, error) {
 func addSettingsFlags(fs *pflag.FlagSet, f *claudeHookFlags) {
 	fs.StringArrayVar(&f.policies, "policy", nil, "policy file the hook decides with (repeatable)")
 	fs.StringArrayVar(&f.hooks, "hooks", nil, "declarative hooks file (repeatable)")
+	fs.StringVar(&f.hooksSandbox, "hooks-sandbox", "", "confine the hooks files' commands: workspace (the default), read-only or off")
 	fs.StringVar(&f.records, "records", "", "decision records file (JSON lines)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "the hook's state directory")
 	fs.StringVar(&f.server, "server", "", "tollgate server URL")

@@ -64,6 +64,9 @@ type gatewayFlags struct {
 	// hooksSandbox confines the --hooks files' commands as a run's
 	// --hooks-sandbox does: workspace, read-only or off.
 	hooksSandbox string
+	// inServe: the gateway is server.yaml's gateway: section, whose keys
+	// errors name instead of the flags.
+	inServe bool
 	// server and tokenFile: asks on the approvals page of that server.
 	server    string
 	tokenFile string
@@ -373,19 +376,14 @@ func gatewayGate(ctx context.Context, f *gatewayFlags, workdir string, notice fu
 // environment scrubbed to the allowlist. Where no sandbox can be made,
 // the gateway does not start unless --hooks-sandbox is off, as a run.
 func gatewayHooks(ctx context.Context, f *gatewayFlags, workdir string, notice func(string), logger *slog.Logger) (*declarative.Registry, func() error, error) {
-	mode, err := sandbox.ParseMode(f.hooksSandbox)
-	if err != nil {
-		return nil, nil, usageErr("gateway: --hooks-sandbox: %w", err)
+	c := &hookFilesConfig{files: f.hooks, workdir: workdir, mode: f.hooksSandbox, setting: "--hooks-sandbox", workdirSetting: "--workdir",
+		protect: f.governing(), hide: f.hide, notice: notice, logger: logger}
+	if f.inServe {
+		c.setting, c.workdirSetting = "gateway.hooksSandbox", "gateway.workdir"
 	}
-	if mode != sandbox.Off {
-		if _, err := sandbox.New(&sandbox.Options{Logger: logger}); err != nil {
-			return nil, nil, withCode(exitError, fmt.Errorf("gateway: --hooks: the hooks' commands cannot be confined here: %w (--hooks-sandbox off runs them with your rights)", err))
-		}
-	}
-	reg, release, err := runbuild.HookFiles(ctx, &runbuild.HookFilesOptions{Files: f.hooks, Workdir: workdir,
-		Sandbox: &runs.SandboxConfig{Hooks: string(mode)}, Protect: f.governing(), Hide: f.hide, Notice: notice, Logger: logger})
+	reg, release, err := confinedHooks(ctx, c)
 	if err != nil {
-		return nil, nil, usageErr("gateway: --hooks: %w", unwrapField(err))
+		return nil, nil, commandError("gateway", err)
 	}
 	return reg, release, nil
 }

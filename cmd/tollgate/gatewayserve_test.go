@@ -71,12 +71,13 @@ type gatewayServe struct {
 
 func startGatewayServe(t *testing.T, ttl string) *gatewayServe {
 	t.Helper()
-	return startGatewayServeWith(t, ttl, nil, "")
+	return startGatewayServeWith(t, ttl, nil, "", "state")
 }
 
 // startGatewayServeWith is startGatewayServe with further files in its
-// directory (by name) and further lines of its gateway: section.
-func startGatewayServeWith(t *testing.T, ttl string, files map[string]string, gateway string) *gatewayServe {
+// directory (by name), further lines of its gateway: section and the
+// state directory stateDir.
+func startGatewayServeWith(t *testing.T, ttl string, files map[string]string, gateway, stateDir string) *gatewayServe {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -102,7 +103,7 @@ func startGatewayServeWith(t *testing.T, ttl string, files map[string]string, ga
 	g.mcpFile = mcpConfig(t, dir, map[string]any{
 		"notes": map[string]any{"command": os.Args[0], "sandbox": "off", "env": map[string]string{envGatewayNotes: g.notes}},
 	})
-	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: state\ngateway:\n  mcp: [mcp.json]\n  policy: policy.yaml\n  records: calls.jsonl\n  approvalTtl: "+ttl+"\n"+gateway)
+	writeTestFile(t, filepath.Join(dir, "server.yaml"), "tokens: tokens.yaml\nstateDir: "+stateDir+"\ngateway:\n  mcp: [mcp.json]\n  policy: policy.yaml\n  records: calls.jsonl\n  approvalTtl: "+ttl+"\n"+gateway)
 	g.agentFile = filepath.Join(dir, "agent.token")
 	writeTestFile(t, g.agentFile, g.ciBot+"\n")
 	g.serveProc = startServe(t, filepath.Join(dir, "server.yaml"))
@@ -572,7 +573,9 @@ func TestGatewayServeHookCommandsConfined(t *testing.T) {
 	needSandbox(t)
 	outside := t.TempDir()
 	hooks := "hooks:\n  - event: preToolUse\n    matcher: \"*\"\n    action:\n      type: command\n      command: 'echo in > hook-in.txt; echo out > " + outside + "/hook-out.txt; echo \"#x\" >> server.yaml'\n"
-	g := startGatewayServeWith(t, "10m", map[string]string{"hooks.yaml": hooks}, "  hooks: [hooks.yaml]\n")
+	// The state directory lies outside the workspace: in it, its store and
+	// key would be readable to the hooks, and serve does not start.
+	g := startGatewayServeWith(t, "10m", map[string]string{"hooks.yaml": hooks}, "  hooks: [hooks.yaml]\n", t.TempDir())
 	before, _ := os.ReadFile(filepath.Join(g.dir, "server.yaml"))
 	cs, err := g.connectHTTP(t, g.ciBot, nil)
 	if err != nil {

@@ -244,7 +244,7 @@ func serveGatewayOptions(ctx context.Context, env *cliEnv, g *serveconfig.Gatewa
 	}
 	notice := func(line string) { fmt.Fprintln(env.stderr, "tollgate serve: gateway: "+oneLine(line, 2000)) }
 	f := &gatewayFlags{mcp: g.MCPFiles, policy: g.PolicyFile, hooks: g.HooksFiles, records: g.RecordsFile, pins: g.PinsFile,
-		hooksSandbox: cmp.Or(g.HooksSandbox, string(sandbox.Workspace)), protect: protect, hide: hide}
+		hooksSandbox: cmp.Or(g.HooksSandbox, string(sandbox.Workspace)), protect: protect, hide: hide, inServe: true}
 	gopts, closeGate, err := gatewayGate(ctx, f, g.Workdir, notice, logger)
 	if err != nil {
 		closeGate()

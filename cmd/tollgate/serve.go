@@ -186,15 +186,22 @@ func serve(ctx context.Context, env *cliEnv, cfg *serveconfig.Config, state *sta
 		return configErr("%w", err)
 	}
 	opts := &server.Options{Agents: cfg.Agents, AgentProblem: cfg.AgentProblem, AgentTenants: cfg.AgentTenants, Tokens: tokens.Lookup, Tenants: tokens.Tenants(), Webhooks: cfg.Webhooks, Logger: logger, Host: &runs.Options{LeaseTTL: ttl}, Page: server.ApprovalsPage()}
-	if cc := cfg.Codex; cc != nil {
-		if opts.Codex, err = claudeServeOptions(cc, "codex", stateDir, env.stderr); err != nil {
-			return configErr("%s: codex: %w", cfg.File, err)
+	// The sections' hooks' commands write only in their workdir, never the
+	// server's own files nor its state directory.
+	for _, sec := range []struct {
+		name string
+		cc   *serveconfig.ClaudeCodeConfig
+		dst  **server.ClaudeCodeOptions
+	}{{"codex", cfg.Codex, &opts.Codex}, {"claudeCode", cfg.ClaudeCode, &opts.ClaudeCode}} {
+		if sec.cc == nil {
+			continue
 		}
-	}
-	if cc := cfg.ClaudeCode; cc != nil {
-		if opts.ClaudeCode, err = claudeServeOptions(cc, "claudeCode", stateDir, env.stderr); err != nil {
-			return configErr("%s: claudeCode: %w", cfg.File, err)
+		o, release, err := claudeServeOptions(ctx, sec.cc, sec.name, stateDir, append(slices.Clip(protect), stateDir), b.hidden(), env.stderr)
+		if err != nil {
+			return configErr("%s: %s: %w", cfg.File, sec.name, err)
 		}
+		defer release()
+		*sec.dst = o
 	}
 	durable := "off"
 	if d := cfg.Durable; d != nil {

@@ -332,11 +332,13 @@ type GatewayConfig struct {
 }
 
 type claudeCodeYAML struct {
-	Policy      string   `yaml:"policy"`
-	Hooks       []string `yaml:"hooks"`
-	Autonomy    string   `yaml:"autonomy"`
-	ApprovalTTL string   `yaml:"approvalTtl"`
-	Tenants     []string `yaml:"tenants"`
+	Policy       string   `yaml:"policy"`
+	Hooks        []string `yaml:"hooks"`
+	HooksSandbox string   `yaml:"hooksSandbox"`
+	Workdir      string   `yaml:"workdir"`
+	Autonomy     string   `yaml:"autonomy"`
+	ApprovalTTL  string   `yaml:"approvalTtl"`
+	Tenants      []string `yaml:"tenants"`
 }
 
 // ClaudeCodeConfig is the claudeCode: section of server.yaml: how the
@@ -348,6 +350,8 @@ type claudeCodeYAML struct {
 //	claudeCode:
 //	  policy: team-policy.yaml    # the team's policy (rules, permissions, autonomy)
 //	  hooks: [audit.yaml]         # seed 000's declarative hooks
+//	  hooksSandbox: workspace     # their commands' sandbox: workspace (default), read-only, off
+//	  workdir: /srv/hooks         # their working directory, the tree they write (default: the directory of server.yaml)
 //	  autonomy: supervised        # overrides the policy's level
 //	  approvalTtl: 1h             # how long a request stays answerable
 //	  tenants: [acme]             # the tenants whose agent tokens may use it (default: all)
@@ -355,7 +359,14 @@ type ClaudeCodeConfig struct {
 	// PolicyFile and HooksFiles are absolute paths (or empty).
 	PolicyFile string
 	HooksFiles []string
-	Autonomy   string
+	// HooksSandbox confines the hooks' commands as a run's sandbox.hooks
+	// does (workspace: they write only in Workdir; read-only; off); empty
+	// means workspace.
+	HooksSandbox string
+	// Workdir is the hooks' commands' working directory and workspace,
+	// absolute (default: the directory of server.yaml).
+	Workdir  string
+	Autonomy string
 	// ApprovalTTL is zero for none.
 	ApprovalTTL time.Duration
 	Tenants     []string
@@ -484,11 +495,12 @@ func LoadConfig(path string) (*Config, error) {
 		if cc == nil {
 			return nil
 		}
-		out := &ClaudeCodeConfig{PolicyFile: rel(cc.Policy), Autonomy: cc.Autonomy, Tenants: cc.Tenants,
-			ApprovalTTL: duration("$."+name+".approvalTtl", name+".approvalTtl", cc.ApprovalTTL)}
+		out := &ClaudeCodeConfig{PolicyFile: rel(cc.Policy), Autonomy: cc.Autonomy, Tenants: cc.Tenants, HooksSandbox: cc.HooksSandbox,
+			Workdir: rel(cmp.Or(cc.Workdir, ".")), ApprovalTTL: duration("$."+name+".approvalTtl", name+".approvalTtl", cc.ApprovalTTL)}
 		for _, h := range cc.Hooks {
 			out.HooksFiles = append(out.HooksFiles, rel(h))
 		}
+		checkHooksSandbox(ps, name, cc.HooksSandbox)
 		if cc.Autonomy != "" {
 			if _, err := approval.ParseAutonomy(cc.Autonomy); err != nil {
 				ps.add("$."+name+".autonomy", name+".autonomy", "%v", err)
@@ -508,11 +520,7 @@ func LoadConfig(path string) (*Config, error) {
 		for _, h := range g.Hooks {
 			c.Gateway.HooksFiles = append(c.Gateway.HooksFiles, rel(h))
 		}
-		switch g.HooksSandbox {
-		case "", "workspace", "read-only", "off": // package sandbox's modes
-		default:
-			ps.add("$.gateway.hooksSandbox", "gateway.hooksSandbox", "want workspace, read-only or off, got %q", g.HooksSandbox)
-		}
+		checkHooksSandbox(ps, "gateway", g.HooksSandbox)
 		if u, err := url.Parse(g.PageURL); g.PageURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			ps.add("$.gateway.pageUrl", "gateway.pageUrl", "want an http or https URL such as https://tollgate.example/, got %q", g.PageURL)
 		}
@@ -705,4 +713,14 @@ func LoadTokens(path string) (*Tokens, error) {
 		return nil, configread.Errorf(path, configread.Pos{}, "", "the file lists no token")
 	}
 	return t, nil
+}
+
+// checkHooksSandbox adds a problem when mode, the hooksSandbox: of the
+// section named section, is not one of package sandbox's modes.
+func checkHooksSandbox(ps *problems, section, mode string) {
+	switch mode {
+	case "", "workspace", "read-only", "off":
+	default:
+		ps.add("$."+section+".hooksSandbox", section+".hooksSandbox", "want workspace, read-only or off, got %q", mode)
+	}
 }

@@ -122,6 +122,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"webhook bad url", "agents:\n  a:\n    model: script:s\n    workdir: w\nwebhooks:\n  - url: ftp://x\n    secretEnv: TOLLGATE_TEST_SECRET\n", "webhooks[0]: webhook URL"},
 		{"claudeCode bad autonomy", "claudeCode:\n  autonomy: yolo\n", ":2:13: claudeCode.autonomy:"},
 		{"claudeCode bad ttl", "claudeCode:\n  approvalTtl: soon\n", ":2:16: claudeCode.approvalTtl: want a duration"},
+		{"claudeCode bad hooksSandbox", "claudeCode:\n  hooksSandbox: none\n", ":2:17: claudeCode.hooksSandbox: want workspace, read-only or off"},
+		{"codex bad hooksSandbox", "codex:\n  hooksSandbox: Off\n", ":2:17: codex.hooksSandbox: want workspace, read-only or off"},
 		{"bad timeout", "agents:\n  a:\n    model: script:s\n    workdir: w\n    timeout: soon\n", `:5:14: agents.a.timeout: want a duration such as 30s or 10m, got "soon"`},
 		{"negative approvalTtl", "agents:\n  a:\n    model: script:s\n    workdir: w\n    approvalTtl: -1h\n", `:5:18: agents.a.approvalTtl: want a duration such as 30s or 10m, got "-1h"`},
 		{"model not text", "agents:\n  a:\n    model: [x]\n    workdir: w\n", `:3:12: agents.a.model: want openai:MODEL, anthropic:MODEL or script:PATH, got a list`},
@@ -348,14 +350,14 @@ func TestCheckAgentsRefusesUnappliedGovernance(t *testing.T) {
 // against the file's directory.
 func TestLoadConfigClaudeCode(t *testing.T) {
 	dir := t.TempDir()
-	p := writeFile(t, dir, "server.yaml", "claudeCode:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
+	p := writeFile(t, dir, "server.yaml", "claudeCode:\n  policy: team.yaml\n  hooks: [audit.yaml]\n  hooksSandbox: read-only\n  workdir: hooks\n  autonomy: supervised\n  approvalTtl: 1h\n  tenants: [acme]\n")
 	c, err := serveconfig.LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cc := c.ClaudeCode
 	if cc == nil || cc.PolicyFile != filepath.Join(dir, "team.yaml") || len(cc.HooksFiles) != 1 || cc.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
-		cc.Autonomy != "supervised" || cc.ApprovalTTL != time.Hour || len(cc.Tenants) != 1 || cc.Tenants[0] != "acme" || len(c.Agents) != 0 {
+		cc.Autonomy != "supervised" || cc.ApprovalTTL != time.Hour || len(cc.Tenants) != 1 || cc.Tenants[0] != "acme" || len(c.Agents) != 0 || cc.HooksSandbox != "read-only" || cc.Workdir != filepath.Join(dir, "hooks") {
 		t.Fatalf("claudeCode %+v, agents %v", cc, c.Agents)
 	}
 }
@@ -370,7 +372,7 @@ func TestLoadConfigCodex(t *testing.T) {
 		t.Fatal(err)
 	}
 	cx := c.Codex
-	if cx == nil || c.ClaudeCode != nil || cx.PolicyFile != filepath.Join(dir, "team.yaml") || len(cx.HooksFiles) != 1 || cx.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
+	if cx == nil || c.ClaudeCode != nil || cx.Workdir != dir || cx.PolicyFile != filepath.Join(dir, "team.yaml") || len(cx.HooksFiles) != 1 || cx.HooksFiles[0] != filepath.Join(dir, "audit.yaml") ||
 		cx.Autonomy != "supervised" || cx.ApprovalTTL != time.Hour || len(cx.Tenants) != 1 || cx.Tenants[0] != "acme" {
 		t.Fatalf("codex %+v", cx)
 	}
