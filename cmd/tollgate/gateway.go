@@ -493,7 +493,7 @@ func gatewayClaude(ctx context.Context, f *gatewayFlags, workdir string, o *gate
 	if len(f.claude) == 0 {
 		return nil
 	}
-	h, auths, protected, err := runbuild.ClaudeHooks(ctx, &runbuild.ClaudeHooksOptions{Files: f.claude, Workdir: workdir,
+	h, auths, protected, err := runbuild.ClaudeHooks(ctx, &runbuild.HookFilesOptions{Files: f.claude, Workdir: workdir,
 		Protect: f.governing(), Hide: f.hide, Notice: notice, Logger: logger})
 	if err != nil {
 		var fe *runs.FieldError

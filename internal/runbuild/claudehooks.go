@@ -3,7 +3,6 @@ package runbuild
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/approval"
@@ -11,33 +10,9 @@ import (
 	"github.com/tollgate-dev/tollgate/runs"
 )
 
-// ClaudeHooksOptions configures [ClaudeHooks].
-type ClaudeHooksOptions struct {
-	// Files are Claude Code settings files (required).
-	Files []string
-	// Workdir is the workspace (absolute): CLAUDE_PROJECT_DIR, and the
-	// sandbox of the hook commands, which run in workspace mode.
-	Workdir string
-	// Sandbox configures the hook commands' sandbox as a run's
-	// configuration does (sandbox.hooks, reads, ports, passed
-	// variables); nil means the defaults.
-	Sandbox *runs.SandboxConfig
-	// Protect lists further files and directories no command may write
-	// (the host's policy, records, pins), as [HookFilesOptions].Protect.
-	Protect []string
-	// Hide lists files no command may read (see [Options].Hide).
-	Hide []string
-	// Notice receives each file's diagnostics, one line each; nil logs
-	// them at warning level to Logger.
-	Notice func(line string)
-	// SandboxHelper is the binary that confines commands (see
-	// [Options].SandboxHelper); empty means this program.
-	SandboxHelper string
-	// Logger receives the hooks' warnings; nil discards.
-	Logger *slog.Logger
-}
-
-// ClaudeHooks returns the hooks of Claude Code settings files as
+// ClaudeHooks returns the hooks of the Claude Code settings files
+// opts.Files (opts as for [HookFiles]; opts.Workdir is also
+// CLAUDE_PROJECT_DIR) as
 // [Builder.Build] runs them for a run's Claude field: PreToolUse as a
 // BeforeTool hook, PermissionRequest as a Permission hook, PostToolUse and
 // PostToolUseFailure as AfterTool hooks (updatedToolOutput replaces the
@@ -47,7 +22,7 @@ type ClaudeHooksOptions struct {
 // settings file that does not load, a PreToolUse or PermissionRequest
 // entry that was skipped, files with no hook. Errors are
 // [*runs.FieldError]s naming the field ("claude.files").
-func ClaudeHooks(ctx context.Context, opts *ClaudeHooksOptions) (*hooks.Hooks, []approval.Authorizer, []string, error) {
+func ClaudeHooks(ctx context.Context, opts *HookFilesOptions) (*hooks.Hooks, []approval.Authorizer, []string, error) {
 	if opts == nil || len(opts.Files) == 0 {
 		return nil, nil, nil, &runs.FieldError{Field: "claude.files", Err: errors.New("no Claude Code settings file given")}
 	}

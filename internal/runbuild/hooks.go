@@ -69,9 +69,10 @@ func loadHooks(s *setup) (*declarative.Registry, error) {
 	return LoadHookFiles(files, s.b.opts.Notice, dopts)
 }
 
-// HookFilesOptions configures [HookFiles].
+// HookFilesOptions configures [HookFiles] and [ClaudeHooks].
 type HookFilesOptions struct {
-	// Files are declarative hooks files (required).
+	// Files are declarative hooks files for HookFiles, Claude Code
+	// settings files for ClaudeHooks (required).
 	Files []string
 	// Workdir is the workspace (absolute; required): the commands'
 	// working directory, which in workspace mode is the tree they may
