@@ -432,7 +432,7 @@ func TestRunMCPApproveLater(t *testing.T) {
 		t.Fatalf("run: exit %d, want %d\n%s\n%s", code, exitPending, stdout, stderr)
 	}
 	for _, re := range []string{
-		`tollgate: mcp: server broken: FAILED \(stdio, untrusted\), its tools are not offered: start and initialize: .*no-such-server`,
+		`tollgate: mcp: server broken: FAILED \(stdio, untrusted\), its tools are not offered: start and initialize: .*no-such-server.* \(if it runs sandboxed, as by default, .*"sandbox": "off" in mcp.json tells whether that is the cause\)`,
 		`tollgate: mcp: server fs: ready \(stdio, trusted, 14 tools, secure-filesystem-server [0-9.]+\)`,
 		`ran mcp__fs__read_text_file`,
 	} {

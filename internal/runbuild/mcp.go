@@ -345,8 +345,17 @@ func MCPStatusLine(st mcptool.ServerStatus) string {
 	if st.Err != nil {
 		msg = st.Err.Error()
 	}
-	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %s", oneLineText(st.Name), st.Transport, trust, oneLineText(msg))
+	hint := ""
+	if st.Transport == "stdio" {
+		hint = sandboxHint
+	}
+	return fmt.Sprintf("server %s: FAILED (%s, %s), its tools are not offered: %s%s", oneLineText(st.Name), st.Transport, trust, oneLineText(msg), hint)
 }
+
+// sandboxHint ends the status line of a stdio server that failed: the
+// sandbox it starts in by default is a frequent cause, and its refusals
+// read as the server's own errors (a module not found, no answer).
+const sandboxHint = ` (if it runs sandboxed, as by default, it reads only what docs/sandbox.md lists and "sandboxRead" adds, and writes only its workspace: one started by npx or uvx needs installing first; "sandbox": "off" in mcp.json tells whether that is the cause)`
 
 // oneLineText shows line breaks and tabs in s as \n, \r and \t, so that text
 // from a server (its name, version or error) cannot start a line of its own
