@@ -180,6 +180,13 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 			return usageErr("gateway: %w", err)
 		}
 		defer inbox.Close()
+		warning, err := inbox.check(ctx)
+		if err != nil {
+			return configErr("gateway: %w", err)
+		}
+		if warning != "" {
+			fmt.Fprintln(env.stderr, "tollgate: gateway: warning: "+warning)
+		}
 	}
 	workdir, err := filepath.Abs(f.workdir)
 	if err != nil {

@@ -422,9 +422,15 @@ func TestGatewayServerUnreachableRefuses(t *testing.T) {
 	g := startGatewayServe(t, "10m")
 	bad := filepath.Join(g.dir, "bad.token")
 	writeTestFile(t, bad, "tg_not_a_token\n")
+	// A token the server refuses stops the gateway at start: nothing could
+	// be asked with it. An unreachable server is a warning there, and
+	// every call that needs a person is refused.
+	code, _, stderr := runMain(t, "gateway", "--mcp", g.mcpFile, "--policy", g.policyFile, "--server", g.url, "--token-file", bad)
+	if code != exitUsage || !strings.Contains(stderr, "refuses the --token-file token") || !strings.Contains(stderr, "401") {
+		t.Errorf("a bad token: exit %d, stderr %q", code, stderr)
+	}
 	for _, tc := range []struct{ name, url, token, says string }{
 		{"unreachable", "http://127.0.0.1:1", g.agentFile, "could not be reached"},
-		{"bad token", g.url, bad, "401"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := g.connectStdio(t, tc.url, tc.token)

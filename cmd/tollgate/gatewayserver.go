@@ -75,6 +75,44 @@ func newRemoteInbox(rawURL, token string, logger *slog.Logger) (*remoteInbox, er
 	return r, nil
 }
 
+// check asks the server, once at start, about an ask that does not exist:
+// an agent token of a server that serves the gateway routes is answered
+// 404 "no such asked call". A token the server refuses (401), one that may
+// not call tools (403), or a server without a gateway: section is an
+// error: nothing could be asked of it. No answer is a warning: the
+// server may come up later, and until it does asks are refused.
+func (r *remoteInbox) check(ctx context.Context) (warning string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, remoteCheckTimeout)
+	defer cancel()
+	err = r.do(ctx, http.MethodGet, "/v1/gate/asks/gw_start_check/req_start_check", nil, http.StatusNotFound, nil)
+	var status *remoteStatusError
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &status) && status.code == http.StatusNotFound && strings.Contains(status.detail, "no MCP gateway"):
+		return "", fmt.Errorf("--server %s: %s", r.base, status.detail)
+	case errors.As(err, &status) && (status.code == http.StatusUnauthorized || status.code == http.StatusForbidden):
+		return "", fmt.Errorf("--server %s refuses the --token-file token: %w", r.base, err)
+	case errors.As(err, &status):
+		return fmt.Sprintf("--server %s: %v", r.base, err), nil
+	}
+	return fmt.Sprintf("--server %s cannot be reached now (%v): calls that need a person are refused until it can", r.base, err), nil
+}
+
+// remoteCheckTimeout bounds the check at start.
+const remoteCheckTimeout = 10 * time.Second
+
+// remoteStatusError is an answer of the server with a status not wanted.
+type remoteStatusError struct {
+	code   int
+	status string
+	detail string
+}
+
+func (e *remoteStatusError) Error() string {
+	return fmt.Sprintf("tollgate's server answered %s: %s", e.status, e.detail)
+}
+
 // Close sends the records still waiting, for at most remoteTimeout.
 func (r *remoteInbox) Close() {
 	close(r.records)
@@ -220,7 +258,7 @@ func (r *remoteInbox) do(ctx context.Context, method, path string, body any, wan
 			Detail string `json:"detail"`
 		}
 		_ = json.Unmarshal(b, &prob)
-		return fmt.Errorf("tollgate's server answered %s: %s", resp.Status, oneLineHeader(prob.Detail))
+		return &remoteStatusError{code: resp.StatusCode, status: resp.Status, detail: oneLineHeader(prob.Detail)}
 	}
 	if out == nil {
 		return nil
