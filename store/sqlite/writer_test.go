@@ -28,7 +28,7 @@ func TestWriteWhileReadersHoldEveryConnection(t *testing.T) {
 		}
 		defer rows.Close()
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // without a writer of its own, the write waits for ever
 	defer cancel()
 	run := store.Run{ID: "run_1", Status: store.RunPending, State: json.RawMessage(`{}`)}
 	if _, err := s.CreateRun(wctx, store.CreateRunRequest{Run: run, Events: []store.Event{{Type: "run.started"}}}); err != nil {
