@@ -46,16 +46,18 @@ func (f *feed) publish(evs []store.Event) {
 	if len(evs) == 0 {
 		return
 	}
+	// Encoded before the lock: the streams read the feed under it.
+	frames := make([][]byte, len(evs))
+	for i, ev := range evs {
+		frames[i], _ = sseFrame(ev)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.started {
 		return
 	}
-	for _, ev := range evs {
-		frame, _ := sseFrame(ev)
-		f.events = append(f.events, ev)
-		f.frames = append(f.frames, frame)
-	}
+	f.events = append(f.events, evs...)
+	f.frames = append(f.frames, frames...)
 	f.last = evs[len(evs)-1].Seq
 	if n := len(f.events) - f.size; n > 0 {
 		f.base = f.events[n-1].Seq

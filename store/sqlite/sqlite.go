@@ -243,12 +243,16 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	})
 }
 
-// notify wakes the WaitEvents calls of this sqliteStore.
+// notify wakes the WaitEvents calls of this sqliteStore. The channel is
+// swapped under the lock and closed after it: closing wakes every waiter,
+// and each write calls notify, so that waking many while holding the lock
+// made the writers queue for it.
 func (s *sqliteStore) notify() {
 	s.mu.Lock()
-	close(s.appended)
+	woken := s.appended
 	s.appended = make(chan struct{})
 	s.mu.Unlock()
+	close(woken)
 }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
