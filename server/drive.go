@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
@@ -67,15 +68,14 @@ func (s *Server) driveCapped(runID, tenant string, capped bool, f func(ctx conte
 	}
 	s.inflight[runID] = true
 	s.tenantRuns[tenant]++
+	s.counted[runID] = tenant
 	s.runsWG.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer func() {
 			s.mu.Lock()
 			delete(s.inflight, runID)
-			if s.tenantRuns[tenant]--; s.tenantRuns[tenant] <= 0 {
-				delete(s.tenantRuns, tenant)
-			}
+			s.uncountLocked(runID)
 			again := s.recheck[runID]
 			delete(s.recheck, runID)
 			s.mu.Unlock()
@@ -114,4 +114,33 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopRun(runs.ErrHostStopping)
 	<-idle
 	return ctx.Err()
+}
+
+// runEvents is the OnEvent of a run part the server drives: the metrics
+// see every event, and the run stops counting among its tenant's running
+// runs when its agent is done (ended or halted), before its end is stored
+// and seen: a client that starts its next run on seeing the end found the
+// place still taken while the part's goroutine let go of what it held.
+func (s *Server) runEvents(runID string) func(agent.Event) {
+	return func(ev agent.Event) {
+		s.metrics.onEvent(ev)
+		if ev.Kind == agent.EventDone {
+			s.mu.Lock()
+			s.uncountLocked(runID)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// uncountLocked stops counting runID among its tenant's running runs, once;
+// s.mu is held.
+func (s *Server) uncountLocked(runID string) {
+	tenant, ok := s.counted[runID]
+	if !ok {
+		return
+	}
+	delete(s.counted, runID)
+	if s.tenantRuns[tenant]--; s.tenantRuns[tenant] <= 0 {
+		delete(s.tenantRuns, tenant)
+	}
 }

@@ -282,7 +282,7 @@ func (s *Server) tryResumeRun(ctx context.Context, r store.Run) {
 		return
 	}
 	s.drive(r.ID, r.Tenant, func(ctx context.Context) error {
-		_, err := s.host.Resume(withRun(ctx, r.Tenant, r.ID), runs.ResumeRequest{RunID: r.ID, Drive: runs.Drive{OnEvent: s.metrics.onEvent}})
+		_, err := s.host.Resume(withRun(ctx, r.Tenant, r.ID), runs.ResumeRequest{RunID: r.ID, Drive: runs.Drive{OnEvent: s.runEvents(r.ID)}})
 		switch {
 		case errors.Is(err, store.ErrLeased), errors.Is(err, store.ErrConflict), errors.Is(err, runs.ErrNothingDecided), errors.Is(err, runs.ErrNotResumable):
 			return nil // another server has it, or there is nothing to do

@@ -87,7 +87,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		_, err := s.host.Start(withRun(ctx, p.Tenant, id), runs.StartRequest{
 			RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt,
 			Created: func(run store.Run) { created <- run },
-			Drive:   runs.Drive{OnEvent: s.metrics.onEvent},
+			Drive:   runs.Drive{OnEvent: s.runEvents(id)},
 		})
 		failed <- err
 		return err

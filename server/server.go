@@ -223,9 +223,10 @@ type Server struct {
 
 	mu       sync.Mutex
 	inflight map[string]bool // runs driven by this server now
-	// tenantRuns counts the runs of inflight by tenant; maxRuns caps
-	// those a start may add to.
+	// tenantRuns counts the runs of inflight by tenant whose agent is not
+	// done yet (counted, by run); maxRuns caps those a start may add to.
 	tenantRuns map[string]int
+	counted    map[string]string
 	maxRuns    int
 	// recheck lists runs that could not be resumed because they were still
 	// driven here: they are looked at again when that ends.
@@ -247,7 +248,7 @@ func New(s store.Store, b runs.Builder, opts *Options) (*Server, error) {
 	srv := &Server{
 		store: s, agents: map[string]runs.RunConfig{}, agentProblem: opts.AgentProblem, tokens: opts.Tokens, tenants: slices.Clone(opts.Tenants), page: opts.Page,
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, tick: opts.Tick,
-		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{}, tenantRuns: map[string]int{},
+		done: make(chan struct{}), inflight: map[string]bool{}, recheck: map[string]bool{}, tenantRuns: map[string]int{}, counted: map[string]string{},
 		maxRuns: opts.MaxRunsPerTenant,
 		durable: opts.Durable,
 		feed:    newFeed(feedSize),
