@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +26,15 @@ import (
 // returns the MCP server's URL ("http://127.0.0.1:PORT/mcp"); both servers
 // close when the test ends.
 func Server(t testing.TB) string {
+	u, _ := Counted(t)
+	return u
+}
+
+// Counted is [Server], and a count of the visits to the authorization
+// endpoint (how many times a person was sent to log in).
+func Counted(t testing.TB) (mcpURL string, authorizes func() int) {
 	var mu sync.Mutex
-	challenges, tokens := map[string]string{}, map[string]bool{}
+	challenges, tokens, visits := map[string]string{}, map[string]bool{}, 0
 	var as, rs *httptest.Server
 	js := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -43,10 +51,11 @@ func Server(t testing.TB) string {
 			w.WriteHeader(http.StatusCreated)
 			js(w, map[string]any{"client_id": "c1", "token_endpoint_auth_method": "none"})
 		case "/authorize":
+			visits++
 			q := r.URL.Query()
 			code := fmt.Sprintf("code%d", len(challenges))
 			challenges[code] = q.Get("code_challenge")
-			http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+q.Get("state"), http.StatusFound)
+			http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 		case "/token":
 			_ = r.ParseForm()
 			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
@@ -83,5 +92,5 @@ func Server(t testing.TB) string {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(rs.Close)
-	return rs.URL + "/mcp"
+	return rs.URL + "/mcp", func() int { mu.Lock(); defer mu.Unlock(); return visits }
 }
