@@ -88,15 +88,7 @@ func TestWarmAgentsBuildsBeforeTheFirstRun(t *testing.T) {
 	run.Agent = "reader"
 	run.Autonomy = string(approval.FullAuto)
 	run.RequestDigest = "sha256:0"
-	pinned, err := runcore.PinFiles(run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := runcore.BuildPinned(runcore.WithBuildTenant(t.Context(), "globex"), cache, pinned)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runcore.CloseBuilt(b)
+	buildAsARun(t, cache, "globex", run)
 	if diff := cmp.Diff(want, builds); diff != "" {
 		t.Fatalf("builds after the run (-want +got):\n%s", diff)
 	}

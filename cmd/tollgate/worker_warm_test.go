@@ -64,16 +64,23 @@ func TestWarmRecentBuildsTheNewestRunsAgents(t *testing.T) {
 	}
 	next := auto
 	next.RequestDigest = "sha256:next"
-	pinned, err := runcore.PinFiles(next)
+	buildAsARun(t, cache, "globex", next)
+	if diff := cmp.Diff(want, builds); diff != "" {
+		t.Fatalf("builds after globex's next run (-want +got):\n%s", diff)
+	}
+}
+
+// buildAsARun builds cfg for tenant from cache as a run's start does: its
+// files pinned, then built and let go.
+func buildAsARun(t *testing.T, cache runcore.Builder, tenant string, cfg runcore.RunConfig) {
+	t.Helper()
+	pinned, err := runcore.PinFiles(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runcore.BuildPinned(runcore.WithBuildTenant(t.Context(), "globex"), cache, pinned)
+	b, err := runcore.BuildPinned(runcore.WithBuildTenant(t.Context(), tenant), cache, pinned)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runcore.CloseBuilt(b)
-	if diff := cmp.Diff(want, builds); diff != "" {
-		t.Fatalf("builds after globex's next run (-want +got):\n%s", diff)
-	}
 }
