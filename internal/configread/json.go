@@ -23,6 +23,7 @@ type OffsetError struct {
 	Err error
 }
 
+// Error is Err's message; the offset is for the caller to place.
 func (e *OffsetError) Error() string { return e.Err.Error() }
 
 // Object splits raw, a JSON object that starts at byte offset base of its
