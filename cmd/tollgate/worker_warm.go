@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 
 	"github.com/tollgate-dev/tollgate/internal/runcore"
@@ -25,25 +24,15 @@ func warmRecent(ctx context.Context, agents *runcore.BuildCache, st store.Store,
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
 	for _, r := range page.Runs {
-		if len(seen) == maxWarmAgents || ctx.Err() != nil {
+		if agents.Len() >= maxWarmAgents || ctx.Err() != nil {
 			break
 		}
 		cfg, err := runcore.LoadConfig(r)
 		if err != nil {
 			continue
 		}
-		cfg.Pins, cfg.RequestDigest = nil, "" // the next run's, not this one's
-		b, err := json.Marshal(cfg)
-		if err != nil {
-			continue
-		}
-		key := r.Tenant + "\x00" + string(b)
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
+		cfg.Pins = nil // the next run's, not this one's: a configuration held already is not built again
 		if err := agents.Warm(ctx, r.Tenant, cfg); err != nil {
 			log.Warn("building an agent before its first run failed; its first run will try again", "run", r.ID, "tenant", r.Tenant, "error", err)
 		}

@@ -136,6 +136,14 @@ func (c *BuildCache) Warm(ctx context.Context, tenant string, cfg RunConfig) err
 	return nil
 }
 
+// Len is how many agents the cache holds: built, being built, or idle (a
+// build that failed is not held).
+func (c *BuildCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
 // share is e's agent for one run: its options are the cached agent's, with
 // slices clipped so that appending to them never writes into another run's,
 // and its Close releases the run's use.
