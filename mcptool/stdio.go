@@ -3,7 +3,6 @@ package mcptool
 import (
 	"context"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/internal/stdioconn"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tollgate-dev/tollgate/internal/proc"
+	"github.com/tollgate-dev/tollgate/internal/stdioconn"
 )
 
 // defaultShutdownGrace is the default of [Options].ShutdownGrace.

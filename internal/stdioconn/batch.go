@@ -22,14 +22,14 @@ const noBatchesFrom = "2025-06-18"
 // protocol version the initialize response agreed.
 type batches struct {
 	mu      sync.Mutex
-	open    map[string]*batch // by the call's ID
+	open    map[jsonrpc.ID]*batch // by the call's ID
 	initID  jsonrpc.ID
 	version string
 }
 
 type batch struct {
 	unresolved int
-	index      map[string]int
+	index      map[jsonrpc.ID]int
 	responses  []*jsonrpc.Response
 }
 
@@ -96,13 +96,13 @@ func (b *batches) answered(resp *jsonrpc.Response) {
 // add records the calls of a batch; a call ID seen in an open batch, or
 // twice in this one, is an error.
 func (b *batches) add(msgs []jsonrpc.Message) error {
-	bt := &batch{index: map[string]int{}}
+	bt := &batch{index: map[jsonrpc.ID]int{}}
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok || !req.ID.IsValid() {
 			continue
 		}
-		key := idKey(req.ID)
+		key := req.ID
 		if _, dup := bt.index[key]; dup {
 			return errors.New("stdioconn: a batch holds one call ID twice")
 		}
@@ -120,7 +120,7 @@ func (b *batches) add(msgs []jsonrpc.Message) error {
 		}
 	}
 	if b.open == nil {
-		b.open = map[string]*batch{}
+		b.open = map[jsonrpc.ID]*batch{}
 	}
 	for key := range bt.index {
 		b.open[key] = bt
@@ -134,7 +134,10 @@ func (b *batches) add(msgs []jsonrpc.Message) error {
 func (b *batches) complete(resp *jsonrpc.Response) (all []*jsonrpc.Response, held bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	key := idKey(resp.ID)
+	if len(b.open) == 0 {
+		return nil, false
+	}
+	key := resp.ID
 	bt, ok := b.open[key]
 	if !ok {
 		return nil, false
@@ -147,8 +150,6 @@ func (b *batches) complete(resp *jsonrpc.Response) (all []*jsonrpc.Response, hel
 	}
 	return bt.responses, true
 }
-
-func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
 // writeBatch writes responses as one JSON array line.
 func (c *Conn) writeBatch(resps []*jsonrpc.Response) error {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Pollable returns a new descriptor for f's pipe or socket, in
@@ -25,11 +27,12 @@ func Pollable(f *os.File) (in *os.File, closer interface{ Close() error }, ok bo
 	if err != nil {
 		return nil, nil, false
 	}
+	// Close-on-exec from the start: a child started meanwhile (an MCP
+	// server) must not inherit the copy.
 	nfd, dupErr := -1, error(nil)
-	if err := rc.Control(func(fd uintptr) { nfd, dupErr = syscall.Dup(int(fd)) }); err != nil || dupErr != nil {
+	if err := rc.Control(func(fd uintptr) { nfd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || dupErr != nil {
 		return nil, nil, false
 	}
-	syscall.CloseOnExec(nfd)
 	was, err := nonblocking(nfd)
 	if err == nil {
 		err = syscall.SetNonblock(nfd, true)
@@ -66,9 +69,9 @@ func (r restorer) Close() error {
 
 // nonblocking reports whether fd's open file is in non-blocking mode.
 func nonblocking(fd int) (bool, error) {
-	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
-	if errno != 0 {
-		return false, errno
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return false, err
 	}
-	return flags&syscall.O_NONBLOCK != 0, nil
+	return flags&unix.O_NONBLOCK != 0, nil
 }
