@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -138,7 +139,7 @@ func (gw *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, env *gate
 			}
 		})
 	}()
-	keep := startKeepAlive(ctx, req, p, cmpDuration(gw.opts.KeepAlive, defaultKeepAlive))
+	keep := startKeepAlive(ctx, req, p, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()
 	select {
 	case link := <-links:
@@ -184,7 +185,7 @@ func (gw *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, env *ga
 			gate.Decision{Outcome: gate.OutcomeDenied, By: approval.Runtime, Reason: "arguments digest mismatch", Votes: pa.pending.Votes})
 		return pa.call, gate.Ruling{Record: rec}
 	}
-	keep := startKeepAlive(ctx, req, pa.pending, cmpDuration(gw.opts.KeepAlive, defaultKeepAlive))
+	keep := startKeepAlive(ctx, req, pa.pending, cmp.Or(gw.opts.KeepAlive, defaultKeepAlive))
 	defer keep.stop()
 	select {
 	case <-pa.done:
@@ -193,12 +194,4 @@ func (gw *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, env *ga
 		<-pa.done
 	}
 	return pa.call, gw.settle(ctx, env, t, pa.call, pa.pending, pa.ans, pa.err)
-}
-
-// cmpDuration is d, or def when d is not positive.
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
