@@ -48,8 +48,13 @@ func TestCodexPatchPathsThroughLinks(t *testing.T) {
 		patch := "*** Begin Patch\n*** Add File: " + p + "\n+x\n*** End Patch\n"
 		input, _ := json.Marshal(map[string]string{"command": patch})
 		in := &claudegate.Input{SessionID: "s", Cwd: w, HookEventName: claudenames.PreToolUse, ToolName: "apply_patch", ToolInput: input, ToolUseID: "call_1"}
-		if a := claudegate.CodexAnswer(in.HookEventName, b.Handle(context.Background(), in)); a.Exit == 0 {
+		a := claudegate.CodexAnswer(in.HookEventName, b.Handle(context.Background(), in))
+		if a.Exit == 0 {
 			t.Errorf("Add File: %s was allowed: %+v", p, a)
+		}
+		// Denied for where it lands, not for a patch that does not read.
+		if !strings.Contains(a.Stderr, "outside is off limits") && !strings.Contains(a.Stderr, ".codex") {
+			t.Errorf("Add File: %s denied for another reason: %q", p, a.Stderr)
 		}
 	}
 }
