@@ -58,8 +58,13 @@ func (s *Server) follow(ctx context.Context, f store.EventFilter, emit func(stor
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
 	defer context.AfterFunc(s.closed, scancel)()
+	var kept []store.Event // the feed's last events, their room reused
+	var frames [][]byte
 	for {
-		evs, frames, changed, fed := s.feed.after(f)
+		var changed <-chan struct{}
+		var fed bool
+		kept, frames, changed, fed = s.feed.after(f, kept, frames)
+		evs := kept
 		if !fed {
 			var err error
 			if evs, err = s.store.ListEvents(ctx, f); err != nil {
@@ -180,8 +185,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	if rc.Flush() != nil {
 		return
 	}
-	// emit writes an event, encoded once for every stream when the feed
-	// gave it (frame); the stream is flushed after each batch.
+	// emit adds an event to the batch, encoded once for every stream
+	// when the feed gave it (frame); send writes the batch in one write
+	// and flushes it: a write per event cost a system call per event and
+	// watcher.
+	var batch []byte
 	emit := func(ev store.Event, frame []byte) error {
 		if frame == nil {
 			var err error
@@ -189,14 +197,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 				return err
 			}
 		}
-		deadline()
-		if _, err := w.Write(frame); err != nil {
-			return err
-		}
+		batch = append(batch, frame...)
 		if f.RunID != "" && terminal(ev.Type) {
 			return errRunEnded // nothing follows a run's end
 		}
 		return nil
+	}
+	send := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		deadline()
+		_, err := w.Write(batch)
+		batch = batch[:0]
+		if cap(batch) > maxKeptBatch {
+			batch = nil // a stream catching up keeps no large buffer
+		}
+		if err != nil {
+			return err
+		}
+		return rc.Flush()
 	}
 	beat := func() error {
 		deadline()
@@ -213,19 +233,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 			if err != nil {
 				return
 			}
+			var stop error // the run's end was sent, or an event failed
 			for _, ev := range evs {
-				if emit(ev, nil) != nil {
-					return
+				if stop = emit(ev, nil); stop != nil {
+					break
 				}
 				f.AfterSeq = ev.Seq
 			}
-			if len(evs) < f.Limit {
+			if send() != nil || stop != nil || len(evs) < f.Limit {
 				return
 			}
 		}
 	}
-	_ = s.follow(r.Context(), f, emit, rc.Flush, beat)
+	if err := s.follow(r.Context(), f, emit, send, beat); errors.Is(err, errRunEnded) {
+		_ = send()
+	}
 }
+
+// maxKeptBatch is the most bytes of buffer an event stream keeps between
+// batches.
+const maxKeptBatch = 64 << 10
 
 // sseFrame is ev as an event of GET /v1/events, its id the event's Seq.
 func sseFrame(ev store.Event) ([]byte, error) {

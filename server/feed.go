@@ -68,16 +68,19 @@ func (f *feed) publish(evs []store.Event) {
 	f.changed = make(chan struct{})
 }
 
-// after returns the kept events that ef selects after ef.AfterSeq, at most
-// ef.Limit of them, with their SSE frames, and a channel closed when more
-// arrive. ok is false
-// when the feed does not hold every event after ef.AfterSeq (it is not
-// started, or they are older than what it keeps): then read the store.
-func (f *feed) after(ef store.EventFilter) (evs []store.Event, frames [][]byte, changed <-chan struct{}, ok bool) {
+// after appends to evs[:0] and frames[:0] the kept events that ef selects
+// after ef.AfterSeq, at most ef.Limit of them, with their SSE frames, and
+// returns them with a channel closed when more arrive: a stream passes the
+// slices of its last call back, so that a wake-up allocates nothing once
+// they have room (each publish wakes every stream). ok is false when the
+// feed does not hold every event after ef.AfterSeq (it is not started, or
+// they are older than what it keeps): then read the store.
+func (f *feed) after(ef store.EventFilter, evs []store.Event, frames [][]byte) (_ []store.Event, _ [][]byte, changed <-chan struct{}, ok bool) {
+	evs, frames = evs[:0], frames[:0]
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if !f.started || ef.AfterSeq < f.base {
-		return nil, nil, nil, false
+		return evs, frames, nil, false
 	}
 	i, _ := slices.BinarySearchFunc(f.events, ef.AfterSeq+1, func(e store.Event, seq int64) int {
 		switch {
@@ -88,15 +91,6 @@ func (f *feed) after(ef store.EventFilter) (evs []store.Event, frames [][]byte, 
 		}
 		return 0
 	})
-	if ef.RunID == "" {
-		// A tenant's stream takes most of what follows: room for all of
-		// it at once, for each of many streams woken by each publish.
-		n := len(f.events) - i
-		if ef.Limit > 0 {
-			n = min(n, ef.Limit)
-		}
-		evs, frames = make([]store.Event, 0, n), make([][]byte, 0, n)
-	}
 	for j, e := range f.events[i:] {
 		if ef.Limit > 0 && len(evs) == ef.Limit {
 			break
