@@ -169,6 +169,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 			return
 		}
 	}
+	defer s.feed.watch()()
 	rc := http.NewResponseController(w)
 	// Each write has a deadline: a client that stops reading is dropped
 	// once one does not finish in time, and frees its place.

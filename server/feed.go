@@ -3,6 +3,7 @@ package server
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -26,8 +27,12 @@ type feed struct {
 	base, last int64
 	events     []store.Event
 	// frames are the events as SSE events (sseFrame), encoded once for
-	// every stream; nil where encoding failed.
+	// every stream; nil where encoding failed or no SSE stream was open
+	// when they were published (a stream encodes those itself).
 	frames [][]byte
+	// sse counts the SSE streams open: with none, a publish encodes
+	// nothing (most servers have no one watching).
+	sse atomic.Int64
 	// changed is closed and replaced when events are added.
 	changed chan struct{}
 }
@@ -48,8 +53,10 @@ func (f *feed) publish(evs []store.Event) {
 	}
 	// Encoded before the lock: the streams read the feed under it.
 	frames := make([][]byte, len(evs))
-	for i, ev := range evs {
-		frames[i], _ = sseFrame(ev)
+	if f.sse.Load() > 0 {
+		for i, ev := range evs {
+			frames[i], _ = sseFrame(ev)
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,6 +73,13 @@ func (f *feed) publish(evs []store.Event) {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// watch counts an SSE stream open until the function it returns is
+// called.
+func (f *feed) watch() (done func()) {
+	f.sse.Add(1)
+	return func() { f.sse.Add(-1) }
 }
 
 // after appends to evs[:0] and frames[:0] the kept events that ef selects

@@ -171,3 +171,19 @@ func TestStreamWritesABatchOnce(t *testing.T) {
 		t.Fatalf("%d events in %d writes after the preamble, want 10 in 1", n, writes-1)
 	}
 }
+
+// A publish encodes SSE frames only while an SSE stream is open: with no
+// one watching, encoding every event was a twentieth of a served run.
+func TestFeedEncodesOnlyForStreams(t *testing.T) {
+	f := newFeed(10)
+	f.start(0)
+	f.publish([]store.Event{{Seq: 1, Tenant: "a", Type: "x"}})
+	done := f.watch()
+	f.publish([]store.Event{{Seq: 2, Tenant: "a", Type: "x"}})
+	done()
+	f.publish([]store.Event{{Seq: 3, Tenant: "a", Type: "x"}})
+	_, frames, _, _ := f.after(store.EventFilter{Tenant: "a"}, nil, nil)
+	if len(frames) != 3 || frames[0] != nil || frames[1] == nil || frames[2] != nil {
+		t.Fatalf("frames %q: want only the second, published while a stream was open, encoded", frames)
+	}
+}
