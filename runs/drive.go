@@ -80,10 +80,17 @@ func (d *driver) agentOptions(hostCtx context.Context) agent.Options {
 
 // checkpoint stores the run's state at cp and the events not yet stored.
 // A call cut short because the host is stopping did not finish: it is not
-// checkpointed, so that the next host runs it again.
+// checkpointed, so that the next host runs it again. The state after a
+// turn's results is stored with the next write when no event waits: each
+// of the turn's calls was stored as it finished, a run recovered from there
+// puts their results in its transcript as this one did, and the next write
+// (the next turn's, or the end) comes one model call later.
 func (d *driver) checkpoint(ctx, hostCtx context.Context, cp agent.Checkpoint) error {
 	if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
 		return ErrHostStopping
+	}
+	if cp.Kind == checkpointResults && !d.eventsWaiting() {
+		return nil
 	}
 	st, err := jsonenc.Marshal(cp.State)
 	if err != nil {
@@ -117,6 +124,17 @@ func (d *driver) follow(events iter2) (*agent.Result, error) {
 	}
 	return res, runErr
 }
+
+// eventsWaiting reports whether events wait to be stored.
+func (d *driver) eventsWaiting() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.events) > 0
+}
+
+// checkpointResults is the kind of [agent.Checkpoint] after a turn's tool
+// results entered the transcript.
+const checkpointResults = "results"
 
 // takeEvents returns the events not yet stored, and forgets them.
 func (d *driver) takeEvents() []store.Event {

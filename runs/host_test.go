@@ -496,3 +496,61 @@ func TestConfigSandboxAndClaudePaths(t *testing.T) {
 		t.Error("a relative Claude Code settings path must be refused")
 	}
 }
+
+// A host dies during the model turn after a turn's calls: the state after
+// their results is not stored on its own (it would be the write before the
+// next turn's), so the run is taken over from the last call's checkpoint.
+// The call is not run again and the next turn shows the model its result
+// once, as a run that never died would.
+func TestTakeoverAfterResultsNotStored(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	mem := memory.New(&store.Options{Now: clock.Now})
+	ds := &dyingStore{Store: mem}
+	glob := &testkit.Counter{Name: "glob"}
+	inTurn2, release := make(chan struct{}), make(chan struct{})
+	var turn2 atomic.Int64
+	var results sync.Map // the tool results each turn 2 was shown, by try
+	script := testkit.Script([]model.FuncCall{testkit.Call("c1", "glob", nil)})
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if testkit.Turn(req) == 1 {
+			n := 0
+			for _, msg := range req.Messages {
+				if msg.Role == model.RoleTool {
+					n++
+				}
+			}
+			try := turn2.Add(1)
+			results.Store(try, n)
+			if try == 1 {
+				close(inTurn2)
+				<-release
+			}
+		}
+		return script(ctx, req)
+	})
+	b := &testBuilder{m: m, tools: agent.ToolList{glob}}
+	ha := newHost(t, ds, b, "host-a", time.Hour)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ha.Start(ctx, runs.StartRequest{RunID: "run_r", Config: testConfig(t), Prompt: "go"})
+		done <- err
+	}()
+	<-inTurn2
+	ds.died.Store(true)
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("the dead host's run must fail to store its end")
+	}
+	clock.Advance(2 * time.Hour)
+	res, err := newHost(t, mem, b, "host-b", time.Hour).Resume(ctx, runs.ResumeRequest{RunID: "run_r"})
+	if err != nil || res.Status != agent.StatusDone {
+		t.Fatalf("takeover: %+v %v", res, err)
+	}
+	if glob.Count() != 1 {
+		t.Fatalf("the call that finished before the death ran %d times, want 1", glob.Count())
+	}
+	if n, _ := results.Load(int64(2)); n != 1 || len(res.ToolCalls) != 1 {
+		t.Fatalf("the taken-over turn 2 was shown %v tool results and the run has %d calls, want 1 and 1", n, len(res.ToolCalls))
+	}
+}
