@@ -15,7 +15,7 @@
 // idempotency-key-reused, too-many-streams, too-many-runs,
 // too-many-tickets, written .../NAME below):
 //
-//	POST /v1/runs                      {agent, prompt}; Idempotency-Key header   operator
+//	POST /v1/runs?wait=                {agent, prompt}; Idempotency-Key header   operator
 //	GET  /v1/runs?status=&order=oldest|newest&cursor=&limit=                     viewer
 //	GET  /v1/runs/{id}                 status, transcript, tool calls, pending    viewer
 //	POST /v1/runs/{id}/cancel                                                     operator
@@ -48,6 +48,12 @@
 //	GET  /healthz, /readyz, /metrics   no token (the store's counts in /metrics are read at most every 10 s)
 //	GET  /, /assets/..., any other GET [Options.Page], when set
 //
+// POST /v1/runs answers once the run is stored (201, status running); with
+// ?wait=30s (a Go duration, at most 10m) once it settled, that is ended or
+// halted for a person's answer, or the wait is over: the run as stored
+// then, in the same round trip. A wait on a run driven elsewhere (a
+// worker, or a keyed request sent again) follows its events in the store
+// and takes one of the principal's stream places (none free: no wait).
 // POST /v1/runs with an Idempotency-Key the same principal sent before is
 // that run (200), however often it is sent; with another agent or prompt
 // it is 422 (problem type .../idempotency-key-reused). Other errors: 404 an

@@ -37,6 +37,12 @@ func (s *Server) ownRun(w http.ResponseWriter, r *http.Request, p Principal, id 
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
+	wait, err := runWait(r)
+	if err != nil {
+		problemf(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), runWaitKey{}, wait))
 	var req serverapi.StartRunRequest
 	if !s.readJSON(w, r, maxPromptBytes, &req) {
 		return
@@ -69,7 +75,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		cfg.RequestDigest = "sha256:" + hex.EncodeToString(body[:])
 		r = r.WithContext(context.WithValue(r.Context(), requestDigestKey{}, cfg.RequestDigest))
 		if run, err := s.store.GetRun(r.Context(), id); err == nil {
-			s.writeExisting(w, r, run)
+			s.writeExisting(w, r, p, run)
 			return
 		}
 	}
@@ -105,6 +111,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	}
 	select {
 	case run := <-created:
+		if wait > 0 {
+			run = s.awaitPart(r.Context(), run, failed, wait)
+		}
 		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
 		s.writeRun(w, r, http.StatusCreated, run)
 	case err := <-failed:
@@ -157,6 +166,7 @@ func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principa
 		problemf(w, r, http.StatusInternalServerError, "reading the run failed")
 		return
 	}
+	run = s.awaitSettled(r.Context(), p, run, waitOf(r))
 	w.Header().Set("Location", "/v1/runs/"+url.PathEscape(in.RunID))
 	s.writeRun(w, r, http.StatusCreated, run)
 }
@@ -165,7 +175,7 @@ func (s *Server) startDurable(w http.ResponseWriter, r *http.Request, p Principa
 func (s *Server) waitStored(w http.ResponseWriter, r *http.Request, p Principal, id string) {
 	for range 100 {
 		if run, err := s.store.GetRun(r.Context(), id); err == nil && run.Tenant == p.Tenant {
-			s.writeExisting(w, r, run)
+			s.writeExisting(w, r, p, run)
 			return
 		}
 		select {
@@ -181,11 +191,20 @@ func (s *Server) waitStored(w http.ResponseWriter, r *http.Request, p Principal,
 // request's context.
 type requestDigestKey struct{}
 
+// runWaitKey keys the ?wait= of POST /v1/runs in its request's context.
+type runWaitKey struct{}
+
+// waitOf is the ?wait= of a POST /v1/runs (runWaitKey), zero for none.
+func waitOf(r *http.Request) time.Duration {
+	d, _ := r.Context().Value(runWaitKey{}).(time.Duration)
+	return d
+}
+
 // writeExisting answers a keyed POST /v1/runs with the run its key named
 // before (200), or 422 when that run was started for another agent or
 // prompt (runs.RunConfig.RequestDigest; a run stored without one is
-// answered as the same).
-func (s *Server) writeExisting(w http.ResponseWriter, r *http.Request, run store.Run) {
+// answered as the same), after waiting for it as ?wait= asks.
+func (s *Server) writeExisting(w http.ResponseWriter, r *http.Request, p Principal, run store.Run) {
 	want, _ := r.Context().Value(requestDigestKey{}).(string)
 	var got struct {
 		RequestDigest string `json:"requestDigest"`
@@ -196,7 +215,7 @@ func (s *Server) writeExisting(w http.ResponseWriter, r *http.Request, run store
 			Detail: "this Idempotency-Key started run " + run.ID + " with another agent or prompt; use a new key for a new run"})
 		return
 	}
-	s.writeRun(w, r, http.StatusOK, run)
+	s.writeRun(w, r, http.StatusOK, s.awaitSettled(r.Context(), p, run, waitOf(r)))
 }
 
 func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, status int, run store.Run) {
@@ -327,7 +346,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	if !ok {
 		return
 	}
-	s.writeRun(w, r, http.StatusOK, run)
+	s.writeRun(w, r, http.StatusOK, s.awaitSettled(r.Context(), p, run, waitOf(r)))
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) {

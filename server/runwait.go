@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/store"
+)
+
+// maxRunWait is the longest ?wait= of POST /v1/runs: a longer one is cut
+// to it.
+const maxRunWait = 10 * time.Minute
+
+// runWait reads the ?wait= of POST /v1/runs: how long to wait for the run
+// to settle (to end, or to halt for a person's answer) before answering.
+// Absent, it is zero: the answer comes once the run is stored.
+func runWait(r *http.Request) (time.Duration, error) {
+	q := r.URL.Query().Get("wait")
+	if q == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(q)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("wait: want a duration such as 30s (at most %v), got %q", maxRunWait, q)
+	}
+	return min(d, maxRunWait), nil
+}
+
+// settled reports whether a run in status st waits for nothing but a
+// person: it ended, or halted with requests pending.
+func settled(st store.RunStatus) bool { return st.Finished() || st == store.RunPending }
+
+// awaitPart waits up to d for the part of run that this server drives to
+// end (ended is sent to when it has), and returns the run as stored then;
+// as it was when ctx ends first.
+func (s *Server) awaitPart(ctx context.Context, run store.Run, ended <-chan error, d time.Duration) store.Run {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+	case <-ctx.Done():
+		return run
+	}
+	if got, err := s.store.GetRun(ctx, run.ID); err == nil {
+		return got
+	}
+	return run
+}
+
+// awaitSettled waits up to d for run, driven elsewhere (a worker, another
+// server, or a request in flight), to settle, following its events in the
+// store, and returns it as stored then; as it was when ctx ends first. It
+// holds one of p's stream places while it waits, and waits for nothing
+// when p has none free.
+func (s *Server) awaitSettled(ctx context.Context, p Principal, run store.Run, d time.Duration) store.Run {
+	if d <= 0 || settled(run.Status) {
+		return run
+	}
+	release, ok := s.streams.take(p)
+	if !ok {
+		return run
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	f := store.EventFilter{Tenant: run.Tenant, RunID: run.ID, Limit: store.MaxLimit}
+	for !settled(run.Status) {
+		evs, err := s.store.ListEvents(ctx, f)
+		if err != nil {
+			break
+		}
+		if len(evs) > 0 {
+			f.AfterSeq = evs[len(evs)-1].Seq
+		} else if s.store.WaitEvents(ctx, f) != nil {
+			break
+		}
+		got, err := s.store.GetRun(context.WithoutCancel(ctx), run.ID)
+		if err != nil {
+			break
+		}
+		run = got
+	}
+	if ctx.Err() != nil {
+		if got, err := s.store.GetRun(context.WithoutCancel(ctx), run.ID); err == nil {
+			run = got
+		}
+	}
+	return run
+}

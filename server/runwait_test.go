@@ -1,0 +1,121 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/server"
+	"github.com/tollgate-dev/tollgate/store"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// gatedTool is a read-only tool whose calls wait until release is closed.
+type gatedTool struct{ release chan struct{} }
+
+func (g *gatedTool) Spec() tool.Spec {
+	return tool.Spec{Name: "lookup_slow", Hints: &tool.Hints{ReadOnly: true}}
+}
+
+func (g *gatedTool) Call(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+	}
+	return tool.Text("found"), nil
+}
+
+// slowScript calls lookup_slow once, then answers "done".
+func slowScript() model.Model {
+	return testkit.Script([]model.FuncCall{testkit.Call("c1", "lookup_slow", nil)})
+}
+
+// POST /v1/runs?wait= answers once the run ended: its status, answer and
+// calls, in the one round trip (without it, the run as stored at its start).
+func TestStartRunWaitsForTheEnd(t *testing.T) {
+	f := newFixture(t, nil, testkit.Script([]model.FuncCall{testkit.Call("c1", "lookup", nil)}), nil)
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs?wait=10s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "look"}, &v); code != http.StatusCreated {
+		t.Fatalf("POST /v1/runs?wait=10s: %d %+v", code, v)
+	}
+	if v.Status != store.RunDone || v.Text != "done" || !strings.Contains(string(v.ToolCalls), `"lookup"`) {
+		t.Fatalf("the answer after waiting: status %s, text %q, calls %s; want the ended run", v.Status, v.Text, v.ToolCalls)
+	}
+}
+
+// A run that halts for a person's answer is settled: the wait ends there,
+// with the request to answer in the view.
+func TestStartRunWaitEndsAtAHalt(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs?wait=10s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v); code != http.StatusCreated {
+		t.Fatalf("POST: %d %+v", code, v)
+	}
+	if v.Status != store.RunPending || len(v.Pending) != 1 {
+		t.Fatalf("status %s with %d pending; want pending with the transfer's request", v.Status, len(v.Pending))
+	}
+}
+
+// The wait ends at its time with the run as it is then, still running;
+// a wait that is not a duration is refused before anything starts.
+func TestStartRunWaitEndsAtItsTime(t *testing.T) {
+	slow := &gatedTool{release: make(chan struct{})}
+	defer close(slow.release)
+	f := newFixture(t, nil, slowScript(), nil, slow)
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs?wait=100ms", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "look"}, &v); code != http.StatusCreated {
+		t.Fatalf("POST: %d %+v", code, v)
+	}
+	if v.Status != store.RunRunning {
+		t.Fatalf("after the wait's time: status %s, want running", v.Status)
+	}
+	var prob serverapi.Problem
+	if code := f.do("POST", "/v1/runs?wait=soon", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "look"}, &prob); code != http.StatusBadRequest || !strings.Contains(prob.Detail, "wait: want a duration") {
+		t.Fatalf("?wait=soon: %d %q", code, prob.Detail)
+	}
+	var page serverapi.RunPage
+	if f.do("GET", "/v1/runs", aliceToken, nil, &page); len(page.Runs) != 1 {
+		t.Fatalf("%d runs stored; the refused request must start none", len(page.Runs))
+	}
+}
+
+// A keyed request sent again with ?wait= waits for the run the key started
+// (driven by the first request's part), following its events in the store.
+func TestStartRunWaitOnARetry(t *testing.T) {
+	slow := &gatedTool{release: make(chan struct{})}
+	f := newFixture(t, nil, slowScript(), nil, slow)
+	id := f.startRun("Idempotency-Key", "k1")
+	answered := make(chan serverapi.RunView, 1)
+	go func() {
+		var v serverapi.RunView
+		if code := f.do("POST", "/v1/runs?wait=20s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, "Idempotency-Key", "k1"); code != http.StatusOK {
+			t.Errorf("the retry: %d %+v", code, v)
+		}
+		answered <- v
+	}()
+	close(slow.release)
+	if v := <-answered; v.ID != id || v.Status != store.RunDone {
+		t.Fatalf("the retry answered run %s %s; want %s done", v.ID, v.Status, id)
+	}
+}
+
+// A durable run is driven by a worker: the wait follows its events.
+func TestDurableStartRunWaits(t *testing.T) {
+	st := memory.New(nil)
+	q := newMemQueue(t, st, &testBuilder{m: testkit.Script([]model.FuncCall{testkit.Call("c1", "lookup", nil)}), tools: agent.ToolList{&testkit.Counter{Name: "lookup", Hints: &tool.Hints{ReadOnly: true}}}})
+	f := newFixture(t, st, nil, &server.Options{Durable: q})
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs?wait=10s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "look"}, &v); code != http.StatusCreated {
+		t.Fatalf("POST: %d %+v", code, v)
+	}
+	if v.Status != store.RunDone || v.Text != "done" {
+		t.Fatalf("the durable run after waiting: %s %q, want done", v.Status, v.Text)
+	}
+}
