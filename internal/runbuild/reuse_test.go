@@ -111,7 +111,6 @@ func servedRunner(t *testing.T, b runs.Builder, cfg runs.RunConfig) (run func() 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = srv.Run(ctx) }()
 	ts := httptest.NewServer(srv)
-	ends := newEnds(ctx, st)
 	stop = func() { _ = srv.Shutdown(context.Background()) }
 	t.Cleanup(func() {
 		ts.Close()
@@ -120,7 +119,7 @@ func servedRunner(t *testing.T, b runs.Builder, cfg runs.RunConfig) (run func() 
 	})
 	run = func() runResult {
 		t.Helper()
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/runs", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/runs?wait=1m", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
 		req.Header.Set("Authorization", "Bearer tg_ops")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -132,7 +131,6 @@ func servedRunner(t *testing.T, b runs.Builder, cfg runs.RunConfig) (run func() 
 		if err != nil || resp.StatusCode != http.StatusCreated {
 			t.Fatalf("POST /v1/runs: %d %v", resp.StatusCode, err)
 		}
-		ends.wait(view.ID)
 		r, err := st.GetRun(ctx, view.ID)
 		if err != nil {
 			t.Fatal(err)
