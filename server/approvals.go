@@ -193,6 +193,9 @@ func (s *Server) decideOn(ctx context.Context, p Principal, a store.Approval, re
 	if run == nil {
 		return s.viewOf(ctx, got), nil // the same decision again: nothing was recorded
 	}
+	if s.gate != nil {
+		s.gate.ledger.done(got.Tenant, got.RunID, got.ID) // an MCP client's ask no longer counts
+	}
 	if got.DecidedAt != nil {
 		s.metrics.decided(got.DecidedAt.Sub(got.CreatedAt))
 	}

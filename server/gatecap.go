@@ -32,6 +32,12 @@ const (
 	// gateSessionIdle is how long a session no ask or record touched
 	// counts as open.
 	gateSessionIdle = 30 * time.Minute
+	// gateRefreshEvery is the least time between two reads of a tenant's
+	// counted asks in the store, at a cap: an ask decided on this server
+	// leaves the count at once, so a read finds only asks decided
+	// elsewhere (another server on the store); reading at every refused
+	// ask let a token at its cap make each ask read up to 256 approvals.
+	gateRefreshEvery = time.Second
 )
 
 // gateFullError refuses an ask or a session over a cap; its text says
@@ -64,10 +70,10 @@ func (s *Server) gatePendingFull(ctx context.Context, run store.Run, now time.Ti
 
 // gateLedger counts, in memory, the pending asks of MCP clients' sessions
 // by token and by tenant, and the sessions each token has open. An ask
-// leaves it when its caller learns its end (answered, withdrawn) or at its
-// expiry; one decided on the page while its gateway does not ask again is
-// found out by reading the store when a count reaches its cap, so that
-// the count never refuses for asks no longer pending.
+// leaves it when its caller learns its end (answered, withdrawn), when a
+// person decides it on this server, or at its expiry; one decided through
+// another server on the store is found out by reading the store when a
+// count reaches its cap (at most every gateRefreshEvery).
 type gateLedger struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantAsks
@@ -81,8 +87,9 @@ type gateLedger struct {
 // asks at once are counted one after another, and one tenant's reads
 // of the store do not hold another's asks.
 type tenantAsks struct {
-	mu   sync.Mutex
-	asks map[string]gateAsk
+	mu        sync.Mutex
+	asks      map[string]gateAsk
+	refreshed time.Time // when the store was last read for them
 }
 
 // gateAsk is one pending ask of the ledger.
@@ -118,8 +125,9 @@ func (l *gateLedger) admit(ctx context.Context, p Principal, a gateAsk, now time
 	defer t.mu.Unlock()
 	a.principal = principalKey(p)
 	mine, all := t.count(a.principal, now)
-	if mine >= maxGatePendingPerPrincipal || all >= maxGatePendingPerTenant {
+	if (mine >= maxGatePendingPerPrincipal || all >= maxGatePendingPerTenant) && now.Sub(t.refreshed) >= gateRefreshEvery {
 		t.refresh(ctx, pending)
+		t.refreshed = now
 		mine, all = t.count(a.principal, now)
 	}
 	switch {

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A token at its cap of pending asks is refused without reading the store
+// at every ask: the ledger reads its asks at most once a gateRefreshEvery
+// (each refused ask read up to 256 approvals under the tenant's lock).
+func TestGateLedgerReadsTheStoreAtMostOnceASecond(t *testing.T) {
+	var l gateLedger
+	p := Principal{Tenant: "acme", Name: "agent"}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	reads := 0
+	pending := func(context.Context, string, string) bool { reads++; return true }
+	for i := range maxGatePendingPerPrincipal {
+		if _, err := l.admit(context.Background(), p, gateAsk{runID: "r", id: fmt.Sprint(i)}, now, pending); err != nil {
+			t.Fatalf("ask %d: %v", i, err)
+		}
+	}
+	for i := range 100 {
+		if _, err := l.admit(context.Background(), p, gateAsk{runID: "r", id: fmt.Sprint("x", i)}, now.Add(time.Duration(i)*time.Millisecond), pending); err == nil {
+			t.Fatalf("ask %d past the cap was admitted", i)
+		}
+	}
+	if reads != maxGatePendingPerPrincipal {
+		t.Fatalf("100 refused asks within a second read %d approvals, want %d (one look at each)", reads, maxGatePendingPerPrincipal)
+	}
+	if _, err := l.admit(context.Background(), p, gateAsk{runID: "r", id: "late"}, now.Add(gateRefreshEvery), pending); err == nil || reads != 2*maxGatePendingPerPrincipal {
+		t.Fatalf("a second later: %v after %d reads, want refused after a second look", err, reads)
+	}
+}
