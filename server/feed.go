@@ -9,7 +9,8 @@ import (
 )
 
 // feedSize is how many of the latest events the feed keeps for the
-// streams; a stream further behind reads the store.
+// streams, at least (at most twice as many); a stream further behind reads
+// the store.
 const feedSize = 8192
 
 // feed is the store's event log as [Server.Run] reads it, once for the
@@ -66,7 +67,10 @@ func (f *feed) publish(evs []store.Event) {
 	f.events = append(f.events, evs...)
 	f.frames = append(f.frames, frames...)
 	f.last = evs[len(evs)-1].Seq
-	if n := len(f.events) - f.size; n > 0 {
+	// Trimmed back to size once it holds twice that: trimming to size at
+	// every publish moved every event kept (8,192 of them) each time.
+	if len(f.events) >= 2*f.size {
+		n := len(f.events) - f.size
 		f.base = f.events[n-1].Seq
 		f.events = slices.Delete(f.events, 0, n)
 		f.frames = slices.Delete(f.frames, 0, n)

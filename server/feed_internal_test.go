@@ -24,7 +24,8 @@ func seqs(evs []store.Event) []int64 {
 
 // The feed hands out only what it holds whole: a stream behind the events
 // it keeps is told to read the store; one within them gets its tenant's
-// (or run's) events after its position, at most its limit.
+// (or run's) events after its position, at most its limit. It keeps its
+// size at least, and trims back to it once it holds twice that.
 func TestFeedKeepsTheLatest(t *testing.T) {
 	f := newFeed(3)
 	if _, _, _, ok := f.after(store.EventFilter{}, nil, nil); ok {
@@ -32,16 +33,19 @@ func TestFeedKeepsTheLatest(t *testing.T) {
 	}
 	f.start(10)
 	var evs []store.Event
-	for i := int64(11); i <= 15; i++ {
+	for i := int64(11); i <= 16; i++ {
 		tenant := "a"
 		if i%2 == 0 {
 			tenant = "b"
 		}
 		evs = append(evs, store.Event{Seq: i, Tenant: tenant, RunID: "r" + tenant})
 	}
-	f.publish(evs[:2])
+	f.publish(evs[:5])
+	if got, _, _, ok := f.after(store.EventFilter{AllTenants: true, AfterSeq: 10}, nil, nil); !ok || len(got) != 5 {
+		t.Fatalf("5 events of a feed of size 3: %v, %v; want all kept until twice its size", seqs(got), ok)
+	}
 	changed := f.changed
-	f.publish(evs[2:])
+	f.publish(evs[5:])
 	select {
 	case <-changed:
 	default:
@@ -52,12 +56,12 @@ func TestFeedKeepsTheLatest(t *testing.T) {
 		ok   bool
 		want []int64
 	}{
-		{store.EventFilter{AllTenants: true, AfterSeq: 11}, false, nil}, // 12 is no longer kept
-		{store.EventFilter{AllTenants: true, AfterSeq: 12}, true, []int64{13, 14, 15}},
-		{store.EventFilter{Tenant: "a", AfterSeq: 12}, true, []int64{13, 15}},
-		{store.EventFilter{Tenant: "b", RunID: "rb", AfterSeq: 12}, true, []int64{14}},
-		{store.EventFilter{AllTenants: true, AfterSeq: 12, Limit: 2}, true, []int64{13, 14}},
-		{store.EventFilter{AllTenants: true, AfterSeq: 15}, true, nil},
+		{store.EventFilter{AllTenants: true, AfterSeq: 12}, false, nil}, // 13 is no longer kept
+		{store.EventFilter{AllTenants: true, AfterSeq: 13}, true, []int64{14, 15, 16}},
+		{store.EventFilter{Tenant: "a", AfterSeq: 13}, true, []int64{15}},
+		{store.EventFilter{Tenant: "b", RunID: "rb", AfterSeq: 13}, true, []int64{14, 16}},
+		{store.EventFilter{AllTenants: true, AfterSeq: 13, Limit: 2}, true, []int64{14, 15}},
+		{store.EventFilter{AllTenants: true, AfterSeq: 16}, true, nil},
 		{store.EventFilter{AllTenants: true, AfterSeq: 99}, true, nil}, // ahead of the feed: wait
 	} {
 		got, frames, _, ok := f.after(tc.ef, nil, nil)
