@@ -119,6 +119,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	case err := <-failed:
 		select {
 		case run := <-created: // stored, and already ended or halted
+			if wait > 0 {
+				run = s.awaitPart(r.Context(), run, failed, 0) // as it ended
+			}
 			w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
 			s.writeRun(w, r, http.StatusCreated, run)
 			return

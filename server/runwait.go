@@ -33,16 +33,18 @@ func runWait(r *http.Request) (time.Duration, error) {
 func settled(st store.RunStatus) bool { return st.Finished() || st == store.RunPending }
 
 // awaitPart waits up to d for the part of run that this server drives to
-// end (ended is sent to when it has), and returns the run as stored then;
-// as it was when ctx ends first.
+// end (ended is sent to when it has; d zero: it has, and was received),
+// and returns the run as stored then; as it was when ctx ends first.
 func (s *Server) awaitPart(ctx context.Context, run store.Run, ended <-chan error, d time.Duration) store.Run {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ended:
-	case <-t.C:
-	case <-ctx.Done():
-		return run
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ended:
+		case <-t.C:
+		case <-ctx.Done():
+			return run
+		}
 	}
 	if got, err := s.store.GetRun(ctx, run.ID); err == nil {
 		return got
