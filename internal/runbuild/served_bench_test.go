@@ -169,7 +169,7 @@ func servedConfig(tb testing.TB) runs.RunConfig {
 }
 
 // newInProcess builds cfg's agent once and returns a driver that runs it.
-func newInProcess(b *testing.B, cfg runs.RunConfig) (func() error, *runs.Built) {
+func newInProcess(b testing.TB, cfg runs.RunConfig) (func() error, *runs.Built) {
 	built, err := runbuild.New(nil).Build(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -190,7 +190,7 @@ func newInProcess(b *testing.B, cfg runs.RunConfig) (func() error, *runs.Built) 
 
 // newHost returns a driver that starts a run with a runs.Host in this
 // process on a SQLite store of its own, its agent's options built once.
-func newHost(b *testing.B, cfg runs.RunConfig, built *runs.Built) func() error {
+func newHost(b testing.TB, cfg runs.RunConfig, built *runs.Built) func() error {
 	st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "host.db"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -217,7 +217,7 @@ func newHost(b *testing.B, cfg runs.RunConfig, built *runs.Built) func() error {
 // of its tenant open, and returns a driver that starts a run over HTTP and
 // waits for its end in the same request (?wait=), and the watchers'
 // delivery lags.
-func newServed(b *testing.B, cfg runs.RunConfig, watchers int) (func() error, *lags) {
+func newServed(b testing.TB, cfg runs.RunConfig, watchers int) (func() error, *lags) {
 	st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "runs.db"), nil)
 	if err != nil {
 		b.Fatal(err)
