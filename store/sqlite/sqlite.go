@@ -53,6 +53,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
@@ -107,6 +108,15 @@ type sqliteStore struct {
 	// appended is closed and replaced after every commit that appended
 	// events through this sqliteStore, to wake WaitEvents.
 	appended chan struct{}
+	// written is the largest event Seq this sqliteStore inserted or found
+	// at Open (set before the insert commits): a WaitEvents after it has
+	// nothing of this process's to find, and polls only for other
+	// processes' events instead of asking the database at once.
+	written atomic.Int64
+	// firstPoll is WaitEvents' first poll interval (minPoll; tests set
+	// it), and waitQueries counts the queries WaitEvents made.
+	firstPoll   time.Duration
+	waitQueries atomic.Int64
 }
 
 var _ store.Store = (*sqliteStore)(nil)
@@ -144,11 +154,17 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 	db.SetMaxIdleConns(maxConns)
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
-	s := &sqliteStore{db: db, wdb: wdb, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{})}
+	s := &sqliteStore{db: db, wdb: wdb, now: storeimpl.Now(opts), path: path, seal: seal, appended: make(chan struct{}), firstPoll: minPoll}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
+	var last int64
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&last); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	s.written.Store(last)
 	return s, nil
 }
 
@@ -385,6 +401,7 @@ func (s *sqliteStore) insertEvents(ctx context.Context, tx *sql.Tx, run *store.R
 		if err != nil {
 			return nil, err
 		}
+		s.wrote(seq)
 		seqs = append(seqs, seq)
 	}
 	return seqs, nil
@@ -924,32 +941,53 @@ func (s *sqliteStore) ListEvents(ctx context.Context, f store.EventFilter) ([]st
 // WaitEvents implements [store.Store]: writes through this sqliteStore wake it at
 // once; writes by other processes are seen by polling, every [minPoll] at
 // first, backing off to [maxPoll].
+//
+// It asks the database when this process wrote an event after f.AfterSeq
+// (woken by the commit), and at each poll (other processes' events); a
+// waiter after every event this process wrote waits for one first: a
+// follower that has just read the log found nothing there at each call.
 func (s *sqliteStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
-	poll := minPoll
+	poll := s.firstPoll
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
+	polled := false
 	for {
 		s.mu.Lock()
 		woken := s.appended
 		s.mu.Unlock()
-		var one int
-		w := eventsWhere(f)
-		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM events WHERE `+w.String()+` LIMIT 1`, w.args...).Scan(&one)
-		switch {
-		case err == nil:
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
+		if polled || f.AfterSeq < s.written.Load() {
+			var one int
+			w := eventsWhere(f)
+			s.waitQueries.Add(1)
+			err := s.db.QueryRowContext(ctx, `SELECT 1 FROM events WHERE `+w.String()+` LIMIT 1`, w.args...).Scan(&one)
+			switch {
+			case err == nil:
+				return nil
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
 		}
 		timer.Reset(poll)
+		polled = false
 		select {
 		case <-woken:
 		case <-timer.C:
 			poll = min(2*poll, maxPoll)
+			polled = true
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// wrote notes that this process inserted the event seq.
+func (s *sqliteStore) wrote(seq int64) {
+	for {
+		cur := s.written.Load()
+		if seq <= cur || s.written.CompareAndSwap(cur, seq) {
+			return
 		}
 	}
 }
