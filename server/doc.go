@@ -53,7 +53,8 @@
 // halted for a person's answer, or the wait is over: the run as stored
 // then, in the same round trip. A wait on a run driven elsewhere (a
 // worker, or a keyed request sent again) follows its events in the store
-// and takes one of the principal's stream places (none free: no wait).
+// and takes one of the principal's stream places (none free: no wait);
+// it ends, as a stream does, when the server shuts down.
 // POST /v1/runs with an Idempotency-Key the same principal sent before is
 // that run (200), however often it is sent; with another agent or prompt
 // it is 422 (problem type .../idempotency-key-reused). Other errors: 404 an

@@ -54,9 +54,9 @@ func (s *Server) awaitPart(ctx context.Context, run store.Run, ended <-chan erro
 
 // awaitSettled waits up to d for run, driven elsewhere (a worker, another
 // server, or a request in flight), to settle, following its events in the
-// store, and returns it as stored then; as it was when ctx ends first. It
-// holds one of p's stream places while it waits, and waits for nothing
-// when p has none free.
+// store, and returns it as stored then; as it was when ctx ends or the
+// server shuts down first. It holds one of p's stream places while it
+// waits, and waits for nothing when p has none free.
 func (s *Server) awaitSettled(ctx context.Context, p Principal, run store.Run, d time.Duration) store.Run {
 	if d <= 0 || settled(run.Status) {
 		return run
@@ -68,6 +68,7 @@ func (s *Server) awaitSettled(ctx context.Context, p Principal, run store.Run, d
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	defer context.AfterFunc(s.closed, cancel)() // a shutdown ends it, as it ends a stream
 	f := store.EventFilter{Tenant: run.Tenant, RunID: run.ID, Limit: store.MaxLimit}
 	for !settled(run.Status) {
 		evs, err := s.store.ListEvents(ctx, f)

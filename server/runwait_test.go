@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
@@ -119,3 +120,47 @@ func TestDurableStartRunWaits(t *testing.T) {
 		t.Fatalf("the durable run after waiting: %s %q, want done", v.Status, v.Text)
 	}
 }
+
+// A wait that follows a run's events in the store ends when the server
+// shuts down, as an event stream does, with the run as it is then: it
+// must not hold the shutdown (and then be cut off unanswered) for the
+// rest of its ?wait=.
+func TestDurableStartRunWaitEndsAtShutdown(t *testing.T) {
+	st := memory.New(nil)
+	slow := &gatedTool{release: make(chan struct{})}
+	defer close(slow.release)
+	q := newMemQueue(t, st, &testBuilder{m: slowScript(), tools: agent.ToolList{slow}})
+	f := newFixture(t, st, nil, &server.Options{Durable: q})
+	type answer struct {
+		code int
+		v    serverapi.RunView
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.code = f.do("POST", "/v1/runs?wait=10m", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "look"}, &a.v)
+		answered <- a
+	}()
+	for { // the run is stored: the request is past the server's shutdown check
+		page, err := st.ListRuns(context.Background(), store.RunFilter{AllTenants: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Runs) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	go func() { _ = f.srv.Shutdown(context.Background()) }()
+	select {
+	case a := <-answered:
+		if a.code != http.StatusCreated || settledStatus(a.v.Status) {
+			t.Fatalf("the wait cut short by the shutdown: %d %s, want 201 with the run still running", a.code, a.v.Status)
+		}
+	case <-time.After(10 * time.Second): // ends at once with the fix; the wait asked 10 minutes
+		t.Fatal("a ?wait= following the store did not end when the server shut down")
+	}
+}
+
+// settledStatus reports whether a run in status st ended or halted.
+func settledStatus(st store.RunStatus) bool { return st.Finished() || st == store.RunPending }
