@@ -134,7 +134,8 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 // events (the latest 1,000); calls still pending are left out.
 func (s *Server) auditEntries(ctx context.Context, run store.Run) []serverapi.AuditEntry {
 	var v struct {
-		ToolCalls []gate.Record `json:"toolCalls"`
+		ToolCalls []gate.Record        `json:"toolCalls"`
+		Batch     inBatch[gate.Record] `json:"batch"`
 	}
 	src := run.State
 	if run.Status.Finished() || len(src) == 0 {
@@ -150,6 +151,7 @@ func (s *Server) auditEntries(ctx context.Context, run store.Run) []serverapi.Au
 	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
 		return nil
 	}
+	v.ToolCalls = v.Batch.finished(v.ToolCalls)
 	source := summary(run).Source
 	path, pol := s.runPolicy(run)
 	served := ""

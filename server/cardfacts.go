@@ -22,16 +22,20 @@ const (
 
 // runState is the part of a stored agent state a card reads.
 type runState struct {
-	Messages  []model.Message `json:"messages"`
-	ToolCalls []struct {
-		Name     string          `json:"name"`
-		Args     json.RawMessage `json:"args"`
-		Decision struct {
-			Outcome string         `json:"outcome"`
-			By      tool.Principal `json:"by"`
-			Reason  string         `json:"reason"`
-		} `json:"decision"`
-	} `json:"toolCalls"`
+	Messages  []model.Message   `json:"messages"`
+	ToolCalls []cardCall        `json:"toolCalls"`
+	Batch     inBatch[cardCall] `json:"batch"`
+}
+
+// cardCall is the part of a tool call's record a card reads.
+type cardCall struct {
+	Name     string          `json:"name"`
+	Args     json.RawMessage `json:"args"`
+	Decision struct {
+		Outcome string         `json:"outcome"`
+		By      tool.Principal `json:"by"`
+		Reason  string         `json:"reason"`
+	} `json:"decision"`
 }
 
 // runContext returns what a card shows of run for the request a; nil when
@@ -52,6 +56,7 @@ func runContext(a store.Approval, run *store.Run) *serverapi.RunContext {
 	if len(run.State) == 0 || json.Unmarshal(run.State, &st) != nil {
 		return c
 	}
+	st.ToolCalls = st.Batch.finished(st.ToolCalls)
 	for _, m := range st.Messages {
 		if m.Role == model.RoleUser && c.Prompt == "" {
 			c.Prompt = clip(m.Content)

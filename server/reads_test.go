@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/internal/testkit"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -102,4 +104,35 @@ func authGet(t *testing.T, url, token string) *http.Request {
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	return req
+}
+
+// While a run's next model turn runs, its last turn's finished calls are
+// in its view and in the audit: the state after their results is stored
+// with the run's next write, and the readers list them from the turn in
+// progress, as the agent's result does.
+func TestRunningRunShowsItsLastTurnsCalls(t *testing.T) {
+	inTurn2, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	script := testkit.Script([]model.FuncCall{testkit.Call("c1", "lookup", nil)})
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if testkit.Turn(req) == 1 {
+			close(inTurn2)
+			<-release
+		}
+		return script(ctx, req)
+	})
+	f := newFixture(t, nil, m, nil)
+	id := f.startRun()
+	<-inTurn2
+	var v serverapi.RunView
+	if code := f.do("GET", "/v1/runs/"+id, aliceToken, nil, &v); code != http.StatusOK || v.Status != store.RunRunning {
+		t.Fatalf("GET: %d %s", code, v.Status)
+	}
+	if !strings.Contains(string(v.ToolCalls), `"lookup"`) {
+		t.Errorf("the running run's calls %s: want the lookup its last turn made", v.ToolCalls)
+	}
+	var page serverapi.AuditPage
+	if code := f.do("GET", "/v1/audit?tool=lookup", aliceToken, nil, &page); code != http.StatusOK || len(page.Entries) != 1 {
+		t.Errorf("the audit of lookup: %d, %d entries; want the running run's call", code, len(page.Entries))
+	}
 }

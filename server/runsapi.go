@@ -258,12 +258,13 @@ func (s *Server) runView(ctx context.Context, run store.Run) (serverapi.RunView,
 		v.Text, v.Reason = res.Text, res.Reason
 	}
 	var st struct {
-		Messages  json.RawMessage `json:"messages"`
-		ToolCalls json.RawMessage `json:"toolCalls"`
+		Messages  json.RawMessage          `json:"messages"`
+		ToolCalls []json.RawMessage        `json:"toolCalls"`
+		Batch     inBatch[json.RawMessage] `json:"batch"`
 	}
-	if !run.Status.Finished() && len(run.State) > 0 {
-		_ = json.Unmarshal(run.State, &st)
-		res.Transcript, res.ToolCalls = st.Messages, st.ToolCalls
+	if !run.Status.Finished() && len(run.State) > 0 && json.Unmarshal(run.State, &st) == nil {
+		res.Transcript = st.Messages
+		res.ToolCalls, _ = json.Marshal(st.Batch.finished(st.ToolCalls))
 	}
 	if isJSONArray(res.Transcript) {
 		v.Transcript = res.Transcript
