@@ -295,3 +295,27 @@ func TestRecordedShadow(t *testing.T) {
 		t.Fatalf("recorded shadow: %+v", got)
 	}
 }
+
+// A running run's calls are its state's, with those of the turn in
+// progress that finished: a turn's results join "toolCalls" with the run's
+// next write, and until then its finished calls are in its batch.
+func TestCallsOfARunningRunIncludeItsTurnInProgress(t *testing.T) {
+	s := memory.New(nil)
+	st, err := json.Marshal(map[string]any{
+		"toolCalls": []gate.Record{rec("c1", "read", `{}`, gate.OutcomeAllowed)},
+		"batch": []map[string]any{
+			{"call": map[string]string{"id": "c2", "name": "bash"}, "record": rec("c2", "bash", `{"command":"ls"}`, gate.OutcomeAllowed)},
+			{"call": map[string]string{"id": "c3", "name": "bash"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRun(context.Background(), store.CreateRunRequest{Run: store.Run{ID: "run_r", Status: store.RunRunning, State: st}}); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := replay.Calls(context.Background(), s, replay.Options{})
+	if err != nil || len(calls) != 2 || calls[0].CallID != "c1" || calls[1].CallID != "c2" {
+		t.Fatalf("calls of the running run: %+v %v; want c1, then c2 of its batch (c3 has not finished)", calls, err)
+	}
+}

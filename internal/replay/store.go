@@ -93,10 +93,14 @@ func requestHints(ctx context.Context, s store.Store, o Options) (map[[2]string]
 }
 
 // records returns the tool call records of run: its result's when it
-// ended, its state's otherwise.
+// ended, its state's otherwise, with the finished calls of the state's
+// turn in progress (its batch), as the agent's result lists them.
 func records(run store.Run) []gate.Record {
 	var v struct {
 		ToolCalls []gate.Record `json:"toolCalls"`
+		Batch     []struct {
+			Record *gate.Record `json:"record"`
+		} `json:"batch"`
 	}
 	src := run.State
 	if run.Status.Finished() || len(src) == 0 {
@@ -104,6 +108,11 @@ func records(run store.Run) []gate.Record {
 	}
 	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
 		return nil
+	}
+	for _, b := range v.Batch {
+		if b.Record != nil {
+			v.ToolCalls = append(v.ToolCalls, *b.Record)
+		}
 	}
 	return v.ToolCalls
 }
