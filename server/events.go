@@ -189,8 +189,24 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	// emit adds an event to the batch, encoded once for every stream
 	// when the feed gave it (frame); send writes the batch in one write
 	// and flushes it: a write per event cost a system call per event and
-	// watcher.
+	// watcher. A batch is sent once it holds maxBatch bytes, so that a
+	// stream catching up writes in bounded pieces, each with its deadline.
 	var batch []byte
+	send := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		deadline()
+		_, err := w.Write(batch)
+		batch = batch[:0]
+		if cap(batch) > 2*maxBatch {
+			batch = nil // a large event once: not kept
+		}
+		if err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 	emit := func(ev store.Event, frame []byte) error {
 		if frame == nil {
 			var err error
@@ -202,22 +218,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		if f.RunID != "" && terminal(ev.Type) {
 			return errRunEnded // nothing follows a run's end
 		}
+		if len(batch) >= maxBatch {
+			return send()
+		}
 		return nil
-	}
-	send := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		deadline()
-		_, err := w.Write(batch)
-		batch = batch[:0]
-		if cap(batch) > maxKeptBatch {
-			batch = nil // a stream catching up keeps no large buffer
-		}
-		if err != nil {
-			return err
-		}
-		return rc.Flush()
 	}
 	beat := func() error {
 		deadline()
@@ -251,9 +255,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	}
 }
 
-// maxKeptBatch is the most bytes of buffer an event stream keeps between
-// batches.
-const maxKeptBatch = 64 << 10
+// maxBatch is how many bytes of events an event stream writes at once, at
+// most (and one event more).
+const maxBatch = 64 << 10
 
 // sseFrame is ev as an event of GET /v1/events, its id the event's Seq.
 func sseFrame(ev store.Event) ([]byte, error) {

@@ -191,3 +191,34 @@ func TestFeedEncodesOnlyForStreams(t *testing.T) {
 		t.Fatalf("frames %q: want only the second, published while a stream was open, encoded", frames)
 	}
 }
+
+// A stream catching up writes in pieces of about maxBatch bytes, each with
+// its deadline: one write of every event it was behind needed its whole
+// deadline for as much as the feed handed out.
+func TestStreamWritesInBoundedPieces(t *testing.T) {
+	s := &Server{feed: newFeed(1000), closed: context.Background(), done: make(chan struct{}), beat: time.Hour, writeTimeout: time.Minute}
+	s.feed.start(0)
+	pad, _ := json.Marshal(strings.Repeat("x", 1000))
+	var evs []store.Event
+	for i := int64(1); i <= 300; i++ {
+		evs = append(evs, store.Event{Seq: i, Tenant: "a", Type: "x", Data: pad})
+	}
+	s.feed.publish(evs)
+	w := &writeCounter{ResponseRecorder: httptest.NewRecorder()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.events(w, httptest.NewRequestWithContext(ctx, "GET", "/v1/events", nil), Principal{Tenant: "a"})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := w.counts(); n < 300 && time.Now().Before(deadline); _, n = w.counts() {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	writes, n := w.counts()
+	if want := 1 + 300*1100/maxBatch; n != 300 || writes < want {
+		t.Fatalf("%d events of about 1.1 KB in %d writes, want 300 in at least %d", n, writes, want)
+	}
+}
