@@ -350,7 +350,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	if !ok {
 		return
 	}
-	s.writeRun(w, r, http.StatusOK, s.awaitSettled(r.Context(), p, run, waitOf(r)))
+	s.writeRun(w, r, http.StatusOK, run)
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) {
