@@ -140,6 +140,11 @@ func TestDecisionErrors(t *testing.T) {
 	if code := f.do("POST", path, aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: a.ArgsDigest, EditedArgs: json.RawMessage(`{"amount":7.0}`)}, &prob); code != http.StatusConflict {
 		t.Fatalf("a retry with other edited arguments: %d %+v, want 409", code, prob)
 	}
+	// The conflict says how it was decided, in words: "used" is the
+	// store's name for an approval its call consumed.
+	if want := "the approval is already approved (and used by its call) (by person:alice)"; prob.Detail != want {
+		t.Fatalf("409 detail %q, want %q", prob.Detail, want)
+	}
 }
 
 // An approval that expired is 410, and the run goes on without the call.
@@ -295,5 +300,25 @@ func TestSlowBodyTimesOut(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestTimeout {
 		t.Fatalf("status %d, want 408", resp.StatusCode)
+	}
+}
+
+// A body that is not what the route takes is refused saying where and
+// what, in the client's terms: the line and column of invalid JSON, the
+// field whose value is of the wrong kind and the kind it takes, and the
+// fields there are when a key is none of them.
+func TestBodyErrorsSayWhereAndWhat(t *testing.T) {
+	f := newFixture(t, nil, nil, nil)
+	for _, tc := range []struct{ body, want string }{
+		{`{bad`, "body: not valid JSON at line 1, column 2: "},
+		{"{\n  \"agent\": \"payer\",\n}", "body: not valid JSON at line 3, column 1: "},
+		{`{"agent":"payer","prompt":5}`, "body: prompt: want a string, got a JSON number"},
+		{`{"agent":"payer","prompt":"x","wait":"30s"}`, `body: unknown field "wait" (its fields: agent, prompt)`},
+		{`{"agent":"payer"`, "body: "},
+	} {
+		var prob serverapi.Problem
+		if code := f.do("POST", "/v1/runs", aliceToken, []byte(tc.body), &prob); code != http.StatusBadRequest || !strings.HasPrefix(prob.Detail, tc.want) {
+			t.Errorf("%s: %d %q, want 400 starting %q", tc.body, code, prob.Detail, tc.want)
+		}
 	}
 }

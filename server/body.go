@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/bounded"
+	"github.com/tollgate-dev/tollgate/internal/configread"
 )
 
 // Limits of request bodies.
@@ -65,7 +69,7 @@ func decodeBody(name string, b []byte, max int64, v any) error {
 		return err
 	}
 	if err := bounded.UniqueKeys(name, b); err != nil {
-		return err
+		return jsonProblem(name, b, v, err)
 	}
 	if err := exactKeys(name, b, reflect.TypeOf(v)); err != nil {
 		return err
@@ -73,9 +77,57 @@ func decodeBody(name string, b []byte, max int64, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("the %s is not the expected JSON object: %w", name, err)
+		return jsonProblem(name, b, v, err)
 	}
 	return nil
+}
+
+// jsonProblem says in the client's terms what encoding/json found wrong
+// in the body b (named name) decoded into v: where the JSON is not valid
+// (line and column), which field has a value of the wrong kind, which key
+// v has no field for (and the fields it has). Other errors are wrapped.
+func jsonProblem(name string, b []byte, v any, err error) error {
+	var syntax *json.SyntaxError
+	var kind *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		at := configread.LineCol(b, int(min(max(syntax.Offset, 0), int64(len(b)))))
+		return fmt.Errorf("%s: not valid JSON at line %d, column %d: %s", name, at.Line, at.Col, syntax.Error())
+	case errors.As(err, &kind) && kind.Field != "":
+		return fmt.Errorf("%s: %s: want %s, got a JSON %s", name, kind.Field, jsonKind(kind.Type), kind.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s: the JSON ends too soon", name)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("%s: %s (its fields: %s)", name, strings.TrimPrefix(err.Error(), "json: "), strings.Join(fieldNames(reflect.TypeOf(v)), ", "))
+	}
+	return fmt.Errorf("the %s is not the expected JSON object: %w", name, err)
+}
+
+// fieldNames lists, sorted, the JSON names of the fields of the struct t
+// (through pointers).
+func fieldNames(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(jsonFields(t)))
+}
+
+// jsonKind names the JSON a Go type takes.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 // exactKeys checks that every key of the JSON value b that encoding/json
