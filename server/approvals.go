@@ -208,6 +208,15 @@ func (s *Server) inbox(answer func(context.Context, string, string, store.Answer
 	return inbox.New(s.store, &inbox.Options{Answer: answer, Now: s.now, Log: s.log})
 }
 
+// decidedWords says a decided approval's status to the person who tried
+// to decide it again: "used" is an approval its call consumed.
+func decidedWords(st store.Status) string {
+	if st == store.StatusUsed {
+		return "approved (and used by its call)"
+	}
+	return string(st)
+}
+
 // decisionProblem is the problem of an error of inbox.Decide.
 func decisionProblem(err error, id string) *serverapi.Problem {
 	var decided *inbox.DecidedError
@@ -227,7 +236,7 @@ func decisionProblem(err error, id string) *serverapi.Problem {
 			by += "; recorded by " + decided.Approval.Actor.String()
 		}
 		return &serverapi.Problem{Type: serverapi.ProblemDecided, Title: "Already decided", Status: http.StatusConflict,
-			Detail: fmt.Sprintf("the approval is %s (by %s)", decided.Approval.Status, by)}
+			Detail: fmt.Sprintf("the approval is already %s (by %s)", decidedWords(decided.Approval.Status), by)}
 	case errors.As(err, &bad):
 		detail := "editedArgs do not fit the tool's input schema"
 		if bad.Kind != tool.KindApproval {
