@@ -49,9 +49,11 @@
 //	GET  /, /assets/..., any other GET [Options.Page], when set
 //
 // POST /v1/runs answers once the run is stored (201, status running); with
-// ?wait=30s (a Go duration, at most 10m) once it settled, that is ended or
-// halted for a person's answer, or the wait is over: the run as stored
-// then, in the same round trip. A wait on a run driven elsewhere (a
+// ?wait=30s (a Go duration; a longer one than 10m is cut to 10m) once it
+// settled, that is ended (status done, incomplete, error or cancelled) or
+// halted for a person's answer (status pending), or the wait is over: the
+// run as stored then, in the same round trip, 201 (200 for a keyed start
+// sent again) whatever its status. A wait on a run driven elsewhere (a
 // worker, or a keyed request sent again) follows its events in the store
 // and takes one of the principal's stream places (none free: no wait);
 // it ends, as a stream does, when the server shuts down.

@@ -23,7 +23,7 @@ func runWait(r *http.Request) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(q)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("wait: want a duration such as 30s (at most %v), got %q", maxRunWait, q)
+		return 0, fmt.Errorf("wait: want a duration such as 30s (a longer one than %v is cut to it), got %q", maxRunWait, q)
 	}
 	return min(d, maxRunWait), nil
 }
