@@ -467,6 +467,14 @@ func TestStalledEventStreamFreesItsPlace(t *testing.T) {
 	if _, err := fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", vicToken); err != nil {
 		t.Fatal(err)
 	}
+	// The stream took its place before any other: its answer's first
+	// line is read (and nothing more, so that its writes then block). A
+	// second stream opened first, under load, took the place and left
+	// this one refused.
+	status, err := bufio.NewReaderSize(c, 16).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+		t.Fatalf("the stalled stream's answer: %q %v", status, err)
+	}
 	// The stream is open (its place is taken) once a second one is refused.
 	open := func() int {
 		req, _ := http.NewRequest("GET", f.ts.URL+"/v1/events", nil)
