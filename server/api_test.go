@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
@@ -315,10 +316,14 @@ func TestBodyErrorsSayWhereAndWhat(t *testing.T) {
 		{`{"agent":"payer","prompt":5}`, "body: prompt: want a string, got a JSON number"},
 		{`{"agent":"payer","prompt":"x","wait":"30s"}`, `body: unknown field "wait" (its fields: agent, prompt)`},
 		{`{"agent":"payer"`, "body: "},
+		{`{"agent":"payer","prompt":"x","` + strings.Repeat("k", 5000) + `":1}`, `body: unknown field "kkkk`},
 	} {
 		var prob serverapi.Problem
 		if code := f.do("POST", "/v1/runs", aliceToken, []byte(tc.body), &prob); code != http.StatusBadRequest || !strings.HasPrefix(prob.Detail, tc.want) {
-			t.Errorf("%s: %d %q, want 400 starting %q", tc.body, code, prob.Detail, tc.want)
+			t.Errorf("%s: %d %q, want 400 starting %q", bounded.Cut(tc.body, 80), code, prob.Detail, tc.want)
+		}
+		if len(prob.Detail) > 300 {
+			t.Errorf("%s: a detail of %d bytes, want it cut", bounded.Cut(tc.body, 80), len(prob.Detail))
 		}
 	}
 }

@@ -98,7 +98,9 @@ func jsonProblem(name string, b []byte, v any, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%s: the JSON ends too soon", name)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("%s: %s (its fields: %s)", name, strings.TrimPrefix(err.Error(), "json: "), strings.Join(fieldNames(reflect.TypeOf(v)), ", "))
+		// The key as encoding/json quoted it, cut: a body may be 4 MiB.
+		key := bounded.Cut(strings.TrimPrefix(err.Error(), "json: unknown field "), 80)
+		return fmt.Errorf("%s: unknown field %s (its fields: %s)", name, key, strings.Join(fieldNames(reflect.TypeOf(v)), ", "))
 	}
 	return fmt.Errorf("the %s is not the expected JSON object: %w", name, err)
 }
