@@ -94,7 +94,7 @@ func jsonProblem(name string, b []byte, v any, err error) error {
 		at := configread.LineCol(b, int(min(max(syntax.Offset, 0), int64(len(b)))))
 		return fmt.Errorf("%s: not valid JSON at line %d, column %d: %s", name, at.Line, at.Col, syntax.Error())
 	case errors.As(err, &kind) && kind.Field != "":
-		return fmt.Errorf("%s: %s: want %s, got a JSON %s", name, kind.Field, jsonKind(kind.Type), kind.Value)
+		return fmt.Errorf("%s: %s: want %s, got a JSON %s", name, bounded.Cut(kind.Field, 80), jsonKind(kind.Type), kind.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%s: the JSON ends too soon", name)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
