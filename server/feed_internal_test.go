@@ -151,11 +151,22 @@ func (w *writeCounter) counts() (writes, events int) {
 // A stream woken by the feed writes what it was given in one write, then
 // flushes: a write per event cost each watcher a system call per event.
 func TestStreamWritesABatchOnce(t *testing.T) {
-	s := &Server{feed: newFeed(100), closed: context.Background(), done: make(chan struct{}), beat: time.Hour, writeTimeout: time.Minute}
+	writes, n := streamWrites(t, 10, json.RawMessage(`{}`))
+	if n != 10 || writes != 2 { // the preamble, then the events
+		t.Fatalf("%d events in %d writes after the preamble, want 10 in 1", n, writes-1)
+	}
+}
+
+// streamWrites publishes n events with data to a feed, has a tenant's SSE
+// stream read them, and returns the writes the stream made (its preamble
+// among them) and the events they held.
+func streamWrites(t *testing.T, n int, data json.RawMessage) (writes, events int) {
+	t.Helper()
+	s := &Server{feed: newFeed(1000), closed: context.Background(), done: make(chan struct{}), beat: time.Hour, writeTimeout: time.Minute}
 	s.feed.start(0)
 	var evs []store.Event
-	for i := int64(1); i <= 10; i++ {
-		evs = append(evs, store.Event{Seq: i, Tenant: "a", Type: "x", Data: json.RawMessage(`{}`)})
+	for i := range int64(n) {
+		evs = append(evs, store.Event{Seq: i + 1, Tenant: "a", Type: "x", Data: data})
 	}
 	s.feed.publish(evs)
 	w := &writeCounter{ResponseRecorder: httptest.NewRecorder()}
@@ -166,14 +177,12 @@ func TestStreamWritesABatchOnce(t *testing.T) {
 		s.events(w, httptest.NewRequestWithContext(ctx, "GET", "/v1/events", nil), Principal{Tenant: "a"})
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for _, n := w.counts(); n < 10 && time.Now().Before(deadline); _, n = w.counts() {
+	for _, got := w.counts(); got < n && time.Now().Before(deadline); _, got = w.counts() {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
 	<-done
-	if writes, n := w.counts(); n != 10 || writes != 2 { // the preamble, then the events
-		t.Fatalf("%d events in %d writes after the preamble, want 10 in 1", n, writes-1)
-	}
+	return w.counts()
 }
 
 // A publish encodes SSE frames only while an SSE stream is open: with no
@@ -196,28 +205,8 @@ func TestFeedEncodesOnlyForStreams(t *testing.T) {
 // its deadline: one write of every event it was behind needed its whole
 // deadline for as much as the feed handed out.
 func TestStreamWritesInBoundedPieces(t *testing.T) {
-	s := &Server{feed: newFeed(1000), closed: context.Background(), done: make(chan struct{}), beat: time.Hour, writeTimeout: time.Minute}
-	s.feed.start(0)
 	pad, _ := json.Marshal(strings.Repeat("x", 1000))
-	var evs []store.Event
-	for i := int64(1); i <= 300; i++ {
-		evs = append(evs, store.Event{Seq: i, Tenant: "a", Type: "x", Data: pad})
-	}
-	s.feed.publish(evs)
-	w := &writeCounter{ResponseRecorder: httptest.NewRecorder()}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.events(w, httptest.NewRequestWithContext(ctx, "GET", "/v1/events", nil), Principal{Tenant: "a"})
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for _, n := w.counts(); n < 300 && time.Now().Before(deadline); _, n = w.counts() {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
-	writes, n := w.counts()
+	writes, n := streamWrites(t, 300, pad)
 	if want := 1 + 300*1100/maxBatch; n != 300 || writes < want {
 		t.Fatalf("%d events of about 1.1 KB in %d writes, want 300 in at least %d", n, writes, want)
 	}
