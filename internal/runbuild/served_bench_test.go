@@ -44,9 +44,9 @@ const servedWatchers = 100
 // this process (agent.Run), in interleaved rounds of one run at a time and
 // of servedRound runs under load. The agent is a script of two model turns
 // with one glob call. Drivers: inproc (agent.Run), host (a runs.Host on
-// its own SQLite store, the agent's options built once), served, and
-// watched (served, with servedWatchers SSE streams of the tenant open on
-// its server). Reported per driver: loaded runs/s, one-at-a-time ms/run,
+// its own SQLite store, the agent's options built once), served (a POST
+// /v1/runs?wait= that answers at the run's end), and watched (served,
+// with servedWatchers SSE streams of the tenant open on its server). Reported per driver: loaded runs/s, one-at-a-time ms/run,
 // and CPU ms/run (this process and its children); the ratios the server's
 // targets are stated in; watched-lag-p99-ms, from a run's end event's time
 // (set before it waits for the store's writer) to its arrival at a
