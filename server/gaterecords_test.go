@@ -128,15 +128,11 @@ func TestGateRecordsClaimOnlySealedDecisions(t *testing.T) {
 	}
 }
 
-// A record an external gateway sends is bound to what the server knows:
-// its asker is the token's principal whatever it says, a person's
-// decision backs one record of its call, and the arguments the record
-// says were requested are those the person was asked about. Each forgery
-// below was kept before.
-func TestGateRecordsBoundToTheirApproval(t *testing.T) {
-	f := gateFixture(t)
-	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
-	approved := gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}
+// askApproved asks, as the agent's gateway, for mcp_1 on a.txt (request
+// req_1), has alice approve it, and returns the ask once it reads back
+// approved.
+func askApproved(t *testing.T, f *fixture) serverapi.GateAskView {
+	t.Helper()
 	var v serverapi.GateAskView
 	if code := f.do("POST", "/v1/gate/asks", agentToken, gateAskFor("req_1", "mcp_1", `{"path":"a.txt"}`), &v); code != http.StatusCreated {
 		t.Fatalf("ask: %d", code)
@@ -148,6 +144,19 @@ func TestGateRecordsBoundToTheirApproval(t *testing.T) {
 	if code := f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_1", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusApproved {
 		t.Fatalf("the approval: %d %+v", code, got)
 	}
+	return v
+}
+
+// A record an external gateway sends is bound to what the server knows:
+// its asker is the token's principal whatever it says, a person's
+// decision backs one record of its call, and the arguments the record
+// says were requested are those the person was asked about. Each forgery
+// below was kept before.
+func TestGateRecordsBoundToTheirApproval(t *testing.T) {
+	f := gateFixture(t)
+	alice := tool.Principal{Kind: tool.PrincipalPerson, Name: "alice"}
+	approved := gate.Decision{Outcome: gate.OutcomeApproved, By: alice, Votes: []tool.Vote{{Source: alice, Decision: tool.VoteAllow}}}
+	v := askApproved(t, f)
 	session := gateAsk("x", `{}`, time.Hour).Session
 	post := func(rec gate.Record) int {
 		return f.do("POST", "/v1/gate/records", agentToken, serverapi.GateRecordRequest{Session: session, Record: rec}, nil)
@@ -199,17 +208,7 @@ func TestGateRecordsOfEscapedNamesAreRefused(t *testing.T) {
 	rule := tool.Principal{Kind: tool.PrincipalRule, Name: strings.Repeat("<", 1000)}
 	approved := gate.Decision{Outcome: gate.OutcomeApproved, By: alice,
 		Votes: []tool.Vote{{Source: rule, Decision: tool.VoteAsk}, {Source: alice, Decision: tool.VoteAllow}}}
-	var v serverapi.GateAskView
-	if code := f.do("POST", "/v1/gate/asks", agentToken, gateAskFor("req_1", "mcp_1", `{"path":"a.txt"}`), &v); code != http.StatusCreated {
-		t.Fatalf("ask: %d", code)
-	}
-	if code := f.do("POST", "/v1/approvals/req_1/decision", aliceToken, serverapi.DecisionRequest{Decision: "approve", ArgsDigest: approval.Digest(json.RawMessage(`{"path":"a.txt"}`))}, nil); code != http.StatusOK {
-		t.Fatalf("alice approving: %d", code)
-	}
-	var got serverapi.GateAskView
-	if code := f.do("GET", "/v1/gate/asks/"+v.RunID+"/req_1", agentToken, nil, &got); code != http.StatusOK || got.Status != store.StatusApproved {
-		t.Fatalf("the approval: %d %+v", code, got)
-	}
+	v := askApproved(t, f)
 	session := gateAsk("x", `{}`, time.Hour).Session
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
