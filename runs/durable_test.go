@@ -447,6 +447,18 @@ func (s *countingStore) AppendEvents(ctx context.Context, evs ...store.Event) ([
 	return s.Store.AppendEvents(ctx, evs...)
 }
 
+// lookupAgent is a model that calls lookup (c1) in its first turn and
+// answers "found" in its second, and the lookup tool it calls.
+func lookupAgent() (model.Model, tool.Tool) {
+	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
+		if len(req.Messages) == 1 {
+			return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{}}}}, nil
+		}
+		return model.Reply{Content: "found"}, nil
+	})
+	return m, tool.Must("lookup", "looks up", func(ctx context.Context, _ struct{}) (string, error) { return "it", nil }, nil)
+}
+
 // A durable run of two turns and a call that nothing asks about, started
 // by PrepareDurable, records a step per turn and per call, and writes to
 // the store twice: the call's events (with the first turn's) and the end
@@ -460,13 +472,7 @@ func TestDurableRunSteps(t *testing.T) {
 
 func testDurableRunSteps(t *testing.T) {
 	ctx := context.Background()
-	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
-		if len(req.Messages) == 1 {
-			return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{}}}}, nil
-		}
-		return model.Reply{Content: "found"}, nil
-	})
-	lookup := tool.Must("lookup", "looks up", func(ctx context.Context, _ struct{}) (string, error) { return "it", nil }, nil)
+	m, lookup := lookupAgent()
 	st := &countingStore{Store: memory.New(nil)}
 	d, err := runcore.NewDurable(st, &testBuilder{m: m, tools: agent.ToolList{lookup}}, nil)
 	if err != nil {
@@ -535,13 +541,7 @@ func TestDurableTurnNotRecordedKeepsItsEvents(t *testing.T) {
 // cut off may store its events twice.
 func TestDurableReplayAfterCallStoresTurnOnce(t *testing.T) {
 	ctx := context.Background()
-	m := model.Func(func(ctx context.Context, req *model.Request) (model.Reply, error) {
-		if len(req.Messages) == 1 {
-			return model.Reply{ToolCalls: []model.FuncCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{}}}}, nil
-		}
-		return model.Reply{Content: "found"}, nil
-	})
-	lookup := tool.Must("lookup", "looks up", func(ctx context.Context, _ struct{}) (string, error) { return "it", nil }, nil)
+	m, lookup := lookupAgent()
 	st := memory.New(nil)
 	eng := newFakeEngine()
 	d, err := runcore.NewDurable(deadStore{st, eng}, &testBuilder{m: m, tools: agent.ToolList{lookup}}, nil)
