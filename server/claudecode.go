@@ -108,15 +108,7 @@ func (cc *claudeCode) wait(r *http.Request) (time.Duration, error) {
 	if max <= 0 {
 		max = defaultClaudeMaxWait
 	}
-	q := r.URL.Query().Get("wait")
-	if q == "" {
-		return min(serverapi.DefaultClaudeWait, max), nil
-	}
-	d, err := time.ParseDuration(q)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("wait: want a duration such as 50s, got %q", q)
-	}
-	return min(d, max), nil
+	return queryWait(r, min(serverapi.DefaultClaudeWait, max), max)
 }
 
 func writeClaude(w http.ResponseWriter, a claudegate.Answer) {

@@ -16,16 +16,21 @@ const maxRunWait = 10 * time.Minute
 // runWait reads the ?wait= of POST /v1/runs: how long to wait for the run
 // to settle (to end, or to halt for a person's answer) before answering.
 // Absent, it is zero: the answer comes once the run is stored.
-func runWait(r *http.Request) (time.Duration, error) {
+func runWait(r *http.Request) (time.Duration, error) { return queryWait(r, 0, maxRunWait) }
+
+// queryWait reads a request's ?wait= (a Go duration, not negative): def
+// when absent, a longer one than max cut to max. The error says what was
+// sent and what is wanted.
+func queryWait(r *http.Request, def, max time.Duration) (time.Duration, error) {
 	q := r.URL.Query().Get("wait")
 	if q == "" {
-		return 0, nil
+		return def, nil
 	}
 	d, err := time.ParseDuration(q)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("wait: want a duration such as 30s (a longer one than %v is cut to it), got %q", maxRunWait, q)
+		return 0, fmt.Errorf("wait: want a duration such as 30s (a longer one than %v is cut to it), got %q", max, q)
 	}
-	return min(d, maxRunWait), nil
+	return min(d, max), nil
 }
 
 // settled reports whether a run in status st waits for nothing but a
