@@ -102,18 +102,24 @@ func TestHTTPSessionsPerTokenAreCapped(t *testing.T) {
 	if _, err := connectHTTP(t, srv, "tg_a"); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
 		t.Errorf("session 33 of one token: %v, want refused (429)", err)
 	}
-	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
-	req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(initialize))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := httptestClient("tg_a").Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "32 MCP sessions open already, the most one token may have") {
-		t.Errorf("session 33's initialize: %d %s, want 429 saying the cap", resp.StatusCode, body)
+	// The initialize as the SDK reads it (its keys case-sensitive), also
+	// with a "Method" key that a case-blind decoder would take instead.
+	for _, initialize := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","Method":"ping","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+	} {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := httptestClient("tg_a").Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "32 MCP sessions open already, the most one token may have") {
+			t.Errorf("session 33's initialize %s: %d %s, want 429 saying the cap", initialize, resp.StatusCode, body)
+		}
 	}
 	if _, err := connectHTTP(t, srv, "tg_b"); err != nil {
 		t.Errorf("another token's session: %v", err)

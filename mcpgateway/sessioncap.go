@@ -2,7 +2,6 @@ package mcpgateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // sessionCounts are the open streamable HTTP sessions of each token: a
@@ -60,10 +60,15 @@ func initializes(r *http.Request, maxBody int64) bool {
 	if err != nil {
 		return true // the handler reads the rest and fails alike
 	}
-	var msg struct {
-		Method string `json:"method"`
+	// Read as the SDK reads it: encoding/json matches keys without case
+	// and keeps the last, so {"method":"initialize","Method":"ping"} was
+	// a ping here and a session there.
+	msg, err := jsonrpc.DecodeMessage(b)
+	if err != nil {
+		return true
 	}
-	return json.Unmarshal(b, &msg) != nil || msg.Method == "initialize"
+	req, isReq := msg.(*jsonrpc.Request)
+	return isReq && req.Method == "initialize"
 }
 
 // liveSessions are the IDs of the sessions the gateway's server has.
