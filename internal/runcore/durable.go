@@ -499,6 +499,14 @@ func (d *Durable) storeEnd(ctx context.Context, in DurableRun, cur store.RunStat
 		u := store.RunUpdate{From: cur, Status: status, Result: ResultJSON(res), ReleaseLease: true, Events: evs}
 		switch {
 		case cur == store.RunCancelled:
+			// Cancelled while it ran: its end keeps the status. A replay
+			// of an execution that stored the end already (or a retry of
+			// a write that committed) finds the lease let go and the
+			// result stored, and writes nothing: its events were stored
+			// with it. (A cancel alone keeps the lease.)
+			if r, err := d.store.GetRun(ctx, in.RunID); err != nil || (r.Lease == nil && len(r.Result) > 0) {
+				return store.RunCancelled, err
+			}
 			u.Status = ""
 		case cur.Finished():
 			return cur, nil
