@@ -132,13 +132,16 @@ func (h *Host) answered(ctx context.Context, run store.Run) (n, total int, err e
 type approvalsRead map[string]store.Approval
 
 // approval returns the approval id of run, from read when it holds it, and
-// keeps what it reads there (when read is not nil).
+// keeps what it reads there (when read is not nil) once it is decided: one
+// still pending is read again, since an answer may come while the resume
+// builds its agent, and the claim would then halt the run again on an
+// answered request that nothing resumes.
 func (h *Host) approval(ctx context.Context, runID, id string, read approvalsRead) (store.Approval, error) {
 	if a, ok := read[id]; ok {
 		return a, nil
 	}
 	a, err := h.store.GetApproval(ctx, runID, id)
-	if err == nil && read != nil {
+	if err == nil && read != nil && a.Status != store.StatusPending {
 		read[id] = a
 	}
 	return a, err
