@@ -208,12 +208,13 @@ func runGateway(ctx context.Context, env *cliEnv, f *gatewayFlags) error {
 	// The default state directory's store, key and MCP logins are hidden
 	// from bash and the hooks' commands, as from the servers
 	// (toolsSandbox), and the directory is theirs and the file tools' to
-	// leave alone, as in a run: a workspace may hold it (--workdir ~).
+	// leave alone, as in a run. A workspace that holds it (the gateway
+	// started in ~) is refused: the sandbox hides those files in the trees
+	// a command may read, not in the workspace it writes, so bash, a hook
+	// command or a stdio server there could read the decision key.
 	if dir, err := defaultStateDir(env); err == nil {
-		if abs, err := env.abs(dir); err == nil && f.builtins && insideWorkspace(abs, workdir) {
-			// As for 'tollgate run': the sandbox hides those files in the
-			// trees a command may read, not in the workspace it writes.
-			return usageErr("gateway: state directory %s is inside the workspace %s, where the builtin tools could read its MCP logins and decision key; choose another with $%s, or another --workdir", abs, workdir, envStateDir)
+		if abs, err := env.abs(dir); err == nil && insideWorkspace(abs, workdir) {
+			return usageErr("gateway: state directory %s is inside the workspace %s, where the builtin tools, hook commands and stdio servers could read its MCP logins and decision key; choose another with $%s, or another --workdir", abs, workdir, envStateDir)
 		}
 		f.hide = stateHidden(dir, "")
 		f.protect = append(f.protect, dir)
