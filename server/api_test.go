@@ -315,7 +315,8 @@ func TestBodyErrorsSayWhereAndWhat(t *testing.T) {
 		{"{\n  \"agent\": \"payer\",\n}", "body: not valid JSON at line 3, column 1: "},
 		{`{"agent":"payer","prompt":5}`, "body: prompt: want a string, got a JSON number"},
 		{`{"agent":"payer","prompt":"x","wait":"30s"}`, `body: unknown field "wait" (its fields: agent, prompt)`},
-		{`{"agent":"payer"`, "body: "},
+		{`{"agent":"payer"`, "body: the JSON ends too soon"},
+		{`{"agent":"payer","prompt":` + strings.Repeat("9", 5000) + `}`, "body: prompt: want a string, got a JSON number"},
 		{`{"agent":"payer","prompt":"x","` + strings.Repeat("k", 5000) + `":1}`, `body: unknown field "kkkk`},
 	} {
 		var prob serverapi.Problem

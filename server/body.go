@@ -94,7 +94,7 @@ func jsonProblem(name string, b []byte, v any, err error) error {
 		at := configread.LineCol(b, int(min(max(syntax.Offset, 0), int64(len(b)))))
 		return fmt.Errorf("%s: not valid JSON at line %d, column %d: %s", name, at.Line, at.Col, syntax.Error())
 	case errors.As(err, &kind) && kind.Field != "":
-		return fmt.Errorf("%s: %s: want %s, got a JSON %s", name, bounded.Cut(kind.Field, 80), jsonKind(kind.Type), kind.Value)
+		return fmt.Errorf("%s: %s: want %s, got a JSON %s", name, bounded.Cut(kind.Field, 80), jsonKind(kind.Type), bounded.Cut(kind.Value, 80))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%s: the JSON ends too soon", name)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -102,7 +102,7 @@ func jsonProblem(name string, b []byte, v any, err error) error {
 		key := bounded.Cut(strings.TrimPrefix(err.Error(), "json: unknown field "), 80)
 		return fmt.Errorf("%s: unknown field %s (its fields: %s)", name, key, strings.Join(fieldNames(reflect.TypeOf(v)), ", "))
 	}
-	return fmt.Errorf("the %s is not the expected JSON object: %w", name, err)
+	return fmt.Errorf("the %s is not the expected JSON object: %s", name, bounded.Cut(err.Error(), 200))
 }
 
 // fieldNames lists, sorted, the JSON names of the fields of the struct t

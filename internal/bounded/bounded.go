@@ -241,6 +241,7 @@ func Cut(s string, max int) string {
 // it is.
 func UniqueKeys(file string, src []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.UseNumber() // numbers are not its concern: one too large for a float64 is not an error here
 	type frame struct {
 		object bool
 		seen   map[string]bool
