@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,23 +89,96 @@ func TestStartRunWaitEndsAtItsTime(t *testing.T) {
 }
 
 // A keyed request sent again with ?wait= waits for the run the key started
-// (driven by the first request's part), following its events in the store.
+// (driven by the first request's part), following its events in the store
+// and holding one of the principal's stream places.
 func TestStartRunWaitOnARetry(t *testing.T) {
 	slow := &gatedTool{release: make(chan struct{})}
-	f := newFixture(t, nil, slowScript(), nil, slow)
+	st := &runEventReads{Store: memory.New(nil), read: make(chan struct{})}
+	f := newFixture(t, st, slowScript(), &server.Options{MaxStreamsPerPrincipal: 1}, slow)
 	id := f.startRun("Idempotency-Key", "k1")
+	retry := func() (serverapi.RunView, int) {
+		var v serverapi.RunView
+		code := f.do("POST", "/v1/runs?wait=20s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, "Idempotency-Key", "k1")
+		return v, code
+	}
 	answered := make(chan serverapi.RunView, 1)
 	go func() {
-		var v serverapi.RunView
-		if code := f.do("POST", "/v1/runs?wait=20s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, "Idempotency-Key", "k1"); code != http.StatusOK {
+		v, code := retry()
+		if code != http.StatusOK {
 			t.Errorf("the retry: %d %+v", code, v)
 		}
 		answered <- v
 	}()
+	select { // the retry follows the run's events: the run is not done
+	case <-st.read:
+	case v := <-answered:
+		t.Fatalf("the retry answered %s without waiting for the run", v.Status)
+	}
 	close(slow.release)
 	if v := <-answered; v.ID != id || v.Status != store.RunDone {
 		t.Fatalf("the retry answered run %s %s; want %s done", v.ID, v.Status, id)
 	}
+}
+
+// A retry with ?wait= when its principal has no stream place free answers
+// at once, with the run as it is.
+func TestStartRunWaitWithNoPlaceFree(t *testing.T) {
+	slow := &gatedTool{release: make(chan struct{})}
+	defer close(slow.release)
+	f := newFixture(t, nil, slowScript(), &server.Options{MaxStreamsPerPrincipal: 1}, slow)
+	f.startRun("Idempotency-Key", "k1")
+	code, closeStream := openStream(t, f, aliceToken) // alice's one place
+	defer closeStream()
+	if code != http.StatusOK {
+		t.Fatalf("the stream: %d", code)
+	}
+	answered := make(chan serverapi.RunView, 1)
+	go func() {
+		var v serverapi.RunView
+		if code := f.do("POST", "/v1/runs?wait=10m", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, "Idempotency-Key", "k1"); code != http.StatusOK {
+			t.Errorf("the retry: %d", code)
+		}
+		answered <- v
+	}()
+	select {
+	case v := <-answered:
+		if v.Status != store.RunRunning {
+			t.Errorf("a retry with no stream place free: %s, want running", v.Status)
+		}
+	case <-time.After(time.Minute): // it waits for its 10 minutes instead
+		t.Fatal("a retry with no stream place free waited")
+	}
+}
+
+// runEventReads is a store that closes read when a run's events of one
+// tenant are first listed (a waiter following one run; the run's own
+// heartbeat lists them for all tenants).
+type runEventReads struct {
+	store.Store
+	once sync.Once
+	read chan struct{}
+}
+
+func (r *runEventReads) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	if f.RunID != "" && !f.AllTenants {
+		r.once.Do(func() { close(r.read) })
+	}
+	return r.Store.ListEvents(ctx, f)
+}
+
+// openStream opens an event stream with token and returns its status and
+// a function that closes it.
+func openStream(t *testing.T, f *fixture, token string) (int, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return resp.StatusCode, func() { cancel(); resp.Body.Close() }
 }
 
 // A durable run is driven by a worker: the wait follows its events.
