@@ -49,7 +49,11 @@ func TestWaitAfterTheLastEventWaitsBeforeAsking(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if err := again.WaitEvents(ctx, store.EventFilter{AllTenants: true, AfterSeq: seqs[0]}); err != nil {
-		t.Fatal(err)
+	a := again.(*sqliteStore)
+	a.firstPoll = time.Hour                                  // no poll: only knowing the log's last Seq answers
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // it would wait for a write
+	defer cancel()
+	if err := a.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: seqs[0]}); err != nil || a.waitQueries.Load() != 1 {
+		t.Fatalf("a store opened on the log, waiting before its last event: %v after %d queries, want found at the first", err, a.waitQueries.Load())
 	}
 }
