@@ -97,7 +97,7 @@ func (r *runner) runBatch(ctx context.Context, which map[int]*tool.Answer) error
 			r.idMu.Unlock()
 			// A finished call is checkpointed at once, so that a
 			// recovered run never runs it again.
-			if err := r.checkpoint(ctx, checkpointCall); err != nil && errs[d.i] == nil {
+			if err := r.checkpoint(ctx, CheckpointCall); err != nil && errs[d.i] == nil {
 				errs[d.i] = err
 				r.cancel()
 			}

@@ -29,16 +29,20 @@ func WithHistory(msgs ...model.Message) RunOption {
 	return func(o *runOptions) { o.history = append([]model.Message(nil), msgs...) }
 }
 
-// Checkpoint kinds, in the order a turn passes them.
+// Checkpoint kinds ([Checkpoint].Kind), in the order a turn passes them.
 const (
-	// checkpointTurn: after a model turn; the state holds the assistant
+	// CheckpointTurn: after a model turn; the state holds the assistant
 	// message and its calls, none of them run yet.
-	checkpointTurn = "turn"
-	// checkpointCall: after one tool call finished (its record is in the state).
-	checkpointCall = "call"
-	// checkpointResults: after the turn's tool results entered the
-	// transcript; the next step is a model turn.
-	checkpointResults = "results"
+	CheckpointTurn = "turn"
+	// CheckpointCall: after one tool call finished (its record is in the
+	// state's turn in progress).
+	CheckpointCall = "call"
+	// CheckpointResults: after the turn's tool results entered the
+	// transcript; the next step is a model turn. Each of the turn's calls
+	// was checkpointed as it finished, and a run resumed from the last of
+	// those puts the same results in its transcript: a host may store this
+	// one with its next write.
+	CheckpointResults = "results"
 )
 
 // Checkpoint is a copy of a run's state at a point from which it can be

@@ -402,13 +402,13 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			r.st.Batch[i] = batchCall{Call: c, CutOff: r.cutOff[c.ID]}
 			all[i] = nil
 		}
-		if err := r.checkpoint(ctx, checkpointTurn); err != nil {
+		if err := r.checkpoint(ctx, CheckpointTurn); err != nil {
 			return r.fail(err)
 		}
 		if res, ended, err := r.settleBatch(ctx, all); ended {
 			return res, err
 		}
-		if err := r.checkpoint(ctx, checkpointResults); err != nil {
+		if err := r.checkpoint(ctx, CheckpointResults); err != nil {
 			return r.fail(err)
 		}
 	}

@@ -66,7 +66,7 @@ func (a *Agent) resume(ctx context.Context, state *State, answers []tool.Answer,
 			if res, ended, err := r.settleBatch(ctx, byIndex); ended {
 				return res, err
 			}
-			if err := r.checkpoint(ctx, checkpointResults); err != nil {
+			if err := r.checkpoint(ctx, CheckpointResults); err != nil {
 				return r.fail(err)
 			}
 		}

@@ -89,7 +89,7 @@ func (d *driver) checkpoint(ctx, hostCtx context.Context, cp agent.Checkpoint) e
 	if errors.Is(context.Cause(hostCtx), ErrHostStopping) {
 		return ErrHostStopping
 	}
-	if cp.Kind == checkpointResults && !d.eventsWaiting() {
+	if cp.Kind == agent.CheckpointResults && !d.eventsWaiting() {
 		return nil
 	}
 	st, err := jsonenc.Marshal(cp.State)
@@ -131,10 +131,6 @@ func (d *driver) eventsWaiting() bool {
 	defer d.mu.Unlock()
 	return len(d.events) > 0
 }
-
-// checkpointResults is the kind of [agent.Checkpoint] after a turn's tool
-// results entered the transcript.
-const checkpointResults = "results"
 
 // takeEvents returns the events not yet stored, and forgets them.
 func (d *driver) takeEvents() []store.Event {
