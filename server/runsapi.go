@@ -259,12 +259,19 @@ func (s *Server) runView(ctx context.Context, run store.Run) (serverapi.RunView,
 	}
 	var st struct {
 		Messages  json.RawMessage          `json:"messages"`
-		ToolCalls []json.RawMessage        `json:"toolCalls"`
+		ToolCalls json.RawMessage          `json:"toolCalls"`
 		Batch     inBatch[json.RawMessage] `json:"batch"`
 	}
-	if !run.Status.Finished() && len(run.State) > 0 && json.Unmarshal(run.State, &st) == nil {
-		res.Transcript = st.Messages
-		res.ToolCalls, _ = json.Marshal(st.Batch.finished(st.ToolCalls))
+	if !run.Status.Finished() && len(run.State) > 0 {
+		_ = json.Unmarshal(run.State, &st)
+		res.Transcript, res.ToolCalls = st.Messages, st.ToolCalls
+		if batch := st.Batch.finished(nil); len(batch) > 0 {
+			// The turn in progress's finished calls join the others:
+			// re-encoded only then (most reads have none).
+			var calls []json.RawMessage
+			_ = json.Unmarshal(st.ToolCalls, &calls)
+			res.ToolCalls, _ = json.Marshal(append(calls, batch...))
+		}
 	}
 	if isJSONArray(res.Transcript) {
 		v.Transcript = res.Transcript
