@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/store"
 )
 
@@ -31,6 +33,12 @@ func queryWait(r *http.Request, def, max time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("wait: want a duration such as 30s (a longer one than %v is cut to it), got %q", max, q)
 	}
 	return min(d, max), nil
+}
+
+// settles reports whether ev is one that comes with a run's settling: its
+// end, or its halt for a person's answer.
+func settles(ev store.Event) bool {
+	return terminal(ev.Type) || ev.Type == runcore.EventRunHalted
 }
 
 // settled reports whether a run in status st waits for nothing but a
@@ -80,10 +88,15 @@ func (s *Server) awaitSettled(ctx context.Context, p Principal, run store.Run, d
 		if err != nil {
 			break
 		}
-		if len(evs) > 0 {
-			f.AfterSeq = evs[len(evs)-1].Seq
-		} else if s.store.WaitEvents(ctx, f) != nil {
-			break
+		if len(evs) == 0 {
+			if s.store.WaitEvents(ctx, f) != nil {
+				break
+			}
+			continue
+		}
+		f.AfterSeq = evs[len(evs)-1].Seq
+		if !slices.ContainsFunc(evs, settles) {
+			continue // the run is read again only when an event may have settled it
 		}
 		got, err := s.store.GetRun(context.WithoutCancel(ctx), run.ID)
 		if err != nil {
