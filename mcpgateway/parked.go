@@ -66,6 +66,7 @@ func (ps *parkedAsks) put(pa *parkedAsk, now time.Time) (key, full string) {
 		switch {
 		case now.After(v.expires):
 			delete(ps.m, k)
+			v.cancel() // withdrawn, if its ask still waits: no client will take it up
 		case v.session.Client == pa.session.Client:
 			client++
 			tenant++
