@@ -88,12 +88,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	created := make(chan store.Run, 1)
+	stored := make(chan store.Run, 1) // the run as its end stored it
 	failed := make(chan error, 1)
 	started, full := s.driveCapped(id, p.Tenant, true, func(ctx context.Context) error {
 		_, err := s.host.Start(withRun(ctx, p.Tenant, id), runs.StartRequest{
 			RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt,
 			Created: func(run store.Run) { created <- run },
-			Drive:   runs.Drive{OnEvent: s.runEvents(id)},
+			Drive:   runs.Drive{OnEvent: s.runEvents(id), Ended: func(run store.Run) { stored <- run }},
 		})
 		failed <- err
 		return err
@@ -112,7 +113,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	select {
 	case run := <-created:
 		if wait > 0 {
-			run = s.awaitPart(r.Context(), run, failed, wait)
+			run = s.awaitPart(r.Context(), run, failed, stored, wait)
 		}
 		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
 		s.writeRun(w, r, http.StatusCreated, run)
@@ -120,7 +121,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		select {
 		case run := <-created: // stored, and already ended or halted
 			if wait > 0 {
-				run = s.awaitPart(r.Context(), run, failed, 0) // as it ended
+				run = s.awaitPart(r.Context(), run, failed, stored, 0) // as it ended
 			}
 			w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
 			s.writeRun(w, r, http.StatusCreated, run)
