@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/internal/statecalls"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -259,14 +260,14 @@ func (s *Server) runView(ctx context.Context, run store.Run) (serverapi.RunView,
 		v.Text, v.Reason = res.Text, res.Reason
 	}
 	var st struct {
-		Messages  json.RawMessage          `json:"messages"`
-		ToolCalls json.RawMessage          `json:"toolCalls"`
-		Batch     inBatch[json.RawMessage] `json:"batch"`
+		Messages  json.RawMessage                    `json:"messages"`
+		ToolCalls json.RawMessage                    `json:"toolCalls"`
+		Batch     []statecalls.Call[json.RawMessage] `json:"batch"`
 	}
 	if !run.Status.Finished() && len(run.State) > 0 {
 		_ = json.Unmarshal(run.State, &st)
 		res.Transcript, res.ToolCalls = st.Messages, st.ToolCalls
-		if batch := st.Batch.finished(nil); len(batch) > 0 {
+		if batch := statecalls.Append(nil, st.Batch); len(batch) > 0 {
 			// The turn in progress's finished calls join the others:
 			// re-encoded only then (most reads have none).
 			var calls []json.RawMessage
