@@ -50,8 +50,9 @@ const servedWatchers = 100
 // (served's round trip alone, answered at once: newBareHTTP). Reported per
 // driver: loaded runs/s, one-at-a-time ms/run, and CPU ms/run (this
 // process and its children); the ratios the server's targets are stated
-// in; served/host-bound, the most served/host-runs/s can be while a run is
-// an HTTP round trip on these cores; watched-lag-p99-ms, from a run's end
+// in; served/host-bound and served/host-serial-bound, the most
+// served/host-runs/s can be and the least served/host-serial can be while
+// a run is an HTTP round trip on these cores; watched-lag-p99-ms, from a run's end
 // event's time (set before it waits for the store's writer) to its arrival
 // at a watcher; watched-fanout-p99-ms, from the moment a reader of the
 // store in this process sees it to its arrival at a watcher (the server's
@@ -107,6 +108,7 @@ func BenchmarkServedVsInProcess(b *testing.B) {
 	// The most served can be of host while each run is one HTTP round
 	// trip on these cores: host's CPU a run over that plus a bare one's.
 	b.ReportMetric(median(cpu["host"])/(median(cpu["host"])+median(cpu["http"])), "served/host-bound")
+	b.ReportMetric((median(serial["host"])+median(serial["http"]))/median(serial["host"]), "served/host-serial-bound")
 	b.ReportMetric(median(tput["watched"])/median(tput["served"]), "watched/served-runs/s")
 	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.ms }), "watched-lag-p99-ms")
 	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.fanout }), "watched-fanout-p99-ms")
