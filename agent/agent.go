@@ -193,6 +193,12 @@ type Options struct {
 	// for tracing, metrics or a durable engine's steps; the first element is
 	// the outermost. See [Middleware].
 	Middleware []Middleware
+	// Validators caches the tools' argument validators (their input
+	// schemas, resolved). Agents made from one Options with the same
+	// Validators share it, as a host that makes an agent for each run of
+	// one configuration does: each schema is then resolved once, not once
+	// a run. nil: the agent keeps its own.
+	Validators *gate.Validators
 }
 
 // Agent runs the loop of docs/architecture.md: model turn, tool calls through the
@@ -322,6 +328,7 @@ func New(o *Options) (*Agent, error) {
 		Hooks: opts.Hooks, Authorizers: opts.Authorizers, Listener: a.toolCallListener,
 		ApprovalTTL: opts.ApprovalTTL, OnRecord: opts.OnRecord, Logger: lg, Now: opts.Now, NewID: opts.NewID,
 		MaxResultBytes: func(name string) int { return a.limits(name).MaxResultBytes },
+		Validators:     opts.Validators,
 	})
 	return a, nil
 }

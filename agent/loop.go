@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/argcheck"
 	"github.com/tollgate-dev/tollgate/internal/hookrun"
@@ -471,14 +470,9 @@ func (r *runner) result(status Status, reason string) *Result {
 	res := &Result{
 		RunID: st.RunID, Status: status, Reason: reason,
 		Transcript: slices.Clone(st.Messages),
-		ToolCalls:  append([]gate.Record{}, st.ToolCalls...), // [] rather than null in JSON
+		ToolCalls:  st.finishedCalls(),
 		Turns:      st.Turn, Usage: st.Usage,
 		FinishReason: r.lastFinish,
-	}
-	for _, b := range st.Batch {
-		if b.Record != nil {
-			res.ToolCalls = append(res.ToolCalls, *b.Record)
-		}
 	}
 	switch status {
 	case StatusDone:

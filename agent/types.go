@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/jsonenc"
+	"github.com/tollgate-dev/tollgate/internal/statecalls"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -67,6 +68,11 @@ type batchCall struct {
 	// CutOff): it never runs, also when a recovery takes the turn up again.
 	CutOff bool `json:"cutOff,omitempty"`
 }
+
+// Finished returns b's record once the call finished, nil before
+// (statecalls.Finisher: the state's calls are listed by statecalls.Append,
+// as the readers of a stored state list them).
+func (b batchCall) Finished() *gate.Record { return b.Record }
 
 // StateVersion is the version of the [State] encoding written by this package.
 // Version 2 added Seq; version 3 writes who decided and who voted as
@@ -142,15 +148,10 @@ func (s *State) RunID() string { return s.s.RunID }
 func (s *State) Messages() []model.Message { return slices.Clone(s.s.Messages) }
 
 // finishedCalls returns a copy of the records of the calls that finished,
-// those of the halted turn included, in the order they were asked.
+// those of the halted turn included, in the order they were asked; never
+// nil ([] rather than null in JSON).
 func (s *stateData) finishedCalls() []gate.Record {
-	out := slices.Clone(s.ToolCalls)
-	for _, b := range s.Batch {
-		if b.Record != nil {
-			out = append(out, *b.Record)
-		}
-	}
-	return out
+	return statecalls.Append(append([]gate.Record{}, s.ToolCalls...), s.Batch)
 }
 
 // WaitingCall is a call of the halted turn that waits for an answer.

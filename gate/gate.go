@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/argcheck"
@@ -90,6 +88,10 @@ type Options struct {
 	// NewID returns a new unique ID starting with prefix ("req_"); the
 	// default is the prefix and 16 random hex digits.
 	NewID func(prefix string) string
+	// Validators caches the tools' argument validators; gates given the
+	// same one resolve each tool's input schema once between them. nil:
+	// the gate keeps its own.
+	Validators *Validators
 }
 
 // Gate decides and completes tool calls for any caller: the agent loop, the
@@ -98,8 +100,7 @@ type Options struct {
 // steps 5 to 9 (listener, the tool or a result the caller reports,
 // AfterTool, the cap, the record). A Gate is safe for concurrent calls.
 type Gate struct {
-	opts       Options
-	validators sync.Map // tool name -> cachedValidator
+	opts Options
 }
 
 // New returns a gate with opts (copied; nil means all defaults: no hooks, no
@@ -120,6 +121,9 @@ func New(o *Options) *Gate {
 	}
 	if opts.NewID == nil {
 		opts.NewID = ids.New
+	}
+	if opts.Validators == nil {
+		opts.Validators = &Validators{}
 	}
 	return &Gate{opts: opts}
 }
@@ -200,26 +204,7 @@ type Allowed struct {
 	Approved *Approval `json:"approved,omitempty"`
 }
 
-// cachedValidator is a tool's validator and the schema it was built from.
-type cachedValidator struct {
-	schema *jsonschema.Schema
-	v      *argcheck.Validator
-}
-
-// validator returns the cached schema validator of t. The cache holds one
-// entry per tool name, rebuilt when the tool's schema changes. A tool with a
-// schema that does not compile is validated as any JSON object, and the
-// gate logs that once per schema.
+// validator returns t's validator from the gate's [Validators].
 func (g *Gate) validator(t tool.Tool) *argcheck.Validator {
-	spec := t.Spec()
-	if c, ok := g.validators.Load(spec.Name); ok && c.(cachedValidator).schema == spec.InputSchema {
-		return c.(cachedValidator).v
-	}
-	v, err := argcheck.New(spec.InputSchema)
-	if err != nil {
-		g.opts.Logger.Warn("tool has an invalid input schema; arguments are only checked to be an object", "tool", spec.Name, "error", err)
-		v, _ = argcheck.New(nil)
-	}
-	g.validators.Store(spec.Name, cachedValidator{spec.InputSchema, v})
-	return v
+	return g.opts.Validators.of(t, g.opts.Logger)
 }

@@ -190,11 +190,21 @@ func serverField(name, field string) string {
 // nested deeper than 16 levels. The file system's errors are returned as
 // they are.
 func Load(path string) (*Config, error) {
-	data, err := configread.ReadFile(path, configLimits)
+	data, err := ReadConfig(path)
 	if err != nil {
 		return nil, err
 	}
-	return parse(path, data)
+	return Parse(path, data)
+}
+
+// ReadConfig reads the regular file at path within the size limit of an
+// mcp.json file (1 MiB), as [Load] does: a file past it, or not a regular
+// file, is a *[configfile.Problem] naming the file; the file system's
+// errors are returned as they are. A caller that keeps what it parsed
+// under the content's hash reads the file once with it and parses those
+// bytes with [Parse].
+func ReadConfig(path string) ([]byte, error) {
+	return configread.ReadFile(path, configLimits)
 }
 
 // Limits of an mcp.json file, checked before it is parsed.
@@ -205,8 +215,10 @@ const (
 
 var configLimits = docbound.Limits{MaxBytes: maxConfigSize, MaxDepth: maxConfigDepth}
 
-// parse is [Load] of data, the content of the mcp.json file named file.
-func parse(file string, data []byte) (*Config, error) {
+// Parse is [Load] of data, the content of the mcp.json file named file
+// (the name is used in errors, and relative "cwd" values resolve against
+// its directory): the same checks and the same errors.
+func Parse(file string, data []byte) (*Config, error) {
 	if be, ok := errors.AsType[*docbound.Error](docbound.CheckJSON(file, data, configLimits)); ok {
 		return nil, configread.Errorf(file, configread.Pos{Line: be.Line, Col: be.Col}, "", "%s", be.Message)
 	}

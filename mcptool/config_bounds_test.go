@@ -12,7 +12,7 @@ import (
 // place (which would block a plain read) are refused with the file's name.
 func TestConfigLimits(t *testing.T) {
 	deep := `{"mcpServers": {"s": {"command": "x", "args": ` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}}}`
-	if _, err := parse("m.json", []byte(deep)); err == nil || err.Error() != "m.json:1:60: nested deeper than 16 levels" {
+	if _, err := Parse("m.json", []byte(deep)); err == nil || err.Error() != "m.json:1:60: nested deeper than 16 levels" {
 		t.Errorf("deep: %v", err)
 	}
 	dir := t.TempDir()

@@ -35,7 +35,7 @@ func TestParse(t *testing.T) {
     }
   }
 }`
-	cfg, err := parse(file, []byte(src))
+	cfg, err := Parse(file, []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseOAuth(t *testing.T) {
-	cfg, err := parse("mcp.json", []byte(`{"mcpServers": {"docs": {"url": "https://h/mcp",
+	cfg, err := Parse("mcp.json", []byte(`{"mcpServers": {"docs": {"url": "https://h/mcp",
 	  "oauth": {"clientId": "tollgate-cli", "clientSecret": "${DOCS_SECRET}", "clientMetadataUrl": "https://tollgate.example/client.json", "scopes": ["read"]}}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestParseOAuth(t *testing.T) {
 }
 
 func TestParseSandbox(t *testing.T) {
-	cfg, err := parse("/etc/tg/mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "sandbox": "read-only", "sandboxRead": ["node_modules", "/opt/x"], "sandboxConnect": [443]}}}`))
+	cfg, err := Parse("/etc/tg/mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "sandbox": "read-only", "sandboxRead": ["node_modules", "/opt/x"], "sandboxConnect": [443]}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestParseErrors(t *testing.T) {
 		{"oauth metadata url", `{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"clientMetadataUrl": "http://c/x.json"}}}}`, `mcp.json:1:55: mcpServers.a.oauth: clientMetadataUrl "http://c/x.json": want an https URL with a path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := parse("mcp.json", []byte(tc.src))
+			cfg, err := Parse("mcp.json", []byte(tc.src))
 			if err == nil {
 				t.Fatalf("Parse = %+v, want error %q", cfg, tc.want)
 			}
@@ -211,7 +211,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{"mcpServers": {"a": {"url": "https://h/mcp", "oauth": {"clientId": "c", "clientSecret": "${S}", "clientMetadataUrl": "https://c/m.json", "scopes": ["r"]}}}}`)
 	f.Add(`{"mcpServers": {"a": {"command": "x", "command": "y"}}}`)
 	f.Fuzz(func(t *testing.T, src string) {
-		cfg, err := parse("f.json", []byte(src))
+		cfg, err := Parse("f.json", []byte(src))
 		if err != nil {
 			var ce *configfile.Problem
 			if !errors.As(err, &ce) {

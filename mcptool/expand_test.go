@@ -61,7 +61,7 @@ func TestExpandArgsAndCwd(t *testing.T) {
   "unset":  {"command": ` + quote(self) + `, "args": ["ok", "${NOPE}"], "env": {"MCPTOOL_TEST_HELPER": "where"}},
   "badcwd": {"command": ` + quote(self) + `, "cwd": "${NOPE}", "env": {"MCPTOOL_TEST_HELPER": "where"}}
 }}`
-	cfg, err := parse(filepath.Join(dir, "mcp.json"), []byte(src))
+	cfg, err := Parse(filepath.Join(dir, "mcp.json"), []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +99,10 @@ func TestExpandArgsAndCwdErrors(t *testing.T) {
 		{`{"mcpServers": {"a": {"command": "x", "cwd": "${DIR"}}}`,
 			`mcp.json:1:46: mcpServers.a.cwd: unterminated "${"`},
 	} {
-		_, err := parse("mcp.json", []byte(tc.src))
+		_, err := Parse("mcp.json", []byte(tc.src))
 		var ce *configfile.Problem
 		if !errors.As(err, &ce) || err.Error() != tc.want {
-			t.Errorf("parse(%s)\n got %v\nwant %s", tc.src, err, tc.want)
+			t.Errorf("Parse(%s)\n got %v\nwant %s", tc.src, err, tc.want)
 		}
 	}
 	for field, sc := range map[string]*ServerConfig{

@@ -7,6 +7,3 @@ func NpmServer(t *testing.T, pkg string) (node, entry string) {
 	t.Helper()
 	return npmServer(t, pkg)
 }
-
-// Parse exposes parse to the tests of package mcptool_test.
-var Parse = parse

@@ -26,8 +26,10 @@ func (d *driver) end(ctx context.Context, res *agent.Result, runErr error) error
 		return errors.Join(runErr, err)
 	}
 	var serr error
-	if _, err := d.h.store.UpdateRun(ctx, d.run.ID, u); err != nil {
+	if run, err := d.h.store.UpdateRun(ctx, d.run.ID, u); err != nil {
 		serr = fmt.Errorf("runs: storing the end of run %s: %w", d.run.ID, err)
+	} else if d.drv.Ended != nil {
+		d.drv.Ended(run)
 	}
 	if d.built.OnStop != nil {
 		d.built.OnStop(ctx, d.run.ID, status)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,8 +23,8 @@ import (
 // status stays running, the lease is released at once, a run.released event
 // is stored, and another host takes it over from the latest checkpoint
 // without waiting for a lease to expire; the call the stop cut short runs
-// again there. Created reports the stored run
-// before the first turn.
+// again there. Created reports the stored run before the first turn;
+// Ended, the run as its end stored it, and not for the released part.
 func TestStopReleasesRun(t *testing.T) {
 	ctx := context.Background()
 	started := make(chan struct{}, 1)
@@ -54,7 +55,8 @@ func TestStopReleasesRun(t *testing.T) {
 	var created store.Run
 	errc := make(chan error, 1)
 	go func() {
-		_, err := h.Start(runCtx, runs.StartRequest{RunID: "run_s", Config: testConfig(t), Prompt: "go", Created: func(r store.Run) { created = r }})
+		_, err := h.Start(runCtx, runs.StartRequest{RunID: "run_s", Config: testConfig(t), Prompt: "go", Created: func(r store.Run) { created = r },
+			Drive: runs.Drive{Ended: func(r store.Run) { t.Errorf("Ended called for a released part: %s", r.Status) }}})
 		errc <- err
 	}()
 	<-started
@@ -77,9 +79,13 @@ func TestStopReleasesRun(t *testing.T) {
 	// Another host takes it over at once (the lease is gone) and finishes it.
 	first = false
 	h2 := newHost(t, s, b, "host-b", time.Hour)
-	res, err := h2.Resume(ctx, runs.ResumeRequest{RunID: "run_s"})
+	var ended []store.Run
+	res, err := h2.Resume(ctx, runs.ResumeRequest{RunID: "run_s", Drive: runs.Drive{Ended: func(r store.Run) { ended = append(ended, r) }}})
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("takeover: %+v %v", res, err)
+	}
+	if stored, _ := s.GetRun(ctx, "run_s"); len(ended) != 1 || !reflect.DeepEqual(ended[0], stored) {
+		t.Fatalf("Ended saw %d runs (%+v); want once, the run as stored: %+v", len(ended), ended, stored)
 	}
 	if doneFirst.Count() != 1 {
 		t.Fatalf("the call finished before the stop ran %d times, want 1", doneFirst.Count())

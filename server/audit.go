@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/internal/layer"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/internal/statecalls"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -134,8 +135,8 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, p Principal) {
 // events (the latest 1,000); calls still pending are left out.
 func (s *Server) auditEntries(ctx context.Context, run store.Run) []serverapi.AuditEntry {
 	var v struct {
-		ToolCalls []gate.Record        `json:"toolCalls"`
-		Batch     inBatch[gate.Record] `json:"batch"`
+		ToolCalls []gate.Record                  `json:"toolCalls"`
+		Batch     []statecalls.Call[gate.Record] `json:"batch"`
 	}
 	src := run.State
 	if run.Status.Finished() || len(src) == 0 {
@@ -151,7 +152,7 @@ func (s *Server) auditEntries(ctx context.Context, run store.Run) []serverapi.Au
 	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
 		return nil
 	}
-	v.ToolCalls = v.Batch.finished(v.ToolCalls)
+	v.ToolCalls = statecalls.Append(v.ToolCalls, v.Batch)
 	source := summary(run).Source
 	path, pol := s.runPolicy(run)
 	served := ""

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/internal/statecalls"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -22,9 +23,9 @@ const (
 
 // runState is the part of a stored agent state a card reads.
 type runState struct {
-	Messages  []model.Message   `json:"messages"`
-	ToolCalls []cardCall        `json:"toolCalls"`
-	Batch     inBatch[cardCall] `json:"batch"`
+	Messages  []model.Message             `json:"messages"`
+	ToolCalls []cardCall                  `json:"toolCalls"`
+	Batch     []statecalls.Call[cardCall] `json:"batch"`
 }
 
 // cardCall is the part of a tool call's record a card reads.
@@ -56,7 +57,7 @@ func runContext(a store.Approval, run *store.Run) *serverapi.RunContext {
 	if len(run.State) == 0 || json.Unmarshal(run.State, &st) != nil {
 		return c
 	}
-	st.ToolCalls = st.Batch.finished(st.ToolCalls)
+	st.ToolCalls = statecalls.Append(st.ToolCalls, st.Batch)
 	for _, m := range st.Messages {
 		if m.Role == model.RoleUser && c.Prompt == "" {
 			c.Prompt = clip(m.Content)

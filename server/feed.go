@@ -53,8 +53,9 @@ func (f *feed) publish(evs []store.Event) {
 		return
 	}
 	// Encoded before the lock: the streams read the feed under it.
-	frames := make([][]byte, len(evs))
+	var frames [][]byte
 	if f.sse.Load() > 0 {
+		frames = make([][]byte, len(evs))
 		for i, ev := range evs {
 			frames[i], _ = sseFrame(ev)
 		}
@@ -65,7 +66,13 @@ func (f *feed) publish(evs []store.Event) {
 		return
 	}
 	f.events = append(f.events, evs...)
-	f.frames = append(f.frames, frames...)
+	if frames == nil { // nils, in place once there is room
+		n := len(f.frames)
+		f.frames = slices.Grow(f.frames, len(evs))[:n+len(evs)]
+		clear(f.frames[n:])
+	} else {
+		f.frames = append(f.frames, frames...)
+	}
 	f.last = evs[len(evs)-1].Seq
 	// Trimmed back to size once it holds twice that: trimming to size at
 	// every publish moved every event kept (8,192 of them) each time.

@@ -211,3 +211,26 @@ func TestStreamWritesInBoundedPieces(t *testing.T) {
 		t.Fatalf("%d events of about 1.1 KB in %d writes, want 300 in at least %d", n, writes, want)
 	}
 }
+
+// With no SSE stream open a publish allocates nothing for the frames it
+// does not encode (the new channel that wakes the streams is its one
+// allocation).
+func TestFeedPublishAllocatesNoFramesUnwatched(t *testing.T) {
+	f := newFeed(1 << 12)
+	f.start(0)
+	seq := int64(0)
+	evs := make([]store.Event, 7)
+	publish := func() {
+		for i := range evs {
+			seq++
+			evs[i] = store.Event{Seq: seq, Tenant: "a", Type: "x"}
+		}
+		f.publish(evs)
+	}
+	for range 2 << 12 / 7 { // grown to its size, and trimmed once
+		publish()
+	}
+	if allocs := testing.AllocsPerRun(100, publish); allocs > 1 {
+		t.Fatalf("a publish with no stream open made %.1f allocations, want 1 (the wake-up channel)", allocs)
+	}
+}

@@ -163,7 +163,7 @@ func (s *Server) gateAnswer(w http.ResponseWriter, r *http.Request, p Principal)
 		release, ok := s.gate.polls.take(p)
 		if !ok {
 			w.Header().Set("Retry-After", "10")
-			problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many waits on asks open (at most %d per token, %d in all); let one end or retry later", s.gate.polls.perPrincipal, s.gate.polls.max))
+			problemf(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many waits on asks open (at most %d per token, %d per tenant, %d in all); let one end or retry later", s.gate.polls.perPrincipal, s.gate.polls.perTenant, s.gate.polls.max))
 			return
 		}
 		defer release()

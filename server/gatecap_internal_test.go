@@ -33,3 +33,33 @@ func TestGateLedgerReadsTheStoreAtMostOnceASecond(t *testing.T) {
 		t.Fatalf("a second later: %v after %d reads, want refused after a second look", err, reads)
 	}
 }
+
+// The gate's long polls are capped per tenant too: one tenant's tokens
+// together hold at most maxGatePollsPerTenant places, so that a tenant
+// with many tokens cannot take the server's 4,096 from the others; a
+// place given back is free again.
+func TestGatePollsPerTenantAreCapped(t *testing.T) {
+	polls := &newGatewayRuns(nil, "").polls
+	var held []func()
+	for i := range maxGatePollsPerTenant {
+		p := Principal{Tenant: "acme", Name: fmt.Sprint("agent", i/maxGatePollsPerPrincipal)}
+		release, ok := polls.take(p)
+		if !ok {
+			t.Fatalf("place %d of acme refused", i)
+		}
+		held = append(held, release)
+	}
+	fresh := Principal{Tenant: "acme", Name: "another-token"}
+	if _, ok := polls.take(fresh); ok {
+		t.Fatalf("acme's token %q got a place past the tenant's %d", fresh.Name, maxGatePollsPerTenant)
+	}
+	if release, ok := polls.take(Principal{Tenant: "globex", Name: "agent0"}); !ok {
+		t.Fatal("globex refused while only acme is at its cap")
+	} else {
+		release()
+	}
+	held[0]()
+	if _, ok := polls.take(fresh); !ok {
+		t.Fatal("acme refused once one of its places was given back")
+	}
+}

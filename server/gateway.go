@@ -63,10 +63,11 @@ type gatewayRuns struct {
 	polls streamSlots
 }
 
-// Caps of the long polls of external gateways at once: per token (one
-// for each ask its sessions may have pending), and in all.
+// Caps of the long polls of external gateways at once: per token and per
+// tenant (one for each ask its sessions may have pending), and in all.
 const (
 	maxGatePollsPerPrincipal = maxGatePendingPerPrincipal
+	maxGatePollsPerTenant    = maxGatePendingPerTenant
 	maxGatePolls             = 4096
 )
 
@@ -101,7 +102,7 @@ func (g *gatewayRuns) askedFor(runID, callID string) (string, bool) {
 
 func newGatewayRuns(s *Server, pageURL string) *gatewayRuns {
 	return &gatewayRuns{cc: &claudeCode{s: s, source: gate.SourceMCP, runs: map[string]*sync.Mutex{}}, pageURL: pageURL,
-		polls: streamSlots{max: maxGatePolls, perPrincipal: maxGatePollsPerPrincipal, open: map[string]int{}}}
+		polls: streamSlots{max: maxGatePolls, perPrincipal: maxGatePollsPerPrincipal, perTenant: maxGatePollsPerTenant, open: map[string]int{}}}
 }
 
 // mountGateway builds the gateway of o and serves it at /mcp.

@@ -20,10 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/internal/mcplogin"
 	"github.com/tollgate-dev/tollgate/internal/mcptoken"
-	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/mcptool"
-	"github.com/tollgate-dev/tollgate/runs"
 )
 
 // MCPLoginOptions configures the tenants' OAuth logins to the MCP servers
@@ -96,44 +94,46 @@ type mcpLogins struct {
 	files mcpFiles
 }
 
-// mcpFiles keeps each MCP servers file as last loaded, keyed by its pin
-// (the SHA-256 of its content, runcore.PinFiles): a file is parsed again
-// only once it changed. The paths are the served agents' (the server's
-// configuration), so the cache is bounded by it.
+// mcpFiles keeps each MCP servers file as last loaded, keyed by the
+// SHA-256 of its content: a file is parsed again only once it changed. The
+// paths are the served agents' (the server's configuration), so the cache
+// is bounded by it.
 type mcpFiles struct {
 	mu sync.Mutex
 	m  map[string]mcpFile
 }
 
-// mcpFile is one file of mcpFiles: its pin and what loading it gave.
+// mcpFile is one file of mcpFiles: the hash of its content and what
+// parsing that content gave.
 type mcpFile struct {
-	sha256 string
+	sha256 [sha256.Size]byte
 	cfg    *mcptool.Config
 	err    error
 }
 
-// loadMCP loads an MCP servers file (a variable for tests that count).
-var loadMCP = mcptool.Load
+// parseMCP parses the content of an MCP servers file (a variable for tests
+// that count or watch what it parses).
+var parseMCP = mcptool.Parse
 
 // load returns the configuration in the file path, parsed again only when
-// its content's pin changed. The configuration returned is shared: read
-// it only.
+// its content changed. The file is read once (within mcp.json's size
+// limit, mcptool.ReadConfig), and the bytes hashed are the bytes parsed,
+// so that what is kept under a hash is always that content's: reading it
+// again to parse could see a newer content than the one hashed. The
+// configuration returned is shared: read it only.
 func (fs *mcpFiles) load(path string) (*mcptool.Config, error) {
-	pinned, err := runcore.PinFiles(runs.RunConfig{AgentConfig: runs.AgentConfig{MCPFiles: []string{path}}})
+	data, err := mcptool.ReadConfig(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(pinned.Pins) != 1 || pinned.Pins[0].Absent {
-		return nil, fmt.Errorf("%s: no such file", path)
-	}
-	sum := pinned.Pins[0].SHA256
+	sum := sha256.Sum256(data)
 	fs.mu.Lock()
 	f, ok := fs.m[path]
 	fs.mu.Unlock()
 	if ok && f.sha256 == sum {
 		return f.cfg, f.err
 	}
-	cfg, err := loadMCP(path)
+	cfg, err := parseMCP(path, data)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.m == nil {

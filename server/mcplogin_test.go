@@ -262,33 +262,7 @@ func TestMCPLoginsListReadsAFileOnceItChanged(t *testing.T) {
 		}
 	}
 	write(`"docs": {"url": "http://127.0.0.1:1/mcp"}`)
-	cfg := payerConfig(t)
-	cfg.MCPFiles = []string{mcpFile}
-	srv, err := server.New(memory.New(nil), &testBuilder{m: transferScript()}, &server.Options{
-		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t).Lookup,
-		MCPLogins: &server.MCPLoginOptions{Dir: filepath.Join(dir, "logins"), RedirectURL: "http://127.0.0.1:1/v1/mcp/oauth/callback"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	list := func() []string {
-		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/mcp/logins", nil)
-		req.Header.Set("Authorization", "Bearer "+aliceToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var views []serverapi.MCPLoginView
-		_ = json.NewDecoder(resp.Body).Decode(&views)
-		var names []string
-		for _, v := range views {
-			names = append(names, v.Server)
-		}
-		return names
-	}
+	list := mcpLoginsLister(t, mcpFile)
 	before := count()
 	for range 3 {
 		if got := list(); len(got) != 1 || got[0] != "docs" {
@@ -304,5 +278,72 @@ func TestMCPLoginsListReadsAFileOnceItChanged(t *testing.T) {
 	}
 	if n := count() - before; n != 2 {
 		t.Errorf("the file was parsed %d times, want twice (once more after it changed)", n)
+	}
+}
+
+// A file rewritten between its read and its parse is kept under the hash
+// of the content parsed: the content read once is hashed and parsed. It
+// was hashed by one read (runcore.PinFiles) and parsed after another
+// (mcptool.Load), so that the newer content's servers were kept under the
+// older content's hash, and listed once the file held the older content
+// again.
+func TestMCPLoginsListKeepsAFileUnderTheHashOfWhatItParsed(t *testing.T) {
+	dir := t.TempDir()
+	mcpFile := filepath.Join(dir, "mcp.json")
+	older := []byte(`{"mcpServers": {"docs": {"url": "http://127.0.0.1:1/mcp"}}}`)
+	newer := []byte(`{"mcpServers": {"docs": {"url": "http://127.0.0.1:1/mcp"}, "wiki": {"url": "http://127.0.0.1:2/mcp"}}}`)
+	write := func(content []byte) {
+		if err := os.WriteFile(mcpFile, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(older)
+	list := mcpLoginsLister(t, mcpFile)
+	restore := server.BeforeMCPParse(func(string) { write(newer) })
+	got := list()
+	restore()
+	if len(got) != 1 || got[0] != "docs" {
+		t.Errorf("logins of the file read before it was rewritten: %q, want docs alone", got)
+	}
+	write(older)
+	if got := list(); len(got) != 1 || got[0] != "docs" {
+		t.Errorf("logins once the file holds its older content again: %q, want docs alone", got)
+	}
+	write(newer)
+	if got := list(); len(got) != 2 || got[1] != "wiki" {
+		t.Errorf("logins of the rewritten file: %q, want docs and wiki", got)
+	}
+}
+
+// mcpLoginsLister serves one agent whose MCP servers file is mcpFile, and
+// returns what lists the names of its servers by GET /v1/mcp/logins.
+func mcpLoginsLister(t *testing.T, mcpFile string) (list func() []string) {
+	t.Helper()
+	cfg := payerConfig(t)
+	cfg.MCPFiles = []string{mcpFile}
+	srv, err := server.New(memory.New(nil), &testBuilder{m: transferScript()}, &server.Options{
+		Agents: map[string]runs.RunConfig{"docs-agent": cfg}, Tokens: testTokens(t).Lookup,
+		MCPLogins: &server.MCPLoginOptions{Dir: filepath.Join(t.TempDir(), "logins"), RedirectURL: "http://127.0.0.1:1/v1/mcp/oauth/callback"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return func() []string {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/mcp/logins", nil)
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var views []serverapi.MCPLoginView
+		_ = json.NewDecoder(resp.Body).Decode(&views)
+		var names []string
+		for _, v := range views {
+			names = append(names, v.Server)
+		}
+		return names
 	}
 }

@@ -130,8 +130,12 @@ func (s *Server) streamAuth(h principalHandler) http.HandlerFunc {
 type streamSlots struct {
 	mu                sync.Mutex
 	max, perPrincipal int
-	total             int
-	open              map[string]int // by tenant and name
+	// perTenant, if positive, caps the places of one tenant's principals
+	// together, so that one tenant's many tokens cannot take them all.
+	perTenant int
+	total     int
+	open      map[string]int // by tenant and name
+	tenants   map[string]int // by tenant, when perTenant is set
 }
 
 // take reserves a stream for p; release gives it back.
@@ -139,17 +143,28 @@ func (t *streamSlots) take(p Principal) (release func(), ok bool) {
 	key := principalKey(p)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.total >= t.max || t.open[key] >= t.perPrincipal {
+	if t.total >= t.max || t.open[key] >= t.perPrincipal || (t.perTenant > 0 && t.tenants[p.Tenant] >= t.perTenant) {
 		return nil, false
 	}
 	t.total++
 	t.open[key]++
+	if t.perTenant > 0 {
+		if t.tenants == nil {
+			t.tenants = map[string]int{}
+		}
+		t.tenants[p.Tenant]++
+	}
 	return func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		t.total--
 		if t.open[key]--; t.open[key] == 0 {
 			delete(t.open, key)
+		}
+		if t.perTenant > 0 {
+			if t.tenants[p.Tenant]--; t.tenants[p.Tenant] == 0 {
+				delete(t.tenants, p.Tenant)
+			}
 		}
 	}, true
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bounded"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
+	"github.com/tollgate-dev/tollgate/internal/statecalls"
 	"github.com/tollgate-dev/tollgate/runs"
 	"github.com/tollgate-dev/tollgate/store"
 )
@@ -88,12 +89,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		return
 	}
 	created := make(chan store.Run, 1)
+	stored := make(chan store.Run, 1) // the run as its end stored it
 	failed := make(chan error, 1)
 	started, full := s.driveCapped(id, p.Tenant, true, func(ctx context.Context) error {
 		_, err := s.host.Start(withRun(ctx, p.Tenant, id), runs.StartRequest{
 			RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt,
 			Created: func(run store.Run) { created <- run },
-			Drive:   runs.Drive{OnEvent: s.runEvents(id)},
+			Drive:   runs.Drive{OnEvent: s.runEvents(id), Ended: func(run store.Run) { stored <- run }},
 		})
 		failed <- err
 		return err
@@ -112,7 +114,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 	select {
 	case run := <-created:
 		if wait > 0 {
-			run = s.awaitPart(r.Context(), run, failed, wait)
+			run = s.awaitPart(r.Context(), run, failed, stored, wait)
 		}
 		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
 		s.writeRun(w, r, http.StatusCreated, run)
@@ -120,7 +122,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		select {
 		case run := <-created: // stored, and already ended or halted
 			if wait > 0 {
-				run = s.awaitPart(r.Context(), run, failed, 0) // as it ended
+				run = s.awaitPart(r.Context(), run, failed, stored, 0) // as it ended
 			}
 			w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
 			s.writeRun(w, r, http.StatusCreated, run)
@@ -258,14 +260,14 @@ func (s *Server) runView(ctx context.Context, run store.Run) (serverapi.RunView,
 		v.Text, v.Reason = res.Text, res.Reason
 	}
 	var st struct {
-		Messages  json.RawMessage          `json:"messages"`
-		ToolCalls json.RawMessage          `json:"toolCalls"`
-		Batch     inBatch[json.RawMessage] `json:"batch"`
+		Messages  json.RawMessage                    `json:"messages"`
+		ToolCalls json.RawMessage                    `json:"toolCalls"`
+		Batch     []statecalls.Call[json.RawMessage] `json:"batch"`
 	}
 	if !run.Status.Finished() && len(run.State) > 0 {
 		_ = json.Unmarshal(run.State, &st)
 		res.Transcript, res.ToolCalls = st.Messages, st.ToolCalls
-		if batch := st.Batch.finished(nil); len(batch) > 0 {
+		if batch := statecalls.Append(nil, st.Batch); len(batch) > 0 {
 			// The turn in progress's finished calls join the others:
 			// re-encoded only then (most reads have none).
 			var calls []json.RawMessage

@@ -47,8 +47,10 @@ func settled(st store.RunStatus) bool { return st.Finished() || st == store.RunP
 
 // awaitPart waits up to d for the part of run that this server drives to
 // end (ended is sent to when it has; d zero: it has, and was received),
-// and returns the run as stored then; as it was when ctx ends first.
-func (s *Server) awaitPart(ctx context.Context, run store.Run, ended <-chan error, d time.Duration) store.Run {
+// and returns the run as its end stored it (sent to stored before ended,
+// when the end was stored), else as read from the store then; as it was
+// when ctx ends first.
+func (s *Server) awaitPart(ctx context.Context, run store.Run, ended <-chan error, stored <-chan store.Run, d time.Duration) store.Run {
 	if d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -58,6 +60,11 @@ func (s *Server) awaitPart(ctx context.Context, run store.Run, ended <-chan erro
 		case <-ctx.Done():
 			return run
 		}
+	}
+	select {
+	case got := <-stored:
+		return got
+	default:
 	}
 	if got, err := s.store.GetRun(ctx, run.ID); err == nil {
 		return got

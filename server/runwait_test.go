@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/server"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/sqlite"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -238,3 +240,38 @@ func TestDurableStartRunWaitEndsAtShutdown(t *testing.T) {
 
 // settledStatus reports whether a run in status st ended or halted.
 func settledStatus(st store.RunStatus) bool { return st.Finished() || st == store.RunPending }
+
+// A run this server drives answers its ?wait= with the run as its end
+// stored it: the POST reads it not again, and the answer is what a read
+// returns, from either store.
+func TestStartRunWaitReadsTheRunNotAgain(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "runs.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	for name, s := range map[string]store.Store{"memory": memory.New(nil), "sqlite": st} {
+		t.Run(name, func(t *testing.T) { startRunWaitReadsNotAgain(t, s) })
+	}
+}
+
+func startRunWaitReadsNotAgain(t *testing.T, s store.Store) {
+	c := &readCounter{Store: s}
+	f := newFixture(t, c, testkit.Script([]model.FuncCall{testkit.Call("c1", "lookup", nil)}), nil)
+	var v serverapi.RunView
+	if code := f.do("POST", "/v1/runs?wait=10s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "look"}, &v); code != http.StatusCreated || v.Status != store.RunDone {
+		t.Fatalf("POST /v1/runs?wait=10s: %d, status %s", code, v.Status)
+	}
+	if runs, _ := c.reset(); runs != 0 {
+		t.Errorf("the POST read the run %d times after its end; want none (the end's write returned it)", runs)
+	}
+	var read serverapi.RunView
+	if code := f.do("GET", "/v1/runs/"+v.ID, aliceToken, nil, &read); code != http.StatusOK {
+		t.Fatalf("GET: %d", code)
+	}
+	a, _ := json.Marshal(v)
+	b, _ := json.Marshal(read)
+	if string(a) != string(b) {
+		t.Errorf("the POST's answer and a read differ:\n%s\n%s", a, b)
+	}
+}

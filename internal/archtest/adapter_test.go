@@ -26,6 +26,7 @@ var adapterUses = map[[2]string]string{
 	{"mcpgateway", "mcptool"}:                   "the gateway serves the tools of mcptool's upstream servers",
 	{"mcpgateway", "telemetry"}:                 "the gateway's spans use telemetry's tracer",
 	{"server", "mcptool"}:                       "the server runs a tenant's MCP logins and keeps their tokens (mcptool)",
+	{"internal/serveconfig", "sandbox"}:         "server.yaml's hooksSandbox: is checked against the sandbox's modes (sandbox.ParseMode), the one list of them",
 }
 
 // adapterViolations returns every import in edges of an adapter by a

@@ -82,6 +82,23 @@ func TestCheckJSON(t *testing.T) {
 	}
 }
 
+// A document no longer than the depth limit is not scanned: it cannot nest
+// past it, and is refused only for its size. One byte longer is scanned.
+func TestCheckJSONShortDocuments(t *testing.T) {
+	l := Limits{MaxBytes: 64, MaxDepth: 4}
+	for _, src := range []string{"[[[[", "[[[]", `"[[["`} {
+		if err := CheckJSON("f", []byte(src), l); err != nil {
+			t.Errorf("%s within 4 levels: %v", src, err)
+		}
+	}
+	if err := CheckJSON("f", []byte("[[[[["), l); err == nil || err.Error() != "f:1:5: nested deeper than 4 levels" {
+		t.Errorf("[[[[[ with a limit of 4 levels: %v", err)
+	}
+	if err := CheckJSON("f", []byte("[[[]"), Limits{MaxBytes: 3, MaxDepth: 4}); err == nil || err.Error() != "f: the document is larger than 3 bytes" {
+		t.Errorf("4 bytes with a limit of 3: %v", err)
+	}
+}
+
 func TestReadSizeLimit(t *testing.T) {
 	if _, err := Read(strings.NewReader("12345"), "f", Limits{MaxBytes: 4}); !IsLimit(err) || err.Error() != "f: the document is larger than 4 bytes" {
 		t.Errorf("5 bytes with a limit of 4: %v", err)

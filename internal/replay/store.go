@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/approval"
 	"github.com/tollgate-dev/tollgate/gate"
+	"github.com/tollgate-dev/tollgate/internal/statecalls"
 	"github.com/tollgate-dev/tollgate/store"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -97,10 +98,8 @@ func requestHints(ctx context.Context, s store.Store, o Options) (map[[2]string]
 // turn in progress (its batch), as the agent's result lists them.
 func records(run store.Run) []gate.Record {
 	var v struct {
-		ToolCalls []gate.Record `json:"toolCalls"`
-		Batch     []struct {
-			Record *gate.Record `json:"record"`
-		} `json:"batch"`
+		ToolCalls []gate.Record                  `json:"toolCalls"`
+		Batch     []statecalls.Call[gate.Record] `json:"batch"`
 	}
 	src := run.State
 	if run.Status.Finished() || len(src) == 0 {
@@ -109,12 +108,7 @@ func records(run store.Run) []gate.Record {
 	if len(src) == 0 || json.Unmarshal(src, &v) != nil {
 		return nil
 	}
-	for _, b := range v.Batch {
-		if b.Record != nil {
-			v.ToolCalls = append(v.ToolCalls, *b.Record)
-		}
-	}
-	return v.ToolCalls
+	return statecalls.Append(v.ToolCalls, v.Batch)
 }
 
 // toolFinished is the type of the event that records a finished call

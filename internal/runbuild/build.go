@@ -63,6 +63,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tollgate-dev/tollgate/agent"
+	"github.com/tollgate-dev/tollgate/gate"
 	"github.com/tollgate-dev/tollgate/hooks"
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
@@ -247,7 +248,8 @@ func (b *Builder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Built, e
 		return nil, err
 	}
 	s := &setup{b: b, cfg: cfg, opts: &agent.Options{ID: cfg.Agent, Model: m, ModelName: name, SystemPrompt: cfg.System,
-		MaxTurns: cfg.MaxTurns, Hooks: &hooks.Hooks{}, Logger: b.opts.Logger}}
+		MaxTurns: cfg.MaxTurns, Hooks: &hooks.Hooks{}, Logger: b.opts.Logger,
+		Validators: &gate.Validators{}}} // shared by the runs of this build
 	if len(cfg.Deny) > 0 {
 		for _, g := range cfg.Deny {
 			if !glob.Valid(g) {

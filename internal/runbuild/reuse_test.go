@@ -177,3 +177,18 @@ func TestServedAgentToolStatePerRun(t *testing.T) {
 		}
 	}
 }
+
+// The runs of one build share its tools' argument validators: the host
+// makes an agent (and its gate) for each run from the build's options,
+// and each would otherwise resolve every tool's input schema again
+// (gate's TestGatesShareValidators shows the sharing).
+func TestBuildSharesValidatorsAcrossRuns(t *testing.T) {
+	built, err := runbuild.New(nil).Build(t.Context(), servedConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer built.Close()
+	if built.Options.Validators == nil {
+		t.Fatal("the build's options carry no Validators: every run resolves the tools' schemas again")
+	}
+}

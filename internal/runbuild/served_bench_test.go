@@ -45,15 +45,19 @@ const servedWatchers = 100
 // of servedRound runs under load. The agent is a script of two model turns
 // with one glob call. Drivers: inproc (agent.Run), host (a runs.Host on
 // its own SQLite store, the agent's options built once), served (a POST
-// /v1/runs?wait= that answers at the run's end), and watched (served,
-// with servedWatchers SSE streams of the tenant open on its server). Reported per driver: loaded runs/s, one-at-a-time ms/run,
-// and CPU ms/run (this process and its children); the ratios the server's
-// targets are stated in; watched-lag-p99-ms, from a run's end event's time
-// (set before it waits for the store's writer) to its arrival at a
-// watcher; watched-fanout-p99-ms, from the moment a reader of the store in
-// this process sees it to its arrival at a watcher (the server's part of
-// the lag); and watched-serial-lag-p99-ms, the first while the watched
-// server's runs go one at a time.
+// /v1/runs?wait= that answers at the run's end), watched (served, with
+// servedWatchers SSE streams of the tenant open on its server), and http
+// (served's round trip alone, answered at once: newBareHTTP). Reported per
+// driver: loaded runs/s, one-at-a-time ms/run, and CPU ms/run (this
+// process and its children); the ratios the server's targets are stated
+// in; served/host-bound and served/host-serial-bound, the most
+// served/host-runs/s can be and the least served/host-serial can be while
+// a run is an HTTP round trip on these cores; watched-lag-p99-ms, from a run's end
+// event's time (set before it waits for the store's writer) to its arrival
+// at a watcher; watched-fanout-p99-ms, from the moment a reader of the
+// store in this process sees it to its arrival at a watcher (the server's
+// part of the lag); and watched-serial-lag-p99-ms, the first while the
+// watched server's runs go one at a time.
 func BenchmarkServedVsInProcess(b *testing.B) {
 	cfg := servedConfig(b)
 	inproc, built := newInProcess(b, cfg)
@@ -63,7 +67,7 @@ func BenchmarkServedVsInProcess(b *testing.B) {
 	drivers := []struct {
 		name string
 		run  func() error
-	}{{"inproc", inproc}, {"host", host}, {"served", served}, {"watched", watched}}
+	}{{"inproc", inproc}, {"host", host}, {"served", served}, {"watched", watched}, {"http", newBareHTTP(b)}}
 	tput := map[string][]float64{}
 	serial := map[string][]float64{}
 	cpu := map[string][]float64{}
@@ -101,6 +105,10 @@ func BenchmarkServedVsInProcess(b *testing.B) {
 	b.ReportMetric(median(serial["served"])/median(serial["inproc"]), "served/inproc-serial")
 	b.ReportMetric(median(tput["served"])/median(tput["host"]), "served/host-runs/s")
 	b.ReportMetric(median(serial["served"])/median(serial["host"]), "served/host-serial")
+	// The most served can be of host while each run is one HTTP round
+	// trip on these cores: host's CPU a run over that plus a bare one's.
+	b.ReportMetric(median(cpu["host"])/(median(cpu["host"])+median(cpu["http"])), "served/host-bound")
+	b.ReportMetric((median(serial["host"])+median(serial["http"]))/median(serial["host"]), "served/host-serial-bound")
 	b.ReportMetric(median(tput["watched"])/median(tput["served"]), "watched/served-runs/s")
 	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.ms }), "watched-lag-p99-ms")
 	b.ReportMetric(lag.p99(func(l *lags) []float64 { return l.fanout }), "watched-fanout-p99-ms")
@@ -274,6 +282,46 @@ func newServed(b testing.TB, cfg runs.RunConfig, watchers int) (func() error, *l
 		}
 		return nil
 	}, l
+}
+
+// newBareHTTP returns a driver that makes the served driver's round trip
+// and nothing else: the same POST to a net/http server that answers, at
+// once, a served run's view (encoded as the server encodes it), which the
+// client decodes. Its CPU a run is the least HTTP adds to a run.
+func newBareHTTP(b testing.TB) func() error {
+	view := serverapi.RunView{RunSummary: serverapi.RunSummary{ID: "run_0123456789abcdef", Agent: "globber", Owner: "person:olga", Status: store.RunDone},
+		Text: "done", Transcript: json.RawMessage(`[{"role":"user","content":"go"},{"role":"assistant","toolCalls":[{"id":"call_1_1","name":"glob","arguments":{"pattern":"*.go"}}]},{"role":"tool","content":"f0.go\nf1.go\nf2.go\nf3.go\nf4.go\n","toolCallId":"call_1_1","name":"glob"},{"role":"assistant","content":"done"}]`),
+		ToolCalls: json.RawMessage(`[{"runId":"run_0123456789abcdef","source":"agent","id":"call_1_1","name":"glob","turn":1,"requestedArgs":{"pattern":"*.go"},"args":{"pattern":"*.go"},"requestedDigest":"sha256:2a556d1c874000577a2d88abb0617eba2e99c37cc70e806ffe32c7474ba84e9a","argsDigest":"sha256:2a556d1c874000577a2d88abb0617eba2e99c37cc70e806ffe32c7474ba84e9a","output":"f0.go\nf1.go\nf2.go\nf3.go\nf4.go\n","metadata":{"files":5,"truncated":false},"hints":{"readOnly":true,"destructive":false,"idempotent":true,"openWorld":false},"ran":true,"decision":{"outcome":"allowed","by":{"kind":"runtime","name":"default"},"votes":[{"source":{"kind":"runtime","name":"default"},"decision":"allow"}]},"started":"2026-12-02T05:22:10.256561275Z","duration":618918}]`),
+		Pending:   []serverapi.ApprovalView{}}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req serverapi.StartRunRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(view)
+	}))
+	b.Cleanup(ts.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: servedClients}}
+	return func() error {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/runs?wait=1m", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
+		req.Header.Set("Authorization", "Bearer tg_ops")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		var got serverapi.RunView
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || got.Status != store.RunDone {
+			return fmt.Errorf("bare POST: %d %v", resp.StatusCode, err)
+		}
+		return nil
+	}
 }
 
 // lags collects how long events took from the store to a watcher: ms from

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/glob"
 	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/runs"
+	"github.com/tollgate-dev/tollgate/sandbox"
 	"github.com/tollgate-dev/tollgate/server"
 )
 
@@ -716,11 +717,13 @@ func LoadTokens(path string) (*Tokens, error) {
 }
 
 // checkHooksSandbox adds a problem when mode, the hooksSandbox: of the
-// section named section, is not one of package sandbox's modes.
+// section named section, is set and not one of package sandbox's modes
+// (sandbox.ParseMode, whose error lists them).
 func checkHooksSandbox(ps *problems, section, mode string) {
-	switch mode {
-	case "", "workspace", "read-only", "off":
-	default:
-		ps.add("$."+section+".hooksSandbox", section+".hooksSandbox", "want workspace, read-only or off, got %q", mode)
+	if mode == "" {
+		return
+	}
+	if _, err := sandbox.ParseMode(mode); err != nil {
+		ps.add("$."+section+".hooksSandbox", section+".hooksSandbox", "%v", err)
 	}
 }

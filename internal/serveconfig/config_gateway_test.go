@@ -29,7 +29,7 @@ func TestLoadConfigGateway(t *testing.T) {
 		"gateway:\n  approvalTtl: soon\n":   ":2:16: gateway.approvalTtl: want a duration",
 		"gateway:\n  pageUrl: tg.example\n": ":2:12: gateway.pageUrl: want an http or https URL",
 		"gateway:\n  mpc: [m.json]\n":       ":2:3: ",
-		"gateway:\n  hooksSandbox: none\n":  ":2:17: gateway.hooksSandbox: want workspace, read-only or off",
+		"gateway:\n  hooksSandbox: none\n":  `:2:17: gateway.hooksSandbox: sandbox mode "none": want off, workspace or read-only`,
 	} {
 		p := writeFile(t, t.TempDir(), "server.yaml", body)
 		if _, err := serveconfig.LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) {

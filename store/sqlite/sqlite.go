@@ -322,18 +322,13 @@ func boundedOf(what func() string, n sql.NullString) (json.RawMessage, error) {
 	return json.RawMessage(n.String), nil
 }
 
-// checkStored checks the document doc against storedLimits; what names it
-// in the error, and is called only then. A document of at most
-// maxStoredDepth bytes cannot nest deeper, nor be too large, and is not
-// scanned: most events and approvals are that small, and each stream and
-// follower reads them.
+// checkStored checks the document doc against storedLimits
+// (bounded.CheckJSON, which does not scan a document too short to nest
+// past them); what names it in the error, and is called only then: most
+// events and approvals are small, and each stream and follower reads them.
 func checkStored(what func() string, doc string) error {
-	if len(doc) <= maxStoredDepth {
-		return nil
-	}
 	err := bounded.CheckJSON("", []byte(doc), storedLimits)
-	var e *bounded.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*bounded.Error](err); ok {
 		e.File = "sqlite: " + what()
 	}
 	return err
