@@ -33,12 +33,16 @@ func RunsCursorKind(f store.RunFilter) string {
 	return "runs"
 }
 
-// Now returns o.Now, or time.Now when o or o.Now is nil.
+// Now returns the clock of o (o.Now, or time.Now when o or o.Now is nil)
+// giving times in UTC without a monotonic reading: the times a store
+// returns from a write are then those a read of it returns (a SQLite or
+// PostgreSQL store reads its times back in UTC).
 func Now(o *store.Options) func() time.Time {
-	if o == nil || o.Now == nil {
-		return time.Now
+	now := time.Now
+	if o != nil && o.Now != nil {
+		now = o.Now
 	}
-	return o.Now
+	return func() time.Time { return now().UTC() }
 }
 
 // PageLimit returns the page size a filter's limit asks for ([DefaultLimit]

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		fn   func(t *testing.T, s store.Store, c *clock)
 	}{
 		{"RunLifecycle", testRunLifecycle},
+		{"WritesReturnWhatReadsReturn", testWritesReturnWhatReadsReturn},
 		{"ApprovalsStoredWithRun", testApprovalsStoredWithRun},
 		{"CreateIsAtomic", testCreateIsAtomic},
 		{"SameRequestIDInTwoRuns", testSameRequestIDInTwoRuns},
@@ -76,7 +78,9 @@ func Run(t *testing.T, newStore NewFunc) {
 	}
 	for _, tt := range append(append(tests, hostTests...), layerTests...) {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)}
+			// A zone other than UTC: a store gives back every time in UTC, from a
+			// write as from a read.
+			c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.FixedZone("EST", -5*3600))}
 			s := newStore(t, &store.Options{Now: c.Now})
 			t.Cleanup(func() {
 				if err := s.Close(); err != nil {
@@ -147,6 +151,29 @@ func newRun(id string) store.Run {
 		Result: json.RawMessage(`{"status":"pending"}`),
 		Config: json.RawMessage(`{"args":["run","--policy","p.yaml"]}`),
 	}
+}
+
+// A write returns the run exactly as a read of it returns it (times in
+// UTC, with no monotonic reading, whatever the clock's zone): a host that
+// answers with a run its write returned answers what a read would.
+func testWritesReturnWhatReadsReturn(t *testing.T, s store.Store, c *clock) {
+	same := func(what string, wrote store.Run) {
+		t.Helper()
+		read, err := s.GetRun(ctx, wrote.ID)
+		check(t, err, "GetRun after "+what)
+		if !reflect.DeepEqual(wrote, read) {
+			t.Fatalf("%s returned a run other than a read returns:\nwrote %#v\nread  %#v", what, wrote, read)
+		}
+	}
+	r := newRun("run_1")
+	r.Status = store.RunRunning
+	created, err := s.CreateRun(ctx, store.CreateRunRequest{Run: r, Events: []store.Event{{Type: "run.started"}}})
+	check(t, err, "CreateRun")
+	same("CreateRun", created)
+	c.Advance(time.Second)
+	updated, err := s.UpdateRun(ctx, "run_1", store.RunUpdate{Status: store.RunDone, Result: json.RawMessage(`{"text":"done"}`), Events: []store.Event{{Type: "run.finished"}}})
+	check(t, err, "UpdateRun")
+	same("UpdateRun", updated)
 }
 
 func testRunLifecycle(t *testing.T, s store.Store, c *clock) {
