@@ -12,8 +12,10 @@ import (
 // Validators caches tools' argument validators (step 2 of seed 002's
 // pipeline: a call's arguments checked against its tool's input schema):
 // one entry per tool name, its schema resolved once and again only when
-// the tool's schema changes. A tool whose schema does not resolve is
-// validated as any JSON object, logged once per schema. Gates given one
+// the tool returns another schema (a new [tool.Spec].InputSchema; a schema
+// is not changed in place). A tool whose schema does not resolve is
+// validated as any JSON object, logged once per schema and cache (by the
+// gate that first resolved it). Gates given one
 // Validators ([Options].Validators) share it: a host that makes a gate
 // for each run of one agent resolves each schema once, not once a run.
 // The zero value is ready to use; it is safe for concurrent use.

@@ -23,7 +23,7 @@ type Drive struct {
 	// Ended, if set, is called once the part's end is stored (the run
 	// ended, or halted for an answer), before Start or Resume returns, with
 	// the run as that write stored it: a host that answers with the run
-	// needs not read it again. It is not called when the end was not
+	// need not read it again. It is not called when the end was not
 	// stored, nor for a part a stopping host released.
 	Ended func(store.Run)
 }

@@ -95,7 +95,12 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) {
 		_, err := s.host.Start(withRun(ctx, p.Tenant, id), runs.StartRequest{
 			RunID: id, Tenant: p.Tenant, Owner: owner, Config: cfg, Prompt: req.Prompt,
 			Created: func(run store.Run) { created <- run },
-			Drive:   runs.Drive{OnEvent: s.runEvents(id), Ended: func(run store.Run) { stored <- run }},
+			Drive: runs.Drive{OnEvent: s.runEvents(id), Ended: func(run store.Run) {
+				select {
+				case stored <- run: // once; never a wait of the run's goroutine
+				default:
+				}
+			}},
 		})
 		failed <- err
 		return err

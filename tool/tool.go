@@ -64,7 +64,9 @@ type Spec struct {
 	// Description tells the model what the tool does.
 	Description string `json:"description,omitempty"`
 	// InputSchema is the JSON Schema of the call's arguments (an object schema).
-	// Nil means "any JSON object".
+	// Nil means "any JSON object". A schema is not changed once a tool
+	// returns it: a tool whose schema changes returns a new one (gates
+	// cache what they resolve from it by its address: gate.Validators).
 	InputSchema *jsonschema.Schema `json:"inputSchema,omitempty"`
 	// Hints are advisory; nil means unknown, which gates treat as mutating.
 	Hints *Hints `json:"hints,omitempty"`

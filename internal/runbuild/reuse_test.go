@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/agent"
 	"github.com/tollgate-dev/tollgate/internal/runbuild"
+	"github.com/tollgate-dev/tollgate/internal/runcore"
 	"github.com/tollgate-dev/tollgate/internal/serveconfig"
 	"github.com/tollgate-dev/tollgate/internal/serverapi"
 	"github.com/tollgate-dev/tollgate/runs"
@@ -179,16 +180,25 @@ func TestServedAgentToolStatePerRun(t *testing.T) {
 }
 
 // The runs of one build share its tools' argument validators: the host
-// makes an agent (and its gate) for each run from the build's options,
-// and each would otherwise resolve every tool's input schema again
-// (gate's TestGatesShareValidators shows the sharing).
+// makes an agent (and its gate) for each run from the build's options as
+// the build cache shares them, and each would otherwise resolve every
+// tool's input schema again (gate's TestGatesShareValidators shows the
+// sharing).
 func TestBuildSharesValidatorsAcrossRuns(t *testing.T) {
-	built, err := runbuild.New(nil).Build(t.Context(), servedConfig(t))
+	cache := runcore.NewBuildCache(runbuild.New(nil))
+	defer cache.Close()
+	cfg := servedConfig(t)
+	first, err := cache.Build(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer built.Close()
-	if built.Options.Validators == nil {
-		t.Fatal("the build's options carry no Validators: every run resolves the tools' schemas again")
+	defer first.Close()
+	second, err := cache.Build(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if first.Options.Validators == nil || first.Options.Validators != second.Options.Validators {
+		t.Fatalf("two runs of one build have validators %p and %p: want one cache, shared", first.Options.Validators, second.Options.Validators)
 	}
 }
