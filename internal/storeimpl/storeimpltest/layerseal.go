@@ -1,6 +1,7 @@
 // Package storeimpltest checks what tollgate's own store adapters share
 // beyond the public suite (package storetest): that the rule layer's seal
-// holds against a writer without the store's key.
+// holds against a writer without the store's key. [Calls] notes what a
+// host or a server asks of its store, for tests that count it.
 package storeimpltest
 
 import (
