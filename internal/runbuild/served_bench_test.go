@@ -264,24 +264,28 @@ func newServed(b testing.TB, cfg runs.RunConfig, watchers int) (func() error, *l
 		}
 		go l.watch(resp)
 	}
-	return func() error {
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/runs?wait=1m", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
-		req.Header.Set("Authorization", "Bearer tg_ops")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		var view serverapi.RunView
-		err = json.NewDecoder(resp.Body).Decode(&view)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusCreated {
-			return fmt.Errorf("POST /v1/runs: %d %v", resp.StatusCode, err)
-		}
-		if view.Status != store.RunDone {
-			return fmt.Errorf("run %s ended %s", view.ID, view.Status)
-		}
-		return nil
-	}, l
+	return func() error { return postRun(client, ts.URL) }, l
+}
+
+// postRun starts a run of the served agent with a POST that waits for its
+// end (?wait=), and decodes the run's view it is answered with.
+func postRun(client *http.Client, url string) error {
+	req, _ := http.NewRequest("POST", url+"/v1/runs?wait=1m", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
+	req.Header.Set("Authorization", "Bearer tg_ops")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	var view serverapi.RunView
+	err = json.NewDecoder(resp.Body).Decode(&view)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST /v1/runs: %d %v", resp.StatusCode, err)
+	}
+	if view.Status != store.RunDone {
+		return fmt.Errorf("run %s ended %s", view.ID, view.Status)
+	}
+	return nil
 }
 
 // newBareHTTP returns a driver that makes the served driver's round trip
@@ -307,21 +311,7 @@ func newBareHTTP(b testing.TB) func() error {
 	}))
 	b.Cleanup(ts.Close)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: servedClients}}
-	return func() error {
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/runs?wait=1m", strings.NewReader(`{"agent":"globber","prompt":"go"}`))
-		req.Header.Set("Authorization", "Bearer tg_ops")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		var got serverapi.RunView
-		err = json.NewDecoder(resp.Body).Decode(&got)
-		resp.Body.Close()
-		if err != nil || got.Status != store.RunDone {
-			return fmt.Errorf("bare POST: %d %v", resp.StatusCode, err)
-		}
-		return nil
-	}
+	return func() error { return postRun(client, ts.URL) }
 }
 
 // lags collects how long events took from the store to a watcher: ms from
