@@ -37,8 +37,10 @@ func TestDecisionWrites(t *testing.T) {
 	}
 	f.waitRun(id, store.RunDone)
 	want := []string{"Decide", "GetApproval", "ClaimRun", "UpdateRun resuming", "UpdateRun done"}
-	if got := wc.Take(); !slices.Equal(got, want) {
-		t.Fatalf("store calls from the decision to the run's end = %v, want %v", got, want)
+	// The server's tick expires approvals on its own time: not the decision's.
+	calls := slices.DeleteFunc(wc.Take(), func(c string) bool { return c == "ExpireApprovals" })
+	if !slices.Equal(calls, want) {
+		t.Fatalf("store calls from the decision to the run's end = %v, want %v", calls, want)
 	}
 	if f.transfer.Count() != 1 {
 		t.Fatalf("transfer ran %d times, want once", f.transfer.Count())
