@@ -63,3 +63,6 @@ func NewConns(st store.Store) int64 {
 	s := st.(*pgStore)
 	return s.pool.Stat().NewConnsCount()
 }
+
+// WaitQueries returns how many reads of the log s's WaitEvents made.
+func WaitQueries(st store.Store) int64 { return st.(*pgStore).waitQueries.Load() }

@@ -88,10 +88,13 @@ import (
 )
 
 // channel is the NOTIFY channel on which appends of events are announced.
-// The payload names the tenants and runs of the events of the transaction,
-// as the JSON of [notice], or is "*" (any tenant and run) when that would be
-// longer than [maxNotice]; a waiter reads the log again only when a notice
-// can concern it.
+// The payload is the Seq of the transaction's last event, a space, and the
+// tenants and runs of its events as the JSON of [notice], or "*" (any
+// tenant and run) when that would be longer than [maxNotice]; a waiter
+// reads the log again only when a notice can concern it. Appends commit in
+// the order of their Seqs (the counter's row is locked until commit), and
+// PostgreSQL delivers notices in commit order: a listener that has the
+// notice of Seq n has those of every event up to n.
 const channel = "tollgate_events"
 
 // notice is the payload of a notification on [channel].
@@ -154,6 +157,8 @@ type pgStore struct {
 	where string
 	// deadlocks counts the transactions run again after a deadlock.
 	deadlocks atomic.Int64
+	// waitQueries counts the reads of the log WaitEvents makes.
+	waitQueries atomic.Int64
 
 	listen listener
 }
@@ -488,7 +493,7 @@ func (s *pgStore) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch,
 				VALUES ((SELECT last FROM counters WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`,
 				len(checked)-1-i, ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
 		}
-		b.Queue(`SELECT pg_notify($1, $2)`, channel, noticeOf(checked))
+		b.Queue(`SELECT pg_notify($1, (SELECT last FROM counters WHERE name = 'events')::text || ' ' || $2)`, channel, noticeOf(checked))
 	}
 	if b.Len() == 0 {
 		return nil, nil
@@ -1148,9 +1153,22 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	q := `SELECT EXISTS (SELECT 1 FROM events WHERE ` + w.String() + `)`
 	timer := time.NewTimer(fallbackPoll)
 	defer timer.Stop()
+	// After every event notified while listening, nothing is there to
+	// read: the next notice wakes wt (the follower of a log waits right
+	// after it read it, and its first read found nothing each time).
+	caughtUp := s.listen.caughtUp(f.AfterSeq)
 	for {
 		// Taken before the read: a change after it wakes wt.
 		listening := s.listen.isListening()
+		if caughtUp {
+			caughtUp = false
+			select {
+			case <-wt.ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
 		found, err := s.exists(ctx, q, w.args)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -1189,6 +1207,7 @@ func (s *pgStore) exists(ctx context.Context, q string, args []any) (bool, error
 	defer c.Release()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitReadTimeout)
 	defer cancel()
+	s.waitQueries.Add(1)
 	var found bool
 	err = c.QueryRow(rctx, q, args...).Scan(&found)
 	return found, err
@@ -1215,8 +1234,13 @@ type listener struct {
 	started   bool
 	// notified counts the notifications received, for tests.
 	notified int64
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// epoch counts the times listening started; last is the Seq of the
+	// latest notice, received while listening in lastEpoch (0: no notice
+	// with a Seq since the last start, or one without).
+	epoch, lastEpoch int64
+	last             int64
+	cancel           context.CancelFunc
+	done             chan struct{}
 }
 
 // waiter is one WaitEvents call: its filter, and a channel that gets a token
@@ -1276,29 +1300,62 @@ func (l *listener) setListening(on bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.listening = on
+	if on {
+		l.epoch++
+	}
 	for w := range l.waiters {
 		w.wake()
 	}
 }
 
 // notify wakes the waiters the payload concerns (every one for a payload
-// that is not a notice).
+// that is not a notice), and notes the Seq it carries (see [channel]).
 func (l *listener) notify(payload string) {
+	seq, rest := noticeSeq(payload)
 	var n *notice
-	if payload != "*" {
+	if rest != "*" {
 		n = new(notice)
-		if json.Unmarshal([]byte(payload), n) != nil {
+		if json.Unmarshal([]byte(rest), n) != nil {
 			n = nil
 		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if seq > 0 {
+		l.last, l.lastEpoch = max(l.last, seq), l.epoch
+	} else {
+		l.lastEpoch = 0 // a notice without its Seq (another build's): nothing to go by
+	}
 	for w := range l.waiters {
 		if w.concerns(n) {
 			w.wake()
 		}
 	}
 	l.notified++
+}
+
+// noticeSeq splits a payload into the Seq it starts with and the rest; a
+// payload that does not start with one has Seq 0 and is all rest.
+func noticeSeq(payload string) (int64, string) {
+	head, rest, ok := strings.Cut(payload, " ")
+	if !ok {
+		return 0, payload
+	}
+	seq, err := strconv.ParseInt(head, 10, 64)
+	if err != nil || seq <= 0 {
+		return 0, payload
+	}
+	return seq, rest
+}
+
+// caughtUp reports whether a reader of the log up to after has every event
+// notified: the listener listens, and has had since it started a notice,
+// of Seq at most after, and none without a Seq after it. Any event after
+// that then comes with a notice to come.
+func (l *listener) caughtUp(after int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.listening && l.lastEpoch == l.epoch && l.lastEpoch > 0 && after >= l.last
 }
 
 // start starts the listening goroutine once.

@@ -762,3 +762,79 @@ func TestDecidedByTextStillReads(t *testing.T) {
 		t.Fatalf("schema version %d, %v; want %d", v, err, postgres.SchemaVersion)
 	}
 }
+
+// A waiter that read every event notified waits for the next notice
+// before reading the log (the log's follower waits right after each read,
+// and that first read found nothing every time); one behind reads at once;
+// after the listener was lost and came back, a waiter reads before it
+// waits, since notices may have been missed meanwhile.
+func TestWaitAfterTheLastNoticeWaitsBeforeReading(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url, nil), open(t, url, nil)
+	defer a.Close()
+	defer b.Close()
+	appendOne := func() int64 {
+		t.Helper()
+		n := postgres.Notified(b)
+		seqs, err := a.AppendEvents(ctx, store.Event{Type: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
+			if time.Now().After(deadline) {
+				t.Fatal("b never got the notice of the append")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return seqs[0]
+	}
+	waitListening := func() {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
+			if time.Now().After(deadline) {
+				t.Fatal("b's listener never started")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	_, unregister := postgres.Register(b, store.EventFilter{AllTenants: true}) // starts b's listener
+	defer unregister()
+	waitListening()
+	seq := appendOne()
+	reads := func(f store.EventFilter) (int64, error) {
+		q := postgres.WaitQueries(b)
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		err := b.WaitEvents(wctx, f)
+		return postgres.WaitQueries(b) - q, err
+	}
+	if n, err := reads(store.EventFilter{AllTenants: true, AfterSeq: seq}); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a waiter after the last notice: %d reads, %v; want none, and to wait", n, err)
+	}
+	if n, err := reads(store.EventFilter{AllTenants: true, AfterSeq: seq - 1}); n != 1 || err != nil {
+		t.Fatalf("a waiter behind the last notice: %d reads, %v; want one that finds it", n, err)
+	}
+	got, stop := waitStarted(b, store.EventFilter{AllTenants: true, AfterSeq: seq})
+	defer stop()
+	next := appendOne()
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter after the last notice, at the next: %v", err)
+	}
+	// The listener lost: an event appended with no one listening sends a
+	// notice no one gets; once listening again, a waiter reads first.
+	raw := rawConn(t, url)
+	for postgres.Listening(b) {
+		if _, err := raw.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN '||$1`, postgres.Channel); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := a.AppendEvents(ctx, store.Event{Type: "missed"}); err != nil {
+		t.Fatal(err)
+	}
+	waitListening()
+	if n, err := reads(store.EventFilter{AllTenants: true, AfterSeq: next}); n != 1 || err != nil {
+		t.Fatalf("a waiter once the listener came back: %d reads, %v; want one that finds the event appended meanwhile", n, err)
+	}
+}
