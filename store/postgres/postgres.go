@@ -88,9 +88,10 @@ import (
 )
 
 // channel is the NOTIFY channel on which appends of events are announced.
-// The payload is the Seq of the transaction's last event, a space, and the
-// tenants and runs of its events as the JSON of [notice], or "*" (any
-// tenant and run) when that would be longer than [maxNotice]; a waiter
+// The payload is the Seqs of the transaction's first and last events
+// ("41-43"), a space, and the tenants and runs of its events as the JSON
+// of [notice], or "*" (any tenant and run) when that would be longer than
+// [maxNotice]; a waiter
 // reads the log again only when a notice can concern it. Appends commit in
 // the order of their Seqs (the counter's row is locked until commit), and
 // PostgreSQL delivers notices in commit order: a listener that has the
@@ -493,7 +494,8 @@ func (s *pgStore) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch,
 				VALUES ((SELECT last FROM counters WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`,
 				len(checked)-1-i, ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
 		}
-		b.Queue(`SELECT pg_notify($1, (SELECT last FROM counters WHERE name = 'events')::text || ' ' || $2)`, channel, noticeOf(checked))
+		b.Queue(`SELECT pg_notify($1, (last - $3)::text || '-' || last::text || ' ' || $2) FROM counters WHERE name = 'events'`,
+			channel, noticeOf(checked), len(checked)-1)
 	}
 	if b.Len() == 0 {
 		return nil, nil
@@ -1160,25 +1162,19 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	for {
 		// Taken before the read: a change after it wakes wt.
 		listening := s.listen.isListening()
-		if caughtUp {
-			caughtUp = false
-			select {
-			case <-wt.ch:
-			case <-ctx.Done():
+		if !caughtUp {
+			found, err := s.exists(ctx, q, w.args)
+			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			continue
+			if err != nil {
+				return s.wrap(err)
+			}
+			if found {
+				return nil
+			}
 		}
-		found, err := s.exists(ctx, q, w.args)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			return s.wrap(err)
-		}
-		if found {
-			return nil
-		}
+		caughtUp = false
 		var poll <-chan time.Time
 		if !listening {
 			timer.Reset(fallbackPoll)
@@ -1186,6 +1182,9 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 		}
 		select {
 		case <-wt.ch:
+			if s.listen.seenBy(wt) > f.AfterSeq {
+				return nil // a notice of an event f selects: no need to look
+			}
 		case <-poll:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -1250,6 +1249,10 @@ type waiter struct {
 	all    bool
 	runID  string
 	ch     chan struct{}
+	// seen is the first Seq of the latest notice that holds an event the
+	// waiter selects (every event of it is at or after it), under the
+	// listener's lock.
+	seen int64
 }
 
 // wake gives w a token, unless it has one already.
@@ -1257,6 +1260,19 @@ func (w *waiter) wake() {
 	select {
 	case w.ch <- struct{}{}:
 	default:
+	}
+}
+
+// holds reports whether n holds for sure an event w selects (concerns may
+// say so of a notice that only might: one of several tenants and runs).
+func (w *waiter) holds(n *notice) bool {
+	switch {
+	case n == nil:
+		return false
+	case w.runID == "":
+		return w.all || slices.Contains(n.Tenants, w.tenant)
+	default:
+		return w.all && slices.Contains(n.Runs, w.runID)
 	}
 }
 
@@ -1311,7 +1327,7 @@ func (l *listener) setListening(on bool) {
 // notify wakes the waiters the payload concerns (every one for a payload
 // that is not a notice), and notes the Seq it carries (see [channel]).
 func (l *listener) notify(payload string) {
-	seq, rest := noticeSeq(payload)
+	first, last, rest := noticeSeqs(payload)
 	var n *notice
 	if rest != "*" {
 		n = new(notice)
@@ -1321,31 +1337,48 @@ func (l *listener) notify(payload string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if seq > 0 {
-		l.last, l.lastEpoch = max(l.last, seq), l.epoch
+	if last > 0 {
+		l.last, l.lastEpoch = max(l.last, last), l.epoch
 	} else {
 		l.lastEpoch = 0 // a notice without its Seq (another build's): nothing to go by
 	}
 	for w := range l.waiters {
 		if w.concerns(n) {
+			if first > 0 && w.holds(n) {
+				w.seen = max(w.seen, first)
+			}
 			w.wake()
 		}
 	}
 	l.notified++
 }
 
-// noticeSeq splits a payload into the Seq it starts with and the rest; a
-// payload that does not start with one has Seq 0 and is all rest.
-func noticeSeq(payload string) (int64, string) {
+// noticeSeqs splits a payload into the Seqs of the first and last events
+// it starts with and the rest; a payload that does not start with them
+// has Seqs 0 and is all rest.
+func noticeSeqs(payload string) (first, last int64, rest string) {
 	head, rest, ok := strings.Cut(payload, " ")
 	if !ok {
-		return 0, payload
+		return 0, 0, payload
 	}
-	seq, err := strconv.ParseInt(head, 10, 64)
-	if err != nil || seq <= 0 {
-		return 0, payload
+	a, b, ok := strings.Cut(head, "-")
+	if !ok {
+		return 0, 0, payload
 	}
-	return seq, rest
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || first <= 0 || last < first {
+		return 0, 0, payload
+	}
+	return first, last, rest
+}
+
+// seenBy returns the first Seq of the latest notice that holds an event w
+// selects: an event w selects is there at or after it.
+func (l *listener) seenBy(w *waiter) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return w.seen
 }
 
 // caughtUp reports whether a reader of the log up to after has every event
