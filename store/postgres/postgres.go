@@ -91,11 +91,10 @@ import (
 // The payload is the Seqs of the transaction's first and last events
 // ("41-43"), a space, and the tenants and runs of its events as the JSON
 // of [notice], or "*" (any tenant and run) when that would be longer than
-// [maxNotice]; a waiter
-// reads the log again only when a notice can concern it. Appends commit in
-// the order of their Seqs (the counter's row is locked until commit), and
-// PostgreSQL delivers notices in commit order: a listener that has the
-// notice of Seq n has those of every event up to n.
+// [maxNotice]; a waiter reads the log again only when a notice can concern
+// it. Appends commit in the order of their Seqs (the counter's row is
+// locked until commit), and PostgreSQL delivers notices in commit order: a
+// listener that has the notice of Seq n has those of every event up to n.
 const channel = "tollgate_events"
 
 // notice is the payload of a notification on [channel].
