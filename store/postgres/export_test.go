@@ -66,3 +66,14 @@ func NewConns(st store.Store) int64 {
 
 // WaitQueries returns how many reads of the log s's WaitEvents made.
 func WaitQueries(st store.Store) int64 { return st.(*pgStore).waitQueries.Load() }
+
+// Waiters returns how many waiters s's listener has registered.
+func Waiters(st store.Store) int {
+	s := st.(*pgStore)
+	s.listen.mu.Lock()
+	defer s.listen.mu.Unlock()
+	return len(s.listen.waiters)
+}
+
+// ListenerName is the application_name of a store's listening connection.
+const ListenerName = listenerName

@@ -1,28 +1,25 @@
 package postgres
 
 import (
-	"strings"
 	"testing"
 )
 
 // A notice's payload is read by every listener, and anyone who may
-// NOTIFY on the channel writes it: its Seqs are taken only when well
-// formed (first > 0, last ≥ first), and the rest is what follows them.
-func FuzzNoticeSeqs(f *testing.F) {
-	for _, s := range []string{"41-43 {\"tenants\":[\"\"],\"runs\":[]}", "7-7 *", "*", "x", "", "0-1 *", "5-4 *", "-1-2 *", "9223372036854775807-9223372036854775807 *", "1-2"} {
+// NOTIFY on the channel writes it: it is this log's, with Seqs to go by,
+// only when it names the log and its Seqs are well formed (first > 0,
+// last ≥ first); anything else is no notice or another's.
+func FuzzParseNotice(f *testing.F) {
+	for _, s := range []string{`{"tenants":[""],"runs":[],"log":"public","first":41,"last":43}`, `{"tenants":["acme"],"runs":["run_1"]}`,
+		`{"log":"other","first":1,"last":1}`, `{"log":"public","first":5,"last":4}`, `{"log":"public","first":0,"last":3}`, "*", "x", "", "7-7 *"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, payload string) {
-		first, last, rest := noticeSeqs(payload)
+		n, ours := parseNotice(payload, "public")
 		switch {
-		case first == 0 && last == 0:
-			if rest != payload {
-				t.Fatalf("%q: no Seqs, rest %q", payload, rest)
-			}
-		case first <= 0 || last < first:
-			t.Fatalf("%q: Seqs %d-%d", payload, first, last)
-		case !strings.HasSuffix(payload, " "+rest):
-			t.Fatalf("%q: rest %q is not what follows the Seqs", payload, rest)
+		case ours && (n == nil || n.Log != "public" || n.First <= 0 || n.Last < n.First):
+			t.Fatalf("%q: taken as this log's with %+v", payload, n)
+		case payload == "*" && n != nil:
+			t.Fatalf("%q: a notice %+v", payload, n)
 		}
 	})
 }

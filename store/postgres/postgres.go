@@ -88,13 +88,14 @@ import (
 )
 
 // channel is the NOTIFY channel on which appends of events are announced.
-// The payload is the Seqs of the transaction's first and last events
-// ("41-43"), a space, and the tenants and runs of its events as the JSON
-// of [notice], or "*" (any tenant and run) when that would be longer than
-// [maxNotice]; a waiter reads the log again only when a notice can concern
-// it. Appends commit in the order of their Seqs (the counter's row is
-// locked until commit), and PostgreSQL delivers notices in commit order: a
-// listener that has the notice of Seq n has those of every event up to n.
+// The payload is the JSON of [notice]: the tenants and runs of the
+// transaction's events, the log they were appended to (the store's schema:
+// stores of several schemas share a database's channels) and the Seqs of
+// its first and last events; or "*" (any tenant and run) when that would
+// be longer than [maxNotice]. A waiter reads the log again only when a
+// notice can concern it. Appends commit in the order of their Seqs (the
+// counter's row is locked until commit), and PostgreSQL delivers notices
+// in commit order.
 const channel = "tollgate_events"
 
 // notice is the payload of a notification on [channel].
@@ -104,6 +105,11 @@ type notice struct {
 	// Runs are the runs of the events appended (events of the store as a
 	// whole have none).
 	Runs []string `json:"runs"`
+	// Log is the schema of the store the events were appended to.
+	Log string `json:"log,omitempty"`
+	// First and Last are the Seqs of the first and last events appended.
+	First int64 `json:"first,omitempty"`
+	Last  int64 `json:"last,omitempty"`
 }
 
 // maxNotice is the longest payload sent, in bytes (PostgreSQL's limit is
@@ -196,11 +202,16 @@ func Open(ctx context.Context, url string, opts *store.Options) (store.Store, er
 	}
 	now := storeimpl.Now(opts)
 	s := &pgStore{pool: pool, now: func() time.Time { return pgTime(now()) }, seal: seal, where: where}
-	s.listen.init(cfg.ConnConfig)
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	s.listen.init(cfg.ConnConfig, schema)
 	return s, nil
 }
 
@@ -493,8 +504,13 @@ func (s *pgStore) insertEventsOf(ctx context.Context, tx pgx.Tx, pre *pgx.Batch,
 				VALUES ((SELECT last FROM counters WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`,
 				len(checked)-1-i, ev.Tenant, runID, ev.Type, pgTime(ev.Time), jsonArg(ev.Data))
 		}
-		b.Queue(`SELECT pg_notify($1, (last - $3)::text || '-' || last::text || ' ' || $2) FROM counters WHERE name = 'events'`,
-			channel, noticeOf(checked), len(checked)-1)
+		if head, ok := s.noticeOf(checked); ok {
+			// The Seqs, known only to the counter, end the notice's JSON.
+			b.Queue(`SELECT pg_notify($1, $2 || (last - $3)::text || ',"last":' || last::text || '}') FROM counters WHERE name = 'events'`,
+				channel, head, len(checked)-1)
+		} else {
+			b.Queue(`SELECT pg_notify($1, '*')`, channel)
+		}
 	}
 	if b.Len() == 0 {
 		return nil, nil
@@ -908,9 +924,12 @@ func (s *pgStore) scanChecked(rows storeimpl.Rows) (store.Approval, int64, error
 	return s.seal.Check(a), seq, err
 }
 
-// noticeOf returns the payload of the NOTIFY of evs.
-func noticeOf(evs []store.Event) string {
-	var n notice
+// noticeOf returns the head of the NOTIFY of evs: the JSON of their
+// [notice] up to its First, which the statement that sends it ends with
+// the Seqs; false when the notice would be longer than [maxNotice] (then
+// it is "*").
+func (s *pgStore) noticeOf(evs []store.Event) (string, bool) {
+	n := notice{Log: s.listen.log}
 	for _, ev := range evs {
 		if !slices.Contains(n.Tenants, ev.Tenant) {
 			n.Tenants = append(n.Tenants, ev.Tenant)
@@ -919,11 +938,11 @@ func noticeOf(evs []store.Event) string {
 			n.Runs = append(n.Runs, ev.RunID)
 		}
 	}
-	b, err := json.Marshal(n)
-	if err != nil || len(b) > maxNotice {
-		return "*"
+	b, err := json.Marshal(n) // First and Last are zero: omitted
+	if err != nil || len(b)+64 > maxNotice {
+		return "", false
 	}
-	return string(b)
+	return string(b[:len(b)-1]) + `,"first":`, true
 }
 
 // queueApproval queues the write of a's mutable fields in b.
@@ -1232,9 +1251,13 @@ type listener struct {
 	started   bool
 	// notified counts the notifications received, for tests.
 	notified int64
-	// epoch counts the times listening started; last is the Seq of the
-	// latest notice, received while listening in lastEpoch (0: no notice
-	// with a Seq since the last start, or one without).
+	// log is the schema of the store's tables, which its notices name.
+	log string
+	// epoch counts the times listening started. last is the Seq the log's
+	// counter had when listening started in lastEpoch, raised by each
+	// notice of this log since; lastEpoch is 0 once a notice came that
+	// might be this log's but says not its Seqs (another build's, or a
+	// "*"): then nothing is known until listening starts again.
 	epoch, lastEpoch int64
 	last             int64
 	cancel           context.CancelFunc
@@ -1283,10 +1306,15 @@ func (w *waiter) concerns(n *notice) bool {
 	return (w.all || slices.Contains(n.Tenants, w.tenant)) && (w.runID == "" || slices.Contains(n.Runs, w.runID))
 }
 
-func (l *listener) init(cfg *pgx.ConnConfig) {
+func (l *listener) init(cfg *pgx.ConnConfig, log string) {
 	l.cfg = cfg.Copy()
+	l.cfg.RuntimeParams["application_name"] = listenerName
+	l.log = log
 	l.waiters = map[*waiter]struct{}{}
 }
+
+// listenerName is the application_name of a store's listening connection.
+const listenerName = "tollgate listener"
 
 func (l *listener) register(f store.EventFilter) *waiter {
 	w := &waiter{tenant: f.Tenant, all: f.AllTenants, runID: f.RunID, ch: make(chan struct{}, 1)}
@@ -1310,13 +1338,15 @@ func (l *listener) isListening() bool {
 }
 
 // setListening records a change of state and wakes every waiter (a waiter
-// must read again after LISTEN starts, and poll while it is lost).
-func (l *listener) setListening(on bool) {
+// must read again after LISTEN starts, and poll while it is lost); last is
+// the log's counter, read once LISTEN started.
+func (l *listener) setListening(on bool, last int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.listening = on
 	if on {
 		l.epoch++
+		l.last, l.lastEpoch = last, l.epoch
 	}
 	for w := range l.waiters {
 		w.wake()
@@ -1324,52 +1354,42 @@ func (l *listener) setListening(on bool) {
 }
 
 // notify wakes the waiters the payload concerns (every one for a payload
-// that is not a notice), and notes the Seq it carries (see [channel]).
+// that is not a notice; none for a notice of another log), and notes the
+// Seqs a notice of this log carries (see [channel]).
 func (l *listener) notify(payload string) {
-	first, last, rest := noticeSeqs(payload)
-	var n *notice
-	if rest != "*" {
-		n = new(notice)
-		if json.Unmarshal([]byte(rest), n) != nil {
-			n = nil
-		}
-	}
+	n, ours := parseNotice(payload, l.log)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if last > 0 {
-		l.last, l.lastEpoch = max(l.last, last), l.epoch
-	} else {
-		l.lastEpoch = 0 // a notice without its Seq (another build's): nothing to go by
+	l.notified++
+	switch {
+	case ours:
+		l.last = max(l.last, n.Last)
+	case n != nil && n.Log != "" && n.Log != l.log:
+		return // another schema's store: not an event of this log
+	default:
+		l.lastEpoch = 0
 	}
 	for w := range l.waiters {
 		if w.concerns(n) {
-			if first > 0 && w.holds(n) {
-				w.seen = max(w.seen, first)
+			if ours && w.holds(n) {
+				w.seen = max(w.seen, n.First)
 			}
 			w.wake()
 		}
 	}
-	l.notified++
 }
 
-// noticeSeqs splits a payload into the Seqs of the first and last events
-// it starts with and the rest; a payload that does not start with them
-// has Seqs 0 and is all rest.
-func noticeSeqs(payload string) (first, last int64, rest string) {
-	head, rest, ok := strings.Cut(payload, " ")
-	if !ok {
-		return 0, 0, payload
+// parseNotice reads a payload on [channel]: the notice, nil for one that
+// is not (such as "*"); ours when it is a notice of log with its Seqs.
+func parseNotice(payload, log string) (n *notice, ours bool) {
+	if payload == "*" {
+		return nil, false
 	}
-	a, b, ok := strings.Cut(head, "-")
-	if !ok {
-		return 0, 0, payload
+	n = new(notice)
+	if json.Unmarshal([]byte(payload), n) != nil {
+		return nil, false
 	}
-	first, err1 := strconv.ParseInt(a, 10, 64)
-	last, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || first <= 0 || last < first {
-		return 0, 0, payload
-	}
-	return first, last, rest
+	return n, n.Log == log && n.First > 0 && n.Last >= n.First
 }
 
 // seenBy returns the first Seq of the latest notice that holds an event w
@@ -1381,9 +1401,10 @@ func (l *listener) seenBy(w *waiter) int64 {
 }
 
 // caughtUp reports whether a reader of the log up to after has every event
-// notified: the listener listens, and has had since it started a notice,
-// of Seq at most after, and none without a Seq after it. Any event after
-// that then comes with a notice to come.
+// there is: the listener listens, has known the log's last Seq since it
+// started (read from the counter once it listened, raised by the notices
+// of the log since), and after is at or past it. Any event after that
+// comes with a notice to come.
 func (l *listener) caughtUp(after int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -1422,7 +1443,7 @@ func (l *listener) run(ctx context.Context) {
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.listenOnce(ctx)
-		l.setListening(false)
+		l.setListening(false, 0)
 		if ctx.Err() != nil {
 			return
 		}
@@ -1452,7 +1473,13 @@ func (l *listener) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
-	l.setListening(true)
+	// After LISTEN: an append that committed before this read is in it,
+	// one after it comes with a notice.
+	var last int64
+	if err := conn.QueryRow(ctx, `SELECT last FROM counters WHERE name = 'events'`).Scan(&last); err != nil {
+		return err
+	}
+	l.setListening(true, last)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

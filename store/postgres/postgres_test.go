@@ -269,7 +269,7 @@ func TestWaitEventsAfterListenerLoss(t *testing.T) {
 	var killed int
 	for killed == 0 {
 		err := raw.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND query = 'LISTEN '||$1`, postgres.Channel).Scan(&killed)
+			WHERE datname = current_database() AND application_name = $1`, postgres.ListenerName).Scan(&killed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -818,6 +818,12 @@ func TestWaitAfterTheLastNoticeWaitsBeforeReading(t *testing.T) {
 	q := postgres.WaitQueries(b)
 	got, stop := waitStarted(b, store.EventFilter{AllTenants: true, AfterSeq: seq})
 	defer stop()
+	for deadline := time.Now().Add(time.Minute); postgres.Waiters(b) < 2; { // registered, beside the test's own
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	next := appendOne()
 	if err := <-got; err != nil {
 		t.Fatalf("the waiter after the last notice, at the next: %v", err)
@@ -830,7 +836,7 @@ func TestWaitAfterTheLastNoticeWaitsBeforeReading(t *testing.T) {
 	raw := rawConn(t, url)
 	for postgres.Listening(b) {
 		if _, err := raw.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = current_database() AND query = 'LISTEN '||$1`, postgres.Channel); err != nil {
+			WHERE datname = current_database() AND application_name = $1`, postgres.ListenerName); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Millisecond)
@@ -841,5 +847,144 @@ func TestWaitAfterTheLastNoticeWaitsBeforeReading(t *testing.T) {
 	waitListening()
 	if n, err := reads(store.EventFilter{AllTenants: true, AfterSeq: next}); n != 1 || err != nil {
 		t.Fatalf("a waiter once the listener came back: %d reads, %v; want one that finds the event appended meanwhile", n, err)
+	}
+}
+
+// Stores of two schemas share a database's channel: a notice of the other
+// log neither stands for this log's Seqs (a waiter behind this log reads
+// it) nor ends a wait (this log has no event).
+func TestNoticesOfAnotherSchemaAreNotThisLogs(t *testing.T) {
+	url := pgtest.Database(t)
+	if _, err := rawConn(t, url).Exec(ctx, `CREATE SCHEMA sa; CREATE SCHEMA sb`); err != nil {
+		t.Fatal(err)
+	}
+	inSchema := func(schema string) string {
+		if strings.Contains(url, "?") {
+			return url + "&search_path=" + schema
+		}
+		return url + "?search_path=" + schema
+	}
+	a, b := open(t, inSchema("sa"), nil), open(t, inSchema("sb"), nil)
+	defer a.Close()
+	defer b.Close()
+	for range 20 { // a's log: Seqs 1 to 20, past all of b's
+		if _, err := a.AppendEvents(ctx, store.Event{Type: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 { // b's log: Seqs 1 to 10
+		if _, err := b.AppendEvents(ctx, store.Event{Type: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, unregister := postgres.Register(b, store.EventFilter{AllTenants: true})
+	defer unregister()
+	for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
+		if time.Now().After(deadline) {
+			t.Fatal("b's listener never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	n := postgres.Notified(b)
+	if _, err := a.AppendEvents(ctx, store.Event{Type: "other"}); err != nil { // a's Seq 21
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
+		if time.Now().After(deadline) {
+			t.Fatal("b never got a's notice")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: 5}); err != nil {
+		t.Fatalf("b's events 6 to 10 are there: WaitEvents %v, want nil at once", err)
+	}
+	got, stop := waitStarted(b, store.EventFilter{AllTenants: true, AfterSeq: 10})
+	defer stop()
+	for deadline := time.Now().Add(time.Minute); postgres.Waiters(b) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	n = postgres.Notified(b)
+	if _, err := a.AppendEvents(ctx, store.Event{Type: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
+		if time.Now().After(deadline) {
+			t.Fatal("b never got a's notice")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("b has no event after 10, yet WaitEvents returned %v on a's notice", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// A NOTIFY any user of the database may send, naming the log with Seqs
+// below its last, does not make a waiter behind the log wait unread: the
+// listener knows the log's last Seq from its counter, and notices only
+// raise it; after a notice without Seqs (an older build's), it knows it no
+// longer.
+func TestForgedNoticeDoesNotHideEvents(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url, nil), open(t, url, nil)
+	defer a.Close()
+	defer b.Close()
+	for range 10 { // before b listens: Seqs 1 to 10
+		if _, err := a.AppendEvents(ctx, store.Event{Type: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, unregister := postgres.Register(b, store.EventFilter{AllTenants: true})
+	defer unregister()
+	for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
+		if time.Now().After(deadline) {
+			t.Fatal("b's listener never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	n := postgres.Notified(b)
+	var schema string
+	raw := rawConn(t, url)
+	if err := raw.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(ctx, `SELECT pg_notify($1, $2)`, postgres.Channel, `{"tenants":[""],"runs":[],"log":"`+schema+`","first":1,"last":1}`); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
+		if time.Now().After(deadline) {
+			t.Fatal("b never got the forged notice")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: 5}); err != nil {
+		t.Fatalf("events 6 to 10 are there: WaitEvents %v, want nil at once", err)
+	}
+	// An append of an older build, whose notice says no Seqs: the
+	// listener no longer knows the log's last Seq, and a waiter reads.
+	n = postgres.Notified(b)
+	if _, err := raw.Exec(ctx, `BEGIN;
+		UPDATE counters SET last = last + 1 WHERE name = 'events';
+		INSERT INTO events (seq, tenant, type, time) SELECT last, '', 'older', now() FROM counters WHERE name = 'events';
+		SELECT pg_notify('`+postgres.Channel+`', '{"tenants":[""],"runs":[]}');
+		COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
+		if time.Now().After(deadline) {
+			t.Fatal("b never got the older build's notice")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := b.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: 10}); err != nil {
+		t.Fatalf("event 11 is there, noticed without Seqs: WaitEvents %v, want nil at once", err)
 	}
 }
