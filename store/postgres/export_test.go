@@ -77,3 +77,7 @@ func Waiters(st store.Store) int {
 
 // ListenerName is the application_name of a store's listening connection.
 const ListenerName = listenerName
+
+// CaughtUp reports whether a waiter of s after Seq after would wait
+// without reading the log first.
+func CaughtUp(st store.Store, after int64) bool { return st.(*pgStore).listen.caughtUp(after) }

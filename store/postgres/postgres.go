@@ -1200,9 +1200,6 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 		}
 		select {
 		case <-wt.ch:
-			if s.listen.seenBy(wt) > f.AfterSeq {
-				return nil // a notice of an event f selects: no need to look
-			}
 		case <-poll:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -1253,11 +1250,11 @@ type listener struct {
 	notified int64
 	// log is the schema of the store's tables, which its notices name.
 	log string
-	// epoch counts the times listening started. last is the Seq the log's
-	// counter had when listening started in lastEpoch, raised by each
-	// notice of this log since; lastEpoch is 0 once a notice came that
-	// might be this log's but says not its Seqs (another build's, or a
-	// "*"): then nothing is known until listening starts again.
+	// epoch counts the times listening started. last is the log's last
+	// Seq as known in lastEpoch: read from its counter once listening
+	// started and after each payload that is not a notice of this log,
+	// raised by each notice of this log. lastEpoch is 0 from such a payload
+	// until the counter is read.
 	epoch, lastEpoch int64
 	last             int64
 	cancel           context.CancelFunc
@@ -1271,10 +1268,6 @@ type waiter struct {
 	all    bool
 	runID  string
 	ch     chan struct{}
-	// seen is the first Seq of the latest notice that holds an event the
-	// waiter selects (every event of it is at or after it), under the
-	// listener's lock.
-	seen int64
 }
 
 // wake gives w a token, unless it has one already.
@@ -1282,19 +1275,6 @@ func (w *waiter) wake() {
 	select {
 	case w.ch <- struct{}{}:
 	default:
-	}
-}
-
-// holds reports whether n holds for sure an event w selects (concerns may
-// say so of a notice that only might: one of several tenants and runs).
-func (w *waiter) holds(n *notice) bool {
-	switch {
-	case n == nil:
-		return false
-	case w.runID == "":
-		return w.all || slices.Contains(n.Tenants, w.tenant)
-	default:
-		return w.all && slices.Contains(n.Runs, w.runID)
 	}
 }
 
@@ -1354,29 +1334,34 @@ func (l *listener) setListening(on bool, last int64) {
 }
 
 // notify wakes the waiters the payload concerns (every one for a payload
-// that is not a notice; none for a notice of another log), and notes the
-// Seqs a notice of this log carries (see [channel]).
-func (l *listener) notify(payload string) {
+// that is not a notice), and notes the last Seq a notice of this log
+// carries (see [channel]); it reports whether the notice was one. After
+// any other (another schema's, an older build's, a "*", anyone's NOTIFY),
+// the listener knows the log's last Seq no longer: see [listener.known].
+func (l *listener) notify(payload string) (ours bool) {
 	n, ours := parseNotice(payload, l.log)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.notified++
-	switch {
-	case ours:
+	if ours {
 		l.last = max(l.last, n.Last)
-	case n != nil && n.Log != "" && n.Log != l.log:
-		return // another schema's store: not an event of this log
-	default:
+	} else {
 		l.lastEpoch = 0
 	}
 	for w := range l.waiters {
 		if w.concerns(n) {
-			if ours && w.holds(n) {
-				w.seen = max(w.seen, n.First)
-			}
 			w.wake()
 		}
 	}
+	return ours
+}
+
+// known notes last, read from the log's counter while listening, as the
+// log's last Seq.
+func (l *listener) known(last int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last, l.lastEpoch = max(l.last, last), l.epoch
 }
 
 // parseNotice reads a payload on [channel]: the notice, nil for one that
@@ -1390,14 +1375,6 @@ func parseNotice(payload, log string) (n *notice, ours bool) {
 		return nil, false
 	}
 	return n, n.Log == log && n.First > 0 && n.Last >= n.First
-}
-
-// seenBy returns the first Seq of the latest notice that holds an event w
-// selects: an event w selects is there at or after it.
-func (l *listener) seenBy(w *waiter) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return w.seen
 }
 
 // caughtUp reports whether a reader of the log up to after has every event
@@ -1475,8 +1452,8 @@ func (l *listener) listenOnce(ctx context.Context) error {
 	}
 	// After LISTEN: an append that committed before this read is in it,
 	// one after it comes with a notice.
-	var last int64
-	if err := conn.QueryRow(ctx, `SELECT last FROM counters WHERE name = 'events'`).Scan(&last); err != nil {
+	last, err := lastSeq(ctx, conn)
+	if err != nil {
 		return err
 	}
 	l.setListening(true, last)
@@ -1485,8 +1462,24 @@ func (l *listener) listenOnce(ctx context.Context) error {
 		if err != nil {
 			return nil
 		}
-		l.notify(n.Payload)
+		if !l.notify(n.Payload) {
+			// It may stand for appends to this log whose Seqs it does
+			// not say (an older build's, a "*", the same tables named
+			// by another schema): read them.
+			if last, err = lastSeq(ctx, conn); err != nil {
+				return nil
+			}
+			l.known(last)
+		}
 	}
+}
+
+// lastSeq reads the Seq of the log's last committed event from its
+// counter.
+func lastSeq(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var last int64
+	err := conn.QueryRow(ctx, `SELECT last FROM counters WHERE name = 'events'`).Scan(&last)
+	return last, err
 }
 
 // marshalRequest returns a's request as the JSON of its column.

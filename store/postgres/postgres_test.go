@@ -765,8 +765,7 @@ func TestDecidedByTextStillReads(t *testing.T) {
 
 // A waiter that read every event notified waits for the next notice
 // before reading the log (the log's follower waits right after each read,
-// and that first read found nothing every time), and a notice of an event
-// it selects ends its wait without a read; one behind reads at once;
+// and that first read found nothing every time); one behind reads at once;
 // after the listener was lost and came back, a waiter reads before it
 // waits, since notices may have been missed meanwhile.
 func TestWaitAfterTheLastNoticeWaitsBeforeReading(t *testing.T) {
@@ -828,8 +827,8 @@ func TestWaitAfterTheLastNoticeWaitsBeforeReading(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("the waiter after the last notice, at the next: %v", err)
 	}
-	if n := postgres.WaitQueries(b) - q; n != 0 {
-		t.Fatalf("the waiter woken by a notice of an event it selects read the log %d times, want none", n)
+	if n := postgres.WaitQueries(b) - q; n != 1 {
+		t.Fatalf("the waiter after the last notice read the log %d times, want once (after the notice)", n)
 	}
 	// The listener lost: an event appended with no one listening sends a
 	// notice no one gets; once listening again, a waiter reads first.
@@ -986,5 +985,110 @@ func TestForgedNoticeDoesNotHideEvents(t *testing.T) {
 	}
 	if err := b.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: 10}); err != nil {
 		t.Fatalf("event 11 is there, noticed without Seqs: WaitEvents %v, want nil at once", err)
+	}
+	// The listener read the counter after that notice: a waiter past
+	// event 11 waits without reading again.
+	for deadline := time.Now().Add(time.Minute); !postgres.CaughtUp(b, 11); {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener never read the log's last Seq after a notice without Seqs")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	q := postgres.WaitQueries(b)
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	if err := b.WaitEvents(short, store.EventFilter{AllTenants: true, AfterSeq: 11}); !errors.Is(err, context.DeadlineExceeded) || postgres.WaitQueries(b) != q {
+		t.Fatalf("a waiter past the last event: %v after %d reads; want to wait, unread", err, postgres.WaitQueries(b)-q)
+	}
+}
+
+// appendWhileWaiting starts a waiter of f on s, appends with app once it is
+// registered, and returns what WaitEvents returned (within 10 s).
+func appendWhileWaiting(t *testing.T, s store.Store, f store.EventFilter, app func()) error {
+	t.Helper()
+	_, unregister := postgres.Register(s, store.EventFilter{AllTenants: true})
+	defer unregister()
+	for deadline := time.Now().Add(time.Minute); !postgres.Listening(s); {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.WaitEvents(wctx, f) }()
+	for deadline := time.Now().Add(time.Minute); postgres.Waiters(s) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	app()
+	return <-done
+}
+
+// A schema created after a store opened, where the default search_path
+// ("$user", public) puts the tables of a store opened later: both stores'
+// statements then name the same tables, while the first's notices name
+// "public". A waiter of the second is woken by the first's appends.
+func TestNoticesOfTheSameTablesUnderAnotherName(t *testing.T) {
+	url := pgtest.Database(t)
+	raw := rawConn(t, url)
+	var user string
+	if err := raw.QueryRow(ctx, `SELECT current_user`).Scan(&user); err != nil {
+		t.Fatal(err)
+	}
+	a := open(t, url, nil)
+	defer a.Close()
+	if _, err := a.AppendEvents(ctx, store.Event{Type: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{user}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, url, nil)
+	defer b.Close()
+	err := appendWhileWaiting(t, b, store.EventFilter{AllTenants: true}, func() {
+		if _, err := a.AppendEvents(ctx, store.Event{Type: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("an append through the first store: WaitEvents of the second %v, want nil", err)
+	}
+}
+
+// A schema whose name is not UTF-8 (a SQL_ASCII database): its notices'
+// JSON names it otherwise, and the store's own appends still wake it.
+func TestNoticesOfASchemaNamedInAnotherEncoding(t *testing.T) {
+	admin, err := pgx.Connect(ctx, pgtest.AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	const name = "tollgate_ascii"
+	_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	u, err := url.Parse(pgtest.AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	if _, err := rawConn(t, u.String()).Exec(ctx, "CREATE SCHEMA \"s\xe9\"; ALTER DATABASE "+name+" SET search_path = \"s\xe9\""); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, u.String(), nil)
+	defer s.Close()
+	err = appendWhileWaiting(t, s, store.EventFilter{AllTenants: true}, func() {
+		if _, err := s.AppendEvents(ctx, store.Event{Type: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("WaitEvents %v, want nil: the store's own append", err)
 	}
 }
