@@ -23,3 +23,28 @@ func FuzzParseNotice(f *testing.F) {
 		}
 	})
 }
+
+// A notice ends a wait without a read only when it holds for sure an event
+// the waiter selects: a waiter of one tenant's run is not sure of a notice
+// of two tenants whose runs include it (the run may be the other's).
+func TestNoticeHolds(t *testing.T) {
+	n := &notice{Tenants: []string{"acme", "globex"}, Runs: []string{"run_1"}}
+	for _, tt := range []struct {
+		w    waiter
+		want bool
+	}{
+		{waiter{all: true}, true},
+		{waiter{tenant: "acme"}, true},
+		{waiter{tenant: "initech"}, false},
+		{waiter{all: true, runID: "run_1"}, true},
+		{waiter{all: true, runID: "run_2"}, false},
+		{waiter{tenant: "acme", runID: "run_1"}, false},
+	} {
+		if got := tt.w.holds(n); got != tt.want {
+			t.Errorf("waiter %+v: holds %v, want %v", tt.w, got, tt.want)
+		}
+		if tt.w.holds(nil) {
+			t.Errorf("waiter %+v holds a notice that is not one", tt.w)
+		}
+	}
+}

@@ -1159,8 +1159,12 @@ func (s *pgStore) ListEvents(ctx context.Context, f store.EventFilter) ([]store.
 }
 
 // WaitEvents implements [store.Store]: it waits for a NOTIFY on [channel]
-// from any process and then reads the log again; while the listening
-// connection is lost, it polls every [fallbackPoll].
+// from any process and then reads the log again, unless the notice is one
+// of this store's schema that holds an event f selects; while the
+// listening connection is lost, it polls every [fallbackPoll]. Any user of
+// the database may NOTIFY on the channel: a notice that names this schema
+// with Seqs never written ends a wait with no event (a caller reads, and
+// waits again), and no notice can keep a waiter from an event.
 func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	if _, err := storeimpl.PageLimit(f.Limit); err != nil {
 		return err
@@ -1200,6 +1204,9 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 		}
 		select {
 		case <-wt.ch:
+			if s.listen.seenBy(wt) > f.AfterSeq {
+				return nil // a notice of this log holds an event f selects
+			}
 		case <-poll:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -1268,6 +1275,10 @@ type waiter struct {
 	all    bool
 	runID  string
 	ch     chan struct{}
+	// seen is the first Seq of the latest notice of this log that holds
+	// an event the waiter selects (each event of it is at or after it),
+	// under the listener's lock.
+	seen int64
 }
 
 // wake gives w a token, unless it has one already.
@@ -1275,6 +1286,19 @@ func (w *waiter) wake() {
 	select {
 	case w.ch <- struct{}{}:
 	default:
+	}
+}
+
+// holds reports whether n holds for sure an event w selects (concerns may
+// say so of a notice that only might: one of several tenants and runs).
+func (w *waiter) holds(n *notice) bool {
+	switch {
+	case n == nil:
+		return false
+	case w.runID == "":
+		return w.all || slices.Contains(n.Tenants, w.tenant)
+	default:
+		return w.all && slices.Contains(n.Runs, w.runID)
 	}
 }
 
@@ -1350,6 +1374,9 @@ func (l *listener) notify(payload string) (ours bool) {
 	}
 	for w := range l.waiters {
 		if w.concerns(n) {
+			if ours && w.holds(n) {
+				w.seen = max(w.seen, n.First)
+			}
 			w.wake()
 		}
 	}
@@ -1375,6 +1402,14 @@ func parseNotice(payload, log string) (n *notice, ours bool) {
 		return nil, false
 	}
 	return n, n.Log == log && n.First > 0 && n.Last >= n.First
+}
+
+// seenBy returns the first Seq of the latest notice of this log that
+// holds an event w selects: an event w selects is there at or after it.
+func (l *listener) seenBy(w *waiter) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return w.seen
 }
 
 // caughtUp reports whether a reader of the log up to after has every event
