@@ -81,3 +81,10 @@ const ListenerName = listenerName
 // CaughtUp reports whether a waiter of s after Seq after would wait
 // without reading the log first.
 func CaughtUp(st store.Store, after int64) bool { return st.(*pgStore).listen.caughtUp(after) }
+
+// WaitQuery returns the query and arguments of a waiter of f's read of
+// the log.
+func WaitQuery(f store.EventFilter) (string, []any) {
+	w := eventWhere(f)
+	return waitQuery(w), w.args
+}

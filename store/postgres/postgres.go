@@ -1174,7 +1174,7 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	defer s.listen.unregister(wt)
 	s.listen.start()
 	w := eventWhere(f)
-	q := `SELECT EXISTS (SELECT 1 FROM events WHERE ` + w.String() + `)`
+	q := waitQuery(w)
 	timer := time.NewTimer(fallbackPoll)
 	defer timer.Stop()
 	// After every event notified while listening, nothing is there to
@@ -1214,12 +1214,12 @@ func (s *pgStore) WaitEvents(ctx context.Context, f store.EventFilter) error {
 	}
 }
 
-// exists runs the query q (SELECT EXISTS ...) of a waiter. The query is not
-// cut off when ctx ends, only the wait for a connection: pgx closes a
-// connection whose query is cancelled, and waiters end all the time (a
-// stream closed, a durable run's part over), each of which would cost the
-// pool a connection and the statements prepared on it. The query is bounded
-// by waitReadTimeout instead.
+// exists runs the query q of a waiter ([waitQuery]) and reports whether
+// it found an event. The query is not cut off when ctx ends, only the wait
+// for a connection: pgx closes a connection whose query is cancelled, and
+// waiters end all the time (a stream closed, a durable run's part over),
+// each of which would cost the pool a connection and the statements
+// prepared on it. The query is bounded by waitReadTimeout instead.
 func (s *pgStore) exists(ctx context.Context, q string, args []any) (bool, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -1229,9 +1229,21 @@ func (s *pgStore) exists(ctx context.Context, q string, args []any) (bool, error
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitReadTimeout)
 	defer cancel()
 	s.waitQueries.Add(1)
-	var found bool
-	err = c.QueryRow(rctx, q, args...).Scan(&found)
-	return found, err
+	var seq int64
+	err = c.QueryRow(rctx, q, args...).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// waitQuery is a waiter's read of the log: the first event w selects. Not
+// SELECT EXISTS: its generic plan, which a prepared statement takes after
+// a few runs, scans the whole table (the planner expects a third of the
+// rows to match), 50 ms for 85,000 events; this one walks the Seq index
+// from the waiter's place.
+func waitQuery(w *where) string {
+	return `SELECT seq FROM events WHERE ` + w.String() + ` ORDER BY seq LIMIT 1`
 }
 
 // waitReadTimeout bounds a waiter's read of the log (see exists).
