@@ -781,22 +781,12 @@ func TestWaitAfterTheLastNoticeWaitsBeforeReading(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
-			if time.Now().After(deadline) {
-				t.Fatal("b never got the notice of the append")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, "b never got the notice of the append", func() bool { return postgres.Notified(b) > n })
 		return seqs[0]
 	}
 	waitListening := func() {
 		t.Helper()
-		for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
-			if time.Now().After(deadline) {
-				t.Fatal("b's listener never started")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, "b's listener never started", func() bool { return postgres.Listening(b) })
 	}
 	_, unregister := postgres.Register(b, store.EventFilter{AllTenants: true}) // starts b's listener
 	defer unregister()
@@ -879,22 +869,12 @@ func TestNoticesOfAnotherSchemaAreNotThisLogs(t *testing.T) {
 	}
 	_, unregister := postgres.Register(b, store.EventFilter{AllTenants: true})
 	defer unregister()
-	for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
-		if time.Now().After(deadline) {
-			t.Fatal("b's listener never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "b's listener never started", func() bool { return postgres.Listening(b) })
 	n := postgres.Notified(b)
 	if _, err := a.AppendEvents(ctx, store.Event{Type: "other"}); err != nil { // a's Seq 21
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
-		if time.Now().After(deadline) {
-			t.Fatal("b never got a's notice")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "b never got a's notice", func() bool { return postgres.Notified(b) > n })
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := b.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: 5}); err != nil {
@@ -902,22 +882,12 @@ func TestNoticesOfAnotherSchemaAreNotThisLogs(t *testing.T) {
 	}
 	got, stop := waitStarted(b, store.EventFilter{AllTenants: true, AfterSeq: 10})
 	defer stop()
-	for deadline := time.Now().Add(time.Minute); postgres.Waiters(b) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiter never registered")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the waiter never registered", func() bool { return postgres.Waiters(b) >= 2 })
 	n = postgres.Notified(b)
 	if _, err := a.AppendEvents(ctx, store.Event{Type: "other"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
-		if time.Now().After(deadline) {
-			t.Fatal("b never got a's notice")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "b never got a's notice", func() bool { return postgres.Notified(b) > n })
 	select {
 	case err := <-got:
 		t.Fatalf("b has no event after 10, yet WaitEvents returned %v on a's notice", err)
@@ -942,12 +912,7 @@ func TestForgedNoticeDoesNotHideEvents(t *testing.T) {
 	}
 	_, unregister := postgres.Register(b, store.EventFilter{AllTenants: true})
 	defer unregister()
-	for deadline := time.Now().Add(time.Minute); !postgres.Listening(b); {
-		if time.Now().After(deadline) {
-			t.Fatal("b's listener never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "b's listener never started", func() bool { return postgres.Listening(b) })
 	n := postgres.Notified(b)
 	var schema string
 	raw := rawConn(t, url)
@@ -957,12 +922,7 @@ func TestForgedNoticeDoesNotHideEvents(t *testing.T) {
 	if _, err := raw.Exec(ctx, `SELECT pg_notify($1, $2)`, postgres.Channel, `{"tenants":[""],"runs":[],"log":"`+schema+`","first":1,"last":1}`); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
-		if time.Now().After(deadline) {
-			t.Fatal("b never got the forged notice")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "b never got the forged notice", func() bool { return postgres.Notified(b) > n })
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := b.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: 5}); err != nil {
@@ -978,23 +938,13 @@ func TestForgedNoticeDoesNotHideEvents(t *testing.T) {
 		COMMIT`); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); postgres.Notified(b) <= n; {
-		if time.Now().After(deadline) {
-			t.Fatal("b never got the older build's notice")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "b never got the older build's notice", func() bool { return postgres.Notified(b) > n })
 	if err := b.WaitEvents(wctx, store.EventFilter{AllTenants: true, AfterSeq: 10}); err != nil {
 		t.Fatalf("event 11 is there, noticed without Seqs: WaitEvents %v, want nil at once", err)
 	}
 	// The listener read the counter after that notice: a waiter past
 	// event 11 waits without reading again.
-	for deadline := time.Now().Add(time.Minute); !postgres.CaughtUp(b, 11); {
-		if time.Now().After(deadline) {
-			t.Fatal("the listener never read the log's last Seq after a notice without Seqs")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the listener never read the log's last Seq after a notice without Seqs", func() bool { return postgres.CaughtUp(b, 11) })
 	q := postgres.WaitQueries(b)
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort()
@@ -1009,22 +959,12 @@ func appendWhileWaiting(t *testing.T, s store.Store, f store.EventFilter, app fu
 	t.Helper()
 	_, unregister := postgres.Register(s, store.EventFilter{AllTenants: true})
 	defer unregister()
-	for deadline := time.Now().Add(time.Minute); !postgres.Listening(s); {
-		if time.Now().After(deadline) {
-			t.Fatal("the listener never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the listener never started", func() bool { return postgres.Listening(s) })
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- s.WaitEvents(wctx, f) }()
-	for deadline := time.Now().Add(time.Minute); postgres.Waiters(s) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiter never registered")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the waiter never registered", func() bool { return postgres.Waiters(s) >= 2 })
 	app()
 	return <-done
 }
@@ -1147,4 +1087,16 @@ func literals(args []any) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// waitUntil polls done until it holds, and fails the test with msg if it
+// has not within a minute.
+func waitUntil(t *testing.T, msg string, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !done(); {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
