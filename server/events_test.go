@@ -358,19 +358,8 @@ func TestAutonomy(t *testing.T) {
 // with Retry-After, and closing a stream frees its place.
 func TestEventStreamCaps(t *testing.T) {
 	f := newFixture(t, nil, nil, &server.Options{MaxStreams: 3, MaxStreamsPerPrincipal: 2})
-	open := func(token string) (*http.Response, context.CancelFunc) {
-		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/v1/events", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		return resp, func() { cancel(); resp.Body.Close() }
-	}
-	var closers []context.CancelFunc
+	open := func(token string) (*http.Response, func()) { return openStream(t, f, token) }
+	var closers []func()
 	defer func() {
 		for _, c := range closers {
 			c()

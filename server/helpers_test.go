@@ -286,3 +286,18 @@ func (b failingBuilder) Build(ctx context.Context, cfg runs.RunConfig) (*runs.Bu
 	}
 	return &runs.Built{Applied: runcore.GovernanceFields()}, nil
 }
+
+// openStream opens an event stream of all of token's events and returns
+// the response and a function that closes it.
+func openStream(t *testing.T, f *fixture, token string) (*http.Response, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return resp, func() { cancel(); resp.Body.Close() }
+}

@@ -129,7 +129,8 @@ func TestStartRunWaitWithNoPlaceFree(t *testing.T) {
 	defer close(slow.release)
 	f := newFixture(t, nil, slowScript(), &server.Options{MaxStreamsPerPrincipal: 1}, slow)
 	f.startRun("Idempotency-Key", "k1")
-	code, closeStream := openStream(t, f, aliceToken) // alice's one place
+	resp, closeStream := openStream(t, f, aliceToken) // alice's one place
+	code := resp.StatusCode
 	defer closeStream()
 	if code != http.StatusOK {
 		t.Fatalf("the stream: %d", code)
@@ -166,21 +167,6 @@ func (r *runEventReads) ListEvents(ctx context.Context, f store.EventFilter) ([]
 		r.once.Do(func() { close(r.read) })
 	}
 	return r.Store.ListEvents(ctx, f)
-}
-
-// openStream opens an event stream with token and returns its status and
-// a function that closes it.
-func openStream(t *testing.T, f *fixture, token string) (int, func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	return resp.StatusCode, func() { cancel(); resp.Body.Close() }
 }
 
 // A durable run is driven by a worker: the wait follows its events.

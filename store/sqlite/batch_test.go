@@ -26,23 +26,8 @@ func (s *sqliteStore) queued() int {
 // nothing, and the others of its batch are stored.
 func TestWritesQueuedCommitTogether(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*sqliteStore)
-	if _, err := s.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending, State: json.RawMessage(`{}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	// A write that holds the lead until the others have queued.
-	release, leading := make(chan struct{}), make(chan struct{})
-	go s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		close(leading)
-		<-release
-		return nil
-	})
-	<-leading
+	s := openWithRun(t)
+	release := holdLead(s) // until the others have queued
 	before := s.writes.commits.Load()
 	const n = 20
 	cancelled, cancel := context.WithCancel(ctx)
@@ -67,7 +52,7 @@ func TestWritesQueuedCommitTogether(t *testing.T) {
 		runtime.Gosched()
 	}
 	cancel()
-	close(release)
+	release()
 	wg.Wait()
 	for i := range n {
 		if errs[i] != nil {
@@ -98,15 +83,22 @@ func TestWritesQueuedCommitTogether(t *testing.T) {
 // to append events to.
 func openWithRun(t *testing.T) *sqliteStore {
 	t.Helper()
-	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "runs.db"), nil)
+	s := openInternal(t)
+	if _, err := s.CreateRun(context.Background(), store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending, State: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// openInternal opens a store in a temporary directory, closed when the
+// test ends.
+func openInternal(t *testing.T) *sqliteStore {
+	t.Helper()
+	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if _, err := st.CreateRun(ctx, store.CreateRunRequest{Run: store.Run{ID: "run_1", Status: store.RunPending, State: json.RawMessage(`{}`)}}); err != nil {
-		t.Fatal(err)
-	}
 	return st.(*sqliteStore)
 }
 

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,12 +15,7 @@ import (
 // returns.
 func TestWaitAfterTheLastEventWaitsBeforeAsking(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*sqliteStore)
+	s := openInternal(t)
 	s.firstPoll = time.Hour // no poll during the test
 	seqs, err := s.AppendEvents(ctx, store.Event{Type: "test.first"})
 	if err != nil {

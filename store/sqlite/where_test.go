@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,13 +16,7 @@ import (
 // a heartbeat its run's events, and each did it in time that grew with
 // the store.
 func TestListingsUseTheirIndexes(t *testing.T) {
-	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*sqliteStore)
+	s := openInternal(t)
 	for _, tt := range []struct {
 		what  string
 		query func() (string, []any)

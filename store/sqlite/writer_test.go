@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,12 +14,7 @@ import (
 // appended at once, on the writes' own connection.
 func TestWriteWhileReadersHoldEveryConnection(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*sqliteStore)
+	s := openInternal(t)
 	for range maxConns {
 		rows, err := s.db.QueryContext(ctx, `SELECT seq FROM events`)
 		if err != nil {
