@@ -69,7 +69,7 @@ func decodeBody(name string, b []byte, max int64, v any) error {
 		return err
 	}
 	if err := bounded.UniqueKeys(name, b); err != nil {
-		return jsonProblem(name, b, v, err)
+		return jsonProblem(name, b, err)
 	}
 	if err := exactKeys(name, b, reflect.TypeOf(v)); err != nil {
 		return err
@@ -77,16 +77,16 @@ func decodeBody(name string, b []byte, max int64, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonProblem(name, b, v, err)
+		return jsonProblem(name, b, err)
 	}
 	return nil
 }
 
 // jsonProblem says in the client's terms what encoding/json found wrong
-// in the body b (named name) decoded into v: where the JSON is not valid
-// (line and column), which field has a value of the wrong kind, which key
-// v has no field for (and the fields it has). Other errors are wrapped.
-func jsonProblem(name string, b []byte, v any, err error) error {
+// in the body b (named name): where the JSON is not valid
+// (line and column), which field has a value of the wrong kind. Other
+// errors are wrapped (a key v has no field for is exactKeys' to say).
+func jsonProblem(name string, b []byte, err error) error {
 	var syntax *json.SyntaxError
 	var kind *json.UnmarshalTypeError
 	switch {
@@ -97,24 +97,8 @@ func jsonProblem(name string, b []byte, v any, err error) error {
 		return fmt.Errorf("%s: %s: want %s, got a JSON %s", name, bounded.Cut(kind.Field, 80), jsonKind(kind.Type), bounded.Cut(kind.Value, 80))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%s: the JSON ends too soon", name)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		// The key as encoding/json quoted it, cut: a body may be 4 MiB.
-		key := bounded.Cut(strings.TrimPrefix(err.Error(), "json: unknown field "), 80)
-		return fmt.Errorf("%s: unknown field %s (its fields: %s)", name, key, strings.Join(fieldNames(reflect.TypeOf(v)), ", "))
 	}
 	return fmt.Errorf("the %s is not the expected JSON object: %s", name, bounded.Cut(err.Error(), 200))
-}
-
-// fieldNames lists, sorted, the JSON names of the fields of the struct t
-// (through pointers).
-func fieldNames(t reflect.Type) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(jsonFields(t)))
 }
 
 // jsonKind names the JSON a Go type takes.
@@ -139,8 +123,9 @@ func jsonKind(t reflect.Type) string {
 // "decision"), and keeps the last of two such keys, where a proxy or a log
 // matching names exactly keeps the one it knows ({"decision":"deny",
 // "Decision":"approve"} logged as deny, decided as approve). A key that is
-// no field's name in any case is left to DisallowUnknownFields. b is valid
-// JSON (bounded.CheckJSON).
+// no field's name in any case is refused too, with the fields of its
+// object (the decoder's DisallowUnknownFields only names the key). b is
+// valid JSON (bounded.CheckJSON).
 func exactKeys(name string, b []byte, t reflect.Type) error {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 		if t.Kind() != reflect.Pointer {
@@ -173,7 +158,8 @@ func exactKeys(name string, b []byte, t reflect.Type) error {
 					return fmt.Errorf("the %s has the key %q; names are case-sensitive: want %q", name, bounded.Cut(k, 64), f)
 				}
 			}
-			continue
+			// The key cut: a body may be 4 MiB.
+			return fmt.Errorf("%s: unknown field %q (its fields: %s)", name, bounded.Cut(k, 80), strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 		}
 		if err := exactKeys(name, v, ft); err != nil {
 			return err
