@@ -171,9 +171,16 @@ func (t *tenantAsks) refresh(ctx context.Context, pending func(ctx context.Conte
 	}
 }
 
-// done uncounts the ask id of runID of tenant: it no longer waits.
+// done uncounts the ask id of runID of tenant: it no longer waits. A
+// tenant with no ask counted (most decisions are of runs, not of MCP
+// clients' asks) gets no entry.
 func (l *gateLedger) done(tenant, runID, id string) {
-	t := l.tenant(tenant)
+	l.mu.Lock()
+	t, ok := l.tenants[tenant]
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.asks, runID+"\x00"+id)

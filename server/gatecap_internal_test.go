@@ -63,3 +63,13 @@ func TestGatePollsPerTenantAreCapped(t *testing.T) {
 		t.Fatal("acme refused once one of its places was given back")
 	}
 }
+
+// A decision uncounts its approval in the gate's ledger; one of a tenant
+// with no ask counted (a run's, not an MCP client's) leaves no entry.
+func TestGateLedgerDoneOfAnUncountedTenant(t *testing.T) {
+	var l gateLedger
+	l.done("acme", "run_1", "req_1")
+	if len(l.tenants) != 0 {
+		t.Fatalf("a decision of a tenant with no ask made %d ledger entries", len(l.tenants))
+	}
+}
