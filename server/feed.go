@@ -86,6 +86,14 @@ func (f *feed) publish(evs []store.Event) {
 	f.changed = make(chan struct{})
 }
 
+// position returns the Seq of the last event the feed holds; ok is false
+// before it started.
+func (f *feed) position() (seq int64, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.last, f.started
+}
+
 // watch counts an SSE stream open until the function it returns is
 // called.
 func (f *feed) watch() (done func()) {

@@ -2,9 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/runcore"
@@ -73,10 +73,11 @@ func (s *Server) awaitPart(ctx context.Context, run store.Run, ended <-chan erro
 }
 
 // awaitSettled waits up to d for run, driven elsewhere (a worker, another
-// server, or a request in flight), to settle, following its events in the
-// store, and returns it as stored then; as it was when ctx ends or the
-// server shuts down first. It holds one of p's stream places while it
-// waits, and waits for nothing when p has none free.
+// server, or a request in flight), to settle, following its events from
+// where the log is now (the server's feed, as a stream does), and returns
+// it as stored then; as it was when ctx ends or the server shuts down
+// first. It holds one of p's stream places while it waits, and waits for
+// nothing when p has none free.
 func (s *Server) awaitSettled(ctx context.Context, p Principal, run store.Run, d time.Duration) store.Run {
 	if d <= 0 || settled(run.Status) {
 		return run
@@ -88,33 +89,39 @@ func (s *Server) awaitSettled(ctx context.Context, p Principal, run store.Run, d
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	defer context.AfterFunc(s.closed, cancel)() // a shutdown ends it, as it ends a stream
 	f := store.EventFilter{Tenant: run.Tenant, RunID: run.ID, Limit: store.MaxLimit}
-	for !settled(run.Status) {
-		evs, err := s.store.ListEvents(ctx, f)
-		if err != nil {
-			break
+	// The run read after the log's position: an event that settles it
+	// after the read comes after the position.
+	if pos, ok := s.feed.position(); ok {
+		f.AfterSeq = pos
+		if got, err := s.store.GetRun(ctx, run.ID); err == nil {
+			run = got
 		}
-		if len(evs) == 0 {
-			if s.store.WaitEvents(ctx, f) != nil {
-				break
-			}
-			continue
+		if settled(run.Status) {
+			return run
 		}
-		f.AfterSeq = evs[len(evs)-1].Seq
-		if !slices.ContainsFunc(evs, settles) {
-			continue // the run is read again only when an event may have settled it
+	}
+	_ = s.follow(ctx, f, func(ev store.Event, _ []byte) error {
+		if !settles(ev) {
+			return nil
 		}
+		// The run is read again only when an event may have settled it.
 		got, err := s.store.GetRun(context.WithoutCancel(ctx), run.ID)
 		if err != nil {
-			break
+			return err
 		}
-		run = got
-	}
-	if ctx.Err() != nil {
+		if run = got; settled(run.Status) {
+			return errRunSettled
+		}
+		return nil
+	}, nil, func() error { return nil })
+	if !settled(run.Status) { // the wait's end, or the server's
 		if got, err := s.store.GetRun(context.WithoutCancel(ctx), run.ID); err == nil {
 			run = got
 		}
 	}
 	return run
 }
+
+// errRunSettled ends the following of a run that settled.
+var errRunSettled = errors.New("the run settled")

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,13 +91,15 @@ func TestStartRunWaitEndsAtItsTime(t *testing.T) {
 }
 
 // A keyed request sent again with ?wait= waits for the run the key started
-// (driven by the first request's part), following its events in the store
-// and holding one of the principal's stream places.
+// (driven by the first request's part), following its events from where
+// the log is, in the server's feed (it read the run's events in the store
+// from its first), and holding one of the principal's stream places.
 func TestStartRunWaitOnARetry(t *testing.T) {
 	slow := &gatedTool{release: make(chan struct{})}
-	st := &runEventReads{Store: memory.New(nil), read: make(chan struct{})}
+	st := &runEventReads{Store: memory.New(nil), following: make(chan struct{})}
 	f := newFixture(t, st, slowScript(), &server.Options{MaxStreamsPerPrincipal: 1}, slow)
 	id := f.startRun("Idempotency-Key", "k1")
+	st.runReads.Store(0) // the first request's
 	retry := func() (serverapi.RunView, int) {
 		var v serverapi.RunView
 		code := f.do("POST", "/v1/runs?wait=20s", aliceToken, serverapi.StartRunRequest{Agent: "payer", Prompt: "pay"}, &v, "Idempotency-Key", "k1")
@@ -112,7 +114,7 @@ func TestStartRunWaitOnARetry(t *testing.T) {
 		answered <- v
 	}()
 	select { // the retry follows the run's events: the run is not done
-	case <-st.read:
+	case <-st.following:
 	case v := <-answered:
 		t.Fatalf("the retry answered %s without waiting for the run", v.Status)
 	}
@@ -120,6 +122,34 @@ func TestStartRunWaitOnARetry(t *testing.T) {
 	if v := <-answered; v.ID != id || v.Status != store.RunDone {
 		t.Fatalf("the retry answered run %s %s; want %s done", v.ID, v.Status, id)
 	}
+	if n := st.reads.Load(); n != 0 {
+		t.Errorf("the retry read the run's events in the store %d times, want none (the feed has them)", n)
+	}
+}
+
+// runEventReads is a store that counts the reads of runs' events, and
+// closes following at a request's second read of a run (the retry's: its
+// key's look-up, then the run read where the wait starts following).
+type runEventReads struct {
+	store.Store
+	reads     atomic.Int64
+	runReads  atomic.Int64
+	following chan struct{}
+}
+
+func (r *runEventReads) GetRun(ctx context.Context, id string) (store.Run, error) {
+	run, err := r.Store.GetRun(ctx, id)
+	if onRequest(ctx) && r.runReads.Add(1) == 2 {
+		close(r.following)
+	}
+	return run, err
+}
+
+func (r *runEventReads) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	if f.RunID != "" {
+		r.reads.Add(1)
+	}
+	return r.Store.ListEvents(ctx, f)
 }
 
 // A retry with ?wait= when its principal has no stream place free answers
@@ -151,22 +181,6 @@ func TestStartRunWaitWithNoPlaceFree(t *testing.T) {
 	case <-time.After(time.Minute): // it waits for its 10 minutes instead
 		t.Fatal("a retry with no stream place free waited")
 	}
-}
-
-// runEventReads is a store that closes read when a run's events of one
-// tenant are first listed (a waiter following one run; the run's own
-// heartbeat lists them for all tenants).
-type runEventReads struct {
-	store.Store
-	once sync.Once
-	read chan struct{}
-}
-
-func (r *runEventReads) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
-	if f.RunID != "" && !f.AllTenants {
-		r.once.Do(func() { close(r.read) })
-	}
-	return r.Store.ListEvents(ctx, f)
 }
 
 // A durable run is driven by a worker: the wait follows its events.
