@@ -54,7 +54,8 @@
 // halted for a person's answer (status pending), or the wait is over: the
 // run as stored then, in the same round trip, 201 (200 for a keyed start
 // sent again) whatever its status. A wait on a run driven elsewhere (a
-// worker, or a keyed request sent again) follows its events in the store
+// worker, or a keyed request sent again) follows its events as a stream
+// does (from where the log is when the wait starts)
 // and takes one of the principal's stream places (none free: no wait);
 // it ends, as a stream does, when the server shuts down.
 // POST /v1/runs with an Idempotency-Key the same principal sent before is
