@@ -43,12 +43,15 @@ func TestUpstreamConnectionsAreReused(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	before := conns.Load()
-	for range 200 {
+	for range 400 {
 		if res := call(t, cs, "echo", map[string]any{"text": "hi"}); res.IsError {
 			t.Fatalf("echo: %s", text(res))
 		}
 	}
-	if n := conns.Load() - before; n > 2 {
-		t.Errorf("200 calls opened %d connections to the upstream, want at most 2", n)
+	// Cut streams cost some calls a new connection (21 to 26 of 400
+	// here); kept, a loaded machine sees at most one more than the
+	// client's two (its stream and its calls').
+	if n := conns.Load() - before; n > 4 {
+		t.Errorf("400 calls opened %d connections to the upstream, want at most 4", n)
 	}
 }
